@@ -1,0 +1,162 @@
+"""The warm process: imports torch once, then forks rank processes on request.
+
+Why not ``multiprocessing``'s forkserver: in a Jupyter kernel it re-imports ``ipykernel_launcher``
+in every child (slow), it cannot report exit signals of grandchildren reliably, and it would be
+shared with the learner's own multiprocessing code.  This one is small and does only this:
+
+* it runs in its own session, so Jupyter's interrupt (SIGINT to the kernel's process group)
+  never reaches it or the ranks;
+* it forks only when asked, reaps its children and reports each exit status;
+* it signals only its own, not-yet-reaped children (their PIDs cannot have been reused);
+* it exits, killing its children, as soon as the parent's pipe closes (kernel died or restarted).
+
+Messages are length-prefixed pickles; see ``send``/``recv``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+
+_HEADER = struct.Struct(">I")
+
+
+def send(fd: int, message: object) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv(fd: int) -> object | None:
+    """One message, or None when the other side has closed the pipe."""
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return None
+    body = _read_exactly(fd, _HEADER.unpack(header)[0])
+    return None if body is None else pickle.loads(body)
+
+
+class Zygote:
+    def __init__(self, in_fd: int, out_fd: int) -> None:
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.children: dict[int, tuple[str, int]] = {}  # pid -> (run id, rank)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+
+    def serve(self) -> None:
+        send(self.out_fd, ("ready", os.getpid()))
+        while True:
+            readable, _, _ = select.select([self.in_fd, self.wake_r], [], [])
+            if self.wake_r in readable:
+                os.read(self.wake_r, 4096)
+            self.reap()
+            if self.in_fd in readable:
+                message = recv(self.in_fd)
+                if message is None or message[0] == "quit":
+                    self.kill_all()
+                    return
+                self.handle(message)
+
+    def handle(self, message: tuple) -> None:
+        verb = message[0]
+        if verb == "launch":
+            _, run_id, specs = message
+            pids = [self.fork_rank(run_id, spec) for spec in specs]
+            send(self.out_fd, ("started", run_id, pids))
+        elif verb == "signal":
+            _, run_id, signum = message
+            for pid, (owner, _rank) in list(self.children.items()):
+                if owner == run_id:
+                    try:
+                        os.kill(pid, signum)
+                    except ProcessLookupError:
+                        pass
+
+    def fork_rank(self, run_id: str, spec: bytes) -> int:
+        rank = pickle.loads(spec)["rank"]
+        pid = os.fork()
+        if pid == 0:
+            self.become_rank(spec)
+        self.children[pid] = (run_id, rank)
+        return pid
+
+    def become_rank(self, spec: bytes) -> None:
+        code = 70
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w):
+                os.close(fd)
+            from barrierlab import _rank
+
+            code = _rank.main(pickle.loads(spec))
+        finally:
+            os._exit(code)
+
+    def reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            run_id, rank = self.children.pop(pid, (None, None))
+            if run_id is None:
+                continue
+            if os.WIFSIGNALED(status):
+                code, sig = None, os.WTERMSIG(status)
+            else:
+                code, sig = os.waitstatus_to_exitcode(status), None
+            send(self.out_fd, ("exited", run_id, rank, pid, code, sig))
+
+    def kill_all(self) -> None:
+        for pid in list(self.children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in list(self.children):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.children.clear()
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = sys.stderr  # stray prints must not corrupt the message pipe
+
+    import barrierlab._rank  # noqa: F401  (preloads torch, torch.distributed, cloudpickle)
+
+    Zygote(in_fd, out_fd).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Say where a line of code is in words a learner recognises: ``cell In[5], line 4`` or ``train.py:12``.
+
+Code defined in a Jupyter cell is compiled from a temporary file name (``/tmp/ipykernel_123/4567.py``);
+IPython keeps the map from that name to the cell's execution count, and the cell's source in
+``linecache``.  Both live in the kernel, so translation happens in the parent, not in the ranks.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in the learner's code."""
+
+    file: str
+    line: int
+    func: str = ""
+
+    @property
+    def cell(self) -> str | None:
+        """``In[5]`` if the file is a notebook cell of this kernel, else None."""
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return None
+        shell = get_ipython()
+        mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+        count = mapping.get(self.file)
+        return None if count is None else f"In[{count}]"
+
+    @property
+    def place(self) -> str:
+        cell = self.cell
+        if cell:
+            return f"cell {cell}, line {self.line}"
+        return f"{_short(self.file)}:{self.line}"
+
+    @property
+    def code(self) -> str:
+        return linecache.getline(self.file, self.line).strip()
+
+    def __str__(self) -> str:
+        where = self.place + (f", in {self.func}" if self.func and self.func != "<module>" else "")
+        code = self.code
+        return f"{where}: {code}" if code else where
+
+
+def _short(path: str) -> str:
+    """Paths inside site-packages or the current directory are shown relative, others as given."""
+    marker = os.sep + "site-packages" + os.sep
+    if marker in path:
+        return path.split(marker, 1)[1]
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+DYNAMIC = "<dynamic-code>"
+
+
+class CodeIndex:
+    """Where the functions sent to the ranks were defined.
+
+    cloudpickle renames the file of every function it sends by value (notebook functions) to
+    ``<dynamic-code>``; the parent keeps the real names here, keyed by function name and line range.
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[str, int, int, str]] = []
+        self._seen: set[int] = set()
+
+    def add(self, obj: object) -> "CodeIndex":
+        if id(obj) in self._seen:
+            return self
+        self._seen.add(id(obj))
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            for item in obj:
+                self.add(item)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                self.add(item)
+        elif isinstance(obj, type) and obj.__module__ == "__main__":
+            for item in vars(obj).values():
+                self.add(getattr(item, "__func__", item))
+        elif hasattr(obj, "__code__") and hasattr(obj, "__globals__"):
+            self._add_code(obj.__code__)
+            for cell in obj.__closure__ or ():
+                try:
+                    self.add(cell.cell_contents)
+                except ValueError:
+                    pass
+            for name in _names(obj.__code__):
+                value = obj.__globals__.get(name)
+                if getattr(value, "__module__", None) == "__main__":
+                    self.add(value)
+        elif getattr(obj, "func", None) is not None:  # functools.partial
+            self.add(obj.func)
+            self.add(obj.args)
+        return self
+
+    def _add_code(self, code) -> None:
+        lines = [line for _, _, line in code.co_lines() if line is not None] or [code.co_firstlineno]
+        self._entries.append((code.co_name, code.co_firstlineno, max(lines), code.co_filename))
+        for const in code.co_consts:
+            if hasattr(const, "co_lines"):
+                self._add_code(const)
+
+    def resolve(self, file: str, line: int, func: str) -> str:
+        """The real file name of a frame that cloudpickle renamed, else ``file`` unchanged."""
+        if file != DYNAMIC:
+            return file
+        for name, first, last, filename in self._entries:
+            if name == func and first <= line <= last:
+                return filename
+        return file
+
+
+def _names(code) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names(const)
+    return names

@@ -1,0 +1,89 @@
+"""Read the Python stacks that faulthandler writes when a rank is asked for them (SIGUSR1).
+
+faulthandler runs in C, so it answers even while the rank's main thread is blocked inside a C++
+collective; the stack then shows the exact line of the learner's code that is waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from barrierlab.sites import CodeIndex, Site
+
+_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.I)
+_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
+_TB_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_INTERNAL = {os.path.join(_HERE, n) for n in ("_rank.py", "_zygote.py", "record.py", "sync.py")}
+
+
+def _is_torch(path: str) -> bool:
+    return f"{os.sep}torch{os.sep}" in path
+
+
+@dataclass
+class Stuck:
+    """Where a rank was when it was stopped: the learner's line and the torch call it is inside."""
+
+    site: Site | None
+    call: str | None  # e.g. "barrier", or None if the rank was not inside torch.distributed
+    frames: list[Site]
+
+    def __str__(self) -> str:
+        if self.site is None:
+            return "no Python frame of your code on the stack"
+        call = f"in dist.{self.call}() at " if self.call else "at "
+        return call + str(self.site)
+
+
+def parse_threads(text: str, index: CodeIndex | None = None) -> list[list[Site]]:
+    """Every thread's frames, innermost first."""
+    threads: list[list[Site]] = []
+    for line in text.splitlines():
+        if _THREAD.match(line):
+            threads.append([])
+        elif threads and (m := _FRAME.match(line)):
+            func, line = m["func"].strip(), int(m["line"])
+            file = index.resolve(m["file"], line, func) if index else m["file"]
+            threads[-1].append(Site(file, line, func))
+    return threads
+
+
+def stuck_at(text: str, index: CodeIndex | None = None) -> Stuck | None:
+    """Interpret a rank's faulthandler dump: which of the learner's lines its main thread waits on."""
+    threads = parse_threads(text, index)
+    main = next((t for t in threads if any(f.file.endswith("_rank.py") and f.func == "main" for f in t)), None)
+    if main is None:
+        main = threads[-1] if threads else None
+    if not main:
+        return None
+    for index, frame in enumerate(main):
+        if not _is_torch(frame.file) and frame.file not in _INTERNAL:
+            inner = [f for f in main[:index] if _is_torch(f.file) and "distributed" in f.file]
+            named = [f.func for f in inner if f.func not in ("wrapper", "recorded")]
+            return Stuck(site=frame, call=named[-1] if named else None, frames=main)
+    return Stuck(site=None, call=None, frames=main)
+
+
+def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:
+    """Show traceback frames as IPython does (``Cell In[N], line L``), with the real file of code that
+    cloudpickle renamed, and the source line where the rank could not show it."""
+    out: list[str] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _TB_FRAME.match(line)
+        if not m:
+            out.append(line)
+            continue
+        number, func = int(m["line"]), (m["func"] or "").strip()
+        site = Site(index.resolve(m["file"], number, func) if index else m["file"], number, func)
+        cell = site.cell
+        where = f"Cell {cell}, line {number}" if cell else f'File "{site.file}", line {number}'
+        out.append(f"{m['indent']}{where}" + (f", in {func}" if func else ""))
+        next_is_frame = i + 1 >= len(lines) or _TB_FRAME.match(lines[i + 1]) or not lines[i + 1].startswith(m["indent"] + "  ")
+        if m["file"] != site.file and next_is_frame and site.code:
+            out.append(f"{m['indent']}  {site.code}")
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
