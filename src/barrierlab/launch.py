@@ -147,13 +147,36 @@ def _check_inputs(fn, world_size, timeout, deadline, threads) -> None:
         raise ValueError(f"threads must be a positive whole number, got {threads!r}")
 
 
+def _captured(fn) -> list[tuple[str, object]]:
+    """The closure variables and globals a function uses: the usual culprits when it cannot be sent."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    found = []
+    for var, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            found.append((var, cell.cell_contents))
+        except ValueError:
+            pass
+    module_globals = getattr(fn, "__globals__", {})
+    found += [(var, module_globals[var]) for var in code.co_names if var in module_globals]
+    return found
+
+
+def _type_name(value: object) -> str:
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
 def _pack(fn, args: tuple, kwargs: dict) -> bytes:
     """cloudpickle the call, naming exactly what cannot be sent to the ranks."""
     try:
         return cloudpickle.dumps((fn, args, kwargs))
     except Exception:
         pass
-    parts = [("the function " + getattr(fn, "__qualname__", repr(fn)), fn)]
+    name = getattr(fn, "__qualname__", repr(fn))
+    parts = [(f"the variable {var!r} used by {name}", value) for var, value in _captured(fn)]
+    parts.append(("the function " + name, fn))
     parts += [(f"argument {i} (args[{i}])", a) for i, a in enumerate(args)]
     parts += [(f"keyword argument {k!r}", v) for k, v in kwargs.items()]
     for label, value in parts:
@@ -161,7 +184,7 @@ def _pack(fn, args: tuple, kwargs: dict) -> bytes:
             cloudpickle.dumps(value)
         except Exception as error:
             raise TypeError(
-                f"barrierlab.run cannot send {label} to the ranks: a {type(value).__qualname__} "
+                f"barrierlab.run cannot send {label} to the ranks: a {_type_name(value)} "
                 f"cannot be pickled ({type(error).__name__}: {error}). Each rank is a separate process, "
                 "so everything the function uses is copied to it. Create that object inside the function "
                 "instead (open files, locks, process groups, generators cannot be copied)."
@@ -232,6 +255,7 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
     stopped: set[int] = set()
     interrupted = False
     started = False
+    pids: list[int] = []
 
     def pump(seconds: float) -> None:
         message = warm.receive(seconds)
@@ -252,6 +276,7 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
             if message is None:
                 raise LaunchError("the warm process did not start the ranks")
             started = message[0] == "started" and message[1] == run_id
+            pids = message[2] if started else pids
         give_up = t0 + deadline
         while len(exits) < world_size and (remaining := give_up - time.monotonic()) > 0:
             pump(min(remaining, 0.02) if linger else remaining)
@@ -281,7 +306,7 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
         if interrupted or not started:
             shutil.rmtree(run_dir, ignore_errors=True)
     try:
-        return collect(run_dir, world_size, t0, time.monotonic() - t0, exits, stopped,
+        return collect(run_dir, world_size, t0, time.monotonic() - t0, exits, stopped, pids,
                        timeout=timeout, deadline=deadline, index=index)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -44,6 +44,7 @@ class RankResult:
 
     rank: int
     status: str
+    pid: int | None = None
     value: object = None
     exception: BaseException | None = None
     traceback: str = ""
@@ -123,14 +124,15 @@ def _load_result(path: str) -> dict | None:
 
 
 def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dict, stopped: set,
-            timeout: float, deadline: float, index: CodeIndex | None = None) -> "Run":
+            pids: list[int], timeout: float, deadline: float, index: CodeIndex | None = None) -> "Run":
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses."""
     ranks = []
     for rank in range(world_size):
         stem = os.path.join(run_dir, f"rank{rank}")
         data = _load_result(stem + ".result")
         code, sig = exits.get(rank, (None, None))
-        result = RankResult(rank=rank, status=STOPPED, stdout=_read_output(stem + ".stdout"),
+        result = RankResult(rank=rank, status=STOPPED, pid=pids[rank] if rank < len(pids) else None,
+                            stdout=_read_output(stem + ".stdout"),
                             stderr=_read_output(stem + ".stderr"), exit_code=code, signal=sig,
                             events=record.read_events(stem + ".events", rank=rank, t0=t0))
         if data is not None:

@@ -1,0 +1,35 @@
+# Two commands (see README):  make lab   — set up and open JupyterLab at the first notebook
+#                             make test  — set up and run every test (unit tests + nbval on notebooks)
+# Setup is a virtual environment in .venv, rebuilt only when requirements.txt or pyproject.toml change.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+FIRST_NOTEBOOK = notebooks/00_what_is_a_barrier.ipynb
+PYTEST_ARGS ?=
+
+.PHONY: lab test setup notebooks benchmark clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+lab: setup
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(FIRST_NOTEBOOK)
+
+test: setup
+	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks $(PYTEST_ARGS)
+
+notebooks: setup
+	$(BIN)/python -m barrierlab.notebooks
+
+benchmark: setup
+	$(BIN)/python benchmarks/launch.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,380 @@
+"""barrierlab.run: start N gloo ranks, get back what each did, always within the deadline."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED
+
+from conftest import live_ranks, wait_until_gone, warm_pid
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def rank_times(x):
+    dist.barrier()
+    return dist.get_rank() * x
+
+
+def only_rank0_waits():
+    if dist.get_rank() == 0:
+        dist.barrier()
+
+
+def test_every_rank_runs_after_the_group_is_initialised():
+    run = bl.run(lambda: (dist.is_initialized(), dist.get_rank(), dist.get_world_size(), dist.get_backend()), 3)
+    assert run.values == [(True, 0, 3, "gloo"), (True, 1, 3, "gloo"), (True, 2, 3, "gloo")]
+
+
+def test_arguments_and_return_values_travel():
+    run = bl.run(rank_times, 4, args=(10,))
+    assert run.ok and run.values == [0, 10, 20, 30]
+
+
+def test_keyword_arguments_and_tensors_travel():
+    def scale(t, *, by):
+        dist.all_reduce(t)
+        return t * by
+
+    run = bl.run(scale, 2, args=(torch.ones(3),), kwargs={"by": 2})
+    assert [v.tolist() for v in run.values] == [[4.0, 4.0, 4.0]] * 2
+
+
+def test_closures_and_lambdas_are_sent_by_value():
+    offset = 7
+
+    def closure():
+        return dist.get_rank() + offset
+
+    assert bl.run(closure, 2).values == [7, 8]
+    assert bl.run(lambda: dist.get_rank() * 2, 2).values == [0, 2]
+
+
+def test_ranks_default_to_one_intra_op_thread():
+    assert bl.run(torch.get_num_threads, 2).values == [1, 1]
+    assert bl.run(torch.get_num_threads, 2, threads=2).values == [2, 2]
+
+
+def test_env_is_set_in_every_rank_and_debug_level_reread():
+    def read():
+        return os.environ["MY_FLAG"], str(dist.get_debug_level())
+
+    run = bl.run(read, 2, env={"MY_FLAG": "on", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    assert run.values == [("on", "DebugLevel.DETAIL")] * 2
+
+
+def test_rank_exception_keeps_its_traceback_and_names_the_rank():
+    def fail_on_one():
+        if dist.get_rank() == 1:
+            raise ValueError("bad shard")
+        return "ok"
+
+    run = bl.run(fail_on_one, 2)
+    assert run.statuses == [FINISHED, RAISED]
+    assert isinstance(run[1].exception, ValueError)
+    assert 'raise ValueError("bad shard")' in run[1].traceback
+    assert "in fail_on_one" in run[1].traceback
+    assert "_rank.py" not in run[1].traceback
+    with pytest.raises(bl.RankFailed, match=r"rank 1: raised: ValueError: bad shard"):
+        run.raise_if_failed()
+
+
+def test_check_true_raises_with_every_failed_rank():
+    with pytest.raises(bl.RankFailed, match="2 of 2 ranks did not finish"):
+        bl.run(lambda: 1 / 0, 2, check=True)
+
+
+def test_deadlock_reports_the_stuck_rank_and_the_barrier_line():
+    run = bl.run(only_rank0_waits, 2, timeout=30, deadline=1, linger=True)
+    assert run.statuses == [STOPPED, FINISHED]
+    assert run.hit_deadline
+    stuck = run.stuck[0]
+    assert stuck.call == "barrier"
+    assert stuck.site.func == "only_rank0_waits"
+    assert stuck.site.line == only_rank0_waits.__code__.co_firstlineno + 2
+    assert "dist.barrier()" in str(stuck)
+
+
+def test_run_returns_within_deadline_plus_one_second():
+    started = time.monotonic()
+    bl.run(only_rank0_waits, 4, timeout=30, deadline=1.5, linger=True)
+    assert time.monotonic() - started < 2.5
+
+
+def test_torch_timeout_surfaces_as_the_ranks_exception():
+    run = bl.run(only_rank0_waits, 2, timeout=1, linger=True)
+    assert run[0].status == RAISED
+    assert "Timed out waiting 1000ms" in str(run[0].exception)
+
+
+def test_a_peer_that_exits_makes_the_waiting_rank_fail_fast():
+    run = bl.run(only_rank0_waits, 2, timeout=30, deadline=10)
+    assert run[0].status == RAISED
+    assert "Connection closed by peer" in str(run[0].exception) or "reset by peer" in str(run[0].exception)
+    assert run.elapsed < 5
+
+
+def test_os_exit_is_reported_with_its_code():
+    def leave():
+        if dist.get_rank() == 1:
+            os._exit(3)
+
+    run = bl.run(leave, 2)
+    assert run[1].status == EXITED and run[1].exit_code == 3
+    assert "exited with code 3" in run[1].summary()
+
+
+def test_sys_exit_is_reported_with_its_code():
+    run = bl.run(lambda: sys.exit(4), 2)
+    assert run.statuses == [EXITED, EXITED] and run[0].exit_code == 4
+
+
+def test_a_rank_killed_by_a_signal_is_reported_with_the_signal():
+    def die():
+        if dist.get_rank() == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+        dist.barrier()
+
+    run = bl.run(die, 2)
+    assert run[0].status == KILLED and run[0].signal == signal.SIGKILL
+    assert "SIGKILL" in run[0].summary()
+    assert run[1].status == RAISED
+
+
+def test_output_is_captured_per_rank_including_c_level_writes():
+    def talk():
+        rank = dist.get_rank()
+        print(f"hello from {rank}")
+        print(f"warning from {rank}", file=sys.stderr)
+        os.write(1, f"raw {rank}\n".encode())
+
+    run = bl.run(talk, 3)
+    for rank in range(3):
+        assert run[rank].stdout.splitlines() == [f"hello from {rank}", f"raw {rank}"]
+        assert run[rank].stderr.strip() == f"warning from {rank}"
+    text = run.outputs()
+    assert text.index("--- rank 0 ---") < text.index("--- rank 1 ---") < text.index("--- rank 2 ---")
+
+
+def test_megabytes_of_output_are_cut_to_head_and_tail():
+    def flood():
+        sys.stdout.write("x" * 80 + "\n") if False else None
+        for i in range(100_000):
+            print(f"line {i:06d} " + "y" * 40)
+
+    run = bl.run(flood, 1)
+    assert run.ok
+    assert "line 000000" in run[0].stdout and "line 099999" in run[0].stdout
+    assert "bytes of output omitted" in run[0].stdout
+    assert len(run[0].stdout) < 100_000
+
+
+@pytest.mark.parametrize("bad", [0, -1, bl.MAX_WORLD_SIZE + 1])
+def test_world_size_out_of_range_says_the_limit(bad):
+    with pytest.raises(ValueError, match=f"between 1 and {bl.MAX_WORLD_SIZE}"):
+        bl.run(rank_times, bad)
+
+
+@pytest.mark.parametrize("bad", [2.5, "4", True, None])
+def test_world_size_must_be_a_whole_number(bad):
+    with pytest.raises(TypeError, match="whole number of ranks"):
+        bl.run(rank_times, bad)
+
+
+def test_fn_must_be_callable():
+    with pytest.raises(TypeError, match=r"Pass the function itself"):
+        bl.run(rank_times(1) if False else 42, 2)
+
+
+def test_unpicklable_argument_is_named_with_its_type():
+    lock = threading.Lock()
+    with pytest.raises(TypeError, match=r"argument 0 \(args\[0\]\) to the ranks: a _thread.lock cannot be pickled"):
+        bl.run(lambda l: None, 2, args=(lock,))
+    assert bl.run(rank_times, 2, args=(1,)).ok  # the next run still works
+
+
+def test_unpicklable_capture_in_fn_is_named():
+    guard = threading.Lock()
+    with pytest.raises(TypeError, match=r"cannot send the variable 'guard' used by .*<lambda> to the ranks: "
+                                        r"a _thread.lock cannot be pickled.*Create that object inside the function"):
+        bl.run(lambda: guard.locked(), 2)
+
+
+def test_unsendable_return_value_names_the_rank_and_type():
+    run = bl.run(lambda: threading.Lock(), 2)
+    assert run.statuses == [RAISED, RAISED]
+    assert "rank 0 finished, but its return value _thread.lock" in str(run[0].exception)
+
+
+class _BreaksOnArrival:
+    def __reduce__(self):
+        return (int, ("not a number",))
+
+
+def test_a_rank_that_fails_before_fn_starts_says_so():
+    run = bl.run(lambda x: x, 2, args=(_BreaksOnArrival(),))
+    assert run.statuses == [SETUP_FAILED, SETUP_FAILED]
+    assert "before your function started" in run[0].summary()
+    assert "invalid literal for int()" in run[0].summary()
+    assert bl.run(rank_times, 2, args=(1,)).ok
+
+
+def test_launch_after_a_multithreaded_matmul_in_the_parent_does_not_hang():
+    torch.set_num_threads(2)
+    a = torch.randn(512, 512)
+    (a @ a).sum()
+
+    def matmul():
+        b = torch.randn(256, 256)
+        return float((b @ b).sum() * 0)
+
+    run = bl.run(matmul, 4, deadline=20)
+    assert run.ok and run.values == [0.0] * 4
+
+
+def _listening_addresses():
+    """Local addresses of listening TCP sockets owned by this process (from /proc)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                    raw = bytes.fromhex(fields[1].split(":")[0])
+                    if family == socket.AF_INET:
+                        found.append(socket.inet_ntop(family, raw[::-1]))
+                    else:
+                        words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                        found.append(socket.inet_ntop(family, words))
+    return found
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc")
+def test_no_socket_of_a_live_group_listens_beyond_loopback():
+    def listening():
+        dist.barrier()
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        found = _listening_addresses()
+        dist.barrier()
+        return found
+
+    run = bl.run(listening, 4)
+    assert run.ok
+    for addresses in run.values:
+        assert all(a in ("127.0.0.1", "::1") for a in addresses), addresses
+
+
+def test_fifty_mixed_runs_leave_no_process_behind():
+    def chaos(kind):
+        rank = dist.get_rank()
+        if kind == "deadlock" and rank == 0:
+            dist.barrier()
+        if kind == "raise" and rank == 1:
+            raise RuntimeError("boom")
+        if kind == "exit" and rank == 1:
+            os._exit(2)
+        if kind == "sigkill" and rank == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+        dist.barrier()
+        return os.getpid()
+
+    kinds = ["ok", "deadlock", "raise", "exit", "sigkill"]
+    pids = []
+    for i in range(50):
+        kind = kinds[i % len(kinds)]
+        run = bl.run(chaos, 3, args=(kind,), timeout=1, deadline=1.5, linger=(kind == "deadlock"))
+        assert (kind == "ok") == run.ok, (kind, run)
+        pids += [r.pid for r in run.ranks]
+    assert len(set(pids)) == 150
+    assert wait_until_gone(pids, 2.0) == []
+    assert live_ranks() == []
+
+
+def test_keyboard_interrupt_stops_every_rank():
+    def report_pid_then_hang():
+        if dist.get_rank() == 0:
+            dist.barrier()
+
+    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        bl.run(report_pid_then_hang, 3, timeout=30, deadline=20, linger=True)
+    assert time.monotonic() - started < 3
+    assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []
+    assert bl.run(rank_times, 2, args=(1,)).ok
+
+
+def test_ranks_exit_within_a_second_when_the_kernel_dies(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, barrierlab as bl, torch.distributed as dist
+        def hang():
+            open(os.path.join({str(tmp_path)!r}, f"pid{{dist.get_rank()}}"), "w").write(str(os.getpid()))
+            if dist.get_rank() == 0:
+                dist.barrier()
+        bl.run(hang, 3, timeout=60, deadline=60, linger=True)
+    """)
+    kernel = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        give_up = time.monotonic() + 60
+        while len(list(tmp_path.glob("pid*"))) < 3 and time.monotonic() < give_up:
+            time.sleep(0.05)
+        pids = [int(p.read_text()) for p in tmp_path.glob("pid*")]
+        assert len(pids) == 3
+        kernel.kill()
+        kernel.wait()
+        assert wait_until_gone(pids, 1.5) == []
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+
+
+def test_two_kernels_running_groups_at_once_do_not_collide():
+    script = textwrap.dedent("""
+        import barrierlab as bl, torch, torch.distributed as dist
+        def step():
+            t = torch.ones(4)
+            for _ in range(20):
+                dist.barrier(); dist.all_reduce(t)
+            return t[0].item()
+        ok = all(bl.run(step, 3).ok for _ in range(15))
+        print("OK" if ok else "FAILED")
+    """)
+    kernels = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [k.communicate(timeout=120)[0].strip() for k in kernels]
+    assert outputs == ["OK", "OK"]
+
+
+def test_run_repr_and_html_show_one_row_per_rank():
+    run = bl.run(rank_times, 3, args=(2,))
+    text = repr(run)
+    assert "3 ranks" in text and "rank 2: finished, returned 4" in text
+    html = run._repr_html_()
+    assert html.count("<tr><td>") == 3
+
+
+def test_warm_process_is_reused_between_runs():
+    first = warm_pid()
+    bl.run(rank_times, 2, args=(1,))
+    assert warm_pid() == first
