@@ -26,7 +26,7 @@ test: setup
 		--nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks $(PYTEST_ARGS)
 
 notebooks: setup
-	$(BIN)/python -m barrierlab.notebooks
+	$(BIN)/python scripts/run_notebooks.py
 
 benchmark: setup
 	$(BIN)/python benchmarks/launch.py

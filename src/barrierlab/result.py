@@ -247,7 +247,7 @@ class Run:
         colours = {FINISHED: "#1b7837", STOPPED: "#b35806", RAISED: "#b2182b", SETUP_FAILED: "#b2182b"}
         rows = []
         for r in self.ranks:
-            span = "" if r.started is None or r.ended is None else f"{r.started:.3f}–{r.ended:.3f}"
+            span = "" if r.started is None or r.ended is None else f"{r.started:.3f}–{r.ended:.3f} s"
             detail = r.summary().split(": ", 1)[1] if ": " in r.summary() else ""
             if r.status == FINISHED:
                 detail = "" if r.value is None else html.escape(_clip(repr(r.value)))

@@ -1,0 +1,185 @@
+"""Launch cost of a local gloo group: barrierlab.run (warm) vs torch.multiprocessing.spawn vs torchrun.
+
+    python benchmarks/launch.py [--repeat 10] [--slow-repeat 3]
+
+For world sizes 2, 4 and 8 it prints the median time from the launch call to (a) every rank past a
+first barrier and (b) every rank exited, and the PSS of a live 4-rank group including helper processes
+(barrierlab: warm process + ranks; spawn: ranks; torchrun: agent + ranks). Each rank uses one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+
+import psutil
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import barrierlab as bl
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = (2, 4, 8)
+HOLD = 1.0  # seconds a group stays alive while its memory is sampled
+
+
+def group_pss(root_pid: int, include_root: bool) -> int:
+    root = psutil.Process(root_pid)
+    procs = root.children(recursive=True) + ([root] if include_root else [])
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def sample_later(fn, delay: float, out: list) -> threading.Thread:
+    def target():
+        time.sleep(delay)
+        out.append(fn())
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread
+
+
+# --- barrierlab -------------------------------------------------------------------------------------
+def past_first_barrier(hold: float = 0.0) -> float:
+    dist.barrier()
+    passed = time.monotonic()
+    time.sleep(hold)
+    return passed
+
+
+def bench_barrierlab(n: int) -> tuple[float, float]:
+    start = time.monotonic()
+    run = bl.run(past_first_barrier, n, record=False)
+    end = time.monotonic()
+    assert run.ok, run
+    return max(run.values) - start, end - start
+
+
+def pss_barrierlab() -> int:
+    out: list = []
+    thread = sample_later(lambda: group_pss(bl.launch._warm.process.pid, include_root=True), HOLD / 2, out)
+    bl.run(past_first_barrier, 4, args=(HOLD,), record=False)
+    thread.join()
+    return out[0]
+
+
+# --- torch.multiprocessing.spawn ---------------------------------------------------------------------
+def spawn_worker(rank: int, n: int, init_file: str, result_dir: str, hold: float) -> None:
+    torch.set_num_threads(1)
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=n,
+                            timeout=timedelta(seconds=30))
+    dist.barrier()
+    with open(os.path.join(result_dir, f"{rank}"), "w") as f:
+        f.write(repr(time.monotonic()))
+    time.sleep(hold)
+    dist.destroy_process_group()
+
+
+def bench_spawn(n: int, hold: float = 0.0) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.monotonic()
+        mp.spawn(spawn_worker, args=(n, os.path.join(tmp, "init"), tmp, hold), nprocs=n)
+        end = time.monotonic()
+        passed = max(float(open(os.path.join(tmp, f"{r}")).read()) for r in range(n))
+    return passed - start, end - start
+
+
+def pss_spawn() -> int:
+    out: list = []
+    thread = sample_later(lambda: group_pss(os.getpid(), include_root=False), HOLD * 2.5, out)
+    bench_spawn(4, hold=HOLD * 3)
+    thread.join()
+    return out[0]
+
+
+# --- torchrun -----------------------------------------------------------------------------------------
+TORCHRUN_WORKER = """
+import os, sys, time, torch, torch.distributed as dist
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+dist.barrier()
+open(os.path.join(sys.argv[1], os.environ["RANK"]), "w").write(repr(time.monotonic()))
+time.sleep(float(sys.argv[2]))
+dist.destroy_process_group()
+"""
+
+
+def bench_torchrun(n: int, hold: float = 0.0, pss_out: list | None = None) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        worker = os.path.join(tmp, "worker.py")
+        with open(worker, "w") as f:
+            f.write(TORCHRUN_WORKER)
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+        start = time.monotonic()
+        agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                  f"--nproc-per-node={n}", worker, tmp, str(hold)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if pss_out is not None:
+            thread = sample_later(lambda: group_pss(agent.pid, include_root=True), hold * 0.8 + 3.5, pss_out)
+        code = agent.wait(timeout=120)
+        end = time.monotonic()
+        if pss_out is not None:
+            thread.join()
+        assert code == 0, f"torchrun exited with {code}"
+        passed = max(float(open(os.path.join(tmp, f"{r}")).read()) for r in range(n))
+    return passed - start, end - start
+
+
+def pss_torchrun() -> int:
+    out: list = []
+    bench_torchrun(4, hold=4.0, pss_out=out)
+    return out[0]
+
+
+def median_pair(fn, n: int, repeat: int) -> tuple[float, float]:
+    samples = [fn(n) for _ in range(repeat)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=10, help="runs per size for barrierlab")
+    parser.add_argument("--slow-repeat", type=int, default=3, help="runs per size for spawn and torchrun")
+    args = parser.parse_args()
+
+    cold = time.monotonic()
+    bl.warm_up(wait=True)
+    print(f"warm process ready (torch imported) in {time.monotonic() - cold:.2f} s; "
+          f"torch {torch.__version__}, {os.cpu_count()} cores")
+    bl.run(past_first_barrier, 2, record=False)
+
+    rows = []
+    for name, fn, repeat in (("barrierlab.run (warm)", bench_barrierlab, args.repeat),
+                             ("torch.multiprocessing.spawn", bench_spawn, args.slow_repeat),
+                             ("torchrun --standalone", bench_torchrun, args.slow_repeat)):
+        for n in SIZES:
+            rows.append((name, n) + median_pair(fn, n, repeat))
+    pss = {"barrierlab.run (warm)": pss_barrierlab(), "torch.multiprocessing.spawn": pss_spawn(),
+           "torchrun --standalone": pss_torchrun()}
+
+    print(f"\n| launcher | ranks | to first barrier (s) | to all exited (s) | PSS of live 4-rank group (MiB) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, n, first, exited in rows:
+        memory = f"{pss[name] / 2**20:.0f}" if n == 4 else ""
+        print(f"| {name} | {n} | {first:.3f} | {exited:.3f} | {memory} |")
+    ours = {n: first for name, n, first, _ in rows if name.startswith("barrierlab")}
+    spawn = {n: first for name, n, first, _ in rows if name.startswith("torch.multi")}
+    print(f"\nbarrierlab vs spawn, 4 ranks to first barrier: {spawn[4] / ours[4]:.0f}x faster")
+
+
+if __name__ == "__main__":
+    main()

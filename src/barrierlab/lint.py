@@ -1,0 +1,1081 @@
+"""Find torch.distributed collectives that only some ranks reach.
+
+Every rank must call each collective (``barrier``, ``all_reduce``, ``broadcast``...)
+the same number of times and in the same order. A collective that sits under
+rank-dependent control flow waits until the timeout, or silently pairs with a
+different call on the other ranks. This module reads source with :mod:`ast`
+(stdlib only; nothing is imported or executed) and reports such calls.
+
+Finding kinds:
+
+* ``branch`` - under an ``if``/``elif``/``else``, ``x if c else y`` or ``and``/``or``
+  whose condition is rank-dependent, or in a function decorated with a
+  rank-named decorator such as ``@rank_zero_only``.
+* ``early-exit`` - after a ``return``/``raise``/``sys.exit()`` (rest of the function
+  or cell) or ``continue``/``break`` (rest of the loop body) that only some ranks
+  take. For ``break`` and ``return`` inside a loop the earlier part of the loop
+  body is flagged too: the leaving ranks miss it on later iterations.
+* ``rank-dependent-loop`` - inside a ``for``/``while``/comprehension whose iterable
+  or condition is rank-dependent.
+* ``hidden-collective`` - a call, in any of the situations above, to a function
+  of the same file/notebook that reaches a collective.
+
+A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
+``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
+whose identifier has a ``rank``/``ordinal`` word or reads ``is_main``, ``is_master``,
+``main_process``, ``master_process``, ``process_index``, ``is_global_zero``
+(case-insensitive, camelCase too), a variable assigned (transitively, anywhere in
+the same function or at module level, flow-insensitively) from such an
+expression, ``self.<attr>`` assigned so in any method, or a call to a function of
+the file that returns such an expression. Arguments of ``.to()``/``.cuda()``/
+``torch.device()``/``DistributedSampler()``/``DDP()``/``FSDP()`` and keywords such as
+``device=``/``device_ids=``/``map_location=`` do not propagate rank dependence:
+they place data, they do not change control flow.
+
+Balanced code is not flagged. For each ``if`` and each block, every combination of
+the conditions it contains is simulated: comparisons of one expression with
+integer constants are evaluated on sample rank values (negative constants such
+as ``local_rank == -1`` mean "not distributed" and are not sampled), other
+conditions are independent booleans. If, for every assignment of the
+rank-independent conditions, all rank assignments produce the same sequence of
+collectives and exits, the code is balanced. So an ``if``/``else`` with the same
+collectives in the same order, the ``if not main: barrier() ... if main: barrier()``
+pattern of ``main_process_first`` and the old Hugging Face ``local_rank not in
+[-1, 0]`` pattern are quiet; differing branches are reported for the calls
+``difflib`` cannot match between them.
+
+Collectives: ``torch.distributed`` ``barrier``, ``monitored_barrier``, ``all_reduce``,
+``broadcast``, ``all_gather``, ``reduce``, ``gather``, ``scatter``, ``reduce_scatter``,
+``all_to_all``, their ``_object``/``_tensor``/``_single``/``_coalesced`` variants,
+``new_group``/``new_subgroups`` and ``torch.distributed.checkpoint`` ``save``/
+``load``/``async_save``/``save_state_dict``/``load_state_dict``. Names are resolved
+through imports: ``import torch.distributed as dist``, ``from torch import
+distributed``, ``from torch.distributed import barrier [as b]``, the full
+``torch.distributed.barrier`` and an unimported ``dist.`` prefix. Two wrappers that
+contain a barrier are treated as collectives by name on any receiver:
+``main_process_first`` (barrierlab, Accelerate) and ``wait_for_everyone``
+(Accelerate); unconditional ``with main_process_first():`` is correct usage and
+quiet, inside ``if rank == 0:`` it is reported.
+
+Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
+``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
+programmer's job), ``init_process_group``/``destroy_process_group``, and calls on
+arbitrary objects such as ``self.group.barrier()`` or ``trainer.strategy.barrier()``:
+their receiver type is unknown and ``threading.Barrier``-like objects would be
+false positives. Route them through a function of the file to have them checked.
+
+Call graph: unlimited depth. Which functions reach a collective is a fixpoint
+over the module's call graph (cycles included), through plain calls
+``helper()``, ``self.method()``/``cls.method()`` in the same class and class
+construction ``Trainer()`` (its ``__init__``); the shortest chain is reported, e.g.
+``evaluate -> reduce_mean -> dist.all_reduce``. A notebook is one module (all code
+cells). :func:`lint_function` also follows helpers found in the function's
+``__globals__`` that were defined in the same module (e.g. other notebook cells).
+
+Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
+unrelated booleans, so mixing them can be reported as unbalanced); loop bounds
+are not evaluated, so ``range(rank * n, rank * n + n)`` is flagged although every
+rank runs ``n`` iterations; ``raise`` is assumed to leave the function; ``match``
+cases are opaque conditions; collectives inside a ``with main_process_first():``
+body, in lambdas, or reached through higher-order calls and other modules are
+not seen; taint ignores aliasing through containers and attributes other than
+``self.x``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import inspect
+import itertools
+import json
+import math
+import os
+import re
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+__all__ = [
+    "COLLECTIVES",
+    "CHECKPOINT_COLLECTIVES",
+    "POINT_TO_POINT",
+    "Finding",
+    "lint",
+    "lint_file",
+    "lint_function",
+    "lint_source",
+    "report",
+]
+
+COLLECTIVES = frozenset(
+    {
+        "barrier", "monitored_barrier", "all_reduce", "all_reduce_coalesced",
+        "broadcast", "broadcast_object_list", "all_gather", "all_gather_into_tensor",
+        "all_gather_coalesced", "all_gather_object", "reduce", "gather",
+        "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
+        "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "new_group",
+        "new_subgroups", "new_subgroups_by_enumeration", "_all_gather_base",
+        "_reduce_scatter_base",
+    }
+)
+CHECKPOINT_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
+POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
+
+_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+_DATA_ONLY_CALLS = frozenset(
+    {"to", "cuda", "device", "set_device", "DistributedSampler", "ElasticDistributedSampler",
+     "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"}
+)
+_DATA_ONLY_KEYWORDS = frozenset({"device", "device_ids", "output_device", "map_location", "src", "dst", "group"})
+_RANK_TOKEN = re.compile(r"rank\d*|ordinal")
+_RANK_PAIRS = frozenset(
+    {("is", "main"), ("is", "master"), ("main", "process"), ("master", "process"),
+     ("process", "index"), ("global", "zero")}
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
+_MAX_WORLDS = 4096
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOP_FIX = (
+    "make every rank run the same number of iterations (pad or truncate the data, "
+    "e.g. DistributedSampler, or use torch.distributed.algorithms.Join)"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One collective that only some ranks reach.
+
+    ``line`` is 1-based (within the cell for notebooks), ``col`` is 1-based like
+    flake8, ``cell`` is the 1-based position of the cell in the notebook.
+    """
+
+    path: str
+    line: int
+    col: int
+    collective: str
+    condition: str
+    kind: str
+    why: str
+    fix: str
+    cell: int | None = None
+
+    @property
+    def location(self) -> str:
+        """``file.py:12`` or ``notebook.ipynb:cell 3, line 4``."""
+        if self.cell is None:
+            return f"{self.path}:{self.line}"
+        return f"{self.path}:cell {self.cell}, line {self.line}"
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.collective} [{self.kind}] {self.why}. Fix: {self.fix}"
+
+
+def lint_source(source: str, path: str = "<string>") -> list[Finding]:
+    """Lint Python source text; ``path`` only labels the findings."""
+    tree = ast.parse(source, filename=path)
+    unit = _Unit(tree, source, aliases=_imports([tree]))
+    return _Analysis(path, [unit]).run()
+
+
+def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
+    """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return _lint_notebook(path)
+    return lint_source(path.read_text(encoding="utf-8"), str(path))
+
+
+def lint_function(fn: Callable[..., Any]) -> list[Finding]:
+    """Lint one function (or method) from its source, as found by :mod:`inspect`.
+
+    Works for functions defined in Jupyter cells (IPython registers cell sources
+    in :mod:`linecache`); line numbers are those of the function's file or cell.
+    """
+    return _lint_object(inspect.unwrap(fn))
+
+
+def lint(obj: Any) -> list[Finding]:
+    """Lint a path (``str``/``Path``, ``.py`` or ``.ipynb``), function, method, class or module."""
+    if isinstance(obj, (str, os.PathLike)):
+        return lint_file(obj)
+    if inspect.ismodule(obj):
+        return lint_source(inspect.getsource(obj), getattr(obj, "__file__", None) or obj.__name__)
+    if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj) or hasattr(obj, "__wrapped__"):
+        return _lint_object(inspect.unwrap(obj))
+    raise TypeError(f"cannot lint {type(obj).__name__!r}: pass a path, function, class or module")
+
+
+def report(findings: Sequence[Finding]) -> str:
+    """Render findings as a readable multi-line report."""
+    if not findings:
+        return "No rank-dependent collectives found."
+    count = len(findings)
+    lines = [f"{count} rank-dependent collective{'s' if count != 1 else ''} found:", ""]
+    for f in findings:
+        lines += [
+            f"{f.location}: {f.collective} [{f.kind}]",
+            f"    condition: {f.condition}",
+            f"    why: {f.why}",
+            f"    fix: {f.fix}",
+            "",
+        ]
+    return "\n".join(lines).rstrip("\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m barrierlab.lint FILE...``; exit status 1 when something is found."""
+    parser = argparse.ArgumentParser(prog="python -m barrierlab.lint", description=main.__doc__)
+    parser.add_argument("paths", nargs="+", help=".py files or .ipynb notebooks")
+    findings = [f for p in parser.parse_args(argv).paths for f in lint_file(p)]
+    print(report(findings))
+    return 1 if findings else 0
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _lint_notebook(path: Path) -> list[Finding]:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    units = []
+    for number, cell in enumerate(notebook.get("cells", []), start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        source = "".join("\n" if _MAGIC.match(line) else line for line in source.splitlines(keepends=True))
+        try:
+            units.append(_Unit(ast.parse(source), source, cell=number))
+        except SyntaxError:
+            continue
+    aliases = _imports([u.tree for u in units])
+    for unit in units:
+        unit.aliases = aliases
+    return _Analysis(str(path), units).run()
+
+
+def _lint_object(obj: Any) -> list[Finding]:
+    try:
+        lines, start = inspect.getsourcelines(obj)
+    except (OSError, TypeError) as exc:
+        raise ValueError(f"cannot read the source of {obj!r}: {exc}") from exc
+    source = textwrap.dedent("".join(lines))
+    tree = ast.parse(source)
+    func = getattr(obj, "__func__", obj)
+    namespace = getattr(func, "__globals__", None)
+    if namespace is None:
+        namespace = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", None)
+    unit = _Unit(tree, source, offset=max(start, 1) - 1, aliases=_imports([tree]), namespace=namespace)
+    return _Analysis(_object_path(obj), [unit], module=getattr(obj, "__module__", None)).run()
+
+
+def _object_path(obj: Any) -> str:
+    filename = inspect.getsourcefile(obj) or getattr(getattr(obj, "__code__", None), "co_filename", "") or ""
+    cell = re.match(r"<ipython-input-(\d+)-", filename)
+    if cell:
+        return f"<cell {cell.group(1)}>"
+    if not filename or filename.startswith("<") or re.search(r"ipykernel_\d+", filename):
+        return getattr(obj, "__qualname__", getattr(obj, "__name__", "<function>"))
+    return filename
+
+
+def _imports(trees: Iterable[ast.Module]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        aliases[a.asname] = a.name
+                    else:
+                        head = a.name.split(".")[0]
+                        aliases[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class _Unit:
+    tree: ast.Module
+    source: str
+    cell: int | None = None
+    offset: int = 0
+    aliases: dict[str, str] = field(default_factory=dict)
+    namespace: dict[str, Any] | None = None
+    report: bool = True
+
+    def text(self, node: ast.AST) -> str:
+        segment = ast.get_source_segment(self.source, node)
+        return " ".join((segment or ast.unparse(node)).split())
+
+
+@dataclass
+class _Func:
+    key: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    unit: _Unit
+    self_class: str | None
+    parent: str | None
+
+
+@dataclass
+class _Call:
+    kind: str  # "coll" | "call"
+    display: str
+    target: str
+
+
+@dataclass
+class _Site:
+    node: ast.Call
+    collective: str
+    callee: str | None
+
+
+@dataclass(eq=False)
+class _Item:
+    """One step of a block's collective trace."""
+
+    kind: str  # "op" | "exit" | "if" | "loop"
+    key: tuple = ()
+    test: ast.expr | None = None
+    text: str = ""
+    rank: bool = False
+    body: list[_Item] = field(default_factory=list)
+    orelse: list[_Item] = field(default_factory=list)
+    site: _Site | None = None
+    status: str | None = None
+    node: ast.AST | None = None
+    dynamic: bool = False
+
+
+@dataclass(frozen=True)
+class _Leave:
+    cond: str
+    exit: _Item | None
+    statuses: frozenset[str]
+
+
+def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
+    for item in items:
+        if item.site is not None:
+            yield item.site
+        yield from _sites(item.body)
+        yield from _sites(item.orelse)
+
+
+def _key(item: _Item) -> tuple:
+    if item.kind == "op":
+        return item.key
+    if item.kind == "exit":
+        return ("exit", item.status)
+    tag = "rankif" if item.kind == "if" and item.rank else item.kind
+    return (tag, item.text, tuple(map(_key, item.body)), tuple(map(_key, item.orelse)))
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _terminal(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _rank_name(name: str) -> bool:
+    tokens = _CAMEL.sub("_", name).lower().split("_")
+    return any(_RANK_TOKEN.fullmatch(t) for t in tokens) or any(p in _RANK_PAIRS for p in zip(tokens, tokens[1:]))
+
+
+def _env_rank(node: ast.AST) -> bool:
+    key: ast.AST | None = None
+    if isinstance(node, ast.Subscript) and (_dotted(node.value) or "").endswith("environ"):
+        key = node.slice
+    elif isinstance(node, ast.Call) and node.args:
+        func = _dotted(node.func) or ""
+        if func.endswith(("environ.get", "getenv")):
+            key = node.args[0]
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return False
+    return _rank_name(key.value) or key.value in {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"}
+
+
+def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes of a scope, not descending into nested functions, classes or lambdas."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+
+
+def _target_names(target: ast.AST) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    name = _dotted(target)
+    return [name] if name else []
+
+
+def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr]]:
+    pairs: list[tuple[list[str], ast.expr]] = []
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, (ast.Tuple, ast.List))
+                    and isinstance(node.value, (ast.Tuple, ast.List))
+                    and len(target.elts) == len(node.value.elts)
+                ):
+                    pairs += [(_target_names(t), v) for t, v in zip(target.elts, node.value.elts)]
+                else:
+                    pairs.append((_target_names(target), node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            pairs.append((_target_names(node.target), node.value))
+        elif isinstance(node, ast.NamedExpr):
+            pairs.append((_target_names(node.target), node.value))
+    return pairs
+
+
+def _const_ints(node: ast.AST) -> tuple[int, ...] | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return (node.value,)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _const_ints(node.operand)
+        return (-inner[0],) if inner and len(inner) == 1 else None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        values = [_const_ints(e) for e in node.elts]
+        if all(v is not None and len(v) == 1 for v in values):
+            return tuple(v[0] for v in values)  # type: ignore[index]
+    return None
+
+
+_FLIP = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+_COMPARE: dict[type, Callable[[int, Any], bool]] = {
+    ast.Eq: lambda v, c: v == c[0], ast.NotEq: lambda v, c: v != c[0],
+    ast.Lt: lambda v, c: v < c[0], ast.LtE: lambda v, c: v <= c[0],
+    ast.Gt: lambda v, c: v > c[0], ast.GtE: lambda v, c: v >= c[0],
+    ast.In: lambda v, c: v in c, ast.NotIn: lambda v, c: v not in c,
+}
+_NEGATE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
+           ast.IsNot: ast.Is, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt}
+
+
+def _int_compare(test: ast.AST) -> tuple[ast.expr, type, tuple[int, ...]] | None:
+    """``expr OP constant`` (either side) as (expr, op type, constants)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, left, right = type(test.ops[0]), test.left, test.comparators[0]
+    if op not in _COMPARE:
+        return None
+    consts = _const_ints(right)
+    if consts is not None and _const_ints(left) is None:
+        membership = op in (ast.In, ast.NotIn)
+        return (left, op, consts) if membership == isinstance(right, (ast.Tuple, ast.List, ast.Set)) else None
+    consts = _const_ints(left)
+    if consts is not None and len(consts) == 1 and op in _FLIP and _const_ints(right) is None:
+        return (right, _FLIP[op], consts)
+    return None
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+class _Analysis:
+    """Whole-module facts (imports, functions, taint, call graph) and the findings."""
+
+    def __init__(self, path: str, units: list[_Unit], module: str | None = None) -> None:
+        self.path = path
+        self.units = units
+        self.module = module
+        self.funcs: list[_Func] = []
+        self.table: dict[str, _Func] = {}
+        self.found: dict[int, tuple[str, Finding]] = {}
+        self.rank_funcs: set[str] = set()
+        self.module_taint: set[str] = set()
+        self.func_taint: dict[str, set[str]] = {}
+        self.reach: dict[str, tuple[str, ...]] = {}
+
+    def run(self) -> list[Finding]:
+        for unit in self.units:
+            self._collect_functions(unit)
+        self._expand_namespace()
+        self._prepare_taint()
+        self._prepare_reach()
+        for unit in self.units:
+            _Walker(self, unit, self.module_taint, None).block(unit.tree.body, "return")
+        for func in self.funcs:
+            if func.unit.report:
+                self._walk_function(func)
+        findings = [f for _, f in self.found.values()]
+        return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
+
+    # -- functions and call graph
+
+    def _collect_functions(self, unit: _Unit) -> None:
+        def visit(node: ast.AST, owner: str | None, self_class: str | None, parent: str | None) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{owner}.{child.name}" if owner else child.name
+                    func = _Func(key, child, unit, self_class, parent)
+                    self.funcs.append(func)
+                    self.table[key] = func
+                    visit(child, None, self_class, key)
+                elif isinstance(child, ast.ClassDef):
+                    visit(child, child.name, child.name, parent)
+                else:
+                    visit(child, owner, self_class, parent)
+
+        visit(unit.tree, None, None, None)
+
+    def _expand_namespace(self) -> None:
+        """For lint_function: add same-module helpers reachable through ``__globals__``."""
+        queue = [f for f in self.funcs if f.unit.namespace is not None]
+        while queue and len(self.table) < 200:
+            func = queue.pop(0)
+            for node in _own_nodes(func.node.body):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                name = node.func.id
+                obj = inspect.unwrap(func.unit.namespace.get(name)) if func.unit.namespace else None
+                if name in self.table or not inspect.isfunction(obj) or obj.__module__ != self.module:
+                    continue
+                try:
+                    source = textwrap.dedent(inspect.getsource(obj))
+                    tree = ast.parse(source)
+                except (OSError, TypeError, SyntaxError):
+                    continue
+                unit = _Unit(tree, source, aliases=_imports([tree]), namespace=obj.__globals__, report=False)
+                defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                if defs:
+                    helper = _Func(name, defs[0], unit, None, None)
+                    self.table[name] = helper
+                    queue.append(helper)
+
+    def _prepare_reach(self) -> None:
+        calls: dict[str, list[_Call]] = {}
+        for func in self.table.values():
+            nodes = sorted(
+                (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class))]
+        while True:
+            known = dict(self.reach)
+            for key, seq in calls.items():
+                if key in known:
+                    continue
+                for call in seq:
+                    if call.kind == "coll":
+                        self.reach[key] = (call.display,)
+                        break
+                    if call.target in known:
+                        self.reach[key] = (call.display, *known[call.target])
+                        break
+            if len(self.reach) == len(known):
+                return
+
+    def classify(self, call: ast.Call, unit: _Unit, self_class: str | None) -> _Call | None:
+        """A call to a same-module function (``call``) or a collective (``coll``)."""
+        written = _dotted(call.func)
+        if written is None:
+            return None
+        target = self._callee(call.func, self_class)
+        if target:
+            return _Call("call", written, target)
+        canonical = self._collective(call.func, unit)
+        return _Call("coll", written, canonical) if canonical else None
+
+    def _callee(self, func: ast.expr, self_class: str | None) -> str | None:
+        if isinstance(func, ast.Name):
+            for key in (func.id, f"{func.id}.__init__"):
+                if key in self.table:
+                    return key
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in ("self", "cls") and self_class and f"{self_class}.{func.attr}" in self.table:
+                return f"{self_class}.{func.attr}"
+        return None
+
+    def _collective(self, func: ast.expr, unit: _Unit) -> str | None:
+        dotted = _dotted(func) or ""
+        head, _, rest = dotted.partition(".")
+        if head in unit.aliases:
+            base = unit.aliases[head]
+        elif unit.namespace is not None and head in unit.namespace:
+            base = _object_name(unit.namespace[head]) or head
+        elif head == "dist":
+            base = "torch.distributed"
+        else:
+            base = head
+        full = f"{base}.{rest}" if rest else base
+        for old, new in (
+            ("torch.distributed.distributed_c10d.", "torch.distributed."),
+            ("torch.distributed.checkpoint.state_dict_saver.", "torch.distributed.checkpoint."),
+            ("torch.distributed.checkpoint.state_dict_loader.", "torch.distributed.checkpoint."),
+        ):
+            if full.startswith(old):
+                full = new + full[len(old):]
+        prefix, _, name = full.rpartition(".")
+        if prefix == "torch.distributed" and name in COLLECTIVES:
+            return full
+        if prefix == "torch.distributed.checkpoint" and name in CHECKPOINT_COLLECTIVES:
+            return full
+        if name in WRAPPERS:
+            return f"wrapper.{name}"
+        return None
+
+    # -- rank dependence
+
+    def mentions_rank(self, expr: ast.AST, taint: set[str]) -> bool:
+        """Whether the value of ``expr`` can differ between ranks."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Lambda):
+                continue
+            if isinstance(node, ast.Name) and (_rank_name(node.id) or node.id in taint or node.id in self.rank_funcs):
+                return True
+            if isinstance(node, ast.Attribute) and (
+                _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
+            ):
+                return True
+            if _env_rank(node):
+                return True
+            if isinstance(node, ast.Call):
+                stack.append(node.func)
+                if _terminal(node.func) not in _DATA_ONLY_CALLS:
+                    stack += node.args
+                    stack += [k.value for k in node.keywords if k.arg not in _DATA_ONLY_KEYWORDS]
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _taint(self, nodes: list[ast.AST], inherited: set[str]) -> set[str]:
+        pairs = _assignments(nodes)
+        taint = set(inherited)
+        changed = True
+        while changed:
+            changed = False
+            for names, value in pairs:
+                if not set(names) <= taint and self.mentions_rank(value, taint):
+                    taint.update(names)
+                    changed = True
+        return taint
+
+    def _prepare_taint(self) -> None:
+        module_nodes = [n for u in self.units for n in _own_nodes(u.tree.body)]
+        own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
+        attrs: set[str] = set()
+        for _ in range(5):
+            before = (len(attrs), len(self.rank_funcs), len(self.module_taint))
+            self.module_taint = self._taint(module_nodes, attrs)
+            for func in self.funcs:
+                inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
+                taint = self.func_taint[func.key] = self._taint(own[func.key], inherited)
+                attrs |= {n for n in taint if "." in n}
+                if any(
+                    isinstance(n, ast.Return) and n.value is not None and self.mentions_rank(n.value, taint)
+                    for n in own[func.key]
+                ):
+                    self.rank_funcs.add(func.node.name)
+            if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
+                break
+
+    def _walk_function(self, func: _Func) -> None:
+        walker = _Walker(self, func.unit, self.func_taint[func.key], func.self_class)
+        items = walker.block(func.node.body, "return")
+        for deco in func.node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if _rank_name(_terminal(target)):
+                walker.flag(items, "decorator", "@" + func.unit.text(deco))
+
+    # -- findings
+
+    def flag(self, unit: _Unit, site: _Site, reason: str, cond: str, leave: _Leave | None) -> None:
+        if id(site.node) in self.found:
+            return
+        call = unit.text(site.node)
+        if len(call) > 40:
+            call = f"{_dotted(site.node.func)}(...)"
+        short = site.collective.rsplit(" -> ", 1)[-1].rsplit(".", 1)[-1]
+        exit_text = ""
+        if leave is not None and leave.exit is not None and leave.exit.node is not None:
+            exit_node = leave.exit.node
+            exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset})"
+        if reason == "loop":
+            kind, fix = "rank-dependent-loop", _LOOP_FIX
+            why = (
+                f"this {short} runs once per iteration of a loop over `{cond}`, which differs between ranks, "
+                "so ranks call it a different number of times and the extra calls never complete"
+            )
+        elif reason == "early-exit":
+            kind = "early-exit"
+            why = (
+                f"ranks where `{cond}` is true leave early{exit_text} and never reach this {short}, "
+                "so the remaining ranks wait in it until the timeout"
+            )
+            fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
+        elif reason == "decorator":
+            kind = "branch"
+            why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
+            fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
+        else:
+            kind = "branch"
+            why = (
+                f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
+                "so it waits until the timeout or pairs with a different collective"
+            )
+            fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+        if site.callee is not None:
+            kind = "hidden-collective"
+            why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; " + why
+            if reason in ("branch", "decorator"):
+                fix = f"call `{site.callee}()` on every rank and keep only its rank-specific work under `{cond}`"
+            elif reason == "early-exit":
+                fix = f"call `{site.callee}()` on every rank before any rank leaves"
+        finding = Finding(
+            path=self.path,
+            line=site.node.lineno + unit.offset,
+            col=site.node.col_offset + 1,
+            collective=site.collective,
+            condition=cond,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+        )
+        self.found[id(site.node)] = (reason, finding)
+
+    def retract(self, items: Iterable[_Item]) -> None:
+        for site in _sites(items):
+            entry = self.found.get(id(site.node))
+            if entry and entry[0] in ("branch", "early-exit"):
+                del self.found[id(site.node)]
+
+
+def _object_name(obj: Any) -> str | None:
+    if inspect.ismodule(obj):
+        return obj.__name__
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{name}" if module and name else None
+
+
+# --------------------------------------------------------------------------- walking
+
+
+class _Walker:
+    """Builds the collective trace of one scope and flags unbalanced parts of it."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None) -> None:
+        self.an = an
+        self.unit = unit
+        self.taint = taint
+        self.self_class = self_class
+
+    def flag(self, items: Iterable[_Item], reason: str, cond: str, leave: _Leave | None = None) -> None:
+        for site in _sites(items):
+            self.an.flag(self.unit, site, reason, cond, leave)
+
+    # -- statements
+
+    def block(self, stmts: list[ast.stmt], end: str | None) -> list[_Item]:
+        """Trace of a block; ``end`` is how falling off its end leaves (function/loop body)."""
+        items: list[_Item] = []
+        leave: _Leave | None = None
+        for stmt in stmts:
+            for item in self._stmt(stmt):
+                if leave is not None:
+                    self.flag([item], "early-exit", leave.cond, leave)
+                elif item.dynamic:
+                    leave = self._escape(item)
+                    if leave is not None and end == "continue" and leave.statuses & {"break", "return"}:
+                        self.flag(items, "early-exit", leave.cond, leave)
+                items.append(item)
+        if self._balanced(items, end):
+            self.an.retract(items)
+        return items
+
+    def _stmts(self, stmts: list[ast.stmt]) -> list[_Item]:
+        return [item for stmt in stmts for item in self._stmt(stmt)]
+
+    def _stmt(self, stmt: ast.stmt) -> list[_Item]:
+        if isinstance(stmt, _SCOPES):
+            return []
+        if isinstance(stmt, ast.If):
+            test = self._expr(stmt.test)
+            return test + [self._if(stmt.test, self.block(stmt.body, None), self.block(stmt.orelse, None))]
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            head = self._expr(stmt.iter)
+            body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
+            return head + [self._loop(stmt.iter, body, orelse)]
+        if isinstance(stmt, ast.While):
+            head = self._expr(stmt.test)
+            body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
+            return head + [self._loop(stmt.test, head + body, orelse)]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
+        if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            handlers = [
+                self._if(None, self.block(h.body, None), [], text=f"except {self.unit.text(h.type) if h.type else ''}".strip())
+                for h in stmt.handlers
+            ]
+            return self._stmts(stmt.body) + handlers + self._stmts(stmt.orelse) + self._stmts(stmt.finalbody)
+        if isinstance(stmt, ast.Match):
+            return self._match(stmt)
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            value = stmt.value if isinstance(stmt, ast.Return) else stmt.exc
+            return self._expr(value) + [_Item("exit", status="return", node=stmt)]
+        if isinstance(stmt, (ast.Continue, ast.Break)):
+            return [_Item("exit", status="continue" if isinstance(stmt, ast.Continue) else "break", node=stmt)]
+        if isinstance(stmt, ast.Assign):
+            return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
+        return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _match(self, stmt: ast.Match) -> list[_Item]:
+        subject = self.unit.text(stmt.subject)
+        rank = self.an.mentions_rank(stmt.subject, self.taint)
+        orelse: list[_Item] = []
+        for case in reversed(stmt.cases):
+            text = f"{subject} matches {ast.unparse(case.pattern)}"
+            if case.guard is not None:
+                text += f" if {self.unit.text(case.guard)}"
+            orelse = [self._if(None, self.block(case.body, None), orelse, text=text, rank=rank)]
+        return self._expr(stmt.subject) + orelse
+
+    # -- expressions
+
+    def _expr(self, node: ast.AST | None) -> list[_Item]:
+        if node is None or isinstance(node, ast.Lambda):
+            return []
+        if isinstance(node, ast.IfExp):
+            items = self._expr(node.test)
+            body, orelse = self._expr(node.body), self._expr(node.orelse)
+            return items + ([self._if(node.test, body, orelse)] if body or orelse else [])
+        if isinstance(node, ast.BoolOp):
+            return self._boolop(node.op, node.values)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            gens = node.generators
+            items = self._expr(gens[0].iter)
+            body = [i for g in gens[1:] for i in self._expr(g.iter)]
+            body += [i for g in gens for c in g.ifs for i in self._expr(c)]
+            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            body += [i for e in elts for i in self._expr(e)]
+            return items + ([self._loop(gens[0].iter, body, [], extra=[g.iter for g in gens[1:]])] if body else [])
+        if isinstance(node, ast.Call):
+            items = [i for c in (node.func, *node.args, *(k.value for k in node.keywords)) for i in self._expr(c)]
+            op = self._op(node)
+            return items + ([op] if op else [])
+        return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _boolop(self, op: ast.boolop, values: list[ast.expr]) -> list[_Item]:
+        items = self._expr(values[0])
+        rest = self._boolop(op, values[1:]) if len(values) > 1 else []
+        if rest:
+            body, orelse = (rest, []) if isinstance(op, ast.And) else ([], rest)
+            items.append(self._if(values[0], body, orelse))
+        return items
+
+    def _op(self, call: ast.Call) -> _Item | None:
+        if _dotted(call.func) in _EXIT_CALLS:
+            return _Item("exit", status="return", node=call)
+        found = self.an.classify(call, self.unit, self.self_class)
+        if found is None:
+            return None
+        if found.kind == "coll":
+            return _Item("op", key=("op", found.target), site=_Site(call, found.display, None), node=call)
+        chain = self.an.reach.get(found.target)
+        if chain is None:
+            return None
+        site = _Site(call, " -> ".join((found.display, *chain)), found.display)
+        return _Item("op", key=("call", found.target), site=site, node=call)
+
+    # -- control flow
+
+    def _if(
+        self,
+        test: ast.expr | None,
+        body: list[_Item],
+        orelse: list[_Item],
+        text: str | None = None,
+        rank: bool | None = None,
+    ) -> _Item:
+        if rank is None:
+            rank = test is not None and self.an.mentions_rank(test, self.taint)
+        text = text if text is not None else self.unit.text(test)  # type: ignore[arg-type]
+        dynamic = rank or any(i.dynamic for i in (*body, *orelse))
+        item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
+        if not rank:
+            return item
+        if self._balanced([item], None):
+            self.an.retract([item])
+            return item
+        negated = self._negate(test, text)
+        matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                self.flag(body[i1:i2], "branch", text)
+                self.flag(orelse[j1:j2], "branch", negated)
+        return item
+
+    def _loop(self, bound: ast.expr, body: list[_Item], orelse: list[_Item], extra: Sequence[ast.expr] = ()) -> _Item:
+        text = self.unit.text(bound)
+        rank = any(self.an.mentions_rank(e, self.taint) for e in (bound, *extra))
+        dynamic = any(i.dynamic for i in (*body, *orelse))
+        item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
+        if rank:
+            self.flag([*body, *orelse], "loop", text)
+        return item
+
+    def _negate(self, test: ast.expr | None, text: str) -> str:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.unit.text(test.operand)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATE:
+            flipped = ast.Compare(test.left, [_NEGATE[type(test.ops[0])]()], test.comparators)
+            return ast.unparse(flipped)
+        if isinstance(test, (ast.Name, ast.Attribute, ast.Call)):
+            return f"not {text}"
+        return f"not ({text})"
+
+    # -- simulation over rank values
+
+    def _escape(self, item: _Item) -> _Leave | None:
+        """Whether some ranks leave the enclosing block at ``item`` while others go on."""
+        groups = self._outcomes([item], None)
+        if groups is None:
+            found = self._find_exit([item], None)
+            return _Leave(found[0], found[1], frozenset({found[1].status or ""})) if found and found[1] else None
+        statuses: set[str] = set()
+        for group in groups:
+            seen = {status for _, status in group}
+            if len(seen) > 1:
+                statuses |= {s for s in seen if s}
+        if not statuses:
+            return None
+        cond, exit_item = self._find_exit([item], None) or (item.text or "a rank-dependent condition", None)
+        return _Leave(cond, exit_item, frozenset(statuses))
+
+    def _find_exit(self, items: list[_Item], cond: str | None, returns_only: bool = False) -> tuple[str, _Item] | None:
+        for item in items:
+            if item.kind == "exit" and cond and (item.status == "return" or not returns_only):
+                return cond, item
+            if item.kind == "if":
+                body_cond = item.text if item.rank else cond
+                else_cond = self._negate(item.test, item.text) if item.rank else cond
+                found = self._find_exit(item.body, body_cond, returns_only) or self._find_exit(
+                    item.orelse, else_cond, returns_only
+                )
+                if found:
+                    return found
+            if item.kind == "loop":
+                found = self._find_exit(item.body, cond, True)
+                if found:
+                    return found
+        return None
+
+    def _balanced(self, items: list[_Item], end: str | None) -> bool:
+        groups = self._outcomes(items, end)
+        return groups is not None and all(len(group) == 1 for group in groups)
+
+    def _outcomes(self, items: list[_Item], end: str | None) -> list[set[tuple[tuple, str | None]]] | None:
+        """For each assignment of rank-independent conditions, the set of (trace, exit) over rank values."""
+        atoms: dict[str, tuple[bool, set[int]]] = {}
+        self._atoms(items, atoms)
+        if math.prod(len(points) for _, points in atoms.values()) > _MAX_WORLDS:
+            return None
+        plain = sorted(k for k, (rank, _) in atoms.items() if not rank)
+        ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
+        groups = []
+        for plain_values in itertools.product(*(sorted(atoms[k][1]) for k in plain)):
+            world = dict(zip(plain, plain_values))
+            group = set()
+            for rank_values in itertools.product(*(sorted(atoms[k][1]) for k in ranked)):
+                world.update(zip(ranked, rank_values))
+                trace, status = self._run(items, world)
+                group.add((trace, status or end))
+            groups.append(group)
+        return groups
+
+    def _atoms(self, items: list[_Item], atoms: dict[str, tuple[bool, set[int]]]) -> None:
+        for item in items:
+            if item.kind == "if" and item.dynamic:
+                if item.test is None:
+                    atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
+                else:
+                    self._test_atoms(item.test, atoms)
+            self._atoms(item.body, atoms)
+            self._atoms(item.orelse, atoms)
+
+    def _test_atoms(self, test: ast.expr, atoms: dict[str, tuple[bool, set[int]]]) -> None:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._test_atoms(test.operand, atoms)
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                self._test_atoms(value, atoms)
+            return None
+        compare = _int_compare(test)
+        expr = compare[0] if compare else test
+        points = {0, 1}
+        if compare:
+            points |= {p for c in compare[2] if c >= 0 for p in (c, c + 1)}
+        rank = self.an.mentions_rank(expr, self.taint)
+        atoms.setdefault(ast.unparse(expr), (rank, set()))[1].update(points)
+        return None
+
+    def _eval(self, test: ast.expr, world: dict[str, int]) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return not self._eval(test.operand, world)
+        if isinstance(test, ast.BoolOp):
+            values = [self._eval(v, world) for v in test.values]
+            return all(values) if isinstance(test.op, ast.And) else any(values)
+        compare = _int_compare(test)
+        if compare:
+            expr, op, consts = compare
+            return _COMPARE[op](world[ast.unparse(expr)], consts)
+        return bool(world[ast.unparse(test)])
+
+    def _run(self, items: list[_Item], world: dict[str, int]) -> tuple[tuple, str | None]:
+        """The trace of ``items`` in one world, and how it leaves (None: falls through)."""
+        trace: list[Any] = []
+        for item in items:
+            if item.kind == "op":
+                trace.append(item.key)
+            elif item.kind == "exit":
+                return tuple(trace), item.status
+            elif item.kind == "if" and not item.dynamic:
+                trace.append(_key(item))
+            elif item.kind == "if":
+                taken = world[item.text] if item.test is None else self._eval(item.test, world)
+                sub, status = self._run(item.body if taken else item.orelse, world)
+                trace.extend(sub)
+                if status:
+                    return tuple(trace), status
+            elif item.kind == "loop":
+                body, status = self._run(item.body, world)
+                orelse, _ = self._run(item.orelse, world)
+                trace.append(("loop", item.text, body, status or "continue", orelse))
+                if status == "return":
+                    return tuple(trace), status
+        return tuple(trace), None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,558 @@
+"""Pictures and numbers of a run: who computed, who waited, and for whom.
+
+``summary(run)`` gives plain numbers a notebook can assert on, ``timeline(run)`` draws one lane per rank,
+``waits_table(run)`` prints the numbers as text.  Only ``matplotlib.figure`` is used (never pyplot), so
+importing this module opens no window and registers no figure with pyplot.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from matplotlib.figure import Figure
+
+from barrierlab.record import Event
+
+#: Event kinds whose time counts as waiting for other ranks.
+WAITING_KINDS = ("collective", "p2p", "wait")
+#: A straggler's wait must be below the others' median by more than this many seconds...
+STRAGGLER_MIN_GAP = 0.020
+#: ...and the others' median must be more than this many times the straggler's wait.
+STRAGGLER_RATIO = 2.0
+#: Above this many barrier releases their lines are drawn without labels.
+MAX_RELEASE_LABELS = 20
+#: At most this many text labels inside bars, so a 16 x 1,000 event timeline stays fast and legible.
+MAX_BAR_LABELS = 120
+#: Hatching costs ~0.3 ms per bar to render: past this many bars of a kind, only wide ones are hatched...
+MAX_HATCHED_BARS = 1000
+#: ...those at least this wide (narrower stripes would not show anyway).
+MIN_HATCH_INCHES = 0.1
+
+# Okabe-Ito colour-blind-safe palette.
+ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, BLACK = (
+    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
+RUNNING = "#E4E4E4"
+
+#: kind -> (legend label, face colour, hatch); spans are drawn full lane height, waits narrower on top.
+SPAN_STYLES = {
+    "compute": ("compute (span)", SKY, None),
+    "io": ("input/output (span)", GREEN, None),
+    "other": ("other (span)", PURPLE, None),
+}
+WAIT_STYLES = {
+    "collective": ("waiting in a collective (barrier, all_reduce, …)", ORANGE, "///"),
+    "wait": ("waiting (Work.wait or wait span)", YELLOW, "\\\\\\"),
+    "p2p": ("waiting in send/recv", BLUE, "..."),
+}
+FAILED_STATUSES = ("raised", "setup failed", "stopped at deadline", "exited", "killed by signal")
+
+
+@dataclass
+class _Lane:
+    """One rank as the plots see it: its events and when its function ran (None: unknown / never)."""
+
+    rank: int
+    events: list[Event]
+    start: float | None
+    end: float | None
+    status: str | None = None
+
+
+class Release(NamedTuple):
+    """The moment a collective every rank reached let them go: when the last rank arrived."""
+
+    seq: int
+    op: str
+    time: float
+    last_rank: int
+
+
+def _lanes(run, ends: Sequence[float | None] | None = None,
+           starts: Sequence[float | None] | None = None) -> tuple[list[_Lane], float]:
+    """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
+    if hasattr(run, "ranks"):
+        lanes = [_Lane(r.rank, list(r.events), _first(r.started, r.events), r.ended, r.status) for r in run.ranks]
+        total = float(run.elapsed)
+    else:
+        lanes = []
+        for i, events in enumerate(run):
+            events = sorted(events, key=lambda e: e.start)
+            end = ends[i] if ends is not None else _last_end(events)
+            start = starts[i] if starts is not None else _first(None, events)
+            if start is None and end is not None:
+                start = 0.0
+            lanes.append(_Lane(i, events, start, end))
+        total = 0.0
+    times = [t for lane in lanes for e in lane.events for t in (e.start, e.end) if t is not None]
+    times += [lane.end for lane in lanes if lane.end is not None]
+    return lanes, max([total, *times])
+
+
+def _first(started: float | None, events: list[Event]) -> float | None:
+    if started is not None:
+        return started
+    return min((e.start for e in events), default=None)
+
+
+def _last_end(events: list[Event]) -> float | None:
+    if not events or any(e.end is None for e in events):
+        return None
+    return max(e.end for e in events)
+
+
+def _window(lane: _Lane, total: float) -> tuple[float, float] | None:
+    """The rank's active time: function start to end, or to the end of the run if it never ended."""
+    if lane.start is None:
+        return None
+    return lane.start, max(lane.start, lane.end if lane.end is not None else total)
+
+
+def _event_end(event: Event, lane: _Lane, total: float) -> float:
+    """Where an event stops on the time axis; one never left lasts until its rank (or the run) ended."""
+    if event.end is not None:
+        return event.end
+    return lane.end if lane.end is not None else total
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    length, reach = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > reach:
+            length += b - max(a, reach)
+            reach = b
+    return length
+
+
+def _rank_numbers(lane: _Lane, total: float) -> dict:
+    window = _window(lane, total)
+    active = 0.0 if window is None else window[1] - window[0]
+    waits = []
+    if window is not None:
+        for e in lane.events:
+            if e.kind in WAITING_KINDS:
+                a, b = max(e.start, window[0]), min(_event_end(e, lane, total), window[1])
+                if b > a:
+                    waits.append((a, b))
+    wait = _union_length(waits)
+    return {
+        "busy": active - wait,
+        "wait": wait,
+        "idle_fraction": wait / active if active > 0 else 0.0,
+        "start": lane.start,
+        "end": lane.end,
+        "collectives": sum(e.kind == "collective" for e in lane.events),
+    }
+
+
+def _slowest(ranks: dict[int, dict]) -> int | None:
+    takers = [r for r, n in ranks.items() if n["collectives"]]
+    return min(takers, key=lambda r: (ranks[r]["wait"], r), default=None)
+
+
+def _straggler(ranks: dict[int, dict], slowest: int | None) -> int | None:
+    if slowest is None:
+        return None
+    others = [n["wait"] for r, n in ranks.items() if n["collectives"] and r != slowest]
+    if not others:
+        return None
+    mine, median = ranks[slowest]["wait"], statistics.median(others)
+    return slowest if median - mine > STRAGGLER_MIN_GAP and median > STRAGGLER_RATIO * mine else None
+
+
+def _summarize(lanes: list[_Lane], total: float) -> dict:
+    ranks = {lane.rank: _rank_numbers(lane, total) for lane in lanes}
+    slowest = _slowest(ranks)
+    return {
+        "ranks": ranks,
+        "slowest_rank": slowest,
+        "straggler": _straggler(ranks, slowest),
+        "total": total,
+        "wait_total": sum(n["wait"] for n in ranks.values()),
+    }
+
+
+def summary(run, ends: Sequence[float | None] | None = None, *,
+            starts: Sequence[float | None] | None = None) -> dict:
+    """Per-rank busy and waiting seconds of a run, and which rank held the others up.
+
+    ``run`` is a :class:`~barrierlab.result.Run`, or a list with one list of Events per rank; then
+    ``ends`` (and ``starts``) give when each rank's function ended (began): by default the last event's
+    end (None if an event never ended) and the first event's start (0, the launch, if it has no events
+    but an end).  Returns::
+
+        {"ranks": {r: {"busy": s, "wait": s, "idle_fraction": f, "start": s, "end": s | None,
+                       "collectives": n}},
+         "slowest_rank": r | None, "straggler": r | None, "total": s, "wait_total": s}
+
+    - ``wait``: seconds inside collectives, send/recv, ``Work.wait()`` and ``wait`` spans, as the union of
+      their intervals (nested events count once), clipped to the rank's active time.  An event the rank
+      never left counts until the rank ended, or until the run ended if the rank never did.
+    - ``busy``: active time (function start to end, or to the end of the run) minus ``wait``;
+      ``idle_fraction`` = wait / active time (0 for a rank that never started).
+    - ``slowest_rank``: among ranks that entered at least one collective, the one that waited least
+      (ties: the lowest rank).  Arriving last at every barrier means never waiting at one, so this is the
+      rank the others waited for; None if no rank entered a collective.
+    - ``straggler``: ``slowest_rank`` only when it clearly held the others up: the median wait of the
+      other ranks exceeds its wait by more than 20 ms and by more than 2x.  Otherwise None (ranks
+      arrived about together, or there is only one rank).
+    - ``total``: the run's elapsed seconds; ``wait_total``: the sum of every rank's ``wait``.
+    """
+    return _summarize(*_lanes(run, ends, starts))
+
+
+def releases(run, ends: Sequence[float | None] | None = None) -> list[Release]:
+    """Each collective that every rank reached as the same op, released when the last rank arrived.
+
+    Collectives are matched by their per-rank number (``Event.seq``): the k-th collective of each rank.
+    """
+    return _releases(_lanes(run, ends)[0])
+
+
+def _releases(lanes: list[_Lane]) -> list[Release]:
+    per_rank = [{e.seq: e for e in lane.events if e.kind == "collective" and e.seq} for lane in lanes]
+    if not per_rank:
+        return []
+    found = []
+    for seq in sorted(set.intersection(*(set(numbered) for numbered in per_rank))):
+        arrivals = [(numbered[seq].start, lane.rank) for numbered, lane in zip(per_rank, lanes)]
+        names = {numbered[seq].name for numbered in per_rank}
+        if len(names) == 1:
+            time, last = max(arrivals)
+            found.append(Release(seq, names.pop(), time, last))
+    return found
+
+
+def waits_table(run, ends: Sequence[float | None] | None = None) -> str:
+    """The summary as a plain-text table (rank, active s, waited s, idle %), the straggler marked."""
+    numbers = summary(run, ends)
+    rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
+    for rank, n in numbers["ranks"].items():
+        active = n["busy"] + n["wait"]
+        mark = "  <- straggler: the others waited for it" if rank == numbers["straggler"] else ""
+        if n["start"] is None:
+            mark = "  (never started)"
+        elif n["end"] is None:
+            mark += "  (never ended)"
+        rows.append(f"{rank:>4}  {active:>9.3f}  {n['wait']:>9.3f}  {100 * n['idle_fraction']:>5.0f}%{mark}")
+    rows.append(f"run: {numbers['total']:.3f} s, all ranks waited {numbers['wait_total']:.3f} s in total")
+    return "\n".join(rows)
+
+
+class TimelineFigure(Figure):
+    """A Figure that Jupyter shows as a PNG even when pyplot (and its inline formatter) was never loaded."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
+def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = True, annotate: bool = True,
+             ends: Sequence[float | None] | None = None) -> Figure:
+    """Draw one lane per rank (rank 0 on top) over seconds since launch: spans, waits, releases, stuck ranks.
+
+    ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
+    Grey is the rank's function running; coloured bars are ``barrierlab.span`` phases; hatched bars
+    are time inside a collective (waiting for the other ranks).  A call a rank never left runs to the
+    end of the run with a red X.  Thin vertical lines mark each collective's release (the moment the last
+    rank arrived); the right edge says how long each rank waited.
+
+    Display: with ``ax=None`` the figure is a :class:`TimelineFigure` made without pyplot, so it is not
+    registered with pyplot and Jupyter's inline backend does not show it on its own at the end of the
+    cell; it appears once, as the cell's value (by IPython's Figure formatter if pyplot is loaded, else
+    by ``_repr_png_``).  ``fig = timeline(run)`` therefore shows nothing until ``fig`` is displayed, and
+    ``plt.show()`` does not know it: use ``fig.savefig(...)``, or pass ``ax`` from ``plt.subplots()``
+    to draw into a figure you own (that figure is returned, and nothing is closed or resized).
+    """
+    lanes, total = _lanes(run, ends)
+    numbers = _summarize(lanes, total)
+    fig, ax = _figure_and_axes(ax, len(lanes))
+    _set_axes(ax, lanes, total, releases_labelled=False)
+    used: dict[str, tuple] = {}
+    scale = _Scale(ax, fig, total)
+    _draw_running(ax, lanes, total, used)
+    _draw_spans(ax, lanes, total, used, scale)
+    _draw_waits(ax, lanes, total, used, scale)
+    _draw_never_left(ax, lanes, total, used, scale)
+    if show_releases:
+        labelled = _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
+        _set_axes(ax, lanes, total, releases_labelled=labelled)
+    _label_lanes(ax, lanes, numbers)
+    if annotate:
+        _annotate_lanes(ax, lanes, numbers)
+    _legend(fig, ax, used, own_figure=isinstance(fig, TimelineFigure) and fig.axes == [ax])
+    ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
+    return fig
+
+
+def _figure_and_axes(ax, n_ranks: int):
+    if ax is not None:
+        return ax.get_figure(), ax
+    fig = TimelineFigure(figsize=(11, 2.3 + 0.42 * max(n_ranks, 1)), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _set_axes(ax, lanes: list[_Lane], total: float, releases_labelled: bool) -> None:
+    top = -0.5 - (0.45 if releases_labelled else 0.0)
+    ax.set_ylim(len(lanes) - 0.5, top)
+    ax.set_xlim(0, total * 1.02 if total > 0 else 1.0)
+    ax.set_xlabel("seconds since launch")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0)
+
+
+class _Scale:
+    """Converts seconds to inches on the axes, to decide which bars have room for a label."""
+
+    CHAR_INCHES = 7 * 0.6 / 72
+
+    def __init__(self, ax, fig, total: float) -> None:
+        width = fig.get_figwidth() * ax.get_position().width * 0.85
+        self.inches_per_second = width / (total * 1.02 if total > 0 else 1.0)
+        self.labels_left = MAX_BAR_LABELS
+
+    def inches(self, seconds: float) -> float:
+        return seconds * self.inches_per_second
+
+    def fits(self, seconds: float, text: str) -> bool:
+        return seconds * self.inches_per_second >= (len(text) + 2) * self.CHAR_INCHES
+
+    def seconds_for(self, text: str) -> float:
+        return (len(text) + 2) * self.CHAR_INCHES / self.inches_per_second
+
+    def take(self) -> bool:
+        self.labels_left -= 1
+        return self.labels_left >= 0
+
+
+def _bars(ax, rects: list[tuple[float, float, float, float]], *, zorder: float, gid: str, **style) -> None:
+    """Add many (x, width, y_centre, height) rectangles as one PolyCollection: fast for 10,000s of bars."""
+    from matplotlib.collections import PolyCollection
+
+    verts = [((x, y - h / 2), (x, y + h / 2), (x + w, y + h / 2), (x + w, y - h / 2)) for x, w, y, h in rects]
+    ax.add_collection(PolyCollection(verts, zorder=zorder, gid=gid, **style), autolim=False)
+
+
+def _bar_text(ax, x: float, y: float, text: str, *, ha: str = "center", **style) -> None:
+    ax.text(x, y, text, ha=ha, va="center", fontsize=7, clip_on=True, zorder=6, **style)
+
+
+def _draw_running(ax, lanes: list[_Lane], total: float, used: dict) -> None:
+    rects = []
+    for y, lane in enumerate(lanes):
+        window = _window(lane, total)
+        if window is not None:
+            rects.append((window[0], window[1] - window[0], y, 0.8))
+    if rects:
+        _bars(ax, rects, zorder=1, gid="running", facecolor=RUNNING, edgecolor="none")
+        used["running"] = ("running your function", RUNNING, None)
+
+
+def _draw_spans(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
+    for kind, style in SPAN_STYLES.items():
+        rects, labels = [], []
+        for y, lane in enumerate(lanes):
+            waits = sorted(e.start for e in lane.events if e.kind in WAITING_KINDS)
+            for e in lane.events:
+                if e.kind == kind or (kind == "other" and e.kind not in SPAN_STYLES and e.kind not in WAITING_KINDS):
+                    end = _event_end(e, lane, total)
+                    rects.append((e.start, end - e.start, y, 0.8))
+                    i = bisect_left(waits, e.start)
+                    free = min(end, waits[i] if i < len(waits) else end) - e.start
+                    labels.append((e.start, free, y, e.name))
+        if rects:
+            _bars(ax, rects, zorder=2, gid=f"span:{kind}", facecolor=style[1], edgecolor="white", linewidth=0.3)
+            used[kind] = style
+            for x, free, y, name in labels:
+                if scale.fits(free, name) and scale.take():
+                    _bar_text(ax, x + scale.seconds_for("") / 2, y, name, ha="left")
+
+
+def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
+    errors = []
+    for kind, style in WAIT_STYLES.items():
+        rects, labels = [], []
+        for y, lane in enumerate(lanes):
+            for e in lane.events:
+                if e.kind != kind:
+                    continue
+                end = _event_end(e, lane, total)
+                rects.append((e.start, end - e.start, y, 0.5))
+                if e.end is not None:
+                    labels.append(((e.start + end) / 2, end - e.start, y, _wait_texts(e)))
+                if e.error and e.end is not None:
+                    errors.append((e.end, y))
+        if rects:
+            few = len(rects) <= MAX_HATCHED_BARS
+            wide = [r for r in rects if few or scale.inches(r[1]) >= MIN_HATCH_INCHES]
+            narrow = [r for r in rects if not few and scale.inches(r[1]) < MIN_HATCH_INCHES]
+            if wide:
+                _bars(ax, wide, zorder=3, gid=f"wait:{kind}", facecolor=style[1], edgecolor="none",
+                      hatch=style[2], hatchcolors=_darker(style[1]), linewidth=0)
+            if narrow:
+                _bars(ax, narrow, zorder=3, gid=f"wait:{kind}:narrow", facecolor=style[1], edgecolor="none")
+            used[kind] = style
+            for x, width, y, texts in labels:
+                text = next((t for t in texts if scale.fits(width, t)), None)
+                if text and scale.take():
+                    _bar_text(ax, x, y, text, bbox=dict(facecolor=style[1], edgecolor="none", pad=0.5))
+    if errors:
+        xs, ys = zip(*errors)
+        ax.scatter(xs, ys, marker="|", s=160, linewidths=2.5, color=VERMILLION, zorder=5, gid="errors")
+        used["error"] = ("left with an error (e.g. timed out)", VERMILLION, "|")
+
+
+def _wait_texts(event: Event) -> tuple[str, ...]:
+    """Bar labels for a wait, longest first; a failed call says why it failed."""
+    if not event.error:
+        if event.kind == "wait":
+            return (event.label,) if event.name.startswith("wait(") else (f"waiting: {event.label}", event.label)
+        return f"waiting in {event.label}", event.label
+    reason = _short_error(event.error)
+    return (f"waiting in {event.label}, then failed: {reason}", f"{event.label} failed: {reason}",
+            f"{event.label} failed", event.label)
+
+
+def _short_error(error: str, limit: int = 60) -> str:
+    """'RuntimeError: [gloo/pair.cc:553] Timed out waiting ...' -> 'Timed out waiting ...'."""
+    head, colon, rest = error.partition(": ")
+    text = rest if colon and " " not in head else error
+    if text.startswith("[") and "] " in text:
+        text = text.split("] ", 1)[1]
+    text = text.strip().splitlines()[0] if text.strip() else error
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
+    """Mark each rank still inside a call (or still running) at the end with a red X at the right edge."""
+    ends, texts = [], []
+    for y, lane in enumerate(lanes):
+        open_events = [e for e in lane.events if e.end is None]
+        if open_events:
+            inner = max(open_events, key=lambda e: (e.kind in WAITING_KINDS, e.start))
+            text = f"stuck in {inner.label}: never left"
+            texts.append((inner.start, total - inner.start, y, text, inner.label))
+        if open_events or (lane.start is not None and lane.end is None):
+            ends.append((total, y))
+    for x, width, y, text, short in texts:
+        label = next((t for t in (text, f"stuck in {short}", "stuck") if scale.fits(width, t)), None)
+        if label:
+            _bar_text(ax, x + width - scale.seconds_for("  "), y, label + " →", ha="right", color="white",
+                      fontweight="bold", bbox=dict(facecolor=VERMILLION, edgecolor="none", pad=1))
+    if ends:
+        xs, ys = zip(*ends)
+        ax.scatter(xs, ys, marker="X", s=110, color=VERMILLION, edgecolor="white", linewidths=0.8, zorder=7,
+                   clip_on=False, gid="never-left")
+        used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
+
+
+def _draw_releases(ax, found: list[Release], n_lanes: int, used: dict, scale: _Scale) -> bool:
+    """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled."""
+    if not found:
+        return False
+    ax.vlines([r.time for r in found], -0.5, n_lanes - 0.5, colors=BLACK, linewidths=0.9,
+              alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25, zorder=4, gid="releases")
+    used["release"] = ("released: the last rank arrived", BLACK, "line")
+    if len(found) > MAX_RELEASE_LABELS:
+        return False
+    free_from = float("-inf")
+    for r in found:
+        text = f"{r.op} #{r.seq}"
+        if r.time - scale.seconds_for(text) / 2 >= free_from:
+            ax.text(r.time, -0.55, text, ha="center", va="bottom", fontsize=7, zorder=6, clip_on=False)
+            free_from = r.time + scale.seconds_for(text) / 2
+    return True
+
+
+def _label_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
+    ax.set_yticks(range(len(lanes)), labels=[_lane_label(lane, numbers) for lane in lanes],
+                  fontsize=9 if len(lanes) <= 8 else 8)
+    for tick, lane in zip(ax.get_yticklabels(), lanes):
+        if lane.rank == numbers["straggler"]:
+            tick.set_fontweight("bold")
+        if lane.status in FAILED_STATUSES:
+            tick.set_color(VERMILLION)
+
+
+def _lane_label(lane: _Lane, numbers: dict) -> str:
+    notes = ["straggler"] if lane.rank == numbers["straggler"] else []
+    if lane.status in FAILED_STATUSES:
+        notes.append(lane.status)
+    return f"rank {lane.rank}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _annotate_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
+    right = ax.secondary_yaxis("right")
+    recorded = any(lane.events for lane in lanes)
+    notes = [_wait_note(numbers["ranks"][lane.rank], recorded) for lane in lanes]
+    right.set_yticks(range(len(lanes)), labels=notes,
+                     fontsize=8 if len(lanes) <= 8 else 7)
+    right.tick_params(length=0)
+    right.spines["right"].set_visible(False)
+
+
+def _wait_note(n: dict, recorded: bool) -> str:
+    if n["start"] is None:
+        return "did not start"
+    if not recorded:
+        return f"ran {_seconds(n['busy'])}"
+    return f"waited {_seconds(n['wait'])} ({100 * n['idle_fraction']:.0f}%)"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value >= 0.1 or value == 0 else f"{value:.3f} s"
+
+
+def _legend(fig, ax, used: dict, own_figure: bool) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = []
+    for label, colour, mark in used.values():
+        if mark == "line":
+            handles.append(Line2D([], [], color=colour, linewidth=0.9, label=label))
+        elif mark in ("X", "|"):
+            handles.append(Line2D([], [], color=colour, marker=mark, linestyle="none", markersize=9,
+                                  markeredgewidth=2 if mark == "|" else 0.8, markeredgecolor=colour if mark == "|"
+                                  else "white", label=label))
+        else:
+            handles.append(Patch(facecolor=colour, hatch=mark, edgecolor=_darker(colour) if mark else "none",
+                                 label=label))
+    if not handles:
+        return
+    if own_figure:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), frameon=False,
+                   fontsize=8)
+    else:
+        ax.legend(handles=handles, loc="best", fontsize=7, framealpha=0.9)
+
+
+def _darker(colour: str, factor: float = 0.6) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb
+
+    return tuple(c * factor for c in to_rgb(colour))
+
+
+def _default_title(lanes: list[_Lane], numbers: dict) -> str:
+    head = f"What each of {len(lanes)} ranks did ({numbers['total']:.2f} s)"
+    if not any(lane.events for lane in lanes):
+        return head + "\nnothing was recorded inside the function (was it run with record=False?)"
+    stuck = [lane.rank for lane in lanes if any(e.end is None for e in lane.events)]
+    if stuck:
+        return head + f"\n{_ranks(stuck)} never left a call: stuck until the run was stopped"
+    failed = [lane.rank for lane in lanes if any(e.error and e.kind in WAITING_KINDS for e in lane.events)]
+    if failed:
+        return head + f"\n{_ranks(failed)} left a call with an error (the red marks)"
+    if numbers["straggler"] is not None:
+        return head + f"\nrank {numbers['straggler']} arrived last: the others waited for it"
+    return head
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))

@@ -1,0 +1,210 @@
+"""Tests for barrierlab.plot: summary numbers, straggler detection, timeline structure, one real run."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+from matplotlib.figure import Figure
+
+from barrierlab import plot
+from barrierlab.record import Event
+
+
+def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier", seq: int = 1) -> list[list[Event]]:
+    """One collective per rank: rank r arrives at arrivals[r], all leave at ``leave``."""
+    return [[Event(r, "collective", op, t, leave, seq=seq)] for r, t in enumerate(arrivals)]
+
+
+def y_labels(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].get_yticklabels()]
+
+
+def artists(fig: Figure, gid: str) -> list:
+    ax = fig.axes[0]
+    return [a for a in [*ax.collections, *ax.texts] if a.get_gid() == gid]
+
+
+def texts(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].texts]
+
+
+def render(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+# --- summary -------------------------------------------------------------------------------------------
+
+def hand_made() -> list[list[Event]]:
+    rank0 = [
+        Event(0, "compute", "forward", 0.0, 0.4),
+        Event(0, "collective", "barrier", 0.1, 0.3, seq=1),      # inside the compute span: 0.2 s
+        Event(0, "wait", "sync", 0.5, 0.8),                       # a wait span ...
+        Event(0, "collective", "all_reduce", 0.6, 0.7, seq=2),   # ... nested inside it: counts once
+        Event(0, "collective", "all_reduce", 0.75, 0.9, seq=3),  # overlaps its end: union 0.5-0.9
+    ]
+    rank1 = [Event(1, "compute", "forward", 0.0, 0.2), Event(1, "collective", "barrier", 0.2, None, seq=1)]
+    return [rank0, rank1]
+
+
+def test_summary_unions_nested_intervals_and_counts_never_ended_to_the_end():
+    numbers = plot.summary(hand_made(), ends=[1.0, None])
+    r0, r1 = numbers["ranks"][0], numbers["ranks"][1]
+    assert numbers["total"] == pytest.approx(1.0)
+    assert r0["wait"] == pytest.approx(0.2 + 0.4)
+    assert r0["busy"] == pytest.approx(0.4)
+    assert r0["idle_fraction"] == pytest.approx(0.6)
+    assert (r0["start"], r0["end"], r0["collectives"]) == (0.0, 1.0, 3)
+    assert r1["wait"] == pytest.approx(0.8)  # never left the barrier: counted until the run ended at 1.0
+    assert r1["busy"] == pytest.approx(0.2)
+    assert r1["end"] is None and r1["collectives"] == 1
+    assert numbers["wait_total"] == pytest.approx(1.4)
+    assert numbers["slowest_rank"] == 0
+
+
+def test_summary_of_a_rank_that_never_started_is_zero():
+    numbers = plot.summary([[Event(0, "collective", "barrier", 0.1, 0.2, seq=1)], []])
+    assert numbers["ranks"][1] == {"busy": 0.0, "wait": 0.0, "idle_fraction": 0.0, "start": None, "end": None,
+                                   "collectives": 0}
+    assert numbers["slowest_rank"] == 0 and numbers["straggler"] is None
+
+
+def test_straggler_found_when_the_others_clearly_waited_for_it():
+    numbers = plot.summary(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert numbers["slowest_rank"] == 3
+    assert numbers["straggler"] == 3
+
+
+@pytest.mark.parametrize("arrivals", [
+    [0.100, 0.105, 0.110, 0.112],  # everyone within a few ms: not > 20 ms
+    [0.0, 0.0, 0.0, 0.2],          # others waited 0.5 s, rank 3 waited 0.3 s: not > 2x
+])
+def test_no_straggler_when_ranks_arrive_about_together(arrivals):
+    numbers = plot.summary(barrier_arrivals(arrivals, leave=0.5))
+    assert numbers["slowest_rank"] == 3
+    assert numbers["straggler"] is None
+
+
+def test_slowest_rank_ties_go_to_the_lowest_rank():
+    assert plot.summary(barrier_arrivals([0.1, 0.1, 0.1], leave=0.2))["slowest_rank"] == 0
+
+
+def test_releases_need_every_rank_and_the_same_op():
+    lanes = barrier_arrivals([0.0, 0.1, 0.2], leave=0.25)
+    for r, lane in enumerate(lanes):
+        lane.append(Event(r, "collective", "all_reduce", 0.3 + 0.01 * r, 0.4, seq=2))
+        lane.append(Event(r, "collective", "barrier" if r else "broadcast", 0.5, 0.6, seq=3))  # ops differ
+    lanes[0].append(Event(0, "collective", "barrier", 0.7, None, seq=4))  # rank 0 alone
+    found = plot.releases(lanes)
+    assert [(r.seq, r.op, r.last_rank) for r in found] == [(1, "barrier", 2), (2, "all_reduce", 2)]
+    assert found[0].time == pytest.approx(0.2)
+    fig = plot.timeline(lanes)
+    (lines,) = artists(fig, "releases")
+    assert len(lines.get_segments()) == 2
+    assert {"barrier #1", "all_reduce #2"} <= set(texts(fig))
+
+
+def test_waits_table_marks_the_straggler():
+    table = plot.waits_table(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    lines = table.splitlines()
+    assert lines[0].split() == ["rank", "active", "s", "waited", "s", "idle", "%"]
+    assert "straggler" in lines[4] and lines[4].split()[0] == "3"
+    assert not any("straggler" in line for line in lines[1:4])
+
+
+# --- timeline ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 4, 16])
+def test_timeline_has_one_lane_per_rank(n):
+    fig = plot.timeline(barrier_arrivals([0.05 * r for r in range(n)], leave=0.05 * (n - 1) + 0.001))
+    assert isinstance(fig, Figure)
+    assert y_labels(fig) == [f"rank {r}" for r in range(n - 1)] + [f"rank {n - 1} (straggler)"]
+    assert fig.axes[0].get_xlabel() == "seconds since launch"
+    assert render(fig).startswith(b"\x89PNG")
+
+
+def test_timeline_heights_grow_with_ranks():
+    heights = [plot.timeline(barrier_arrivals([0.0] * n, leave=0.1)).get_figheight() for n in (2, 4, 16)]
+    assert heights == sorted(heights) and heights[0] < heights[-1]
+
+
+def test_timeline_draws_16_ranks_of_1000_events():
+    lanes = []
+    for r in range(16):
+        events, t = [], 0.0
+        for i in range(500):
+            events.append(Event(r, "compute", "step", t, t + 0.001))
+            events.append(Event(r, "collective", "all_reduce", t + 0.001, t + 0.002, seq=i + 1))
+            t += 0.002
+        lanes.append(events)
+    fig = plot.timeline(lanes)
+    assert len(y_labels(fig)) == 16
+    assert len(fig.axes[0].texts) <= plot.MAX_BAR_LABELS + plot.MAX_RELEASE_LABELS
+    assert render(fig).startswith(b"\x89PNG")
+
+
+def test_timeline_marks_a_rank_that_never_left_a_barrier():
+    lanes = [[Event(0, "collective", "barrier", 0.1, None, seq=1)], [Event(1, "compute", "work", 0.0, 0.2)]]
+    fig = plot.timeline(lanes, ends=[None, 0.2])
+    (marks,) = artists(fig, "never-left")
+    assert len(marks.get_offsets()) == 1
+    assert any("stuck in barrier #1" in text for text in texts(fig))
+    assert "never left" in fig.axes[0].get_title()
+
+
+def test_timeline_without_events_and_with_partial_records():
+    fig = plot.timeline([[], [], []], ends=[0.5, 0.6, None])
+    assert y_labels(fig) == ["rank 0", "rank 1", "rank 2"]
+    assert artists(fig, "running")
+    fig = plot.timeline([[Event(0, "io", "load", 0.0, 0.1)], []])
+    assert y_labels(fig) == ["rank 0", "rank 1"]
+    render(fig)
+
+
+def test_timeline_draws_into_a_given_axes_without_resizing_it():
+    owner = Figure(figsize=(5, 3))
+    ax = owner.add_subplot()
+    fig = plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2), ax=ax, title="mine")
+    assert fig is owner and owner.get_size_inches().tolist() == [5, 3]
+    assert ax.get_title() == "mine"
+
+
+def test_timeline_figure_renders_itself_for_jupyter():
+    fig = plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2))
+    assert fig._repr_png_().startswith(b"\x89PNG")
+
+
+def test_importing_barrierlab_plot_does_not_import_pyplot():
+    code = "import sys, barrierlab, barrierlab.plot; print('matplotlib.pyplot' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+# --- a real run ----------------------------------------------------------------------------------------
+
+def staggered() -> int:
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    time.sleep(0.1 * rank)
+    dist.barrier()
+    return rank
+
+
+def test_real_run_finds_the_last_rank_as_straggler():
+    import barrierlab
+
+    run = barrierlab.run(staggered, 4, check=True)
+    numbers = plot.summary(run)
+    assert numbers["straggler"] == 3
+    ranks = numbers["ranks"]
+    assert all(ranks[r]["idle_fraction"] > ranks[3]["idle_fraction"] for r in (0, 1, 2))
+    assert all(ranks[r]["collectives"] == 1 for r in range(4))
+    fig = plot.timeline(run)
+    assert y_labels(fig)[3] == "rank 3 (straggler)"
+    assert len(artists(fig, "releases")[0].get_segments()) == 1
