@@ -23,7 +23,7 @@ lab: setup
 
 test: setup
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks $(PYTEST_ARGS)
+		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
 
 notebooks: setup
 	$(BIN)/python scripts/run_notebooks.py

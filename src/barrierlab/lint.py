@@ -921,7 +921,7 @@ class _Walker:
         if rank is None:
             rank = test is not None and self.an.mentions_rank(test, self.taint)
         text = text if text is not None else self.unit.text(test)  # type: ignore[arg-type]
-        dynamic = rank or any(i.dynamic for i in (*body, *orelse))
+        dynamic = rank or any(i.dynamic or i.kind == "exit" for i in (*body, *orelse))
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if not rank:
             return item

@@ -267,25 +267,27 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     cell; it appears once, as the cell's value (by IPython's Figure formatter if pyplot is loaded, else
     by ``_repr_png_``).  ``fig = timeline(run)`` therefore shows nothing until ``fig`` is displayed, and
     ``plt.show()`` does not know it: use ``fig.savefig(...)``, or pass ``ax`` from ``plt.subplots()``
-    to draw into a figure you own (that figure is returned, and nothing is closed or resized).
+    to draw into a figure you own (that figure is returned, and nothing is closed or resized; being a
+    pyplot figure, Jupyter shows it at the end of the cell, so end the line with ``;`` to avoid a
+    second copy).  pyplot figures were rejected as the default for that reason: returned as the
+    cell's value they are shown twice.
     """
     lanes, total = _lanes(run, ends)
     numbers = _summarize(lanes, total)
+    own_figure = ax is None
     fig, ax = _figure_and_axes(ax, len(lanes))
-    _set_axes(ax, lanes, total, releases_labelled=False)
     used: dict[str, tuple] = {}
     scale = _Scale(ax, fig, total)
     _draw_running(ax, lanes, total, used)
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
     _draw_never_left(ax, lanes, total, used, scale)
-    if show_releases:
-        labelled = _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
-        _set_axes(ax, lanes, total, releases_labelled=labelled)
+    labelled = show_releases and _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
+    _set_axes(ax, lanes, total, releases_labelled=labelled)
     _label_lanes(ax, lanes, numbers)
     if annotate:
         _annotate_lanes(ax, lanes, numbers)
-    _legend(fig, ax, used, own_figure=isinstance(fig, TimelineFigure) and fig.axes == [ax])
+    _legend(fig, ax, used, own_figure)
     ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
     return fig
 

@@ -39,6 +39,7 @@ SPAN_KINDS = ("compute", "io", "wait", "other")
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _INTERNAL_FILES = {os.path.join(_HERE, name) for name in ("record.py", "_rank.py", "_zygote.py", "sync.py")}
+_INTERNAL_FILES.add(contextlib.__file__)
 
 
 class _Recorder:

@@ -215,6 +215,18 @@ class Run:
     def events(self) -> list[record.Event]:
         return sorted((e for r in self.ranks for e in r.events), key=lambda e: e.start)
 
+    def timeline(self, **options):
+        """A matplotlib figure: one lane per rank, time in collectives shaded, releases drawn."""
+        from barrierlab.plot import timeline
+
+        return timeline(self, **options)
+
+    def summary(self) -> dict:
+        """Per-rank wait time, idle fraction, and the slowest rank (see ``barrierlab.plot.summary``)."""
+        from barrierlab.plot import summary
+
+        return summary(self)
+
     def raise_if_failed(self) -> "Run":
         """Return self if every rank finished, else raise :class:`RankFailed` naming each failure."""
         if not self.ok:

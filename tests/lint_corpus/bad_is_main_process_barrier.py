@@ -1,5 +1,5 @@
 # The barrier is meant to let rank 0 finish downloading, but only rank 0 calls it.
-# expect: 15 branch dist.barrier
+# expect: 14 branch dist.barrier
 import torch.distributed as dist
 from torchvision import datasets
 

@@ -1,5 +1,5 @@
 # Evaluation runs on rank 0 only, but evaluate() averages the loss across ranks.
-# expect: 30 hidden-collective evaluate -> reduce_mean -> dist.all_reduce
+# expect: 31 hidden-collective evaluate -> reduce_mean -> dist.all_reduce
 import torch
 import torch.distributed as dist
 

@@ -1,6 +1,6 @@
 # Lightning-style @rank_zero_only: the body runs on rank 0 only, so the
 # broadcast_object_list inside it is never matched by the other ranks.
-# expect: 15 branch dist.broadcast_object_list
+# expect: 16 branch dist.broadcast_object_list
 import torch.distributed as dist
 from lightning.pytorch.utilities import rank_zero_only
 

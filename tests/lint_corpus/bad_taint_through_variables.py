@@ -1,5 +1,5 @@
 # Rank dependence hides behind two assignments.
-# expect: 15 branch dist.barrier
+# expect: 14 branch dist.barrier
 # expect: 17 branch dist.all_gather_object
 import torch.distributed as dist
 

@@ -1,0 +1,249 @@
+"""Tests for barrierlab.lint: a corpus of training-script snippets plus the public API."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import linecache
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from barrierlab.lint import Finding, lint, lint_file, lint_function, lint_source, main, report
+
+CORPUS = Path(__file__).parent / "lint_corpus"
+SNIPPETS = sorted(p for p in CORPUS.iterdir() if p.suffix in (".py", ".ipynb"))
+
+# Stand-in for torch.distributed so that these tests never import torch: the linter
+# resolves `dist` through the function's globals by the module's name.
+dist = types.ModuleType("torch.distributed")
+
+
+def header_lines(path: Path) -> list[str]:
+    """The snippet's comment lines (the first code cell's, for a notebook)."""
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text())["cells"]
+        source = next(c["source"] for c in cells if c["cell_type"] == "code")
+        return "".join(source).splitlines()
+    return path.read_text().splitlines()
+
+
+def expectations(path: Path) -> list[tuple[int | None, int, str, str]]:
+    """Parse ``# expect: [CELL:]LINE KIND COLLECTIVE`` and ``# expect: none`` headers."""
+    expected, saw_none = [], False
+    for line in header_lines(path):
+        if not line.startswith("# expect:"):
+            continue
+        spec = line.removeprefix("# expect:").strip()
+        if spec == "none":
+            saw_none = True
+            continue
+        location, kind, collective = spec.split(" ", 2)
+        cell, _, number = location.rpartition(":")
+        expected.append((int(cell) if cell else None, int(number), kind, collective))
+    assert saw_none != bool(expected), f"{path.name}: declare either '# expect: none' or findings"
+    return sorted(expected)
+
+
+def as_tuples(findings: list[Finding]) -> list[tuple[int | None, int, str, str]]:
+    return sorted((f.cell, f.line, f.kind, f.collective) for f in findings)
+
+
+@pytest.mark.parametrize("path", SNIPPETS, ids=[p.name for p in SNIPPETS])
+def test_corpus_snippet(path: Path) -> None:
+    assert as_tuples(lint_file(path)) == expectations(path)
+
+
+def test_corpus_covers_good_and_bad_code() -> None:
+    bad = [p for p in SNIPPETS if p.name.startswith("bad_")]
+    good = [p for p in SNIPPETS if p.name.startswith("good_")]
+    assert len(SNIPPETS) >= 24 and len(bad) + len(good) == len(SNIPPETS)
+    assert min(len(bad), len(good)) >= 12
+    assert all(expectations(p) for p in bad) and not any(expectations(p) for p in good)
+    kinds = {kind for p in bad for _, _, kind, _ in expectations(p)}
+    assert kinds == {"branch", "early-exit", "rank-dependent-loop", "hidden-collective"}
+    assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
+
+
+def save_checkpoint(state: dict, path: str) -> None:
+    with open(path, "w") as f:
+        f.write(repr(state))
+    dist.barrier()
+
+
+def train_step_with_rank0_save(rank: int, state: dict) -> None:
+    if rank == 0:
+        save_checkpoint(state, "ckpt.txt")
+    loss = state["loss"]
+    if loss > 1:
+        dist.barrier()
+    if rank != 0:
+        return
+    dist.all_reduce(loss)
+
+
+def test_lint_function_on_function_object() -> None:
+    findings = lint_function(train_step_with_rank0_save)
+    first = train_step_with_rank0_save.__code__.co_firstlineno
+    assert as_tuples(findings) == [
+        (None, first + 2, "hidden-collective", "save_checkpoint -> dist.barrier"),
+        (None, first + 8, "early-exit", "dist.all_reduce"),
+    ]
+    assert {f.path for f in findings} == {__file__}
+    assert [f.condition for f in findings] == ["rank == 0", "rank != 0"]
+    assert lint(train_step_with_rank0_save) == findings
+
+
+def test_lint_function_defined_in_a_notebook_cell() -> None:
+    cell = textwrap.dedent(
+        """\
+        import torch.distributed as dist
+
+        def evaluate(model, rank):
+            score = model()
+            if rank == 0:
+                print(score)
+                dist.barrier()
+            return score
+        """
+    )
+    filename = "<ipython-input-7-0123456789ab>"
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(keepends=True), filename)
+    try:
+        namespace: dict = {"__name__": "__main__"}
+        exec(compile(cell, filename, "exec"), namespace)
+        findings = lint_function(namespace["evaluate"])
+    finally:
+        del linecache.cache[filename]
+    assert [(f.path, f.line, f.col, f.kind, f.collective) for f in findings] == [
+        ("<cell 7>", 7, 9, "branch", "dist.barrier")
+    ]
+
+
+def test_lint_function_with_ipython() -> None:
+    shell_module = pytest.importorskip("IPython.core.interactiveshell")
+    shell = shell_module.InteractiveShell.instance()
+    result = shell.run_cell(
+        "import types\n"
+        "dist = types.ModuleType('torch.distributed')\n"
+        "def sync(rank):\n"
+        "    for _ in range(rank + 1):\n"
+        "        dist.barrier()\n"
+    )
+    assert result.success
+    [finding] = lint_function(shell.user_ns["sync"])
+    assert finding.path.startswith("<cell ") and finding.line == 5
+    assert (finding.kind, finding.condition) == ("rank-dependent-loop", "range(rank + 1)")
+
+
+def test_notebook_findings_carry_cell_numbers() -> None:
+    notebook = CORPUS / "bad_notebook.ipynb"
+    findings = lint_file(notebook)
+    assert [(f.path, f.cell, f.line) for f in findings] == [(str(notebook), 4, 6), (str(notebook), 5, 3)]
+    assert str(findings[1]).startswith(f"{notebook}:cell 5, line 3: dist.barrier [branch]")
+    assert lint(str(notebook)) == lint(notebook) == findings
+
+
+def test_notebook_magics_and_unparsable_cells_are_skipped(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "code", "source": ["%pip install torch\n", "import torch.distributed as dist\n"]},
+        {"cell_type": "code", "source": "listing = !ls\nrank = dist.get_rank()\n"},
+        {"cell_type": "code", "source": "dist.barrier?\n"},
+        {"cell_type": "markdown", "source": "if rank == 0: dist.barrier()"},
+        {"cell_type": "code", "source": ["%%time\n", "if rank == 0:\n", "    dist.barrier()\n"]},
+    ]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert [(f.cell, f.line, f.kind) for f in lint_file(path)] == [(5, 3, "branch")]
+
+
+BAD = """\
+import torch.distributed as dist
+
+def step(rank, t):
+    if rank == 0:
+        dist.barrier()
+    dist.all_reduce(t)
+"""
+
+
+def test_finding_str_has_location_condition_and_fix() -> None:
+    [finding] = lint_source(BAD, "train.py")
+    assert (finding.path, finding.line, finding.col, finding.cell) == ("train.py", 5, 9, None)
+    assert finding.condition == "rank == 0"
+    text = str(finding)
+    assert text.startswith("train.py:5: dist.barrier [branch] only ranks where `rank == 0` is true")
+    assert "Fix: move `dist.barrier()` out from under `rank == 0` so every rank calls it" in text
+
+
+def test_report_text() -> None:
+    assert report([]) == "No rank-dependent collectives found."
+    findings = lint_source(BAD + "    if rank != 0:\n        dist.broadcast(t, src=0)\n", "train.py")
+    lines = report(findings).splitlines()
+    assert lines[0] == "2 rank-dependent collectives found:"
+    assert "train.py:5: dist.barrier [branch]" in lines
+    assert "train.py:8: dist.broadcast [branch]" in lines
+    assert "    condition: rank != 0" in lines
+    assert sum(line.startswith("    fix: ") for line in lines) == 2
+    assert report(findings[:1]).splitlines()[0] == "1 rank-dependent collective found:"
+
+
+def test_lint_dispatches_on_module_path_and_rejects_other_objects() -> None:
+    path = CORPUS / "bad_rank0_save_checkpoint.py"
+    spec = importlib.util.spec_from_file_location("snippet_not_executed", path)
+    module = importlib.util.module_from_spec(spec)  # only the source is read: torch is never imported
+    assert lint(module) == lint(path) == lint(str(path)) == lint_file(path)
+    with pytest.raises(TypeError):
+        lint(42)
+
+
+def test_unrecognised_receivers_and_point_to_point_are_not_flagged() -> None:
+    source = """\
+import torch.distributed as dist
+
+class Worker:
+    def run(self, rank, t):
+        if rank == 0:
+            self.group.barrier()
+            dist.send(t, dst=1)
+            dist.isend(t, dst=1).wait()
+        else:
+            dist.recv(t, src=0)
+"""
+    assert lint_source(source) == []
+
+
+def test_call_graph_depth_is_unlimited_and_cycles_terminate() -> None:
+    source = """\
+import torch.distributed as dist
+
+def a(n):
+    return b(n) if n else c()
+
+def b(n):
+    return a(n - 1)
+
+def c():
+    return d()
+
+def d():
+    dist.all_gather_object([None], 1)
+
+def run(rank):
+    while rank > 0:
+        a(3)
+        rank -= 1
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (17, "hidden-collective")
+    assert finding.collective == "a -> c -> d -> dist.all_gather_object"
+    assert finding.condition == "rank > 0"
+
+
+def test_command_line_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(CORPUS / "good_save_then_barrier.py")]) == 0
+    assert capsys.readouterr().out.strip() == "No rank-dependent collectives found."
+    assert main([str(CORPUS / "bad_is_main_process_barrier.py")]) == 1
+    assert "dist.barrier [branch]" in capsys.readouterr().out
