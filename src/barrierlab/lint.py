@@ -618,14 +618,11 @@ class _Analysis:
     def _collective(self, func: ast.expr, unit: _Unit) -> str | None:
         dotted = _dotted(func) or ""
         head, _, rest = dotted.partition(".")
-        if head in unit.aliases:
-            base = unit.aliases[head]
-        elif unit.namespace is not None and head in unit.namespace:
-            base = _object_name(unit.namespace[head]) or head
-        elif head == "dist":
-            base = "torch.distributed"
-        else:
-            base = head
+        base = unit.aliases.get(head)
+        if base is None and unit.namespace is not None and head in unit.namespace:
+            base = _object_name(unit.namespace[head])
+        if base is None:
+            base = "torch.distributed" if head == "dist" else head
         full = f"{base}.{rest}" if rest else base
         for old, new in (
             ("torch.distributed.distributed_c10d.", "torch.distributed."),

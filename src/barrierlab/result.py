@@ -221,6 +221,19 @@ class Run:
 
         return timeline(self, **options)
 
+    @property
+    def diagnosis(self):
+        """What went wrong (or that nothing did), in words: see ``barrierlab.diagnose``."""
+        from barrierlab.diagnose import diagnose
+
+        return diagnose(self)
+
+    def ledger(self) -> str:
+        """Every rank's collective calls side by side (#1, #2, ...), with op and line."""
+        from barrierlab.diagnose import ledger
+
+        return ledger(self)
+
     def summary(self) -> dict:
         """Per-rank wait time, idle fraction, and the slowest rank (see ``barrierlab.plot.summary``)."""
         from barrierlab.plot import summary

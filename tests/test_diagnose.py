@@ -1,0 +1,173 @@
+"""run.diagnosis names the right ranks, ops and lines for each classic barrier bug."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab.diagnose import explain_error, rank_list
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def line_of(fn, text: str) -> int:
+    """The line number of the first line of ``fn`` containing ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def barrier_on_rank0_only():
+    if dist.get_rank() == 0:
+        dist.barrier()
+
+
+def early_return():
+    if dist.get_rank() != 0:
+        return
+    dist.barrier()
+
+
+def extra_barrier_on_rank0():
+    if dist.get_rank() == 0:
+        dist.barrier()  # extra
+    dist.barrier()  # shared
+    dist.barrier()  # last
+
+
+def barrier_vs_all_reduce():
+    if dist.get_rank() == 0:
+        dist.barrier()
+    else:
+        dist.all_reduce(torch.ones(1))
+
+
+def uneven_loop():
+    t = torch.ones(1)
+    for _ in range(3 + dist.get_rank()):
+        dist.all_reduce(t)
+
+
+def raises_mid_loop():
+    for step in range(3):
+        if dist.get_rank() == 1 and step == 1:
+            raise ValueError("bad batch")
+        dist.barrier()
+
+
+def killed_by_a_signal():
+    dist.barrier()
+    if dist.get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()
+
+
+def healthy():
+    for _ in range(3):
+        dist.barrier()
+    return dist.get_rank()
+
+
+def test_a_healthy_run_is_diagnosed_ok():
+    diagnosis = bl.run(healthy, 3).diagnosis
+    assert diagnosis.ok and "same 3 collective calls" in diagnosis.headline
+
+
+@pytest.mark.parametrize("options", [{}, {"linger": True, "timeout": 1}, {"linger": True, "timeout": 30, "deadline": 1}],
+                         ids=["peer-exits", "timeout", "deadline"])
+def test_barrier_under_if_rank_0_names_rank0_its_line_and_the_missing_rank(options):
+    run = bl.run(barrier_on_rank0_only, 3, **options)
+    d = run.diagnosis
+    assert d.kind == "only-some-ranks"
+    assert d.ranks == [0]
+    assert d.site.line == line_of(barrier_on_rank0_only, "dist.barrier()")
+    assert "rank 0 called barrier #1" in d.headline and "ranks 1 and 2 never did" in d.headline
+    assert any("returned from the function after 0 collective calls" in e for e in d.evidence)
+
+
+def test_early_return_on_nonzero_ranks_is_a_barrier_reached_by_only_some_ranks():
+    d = bl.run(early_return, 4).diagnosis
+    assert d.kind == "only-some-ranks" and d.ranks == [0]
+    assert d.site.line == line_of(early_return, "dist.barrier()")
+    assert "ranks 1–3 never did" in d.headline
+
+
+def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
+    run = bl.run(extra_barrier_on_rank0, 3, linger=True, timeout=1)
+    d = run.diagnosis
+    assert d.kind == "silent-mispairing"
+    assert "failure shows at barrier #3" in d.headline and "started at call #1" in d.headline
+    assert d.site.line == line_of(extra_barrier_on_rank0, "# extra")
+    assert any("came from different lines" in e and "ranks 1 and 2" in e for e in d.evidence)
+
+
+def test_barrier_against_all_reduce_is_a_mismatch_and_both_time_out():
+    run = bl.run(barrier_vs_all_reduce, 2, timeout=1)
+    d = run.diagnosis
+    assert d.kind == "mismatched-collectives"
+    assert "rank 0 called barrier #1" in str(d) and "rank 1 called all_reduce #1" in str(d)
+    assert "Timed out waiting 1000ms" in str(run[0].exception)
+
+
+def test_uneven_loop_counts_the_calls_per_rank():
+    d = bl.run(uneven_loop, 2, timeout=1).diagnosis
+    assert d.kind == "uneven-loop"
+    assert d.site.line == line_of(uneven_loop, "dist.all_reduce(t)")
+    assert any("rank 0: 3, rank 1: 4" in e for e in d.evidence)
+
+
+def test_exception_mid_loop_blames_the_rank_that_raised():
+    d = bl.run(raises_mid_loop, 2, timeout=1).diagnosis
+    assert d.kind == "rank-failed" and d.ranks == [1]
+    assert any("raised ValueError: bad batch after 1 collective call" in e for e in d.evidence)
+
+
+def test_rank_killed_by_signal_is_named_with_the_signal():
+    d = bl.run(killed_by_a_signal, 2).diagnosis
+    assert d.kind == "rank-failed" and d.ranks == [1]
+    assert "killed by SIGKILL after 1 collective call" in str(d)
+    assert "Ranks that had ended: rank 1 (killed by signal)" in str(d)
+
+
+def test_ledger_shows_each_ranks_calls_side_by_side():
+    text = bl.run(extra_barrier_on_rank0, 2).ledger()
+    first, second = text.splitlines()[1:3]
+    assert first.startswith("1") and f"line {line_of(extra_barrier_on_rank0, '# extra')}" in first
+    assert "—" in text.splitlines()[3]
+
+
+@pytest.mark.parametrize("message, name", [
+    ("[pair.cc:553] Connection closed by peer [127.0.0.1]:1234", "peer gone"),
+    ("Read error [127.0.0.1]:1: Connection reset by peer", "peer gone"),
+    ("[unbound_buffer.cc:78] Timed out waiting 3000ms for recv operation to complete", "gloo timeout"),
+    ("Application timeout caused pair closure", "poisoned group"),
+    ("Detected mismatch between collectives on ranks. Rank 0 is running collective: ...", "debug mismatch"),
+    ("Rank 2 failed to pass monitoredBarrier in 2000 ms", "monitored barrier"),
+])
+def test_torch_error_messages_are_explained(message, name):
+    assert explain_error(message)[0] == name
+
+
+def test_monitored_barrier_explanation_names_the_missing_ranks():
+    assert "never arrived: 2, 3" in explain_error("Ranks 2, 3 failed to pass monitoredBarrier in 2000 ms")[1]
+
+
+@pytest.mark.parametrize("ranks, text", [([2], "rank 2"), ([1, 3], "ranks 1 and 3"), ([1, 2, 3], "ranks 1–3"),
+                                         ([0, 2, 5], "ranks 0, 2 and 5")])
+def test_rank_lists_read_as_words(ranks, text):
+    assert rank_list(ranks) == text
+
+
+@pytest.mark.parametrize("scenario", [barrier_on_rank0_only, early_return, extra_barrier_on_rank0, barrier_vs_all_reduce,
+                                      uneven_loop, raises_mid_loop, killed_by_a_signal, healthy])
+def test_every_scenario_draws_a_timeline_with_one_lane_per_rank(scenario):
+    run = bl.run(scenario, 3, timeout=1)
+    figure = run.timeline()
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert len(labels) == 3 and all(label.startswith(f"rank {i}") for i, label in enumerate(labels))
