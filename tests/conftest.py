@@ -11,6 +11,8 @@ import pytest
 import barrierlab
 from barrierlab import launch
 
+collect_ignore = ["lint_corpus"]  # snippets for the lint tests, never executed
+
 
 def warm_pid() -> int | None:
     return launch._warm.process.pid if launch._warm is not None and launch._warm.alive() else None
@@ -38,11 +40,18 @@ def live_ranks() -> list[psutil.Process]:
 def wait_until_gone(pids, seconds: float = 3.0) -> list[int]:
     """The PIDs still running after ``seconds``."""
     give_up = time.monotonic() + seconds
-    remaining = list(pids)
+    remaining = [p for p in pids if _running(p)]
     while remaining and time.monotonic() < give_up:
-        remaining = [p for p in remaining if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.02)
+        remaining = [p for p in remaining if _running(p)]
     return remaining
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -101,6 +101,19 @@ def test_lint_function_on_function_object() -> None:
     assert lint(train_step_with_rank0_save) == findings
 
 
+class Evaluator:
+    def sync(self, rank: int) -> None:
+        if rank == 0:
+            dist.barrier()
+
+
+def test_lint_function_on_a_method_keeps_file_positions() -> None:
+    line = Evaluator.sync.__code__.co_firstlineno + 2
+    expected = [(__file__, line, 13, "branch", "dist.barrier")]
+    for target in (Evaluator.sync, Evaluator().sync, Evaluator):
+        assert [(f.path, f.line, f.col, f.kind, f.collective) for f in lint(target)] == expected
+
+
 def test_lint_function_defined_in_a_notebook_cell() -> None:
     """IPython compiles each cell under a ``<ipython-input-N-...>`` name and puts its source in linecache."""
     cell = textwrap.dedent(

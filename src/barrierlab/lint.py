@@ -75,11 +75,14 @@ cells). :func:`lint_function` also follows helpers found in the function's
 Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
 unrelated booleans, so mixing them can be reported as unbalanced); loop bounds
 are not evaluated, so ``range(rank * n, rank * n + n)`` is flagged although every
-rank runs ``n`` iterations; ``raise`` is assumed to leave the function; ``match``
-cases are opaque conditions; collectives inside a ``with main_process_first():``
-body, in lambdas, or reached through higher-order calls and other modules are
-not seen; taint ignores aliasing through containers and attributes other than
-``self.x``.
+rank runs ``n`` iterations, while a loop that stops on per-rank data
+(``if batch is None: break``) is not; ``raise`` is assumed to leave the function;
+``match`` cases are opaque conditions; a collective inside a
+``with main_process_first():`` body is not reported (rank 0 reaches it while the
+others wait in the context manager); collectives in lambdas, reached through
+higher-order calls (``map(f, xs)``, callbacks) or defined in other modules are
+not seen; taint ignores containers and attributes other than ``self.x``, and
+identifier matching can misfire on names such as ``matrix_rank``.
 """
 
 from __future__ import annotations
@@ -196,6 +199,8 @@ def lint_function(fn: Callable[..., Any]) -> list[Finding]:
 
     Works for functions defined in Jupyter cells (IPython registers cell sources
     in :mod:`linecache`); line numbers are those of the function's file or cell.
+    ``path`` is the source file, ``<cell N>`` for an ``<ipython-input-N-...>`` cell,
+    or the function's qualified name when its source lives only in a kernel.
     """
     return _lint_object(inspect.unwrap(fn))
 
@@ -264,13 +269,15 @@ def _lint_object(obj: Any) -> list[Finding]:
         lines, start = inspect.getsourcelines(obj)
     except (OSError, TypeError) as exc:
         raise ValueError(f"cannot read the source of {obj!r}: {exc}") from exc
-    source = textwrap.dedent("".join(lines))
+    raw = "".join(lines)
+    source = textwrap.dedent(raw)
+    indent = len(raw.splitlines()[0]) - len(source.splitlines()[0])
     tree = ast.parse(source)
     func = getattr(obj, "__func__", obj)
     namespace = getattr(func, "__globals__", None)
     if namespace is None:
         namespace = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__dict__", None)
-    unit = _Unit(tree, source, offset=max(start, 1) - 1, aliases=_imports([tree]), namespace=namespace)
+    unit = _Unit(tree, source, offset=max(start, 1) - 1, indent=indent, aliases=_imports([tree]), namespace=namespace)
     return _Analysis(_object_path(obj), [unit], module=getattr(obj, "__module__", None)).run()
 
 
@@ -310,6 +317,7 @@ class _Unit:
     source: str
     cell: int | None = None
     offset: int = 0
+    indent: int = 0
     aliases: dict[str, str] = field(default_factory=dict)
     namespace: dict[str, Any] | None = None
     report: bool = True
@@ -713,46 +721,15 @@ class _Analysis:
         call = unit.text(site.node)
         if len(call) > 40:
             call = f"{_dotted(site.node.func)}(...)"
-        short = site.collective.rsplit(" -> ", 1)[-1].rsplit(".", 1)[-1]
         exit_text = ""
         if leave is not None and leave.exit is not None and leave.exit.node is not None:
             exit_node = leave.exit.node
             exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset})"
-        if reason == "loop":
-            kind, fix = "rank-dependent-loop", _LOOP_FIX
-            why = (
-                f"this {short} runs once per iteration of a loop over `{cond}`, which differs between ranks, "
-                "so ranks call it a different number of times and the extra calls never complete"
-            )
-        elif reason == "early-exit":
-            kind = "early-exit"
-            why = (
-                f"ranks where `{cond}` is true leave early{exit_text} and never reach this {short}, "
-                "so the remaining ranks wait in it until the timeout"
-            )
-            fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
-        elif reason == "decorator":
-            kind = "branch"
-            why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
-            fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
-        else:
-            kind = "branch"
-            why = (
-                f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
-                "so it waits until the timeout or pairs with a different collective"
-            )
-            fix = f"move `{call}` out from under `{cond}` so every rank calls it"
-        if site.callee is not None:
-            kind = "hidden-collective"
-            why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; " + why
-            if reason in ("branch", "decorator"):
-                fix = f"call `{site.callee}()` on every rank and keep only its rank-specific work under `{cond}`"
-            elif reason == "early-exit":
-                fix = f"call `{site.callee}()` on every rank before any rank leaves"
+        kind, why, fix = _explain(reason, site, cond, call, exit_text)
         finding = Finding(
             path=self.path,
             line=site.node.lineno + unit.offset,
-            col=site.node.col_offset + 1,
+            col=site.node.col_offset + unit.indent + 1,
             collective=site.collective,
             condition=cond,
             kind=kind,
@@ -767,6 +744,43 @@ class _Analysis:
             entry = self.found.get(id(site.node))
             if entry and entry[0] in ("branch", "early-exit"):
                 del self.found[id(site.node)]
+
+
+def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> tuple[str, str, str]:
+    """Kind, one-line reason and one-line fix of a finding."""
+    short = site.collective.rsplit(" -> ", 1)[-1].rsplit(".", 1)[-1]
+    if reason == "loop":
+        kind, fix = "rank-dependent-loop", _LOOP_FIX
+        why = (
+            f"this {short} runs once per iteration of a loop over `{cond}`, which differs between ranks, "
+            "so ranks call it a different number of times and the extra calls never complete"
+        )
+    elif reason == "early-exit":
+        kind = "early-exit"
+        why = (
+            f"ranks where `{cond}` is true leave early{exit_text} and never reach this {short}, "
+            "so the remaining ranks wait in it until the timeout"
+        )
+        fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
+    elif reason == "decorator":
+        kind = "branch"
+        why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
+        fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
+    else:
+        kind = "branch"
+        why = (
+            f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
+            "so it waits until the timeout or pairs with a different collective"
+        )
+        fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+    if site.callee is not None:
+        kind = "hidden-collective"
+        why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
+        if reason in ("branch", "decorator"):
+            fix = f"call `{site.callee}()` on every rank and keep only its rank-specific work under `{cond}`"
+        elif reason == "early-exit":
+            fix = f"call `{site.callee}()` on every rank before any rank leaves"
+    return kind, why, fix
 
 
 def _object_name(obj: Any) -> str | None:
