@@ -108,11 +108,11 @@ def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
 
 
 def test_barrier_against_all_reduce_is_a_mismatch_and_both_time_out():
-    run = bl.run(barrier_vs_all_reduce, 2, timeout=1)
+    run = bl.run(barrier_vs_all_reduce, 2, timeout=1, linger=True)
     d = run.diagnosis
     assert d.kind == "mismatched-collectives"
     assert "rank 0 called barrier #1" in str(d) and "rank 1 called all_reduce #1" in str(d)
-    assert "Timed out waiting 1000ms" in str(run[0].exception)
+    assert all("Timed out waiting 1000ms" in str(r.exception) for r in run), run
 
 
 def test_uneven_loop_counts_the_calls_per_rank():

@@ -8,9 +8,10 @@ every collective it entered and left.
 from barrierlab.launch import DEFAULT_TIMEOUT, MAX_WORLD_SIZE, LaunchError, run, shutdown, warm_up
 from barrierlab.record import span
 from barrierlab.result import RankFailed, RankResult, Run
+from barrierlab.source import show
 
 __all__ = [
     "DEFAULT_TIMEOUT", "MAX_WORLD_SIZE", "LaunchError", "RankFailed", "RankResult", "Run",
-    "run", "shutdown", "span", "warm_up",
+    "run", "show", "shutdown", "span", "warm_up",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,57 @@
+"""The race without a barrier after the save: readers open a checkpoint that is missing or half written."""
+
+import io
+import os
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+
+from barrierlab import span
+from barrierlab.scenarios import torchrun_main
+
+
+def write_slowly(data: bytes, path: str, chunks: int = 4, pause: float = 0.3) -> None:
+    """Write ``data`` in a few pieces with pauses: a big checkpoint on a slow or network disk."""
+    step = -(-len(data) // chunks)
+    with open(path, "wb") as f:
+        for i in range(0, len(data), step):
+            f.write(data[i:i + step])
+            f.flush()  # these bytes are now visible to every other process
+            time.sleep(pause)
+
+
+def scenario(directory: str = "", pause: float = 0.3):
+    rank = dist.get_rank()
+    if not directory:
+        box = [tempfile.mkdtemp(prefix="ckpt-") if rank == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        directory = box[0]
+    path = os.path.join(directory, "checkpoint.pt")
+
+    model = torch.nn.Linear(64, 64)
+    dist.barrier()  # "everyone finished the step": a barrier BEFORE saving
+    if rank == 0:
+        with span("serialize", kind="compute"):
+            buffer = io.BytesIO()
+            torch.save(model.state_dict(), buffer)
+            time.sleep(pause / 2)  # serialising a real model takes a while too
+        with span("write", kind="io"):
+            write_slowly(buffer.getvalue(), path, pause=pause)
+        return f"wrote {len(buffer.getvalue())} bytes"
+
+    # no barrier here: each reader goes ahead as soon as it is ready (ranks 1, 2, 3 at 0, 1, 2 pauses)
+    time.sleep(pause * (rank - 1))
+    with span("load", kind="io"):
+        try:
+            size = os.path.getsize(path) if os.path.exists(path) else None
+            torch.load(path, weights_only=True)
+            return "loaded the checkpoint"
+        except Exception as error:
+            seen = "no file" if size is None else f"{size} bytes"
+            return f"saw {seen}: {type(error).__name__}: {str(error).splitlines()[0][:70]}"
+
+
+if __name__ == "__main__":
+    torchrun_main(scenario)

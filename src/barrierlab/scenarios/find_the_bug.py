@@ -1,0 +1,54 @@
+"""Find the bug: a small training loop whose rank-0-only evaluation hides a collective."""
+
+import torch
+import torch.distributed as dist
+
+from barrierlab import span
+from barrierlab.scenarios import torchrun_main
+
+
+def average(value):
+    """The mean of ``value`` over all ranks."""
+    total = torch.tensor([float(value)])
+    dist.all_reduce(total)
+    return total.item() / dist.get_world_size()
+
+
+def evaluate(model, rank):
+    """Validation loss of ``model`` on this rank's share of the validation set, averaged over ranks."""
+    generator = torch.Generator().manual_seed(100 + rank)
+    x = torch.randn(16, 4, generator=generator)
+    with torch.no_grad():
+        loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+    return average(loss.item())
+
+
+def train_step(model, rank, step, lr=0.1):
+    generator = torch.Generator().manual_seed(1000 * rank + step)
+    x = torch.randn(16, 4, generator=generator)
+    loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            dist.all_reduce(p.grad)  # what DDP does for you: average the gradients
+            p -= lr * p.grad / dist.get_world_size()
+            p.grad = None
+
+
+def scenario(steps=4):
+    rank = dist.get_rank()
+    torch.manual_seed(0)  # same initial weights on every rank
+    model = torch.nn.Linear(4, 1)
+    val_loss = None
+    for step in range(1, steps + 1):
+        with span("train"):
+            train_step(model, rank, step)
+    if rank == 0:
+        with span("eval"):
+            val_loss = evaluate(model, rank)
+        print(f"validation loss after {steps} steps: {val_loss:.4f}")
+    return val_loss
+
+
+if __name__ == "__main__":
+    torchrun_main(scenario)

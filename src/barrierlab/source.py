@@ -1,0 +1,35 @@
+"""Show a function's source in a notebook, highlighted, so a lesson can run code it also shows."""
+
+from __future__ import annotations
+
+import inspect
+
+
+class Source:
+    """The source of a function: displays as highlighted code in Jupyter, as plain text elsewhere."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        lines, self.first_line = inspect.getsourcelines(fn)
+        self.text = "".join(lines)
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        formatter = HtmlFormatter(linenos="inline", linenostart=self.first_line, noclasses=True, style="default")
+        name = self.file.split("site-packages/")[-1].split("src/")[-1]
+        return f"<div style='font-size:90%;color:#555'>{name}</div>" + highlight(self.text, PythonLexer(), formatter)
+
+
+def show(fn) -> Source:
+    """``barrierlab.show(fn)``: the source of ``fn`` with its real line numbers (as stacks show them)."""
+    return Source(fn)
