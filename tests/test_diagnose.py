@@ -112,7 +112,11 @@ def test_barrier_against_all_reduce_is_a_mismatch_and_both_time_out():
     d = run.diagnosis
     assert d.kind == "mismatched-collectives"
     assert "rank 0 called barrier #1" in str(d) and "rank 1 called all_reduce #1" in str(d)
-    assert all("Timed out waiting 1000ms" in str(r.exception) for r in run), run
+    # Neither op matches the other: both wait the whole timeout. The first to give up closes its
+    # connections, so the other may report the closed connection instead of its own timeout.
+    assert run.statuses == ["raised", "raised"]
+    assert any("Timed out waiting 1000ms" in str(r.exception) for r in run), run
+    assert all(e.duration >= 0.9 for e in run.events if e.is_collective)
 
 
 def test_uneven_loop_counts_the_calls_per_rank():
