@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from barrierlab.record import Event
-from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED, Run, _signal_name
+from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED, Run, _signal_name, tidy
 from barrierlab.sites import Site
 
 RULES = (
@@ -166,7 +166,7 @@ def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = 
 
 
 def _clip(text: str, limit: int = 110) -> str:
-    text = re.sub(r"\[[^\]]*gloo/[^\]]*\] ?", "", text)
+    text = tidy(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

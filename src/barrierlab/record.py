@@ -49,7 +49,8 @@ class _Recorder:
         self.seq = 0
         self.next_id = 0
         self.depth = 0
-        self.write({"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid()})
+        self.write({"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(),
+                    "wall": time.time() - (time.monotonic() - t0)})
 
     def write(self, event: dict) -> None:
         self.file.write(json.dumps(event, separators=(",", ":")) + "\n")
@@ -243,6 +244,16 @@ class Event:
     @property
     def label(self) -> str:
         return f"{self.name} #{self.seq}" if self.seq else self.name
+
+
+def read_meta(path: str) -> dict | None:
+    """The first line of an events file: rank, pid, ``t0`` (monotonic) and ``wall`` (time.time() at t0)."""
+    try:
+        with open(path) as f:
+            item = json.loads(f.readline())
+    except (FileNotFoundError, ValueError):
+        return None
+    return item if item.get("meta") == "start" else None
 
 
 def read_events(path: str, rank: int | None = None, t0: float | None = None) -> list[Event]:

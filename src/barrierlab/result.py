@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ SETUP_FAILED = "setup failed"
 STOPPED = "stopped at deadline"
 EXITED = "exited"
 KILLED = "killed by signal"
+LOST = "ended without a report"  # under torchrun: the agent stopped it, or it died before writing one
 
 
 class RankFailed(RuntimeError):
@@ -85,7 +87,13 @@ class RankResult:
         return head
 
 
+def tidy(message: str) -> str:
+    """Drop the build-machine source paths gloo puts in its messages (``[/__w/.../pair.cc:553]``)."""
+    return re.sub(r"\[[^\]]*gloo/[^\]]*\] ?", "", message)
+
+
 def _first_line(text: str, limit: int = 200) -> str:
+    text = tidy(text)
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[:limit] + "…"
 

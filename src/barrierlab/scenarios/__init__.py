@@ -20,6 +20,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import tempfile
 import time
 import traceback
 from datetime import timedelta
@@ -65,9 +66,11 @@ def parse_kwargs(argv: list[str]) -> dict:
 def torchrun_main(fn, argv: list[str] | None = None) -> None:
     """Run ``fn`` as one torchrun worker: env:// rendezvous, gloo, a bounded timeout, recording, exit code.
 
-    Records to ``$BARRIERLAB_RECORD_DIR/rankN.events`` when that variable is set, and writes the rank's
-    outcome next to it, so ``python -m barrierlab report DIR`` draws the same timeline and diagnosis as a
-    notebook. Exits 0 if ``fn`` returned, 1 if it raised (after printing the traceback).
+    Records to ``$BARRIERLAB_RECORD_DIR/rankN.events`` (default: a folder named after torchrun's run id
+    in the temporary directory) and writes the rank's outcome next to it, so
+    ``python -m barrierlab report DIR`` draws the same timeline and diagnosis as a notebook. Exits 0 if
+    ``fn`` returned; if it raised, prints the traceback and, from the lowest failing rank, the diagnosis
+    of the ranks on this machine, then exits 1.
     """
     import torch
     import torch.distributed as dist
@@ -77,7 +80,10 @@ def torchrun_main(fn, argv: list[str] | None = None) -> None:
     kwargs = parse_kwargs(sys.argv[1:] if argv is None else argv)
     timeout = float(os.environ.get("BARRIERLAB_TIMEOUT", TORCHRUN_TIMEOUT))
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    folder = os.environ.get("BARRIERLAB_RECORD_DIR")
+    if "BARRIERLAB_RECORD_DIR" not in os.environ:
+        run_id = os.environ.get("TORCHELASTIC_RUN_ID", str(os.getppid()))
+        os.environ["BARRIERLAB_RECORD_DIR"] = os.path.join(tempfile.gettempdir(), f"barrierlab-{run_id}")
+    folder = os.environ["BARRIERLAB_RECORD_DIR"]
     record.start_from_env()
     outcome: dict = {"t_start": time.monotonic()}
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
@@ -94,8 +100,9 @@ def torchrun_main(fn, argv: list[str] | None = None) -> None:
         code = 1
     outcome["t_end"] = time.monotonic()
     record.stop()
-    if folder:
-        _write_outcome(folder, rank, outcome)
+    _write_outcome(folder, rank, outcome)
+    if code:
+        _explain(folder, rank, outcome["world_size"])
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # skip interpreter teardown: a poisoned gloo group can hang in its destructor
@@ -108,3 +115,27 @@ def _write_outcome(folder: str, rank: int, outcome: dict) -> None:
     with open(path + ".tmp", "w") as f:
         json.dump(outcome, f)
     os.replace(path + ".tmp", path)
+
+
+def _explain(folder: str, rank: int, world_size: int, wait: float = 2.0) -> None:
+    """Print the diagnosis once, from the lowest failing rank, after giving peers time to report."""
+    import glob
+    import json
+
+    give_up = time.monotonic() + wait
+    while time.monotonic() < give_up and len(glob.glob(os.path.join(folder, "rank*.outcome.json"))) < world_size:
+        time.sleep(0.05)
+    failing = []
+    for path in glob.glob(os.path.join(folder, "rank*.outcome.json")):
+        with open(path) as f:
+            item = json.load(f)
+        if item.get("status") != "finished":
+            failing.append(item["rank"])
+    if min(failing, default=rank) != rank:
+        return
+    from barrierlab.report import load
+
+    run = load(folder)
+    print(f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{run.diagnosis}\n\n"
+          f"{run.ledger()}\n\nTimeline: python -m barrierlab report {folder} --timeline timeline.png",
+          file=sys.stderr)

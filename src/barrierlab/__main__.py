@@ -1,0 +1,88 @@
+"""``python -m barrierlab`` (or ``barrierlab``): list and run scenarios, report torchrun records, lint files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _list(args) -> int:
+    from barrierlab.scenarios import available
+
+    names = available()
+    width = max(map(len, names), default=0)
+    for name, doc in sorted(names.items()):
+        print(f"{name:<{width}}  {doc}")
+    return 0
+
+
+def _run(args) -> int:
+    import barrierlab as bl
+    from barrierlab.scenarios import load, parse_kwargs
+
+    fn = load(args.scenario)
+    run = bl.run(fn, args.nproc, kwargs=parse_kwargs(args.kwargs), timeout=args.timeout,
+                 deadline=args.deadline, linger=args.linger)
+    print(run)
+    print()
+    print(run.diagnosis)
+    if args.timeline:
+        run.timeline().savefig(args.timeline, dpi=120)
+        print(f"\ntimeline written to {args.timeline}")
+    return 0 if run.ok else 1
+
+
+def _report(args) -> int:
+    from barrierlab.report import load
+
+    run = load(args.folder)
+    print(run)
+    print()
+    print(run.diagnosis)
+    print()
+    print(run.ledger())
+    if args.timeline:
+        run.timeline().savefig(args.timeline, dpi=120)
+        print(f"\ntimeline written to {args.timeline}")
+    return 0 if run.ok else 1
+
+
+def _lint(args) -> int:
+    from barrierlab.lint import lint_file, report
+
+    findings = [f for path in args.paths for f in lint_file(path)]
+    print(report(findings))
+    return 1 if findings else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="barrierlab", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("list", help="list the lesson scenarios").set_defaults(func=_list)
+
+    run = commands.add_parser("run", help="run a scenario locally on N ranks and explain what happened")
+    run.add_argument("scenario")
+    run.add_argument("kwargs", nargs="*", metavar="key=value", help="keyword arguments of the scenario")
+    run.add_argument("-n", "--nproc", type=int, default=4, help="number of ranks (default 4)")
+    run.add_argument("--timeout", type=float, default=5.0, help="process-group timeout in seconds (default 5)")
+    run.add_argument("--deadline", type=float, default=None, help="wall-clock limit in seconds (default timeout+5)")
+    run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")
+    run.add_argument("--timeline", metavar="PNG", help="also save the timeline figure")
+    run.set_defaults(func=_run)
+
+    report = commands.add_parser("report", help="timeline and diagnosis from a folder recorded under torchrun")
+    report.add_argument("folder")
+    report.add_argument("--timeline", metavar="PNG", help="save the timeline figure")
+    report.set_defaults(func=_report)
+
+    lint = commands.add_parser("lint", help="find collectives that only some ranks reach (.py or .ipynb)")
+    lint.add_argument("paths", nargs="+")
+    lint.set_defaults(func=_lint)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
