@@ -136,7 +136,7 @@ def test_rank_killed_by_signal_is_named_with_the_signal():
     d = bl.run(killed_by_a_signal, 2).diagnosis
     assert d.kind == "rank-failed" and d.ranks == [1]
     assert "killed by SIGKILL after 1 collective call" in str(d)
-    assert "Ranks that had ended: rank 1 (killed by signal)" in str(d)
+    assert "Processes that had ended: rank 1 (killed by signal)" in str(d)
 
 
 def test_ledger_shows_each_ranks_calls_side_by_side():

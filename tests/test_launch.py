@@ -97,8 +97,8 @@ def test_check_true_raises_with_every_failed_rank():
 
 
 def test_deadlock_reports_the_stuck_rank_and_the_barrier_line():
-    run = bl.run(only_rank0_waits, 2, timeout=30, deadline=1, linger=True)
-    assert run.statuses == [STOPPED, FINISHED]
+    run = bl.run(only_rank0_waits, 2, timeout=30, deadline=3, linger=True)
+    assert run.statuses == [STOPPED, FINISHED], (run, run[1].stderr, run[1].stuck and run[1].stuck.frames)
     assert run.hit_deadline
     stuck = run.stuck[0]
     assert stuck.call == "barrier"

@@ -130,6 +130,8 @@ def main(spec: dict) -> int:
     try:
         os.chdir(spec["cwd"])
         sys.path[:] = spec["sys_path"]
+        os.environ.clear()  # the kernel's environment now, not the one the warm process started with
+        os.environ.update(spec["kernel_env"])
         os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
                            "LOCAL_WORLD_SIZE": str(world_size)})
         loopback = loopback_interface()

@@ -19,14 +19,15 @@ RULES = (
     "Every rank of a group must call every collective, in the same order, the same number of times."
 )
 
-# (pattern, name, explanation) for torch / gloo messages a learner meets.
+# (pattern, name, explanation) for torch / gloo messages a learner meets. Explanations must not depend
+# on details that vary between runs (which round of the barrier, send or recv, the peer's port).
 _ERRORS = (
-    (re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation"), "gloo timeout",
-     "gloo gave up after {0} ms waiting to {1} a peer: the peer never reached the matching "
-     "collective within the group's timeout."),
+    (re.compile(r"Timed out waiting (\d+)ms"), "gloo timeout",
+     "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching collective "
+     "within the group's timeout."),
     (re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"), "peer gone",
-     "a peer process closed its connection while this rank was talking to it: it exited or crashed. "
-     "gloo reports this at once, without waiting for the timeout."),
+     "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
+     "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout."),
     (re.compile(r"Application timeout caused pair closure"), "poisoned group",
      "an earlier timeout on this rank closed its connections, so the group is unusable: every later "
      "collective fails at once. Start a new process group (a new run)."),
@@ -38,9 +39,14 @@ _ERRORS = (
      "monitored_barrier on rank 0 waited for every rank and names the ones that never arrived: {0}."),
     (re.compile(r"size doesn't match|EnforceNotMet"), "size mismatch",
      "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them."),
+    (re.compile(r"rank (\d+) failed while preparing"), "main process failed",
+     "main_process_first passed on rank {0}'s failure: this rank did not fail by itself."),
     (re.compile(r"Socket Timeout|connectFullMesh"), "rendezvous",
      "the group could not be set up: a peer never connected (it exited, or was never started)."),
 )
+
+#: Errors that are consequences of another rank's problem, not causes.
+_SECONDARY = {"gloo timeout", "peer gone", "poisoned group", "main process failed", "rendezvous"}
 
 
 def explain_error(message: str) -> tuple[str, str] | None:
@@ -48,8 +54,7 @@ def explain_error(message: str) -> tuple[str, str] | None:
     for pattern, name, text in _ERRORS:
         match = pattern.search(message or "")
         if match:
-            words = {"recv": "receive a message from", "send": "send a message to"}
-            return name, text.format(*[words.get(g.strip(), g.strip()) for g in match.groups()])
+            return name, text.format(*[g.strip() for g in match.groups()])
     return None
 
 
@@ -154,15 +159,25 @@ def _how_it_ended(result, calls: list[Event]) -> str:
 
 def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = None) -> list[str]:
     """Explain each rank's exception, unless it was already explained at the collective it failed in."""
-    lines = []
+    by_text: dict[str, list[int]] = {}
     for rank in ranks:
         result = run[rank]
         if result.status != RAISED or (skip and rank in skip and skip[rank].error):
             continue
         message = result.error_message.splitlines()[0] if result.error_message else ""
         if explain_error(message):
-            lines.append(f"rank {rank} raised “{_clip(message)}”" + _explained(run, message))
-    return lines
+            by_text.setdefault(_error_text(run, message), []).append(rank)
+    return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()]
+
+
+def _is_cause(result) -> bool:
+    """A rank that failed by itself (its own exception, exit or signal), not as a consequence of a peer."""
+    if result.status in (EXITED, KILLED, SETUP_FAILED):
+        return True
+    if result.status != RAISED:
+        return False
+    known = explain_error(result.error_message)
+    return known is None or known[0] not in _SECONDARY
 
 
 def _clip(text: str, limit: int = 110) -> str:
@@ -223,17 +238,20 @@ def diagnose(run: Run) -> Diagnosis:
     evidence += _outcomes(run, at_k)
     evidence += _error_evidence(run, arrived, at_k)
 
-    crashed = [r for r in missing if run[r].status in (RAISED, EXITED, KILLED, SETUP_FAILED)]
+    crashed = [r for r in missing if _is_cause(run[r])]
     if crashed and not mispaired:
+        return _rank_failed(run, crashed, f"so the others waited for {'them' if len(crashed) > 1 else 'it'} "
+                                          f"in {op} #{k}", evidence, _site(event))
+    still_running = [r for r in missing if run[r].status == STOPPED]
+    if still_running and len(still_running) == len(missing) and not mispaired:
         return Diagnosis(
-            "rank-failed",
-            f"{rank_list(crashed)} stopped early ({', '.join(sorted({run[r].status for r in crashed}))}), "
-            f"so the others waited for {'them' if len(crashed) > 1 else 'it'} in {op} #{k}.",
+            "still-running",
+            f"{rank_list(still_running)} had not reached call #{k} ({op}) yet when the deadline stopped "
+            f"{'them' if len(still_running) > 1 else 'it'}: still busy, not missing.",
             evidence,
-            "Fix the failing rank first (its traceback is in run[rank].traceback). In a job, one rank's "
-            "exception leaves the others waiting in their next collective until the timeout; wrap rank-0-only "
-            "work so that its failure is shared (see barrierlab.main_process_first).",
-            ranks=crashed, site=_site(event),
+            "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, "
+            "give the run a longer `deadline` (and `timeout`).",
+            ranks=still_running, site=_site(event),
         )
     if mispaired:
         return Diagnosis(
@@ -319,24 +337,48 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
     never_left = [r for r, e in at_k.items() if e.end is None]
     if never_left:
         lines.append(f"{rank_list(never_left)} never left it (stopped at the deadline)")
-    for r, event in at_k.items():
-        if event.error:
-            lines.append(f"rank {r} failed in it after {event.duration:.2f} s with “{_clip(event.error)}”"
-                         + _explained(run, event.error))
+    errors = {r: e.error for r, e in sorted(at_k.items()) if e.error}
+    kinds = {r: (explain_error(m) or ("", ""))[0] for r, m in errors.items()}
+    timeout_ms = next((re.search(r"(\d+)ms", errors[r]).group(1) for r in errors if kinds[r] == "gloo timeout"), None)
+    failed: dict[str, list[int]] = {}
+    for r, message in errors.items():
+        if timeout_ms and kinds[r] in ("gloo timeout", "peer gone"):
+            # Which rank gives up first, and so which ones see a closed connection instead, is a race.
+            text = (f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
+                    "sees the closed connection instead): the peer never reached the matching collective "
+                    "within the group's timeout.")
+        else:
+            text = _error_text(run, message)
+        failed.setdefault(text, []).append(r)
+    for text, ranks in failed.items():
+        lines.append(f"{rank_list(ranks)} failed in it: {text}")
     return lines
 
 
-def _explained(run: Run, message: str) -> str:
+def _error_text(run: Run, message: str) -> str:
+    """A known error as its explanation (stable across runs); an unknown one quoted, tidied."""
     known = explain_error(message)
     if not known:
-        return ""
-    text = f": {known[1]}"
-    if known[0] == "peer gone":
-        gone = [r.rank for r in run.ranks if r.status in (FINISHED, RAISED, EXITED, KILLED, SETUP_FAILED)
-                and not any(e.error and e.error == message for e in r.events)]
+        return f"“{_clip(message)}”"
+    text = known[1]
+    if known[0] == "peer gone" and not run.linger:
+        gone = [r.rank for r in run.ranks if r.status == FINISHED or _is_cause(r)]
         if gone:
-            text += f" Ranks that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
+            text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
+
+
+def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
+    statuses = ", ".join(sorted({run[r].status for r in causes}))
+    advice = ("Fix the failing rank first: its traceback is in run[rank].traceback. When a rank's process "
+              "ends, the others fail at their next collective at once (closed connection); if it stays alive "
+              "but stops calling collectives (it caught the exception and moved on), they wait until the "
+              "timeout.")
+    if 0 in causes:
+        advice += (" For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
+                   "to every rank instead of leaving them waiting.")
+    return Diagnosis("rank-failed", f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
+                     f"({statuses}), {consequence}.", evidence, advice, ranks=causes, site=site)
 
 
 def _failure_without_divergence(run: Run, calls, failed: list[int]) -> Diagnosis:
@@ -346,9 +388,17 @@ def _failure_without_divergence(run: Run, calls, failed: list[int]) -> Diagnosis
     if stuck and len(stuck) == len(failed):
         return Diagnosis(
             "stopped", f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
-            evidence, "The function ran longer than the deadline; raise `deadline` or look at where it was.",
-            ranks=stuck)
+            evidence, "The function ran longer than the deadline; raise `deadline` or look at where it was "
+                      "(run.stuck).", ranks=stuck)
+    causes = [r for r in failed if _is_cause(run[r])]
+    for r in failed:  # main_process_first names the rank whose failure it passed on
+        match = re.search(r"rank (\d+) failed while preparing", run[r].error_message)
+        if match and int(match.group(1)) not in causes and int(match.group(1)) < run.world_size:
+            causes.append(int(match.group(1)))
+    if causes and len(causes) < len(failed):
+        others = [r for r in failed if r not in causes]
+        return _rank_failed(run, sorted(causes), f"and {rank_list(others)} failed because of it", evidence, None)
     return Diagnosis(
         "rank-failed",
         f"{rank_list(failed)} did not finish, but every rank made the same collective calls.",
-        evidence, "Read the failing rank's traceback: run[rank].traceback.", ranks=failed)
+        evidence, "Read each failing rank's traceback: run[rank].traceback.", ranks=failed)

@@ -168,10 +168,36 @@ def _type_name(value: object) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
+_INSTALLED = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _own_modules(*objects) -> set:
+    """Modules of the learner's own code (outside installed packages and barrierlab): sent by value, so the
+    ranks run exactly what the kernel has (not a re-import of a file edited since) and skip re-importing it."""
+    modules = set()
+    for obj in objects:
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        path = os.path.abspath(getattr(module, "__file__", None) or "")
+        if module is not None and path and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR):
+            modules.add(module)
+    return modules
+
+
 def _pack(fn, args: tuple, kwargs: dict) -> bytes:
     """cloudpickle the call, naming exactly what cannot be sent to the ranks."""
+    modules = _own_modules(fn, *args, *kwargs.values())
     try:
+        for module in modules:
+            cloudpickle.register_pickle_by_value(module)
         return cloudpickle.dumps((fn, args, kwargs))
+    except Exception:
+        pass
+    finally:
+        for module in modules:
+            cloudpickle.unregister_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps((fn, args, kwargs))  # by reference: the ranks import those modules
     except Exception:
         pass
     name = getattr(fn, "__qualname__", repr(fn))
@@ -248,6 +274,7 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
     run_dir = tempfile.mkdtemp(prefix="barrierlab-")
     t0 = time.monotonic()
     common = dict(run_dir=run_dir, world_size=world_size, payload=payload, timeout=timeout, env=env,
+                  kernel_env=dict(os.environ),
                   threads=threads, linger=linger, record=record, t0=t0, kernel_pid=os.getpid(),
                   cwd=os.getcwd(), sys_path=list(sys.path))
     specs = [pickle.dumps(dict(common, rank=rank)) for rank in range(world_size)]
@@ -295,11 +322,11 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
         interrupted = True
         raise
     finally:
-        if started and len(exits) < world_size:
+        if len(exits) < world_size:  # deadline, interrupt or error: end every rank of this run, only them
             try:
                 signal_all(signal.SIGKILL)
                 give_up = time.monotonic() + 2.0
-                while len(exits) < world_size and time.monotonic() < give_up:
+                while started and len(exits) < world_size and time.monotonic() < give_up:
                     pump(give_up - time.monotonic())
             except LaunchError:
                 pass
@@ -307,6 +334,6 @@ def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, 
             shutil.rmtree(run_dir, ignore_errors=True)
     try:
         return collect(run_dir, world_size, t0, time.monotonic() - t0, exits, stopped, pids,
-                       timeout=timeout, deadline=deadline, index=index)
+                       timeout=timeout, deadline=deadline, index=index, linger=linger)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

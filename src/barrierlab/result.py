@@ -88,8 +88,11 @@ class RankResult:
 
 
 def tidy(message: str) -> str:
-    """Drop the build-machine source paths gloo puts in its messages (``[/__w/.../pair.cc:553]``)."""
-    return re.sub(r"\[[^\]]*gloo/[^\]]*\] ?", "", message)
+    """A gloo message without the noise that changes between runs and machines: the build-machine source
+    path (``[/__w/.../pair.cc:553]``), the peer's address and port, and gloo's boilerplate advice."""
+    message = re.sub(r"\[[^\]]*gloo/[^\]]*\] ?", "", message)
+    message = re.sub(r" ?\[[0-9a-fA-F.:]+\]:\d+", "", message)
+    return re.sub(r"\.? This is typically caused by .*$", "", message, flags=re.S)
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -132,7 +135,8 @@ def _load_result(path: str) -> dict | None:
 
 
 def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dict, stopped: set,
-            pids: list[int], timeout: float, deadline: float, index: CodeIndex | None = None) -> "Run":
+            pids: list[int], timeout: float, deadline: float, index: CodeIndex | None = None,
+            linger: bool = False) -> "Run":
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses."""
     ranks = []
     for rank in range(world_size):
@@ -173,7 +177,7 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
                 event.where = str(Site(event.file, event.line, event.func))
         ranks.append(result)
     return Run(world_size=world_size, ranks=ranks, elapsed=elapsed, timeout=timeout, deadline=deadline,
-               hit_deadline=bool(stopped))
+               hit_deadline=bool(stopped), linger=linger)
 
 
 @dataclass
@@ -186,6 +190,7 @@ class Run:
     timeout: float
     deadline: float
     hit_deadline: bool = False
+    linger: bool = False
 
     def __getitem__(self, rank: int) -> RankResult:
         return self.ranks[rank]

@@ -50,15 +50,21 @@ class Site:
 
 
 def _short(path: str) -> str:
-    """Paths inside site-packages or the current directory are shown relative, others as given."""
-    marker = os.sep + "site-packages" + os.sep
-    if marker in path:
-        return path.split(marker, 1)[1]
+    """A path as a learner would name it: relative to the current directory when inside it, else as a
+    module path relative to its entry on ``sys.path`` (``barrierlab/scenarios/x.py``), else as given."""
+    import sys
+
     try:
         relative = os.path.relpath(path)
     except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
+        relative = ".."
+    if not relative.startswith(".."):
+        return relative
+    roots = [os.path.abspath(p) + os.sep for p in sys.path if p and os.path.isdir(p)]
+    containing = [root for root in roots if path.startswith(root)]
+    if containing:
+        return path[len(max(containing, key=len)):]
+    return path
 
 
 DYNAMIC = "<dynamic-code>"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sysconfig
 from dataclasses import dataclass
 
 from barrierlab.sites import CodeIndex, Site
@@ -24,6 +25,23 @@ def _is_torch(path: str) -> bool:
     return f"{os.sep}torch{os.sep}" in path
 
 
+_STDLIB = sysconfig.get_paths()["stdlib"]
+
+#: What a rank is doing when it is stopped on a given line of ``_rank.main``, before the learner's code.
+_PHASES = (
+    ("cloudpickle.loads", "loading your function and importing what it needs"),
+    ("init_process_group", "joining the process group (init_process_group)"),
+    ("_all_initialised", "waiting for the other ranks to join the group"),
+)
+
+
+def _is_learners(path: str) -> bool:
+    """Frames of the learner's code: not torch, not barrierlab's machinery, not the standard library."""
+    if _is_torch(path) or path in _INTERNAL or path.startswith("<frozen"):
+        return False
+    return "site-packages" in path or not path.startswith(_STDLIB)
+
+
 @dataclass
 class Stuck:
     """Where a rank was when it was stopped: the learner's line and the torch call it is inside."""
@@ -31,10 +49,11 @@ class Stuck:
     site: Site | None
     call: str | None  # e.g. "barrier", or None if the rank was not inside torch.distributed
     frames: list[Site]
+    phase: str | None = None  # set when the rank had not started the learner's function yet
 
     def __str__(self) -> str:
         if self.site is None:
-            return "no Python frame of your code on the stack"
+            return f"while {self.phase}" if self.phase else "no Python frame of your code on the stack"
         call = f"in dist.{self.call}() at " if self.call else "at "
         return call + str(self.site)
 
@@ -60,12 +79,17 @@ def stuck_at(text: str, index: CodeIndex | None = None) -> Stuck | None:
         main = threads[-1] if threads else None
     if not main:
         return None
-    for index, frame in enumerate(main):
-        if not _is_torch(frame.file) and frame.file not in _INTERNAL:
+    outer = next((i for i, f in enumerate(main) if f.file.endswith("_rank.py") and f.func == "main"), len(main))
+    for index, frame in enumerate(main[:outer]):
+        if _is_learners(frame.file):
             inner = [f for f in main[:index] if _is_torch(f.file) and "distributed" in f.file]
             named = [f.func for f in inner if f.func not in ("wrapper", "recorded")]
             return Stuck(site=frame, call=named[-1] if named else None, frames=main)
-    return Stuck(site=None, call=None, frames=main)
+    phase = None
+    if outer < len(main):
+        code = main[outer].code
+        phase = next((text for marker, text in _PHASES if marker in code), None)
+    return Stuck(site=None, call=None, frames=main, phase=phase)
 
 
 def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:

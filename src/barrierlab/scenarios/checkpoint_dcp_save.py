@@ -14,10 +14,9 @@ from barrierlab.scenarios import torchrun_main
 
 def scenario(directory: str = "", late_rank: int = 2, delay: float = 0.5):
     rank = dist.get_rank()
-    if not directory:
-        box = [tempfile.mkdtemp(prefix="ckpt-") if rank == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        directory = box[0]
+    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
+        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    os.makedirs(directory, exist_ok=True)
     checkpoint_id = os.path.join(directory, "dcp-step-2")  # a directory: DCP writes one file per rank + metadata
 
     torch.manual_seed(0)

@@ -24,10 +24,9 @@ def write_slowly(data: bytes, path: str, chunks: int = 4, pause: float = 0.3) ->
 
 def scenario(directory: str = "", pause: float = 0.3):
     rank = dist.get_rank()
-    if not directory:
-        box = [tempfile.mkdtemp(prefix="ckpt-") if rank == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        directory = box[0]
+    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
+        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "checkpoint.pt")
 
     model = torch.nn.Linear(64, 64)
@@ -50,7 +49,8 @@ def scenario(directory: str = "", pause: float = 0.3):
             return "loaded the checkpoint"
         except Exception as error:
             seen = "no file" if size is None else f"{size} bytes"
-            return f"saw {seen}: {type(error).__name__}: {str(error).splitlines()[0][:70]}"
+            message = getattr(error, "strerror", None) or str(error).splitlines()[0][:60]
+            return f"saw {seen}: {type(error).__name__}: {message}"
 
 
 if __name__ == "__main__":

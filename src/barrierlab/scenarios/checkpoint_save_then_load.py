@@ -12,10 +12,9 @@ from barrierlab.scenarios import torchrun_main
 
 def scenario(directory: str = ""):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: rank 0 makes a folder and tells the others
-        box = [tempfile.mkdtemp(prefix="ckpt-") if rank == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        directory = box[0]
+    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
+        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "checkpoint.pt")
 
     torch.manual_seed(rank)  # every rank starts with different weights...

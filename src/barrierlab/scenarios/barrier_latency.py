@@ -1,0 +1,24 @@
+"""How long one barrier takes when nobody is late: the pure synchronisation cost for this world size."""
+
+import statistics
+import time
+
+import torch.distributed as dist
+
+from barrierlab.scenarios import torchrun_main
+
+
+def scenario(repeats=30, warmup=5):
+    """Call ``dist.barrier()`` back to back; return the median seconds one call took on this rank."""
+    for _ in range(warmup):
+        dist.barrier()  # the first calls pay for connecting and allocating
+    took = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dist.barrier()
+        took.append(time.perf_counter() - start)
+    return statistics.median(took)
+
+
+if __name__ == "__main__":
+    torchrun_main(scenario)
