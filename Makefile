@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 FIRST_NOTEBOOK = notebooks/00_what_is_a_barrier.ipynb
 PYTEST_ARGS ?=
 
-.PHONY: lab test setup notebooks benchmark clean
+.PHONY: lab test setup browser-setup notebooks benchmark benchmark-notebooks clean
 
 setup: $(VENV)/.installed
 
@@ -21,15 +21,23 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(FIRST_NOTEBOOK)
 
-test: setup
+test: setup browser-setup
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
+
+# Chromium (apt-get, only as root and only if missing) and Playwright for tests/browser/; idempotent.
+browser-setup: setup
+	scripts/setup_browser.sh $(VENV)
 
 notebooks: setup
 	$(BIN)/python scripts/run_notebooks.py
 
 benchmark: setup
 	$(BIN)/python benchmarks/launch.py
+	$(BIN)/python benchmarks/record.py
+
+benchmark-notebooks: setup
+	$(BIN)/python benchmarks/notebooks.py --cpus 1
 
 clean:
 	rm -rf $(VENV)

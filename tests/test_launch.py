@@ -319,7 +319,7 @@ def test_keyboard_interrupt_stops_every_rank():
     timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
     timer.start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="interrupted; all 3 ranks were stopped"):
         bl.run(report_pid_then_hang, 3, timeout=30, deadline=20, linger=True)
     assert time.monotonic() - started < 3
     assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []

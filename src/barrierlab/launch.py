@@ -264,8 +264,11 @@ def run(
             shutdown()
             warm_up(wait=True)
         index = CodeIndex().add((fn, args, kwargs))
-        result = _launch(_warm, payload, world_size, float(timeout), float(deadline), env, threads, linger, record,
-                         index)
+        try:
+            result = _launch(_warm, payload, world_size, float(timeout), float(deadline), env, threads, linger,
+                             record, index)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"barrierlab.run was interrupted; all {world_size} ranks were stopped") from None
     return result.raise_if_failed() if check else result
 
 

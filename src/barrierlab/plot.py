@@ -253,7 +253,7 @@ class TimelineFigure(Figure):
 
 
 def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = True, annotate: bool = True,
-             ends: Sequence[float | None] | None = None) -> Figure:
+             ends: Sequence[float | None] | None = None, since: float | str | None = None) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since launch: spans, waits, releases, stuck ranks.
 
     ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
@@ -271,6 +271,9 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     pyplot figure, Jupyter shows it at the end of the cell, so end the line with ``;`` to avoid a
     second copy).  pyplot figures were rejected as the default for that reason: returned as the
     cell's value they are shown twice.
+
+    ``since``: start the time axis later, to zoom past set-up: a number of seconds, or ``"function"``
+    for the moment the first rank's function started (waits and idle fractions still cover the whole run).
     """
     lanes, total = _lanes(run, ends)
     numbers = _summarize(lanes, total)
@@ -284,12 +287,24 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     _draw_never_left(ax, lanes, total, used, scale)
     labelled = show_releases and _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
     _set_axes(ax, lanes, total, releases_labelled=labelled)
+    start = _since(run, since)
+    if start:
+        ax.set_xlim(left=start)
     _label_lanes(ax, lanes, numbers)
     if annotate:
         _annotate_lanes(ax, lanes, numbers)
     _legend(fig, ax, used, own_figure)
     ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
     return fig
+
+
+def _since(run, since: float | str | None) -> float | None:
+    if since == "function":
+        started = [r.started for r in getattr(run, "ranks", []) if r.started is not None]
+        return min(started) if started else None
+    if since is None or isinstance(since, (int, float)):
+        return since
+    raise ValueError(f"since must be a number of seconds or 'function', not {since!r}")
 
 
 def _figure_and_axes(ax, n_ranks: int):
