@@ -1,0 +1,54 @@
+"""Every lesson scenario is a module that barrierlab.run and torchrun can both run, with the same outcome."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+import barrierlab as bl
+from barrierlab.scenarios import available, load, parse_kwargs
+
+from test_torchrun import torchrun
+
+NAMES = sorted(available())
+
+
+def test_there_is_a_scenario_for_every_lesson():
+    assert len(NAMES) >= 25
+    for topic in ("barrier_on_rank0", "checkpoint_save_then_load", "rank0_prepares_data", "straggler",
+                  "uneven_data", "extra_barrier", "ddp_step", "race_shared_file"):
+        assert topic in NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scenario_module_follows_the_convention(name):
+    module = importlib.import_module(f"barrierlab.scenarios.{name}")
+    assert module.__doc__ and module.__doc__.strip(), "the first docstring line is what `barrierlab list` shows"
+    parameters = inspect.signature(module.scenario).parameters.values()
+    assert all(p.default is not inspect.Parameter.empty for p in parameters), "torchrun passes only key=value"
+    source = inspect.getsource(module)
+    assert 'if __name__ == "__main__":\n    torchrun_main(scenario)' in source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scenario_runs_with_its_defaults_within_the_deadline(name, no_leftovers):
+    run = bl.run(load(name), 4, timeout=2, deadline=8)
+    assert not run.hit_deadline, run
+
+
+def test_key_value_arguments_are_python_literals():
+    assert parse_kwargs(["steps=3", "slow_rank='rotate'", "delay=0.2", "name=abc"]) == {
+        "steps": 3, "slow_rank": "rotate", "delay": 0.2, "name": "abc"}
+
+
+@pytest.mark.parametrize("name, nproc, kwargs", [
+    ("staggered_arrival", 4, []),
+    ("checkpoint_save_then_load", 2, []),
+    ("uneven_data", 4, []),
+])
+def test_torchrun_and_barrierlab_run_agree_on_the_outcome(name, nproc, kwargs, tmp_path):
+    expected_ok = bl.run(load(name), nproc, kwargs=parse_kwargs(kwargs), timeout=2).ok
+    done = torchrun(name, nproc, tmp_path, *kwargs)
+    assert (done.returncode == 0) == expected_ok, done.stderr[-3000:]
