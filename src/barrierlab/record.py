@@ -43,38 +43,48 @@ _INTERNAL_FILES.add(contextlib.__file__)
 
 
 class _Recorder:
+    """Writes one JSON line per entry and per exit straight to the file descriptor (one ``write`` call,
+    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective."""
+
     def __init__(self, path: str, rank: int, t0: float) -> None:
-        self.file = open(path, "w", buffering=1 << 16)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
         self.rank = rank
         self.seq = 0
         self.next_id = 0
         self.depth = 0
+        self._quoted: dict[str, str] = {}
         self.write({"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(),
                     "wall": time.time() - (time.monotonic() - t0)})
 
     def write(self, event: dict) -> None:
-        self.file.write(json.dumps(event, separators=(",", ":")) + "\n")
-        self.file.flush()
+        os.write(self.fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+
+    def quote(self, text: str) -> str:
+        """JSON string literal of ``text``, cached: file names, functions and op names repeat."""
+        quoted = self._quoted.get(text)
+        if quoted is None:
+            quoted = self._quoted[text] = json.dumps(text)
+        return quoted
 
     def enter(self, kind: str, name: str, numbered: bool, site: tuple | None) -> int:
         self.next_id += 1
-        event = {"id": self.next_id, "kind": kind, "name": name, "t": time.monotonic()}
+        line = f'{{"id":{self.next_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
         if numbered:
             self.seq += 1
-            event["seq"] = self.seq
+            line += f',"seq":{self.seq}'
         if site:
-            event["file"], event["line"], event["func"] = site
-        self.write(event)
+            line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
+        os.write(self.fd, (line + "}\n").encode())
         return self.next_id
 
     def leave(self, event_id: int, error: BaseException | None = None) -> None:
-        event = {"id": event_id, "end": time.monotonic()}
-        if error is not None:
-            event["error"] = f"{type(error).__name__}: {error}"[:2000]
-        self.write(event)
+        if error is None:
+            os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}}}\n'.encode())
+        else:
+            self.write({"id": event_id, "end": time.monotonic(), "error": f"{type(error).__name__}: {error}"[:2000]})
 
     def close(self) -> None:
-        self.file.close()
+        os.close(self.fd)
 
 
 _recorder: _Recorder | None = None
