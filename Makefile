@@ -18,8 +18,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+# --allow-root only when run as root (containers, CI); JupyterLab refuses root otherwise.
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(FIRST_NOTEBOOK)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ALLOW_ROOT) $(FIRST_NOTEBOOK)
 
 test: setup browser-setup
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
