@@ -573,3 +573,34 @@ def _default_title(lanes: list[_Lane], numbers: dict) -> str:
 
 def _ranks(ranks: list[int]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
+def function_seconds(run) -> float | None:
+    """Seconds from the first rank starting the function to the last rank returning (launch cost excluded)."""
+    starts = [r.started for r in run if r.started is not None]
+    ends = [r.ended for r in run if r.ended is not None]
+    return max(ends) - min(starts) if starts and len(ends) == run.world_size else None
+
+
+def compare_timelines(runs: dict, *, height: float = 2.4) -> Figure:
+    """Timelines of several runs stacked on one time axis, each titled with its label and function time.
+
+    One legend at the bottom; every panel spans the longest run, so equal lengths mean equal times.
+    """
+    fig = TimelineFigure(figsize=(11, 0.6 + height * len(runs)), layout="constrained")
+    axes = fig.subplots(len(runs), 1, squeeze=False)[:, 0]
+    handles = {}
+    for ax, (label, result) in zip(axes, runs.items()):
+        took = function_seconds(result)
+        timeline(result, ax=ax, title=f"{label}" + ("" if took is None else f": {took:.2f} s"))
+        legend = ax.get_legend()
+        if legend is not None:
+            handles.update((h.get_label(), h) for h in legend.legend_handles)
+            legend.remove()
+    longest = max(ax.get_xlim()[1] for ax in axes)
+    for ax in axes:
+        ax.set_xlim(0, longest)
+    for ax in axes[:-1]:
+        ax.set_xlabel("")
+    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    return fig

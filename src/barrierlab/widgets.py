@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from barrierlab.launch import run as launch_run
-from barrierlab.plot import TimelineFigure, summary, timeline
+from barrierlab.plot import TimelineFigure, compare_timelines, function_seconds, summary, timeline
 from barrierlab.result import Run
 from barrierlab.scenarios import straggler
 
@@ -29,13 +29,6 @@ BARRIER_CHOICES = (("every step", 1), ("every 2 steps", 2), ("every 3 steps", 3)
 ROTATE = "rotate"
 #: Seconds a run may take beyond what the cost model predicts before the launcher stops it.
 DEADLINE_MARGIN = 5.0
-
-
-def function_seconds(run: Run) -> float | None:
-    """Seconds from the first rank starting the function to the last rank returning (launch cost excluded)."""
-    starts = [r.started for r in run if r.started is not None]
-    ends = [r.ended for r in run if r.ended is not None]
-    return max(ends) - min(starts) if starts and len(ends) == run.world_size else None
 
 
 def explore_straggler(world_size: int = 4, delay: float = 0.15, slow_rank: int | str = 1, barrier_every: int = 1,
@@ -207,27 +200,3 @@ def straggler_explorer(world_size: int = 4, delay: float = 0.15, slow_rank: int 
     """The straggler explorer widget; ``initial=explore_straggler(...)`` shows that result instead of running again."""
     return StragglerExplorer(world_size, delay, slow_rank, barrier_every, steps=steps, base_compute=base_compute,
                              initial=initial)
-
-
-def compare_timelines(runs: dict[str, Run], *, height: float = 2.4) -> Figure:
-    """Timelines of several runs stacked on one time axis, each titled with its label and function time.
-
-    One legend at the bottom; every panel spans the longest run, so equal lengths mean equal times.
-    """
-    fig = TimelineFigure(figsize=(11, 0.6 + height * len(runs)), layout="constrained")
-    axes = fig.subplots(len(runs), 1, squeeze=False)[:, 0]
-    handles = {}
-    for ax, (label, result) in zip(axes, runs.items()):
-        took = function_seconds(result)
-        timeline(result, ax=ax, title=f"{label}" + ("" if took is None else f": {took:.2f} s"))
-        legend = ax.get_legend()
-        if legend is not None:
-            handles.update((h.get_label(), h) for h in legend.legend_handles)
-            legend.remove()
-    longest = max(ax.get_xlim()[1] for ax in axes)
-    for ax in axes:
-        ax.set_xlim(0, longest)
-    for ax in axes[:-1]:
-        ax.set_xlabel("")
-    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=3, frameon=False, fontsize=8)
-    return fig
