@@ -277,3 +277,33 @@ def test_command_line_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "No rank-dependent collectives found."
     assert main([str(CORPUS / "bad_is_main_process_barrier.py")]) == 1
     assert "dist.barrier [branch]" in capsys.readouterr().out
+
+
+def test_a_helper_that_broadcasts_its_result_is_not_rank_dependent():
+    source = '''
+import tempfile
+import torch.distributed as dist
+
+def shared_dir():
+    box = [tempfile.mkdtemp() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+def main(workdir=None):
+    workdir = workdir or shared_dir()
+    if workdir:
+        dist.barrier()
+'''
+    assert lint_source(source) == []
+
+
+def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
+    import glob
+    import os
+
+    from barrierlab import scenarios
+
+    folder = os.path.dirname(scenarios.__file__)
+    flagged = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(folder, "*.py")) if lint_file(p)}
+    assert flagged == {"barrier_on_rank0", "barrier_vs_all_reduce", "early_return", "extra_barrier",
+                       "find_the_bug", "hidden_collective", "uneven_data"}

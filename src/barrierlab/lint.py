@@ -72,6 +72,10 @@ construction ``Trainer()`` (its ``__init__``); the shortest chain is reported, e
 cells). :func:`lint_function` also follows helpers found in the function's
 ``__globals__`` that were defined in the same module (e.g. other notebook cells).
 
+Values a function passes to a broadcast, all-reduce or all-gather as their first argument hold the same
+data on every rank afterwards, so returning them does not make the function's result rank-dependent
+(``box = [mkdtemp() if rank == 0 else None]; broadcast_object_list(box); return box[0]``).
+
 Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
 unrelated booleans, so mixing them can be reported as unbalanced); loop bounds
 are not evaluated, so ``range(rank * n, rank * n + n)`` is flagged although every
@@ -113,6 +117,10 @@ __all__ = [
     "lint_source",
     "report",
 ]
+
+#: Collectives after which their first argument holds the same data on every rank.
+_EQUALIZING = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object",
+               "all_gather_into_tensor"}
 
 COLLECTIVES = frozenset(
     {
@@ -697,13 +705,26 @@ class _Analysis:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited)
                 attrs |= {n for n in taint if "." in n}
+                returned = taint - self._equalized(own[func.key], func.unit)
                 if any(
-                    isinstance(n, ast.Return) and n.value is not None and self.mentions_rank(n.value, taint)
+                    isinstance(n, ast.Return) and n.value is not None and self.mentions_rank(n.value, returned)
                     for n in own[func.key]
                 ):
                     self.rank_funcs.add(func.node.name)
             if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
                 break
+
+    def _equalized(self, nodes: list[ast.AST], unit: _Unit) -> set[str]:
+        """Names a function hands to a collective that makes them equal on every rank (a broadcast or an
+        all-reduce/gather fills them with the same data everywhere), so returning them is rank-independent."""
+        names = set()
+        for node in nodes:
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Name):
+                    op = self._collective(call.func, unit)
+                    if op and op.rpartition(".")[2] in _EQUALIZING:
+                        names.add(call.args[0].id)
+        return names
 
     def _walk_function(self, func: _Func) -> None:
         walker = _Walker(self, func.unit, self.func_taint[func.key], func.self_class)
