@@ -30,8 +30,8 @@ if [ -n "$chromium" ]; then
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup_browser: no Chromium found; installing Debian's chromium (apt-get, about a minute)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq chromium >/dev/null
+    timeout 600 apt-get update -qq
+    timeout 900 apt-get install -y -qq chromium >/dev/null
     chromium="$(find_chromium || true)"
     [ -n "$chromium" ] || { echo "setup_browser: apt-get installed chromium but it is not on PATH" >&2; exit 1; }
     echo "setup_browser: installed $chromium ($("$chromium" --version 2>/dev/null | head -n1))"
