@@ -547,7 +547,9 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
         fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), frameon=False,
                    fontsize=8)
     else:
-        ax.legend(handles=handles, loc="best", fontsize=7, framealpha=0.9)
+        # below the axes, never over the bars; constrained layout makes room for it
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=min(3, len(handles)),
+                  fontsize=7, frameon=False)
 
 
 def _darker(colour: str, factor: float = 0.6) -> tuple[float, float, float]:
