@@ -175,3 +175,21 @@ def test_every_scenario_draws_a_timeline_with_one_lane_per_rank(scenario):
     figure = run.timeline()
     labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
     assert len(labels) == 3 and all(label.startswith(f"rank {i}") for i, label in enumerate(labels))
+
+
+def test_flight_recorder_counts_back_up_the_ledger_when_ranks_disagree():
+    run = bl.run(extra_barrier_on_rank0, 3)
+    assert [len(r.flight) for r in run] == [3, 2, 2]
+    assert ("torch's flight recorder counts the collectives each rank issued: rank 0 issued 3 (last: barrier); "
+            "ranks 1 and 2 issued 2 (last: barrier)") in run.diagnosis.evidence
+
+
+def test_flight_recorder_sees_collectives_issued_from_cpp_that_the_recorder_does_not():
+    def ddp_step():
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+        model(torch.ones(2, 4)).sum().backward()
+
+    run = bl.run(ddp_step, 2)
+    assert run.ok
+    assert not any(e.name == "all_reduce" for e in run[0].events)  # DDP's reducer calls the group from C++
+    assert any(op == "allreduce" or op == "all_reduce" for op, _, _ in run[0].flight), run[0].flight

@@ -30,7 +30,7 @@ STACK_SIGNAL = signal.SIGUSR1
 
 def paths(run_dir: str, rank: int) -> dict[str, str]:
     stem = os.path.join(run_dir, f"rank{rank}")
-    return {k: f"{stem}.{k}" for k in ("stdout", "stderr", "events", "stack", "result")}
+    return {k: f"{stem}.{k}" for k in ("stdout", "stderr", "events", "stack", "result", "flight")}
 
 
 def loopback_interface() -> str | None:
@@ -95,6 +95,19 @@ def _write_result(path: str, result: dict) -> None:
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def _save_flight_record(path: str) -> None:
+    """Save torch's own flight recorder (the collectives this rank issued, including those made from C++,
+    such as DDP's) for the diagnosis. A private API: any failure just means there is no record."""
+    try:
+        from torch._C._distributed_c10d import _dump_fr_trace_json
+
+        data = _dump_fr_trace_json(includeCollectives=True)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+    except Exception:
+        pass
 
 
 def _all_initialised(store, world_size: int, timeout: float) -> None:
@@ -169,6 +182,8 @@ def main(spec: dict) -> int:
         )
     result["t_end"] = time.monotonic()
     record.stop()
+    if spec["record"]:
+        _save_flight_record(files["flight"])
     sys.stdout.flush()
     sys.stderr.flush()
     _write_result(files["result"], result)

@@ -187,6 +187,33 @@ def _clip(text: str, limit: int = 110) -> str:
 
 def diagnose(run: Run) -> Diagnosis:
     """Explain ``run``: the first disagreement between the ranks' collective calls, and how each rank ended."""
+    diagnosis = _diagnose(run)
+    if not diagnosis.ok:
+        diagnosis.evidence += _flight_evidence(run)
+    return diagnosis
+
+
+def _flight_evidence(run: Run) -> list[str]:
+    """A second opinion from torch's flight recorder when the ranks' counts of issued collectives differ.
+
+    It is torch's own log (a private API, read when available), and it also sees collectives issued from
+    C++, such as DDP's gradient all_reduces, which barrierlab's recorder does not."""
+    flights = {r.rank: r.flight for r in run.ranks if r.flight is not None}
+    if len(flights) < 2 or len({len(f) for f in flights.values()}) == 1:
+        return []
+    by_count: dict[int, list[int]] = {}
+    for rank, entries in sorted(flights.items()):
+        by_count.setdefault(len(entries), []).append(rank)
+    parts = []
+    for count, ranks in sorted(by_count.items(), reverse=True):
+        last = flights[ranks[0]][-1][0] if count else ""
+        parts.append(f"{rank_list(ranks)} issued {count}" + (f" (last: {last})" if last else ""))
+    unread = [r for r in range(run.world_size) if r not in flights]
+    tail = f"; no record from {rank_list(unread)} (stopped before it could be read)" if unread else ""
+    return ["torch's flight recorder counts the collectives each rank issued: " + "; ".join(parts) + tail]
+
+
+def _diagnose(run: Run) -> Diagnosis:
     calls = collectives(run)
     depth = {r: len(c) for r, c in calls.items()}
     first_diff = _first_divergence(calls)

@@ -58,6 +58,9 @@ class RankResult:
     signal: int | None = None
     stuck: Stuck | None = None
     events: list[record.Event] = field(default_factory=list, repr=False)
+    #: torch's flight recorder for this rank, when it could be read: (op, sequence number, state) per
+    #: collective the rank issued, including those made from C++ (DDP); None if unavailable.
+    flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -124,6 +127,18 @@ def _read_output(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            entries = json.loads(f.read()).get("entries", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    return [(str(e.get("profiling_name", "?")).split(":")[-1], int(e.get("collective_seq_id") or 0),
+             str(e.get("state", "?"))) for e in entries]
+
+
 def _load_result(path: str) -> dict | None:
     try:
         with open(path, "rb") as f:
@@ -146,7 +161,8 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
         result = RankResult(rank=rank, status=STOPPED, pid=pids[rank] if rank < len(pids) else None,
                             stdout=_read_output(stem + ".stdout"),
                             stderr=_read_output(stem + ".stderr"), exit_code=code, signal=sig,
-                            events=record.read_events(stem + ".events", rank=rank, t0=t0))
+                            events=record.read_events(stem + ".events", rank=rank, t0=t0),
+                            flight=_load_flight(stem + ".flight"))
         if data is not None:
             result.status = data.get("status", RAISED)
             result.value = data.get("value")
