@@ -171,7 +171,7 @@ def main() -> None:
     pss = {"barrierlab.run (warm)": pss_barrierlab(), "torch.multiprocessing.spawn": pss_spawn(),
            "torchrun --standalone": pss_torchrun()}
 
-    print(f"\n| launcher | ranks | to first barrier (s) | to all exited (s) | PSS of live 4-rank group (MiB) |")
+    print("\n| launcher | ranks | to first barrier (s) | to all exited (s) | PSS of live 4-rank group (MiB) |")
     print("|---|---:|---:|---:|---:|")
     for name, n, first, exited in rows:
         memory = f"{pss[name] / 2**20:.0f}" if n == 4 else ""

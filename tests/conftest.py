@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import psutil
@@ -66,13 +65,3 @@ def no_leftovers():
     """Fails the test if any rank process outlives it."""
     yield
     assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []
-
-
-@pytest.fixture
-def tmp_cwd(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def pid_of_self() -> int:
-    return os.getpid()

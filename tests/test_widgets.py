@@ -6,7 +6,7 @@ import ipywidgets
 import pytest
 from matplotlib.figure import Figure
 
-from barrierlab import widgets
+from barrierlab import plot, widgets
 
 #: Small, quick settings: 2 steps, a 0.15 s straggler (well above the 20 ms straggler threshold).
 QUICK = dict(steps=2, base_compute=0.02)
@@ -83,6 +83,6 @@ def test_compare_timelines_shares_one_time_axis(no_leftovers):
 
     short = launch(straggler.scenario, 2, kwargs=dict(steps=1, delay=0.1, base_compute=0.0))
     long = launch(straggler.scenario, 2, kwargs=dict(steps=2, delay=0.1, base_compute=0.0))
-    fig = widgets.compare_timelines({"short": short, "long": long})
+    fig = plot.compare_timelines({"short": short, "long": long})
     assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     assert fig.axes[0].get_title().startswith("short: ")

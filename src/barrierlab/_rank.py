@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import pickle
 import select
 import signal
 import sys

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from barrierlab.sites import MACHINERY
+
 #: Collectives every rank of the group must call (their calls are numbered per rank).
 COLLECTIVES = (
     "barrier", "monitored_barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
@@ -37,9 +39,7 @@ POINT_TO_POINT = ("send", "recv", "isend", "irecv", "batch_isend_irecv")
 SPAN_KINDS = ("compute", "io", "wait", "other")
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_INTERNAL_FILES = {os.path.join(_HERE, name) for name in ("record.py", "_rank.py", "_zygote.py", "sync.py")}
-_INTERNAL_FILES.add(contextlib.__file__)
+_INTERNAL_FILES = MACHINERY | {contextlib.__file__}  # contextlib: the frames of span()'s decorator
 
 
 class _Recorder:

@@ -302,9 +302,10 @@ class Run:
         rows = []
         for r in self.ranks:
             span = "" if r.started is None or r.ended is None else f"{r.started:.3f}–{r.ended:.3f} s"
-            detail = r.summary().split(": ", 1)[1] if ": " in r.summary() else ""
             if r.status == FINISHED:
-                detail = "" if r.value is None else html.escape(_clip(repr(r.value)))
+                detail = "" if r.value is None else _clip(repr(r.value))
+            else:
+                detail = r.summary().partition(": ")[2]
             output = ""
             if r.stdout or r.stderr:
                 text = html.escape(r.stdout.rstrip())
@@ -314,7 +315,7 @@ class Run:
             colour = colours.get(r.status, "#b2182b")
             rows.append(
                 f"<tr><td>{r.rank}</td><td style='color:{colour};font-weight:bold'>{html.escape(r.status)}</td>"
-                f"<td>{span}</td><td style='text-align:left'>{html.escape(detail) if r.status != FINISHED else detail}"
+                f"<td>{span}</td><td style='text-align:left'>{html.escape(detail)}"
                 f"</td><td style='text-align:left'>{output}</td></tr>"
             )
         return (

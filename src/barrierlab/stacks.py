@@ -11,14 +11,12 @@ import re
 import sysconfig
 from dataclasses import dataclass
 
-from barrierlab.sites import CodeIndex, Site
+from barrierlab.sites import MACHINERY, CodeIndex, Site
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.I)
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 _TB_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_INTERNAL = {os.path.join(_HERE, n) for n in ("_rank.py", "_zygote.py", "record.py", "sync.py")}
 
 
 def _is_torch(path: str) -> bool:
@@ -37,7 +35,7 @@ _PHASES = (
 
 def _is_learners(path: str) -> bool:
     """Frames of the learner's code: not torch, not barrierlab's machinery, not the standard library."""
-    if _is_torch(path) or path in _INTERNAL or path.startswith("<frozen"):
+    if _is_torch(path) or path in MACHINERY or path.startswith("<frozen"):
         return False
     return "site-packages" in path or not path.startswith(_STDLIB)
 

@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from barrierlab.launch import run as launch_run
-from barrierlab.plot import TimelineFigure, compare_timelines, function_seconds, summary, timeline
+from barrierlab.plot import TimelineFigure, function_seconds, summary, timeline
 from barrierlab.result import Run
 from barrierlab.scenarios import straggler
 
