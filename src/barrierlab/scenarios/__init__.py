@@ -49,6 +49,21 @@ def load(name: str):
     return importlib.import_module(f"{__name__}.{name}").scenario
 
 
+def shared_folder(folder: str | None = None, prefix: str = "barrierlab-") -> str:
+    """``folder`` if one is given, else a fresh temporary folder that every rank agrees on: rank 0 makes it
+    and broadcasts its path. That is what a scenario needs under torchrun on one machine; the notebooks
+    pass a folder of their own."""
+    if folder:
+        return folder
+    import tempfile
+
+    import torch.distributed as dist
+
+    box = [tempfile.mkdtemp(prefix=prefix) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def parse_kwargs(argv: list[str]) -> dict:
     """``["steps=3", "slow_rank=1"]`` -> ``{"steps": 3, "slow_rank": 1}`` (values as Python literals)."""
     kwargs = {}

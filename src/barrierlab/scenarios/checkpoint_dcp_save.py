@@ -1,7 +1,6 @@
 """torch.distributed.checkpoint.save is collective: every rank calls it, and it waits for the slowest."""
 
 import os
-import tempfile
 import time
 
 import torch
@@ -9,13 +8,12 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def scenario(directory: str = "", late_rank: int = 2, delay: float = 0.5):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
-        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
     checkpoint_id = os.path.join(directory, "dcp-step-2")  # a directory: DCP writes one file per rank + metadata
 

@@ -1,20 +1,18 @@
 """Rank 0 deletes a checkpoint right after its own load, while the other ranks have not read it yet."""
 
 import os
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def scenario(directory: str = "", barrier_before_delete: bool = False, reader_delay: float = 0.3):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
-        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "resume.pt")
 

@@ -3,13 +3,12 @@
 import io
 import os
 import signal
-import tempfile
 
 import torch
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def die_after_half(data: bytes, f) -> None:
@@ -22,8 +21,7 @@ def die_after_half(data: bytes, f) -> None:
 
 def scenario(directory: str = "", atomic: bool = False):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
-        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "checkpoint.pt")
 

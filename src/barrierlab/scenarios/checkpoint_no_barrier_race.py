@@ -2,14 +2,13 @@
 
 import io
 import os
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def write_slowly(data: bytes, path: str, chunks: int = 4, pause: float = 0.3) -> None:
@@ -24,8 +23,7 @@ def write_slowly(data: bytes, path: str, chunks: int = 4, pause: float = 0.3) ->
 
 def scenario(directory: str = "", pause: float = 0.3):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
-        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "checkpoint.pt")
 

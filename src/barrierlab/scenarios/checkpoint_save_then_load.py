@@ -1,19 +1,17 @@
 """The standard pattern: rank 0 saves, a barrier, then every rank loads the checkpoint (weights_only=True)."""
 
 import os
-import tempfile
 
 import torch
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def scenario(directory: str = ""):
     rank = dist.get_rank()
-    if not directory:  # under torchrun on one machine: every rank of the job names the same folder
-        directory = os.path.join(tempfile.gettempdir(), "ckpt-" + os.environ.get("TORCHELASTIC_RUN_ID", "default"))
+    directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "checkpoint.pt")
 

@@ -6,12 +6,12 @@ import torch
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
-from barrierlab.scenarios.rank0_prepares_data import download, read_rows, shared_folder
+from barrierlab.scenarios import shared_folder, torchrun_main
+from barrierlab.scenarios.rank0_prepares_data import download, read_rows
 
 
 def scenario(folder=None):
-    folder = folder or shared_folder()
+    folder = shared_folder(folder)
     rank = dist.get_rank()
     header = [None]
     if rank == 0:

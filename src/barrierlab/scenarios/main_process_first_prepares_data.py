@@ -3,13 +3,13 @@
 import os
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
-from barrierlab.scenarios.rank0_prepares_data import download, read_rows, shared_folder
+from barrierlab.scenarios import shared_folder, torchrun_main
+from barrierlab.scenarios.rank0_prepares_data import download, read_rows
 from barrierlab.sync import main_process_first
 
 
 def scenario(folder=None, fail_after=None):
-    folder = folder or shared_folder()
+    folder = shared_folder(folder)
     path = os.path.join(folder, "train.csv")
     with main_process_first() as is_main:  # the others wait here; rank 0 runs the body first
         if is_main:

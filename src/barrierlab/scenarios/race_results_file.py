@@ -2,13 +2,12 @@
 
 import os
 import random
-import tempfile
 import time
 
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 #: How long a phase takes on one rank (seconds): a quick or a slow one...
 PHASE_SECONDS = (0.0, 0.24)
@@ -28,17 +27,10 @@ def delays(seed, rank):
     return setup, evaluate
 
 
-def shared_tempdir():
-    """A fresh directory every rank uses (made by rank 0, its name broadcast): for torchrun on one machine."""
-    box = [tempfile.mkdtemp(prefix="results-") if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def scenario(workdir="", seed=0, barrier_after=()):
     """Three phases; ``barrier_after`` names the phases followed by a (debugging) barrier."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    workdir = workdir or shared_tempdir()
+    workdir = shared_folder(workdir)
     path = os.path.join(workdir, "results.csv")
     setup_time, evaluate_time = delays(seed, rank)
 

@@ -3,13 +3,12 @@
 import json
 import os
 import random
-import tempfile
 import time
 
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 #: How long a phase takes on one rank: a small or a large batch (seconds).
 BATCH_SECONDS = (0.0, 0.2)
@@ -27,13 +26,6 @@ def delays(seed, rank):
     rng = random.Random(seed * 1000 + rank)
     tokenize, write = rng.choice(BATCH_SECONDS), rng.choice(BATCH_SECONDS)
     return tokenize, write + (VOCABULARY_SECONDS if rank == 0 else 0.0)
-
-
-def shared_tempdir():
-    """A fresh directory every rank uses (made by rank 0, its name broadcast): for torchrun on one machine."""
-    box = [tempfile.mkdtemp(prefix="shards-") if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
 
 
 def tokenize(rank, seconds):
@@ -63,7 +55,7 @@ def build_index(workdir, world_size):
 def scenario(workdir="", seed=0, barrier_after=()):
     """Three phases; ``barrier_after`` names the phases followed by a (debugging) barrier."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    workdir = workdir or shared_tempdir()
+    workdir = shared_folder(workdir)
     tokenize_time, write_time = delays(seed, rank)
 
     lines = tokenize(rank, tokenize_time)               # phase 1: every rank, its own data

@@ -1,13 +1,12 @@
 """Rank 0 downloads the data set while the others wait at a barrier; then every rank reads it."""
 
 import os
-import tempfile
 import time
 
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 ROWS = 1000
 
@@ -30,15 +29,8 @@ def read_rows(path):
         return f.read().splitlines()
 
 
-def shared_folder():
-    """A fresh folder every rank of this machine agrees on (rank 0 makes it and tells the others)."""
-    box = [tempfile.mkdtemp(prefix="barrierlab-data-") if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def scenario(folder=None, fail_after=None):
-    folder = folder or shared_folder()
+    folder = shared_folder(folder)
     path = os.path.join(folder, "train.csv")
     if dist.get_rank() == 0:
         with span("download", kind="io"):

@@ -6,12 +6,12 @@ import time
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
-from barrierlab.scenarios.rank0_prepares_data import download, read_rows, shared_folder
+from barrierlab.scenarios import shared_folder, torchrun_main
+from barrierlab.scenarios.rank0_prepares_data import download, read_rows
 
 
 def scenario(folder=None, setup_seconds=(0.0, 0.0, 0.5, 1.3)):
-    folder = folder or shared_folder()
+    folder = shared_folder(folder)
     path = os.path.join(folder, "train.csv")
     rank = dist.get_rank()
     if rank == 0:

@@ -2,23 +2,13 @@
 
 import json
 import os
-import tempfile
 import time
 from datetime import timedelta
 
 import torch.distributed as dist
 
 from barrierlab import span
-from barrierlab.scenarios import torchrun_main
-
-
-def shared_folder(folder):
-    """``folder`` if given; else a new temporary folder that rank 0 makes and broadcasts (one machine)."""
-    if folder is not None:
-        return folder
-    box = [tempfile.mkdtemp(prefix="handoff-") if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+from barrierlab.scenarios import shared_folder, torchrun_main
 
 
 def build_vocab():
