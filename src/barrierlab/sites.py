@@ -41,7 +41,7 @@ class Site:
         cell = self.cell
         if cell:
             return f"cell {cell}, line {self.line}"
-        return f"{_short(self.file)}:{self.line}"
+        return f"{short_path(self.file)}:{self.line}"
 
     @property
     def code(self) -> str:
@@ -53,7 +53,7 @@ class Site:
         return f"{where}: {code}" if code else where
 
 
-def _short(path: str) -> str:
+def short_path(path: str) -> str:
     """A path as a learner would name it: relative to the current directory when inside it, else as a
     module path relative to its entry on ``sys.path`` (``barrierlab/scenarios/x.py``), else as given."""
     import sys

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 
+from barrierlab.sites import short_path
+
 
 class Source:
     """The source of a function: displays as highlighted code in Jupyter, as plain text elsewhere."""
 
     def __init__(self, fn) -> None:
+        fn = inspect.unwrap(fn)  # a decorated function (e.g. a @contextmanager) lives where it was written
         self.fn = fn
         lines, self.first_line = inspect.getsourcelines(fn)
         self.text = "".join(lines)
@@ -26,8 +29,7 @@ class Source:
         from pygments.lexers import PythonLexer
 
         formatter = HtmlFormatter(linenos="inline", linenostart=self.first_line, noclasses=True, style="default")
-        name = self.file.split("site-packages/")[-1].split("src/")[-1]
-        return f"<div style='font-size:90%;color:#555'>{name}</div>" + highlight(self.text, PythonLexer(), formatter)
+        return f"<div style='font-size:90%;color:#555'>{short_path(self.file)}</div>" + highlight(self.text, PythonLexer(), formatter)
 
 
 def show(fn) -> Source:
