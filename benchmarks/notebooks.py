@@ -2,7 +2,7 @@
 
     python benchmarks/notebooks.py                      # every notebook in notebooks/
     python benchmarks/notebooks.py --cpus 1             # on one CPU, like a Binder pod
-    python benchmarks/notebooks.py notebooks/04_*.ipynb
+    python benchmarks/notebooks.py notebooks/05_*.ipynb
 
 Each notebook is copied to a temp dir and executed there with nbclient (scripts/run_notebooks.py's
 ``execute``), so the repository's notebooks are never touched.  "peak MiB" is the largest PSS, sampled every

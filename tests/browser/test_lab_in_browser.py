@@ -10,7 +10,7 @@ Teardown stops the server and checks that no process it started (kernels, barrie
 is still running.
 
 Which notebooks: ``BARRIERLAB_BROWSER_NOTEBOOKS`` (paths relative to the repository, separated by spaces or
-commas; globs allowed), default notebooks 00 and 04.  Which browser:
+commas; globs allowed), default notebooks 00 and 05.  Which browser:
 ``BARRIERLAB_CHROMIUM`` or the first of chromium / chromium-browser / google-chrome on PATH.  Without a
 browser or Playwright the tests skip, except under CI (``CI`` set and not "false"), where they fail.
 """

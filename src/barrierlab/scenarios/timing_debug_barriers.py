@@ -34,7 +34,7 @@ def scenario(steps=20, jitter=0.03, seed=0):
 
 
 def predicted_seconds(world_size, steps=20, jitter=0.03, seed=0, debug_barriers=False, latency=0.001):
-    """The cost model of notebook 04: with a barrier per step, each step takes its slowest rank's time plus
+    """The cost model of notebook 05: with a barrier per step, each step takes its slowest rank's time plus
     the barrier latency; without, each rank runs at its own pace and the loop ends with the slowest total."""
     per_rank = [step_seconds(seed, rank, steps, jitter) for rank in range(world_size)]
     if debug_barriers:
