@@ -1,0 +1,273 @@
+"""A live view of every rank while ``barrierlab.run`` waits: what each rank is doing now, a small lane of
+what it did so far, and the time left to the deadline.
+
+It reads the event files the ranks already write (``record.py``), incrementally and with a bound on how
+much it reads per refresh, from a daemon thread of its own: the launcher's wait and its deadline never
+wait for the view.  Where it shows:
+
+* in a notebook opened in a Jupyter front end (a kernel started by a Jupyter server, which sets
+  ``JPY_SESSION_NAME``): an HTML display updated in place a few times a second, emptied when the run
+  ends so that the run's own result is what stays under the cell;
+* in a terminal: one status line on stderr, rewritten in place, erased at the end;
+* nowhere otherwise (nbval, nbclient, ``make notebooks``, output piped to a file), so stored notebooks
+  and logs hold only the final result.
+
+``BARRIERLAB_LIVE=0`` turns it off everywhere, ``BARRIERLAB_LIVE=1`` turns it on in any kernel or terminal;
+``run(..., live=False/True)`` does the same for one call.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: Seconds between refreshes: smooth enough to watch a barrier fill up, cheap enough to go unnoticed.
+REFRESH = 0.25
+#: The view appears only for runs that last longer than this: a 50 ms launch never draws anything.
+SHOW_AFTER = 0.4
+#: Bytes read from one rank's event file per refresh; a rank that floods its record is skipped ahead.
+READ_BUDGET = 256 * 1024
+#: Intervals kept per rank for its lane (oldest dropped first).
+LANE_KEEP = 400
+
+
+@dataclass
+class _Open:
+    kind: str
+    name: str
+    seq: int | None
+    start: float
+    site: tuple[str, int, str] | None
+
+
+@dataclass
+class RankLive:
+    """What the view knows of one rank: its open calls, the intervals it has finished, and how it ended."""
+
+    rank: int
+    t0: float | None = None
+    open: dict[int, _Open] = field(default_factory=dict)
+    done: list[tuple[str, float, float]] = field(default_factory=list)  # (kind, start, end), since launch
+    ended: str | None = None  # "finished", "raised RuntimeError", "exited with code 3", ...
+    skipped_bytes: int = 0
+
+
+class EventTail:
+    """Reads the lines appended to one rank's event file since the last call, never more than a budget."""
+
+    def __init__(self, path: str, launch_t0: float) -> None:
+        self.path = path
+        self.launch_t0 = launch_t0
+        self.offset = 0
+        self.partial = b""
+
+    def poll(self, state: RankLive, budget: int = READ_BUDGET) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size - self.offset > 16 * budget:  # flooded: jump to the recent past, forget the middle
+                    state.skipped_bytes += size - budget - self.offset
+                    self.offset, self.partial = size - budget, b""
+                    state.open.clear()
+                    f.seek(self.offset)
+                    f.readline()  # drop the line we landed in the middle of
+                    self.offset = f.tell()
+                f.seek(self.offset)
+                data = f.read(budget)
+        except FileNotFoundError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self._apply(line, state)
+
+    def _apply(self, line: bytes, state: RankLive) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if "meta" in event:
+            state.t0 = event.get("t0", state.t0)
+            return
+        event_id = event.get("id")
+        if "end" in event:
+            opened = state.open.pop(event_id, None)
+            if opened is not None:
+                state.done.append((opened.kind, opened.start, event["end"] - self.launch_t0))
+                del state.done[:-LANE_KEEP]
+            return
+        if "t" in event:
+            site = (event["file"], event.get("line", 0), event.get("func", "")) if "file" in event else None
+            state.open[event_id] = _Open(event.get("kind", "?"), str(event.get("name", "?")), event.get("seq"),
+                                         event["t"] - self.launch_t0, site)
+
+
+def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None = None) -> str:
+    """One line: what the rank is doing at ``now`` (seconds since launch)."""
+    if state.ended:
+        return state.ended
+    if not state.open:
+        return "running your code" if state.t0 is not None or state.done else "starting"
+    current = state.open[max(state.open)]
+    label = f"{current.name} #{current.seq}" if current.seq else current.name
+    text = f"in {label} since {now - current.start:.1f} s"
+    if current.kind == "span":
+        text = f"in span '{current.name}' since {now - current.start:.1f} s"
+    if current.site and where is not None:
+        text += f" — {where(current.site)}"
+    return text
+
+
+_COLOURS = {"collective": "#E69F00", "p2p": "#CC79A7", "wait": "#E69F00", "span": "#56B4E9"}
+
+
+def lane_svg(state: RankLive, now: float, horizon: float, width: int = 220, height: int = 12) -> str:
+    """A small SVG lane: the calls the rank has been in (collectives orange, spans blue), up to ``now``."""
+    scale = width / max(horizon, 1e-9)
+    rects = [f'<rect x="0" y="0" width="{min(now, horizon) * scale:.1f}" height="{height}" fill="#eee"/>']
+    intervals = list(state.done) + [(o.kind, o.start, now) for o in state.open.values()]
+    for kind, start, end in intervals:
+        x, w = max(start, 0.0) * scale, max((min(end, horizon) - max(start, 0.0)) * scale, 1.0)
+        rects.append(f'<rect x="{x:.1f}" y="1" width="{w:.1f}" height="{height - 2}" '
+                     f'fill="{_COLOURS.get(kind, "#999")}"/>')
+    return (f'<svg width="{width}" height="{height}" style="vertical-align:middle">' + "".join(rects)
+            + "</svg>")
+
+
+def render_html(states: list[RankLive], now: float, deadline: float, where=None) -> str:
+    rows = []
+    for s in states:
+        colour = "#1b7837" if s.ended == "finished" else ("#b2182b" if s.ended else "#333")
+        rows.append(f"<tr><td>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
+                    f"<td style='text-align:left;color:{colour}'>{html.escape(describe(s, now, where))}</td></tr>")
+    left = max(deadline - now, 0.0)
+    return ("<div style='font-family:monospace;font-size:12px'>"
+            f"<b>barrierlab</b>: {len(states)} ranks, {now:.1f} s elapsed, deadline in {left:.1f} s"
+            "<table style='border-collapse:collapse'>" + "".join(rows) + "</table></div>")
+
+
+def render_line(states: list[RankLive], now: float, deadline: float) -> str:
+    ended = sum(1 for s in states if s.ended)
+    waiting = [s.rank for s in states if not s.ended and any(o.kind != "span" for o in s.open.values())]
+    text = f"barrierlab: {now:.1f} s, deadline in {max(deadline - now, 0):.1f} s · {ended}/{len(states)} ended"
+    if waiting:
+        text += " · in a collective: ranks " + ", ".join(map(str, waiting))
+    return text
+
+
+def _setting(live: bool | None) -> bool | None:
+    if live is not None:
+        return live
+    value = os.environ.get("BARRIERLAB_LIVE", "").strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    return None
+
+
+def _in_kernel() -> bool:
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and "ipykernel" in sys.modules and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def choose(live: bool | None) -> str:
+    """Which view to show: "notebook", "terminal" or "none" (see the module docstring)."""
+    setting = _setting(live)
+    if setting is False:
+        return "none"
+    if _in_kernel():
+        return "notebook" if setting or os.environ.get("JPY_SESSION_NAME") else "none"
+    stream = sys.__stderr__
+    if setting or (stream is not None and stream.isatty()):
+        return "terminal"
+    return "none"
+
+
+class LiveView:
+    """Shows the ranks of one run until :meth:`close`; every method returns at once."""
+
+    def __init__(self, kind: str, event_paths: list[str], launch_t0: float, deadline: float,
+                 endings: Callable[[], dict[int, str]], where: Callable[[tuple], str] | None = None) -> None:
+        self.kind = kind
+        self.deadline = deadline
+        self.launch_t0 = launch_t0
+        self.endings = endings
+        self.where = where
+        self.states = [RankLive(rank) for rank in range(len(event_paths))]
+        self.tails = [EventTail(p, launch_t0) for p in event_paths]
+        self._stop = threading.Event()
+        self._draw_lock = threading.Lock()
+        self._handle = None
+        self._shown = False
+        self._thread: threading.Thread | None = None
+        if kind != "none":
+            self._thread = threading.Thread(target=self._loop, name="barrierlab-live", daemon=True)
+            self._thread.start()
+
+    def refresh(self) -> None:
+        now = time.monotonic() - self.launch_t0
+        endings = self.endings()
+        for tail, state in zip(self.tails, self.states):
+            tail.poll(state)
+            state.ended = endings.get(state.rank, state.ended)
+        self._draw(now)
+
+    def _loop(self) -> None:
+        if self._stop.wait(SHOW_AFTER):
+            return
+        while not self._stop.is_set():
+            try:
+                self.refresh()
+            except Exception:  # a view must never break the run it shows
+                return
+            self._stop.wait(REFRESH)
+
+    def _draw(self, now: float) -> None:
+        with self._draw_lock:
+            if not self._stop.is_set():
+                self._show(now)
+
+    def _show(self, now: float) -> None:
+        if self.kind == "notebook":
+            from IPython.display import HTML, display
+
+            content = HTML(render_html(self.states, now, self.deadline, self.where))
+            if self._handle is None:
+                self._handle = display(content, display_id=True)
+            else:
+                self._handle.update(content)
+        elif self.kind == "terminal":
+            line = render_line(self.states, now, self.deadline)
+            sys.__stderr__.write("\r\x1b[2K" + line[:160])
+            sys.__stderr__.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        """Stop refreshing and take the view away, so only the run's result stays."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=REFRESH * 2)
+        with self._draw_lock:
+            if self._shown:
+                self._erase()
+
+    def _erase(self) -> None:
+        try:
+            if self.kind == "notebook" and self._handle is not None:
+                from IPython.display import HTML
+
+                self._handle.update(HTML(""))
+            elif self.kind == "terminal":
+                sys.__stderr__.write("\r\x1b[2K")
+                sys.__stderr__.flush()
+        except Exception:
+            pass
