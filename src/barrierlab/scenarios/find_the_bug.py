@@ -14,13 +14,17 @@ def average(value):
     return total.item() / dist.get_world_size()
 
 
-def evaluate(model, rank):
-    """Validation loss of ``model`` on this rank's share of the validation set, averaged over ranks."""
+def local_loss(model, rank):
+    """Validation loss of ``model`` on this rank's share of the validation set."""
     generator = torch.Generator().manual_seed(100 + rank)
     x = torch.randn(16, 4, generator=generator)
     with torch.no_grad():
-        loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
-    return average(loss.item())
+        return ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean().item()
+
+
+def evaluate(model, rank):
+    """Validation loss of ``model``, averaged over every rank's share of the validation set."""
+    return average(local_loss(model, rank))
 
 
 def train_step(model, rank, step, lr=0.1):

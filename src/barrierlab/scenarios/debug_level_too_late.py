@@ -1,0 +1,33 @@
+"""TORCH_DISTRIBUTED_DEBUG set inside a running rank: only groups created afterwards are checked."""
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from barrierlab.scenarios import torchrun_main
+
+
+def scenario():
+    levels = [str(dist.get_debug_level())]
+    os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"  # too late: torch read it at import
+    levels.append(str(dist.get_debug_level()))
+    dist.set_debug_level_from_env()  # re-read it now
+    levels.append(str(dist.get_debug_level()))
+    outcome = {"levels": levels}
+    for name, group in (("new group", dist.new_group()), ("default group", None)):
+        try:  # the same mismatch on each group: barrier on rank 0, all_reduce elsewhere
+            if dist.get_rank() == 0:
+                dist.barrier(group=group)
+            else:
+                dist.all_reduce(torch.ones(1), group=group)
+            outcome[name] = "no error"
+        except RuntimeError as error:
+            from barrierlab.diagnose import explain_error
+
+            outcome[name] = (explain_error(str(error)) or ("other error",))[0]
+    return outcome
+
+
+if __name__ == "__main__":
+    torchrun_main(scenario)

@@ -1,0 +1,18 @@
+"""An all_reduce whose tensor is longer on rank 0: the other ranks return unreduced data with no error."""
+
+import torch
+import torch.distributed as dist
+
+from barrierlab.scenarios import torchrun_main
+
+
+def scenario(size_on_rank0=4, size_elsewhere=2):
+    rank = dist.get_rank()
+    size = size_on_rank0 if rank == 0 else size_elsewhere  # e.g. a metric list one rank grew by mistake
+    values = torch.full((size,), float(rank + 1))  # rank r holds r + 1
+    dist.all_reduce(values)  # the sum over 4 ranks would be 1 + 2 + 3 + 4 = 10
+    return values.tolist()
+
+
+if __name__ == "__main__":
+    torchrun_main(scenario)
