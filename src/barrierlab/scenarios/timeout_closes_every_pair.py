@@ -10,13 +10,11 @@ from barrierlab.scenarios import torchrun_main
 
 
 def _outcome(what, t0, error=None):
+    """(what, seconds since the start, "ok" or the kind of error as barrierlab names it)."""
     from barrierlab.diagnose import explain_error
 
-    seconds = time.monotonic() - t0
-    if error is None:
-        return f"{what}: ok after {seconds:.1f} s"
-    kind = (explain_error(str(error)) or ("error",))[0]
-    return f"{what}: failed after {seconds:.1f} s ({kind})"
+    kind = "ok" if error is None else (explain_error(str(error)) or ("error",))[0]
+    return what, round(time.monotonic() - t0, 2), kind
 
 
 def scenario(wait=0.3):
