@@ -305,5 +305,6 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
 
     folder = os.path.dirname(scenarios.__file__)
     flagged = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(folder, "*.py")) if lint_file(p)}
-    assert flagged == {"barrier_on_rank0", "barrier_vs_all_reduce", "early_return", "extra_barrier",
-                       "find_the_bug", "hidden_collective", "uneven_data"}
+    assert flagged == {"barrier_on_rank0", "barrier_vs_all_reduce", "debug_level_too_late", "early_return",
+                       "extra_barrier", "find_the_bug", "hidden_collective", "monitored_barrier_missing",
+                       "object_vs_tensor_broadcast", "rank_exits_mid_job", "uneven_data"}

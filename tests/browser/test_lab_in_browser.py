@@ -35,7 +35,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
-DEFAULT_NOTEBOOKS = "notebooks/00_*.ipynb notebooks/04_*.ipynb"
+DEFAULT_NOTEBOOKS = "notebooks/00_*.ipynb notebooks/05_*.ipynb"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: Launch flags known to work in containers without a GPU, a sandbox or network access.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
