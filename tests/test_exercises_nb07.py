@@ -1,0 +1,157 @@
+"""Notebook 07's check rejects the wrong fixes of the results-file races and passes the right ones."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from barrierlab.exercises import nb07
+from barrierlab.scenarios import race_results_file
+
+HEADER = race_results_file.HEADER
+
+
+def unsolved(workdir, seed=0):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+    time.sleep(evaluate_s)
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    if rank == 0:
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
+def _with_meeting(meet, workdir, seed=0):
+    """The unsolved job with ``meet()`` after each of the first two phases (a barrier or a dummy collective)."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+    meet()
+    time.sleep(evaluate_s)
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    meet()
+    if rank == 0:
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
+def dummy_all_reduce():
+    dist.all_reduce(torch.zeros(1))  # "not a barrier"
+
+
+with_barriers = functools.partial(_with_meeting, dist.barrier)
+with_dummy_all_reduce = functools.partial(_with_meeting, dummy_all_reduce)
+
+
+def with_sleeps(workdir, seed=0):
+    """Sleep instead of ordering: the appenders wait for the file, rank 0 waits for the appenders."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+    else:
+        time.sleep(0.4)  # "long enough for rank 0 to create the file"
+    time.sleep(evaluate_s)
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    if rank == 0:
+        time.sleep(1.0)  # "long enough for everyone to append"
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
+def only_rank0_writes_everything(workdir, seed=0):
+    """Rank 0 writes every rank's line itself: no race, but it waits for nobody's result."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER] + [f"{r},{round(0.9 + r / 100, 2)}" for r in range(world_size)]) + "\n")
+        return f"{world_size} of {world_size} results"
+    return rank
+
+
+def one_writer_with_gather(workdir, seed=0):
+    """The notebook's solution: results travel to rank 0 with dist.gather; rank 0 alone writes the file."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    time.sleep(evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    rows = [torch.zeros(1, dtype=torch.float64) for _ in range(world_size)] if rank == 0 else None
+    dist.gather(torch.tensor([accuracy], dtype=torch.float64), rows, dst=0)
+    if rank == 0:
+        lines = [HEADER] + [f"{r},{round(t.item(), 2)}" for r, t in enumerate(rows)]
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
+        return f"{world_size} of {world_size} results"
+    return accuracy
+
+
+def two_store_signals(workdir, seed=0):
+    """The other right fix: rank 0 signals "file created", every rank signals "appended"."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    store = dist.FileStore(os.path.join(workdir, "results.store"), world_size)
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+        store.set("created", "1")
+    time.sleep(evaluate_s)
+    store.wait(["created"], timedelta(seconds=5))
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    store.set(f"appended-{rank}", "1")
+    if rank == 0:
+        store.wait([f"appended-{r}" for r in range(world_size)], timedelta(seconds=5))
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
+@pytest.mark.parametrize("answer, says", [
+    (unsolved, "not yet"),
+    (with_barriers, "barrier"),
+    (with_dummy_all_reduce, "all_reduce"),
+    (with_sleeps, "sleep"),
+])
+def test_check_rejects_wrong_fixes(answer, says):
+    feedback = nb07.check_results(answer)
+    assert not feedback.passed, feedback.message
+    assert feedback.message.startswith("✗") and says in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize("answer", [one_writer_with_gather, two_store_signals])
+def test_check_passes_right_fixes(answer):
+    feedback = nb07.check_results(answer)
+    assert feedback.passed, feedback.message
+    assert feedback.message.startswith("✓")
