@@ -8,8 +8,9 @@ import torch.distributed as dist
 from barrierlab.scenarios import torchrun_main
 
 
-def scenario(repeats=30, warmup=5):
-    """Call ``dist.barrier()`` back to back; return the median seconds one call took on this rank."""
+def scenario(repeats=30, warmup=5, samples=False):
+    """Call ``dist.barrier()`` back to back; return the median seconds one call took on this rank
+    (``samples=True``: every call's seconds, to show the spread)."""
     for _ in range(warmup):
         dist.barrier()  # the first calls pay for connecting and allocating
     took = []
@@ -17,7 +18,7 @@ def scenario(repeats=30, warmup=5):
         start = time.perf_counter()
         dist.barrier()
         took.append(time.perf_counter() - start)
-    return statistics.median(took)
+    return took if samples else statistics.median(took)
 
 
 if __name__ == "__main__":
