@@ -75,7 +75,7 @@ def all_reduce_after_write(folder, steps=4, delay=0.15, base_compute=0.05):
 
 
 @pytest.mark.parametrize("answer, says", [
-    (unsolved, "inside the loop"),
+    (unsolved, "meet before writing (barrier, 4 times per rank)"),
     (all_reduce_in_the_loop, "all_reduce"),
     (sleep_instead_of_barrier, "sleep"),
     (extra_barrier, "protect nothing"),
