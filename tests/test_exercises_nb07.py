@@ -115,6 +115,22 @@ def one_writer_with_gather(workdir, seed=0):
     return accuracy
 
 
+def one_writer_with_gather_object(workdir, seed=0):
+    """Right order, but gather_object all_gathers the sizes first: every rank waits for every rank."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    rows = [None] * world_size if rank == 0 else None
+    dist.gather_object(f"{rank},{accuracy}", rows, dst=0)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER, *rows]) + "\n")
+        return f"{world_size} of {world_size} results"
+    return accuracy
+
+
 def two_store_signals(workdir, seed=0):
     """The other right fix: rank 0 signals "file created", every rank signals "appended"."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -143,6 +159,7 @@ def two_store_signals(workdir, seed=0):
     (with_barriers, "barrier"),
     (with_dummy_all_reduce, "all_reduce"),
     (with_sleeps, "sleep"),
+    (one_writer_with_gather_object, "gather_object first all_gathers"),
 ])
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb07.check_results(answer)
