@@ -155,25 +155,41 @@ def call_site() -> tuple | None:
     return site + (callers,) if callers else site
 
 
+_SHAPE_TEXT: dict = {}
+_DTYPE_TEXT: dict = {}
+
+
+def _describe(tensor) -> tuple[str, str]:
+    """JSON text of a tensor's shape and dtype name, cached: a training loop repeats the same few."""
+    shape, dtype = tensor.shape, tensor.dtype
+    text = _SHAPE_TEXT.get(shape)
+    if text is None:
+        text = _SHAPE_TEXT[shape] = "[" + ",".join(map(str, shape)) + "]"
+    name = _DTYPE_TEXT.get(dtype)
+    if name is None:
+        name = _DTYPE_TEXT[dtype] = '"' + str(dtype).removeprefix("torch.") + '"'
+    return text, name
+
+
 def _shapes(args: tuple, kwargs: dict) -> str:
     """``,"sizes":[[4,2]],"dtypes":["float32"]`` for the tensors a collective was given (at most 8)."""
     sizes, dtypes = [], []
-    for value in (*args, *kwargs.values()):
+    for value in (args or kwargs.values()):
         if isinstance(value, _Tensor):
-            tensors = (value,)
+            shape, dtype = _describe(value)
+            sizes.append(shape)
+            dtypes.append(dtype)
         elif isinstance(value, (list, tuple)) and value and isinstance(value[0], _Tensor):
-            tensors = value[:8]
-        else:
-            continue
-        for tensor in tensors:
-            if isinstance(tensor, _Tensor):
-                sizes.append("[" + ",".join(map(str, tensor.shape)) + "]")
-                dtypes.append(str(tensor.dtype)[6:])
+            for tensor in value[:8]:
+                if isinstance(tensor, _Tensor):
+                    shape, dtype = _describe(tensor)
+                    sizes.append(shape)
+                    dtypes.append(dtype)
         if len(sizes) >= 8:
             break
     if not sizes:
         return ""
-    return ',"sizes":[' + ",".join(sizes) + '],"dtypes":["' + '","'.join(dtypes) + '"]'
+    return ',"sizes":[' + ",".join(sizes) + '],"dtypes":[' + ",".join(dtypes) + "]"
 
 
 def _wrap(name: str, original, numbered: bool):
@@ -222,6 +238,8 @@ ISSUERS = (
     ("nn/parallel/distributed.py", "_sync_module_buffers", "DDP's forward broadcast of buffers"),
     ("nn/parallel/distributed.py", "_match_all_reduce_for_bwd_pass", "DDP Join's shadow gradient {op}"),
     ("nn/parallel/distributed.py", "_match_unused_params_allreduce", "DDP Join's shadow {op} of unused parameters"),
+    ("nn/parallel/distributed.py", "_pre_forward", "DDP forward's {op} (buffers, before the module runs)"),
+    ("nn/parallel/distributed.py", "_post_forward", "DDP forward's {op} (after the module ran)"),
     ("nn/parallel/distributed.py", "", "DDP's {op}"),
     ("distributed/fsdp/", "", "FSDP's {op}"),
     ("distributed/_composable/", "", "FSDP's {op}"),
@@ -234,8 +252,8 @@ ISSUERS = (
 
 def issuer(op: str, torch_frames: list[tuple[str, int, str]], in_backward: bool) -> str:
     """Who issued a collective that did not come from the learner's own ``torch.distributed`` call."""
-    for file, _line, func in torch_frames:
-        for fragment, name, phrase in ISSUERS:
+    for fragment, name, phrase in ISSUERS:  # the most specific pattern first, wherever its frame is
+        for file, _line, func in torch_frames:
             if fragment in file and (not name or name == func):
                 return phrase.format(op=op, func=func)
     if in_backward:
@@ -277,7 +295,7 @@ def _flight_entries() -> dict | None:
         in_backward = any(f[2] == "_engine_run_backward" for f in torch_frames)
         pg = e.get("process_group") or ("", "")
         entries.append({
-            "rid": e.get("record_id"), "pg": pg[1] if len(pg) > 1 else str(pg[0]),
+            "rid": e.get("record_id"), "pg": str(pg[0]),
             "seq": e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id"),
             "p2p": bool(e.get("is_p2p")), "op": op, "ns": e.get("time_created_ns"),
             "sizes": e.get("input_sizes"), "dtypes": e.get("input_dtypes"), "out": e.get("output_sizes"),
@@ -460,7 +478,7 @@ class FlightEntry:
     rank: int
     seq: int
     op: str
-    group: str = "default_pg"
+    group: str = "0"  # the process group's name: "0" is the default group
     p2p: bool = False
     start: float | None = None  # seconds since t0 when torch created the entry
     sizes: list[list[int]] | None = None
