@@ -256,3 +256,10 @@ def test_broadcast_object_list_against_broadcast_is_a_silent_pairing():
     d = run.diagnosis
     assert d.kind == "silently-paired", d
     assert "broadcast_object_list" in d.headline and "broadcast" in d.headline
+
+
+def test_a_rank_stopped_at_the_deadline_leaves_its_flight_record():
+    run = bl.run(ddp_uneven_batches, 2, timeout=60, deadline=4, linger=True)
+    assert run.statuses == ["finished", "stopped at deadline"]
+    assert run[1].flight is not None and max(e.seq for e in run[1].flight) == 8  # copied when its thread stalled
+    assert "DDP backward's gradient all_reduce" in run.diagnosis.headline

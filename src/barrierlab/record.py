@@ -314,7 +314,7 @@ def dump_flight(recorder: "_Recorder | None" = None) -> bool:
     data = _flight_entries()
     if data is None:
         return False
-    data["t"] = time.monotonic()
+    data["at"] = time.monotonic()  # not "t": readers take a line with "t" for an event entry
     try:
         recorder.write(data)
     except (OSError, TypeError, ValueError):
