@@ -131,9 +131,9 @@ _watch: "_StallWatch | None" = None
 _originals: dict[tuple[object, str], object] = {}
 
 
-def call_site() -> tuple | None:
-    """The innermost frame outside torch and barrierlab's machinery: the learner's line, then up to
-    :data:`CALLERS_KEPT` learner frames further out (the lines that called into a helper)."""
+def call_site(callers: bool = True) -> tuple | None:
+    """The innermost frame outside torch and barrierlab's machinery: the learner's line, then (for
+    collectives) up to :data:`CALLERS_KEPT` learner frames further out (the lines that called into a helper)."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -143,6 +143,8 @@ def call_site() -> tuple | None:
     if frame is None:
         return None
     site = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    if not callers:
+        return site
     callers = []
     outer = frame.f_back
     while outer is not None and len(callers) < CALLERS_KEPT:
@@ -417,7 +419,7 @@ def span(name: str, kind: str = "compute") -> Iterator[None]:
         return
     if kind not in SPAN_KINDS:
         raise ValueError(f"span kind must be one of {', '.join(SPAN_KINDS)}, not {kind!r}")
-    event_id = recorder.enter(kind, name, False, call_site())
+    event_id = recorder.enter(kind, name, False, call_site(callers=False))
     try:
         yield
     except BaseException as error:
