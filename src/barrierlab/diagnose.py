@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from barrierlab.record import Event, Flight, FlightEntry
+from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
 from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED, Run, _signal_name, tidy
 from barrierlab.sites import Site
 
@@ -343,6 +343,7 @@ class Facts:
     flights: dict[int, Flight] = field(default_factory=dict)
     split: _Split | None = None
     shapes: list[str] = field(default_factory=list)  # evidence of different sizes / dtypes at one position
+    shape_at: str = ""  # which collective that was, and where
     evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
 
     @property
@@ -361,7 +362,7 @@ def facts(run: Run) -> Facts:
         f.evidence = _mispairing_evidence(calls, f.mispaired)
     f.flights = flights(run)
     f.split = _flight_split(f.flights)
-    f.shapes = _shape_mismatches(calls, f.flights)
+    f.shapes, f.shape_at = _shape_mismatches(calls, f.flights)
     return f
 
 
@@ -386,7 +387,7 @@ def _shape_text(sizes, dtypes) -> str:
     return f"{shapes} ({', '.join(dict.fromkeys(d.lower() for d in dtypes or ()))})" if shapes else "no tensors"
 
 
-def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> list[str]:
+def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str]:
     """Evidence of the first collective the ranks made together with different sizes or dtypes."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
@@ -399,7 +400,8 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
                 return [f"{e0.name} #{i + 1} at {_where(e0)} got different tensors: "
-                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))]
+                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))], \
+                    f"{e0.name} #{i + 1} at {_place(e0)}"
     split = _flight_split(found)
     by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
     common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
@@ -410,10 +412,14 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         ops = {e.op for e in at.values()}
         if len(ops) == 1 and ops <= {"all_reduce", "broadcast", "reduce"} and all(e.sizes for e in at.values()):
             if len({(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}) > 1:
+                first = at[min(at)]
+                source = first.call or first
                 return [f"collective #{position} of the group ({next(iter(ops))}) got different tensors: "
                         + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, from {_entry_origin(e)}"
-                                    for r, e in sorted(at.items()))]
-    return []
+                                    for r, e in sorted(at.items()))], \
+                    f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, " \
+                    f"at {_place(source)}"
+    return [], ""
 
 
 def json_key(value) -> str:
@@ -435,11 +441,35 @@ def _entry_origin(entry: FlightEntry) -> str:
 
 
 def _callers_text(callers) -> str:
-    """', called from cell In[3], line 9' for the learner's frames outside a helper (the outermost one)."""
+    """', called from train.py:40, in main: ...': the innermost caller in the learner's own file (the file
+    of the outermost frame recorded, the function the run started), so a wait inside a helper or a
+    framework stand-in names the learner's line that led there."""
     if not callers:
         return ""
-    file, line, func = callers[-1]
+    callers = undynamic(list(callers))
+    own = callers[-1][0]
+    file, line, func = next(c for c in callers if c[0] == own)
     return f", called from {Site(file, line, func)}"
+
+
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_TORCH_MARK = ("/torch/", "/site-packages/", "/barrierlab/_rank.py", "/barrierlab/_zygote.py")
+
+
+def _raised_at(result) -> str:
+    """' at train.py:34, in build: ...' — the learner's line where a rank raised, from its traceback.
+    A frame cloudpickle renamed is looked up in the files of the frames around it."""
+    frames = [m.groupdict() for m in map(_TB_FRAME.match, (result.traceback or "").splitlines()) if m]
+    frames = [f for f in frames if not any(mark in f["file"] for mark in _TORCH_MARK)]
+    named = [f for f in frames if not (f["func"] or "").startswith("<") or f["func"] == "<module>"]
+    if not named:
+        return ""
+    last = named[-1]
+    file, line, func = last["file"], int(last["line"]), last["func"] or ""
+    if file.startswith("<"):
+        file = next((f["file"] for f in reversed(frames) if not f["file"].startswith("<")
+                     and defines(f["file"], func, line)), file)
+    return f" at {Site(file, line, func)}"
 
 
 # --- the rules, in order: the first that returns a Diagnosis wins ----------------------------------------
@@ -449,7 +479,7 @@ Rule = Callable[[Facts], "Diagnosis | None"]
 
 def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
-    if f.failed or f.first_diff or f.split or f.shapes or f.mispaired:
+    if f.failed or f.first_diff or f.split or f.shapes:
         return None
     run = f.run
     depth = max((len(c) for c in f.calls.values()), default=0)
@@ -472,12 +502,11 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     if len(underlying) != 1:
         return None
     k = f.first_diff
-    names = sorted({e.name for e in f.at_k.values()})
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k)
     return Diagnosis(
         "silently-paired",
-        f"Different calls paired silently at call #{k}: " + " on some ranks and ".join(names)
-        + " on others — gloo runs both as " + next(iter(underlying)) + ", so they exchanged data that does not "
+        f"Different calls paired silently at call #{k}: " + _ops_at(f)
+        + " — gloo runs both as " + next(iter(underlying)) + ", so they exchanged data that does not "
         "belong together" + (" and nothing failed." if not f.failed else "."),
         evidence,
         "Collectives pair by their position in the group's sequence, not by name: a broadcast_object_list "
@@ -500,8 +529,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
     return Diagnosis(
         "mismatched-collectives",
-        f"Different collectives at the same position: call #{k} is "
-        + " on some ranks and ".join(sorted(names)) + " on others.",
+        f"Different collectives at the same position: call #{k} is {_ops_at(f)}.",
         evidence,
         "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
         "differently (barrier and all_reduce, for example) never pair, so each rank waits for a partner "
@@ -510,6 +538,32 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         "milliseconds while you develop.",
         ranks=sorted(f.at_k), site=_site(next(iter(f.at_k.values()))),
     )
+
+
+def _place(event) -> str:
+    """'train.py:12' (or 'cell In[3], line 4'): where a call was made, without its code."""
+    return Site(event.file, event.line, event.func or "").place if event.file else "an unknown line"
+
+
+def _ops_at(f: Facts) -> str:
+    """"rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6"."""
+    by_op: dict[str, list[int]] = {}
+    for rank, event in sorted(f.at_k.items()):
+        by_op.setdefault(event.name, []).append(rank)
+    return " and ".join(f"{rank_list(rs)}'s {op} at {_place(f.at_k[rs[0]])}{_own_caller(f.at_k[rs[0]])}"
+                        for op, rs in by_op.items())
+
+
+def _own_caller(event) -> str:
+    """' (from train.py:40)': the learner's own line that led into a helper, when the call sits in one."""
+    if not event.callers:
+        return ""
+    callers = undynamic(list(event.callers))
+    own = callers[-1][0]
+    if event.file == own:
+        return ""
+    file, line, func = next(c for c in callers if c[0] == own)
+    return f" (from {Site(file, line, func).place})"
 
 
 def _split_matches_learner_call(f: Facts) -> bool:
@@ -638,21 +692,20 @@ def rule_still_running(f: Facts) -> Diagnosis | None:
 
 def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
     """Ranks passed a call made from different lines together: an extra call shifted the pairing."""
-    if not f.mispaired:
-        return None
+    if not f.mispaired or not f.first_diff:
+        return None  # calls from different lines that pair and never diverge are how main_process_first works
     k = f.first_diff
-    if k is None:  # every rank made the same ops: the shift evened out, or the run ended before it showed
-        where = f"at call #{f.mispaired}"
-        evidence, arrived = list(f.evidence), sorted(f.calls)
-        op = f.calls[arrived[0]][f.mispaired - 1].name
-        headline = (f"A collective was silently paired with a call from a different line {where} ({op}); "
-                    "the ranks' counts evened out later, so nothing failed there.")
-    else:
-        arrived = sorted(f.at_k)
-        op = f.at_k[arrived[0]].name
-        evidence = _arrival_evidence(f)
-        headline = (f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
-                    f"but it started at call #{f.mispaired}.")
+    arrived = sorted(f.at_k)
+    op = f.at_k[arrived[0]].name
+    evidence = _arrival_evidence(f)
+    pairs = {r: c[f.mispaired - 1] for r, c in f.calls.items()}
+    lines: dict[str, list[int]] = {}
+    for rank, event in sorted(pairs.items()):
+        lines.setdefault(_place(event), []).append(rank)
+    headline = (f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
+                f"but it started at call #{f.mispaired}, where "
+                + " paired with ".join(f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}" for where, rs in lines.items())
+                + ".")
     return Diagnosis(
         "silent-mispairing", headline, evidence,
         "Collectives pair by their position in the group's sequence: after an extra call on some ranks, each "
@@ -678,7 +731,7 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
-        f"{event.name} calls at line {event.line} than {rank_list(f.missing)}.",
+        f"{event.name} calls at {_place(event)} than {rank_list(f.missing)}.",
         evidence,
         "Give every rank the same number of iterations (pad or drop the uneven data, as "
         "DistributedSampler(drop_last=True) does), or agree on the count first with an all_reduce(MIN); "
@@ -714,7 +767,7 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     silent = not f.failed
     return Diagnosis(
         "different-sizes",
-        "Ranks passed tensors of different sizes or dtypes to the same collective"
+        f"Ranks passed tensors of different sizes or dtypes to the same collective ({f.shape_at})"
         + (": nothing failed, but the results are wrong." if silent else "."),
         evidence,
         "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
@@ -891,5 +944,6 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     if 0 in causes:
         advice += (" For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
                    "to every rank instead of leaving them waiting.")
+    where = _raised_at(run[causes[0]]) if len(causes) == 1 and run[causes[0]].status == RAISED else ""
     return Diagnosis("rank-failed", f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
-                     f"({statuses}), {consequence}.", evidence, advice, ranks=causes, site=site)
+                     f"({statuses}{where}), {consequence}.", evidence, advice, ranks=causes, site=site)

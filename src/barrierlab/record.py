@@ -26,6 +26,7 @@ import contextlib
 import functools
 import json
 import os
+import ast
 import bisect
 import pickle
 import sys
@@ -58,8 +59,9 @@ _THIS_FILE = os.path.abspath(__file__)
 _LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_zygote.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
 STALL_DUMP = 1.0
-#: How many of the learner's frames outside the innermost one are kept per event (helper -> caller).
-CALLERS_KEPT = 3
+#: How many of the learner's frames outside the innermost one are kept per collective (helper -> caller):
+#: enough to reach the learner's own file through a framework's layers (Trainer.fit -> hook -> helper).
+CALLERS_KEPT = 8
 _Tensor = torch.Tensor
 
 
@@ -524,6 +526,29 @@ class Flight:
         return self.entries[index]
 
 
+@functools.lru_cache(maxsize=64)
+def functions(path: str) -> tuple[tuple[str, int, int], ...]:
+    try:
+        with open(path) as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple((node.name, node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def defines(path: str, func: str, line: int) -> bool:
+    return any(name == func and first <= line <= last for name, first, last in functions(path))
+
+
+def undynamic(frames: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """Frames whose code cloudpickle sent by value (``<dynamic-code>``, e.g. methods of a class defined in the
+    learner's module) placed in the file of another frame that defines that function around that line."""
+    files = list(dict.fromkeys(f for f, _, _ in reversed(frames) if not f.startswith("<")))
+    return [(next((path for path in files if defines(path, func, line)), file) if file.startswith("<") else file,
+             line, func) for file, line, func in frames]
+
+
 def read_meta(path: str) -> dict | None:
     """The first line of an events file: rank, pid, ``t0`` (monotonic) and ``wall`` (time.time() at t0)."""
     try:
@@ -553,6 +578,12 @@ def _resolved(index, file: str, line: int, func: str) -> str:
     return index.resolve(file, line, func) if index is not None else file
 
 
+def _placed(index, file: str, line: int, func: str, callers) -> str:
+    """``file`` resolved by the index, else, if still ``<dynamic-code>``, by the files of its callers."""
+    file = _resolved(index, file, line, func)
+    return undynamic([(file, line, func or "")] + list(callers))[0][0] if file.startswith("<") else file
+
+
 def read_events(path: str, rank: int | None = None, t0: float | None = None, index=None) -> list[Event]:
     """Parse a rank's events file; times become seconds since ``t0`` (default: the recorder's start).
     ``index`` (a :class:`~barrierlab.sites.CodeIndex`) gives callers' frames their real file names."""
@@ -569,6 +600,9 @@ def read_events(path: str, rank: int | None = None, t0: float | None = None, ind
                 dtypes=item.get("dtypes"), is_async=bool(item.get("async")),
                 callers=[(_resolved(index, f, n, c), n, c) for f, n, c in item.get("callers", ())],
             )
+            event = events[item["id"]]
+            if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
+                event.file = _placed(index, event.file, event.line, event.func, event.callers)
         elif item.get("id") in events:
             event = events[item["id"]]
             if "end" in item:
@@ -616,6 +650,8 @@ def read_flight(path: str, rank: int | None = None, t0: float | None = None, ind
             file=_resolved(index, file, line, func) if file else None, line=line, func=func,
             callers=[(_resolved(index, f, n, c), n, c) for f, n, c in frame[1:]],
         )
+        if entry.file and entry.callers:
+            entry.file = _placed(index, entry.file, entry.line, entry.func, entry.callers)
         if e.get("mine") and start is not None and calls:
             i = bisect.bisect_right(starts, start + 1e-6) - 1
             if i >= 0:
