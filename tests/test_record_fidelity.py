@@ -104,6 +104,7 @@ def test_ddp_join_tutorial_runs_with_recording_as_without():
     on, off = both_ways(ddp_join_uneven_inputs)
     assert_same_values(on, off)
     assert [v["inputs"] for v in on.values] == [5, 6]
+    assert on.diagnosis.ok and "Join" in on.diagnosis.headline  # Join's shadow all_reduces are torch's, not yours
 
 
 def test_ddp_no_sync_runs_with_recording_as_without():

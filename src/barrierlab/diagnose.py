@@ -486,10 +486,18 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     headline = f"All {run.world_size} ranks finished, after the same {depth} collective calls in the same order."
     evidence = []
     if len(f.flights) == len(run.ranks) and run.ranks:
-        torch_made = sum(1 for e in next(iter(f.flights.values())) if e.issuer and not e.p2p)
-        if torch_made:
-            evidence.append(f"torch's flight recorder agrees, including {torch_made} collective"
-                            f"{'s' if torch_made != 1 else ''} torch issued itself on each rank (DDP, DTensor, ...)")
+        entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
+        issued = [e.issuer for e in entries if e.issuer]
+        if issued:
+            who = ", ".join(dict.fromkeys(_short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
+            headline = (f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
+                        f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
+                        f"{len(issued)} that torch issued itself ({who}).")
+        evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
+    else:
+        unread = [r.rank for r in run.ranks if r.rank not in f.flights]
+        evidence.append(f"torch's record of the collectives it issued itself could not be read from "
+                        f"{rank_list(unread)}: collectives DDP or DTensor made there are not compared")
     return Diagnosis("ok", headline, evidence)
 
 

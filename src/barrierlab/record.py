@@ -286,9 +286,12 @@ def _flight_entries() -> dict | None:
     for e in dump.get("entries", []):
         frames = [(f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in e.get("frames") or ()]
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
-        torch_frames, user = [], []
+        torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         for frame in frames:
-            if frame[0].startswith(_TORCH_DIR):
+            if frame[0] == _THIS_FILE and frame[2] == "recorded":
+                outside = []
+                torch_frames = outside  # from here on, the torch frames are the callers of the dist.* function
+            elif frame[0].startswith(_TORCH_DIR):
                 if not user:
                     torch_frames.append(frame)
             elif frame[0] not in MACHINERY and frame[0] != contextlib.__file__:
@@ -304,7 +307,9 @@ def _flight_entries() -> dict | None:
             "p2p": bool(e.get("is_p2p")), "op": op, "ns": e.get("time_created_ns"),
             "sizes": e.get("input_sizes"), "dtypes": e.get("input_dtypes"), "out": e.get("output_sizes"),
             "state": e.get("state"), "mine": covered,
-            "issuer": None if covered else issuer(op, torch_frames, in_backward),
+            # a dist.* call made by torch's own Python code (Join, DCP, DTensor) is torch's, not the learner's
+            "issuer": (issuer(op, outside, in_backward) if outside else None) if covered
+            else issuer(op, torch_frames, in_backward),
             "frames": user[: 1 + CALLERS_KEPT],
         })
     return {"flight": entries, "groups": groups}
