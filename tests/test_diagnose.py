@@ -177,11 +177,10 @@ def test_every_scenario_draws_a_timeline_with_one_lane_per_rank(scenario):
     assert len(labels) == 3 and all(label.startswith(f"rank {i}") for i, label in enumerate(labels))
 
 
-def test_flight_recorder_counts_back_up_the_ledger_when_ranks_disagree():
+def test_flight_recorder_is_compared_by_sequence_id_in_the_ledger():
     run = bl.run(extra_barrier_on_rank0, 3)
-    assert [len(r.flight) for r in run] == [3, 2, 2]
-    assert ("torch's flight recorder counts the collectives each rank issued: rank 0 issued 3 (last: barrier); "
-            "ranks 1 and 2 issued 2 (last: barrier)") in run.diagnosis.evidence
+    assert [[e.seq for e in r.flight] for r in run] == [[1, 2, 3], [1, 2], [1, 2]]
+    assert "position in the group's sequence" in run.ledger()
 
 
 def test_flight_recorder_sees_collectives_issued_from_cpp_that_the_recorder_does_not():
@@ -190,6 +189,77 @@ def test_flight_recorder_sees_collectives_issued_from_cpp_that_the_recorder_does
         model(torch.ones(2, 4)).sum().backward()
 
     run = bl.run(ddp_step, 2)
-    assert run.ok
+    assert run.ok and run.diagnosis.ok
     assert not any(e.name == "all_reduce" for e in run[0].events)  # DDP's reducer calls the group from C++
-    assert any(op == "allreduce" or op == "all_reduce" for op, _, _ in run[0].flight), run[0].flight
+    assert any(e.op == "all_reduce" and e.issuer == "DDP backward's gradient all_reduce" for e in run[0].flight)
+    assert "DDP backward" in run.ledger()
+
+
+def ddp_forward_on_rank0_only():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(torch.nn.Linear(4, 4))
+    model(torch.ones(2, 4)).sum().backward()
+    if dist.get_rank() == 0:
+        model(torch.ones(2, 4)).sum().backward()  # evaluate on rank 0
+    dist.barrier()
+
+
+def ddp_uneven_batches():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(torch.nn.Linear(4, 4))
+    for _ in range(2 + dist.get_rank()):
+        loss = model(torch.ones(2, 4)).sum()
+        loss.backward()  # the uneven backward
+
+
+def test_ddp_backward_on_one_rank_names_ddps_all_reduce_and_the_backward_line():
+    run = bl.run(ddp_forward_on_rank0_only, 2, timeout=2)
+    d = run.diagnosis
+    assert d.kind == "torch-collective-diverged", d
+    assert "DDP" in d.headline and "same collective calls" not in d.headline
+    assert f"line {line_of(ddp_forward_on_rank0_only, '# evaluate on rank 0')}" in str(d) or \
+        str(line_of(ddp_forward_on_rank0_only, "# evaluate on rank 0")) in d.headline
+
+
+def test_ddp_uneven_batches_name_the_backward_line_and_the_ranks():
+    run = bl.run(ddp_uneven_batches, 2, timeout=2)
+    d = run.diagnosis
+    assert "same collective calls" not in d.headline
+    assert f":{line_of(ddp_uneven_batches, '# the uneven backward')}" in d.headline, d
+    assert "DDP backward's gradient all_reduce" in d.headline and "rank 1" in d.headline
+
+
+def all_reduce_different_sizes():
+    t = torch.ones(4 if dist.get_rank() == 0 else 2)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def object_list_against_broadcast():
+    if dist.get_rank() == 0:
+        dist.broadcast_object_list([{"lr": 0.1}], src=0)
+    else:
+        dist.broadcast(torch.zeros(2), src=0)
+
+
+def test_different_sizes_are_flagged_even_when_nothing_hung():
+    run = bl.run(all_reduce_different_sizes, 2, timeout=2)
+    d = run.diagnosis
+    assert d.kind == "different-sizes" and not d.ok, d
+    assert "rank 0: 4 (float32); rank 1: 2 (float32)" in str(d)
+
+
+def test_broadcast_object_list_against_broadcast_is_a_silent_pairing():
+    run = bl.run(object_list_against_broadcast, 2, timeout=2)
+    d = run.diagnosis
+    assert d.kind == "silently-paired", d
+    assert "broadcast_object_list" in d.headline and "broadcast" in d.headline
+
+
+def test_a_rank_stopped_at_the_deadline_leaves_its_flight_record():
+    run = bl.run(ddp_uneven_batches, 2, timeout=60, deadline=4, linger=True)
+    assert run.statuses == ["finished", "stopped at deadline"]
+    assert run[1].flight is not None and max(e.seq for e in run[1].flight) == 8  # copied when its thread stalled
+    assert "DDP backward's gradient all_reduce" in run.diagnosis.headline

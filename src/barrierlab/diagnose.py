@@ -1,23 +1,47 @@
 """Explain a failed or stopped run in plain words.
 
-The explanation comes from aligning the ranks' collective calls (the *ledger*: call #1, #2, ... on each
-rank, with its op and call site), finding the first call where the ranks disagree, and combining that
-with how each rank ended (returned, raised, exited, killed, stopped at the deadline with its stack) and
-with torch's own error messages, which are translated by :func:`explain_error`.
+Two records are aligned: barrierlab's own (every ``torch.distributed`` call the learner's code made, with
+its line, sizes and dtypes) and torch's flight recorder (every collective the group ran, numbered by its
+position in the group's sequence, including those torch issued from C++ — DDP's gradient all_reduce and
+buffer broadcasts — or from its own Python code — DTensor, DCP, FSDP). The first position where the ranks
+disagree, how each rank ended, and torch's own error messages (translated by :func:`explain_error`) make
+the diagnosis. The decision is an ordered table of rules (:data:`RULE_TABLE`): the first rule that
+recognises the run writes it.
+
+The model of ordering every text here teaches: a rank leaves a blocking collective only when it has what it
+needs. For barrier, all_reduce and all_gather that is something from every rank, so on gloo everything before
+the call on any rank happens before everything after it on every rank. For broadcast (a tree in gloo),
+scatter, gather and point-to-point calls it is not: the root of a broadcast can leave before a late rank
+arrives. With ``async_op=True`` nothing is ordered until ``wait()`` — which is how NCCL collectives look from
+the host on a GPU. Collectives pair by their position in the group's sequence, not by kind.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from barrierlab.record import Event
+from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
 from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED, Run, _signal_name, tidy
 from barrierlab.sites import Site
 
 RULES = (
     "Every rank of a group must call every collective, in the same order, the same number of times."
 )
+#: torch's default timeout for a collective, which a real job waits before anything fails.
+DEFAULT_TIMEOUTS = "torch's default timeout is 30 minutes on gloo and 10 minutes on NCCL"
+#: Collectives a rank leaves only when every rank has contributed (on gloo, called without async_op).
+EVERY_RANK_OPS = frozenset({"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor",
+                            "all_gather_object", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+                            "all_to_all_single"})
+#: The gloo collective a Python-level call starts with: calls whose gloo ops match pair silently.
+UNDERLYING = {"broadcast_object_list": "broadcast", "all_gather_object": "all_gather", "gather_object": "all_gather",
+              "scatter_object_list": "broadcast", "all_gather_into_tensor": "all_gather",
+              "reduce_scatter_tensor": "reduce_scatter", "monitored_barrier": "monitored_barrier"}
+#: Collectives whose tensors must have the same sizes and dtypes on every rank.
+SAME_SHAPE_OPS = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
+                            "reduce_scatter_tensor"})
 
 # (pattern, name, explanation) for torch / gloo messages a learner meets. Explanations must not depend
 # on details that vary between runs (which round of the barrier, send or recv, the peer's port).
@@ -27,16 +51,18 @@ _ERRORS = (
      "within the group's timeout."),
     (re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"), "peer gone",
      "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
-     "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout."),
+     "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
+     "ranks that were not talking to that peer directly can still wait the full timeout."),
     (re.compile(r"Application timeout caused pair closure"), "poisoned group",
-     "an earlier timeout on this rank closed its connections, so the group is unusable: every later "
-     "collective fails at once. Start a new process group (a new run)."),
+     "an earlier timeout on this rank closed every connection of its group, so the group is unusable: every "
+     "later collective fails at once. Start a new process group (a new run)."),
     (re.compile(r"Detected mismatch between collectives"), "debug mismatch",
      "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found different "
      "collectives at the same position. The op name it reports for the *other* rank can be wrong: check "
      "that rank's own call."),
     (re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"), "monitored barrier",
-     "monitored_barrier on rank 0 waited for every rank and names the ones that never arrived: {0}."),
+     "monitored_barrier on rank 0 waited for the other ranks and names the ones that never arrived: {0} "
+     "(only the first missing rank unless wait_all_ranks=True)."),
     (re.compile(r"size doesn't match|EnforceNotMet"), "size mismatch",
      "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them."),
     (re.compile(r"rank (\d+) failed while preparing"), "main process failed",
@@ -58,6 +84,95 @@ def explain_error(message: str) -> tuple[str, str] | None:
     return None
 
 
+def collectives(run: Run) -> dict[int, list[Event]]:
+    """Each rank's collective calls made by the learner's code, in order (#1, #2, ...)."""
+    return {r.rank: sorted((e for e in r.events if e.is_collective), key=lambda e: e.seq) for r in run.ranks}
+
+
+def flights(run: Run) -> dict[int, Flight]:
+    """Each rank's copy of torch's flight recorder, for the ranks where it could be read."""
+    found = {}
+    for r in run.ranks:
+        flight = r.flight
+        if flight is None:
+            continue
+        if not isinstance(flight, Flight):  # the launcher's plain (op, seq, state) list: no issuers or frames
+            flight = Flight([FlightEntry(r.rank, int(seq), str(op)) for op, seq, _state in flight])
+        found[r.rank] = flight
+    return found
+
+
+@dataclass
+class Call:
+    """One collective on one rank, from whichever record saw it: the learner's own call (``event``), one
+    that torch issued (``issuer`` says who: DDP, DTensor, ...), or both records of the same call.
+
+    ``position`` is the call's place in its group's sequence when the flight recorder saw it (gloo pairs
+    calls by it), else the learner's call number. ``start``/``end`` come from barrierlab's record; torch's
+    flight recorder on gloo records when a call was issued (``start``) but never when it completed."""
+
+    rank: int
+    position: int
+    op: str
+    group: str = "0"  # the process group's name: "0" is the default group
+    issuer: str | None = None
+    event: Event | None = None
+    entry: FlightEntry | None = None
+
+    @property
+    def kind(self) -> str:
+        """"yours" for a call the learner's code made, "torch" for one torch issued itself."""
+        return "torch" if self.issuer else "yours"
+
+    @property
+    def name(self) -> str:
+        return self.event.name if self.event else self.op
+
+    @property
+    def start(self) -> float | None:
+        return self.event.start if self.event else (self.entry.start if self.entry else None)
+
+    @property
+    def end(self) -> float | None:
+        return self.event.end if self.event else None
+
+    @property
+    def sizes(self):
+        return self.entry.sizes if self.entry and self.entry.sizes is not None else (self.event and self.event.sizes)
+
+    @property
+    def site(self) -> Site | None:
+        source = self.event or self.entry
+        return Site(source.file, source.line, source.func or "") if source and source.file else None
+
+    @property
+    def where(self) -> str:
+        source = self.event or self.entry
+        if source is None or not source.file:
+            return "an unknown line"
+        return source.where or f"{source.file}:{source.line}"
+
+    @property
+    def label(self) -> str:
+        """'barrier' for the learner's own call, "all_reduce (DDP backward's gradient all_reduce)" else."""
+        return f"{self.op} ({self.issuer})" if self.issuer and self.issuer != self.op else self.name
+
+
+def collective_calls(run: Run) -> dict[int, list[Call]]:
+    """Every rank's collectives in the group's order, merging both records: torch's flight recorder where
+    every rank's could be read (positions are its sequence ids in the default group, p2p and subgroups left
+    out), else barrierlab's record of the learner's calls. This is what the ledger shows and what a
+    timeline can draw: ``kind`` "torch" calls have a ``start`` (when torch issued them) and no ``end``."""
+    found = flights(run)
+    if run.ranks and len(found) == len(run.ranks):
+        merged = {}
+        for rank, flight in found.items():
+            merged[rank] = [Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e)
+                            for e in flight if not e.p2p and e.group == "0"]
+        return merged
+    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
+
+
 def rank_list(ranks: list[int]) -> str:
     """'rank 2', 'ranks 1 and 3', 'ranks 1–3', 'ranks 0, 2 and 5'."""
     ranks = sorted(ranks)
@@ -73,12 +188,9 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def collectives(run: Run) -> dict[int, list[Event]]:
-    """Each rank's collective calls in order (#1, #2, ...)."""
-    return {r.rank: sorted((e for e in r.events if e.is_collective), key=lambda e: e.seq) for r in run.ranks}
 
 
-def _where(event: Event) -> str:
+def _where(event) -> str:
     return event.where or (f"{event.file}:{event.line}" if event.file else "an unknown line")
 
 
@@ -87,25 +199,45 @@ def _site_key(event: Event) -> tuple:
 
 
 def ledger(run: Run) -> str:
-    """A table of every rank's collective calls side by side: the first place they disagree stands out."""
-    calls = collectives(run)
-    depth = max((len(c) for c in calls.values()), default=0)
+    """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
+    recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
+    rank's flight record could not be read: the first place they disagree stands out."""
+    calls = collective_calls(run)
+    positions = sorted({c.position for cs in calls.values() for c in cs})
     header = ["#"] + [f"rank {r}" for r in calls]
+    by_rank = {r: {c.position: c for c in cs} for r, cs in calls.items()}
     rows = []
-    for i in range(depth):
-        row = [str(i + 1)]
-        for rank, events in calls.items():
-            if i >= len(events):
+    for position in positions:
+        row = [str(position)]
+        for rank in calls:
+            call = by_rank[rank].get(position)
+            if call is None:
                 row.append("—")
                 continue
-            e = events[i]
-            state = "" if e.end is not None and not e.error else (" (never left)" if e.end is None else " (failed)")
-            row.append(f"{e.name} @ line {e.line}{state}" if e.line else e.name + state)
+            e = call.event
+            state = "" if e is None or (e.end is not None and not e.error) else (
+                " (never left)" if e.end is None else " (failed)")
+            source = e or call.entry
+            text = call.name if not call.issuer else f"{call.op} · {_short_issuer(call.issuer)}"
+            row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
         rows.append(row)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines) if rows else "no collective calls were recorded"
+    if not rows:
+        return "no collective calls were recorded"
+    found = flights(run)
+    if len(found) == len(run.ranks):
+        lines.append("(# is the position in the group's sequence, from torch's flight recorder; "
+                     "'·' marks collectives torch issued itself, with the learner's line that led there)")
+    elif found:
+        lines.append(f"(# is each rank's own call number: torch's flight recorder could not be read from "
+                     f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})")
+    return "\n".join(lines)
+
+
+def _short_issuer(issuer: str) -> str:
+    return issuer.split(" (")[0]
 
 
 @dataclass
@@ -144,9 +276,9 @@ def _how_it_ended(result, calls: list[Event]) -> str:
     if result.status == FINISHED:
         return f"returned from the function {after}"
     if result.status == RAISED:
-        return f"raised {result.error_message.splitlines()[0]} {after}"
+        return f"raised {_clip(result.error_message.splitlines()[0], 200)} {after}"
     if result.status == SETUP_FAILED:
-        return f"failed before the function started: {result.error_message.splitlines()[0]}"
+        return f"failed before the function started: {_clip(result.error_message.splitlines()[0], 200)}"
     if result.status == EXITED:
         return f"exited (code {result.exit_code}) {after}"
     if result.status == KILLED:
@@ -185,136 +317,552 @@ def _clip(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def diagnose(run: Run) -> Diagnosis:
-    """Explain ``run``: the first disagreement between the ranks' collective calls, and how each rank ended."""
-    diagnosis = _diagnose(run)
-    if not diagnosis.ok:
-        diagnosis.evidence += _flight_evidence(run)
-    return diagnosis
+@dataclass
+class _Split:
+    """The first position of the default group's sequence where torch's flight records disagree."""
+
+    position: int
+    at: dict[int, FlightEntry]  # the ranks that made a collective there
+    absent: list[int]  # the ranks whose record has none there
+
+    @property
+    def from_torch(self) -> list[FlightEntry]:
+        return [e for e in self.at.values() if e.issuer]
 
 
-def _flight_evidence(run: Run) -> list[str]:
-    """A second opinion from torch's flight recorder when the ranks' counts of issued collectives differ.
+@dataclass
+class Facts:
+    """What the rules decide from, computed once per run."""
 
-    It is torch's own log (a private API, read when available), and it also sees collectives issued from
-    C++, such as DDP's gradient all_reduces, which barrierlab's recorder does not."""
-    flights = {r.rank: r.flight for r in run.ranks if r.flight is not None}
-    if len(flights) < 2 or len({len(f) for f in flights.values()}) == 1:
-        return []
-    by_count: dict[int, list[int]] = {}
-    for rank, entries in sorted(flights.items()):
-        by_count.setdefault(len(entries), []).append(rank)
-    parts = []
-    for count, ranks in sorted(by_count.items(), reverse=True):
-        last = flights[ranks[0]][-1][0] if count else ""
-        parts.append(f"{rank_list(ranks)} issued {count}" + (f" (last: {last})" if last else ""))
-    unread = [r for r in range(run.world_size) if r not in flights]
-    tail = f"; no record from {rank_list(unread)} (stopped before it could be read)" if unread else ""
-    return ["torch's flight recorder counts the collectives each rank issued: " + "; ".join(parts) + tail]
+    run: Run
+    calls: dict[int, list[Event]]
+    first_diff: int | None = None  # first learner call number where the ranks' calls differ
+    mispaired: int | None = None
+    at_k: dict[int, Event] = field(default_factory=dict)
+    missing: list[int] = field(default_factory=list)
+    flights: dict[int, Flight] = field(default_factory=dict)
+    split: _Split | None = None
+    shapes: list[str] = field(default_factory=list)  # evidence of different sizes / dtypes at one position
+    shape_at: str = ""  # which collective that was, and where
+    evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
+
+    @property
+    def failed(self) -> list[int]:
+        return [r.rank for r in self.run.ranks if not r.ok]
 
 
-def _diagnose(run: Run) -> Diagnosis:
+def facts(run: Run) -> Facts:
     calls = collectives(run)
-    depth = {r: len(c) for r, c in calls.items()}
-    first_diff = _first_divergence(calls)
-    mispaired = _mispaired(calls, first_diff)
+    f = Facts(run, calls, _first_divergence(calls))
+    f.mispaired = _mispaired(calls, f.first_diff)
+    if f.first_diff:
+        f.at_k = {r: c[f.first_diff - 1] for r, c in calls.items() if len(c) >= f.first_diff}
+        f.missing = sorted(set(calls) - set(f.at_k))
+    if f.mispaired:
+        f.evidence = _mispairing_evidence(calls, f.mispaired)
+    f.flights = flights(run)
+    f.split = _flight_split(f.flights)
+    f.shapes, f.shape_at = _shape_mismatches(calls, f.flights)
+    return f
 
-    if first_diff is None:
-        failed = [r.rank for r in run.ranks if not r.ok]
-        if not failed:
-            return Diagnosis("ok", f"All {run.world_size} ranks finished, after the same "
-                                   f"{max(depth.values(), default=0)} collective calls in the same order.")
-        return _failure_without_divergence(run, calls, failed)
 
-    k = first_diff
-    at_k = {r: c[k - 1] for r, c in calls.items() if len(c) >= k}
-    missing = sorted(set(calls) - set(at_k))
+def _flight_split(found: dict[int, Flight]) -> _Split | None:
+    """Compare the ranks' flight records by sequence id (not by count: the buffer keeps the last 2,000)."""
+    if len(found) < 2:
+        return None
+    by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0" and e.seq} for r, fl in found.items()}
+    full = [r for r, fl in found.items() if len(fl) >= 2000]
+    low = max((min(by_rank[r], default=1) for r in full), default=1)
+    high = max((max(s, default=0) for s in by_rank.values()), default=0)
+    for position in range(low, high + 1):
+        at = {r: s[position] for r, s in by_rank.items() if position in s}
+        absent = sorted(set(by_rank) - set(at))
+        if absent or len({e.op for e in at.values()}) > 1:
+            return _Split(position, at, absent)
+    return None
+
+
+def _shape_text(sizes, dtypes) -> str:
+    shapes = ", ".join("×".join(map(str, s)) or "scalar" for s in sizes or ())
+    return f"{shapes} ({', '.join(dict.fromkeys(d.lower() for d in dtypes or ()))})" if shapes else "no tensors"
+
+
+def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str]:
+    """Evidence of the first collective the ranks made together with different sizes or dtypes."""
+    depth = min((len(c) for c in calls.values()), default=0)
+    for i in range(depth):
+        at = {r: c[i] for r, c in calls.items()}
+        names = {e.name for e in at.values()}
+        if len(names) > 1:
+            break
+        if names <= SAME_SHAPE_OPS and all(e.sizes is not None for e in at.values()):
+            shapes = {(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}
+            if len(shapes) > 1:
+                e0 = next(iter(at.values()))
+                return [f"{e0.name} #{i + 1} at {_where(e0)} got different tensors: "
+                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))], \
+                    f"{e0.name} #{i + 1} at {_place(e0)}"
+    split = _flight_split(found)
+    by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
+    common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
+    for position in common:
+        if split and position >= split.position:
+            break
+        at = {r: s[position] for r, s in by_rank.items()}
+        ops = {e.op for e in at.values()}
+        if len(ops) == 1 and ops <= {"all_reduce", "broadcast", "reduce"} and all(e.sizes for e in at.values()):
+            if len({(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}) > 1:
+                first = at[min(at)]
+                source = first.call or first
+                return [f"collective #{position} of the group ({next(iter(ops))}) got different tensors: "
+                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, from {_entry_origin(e)}"
+                                    for r, e in sorted(at.items()))], \
+                    f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, " \
+                    f"at {_place(source)}"
+    return [], ""
+
+
+def json_key(value) -> str:
+    return repr(value)
+
+
+def _entry_where(entry: FlightEntry) -> str:
+    return entry.where or (str(Site(entry.file, entry.line, entry.func or "")) if entry.file else "an unknown line")
+
+
+def _entry_origin(entry: FlightEntry) -> str:
+    """'DDP backward's gradient all_reduce, reached from train.py:12: loss.backward()' or 'your broadcast at …'."""
+    where = _entry_where(entry)
+    if entry.call is not None:
+        return f"{entry.call.name} at {entry.call.where or where}"
+    if entry.issuer:
+        return f"{entry.issuer}, reached from {where}" + _callers_text(entry.callers)
+    return f"{entry.op} at {where}"
+
+
+def _callers_text(callers) -> str:
+    """', called from train.py:40, in main: ...': the innermost caller in the learner's own file (the file
+    of the outermost frame recorded, the function the run started), so a wait inside a helper or a
+    framework stand-in names the learner's line that led there."""
+    if not callers:
+        return ""
+    callers = undynamic(list(callers))
+    own = callers[-1][0]
+    file, line, func = next(c for c in callers if c[0] == own)
+    return f", called from {Site(file, line, func)}"
+
+
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_TORCH_MARK = ("/torch/", "/site-packages/", "/barrierlab/_rank.py", "/barrierlab/_zygote.py")
+
+
+def _raised_at(result) -> str:
+    """' at train.py:34, in build: ...' — the learner's line where a rank raised, from its traceback.
+    A frame cloudpickle renamed is looked up in the files of the frames around it."""
+    frames = [m.groupdict() for m in map(_TB_FRAME.match, (result.traceback or "").splitlines()) if m]
+    frames = [f for f in frames if not any(mark in f["file"] for mark in _TORCH_MARK)]
+    named = [f for f in frames if not (f["func"] or "").startswith("<") or f["func"] == "<module>"]
+    if not named:
+        return ""
+    last = named[-1]
+    file, line, func = last["file"], int(last["line"]), last["func"] or ""
+    if file.startswith("<"):
+        file = next((f["file"] for f in reversed(frames) if not f["file"].startswith("<")
+                     and defines(f["file"], func, line)), file)
+    return f" at {Site(file, line, func)}"
+
+
+# --- the rules, in order: the first that returns a Diagnosis wins ----------------------------------------
+
+Rule = Callable[[Facts], "Diagnosis | None"]
+
+
+def rule_ok(f: Facts) -> Diagnosis | None:
+    """Every rank finished, both records agree across ranks, and no collective got different tensors."""
+    if f.failed or f.first_diff or f.split or f.shapes:
+        return None
+    run = f.run
+    depth = max((len(c) for c in f.calls.values()), default=0)
+    headline = f"All {run.world_size} ranks finished, after the same {depth} collective calls in the same order."
     evidence = []
-    if mispaired:
-        evidence += _mispairing_evidence(calls, mispaired)
+    if len(f.flights) == len(run.ranks) and run.ranks:
+        entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
+        issued = [e.issuer for e in entries if e.issuer]
+        if issued:
+            who = ", ".join(dict.fromkeys(_short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
+            headline = (f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
+                        f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
+                        f"{len(issued)} that torch issued itself ({who}).")
+        evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
+    else:
+        unread = [r.rank for r in run.ranks if r.rank not in f.flights]
+        evidence.append(f"torch's record of the collectives it issued itself could not be read from "
+                        f"{rank_list(unread)}: collectives DDP or DTensor made there are not compared")
+    return Diagnosis("ok", headline, evidence)
 
-    names = {e.name for e in at_k.values()}
-    if len(names) > 1:
-        by_op: dict[str, list[int]] = {}
-        for rank, event in sorted(at_k.items()):
-            by_op.setdefault(event.name, []).append(rank)
-        evidence += [f"{rank_list(rs)} called {op} #{k} at {_where(at_k[rs[0]])}" for op, rs in by_op.items()]
-        evidence += [f"{rank_list([r])} {_how_it_ended(run[r], calls[r])}" for r in missing]
-        evidence += _outcomes(run, at_k)
-        evidence += _error_evidence(run, list(at_k), at_k)
-        return Diagnosis(
-            "mismatched-collectives",
-            f"Different collectives at the same position: call #{k} is "
-            + " on some ranks and ".join(sorted(names)) + " on others.",
-            evidence,
-            "gloo does not match different ops: each rank waits for a partner that never comes, until the "
-            "timeout. Make every rank call the same collectives in the same order. "
-            "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch in milliseconds while you develop.",
-            ranks=sorted(at_k), site=_site(next(iter(at_k.values()))),
-        )
 
-    arrived = sorted(at_k)
-    event = at_k[arrived[0]]
-    op = event.name
-    evidence.append(f"{rank_list(arrived)} called {op} #{k} at {_where(event)}")
-    missing_how = {r: _how_it_ended(run[r], calls[r]) for r in missing}
+def rule_paired_by_position(f: Facts) -> Diagnosis | None:
+    """Different Python calls at one position that gloo runs as the same op: they pair silently
+    (broadcast_object_list on one rank against broadcast on another)."""
+    if not f.first_diff or f.missing or len({e.name for e in f.at_k.values()}) < 2:
+        return None
+    underlying = {UNDERLYING.get(e.name, e.name) for e in f.at_k.values()}
+    if len(underlying) != 1:
+        return None
+    k = f.first_diff
+    evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k)
+    return Diagnosis(
+        "silently-paired",
+        f"Different calls paired silently at call #{k}: " + _ops_at(f)
+        + " — gloo runs both as " + next(iter(underlying)) + ", so they exchanged data that does not "
+        "belong together" + (" and nothing failed." if not f.failed else "."),
+        evidence,
+        "Collectives pair by their position in the group's sequence, not by name: a broadcast_object_list "
+        "sends a size tensor and then the pickled bytes as two broadcasts, and a plain broadcast on another "
+        "rank receives the size instead of its data, with no error. Make every rank make the same call.",
+        ranks=sorted(f.at_k), site=_site(next(iter(f.at_k.values()))),
+    )
+
+
+def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
+    """Different ops at the same position of the learner's calls."""
+    if not f.first_diff or len({e.name for e in f.at_k.values()}) < 2:
+        return None
+    if f.split and f.split.from_torch and not _split_matches_learner_call(f):
+        return None  # torch's own collectives diverged first: rule_torch_divergence explains it
+    k, run = f.first_diff, f.run
+    names = {e.name for e in f.at_k.values()}
+    evidence = list(f.evidence) + _calls_by_op(f, k)
+    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
+    evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
+    return Diagnosis(
+        "mismatched-collectives",
+        f"Different collectives at the same position: call #{k} is {_ops_at(f)}.",
+        evidence,
+        "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
+        "differently (barrier and all_reduce, for example) never pair, so each rank waits for a partner "
+        f"that never comes until the timeout ({DEFAULT_TIMEOUTS}). Make every rank call the same "
+        "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch in "
+        "milliseconds while you develop.",
+        ranks=sorted(f.at_k), site=_site(next(iter(f.at_k.values()))),
+    )
+
+
+def _place(event) -> str:
+    """'train.py:12' (or 'cell In[3], line 4'): where a call was made, without its code."""
+    return Site(event.file, event.line, event.func or "").place if event.file else "an unknown line"
+
+
+def _ops_at(f: Facts) -> str:
+    """"rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6"."""
+    by_op: dict[str, list[int]] = {}
+    for rank, event in sorted(f.at_k.items()):
+        by_op.setdefault(event.name, []).append(rank)
+    return " and ".join(f"{rank_list(rs)}'s {op} at {_place(f.at_k[rs[0]])}{_own_caller(f.at_k[rs[0]])}"
+                        for op, rs in by_op.items())
+
+
+def _own_caller(event) -> str:
+    """' (from train.py:40)': the learner's own line that led into a helper, when the call sits in one."""
+    if not event.callers:
+        return ""
+    callers = undynamic(list(event.callers))
+    own = callers[-1][0]
+    if event.file == own:
+        return ""
+    file, line, func = next(c for c in callers if c[0] == own)
+    return f" (from {Site(file, line, func).place})"
+
+
+def _split_matches_learner_call(f: Facts) -> bool:
+    """The flight records' first divergence is the learner's own call #first_diff, not a torch-issued one."""
+    return not f.split.from_torch
+
+
+def _calls_by_op(f: Facts, k: int) -> list[str]:
+    by_op: dict[str, list[int]] = {}
+    for rank, event in sorted(f.at_k.items()):
+        by_op.setdefault(event.name, []).append(rank)
+    return [f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}" + _callers_text(f.at_k[rs[0]].callers)
+            for op, rs in by_op.items()]
+
+
+def rule_torch_divergence(f: Facts) -> Diagnosis | None:
+    """The first disagreement in torch's flight records involves a collective torch issued itself (DDP's
+    gradient all_reduce or buffer broadcast, DTensor, DCP, FSDP): the learner's record cannot see it."""
+    split = f.split
+    if split is None or not split.from_torch:
+        return None
+    run, position = f.run, split.position
+    origin = {r: _entry_origin(e) for r, e in split.at.items()}
+    groups: dict[str, list[int]] = {}
+    for rank, text in sorted(origin.items()):
+        groups.setdefault(text, []).append(rank)
+    evidence = [f"{rank_list(rs)} made collective #{position} of the group: {split.at[rs[0]].op}, {text}"
+                for text, rs in groups.items()]
+    for rank in split.absent:
+        last = max((e.seq for e in f.flights[rank] if not e.p2p and e.group == "0"), default=0)
+        evidence.append(f"{rank_list([rank])} made only {last} collective{'s' if last != 1 else ''} in the group "
+                        f"and {_how_it_ended(run[rank], f.calls[rank])}")
+    unread = [r.rank for r in run.ranks if r.rank not in f.flights]
+    if unread:
+        evidence.append(f"torch's flight record could not be read from {rank_list(unread)} "
+                        "(stopped before it could be copied)")
+    evidence += _error_evidence(run, sorted(split.at))
+    torch_entry = split.from_torch[0]
+    made = sorted(split.at)
+    site = Site(torch_entry.file, torch_entry.line, torch_entry.func or "") if torch_entry.file else None
+    who = torch_entry.issuer
+    causes = [r for r in split.absent if _is_cause(run[r])]
+    if causes:
+        return _rank_failed(run, causes, f"so {rank_list(made)} waited for "
+                            f"{'them' if len(causes) > 1 else 'it'} in {who} (collective #{position}), "
+                            f"reached from {_entry_where(torch_entry)}", evidence, site)
+    if len(split.at) > 1 and len({e.op for e in split.at.values()}) > 1:
+        parts = "; ".join(f"{rank_list(rs)} made {split.at[rs[0]].op} ({text})" for text, rs in groups.items())
+        headline = f"Different collectives at position #{position} of the group's sequence: {parts}."
+    else:
+        headline = (f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
+                    f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers)}; "
+                    f"{rank_list(split.absent)} never made it.")
+    return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who),
+                     ranks=made, site=site)
+
+
+def _torch_advice(who: str) -> str:
+    base = ("Collectives pair by their position in the group's sequence, not by kind, and torch issues some "
+            "of them for you. ")
+    if who.startswith("DDP") or who.startswith("Join"):
+        return base + ("DDP broadcasts its buffers in every forward (broadcast_buffers=True) and all_reduces "
+                       "every gradient bucket inside every backward(): every rank must run the same number of "
+                       "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "
+                       "(evaluation, logging) on model.module, give every rank the same number of batches "
+                       "(DistributedSampler, drop_last) or wrap the loop in torch.distributed.algorithms.Join "
+                       "for uneven inputs.")
+    if who.startswith("DCP"):
+        return base + "dcp.save and dcp.load are collectives: call them on every rank, not on rank 0 only."
+    if who.startswith("FSDP") or who.startswith("DTensor") or "functional" in who:
+        return base + ("Sharded modules and DTensors communicate in every forward, backward and redistribution: "
+                       "run the same operations on every rank.")
+    return base + RULES
+
+
+def rule_rank_failed(f: Facts) -> Diagnosis | None:
+    """Some ranks never reached call #k because they failed by themselves (raised, exited, were killed)."""
+    if not f.first_diff or f.mispaired:
+        return None
+    crashed = [r for r in f.missing if _is_cause(f.run[r])]
+    if not crashed:
+        return None
+    event = f.at_k[min(f.at_k)]
+    return _rank_failed(f.run, crashed, f"so the others waited for {'them' if len(crashed) > 1 else 'it'} "
+                                        f"in {event.name} #{f.first_diff}", _arrival_evidence(f), _site(event))
+
+
+def _arrival_evidence(f: Facts) -> list[str]:
+    k, run = f.first_diff, f.run
+    arrived = sorted(f.at_k)
+    event = f.at_k[arrived[0]]
+    evidence = list(f.evidence)
+    evidence.append(f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers))
+    missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
-        same = [r for r in missing if missing_how[r] == how]
+        same = [r for r in f.missing if missing_how[r] == how]
         evidence.append(f"{rank_list(same)} never made a {_ordinal(k)} collective call: "
                         f"{'they' if len(same) > 1 else 'it'} {how}")
-    evidence += _outcomes(run, at_k)
-    evidence += _error_evidence(run, arrived, at_k)
+    left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
+    if left and event.name not in EVERY_RANK_OPS:
+        evidence.append(f"{rank_list(left)} left {event.name} #{k} although {rank_list(f.missing)} never called "
+                        f"it: a rank leaves a {event.name} once it has what it needs, which for a broadcast's "
+                        "root, scatter, gather and point-to-point calls is not something from every rank")
+    evidence += _outcomes(run, f.at_k) + _error_evidence(run, arrived, f.at_k)
+    return evidence
 
-    crashed = [r for r in missing if _is_cause(run[r])]
-    if crashed and not mispaired:
-        return _rank_failed(run, crashed, f"so the others waited for {'them' if len(crashed) > 1 else 'it'} "
-                                          f"in {op} #{k}", evidence, _site(event))
-    still_running = [r for r in missing if run[r].status == STOPPED]
-    if still_running and len(still_running) == len(missing) and not mispaired:
-        return Diagnosis(
-            "still-running",
-            f"{rank_list(still_running)} had not reached call #{k} ({op}) yet when the deadline stopped "
-            f"{'them' if len(still_running) > 1 else 'it'}: still busy, not missing.",
-            evidence,
-            "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, "
-            "give the run a longer `deadline` (and `timeout`).",
-            ranks=still_running, site=_site(event),
-        )
-    if mispaired:
-        return Diagnosis(
-            "silent-mispairing",
-            f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
-            f"but it started at call #{mispaired}.",
-            evidence,
-            "An extra collective on some ranks does not hang where it is: it pairs with the next call of the "
-            "same kind on the other ranks, and the job fails later somewhere innocent (or never). "
-            + RULES + " Remove the extra call or make every rank make it.",
-            ranks=arrived, site=_site(calls[arrived[0]][mispaired - 1]),
-        )
-    if _uneven_loop(calls, arrived, missing, k):
-        counts = {r: sum(1 for e in calls[r] if _site_key(e) == _site_key(event)) for r in calls}
-        evidence.append("calls of " + op + f" at line {event.line}: "
-                        + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items())))
-        return Diagnosis(
-            "uneven-loop",
-            f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
-            f"{op} calls at line {event.line} than {rank_list(missing)}.",
-            evidence,
-            "Give every rank the same number of iterations (pad or drop the uneven data, as "
-            "DistributedSampler(drop_last=True) does), or agree on the count first with an all_reduce(MIN); "
-            "for DDP, torch.distributed.algorithms.Join handles uneven inputs.",
-            ranks=arrived, site=_site(event),
-        )
+
+def rule_still_running(f: Facts) -> Diagnosis | None:
+    """The ranks that never reached call #k were still busy when the deadline stopped them."""
+    if not f.first_diff or f.mispaired or not f.missing:
+        return None
+    if not all(f.run[r].status == STOPPED for r in f.missing):
+        return None
+    event = f.at_k[min(f.at_k)]
+    them = "them" if len(f.missing) > 1 else "it"
+    return Diagnosis(
+        "still-running",
+        f"{rank_list(f.missing)} had not reached call #{f.first_diff} ({event.name}) yet when the deadline stopped "
+        f"{them}: still busy, not missing.",
+        _arrival_evidence(f),
+        "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, give the "
+        f"run a longer `deadline` (and `timeout`: {DEFAULT_TIMEOUTS}).",
+        ranks=f.missing, site=_site(event),
+    )
+
+
+def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
+    """Ranks passed a call made from different lines together: an extra call shifted the pairing."""
+    if not f.mispaired or not f.first_diff:
+        return None  # calls from different lines that pair and never diverge are how main_process_first works
+    k = f.first_diff
+    arrived = sorted(f.at_k)
+    op = f.at_k[arrived[0]].name
+    evidence = _arrival_evidence(f)
+    pairs = {r: c[f.mispaired - 1] for r, c in f.calls.items()}
+    lines: dict[str, list[int]] = {}
+    for rank, event in sorted(pairs.items()):
+        lines.setdefault(_place(event), []).append(rank)
+    headline = (f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
+                f"but it started at call #{f.mispaired}, where "
+                + " paired with ".join(f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}" for where, rs in lines.items())
+                + ".")
+    return Diagnosis(
+        "silent-mispairing", headline, evidence,
+        "Collectives pair by their position in the group's sequence: after an extra call on some ranks, each "
+        "later call on those ranks pairs with the other ranks' next call. Calls of the same op pass silently "
+        "(the extra barrier released the others' barrier from another line), and the job fails later somewhere "
+        "innocent — or never. " + RULES + " Remove the extra call or make every rank make it.",
+        ranks=arrived, site=_site(f.calls[arrived[0]][f.mispaired - 1]),
+    )
+
+
+def rule_uneven_loop(f: Facts) -> Diagnosis | None:
+    """The call only some ranks made repeats a line every rank called before: a loop of uneven length."""
+    if not f.first_diff or not f.missing:
+        return None
+    arrived = sorted(f.at_k)
+    if not _uneven_loop(f.calls, arrived, f.missing, f.first_diff):
+        return None
+    event = f.at_k[arrived[0]]
+    counts = {r: sum(1 for e in f.calls[r] if _site_key(e) == _site_key(event)) for r in f.calls}
+    evidence = _arrival_evidence(f)
+    evidence.append(f"calls of {event.name} at line {event.line}: "
+                    + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items())))
+    return Diagnosis(
+        "uneven-loop",
+        f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
+        f"{event.name} calls at {_place(event)} than {rank_list(f.missing)}.",
+        evidence,
+        "Give every rank the same number of iterations (pad or drop the uneven data, as "
+        "DistributedSampler(drop_last=True) does), or agree on the count first with an all_reduce(MIN); "
+        "for DDP, torch.distributed.algorithms.Join handles uneven inputs.",
+        ranks=arrived, site=_site(event),
+    )
+
+
+def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
+    """A collective some ranks called and the others never reached."""
+    if not f.first_diff or not f.missing:
+        return None
+    arrived = sorted(f.at_k)
+    event = f.at_k[arrived[0]]
     return Diagnosis(
         "only-some-ranks",
-        f"A collective reached by only some ranks: {rank_list(arrived)} called {op} #{k}; "
-        f"{rank_list(missing)} never did.",
-        evidence,
+        f"A collective reached by only some ranks: {rank_list(arrived)} called {event.name} #{f.first_diff} at "
+        f"{_where(event)}{_callers_text(event.callers)}; {rank_list(f.missing)} never did.",
+        _arrival_evidence(f),
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "
         "(barrierlab.lint finds these statically).",
         ranks=arrived, site=_site(event),
     )
+
+
+def rule_different_sizes(f: Facts) -> Diagnosis | None:
+    """The same collective got tensors of different sizes or dtypes on different ranks."""
+    if not f.shapes:
+        return None
+    evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    evidence += _error_evidence(f.run, f.failed)
+    silent = not f.failed
+    return Diagnosis(
+        "different-sizes",
+        f"Ranks passed tensors of different sizes or dtypes to the same collective ({f.shape_at})"
+        + (": nothing failed, but the results are wrong." if silent else "."),
+        evidence,
+        "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
+        "a mismatch can hang until the timeout, abort, or return unreduced data on one rank with no error. "
+        "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
+        ranks=sorted(f.calls), site=None,
+    )
+
+
+def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
+    failed = f.failed
+    stuck = [r for r in failed if f.run[r].status == STOPPED]
+    if not failed or f.first_diff or len(stuck) != len(failed) or f.split:
+        return None
+    return Diagnosis(
+        "stopped", f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
+        _failure_evidence(f), "The function ran longer than the deadline; raise `deadline` or look at where it was "
+                              "(run.stuck).", ranks=stuck)
+
+
+def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
+    failed = f.failed
+    if not failed or f.first_diff or f.split:
+        return None
+    causes = [r for r in failed if _is_cause(f.run[r])]
+    for r in failed:  # main_process_first names the rank whose failure it passed on
+        match = re.search(r"rank (\d+) failed while preparing", f.run[r].error_message)
+        if match and int(match.group(1)) not in causes and int(match.group(1)) < f.run.world_size:
+            causes.append(int(match.group(1)))
+    if not causes or len(causes) >= len(failed):
+        return None
+    others = [r for r in failed if r not in causes]
+    return _rank_failed(f.run, sorted(causes), f"and {rank_list(others)} failed because of it",
+                        _failure_evidence(f), None)
+
+
+def rule_same_calls(f: Facts) -> Diagnosis | None:
+    """Ranks failed although both records show the same collectives on every rank."""
+    failed = f.failed
+    if not failed or f.first_diff or f.split:
+        return None
+    if len(f.flights) == len(f.run.ranks):
+        headline = f"{rank_list(failed)} did not finish, but every rank made the same collective calls."
+        evidence = _failure_evidence(f) + ["torch's flight recorder agrees, position by position, including "
+                                           "the collectives torch issued itself"]
+    else:
+        unread = [r.rank for r in f.run.ranks if r.rank not in f.flights]
+        headline = (f"{rank_list(failed)} did not finish; the ranks' own torch.distributed calls match, but "
+                    f"torch's record of the collectives it issued itself could not be read from {rank_list(unread)}.")
+        evidence = _failure_evidence(f)
+    return Diagnosis("rank-failed", headline, evidence,
+                     "Read each failing rank's traceback: run[rank].traceback.", ranks=failed)
+
+
+def _failure_evidence(f: Facts) -> list[str]:
+    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    return evidence + _error_evidence(f.run, f.failed)
+
+
+#: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
+RULE_TABLE: tuple[Rule, ...] = (
+    rule_ok,
+    rule_torch_divergence,
+    rule_paired_by_position,
+    rule_mismatched_collectives,
+    rule_rank_failed,
+    rule_still_running,
+    rule_silent_mispairing,
+    rule_uneven_loop,
+    rule_only_some_ranks,
+    rule_different_sizes,
+    rule_stopped_outside_collectives,
+    rule_failed_by_itself,
+    rule_same_calls,
+)
+
+
+def diagnose(run: Run) -> Diagnosis:
+    """Explain ``run``: the first disagreement between the ranks' collectives, and how each rank ended."""
+    f = facts(run)
+    for rule in RULE_TABLE:
+        diagnosis = rule(f)
+        if diagnosis is not None:
+            if rule is not rule_different_sizes and f.shapes and not diagnosis.ok:
+                diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
+            return diagnosis
+    return Diagnosis("unexplained", "The run could not be explained from its records.", _failure_evidence(f))
 
 
 def _site(event: Event) -> Site | None:
@@ -398,34 +946,12 @@ def _error_text(run: Run, message: str) -> str:
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
     statuses = ", ".join(sorted({run[r].status for r in causes}))
     advice = ("Fix the failing rank first: its traceback is in run[rank].traceback. When a rank's process "
-              "ends, the others fail at their next collective at once (closed connection); if it stays alive "
-              "but stops calling collectives (it caught the exception and moved on), they wait until the "
-              "timeout.")
+              "ends, the ranks talking to it directly fail at their next collective at once (closed connection), "
+              "while others can still wait the full timeout; if it stays alive but stops calling collectives "
+              f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS}).")
     if 0 in causes:
         advice += (" For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
                    "to every rank instead of leaving them waiting.")
+    where = _raised_at(run[causes[0]]) if len(causes) == 1 and run[causes[0]].status == RAISED else ""
     return Diagnosis("rank-failed", f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
-                     f"({statuses}), {consequence}.", evidence, advice, ranks=causes, site=site)
-
-
-def _failure_without_divergence(run: Run, calls, failed: list[int]) -> Diagnosis:
-    evidence = [f"rank {r} {_how_it_ended(run[r], calls[r])}" for r in failed]
-    evidence += _error_evidence(run, failed)
-    stuck = [r for r in failed if run[r].status == STOPPED]
-    if stuck and len(stuck) == len(failed):
-        return Diagnosis(
-            "stopped", f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
-            evidence, "The function ran longer than the deadline; raise `deadline` or look at where it was "
-                      "(run.stuck).", ranks=stuck)
-    causes = [r for r in failed if _is_cause(run[r])]
-    for r in failed:  # main_process_first names the rank whose failure it passed on
-        match = re.search(r"rank (\d+) failed while preparing", run[r].error_message)
-        if match and int(match.group(1)) not in causes and int(match.group(1)) < run.world_size:
-            causes.append(int(match.group(1)))
-    if causes and len(causes) < len(failed):
-        others = [r for r in failed if r not in causes]
-        return _rank_failed(run, sorted(causes), f"and {rank_list(others)} failed because of it", evidence, None)
-    return Diagnosis(
-        "rank-failed",
-        f"{rank_list(failed)} did not finish, but every rank made the same collective calls.",
-        evidence, "Read each failing rank's traceback: run[rank].traceback.", ranks=failed)
+                     f"({statuses}{where}), {consequence}.", evidence, advice, ranks=causes, site=site)

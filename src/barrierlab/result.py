@@ -158,11 +158,12 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
         stem = os.path.join(run_dir, f"rank{rank}")
         data = _load_result(stem + ".result")
         code, sig = exits.get(rank, (None, None))
+        events = record.read_events(stem + ".events", rank=rank, t0=t0, index=index)
+        flight = record.read_flight(stem + ".events", rank, t0, index, events)
         result = RankResult(rank=rank, status=STOPPED, pid=pids[rank] if rank < len(pids) else None,
                             stdout=_read_output(stem + ".stdout"),
-                            stderr=_read_output(stem + ".stderr"), exit_code=code, signal=sig,
-                            events=record.read_events(stem + ".events", rank=rank, t0=t0),
-                            flight=_load_flight(stem + ".flight"))
+                            stderr=_read_output(stem + ".stderr"), exit_code=code, signal=sig, events=events,
+                            flight=_load_flight(stem + ".flight") if flight is None else flight)
         if data is not None:
             result.status = data.get("status", RAISED)
             result.value = data.get("value")

@@ -1,0 +1,1 @@
+"""Stand-in for mmengine: only ``mmengine.dist`` is provided (see mmengine/dist/__init__.py)."""

@@ -1,0 +1,204 @@
+"""Each diagnosis rule on hand-built runs (no processes): what it recognises, and what it leaves to others."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from barrierlab import diagnose as d
+from barrierlab.record import Event, Flight, FlightEntry
+from barrierlab.result import FINISHED, RAISED, STOPPED, RankResult, Run
+
+TIMEOUT = "RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"
+BACKWARD = "DDP backward's gradient all_reduce"
+
+
+def call(rank, name, seq, line, end=1.0, sizes=None, dtypes=None, error=None, start=None):
+    return Event(rank, "collective", name, start if start is not None else 0.1 * seq, end, seq=seq, error=error,
+                 file="train.py", line=line, func="main", sizes=sizes, dtypes=dtypes)
+
+
+def entry(rank, seq, op, issuer=None, line=None, event=None, sizes=None, dtypes=None):
+    e = FlightEntry(rank, seq, op, issuer=issuer, file="train.py" if line else None, line=line, func="main",
+                    sizes=sizes, dtypes=dtypes)
+    e.call = event
+    return e
+
+
+def result(rank, status=FINISHED, events=(), flight=None, message=None):
+    r = RankResult(rank, status, events=list(events), flight=None if flight is None else Flight(list(flight)))
+    if message:
+        r.exception = RuntimeError(message)
+    return r
+
+
+def run_of(*ranks) -> Run:
+    return Run(world_size=len(ranks), ranks=list(ranks), elapsed=1.0, timeout=2.0, deadline=7.0)
+
+
+def ddp_steps(rank, steps):
+    """Flight entries of DDP's construction plus ``steps`` forward/backward passes."""
+    entries = [entry(rank, 1, "all_gather", "DDP's construction-time check of parameter shapes (all_gather)", 5)]
+    for i in range(steps):
+        entries.append(entry(rank, 2 + i, "all_reduce", BACKWARD, 9))
+    return entries
+
+
+def test_rule_table_is_ordered_and_ends_with_the_same_calls_fallback():
+    names = [rule.__name__ for rule in d.RULE_TABLE]
+    assert names[0] == "rule_ok" and names[-1] == "rule_same_calls"
+    assert names.index("rule_torch_divergence") < names.index("rule_only_some_ranks")
+    assert names.index("rule_paired_by_position") < names.index("rule_mismatched_collectives")
+
+
+def test_ok_needs_both_records_to_agree():
+    same = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
+    agreeing = run_of(result(0, events=same[0], flight=[entry(0, 1, "barrier", event=same[0][0])]),
+                      result(1, events=same[1], flight=[entry(1, 1, "barrier", event=same[1][0])]))
+    assert d.rule_ok(d.facts(agreeing)).ok
+    disagreeing = run_of(result(0, events=same[0], flight=ddp_steps(0, 2)), result(1, events=same[1], flight=ddp_steps(1, 1)))
+    assert d.rule_ok(d.facts(disagreeing)) is None
+    assert not d.diagnose(disagreeing).ok
+
+
+def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
+    run = run_of(result(0, RAISED, flight=ddp_steps(0, 3), message=TIMEOUT), result(1, flight=ddp_steps(1, 2)))
+    diagnosis = d.rule_torch_divergence(d.facts(run))
+    assert diagnosis.kind == "torch-collective-diverged"
+    assert BACKWARD in diagnosis.headline and "collective #4" in diagnosis.headline
+    assert "train.py:9" in diagnosis.headline and "rank 1 never made it" in diagnosis.headline
+    assert diagnosis.ranks == [0] and diagnosis.site.line == 9
+
+
+def test_torch_divergence_blames_a_rank_that_failed_by_itself():
+    run = run_of(result(0, RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
+                 result(1, RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"))
+    diagnosis = d.rule_torch_divergence(d.facts(run))
+    assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1]
+    assert BACKWARD in diagnosis.headline
+
+
+def test_torch_divergence_leaves_the_learners_own_calls_to_the_other_rules():
+    events = [call(0, "barrier", 1, 3, end=None)]
+    run = run_of(result(0, STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]),
+                 result(1, flight=[]))
+    assert d.rule_torch_divergence(d.facts(run)) is None
+    assert d.diagnose(run).kind == "still-running" or d.diagnose(run).kind == "only-some-ranks"
+
+
+def test_broadcast_object_list_against_broadcast_pairs_silently():
+    run = run_of(result(0, events=[call(0, "broadcast_object_list", 1, 4)]),
+                 result(1, events=[call(1, "broadcast", 1, 6, sizes=[[2]], dtypes=["float32"])]))
+    diagnosis = d.rule_paired_by_position(d.facts(run))
+    assert diagnosis.kind == "silently-paired" and "nothing failed" in diagnosis.headline
+    assert d.rule_mismatched_collectives(d.facts(run)) is not None  # the later rule would mislabel it: order matters
+
+
+def test_barrier_against_all_reduce_never_pairs():
+    run = run_of(result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
+                 result(1, RAISED, events=[call(1, "all_reduce", 1, 6, error=TIMEOUT)], message=TIMEOUT))
+    assert d.rule_paired_by_position(d.facts(run)) is None
+    diagnosis = d.rule_mismatched_collectives(d.facts(run))
+    assert diagnosis.kind == "mismatched-collectives" and "never pair" in diagnosis.advice
+    assert "30 minutes on gloo and 10 minutes on NCCL" in diagnosis.advice
+
+
+def test_rank_that_raised_before_the_collective_is_the_cause():
+    run = run_of(result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
+                 result(1, RAISED, message="ValueError: bad batch"))
+    diagnosis = d.rule_rank_failed(d.facts(run))
+    assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1] and "barrier #1" in diagnosis.headline
+
+
+def test_a_rank_stopped_at_the_deadline_is_still_running_not_missing():
+    run = run_of(result(0, STOPPED, events=[call(0, "barrier", 1, 4, end=None)]), result(1, STOPPED))
+    assert d.rule_still_running(d.facts(run)).ranks == [1]
+    finished = run_of(result(0, STOPPED, events=[call(0, "barrier", 1, 4, end=None)]), result(1))
+    assert d.rule_still_running(d.facts(finished)) is None
+
+
+def test_an_extra_barrier_shows_as_a_silent_mispairing():
+    rank0 = [call(0, "barrier", 1, 3), call(0, "barrier", 2, 4), call(0, "barrier", 3, 4, end=None)]
+    rank1 = [call(1, "barrier", 1, 4), call(1, "barrier", 2, 4)]
+    diagnosis = d.rule_silent_mispairing(d.facts(run_of(result(0, STOPPED, events=rank0), result(1, events=rank1))))
+    assert diagnosis.kind == "silent-mispairing" and "call #1" in diagnosis.headline
+    assert "next call of the same kind" not in diagnosis.advice and "position" in diagnosis.advice
+
+
+def test_a_loop_of_uneven_length():
+    rank0 = [call(0, "all_reduce", 1, 7), call(0, "all_reduce", 2, 7), call(0, "all_reduce", 3, 7, end=None)]
+    rank1 = [call(1, "all_reduce", 1, 7), call(1, "all_reduce", 2, 7)]
+    diagnosis = d.rule_uneven_loop(d.facts(run_of(result(0, STOPPED, events=rank0), result(1, events=rank1))))
+    assert diagnosis.kind == "uneven-loop" and "rank 0: 3, rank 1: 2" in " ".join(diagnosis.evidence)
+
+
+def test_a_collective_only_some_ranks_reached_names_the_helper_and_its_caller():
+    barrier = call(0, "barrier", 1, 12, end=None)
+    barrier.file, barrier.callers = "helpers.py", [("train.py", 40, "main")]
+    diagnosis = d.rule_only_some_ranks(d.facts(run_of(result(0, STOPPED, events=[barrier]), result(1))))
+    assert diagnosis.kind == "only-some-ranks" and "helpers.py:12" in diagnosis.headline
+    assert "called from train.py:40" in diagnosis.headline
+
+
+def test_a_broadcast_root_that_left_is_explained_by_what_it_needs():
+    root = call(0, "broadcast", 1, 5, sizes=[[2]], dtypes=["float32"])
+    diagnosis = d.diagnose(run_of(result(0, events=[root]), result(1, STOPPED)))
+    assert any("root" in line and "every rank" in line for line in diagnosis.evidence)
+
+
+def test_different_sizes_are_flagged_although_every_rank_finished():
+    run = run_of(result(0, events=[call(0, "all_reduce", 1, 5, sizes=[[4]], dtypes=["float32"])]),
+                 result(1, events=[call(1, "all_reduce", 1, 5, sizes=[[2]], dtypes=["float32"])]))
+    diagnosis = d.diagnose(run)
+    assert diagnosis.kind == "different-sizes" and "nothing failed" in diagnosis.headline
+    assert d.rule_ok(d.facts(run)) is None
+
+
+def test_different_sizes_in_torch_issued_collectives_are_flagged_from_the_flight_recorder():
+    flight0 = [entry(0, 1, "all_reduce", BACKWARD, 9, sizes=[[10]], dtypes=["Float"])]
+    flight1 = [entry(1, 1, "all_reduce", BACKWARD, 9, sizes=[[6]], dtypes=["Float"])]
+    diagnosis = d.diagnose(run_of(result(0, flight=flight0), result(1, flight=flight1)))
+    assert diagnosis.kind == "different-sizes" and BACKWARD in str(diagnosis)
+
+
+def test_stopped_outside_any_collective():
+    diagnosis = d.rule_stopped_outside_collectives(d.facts(run_of(result(0, STOPPED), result(1, STOPPED))))
+    assert diagnosis.kind == "stopped" and diagnosis.ranks == [0, 1]
+
+
+def test_a_failure_passed_on_by_main_process_first_blames_the_preparing_rank():
+    run = run_of(result(0, RAISED, message="OSError: disk full"),
+                 result(1, RAISED, message="RuntimeError: rank 0 failed while preparing"))
+    diagnosis = d.rule_failed_by_itself(d.facts(run))
+    assert diagnosis.ranks == [0] and "rank 1 failed because of it" in diagnosis.headline
+
+
+def test_same_calls_headline_only_when_the_flight_recorder_agrees():
+    both = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
+    with_flight = run_of(result(0, RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])],
+                                message=TIMEOUT),
+                         result(1, RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])],
+                                message=TIMEOUT))
+    assert "same collective calls" in d.rule_same_calls(d.facts(with_flight)).headline
+    without = run_of(result(0, RAISED, events=both[0], message=TIMEOUT), result(1, RAISED, events=both[1], message=TIMEOUT))
+    assert "same collective calls" not in d.rule_same_calls(d.facts(without)).headline
+
+
+def test_flight_records_are_compared_by_sequence_id_not_by_count():
+    # rank 0's buffer kept only its last entries (2,000 in torch): same positions, fewer entries
+    rank0 = [entry(0, seq, "barrier") for seq in range(5, 2005)]
+    rank1 = [entry(1, seq, "barrier") for seq in range(1, 2005)]
+    assert d.facts(run_of(result(0, flight=rank0), result(1, flight=rank1))).split is None
+
+
+def test_ledger_marks_collectives_torch_issued():
+    text = d.ledger(run_of(result(0, flight=ddp_steps(0, 2)), result(1, flight=ddp_steps(1, 1))))
+    assert "all_reduce · DDP backward's gradient all_reduce @ line 9" in text
+    assert text.splitlines()[3].split()[-1] == "—"
+
+
+@pytest.mark.parametrize("phrase", ["next call of the same kind", "does not match different ops",
+                                    "all_reduce would not have helped", "synchronises the data it reduces"])
+def test_no_text_contradicts_the_model_of_ordering(phrase):
+    assert phrase not in inspect.getsource(d)

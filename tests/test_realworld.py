@@ -1,0 +1,137 @@
+"""Real-world items (tests/realworld/): public tutorial, example and library code, and hang bugs reproduced
+from public issues, run through ``bl.run`` with recording, through real torchrun, and through lint.
+
+The targets are issue 12's "Done when" criteria. Per item, strictly: a correct item finishes on every
+rank (``bl.run`` and torchrun) and lint reports nothing on it; a buggy item ends within its deadline and
+never gets the "every rank made the same collective calls" headline. In aggregate over the buggy items:
+≥ 85 % of diagnoses name the BUG or WAITS line of the item's own file, and lint flags ≥ 60 % at such a
+line. Items with ``SELF_INIT`` (the DDP tutorial's own ``init_process_group`` with MASTER_ADDR/PORT and
+``mp.spawn``) run only as scripts until ``bl.run`` can leave initialisation to the learner's code.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "realworld"))
+
+import _harness as harness  # noqa: E402
+
+ITEMS = harness.discover()
+CORRECT = [i for i in ITEMS if i.kind == "correct"]
+BUGGY = [i for i in ITEMS if i.kind == "buggy"]
+IN_LAB = [i for i in ITEMS if not i.self_init]
+ISOLATED = harness.isolated()
+NAME_TARGET, LINT_TARGET = 0.85, 0.60
+
+
+def ids(items):
+    return [i.name for i in items]
+
+
+@functools.lru_cache(maxsize=None)
+def lab(name: str) -> harness.LabOutcome:
+    return harness.run_in_lab(next(i for i in ITEMS if i.name == name))
+
+
+@functools.lru_cache(maxsize=None)
+def linted(name: str) -> harness.LintOutcome:
+    return harness.lint_item(next(i for i in ITEMS if i.name == name))
+
+
+# --------------------------------------------------------------------------- the corpus itself
+
+
+def test_corpus_has_enough_items_of_each_kind():
+    assert len(CORRECT) >= 15 and len(BUGGY) >= 15
+    assert {i.kind for i in ITEMS} == {"correct", "buggy"}
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
+def test_item_declares_its_source_and_shape(item):
+    assert "Source:" in item.docstring, "every item names the public source it models"
+    assert item.world_size >= 2 and 0 < item.timeout <= 3
+    if item.kind == "buggy":
+        assert item.bug_lines and item.wait_lines, "a buggy item marks its # BUG and # WAITS lines"
+    else:
+        assert not item.bug_lines and not item.wait_lines
+    module = harness.module(item)
+    assert callable(module.main if item.self_init else module.worker)
+
+
+# --------------------------------------------------------------------------- bl.run, recording on
+
+
+@pytest.mark.parametrize("item", [i for i in CORRECT if not i.self_init], ids=ids([i for i in CORRECT if not i.self_init]))
+def test_correct_item_finishes_on_every_rank_in_the_lab(item):
+    outcome = lab(item.name)
+    assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+
+
+@pytest.mark.parametrize("item", [i for i in BUGGY if not i.self_init], ids=ids([i for i in BUGGY if not i.self_init]))
+def test_buggy_item_ends_within_its_deadline_in_the_lab(item):
+    outcome = lab(item.name)
+    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+    assert not outcome.ok
+
+
+@pytest.mark.parametrize("item", [i for i in BUGGY if not i.self_init], ids=ids([i for i in BUGGY if not i.self_init]))
+def test_buggy_item_never_gets_the_same_collective_calls_headline(item):
+    outcome = lab(item.name)
+    assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
+    assert outcome.kind != "ok", outcome.diagnosis
+
+
+@pytest.mark.parametrize("item", [i for i in ITEMS if i.self_init], ids=ids([i for i in ITEMS if i.self_init]))
+def test_self_initialising_item_in_the_lab(item):
+    pytest.skip("bl.run cannot yet leave init_process_group to the learner's code (issue 12, item 3): "
+                "this item runs only as a script")
+
+
+# --------------------------------------------------------------------------- torchrun / mp.spawn
+
+
+@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
+@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
+def test_item_as_a_script(item):
+    outcome = harness.run_as_script(item)
+    assert outcome.bounded, f"{item.name} was still running after {harness.SCRIPT_DEADLINE:.0f} s"
+    if item.kind == "correct":
+        assert outcome.returncode == 0, outcome.output[-3000:]
+    else:
+        assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
+
+
+# --------------------------------------------------------------------------- lint
+
+
+@pytest.mark.parametrize("item", CORRECT, ids=ids(CORRECT))
+def test_lint_reports_nothing_on_a_correct_item(item):
+    assert linted(item.name).findings == [], linted(item.name).text
+
+
+# --------------------------------------------------------------------------- aggregate targets
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags)
+
+
+@pytest.mark.xfail(strict=False, reason="diagnosis does not yet see C++-issued collectives, helper frames or "
+                                        "<dynamic-code> lines (issue 12, items 1 and 4; another session)")
+def test_diagnoses_name_the_bug_or_waiting_line_of_most_buggy_items():
+    in_lab = [i for i in BUGGY if not i.self_init]
+    named = {i.name: bool(lab(i.name).named_lines) for i in in_lab}
+    missed = sorted(n for n, ok in named.items() if not ok)
+    assert _share(list(named.values())) >= NAME_TARGET, f"named {sum(named.values())}/{len(named)}; missed: {missed}"
+
+
+@pytest.mark.xfail(strict=False, reason="lint's reach into frameworks and DDP is being built (issue 12, item 7)")
+def test_lint_flags_most_buggy_items_at_the_bug_or_waiting_line():
+    flagged = {i.name: bool(linted(i.name).flagged_lines) for i in BUGGY}
+    missed = sorted(n for n, ok in flagged.items() if not ok)
+    assert _share(list(flagged.values())) >= LINT_TARGET, f"flagged {sum(flagged.values())}/{len(flagged)}; missed: {missed}"

@@ -1,0 +1,145 @@
+"""Recording observes and never changes what torch does: real training patterns give identical outcomes
+and values with record=True and record=False (issue 12, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def both_ways(fn, world_size: int = 2, **options):
+    """Run ``fn`` with recording on and off; return both runs after asserting they ended alike."""
+    on = bl.run(fn, world_size, record=True, deadline=90, timeout=30, **options)
+    off = bl.run(fn, world_size, record=False, deadline=90, timeout=30, **options)
+    assert on.statuses == off.statuses == ["finished"] * world_size, (on, off)
+    return on, off
+
+
+def assert_same_values(on, off) -> None:
+    for a, b in zip(on.values, off.values):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], torch.Tensor):
+                assert torch.equal(a[key], b[key]), key
+            else:
+                assert a[key] == b[key], key
+
+
+def ddp_join_uneven_inputs():
+    """The pattern of PyTorch's *Distributed Training with Uneven Inputs Using the Join Context Manager*
+    tutorial: rank r has 5 + r inputs; Join shadows the all_reduces of the ranks that ran out."""
+    from torch.distributed.algorithms.join import Join
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(1, 1))
+    inputs = [torch.tensor([1.0]) for _ in range(5 + rank)]
+    num_inputs = 0
+    with Join([model]):
+        for x in inputs:
+            num_inputs += 1
+            loss = model(x).sum()
+            loss.backward()
+    return {"inputs": num_inputs, "grad": model.module.weight.grad.clone()}
+
+
+def ddp_no_sync_accumulation():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(3, 1))
+    with model.no_sync():  # accumulate locally, no all_reduce
+        model(torch.full((2, 3), float(rank + 1))).sum().backward()
+    local = model.module.weight.grad.clone()
+    model(torch.ones(2, 3)).sum().backward()  # this backward all_reduces the accumulated gradients
+    return {"local": local, "synced": model.module.weight.grad.clone()}
+
+
+def dcp_save_then_load(folder):
+    import torch.distributed.checkpoint as dcp
+
+    torch.manual_seed(dist.get_rank())
+    model = torch.nn.Linear(4, 2)
+    dcp.save({"model": model.state_dict()}, checkpoint_id=folder)
+    fresh = torch.nn.Linear(4, 2)
+    state = {"model": fresh.state_dict()}
+    dcp.load(state, checkpoint_id=folder)
+    fresh.load_state_dict(state["model"])
+    return {"weight": fresh.weight.detach().clone(), "bias": fresh.bias.detach().clone()}
+
+
+def async_all_reduce_then_wait():
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    return {"value": t.clone(), "type": type(work).__name__}
+
+
+def fsdp2_on_cpu():
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))
+    for layer in model:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        model(torch.full((2, 4), float(dist.get_rank() + 1))).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return {"weight": model[1].weight.full_tensor().detach().clone()}
+
+
+def test_ddp_join_tutorial_runs_with_recording_as_without():
+    on, off = both_ways(ddp_join_uneven_inputs)
+    assert_same_values(on, off)
+    assert [v["inputs"] for v in on.values] == [5, 6]
+    assert on.diagnosis.ok and "Join" in on.diagnosis.headline  # Join's shadow all_reduces are torch's, not yours
+
+
+def test_ddp_no_sync_runs_with_recording_as_without():
+    on, off = both_ways(ddp_no_sync_accumulation)
+    assert_same_values(on, off)
+    assert not torch.equal(on.values[0]["local"], on.values[1]["local"])  # no_sync really did not sync
+    assert torch.equal(on.values[0]["synced"], on.values[1]["synced"])
+
+
+def test_dcp_save_and_load_run_with_recording_as_without(tmp_path):
+    on = bl.run(dcp_save_then_load, 2, args=(str(tmp_path / "on"),), deadline=90, timeout=30)
+    off = bl.run(dcp_save_then_load, 2, args=(str(tmp_path / "off"),), record=False, deadline=90, timeout=30)
+    assert on.statuses == off.statuses == ["finished"] * 2, (on, off)
+    assert_same_values(on, off)
+
+
+def test_async_work_is_torchs_own_object_and_its_completion_is_recorded():
+    on, off = both_ways(async_all_reduce_then_wait)
+    assert_same_values(on, off)
+    assert on.values[0]["type"] != "RecordedWork"
+    (event,) = [e for e in on[0].events if e.is_collective]
+    assert event.is_async and event.done is not None and event.done >= event.start
+
+
+def test_fsdp2_fully_shard_on_gloo_cpu_runs_with_recording_as_without():
+    on, off = both_ways(fsdp2_on_cpu)
+    assert_same_values(on, off)
+
+
+def test_recorder_sees_ddp_collectives_issued_from_cpp():
+    on = bl.run(ddp_no_sync_accumulation, 2, deadline=90, timeout=30).raise_if_failed()
+    flight = on[0].flight
+    assert flight is not None
+    issuers = [e.issuer for e in flight]
+    assert "DDP backward's gradient all_reduce" in issuers
+    backward = next(e for e in flight if e.issuer == "DDP backward's gradient all_reduce")
+    assert backward.line is not None and "backward()" in backward.where
+    assert backward.sizes == [[4]] and backward.dtypes == ["Float"]
