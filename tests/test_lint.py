@@ -308,3 +308,130 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
     assert flagged == {"barrier_on_rank0", "barrier_vs_all_reduce", "debug_level_too_late", "early_return",
                        "extra_barrier", "find_the_bug", "hidden_collective", "monitored_barrier_missing",
                        "object_vs_tensor_broadcast", "rank_exits_mid_job", "uneven_data"}
+
+
+# --------------------------------------------------------------------------- issue 12: lint reaches real code
+
+
+@pytest.mark.parametrize("name", ["good_get_dist_info_tuple.py", "good_broadcast_stop_then_break.py",
+                                  "good_partitioned_range_loop.py"])
+def test_the_false_alarms_issue_12_lists_are_quiet(name: str) -> None:
+    assert lint_file(CORPUS / name) == []
+
+
+def test_framework_findings_say_what_the_call_issues_inside() -> None:
+    source = """\
+from accelerate import Accelerator
+
+def save(accelerator: Accelerator):
+    if accelerator.is_main_process:
+        accelerator.save_state()
+"""
+    [finding] = lint_source(source, "train.py")
+    assert (finding.line, finding.kind, finding.collective, finding.condition) == (
+        5, "branch", "accelerator.save_state", "accelerator.is_main_process")
+    assert "Accelerate: a barrier (wait_for_everyone)" in finding.why
+    assert finding.fix == ("move `accelerator.save_state()` out from under `accelerator.is_main_process` "
+                           "so every rank calls it")
+
+
+def test_the_framework_table_is_extendable(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = """\
+import torch.distributed as dist
+
+def step(hub):
+    if dist.get_rank() == 0:
+        hub.sync_all()
+"""
+    assert lint_source(source) == []
+    extra = barrierlab.lint.FrameworkCollective("MyLib", "sync_all", "a barrier", receivers=frozenset({"hub"}))
+    monkeypatch.setattr(barrierlab.lint, "FRAMEWORK_COLLECTIVES", barrierlab.lint.FRAMEWORK_COLLECTIVES + (extra,))
+    [finding] = lint_source(source)
+    assert (finding.line, finding.collective) == (5, "hub.sync_all") and "MyLib: a barrier" in finding.why
+
+
+def test_framework_names_on_unrelated_receivers_are_not_collectives() -> None:
+    source = """\
+import torch.distributed as dist
+
+def step(rank, cache, loader, optimizer):
+    if rank == 0:
+        cache.gather()
+        loader.barrier()
+        optimizer.step()
+        cache.save_state()
+"""
+    assert lint_source(source) == []
+
+
+def test_ddp_backward_under_no_sync_or_inside_join_is_not_a_collective() -> None:
+    source = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def accumulate(rank, batches):
+    model = DDP(torch.nn.Linear(2, 1))
+    with model.no_sync():
+        for x in batches[rank:]:
+            model(x).sum().backward()
+"""
+    # forward still syncs buffers/buckets in general, so only the backward is exempt
+    assert [(f.line, f.collective) for f in lint_source(source)] == [(8, "model() (DDP forward)")]
+
+
+def test_a_ddp_model_passed_to_a_helper_makes_its_forward_a_collective() -> None:
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def predict(net, x):
+    return net(x)
+
+def main(x):
+    model = DDP(torch.nn.Linear(2, 1))
+    if dist.get_rank() == 0:
+        predict(model, x)
+    predict(torch.nn.Linear(2, 1), x)
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (11, "hidden-collective")
+    assert finding.collective == "predict -> net() (DDP forward)"
+    assert "DDP's forward broadcasts module buffers" in finding.why
+
+
+def test_a_value_is_rank_independent_only_after_its_all_reduce() -> None:
+    source = """\
+import torch
+import torch.distributed as dist
+
+def step(flag_value):
+    flag = torch.tensor([float(dist.get_rank() == 0)])
+    if flag.item():
+        dist.barrier()
+    dist.all_reduce(flag)
+    if flag.item():
+        dist.barrier()
+"""
+    assert [f.line for f in lint_source(source)] == [7]
+
+
+def test_a_world_size_only_condition_is_quiet_and_a_rank_element_is_not() -> None:
+    source = """\
+import torch.distributed as dist
+from mmengine.dist import get_dist_info
+
+def info():
+    return dist.get_rank(), dist.get_world_size()
+
+def step():
+    rank, world_size = get_dist_info()
+    if world_size > 1:
+        dist.barrier()
+    me, n = info()
+    if n > 1:
+        dist.barrier()
+    if me == 0:
+        dist.barrier()
+"""
+    assert [f.line for f in lint_source(source)] == [15]

@@ -57,30 +57,61 @@ contain a barrier are treated as collectives by name on any receiver:
 (Accelerate); unconditional ``with main_process_first():`` is correct usage and
 quiet, inside ``if rank == 0:`` it is reported.
 
+Framework collectives: :data:`FRAMEWORK_COLLECTIVES` is a documented, extendable table of library calls
+that issue collectives inside (Accelerate ``accelerator.save_state``/``gather_for_metrics``/``backward``...,
+Lightning ``trainer.strategy.barrier()``, ``self.all_gather`` in a ``LightningModule``,
+``trainer.save_checkpoint``, ``fabric.barrier``, DeepSpeed ``model_engine.save_checkpoint``/``backward``,
+detectron2 ``comm.synchronize``/``all_gather``/``gather``, mmengine ``mmengine.dist`` functions, HF
+``trainer.evaluate``/``train``, DTensor ``full_tensor``/``redistribute``). An entry matches by the receiver's
+last identifier (``accelerator``, ``strategy``, ``trainer``, ``fabric``, ``model_engine``...), by the module
+it is imported from, or by ``self`` in a subclass (within the file) of a named base; the finding says what
+the call issues (``Accelerate: a barrier (wait_for_everyone) ...``). Append a ``FrameworkCollective`` to teach
+lint another library.
+
+DDP and FSDP: a model wrapped with ``DistributedDataParallel``/``DDP``/``FSDP`` (or ``accelerator.prepare``,
+``fabric.setup``, ``fully_shard(model)``) is tracked by name in its function, as a ``self.`` attribute across
+the class's methods, into nested functions and into the parameters of functions of the file it is passed
+to. Calling it is a collective (DDP's forward broadcasts buffers and rebuilds buckets; FSDP's forward
+all-gathers parameters), except inside ``with Join(...)`` and, for DDP, under ``torch.no_grad()`` /
+``inference_mode`` when the file defines no buffers (no BatchNorm, ``register_buffer``); ``.backward()`` on a
+value computed from its output is a collective (DDP's gradient all_reduce, issued from C++), except inside
+``with Join(...)`` or ``with model.no_sync():``.
+
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
 ``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
 programmer's job), ``init_process_group``/``destroy_process_group``, and calls on
-arbitrary objects such as ``self.group.barrier()`` or ``trainer.strategy.barrier()``:
-their receiver type is unknown and ``threading.Barrier``-like objects would be
-false positives. Route them through a function of the file to have them checked.
+arbitrary objects such as ``self.group.barrier()`` that no table entry names: their
+receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
+Route them through a function of the file, or add a table entry, to have them checked.
 
 Call graph: unlimited depth. Which functions reach a collective is a fixpoint
 over the module's call graph (cycles included), through plain calls
-``helper()``, ``self.method()``/``cls.method()`` in the same class and class
-construction ``Trainer()`` (its ``__init__``); the shortest chain is reported, e.g.
+``helper()``, ``self.method()``/``cls.method()`` in the same class or inherited from a base class
+of the file, and class construction ``Trainer()`` (its or a base's ``__init__``); the shortest chain is
+reported, e.g.
 ``evaluate -> reduce_mean -> dist.all_reduce``. A notebook is one module (all code
 cells). :func:`lint_function` also follows helpers found in the function's
 ``__globals__`` that were defined in the same module (e.g. other notebook cells).
 
 Values a function passes to a broadcast, all-reduce or all-gather as their first argument hold the same
 data on every rank afterwards, so returning them does not make the function's result rank-dependent
-(``box = [mkdtemp() if rank == 0 else None]; broadcast_object_list(box); return box[0]``).
+(``box = [mkdtemp() if rank == 0 else None]; broadcast_object_list(box); return box[0]``), and a use of
+them on a later line is not rank-dependent either: "broadcast the stop decision, then ``break``" is
+quiet. The same holds for the result of a framework call marked ``same_result`` (``check_trigger()``,
+``strategy.broadcast(...)``). A tuple unpacked from a function of the file is tainted element by element
+(``rank, world_size = get_dist_info()`` leaves ``world_size`` rank-independent; so does
+``get_dist_info()[1]``). A ``range(a, b[, s])`` loop whose bounds depend on the rank but whose trip count
+``b - a`` does not (evaluated as a polynomial: ``range(rank * n, rank * n + n)``) is not a rank-dependent
+loop.
 
 Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
-unrelated booleans, so mixing them can be reported as unbalanced); loop bounds
-are not evaluated, so ``range(rank * n, rank * n + n)`` is flagged although every
-rank runs ``n`` iterations, while a loop that stops on per-rank data
-(``if batch is None: break``) is not; ``raise`` is assumed to leave the function;
+unrelated booleans, so mixing them can be reported as unbalanced); only ``range`` trip
+counts are evaluated, and a loop that stops on per-rank data (``if batch is None: break``,
+or a counter incremented under a rank-dependent ``if``: control dependence is not tracked)
+is not flagged; framework receivers are recognised by name, so an Accelerator held in a
+variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
+a DDP model has buffers is guessed from the file's text; laundering is by line, not by
+control flow; ``raise`` is assumed to leave the function;
 ``match`` cases are opaque conditions; a collective inside a
 ``with main_process_first():`` body is not reported (rank 0 reaches it while the
 others wait in the context manager); collectives in lambdas, reached through
@@ -109,6 +140,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 __all__ = [
     "COLLECTIVES",
     "CHECKPOINT_COLLECTIVES",
+    "FRAMEWORK_COLLECTIVES",
+    "FrameworkCollective",
     "POINT_TO_POINT",
     "Finding",
     "lint",
@@ -138,6 +171,117 @@ POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv
 WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
 
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+@dataclass(frozen=True)
+class FrameworkCollective:
+    """A framework call that issues torch.distributed collectives inside, so every rank must make it.
+
+    A call matches when its name is ``name`` and either the receiver's last identifier (``accelerator`` in
+    ``self.accelerator.save_state()``) is one of ``receivers``, or the receiver or the function resolves
+    through the file's imports to one of ``modules`` (``comm.synchronize()`` after ``from detectron2.utils
+    import comm``; ``barrier()`` after ``from mmengine.dist import barrier``), or the receiver is ``self`` in
+    a class of the file that derives (within the file or directly) from one of ``self_bases``.
+    ``same_result``: every rank gets the same value back (a broadcast or all-reduce), so a condition on it
+    is not rank-dependent. ``issues`` says what the call does inside, for the finding.
+    """
+
+    framework: str
+    name: str
+    issues: str
+    receivers: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()
+    self_bases: frozenset[str] = frozenset()
+    same_result: bool = False
+
+
+def _entries(framework: str, names: dict[str, tuple[str, bool]], **where: Iterable[str]) -> list[FrameworkCollective]:
+    sets = {k: frozenset(v) for k, v in where.items()}
+    return [FrameworkCollective(framework, n, issues, same_result=same, **sets) for n, (issues, same) in names.items()]
+
+
+_ACCELERATOR = {"accelerator"}
+_ACCELERATE_UTILS = {"accelerate.utils", "accelerate.utils.operations"}
+_MMENGINE_DIST = {"mmengine.dist", "mmengine.dist.dist", "mmengine.dist.utils"}
+
+#: Framework calls that are collectives. Extend it (``FRAMEWORK_COLLECTIVES += (...)``, or rebind it in this
+#: module) to teach lint another library; ``main_process_first``/``wait_for_everyone`` on any receiver are
+#: covered by WRAPPERS. Sources: accelerate src/accelerate/accelerator.py and utils/operations.py;
+#: lightning src/lightning/pytorch/strategies/ddp.py, core/module.py, trainer/trainer.py and
+#: src/lightning/fabric/fabric.py; deepspeed deepspeed/runtime/engine.py; detectron2
+#: detectron2/utils/comm.py; mmengine mmengine/dist/dist.py and utils.py; transformers
+#: src/transformers/trainer.py.
+FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
+    _entries("Accelerate", {
+        "save_state": ("a barrier (wait_for_everyone) with automatic checkpoint naming, collective saves under "
+                       "FSDP/DeepSpeed", False),
+        "load_state": ("collective loads under FSDP/DeepSpeed", False),
+        "save_model": ("a collective state-dict gather under FSDP/DeepSpeed", False),
+        "get_state_dict": ("a collective state-dict gather under FSDP/DeepSpeed", False),
+        "gather": ("an all_gather", True), "gather_for_metrics": ("an all_gather", True),
+        "reduce": ("an all_reduce", True), "pad_across_processes": ("an all_gather of the sizes", False),
+        "check_trigger": ("an all_reduce of the trigger flag", True),
+        "prepare": ("DDP construction, which broadcasts the parameters", False),
+        "backward": ("DDP's gradient all_reduce", False),
+    }, receivers=_ACCELERATOR)
+    + _entries("Accelerate", {
+        "gather": ("an all_gather", True), "gather_object": ("an all_gather_object", True),
+        "broadcast": ("a broadcast", True), "broadcast_object_list": ("a broadcast", True),
+        "reduce": ("an all_reduce", True), "pad_across_processes": ("an all_gather of the sizes", False),
+    }, modules=_ACCELERATE_UTILS)
+    + _entries("Lightning", {
+        "barrier": ("a barrier", False), "broadcast": ("a broadcast", True), "reduce": ("an all_reduce", True),
+        "all_gather": ("an all_gather", True), "reduce_boolean_decision": ("an all_reduce", True),
+    }, receivers={"strategy"})
+    + _entries("Lightning", {
+        "barrier": ("a barrier", False), "broadcast": ("a broadcast", True), "all_gather": ("an all_gather", True),
+        "all_reduce": ("an all_reduce", True), "save": ("a barrier and collective saves", False),
+        "load": ("collective loads", False), "setup": ("DDP construction, which broadcasts the parameters", False),
+        "setup_module": ("DDP construction, which broadcasts the parameters", False),
+        "backward": ("DDP's gradient all_reduce", False),
+    }, receivers={"fabric"})
+    + _entries("Lightning", {"all_gather": ("the strategy's all_gather", True)},
+               self_bases={"LightningModule"}, receivers={"pl_module", "lightning_module"})
+    + _entries("Lightning", {
+        "save_checkpoint": ("strategy.barrier('Trainer.save_checkpoint')", False),
+        "fit": ("a DDP training loop", False), "validate": ("a distributed validation loop", False),
+        "test": ("a distributed test loop", False),
+    }, receivers={"trainer"})
+    + _entries("HF Trainer", {
+        "train": ("a DDP training loop", False), "evaluate": ("an all_gather of predictions", False),
+        "predict": ("an all_gather of predictions", False),
+        "save_model": ("collective saves under DeepSpeed/FSDP", False),
+    }, receivers={"trainer"})
+    + _entries("DeepSpeed", {
+        "backward": ("the gradient all_reduce", False), "step": ("ZeRO's parameter all_gather", False),
+        "save_checkpoint": ("barriers and all_reduces (all ranks must call it)", False),
+        "load_checkpoint": ("barriers (all ranks must call it)", False),
+    }, receivers={"model_engine", "engine", "ds_engine", "deepspeed_engine"})
+    + _entries("DeepSpeed", {"initialize": ("a parameter broadcast", False)}, modules={"deepspeed"})
+    + _entries("detectron2", {
+        "synchronize": ("a barrier", False), "all_gather": ("an all_gather_object", True),
+        "gather": ("a gather_object", False), "reduce_dict": ("a reduce", False),
+        "shared_random_seed": ("an all_gather", True),
+    }, modules={"detectron2.utils.comm"})
+    + _entries("mmengine", {
+        "barrier": ("a barrier", False), "all_reduce": ("an all_reduce", True), "all_gather": ("an all_gather", True),
+        "all_gather_object": ("an all_gather_object", True), "gather": ("a gather", False),
+        "gather_object": ("a gather_object", False), "broadcast": ("a broadcast", True),
+        "broadcast_object_list": ("a broadcast", True), "sync_random_seed": ("a broadcast", True),
+        "collect_results": ("a broadcast and a barrier (or an all_gather)", False),
+        "collect_results_cpu": ("a broadcast and a barrier", False),
+        "collect_results_gpu": ("an all_gather", False), "all_reduce_dict": ("all_reduces", True),
+        "all_reduce_params": ("all_reduces", False),
+    }, modules=_MMENGINE_DIST)
+    + _entries("DTensor", {
+        "full_tensor": ("an all_gather (redistribute to Replicate)", True),
+        "redistribute": ("collectives that move the shards", False),
+    })
+)
+#: Layers and calls that give a module buffers: DDP's forward broadcasts buffers even under no_grad.
+_BUFFERS = re.compile(r"BatchNorm|register_buffer|running_mean|track_running_stats=True")
+_NO_GRAD = frozenset({"no_grad", "inference_mode"})
+_JOIN = frozenset({"Join", "join", "join_uneven_inputs"})
 _DATA_ONLY_CALLS = frozenset(
     {"to", "cuda", "device", "set_device", "DistributedSampler", "ElasticDistributedSampler",
      "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"}
@@ -146,8 +290,10 @@ _DATA_ONLY_KEYWORDS = frozenset({"device", "device_ids", "output_device", "map_l
 _RANK_TOKEN = re.compile(r"rank\d*|ordinal")
 _RANK_PAIRS = frozenset(
     {("is", "main"), ("is", "master"), ("main", "process"), ("master", "process"),
-     ("process", "index"), ("global", "zero")}
+     ("process", "index"), ("global", "zero"), ("process", "zero")}
 )
+#: Whole identifiers that are true on some ranks only (HF TrainingArguments: process 0 saves and logs).
+_RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
@@ -349,6 +495,7 @@ class _Call:
     kind: str  # "coll" | "call"
     display: str
     target: str
+    note: str = ""  # what a framework call or DDP issues inside, for the finding
 
 
 @dataclass
@@ -356,6 +503,7 @@ class _Site:
     node: ast.Call
     collective: str
     callee: str | None
+    note: str = ""
 
 
 @dataclass(eq=False)
@@ -417,6 +565,8 @@ def _terminal(node: ast.AST) -> str:
 
 
 def _rank_name(name: str) -> bool:
+    if name in _RANK_IDENTIFIERS:
+        return True
     tokens = _CAMEL.sub("_", name).lower().split("_")
     return any(_RANK_TOKEN.fullmatch(t) for t in tokens) or any(p in _RANK_PAIRS for p in zip(tokens, tokens[1:]))
 
@@ -440,7 +590,8 @@ def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+        if not isinstance(node, _SCOPES):
+            stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _target_names(target: ast.AST) -> list[str]:
@@ -452,8 +603,10 @@ def _target_names(target: ast.AST) -> list[str]:
     return [name] if name else []
 
 
-def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr]]:
-    pairs: list[tuple[list[str], ast.expr]] = []
+def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
+    """(target names, value, position): position ``i`` means the names take element ``i`` of what the value
+    returns (``rank, world_size = get_dist_info()``), None the whole value."""
+    pairs: list[tuple[list[str], ast.expr, int | None]] = []
     for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -462,14 +615,56 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr]]:
                     and isinstance(node.value, (ast.Tuple, ast.List))
                     and len(target.elts) == len(node.value.elts)
                 ):
-                    pairs += [(_target_names(t), v) for t, v in zip(target.elts, node.value.elts)]
+                    pairs += [(_target_names(t), v, None) for t, v in zip(target.elts, node.value.elts)]
+                elif (
+                    isinstance(target, (ast.Tuple, ast.List))
+                    and isinstance(node.value, ast.Call)
+                    and not any(isinstance(e, ast.Starred) for e in target.elts)
+                ):
+                    pairs += [(_target_names(t), node.value, i) for i, t in enumerate(target.elts)]
                 else:
-                    pairs.append((_target_names(target), node.value))
+                    pairs.append((_target_names(target), node.value, None))
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            pairs.append((_target_names(node.target), node.value))
+            pairs.append((_target_names(node.target), node.value, None))
         elif isinstance(node, ast.NamedExpr):
-            pairs.append((_target_names(node.target), node.value))
+            pairs.append((_target_names(node.target), node.value, None))
     return pairs
+
+
+def _linear(node: ast.AST) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
+    """``node`` as a polynomial with integer coefficients over opaque atoms (names, calls...):
+    ``rank * n + n`` -> {("n", "rank"): 1, ("n",): 1}. None if it is not made of +, -, * and integers."""
+    atoms: dict[str, ast.AST] = {}
+
+    def walk(n: ast.AST) -> dict[tuple[str, ...], int] | None:
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return {(): n.value}
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            inner = walk(n.operand)
+            return None if inner is None else {k: -v for k, v in inner.items()}
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = walk(n.left), walk(n.right)
+            if left is None or right is None:
+                return None
+            out: dict[tuple[str, ...], int] = {}
+            if isinstance(n.op, ast.Mult):
+                for (ka, va), (kb, vb) in itertools.product(left.items(), right.items()):
+                    key = tuple(sorted(ka + kb))
+                    out[key] = out.get(key, 0) + va * vb
+            else:
+                sign = 1 if isinstance(n.op, ast.Add) else -1
+                out = dict(left)
+                for k, v in right.items():
+                    out[k] = out.get(k, 0) + sign * v
+            return {k: v for k, v in out.items() if v}
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            text = ast.unparse(n)
+            atoms[text] = n
+            return {(text,): 1}
+        return None
+
+    poly = walk(node)
+    return None if poly is None else (poly, atoms)
 
 
 def _const_ints(node: ast.AST) -> tuple[int, ...] | None:
@@ -530,15 +725,30 @@ class _Analysis:
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
         self.reach: dict[str, tuple[str, ...]] = {}
+        self.reach_notes: dict[str, str] = {}
+        self.bases: dict[str, list[str]] = {}
+        self.contexts: dict[int, frozenset[str]] = {}
+        self.ddp: dict[str | None, dict[str, str]] = {}
+        self.ddp_values: dict[str | None, set[str]] = {}
+        self.laundered: dict[str | None, dict[str, int]] = {}
+        self.same_result_calls: set[int] = set()
+        self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
+        self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
+        self.frameworks: dict[str, list[FrameworkCollective]] = {}
+        for entry in FRAMEWORK_COLLECTIVES:
+            self.frameworks.setdefault(entry.name, []).append(entry)
 
     def run(self) -> list[Finding]:
         for unit in self.units:
             self._collect_functions(unit)
+            self._mark_contexts(unit)
         self._expand_namespace()
+        self._prepare_ddp()
+        self._prepare_laundering()
         self._prepare_taint()
         self._prepare_reach()
         for unit in self.units:
-            _Walker(self, unit, self.module_taint, None).block(unit.tree.body, "return")
+            _Walker(self, unit, self.module_taint, None, None).block(unit.tree.body, "return")
         for func in self.funcs:
             if func.unit.report:
                 self._walk_function(func)
@@ -557,11 +767,180 @@ class _Analysis:
                     self.table[key] = func
                     visit(child, None, self_class, key)
                 elif isinstance(child, ast.ClassDef):
+                    self.bases[child.name] = [_terminal(b) for b in child.bases if _terminal(b)]
                     visit(child, child.name, child.name, parent)
                 else:
                     visit(child, owner, self_class, parent)
 
         visit(unit.tree, None, None, None)
+
+    def _mark_contexts(self, unit: _Unit) -> None:
+        """Remember, for every call, the ``with`` blocks and decorators it runs under that change what DDP
+        issues: no_grad/inference_mode, Join (shadows the collectives of finished ranks), no_sync."""
+
+        def kinds(expr: ast.expr) -> set[str]:
+            name = _terminal(expr.func if isinstance(expr, ast.Call) else expr)
+            if name in _NO_GRAD:
+                return {"no_grad"}
+            if name in _JOIN:
+                return {"join"}
+            return {"no_sync"} if name == "no_sync" else set()
+
+        def visit(node: ast.AST, ctx: frozenset[str]) -> None:
+            if isinstance(node, ast.Call):
+                self.contexts[id(node)] = ctx
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for deco in node.decorator_list:
+                    visit(deco, ctx)
+                inner = frozenset(k for deco in node.decorator_list for k in kinds(deco))
+                for stmt in node.body:
+                    visit(stmt, inner)
+                return
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                inner = ctx | {k for item in node.items for k in kinds(item.context_expr)}
+                for item in node.items:
+                    visit(item, ctx)
+                for stmt in node.body:
+                    visit(stmt, frozenset(inner))
+                return
+            for child in ast.iter_child_nodes(node):
+                visit(child, frozenset() if isinstance(child, ast.Lambda) else ctx)
+
+        visit(unit.tree, frozenset())
+
+    def _scopes(self) -> list[tuple[str | None, list[ast.AST], _Unit]]:
+        """(scope key, its own nodes, its unit): the module (all units) and every function."""
+        module = [n for u in self.units for n in _own_nodes(u.tree.body)]
+        scopes: list[tuple[str | None, list[ast.AST], _Unit]] = [(None, module, self.units[0])] if self.units else []
+        return scopes + [(f.key, list(_own_nodes(f.node.body)), f.unit) for f in self.table.values()]
+
+    def _class_of(self, key: str | None) -> str | None:
+        return self.table[key].self_class if key in self.table else None
+
+    def _ancestors(self, cls: str) -> list[str]:
+        """``cls`` and its base classes, by name, following the classes of this file (cycles stop)."""
+        order: list[str] = []
+        queue = [cls]
+        while queue:
+            name = queue.pop(0)
+            if name not in order:
+                order.append(name)
+                queue += self.bases.get(name, [])
+        return order
+
+    def _wrapper_kind(self, call: ast.Call, unit: _Unit) -> str | None:
+        """``ddp``/``fsdp`` when ``call`` wraps a model so that its forward and backward are collective."""
+        term = self._resolve(call.func, unit).rpartition(".")[2]
+        if term in ("DistributedDataParallel", "DDP"):
+            return "ddp"
+        if term in ("FullyShardedDataParallel", "FSDP"):
+            return "fsdp"
+        wraps = ("prepare", "prepare_model", "setup", "setup_module")
+        if isinstance(call.func, ast.Attribute) and call.func.attr in wraps:
+            if _terminal(call.func.value).lower() in ("accelerator", "fabric"):
+                return "ddp"
+        return None
+
+    def _prepare_ddp(self) -> None:
+        """Which names hold a DDP/FSDP-wrapped model in each scope: assigned from the wrapper, sharded with
+        ``fully_shard``, a ``self.`` attribute set in any method of the class, inherited from the module or
+        an enclosing function, or passed as an argument to a function of the file (fixpoint)."""
+        scopes = self._scopes()
+        own: dict[str | None, dict[str, str]] = {}
+        for key, nodes, unit in scopes:
+            names = own.setdefault(key, {})
+            for node in nodes:
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    kind = self._wrapper_kind(node.value, unit)
+                    if kind:
+                        names.update({n: kind for t in node.targets for n in _target_names(t)})
+                elif isinstance(node, ast.Call) and _terminal(node.func) == "fully_shard" and node.args:
+                    name = _dotted(node.args[0])
+                    if name:
+                        names[name] = "fsdp"
+
+        def visible(key: str | None) -> dict[str, str]:
+            out = dict(own.get(None, {}))
+            func = self.table.get(key) if key is not None else None
+            if func is not None:
+                chain, parent = [], func.parent
+                while parent is not None and parent in self.table:
+                    chain.append(parent)
+                    parent = self.table[parent].parent
+                for p in reversed(chain):
+                    out.update(own.get(p, {}))
+                for cls in reversed(self._ancestors(func.self_class) if func.self_class else []):
+                    for f in self.table.values():
+                        if f.self_class == cls:
+                            out.update({n: k for n, k in own.get(f.key, {}).items() if n.startswith("self.")})
+            out.update(own.get(key, {}))
+            return out
+
+        for _ in range(5):
+            self.ddp = {key: visible(key) for key, _, _ in scopes}
+            changed = False
+            for key, nodes, _ in scopes:
+                current = self.ddp[key]
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, self._class_of(key))
+                    if callee is None:
+                        continue
+                    params = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for param, arg in bound:
+                        kind = current.get(_dotted(arg) or "")
+                        if kind and param in params and own.setdefault(callee, {}).get(param) != kind:
+                            own[callee][param] = kind
+                            changed = True
+            if not changed:
+                break
+        for key, nodes, _ in scopes:
+            values: set[str] = set()
+            pairs = _assignments(nodes)
+            grew = True
+            while grew:
+                grew = False
+                for names, value, _ in pairs:
+                    if not set(names) <= values and self._ddp_output(value, self.ddp[key], values):
+                        values.update(names)
+                        grew = True
+            self.ddp_values[key] = values
+
+    @staticmethod
+    def _ddp_output(expr: ast.AST, ddp: dict[str, str], values: set[str]) -> bool:
+        """Whether ``expr`` holds (or is computed from) the output of a wrapped model's forward."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call) and (_dotted(node.func) or "") in ddp:
+                return True
+            if isinstance(node, (ast.Name, ast.Attribute)) and (_dotted(node) or "") in values:
+                return True
+        return False
+
+    def _prepare_laundering(self) -> None:
+        """Names whose value is the same on every rank from a given line on: the first argument of a
+        broadcast/all-reduce/all-gather, or the result of a framework call that returns the same value
+        everywhere. ``stop = box[0]`` after ``broadcast_object_list(box)`` is not rank-dependent."""
+        for key, nodes, unit in self._scopes():
+            lines: dict[str, int] = {}
+            self_class = self._class_of(key)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                op = self._collective(node.func, unit)
+                entry = self._framework(node, unit, self_class)
+                equal = (op is not None and op.rpartition(".")[2] in _EQUALIZING) or bool(entry and entry.same_result)
+                if entry is not None and entry.same_result:
+                    self.same_result_calls.add(id(node))
+                if equal and node.args and isinstance(node.args[0], ast.Name):
+                    lines[node.args[0].id] = min(lines.get(node.args[0].id, node.lineno), node.lineno)
+            for node in nodes:
+                if isinstance(node, ast.Assign) and id(node.value) in self.same_result_calls:
+                    for name in (n for t in node.targets for n in _target_names(t)):
+                        lines[name] = min(lines.get(name, node.lineno), node.lineno)
+            self.laundered[key] = lines
 
     def _expand_namespace(self) -> None:
         """For lint_function: add same-module helpers reachable through ``__globals__``."""
@@ -594,7 +973,7 @@ class _Analysis:
                 (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
                 key=lambda n: (n.lineno, n.col_offset),
             )
-            calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class))]
+            calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
         while True:
             known = dict(self.reach)
             for key, seq in calls.items():
@@ -603,43 +982,104 @@ class _Analysis:
                 for call in seq:
                     if call.kind == "coll":
                         self.reach[key] = (call.display,)
+                        self.reach_notes[key] = call.note
                         break
                     if call.target in known:
                         self.reach[key] = (call.display, *known[call.target])
+                        self.reach_notes[key] = self.reach_notes.get(call.target, "")
                         break
             if len(self.reach) == len(known):
                 return
 
-    def classify(self, call: ast.Call, unit: _Unit, self_class: str | None) -> _Call | None:
-        """A call to a same-module function (``call``) or a collective (``coll``)."""
+    def classify(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None) -> _Call | None:
+        """A call to a same-module function (``call``) or a collective (``coll``): torch.distributed, a
+        framework call of FRAMEWORK_COLLECTIVES, or a DDP/FSDP-wrapped model's forward or backward."""
         written = _dotted(call.func)
-        if written is None:
+        if written is not None:
+            target = self._callee(call.func, self_class)
+            if target:
+                return _Call("call", written, target)
+            canonical = self._collective(call.func, unit)
+            if canonical:
+                return _Call("coll", written, canonical)
+        entry = self._framework(call, unit, self_class)
+        if entry is not None:
+            shown = written or f"{unit.text(call.func)}"
+            return _Call("coll", shown, f"{entry.framework}.{entry.name}", f"{entry.framework}: {entry.issues}")
+        return self._ddp_op(call, unit, scope)
+
+    def _framework(self, call: ast.Call, unit: _Unit, self_class: str | None) -> FrameworkCollective | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            entries = self.frameworks.get(func.attr, [])
+            if not entries:
+                return None
+            receiver = func.value
+            last = _terminal(receiver).lower()
+            full = self._resolve(receiver, unit) if _dotted(receiver) else ""
+            for entry in entries:
+                if not (entry.receivers or entry.modules or entry.self_bases):
+                    return entry
+                if last in entry.receivers or full in entry.modules:
+                    return entry
+                if last == "self" and self_class and entry.self_bases & set(self._ancestors(self_class)):
+                    return entry
             return None
-        target = self._callee(call.func, self_class)
-        if target:
-            return _Call("call", written, target)
-        canonical = self._collective(call.func, unit)
-        return _Call("coll", written, canonical) if canonical else None
+        if isinstance(func, ast.Name):
+            module, _, name = self._resolve(func, unit).rpartition(".")
+            return next((e for e in self.frameworks.get(name, []) if module and module in e.modules), None)
+        return None
+
+    def _ddp_op(self, call: ast.Call, unit: _Unit, scope: str | None) -> _Call | None:
+        ddp = self.ddp.get(scope, {})
+        if not ddp:
+            return None
+        ctx = self.contexts.get(id(call), frozenset())
+        written = _dotted(call.func) or ""
+        if written in ddp:
+            kind = ddp[written]
+            if "join" in ctx or (kind == "ddp" and "no_grad" in ctx and not self.has_buffers):
+                return None
+            if kind == "fsdp":
+                return _Call("coll", f"{written}() (FSDP forward)", f"fsdp.forward.{written}",
+                             "FSDP's forward all-gathers the sharded parameters")
+            return _Call("coll", f"{written}() (DDP forward)", f"ddp.forward.{written}",
+                         "DDP's forward broadcasts module buffers and, after the first backward, rebuilds its "
+                         "gradient buckets with a broadcast")
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
+            if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
+                receiver = unit.text(call.func.value)
+                receiver = receiver if len(receiver) <= 30 else "loss"
+                return _Call("coll", f"{receiver}.backward() (DDP backward)", "ddp.backward",
+                             "DDP's backward all-reduces the gradients, issued from C++")
+        return None
 
     def _callee(self, func: ast.expr, self_class: str | None) -> str | None:
         if isinstance(func, ast.Name):
-            for key in (func.id, f"{func.id}.__init__"):
+            for key in (func.id, *(f"{c}.__init__" for c in self._ancestors(func.id))):
                 if key in self.table:
                     return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id in ("self", "cls") and self_class and f"{self_class}.{func.attr}" in self.table:
-                return f"{self_class}.{func.attr}"
+            if func.value.id in ("self", "cls") and self_class:
+                for cls in self._ancestors(self_class):
+                    if f"{cls}.{func.attr}" in self.table:
+                        return f"{cls}.{func.attr}"
         return None
 
-    def _collective(self, func: ast.expr, unit: _Unit) -> str | None:
-        dotted = _dotted(func) or ""
+    def _resolve(self, node: ast.expr, unit: _Unit) -> str:
+        """The dotted name of ``node`` through the file's imports (``dist.barrier`` ->
+        ``torch.distributed.barrier``, ``comm`` -> ``detectron2.utils.comm``)."""
+        dotted = _dotted(node) or ""
         head, _, rest = dotted.partition(".")
         base = unit.aliases.get(head)
         if base is None and unit.namespace is not None and head in unit.namespace:
             base = _object_name(unit.namespace[head])
         if base is None:
             base = "torch.distributed" if head == "dist" else head
-        full = f"{base}.{rest}" if rest else base
+        return f"{base}.{rest}" if rest else base
+
+    def _collective(self, func: ast.expr, unit: _Unit) -> str | None:
+        full = self._resolve(func, unit)
         for old, new in (
             ("torch.distributed.distributed_c10d.", "torch.distributed."),
             ("torch.distributed.checkpoint.state_dict_saver.", "torch.distributed.checkpoint."),
@@ -658,14 +1098,23 @@ class _Analysis:
 
     # -- rank dependence
 
-    def mentions_rank(self, expr: ast.AST, taint: set[str]) -> bool:
-        """Whether the value of ``expr`` can differ between ranks."""
+    def mentions_rank(self, expr: ast.AST, taint: set[str], laundered: dict[str, int] | None = None) -> bool:
+        """Whether the value of ``expr`` can differ between ranks. ``laundered``: names that hold the same
+        value on every rank after the given line (they came out of a broadcast or all-reduce)."""
         stack = [expr]
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.Lambda):
+            if isinstance(node, ast.Lambda) or id(node) in self.same_result_calls:
+                continue
+            if isinstance(node, ast.Subscript) and self._tuple_element(node) is not None:
+                position, call = self._tuple_element(node)  # type: ignore[misc]
+                if position:
+                    return True
+                stack += [*call.args, *(k.value for k in call.keywords)]
                 continue
             if isinstance(node, ast.Name) and (_rank_name(node.id) or node.id in taint or node.id in self.rank_funcs):
+                if laundered and node.id in laundered and node.lineno > laundered[node.id] and not _rank_name(node.id):
+                    continue
                 return True
             if isinstance(node, ast.Attribute) and (
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
@@ -682,17 +1131,43 @@ class _Analysis:
             stack.extend(ast.iter_child_nodes(node))
         return False
 
-    def _taint(self, nodes: list[ast.AST], inherited: set[str]) -> set[str]:
+    def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
         pairs = _assignments(nodes)
         taint = set(inherited)
         changed = True
         while changed:
             changed = False
-            for names, value in pairs:
-                if not set(names) <= taint and self.mentions_rank(value, taint):
+            for names, value, index in pairs:
+                if not set(names) <= taint and self._value_rank(value, index, taint, laundered):
                     taint.update(names)
                     changed = True
         return taint
+
+    def _tuple_element(self, node: ast.Subscript) -> tuple[bool, ast.Call] | None:
+        """For ``f(...)[i]`` where ``f`` of this file returns tuples: whether element ``i`` is rank-dependent."""
+        call, index = node.value, node.slice
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and isinstance(index, ast.Constant)
+                and type(index.value) is int):
+            return None
+        positions = self.tuple_ranks.get(call.func.id)
+        if positions is None or not 0 <= index.value < len(positions):
+            return None
+        return positions[index.value], call
+
+    def _value_rank(
+        self, value: ast.expr, index: int | None, taint: set[str], laundered: dict[str, int] | None
+    ) -> bool:
+        """Whether an assigned value differs between ranks; element ``index`` of a same-file function's
+        returned tuple only if that element does (``rank, world_size = get_dist_info()``)."""
+        subscript = value.slice if isinstance(value, ast.Subscript) else None
+        if isinstance(subscript, ast.Constant) and type(subscript.value) is int:
+            value, index = value.value, subscript.value  # type: ignore[attr-defined]
+        if index is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            positions = self.tuple_ranks.get(value.func.id)
+            if positions is not None and 0 <= index < len(positions):
+                args = [*value.args, *(k.value for k in value.keywords)]
+                return positions[index] or any(self.mentions_rank(a, taint, laundered) for a in args)
+        return self.mentions_rank(value, taint, laundered)
 
     def _prepare_taint(self) -> None:
         module_nodes = [n for u in self.units for n in _own_nodes(u.tree.body)]
@@ -700,17 +1175,21 @@ class _Analysis:
         attrs: set[str] = set()
         for _ in range(5):
             before = (len(attrs), len(self.rank_funcs), len(self.module_taint))
-            self.module_taint = self._taint(module_nodes, attrs)
+            self.module_taint = self._taint(module_nodes, attrs, self.laundered.get(None))
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
-                taint = self.func_taint[func.key] = self._taint(own[func.key], inherited)
+                taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 attrs |= {n for n in taint if "." in n}
                 returned = taint - self._equalized(own[func.key], func.unit)
-                if any(
-                    isinstance(n, ast.Return) and n.value is not None and self.mentions_rank(n.value, returned)
-                    for n in own[func.key]
-                ):
+                values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
+                if any(self.mentions_rank(v, returned) for v in values):
                     self.rank_funcs.add(func.node.name)
+                sizes = {len(v.elts) if isinstance(v, ast.Tuple) else -1 for v in values}
+                if len(sizes) == 1 and -1 not in sizes:
+                    self.tuple_ranks[func.node.name] = tuple(
+                        any(self.mentions_rank(v.elts[i], returned) for v in values)  # type: ignore[attr-defined]
+                        for i in range(sizes.pop())
+                    )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
                 break
 
@@ -727,7 +1206,7 @@ class _Analysis:
         return names
 
     def _walk_function(self, func: _Func) -> None:
-        walker = _Walker(self, func.unit, self.func_taint[func.key], func.self_class)
+        walker = _Walker(self, func.unit, self.func_taint[func.key], func.self_class, func.key)
         items = walker.block(func.node.body, "return")
         for deco in func.node.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
@@ -769,7 +1248,10 @@ class _Analysis:
 
 def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> tuple[str, str, str]:
     """Kind, one-line reason and one-line fix of a finding."""
-    short = site.collective.rsplit(" -> ", 1)[-1].rsplit(".", 1)[-1]
+    short = site.collective.rsplit(" -> ", 1)[-1]
+    short = short if "(" in short else short.rsplit(".", 1)[-1]
+    if site.note:
+        short = f"{short} ({site.note})"
     if reason == "loop":
         kind, fix = "rank-dependent-loop", _LOOP_FIX
         why = (
@@ -817,11 +1299,13 @@ def _object_name(obj: Any) -> str | None:
 class _Walker:
     """Builds the collective trace of one scope and flags unbalanced parts of it."""
 
-    def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None) -> None:
+    def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None, scope: str | None) -> None:
         self.an = an
         self.unit = unit
         self.taint = taint
         self.self_class = self_class
+        self.scope = scope
+        self.laundered = an.laundered.get(scope, {})
 
     def flag(self, items: Iterable[_Item], reason: str, cond: str, leave: _Leave | None = None) -> None:
         for site in _sites(items):
@@ -884,7 +1368,7 @@ class _Walker:
 
     def _match(self, stmt: ast.Match) -> list[_Item]:
         subject = self.unit.text(stmt.subject)
-        rank = self.an.mentions_rank(stmt.subject, self.taint)
+        rank = self.an.mentions_rank(stmt.subject, self.taint, self.laundered)
         orelse: list[_Item] = []
         for case in reversed(stmt.cases):
             text = f"{subject} matches {ast.unparse(case.pattern)}"
@@ -929,15 +1413,16 @@ class _Walker:
     def _op(self, call: ast.Call) -> _Item | None:
         if _dotted(call.func) in _EXIT_CALLS:
             return _Item("exit", status="return", node=call)
-        found = self.an.classify(call, self.unit, self.self_class)
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
         if found is None:
             return None
         if found.kind == "coll":
-            return _Item("op", key=("op", found.target), site=_Site(call, found.display, None), node=call)
+            return _Item("op", key=("op", found.target), site=_Site(call, found.display, None, found.note), node=call)
         chain = self.an.reach.get(found.target)
         if chain is None:
             return None
-        site = _Site(call, " -> ".join((found.display, *chain)), found.display)
+        note = self.an.reach_notes.get(found.target, "")
+        site = _Site(call, " -> ".join((found.display, *chain)), found.display, note)
         return _Item("op", key=("call", found.target), site=site, node=call)
 
     # -- control flow
@@ -951,7 +1436,7 @@ class _Walker:
         rank: bool | None = None,
     ) -> _Item:
         if rank is None:
-            rank = test is not None and self.an.mentions_rank(test, self.taint)
+            rank = test is not None and self.an.mentions_rank(test, self.taint, self.laundered)
         text = text if text is not None else self.unit.text(test)  # type: ignore[arg-type]
         dynamic = rank or any(i.dynamic or i.kind == "exit" for i in (*body, *orelse))
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
@@ -970,12 +1455,36 @@ class _Walker:
 
     def _loop(self, bound: ast.expr, body: list[_Item], orelse: list[_Item], extra: Sequence[ast.expr] = ()) -> _Item:
         text = self.unit.text(bound)
-        rank = any(self.an.mentions_rank(e, self.taint) for e in (bound, *extra))
+        rank = any(self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e)
+                   for e in (bound, *extra))
         dynamic = any(i.dynamic for i in (*body, *orelse))
         item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if rank:
             self.flag([*body, *orelse], "loop", text)
         return item
+
+    def _equal_trips(self, bound: ast.expr) -> bool:
+        """``range(a, b[, s])`` whose trip count ``b - a`` (and step) is the same on every rank although the
+        bounds are not: ``range(rank * n, rank * n + n)`` runs n times everywhere. ``enumerate`` is looked
+        through."""
+        if isinstance(bound, ast.Call) and _terminal(bound.func) == "enumerate" and bound.args:
+            bound = bound.args[0]
+        if not (isinstance(bound, ast.Call) and _terminal(bound.func) == "range" and 2 <= len(bound.args) <= 3):
+            return False
+        if bound.keywords:
+            return False
+        if len(bound.args) == 3 and self.an.mentions_rank(bound.args[2], self.taint, self.laundered):
+            return False
+        stop, start = _linear(bound.args[1]), _linear(bound.args[0])
+        if stop is None or start is None:
+            return False
+        poly = dict(stop[0])
+        for key, coeff in start[0].items():
+            poly[key] = poly.get(key, 0) - coeff
+        atoms = {**stop[1], **start[1]}
+        return not any(
+            self.an.mentions_rank(atoms[a], self.taint, self.laundered) for key, c in poly.items() if c for a in key
+        )
 
     def _negate(self, test: ast.expr | None, text: str) -> str:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1068,7 +1577,7 @@ class _Walker:
         points = {0, 1}
         if compare:
             points |= {p for c in compare[2] if c >= 0 for p in (c, c + 1)}
-        rank = self.an.mentions_rank(expr, self.taint)
+        rank = self.an.mentions_rank(expr, self.taint, self.laundered)
         atoms.setdefault(ast.unparse(expr), (rank, set()))[1].update(points)
         return None
 
