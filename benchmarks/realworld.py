@@ -73,7 +73,8 @@ def main() -> int:
             lint_text = f"{len(lint.findings)} findings"
         else:
             buggy_flagged += bool(lint.flagged_lines)
-            lint_text = f"{len(lint.findings)} findings, at {','.join(map(str, sorted(lint.flagged_lines))) or 'no marked line'}"
+            at = ",".join(map(str, sorted(lint.flagged_lines))) or "no marked line"
+            lint_text = f"{len(lint.findings)} findings, at {at}"
         print(f"{item.name:<48} {lab:<28} {named:<9} {script:<12} {lint_text}", flush=True)
         rows.append(item)
 
@@ -84,7 +85,8 @@ def main() -> int:
     print(f"items: {len(correct)} correct, {len(buggy)} buggy ({sum(i.self_init for i in items)} self-initialising, "
           f"script path only); {time.monotonic() - started:.0f} s")
     if correct_in_lab:
-        print(f"correct, bl.run: {correct_ok}/{len(correct_in_lab)} finished on every rank in {args.reps} of {args.reps} runs")
+        print(f"correct, bl.run: {correct_ok}/{len(correct_in_lab)} finished on every rank in "
+              f"{args.reps} of {args.reps} runs")
     if correct:
         print(f"correct, lint: {correct_lint_clean}/{len(correct)} with no finding")
     if buggy_in_lab:
