@@ -38,6 +38,7 @@ def main() -> int:
     correct_ok = correct_lint_clean = 0
     buggy_bounded = buggy_same = buggy_named = buggy_flagged = buggy_in_lab = 0
     script_ok = script_runs = 0
+    unexpected: list[tuple[str, list[str]]] = []
     started = time.monotonic()
     print(f"{'item':<48} {'lab':<28} {'named':<9} {'script':<12} lint")
     for item in items:
@@ -67,6 +68,8 @@ def main() -> int:
             good = s.bounded and ((s.returncode == 0) == (item.kind == "correct"))
             script_ok += good
             script = f"{'killed' if s.returncode is None else 'rc=' + str(s.returncode)} {s.elapsed:.0f}s"
+            if not good:
+                unexpected.append((item.name, s.output.strip().splitlines()[-12:]))
         lint = harness.lint_item(item)
         if item.kind == "correct":
             correct_lint_clean += not lint.findings
@@ -98,6 +101,9 @@ def main() -> int:
               "BUG or WAITS line (target 60 %)")
     if scripts:
         print(f"script path: {script_ok}/{script_runs} as expected (correct exit 0, buggy non-zero, all bounded)")
+        for name, tail in unexpected:
+            print(f"\n{name}: unexpected script outcome; last lines:")
+            print("\n".join("    " + line for line in tail))
     else:
         print("script path: skipped (needs root, unshare and ip, or --no-script was given)")
     return 0
