@@ -34,6 +34,9 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.ok
 
+    def _ipython_display_(self) -> None:
+        """The check has printed its line already: show nothing more as a cell's value."""
+
 
 def verdict(ok: bool, message: str, quiet: bool = False) -> Verdict:
     line = ("✓ " if ok else "✗ not yet: ") + message
