@@ -357,3 +357,12 @@ def test_real_run_finds_the_last_rank_to_arrive():
     fig = plot.timeline(run)
     assert y_labels(fig)[3] == "rank 3 (last to arrive)"
     assert len(artists(fig, "releases")[0].get_segments()) == 1
+
+
+def test_a_long_legend_label_gets_fewer_columns():
+    ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
+    lanes = [[Event(r, "collective", op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05, seq=k + 1) for k, op in enumerate(ops)]
+             for r in range(2)]
+    fig = plot.timeline(lanes)
+    assert fig.legends[0]._ncols < 3
+    assert plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2)).legends[0]._ncols == 3

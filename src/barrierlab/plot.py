@@ -679,13 +679,25 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
                                  label=label))
     if not handles:
         return
+    # as many columns as the longest label leaves room for, so a long one never runs off the figure
+    ncols = _legend_columns([h.get_label() for h in handles], fig.get_figwidth())
     if own_figure:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), frameon=False,
-                   fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=8)
     else:
         # below the axes, never over the bars; constrained layout makes room for it
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=min(3, len(handles)),
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=ncols,
                   fontsize=7, frameon=False)
+
+
+def _legend_columns(labels: list[str], width_inches: float, most: int = 3) -> int:
+    """The most columns (up to 3) whose widest labels, side by side, fit the figure's width at 8 pt."""
+    room = width_inches * 72 / (8 * 0.55)  # characters across the figure
+    for ncols in range(min(most, len(labels)), 1, -1):
+        rows = -(-len(labels) // ncols)  # matplotlib fills the columns top to bottom
+        columns = [labels[i:i + rows] for i in range(0, len(labels), rows)]
+        if sum(max(map(len, column)) + 6 for column in columns) <= room:
+            return ncols
+    return 1
 
 
 def _darker(colour: str, factor: float = 0.6) -> tuple[float, float, float]:
