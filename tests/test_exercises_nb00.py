@@ -47,7 +47,14 @@ def with_blocking_all_reduce(folder, delays):
 def with_async_barrier_and_wait(folder, delays):
     _write(folder, delays)
     work = dist.barrier(async_op=True)
-    work.wait()
+    with bl.span("wait", kind="wait"):  # the recorder keeps torch's Work untouched: a span shows the wait
+        work.wait()
+    return _count(folder)
+
+
+def with_async_barrier_and_unmarked_wait(folder, delays):
+    _write(folder, delays)
+    dist.barrier(async_op=True).wait()  # right, but invisible to the record: the check asks for a wait span
     return _count(folder)
 
 
@@ -121,3 +128,9 @@ def test_wrong_fixes_fail(fn, says, capsys):
     out = capsys.readouterr().out
     assert not result and out.startswith("✗"), out
     assert any(option in out for option in says.split("|")), out
+
+
+def test_an_async_wait_the_record_cannot_see_is_not_accepted(capsys):
+    """Right on gloo, but torch's Work is not wrapped, so only a wait span shows the wait: the check says so."""
+    assert not nb00.check_everyone_ready(with_async_barrier_and_unmarked_wait, seed=2)
+    assert "no wait on it" in capsys.readouterr().out

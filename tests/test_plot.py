@@ -366,3 +366,17 @@ def test_a_long_legend_label_gets_fewer_columns():
     fig = plot.timeline(lanes)
     assert fig.legends[0]._ncols < 3
     assert plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2)).legends[0]._ncols == 3
+
+
+
+def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
+    lanes = []
+    for r in range(2):
+        call = Event(r, "collective", "barrier", 0.1 * r, 0.1 * r + 0.001, seq=1)
+        call.is_async, call.done = True, 0.3
+        lanes.append([call, Event(r, "compute", "other work", 0.1 * r + 0.001, 0.5)])
+    fig = plot.timeline(lanes)
+    (bars,) = artists(fig, "in-flight")
+    assert len(bars.get_paths()) == 2
+    assert any("in flight" in label for label in legend_labels(fig))
+    assert plot.summary(lanes)["ranks"][0]["wait"] < 0.01

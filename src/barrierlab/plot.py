@@ -353,6 +353,7 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
     _draw_never_left(ax, lanes, total, used, scale)
+    _draw_in_flight(ax, lanes, used)
     _draw_span_errors(ax, lanes, scale)
     _explain_hidden_waits(used, waits_inside, lanes)
     labelled = show_releases and _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
@@ -520,6 +521,17 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
         xs, ys = zip(*errors)
         ax.scatter(xs, ys, marker="|", s=160, linewidths=2.5, color=VERMILLION, zorder=5, gid="errors")
         used["error"] = ("left with an error (a timeout, an exception)", VERMILLION, "|")
+
+
+def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
+    """A thin bar under each ``async_op=True`` collective from its return to its completion (``Event.done``):
+    the rank was free meanwhile, so it is not counted as waiting."""
+    rects = [(e.end, e.done - e.end, y + 0.3, 0.1) for y, lane in enumerate(lanes) for e in lane.events
+             if getattr(e, "is_async", False) and e.end is not None and getattr(e, "done", None) is not None
+             and e.done > e.end]
+    if rects:
+        _bars(ax, rects, zorder=4, gid="in-flight", facecolor=ORANGE, edgecolor="none")
+        used["in-flight"] = ("async_op=True collective in flight (the rank went on)", ORANGE, None)
 
 
 def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:

@@ -57,11 +57,24 @@ def spans(run: Run, name: str) -> dict[int, list[Event]]:
     return found
 
 
-def completion(events: list[Event], call: Event) -> float | None:
-    """When a collective call's result was really there: the end of the call, or of the ``Work.wait()``
-    on its handle if it was issued with ``async_op=True`` (the call itself then returns at once)."""
-    ends = [call.end] + [e.end for e in events if e.kind == "wait" and e.name == f"wait({call.name}#{call.seq})"]
-    return None if any(t is None for t in ends) else max(ends)
+def completion(events: list[Event], call: Event, before: float) -> float | None:
+    """When the rank had the collective's result in hand, as far as the record shows; None if it does not.
+
+    A blocking call: when it returned. An ``async_op=True`` call returns at once, so the record must show
+    the rank waiting for it: a ``wait`` span (``with bl.span("wait", kind="wait"): work.wait()``) after the
+    call that ended once the work had completed and before ``before``. (The recorder keeps torch's own
+    ``Work`` untouched, so a bare ``work.wait()`` leaves no trace.)
+    """
+    if call.end is None:
+        return None
+    if not getattr(call, "is_async", False):
+        return call.end
+    done = getattr(call, "done", None)
+    if done is None:
+        return None
+    waits = [e.end for e in events if e.kind == "wait" and e.end is not None and e.start >= call.start
+             and done <= e.end <= before]
+    return min(waits) if waits else None
 
 
 @dataclass(frozen=True)
@@ -87,16 +100,19 @@ def links(run: Run, source: int, after: float, target: int, before: float) -> tu
         entered, call = src[seq], dst[seq]
         if entered.name != call.name or entered.start < after or call.start > before:
             continue
-        done = completion(run[target].events, call)
+        done = completion(run[target].events, call, before)
+        if done is None and getattr(call, "is_async", False):
+            near.append(f"rank {target} issued {call.name} #{seq} with async_op=True, which returns before the "
+                        "others arrive, and the record shows no wait on it before going on (call work.wait() "
+                        "inside `with bl.span(\"wait\", kind=\"wait\"):` so the check can see it)")
+            continue
         if done is None or done > before:
             continue
         if done >= entered.start:
             found.append(Link(seq, call.name))
         else:
             near.append(f"rank {target} left {call.name} #{seq} {entered.start - done:.2f} s before rank "
-                        f"{source} entered it, so it did not wait for rank {source}"
-                        + (" (an async_op=True call returns at once: wait() on its handle)"
-                           if call.end is not None and call.end - call.start < 0.005 else ""))
+                        f"{source} entered it, so it did not wait for rank {source}")
     return found, near
 
 
