@@ -525,13 +525,13 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
 
 def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
     """A thin bar under each ``async_op=True`` collective from its return to its completion (``Event.done``):
-    the rank was free meanwhile, so it is not counted as waiting."""
+    the call itself did not block, so this time is not counted as waiting (a later wait() may have)."""
     rects = [(e.end, e.done - e.end, y + 0.3, 0.1) for y, lane in enumerate(lanes) for e in lane.events
              if getattr(e, "is_async", False) and e.end is not None and getattr(e, "done", None) is not None
              and e.done > e.end]
     if rects:
         _bars(ax, rects, zorder=4, gid="in-flight", facecolor=ORANGE, edgecolor="none")
-        used["in-flight"] = ("async_op=True collective in flight (the rank went on)", ORANGE, None)
+        used["in-flight"] = ("async_op=True collective in flight: from its return to its completion", ORANGE, None)
 
 
 def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
