@@ -74,10 +74,60 @@ def test_summary_of_a_rank_that_never_started_is_zero():
     assert numbers["slowest_rank"] == 0 and numbers["straggler"] is None
 
 
-def test_straggler_found_when_the_others_clearly_waited_for_it():
+def steps(last_ranks: list[int], world: int = 4, *, late: float = 0.2, names=None) -> list[list[Event]]:
+    """One step per entry: every rank runs a span (``names[r]`` or "compute k"), the listed rank ``late``
+    seconds longer, then a barrier that releases when it arrives."""
+    lanes = [[] for _ in range(world)]
+    t = 0.0
+    for k, last in enumerate(last_ranks):
+        release = t + 0.1 + late
+        for r in range(world):
+            arrive = release if r == last else t + 0.1
+            name = names[r] if names else f"compute {k}"
+            lanes[r].append(Event(r, "compute", name, t, arrive))
+            lanes[r].append(Event(r, "collective", "barrier", arrive, release + 0.001, seq=k + 1))
+        t = release + 0.001
+    return lanes
+
+
+def test_a_rank_last_at_every_step_doing_the_same_work_is_a_straggler():
+    numbers = plot.summary(steps([2, 2, 2]))
+    assert (numbers["straggler"], numbers["last_to_arrive"], numbers["last_at"]) == (2, 2, (3, 3))
+    fig = plot.timeline(steps([2, 2, 2]))
+    assert y_labels(fig)[2] == "rank 2 (straggler)"
+    assert "arrived last every time" in fig.axes[0].get_title()
+
+
+def test_one_barrier_makes_a_last_arrival_not_a_straggler():
     numbers = plot.summary(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
-    assert numbers["slowest_rank"] == 3
-    assert numbers["straggler"] == 3
+    assert numbers["slowest_rank"] == 3 and numbers["last_to_arrive"] == 3
+    assert numbers["straggler"] is None
+    fig = plot.timeline(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert y_labels(fig) == ["rank 0", "rank 1", "rank 2", "rank 3 (last to arrive)"]
+    assert "straggler" not in plot.waits_table(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+
+
+def test_when_the_last_rank_changes_no_rank_is_called_straggler():
+    lanes = steps([0, 1, 2, 3, 1])  # rank 1 waited least overall, but was last at only 2 of 5
+    numbers = plot.summary(lanes)
+    assert numbers["straggler"] is None and numbers["last_at"][1] == 5
+    labels = y_labels(plot.timeline(lanes))
+    assert not any("straggler" in label for label in labels)
+    assert not any("last to arrive" in label for label in labels)  # 2 of 5 is no majority: say nothing
+
+
+def test_last_most_of_the_time_says_how_often():
+    lanes = steps([3, 3, 3, 0])
+    labels = y_labels(plot.timeline(lanes))
+    assert labels[3] == "rank 3 (last to arrive at 3 of 4)"
+    assert "straggler" not in " ".join(labels)
+
+
+def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
+    lanes = steps([0, 0], names=["download", "setup", "setup", "setup"])  # rank 0 prepares the data
+    numbers = plot.summary(lanes)
+    assert numbers["own_work"] == ["download"] and numbers["straggler"] is None
+    assert y_labels(plot.timeline(lanes))[0] == "rank 0 (last to arrive)"
 
 
 @pytest.mark.parametrize("arrivals", [
@@ -110,7 +160,7 @@ def test_releases_need_every_rank_and_the_same_op():
 
 
 def test_waits_table_marks_the_straggler():
-    table = plot.waits_table(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    table = plot.waits_table(steps([3, 3]))
     lines = table.splitlines()
     assert lines[0].split() == ["rank", "active", "s", "waited", "s", "idle", "%"]
     assert "straggler" in lines[4] and lines[4].split()[0] == "3"
@@ -123,7 +173,7 @@ def test_waits_table_marks_the_straggler():
 def test_timeline_has_one_lane_per_rank(n):
     fig = plot.timeline(barrier_arrivals([0.05 * r for r in range(n)], leave=0.05 * (n - 1) + 0.001))
     assert isinstance(fig, Figure)
-    assert y_labels(fig) == [f"rank {r}" for r in range(n - 1)] + [f"rank {n - 1} (straggler)"]
+    assert y_labels(fig) == [f"rank {r}" for r in range(n - 1)] + [f"rank {n - 1} (last to arrive)"]
     assert fig.axes[0].get_xlabel() == "seconds since launch"
     assert render(fig).startswith(b"\x89PNG")
 
@@ -185,6 +235,105 @@ def test_importing_barrierlab_plot_does_not_import_pyplot():
     assert out.strip() == "False"
 
 
+# --- what the figure says ----------------------------------------------------------------------------
+
+def legend_labels(fig: Figure) -> list[str]:
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    return [t.get_text() for legend in legends for t in legend.get_texts()]
+
+
+def right_notes(fig: Figure, panel: int = 0) -> list[str]:
+    (right,) = [c for c in fig.axes[panel].child_axes]
+    return [t.get_text() for t in right.get_yticklabels()]
+
+
+def ddp_like() -> list[list[Event]]:
+    """Two ranks, two steps: forward, a backward span that holds DDP's (unrecorded) wait, a tiny recorded
+    all_reduce inside it (the comm hook's async call), optimizer."""
+    lanes = []
+    for r in range(2):
+        events, t = [], 0.0
+        for k in range(2):
+            fwd = 0.2 if r == 1 else 0.01
+            events += [Event(r, "compute", f"forward {k}", t, t + fwd),
+                       Event(r, "other", f"backward {k}", t + fwd, t + 0.25),
+                       Event(r, "collective", "all_reduce", t + 0.22, t + 0.2205, seq=k + 1),
+                       Event(r, "compute", f"optimizer {k}", t + 0.25, t + 0.26)]
+            t += 0.27
+        lanes.append(events)
+    return lanes
+
+
+def test_legend_names_the_spans_never_other():
+    labels = legend_labels(plot.timeline(ddp_like()))
+    assert "forward, optimizer (compute span)" in labels
+    assert "backward (span)" in labels
+    assert not any(label.startswith("other") for label in labels)
+    assert "waiting in a collective: all_reduce" in labels
+
+
+def test_legend_names_a_timed_span_and_the_collectives_waited_in():
+    lanes = [[Event(r, "other", "timed", 0.0, 0.3), Event(r, "collective", "all_reduce", 0.1 * r, 0.3, seq=1)]
+             for r in range(3)]
+    labels = legend_labels(plot.timeline(lanes))
+    assert "timed (span)" in labels and "waiting in a collective: all_reduce" in labels
+
+
+def test_release_legend_explains_the_numbering():
+    labels = legend_labels(plot.timeline(barrier_arrivals([0.0, 0.2], leave=0.21)))
+    assert any("#k" in label and "k-th collective" in label for label in labels)
+
+
+def test_an_unrecorded_wait_is_not_reported_as_a_tiny_wait():
+    fig = plot.timeline(ddp_like(), waits_inside={"backward": "DDP waits for its all_reduce in C++"})
+    notes = right_notes(fig)
+    assert all(note.startswith("its wait inside backward was not recorded") for note in notes)
+    assert not any(note.startswith("waited") for note in notes)
+    assert any("DDP waits for its all_reduce in C++" in label for label in legend_labels(fig))
+    plain = right_notes(plot.timeline(ddp_like()))
+    assert all(note.startswith("waited 0.001 s") for note in plain)  # what it would say without the option
+
+
+def test_a_rank_without_collectives_says_so_rather_than_waited_zero():
+    lanes = [[Event(0, "io", "download", 0.0, 1.0)], [Event(1, "io", "read", 0.0, 0.1)]]
+    assert right_notes(plot.timeline(lanes)) == ["entered no collective", "entered no collective"]
+
+
+def test_a_span_that_raised_is_marked_and_named():
+    lanes = [[Event(0, "io", "download", 0.0, 1.0)],
+             [Event(1, "io", "read", 0.0, 0.001, error="FileNotFoundError: [Errno 2] No such file")]]
+    fig = plot.timeline(lanes)
+    (marks,) = artists(fig, "errors")
+    assert marks.get_offsets().tolist() == [[0.001, 1.0]]
+    assert "read raised FileNotFoundError" in texts(fig)
+
+
+def test_waits_inside_rejects_a_bare_string():
+    with pytest.raises(TypeError, match="waits_inside"):
+        plot.timeline(ddp_like(), waits_inside="backward")
+
+
+def test_compare_timelines_shares_the_axis_and_merges_the_legend():
+    before = [[Event(r, "io", "download" if r == 0 else "setup", 0.0, 1.0 if r == 0 else 0.1)] for r in range(2)]
+    after = steps([0], world=2)
+    fig = plot.compare_timelines({"before": before, "after": after}, waits_inside=["backward"])
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert top.get_xlim() == bottom.get_xlim()
+    labels = legend_labels(fig)
+    assert len(labels) == len(set(labels))
+    assert [label for label in labels if "span" in label and "compute" in label] == ["compute (compute span)"]
+    assert "download, setup (input/output span)" in labels
+    with pytest.raises(TypeError, match="title"):
+        plot.compare_timelines({"a": before}, title="x")
+    with pytest.raises(ValueError, match="runs"):
+        plot.compare_timelines({})
+
+
+def test_work_name_drops_step_numbers():
+    assert [plot.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] \
+        == ["forward", "no_sync, step", "Work.wait()", "1 setup", "timed"]
+
+
 # --- a real run ----------------------------------------------------------------------------------------
 
 def staggered() -> int:
@@ -196,15 +345,38 @@ def staggered() -> int:
     return rank
 
 
-def test_real_run_finds_the_last_rank_as_straggler():
+def test_real_run_finds_the_last_rank_to_arrive():
     import barrierlab
 
     run = barrierlab.run(staggered, 4, check=True)
     numbers = plot.summary(run)
-    assert numbers["straggler"] == 3
+    assert numbers["last_to_arrive"] == 3 and numbers["straggler"] is None  # one barrier: no pattern yet
     ranks = numbers["ranks"]
     assert all(ranks[r]["idle_fraction"] > ranks[3]["idle_fraction"] for r in (0, 1, 2))
     assert all(ranks[r]["collectives"] == 1 for r in range(4))
     fig = plot.timeline(run)
-    assert y_labels(fig)[3] == "rank 3 (straggler)"
+    assert y_labels(fig)[3] == "rank 3 (last to arrive)"
     assert len(artists(fig, "releases")[0].get_segments()) == 1
+
+
+def test_a_long_legend_label_gets_fewer_columns():
+    ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
+    lanes = [[Event(r, "collective", op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05, seq=k + 1) for k, op in enumerate(ops)]
+             for r in range(2)]
+    fig = plot.timeline(lanes)
+    assert fig.legends[0]._ncols < 3
+    assert plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2)).legends[0]._ncols == 3
+
+
+
+def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
+    lanes = []
+    for r in range(2):
+        call = Event(r, "collective", "barrier", 0.1 * r, 0.1 * r + 0.001, seq=1)
+        call.is_async, call.done = True, 0.3
+        lanes.append([call, Event(r, "compute", "other work", 0.1 * r + 0.001, 0.5)])
+    fig = plot.timeline(lanes)
+    (bars,) = artists(fig, "in-flight")
+    assert len(bars.get_paths()) == 2
+    assert any("in flight" in label for label in legend_labels(fig))
+    assert plot.summary(lanes)["ranks"][0]["wait"] < 0.01

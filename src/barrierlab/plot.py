@@ -8,9 +8,10 @@ importing this module opens no window and registers no figure with pyplot.
 from __future__ import annotations
 
 import io
+import re
 import statistics
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -42,13 +43,15 @@ RUNNING = "#E4E4E4"
 SPAN_STYLES = {
     "compute": ("compute (span)", SKY, None),
     "io": ("input/output (span)", GREEN, None),
-    "other": ("other (span)", PURPLE, None),
+    "other": ("span", PURPLE, None),
 }
 WAIT_STYLES = {
-    "collective": ("waiting in a collective (barrier, all_reduce, …)", ORANGE, "///"),
-    "wait": ("waiting (Work.wait or wait span)", YELLOW, "\\\\\\"),
+    "collective": ("waiting in a collective", ORANGE, "///"),
+    "wait": ("waiting", YELLOW, "\\\\\\"),
     "p2p": ("waiting in send/recv", BLUE, "..."),
 }
+#: At most this many names in one legend entry ("forward, backward, optimizer (compute span)").
+MAX_LEGEND_NAMES = 4
 FAILED_STATUSES = ("raised", "setup failed", "stopped at deadline", "exited", "killed by signal")
 
 
@@ -154,7 +157,8 @@ def _slowest(ranks: dict[int, dict]) -> int | None:
     return min(takers, key=lambda r: (ranks[r]["wait"], r), default=None)
 
 
-def _straggler(ranks: dict[int, dict], slowest: int | None) -> int | None:
+def _last_to_arrive(ranks: dict[int, dict], slowest: int | None) -> int | None:
+    """``slowest`` if the others clearly waited for it (by > 20 ms and > 2x its own wait), else None."""
     if slowest is None:
         return None
     others = [n["wait"] for r, n in ranks.items() if n["collectives"] and r != slowest]
@@ -164,13 +168,49 @@ def _straggler(ranks: dict[int, dict], slowest: int | None) -> int | None:
     return slowest if median - mine > STRAGGLER_MIN_GAP and median > STRAGGLER_RATIO * mine else None
 
 
+def work_name(name: str) -> str:
+    """A span's name without its step number: 'forward 2' -> 'forward', 'wait(barrier#3)' -> 'Work.wait()'."""
+    if name.startswith("wait(") and name.endswith(")"):
+        return "Work.wait()"
+    return re.sub(r"[\s,#:]*\d+$", "", name) or name
+
+
+def _own_work(lanes: list[_Lane], rank: int) -> list[str]:
+    """Span names (step numbers dropped) that only ``rank`` ran: work assigned to it, e.g. rank 0's download."""
+    def names(lane: _Lane) -> set[str]:
+        return {work_name(e.name) for e in lane.events if e.kind in SPAN_STYLES or e.kind == "other"}
+
+    mine = names(next(lane for lane in lanes if lane.rank == rank))
+    others = set().union(*(names(lane) for lane in lanes if lane.rank != rank))
+    return sorted(mine - others)
+
+
+def _arrival_counts(found: list[Release], lanes: list[_Lane]) -> tuple[dict[int, int], int]:
+    """How often each rank was last at a release the others had to wait for (arrivals > 20 ms apart)."""
+    counts: dict[int, int] = {}
+    telling = 0
+    for release in found:
+        arrivals = [e.start for lane in lanes for e in lane.events if e.kind == "collective" and e.seq == release.seq]
+        if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
+            telling += 1
+            counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
+    return counts, telling
+
+
 def _summarize(lanes: list[_Lane], total: float) -> dict:
     ranks = {lane.rank: _rank_numbers(lane, total) for lane in lanes}
     slowest = _slowest(ranks)
+    last = _last_to_arrive(ranks, slowest)
+    counts, telling = _arrival_counts(_releases(lanes), lanes)
+    own = _own_work(lanes, last) if last is not None else []
+    always_last = last is not None and telling >= 2 and counts.get(last, 0) == telling
     return {
         "ranks": ranks,
         "slowest_rank": slowest,
-        "straggler": _straggler(ranks, slowest),
+        "last_to_arrive": last,
+        "last_at": (counts.get(last, 0) if last is not None else 0, telling),
+        "own_work": own,
+        "straggler": last if always_last and not own else None,
         "total": total,
         "wait_total": sum(n["wait"] for n in ranks.values()),
     }
@@ -187,7 +227,8 @@ def summary(run, ends: Sequence[float | None] | None = None, *,
 
         {"ranks": {r: {"busy": s, "wait": s, "idle_fraction": f, "start": s, "end": s | None,
                        "collectives": n}},
-         "slowest_rank": r | None, "straggler": r | None, "total": s, "wait_total": s}
+         "slowest_rank": r | None, "last_to_arrive": r | None, "last_at": (k, n), "own_work": [names],
+         "straggler": r | None, "total": s, "wait_total": s}
 
     - ``wait``: seconds inside collectives, send/recv, ``Work.wait()`` and ``wait`` spans, as the union of
       their intervals (nested events count once), clipped to the rank's active time.  An event the rank
@@ -197,9 +238,15 @@ def summary(run, ends: Sequence[float | None] | None = None, *,
     - ``slowest_rank``: among ranks that entered at least one collective, the one that waited least
       (ties: the lowest rank).  Arriving last at every barrier means never waiting at one, so this is the
       rank the others waited for; None if no rank entered a collective.
-    - ``straggler``: ``slowest_rank`` only when it clearly held the others up: the median wait of the
+    - ``last_to_arrive``: ``slowest_rank`` only when it clearly held the others up: the median wait of the
       other ranks exceeds its wait by more than 20 ms and by more than 2x.  Otherwise None (ranks
       arrived about together, or there is only one rank).
+    - ``last_at``: (k, n): that rank was last at k of the n releases whose arrivals spread over more
+      than 20 ms.  ``own_work``: names of spans only that rank ran (work assigned to it, e.g. a download).
+    - ``straggler``: ``last_to_arrive`` only when it is a straggler in the usual sense: last at every one
+      of at least two such releases, while doing the same work as the others (no ``own_work``).  A rank
+      that was last once, last only sometimes, or busy with work assigned to it alone is "last to
+      arrive", not a straggler.
     - ``total``: the run's elapsed seconds; ``wait_total``: the sum of every rank's ``wait``.
     """
     return _summarize(*_lanes(run, ends, starts))
@@ -233,7 +280,8 @@ def waits_table(run, ends: Sequence[float | None] | None = None) -> str:
     rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
     for rank, n in numbers["ranks"].items():
         active = n["busy"] + n["wait"]
-        mark = "  <- straggler: the others waited for it" if rank == numbers["straggler"] else ""
+        mark = ("  <- straggler: the others waited for it" if rank == numbers["straggler"] else
+                f"  <- {_last_note(numbers)}: the others waited for it" if rank == _shown_last(numbers) else "")
         if n["start"] is None:
             mark = "  (never started)"
         elif n["end"] is None:
@@ -253,7 +301,8 @@ class TimelineFigure(Figure):
 
 
 def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = True, annotate: bool = True,
-             ends: Sequence[float | None] | None = None, since: float | str | None = None) -> Figure:
+             ends: Sequence[float | None] | None = None, since: float | str | None = None,
+             waits_inside: Mapping[str, str] | Iterable[str] = ()) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since launch: spans, waits, releases, stuck ranks.
 
     ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
@@ -274,17 +323,39 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
 
     ``since``: start the time axis later, to zoom past set-up: a number of seconds, or ``"function"``
     for the moment the first rank's function started (waits and idle fractions still cover the whole run).
+
+    ``waits_inside``: names of spans (step numbers dropped: ``"backward"`` for ``"backward 2"``) that hold
+    a wait the recorder cannot see, such as the gradient all_reduce DDP waits for in C++ at the end of
+    backward; a mapping gives each a reason for the legend.  Those ranks' right-edge notes then say the
+    wait inside was not recorded instead of printing a near-zero "waited" figure.
+
+    Labels say only what the record shows: "straggler" for a rank the others waited for at every one
+    of at least two releases while it did the same work as they did; "last to arrive" for a rank they
+    clearly waited for otherwise (once, most of the time, or while it did work only it had, such as
+    rank 0 downloading); nothing when the last rank changes from step to step.  Releases are labelled
+    ``op #k``: the k-th collective call of every rank (barrierlab numbers each rank's collectives).
     """
+    own_figure = ax is None
+    fig, ax = _figure_and_axes(ax, len(getattr(run, "ranks", run)))
+    used = _draw(run, fig, ax, title=title, show_releases=show_releases, annotate=annotate, ends=ends,
+                 since=since, waits_inside=_reasons(waits_inside))
+    _legend(fig, ax, used, own_figure)
+    return fig
+
+
+def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside) -> dict[str, tuple]:
+    """Draw one run into ``ax``; return the legend entries it used."""
     lanes, total = _lanes(run, ends)
     numbers = _summarize(lanes, total)
-    own_figure = ax is None
-    fig, ax = _figure_and_axes(ax, len(lanes))
     used: dict[str, tuple] = {}
     scale = _Scale(ax, fig, total)
     _draw_running(ax, lanes, total, used)
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
     _draw_never_left(ax, lanes, total, used, scale)
+    _draw_in_flight(ax, lanes, used)
+    _draw_span_errors(ax, lanes, scale)
+    _explain_hidden_waits(used, waits_inside, lanes)
     labelled = show_releases and _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     start = _since(run, since)
@@ -292,10 +363,27 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
         ax.set_xlim(left=start)
     _label_lanes(ax, lanes, numbers)
     if annotate:
-        _annotate_lanes(ax, lanes, numbers)
-    _legend(fig, ax, used, own_figure)
+        _annotate_lanes(ax, lanes, numbers, waits_inside)
     ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
-    return fig
+    return used
+
+
+def _reasons(waits_inside: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
+    if isinstance(waits_inside, str):
+        raise TypeError("waits_inside must be a list of span names or a mapping name -> reason, not a str")
+    if isinstance(waits_inside, Mapping):
+        return {str(k): str(v) for k, v in waits_inside.items()}
+    return {str(name): "" for name in waits_inside}
+
+
+def _explain_hidden_waits(used: dict, waits_inside: dict[str, str], lanes: list[_Lane]) -> None:
+    """Add the legend line that says which spans hold an unrecorded wait (only if such spans were drawn)."""
+    drawn = [name for name in waits_inside
+             if any(work_name(e.name) == name for lane in lanes for e in lane.events)]
+    if not drawn:
+        return
+    reasons = "; ".join(f"{name}: {waits_inside[name]}" if waits_inside[name] else name for name in drawn)
+    used["hidden-waits"] = (f"wait not recorded inside {reasons}", BLACK, "note")
 
 
 def _since(run, since: float | str | None) -> float | None:
@@ -360,6 +448,15 @@ def _bar_text(ax, x: float, y: float, text: str, *, ha: str = "center", **style)
     ax.text(x, y, text, ha=ha, va="center", fontsize=7, clip_on=True, zorder=6, **style)
 
 
+def _named(description: str, names: Iterable[str], *, before: bool = True) -> str:
+    """'download, read (input/output span)': the legend says what the bars are called in the code."""
+    distinct = list(dict.fromkeys(names))
+    if not distinct:
+        return description
+    shown = ", ".join(distinct[:MAX_LEGEND_NAMES]) + (", …" if len(distinct) > MAX_LEGEND_NAMES else "")
+    return f"{shown} ({description})" if before else f"{description}: {shown}"
+
+
 def _draw_running(ax, lanes: list[_Lane], total: float, used: dict) -> None:
     rects = []
     for y, lane in enumerate(lanes):
@@ -373,38 +470,39 @@ def _draw_running(ax, lanes: list[_Lane], total: float, used: dict) -> None:
 
 def _draw_spans(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
     for kind, style in SPAN_STYLES.items():
-        rects, labels = [], []
+        rects, labels, names = [], [], []
         for y, lane in enumerate(lanes):
             waits = sorted(e.start for e in lane.events if e.kind in WAITING_KINDS)
             for e in lane.events:
                 if e.kind == kind or (kind == "other" and e.kind not in SPAN_STYLES and e.kind not in WAITING_KINDS):
                     end = _event_end(e, lane, total)
                     rects.append((e.start, end - e.start, y, 0.8))
+                    names.append(work_name(e.name))
                     i = bisect_left(waits, e.start)
                     free = min(end, waits[i] if i < len(waits) else end) - e.start
                     labels.append((e.start, free, y, e.name))
         if rects:
             _bars(ax, rects, zorder=2, gid=f"span:{kind}", facecolor=style[1], edgecolor="white", linewidth=0.3)
-            used[kind] = style
+            description = style[0].replace(" (span)", " span")
+            used[kind] = (description, *style[1:], names, True)
             for x, free, y, name in labels:
                 if scale.fits(free, name) and scale.take():
                     _bar_text(ax, x + scale.seconds_for("") / 2, y, name, ha="left")
 
 
 def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
-    errors = []
+    errors = [(e.end, y) for y, lane in enumerate(lanes) for e in lane.events if e.error and e.end is not None]
     for kind, style in WAIT_STYLES.items():
-        rects, labels = [], []
+        rects, labels, names = [], [], []
         for y, lane in enumerate(lanes):
             for e in lane.events:
                 if e.kind != kind:
                     continue
                 end = _event_end(e, lane, total)
                 rects.append((e.start, end - e.start, y, 0.5))
+                names.append(work_name(e.name))
                 if e.end is not None:
                     labels.append(((e.start + end) / 2, end - e.start, y, _wait_texts(e)))
-                if e.error and e.end is not None:
-                    errors.append((e.end, y))
         if rects:
             few = len(rects) <= MAX_HATCHED_BARS
             wide = [r for r in rects if few or scale.inches(r[1]) >= MIN_HATCH_INCHES]
@@ -414,7 +512,7 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
                       hatch=style[2], hatchcolors=_darker(style[1]), linewidth=0)
             if narrow:
                 _bars(ax, narrow, zorder=3, gid=f"wait:{kind}:narrow", facecolor=style[1], edgecolor="none")
-            used[kind] = style
+            used[kind] = (style[0], *style[1:], names, False)
             for x, width, y, texts in labels:
                 text = next((t for t in texts if scale.fits(width, t)), None)
                 if text and scale.take():
@@ -422,7 +520,29 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
     if errors:
         xs, ys = zip(*errors)
         ax.scatter(xs, ys, marker="|", s=160, linewidths=2.5, color=VERMILLION, zorder=5, gid="errors")
-        used["error"] = ("left with an error (e.g. timed out)", VERMILLION, "|")
+        used["error"] = ("left with an error (a timeout, an exception)", VERMILLION, "|")
+
+
+def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
+    """A thin bar under each ``async_op=True`` collective from its return to its completion (``Event.done``):
+    the call itself did not block, so this time is not counted as waiting (a later wait() may have)."""
+    rects = [(e.end, e.done - e.end, y + 0.3, 0.1) for y, lane in enumerate(lanes) for e in lane.events
+             if getattr(e, "is_async", False) and e.end is not None and getattr(e, "done", None) is not None
+             and e.done > e.end]
+    if rects:
+        _bars(ax, rects, zorder=4, gid="in-flight", facecolor=ORANGE, edgecolor="none")
+        used["in-flight"] = ("async_op=True collective in flight: from its return to its completion", ORANGE, None)
+
+
+def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
+    """A span that raised says so next to its red mark, e.g. 'read raised FileNotFoundError'."""
+    for y, lane in enumerate(lanes):
+        for e in lane.events:
+            if e.error and e.end is not None and e.kind not in WAITING_KINDS and scale.take():
+                kind = e.error.partition(":")[0]
+                text = f"{e.name} raised {kind}" if kind and " " not in kind else f"{e.name} raised"
+                _bar_text(ax, e.end + scale.seconds_for(" ") / 2, y, text, ha="left", color=VERMILLION,
+                          fontweight="bold")
 
 
 def _wait_texts(event: Event) -> tuple[str, ...]:
@@ -475,7 +595,7 @@ def _draw_releases(ax, found: list[Release], n_lanes: int, used: dict, scale: _S
         return False
     ax.vlines([r.time for r in found], -0.5, n_lanes - 0.5, colors=BLACK, linewidths=0.9,
               alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25, zorder=4, gid="releases")
-    used["release"] = ("released: the last rank arrived", BLACK, "line")
+    used["release"] = ("op #k (each rank's k-th collective) released: the last rank arrived", BLACK, "line")
     if len(found) > MAX_RELEASE_LABELS:
         return False
     free_from = float("-inf")
@@ -491,34 +611,58 @@ def _label_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
     ax.set_yticks(range(len(lanes)), labels=[_lane_label(lane, numbers) for lane in lanes],
                   fontsize=9 if len(lanes) <= 8 else 8)
     for tick, lane in zip(ax.get_yticklabels(), lanes):
-        if lane.rank == numbers["straggler"]:
+        if lane.rank in (numbers["straggler"], _shown_last(numbers)):
             tick.set_fontweight("bold")
         if lane.status in FAILED_STATUSES:
             tick.set_color(VERMILLION)
 
 
+def _shown_last(numbers: dict) -> int | None:
+    """The rank to call "last to arrive": the others clearly waited for it, at most releases (or the only one)."""
+    last, (k, n) = numbers["last_to_arrive"], numbers["last_at"]
+    if last is None or numbers["straggler"] is not None:
+        return None
+    return last if n == 0 or 2 * k > n else None
+
+
+def _last_note(numbers: dict) -> str:
+    k, n = numbers["last_at"]
+    return "last to arrive" if k == n or n == 0 else f"last to arrive at {k} of {n}"
+
+
 def _lane_label(lane: _Lane, numbers: dict) -> str:
     notes = ["straggler"] if lane.rank == numbers["straggler"] else []
+    if lane.rank == _shown_last(numbers):
+        notes.append(_last_note(numbers))
     if lane.status in FAILED_STATUSES:
         notes.append(lane.status)
     return f"rank {lane.rank}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _annotate_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
+def _annotate_lanes(ax, lanes: list[_Lane], numbers: dict, waits_inside: Mapping[str, str]) -> None:
     right = ax.secondary_yaxis("right")
     recorded = any(lane.events for lane in lanes)
-    notes = [_wait_note(numbers["ranks"][lane.rank], recorded) for lane in lanes]
+    notes = [_wait_note(numbers["ranks"][lane.rank], recorded, lane, waits_inside) for lane in lanes]
     right.set_yticks(range(len(lanes)), labels=notes,
                      fontsize=8 if len(lanes) <= 8 else 7)
     right.tick_params(length=0)
     right.spines["right"].set_visible(False)
 
 
-def _wait_note(n: dict, recorded: bool) -> str:
+def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, str]) -> str:
+    """What the right edge says about a rank's waiting: only what was recorded, and what was not."""
     if n["start"] is None:
         return "did not start"
     if not recorded:
         return f"ran {_seconds(n['busy'])}"
+    hidden = list(dict.fromkeys(work_name(e.name) for e in lane.events if work_name(e.name) in waits_inside))
+    waited = any(e.kind in WAITING_KINDS for e in lane.events)
+    if hidden:
+        where = " and ".join(hidden)
+        unseen = f"its wait inside {where} was not recorded"
+        return f"{unseen}\n(+ {_seconds(n['wait'])} in recorded calls)" if waited else unseen
+    if not waited:
+        return "entered no collective"
     return f"waited {_seconds(n['wait'])} ({100 * n['idle_fraction']:.0f}%)"
 
 
@@ -531,9 +675,13 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
     from matplotlib.patches import Patch
 
     handles = []
-    for label, colour, mark in used.values():
+    for entry in used.values():
+        label = _named(entry[0], entry[3], before=entry[4]) if len(entry) == 5 else entry[0]
+        colour, mark = entry[1], entry[2]
         if mark == "line":
             handles.append(Line2D([], [], color=colour, linewidth=0.9, label=label))
+        elif mark == "note":
+            handles.append(Line2D([], [], linestyle="none", label=label))
         elif mark in ("X", "|"):
             handles.append(Line2D([], [], color=colour, marker=mark, linestyle="none", markersize=9,
                                   markeredgewidth=2 if mark == "|" else 0.8, markeredgecolor=colour if mark == "|"
@@ -543,13 +691,25 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
                                  label=label))
     if not handles:
         return
+    # as many columns as the longest label leaves room for, so a long one never runs off the figure
+    ncols = _legend_columns([h.get_label() for h in handles], fig.get_figwidth())
     if own_figure:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), frameon=False,
-                   fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=8)
     else:
         # below the axes, never over the bars; constrained layout makes room for it
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=min(3, len(handles)),
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=ncols,
                   fontsize=7, frameon=False)
+
+
+def _legend_columns(labels: list[str], width_inches: float, most: int = 3) -> int:
+    """The most columns (up to 3) whose widest labels, side by side, fit the figure's width at 8 pt."""
+    room = width_inches * 72 / (8 * 0.55)  # characters across the figure
+    for ncols in range(min(most, len(labels)), 1, -1):
+        rows = -(-len(labels) // ncols)  # matplotlib fills the columns top to bottom
+        columns = [labels[i:i + rows] for i in range(0, len(labels), rows)]
+        if sum(max(map(len, column)) + 6 for column in columns) <= room:
+            return ncols
+    return 1
 
 
 def _darker(colour: str, factor: float = 0.6) -> tuple[float, float, float]:
@@ -569,7 +729,12 @@ def _default_title(lanes: list[_Lane], numbers: dict) -> str:
     if failed:
         return head + f"\n{_ranks(failed)} left a call with an error (the red marks)"
     if numbers["straggler"] is not None:
-        return head + f"\nrank {numbers['straggler']} arrived last: the others waited for it"
+        return head + f"\nrank {numbers['straggler']} arrived last every time: the others waited for it"
+    last = _shown_last(numbers)
+    if last is not None:
+        k, n = numbers["last_at"]
+        when = "" if n <= 1 else (" every time" if k == n else f" {k} of {n} times")
+        return head + f"\nrank {last} arrived last{when}: the others waited for it"
     return head
 
 
@@ -584,25 +749,38 @@ def function_seconds(run) -> float | None:
     return max(ends) - min(starts) if starts and len(ends) == run.world_size else None
 
 
-def compare_timelines(runs: dict, *, height: float = 2.4) -> Figure:
+def compare_timelines(runs: dict, *, height: float = 2.4, **options) -> Figure:
     """Timelines of several runs stacked on one time axis, each titled with its label and function time.
 
-    One legend at the bottom; every panel spans the longest run, so equal lengths mean equal times.
+    One legend at the bottom; every panel spans the longest run, so equal lengths mean equal times: use it
+    for every before/after pair.  ``options`` go to :func:`timeline` (``waits_inside``, ``show_releases``, ...).
     """
+    if not runs:
+        raise ValueError("runs must hold at least one labelled run")
+    if "ax" in options or "title" in options:
+        raise TypeError("compare_timelines makes its own axes and titles (the keys of runs)")
+    waits_inside = _reasons(options.pop("waits_inside", ()))
+    settings = {"show_releases": True, "annotate": True, "ends": None, "since": None}
+    unknown = set(options) - set(settings)
+    if unknown:
+        raise TypeError(f"compare_timelines got unexpected options: {', '.join(sorted(unknown))}")
+    settings.update(options)
     fig = TimelineFigure(figsize=(11, 0.6 + height * len(runs)), layout="constrained")
     axes = fig.subplots(len(runs), 1, squeeze=False)[:, 0]
-    handles = {}
+    used: dict[str, tuple] = {}
     for ax, (label, result) in zip(axes, runs.items()):
-        took = function_seconds(result)
-        timeline(result, ax=ax, title=f"{label}" + ("" if took is None else f": {took:.2f} s"))
-        legend = ax.get_legend()
-        if legend is not None:
-            handles.update((h.get_label(), h) for h in legend.legend_handles)
-            legend.remove()
+        took = function_seconds(result) if hasattr(result, "ranks") else None
+        drawn = _draw(result, fig, ax, title=f"{label}" + ("" if took is None else f": {took:.2f} s"),
+                      waits_inside=waits_inside, **settings)
+        for key, entry in drawn.items():  # one legend entry per kind, naming what every panel drew
+            if key in used and len(entry) == 5:
+                entry = (*entry[:3], [*used[key][3], *entry[3]], entry[4])
+            used[key] = entry
+    left = min(ax.get_xlim()[0] for ax in axes)
     longest = max(ax.get_xlim()[1] for ax in axes)
     for ax in axes:
-        ax.set_xlim(0, longest)
+        ax.set_xlim(left, longest)
     for ax in axes[:-1]:
         ax.set_xlabel("")
-    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    _legend(fig, axes[-1], used, own_figure=True)
     return fig

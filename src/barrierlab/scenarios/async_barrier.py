@@ -18,12 +18,14 @@ def scenario(late_rank=3, late_by=0.6, patience=0.1):
     with span("other work"):
         time.sleep(0.1)  # the point of async_op: do something useful meanwhile
     try:
-        work.wait(timeout=timedelta(seconds=patience))
+        with span("wait(timeout)", kind="wait"):  # a wait span: the timeline shows where the rank waited
+            work.wait(timeout=timedelta(seconds=patience))
         facts["wait(timeout) raised"] = False
     except RuntimeError:  # "Operation timed out!"
         facts["wait(timeout) raised"] = True
     facts["completed after that"] = work.is_completed()
-    work.wait()  # the same barrier, still in progress: it completes when late_rank arrives
+    with span("wait()", kind="wait"):
+        work.wait()  # the same barrier, still in progress: it completes when late_rank arrives
     facts["completed in the end"] = work.is_completed()
     return facts
 

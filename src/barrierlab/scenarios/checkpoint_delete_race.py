@@ -1,4 +1,9 @@
-"""Rank 0 deletes a checkpoint right after its own load, while the other ranks have not read it yet."""
+"""Rank 0 deletes a checkpoint after its own load; what, if anything, makes it wait for the other ranks' loads?
+
+``sync`` is what every rank calls between its load and rank 0's delete: ``"none"``, ``"barrier"``, a blocking
+``"all_reduce"`` (orders the delete after every load, like the barrier), or ``"async all_reduce"``
+(``async_op=True``, waited for only at the end: what an NCCL all_reduce looks like from the host).
+"""
 
 import os
 import time
@@ -9,8 +14,12 @@ import torch.distributed as dist
 from barrierlab import span
 from barrierlab.scenarios import shared_folder, torchrun_main
 
+SYNCS = ("none", "barrier", "all_reduce", "async all_reduce")
 
-def scenario(directory: str = "", barrier_before_delete: bool = False, reader_delay: float = 0.3):
+
+def scenario(directory: str = "", sync: str = "none", reader_delay: float = 0.3):
+    if sync not in SYNCS:
+        raise ValueError(f"sync must be one of {', '.join(map(repr, SYNCS))}, not {sync!r}")
     rank = dist.get_rank()
     directory = shared_folder(directory)  # under torchrun: a fresh folder made by rank 0
     os.makedirs(directory, exist_ok=True)
@@ -28,11 +37,18 @@ def scenario(directory: str = "", barrier_before_delete: bool = False, reader_de
         outcome = "loaded"
     except FileNotFoundError as error:
         outcome = f"FileNotFoundError: {error.strerror}"
-    if barrier_before_delete:
+    work = None
+    if sync == "barrier":
         dist.barrier()  # every rank has loaded: now the file may go
+    elif sync == "all_reduce":
+        dist.all_reduce(torch.ones(1))  # blocking: no rank leaves before every rank has contributed
+    elif sync == "async all_reduce":
+        work = dist.all_reduce(torch.ones(1), async_op=True)  # returns at once, like NCCL seen from the host
     if rank == 0:
         with span("delete", kind="io"):
             os.remove(path)  # "clean up": the checkpoint has been consumed
+    if work is not None:
+        work.wait()  # the all_reduce completes here, after the delete
     return outcome
 
 

@@ -1,0 +1,86 @@
+"""Checks for notebook 02 (barriers around checkpointing).
+
+The exercise: ``save_atomically(obj, path)`` must never leave a partial file at ``path``, whenever the process
+dies. The check runs it on rank 0 of a 4-rank group in the pattern of the notebook (rank 0 saves, barrier,
+every rank loads) while the operating system kills rank 0 after a random share of the bytes it writes
+(``RLIMIT_FSIZE``, whose signal ``SIGXFSZ`` ends the process by default), and decides from what is on disk and
+what each rank loaded. A sleep, a barrier or any other collective inside ``save`` (called by rank 0 alone), a
+write from a buffer straight to ``path``, or not saving at all are rejected. What it cannot see: ``fsync``
+(only a power cut would show it) and a complete temporary file *copied* into place (the file-size limit
+stops the temporary write first, so the non-atomic copy is never reached).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import resource
+import shutil
+import signal
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab.exercises.nb00 import TIMEOUT, Verdict, verdict
+
+WORLD = 4
+
+
+def checked_save(directory: str, save, kill_at: float | None = None) -> int:
+    """Rank 0 saves step 2 with ``save``, killed after ``kill_at`` of its bytes; then a barrier; every rank loads."""
+    path = os.path.join(directory, "checkpoint.pt")
+    state = {"step": 2, "model": torch.nn.Linear(64, 64).state_dict()}
+    if dist.get_rank() == 0:
+        if kill_at is not None:
+            buffer = io.BytesIO()
+            torch.save(state, buffer)
+            size = len(buffer.getvalue())
+            resource.setrlimit(resource.RLIMIT_FSIZE, (int(size * kill_at), resource.RLIM_INFINITY))
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # writing past the limit now kills this process
+        save(state, path)
+    dist.barrier()
+    return torch.load(path, weights_only=True)["step"]
+
+
+def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None) -> Verdict:
+    """Three kills with an old step-1 checkpoint in place (at random shares of the bytes), one without, one
+    run without a kill; see the module's docstring."""
+    rng = random.Random(seed)
+    shares = sorted(round(rng.uniform(0.05, 0.95), 2) for _ in range(3))
+    workdir = tempfile.mkdtemp(prefix="barrierlab-save-")
+    try:
+        for kill_at, old in [*((share, True) for share in shares), (round(rng.uniform(0.2, 0.8), 2), False)]:
+            folder = tempfile.mkdtemp(dir=workdir)
+            path = os.path.join(folder, "checkpoint.pt")
+            if old:
+                torch.save({"step": 1}, path)
+            run = bl.run(checked_save, WORLD, args=(folder, save, kill_at), timeout=TIMEOUT)
+            if run[0].status != "killed by signal":
+                return verdict(False, f"rank 0 was not killed at {kill_at:.0%} of its bytes (it {run[0].status}"
+                               + (f": {run[0].error_message[:120]}" if run[0].error_message else "")
+                               + "): does save(obj, path) write the checkpoint, on rank 0 alone, without "
+                               "collectives of its own?", quiet)
+            if not old and os.path.exists(path):
+                return verdict(False, f"killed at {kill_at:.0%} with no old checkpoint, yet checkpoint.pt "
+                               f"exists ({os.path.getsize(path)} bytes)", quiet)
+            if old:
+                try:
+                    step = torch.load(path, weights_only=True)["step"]
+                except Exception as error:
+                    size = os.path.getsize(path) if os.path.exists(path) else 0
+                    return verdict(False, f"killed at {kill_at:.0%} of the bytes, checkpoint.pt was left partial "
+                                   f"({size} bytes; torch.load: {type(error).__name__})", quiet)
+                if step != 1:
+                    return verdict(False, f"after a kill at {kill_at:.0%}, checkpoint.pt holds step {step}, not the "
+                                   "old step 1", quiet)
+        run = bl.run(checked_save, WORLD, args=(tempfile.mkdtemp(dir=workdir), save), timeout=TIMEOUT)
+        if run.values != [2] * WORLD:
+            return verdict(False, "without a kill, not every rank loaded step 2 after the barrier: "
+                           + run.diagnosis.headline, quiet)
+        return verdict(True, f"kills at {', '.join(f'{s:.0%}' for s in shares)} left the old checkpoint intact, a "
+                       "kill with none left no file, and without a kill every rank loaded step 2", quiet)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,148 @@
+"""Notebook 01's check: right fixes pass, the likely wrong ones fail, decided from the record (real runs)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab.exercises import nb01
+from barrierlab.sync import main_process_first
+
+
+def _build(path, build_seconds):
+    with bl.span("build", kind="io"):
+        time.sleep(build_seconds)
+        with open(path, "w") as f:
+            f.write("<pad> <unk> the a of")
+
+
+def _read(path):
+    with bl.span("read", kind="io"):
+        with open(path) as f:
+            return f.read().split()
+
+
+def unsolved(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    return _read(path)
+
+
+def barrier_after(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.barrier()
+    return _read(path)
+
+
+def both_barriers(folder, build_seconds):  # right, with a barrier that is not needed
+    path = os.path.join(folder, "vocab.txt")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.barrier()
+    return _read(path)
+
+
+def with_main_process_first(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    with main_process_first() as is_main:
+        if is_main:
+            _build(path, build_seconds)
+        return _read(path)
+
+
+def blocking_all_reduce(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.all_reduce(torch.zeros(1))
+    return _read(path)
+
+
+def broadcast_from_rank0(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.broadcast(torch.zeros(1), src=0)  # the others cannot leave before rank 0 (the writer) entered
+    return _read(path)
+
+
+def sleep_instead(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    else:
+        time.sleep(1)
+    return _read(path)
+
+
+def extra_barrier_before(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    dist.barrier()
+    dist.barrier()
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    else:
+        time.sleep(0.8)
+    return _read(path)
+
+
+def async_never_waited(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.barrier(async_op=True)
+    if dist.get_rank() != 0:
+        time.sleep(0.8)
+    return _read(path)
+
+
+def barrier_on_rank0_only(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+        dist.barrier()
+    return _read(path)
+
+
+def every_rank_builds(folder, build_seconds):  # "removing rank 0's work": no rank-0-first at all
+    path = os.path.join(folder, f"vocab{dist.get_rank()}.txt")
+    _build(path, build_seconds)
+    dist.barrier()
+    return _read(path)
+
+
+@pytest.mark.parametrize("fn", [barrier_after, with_main_process_first, blocking_all_reduce, broadcast_from_rank0])
+def test_right_fixes_pass(fn, capsys):
+    assert nb01.check_vocab(fn, seed=1)
+    assert capsys.readouterr().out.startswith("✓")
+
+
+def test_a_redundant_barrier_passes_with_a_remark(capsys):
+    assert nb01.check_vocab(both_barriers, seed=1)
+    assert "not needed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, says", [
+    (unsolved, "before rank 0 had written it"),
+    (sleep_instead, "nothing made rank"),
+    (extra_barrier_before, "nothing made rank"),
+    (async_never_waited, "async_op=True"),
+    (barrier_on_rank0_only, "did not finish|before rank 0 had written it"),
+    (every_rank_builds, "rank 0 alone builds"),
+])
+def test_wrong_fixes_fail(fn, says, capsys):
+    result = nb01.check_vocab(fn, seed=2)
+    out = capsys.readouterr().out
+    assert not result and out.startswith("✗"), out
+    assert any(option in out for option in says.split("|")), out
