@@ -7,6 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from barrierlab import plot, widgets
+from barrierlab.scenarios import straggler
 
 #: Small, quick settings: 2 steps, a 0.15 s straggler (well above the 20 ms straggler threshold).
 QUICK = dict(steps=2, base_compute=0.02)
@@ -17,8 +18,60 @@ def test_explore_straggler_runs_the_scenario_and_returns_its_timeline(no_leftove
     assert run.ok and run.world_size == 3
     assert run.summary()["straggler"] == 2
     assert isinstance(fig, Figure)
-    assert [ax.get_title() for ax in fig.axes[:2]] == ["3 ranks, rank 2 slow by 0.15 s, barrier every step",
-                                                       "total time"]
+    title = fig.axes[0].get_title()
+    assert title.startswith("3 ranks, rank 2 slow by 0.15 s, barrier every step\nfunction start to end: model ")
+    assert f"measured {plot.function_seconds(run):.2f} s" in title
+
+
+def test_the_figure_draws_the_cost_model_where_it_says_the_function_ends(no_leftovers):
+    run, fig = widgets.explore_straggler(world_size=2, delay=0.15, slow_rank=1, **QUICK)
+    predicted = straggler.predicted_seconds(2, delay=0.15, slow_rank=1, **QUICK)
+    model_lines = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
+    assert len(model_lines) == 1
+    assert model_lines[0].get_xdata()[0] == pytest.approx(min(r.started for r in run) + predicted)
+    assert "model: the function ends here" in [t.get_text() for t in fig.legends[0].get_texts()]
+    left, right = fig.axes[0].get_xlim()
+    assert left == pytest.approx(min(r.started for r in run))  # from the first rank's start: no launch gap
+    assert right >= max(r.ended for r in run)
+
+
+def test_exploration_unpacks_as_run_and_figure_and_keeps_its_settings(no_leftovers):
+    result = widgets.explore_straggler(world_size=2, delay=0.15, slow_rank="rotate", barrier_every=0, **QUICK)
+    run, fig = result
+    assert result.run is run and result.figure is fig and result[1] is fig
+    assert result.settings == dict(world_size=2, delay=0.15, slow_rank="rotate", barrier_every=0, **QUICK)
+    assert result.predicted == straggler.predicted_seconds(2, delay=0.15, slow_rank="rotate", barrier_every=0,
+                                                            **QUICK)
+    assert result._repr_png_().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(world_size=2.0), TypeError, "world_size must be an int"),
+    (dict(delay="0.1"), TypeError, "delay must be a number of seconds"),
+    (dict(delay=-0.1), ValueError, "delay must be >= 0"),
+    (dict(world_size=2, slow_rank=2), ValueError, "slow_rank must be a rank in 0..1 or 'rotate'"),
+    (dict(barrier_every=-1), ValueError, "barrier_every must be >= 0"),
+    (dict(steps=0), ValueError, "steps must be >= 1"),
+])
+def test_bad_settings_are_refused_before_any_rank_starts(kwargs, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(".", r"\.")):
+        widgets.explore_straggler(**kwargs)
+
+
+def test_a_redrawn_figure_reuses_the_same_figure_and_resizes_it(no_leftovers):
+    run2, fig = widgets.explore_straggler(world_size=2, delay=0.15, slow_rank=1, **QUICK)
+    run3, again = widgets.explore_straggler(world_size=3, delay=0.15, slow_rank=1, figure=fig, **QUICK)
+    assert again is fig
+    assert tuple(fig.get_size_inches()) == pytest.approx(widgets.figure_size(3))
+    assert widgets.figure_size(8)[1] > widgets.figure_size(3)[1]
+    assert fig.axes[0].get_title().startswith("3 ranks")
+
+
+def test_defaults_keep_a_100_ms_straggler_in_a_run_under_0_4_s():
+    # 100 ms: 10x a 95th-percentile step jitter of 10 ms (benchmarks/explorer.py prints the measured one)
+    assert widgets.DEFAULT_DELAY >= 0.1
+    assert straggler.predicted_seconds(widgets.DEFAULT_WORLD_SIZE, steps=widgets.DEFAULT_STEPS,
+                                       delay=widgets.DEFAULT_DELAY, base_compute=widgets.DEFAULT_BASE_COMPUTE) < 0.4
 
 
 def test_explore_straggler_is_bounded_by_its_deadline(no_leftovers):
@@ -36,6 +89,8 @@ def test_explorer_has_stable_control_descriptions_and_css_classes(no_leftovers):
     assert all(control.description == name for name, control in explorer.controls.items())
     assert all(not getattr(c, "continuous_update", False) for c in explorer.controls.values())
     assert "barrierlab-explorer" in explorer.image._dom_classes
+    # on a 1280x720 projector the figure shrinks (aspect kept) instead of pushing the controls off screen
+    assert explorer.image.layout.max_height == "64vh" and explorer.image.layout.object_fit == "contain"
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
     assert repr(explorer) == "StragglerExplorer(world size=2, delay=0.15 s, slow rank=1, barrier every=1)"
 
@@ -65,6 +120,26 @@ def test_initial_result_is_shown_without_running_again():
     run, fig = widgets.explore_straggler(world_size=2, delay=0.15, slow_rank=1, **QUICK)
     explorer = widgets.straggler_explorer(world_size=2, delay=0.15, slow_rank=1, initial=(run, fig), **QUICK)
     assert explorer.run is run and explorer.figure is fig
+
+
+def test_initial_exploration_sets_the_controls_to_the_settings_it_ran_with(no_leftovers):
+    # the notebook's call: straggler_explorer(initial=explore_straggler(...)) with no settings of its own
+    initial = widgets.explore_straggler(world_size=3, delay=0.14, slow_rank=2, barrier_every=2, **QUICK)
+    explorer = widgets.straggler_explorer(initial=initial)
+    assert explorer.run is initial.run
+    assert explorer.settings() == dict(world_size=3, delay=0.14, slow_rank=2, barrier_every=2)
+    assert (explorer.steps, explorer.base_compute) == (QUICK["steps"], QUICK["base_compute"])
+
+
+def test_a_redraw_reports_its_time_split_into_ranks_and_drawing(no_leftovers):
+    explorer = widgets.straggler_explorer(world_size=2, delay=0.15, slow_rank=1, **QUICK)
+    figure = explorer.figure
+    explorer.controls["delay (s)"].value = 0.1
+    t = explorer.timings
+    assert set(t) == {"run", "draw", "total"} and t["run"] > 0 and t["draw"] > 0
+    assert t["total"] == pytest.approx(t["run"] + t["draw"])
+    assert explorer.status.value.startswith(f"redrawn in {t['total']:.2f} s")
+    assert explorer.figure is figure  # drawn into the same figure again
 
 
 @pytest.mark.parametrize("every, expected", [(1, 0.4), (0, 0.3)])

@@ -4,12 +4,20 @@
 ``barrierlab.scenarios.straggler`` and a figure (timeline + measured vs modelled time), usable without a
 browser.  ``straggler_explorer(...)`` wraps it in ipywidgets controls.  Every re-run is bounded by a
 deadline (the launcher kills what is left), and controls update only on release (``continuous_update=False``).
+
+Interactive speed (issue 14): a redraw is the run plus the drawing, so both are kept short.  The defaults
+simulate 3 steps of 20 ms with a 100 ms straggler (a run of about 0.36 s): 100 ms is more than 10x the
+95th-percentile step jitter measured on one CPU (``benchmarks/explorer.py``), so the timeline still shows
+the straggler and not the scheduler.  The figure has a fixed layout (no constrained-layout pass), is drawn
+into the same Figure on every redraw and saved as a PNG at 80 dpi; ``benchmarks/explorer.py`` prints the
+redraw times.
 """
 
 from __future__ import annotations
 
 import html
 import io
+import time
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -19,66 +27,143 @@ from barrierlab.plot import TimelineFigure, function_seconds, summary, timeline
 from barrierlab.result import Run
 from barrierlab.scenarios import straggler
 
+#: The explorer's default settings: 4 ranks, rank 1 late by 100 ms in each of 3 steps of 10 ms.
+DEFAULT_WORLD_SIZE, DEFAULT_DELAY, DEFAULT_STEPS, DEFAULT_BASE_COMPUTE = 4, 0.1, 3, 0.01
 #: World sizes the explorer offers: past 8 ranks on a laptop the timeline is a blur of scheduling noise.
 WORLD_SIZES = (2, 8)
-#: Largest straggler delay the explorer offers, in seconds (with 6 steps a run stays under 4 s).
-MAX_DELAY = 0.5
+#: Largest straggler delay the explorer offers, in seconds (with 3 steps a run stays under 1 s).
+MAX_DELAY = 0.3
+#: Step of the delay slider, in seconds.
+DELAY_STEP = 0.02
 #: Barrier frequencies offered: (label, barrier_every).
-BARRIER_CHOICES = (("every step", 1), ("every 2 steps", 2), ("every 3 steps", 3), ("only at the end", 0))
+BARRIER_CHOICES = (("every step", 1), ("every 2 steps", 2), ("only at the end", 0))
 #: The slow-rank choice that makes a different rank slow at each step.
 ROTATE = "rotate"
 #: Seconds a run may take beyond what the cost model predicts before the launcher stops it.
 DEADLINE_MARGIN = 5.0
+#: Resolution of the explorer's PNG (pixels per inch of the figure): 880 pixels wide.
+DPI = 80
+#: Figure width and the fixed margins of its layout (lane labels, wait notes, title, legend), in inches.
+WIDTH, LEFT, RIGHT, TOP, BOTTOM = 11.0, 1.45, 1.55, 0.6, 0.85
+#: Colour of the cost model's line (Okabe-Ito reddish purple, apart from the timeline's colours).
+MODEL_COLOUR = "#CC79A7"
+#: Height of one rank's lane and of the band for barrier labels above the lanes, in inches.
+LANE, BAND = 0.42, 0.45
 
 
-def explore_straggler(world_size: int = 4, delay: float = 0.15, slow_rank: int | str = 1, barrier_every: int = 1,
-                      *, steps: int = 6, base_compute: float = 0.05, deadline: float | None = None
-                      ) -> tuple[Run, Figure]:
+class Exploration(tuple):
+    """What :func:`explore_straggler` returns: ``(run, figure)``, plus the ``settings`` it ran with and the
+    model's ``predicted`` seconds.  Unpacks like the pair it is; shows as its figure in Jupyter."""
+
+    run: Run
+    figure: Figure
+    settings: dict
+    predicted: float
+
+    def __new__(cls, run: Run, figure: Figure, settings: dict, predicted: float) -> "Exploration":
+        self = super().__new__(cls, (run, figure))
+        self.run, self.figure, self.settings, self.predicted = run, figure, dict(settings), predicted
+        return self
+
+    def _repr_png_(self) -> bytes:
+        return png(self.figure)
+
+
+def _check(world_size, delay, slow_rank, barrier_every, steps, base_compute) -> None:
+    for name, value in (("world_size", world_size), ("barrier_every", barrier_every), ("steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    for name, value in (("delay", delay), ("base_compute", base_compute)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0 seconds, not {value}")
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, not {world_size}")
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, not {steps}")
+    if barrier_every < 0:
+        raise ValueError(f"barrier_every must be >= 0 (0: only at the end), not {barrier_every}")
+    if slow_rank != ROTATE and (isinstance(slow_rank, bool) or not isinstance(slow_rank, int)
+                                or not 0 <= slow_rank < world_size):
+        raise ValueError(f"slow_rank must be a rank in 0..{world_size - 1} or {ROTATE!r}, not {slow_rank!r}")
+
+
+def explore_straggler(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
+                      barrier_every: int = 1, *, steps: int = DEFAULT_STEPS, base_compute: float = DEFAULT_BASE_COMPUTE,
+                      deadline: float | None = None, figure: Figure | None = None) -> Exploration:
     """Run the straggler scenario once; return the Run and a figure of its timeline beside the cost model.
 
     ``slow_rank`` is a rank or ``"rotate"`` (a different rank each step); ``barrier_every=0`` means a
     barrier only at the end.  ``deadline`` (seconds) bounds the run: by default the modelled time + 5 s.
+    ``figure``: draw into this Figure (cleared first) instead of a new one, as the explorer does.
     """
+    _check(world_size, delay, slow_rank, barrier_every, steps, base_compute)
     settings = dict(steps=steps, slow_rank=slow_rank, delay=delay, barrier_every=barrier_every,
                     base_compute=base_compute)
     predicted = straggler.predicted_seconds(world_size, **settings)
     if deadline is None:
         deadline = predicted + DEADLINE_MARGIN
     result = launch_run(straggler.scenario, world_size, kwargs=settings, timeout=deadline, deadline=deadline)
-    return result, _figure(result, predicted, settings)
+    return Exploration(result, draw(result, predicted, settings, figure), dict(settings, world_size=world_size),
+                       predicted)
 
 
-def _figure(result: Run, predicted: float, settings: dict) -> Figure:
-    fig = TimelineFigure(figsize=(11, 2.6 + 0.42 * result.world_size), layout="constrained")
-    lanes, cost = fig.subplots(1, 2, width_ratios=(5, 1))
+def figure_size(world_size: int) -> tuple[float, float]:
+    """Width and height (inches) of the explorer's figure for ``world_size`` lanes."""
+    return WIDTH, TOP + BAND + LANE * world_size + BOTTOM
+
+
+def draw(result: Run, predicted: float, settings: dict, figure: Figure | None = None) -> Figure:
+    """The explorer's figure: the run's timeline from the first rank's start, with the cost model on it.
+
+    The model is checked against the measurement in the picture: a dashed line where the model says the
+    function ends (first rank's start + predicted seconds), both durations in the title.  A fixed layout in
+    inches (margins for the lane labels, the wait notes, the title and the legend), so saving it needs one
+    drawing pass and no layout engine; ``figure`` is cleared and reused if given.
+    """
+    from matplotlib.lines import Line2D
+
+    size = figure_size(result.world_size)
+    fig = figure if figure is not None else TimelineFigure(figsize=size)
+    fig.clear()
+    fig.set_size_inches(*size, forward=False)
+    w, h = size
+    lanes = fig.add_axes((LEFT / w, BOTTOM / h, (w - LEFT - RIGHT) / w, (h - BOTTOM - TOP) / h))
     slow = "a different rank each step" if settings["slow_rank"] == ROTATE else f"rank {settings['slow_rank']}"
     every = dict((v, k) for k, v in BARRIER_CHOICES).get(settings["barrier_every"],
                                                           f"every {settings['barrier_every']} steps")
-    timeline(result, ax=lanes, title=f"{result.world_size} ranks, {slow} slow by {settings['delay']:.2f} s, "
-                                     f"barrier {every}")
+    measured = function_seconds(result)
+    took = "did not finish" if measured is None else f"measured {measured:.2f} s"
+    timeline(result, ax=lanes, since="function",
+             title=f"{result.world_size} ranks, {slow} slow by {settings['delay']:.2f} s, barrier {every}\n"
+                   f"function start to end: model {predicted:.2f} s, {took}")
+    handles = []
     legend = lanes.get_legend()
     if legend is not None:
-        handles = legend.legend_handles
+        handles = list(legend.legend_handles)
         legend.remove()
-        fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=8)
-    measured = function_seconds(result)
-    heights = [predicted, measured or 0.0]
-    bars = cost.bar(["model", "measured"], heights, color=["#BBBBBB", "#0072B2"])
-    for bar, value in zip(bars, (predicted, measured)):
-        cost.annotate("did not finish" if value is None else f"{value:.2f} s", (bar.get_x() + bar.get_width() / 2,
-                      bar.get_height()), ha="center", va="bottom", fontsize=8)
-    cost.set_ylim(0, max(heights) * 1.25 or 1.0)
-    cost.set_ylabel("seconds, function start to end", fontsize=8)
-    cost.tick_params(labelsize=8)
-    cost.set_title("total time", fontsize=11)
-    for side in ("top", "right"):
-        cost.spines[side].set_visible(False)
+    started = [r.started for r in result if r.started is not None]
+    if started:
+        end = min(started) + predicted
+        lanes.axvline(end, color=MODEL_COLOUR, linestyle="--", linewidth=1.4, zorder=7)
+        ended = [r.ended for r in result if r.ended is not None]
+        left, right = lanes.get_xlim()
+        # up to the last rank's end or the model's, whichever is later (all of the run if a rank never ended)
+        last = max(ended + [end]) if len(ended) == result.world_size else max(right, end)
+        lanes.set_xlim(left, last + 0.04 * (last - left))
+        handles.append(Line2D([], [], color=MODEL_COLOUR, linestyle="--", linewidth=1.4,
+                              label="model: the function ends here"))
+    if handles:
+        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=min(4, len(handles)),
+                   frameon=False, fontsize=8)
     return fig
 
 
-def _png(fig: Figure) -> bytes:
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes at the explorer's resolution."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
+    fig.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
 
 
@@ -107,28 +192,41 @@ class StragglerExplorer(widgets.VBox):
 
     ``controls`` maps each control's description ("world size", "delay (s)", "slow rank", "barrier every")
     to the widget; changing any of them re-runs and redraws (``update()`` does the same by hand).
-    ``run``, ``figure`` and ``predicted`` hold the last result; ``image`` and ``summary`` what is shown.
+    ``run``, ``figure`` and ``predicted`` hold the last result; ``image`` and ``summary`` what is shown;
+    ``status`` says "running the ranks…" during a redraw and how long the last one took after it;
+    ``timings`` holds the seconds of the last redraw: ``run`` (the ranks), ``draw`` (figure + PNG), ``total``.
     """
 
-    def __init__(self, world_size: int = 4, delay: float = 0.15, slow_rank: int | str = 1, barrier_every: int = 1,
-                 *, steps: int = 6, base_compute: float = 0.05, initial: tuple[Run, Figure] | None = None) -> None:
+    def __init__(self, world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
+                 barrier_every: int = 1, *, steps: int = DEFAULT_STEPS, base_compute: float = DEFAULT_BASE_COMPUTE,
+                 initial: tuple[Run, Figure] | None = None) -> None:
+        if isinstance(initial, Exploration):  # show the settings the initial result was made with
+            world_size, delay, slow_rank, barrier_every, steps, base_compute = (initial.settings[k] for k in (
+                "world_size", "delay", "slow_rank", "barrier_every", "steps", "base_compute"))
+        _check(world_size, delay, slow_rank, barrier_every, steps, base_compute)
         self.steps, self.base_compute = steps, base_compute
         common = dict(continuous_update=False, style={"description_width": "initial"})
+        every = dict(BARRIER_CHOICES)
+        barrier_options = list(BARRIER_CHOICES) + ([] if barrier_every in every.values() else
+                                                   [(f"every {barrier_every} steps", barrier_every)])
         self.controls = {
-            "world size": widgets.IntSlider(value=world_size, min=WORLD_SIZES[0], max=WORLD_SIZES[1],
+            "world size": widgets.IntSlider(value=world_size, min=WORLD_SIZES[0], max=max(WORLD_SIZES[1], world_size),
                                             description="world size", **common),
-            "delay (s)": widgets.FloatSlider(value=delay, min=0.0, max=MAX_DELAY, step=0.05, readout_format=".2f",
-                                             description="delay (s)", **common),
+            "delay (s)": widgets.FloatSlider(value=delay, min=0.0, max=max(MAX_DELAY, delay), step=DELAY_STEP,
+                                             readout_format=".2f", description="delay (s)", **common),
             "slow rank": widgets.Dropdown(options=_slow_rank_options(world_size), value=slow_rank,
                                           description="slow rank", style=common["style"]),
-            "barrier every": widgets.Dropdown(options=BARRIER_CHOICES, value=barrier_every,
+            "barrier every": widgets.Dropdown(options=barrier_options, value=barrier_every,
                                               description="barrier every", style=common["style"]),
         }
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="1100px"))
+        # On a 1280x720 projector the figure shrinks to fit (aspect kept) instead of pushing the controls away.
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="1100px",
+                                                                       max_height="64vh", object_fit="contain"))
         self.image.add_class("barrierlab-explorer")
         self.summary = widgets.HTML()
         self.summary.add_class("barrierlab-explorer-summary")
         self.status = widgets.Label()
+        self.status.add_class("barrierlab-explorer-status")
         c = self.controls
         super().__init__(children=[
             widgets.HBox([c["world size"], c["delay (s)"]]),
@@ -139,12 +237,15 @@ class StragglerExplorer(widgets.VBox):
         self.run: Run | None = None
         self.figure: Figure | None = None
         self.predicted: float | None = None
+        self.timings: dict[str, float] = {}
         self._quiet = False
         c["world size"].observe(self._world_size_changed, names="value")
         for name in ("delay (s)", "slow rank", "barrier every"):
             c[name].observe(self._changed, names="value")
         if initial is not None:
-            self._show(*initial)
+            started = time.perf_counter()
+            self._show(*initial[:2])
+            self.timings = dict(run=0.0, draw=time.perf_counter() - started, total=time.perf_counter() - started)
         else:
             self.update()
 
@@ -156,12 +257,27 @@ class StragglerExplorer(widgets.VBox):
 
     def update(self) -> None:
         """Run the scenario with the current settings and show the new timeline and summary."""
-        self.status.value = "running the ranks…"
+        s = self.settings()
+        self.status.value = f"running {s['world_size']} ranks…"
+        started = time.perf_counter()
         try:
-            self._show(*explore_straggler(**self.settings(), steps=self.steps, base_compute=self.base_compute))
+            settings = dict(steps=self.steps, slow_rank=s["slow_rank"], delay=s["delay"],
+                            barrier_every=s["barrier_every"], base_compute=self.base_compute)
+            predicted = straggler.predicted_seconds(s["world_size"], **settings)
+            deadline = predicted + DEADLINE_MARGIN
+            result = launch_run(straggler.scenario, s["world_size"], kwargs=settings, timeout=deadline,
+                                deadline=deadline)
+            ran = time.perf_counter()
+            self.figure = draw(result, predicted, settings, self.figure)
+            self._show(result, self.figure)
         except Exception as error:  # a widget callback has nowhere to raise to: say it in the summary
             self.summary.value = f"<b>Could not run:</b> {html.escape(f'{type(error).__name__}: {error}')}"
             self.status.value = ""
+            return
+        done = time.perf_counter()
+        self.timings = dict(run=ran - started, draw=done - ran, total=done - started)
+        self.status.value = (f"redrawn in {self.timings['total']:.2f} s (ranks {self.timings['run']:.2f} s, "
+                             f"drawing {self.timings['draw']:.2f} s)")
 
     def _show(self, result: Run, figure: Figure) -> None:
         s = self.settings()
@@ -169,7 +285,7 @@ class StragglerExplorer(widgets.VBox):
                                                      delay=s["delay"], barrier_every=s["barrier_every"],
                                                      base_compute=self.base_compute)
         self.run, self.figure = result, figure
-        self.image.value = _png(figure)
+        self.image.value = png(figure)
         self.summary.value = summary_html(result, self.predicted)
         self.status.value = ""
 
@@ -194,9 +310,11 @@ class StragglerExplorer(widgets.VBox):
                 f"slow rank={s['slow_rank']}, barrier every={s['barrier_every']})")
 
 
-def straggler_explorer(world_size: int = 4, delay: float = 0.15, slow_rank: int | str = 1, barrier_every: int = 1,
-                       *, steps: int = 6, base_compute: float = 0.05,
+def straggler_explorer(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
+                       barrier_every: int = 1, *, steps: int = DEFAULT_STEPS,
+                       base_compute: float = DEFAULT_BASE_COMPUTE,
                        initial: tuple[Run, Figure] | None = None) -> StragglerExplorer:
-    """The straggler explorer widget; ``initial=explore_straggler(...)`` shows that result instead of running again."""
+    """The straggler explorer widget; ``initial=explore_straggler(...)`` shows that result, and its settings,
+    instead of running again."""
     return StragglerExplorer(world_size, delay, slow_rank, barrier_every, steps=steps, base_compute=base_compute,
                              initial=initial)
