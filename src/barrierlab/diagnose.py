@@ -436,11 +436,11 @@ def _entry_origin(entry: FlightEntry) -> str:
     if entry.call is not None:
         return f"{entry.call.name} at {entry.call.where or where}"
     if entry.issuer:
-        return f"{entry.issuer}, reached from {where}" + _callers_text(entry.callers)
+        return f"{entry.issuer}, reached from {where}" + _callers_text(entry.callers, entry.file)
     return f"{entry.op} at {where}"
 
 
-def _callers_text(callers) -> str:
+def _callers_text(callers, file: str | None = None) -> str:
     """', called from train.py:40, in main: ...': the innermost caller in the learner's own file (the file
     of the outermost frame recorded, the function the run started), so a wait inside a helper or a
     framework stand-in names the learner's line that led there."""
@@ -448,8 +448,13 @@ def _callers_text(callers) -> str:
         return ""
     callers = undynamic(list(callers))
     own = callers[-1][0]
-    file, line, func = next(c for c in callers if c[0] == own)
-    return f", called from {Site(file, line, func)}"
+    # A script's top level calling its entry point (``main()`` under ``if __name__ == "__main__":``) is
+    # not the line that led to the wait when the wait is in that same file.
+    mine = [c for c in callers if c[0] == own and not (c[2] == "<module>" and file == own)]
+    if not mine:
+        return ""
+    at, line, func = mine[0]
+    return f", called from {Site(at, line, func)}"
 
 
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
@@ -583,7 +588,7 @@ def _calls_by_op(f: Facts, k: int) -> list[str]:
     by_op: dict[str, list[int]] = {}
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
-    return [f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}" + _callers_text(f.at_k[rs[0]].callers)
+    return [f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}" + _callers_text(f.at_k[rs[0]].callers, f.at_k[rs[0]].file)
             for op, rs in by_op.items()]
 
 
@@ -623,7 +628,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
         headline = f"Different collectives at position #{position} of the group's sequence: {parts}."
     else:
         headline = (f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
-                    f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers)}; "
+                    f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers, torch_entry.file)}; "
                     f"{rank_list(split.absent)} never made it.")
     return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who),
                      ranks=made, site=site)
@@ -664,7 +669,7 @@ def _arrival_evidence(f: Facts) -> list[str]:
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
-    evidence.append(f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers))
+    evidence.append(f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers, event.file))
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
@@ -757,7 +762,7 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     return Diagnosis(
         "only-some-ranks",
         f"A collective reached by only some ranks: {rank_list(arrived)} called {event.name} #{f.first_diff} at "
-        f"{_where(event)}{_callers_text(event.callers)}; {rank_list(f.missing)} never did.",
+        f"{_where(event)}{_callers_text(event.callers, event.file)}; {rank_list(f.missing)} never did.",
         _arrival_evidence(f),
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "

@@ -22,14 +22,15 @@ leaves them too).
 
 from __future__ import annotations
 
+import ast
+import bisect
 import contextlib
 import functools
 import json
 import os
-import ast
-import bisect
 import pickle
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Iterator
@@ -55,6 +56,8 @@ SPAN_KINDS = ("compute", "io", "wait", "other")
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
 _INTERNAL_FILES = MACHINERY | {contextlib.__file__}  # contextlib: the frames of span()'s decorator
+#: Callers that are never the learner's: torch, the standard library (runpy under torchrun), frozen modules.
+_NOT_LEARNERS = (_TORCH_DIR, sysconfig.get_paths()["stdlib"] + os.sep, "<frozen")
 _THIS_FILE = os.path.abspath(__file__)
 _LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_zygote.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
@@ -153,7 +156,7 @@ def call_site(callers: bool = True) -> tuple | None:
         filename = outer.f_code.co_filename
         if filename in MACHINERY:
             break
-        if not filename.startswith(_TORCH_DIR) and filename != contextlib.__file__:
+        if not filename.startswith(_NOT_LEARNERS) and filename != contextlib.__file__:
             callers.append((filename, outer.f_lineno, outer.f_code.co_name))
         outer = outer.f_back
     return site + (callers,) if callers else site
