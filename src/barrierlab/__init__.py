@@ -5,6 +5,7 @@
 every collective it entered and left.
 """
 
+from barrierlab._protocol import Status
 from barrierlab.launch import DEFAULT_TIMEOUT, MAX_WORLD_SIZE, LaunchError, run, shutdown, warm_up
 from barrierlab.record import span
 from barrierlab.result import RankFailed, RankResult, Run
@@ -12,7 +13,7 @@ from barrierlab.source import show
 from barrierlab.sync import main_process_first
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "MAX_WORLD_SIZE", "LaunchError", "RankFailed", "RankResult", "Run",
+    "DEFAULT_TIMEOUT", "MAX_WORLD_SIZE", "LaunchError", "RankFailed", "RankResult", "Run", "Status",
     "main_process_first", "run", "show", "shutdown", "span", "warm_up",
 ]
 __version__ = "0.1.0"

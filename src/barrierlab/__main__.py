@@ -18,7 +18,8 @@ def _list(args) -> int:
 
 def _run(args) -> int:
     import barrierlab as bl
-    from barrierlab.scenarios import load, parse_kwargs
+    from barrierlab.scenarios import load
+    from barrierlab.torchrun import parse_kwargs
 
     fn = load(args.scenario)
     run = bl.run(fn, args.nproc, kwargs=parse_kwargs(args.kwargs), timeout=args.timeout,
@@ -33,9 +34,9 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from barrierlab.report import load
+    from barrierlab.torchrun import run_from_records
 
-    run = load(args.folder)
+    run = run_from_records(args.folder)
     print(run)
     print()
     print(run.diagnosis)

@@ -1,9 +1,9 @@
 """What runs inside one rank process: set up, init the gloo group, call the learner's function, report.
 
-Everything a rank reports goes to files in the run's private directory, so that nothing is lost
-when the rank is killed: ``rankN.stdout``/``rankN.stderr`` (file descriptors 1 and 2, so C++ output
-is captured too), ``rankN.events`` (the recorder), ``rankN.stack`` (faulthandler, on SIGUSR1) and
-``rankN.result`` (written last, atomically).
+Everything a rank reports goes to its files in the run's private directory (``_protocol.RankFiles``),
+so that nothing is lost when the rank is killed; its :class:`~barrierlab._protocol.Outcome` is written
+last, atomically. The set-up phases are functions whose names ``stacks.py`` knows from the contract
+(``_protocol.RANK_PHASES``), so a rank stopped in one of them is described in words.
 """
 
 from __future__ import annotations
@@ -23,13 +23,9 @@ import torch
 import torch.distributed as dist
 
 from barrierlab import record
+from barrierlab._protocol import Outcome, RankFiles, RankSpec, RunSpec, Status, clock_anchor
 
 STACK_SIGNAL = signal.SIGUSR1
-
-
-def paths(run_dir: str, rank: int) -> dict[str, str]:
-    stem = os.path.join(run_dir, f"rank{rank}")
-    return {k: f"{stem}.{k}" for k in ("stdout", "stderr", "events", "stack", "result", "flight")}
 
 
 def loopback_interface() -> str | None:
@@ -77,23 +73,13 @@ def _watch_parents(pids: list[int]) -> None:
                 os._exit(75)
 
 
-def _describe_unsendable(value: object, error: BaseException) -> str:
-    return f"{type(value).__module__}.{type(value).__qualname__} ({type(error).__name__}: {error})"
-
-
-def _write_result(path: str, result: dict) -> None:
+def _pickled(value: object) -> tuple[bytes | None, str]:
+    """(pickle of value, "") or (None, why it cannot be pickled)."""
     try:
-        data = cloudpickle.dumps(result)
-    except Exception as error:  # the return value or the exception cannot be pickled
-        if "value" in result:
-            result["send_error"] = "its return value " + _describe_unsendable(result.pop("value"), error)
-        if "exception" in result:
-            result["exception"] = None
-        data = cloudpickle.dumps(result)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+        return cloudpickle.dumps(value), ""
+    except Exception as error:
+        kind = type(value)
+        return None, f"{kind.__module__}.{kind.__qualname__} ({type(error).__name__}: {error})"
 
 
 def _save_flight_record(path: str) -> None:
@@ -109,7 +95,19 @@ def _save_flight_record(path: str) -> None:
         pass
 
 
-def _all_initialised(store, world_size: int, timeout: float) -> None:
+def load_the_call(spec: RunSpec):
+    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs."""
+    return cloudpickle.loads(spec.payload)
+
+
+def join_the_group(spec: RankSpec):
+    store = dist.FileStore(spec.run.store_path, spec.run.options.world_size)
+    dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.run.options.world_size,
+                            timeout=timedelta(seconds=spec.run.options.timeout))
+    return store
+
+
+def wait_for_every_rank(store, world_size: int, timeout: float) -> None:
     """Wait, through the store (not a collective, so it never pairs with the learner's), until every
     rank's init_process_group has returned: a rank that finishes fast and exits must not break a peer's
     connection set-up."""
@@ -118,75 +116,90 @@ def _all_initialised(store, world_size: int, timeout: float) -> None:
     store.wait(["barrierlab/go"], timedelta(seconds=timeout))
 
 
-def main(spec: dict) -> int:
-    rank, world_size = spec["rank"], spec["world_size"]
-    files = paths(spec["run_dir"], rank)
+def call_the_function(fn, args, kwargs):
+    return fn(*args, **kwargs)
+
+
+def _set_environment(spec: RankSpec) -> None:
+    options = spec.run.options
+    os.chdir(spec.run.cwd)
+    sys.path[:] = spec.run.sys_path
+    os.environ.clear()  # the kernel's environment now, not the one the warm process started with
+    os.environ.update(spec.run.kernel_env)
+    os.environ.update({"RANK": str(spec.rank), "WORLD_SIZE": str(options.world_size),
+                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size)})
+    loopback = loopback_interface()
+    if loopback:
+        os.environ["GLOO_SOCKET_IFNAME"] = loopback
+    env = dict(options.env)
+    os.environ.update(env)
+    if "TORCH_DISTRIBUTED_DEBUG" in env:
+        dist.set_debug_level_from_env()
+    torch.set_num_threads(options.threads)
+
+
+def _capture_output(files: RankFiles) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    _redirect(1, files["stdout"])
-    _redirect(2, files["stderr"])
+    _redirect(1, files.stdout)
+    _redirect(2, files.stderr)
     sys.stdout = sys.__stdout__  # the warm process pointed it at stderr to protect its message pipe
     sys.stdout.reconfigure(line_buffering=True)
     sys.stderr.reconfigure(line_buffering=True)
+
+
+def main(spec: RankSpec) -> int:
+    """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`."""
+    rank, options, files = spec.rank, spec.run.options, spec.files
+    _capture_output(files)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.enable(file=sys.stderr, all_threads=True)
-    stack_file = open(files["stack"], "w")
+    stack_file = open(files.stack, "w")
     faulthandler.register(STACK_SIGNAL, file=stack_file, all_threads=True)
     threading.Thread(
-        target=_watch_parents, args=([spec["kernel_pid"], os.getppid()],), daemon=True, name="barrierlab-watchdog"
+        target=_watch_parents, args=([spec.run.kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
     ).start()
 
-    result: dict = {"rank": rank, "t_fork": time.monotonic()}
-    phase = "setup"
+    outcome = Outcome(rank=rank, world_size=options.world_size, status=Status.SETUP_FAILED, pid=os.getpid())
+    in_fn = False
     try:
-        os.chdir(spec["cwd"])
-        sys.path[:] = spec["sys_path"]
-        os.environ.clear()  # the kernel's environment now, not the one the warm process started with
-        os.environ.update(spec["kernel_env"])
-        os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
-                           "LOCAL_WORLD_SIZE": str(world_size)})
-        loopback = loopback_interface()
-        if loopback:
-            os.environ["GLOO_SOCKET_IFNAME"] = loopback
-        os.environ.update(spec["env"])
-        if "TORCH_DISTRIBUTED_DEBUG" in spec["env"]:
-            dist.set_debug_level_from_env()
-        torch.set_num_threads(spec["threads"])
-        if spec["record"]:
-            record.start(files["events"], rank=rank, t0=spec["t0"])
-        fn, args, kwargs = cloudpickle.loads(spec["payload"])
-        store = dist.FileStore(os.path.join(spec["run_dir"], "store"), world_size)
-        dist.init_process_group(
-            "gloo", store=store, rank=rank, world_size=world_size, timeout=timedelta(seconds=spec["timeout"])
-        )
-        _all_initialised(store, world_size, spec["timeout"])
-        result["t_start"] = time.monotonic()
-        phase = "fn"
-        result["value"] = fn(*args, **kwargs)
-        result["status"] = "finished"
+        _set_environment(spec)
+        if options.record:
+            record.start(files.events, rank=rank, t0=spec.run.t0)
+        fn, args, kwargs = load_the_call(spec.run)
+        store = join_the_group(spec)
+        wait_for_every_rank(store, options.world_size, options.timeout)
+        outcome.t_start = time.monotonic()
+        in_fn = True
+        value = call_the_function(fn, args, kwargs)
+        outcome.status = Status.FINISHED
+        outcome.value, outcome.send_error = _pickled(value)
+        if outcome.value is None:
+            outcome.status = Status.RAISED
+            outcome.send_error = "its return value " + outcome.send_error
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        result.update(status="exited", exit_code=code)
+        outcome.status, outcome.exit_code = Status.EXITED, code
     except BaseException as error:
         tb = error.__traceback__
-        if phase == "fn" and tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next  # start the traceback at the learner's function, not at this launcher
-        result.update(
-            status="raised" if phase == "fn" else "setup failed",
-            exception=error,
-            exception_type=f"{type(error).__module__}.{type(error).__qualname__}",
-            message=str(error),
-            traceback="".join(traceback.format_exception(type(error), error, tb)),
-        )
-    result["t_end"] = time.monotonic()
+        skip = 2 if in_fn else 0  # start the traceback at the learner's function, not at this launcher
+        while skip and tb is not None and tb.tb_next is not None:
+            tb, skip = tb.tb_next, skip - 1
+        outcome.status = Status.RAISED if in_fn else Status.SETUP_FAILED
+        outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
+        outcome.message = str(error)
+        outcome.traceback = "".join(traceback.format_exception(type(error), error, tb))
+        outcome.exception, _ = _pickled(error)
+    outcome.t_end = time.monotonic()
+    outcome.clock = clock_anchor()
     record.stop()
-    if spec["record"]:
-        _save_flight_record(files["flight"])
+    if options.record:
+        _save_flight_record(files.flight)
     sys.stdout.flush()
     sys.stderr.flush()
-    _write_result(files["result"], result)
-    if spec["linger"]:
+    outcome.write(files.outcome)
+    if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)
-    return result.get("exit_code", 0)
+    return outcome.exit_code or 0

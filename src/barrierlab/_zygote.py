@@ -10,19 +10,17 @@ shared with the learner's own multiprocessing code.  This one is small and does 
 * it signals only its own, not-yet-reaped children (their PIDs cannot have been reused);
 * it exits, killing its children, as soon as the parent's pipe closes (kernel died or restarted).
 
-Messages are length-prefixed pickles; see ``send``/``recv``.
+The messages and their framing are defined in ``_protocol.py``.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
-import struct
 import sys
 
-_HEADER = struct.Struct(">I")
+from barrierlab._protocol import Exited, Launch, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, receive, send
 
 #: Imported once here so that ranks, forked from this process, share them instead of each importing
 #: them again (torch.distributed.checkpoint alone costs a rank about 2 s and 90 MB on 2 cores; DDP
@@ -33,35 +31,9 @@ PRELOAD = (
 )
 
 
-def send(fd: int, message: object) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _read_exactly(fd: int, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def recv(fd: int) -> object | None:
-    """One message, or None when the other side has closed the pipe."""
-    header = _read_exactly(fd, _HEADER.size)
-    if header is None:
-        return None
-    body = _read_exactly(fd, _HEADER.unpack(header)[0])
-    return None if body is None else pickle.loads(body)
-
-
 class Zygote:
+    """Forks ranks on request (:class:`Launch`), reports their exits (:class:`Exited`), signals them."""
+
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
@@ -72,43 +44,40 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
 
     def serve(self) -> None:
-        send(self.out_fd, ("ready", os.getpid()))
+        send(self.out_fd, Ready(os.getpid()))
         while True:
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [])
             if self.wake_r in readable:
                 os.read(self.wake_r, 4096)
             self.reap()
             if self.in_fd in readable:
-                message = recv(self.in_fd)
-                if message is None or message[0] == "quit":
+                message = receive(self.in_fd)
+                if message is None or isinstance(message, Quit):
                     self.kill_all()
                     return
                 self.handle(message)
 
-    def handle(self, message: tuple) -> None:
-        verb = message[0]
-        if verb == "launch":
-            _, run_id, specs = message
-            pids = [self.fork_rank(run_id, spec) for spec in specs]
-            send(self.out_fd, ("started", run_id, pids))
-        elif verb == "signal":
-            _, run_id, signum = message
+    def handle(self, message) -> None:
+        if isinstance(message, Launch):
+            spec = message.spec
+            pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
+            send(self.out_fd, Started(spec.run_id, pids))
+        elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
-                if owner == run_id:
+                if owner == message.run_id:
                     try:
-                        os.kill(pid, signum)
+                        os.kill(pid, message.signum)
                     except ProcessLookupError:
                         pass
 
-    def fork_rank(self, run_id: str, spec: bytes) -> int:
-        rank = pickle.loads(spec)["rank"]
+    def fork_rank(self, spec: RunSpec, rank: int) -> int:
         pid = os.fork()
         if pid == 0:
-            self.become_rank(spec)
-        self.children[pid] = (run_id, rank)
+            self.become_rank(RankSpec(spec, rank))
+        self.children[pid] = (spec.run_id, rank)
         return pid
 
-    def become_rank(self, spec: bytes) -> None:
+    def become_rank(self, spec: RankSpec) -> None:
         code = 70
         try:
             signal.set_wakeup_fd(-1)
@@ -117,7 +86,7 @@ class Zygote:
                 os.close(fd)
             from barrierlab import _rank
 
-            code = _rank.main(pickle.loads(spec))
+            code = _rank.main(spec)
         finally:
             os._exit(code)
 
@@ -136,7 +105,7 @@ class Zygote:
                 code, sig = None, os.WTERMSIG(status)
             else:
                 code, sig = os.waitstatus_to_exitcode(status), None
-            send(self.out_fd, ("exited", run_id, rank, pid, code, sig))
+            send(self.out_fd, Exited(run_id, rank, pid, code, sig))
 
     def kill_all(self) -> None:
         for pid in list(self.children):

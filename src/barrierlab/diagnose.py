@@ -21,10 +21,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from barrierlab._protocol import Status, tidy
+from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
-from barrierlab.result import EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED, Run, _signal_name, tidy
 from barrierlab.sites import Site
+
+if TYPE_CHECKING:
+    from barrierlab.result import Run
+
+EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED = (
+    Status.EXITED, Status.FINISHED, Status.KILLED, Status.RAISED, Status.SETUP_FAILED, Status.STOPPED)
 
 RULES = (
     "Every rank of a group must call every collective, in the same order, the same number of times."

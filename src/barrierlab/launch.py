@@ -8,9 +8,10 @@ milliseconds instead of seconds, and forking never happens from the multi-thread
 from __future__ import annotations
 
 import atexit
+import inspect
+import math
 import numbers
 import os
-import pickle
 import select
 import shutil
 import signal
@@ -23,7 +24,9 @@ import uuid
 
 import cloudpickle
 
-from barrierlab import _zygote
+from barrierlab._protocol import (
+    Exited, Launch, Message, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive, send,
+)
 from barrierlab.result import Run, collect
 from barrierlab.sites import CodeIndex
 
@@ -37,6 +40,12 @@ MAX_WORLD_SIZE = 16
 STACK_GRACE = 0.3
 #: How long the first launch may wait for the warm process to import torch.
 START_TIMEOUT = 120.0
+#: Largest ``timeout`` accepted, in seconds (an hour: a lab run that needs longer is a bug to find).
+MAX_TIMEOUT = 3600.0
+#: Largest ``deadline`` accepted, in seconds: the largest timeout plus the default margin.
+MAX_DEADLINE = MAX_TIMEOUT + DEFAULT_DEADLINE_MARGIN
+#: Most torch intra-op threads per rank.
+MAX_THREADS = 64
 
 
 class LaunchError(RuntimeError):
@@ -60,18 +69,18 @@ class _WarmProcess:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def send(self, message: tuple) -> None:
+    def send(self, message: Message) -> None:
         try:
-            _zygote.send(self.to_fd, message)
+            send(self.to_fd, message)
         except (BrokenPipeError, OSError) as error:
             raise LaunchError(f"the warm process (pid {self.process.pid}) is gone: {error}") from None
 
-    def receive(self, timeout: float) -> tuple | None:
+    def receive(self, timeout: float) -> Message | None:
         """The next message, None after ``timeout`` seconds; LaunchError if the warm process died."""
         readable, _, _ = select.select([self.from_fd], [], [], max(timeout, 0.0))
         if not readable:
             return None
-        message = _zygote.recv(self.from_fd)
+        message = receive(self.from_fd)
         if message is None:
             code = self.process.wait()
             raise LaunchError(f"the warm process that starts ranks exited (code {code}); the next run starts a new one")
@@ -83,15 +92,15 @@ class _WarmProcess:
         give_up = time.monotonic() + START_TIMEOUT
         while (remaining := give_up - time.monotonic()) > 0:
             message = self.receive(remaining)
-            if message and message[0] == "ready":
-                self.pid = message[1]
+            if isinstance(message, Ready):
+                self.pid = message.pid
                 return
         raise LaunchError(f"the warm process did not import torch within {START_TIMEOUT:.0f} s")
 
     def close(self) -> None:
         if self.alive():
             try:
-                _zygote.send(self.to_fd, ("quit",))
+                send(self.to_fd, Quit())
                 self.process.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
@@ -126,25 +135,106 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def _check_inputs(fn, world_size, timeout, deadline, threads) -> None:
+def _describe(value: object) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def _check_seconds(name: str, value: object, largest: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds (int or float), got {_describe(value)}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    if value > largest:
+        raise ValueError(f"{name} must be at most {largest:g} seconds (barrierlab.launch.MAX_{name.upper()}), "
+                         f"got {value:g}: a lab run that needs longer has a bug to find first")
+    return value
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return value
+
+
+def _check_function(fn: object) -> None:
     if not callable(fn):
         raise TypeError(
-            f"barrierlab.run needs a function to run on every rank, got {fn!r} ({type(fn).__name__}). "
+            f"barrierlab.run needs a function to run on every rank (fn), got {_describe(fn)}. "
             "Pass the function itself: run(train, world_size=4), not run(train(), ...)."
         )
+    if inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
+        raise TypeError(
+            f"fn must be an ordinary function, got the async function {getattr(fn, '__qualname__', fn)!r}: calling it "
+            "only creates a coroutine, so its body would never run. Wrap it: "
+            "def fn(): return asyncio.run(your_async_fn())"
+        )
+    if inspect.isgeneratorfunction(fn):
+        raise TypeError(
+            f"fn must be an ordinary function, got the generator function {getattr(fn, '__qualname__', fn)!r}: calling "
+            "it only creates a generator, so its body would never run. Wrap it: def fn(): return list(your_fn())"
+        )
+
+
+def _check_env(env: object) -> tuple[tuple[str, str], ...]:
+    if env is None:
+        return ()
+    if not isinstance(env, dict):
+        raise TypeError(f"env must be a dict of environment variables, like {{'NAME': 'value'}}, got {_describe(env)}")
+    pairs = []
+    for key, value in env.items():
+        if not isinstance(key, str):
+            raise TypeError(f"env keys must be str (variable names), got the key {_describe(key)}")
+        if not key or "=" in key or "\0" in key:
+            raise ValueError(f"env key {key!r} is not a valid variable name (empty, or contains '=' or NUL)")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise TypeError(f"env[{key!r}] must be a str (or an int or float, converted with str()), "
+                            f"got {_describe(value)}")
+        value = str(value)
+        if "\0" in value:
+            raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check
+             ) -> tuple[tuple, dict, RunOptions]:
+    """Check every argument of :func:`run` before anything is computed or started.
+
+    ``TypeError`` for a wrong type, ``ValueError`` for a wrong value; the message names the parameter, the
+    value and what is allowed. Returns (args, kwargs, options) with the defaults filled in.
+    """
+    _check_function(fn)
     if isinstance(world_size, bool) or not isinstance(world_size, numbers.Integral):
-        raise TypeError(f"world_size must be a whole number of ranks, got {world_size!r} ({type(world_size).__name__})")
+        raise TypeError(f"world_size must be a whole number of ranks (int), got {_describe(world_size)}")
     if not 1 <= world_size <= MAX_WORLD_SIZE:
         raise ValueError(
             f"world_size must be between 1 and {MAX_WORLD_SIZE}, got {world_size}. "
             f"Each rank is a process; past {MAX_WORLD_SIZE} a laptop thrashes and timelines are unreadable "
             "(for more, use torchrun: see the README)."
         )
-    for name, value in (("timeout", timeout), ("deadline", deadline)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
-        raise ValueError(f"threads must be a positive whole number, got {threads!r}")
+    if not isinstance(args, (tuple, list)):
+        hint = f"; for one argument write args=({args!r},)" if isinstance(args, (str, bytes, int, float)) else ""
+        raise TypeError(f"args must be a tuple (or list) of positional arguments, got {_describe(args)}{hint}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs must be a dict of keyword arguments, got {_describe(kwargs)}")
+    for key in kwargs or {}:
+        if not isinstance(key, str):
+            raise TypeError(f"kwargs keys must be str (parameter names), got the key {_describe(key)}")
+    timeout = DEFAULT_TIMEOUT if timeout is None else _check_seconds("timeout", timeout, MAX_TIMEOUT)
+    deadline = (timeout + DEFAULT_DEADLINE_MARGIN if deadline is None
+                else _check_seconds("deadline", deadline, MAX_DEADLINE))
+    env_pairs = _check_env(env)
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"threads must be a whole number of torch threads per rank (int), got {_describe(threads)}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+    options = RunOptions(world_size=int(world_size), timeout=timeout, deadline=deadline, env=env_pairs,
+                         threads=int(threads), linger=_check_flag("linger", linger),
+                         record=_check_flag("record", record), check=_check_flag("check", check))
+    return tuple(args), dict(kwargs or {}), options
 
 
 def _captured(fn) -> list[tuple[str, object]]:
@@ -227,7 +317,7 @@ def run(
     *,
     args: tuple = (),
     kwargs: dict | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = DEFAULT_TIMEOUT,
     deadline: float | None = None,
     env: dict[str, str] | None = None,
     threads: int = 1,
@@ -239,23 +329,29 @@ def run(
 
     The group is initialised before ``fn`` starts, so ``fn`` is ordinary torch.distributed code.
 
-    - ``timeout``: torch's timeout for each collective (seconds), after which torch itself raises.
-    - ``deadline``: wall-clock limit for the whole run (default ``timeout + 5``); ranks still running
-      then are asked for their stacks and killed, and the call returns.
-    - ``env``: environment variables set in every rank before the group starts
-      (``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would).
+    - ``fn``: an ordinary function (not a generator or ``async def`` function: their bodies would not run).
+    - ``world_size``: 1 to :data:`MAX_WORLD_SIZE` ranks.
+    - ``args``: a tuple (or list) of positional arguments; ``kwargs``: a dict with str keys.
+    - ``timeout``: torch's timeout for each collective (seconds, at most :data:`MAX_TIMEOUT`), after which
+      torch itself raises. ``None`` means the default, :data:`DEFAULT_TIMEOUT`.
+    - ``deadline``: wall-clock limit for the whole run (seconds, at most :data:`MAX_DEADLINE`); ``None``
+      means ``timeout + 5``. Ranks still running then are asked for their stacks and killed, and the call
+      returns.
+    - ``env``: environment variables set in every rank before the group starts, as a dict of str to str
+      (int and float values are converted with ``str()``; None, bool and other types are refused).
+      ``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would.
     - ``threads``: torch intra-op threads per rank (default 1: N ranks share a few cores).
     - ``linger``: keep finished ranks alive until all are done, like ranks that go on with other work;
       by default a finished rank exits, as at the end of a script, and peers still waiting on it fail fast.
     - ``record``: record collectives and ``barrierlab.span`` phases for ``Run.timeline()``.
     - ``check``: raise :class:`~barrierlab.result.RankFailed` if any rank did not finish.
-    """
-    kwargs = dict(kwargs or {})
-    deadline = timeout + DEFAULT_DEADLINE_MARGIN if deadline is None else deadline
-    _check_inputs(fn, world_size, timeout, deadline, threads)
-    payload = _pack(fn, tuple(args), kwargs)
-    env = {str(k): str(v) for k, v in (env or {}).items()}
 
+    ``linger``, ``record`` and ``check`` must be True or False. Every argument is checked before anything
+    starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
+    """
+    args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
+                                     record, check)
+    payload = _pack(fn, args, kwargs)
     with _lock:
         warm_up()
         try:
@@ -265,78 +361,97 @@ def run(
             warm_up(wait=True)
         index = CodeIndex().add((fn, args, kwargs))
         try:
-            result = _launch(_warm, payload, world_size, float(timeout), float(deadline), env, threads, linger,
-                             record, index)
+            result = _launch(_warm, payload, options, index)
         except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"barrierlab.run was interrupted; all {world_size} ranks were stopped") from None
-    return result.raise_if_failed() if check else result
+            raise KeyboardInterrupt(
+                f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped") from None
+    return result.raise_if_failed() if options.check else result
 
 
-def _launch(warm, payload, world_size, timeout, deadline, env, threads, linger, record, index) -> Run:
-    run_id = uuid.uuid4().hex
-    run_dir = tempfile.mkdtemp(prefix="barrierlab-")
-    t0 = time.monotonic()
-    common = dict(run_dir=run_dir, world_size=world_size, payload=payload, timeout=timeout, env=env,
-                  kernel_env=dict(os.environ),
-                  threads=threads, linger=linger, record=record, t0=t0, kernel_pid=os.getpid(),
-                  cwd=os.getcwd(), sys_path=list(sys.path))
-    specs = [pickle.dumps(dict(common, rank=rank)) for rank in range(world_size)]
-    exits: dict[int, tuple[int | None, int | None]] = {}
-    stopped: set[int] = set()
-    interrupted = False
-    started = False
-    pids: list[int] = []
-
-    def pump(seconds: float) -> None:
-        message = warm.receive(seconds)
-        if message and message[0] == "exited" and message[1] == run_id:
-            _, _, rank, _pid, code, sig = message
-            exits[rank] = (code, sig)
-
-    def signal_all(signum: int) -> None:
-        warm.send(("signal", run_id, signum))
-
-    def results_written() -> set[int]:
-        return {r for r in range(world_size) if os.path.exists(os.path.join(run_dir, f"rank{r}.result"))}
-
+def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: CodeIndex) -> Run:
+    """Start the ranks, wait for them within the deadline, end every one of them, and read what they left."""
+    spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=tempfile.mkdtemp(prefix="barrierlab-"), payload=payload,
+                   options=options, t0=time.monotonic(), kernel_pid=os.getpid(),
+                   kernel_env=tuple(os.environ.items()), cwd=os.getcwd(), sys_path=tuple(sys.path))
+    group = _RunningGroup(warm, spec)
     try:
-        warm.send(("launch", run_id, specs))
-        while not started:
-            message = warm.receive(START_TIMEOUT)
+        try:
+            group.start()
+            group.wait_until_done_or_deadline()
+            group.ask_stuck_ranks_for_stacks()
+        finally:
+            group.end_every_rank()  # deadline, interrupt or error: end every rank of this run, only them
+        run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
+                      group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
+                      index=index, linger=options.linger)
+    finally:
+        shutil.rmtree(spec.run_dir, ignore_errors=True)
+    return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
+
+
+class _RunningGroup:
+    """The ranks of one run, seen from the kernel: their PIDs, which have exited, which were stopped."""
+
+    def __init__(self, warm: _WarmProcess, spec: RunSpec) -> None:
+        self.warm = warm
+        self.spec = spec
+        self.world_size = spec.options.world_size
+        self.exits: dict[int, tuple[int | None, int | None]] = {}  # rank -> (exit code, signal)
+        self.stopped: set[int] = set()
+        self.pids: list[int] = []
+        self.started = False
+
+    def start(self) -> None:
+        self.warm.send(Launch(self.spec))
+        while not self.started:
+            message = self.warm.receive(START_TIMEOUT)
             if message is None:
                 raise LaunchError("the warm process did not start the ranks")
-            started = message[0] == "started" and message[1] == run_id
-            pids = message[2] if started else pids
-        give_up = t0 + deadline
-        while len(exits) < world_size and (remaining := give_up - time.monotonic()) > 0:
-            pump(min(remaining, 0.02) if linger else remaining)
-            if linger and len(results_written()) == world_size:
+            if isinstance(message, Started) and message.run_id == self.spec.run_id:
+                self.started, self.pids = True, list(message.pids)
+
+    def pump(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for one message from the warm process and note an exit of ours."""
+        message = self.warm.receive(seconds)
+        if isinstance(message, Exited) and message.run_id == self.spec.run_id:
+            self.exits[message.rank] = (message.code, message.sig)
+
+    def signal_all(self, signum: int) -> None:
+        self.warm.send(SignalRanks(self.spec.run_id, signum))
+
+    def reported(self) -> set[int]:
+        """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended)."""
+        return {r for r in range(self.world_size) if os.path.exists(RankFiles(self.spec.run_dir, r).outcome)}
+
+    def running(self) -> set[int]:
+        return set(range(self.world_size)) - set(self.exits)
+
+    def wait_until_done_or_deadline(self) -> None:
+        linger = self.spec.options.linger
+        give_up = self.spec.t0 + self.spec.options.deadline
+        while self.running() and (remaining := give_up - time.monotonic()) > 0:
+            self.pump(min(remaining, 0.02) if linger else remaining)
+            if linger and len(self.reported()) == self.world_size:
                 break
-        running = set(range(world_size)) - set(exits)
-        if running:
-            done = results_written() if linger else set()
-            stopped = running - done
-            if stopped:
-                signal_all(signal.SIGUSR1)
-                grace_end = time.monotonic() + STACK_GRACE
-                while (remaining := grace_end - time.monotonic()) > 0 and len(exits) < world_size:
-                    pump(remaining)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        if len(exits) < world_size:  # deadline, interrupt or error: end every rank of this run, only them
-            try:
-                signal_all(signal.SIGKILL)
-                give_up = time.monotonic() + 2.0
-                while started and len(exits) < world_size and time.monotonic() < give_up:
-                    pump(give_up - time.monotonic())
-            except LaunchError:
-                pass
-        if interrupted or not started:
-            shutil.rmtree(run_dir, ignore_errors=True)
-    try:
-        return collect(run_dir, world_size, t0, time.monotonic() - t0, exits, stopped, pids,
-                       timeout=timeout, deadline=deadline, index=index, linger=linger)
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+
+    def ask_stuck_ranks_for_stacks(self) -> None:
+        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it."""
+        running = self.running()
+        self.stopped = running - (self.reported() if self.spec.options.linger else set())
+        if not self.stopped:
+            return
+        self.signal_all(signal.SIGUSR1)
+        grace_end = time.monotonic() + STACK_GRACE
+        while (remaining := grace_end - time.monotonic()) > 0 and self.running():
+            self.pump(remaining)
+
+    def end_every_rank(self) -> None:
+        if not self.running():
+            return
+        try:
+            self.signal_all(signal.SIGKILL)
+            give_up = time.monotonic() + 2.0
+            while self.started and self.running() and time.monotonic() < give_up:
+                self.pump(give_up - time.monotonic())
+        except LaunchError:
+            pass

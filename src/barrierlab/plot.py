@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from matplotlib.figure import Figure
 
+from barrierlab._protocol import Status
 from barrierlab.record import Event
 
 #: Event kinds whose time counts as waiting for other ranks.
@@ -52,7 +53,7 @@ WAIT_STYLES = {
 }
 #: At most this many names in one legend entry ("forward, backward, optimizer (compute span)").
 MAX_LEGEND_NAMES = 4
-FAILED_STATUSES = ("raised", "setup failed", "stopped at deadline", "exited", "killed by signal")
+FAILED_STATUSES = tuple(s for s in Status if s not in (Status.FINISHED, Status.LOST))
 
 
 @dataclass

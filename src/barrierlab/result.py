@@ -3,41 +3,91 @@
 from __future__ import annotations
 
 import html
+import io
 import os
+import pickle
 import re
+import select
 import signal
+import sys
+import time
 from dataclasses import dataclass, field
 
-import cloudpickle
-
 from barrierlab import record
+from barrierlab._protocol import Outcome, RankFiles, Status, signal_name, tidy
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import Stuck, relabel_traceback, stuck_at
 
 #: How much of each rank's stdout/stderr is kept: the head and the tail, this many bytes each.
 OUTPUT_KEEP = 32 * 1024
+#: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
+TRACEBACKS_SHOWN = 1
+#: How long unpickling the returned values in a throwaway process may take before it counts as failed.
+UNPICKLE_TIMEOUT = 10.0
 
-FINISHED = "finished"
-RAISED = "raised"
-SETUP_FAILED = "setup failed"
-STOPPED = "stopped at deadline"
-EXITED = "exited"
-KILLED = "killed by signal"
-LOST = "ended without a report"  # under torchrun: the agent stopped it, or it died before writing one
+# The statuses under their former names (``barrierlab.result.FINISHED``...), for code written before
+# :class:`~barrierlab.Status` existed.
+FINISHED, RAISED, SETUP_FAILED, STOPPED = Status.FINISHED, Status.RAISED, Status.SETUP_FAILED, Status.STOPPED
+EXITED, KILLED, LOST = Status.EXITED, Status.KILLED, Status.LOST
+_signal_name = signal_name
 
 
 class RankFailed(RuntimeError):
-    """Raised by :meth:`Run.raise_if_failed` when a rank did not finish; the message names each one."""
+    """Raised by :meth:`Run.raise_if_failed` when a rank did not finish.
+
+    The message reads like a test report: the diagnosis headline, one line per failed rank, then the
+    tracebacks grouped (ranks that raised the same error share one), the first shown in full and the
+    others cut to their last lines.
+    """
 
     def __init__(self, run: "Run") -> None:
         self.run = run
         failed = [r for r in run.ranks if not r.ok]
-        lines = [f"{len(failed)} of {run.world_size} ranks did not finish:"]
+        try:
+            headline = run.diagnosis.headline
+        except Exception as error:  # a diagnosis bug must not hide the failure itself
+            headline = f"(no diagnosis: {type(error).__name__}: {error})"
+        lines = [headline, "", f"{len(failed)} of {run.world_size} ranks did not finish:"]
         lines += ["  " + r.summary() for r in failed]
+        groups: dict[tuple[str, str], list[RankResult]] = {}
         for r in failed:
             if r.traceback:
-                lines += ["", f"--- rank {r.rank} traceback ---", r.traceback.rstrip()]
+                groups.setdefault((_error_kind(r), _same_traceback(r.traceback)), []).append(r)
+        for shown, ((kind, _), members) in enumerate(groups.items()):
+            ranks = _rank_list([m.rank for m in members])
+            same = f"{ranks} raised the same {kind}" if len(members) > 1 else f"{ranks} raised {kind}"
+            text = tidy(members[0].traceback).rstrip().splitlines()
+            if shown < TRACEBACKS_SHOWN:
+                lines += ["", f"--- {same} ---", *text]
+            else:
+                lines += ["", f"--- {same} (last lines; run[{members[0].rank}].traceback has all) ---", *text[-3:]]
         super().__init__("\n".join(lines))
+
+
+def _error_kind(result: "RankResult") -> str:
+    exception = result.exception
+    if exception is not None:
+        return type(exception).__name__
+    last = result.traceback.strip().splitlines()[-1] if result.traceback.strip() else ""
+    return last.partition(":")[0] or "error"
+
+
+def _same_traceback(text: str) -> str:
+    """What makes two ranks' tracebacks "the same": the frames they passed through, and the last line with
+    numbers (ranks, ports, sizes) and gloo's addresses taken out."""
+    lines = tidy(text).strip().splitlines()
+    frames = [line.strip() for line in lines if line.lstrip().startswith(("File ", "Cell "))]
+    return "\n".join(frames + [re.sub(r"\d+", "N", lines[-1] if lines else "")])
+
+
+def _rank_list(ranks: list[int]) -> str:
+    """'rank 2', 'ranks 1 and 3', 'ranks 1–15', 'ranks 0, 2 and 5'."""
+    ranks = sorted(ranks)
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}–{ranks[-1]}"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 @dataclass
@@ -45,7 +95,7 @@ class RankResult:
     """What one rank did: how it ended, what it returned or raised, what it printed, when it ran."""
 
     rank: int
-    status: str
+    status: Status
     pid: int | None = None
     value: object = None
     exception: BaseException | None = None
@@ -61,54 +111,42 @@ class RankResult:
     #: torch's flight recorder for this rank, when it could be read: (op, sequence number, state) per
     #: collective the rank issued, including those made from C++ (DDP); None if unavailable.
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
+    #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
+    _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
-        return self.status == FINISHED
+        return self.status == Status.FINISHED
 
     @property
     def error_message(self) -> str:
+        """``"ValueError: bad shard"``, without gloo's build paths and peer addresses."""
         if self.exception is not None:
-            return f"{type(self.exception).__name__}: {self.exception}"
-        return self.traceback.strip().splitlines()[-1] if self.traceback.strip() else ""
+            return tidy(f"{type(self.exception).__name__}: {self.exception}")
+        return tidy(self.traceback.strip().splitlines()[-1]) if self.traceback.strip() else ""
 
     def summary(self) -> str:
         """One line: status and the essential detail."""
         head = f"rank {self.rank}: {self.status}"
-        if self.status == FINISHED:
+        if self.status == Status.FINISHED:
             text = repr(self.value)
             return head + (f", returned {text[:80]}{'…' if len(text) > 80 else ''}" if self.value is not None else "")
-        if self.status in (RAISED, SETUP_FAILED):
-            where = " before your function started" if self.status == SETUP_FAILED else ""
+        if self.status in (Status.RAISED, Status.SETUP_FAILED):
+            where = " before your function started" if self.status == Status.SETUP_FAILED else ""
             return f"{head}{where}: {_first_line(self.error_message)}"
-        if self.status == STOPPED:
+        if self.status == Status.STOPPED:
             return f"{head}, stuck {self.stuck}" if self.stuck else head
-        if self.status == KILLED:
-            return f"{head} {_signal_name(self.signal)}"
-        if self.status == EXITED:
+        if self.status == Status.KILLED:
+            return f"{head} {signal_name(self.signal)}"
+        if self.status == Status.EXITED:
             return f"{head} with code {self.exit_code} before returning from the function"
         return head
-
-
-def tidy(message: str) -> str:
-    """A gloo message without the noise that changes between runs and machines: the build-machine source
-    path (``[/__w/.../pair.cc:553]``), the peer's address and port, and gloo's boilerplate advice."""
-    message = re.sub(r"\[[^\]]*gloo/[^\]]*\] ?", "", message)
-    message = re.sub(r" ?\[[0-9a-fA-F.:]+\]:\d+", "", message)
-    return re.sub(r"\.? This is typically caused by .*$", "", message, flags=re.S)
 
 
 def _first_line(text: str, limit: int = 200) -> str:
     text = tidy(text)
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[:limit] + "…"
-
-
-def _signal_name(number: int | None) -> str:
-    try:
-        return signal.Signals(number).name
-    except (ValueError, TypeError):
-        return str(number)
 
 
 def _read_output(path: str) -> str:
@@ -139,55 +177,39 @@ def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
              str(e.get("state", "?"))) for e in entries]
 
 
-def _load_result(path: str) -> dict | None:
-    try:
-        with open(path, "rb") as f:
-            return cloudpickle.loads(f.read())
-    except FileNotFoundError:
-        return None
-    except Exception as error:  # e.g. an exception class that cannot be rebuilt here
-        return {"status": RAISED, "message": f"the rank's result could not be read back: {error}", "traceback": ""}
-
-
 def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dict, stopped: set,
             pids: list[int], timeout: float, deadline: float, index: CodeIndex | None = None,
             linger: bool = False) -> "Run":
-    """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses."""
+    """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
+
+    Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
+    which the launcher calls once the run's bookkeeping is done and its folder is removed."""
     ranks = []
     for rank in range(world_size):
-        stem = os.path.join(run_dir, f"rank{rank}")
-        data = _load_result(stem + ".result")
+        files = RankFiles(run_dir, rank)
         code, sig = exits.get(rank, (None, None))
-        events = record.read_events(stem + ".events", rank=rank, t0=t0, index=index)
-        flight = record.read_flight(stem + ".events", rank, t0, index, events)
-        result = RankResult(rank=rank, status=STOPPED, pid=pids[rank] if rank < len(pids) else None,
-                            stdout=_read_output(stem + ".stdout"),
-                            stderr=_read_output(stem + ".stderr"), exit_code=code, signal=sig, events=events,
-                            flight=_load_flight(stem + ".flight") if flight is None else flight)
-        if data is not None:
-            result.status = data.get("status", RAISED)
-            result.value = data.get("value")
-            result.exception = data.get("exception")
-            result.traceback = relabel_traceback(data.get("traceback", ""), index)
-            result.exit_code = data.get("exit_code", code)
-            result.started = data["t_start"] - t0 if "t_start" in data else None
-            result.ended = data["t_end"] - t0 if "t_end" in data else None
-            if data.get("send_error"):
-                result.status = RAISED
-                result.exception = TypeError(
-                    f"rank {rank} finished, but {data['send_error']} cannot be sent back to the notebook. "
-                    "Return plain data (numbers, strings, lists, dicts, tensors) instead."
-                )
-            elif result.exception is None and result.status in (RAISED, SETUP_FAILED):
-                result.exception = RuntimeError(data.get("message", "unknown error"))
+        events = record.read_events(files.events, rank=rank, t0=t0, index=index)
+        flight = record.read_flight(files.events, rank, t0, index, events)
+        result = RankResult(rank=rank, status=Status.STOPPED, pid=pids[rank] if rank < len(pids) else None,
+                            stdout=_read_output(files.stdout), stderr=_read_output(files.stderr),
+                            exit_code=code, signal=sig, events=events,
+                            flight=_load_flight(files.flight) if flight is None else flight)
+        try:
+            outcome = Outcome.read(files.outcome)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            outcome = Outcome(rank, world_size, Status.RAISED, message=f"the rank's outcome could not be read: {error}")
+        if outcome is not None:
+            apply_outcome(result, outcome, t0, index)
+            if outcome.exit_code is None:
+                result.exit_code = code
         elif rank in stopped:
-            result.status = STOPPED
+            result.status = Status.STOPPED
         elif sig is not None:
-            result.status = KILLED
+            result.status = Status.KILLED
         else:
-            result.status = EXITED
-        if result.status == STOPPED or (rank in stopped and data is None):
-            result.stuck = stuck_at(_read_output(stem + ".stack"), index)
+            result.status = Status.EXITED
+        if result.status == Status.STOPPED or (rank in stopped and outcome is None):
+            result.stuck = stuck_at(_read_output(files.stack), index)
         for event in result.events:
             if event.file:
                 event.file = index.resolve(event.file, event.line, event.func) if index else event.file
@@ -195,6 +217,177 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
         ranks.append(result)
     return Run(world_size=world_size, ranks=ranks, elapsed=elapsed, timeout=timeout, deadline=deadline,
                hit_deadline=bool(stopped), linger=linger)
+
+
+def apply_outcome(result: "RankResult", outcome: Outcome, t0: float, index: CodeIndex | None = None) -> None:
+    """Fill ``result`` from the rank's :class:`~barrierlab._protocol.Outcome` (both launchers write one).
+
+    ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
+    result.status = outcome.status
+    result.pid = result.pid or outcome.pid or None
+    result.traceback = relabel_traceback(outcome.traceback, index) if outcome.traceback else ""
+    result.exit_code = outcome.exit_code
+    result.started = None if outcome.t_start is None else outcome.t_start - t0
+    result.ended = None if outcome.t_end is None else outcome.t_end - t0
+    result._pickled = (outcome.value, outcome.exception)
+    if outcome.send_error:
+        result.exception = TypeError(
+            f"rank {result.rank} finished, but {outcome.send_error} cannot be sent back to the notebook. "
+            "Return plain data (numbers, strings, lists, dicts, tensors) instead."
+        )
+    elif outcome.status in (Status.RAISED, Status.SETUP_FAILED):
+        result.exception = rebuild_exception(outcome.error_type, outcome.message)
+    if outcome.status == Status.FINISHED and outcome.value is None:
+        result.value = outcome.value_repr or None
+
+
+def rebuild_exception(error_type: str, message: str) -> BaseException:
+    """A stand-in for an exception that was not (or could not be) sent: the built-in type when it is one
+    (``builtins.ValueError`` -> ValueError(message)), else a RuntimeError naming the type."""
+    import builtins
+
+    module, _, name = error_type.rpartition(".")
+    kind = getattr(builtins, name, None) if module in ("builtins", "") else None
+    if isinstance(kind, type) and issubclass(kind, BaseException):
+        try:
+            return kind(message)
+        except Exception:
+            pass
+    return RuntimeError(f"{name}: {message}" if name else message)
+
+
+# --- unpickling what the ranks returned, without letting it hurt the kernel -----------------------------
+class _NeedsIsolation(Exception):
+    pass
+
+
+#: Globals a pickle may name and still be unpickled directly: constructors of plain data and built-in
+#: exceptions, which run no code of the learner's. Anything else is unpickled in a throwaway process first.
+_PLAIN = {("builtins", n) for n in ("int", "float", "complex", "str", "bytes", "bytearray", "list", "dict",
+                                      "tuple", "set", "frozenset", "bool", "slice", "range", "NoneType")}
+_PLAIN |= {("collections", "OrderedDict"), ("collections", "deque")}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) in _PLAIN:
+            return super().find_class(module, name)
+        if module == "builtins" or module == "torch" or module.startswith("torch."):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and issubclass(found, BaseException):
+                return found
+        raise _NeedsIsolation(f"{module}.{name}")
+
+
+def _plain_loads(data: bytes):
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def unpickle_isolated(blobs: list[bytes]) -> list[tuple[bool, object]]:
+    """Unpickle each blob without letting it hurt this process: ``(True, value)`` or ``(False, reason)``.
+
+    Plain data (numbers, strings, containers of them, built-in and torch exceptions) is unpickled
+    directly. Anything else (tensors, objects of the learner's classes) is unpickled first in a child
+    forked from this process, which only unpickles, reports and ``os._exit``s; only what that child
+    unpickled cleanly is then unpickled here. So a value whose unpickling raises, exits the process
+    (``os._exit`` in ``__reduce__``), crashes it or takes longer than :data:`UNPICKLE_TIMEOUT` becomes
+    an error of that rank instead of the kernel's death.
+
+    What it does not protect against: unpickling code that behaves differently the second time, or in
+    the parent (it checks its PID, uses a thread, or writes files, which then happens twice), and memory
+    exhaustion by a value too large for the kernel. The child sets torch's intra-op threads to 1 before
+    unpickling, since a child forked from a process that has used torch's thread pool hangs on its first
+    parallel op.
+    """
+    results: list[tuple[bool, object] | None] = [None] * len(blobs)
+    suspect = []
+    for i, data in enumerate(blobs):
+        try:
+            results[i] = (True, _plain_loads(data))
+        except _NeedsIsolation:
+            suspect.append(i)
+        except Exception as error:
+            results[i] = (False, f"{type(error).__name__}: {error}")
+    verdicts = _trial_in_child([blobs[i] for i in suspect]) if suspect else []
+    for i, verdict in zip(suspect, verdicts):
+        if verdict:
+            results[i] = (False, verdict)
+            continue
+        try:
+            results[i] = (True, pickle.loads(blobs[i]))
+        except BaseException as error:  # noqa: B036 (a KeyboardInterrupt from __reduce__ is the value's)
+            results[i] = (False, f"{type(error).__name__}: {error}")
+    return results  # type: ignore[return-value]
+
+
+def _trial_in_child(blobs: list[bytes]) -> list[str]:
+    """For each blob, "" if a forked child unpickled it cleanly, else what went wrong."""
+    if not hasattr(os, "fork"):
+        return [""] * len(blobs)
+    verdicts = [""] * len(blobs)
+    start = 0
+    while start < len(blobs):
+        done, failure = _one_trial(blobs, start)
+        for i, message in done:
+            verdicts[i] = message
+        start = (max((i for i, _ in done), default=start - 1)) + 1
+        if failure is not None:
+            verdicts[start] = failure
+            start += 1
+    return verdicts
+
+
+def _one_trial(blobs: list[bytes], start: int) -> tuple[list[tuple[int, str]], str | None]:
+    """Unpickle blobs[start:] in one forked child. Returns the verdicts it reported and, if it died or
+    hung while unpickling the next one, why."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: unpickle, report, exit; nothing else
+        try:
+            os.close(read_fd)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(1)
+            for i in range(start, len(blobs)):
+                try:
+                    pickle.loads(blobs[i])
+                    message = ""
+                except BaseException as error:  # noqa: B036
+                    message = f"{type(error).__name__}: {error}"
+                line = f"{i}\t{message}".replace("\n", " ") + "\n"
+                os.write(write_fd, line.encode("utf-8", "replace"))
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    data = b""
+    give_up = time.monotonic() + UNPICKLE_TIMEOUT
+    hung = False
+    try:
+        while True:
+            remaining = give_up - time.monotonic()
+            if remaining <= 0 or not select.select([read_fd], [], [], remaining)[0]:
+                hung = True
+                break
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(read_fd)
+        if hung:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    done = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        index, _, message = line.partition("\t")
+        done.append((int(index), message))
+    if len(done) == len(blobs) - start:
+        return done, None
+    if hung:
+        return done, f"unpickling it took longer than {UNPICKLE_TIMEOUT:g} s"
+    if os.WIFSIGNALED(status):
+        return done, f"unpickling it killed the process ({signal_name(os.WTERMSIG(status))})"
+    return done, f"unpickling it ended the process (exit code {os.waitstatus_to_exitcode(status)})"
 
 
 @dataclass
@@ -229,7 +422,7 @@ class Run:
         return [r.value for r in self.ranks]
 
     @property
-    def statuses(self) -> list[str]:
+    def statuses(self) -> list[Status]:
         return [r.status for r in self.ranks]
 
     @property
@@ -239,7 +432,7 @@ class Run:
     @property
     def stuck(self) -> dict[int, Stuck]:
         """The ranks stopped at the deadline, with where each was waiting."""
-        return {r.rank: r.stuck for r in self.ranks if r.status == STOPPED and r.stuck}
+        return {r.rank: r.stuck for r in self.ranks if r.status == Status.STOPPED and r.stuck}
 
     @property
     def events(self) -> list[record.Event]:
@@ -270,6 +463,25 @@ class Run:
 
         return summary(self)
 
+    def unpickle(self) -> "Run":
+        """Turn the ranks' pickled return values and exceptions into objects (see :func:`unpickle_isolated`);
+        a value that cannot be unpickled safely makes its rank fail with an explanation."""
+        jobs = [(r, k, blob) for r in self.ranks for k, blob in zip(("value", "exception"), r._pickled)
+                if blob is not None]
+        for (r, kind, _), (ok, item) in zip(jobs, unpickle_isolated([blob for _, _, blob in jobs])):
+            if ok and kind == "value":
+                r.value = item
+            elif ok:
+                r.exception = item
+            elif kind == "value":
+                r.status, r.value = Status.RAISED, None
+                r.exception = RuntimeError(f"rank {r.rank} returned a value that cannot be unpickled in the "
+                                           f"notebook: {item}")
+            # an exception that cannot be rebuilt keeps its stand-in (same type name and message)
+        for r in self.ranks:
+            r._pickled = (None, None)
+        return self
+
     def raise_if_failed(self) -> "Run":
         """Return self if every rank finished, else raise :class:`RankFailed` naming each failure."""
         if not self.ok:
@@ -299,11 +511,11 @@ class Run:
         return "\n".join(lines + ([outputs] if outputs else []))
 
     def _repr_html_(self) -> str:
-        colours = {FINISHED: "#1b7837", STOPPED: "#b35806", RAISED: "#b2182b", SETUP_FAILED: "#b2182b"}
+        colours = {Status.FINISHED: "#1b7837", Status.STOPPED: "#b35806"}
         rows = []
         for r in self.ranks:
             span = "" if r.started is None or r.ended is None else f"{r.started:.3f}–{r.ended:.3f} s"
-            if r.status == FINISHED:
+            if r.status == Status.FINISHED:
                 detail = "" if r.value is None else _clip(repr(r.value))
             else:
                 detail = r.summary().partition(": ")[2]

@@ -11,6 +11,7 @@ import re
 import sysconfig
 from dataclasses import dataclass
 
+from barrierlab._protocol import RANK_CALLS_FN, RANK_PHASES, RANK_SOURCE
 from barrierlab.sites import MACHINERY, CodeIndex, Site
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.I)
@@ -24,14 +25,6 @@ def _is_torch(path: str) -> bool:
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"]
-
-#: What a rank is doing when it is stopped on a given line of ``_rank.main``, before the learner's code.
-_PHASES = (
-    ("cloudpickle.loads", "loading your function and importing what it needs"),
-    ("init_process_group", "joining the process group (init_process_group)"),
-    ("_all_initialised", "waiting for the other ranks to join the group"),
-)
-
 
 def _is_learners(path: str) -> bool:
     """Frames of the learner's code: not torch, not barrierlab's machinery, not the standard library."""
@@ -72,22 +65,25 @@ def parse_threads(text: str, index: CodeIndex | None = None) -> list[list[Site]]
 def stuck_at(text: str, index: CodeIndex | None = None) -> Stuck | None:
     """Interpret a rank's faulthandler dump: which of the learner's lines its main thread waits on."""
     threads = parse_threads(text, index)
-    main = next((t for t in threads if any(f.file.endswith("_rank.py") and f.func == "main" for f in t)), None)
+    main = next((t for t in threads if any(_is_rank_step(f) for f in t)), None)
     if main is None:
         main = threads[-1] if threads else None
     if not main:
         return None
-    outer = next((i for i, f in enumerate(main) if f.file.endswith("_rank.py") and f.func == "main"), len(main))
+    outer = next((i for i, f in enumerate(main) if _is_rank_step(f)), len(main))
     for index, frame in enumerate(main[:outer]):
         if _is_learners(frame.file):
             inner = [f for f in main[:index] if _is_torch(f.file) and "distributed" in f.file]
             named = [f.func for f in inner if f.func not in ("wrapper", "recorded")]
             return Stuck(site=frame, call=named[-1] if named else None, frames=main)
-    phase = None
-    if outer < len(main):
-        code = main[outer].code
-        phase = next((text for marker, text in _PHASES if marker in code), None)
+    phase = RANK_PHASES.get(main[outer].func) if outer < len(main) else None
     return Stuck(site=None, call=None, frames=main, phase=phase)
+
+
+def _is_rank_step(frame: Site) -> bool:
+    """A frame of the rank's own code (``_rank.py``) that is a named step of the contract: a set-up phase,
+    or the call of the learner's function. Everything inside it is torch's or the learner's."""
+    return frame.file == RANK_SOURCE and (frame.func == RANK_CALLS_FN or frame.func in RANK_PHASES)
 
 
 def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:

@@ -1,0 +1,340 @@
+"""The contract between the three kinds of process barrierlab runs, written down in one place.
+
+``kernel`` (``launch.py``) ──:class:`Launch`──► ``warm process`` (``_zygote.py``) ──fork──► ``rank`` (``_rank.py``)
+
+* what the kernel asks for: :class:`RunOptions` (the learner's choices, validated) inside a
+  :class:`RunSpec` (everything every rank needs), and per rank a :class:`RankSpec`;
+* what travels on the pipes between kernel and warm process: :class:`Ready`, :class:`Launch`,
+  :class:`Started`, :class:`SignalRanks`, :class:`Exited`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
+* where a rank leaves what it did: the files named by :class:`RankFiles`;
+* how a rank ended: a :class:`Status`, in an :class:`Outcome` file that ranks of ``barrierlab.run`` and
+  torchrun workers (``barrierlab.torchrun``) both write, and one reader (:meth:`Outcome.read`) reads;
+* how a rank's stack is recognised (``stacks.py``): :data:`RANK_PHASES` and :data:`RANK_CALLS_FN`, the names
+  of the functions in ``_rank.py`` a rank passes through.
+
+Nothing else in the package spells a rank file's name, a status, or a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import signal
+import struct
+import time
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Union
+
+
+# --- how a rank ended ------------------------------------------------------------------------------------
+class Status(str, Enum):
+    """How a rank ended. A ``str``: ``status == "finished"`` and stored notebook outputs keep working."""
+
+    FINISHED = ("finished", "the function returned on this rank")
+    RAISED = ("raised", "the function raised an exception on this rank")
+    SETUP_FAILED = ("setup failed", "the rank failed before the function started (loading it, or joining the group)")
+    STOPPED = ("stopped at deadline", "the rank was still running at the run's deadline and was stopped")
+    EXITED = ("exited", "the process exited (os._exit, sys.exit, a crash) before the function returned")
+    KILLED = ("killed by signal", "the process was killed by a signal before the function returned")
+    LOST = ("ended without a report", "under torchrun: the agent stopped the rank, or it died before reporting")
+
+    description: str
+
+    def __new__(cls, value: str, description: str) -> "Status":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.description = description
+        return member
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def ok(self) -> bool:
+        return self is Status.FINISHED
+
+
+def signal_name(number: int | None) -> str:
+    """``9`` -> ``"SIGKILL"`` (the number as text when it is not a known signal)."""
+    try:
+        return signal.Signals(number).name
+    except (ValueError, TypeError):
+        return str(number)
+
+
+def tidy(message: str) -> str:
+    """Error text without what changes between runs and machines: gloo's build-machine source path
+    (``[/__w/pytorch/.../gloo/transport/tcp/pair.cc:553]``), a peer's address and port, and gloo's
+    boilerplate advice. Applied to every error text the package shows."""
+    message = re.sub(r"\[[^\]\n]*(?:gloo/|/__w/)[^\]\n]*\] ?", "", message)
+    message = re.sub(r"/__w/\S+", "", message)
+    message = re.sub(r" ?\[[0-9a-fA-F.:]+\]:\d+", "", message)
+    return re.sub(r"\.? This is typically caused by [^\n]*", "", message)
+
+
+# --- what the kernel asks for --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunOptions:
+    """The learner's choices for one ``barrierlab.run`` call, already validated (see ``launch.validate``)."""
+
+    world_size: int
+    timeout: float  # torch's timeout for each collective, seconds
+    deadline: float  # wall-clock limit of the whole run, seconds
+    env: tuple[tuple[str, str], ...] = ()  # set in every rank before the group starts
+    threads: int = 1
+    linger: bool = False
+    record: bool = True
+    check: bool = False
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything every rank of one run needs; sent once to the warm process, which forks the ranks."""
+
+    run_id: str
+    run_dir: str  # private temporary folder of this run: the rank files and the group's FileStore
+    payload: bytes  # cloudpickle of (fn, args, kwargs)
+    options: RunOptions
+    t0: float  # the kernel's time.monotonic() at launch: rank times are reported relative to it
+    kernel_pid: int
+    kernel_env: tuple[tuple[str, str], ...]  # the kernel's environment now, not the warm process's old one
+    cwd: str
+    sys_path: tuple[str, ...]
+
+    @property
+    def store_path(self) -> str:
+        """The FileStore the ranks rendezvous through (a file, so nothing listens on the network)."""
+        return os.path.join(self.run_dir, "store")
+
+
+@dataclass(frozen=True)
+class RankSpec:
+    """What one rank process is told: its run and its rank."""
+
+    run: RunSpec
+    rank: int
+
+    @property
+    def files(self) -> "RankFiles":
+        return RankFiles(self.run.run_dir, self.rank)
+
+
+# --- the pipe between kernel and warm process -----------------------------------------------------------
+@dataclass(frozen=True)
+class Ready:
+    """warm process -> kernel: torch is imported, ranks can be forked."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    """kernel -> warm process: fork ``spec.options.world_size`` ranks of this run."""
+
+    spec: RunSpec
+
+
+@dataclass(frozen=True)
+class Started:
+    """warm process -> kernel: the ranks of ``run_id`` are forked; ``pids[r]`` is rank r's process."""
+
+    run_id: str
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SignalRanks:
+    """kernel -> warm process: send ``signum`` to every still-running rank of ``run_id`` (and no other)."""
+
+    run_id: str
+    signum: int
+
+
+@dataclass(frozen=True)
+class Exited:
+    """warm process -> kernel: a rank of ``run_id`` ended; ``code`` for an exit, ``sig`` for a signal."""
+
+    run_id: str
+    rank: int
+    pid: int
+    code: int | None
+    sig: int | None
+
+
+@dataclass(frozen=True)
+class Quit:
+    """kernel -> warm process: kill every rank and exit."""
+
+
+Message = Union[Ready, Launch, Started, SignalRanks, Exited, Quit]
+
+_HEADER = struct.Struct(">I")
+
+
+def send(fd: int, message: Message) -> None:
+    """Write one message (a length-prefixed pickle) to a pipe."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int) -> Message | None:
+    """One message, or None when the other side has closed the pipe."""
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return None
+    body = _read_exactly(fd, _HEADER.unpack(header)[0])
+    return None if body is None else pickle.loads(body)
+
+
+# --- where a rank leaves what it did ------------------------------------------------------------------
+_RANK_FILE = re.compile(r"^rank(\d+)\.(stdout|stderr|events|stack|flight|outcome)$")
+
+
+@dataclass(frozen=True)
+class RankFiles:
+    """The files of one rank in a run's (or a torchrun job's) folder.
+
+    ``stdout``/``stderr`` (file descriptors 1 and 2, so C++ output is captured too), ``events`` (the
+    recorder), ``stack`` (faulthandler, on SIGUSR1), ``flight`` (torch's flight recorder) and ``outcome``
+    (how the rank ended, written last and atomically).
+    """
+
+    folder: str
+    rank: int
+
+    def _path(self, kind: str) -> str:
+        return os.path.join(self.folder, f"rank{self.rank}.{kind}")
+
+    stdout = property(lambda self: self._path("stdout"))
+    stderr = property(lambda self: self._path("stderr"))
+    events = property(lambda self: self._path("events"))
+    stack = property(lambda self: self._path("stack"))
+    flight = property(lambda self: self._path("flight"))
+    outcome = property(lambda self: self._path("outcome"))
+
+    @staticmethod
+    def ranks_in(folder: str) -> list[int]:
+        """The ranks that left an outcome or an events file in ``folder``, sorted."""
+        found = set()
+        for name in os.listdir(folder):
+            match = _RANK_FILE.match(name)
+            if match and match.group(2) in ("events", "outcome"):
+                found.add(int(match.group(1)))
+        return sorted(found)
+
+
+def claim_diagnosis(folder: str) -> bool:
+    """True for the first process to ask, per record folder, False for every later one: under torchrun only
+    one failing rank prints the diagnosis."""
+    try:
+        os.close(os.open(os.path.join(folder, "diagnosis.claimed"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+# --- how a rank ended: one format for both launchers -----------------------------------------------------
+_BLOBS = ("value", "exception")
+
+
+@dataclass
+class Outcome:
+    """How one rank ended, written by the rank itself (``barrierlab.run`` and torchrun workers alike).
+
+    On disk: one line of JSON (every field but the pickles, plus their lengths), then the pickled return
+    value and the pickled exception, raw. Times are the rank's ``time.monotonic()``; ``clock`` is
+    ``time.time() - time.monotonic()`` on the rank, the anchor that aligns ranks of different machines.
+    The pickles are present only under ``barrierlab.run``, and are unpickled by the kernel with care
+    (``result.unpickle_isolated``); under torchrun only ``value_repr`` is kept.
+    """
+
+    rank: int
+    world_size: int
+    status: Status
+    pid: int = 0
+    t_start: float | None = None  # when the learner's function began (after init_process_group)
+    t_end: float | None = None
+    clock: float = 0.0
+    exit_code: int | None = None
+    error_type: str = ""  # e.g. "builtins.ValueError"
+    message: str = ""  # str(exception)
+    traceback: str = ""
+    value_repr: str = ""
+    send_error: str = ""  # why the return value could not be pickled, if it could not
+    value: bytes | None = field(default=None, repr=False)
+    exception: bytes | None = field(default=None, repr=False)
+
+    def write(self, path: str) -> None:
+        """Write atomically (temporary file, then rename) and never through a planted symlink."""
+        header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
+        header["status"] = self.status.value
+        header["blobs"] = [len(getattr(self, name) or b"") if getattr(self, name) is not None else None
+                           for name in _BLOBS]
+        data = json.dumps(header).encode() + b"\n" + b"".join(getattr(self, name) or b"" for name in _BLOBS)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, path: str) -> "Outcome | None":
+        """The outcome in ``path``; None if there is none. ValueError if the file is not an outcome."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            header = json.loads(f.readline())
+            blobs = {name: (None if size is None else f.read(size)) for name, size in zip(_BLOBS, header.pop("blobs"))}
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in header.items() if k in known}
+        values["status"] = Status(values["status"])
+        return cls(**values, **blobs)
+
+    def to_json(self) -> dict:
+        """The fields without the pickles (for logs and tests)."""
+        return {k: v for k, v in asdict(self).items() if k not in _BLOBS}
+
+
+def clock_anchor() -> float:
+    """``time.time() - time.monotonic()`` now: adding it to a monotonic time gives wall-clock time."""
+    return time.time() - time.monotonic()
+
+
+# --- how stacks.py recognises a rank's own frames ---------------------------------------------------------
+#: The source file of the rank process's code.
+RANK_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rank.py")
+#: Functions of ``_rank.py`` a rank passes through before the learner's code, by name, and what a rank
+#: stopped inside each one was doing.
+RANK_PHASES = {
+    "load_the_call": "loading your function and importing what it needs",
+    "join_the_group": "joining the process group (init_process_group)",
+    "wait_for_every_rank": "waiting for the other ranks to join the group",
+}
+#: The function of ``_rank.py`` that calls the learner's function: every frame inside it is the learner's.
+RANK_CALLS_FN = "call_the_function"

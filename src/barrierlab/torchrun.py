@@ -1,0 +1,289 @@
+"""barrierlab under torchrun: the worker entry that records a rank, and the reader that rebuilds a Run.
+
+Every scenario module ends with ``torchrun_main(scenario)`` (this module's :func:`main`), so the function a
+notebook runs with ``barrierlab.run`` also runs as one torchrun worker::
+
+    torchrun --nproc-per-node 4 -m barrierlab.scenarios.<name> [key=value ...]
+
+Each worker records to a *record folder* (``$BARRIERLAB_RECORD_DIR``, else a fresh private folder per
+machine) the same :class:`~barrierlab._protocol.RankFiles` a ``barrierlab.run`` rank writes, ending with its
+:class:`~barrierlab._protocol.Outcome`; :func:`run_from_records` reads such folders (from one machine or
+merged from several) into the same :class:`~barrierlab.result.Run` a notebook gets.
+
+Record folders are private: created exclusively with mode 0700 when barrierlab makes them; a folder
+named by ``BARRIERLAB_RECORD_DIR`` that already exists must be a real directory (not a symlink) owned by
+the user and not writable by group or others, which every rank checks before writing; files in it are
+opened with ``O_NOFOLLOW``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import stat
+import sys
+import tempfile
+import time
+import traceback
+from datetime import timedelta
+
+from barrierlab._protocol import Outcome, RankFiles, Status, claim_diagnosis, clock_anchor
+
+#: Process-group timeout under torchrun, unless BARRIERLAB_TIMEOUT (seconds) says otherwise: a deadlock
+#: scenario then fails within seconds and exits non-zero instead of waiting torch's 30 minutes.
+TORCHRUN_TIMEOUT = 10.0
+#: The environment variable that names the record folder.
+RECORD_DIR_VARIABLE = "BARRIERLAB_RECORD_DIR"
+#: How long a failing rank waits for the other ranks' outcomes before it prints the diagnosis.
+EXPLAIN_WAIT = 2.0
+
+
+class UnsafeRecordFolder(PermissionError):
+    """The record folder could be read or written by someone else; barrierlab will not write into it."""
+
+
+# --- key=value arguments ---------------------------------------------------------------------------------
+def parse_kwargs(argv: list[str]) -> dict:
+    """``["steps=3", "slow_rank=1"]`` -> ``{"steps": 3, "slow_rank": 1}`` (values as Python literals)."""
+    kwargs = {}
+    for item in argv:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise SystemExit(f"arguments are key=value pairs, got {item!r}")
+        try:
+            kwargs[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            kwargs[key] = value
+    return kwargs
+
+
+# --- record folders ----------------------------------------------------------------------------------------
+def check_private_folder(path: str) -> None:
+    """Raise :class:`UnsafeRecordFolder` unless ``path`` is a directory (not a symlink) owned by this user
+    and writable by nobody else."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise UnsafeRecordFolder(f"the record folder {path} does not exist") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeRecordFolder(
+            f"the record folder {path} is a symbolic link (to {os.readlink(path)}): barrierlab writes only into a "
+            f"real folder, so that nobody can redirect its files. Set {RECORD_DIR_VARIABLE} to the folder itself.")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeRecordFolder(f"the record folder {path} is not a folder")
+    if info.st_uid != os.geteuid():
+        raise UnsafeRecordFolder(
+            f"the record folder {path} belongs to user id {info.st_uid}, not to you (user id {os.geteuid()}): "
+            f"someone else could read or replace the records. Set {RECORD_DIR_VARIABLE} to a folder of your own, "
+            "or leave it unset for a fresh private one.")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeRecordFolder(
+            f"the record folder {path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}): they could plant files or links in it. "
+            f"Run `chmod go-w {path}` (or 700), or choose another folder.")
+
+
+def prepare_named_folder(path: str) -> str:
+    """The folder named by ``BARRIERLAB_RECORD_DIR``, made private (0700) if this rank creates it, checked
+    (:func:`check_private_folder`) in every case. Returns its absolute path."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)  # exclusive: fails if it exists, then it is checked below
+    except FileExistsError:
+        pass
+    check_private_folder(path)
+    return path
+
+
+def _node_folder(local_rank: int, node: str, timeout: float) -> str:
+    """A fresh private folder for this machine's ranks: local rank 0 creates it with an unpredictable name
+    (``mkdtemp``: exclusive, 0700) and tells its local peers through the group's store."""
+    import torch.distributed as dist
+
+    store = dist.PrefixStore("barrierlab/record_dir/", dist.group.WORLD.get_group_store())
+    if local_rank == 0:
+        folder = tempfile.mkdtemp(prefix="barrierlab-torchrun-")
+        store.set(node, folder)
+    else:
+        store.wait([node], timedelta(seconds=timeout))
+        folder = store.get(node).decode()
+    check_private_folder(folder)
+    return folder
+
+
+def _create_private_file(path: str) -> None:
+    """Create (or empty) ``path`` without following a symlink planted in its place."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise UnsafeRecordFolder(f"{path} is not a regular file of yours")
+    finally:
+        os.close(fd)
+
+
+# --- the worker entry --------------------------------------------------------------------------------------
+class _Termination:
+    """After the learner's function has ended, torchrun's SIGTERM (sent to every worker once one fails)
+    must not cut off the outcome and the diagnosis: it is noted, and only ends a wait."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.waiting = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.received = True
+        if self.waiting:
+            raise _StopWaiting
+
+
+class _StopWaiting(Exception):
+    pass
+
+
+def main(fn, argv: list[str] | None = None) -> None:
+    """Run ``fn`` as one torchrun worker: env:// rendezvous, gloo, a bounded timeout, recording, exit code.
+
+    Writes this rank's files to the record folder. Exits 0 if ``fn`` returned; if it raised, prints the
+    traceback and then the diagnosis of the ranks recorded on this machine (once per folder), then exits 1.
+    The first local rank prints the record folder's path for ``python -m barrierlab report``.
+    """
+    import torch
+    import torch.distributed as dist
+
+    from barrierlab import record
+
+    kwargs = parse_kwargs(sys.argv[1:] if argv is None else argv)
+    timeout = float(os.environ.get("BARRIERLAB_TIMEOUT", TORCHRUN_TIMEOUT))
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    named = os.environ.get(RECORD_DIR_VARIABLE)
+    try:
+        folder = prepare_named_folder(named) if named else None
+    except (UnsafeRecordFolder, OSError) as error:
+        print(f"[barrierlab] rank {os.environ.get('RANK', '?')}: refusing {RECORD_DIR_VARIABLE}: {error}",
+              file=sys.stderr, flush=True)
+        os._exit(2)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    try:
+        folder = folder or _node_folder(local_rank, os.environ.get("GROUP_RANK", "0"), timeout)
+        files = RankFiles(folder, rank)
+        _create_private_file(files.events)
+    except (UnsafeRecordFolder, OSError) as error:
+        print(f"[barrierlab] rank {rank}: cannot record: {error}", file=sys.stderr, flush=True)
+        os._exit(2)
+    record.start(files.events, rank)
+    outcome = Outcome(rank=rank, world_size=world_size, status=Status.RAISED, pid=os.getpid(),
+                      t_start=time.monotonic())
+    termination = _Termination()
+    try:
+        value = fn(**kwargs)
+        outcome.status, outcome.value_repr = Status.FINISHED, _clip(repr(value))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        outcome.status, outcome.exit_code = Status.EXITED, code
+    except BaseException as error:  # report, then exit non-zero like any failed worker
+        termination.install()
+        traceback.print_exc()
+        outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
+        outcome.message, outcome.traceback = str(error), traceback.format_exc()
+    termination.install()
+    outcome.t_end, outcome.clock = time.monotonic(), clock_anchor()
+    record.stop()
+    outcome.write(files.outcome)
+    code = 0 if outcome.status == Status.FINISHED else (outcome.exit_code if outcome.status == Status.EXITED else 1)
+    if code:
+        _explain(folder, rank, world_size, termination)
+    if local_rank == 0:
+        print(f"[barrierlab] rank {rank}: records in {folder}\n"
+              f"[barrierlab] timeline and diagnosis: python -m barrierlab report {folder}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: a poisoned gloo group can hang in its destructor
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _explain(folder: str, rank: int, world_size: int, termination: _Termination) -> None:
+    """Print the diagnosis once per folder: wait (at most EXPLAIN_WAIT, less if torchrun's SIGTERM comes)
+    for the other ranks' outcomes, then the first failing rank to claim the folder prints it."""
+    give_up = time.monotonic() + EXPLAIN_WAIT
+    termination.waiting = True
+    try:
+        while not termination.received and time.monotonic() < give_up:
+            if len([r for r in RankFiles.ranks_in(folder) if os.path.exists(RankFiles(folder, r).outcome)]) >= world_size:
+                break
+            time.sleep(0.05)
+    except _StopWaiting:
+        pass
+    finally:
+        termination.waiting = False
+    if not claim_diagnosis(folder):
+        return
+    try:
+        run = run_from_records(folder)
+        text = f"{run.diagnosis}\n\n{run.ledger()}"
+    except Exception as error:  # the diagnosis must never hide the rank's own failure
+        text = f"(no diagnosis: {type(error).__name__}: {error})"
+    print(f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{text}\n\n"
+          f"Timeline: python -m barrierlab report {folder} --timeline timeline.png", file=sys.stderr, flush=True)
+
+
+# --- reading record folders --------------------------------------------------------------------------------
+def run_from_records(folder: str):
+    """A :class:`~barrierlab.result.Run` rebuilt from a record folder (statuses, errors, events, call sites).
+
+    The folder may hold the records of several machines copied together: ranks' monotonic clocks differ
+    between machines, so every rank's times are placed on the wall clock through the anchor it noted
+    (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
+    """
+    from barrierlab import record
+    from barrierlab.result import RankResult, Run, apply_outcome
+    from barrierlab.sites import Site
+
+    ranks_found = RankFiles.ranks_in(folder)
+    outcomes = {r: Outcome.read(RankFiles(folder, r).outcome) for r in ranks_found}
+    metas = {r: record.read_meta(RankFiles(folder, r).events) for r in ranks_found}
+    world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
+    if world_size == 0:
+        raise FileNotFoundError(f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was "
+                                f"{RECORD_DIR_VARIABLE} set for the ranks?")
+    anchors: dict[int, float] = {}  # rank -> wall-clock time minus monotonic time on that rank
+    starts = []  # wall-clock time at which each rank started recording (or its function)
+    for rank in ranks_found:
+        meta, outcome = metas.get(rank), outcomes.get(rank)
+        if meta:
+            anchors[rank] = meta["wall"] - meta["t0"]
+            starts.append(meta["wall"])
+        elif outcome and outcome.clock:
+            anchors[rank] = outcome.clock
+            if outcome.t_start is not None:
+                starts.append(outcome.t_start + outcome.clock)
+    base = min(starts, default=0.0)
+    ranks, ends = [], []
+    for rank in range(world_size):
+        t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
+        files = RankFiles(folder, rank)
+        events = record.read_events(files.events, rank=rank, t0=t0) if rank in metas and metas[rank] else []
+        for event in events:
+            if event.file:
+                event.where = str(Site(event.file, event.line, event.func or ""))
+        result = RankResult(rank=rank, status=Status.LOST, events=events)
+        outcome = outcomes.get(rank)
+        if outcome:
+            apply_outcome(result, outcome, t0)
+            if result.ended is not None:
+                ends.append(result.ended)
+        ranks.append(result)
+    ends += [e.end for r in ranks for e in r.events if e.end is not None]
+    return Run(world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"),
+               deadline=float("nan"))
