@@ -390,3 +390,27 @@ def test_warm_process_is_reused_between_runs():
     first = warm_pid()
     bl.run(rank_times, 2, args=(1,))
     assert warm_pid() == first
+
+
+class _ExitsWhenUnpickled:
+    def __reduce__(self):
+        return (os._exit, (7,))
+
+
+def test_a_value_whose_unpickling_exits_becomes_that_ranks_error_not_the_kernels_death():
+    def give(kind):
+        return _ExitsWhenUnpickled() if dist.get_rank() == 1 else torch.ones(2) * kind
+
+    run = bl.run(give, 3, args=(2,))
+    assert run.statuses == [FINISHED, RAISED, FINISHED]
+    assert "rank 1 returned a value that cannot be unpickled in the notebook" in str(run[1].exception)
+    assert "ended the process (exit code 7)" in str(run[1].exception)
+    assert run[0].value.tolist() == [2.0, 2.0]
+    assert bl.run(rank_times, 2, args=(1,)).ok  # this process is alive and launches again
+
+
+def test_plain_values_and_tensors_both_arrive():
+    plain = bl.run(lambda: {"loss": [0.1] * 100, "rank": dist.get_rank()}, 4)
+    tensors = bl.run(lambda: torch.full((1000,), float(dist.get_rank())), 4)
+    assert plain.ok and [v["rank"] for v in plain.values] == [0, 1, 2, 3]
+    assert tensors.ok and [v.sum().item() for v in tensors.values] == [0.0, 1000.0, 2000.0, 3000.0]

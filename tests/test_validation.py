@@ -1,0 +1,160 @@
+"""Every argument of barrierlab.run is checked before anything starts, with a message that names it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab import launch
+
+
+def rank():
+    return dist.get_rank()
+
+
+def gen():
+    yield dist.get_rank()
+
+
+async def coro():
+    return dist.get_rank()
+
+
+async def agen():
+    yield 1
+
+
+class NotAString:
+    pass
+
+
+# (parameter named in the message, expected error, keyword arguments of run besides fn/world_size)
+BAD = [
+    # fn
+    ("fn", TypeError, dict(fn=42)),
+    ("fn", TypeError, dict(fn="rank")),
+    ("fn", TypeError, dict(fn=None)),
+    ("generator", TypeError, dict(fn=gen)),
+    ("async", TypeError, dict(fn=coro)),
+    ("async", TypeError, dict(fn=agen)),
+    # world_size
+    ("world_size", TypeError, dict(world_size=True)),
+    ("world_size", TypeError, dict(world_size=2.0)),
+    ("world_size", TypeError, dict(world_size="4")),
+    ("world_size", TypeError, dict(world_size=None)),
+    ("world_size", ValueError, dict(world_size=0)),
+    ("world_size", ValueError, dict(world_size=-3)),
+    ("world_size", ValueError, dict(world_size=bl.MAX_WORLD_SIZE + 1)),
+    # args
+    ("args", TypeError, dict(args=5)),
+    ("args", TypeError, dict(args="abc")),
+    ("args", TypeError, dict(args=b"abc")),
+    ("args", TypeError, dict(args={"a": 1})),
+    ("args", TypeError, dict(args={1, 2})),
+    ("args", TypeError, dict(args=None)),
+    # kwargs
+    ("kwargs", TypeError, dict(kwargs=[("a", 1)])),
+    ("kwargs", TypeError, dict(kwargs="a=1")),
+    ("kwargs", TypeError, dict(kwargs={1: "a"})),
+    # timeout
+    ("timeout", TypeError, dict(timeout="5")),
+    ("timeout", TypeError, dict(timeout=True)),
+    ("timeout", TypeError, dict(timeout=[5])),
+    ("timeout", ValueError, dict(timeout=0)),
+    ("timeout", ValueError, dict(timeout=-1)),
+    ("timeout", ValueError, dict(timeout=math.inf)),
+    ("timeout", ValueError, dict(timeout=math.nan)),
+    ("timeout", ValueError, dict(timeout=1e10)),
+    ("timeout", ValueError, dict(timeout=launch.MAX_TIMEOUT + 1)),
+    # deadline
+    ("deadline", TypeError, dict(deadline="10")),
+    ("deadline", TypeError, dict(deadline=False)),
+    ("deadline", ValueError, dict(deadline=math.inf)),
+    ("deadline", ValueError, dict(deadline=1e10)),
+    ("deadline", ValueError, dict(deadline=0)),
+    ("deadline", ValueError, dict(deadline=-math.inf)),
+    ("deadline", ValueError, dict(deadline=math.nan)),
+    # env
+    ("env", TypeError, dict(env=["A=1"])),
+    ("env", TypeError, dict(env="A=1")),
+    ("env", TypeError, dict(env={"A": None})),
+    ("env", TypeError, dict(env={"A": True})),
+    ("env", TypeError, dict(env={"A": NotAString()})),
+    ("env", TypeError, dict(env={"A": b"1"})),
+    ("env", TypeError, dict(env={1: "a"})),
+    ("env", ValueError, dict(env={"": "a"})),
+    ("env", ValueError, dict(env={"A=B": "c"})),
+    ("env", ValueError, dict(env={"A": "x\0y"})),
+    # threads
+    ("threads", TypeError, dict(threads=1.5)),
+    ("threads", TypeError, dict(threads="2")),
+    ("threads", TypeError, dict(threads=True)),
+    ("threads", ValueError, dict(threads=0)),
+    ("threads", ValueError, dict(threads=launch.MAX_THREADS + 1)),
+    # flags
+    ("linger", TypeError, dict(linger="no")),
+    ("linger", TypeError, dict(linger=1)),
+    ("check", TypeError, dict(check="no")),
+    ("check", TypeError, dict(check=None)),
+    ("record", TypeError, dict(record="no")),
+    ("record", TypeError, dict(record=0)),
+]
+
+
+def _id(case) -> str:
+    name, error, call = case
+    key, value = next(iter(call.items()))
+    return f"{key}={value!r}"[:40]
+
+
+@pytest.mark.parametrize("name, error, call", BAD, ids=[_id(c) for c in BAD])
+def test_a_bad_argument_is_refused_first_with_its_name(name, error, call, monkeypatch):
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("run() started something before checking its arguments")
+
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, must_not_start)
+    call = dict(call)
+    fn = call.pop("fn", rank)
+    world_size = call.pop("world_size", 2)
+    with pytest.raises(error) as raised:
+        bl.run(fn, world_size, **call)
+    assert type(raised.value) is error
+    assert name in str(raised.value)
+
+
+def test_there_are_enough_cases():
+    assert len(BAD) >= 45
+
+
+def test_none_means_the_documented_default():
+    _, _, options = launch.validate(rank, 2, (), None, None, None, None, 1, False, True, False)
+    assert options.timeout == bl.DEFAULT_TIMEOUT
+    assert options.deadline == bl.DEFAULT_TIMEOUT + launch.DEFAULT_DEADLINE_MARGIN
+    _, _, options = launch.validate(rank, 2, [1], {"k": 1}, 2, None, {"A": 1, "B": 0.5}, 1, False, True, False)
+    assert options.deadline == 2 + launch.DEFAULT_DEADLINE_MARGIN
+    assert options.env == (("A", "1"), ("B", "0.5"))
+
+
+def test_the_message_says_what_is_allowed():
+    with pytest.raises(TypeError, match=r"timeout must be a number of seconds \(int or float\), got '5' \(str\)"):
+        bl.run(rank, 2, timeout="5")
+    with pytest.raises(ValueError, match=r"deadline must be a positive, finite number of seconds, got inf"):
+        bl.run(rank, 2, deadline=math.inf)
+    with pytest.raises(ValueError, match=r"deadline must be at most 3605 seconds"):
+        bl.run(rank, 2, deadline=1e10)
+    with pytest.raises(TypeError, match=r"for one argument write args=\('abc',\)"):
+        bl.run(rank, 2, args="abc")
+    with pytest.raises(TypeError, match=r"asyncio.run"):
+        bl.run(coro, 2)
+    with pytest.raises(TypeError, match=r"list\(your_fn\(\)\)"):
+        bl.run(gen, 2)
+
+
+def test_good_arguments_in_their_other_forms_run(no_leftovers):
+    run = bl.run(lambda a, b, *, c: (a, b, c, __import__("os").environ["N"]), 2, args=[1, 2], kwargs={"c": 3},
+                 timeout=None, env={"N": 7})
+    assert run.ok and run.values == [(1, 2, 3, "7")] * 2
