@@ -1,16 +1,25 @@
 """Launch cost of a local gloo group: barrierlab.run (warm) vs torch.multiprocessing.spawn vs torchrun.
 
     python benchmarks/launch.py [--repeat 10] [--slow-repeat 3]
+    python benchmarks/launch.py --compare HEAD~1 [--pairs 50]
+
 
 For world sizes 2, 4 and 8 it prints the median time from the launch call to (a) every rank past a
 first barrier and (b) every rank exited, and the PSS of a live 4-rank group including helper processes
 (barrierlab: warm process + ranks; spawn: ranks; torchrun: agent + ranks). Each rank uses one thread.
+
+``--compare REV`` instead measures this tree's launcher against the one in git revision REV in the same
+run: two kernel processes (one per version, each with its warm process ready) launch 4 ranks to a first
+barrier in turn, in alternating order, ``--pairs`` times; it prints each one's median, the median of the
+per-pair ratios (new / old), and the PSS of each one's live 4-rank group. It also times
+``result.unpickle_isolated`` for the values 4 ranks typically return.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import statistics
 import subprocess
 import sys
@@ -150,11 +159,122 @@ def median_pair(fn, n: int, repeat: int) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
+# --- paired comparison with another revision -------------------------------------------------------------
+KERNEL = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import psutil, torch.distributed as dist, barrierlab as bl
+
+def past_first_barrier(hold=0.0):
+    dist.barrier()
+    passed = time.monotonic()
+    time.sleep(hold)
+    return passed
+
+def group_pss():
+    root = psutil.Process(bl.launch._warm.process.pid)
+    return sum(p.memory_full_info().pss for p in [root] + root.children(recursive=True))
+
+bl.warm_up(wait=True)
+bl.run(past_first_barrier, 4, record=False)
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "pss":
+        box = []
+        import threading
+        t = threading.Timer(0.5, lambda: box.append(group_pss()))
+        t.start()
+        bl.run(past_first_barrier, 4, args=(1.0,), record=False)
+        t.join()
+        print(box[0], flush=True)
+        continue
+    start = time.monotonic()
+    run = bl.run(past_first_barrier, 4, record=False)
+    assert run.ok, run
+    print(max(run.values) - start, flush=True)
+"""
+
+
+def _kernel(src: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=env)
+    assert kernel.stdout.readline().strip() == "ready"
+    return kernel
+
+
+def _ask(kernel: subprocess.Popen, line: str) -> float:
+    kernel.stdin.write(line + "\n")
+    kernel.stdin.flush()
+    return float(kernel.stdout.readline())
+
+
+def compare(revision: str, pairs: int) -> None:
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as old_tree:
+        archive = subprocess.run(["git", "archive", revision, "src"], cwd=root, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
+        kernels = {"new": _kernel(os.path.join(root, "src")), "old": _kernel(os.path.join(old_tree, "src"))}
+        try:
+            times: dict[str, list[float]] = {"new": [], "old": []}
+            for i in range(pairs):
+                order = ("new", "old") if i % 2 == 0 else ("old", "new")
+                for name in order:
+                    times[name].append(_ask(kernels[name], "run"))
+            pss = {name: _ask(kernel, "pss") for name, kernel in kernels.items()}
+        finally:
+            for kernel in kernels.values():
+                kernel.stdin.close()
+                kernel.wait(timeout=30)
+    ratios = [n / o for n, o in zip(times["new"], times["old"])]
+    print(f"\n4 ranks to a first barrier, {pairs} interleaved pairs; this tree vs {revision}")
+    print("| launcher | median (s) | 10th–90th percentile (s) | PSS of live 4-rank group (MiB) |")
+    print("|---|---:|---:|---:|")
+    for name in ("new", "old"):
+        deciles = statistics.quantiles(times[name], n=10)
+        print(f"| {name} | {statistics.median(times[name]):.4f} | {deciles[0]:.4f}–{deciles[-1]:.4f} | "
+              f"{pss[name] / 2**20:.0f} |")
+    print(f"median of per-pair ratios new/old: {statistics.median(ratios):.3f}")
+
+
+def unpickle_costs(repeat: int = 30) -> None:
+    """What it costs the kernel to turn 4 ranks' returned values into objects (see result.unpickle_isolated)."""
+    import torch as _torch
+
+    from barrierlab.result import unpickle_isolated
+
+    _torch.set_num_threads(2)
+    a = _torch.randn(256, 256)
+    (a @ a).sum()  # like a kernel that has used torch's thread pool
+    cases = {"4 ints": [1, 2, 3, 4], "4 dicts of lists": [{"loss": [0.1] * 100}] * 4,
+             "4 tensors of 1000 floats": [_torch.ones(1000)] * 4,
+             "4 tensors of 10 MB": [_torch.ones(2_500_000)] * 4}
+    print("\n| 4 returned values | unpickle in the kernel (ms) | unpickle_isolated (ms) |\n|---|---:|---:|")
+    for name, values in cases.items():
+        blobs = [pickle.dumps(v) for v in values]
+        direct, isolated = [], []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            [pickle.loads(b) for b in blobs]
+            direct.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            unpickle_isolated(blobs)
+            isolated.append(time.perf_counter() - t)
+        print(f"| {name} | {statistics.median(direct) * 1e3:.2f} | {statistics.median(isolated) * 1e3:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=10, help="runs per size for barrierlab")
     parser.add_argument("--slow-repeat", type=int, default=3, help="runs per size for spawn and torchrun")
+    parser.add_argument("--compare", metavar="REV", help="compare with the launcher of git revision REV instead")
+    parser.add_argument("--pairs", type=int, default=50, help="interleaved pairs for --compare")
     args = parser.parse_args()
+    if args.compare:
+        compare(args.compare, args.pairs)
+        unpickle_costs()
+        return
 
     cold = time.monotonic()
     bl.warm_up(wait=True)

@@ -201,3 +201,13 @@ def test_rank_failed_leads_with_the_diagnosis_and_groups_identical_tracebacks():
 def test_tidy_strips_gloo_build_paths_and_peer_addresses():
     assert tidy(GLOO) == "RuntimeError: Read error: Connection reset by peer"
     assert "/__w/" not in tidy("terminate called at /__w/pytorch/pytorch/third_party/gloo/gloo/x.cc:10 boom")
+
+
+def test_tensors_are_unpickled_without_a_child_through_torchs_weights_only_loader(monkeypatch):
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked for a tensor"))
+    values = [torch.arange(6).reshape(2, 3).t(), torch.nn.Linear(2, 2).state_dict(), torch.ones(2, requires_grad=True),
+              torch.nn.Parameter(torch.zeros(1)), torch.Size([2, 3]), torch.float16, torch.device("cpu")]
+    back = unpickle_isolated([pickle.dumps(v) for v in values])
+    assert all(ok for ok, _ in back), back
+    assert back[0][1].tolist() == [[0, 3], [1, 4], [2, 5]] and back[2][1].requires_grad
+    assert back[4][1] == torch.Size([2, 3]) and back[5][1] is torch.float16

@@ -261,20 +261,34 @@ class _NeedsIsolation(Exception):
     pass
 
 
-#: Globals a pickle may name and still be unpickled directly: constructors of plain data and built-in
-#: exceptions, which run no code of the learner's. Anything else is unpickled in a throwaway process first.
+#: Globals a pickle may name and still be unpickled directly: constructors of plain data, built-in and torch
+#: exceptions, and torch's tensor rebuilders, which run no code of the learner's. Anything else is unpickled
+#: in a throwaway process first.
 _PLAIN = {("builtins", n) for n in ("int", "float", "complex", "str", "bytes", "bytearray", "list", "dict",
                                       "tuple", "set", "frozenset", "bool", "slice", "range", "NoneType")}
-_PLAIN |= {("collections", "OrderedDict"), ("collections", "deque")}
+_PLAIN |= {("collections", "OrderedDict"), ("collections", "deque"), ("torch", "Size"), ("torch", "device")}
+_PLAIN |= {("torch._utils", n) for n in ("_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_parameter")}
+
+
+def _load_storage_weights_only(data: bytes):
+    """What ``torch.storage._load_from_bytes`` does for a pickled tensor's storage, but with torch's
+    restricted (``weights_only``) unpickler, which refuses anything but tensors and plain data."""
+    import torch
+
+    return torch.load(io.BytesIO(data), weights_only=True)
 
 
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) in _PLAIN:
             return super().find_class(module, name)
+        if (module, name) == ("torch.storage", "_load_from_bytes"):
+            return _load_storage_weights_only
         if module == "builtins" or module == "torch" or module.startswith("torch."):
             found = super().find_class(module, name)
             if isinstance(found, type) and issubclass(found, BaseException):
+                return found
+            if module == "torch" and type(found).__name__ == "dtype":
                 return found
         raise _NeedsIsolation(f"{module}.{name}")
 
@@ -286,16 +300,18 @@ def _plain_loads(data: bytes):
 def unpickle_isolated(blobs: list[bytes]) -> list[tuple[bool, object]]:
     """Unpickle each blob without letting it hurt this process: ``(True, value)`` or ``(False, reason)``.
 
-    Plain data (numbers, strings, containers of them, built-in and torch exceptions) is unpickled
-    directly. Anything else (tensors, objects of the learner's classes) is unpickled first in a child
-    forked from this process, which only unpickles, reports and ``os._exit``s; only what that child
-    unpickled cleanly is then unpickled here. So a value whose unpickling raises, exits the process
+    Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose
+    storage goes through torch's ``weights_only`` unpickler) is unpickled directly. Anything else
+    (objects of the learner's classes, numpy arrays, ...) is unpickled first in a child forked from this
+    process, which only unpickles, reports and ``os._exit``s; only what that child unpickled cleanly is
+    then unpickled here. So a value whose unpickling raises, exits the process
     (``os._exit`` in ``__reduce__``), crashes it or takes longer than :data:`UNPICKLE_TIMEOUT` becomes
     an error of that rank instead of the kernel's death.
 
     What it does not protect against: unpickling code that behaves differently the second time, or in
-    the parent (it checks its PID, uses a thread, or writes files, which then happens twice), and memory
-    exhaustion by a value too large for the kernel. The child sets torch's intra-op threads to 1 before
+    the parent (it checks its PID, uses a thread, or writes files, which then happens twice), memory
+    exhaustion by a value too large for the kernel, and a malformed tensor storage that crashes torch's
+    own loader. The child sets torch's intra-op threads to 1 before
     unpickling, since a child forked from a process that has used torch's thread pool hangs on its first
     parallel op.
     """
