@@ -11,7 +11,9 @@ first barrier and (b) every rank exited, and the PSS of a live 4-rank group incl
 ``--compare REV`` instead measures this tree's launcher against the one in git revision REV in the same
 run: two kernel processes (one per version, each with its warm process ready) launch 4 ranks to a first
 barrier in turn, in alternating order, ``--pairs`` times; it prints each one's median, the median of the
-per-pair ratios (new / old), and the PSS of each one's live 4-rank group. It also times
+per-pair ratios (new / old), and the PSS and USS of each one's live 4-rank group (USS, the memory only
+that group uses, is the fairer comparison: PSS splits torch's shared pages among every process using them,
+other jobs' included). It also times
 ``result.unpickle_isolated`` for the values 4 ranks typically return.
 """
 
@@ -173,7 +175,8 @@ def past_first_barrier(hold=0.0):
 
 def group_pss():
     root = psutil.Process(bl.launch._warm.process.pid)
-    return sum(p.memory_full_info().pss for p in [root] + root.children(recursive=True))
+    infos = [p.memory_full_info() for p in [root] + root.children(recursive=True)]
+    return f"{sum(i.pss for i in infos)} {sum(i.uss for i in infos)}"
 
 bl.warm_up(wait=True)
 bl.run(past_first_barrier, 4, record=False)
@@ -203,10 +206,10 @@ def _kernel(src: str) -> subprocess.Popen:
     return kernel
 
 
-def _ask(kernel: subprocess.Popen, line: str) -> float:
+def _ask(kernel: subprocess.Popen, line: str) -> list[float]:
     kernel.stdin.write(line + "\n")
     kernel.stdin.flush()
-    return float(kernel.stdout.readline())
+    return [float(x) for x in kernel.stdout.readline().split()]
 
 
 def compare(revision: str, pairs: int) -> None:
@@ -221,7 +224,7 @@ def compare(revision: str, pairs: int) -> None:
             for i in range(pairs):
                 order = ("new", "old") if i % 2 == 0 else ("old", "new")
                 for name in order:
-                    times[name].append(_ask(kernels[name], "run"))
+                    times[name].append(_ask(kernels[name], "run")[0])
             pss = {name: _ask(kernel, "pss") for name, kernel in kernels.items()}
         finally:
             for kernel in kernels.values():
@@ -229,12 +232,12 @@ def compare(revision: str, pairs: int) -> None:
                 kernel.wait(timeout=30)
     ratios = [n / o for n, o in zip(times["new"], times["old"])]
     print(f"\n4 ranks to a first barrier, {pairs} interleaved pairs; this tree vs {revision}")
-    print("| launcher | median (s) | 10th–90th percentile (s) | PSS of live 4-rank group (MiB) |")
+    print("| launcher | median (s) | 10th–90th percentile (s) | PSS / USS of live 4-rank group (MiB) |")
     print("|---|---:|---:|---:|")
     for name in ("new", "old"):
         deciles = statistics.quantiles(times[name], n=10)
         print(f"| {name} | {statistics.median(times[name]):.4f} | {deciles[0]:.4f}–{deciles[-1]:.4f} | "
-              f"{pss[name] / 2**20:.0f} |")
+              f"{pss[name][0] / 2**20:.0f} / {pss[name][1] / 2**20:.0f} |")
     print(f"median of per-pair ratios new/old: {statistics.median(ratios):.3f}")
 
 

@@ -225,7 +225,7 @@ def apply_outcome(result: "RankResult", outcome: Outcome, t0: float, index: Code
     ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
     result.status = outcome.status
     result.pid = result.pid or outcome.pid or None
-    result.traceback = relabel_traceback(outcome.traceback, index) if outcome.traceback else ""
+    result.traceback = tidy(relabel_traceback(outcome.traceback, index)) if outcome.traceback else ""
     result.exit_code = outcome.exit_code
     result.started = None if outcome.t_start is None else outcome.t_start - t0
     result.ended = None if outcome.t_end is None else outcome.t_end - t0
@@ -511,7 +511,7 @@ class Run:
             if r.stdout:
                 blocks.append(f"--- rank {r.rank} ---\n{r.stdout.rstrip()}")
             if r.stderr:
-                blocks.append(f"--- rank {r.rank} (stderr) ---\n{r.stderr.rstrip()}")
+                blocks.append(f"--- rank {r.rank} (stderr) ---\n{tidy(r.stderr).rstrip()}")
         return "\n".join(blocks)
 
     def headline(self) -> str:
@@ -539,7 +539,7 @@ class Run:
             if r.stdout or r.stderr:
                 text = html.escape(r.stdout.rstrip())
                 if r.stderr:
-                    text += ("\n" if text else "") + f"<span style='color:#b2182b'>{html.escape(r.stderr.rstrip())}</span>"
+                    text += ("\n" if text else "") + f"<span style='color:#b2182b'>{html.escape(tidy(r.stderr).rstrip())}</span>"
                 output = f"<pre style='margin:0;max-height:12em;overflow:auto'>{text}</pre>"
             colour = colours.get(r.status, "#b2182b")
             rows.append(
