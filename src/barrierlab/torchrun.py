@@ -199,8 +199,9 @@ def main(fn, argv: list[str] | None = None) -> None:
     record.stop()
     outcome.write(files.outcome)
     code = 0 if outcome.status == Status.FINISHED else (outcome.exit_code if outcome.status == Status.EXITED else 1)
-    if code:
-        _explain(folder, rank, world_size, termination)
+    if code:  # a folder of this machine only holds its local ranks' records, a shared one every rank's
+        expected = world_size if named else int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        _explain(folder, rank, expected, termination)
     if local_rank == 0:
         print(f"[barrierlab] rank {rank}: records in {folder}\n"
               f"[barrierlab] timeline and diagnosis: python -m barrierlab report {folder}", file=sys.stderr)
@@ -213,14 +214,14 @@ def _clip(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _explain(folder: str, rank: int, world_size: int, termination: _Termination) -> None:
+def _explain(folder: str, rank: int, expected: int, termination: _Termination) -> None:
     """Print the diagnosis once per folder: wait (at most EXPLAIN_WAIT, less if torchrun's SIGTERM comes)
-    for the other ranks' outcomes, then the first failing rank to claim the folder prints it."""
+    for the ``expected`` ranks' outcomes, then the first failing rank to claim the folder prints it."""
     give_up = time.monotonic() + EXPLAIN_WAIT
     termination.waiting = True
     try:
         while not termination.received and time.monotonic() < give_up:
-            if len([r for r in RankFiles.ranks_in(folder) if os.path.exists(RankFiles(folder, r).outcome)]) >= world_size:
+            if len([r for r in RankFiles.ranks_in(folder) if os.path.exists(RankFiles(folder, r).outcome)]) >= expected:
                 break
             time.sleep(0.05)
     except _StopWaiting:
