@@ -14,7 +14,6 @@ import socket
 import stat
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
