@@ -158,6 +158,7 @@ def main(fn, argv: list[str] | None = None) -> None:
     import torch.distributed as dist
 
     from barrierlab import record
+    from barrierlab._rank import call_the_function
 
     kwargs = parse_kwargs(sys.argv[1:] if argv is None else argv)
     timeout = float(os.environ.get("BARRIERLAB_TIMEOUT", TORCHRUN_TIMEOUT))
@@ -184,16 +185,22 @@ def main(fn, argv: list[str] | None = None) -> None:
                       t_start=time.monotonic())
     termination = _Termination()
     try:
-        value = fn(**kwargs)
+        # called through the contract's step (as a barrierlab.run rank does), so recorded call sites and
+        # stacks stop at the learner's function instead of walking on into this module and runpy
+        value = call_the_function(fn, (), kwargs)
         outcome.status, outcome.value_repr = Status.FINISHED, _clip(repr(value))
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         outcome.status, outcome.exit_code = Status.EXITED, code
     except BaseException as error:  # report, then exit non-zero like any failed worker
         termination.install()
-        traceback.print_exc()
+        tb = error.__traceback__
+        for _ in range(2):  # start at the learner's function, not at this entry
+            tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb
+        text = "".join(traceback.format_exception(type(error), error, tb))
+        print(text, end="", file=sys.stderr, flush=True)
         outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
-        outcome.message, outcome.traceback = str(error), traceback.format_exc()
+        outcome.message, outcome.traceback = str(error), text
     termination.install()
     outcome.t_end, outcome.clock = time.monotonic(), clock_anchor()
     record.stop()
@@ -274,11 +281,13 @@ def run_from_records(folder: str):
     for rank in range(world_size):
         t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
         files = RankFiles(folder, rank)
-        events = record.read_events(files.events, rank=rank, t0=t0) if rank in metas and metas[rank] else []
+        recorded = bool(metas.get(rank))
+        events = record.read_events(files.events, rank=rank, t0=t0) if recorded else []
         for event in events:
             if event.file:
                 event.where = str(Site(event.file, event.line, event.func or ""))
-        result = RankResult(rank=rank, status=Status.LOST, events=events)
+        flight = record.read_flight(files.events, rank, t0, None, events) if recorded else None
+        result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
         outcome = outcomes.get(rank)
         if outcome:
             apply_outcome(result, outcome, t0)
