@@ -95,3 +95,43 @@ def test_a_view_that_is_off_starts_no_thread_and_closes_at_once(tmp_path) -> Non
     view = live.LiveView("none", [str(tmp_path / "rank0.events")], 0.0, 5.0, endings=dict)
     assert view._thread is None
     view.close()
+
+
+def test_endings_are_read_from_exit_statuses_and_outcome_headers(tmp_path) -> None:
+    import signal
+
+    from barrierlab._protocol import Outcome, RankFiles, Status
+
+    Outcome(rank=0, world_size=3, status=Status.FINISHED, value=b"x" * 10).write(RankFiles(str(tmp_path), 0).outcome)
+    Outcome(rank=1, world_size=3, status=Status.RAISED, error_type="builtins.ValueError").write(
+        RankFiles(str(tmp_path), 1).outcome)
+    ended = live.ended_ranks(str(tmp_path), 3, {0: (0, None), 1: (0, None), 2: (None, signal.SIGKILL)})
+    assert ended == {0: "finished", 1: "raised ValueError", 2: "killed by SIGKILL"}
+
+
+def test_a_run_shows_the_live_view_on_a_terminal_and_erases_it(monkeypatch, capfd) -> None:
+    import time
+
+    import torch.distributed as dist
+
+    import barrierlab as bl
+
+    def slow():
+        time.sleep(0.8)
+        dist.barrier()
+        return dist.get_rank()
+
+    monkeypatch.setattr(live, "SHOW_AFTER", 0.1)
+    monkeypatch.setattr(live.sys, "__stderr__", live.sys.stderr)
+    run = bl.run(slow, 2, live=True, timeout=5)
+    assert run.values == [0, 1]
+    err = capfd.readouterr().err
+    assert "barrierlab: " in err and "deadline in" in err
+    assert err.rstrip(" ").endswith("\r\x1b[2K")  # erased at the end: only the result stays
+
+
+def test_live_must_be_a_flag_or_none() -> None:
+    import barrierlab as bl
+
+    with pytest.raises(TypeError, match="live"):
+        bl.run(print, 2, live="yes")

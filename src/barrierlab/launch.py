@@ -27,8 +27,10 @@ import cloudpickle
 from barrierlab._protocol import (
     Exited, Launch, Message, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive, send,
 )
+from barrierlab.live import LiveView, ended_ranks
+from barrierlab.live import choose as choose_view
 from barrierlab.result import Run, collect
-from barrierlab.sites import CodeIndex
+from barrierlab.sites import CodeIndex, Site
 
 #: torch's own timeout for every collective in the group (torch's default is 30 minutes).
 DEFAULT_TIMEOUT = 5.0
@@ -324,6 +326,7 @@ def run(
     linger: bool = False,
     record: bool = True,
     check: bool = False,
+    live: bool | None = None,
 ) -> Run:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks of a fresh gloo group and return what each did.
 
@@ -345,12 +348,16 @@ def run(
       by default a finished rank exits, as at the end of a script, and peers still waiting on it fail fast.
     - ``record``: record collectives and ``barrierlab.span`` phases for ``Run.timeline()``.
     - ``check``: raise :class:`~barrierlab.result.RankFailed` if any rank did not finish.
+    - ``live``: show every rank while the call waits (see :mod:`barrierlab.live`): ``None`` (default) shows
+      it in a notebook opened in a Jupyter front end and on a terminal, never under nbval or in a pipe;
+      ``False`` never, ``True`` always. ``BARRIERLAB_LIVE=0`` turns it off everywhere.
 
-    ``linger``, ``record`` and ``check`` must be True or False. Every argument is checked before anything
+    ``linger``, ``record`` and ``check`` must be True or False (``live`` also None). Every argument is checked before anything
     starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
     """
     args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
                                      record, check)
+    view_kind = choose_view(None if live is None else _check_flag("live", live))
     payload = _pack(fn, args, kwargs)
     with _lock:
         warm_up()
@@ -361,25 +368,30 @@ def run(
             warm_up(wait=True)
         index = CodeIndex().add((fn, args, kwargs))
         try:
-            result = _launch(_warm, payload, options, index)
+            result = _launch(_warm, payload, options, index, view_kind)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(
                 f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped") from None
     return result.raise_if_failed() if options.check else result
 
 
-def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: CodeIndex) -> Run:
+def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: CodeIndex, view_kind: str = "none"
+            ) -> Run:
     """Start the ranks, wait for them within the deadline, end every one of them, and read what they left."""
     spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=tempfile.mkdtemp(prefix="barrierlab-"), payload=payload,
                    options=options, t0=time.monotonic(), kernel_pid=os.getpid(),
                    kernel_env=tuple(os.environ.items()), cwd=os.getcwd(), sys_path=tuple(sys.path))
     group = _RunningGroup(warm, spec)
+    view = None
     try:
         try:
             group.start()
+            view = _show_live(view_kind, spec, group, index)
             group.wait_until_done_or_deadline()
             group.ask_stuck_ranks_for_stacks()
         finally:
+            if view is not None:
+                view.close()
             group.end_every_rank()  # deadline, interrupt or error: end every rank of this run, only them
         run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
                       group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
@@ -387,6 +399,23 @@ def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: Code
     finally:
         shutil.rmtree(spec.run_dir, ignore_errors=True)
     return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
+
+
+def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeIndex) -> LiveView | None:
+    """The live view of this run (a daemon thread that reads the ranks' files; it never delays the run)."""
+    if kind == "none":
+        return None
+    folder, world_size = spec.run_dir, spec.options.world_size
+
+    def endings() -> dict[int, str]:
+        return ended_ranks(folder, world_size, dict(group.exits))
+
+    def where(site: tuple) -> str:
+        file, line, func = site
+        return str(Site(index.resolve(file, line, func), line, func))
+
+    events = [RankFiles(folder, rank).events for rank in range(world_size)]
+    return LiveView(kind, events, spec.t0, spec.options.deadline, endings, where)
 
 
 class _RunningGroup:

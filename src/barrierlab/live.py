@@ -162,6 +162,47 @@ def render_line(states: list[RankLive], now: float, deadline: float) -> str:
     return text
 
 
+#: The most of an outcome file's JSON header the view reads (the header holds no pickles).
+HEADER_LIMIT = 64 * 1024
+
+
+def _ending(path: str, code: int | None, sig: int | None) -> str:
+    """How a rank ended, in words, from its exit status and its outcome file's JSON header (never the pickles)."""
+    from barrierlab._protocol import signal_name
+
+    if sig is not None:
+        return f"killed by {signal_name(sig)}"
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline(HEADER_LIMIT))
+    except (OSError, ValueError):
+        header = {}
+    status = header.get("status")
+    if status == "finished":
+        return "finished"
+    if status in ("raised", "setup failed"):
+        kind = str(header.get("error_type", "")).rpartition(".")[2] or "an exception"
+        return f"raised {kind}" + (" before your function started" if status == "setup failed" else "")
+    if status == "exited":
+        return f"exited with code {header.get('exit_code', code)}"
+    if status:
+        return str(status)
+    return "ended without a report" if code is None else f"exited with code {code} before reporting"
+
+
+def ended_ranks(folder: str, world_size: int, exits: dict[int, tuple[int | None, int | None]]) -> dict[int, str]:
+    """Each rank that has exited, or has written its outcome (a lingering rank), with how it ended."""
+    from barrierlab._protocol import RankFiles
+
+    ended = {}
+    for rank in range(world_size):
+        path = RankFiles(folder, rank).outcome
+        if rank in exits or os.path.exists(path):
+            code, sig = exits.get(rank, (None, None))
+            ended[rank] = _ending(path, code, sig)
+    return ended
+
+
 def _setting(live: bool | None) -> bool | None:
     if live is not None:
         return live

@@ -104,7 +104,8 @@ def explore_straggler(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAU
     predicted = straggler.predicted_seconds(world_size, **settings)
     if deadline is None:
         deadline = predicted + DEADLINE_MARGIN
-    result = launch_run(straggler.scenario, world_size, kwargs=settings, timeout=deadline, deadline=deadline)
+    result = launch_run(straggler.scenario, world_size, kwargs=settings, timeout=deadline, deadline=deadline,
+                        live=False)
     return Exploration(result, draw(result, predicted, settings, figure), dict(settings, world_size=world_size),
                        predicted)
 
@@ -265,7 +266,7 @@ class StragglerExplorer(widgets.VBox):
                             barrier_every=s["barrier_every"], base_compute=self.base_compute)
             predicted = straggler.predicted_seconds(s["world_size"], **settings)
             deadline = predicted + DEADLINE_MARGIN
-            result = launch_run(straggler.scenario, s["world_size"], kwargs=settings, timeout=deadline,
+            result = launch_run(straggler.scenario, s["world_size"], kwargs=settings, timeout=deadline, live=False,
                                 deadline=deadline)
             ran = time.perf_counter()
             self.figure = draw(result, predicted, settings, self.figure)
