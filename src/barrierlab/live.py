@@ -145,7 +145,7 @@ def render_html(states: list[RankLive], now: float, deadline: float, where=None)
     rows = []
     for s in states:
         colour = "#1b7837" if s.ended == "finished" else ("#b2182b" if s.ended else "#333")
-        rows.append(f"<tr><td>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
+        rows.append(f"<tr><td style='white-space:nowrap'>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
                     f"<td style='text-align:left;color:{colour}'>{html.escape(describe(s, now, where))}</td></tr>")
     left = max(deadline - now, 0.0)
     return ("<div style='font-family:monospace;font-size:12px'>"

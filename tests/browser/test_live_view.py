@@ -1,0 +1,81 @@
+"""The live view in a real JupyterLab: while a deadlock runs, the cell shows one line per rank that changes
+as time passes ("in barrier #1 since 1.2 s", the time left to the deadline); when the run ends, the live
+lines are gone and the run's own result is what stays under the cell.
+
+A small notebook is written into the test server's root; the server, browser and leftover-process checks
+are those of test_lab_in_browser.py. Screenshots: artifacts/browser/live-view-*.png.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_lab_in_browser import (  # noqa: E402  (shared fixtures and helpers of the browser tests)
+    ARTIFACTS, NOTEBOOK_STATE_JS, browser, browser_home, chromium_path, kernel_gone_after_shutdown, lab, menu,
+    notebook_root, open_notebook, playwright_api, wait_for,
+)
+
+PATH = "live/deadlock.ipynb"
+#: The deadlock: rank 0 waits in a barrier that rank 1 never calls; rank 1 lingers like a busy rank.
+CELLS = [
+    "import torch.distributed as dist\nimport barrierlab as bl",
+    "def conditional_barrier():\n"
+    "    if dist.get_rank() == 0:\n"
+    "        dist.barrier()\n"
+    "    return dist.get_rank()\n\n"
+    "run = bl.run(conditional_barrier, 2, timeout=4, deadline=5, linger=True)\n"
+    "print(run.headline())",
+]
+OUTPUT_TEXT_JS = """(index) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const cell = panel && panel.querySelectorAll('.jp-Notebook .jp-CodeCell')[index];
+  const out = cell && cell.querySelector('.jp-OutputArea');
+  return out ? out.innerText : '';
+}"""
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(browser, lab, notebook_root,
+                                                                             record_property):
+    target = notebook_root / PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, target)
+
+    page = open_notebook(browser, lab, PATH)
+    kernel = page.evaluate(NOTEBOOK_STATE_JS, PATH)["kernel"]
+    try:
+        menu(page, "Run", "Run All Cells")
+        seen: list[str] = []
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            text = page.evaluate(OUTPUT_TEXT_JS, 1)
+            if "deadline in" in text and (not seen or text != seen[-1]):
+                seen.append(text)
+                if len(seen) == 2:
+                    page.screenshot(path=str(ARTIFACTS / "live-view-during.png"))
+            if "ranks in" in text:  # the run's headline: it has ended
+                break
+            time.sleep(0.2)
+        final = page.evaluate(OUTPUT_TEXT_JS, 1)
+        page.screenshot(path=str(ARTIFACTS / "live-view-after.png"))
+        record_property("live_snapshots", len(seen))
+
+        assert len(seen) >= 2, f"the live view did not change while the deadlock ran; saw {seen!r}"
+        assert any("rank 0" in s and "in barrier #1 since" in s for s in seen), seen
+        assert any("rank 1" in s and "finished" in s for s in seen), seen
+        assert "2 ranks in" in final, f"the run's result is not under the cell: {final!r}"
+        assert "deadline in" not in final and "since" not in final, f"live lines left behind: {final!r}"
+        wait_for(lambda: page.evaluate(NOTEBOOK_STATE_JS, PATH)["status"] == "idle", 30, "kernel idle")
+    finally:
+        page.close()
+        if kernel:
+            kernel_gone_after_shutdown(lab, kernel)
