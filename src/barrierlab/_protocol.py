@@ -134,6 +134,12 @@ class Ready:
 
 
 @dataclass(frozen=True)
+class Preloaded:
+    """warm process -> kernel: the modules the lessons use (DDP, DCP, ...) are imported too; it imports them
+    after ``Ready``, between launches, so that the first run does not wait for them."""
+
+
+@dataclass(frozen=True)
 class Launch:
     """kernel -> warm process: fork ``spec.options.world_size`` ranks of this run."""
 
@@ -172,7 +178,7 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Union[Ready, Launch, Started, SignalRanks, Exited, Quit]
+Message = Union[Ready, Preloaded, Launch, Started, SignalRanks, Exited, Quit]
 
 _HEADER = struct.Struct(">I")
 

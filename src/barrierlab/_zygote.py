@@ -19,12 +19,18 @@ import os
 import select
 import signal
 import sys
+import time
 
-from barrierlab._protocol import Exited, Launch, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, receive, send
+from barrierlab._protocol import (
+    Exited, Launch, Preloaded, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, receive, send,
+)
 
 #: Imported once here so that ranks, forked from this process, share them instead of each importing
 #: them again (torch.distributed.checkpoint alone costs a rank about 2 s and 90 MB on 2 cores; DDP
 #: imports torch._dynamo on construction, 2.4 s and 130 MB per rank).
+#: Seconds without a launch after which the warm process preloads anyway (a kernel that waits before its first run).
+PRELOAD_AFTER_IDLE = 1.0
+
 PRELOAD = (
     "torch.nn", "torch.optim", "torch.nn.parallel", "torch._dynamo", "torch.distributed.checkpoint",
     "torch.distributed.algorithms.ddp_comm_hooks.default_hooks", "barrierlab.sync", "barrierlab.scenarios",
@@ -43,10 +49,23 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_w)
 
-    def serve(self) -> None:
+    def serve(self, preload: tuple[str, ...] = ()) -> None:
+        """Answer the kernel; import ``preload`` one module at a time whenever no request is waiting, starting
+        after the first launch (or :data:`PRELOAD_AFTER_IDLE` seconds without one), so the first run is fast."""
         send(self.out_fd, Ready(os.getpid()))
+        pending, launched = list(preload), False
+        idle_since = time.monotonic()
         while True:
-            readable, _, _ = select.select([self.in_fd, self.wake_r], [], [])
+            timeout = None
+            if pending:
+                timeout = 0.0 if launched else max(PRELOAD_AFTER_IDLE - (time.monotonic() - idle_since), 0.0)
+            readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
+            if not readable and pending:
+                if launched or time.monotonic() - idle_since >= PRELOAD_AFTER_IDLE:
+                    _preload(pending.pop(0))
+                    if not pending:
+                        send(self.out_fd, Preloaded())
+                continue
             if self.wake_r in readable:
                 os.read(self.wake_r, 4096)
             self.reap()
@@ -56,6 +75,7 @@ class Zygote:
                     self.kill_all()
                     return
                 self.handle(message)
+                launched = launched or isinstance(message, Launch)
 
     def handle(self, message) -> None:
         if isinstance(message, Launch):
@@ -130,17 +150,18 @@ def main() -> None:
     os.close(devnull)
     sys.stdout = sys.stderr  # stray prints must not corrupt the message pipe
 
-    import importlib
-
     import barrierlab._rank  # noqa: F401  (imports torch, torch.distributed, cloudpickle)
 
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except Exception as error:  # a missing optional module must not stop the lab
-            print(f"barrierlab: could not preload {name}: {error}", file=sys.stderr)
+    Zygote(in_fd, out_fd).serve(PRELOAD)
 
-    Zygote(in_fd, out_fd).serve()
+
+def _preload(name: str) -> None:
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except Exception as error:  # a missing optional module must not stop the lab
+        print(f"barrierlab: could not preload {name}: {error}", file=sys.stderr)
 
 
 if __name__ == "__main__":

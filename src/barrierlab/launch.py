@@ -24,8 +24,10 @@ import uuid
 
 import cloudpickle
 
+from barrierlab import _warmstart
 from barrierlab._protocol import (
-    Exited, Launch, Message, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive, send,
+    Exited, Launch, Message, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive,
+    send,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -58,15 +60,11 @@ class _WarmProcess:
     """The handle on the warm process: a child of this kernel that forks ranks on request."""
 
     def __init__(self) -> None:
-        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        bootstrap = f"import sys; sys.path.insert(0, {package_parent!r}); from barrierlab._zygote import main; main()"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", bootstrap],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True, close_fds=True,
-        )
+        self.process = _warmstart.adopt() or _warmstart.start()
         self.to_fd = self.process.stdin.fileno()
         self.from_fd = self.process.stdout.fileno()
         self.pid: int | None = None
+        self.preloaded = False
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -86,6 +84,8 @@ class _WarmProcess:
         if message is None:
             code = self.process.wait()
             raise LaunchError(f"the warm process that starts ranks exited (code {code}); the next run starts a new one")
+        if isinstance(message, Preloaded):
+            self.preloaded = True
         return message
 
     def wait_ready(self) -> None:
@@ -98,6 +98,15 @@ class _WarmProcess:
                 self.pid = message.pid
                 return
         raise LaunchError(f"the warm process did not import torch within {START_TIMEOUT:.0f} s")
+
+    def wait_preloaded(self) -> None:
+        """Until the warm process has imported the modules the lessons use (it does so between launches)."""
+        self.wait_ready()
+        give_up = time.monotonic() + START_TIMEOUT
+        while not self.preloaded and (remaining := give_up - time.monotonic()) > 0:
+            self.receive(remaining)
+        if not self.preloaded:
+            raise LaunchError(f"the warm process did not finish preloading within {START_TIMEOUT:.0f} s")
 
     def close(self) -> None:
         if self.alive():
@@ -116,13 +125,14 @@ _warm: _WarmProcess | None = None
 
 
 def warm_up(wait: bool = False) -> None:
-    """Start the warm process now (it imports torch in the background); ``wait=True`` blocks until ready."""
+    """Start the warm process now (it imports torch, then the modules the lessons use, in the background);
+    ``wait=True`` blocks until all of that is done, so that a DDP or DCP demo launches at full speed."""
     global _warm
     with _lock:
         if _warm is None or not _warm.alive():
             _warm = _WarmProcess()
         if wait:
-            _warm.wait_ready()
+            _warm.wait_preloaded()
 
 
 def shutdown() -> None:

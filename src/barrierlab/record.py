@@ -276,7 +276,11 @@ def _flight_entries() -> dict | None:
     try:
         from torch._C._distributed_c10d import _dump_fr_trace
 
-        dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
+        # Stack traces make torch import torch._dynamo (seconds, on a cold rank): ask for them only when it is
+        # loaded already, as it is in every rank that used DDP, FSDP or DTensor (the collectives issued from
+        # C++ whose frames the diagnosis needs) and in every rank forked after the warm process's preload.
+        traces = "torch._dynamo" in sys.modules
+        dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=traces))
     except Exception:  # noqa: BLE001 - no flight recorder in this build or state
         return None
     groups = {}
