@@ -491,3 +491,12 @@ def test_a_real_ddp_run_shows_the_all_reduces_torch_issued():
     assert len(ticks.get_segments()) == 2 * (barrier_at - 1)  # every collective before the barrier is DDP's
     assert f"barrier #{barrier_at}" in texts(fig)
     assert any("DDP all_reduce" in label for label in legend_labels(fig))
+
+
+def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_rank_arrives():
+    lanes = [[Event(0, "collective", "broadcast", 0.0, 0.001, seq=1), Event(0, "collective", "barrier", 0.4, 0.5, seq=2)],
+             [Event(1, "collective", "broadcast", 0.3, 0.301, seq=1), Event(1, "collective", "barrier", 0.5, 0.501, seq=2)]]
+    fig = plot.timeline(lanes)
+    (lines,) = artists(fig, "releases")
+    assert [round(float(seg[0][0]), 3) for seg in lines.get_segments()] == [0.5]
+    assert "barrier #2" in texts(fig) and "broadcast #1" not in texts(fig)

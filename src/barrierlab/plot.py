@@ -406,7 +406,8 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     lanes, total = _lanes(run, ends)
     numbers = _summarize(lanes, total)
     used: dict[str, tuple] = {}
-    scale = _Scale(ax, fig, total)
+    start = _since(run, since)
+    scale = _Scale(ax, fig, total, left=start or 0.0)
     _draw_running(ax, lanes, total, used)
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
@@ -417,7 +418,6 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _draw_torch_calls(ax, lanes, used, scale)
     labelled = show_releases and _draw_releases(ax, _releases(lanes), lanes, used, scale)
     _set_axes(ax, lanes, total, releases_labelled=labelled)
-    start = _since(run, since)
     if start:
         ax.set_xlim(left=start)
     _label_lanes(ax, lanes, numbers)
@@ -476,9 +476,10 @@ class _Scale:
 
     CHAR_INCHES = 7 * 0.6 / 72
 
-    def __init__(self, ax, fig, total: float) -> None:
+    def __init__(self, ax, fig, total: float, left: float = 0.0) -> None:
         width = fig.get_figwidth() * ax.get_position().width * 0.85
-        self.inches_per_second = width / (total * 1.02 if total > 0 else 1.0)
+        shown = total * 1.02 - left  # the visible seconds (``since`` moves the left edge)
+        self.inches_per_second = width / (shown if shown > 0 else 1.0)
         self.labels_left = MAX_BAR_LABELS
 
     def inches(self, seconds: float) -> float:
@@ -688,7 +689,14 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
 
 
 def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale) -> bool:
-    """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled."""
+    """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled.
+
+    Only collectives a rank leaves when every rank has contributed (barrier, all_reduce, all_gather, ...)
+    get a line: the root of a broadcast (a tree in gloo), scatter or gather can leave before the last rank
+    arrives, so "the last rank arrived" would not be their release."""
+    from barrierlab.diagnose import EVERY_RANK_OPS
+
+    found = [r for r in found if r.op in EVERY_RANK_OPS]
     if not found:
         return False
     ax.vlines([r.time for r in found], -0.5, len(lanes) - 0.5, colors=BLACK, linewidths=0.9,
