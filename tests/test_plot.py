@@ -425,7 +425,7 @@ def test_collectives_are_numbered_as_in_the_ledger():
     assert any(line.startswith("3  barrier") for line in run.ledger().splitlines())
     fig = plot.timeline(run)
     assert "barrier #3" in texts(fig) and "barrier #1" not in texts(fig)
-    assert any("the group's k-th collective, as in run.ledger()" in label for label in legend_labels(fig))
+    assert any("the group's k-th collective" in label for label in legend_labels(fig))
 
 
 def test_calls_close_together_share_one_label():
@@ -500,3 +500,18 @@ def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_ran
     (lines,) = artists(fig, "releases")
     assert [round(float(seg[0][0]), 3) for seg in lines.get_segments()] == [0.5]
     assert "barrier #2" in texts(fig) and "broadcast #1" not in texts(fig)
+
+
+def test_waits_inside_several_spans_keep_the_note_short():
+    lanes = [[Event(r, "other", "sync, step 0", 0.0, 0.2), Event(r, "compute", "no_sync, step 0", 0.2, 0.4)]
+             for r in range(2)]
+    notes = right_notes(plot.timeline(lanes, waits_inside={"sync, step": "a", "no_sync, step": "b"}))
+    assert notes == ["its waits inside 2 spans (legend) were not recorded"] * 2
+
+
+def test_since_leaves_out_the_torch_calls_before_it_from_picture_and_legend():
+    fig = plot.timeline(ddp_run(), since=0.2)
+    (ticks,) = artists(fig, "torch-calls")
+    assert len(ticks.get_segments()) == 2  # the all_reduces; the broadcasts at 0.05 are left of the axis
+    (legend,) = [label for label in legend_labels(fig) if label.startswith("collective torch issued itself")]
+    assert "DDP all_reduce" in legend and "DDP broadcast" not in legend

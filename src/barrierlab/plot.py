@@ -415,8 +415,9 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _draw_in_flight(ax, lanes, used)
     _draw_span_errors(ax, lanes, scale)
     _explain_hidden_waits(used, waits_inside, lanes)
-    _draw_torch_calls(ax, lanes, used, scale)
-    labelled = show_releases and _draw_releases(ax, _releases(lanes), lanes, used, scale)
+    _draw_torch_calls(ax, lanes, used, scale, left=start if start else float("-inf"))
+    labelled = show_releases and _draw_releases(ax, _releases(lanes), lanes, used, scale,
+                                                left=start if start else float("-inf"))
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
         ax.set_xlim(left=start)
@@ -594,13 +595,13 @@ def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
         used["in-flight"] = ("async_op=True collective in flight: from its return to its completion", ORANGE, None)
 
 
-def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale) -> None:
+def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale, left: float = float("-inf")) -> None:
     """A short black tick at the top of the lane where each collective torch issued itself started (DDP's
     gradient all_reduce, Join, DCP, FSDP, DTensor), labelled "DDP all_reduce #4" with its position in the
     group's sequence.  gloo's flight recorder has no completion times, so there is no bar and no release."""
     xs, ys, names = [], [], []
     for y, lane in enumerate(lanes):
-        calls = lane.torch_calls
+        calls = [c for c in lane.torch_calls if c.start >= left]  # only inside a since= axis
         for c in calls:
             xs.append(c.start)
             ys.append(y)
@@ -688,7 +689,8 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
         used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
 
 
-def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale) -> bool:
+def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale,
+                   left: float = float("-inf")) -> bool:
     """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled.
 
     Only collectives a rank leaves when every rank has contributed (barrier, all_reduce, all_gather, ...)
@@ -701,12 +703,12 @@ def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, sca
         return False
     ax.vlines([r.time for r in found], -0.5, len(lanes) - 0.5, colors=BLACK, linewidths=0.9,
               alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25, zorder=4, gid="releases")
-    numbering = ("the group's k-th collective, as in run.ledger()" if any(lane.positions is not None for lane in lanes)
+    numbering = ("the group's k-th collective" if any(lane.positions is not None for lane in lanes)
                  else "each rank's k-th collective")
     used["release"] = (f"op #k ({numbering}) released: the last rank arrived", BLACK, "line")
     if len(found) > MAX_RELEASE_LABELS:
         return False
-    free_from = float("-inf")
+    free_from = left  # a label left of the visible axis (``since``) would hang outside it
     for r in found:
         text = f"{r.op} #{r.seq}"
         if r.time - scale.seconds_for(text) / 2 >= free_from:
@@ -767,7 +769,8 @@ def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, 
     waited = any(e.kind in WAITING_KINDS for e in lane.events)
     if hidden:
         where = " and ".join(hidden)
-        unseen = f"its wait inside {where} was not recorded"
+        unseen = (f"its wait inside {where} was not recorded" if len(hidden) == 1
+                  else f"its waits inside {len(hidden)} spans (legend) were not recorded")
         return f"{unseen}\n(+ {_seconds(n['wait'])} in recorded calls)" if waited else unseen
     if lane.torch_calls:
         unseen = "waits in torch's own collectives not recorded"
