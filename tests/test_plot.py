@@ -380,3 +380,138 @@ def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
     assert len(bars.get_paths()) == 2
     assert any("in flight" in label for label in legend_labels(fig))
     assert plot.summary(lanes)["ranks"][0]["wait"] < 0.01
+
+
+# --- collectives torch issued itself (flight recorder) -------------------------------------------------
+
+def ddp_run(*, async_barrier: bool = False):
+    """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
+    (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
+    number 1)."""
+    from barrierlab.record import Flight, FlightEntry
+    from barrierlab.result import FINISHED, RankResult, Run
+
+    ranks = []
+    for r in range(2):
+        late = 0.3 * r
+        barrier = Event(r, "collective", "barrier", 0.6 + late, 0.6 + late if async_barrier else 0.901, seq=1)
+        if async_barrier:
+            barrier.is_async, barrier.done = True, 0.95
+        events = [Event(r, "other", "backward 0", 0.2, 0.5 + late), barrier]
+        flight = Flight([
+            FlightEntry(r, 1, "broadcast", start=0.05, issuer="DDP's construction-time broadcast of parameters and buffers"),
+            FlightEntry(r, 2, "all_reduce", start=0.3 + late, issuer="DDP backward's gradient all_reduce"),
+            FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
+        ])
+        ranks.append(RankResult(r, FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
+    return Run(world_size=2, ranks=ranks, elapsed=1.0, timeout=5.0, deadline=10.0)
+
+
+def test_collectives_torch_issued_are_ticks_labelled_with_their_issuer():
+    fig = plot.timeline(ddp_run())
+    (ticks,) = artists(fig, "torch-calls")
+    starts = sorted(round(float(seg[0][0]), 3) for seg in ticks.get_segments())
+    assert starts == [0.05, 0.05, 0.3, 0.6]  # two ranks' broadcast and all_reduce, where torch issued them
+    labels = [t.get_text() for t in artists(fig, "torch-call-label")]
+    assert labels.count("DDP broadcast #1") == 2 and {"DDP all_reduce #2"} <= set(labels)
+    (legend,) = [label for label in legend_labels(fig) if label.startswith("collective torch issued itself")]
+    assert "gloo records no end" in legend and "DDP broadcast" in legend and "DDP all_reduce" in legend
+    assert len(artists(fig, "wait:collective")) == 1  # only the learner's barrier has a bar
+
+
+def test_collectives_are_numbered_as_in_the_ledger():
+    run = ddp_run()
+    assert [r.seq for r in plot.releases(run)] == [3]
+    assert any(line.startswith("3  barrier") for line in run.ledger().splitlines())
+    fig = plot.timeline(run)
+    assert "barrier #3" in texts(fig) and "barrier #1" not in texts(fig)
+    assert any("the group's k-th collective" in label for label in legend_labels(fig))
+
+
+def test_calls_close_together_share_one_label():
+    lanes = [[Event(0, "compute", "work", 0.0, 10.0)]]
+    from barrierlab.diagnose import Call
+    from barrierlab.record import FlightEntry
+
+    calls = [Call(0, k, "broadcast", issuer="DDP's forward broadcast of buffers",
+                  entry=FlightEntry(0, k, "broadcast", start=1.0 + 0.001 * k)) for k in (5, 6, 7)]
+    fig = plot.timeline(lanes)
+    plot._draw_torch_calls(fig.axes[0], [plot._Lane(0, lanes[0], 0.0, 10.0, torch_calls=calls)], {},
+                           plot._Scale(fig.axes[0], fig, 10.0))
+    assert [t.get_text() for t in artists(fig, "torch-call-label")] == ["DDP #5–7"]
+
+
+def test_torch_calls_say_their_waits_were_not_recorded():
+    notes = right_notes(plot.timeline(ddp_run()))
+    assert all(note.startswith("waited") and "waits in torch's own collectives not recorded" in note
+               for note in notes)
+    hidden = right_notes(plot.timeline(ddp_run(), waits_inside={"backward": "DDP waits for its all_reduce"}))
+    assert all(note.startswith("its wait inside backward was not recorded") for note in hidden)
+
+
+def test_an_async_call_keeps_its_in_flight_bar_and_its_ledger_number():
+    fig = plot.timeline(ddp_run(async_barrier=True))
+    (bars,) = artists(fig, "in-flight")
+    assert len(bars.get_paths()) == 2
+    assert "barrier #3" in texts(fig)
+    assert plot.summary(ddp_run(async_barrier=True))["ranks"][0]["wait"] < 0.01
+
+
+def test_short_issuer_names_who_issued_a_call():
+    assert [plot.short_issuer(i) for i in ("DDP backward's gradient all_reduce", "Join's all_reduce (shadowing)",
+                                           "a functional all_reduce (DTensor / torch.compile)",
+                                           "torch.distributed's broadcast (inside broadcast_object_list)",
+                                           "DCP's gather (checkpoint save/load)")] \
+        == ["DDP", "Join", "functional", "torch.distributed", "DCP"]
+
+
+def ddp_two_steps() -> int:
+    import torch
+    import torch.distributed as dist
+
+    from barrierlab import span
+
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    for k in range(2):
+        with span(f"backward {k}"):
+            model(torch.ones(3, 4)).sum().backward()
+    dist.barrier()
+    return dist.get_rank()
+
+
+def test_a_real_ddp_run_shows_the_all_reduces_torch_issued():
+    import barrierlab
+
+    run = barrierlab.run(ddp_two_steps, 2, check=True, timeout=30)
+    rows = [line.split() for line in run.ledger().splitlines()[1:] if line[:1].isdigit()]
+    barrier_at = next(int(row[0]) for row in rows if row[1] == "barrier")
+    assert barrier_at > 1  # DDP's own collectives came first
+    fig = plot.timeline(run)
+    (ticks,) = artists(fig, "torch-calls")
+    assert len(ticks.get_segments()) == 2 * (barrier_at - 1)  # every collective before the barrier is DDP's
+    assert f"barrier #{barrier_at}" in texts(fig)
+    assert any("DDP all_reduce" in label for label in legend_labels(fig))
+
+
+def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_rank_arrives():
+    lanes = [[Event(0, "collective", "broadcast", 0.0, 0.001, seq=1), Event(0, "collective", "barrier", 0.4, 0.5, seq=2)],
+             [Event(1, "collective", "broadcast", 0.3, 0.301, seq=1), Event(1, "collective", "barrier", 0.5, 0.501, seq=2)]]
+    fig = plot.timeline(lanes)
+    (lines,) = artists(fig, "releases")
+    assert [round(float(seg[0][0]), 3) for seg in lines.get_segments()] == [0.5]
+    assert "barrier #2" in texts(fig) and "broadcast #1" not in texts(fig)
+
+
+def test_waits_inside_several_spans_keep_the_note_short():
+    lanes = [[Event(r, "other", "sync, step 0", 0.0, 0.2), Event(r, "compute", "no_sync, step 0", 0.2, 0.4)]
+             for r in range(2)]
+    notes = right_notes(plot.timeline(lanes, waits_inside={"sync, step": "a", "no_sync, step": "b"}))
+    assert notes == ["its waits inside 2 spans (legend) were not recorded"] * 2
+
+
+def test_since_leaves_out_the_torch_calls_before_it_from_picture_and_legend():
+    fig = plot.timeline(ddp_run(), since=0.2)
+    (ticks,) = artists(fig, "torch-calls")
+    assert len(ticks.get_segments()) == 2  # the all_reduces; the broadcasts at 0.05 are left of the axis
+    (legend,) = [label for label in legend_labels(fig) if label.startswith("collective torch issued itself")]
+    assert "DDP all_reduce" in legend and "DDP broadcast" not in legend

@@ -12,7 +12,7 @@ import re
 import statistics
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from matplotlib.figure import Figure
@@ -65,6 +65,11 @@ class _Lane:
     start: float | None
     end: float | None
     status: str | None = None
+    #: the learner's call number (Event.seq) -> its position in the group's sequence (run.ledger()'s #),
+    #: or None when the calls are numbered by Event.seq (no flight record of every rank)
+    positions: dict[int, int] | None = None
+    #: collectives torch issued itself on this rank (diagnose.Call, kind "torch"), with a start time
+    torch_calls: list = field(default_factory=list)
 
 
 class Release(NamedTuple):
@@ -80,7 +85,9 @@ def _lanes(run, ends: Sequence[float | None] | None = None,
            starts: Sequence[float | None] | None = None) -> tuple[list[_Lane], float]:
     """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
     if hasattr(run, "ranks"):
-        lanes = [_Lane(r.rank, list(r.events), _first(r.started, r.events), r.ended, r.status) for r in run.ranks]
+        positions, torch_calls = _numbering(run)
+        lanes = [_Lane(r.rank, list(r.events), _first(r.started, r.events), r.ended, r.status,
+                       positions.get(r.rank), torch_calls.get(r.rank, [])) for r in run.ranks]
         total = float(run.elapsed)
     else:
         lanes = []
@@ -93,8 +100,48 @@ def _lanes(run, ends: Sequence[float | None] | None = None,
             lanes.append(_Lane(i, events, start, end))
         total = 0.0
     times = [t for lane in lanes for e in lane.events for t in (e.start, e.end) if t is not None]
+    times += [c.start for lane in lanes for c in lane.torch_calls]
     times += [lane.end for lane in lanes if lane.end is not None]
     return lanes, max([total, *times])
+
+
+def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
+    """From ``diagnose.collective_calls``: each rank's map from its call number to the call's position in the
+    group's sequence (only when torch's flight recorder of every rank was read), and the calls torch issued."""
+    from barrierlab.diagnose import collective_calls
+
+    calls = collective_calls(run)
+    if not any(c.entry is not None for cs in calls.values() for c in cs):
+        return {}, {}
+    positions = {rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq}
+                 for rank, cs in calls.items()}
+    issued = {rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
+              for rank, cs in calls.items()}
+    return positions, issued
+
+
+def _number(event: Event, lane: _Lane) -> int | None:
+    """A collective's number on the timeline: its position in the group's sequence when known (as in
+    ``run.ledger()``), else the rank's own call number."""
+    if lane.positions is None:
+        return event.seq
+    return lane.positions.get(event.seq) if event.seq else None
+
+
+def _label(event: Event, lane: _Lane) -> str:
+    """'barrier #8': a collective named with the number ``run.ledger()`` shows for it."""
+    if event.kind != "collective":
+        return event.label
+    number = _number(event, lane)
+    return f"{event.name} #{number}" if number else event.name
+
+
+def short_issuer(issuer: str) -> str:
+    """Who issued a collective, in a word: "DDP backward's gradient all_reduce" -> "DDP", "Join's ..." -> "Join"."""
+    head = issuer.split(" (")[0].split()
+    if len(head) > 1 and head[0] == "a":  # "a functional all_reduce (DTensor / torch.compile)"
+        head = head[1:]
+    return head[0].removesuffix("'s") if head else "torch"
 
 
 def _first(started: float | None, events: list[Event]) -> float | None:
@@ -191,7 +238,8 @@ def _arrival_counts(found: list[Release], lanes: list[_Lane]) -> tuple[dict[int,
     counts: dict[int, int] = {}
     telling = 0
     for release in found:
-        arrivals = [e.start for lane in lanes for e in lane.events if e.kind == "collective" and e.seq == release.seq]
+        arrivals = [e.start for lane in lanes for e in lane.events
+                    if e.kind == "collective" and _number(e, lane) == release.seq]
         if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
             telling += 1
             counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
@@ -256,13 +304,16 @@ def summary(run, ends: Sequence[float | None] | None = None, *,
 def releases(run, ends: Sequence[float | None] | None = None) -> list[Release]:
     """Each collective that every rank reached as the same op, released when the last rank arrived.
 
-    Collectives are matched by their per-rank number (``Event.seq``): the k-th collective of each rank.
+    Collectives are matched by their number: their position in the group's sequence when torch's flight
+    recorder of every rank was read (as ``run.ledger()`` numbers them), else each rank's own call number
+    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them.
     """
     return _releases(_lanes(run, ends)[0])
 
 
 def _releases(lanes: list[_Lane]) -> list[Release]:
-    per_rank = [{e.seq: e for e in lane.events if e.kind == "collective" and e.seq} for lane in lanes]
+    per_rank = [{_number(e, lane): e for e in lane.events if e.kind == "collective" and _number(e, lane)}
+                for lane in lanes]
     if not per_rank:
         return []
     found = []
@@ -310,7 +361,11 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     Grey is the rank's function running; coloured bars are ``barrierlab.span`` phases; hatched bars
     are time inside a collective (waiting for the other ranks).  A call a rank never left runs to the
     end of the run with a red X.  Thin vertical lines mark each collective's release (the moment the last
-    rank arrived); the right edge says how long each rank waited.
+    rank arrived); the right edge says how long each rank waited.  Collectives torch issued itself (DDP's
+    gradient all_reduce and broadcasts, Join, DCP, FSDP, DTensor: seen through torch's flight recorder) are
+    short black ticks at the top of the lane where they started, labelled with who issued them; gloo does
+    not record when they ended, so they have no bar and no release line.  ``async_op=True`` calls of
+    your own are a sliver (the call returned at once) with a thin bar under it until their work completed.
 
     Display: with ``ax=None`` the figure is a :class:`TimelineFigure` made without pyplot, so it is not
     registered with pyplot and Jupyter's inline backend does not show it on its own at the end of the
@@ -334,7 +389,9 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     of at least two releases while it did the same work as they did; "last to arrive" for a rank they
     clearly waited for otherwise (once, most of the time, or while it did work only it had, such as
     rank 0 downloading); nothing when the last rank changes from step to step.  Releases are labelled
-    ``op #k``: the k-th collective call of every rank (barrierlab numbers each rank's collectives).
+    ``op #k`` with the number ``run.ledger()`` gives the call: its position in the group's sequence of
+    collectives (torch's flight recorder, counting those torch issued itself) when every rank's record was
+    read, else each rank's own call number.
     """
     own_figure = ax is None
     fig, ax = _figure_and_axes(ax, len(getattr(run, "ranks", run)))
@@ -349,7 +406,8 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     lanes, total = _lanes(run, ends)
     numbers = _summarize(lanes, total)
     used: dict[str, tuple] = {}
-    scale = _Scale(ax, fig, total)
+    start = _since(run, since)
+    scale = _Scale(ax, fig, total, left=start or 0.0)
     _draw_running(ax, lanes, total, used)
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
@@ -357,9 +415,10 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _draw_in_flight(ax, lanes, used)
     _draw_span_errors(ax, lanes, scale)
     _explain_hidden_waits(used, waits_inside, lanes)
-    labelled = show_releases and _draw_releases(ax, _releases(lanes), len(lanes), used, scale)
+    _draw_torch_calls(ax, lanes, used, scale, left=start if start else float("-inf"))
+    labelled = show_releases and _draw_releases(ax, _releases(lanes), lanes, used, scale,
+                                                left=start if start else float("-inf"))
     _set_axes(ax, lanes, total, releases_labelled=labelled)
-    start = _since(run, since)
     if start:
         ax.set_xlim(left=start)
     _label_lanes(ax, lanes, numbers)
@@ -418,9 +477,10 @@ class _Scale:
 
     CHAR_INCHES = 7 * 0.6 / 72
 
-    def __init__(self, ax, fig, total: float) -> None:
+    def __init__(self, ax, fig, total: float, left: float = 0.0) -> None:
         width = fig.get_figwidth() * ax.get_position().width * 0.85
-        self.inches_per_second = width / (total * 1.02 if total > 0 else 1.0)
+        shown = total * 1.02 - left  # the visible seconds (``since`` moves the left edge)
+        self.inches_per_second = width / (shown if shown > 0 else 1.0)
         self.labels_left = MAX_BAR_LABELS
 
     def inches(self, seconds: float) -> float:
@@ -503,7 +563,7 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
                 rects.append((e.start, end - e.start, y, 0.5))
                 names.append(work_name(e.name))
                 if e.end is not None:
-                    labels.append(((e.start + end) / 2, end - e.start, y, _wait_texts(e)))
+                    labels.append(((e.start + end) / 2, end - e.start, y, _wait_texts(e, _label(e, lane))))
         if rects:
             few = len(rects) <= MAX_HATCHED_BARS
             wide = [r for r in rects if few or scale.inches(r[1]) >= MIN_HATCH_INCHES]
@@ -535,6 +595,46 @@ def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
         used["in-flight"] = ("async_op=True collective in flight: from its return to its completion", ORANGE, None)
 
 
+def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale, left: float = float("-inf")) -> None:
+    """A short black tick at the top of the lane where each collective torch issued itself started (DDP's
+    gradient all_reduce, Join, DCP, FSDP, DTensor), labelled "DDP all_reduce #4" with its position in the
+    group's sequence.  gloo's flight recorder has no completion times, so there is no bar and no release."""
+    xs, ys, names = [], [], []
+    for y, lane in enumerate(lanes):
+        calls = [c for c in lane.torch_calls if c.start >= left]  # only inside a since= axis
+        for c in calls:
+            xs.append(c.start)
+            ys.append(y)
+            names.append(f"{short_issuer(c.issuer)} {c.op}")
+        i = 0
+        while i < len(calls):  # ticks closer together than their label share one, after the last: "DDP #1–3"
+            group = [calls[i]]
+            text = _torch_label(group)
+            while i + len(group) < len(calls) and \
+                    calls[i + len(group)].start < group[-1].start + scale.seconds_for(text):
+                group.append(calls[i + len(group)])
+                text = _torch_label(group)
+            if scale.take():
+                ax.text(group[-1].start + scale.seconds_for("") / 4, y - 0.27, text, ha="left", va="center",
+                        fontsize=6.5, clip_on=True, zorder=6, gid="torch-call-label",
+                        bbox=dict(facecolor="white", alpha=0.7, edgecolor="none", pad=0.3))
+            i += len(group)
+    if xs:
+        ax.vlines(xs, [y - 0.44 for y in ys], [y - 0.1 for y in ys], colors=BLACK, linewidths=1.6, zorder=6,
+                  gid="torch-calls")
+        used["torch-calls"] = ("collective torch issued itself, at its start (gloo records no end; #k as in "
+                               "run.ledger())", BLACK, "tick", names, False)
+
+
+def _torch_label(calls: list) -> str:
+    """"DDP all_reduce #4" for one call, "DDP #5–7" for several close together."""
+    who = {short_issuer(c.issuer) for c in calls}
+    name = who.pop() if len(who) == 1 else "torch"
+    if len(calls) == 1:
+        return f"{name} {calls[0].op} #{calls[0].position}"
+    return f"{name} #{calls[0].position}–{calls[-1].position}"
+
+
 def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
     """A span that raised says so next to its red mark, e.g. 'read raised FileNotFoundError'."""
     for y, lane in enumerate(lanes):
@@ -546,15 +646,14 @@ def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
                           fontweight="bold")
 
 
-def _wait_texts(event: Event) -> tuple[str, ...]:
+def _wait_texts(event: Event, label: str) -> tuple[str, ...]:
     """Bar labels for a wait, longest first; a failed call says why it failed."""
     if not event.error:
         if event.kind == "wait":
-            return (event.label,) if event.name.startswith("wait(") else (f"waiting: {event.label}", event.label)
-        return f"waiting in {event.label}", event.label
+            return (label,) if event.name.startswith("wait(") else (f"waiting: {label}", label)
+        return f"waiting in {label}", label
     reason = _short_error(event.error)
-    return (f"waiting in {event.label}, then failed: {reason}", f"{event.label} failed: {reason}",
-            f"{event.label} failed", event.label)
+    return (f"waiting in {label}, then failed: {reason}", f"{label} failed: {reason}", f"{label} failed", label)
 
 
 def _short_error(error: str, limit: int = 60) -> str:
@@ -574,8 +673,8 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
         open_events = [e for e in lane.events if e.end is None]
         if open_events:
             inner = max(open_events, key=lambda e: (e.kind in WAITING_KINDS, e.start))
-            text = f"stuck in {inner.label}: never left"
-            texts.append((inner.start, total - inner.start, y, text, inner.label))
+            label = _label(inner, lane)
+            texts.append((inner.start, total - inner.start, y, f"stuck in {label}: never left", label))
         if open_events or (lane.start is not None and lane.end is None):
             ends.append((total, y))
     for x, width, y, text, short in texts:
@@ -590,16 +689,26 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
         used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
 
 
-def _draw_releases(ax, found: list[Release], n_lanes: int, used: dict, scale: _Scale) -> bool:
-    """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled."""
+def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale,
+                   left: float = float("-inf")) -> bool:
+    """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled.
+
+    Only collectives a rank leaves when every rank has contributed (barrier, all_reduce, all_gather, ...)
+    get a line: the root of a broadcast (a tree in gloo), scatter or gather can leave before the last rank
+    arrives, so "the last rank arrived" would not be their release."""
+    from barrierlab.diagnose import EVERY_RANK_OPS
+
+    found = [r for r in found if r.op in EVERY_RANK_OPS]
     if not found:
         return False
-    ax.vlines([r.time for r in found], -0.5, n_lanes - 0.5, colors=BLACK, linewidths=0.9,
+    ax.vlines([r.time for r in found], -0.5, len(lanes) - 0.5, colors=BLACK, linewidths=0.9,
               alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25, zorder=4, gid="releases")
-    used["release"] = ("op #k (each rank's k-th collective) released: the last rank arrived", BLACK, "line")
+    numbering = ("the group's k-th collective" if any(lane.positions is not None for lane in lanes)
+                 else "each rank's k-th collective")
+    used["release"] = (f"op #k ({numbering}) released: the last rank arrived", BLACK, "line")
     if len(found) > MAX_RELEASE_LABELS:
         return False
-    free_from = float("-inf")
+    free_from = left  # a label left of the visible axis (``since``) would hang outside it
     for r in found:
         text = f"{r.op} #{r.seq}"
         if r.time - scale.seconds_for(text) / 2 >= free_from:
@@ -660,8 +769,12 @@ def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, 
     waited = any(e.kind in WAITING_KINDS for e in lane.events)
     if hidden:
         where = " and ".join(hidden)
-        unseen = f"its wait inside {where} was not recorded"
+        unseen = (f"its wait inside {where} was not recorded" if len(hidden) == 1
+                  else f"its waits inside {len(hidden)} spans (legend) were not recorded")
         return f"{unseen}\n(+ {_seconds(n['wait'])} in recorded calls)" if waited else unseen
+    if lane.torch_calls:
+        unseen = "waits in torch's own collectives not recorded"
+        return f"waited {_seconds(n['wait'])} in your calls;\n{unseen}" if waited else unseen
     if not waited:
         return "entered no collective"
     return f"waited {_seconds(n['wait'])} ({100 * n['idle_fraction']:.0f}%)"
@@ -683,6 +796,9 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
             handles.append(Line2D([], [], color=colour, linewidth=0.9, label=label))
         elif mark == "note":
             handles.append(Line2D([], [], linestyle="none", label=label))
+        elif mark == "tick":
+            handles.append(Line2D([], [], color=colour, marker="|", linestyle="none", markersize=8,
+                                  markeredgewidth=1.6, label=label))
         elif mark in ("X", "|"):
             handles.append(Line2D([], [], color=colour, marker=mark, linestyle="none", markersize=9,
                                   markeredgewidth=2 if mark == "|" else 0.8, markeredgecolor=colour if mark == "|"

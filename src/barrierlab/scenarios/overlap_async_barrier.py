@@ -22,7 +22,8 @@ def scenario(steps=4, delay=0.15, base_compute=0.05, prefetch=0.1, overlap=True)
             work = dist.barrier(async_op=True)  # returns at once: "I have arrived"
             with span("prefetch next batch", kind="io"):
                 time.sleep(prefetch)  # needs no other rank
-            work.wait()  # now block until every rank has arrived
+            with span(f"wait(barrier#{step + 1})", kind="wait"):  # the timeline shows where it waited
+                work.wait()  # now block until every rank has arrived
         else:
             dist.barrier()
             with span("prefetch next batch", kind="io"):
