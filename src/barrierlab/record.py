@@ -245,7 +245,10 @@ ISSUERS = (
     ("nn/parallel/distributed.py", "_sync_module_buffers", "DDP's forward broadcast of buffers"),
     ("nn/parallel/distributed.py", "_match_all_reduce_for_bwd_pass", "DDP Join's shadow gradient {op}"),
     ("nn/parallel/distributed.py", "_match_unused_params_allreduce", "DDP Join's shadow {op} of unused parameters"),
-    ("nn/parallel/distributed.py", "_pre_forward", "DDP forward's {op} (buffers, before the module runs)"),
+    # With no _sync_buffers frame above (earlier rows), a collective from _pre_forward comes from C++:
+    # reducer._rebuild_buckets() -> Reducer::sync_bucket_indices broadcasts rank 0's rebuilt bucket order
+    # (torch/csrc/distributed/c10d/reducer.hpp), once, in the first forward after a backward.
+    ("nn/parallel/distributed.py", "_pre_forward", "DDP forward's {op} of rank 0's rebuilt gradient buckets (once, before the module runs)"),
     ("nn/parallel/distributed.py", "_post_forward", "DDP forward's {op} (after the module ran)"),
     ("nn/parallel/distributed.py", "", "DDP's {op}"),
     ("distributed/fsdp/", "", "FSDP's {op}"),
