@@ -55,6 +55,9 @@ class Status(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
+    def __repr__(self) -> str:  # a list of statuses prints as the words a learner reads: ['finished', ...]
+        return repr(self.value)
+
     @property
     def ok(self) -> bool:
         return self is Status.FINISHED
