@@ -275,15 +275,17 @@ def issuer(op: str, torch_frames: list[tuple[str, int, str]], in_backward: bool)
 
 
 def _flight_entries() -> dict | None:
-    """torch's flight-recorder entries, compacted (a private API: None when it is not there)."""
+    """torch's flight-recorder entries, compacted (a private API: None when it is not there).
+
+    None too when ``torch._dynamo`` is not loaded: its stack traces would make torch import it (seconds on a
+    cold rank, e.g. one forked before the warm process finished preloading, or under torchrun), and without
+    it nothing issued collectives from C++ (DDP, FSDP and DTensor load it): the Python record is complete."""
+    if "torch._dynamo" not in sys.modules:
+        return None
     try:
         from torch._C._distributed_c10d import _dump_fr_trace
 
-        # Stack traces make torch import torch._dynamo (seconds, on a cold rank): ask for them only when it is
-        # loaded already, as it is in every rank that used DDP, FSDP or DTensor (the collectives issued from
-        # C++ whose frames the diagnosis needs) and in every rank forked after the warm process's preload.
-        traces = "torch._dynamo" in sys.modules
-        dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=traces))
+        dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
     except Exception:  # noqa: BLE001 - no flight recorder in this build or state
         return None
     groups = {}
