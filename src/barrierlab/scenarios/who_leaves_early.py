@@ -15,11 +15,12 @@ from barrierlab.scenarios import torchrun_main
 
 OPS = ("barrier", "all_reduce", "all_gather", "broadcast", "all_reduce(async_op=True)")
 ROOTED_OPS = ("broadcast", "gather", "scatter")  # rank 0 is the root
+ALL_OPS = OPS + ROOTED_OPS[1:]
 
 
 def scenario(op="barrier", late_rank=3, late_by=0.4, busy=0.6):
-    if op not in OPS + ROOTED_OPS:
-        raise ValueError(f"op must be one of {', '.join(map(repr, OPS + ROOTED_OPS[1:]))}, not {op!r}")
+    if op not in ALL_OPS:
+        raise ValueError(f"op must be one of {', '.join(map(repr, ALL_OPS))}, not {op!r}")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if rank == late_rank:
         with span("late"):
@@ -32,7 +33,7 @@ def scenario(op="barrier", late_rank=3, late_by=0.4, busy=0.6):
     elif op == "all_gather":
         dist.all_gather([torch.zeros(1) for _ in range(world_size)], t)
     elif op == "broadcast":
-        dist.broadcast(t, src=0)  # every rank needs rank 0's value; rank 0 needs nobody's
+        dist.broadcast(t, src=0)  # every rank needs rank 0's value; rank 0 waits for its direct children
     elif op == "gather":
         dist.gather(t, [torch.zeros(1) for _ in range(world_size)] if rank == 0 else None, dst=0)
     elif op == "scatter":
