@@ -153,6 +153,8 @@ def test_ledger_shows_each_ranks_calls_side_by_side():
     ("Application timeout caused pair closure", "poisoned group"),
     ("Detected mismatch between collectives on ranks. Rank 0 is running collective: ...", "debug mismatch"),
     ("Rank 2 failed to pass monitoredBarrier in 2000 ms", "monitored barrier"),
+    # torch 2.13, init_process_group with a rank that was never started (TCPStore server side)
+    ("Timed out after 4 seconds waiting for clients. 1/2 clients joined.", "rendezvous"),
 ])
 def test_torch_error_messages_are_explained(message, name):
     assert explain_error(message)[0] == name

@@ -9,11 +9,14 @@ the diagnosis. The decision is an ordered table of rules (:data:`RULE_TABLE`): t
 recognises the run writes it.
 
 The model of ordering every text here teaches: a rank leaves a blocking collective only when it has what it
-needs. For barrier, all_reduce and all_gather that is something from every rank, so on gloo everything before
-the call on any rank happens before everything after it on every rank. For broadcast (a tree in gloo),
-scatter, gather and point-to-point calls it is not: the root of a broadcast can leave before a late rank
-arrives. With ``async_op=True`` nothing is ordered until ``wait()`` — which is how NCCL collectives look from
-the host on a GPU. Collectives pair by their position in the group's sequence, not by kind.
+needs and the ranks it sends to have posted their receives (a gloo send completes only then). For barrier,
+all_reduce and all_gather that is every rank, so on gloo everything before the call on any rank happens before
+everything after it on every rank. For broadcast (a tree in gloo), scatter, gather and point-to-point calls it
+is not: a non-root rank waits only for the ranks it exchanges with, and the root of a broadcast waits only for
+its direct children in the tree, so it can leave before a late rank further down arrives; the root of a
+gather or scatter waits for every rank. With ``async_op=True`` nothing is ordered until ``wait()`` — which is
+how NCCL collectives look from the host on a GPU. Collectives pair by their position in the group's sequence,
+not by kind.
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ SAME_SHAPE_OPS = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "
 # on details that vary between runs (which round of the barrier, send or recv, the peer's port).
 _ERRORS = (
     (re.compile(r"Timed out waiting (\d+)ms"), "gloo timeout",
-     "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching collective "
-     "within the group's timeout."),
+     "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching call within the "
+     "timeout in force (the group's, or the call's own timeout=)."),
     (re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"), "peer gone",
      "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
      "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
@@ -75,7 +78,7 @@ _ERRORS = (
      "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them."),
     (re.compile(r"rank (\d+) failed while preparing"), "main process failed",
      "main_process_first passed on rank {0}'s failure: this rank did not fail by itself."),
-    (re.compile(r"Socket Timeout|connectFullMesh"), "rendezvous",
+    (re.compile(r"waiting for clients|Socket Timeout|connectFullMesh"), "rendezvous",
      "the group could not be set up: a peer never connected (it exited, or was never started)."),
 )
 
@@ -646,8 +649,9 @@ def _torch_advice(who: str) -> str:
     base = ("Collectives pair by their position in the group's sequence, not by kind, and torch issues some "
             "of them for you. ")
     if who.startswith("DDP") or who.startswith("Join"):
-        return base + ("DDP broadcasts its buffers in every forward (broadcast_buffers=True) and all_reduces "
-                       "every gradient bucket inside every backward(): every rank must run the same number of "
+        return base + ("DDP syncs the module's buffers (if it has any) in every forward by default "
+                       "(forward_sync_buffers, formerly broadcast_buffers) and all_reduces every gradient bucket "
+                       "in every backward() outside no_sync(): every rank must run the same number of "
                        "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "
                        "(evaluation, logging) on model.module, give every rank the same number of batches "
                        "(DistributedSampler, drop_last) or wrap the loop in torch.distributed.algorithms.Join "
@@ -686,8 +690,9 @@ def _arrival_evidence(f: Facts) -> list[str]:
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
     if left and event.name not in EVERY_RANK_OPS:
         evidence.append(f"{rank_list(left)} left {event.name} #{k} although {rank_list(f.missing)} never called "
-                        f"it: a rank leaves a {event.name} once it has what it needs, which for a broadcast's "
-                        "root, scatter, gather and point-to-point calls is not something from every rank")
+                        f"it: a rank leaves a {event.name} once it has what it needs and the ranks it sends to "
+                        "are ready, which for a broadcast, scatter, gather or point-to-point call is not every "
+                        "rank (only a gather's or scatter's root waits for all)")
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, arrived, f.at_k)
     return evidence
 
@@ -792,7 +797,8 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         + (": nothing failed, but the results are wrong." if silent else "."),
         evidence,
         "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
-        "a mismatch can hang until the timeout, abort, or return unreduced data on one rank with no error. "
+        "a mismatch can hang until the timeout, abort, or return unreduced data on some ranks with no error "
+        "(three of four in notebook 04 §4). "
         "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
         ranks=sorted(f.calls), site=None,
     )
@@ -933,8 +939,8 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
         if timeout_ms and kinds[r] in ("gloo timeout", "peer gone"):
             # Which rank gives up first, and so which ones see a closed connection instead, is a race.
             text = (f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
-                    "sees the closed connection instead): the peer never reached the matching collective "
-                    "within the group's timeout.")
+                    "sees the closed connection instead): the peer never reached the matching call "
+                    "within the timeout in force (the group's, or the call's own timeout=).")
         else:
             text = _error_text(run, message)
         failed.setdefault(text, []).append(r)

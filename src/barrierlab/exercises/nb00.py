@@ -4,9 +4,10 @@ The exercise: each rank writes a ``ready<rank>`` file (a ``write`` span), then c
 span). The check does not stop at "every rank counted 4": a ``time.sleep`` gets that too, on a lucky run.
 It asks the record whether something *guaranteed* the order: a collective that every rank entered after
 its own write and left only after the last rank had entered it, before its own count. A barrier, or a
-blocking all_reduce / all_gather, is such a collective; a sleep, a broadcast (its root leaves early), an
-``async_op=True`` call never waited for, or a barrier in the wrong place is not. The delays are random and
-change between the check's two runs (a different rank is late each time), so no fixed sleep is safe.
+blocking all_reduce / all_gather, is such a collective; a sleep, a broadcast (its root may leave while a rank
+further down the tree is still absent), an ``async_op=True`` call never waited for, or a barrier in the wrong
+place is not. The delays are random and change between the check's two runs (a different rank is late each
+time), so no fixed sleep is safe.
 """
 
 from __future__ import annotations
