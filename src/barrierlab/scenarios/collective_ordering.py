@@ -2,8 +2,8 @@
 
 Rank ``late_rank`` writes ``late`` seconds late. A rank leaves a blocking collective only when it has what it
 needs: for barrier and all_reduce that is something from every rank, so rank 0 reads after every write; for
-broadcast from rank 0 it is nothing (rank 0 is the root, and gloo's broadcast is a tree), so rank 0 can leave
-before the late rank arrives; with ``async_op=True`` the call returns at once and nothing is ordered until
+broadcast from rank 0 it is its direct children in gloo's tree having received (ranks 1 and 2 of 4), so rank 0
+can leave before a late rank 3 arrives; with ``async_op=True`` the call returns at once and nothing is ordered until
 ``wait()``.
 """
 
