@@ -11,7 +11,7 @@ first barrier and (b) every rank exited, and the PSS of a live 4-rank group incl
 ``--compare REV`` instead measures this tree's launcher against the one in git revision REV in the same
 run: two kernel processes (one per version, each with its warm process ready) launch 4 ranks to a first
 barrier in turn, in alternating order, ``--pairs`` times; it prints each one's median, the median of the
-per-pair ratios (new / old), and the PSS and USS of each one's live 4-rank group (USS, the memory only
+per-pair ratios (new / old), the same for the whole call (launch to return), and the PSS and USS of each one's live 4-rank group (USS, the memory only
 that group uses, is the fairer comparison: PSS splits torch's shared pages among every process using them,
 other jobs' included). It also times
 ``result.unpickle_isolated`` for the values 4 ranks typically return.
@@ -193,8 +193,9 @@ for line in sys.stdin:
         continue
     start = time.monotonic()
     run = bl.run(past_first_barrier, 4, record=False)
+    end = time.monotonic()
     assert run.ok, run
-    print(max(run.values) - start, flush=True)
+    print(max(run.values) - start, end - start, flush=True)
 """
 
 
@@ -221,10 +222,13 @@ def compare(revision: str, pairs: int) -> None:
         kernels = {"new": _kernel(os.path.join(root, "src")), "old": _kernel(os.path.join(old_tree, "src"))}
         try:
             times: dict[str, list[float]] = {"new": [], "old": []}
+            whole: dict[str, list[float]] = {"new": [], "old": []}
             for i in range(pairs):
                 order = ("new", "old") if i % 2 == 0 else ("old", "new")
                 for name in order:
-                    times[name].append(_ask(kernels[name], "run")[0])
+                    barrier, call = _ask(kernels[name], "run")
+                    times[name].append(barrier)
+                    whole[name].append(call)
             pss = {name: _ask(kernel, "pss") for name, kernel in kernels.items()}
         finally:
             for kernel in kernels.values():
@@ -239,6 +243,10 @@ def compare(revision: str, pairs: int) -> None:
         print(f"| {name} | {statistics.median(times[name]):.4f} | {deciles[0]:.4f}–{deciles[-1]:.4f} | "
               f"{pss[name][0] / 2**20:.0f} / {pss[name][1] / 2**20:.0f} |")
     print(f"median of per-pair ratios new/old: {statistics.median(ratios):.3f}")
+    calls = [n / o for n, o in zip(whole["new"], whole["old"])]
+    print(f"whole call (launch to return, rank exit and clean-up included): median new "
+          f"{statistics.median(whole['new']):.4f} s, old {statistics.median(whole['old']):.4f} s, "
+          f"median of per-pair ratios {statistics.median(calls):.3f}")
 
 
 def unpickle_costs(repeat: int = 30) -> None:

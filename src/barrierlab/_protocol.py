@@ -5,7 +5,7 @@
 * what the kernel asks for: :class:`RunOptions` (the learner's choices, validated) inside a
   :class:`RunSpec` (everything every rank needs), and per rank a :class:`RankSpec`;
 * what travels on the pipes between kernel and warm process: :class:`Ready`, :class:`Launch`,
-  :class:`Started`, :class:`SignalRanks`, :class:`Exited`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
+  :class:`Started`, :class:`SignalRanks`, :class:`Exited`, :class:`Swept`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
 * where a rank leaves what it did: the files named by :class:`RankFiles`;
 * how a rank ended: a :class:`Status`, in an :class:`Outcome` file that ranks of ``barrierlab.run`` and
   torchrun workers (``barrierlab.torchrun``) both write, and one reader (:meth:`Outcome.read`) reads;
@@ -109,6 +109,13 @@ class RunSpec:
     kernel_env: tuple[tuple[str, str], ...]  # the kernel's environment now, not the warm process's old one
     cwd: str
     sys_path: tuple[str, ...]
+    #: When the call (fn, args, kwargs) is large it is not in ``payload`` (which is then empty) but written
+    #: once to this file in ``run_dir``, which every rank reads for itself: one copy on the way, whatever
+    #: the number of ranks, and each rank unpickles its own objects (copy-on-write semantics, as under
+    #: torchrun: a rank's in-place change never reaches another rank).
+    payload_path: str = ""
+    #: The run's start, in clock ticks since boot (``_contain.ticks_now``): no process older belongs to it.
+    start_ticks: int = 0
 
     @property
     def store_path(self) -> str:
@@ -155,6 +162,18 @@ class Started:
 
     run_id: str
     pids: tuple[int, ...]
+    #: ``start_times[r]``: when rank r started (clock ticks since boot), read while it was the warm
+    #: process's unreaped child: with its PID, the rank's identity (a pidfd is checked against it).
+    start_times: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Swept:
+    """warm process -> kernel: every rank of ``run_id`` has ended and so has every process they started
+    (``killed`` of them were still running and were killed)."""
+
+    run_id: str
+    killed: int
 
 
 @dataclass(frozen=True)
@@ -181,7 +200,7 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Union[Ready, Preloaded, Launch, Started, SignalRanks, Exited, Quit]
+Message = Union[Ready, Preloaded, Launch, Started, SignalRanks, Exited, Swept, Quit]
 
 _HEADER = struct.Struct(">I")
 
@@ -189,21 +208,22 @@ _HEADER = struct.Struct(">I")
 def send(fd: int, message: Message) -> None:
     """Write one message (a length-prefixed pickle) to a pipe."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    for part in (_HEADER.pack(len(data)), data):
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def _read_exactly(fd: int, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
+    buffer = bytearray(n)
+    view = memoryview(buffer)
+    got = 0
+    while got < n:
+        count = os.readv(fd, [view[got:]])
+        if not count:
             return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        got += count
+    return bytes(buffer) if n < 65536 else buffer
 
 
 def receive(fd: int) -> Message | None:
@@ -213,6 +233,27 @@ def receive(fd: int) -> Message | None:
         return None
     body = _read_exactly(fd, _HEADER.unpack(header)[0])
     return None if body is None else pickle.loads(body)
+
+
+# --- the run's private folder -------------------------------------------------------------------------
+#: A run's folder is ``<tmp>/barrierlab-run-<kernel pid>-<kernel start time>-<random>``: the owner's PID and
+#: start time (clock ticks since boot) say whether the kernel that made it is still alive.
+RUN_DIR_PREFIX = "barrierlab-run-"
+_RUN_DIR = re.compile(r"^barrierlab-run-(\d+)-(\d+)-[A-Za-z0-9_]+$")
+
+
+def run_dir_prefix(pid: int, start_ticks: int) -> str:
+    return f"{RUN_DIR_PREFIX}{pid}-{start_ticks}-"
+
+
+def run_dir_owner(name: str) -> tuple[int, int] | None:
+    """(PID, start time) of the kernel that created a run folder named ``name``; None if it is not one."""
+    match = _RUN_DIR.match(name)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+#: The file of a large call in the run's folder (see ``RunSpec.payload_path``).
+PAYLOAD_FILE = "payload"
 
 
 # --- where a rank leaves what it did ------------------------------------------------------------------

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from barrierlab import record
+from barrierlab._contain import RUN_MARKER
 from barrierlab._protocol import Outcome, RankFiles, RankSpec, RunSpec, Status, clock_anchor
 
 STACK_SIGNAL = signal.SIGUSR1
@@ -96,7 +97,11 @@ def _save_flight_record(path: str) -> None:
 
 
 def load_the_call(spec: RunSpec):
-    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs."""
+    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs. A large call was
+    written once to a file, which each rank reads for itself (so each has its own objects)."""
+    if spec.payload_path:
+        with open(spec.payload_path, "rb") as f:
+            return cloudpickle.load(f)
     return cloudpickle.loads(spec.payload)
 
 
@@ -127,7 +132,8 @@ def _set_environment(spec: RankSpec) -> None:
     os.environ.clear()  # the kernel's environment now, not the one the warm process started with
     os.environ.update(spec.run.kernel_env)
     os.environ.update({"RANK": str(spec.rank), "WORLD_SIZE": str(options.world_size),
-                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size)})
+                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size),
+                       RUN_MARKER: spec.run.run_id})  # inherited by every program the rank starts
     loopback = loopback_interface()
     if loopback:
         os.environ["GLOO_SOCKET_IFNAME"] = loopback

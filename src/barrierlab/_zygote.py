@@ -8,7 +8,10 @@ shared with the learner's own multiprocessing code.  This one is small and does 
   never reaches it or the ranks;
 * it forks only when asked, reaps its children and reports each exit status;
 * it signals only its own, not-yet-reaped children (their PIDs cannot have been reused);
-* it exits, killing its children, as soon as the parent's pipe closes (kernel died or restarted).
+* it exits, killing its children, as soon as the parent's pipe closes (kernel died or restarted);
+* it is a child subreaper (``_contain``): when every rank of a run has ended, it kills whatever the ranks
+  started (however it detached) before it reports the run :class:`Swept`; ranks are SIGKILLed by the kernel
+  if it dies (``PR_SET_PDEATHSIG``), each leads its own session, and it signals them through pidfds.
 
 The messages and their framing are defined in ``_protocol.py``.
 """
@@ -21,8 +24,9 @@ import signal
 import sys
 import time
 
+from barrierlab import _contain
 from barrierlab._protocol import (
-    Exited, Launch, Preloaded, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, receive, send,
+    Exited, Launch, Preloaded, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, Swept, receive, send,
 )
 
 #: Imported once here so that ranks, forked from this process, share them instead of each importing
@@ -44,6 +48,8 @@ class Zygote:
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.children: dict[int, tuple[str, int]] = {}  # pid -> (run id, rank)
+        self.pidfds: dict[int, int] = {}  # pid -> pidfd, for each unreaped rank
+        _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -81,28 +87,50 @@ class Zygote:
         if isinstance(message, Launch):
             spec = message.spec
             pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
-            send(self.out_fd, Started(spec.run_id, pids))
+            send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids)))
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
-                    try:
-                        os.kill(pid, message.signum)
-                    except ProcessLookupError:
-                        pass
+                    self.signal_rank(pid, message.signum)
+
+    def signal_rank(self, pid: int, signum: int) -> None:
+        """Signal an unreaped rank (its PID cannot have been reused); SIGKILL takes its session's process
+        group with it."""
+        fd = self.pidfds.get(pid)
+        if fd is None or not _contain.signal_pidfd(fd, signum):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+        if signum == signal.SIGKILL:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # the rank's own group: it is still unreaped, so still ours
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def fork_rank(self, spec: RunSpec, rank: int) -> int:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            self.become_rank(RankSpec(spec, rank))
+            self.become_rank(RankSpec(spec, rank), parent)
         self.children[pid] = (spec.run_id, rank)
+        try:
+            self.pidfds[pid] = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            pass
         return pid
 
-    def become_rank(self, spec: RankSpec) -> None:
+    def become_rank(self, spec: RankSpec, parent: int) -> None:
         code = 70
         try:
+            _contain.die_with_parent(parent)
+            try:
+                os.setsid()  # its own session and process group: what it starts can be found and killed
+            except OSError:
+                pass
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w):
+            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w, *self.pidfds.values()):
                 os.close(fd)
             from barrierlab import _rank
 
@@ -111,34 +139,47 @@ class Zygote:
             os._exit(code)
 
     def reap(self) -> None:
-        while self.children:
+        """Reap every ended child (ranks, and orphans adopted as subreaper); report ranks' exits; when a
+        run's last rank has ended, kill what its ranks left running and report the run swept."""
+        ended_runs = set()
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
             run_id, rank = self.children.pop(pid, (None, None))
+            fd = self.pidfds.pop(pid, None)
+            if fd is not None:
+                os.close(fd)
             if run_id is None:
-                continue
+                continue  # an adopted orphan
             if os.WIFSIGNALED(status):
                 code, sig = None, os.WTERMSIG(status)
             else:
                 code, sig = os.waitstatus_to_exitcode(status), None
             send(self.out_fd, Exited(run_id, rank, pid, code, sig))
+            ended_runs.add(run_id)
+        live_runs = {run_id for run_id, _ in self.children.values()}
+        for run_id in ended_runs - live_runs:
+            send(self.out_fd, Swept(run_id, self.sweep()))
+
+    def sweep(self) -> int:
+        """Kill every descendant but the ranks of runs still going (and what they started); the adopted
+        orphans are reaped by the next :meth:`reap` (their SIGCHLD wakes the loop)."""
+        return _contain.kill_descendants(os.getpid(), keep=set(self.children))
 
     def kill_all(self) -> None:
         for pid in list(self.children):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self.signal_rank(pid, signal.SIGKILL)
         for pid in list(self.children):
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
         self.children.clear()
+        _contain.kill_descendants(os.getpid())
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ milliseconds instead of seconds, and forking never happens from the multi-thread
 from __future__ import annotations
 
 import atexit
+import contextlib
 import inspect
 import math
 import numbers
@@ -24,10 +25,10 @@ import uuid
 
 import cloudpickle
 
-from barrierlab import _warmstart
+from barrierlab import _contain, _payload, _warmstart
 from barrierlab._protocol import (
-    Exited, Launch, Message, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive,
-    send,
+    PAYLOAD_FILE, Exited, Launch, Message, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks,
+    Started, Swept, receive, run_dir_owner, run_dir_prefix, send,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -50,10 +51,43 @@ MAX_TIMEOUT = 3600.0
 MAX_DEADLINE = MAX_TIMEOUT + DEFAULT_DEADLINE_MARGIN
 #: Most torch intra-op threads per rank.
 MAX_THREADS = 64
+#: A call pickled larger than this is written once to a file in the run's folder instead of being sent
+#: through the pipe (each rank reads it for itself).
+PAYLOAD_INLINE = 256 * 1024
+#: How long the warm process may take to confirm that ranks (and what they started) are gone, once the
+#: kernel sees them dead, before it counts as unresponsive and is replaced.
+CONFIRM_TIMEOUT = 0.5
+#: The same while the warm process is still importing the lessons' modules (it imports one at a time between
+#: requests, torch._dynamo taking seconds, and answers only in between).
+PRELOADING_CONFIRM_TIMEOUT = 30.0
 
 
 class LaunchError(RuntimeError):
     """The ranks could not be started (the warm process failed or died)."""
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """In the main thread: a SIGINT (Ctrl-C, Jupyter's interrupt) that arrives inside the block raises
+    KeyboardInterrupt only when the block is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    except (ValueError, TypeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
 
 
 class _WarmProcess:
@@ -71,7 +105,8 @@ class _WarmProcess:
 
     def send(self, message: Message) -> None:
         try:
-            send(self.to_fd, message)
+            with _interrupt_deferred():  # half a message would leave the pipe out of step
+                send(self.to_fd, message)
         except (BrokenPipeError, OSError) as error:
             raise LaunchError(f"the warm process (pid {self.process.pid}) is gone: {error}") from None
 
@@ -80,7 +115,8 @@ class _WarmProcess:
         readable, _, _ = select.select([self.from_fd], [], [], max(timeout, 0.0))
         if not readable:
             return None
-        message = receive(self.from_fd)
+        with _interrupt_deferred():  # half a message would leave the pipe out of step
+            message = receive(self.from_fd)
         if message is None:
             code = self.process.wait()
             raise LaunchError(f"the warm process that starts ranks exited (code {code}); the next run starts a new one")
@@ -130,6 +166,10 @@ def warm_up(wait: bool = False) -> None:
     global _warm
     with _lock:
         if _warm is None or not _warm.alive():
+            if _warm is None:
+                remove_stale_run_dirs()
+            else:
+                _warm.close()
             _warm = _WarmProcess()
         if wait:
             _warm.wait_preloaded()
@@ -286,22 +326,23 @@ def _own_modules(*objects) -> set:
     return modules
 
 
-def _pack(fn, args: tuple, kwargs: dict) -> bytes:
-    """cloudpickle the call, naming exactly what cannot be sent to the ranks."""
+def _pack(fn, args: tuple, kwargs: dict, folder: str | None = None) -> bytes:
+    """cloudpickle the call, naming exactly what cannot be sent to the ranks. With ``folder`` (the run's),
+    large tensors are written there once and mapped by each rank (``_payload``)."""
     modules = _own_modules(fn, *args, *kwargs.values())
     try:
         for module in modules:
             cloudpickle.register_pickle_by_value(module)
-        return cloudpickle.dumps((fn, args, kwargs))
+        return _payload.dumps((fn, args, kwargs), folder)
     except Exception:
-        pass
+        _remove_mapped(folder)
     finally:
         for module in modules:
             cloudpickle.unregister_pickle_by_value(module)
     try:
-        return cloudpickle.dumps((fn, args, kwargs))  # by reference: the ranks import those modules
+        return _payload.dumps((fn, args, kwargs), folder)  # by reference: the ranks import those modules
     except Exception:
-        pass
+        _remove_mapped(folder)
     name = getattr(fn, "__qualname__", repr(fn))
     parts = [(f"the variable {var!r} used by {name}", value) for var, value in _captured(fn)]
     parts.append(("the function " + name, fn))
@@ -321,6 +362,14 @@ def _pack(fn, args: tuple, kwargs: dict) -> bytes:
         return cloudpickle.dumps((fn, args, kwargs))
     except Exception as error:
         raise TypeError(f"barrierlab.run cannot send the call to the ranks: {type(error).__name__}: {error}") from error
+
+
+def _remove_mapped(folder: str | None) -> None:
+    """Remove the tensor files a failed attempt to pickle the call wrote."""
+    if folder:
+        for name in os.listdir(folder):
+            if name.startswith(PAYLOAD_FILE + "."):
+                os.unlink(os.path.join(folder, name))
 
 
 def run(
@@ -368,7 +417,6 @@ def run(
     args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
                                      record, check)
     view_kind = choose_view(None if live is None else _check_flag("live", live))
-    payload = _pack(fn, args, kwargs)
     with _lock:
         warm_up()
         try:
@@ -378,36 +426,111 @@ def run(
             warm_up(wait=True)
         index = CodeIndex().add((fn, args, kwargs))
         try:
-            result = _launch(_warm, payload, options, index, view_kind)
+            result = _launch(_warm, (fn, args, kwargs), options, index, view_kind)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(
                 f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped") from None
     return result.raise_if_failed() if options.check else result
 
 
-def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: CodeIndex, view_kind: str = "none"
-            ) -> Run:
-    """Start the ranks, wait for them within the deadline, end every one of them, and read what they left."""
-    spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=tempfile.mkdtemp(prefix="barrierlab-"), payload=payload,
-                   options=options, t0=time.monotonic(), kernel_pid=os.getpid(),
-                   kernel_env=tuple(os.environ.items()), cwd=os.getcwd(), sys_path=tuple(sys.path))
-    group = _RunningGroup(warm, spec)
-    view = None
+def _my_start() -> int:
+    global _START
+    if _START is None:
+        _START = _contain.start_time(os.getpid()) or 0
+    return _START
+
+
+_START: int | None = None
+
+
+def remove_stale_run_dirs(folder: str | None = None) -> list[str]:
+    """Remove run folders (``barrierlab-run-<pid>-<start>-*``) this user's kernels left when they died (a
+    SIGKILL leaves no chance to clean up). Never one of a live process (its PID and start time are checked),
+    never a symlink, never another user's. Returns the folders removed."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
     try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        owner = run_dir_owner(name)
+        if owner is None:
+            continue
+        path = os.path.join(folder, name)
         try:
-            group.start()
-            view = _show_live(view_kind, spec, group, index)
-            group.wait_until_done_or_deadline()
-            group.ask_stuck_ranks_for_stacks()
+            info = os.lstat(path)
+        except OSError:
+            continue
+        import stat as stat_
+
+        if not stat_.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        pid, start = owner
+        if _contain.start_time(pid) == start:
+            continue  # its kernel is alive: the run may be going on
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _remove_run_dir(path: str) -> None:
+    """Remove a run's folder; a Ctrl-C meanwhile is delivered only once it is gone."""
+    with _interrupt_deferred():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_payload(run_dir: str, payload: bytes) -> str:
+    path = os.path.join(run_dir, PAYLOAD_FILE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return path
+
+
+def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeIndex, view_kind: str = "none"
+            ) -> Run:
+    """Start the ranks, wait for them within the deadline, end every one of them and every process they
+    started, and read what they left. The run's folder is removed on every path."""
+    t0 = time.monotonic()
+    run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
+    group = None
+    try:
+        payload = _pack(*call, folder=run_dir)
+        del call
+        payload_path = ""
+        if len(payload) > PAYLOAD_INLINE:
+            payload_path, payload = _write_payload(run_dir, payload), b""
+        spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=run_dir, payload=payload, options=options, t0=t0,
+                       kernel_pid=os.getpid(), kernel_env=tuple(os.environ.items()), cwd=os.getcwd(),
+                       sys_path=tuple(sys.path), payload_path=payload_path, start_ticks=_contain.ticks_now())
+        del payload
+        group = _RunningGroup(warm, spec)
+        view = None
+        try:
+            try:
+                group.start()
+                view = _show_live(view_kind, spec, group, index)
+                group.wait_until_done_or_deadline()
+                group.ask_stuck_ranks_for_stacks()
+            finally:
+                if view is not None:
+                    view.close()
+                group.end_every_rank()  # deadline, interrupt or error: end every rank of this run, only them
         finally:
-            if view is not None:
-                view.close()
-            group.end_every_rank()  # deadline, interrupt or error: end every rank of this run, only them
+            if group.warm_broken:
+                _discard(warm)
+                _contain.kill_run_leftovers(spec.run_id, set(group.pids), spec.start_ticks)
+            group.close()
         run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
                       group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
                       index=index, linger=options.linger)
     finally:
-        shutil.rmtree(spec.run_dir, ignore_errors=True)
+        _remove_run_dir(run_dir)
     return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
 
 
@@ -428,8 +551,24 @@ def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeInde
     return LiveView(kind, events, spec.t0, spec.options.deadline, endings, where)
 
 
+def _discard(warm: _WarmProcess) -> None:
+    """Kill a warm process that died or stopped answering (its ranks die with it: PR_SET_PDEATHSIG); the
+    next run starts a new one."""
+    global _warm
+    if warm.alive():
+        warm.process.kill()  # our own unreaped child: its PID cannot have been reused
+        try:
+            warm.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+    warm.close()
+    if _warm is warm:
+        _warm = None
+
+
 class _RunningGroup:
-    """The ranks of one run, seen from the kernel: their PIDs, which have exited, which were stopped."""
+    """The ranks of one run, seen from the kernel: their PIDs (and pidfds), which have exited, which were
+    stopped, and whether the warm process has confirmed that nothing they started is left."""
 
     def __init__(self, warm: _WarmProcess, spec: RunSpec) -> None:
         self.warm = warm
@@ -438,25 +577,71 @@ class _RunningGroup:
         self.exits: dict[int, tuple[int | None, int | None]] = {}  # rank -> (exit code, signal)
         self.stopped: set[int] = set()
         self.pids: list[int] = []
+        self.pidfds: dict[int, int] = {}  # rank -> pidfd, opened while the rank was known to be ours
+        self.launched = False
         self.started = False
+        self.swept = False
+        self.warm_broken = False
 
     def start(self) -> None:
-        self.warm.send(Launch(self.spec))
+        self.send(Launch(self.spec))
+        self.launched = True
+        give_up = time.monotonic() + min(START_TIMEOUT, self.spec.options.deadline)
         while not self.started:
-            message = self.warm.receive(START_TIMEOUT)
+            remaining = give_up - time.monotonic()
+            message = self.warm.receive(remaining) if remaining > 0 else None
             if message is None:
-                raise LaunchError("the warm process did not start the ranks")
-            if isinstance(message, Started) and message.run_id == self.spec.run_id:
-                self.started, self.pids = True, list(message.pids)
+                self.warm_broken = True
+                raise LaunchError("the warm process did not start the ranks (it stopped answering); "
+                                  "the next run starts a new one")
+            self.note(message)
+
+    def confirm_timeout(self) -> float:
+        return CONFIRM_TIMEOUT if self.warm.preloaded else PRELOADING_CONFIRM_TIMEOUT
+
+    def send(self, message: Message) -> None:
+        try:
+            self.warm.send(message)
+        except LaunchError:
+            self.warm_broken = True
+            raise
+
+    def note(self, message: Message | None) -> None:
+        if isinstance(message, Started) and message.run_id == self.spec.run_id:
+            self.started, self.pids = True, list(message.pids)
+            for rank, (pid, start) in enumerate(zip(message.pids, message.start_times or [None] * len(message.pids))):
+                fd = _contain.open_pidfd(pid, start or None)
+                if fd is not None:
+                    self.pidfds[rank] = fd
+        elif isinstance(message, Exited) and message.run_id == self.spec.run_id:
+            self.exits[message.rank] = (message.code, message.sig)
+        elif isinstance(message, Swept) and message.run_id == self.spec.run_id:
+            self.swept = True
 
     def pump(self, seconds: float) -> None:
-        """Wait up to ``seconds`` for one message from the warm process and note an exit of ours."""
-        message = self.warm.receive(seconds)
-        if isinstance(message, Exited) and message.run_id == self.spec.run_id:
-            self.exits[message.rank] = (message.code, message.sig)
+        """Wait up to ``seconds`` for one message from the warm process and note it if it is ours."""
+        try:
+            self.note(self.warm.receive(seconds))
+        except LaunchError:
+            self.warm_broken = True
+            raise
 
     def signal_all(self, signum: int) -> None:
-        self.warm.send(SignalRanks(self.spec.run_id, signum))
+        self.send(SignalRanks(self.spec.run_id, signum))
+
+    def signal_directly(self, ranks: set[int], signum: int) -> None:
+        """Signal ranks through the kernel's own pidfds: no need for the warm process to answer."""
+        for rank in ranks:
+            fd = self.pidfds.get(rank)
+            if fd is not None:
+                _contain.signal_pidfd(fd, signum)
+
+    def dead(self) -> set[int]:
+        """Ranks whose process has ended, as the kernel's pidfds tell (whether or not it was reaped)."""
+        if not self.pidfds:
+            return set()
+        ready, _, _ = select.select(list(self.pidfds.values()), [], [], 0)
+        return {rank for rank, fd in self.pidfds.items() if fd in ready}
 
     def reported(self) -> set[int]:
         """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended)."""
@@ -466,31 +651,74 @@ class _RunningGroup:
         return set(range(self.world_size)) - set(self.exits)
 
     def wait_until_done_or_deadline(self) -> None:
+        """Until every rank has exited (with ``linger``: exited or reported its outcome), or the deadline."""
         linger = self.spec.options.linger
         give_up = self.spec.t0 + self.spec.options.deadline
-        while self.running() and (remaining := give_up - time.monotonic()) > 0:
-            self.pump(min(remaining, 0.02) if linger else remaining)
-            if linger and len(self.reported()) == self.world_size:
+        silent_since = None
+        while (running := self.running()) and (remaining := give_up - time.monotonic()) > 0:
+            if linger and not running - self.reported():
                 break
+            self.pump(min(remaining, 0.02 if linger else 0.1))
+            if self.running() and self.running() <= self.dead():  # dead, yet the warm process says nothing
+                silent_since = silent_since or time.monotonic()
+                if time.monotonic() - silent_since > self.confirm_timeout():
+                    self.warm_broken = True
+                    return
+            else:
+                silent_since = None
 
     def ask_stuck_ranks_for_stacks(self) -> None:
         """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it."""
-        running = self.running()
+        running = self.running() - self.dead()
         self.stopped = running - (self.reported() if self.spec.options.linger else set())
         if not self.stopped:
             return
-        self.signal_all(signal.SIGUSR1)
+        self.signal_directly(self.stopped, signal.SIGUSR1)
         grace_end = time.monotonic() + STACK_GRACE
-        while (remaining := grace_end - time.monotonic()) > 0 and self.running():
-            self.pump(remaining)
+        stacks = [RankFiles(self.spec.run_dir, r).stack for r in self.stopped]
+        while time.monotonic() < grace_end and self.running():
+            if all(_size(path) > 0 for path in stacks):
+                time.sleep(0.02)  # the last lines of the dump
+                break
+            time.sleep(0.01)
 
     def end_every_rank(self) -> None:
-        if not self.running():
+        """SIGKILL every rank still running (through the kernel's pidfds, and through the warm process,
+        which takes each rank's process group too), then wait, briefly, for the warm process to confirm
+        every exit and that nothing the ranks started is left; if it does not, it is broken."""
+        if not self.launched:
             return
+        if not self.started:  # interrupted between Launch and Started: the ranks may be running already
+            give_up = time.monotonic() + self.confirm_timeout()
+            try:
+                while not self.started and not self.warm_broken and time.monotonic() < give_up:
+                    self.pump(max(0.0, give_up - time.monotonic()))
+            except LaunchError:
+                pass
+            if not self.started:
+                self.warm_broken = True
+                return
+        running = self.running()
+        self.signal_directly(running, signal.SIGKILL)
         try:
-            self.signal_all(signal.SIGKILL)
-            give_up = time.monotonic() + 2.0
-            while self.started and self.running() and time.monotonic() < give_up:
-                self.pump(give_up - time.monotonic())
+            if running and not self.warm_broken:
+                self.signal_all(signal.SIGKILL)
+            give_up = time.monotonic() + self.confirm_timeout()
+            while not self.warm_broken and (self.running() or not self.swept) and time.monotonic() < give_up:
+                self.pump(min(0.05, max(0.0, give_up - time.monotonic())))
         except LaunchError:
-            pass
+            self.warm_broken = True
+        if self.running() or not self.swept:
+            self.warm_broken = True
+
+    def close(self) -> None:
+        for fd in self.pidfds.values():
+            os.close(fd)
+        self.pidfds.clear()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

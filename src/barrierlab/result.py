@@ -20,6 +20,11 @@ from barrierlab.stacks import Stuck, relabel_traceback, stuck_at
 
 #: How much of each rank's stdout/stderr is kept: the head and the tail, this many bytes each.
 OUTPUT_KEEP = 32 * 1024
+#: Lines of the ranks' events files read per run at most, shared among the ranks, half from the start of
+#: each file and half from its end (at least 500 of each per rank): what keeps collecting a flood of
+#: events within a second and the kernel's memory bounded. The events in between are counted
+#: (``RankResult.events_dropped``), not kept.
+EVENT_LINES_PER_RUN = 10_000
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
 #: How long unpickling the returned values in a throwaway process may take before it counts as failed.
@@ -111,6 +116,8 @@ class RankResult:
     #: torch's flight recorder for this rank, when it could be read: (op, sequence number, state) per
     #: collective the rank issued, including those made from C++ (DDP); None if unavailable.
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
+    #: Events of this rank not kept (the middle of a flood of events; the first and last are kept).
+    events_dropped: record.Dropped = field(default_factory=record.Dropped, repr=False)
     #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
     _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
 
@@ -185,14 +192,16 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
     Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
     which the launcher calls once the run's bookkeeping is done and its folder is removed."""
     ranks = []
+    keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
+    sites: dict[tuple, tuple[str, str]] = {}
     for rank in range(world_size):
         files = RankFiles(run_dir, rank)
         code, sig = exits.get(rank, (None, None))
-        events = record.read_events(files.events, rank=rank, t0=t0, index=index)
+        events, dropped = record.read_events_kept(files.events, rank=rank, t0=t0, index=index, keep=keep)
         flight = record.read_flight(files.events, rank, t0, index, events)
         result = RankResult(rank=rank, status=Status.STOPPED, pid=pids[rank] if rank < len(pids) else None,
                             stdout=_read_output(files.stdout), stderr=_read_output(files.stderr),
-                            exit_code=code, signal=sig, events=events,
+                            exit_code=code, signal=sig, events=events, events_dropped=dropped,
                             flight=_load_flight(files.flight) if flight is None else flight)
         try:
             outcome = Outcome.read(files.outcome)
@@ -212,8 +221,12 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
             result.stuck = stuck_at(_read_output(files.stack), index)
         for event in result.events:
             if event.file:
-                event.file = index.resolve(event.file, event.line, event.func) if index else event.file
-                event.where = str(Site(event.file, event.line, event.func))
+                key = (event.file, event.line, event.func)
+                placed = sites.get(key)
+                if placed is None:  # a flood of events comes from a few lines: place each line once
+                    file = index.resolve(event.file, event.line, event.func) if index else event.file
+                    placed = sites[key] = (file, str(Site(file, event.line, event.func)))
+                event.file, event.where = placed
         ranks.append(result)
     return Run(world_size=world_size, ranks=ranks, elapsed=elapsed, timeout=timeout, deadline=deadline,
                hit_deadline=bool(stopped), linger=linger)
@@ -454,6 +467,21 @@ class Run:
     def events(self) -> list[record.Event]:
         return sorted((e for r in self.ranks for e in r.events), key=lambda e: e.start)
 
+    @property
+    def events_dropped(self) -> dict[int, record.Dropped]:
+        """Ranks that recorded more events than are kept, and how many of theirs were dropped (from the
+        middle: the first and the last are kept)."""
+        return {r.rank: r.events_dropped for r in self.ranks if r.events_dropped}
+
+    def dropped_note(self) -> str:
+        """One line saying which ranks' events were cut, or ""."""
+        dropped = self.events_dropped
+        if not dropped:
+            return ""
+        parts = ", ".join(f"rank {rank}: {count}" for rank, count in dropped.items())
+        return (f"events not kept (the first and last of each rank are; the middle was dropped to keep the "
+                f"kernel fast and small): {parts}")
+
     def timeline(self, **options):
         """A matplotlib figure: one lane per rank, time in collectives shaded, releases drawn."""
         from barrierlab.plot import timeline
@@ -523,6 +551,8 @@ class Run:
 
     def __repr__(self) -> str:
         lines = [f"Run({self.headline()})"] + ["  " + r.summary() for r in self.ranks]
+        if self.dropped_note():
+            lines.append("  " + self.dropped_note())
         outputs = self.outputs()
         return "\n".join(lines + ([outputs] if outputs else []))
 
@@ -547,9 +577,11 @@ class Run:
                 f"<td>{span}</td><td style='text-align:left'>{html.escape(detail)}"
                 f"</td><td style='text-align:left'>{output}</td></tr>"
             )
+        note = f"<div style='color:#b35806'>{html.escape(self.dropped_note())}</div>" if self.dropped_note() else ""
         return (
             f"<div><b>barrierlab run</b>: {html.escape(self.headline())} "
             f"<span style='color:#666'>(timeout {self.timeout:g} s, deadline {self.deadline:g} s)</span>"
+            f"{note}"
             "<table><thead><tr><th>rank</th><th>status</th><th>ran (s since launch)</th>"
             "<th>returned / error / stuck at</th><th>output</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table></div>"

@@ -1,0 +1,190 @@
+"""Stress barrierlab.run with hostile rank code, run after run, and count what it leaves behind.
+
+    python benchmarks/stress.py [--runs 500] [--seed 0] [--deadline 1.5]
+
+Each run draws one kind (deadlock, exception, os._exit, SIGKILL, detached grandchildren, a span flood, a
+50 MB tensor argument, a random interrupt: KeyboardInterrupt delivered to the calling thread by a timer with
+``signal.pthread_kill(main, SIGINT)``, or a plain run) and a world size of 1-6. At the end it prints:
+
+- runs: how many ran, by kind, and how many were interrupted;
+- processes left: descendants of this process other than the warm process, processes carrying a run's
+  environment marker (``BARRIERLAB_RUN_ID``) or in a rank's session, and the grandchildren the ranks
+  reported starting, still running 1 s after the last run;
+- temp dirs left: this process's run folders;
+- worst overshoot: the largest (time the call took - the run's deadline), over every run;
+- kernel memory growth: this process's RSS after the last run minus after the warm-up runs.
+
+Targets: 0, 0, <= 1 s, <= 100 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+
+import psutil
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab import _contain, launch
+from barrierlab._protocol import run_dir_prefix
+
+KINDS = ["ok", "deadlock", "raise", "os_exit", "sigkill", "detached", "flood", "big_argument", "interrupt"]
+
+
+def start_grandchildren() -> list[int]:
+    """A Popen child, one in a new session, one that ignores SIGTERM, and a double-forked Python daemon."""
+    pids = [subprocess.Popen(["sleep", "1000"]).pid,
+            subprocess.Popen(["sleep", "1000"], start_new_session=True).pid,
+            subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                              "signal.SIG_IGN); time.sleep(1000)"], start_new_session=True).pid]
+    read_fd, write_fd = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write_fd, str(os.getpid()).encode())
+            while True:
+                time.sleep(1)
+        os._exit(0)
+    os.close(write_fd)
+    pids.append(int(os.read(read_fd, 32)))
+    os.close(read_fd)
+    return pids
+
+
+def hostile(kind: str, payload=None):
+    rank = dist.get_rank()
+    if kind == "deadlock" and rank == 0:
+        dist.barrier()
+    if kind == "raise" and rank == dist.get_world_size() - 1:
+        raise RuntimeError("boom")
+    if kind == "os_exit" and rank == 0:
+        os._exit(3)
+    if kind == "sigkill" and rank == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "detached":
+        pids = start_grandchildren()
+        dist.barrier()
+        return pids
+    if kind == "flood":
+        while True:
+            with bl.span("x"):
+                pass
+    if kind == "big_argument":
+        payload.add_(rank)  # in place: stays this rank's
+        return float(payload[0])
+    if kind == "interrupt":
+        time.sleep(1000)
+    dist.barrier()
+    return rank
+
+
+def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[str]:
+    """Processes that came from a run and still run."""
+    me = psutil.Process()
+    warm = launch._warm.process.pid if launch._warm is not None and launch._warm.alive() else None
+    found = {}
+    for child in me.children(recursive=True):
+        try:
+            if child.pid != warm and child.status() != psutil.STATUS_ZOMBIE:
+                found[child.pid] = f"{child.pid} descendant {child.name()}"
+        except psutil.NoSuchProcess:
+            pass
+    marker = _contain.RUN_MARKER.encode() + b"="
+    uid = os.getuid()
+    for pid in psutil.pids():
+        try:
+            process = psutil.Process(pid)
+            if process.uids().real != uid or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            stat = _contain._stat(pid)
+            if stat is None or stat[2] < since:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                marked = any(item.startswith(marker) for item in f.read().split(b"\0"))
+            if marked or stat[1] in rank_pids or pid in grandchildren or pid in rank_pids:
+                found.setdefault(pid, f"{pid} from a run: {process.name()}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            pass
+    return sorted(found.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--deadline", type=float, default=1.5, help="deadline of each run, seconds")
+    options = parser.parse_args()
+    rng = random.Random(options.seed)
+    me = psutil.Process()
+    bl.warm_up(wait=True)
+    since = _contain.ticks_now()
+    big = torch.zeros(50 * 2**20 // 4)  # 50 MB
+    main_thread = threading.main_thread().ident
+    for kind in KINDS:  # warm-up: every import every kind needs
+        if kind != "interrupt":
+            bl.run(hostile, 2, args=(kind, big if kind == "big_argument" else None), timeout=1,
+                   deadline=options.deadline)
+    rss_start = me.memory_info().rss
+    counts, interrupted, worst, worst_kind = Counter(), 0, -1e9, ""
+    rank_pids: set[int] = set()
+    grandchildren: set[int] = set()
+    started_all = time.monotonic()
+    for i in range(options.runs):
+        kind = rng.choice(KINDS)
+        world = rng.randint(1, 6)
+        counts[kind] += 1
+        deadline = options.deadline
+        timer = None
+        if kind == "interrupt":
+            timer = threading.Timer(rng.uniform(0.0, deadline), signal.pthread_kill, (main_thread, signal.SIGINT))
+        started = time.monotonic()
+        try:
+            try:
+                if timer is not None:
+                    timer.start()
+                run = bl.run(hostile, world, args=(kind, big if kind == "big_argument" else None), timeout=1,
+                             deadline=deadline)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                    timer.join()
+                time.sleep(0)
+            rank_pids |= {r.pid for r in run.ranks if r.pid}
+            for value in run.values:
+                if kind == "detached" and isinstance(value, list):
+                    grandchildren |= set(value)
+        except KeyboardInterrupt:
+            interrupted += 1
+        elapsed = time.monotonic() - started
+        if elapsed - deadline > worst:
+            worst, worst_kind = elapsed - deadline, kind
+        if (i + 1) % 50 == 0:
+            print(f"  {i + 1} runs, {time.monotonic() - started_all:.0f} s, worst overshoot {worst:+.2f} s "
+                  f"({worst_kind}), RSS {me.memory_info().rss / 2**20:.0f} MiB", flush=True)
+    rss_end = me.memory_info().rss
+    time.sleep(1.0)
+    left = leftovers(rank_pids, grandchildren, since)
+    dirs = glob.glob(os.path.join(tempfile.gettempdir(), run_dir_prefix(os.getpid(), launch._my_start()) + "*"))
+    print(f"runs: {options.runs} ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))}; "
+          f"{interrupted} interrupted) in {time.monotonic() - started_all:.0f} s")
+    print(f"processes left: {len(left)}" + "".join(f"\n  {line}" for line in left))
+    print(f"temp dirs left: {len(dirs)}" + "".join(f"\n  {d}" for d in dirs))
+    print(f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind})")
+    print(f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
+          f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)")
+    bl.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""How the call (fn, args, kwargs) reaches the ranks: pickled once, and large tensors mapped, not copied.
+
+A plain contiguous CPU tensor of at least :data:`MAPPED_BYTES` in the call is written once, raw, to a file in
+the run's private folder, and pickled as a reference to it; each rank maps that file privately
+(``torch.from_file(shared=False)``: ``MAP_PRIVATE``), so N ranks share the same page-cache pages until one
+writes, and a rank's in-place change stays that rank's (copy on write), as under torchrun where each rank
+has its own copy. Anything else is pickled by value with cloudpickle.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import cloudpickle
+
+from barrierlab._protocol import PAYLOAD_FILE
+
+#: Tensors at least this large are mapped from a file rather than pickled.
+MAPPED_BYTES = 1 << 20
+
+
+def mapped_tensor(path: str, dtype, shape: tuple[int, ...]):
+    """In a rank: the tensor written to ``path``, mapped privately (copy on write)."""
+    import torch
+
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.from_file(path, shared=False, size=numel, dtype=dtype).view(shape)
+
+
+class _Pickler(cloudpickle.CloudPickler):
+    def __init__(self, file, folder: str) -> None:
+        super().__init__(file)
+        self.folder = folder
+        self.count = 0
+        self.torch = sys.modules.get("torch")
+
+    def reducer_override(self, obj):
+        torch = self.torch
+        if (torch is not None and type(obj) is torch.Tensor and obj.layout == torch.strided
+                and obj.device.type == "cpu" and not obj.requires_grad and obj.is_contiguous()
+                and obj.storage_offset() == 0 and not obj.is_quantized and not obj.is_complex()
+                and obj.numel() * obj.element_size() >= MAPPED_BYTES
+                and obj.untyped_storage().nbytes() == obj.numel() * obj.element_size()):
+            path = os.path.join(self.folder, f"{PAYLOAD_FILE}.{self.count}")
+            self.count += 1
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(memoryview(obj.detach().view(-1).view(torch.uint8).numpy()))
+            return mapped_tensor, (path, obj.dtype, tuple(obj.shape))
+        return super().reducer_override(obj)
+
+
+def dumps(call: object, folder: str | None) -> bytes:
+    """cloudpickle ``call``; with ``folder``, large tensors go to files there and are mapped by the ranks."""
+    if folder is None or "torch" not in sys.modules:
+        return cloudpickle.dumps(call)
+    buffer = io.BytesIO()
+    _Pickler(buffer, folder).dump(call)
+    return buffer.getvalue()

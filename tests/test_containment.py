@@ -1,0 +1,212 @@
+"""Containment: every process a rank starts ends with the run, however it detaches; ranks end with the warm
+process even while holding the GIL; a warm process that stops answering is replaced; linger returns as
+soon as every rank has ended. Wall-clock bounds are generous (a loaded 2-core machine)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab import _contain, launch
+
+from conftest import live_ranks, wait_until_gone, warm_pid
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+IGNORE_TERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(1000)"
+
+
+def start_detached(kind: str, folder: str) -> int:
+    """Start a process the way ``kind`` says and return its PID (the grandchild's, for a double fork)."""
+    if kind == "popen":
+        return subprocess.Popen(["sleep", "1000"]).pid
+    if kind == "new_session":
+        return subprocess.Popen(["sleep", "1000"], start_new_session=True).pid
+    if kind == "ignores_sigterm":
+        return subprocess.Popen([sys.executable, "-c", IGNORE_TERM], start_new_session=True).pid
+    if kind == "double_fork":
+        read_fd, write_fd = os.pipe()
+        if os.fork() == 0:  # child: new session, fork the daemon, exit
+            os.setsid()
+            if os.fork() == 0:
+                os.write(write_fd, str(os.getpid()).encode())
+                os.close(write_fd)
+                os.execvp("sleep", ["sleep", "1000"])
+            os._exit(0)
+        os.close(write_fd)
+        pid = int(os.read(read_fd, 32))
+        os.close(read_fd)
+        return pid
+    if kind == "python_fork":  # a forked Python daemon that never execs (no environment marker in /proc)
+        read_fd, write_fd = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                os.write(write_fd, str(os.getpid()).encode())
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+        os.close(write_fd)
+        pid = int(os.read(read_fd, 32))
+        os.close(read_fd)
+        return pid
+    raise ValueError(kind)
+
+
+KINDS = ["popen", "new_session", "ignores_sigterm", "double_fork", "python_fork"]
+
+
+def spawn_all(folder):
+    return [start_detached(kind, folder) for kind in KINDS]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ending", ["return", "deadline", "os_exit", "raise"])
+def test_every_process_a_rank_starts_ends_with_the_run(tmp_path, ending):
+    def fn(folder, ending):
+        pids = spawn_all(folder)
+        with open(os.path.join(folder, f"pids{dist.get_rank()}"), "w") as f:
+            f.write(" ".join(map(str, pids)))
+        if ending == "deadline":
+            time.sleep(1000)
+        if ending == "os_exit":
+            os._exit(3)
+        if ending == "raise":
+            raise RuntimeError("boom")
+        return pids
+
+    started = time.monotonic()
+    run = bl.run(fn, 2, args=(str(tmp_path), ending), timeout=3, deadline=4)
+    assert time.monotonic() - started < 30
+    pids = [int(p) for f in tmp_path.glob("pids*") for p in f.read_text().split()]
+    assert len(pids) == 2 * len(KINDS), run
+    # gone when run() returns (zombies count as gone: they are ended, awaiting their reaper)
+    assert wait_until_gone(pids, 0.5) == [], run
+    assert (ending == "return") == run.ok
+
+
+@pytest.mark.timeout(120)
+def test_ranks_holding_the_gil_die_with_the_warm_process(tmp_path):
+    def hold_the_gil(folder):
+        import re
+
+        open(os.path.join(folder, f"pid{dist.get_rank()}"), "w").write(str(os.getpid()))
+        re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking: C code that never releases the GIL
+
+    errors = []
+    thread = threading.Thread(target=lambda: _run_catching(errors, hold_the_gil, 2, args=(str(tmp_path),),
+                                                           timeout=60, deadline=60))
+    thread.start()
+    give_up = time.monotonic() + 60
+    while len(list(tmp_path.glob("pid*"))) < 2 and time.monotonic() < give_up:
+        time.sleep(0.05)
+    ranks = [int(p.read_text()) for p in tmp_path.glob("pid*")]
+    assert len(ranks) == 2
+    time.sleep(0.2)
+    os.kill(launch._warm.process.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    assert wait_until_gone(ranks, 5.0) == []
+    assert time.monotonic() - killed_at < 5.0
+    thread.join(30)
+    assert not thread.is_alive()
+    assert errors and type(errors[0]).__name__ == "LaunchError", errors
+    assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]  # a new warm process
+
+
+def _run_catching(errors, *args, **kwargs):
+    try:
+        kwargs.setdefault("timeout", 5)
+        bl.run(*args, **kwargs)
+    except BaseException as error:  # noqa: B036
+        errors.append(error)
+
+
+@pytest.mark.timeout(180)
+def test_a_stopped_warm_process_is_replaced_within_the_deadline():
+    def stop_the_parent():
+        if dist.get_rank() == 0:
+            os.kill(os.getppid(), signal.SIGSTOP)
+        time.sleep(1000)
+
+    bl.warm_up(wait=True)
+    stopped = warm_pid()
+    started = time.monotonic()
+    try:
+        run = bl.run(stop_the_parent, 2, timeout=2, deadline=3)
+    except Exception as error:  # a LaunchError is acceptable too: what matters is the time and what follows
+        run = error
+    assert time.monotonic() - started < 3 + 2.5, run
+    assert wait_until_gone([stopped], 3.0) == []
+    started = time.monotonic()
+    assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]
+    assert time.monotonic() - started < 90  # a fresh warm process imports torch; no 120 s hang
+
+
+@pytest.mark.timeout(120)
+def test_linger_returns_as_soon_as_every_rank_has_ended():
+    def one_exits():
+        if dist.get_rank() == 1:
+            os._exit(3)
+        return dist.get_rank()
+
+    started = time.monotonic()
+    run = bl.run(one_exits, 3, timeout=30, deadline=30, linger=True)
+    assert time.monotonic() - started < 10  # not the 30 s deadline
+    assert run.statuses[1] == bl.Status.EXITED and run[0].ok and run[2].ok
+
+
+def test_pidfds_refuse_a_process_that_is_not_the_one_expected():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        start = _contain.start_time(child.pid)
+        assert start is not None
+        assert _contain.open_pidfd(child.pid, start + 1) is None  # another start time: another process
+        fd = _contain.open_pidfd(child.pid, start)
+        assert fd is not None
+        assert _contain.signal_pidfd(fd, signal.SIGKILL)
+        os.close(fd)
+        assert child.wait(5) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.mark.timeout(180)
+def test_interrupts_at_random_moments_leave_no_rank_behind():
+    import random
+
+    rng = random.Random(1)
+    main = threading.main_thread().ident
+    interrupted = 0
+    pids = []
+    for _ in range(15):
+        timer = threading.Timer(rng.uniform(0.0, 0.3), signal.pthread_kill, (main, signal.SIGINT))
+        try:
+            try:
+                timer.start()
+                run = bl.run(lambda: (os.getpid(), time.sleep(1000)), 3, timeout=2, deadline=1.0)
+                pids += [r.pid for r in run.ranks]
+            finally:
+                timer.cancel()
+                timer.join()
+                time.sleep(0)
+        except KeyboardInterrupt:
+            interrupted += 1
+        assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []
+    assert interrupted >= 5
+    assert wait_until_gone(pids, 2.0) == []
+    me = psutil.Process()
+    warm = warm_pid()
+    strays = [p for p in me.children(recursive=True) if p.pid != warm and p.status() != psutil.STATUS_ZOMBIE]
+    assert wait_until_gone([p.pid for p in strays], 2.0) == []
