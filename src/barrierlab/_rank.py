@@ -9,6 +9,9 @@ last, atomically. The set-up phases are functions whose names ``stacks.py`` know
 from __future__ import annotations
 
 import faulthandler
+import importlib.abc
+import importlib.util
+import inspect
 import os
 import select
 import signal
@@ -95,8 +98,34 @@ def _save_flight_record(path: str) -> None:
         pass
 
 
+class LearnersModules(importlib.abc.MetaPathFinder):
+    """Import the learner's own modules from the files the kernel loaded them from, and only those.
+
+    The call is pickled by reference to them, so each rank imports them fresh, as a torchrun worker would:
+    their module-level code runs in the rank, with its RANK, and a module the kernel loaded from a file path
+    (``importlib.util.spec_from_file_location``) is found although no ``sys.path`` entry holds it."""
+
+    def __init__(self, modules: tuple[tuple[str, str, bool], ...]) -> None:
+        self.files = {name: (path, package) for name, path, package in modules}
+
+    def find_spec(self, name, path=None, target=None):
+        found = self.files.get(name)
+        if found is None or not os.path.isfile(found[0]):
+            return None  # gone since: the usual import system says what is missing
+        file, package = found
+        locations = [os.path.dirname(file)] if package else None
+        return importlib.util.spec_from_file_location(name, file, submodule_search_locations=locations)
+
+    @staticmethod
+    def install(modules: tuple[tuple[str, str, bool], ...]) -> None:
+        for name, _path, _package in modules:
+            sys.modules.pop(name, None)  # fresh, even if the warm process had imported it
+        sys.meta_path.insert(0, LearnersModules(modules))
+
+
 def load_the_call(spec: RunSpec):
-    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs."""
+    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs, fresh."""
+    LearnersModules.install(spec.modules)
     return cloudpickle.loads(spec.payload)
 
 
@@ -120,6 +149,63 @@ def call_the_function(fn, args, kwargs):
     return fn(*args, **kwargs)
 
 
+def _leave_init_to_the_learner(spec: RankSpec) -> None:
+    """``init=False``: the learner's code calls ``init_process_group`` itself, with whatever MASTER_ADDR,
+    MASTER_PORT or ``tcp://`` address it sets (the DDP tutorial hard-codes localhost:12355). Whatever it
+    says, its group joins the store the launcher hosts on 127.0.0.1 through ``env://``, so nothing of the
+    run listens beyond loopback and runs never collide on a port. Patched before the learner's modules are
+    imported, so ``from torch.distributed import init_process_group`` gets this one too."""
+    import torch.distributed.distributed_c10d as c10d
+
+    original = c10d.init_process_group
+    signature = inspect.signature(original)
+    rank, world_size = spec.rank, spec.run.options.world_size
+    timeout = timedelta(seconds=spec.run.options.timeout)
+
+    def init_process_group_on_the_launchers_store(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        given = bound.arguments
+        for name, ours in (("rank", rank), ("world_size", world_size)):
+            theirs = given.get(name, -1)
+            if theirs not in (-1, None) and theirs != ours:
+                raise ValueError(
+                    f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
+                    f"{world_size}: with init=False, barrierlab.run calls your function as mp.spawn does, "
+                    f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run")
+        if given.get("store") is None:
+            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port),
+                              TORCHELASTIC_USE_AGENT_STORE="True")
+            given["init_method"] = "env://"
+        given["rank"], given["world_size"] = rank, world_size
+        if given.get("timeout") is None:
+            given["timeout"] = timeout
+        result = original(*bound.args, **bound.kwargs)
+        wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
+        return result
+
+    init_process_group_on_the_launchers_store.__wrapped__ = original
+    init_process_group_on_the_launchers_store.__doc__ = original.__doc__
+    for module in (c10d, dist):
+        if getattr(module, "init_process_group", None) is original:
+            setattr(module, "init_process_group", init_process_group_on_the_launchers_store)
+
+
+def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
+    """The script runner's function on each rank (``barrierlab run train.py``): run the script's
+    ``__main__`` as ``python train.py ARGS`` would, with ``sys.argv`` and ``sys.path[0]`` set. It lives
+    here, in the rank's own code, so no barrierlab frame sits between the rank and the script's lines.
+    ``sys.exit(0)`` (or ``sys.exit()``) from the script is a normal end."""
+    import runpy
+
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            raise
+
+
 def _set_environment(spec: RankSpec) -> None:
     options = spec.run.options
     os.chdir(spec.run.cwd)
@@ -127,7 +213,12 @@ def _set_environment(spec: RankSpec) -> None:
     os.environ.clear()  # the kernel's environment now, not the one the warm process started with
     os.environ.update(spec.run.kernel_env)
     os.environ.update({"RANK": str(spec.rank), "WORLD_SIZE": str(options.world_size),
-                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size)})
+                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size),
+                       "GROUP_RANK": "0", "ROLE_RANK": str(spec.rank), "ROLE_WORLD_SIZE": str(options.world_size),
+                       "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0"})
+    if spec.run.store_port:  # as torchrun sets them: the agent's store, which the ranks join as clients
+        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(spec.run.store_port),
+                           "TORCHELASTIC_USE_AGENT_STORE": "True"})
     loopback = loopback_interface()
     if loopback:
         os.environ["GLOO_SOCKET_IFNAME"] = loopback
@@ -167,9 +258,14 @@ def main(spec: RankSpec) -> int:
         _set_environment(spec)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
+        if not options.init:
+            _leave_init_to_the_learner(spec)
         fn, args, kwargs = load_the_call(spec.run)
-        store = join_the_group(spec)
-        wait_for_every_rank(store, options.world_size, options.timeout)
+        if options.init:
+            store = join_the_group(spec)
+            wait_for_every_rank(store, options.world_size, options.timeout)
+        else:
+            args = (rank, *args)  # as mp.spawn calls it
         outcome.t_start = time.monotonic()
         in_fn = True
         value = call_the_function(fn, args, kwargs)

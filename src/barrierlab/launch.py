@@ -211,7 +211,7 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check
+def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init=True
              ) -> tuple[tuple, dict, RunOptions]:
     """Check every argument of :func:`run` before anything is computed or started.
 
@@ -245,7 +245,8 @@ def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, ling
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
     options = RunOptions(world_size=int(world_size), timeout=timeout, deadline=deadline, env=env_pairs,
                          threads=int(threads), linger=_check_flag("linger", linger),
-                         record=_check_flag("record", record), check=_check_flag("check", check))
+                         record=_check_flag("record", record), check=_check_flag("check", check),
+                         init=_check_flag("init", init))
     return tuple(args), dict(kwargs or {}), options
 
 
@@ -274,32 +275,39 @@ _INSTALLED = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_p
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _own_modules(*objects) -> set:
-    """Modules of the learner's own code (outside installed packages and barrierlab): sent by value, so the
-    ranks run exactly what the kernel has (not a re-import of a file edited since) and skip re-importing it."""
-    modules = set()
-    for obj in objects:
-        module = sys.modules.get(getattr(obj, "__module__", None) or "")
-        path = os.path.abspath(getattr(module, "__file__", None) or "")
-        if module is not None and path and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR):
-            modules.add(module)
-    return modules
+def _is_learners_file(path: str) -> bool:
+    path = os.path.abspath(path)
+    return path.endswith(".py") and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR)
+
+
+def learners_modules() -> tuple[tuple[str, str, bool], ...]:
+    """The learner's own modules the kernel has imported from files (outside installed packages and
+    barrierlab; never ``__main__``, whose code a notebook defines): (name, file, is a package).
+
+    The call is pickled by reference to them and each rank imports them fresh from these files, as torchrun
+    workers do: their module-level code runs in the rank, so ``RANK = int(os.getenv("RANK", -1))`` at the
+    top of a module is that rank's rank. A module loaded from a file path with
+    ``importlib.util.spec_from_file_location`` is found by its file."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "__main__" or name.startswith("__mp_main__"):
+            continue
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not _is_learners_file(path):
+            continue
+        spec = getattr(module, "__spec__", None)
+        package = spec is not None and spec.submodule_search_locations is not None
+        found.append((name, os.path.abspath(path), package))
+    return tuple(sorted(found))
 
 
 def _pack(fn, args: tuple, kwargs: dict) -> bytes:
-    """cloudpickle the call, naming exactly what cannot be sent to the ranks."""
-    modules = _own_modules(fn, *args, *kwargs.values())
+    """cloudpickle the call, naming exactly what cannot be sent to the ranks.
+
+    Notebook code (``__main__``) goes by value; the learner's modules that have a file go by reference
+    and the ranks import them fresh (see :func:`learners_modules`)."""
     try:
-        for module in modules:
-            cloudpickle.register_pickle_by_value(module)
         return cloudpickle.dumps((fn, args, kwargs))
-    except Exception:
-        pass
-    finally:
-        for module in modules:
-            cloudpickle.unregister_pickle_by_value(module)
-    try:
-        return cloudpickle.dumps((fn, args, kwargs))  # by reference: the ranks import those modules
     except Exception:
         pass
     name = getattr(fn, "__qualname__", repr(fn))
@@ -323,6 +331,36 @@ def _pack(fn, args: tuple, kwargs: dict) -> bytes:
         raise TypeError(f"barrierlab.run cannot send the call to the ranks: {type(error).__name__}: {error}") from error
 
 
+class _LoopbackStore:
+    """A TCPStore this kernel hosts for one run on a socket bound to 127.0.0.1 (a TCPStore of its own
+    would listen on every interface). Ranks join it as clients through ``env://`` with
+    TORCHELASTIC_USE_AGENT_STORE=True, as torchrun's workers join the agent's store."""
+
+    def __init__(self, timeout: float) -> None:
+        import socket
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            self.port = listener.getsockname()[1]
+        except OSError:
+            listener.close()
+            raise
+        # the store owns the listening socket from here on, and closes it when it is destroyed
+        self.store = dist.TCPStore("127.0.0.1", self.port, None, True, timedelta(seconds=timeout),
+                                   wait_for_workers=False, master_listen_fd=listener.detach())
+
+    def close(self) -> None:
+        """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
+        store, self.store = self.store, None
+        if store is not None:
+            threading.Thread(target=list.clear, args=([store],), daemon=True, name="barrierlab-store-close").start()
+
+
 def run(
     fn,
     world_size: int = 4,
@@ -337,6 +375,7 @@ def run(
     record: bool = True,
     check: bool = False,
     live: bool | None = None,
+    init: bool = True,
 ) -> Run:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks of a fresh gloo group and return what each did.
 
@@ -361,12 +400,26 @@ def run(
     - ``live``: show every rank while the call waits (see :mod:`barrierlab.live`): ``None`` (default) shows
       it in a notebook opened in a Jupyter front end and on a terminal, never under nbval or in a pipe;
       ``False`` never, ``True`` always. ``BARRIERLAB_LIVE=0`` turns it off everywhere.
+    - ``init``: ``True`` (default) starts the group before ``fn``. ``False`` leaves it to your code, as in
+      tutorials that call ``init_process_group`` themselves: ``fn`` is called as ``mp.spawn`` calls it,
+      ``fn(rank, *args, **kwargs)`` (so ``run(demo_basic, 4, args=(4,), init=False)`` runs
+      ``mp.spawn(demo_basic, args=(4,), nprocs=4)``). Whatever MASTER_ADDR/MASTER_PORT or ``tcp://`` address
+      your code sets, its group joins a store barrierlab hosts on 127.0.0.1 (nothing listens beyond
+      loopback, runs never collide on a port); ``rank``/``world_size`` given to ``init_process_group`` must
+      be the rank passed in and ``world_size``; ``timeout`` defaults to this run's.
 
-    ``linger``, ``record`` and ``check`` must be True or False (``live`` also None). Every argument is checked before anything
-    starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
+    Every rank has torchrun's environment: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, and
+    MASTER_ADDR/MASTER_PORT (127.0.0.1 and the launcher's store) with TORCHELASTIC_USE_AGENT_STORE=True.
+    Functions from notebook cells are sent by value. Your own modules that have a file (anything outside
+    installed packages) are sent by reference and **each rank imports them fresh from their files**, as
+    torchrun workers do: module-level code runs in the rank and sees its RANK, and a file edited since the
+    kernel imported it is what the ranks run (the kernel keeps its old copy until you reload it).
+
+    ``linger``, ``record``, ``check`` and ``init`` must be True or False (``live`` also None). Every argument
+    is checked before anything starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
     """
     args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
-                                     record, check)
+                                     record, check, init)
     view_kind = choose_view(None if live is None else _check_flag("live", live))
     payload = _pack(fn, args, kwargs)
     with _lock:
@@ -388,9 +441,11 @@ def run(
 def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: CodeIndex, view_kind: str = "none"
             ) -> Run:
     """Start the ranks, wait for them within the deadline, end every one of them, and read what they left."""
+    store = _LoopbackStore(options.deadline)
     spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=tempfile.mkdtemp(prefix="barrierlab-"), payload=payload,
                    options=options, t0=time.monotonic(), kernel_pid=os.getpid(),
-                   kernel_env=tuple(os.environ.items()), cwd=os.getcwd(), sys_path=tuple(sys.path))
+                   kernel_env=tuple(os.environ.items()), cwd=os.getcwd(), sys_path=tuple(sys.path),
+                   modules=learners_modules(), store_port=store.port)
     group = _RunningGroup(warm, spec)
     view = None
     try:
@@ -407,6 +462,7 @@ def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: Code
                       group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
                       index=index, linger=options.linger)
     finally:
+        store.close()
         shutil.rmtree(spec.run_dir, ignore_errors=True)
     return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
 
