@@ -149,45 +149,54 @@ def call_the_function(fn, args, kwargs):
     return fn(*args, **kwargs)
 
 
+def init_process_group_on_the_launchers_store(spec: RankSpec, original, signature, args, kwargs):
+    """The learner's ``init_process_group`` call (``init=False``), re-pointed at the launcher's store.
+
+    Whatever MASTER_ADDR, MASTER_PORT or ``tcp://`` address the learner's code set (the DDP tutorial
+    hard-codes localhost:12355), the group joins the store the launcher hosts on 127.0.0.1 through
+    ``env://``: nothing of the run listens beyond loopback and runs never collide on a port. A rank or world
+    size that disagrees with the launcher's is a clear error, not a hang."""
+    import torch.distributed.distributed_c10d as c10d
+
+    rank, world_size = spec.rank, spec.run.options.world_size
+    bound = signature.bind(*args, **kwargs)
+    given = bound.arguments
+    for name, ours in (("rank", rank), ("world_size", world_size)):
+        theirs = given.get(name, -1)
+        if theirs not in (-1, None) and theirs != ours:
+            raise ValueError(
+                f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
+                f"{world_size}: with init=False, barrierlab.run calls your function as mp.spawn does, "
+                f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run")
+    if given.get("store") is None:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port),
+                          TORCHELASTIC_USE_AGENT_STORE="True")
+        given["init_method"] = "env://"
+    given["rank"], given["world_size"] = rank, world_size
+    if given.get("timeout") is None:
+        given["timeout"] = timedelta(seconds=spec.run.options.timeout)
+    result = original(*bound.args, **bound.kwargs)
+    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
+    return result
+
+
 def _leave_init_to_the_learner(spec: RankSpec) -> None:
-    """``init=False``: the learner's code calls ``init_process_group`` itself, with whatever MASTER_ADDR,
-    MASTER_PORT or ``tcp://`` address it sets (the DDP tutorial hard-codes localhost:12355). Whatever it
-    says, its group joins the store the launcher hosts on 127.0.0.1 through ``env://``, so nothing of the
-    run listens beyond loopback and runs never collide on a port. Patched before the learner's modules are
-    imported, so ``from torch.distributed import init_process_group`` gets this one too."""
+    """``init=False``: the learner's code calls ``init_process_group`` itself; it gets
+    :func:`init_process_group_on_the_launchers_store`. Patched before the learner's modules are imported,
+    so ``from torch.distributed import init_process_group`` gets it too."""
     import torch.distributed.distributed_c10d as c10d
 
     original = c10d.init_process_group
     signature = inspect.signature(original)
-    rank, world_size = spec.rank, spec.run.options.world_size
-    timeout = timedelta(seconds=spec.run.options.timeout)
 
-    def init_process_group_on_the_launchers_store(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        given = bound.arguments
-        for name, ours in (("rank", rank), ("world_size", world_size)):
-            theirs = given.get(name, -1)
-            if theirs not in (-1, None) and theirs != ours:
-                raise ValueError(
-                    f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
-                    f"{world_size}: with init=False, barrierlab.run calls your function as mp.spawn does, "
-                    f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run")
-        if given.get("store") is None:
-            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port),
-                              TORCHELASTIC_USE_AGENT_STORE="True")
-            given["init_method"] = "env://"
-        given["rank"], given["world_size"] = rank, world_size
-        if given.get("timeout") is None:
-            given["timeout"] = timeout
-        result = original(*bound.args, **bound.kwargs)
-        wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
-        return result
+    def init_process_group(*args, **kwargs):
+        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs)
 
-    init_process_group_on_the_launchers_store.__wrapped__ = original
-    init_process_group_on_the_launchers_store.__doc__ = original.__doc__
+    init_process_group.__wrapped__ = original
+    init_process_group.__doc__ = original.__doc__
     for module in (c10d, dist):
         if getattr(module, "init_process_group", None) is original:
-            setattr(module, "init_process_group", init_process_group_on_the_launchers_store)
+            setattr(module, "init_process_group", init_process_group)
 
 
 def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
