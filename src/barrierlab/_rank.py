@@ -200,16 +200,29 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
 
 
 def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
-    """The script runner's function on each rank (``barrierlab run train.py``): run the script's
-    ``__main__`` as ``python train.py ARGS`` would, with ``sys.argv`` and ``sys.path[0]`` set. It lives
-    here, in the rank's own code, so no barrierlab frame sits between the rank and the script's lines.
+    """The script runner's function on each rank (``barrierlab run train.py``): run the script as
+    ``python train.py ARGS`` would, as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` set.
+
+    A ``.py`` file is compiled and executed here, in a fresh ``__main__`` module (what ``runpy.run_path``
+    does for it), so that no frame of runpy sits between the rank and the script's lines in the recorded
+    callers and stacks; a folder or zip with a ``__main__.py`` goes through ``runpy.run_path``.
     ``sys.exit(0)`` (or ``sys.exit()``) from the script is a normal end."""
     import runpy
+    import types
 
     sys.argv = [path, *argv]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        runpy.run_path(path, run_name="__main__")
+        if os.path.isfile(path) and path.endswith(".py"):
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec", dont_inherit=True)
+            module = types.ModuleType("__main__")
+            module.__file__ = path
+            module.__builtins__ = __builtins__
+            sys.modules["__main__"] = module
+            exec(code, module.__dict__)
+        else:
+            runpy.run_path(path, run_name="__main__")
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
             raise
