@@ -289,3 +289,44 @@ def test_notebook_style_function_still_goes_by_value():
     '''), namespace)
     run = bl.run(namespace["f"], 2)
     assert run.values == [0, 1]
+
+
+# --------------------------------------------------------------------------- a hang in teardown (item 5)
+
+TEARDOWN = '''\
+import time
+
+import torch.distributed as dist
+
+
+class HangsWhenDestroyed:
+    """Stands in for torch's teardown hanging after the function returned (a DDP reducer or process group
+    whose destructor waits on a peer that is gone)."""
+
+    def __del__(self):
+        time.sleep(3600)
+
+
+def returns_then_hangs_in_teardown():
+    keep = HangsWhenDestroyed()
+    dist.barrier()
+    return dist.get_rank() * 10
+'''
+
+
+def test_a_hang_in_teardown_after_the_function_returned_keeps_the_value_and_counts_as_finished(
+        tmp_path, monkeypatch, capsys):
+    name = f"blteardown_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(TEARDOWN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    try:
+        run = bl.run(module.returns_then_hangs_in_teardown, 2, timeout=20, deadline=25)
+    finally:
+        sys.modules.pop(name, None)
+    assert run.ok, run
+    assert run.values == [0, 10]
+    assert [r.teardown_hung for r in run] == [True, True]
+    assert run.elapsed < 15  # ended after the short teardown grace, not at the 25 s deadline
+    err = capsys.readouterr().err
+    assert "rank 0 of 2 finished; then hung in torch's teardown" in err and "raising the deadline" in err

@@ -145,8 +145,26 @@ def wait_for_every_rank(store, world_size: int, timeout: float) -> None:
     store.wait(["barrierlab/go"], timedelta(seconds=timeout))
 
 
-def call_the_function(fn, args, kwargs):
-    return fn(*args, **kwargs)
+def call_the_function(fn, args, kwargs, keep: list | None = None):
+    """Call the learner's function. With ``keep``, the function's frame is appended to it as the call
+    starts (a profile hook that removes itself at the first call), so its locals (a DDP model, a process
+    group) outlive the return: the rank reports what the function returned *before* they are destroyed,
+    and a hang in torch's teardown (object destruction) after the function returned cannot hide it."""
+    if keep is None:
+        return fn(*args, **kwargs)
+    caller = sys._getframe()
+
+    def keep_the_frame(frame, event, _arg):
+        if event == "call" and frame.f_back is caller:
+            keep.append(frame)
+            sys.setprofile(None)
+
+    sys.setprofile(keep_the_frame)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+        del keep_the_frame, caller
 
 
 def init_process_group_on_the_launchers_store(spec: RankSpec, original, signature, args, kwargs):
@@ -276,6 +294,7 @@ def main(spec: RankSpec) -> int:
 
     outcome = Outcome(rank=rank, world_size=options.world_size, status=Status.SETUP_FAILED, pid=os.getpid())
     in_fn = False
+    kept: list = []  # the function's frame, and its exception: released only once the outcome is written
     try:
         _set_environment(spec)
         if options.record:
@@ -290,7 +309,7 @@ def main(spec: RankSpec) -> int:
             args = (rank, *args)  # as mp.spawn calls it
         outcome.t_start = time.monotonic()
         in_fn = True
-        value = call_the_function(fn, args, kwargs)
+        value = call_the_function(fn, args, kwargs, kept)
         outcome.status = Status.FINISHED
         outcome.value, outcome.send_error = _pickled(value)
         if outcome.value is None:
@@ -309,6 +328,7 @@ def main(spec: RankSpec) -> int:
         outcome.message = str(error)
         outcome.traceback = "".join(traceback.format_exception(type(error), error, tb))
         outcome.exception, _ = _pickled(error)
+        kept.append(error)
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
     record.stop()
@@ -317,6 +337,7 @@ def main(spec: RankSpec) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     outcome.write(files.outcome)
+    kept.clear()  # now the function's objects are destroyed: a hang here is torch's teardown (the kernel ends it)
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)

@@ -26,8 +26,8 @@ import cloudpickle
 
 from barrierlab import _warmstart
 from barrierlab._protocol import (
-    Exited, Launch, Message, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started, receive,
-    send,
+    Exited, Launch, Message, Outcome, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks, Started,
+    Status, receive, send,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -42,6 +42,13 @@ DEFAULT_DEADLINE_MARGIN = 5.0
 MAX_WORLD_SIZE = 16
 #: How long stuck ranks get to write their Python stacks before they are killed.
 STACK_GRACE = 0.3
+#: How long a rank that has reported its outcome may take to exit (torch's teardown: destroying the
+#: function's DDP model and process group) before it is ended: the run does not wait for its deadline.
+TEARDOWN_GRACE = 1.5
+#: What a rank that finished, then hung in torch's teardown, is told (stderr, and ``RankResult.teardown_hung``).
+TEARDOWN_HUNG = ("finished; then hung in torch's teardown (destroy_process_group / object destruction) and was "
+                 "ended {grace:g} s after it reported. This is torch's, not a deadlock in your code: the value it "
+                 "returned is kept and the rank counts as finished; raising the deadline would not help.")
 #: How long the first launch may wait for the warm process to import torch.
 START_TIMEOUT = 120.0
 #: Largest ``timeout`` accepted, in seconds (an hour: a lab run that needs longer is a bug to find).
@@ -461,6 +468,7 @@ def _launch(warm: _WarmProcess, payload: bytes, options: RunOptions, index: Code
         run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
                       group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
                       index=index, linger=options.linger)
+        _mark_teardown_hangs(run, group.teardown, options.world_size)
     finally:
         store.close()
         shutil.rmtree(spec.run_dir, ignore_errors=True)
@@ -484,6 +492,25 @@ def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeInde
     return LiveView(kind, events, spec.t0, spec.options.deadline, endings, where)
 
 
+def _status_of(spec: RunSpec, rank: int) -> Status | None:
+    try:
+        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None if outcome is None else outcome.status
+
+
+def _mark_teardown_hangs(run: Run, ranks: set[int], world_size: int) -> None:
+    """Keep the finished status and value of ranks ended in torch's teardown; flag them and say so on stderr."""
+    for result in run.ranks:
+        result.teardown_hung = result.rank in ranks  # TODO(result.py): a field of RankResult, shown in its summary
+    for rank in sorted(ranks):
+        result = run.ranks[rank]
+        result.exit_code = 0
+        print(f"barrierlab: rank {rank} of {world_size} " + TEARDOWN_HUNG.format(grace=TEARDOWN_GRACE),
+              file=sys.stderr)
+
+
 class _RunningGroup:
     """The ranks of one run, seen from the kernel: their PIDs, which have exited, which were stopped."""
 
@@ -495,6 +522,7 @@ class _RunningGroup:
         self.stopped: set[int] = set()
         self.pids: list[int] = []
         self.started = False
+        self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
 
     def start(self) -> None:
         self.warm.send(Launch(self.spec))
@@ -522,18 +550,29 @@ class _RunningGroup:
         return set(range(self.world_size)) - set(self.exits)
 
     def wait_until_done_or_deadline(self) -> None:
+        """Until every rank exited, or the deadline; and once every rank has reported its outcome, at most
+        :data:`TEARDOWN_GRACE` more (a lingering rank reports, then waits to be ended: no grace)."""
         linger = self.spec.options.linger
         give_up = self.spec.t0 + self.spec.options.deadline
         while self.running() and (remaining := give_up - time.monotonic()) > 0:
-            self.pump(min(remaining, 0.02) if linger else remaining)
-            if linger and len(self.reported()) == self.world_size:
+            self.pump(min(remaining, 0.02))
+            if len(self.reported()) == self.world_size:
+                if not linger:
+                    grace_end = min(give_up, time.monotonic() + TEARDOWN_GRACE)
+                    while self.running() and (remaining := grace_end - time.monotonic()) > 0:
+                        self.pump(remaining)
                 break
 
     def ask_stuck_ranks_for_stacks(self) -> None:
-        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it."""
+        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it.
+        A rank that reported its outcome and is still running is not stuck in the learner's code: it lingers,
+        or (``teardown``) it hangs in torch's teardown after the function returned."""
         running = self.running()
-        self.stopped = running - (self.reported() if self.spec.options.linger else set())
-        if not self.stopped:
+        reported = self.reported()
+        self.stopped = running - reported
+        if not self.spec.options.linger:
+            self.teardown = {r for r in running & reported if _status_of(self.spec, r) is Status.FINISHED}
+        if not self.stopped and not self.teardown:
             return
         self.signal_all(signal.SIGUSR1)
         grace_end = time.monotonic() + STACK_GRACE
