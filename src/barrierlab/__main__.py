@@ -44,8 +44,12 @@ def _run(args) -> int:
 def _run_script(args) -> int:
     """``barrierlab run train.py -n 4 -- ARGS``: the script's ``__main__`` on N ranks, as torchrun would
     run it; exit code 0 iff every rank finished."""
+    from barrierlab.launch import warm_up
     from barrierlab.script import run_script
 
+    # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the ranks
+    # fork, rather than in every rank (and so torch's flight recorder keeps the Python stacks of its entries).
+    warm_up(wait=True)
     try:
         run = run_script(args.scenario, args.nproc, [*args.kwargs, *args.script_args], timeout=args.timeout,
                          deadline=args.deadline)

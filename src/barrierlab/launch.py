@@ -492,6 +492,19 @@ def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeInde
     return LiveView(kind, events, spec.t0, spec.options.deadline, endings, where)
 
 
+def _process_runs(pid: int) -> bool:
+    """False once the process has exited (a zombie not yet reaped by the warm process, or gone). Where there
+    is no /proc, True: the warm process's exit messages decide."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")
+
+
 def _status_of(spec: RunSpec, rank: int) -> Status | None:
     try:
         outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome)
@@ -559,9 +572,14 @@ class _RunningGroup:
             if len(self.reported()) == self.world_size:
                 if not linger:
                     grace_end = min(give_up, time.monotonic() + TEARDOWN_GRACE)
-                    while self.running() and (remaining := grace_end - time.monotonic()) > 0:
-                        self.pump(remaining)
+                    while self.in_teardown() and (remaining := grace_end - time.monotonic()) > 0:
+                        self.pump(min(remaining, 0.02))
                 break
+
+    def in_teardown(self) -> set[int]:
+        """Ranks that reported their outcome and whose process still runs. Read from /proc, not only from the
+        warm process's exit messages, which come late while it imports modules between launches."""
+        return {r for r in self.running() & self.reported() if r < len(self.pids) and _process_runs(self.pids[r])}
 
     def ask_stuck_ranks_for_stacks(self) -> None:
         """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it.
@@ -571,7 +589,7 @@ class _RunningGroup:
         reported = self.reported()
         self.stopped = running - reported
         if not self.spec.options.linger:
-            self.teardown = {r for r in running & reported if _status_of(self.spec, r) is Status.FINISHED}
+            self.teardown = {r for r in self.in_teardown() if _status_of(self.spec, r) is Status.FINISHED}
         if not self.stopped and not self.teardown:
             return
         self.signal_all(signal.SIGUSR1)
