@@ -6,8 +6,9 @@ rank (``bl.run`` and torchrun) and lint reports nothing on it; a buggy item ends
 never gets the "every rank made the same collective calls" headline. In aggregate over the buggy items:
 ≥ 85 % of diagnoses name the BUG or WAITS line of the item's own file, and lint flags ≥ 60 % at such a
 line (both were xfail until diagnose.py and lint.py met them). Items with ``SELF_INIT`` (the DDP
-tutorial's own ``init_process_group`` with MASTER_ADDR/PORT and ``mp.spawn``) run only as scripts until
-``bl.run`` can leave initialisation to the learner's code.
+tutorial's own ``init_process_group`` with MASTER_ADDR/PORT and ``mp.spawn``) run in the lab through
+``bl.run(main, N, args=(N,), init=False)``. Every item also runs through barrierlab's script runner
+(``barrierlab run item.py -n N``), judged as in the lab.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import _harness as harness  # noqa: E402
 ITEMS = harness.discover()
 CORRECT = [i for i in ITEMS if i.kind == "correct"]
 BUGGY = [i for i in ITEMS if i.kind == "buggy"]
-CORRECT_IN_LAB = [i for i in CORRECT if not i.self_init]
-BUGGY_IN_LAB = [i for i in BUGGY if not i.self_init]
+CORRECT_IN_LAB = CORRECT
+BUGGY_IN_LAB = BUGGY
 ISOLATED = harness.isolated()
 NAME_TARGET, LINT_TARGET = 0.85, 0.60
 
@@ -88,10 +89,18 @@ def test_buggy_item_never_gets_the_same_collective_calls_headline(item):
     assert outcome.kind != "ok", outcome.diagnosis
 
 
-@pytest.mark.parametrize("item", [i for i in ITEMS if i.self_init], ids=ids([i for i in ITEMS if i.self_init]))
-def test_self_initialising_item_in_the_lab(item):
-    pytest.skip("bl.run cannot yet leave init_process_group to the learner's code (issue 12, item 3): "
-                "this item runs only as a script")
+# --------------------------------------------------------------------------- barrierlab's script runner
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
+def test_item_through_the_script_runner(item):
+    outcome = harness.run_with_script_runner(item)
+    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+    if item.kind == "correct":
+        assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+    else:
+        assert not outcome.ok, f"{item.name}: the bug did not show through the script runner"
+        assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
 
 
 # --------------------------------------------------------------------------- torchrun / mp.spawn

@@ -94,6 +94,10 @@ class RunOptions:
     linger: bool = False
     record: bool = True
     check: bool = False
+    #: False: the learner's code calls ``init_process_group`` itself (the DDP tutorial's ``setup()``) and the
+    #: function is called as ``mp.spawn`` calls it, ``fn(rank, *args)``; the group still joins the
+    #: launcher's store (see ``RunSpec.store_port``).
+    init: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,13 @@ class RunSpec:
     payload_path: str = ""
     #: The run's start, in clock ticks since boot (``_contain.ticks_now``): no process older belongs to it.
     start_ticks: int = 0
+    #: The learner's own modules, imported fresh from their files in each rank (as torchrun workers import
+    #: them), so module-level code sees the rank's environment: (module name, file, is a package).
+    modules: tuple[tuple[str, str, bool], ...] = ()
+    #: Port of the TCPStore the launcher hosts on 127.0.0.1 for this run (0: none). Ranks get it as
+    #: MASTER_ADDR/MASTER_PORT with TORCHELASTIC_USE_AGENT_STORE=True, so an ``env://`` group joins it as a
+    #: client, as torchrun's workers join the agent's store.
+    store_port: int = 0
 
     @property
     def store_path(self) -> str:
@@ -385,6 +396,7 @@ RANK_PHASES = {
     "load_the_call": "loading your function and importing what it needs",
     "join_the_group": "joining the process group (init_process_group)",
     "wait_for_every_rank": "waiting for the other ranks to join the group",
+    "init_process_group_on_the_launchers_store": "joining the process group (your init_process_group)",
 }
 #: The function of ``_rank.py`` that calls the learner's function: every frame inside it is the learner's.
 RANK_CALLS_FN = "call_the_function"

@@ -9,6 +9,9 @@ last, atomically. The set-up phases are functions whose names ``stacks.py`` know
 from __future__ import annotations
 
 import faulthandler
+import importlib.abc
+import importlib.util
+import inspect
 import os
 import select
 import signal
@@ -96,9 +99,35 @@ def _save_flight_record(path: str) -> None:
         pass
 
 
+class LearnersModules(importlib.abc.MetaPathFinder):
+    """Import the learner's own modules from the files the kernel loaded them from, and only those.
+
+    The call is pickled by reference to them, so each rank imports them fresh, as a torchrun worker would:
+    their module-level code runs in the rank, with its RANK, and a module the kernel loaded from a file path
+    (``importlib.util.spec_from_file_location``) is found although no ``sys.path`` entry holds it."""
+
+    def __init__(self, modules: tuple[tuple[str, str, bool], ...]) -> None:
+        self.files = {name: (path, package) for name, path, package in modules}
+
+    def find_spec(self, name, path=None, target=None):
+        found = self.files.get(name)
+        if found is None or not os.path.isfile(found[0]):
+            return None  # gone since: the usual import system says what is missing
+        file, package = found
+        locations = [os.path.dirname(file)] if package else None
+        return importlib.util.spec_from_file_location(name, file, submodule_search_locations=locations)
+
+    @staticmethod
+    def install(modules: tuple[tuple[str, str, bool], ...]) -> None:
+        for name, _path, _package in modules:
+            sys.modules.pop(name, None)  # fresh, even if the warm process had imported it
+        sys.meta_path.insert(0, LearnersModules(modules))
+
+
 def load_the_call(spec: RunSpec):
-    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs. A large call was
+    """Unpickle (fn, args, kwargs): this imports the modules the learner's code needs, fresh. A large call was
     written once to a file, which each rank reads for itself (so each has its own objects)."""
+    LearnersModules.install(spec.modules)
     if spec.payload_path:
         with open(spec.payload_path, "rb") as f:
             return cloudpickle.load(f)
@@ -121,8 +150,105 @@ def wait_for_every_rank(store, world_size: int, timeout: float) -> None:
     store.wait(["barrierlab/go"], timedelta(seconds=timeout))
 
 
-def call_the_function(fn, args, kwargs):
-    return fn(*args, **kwargs)
+def call_the_function(fn, args, kwargs, keep: list | None = None):
+    """Call the learner's function. With ``keep``, the function's frame is appended to it as the call
+    starts (a profile hook that removes itself at the first call), so its locals (a DDP model, a process
+    group) outlive the return: the rank reports what the function returned *before* they are destroyed,
+    and a hang in torch's teardown (object destruction) after the function returned cannot hide it."""
+    if keep is None:
+        return fn(*args, **kwargs)
+    caller = sys._getframe()
+
+    def keep_the_frame(frame, event, _arg):
+        if event == "call" and frame.f_back is caller:
+            keep.append(frame)
+            sys.setprofile(None)
+
+    sys.setprofile(keep_the_frame)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+        del keep_the_frame, caller
+
+
+def init_process_group_on_the_launchers_store(spec: RankSpec, original, signature, args, kwargs):
+    """The learner's ``init_process_group`` call (``init=False``), re-pointed at the launcher's store.
+
+    Whatever MASTER_ADDR, MASTER_PORT or ``tcp://`` address the learner's code set (the DDP tutorial
+    hard-codes localhost:12355), the group joins the store the launcher hosts on 127.0.0.1 through
+    ``env://``: nothing of the run listens beyond loopback and runs never collide on a port. A rank or world
+    size that disagrees with the launcher's is a clear error, not a hang."""
+    import torch.distributed.distributed_c10d as c10d
+
+    rank, world_size = spec.rank, spec.run.options.world_size
+    bound = signature.bind(*args, **kwargs)
+    given = bound.arguments
+    for name, ours in (("rank", rank), ("world_size", world_size)):
+        theirs = given.get(name, -1)
+        if theirs not in (-1, None) and theirs != ours:
+            raise ValueError(
+                f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
+                f"{world_size}: with init=False, barrierlab.run calls your function as mp.spawn does, "
+                f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run")
+    if given.get("store") is None:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port),
+                          TORCHELASTIC_USE_AGENT_STORE="True")
+        given["init_method"] = "env://"
+    given["rank"], given["world_size"] = rank, world_size
+    if given.get("timeout") is None:
+        given["timeout"] = timedelta(seconds=spec.run.options.timeout)
+    result = original(*bound.args, **bound.kwargs)
+    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
+    return result
+
+
+def _leave_init_to_the_learner(spec: RankSpec) -> None:
+    """``init=False``: the learner's code calls ``init_process_group`` itself; it gets
+    :func:`init_process_group_on_the_launchers_store`. Patched before the learner's modules are imported,
+    so ``from torch.distributed import init_process_group`` gets it too."""
+    import torch.distributed.distributed_c10d as c10d
+
+    original = c10d.init_process_group
+    signature = inspect.signature(original)
+
+    def init_process_group(*args, **kwargs):
+        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs)
+
+    init_process_group.__wrapped__ = original
+    init_process_group.__doc__ = original.__doc__
+    for module in (c10d, dist):
+        if getattr(module, "init_process_group", None) is original:
+            setattr(module, "init_process_group", init_process_group)
+
+
+def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
+    """The script runner's function on each rank (``barrierlab run train.py``): run the script as
+    ``python train.py ARGS`` would, as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` set.
+
+    A ``.py`` file is compiled and executed here, in a fresh ``__main__`` module (what ``runpy.run_path``
+    does for it), so that no frame of runpy sits between the rank and the script's lines in the recorded
+    callers and stacks; a folder or zip with a ``__main__.py`` goes through ``runpy.run_path``.
+    ``sys.exit(0)`` (or ``sys.exit()``) from the script is a normal end."""
+    import runpy
+    import types
+
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        if os.path.isfile(path) and path.endswith(".py"):
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec", dont_inherit=True)
+            module = types.ModuleType("__main__")
+            module.__file__ = path
+            module.__builtins__ = __builtins__
+            sys.modules["__main__"] = module
+            exec(code, module.__dict__)
+        else:
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit_:
+        if exit_.code not in (None, 0):
+            raise
 
 
 def _set_environment(spec: RankSpec) -> None:
@@ -133,7 +259,12 @@ def _set_environment(spec: RankSpec) -> None:
     os.environ.update(spec.run.kernel_env)
     os.environ.update({"RANK": str(spec.rank), "WORLD_SIZE": str(options.world_size),
                        "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size),
-                       RUN_MARKER: spec.run.run_id})  # inherited by every program the rank starts
+                       "GROUP_RANK": "0", "ROLE_RANK": str(spec.rank), "ROLE_WORLD_SIZE": str(options.world_size),
+                       "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
+                       RUN_MARKER: spec.run.run_id})  # the marker is inherited by every program the rank starts
+    if spec.run.store_port:  # as torchrun sets them: the agent's store, which the ranks join as clients
+        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(spec.run.store_port),
+                           "TORCHELASTIC_USE_AGENT_STORE": "True"})
     loopback = loopback_interface()
     if loopback:
         os.environ["GLOO_SOCKET_IFNAME"] = loopback
@@ -169,16 +300,22 @@ def main(spec: RankSpec) -> int:
 
     outcome = Outcome(rank=rank, world_size=options.world_size, status=Status.SETUP_FAILED, pid=os.getpid())
     in_fn = False
+    kept: list = []  # the function's frame, and its exception: released only once the outcome is written
     try:
         _set_environment(spec)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
+        if not options.init:
+            _leave_init_to_the_learner(spec)
         fn, args, kwargs = load_the_call(spec.run)
-        store = join_the_group(spec)
-        wait_for_every_rank(store, options.world_size, options.timeout)
+        if options.init:
+            store = join_the_group(spec)
+            wait_for_every_rank(store, options.world_size, options.timeout)
+        else:
+            args = (rank, *args)  # as mp.spawn calls it
         outcome.t_start = time.monotonic()
         in_fn = True
-        value = call_the_function(fn, args, kwargs)
+        value = call_the_function(fn, args, kwargs, kept)
         outcome.status = Status.FINISHED
         outcome.value, outcome.send_error = _pickled(value)
         if outcome.value is None:
@@ -197,6 +334,7 @@ def main(spec: RankSpec) -> int:
         outcome.message = str(error)
         outcome.traceback = "".join(traceback.format_exception(type(error), error, tb))
         outcome.exception, _ = _pickled(error)
+        kept.append(error)
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
     record.stop()
@@ -205,6 +343,7 @@ def main(spec: RankSpec) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     outcome.write(files.outcome)
+    kept.clear()  # now the function's objects are destroyed: a hang here is torch's teardown (the kernel ends it)
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)

@@ -27,8 +27,8 @@ import cloudpickle
 
 from barrierlab import _contain, _payload, _warmstart
 from barrierlab._protocol import (
-    PAYLOAD_FILE, Exited, Launch, Message, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec, SignalRanks,
-    Started, Swept, receive, run_dir_owner, run_dir_prefix, send,
+    PAYLOAD_FILE, Exited, Launch, Message, Outcome, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec,
+    SignalRanks, Started, Status, Swept, receive, run_dir_owner, run_dir_prefix, send,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -43,6 +43,13 @@ DEFAULT_DEADLINE_MARGIN = 5.0
 MAX_WORLD_SIZE = 16
 #: How long stuck ranks get to write their Python stacks before they are killed.
 STACK_GRACE = 0.3
+#: How long a rank that has reported its outcome may take to exit (torch's teardown: destroying the
+#: function's DDP model and process group) before it is ended: the run does not wait for its deadline.
+TEARDOWN_GRACE = 1.5
+#: What a rank that finished, then hung in torch's teardown, is told (stderr, and ``RankResult.teardown_hung``).
+TEARDOWN_HUNG = ("finished; then hung in torch's teardown (destroy_process_group / object destruction) and was "
+                 "ended {grace:g} s after it reported. This is torch's, not a deadlock in your code: the value it "
+                 "returned is kept and the rank counts as finished; raising the deadline would not help.")
 #: How long the first launch may wait for the warm process to import torch.
 START_TIMEOUT = 120.0
 #: Largest ``timeout`` accepted, in seconds (an hour: a lab run that needs longer is a bug to find).
@@ -251,7 +258,7 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check
+def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init=True
              ) -> tuple[tuple, dict, RunOptions]:
     """Check every argument of :func:`run` before anything is computed or started.
 
@@ -285,7 +292,8 @@ def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, ling
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
     options = RunOptions(world_size=int(world_size), timeout=timeout, deadline=deadline, env=env_pairs,
                          threads=int(threads), linger=_check_flag("linger", linger),
-                         record=_check_flag("record", record), check=_check_flag("check", check))
+                         record=_check_flag("record", record), check=_check_flag("check", check),
+                         init=_check_flag("init", init))
     return tuple(args), dict(kwargs or {}), options
 
 
@@ -314,33 +322,40 @@ _INSTALLED = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_p
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _own_modules(*objects) -> set:
-    """Modules of the learner's own code (outside installed packages and barrierlab): sent by value, so the
-    ranks run exactly what the kernel has (not a re-import of a file edited since) and skip re-importing it."""
-    modules = set()
-    for obj in objects:
-        module = sys.modules.get(getattr(obj, "__module__", None) or "")
-        path = os.path.abspath(getattr(module, "__file__", None) or "")
-        if module is not None and path and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR):
-            modules.add(module)
-    return modules
+def _is_learners_file(path: str) -> bool:
+    path = os.path.abspath(path)
+    return path.endswith(".py") and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR)
+
+
+def learners_modules() -> tuple[tuple[str, str, bool], ...]:
+    """The learner's own modules the kernel has imported from files (outside installed packages and
+    barrierlab; never ``__main__``, whose code a notebook defines): (name, file, is a package).
+
+    The call is pickled by reference to them and each rank imports them fresh from these files, as torchrun
+    workers do: their module-level code runs in the rank, so ``RANK = int(os.getenv("RANK", -1))`` at the
+    top of a module is that rank's rank. A module loaded from a file path with
+    ``importlib.util.spec_from_file_location`` is found by its file."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "__main__" or name.startswith("__mp_main__"):
+            continue
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not _is_learners_file(path):
+            continue
+        spec = getattr(module, "__spec__", None)
+        package = spec is not None and spec.submodule_search_locations is not None
+        found.append((name, os.path.abspath(path), package))
+    return tuple(sorted(found))
 
 
 def _pack(fn, args: tuple, kwargs: dict, folder: str | None = None) -> bytes:
-    """cloudpickle the call, naming exactly what cannot be sent to the ranks. With ``folder`` (the run's),
-    large tensors are written there once and mapped by each rank (``_payload``)."""
-    modules = _own_modules(fn, *args, *kwargs.values())
+    """cloudpickle the call, naming exactly what cannot be sent to the ranks.
+
+    Notebook code (``__main__``) goes by value; the learner's modules that have a file go by reference and
+    the ranks import them fresh (see :func:`learners_modules`). With ``folder`` (the run's), large tensors
+    are written there once and mapped by each rank (``_payload``)."""
     try:
-        for module in modules:
-            cloudpickle.register_pickle_by_value(module)
         return _payload.dumps((fn, args, kwargs), folder)
-    except Exception:
-        _remove_mapped(folder)
-    finally:
-        for module in modules:
-            cloudpickle.unregister_pickle_by_value(module)
-    try:
-        return _payload.dumps((fn, args, kwargs), folder)  # by reference: the ranks import those modules
     except Exception:
         _remove_mapped(folder)
     name = getattr(fn, "__qualname__", repr(fn))
@@ -372,6 +387,36 @@ def _remove_mapped(folder: str | None) -> None:
                 os.unlink(os.path.join(folder, name))
 
 
+class _LoopbackStore:
+    """A TCPStore this kernel hosts for one run on a socket bound to 127.0.0.1 (a TCPStore of its own
+    would listen on every interface). Ranks join it as clients through ``env://`` with
+    TORCHELASTIC_USE_AGENT_STORE=True, as torchrun's workers join the agent's store."""
+
+    def __init__(self, timeout: float) -> None:
+        import socket
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            self.port = listener.getsockname()[1]
+        except OSError:
+            listener.close()
+            raise
+        # the store owns the listening socket from here on, and closes it when it is destroyed
+        self.store = dist.TCPStore("127.0.0.1", self.port, None, True, timedelta(seconds=timeout),
+                                   wait_for_workers=False, master_listen_fd=listener.detach())
+
+    def close(self) -> None:
+        """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
+        store, self.store = self.store, None
+        if store is not None:
+            threading.Thread(target=list.clear, args=([store],), daemon=True, name="barrierlab-store-close").start()
+
+
 def run(
     fn,
     world_size: int = 4,
@@ -386,6 +431,7 @@ def run(
     record: bool = True,
     check: bool = False,
     live: bool | None = None,
+    init: bool = True,
 ) -> Run:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks of a fresh gloo group and return what each did.
 
@@ -410,12 +456,26 @@ def run(
     - ``live``: show every rank while the call waits (see :mod:`barrierlab.live`): ``None`` (default) shows
       it in a notebook opened in a Jupyter front end and on a terminal, never under nbval or in a pipe;
       ``False`` never, ``True`` always. ``BARRIERLAB_LIVE=0`` turns it off everywhere.
+    - ``init``: ``True`` (default) starts the group before ``fn``. ``False`` leaves it to your code, as in
+      tutorials that call ``init_process_group`` themselves: ``fn`` is called as ``mp.spawn`` calls it,
+      ``fn(rank, *args, **kwargs)`` (so ``run(demo_basic, 4, args=(4,), init=False)`` runs
+      ``mp.spawn(demo_basic, args=(4,), nprocs=4)``). Whatever MASTER_ADDR/MASTER_PORT or ``tcp://`` address
+      your code sets, its group joins a store barrierlab hosts on 127.0.0.1 (nothing listens beyond
+      loopback, runs never collide on a port); ``rank``/``world_size`` given to ``init_process_group`` must
+      be the rank passed in and ``world_size``; ``timeout`` defaults to this run's.
 
-    ``linger``, ``record`` and ``check`` must be True or False (``live`` also None). Every argument is checked before anything
-    starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
+    Every rank has torchrun's environment: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, and
+    MASTER_ADDR/MASTER_PORT (127.0.0.1 and the launcher's store) with TORCHELASTIC_USE_AGENT_STORE=True.
+    Functions from notebook cells are sent by value. Your own modules that have a file (anything outside
+    installed packages) are sent by reference and **each rank imports them fresh from their files**, as
+    torchrun workers do: module-level code runs in the rank and sees its RANK, and a file edited since the
+    kernel imported it is what the ranks run (the kernel keeps its old copy until you reload it).
+
+    ``linger``, ``record``, ``check`` and ``init`` must be True or False (``live`` also None). Every argument
+    is checked before anything starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
     """
     args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
-                                     record, check)
+                                     record, check, init)
     view_kind = choose_view(None if live is None else _check_flag("live", live))
     with _lock:
         warm_up()
@@ -498,8 +558,9 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
     started, and read what they left. The run's folder is removed on every path."""
     t0 = time.monotonic()
     run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
-    group = None
+    group = store = None
     try:
+        store = _LoopbackStore(options.deadline)
         payload = _pack(*call, folder=run_dir)
         del call
         payload_path = ""
@@ -507,7 +568,8 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
             payload_path, payload = _write_payload(run_dir, payload), b""
         spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=run_dir, payload=payload, options=options, t0=t0,
                        kernel_pid=os.getpid(), kernel_env=tuple(os.environ.items()), cwd=os.getcwd(),
-                       sys_path=tuple(sys.path), payload_path=payload_path, start_ticks=_contain.ticks_now())
+                       sys_path=tuple(sys.path), payload_path=payload_path, start_ticks=_contain.ticks_now(),
+                       modules=learners_modules(), store_port=store.port)
         del payload
         group = _RunningGroup(warm, spec)
         view = None
@@ -529,7 +591,10 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
         run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
                       group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
                       index=index, linger=options.linger)
+        _mark_teardown_hangs(run, group.teardown, options.world_size)
     finally:
+        if store is not None:
+            store.close()
         _remove_run_dir(run_dir)
     return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
 
@@ -566,6 +631,38 @@ def _discard(warm: _WarmProcess) -> None:
         _warm = None
 
 
+def _process_runs(pid: int) -> bool:
+    """False once the process has exited (a zombie not yet reaped by the warm process, or gone). Where there
+    is no /proc, True: the warm process's exit messages decide."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")
+
+
+def _status_of(spec: RunSpec, rank: int) -> Status | None:
+    try:
+        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None if outcome is None else outcome.status
+
+
+def _mark_teardown_hangs(run: Run, ranks: set[int], world_size: int) -> None:
+    """Keep the finished status and value of ranks ended in torch's teardown; flag them and say so on stderr."""
+    for result in run.ranks:
+        result.teardown_hung = result.rank in ranks  # TODO(result.py): a field of RankResult, shown in its summary
+    for rank in sorted(ranks):
+        result = run.ranks[rank]
+        result.exit_code = 0
+        print(f"barrierlab: rank {rank} of {world_size} " + TEARDOWN_HUNG.format(grace=TEARDOWN_GRACE),
+              file=sys.stderr)
+
+
 class _RunningGroup:
     """The ranks of one run, seen from the kernel: their PIDs (and pidfds), which have exited, which were
     stopped, and whether the warm process has confirmed that nothing they started is left."""
@@ -582,6 +679,7 @@ class _RunningGroup:
         self.started = False
         self.swept = False
         self.warm_broken = False
+        self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -651,12 +749,19 @@ class _RunningGroup:
         return set(range(self.world_size)) - set(self.exits)
 
     def wait_until_done_or_deadline(self) -> None:
-        """Until every rank has exited (with ``linger``: exited or reported its outcome), or the deadline."""
+        """Until every rank has exited (with ``linger``: exited or reported its outcome), or the deadline; once
+        every rank has reported its outcome (without ``linger``), at most :data:`TEARDOWN_GRACE` more for ranks
+        still running, which hang in torch's teardown after the function returned."""
         linger = self.spec.options.linger
         give_up = self.spec.t0 + self.spec.options.deadline
         silent_since = None
         while (running := self.running()) and (remaining := give_up - time.monotonic()) > 0:
             if linger and not running - self.reported():
+                break
+            if not linger and len(self.reported()) == self.world_size:
+                grace_end = min(give_up, time.monotonic() + TEARDOWN_GRACE)
+                while self.in_teardown() and (remaining := grace_end - time.monotonic()) > 0:
+                    self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
             if self.running() and self.running() <= self.dead():  # dead, yet the warm process says nothing
@@ -667,11 +772,20 @@ class _RunningGroup:
             else:
                 silent_since = None
 
+    def in_teardown(self) -> set[int]:
+        """Ranks that reported their outcome and whose process still runs. Read from /proc, not only from the
+        warm process's exit messages, which come late while it imports modules between launches."""
+        return {r for r in self.running() & self.reported() if r < len(self.pids) and _process_runs(self.pids[r])}
+
     def ask_stuck_ranks_for_stacks(self) -> None:
-        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it."""
+        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it.
+        A rank that reported its outcome and is still running is not stuck in the learner's code: it lingers,
+        or (``teardown``) it hangs in torch's teardown after the function returned."""
         running = self.running() - self.dead()
-        self.stopped = running - (self.reported() if self.spec.options.linger else set())
-        if not self.stopped:
+        self.stopped = running - self.reported()
+        if not self.spec.options.linger:
+            self.teardown = {r for r in self.in_teardown() if _status_of(self.spec, r) is Status.FINISHED}
+        if not self.stopped and not self.teardown:
             return
         self.signal_directly(self.stopped, signal.SIGUSR1)
         grace_end = time.monotonic() + STACK_GRACE

@@ -120,13 +120,38 @@ class LabOutcome:
 
 
 def run_in_lab(item: Item, record: bool = True) -> LabOutcome:
+    """``bl.run(worker, N)``; a SELF_INIT item as its ``mp.spawn`` would: ``bl.run(main, N, args=(N,),
+    init=False)``, its own init_process_group re-pointed at the launcher's loopback store."""
     import barrierlab as bl
 
-    fn = module(item).worker
     deadline = item.timeout + LAB_MARGIN
     start = time.monotonic()
-    run = bl.run(fn, item.world_size, timeout=item.timeout, deadline=deadline, record=record)
+    if item.self_init:
+        run = bl.run(module(item).main, item.world_size, args=(item.world_size,), timeout=item.timeout,
+                     deadline=deadline, record=record, init=False)
+    else:
+        run = bl.run(module(item).worker, item.world_size, timeout=item.timeout, deadline=deadline, record=record)
     elapsed = time.monotonic() - start
+    return _lab_outcome(item, run, elapsed, deadline)
+
+
+def run_with_script_runner(item: Item, record: bool = True) -> LabOutcome:
+    """barrierlab's script runner (``barrierlab run item.py -n N``): the item's ``__main__`` on N ranks with
+    torchrun's environment. A SELF_INIT item's ``__main__`` starts its own ranks with ``mp.spawn`` (which a
+    runner rank must not do: they would listen on port 12355 of every interface), so it goes through the
+    runner's other door, ``bl.run(main, N, args=(N,), init=False)``, as :func:`run_in_lab` does."""
+    if item.self_init:
+        return run_in_lab(item, record)
+    from barrierlab.script import run_script
+
+    use_standins()  # the ranks inherit sys.path, as torchrun's workers inherit PYTHONPATH
+    deadline = item.timeout + LAB_MARGIN
+    start = time.monotonic()
+    run = run_script(item.path, item.world_size, timeout=item.timeout, deadline=deadline, record=record)
+    return _lab_outcome(item, run, time.monotonic() - start, deadline)
+
+
+def _lab_outcome(item: Item, run, elapsed: float, deadline: float) -> LabOutcome:
     diagnosis = run.diagnosis
     text = str(diagnosis)
     named = {int(n) for n in re.findall(rf"{re.escape(item.path.name)}:(\d+)", text)}

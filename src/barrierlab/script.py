@@ -1,0 +1,45 @@
+"""Run an ordinary training script on N local ranks, as ``torchrun --standalone --nproc-per-node N`` would.
+
+``barrierlab run train.py -n 4 -- ARGS`` runs the script's ``__main__`` (``runpy.run_path`` with
+``run_name="__main__"`` and ``sys.argv = [train.py, *ARGS]``) on every rank, with torchrun's environment
+(RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE).
+The script calls ``init_process_group`` itself (``env://``) and ``destroy_process_group``; its group joins
+a TCPStore the launcher hosts on 127.0.0.1, as torchrun's workers join the agent's store, so nothing
+listens beyond loopback. barrierlab adds what torchrun does not: a deadline that always ends the run,
+recording, the diagnosis, the ledger and the timeline.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from barrierlab.result import Run
+
+
+def is_script(name: str) -> bool:
+    """True when ``barrierlab run NAME`` names a script (a ``.py`` path or an existing file), not a scenario."""
+    return name.endswith(".py") or os.path.isfile(name)
+
+
+def run_script(path: str, world_size: int = 4, argv: Sequence[str] = (), *, timeout: float | None = None,
+               deadline: float | None = None, record: bool = True, threads: int = 1,
+               env: dict[str, str] | None = None) -> Run:
+    """Run the script at ``path`` as ``__main__`` on ``world_size`` ranks and return the :class:`Run`.
+
+    The return value of every rank is None; a rank ``finished`` when the script's ``__main__`` ran to its
+    end or called ``sys.exit(0)``. ``timeout`` is the default timeout of the script's process group (a
+    timeout the script passes to ``init_process_group`` wins); ``deadline`` ends the whole run.
+    """
+    from barrierlab import _rank
+    from barrierlab.launch import run
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be the path of a Python script (str), got {type(path).__name__}")
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise ValueError(f"path: no such script {path!r}")
+    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
+    return run(_rank.run_script, world_size, args=(path, tuple(argv)), timeout=timeout, deadline=deadline,
+               record=record, threads=threads, env=env, init=False)

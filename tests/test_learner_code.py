@@ -1,0 +1,332 @@
+"""Whatever a script can use, a rank can use (issue 12, items 3 and 4).
+
+The learner's own modules are written to ``tmp_path`` and imported in this process, as a notebook would
+import them; each rank then imports them fresh from their files, with torchrun's environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import textwrap
+
+import pytest
+
+import barrierlab as bl
+
+HELPER = '''\
+import dataclasses
+import enum
+import functools
+import os
+
+import torch
+import torch.distributed as dist
+
+RANK = int(os.getenv("RANK", -1))
+ENV = {name: os.environ.get(name) for name in (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "TORCHELASTIC_USE_AGENT_STORE")}
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+@dataclasses.dataclass
+class Config:
+    n: int = 3
+    color: Color = Color.RED
+
+
+@functools.lru_cache(maxsize=None)
+def table(n):
+    return tuple(range(n))
+
+
+@functools.cache
+def square(n):
+    return n * n
+
+
+def module_rank():
+    return RANK, dist.get_rank()
+
+
+def environment():
+    return ENV
+
+
+def work(config=Config()):
+    return table(config.n), square(dist.get_rank()), config.color, Config(n=config.n + dist.get_rank())
+
+
+def only_rank_zero_waits():
+    if RANK == 0:
+        dist.barrier()  # the line that waits
+    return RANK
+
+
+def fails():
+    raise ValueError("raised in the helper")
+'''
+
+
+@pytest.fixture
+def helper(tmp_path, monkeypatch):
+    """A learner's module ``blhelper_<n>`` on sys.path, imported in this process (RANK unset here)."""
+    monkeypatch.delenv("RANK", raising=False)
+    name = f"blhelper_{os.getpid()}_{len(sys.modules)}"
+    (tmp_path / f"{name}.py").write_text(HELPER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    yield module
+    sys.modules.pop(name, None)
+
+
+def _line_of(module, text: str) -> int:
+    with open(module.__file__) as f:
+        return next(i for i, line in enumerate(f, start=1) if text in line)
+
+
+def test_module_level_code_sees_each_ranks_rank(helper):
+    assert helper.RANK == -1  # in this process
+    run = bl.run(helper.module_rank, 3)
+    assert run.ok, run
+    assert run.values == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_every_rank_has_torchruns_environment_on_loopback(helper):
+    run = bl.run(helper.environment, 2)
+    assert run.ok, run
+    for rank, env in enumerate(run.values):
+        assert env["RANK"] == env["LOCAL_RANK"] == str(rank)
+        assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
+        assert env["MASTER_ADDR"] == "127.0.0.1" and int(env["MASTER_PORT"]) > 0
+        assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True"
+
+
+def test_a_rank_zero_only_branch_at_module_level_runs_on_rank_zero_only(helper):
+    run = bl.run(helper.only_rank_zero_waits, 2, timeout=1, deadline=4)
+    assert not run.ok  # rank 0 waits in a barrier rank 1 never makes: the bug is visible, not hidden
+    assert run.values[1] == 1 if run[1].status == "finished" else True
+    stuck_line = _line_of(helper, "# the line that waits")
+    assert f"{os.path.basename(helper.__file__)}:{stuck_line}" in str(run.diagnosis), run.diagnosis
+
+
+def test_lru_cache_dataclass_and_enum_from_the_learners_module(helper):
+    run = bl.run(helper.work, 2, args=(helper.Config(n=2, color=helper.Color.BLUE),))
+    assert run.ok, run
+    for rank, (table, square, color, config) in enumerate(run.values):
+        assert table == (0, 1) and square == rank * rank
+        assert color is helper.Color.BLUE  # the kernel's own member, not a copy
+        assert type(config) is helper.Config and config == helper.Config(n=2 + rank)
+
+
+def test_a_module_loaded_from_a_file_path(tmp_path):
+    folder = tmp_path / "elsewhere"  # on no sys.path entry
+    folder.mkdir()
+    name = f"blpathmod_{os.getpid()}"
+    (folder / "helpers.py").write_text(HELPER)
+    spec = importlib.util.spec_from_file_location(name, folder / "helpers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        run = bl.run(module.work, 2)
+        assert run.ok, run
+        assert run.values[1][2] is module.Color.RED
+        run = bl.run(module.module_rank, 2)
+        assert run.values == [(0, 0), (1, 1)]
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_frames_in_the_learners_file_show_their_real_file_and_line(helper):
+    run = bl.run(helper.fails, 2)
+    traceback = run[0].traceback
+    assert f'File "{helper.__file__}", line {_line_of(helper, "raised in the helper")}' in traceback, traceback
+    assert "<dynamic-code>" not in traceback and "<dynamic-code>" not in str(run.diagnosis)
+
+
+def test_where_a_rank_waits_in_the_learners_file_is_its_real_file_and_line(helper):
+    # rank 1 stays alive (linger), so rank 0 waits until the deadline stops it and its stack is taken
+    run = bl.run(helper.only_rank_zero_waits, 2, timeout=3, deadline=1.5, linger=True)
+    stuck = run.stuck.get(0)
+    assert stuck is not None and stuck.site is not None, run
+    assert (stuck.site.file, stuck.site.line) == (helper.__file__, _line_of(helper, "# the line that waits"))
+    assert "<dynamic-code>" not in str(run.diagnosis)
+
+
+def test_a_file_edited_since_the_kernel_imported_it_is_what_the_ranks_run(helper):
+    with open(helper.__file__, "a") as f:
+        f.write("\ndef module_rank():\n    return 'edited', RANK\n")
+    run = bl.run(helper.module_rank, 2)
+    assert run.values == [("edited", 0), ("edited", 1)]
+
+
+# --------------------------------------------------------------------------- init=False (tutorial code)
+
+TUTORIAL = '''\
+import os
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed import destroy_process_group, init_process_group
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    init_process_group("gloo", rank=rank, world_size=world_size)
+
+
+def demo_basic(rank, world_size):
+    setup(rank, world_size)
+    model = DDP(nn.Linear(4, 2))
+    model(torch.randn(8, 4)).sum().backward()
+    t = torch.ones(1) * rank
+    dist.all_reduce(t)
+    exposed = listening_beyond_loopback([os.getpid(), os.getppid(), KERNEL_PID])
+    destroy_process_group()
+    return t.item(), exposed
+
+
+KERNEL_PID = int(os.environ.get("BL_TEST_KERNEL_PID", "0"))
+
+
+def listening_beyond_loopback(pids):
+    """Listening TCP sockets of these processes (this rank, the warm process, the kernel) bound to an
+    address other than 127.0.0.1 / ::1, from /proc/net/tcp{,6} and each process's open sockets."""
+    inodes = set()
+    for pid in pids:
+        folder = f"/proc/{pid}/fd"
+        for fd in os.listdir(folder):
+            try:
+                target = os.readlink(f"{folder}/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found, listening = [], 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).read().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:
+                continue
+            listening += 1
+            if fields[1].split(":")[0] not in ("0100007F", "00000000000000000000000001000000"):
+                found.append(line.strip())
+    return found, listening
+
+
+def tcp_url(rank, world_size):
+    dist.init_process_group("gloo", init_method="tcp://0.0.0.0:23456", rank=rank, world_size=world_size)
+    return dist.get_world_size()
+
+
+def wrong_rank(rank, world_size):
+    dist.init_process_group("gloo", rank=world_size - 1 - rank, world_size=world_size)
+'''
+
+
+@pytest.fixture
+def tutorial(tmp_path, monkeypatch):
+    monkeypatch.setenv("BL_TEST_KERNEL_PID", str(os.getpid()))
+    name = f"bltutorial_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(TUTORIAL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    yield module
+    sys.modules.pop(name, None)
+
+
+def test_tutorial_code_that_sets_up_its_own_group_runs_unchanged(tutorial):
+    run = bl.run(tutorial.demo_basic, 3, args=(3,), init=False)
+    assert run.ok, f"{run}\n{run.diagnosis}"
+    assert [value for value, _ in run.values] == [3.0, 3.0, 3.0]
+    for _, (exposed, listening) in run.values:  # seen from inside each rank while the group and store are up
+        assert exposed == [], exposed
+        assert listening >= 1  # the launcher's store (in the kernel) and gloo's own sockets were seen
+    assert "12355" not in str(run)
+
+
+def test_recording_works_when_the_learner_initialises(tutorial):
+    run = bl.run(tutorial.demo_basic, 2, args=(2,), init=False, record=True)
+    assert run.ok
+    assert "all_reduce" in str(run.diagnosis) or "all_reduce" in run.ledger(), run.diagnosis
+
+
+def test_a_tcp_url_of_the_learners_own_is_re_pointed_at_the_launchers_store(tutorial):
+    run = bl.run(tutorial.tcp_url, 2, args=(2,), init=False)
+    assert run.ok, run
+    assert run.values == [2, 2]
+
+
+def test_a_rank_the_learners_code_disagrees_about_is_a_clear_error(tutorial):
+    run = bl.run(tutorial.wrong_rank, 2, args=(2,), init=False, timeout=2)
+    assert not run.ok
+    assert "init_process_group(rank=1) on a rank that barrierlab started as rank 0 of 2" in run[0].error_message
+
+
+def test_init_must_be_true_or_false():
+    with pytest.raises(TypeError, match="init must be True or False"):
+        bl.run(print, 2, init="no")
+
+
+def test_notebook_style_function_still_goes_by_value():
+    namespace: dict = {"__name__": "__main__"}
+    exec(textwrap.dedent('''
+        import os
+        def f():
+            return int(os.environ["RANK"])
+    '''), namespace)
+    run = bl.run(namespace["f"], 2)
+    assert run.values == [0, 1]
+
+
+# --------------------------------------------------------------------------- a hang in teardown (item 5)
+
+TEARDOWN = '''\
+import time
+
+import torch.distributed as dist
+
+
+class HangsWhenDestroyed:
+    """Stands in for torch's teardown hanging after the function returned (a DDP reducer or process group
+    whose destructor waits on a peer that is gone)."""
+
+    def __del__(self):
+        time.sleep(3600)
+
+
+def returns_then_hangs_in_teardown():
+    keep = HangsWhenDestroyed()
+    dist.barrier()
+    return dist.get_rank() * 10
+'''
+
+
+def test_a_hang_in_teardown_after_the_function_returned_keeps_the_value_and_counts_as_finished(
+        tmp_path, monkeypatch, capsys):
+    name = f"blteardown_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(TEARDOWN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    try:
+        run = bl.run(module.returns_then_hangs_in_teardown, 2, timeout=20, deadline=25)
+    finally:
+        sys.modules.pop(name, None)
+    assert run.ok, run
+    assert run.values == [0, 10]
+    assert [r.teardown_hung for r in run] == [True, True]
+    assert run.elapsed < 15  # ended after the short teardown grace, not at the 25 s deadline
+    err = capsys.readouterr().err
+    assert "rank 0 of 2 finished; then hung in torch's teardown" in err and "raising the deadline" in err

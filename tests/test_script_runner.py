@@ -1,0 +1,155 @@
+"""``barrierlab run train.py -n N -- ARGS``: an ordinary training script, run as torchrun would run it
+(issue 12, item 9), with barrierlab's deadline, recording, diagnosis, ledger and timeline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from barrierlab.script import is_script, run_script
+
+TRAIN = '''\
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=1)
+parser.add_argument("--bug", action="store_true")
+parser.add_argument("--exit-code", type=int, default=None)
+
+
+def listening_beyond_loopback(pids):
+    inodes = set()
+    for pid in pids:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).read().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes and fields[1].split(":")[0] not in (
+                    "0100007F", "00000000000000000000000001000000"):
+                found.append(line.strip())
+    return found
+
+
+def main():
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    total = torch.zeros(1)
+    for _ in range(args.steps):
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        total += t
+    if args.bug and rank == 0:
+        dist.barrier()  # the rank-0-only barrier
+    exposed = listening_beyond_loopback([os.getpid(), os.getppid(), int(os.environ["BL_TEST_KERNEL_PID"])])
+    print(f"rank {rank} env={os.environ['RANK']}/{os.environ['WORLD_SIZE']} argv={sys.argv[1:]} "
+          f"total={total.item():g} exposed={exposed}")
+    if args.exit_code is not None and rank == 1:
+        sys.exit(args.exit_code)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _line(path, text):
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, start=1) if text in line)
+
+
+@pytest.fixture
+def train(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN)
+    return path
+
+
+def _cli(*args, cwd=None):
+    env = dict(os.environ, BL_TEST_KERNEL_PID="0")
+    command = [sys.executable, "-c",
+               "import os, sys; os.environ['BL_TEST_KERNEL_PID'] = str(os.getpid()); "
+               "from barrierlab.__main__ import main; sys.exit(main(sys.argv[1:]))", *map(str, args)]
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, env=env, cwd=cwd)
+    return done, time.monotonic() - start
+
+
+def test_a_correct_script_runs_on_every_rank_with_its_arguments_and_exits_0(train, tmp_path):
+    done, _ = _cli("run", train, "-n", "3", "--timeline", tmp_path / "t.png", "--", "--steps", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for rank in range(3):
+        assert f"rank {rank} env={rank}/3 argv=['--steps', '2'] total=6 exposed=[]" in done.stdout, done.stdout
+    assert "All 3 ranks finished" in done.stdout
+    assert "all_reduce" in done.stdout  # the ledger
+    assert (tmp_path / "t.png").stat().st_size > 0
+
+
+def test_a_hanging_script_ends_within_its_deadline_names_the_line_and_exits_1(train):
+    done, elapsed = _cli("run", train, "-n", "2", "--timeout", "2", "--deadline", "6", "--", "--bug")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert elapsed < 60
+    assert f"train.py:{_line(train, '# the rank-0-only barrier')}" in done.stdout, done.stdout
+    assert "<frozen runpy>" not in done.stdout and "<dynamic-code>" not in done.stdout
+
+
+def test_sys_exit_with_a_nonzero_code_on_one_rank_is_a_failure(train):
+    done, _ = _cli("run", train, "-n", "2", "--", "--exit-code", "3")
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
+def test_sys_exit_0_is_a_normal_end(train):
+    done, _ = _cli("run", train, "-n", "2", "--", "--exit-code", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_missing_script_is_a_clear_error(tmp_path):
+    done, _ = _cli("run", tmp_path / "nope.py")
+    assert done.returncode == 2 and "no such script" in done.stderr
+
+
+def test_scenario_names_are_not_scripts():
+    assert is_script("train.py") and not is_script("early_return")
+
+
+def test_run_script_in_process(train, monkeypatch):
+    monkeypatch.setenv("BL_TEST_KERNEL_PID", str(os.getpid()))
+    run = run_script(train, 2, ["--steps", "3"])
+    assert run.ok, run
+    assert "argv=['--steps', '3'] total=6 exposed=[]" in run[1].stdout
+    with pytest.raises(TypeError, match="argv"):
+        run_script(train, 2, "--steps 3")
+
+
+def test_a_script_that_imports_a_module_next_to_it(tmp_path, monkeypatch):
+    (tmp_path / "helper_next_to_it.py").write_text(textwrap.dedent('''
+        import os
+        RANK = int(os.getenv("RANK", -1))
+    '''))
+    (tmp_path / "main_script.py").write_text(textwrap.dedent('''
+        import torch.distributed as dist
+        import helper_next_to_it
+        dist.init_process_group("gloo")
+        assert helper_next_to_it.RANK == dist.get_rank()
+        dist.destroy_process_group()
+    '''))
+    run = run_script(tmp_path / "main_script.py", 2)
+    assert run.ok, f"{run}\n{[r.traceback for r in run]}"
