@@ -202,3 +202,14 @@ def test_ledger_marks_collectives_torch_issued():
                                     "all_reduce would not have helped", "synchronises the data it reduces"])
 def test_no_text_contradicts_the_model_of_ordering(phrase):
     assert phrase not in inspect.getsource(d)
+
+
+def test_a_hang_in_torchs_teardown_is_reported_as_torchs_and_the_run_stays_ok():
+    ranks = [result(r, events=[call(r, "barrier", 1, 10)]) for r in range(2)]
+    ranks[1].teardown_hung = True
+    run = run_of(*ranks)
+    diagnosis = d.diagnose(run)
+    assert run.ok and diagnosis.ok
+    assert any("hung in torch's teardown" in e and "not a deadlock in your code" in e for e in diagnosis.evidence)
+    assert "deadline" not in str(diagnosis)
+    assert "then hung in torch's teardown" in ranks[1].summary()

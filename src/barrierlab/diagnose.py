@@ -512,8 +512,14 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
     else:
         unread = [r.rank for r in run.ranks if r.rank not in f.flights]
-        evidence.append(f"torch's record of the collectives it issued itself could not be read from "
-                        f"{rank_list(unread)}: collectives DDP or DTensor made there are not compared")
+        evidence.append(f"torch's flight record was not kept on {rank_list(unread)}: a rank keeps it when it has "
+                        f"loaded what issues collectives from C++ (DDP, FSDP, DTensor load torch._dynamo); the "
+                        f"collectives your code called are compared")
+    hung = [r.rank for r in run.ranks if r.teardown_hung]
+    if hung:
+        evidence.append(f"{rank_list(hung)} returned, then hung in torch's teardown (destroy_process_group / "
+                        f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
+                        f"is torch's, not a deadlock in your code, and the returned values are kept")
     return Diagnosis("ok", headline, evidence)
 
 

@@ -655,7 +655,7 @@ def _status_of(spec: RunSpec, rank: int) -> Status | None:
 def _mark_teardown_hangs(run: Run, ranks: set[int], world_size: int) -> None:
     """Keep the finished status and value of ranks ended in torch's teardown; flag them and say so on stderr."""
     for result in run.ranks:
-        result.teardown_hung = result.rank in ranks  # TODO(result.py): a field of RankResult, shown in its summary
+        result.teardown_hung = result.rank in ranks
     for rank in sorted(ranks):
         result = run.ranks[rank]
         result.exit_code = 0

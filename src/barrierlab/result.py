@@ -118,6 +118,9 @@ class RankResult:
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
     #: Events of this rank not kept (the middle of a flood of events; the first and last are kept).
     events_dropped: record.Dropped = field(default_factory=record.Dropped, repr=False)
+    #: The rank returned (its value is kept, it counts as finished), then hung in torch's teardown
+    #: (destroy_process_group, object destruction) and was ended by the launcher: torch's, not the learner's.
+    teardown_hung: bool = False
     #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
     _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
 
@@ -137,7 +140,9 @@ class RankResult:
         head = f"rank {self.rank}: {self.status}"
         if self.status == Status.FINISHED:
             text = repr(self.value)
-            return head + (f", returned {text[:80]}{'…' if len(text) > 80 else ''}" if self.value is not None else "")
+            head += f", returned {text[:80]}{'…' if len(text) > 80 else ''}" if self.value is not None else ""
+            return head + ("; then hung in torch's teardown (destroy_process_group / object destruction) and was "
+                           "ended: torch's, not your deadlock" if self.teardown_hung else "")
         if self.status in (Status.RAISED, Status.SETUP_FAILED):
             where = " before your function started" if self.status == Status.SETUP_FAILED else ""
             return f"{head}{where}: {_first_line(self.error_message)}"
