@@ -209,4 +209,6 @@ def test_interrupts_at_random_moments_leave_no_rank_behind():
     me = psutil.Process()
     warm = warm_pid()
     strays = [p for p in me.children(recursive=True) if p.pid != warm and p.status() != psutil.STATUS_ZOMBIE]
-    assert wait_until_gone([p.pid for p in strays], 2.0) == []
+    # generous: a warm process an interrupt cut off while it started still imports torch before it sees its
+    # closed pipe and exits (seconds on a loaded 2-core machine)
+    assert wait_until_gone([p.pid for p in strays], 30.0) == []

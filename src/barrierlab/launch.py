@@ -45,7 +45,7 @@ MAX_WORLD_SIZE = 16
 STACK_GRACE = 0.3
 #: How long a rank that has reported its outcome may take to exit (torch's teardown: destroying the
 #: function's DDP model and process group) before it is ended: the run does not wait for its deadline.
-TEARDOWN_GRACE = 1.5
+TEARDOWN_GRACE = 5.0
 #: What a rank that finished, then hung in torch's teardown, is told (stderr, and ``RankResult.teardown_hung``).
 TEARDOWN_HUNG = ("finished; then hung in torch's teardown (destroy_process_group / object destruction) and was "
                  "ended {grace:g} s after it reported. This is torch's, not a deadlock in your code: the value it "

@@ -88,14 +88,26 @@ def chromium_path() -> str:
     return path
 
 
+#: The one Playwright of the session: the other browser test modules import these fixtures, which makes pytest
+#: set them up once per module, and Playwright's sync API cannot be started twice in one process.
+_PLAYWRIGHT: list = []
+
+
 @pytest.fixture(scope="session")
 def playwright_api():
+    if _PLAYWRIGHT:
+        yield _PLAYWRIGHT[0]
+        return
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         unavailable("the playwright package is not installed (pip install -r requirements-browser.txt)")
     with sync_playwright() as api:
-        yield api
+        _PLAYWRIGHT.append(api)
+        try:
+            yield api
+        finally:
+            _PLAYWRIGHT.clear()
 
 
 @pytest.fixture(scope="session")
