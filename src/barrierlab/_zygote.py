@@ -56,17 +56,19 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
 
     def serve(self, preload: tuple[str, ...] = ()) -> None:
-        """Answer the kernel; import ``preload`` one module at a time whenever no request is waiting, starting
-        after the first launch (or :data:`PRELOAD_AFTER_IDLE` seconds without one), so the first run is fast."""
+        """Answer the kernel; import ``preload`` one module at a time whenever no request is waiting and no rank
+        is alive (an import blocks this loop, and with it the exit reports the kernel waits for), starting after
+        the first run (or :data:`PRELOAD_AFTER_IDLE` seconds without one), so the first run is fast."""
         send(self.out_fd, Ready(os.getpid()))
         pending, launched = list(preload), False
         idle_since = time.monotonic()
         while True:
             timeout = None
-            if pending:
+            may_preload = bool(pending) and not self.children
+            if may_preload:
                 timeout = 0.0 if launched else max(PRELOAD_AFTER_IDLE - (time.monotonic() - idle_since), 0.0)
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
-            if not readable and pending:
+            if not readable and may_preload:
                 if launched or time.monotonic() - idle_since >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
                     if not pending:
