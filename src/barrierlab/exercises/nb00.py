@@ -12,38 +12,26 @@ time), so no fixed sleep is safe.
 
 from __future__ import annotations
 
-import os
 import random
 import tempfile
 from dataclasses import dataclass
 
 import barrierlab as bl
 from barrierlab.record import Event
+from barrierlab.exercises import PrintedVerdict, Verdict  # noqa: F401  (Verdict: the type nb01, nb02 name)
 from barrierlab.result import Run
 
 WORLD = 4
 TIMEOUT = 2.0  # seconds: a rank that waits for a peer that never comes fails quickly
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What a check decided: ``ok`` and the line it printed (✓ or ✗ with what to do)."""
-
-    ok: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def _ipython_display_(self) -> None:
-        """The check has printed its line already: show nothing more as a cell's value."""
 
 
-def verdict(ok: bool, message: str, quiet: bool = False) -> Verdict:
+def verdict(ok: bool, message: str, quiet: bool = False) -> PrintedVerdict:
     line = ("✓ " if ok else "✗ not yet: ") + message
     if not quiet:
         print(line)
-    return Verdict(ok, line)
+    return PrintedVerdict(ok, line)
 
 
 # --- what the record says about order -----------------------------------------------------------------

@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
-from dataclasses import dataclass
+
+from barrierlab.exercises import Verdict, not_yet
 
 #: Disk delays (seconds) of the two runs: the first fast, the second slower than any sleep that the first
 #: run would not expose.
@@ -23,21 +24,6 @@ SLOW_DISK = (1.0, 1.3)
 MAX_LAG = 0.4
 
 
-@dataclass
-class Verdict:
-    """The outcome of a check: ``ok`` and a message that starts with ✓ or ✗."""
-
-    ok: bool
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-    __repr__ = __str__
-
-
-def _fail(text: str) -> Verdict:
-    return Verdict(False, "✗ not yet: " + text)
 
 
 def _ranks(ranks) -> str:
@@ -72,21 +58,21 @@ def check(train, steps: int = 4, save_every: int = 2, world_size: int = 4, seed:
 
 def _judge(run, steps: int, save_every: int, delay: float, fast: bool) -> Verdict | None:
     if not run.ok:
-        return _fail(f"not every rank finished ({run.diagnosis.headline}) Read run.ledger(): every rank must "
+        return not_yet(f"not every rank finished ({run.diagnosis.headline}) Read run.ledger(): every rank must "
                      "make the same collective calls in the same order, and `save_checkpoint()` contains one.")
     saves = [e for e in run.events if e.name == "save" and e.end is not None]
     if not saves:
-        return _fail("no checkpoint was written. Keep calling the save helper: rank 0 writes the checkpoints.")
+        return not_yet("no checkpoint was written. Keep calling the save helper: rank 0 writes the checkpoints.")
     writers = {e.rank for e in saves}
     if writers != {0}:
-        return _fail(f"{_ranks(writers - {0})} wrote the checkpoint too. Only rank 0 should write it: several "
+        return not_yet(f"{_ranks(writers - {0})} wrote the checkpoint too. Only rank 0 should write it: several "
                      "ranks writing one file race on it (and on a real cluster, on a shared disk).")
     expected = steps // save_every
     if len(saves) != expected:
-        return _fail(f"rank 0 wrote {len(saves)} checkpoints; it should write one every {save_every} steps, "
+        return not_yet(f"rank 0 wrote {len(saves)} checkpoints; it should write one every {save_every} steps, "
                      f"{expected} in {steps} steps.")
     if min(e.duration for e in saves) < 0.9 * delay:
-        return _fail("pass `save_delay` on to the save helper: the check makes rank 0's disk slow with it.")
+        return not_yet("pass `save_delay` on to the save helper: the check makes rank 0's disk slow with it.")
     complete = max(e.end for e in saves)
     loads = {}
     for e in run.events:
@@ -94,20 +80,20 @@ def _judge(run, steps: int, save_every: int, delay: float, fast: bool) -> Verdic
             loads[e.rank] = e
     missing = set(range(run.world_size)) - set(loads)
     if missing:
-        return _fail(f"{_ranks(missing)} never read the checkpoint: every rank evaluates the last one.")
+        return not_yet(f"{_ranks(missing)} never read the checkpoint: every rank evaluates the last one.")
     early = {r: complete - e.start for r, e in loads.items() if e.start < complete}
     if early:
         worst = max(early.values())
-        return _fail(f"{_ranks(early)} started reading the checkpoint up to {worst:.2f} s before rank 0 had "
+        return not_yet(f"{_ranks(early)} started reading the checkpoint up to {worst:.2f} s before rank 0 had "
                      f"finished writing it (this run's disk took {delay:.2f} s per write). Nothing made "
                      "them wait for rank 0; a sleep only guesses how long the write takes.")
     late = {r: e.start - complete for r, e in loads.items() if e.start - complete > MAX_LAG}
     if fast and late:
-        return _fail(f"{_ranks(late)} started reading {max(late.values()):.2f} s after the checkpoint was "
+        return not_yet(f"{_ranks(late)} started reading {max(late.values()):.2f} s after the checkpoint was "
                      "complete: they waited for a clock, not for rank 0. Let a collective that every rank "
                      "calls do the waiting.")
     wrong = {r.rank: r.value for r in run if r.value != steps}
     if wrong:
-        return _fail(f"{_ranks(wrong)} did not return the step of the last checkpoint ({steps}): "
+        return not_yet(f"{_ranks(wrong)} did not return the step of the last checkpoint ({steps}): "
                      f"got {sorted(set(map(repr, wrong.values())))}. Return what `load_checkpoint()` read.")
     return None

@@ -10,27 +10,11 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+
+from barrierlab.exercises import Verdict, not_yet
 
 #: Steps the check trains for, chosen at random, so that no fixed number passes.
 STEPS = (3, 6)
-
-
-@dataclass
-class Verdict:
-    """The outcome of a check: ``ok`` and a message that starts with ✓ or ✗."""
-
-    ok: bool
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-    __repr__ = __str__
-
-
-def _fail(text: str) -> Verdict:
-    return Verdict(False, "✗ not yet: " + text)
 
 
 def reference(steps: int = 4):
@@ -58,19 +42,19 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     for tried in (4, steps):  # the notebook's own step count first, so its feedback reads the same every time
         run = bl.run(train, world_size, kwargs=dict(steps=tried), timeout=1.0, deadline=4.0)
         if not run.ok:
-            return _fail(f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
+            return not_yet(f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
                          "run.stuck, TORCH_DISTRIBUTED_DEBUG=DETAIL, barrierlab.lint.")
     value = run[0].value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return _fail(f"rank 0 should return the validation loss (a number), got {value!r}")
+        return not_yet(f"rank 0 should return the validation loss (a number), got {value!r}")
     truth = bl.run(reference, world_size, kwargs=dict(steps=steps), timeout=5.0, check=True)
     average, own = truth[0].value
     if math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6):
         return Verdict(True, f"✓ every rank finished, and rank 0 reports the validation loss averaged over "
                              f"all {world_size} ranks ({value:.4f} after {steps} steps)")
     if math.isclose(value, own, rel_tol=1e-5, abs_tol=1e-6):
-        return _fail(f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
+        return not_yet(f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
                      f"({average:.4f}). The averaging must stay: make every rank take part in it.")
-    return _fail(f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is "
+    return not_yet(f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is "
                  f"{average:.4f} after {steps} steps. Did the other ranks contribute something other than "
                  "their own validation loss to the all_reduce?")

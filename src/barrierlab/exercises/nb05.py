@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import random
 import tempfile
-from dataclasses import dataclass
 
 import barrierlab as bl
+from barrierlab.exercises import Verdict
 from barrierlab.plot import function_seconds
 
 #: Blocking collectives that no rank leaves before every rank has called them (gloo).
@@ -23,19 +23,6 @@ MEET_ALL = ("barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gat
             "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
             "all_to_all_single", "gather_object")
 
-
-@dataclass(frozen=True)
-class Feedback:
-    """The verdict of a check: ``passed``, and the ✓/✗ message shown in the notebook."""
-
-    passed: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __repr__(self) -> str:
-        return self.message
 
 
 def _spans(rank, name):
@@ -62,28 +49,28 @@ def ordering_collective(run) -> int | None:
     return None
 
 
-def check(fn, world_size: int = 4, seed: int | None = None) -> Feedback:
+def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
     """Run ``fn(folder, steps=4, delay=...)`` on ``world_size`` ranks with a random delay and judge the run."""
     rng = random.Random(seed)
     delay = round(rng.uniform(0.12, 0.25), 3)
     with tempfile.TemporaryDirectory() as folder:
         run = bl.run(fn, world_size, args=(folder,), kwargs=dict(steps=4, delay=delay), timeout=3)
     if not run.ok:
-        return Feedback(False, f"✗ not yet: the run failed: {run.diagnosis.headline}")
+        return Verdict(False, f"✗ not yet: the run failed: {run.diagnosis.headline}")
     missing = [r.rank for r in run if not _spans(r, "write metrics")]
     if missing or not _spans(run[0], "read metrics"):
-        return Feedback(False, "✗ not yet: keep the spans: every rank's 'write metrics' and rank 0's 'read metrics'"
+        return Verdict(False, "✗ not yet: keep the spans: every rank's 'write metrics' and rank 0's 'read metrics'"
                                + (f" (ranks {missing} wrote nothing)" if missing else ""))
     files = run[0].value or []
     if len(files) != world_size:
-        return Feedback(False, f"✗ not yet: rank 0 saw {len(files)} of {world_size} files")
+        return Verdict(False, f"✗ not yet: rank 0 saw {len(files)} of {world_size} files")
     before_write = []
     for r in run:
         write = _spans(r, "write metrics")[0]
         before_write += [e for e in r.events if e.kind == "collective" and e.start < write.start]
     if before_write:
         names = sorted({e.name for e in before_write})
-        return Feedback(False, f"✗ not yet: the ranks still meet before writing ({', '.join(names)}, "
+        return Verdict(False, f"✗ not yet: the ranks still meet before writing ({', '.join(names)}, "
                                f"{len(before_write) // world_size} times per rank). A collective every rank must "
                                "reach makes the group pay for every rank's slow step; nothing in the loop needs it.")
     seq = ordering_collective(run)
@@ -91,15 +78,15 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Feedback:
         after = sorted({e.name for e in run[0].events if e.kind == "collective"})
         how = (f" ({', '.join(after)} does not: rank 0 can leave it before the others arrive)" if after
                else " (a time.sleep only makes it likely)")
-        return Feedback(False, "✗ not yet: rank 0 saw every file this time, but nothing guarantees it: no "
+        return Verdict(False, "✗ not yet: rank 0 saw every file this time, but nothing guarantees it: no "
                                "collective that every rank must reach sits between the writes and rank 0's read"
                                + how)
     extra = [e for e in run[0].events if e.kind == "collective" and e.seq and e.seq != seq]
     if extra:
-        return Feedback(False, f"✗ not yet: rank 0 saw all files, ordered by "
+        return Verdict(False, f"✗ not yet: rank 0 saw all files, ordered by "
                                f"{_name(run[0], seq)} #{seq}; the other {len(extra)} collective(s) after the loop "
                                f"({', '.join(sorted({e.name for e in extra}))}) protect nothing")
-    return Feedback(True, f"✓ rank 0 saw all {world_size} files, ordered by one {_name(run[0], seq)} per rank, "
+    return Verdict(True, f"✓ rank 0 saw all {world_size} files, ordered by one {_name(run[0], seq)} per rank, "
                           f"in {function_seconds(run):.2f} s (delay {delay} s)")
 
 

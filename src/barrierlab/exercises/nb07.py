@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 
 import barrierlab as bl
+from barrierlab.exercises import Verdict
 from barrierlab.scenarios import race_results_file
 
 #: The seeds the check runs by default (six runs, about 4 s). Each decides every rank's phase times; in seeds
@@ -28,19 +28,6 @@ SLACK = 0.1
 #: How much longer than the ordering needs a run may take before the check calls it a sleep (seconds).
 WASTE = 0.2
 
-
-@dataclass(frozen=True)
-class Feedback:
-    """The verdict of a check: ``passed``, and the ✓/✗ message shown in the notebook."""
-
-    passed: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __repr__(self) -> str:
-        return self.message
 
 
 def results_complete(run, workdir: str) -> bool:
@@ -75,7 +62,7 @@ def latest_allowed_end(run, seed: int, rank: int) -> float:
     return max(own_end, end_0, setup_0 + evaluate) + SLACK
 
 
-def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Feedback:
+def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Verdict:
     """Run ``fn(workdir=..., seed=...)`` once per seed; ✓ only if every run is complete, without barriers,
     and no rank waited longer than its own work and rank 0's require."""
     for seed in seeds:
@@ -84,14 +71,14 @@ def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Feedback:
             kept, complete = _kept_lines(workdir), results_complete(run, workdir)
         if not run.ok:
             bad = run[run.failed[0]]
-            return Feedback(False, f"✗ not yet: seed {seed}: rank {bad.rank} {bad.status}: {bad.error_message[:100]}")
+            return Verdict(False, f"✗ not yet: seed {seed}: rank {bad.rank} {bad.status}: {bad.error_message[:100]}")
         if not complete:
-            return Feedback(False, f"✗ not yet: seed {seed}: rank 0 reported {run[0].value!r}, the file kept "
+            return Verdict(False, f"✗ not yet: seed {seed}: rank 0 reported {run[0].value!r}, the file kept "
                                    f"{kept} of {world_size} result lines")
         called = {e.name for r in run for e in r.events if e.kind == "collective"}
         if "barrier" in called or "monitored_barrier" in called:
             barriers = sum(e.name.endswith("barrier") for r in run for e in r.events if e.kind == "collective")
-            return Feedback(False, f"✗ every result is there, but the ranks called a barrier {barriers} times: "
+            return Verdict(False, f"✗ every result is there, but the ranks called a barrier {barriers} times: "
                                    "fix it without")
         for rank in range(world_size):
             late = run[rank].ended - latest_allowed_end(run, seed, rank)
@@ -99,19 +86,19 @@ def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Feedback:
                 continue
             meet = sorted(called & set(MEET_ALL))
             if meet == ["gather_object"] and rank != 0:
-                return Feedback(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
+                return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
                                        f"{late + SLACK:.2f} s for ranks other than rank 0: gather_object first "
                                        "all_gathers the size of every rank's object, so every rank waits for every "
                                        "rank. Send the results to rank 0 with dist.gather (a tensor), or signal "
                                        "with store keys.")
             if meet and rank != 0:
-                return Feedback(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
+                return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
                                        f"{late + SLACK:.2f} s for ranks other than rank 0: {', '.join(meet)} is a "
                                        "collective every rank must reach, so it lines all ranks up like a barrier. "
                                        "Order only what needs ordering: who should own the file?")
-            return Feedback(False, f"✗ every result is there, but in seed {seed} rank {rank} finished "
+            return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} finished "
                                    f"{late + SLACK:.2f} s later than its work and the ordering need: something "
                                    "waits longer than necessary (a time.sleep?). A sleep guesses; order the "
                                    "accesses instead.")
-    return Feedback(True, f"✓ {len(seeds)} of {len(seeds)} runs complete, no barrier, and no rank waited for "
+    return Verdict(True, f"✓ {len(seeds)} of {len(seeds)} runs complete, no barrier, and no rank waited for "
                           "more than it needed")
