@@ -32,12 +32,19 @@ def _run(args) -> int:
     fn = load(args.scenario)
     run = bl.run(fn, args.nproc, kwargs=parse_kwargs(args.kwargs), timeout=args.timeout,
                  deadline=args.deadline, linger=args.linger)
+    return _show(run, args.timeline)
+
+
+def _show(run, timeline: str | None) -> int:
+    """Print a run, its diagnosis and ledger, draw its timeline if asked; 0 iff every rank finished."""
     print(run)
     print()
     print(run.diagnosis)
-    if args.timeline:
-        run.timeline().savefig(args.timeline, dpi=120)
-        print(f"\ntimeline written to {args.timeline}")
+    print()
+    print(run.ledger())
+    if timeline:
+        run.timeline().savefig(timeline, dpi=120)
+        print(f"\ntimeline written to {timeline}")
     return 0 if run.ok else 1
 
 
@@ -56,30 +63,14 @@ def _run_script(args) -> int:
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)
         return 2
-    print(run)
-    print()
-    print(run.diagnosis)
-    print()
-    print(run.ledger())
-    if args.timeline:
-        run.timeline().savefig(args.timeline, dpi=120)
-        print(f"\ntimeline written to {args.timeline}")
-    return 0 if run.ok else 1
+    return _show(run, args.timeline)
 
 
 def _report(args) -> int:
     from barrierlab.torchrun import run_from_records
 
     run = run_from_records(args.folder)
-    print(run)
-    print()
-    print(run.diagnosis)
-    print()
-    print(run.ledger())
-    if args.timeline:
-        run.timeline().savefig(args.timeline, dpi=120)
-        print(f"\ntimeline written to {args.timeline}")
-    return 0 if run.ok else 1
+    return _show(run, args.timeline)
 
 
 def _lint(args) -> int:

@@ -15,7 +15,7 @@ import sys
 
 import cloudpickle
 
-from barrierlab._protocol import PAYLOAD_FILE
+from barrierlab._protocol import PAYLOAD_FILE, write_new_file
 
 #: Tensors at least this large are mapped from a file rather than pickled.
 MAPPED_BYTES = 1 << 20
@@ -49,9 +49,7 @@ class _Pickler(cloudpickle.CloudPickler):
                 and obj.untyped_storage().nbytes() == obj.numel() * obj.element_size()):
             path = os.path.join(self.folder, f"{PAYLOAD_FILE}.{self.count}")
             self.count += 1
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(memoryview(obj.detach().view(-1).view(torch.uint8).numpy()))
+            write_new_file(path, obj.detach().view(-1).view(torch.uint8).numpy())
             return mapped_tensor, (path, obj.dtype, tuple(obj.shape))
         return super().reducer_override(obj)
 

@@ -314,6 +314,18 @@ def claim_diagnosis(folder: str) -> bool:
     return True
 
 
+def write_new_file(path: str, data) -> None:
+    """Write ``data`` (bytes or a buffer) to a file that must not exist yet (never through a planted symlink),
+    readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 # --- how a rank ended: one format for both launchers -----------------------------------------------------
 _BLOBS = ("value", "exception")
 
@@ -353,13 +365,7 @@ class Outcome:
                            for name in _BLOBS]
         data = json.dumps(header).encode() + b"\n" + b"".join(getattr(self, name) or b"" for name in _BLOBS)
         tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        write_new_file(tmp, data)
         os.replace(tmp, path)
 
     @classmethod

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
+from barrierlab.result import rank_list
 from barrierlab.sites import Site
 
 if TYPE_CHECKING:
@@ -184,14 +185,6 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
     return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
 
 
-def rank_list(ranks: list[int]) -> str:
-    """'rank 2', 'ranks 1 and 3', 'ranks 1–3', 'ranks 0, 2 and 5'."""
-    ranks = sorted(ranks)
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}–{ranks[-1]}"
-    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 def _ordinal(n: int) -> str:
@@ -553,7 +546,6 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
     if f.split and f.split.from_torch and not _split_matches_learner_call(f):
         return None  # torch's own collectives diverged first: rule_torch_divergence explains it
     k, run = f.first_diff, f.run
-    names = {e.name for e in f.at_k.values()}
     evidence = list(f.evidence) + _calls_by_op(f, k)
     evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)

@@ -28,7 +28,7 @@ import cloudpickle
 from barrierlab import _contain, _payload, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE, Exited, Launch, Message, Outcome, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec,
-    SignalRanks, Started, Status, Swept, receive, run_dir_owner, run_dir_prefix, send,
+    SignalRanks, Started, Status, Swept, receive, run_dir_owner, run_dir_prefix, send, write_new_file,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -542,13 +542,7 @@ def _remove_run_dir(path: str) -> None:
 
 def _write_payload(run_dir: str, payload: bytes) -> str:
     path = os.path.join(run_dir, PAYLOAD_FILE)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+    write_new_file(path, payload)
     return path
 
 

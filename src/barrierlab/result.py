@@ -59,7 +59,7 @@ class RankFailed(RuntimeError):
             if r.traceback:
                 groups.setdefault((_error_kind(r), _same_traceback(r.traceback)), []).append(r)
         for shown, ((kind, _), members) in enumerate(groups.items()):
-            ranks = _rank_list([m.rank for m in members])
+            ranks = rank_list([m.rank for m in members])
             same = f"{ranks} raised the same {kind}" if len(members) > 1 else f"{ranks} raised {kind}"
             text = tidy(members[0].traceback).rstrip().splitlines()
             if shown < TRACEBACKS_SHOWN:
@@ -85,7 +85,7 @@ def _same_traceback(text: str) -> str:
     return "\n".join(frames + [re.sub(r"\d+", "N", lines[-1] if lines else "")])
 
 
-def _rank_list(ranks: list[int]) -> str:
+def rank_list(ranks: list[int]) -> str:
     """'rank 2', 'ranks 1 and 3', 'ranks 1–15', 'ranks 0, 2 and 5'."""
     ranks = sorted(ranks)
     if len(ranks) == 1:

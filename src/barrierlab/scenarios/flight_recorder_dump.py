@@ -3,7 +3,6 @@
 import json
 
 import torch
-import torch.distributed as dist
 
 from barrierlab.scenarios import extra_barrier, torchrun_main
 

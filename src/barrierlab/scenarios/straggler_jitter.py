@@ -26,7 +26,7 @@ def scenario(steps=8, jitter=0.05, base_compute=0.02, barrier_every=1, seed=0, o
     """
     if one_cpu:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    rank, world_size = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     durations, took = step_seconds(seed, rank, steps, jitter, base_compute), []
     for step in range(steps):
         start = time.perf_counter()
