@@ -106,13 +106,13 @@ def test_item_through_the_script_runner(item):
 # --------------------------------------------------------------------------- torchrun / mp.spawn
 
 
-@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
-@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
 #: What torch prints when it aborts in its own teardown at process exit (a process group's C++ thread still
 #: joinable): plain torchrun runs of correct code end this way now and then, with barrierlab nowhere involved.
 TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
 
 
+@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
+@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
 def test_item_as_a_script(item):
     for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
         outcome = harness.run_as_script(item)
