@@ -67,6 +67,12 @@ def start_time(pid: int) -> int | None:
     return None if stat is None else stat[2]
 
 
+def is_stopped(pid: int) -> bool:
+    """Whether ``pid`` is stopped (SIGSTOP, or traced), a zombie, or gone: a process that will not answer."""
+    stat = _stat(pid)
+    return stat is None or stat[3] in ("T", "t", "Z", "X")
+
+
 def ticks_now() -> int:
     """Now, in the unit of :func:`start_time`."""
     with open("/proc/uptime") as f:

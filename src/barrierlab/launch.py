@@ -61,6 +61,8 @@ MAX_THREADS = 64
 #: A call pickled larger than this is written once to a file in the run's folder instead of being sent
 #: through the pipe (each rank reads it for itself).
 PAYLOAD_INLINE = 256 * 1024
+#: How long a warm process that has finished preloading may take to fork a run's ranks (milliseconds when well).
+START_ANSWER_TIMEOUT = 5.0
 #: How long the warm process may take to confirm that ranks (and what they started) are gone, once the
 #: kernel sees them dead, before it counts as unresponsive and is replaced.
 CONFIRM_TIMEOUT = 0.5
@@ -607,7 +609,8 @@ def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeInde
         return str(Site(index.resolve(file, line, func), line, func))
 
     events = [RankFiles(folder, rank).events for rank in range(world_size)]
-    return LiveView(kind, events, spec.t0, spec.options.deadline, endings, where)
+    deadline = spec.options.deadline + (group.started_at - spec.t0)  # as the kernel counts it: from the start
+    return LiveView(kind, events, spec.t0, deadline, endings, where)
 
 
 def _discard(warm: _WarmProcess) -> None:
@@ -671,6 +674,7 @@ class _RunningGroup:
         self.pidfds: dict[int, int] = {}  # rank -> pidfd, opened while the rank was known to be ours
         self.launched = False
         self.started = False
+        self.started_at = spec.t0
         self.swept = False
         self.warm_broken = False
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
@@ -678,15 +682,24 @@ class _RunningGroup:
     def start(self) -> None:
         self.send(Launch(self.spec))
         self.launched = True
-        give_up = time.monotonic() + min(START_TIMEOUT, self.spec.options.deadline)
+        give_up = time.monotonic() + self.start_timeout()
         while not self.started:
             remaining = give_up - time.monotonic()
-            message = self.warm.receive(remaining) if remaining > 0 else None
-            if message is None:
+            message = self.warm.receive(min(remaining, 0.1)) if remaining > 0 else None
+            if message is None and (remaining <= 0 or _contain.is_stopped(self.warm.process.pid)):
                 self.warm_broken = True
                 raise LaunchError("the warm process did not start the ranks (it stopped answering); "
                                   "the next run starts a new one")
             self.note(message)
+        self.started_at = time.monotonic()
+
+    def start_timeout(self) -> float:
+        """How long the warm process may take to fork the ranks. While it imports a module it answers only once
+        that import is done (torch._dynamo takes seconds on a loaded machine); the run's deadline counts from
+        the start of the ranks, so that wait does not eat into it. A stopped warm process is found at once."""
+        if not self.warm.preloaded:
+            return PRELOADING_CONFIRM_TIMEOUT
+        return min(START_TIMEOUT, max(self.spec.options.deadline, START_ANSWER_TIMEOUT))
 
     def confirm_timeout(self) -> float:
         return CONFIRM_TIMEOUT if self.warm.preloaded else PRELOADING_CONFIRM_TIMEOUT
@@ -747,7 +760,7 @@ class _RunningGroup:
         every rank has reported its outcome (without ``linger``), at most :data:`TEARDOWN_GRACE` more for ranks
         still running, which hang in torch's teardown after the function returned."""
         linger = self.spec.options.linger
-        give_up = self.spec.t0 + self.spec.options.deadline
+        give_up = self.started_at + self.spec.options.deadline
         silent_since = None
         while (running := self.running()) and (remaining := give_up - time.monotonic()) > 0:
             if linger and not running - self.reported():
