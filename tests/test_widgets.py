@@ -67,9 +67,10 @@ def test_a_redrawn_figure_reuses_the_same_figure_and_resizes_it(no_leftovers):
     assert fig.axes[0].get_title().startswith("3 ranks")
 
 
-def test_defaults_keep_a_100_ms_straggler_in_a_run_under_0_4_s():
-    # 100 ms: 10x a 95th-percentile step jitter of 10 ms (benchmarks/explorer.py prints the measured one)
-    assert widgets.DEFAULT_DELAY >= 0.1
+def test_defaults_keep_an_80_ms_straggler_in_a_run_under_0_4_s():
+    # 80 ms: 10x the 95th-percentile step jitter measured on 1 CPU at 8 ranks, 7.6 ms at worst in three runs
+    # of benchmarks/explorer.py (4.9 ms at 4 ranks); the benchmark prints the measured one
+    assert widgets.DEFAULT_DELAY >= 0.08
     assert straggler.predicted_seconds(widgets.DEFAULT_WORLD_SIZE, steps=widgets.DEFAULT_STEPS,
                                        delay=widgets.DEFAULT_DELAY, base_compute=widgets.DEFAULT_BASE_COMPUTE) < 0.4
 
@@ -91,7 +92,7 @@ def test_explorer_has_stable_control_descriptions_and_css_classes(no_leftovers):
     assert "barrierlab-explorer" in explorer.image._dom_classes
     # on a 1280x720 projector the figure shrinks (aspect kept) instead of pushing the controls off screen
     assert explorer.image.layout.max_height == "64vh" and explorer.image.layout.object_fit == "contain"
-    assert bytes(explorer.image.value).startswith(b"\x89PNG")
+    assert explorer.image.format == "svg+xml" and b"<svg" in bytes(explorer.image.value)[:400]
     assert repr(explorer) == "StragglerExplorer(world size=2, delay=0.15 s, slow rank=1, barrier every=1)"
 
 

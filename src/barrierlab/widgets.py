@@ -27,8 +27,10 @@ from barrierlab.plot import TimelineFigure, function_seconds, summary, timeline
 from barrierlab.result import Run
 from barrierlab.scenarios import straggler
 
-#: The explorer's default settings: 4 ranks, rank 1 late by 100 ms in each of 3 steps of 10 ms.
-DEFAULT_WORLD_SIZE, DEFAULT_DELAY, DEFAULT_STEPS, DEFAULT_BASE_COMPUTE = 4, 0.1, 3, 0.01
+#: The explorer's default settings: 4 ranks, rank 1 late by 80 ms in each of 3 steps of 10 ms. 80 ms is 16-18x the
+#: 95th-percentile step jitter measured on 1 CPU at 4 ranks (4.5-4.9 ms) and 10-14x at 8 ranks (5.7-7.6 ms)
+#: (benchmarks/explorer.py), and keeps a redraw under 0.5 s.
+DEFAULT_WORLD_SIZE, DEFAULT_DELAY, DEFAULT_STEPS, DEFAULT_BASE_COMPUTE = 4, 0.08, 3, 0.01
 #: World sizes the explorer offers: past 8 ranks on a laptop the timeline is a blur of scheduling noise.
 WORLD_SIZES = (2, 8)
 #: Largest straggler delay the explorer offers, in seconds (with 3 steps a run stays under 1 s).
@@ -162,9 +164,20 @@ def draw(result: Run, predicted: float, settings: dict, figure: Figure | None = 
 
 
 def png(fig: Figure) -> bytes:
-    """The figure as PNG bytes at the explorer's resolution."""
+    """The figure as PNG bytes at the explorer's resolution (what a stored notebook shows)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def svg(fig: Figure) -> bytes:
+    """The figure as SVG with its text left to the browser: what the live explorer shows. Rasterising the
+    glyphs was most of a PNG's cost (0.10 s against 0.04 s for this figure on 2 cores; benchmarks/explorer.py)."""
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "barrierlab"}):
+        fig.savefig(buffer, format="svg")
     return buffer.getvalue()
 
 
@@ -221,7 +234,7 @@ class StragglerExplorer(widgets.VBox):
                                               description="barrier every", style=common["style"]),
         }
         # On a 1280x720 projector the figure shrinks to fit (aspect kept) instead of pushing the controls away.
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%", max_width="1100px",
+        self.image = widgets.Image(format="svg+xml", layout=widgets.Layout(width="100%", max_width="1100px",
                                                                        max_height="64vh", object_fit="contain"))
         self.image.add_class("barrierlab-explorer")
         self.summary = widgets.HTML()
@@ -286,7 +299,7 @@ class StragglerExplorer(widgets.VBox):
                                                      delay=s["delay"], barrier_every=s["barrier_every"],
                                                      base_compute=self.base_compute)
         self.run, self.figure = result, figure
-        self.image.value = png(figure)
+        self.image.value = svg(figure)
         self.summary.value = summary_html(result, self.predicted)
         self.status.value = ""
 
