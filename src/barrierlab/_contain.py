@@ -49,16 +49,29 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(75)
 
 
-def _stat(pid: int) -> tuple[int, int, int, str] | None:
-    """(parent pid, session id, start time in clock ticks since boot, state) of ``pid``, or None."""
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/pid/stat`` from field 3 (state) on, or None; fields[k] is field k + 3 of proc(5)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
-    fields = data[data.rindex(b")") + 2:].split()
-    # fields[0] is field 3 of proc(5): state; ppid is field 4, session 6, starttime 22
+    return data[data.rindex(b")") + 2:].split()
+
+
+def _stat(pid: int) -> tuple[int, int, int, str] | None:
+    """(parent pid, session id, start time in clock ticks since boot, state) of ``pid``, or None."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    # state is field 3, ppid 4, session 6, starttime 22
     return int(fields[1]), int(fields[3]), int(fields[19]), fields[0].decode()
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time ``pid`` has used (user + system, in clock ticks), or None."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[11]) + int(fields[12])  # utime 14, stime 15
 
 
 def start_time(pid: int) -> int | None:

@@ -34,6 +34,10 @@ from barrierlab._protocol import (
 #: imports torch._dynamo on construction, 2.4 s and 130 MB per rank).
 #: Seconds without a launch after which the warm process preloads anyway (a kernel that waits before its first run).
 PRELOAD_AFTER_IDLE = 1.0
+#: Preloading waits while the kernel uses at least this share of a CPU (its own torch import, at the start, is
+#: what the first cell waits for; two imports at once slow each other by ~0.2 s on 2 cores), measured over
+#: windows of KERNEL_WINDOW seconds, but for at most KERNEL_WAIT_MAX seconds in all.
+KERNEL_BUSY_SHARE, KERNEL_WINDOW, KERNEL_WAIT_MAX = 0.5, 0.2, 10.0
 
 PRELOAD = (
     "torch.nn", "torch.optim", "torch.nn.parallel", "torch._dynamo", "torch.distributed.checkpoint",
@@ -62,14 +66,16 @@ class Zygote:
         send(self.out_fd, Ready(os.getpid()))
         pending, launched = list(preload), False
         idle_since = time.monotonic()
+        kernel = _Activity(os.getppid(), give_up_after=KERNEL_WAIT_MAX)
         while True:
             timeout = None
             may_preload = bool(pending) and not self.children
             if may_preload:
-                timeout = 0.0 if launched else max(PRELOAD_AFTER_IDLE - (time.monotonic() - idle_since), 0.0)
+                due = 0.0 if launched else PRELOAD_AFTER_IDLE - (time.monotonic() - idle_since)
+                timeout = max(due, kernel.next_verdict_in(), 0.0)
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
             if not readable and may_preload:
-                if launched or time.monotonic() - idle_since >= PRELOAD_AFTER_IDLE:
+                if (launched or time.monotonic() - idle_since >= PRELOAD_AFTER_IDLE) and not kernel.busy():
                     _preload(pending.pop(0))
                     if not pending:
                         send(self.out_fd, Preloaded())
@@ -195,7 +201,42 @@ def main() -> None:
 
     import barrierlab._rank  # noqa: F401  (imports torch, torch.distributed, cloudpickle)
 
-    Zygote(in_fd, out_fd).serve(PRELOAD)
+    zygote = Zygote(in_fd, out_fd)
+    try:
+        zygote.serve(PRELOAD)
+    except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
+        zygote.kill_all()
+
+
+class _Activity:
+    """Whether a process (the kernel) is busy on the CPU, judged over windows of :data:`KERNEL_WINDOW` s;
+    after ``give_up_after`` seconds of being asked, it answers "not busy" for good."""
+
+    def __init__(self, pid: int, give_up_after: float) -> None:
+        self.pid = pid
+        self.at = time.monotonic()
+        self.ticks = _contain.cpu_ticks(pid)
+        self.verdict = self.ticks is not None  # busy until a first window says otherwise
+        self.asked_since: float | None = None
+        self.give_up_after = give_up_after
+
+    def next_verdict_in(self) -> float:
+        """Seconds until a busy verdict can change (0 when not busy: the next :meth:`busy` decides)."""
+        return max(self.at + KERNEL_WINDOW - time.monotonic(), 0.0) if self.verdict else 0.0
+
+    def busy(self) -> bool:
+        now = time.monotonic()
+        self.asked_since = self.asked_since or now
+        if now - self.asked_since >= self.give_up_after:
+            return False
+        if now - self.at >= KERNEL_WINDOW:
+            ticks = _contain.cpu_ticks(self.pid)
+            if ticks is None or self.ticks is None:
+                self.verdict = False
+            else:
+                self.verdict = (ticks - self.ticks) / os.sysconf("SC_CLK_TCK") >= KERNEL_BUSY_SHARE * (now - self.at)
+            self.ticks, self.at = ticks, now
+        return self.verdict
 
 
 def _preload(name: str) -> None:
