@@ -16,6 +16,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m barrierlab_kernel install
 	touch $@
 
 # --allow-root only when run as root (containers, CI); JupyterLab refuses root otherwise.

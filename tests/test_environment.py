@@ -58,3 +58,19 @@ def test_every_runtime_dependency_of_the_package_is_in_both_environments():
     block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
     needed = {re.match(r'\s*"([A-Za-z0-9_.-]+)', line).group(1).lower() for line in block.splitlines() if '"' in line}
     assert needed <= set(pip_pins()) and needed <= set(conda_pins())
+
+
+def test_the_lab_environment_starts_the_warm_process_with_each_kernel():
+    """`make setup` (and Binder's postBuild) install the kernel config that loads src/barrierlab_kernel.py."""
+    import os
+    import stat
+
+    import barrierlab_kernel
+
+    path = barrierlab_kernel.config_path()
+    assert os.path.isfile(path), f"{path} is missing: run `python -m barrierlab_kernel install`"
+    assert Path(path).read_text().startswith(barrierlab_kernel.MARKER)
+    post_build = ROOT / "postBuild"
+    assert post_build.stat().st_mode & stat.S_IXUSR, "repo2docker runs postBuild only if it is executable"
+    assert "python -m barrierlab_kernel install" in post_build.read_text()
+    assert "-m barrierlab_kernel install" in (ROOT / "Makefile").read_text()
