@@ -324,9 +324,18 @@ _INSTALLED = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_p
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _is_learners_file(path: str) -> bool:
-    path = os.path.abspath(path)
-    return path.endswith(".py") and not path.startswith(_INSTALLED) and not path.startswith(_PACKAGE_DIR)
+#: (module file, working directory) -> its absolute path if it is the learner's, else None: a kernel holds
+#: a thousand or more modules, and checking them all again cost every launch ~7 ms.
+_LEARNERS_FILES: dict[tuple[str, str], str | None] = {}
+
+
+def _learners_file(path: str, cwd: str) -> str | None:
+    key = (path, cwd)  # a relative file name means something else in another folder
+    if key not in _LEARNERS_FILES:
+        full = os.path.abspath(path)
+        mine = full.endswith(".py") and not full.startswith(_INSTALLED) and not full.startswith(_PACKAGE_DIR)
+        _LEARNERS_FILES[key] = full if mine else None
+    return _LEARNERS_FILES[key]
 
 
 def learners_modules() -> tuple[tuple[str, str, bool], ...]:
@@ -337,16 +346,17 @@ def learners_modules() -> tuple[tuple[str, str, bool], ...]:
     workers do: their module-level code runs in the rank, so ``RANK = int(os.getenv("RANK", -1))`` at the
     top of a module is that rank's rank. A module loaded from a file path with
     ``importlib.util.spec_from_file_location`` is found by its file."""
-    found = []
+    found, cwd = [], os.getcwd()
     for name, module in list(sys.modules.items()):
         if name == "__main__" or name.startswith("__mp_main__"):
             continue
         path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not _is_learners_file(path):
+        full = _learners_file(path, cwd) if isinstance(path, str) else None
+        if full is None:
             continue
         spec = getattr(module, "__spec__", None)
         package = spec is not None and spec.submodule_search_locations is not None
-        found.append((name, os.path.abspath(path), package))
+        found.append((name, full, package))
     return tuple(sorted(found))
 
 
