@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ EXITED, FINISHED, KILLED, RAISED = Status.EXITED, Status.FINISHED, Status.KILLED
 SETUP_FAILED, STOPPED = Status.SETUP_FAILED, Status.STOPPED
 
 from conftest import live_ranks, wait_until_gone, warm_pid
+from proc_sockets import listening
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -256,42 +256,17 @@ def test_launch_after_a_multithreaded_matmul_in_the_parent_does_not_hang():
     assert run.ok and run.values == [0.0] * 4
 
 
-def _listening_addresses():
-    """Local addresses of listening TCP sockets owned by this process (from /proc)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = []
-    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
-        with open(table) as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
-                    raw = bytes.fromhex(fields[1].split(":")[0])
-                    if family == socket.AF_INET:
-                        found.append(socket.inet_ntop(family, raw[::-1]))
-                    else:
-                        words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
-                        found.append(socket.inet_ntop(family, words))
-    return found
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc")
 def test_no_socket_of_a_live_group_listens_beyond_loopback():
-    def listening():
+    def sockets_of_a_live_rank():
         dist.barrier()
         t = torch.ones(1)
         dist.all_reduce(t)
-        found = _listening_addresses()
+        found = listening([os.getpid()])
         dist.barrier()
         return found
 
-    run = bl.run(listening, 4)
+    run = bl.run(sockets_of_a_live_rank, 4)
     assert run.ok
     for addresses in run.values:
         assert all(a in ("127.0.0.1", "::1") for a in addresses), addresses

@@ -180,6 +180,8 @@ import torch.nn as nn
 from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from proc_sockets import LOOPBACK, listening  # tests/proc_sockets.py
+
 
 def setup(rank, world_size):
     os.environ["MASTER_ADDR"] = "localhost"
@@ -193,37 +195,13 @@ def demo_basic(rank, world_size):
     model(torch.randn(8, 4)).sum().backward()
     t = torch.ones(1) * rank
     dist.all_reduce(t)
-    exposed = listening_beyond_loopback([os.getpid(), os.getppid(), KERNEL_PID])
+    seen = listening([os.getpid(), os.getppid(), KERNEL_PID])
+    exposed = [address for address in seen if address not in LOOPBACK]
     destroy_process_group()
-    return t.item(), exposed
+    return t.item(), (exposed, len(seen))
 
 
 KERNEL_PID = int(os.environ.get("BL_TEST_KERNEL_PID", "0"))
-
-
-def listening_beyond_loopback(pids):
-    """Listening TCP sockets of these processes (this rank, the warm process, the kernel) bound to an
-    address other than 127.0.0.1 / ::1, from /proc/net/tcp{,6} and each process's open sockets."""
-    inodes = set()
-    for pid in pids:
-        folder = f"/proc/{pid}/fd"
-        for fd in os.listdir(folder):
-            try:
-                target = os.readlink(f"{folder}/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    found, listening = [], 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in open(table).read().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] != "0A" or fields[9] not in inodes:
-                continue
-            listening += 1
-            if fields[1].split(":")[0] not in ("0100007F", "00000000000000000000000001000000"):
-                found.append(line.strip())
-    return found, listening
 
 
 def tcp_url(rank, world_size):

@@ -20,31 +20,12 @@ import sys
 
 import torch
 import torch.distributed as dist
+from proc_sockets import beyond_loopback  # tests/proc_sockets.py: the test puts tests/ on PYTHONPATH
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=1)
 parser.add_argument("--bug", action="store_true")
 parser.add_argument("--exit-code", type=int, default=None)
-
-
-def listening_beyond_loopback(pids):
-    inodes = set()
-    for pid in pids:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in open(table).read().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes and fields[1].split(":")[0] not in (
-                    "0100007F", "00000000000000000000000001000000"):
-                found.append(line.strip())
-    return found
 
 
 def main():
@@ -58,7 +39,7 @@ def main():
         total += t
     if args.bug and rank == 0:
         dist.barrier()  # the rank-0-only barrier
-    exposed = listening_beyond_loopback([os.getpid(), os.getppid(), int(os.environ["BL_TEST_KERNEL_PID"])])
+    exposed = beyond_loopback([os.getpid(), os.getppid(), int(os.environ["BL_TEST_KERNEL_PID"])])
     print(f"rank {rank} env={os.environ['RANK']}/{os.environ['WORLD_SIZE']} argv={sys.argv[1:]} "
           f"total={total.item():g} exposed={exposed}")
     if args.exit_code is not None and rank == 1:
@@ -84,7 +65,9 @@ def train(tmp_path):
 
 
 def _cli(*args, cwd=None):
-    env = dict(os.environ, BL_TEST_KERNEL_PID="0")
+    tests = os.path.dirname(os.path.abspath(__file__))  # for the script's `from proc_sockets import ...`
+    env = dict(os.environ, BL_TEST_KERNEL_PID="0",
+               PYTHONPATH=os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p))
     command = [sys.executable, "-c",
                "import os, sys; os.environ['BL_TEST_KERNEL_PID'] = str(os.getpid()); "
                "from barrierlab.__main__ import main; sys.exit(main(sys.argv[1:]))", *map(str, args)]
