@@ -75,16 +75,20 @@ def fails():
 '''
 
 
+def _learners_module(tmp_path, monkeypatch, name: str, text: str):
+    """Write ``text`` as module ``name`` in a folder on sys.path and import it in this process; it is dropped
+    from sys.modules when the test ends (the generator's second step)."""
+    (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module(name)
+    sys.modules.pop(name, None)
+
+
 @pytest.fixture
 def helper(tmp_path, monkeypatch):
     """A learner's module ``blhelper_<n>`` on sys.path, imported in this process (RANK unset here)."""
     monkeypatch.delenv("RANK", raising=False)
-    name = f"blhelper_{os.getpid()}_{len(sys.modules)}"
-    (tmp_path / f"{name}.py").write_text(HELPER)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    module = importlib.import_module(name)
-    yield module
-    sys.modules.pop(name, None)
+    yield from _learners_module(tmp_path, monkeypatch, f"blhelper_{os.getpid()}_{len(sys.modules)}", HELPER)
 
 
 def _line_of(module, text: str) -> int:
@@ -217,12 +221,7 @@ def wrong_rank(rank, world_size):
 @pytest.fixture
 def tutorial(tmp_path, monkeypatch):
     monkeypatch.setenv("BL_TEST_KERNEL_PID", str(os.getpid()))
-    name = f"bltutorial_{os.getpid()}"
-    (tmp_path / f"{name}.py").write_text(TUTORIAL)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    module = importlib.import_module(name)
-    yield module
-    sys.modules.pop(name, None)
+    yield from _learners_module(tmp_path, monkeypatch, f"bltutorial_{os.getpid()}", TUTORIAL)
 
 
 def test_tutorial_code_that_sets_up_its_own_group_runs_unchanged(tutorial):
