@@ -454,9 +454,10 @@ def run(
     - ``args``: a tuple (or list) of positional arguments; ``kwargs``: a dict with str keys.
     - ``timeout``: torch's timeout for each collective (seconds, at most :data:`MAX_TIMEOUT`), after which
       torch itself raises. ``None`` means the default, :data:`DEFAULT_TIMEOUT`.
-    - ``deadline``: wall-clock limit for the whole run (seconds, at most :data:`MAX_DEADLINE`); ``None``
-      means ``timeout + 5``. Ranks still running then are asked for their stacks and killed, and the call
-      returns.
+    - ``deadline``: wall-clock limit for the whole run (seconds, at most :data:`MAX_DEADLINE`), counted from
+      the start of the ranks (a first run may wait before that for the warm process to import torch);
+      ``None`` means ``timeout + 5``. Ranks still running then are asked for their stacks and killed, and
+      the call returns.
     - ``env``: environment variables set in every rank before the group starts, as a dict of str to str
       (int and float values are converted with ``str()``; None, bool and other types are refused).
       ``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would.
