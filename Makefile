@@ -26,6 +26,7 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ALLOW_ROOT) $(FIRST_NOTEBOOK)
 
 test: setup browser-setup
+	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
 

@@ -45,8 +45,13 @@ def percentile(values: list[float], q: float) -> float:
 
 def step_jitter(world_size: int, steps: int, base_compute: float) -> dict:
     """Excess and spread (seconds) of each rank's barrier-to-barrier step in a straggler-free loop."""
-    run = bl.run(straggler.scenario, world_size, timeout=30, deadline=30 + steps * (base_compute + 0.05),
-                 kwargs=dict(steps=steps, slow_rank=0, delay=0.0, barrier_every=1, base_compute=base_compute))
+    run = bl.run(
+        straggler.scenario,
+        world_size,
+        timeout=30,
+        deadline=30 + steps * (base_compute + 0.05),
+        kwargs=dict(steps=steps, slow_rank=0, delay=0.0, barrier_every=1, base_compute=base_compute),
+    )
     if not run.ok:
         raise RuntimeError(f"the jitter run did not finish: {run.headline()}")
     lengths: list[float] = []
@@ -65,10 +70,14 @@ def step_jitter(world_size: int, steps: int, base_compute: float) -> dict:
 
 def jitter_table(steps: int) -> float:
     """Print the jitter table; return the worst 95th-percentile spread (seconds), the step jitter."""
-    print(f"Step jitter, delay 0, barrier every step, {steps} steps "
-          f"(CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f})")
-    print(f"{'ranks':>5} {'sleep':>6} {'n':>5} | {'excess p50':>10} {'p95':>7} {'max':>7} | "
-          f"{'spread p95':>10} | {'oversleep p95':>13}   (ms)")
+    print(
+        f"Step jitter, delay 0, barrier every step, {steps} steps "
+        f"(CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        f"{'ranks':>5} {'sleep':>6} {'n':>5} | {'excess p50':>10} {'p95':>7} {'max':>7} | "
+        f"{'spread p95':>10} | {'oversleep p95':>13}   (ms)"
+    )
     worst = {}
     for world_size in (4, 8):
         for base_compute in (0.01, 0.05):
@@ -76,14 +85,18 @@ def jitter_table(steps: int) -> float:
             ms = {k: [1000 * v for v in values] for k, values in found.items()}
             p95 = percentile(ms["excess"], 95)
             worst[world_size] = max(worst.get(world_size, 0.0), percentile(ms["spread"], 95) / 1000)
-            print(f"{world_size:>5} {1000 * base_compute:>4.0f}ms {len(ms['excess']):>5} | "
-                  f"{percentile(ms['excess'], 50):>10.2f} {p95:>7.2f} {max(ms['excess']):>7.2f} | "
-                  f"{percentile(ms['spread'], 95):>10.2f} | {percentile(ms['oversleep'], 95):>13.2f}")
+            print(
+                f"{world_size:>5} {1000 * base_compute:>4.0f}ms {len(ms['excess']):>5} | "
+                f"{percentile(ms['excess'], 50):>10.2f} {p95:>7.2f} {max(ms['excess']):>7.2f} | "
+                f"{percentile(ms['spread'], 95):>10.2f} | {percentile(ms['oversleep'], 95):>13.2f}"
+            )
     delay = widgets.DEFAULT_DELAY
     for world_size, jitter in worst.items():
-        print(f"{world_size} ranks: step jitter (p95 spread) {1000 * jitter:.1f} ms -> a delay >= "
-              f"{10 * 1000 * jitter:.0f} ms is >= 10x it; the explorer's default delay {1000 * delay:.0f} ms is "
-              f"{delay / jitter:.1f}x")
+        print(
+            f"{world_size} ranks: step jitter (p95 spread) {1000 * jitter:.1f} ms -> a delay >= "
+            f"{10 * 1000 * jitter:.0f} ms is >= 10x it; the explorer's default delay {1000 * delay:.0f} ms is "
+            f"{delay / jitter:.1f}x"
+        )
     return max(worst.values())
 
 
@@ -101,23 +114,35 @@ def redraw_times(world_size: int, repeat: int) -> dict:
         draws.append(explorer.timings["draw"])
         if not explorer.run.ok:
             raise RuntimeError(f"a redraw's run did not finish: {explorer.run.headline()}")
-    return dict(total=totals, run=runs, draw=draws, cpu=cpu, predicted=explorer.predicted,
-                measured=bl.plot.function_seconds(explorer.run))
+    return dict(
+        total=totals,
+        run=runs,
+        draw=draws,
+        cpu=cpu,
+        predicted=explorer.predicted,
+        measured=bl.plot.function_seconds(explorer.run),
+    )
 
 
 def redraw_table(repeat: int) -> None:
-    print(f"\nExplorer redraw after a control change ({repeat} redraws each; "
-          f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f})")
-    print(f"{'setting':<9} {'median':>7} {'p90':>6} {'target':>6} | {'run':>5} {'draw':>5} {'kernel CPU':>10} | "
-          f"{'model':>6} {'measured':>8}   (s; run, draw, CPU are medians)")
+    print(
+        f"\nExplorer redraw after a control change ({repeat} redraws each; "
+        f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        f"{'setting':<9} {'median':>7} {'p90':>6} {'target':>6} | {'run':>5} {'draw':>5} {'kernel CPU':>10} | "
+        f"{'model':>6} {'measured':>8}   (s; run, draw, CPU are medians)"
+    )
     for label, world_size in (("defaults", widgets.DEFAULT_WORLD_SIZE), ("8 ranks", 8)):
         t = redraw_times(world_size, repeat)
         median = statistics.median(t["total"])
         verdict = "ok" if median <= REDRAW_TARGETS[label] else "OVER"
-        print(f"{label:<9} {median:>7.3f} {percentile(t['total'], 90):>6.3f} {REDRAW_TARGETS[label]:>6.1f} | "
-              f"{statistics.median(t['run']):>5.3f} {statistics.median(t['draw']):>5.3f} "
-              f"{statistics.median(t['cpu']):>10.3f} | "
-              f"{t['predicted']:>6.3f} {t['measured']:>8.3f}   {verdict}")
+        print(
+            f"{label:<9} {median:>7.3f} {percentile(t['total'], 90):>6.3f} {REDRAW_TARGETS[label]:>6.1f} | "
+            f"{statistics.median(t['run']):>5.3f} {statistics.median(t['draw']):>5.3f} "
+            f"{statistics.median(t['cpu']):>10.3f} | "
+            f"{t['predicted']:>6.3f} {t['measured']:>8.3f}   {verdict}"
+        )
 
 
 def main() -> None:

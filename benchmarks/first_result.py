@@ -50,8 +50,10 @@ print("RESULT", _end - _start, "PARTS", _imported - _start, _ready - _imported, 
 """
 
 #: The same, with torch imported before barrierlab, as the notebooks' first cells do.
-TORCH_FIRST = FIRST.replace("import barrierlab as bl\nimport torch.distributed as dist\n",
-                            "import torch.distributed as dist\nimport barrierlab as bl\n")
+TORCH_FIRST = FIRST.replace(
+    "import barrierlab as bl\nimport torch.distributed as dist\n",
+    "import torch.distributed as dist\nimport barrierlab as bl\n",
+)
 assert TORCH_FIRST != FIRST
 
 DDP = """
@@ -87,7 +89,7 @@ def _execute(client, code: str, timeout: float = 120, parts: list | None = None)
         elif message["msg_type"] == "status" and content["execution_state"] == "idle":
             break
     line = next(line for line in stdout.splitlines() if line.startswith("RESULT"))
-    text, _, warm = line[len("RESULT"):].partition("WARM")
+    text, _, warm = line[len("RESULT") :].partition("WARM")
     numbers = [float(x) for x in text.replace("PARTS", " ").split()]
     if parts is not None:
         parts.append(numbers[1:])
@@ -112,18 +114,26 @@ def _row(name: str, values: list[float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--without-kernel-hook", action="store_true",
-                        help="start kernels without the extension that starts the warm process with the kernel")
-    parser.add_argument("--idle", type=float, default=0.0,
-                        help="seconds between the kernel being ready and the first cell (a learner reading)")
+    parser.add_argument(
+        "--without-kernel-hook",
+        action="store_true",
+        help="start kernels without the extension that starts the warm process with the kernel",
+    )
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        help="seconds between the kernel being ready and the first cell (a learner reading)",
+    )
     args = parser.parse_args()
     extra = ["--InteractiveShellApp.extensions=[]"] if args.without_kernel_hook else []
     results = {"barrierlab first": ([], []), "torch first": ([], [])}
     ddp = []
     for _ in range(args.repeat):
         for order, code in (("barrierlab first", FIRST), ("torch first", TORCH_FIRST)):
-            manager, client = start_new_kernel(kernel_name="python3", extra_arguments=extra,
-                                               env={**os.environ, "BARRIERLAB_LIVE": "0"})
+            manager, client = start_new_kernel(
+                kernel_name="python3", extra_arguments=extra, env={**os.environ, "BARRIERLAB_LIVE": "0"}
+            )
             try:
                 time.sleep(args.idle)
                 totals, parts = results[order]
@@ -134,14 +144,17 @@ def main() -> int:
                 client.stop_channels()
                 manager.shutdown_kernel(now=True)
                 _wait_until_gone(_WARM_PIDS)
-    print(f"kernel hook: {'off' if args.without_kernel_hook else 'on'}; first cell {args.idle:g} s after the kernel "
-          f"was ready; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"kernel hook: {'off' if args.without_kernel_hook else 'on'}; first cell {args.idle:g} s after the kernel "
+        f"was ready; load average {os.getloadavg()[0]:.1f}"
+    )
     print("| what | median (s) | all (s) |")
     print("|---|---:|---|")
     for order, (totals, parts) in results.items():
         _row(f"{order}: imports -> first 4-rank result", totals)
-        for name, values in zip(("  of which the imports", "  then waiting for the warm process", "  then the run"),
-                                zip(*parts)):
+        for name, values in zip(
+            ("  of which the imports", "  then waiting for the warm process", "  then the run"), zip(*parts)
+        ):
             _row(name, values)
     _row("4-rank DDP step after the preload", ddp)
     print(json.dumps({order: totals for order, (totals, _) in results.items()} | {"ddp": ddp}), file=sys.stderr)

@@ -58,6 +58,7 @@ def sample_later(fn, delay: float, out: list) -> threading.Thread:
     def target():
         time.sleep(delay)
         out.append(fn())
+
     thread = threading.Thread(target=target)
     thread.start()
     return thread
@@ -91,8 +92,9 @@ def pss_barrierlab() -> int:
 def spawn_worker(rank: int, n: int, init_file: str, result_dir: str, hold: float) -> None:
     torch.set_num_threads(1)
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=n,
-                            timeout=timedelta(seconds=30))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=n, timeout=timedelta(seconds=30)
+    )
     dist.barrier()
     with open(os.path.join(result_dir, f"{rank}"), "w") as f:
         f.write(repr(time.monotonic()))
@@ -136,9 +138,21 @@ def bench_torchrun(n: int, hold: float = 0.0, pss_out: list | None = None) -> tu
             f.write(TORCHRUN_WORKER)
         env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
         start = time.monotonic()
-        agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                  f"--nproc-per-node={n}", worker, tmp, str(hold)], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        agent = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc-per-node={n}",
+                worker,
+                tmp,
+                str(hold),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if pss_out is not None:
             thread = sample_later(lambda: group_pss(agent.pid, include_root=True), hold * 0.8 + 3.5, pss_out)
         code = agent.wait(timeout=120)
@@ -201,8 +215,9 @@ for line in sys.stdin:
 
 def _kernel(src: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True, env=env)
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", KERNEL, src], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     assert kernel.stdout.readline().strip() == "ready"
     return kernel
 
@@ -214,8 +229,9 @@ def _ask(kernel: subprocess.Popen, line: str) -> list[float]:
 
 
 def compare(revision: str, pairs: int) -> None:
-    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    root = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True, text=True, check=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as old_tree:
         archive = subprocess.run(["git", "archive", revision, "src"], cwd=root, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
@@ -240,13 +256,17 @@ def compare(revision: str, pairs: int) -> None:
     print("|---|---:|---:|---:|")
     for name in ("new", "old"):
         deciles = statistics.quantiles(times[name], n=10)
-        print(f"| {name} | {statistics.median(times[name]):.4f} | {deciles[0]:.4f}–{deciles[-1]:.4f} | "
-              f"{pss[name][0] / 2**20:.0f} / {pss[name][1] / 2**20:.0f} |")
+        print(
+            f"| {name} | {statistics.median(times[name]):.4f} | {deciles[0]:.4f}–{deciles[-1]:.4f} | "
+            f"{pss[name][0] / 2**20:.0f} / {pss[name][1] / 2**20:.0f} |"
+        )
     print(f"median of per-pair ratios new/old: {statistics.median(ratios):.3f}")
     calls = [n / o for n, o in zip(whole["new"], whole["old"])]
-    print(f"whole call (launch to return, rank exit and clean-up included): median new "
-          f"{statistics.median(whole['new']):.4f} s, old {statistics.median(whole['old']):.4f} s, "
-          f"median of per-pair ratios {statistics.median(calls):.3f}")
+    print(
+        f"whole call (launch to return, rank exit and clean-up included): median new "
+        f"{statistics.median(whole['new']):.4f} s, old {statistics.median(whole['old']):.4f} s, "
+        f"median of per-pair ratios {statistics.median(calls):.3f}"
+    )
 
 
 def unpickle_costs(repeat: int = 30) -> None:
@@ -258,9 +278,12 @@ def unpickle_costs(repeat: int = 30) -> None:
     _torch.set_num_threads(2)
     a = _torch.randn(256, 256)
     (a @ a).sum()  # like a kernel that has used torch's thread pool
-    cases = {"4 ints": [1, 2, 3, 4], "4 dicts of lists": [{"loss": [0.1] * 100}] * 4,
-             "4 tensors of 1000 floats": [_torch.ones(1000)] * 4,
-             "4 tensors of 10 MB": [_torch.ones(2_500_000)] * 4}
+    cases = {
+        "4 ints": [1, 2, 3, 4],
+        "4 dicts of lists": [{"loss": [0.1] * 100}] * 4,
+        "4 tensors of 1000 floats": [_torch.ones(1000)] * 4,
+        "4 tensors of 10 MB": [_torch.ones(2_500_000)] * 4,
+    }
     print("\n| 4 returned values | unpickle in the kernel (ms) | unpickle_isolated (ms) |\n|---|---:|---:|")
     for name, values in cases.items():
         blobs = [pickle.dumps(v) for v in values]
@@ -289,18 +312,25 @@ def main() -> None:
 
     cold = time.monotonic()
     bl.warm_up(wait=True)
-    print(f"warm process ready (torch imported) in {time.monotonic() - cold:.2f} s; "
-          f"torch {torch.__version__}, {os.cpu_count()} cores")
+    print(
+        f"warm process ready (torch imported) in {time.monotonic() - cold:.2f} s; "
+        f"torch {torch.__version__}, {os.cpu_count()} cores"
+    )
     bl.run(past_first_barrier, 2, record=False)
 
     rows = []
-    for name, fn, repeat in (("barrierlab.run (warm)", bench_barrierlab, args.repeat),
-                             ("torch.multiprocessing.spawn", bench_spawn, args.slow_repeat),
-                             ("torchrun --standalone", bench_torchrun, args.slow_repeat)):
+    for name, fn, repeat in (
+        ("barrierlab.run (warm)", bench_barrierlab, args.repeat),
+        ("torch.multiprocessing.spawn", bench_spawn, args.slow_repeat),
+        ("torchrun --standalone", bench_torchrun, args.slow_repeat),
+    ):
         for n in SIZES:
             rows.append((name, n) + median_pair(fn, n, repeat))
-    pss = {"barrierlab.run (warm)": pss_barrierlab(), "torch.multiprocessing.spawn": pss_spawn(),
-           "torchrun --standalone": pss_torchrun()}
+    pss = {
+        "barrierlab.run (warm)": pss_barrierlab(),
+        "torch.multiprocessing.spawn": pss_spawn(),
+        "torchrun --standalone": pss_torchrun(),
+    }
 
     print("\n| launcher | ranks | to first barrier (s) | to all exited (s) | PSS of live 4-rank group (MiB) |")
     print("|---|---:|---:|---:|---:|")

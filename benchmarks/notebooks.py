@@ -72,6 +72,7 @@ class AffinityWatch:
                         self.processes += 1
                     if len(cpus) > len(self.largest):
                         self.largest = cpus
+
         self._thread = threading.Thread(target=loop, daemon=True)
         self._thread.start()
 
@@ -109,15 +110,17 @@ def main(argv: list[str]) -> int:
         allowed = sorted(os.sched_getaffinity(0))
         if args.cpus > len(allowed):
             parser.error(f"--cpus {args.cpus}: only {len(allowed)} CPUs are available")
-        os.sched_setaffinity(0, allowed[:args.cpus])
+        os.sched_setaffinity(0, allowed[: args.cpus])
     paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     if not paths:
         print("no notebooks found", file=sys.stderr)
         return 1
 
-    print(f"# {platform.node()}: {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
-          f"this process on CPUs {sorted(os.sched_getaffinity(0))}; Python {platform.python_version()}; "
-          f"{time.strftime('%Y-%m-%d')}")
+    print(
+        f"# {platform.node()}: {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
+        f"this process on CPUs {sorted(os.sched_getaffinity(0))}; Python {platform.python_version()}; "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     print(f"{'notebook':<42} {'seconds':>8} {'peak MiB':>9} {'cpus':>5} {'procs':>5}  verdict")
     failed = False
     with tempfile.TemporaryDirectory(prefix="barrierlab-bench-") as tmp:
@@ -130,8 +133,11 @@ def main(argv: list[str]) -> int:
             if seconds > args.max_seconds:
                 problems.append(f"took > {args.max_seconds:.0f} s")
             failed |= bool(problems)
-            print(f"{path.name:<42} {seconds:8.1f} {mib:9.0f} {len(watch.largest):>5} {watch.processes:>5}  "
-                  f"{'; '.join(problems) or 'ok'}", flush=True)
+            print(
+                f"{path.name:<42} {seconds:8.1f} {mib:9.0f} {len(watch.largest):>5} {watch.processes:>5}  "
+                f"{'; '.join(problems) or 'ok'}",
+                flush=True,
+            )
     return 1 if failed else 0
 
 

@@ -95,23 +95,33 @@ def main() -> int:
     buggy = [i for i in items if i.kind == "buggy"]
     correct_in_lab = correct
     print()
-    print(f"items: {len(correct)} correct, {len(buggy)} buggy ({sum(i.self_init for i in items)} self-initialising, "
-          f"in the lab through init=False); {time.monotonic() - started:.0f} s")
+    print(
+        f"items: {len(correct)} correct, {len(buggy)} buggy ({sum(i.self_init for i in items)} self-initialising, "
+        f"in the lab through init=False); {time.monotonic() - started:.0f} s"
+    )
     if correct_in_lab:
-        print(f"correct, bl.run: {correct_ok}/{len(correct_in_lab)} finished on every rank in "
-              f"{args.reps} of {args.reps} runs")
+        print(
+            f"correct, bl.run: {correct_ok}/{len(correct_in_lab)} finished on every rank in "
+            f"{args.reps} of {args.reps} runs"
+        )
     if correct:
         print(f"correct, lint: {correct_lint_clean}/{len(correct)} with no finding")
     if buggy_in_lab:
-        print(f"buggy, bl.run: {buggy_bounded}/{buggy_in_lab} within the deadline; {buggy_same} with the "
-              f"'same collective calls' (or ok) headline; {buggy_named}/{buggy_in_lab} "
-              f"({100 * buggy_named / buggy_in_lab:.0f} %) name the BUG or WAITS line (target 85 %)")
+        print(
+            f"buggy, bl.run: {buggy_bounded}/{buggy_in_lab} within the deadline; {buggy_same} with the "
+            f"'same collective calls' (or ok) headline; {buggy_named}/{buggy_in_lab} "
+            f"({100 * buggy_named / buggy_in_lab:.0f} %) name the BUG or WAITS line (target 85 %)"
+        )
     if buggy:
-        print(f"buggy, lint: {buggy_flagged}/{len(buggy)} ({100 * buggy_flagged / len(buggy):.0f} %) flagged at the "
-              "BUG or WAITS line (target 60 %)")
+        print(
+            f"buggy, lint: {buggy_flagged}/{len(buggy)} ({100 * buggy_flagged / len(buggy):.0f} %) flagged at the "
+            "BUG or WAITS line (target 60 %)"
+        )
     if runner_runs:
-        print(f"script runner: {runner_ok}/{runner_runs} as expected (correct finished on every rank, buggy did not, "
-              f"all bounded); {runner_named}/{runner_buggy} buggy diagnoses name the BUG or WAITS line")
+        print(
+            f"script runner: {runner_ok}/{runner_runs} as expected (correct finished on every rank, buggy did not, "
+            f"all bounded); {runner_named}/{runner_buggy} buggy diagnoses name the BUG or WAITS line"
+        )
     if scripts:
         print(f"script path: {script_ok}/{script_runs} as expected (correct exit 0, buggy non-zero, all bounded)")
         for name, tail in unexpected:

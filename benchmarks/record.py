@@ -63,15 +63,22 @@ def measure() -> dict:
 
 def main() -> None:
     best = bl.run(measure, 1, record=False, deadline=120).raise_if_failed().values[0]
-    print(f"| what (1-rank group; fastest of {ROUNDS} rounds × {CALLS} calls) | recording off (µs) "
-          "| recording on (µs) | cost per event (µs) |")
+    print(
+        f"| what (1-rank group; fastest of {ROUNDS} rounds × {CALLS} calls) | recording off (µs) "
+        "| recording on (µs) | cost per event (µs) |"
+    )
     print("|---|---:|---:|---:|")
-    for what, label in (("barrier", "dist.barrier()"), ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
-                        ("span", "with barrierlab.span(...)")):
+    for what, label in (
+        ("barrier", "dist.barrier()"),
+        ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
+        ("span", "with barrierlab.span(...)"),
+    ):
         off, on = best[what, "off"], best[what, "on"]
         print(f"| {label} | {off:.1f} | {on:.1f} | {on - off:.1f} |")
-    print(f"\nrecord.stop() with a full flight recorder (2,000 entries, copied with their Python frames): "
-          f"{best['stop'] * 1e3:.0f} ms (fastest of {ROUNDS})")
+    print(
+        f"\nrecord.stop() with a full flight recorder (2,000 entries, copied with their Python frames): "
+        f"{best['stop'] * 1e3:.0f} ms (fastest of {ROUNDS})"
+    )
 
 
 if __name__ == "__main__":

@@ -44,10 +44,18 @@ KINDS = ["ok", "deadlock", "raise", "os_exit", "sigkill", "detached", "flood", "
 
 def start_grandchildren() -> list[int]:
     """A Popen child, one in a new session, one that ignores SIGTERM, and a double-forked Python daemon."""
-    pids = [subprocess.Popen(["sleep", "1000"]).pid,
-            subprocess.Popen(["sleep", "1000"], start_new_session=True).pid,
-            subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
-                              "signal.SIG_IGN); time.sleep(1000)"], start_new_session=True).pid]
+    pids = [
+        subprocess.Popen(["sleep", "1000"]).pid,
+        subprocess.Popen(["sleep", "1000"], start_new_session=True).pid,
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(1000)",
+            ],
+            start_new_session=True,
+        ).pid,
+    ]
     read_fd, write_fd = os.pipe()
     if os.fork() == 0:
         os.setsid()
@@ -133,8 +141,9 @@ def main() -> None:
     main_thread = threading.main_thread().ident
     for kind in KINDS:  # warm-up: every import every kind needs
         if kind != "interrupt":
-            bl.run(hostile, 2, args=(kind, big if kind == "big_argument" else None), timeout=1,
-                   deadline=options.deadline)
+            bl.run(
+                hostile, 2, args=(kind, big if kind == "big_argument" else None), timeout=1, deadline=options.deadline
+            )
     rss_start = me.memory_info().rss
     counts, interrupted, worst, worst_kind = Counter(), 0, -1e9, ""
     rank_pids: set[int] = set()
@@ -153,8 +162,9 @@ def main() -> None:
             try:
                 if timer is not None:
                     timer.start()
-                run = bl.run(hostile, world, args=(kind, big if kind == "big_argument" else None), timeout=1,
-                             deadline=deadline)
+                run = bl.run(
+                    hostile, world, args=(kind, big if kind == "big_argument" else None), timeout=1, deadline=deadline
+                )
             finally:
                 if timer is not None:
                     timer.cancel()
@@ -170,19 +180,26 @@ def main() -> None:
         if elapsed - deadline > worst:
             worst, worst_kind = elapsed - deadline, kind
         if (i + 1) % 50 == 0:
-            print(f"  {i + 1} runs, {time.monotonic() - started_all:.0f} s, worst overshoot {worst:+.2f} s "
-                  f"({worst_kind}), RSS {me.memory_info().rss / 2**20:.0f} MiB", flush=True)
+            print(
+                f"  {i + 1} runs, {time.monotonic() - started_all:.0f} s, worst overshoot {worst:+.2f} s "
+                f"({worst_kind}), RSS {me.memory_info().rss / 2**20:.0f} MiB",
+                flush=True,
+            )
     rss_end = me.memory_info().rss
     time.sleep(1.0)
     left = leftovers(rank_pids, grandchildren, since)
     dirs = glob.glob(os.path.join(tempfile.gettempdir(), run_dir_prefix(os.getpid(), launch._my_start()) + "*"))
-    print(f"runs: {options.runs} ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))}; "
-          f"{interrupted} interrupted) in {time.monotonic() - started_all:.0f} s")
+    print(
+        f"runs: {options.runs} ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))}; "
+        f"{interrupted} interrupted) in {time.monotonic() - started_all:.0f} s"
+    )
     print(f"processes left: {len(left)}" + "".join(f"\n  {line}" for line in left))
     print(f"temp dirs left: {len(dirs)}" + "".join(f"\n  {d}" for d in dirs))
     print(f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind})")
-    print(f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
-          f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)")
+    print(
+        f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
+        f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)"
+    )
     bl.shutdown()
 
 

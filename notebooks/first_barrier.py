@@ -1,7 +1,8 @@
 """Notebook 00's first example without barrierlab: four ranks with different amounts of work meet at a barrier.
 
-    torchrun --standalone --nproc-per-node 4 first_barrier.py
+torchrun --standalone --nproc-per-node 4 first_barrier.py
 """
+
 import time
 
 import torch.distributed as dist

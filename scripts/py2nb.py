@@ -42,8 +42,10 @@ def convert(text: str) -> nbformat.NotebookNode:
             lines.append(line)
     flush()
     nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
-                   "language_info": {"name": "python"}}
+    nb.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+        "language_info": {"name": "python"},
+    }
     return nb
 
 

@@ -73,7 +73,9 @@ def execute(path: Path) -> tuple[float, int]:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(p) for p in argv] or sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("tests/notebooks/*.ipynb"))
+    paths = [Path(p) for p in argv] or sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(
+        ROOT.glob("tests/notebooks/*.ipynb")
+    )
     print(f"{'notebook':<48} {'seconds':>8} {'peak MiB':>9}")
     for path in paths:
         elapsed, peak = execute(path)

@@ -37,8 +37,14 @@ from pathlib import Path
 import nbformat
 
 SLIDE, SUBSLIDE, FRAGMENT, SKIP, NOTES, CONTINUE = "slide", "subslide", "fragment", "skip", "notes", None
-TAGS = {"slides:slide": SLIDE, "slides:subslide": SUBSLIDE, "slides:fragment": FRAGMENT, "slides:skip": SKIP,
-        "slides:notes": NOTES, "slides:continue": CONTINUE}
+TAGS = {
+    "slides:slide": SLIDE,
+    "slides:subslide": SUBSLIDE,
+    "slides:fragment": FRAGMENT,
+    "slides:skip": SKIP,
+    "slides:notes": NOTES,
+    "slides:continue": CONTINUE,
+}
 #: Text outputs longer than this many lines (with no figure) are skipped on slides.
 LONG_OUTPUT_LINES = 15
 #: Width (CSS pixels) a figure is shown at on a 1280-pixel-wide slide, and the height above which a figure
@@ -103,16 +109,29 @@ def is_setup(cell) -> bool:
         statements = ast.parse(cell.source).body
     except SyntaxError:  # IPython magics and the like: not set-up we can recognise
         return False
-    return all(isinstance(s, (ast.Import, ast.ImportFrom)) or (
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-        and s.value.func.attr == "warm_up") for s in statements)
+    return all(
+        isinstance(s, (ast.Import, ast.ImportFrom))
+        or (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute)
+            and s.value.func.attr == "warm_up"
+        )
+        for s in statements
+    )
 
 
 def is_navigation(cell) -> bool:
     """A markdown cell that is only the previous | contents | next line."""
     text = cell.source.strip()
-    return cell.cell_type == "markdown" and bool(text) and "\n" not in text and text.startswith("[") \
-        and "](" in text and ("→" in text or "←" in text)
+    return (
+        cell.cell_type == "markdown"
+        and bool(text)
+        and "\n" not in text
+        and text.startswith("[")
+        and "](" in text
+        and ("→" in text or "←" in text)
+    )
 
 
 def plan(nb, long_lines: int = LONG_OUTPUT_LINES) -> list[str | None]:
@@ -176,8 +195,13 @@ def describe(nb, types: list[str | None]) -> str:
     rows, current = [], None
     for index, (cell, kind) in enumerate(zip(nb.cells, types)):
         if kind in (SLIDE, SUBSLIDE):
-            current = {"kind": kind, "first": index, "title": first_line(cell)[:60] or f"({cell.cell_type})",
-                       "cells": 0, "tall": []}
+            current = {
+                "kind": kind,
+                "first": index,
+                "title": first_line(cell)[:60] or f"({cell.cell_type})",
+                "cells": 0,
+                "tall": [],
+            }
             rows.append(current)
         if kind in (SKIP, NOTES):
             rows.append({"kind": kind, "first": index, "title": first_line(cell)[:60], "cells": 1, "tall": []})
@@ -199,8 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook would change")
     parser.add_argument("--plan", action="store_true", help="print the slides of each notebook")
-    parser.add_argument("--long", type=int, default=LONG_OUTPUT_LINES,
-                        help=f"skip code cells printing more than this many lines (default {LONG_OUTPUT_LINES})")
+    parser.add_argument(
+        "--long",
+        type=int,
+        default=LONG_OUTPUT_LINES,
+        help=f"skip code cells printing more than this many lines (default {LONG_OUTPUT_LINES})",
+    )
     options = parser.parse_args(argv)
     if options.long < 1:
         parser.error("--long must be >= 1")
@@ -211,8 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         nb = nbformat.read(path, as_version=4)
         types = plan(nb, options.long)
         if options.plan:
-            print(f"{path}: {sum(t == SLIDE for t in types)} slides, {sum(t == SUBSLIDE for t in types)} subslides, "
-                  f"{sum(t == SKIP for t in types)} cells skipped")
+            print(
+                f"{path}: {sum(t == SLIDE for t in types)} slides, {sum(t == SUBSLIDE for t in types)} subslides, "
+                f"{sum(t == SKIP for t in types)} cells skipped"
+            )
             print(describe(nb, types))
         if apply(nb, types):
             stale.append(path)

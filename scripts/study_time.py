@@ -109,8 +109,13 @@ def estimate(path: Path, run_seconds: float | None = None) -> Estimate:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--run-seconds", action="append", default=[], metavar="NN=SECONDS",
-                        help="measured run time of notebook NN (from benchmarks/notebooks.py)")
+    parser.add_argument(
+        "--run-seconds",
+        action="append",
+        default=[],
+        metavar="NN=SECONDS",
+        help="measured run time of notebook NN (from benchmarks/notebooks.py)",
+    )
     args = parser.parse_args(argv)
     measured = {}
     for item in args.run_seconds:
@@ -123,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|")
     for path in paths:
         e = estimate(path, measured.get(path.name[:2]))
-        print(f"| {e.name} | {e.reading:.0f} | {e.code:.0f} | {e.output:.0f} | {e.running:.1f} | "
-              f"{e.practice:.0f} | **{e.total} min** |")
+        print(
+            f"| {e.name} | {e.reading:.0f} | {e.code:.0f} | {e.output:.0f} | {e.running:.1f} | "
+            f"{e.practice:.0f} | **{e.total} min** |"
+        )
     return 0
 
 

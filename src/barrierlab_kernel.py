@@ -23,9 +23,12 @@ import sys
 
 #: The first line of the config file this module writes; a file without it is someone else's and is kept.
 MARKER = "# barrierlab: start the warm process as a kernel starts (python -m barrierlab_kernel install)"
-CONFIG = MARKER + """
+CONFIG = (
+    MARKER
+    + """
 c.InteractiveShellApp.extensions.append("barrierlab_kernel")
 """
+)
 
 
 def load_ipython_extension(ipython) -> None:
@@ -41,8 +44,10 @@ def load_ipython_extension(ipython) -> None:
         module.start_early()
     except Exception as error:  # never stop a kernel from starting: barrierlab starts it later instead
         sys.modules.pop("barrierlab._warmstart", None)
-        print(f"barrierlab_kernel: did not start the warm process early ({type(error).__name__}: {error})",
-              file=sys.stderr)
+        print(
+            f"barrierlab_kernel: did not start the warm process early ({type(error).__name__}: {error})",
+            file=sys.stderr,
+        )
 
 
 def config_path(prefix: str | None = None) -> str:
@@ -56,8 +61,10 @@ def install(prefix: str | None = None) -> str:
     if os.path.exists(path):
         with open(path) as f:
             if f.readline().rstrip("\n") != MARKER:
-                raise SystemExit(f"{path} exists and was not written by barrierlab; add this line to it instead:\n"
-                                 f'c.InteractiveShellApp.extensions.append("barrierlab_kernel")')
+                raise SystemExit(
+                    f"{path} exists and was not written by barrierlab; add this line to it instead:\n"
+                    f'c.InteractiveShellApp.extensions.append("barrierlab_kernel")'
+                )
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:

@@ -29,7 +29,7 @@ def listening(pids) -> list[str]:
                 fields = line.split()
                 if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
                     raw = bytes.fromhex(fields[1].split(":")[0])  # in host (little-endian) 32-bit words
-                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
                     found.append(socket.inet_ntop(family, words))
     return found
 

@@ -38,17 +38,21 @@ def test_a_large_tensor_is_mapped_from_one_file_and_each_ranks_change_stays_its_
     assert float(x.abs().sum()) == 0.0  # the caller's tensor is untouched
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.arange(600_000, dtype=torch.bfloat16).view(600, 1000),
-    lambda: torch.arange(1_000_000, dtype=torch.float64)[::2],  # a non-contiguous view: pickled by value
-    lambda: torch.ones(500_000, requires_grad=True),  # needs autograd: pickled by value
-    lambda: torch.nn.Parameter(torch.ones(500_000)),
-    lambda: torch.arange(10, dtype=torch.int64),  # small: pickled by value
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.arange(600_000, dtype=torch.bfloat16).view(600, 1000),
+        lambda: torch.arange(1_000_000, dtype=torch.float64)[::2],  # a non-contiguous view: pickled by value
+        lambda: torch.ones(500_000, requires_grad=True),  # needs autograd: pickled by value
+        lambda: torch.nn.Parameter(torch.ones(500_000)),
+        lambda: torch.arange(10, dtype=torch.int64),  # small: pickled by value
+    ],
+)
 def test_tensors_of_every_kind_arrive_equal(make):
     x = make()
-    run = bl.run(lambda t: (t.dtype, tuple(t.shape), t.requires_grad, type(t).__name__, float(t.double().sum())), 2,
-                 args=(x,))
+    run = bl.run(
+        lambda t: (t.dtype, tuple(t.shape), t.requires_grad, type(t).__name__, float(t.double().sum())), 2, args=(x,)
+    )
     assert run.ok, run
     expected = (x.dtype, tuple(x.shape), x.requires_grad, type(x).__name__, float(x.detach().double().sum()))
     assert run.values == [expected, expected]

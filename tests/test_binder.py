@@ -34,7 +34,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from packaging.requirements import Requirement
-
 from test_environment import conda_pins
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +125,8 @@ def test_no_binder_directory_overrides_environment_yml():
 def test_every_notebook_import_is_installed_on_binder(path):
     modules = set().union(*(imported_modules(tree) for _, _, tree in code_cells(path)))
     assert uncovered_imports(modules, binder_distributions()) == {}, (
-        f"{path.name} imports modules no package in environment.yml provides (module: distributions)")
+        f"{path.name} imports modules no package in environment.yml provides (module: distributions)"
+    )
 
 
 def test_every_package_import_is_installed_on_binder():
@@ -257,11 +257,16 @@ def test_no_notebook_asks_for_more_than_one_thread_per_rank(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_notebook_starts_more_than_8_ranks_unless_the_cell_says_so(path):
-    found = {i: sorted(s) for i, cell, tree in code_cells(path)
-             if MANY_RANKS_TAG not in cell.metadata.get("tags", [])
-             and (s := {n for n in world_sizes(tree) if n > BINDER_MAX_WORLD_SIZE})}
-    assert found == {}, (f"{path.name}: world sizes above {BINDER_MAX_WORLD_SIZE} (cell index: sizes); "
-                         f"tag the cell {MANY_RANKS_TAG!r} if the oversubscription is the point")
+    found = {
+        i: sorted(s)
+        for i, cell, tree in code_cells(path)
+        if MANY_RANKS_TAG not in cell.metadata.get("tags", [])
+        and (s := {n for n in world_sizes(tree) if n > BINDER_MAX_WORLD_SIZE})
+    }
+    assert found == {}, (
+        f"{path.name}: world sizes above {BINDER_MAX_WORLD_SIZE} (cell index: sizes); "
+        f"tag the cell {MANY_RANKS_TAG!r} if the oversubscription is the point"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -278,19 +283,23 @@ def test_no_notebook_allocates_large_tensors(path):
 
 # The checks above, checked: each finds what it should and only that.
 
+
 def _tree(source: str) -> ast.Module:
     return ast.parse(source)
 
 
 def test_world_sizes_are_found_through_loops_and_keywords():
-    tree = _tree("sizes = [2, 4, 12]\nlat = {n: bl.run(f, n) for n in sizes}\nbl.run(f, 16)\n"
-                 "settings = [dict(world_size=9), {'world_size': 10}]\nexplore_straggler(world_size=11)")
+    tree = _tree(
+        "sizes = [2, 4, 12]\nlat = {n: bl.run(f, n) for n in sizes}\nbl.run(f, 16)\n"
+        "settings = [dict(world_size=9), {'world_size': 10}]\nexplore_straggler(world_size=11)"
+    )
     assert world_sizes(tree) == {2, 4, 9, 10, 11, 12, 16}
 
 
 def test_threads_above_one_are_found():
-    tree = _tree("bl.run(f, 4, threads=2)\nbl.run(f, 4, threads=1)\ntorch.set_num_threads(4)\nn = 3\n"
-                 "bl.run(f, 2, threads=n)")
+    tree = _tree(
+        "bl.run(f, 4, threads=2)\nbl.run(f, 4, threads=1)\ntorch.set_num_threads(4)\nn = 3\nbl.run(f, 2, threads=n)"
+    )
     assert len(thread_counts(tree)) == 3
 
 
@@ -305,12 +314,17 @@ def test_large_literal_tensors_are_found():
 
 
 def test_magics_are_skipped_when_parsing(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%matplotlib inline\n!ls\nimport os"),
-                                         nbformat.v4.new_code_cell("%%bash\necho hi")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("%matplotlib inline\n!ls\nimport os"),
+            nbformat.v4.new_code_cell("%%bash\necho hi"),
+        ]
+    )
     nbformat.write(nb, tmp_path / "magic.ipynb")
     assert [imported_modules(tree) for _, _, tree in code_cells(tmp_path / "magic.ipynb")] == [{"os"}]
 
 
 def test_an_import_nothing_installs_is_reported():
     assert uncovered_imports({"os", "barrierlab", "torch", "not_a_real_module"}, binder_distributions()) == {
-        "not_a_real_module": []}
+        "not_a_real_module": []
+    }

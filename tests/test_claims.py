@@ -58,7 +58,7 @@ def _section_has_code(path: Path, heading: str) -> bool:
             continue
         lines = [line for line in cell.source.splitlines() if line.startswith("#")]
         if any(heading in _plain(line) for line in lines):
-            for later in cells[i + 1:]:
+            for later in cells[i + 1 :]:
                 if later.cell_type == "code":
                     return True
                 if later.cell_type == "markdown" and re.match(r"^##? ", later.source):
@@ -68,7 +68,9 @@ def _section_has_code(path: Path, heading: str) -> bool:
 
 def test_the_ledger_exists_and_is_not_empty() -> None:
     assert LEDGER.exists(), "notebooks/claims.md is missing"
-    assert len(ROWS) >= 40, f"only {len(ROWS)} claims parsed from notebooks/claims.md (rows: | ID | claim | where | backing |)"
+    assert len(ROWS) >= 40, (
+        f"only {len(ROWS)} claims parsed from notebooks/claims.md (rows: | ID | claim | where | backing |)"
+    )
 
 
 def test_claim_ids_are_unique() -> None:
@@ -84,7 +86,8 @@ def test_every_claim_is_backed_by_an_existing_cell_or_source(row: dict) -> None:
         for m in _CELL.finditer(part):
             path = _notebook(m["nb"])
             assert _section_has_code(path, m["heading"]), (
-                f"{row['id']}: {path.name} has no section '{m['heading'].strip()}' with a code cell")
+                f"{row['id']}: {path.name} has no section '{m['heading'].strip()}' with a code cell"
+            )
             checked += 1
         for m in _SOURCE_PATH.finditer(part):
             assert (TORCH_ROOT / m["path"]).exists(), f"{row['id']}: {m['path']} is not in the installed torch"

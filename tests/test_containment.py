@@ -14,11 +14,10 @@ import time
 import psutil
 import pytest
 import torch.distributed as dist
+from conftest import live_ranks, wait_until_gone, warm_pid
 
 import barrierlab as bl
 from barrierlab import _contain, launch
-
-from conftest import live_ranks, wait_until_gone, warm_pid
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -104,8 +103,9 @@ def test_ranks_holding_the_gil_die_with_the_warm_process(tmp_path):
         re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking: C code that never releases the GIL
 
     errors = []
-    thread = threading.Thread(target=lambda: _run_catching(errors, hold_the_gil, 2, args=(str(tmp_path),),
-                                                           timeout=60, deadline=60))
+    thread = threading.Thread(
+        target=lambda: _run_catching(errors, hold_the_gil, 2, args=(str(tmp_path),), timeout=60, deadline=60)
+    )
     thread.start()
     give_up = time.monotonic() + 60
     while len(list(tmp_path.glob("pid*"))) < 2 and time.monotonic() < give_up:
@@ -226,6 +226,7 @@ def test_interrupts_at_random_moments_leave_no_rank_behind():
     assert wait_until_gone(pids, 2.0) == []
     me = psutil.Process()
     warm = warm_pid()
+
     def of_a_run(proc) -> bool:  # a rank or anything a rank started carries the run marker
         try:
             return "BARRIERLAB_RUN_ID" in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE

@@ -79,8 +79,11 @@ def test_a_healthy_run_is_diagnosed_ok():
     assert diagnosis.ok and "same 3 collective calls" in diagnosis.headline
 
 
-@pytest.mark.parametrize("options", [{}, {"linger": True, "timeout": 1}, {"linger": True, "timeout": 30, "deadline": 1}],
-                         ids=["peer-exits", "timeout", "deadline"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"linger": True, "timeout": 1}, {"linger": True, "timeout": 30, "deadline": 1}],
+    ids=["peer-exits", "timeout", "deadline"],
+)
 def test_barrier_under_if_rank_0_names_rank0_its_line_and_the_missing_rank(options):
     run = bl.run(barrier_on_rank0_only, 3, **options)
     d = run.diagnosis
@@ -146,16 +149,19 @@ def test_ledger_shows_each_ranks_calls_side_by_side():
     assert "—" in text.splitlines()[3]
 
 
-@pytest.mark.parametrize("message, name", [
-    ("[pair.cc:553] Connection closed by peer [127.0.0.1]:1234", "peer gone"),
-    ("Read error [127.0.0.1]:1: Connection reset by peer", "peer gone"),
-    ("[unbound_buffer.cc:78] Timed out waiting 3000ms for recv operation to complete", "gloo timeout"),
-    ("Application timeout caused pair closure", "poisoned group"),
-    ("Detected mismatch between collectives on ranks. Rank 0 is running collective: ...", "debug mismatch"),
-    ("Rank 2 failed to pass monitoredBarrier in 2000 ms", "monitored barrier"),
-    # torch 2.13, init_process_group with a rank that was never started (TCPStore server side)
-    ("Timed out after 4 seconds waiting for clients. 1/2 clients joined.", "rendezvous"),
-])
+@pytest.mark.parametrize(
+    "message, name",
+    [
+        ("[pair.cc:553] Connection closed by peer [127.0.0.1]:1234", "peer gone"),
+        ("Read error [127.0.0.1]:1: Connection reset by peer", "peer gone"),
+        ("[unbound_buffer.cc:78] Timed out waiting 3000ms for recv operation to complete", "gloo timeout"),
+        ("Application timeout caused pair closure", "poisoned group"),
+        ("Detected mismatch between collectives on ranks. Rank 0 is running collective: ...", "debug mismatch"),
+        ("Rank 2 failed to pass monitoredBarrier in 2000 ms", "monitored barrier"),
+        # torch 2.13, init_process_group with a rank that was never started (TCPStore server side)
+        ("Timed out after 4 seconds waiting for clients. 1/2 clients joined.", "rendezvous"),
+    ],
+)
 def test_torch_error_messages_are_explained(message, name):
     assert explain_error(message)[0] == name
 
@@ -164,14 +170,27 @@ def test_monitored_barrier_explanation_names_the_missing_ranks():
     assert "never arrived: 2, 3" in explain_error("Ranks 2, 3 failed to pass monitoredBarrier in 2000 ms")[1]
 
 
-@pytest.mark.parametrize("ranks, text", [([2], "rank 2"), ([1, 3], "ranks 1 and 3"), ([1, 2, 3], "ranks 1–3"),
-                                         ([0, 2, 5], "ranks 0, 2 and 5")])
+@pytest.mark.parametrize(
+    "ranks, text",
+    [([2], "rank 2"), ([1, 3], "ranks 1 and 3"), ([1, 2, 3], "ranks 1–3"), ([0, 2, 5], "ranks 0, 2 and 5")],
+)
 def test_rank_lists_read_as_words(ranks, text):
     assert rank_list(ranks) == text
 
 
-@pytest.mark.parametrize("scenario", [barrier_on_rank0_only, early_return, extra_barrier_on_rank0, barrier_vs_all_reduce,
-                                      uneven_loop, raises_mid_loop, killed_by_a_signal, healthy])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        barrier_on_rank0_only,
+        early_return,
+        extra_barrier_on_rank0,
+        barrier_vs_all_reduce,
+        uneven_loop,
+        raises_mid_loop,
+        killed_by_a_signal,
+        healthy,
+    ],
+)
 def test_every_scenario_draws_a_timeline_with_one_lane_per_rank(scenario):
     run = bl.run(scenario, 3, timeout=1)
     figure = run.timeline()
@@ -221,8 +240,10 @@ def test_ddp_backward_on_one_rank_names_ddps_all_reduce_and_the_backward_line():
     d = run.diagnosis
     assert d.kind == "torch-collective-diverged", d
     assert "DDP" in d.headline and "same collective calls" not in d.headline
-    assert f"line {line_of(ddp_forward_on_rank0_only, '# evaluate on rank 0')}" in str(d) or \
-        str(line_of(ddp_forward_on_rank0_only, "# evaluate on rank 0")) in d.headline
+    assert (
+        f"line {line_of(ddp_forward_on_rank0_only, '# evaluate on rank 0')}" in str(d)
+        or str(line_of(ddp_forward_on_rank0_only, "# evaluate on rank 0")) in d.headline
+    )
 
 
 def test_ddp_uneven_batches_name_the_backward_line_and_the_ranks():

@@ -15,13 +15,34 @@ BACKWARD = "DDP backward's gradient all_reduce"
 
 
 def call(rank, name, seq, line, end=1.0, sizes=None, dtypes=None, error=None, start=None):
-    return Event(rank, "collective", name, start if start is not None else 0.1 * seq, end, seq=seq, error=error,
-                 file="train.py", line=line, func="main", sizes=sizes, dtypes=dtypes)
+    return Event(
+        rank,
+        "collective",
+        name,
+        start if start is not None else 0.1 * seq,
+        end,
+        seq=seq,
+        error=error,
+        file="train.py",
+        line=line,
+        func="main",
+        sizes=sizes,
+        dtypes=dtypes,
+    )
 
 
 def entry(rank, seq, op, issuer=None, line=None, event=None, sizes=None, dtypes=None):
-    e = FlightEntry(rank, seq, op, issuer=issuer, file="train.py" if line else None, line=line, func="main",
-                    sizes=sizes, dtypes=dtypes)
+    e = FlightEntry(
+        rank,
+        seq,
+        op,
+        issuer=issuer,
+        file="train.py" if line else None,
+        line=line,
+        func="main",
+        sizes=sizes,
+        dtypes=dtypes,
+    )
     e.call = event
     return e
 
@@ -54,10 +75,14 @@ def test_rule_table_is_ordered_and_ends_with_the_same_calls_fallback():
 
 def test_ok_needs_both_records_to_agree():
     same = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
-    agreeing = run_of(result(0, events=same[0], flight=[entry(0, 1, "barrier", event=same[0][0])]),
-                      result(1, events=same[1], flight=[entry(1, 1, "barrier", event=same[1][0])]))
+    agreeing = run_of(
+        result(0, events=same[0], flight=[entry(0, 1, "barrier", event=same[0][0])]),
+        result(1, events=same[1], flight=[entry(1, 1, "barrier", event=same[1][0])]),
+    )
     assert d.rule_ok(d.facts(agreeing)).ok
-    disagreeing = run_of(result(0, events=same[0], flight=ddp_steps(0, 2)), result(1, events=same[1], flight=ddp_steps(1, 1)))
+    disagreeing = run_of(
+        result(0, events=same[0], flight=ddp_steps(0, 2)), result(1, events=same[1], flight=ddp_steps(1, 1))
+    )
     assert d.rule_ok(d.facts(disagreeing)) is None
     assert not d.diagnose(disagreeing).ok
 
@@ -72,8 +97,10 @@ def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
 
 
 def test_torch_divergence_blames_a_rank_that_failed_by_itself():
-    run = run_of(result(0, RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
-                 result(1, RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"))
+    run = run_of(
+        result(0, RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
+        result(1, RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"),
+    )
     diagnosis = d.rule_torch_divergence(d.facts(run))
     assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1]
     assert BACKWARD in diagnosis.headline
@@ -81,23 +108,28 @@ def test_torch_divergence_blames_a_rank_that_failed_by_itself():
 
 def test_torch_divergence_leaves_the_learners_own_calls_to_the_other_rules():
     events = [call(0, "barrier", 1, 3, end=None)]
-    run = run_of(result(0, STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]),
-                 result(1, flight=[]))
+    run = run_of(
+        result(0, STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]), result(1, flight=[])
+    )
     assert d.rule_torch_divergence(d.facts(run)) is None
     assert d.diagnose(run).kind == "still-running" or d.diagnose(run).kind == "only-some-ranks"
 
 
 def test_broadcast_object_list_against_broadcast_pairs_silently():
-    run = run_of(result(0, events=[call(0, "broadcast_object_list", 1, 4)]),
-                 result(1, events=[call(1, "broadcast", 1, 6, sizes=[[2]], dtypes=["float32"])]))
+    run = run_of(
+        result(0, events=[call(0, "broadcast_object_list", 1, 4)]),
+        result(1, events=[call(1, "broadcast", 1, 6, sizes=[[2]], dtypes=["float32"])]),
+    )
     diagnosis = d.rule_paired_by_position(d.facts(run))
     assert diagnosis.kind == "silently-paired" and "nothing failed" in diagnosis.headline
     assert d.rule_mismatched_collectives(d.facts(run)) is not None  # the later rule would mislabel it: order matters
 
 
 def test_barrier_against_all_reduce_never_pairs():
-    run = run_of(result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
-                 result(1, RAISED, events=[call(1, "all_reduce", 1, 6, error=TIMEOUT)], message=TIMEOUT))
+    run = run_of(
+        result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
+        result(1, RAISED, events=[call(1, "all_reduce", 1, 6, error=TIMEOUT)], message=TIMEOUT),
+    )
     assert d.rule_paired_by_position(d.facts(run)) is None
     diagnosis = d.rule_mismatched_collectives(d.facts(run))
     assert diagnosis.kind == "mismatched-collectives" and "never pair" in diagnosis.advice
@@ -105,8 +137,10 @@ def test_barrier_against_all_reduce_never_pairs():
 
 
 def test_rank_that_raised_before_the_collective_is_the_cause():
-    run = run_of(result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
-                 result(1, RAISED, message="ValueError: bad batch"))
+    run = run_of(
+        result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
+        result(1, RAISED, message="ValueError: bad batch"),
+    )
     diagnosis = d.rule_rank_failed(d.facts(run))
     assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1] and "barrier #1" in diagnosis.headline
 
@@ -148,8 +182,10 @@ def test_a_broadcast_root_that_left_is_explained_by_what_it_needs():
 
 
 def test_different_sizes_are_flagged_although_every_rank_finished():
-    run = run_of(result(0, events=[call(0, "all_reduce", 1, 5, sizes=[[4]], dtypes=["float32"])]),
-                 result(1, events=[call(1, "all_reduce", 1, 5, sizes=[[2]], dtypes=["float32"])]))
+    run = run_of(
+        result(0, events=[call(0, "all_reduce", 1, 5, sizes=[[4]], dtypes=["float32"])]),
+        result(1, events=[call(1, "all_reduce", 1, 5, sizes=[[2]], dtypes=["float32"])]),
+    )
     diagnosis = d.diagnose(run)
     assert diagnosis.kind == "different-sizes" and "nothing failed" in diagnosis.headline
     assert d.rule_ok(d.facts(run)) is None
@@ -168,20 +204,24 @@ def test_stopped_outside_any_collective():
 
 
 def test_a_failure_passed_on_by_main_process_first_blames_the_preparing_rank():
-    run = run_of(result(0, RAISED, message="OSError: disk full"),
-                 result(1, RAISED, message="RuntimeError: rank 0 failed while preparing"))
+    run = run_of(
+        result(0, RAISED, message="OSError: disk full"),
+        result(1, RAISED, message="RuntimeError: rank 0 failed while preparing"),
+    )
     diagnosis = d.rule_failed_by_itself(d.facts(run))
     assert diagnosis.ranks == [0] and "rank 1 failed because of it" in diagnosis.headline
 
 
 def test_same_calls_headline_only_when_the_flight_recorder_agrees():
     both = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
-    with_flight = run_of(result(0, RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])],
-                                message=TIMEOUT),
-                         result(1, RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])],
-                                message=TIMEOUT))
+    with_flight = run_of(
+        result(0, RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])], message=TIMEOUT),
+        result(1, RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])], message=TIMEOUT),
+    )
     assert "same collective calls" in d.rule_same_calls(d.facts(with_flight)).headline
-    without = run_of(result(0, RAISED, events=both[0], message=TIMEOUT), result(1, RAISED, events=both[1], message=TIMEOUT))
+    without = run_of(
+        result(0, RAISED, events=both[0], message=TIMEOUT), result(1, RAISED, events=both[1], message=TIMEOUT)
+    )
     assert "same collective calls" not in d.rule_same_calls(d.facts(without)).headline
 
 
@@ -198,8 +238,15 @@ def test_ledger_marks_collectives_torch_issued():
     assert text.splitlines()[3].split()[-1] == "—"
 
 
-@pytest.mark.parametrize("phrase", ["next call of the same kind", "does not match different ops",
-                                    "all_reduce would not have helped", "synchronises the data it reduces"])
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "next call of the same kind",
+        "does not match different ops",
+        "all_reduce would not have helped",
+        "synchronises the data it reduces",
+    ],
+)
 def test_no_text_contradicts_the_model_of_ordering(phrase):
     assert phrase not in inspect.getsource(d)
 

@@ -24,8 +24,9 @@ def conda_pins() -> dict[str, str]:
     pins = {}
     text = (ROOT / "environment.yml").read_text()
     for line in text.split("dependencies:", 1)[1].splitlines():
-        match = (re.match(r"^  - ([A-Za-z0-9_.-]+)(?:=([^\s#]+))?\s*$", line)
-                 or re.match(r"^      - ([A-Za-z0-9_.-]+)==([^\s#]+)\s*$", line))  # the pip: section
+        match = re.match(r"^  - ([A-Za-z0-9_.-]+)(?:=([^\s#]+))?\s*$", line) or re.match(
+            r"^      - ([A-Za-z0-9_.-]+)==([^\s#]+)\s*$", line
+        )  # the pip: section
         if match:
             name, version = match.groups()
             if name not in NOT_PACKAGES:

@@ -107,22 +107,26 @@ def late_rank_skips_its_work(folder, delays):
     return _count(folder)
 
 
-@pytest.mark.parametrize("fn", [with_barrier, with_blocking_all_reduce, with_async_barrier_and_wait,
-                                with_all_gather_object])
+@pytest.mark.parametrize(
+    "fn", [with_barrier, with_blocking_all_reduce, with_async_barrier_and_wait, with_all_gather_object]
+)
 def test_right_fixes_pass(fn, capsys):
     assert nb00.check_everyone_ready(fn, seed=1)
     assert capsys.readouterr().out.startswith("✓")
 
 
-@pytest.mark.parametrize("fn, says", [
-    (unsolved, "counted"),
-    (with_sleep, "nothing made rank"),
-    (with_broadcast, "did not wait for rank"),
-    (with_async_all_reduce_never_waited, "async_op=True"),
-    (with_barrier_before_the_write_and_a_sleep, "nothing made rank"),
-    (with_barrier_on_rank0_only, "did not finish"),
-    (late_rank_skips_its_work, "no 'write'"),
-])
+@pytest.mark.parametrize(
+    "fn, says",
+    [
+        (unsolved, "counted"),
+        (with_sleep, "nothing made rank"),
+        (with_broadcast, "did not wait for rank"),
+        (with_async_all_reduce_never_waited, "async_op=True"),
+        (with_barrier_before_the_write_and_a_sleep, "nothing made rank"),
+        (with_barrier_on_rank0_only, "did not finish"),
+        (late_rank_skips_its_work, "no 'write'"),
+    ],
+)
 def test_wrong_fixes_fail(fn, says, capsys):
     result = nb00.check_everyone_ready(fn, seed=2)
     out = capsys.readouterr().out

@@ -133,14 +133,17 @@ def test_a_redundant_barrier_passes_with_a_remark(capsys):
     assert "not needed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("fn, says", [
-    (unsolved, "before rank 0 had written it"),
-    (sleep_instead, "nothing made rank"),
-    (extra_barrier_before, "nothing made rank"),
-    (async_never_waited, "async_op=True"),
-    (barrier_on_rank0_only, "did not finish|before rank 0 had written it"),
-    (every_rank_builds, "rank 0 alone builds"),
-])
+@pytest.mark.parametrize(
+    "fn, says",
+    [
+        (unsolved, "before rank 0 had written it"),
+        (sleep_instead, "nothing made rank"),
+        (extra_barrier_before, "nothing made rank"),
+        (async_never_waited, "async_op=True"),
+        (barrier_on_rank0_only, "did not finish|before rank 0 had written it"),
+        (every_rank_builds, "rank 0 alone builds"),
+    ],
+)
 def test_wrong_fixes_fail(fn, says, capsys):
     result = nb01.check_vocab(fn, seed=2)
     out = capsys.readouterr().out

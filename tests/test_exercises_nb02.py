@@ -68,14 +68,17 @@ def test_atomic_saves_pass(fn, capsys):
     assert capsys.readouterr().out.startswith("✓")
 
 
-@pytest.mark.parametrize("fn, says", [
-    (unsolved, "left partial"),
-    (sleep_first, "left partial"),
-    (buffer_then_write, "left partial"),
-    (barrier_inside, "not every rank loaded step 2"),
-    (all_reduce_inside, "was not killed"),
-    (saves_nothing, "was not killed"),
-])
+@pytest.mark.parametrize(
+    "fn, says",
+    [
+        (unsolved, "left partial"),
+        (sleep_first, "left partial"),
+        (buffer_then_write, "left partial"),
+        (barrier_inside, "not every rank loaded step 2"),
+        (all_reduce_inside, "was not killed"),
+        (saves_nothing, "was not killed"),
+    ],
+)
 def test_wrong_fixes_fail(fn, says, capsys):
     result = nb02.check_save_atomically(fn, seed=2)
     out = capsys.readouterr().out

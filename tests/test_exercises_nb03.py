@@ -47,6 +47,7 @@ def sleep_instead_of_barrier(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     def on_save(rank, state, path, delay):
         if rank == 0:
             write_checkpoint(state, path, delay)
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save, lambda: time.sleep(0.3))
 
 
@@ -54,6 +55,7 @@ def long_sleep_instead_of_barrier(ckpt_dir, steps=4, save_every=2, save_delay=0.
     def on_save(rank, state, path, delay):
         if rank == 0:
             write_checkpoint(state, path, delay)
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save, lambda: time.sleep(1.5))
 
 
@@ -62,6 +64,7 @@ def sleep_added_to_the_bug(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
         if rank == 0:
             save_checkpoint(state, path, delay)
         time.sleep(0.3)
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -69,6 +72,7 @@ def barrier_removed(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     def on_save(rank, state, path, delay):
         if rank == 0:
             write_checkpoint(state, path, delay)
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -78,6 +82,7 @@ def dummy_all_reduce_on_the_others(ckpt_dir, steps=4, save_every=2, save_delay=0
             save_checkpoint(state, path, delay)
         else:
             dist.all_reduce(torch.zeros(1))  # "answer rank 0's collective"
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -86,12 +91,14 @@ def extra_barrier_for_everyone(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
         if rank == 0:
             save_checkpoint(state, path, delay)
         dist.barrier()  # "now every rank calls a barrier"
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
 def every_rank_writes(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     def on_save(rank, state, path, delay):
         save_checkpoint(state, path, delay)  # the helper on every rank, the write too
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -100,6 +107,7 @@ def solution(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
         if rank == 0:
             write_checkpoint(state, path, delay)
         dist.barrier()  # every rank waits until the file is complete
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -109,6 +117,7 @@ def barrier_in_both_branches(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
             save_checkpoint(state, path, delay)
         else:
             dist.barrier()  # pairs with the barrier inside save_checkpoint: same position, same op
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -117,6 +126,7 @@ def all_reduce_as_the_wait(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
         if rank == 0:
             write_checkpoint(state, path, delay)
         dist.all_reduce(torch.zeros(1))  # a blocking all_reduce orders host work like a barrier on gloo
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
@@ -124,19 +134,31 @@ def one_barrier_before_the_load(ckpt_dir, steps=4, save_every=2, save_delay=0.0)
     def on_save(rank, state, path, delay):
         if rank == 0:
             write_checkpoint(state, path, delay)
+
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save, dist.barrier)
 
 
-@pytest.mark.parametrize("wrong", [as_given, sleep_instead_of_barrier, long_sleep_instead_of_barrier,
-                                   sleep_added_to_the_bug, barrier_removed, dummy_all_reduce_on_the_others,
-                                   extra_barrier_for_everyone, every_rank_writes])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        as_given,
+        sleep_instead_of_barrier,
+        long_sleep_instead_of_barrier,
+        sleep_added_to_the_bug,
+        barrier_removed,
+        dummy_all_reduce_on_the_others,
+        extra_barrier_for_everyone,
+        every_rank_writes,
+    ],
+)
 def test_the_check_rejects_a_wrong_fix(wrong):
     verdict = nb03.check(wrong, seed=1)
     assert not verdict.ok and verdict.message.startswith("✗"), verdict
 
 
-@pytest.mark.parametrize("right", [solution, barrier_in_both_branches, all_reduce_as_the_wait,
-                                   one_barrier_before_the_load])
+@pytest.mark.parametrize(
+    "right", [solution, barrier_in_both_branches, all_reduce_as_the_wait, one_barrier_before_the_load]
+)
 def test_the_check_accepts_a_right_fix(right):
     verdict = nb03.check(right, seed=2)
     assert verdict.ok and verdict.message.startswith("✓"), verdict

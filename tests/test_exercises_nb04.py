@@ -77,8 +77,17 @@ def every_rank_averages_its_own_loss(steps=4):
     return mean if rank == 0 else None
 
 
-@pytest.mark.parametrize("wrong", [as_given, with_a_sleep, dummy_all_reduce_on_the_others,
-                                   extra_barrier_on_the_others, averaging_dropped, fixed_number])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        as_given,
+        with_a_sleep,
+        dummy_all_reduce_on_the_others,
+        extra_barrier_on_the_others,
+        averaging_dropped,
+        fixed_number,
+    ],
+)
 def test_the_check_rejects_a_wrong_fix(wrong):
     verdict = nb04.check(wrong, seed=1)
     assert not verdict.ok and verdict.message.startswith("✗"), verdict

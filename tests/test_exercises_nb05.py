@@ -61,8 +61,7 @@ def extra_barrier(folder, steps=4, delay=0.15, base_compute=0.05):
 
 
 def broadcast_instead_of_barrier(folder, steps=4, delay=0.15, base_compute=0.05):
-    return _job(folder, steps, delay, base_compute, after_write=[broadcast_from_0],
-                before_read=lambda: time.sleep(0.5))
+    return _job(folder, steps, delay, base_compute, after_write=[broadcast_from_0], before_read=lambda: time.sleep(0.5))
 
 
 def solution(folder, steps=4, delay=0.15, base_compute=0.05):
@@ -74,13 +73,16 @@ def all_reduce_after_write(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, after_write=[dummy_all_reduce])
 
 
-@pytest.mark.parametrize("answer, says", [
-    (unsolved, "meet before writing (barrier, 4 times per rank)"),
-    (all_reduce_in_the_loop, "all_reduce"),
-    (sleep_instead_of_barrier, "sleep"),
-    (extra_barrier, "protect nothing"),
-    (broadcast_instead_of_barrier, "broadcast"),
-])
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (unsolved, "meet before writing (barrier, 4 times per rank)"),
+        (all_reduce_in_the_loop, "all_reduce"),
+        (sleep_instead_of_barrier, "sleep"),
+        (extra_barrier, "protect nothing"),
+        (broadcast_instead_of_barrier, "broadcast"),
+    ],
+)
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb05.check(answer, seed=1)
     assert not feedback.passed, feedback.message

@@ -56,13 +56,16 @@ def solution(folder):
     return box[0]
 
 
-@pytest.mark.parametrize("answer, says", [
-    (unsolved, "barrier"),
-    (dummy_all_reduce_for_barrier, "files"),
-    (sleep_for_barrier, "files"),
-    (every_rank_builds_its_own, "build_vocab ran on ranks [0, 1, 2, 3]"),
-    (solution_plus_barrier, "barrier"),
-])
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (unsolved, "barrier"),
+        (dummy_all_reduce_for_barrier, "files"),
+        (sleep_for_barrier, "files"),
+        (every_rank_builds_its_own, "build_vocab ran on ranks [0, 1, 2, 3]"),
+        (solution_plus_barrier, "barrier"),
+    ],
+)
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb06.check_share_vocab(answer)
     assert not feedback.passed, feedback.message

@@ -154,13 +154,16 @@ def two_store_signals(workdir, seed=0):
     return rank
 
 
-@pytest.mark.parametrize("answer, says", [
-    (unsolved, "not yet"),
-    (with_barriers, "barrier"),
-    (with_dummy_all_reduce, "all_reduce"),
-    (with_sleeps, "sleep"),
-    (one_writer_with_gather_object, "gather_object first all_gathers"),
-])
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (unsolved, "not yet"),
+        (with_barriers, "barrier"),
+        (with_dummy_all_reduce, "all_reduce"),
+        (with_sleeps, "sleep"),
+        (one_writer_with_gather_object, "gather_object first all_gathers"),
+    ],
+)
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb07.check_results(answer)
     assert not feedback.passed, feedback.message

@@ -213,14 +213,17 @@ def test_fn_must_be_callable():
 def test_unpicklable_argument_is_named_with_its_type():
     lock = threading.Lock()
     with pytest.raises(TypeError, match=r"argument 0 \(args\[0\]\) to the ranks: a _thread.lock cannot be pickled"):
-        bl.run(lambda l: None, 2, args=(lock,))
+        bl.run(lambda _lock: None, 2, args=(lock,))
     assert bl.run(rank_times, 2, args=(1,)).ok  # the next run still works
 
 
 def test_unpicklable_capture_in_fn_is_named():
     guard = threading.Lock()
-    with pytest.raises(TypeError, match=r"cannot send the variable 'guard' used by .*<lambda> to the ranks: "
-                                        r"a _thread.lock cannot be pickled.*Create that object inside the function"):
+    with pytest.raises(
+        TypeError,
+        match=r"cannot send the variable 'guard' used by .*<lambda> to the ranks: "
+        r"a _thread.lock cannot be pickled.*Create that object inside the function",
+    ):
         bl.run(lambda: guard.locked(), 2)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import barrierlab as bl
 
-HELPER = '''\
+HELPER = """\
 import dataclasses
 import enum
 import functools
@@ -72,7 +72,7 @@ def only_rank_zero_waits():
 
 def fails():
     raise ValueError("raised in the helper")
-'''
+"""
 
 
 def _learners_module(tmp_path, monkeypatch, name: str, text: str):
@@ -174,7 +174,7 @@ def test_a_file_edited_since_the_kernel_imported_it_is_what_the_ranks_run(helper
 
 # --------------------------------------------------------------------------- init=False (tutorial code)
 
-TUTORIAL = '''\
+TUTORIAL = """\
 import os
 from datetime import timedelta
 
@@ -215,7 +215,7 @@ def tcp_url(rank, world_size):
 
 def wrong_rank(rank, world_size):
     dist.init_process_group("gloo", rank=world_size - 1 - rank, world_size=world_size)
-'''
+"""
 
 
 @pytest.fixture
@@ -259,11 +259,14 @@ def test_init_must_be_true_or_false():
 
 def test_notebook_style_function_still_goes_by_value():
     namespace: dict = {"__name__": "__main__"}
-    exec(textwrap.dedent('''
+    exec(
+        textwrap.dedent("""
         import os
         def f():
             return int(os.environ["RANK"])
-    '''), namespace)
+    """),
+        namespace,
+    )
     run = bl.run(namespace["f"], 2)
     assert run.values == [0, 1]
 
@@ -292,7 +295,8 @@ def returns_then_hangs_in_teardown():
 
 
 def test_a_hang_in_teardown_after_the_function_returned_keeps_the_value_and_counts_as_finished(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     name = f"blteardown_{os.getpid()}"
     (tmp_path / f"{name}.py").write_text(TEARDOWN)
     monkeypatch.syspath_prepend(str(tmp_path))

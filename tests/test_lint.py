@@ -160,7 +160,10 @@ def test_lint_function_in_a_real_ipython_shell(tmp_path: Path) -> None:
     pytest.importorskip("IPython")
     done = subprocess.run(
         [sys.executable, "-c", IPYTHON_SESSION, barrierlab.lint.__file__],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "IPYTHONDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "IPYTHONDIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
     [[path, line, kind, condition]] = json.loads(done.stdout.splitlines()[-1])
@@ -280,7 +283,7 @@ def test_command_line_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_helper_that_broadcasts_its_result_is_not_rank_dependent():
-    source = '''
+    source = """
 import tempfile
 import torch.distributed as dist
 
@@ -293,7 +296,7 @@ def main(workdir=None):
     workdir = workdir or shared_dir()
     if workdir:
         dist.barrier()
-'''
+"""
     assert lint_source(source) == []
 
 
@@ -305,16 +308,27 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
 
     folder = os.path.dirname(scenarios.__file__)
     flagged = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(folder, "*.py")) if lint_file(p)}
-    assert flagged == {"barrier_on_rank0", "barrier_vs_all_reduce", "debug_level_too_late", "early_return",
-                       "extra_barrier", "find_the_bug", "hidden_collective", "monitored_barrier_missing",
-                       "object_vs_tensor_broadcast", "rank_exits_mid_job", "uneven_data"}
+    assert flagged == {
+        "barrier_on_rank0",
+        "barrier_vs_all_reduce",
+        "debug_level_too_late",
+        "early_return",
+        "extra_barrier",
+        "find_the_bug",
+        "hidden_collective",
+        "monitored_barrier_missing",
+        "object_vs_tensor_broadcast",
+        "rank_exits_mid_job",
+        "uneven_data",
+    }
 
 
 # --------------------------------------------------------------------------- issue 12: lint reaches real code
 
 
-@pytest.mark.parametrize("name", ["good_get_dist_info_tuple.py", "good_broadcast_stop_then_break.py",
-                                  "good_partitioned_range_loop.py"])
+@pytest.mark.parametrize(
+    "name", ["good_get_dist_info_tuple.py", "good_broadcast_stop_then_break.py", "good_partitioned_range_loop.py"]
+)
 def test_the_false_alarms_issue_12_lists_are_quiet(name: str) -> None:
     assert lint_file(CORPUS / name) == []
 
@@ -329,10 +343,15 @@ def save(accelerator: Accelerator):
 """
     [finding] = lint_source(source, "train.py")
     assert (finding.line, finding.kind, finding.collective, finding.condition) == (
-        5, "branch", "accelerator.save_state", "accelerator.is_main_process")
+        5,
+        "branch",
+        "accelerator.save_state",
+        "accelerator.is_main_process",
+    )
     assert "Accelerate: a barrier (wait_for_everyone)" in finding.why
-    assert finding.fix == ("move `accelerator.save_state()` out from under `accelerator.is_main_process` "
-                           "so every rank calls it")
+    assert finding.fix == (
+        "move `accelerator.save_state()` out from under `accelerator.is_main_process` so every rank calls it"
+    )
 
 
 def test_the_framework_table_is_extendable(monkeypatch: pytest.MonkeyPatch) -> None:

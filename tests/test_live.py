@@ -18,10 +18,22 @@ def _write(path, *events) -> None:
 
 def test_a_rank_inside_a_barrier_is_described_with_its_number_time_and_line(tmp_path) -> None:
     path = tmp_path / "rank1.events"
-    _write(path, {"meta": "start", "rank": 1, "t0": 100.0},
-           {"id": 1, "kind": "collective", "name": "barrier", "t": 100.5, "seq": 1},
-           {"id": 1, "end": 100.7},
-           {"id": 2, "kind": "collective", "name": "barrier", "t": 101.0, "seq": 2, "file": "x.py", "line": 4, "func": "f"})
+    _write(
+        path,
+        {"meta": "start", "rank": 1, "t0": 100.0},
+        {"id": 1, "kind": "collective", "name": "barrier", "t": 100.5, "seq": 1},
+        {"id": 1, "end": 100.7},
+        {
+            "id": 2,
+            "kind": "collective",
+            "name": "barrier",
+            "t": 101.0,
+            "seq": 2,
+            "file": "x.py",
+            "line": 4,
+            "func": "f",
+        },
+    )
     state = live.RankLive(1)
     live.EventTail(str(path), launch_t0=100.0).poll(state)
     text = live.describe(state, now=3.1, where=lambda site: f"{site[0]}, line {site[1]}")
@@ -68,13 +80,18 @@ def test_the_html_view_names_every_rank_and_the_time_left() -> None:
     assert "rank 0" in page and "rank 1" in page and "deadline in 3.0 s" in page and "<svg" in page
 
 
-@pytest.mark.parametrize("setting,session,expected", [
-    (None, None, "none"),            # nbval / nbclient: no Jupyter server session, nothing is stored
-    (None, "nb.ipynb", "notebook"),  # JupyterLab
-    (False, "nb.ipynb", "none"),
-    (True, None, "notebook"),
-])
-def test_in_a_kernel_the_view_shows_only_with_a_front_end_or_when_asked(monkeypatch, setting, session, expected) -> None:
+@pytest.mark.parametrize(
+    "setting,session,expected",
+    [
+        (None, None, "none"),  # nbval / nbclient: no Jupyter server session, nothing is stored
+        (None, "nb.ipynb", "notebook"),  # JupyterLab
+        (False, "nb.ipynb", "none"),
+        (True, None, "notebook"),
+    ],
+)
+def test_in_a_kernel_the_view_shows_only_with_a_front_end_or_when_asked(
+    monkeypatch, setting, session, expected
+) -> None:
     monkeypatch.setattr(live, "_in_kernel", lambda: True)
     monkeypatch.delenv("BARRIERLAB_LIVE", raising=False)
     if session:
@@ -104,7 +121,8 @@ def test_endings_are_read_from_exit_statuses_and_outcome_headers(tmp_path) -> No
 
     Outcome(rank=0, world_size=3, status=Status.FINISHED, value=b"x" * 10).write(RankFiles(str(tmp_path), 0).outcome)
     Outcome(rank=1, world_size=3, status=Status.RAISED, error_type="builtins.ValueError").write(
-        RankFiles(str(tmp_path), 1).outcome)
+        RankFiles(str(tmp_path), 1).outcome
+    )
     ended = live.ended_ranks(str(tmp_path), 3, {0: (0, None), 1: (0, None), 2: (None, signal.SIGKILL)})
     assert ended == {0: "finished", 1: "raised ValueError", 2: "killed by SIGKILL"}
 

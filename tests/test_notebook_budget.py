@@ -79,8 +79,11 @@ def problems(path: Path) -> list[str]:
         found.append("no time estimate (**Time:** ...) before the first code cell")
 
     index = PATHS.index(path)
-    expected = [p.name for p in (PATHS[index - 1] if index else None, PATHS[index + 1] if index + 1 < len(PATHS)
-                                 else None) if p is not None]
+    expected = [
+        p.name
+        for p in (PATHS[index - 1] if index else None, PATHS[index + 1] if index + 1 < len(PATHS) else None)
+        if p is not None
+    ]
     for where, cell in (("top", nb.cells[0]), ("bottom", nb.cells[-1])):
         links = nav_links(cell.source) if cell.cell_type == "markdown" else None
         if links is None:
@@ -93,13 +96,16 @@ def problems(path: Path) -> list[str]:
         following = nb.cells[i + 1]
         if cell.cell_type == "markdown" and "**Predict" in cell.source and following.cell_type == "code":
             match = re.search(r"^(\w*guess\w*)\s*=", following.source, flags=re.M)
-            if match and any(re.search(rf"\b{match[1]}\b", c.source) for c in nb.cells[i + 2:]
-                             if c.cell_type == "code"):
+            if match and any(
+                re.search(rf"\b{match[1]}\b", c.source) for c in nb.cells[i + 2 :] if c.cell_type == "code"
+            ):
                 guess = match[1]
                 break
     if guess is None:
-        found.append("no predict cell (a '**Predict' markdown cell, then a code cell assigning a *guess* "
-                     "variable that a later cell compares with the truth)")
+        found.append(
+            "no predict cell (a '**Predict' markdown cell, then a code cell assigning a *guess* "
+            "variable that a later cell compares with the truth)"
+        )
 
     module = f"barrierlab.exercises.nb{path.name[:2]}"
     if importlib.util.find_spec(module) is None:
@@ -115,11 +121,17 @@ def test_pending_names_real_notebooks():
     assert PENDING <= {p.stem for p in PATHS}
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.stem,
-                 marks=[pytest.mark.xfail(strict=True, reason="issue 11 rework pending")] if p.stem in PENDING else [])
-    for p in PATHS
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(
+            p,
+            id=p.stem,
+            marks=[pytest.mark.xfail(strict=True, reason="issue 11 rework pending")] if p.stem in PENDING else [],
+        )
+        for p in PATHS
+    ],
+)
 def test_notebook_is_within_budget_and_has_its_parts(path):
     found = problems(path)
     assert not found, f"{path.name}:\n  " + "\n  ".join(found)

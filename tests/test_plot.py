@@ -40,12 +40,13 @@ def render(fig: Figure) -> bytes:
 
 # --- summary -------------------------------------------------------------------------------------------
 
+
 def hand_made() -> list[list[Event]]:
     rank0 = [
         Event(0, "compute", "forward", 0.0, 0.4),
-        Event(0, "collective", "barrier", 0.1, 0.3, seq=1),      # inside the compute span: 0.2 s
-        Event(0, "wait", "sync", 0.5, 0.8),                       # a wait span ...
-        Event(0, "collective", "all_reduce", 0.6, 0.7, seq=2),   # ... nested inside it: counts once
+        Event(0, "collective", "barrier", 0.1, 0.3, seq=1),  # inside the compute span: 0.2 s
+        Event(0, "wait", "sync", 0.5, 0.8),  # a wait span ...
+        Event(0, "collective", "all_reduce", 0.6, 0.7, seq=2),  # ... nested inside it: counts once
         Event(0, "collective", "all_reduce", 0.75, 0.9, seq=3),  # overlaps its end: union 0.5-0.9
     ]
     rank1 = [Event(1, "compute", "forward", 0.0, 0.2), Event(1, "collective", "barrier", 0.2, None, seq=1)]
@@ -69,8 +70,14 @@ def test_summary_unions_nested_intervals_and_counts_never_ended_to_the_end():
 
 def test_summary_of_a_rank_that_never_started_is_zero():
     numbers = plot.summary([[Event(0, "collective", "barrier", 0.1, 0.2, seq=1)], []])
-    assert numbers["ranks"][1] == {"busy": 0.0, "wait": 0.0, "idle_fraction": 0.0, "start": None, "end": None,
-                                   "collectives": 0}
+    assert numbers["ranks"][1] == {
+        "busy": 0.0,
+        "wait": 0.0,
+        "idle_fraction": 0.0,
+        "start": None,
+        "end": None,
+        "collectives": 0,
+    }
     assert numbers["slowest_rank"] == 0 and numbers["straggler"] is None
 
 
@@ -130,10 +137,13 @@ def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
     assert y_labels(plot.timeline(lanes))[0] == "rank 0 (last to arrive)"
 
 
-@pytest.mark.parametrize("arrivals", [
-    [0.100, 0.105, 0.110, 0.112],  # everyone within a few ms: not > 20 ms
-    [0.0, 0.0, 0.0, 0.2],          # others waited 0.5 s, rank 3 waited 0.3 s: not > 2x
-])
+@pytest.mark.parametrize(
+    "arrivals",
+    [
+        [0.100, 0.105, 0.110, 0.112],  # everyone within a few ms: not > 20 ms
+        [0.0, 0.0, 0.0, 0.2],  # others waited 0.5 s, rank 3 waited 0.3 s: not > 2x
+    ],
+)
 def test_no_straggler_when_ranks_arrive_about_together(arrivals):
     numbers = plot.summary(barrier_arrivals(arrivals, leave=0.5))
     assert numbers["slowest_rank"] == 3
@@ -168,6 +178,7 @@ def test_waits_table_marks_the_straggler():
 
 
 # --- timeline ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [2, 4, 16])
 def test_timeline_has_one_lane_per_rank(n):
@@ -237,6 +248,7 @@ def test_importing_barrierlab_plot_does_not_import_pyplot():
 
 # --- what the figure says ----------------------------------------------------------------------------
 
+
 def legend_labels(fig: Figure) -> list[str]:
     legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
     return [t.get_text() for legend in legends for t in legend.get_texts()]
@@ -255,10 +267,12 @@ def ddp_like() -> list[list[Event]]:
         events, t = [], 0.0
         for k in range(2):
             fwd = 0.2 if r == 1 else 0.01
-            events += [Event(r, "compute", f"forward {k}", t, t + fwd),
-                       Event(r, "other", f"backward {k}", t + fwd, t + 0.25),
-                       Event(r, "collective", "all_reduce", t + 0.22, t + 0.2205, seq=k + 1),
-                       Event(r, "compute", f"optimizer {k}", t + 0.25, t + 0.26)]
+            events += [
+                Event(r, "compute", f"forward {k}", t, t + fwd),
+                Event(r, "other", f"backward {k}", t + fwd, t + 0.25),
+                Event(r, "collective", "all_reduce", t + 0.22, t + 0.2205, seq=k + 1),
+                Event(r, "compute", f"optimizer {k}", t + 0.25, t + 0.26),
+            ]
             t += 0.27
         lanes.append(events)
     return lanes
@@ -273,8 +287,10 @@ def test_legend_names_the_spans_never_other():
 
 
 def test_legend_names_a_timed_span_and_the_collectives_waited_in():
-    lanes = [[Event(r, "other", "timed", 0.0, 0.3), Event(r, "collective", "all_reduce", 0.1 * r, 0.3, seq=1)]
-             for r in range(3)]
+    lanes = [
+        [Event(r, "other", "timed", 0.0, 0.3), Event(r, "collective", "all_reduce", 0.1 * r, 0.3, seq=1)]
+        for r in range(3)
+    ]
     labels = legend_labels(plot.timeline(lanes))
     assert "timed (span)" in labels and "waiting in a collective: all_reduce" in labels
 
@@ -300,8 +316,10 @@ def test_a_rank_without_collectives_says_so_rather_than_waited_zero():
 
 
 def test_a_span_that_raised_is_marked_and_named():
-    lanes = [[Event(0, "io", "download", 0.0, 1.0)],
-             [Event(1, "io", "read", 0.0, 0.001, error="FileNotFoundError: [Errno 2] No such file")]]
+    lanes = [
+        [Event(0, "io", "download", 0.0, 1.0)],
+        [Event(1, "io", "read", 0.0, 0.001, error="FileNotFoundError: [Errno 2] No such file")],
+    ]
     fig = plot.timeline(lanes)
     (marks,) = artists(fig, "errors")
     assert marks.get_offsets().tolist() == [[0.001, 1.0]]
@@ -330,11 +348,17 @@ def test_compare_timelines_shares_the_axis_and_merges_the_legend():
 
 
 def test_work_name_drops_step_numbers():
-    assert [plot.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] \
-        == ["forward", "no_sync, step", "Work.wait()", "1 setup", "timed"]
+    assert [plot.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] == [
+        "forward",
+        "no_sync, step",
+        "Work.wait()",
+        "1 setup",
+        "timed",
+    ]
 
 
 # --- a real run ----------------------------------------------------------------------------------------
+
 
 def staggered() -> int:
     import torch.distributed as dist
@@ -361,12 +385,13 @@ def test_real_run_finds_the_last_rank_to_arrive():
 
 def test_a_long_legend_label_gets_fewer_columns():
     ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
-    lanes = [[Event(r, "collective", op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05, seq=k + 1) for k, op in enumerate(ops)]
-             for r in range(2)]
+    lanes = [
+        [Event(r, "collective", op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05, seq=k + 1) for k, op in enumerate(ops)]
+        for r in range(2)
+    ]
     fig = plot.timeline(lanes)
     assert fig.legends[0]._ncols < 3
     assert plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2)).legends[0]._ncols == 3
-
 
 
 def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
@@ -384,6 +409,7 @@ def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
 
 # --- collectives torch issued itself (flight recorder) -------------------------------------------------
 
+
 def ddp_run(*, async_barrier: bool = False):
     """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
     (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
@@ -398,11 +424,15 @@ def ddp_run(*, async_barrier: bool = False):
         if async_barrier:
             barrier.is_async, barrier.done = True, 0.95
         events = [Event(r, "other", "backward 0", 0.2, 0.5 + late), barrier]
-        flight = Flight([
-            FlightEntry(r, 1, "broadcast", start=0.05, issuer="DDP's construction-time broadcast of parameters and buffers"),
-            FlightEntry(r, 2, "all_reduce", start=0.3 + late, issuer="DDP backward's gradient all_reduce"),
-            FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
-        ])
+        flight = Flight(
+            [
+                FlightEntry(
+                    r, 1, "broadcast", start=0.05, issuer="DDP's construction-time broadcast of parameters and buffers"
+                ),
+                FlightEntry(r, 2, "all_reduce", start=0.3 + late, issuer="DDP backward's gradient all_reduce"),
+                FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
+            ]
+        )
         ranks.append(RankResult(r, FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
     return Run(world_size=2, ranks=ranks, elapsed=1.0, timeout=5.0, deadline=10.0)
 
@@ -433,18 +463,26 @@ def test_calls_close_together_share_one_label():
     from barrierlab.diagnose import Call
     from barrierlab.record import FlightEntry
 
-    calls = [Call(0, k, "broadcast", issuer="DDP's forward broadcast of buffers",
-                  entry=FlightEntry(0, k, "broadcast", start=1.0 + 0.001 * k)) for k in (5, 6, 7)]
+    calls = [
+        Call(
+            0,
+            k,
+            "broadcast",
+            issuer="DDP's forward broadcast of buffers",
+            entry=FlightEntry(0, k, "broadcast", start=1.0 + 0.001 * k),
+        )
+        for k in (5, 6, 7)
+    ]
     fig = plot.timeline(lanes)
-    plot._draw_torch_calls(fig.axes[0], [plot._Lane(0, lanes[0], 0.0, 10.0, torch_calls=calls)], {},
-                           plot._Scale(fig.axes[0], fig, 10.0))
+    plot._draw_torch_calls(
+        fig.axes[0], [plot._Lane(0, lanes[0], 0.0, 10.0, torch_calls=calls)], {}, plot._Scale(fig.axes[0], fig, 10.0)
+    )
     assert [t.get_text() for t in artists(fig, "torch-call-label")] == ["DDP #5–7"]
 
 
 def test_torch_calls_say_their_waits_were_not_recorded():
     notes = right_notes(plot.timeline(ddp_run()))
-    assert all(note.startswith("waited") and "waits in torch's own collectives not recorded" in note
-               for note in notes)
+    assert all(note.startswith("waited") and "waits in torch's own collectives not recorded" in note for note in notes)
     hidden = right_notes(plot.timeline(ddp_run(), waits_inside={"backward": "DDP waits for its all_reduce"}))
     assert all(note.startswith("its wait inside backward was not recorded") for note in hidden)
 
@@ -458,11 +496,16 @@ def test_an_async_call_keeps_its_in_flight_bar_and_its_ledger_number():
 
 
 def test_short_issuer_names_who_issued_a_call():
-    assert [plot.short_issuer(i) for i in ("DDP backward's gradient all_reduce", "Join's all_reduce (shadowing)",
-                                           "a functional all_reduce (DTensor / torch.compile)",
-                                           "torch.distributed's broadcast (inside broadcast_object_list)",
-                                           "DCP's gather (checkpoint save/load)")] \
-        == ["DDP", "Join", "functional", "torch.distributed", "DCP"]
+    assert [
+        plot.short_issuer(i)
+        for i in (
+            "DDP backward's gradient all_reduce",
+            "Join's all_reduce (shadowing)",
+            "a functional all_reduce (DTensor / torch.compile)",
+            "torch.distributed's broadcast (inside broadcast_object_list)",
+            "DCP's gather (checkpoint save/load)",
+        )
+    ] == ["DDP", "Join", "functional", "torch.distributed", "DCP"]
 
 
 def ddp_two_steps() -> int:
@@ -494,8 +537,10 @@ def test_a_real_ddp_run_shows_the_all_reduces_torch_issued():
 
 
 def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_rank_arrives():
-    lanes = [[Event(0, "collective", "broadcast", 0.0, 0.001, seq=1), Event(0, "collective", "barrier", 0.4, 0.5, seq=2)],
-             [Event(1, "collective", "broadcast", 0.3, 0.301, seq=1), Event(1, "collective", "barrier", 0.5, 0.501, seq=2)]]
+    lanes = [
+        [Event(0, "collective", "broadcast", 0.0, 0.001, seq=1), Event(0, "collective", "barrier", 0.4, 0.5, seq=2)],
+        [Event(1, "collective", "broadcast", 0.3, 0.301, seq=1), Event(1, "collective", "barrier", 0.5, 0.501, seq=2)],
+    ]
     fig = plot.timeline(lanes)
     (lines,) = artists(fig, "releases")
     assert [round(float(seg[0][0]), 3) for seg in lines.get_segments()] == [0.5]
@@ -503,8 +548,10 @@ def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_ran
 
 
 def test_waits_inside_several_spans_keep_the_note_short():
-    lanes = [[Event(r, "other", "sync, step 0", 0.0, 0.2), Event(r, "compute", "no_sync, step 0", 0.2, 0.4)]
-             for r in range(2)]
+    lanes = [
+        [Event(r, "other", "sync, step 0", 0.0, 0.2), Event(r, "compute", "no_sync, step 0", 0.2, 0.4)]
+        for r in range(2)
+    ]
     notes = right_notes(plot.timeline(lanes, waits_inside={"sync, step": "a", "no_sync, step": "b"}))
     assert notes == ["its waits inside 2 spans (legend) were not recorded"] * 2
 

@@ -15,8 +15,23 @@ import torch
 import barrierlab as bl
 from barrierlab import _protocol, result
 from barrierlab._protocol import (
-    RANK_CALLS_FN, RANK_PHASES, RANK_SOURCE, Exited, Launch, Outcome, Quit, RankFiles, Ready, RunOptions,
-    RunSpec, SignalRanks, Started, Status, receive, send, tidy,
+    RANK_CALLS_FN,
+    RANK_PHASES,
+    RANK_SOURCE,
+    Exited,
+    Launch,
+    Outcome,
+    Quit,
+    RankFiles,
+    Ready,
+    RunOptions,
+    RunSpec,
+    SignalRanks,
+    Started,
+    Status,
+    receive,
+    send,
+    tidy,
 )
 from barrierlab.result import RankFailed, RankResult, Run, unpickle_isolated
 from barrierlab.stacks import stuck_at
@@ -27,8 +42,15 @@ SRC = pathlib.Path(_protocol.__file__).parent
 # --- statuses ----------------------------------------------------------------------------------------------
 def test_statuses_are_public_strings_with_their_former_display_values():
     assert bl.Status is Status
-    assert [s.value for s in Status] == ["finished", "raised", "setup failed", "stopped at deadline", "exited",
-                                         "killed by signal", "ended without a report"]
+    assert [s.value for s in Status] == [
+        "finished",
+        "raised",
+        "setup failed",
+        "stopped at deadline",
+        "exited",
+        "killed by signal",
+        "ended without a report",
+    ]
     assert Status.FINISHED == "finished" and "finished" == Status.FINISHED
     assert str(Status.STOPPED) == "stopped at deadline" and f"{Status.KILLED}" == "killed by signal"
     assert f"{Status.RAISED:>8}" == "  raised"
@@ -39,29 +61,58 @@ def test_statuses_are_public_strings_with_their_former_display_values():
 
 
 #: The modules on the three sides of the contract, and the readers of what it carries.
-USERS = ("launch.py", "_zygote.py", "_rank.py", "result.py", "stacks.py", "torchrun.py", "scenarios/__init__.py",
-         "__main__.py", "diagnose.py", "plot.py")
+USERS = (
+    "launch.py",
+    "_zygote.py",
+    "_rank.py",
+    "result.py",
+    "stacks.py",
+    "torchrun.py",
+    "scenarios/__init__.py",
+    "__main__.py",
+    "diagnose.py",
+    "plot.py",
+)
 
 
 def test_no_user_of_the_contract_spells_a_status_or_a_rank_file_name():
     statuses = "|".join(re.escape(f'"{s.value}"') for s in Status)
     pattern = re.compile(rf"{statuses}|rank\{{[^}}]*\}}\.|\"\.(stdout|stderr|outcome|stack|flight|events)\"")
-    offenders = [f"{name}:{n}" for name in USERS
-                 for n, line in enumerate((SRC / name).read_text().splitlines(), 1) if pattern.search(line)]
+    offenders = [
+        f"{name}:{n}"
+        for name in USERS
+        for n, line in enumerate((SRC / name).read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert offenders == []
 
 
 # --- messages ----------------------------------------------------------------------------------------------
 def _spec() -> RunSpec:
     options = RunOptions(world_size=2, timeout=1.0, deadline=6.0, env=(("A", "1"),))
-    return RunSpec(run_id="abc", run_dir="/tmp/x", payload=b"p", options=options, t0=1.0, kernel_pid=1,
-                   kernel_env=(), cwd="/", sys_path=())
+    return RunSpec(
+        run_id="abc",
+        run_dir="/tmp/x",
+        payload=b"p",
+        options=options,
+        t0=1.0,
+        kernel_pid=1,
+        kernel_env=(),
+        cwd="/",
+        sys_path=(),
+    )
 
 
 def test_messages_travel_through_a_pipe_and_end_with_none():
     read_fd, write_fd = os.pipe()
-    messages = [Ready(5), Launch(_spec()), Started("abc", (7, 8)), SignalRanks("abc", 10),
-                Exited("abc", 1, 8, None, 9), Quit()]
+    messages = [
+        Ready(5),
+        Launch(_spec()),
+        Started("abc", (7, 8)),
+        SignalRanks("abc", 10),
+        Exited("abc", 1, 8, None, 9),
+        Quit(),
+    ]
     for message in messages:
         send(write_fd, message)
     os.close(write_fd)
@@ -87,9 +138,20 @@ def test_rank_files_are_named_in_one_place(tmp_path):
 
 
 def test_an_outcome_round_trips_with_its_pickles(tmp_path):
-    outcome = Outcome(rank=2, world_size=4, status=Status.RAISED, pid=11, t_start=1.5, t_end=2.5, clock=100.0,
-                      error_type="builtins.ValueError", message="bad", traceback="Traceback...\n",
-                      value=None, exception=pickle.dumps(ValueError("bad")))
+    outcome = Outcome(
+        rank=2,
+        world_size=4,
+        status=Status.RAISED,
+        pid=11,
+        t_start=1.5,
+        t_end=2.5,
+        clock=100.0,
+        error_type="builtins.ValueError",
+        message="bad",
+        traceback="Traceback...\n",
+        value=None,
+        exception=pickle.dumps(ValueError("bad")),
+    )
     path = str(tmp_path / "rank2.outcome")
     outcome.write(path)
     back = Outcome.read(path)
@@ -147,13 +209,15 @@ def test_a_value_whose_unpickling_exits_raises_or_hangs_is_an_error_not_a_crash(
 # --- stacks ------------------------------------------------------------------------------------------------
 def _dump(frames: list[tuple[str, int, str]]) -> str:
     return "Current thread 0x0001 (most recent call first):\n" + "".join(
-        f'  File "{file}", line {line} in {func}\n' for file, line, func in frames)
+        f'  File "{file}", line {line} in {func}\n' for file, line, func in frames
+    )
 
 
 def test_a_rank_stopped_before_the_function_is_named_by_its_phase():
     torch_file = os.path.join(os.path.dirname(torch.__file__), "distributed", "distributed_c10d.py")
-    text = _dump([(torch_file, 10, "init_process_group"), (RANK_SOURCE, 5, "join_the_group"),
-                  (RANK_SOURCE, 200, "main")])
+    text = _dump(
+        [(torch_file, 10, "init_process_group"), (RANK_SOURCE, 5, "join_the_group"), (RANK_SOURCE, 200, "main")]
+    )
     stuck = stuck_at(text)
     assert stuck.site is None and stuck.phase == RANK_PHASES["join_the_group"]
     assert str(stuck) == "while joining the process group (init_process_group)"
@@ -162,8 +226,14 @@ def test_a_rank_stopped_before_the_function_is_named_by_its_phase():
 def test_a_rank_stopped_in_the_function_is_placed_on_the_learners_line(tmp_path):
     learner = str(tmp_path / "train.py")
     torch_file = os.path.join(os.path.dirname(torch.__file__), "distributed", "c10d_logger.py")
-    text = _dump([(torch_file, 3, "barrier"), (learner, 12, "train"), (RANK_SOURCE, 9, RANK_CALLS_FN),
-                  (RANK_SOURCE, 200, "main")])
+    text = _dump(
+        [
+            (torch_file, 3, "barrier"),
+            (learner, 12, "train"),
+            (RANK_SOURCE, 9, RANK_CALLS_FN),
+            (RANK_SOURCE, 200, "main"),
+        ]
+    )
     stuck = stuck_at(text)
     assert stuck.site.file == learner and stuck.site.line == 12 and stuck.call == "barrier"
 
@@ -176,20 +246,32 @@ def test_rank_py_defines_every_step_the_contract_names():
 
 
 # --- errors ------------------------------------------------------------------------------------------------
-GLOO = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Read error "
-        "[127.0.0.1]:45678: Connection reset by peer")
+GLOO = (
+    "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Read error "
+    "[127.0.0.1]:45678: Connection reset by peer"
+)
 
 
 def _traceback(rank: int, line: int, message: str) -> str:
-    return (f'Traceback (most recent call last):\n  File "train.py", line {line}, in step\n'
-            f"    dist.barrier()\n{message.replace('RANK', str(rank))}\n")
+    return (
+        f'Traceback (most recent call last):\n  File "train.py", line {line}, in step\n'
+        f"    dist.barrier()\n{message.replace('RANK', str(rank))}\n"
+    )
 
 
 def test_rank_failed_leads_with_the_diagnosis_and_groups_identical_tracebacks():
-    ranks = [RankResult(rank=0, status=Status.RAISED, exception=ValueError("bad shard 0"),
-                        traceback=_traceback(0, 7, "ValueError: bad shard 0"))]
-    ranks += [RankResult(rank=r, status=Status.RAISED, exception=RuntimeError(GLOO),
-                         traceback=_traceback(r, 9, GLOO)) for r in range(1, 16)]
+    ranks = [
+        RankResult(
+            rank=0,
+            status=Status.RAISED,
+            exception=ValueError("bad shard 0"),
+            traceback=_traceback(0, 7, "ValueError: bad shard 0"),
+        )
+    ]
+    ranks += [
+        RankResult(rank=r, status=Status.RAISED, exception=RuntimeError(GLOO), traceback=_traceback(r, 9, GLOO))
+        for r in range(1, 16)
+    ]
     run = Run(world_size=16, ranks=ranks, elapsed=1.0, timeout=1.0, deadline=6.0)
     text = str(RankFailed(run))
     lines = text.splitlines()
@@ -208,8 +290,15 @@ def test_tidy_strips_gloo_build_paths_and_peer_addresses():
 
 def test_tensors_are_unpickled_without_a_child_through_torchs_weights_only_loader(monkeypatch):
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked for a tensor"))
-    values = [torch.arange(6).reshape(2, 3).t(), torch.nn.Linear(2, 2).state_dict(), torch.ones(2, requires_grad=True),
-              torch.nn.Parameter(torch.zeros(1)), torch.Size([2, 3]), torch.float16, torch.device("cpu")]
+    values = [
+        torch.arange(6).reshape(2, 3).t(),
+        torch.nn.Linear(2, 2).state_dict(),
+        torch.ones(2, requires_grad=True),
+        torch.nn.Parameter(torch.zeros(1)),
+        torch.Size([2, 3]),
+        torch.float16,
+        torch.device("cpu"),
+    ]
     back = unpickle_isolated([pickle.dumps(v) for v in values])
     assert all(ok for ok, _ in back), back
     assert back[0][1].tolist() == [[0, 3], [1, 4], [2, 5]] and back[2][1].requires_grad

@@ -36,12 +36,12 @@ def ids(items):
     return [i.name for i in items]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lab(name: str) -> harness.LabOutcome:
     return harness.run_in_lab(next(i for i in ITEMS if i.name == name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def linted(name: str) -> harness.LintOutcome:
     return harness.lint_item(next(i for i in ITEMS if i.name == name))
 

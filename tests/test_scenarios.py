@@ -6,19 +6,26 @@ import importlib
 import inspect
 
 import pytest
+from test_torchrun import torchrun
 
 import barrierlab as bl
 from barrierlab.scenarios import available, load, parse_kwargs
-
-from test_torchrun import torchrun
 
 NAMES = sorted(available())
 
 
 def test_there_is_a_scenario_for_every_lesson():
     assert len(NAMES) >= 25
-    for topic in ("barrier_on_rank0", "checkpoint_save_then_load", "rank0_prepares_data", "straggler",
-                  "uneven_data", "extra_barrier", "ddp_step", "race_shared_file"):
+    for topic in (
+        "barrier_on_rank0",
+        "checkpoint_save_then_load",
+        "rank0_prepares_data",
+        "straggler",
+        "uneven_data",
+        "extra_barrier",
+        "ddp_step",
+        "race_shared_file",
+    ):
         assert topic in NAMES
 
 
@@ -40,14 +47,21 @@ def test_scenario_runs_with_its_defaults_within_the_deadline(name, no_leftovers)
 
 def test_key_value_arguments_are_python_literals():
     assert parse_kwargs(["steps=3", "slow_rank='rotate'", "delay=0.2", "name=abc"]) == {
-        "steps": 3, "slow_rank": "rotate", "delay": 0.2, "name": "abc"}
+        "steps": 3,
+        "slow_rank": "rotate",
+        "delay": 0.2,
+        "name": "abc",
+    }
 
 
-@pytest.mark.parametrize("name, nproc, kwargs", [
-    ("staggered_arrival", 4, []),
-    ("checkpoint_save_then_load", 2, []),
-    ("uneven_data", 4, []),
-])
+@pytest.mark.parametrize(
+    "name, nproc, kwargs",
+    [
+        ("staggered_arrival", 4, []),
+        ("checkpoint_save_then_load", 2, []),
+        ("uneven_data", 4, []),
+    ],
+)
 def test_torchrun_and_barrierlab_run_agree_on_the_outcome(name, nproc, kwargs, tmp_path):
     expected_ok = bl.run(load(name), nproc, kwargs=parse_kwargs(kwargs), timeout=2).ok
     done = torchrun(name, nproc, tmp_path, *kwargs)

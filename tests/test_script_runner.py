@@ -13,7 +13,7 @@ import pytest
 
 from barrierlab.script import is_script, run_script
 
-TRAIN = '''\
+TRAIN = """\
 import argparse
 import os
 import sys
@@ -49,7 +49,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def _line(path, text):
@@ -66,11 +66,18 @@ def train(tmp_path):
 
 def _cli(*args, cwd=None):
     tests = os.path.dirname(os.path.abspath(__file__))  # for the script's `from proc_sockets import ...`
-    env = dict(os.environ, BL_TEST_KERNEL_PID="0",
-               PYTHONPATH=os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p))
-    command = [sys.executable, "-c",
-               "import os, sys; os.environ['BL_TEST_KERNEL_PID'] = str(os.getpid()); "
-               "from barrierlab.__main__ import main; sys.exit(main(sys.argv[1:]))", *map(str, args)]
+    env = dict(
+        os.environ,
+        BL_TEST_KERNEL_PID="0",
+        PYTHONPATH=os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p),
+    )
+    command = [
+        sys.executable,
+        "-c",
+        "import os, sys; os.environ['BL_TEST_KERNEL_PID'] = str(os.getpid()); "
+        "from barrierlab.__main__ import main; sys.exit(main(sys.argv[1:]))",
+        *map(str, args),
+    ]
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, env=env, cwd=cwd)
     return done, time.monotonic() - start
@@ -123,16 +130,20 @@ def test_run_script_in_process(train, monkeypatch):
 
 
 def test_a_script_that_imports_a_module_next_to_it(tmp_path, monkeypatch):
-    (tmp_path / "helper_next_to_it.py").write_text(textwrap.dedent('''
+    (tmp_path / "helper_next_to_it.py").write_text(
+        textwrap.dedent("""
         import os
         RANK = int(os.getenv("RANK", -1))
-    '''))
-    (tmp_path / "main_script.py").write_text(textwrap.dedent('''
+    """)
+    )
+    (tmp_path / "main_script.py").write_text(
+        textwrap.dedent("""
         import torch.distributed as dist
         import helper_next_to_it
         dist.init_process_group("gloo")
         assert helper_next_to_it.RANK == dist.get_rank()
         dist.destroy_process_group()
-    '''))
+    """)
+    )
     run = run_script(tmp_path / "main_script.py", 2)
     assert run.ok, f"{run}\n{[r.traceback for r in run]}"

@@ -28,7 +28,9 @@ def test_the_model_sums_the_slowest_rank_of_each_stretch():
 def test_the_expected_slowest_of_n_is_the_harmonic_number_of_n():
     assert sj.expected_step_seconds(1, jitter=0.1, base_compute=0.02, latency=0) == pytest.approx(0.12)
     harmonic = sum(1 / k for k in range(1, 1025))
-    assert sj.expected_step_seconds(1024, jitter=0.1, base_compute=0.02, latency=0) == pytest.approx(0.02 + 0.1 * harmonic)
+    assert sj.expected_step_seconds(1024, jitter=0.1, base_compute=0.02, latency=0) == pytest.approx(
+        0.02 + 0.1 * harmonic
+    )
     assert harmonic == pytest.approx(math.log(1024) + 0.5772, abs=0.01)
 
 

@@ -21,7 +21,7 @@ def prepare_then_read(folder: str, fail: bool = False):
             if fail:
                 raise ValueError("checksum mismatch in data.txt")
             with open(path, "w") as f:
-                f.write("prepared by rank %d" % rank)
+                f.write(f"prepared by rank {rank}")
         with open(path) as f:
             return f.read()
 

@@ -31,8 +31,20 @@ def _isolated() -> bool:
 def _time_namespaces() -> bool:
     if not ISOLATED:
         return False
-    done = subprocess.run(["unshare", "--time", "--monotonic", "1000", "--fork", sys.executable, "-c",
-                           "import time; print(time.monotonic())"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "unshare",
+            "--time",
+            "--monotonic",
+            "1000",
+            "--fork",
+            sys.executable,
+            "-c",
+            "import time; print(time.monotonic())",
+        ],
+        capture_output=True,
+        text=True,
+    )
     return done.returncode == 0
 
 
@@ -57,10 +69,22 @@ def torchrun(module: str, nproc: int, record_dir, *kwargs: str, timeout: float =
     """torchrun a scenario module (or a script file) on one "node"; ``record_dir=None`` leaves the folder
     to barrierlab."""
     target = [script] if script else ["-m", f"barrierlab.scenarios.{module}"]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-               *target, *kwargs]
-    return subprocess.run(_in_loopback_namespace(command), env=_environment(record_dir, timeout),
-                          capture_output=True, text=True, timeout=120)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *target,
+        *kwargs,
+    ]
+    return subprocess.run(
+        _in_loopback_namespace(command),
+        env=_environment(record_dir, timeout),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_healthy_scenario_exits_zero_and_records_every_rank(tmp_path):
@@ -77,16 +101,23 @@ def test_deadlock_scenario_exits_nonzero_with_the_diagnosis(tmp_path):
     done = torchrun("barrier_on_rank0", 2, tmp_path)
     assert done.returncode != 0
     headline = next(line for line in done.stderr.splitlines() if line.startswith("A collective reached"))
-    assert re.match(r"A collective reached by only some ranks: rank 0 called barrier #1 at \S*barrierlab/scenarios/"
-                    r"barrier_on_rank0\.py:12, in scenario: .*; rank 1 never did\.$", headline), headline
+    assert re.match(
+        r"A collective reached by only some ranks: rank 0 called barrier #1 at \S*barrierlab/scenarios/"
+        r"barrier_on_rank0\.py:12, in scenario: .*; rank 1 never did\.$",
+        headline,
+    ), headline
     assert "called from" not in headline  # the learner's line, not barrierlab's torchrun entry or runpy
 
 
 def test_report_command_draws_the_timeline_of_a_torchrun_job(tmp_path):
     torchrun("barrier_on_rank0", 2, tmp_path / "records")
     png = tmp_path / "timeline.png"
-    done = subprocess.run([sys.executable, "-m", "barrierlab", "report", str(tmp_path / "records"),
-                           "--timeline", str(png)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "barrierlab", "report", str(tmp_path / "records"), "--timeline", str(png)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1  # the job failed, and the report says so
     assert "rank 0: raised" in done.stdout and "rank 1: finished" in done.stdout
     assert png.stat().st_size > 10_000
@@ -204,18 +235,31 @@ def test_two_nodes_with_different_monotonic_clocks_align_in_one_report(tmp_path)
     port = 29500 if ISOLATED else _free_port()
 
     def agent(node: int) -> str:
-        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
-                   "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=two-nodes",
-                   f"--rdzv-conf=is_host={'true' if node == 0 else 'false'}",
-                   "-m", "barrierlab.scenarios.straggler", "steps=3", "delay=0.2", "slow_rank=1"]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            "--nproc-per-node=1",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}",
+            "--rdzv-id=two-nodes",
+            f"--rdzv-conf=is_host={'true' if node == 0 else 'false'}",
+            "-m",
+            "barrierlab.scenarios.straggler",
+            "steps=3",
+            "delay=0.2",
+            "slow_rank=1",
+        ]
         if node == 1:
             command = ["unshare", "--time", "--monotonic", "1000", "--fork", *command]
         env = f"BARRIERLAB_RECORD_DIR={tmp_path / f'node{node}'}"
         return f"env {env} " + " ".join(map(_quote, command)) + f" 2> {tmp_path / f'node{node}.log'}"
 
     both = f"ip link set lo up && ({agent(0)} & {agent(1)} & wait %1 && wait %2)"
-    done = subprocess.run(["unshare", "-n", "sh", "-c", both], env=_environment(None, 10.0),
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        ["unshare", "-n", "sh", "-c", both], env=_environment(None, 10.0), capture_output=True, text=True, timeout=180
+    )
     logs = "".join((tmp_path / f"node{n}.log").read_text() for n in (0, 1))
     assert done.returncode == 0, logs[-4000:]
     merged = tmp_path / "merged"
@@ -233,8 +277,9 @@ def test_two_nodes_with_different_monotonic_clocks_align_in_one_report(tmp_path)
         assert abs(first.end - second.end) < 0.15, (first, second)
     assert 0 < run.elapsed < 60
     # the same files read through the CLI
-    report = subprocess.run([sys.executable, "-m", "barrierlab", "report", str(merged)], capture_output=True,
-                            text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "barrierlab", "report", str(merged)], capture_output=True, text=True, timeout=120
+    )
     assert report.returncode == 0 and "rank 1: finished" in report.stdout
 
 

@@ -155,6 +155,12 @@ def test_the_message_says_what_is_allowed():
 
 
 def test_good_arguments_in_their_other_forms_run(no_leftovers):
-    run = bl.run(lambda a, b, *, c: (a, b, c, __import__("os").environ["N"]), 2, args=[1, 2], kwargs={"c": 3},
-                 timeout=None, env={"N": 7})
+    run = bl.run(
+        lambda a, b, *, c: (a, b, c, __import__("os").environ["N"]),
+        2,
+        args=[1, 2],
+        kwargs={"c": 3},
+        timeout=None,
+        env={"N": 7},
+    )
     assert run.ok and run.values == [(1, 2, 3, "7")] * 2

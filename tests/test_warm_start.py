@@ -30,8 +30,13 @@ EXTENSION_THEN_IMPORT = textwrap.dedent("""
 
 
 def test_the_extension_starts_the_warm_process_without_importing_torch_and_barrierlab_adopts_it():
-    done = subprocess.run([sys.executable, "-c", EXTENSION_THEN_IMPORT], capture_output=True, text=True,
-                          timeout=180, env={**os.environ, "BARRIERLAB_EAGER": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", EXTENSION_THEN_IMPORT],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "BARRIERLAB_EAGER": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert "torch imported by the extension: False" in done.stdout
     assert "barrierlab imported by the extension: False" in done.stdout
@@ -40,24 +45,35 @@ def test_the_extension_starts_the_warm_process_without_importing_torch_and_barri
 
 
 def test_the_extension_does_nothing_when_eager_start_is_off():
-    code = "import sys, barrierlab_kernel\nbarrierlab_kernel.load_ipython_extension(None)\n" \
-           "print('started:', 'barrierlab._warmstart' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "BARRIERLAB_EAGER": "0"})
+    code = (
+        "import sys, barrierlab_kernel\nbarrierlab_kernel.load_ipython_extension(None)\n"
+        "print('started:', 'barrierlab._warmstart' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BARRIERLAB_EAGER": "0"},
+    )
     assert done.returncode == 0 and "started: False" in done.stdout, done.stderr
 
 
 @pytest.mark.timeout(180)
 def test_a_kernel_with_the_extension_has_its_warm_process_before_any_cell_imports_barrierlab():
-    manager, client = start_new_kernel(kernel_name="python3",
-                                       extra_arguments=["--InteractiveShellApp.extensions=['barrierlab_kernel']"],
-                                       env={**os.environ, "BARRIERLAB_LIVE": "0", "BARRIERLAB_EAGER": "1"})
+    manager, client = start_new_kernel(
+        kernel_name="python3",
+        extra_arguments=["--InteractiveShellApp.extensions=['barrierlab_kernel']"],
+        env={**os.environ, "BARRIERLAB_LIVE": "0", "BARRIERLAB_EAGER": "1"},
+    )
     try:
         reply = client.execute_interactive(
             "import sys, psutil\n"
             "print('children:', [' '.join(p.cmdline())[-30:] for p in psutil.Process().children()])\n"
-            "print('imported:', 'barrierlab' in sys.modules, 'torch' in sys.modules)", timeout=60,
-            output_hook=_collect(lines := []))
+            "print('imported:', 'barrierlab' in sys.modules, 'torch' in sys.modules)",
+            timeout=60,
+            output_hook=_collect(lines := []),
+        )
         assert reply["content"]["status"] == "ok"
         text = "".join(lines)
         assert "_zygote import main; main()" in text, text
@@ -71,6 +87,7 @@ def _collect(lines: list[str]):
     def hook(message):
         if message["msg_type"] == "stream":
             lines.append(message["content"]["text"])
+
     return hook
 
 

@@ -40,19 +40,21 @@ def test_exploration_unpacks_as_run_and_figure_and_keeps_its_settings(no_leftove
     run, fig = result
     assert result.run is run and result.figure is fig and result[1] is fig
     assert result.settings == dict(world_size=2, delay=0.15, slow_rank="rotate", barrier_every=0, **QUICK)
-    assert result.predicted == straggler.predicted_seconds(2, delay=0.15, slow_rank="rotate", barrier_every=0,
-                                                            **QUICK)
+    assert result.predicted == straggler.predicted_seconds(2, delay=0.15, slow_rank="rotate", barrier_every=0, **QUICK)
     assert result._repr_png_().startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    (dict(world_size=2.0), TypeError, "world_size must be an int"),
-    (dict(delay="0.1"), TypeError, "delay must be a number of seconds"),
-    (dict(delay=-0.1), ValueError, "delay must be >= 0"),
-    (dict(world_size=2, slow_rank=2), ValueError, "slow_rank must be a rank in 0..1 or 'rotate'"),
-    (dict(barrier_every=-1), ValueError, "barrier_every must be >= 0"),
-    (dict(steps=0), ValueError, "steps must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(world_size=2.0), TypeError, "world_size must be an int"),
+        (dict(delay="0.1"), TypeError, "delay must be a number of seconds"),
+        (dict(delay=-0.1), ValueError, "delay must be >= 0"),
+        (dict(world_size=2, slow_rank=2), ValueError, "slow_rank must be a rank in 0..1 or 'rotate'"),
+        (dict(barrier_every=-1), ValueError, "barrier_every must be >= 0"),
+        (dict(steps=0), ValueError, "steps must be >= 1"),
+    ],
+)
 def test_bad_settings_are_refused_before_any_rank_starts(kwargs, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(".", r"\.")):
         widgets.explore_straggler(**kwargs)
@@ -71,13 +73,19 @@ def test_defaults_keep_an_80_ms_straggler_in_a_run_under_0_4_s():
     # 80 ms: 10x the 95th-percentile step jitter measured on 1 CPU at 8 ranks, 7.6 ms at worst in three runs
     # of benchmarks/explorer.py (4.9 ms at 4 ranks); the benchmark prints the measured one
     assert widgets.DEFAULT_DELAY >= 0.08
-    assert straggler.predicted_seconds(widgets.DEFAULT_WORLD_SIZE, steps=widgets.DEFAULT_STEPS,
-                                       delay=widgets.DEFAULT_DELAY, base_compute=widgets.DEFAULT_BASE_COMPUTE) < 0.4
+    assert (
+        straggler.predicted_seconds(
+            widgets.DEFAULT_WORLD_SIZE,
+            steps=widgets.DEFAULT_STEPS,
+            delay=widgets.DEFAULT_DELAY,
+            base_compute=widgets.DEFAULT_BASE_COMPUTE,
+        )
+        < 0.4
+    )
 
 
 def test_explore_straggler_is_bounded_by_its_deadline(no_leftovers):
-    run, fig = widgets.explore_straggler(world_size=2, delay=0.5, slow_rank=1, barrier_every=1, steps=3,
-                                         deadline=0.6)
+    run, fig = widgets.explore_straggler(world_size=2, delay=0.5, slow_rank=1, barrier_every=1, steps=3, deadline=0.6)
     assert run.hit_deadline and not run.ok
     assert "did not finish" in widgets.summary_html(run)
     assert isinstance(fig, Figure)
@@ -148,8 +156,9 @@ def test_cost_model_pays_the_imbalance_of_each_stretch(every, expected):
     from barrierlab.scenarios import straggler
 
     # 2 ranks, a different one 0.1 s late each step: a barrier per step pays both late steps, none pays one.
-    seconds = straggler.predicted_seconds(2, steps=2, slow_rank="rotate", delay=0.1, barrier_every=every,
-                                          base_compute=0.1, latency=0.0)
+    seconds = straggler.predicted_seconds(
+        2, steps=2, slow_rank="rotate", delay=0.1, barrier_every=every, base_compute=0.1, latency=0.0
+    )
     assert seconds == pytest.approx(expected)
 
 

@@ -34,11 +34,21 @@ from barrierlab.source import show  # noqa: E402
 from barrierlab.sync import main_process_first  # noqa: E402
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "MAX_WORLD_SIZE", "LaunchError", "RankFailed", "RankResult", "Run", "Status",
-    "main_process_first", "run", "show", "shutdown", "span", "warm_up",
+    "DEFAULT_TIMEOUT",
+    "MAX_WORLD_SIZE",
+    "LaunchError",
+    "RankFailed",
+    "RankResult",
+    "Run",
+    "Status",
+    "main_process_first",
+    "run",
+    "show",
+    "shutdown",
+    "span",
+    "warm_up",
 ]
 __version__ = "0.1.0"
-
 
 
 def _adopt_early_warm_process() -> None:

@@ -23,15 +23,23 @@ def _run(args) -> int:
     if is_script(args.scenario):
         return _run_script(args)
     if args.script_args:
-        print(f"barrierlab run: arguments after -- are for a script; {args.scenario!r} is a scenario name",
-              file=sys.stderr)
+        print(
+            f"barrierlab run: arguments after -- are for a script; {args.scenario!r} is a scenario name",
+            file=sys.stderr,
+        )
         return 2
     from barrierlab.scenarios import load
     from barrierlab.torchrun import parse_kwargs
 
     fn = load(args.scenario)
-    run = bl.run(fn, args.nproc, kwargs=parse_kwargs(args.kwargs), timeout=args.timeout,
-                 deadline=args.deadline, linger=args.linger)
+    run = bl.run(
+        fn,
+        args.nproc,
+        kwargs=parse_kwargs(args.kwargs),
+        timeout=args.timeout,
+        deadline=args.deadline,
+        linger=args.linger,
+    )
     return _show(run, args.timeline)
 
 
@@ -58,8 +66,9 @@ def _run_script(args) -> int:
     # fork, rather than in every rank (and so torch's flight recorder keeps the Python stacks of its entries).
     warm_up(wait=True)
     try:
-        run = run_script(args.scenario, args.nproc, [*args.kwargs, *args.script_args], timeout=args.timeout,
-                         deadline=args.deadline)
+        run = run_script(
+            args.scenario, args.nproc, [*args.kwargs, *args.script_args], timeout=args.timeout, deadline=args.deadline
+        )
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)
         return 2
@@ -88,14 +97,24 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("list", help="list the lesson scenarios").set_defaults(func=_list)
 
     run = commands.add_parser(
-        "run", help="run a scenario, or a training script as torchrun would (run train.py -n 4 -- ARGS), "
-                    "locally on N ranks and explain what happened")
+        "run",
+        help="run a scenario, or a training script as torchrun would (run train.py -n 4 -- ARGS), "
+        "locally on N ranks and explain what happened",
+    )
     run.add_argument("scenario", help="a scenario name (see `list`) or the path of a script (train.py)")
-    run.add_argument("kwargs", nargs="*", metavar="key=value | -- ARGS",
-                     help="keyword arguments of the scenario; for a script, its arguments after --")
+    run.add_argument(
+        "kwargs",
+        nargs="*",
+        metavar="key=value | -- ARGS",
+        help="keyword arguments of the scenario; for a script, its arguments after --",
+    )
     run.add_argument("-n", "--nproc", type=int, default=4, help="number of ranks (default 4)")
-    run.add_argument("--timeout", type=float, default=5.0,
-                     help="process-group timeout in seconds (default 5; a script's own timeout= wins)")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        help="process-group timeout in seconds (default 5; a script's own timeout= wins)",
+    )
     run.add_argument("--deadline", type=float, default=None, help="wall-clock limit in seconds (default timeout+5)")
     run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")
     run.add_argument("--timeline", metavar="PNG", help="also save the timeline figure")
@@ -114,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     rest: list[str] = []
     if "--" in argv:  # everything after -- is the script's own (argparse's own -- does not reach a subcommand)
         cut = argv.index("--")
-        argv, rest = argv[:cut], argv[cut + 1:]
+        argv, rest = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     if rest and args.command != "run":
         parser.error(f"arguments after -- are only for `run SCRIPT`: {' '.join(rest)}")

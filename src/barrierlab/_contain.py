@@ -56,7 +56,7 @@ def _stat_fields(pid: int) -> list[bytes] | None:
             data = f.read()
     except OSError:
         return None
-    return data[data.rindex(b")") + 2:].split()
+    return data[data.rindex(b")") + 2 :].split()
 
 
 def _stat(pid: int) -> tuple[int, int, int, str] | None:

@@ -42,11 +42,19 @@ class _Pickler(cloudpickle.CloudPickler):
 
     def reducer_override(self, obj):
         torch = self.torch
-        if (torch is not None and type(obj) is torch.Tensor and obj.layout == torch.strided
-                and obj.device.type == "cpu" and not obj.requires_grad and obj.is_contiguous()
-                and obj.storage_offset() == 0 and not obj.is_quantized and not obj.is_complex()
-                and obj.numel() * obj.element_size() >= MAPPED_BYTES
-                and obj.untyped_storage().nbytes() == obj.numel() * obj.element_size()):
+        if (
+            torch is not None
+            and type(obj) is torch.Tensor
+            and obj.layout == torch.strided
+            and obj.device.type == "cpu"
+            and not obj.requires_grad
+            and obj.is_contiguous()
+            and obj.storage_offset() == 0
+            and not obj.is_quantized
+            and not obj.is_complex()
+            and obj.numel() * obj.element_size() >= MAPPED_BYTES
+            and obj.untyped_storage().nbytes() == obj.numel() * obj.element_size()
+        ):
             path = os.path.join(self.folder, f"{PAYLOAD_FILE}.{self.count}")
             self.count += 1
             write_new_file(path, obj.detach().view(-1).view(torch.uint8).numpy())

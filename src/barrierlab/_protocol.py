@@ -26,7 +26,6 @@ import struct
 import time
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
-from typing import Union
 
 
 # --- how a rank ended ------------------------------------------------------------------------------------
@@ -43,7 +42,7 @@ class Status(str, Enum):
 
     description: str
 
-    def __new__(cls, value: str, description: str) -> "Status":
+    def __new__(cls, value: str, description: str) -> Status:
         member = str.__new__(cls, value)
         member._value_ = value
         member.description = description
@@ -142,7 +141,7 @@ class RankSpec:
     rank: int
 
     @property
-    def files(self) -> "RankFiles":
+    def files(self) -> RankFiles:
         return RankFiles(self.run.run_dir, self.rank)
 
 
@@ -211,7 +210,7 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Union[Ready, Preloaded, Launch, Started, SignalRanks, Exited, Swept, Quit]
+Message = Ready | Preloaded | Launch | Started | SignalRanks | Exited | Swept | Quit
 
 _HEADER = struct.Struct(">I")
 
@@ -222,7 +221,7 @@ def send(fd: int, message: Message) -> None:
     for part in (_HEADER.pack(len(data)), data):
         view = memoryview(part)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
 
 
 def _read_exactly(fd: int, n: int) -> bytes | None:
@@ -308,7 +307,11 @@ def claim_diagnosis(folder: str) -> bool:
     """True for the first process to ask, per record folder, False for every later one: under torchrun only
     one failing rank prints the diagnosis."""
     try:
-        os.close(os.open(os.path.join(folder, "diagnosis.claimed"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        os.close(
+            os.open(
+                os.path.join(folder, "diagnosis.claimed"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+            )
+        )
     except FileExistsError:
         return False
     return True
@@ -321,7 +324,7 @@ def write_new_file(path: str, data) -> None:
     try:
         view = memoryview(data).cast("B")
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
@@ -361,15 +364,16 @@ class Outcome:
         """Write atomically (temporary file, then rename) and never through a planted symlink."""
         header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
         header["status"] = self.status.value
-        header["blobs"] = [len(getattr(self, name) or b"") if getattr(self, name) is not None else None
-                           for name in _BLOBS]
+        header["blobs"] = [
+            len(getattr(self, name) or b"") if getattr(self, name) is not None else None for name in _BLOBS
+        ]
         data = json.dumps(header).encode() + b"\n" + b"".join(getattr(self, name) or b"" for name in _BLOBS)
         tmp = f"{path}.{os.getpid()}.tmp"
         write_new_file(tmp, data)
         os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: str) -> "Outcome | None":
+    def read(cls, path: str) -> Outcome | None:
         """The outcome in ``path``; None if there is none. ValueError if the file is not an outcome."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

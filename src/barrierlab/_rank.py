@@ -136,8 +136,13 @@ def load_the_call(spec: RunSpec):
 
 def join_the_group(spec: RankSpec):
     store = dist.FileStore(spec.run.store_path, spec.run.options.world_size)
-    dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.run.options.world_size,
-                            timeout=timedelta(seconds=spec.run.options.timeout))
+    dist.init_process_group(
+        "gloo",
+        store=store,
+        rank=spec.rank,
+        world_size=spec.run.options.world_size,
+        timeout=timedelta(seconds=spec.run.options.timeout),
+    )
     return store
 
 
@@ -160,7 +165,7 @@ def call_the_function(fn, args, kwargs, keep: list | None = None):
     caller = sys._getframe()
 
     def keep_the_frame(frame, event, _arg):
-        if event == "call" and frame.f_back is caller:
+        if event == "call" and frame.f_back is caller:  # noqa: F821 (ruff misreads the closure)
             keep.append(frame)
             sys.setprofile(None)
 
@@ -190,10 +195,12 @@ def init_process_group_on_the_launchers_store(spec: RankSpec, original, signatur
             raise ValueError(
                 f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
                 f"{world_size}: with init=False, barrierlab.run calls your function as mp.spawn does, "
-                f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run")
+                f"fn(rank, *args); pass that rank and the world size you gave barrierlab.run"
+            )
     if given.get("store") is None:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port),
-                          TORCHELASTIC_USE_AGENT_STORE="True")
+        os.environ.update(
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port), TORCHELASTIC_USE_AGENT_STORE="True"
+        )
         given["init_method"] = "env://"
     given["rank"], given["world_size"] = rank, world_size
     if given.get("timeout") is None:
@@ -219,7 +226,7 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     init_process_group.__doc__ = original.__doc__
     for module in (c10d, dist):
         if getattr(module, "init_process_group", None) is original:
-            setattr(module, "init_process_group", init_process_group)
+            module.init_process_group = init_process_group
 
 
 def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
@@ -257,14 +264,28 @@ def _set_environment(spec: RankSpec) -> None:
     sys.path[:] = spec.run.sys_path
     os.environ.clear()  # the kernel's environment now, not the one the warm process started with
     os.environ.update(spec.run.kernel_env)
-    os.environ.update({"RANK": str(spec.rank), "WORLD_SIZE": str(options.world_size),
-                       "LOCAL_RANK": str(spec.rank), "LOCAL_WORLD_SIZE": str(options.world_size),
-                       "GROUP_RANK": "0", "ROLE_RANK": str(spec.rank), "ROLE_WORLD_SIZE": str(options.world_size),
-                       "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-                       RUN_MARKER: spec.run.run_id})  # the marker is inherited by every program the rank starts
+    os.environ.update(
+        {
+            "RANK": str(spec.rank),
+            "WORLD_SIZE": str(options.world_size),
+            "LOCAL_RANK": str(spec.rank),
+            "LOCAL_WORLD_SIZE": str(options.world_size),
+            "GROUP_RANK": "0",
+            "ROLE_RANK": str(spec.rank),
+            "ROLE_WORLD_SIZE": str(options.world_size),
+            "TORCHELASTIC_RESTART_COUNT": "0",
+            "TORCHELASTIC_MAX_RESTARTS": "0",
+            RUN_MARKER: spec.run.run_id,
+        }
+    )  # the marker is inherited by every program the rank starts
     if spec.run.store_port:  # as torchrun sets them: the agent's store, which the ranks join as clients
-        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(spec.run.store_port),
-                           "TORCHELASTIC_USE_AGENT_STORE": "True"})
+        os.environ.update(
+            {
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(spec.run.store_port),
+                "TORCHELASTIC_USE_AGENT_STORE": "True",
+            }
+        )
     loopback = loopback_interface()
     if loopback:
         os.environ["GLOO_SOCKET_IFNAME"] = loopback

@@ -17,7 +17,10 @@ def start() -> subprocess.Popen:
     bootstrap = f"import sys; sys.path.insert(0, {package_parent!r}); from barrierlab._zygote import main; main()"
     return subprocess.Popen(
         [sys.executable, "-c", bootstrap],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True, close_fds=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
     )
 
 

@@ -26,7 +26,18 @@ import time
 
 from barrierlab import _contain
 from barrierlab._protocol import (
-    Exited, Launch, Preloaded, Quit, RankSpec, Ready, RunSpec, SignalRanks, Started, Swept, receive, send,
+    Exited,
+    Launch,
+    Preloaded,
+    Quit,
+    RankSpec,
+    Ready,
+    RunSpec,
+    SignalRanks,
+    Started,
+    Swept,
+    receive,
+    send,
 )
 
 #: Imported once here so that ranks, forked from this process, share them instead of each importing
@@ -40,8 +51,14 @@ PRELOAD_AFTER_IDLE = 1.0
 KERNEL_BUSY_SHARE, KERNEL_WINDOW, KERNEL_WAIT_MAX = 0.5, 0.2, 10.0
 
 PRELOAD = (
-    "torch.nn", "torch.optim", "torch.nn.parallel", "torch._dynamo", "torch.distributed.checkpoint",
-    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks", "barrierlab.sync", "barrierlab.scenarios",
+    "torch.nn",
+    "torch.optim",
+    "torch.nn.parallel",
+    "torch._dynamo",
+    "torch.distributed.checkpoint",
+    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+    "barrierlab.sync",
+    "barrierlab.scenarios",
 )
 
 

@@ -36,51 +36,97 @@ if TYPE_CHECKING:
     from barrierlab.result import Run
 
 EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED = (
-    Status.EXITED, Status.FINISHED, Status.KILLED, Status.RAISED, Status.SETUP_FAILED, Status.STOPPED)
-
-RULES = (
-    "Every rank of a group must call every collective, in the same order, the same number of times."
+    Status.EXITED,
+    Status.FINISHED,
+    Status.KILLED,
+    Status.RAISED,
+    Status.SETUP_FAILED,
+    Status.STOPPED,
 )
+
+RULES = "Every rank of a group must call every collective, in the same order, the same number of times."
 #: torch's default timeout for a collective, which a real job waits before anything fails.
 DEFAULT_TIMEOUTS = "torch's default timeout is 30 minutes on gloo and 10 minutes on NCCL"
 #: Collectives a rank leaves only when every rank has contributed (on gloo, called without async_op).
-EVERY_RANK_OPS = frozenset({"barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor",
-                            "all_gather_object", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-                            "all_to_all_single"})
+EVERY_RANK_OPS = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+    }
+)
 #: The gloo collective a Python-level call starts with: calls whose gloo ops match pair silently.
-UNDERLYING = {"broadcast_object_list": "broadcast", "all_gather_object": "all_gather", "gather_object": "all_gather",
-              "scatter_object_list": "broadcast", "all_gather_into_tensor": "all_gather",
-              "reduce_scatter_tensor": "reduce_scatter", "monitored_barrier": "monitored_barrier"}
+UNDERLYING = {
+    "broadcast_object_list": "broadcast",
+    "all_gather_object": "all_gather",
+    "gather_object": "all_gather",
+    "scatter_object_list": "broadcast",
+    "all_gather_into_tensor": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "monitored_barrier": "monitored_barrier",
+}
 #: Collectives whose tensors must have the same sizes and dtypes on every rank.
-SAME_SHAPE_OPS = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
-                            "reduce_scatter_tensor"})
+SAME_SHAPE_OPS = frozenset(
+    {"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor"}
+)
 
 # (pattern, name, explanation) for torch / gloo messages a learner meets. Explanations must not depend
 # on details that vary between runs (which round of the barrier, send or recv, the peer's port).
 _ERRORS = (
-    (re.compile(r"Timed out waiting (\d+)ms"), "gloo timeout",
-     "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching call within the "
-     "timeout in force (the group's, or the call's own timeout=)."),
-    (re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"), "peer gone",
-     "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
-     "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
-     "ranks that were not talking to that peer directly can still wait the full timeout."),
-    (re.compile(r"Application timeout caused pair closure"), "poisoned group",
-     "an earlier timeout on this rank closed every connection of its group, so the group is unusable: every "
-     "later collective fails at once. Start a new process group (a new run)."),
-    (re.compile(r"Detected mismatch between collectives"), "debug mismatch",
-     "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found different "
-     "collectives at the same position. The op name it reports for the *other* rank can be wrong: check "
-     "that rank's own call."),
-    (re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"), "monitored barrier",
-     "monitored_barrier on rank 0 waited for the other ranks and names the ones that never arrived: {0} "
-     "(only the first missing rank unless wait_all_ranks=True)."),
-    (re.compile(r"size doesn't match|EnforceNotMet"), "size mismatch",
-     "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them."),
-    (re.compile(r"rank (\d+) failed while preparing"), "main process failed",
-     "main_process_first passed on rank {0}'s failure: this rank did not fail by itself."),
-    (re.compile(r"waiting for clients|Socket Timeout|connectFullMesh"), "rendezvous",
-     "the group could not be set up: a peer never connected (it exited, or was never started)."),
+    (
+        re.compile(r"Timed out waiting (\d+)ms"),
+        "gloo timeout",
+        "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching call within the "
+        "timeout in force (the group's, or the call's own timeout=).",
+    ),
+    (
+        re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"),
+        "peer gone",
+        "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
+        "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
+        "ranks that were not talking to that peer directly can still wait the full timeout.",
+    ),
+    (
+        re.compile(r"Application timeout caused pair closure"),
+        "poisoned group",
+        "an earlier timeout on this rank closed every connection of its group, so the group is unusable: every "
+        "later collective fails at once. Start a new process group (a new run).",
+    ),
+    (
+        re.compile(r"Detected mismatch between collectives"),
+        "debug mismatch",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found different "
+        "collectives at the same position. The op name it reports for the *other* rank can be wrong: check "
+        "that rank's own call.",
+    ),
+    (
+        re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
+        "monitored barrier",
+        "monitored_barrier on rank 0 waited for the other ranks and names the ones that never arrived: {0} "
+        "(only the first missing rank unless wait_all_ranks=True).",
+    ),
+    (
+        re.compile(r"size doesn't match|EnforceNotMet"),
+        "size mismatch",
+        "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them.",
+    ),
+    (
+        re.compile(r"rank (\d+) failed while preparing"),
+        "main process failed",
+        "main_process_first passed on rank {0}'s failure: this rank did not fail by itself.",
+    ),
+    (
+        re.compile(r"waiting for clients|Socket Timeout|connectFullMesh"),
+        "rendezvous",
+        "the group could not be set up: a peer never connected (it exited, or was never started).",
+    ),
 )
 
 #: Errors that are consequences of another rank's problem, not causes.
@@ -133,7 +179,7 @@ class Call:
 
     @property
     def kind(self) -> str:
-        """"yours" for a call the learner's code made, "torch" for one torch issued itself."""
+        """ "yours" for a call the learner's code made, "torch" for one torch issued itself."""
         return "torch" if self.issuer else "yours"
 
     @property
@@ -179,19 +225,16 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
     if run.ranks and len(found) == len(run.ranks):
         merged = {}
         for rank, flight in found.items():
-            merged[rank] = [Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e)
-                            for e in flight if not e.p2p and e.group == "0"]
+            merged[rank] = [
+                Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e) for e in flight if not e.p2p and e.group == "0"
+            ]
         return merged
     return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
-
-
 
 
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
 
 
 def _where(event) -> str:
@@ -219,8 +262,11 @@ def ledger(run: Run) -> str:
                 row.append("—")
                 continue
             e = call.event
-            state = "" if e is None or (e.end is not None and not e.error) else (
-                " (never left)" if e.end is None else " (failed)")
+            state = (
+                ""
+                if e is None or (e.end is not None and not e.error)
+                else (" (never left)" if e.end is None else " (failed)")
+            )
             source = e or call.entry
             text = call.name if not call.issuer else f"{call.op} · {_short_issuer(call.issuer)}"
             row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
@@ -232,11 +278,15 @@ def ledger(run: Run) -> str:
         return "no collective calls were recorded"
     found = flights(run)
     if len(found) == len(run.ranks):
-        lines.append("(# is the position in the group's sequence, from torch's flight recorder; "
-                     "'·' marks collectives torch issued itself, with the learner's line that led there)")
+        lines.append(
+            "(# is the position in the group's sequence, from torch's flight recorder; "
+            "'·' marks collectives torch issued itself, with the learner's line that led there)"
+        )
     elif found:
-        lines.append(f"(# is each rank's own call number: torch's flight recorder could not be read from "
-                     f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})")
+        lines.append(
+            f"(# is each rank's own call number: torch's flight recorder could not be read from "
+            f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
+        )
     return "\n".join(lines)
 
 
@@ -403,9 +453,10 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
             shapes = {(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
-                return [f"{e0.name} #{i + 1} at {_where(e0)} got different tensors: "
-                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))], \
-                    f"{e0.name} #{i + 1} at {_place(e0)}"
+                return [
+                    f"{e0.name} #{i + 1} at {_where(e0)} got different tensors: "
+                    + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
+                ], f"{e0.name} #{i + 1} at {_place(e0)}"
     split = _flight_split(found)
     by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
     common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
@@ -418,11 +469,17 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
             if len({(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}) > 1:
                 first = at[min(at)]
                 source = first.call or first
-                return [f"collective #{position} of the group ({next(iter(ops))}) got different tensors: "
-                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, from {_entry_origin(e)}"
-                                    for r, e in sorted(at.items()))], \
-                    f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, " \
-                    f"at {_place(source)}"
+                return (
+                    [
+                        f"collective #{position} of the group ({next(iter(ops))}) got different tensors: "
+                        + "; ".join(
+                            f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, from {_entry_origin(e)}"
+                            for r, e in sorted(at.items())
+                        )
+                    ],
+                    f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, "
+                    f"at {_place(source)}",
+                )
     return [], ""
 
 
@@ -476,8 +533,10 @@ def _raised_at(result) -> str:
     last = named[-1]
     file, line, func = last["file"], int(last["line"]), last["func"] or ""
     if file.startswith("<"):
-        file = next((f["file"] for f in reversed(frames) if not f["file"].startswith("<")
-                     and defines(f["file"], func, line)), file)
+        file = next(
+            (f["file"] for f in reversed(frames) if not f["file"].startswith("<") and defines(f["file"], func, line)),
+            file,
+        )
     return f" at {Site(file, line, func)}"
 
 
@@ -499,20 +558,26 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         issued = [e.issuer for e in entries if e.issuer]
         if issued:
             who = ", ".join(dict.fromkeys(_short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
-            headline = (f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
-                        f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
-                        f"{len(issued)} that torch issued itself ({who}).")
+            headline = (
+                f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
+                f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
+                f"{len(issued)} that torch issued itself ({who})."
+            )
         evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
     else:
         unread = [r.rank for r in run.ranks if r.rank not in f.flights]
-        evidence.append(f"torch's flight record was not kept on {rank_list(unread)}: a rank keeps it when it has "
-                        f"loaded what issues collectives from C++ (DDP, FSDP, DTensor load torch._dynamo); the "
-                        f"collectives your code called are compared")
+        evidence.append(
+            f"torch's flight record was not kept on {rank_list(unread)}: a rank keeps it when it has "
+            f"loaded what issues collectives from C++ (DDP, FSDP, DTensor load torch._dynamo); the "
+            f"collectives your code called are compared"
+        )
     hung = [r.rank for r in run.ranks if r.teardown_hung]
     if hung:
-        evidence.append(f"{rank_list(hung)} returned, then hung in torch's teardown (destroy_process_group / "
-                        f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
-                        f"is torch's, not a deadlock in your code, and the returned values are kept")
+        evidence.append(
+            f"{rank_list(hung)} returned, then hung in torch's teardown (destroy_process_group / "
+            f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
+            f"is torch's, not a deadlock in your code, and the returned values are kept"
+        )
     return Diagnosis("ok", headline, evidence)
 
 
@@ -528,14 +593,18 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k)
     return Diagnosis(
         "silently-paired",
-        f"Different calls paired silently at call #{k}: " + _ops_at(f)
-        + " — gloo runs both as " + next(iter(underlying)) + ", so they exchanged data that does not "
+        f"Different calls paired silently at call #{k}: "
+        + _ops_at(f)
+        + " — gloo runs both as "
+        + next(iter(underlying))
+        + ", so they exchanged data that does not "
         "belong together" + (" and nothing failed." if not f.failed else "."),
         evidence,
         "Collectives pair by their position in the group's sequence, not by name: a broadcast_object_list "
         "sends a size tensor and then the pickled bytes as two broadcasts, and a plain broadcast on another "
         "rank receives the size instead of its data, with no error. Make every rank make the same call.",
-        ranks=sorted(f.at_k), site=_site(next(iter(f.at_k.values()))),
+        ranks=sorted(f.at_k),
+        site=_site(next(iter(f.at_k.values()))),
     )
 
 
@@ -558,7 +627,8 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         f"that never comes until the timeout ({DEFAULT_TIMEOUTS}). Make every rank call the same "
         "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch in "
         "milliseconds while you develop.",
-        ranks=sorted(f.at_k), site=_site(next(iter(f.at_k.values()))),
+        ranks=sorted(f.at_k),
+        site=_site(next(iter(f.at_k.values()))),
     )
 
 
@@ -568,12 +638,13 @@ def _place(event) -> str:
 
 
 def _ops_at(f: Facts) -> str:
-    """"rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6"."""
+    """ "rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6"."""
     by_op: dict[str, list[int]] = {}
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
-    return " and ".join(f"{rank_list(rs)}'s {op} at {_place(f.at_k[rs[0]])}{_own_caller(f.at_k[rs[0]])}"
-                        for op, rs in by_op.items())
+    return " and ".join(
+        f"{rank_list(rs)}'s {op} at {_place(f.at_k[rs[0]])}{_own_caller(f.at_k[rs[0]])}" for op, rs in by_op.items()
+    )
 
 
 def _own_caller(event) -> str:
@@ -597,8 +668,11 @@ def _calls_by_op(f: Facts, k: int) -> list[str]:
     by_op: dict[str, list[int]] = {}
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
-    return [f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}" + _callers_text(f.at_k[rs[0]].callers, f.at_k[rs[0]].file)
-            for op, rs in by_op.items()]
+    return [
+        f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}"
+        + _callers_text(f.at_k[rs[0]].callers, f.at_k[rs[0]].file)
+        for op, rs in by_op.items()
+    ]
 
 
 def rule_torch_divergence(f: Facts) -> Diagnosis | None:
@@ -612,16 +686,21 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     groups: dict[str, list[int]] = {}
     for rank, text in sorted(origin.items()):
         groups.setdefault(text, []).append(rank)
-    evidence = [f"{rank_list(rs)} made collective #{position} of the group: {split.at[rs[0]].op}, {text}"
-                for text, rs in groups.items()]
+    evidence = [
+        f"{rank_list(rs)} made collective #{position} of the group: {split.at[rs[0]].op}, {text}"
+        for text, rs in groups.items()
+    ]
     for rank in split.absent:
         last = max((e.seq for e in f.flights[rank] if not e.p2p and e.group == "0"), default=0)
-        evidence.append(f"{rank_list([rank])} made only {last} collective{'s' if last != 1 else ''} in the group "
-                        f"and {_how_it_ended(run[rank], f.calls[rank])}")
+        evidence.append(
+            f"{rank_list([rank])} made only {last} collective{'s' if last != 1 else ''} in the group "
+            f"and {_how_it_ended(run[rank], f.calls[rank])}"
+        )
     unread = [r.rank for r in run.ranks if r.rank not in f.flights]
     if unread:
-        evidence.append(f"torch's flight record could not be read from {rank_list(unread)} "
-                        "(stopped before it could be copied)")
+        evidence.append(
+            f"torch's flight record could not be read from {rank_list(unread)} (stopped before it could be copied)"
+        )
     evidence += _error_evidence(run, sorted(split.at))
     torch_entry = split.from_torch[0]
     made = sorted(split.at)
@@ -629,36 +708,49 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     who = torch_entry.issuer
     causes = [r for r in split.absent if _is_cause(run[r])]
     if causes:
-        return _rank_failed(run, causes, f"so {rank_list(made)} waited for "
-                            f"{'them' if len(causes) > 1 else 'it'} in {who} (collective #{position}), "
-                            f"reached from {_entry_where(torch_entry)}", evidence, site)
+        return _rank_failed(
+            run,
+            causes,
+            f"so {rank_list(made)} waited for "
+            f"{'them' if len(causes) > 1 else 'it'} in {who} (collective #{position}), "
+            f"reached from {_entry_where(torch_entry)}",
+            evidence,
+            site,
+        )
     if len(split.at) > 1 and len({e.op for e in split.at.values()}) > 1:
         parts = "; ".join(f"{rank_list(rs)} made {split.at[rs[0]].op} ({text})" for text, rs in groups.items())
         headline = f"Different collectives at position #{position} of the group's sequence: {parts}."
     else:
-        headline = (f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
-                    f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers, torch_entry.file)}; "
-                    f"{rank_list(split.absent)} never made it.")
-    return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who),
-                     ranks=made, site=site)
+        headline = (
+            f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
+            f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers, torch_entry.file)}; "
+            f"{rank_list(split.absent)} never made it."
+        )
+    return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who), ranks=made, site=site)
 
 
 def _torch_advice(who: str) -> str:
-    base = ("Collectives pair by their position in the group's sequence, not by kind, and torch issues some "
-            "of them for you. ")
+    base = (
+        "Collectives pair by their position in the group's sequence, not by kind, and torch issues some "
+        "of them for you. "
+    )
     if who.startswith("DDP") or who.startswith("Join"):
-        return base + ("DDP syncs the module's buffers (if it has any) in every forward by default "
-                       "(forward_sync_buffers, formerly broadcast_buffers) and all_reduces every gradient bucket "
-                       "in every backward() outside no_sync(): every rank must run the same number of "
-                       "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "
-                       "(evaluation, logging) on model.module, give every rank the same number of batches "
-                       "(DistributedSampler, drop_last) or wrap the loop in torch.distributed.algorithms.Join "
-                       "for uneven inputs.")
+        return base + (
+            "DDP syncs the module's buffers (if it has any) in every forward by default "
+            "(forward_sync_buffers, formerly broadcast_buffers) and all_reduces every gradient bucket "
+            "in every backward() outside no_sync(): every rank must run the same number of "
+            "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "
+            "(evaluation, logging) on model.module, give every rank the same number of batches "
+            "(DistributedSampler, drop_last) or wrap the loop in torch.distributed.algorithms.Join "
+            "for uneven inputs."
+        )
     if who.startswith("DCP"):
         return base + "dcp.save and dcp.load are collectives: call them on every rank, not on rank 0 only."
     if who.startswith("FSDP") or who.startswith("DTensor") or "functional" in who:
-        return base + ("Sharded modules and DTensors communicate in every forward, backward and redistribution: "
-                       "run the same operations on every rank.")
+        return base + (
+            "Sharded modules and DTensors communicate in every forward, backward and redistribution: "
+            "run the same operations on every rank."
+        )
     return base + RULES
 
 
@@ -670,8 +762,13 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     if not crashed:
         return None
     event = f.at_k[min(f.at_k)]
-    return _rank_failed(f.run, crashed, f"so the others waited for {'them' if len(crashed) > 1 else 'it'} "
-                                        f"in {event.name} #{f.first_diff}", _arrival_evidence(f), _site(event))
+    return _rank_failed(
+        f.run,
+        crashed,
+        f"so the others waited for {'them' if len(crashed) > 1 else 'it'} in {event.name} #{f.first_diff}",
+        _arrival_evidence(f),
+        _site(event),
+    )
 
 
 def _arrival_evidence(f: Facts) -> list[str]:
@@ -679,18 +776,23 @@ def _arrival_evidence(f: Facts) -> list[str]:
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
-    evidence.append(f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers, event.file))
+    evidence.append(
+        f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers, event.file)
+    )
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
-        evidence.append(f"{rank_list(same)} never made a {_ordinal(k)} collective call: "
-                        f"{'they' if len(same) > 1 else 'it'} {how}")
+        evidence.append(
+            f"{rank_list(same)} never made a {_ordinal(k)} collective call: {'they' if len(same) > 1 else 'it'} {how}"
+        )
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
     if left and event.name not in EVERY_RANK_OPS:
-        evidence.append(f"{rank_list(left)} left {event.name} #{k} although {rank_list(f.missing)} never called "
-                        f"it: a rank leaves a {event.name} once it has what it needs and the ranks it sends to "
-                        "are ready, which for a broadcast, scatter, gather or point-to-point call is not every "
-                        "rank (only a gather's or scatter's root waits for all)")
+        evidence.append(
+            f"{rank_list(left)} left {event.name} #{k} although {rank_list(f.missing)} never called "
+            f"it: a rank leaves a {event.name} once it has what it needs and the ranks it sends to "
+            "are ready, which for a broadcast, scatter, gather or point-to-point call is not every "
+            "rank (only a gather's or scatter's root waits for all)"
+        )
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, arrived, f.at_k)
     return evidence
 
@@ -710,7 +812,8 @@ def rule_still_running(f: Facts) -> Diagnosis | None:
         _arrival_evidence(f),
         "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, give the "
         f"run a longer `deadline` (and `timeout`: {DEFAULT_TIMEOUTS}).",
-        ranks=f.missing, site=_site(event),
+        ranks=f.missing,
+        site=_site(event),
     )
 
 
@@ -726,17 +829,22 @@ def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
     lines: dict[str, list[int]] = {}
     for rank, event in sorted(pairs.items()):
         lines.setdefault(_place(event), []).append(rank)
-    headline = (f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
-                f"but it started at call #{f.mispaired}, where "
-                + " paired with ".join(f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}" for where, rs in lines.items())
-                + ".")
+    headline = (
+        f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
+        f"but it started at call #{f.mispaired}, where "
+        + " paired with ".join(f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}" for where, rs in lines.items())
+        + "."
+    )
     return Diagnosis(
-        "silent-mispairing", headline, evidence,
+        "silent-mispairing",
+        headline,
+        evidence,
         "Collectives pair by their position in the group's sequence: after an extra call on some ranks, each "
         "later call on those ranks pairs with the other ranks' next call. Calls of the same op pass silently "
         "(the extra barrier released the others' barrier from another line), and the job fails later somewhere "
         "innocent — or never. " + RULES + " Remove the extra call or make every rank make it.",
-        ranks=arrived, site=_site(f.calls[arrived[0]][f.mispaired - 1]),
+        ranks=arrived,
+        site=_site(f.calls[arrived[0]][f.mispaired - 1]),
     )
 
 
@@ -750,8 +858,9 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     event = f.at_k[arrived[0]]
     counts = {r: sum(1 for e in f.calls[r] if _site_key(e) == _site_key(event)) for r in f.calls}
     evidence = _arrival_evidence(f)
-    evidence.append(f"calls of {event.name} at line {event.line}: "
-                    + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items())))
+    evidence.append(
+        f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
+    )
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
@@ -760,7 +869,8 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         "Give every rank the same number of iterations (pad or drop the uneven data, as "
         "DistributedSampler(drop_last=True) does), or agree on the count first with an all_reduce(MIN); "
         "for DDP, torch.distributed.algorithms.Join handles uneven inputs.",
-        ranks=arrived, site=_site(event),
+        ranks=arrived,
+        site=_site(event),
     )
 
 
@@ -778,7 +888,8 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "
         "(barrierlab.lint finds these statically).",
-        ranks=arrived, site=_site(event),
+        ranks=arrived,
+        site=_site(event),
     )
 
 
@@ -798,7 +909,8 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         "a mismatch can hang until the timeout, abort, or return unreduced data on some ranks with no error "
         "(three of four in notebook 04 §4). "
         "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
-        ranks=sorted(f.calls), site=None,
+        ranks=sorted(f.calls),
+        site=None,
     )
 
 
@@ -808,9 +920,12 @@ def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
     if not failed or f.first_diff or len(stuck) != len(failed) or f.split:
         return None
     return Diagnosis(
-        "stopped", f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
-        _failure_evidence(f), "The function ran longer than the deadline; raise `deadline` or look at where it was "
-                              "(run.stuck).", ranks=stuck)
+        "stopped",
+        f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
+        _failure_evidence(f),
+        "The function ran longer than the deadline; raise `deadline` or look at where it was (run.stuck).",
+        ranks=stuck,
+    )
 
 
 def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
@@ -825,8 +940,9 @@ def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
     if not causes or len(causes) >= len(failed):
         return None
     others = [r for r in failed if r not in causes]
-    return _rank_failed(f.run, sorted(causes), f"and {rank_list(others)} failed because of it",
-                        _failure_evidence(f), None)
+    return _rank_failed(
+        f.run, sorted(causes), f"and {rank_list(others)} failed because of it", _failure_evidence(f), None
+    )
 
 
 def rule_same_calls(f: Facts) -> Diagnosis | None:
@@ -836,15 +952,19 @@ def rule_same_calls(f: Facts) -> Diagnosis | None:
         return None
     if len(f.flights) == len(f.run.ranks):
         headline = f"{rank_list(failed)} did not finish, but every rank made the same collective calls."
-        evidence = _failure_evidence(f) + ["torch's flight recorder agrees, position by position, including "
-                                           "the collectives torch issued itself"]
+        evidence = _failure_evidence(f) + [
+            "torch's flight recorder agrees, position by position, including the collectives torch issued itself"
+        ]
     else:
         unread = [r.rank for r in f.run.ranks if r.rank not in f.flights]
-        headline = (f"{rank_list(failed)} did not finish; the ranks' own torch.distributed calls match, but "
-                    f"torch's record of the collectives it issued itself could not be read from {rank_list(unread)}.")
+        headline = (
+            f"{rank_list(failed)} did not finish; the ranks' own torch.distributed calls match, but "
+            f"torch's record of the collectives it issued itself could not be read from {rank_list(unread)}."
+        )
         evidence = _failure_evidence(f)
-    return Diagnosis("rank-failed", headline, evidence,
-                     "Read each failing rank's traceback: run[rank].traceback.", ranks=failed)
+    return Diagnosis(
+        "rank-failed", headline, evidence, "Read each failing rank's traceback: run[rank].traceback.", ranks=failed
+    )
 
 
 def _failure_evidence(f: Facts) -> list[str]:
@@ -912,8 +1032,10 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
     for rank, event in sorted(at.items()):
         groups.setdefault(_site_key(event), []).append(rank)
     parts = [f"{rank_list(rs)} at {_where(at[rs[0]])}" for rs in groups.values()]
-    return [f"call #{k} ({at[next(iter(at))].name}) came from different lines, and the ranks passed it together: "
-            + "; ".join(parts)]
+    return [
+        f"call #{k} ({at[next(iter(at))].name}) came from different lines, and the ranks passed it together: "
+        + "; ".join(parts)
+    ]
 
 
 def _uneven_loop(calls, arrived, missing, k) -> bool:
@@ -936,9 +1058,11 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
     for r, message in errors.items():
         if timeout_ms and kinds[r] in ("gloo timeout", "peer gone"):
             # Which rank gives up first, and so which ones see a closed connection instead, is a race.
-            text = (f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
-                    "sees the closed connection instead): the peer never reached the matching call "
-                    "within the timeout in force (the group's, or the call's own timeout=).")
+            text = (
+                f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
+                "sees the closed connection instead): the peer never reached the matching call "
+                "within the timeout in force (the group's, or the call's own timeout=)."
+            )
         else:
             text = _error_text(run, message)
         failed.setdefault(text, []).append(r)
@@ -962,13 +1086,24 @@ def _error_text(run: Run, message: str) -> str:
 
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
     statuses = ", ".join(sorted({run[r].status for r in causes}))
-    advice = ("Fix the failing rank first: its traceback is in run[rank].traceback. When a rank's process "
-              "ends, the ranks talking to it directly fail at their next collective at once (closed connection), "
-              "while others can still wait the full timeout; if it stays alive but stops calling collectives "
-              f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS}).")
+    advice = (
+        "Fix the failing rank first: its traceback is in run[rank].traceback. When a rank's process "
+        "ends, the ranks talking to it directly fail at their next collective at once (closed connection), "
+        "while others can still wait the full timeout; if it stays alive but stops calling collectives "
+        f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS})."
+    )
     if 0 in causes:
-        advice += (" For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
-                   "to every rank instead of leaving them waiting.")
+        advice += (
+            " For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
+            "to every rank instead of leaving them waiting."
+        )
     where = _raised_at(run[causes[0]]) if len(causes) == 1 and run[causes[0]].status == RAISED else ""
-    return Diagnosis("rank-failed", f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
-                     f"({statuses}{where}), {consequence}.", evidence, advice, ranks=causes, site=site)
+    return Diagnosis(
+        "rank-failed",
+        f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
+        f"({statuses}{where}), {consequence}.",
+        evidence,
+        advice,
+        ranks=causes,
+        site=site,
+    )

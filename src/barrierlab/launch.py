@@ -27,8 +27,26 @@ import cloudpickle
 
 from barrierlab import _contain, _payload, _warmstart
 from barrierlab._protocol import (
-    PAYLOAD_FILE, Exited, Launch, Message, Outcome, Preloaded, Quit, RankFiles, Ready, RunOptions, RunSpec,
-    SignalRanks, Started, Status, Swept, receive, run_dir_owner, run_dir_prefix, send, write_new_file,
+    PAYLOAD_FILE,
+    Exited,
+    Launch,
+    Message,
+    Outcome,
+    Preloaded,
+    Quit,
+    RankFiles,
+    Ready,
+    RunOptions,
+    RunSpec,
+    SignalRanks,
+    Started,
+    Status,
+    Swept,
+    receive,
+    run_dir_owner,
+    run_dir_prefix,
+    send,
+    write_new_file,
 )
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
@@ -47,9 +65,11 @@ STACK_GRACE = 0.3
 #: function's DDP model and process group) before it is ended: the run does not wait for its deadline.
 TEARDOWN_GRACE = 5.0
 #: What a rank that finished, then hung in torch's teardown, is told (stderr, and ``RankResult.teardown_hung``).
-TEARDOWN_HUNG = ("finished; then hung in torch's teardown (destroy_process_group / object destruction) and was "
-                 "ended {grace:g} s after it reported. This is torch's, not a deadlock in your code: the value it "
-                 "returned is kept and the rank counts as finished; raising the deadline would not help.")
+TEARDOWN_HUNG = (
+    "finished; then hung in torch's teardown (destroy_process_group / object destruction) and was "
+    "ended {grace:g} s after it reported. This is torch's, not a deadlock in your code: the value it "
+    "returned is kept and the rank counts as finished; raising the deadline would not help."
+)
 #: How long the first launch may wait for the warm process to import torch.
 START_TIMEOUT = 120.0
 #: Largest ``timeout`` accepted, in seconds (an hour: a lab run that needs longer is a bug to find).
@@ -209,8 +229,10 @@ def _check_seconds(name: str, value: object, largest: float) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
     if value > largest:
-        raise ValueError(f"{name} must be at most {largest:g} seconds (barrierlab.launch.MAX_{name.upper()}), "
-                         f"got {value:g}: a lab run that needs longer has a bug to find first")
+        raise ValueError(
+            f"{name} must be at most {largest:g} seconds (barrierlab.launch.MAX_{name.upper()}), "
+            f"got {value:g}: a lab run that needs longer has a bug to find first"
+        )
     return value
 
 
@@ -251,8 +273,9 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
         if not key or "=" in key or "\0" in key:
             raise ValueError(f"env key {key!r} is not a valid variable name (empty, or contains '=' or NUL)")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise TypeError(f"env[{key!r}] must be a str (or an int or float, converted with str()), "
-                            f"got {_describe(value)}")
+            raise TypeError(
+                f"env[{key!r}] must be a str (or an int or float, converted with str()), got {_describe(value)}"
+            )
         value = str(value)
         if "\0" in value:
             raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
@@ -260,8 +283,9 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init=True
-             ) -> tuple[tuple, dict, RunOptions]:
+def validate(
+    fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init=True
+) -> tuple[tuple, dict, RunOptions]:
     """Check every argument of :func:`run` before anything is computed or started.
 
     ``TypeError`` for a wrong type, ``ValueError`` for a wrong value; the message names the parameter, the
@@ -285,17 +309,25 @@ def validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, ling
         if not isinstance(key, str):
             raise TypeError(f"kwargs keys must be str (parameter names), got the key {_describe(key)}")
     timeout = DEFAULT_TIMEOUT if timeout is None else _check_seconds("timeout", timeout, MAX_TIMEOUT)
-    deadline = (timeout + DEFAULT_DEADLINE_MARGIN if deadline is None
-                else _check_seconds("deadline", deadline, MAX_DEADLINE))
+    deadline = (
+        timeout + DEFAULT_DEADLINE_MARGIN if deadline is None else _check_seconds("deadline", deadline, MAX_DEADLINE)
+    )
     env_pairs = _check_env(env)
     if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
         raise TypeError(f"threads must be a whole number of torch threads per rank (int), got {_describe(threads)}")
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
-    options = RunOptions(world_size=int(world_size), timeout=timeout, deadline=deadline, env=env_pairs,
-                         threads=int(threads), linger=_check_flag("linger", linger),
-                         record=_check_flag("record", record), check=_check_flag("check", check),
-                         init=_check_flag("init", init))
+    options = RunOptions(
+        world_size=int(world_size),
+        timeout=timeout,
+        deadline=deadline,
+        env=env_pairs,
+        threads=int(threads),
+        linger=_check_flag("linger", linger),
+        record=_check_flag("record", record),
+        check=_check_flag("check", check),
+        init=_check_flag("init", init),
+    )
     return tuple(args), dict(kwargs or {}), options
 
 
@@ -419,8 +451,15 @@ class _LoopbackStore:
             listener.close()
             raise
         # the store owns the listening socket from here on, and closes it when it is destroyed
-        self.store = dist.TCPStore("127.0.0.1", self.port, None, True, timedelta(seconds=timeout),
-                                   wait_for_workers=False, master_listen_fd=listener.detach())
+        self.store = dist.TCPStore(
+            "127.0.0.1",
+            self.port,
+            None,
+            True,
+            timedelta(seconds=timeout),
+            wait_for_workers=False,
+            master_listen_fd=listener.detach(),
+        )
 
     def close(self) -> None:
         """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
@@ -487,8 +526,9 @@ def run(
     ``linger``, ``record``, ``check`` and ``init`` must be True or False (``live`` also None). Every argument
     is checked before anything starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
     """
-    args, kwargs, options = validate(fn, world_size, args, kwargs, timeout, deadline, env, threads, linger,
-                                     record, check, init)
+    args, kwargs, options = validate(
+        fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init
+    )
     view_kind = choose_view(None if live is None else _check_flag("live", live))
     with _lock:
         warm_up()
@@ -502,7 +542,8 @@ def run(
             result = _launch(_warm, (fn, args, kwargs), options, index, view_kind)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(
-                f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped") from None
+                f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
+            ) from None
     return result.raise_if_failed() if options.check else result
 
 
@@ -559,8 +600,7 @@ def _write_payload(run_dir: str, payload: bytes) -> str:
     return path
 
 
-def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeIndex, view_kind: str = "none"
-            ) -> Run:
+def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeIndex, view_kind: str = "none") -> Run:
     """Start the ranks, wait for them within the deadline, end every one of them and every process they
     started, and read what they left. The run's folder is removed on every path."""
     t0 = time.monotonic()
@@ -573,10 +613,21 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
             payload_path, payload = _write_payload(run_dir, payload), b""
-        spec = RunSpec(run_id=uuid.uuid4().hex, run_dir=run_dir, payload=payload, options=options, t0=t0,
-                       kernel_pid=os.getpid(), kernel_env=tuple(os.environ.items()), cwd=os.getcwd(),
-                       sys_path=tuple(sys.path), payload_path=payload_path, start_ticks=_contain.ticks_now(),
-                       modules=learners_modules(), store_port=store.port)
+        spec = RunSpec(
+            run_id=uuid.uuid4().hex,
+            run_dir=run_dir,
+            payload=payload,
+            options=options,
+            t0=t0,
+            kernel_pid=os.getpid(),
+            kernel_env=tuple(os.environ.items()),
+            cwd=os.getcwd(),
+            sys_path=tuple(sys.path),
+            payload_path=payload_path,
+            start_ticks=_contain.ticks_now(),
+            modules=learners_modules(),
+            store_port=store.port,
+        )
         del payload
         group = _RunningGroup(warm, spec)
         view = None
@@ -595,9 +646,19 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
                 _discard(warm)
                 _contain.kill_run_leftovers(spec.run_id, set(group.pids), spec.start_ticks)
             group.close()
-        run = collect(spec.run_dir, options.world_size, spec.t0, time.monotonic() - spec.t0, group.exits,
-                      group.stopped, group.pids, timeout=options.timeout, deadline=options.deadline,
-                      index=index, linger=options.linger)
+        run = collect(
+            spec.run_dir,
+            options.world_size,
+            spec.t0,
+            time.monotonic() - spec.t0,
+            group.exits,
+            group.stopped,
+            group.pids,
+            timeout=options.timeout,
+            deadline=options.deadline,
+            index=index,
+            linger=options.linger,
+        )
         _mark_teardown_hangs(run, group.teardown, options.world_size)
     finally:
         if store is not None:
@@ -606,7 +667,7 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
     return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
 
 
-def _show_live(kind: str, spec: RunSpec, group: "_RunningGroup", index: CodeIndex) -> LiveView | None:
+def _show_live(kind: str, spec: RunSpec, group: _RunningGroup, index: CodeIndex) -> LiveView | None:
     """The live view of this run (a daemon thread that reads the ranks' files; it never delays the run)."""
     if kind == "none":
         return None
@@ -667,8 +728,7 @@ def _mark_teardown_hangs(run: Run, ranks: set[int], world_size: int) -> None:
     for rank in sorted(ranks):
         result = run.ranks[rank]
         result.exit_code = 0
-        print(f"barrierlab: rank {rank} of {world_size} " + TEARDOWN_HUNG.format(grace=TEARDOWN_GRACE),
-              file=sys.stderr)
+        print(f"barrierlab: rank {rank} of {world_size} " + TEARDOWN_HUNG.format(grace=TEARDOWN_GRACE), file=sys.stderr)
 
 
 class _RunningGroup:
@@ -699,8 +759,9 @@ class _RunningGroup:
             message = self.warm.receive(min(remaining, 0.1)) if remaining > 0 else None
             if message is None and (remaining <= 0 or _contain.is_stopped(self.warm.process.pid)):
                 self.warm_broken = True
-                raise LaunchError("the warm process did not start the ranks (it stopped answering); "
-                                  "the next run starts a new one")
+                raise LaunchError(
+                    "the warm process did not start the ranks (it stopped answering); the next run starts a new one"
+                )
             self.note(message)
         self.started_at = time.monotonic()
 

@@ -133,9 +133,10 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 __all__ = [
     "COLLECTIVES",
@@ -152,17 +153,40 @@ __all__ = [
 ]
 
 #: Collectives after which their first argument holds the same data on every rank.
-_EQUALIZING = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object",
-               "all_gather_into_tensor"}
+_EQUALIZING = {
+    "broadcast",
+    "broadcast_object_list",
+    "all_reduce",
+    "all_gather",
+    "all_gather_object",
+    "all_gather_into_tensor",
+}
 
 COLLECTIVES = frozenset(
     {
-        "barrier", "monitored_barrier", "all_reduce", "all_reduce_coalesced",
-        "broadcast", "broadcast_object_list", "all_gather", "all_gather_into_tensor",
-        "all_gather_coalesced", "all_gather_object", "reduce", "gather",
-        "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
-        "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "new_group",
-        "new_subgroups", "new_subgroups_by_enumeration", "_all_gather_base",
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_reduce_coalesced",
+        "broadcast",
+        "broadcast_object_list",
+        "all_gather",
+        "all_gather_into_tensor",
+        "all_gather_coalesced",
+        "all_gather_object",
+        "reduce",
+        "gather",
+        "gather_object",
+        "scatter",
+        "scatter_object_list",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+        "new_group",
+        "new_subgroups",
+        "new_subgroups_by_enumeration",
+        "_all_gather_base",
         "_reduce_scatter_base",
     }
 )
@@ -212,85 +236,170 @@ _MMENGINE_DIST = {"mmengine.dist", "mmengine.dist.dist", "mmengine.dist.utils"}
 #: detectron2/utils/comm.py; mmengine mmengine/dist/dist.py and utils.py; transformers
 #: src/transformers/trainer.py.
 FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
-    _entries("Accelerate", {
-        "save_state": ("a barrier (wait_for_everyone) with automatic checkpoint naming, collective saves under "
-                       "FSDP/DeepSpeed", False),
-        "load_state": ("collective loads under FSDP/DeepSpeed", False),
-        "save_model": ("a collective state-dict gather under FSDP/DeepSpeed", False),
-        "get_state_dict": ("a collective state-dict gather under FSDP/DeepSpeed", False),
-        "gather": ("an all_gather", True), "gather_for_metrics": ("an all_gather", True),
-        "reduce": ("an all_reduce", True), "pad_across_processes": ("an all_gather of the sizes", False),
-        "check_trigger": ("an all_reduce of the trigger flag", True),
-        "prepare": ("DDP construction, which broadcasts the parameters", False),
-        "backward": ("DDP's gradient all_reduce", False),
-    }, receivers=_ACCELERATOR)
-    + _entries("Accelerate", {
-        "gather": ("an all_gather", True), "gather_object": ("an all_gather_object", True),
-        "broadcast": ("a broadcast", True), "broadcast_object_list": ("a broadcast", True),
-        "reduce": ("an all_reduce", True), "pad_across_processes": ("an all_gather of the sizes", False),
-    }, modules=_ACCELERATE_UTILS)
-    + _entries("Lightning", {
-        "barrier": ("a barrier", False), "broadcast": ("a broadcast", True), "reduce": ("an all_reduce", True),
-        "all_gather": ("an all_gather", True), "reduce_boolean_decision": ("an all_reduce", True),
-    }, receivers={"strategy"})
-    + _entries("Lightning", {
-        "barrier": ("a barrier", False), "broadcast": ("a broadcast", True), "all_gather": ("an all_gather", True),
-        "all_reduce": ("an all_reduce", True), "save": ("a barrier and collective saves", False),
-        "load": ("collective loads", False), "setup": ("DDP construction, which broadcasts the parameters", False),
-        "setup_module": ("DDP construction, which broadcasts the parameters", False),
-        "backward": ("DDP's gradient all_reduce", False),
-    }, receivers={"fabric"})
-    + _entries("Lightning", {"all_gather": ("the strategy's all_gather", True)},
-               self_bases={"LightningModule"}, receivers={"pl_module", "lightning_module"})
-    + _entries("Lightning", {
-        "save_checkpoint": ("strategy.barrier('Trainer.save_checkpoint')", False),
-        "fit": ("a DDP training loop", False), "validate": ("a distributed validation loop", False),
-        "test": ("a distributed test loop", False),
-    }, receivers={"trainer"})
-    + _entries("HF Trainer", {
-        "train": ("a DDP training loop", False), "evaluate": ("an all_gather of predictions", False),
-        "predict": ("an all_gather of predictions", False),
-        "save_model": ("collective saves under DeepSpeed/FSDP", False),
-    }, receivers={"trainer"})
-    + _entries("DeepSpeed", {
-        "backward": ("the gradient all_reduce", False), "step": ("ZeRO's parameter all_gather", False),
-        "save_checkpoint": ("barriers and all_reduces (all ranks must call it)", False),
-        "load_checkpoint": ("barriers (all ranks must call it)", False),
-    }, receivers={"model_engine", "engine", "ds_engine", "deepspeed_engine"})
+    _entries(
+        "Accelerate",
+        {
+            "save_state": (
+                "a barrier (wait_for_everyone) with automatic checkpoint naming, collective saves under FSDP/DeepSpeed",
+                False,
+            ),
+            "load_state": ("collective loads under FSDP/DeepSpeed", False),
+            "save_model": ("a collective state-dict gather under FSDP/DeepSpeed", False),
+            "get_state_dict": ("a collective state-dict gather under FSDP/DeepSpeed", False),
+            "gather": ("an all_gather", True),
+            "gather_for_metrics": ("an all_gather", True),
+            "reduce": ("an all_reduce", True),
+            "pad_across_processes": ("an all_gather of the sizes", False),
+            "check_trigger": ("an all_reduce of the trigger flag", True),
+            "prepare": ("DDP construction, which broadcasts the parameters", False),
+            "backward": ("DDP's gradient all_reduce", False),
+        },
+        receivers=_ACCELERATOR,
+    )
+    + _entries(
+        "Accelerate",
+        {
+            "gather": ("an all_gather", True),
+            "gather_object": ("an all_gather_object", True),
+            "broadcast": ("a broadcast", True),
+            "broadcast_object_list": ("a broadcast", True),
+            "reduce": ("an all_reduce", True),
+            "pad_across_processes": ("an all_gather of the sizes", False),
+        },
+        modules=_ACCELERATE_UTILS,
+    )
+    + _entries(
+        "Lightning",
+        {
+            "barrier": ("a barrier", False),
+            "broadcast": ("a broadcast", True),
+            "reduce": ("an all_reduce", True),
+            "all_gather": ("an all_gather", True),
+            "reduce_boolean_decision": ("an all_reduce", True),
+        },
+        receivers={"strategy"},
+    )
+    + _entries(
+        "Lightning",
+        {
+            "barrier": ("a barrier", False),
+            "broadcast": ("a broadcast", True),
+            "all_gather": ("an all_gather", True),
+            "all_reduce": ("an all_reduce", True),
+            "save": ("a barrier and collective saves", False),
+            "load": ("collective loads", False),
+            "setup": ("DDP construction, which broadcasts the parameters", False),
+            "setup_module": ("DDP construction, which broadcasts the parameters", False),
+            "backward": ("DDP's gradient all_reduce", False),
+        },
+        receivers={"fabric"},
+    )
+    + _entries(
+        "Lightning",
+        {"all_gather": ("the strategy's all_gather", True)},
+        self_bases={"LightningModule"},
+        receivers={"pl_module", "lightning_module"},
+    )
+    + _entries(
+        "Lightning",
+        {
+            "save_checkpoint": ("strategy.barrier('Trainer.save_checkpoint')", False),
+            "fit": ("a DDP training loop", False),
+            "validate": ("a distributed validation loop", False),
+            "test": ("a distributed test loop", False),
+        },
+        receivers={"trainer"},
+    )
+    + _entries(
+        "HF Trainer",
+        {
+            "train": ("a DDP training loop", False),
+            "evaluate": ("an all_gather of predictions", False),
+            "predict": ("an all_gather of predictions", False),
+            "save_model": ("collective saves under DeepSpeed/FSDP", False),
+        },
+        receivers={"trainer"},
+    )
+    + _entries(
+        "DeepSpeed",
+        {
+            "backward": ("the gradient all_reduce", False),
+            "step": ("ZeRO's parameter all_gather", False),
+            "save_checkpoint": ("barriers and all_reduces (all ranks must call it)", False),
+            "load_checkpoint": ("barriers (all ranks must call it)", False),
+        },
+        receivers={"model_engine", "engine", "ds_engine", "deepspeed_engine"},
+    )
     + _entries("DeepSpeed", {"initialize": ("a parameter broadcast", False)}, modules={"deepspeed"})
-    + _entries("detectron2", {
-        "synchronize": ("a barrier", False), "all_gather": ("an all_gather_object", True),
-        "gather": ("a gather_object", False), "reduce_dict": ("a reduce", False),
-        "shared_random_seed": ("an all_gather", True),
-    }, modules={"detectron2.utils.comm"})
-    + _entries("mmengine", {
-        "barrier": ("a barrier", False), "all_reduce": ("an all_reduce", True), "all_gather": ("an all_gather", True),
-        "all_gather_object": ("an all_gather_object", True), "gather": ("a gather", False),
-        "gather_object": ("a gather_object", False), "broadcast": ("a broadcast", True),
-        "broadcast_object_list": ("a broadcast", True), "sync_random_seed": ("a broadcast", True),
-        "collect_results": ("a broadcast and a barrier (or an all_gather)", False),
-        "collect_results_cpu": ("a broadcast and a barrier", False),
-        "collect_results_gpu": ("an all_gather", False), "all_reduce_dict": ("all_reduces", True),
-        "all_reduce_params": ("all_reduces", False),
-    }, modules=_MMENGINE_DIST)
-    + _entries("DTensor", {
-        "full_tensor": ("an all_gather (redistribute to Replicate)", True),
-        "redistribute": ("collectives that move the shards", False),
-    })
+    + _entries(
+        "detectron2",
+        {
+            "synchronize": ("a barrier", False),
+            "all_gather": ("an all_gather_object", True),
+            "gather": ("a gather_object", False),
+            "reduce_dict": ("a reduce", False),
+            "shared_random_seed": ("an all_gather", True),
+        },
+        modules={"detectron2.utils.comm"},
+    )
+    + _entries(
+        "mmengine",
+        {
+            "barrier": ("a barrier", False),
+            "all_reduce": ("an all_reduce", True),
+            "all_gather": ("an all_gather", True),
+            "all_gather_object": ("an all_gather_object", True),
+            "gather": ("a gather", False),
+            "gather_object": ("a gather_object", False),
+            "broadcast": ("a broadcast", True),
+            "broadcast_object_list": ("a broadcast", True),
+            "sync_random_seed": ("a broadcast", True),
+            "collect_results": ("a broadcast and a barrier (or an all_gather)", False),
+            "collect_results_cpu": ("a broadcast and a barrier", False),
+            "collect_results_gpu": ("an all_gather", False),
+            "all_reduce_dict": ("all_reduces", True),
+            "all_reduce_params": ("all_reduces", False),
+        },
+        modules=_MMENGINE_DIST,
+    )
+    + _entries(
+        "DTensor",
+        {
+            "full_tensor": ("an all_gather (redistribute to Replicate)", True),
+            "redistribute": ("collectives that move the shards", False),
+        },
+    )
 )
 #: Layers and calls that give a module buffers: DDP's forward broadcasts buffers even under no_grad.
 _BUFFERS = re.compile(r"BatchNorm|register_buffer|running_mean|track_running_stats=True")
 _NO_GRAD = frozenset({"no_grad", "inference_mode"})
 _JOIN = frozenset({"Join", "join", "join_uneven_inputs"})
 _DATA_ONLY_CALLS = frozenset(
-    {"to", "cuda", "device", "set_device", "DistributedSampler", "ElasticDistributedSampler",
-     "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"}
+    {
+        "to",
+        "cuda",
+        "device",
+        "set_device",
+        "DistributedSampler",
+        "ElasticDistributedSampler",
+        "DistributedDataParallel",
+        "DDP",
+        "FullyShardedDataParallel",
+        "FSDP",
+    }
 )
 _DATA_ONLY_KEYWORDS = frozenset({"device", "device_ids", "output_device", "map_location", "src", "dst", "group"})
 _RANK_TOKEN = re.compile(r"rank\d*|ordinal")
 _RANK_PAIRS = frozenset(
-    {("is", "main"), ("is", "master"), ("main", "process"), ("master", "process"),
-     ("process", "index"), ("global", "zero"), ("process", "zero")}
+    {
+        ("is", "main"),
+        ("is", "master"),
+        ("main", "process"),
+        ("master", "process"),
+        ("process", "index"),
+        ("global", "zero"),
+        ("process", "zero"),
+    }
 )
 #: Whole identifiers that are true on some ranks only (HF TrainingArguments: process 0 saves and logs).
 _RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
@@ -682,13 +791,27 @@ def _const_ints(node: ast.AST) -> tuple[int, ...] | None:
 
 _FLIP = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
 _COMPARE: dict[type, Callable[[int, Any], bool]] = {
-    ast.Eq: lambda v, c: v == c[0], ast.NotEq: lambda v, c: v != c[0],
-    ast.Lt: lambda v, c: v < c[0], ast.LtE: lambda v, c: v <= c[0],
-    ast.Gt: lambda v, c: v > c[0], ast.GtE: lambda v, c: v >= c[0],
-    ast.In: lambda v, c: v in c, ast.NotIn: lambda v, c: v not in c,
+    ast.Eq: lambda v, c: v == c[0],
+    ast.NotEq: lambda v, c: v != c[0],
+    ast.Lt: lambda v, c: v < c[0],
+    ast.LtE: lambda v, c: v <= c[0],
+    ast.Gt: lambda v, c: v > c[0],
+    ast.GtE: lambda v, c: v >= c[0],
+    ast.In: lambda v, c: v in c,
+    ast.NotIn: lambda v, c: v not in c,
 }
-_NEGATE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
-           ast.IsNot: ast.Is, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt}
+_NEGATE = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+}
 
 
 def _int_compare(test: ast.AST) -> tuple[ast.expr, type, tuple[int, ...]] | None:
@@ -1041,17 +1164,29 @@ class _Analysis:
             if "join" in ctx or (kind == "ddp" and "no_grad" in ctx and not self.has_buffers):
                 return None
             if kind == "fsdp":
-                return _Call("coll", f"{written}() (FSDP forward)", f"fsdp.forward.{written}",
-                             "FSDP's forward all-gathers the sharded parameters")
-            return _Call("coll", f"{written}() (DDP forward)", f"ddp.forward.{written}",
-                         "DDP's forward broadcasts module buffers and, after the first backward, rebuilds its "
-                         "gradient buckets with a broadcast")
+                return _Call(
+                    "coll",
+                    f"{written}() (FSDP forward)",
+                    f"fsdp.forward.{written}",
+                    "FSDP's forward all-gathers the sharded parameters",
+                )
+            return _Call(
+                "coll",
+                f"{written}() (DDP forward)",
+                f"ddp.forward.{written}",
+                "DDP's forward broadcasts module buffers and, after the first backward, rebuilds its "
+                "gradient buckets with a broadcast",
+            )
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
                 receiver = unit.text(call.func.value)
                 receiver = receiver if len(receiver) <= 30 else "loss"
-                return _Call("coll", f"{receiver}.backward() (DDP backward)", "ddp.backward",
-                             "DDP's backward all-reduces the gradients, issued from C++")
+                return _Call(
+                    "coll",
+                    f"{receiver}.backward() (DDP backward)",
+                    "ddp.backward",
+                    "DDP's backward all-reduces the gradients, issued from C++",
+                )
         return None
 
     def _callee(self, func: ast.expr, self_class: str | None) -> str | None:
@@ -1086,7 +1221,7 @@ class _Analysis:
             ("torch.distributed.checkpoint.state_dict_loader.", "torch.distributed.checkpoint."),
         ):
             if full.startswith(old):
-                full = new + full[len(old):]
+                full = new + full[len(old) :]
         prefix, _, name = full.rpartition(".")
         if prefix == "torch.distributed" and name in COLLECTIVES:
             return full
@@ -1146,8 +1281,12 @@ class _Analysis:
     def _tuple_element(self, node: ast.Subscript) -> tuple[bool, ast.Call] | None:
         """For ``f(...)[i]`` where ``f`` of this file returns tuples: whether element ``i`` is rank-dependent."""
         call, index = node.value, node.slice
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and isinstance(index, ast.Constant)
-                and type(index.value) is int):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and isinstance(index, ast.Constant)
+            and type(index.value) is int
+        ):
             return None
         positions = self.tuple_ranks.get(call.func.id)
         if positions is None or not 0 <= index.value < len(positions):
@@ -1351,7 +1490,12 @@ class _Walker:
             return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             handlers = [
-                self._if(None, self.block(h.body, None), [], text=f"except {self.unit.text(h.type) if h.type else ''}".strip())
+                self._if(
+                    None,
+                    self.block(h.body, None),
+                    [],
+                    text=f"except {self.unit.text(h.type) if h.type else ''}".strip(),
+                )
                 for h in stmt.handlers
             ]
             return self._stmts(stmt.body) + handlers + self._stmts(stmt.orelse) + self._stmts(stmt.finalbody)
@@ -1455,8 +1599,9 @@ class _Walker:
 
     def _loop(self, bound: ast.expr, body: list[_Item], orelse: list[_Item], extra: Sequence[ast.expr] = ()) -> _Item:
         text = self.unit.text(bound)
-        rank = any(self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e)
-                   for e in (bound, *extra))
+        rank = any(
+            self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
+        )
         dynamic = any(i.dynamic for i in (*body, *orelse))
         item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if rank:

@@ -105,8 +105,9 @@ class EventTail:
             return
         if "t" in event:
             site = (event["file"], event.get("line", 0), event.get("func", "")) if "file" in event else None
-            state.open[event_id] = _Open(event.get("kind", "?"), str(event.get("name", "?")), event.get("seq"),
-                                         event["t"] - self.launch_t0, site)
+            state.open[event_id] = _Open(
+                event.get("kind", "?"), str(event.get("name", "?")), event.get("seq"), event["t"] - self.launch_t0, site
+            )
 
 
 def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None = None) -> str:
@@ -135,22 +136,26 @@ def lane_svg(state: RankLive, now: float, horizon: float, width: int = 220, heig
     intervals = list(state.done) + [(o.kind, o.start, now) for o in state.open.values()]
     for kind, start, end in intervals:
         x, w = max(start, 0.0) * scale, max((min(end, horizon) - max(start, 0.0)) * scale, 1.0)
-        rects.append(f'<rect x="{x:.1f}" y="1" width="{w:.1f}" height="{height - 2}" '
-                     f'fill="{_COLOURS.get(kind, "#999")}"/>')
-    return (f'<svg width="{width}" height="{height}" style="vertical-align:middle">' + "".join(rects)
-            + "</svg>")
+        rects.append(
+            f'<rect x="{x:.1f}" y="1" width="{w:.1f}" height="{height - 2}" fill="{_COLOURS.get(kind, "#999")}"/>'
+        )
+    return f'<svg width="{width}" height="{height}" style="vertical-align:middle">' + "".join(rects) + "</svg>"
 
 
 def render_html(states: list[RankLive], now: float, deadline: float, where=None) -> str:
     rows = []
     for s in states:
         colour = "#1b7837" if s.ended == "finished" else ("#b2182b" if s.ended else "#333")
-        rows.append(f"<tr><td style='white-space:nowrap'>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
-                    f"<td style='text-align:left;color:{colour}'>{html.escape(describe(s, now, where))}</td></tr>")
+        rows.append(
+            f"<tr><td style='white-space:nowrap'>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
+            f"<td style='text-align:left;color:{colour}'>{html.escape(describe(s, now, where))}</td></tr>"
+        )
     left = max(deadline - now, 0.0)
-    return ("<div style='font-family:monospace;font-size:12px'>"
-            f"<b>barrierlab</b>: {len(states)} ranks, {now:.1f} s elapsed, deadline in {left:.1f} s"
-            "<table style='border-collapse:collapse'>" + "".join(rows) + "</table></div>")
+    return (
+        "<div style='font-family:monospace;font-size:12px'>"
+        f"<b>barrierlab</b>: {len(states)} ranks, {now:.1f} s elapsed, deadline in {left:.1f} s"
+        "<table style='border-collapse:collapse'>" + "".join(rows) + "</table></div>"
+    )
 
 
 def render_line(states: list[RankLive], now: float, deadline: float) -> str:
@@ -236,8 +241,15 @@ def choose(live: bool | None) -> str:
 class LiveView:
     """Shows the ranks of one run until :meth:`close`; every method returns at once."""
 
-    def __init__(self, kind: str, event_paths: list[str], launch_t0: float, deadline: float,
-                 endings: Callable[[], dict[int, str]], where: Callable[[tuple], str] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        event_paths: list[str],
+        launch_t0: float,
+        deadline: float,
+        endings: Callable[[], dict[int, str]],
+        where: Callable[[tuple], str] | None = None,
+    ) -> None:
         self.kind = kind
         self.deadline = deadline
         self.launch_t0 = launch_t0

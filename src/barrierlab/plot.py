@@ -37,7 +37,15 @@ MIN_HATCH_INCHES = 0.1
 
 # Okabe-Ito colour-blind-safe palette.
 ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, BLACK = (
-    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
+    "#E69F00",
+    "#56B4E9",
+    "#009E73",
+    "#F0E442",
+    "#0072B2",
+    "#D55E00",
+    "#CC79A7",
+    "#000000",
+)
 RUNNING = "#E4E4E4"
 
 #: kind -> (legend label, face colour, hatch); spans are drawn full lane height, waits narrower on top.
@@ -81,13 +89,24 @@ class Release(NamedTuple):
     last_rank: int
 
 
-def _lanes(run, ends: Sequence[float | None] | None = None,
-           starts: Sequence[float | None] | None = None) -> tuple[list[_Lane], float]:
+def _lanes(
+    run, ends: Sequence[float | None] | None = None, starts: Sequence[float | None] | None = None
+) -> tuple[list[_Lane], float]:
     """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
     if hasattr(run, "ranks"):
         positions, torch_calls = _numbering(run)
-        lanes = [_Lane(r.rank, list(r.events), _first(r.started, r.events), r.ended, r.status,
-                       positions.get(r.rank), torch_calls.get(r.rank, [])) for r in run.ranks]
+        lanes = [
+            _Lane(
+                r.rank,
+                list(r.events),
+                _first(r.started, r.events),
+                r.ended,
+                r.status,
+                positions.get(r.rank),
+                torch_calls.get(r.rank, []),
+            )
+            for r in run.ranks
+        ]
         total = float(run.elapsed)
     else:
         lanes = []
@@ -113,10 +132,13 @@ def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
     calls = collective_calls(run)
     if not any(c.entry is not None for cs in calls.values() for c in cs):
         return {}, {}
-    positions = {rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq}
-                 for rank, cs in calls.items()}
-    issued = {rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
-              for rank, cs in calls.items()}
+    positions = {
+        rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq} for rank, cs in calls.items()
+    }
+    issued = {
+        rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
+        for rank, cs in calls.items()
+    }
     return positions, issued
 
 
@@ -225,6 +247,7 @@ def work_name(name: str) -> str:
 
 def _own_work(lanes: list[_Lane], rank: int) -> list[str]:
     """Span names (step numbers dropped) that only ``rank`` ran: work assigned to it, e.g. rank 0's download."""
+
     def names(lane: _Lane) -> set[str]:
         return {work_name(e.name) for e in lane.events if e.kind in SPAN_STYLES or e.kind == "other"}
 
@@ -238,8 +261,9 @@ def _arrival_counts(found: list[Release], lanes: list[_Lane]) -> tuple[dict[int,
     counts: dict[int, int] = {}
     telling = 0
     for release in found:
-        arrivals = [e.start for lane in lanes for e in lane.events
-                    if e.kind == "collective" and _number(e, lane) == release.seq]
+        arrivals = [
+            e.start for lane in lanes for e in lane.events if e.kind == "collective" and _number(e, lane) == release.seq
+        ]
         if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
             telling += 1
             counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
@@ -265,8 +289,7 @@ def _summarize(lanes: list[_Lane], total: float) -> dict:
     }
 
 
-def summary(run, ends: Sequence[float | None] | None = None, *,
-            starts: Sequence[float | None] | None = None) -> dict:
+def summary(run, ends: Sequence[float | None] | None = None, *, starts: Sequence[float | None] | None = None) -> dict:
     """Per-rank busy and waiting seconds of a run, and which rank held the others up.
 
     ``run`` is a :class:`~barrierlab.result.Run`, or a list with one list of Events per rank; then
@@ -312,8 +335,9 @@ def releases(run, ends: Sequence[float | None] | None = None) -> list[Release]:
 
 
 def _releases(lanes: list[_Lane]) -> list[Release]:
-    per_rank = [{_number(e, lane): e for e in lane.events if e.kind == "collective" and _number(e, lane)}
-                for lane in lanes]
+    per_rank = [
+        {_number(e, lane): e for e in lane.events if e.kind == "collective" and _number(e, lane)} for lane in lanes
+    ]
     if not per_rank:
         return []
     found = []
@@ -332,8 +356,13 @@ def waits_table(run, ends: Sequence[float | None] | None = None) -> str:
     rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
     for rank, n in numbers["ranks"].items():
         active = n["busy"] + n["wait"]
-        mark = ("  <- straggler: the others waited for it" if rank == numbers["straggler"] else
-                f"  <- {_last_note(numbers)}: the others waited for it" if rank == _shown_last(numbers) else "")
+        mark = (
+            "  <- straggler: the others waited for it"
+            if rank == numbers["straggler"]
+            else f"  <- {_last_note(numbers)}: the others waited for it"
+            if rank == _shown_last(numbers)
+            else ""
+        )
         if n["start"] is None:
             mark = "  (never started)"
         elif n["end"] is None:
@@ -352,9 +381,17 @@ class TimelineFigure(Figure):
         return buffer.getvalue()
 
 
-def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = True, annotate: bool = True,
-             ends: Sequence[float | None] | None = None, since: float | str | None = None,
-             waits_inside: Mapping[str, str] | Iterable[str] = ()) -> Figure:
+def timeline(
+    run,
+    *,
+    title: str | None = None,
+    ax=None,
+    show_releases: bool = True,
+    annotate: bool = True,
+    ends: Sequence[float | None] | None = None,
+    since: float | str | None = None,
+    waits_inside: Mapping[str, str] | Iterable[str] = (),
+) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since launch: spans, waits, releases, stuck ranks.
 
     ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
@@ -395,8 +432,17 @@ def timeline(run, *, title: str | None = None, ax=None, show_releases: bool = Tr
     """
     own_figure = ax is None
     fig, ax = _figure_and_axes(ax, len(getattr(run, "ranks", run)))
-    used = _draw(run, fig, ax, title=title, show_releases=show_releases, annotate=annotate, ends=ends,
-                 since=since, waits_inside=_reasons(waits_inside))
+    used = _draw(
+        run,
+        fig,
+        ax,
+        title=title,
+        show_releases=show_releases,
+        annotate=annotate,
+        ends=ends,
+        since=since,
+        waits_inside=_reasons(waits_inside),
+    )
     _legend(fig, ax, used, own_figure)
     return fig
 
@@ -416,8 +462,9 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _draw_span_errors(ax, lanes, scale)
     _explain_hidden_waits(used, waits_inside, lanes)
     _draw_torch_calls(ax, lanes, used, scale, left=start if start else float("-inf"))
-    labelled = show_releases and _draw_releases(ax, _releases(lanes), lanes, used, scale,
-                                                left=start if start else float("-inf"))
+    labelled = show_releases and _draw_releases(
+        ax, _releases(lanes), lanes, used, scale, left=start if start else float("-inf")
+    )
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
         ax.set_xlim(left=start)
@@ -438,8 +485,7 @@ def _reasons(waits_inside: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
 
 def _explain_hidden_waits(used: dict, waits_inside: dict[str, str], lanes: list[_Lane]) -> None:
     """Add the legend line that says which spans hold an unrecorded wait (only if such spans were drawn)."""
-    drawn = [name for name in waits_inside
-             if any(work_name(e.name) == name for lane in lanes for e in lane.events)]
+    drawn = [name for name in waits_inside if any(work_name(e.name) == name for lane in lanes for e in lane.events)]
     if not drawn:
         return
     reasons = "; ".join(f"{name}: {waits_inside[name]}" if waits_inside[name] else name for name in drawn)
@@ -569,8 +615,17 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
             wide = [r for r in rects if few or scale.inches(r[1]) >= MIN_HATCH_INCHES]
             narrow = [r for r in rects if not few and scale.inches(r[1]) < MIN_HATCH_INCHES]
             if wide:
-                _bars(ax, wide, zorder=3, gid=f"wait:{kind}", facecolor=style[1], edgecolor="none",
-                      hatch=style[2], hatchcolors=_darker(style[1]), linewidth=0)
+                _bars(
+                    ax,
+                    wide,
+                    zorder=3,
+                    gid=f"wait:{kind}",
+                    facecolor=style[1],
+                    edgecolor="none",
+                    hatch=style[2],
+                    hatchcolors=_darker(style[1]),
+                    linewidth=0,
+                )
             if narrow:
                 _bars(ax, narrow, zorder=3, gid=f"wait:{kind}:narrow", facecolor=style[1], edgecolor="none")
             used[kind] = (style[0], *style[1:], names, False)
@@ -587,9 +642,15 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
 def _draw_in_flight(ax, lanes: list[_Lane], used: dict) -> None:
     """A thin bar under each ``async_op=True`` collective from its return to its completion (``Event.done``):
     the call itself did not block, so this time is not counted as waiting (a later wait() may have)."""
-    rects = [(e.end, e.done - e.end, y + 0.3, 0.1) for y, lane in enumerate(lanes) for e in lane.events
-             if getattr(e, "is_async", False) and e.end is not None and getattr(e, "done", None) is not None
-             and e.done > e.end]
+    rects = [
+        (e.end, e.done - e.end, y + 0.3, 0.1)
+        for y, lane in enumerate(lanes)
+        for e in lane.events
+        if getattr(e, "is_async", False)
+        and e.end is not None
+        and getattr(e, "done", None) is not None
+        and e.done > e.end
+    ]
     if rects:
         _bars(ax, rects, zorder=4, gid="in-flight", facecolor=ORANGE, edgecolor="none")
         used["in-flight"] = ("async_op=True collective in flight: from its return to its completion", ORANGE, None)
@@ -610,24 +671,40 @@ def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale, left: f
         while i < len(calls):  # ticks closer together than their label share one, after the last: "DDP #1–3"
             group = [calls[i]]
             text = _torch_label(group)
-            while i + len(group) < len(calls) and \
-                    calls[i + len(group)].start < group[-1].start + scale.seconds_for(text):
+            while i + len(group) < len(calls) and calls[i + len(group)].start < group[-1].start + scale.seconds_for(
+                text
+            ):
                 group.append(calls[i + len(group)])
                 text = _torch_label(group)
             if scale.take():
-                ax.text(group[-1].start + scale.seconds_for("") / 4, y - 0.27, text, ha="left", va="center",
-                        fontsize=6.5, clip_on=True, zorder=6, gid="torch-call-label",
-                        bbox=dict(facecolor="white", alpha=0.7, edgecolor="none", pad=0.3))
+                ax.text(
+                    group[-1].start + scale.seconds_for("") / 4,
+                    y - 0.27,
+                    text,
+                    ha="left",
+                    va="center",
+                    fontsize=6.5,
+                    clip_on=True,
+                    zorder=6,
+                    gid="torch-call-label",
+                    bbox=dict(facecolor="white", alpha=0.7, edgecolor="none", pad=0.3),
+                )
             i += len(group)
     if xs:
-        ax.vlines(xs, [y - 0.44 for y in ys], [y - 0.1 for y in ys], colors=BLACK, linewidths=1.6, zorder=6,
-                  gid="torch-calls")
-        used["torch-calls"] = ("collective torch issued itself, at its start (gloo records no end; #k as in "
-                               "run.ledger())", BLACK, "tick", names, False)
+        ax.vlines(
+            xs, [y - 0.44 for y in ys], [y - 0.1 for y in ys], colors=BLACK, linewidths=1.6, zorder=6, gid="torch-calls"
+        )
+        used["torch-calls"] = (
+            "collective torch issued itself, at its start (gloo records no end; #k as in run.ledger())",
+            BLACK,
+            "tick",
+            names,
+            False,
+        )
 
 
 def _torch_label(calls: list) -> str:
-    """"DDP all_reduce #4" for one call, "DDP #5–7" for several close together."""
+    """ "DDP all_reduce #4" for one call, "DDP #5–7" for several close together."""
     who = {short_issuer(c.issuer) for c in calls}
     name = who.pop() if len(who) == 1 else "torch"
     if len(calls) == 1:
@@ -642,8 +719,9 @@ def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
             if e.error and e.end is not None and e.kind not in WAITING_KINDS and scale.take():
                 kind = e.error.partition(":")[0]
                 text = f"{e.name} raised {kind}" if kind and " " not in kind else f"{e.name} raised"
-                _bar_text(ax, e.end + scale.seconds_for(" ") / 2, y, text, ha="left", color=VERMILLION,
-                          fontweight="bold")
+                _bar_text(
+                    ax, e.end + scale.seconds_for(" ") / 2, y, text, ha="left", color=VERMILLION, fontweight="bold"
+                )
 
 
 def _wait_texts(event: Event, label: str) -> tuple[str, ...]:
@@ -680,17 +758,36 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
     for x, width, y, text, short in texts:
         label = next((t for t in (text, f"stuck in {short}", "stuck") if scale.fits(width, t)), None)
         if label:
-            _bar_text(ax, x + width - scale.seconds_for("  "), y, label + " →", ha="right", color="white",
-                      fontweight="bold", bbox=dict(facecolor=VERMILLION, edgecolor="none", pad=1))
+            _bar_text(
+                ax,
+                x + width - scale.seconds_for("  "),
+                y,
+                label + " →",
+                ha="right",
+                color="white",
+                fontweight="bold",
+                bbox=dict(facecolor=VERMILLION, edgecolor="none", pad=1),
+            )
     if ends:
         xs, ys = zip(*ends)
-        ax.scatter(xs, ys, marker="X", s=110, color=VERMILLION, edgecolor="white", linewidths=0.8, zorder=7,
-                   clip_on=False, gid="never-left")
+        ax.scatter(
+            xs,
+            ys,
+            marker="X",
+            s=110,
+            color=VERMILLION,
+            edgecolor="white",
+            linewidths=0.8,
+            zorder=7,
+            clip_on=False,
+            gid="never-left",
+        )
         used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
 
 
-def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale,
-                   left: float = float("-inf")) -> bool:
+def _draw_releases(
+    ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale, left: float = float("-inf")
+) -> bool:
     """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled.
 
     Only collectives a rank leaves when every rank has contributed (barrier, all_reduce, all_gather, ...)
@@ -701,10 +798,21 @@ def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, sca
     found = [r for r in found if r.op in EVERY_RANK_OPS]
     if not found:
         return False
-    ax.vlines([r.time for r in found], -0.5, len(lanes) - 0.5, colors=BLACK, linewidths=0.9,
-              alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25, zorder=4, gid="releases")
-    numbering = ("the group's k-th collective" if any(lane.positions is not None for lane in lanes)
-                 else "each rank's k-th collective")
+    ax.vlines(
+        [r.time for r in found],
+        -0.5,
+        len(lanes) - 0.5,
+        colors=BLACK,
+        linewidths=0.9,
+        alpha=0.75 if len(found) <= MAX_RELEASE_LABELS else 0.25,
+        zorder=4,
+        gid="releases",
+    )
+    numbering = (
+        "the group's k-th collective"
+        if any(lane.positions is not None for lane in lanes)
+        else "each rank's k-th collective"
+    )
     used["release"] = (f"op #k ({numbering}) released: the last rank arrived", BLACK, "line")
     if len(found) > MAX_RELEASE_LABELS:
         return False
@@ -718,8 +826,9 @@ def _draw_releases(ax, found: list[Release], lanes: list[_Lane], used: dict, sca
 
 
 def _label_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
-    ax.set_yticks(range(len(lanes)), labels=[_lane_label(lane, numbers) for lane in lanes],
-                  fontsize=9 if len(lanes) <= 8 else 8)
+    ax.set_yticks(
+        range(len(lanes)), labels=[_lane_label(lane, numbers) for lane in lanes], fontsize=9 if len(lanes) <= 8 else 8
+    )
     for tick, lane in zip(ax.get_yticklabels(), lanes):
         if lane.rank in (numbers["straggler"], _shown_last(numbers)):
             tick.set_fontweight("bold")
@@ -753,8 +862,7 @@ def _annotate_lanes(ax, lanes: list[_Lane], numbers: dict, waits_inside: Mapping
     right = ax.secondary_yaxis("right")
     recorded = any(lane.events for lane in lanes)
     notes = [_wait_note(numbers["ranks"][lane.rank], recorded, lane, waits_inside) for lane in lanes]
-    right.set_yticks(range(len(lanes)), labels=notes,
-                     fontsize=8 if len(lanes) <= 8 else 7)
+    right.set_yticks(range(len(lanes)), labels=notes, fontsize=8 if len(lanes) <= 8 else 7)
     right.tick_params(length=0)
     right.spines["right"].set_visible(False)
 
@@ -769,8 +877,11 @@ def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, 
     waited = any(e.kind in WAITING_KINDS for e in lane.events)
     if hidden:
         where = " and ".join(hidden)
-        unseen = (f"its wait inside {where} was not recorded" if len(hidden) == 1
-                  else f"its waits inside {len(hidden)} spans (legend) were not recorded")
+        unseen = (
+            f"its wait inside {where} was not recorded"
+            if len(hidden) == 1
+            else f"its waits inside {len(hidden)} spans (legend) were not recorded"
+        )
         return f"{unseen}\n(+ {_seconds(n['wait'])} in recorded calls)" if waited else unseen
     if lane.torch_calls:
         unseen = "waits in torch's own collectives not recorded"
@@ -797,15 +908,29 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
         elif mark == "note":
             handles.append(Line2D([], [], linestyle="none", label=label))
         elif mark == "tick":
-            handles.append(Line2D([], [], color=colour, marker="|", linestyle="none", markersize=8,
-                                  markeredgewidth=1.6, label=label))
+            handles.append(
+                Line2D(
+                    [], [], color=colour, marker="|", linestyle="none", markersize=8, markeredgewidth=1.6, label=label
+                )
+            )
         elif mark in ("X", "|"):
-            handles.append(Line2D([], [], color=colour, marker=mark, linestyle="none", markersize=9,
-                                  markeredgewidth=2 if mark == "|" else 0.8, markeredgecolor=colour if mark == "|"
-                                  else "white", label=label))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=colour,
+                    marker=mark,
+                    linestyle="none",
+                    markersize=9,
+                    markeredgewidth=2 if mark == "|" else 0.8,
+                    markeredgecolor=colour if mark == "|" else "white",
+                    label=label,
+                )
+            )
         else:
-            handles.append(Patch(facecolor=colour, hatch=mark, edgecolor=_darker(colour) if mark else "none",
-                                 label=label))
+            handles.append(
+                Patch(facecolor=colour, hatch=mark, edgecolor=_darker(colour) if mark else "none", label=label)
+            )
     if not handles:
         return
     # as many columns as the longest label leaves room for, so a long one never runs off the figure
@@ -814,8 +939,9 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
         fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=8)
     else:
         # below the axes, never over the bars; constrained layout makes room for it
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=ncols,
-                  fontsize=7, frameon=False)
+        ax.legend(
+            handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=ncols, fontsize=7, frameon=False
+        )
 
 
 def _legend_columns(labels: list[str], width_inches: float, most: int = 3) -> int:
@@ -823,7 +949,7 @@ def _legend_columns(labels: list[str], width_inches: float, most: int = 3) -> in
     room = width_inches * 72 / (8 * 0.55)  # characters across the figure
     for ncols in range(min(most, len(labels)), 1, -1):
         rows = -(-len(labels) // ncols)  # matplotlib fills the columns top to bottom
-        columns = [labels[i:i + rows] for i in range(0, len(labels), rows)]
+        columns = [labels[i : i + rows] for i in range(0, len(labels), rows)]
         if sum(max(map(len, column)) + 6 for column in columns) <= room:
             return ncols
     return 1
@@ -887,8 +1013,14 @@ def compare_timelines(runs: dict, *, height: float = 2.4, **options) -> Figure:
     used: dict[str, tuple] = {}
     for ax, (label, result) in zip(axes, runs.items()):
         took = function_seconds(result) if hasattr(result, "ranks") else None
-        drawn = _draw(result, fig, ax, title=f"{label}" + ("" if took is None else f": {took:.2f} s"),
-                      waits_inside=waits_inside, **settings)
+        drawn = _draw(
+            result,
+            fig,
+            ax,
+            title=f"{label}" + ("" if took is None else f": {took:.2f} s"),
+            waits_inside=waits_inside,
+            **settings,
+        )
         for key, entry in drawn.items():  # one legend entry per kind, naming what every panel drew
             if key in used and len(entry) == 5:
                 entry = (*entry[:3], [*used[key][3], *entry[3]], entry[4])

@@ -28,8 +28,8 @@ import contextlib
 import functools
 import json
 import os
-import re
 import pickle
+import re
 import sys
 import sysconfig
 import threading
@@ -45,9 +45,23 @@ from barrierlab.sites import MACHINERY, Site
 
 #: Collectives every rank of the group must call (their calls are numbered per rank).
 COLLECTIVES = (
-    "barrier", "monitored_barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "reduce", "gather", "gather_object", "scatter", "scatter_object_list",
-    "broadcast_object_list", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+    "barrier",
+    "monitored_barrier",
+    "all_reduce",
+    "broadcast",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "reduce",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "broadcast_object_list",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
     "new_group",
 )
 #: Point-to-point calls: recorded, but not numbered with the collectives (peers differ by rank).
@@ -80,8 +94,9 @@ class _Recorder:
         self.next_id = 0
         self.depth = 0
         self._quoted: dict[str, str] = {}
-        self.write({"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(),
-                    "wall": time.time() - (time.monotonic() - t0)})
+        self.write(
+            {"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(), "wall": time.time() - (time.monotonic() - t0)}
+        )
 
     def write(self, event: dict) -> None:
         os.write(self.fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
@@ -102,8 +117,7 @@ class _Recorder:
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
-                line += ',"callers":[' + ",".join(
-                    f'[{self.quote(f)},{n},{self.quote(c)}]' for f, n, c in site[3]) + "]"
+                line += ',"callers":[' + ",".join(f"[{self.quote(f)},{n},{self.quote(c)}]" for f, n, c in site[3]) + "]"
         os.write(self.fd, (line + extra + "}\n").encode())
         return self.next_id
 
@@ -133,7 +147,7 @@ class _Recorder:
 
 
 _recorder: _Recorder | None = None
-_watch: "_StallWatch | None" = None
+_watch: _StallWatch | None = None
 _originals: dict[tuple[object, str], object] = {}
 
 
@@ -182,7 +196,7 @@ def _describe(tensor) -> tuple[str, str]:
 def _shapes(args: tuple, kwargs: dict) -> str:
     """``,"sizes":[[4,2]],"dtypes":["float32"]`` for the tensors a collective was given (at most 8)."""
     sizes, dtypes = [], []
-    for value in (args or kwargs.values()):
+    for value in args or kwargs.values():
         if isinstance(value, _Tensor):
             shape, dtype = _describe(value)
             sizes.append(shape)
@@ -237,11 +251,23 @@ def _wrap(name: str, original, numbered: bool):
 #: (path fragment of a torch frame, function name or "", phrase) — the first that matches a flight-recorder
 #: entry's torch frames (innermost first) names who issued the collective. ``{op}`` is the op's name.
 ISSUERS = (
-    ("nn/parallel/distributed.py", "_verify_param_shape_across_processes", "DDP's construction-time check of parameter shapes ({op})"),
-    ("distributed/utils.py", "_verify_param_shape_across_processes", "DDP's construction-time check of parameter shapes ({op})"),
+    (
+        "nn/parallel/distributed.py",
+        "_verify_param_shape_across_processes",
+        "DDP's construction-time check of parameter shapes ({op})",
+    ),
+    (
+        "distributed/utils.py",
+        "_verify_param_shape_across_processes",
+        "DDP's construction-time check of parameter shapes ({op})",
+    ),
     ("distributed/utils.py", "_sync_params_and_buffers", "DDP's construction-time broadcast of parameters and buffers"),
     ("distributed/algorithms/join.py", "", "Join's {op} (shadowing the ranks that still have inputs)"),
-    ("nn/parallel/distributed.py", "_check_global_requires_backward_grad_sync", "DDP's Join-mode {op} of the sync flag"),
+    (
+        "nn/parallel/distributed.py",
+        "_check_global_requires_backward_grad_sync",
+        "DDP's Join-mode {op} of the sync flag",
+    ),
     ("nn/parallel/distributed.py", "_sync_buffers", "DDP's forward broadcast of buffers"),
     ("nn/parallel/distributed.py", "_sync_module_buffers", "DDP's forward broadcast of buffers"),
     ("nn/parallel/distributed.py", "_match_all_reduce_for_bwd_pass", "DDP Join's shadow gradient {op}"),
@@ -249,7 +275,11 @@ ISSUERS = (
     # With no _sync_buffers frame above (earlier rows), a collective from _pre_forward comes from C++:
     # reducer._rebuild_buckets() -> Reducer::sync_bucket_indices broadcasts rank 0's rebuilt bucket order
     # (torch/csrc/distributed/c10d/reducer.hpp), once, in the first forward after a backward.
-    ("nn/parallel/distributed.py", "_pre_forward", "DDP forward's {op} of rank 0's rebuilt gradient buckets (once, before the module runs)"),
+    (
+        "nn/parallel/distributed.py",
+        "_pre_forward",
+        "DDP forward's {op} of rank 0's rebuilt gradient buckets (once, before the module runs)",
+    ),
     ("nn/parallel/distributed.py", "_post_forward", "DDP forward's {op} (after the module ran)"),
     ("nn/parallel/distributed.py", "", "DDP's {op}"),
     ("distributed/fsdp/", "", "FSDP's {op}"),
@@ -314,21 +344,30 @@ def _flight_entries() -> dict | None:
         op = str(e.get("profiling_name", "?")).split(":")[-1]
         in_backward = any(f[2] == "_engine_run_backward" for f in torch_frames)
         pg = e.get("process_group") or ("", "")
-        entries.append({
-            "rid": e.get("record_id"), "pg": str(pg[0]),
-            "seq": e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id"),
-            "p2p": bool(e.get("is_p2p")), "op": op, "ns": e.get("time_created_ns"),
-            "sizes": e.get("input_sizes"), "dtypes": e.get("input_dtypes"), "out": e.get("output_sizes"),
-            "state": e.get("state"), "mine": covered,
-            # a dist.* call made by torch's own Python code (Join, DCP, DTensor) is torch's, not the learner's
-            "issuer": (issuer(op, outside, in_backward) if outside else None) if covered
-            else issuer(op, torch_frames, in_backward),
-            "frames": user[: 1 + CALLERS_KEPT],
-        })
+        entries.append(
+            {
+                "rid": e.get("record_id"),
+                "pg": str(pg[0]),
+                "seq": e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id"),
+                "p2p": bool(e.get("is_p2p")),
+                "op": op,
+                "ns": e.get("time_created_ns"),
+                "sizes": e.get("input_sizes"),
+                "dtypes": e.get("input_dtypes"),
+                "out": e.get("output_sizes"),
+                "state": e.get("state"),
+                "mine": covered,
+                # a dist.* call made by torch's own Python code (Join, DCP, DTensor) is torch's, not the learner's
+                "issuer": (issuer(op, outside, in_backward) if outside else None)
+                if covered
+                else issuer(op, torch_frames, in_backward),
+                "frames": user[: 1 + CALLERS_KEPT],
+            }
+        )
     return {"flight": entries, "groups": groups}
 
 
-def dump_flight(recorder: "_Recorder | None" = None) -> bool:
+def dump_flight(recorder: _Recorder | None = None) -> bool:
     """Append torch's flight-recorder entries to the rank's events file (one line). True if written."""
     recorder = recorder or _recorder
     if recorder is None:
@@ -551,8 +590,11 @@ def functions(path: str) -> tuple[tuple[str, int, int], ...]:
             tree = ast.parse(handle.read())
     except (OSError, SyntaxError, ValueError):
         return ()
-    return tuple((node.name, node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
-                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return tuple(
+        (node.name, node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
 
 
 def defines(path: str, func: str, line: int) -> bool:
@@ -563,8 +605,14 @@ def undynamic(frames: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
     """Frames whose code cloudpickle sent by value (``<dynamic-code>``, e.g. methods of a class defined in the
     learner's module) placed in the file of another frame that defines that function around that line."""
     files = list(dict.fromkeys(f for f, _, _ in reversed(frames) if not f.startswith("<")))
-    return [(next((path for path in files if defines(path, func, line)), file) if file.startswith("<") else file,
-             line, func) for file, line, func in frames]
+    return [
+        (
+            next((path for path in files if defines(path, func, line)), file) if file.startswith("<") else file,
+            line,
+            func,
+        )
+        for file, line, func in frames
+    ]
 
 
 def read_meta(path: str) -> dict | None:
@@ -658,7 +706,7 @@ def _lines_kept(path: str, keep: int | None = None) -> tuple[list[dict], Dropped
             pieces = tail.split(b"\n")
             if position > head_end:
                 pieces = pieces[1:]  # the first piece is the end of a line of the middle
-            tail = b"\n".join(pieces[-(keep + 1):])  # the last piece is what follows the last newline
+            tail = b"\n".join(pieces[-(keep + 1) :])  # the last piece is what follows the last newline
             middle_start = size - len(tail)
             middle = middle_start - head_end
             if middle > 0:
@@ -702,8 +750,9 @@ def read_events(path: str, rank: int | None = None, t0: float | None = None, ind
     return read_events_kept(path, rank, t0, index)[0]
 
 
-def read_events_kept(path: str, rank: int | None = None, t0: float | None = None, index=None,
-                     keep: int | None = None) -> tuple[list[Event], Dropped]:
+def read_events_kept(
+    path: str, rank: int | None = None, t0: float | None = None, index=None, keep: int | None = None
+) -> tuple[list[Event], Dropped]:
     """:func:`read_events`, reading at most ``keep`` lines (default :data:`LINES_KEPT`) from the start of the
     file and as many from its end, and saying how many events in between were not read."""
     events: dict[int, Event] = {}
@@ -714,10 +763,17 @@ def read_events_kept(path: str, rank: int | None = None, t0: float | None = None
             t0 = item["t0"] if t0 is None else t0
         elif "kind" in item:
             events[item["id"]] = Event(
-                rank=rank if rank is not None else -1, kind=item["kind"], name=item["name"],
-                start=item["t"] - (t0 or 0.0), seq=item.get("seq"), file=item.get("file"),
-                line=item.get("line"), func=item.get("func"), sizes=item.get("sizes"),
-                dtypes=item.get("dtypes"), is_async=bool(item.get("async")),
+                rank=rank if rank is not None else -1,
+                kind=item["kind"],
+                name=item["name"],
+                start=item["t"] - (t0 or 0.0),
+                seq=item.get("seq"),
+                file=item.get("file"),
+                line=item.get("line"),
+                func=item.get("func"),
+                sizes=item.get("sizes"),
+                dtypes=item.get("dtypes"),
+                is_async=bool(item.get("async")),
                 callers=[(_resolved(index, f, n, c), n, c) for f, n, c in item.get("callers", ())],
             )
             event = events[item["id"]]
@@ -734,8 +790,9 @@ def read_events_kept(path: str, rank: int | None = None, t0: float | None = None
     return sorted(events.values(), key=lambda e: e.start), dropped
 
 
-def read_flight(path: str, rank: int | None = None, t0: float | None = None, index=None,
-                events: list[Event] | None = None) -> Flight | None:
+def read_flight(
+    path: str, rank: int | None = None, t0: float | None = None, index=None, events: list[Event] | None = None
+) -> Flight | None:
     """torch's flight-recorder entries a rank's recorder copied into its events file (the latest copy of
     each entry wins), or None if it never copied any. ``events`` (this rank's, from :func:`read_events`
     with the same ``t0``) links each entry the learner's own call made to that call."""
@@ -764,10 +821,18 @@ def read_flight(path: str, rank: int | None = None, t0: float | None = None, ind
         frame = e.get("frames") or []
         file, line, func = frame[0] if frame else (None, None, None)
         entry = FlightEntry(
-            rank=rank if rank is not None else -1, seq=int(e.get("seq") or 0), op=e.get("op", "?"),
-            group=str(e.get("pg")), p2p=bool(e.get("p2p")), start=start, sizes=e.get("sizes"),
-            dtypes=e.get("dtypes"), issuer=e.get("issuer"),
-            file=_resolved(index, file, line, func) if file else None, line=line, func=func,
+            rank=rank if rank is not None else -1,
+            seq=int(e.get("seq") or 0),
+            op=e.get("op", "?"),
+            group=str(e.get("pg")),
+            p2p=bool(e.get("p2p")),
+            start=start,
+            sizes=e.get("sizes"),
+            dtypes=e.get("dtypes"),
+            issuer=e.get("issuer"),
+            file=_resolved(index, file, line, func) if file else None,
+            line=line,
+            func=func,
             callers=[(_resolved(index, f, n, c), n, c) for f, n, c in frame[1:]],
         )
         if entry.file and entry.callers:

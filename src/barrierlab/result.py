@@ -45,7 +45,7 @@ class RankFailed(RuntimeError):
     others cut to their last lines.
     """
 
-    def __init__(self, run: "Run") -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
         failed = [r for r in run.ranks if not r.ok]
         try:
@@ -69,7 +69,7 @@ class RankFailed(RuntimeError):
         super().__init__("\n".join(lines))
 
 
-def _error_kind(result: "RankResult") -> str:
+def _error_kind(result: RankResult) -> str:
     exception = result.exception
     if exception is not None:
         return type(exception).__name__
@@ -141,8 +141,12 @@ class RankResult:
         if self.status == Status.FINISHED:
             text = repr(self.value)
             head += f", returned {text[:80]}{'…' if len(text) > 80 else ''}" if self.value is not None else ""
-            return head + ("; then hung in torch's teardown (destroy_process_group / object destruction) and was "
-                           "ended: torch's, not your deadlock" if self.teardown_hung else "")
+            return head + (
+                "; then hung in torch's teardown (destroy_process_group / object destruction) and was "
+                "ended: torch's, not your deadlock"
+                if self.teardown_hung
+                else ""
+            )
         if self.status in (Status.RAISED, Status.SETUP_FAILED):
             where = " before your function started" if self.status == Status.SETUP_FAILED else ""
             return f"{head}{where}: {_first_line(self.error_message)}"
@@ -185,13 +189,29 @@ def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
             entries = json.loads(f.read()).get("entries", [])
     except (OSError, ValueError, AttributeError):
         return None
-    return [(str(e.get("profiling_name", "?")).split(":")[-1], int(e.get("collective_seq_id") or 0),
-             str(e.get("state", "?"))) for e in entries]
+    return [
+        (
+            str(e.get("profiling_name", "?")).split(":")[-1],
+            int(e.get("collective_seq_id") or 0),
+            str(e.get("state", "?")),
+        )
+        for e in entries
+    ]
 
 
-def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dict, stopped: set,
-            pids: list[int], timeout: float, deadline: float, index: CodeIndex | None = None,
-            linger: bool = False) -> "Run":
+def collect(
+    run_dir: str,
+    world_size: int,
+    t0: float,
+    elapsed: float,
+    exits: dict,
+    stopped: set,
+    pids: list[int],
+    timeout: float,
+    deadline: float,
+    index: CodeIndex | None = None,
+    linger: bool = False,
+) -> Run:
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
 
     Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
@@ -204,10 +224,18 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
         code, sig = exits.get(rank, (None, None))
         events, dropped = record.read_events_kept(files.events, rank=rank, t0=t0, index=index, keep=keep)
         flight = record.read_flight(files.events, rank, t0, index, events)
-        result = RankResult(rank=rank, status=Status.STOPPED, pid=pids[rank] if rank < len(pids) else None,
-                            stdout=_read_output(files.stdout), stderr=_read_output(files.stderr),
-                            exit_code=code, signal=sig, events=events, events_dropped=dropped,
-                            flight=_load_flight(files.flight) if flight is None else flight)
+        result = RankResult(
+            rank=rank,
+            status=Status.STOPPED,
+            pid=pids[rank] if rank < len(pids) else None,
+            stdout=_read_output(files.stdout),
+            stderr=_read_output(files.stderr),
+            exit_code=code,
+            signal=sig,
+            events=events,
+            events_dropped=dropped,
+            flight=_load_flight(files.flight) if flight is None else flight,
+        )
         try:
             outcome = Outcome.read(files.outcome)
         except (OSError, ValueError, KeyError, TypeError) as error:
@@ -233,11 +261,18 @@ def collect(run_dir: str, world_size: int, t0: float, elapsed: float, exits: dic
                     placed = sites[key] = (file, str(Site(file, event.line, event.func)))
                 event.file, event.where = placed
         ranks.append(result)
-    return Run(world_size=world_size, ranks=ranks, elapsed=elapsed, timeout=timeout, deadline=deadline,
-               hit_deadline=bool(stopped), linger=linger)
+    return Run(
+        world_size=world_size,
+        ranks=ranks,
+        elapsed=elapsed,
+        timeout=timeout,
+        deadline=deadline,
+        hit_deadline=bool(stopped),
+        linger=linger,
+    )
 
 
-def apply_outcome(result: "RankResult", outcome: Outcome, t0: float, index: CodeIndex | None = None) -> None:
+def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIndex | None = None) -> None:
     """Fill ``result`` from the rank's :class:`~barrierlab._protocol.Outcome` (both launchers write one).
 
     ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
@@ -282,8 +317,26 @@ class _NeedsIsolation(Exception):
 #: Globals a pickle may name and still be unpickled directly: constructors of plain data, built-in and torch
 #: exceptions, and torch's tensor rebuilders, which run no code of the learner's. Anything else is unpickled
 #: in a throwaway process first.
-_PLAIN = {("builtins", n) for n in ("int", "float", "complex", "str", "bytes", "bytearray", "list", "dict",
-                                      "tuple", "set", "frozenset", "bool", "slice", "range", "NoneType")}
+_PLAIN = {
+    ("builtins", n)
+    for n in (
+        "int",
+        "float",
+        "complex",
+        "str",
+        "bytes",
+        "bytearray",
+        "list",
+        "dict",
+        "tuple",
+        "set",
+        "frozenset",
+        "bool",
+        "slice",
+        "range",
+        "NoneType",
+    )
+}
 _PLAIN |= {("collections", "OrderedDict"), ("collections", "deque"), ("torch", "Size"), ("torch", "device")}
 _PLAIN |= {("torch._utils", n) for n in ("_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_parameter")}
 
@@ -484,8 +537,10 @@ class Run:
         if not dropped:
             return ""
         parts = ", ".join(f"rank {rank}: {count}" for rank, count in dropped.items())
-        return (f"events not kept (the first and last of each rank are; the middle was dropped to keep the "
-                f"kernel fast and small): {parts}")
+        return (
+            f"events not kept (the first and last of each rank are; the middle was dropped to keep the "
+            f"kernel fast and small): {parts}"
+        )
 
     def timeline(self, **options):
         """A matplotlib figure: one lane per rank, time in collectives shaded, releases drawn."""
@@ -512,11 +567,12 @@ class Run:
 
         return summary(self)
 
-    def unpickle(self) -> "Run":
+    def unpickle(self) -> Run:
         """Turn the ranks' pickled return values and exceptions into objects (see :func:`unpickle_isolated`);
         a value that cannot be unpickled safely makes its rank fail with an explanation."""
-        jobs = [(r, k, blob) for r in self.ranks for k, blob in zip(("value", "exception"), r._pickled)
-                if blob is not None]
+        jobs = [
+            (r, k, blob) for r in self.ranks for k, blob in zip(("value", "exception"), r._pickled) if blob is not None
+        ]
         for (r, kind, _), (ok, item) in zip(jobs, unpickle_isolated([blob for _, _, blob in jobs])):
             if ok and kind == "value":
                 r.value = item
@@ -524,14 +580,15 @@ class Run:
                 r.exception = item
             elif kind == "value":
                 r.status, r.value = Status.RAISED, None
-                r.exception = RuntimeError(f"rank {r.rank} returned a value that cannot be unpickled in the "
-                                           f"notebook: {item}")
+                r.exception = RuntimeError(
+                    f"rank {r.rank} returned a value that cannot be unpickled in the notebook: {item}"
+                )
             # an exception that cannot be rebuilt keeps its stand-in (same type name and message)
         for r in self.ranks:
             r._pickled = (None, None)
         return self
 
-    def raise_if_failed(self) -> "Run":
+    def raise_if_failed(self) -> Run:
         """Return self if every rank finished, else raise :class:`RankFailed` naming each failure."""
         if not self.ok:
             raise RankFailed(self)
@@ -574,7 +631,9 @@ class Run:
             if r.stdout or r.stderr:
                 text = html.escape(r.stdout.rstrip())
                 if r.stderr:
-                    text += ("\n" if text else "") + f"<span style='color:#b2182b'>{html.escape(tidy(r.stderr).rstrip())}</span>"
+                    text += (
+                        "\n" if text else ""
+                    ) + f"<span style='color:#b2182b'>{html.escape(tidy(r.stderr).rstrip())}</span>"
                 output = f"<pre style='margin:0;max-height:12em;overflow:auto'>{text}</pre>"
             colour = colours.get(r.status, "#b2182b")
             rows.append(
@@ -589,7 +648,8 @@ class Run:
             f"{note}"
             "<table><thead><tr><th>rank</th><th>status</th><th>ran (s since launch)</th>"
             "<th>returned / error / stuck at</th><th>output</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>"
+            + "".join(rows)
+            + "</tbody></table></div>"
         )
 
 

@@ -22,9 +22,17 @@ def is_script(name: str) -> bool:
     return name.endswith(".py") or os.path.isfile(name)
 
 
-def run_script(path: str, world_size: int = 4, argv: Sequence[str] = (), *, timeout: float | None = None,
-               deadline: float | None = None, record: bool = True, threads: int = 1,
-               env: dict[str, str] | None = None) -> Run:
+def run_script(
+    path: str,
+    world_size: int = 4,
+    argv: Sequence[str] = (),
+    *,
+    timeout: float | None = None,
+    deadline: float | None = None,
+    record: bool = True,
+    threads: int = 1,
+    env: dict[str, str] | None = None,
+) -> Run:
     """Run the script at ``path`` as ``__main__`` on ``world_size`` ranks and return the :class:`Run`.
 
     The return value of every rank is None; a rank ``finished`` when the script's ``__main__`` ran to its
@@ -41,5 +49,14 @@ def run_script(path: str, world_size: int = 4, argv: Sequence[str] = (), *, time
         raise ValueError(f"path: no such script {path!r}")
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
-    return run(_rank.run_script, world_size, args=(path, tuple(argv)), timeout=timeout, deadline=deadline,
-               record=record, threads=threads, env=env, init=False)
+    return run(
+        _rank.run_script,
+        world_size,
+        args=(path, tuple(argv)),
+        timeout=timeout,
+        deadline=deadline,
+        record=record,
+        threads=threads,
+        env=env,
+        init=False,
+    )

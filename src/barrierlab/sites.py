@@ -67,7 +67,7 @@ def short_path(path: str) -> str:
     roots = [os.path.abspath(p) + os.sep for p in sys.path if p and os.path.isdir(p)]
     containing = [root for root in roots if path.startswith(root)]
     if containing:
-        return path[len(max(containing, key=len)):]
+        return path[len(max(containing, key=len)) :]
     return path
 
 
@@ -85,7 +85,7 @@ class CodeIndex:
         self._entries: list[tuple[str, int, int, str]] = []
         self._seen: set[int] = set()
 
-    def add(self, obj: object) -> "CodeIndex":
+    def add(self, obj: object) -> CodeIndex:
         if id(obj) in self._seen:
             return self
         self._seen.add(id(obj))

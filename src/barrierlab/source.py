@@ -29,7 +29,9 @@ class Source:
         from pygments.lexers import PythonLexer
 
         formatter = HtmlFormatter(linenos="inline", linenostart=self.first_line, noclasses=True, style="default")
-        return f"<div style='font-size:90%;color:#555'>{short_path(self.file)}</div>" + highlight(self.text, PythonLexer(), formatter)
+        return f"<div style='font-size:90%;color:#555'>{short_path(self.file)}</div>" + highlight(
+            self.text, PythonLexer(), formatter
+        )
 
 
 def show(fn) -> Source:

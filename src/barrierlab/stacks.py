@@ -19,12 +19,12 @@ _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*
 _TB_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 
 
-
 def _is_torch(path: str) -> bool:
     return f"{os.sep}torch{os.sep}" in path
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"]
+
 
 def _is_learners(path: str) -> bool:
     """Frames of the learner's code: not torch, not barrierlab's machinery, not the standard library."""
@@ -101,7 +101,9 @@ def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:
         cell = site.cell
         where = f"Cell {cell}, line {number}" if cell else f'File "{site.file}", line {number}'
         out.append(f"{m['indent']}{where}" + (f", in {func}" if func else ""))
-        next_is_frame = i + 1 >= len(lines) or _TB_FRAME.match(lines[i + 1]) or not lines[i + 1].startswith(m["indent"] + "  ")
+        next_is_frame = (
+            i + 1 >= len(lines) or _TB_FRAME.match(lines[i + 1]) or not lines[i + 1].startswith(m["indent"] + "  ")
+        )
         if m["file"] != site.file and next_is_frame and site.code:
             out.append(f"{m['indent']}  {site.code}")
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")

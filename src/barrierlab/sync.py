@@ -89,11 +89,12 @@ def _wait_for_main(rank: int, status: str | None, group: dist.ProcessGroup | Non
     failures = [(r, s) for r, s in statuses if s]
     if failures and not status:
         failed, what = failures[0]
-        others = f" (and {len(failures) - 1} more main process{'es' if len(failures) > 2 else ''})" \
-            if len(failures) > 1 else ""
-        raise RuntimeError(
-            f"rank {failed} failed while preparing ({what}){others}: see rank {failed}'s traceback"
+        others = (
+            f" (and {len(failures) - 1} more main process{'es' if len(failures) > 2 else ''})"
+            if len(failures) > 1
+            else ""
         )
+        raise RuntimeError(f"rank {failed} failed while preparing ({what}){others}: see rank {failed}'s traceback")
     if not any(s is not None for _, s in statuses):
         raise RuntimeError(
             "main_process_first: no rank of the group was a main process "

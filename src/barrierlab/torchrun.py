@@ -69,19 +69,22 @@ def check_private_folder(path: str) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeRecordFolder(
             f"the record folder {path} is a symbolic link (to {os.readlink(path)}): barrierlab writes only into a "
-            f"real folder, so that nobody can redirect its files. Set {RECORD_DIR_VARIABLE} to the folder itself.")
+            f"real folder, so that nobody can redirect its files. Set {RECORD_DIR_VARIABLE} to the folder itself."
+        )
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeRecordFolder(f"the record folder {path} is not a folder")
     if info.st_uid != os.geteuid():
         raise UnsafeRecordFolder(
             f"the record folder {path} belongs to user id {info.st_uid}, not to you (user id {os.geteuid()}): "
             f"someone else could read or replace the records. Set {RECORD_DIR_VARIABLE} to a folder of your own, "
-            "or leave it unset for a fresh private one.")
+            "or leave it unset for a fresh private one."
+        )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise UnsafeRecordFolder(
             f"the record folder {path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} "
             f"(mode {stat.S_IMODE(info.st_mode):04o}): they could plant files or links in it. "
-            f"Run `chmod go-w {path}` (or 700), or choose another folder.")
+            f"Run `chmod go-w {path}` (or 700), or choose another folder."
+        )
 
 
 def prepare_named_folder(path: str) -> str:
@@ -168,8 +171,11 @@ def main(fn, argv: list[str] | None = None) -> None:
     try:
         folder = prepare_named_folder(named) if named else None
     except (UnsafeRecordFolder, OSError) as error:
-        print(f"[barrierlab] rank {os.environ.get('RANK', '?')}: refusing {RECORD_DIR_VARIABLE}: {error}",
-              file=sys.stderr, flush=True)
+        print(
+            f"[barrierlab] rank {os.environ.get('RANK', '?')}: refusing {RECORD_DIR_VARIABLE}: {error}",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(2)
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -181,8 +187,7 @@ def main(fn, argv: list[str] | None = None) -> None:
         print(f"[barrierlab] rank {rank}: cannot record: {error}", file=sys.stderr, flush=True)
         os._exit(2)
     record.start(files.events, rank)
-    outcome = Outcome(rank=rank, world_size=world_size, status=Status.RAISED, pid=os.getpid(),
-                      t_start=time.monotonic())
+    outcome = Outcome(rank=rank, world_size=world_size, status=Status.RAISED, pid=os.getpid(), t_start=time.monotonic())
     termination = _Termination()
     try:
         # called through the contract's step (as a barrierlab.run rank does), so recorded call sites and
@@ -210,8 +215,11 @@ def main(fn, argv: list[str] | None = None) -> None:
         expected = world_size if named else int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
         _explain(folder, rank, expected, termination)
     if local_rank == 0:
-        print(f"[barrierlab] rank {rank}: records in {folder}\n"
-              f"[barrierlab] timeline and diagnosis: python -m barrierlab report {folder}", file=sys.stderr)
+        print(
+            f"[barrierlab] rank {rank}: records in {folder}\n"
+            f"[barrierlab] timeline and diagnosis: python -m barrierlab report {folder}",
+            file=sys.stderr,
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # skip interpreter teardown: a poisoned gloo group can hang in its destructor
@@ -242,8 +250,12 @@ def _explain(folder: str, rank: int, expected: int, termination: _Termination) -
         text = f"{run.diagnosis}\n\n{run.ledger()}"
     except Exception as error:  # the diagnosis must never hide the rank's own failure
         text = f"(no diagnosis: {type(error).__name__}: {error})"
-    print(f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{text}\n\n"
-          f"Timeline: python -m barrierlab report {folder} --timeline timeline.png", file=sys.stderr, flush=True)
+    print(
+        f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{text}\n\n"
+        f"Timeline: python -m barrierlab report {folder} --timeline timeline.png",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 # --- reading record folders --------------------------------------------------------------------------------
@@ -263,8 +275,9 @@ def run_from_records(folder: str):
     metas = {r: record.read_meta(RankFiles(folder, r).events) for r in ranks_found}
     world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
     if world_size == 0:
-        raise FileNotFoundError(f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was "
-                                f"{RECORD_DIR_VARIABLE} set for the ranks?")
+        raise FileNotFoundError(
+            f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was {RECORD_DIR_VARIABLE} set for the ranks?"
+        )
     anchors: dict[int, float] = {}  # rank -> wall-clock time minus monotonic time on that rank
     starts = []  # wall-clock time at which each rank started recording (or its function)
     for rank in ranks_found:
@@ -295,5 +308,6 @@ def run_from_records(folder: str):
                 ends.append(result.ended)
         ranks.append(result)
     ends += [e.end for r in ranks for e in r.events if e.end is not None]
-    return Run(world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"),
-               deadline=float("nan"))
+    return Run(
+        world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"), deadline=float("nan")
+    )

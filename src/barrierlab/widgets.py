@@ -62,7 +62,7 @@ class Exploration(tuple):
     settings: dict
     predicted: float
 
-    def __new__(cls, run: Run, figure: Figure, settings: dict, predicted: float) -> "Exploration":
+    def __new__(cls, run: Run, figure: Figure, settings: dict, predicted: float) -> Exploration:
         self = super().__new__(cls, (run, figure))
         self.run, self.figure, self.settings, self.predicted = run, figure, dict(settings), predicted
         return self
@@ -86,14 +86,23 @@ def _check(world_size, delay, slow_rank, barrier_every, steps, base_compute) -> 
         raise ValueError(f"steps must be >= 1, not {steps}")
     if barrier_every < 0:
         raise ValueError(f"barrier_every must be >= 0 (0: only at the end), not {barrier_every}")
-    if slow_rank != ROTATE and (isinstance(slow_rank, bool) or not isinstance(slow_rank, int)
-                                or not 0 <= slow_rank < world_size):
+    if slow_rank != ROTATE and (
+        isinstance(slow_rank, bool) or not isinstance(slow_rank, int) or not 0 <= slow_rank < world_size
+    ):
         raise ValueError(f"slow_rank must be a rank in 0..{world_size - 1} or {ROTATE!r}, not {slow_rank!r}")
 
 
-def explore_straggler(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
-                      barrier_every: int = 1, *, steps: int = DEFAULT_STEPS, base_compute: float = DEFAULT_BASE_COMPUTE,
-                      deadline: float | None = None, figure: Figure | None = None) -> Exploration:
+def explore_straggler(
+    world_size: int = DEFAULT_WORLD_SIZE,
+    delay: float = DEFAULT_DELAY,
+    slow_rank: int | str = 1,
+    barrier_every: int = 1,
+    *,
+    steps: int = DEFAULT_STEPS,
+    base_compute: float = DEFAULT_BASE_COMPUTE,
+    deadline: float | None = None,
+    figure: Figure | None = None,
+) -> Exploration:
     """Run the straggler scenario once; return the Run and a figure of its timeline beside the cost model.
 
     ``slow_rank`` is a rank or ``"rotate"`` (a different rank each step); ``barrier_every=0`` means a
@@ -101,15 +110,18 @@ def explore_straggler(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAU
     ``figure``: draw into this Figure (cleared first) instead of a new one, as the explorer does.
     """
     _check(world_size, delay, slow_rank, barrier_every, steps, base_compute)
-    settings = dict(steps=steps, slow_rank=slow_rank, delay=delay, barrier_every=barrier_every,
-                    base_compute=base_compute)
+    settings = dict(
+        steps=steps, slow_rank=slow_rank, delay=delay, barrier_every=barrier_every, base_compute=base_compute
+    )
     predicted = straggler.predicted_seconds(world_size, **settings)
     if deadline is None:
         deadline = predicted + DEADLINE_MARGIN
-    result = launch_run(straggler.scenario, world_size, kwargs=settings, timeout=deadline, deadline=deadline,
-                        live=False)
-    return Exploration(result, draw(result, predicted, settings, figure), dict(settings, world_size=world_size),
-                       predicted)
+    result = launch_run(
+        straggler.scenario, world_size, kwargs=settings, timeout=deadline, deadline=deadline, live=False
+    )
+    return Exploration(
+        result, draw(result, predicted, settings, figure), dict(settings, world_size=world_size), predicted
+    )
 
 
 def figure_size(world_size: int) -> tuple[float, float]:
@@ -134,13 +146,18 @@ def draw(result: Run, predicted: float, settings: dict, figure: Figure | None = 
     w, h = size
     lanes = fig.add_axes((LEFT / w, BOTTOM / h, (w - LEFT - RIGHT) / w, (h - BOTTOM - TOP) / h))
     slow = "a different rank each step" if settings["slow_rank"] == ROTATE else f"rank {settings['slow_rank']}"
-    every = dict((v, k) for k, v in BARRIER_CHOICES).get(settings["barrier_every"],
-                                                          f"every {settings['barrier_every']} steps")
+    every = dict((v, k) for k, v in BARRIER_CHOICES).get(
+        settings["barrier_every"], f"every {settings['barrier_every']} steps"
+    )
     measured = function_seconds(result)
     took = "did not finish" if measured is None else f"measured {measured:.2f} s"
-    timeline(result, ax=lanes, since="function",
-             title=f"{result.world_size} ranks, {slow} slow by {settings['delay']:.2f} s, barrier {every}\n"
-                   f"function start to end: model {predicted:.2f} s, {took}")
+    timeline(
+        result,
+        ax=lanes,
+        since="function",
+        title=f"{result.world_size} ranks, {slow} slow by {settings['delay']:.2f} s, barrier {every}\n"
+        f"function start to end: model {predicted:.2f} s, {took}",
+    )
     handles = []
     legend = lanes.get_legend()
     if legend is not None:
@@ -155,11 +172,18 @@ def draw(result: Run, predicted: float, settings: dict, figure: Figure | None = 
         # up to the last rank's end or the model's, whichever is later (all of the run if a rank never ended)
         last = max(ended + [end]) if len(ended) == result.world_size else max(right, end)
         lanes.set_xlim(left, last + 0.04 * (last - left))
-        handles.append(Line2D([], [], color=MODEL_COLOUR, linestyle="--", linewidth=1.4,
-                              label="model: the function ends here"))
+        handles.append(
+            Line2D([], [], color=MODEL_COLOUR, linestyle="--", linewidth=1.4, label="model: the function ends here")
+        )
     if handles:
-        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=min(4, len(handles)),
-                   frameon=False, fontsize=8)
+        fig.legend(
+            handles=handles,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncols=min(4, len(handles)),
+            frameon=False,
+            fontsize=8,
+        )
     return fig
 
 
@@ -184,8 +208,9 @@ def svg(fig: Figure) -> bytes:
 def summary_html(result: Run, predicted: float | None = None) -> str:
     """A few lines of HTML: measured vs modelled time, who was slowest, each rank's idle fraction."""
     if not result.ok:
-        return (f"<b>The run did not finish:</b> {html.escape(result.headline())}<br>"
-                + "<br>".join(html.escape(r.summary()) for r in result if not r.ok))
+        return f"<b>The run did not finish:</b> {html.escape(result.headline())}<br>" + "<br>".join(
+            html.escape(r.summary()) for r in result if not r.ok
+        )
     numbers = summary(result)
     measured = function_seconds(result)
     head = f"<b>measured</b> {measured:.2f} s"
@@ -211,42 +236,72 @@ class StragglerExplorer(widgets.VBox):
     ``timings`` holds the seconds of the last redraw: ``run`` (the ranks), ``draw`` (figure + PNG), ``total``.
     """
 
-    def __init__(self, world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
-                 barrier_every: int = 1, *, steps: int = DEFAULT_STEPS, base_compute: float = DEFAULT_BASE_COMPUTE,
-                 initial: tuple[Run, Figure] | None = None) -> None:
+    def __init__(
+        self,
+        world_size: int = DEFAULT_WORLD_SIZE,
+        delay: float = DEFAULT_DELAY,
+        slow_rank: int | str = 1,
+        barrier_every: int = 1,
+        *,
+        steps: int = DEFAULT_STEPS,
+        base_compute: float = DEFAULT_BASE_COMPUTE,
+        initial: tuple[Run, Figure] | None = None,
+    ) -> None:
         if isinstance(initial, Exploration):  # show the settings the initial result was made with
-            world_size, delay, slow_rank, barrier_every, steps, base_compute = (initial.settings[k] for k in (
-                "world_size", "delay", "slow_rank", "barrier_every", "steps", "base_compute"))
+            world_size, delay, slow_rank, barrier_every, steps, base_compute = (
+                initial.settings[k]
+                for k in ("world_size", "delay", "slow_rank", "barrier_every", "steps", "base_compute")
+            )
         _check(world_size, delay, slow_rank, barrier_every, steps, base_compute)
         self.steps, self.base_compute = steps, base_compute
         common = dict(continuous_update=False, style={"description_width": "initial"})
         every = dict(BARRIER_CHOICES)
-        barrier_options = list(BARRIER_CHOICES) + ([] if barrier_every in every.values() else
-                                                   [(f"every {barrier_every} steps", barrier_every)])
+        barrier_options = list(BARRIER_CHOICES) + (
+            [] if barrier_every in every.values() else [(f"every {barrier_every} steps", barrier_every)]
+        )
         self.controls = {
-            "world size": widgets.IntSlider(value=world_size, min=WORLD_SIZES[0], max=max(WORLD_SIZES[1], world_size),
-                                            description="world size", **common),
-            "delay (s)": widgets.FloatSlider(value=delay, min=0.0, max=max(MAX_DELAY, delay), step=DELAY_STEP,
-                                             readout_format=".2f", description="delay (s)", **common),
-            "slow rank": widgets.Dropdown(options=_slow_rank_options(world_size), value=slow_rank,
-                                          description="slow rank", style=common["style"]),
-            "barrier every": widgets.Dropdown(options=barrier_options, value=barrier_every,
-                                              description="barrier every", style=common["style"]),
+            "world size": widgets.IntSlider(
+                value=world_size,
+                min=WORLD_SIZES[0],
+                max=max(WORLD_SIZES[1], world_size),
+                description="world size",
+                **common,
+            ),
+            "delay (s)": widgets.FloatSlider(
+                value=delay,
+                min=0.0,
+                max=max(MAX_DELAY, delay),
+                step=DELAY_STEP,
+                readout_format=".2f",
+                description="delay (s)",
+                **common,
+            ),
+            "slow rank": widgets.Dropdown(
+                options=_slow_rank_options(world_size), value=slow_rank, description="slow rank", style=common["style"]
+            ),
+            "barrier every": widgets.Dropdown(
+                options=barrier_options, value=barrier_every, description="barrier every", style=common["style"]
+            ),
         }
         # On a 1280x720 projector the figure shrinks to fit (aspect kept) instead of pushing the controls away.
-        self.image = widgets.Image(format="svg+xml", layout=widgets.Layout(width="100%", max_width="1100px",
-                                                                       max_height="64vh", object_fit="contain"))
+        self.image = widgets.Image(
+            format="svg+xml",
+            layout=widgets.Layout(width="100%", max_width="1100px", max_height="64vh", object_fit="contain"),
+        )
         self.image.add_class("barrierlab-explorer")
         self.summary = widgets.HTML()
         self.summary.add_class("barrierlab-explorer-summary")
         self.status = widgets.Label()
         self.status.add_class("barrierlab-explorer-status")
         c = self.controls
-        super().__init__(children=[
-            widgets.HBox([c["world size"], c["delay (s)"]]),
-            widgets.HBox([c["slow rank"], c["barrier every"], self.status]),
-            self.image, self.summary,
-        ])
+        super().__init__(
+            children=[
+                widgets.HBox([c["world size"], c["delay (s)"]]),
+                widgets.HBox([c["slow rank"], c["barrier every"], self.status]),
+                self.image,
+                self.summary,
+            ]
+        )
         self.add_class("barrierlab-explorer-panel")
         self.run: Run | None = None
         self.figure: Figure | None = None
@@ -266,8 +321,12 @@ class StragglerExplorer(widgets.VBox):
     def settings(self) -> dict:
         """The current control values as arguments of :func:`explore_straggler`."""
         c = self.controls
-        return dict(world_size=c["world size"].value, delay=round(c["delay (s)"].value, 3),
-                    slow_rank=c["slow rank"].value, barrier_every=c["barrier every"].value)
+        return dict(
+            world_size=c["world size"].value,
+            delay=round(c["delay (s)"].value, 3),
+            slow_rank=c["slow rank"].value,
+            barrier_every=c["barrier every"].value,
+        )
 
     def update(self) -> None:
         """Run the scenario with the current settings and show the new timeline and summary."""
@@ -275,12 +334,18 @@ class StragglerExplorer(widgets.VBox):
         self.status.value = f"running {s['world_size']} ranks…"
         started = time.perf_counter()
         try:
-            settings = dict(steps=self.steps, slow_rank=s["slow_rank"], delay=s["delay"],
-                            barrier_every=s["barrier_every"], base_compute=self.base_compute)
+            settings = dict(
+                steps=self.steps,
+                slow_rank=s["slow_rank"],
+                delay=s["delay"],
+                barrier_every=s["barrier_every"],
+                base_compute=self.base_compute,
+            )
             predicted = straggler.predicted_seconds(s["world_size"], **settings)
             deadline = predicted + DEADLINE_MARGIN
-            result = launch_run(straggler.scenario, s["world_size"], kwargs=settings, timeout=deadline, live=False,
-                                deadline=deadline)
+            result = launch_run(
+                straggler.scenario, s["world_size"], kwargs=settings, timeout=deadline, live=False, deadline=deadline
+            )
             ran = time.perf_counter()
             self.figure = draw(result, predicted, settings, self.figure)
             self._show(result, self.figure)
@@ -290,14 +355,21 @@ class StragglerExplorer(widgets.VBox):
             return
         done = time.perf_counter()
         self.timings = dict(run=ran - started, draw=done - ran, total=done - started)
-        self.status.value = (f"redrawn in {self.timings['total']:.2f} s (ranks {self.timings['run']:.2f} s, "
-                             f"drawing {self.timings['draw']:.2f} s)")
+        self.status.value = (
+            f"redrawn in {self.timings['total']:.2f} s (ranks {self.timings['run']:.2f} s, "
+            f"drawing {self.timings['draw']:.2f} s)"
+        )
 
     def _show(self, result: Run, figure: Figure) -> None:
         s = self.settings()
-        self.predicted = straggler.predicted_seconds(s["world_size"], steps=self.steps, slow_rank=s["slow_rank"],
-                                                     delay=s["delay"], barrier_every=s["barrier_every"],
-                                                     base_compute=self.base_compute)
+        self.predicted = straggler.predicted_seconds(
+            s["world_size"],
+            steps=self.steps,
+            slow_rank=s["slow_rank"],
+            delay=s["delay"],
+            barrier_every=s["barrier_every"],
+            base_compute=self.base_compute,
+        )
         self.run, self.figure = result, figure
         self.image.value = svg(figure)
         self.summary.value = summary_html(result, self.predicted)
@@ -320,15 +392,24 @@ class StragglerExplorer(widgets.VBox):
 
     def __repr__(self) -> str:
         s = self.settings()
-        return (f"StragglerExplorer(world size={s['world_size']}, delay={s['delay']:.2f} s, "
-                f"slow rank={s['slow_rank']}, barrier every={s['barrier_every']})")
+        return (
+            f"StragglerExplorer(world size={s['world_size']}, delay={s['delay']:.2f} s, "
+            f"slow rank={s['slow_rank']}, barrier every={s['barrier_every']})"
+        )
 
 
-def straggler_explorer(world_size: int = DEFAULT_WORLD_SIZE, delay: float = DEFAULT_DELAY, slow_rank: int | str = 1,
-                       barrier_every: int = 1, *, steps: int = DEFAULT_STEPS,
-                       base_compute: float = DEFAULT_BASE_COMPUTE,
-                       initial: tuple[Run, Figure] | None = None) -> StragglerExplorer:
+def straggler_explorer(
+    world_size: int = DEFAULT_WORLD_SIZE,
+    delay: float = DEFAULT_DELAY,
+    slow_rank: int | str = 1,
+    barrier_every: int = 1,
+    *,
+    steps: int = DEFAULT_STEPS,
+    base_compute: float = DEFAULT_BASE_COMPUTE,
+    initial: tuple[Run, Figure] | None = None,
+) -> StragglerExplorer:
     """The straggler explorer widget; ``initial=explore_straggler(...)`` shows that result, and its settings,
     instead of running again."""
-    return StragglerExplorer(world_size, delay, slow_rank, barrier_every, steps=steps, base_compute=base_compute,
-                             initial=initial)
+    return StragglerExplorer(
+        world_size, delay, slow_rank, barrier_every, steps=steps, base_compute=base_compute, initial=initial
+    )

@@ -38,9 +38,17 @@ ARTIFACTS = ROOT / "artifacts" / "browser"
 DEFAULT_NOTEBOOKS = "notebooks/00_*.ipynb notebooks/05_*.ipynb"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: Launch flags known to work in containers without a GPU, a sandbox or network access.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 SERVER_START_TIMEOUT = 60.0
 SERVER_STOP_TIMEOUT = 20.0
 
@@ -61,8 +69,11 @@ def notebook_paths() -> list[str]:
     spec = os.environ.get("BARRIERLAB_BROWSER_NOTEBOOKS", DEFAULT_NOTEBOOKS)
     found: list[str] = []
     for pattern in spec.replace(",", " ").split():
-        matches = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern)) if any(c in pattern for c in "*?[") \
+        matches = (
+            sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern))
+            if any(c in pattern for c in "*?[")
             else [pattern]
+        )
         found.extend(matches or [f"<no match for {pattern}>"])
     return found
 
@@ -83,8 +94,11 @@ def chromium_path() -> str:
     path = find_chromium()
     if path is None:
         explicit = os.environ.get("BARRIERLAB_CHROMIUM")
-        unavailable(f"BARRIERLAB_CHROMIUM={explicit} is not an executable file" if explicit else
-                    "no Chromium found (looked for " + ", ".join(BROWSERS) + " on PATH)")
+        unavailable(
+            f"BARRIERLAB_CHROMIUM={explicit} is not an executable file"
+            if explicit
+            else "no Chromium found (looked for " + ", ".join(BROWSERS) + " on PATH)"
+        )
     return path
 
 
@@ -118,11 +132,19 @@ def browser_home(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def browser(playwright_api, chromium_path, browser_home):
     """Headless Chromium with a new, empty profile; its crash reports and caches stay in the temp dir too."""
-    env = {**os.environ, "XDG_CONFIG_HOME": str(browser_home / "xdg-config"),
-           "XDG_CACHE_HOME": str(browser_home / "xdg-cache")}
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(browser_home / "xdg-config"),
+        "XDG_CACHE_HOME": str(browser_home / "xdg-cache"),
+    }
     context = playwright_api.chromium.launch_persistent_context(
-        str(browser_home / "chromium-profile"), executable_path=chromium_path, headless=True, env=env,
-        args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000}, timeout=60_000,
+        str(browser_home / "chromium-profile"),
+        executable_path=chromium_path,
+        headless=True,
+        env=env,
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1400, "height": 1000},
+        timeout=60_000,
     )
     try:
         yield context
@@ -148,9 +170,12 @@ class Lab:
         self.seen: dict[int, psutil.Process] = {}  # every descendant ever observed, checked at teardown
 
     def api(self, method: str, path: str, body: dict | None = None) -> object:
-        request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}"},
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             data = response.read()
         return json.loads(data) if data else None
@@ -172,7 +197,8 @@ class Lab:
             for proc in self.descendants():
                 try:
                     if proc.status() != psutil.STATUS_ZOMBIE and any(
-                            f"kernel-{kernel_id}.json" in part for part in proc.cmdline()):
+                        f"kernel-{kernel_id}.json" in part for part in proc.cmdline()
+                    ):
                         return proc
                 except psutil.Error:
                     pass
@@ -220,22 +246,38 @@ def describe(procs) -> str:
 
 def _write_settings(home: Path) -> dict[str, str]:
     """Jupyter dirs under ``home``: no user settings are read or written; no news, no update check."""
-    dirs = {name: home / name for name in ("config", "runtime", "data", "lab-settings", "lab-workspaces",
-                                           "ipython", "matplotlib")}
+    dirs = {
+        name: home / name
+        for name in ("config", "runtime", "data", "lab-settings", "lab-workspaces", "ipython", "matplotlib")
+    }
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
-    (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps({
-        "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
-                   "expose_app_in_browser": True, "extension_manager": "readonly"},
-        "LanguageServerManager": {"autodetect": False},
-    }))
+    (dirs["config"] / "jupyter_server_config.json").write_text(
+        json.dumps(
+            {
+                "LabApp": {
+                    "news_url": None,
+                    "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+                    "expose_app_in_browser": True,
+                    "extension_manager": "readonly",
+                },
+                "LanguageServerManager": {"autodetect": False},
+            }
+        )
+    )
     notification = dirs["lab-settings"] / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    return {"JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-            "JUPYTER_DATA_DIR": str(dirs["data"]), "JUPYTERLAB_SETTINGS_DIR": str(dirs["lab-settings"]),
-            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["lab-workspaces"]), "IPYTHONDIR": str(dirs["ipython"]),
-            "MPLCONFIGDIR": str(dirs["matplotlib"]), "JUPYTER_PLATFORM_DIRS": "1"}
+    return {
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTERLAB_SETTINGS_DIR": str(dirs["lab-settings"]),
+        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["lab-workspaces"]),
+        "IPYTHONDIR": str(dirs["ipython"]),
+        "MPLCONFIGDIR": str(dirs["matplotlib"]),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
 
 
 def _wait_for_server(process: subprocess.Popen, runtime: Path, token: str, log: Path) -> str:
@@ -295,11 +337,25 @@ def lab(browser_home, notebook_root, chromium_path):
     runtime = Path(env["JUPYTER_RUNTIME_DIR"])
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", "--ServerApp.port=0",
-             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={notebook_root}", "--ServerApp.open_browser=False",
-             "--ServerApp.terminals_enabled=False"] + (["--allow-root"] if os.geteuid() == 0 else []),
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=notebook_root,
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                "--ServerApp.port=0",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={notebook_root}",
+                "--ServerApp.open_browser=False",
+                "--ServerApp.terminals_enabled=False",
+            ]
+            + (["--allow-root"] if os.geteuid() == 0 else []),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=notebook_root,
             start_new_session=True,
         )
     server = None
@@ -315,6 +371,7 @@ def lab(browser_home, notebook_root, chromium_path):
         if server is not None:
             left = still_running(server.seen.values(), 5.0)
             assert not left, f"processes started by JupyterLab outlived it: {describe(left)}"
+
 
 #: Bound on Run All for one notebook (kernel start included).
 RUN_ALL_TIMEOUT = 180.0
@@ -366,23 +423,35 @@ def slug(path: str) -> str:
 def intended_errors(path: Path) -> set[int]:
     """Indices of the cells meant to raise: tagged ``raises-exception`` or marked ``NBVAL_RAISES_EXCEPTION``."""
     nb = nbformat.read(path, as_version=4)
-    return {i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and (
-        "raises-exception" in cell.metadata.get("tags", []) or "NBVAL_RAISES_EXCEPTION" in cell.source)}
+    return {
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and ("raises-exception" in cell.metadata.get("tags", []) or "NBVAL_RAISES_EXCEPTION" in cell.source)
+    }
 
 
 def comment_only_markers(path: Path) -> list[int]:
     """Cells marked only by the nbval comment: JupyterLab honours the tag, not the comment, so Run All stops there."""
     nb = nbformat.read(path, as_version=4)
-    return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-            and "NBVAL_RAISES_EXCEPTION" in cell.source and "raises-exception" not in cell.metadata.get("tags", [])]
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and "NBVAL_RAISES_EXCEPTION" in cell.source
+        and "raises-exception" not in cell.metadata.get("tags", [])
+    ]
 
 
 def open_notebook(browser, lab, path: str):
     page = browser.new_page()
     page.set_default_timeout(30_000)
     page.goto(lab.notebook_url(path), wait_until="domcontentloaded", timeout=60_000)
-    wait_for(lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path)) and s["ready"] and s["status"] == "idle",
-             90, f"{path} opened with an idle kernel")
+    wait_for(
+        lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path)) and s["ready"] and s["status"] == "idle",
+        90,
+        f"{path} opened with an idle kernel",
+    )
     return page
 
 
@@ -405,8 +474,11 @@ def menu(page, top: str, item: str) -> None:
 def run_all(page, path: str) -> dict:
     """Clear every output, Run ▸ Run All Cells, wait until the kernel is idle and every code cell has run."""
     menu(page, "Edit", "Clear Outputs of All Cells")
-    wait_for(lambda: all(c is None or c["count"] is None for c in page.evaluate(NOTEBOOK_STATE_JS, path)["cells"]),
-             10, "outputs cleared")
+    wait_for(
+        lambda: all(c is None or c["count"] is None for c in page.evaluate(NOTEBOOK_STATE_JS, path)["cells"]),
+        10,
+        "outputs cleared",
+    )
     menu(page, "Run", "Run All Cells")
     state = {}
 
@@ -426,14 +498,20 @@ def run_all(page, path: str) -> dict:
 
 def check_errors(path: str, state: dict) -> None:
     intended = intended_errors(ROOT / path)
-    unexpected = {i: f"{o['ename']}: {o['evalue']}" for i, c in enumerate(state["cells"]) if c
-                  for o in c["outputs"] if o["type"] == "error" and i not in intended}
+    unexpected = {
+        i: f"{o['ename']}: {o['evalue']}"
+        for i, c in enumerate(state["cells"])
+        if c
+        for o in c["outputs"]
+        if o["type"] == "error" and i not in intended
+    }
     assert not unexpected, f"{path}: error outputs in cells not meant to raise (cell index: error): {unexpected}"
     silent = [i for i in intended if not any(o["type"] == "error" for o in state["cells"][i]["outputs"])]
     assert not silent, f"{path}: cells marked to raise did not raise: {silent}"
     counts = [c["count"] for c in state["cells"] if c and c["source"].strip()]
-    assert counts == sorted(counts) and len(set(counts)) == len(counts), \
+    assert counts == sorted(counts) and len(set(counts)) == len(counts), (
         f"{path}: cells did not run once each, top to bottom: execution counts {counts}"
+    )
 
 
 def kernel_gone_after_shutdown(lab, kernel_id: str) -> float:
@@ -451,8 +529,10 @@ def test_run_all_in_the_browser(browser, lab, path, record_property):
     if not (ROOT / path).is_file():
         pytest.skip(f"{path} does not exist (yet)")
     lone = comment_only_markers(ROOT / path)
-    assert not lone, (f"{path}: cells {lone} say NBVAL_RAISES_EXCEPTION but lack the raises-exception tag; "
-                      "JupyterLab's Run All stops at the first error unless the cell is tagged")
+    assert not lone, (
+        f"{path}: cells {lone} say NBVAL_RAISES_EXCEPTION but lack the raises-exception tag; "
+        "JupyterLab's Run All stops at the first error unless the cell is tagged"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = open_notebook(browser, lab, path)
     try:
@@ -489,28 +569,37 @@ def check_explorer(page, path: str, record_property) -> None:
     image = page.locator("img.barrierlab-explorer, .barrierlab-explorer img").first
     wait_for(lambda: image.evaluate("img => img.naturalWidth") > 0, 30, "the explorer's first timeline")
     for name in EXPLORER_CONTROLS:
-        control = page.locator(".jupyter-widgets", has=page.locator(".widget-label", has_text=re.compile(
-            f"^{re.escape(name)}$")))
+        control = page.locator(
+            ".jupyter-widgets", has=page.locator(".widget-label", has_text=re.compile(f"^{re.escape(name)}$"))
+        )
         assert control.count(), f"{path}: the explorer has no control labelled {name!r}"
     explorer.screenshot(path=str(ARTIFACTS / f"{slug(path)}-explorer-before.png"))
     before = image.get_attribute("src")
 
-    slow_rank = page.locator(".widget-dropdown", has=page.locator(".widget-label", has_text=re.compile(
-        "^slow rank$"))).locator("select")
+    slow_rank = page.locator(
+        ".widget-dropdown", has=page.locator(".widget-label", has_text=re.compile("^slow rank$"))
+    ).locator("select")
     options = slow_rank.evaluate("s => Array.from(s.options).map(o => ({label: o.label, selected: o.selected}))")
     choice = next(o["label"] for o in reversed(options) if not o["selected"] and o["label"].isdigit())
     started = time.monotonic()
     slow_rank.select_option(label=choice)
-    wait_for(lambda: image.get_attribute("src") != before, REDRAW_TIMEOUT,
-             f"the explorer's timeline to change after slow rank -> {choice}")
+    wait_for(
+        lambda: image.get_attribute("src") != before,
+        REDRAW_TIMEOUT,
+        f"the explorer's timeline to change after slow rank -> {choice}",
+    )
     wait_for(lambda: image.evaluate("img => img.complete && img.naturalWidth > 0"), 10, "the new timeline to load")
     record_property("explorer_redraw_seconds", round(time.monotonic() - started, 2))
     summary = page.locator(".barrierlab-explorer-summary").first
     if summary.count():
-        wait_for(lambda: f"rank {choice} held" in summary.inner_text() or "Could not" in summary.inner_text(),
-                 10, "the explorer's summary to update")
-        assert "Could not run" not in summary.inner_text() and "did not finish" not in summary.inner_text(), \
+        wait_for(
+            lambda: f"rank {choice} held" in summary.inner_text() or "Could not" in summary.inner_text(),
+            10,
+            "the explorer's summary to update",
+        )
+        assert "Could not run" not in summary.inner_text() and "did not finish" not in summary.inner_text(), (
             summary.inner_text()
+        )
     explorer.screenshot(path=str(ARTIFACTS / f"{slug(path)}-explorer-after.png"))
 
 
@@ -523,11 +612,16 @@ def ranks_of(lab, kernel_id: str) -> list:
 def test_interrupt_and_restart_end_the_ranks(browser, lab, record_property):
     """Kernel ▸ Interrupt stops a run and its ranks; Kernel ▸ Restart ends the warm process and the ranks."""
     path = "scratch/interrupt_and_restart.ipynb"
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell("import time\nimport torch.distributed as dist\nimport barrierlab as bl"),
-                nbformat.v4.new_code_cell("def wait_a_minute():\n    dist.barrier()\n    time.sleep(60)\n\n"
-                                          "run = bl.run(wait_a_minute, 2, timeout=90, deadline=90)")]
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
+    nb.cells = [
+        nbformat.v4.new_code_cell("import time\nimport torch.distributed as dist\nimport barrierlab as bl"),
+        nbformat.v4.new_code_cell(
+            "def wait_a_minute():\n    dist.barrier()\n    time.sleep(60)\n\n"
+            "run = bl.run(wait_a_minute, 2, timeout=90, deadline=90)"
+        ),
+    ]
     (lab.root / "scratch").mkdir(exist_ok=True)
     nbformat.write(nb, lab.root / path)
     page = open_notebook(browser, lab, path)
@@ -541,8 +635,11 @@ def test_interrupt_and_restart_end_the_ranks(browser, lab, record_property):
         left = still_running(ranks, GONE_TIMEOUT)
         assert not left, f"ranks still running {GONE_TIMEOUT:.0f} s after Interrupt: {describe(left)}"
         record_property("interrupt_seconds", round(time.monotonic() - started, 2))
-        state = wait_for(lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path))["status"] == "idle" and s, 20,
-                         "the kernel idle after the interrupt")
+        state = wait_for(
+            lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path))["status"] == "idle" and s,
+            20,
+            "the kernel idle after the interrupt",
+        )
         errors = [o["ename"] for o in state["cells"][1]["outputs"] if o["type"] == "error"]
         assert errors == ["KeyboardInterrupt"], state["cells"][1]["outputs"]
         page.screenshot(path=str(ARTIFACTS / "interrupt-after.png"))
@@ -561,8 +658,11 @@ def test_interrupt_and_restart_end_the_ranks(browser, lab, record_property):
         # The restarted kernel works: the imports cell (above the selected one) runs as its first execution.
         wait_for(lambda: page.evaluate(NOTEBOOK_STATE_JS, path)["status"] == "idle", 60, "the restarted kernel idle")
         menu(page, "Run", "Run All Above Selected Cell")
-        wait_for(lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path))["cells"][0]["count"] == 1
-                 and s["status"] == "idle", 60, "the imports cell run again in the restarted kernel")
+        wait_for(
+            lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path))["cells"][0]["count"] == 1 and s["status"] == "idle",
+            60,
+            "the imports cell run again in the restarted kernel",
+        )
         page.screenshot(path=str(ARTIFACTS / "restart-after.png"))
     finally:
         state = page.evaluate(NOTEBOOK_STATE_JS, path)

@@ -17,8 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_lab_in_browser import (  # noqa: E402  (shared fixtures and helpers of the browser tests)
-    ARTIFACTS, NOTEBOOK_STATE_JS, browser, browser_home, chromium_path, kernel_gone_after_shutdown, lab, menu,
-    notebook_root, open_notebook, playwright_api, wait_for,
+    ARTIFACTS,
+    NOTEBOOK_STATE_JS,
+    kernel_gone_after_shutdown,
+    menu,
+    open_notebook,
+    wait_for,
 )
 
 PATH = "live/deadlock.ipynb"
@@ -42,8 +46,9 @@ OUTPUT_TEXT_JS = """(index) => {
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(browser, lab, notebook_root,
-                                                                             record_property):
+def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(
+    browser, lab, notebook_root, record_property
+):
     target = notebook_root / PATH
     target.parent.mkdir(parents=True, exist_ok=True)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in CELLS])

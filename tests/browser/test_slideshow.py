@@ -24,8 +24,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_lab_in_browser import (  # noqa: E402  (shared fixtures and helpers of the browser tests)
-    ARTIFACTS, NOTEBOOK_STATE_JS, REDRAW_TIMEOUT, ROOT, browser, browser_home, chromium_path, kernel_gone_after_shutdown,
-    lab, notebook_root, open_notebook, playwright_api, unavailable, wait_for,
+    ARTIFACTS,
+    NOTEBOOK_STATE_JS,
+    REDRAW_TIMEOUT,
+    ROOT,
+    kernel_gone_after_shutdown,
+    open_notebook,
+    unavailable,
+    wait_for,
 )
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -84,8 +90,12 @@ def slide_copy(lab) -> list:
 def first_code_cell_with_ranks(nb, types) -> int:
     """The first code cell on a slide (not skipped) that starts ranks and draws a timeline."""
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and types[i] != slides.SKIP and "bl.run(" in cell.source \
-                and "timeline" in cell.source:
+        if (
+            cell.cell_type == "code"
+            and types[i] != slides.SKIP
+            and "bl.run(" in cell.source
+            and "timeline" in cell.source
+        ):
             return i
     raise AssertionError(f"{SOURCE.name}: no code cell on a slide runs ranks and draws a timeline")
 
@@ -93,8 +103,11 @@ def first_code_cell_with_ranks(nb, types) -> int:
 def run_cell(page, index: int) -> None:
     """Make cell ``index`` the active one and run it (Run ▸ Run Selected Cell), then wait until it has run."""
     before = page.evaluate(NOTEBOOK_STATE_JS, PATH)["cells"][index]["count"]
-    page.evaluate("""(index) => { const panel = window.jupyterapp.shell.currentWidget;
-                                  panel.content.activeCellIndex = index; }""", index)
+    page.evaluate(
+        """(index) => { const panel = window.jupyterapp.shell.currentWidget;
+                                  panel.content.activeCellIndex = index; }""",
+        index,
+    )
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
 
     def ran():
@@ -107,8 +120,10 @@ def run_cell(page, index: int) -> None:
     except AssertionError:
         page.screenshot(path=str(ARTIFACTS / f"slideshow-cell-{index}-timeout.png"))
         state = page.evaluate(NOTEBOOK_STATE_JS, PATH)
-        raise AssertionError(f"cell {index} did not run within {CELL_TIMEOUT:.0f} s: kernel {state['status']}, "
-                             f"cell {state['cells'][index]}")
+        raise AssertionError(
+            f"cell {index} did not run within {CELL_TIMEOUT:.0f} s: kernel {state['status']}, "
+            f"cell {state['cells'][index]}"
+        )
     errors = [f"{o['ename']}: {o['evalue']}" for o in cell["outputs"] if o["type"] == "error"]
     assert not errors, f"cell {index} raised on its slide: {errors}"
 
@@ -125,13 +140,19 @@ def advance_until(page, wanted: int, shown: list[int]) -> list[int]:
         where = (shown, page.evaluate(ACTIVE_JS))
         page.keyboard.press("Space")
         try:
-            now = wait_for(lambda: (state := (page.evaluate(ON_SCREEN_JS), page.evaluate(ACTIVE_JS))) != where
-                           and state[0] and state, 10, f"Space to move on from cells {shown}")
+            now = wait_for(
+                lambda: (
+                    (state := (page.evaluate(ON_SCREEN_JS), page.evaluate(ACTIVE_JS))) != where and state[0] and state
+                ),
+                10,
+                f"Space to move on from cells {shown}",
+            )
         except AssertionError:
             page.screenshot(path=str(ARTIFACTS / "slideshow-stuck.png"))
             focus = page.evaluate("() => document.activeElement ? document.activeElement.className : null")
-            raise AssertionError(f"Space did not move on from cell {where[1]} of the slide showing cells {shown} "
-                                 f"(focus on {focus!r})")
+            raise AssertionError(
+                f"Space did not move on from cell {where[1]} of the slide showing cells {shown} (focus on {focus!r})"
+            )
         shown = now[0]
     raise AssertionError(f"cell {wanted} not shown after {MAX_PRESSES} presses of Space (last: cells {shown})")
 
@@ -141,10 +162,12 @@ def test_present_a_notebook_as_slides_and_run_ranks_on_a_slide(browser, lab, sli
     types = slide_copy(lab)
     nb = nbformat.read(lab.root / PATH, as_version=4)
     ranks_cell = first_code_cell_with_ranks(nb, types)
-    explorer_cell = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and types[i] != slides.SKIP
-                         and "straggler_explorer(" in c.source)
-    setup = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and types[i] == slides.SKIP
-             and i < ranks_cell]
+    explorer_cell = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and types[i] != slides.SKIP and "straggler_explorer(" in c.source
+    )
+    setup = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and types[i] == slides.SKIP and i < ranks_cell]
     assert setup, "the notebook's set-up cell should be skipped on the slides"
 
     page = open_notebook(browser, lab, PATH)
@@ -155,8 +178,11 @@ def test_present_a_notebook_as_slides_and_run_ranks_on_a_slide(browser, lab, sli
         page.evaluate("""() => { const panel = window.jupyterapp.shell.currentWidget;
                                  panel.content.activeCellIndex = 0; }""")
         page.evaluate("() => window.jupyterapp.commands.execute('deck:start')")
-        wait_for(lambda: page.evaluate("() => document.body.dataset.jpDeckMode") == "presenting", 20,
-                 "the slideshow to start (body[data-jp-deck-mode=presenting])")
+        wait_for(
+            lambda: page.evaluate("() => document.body.dataset.jpDeckMode") == "presenting",
+            20,
+            "the slideshow to start (body[data-jp-deck-mode=presenting])",
+        )
         shown = wait_for(lambda: page.evaluate(ON_SCREEN_JS), 10, "the first slide")
         assert shown == [0], f"the first slide should show only the title cell, not cells {shown}"
         assert not set(setup) & set(shown)
@@ -173,26 +199,36 @@ def test_present_a_notebook_as_slides_and_run_ranks_on_a_slide(browser, lab, sli
         page.wait_for_timeout(300)  # the slide re-centres once the output has grown
         box = image.evaluate(VISIBLE_JS)
         page.screenshot(path=str(ARTIFACTS / "slideshow-ranks.png"))
-        assert box["inside"] and box["uncovered"] and box["height"] > 200, \
+        assert box["inside"] and box["uncovered"] and box["height"] > 200, (
             f"the timeline of cell {ranks_cell} is not wholly visible on the 1280x720 slide: {box}"
+        )
         record_property("timeline_px", f"{box['width']:.0f}x{box['height']:.0f}")
 
         shown = advance_until(page, explorer_cell, page.evaluate(ON_SCREEN_JS))
-        defining = [i for i in range(ranks_cell + 1, explorer_cell) if nb.cells[i].cell_type == "code"
-                    and "explore_straggler(" in nb.cells[i].source and types[i] != slides.SKIP]
+        defining = [
+            i
+            for i in range(ranks_cell + 1, explorer_cell)
+            if nb.cells[i].cell_type == "code"
+            and "explore_straggler(" in nb.cells[i].source
+            and types[i] != slides.SKIP
+        ]
         for index in defining + [explorer_cell]:  # explore_straggler(...) defines what the explorer starts from
             run_cell(page, index)
         panel = page.locator(".barrierlab-explorer-panel").first
         figure = page.locator("img.barrierlab-explorer, .barrierlab-explorer img").first
-        wait_for(lambda: figure.count() and figure.evaluate("img => img.complete && img.naturalWidth > 0"), 30,
-                 "the explorer's figure on its slide")
+        wait_for(
+            lambda: figure.count() and figure.evaluate("img => img.complete && img.naturalWidth > 0"),
+            30,
+            "the explorer's figure on its slide",
+        )
         panel.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         box = figure.evaluate(VISIBLE_JS)
         page.screenshot(path=str(ARTIFACTS / "slideshow-explorer.png"))
         assert box["inside"] and box["uncovered"], f"the explorer's figure does not fit the 1280x720 slide: {box}"
-        slow_rank = page.locator(".widget-dropdown", has=page.locator(".widget-label", has_text=re.compile(
-            "^slow rank$"))).locator("select")
+        slow_rank = page.locator(
+            ".widget-dropdown", has=page.locator(".widget-label", has_text=re.compile("^slow rank$"))
+        ).locator("select")
         assert slow_rank.evaluate(VISIBLE_JS)["inside"], "the explorer's controls are off the slide"
         before = figure.get_attribute("src")
         started = time.monotonic()
@@ -205,8 +241,11 @@ def test_present_a_notebook_as_slides_and_run_ranks_on_a_slide(browser, lab, sli
         page.screenshot(path=str(ARTIFACTS / "slideshow-explorer-redrawn.png"))
 
         page.keyboard.press("Escape")
-        wait_for(lambda: page.evaluate("() => document.body.dataset.jpDeckMode") != "presenting", 10,
-                 "Escape to end the slideshow")
+        wait_for(
+            lambda: page.evaluate("() => document.body.dataset.jpDeckMode") != "presenting",
+            10,
+            "Escape to end the slideshow",
+        )
     finally:
         kernel = page.evaluate(NOTEBOOK_STATE_JS, PATH) if not page.is_closed() else None
         page.close()

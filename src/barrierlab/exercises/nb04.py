@@ -20,9 +20,9 @@ STEPS = (3, 6)
 def reference(steps: int = 4):
     """What a correct ``train`` computes, with every rank's own loss for the feedback: (average, local)."""
     import torch
+    import torch.distributed as dist
 
     from barrierlab.scenarios.find_the_bug import evaluate, local_loss, train_step
-    import torch.distributed as dist
 
     rank = dist.get_rank()
     torch.manual_seed(0)
