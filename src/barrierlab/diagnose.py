@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
@@ -47,36 +48,6 @@ EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED = (
 RULES = "Every rank of a group must call every collective, in the same order, the same number of times."
 #: torch's default timeout for a collective, which a real job waits before anything fails.
 DEFAULT_TIMEOUTS = "torch's default timeout is 30 minutes on gloo and 10 minutes on NCCL"
-#: Collectives a rank leaves only when every rank has contributed (on gloo, called without async_op).
-EVERY_RANK_OPS = frozenset(
-    {
-        "barrier",
-        "monitored_barrier",
-        "all_reduce",
-        "all_gather",
-        "all_gather_into_tensor",
-        "all_gather_object",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "all_to_all",
-        "all_to_all_single",
-    }
-)
-#: The gloo collective a Python-level call starts with: calls whose gloo ops match pair silently.
-UNDERLYING = {
-    "broadcast_object_list": "broadcast",
-    "all_gather_object": "all_gather",
-    "gather_object": "all_gather",
-    "scatter_object_list": "broadcast",
-    "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "monitored_barrier": "monitored_barrier",
-}
-#: Collectives whose tensors must have the same sizes and dtypes on every rank.
-SAME_SHAPE_OPS = frozenset(
-    {"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor"}
-)
-
 # (pattern, name, explanation) for torch / gloo messages a learner meets. Explanations must not depend
 # on details that vary between runs (which round of the barrier, send or recv, the peer's port).
 _ERRORS = (
@@ -449,7 +420,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         names = {e.name for e in at.values()}
         if len(names) > 1:
             break
-        if names <= SAME_SHAPE_OPS and all(e.sizes is not None for e in at.values()):
+        if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
             shapes = {(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
@@ -464,14 +435,14 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         if split and position >= split.position:
             break
         at = {r: s[position] for r, s in by_rank.items()}
-        ops = {e.op for e in at.values()}
-        if len(ops) == 1 and ops <= {"all_reduce", "broadcast", "reduce"} and all(e.sizes for e in at.values()):
+        entry_ops = {e.op for e in at.values()}
+        if len(entry_ops) == 1 and entry_ops <= ops.IN_PLACE and all(e.sizes for e in at.values()):
             if len({(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}) > 1:
                 first = at[min(at)]
                 source = first.call or first
                 return (
                     [
-                        f"collective #{position} of the group ({next(iter(ops))}) got different tensors: "
+                        f"collective #{position} of the group ({next(iter(entry_ops))}) got different tensors: "
                         + "; ".join(
                             f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, from {_entry_origin(e)}"
                             for r, e in sorted(at.items())
@@ -586,7 +557,7 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     (broadcast_object_list on one rank against broadcast on another)."""
     if not f.first_diff or f.missing or len({e.name for e in f.at_k.values()}) < 2:
         return None
-    underlying = {UNDERLYING.get(e.name, e.name) for e in f.at_k.values()}
+    underlying = {ops.underlying(e.name) for e in f.at_k.values()}
     if len(underlying) != 1:
         return None
     k = f.first_diff
@@ -786,7 +757,7 @@ def _arrival_evidence(f: Facts) -> list[str]:
             f"{rank_list(same)} never made a {_ordinal(k)} collective call: {'they' if len(same) > 1 else 'it'} {how}"
         )
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
-    if left and event.name not in EVERY_RANK_OPS:
+    if left and event.name not in ops.EVERY_RANK_ON_GLOO:
         evidence.append(
             f"{rank_list(left)} left {event.name} #{k} although {rank_list(f.missing)} never called "
             f"it: a rank leaves a {event.name} once it has what it needs and the ranks it sends to "

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from matplotlib.figure import Figure
 
+from barrierlab import ops
 from barrierlab._protocol import Status
 from barrierlab.record import Event
 
@@ -790,12 +791,11 @@ def _draw_releases(
 ) -> bool:
     """Draw one line per release; label them (skipping crowded ones) when there are few. True if labelled.
 
-    Only collectives a rank leaves when every rank has contributed (barrier, all_reduce, all_gather, ...)
-    get a line: the root of a broadcast (a tree in gloo), scatter or gather can leave before the last rank
-    arrives, so "the last rank arrived" would not be their release."""
-    from barrierlab.diagnose import EVERY_RANK_OPS
-
-    found = [r for r in found if r.op in EVERY_RANK_OPS]
+    Only collectives that every rank leaves when every rank has contributed (on gloo: barrier, all_reduce,
+    all_gather, ...; :func:`barrierlab.ops.waits_for_every_rank`) get a line: a broadcast's root (a tree in
+    gloo) can leave before the last rank arrives, and a rank that is not the root of a scatter waits only for
+    the root, so "the last rank arrived" would not be their release."""
+    found = [r for r in found if r.op in ops.EVERY_RANK_ON_GLOO]
     if not found:
         return False
     ax.vlines(

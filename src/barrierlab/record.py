@@ -41,31 +41,12 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from barrierlab import ops
 from barrierlab.sites import MACHINERY, Site
 
-#: Collectives every rank of the group must call (their calls are numbered per rank).
-COLLECTIVES = (
-    "barrier",
-    "monitored_barrier",
-    "all_reduce",
-    "broadcast",
-    "all_gather",
-    "all_gather_into_tensor",
-    "all_gather_object",
-    "reduce",
-    "gather",
-    "gather_object",
-    "scatter",
-    "scatter_object_list",
-    "broadcast_object_list",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "all_to_all",
-    "all_to_all_single",
-    "new_group",
-)
-#: Point-to-point calls: recorded, but not numbered with the collectives (peers differ by rank).
-POINT_TO_POINT = ("send", "recv", "isend", "irecv", "batch_isend_irecv")
+#: What the recorder wraps, from the ops table: collectives (numbered per rank) and point-to-point calls.
+COLLECTIVES = tuple(sorted(ops.NUMBERED))
+POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 SPAN_KINDS = ("compute", "io", "wait", "other")
 

@@ -1,0 +1,336 @@
+"""One row per ``torch.distributed`` operation: what the recorder does with it, what the rules require of it,
+and what it orders.
+
+Every reader of ops — the recorder (which functions it wraps and numbers), lint (which calls every rank must
+make), the diagnosis (which calls pair by position, which need equal sizes), the timeline and the live view —
+derives its sets from :data:`OPS` through the functions at the bottom, so an op is never known to one of them
+and unknown to another. ``tests/test_ops.py`` compares the table with torch 2.13's public
+``torch.distributed`` names, so an op added to or removed from torch fails loudly.
+
+Standard library only: lint imports this module without torch.
+
+Ordering columns (``gloo`` and ``nccl``): for a *blocking* call (no ``async_op=True``), which ranks' arrival a
+rank in a given role waits for before the call returns to Python:
+
+``"all"``      every rank of the group has entered the call
+``"root"``     the root (``src``/``dst``) has entered the call
+``"parent"``   its parent in the backend's broadcast tree has entered (and so, transitively, the root)
+``"peer"``     the other side of a point-to-point call has posted its matching call
+``"none"``     nothing: the call can return before any other rank arrives
+``None``       not established yet (no measurement on gloo, no cited source for NCCL)
+
+On gloo the columns come from measurement (``tests/test_ops_ordering.py`` runs each op with one rank late).
+On NCCL they describe the *host* (the Python thread): a collective returns once it is enqueued on a CUDA
+stream, so it orders nothing on the host until a synchronising call; CUDA streams are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+#: Kinds of op.
+COLLECTIVE = "collective"  # every rank of the group calls it; calls pair by position in the group
+OBJECT_COLLECTIVE = "object collective"  # a collective of pickled objects, made of tensor collectives
+POINT_TO_POINT = "p2p"  # one rank sends, one receives
+GROUP = "group"  # creates process groups; a collective of the parent group
+CHECKPOINT = "checkpoint"  # torch.distributed.checkpoint (DCP): collectives of the whole group inside
+
+#: Roles a rank can play in one call.
+ANY = "any"
+ROOT = "root"  # src of broadcast/scatter, dst of reduce/gather
+NON_ROOT = "non-root"
+SENDER = "sender"
+RECEIVER = "receiver"
+
+_EMPTY: Mapping[str, str | None] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Op:
+    """One torch.distributed operation.
+
+    ``recorded``: the recorder wraps ``torch.distributed.<name>`` and writes an event for each call;
+    ``numbered``: its calls are numbered per rank in the ledger (collectives; point-to-point calls are not,
+    their peers differ by rank). ``every_rank``: every rank of the group must make the call, in the same order.
+    ``same_shape``: its tensors must have the same sizes and dtypes on every rank. ``equalizing``: after it,
+    its first argument holds the same data on every rank (so a condition on it is not rank-dependent).
+    ``in_place``: one tensor is both input and output, so the sizes torch's flight recorder keeps for it are
+    comparable across ranks.
+    ``underlying``: the gloo collective the call starts with, when it differs from the name — calls whose
+    underlying ops match can pair silently. ``inner``: the tensor collectives an object collective makes, in
+    order (why one call can take several positions in torch's flight record). ``gloo``/``nccl``: who a rank
+    waits for, by role (see the module docstring). ``source``: where the facts of the row come from.
+    """
+
+    name: str
+    kind: str
+    recorded: bool = True
+    numbered: bool = True
+    every_rank: bool = True
+    same_shape: bool = False
+    equalizing: bool = False
+    in_place: bool = False
+    underlying: str | None = None
+    inner: tuple[str, ...] = ()
+    roles: tuple[str, ...] = (ANY,)
+    gloo: Mapping[str, str | None] = field(default_factory=lambda: _EMPTY)
+    nccl: Mapping[str, str | None] = field(default_factory=lambda: _EMPTY)
+    source: str = ""
+
+
+def _waits(**by_role: str | None) -> Mapping[str, str | None]:
+    return MappingProxyType({role.replace("_", "-"): value for role, value in by_role.items()})
+
+
+_ROOTED = (ROOT, NON_ROOT)
+_P2P = (SENDER, RECEIVER)
+_C10D = "torch/distributed/distributed_c10d.py"
+
+
+def _collective(name: str, **options) -> Op:
+    options.setdefault("gloo", _waits(any="all"))
+    return Op(name, COLLECTIVE, **options)
+
+
+def _same(name: str, **options) -> Op:
+    return _collective(name, same_shape=True, **options)
+
+
+OPS: tuple[Op, ...] = (
+    _collective("barrier", source=f"{_C10D} barrier; gloo: a dissemination barrier"),
+    _collective(
+        "monitored_barrier",
+        underlying="monitored_barrier",
+        source=f"{_C10D} monitored_barrier: rank 0 waits for every rank, the others for rank 0's answer; gloo only",
+    ),
+    _same("all_reduce", equalizing=True, in_place=True, source=f"{_C10D} all_reduce"),
+    _same("all_reduce_coalesced", equalizing=True, in_place=True, source=f"{_C10D} all_reduce_coalesced"),
+    _same(
+        "broadcast",
+        equalizing=True,
+        in_place=True,
+        roles=_ROOTED,
+        gloo=_waits(root="none", non_root="parent"),
+        source=f"{_C10D} broadcast; gloo sends along a tree, so the root waits at most for its direct children",
+    ),
+    _same("all_gather", equalizing=True, source=f"{_C10D} all_gather"),
+    _same("all_gather_into_tensor", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_into_tensor"),
+    _same("all_gather_single", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_single"),
+    _same("all_gather_coalesced", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_coalesced"),
+    _same(
+        "_all_gather_base",
+        equalizing=True,
+        underlying="all_gather",
+        source=f"{_C10D} _all_gather_base (deprecated alias)",
+    ),
+    _same(
+        "reduce",
+        in_place=True,
+        roles=_ROOTED,
+        gloo=_waits(root="all", non_root=None),
+        source=f"{_C10D} reduce",
+    ),
+    _collective(
+        "gather",
+        roles=_ROOTED,
+        gloo=_waits(root="all", non_root=None),
+        source=f"{_C10D} gather",
+    ),
+    _collective(
+        "scatter",
+        roles=_ROOTED,
+        gloo=_waits(root="all", non_root="root"),
+        source=f"{_C10D} scatter",
+    ),
+    _collective("reduce_scatter", source=f"{_C10D} reduce_scatter"),
+    _same("reduce_scatter_tensor", underlying="reduce_scatter", source=f"{_C10D} reduce_scatter_tensor"),
+    _same("reduce_scatter_single", underlying="reduce_scatter", source=f"{_C10D} reduce_scatter_single"),
+    _same(
+        "_reduce_scatter_base",
+        underlying="reduce_scatter",
+        source=f"{_C10D} _reduce_scatter_base (deprecated alias)",
+    ),
+    _collective("all_to_all", source=f"{_C10D} all_to_all"),
+    _collective("all_to_all_single", source=f"{_C10D} all_to_all_single"),
+    # Object collectives: pickled objects sent as byte tensors, sizes first.
+    Op(
+        "all_gather_object",
+        OBJECT_COLLECTIVE,
+        equalizing=True,
+        underlying="all_gather",
+        inner=("all_gather", "all_gather"),
+        gloo=_waits(any="all"),
+        source=f"{_C10D} all_gather_object: all_gather of the sizes, then of the padded bytes",
+    ),
+    Op(
+        "gather_object",
+        OBJECT_COLLECTIVE,
+        underlying="all_gather",
+        inner=("all_gather", "gather"),
+        roles=_ROOTED,
+        gloo=_waits(root="all", non_root="all"),
+        source=f"{_C10D} gather_object: all_gather of the sizes (every rank waits for every rank), then gather",
+    ),
+    Op(
+        "broadcast_object_list",
+        OBJECT_COLLECTIVE,
+        equalizing=True,
+        underlying="broadcast",
+        inner=("broadcast", "broadcast"),
+        roles=_ROOTED,
+        gloo=_waits(root="none", non_root="parent"),
+        source=f"{_C10D} broadcast_object_list: broadcast of the sizes, then of the bytes",
+    ),
+    Op(
+        "scatter_object_list",
+        OBJECT_COLLECTIVE,
+        underlying="broadcast",
+        inner=("broadcast", "scatter", "scatter"),
+        roles=_ROOTED,
+        source=f"{_C10D} scatter_object_list: broadcast of the largest size, scatter of the bytes and sizes",
+    ),
+    # Process groups: collectives of the parent group (new_group needs every rank of the default group).
+    Op("new_group", GROUP, source=f"{_C10D} new_group: 'requires that all processes in the main group enter'"),
+    Op(
+        "new_subgroups",
+        GROUP,
+        recorded=False,
+        inner=("new_group",),
+        source=f"{_C10D} new_subgroups: one new_group per subgroup (those calls are recorded)",
+    ),
+    Op(
+        "new_subgroups_by_enumeration",
+        GROUP,
+        recorded=False,
+        inner=("new_group",),
+        source=f"{_C10D} new_subgroups_by_enumeration: one new_group per subgroup (those calls are recorded)",
+    ),
+    Op("split_group", GROUP, source=f"{_C10D} split_group: every rank of the parent group calls it"),
+    Op("shrink_group", GROUP, source=f"{_C10D} shrink_group: the remaining ranks of the group call it"),
+    # Point-to-point: not numbered (the peers differ by rank), never required of every rank.
+    *(
+        Op(
+            name,
+            POINT_TO_POINT,
+            numbered=False,
+            every_rank=False,
+            roles=_P2P,
+            gloo=_waits(sender="peer", receiver="peer") if name in ("send", "recv") else _EMPTY,
+            source=f"{_C10D} {name}",
+        )
+        for name in ("send", "recv", "isend", "irecv", "batch_isend_irecv")
+    ),
+    *(
+        Op(
+            name,
+            POINT_TO_POINT,
+            numbered=False,
+            every_rank=False,
+            roles=_P2P,
+            inner=("send", "send") if name == "send_object_list" else ("recv", "recv"),
+            source=f"{_C10D} {name}: the sizes, then the bytes",
+        )
+        for name in ("send_object_list", "recv_object_list")
+    ),
+    # torch.distributed.checkpoint: collectives of the whole group inside (planning, metadata, the end).
+    *(
+        Op(
+            name,
+            CHECKPOINT,
+            recorded=False,
+            numbered=False,
+            source=f"torch/distributed/checkpoint/state_dict_{'saver' if 'save' in name else 'loader'}.py {name}",
+        )
+        for name in ("save", "load", "async_save", "save_state_dict", "load_state_dict")
+    ),
+)
+
+BY_NAME: Mapping[str, Op] = MappingProxyType({op.name: op for op in OPS})
+
+#: Public callables of ``torch.distributed`` that are not operations between ranks (queries, set-up,
+#: teardown, helpers). With :data:`OPS` they cover every public function torch 2.13 exports.
+NOT_OPS = frozenset(
+    {
+        "breakpoint",  # a debugging aid (pdb on one rank; the others wait in a barrier it makes)
+        "destroy_process_group",
+        "get_backend",
+        "get_backend_config",
+        "get_default_backend_for_device",
+        "get_global_rank",
+        "get_group_rank",
+        "get_node_local_rank",
+        "get_pg_count",
+        "get_process_group_ranks",
+        "get_rank",
+        "get_world_size",
+        "init_device_mesh",
+        "init_process_group",
+        "is_available",
+        "is_backend_available",
+        "is_gloo_available",
+        "is_initialized",
+        "is_mpi_available",
+        "is_nccl_available",
+        "is_torchelastic_launched",
+        "is_ucc_available",
+        "is_xccl_available",
+        "record_comm",  # a context manager naming collectives for the profiler
+        "register_rendezvous_handler",
+        "rendezvous",
+        "supports_complex",
+    }
+)
+
+
+def names(*, kinds: tuple[str, ...] | None = None, **columns: bool) -> frozenset[str]:
+    """Names of the ops of the given ``kinds`` whose boolean columns have the given values:
+    ``names(recorded=True, numbered=True)`` is what the recorder numbers."""
+    return frozenset(
+        op.name
+        for op in OPS
+        if (kinds is None or op.kind in kinds) and all(getattr(op, key) == value for key, value in columns.items())
+    )
+
+
+def underlying(name: str) -> str:
+    """The gloo collective a call of ``name`` starts with (itself unless the table says otherwise)."""
+    op = BY_NAME.get(name)
+    return op.underlying if op is not None and op.underlying else name
+
+
+def waits_for_every_rank(backend: str = "gloo") -> frozenset[str]:
+    """Ops every role of which leaves a blocking call only once every rank of the group has entered it."""
+    return frozenset(
+        op.name
+        for op in OPS
+        if all(_column(op, backend).get(role) == "all" for role in op.roles) and _column(op, backend)
+    )
+
+
+def _column(op: Op, backend: str) -> Mapping[str, str | None]:
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
+    return op.gloo if backend == "gloo" else op.nccl
+
+
+# The sets the readers use, derived once.
+#: Wrapped by the recorder and numbered per rank: the calls that pair by position.
+NUMBERED = names(recorded=True, numbered=True)
+#: Wrapped by the recorder, not numbered: point-to-point calls.
+RECORDED_P2P = names(kinds=(POINT_TO_POINT,), recorded=True)
+#: Calls every rank of a group must make (lint's rule), recorded or not.
+EVERY_RANK = names(kinds=(COLLECTIVE, OBJECT_COLLECTIVE, GROUP), every_rank=True)
+#: Collectives whose tensors must have the same sizes and dtypes on every rank.
+SAME_SHAPE = names(same_shape=True)
+#: One tensor is input and output: sizes in torch's flight record are comparable across ranks.
+IN_PLACE = names(in_place=True)
+#: After these, the call's first argument holds the same value on every rank.
+EQUALIZING = names(equalizing=True)
+#: torch.distributed.checkpoint functions (collectives of the whole group).
+CHECKPOINT_OPS = names(kinds=(CHECKPOINT,))
+#: Blocking collectives that release every rank together on gloo (a release line on the timeline).
+EVERY_RANK_ON_GLOO = waits_for_every_rank("gloo")
+#: Every point-to-point call.
+POINT_TO_POINT_OPS = names(kinds=(POINT_TO_POINT,))
