@@ -3,44 +3,49 @@ amount of memory, keeping the head and tail of each rank's events and saying how
 
 from __future__ import annotations
 
-import json
 import time
 
 import psutil
 import pytest
 
 import barrierlab as bl
+from barrierlab import events as event_files
 from barrierlab import record, result
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
 
 def write_events(path, n_events):
-    with open(path, "w") as f:
-        f.write(json.dumps({"meta": "start", "rank": 0, "t0": 0.0, "pid": 1, "wall": 0.0}) + "\n")
+    """An events file as the recorder writes it: ``n_events`` spans named by their number."""
+    record.start(path, 0)
+    try:
         for i in range(1, n_events + 1):
-            f.write(f'{{"id":{i},"kind":"compute","name":"x","t":{i}.0}}\n{{"id":{i},"end":{i}.5}}\n')
+            with record.span(str(i)):
+                pass
+    finally:
+        record.stop()
 
 
 def test_a_long_events_file_keeps_head_and_tail_and_counts_the_middle(tmp_path):
     path = str(tmp_path / "rank0.events")
-    write_events(path, 10_000)  # 20,001 lines
-    events, dropped = record.read_events_kept(path, keep=1000)
-    starts = [e.start for e in events]
-    # the head: the meta line and 999 lines (events 1-499, and the start of event 500); the tail: the last
-    # 1,000 lines (events 9,501-10,000); the middle: 9,000 events, counted
-    assert starts == [float(i) for i in [*range(1, 501), *range(9501, 10_001)]]
-    assert events[499].end is None and all(e.end == e.start + 0.5 for e in events if e.start != 500.0)
-    assert dropped.events == 9_000 and not dropped.estimated
-    assert str(dropped) == f"{dropped.events:,}"
-    assert record.read_events(path) == record.read_events_kept(path)[0]  # the default cap is the same path
+    write_events(path, 10_000)  # 20,001 lines, and perhaps a copy of torch's flight record at the end
+    read = event_files.read_record(path, keep=1000)
+    names = [int(e.name) for e in read.events]
+    # the head: the meta line and 999 lines (spans 1-499, and the start of span 500); the tail: the last
+    # 1,000 lines (spans 9,501-10,000, or from 9,502 on and the flight-record line); the middle: counted
+    assert names[:500] == list(range(1, 501)) and names[-499:] == list(range(9502, 10_001))
+    assert names[500] in (9501, 9502) and len(names) + read.dropped.events == 10_000
+    assert read.events[499].end is None and all(e.end is not None for e in read.events if e.name != "500")
+    assert not read.dropped.estimated and read.malformed == 0
+    assert str(read.dropped) == f"{read.dropped.events:,}"
+    assert event_files.read_record(path).events == event_files.read_record(path, keep=event_files.LINES_KEPT).events
 
 
 def test_a_short_events_file_is_read_whole(tmp_path):
     path = str(tmp_path / "rank0.events")
     write_events(path, 100)
-    events, dropped = record.read_events_kept(path, keep=1000)
-    assert len(events) == 100 and not dropped and str(dropped) == "0"
+    read = event_files.read_record(path, keep=1000)
+    assert len(read.events) == 100 and not read.dropped and str(read.dropped) == "0"
 
 
 def flood():
@@ -73,8 +78,7 @@ def test_a_span_flood_returns_within_the_deadline_and_bounded_memory():
 def test_a_huge_middle_is_estimated_and_says_so(tmp_path, monkeypatch):
     path = str(tmp_path / "rank0.events")
     write_events(path, 10_000)
-    monkeypatch.setattr(record, "_MIDDLE_COUNTED", 1000)  # as if the middle were gigabytes
-    monkeypatch.setattr(record, "_cache", None)
-    _, dropped = record.read_events_kept(path, keep=1000)
+    monkeypatch.setattr(event_files, "_MIDDLE_COUNTED", 1000)  # as if the middle were gigabytes
+    dropped = event_files.read_record(path, keep=1000).dropped
     assert dropped.estimated and 8_000 < dropped.events < 10_000  # 9,000 really
     assert str(dropped).startswith("about ")

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from barrierlab import diagnose as d
-from barrierlab.record import Event, Flight, FlightEntry
+from barrierlab.events import Event, Flight, FlightEntry
 from barrierlab.result import FINISHED, RAISED, STOPPED, RankResult, Run
 
 TIMEOUT = "RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"

@@ -1,70 +1,99 @@
 """The live view: reading rank event files incrementally and bounded, describing each rank, choosing where
-to show (never in nbval/nbclient runs), on hand-built event files; no processes."""
+to show (never in nbval/nbclient runs), on event files written by the recorder itself; no processes."""
 
 from __future__ import annotations
 
-import json
+import time
 
 import pytest
 
-from barrierlab import live
+from barrierlab import events as event_files
+from barrierlab import live, palette, plot, record
 
 
-def _write(path, *events) -> None:
-    with open(path, "a") as f:
-        for event in events:
-            f.write(json.dumps(event) + "\n")
+def _recorder(path, rank: int = 0):
+    """The recorder's own writer on ``path`` (what a rank's recorder writes, without a process group)."""
+    return record._Recorder(str(path), rank, time.monotonic())
 
 
-def test_a_rank_inside_a_barrier_is_described_with_its_number_time_and_line(tmp_path) -> None:
+def test_a_rank_inside_a_barrier_is_described_as_waiting_with_its_number_time_and_line(tmp_path) -> None:
     path = tmp_path / "rank1.events"
-    _write(
-        path,
-        {"meta": "start", "rank": 1, "t0": 100.0},
-        {"id": 1, "kind": "collective", "name": "barrier", "t": 100.5, "seq": 1},
-        {"id": 1, "end": 100.7},
-        {
-            "id": 2,
-            "kind": "collective",
-            "name": "barrier",
-            "t": 101.0,
-            "seq": 2,
-            "file": "x.py",
-            "line": 4,
-            "func": "f",
-        },
-    )
+    writer = _recorder(path, 1)
+    writer.leave(writer.enter("collective", "barrier", True, None))
+    writer.enter("collective", "barrier", True, ("x.py", 4, "f"))
     state = live.RankLive(1)
-    live.EventTail(str(path), launch_t0=100.0).poll(state)
-    text = live.describe(state, now=3.1, where=lambda site: f"{site[0]}, line {site[1]}")
-    assert text == "in barrier #2 since 2.1 s — x.py, line 4"
-    assert state.done == [("collective", 0.5, pytest.approx(0.7))]
+    live.EventTail(str(path), launch_t0=writer_t0(path)).poll(state)
+    now = time.monotonic() - writer_t0(path) + 2.0
+    text = live.describe(state, now=now, where=lambda site: f"{site[0]}, line {site[1]}")
+    assert text.startswith("waiting in barrier #2 since 2.") and text.endswith(" — x.py, line 4")
+    assert [kind for kind, _, _ in state.done] == ["collective"]
+
+
+def writer_t0(path) -> float:
+    return event_files.read_meta(str(path))["t0"]
+
+
+def test_a_rank_inside_a_span_is_described_as_working_and_the_status_line_says_so(tmp_path) -> None:
+    spans, barrier = tmp_path / "rank0.events", tmp_path / "rank1.events"
+    record.start(str(spans), 0)
+    try:
+        with record.span("crunch"):
+            _recorder(barrier, 1).enter("collective", "barrier", True, None)
+            states = [live.RankLive(0), live.RankLive(1)]
+            for state, path in zip(states, (spans, barrier)):
+                live.EventTail(str(path), writer_t0(spans)).poll(state)
+    finally:
+        record.stop()
+    assert live.describe(states[0], now=1.0).startswith("working in span 'crunch' since ")
+    assert live.describe(states[1], now=1.0).startswith("waiting in barrier #1 since ")
+    line = live.render_line(states, now=1.0, deadline=5.0)
+    assert line.endswith("· working: rank 0 · waiting: rank 1"), line
+
+
+def test_lanes_colour_each_kind_as_the_timeline_does(tmp_path) -> None:
+    path = tmp_path / "rank0.events"
+    record.start(str(path), 0)
+    try:
+        with record.span("load", kind="io"):
+            pass
+        with record.span("crunch"):
+            state = live.RankLive(0)
+            live.EventTail(str(path), writer_t0(path)).poll(state)
+    finally:
+        record.stop()
+    svg = live.lane_svg(state, now=1.0, horizon=2.0)
+    assert palette.KIND["io"] in svg and palette.KIND["compute"] in svg
+    assert plot.SPAN_STYLES["io"][1] == palette.KIND["io"] and plot.WAIT_STYLES["p2p"][1] == palette.KIND["p2p"]
 
 
 def test_lines_written_in_two_halves_are_read_once_whole(tmp_path) -> None:
-    path = tmp_path / "rank0.events"
+    whole, path = tmp_path / "whole.events", tmp_path / "rank0.events"
+    _recorder(whole).enter("collective", "all_reduce", True, None)
+    meta, line = whole.read_bytes().splitlines(keepends=True)
     tail, state = live.EventTail(str(path), 0.0), live.RankLive(0)
-    line = json.dumps({"id": 1, "kind": "collective", "name": "all_reduce", "t": 1.0, "seq": 1})
-    path.write_text(line[:10])
+    path.write_bytes(meta + line[:10])
     tail.poll(state)
     assert not state.open
-    with open(path, "a") as f:
-        f.write(line[10:] + "\n")
+    with open(path, "ab") as f:
+        f.write(line[10:])
     tail.poll(state)
     assert [o.name for o in state.open.values()] == ["all_reduce"]
 
 
 def test_a_flooded_event_file_is_skipped_ahead_within_the_read_budget(tmp_path) -> None:
     path = tmp_path / "rank0.events"
-    with open(path, "w") as f:
-        for i in range(1, 40001):
-            f.write(json.dumps({"id": i, "kind": "span", "name": "step", "t": float(i)}) + "\n")
-            f.write(json.dumps({"id": i, "end": i + 0.5}) + "\n")
+    record.start(str(path), 0)
+    try:
+        for _ in range(40_000):
+            with record.span("step"):
+                pass
+    finally:
+        record.stop()
     state = live.RankLive(0)
     tail = live.EventTail(str(path), 0.0)
     tail.poll(state, budget=4096)
     assert state.skipped_bytes > 0
-    assert tail.offset <= path.stat().st_size
+    assert tail.tail.offset <= path.stat().st_size
     assert len(state.done) <= live.LANE_KEEP
 
 

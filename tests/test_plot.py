@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from barrierlab import plot
-from barrierlab.record import Event
+from barrierlab.events import Event
 
 
 def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier", seq: int = 1) -> list[list[Event]]:
@@ -414,7 +414,7 @@ def ddp_run(*, async_barrier: bool = False):
     """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
     (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
     number 1)."""
-    from barrierlab.record import Flight, FlightEntry
+    from barrierlab.events import Flight, FlightEntry
     from barrierlab.result import FINISHED, RankResult, Run
 
     ranks = []
@@ -461,7 +461,7 @@ def test_collectives_are_numbered_as_in_the_ledger():
 def test_calls_close_together_share_one_label():
     lanes = [[Event(0, "compute", "work", 0.0, 10.0)]]
     from barrierlab.diagnose import Call
-    from barrierlab.record import FlightEntry
+    from barrierlab.events import FlightEntry
 
     calls = [
         Call(

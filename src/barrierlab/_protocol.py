@@ -387,6 +387,24 @@ class Outcome:
         values["status"] = Status(values["status"])
         return cls(**values, **blobs)
 
+    @classmethod
+    def read_header(cls, path: str, limit: int = 64 * 1024) -> Outcome | None:
+        """The outcome in ``path`` without its pickles, reading at most ``limit`` bytes; None if there is none
+        or it cannot be read (a view that only needs the status never fails on a damaged file)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                header = json.loads(f.readline(limit))
+            known = {f.name for f in fields(cls)} - set(_BLOBS)
+            values = {k: v for k, v in header.items() if k in known}
+            values["status"] = Status(values["status"])
+            return cls(**values)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            return None
+
     def to_json(self) -> dict:
         """The fields without the pickles (for logs and tests)."""
         return {k: v for k, v in asdict(self).items() if k not in _BLOBS}

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.record import Event, Flight, FlightEntry, defines, undynamic
+from barrierlab.events import Event, Flight, FlightEntry, defines, undynamic
 from barrierlab.result import rank_list
 from barrierlab.sites import Site
 

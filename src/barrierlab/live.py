@@ -19,13 +19,15 @@ wait for the view.  Where it shows:
 from __future__ import annotations
 
 import html
-import json
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from barrierlab import palette
+from barrierlab.events import CALL_KINDS, WAITING_KINDS, Tail
 
 #: Seconds between refreshes: smooth enough to watch a barrier fill up, cheap enough to go unnoticed.
 REFRESH = 0.25
@@ -59,55 +61,35 @@ class RankLive:
 
 
 class EventTail:
-    """Reads the lines appended to one rank's event file since the last call, never more than a budget."""
+    """Applies the lines appended to one rank's events file since the last call (read by
+    :class:`barrierlab.events.Tail`, never more than a budget) to what the view knows of the rank."""
 
     def __init__(self, path: str, launch_t0: float) -> None:
-        self.path = path
+        self.tail = Tail(path)
         self.launch_t0 = launch_t0
-        self.offset = 0
-        self.partial = b""
 
     def poll(self, state: RankLive, budget: int = READ_BUDGET) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size - self.offset > 16 * budget:  # flooded: jump to the recent past, forget the middle
-                    state.skipped_bytes += size - budget - self.offset
-                    self.offset, self.partial = size - budget, b""
-                    state.open.clear()
-                    f.seek(self.offset)
-                    f.readline()  # drop the line we landed in the middle of
-                    self.offset = f.tell()
-                f.seek(self.offset)
-                data = f.read(budget)
-        except FileNotFoundError:
-            return
-        self.offset += len(data)
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()
-        for line in lines:
-            self._apply(line, state)
+        items, jumped = self.tail.read(budget)
+        if jumped:
+            state.open.clear()
+        state.skipped_bytes = self.tail.skipped
+        for item in items:
+            self._apply(item, state)
 
-    def _apply(self, line: bytes, state: RankLive) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
+    def _apply(self, event: dict, state: RankLive) -> None:
         if "meta" in event:
-            state.t0 = event.get("t0", state.t0)
+            state.t0 = event["t0"]
             return
-        event_id = event.get("id")
-        if "end" in event:
-            opened = state.open.pop(event_id, None)
+        if "kind" in event:
+            site = (event["file"], event.get("line") or 0, event.get("func") or "") if event.get("file") else None
+            state.open[event["id"]] = _Open(
+                event["kind"], event["name"], event.get("seq"), event["t"] - self.launch_t0, site
+            )
+        elif event.get("end") is not None:
+            opened = state.open.pop(event["id"], None)
             if opened is not None:
                 state.done.append((opened.kind, opened.start, event["end"] - self.launch_t0))
                 del state.done[:-LANE_KEEP]
-            return
-        if "t" in event:
-            site = (event["file"], event.get("line", 0), event.get("func", "")) if "file" in event else None
-            state.open[event_id] = _Open(
-                event.get("kind", "?"), str(event.get("name", "?")), event.get("seq"), event["t"] - self.launch_t0, site
-            )
 
 
 def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None = None) -> str:
@@ -118,26 +100,26 @@ def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None =
         return "running your code" if state.t0 is not None or state.done else "starting"
     current = state.open[max(state.open)]
     label = f"{current.name} #{current.seq}" if current.seq else current.name
-    text = f"in {label} since {now - current.start:.1f} s"
-    if current.kind == "span":
-        text = f"in span '{current.name}' since {now - current.start:.1f} s"
+    if current.kind in CALL_KINDS:
+        text = f"waiting in {label} since {now - current.start:.1f} s"
+    elif current.kind == "wait":
+        text = f"waiting in span '{current.name}' since {now - current.start:.1f} s"
+    else:
+        text = f"working in span '{current.name}' since {now - current.start:.1f} s"
     if current.site and where is not None:
         text += f" — {where(current.site)}"
     return text
 
 
-_COLOURS = {"collective": "#E69F00", "p2p": "#CC79A7", "wait": "#E69F00", "span": "#56B4E9"}
-
-
 def lane_svg(state: RankLive, now: float, horizon: float, width: int = 220, height: int = 12) -> str:
-    """A small SVG lane: the calls the rank has been in (collectives orange, spans blue), up to ``now``."""
+    """A small SVG lane: the calls and spans the rank has been in, coloured as on the timeline, up to ``now``."""
     scale = width / max(horizon, 1e-9)
     rects = [f'<rect x="0" y="0" width="{min(now, horizon) * scale:.1f}" height="{height}" fill="#eee"/>']
     intervals = list(state.done) + [(o.kind, o.start, now) for o in state.open.values()]
     for kind, start, end in intervals:
         x, w = max(start, 0.0) * scale, max((min(end, horizon) - max(start, 0.0)) * scale, 1.0)
         rects.append(
-            f'<rect x="{x:.1f}" y="1" width="{w:.1f}" height="{height - 2}" fill="{_COLOURS.get(kind, "#999")}"/>'
+            f'<rect x="{x:.1f}" y="1" width="{w:.1f}" height="{height - 2}" fill="{palette.KIND.get(kind, palette.RUNNING)}"/>'
         )
     return f'<svg width="{width}" height="{height}" style="vertical-align:middle">' + "".join(rects) + "</svg>"
 
@@ -145,7 +127,7 @@ def lane_svg(state: RankLive, now: float, horizon: float, width: int = 220, heig
 def render_html(states: list[RankLive], now: float, deadline: float, where=None) -> str:
     rows = []
     for s in states:
-        colour = "#1b7837" if s.ended == "finished" else ("#b2182b" if s.ended else "#333")
+        colour = palette.FINISHED_TEXT if s.ended == "finished" else (palette.FAILED_TEXT if s.ended else "#333")
         rows.append(
             f"<tr><td style='white-space:nowrap'>rank {s.rank}</td><td>{lane_svg(s, now, deadline)}</td>"
             f"<td style='text-align:left;color:{colour}'>{html.escape(describe(s, now, where))}</td></tr>"
@@ -158,12 +140,24 @@ def render_html(states: list[RankLive], now: float, deadline: float, where=None)
     )
 
 
+def _innermost_kind(state: RankLive) -> str | None:
+    """The kind of the call or span the rank entered last and has not left (None: in none)."""
+    return state.open[max(state.open)].kind if state.open else None
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+
+
 def render_line(states: list[RankLive], now: float, deadline: float) -> str:
     ended = sum(1 for s in states if s.ended)
-    waiting = [s.rank for s in states if not s.ended and any(o.kind != "span" for o in s.open.values())]
+    waiting = [s.rank for s in states if not s.ended and _innermost_kind(s) in WAITING_KINDS]
+    working = [s.rank for s in states if not s.ended and s.rank not in waiting and _innermost_kind(s) is not None]
     text = f"barrierlab: {now:.1f} s, deadline in {max(deadline - now, 0):.1f} s · {ended}/{len(states)} ended"
+    if working:
+        text += " · working: " + _ranks(working)
     if waiting:
-        text += " · in a collective: ranks " + ", ".join(map(str, waiting))
+        text += " · waiting: " + _ranks(waiting)
     return text
 
 
@@ -173,23 +167,19 @@ HEADER_LIMIT = 64 * 1024
 
 def _ending(path: str, code: int | None, sig: int | None) -> str:
     """How a rank ended, in words, from its exit status and its outcome file's JSON header (never the pickles)."""
-    from barrierlab._protocol import signal_name
+    from barrierlab._protocol import Outcome, Status, signal_name
 
     if sig is not None:
         return f"killed by {signal_name(sig)}"
-    try:
-        with open(path, "rb") as f:
-            header = json.loads(f.readline(HEADER_LIMIT))
-    except (OSError, ValueError):
-        header = {}
-    status = header.get("status")
-    if status == "finished":
+    outcome = Outcome.read_header(path, HEADER_LIMIT)
+    status = outcome.status if outcome is not None else None
+    if status == Status.FINISHED:
         return "finished"
-    if status in ("raised", "setup failed"):
-        kind = str(header.get("error_type", "")).rpartition(".")[2] or "an exception"
-        return f"raised {kind}" + (" before your function started" if status == "setup failed" else "")
-    if status == "exited":
-        return f"exited with code {header.get('exit_code', code)}"
+    if status in (Status.RAISED, Status.SETUP_FAILED):
+        kind = str(outcome.error_type).rpartition(".")[2] or "an exception"
+        return f"raised {kind}" + (" before your function started" if status == Status.SETUP_FAILED else "")
+    if status == Status.EXITED:
+        return f"exited with code {outcome.exit_code if outcome.exit_code is not None else code}"
     if status:
         return str(status)
     return "ended without a report" if code is None else f"exited with code {code} before reporting"

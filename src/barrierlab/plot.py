@@ -17,12 +17,11 @@ from typing import NamedTuple
 
 from matplotlib.figure import Figure
 
-from barrierlab import ops
+from barrierlab import ops, palette
 from barrierlab._protocol import Status
-from barrierlab.record import Event
+from barrierlab.events import WAITING_KINDS, Event
 
 #: Event kinds whose time counts as waiting for other ranks.
-WAITING_KINDS = ("collective", "p2p", "wait")
 #: A straggler's wait must be below the others' median by more than this many seconds...
 STRAGGLER_MIN_GAP = 0.020
 #: ...and the others' median must be more than this many times the straggler's wait.
@@ -36,29 +35,28 @@ MAX_HATCHED_BARS = 1000
 #: ...those at least this wide (narrower stripes would not show anyway).
 MIN_HATCH_INCHES = 0.1
 
-# Okabe-Ito colour-blind-safe palette.
 ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, BLACK = (
-    "#E69F00",
-    "#56B4E9",
-    "#009E73",
-    "#F0E442",
-    "#0072B2",
-    "#D55E00",
-    "#CC79A7",
-    "#000000",
+    palette.ORANGE,
+    palette.SKY,
+    palette.GREEN,
+    palette.YELLOW,
+    palette.BLUE,
+    palette.VERMILLION,
+    palette.PURPLE,
+    palette.BLACK,
 )
-RUNNING = "#E4E4E4"
+RUNNING = palette.RUNNING
 
 #: kind -> (legend label, face colour, hatch); spans are drawn full lane height, waits narrower on top.
 SPAN_STYLES = {
-    "compute": ("compute (span)", SKY, None),
-    "io": ("input/output (span)", GREEN, None),
-    "other": ("span", PURPLE, None),
+    "compute": ("compute (span)", palette.KIND["compute"], None),
+    "io": ("input/output (span)", palette.KIND["io"], None),
+    "other": ("span", palette.KIND["other"], None),
 }
 WAIT_STYLES = {
-    "collective": ("waiting in a collective", ORANGE, "///"),
-    "wait": ("waiting", YELLOW, "\\\\\\"),
-    "p2p": ("waiting in send/recv", BLUE, "..."),
+    "collective": ("waiting in a collective", palette.KIND["collective"], "///"),
+    "wait": ("waiting", palette.KIND["wait"], "\\\\\\"),
+    "p2p": ("waiting in send/recv", palette.KIND["p2p"], "..."),
 }
 #: At most this many names in one legend entry ("forward, backward, optimizer (compute span)").
 MAX_LEGEND_NAMES = 4

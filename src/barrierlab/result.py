@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from barrierlab import record
+from barrierlab import events as event_files
 from barrierlab._protocol import Outcome, RankFiles, Status, signal_name, tidy
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import Stuck, relabel_traceback, stuck_at
@@ -112,12 +112,12 @@ class RankResult:
     exit_code: int | None = None
     signal: int | None = None
     stuck: Stuck | None = None
-    events: list[record.Event] = field(default_factory=list, repr=False)
+    events: list[event_files.Event] = field(default_factory=list, repr=False)
     #: torch's flight recorder for this rank, when it could be read: (op, sequence number, state) per
     #: collective the rank issued, including those made from C++ (DDP); None if unavailable.
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
     #: Events of this rank not kept (the middle of a flood of events; the first and last are kept).
-    events_dropped: record.Dropped = field(default_factory=record.Dropped, repr=False)
+    events_dropped: event_files.Dropped = field(default_factory=event_files.Dropped, repr=False)
     #: The rank returned (its value is kept, it counts as finished), then hung in torch's teardown
     #: (destroy_process_group, object destruction) and was ended by the launcher: torch's, not the learner's.
     teardown_hung: bool = False
@@ -222,8 +222,8 @@ def collect(
     for rank in range(world_size):
         files = RankFiles(run_dir, rank)
         code, sig = exits.get(rank, (None, None))
-        events, dropped = record.read_events_kept(files.events, rank=rank, t0=t0, index=index, keep=keep)
-        flight = record.read_flight(files.events, rank, t0, index, events)
+        recorded = event_files.read_record(files.events, rank=rank, t0=t0, index=index, keep=keep)
+        events, dropped, flight = recorded.events, recorded.dropped, recorded.flight
         result = RankResult(
             rank=rank,
             status=Status.STOPPED,
@@ -522,11 +522,11 @@ class Run:
         return {r.rank: r.stuck for r in self.ranks if r.status == Status.STOPPED and r.stuck}
 
     @property
-    def events(self) -> list[record.Event]:
+    def events(self) -> list[event_files.Event]:
         return sorted((e for r in self.ranks for e in r.events), key=lambda e: e.start)
 
     @property
-    def events_dropped(self) -> dict[int, record.Dropped]:
+    def events_dropped(self) -> dict[int, event_files.Dropped]:
         """Ranks that recorded more events than are kept, and how many of theirs were dropped (from the
         middle: the first and the last are kept)."""
         return {r.rank: r.events_dropped for r in self.ranks if r.events_dropped}

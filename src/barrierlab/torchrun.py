@@ -266,13 +266,13 @@ def run_from_records(folder: str):
     between machines, so every rank's times are placed on the wall clock through the anchor it noted
     (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
     """
-    from barrierlab import record
+    from barrierlab import events as event_files
     from barrierlab.result import RankResult, Run, apply_outcome
     from barrierlab.sites import Site
 
     ranks_found = RankFiles.ranks_in(folder)
     outcomes = {r: Outcome.read(RankFiles(folder, r).outcome) for r in ranks_found}
-    metas = {r: record.read_meta(RankFiles(folder, r).events) for r in ranks_found}
+    metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
     world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
     if world_size == 0:
         raise FileNotFoundError(
@@ -295,11 +295,12 @@ def run_from_records(folder: str):
         t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
         files = RankFiles(folder, rank)
         recorded = bool(metas.get(rank))
-        events = record.read_events(files.events, rank=rank, t0=t0) if recorded else []
+        record = event_files.read_record(files.events, rank=rank, t0=t0) if recorded else None
+        events = record.events if record else []
         for event in events:
             if event.file:
                 event.where = str(Site(event.file, event.line, event.func or ""))
-        flight = record.read_flight(files.events, rank, t0, None, events) if recorded else None
+        flight = record.flight if record else None
         result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
         outcome = outcomes.get(rank)
         if outcome:

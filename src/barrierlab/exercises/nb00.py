@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import dataclass
 
 import barrierlab as bl
+from barrierlab.events import Event
 from barrierlab.exercises import PrintedVerdict, Verdict  # noqa: F401  (Verdict: the type nb01, nb02 name)
-from barrierlab.record import Event
 from barrierlab.result import Run
 
 WORLD = 4

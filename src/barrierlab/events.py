@@ -1,0 +1,592 @@
+"""A rank's events file, as a contract: its grammar, and the one reader of it.
+
+The recorder (``record.py``) writes one JSON object per line, each flushed as it happens, so a rank that is
+killed or hangs still leaves the record of what it entered and never left:
+
+``{"meta": "start", "rank": R, "t0": T, "pid": P, "wall": W}``
+    first line: the rank, its monotonic time at the start, its pid, and the wall-clock time at ``t0``.
+``{"id": N, "kind": K, "name": S, "t": T, ...}``
+    entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
+    the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
+    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``async``.
+``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
+    leaving it (the call returned, or raised ``error``).
+``{"id": N, "done": T}`` / ``{"id": N, "done": T, "done_error": S}``
+    an ``async_op=True`` call's work completed (or failed).
+``{"flight": [...], "groups": {...}, "at": T}``
+    a copy of torch's flight recorder (later copies of an entry win).
+
+Everything here is read from a process that ran the learner's code, so it is untrusted input: files are
+opened without following links or blocking, only regular files are read, lines are bounded in bytes, every
+field is type-checked, and a malformed line is counted (``Record.malformed``) and skipped — it never raises.
+
+Readers: :func:`read_record` (a whole file, bounded: its start and its end, the middle counted), used by the
+collector for both launchers; :class:`Tail` (what was appended since the last call, bounded per call), used
+by the live view. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+
+from barrierlab.sites import Site
+
+#: Kinds of call the recorder writes for ``torch.distributed`` functions.
+CALL_KINDS = ("collective", "p2p")
+#: Kinds of span a learner marks with ``barrierlab.span(name, kind)``.
+SPAN_KINDS = ("compute", "io", "wait", "other")
+EVENT_KINDS = CALL_KINDS + SPAN_KINDS
+#: Kinds in which a rank is waiting for other ranks (or, for the span kind "wait", says it is).
+WAITING_KINDS = ("collective", "p2p", "wait")
+
+#: Lines of an events file read at most: this many from its start and as many from its end (a rank that
+#: loops over ``span`` for a whole deadline writes millions; the middle is counted, not parsed).
+LINES_KEPT = 5_000
+#: The longest line read; a longer one (a span name of megabytes) is skipped and counted as malformed.
+MAX_LINE_BYTES = 256 * 1024
+_MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
+_BLOCK = 1 << 20
+_TAIL_BYTES = 32 * _BLOCK  # the most read backwards from the end for the last lines
+
+
+@dataclass
+class Event:
+    """One recorded call or span on one rank. ``end`` is None if the rank never left it."""
+
+    rank: int
+    kind: str  # one of EVENT_KINDS
+    name: str
+    start: float
+    end: float | None = None
+    seq: int | None = None
+    error: str | None = None
+    file: str | None = None
+    line: int | None = None
+    func: str | None = None
+    where: str | None = field(default=None, repr=False)  # readable call site, filled in by the collector
+    #: Shapes and dtypes of the tensors the call was given, recorded when it was made.
+    sizes: list[list[int]] | None = field(default=None, repr=False)
+    dtypes: list[str] | None = field(default=None, repr=False)
+    #: ``async_op=True``: ``end`` is when the call returned, ``done`` when its work completed (None: never).
+    is_async: bool = field(default=False, repr=False)
+    done: float | None = field(default=None, repr=False)
+    #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
+    #: that called into the helper that made the call.
+    callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.end is None else self.end - self.start
+
+    @property
+    def is_collective(self) -> bool:
+        return self.kind == "collective"
+
+    @property
+    def is_span(self) -> bool:
+        return self.kind in SPAN_KINDS
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} #{self.seq}" if self.seq else self.name
+
+
+@dataclass
+class FlightEntry:
+    """One collective in torch's flight recorder on one rank: every collective torch issued, including
+    those issued from C++ (DDP's reducer) or from torch's own Python code (DTensor, DCP, FSDP).
+
+    ``seq`` is the collective's position in its process group's sequence (``collective_seq_id``), the
+    number gloo pairs calls by; compare ranks by it. ``issuer`` is None when the learner's own
+    ``torch.distributed`` call made it (``call`` is then that call's Event), else who did ("DDP backward's
+    gradient all_reduce"). gloo's flight recorder has no completion times, and its ``state``/``retired``
+    are also set when a call timed out, so neither says the call succeeded."""
+
+    rank: int
+    seq: int
+    op: str
+    group: str = "0"  # the process group's name: "0" is the default group
+    p2p: bool = False
+    start: float | None = None  # seconds since t0 when torch created the entry
+    sizes: list[list[int]] | None = None
+    dtypes: list[str] | None = None
+    issuer: str | None = None
+    file: str | None = None  # the learner's innermost frame that led to it, e.g. the loss.backward() line
+    line: int | None = None
+    func: str | None = None
+    callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
+    call: Event | None = field(default=None, repr=False)
+    where: str | None = field(default=None, repr=False)
+
+    @property
+    def from_torch(self) -> bool:
+        """Issued by torch itself (C++ or torch's Python), not by the learner's own torch.distributed call."""
+        return self.issuer is not None
+
+    @property
+    def label(self) -> str:
+        return f"{self.op} (seq {self.seq})"
+
+    @property
+    def who(self) -> str:
+        return self.issuer or f"your {self.call.name if self.call else self.op}"
+
+
+@dataclass
+class Flight:
+    """A rank's copy of torch's flight recorder: its entries, and the members of each process group."""
+
+    entries: list[FlightEntry]
+    groups: dict[str, list[int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __getitem__(self, index):
+        return self.entries[index]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Events of a rank's file that were not read (the middle of a very long file): how many, and whether
+    that number is an estimate (from the middle's size and the kept lines' average size)."""
+
+    events: int = 0
+    estimated: bool = False
+
+    def __bool__(self) -> bool:
+        return self.events > 0
+
+    def __str__(self) -> str:
+        return f"{'about ' if self.estimated else ''}{self.events:,}"
+
+
+@dataclass
+class Record:
+    """What one rank's events file holds, as read: the start line, the events (sorted by start), torch's
+    flight record (None if never copied), what was not read, and how many lines were malformed."""
+
+    meta: dict | None
+    events: list[Event]
+    flight: Flight | None
+    dropped: Dropped = field(default_factory=Dropped)
+    malformed: int = 0
+
+
+# --- typed lines -------------------------------------------------------------------------------------------
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _frames(value) -> list[tuple[str, int, str]] | None:
+    """``[[file, line, func], ...]`` checked, or None if it is not that."""
+    if not isinstance(value, list):
+        return None
+    frames = []
+    for frame in value:
+        if not (
+            isinstance(frame, list)
+            and len(frame) == 3
+            and isinstance(frame[0], str)
+            and _int(frame[1])
+            and isinstance(frame[2], str)
+        ):
+            return None
+        frames.append((frame[0], frame[1], frame[2]))
+    return frames
+
+
+def _sizes(value) -> bool:
+    return isinstance(value, list) and all(isinstance(s, list) and all(_int(n) for n in s) for s in value)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(s, str) for s in value)
+
+
+def _optional(item: dict, key: str, check) -> bool:
+    return key not in item or item[key] is None or check(item[key])
+
+
+def _is_meta(item: dict) -> bool:
+    return (
+        item.get("meta") == "start"
+        and _int(item.get("rank"))
+        and _number(item.get("t0"))
+        and _optional(item, "wall", _number)
+        and _optional(item, "pid", _int)
+    )
+
+
+def _is_enter(item: dict) -> bool:
+    return (
+        _int(item.get("id"))
+        and item.get("kind") in EVENT_KINDS
+        and isinstance(item.get("name"), str)
+        and _number(item.get("t"))
+        and _optional(item, "seq", _int)
+        and _optional(item, "file", lambda v: isinstance(v, str))
+        and _optional(item, "line", _int)
+        and _optional(item, "func", lambda v: isinstance(v, str))
+        and _optional(item, "callers", lambda v: _frames(v) is not None)
+        and _optional(item, "sizes", _sizes)
+        and _optional(item, "dtypes", _strings)
+    )
+
+
+def _is_end(item: dict) -> bool:
+    return (
+        _int(item.get("id"))
+        and ("end" in item or "done" in item)
+        and _optional(item, "end", _number)
+        and _optional(item, "done", _number)
+        and _optional(item, "error", lambda v: isinstance(v, str))
+        and _optional(item, "done_error", lambda v: isinstance(v, str))
+    )
+
+
+def _is_flight(item: dict) -> bool:
+    return isinstance(item.get("flight"), list) and _optional(item, "groups", lambda v: isinstance(v, dict))
+
+
+_END_LINE = re.compile(rb'\{"id":(\d{1,18}),"end":(-?[0-9.]{1,40}(?:e[-+]?\d{1,4})?)\}')
+
+
+def parse_lines(raw: bytes, items: list[dict]) -> int:
+    """Append the well-formed lines of ``raw`` to ``items`` as dicts; return how many lines were malformed
+    (not JSON, not an object, too long, or of a shape the grammar does not have). A last line cut short by a
+    kill is malformed too."""
+    malformed = 0
+    for line in raw.split(b"\n"):
+        if not line:
+            continue
+        if len(line) > MAX_LINE_BYTES:
+            malformed += 1
+            continue
+        end = _END_LINE.fullmatch(line)  # half the lines of a flood: parsed 10x faster than by json
+        if end is not None:
+            try:
+                items.append({"id": int(end.group(1)), "end": float(end.group(2))})
+                continue
+            except ValueError:
+                pass
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            malformed += 1
+            continue
+        if isinstance(item, dict) and (_is_enter(item) or _is_end(item) or _is_meta(item) or _is_flight(item)):
+            items.append(item)
+        else:
+            malformed += 1
+    return malformed
+
+
+# --- opening -----------------------------------------------------------------------------------------------
+
+
+def open_regular(path: str) -> int | None:
+    """A read-only descriptor of ``path`` if it is a regular file (not a link, FIFO or device), else None.
+    The caller closes it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+# --- the whole-file reader ---------------------------------------------------------------------------------
+
+
+def _read_kept(path: str, keep: int) -> tuple[list[dict], Dropped, int]:
+    """The well-formed lines of an events file, at most ``keep`` from its start and as many from its end,
+    read incrementally (memory bounded by what is kept), what was dropped, and how many were malformed."""
+    fd = open_regular(path)
+    if fd is None:
+        return [], Dropped(), 0
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head, count, too_long = [], 0, 0
+        while count < keep:
+            line = f.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:  # skip the rest of an endless line, reading in blocks
+                while line and not line.endswith(b"\n"):
+                    line = f.readline(_BLOCK)
+                too_long += 1
+            else:
+                head.append(line)
+            count += 1
+        head_end = f.tell()
+        items: list[dict] = []
+        malformed = too_long + parse_lines(b"".join(head), items)
+        dropped = Dropped()
+        if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
+            position, tail, lines = size, b"", 0
+            while position > head_end and lines <= keep and len(tail) <= _TAIL_BYTES:
+                start = max(head_end, position - _BLOCK)
+                f.seek(start)
+                tail = f.read(position - start) + tail
+                position = start
+                lines = tail.count(b"\n")
+            pieces = tail.split(b"\n")
+            if position > head_end:
+                pieces = pieces[1:]  # the first piece is the end of a line of the middle
+            tail = b"\n".join(pieces[-(keep + 1) :])  # the last piece is what follows the last newline
+            middle = size - len(tail) - head_end
+            if middle > 0:
+                if middle <= _MIDDLE_COUNTED:
+                    f.seek(head_end)
+                    events, left = 0, middle
+                    while left > 0:
+                        chunk = f.read(min(_BLOCK, left))
+                        if not chunk:
+                            break
+                        events += chunk.count(b'"kind":')
+                        left -= len(chunk)
+                    dropped = Dropped(events, False)
+                else:
+                    sample = b"".join(head) + tail
+                    per_event = len(sample) / max(1, sample.count(b'"kind":'))
+                    dropped = Dropped(int(middle / per_event), True)
+            malformed += parse_lines(tail, items)
+    return items, dropped, malformed
+
+
+def read_meta(path: str) -> dict | None:
+    """The first line of an events file: rank, pid, ``t0`` (monotonic) and ``wall`` (time.time() at t0)."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        items: list[dict] = []
+        parse_lines(f.readline(MAX_LINE_BYTES + 1), items)
+    return items[0] if items and _is_meta(items[0]) else None
+
+
+def read_record(
+    path: str, rank: int | None = None, t0: float | None = None, index=None, keep: int | None = None
+) -> Record:
+    """Read a rank's events file once: its events and its flight record.
+
+    Times become seconds since ``t0`` (default: the recorder's start). ``index`` (a
+    :class:`~barrierlab.sites.CodeIndex`) gives frames of code sent by value their real file names. At most
+    ``keep`` lines (default :data:`LINES_KEPT`) are read from the start of the file and as many from its
+    end; ``Record.dropped`` says how many events in between were not read."""
+    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep)
+    meta = next((item for item in items if item.get("meta") == "start"), None)
+    if meta is not None:
+        rank = meta["rank"] if rank is None else rank
+    events = _events(items, rank, t0 if t0 is not None else (meta["t0"] if meta else 0.0), index)
+    flight = _flight(items, meta, rank, t0, index, events)
+    return Record(meta, events, flight, dropped, malformed)
+
+
+def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event]:
+    events: dict[int, Event] = {}
+    for item in items:
+        if "kind" in item:
+            callers = [(_resolved(index, f, n, c), n, c) for f, n, c in _frames(item.get("callers") or []) or ()]
+            event = events[item["id"]] = Event(
+                rank=rank if rank is not None else -1,
+                kind=item["kind"],
+                name=item["name"],
+                start=item["t"] - t0,
+                seq=item.get("seq"),
+                file=item.get("file"),
+                line=item.get("line"),
+                func=item.get("func"),
+                sizes=item.get("sizes"),
+                dtypes=item.get("dtypes"),
+                is_async=bool(item.get("async")),
+                callers=callers,
+            )
+            if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
+                event.file = _placed(index, event.file, event.line or 0, event.func or "", event.callers)
+        elif "id" in item and item["id"] in events:
+            event = events[item["id"]]
+            if item.get("end") is not None:
+                event.end = item["end"] - t0
+                event.error = item.get("error")
+            if item.get("done") is not None:
+                event.done = item["done"] - t0
+                event.error = event.error or item.get("done_error")
+    return sorted(events.values(), key=lambda e: e.start)
+
+
+def _flight_entry(e) -> dict | None:
+    """One compacted flight-recorder entry, type-checked (see ``record._flight_entries``)."""
+    if not isinstance(e, dict):
+        return None
+    frames = _frames(e.get("frames") or [])
+    if frames is None or not (_optional(e, "ns", _number) and _optional(e, "seq", _int) and _optional(e, "rid", _int)):
+        return None
+    if not (_optional(e, "sizes", _sizes) and _optional(e, "dtypes", _strings)):
+        return None
+    if not (_optional(e, "op", lambda v: isinstance(v, str)) and _optional(e, "issuer", lambda v: isinstance(v, str))):
+        return None
+    return {**e, "frames": frames}
+
+
+def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Flight | None:
+    wall = None
+    if meta is not None:
+        wall = meta.get("wall")
+        if t0 is not None and wall is not None:
+            wall += t0 - meta["t0"]  # wall time at the caller's t0
+    entries: dict[tuple[str, int], dict] = {}
+    groups: dict[str, list[int]] = {}
+    seen = False
+    for item in items:
+        if "flight" not in item:
+            continue
+        seen = True
+        for name, members in (item.get("groups") or {}).items():
+            if isinstance(members, list) and all(_int(m) for m in members):
+                groups[str(name)] = members
+        for raw in item["flight"]:
+            e = _flight_entry(raw)
+            if e is not None:
+                entries[(str(e.get("pg")), int(e.get("rid") or 0))] = e
+    if not seen:
+        return None
+    calls = sorted((e for e in events if e.kind in CALL_KINDS), key=lambda e: e.start)
+    starts = [e.start for e in calls]
+    result = []
+    for e in sorted(entries.values(), key=lambda e: (e.get("ns") or 0, e.get("rid") or 0)):
+        start = e["ns"] / 1e9 - wall if e.get("ns") and wall is not None else None
+        frames = e["frames"]
+        file, line, func = frames[0] if frames else (None, None, None)
+        entry = FlightEntry(
+            rank=rank if rank is not None else -1,
+            seq=int(e.get("seq") or 0),
+            op=e.get("op") or "?",
+            group=str(e.get("pg")),
+            p2p=bool(e.get("p2p")),
+            start=start,
+            sizes=e.get("sizes"),
+            dtypes=e.get("dtypes"),
+            issuer=e.get("issuer"),
+            file=_resolved(index, file, line, func) if file else None,
+            line=line,
+            func=func,
+            callers=[(_resolved(index, f, n, c), n, c) for f, n, c in frames[1:]],
+        )
+        if entry.file and entry.callers:
+            entry.file = _placed(index, entry.file, entry.line or 0, entry.func or "", entry.callers)
+        if e.get("mine") and start is not None and calls:
+            i = bisect.bisect_right(starts, start + 1e-6) - 1
+            if i >= 0:
+                entry.call = calls[i]
+        if entry.file:
+            entry.where = str(Site(entry.file, entry.line, entry.func or ""))
+        result.append(entry)
+    return Flight(result, groups)
+
+
+# --- the incremental reader --------------------------------------------------------------------------------
+
+
+class Tail:
+    """Reads the well-formed lines appended to one events file since the last call, at most ``budget``
+    bytes per call; a file that grows faster than it is read is skipped ahead (``skipped`` bytes), and the
+    caller is told so that it forgets the calls it thought open."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+        self.skipped = 0
+        self.malformed = 0
+
+    def read(self, budget: int) -> tuple[list[dict], bool]:
+        """New lines (as checked dicts), and whether the reader jumped ahead since the last call."""
+        fd = open_regular(self.path)
+        if fd is None:
+            return [], False
+        jumped = False
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size - self.offset > 16 * budget:  # flooded: jump to the recent past, forget the middle
+                self.skipped += size - budget - self.offset
+                self.offset, self.partial, jumped = size - budget, b"", True
+                f.seek(self.offset)
+                f.readline(MAX_LINE_BYTES + 1)  # drop the line we landed in the middle of
+                self.offset = f.tell()
+            f.seek(self.offset)
+            data = f.read(budget)
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        if len(self.partial) > MAX_LINE_BYTES:  # an endless line: drop what we have of it
+            self.partial = b""
+            self.malformed += 1
+        items: list[dict] = []
+        self.malformed += parse_lines(b"\n".join(lines), items)
+        return items, jumped
+
+
+# --- where a frame's code lives ----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def functions(path: str) -> tuple[tuple[str, int, int], ...]:
+    """(name, first line, last line) of every function the Python file at ``path`` defines."""
+    try:
+        with open(path) as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return ()
+    return tuple(
+        (node.name, node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+
+
+def defines(path: str, func: str, line: int) -> bool:
+    return any(name == func and first <= line <= last for name, first, last in functions(path))
+
+
+def undynamic(frames: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """Frames whose code cloudpickle sent by value (``<dynamic-code>``, e.g. methods of a class defined in the
+    learner's module) placed in the file of another frame that defines that function around that line."""
+    files = list(dict.fromkeys(f for f, _, _ in reversed(frames) if not f.startswith("<")))
+    return [
+        (
+            next((path for path in files if defines(path, func, line)), file) if file.startswith("<") else file,
+            line,
+            func,
+        )
+        for file, line, func in frames
+    ]
+
+
+def _resolved(index, file: str, line: int, func: str) -> str:
+    return index.resolve(file, line, func) if index is not None else file
+
+
+def _placed(index, file: str, line: int, func: str, callers) -> str:
+    """``file`` resolved by the index, else, if still ``<dynamic-code>``, by the files of its callers."""
+    file = _resolved(index, file, line, func)
+    return undynamic([(file, line, func or "")] + list(callers))[0][0] if file.startswith("<") else file
