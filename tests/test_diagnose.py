@@ -10,7 +10,8 @@ import torch
 import torch.distributed as dist
 
 import barrierlab as bl
-from barrierlab.diagnose import explain_error, rank_list
+from barrierlab.diagnose import explain_error
+from barrierlab.words import rank_list
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 

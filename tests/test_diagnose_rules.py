@@ -6,6 +6,7 @@ import inspect
 
 import pytest
 
+from barrierlab import calls
 from barrierlab import diagnose as d
 from barrierlab.events import Event, Flight, FlightEntry
 from barrierlab.result import FINISHED, RAISED, STOPPED, RankResult, Run
@@ -233,7 +234,7 @@ def test_flight_records_are_compared_by_sequence_id_not_by_count():
 
 
 def test_ledger_marks_collectives_torch_issued():
-    text = d.ledger(run_of(result(0, flight=ddp_steps(0, 2)), result(1, flight=ddp_steps(1, 1))))
+    text = calls.ledger(run_of(result(0, flight=ddp_steps(0, 2)), result(1, flight=ddp_steps(1, 1))))
     assert "all_reduce · DDP backward's gradient all_reduce @ line 9" in text
     assert text.splitlines()[3].split()[-1] == "—"
 

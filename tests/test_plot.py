@@ -460,7 +460,7 @@ def test_collectives_are_numbered_as_in_the_ledger():
 
 def test_calls_close_together_share_one_label():
     lanes = [[Event(0, "compute", "work", 0.0, 10.0)]]
-    from barrierlab.diagnose import Call
+    from barrierlab.calls import Call
     from barrierlab.events import FlightEntry
 
     calls = [

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
+from barrierlab.calls import collectives, flights, ordinal, short_issuer, site_key, where_text
 from barrierlab.events import Event, Flight, FlightEntry, defines, undynamic
-from barrierlab.result import rank_list
 from barrierlab.sites import Site
+from barrierlab.words import rank_list
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -111,158 +112,6 @@ def explain_error(message: str) -> tuple[str, str] | None:
         if match:
             return name, text.format(*[g.strip() for g in match.groups()])
     return None
-
-
-def collectives(run: Run) -> dict[int, list[Event]]:
-    """Each rank's collective calls made by the learner's code, in order (#1, #2, ...)."""
-    return {r.rank: sorted((e for e in r.events if e.is_collective), key=lambda e: e.seq) for r in run.ranks}
-
-
-def flights(run: Run) -> dict[int, Flight]:
-    """Each rank's copy of torch's flight recorder, for the ranks where it could be read."""
-    found = {}
-    for r in run.ranks:
-        flight = r.flight
-        if flight is None:
-            continue
-        if not isinstance(flight, Flight):  # the launcher's plain (op, seq, state) list: no issuers or frames
-            flight = Flight([FlightEntry(r.rank, int(seq), str(op)) for op, seq, _state in flight])
-        found[r.rank] = flight
-    return found
-
-
-@dataclass
-class Call:
-    """One collective on one rank, from whichever record saw it: the learner's own call (``event``), one
-    that torch issued (``issuer`` says who: DDP, DTensor, ...), or both records of the same call.
-
-    ``position`` is the call's place in its group's sequence when the flight recorder saw it (gloo pairs
-    calls by it), else the learner's call number. ``start``/``end`` come from barrierlab's record; torch's
-    flight recorder on gloo records when a call was issued (``start``) but never when it completed."""
-
-    rank: int
-    position: int
-    op: str
-    group: str = "0"  # the process group's name: "0" is the default group
-    issuer: str | None = None
-    event: Event | None = None
-    entry: FlightEntry | None = None
-
-    @property
-    def kind(self) -> str:
-        """ "yours" for a call the learner's code made, "torch" for one torch issued itself."""
-        return "torch" if self.issuer else "yours"
-
-    @property
-    def name(self) -> str:
-        return self.event.name if self.event else self.op
-
-    @property
-    def start(self) -> float | None:
-        return self.event.start if self.event else (self.entry.start if self.entry else None)
-
-    @property
-    def end(self) -> float | None:
-        return self.event.end if self.event else None
-
-    @property
-    def sizes(self):
-        return self.entry.sizes if self.entry and self.entry.sizes is not None else (self.event and self.event.sizes)
-
-    @property
-    def site(self) -> Site | None:
-        source = self.event or self.entry
-        return Site(source.file, source.line, source.func or "") if source and source.file else None
-
-    @property
-    def where(self) -> str:
-        source = self.event or self.entry
-        if source is None or not source.file:
-            return "an unknown line"
-        return source.where or f"{source.file}:{source.line}"
-
-    @property
-    def label(self) -> str:
-        """'barrier' for the learner's own call, "all_reduce (DDP backward's gradient all_reduce)" else."""
-        return f"{self.op} ({self.issuer})" if self.issuer and self.issuer != self.op else self.name
-
-
-def collective_calls(run: Run) -> dict[int, list[Call]]:
-    """Every rank's collectives in the group's order, merging both records: torch's flight recorder where
-    every rank's could be read (positions are its sequence ids in the default group, p2p and subgroups left
-    out), else barrierlab's record of the learner's calls. This is what the ledger shows and what a
-    timeline can draw: ``kind`` "torch" calls have a ``start`` (when torch issued them) and no ``end``."""
-    found = flights(run)
-    if run.ranks and len(found) == len(run.ranks):
-        merged = {}
-        for rank, flight in found.items():
-            merged[rank] = [
-                Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e) for e in flight if not e.p2p and e.group == "0"
-            ]
-        return merged
-    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def _where(event) -> str:
-    return event.where or (f"{event.file}:{event.line}" if event.file else "an unknown line")
-
-
-def _site_key(event: Event) -> tuple:
-    return (event.file, event.line)
-
-
-def ledger(run: Run) -> str:
-    """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
-    recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
-    rank's flight record could not be read: the first place they disagree stands out."""
-    calls = collective_calls(run)
-    positions = sorted({c.position for cs in calls.values() for c in cs})
-    header = ["#"] + [f"rank {r}" for r in calls]
-    by_rank = {r: {c.position: c for c in cs} for r, cs in calls.items()}
-    rows = []
-    for position in positions:
-        row = [str(position)]
-        for rank in calls:
-            call = by_rank[rank].get(position)
-            if call is None:
-                row.append("—")
-                continue
-            e = call.event
-            state = (
-                ""
-                if e is None or (e.end is not None and not e.error)
-                else (" (never left)" if e.end is None else " (failed)")
-            )
-            source = e or call.entry
-            text = call.name if not call.issuer else f"{call.op} · {_short_issuer(call.issuer)}"
-            row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
-        rows.append(row)
-    widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-    if not rows:
-        return "no collective calls were recorded"
-    found = flights(run)
-    if len(found) == len(run.ranks):
-        lines.append(
-            "(# is the position in the group's sequence, from torch's flight recorder; "
-            "'·' marks collectives torch issued itself, with the learner's line that led there)"
-        )
-    elif found:
-        lines.append(
-            f"(# is each rank's own call number: torch's flight recorder could not be read from "
-            f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
-        )
-    return "\n".join(lines)
-
-
-def _short_issuer(issuer: str) -> str:
-    return issuer.split(" (")[0]
 
 
 @dataclass
@@ -425,7 +274,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
                 return [
-                    f"{e0.name} #{i + 1} at {_where(e0)} got different tensors: "
+                    f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: "
                     + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
                 ], f"{e0.name} #{i + 1} at {_place(e0)}"
     split = _flight_split(found)
@@ -528,7 +377,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
         issued = [e.issuer for e in entries if e.issuer]
         if issued:
-            who = ", ".join(dict.fromkeys(_short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
+            who = ", ".join(dict.fromkeys(short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
             headline = (
                 f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
                 f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
@@ -640,7 +489,7 @@ def _calls_by_op(f: Facts, k: int) -> list[str]:
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
     return [
-        f"{rank_list(rs)} called {op} #{k} at {_where(f.at_k[rs[0]])}"
+        f"{rank_list(rs)} called {op} #{k} at {where_text(f.at_k[rs[0]])}"
         + _callers_text(f.at_k[rs[0]].callers, f.at_k[rs[0]].file)
         for op, rs in by_op.items()
     ]
@@ -748,13 +597,14 @@ def _arrival_evidence(f: Facts) -> list[str]:
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
     evidence.append(
-        f"{rank_list(arrived)} called {event.name} #{k} at {_where(event)}" + _callers_text(event.callers, event.file)
+        f"{rank_list(arrived)} called {event.name} #{k} at {where_text(event)}"
+        + _callers_text(event.callers, event.file)
     )
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
         evidence.append(
-            f"{rank_list(same)} never made a {_ordinal(k)} collective call: {'they' if len(same) > 1 else 'it'} {how}"
+            f"{rank_list(same)} never made a {ordinal(k)} collective call: {'they' if len(same) > 1 else 'it'} {how}"
         )
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
     if left and event.name not in ops.EVERY_RANK_ON_GLOO:
@@ -827,7 +677,7 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     if not _uneven_loop(f.calls, arrived, f.missing, f.first_diff):
         return None
     event = f.at_k[arrived[0]]
-    counts = {r: sum(1 for e in f.calls[r] if _site_key(e) == _site_key(event)) for r in f.calls}
+    counts = {r: sum(1 for e in f.calls[r] if site_key(e) == site_key(event)) for r in f.calls}
     evidence = _arrival_evidence(f)
     evidence.append(
         f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
@@ -854,7 +704,7 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     return Diagnosis(
         "only-some-ranks",
         f"A collective reached by only some ranks: {rank_list(arrived)} called {event.name} #{f.first_diff} at "
-        f"{_where(event)}{_callers_text(event.callers, event.file)}; {rank_list(f.missing)} never did.",
+        f"{where_text(event)}{_callers_text(event.callers, event.file)}; {rank_list(f.missing)} never did.",
         _arrival_evidence(f),
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "
@@ -992,7 +842,7 @@ def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     limit = depth if before is None else min(depth, before - 1)
     for i in range(limit):
         at = [c[i] for c in calls.values()]
-        if len({e.name for e in at}) == 1 and len({_site_key(e) for e in at}) > 1:
+        if len({e.name for e in at}) == 1 and len({site_key(e) for e in at}) > 1:
             return i + 1
     return None
 
@@ -1001,8 +851,8 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
     at = {r: c[k - 1] for r, c in calls.items()}
     groups: dict[tuple, list[int]] = {}
     for rank, event in sorted(at.items()):
-        groups.setdefault(_site_key(event), []).append(rank)
-    parts = [f"{rank_list(rs)} at {_where(at[rs[0]])}" for rs in groups.values()]
+        groups.setdefault(site_key(event), []).append(rank)
+    parts = [f"{rank_list(rs)} at {where_text(at[rs[0]])}" for rs in groups.values()]
     return [
         f"call #{k} ({at[next(iter(at))].name}) came from different lines, and the ranks passed it together: "
         + "; ".join(parts)
@@ -1011,9 +861,9 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
 
 def _uneven_loop(calls, arrived, missing, k) -> bool:
     """The call that only some ranks made repeats a line every rank called before: a loop of uneven length."""
-    key = _site_key(calls[arrived[0]][k - 1])
-    return all(any(_site_key(e) == key for e in calls[r]) for r in missing) and any(
-        _site_key(e) == key for e in calls[arrived[0]][: k - 1]
+    key = site_key(calls[arrived[0]][k - 1])
+    return all(any(site_key(e) == key for e in calls[r]) for r in missing) and any(
+        site_key(e) == key for e in calls[arrived[0]][: k - 1]
     )
 
 

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from barrierlab import ops, palette
 from barrierlab._protocol import Status
+from barrierlab.calls import collective_calls
 from barrierlab.events import WAITING_KINDS, Event
 
 #: Event kinds whose time counts as waiting for other ranks.
@@ -126,8 +127,6 @@ def _lanes(
 def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
     """From ``diagnose.collective_calls``: each rank's map from its call number to the call's position in the
     group's sequence (only when torch's flight recorder of every rank was read), and the calls torch issued."""
-    from barrierlab.diagnose import collective_calls
-
     calls = collective_calls(run)
     if not any(c.entry is not None for cs in calls.values() for c in cs):
         return {}, {}

@@ -17,6 +17,7 @@ from barrierlab import events as event_files
 from barrierlab._protocol import Outcome, RankFiles, Status, signal_name, tidy
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import Stuck, relabel_traceback, stuck_at
+from barrierlab.words import rank_list
 
 #: How much of each rank's stdout/stderr is kept: the head and the tail, this many bytes each.
 OUTPUT_KEEP = 32 * 1024
@@ -83,16 +84,6 @@ def _same_traceback(text: str) -> str:
     lines = tidy(text).strip().splitlines()
     frames = [line.strip() for line in lines if line.lstrip().startswith(("File ", "Cell "))]
     return "\n".join(frames + [re.sub(r"\d+", "N", lines[-1] if lines else "")])
-
-
-def rank_list(ranks: list[int]) -> str:
-    """'rank 2', 'ranks 1 and 3', 'ranks 1–15', 'ranks 0, 2 and 5'."""
-    ranks = sorted(ranks)
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}–{ranks[-1]}"
-    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 @dataclass
@@ -557,7 +548,7 @@ class Run:
 
     def ledger(self) -> str:
         """Every rank's collective calls side by side (#1, #2, ...), with op and line."""
-        from barrierlab.diagnose import ledger
+        from barrierlab.calls import ledger
 
         return ledger(self)
 

@@ -27,7 +27,7 @@ MAX_LAG = 0.4
 
 
 def _ranks(ranks) -> str:
-    from barrierlab.diagnose import rank_list
+    from barrierlab.words import rank_list
 
     return rank_list(sorted(ranks))
 

@@ -1,0 +1,168 @@
+"""The run's collectives, numbered: each rank's calls in the group's order, from barrierlab's record of the
+learner's calls and torch's flight record merged, and the ledger that shows them side by side.
+
+The diagnosis decides from these numbers and the timeline draws them; neither computes them itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from barrierlab.events import Event, Flight, FlightEntry
+from barrierlab.sites import Site
+from barrierlab.words import rank_list
+
+if TYPE_CHECKING:  # for annotations only: this module never imports the Run it reads
+    from barrierlab.result import Run
+
+
+def collectives(run: Run) -> dict[int, list[Event]]:
+    """Each rank's collective calls made by the learner's code, in order (#1, #2, ...)."""
+    return {r.rank: sorted((e for e in r.events if e.is_collective), key=lambda e: e.seq) for r in run.ranks}
+
+
+def flights(run: Run) -> dict[int, Flight]:
+    """Each rank's copy of torch's flight recorder, for the ranks where it could be read."""
+    found = {}
+    for r in run.ranks:
+        flight = r.flight
+        if flight is None:
+            continue
+        if not isinstance(flight, Flight):  # the launcher's plain (op, seq, state) list: no issuers or frames
+            flight = Flight([FlightEntry(r.rank, int(seq), str(op)) for op, seq, _state in flight])
+        found[r.rank] = flight
+    return found
+
+
+@dataclass
+class Call:
+    """One collective on one rank, from whichever record saw it: the learner's own call (``event``), one
+    that torch issued (``issuer`` says who: DDP, DTensor, ...), or both records of the same call.
+
+    ``position`` is the call's place in its group's sequence when the flight recorder saw it (gloo pairs
+    calls by it), else the learner's call number. ``start``/``end`` come from barrierlab's record; torch's
+    flight recorder on gloo records when a call was issued (``start``) but never when it completed."""
+
+    rank: int
+    position: int
+    op: str
+    group: str = "0"  # the process group's name: "0" is the default group
+    issuer: str | None = None
+    event: Event | None = None
+    entry: FlightEntry | None = None
+
+    @property
+    def kind(self) -> str:
+        """ "yours" for a call the learner's code made, "torch" for one torch issued itself."""
+        return "torch" if self.issuer else "yours"
+
+    @property
+    def name(self) -> str:
+        return self.event.name if self.event else self.op
+
+    @property
+    def start(self) -> float | None:
+        return self.event.start if self.event else (self.entry.start if self.entry else None)
+
+    @property
+    def end(self) -> float | None:
+        return self.event.end if self.event else None
+
+    @property
+    def sizes(self):
+        return self.entry.sizes if self.entry and self.entry.sizes is not None else (self.event and self.event.sizes)
+
+    @property
+    def site(self) -> Site | None:
+        source = self.event or self.entry
+        return Site(source.file, source.line, source.func or "") if source and source.file else None
+
+    @property
+    def where(self) -> str:
+        source = self.event or self.entry
+        if source is None or not source.file:
+            return "an unknown line"
+        return source.where or f"{source.file}:{source.line}"
+
+    @property
+    def label(self) -> str:
+        """'barrier' for the learner's own call, "all_reduce (DDP backward's gradient all_reduce)" else."""
+        return f"{self.op} ({self.issuer})" if self.issuer and self.issuer != self.op else self.name
+
+
+def collective_calls(run: Run) -> dict[int, list[Call]]:
+    """Every rank's collectives in the group's order, merging both records: torch's flight recorder where
+    every rank's could be read (positions are its sequence ids in the default group, p2p and subgroups left
+    out), else barrierlab's record of the learner's calls. This is what the ledger shows and what a
+    timeline can draw: ``kind`` "torch" calls have a ``start`` (when torch issued them) and no ``end``."""
+    found = flights(run)
+    if run.ranks and len(found) == len(run.ranks):
+        merged = {}
+        for rank, flight in found.items():
+            merged[rank] = [
+                Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e) for e in flight if not e.p2p and e.group == "0"
+            ]
+        return merged
+    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def where_text(event) -> str:
+    return event.where or (f"{event.file}:{event.line}" if event.file else "an unknown line")
+
+
+def site_key(event: Event) -> tuple:
+    return (event.file, event.line)
+
+
+def ledger(run: Run) -> str:
+    """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
+    recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
+    rank's flight record could not be read: the first place they disagree stands out."""
+    calls = collective_calls(run)
+    positions = sorted({c.position for cs in calls.values() for c in cs})
+    header = ["#"] + [f"rank {r}" for r in calls]
+    by_rank = {r: {c.position: c for c in cs} for r, cs in calls.items()}
+    rows = []
+    for position in positions:
+        row = [str(position)]
+        for rank in calls:
+            call = by_rank[rank].get(position)
+            if call is None:
+                row.append("—")
+                continue
+            e = call.event
+            state = (
+                ""
+                if e is None or (e.end is not None and not e.error)
+                else (" (never left)" if e.end is None else " (failed)")
+            )
+            source = e or call.entry
+            text = call.name if not call.issuer else f"{call.op} · {short_issuer(call.issuer)}"
+            row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
+        rows.append(row)
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    if not rows:
+        return "no collective calls were recorded"
+    found = flights(run)
+    if len(found) == len(run.ranks):
+        lines.append(
+            "(# is the position in the group's sequence, from torch's flight recorder; "
+            "'·' marks collectives torch issued itself, with the learner's line that led there)"
+        )
+    elif found:
+        lines.append(
+            f"(# is each rank's own call number: torch's flight recorder could not be read from "
+            f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
+        )
+    return "\n".join(lines)
+
+
+def short_issuer(issuer: str) -> str:
+    return issuer.split(" (")[0]
