@@ -31,7 +31,8 @@ from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, short_issuer, site_key, where_text
 from barrierlab.events import Event, Flight, FlightEntry, defines, undynamic
-from barrierlab.sites import Site
+from barrierlab.sites import Site, is_learners
+from barrierlab.stacks import traceback_frames
 from barrierlab.words import rank_list
 
 if TYPE_CHECKING:
@@ -338,25 +339,16 @@ def _callers_text(callers, file: str | None = None) -> str:
     return f", called from {Site(at, line, func)}"
 
 
-_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_TORCH_MARK = ("/torch/", "/site-packages/", "/barrierlab/_rank.py", "/barrierlab/_zygote.py")
-
-
 def _raised_at(result) -> str:
     """' at train.py:34, in build: ...' — the learner's line where a rank raised, from its traceback.
     A frame cloudpickle renamed is looked up in the files of the frames around it."""
-    frames = [m.groupdict() for m in map(_TB_FRAME.match, (result.traceback or "").splitlines()) if m]
-    frames = [f for f in frames if not any(mark in f["file"] for mark in _TORCH_MARK)]
-    named = [f for f in frames if not (f["func"] or "").startswith("<") or f["func"] == "<module>"]
+    frames = [f for f in traceback_frames(result.traceback or "") if is_learners(f[0])]
+    named = [f for f in frames if not f[2].startswith("<") or f[2] == "<module>"]
     if not named:
         return ""
-    last = named[-1]
-    file, line, func = last["file"], int(last["line"]), last["func"] or ""
+    file, line, func = named[-1]
     if file.startswith("<"):
-        file = next(
-            (f["file"] for f in reversed(frames) if not f["file"].startswith("<") and defines(f["file"], func, line)),
-            file,
-        )
+        file = next((f for f, _, _ in reversed(frames) if not f.startswith("<") and defines(f, func, line)), file)
     return f" at {Site(file, line, func)}"
 
 

@@ -28,7 +28,6 @@ import json
 import os
 import pickle
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Iterator
@@ -39,7 +38,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from barrierlab import ops
 from barrierlab.events import SPAN_KINDS
-from barrierlab.sites import MACHINERY
+from barrierlab.sites import MACHINERY, is_learners
 
 #: What the recorder wraps, from the ops table: collectives (numbered per rank) and point-to-point calls.
 COLLECTIVES = tuple(sorted(ops.NUMBERED))
@@ -47,9 +46,6 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
-_INTERNAL_FILES = MACHINERY | {contextlib.__file__}  # contextlib: the frames of span()'s decorator
-#: Callers that are never the learner's: torch, the standard library (runpy under torchrun), frozen modules.
-_NOT_LEARNERS = (_TORCH_DIR, sysconfig.get_paths()["stdlib"] + os.sep, "<frozen")
 _THIS_FILE = os.path.abspath(__file__)
 _LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_zygote.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
@@ -133,8 +129,7 @@ def call_site(callers: bool = True) -> tuple | None:
     collectives) up to :data:`CALLERS_KEPT` learner frames further out (the lines that called into a helper)."""
     frame = sys._getframe(2)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_TORCH_DIR) and filename not in _INTERNAL_FILES:
+        if is_learners(frame.f_code.co_filename):
             break
         frame = frame.f_back
     if frame is None:
@@ -148,7 +143,7 @@ def call_site(callers: bool = True) -> tuple | None:
         filename = outer.f_code.co_filename
         if filename in MACHINERY:
             break
-        if not filename.startswith(_NOT_LEARNERS) and filename != contextlib.__file__:
+        if is_learners(filename):
             callers.append((filename, outer.f_lineno, outer.f_code.co_name))
         outer = outer.f_back
     return site + (callers,) if callers else site
@@ -314,7 +309,7 @@ def _flight_entries() -> dict | None:
             elif frame[0].startswith(_TORCH_DIR):
                 if not user:
                     torch_frames.append(frame)
-            elif frame[0] not in MACHINERY and frame[0] != contextlib.__file__:
+            elif is_learners(frame[0]):
                 user.append(list(frame))
             elif frame[0] in _LAUNCHER:
                 break  # barrierlab's launcher: the learner's frames are all inside it

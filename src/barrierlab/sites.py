@@ -7,14 +7,61 @@ IPython keeps the map from that name to the cell's execution count, and the cell
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import linecache
 import os
 import sys
+import sysconfig
 from dataclasses import dataclass
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: barrierlab's own machinery: frames in these files are never "the learner's line".
 MACHINERY = frozenset(os.path.join(_HERE, name) for name in ("_rank.py", "_zygote.py", "record.py", "sync.py"))
+#: barrierlab's lesson code: scenarios are rank functions a learner reads and runs, wherever installed.
+_LESSONS = os.path.join(_HERE, "scenarios") + os.sep
+_STDLIB = tuple(
+    {os.path.realpath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")}
+    | {sysconfig.get_paths()[key] + os.sep for key in ("stdlib", "platstdlib")}
+)
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+_learners: dict[str, bool] = {}
+
+
+def is_learners(path: str | None) -> bool:
+    """Whether a frame in ``path`` is the learner's own code — the one answer every reader of frames uses.
+
+    Yes: the learner's own files, notebook cells (``/tmp/ipykernel_…/….py``), code sent by value
+    (``<dynamic-code>``) and barrierlab's lesson scenarios. Never: barrierlab's own machinery, torch, the
+    standard library, frozen modules and installed packages (site-packages: Lightning, accelerate,
+    transformers, …) — a library's line is where the learner's call led, not the learner's line."""
+    if not path:
+        return False
+    known = _learners.get(path)
+    if known is None:
+        known = _learners[path] = _decide(path)
+    return known
+
+
+def _decide(path: str) -> bool:
+    if path.startswith("<"):
+        return not path.startswith("<frozen")
+    if path.startswith(_LESSONS):
+        return True
+    if path.startswith(_HERE + os.sep) or path.startswith(_torch_dirs()):
+        return False
+    return not any(marker in path for marker in _INSTALLED) and not path.startswith(_STDLIB)
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_dirs() -> tuple[str, ...]:
+    """Where torch's Python files are (a source build need not be in site-packages); found, not imported."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return ()
+    locations = list(spec.submodule_search_locations or ()) if spec else []
+    return tuple(os.path.join(location, "") for location in locations)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-import sysconfig
 from dataclasses import dataclass
 
 from barrierlab._protocol import RANK_CALLS_FN, RANK_PHASES, RANK_SOURCE
-from barrierlab.sites import MACHINERY, CodeIndex, Site
+from barrierlab.sites import CodeIndex, Site, is_learners
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.I)
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
@@ -21,16 +20,6 @@ _TB_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]+)", line (?P<line>\
 
 def _is_torch(path: str) -> bool:
     return f"{os.sep}torch{os.sep}" in path
-
-
-_STDLIB = sysconfig.get_paths()["stdlib"]
-
-
-def _is_learners(path: str) -> bool:
-    """Frames of the learner's code: not torch, not barrierlab's machinery, not the standard library."""
-    if _is_torch(path) or path in MACHINERY or path.startswith("<frozen"):
-        return False
-    return "site-packages" in path or not path.startswith(_STDLIB)
 
 
 @dataclass
@@ -72,7 +61,7 @@ def stuck_at(text: str, index: CodeIndex | None = None) -> Stuck | None:
         return None
     outer = next((i for i, f in enumerate(main) if _is_rank_step(f)), len(main))
     for index, frame in enumerate(main[:outer]):
-        if _is_learners(frame.file):
+        if is_learners(frame.file):
             inner = [f for f in main[:index] if _is_torch(f.file) and "distributed" in f.file]
             named = [f.func for f in inner if f.func not in ("wrapper", "recorded")]
             return Stuck(site=frame, call=named[-1] if named else None, frames=main)
@@ -84,6 +73,13 @@ def _is_rank_step(frame: Site) -> bool:
     """A frame of the rank's own code (``_rank.py``) that is a named step of the contract: a set-up phase,
     or the call of the learner's function. Everything inside it is torch's or the learner's."""
     return frame.file == RANK_SOURCE and (frame.func == RANK_CALLS_FN or frame.func in RANK_PHASES)
+
+
+def traceback_frames(text: str) -> list[tuple[str, int, str]]:
+    """(file, line, function) of every frame of a Python traceback, outermost first."""
+    return [
+        (m["file"], int(m["line"]), (m["func"] or "").strip()) for m in map(_TB_FRAME.match, text.splitlines()) if m
+    ]
 
 
 def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:
