@@ -4,7 +4,9 @@
 
 A 1-rank gloo group makes dist.barrier() cheap, so the difference between recording on and off is the
 recorder's own cost. Rounds of 2,000 calls alternate between off and on (the machine's noise hits both);
-the table shows the fastest round of each. Copying torch's flight recorder happens once, when recording
+the table shows the fastest round of each. The file audit hook stays installed once recording has started, so the
+"off" rounds after the first "on" one carry it: barrier and all_reduce rows there are what a rank doing no file
+I/O pays for it. Copying torch's flight recorder happens once, when recording
 stops (or when the rank's main thread stalls for a second): its cost is printed below the table. ``span`` is a ``barrierlab.span`` block: with recording on it
 is one recorded event; with it off it is the cost of instrumentation a rank carries when nothing records.
 """
@@ -44,8 +46,15 @@ def measure() -> dict:
     def barrier_once():  # looks dist.barrier up at each call: the recorder replaces it while it records
         dist.barrier()
 
+    data = os.path.join(tempfile.mkdtemp(), "data.txt")
+    with open(data, "w") as f:
+        f.write("x")
+
+    def open_once():  # one recorded file event (the audit hook's "open") when recording is on
+        os.close(os.open(data, os.O_RDONLY))
+
     events = os.path.join(tempfile.mkdtemp(), "rank0.events")
-    whats = (("barrier", barrier_once), ("all_reduce", all_reduce_once), ("span", span_once))
+    whats = (("barrier", barrier_once), ("all_reduce", all_reduce_once), ("span", span_once), ("open", open_once))
     best = {(what, mode): float("inf") for what, _ in whats for mode in ("off", "on")}
     best["stop"] = float("inf")
     for _ in range(ROUNDS):
@@ -72,6 +81,7 @@ def main() -> None:
         ("barrier", "dist.barrier()"),
         ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
         ("span", "with barrierlab.span(...)"),
+        ("open", "os.open + os.close of a file (one file event)"),
     ):
         off, on = best[what, "off"], best[what, "on"]
         print(f"| {label} | {off:.1f} | {on:.1f} | {on - off:.1f} |")

@@ -17,7 +17,7 @@ READ_SIDE = (
     ("result",),
     ("plot",),
     ("diagnose", "live"),
-    ("calls",),
+    ("calls", "ordering"),
     ("events", "stacks"),
     ("sites", "ops", "palette", "words", "_protocol"),
 )

@@ -40,7 +40,13 @@ def test_ordering_columns_speak_only_of_the_rows_roles():
     for op in ops.OPS:
         for column in (op.gloo, op.nccl):
             assert set(column) <= set(op.roles), op.name
-            assert set(column.values()) <= {"all", "root", "parent", "peer", "none", None}, op.name
+            assert set(column.values()) <= {"all", "root", "parent", "children", "peer", "none", None}, op.name
+
+
+def test_every_nccl_entry_cites_torch_source():
+    for op in ops.OPS:
+        if op.nccl:
+            assert op.nccl_source and ".py" in op.nccl_source, f"{op.name}: NCCL column without a citation"
 
 
 def test_point_to_point_calls_are_never_numbered_nor_required_of_every_rank():

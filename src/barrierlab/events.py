@@ -8,9 +8,15 @@ killed or hangs still leaves the record of what it entered and never left:
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
     the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
-    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``async``.
+    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``async``;
+    for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
+    ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
+    rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
+    the ``keys`` and an ``add``'s ``amount``; for a ``Work.wait()`` (kind "wait") the id it waited ``of``.
+    An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
-    leaving it (the call returned, or raised ``error``).
+    leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store
+    ``add``/``get`` its ``value``.
 ``{"id": N, "done": T}`` / ``{"id": N, "done": T, "done_error": S}``
     an ``async_op=True`` call's work completed (or failed).
 ``{"flight": [...], "groups": {...}, "at": T}``
@@ -42,7 +48,11 @@ from barrierlab.sites import Site
 CALL_KINDS = ("collective", "p2p")
 #: Kinds of span a learner marks with ``barrierlab.span(name, kind)``.
 SPAN_KINDS = ("compute", "io", "wait", "other")
-EVENT_KINDS = CALL_KINDS + SPAN_KINDS
+#: What orders ranks or hands data over besides collectives: store operations and file accesses.
+HANDOFF_KINDS = ("store", "file")
+EVENT_KINDS = CALL_KINDS + SPAN_KINDS + HANDOFF_KINDS
+#: Arguments that name the other rank of a rooted or point-to-point call (global or group rank).
+PEER_ARGUMENTS = ("src", "dst", "group_src", "group_dst")
 #: Kinds in which a rank is waiting for other ranks (or, for the span kind "wait", says it is).
 WAITING_KINDS = ("collective", "p2p", "wait")
 
@@ -80,6 +90,24 @@ class Event:
     #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
     #: that called into the helper that made the call.
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
+    #: Rooted and point-to-point calls: the other rank as the call named it (``{"src": 1}``, ``{"dst": 0}``,
+    #: ``{"group_src": 0}``), and for a receive the rank the data came from (``{"from": 2}``).
+    peer: dict[str, int] = field(default_factory=dict, repr=False)
+    #: A call on a process group other than the default one: its name and its members' global ranks.
+    group: str | None = field(default=None, repr=False)
+    group_ranks: list[int] | None = field(default=None, repr=False)
+    #: ``kind == "file"``: the path written, read, renamed or removed (a rename's target in ``to``), and for
+    #: ``torch.save``/``torch.load``/DCP the call that did it.
+    path: str | None = field(default=None, repr=False)
+    to: str | None = field(default=None, repr=False)
+    call: str | None = field(default=None, repr=False)
+    #: ``kind == "store"``: the keys; what ``add`` returned or the start of what ``get`` returned.
+    keys: list[str] | None = field(default=None, repr=False)
+    value: str | None = field(default=None, repr=False)
+    #: ``kind == "wait"`` (``Work.wait()``): the id of the async call waited for, on this rank.
+    of: int | None = field(default=None, repr=False)
+    #: This event's id in its rank's file.
+    id: int | None = field(default=None, repr=False)
 
     @property
     def duration(self) -> float | None:
@@ -247,6 +275,10 @@ def _is_enter(item: dict) -> bool:
         and _optional(item, "callers", lambda v: _frames(v) is not None)
         and _optional(item, "sizes", _sizes)
         and _optional(item, "dtypes", _strings)
+        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end"))
+        and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_int(r) for r in v))
+        and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call"))
+        and _optional(item, "keys", _strings)
     )
 
 
@@ -258,6 +290,8 @@ def _is_end(item: dict) -> bool:
         and _optional(item, "done", _number)
         and _optional(item, "error", lambda v: isinstance(v, str))
         and _optional(item, "done_error", lambda v: isinstance(v, str))
+        and _optional(item, "from", _int)
+        and _optional(item, "value", lambda v: isinstance(v, str))
     )
 
 
@@ -420,7 +454,18 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 dtypes=item.get("dtypes"),
                 is_async=bool(item.get("async")),
                 callers=callers,
+                peer={key: item[key] for key in PEER_ARGUMENTS if item.get(key) is not None},
+                group=item.get("group"),
+                group_ranks=item.get("ranks"),
+                path=item.get("path"),
+                to=item.get("to"),
+                call=item.get("call"),
+                keys=item.get("keys"),
+                of=item.get("of"),
+                id=item["id"],
             )
+            if item.get("end") is not None:  # an event with no duration: one line
+                event.end = item["end"] - t0
             if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
                 event.file = _placed(index, event.file, event.line or 0, event.func or "", event.callers)
         elif "id" in item and item["id"] in events:
@@ -428,6 +473,10 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
             if item.get("end") is not None:
                 event.end = item["end"] - t0
                 event.error = item.get("error")
+                if item.get("from") is not None:
+                    event.peer["from"] = item["from"]
+                if item.get("value") is not None:
+                    event.value = item["value"]
             if item.get("done") is not None:
                 event.done = item["done"] - t0
                 event.error = event.error or item.get("done_error")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from barrierlab import palette
-from barrierlab.events import CALL_KINDS, WAITING_KINDS, Tail
+from barrierlab.events import CALL_KINDS, HANDOFF_KINDS, WAITING_KINDS, Tail
 
 #: Seconds between refreshes: smooth enough to watch a barrier fill up, cheap enough to go unnoticed.
 REFRESH = 0.25
@@ -81,6 +81,8 @@ class EventTail:
             state.t0 = event["t0"]
             return
         if "kind" in event:
+            if event["kind"] in HANDOFF_KINDS:
+                return  # a store operation or a file access: the view shows the span or call around it
             site = (event["file"], event.get("line") or 0, event.get("func") or "") if event.get("file") else None
             state.open[event["id"]] = _Open(
                 event["kind"], event["name"], event.get("seq"), event["t"] - self.launch_t0, site

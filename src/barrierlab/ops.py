@@ -15,13 +15,24 @@ rank in a given role waits for before the call returns to Python:
 ``"all"``      every rank of the group has entered the call
 ``"root"``     the root (``src``/``dst``) has entered the call
 ``"parent"``   its parent in the backend's broadcast tree has entered (and so, transitively, the root)
+``"children"`` ranks below it in the backend's tree have entered (at least its direct children); nothing
+               is said of the root
 ``"peer"``     the other side of a point-to-point call has posted its matching call
 ``"none"``     nothing: the call can return before any other rank arrives
 ``None``       not established yet (no measurement on gloo, no cited source for NCCL)
 
-On gloo the columns come from measurement (``tests/test_ops_ordering.py`` runs each op with one rank late).
-On NCCL they describe the *host* (the Python thread): a collective returns once it is enqueued on a CUDA
-stream, so it orders nothing on the host until a synchronising call; CUDA streams are not modelled.
+On gloo the columns come from measurement (``tests/test_ops_ordering.py`` runs each op on 4 ranks, 4-element
+tensors, root 1, with each rank in turn 0.6 s late): gloo's sends wait for the receiver, so a tree's root
+waits for its children. Object collectives are several tensor collectives in a row, so the waits of one
+feed the next: at 4 ranks the root of ``broadcast_object_list`` waits for every rank (its second broadcast
+waits for children that forwarded the first); a deeper tree (8+ ranks) holds it for two levels only.
+On NCCL they describe the *host* (the Python thread), from torch 2.13's source, cited per row in
+``nccl_source``: a collective returns once it is enqueued on a CUDA stream, and a blocking call's
+``work.wait()`` makes the current stream wait, not the host (``Work.wait``'s docstring,
+torch/csrc/distributed/c10d/init.cpp), so it orders nothing on the host until a synchronising call —
+``barrier`` (which blocks the CPU thread), or a ``.item()``/``.cpu()`` of a received tensor, as the object
+collectives do. With ``TORCH_NCCL_BLOCKING_WAIT=1`` every wait blocks the host; not modelled. CUDA streams
+(what the GPU orders) are not modelled either.
 """
 
 from __future__ import annotations
@@ -78,6 +89,7 @@ class Op:
     gloo: Mapping[str, str | None] = field(default_factory=lambda: _EMPTY)
     nccl: Mapping[str, str | None] = field(default_factory=lambda: _EMPTY)
     source: str = ""
+    nccl_source: str = ""
 
 
 def _waits(**by_role: str | None) -> Mapping[str, str | None]:
@@ -89,8 +101,19 @@ _P2P = (SENDER, RECEIVER)
 _C10D = "torch/distributed/distributed_c10d.py"
 
 
+#: Why a blocking tensor collective orders nothing on the host on NCCL.
+_NCCL_ENQUEUED = (
+    f"{_C10D} {{name}}: the blocking call is the async one followed by work.wait(); Work.wait "
+    "(torch/csrc/distributed/c10d/init.cpp, its docstring): 'calling wait() is the same as calling synchronize(): "
+    "Letting the current stream block on the completion of the NCCL work' - the stream waits, not the host"
+)
+
+
 def _collective(name: str, **options) -> Op:
     options.setdefault("gloo", _waits(any="all"))
+    roles = options.get("roles", (ANY,))
+    options.setdefault("nccl", _waits(**{role.replace("-", "_"): "none" for role in roles}))
+    options.setdefault("nccl_source", _NCCL_ENQUEUED.format(name=name))
     return Op(name, COLLECTIVE, **options)
 
 
@@ -99,10 +122,18 @@ def _same(name: str, **options) -> Op:
 
 
 OPS: tuple[Op, ...] = (
-    _collective("barrier", source=f"{_C10D} barrier; gloo: a dissemination barrier"),
+    _collective(
+        "barrier",
+        source=f"{_C10D} barrier; gloo: a dissemination barrier",
+        nccl=_waits(any="all"),
+        nccl_source=f"{_C10D} barrier, its docstring: "
+        "'ProcessGroupNCCL now blocks the cpu thread till the completion of the barrier collective'",
+    ),
     _collective(
         "monitored_barrier",
         underlying="monitored_barrier",
+        nccl=_EMPTY,
+        nccl_source=f"{_C10D} monitored_barrier, its docstring: 'only supported with the GLOO backend'",
         source=f"{_C10D} monitored_barrier: rank 0 waits for every rank, the others for rank 0's answer; gloo only",
     ),
     _same("all_reduce", equalizing=True, in_place=True, source=f"{_C10D} all_reduce"),
@@ -112,8 +143,9 @@ OPS: tuple[Op, ...] = (
         equalizing=True,
         in_place=True,
         roles=_ROOTED,
-        gloo=_waits(root="none", non_root="parent"),
-        source=f"{_C10D} broadcast; gloo sends along a tree, so the root waits at most for its direct children",
+        gloo=_waits(root="children", non_root="parent"),
+        source=f"{_C10D} broadcast; gloo sends along a tree and a send waits for its receiver: the root waits "
+        "for its direct children (measured: with root 1 of 4, for ranks 2 and 3, not 0)",
     ),
     _same("all_gather", equalizing=True, source=f"{_C10D} all_gather"),
     _same("all_gather_into_tensor", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_into_tensor"),
@@ -129,13 +161,13 @@ OPS: tuple[Op, ...] = (
         "reduce",
         in_place=True,
         roles=_ROOTED,
-        gloo=_waits(root="all", non_root=None),
-        source=f"{_C10D} reduce",
+        gloo=_waits(root="all", non_root="children"),
+        source=f"{_C10D} reduce; gloo reduces along a tree: a non-root waits for the ranks below it, not the root",
     ),
     _collective(
         "gather",
         roles=_ROOTED,
-        gloo=_waits(root="all", non_root=None),
+        gloo=_waits(root="all", non_root="root"),
         source=f"{_C10D} gather",
     ),
     _collective(
@@ -162,7 +194,10 @@ OPS: tuple[Op, ...] = (
         underlying="all_gather",
         inner=("all_gather", "all_gather"),
         gloo=_waits(any="all"),
+        nccl=_waits(any="all"),
         source=f"{_C10D} all_gather_object: all_gather of the sizes, then of the padded bytes",
+        nccl_source=f"{_C10D} all_gather_object: 'max_object_size = int(max(object_size_list).item())' after the "
+        "all_gather of the sizes: .item() copies to the host, so the host waits for every rank's size",
     ),
     Op(
         "gather_object",
@@ -171,7 +206,10 @@ OPS: tuple[Op, ...] = (
         inner=("all_gather", "gather"),
         roles=_ROOTED,
         gloo=_waits(root="all", non_root="all"),
+        nccl=_waits(root="all", non_root="all"),
         source=f"{_C10D} gather_object: all_gather of the sizes (every rank waits for every rank), then gather",
+        nccl_source=f"{_C10D} gather_object: 'max_object_size = int(max(object_size_list).item())' on every rank "
+        "after the all_gather of the sizes",
     ),
     Op(
         "broadcast_object_list",
@@ -180,8 +218,13 @@ OPS: tuple[Op, ...] = (
         underlying="broadcast",
         inner=("broadcast", "broadcast"),
         roles=_ROOTED,
-        gloo=_waits(root="none", non_root="parent"),
-        source=f"{_C10D} broadcast_object_list: broadcast of the sizes, then of the bytes",
+        gloo=_waits(root="all", non_root="parent"),
+        nccl=_waits(root="none", non_root="root"),
+        source=f"{_C10D} broadcast_object_list: broadcast of the sizes, then of the bytes (gloo root: measured at 4 "
+        "ranks; see the module docstring)",
+        nccl_source=f"{_C10D} broadcast_object_list: the source rank only serialises and broadcasts (no .item() or "
+        ".cpu() on its branch); the others call 'torch.sum(object_sizes_tensor).item()' after the broadcast of the "
+        "sizes, so they wait for the source",
     ),
     Op(
         "scatter_object_list",
@@ -189,10 +232,20 @@ OPS: tuple[Op, ...] = (
         underlying="broadcast",
         inner=("broadcast", "scatter", "scatter"),
         roles=_ROOTED,
+        gloo=_waits(root="all", non_root="all"),
+        nccl=_waits(root="none", non_root="root"),
         source=f"{_C10D} scatter_object_list: broadcast of the largest size, scatter of the bytes and sizes",
+        nccl_source=f"{_C10D} scatter_object_list: every rank calls 'max_tensor_size.item()' after the broadcast "
+        "from the source: the others wait for the source; the source reads its own tensor, and nothing it does "
+        "needs a receiver to have arrived, so no order is assumed",
     ),
     # Process groups: collectives of the parent group (new_group needs every rank of the default group).
-    Op("new_group", GROUP, source=f"{_C10D} new_group: 'requires that all processes in the main group enter'"),
+    Op(
+        "new_group",
+        GROUP,
+        gloo=_waits(any="all"),
+        source=f"{_C10D} new_group: 'requires that all processes in the main group enter'; gloo: measured",
+    ),
     Op(
         "new_subgroups",
         GROUP,
@@ -218,7 +271,9 @@ OPS: tuple[Op, ...] = (
             every_rank=False,
             roles=_P2P,
             gloo=_waits(sender="peer", receiver="peer") if name in ("send", "recv") else _EMPTY,
+            nccl=_waits(sender="none", receiver="none") if name in ("send", "recv") else _EMPTY,
             source=f"{_C10D} {name}",
+            nccl_source=_NCCL_ENQUEUED.format(name=name) if name in ("send", "recv") else "",
         )
         for name in ("send", "recv", "isend", "irecv", "batch_isend_irecv")
     ),
@@ -230,7 +285,11 @@ OPS: tuple[Op, ...] = (
             every_rank=False,
             roles=_P2P,
             inner=("send", "send") if name == "send_object_list" else ("recv", "recv"),
+            gloo=_waits(sender="peer", receiver="peer"),
+            nccl=_waits(sender="none", receiver="peer"),
             source=f"{_C10D} {name}: the sizes, then the bytes",
+            nccl_source=f"{_C10D} send_object_list: '.pop().wait()' (Work.wait: the stream waits, not the host); "
+            "recv_object_list: 'torch.sum(object_sizes_tensor).item()' after receiving the sizes",
         )
         for name in ("send_object_list", "recv_object_list")
     ),

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from barrierlab import ops, palette
 from barrierlab._protocol import Status
 from barrierlab.calls import collective_calls
-from barrierlab.events import WAITING_KINDS, Event
+from barrierlab.events import HANDOFF_KINDS, WAITING_KINDS, Event
 
 #: Event kinds whose time counts as waiting for other ranks.
 #: A straggler's wait must be below the others' median by more than this many seconds...
@@ -89,6 +89,12 @@ class Release(NamedTuple):
     last_rank: int
 
 
+def _drawn(events) -> list[Event]:
+    """The events a lane draws: calls and spans. Store operations and file accesses are what the ordering
+    model reads (``barrierlab.ordering``); a lane shows the time they took inside the spans around them."""
+    return [e for e in events if e.kind not in HANDOFF_KINDS]
+
+
 def _lanes(
     run, ends: Sequence[float | None] | None = None, starts: Sequence[float | None] | None = None
 ) -> tuple[list[_Lane], float]:
@@ -98,8 +104,8 @@ def _lanes(
         lanes = [
             _Lane(
                 r.rank,
-                list(r.events),
-                _first(r.started, r.events),
+                _drawn(r.events),
+                _first(r.started, _drawn(r.events)),
                 r.ended,
                 r.status,
                 positions.get(r.rank),
@@ -111,7 +117,7 @@ def _lanes(
     else:
         lanes = []
         for i, events in enumerate(run):
-            events = sorted(events, key=lambda e: e.start)
+            events = sorted(_drawn(events), key=lambda e: e.start)
             end = ends[i] if ends is not None else _last_end(events)
             start = starts[i] if starts is not None else _first(None, events)
             if start is None and end is not None:

@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import os
 import pickle
 import sys
+import sysconfig
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from barrierlab import ops
+from barrierlab import events, ops
 from barrierlab.events import SPAN_KINDS
 from barrierlab.sites import MACHINERY, is_learners
 
@@ -94,8 +97,19 @@ class _Recorder:
         os.write(self.fd, (line + extra + "}\n").encode())
         return self.next_id
 
-    def leave(self, event_id: int, error: BaseException | None = None) -> None:
-        if error is None:
+    def instant(self, kind: str, name: str, site: tuple | None, extra: str = "") -> None:
+        """One line for an event with no duration (a file opened, renamed or removed): entry and end at once."""
+        self.next_id += 1
+        t = repr(time.monotonic())
+        line = f'{{"id":{self.next_id},"kind":"{kind}","name":"{name}","t":{t},"end":{t}'
+        if site:
+            line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
+        os.write(self.fd, (line + extra + "}\n").encode())
+
+    def leave(self, event_id: int, error: BaseException | None = None, extra: str = "") -> None:
+        if extra and error is None:
+            os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}{extra}}}\n'.encode())
+        elif error is None:
             os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}}}\n'.encode())
         else:
             self.write({"id": event_id, "end": time.monotonic(), "error": f"{type(error).__name__}: {error}"[:2000]})
@@ -186,7 +200,62 @@ def _shapes(args: tuple, kwargs: dict) -> str:
     return ',"sizes":[' + ",".join(sizes) + '],"dtypes":[' + ",".join(dtypes) + "]"
 
 
+#: Arguments that name the other rank of a rooted or point-to-point call (global or group rank), recorded as given.
+PEER_ARGUMENTS = events.PEER_ARGUMENTS
+#: Point-to-point receives whose return value is the rank the data came from (recorded as ``"from"``).
+_RETURNS_SENDER = frozenset({"recv", "recv_object_list"})
+#: Async calls' ``Work`` objects (weakly held: the recorder never extends their life) -> their event's id,
+#: so that ``Work.wait()`` can be recorded as the wait of that call.
+_async_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _positions(original) -> tuple[tuple[str, int], ...]:
+    """(argument, position) of the peer and group arguments of ``original``, found once when it is wrapped."""
+    try:
+        parameters = list(inspect.signature(original).parameters)
+    except (TypeError, ValueError):
+        return ()
+    return tuple((name, parameters.index(name)) for name in (*PEER_ARGUMENTS, "group") if name in parameters)
+
+
+_GROUP_TEXT: dict[str, str] = {}
+
+
+def _group_text(group) -> str:
+    """``,"group":"1","ranks":[0,2]`` for a process group other than the default one ("" for the default)."""
+    if group is None or group is c10d.GroupMember.WORLD:
+        return ""
+    try:
+        name = group.group_name
+    except Exception:  # noqa: BLE001 - not a process group: torch will say so
+        return ""
+    text = _GROUP_TEXT.get(name)
+    if text is None:
+        try:
+            ranks = c10d.get_process_group_ranks(group)
+        except Exception:  # noqa: BLE001
+            ranks = []
+        text = _GROUP_TEXT[name] = f',"group":{json.dumps(name)},"ranks":{json.dumps(ranks)}'
+    return text
+
+
+def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
+    extra = ""
+    for name, index in positions:
+        value = args[index] if len(args) > index else kwargs.get(name)
+        if value is None:
+            continue
+        if name == "group":
+            extra += _group_text(value)
+        elif isinstance(value, int):
+            extra += f',"{name}":{int(value)}'
+    return extra
+
+
 def _wrap(name: str, original, numbered: bool):
+    positions = _positions(original)
+    returns_sender = name in _RETURNS_SENDER
+
     @functools.wraps(original)
     def recorded(*args, **kwargs):
         recorder = _recorder
@@ -194,6 +263,8 @@ def _wrap(name: str, original, numbered: bool):
             return original(*args, **kwargs)
         recorder.depth += 1
         extra = _shapes(args, kwargs)
+        if positions:
+            extra += _arguments(positions, args, kwargs)
         if kwargs.get("async_op"):
             extra += ',"async":true'
         event_id = recorder.enter("collective" if numbered else "p2p", name, numbered, call_site(), extra)
@@ -204,14 +275,227 @@ def _wrap(name: str, original, numbered: bool):
             raise
         finally:
             recorder.depth -= 1
-        recorder.leave(event_id)
+        if returns_sender and type(result) is int and result >= 0:
+            recorder.leave(event_id, extra=f',"from":{result}')
+        else:
+            recorder.leave(event_id)
         if result is not None and hasattr(result, "get_future"):
             # The caller gets torch's own Work back (C++ code such as DDP's Join hook casts it); its
             # completion is observed through its future, never by wrapping it.
             try:
                 result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
+                _async_calls[result] = event_id
             except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
                 pass
+        return result
+
+    recorded.__barrierlab_original__ = original
+    return recorded
+
+
+# --- what orders ranks besides collectives: Work.wait(), store keys; and what they hand over: files -------
+
+
+def _wrap_work_wait(original):
+    """``Work.wait`` recording the wait of an async call the learner made (waits of other Works, such as
+    those torch makes inside its own functions, are not recorded)."""
+
+    @functools.wraps(original)
+    def wait(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(self, *args, **kwargs)
+        of = _async_calls.get(self)
+        if of is None:
+            return original(self, *args, **kwargs)
+        recorder.depth += 1
+        event_id = recorder.enter("wait", "Work.wait", False, call_site(callers=False), f',"of":{of}')
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as error:
+            recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        recorder.leave(event_id)
+        return result
+
+    wait.__barrierlab_original__ = original
+    return wait
+
+
+#: ``torch.distributed.Store`` methods recorded, and what each records besides the key(s): ``add`` its
+#: amount and the count it returned, ``get`` the first bytes of the value it returned.
+STORE_METHODS = ("set", "add", "get", "wait", "compare_set")
+STORE_VALUE_KEPT = 64
+
+
+def _called_by_torch() -> bool:
+    """The store method's caller is torch's own Python code (init_process_group, new_group, DCP)."""
+    return sys._getframe(2).f_code.co_filename.startswith(_TORCH_DIR)
+
+
+def _wrap_store(method: str, original):
+    @functools.wraps(original)
+    def recorded(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth or _called_by_torch():
+            return original(self, *args, **kwargs)
+        keys = args[0] if args else kwargs.get("keys", kwargs.get("key"))
+        keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or ())
+        keys = [k.decode(errors="replace") if isinstance(k, bytes) else str(k) for k in keys[:16]]
+        extra = ',"keys":' + json.dumps(keys)
+        if method == "add" and len(args) > 1 and isinstance(args[1], int):
+            extra += f',"amount":{args[1]}'
+        recorder.depth += 1
+        event_id = recorder.enter("store", method, False, call_site(callers=False), extra)
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as error:
+            recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        if method == "add" and isinstance(result, int):
+            recorder.leave(event_id, extra=f',"value":{json.dumps(str(result))}')
+        elif method == "get" and isinstance(result, bytes):
+            value = result[:STORE_VALUE_KEPT].decode(errors="replace")
+            recorder.leave(event_id, extra=f',"value":{json.dumps(value)}')
+        else:
+            recorder.leave(event_id)
+        return result
+
+    recorded.__barrierlab_original__ = original
+    return recorded
+
+
+#: Paths never recorded: the interpreter's and the system's files, and the rank's own record.
+_SYSTEM_PREFIXES = tuple(
+    {
+        "/proc/",
+        "/dev/",
+        "/sys/",
+        sysconfig.get_paths()["stdlib"] + os.sep,
+        sysconfig.get_paths()["purelib"] + os.sep,
+        sysconfig.get_paths()["platlib"] + os.sep,
+        _TORCH_DIR + os.sep,
+    }
+)
+_SYSTEM_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "__pycache__" + os.sep)
+_CODE_SUFFIXES = (".py", ".pyc", ".so")
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_main_thread = threading.main_thread().ident
+_own_folder: str = ""
+
+
+def _learner_path(path) -> str | None:
+    """The absolute path if it is one of the learner's files, else None."""
+    if isinstance(path, int):
+        return None
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        return None
+    if isinstance(path, bytes):
+        path = path.decode(errors="replace")
+    path = os.path.abspath(path)
+    if (
+        path.startswith(_SYSTEM_PREFIXES)
+        or any(part in path for part in _SYSTEM_PARTS)
+        or path.endswith(_CODE_SUFFIXES)
+    ):
+        return None
+    if _own_folder and os.path.dirname(path) == _own_folder:
+        return None
+    return path
+
+
+def _file_event(name: str, path: str, to: str | None = None) -> None:
+    extra = ',"path":' + json.dumps(path)
+    if to is not None:
+        extra += ',"to":' + json.dumps(to)
+    recorder = _recorder
+    recorder.depth += 1  # sys._getframe is audited too
+    try:
+        recorder.instant("file", name, _learner_site(), extra)
+    finally:
+        recorder.depth -= 1
+
+
+def _learner_site() -> tuple | None:
+    """The innermost frame that is the learner's (not torch, the standard library or barrierlab's
+    machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``."""
+    frame = sys._getframe(3)
+    while frame is not None:
+        if is_learners(frame.f_code.co_filename):
+            return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Audit hook (installed once per process, inert while nothing records): the learner's file handoffs."""
+    if event not in _AUDITED:
+        return
+    recorder = _recorder
+    if recorder is None or recorder.depth or recorder.fd < 0 or threading.get_ident() != _main_thread:
+        return
+    if event == "open":
+        path = _learner_path(args[0])
+        if path is None:
+            return
+        mode, flags = args[1], args[2]
+        if isinstance(mode, str):
+            how = "append" if "a" in mode else "write" if any(c in mode for c in "wx+") else "read"
+        elif flags & os.O_APPEND and not flags & os.O_TRUNC:
+            how = "append"
+        else:
+            how = "write" if flags & _WRITE_FLAGS else "read"
+        _file_event(how, path)
+    elif event == "os.rename":
+        source, target = _learner_path(args[0]), _learner_path(args[1])
+        if source is not None or target is not None:
+            _file_event("rename", source or os.fspath(args[0]), target or os.fspath(args[1]))
+    else:  # os.remove (os.unlink too)
+        path = _learner_path(args[0])
+        if path is not None:
+            _file_event("remove", path)
+
+
+_AUDITED = frozenset({"open", "os.rename", "os.remove"})
+_audit_installed = False
+
+
+def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_keyword: str):
+    """``torch.save``/``torch.load`` and DCP's ``save``/``load`` open their files in C++ (no audit event):
+    recorded at the Python call as one write or read of the path (DCP: the checkpoint folder), with the
+    call's duration."""
+
+    @functools.wraps(original)
+    def recorded(*args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(*args, **kwargs)
+        target = args[path_index] if len(args) > path_index else kwargs.get(path_keyword)
+        path = _learner_path(target) if isinstance(target, (str, bytes, os.PathLike)) else None
+        if path is None:
+            return original(*args, **kwargs)
+        recorder.depth += 1
+        event_id = recorder.enter(
+            "file",
+            "write" if writes else "read",
+            False,
+            call_site(callers=False),
+            f',"path":{json.dumps(path)},"call":"{name}"',
+        )
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as error:
+            recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        recorder.leave(event_id)
         return result
 
     recorded.__barrierlab_original__ = original
@@ -379,7 +663,13 @@ class _StallWatch(threading.Thread):
                 dumped = key
 
 
+def _replace(owner, name: str, wrapper) -> None:
+    _originals[(owner, name)] = getattr(owner, name)
+    setattr(owner, name, wrapper)
+
+
 def _patch() -> None:
+    global _audit_installed
     for names, numbered in ((COLLECTIVES, True), (POINT_TO_POINT, False)):
         for name in names:
             original = getattr(c10d, name, None)
@@ -390,6 +680,19 @@ def _patch() -> None:
                 if getattr(module, name, None) is original:
                     _originals[(module, name)] = original
                     setattr(module, name, wrapper)
+    _replace(dist.Work, "wait", _wrap_work_wait(dist.Work.wait))
+    for method in STORE_METHODS:
+        _replace(dist.Store, method, _wrap_store(method, getattr(dist.Store, method)))
+    _replace(torch, "save", _wrap_file_call("torch.save", torch.save, True, 1, "f"))
+    _replace(torch, "load", _wrap_file_call("torch.load", torch.load, False, 0, "f"))
+    dcp = sys.modules.get("torch.distributed.checkpoint")
+    if dcp is not None:
+        for name, writes in (("save", True), ("load", False), ("async_save", True)):
+            if callable(getattr(dcp, name, None)):
+                _replace(dcp, name, _wrap_file_call(f"dcp.{name}", getattr(dcp, name), writes, 99, "checkpoint_id"))
+    if not _audit_installed:
+        sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
+        _audit_installed = True
 
 
 def _unpatch() -> None:
@@ -400,8 +703,10 @@ def _unpatch() -> None:
 
 def start(path: str, rank: int, t0: float | None = None) -> None:
     """Record this process's collectives and spans to ``path`` (JSON lines) until :func:`stop`."""
-    global _recorder, _watch
+    global _recorder, _watch, _own_folder, _main_thread
     stop()
+    _own_folder = os.path.dirname(os.path.abspath(path))
+    _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
     _patch()
     _watch = _StallWatch(_recorder, threading.main_thread().ident)

@@ -552,6 +552,19 @@ class Run:
 
         return ledger(self)
 
+    def order(self, backend: str = "gloo"):
+        """What orders what in this run (:class:`barrierlab.ordering.Order`): a model of the host-side
+        happens-before relation on ``backend`` ("gloo" as run here, or "nccl" as a GPU job's host sees it)."""
+        from barrierlab.ordering import order
+
+        return order(self, backend)
+
+    def races(self, backend: str = "gloo") -> list:
+        """Every read, rename or removal of a path another rank wrote that nothing ordered after the write."""
+        from barrierlab.ordering import races
+
+        return races(self, backend)
+
     def summary(self) -> dict:
         """Per-rank wait time, idle fraction, and the slowest rank (see ``barrierlab.plot.summary``)."""
         from barrierlab.plot import summary

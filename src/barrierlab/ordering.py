@@ -1,0 +1,324 @@
+"""What orders what in a run: a happens-before model over the recorded events, and the file races it finds.
+
+Nodes are the points where a recorded event began and ended (collectives, point-to-point calls, store
+``set``/``add``/``get``/``wait``/``compare_set``, ``Work.wait()`` of async calls, and the file handoffs:
+opened for writing or appending, read, renamed, removed). Edges:
+
+- program order: each rank's events one after another, in the order they began;
+- collectives, by role and backend, from the ops table (:mod:`barrierlab.ops`): a rank whose column says it
+  waits for ``"all"`` leaves only after every member entered; ``"root"``/``"parent"`` after the root entered;
+  ``"children"``/``"none"`` give no edge. Calls pair by position in their process group. An async call
+  orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have;
+- ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A), and back
+  where the column says the sender waits for its receiver (gloo);
+- a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it
+  returned is ordered before that return; a ``get`` of a counter that read N, or an ``add`` that returned N,
+  comes after the N earliest ``add``s of that key. Keys are matched by name across stores.
+
+It is a model of the *host*: which Python-level events of one rank must have happened before which of
+another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
+streams order is not modelled, nor collectives torch issues from C++ (DDP's), nor ``TORCH_NCCL_BLOCKING_WAIT``.
+A file open for writing is one point, when it was opened: a file kept open across a synchronising call is
+taken as written before it. Only the default group's members are known for calls without ``group``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass
+
+from barrierlab import ops
+
+BACKENDS = ("gloo", "nccl")
+#: Kinds of recorded event the model orders (``wait`` only for ``Work.wait()``, not ``span(kind="wait")``).
+_ORDERED_KINDS = ("collective", "p2p", "store", "file")
+_ASYNC_P2P = {"isend": "send", "irecv": "recv"}
+_SENDS = {"send": "recv", "isend": "recv", "send_object_list": "recv_object_list"}
+_RECVS = {"recv", "irecv", "recv_object_list"}
+#: File accesses: which pairs on different ranks conflict.
+_WRITES = {"write"}
+_CHANGES = {"write", "append", "remove", "rename"}
+ORDERERS = "a barrier, a blocking all_reduce on gloo, a store key or send/recv between them would"
+
+
+def _sorted_events(run, rank: int):
+    events = [e for e in run[rank].events if e.kind in _ORDERED_KINDS or (e.kind == "wait" and e.of is not None)]
+    return sorted(events, key=lambda e: (e.start, e.id or 0))
+
+
+@dataclass(frozen=True)
+class Access:
+    """One file access: ``how`` is write, append, read, remove, rename (of ``path``, to ``event.to``)."""
+
+    rank: int
+    how: str
+    path: str
+    event: object
+
+    def where(self) -> str:
+        e = self.event
+        if not e.file:
+            return "an unknown line"
+        return f"{os.path.basename(e.file)}, line {e.line}"
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two accesses of one path on two ranks, at least one changing it, that nothing orders."""
+
+    first: Access
+    second: Access
+    backend: str
+
+    def __str__(self) -> str:
+        a, b = self.first, self.second
+        verbs = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
+        verbs["rename"] = "renaming"
+        past = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
+        name = os.path.basename(a.path)
+        return (
+            f"rank {b.rank} {past[b.how]} `{name}` at {b.where()} (t={b.event.start:.3f} s) while rank {a.rank} "
+            f"was {verbs[a.how]} it at {a.where()} (t={a.event.start:.3f} s); nothing orders them on {self.backend} "
+            f"— {ORDERERS}"
+        )
+
+
+class Order:
+    """The happens-before relation of one run on one backend."""
+
+    def __init__(self, run, backend: str = "gloo") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
+        self.backend = backend
+        self.world = len(run.ranks)
+        self.events = {r.rank: _sorted_events(run, r.rank) for r in run.ranks}
+        self._point: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, id(event)) -> (rank, index) of enter
+        for rank, events in self.events.items():
+            for i, e in enumerate(events):
+                self._point[(rank, id(e))] = (rank, 2 * i)
+        self.edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        self._collectives()
+        self._point_to_point()
+        self._store()
+        self._reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
+
+    # --- points and edges
+    def enter(self, rank: int, event) -> tuple[int, int]:
+        return self._point[(rank, id(event))]
+
+    def leave(self, rank: int, event) -> tuple[int, int]:
+        r, i = self._point[(rank, id(event))]
+        return (r, i + 1)
+
+    def _edge(self, a: tuple[int, int], b: tuple[int, int]) -> None:
+        if a[0] != b[0]:
+            self.edges.setdefault(a, set()).add(b)
+
+    def _waits_of(self, rank: int) -> dict[int, object]:
+        return {e.of: e for e in self.events[rank] if e.kind == "wait"}
+
+    def _released(self, rank: int, event, waits: dict) -> tuple[int, int] | None:
+        """The point at which a call's waiting is over: its return, or for an async call its Work.wait()."""
+        if not event.is_async:
+            return self.leave(rank, event)
+        wait = waits.get(event.id)
+        return None if wait is None else self.leave(rank, wait)
+
+    def _collectives(self) -> None:
+        calls: dict[str, dict[int, list]] = {}
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind == "collective":
+                    calls.setdefault(e.group or "", {}).setdefault(rank, []).append(e)
+        waits = {rank: self._waits_of(rank) for rank in self.events}
+        for by_rank in calls.values():
+            for k in range(max(len(v) for v in by_rank.values())):
+                matched = {rank: v[k] for rank, v in by_rank.items() if len(v) > k}
+                names = {e.name for e in matched.values()}
+                if len(names) != 1 or any(e.error or e.end is None for e in matched.values()):
+                    continue  # mismatched or failed calls order nothing the model can vouch for
+                op = ops.BY_NAME.get(names.pop())
+                if op is None:
+                    continue
+                column = op.gloo if self.backend == "gloo" else op.nccl
+                root = self._root(matched)
+                for rank, e in matched.items():
+                    role = ops.ANY if op.roles == (ops.ANY,) else ops.ROOT if rank == root else ops.NON_ROOT
+                    word = column.get(role)
+                    released = self._released(rank, e, waits[rank])
+                    if released is None:
+                        continue
+                    if word == "all":
+                        for other, o in matched.items():
+                            self._edge(self.enter(other, o), released)
+                    elif word in ("root", "parent") and root in matched and root != rank:
+                        self._edge(self.enter(root, matched[root]), released)
+
+    def _root(self, matched: dict) -> int | None:
+        for e in matched.values():
+            for key in ("src", "dst"):
+                if key in e.peer:
+                    return e.peer[key]
+            for key in ("group_src", "group_dst"):
+                if key in e.peer and e.group_ranks:
+                    return e.group_ranks[e.peer[key]]
+        return None
+
+    def _point_to_point(self) -> None:
+        sends: dict[tuple[int, int], list] = {}
+        recvs: dict[tuple[int, int], list] = {}
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind != "p2p" or e.error:
+                    continue
+                if e.name in _SENDS and "dst" in e.peer:
+                    sends.setdefault((rank, e.peer["dst"]), []).append(e)
+                elif e.name in _RECVS:
+                    source = e.peer.get("from", e.peer.get("src"))
+                    if source is not None:
+                        recvs.setdefault((source, rank), []).append(e)
+        waits = {rank: self._waits_of(rank) for rank in self.events}
+        for (a, b), sent in sends.items():
+            for s, r in zip(sent, recvs.get((a, b), [])):
+                column_s = _column(_ASYNC_P2P.get(s.name, s.name), self.backend)
+                column_r = _column(_ASYNC_P2P.get(r.name, r.name), self.backend)
+                released_r = self._released(b, r, waits[b])
+                if released_r is not None and column_r.get(ops.RECEIVER) == "peer":
+                    self._edge(self.enter(a, s), released_r)
+                released_s = self._released(a, s, waits[a])
+                if released_s is not None and column_s.get(ops.SENDER) == "peer":
+                    self._edge(self.enter(b, r), released_s)
+
+    def _store(self) -> None:
+        writers: dict[str, list] = {}
+        adds: dict[str, list] = {}
+        readers = []
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind != "store" or e.error or not e.keys:
+                    continue
+                if e.name in ("set", "add", "compare_set"):
+                    writers.setdefault(e.keys[0], []).append((rank, e))
+                if e.name == "add":
+                    adds.setdefault(e.keys[0], []).append((rank, e))
+                if e.name in ("get", "wait", "add"):
+                    readers.append((rank, e))
+        for rank, e in readers:
+            done = self.leave(rank, e)
+            if e.name == "wait":
+                for key in e.keys:
+                    first = [w for w in writers.get(key, []) if w[1].start < e.end]
+                    if first:
+                        w_rank, w = min(first, key=lambda item: item[1].start)
+                        self._edge(self.enter(w_rank, w), done)
+                continue
+            key = e.keys[0]
+            count = _count(e.value)
+            if count is not None and adds.get(key):
+                earlier = sorted((a for a in adds[key] if a[1].start < e.end), key=lambda item: item[1].start)
+                for a_rank, a in earlier[:count]:
+                    self._edge(self.enter(a_rank, a), done)
+            elif e.name == "get":
+                first = [w for w in writers.get(key, []) if w[1].start < e.end]
+                if first:
+                    w_rank, w = min(first, key=lambda item: item[1].start)
+                    self._edge(self.enter(w_rank, w), done)
+
+    # --- queries
+    def _successors(self, point: tuple[int, int]):
+        rank, index = point
+        if index + 1 < 2 * len(self.events[rank]):
+            yield (rank, index + 1)
+        yield from self.edges.get(point, ())
+
+    def reachable(self, point: tuple[int, int]) -> set[tuple[int, int]]:
+        """Every point ``point`` happens before (on other ranks: the earliest of each rank is enough)."""
+        found = self._reach.get(point)
+        if found is None:
+            found, queue = {point}, deque([point])
+            while queue:
+                for nxt in self._successors(queue.popleft()):
+                    if nxt not in found:
+                        found.add(nxt)
+                        queue.append(nxt)
+            self._reach[point] = found
+        return found
+
+    def before(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Point ``a`` happens before point ``b``."""
+        if a[0] == b[0]:
+            return a[1] < b[1]
+        return b in self.reachable(a)
+
+    def ordered(self, rank_a: int, event_a, rank_b: int, event_b) -> bool:
+        """``event_a`` (on ``rank_a``) ended before ``event_b`` (on ``rank_b``) began."""
+        return self.before(self.leave(rank_a, event_a), self.enter(rank_b, event_b))
+
+    def accesses(self) -> list[Access]:
+        found = []
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind == "file" and e.path:
+                    found.append(Access(rank, e.name, e.path, e))
+                    if e.name == "rename" and e.to:
+                        found.append(Access(rank, "write", e.to, e))
+        return found
+
+    def races(self) -> list[Race]:
+        """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way."""
+        by_path: dict[str, list[Access]] = {}
+        for access in self.accesses():
+            by_path.setdefault(access.path, []).append(access)
+        found = []
+        for accesses in by_path.values():
+            for i, a in enumerate(accesses):
+                for b in accesses[i + 1 :]:
+                    if a.rank == b.rank or not _conflict(a.how, b.how):
+                        continue
+                    if self.ordered(a.rank, a.event, b.rank, b.event) or self.ordered(b.rank, b.event, a.rank, a.event):
+                        continue
+                    first, second = (a, b) if a.event.start <= b.event.start else (b, a)
+                    found.append(Race(first, second, self.backend))
+        return sorted(found, key=lambda race: race.second.event.start)
+
+
+def _conflict(a: str, b: str) -> bool:
+    if a == "append" and b == "append":
+        return False  # appends from several ranks interleave but lose nothing
+    return a in _CHANGES or b in _CHANGES
+
+
+def _count(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _column(name: str, backend: str):
+    op = ops.BY_NAME.get(name)
+    if op is None:
+        return {}
+    return op.gloo if backend == "gloo" else op.nccl
+
+
+def order(run, backend: str = "gloo") -> Order:
+    """The happens-before relation of ``run`` as ``backend`` would order it, seen from the host."""
+    return Order(run, backend)
+
+
+def races(run, backend: str = "gloo") -> list[Race]:
+    """File accesses of ``run`` on different ranks that nothing orders (see :class:`Race`)."""
+    return Order(run, backend).races()
+
+
+def lost_on_nccl(run) -> list[tuple[Access, Access]]:
+    """Conflicting file accesses this run's gloo ordering keeps apart and NCCL's (host side) would not."""
+    gloo, nccl = Order(run, "gloo"), Order(run, "nccl")
+    lost = []
+    for race in nccl.races():
+        a, b = race.first, race.second
+        if gloo.ordered(a.rank, a.event, b.rank, b.event) or gloo.ordered(b.rank, b.event, a.rank, a.event):
+            lost.append((a, b))
+    return lost

@@ -1,0 +1,42 @@
+"""The ordering model on the lessons' race scenarios, from real runs: it names the racing pair of each race
+and finds none on each fix (3 runs each; benchmarks/races.py runs 20)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+import barrierlab as bl
+from barrierlab import ordering
+
+_spec = importlib.util.spec_from_file_location(
+    "races_cases", os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "races.py")
+)
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
+
+
+@pytest.mark.parametrize("case", cases.CASES, ids=[c[0] for c in cases.CASES])
+def test_the_model_names_each_race_and_passes_each_fix(case):
+    verdicts = [cases.one(case) for _ in range(3)]
+    assert all(verdicts), f"{case[0]}: {verdicts}"
+
+
+def test_a_blocking_all_reduce_orders_the_delete_on_gloo_but_not_on_nccl(tmp_path):
+    run = bl.run(
+        cases.checkpoint_delete_race.scenario, 4, kwargs={"directory": str(tmp_path), "sync": "all_reduce"}, timeout=10
+    )
+    assert run.ok
+    assert ordering.races(run, "gloo") == []
+    lost = ordering.lost_on_nccl(run)
+    assert {(a.how, b.how) for a, b in lost} <= {("read", "remove"), ("remove", "read")} and len(lost) == 3
+
+
+def test_a_race_is_told_in_words_with_both_lines(tmp_path):
+    run = bl.run(cases.rank0_prepares_data_race.scenario, 4, kwargs={"folder": str(tmp_path)}, timeout=10)
+    text = str(ordering.races(run)[0])
+    assert "train.csv" in text and "rank 0" in text and "line 17" in text and "nothing orders them on gloo" in text
