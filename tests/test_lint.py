@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import linecache
@@ -454,3 +455,38 @@ def step():
         dist.barrier()
 """
     assert [f.line for f in lint_source(source)] == [15]
+
+
+# --------------------------------------------------------------------------- issue 22: lint agrees with the lessons
+
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+
+#: Per notebook, the functions lint must flag (name, collective, kind): exactly the bugs the lesson shows on
+#: purpose in a cell of its own. Everything else a notebook runs is presented as correct and must be quiet.
+LESSON_BUGS = {
+    "00_what_is_a_barrier.ipynb": [("rank3_skips_the_barrier", "dist.barrier", "branch")],
+    "07_barrier_as_a_debugging_tool.ipynb": [("hang_after_breakpoint", "dist.barrier", "branch")],
+}
+
+
+def enclosing_function(notebook: Path, cell: int, line: int) -> str:
+    source = "".join(json.loads(notebook.read_text())["cells"][cell - 1]["source"])
+    source = "".join("\n" if re.match(r"\s*[%!]", s) else s for s in source.splitlines(keepends=True))
+    defs = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.FunctionDef) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    return max(defs, key=lambda n: n.lineno).name if defs else "<cell>"
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_lint_on_every_notebook_finds_exactly_the_lessons_deliberate_bugs(notebook: Path) -> None:
+    findings = lint_file(notebook)
+    found = sorted((enclosing_function(notebook, f.cell, f.line), f.collective, f.kind) for f in findings)
+    assert found == sorted(LESSON_BUGS.get(notebook.name, [])), report(findings)
+
+
+def test_the_lessons_bugs_are_still_in_the_notebooks() -> None:
+    """A renamed lesson function must update LESSON_BUGS, not silently drop the check."""
+    assert set(LESSON_BUGS) <= {p.name for p in NOTEBOOKS.glob("*.ipynb")}
