@@ -3,7 +3,7 @@
 # Models the "main process first" data preparation of huggingface/transformers
 # examples/pytorch/language-modeling/run_clm.py (datasets prepared on the main process while the others
 # wait), written here.
-# expect: 22 early-exit dist.barrier
+# expect: 21 early-exit dist.barrier
 import os
 
 import torch.distributed as dist
