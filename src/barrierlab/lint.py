@@ -84,6 +84,18 @@ arbitrary objects such as ``self.group.barrier()`` that no table entry names: th
 receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
 Route them through a function of the file, or add a table entry, to have them checked.
 
+Subgroups: a collective with ``group=`` under a rank-dependent ``if`` is quiet when every member of the
+group takes the branch together, worked out by a small interpreter (:class:`_Ranks`) that runs the enclosing
+function for every rank of sample worlds; a group it cannot work out is treated like the default group.
+
+Loop lengths: a loop over a rank-dependent iterable is quiet when its length is the same on every rank
+(``range`` bounds as a polynomial, ``seq[rank::world]`` of a list whose length is a multiple of ``world``,
+``range(0, len(xs), bs)`` over such a list, names assigned once substituted) or when it never ends by itself
+(``itertools.cycle``/``count``), so only its exits decide.
+
+Raising helpers: a function of the file that can raise or exit (outside a ``try`` with handlers) is an
+early exit where it is called: under ``if rank == 0:`` before a barrier, the others wait.
+
 Call graph: unlimited depth. Which functions reach a collective is a fixpoint
 over the module's call graph (cycles included), through plain calls
 ``helper()``, ``self.method()``/``cls.method()`` in the same class or inherited from a base class
@@ -115,8 +127,8 @@ control flow; ``raise`` is assumed to leave the function;
 ``match`` cases are opaque conditions; a collective inside a
 ``with main_process_first():`` body is not reported (rank 0 reaches it while the
 others wait in the context manager); collectives in lambdas, reached through
-higher-order calls (``map(f, xs)``, callbacks) or defined in other modules are
-not seen; taint ignores containers and attributes other than ``self.x``, and
+higher-order calls (``map(f, xs)``, callbacks) or defined in installed modules are
+not seen (the learner's own modules next to a linted file are: see :data:`HELP`); taint ignores containers and attributes other than ``self.x``, and
 identifier matching can misfire on names such as ``matrix_rank``.
 """
 
@@ -143,6 +155,7 @@ __all__ = [
     "CHECKPOINT_COLLECTIVES",
     "FRAMEWORK_COLLECTIVES",
     "FrameworkCollective",
+    "HELP",
     "POINT_TO_POINT",
     "Finding",
     "lint",
@@ -205,7 +218,11 @@ class FrameworkCollective:
     ``self.accelerator.save_state()``) is one of ``receivers``, or the receiver or the function resolves
     through the file's imports to one of ``modules`` (``comm.synchronize()`` after ``from detectron2.utils
     import comm``; ``barrier()`` after ``from mmengine.dist import barrier``), or the receiver is ``self`` in
-    a class of the file that derives (within the file or directly) from one of ``self_bases``.
+    a class of the file that derives (within the file or directly) from one of ``self_bases``, or the
+    receiver is a name or ``self.`` attribute assigned from a call of a class whose dotted name (through the
+    imports) starts with one of ``constructors`` (``acc = torchmetrics.Accuracy(...)``; ``acc.compute()``).
+    ``keyword``: the call is a collective only when it passes this keyword with a value other than
+    ``False``/``None`` (Lightning's ``self.log(..., sync_dist=True)``).
     ``same_result``: every rank gets the same value back (a broadcast or all-reduce), so a condition on it
     is not rank-dependent. ``issues`` says what the call does inside, for the finding.
     """
@@ -217,11 +234,18 @@ class FrameworkCollective:
     modules: frozenset[str] = frozenset()
     self_bases: frozenset[str] = frozenset()
     same_result: bool = False
+    constructors: frozenset[str] = frozenset()
+    keyword: str | None = None
 
 
-def _entries(framework: str, names: dict[str, tuple[str, bool]], **where: Iterable[str]) -> list[FrameworkCollective]:
+def _entries(
+    framework: str, names: dict[str, tuple[str, bool]], keyword: str | None = None, **where: Iterable[str]
+) -> list[FrameworkCollective]:
     sets = {k: frozenset(v) for k, v in where.items()}
-    return [FrameworkCollective(framework, n, issues, same_result=same, **sets) for n, (issues, same) in names.items()]
+    return [
+        FrameworkCollective(framework, n, issues, same_result=same, keyword=keyword, **sets)
+        for n, (issues, same) in names.items()
+    ]
 
 
 _ACCELERATOR = {"accelerator"}
@@ -231,8 +255,10 @@ _MMENGINE_DIST = {"mmengine.dist", "mmengine.dist.dist", "mmengine.dist.utils"}
 #: Framework calls that are collectives. Extend it (``FRAMEWORK_COLLECTIVES += (...)``, or rebind it in this
 #: module) to teach lint another library; ``main_process_first``/``wait_for_everyone`` on any receiver are
 #: covered by WRAPPERS. Sources: accelerate src/accelerate/accelerator.py and utils/operations.py;
-#: lightning src/lightning/pytorch/strategies/ddp.py, core/module.py, trainer/trainer.py and
-#: src/lightning/fabric/fabric.py; deepspeed deepspeed/runtime/engine.py; detectron2
+#: lightning src/lightning/pytorch/strategies/ddp.py, core/module.py (log/log_dict with sync_dist),
+#: trainer/trainer.py and src/lightning/fabric/fabric.py; torchmetrics src/torchmetrics/metric.py (compute
+#: runs under sync_context, sync); torch torch/distributed/optim/zero_redundancy_optimizer.py
+#: (consolidate_state_dict "needs to be called on all ranks"); deepspeed deepspeed/runtime/engine.py; detectron2
 #: detectron2/utils/comm.py; mmengine mmengine/dist/dist.py and utils.py; transformers
 #: src/transformers/trainer.py.
 FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
@@ -363,6 +389,32 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         modules=_MMENGINE_DIST,
     )
     + _entries(
+        "Lightning",
+        {
+            "log": ("an all_reduce of the value (sync_dist=True), now or at the epoch's end", False),
+            "log_dict": ("an all_reduce of the values (sync_dist=True), now or at the epoch's end", False),
+        },
+        self_bases={"LightningModule"},
+        receivers={"pl_module", "lightning_module"},
+        keyword="sync_dist",
+    )
+    + _entries(
+        "torchmetrics",
+        {
+            "compute": ("an all_gather of the metric's states (sync_context)", True),
+            "sync": ("an all_gather of the metric's states", False),
+        },
+        constructors={"torchmetrics"},
+    )
+    + _entries(
+        "torch ZeroRedundancyOptimizer",
+        {"consolidate_state_dict": ("a broadcast of every rank's optimizer state shard", False)},
+        constructors={
+            "torch.distributed.optim.ZeroRedundancyOptimizer",
+            "torch.distributed.optim.zero_redundancy_optimizer.ZeroRedundancyOptimizer",
+        },
+    )
+    + _entries(
         "DTensor",
         {
             "full_tensor": ("an all_gather (redistribute to Replicate)", True),
@@ -406,10 +458,17 @@ _RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
+#: How deep the length analysis substitutes values and looks through calls (it stops at cycles this way).
+_MAX_DEPTH = 24
+#: Methods that change a list in place: a name they are called on is not a single known value.
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "add"})
+#: Iterables with no end: a loop over them stops only where it breaks, so its trip count is what its exits say.
+_ENDLESS = frozenset({"cycle", "count"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOP_FIX = (
-    "make every rank run the same number of iterations (pad or truncate the data, "
-    "e.g. DistributedSampler, or use torch.distributed.algorithms.Join)"
+    "make every rank run the same number of iterations (pad or truncate the data, e.g. "
+    "DistributedSampler(drop_last=True)); or loop over an endless iterator and break on every rank together "
+    "when an all_reduce of a 'done' flag says so; for a DDP model, torch.distributed.algorithms.Join"
 )
 
 
@@ -454,7 +513,10 @@ def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
     path = Path(path)
     if path.suffix == ".ipynb":
         return _lint_notebook(path)
-    return lint_source(path.read_text(encoding="utf-8"), str(path))
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    unit = _Unit(tree, source, aliases=_imports([tree]))
+    return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
 
 
 def lint_function(fn: Callable[..., Any]) -> list[Finding]:
@@ -496,9 +558,39 @@ def report(findings: Sequence[Finding]) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+#: The command line's help: what lint checks, what it follows, what it cannot know (plain text).
+HELP = """\
+Find torch.distributed collectives that only some ranks reach: under an if on the rank, after a return,
+raise or break that only some ranks take (also a raise inside a helper called there), in a loop whose trip
+count differs between ranks, or inside a function of the file or of your own module next to it (import
+helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is called so. It knows
+torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning (self.log with
+sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer.consolidate_state_dict,
+DeepSpeed, detectron2, mmengine and the HF Trainer. Exit status 1 when something is found.
+
+Quiet on purpose: if/else branches that make the same calls; a loop whose length is the same on every
+rank (range(rank * n, rank * n + n), shards[rank::world] of a list whose length is a multiple of world,
+batches cut from such a slice); a loop over an endless iterator (itertools.cycle/count) left by a break
+every rank agrees on (a value after its all_reduce or broadcast); a collective on a group= whose members
+all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the group holds exactly those
+ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks). Point-to-point
+send/recv is never flagged.
+
+Not checked (lint reads source, it runs nothing; `barrierlab run` and the diagnosis cover these):
+tensor sizes, shapes and dtypes of a collective (an all_reduce of a different size on one rank); lengths
+of object lists (broadcast_object_list); keys or lengths that come from data (a per-rank dataset whose
+length is not visible, a break on a value read from a file); whether a rank arrives before the group's
+timeout; which process group a collective uses when it cannot work it out (then it reports as if the
+group were every rank); installed libraries' own code; calls through callbacks, lambdas or objects whose
+type it cannot see; the order of point-to-point calls.
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m barrierlab.lint FILE...``; exit status 1 when something is found."""
-    parser = argparse.ArgumentParser(prog="python -m barrierlab.lint", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m barrierlab.lint", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("paths", nargs="+", help=".py files or .ipynb notebooks")
     findings = [f for p in parser.parse_args(argv).paths for f in lint_file(p)]
     print(report(findings))
@@ -524,7 +616,55 @@ def _lint_notebook(path: Path) -> list[Finding]:
     aliases = _imports([u.tree for u in units])
     for unit in units:
         unit.aliases = aliases
-    return _Analysis(str(path), units).run()
+    return _Analysis(str(path), [*units, *_follow_imports(units, path.parent)]).run()
+
+
+#: How far lint follows the learner's own imports: modules found next to the linted file, at most this many
+#: files and this many imports deep (a module imported by a module imported by the file is depth 2).
+MAX_FOLLOWED_FILES = 20
+MAX_FOLLOW_DEPTH = 3
+
+
+def _follow_imports(units: list[_Unit], folder: Path) -> list[_Unit]:
+    """The learner's own modules the units import (``import helpers``, ``from helpers import f``,
+    ``from pkg import mod``), found as ``folder/helpers.py`` or ``folder/pkg/mod.py`` (or a package's
+    ``__init__.py``), as Python finds them next to a script; never installed packages. Their functions are
+    known to the analysis (prefixed with the module's name) but their own code is not reported."""
+    followed: list[_Unit] = []
+    seen: set[str] = set()
+    queue = [(u, 1) for u in units]
+    while queue:
+        unit, depth = queue.pop(0)
+        if depth > MAX_FOLLOW_DEPTH:
+            continue
+        for name in _imported_modules(unit.tree):
+            if name in seen or len(followed) >= MAX_FOLLOWED_FILES:
+                continue
+            seen.add(name)
+            base = folder.joinpath(*name.split("."))
+            file = next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+            if file is None:
+                continue
+            try:
+                source = file.read_text(encoding="utf-8")
+                tree = ast.parse(source, filename=str(file))
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                continue
+            helper = _Unit(tree, source, aliases=_imports([tree]), report=False, prefix=name)
+            followed.append(helper)
+            queue.append((helper, depth + 1))
+    return followed
+
+
+def _imported_modules(tree: ast.Module) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return names
 
 
 def _lint_object(obj: Any) -> list[Finding]:
@@ -584,6 +724,7 @@ class _Unit:
     aliases: dict[str, str] = field(default_factory=dict)
     namespace: dict[str, Any] | None = None
     report: bool = True
+    prefix: str | None = None  # a followed module: its dotted name, which prefixes its functions' keys
 
     def text(self, node: ast.AST) -> str:
         segment = ast.get_source_segment(self.source, node)
@@ -677,7 +818,9 @@ def _rank_name(name: str) -> bool:
     if name in _RANK_IDENTIFIERS:
         return True
     tokens = _CAMEL.sub("_", name).lower().split("_")
-    return any(_RANK_TOKEN.fullmatch(t) for t in tokens) or any(p in _RANK_PAIRS for p in zip(tokens, tokens[1:]))
+    # "per rank" is a count every rank shares (shards_per_rank, batches_per_rank), not a rank
+    ranked = (t for i, t in enumerate(tokens) if not (i and tokens[i - 1] == "per"))
+    return any(_RANK_TOKEN.fullmatch(t) for t in ranked) or any(p in _RANK_PAIRS for p in zip(tokens, tokens[1:]))
 
 
 def _env_rank(node: ast.AST) -> bool:
@@ -856,6 +999,10 @@ class _Analysis:
         self.laundered: dict[str | None, dict[str, int]] = {}
         self.same_result_calls: set[int] = set()
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
+        self.values: dict[str | None, dict[str, ast.expr]] = {}
+        self.objects: dict[str | None, dict[str, str]] = {}
+        self.raisers: dict[str, int] = {}
+        self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
@@ -867,11 +1014,15 @@ class _Analysis:
             self._mark_contexts(unit)
         self._expand_namespace()
         self._prepare_ddp()
+        self._prepare_objects()
         self._prepare_laundering()
+        self._prepare_values()
         self._prepare_taint()
         self._prepare_reach()
+        self._prepare_raisers()
         for unit in self.units:
-            _Walker(self, unit, self.module_taint, None, None).block(unit.tree.body, "return")
+            if unit.report:
+                _Walker(self, unit, self.module_taint, None, None).block(unit.tree.body, "return")
         for func in self.funcs:
             if func.unit.report:
                 self._walk_function(func)
@@ -890,12 +1041,13 @@ class _Analysis:
                     self.table[key] = func
                     visit(child, None, self_class, key)
                 elif isinstance(child, ast.ClassDef):
-                    self.bases[child.name] = [_terminal(b) for b in child.bases if _terminal(b)]
-                    visit(child, child.name, child.name, parent)
+                    cls = f"{owner}.{child.name}" if owner and owner == unit.prefix else child.name
+                    self.bases[cls] = [_terminal(b) for b in child.bases if _terminal(b)]
+                    visit(child, cls, cls, parent)
                 else:
                     visit(child, owner, self_class, parent)
 
-        visit(unit.tree, None, None, None)
+        visit(unit.tree, unit.prefix, None, None)
 
     def _mark_contexts(self, unit: _Unit) -> None:
         """Remember, for every call, the ``with`` blocks and decorators it runs under that change what DDP
@@ -933,7 +1085,7 @@ class _Analysis:
 
     def _scopes(self) -> list[tuple[str | None, list[ast.AST], _Unit]]:
         """(scope key, its own nodes, its unit): the module (all units) and every function."""
-        module = [n for u in self.units for n in _own_nodes(u.tree.body)]
+        module = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         scopes: list[tuple[str | None, list[ast.AST], _Unit]] = [(None, module, self.units[0])] if self.units else []
         return scopes + [(f.key, list(_own_nodes(f.node.body)), f.unit) for f in self.table.values()]
 
@@ -1007,7 +1159,7 @@ class _Analysis:
                 for node in nodes:
                     if not isinstance(node, ast.Call):
                         continue
-                    callee = self._callee(node.func, self._class_of(key))
+                    callee = self._callee(node.func, self._class_of(key), self.table[key].unit if key else None)
                     if callee is None:
                         continue
                     params = [a.arg for a in self.table[callee].node.args.args]
@@ -1053,7 +1205,7 @@ class _Analysis:
                 if not isinstance(node, ast.Call):
                     continue
                 op = self._collective(node.func, unit)
-                entry = self._framework(node, unit, self_class)
+                entry = self._framework(node, unit, self_class, key)
                 equal = (op is not None and op.rpartition(".")[2] in _EQUALIZING) or bool(entry and entry.same_result)
                 if entry is not None and entry.same_result:
                     self.same_result_calls.add(id(node))
@@ -1064,6 +1216,35 @@ class _Analysis:
                     for name in (n for t in node.targets for n in _target_names(t)):
                         lines[name] = min(lines.get(name, node.lineno), node.lineno)
             self.laundered[key] = lines
+
+    def _prepare_values(self) -> None:
+        """For each scope, the names assigned exactly once (to one whole value) and never changed in place:
+        what the length analysis may substitute (``usable = n // world * world``)."""
+        for key, nodes, _ in self._scopes():
+            values: dict[str, list[ast.expr]] = {}
+            changed: set[str] = set()
+            for names, value, index in _assignments(nodes):
+                for name in names:
+                    if index is None and len(names) == 1:
+                        values.setdefault(name, []).append(value)
+                    else:
+                        changed.add(name)
+            for node in nodes:
+                if isinstance(node, ast.AugAssign):
+                    changed.update(_target_names(node.target))
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    changed.update(_target_names(node.target))
+                elif isinstance(node, (ast.With, ast.AsyncWith)):
+                    changed.update(
+                        n for item in node.items if item.optional_vars for n in _target_names(item.optional_vars)
+                    )
+                elif (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS
+                ):
+                    changed.update(_target_names(node.func.value))
+                elif isinstance(node, ast.Delete):
+                    changed.update(n for t in node.targets for n in _target_names(getattr(t, "value", t)))
+            self.values[key] = {n: v[0] for n, v in values.items() if len(v) == 1 and n not in changed}
 
     def _expand_namespace(self) -> None:
         """For lint_function: add same-module helpers reachable through ``__globals__``."""
@@ -1088,6 +1269,50 @@ class _Analysis:
                     helper = _Func(name, defs[0], unit, None, None)
                     self.table[name] = helper
                     queue.append(helper)
+
+    def _prepare_raisers(self) -> None:
+        """Functions of the file that can leave by an exception or exit of their own: a ``raise`` (or
+        ``sys.exit()``) not inside a ``try`` that has handlers, or a call, outside such a ``try``, to a function
+        that can (fixpoint). Called under a rank-dependent condition before a collective, they are an early exit
+        of some ranks. Maps the function to the line of the ``raise``."""
+        direct: dict[str, int] = {}
+        calls: dict[str, list[tuple[str, int]]] = {}
+
+        def visit(node: ast.AST, key: str, func: _Func, guarded: bool) -> None:
+            if isinstance(node, _SCOPES):
+                return
+            if isinstance(node, ast.Try) and node.handlers:
+                for stmt in node.body:
+                    visit(stmt, key, func, True)
+                for part in (*node.handlers, *node.orelse, *node.finalbody):
+                    visit(part, key, func, guarded)
+                return
+            if not guarded:
+                if isinstance(node, ast.Raise):
+                    direct.setdefault(key, node.lineno)
+                elif isinstance(node, ast.Call):
+                    if _dotted(node.func) in _EXIT_CALLS:
+                        direct.setdefault(key, node.lineno)
+                    else:
+                        callee = self._callee(node.func, func.self_class, func.unit)
+                        if callee:
+                            calls.setdefault(key, []).append((callee, node.lineno))
+            for child in ast.iter_child_nodes(node):
+                visit(child, key, func, guarded)
+
+        for key, func in self.table.items():
+            for stmt in func.node.body:
+                visit(stmt, key, func, False)
+        self.raisers = dict(direct)
+        grew = True
+        while grew:
+            grew = False
+            for key, targets in calls.items():
+                if key not in self.raisers:
+                    hit = next((self.raisers[c] for c, _ in targets if c in self.raisers), None)
+                    if hit is not None:
+                        self.raisers[key] = hit
+                        grew = True
 
     def _prepare_reach(self) -> None:
         calls: dict[str, list[_Call]] = {}
@@ -1119,19 +1344,50 @@ class _Analysis:
         framework call of FRAMEWORK_COLLECTIVES, or a DDP/FSDP-wrapped model's forward or backward."""
         written = _dotted(call.func)
         if written is not None:
-            target = self._callee(call.func, self_class)
+            target = self._callee(call.func, self_class, unit)
             if target:
                 return _Call("call", written, target)
             canonical = self._collective(call.func, unit)
             if canonical:
                 return _Call("coll", written, canonical)
-        entry = self._framework(call, unit, self_class)
+        entry = self._framework(call, unit, self_class, scope)
         if entry is not None:
             shown = written or f"{unit.text(call.func)}"
             return _Call("coll", shown, f"{entry.framework}.{entry.name}", f"{entry.framework}: {entry.issues}")
         return self._ddp_op(call, unit, scope)
 
-    def _framework(self, call: ast.Call, unit: _Unit, self_class: str | None) -> FrameworkCollective | None:
+    def _constructed(self, name: str | None, scope: str | None, self_class: str | None) -> str | None:
+        """The dotted name of the class ``name`` was built from, if it was assigned from a constructor call
+        in ``scope`` (or the module), or is a ``self.`` attribute so assigned in a method of the class."""
+        if not name:
+            return None
+        if name.startswith("self.") and self_class:
+            for cls in self._ancestors(self_class):
+                if name in self.objects.get(f"class {cls}", {}):
+                    return self.objects[f"class {cls}"][name]
+        for key in (scope, None):
+            if name in self.objects.get(key, {}):
+                return self.objects[key][name]
+        return None
+
+    def _prepare_objects(self) -> None:
+        """Which names hold an object built by a call: ``name -> dotted class`` per scope, and ``self.x``
+        per class (under ``"class NAME"``), for the table's ``constructors``."""
+        for key, nodes, unit in self._scopes():
+            for node in nodes:
+                if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                    continue
+                if _dotted(node.value.func) is None:
+                    continue
+                built = self._resolve(node.value.func, unit)
+                for name in (n for t in node.targets for n in _target_names(t)):
+                    cls = self._class_of(key)
+                    where = f"class {cls}" if name.startswith("self.") and cls else key
+                    self.objects.setdefault(where, {})[name] = built
+
+    def _framework(
+        self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None
+    ) -> FrameworkCollective | None:
         func = call.func
         if isinstance(func, ast.Attribute):
             entries = self.frameworks.get(func.attr, [])
@@ -1140,12 +1396,21 @@ class _Analysis:
             receiver = func.value
             last = _terminal(receiver).lower()
             full = self._resolve(receiver, unit) if _dotted(receiver) else ""
+            built = self._constructed(_dotted(receiver), scope, self_class)
             for entry in entries:
-                if not (entry.receivers or entry.modules or entry.self_bases):
+                if entry.keyword is not None and not any(
+                    k.arg == entry.keyword
+                    and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None, 0))
+                    for k in call.keywords
+                ):
+                    continue
+                if not (entry.receivers or entry.modules or entry.self_bases or entry.constructors):
                     return entry
                 if last in entry.receivers or full in entry.modules:
                     return entry
                 if last == "self" and self_class and entry.self_bases & set(self._ancestors(self_class)):
+                    return entry
+                if built and any(built == c or built.startswith(c + ".") for c in entry.constructors):
                     return entry
             return None
         if isinstance(func, ast.Name):
@@ -1189,16 +1454,27 @@ class _Analysis:
                 )
         return None
 
-    def _callee(self, func: ast.expr, self_class: str | None) -> str | None:
+    def _callee(self, func: ast.expr, self_class: str | None, unit: _Unit | None = None) -> str | None:
+        """The key of the function of the file (or of a followed module) that ``func`` calls."""
         if isinstance(func, ast.Name):
-            for key in (func.id, *(f"{c}.__init__" for c in self._ancestors(func.id))):
-                if key in self.table:
-                    return key
+            names = [func.id]
+            if unit is not None and unit.prefix:
+                names.insert(0, f"{unit.prefix}.{func.id}")
+            if unit is not None and func.id in unit.aliases:
+                names.append(unit.aliases[func.id])
+            for name in names:
+                for key in (name, *(f"{c}.__init__" for c in self._ancestors(name))):
+                    if key in self.table:
+                        return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if func.value.id in ("self", "cls") and self_class:
                 for cls in self._ancestors(self_class):
                     if f"{cls}.{func.attr}" in self.table:
                         return f"{cls}.{func.attr}"
+            elif unit is not None and func.value.id in unit.aliases and self.followed:
+                key = self._resolve(func, unit)
+                if key in self.table and self.table[key].unit.prefix:
+                    return key
         return None
 
     def _resolve(self, node: ast.expr, unit: _Unit) -> str:
@@ -1309,7 +1585,7 @@ class _Analysis:
         return self.mentions_rank(value, taint, laundered)
 
     def _prepare_taint(self) -> None:
-        module_nodes = [n for u in self.units for n in _own_nodes(u.tree.body)]
+        module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
         attrs: set[str] = set()
         for _ in range(5):
@@ -1363,7 +1639,9 @@ class _Analysis:
         exit_text = ""
         if leave is not None and leave.exit is not None and leave.exit.node is not None:
             exit_node = leave.exit.node
-            exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset})"
+            raised = isinstance(exit_node, ast.Call) and _dotted(exit_node.func) not in _EXIT_CALLS
+            verb = ", which can raise" if raised else ""
+            exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text)
         finding = Finding(
             path=self.path,
@@ -1395,13 +1673,15 @@ def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> 
         kind, fix = "rank-dependent-loop", _LOOP_FIX
         why = (
             f"this {short} runs once per iteration of a loop over `{cond}`, which differs between ranks, "
-            "so ranks call it a different number of times and the extra calls never complete"
+            "so ranks call it a different number of times: the extra calls wait until the timeout or pair "
+            "silently with a later collective of the other ranks"
         )
     elif reason == "early-exit":
         kind = "early-exit"
         why = (
             f"ranks where `{cond}` is true leave early{exit_text} and never reach this {short}, "
-            "so the remaining ranks wait in it until the timeout"
+            "so the remaining ranks wait in it until the timeout, fail at once when a leaving rank's process "
+            "ends, or pair it with a later collective"
         )
         fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
     elif reason == "decorator":
@@ -1446,9 +1726,32 @@ class _Walker:
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
 
-    def flag(self, items: Iterable[_Item], reason: str, cond: str, leave: _Leave | None = None) -> None:
+    def flag(
+        self,
+        items: Iterable[_Item],
+        reason: str,
+        cond: str,
+        leave: _Leave | None = None,
+        within: tuple[ast.expr | None, bool] | None = None,
+    ) -> None:
+        """Report the collectives of ``items``; ``within``: the ``if`` test they sit under and the branch,
+        so that a collective on a subgroup holding exactly the ranks that take the branch stays quiet."""
         for site in _sites(items):
+            if within is not None and within[0] is not None and self._group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave)
+
+    def _group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
+        branch together: decided by running the enclosing function on sample world sizes (see _Ranks)."""
+        call = site.node
+        if site.callee is not None or self.scope not in self.an.table:
+            return False
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is None:
+            return False
+        func = self.an.table[self.scope]
+        return _Ranks(self.an, func).agrees(test, group)
 
     # -- statements
 
@@ -1543,7 +1846,13 @@ class _Walker:
         if isinstance(node, ast.Call):
             items = [i for c in (node.func, *node.args, *(k.value for k in node.keywords)) for i in self._expr(c)]
             op = self._op(node)
-            return items + ([op] if op else [])
+            items += [op] if op else []
+            found = self.an.classify(node, self.unit, self.self_class, self.scope)
+            line = self.an.raisers.get(found.target) if found is not None and found.kind == "call" else None
+            if line is not None:
+                leave = _Item("exit", status="return", node=node)
+                items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+            return items
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
 
     def _boolop(self, op: ast.boolop, values: list[ast.expr]) -> list[_Item]:
@@ -1593,8 +1902,8 @@ class _Walker:
         matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
-                self.flag(body[i1:i2], "branch", text)
-                self.flag(orelse[j1:j2], "branch", negated)
+                self.flag(body[i1:i2], "branch", text, within=(test, True))
+                self.flag(orelse[j1:j2], "branch", negated, within=(test, False))
         return item
 
     def _loop(self, bound: ast.expr, body: list[_Item], orelse: list[_Item], extra: Sequence[ast.expr] = ()) -> _Item:
@@ -1609,27 +1918,144 @@ class _Walker:
         return item
 
     def _equal_trips(self, bound: ast.expr) -> bool:
-        """``range(a, b[, s])`` whose trip count ``b - a`` (and step) is the same on every rank although the
-        bounds are not: ``range(rank * n, rank * n + n)`` runs n times everywhere. ``enumerate`` is looked
-        through."""
-        if isinstance(bound, ast.Call) and _terminal(bound.func) == "enumerate" and bound.args:
-            bound = bound.args[0]
-        if not (isinstance(bound, ast.Call) and _terminal(bound.func) == "range" and 2 <= len(bound.args) <= 3):
-            return False
-        if bound.keywords:
-            return False
-        if len(bound.args) == 3 and self.an.mentions_rank(bound.args[2], self.taint, self.laundered):
-            return False
-        stop, start = _linear(bound.args[1]), _linear(bound.args[0])
-        if stop is None or start is None:
-            return False
-        poly = dict(stop[0])
-        for key, coeff in start[0].items():
+        """Whether a loop over ``bound`` runs as often on every rank although ``bound`` itself differs: its
+        length is the same everywhere (``range(rank * n, rank * n + n)``, ``shards[rank::world]`` of a list
+        whose length is a multiple of ``world``, batches cut from such a slice), or it never ends by itself
+        (``itertools.cycle``/``count``: only its exits end it, and they are checked like any other)."""
+        length = self._length(bound, 0)
+        return length is not None and (length == "endless" or self._uniform(length))
+
+    def _uniform(self, length: Any) -> bool:
+        if length == "uniform":
+            return True
+        if isinstance(length, tuple):
+            poly, atoms = length
+            return not any(
+                self.an.mentions_rank(atoms[a], self.taint, self.laundered) for key, c in poly.items() if c for a in key
+            )
+        return False
+
+    def _value(self, name: str) -> ast.expr | None:
+        for scope in (self.scope, None):
+            value = self.an.values.get(scope, {}).get(name)
+            if value is not None:
+                return value
+        return None
+
+    def _poly(self, node: ast.AST, depth: int) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
+        """``node`` as a polynomial (see :func:`_linear`), with names assigned once in the scope replaced by
+        their values and ``len(x)`` by the length of ``x`` when it is known as a polynomial."""
+        if depth > _MAX_DEPTH:
+            return _linear(node)
+        if isinstance(node, ast.Name):
+            value = self._value(node.id)
+            if value is not None:
+                inner = self._poly(value, depth + 1)
+                if inner is not None:
+                    return inner
+        if isinstance(node, ast.Call) and _terminal(node.func) == "len" and len(node.args) == 1:
+            length = self._length(node.args[0], depth + 1)
+            if isinstance(length, tuple):
+                return length
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = self._poly(node.left, depth + 1), self._poly(node.right, depth + 1)
+            if left is None or right is None:
+                return None
+            out: dict[tuple[str, ...], int] = {}
+            if isinstance(node.op, ast.Mult):
+                for (ka, va), (kb, vb) in itertools.product(left[0].items(), right[0].items()):
+                    key = tuple(sorted(ka + kb))
+                    out[key] = out.get(key, 0) + va * vb
+            else:
+                sign = 1 if isinstance(node.op, ast.Add) else -1
+                out = dict(left[0])
+                for k, v in right[0].items():
+                    out[k] = out.get(k, 0) + sign * v
+            return {k: v for k, v in out.items() if v}, {**left[1], **right[1]}
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self._poly(node.operand, depth + 1)
+            return None if inner is None else ({k: -v for k, v in inner[0].items()}, inner[1])
+        if isinstance(node, ast.BinOp):  # // % / ...: an opaque atom, rank-dependent if its parts are
+            text = ast.unparse(node)
+            return {(text,): 1}, {text: node}
+        return _linear(node)
+
+    def _length(self, node: ast.AST, depth: int) -> Any:
+        """The number of items a loop over ``node`` runs: a polynomial (see :meth:`_poly`), ``"uniform"``
+        (rank-independent but not polynomial), ``"endless"``, or None (unknown)."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, ast.Name):
+            value = self._value(node.id)
+            return None if value is None else self._length(value, depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return {(): len(node.elts)} if node.elts else {}, {}
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            if any(g.ifs for g in node.generators):
+                return None
+            lengths = [self._length(g.iter, depth + 1) for g in node.generators]
+            if len(lengths) == 1:
+                return lengths[0]
+            return "uniform" if all(x is not None and self._uniform(x) for x in lengths) else None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            return self._slice_length(node.value, node.slice, depth)
+        if not isinstance(node, ast.Call) or node.keywords:
+            return None
+        name, args = _terminal(node.func), node.args
+        if name in _ENDLESS and not (name == "count" and len(args) > 2):
+            return "endless"
+        if name == "repeat" and len(args) == 1:
+            return "endless"
+        if name in ("list", "tuple", "sorted", "reversed", "enumerate", "iter") and len(args) == 1:
+            return self._length(args[0], depth + 1)
+        if name == "chain" and args:
+            lengths = [self._length(a, depth + 1) for a in args]
+            if "endless" in lengths:
+                return "endless"
+            return "uniform" if all(x is not None and self._uniform(x) for x in lengths) else None
+        if name == "zip" and args:
+            lengths = [self._length(a, depth + 1) for a in args]
+            known = [x for x in lengths if x is not None and x != "endless"]
+            return "uniform" if known and all(self._uniform(x) for x in known) else None
+        if name != "range" or not 1 <= len(args) <= 3:
+            return None
+        start, stop = (args[0], args[1]) if len(args) > 1 else (ast.Constant(0), args[0])
+        lo, hi = self._poly(start, depth + 1), self._poly(stop, depth + 1)
+        if lo is None or hi is None:
+            return None
+        poly = dict(hi[0])
+        for key, coeff in lo[0].items():
             poly[key] = poly.get(key, 0) - coeff
-        atoms = {**stop[1], **start[1]}
-        return not any(
-            self.an.mentions_rank(atoms[a], self.taint, self.laundered) for key, c in poly.items() if c for a in key
-        )
+        span = ({k: v for k, v in poly.items() if v}, {**hi[1], **lo[1]})
+        if len(args) < 3 or _const_ints(args[2]) == (1,):
+            return span
+        if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
+            return "uniform"
+        return None
+
+    def _slice_length(self, seq: ast.expr, cut: ast.Slice, depth: int) -> Any:
+        """``seq[r::w]`` or ``seq[r:n:w]`` with ``r`` a rank, when ``n`` (or ``len(seq)``) is a multiple of
+        ``w``: every rank gets ``n / w`` items. ``seq[:]`` has ``seq``'s length. Anything else is unknown
+        (``data[rank * n:(rank + 1) * n]`` is short on the last rank unless ``data`` is long enough)."""
+        if cut.lower is None and cut.upper is None and cut.step is None:
+            return self._length(seq, depth + 1)
+        if cut.step is None or cut.lower is None:
+            return None
+        step = self._poly(cut.step, depth + 1)
+        if step is None or len(step[0]) != 1:
+            return None
+        [(factor, coeff)] = step[0].items()
+        if coeff != 1 or len(factor) != 1 or self.an.mentions_rank(step[1][factor[0]], self.taint, self.laundered):
+            return None
+        total = self._poly(cut.upper, depth + 1) if cut.upper is not None else self._length(seq, depth + 1)
+        if not isinstance(total, tuple) or not all(factor[0] in key for key in total[0]):
+            return None
+        per_rank: dict[tuple[str, ...], int] = {}
+        for key, c in total[0].items():
+            rest = list(key)
+            rest.remove(factor[0])
+            per_rank[tuple(rest)] = c
+        return per_rank, total[1]
 
     def _negate(self, test: ast.expr | None, text: str) -> str:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1761,6 +2187,348 @@ class _Walker:
                 if status == "return":
                     return tuple(trace), status
         return tuple(trace), None
+
+
+# --------------------------------------------------------------------------- which ranks a group holds
+
+
+class _Opaque:
+    """A value the interpreter cannot know (a tensor, a file's contents, a call it does not model)."""
+
+    def __repr__(self) -> str:
+        return "?"
+
+
+_OPAQUE = _Opaque()
+
+
+class _Stop(Exception):
+    """The interpreter reached the ``if`` it was asked about, or gave up."""
+
+
+@dataclass(frozen=True)
+class _Group:
+    members: frozenset[int]
+
+
+class _Ranks:
+    """A small interpreter of one function's integer and list arithmetic, run once per rank of sample
+    worlds (4, 8 and 12 ranks; every free integer such as ``tp_size`` set to each divisor of the world
+    size up to 4), to learn, at an ``if``, the test's value and the process group a call uses. It models
+    ``get_rank``/``get_world_size`` (also of a group), ``new_group``, ``new_subgroups``,
+    ``new_subgroups_by_enumeration``, ``range``/``list``/``len``..., list comprehensions, ``for`` over
+    known lists and calls to functions of the file; anything else is opaque, and an opaque test or group
+    means "cannot tell" (the finding stays)."""
+
+    WORLDS = (4, 8, 12)
+    _STEPS = 20000
+
+    def __init__(self, an: _Analysis, func: _Func) -> None:
+        self.an, self.func = an, func
+
+    def agrees(self, test: ast.expr, group: ast.expr) -> bool:
+        free: list[str] = []
+        self.rank, self.world, self.values = 0, 4, {}
+        self._seen = free
+        if self._probe(test, group) is None:
+            return False
+        for world in self.WORLDS:
+            choices = [d for d in (1, 2, 3, 4) if world % d == 0]
+            for combo in itertools.product(choices, repeat=len(free)):
+                self.values = dict(zip(free, combo))
+                self.world = world
+                per_rank = []
+                for rank in range(world):
+                    self.rank = rank
+                    seen = self._probe(test, group)
+                    if seen is None:
+                        return False
+                    per_rank.append(seen)
+                if not self._consistent(per_rank):
+                    return False
+        return True
+
+    @staticmethod
+    def _consistent(per_rank: list[tuple[bool, frozenset[int]]]) -> bool:
+        for rank, (taken, members) in enumerate(per_rank):
+            if rank not in members:
+                continue  # a call on a group the rank is not in does nothing
+            if any(not (0 <= m < len(per_rank)) or per_rank[m] != (taken, members) for m in members):
+                return False
+        return True
+
+    def _probe(self, test: ast.expr, group: ast.expr) -> tuple[bool, frozenset[int]] | None:
+        self.steps = 0
+        self.target = (test, group)
+        self.found: tuple[Any, Any] | None = None
+        env = {}
+        for arg in self.func.node.args.args:
+            if arg.arg not in ("self", "cls"):
+                env[arg.arg] = self._free(arg.arg)
+        try:
+            self._exec(self.func.node.body, env, 0)
+        except (_Stop, _Return, RecursionError):
+            pass
+        if self.found is None:
+            return None
+        taken, held = self.found
+        if not isinstance(taken, (bool, int)) or not isinstance(held, _Group):
+            return None
+        return bool(taken), held.members
+
+    def _free(self, name: str) -> Any:
+        if name in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
+            return self.world
+        if _rank_name(name):
+            return self.rank
+        if name not in self.values:
+            if name not in self._seen:
+                self._seen.append(name)
+            return 1
+        return self.values[name]
+
+    # -- statements
+
+    def _exec(self, stmts: list[ast.stmt], env: dict[str, Any], depth: int) -> Any:
+        """Run ``stmts``; a ``return`` raises _Return with its value."""
+        for stmt in stmts:
+            self.steps += 1
+            if self.steps > self._STEPS:
+                raise _Stop
+            if isinstance(stmt, ast.If):
+                if depth == 0 and stmt.test is self.target[0]:
+                    self.found = (self._eval(stmt.test, env, depth), self._eval(self.target[1], env, depth))
+                    raise _Stop
+                taken = self._eval(stmt.test, env, depth)
+                if taken is _OPAQUE:
+                    if self._contains_target(stmt):
+                        raise _Stop
+                    continue
+                self._exec(stmt.body if taken else stmt.orelse, env, depth)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                value = self._eval(stmt.value, env, depth)
+                for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                    self._bind(target, value, env)
+            elif isinstance(stmt, ast.AugAssign):
+                value = self._binop(stmt.op, self._eval(stmt.target, env, depth), self._eval(stmt.value, env, depth))
+                self._bind(stmt.target, value, env)
+            elif isinstance(stmt, ast.For):
+                items = self._eval(stmt.iter, env, depth)
+                if not isinstance(items, (list, tuple, range)):
+                    if self._contains_target(stmt):
+                        raise _Stop
+                    continue
+                for item in items:
+                    self._bind(stmt.target, item, env)
+                    self._exec(stmt.body, env, depth)
+            elif isinstance(stmt, ast.Expr):
+                self._eval(stmt.value, env, depth)
+            elif isinstance(stmt, ast.Return):
+                raise _Return(self._eval(stmt.value, env, depth) if stmt.value is not None else None)
+            elif isinstance(stmt, (ast.With, ast.Try)):
+                self._exec(stmt.body, env, depth)
+            elif isinstance(stmt, (ast.Raise, ast.While)) or self._contains_target(stmt):
+                raise _Stop
+        return None
+
+    def _contains_target(self, stmt: ast.stmt) -> bool:
+        return any(n is self.target[0] for n in ast.walk(stmt))
+
+    def _bind(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (list, tuple)) and len(value) == len(target.elts):
+                for t, v in zip(target.elts, value):
+                    self._bind(t, v, env)
+            else:
+                for t in target.elts:
+                    self._bind(t, _OPAQUE, env)
+
+    # -- expressions
+
+    def _eval(self, node: ast.expr, env: dict[str, Any], depth: int) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            value = self.an.values.get(None, {}).get(node.id)
+            if value is not None and depth < 4:
+                return self._eval(value, {}, depth + 1)
+            return self._free(node.id)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = [self._eval(e, env, depth) for e in node.elts]
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.BinOp):
+            return self._binop(node.op, self._eval(node.left, env, depth), self._eval(node.right, env, depth))
+        if isinstance(node, ast.UnaryOp):
+            value = self._eval(node.operand, env, depth)
+            if value is _OPAQUE:
+                return _OPAQUE
+            if isinstance(node.op, ast.Not):
+                return not value
+            return -value if isinstance(node.op, ast.USub) and isinstance(value, int) else _OPAQUE
+        if isinstance(node, ast.BoolOp):
+            values = [self._eval(v, env, depth) for v in node.values]
+            if any(v is _OPAQUE for v in values):
+                return _OPAQUE
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = self._eval(node.left, env, depth), self._eval(node.comparators[0], env, depth)
+            if left is _OPAQUE or right is _OPAQUE:
+                return _OPAQUE
+            op = type(node.ops[0])
+            try:
+                if op in (ast.In, ast.NotIn):
+                    inside = left in (right.members if isinstance(right, _Group) else right)
+                    return inside if op is ast.In else not inside
+                return _COMPARE[op](left, (right,)) if op in _COMPARE else _OPAQUE
+            except TypeError:
+                return _OPAQUE
+        if isinstance(node, ast.IfExp):
+            test = self._eval(node.test, env, depth)
+            if test is _OPAQUE:
+                return _OPAQUE
+            return self._eval(node.body if test else node.orelse, env, depth)
+        if isinstance(node, ast.ListComp):
+            return self._comprehension(node, env, depth)
+        if isinstance(node, ast.Subscript):
+            seq, key = self._eval(node.value, env, depth), self._eval(node.slice, env, depth)
+            try:
+                return _OPAQUE if seq is _OPAQUE or key is _OPAQUE else seq[key]
+            except (TypeError, IndexError, KeyError):
+                return _OPAQUE
+        if isinstance(node, ast.Slice):
+            parts = [self._eval(p, env, depth) if p is not None else None for p in (node.lower, node.upper, node.step)]
+            return _OPAQUE if _OPAQUE in parts else slice(*parts)
+        if isinstance(node, ast.Call):
+            return self._call(node, env, depth)
+        if _env_rank(node):
+            return self.rank
+        return _OPAQUE
+
+    def _binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if not (type(left) is int and type(right) is int):
+            if isinstance(op, ast.Add) and isinstance(left, list) and isinstance(right, list):
+                return left + right
+            return _OPAQUE
+        try:
+            return {
+                ast.Add: lambda: left + right,
+                ast.Sub: lambda: left - right,
+                ast.Mult: lambda: left * right,
+                ast.FloorDiv: lambda: left // right,
+                ast.Mod: lambda: left % right,
+            }.get(type(op), lambda: _OPAQUE)()
+        except ZeroDivisionError:
+            return _OPAQUE
+
+    def _comprehension(self, node: ast.ListComp, env: dict[str, Any], depth: int) -> Any:
+        out: list[Any] = []
+
+        def walk(i: int, scope: dict[str, Any]) -> bool:
+            if i == len(node.generators):
+                out.append(self._eval(node.elt, scope, depth))
+                return True
+            gen = node.generators[i]
+            items = self._eval(gen.iter, scope, depth)
+            if not isinstance(items, (list, tuple, range)) or len(out) > 10000:
+                return False
+            for item in items:
+                inner = dict(scope)
+                self._bind(gen.target, item, inner)
+                conds = [self._eval(c, inner, depth) for c in gen.ifs]
+                if _OPAQUE in conds:
+                    return False
+                if all(conds) and not walk(i + 1, inner):
+                    return False
+            return True
+
+        return out if walk(0, dict(env)) else _OPAQUE
+
+    def _call(self, node: ast.Call, env: dict[str, Any], depth: int) -> Any:
+        args = [self._eval(a, env, depth) for a in node.args]
+        kwargs = {k.arg: self._eval(k.value, env, depth) for k in node.keywords if k.arg}
+        name = _terminal(node.func)
+        full = self.an._resolve(node.func, self.func.unit)
+        if full.startswith("torch.distributed.") or (isinstance(node.func, ast.Attribute) and name in _GROUP_CALLS):
+            return self._dist(name, args, kwargs)
+        if isinstance(node.func, ast.Name) and name in _BUILTINS and not any(a is _OPAQUE for a in args):
+            try:
+                return _BUILTINS[name](*args)
+            except (TypeError, ValueError):
+                return _OPAQUE
+        if isinstance(node.func, ast.Attribute) and name == "append":
+            target = self._eval(node.func.value, env, depth)
+            if isinstance(target, list) and args:
+                target.append(args[0])
+            return None
+        callee = self.an._callee(node.func, None, self.func.unit) if isinstance(node.func, ast.Name) else None
+        if callee is not None and depth < 3:
+            func = self.an.table[callee]
+            params = [a.arg for a in func.node.args.args]
+            inner = {p: self._free(p) for p in params}
+            inner.update(zip(params, args))
+            inner.update({k: v for k, v in kwargs.items() if k in params})
+            try:
+                self._exec(func.node.body, inner, depth + 1)
+            except _Return as done:
+                return done.value
+            return None
+        return _OPAQUE
+
+    def _dist(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        everyone = _Group(frozenset(range(self.world)))
+        group = kwargs.get("group", args[0] if args else None)
+        if name == "get_rank":
+            if group is None:
+                return self.rank
+            return (
+                sorted(group.members).index(self.rank)
+                if isinstance(group, _Group) and self.rank in group.members
+                else _OPAQUE
+            )
+        if name == "get_world_size":
+            return self.world if group is None else len(group.members) if isinstance(group, _Group) else _OPAQUE
+        if name == "new_group":
+            ranks = kwargs.get("ranks", args[0] if args else None)
+            if ranks is None:
+                return everyone
+            return _Group(frozenset(ranks)) if isinstance(ranks, (list, tuple, range)) else _OPAQUE
+        if name == "new_subgroups":
+            size = kwargs.get("group_size", args[0] if args else None)
+            if type(size) is not int or size <= 0 or self.world % size:
+                return _OPAQUE
+            groups = [_Group(frozenset(range(i, i + size))) for i in range(0, self.world, size)]
+            return groups[self.rank // size], groups
+        if name == "new_subgroups_by_enumeration":
+            lists = kwargs.get("ranks_per_subgroup_list", args[0] if args else None)
+            if not isinstance(lists, (list, tuple)) or not all(isinstance(r, (list, tuple, range)) for r in lists):
+                return _OPAQUE
+            groups = [_Group(frozenset(r)) for r in lists]
+            return next((g for g in groups if self.rank in g.members), None), groups
+        return _OPAQUE
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_GROUP_CALLS = frozenset({"get_rank", "get_world_size", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "range": range,
+    "list": list,
+    "tuple": tuple,
+    "len": len,
+    "int": int,
+    "min": min,
+    "max": max,
+    "sorted": sorted,
+    "sum": sum,
+    "abs": abs,
+}
 
 
 if __name__ == "__main__":
