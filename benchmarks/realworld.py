@@ -101,7 +101,8 @@ def python_path(item: harness.Item) -> str:
 
 
 def run_bounded(command: list[str], item: harness.Item, wall: float) -> tuple[int | None, str, float]:
-    """Run ``command`` in its own session, killed by its PID's process group after ``wall`` seconds."""
+    """Run ``command`` in its own session, killed by its PID's process group after ``wall`` seconds; its
+    stdout (what the tool reports; stderr, where ranks' stack dumps may land, is dropped)."""
     env = dict(os.environ, PYTHONPATH=python_path(item), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     start = time.monotonic()
     process = subprocess.Popen(
@@ -109,7 +110,7 @@ def run_bounded(command: list[str], item: harness.Item, wall: float) -> tuple[in
         env=env,
         cwd=item.path.parent,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,
     )
@@ -158,8 +159,9 @@ def judge_cli(item: harness.Item) -> Verdict:
         str(deadline),
     ]
     code, output, elapsed = run_bounded(command, item, deadline + CLI_STARTUP)
-    blocks = output.split("\n\n")
-    headline = blocks[1].strip().splitlines()[0] if len(blocks) > 1 and blocks[1].strip() else ""
+    # stdout: the run (a "Run(" line and one line per rank), a blank line, then the diagnosis's headline
+    after_run = output.split("Run(", 1)[-1].split("\n\n", 1)
+    headline = after_run[1].strip().splitlines()[0] if len(after_run) > 1 and after_run[1].strip() else ""
     finished = code == 0
     return Verdict(
         finished,
