@@ -13,7 +13,9 @@ tutorial's own ``init_process_group`` with MASTER_ADDR/PORT and ``mp.spawn``) ru
 
 from __future__ import annotations
 
+import ast
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -151,3 +153,142 @@ def test_lint_flags_most_buggy_items_at_the_bug_or_waiting_line():
     missed = sorted(n for n, ok in flagged.items() if not ok)
     share = _share(list(flagged.values()))
     assert share >= LINT_TARGET, f"flagged {sum(flagged.values())}/{len(flagged)}; missed: {missed}"
+
+
+# --------------------------------------------------------------------------- round 2 (tests/realworld/round2/)
+# Items written for issue 20 from public code by someone who had not read the items above, run by
+# realworld/round2/_round2.py with the same judges (its folder on the path, never the stand-ins; an item's
+# REQUIRES libraries must be installed, else it is skipped). The per-item specifications above apply as they
+# are; issue 20's "Done when" targets are xfail until the tools meet them (benchmarks/realworld.py prints the
+# figures).
+
+sys.path.insert(0, str(Path(__file__).parent / "realworld" / "round2"))
+
+import _round2 as round2  # noqa: E402
+
+ROUND2 = round2.discover()
+ROUND2_NAME_TARGET, ROUND2_LINT_TARGET = 0.90, 0.75
+#: Correct items that end in torch's own teardown deadlock now and then (a process group destroyed inside the
+#: function while its DDP model is alive; pytorch/pytorch #56297, #190489): issue 20 fixes it for ranks.
+TEARDOWN = {"correct_ddp_series_destroy_in_main", "correct_accelerate_nlp_example"}
+_TEARDOWN_XFAIL = pytest.mark.xfail(strict=False, reason="issue 20: torch's teardown deadlock, 1-2 runs in 6")
+
+
+def _round2_params(kind: str | None = None, teardown_xfail: bool = False):
+    items = [i for i in ROUND2 if kind is None or i.kind == kind]
+    marks = {i.name: [_TEARDOWN_XFAIL] if teardown_xfail and i.name in TEARDOWN else [] for i in items}
+    return [pytest.param(i, id=i.name, marks=marks[i.name]) for i in items]
+
+
+def _needs_libraries(item) -> None:
+    absent = round2.missing(item)
+    if absent:
+        pytest.skip(f"{item.name} needs {', '.join(absent)} installed (REQUIRES)")
+    round2.use_path(item.path.parent)  # the real packages, not the first corpus's stand-ins
+    for name in round2.requires(item):
+        pytest.importorskip(name)
+
+
+@functools.cache
+def lab2(name: str) -> harness.LabOutcome:
+    return round2.run_in_lab(next(i for i in ROUND2 if i.name == name))
+
+
+def _available(kind: str):
+    return [i for i in ROUND2 if i.kind == kind and not round2.missing(i)]
+
+
+def test_round2_has_at_least_20_items_half_of_them_correct():
+    assert len(ROUND2) >= 20 and 2 * sum(i.kind == "correct" for i in ROUND2) >= len(ROUND2)
+
+
+@pytest.mark.parametrize("item", _round2_params())
+def test_round2_item_declares_its_source_and_shape(item):
+    assert "Source:" in item.docstring, "every item names the public source it models"
+    assert item.world_size >= 2 and 0 < item.timeout <= 3
+    if item.kind == "buggy":
+        assert item.bug_lines and item.wait_lines, "a buggy item marks its # BUG and # WAITS lines"
+    else:
+        assert not item.bug_lines and not item.wait_lines
+    functions = {n.name for n in ast.parse(item.path.read_text()).body if isinstance(n, ast.FunctionDef)}
+    assert ("main" if item.self_init else "worker") in functions
+
+
+@pytest.mark.parametrize("item", _round2_params("correct", teardown_xfail=True))
+def test_round2_correct_item_finishes_on_every_rank_in_the_lab(item):
+    _needs_libraries(item)
+    outcome = lab2(item.name)
+    assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+
+
+@pytest.mark.parametrize("item", _round2_params("buggy"))
+def test_round2_buggy_item_ends_within_its_deadline_in_the_lab(item):
+    _needs_libraries(item)
+    outcome = lab2(item.name)
+    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+    assert not outcome.ok
+
+
+@pytest.mark.parametrize("item", _round2_params(teardown_xfail=True))
+def test_round2_item_through_the_script_runner(item):
+    _needs_libraries(item)
+    outcome = round2.run_with_script_runner(item)
+    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+    assert outcome.ok == (item.kind == "correct"), f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+
+
+@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
+@pytest.mark.parametrize("item", _round2_params())
+def test_round2_item_as_a_script(item):
+    """torchrun is the baseline, not ours to fix: a buggy item may hang until its job is killed (Lightning's
+    own 30-minute timeout); it must only not succeed."""
+    _needs_libraries(item)
+    for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
+        outcome = round2.run_as_script(item)
+        if item.kind != "correct" or outcome.returncode == 0 or TORCH_TEARDOWN_ABORT not in outcome.output:
+            break
+    if item.kind == "correct":
+        assert outcome.returncode == 0, outcome.output[-3000:]
+    else:
+        assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
+
+
+_ISSUE_20 = pytest.mark.xfail(strict=False, reason="issue 20's target, not met on main (see docs/realworld.md)")
+
+
+@_ISSUE_20
+def test_round2_correct_items_get_no_false_diagnosis():
+    wrong = {i.name: lab2(i.name).headline for i in _available("correct") if lab2(i.name).kind != "ok"}
+    assert not wrong, wrong
+
+
+@_ISSUE_20
+def test_round2_lint_reports_nothing_on_correct_items():
+    noisy = {i.name: round2.lint_item(i).text for i in ROUND2 if i.kind == "correct" and round2.lint_item(i).findings}
+    assert not noisy, noisy
+
+
+@_ISSUE_20
+def test_round2_buggy_headlines_name_a_line_or_a_collective():
+    blind = {
+        i.name: lab2(i.name).headline
+        for i in _available("buggy")
+        if not re.search(r"\.py:\d+|barrier|all_reduce|all_gather|broadcast|gather|scatter", lab2(i.name).headline)
+    }
+    assert not blind, blind
+
+
+@_ISSUE_20
+def test_round2_diagnoses_name_the_bug_or_waiting_line_of_90_percent():
+    named = {i.name: bool(lab2(i.name).named_lines) for i in _available("buggy")}
+    missed = sorted(n for n, ok in named.items() if not ok)
+    assert _share(list(named.values())) >= ROUND2_NAME_TARGET, f"named {sum(named.values())}/{len(named)}: {missed}"
+
+
+@_ISSUE_20
+def test_round2_lint_flags_75_percent_of_buggy_items():
+    flagged = {i.name: bool(round2.lint_item(i).flagged_lines) for i in ROUND2 if i.kind == "buggy"}
+    missed = sorted(n for n, ok in flagged.items() if not ok)
+    assert _share(list(flagged.values())) >= ROUND2_LINT_TARGET, (
+        f"flagged {sum(flagged.values())}/{len(flagged)}: {missed}"
+    )
