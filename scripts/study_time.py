@@ -8,7 +8,7 @@
 This script is the one source of the study times. ``--write`` puts each total between markers: in the
 README's table (``<!-- study-times:start -->`` … ``<!-- study-times:end -->``, the last column of each
 notebook's row), in each notebook's ``**Time:**`` line and in each instructor note's ``**Time:**`` line
-(``<!-- study-time -->`` … ``<!-- /study-time -->``); ``tests/test_study_time.py`` fails when they disagree.
+(``<!--st-->`` … ``<!--/st-->``); ``tests/test_study_time.py`` fails when they disagree.
 
 The estimate adds five parts, each counted from the notebook itself:
 
@@ -58,7 +58,7 @@ _CODING_PROMPT = re.compile(r"\b(copy|change|modify|make|give|write|move|replace
 _BULLET = re.compile(r"^\s*(?:[-*]|\d+\.) (.*)$", re.M)
 #: Where --write puts the times, and what --check compares.
 README_START, README_END = "<!-- study-times:start -->", "<!-- study-times:end -->"
-MARK = re.compile(r"<!-- study-time -->(?P<text>.*?)<!-- /study-time -->")
+MARK = re.compile(r"<!--st-->(?P<text>.*?)<!--/st-->")
 
 
 @dataclass
@@ -161,13 +161,13 @@ def estimate(path: Path, run_seconds: float | None = None) -> Estimate:
 
 
 def time_text(e: Estimate) -> str:
-    """What the notebook header and the instructor note say, e.g. '45 min on your own (reading and running
-    30, predict 2, exercise 12; estimated by `scripts/study_time.py`)'."""
-    parts = [f"reading and running {e.total - round(e.practice)}"]
-    for name, minutes in (("predict", e.predict), ("exercise", e.exercise), ("on your own", e.own)):
+    """What the notebook header and the instructor note say, e.g. '45 min self-study (study_time.py:
+    reading 30, predict 2, exercise 12)'."""
+    parts = [f"reading {e.total - round(e.practice)}"]
+    for name, minutes in (("predict", e.predict), ("exercise", e.exercise), ("prompts", e.own)):
         if minutes:
             parts.append(f"{name} {minutes:.0f}")
-    return f"{e.total} min on your own ({', '.join(parts)}; estimated by `scripts/study_time.py`)"
+    return f"{e.total} min self-study (study_time.py: {', '.join(parts)})"
 
 
 def notebook_paths() -> list[Path]:
@@ -213,7 +213,7 @@ def _header_marks(nb) -> list[str]:
 
 def _marked(text: str, e: Estimate) -> str:
     """``text`` with its marked time replaced; an unmarked ``**Time:**`` line gets the marks at its start."""
-    new = f"<!-- study-time -->{time_text(e)}<!-- /study-time -->"
+    new = f"<!--st-->{time_text(e)}<!--/st-->"
     if MARK.search(text):
         return MARK.sub(lambda _m: new, text, count=1)
     return re.sub(r"^\*\*Tim(?:e|ing):?\*\*:?[ ]*", lambda m: f"**Time:** {new}. In class: ", text, count=1, flags=re.M)
@@ -262,7 +262,7 @@ def write(estimates: dict[str, Estimate]) -> list[Path]:
 
 def _header(source: str, e: Estimate) -> str:
     """A notebook header's unmarked ``**Time:**`` line becomes the marked time (the whole line)."""
-    new = f"**Time:** <!-- study-time -->{time_text(e)}<!-- /study-time -->"
+    new = f"**Time:** <!--st-->{time_text(e)}<!--/st-->"
     return re.sub(r"^\*\*Time:?\*\*.*$", lambda _m: new, source, count=1, flags=re.M)
 
 

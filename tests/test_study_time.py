@@ -47,7 +47,7 @@ def test_a_header_that_disagrees_is_reported_and_write_fixes_it(copy_of_the_repo
     path = sorted((copy_of_the_repository / "notebooks").glob("03_*.ipynb"))[0]
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if study_time.MARK.search(c.source))
-    cell.source = study_time.MARK.sub("<!-- study-time -->5 min<!-- /study-time -->", cell.source)
+    cell.source = study_time.MARK.sub("<!--st-->5 min<!--/st-->", cell.source)
     nbformat.write(nb, path)
     found = study_time.disagreements(estimates())
     assert len(found) == 1 and found[0].startswith("03_deadlocks.ipynb: the header's marked time is ['5 min']")
@@ -60,7 +60,7 @@ def test_a_readme_row_or_note_that_disagrees_is_reported(copy_of_the_repository)
     row = next(line for line in readme.read_text().splitlines() if "(notebooks/01_" in line)
     readme.write_text(readme.read_text().replace(row, row.rsplit("|", 2)[0] + "| 1 min |"))
     note = copy_of_the_repository / "notebooks" / "instructor" / "02_barriers_around_checkpointing.md"
-    note.write_text(study_time.MARK.sub("<!-- study-time -->2 min<!-- /study-time -->", note.read_text()))
+    note.write_text(study_time.MARK.sub("<!--st-->2 min<!--/st-->", note.read_text()))
     found = study_time.disagreements(estimates())
     assert [f.split(":")[0] for f in found] == ["README.md", "instructor/02_barriers_around_checkpointing.md"]
 
