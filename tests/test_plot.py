@@ -194,6 +194,20 @@ def test_timeline_heights_grow_with_ranks():
     assert heights == sorted(heights) and heights[0] < heights[-1]
 
 
+def test_an_instant_span_is_drawn_wide_enough_to_see():
+    """A read that took microseconds (01's race) still shows as a bar, not a zero-width line."""
+    lanes = [[Event(0, "io", "download", 0.0, 1.0)], [Event(1, "io", "read", 0.5, 0.5 + 1e-6)]]
+    fig = plot.timeline(lanes)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    seconds = ax.get_xlim()[1] - ax.get_xlim()[0]
+    inches_per_second = fig.get_figwidth() * ax.get_position().width / seconds
+    (bars,) = artists(fig, "span:io")
+    widths = [path.vertices[:, 0].max() - path.vertices[:, 0].min() for path in bars.get_paths()]
+    assert min(widths) * inches_per_second >= 0.9 * plot.MIN_SPAN_INCHES
+    assert max(widths) == pytest.approx(1.0)  # a long span keeps its true width
+
+
 def test_timeline_draws_16_ranks_of_1000_events():
     lanes = []
     for r in range(16):

@@ -35,6 +35,8 @@ MAX_BAR_LABELS = 120
 MAX_HATCHED_BARS = 1000
 #: ...those at least this wide (narrower stripes would not show anyway).
 MIN_HATCH_INCHES = 0.1
+#: A span is drawn at least this wide, so an instant read or write (a few microseconds) stays visible.
+MIN_SPAN_INCHES = 0.04
 
 ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, BLACK = (
     palette.ORANGE,
@@ -587,7 +589,7 @@ def _draw_spans(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
             for e in lane.events:
                 if e.kind == kind or (kind == "other" and e.kind not in SPAN_STYLES and e.kind not in WAITING_KINDS):
                     end = _event_end(e, lane, total)
-                    rects.append((e.start, end - e.start, y, 0.8))
+                    rects.append((e.start, max(end - e.start, MIN_SPAN_INCHES / scale.inches_per_second), y, 0.8))
                     names.append(work_name(e.name))
                     i = bisect_left(waits, e.start)
                     free = min(end, waits[i] if i < len(waits) else end) - e.start
