@@ -9,8 +9,8 @@ import psutil
 import pytest
 
 import barrierlab as bl
+from barrierlab import collect, record
 from barrierlab import events as event_files
-from barrierlab import record, result
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -68,7 +68,7 @@ def test_a_span_flood_returns_within_the_deadline_and_bounded_memory():
     assert grown < 100 * 2**20, grown
     assert set(run.events_dropped) == {0, 1}
     assert all(d.events > 10_000 for d in run.events_dropped.values())
-    keep = max(500, result.EVENT_LINES_PER_RUN // 4)
+    keep = max(500, collect.EVENT_LINES_PER_RUN // 4)
     assert all(len(r.events) <= keep + 1 for r in run.ranks)  # each event takes two lines
     assert "events not kept" in repr(run) and "rank 1:" in run.dropped_note()
     assert "events not kept" in run._repr_html_()

@@ -14,6 +14,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "src" / "barrierlab"
 READ_SIDE = (
     ("script", "widgets"),
     ("launch", "torchrun"),
+    ("collect",),
     ("result",),
     ("plot",),
     ("diagnose", "live"),

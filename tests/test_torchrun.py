@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from barrierlab.torchrun import UnsafeRecordFolder, prepare_named_folder, run_from_records
+from barrierlab.collect import from_records as run_from_records
+from barrierlab.torchrun import UnsafeRecordFolder, prepare_named_folder
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun tests run on Linux")
 

@@ -76,9 +76,9 @@ def _run_script(args) -> int:
 
 
 def _report(args) -> int:
-    from barrierlab.torchrun import run_from_records
+    from barrierlab.collect import from_records
 
-    run = run_from_records(args.folder)
+    run = from_records(args.folder)
     return _show(run, args.timeline)
 
 
@@ -125,7 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--timeline", metavar="PNG", help="save the timeline figure")
     report.set_defaults(func=_report)
 
-    lint = commands.add_parser("lint", help="find collectives that only some ranks reach (.py or .ipynb)")
+    from barrierlab.lint import HELP as LINT_HELP
+
+    lint = commands.add_parser(
+        "lint",
+        help="find collectives that only some ranks reach (.py or .ipynb)",
+        description=LINT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     lint.add_argument("paths", nargs="+")
     lint.set_defaults(func=_lint)
 

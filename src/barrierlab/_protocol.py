@@ -248,6 +248,8 @@ def receive(fd: int) -> Message | None:
 # --- the run's private folder -------------------------------------------------------------------------
 #: A run's folder is ``<tmp>/barrierlab-run-<kernel pid>-<kernel start time>-<random>``: the owner's PID and
 #: start time (clock ticks since boot) say whether the kernel that made it is still alive.
+#: The environment variable naming the folder where ranks started by another launcher (torchrun) record.
+RECORD_DIR_VARIABLE = "BARRIERLAB_RECORD_DIR"
 RUN_DIR_PREFIX = "barrierlab-run-"
 _RUN_DIR = re.compile(r"^barrierlab-run-(\d+)-(\d+)-[A-Za-z0-9_]+$")
 

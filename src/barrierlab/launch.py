@@ -48,9 +48,10 @@ from barrierlab._protocol import (
     send,
     write_new_file,
 )
+from barrierlab.collect import collect
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
-from barrierlab.result import Run, collect
+from barrierlab.result import Run
 from barrierlab.sites import CodeIndex, Site
 
 #: torch's own timeout for every collective in the group (torch's default is 30 minutes).

@@ -150,6 +150,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from barrierlab import ops
+
 __all__ = [
     "COLLECTIVES",
     "CHECKPOINT_COLLECTIVES",
@@ -166,45 +168,12 @@ __all__ = [
 ]
 
 #: Collectives after which their first argument holds the same data on every rank.
-_EQUALIZING = {
-    "broadcast",
-    "broadcast_object_list",
-    "all_reduce",
-    "all_gather",
-    "all_gather_object",
-    "all_gather_into_tensor",
-}
+_EQUALIZING = ops.EQUALIZING
 
-COLLECTIVES = frozenset(
-    {
-        "barrier",
-        "monitored_barrier",
-        "all_reduce",
-        "all_reduce_coalesced",
-        "broadcast",
-        "broadcast_object_list",
-        "all_gather",
-        "all_gather_into_tensor",
-        "all_gather_coalesced",
-        "all_gather_object",
-        "reduce",
-        "gather",
-        "gather_object",
-        "scatter",
-        "scatter_object_list",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "all_to_all",
-        "all_to_all_single",
-        "new_group",
-        "new_subgroups",
-        "new_subgroups_by_enumeration",
-        "_all_gather_base",
-        "_reduce_scatter_base",
-    }
-)
-CHECKPOINT_COLLECTIVES = frozenset({"save", "load", "async_save", "save_state_dict", "load_state_dict"})
-POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+#: Calls every rank of a group must make, from the ops table (recorded by barrierlab or not).
+COLLECTIVES = ops.EVERY_RANK
+CHECKPOINT_COLLECTIVES = ops.CHECKPOINT_OPS
+POINT_TO_POINT = ops.POINT_TO_POINT_OPS
 WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
 
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})

@@ -40,6 +40,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from barrierlab import events, ops
+from barrierlab._protocol import RECORD_DIR_VARIABLE
 from barrierlab.events import SPAN_KINDS
 from barrierlab.sites import MACHINERY, is_learners
 
@@ -729,7 +730,7 @@ def stop() -> None:
 
 def start_from_env() -> bool:
     """Start recording into ``$BARRIERLAB_RECORD_DIR/rank$RANK.events`` if that variable is set."""
-    folder = os.environ.get("BARRIERLAB_RECORD_DIR")
+    folder = os.environ.get(RECORD_DIR_VARIABLE)
     if not folder or _recorder is not None:
         return False
     os.makedirs(folder, exist_ok=True)

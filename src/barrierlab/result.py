@@ -14,18 +14,10 @@ import time
 from dataclasses import dataclass, field
 
 from barrierlab import events as event_files
-from barrierlab._protocol import Outcome, RankFiles, Status, signal_name, tidy
-from barrierlab.sites import CodeIndex, Site
-from barrierlab.stacks import Stuck, relabel_traceback, stuck_at
+from barrierlab._protocol import Status, signal_name, tidy
+from barrierlab.stacks import Stuck
 from barrierlab.words import rank_list
 
-#: How much of each rank's stdout/stderr is kept: the head and the tail, this many bytes each.
-OUTPUT_KEEP = 32 * 1024
-#: Lines of the ranks' events files read per run at most, shared among the ranks, half from the start of
-#: each file and half from its end (at least 500 of each per rank): what keeps collecting a flood of
-#: events within a second and the kernel's memory bounded. The events in between are counted
-#: (``RankResult.events_dropped``), not kept.
-EVENT_LINES_PER_RUN = 10_000
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
 #: How long unpickling the returned values in a throwaway process may take before it counts as failed.
@@ -154,135 +146,6 @@ def _first_line(text: str, limit: int = 200) -> str:
     text = tidy(text)
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[:limit] + "…"
-
-
-def _read_output(path: str) -> str:
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            if size <= 2 * OUTPUT_KEEP:
-                data = f.read()
-            else:
-                head = f.read(OUTPUT_KEEP)
-                f.seek(size - OUTPUT_KEEP)
-                omitted = size - 2 * OUTPUT_KEEP
-                data = head + f"\n[… {omitted:,} bytes of output omitted …]\n".encode() + f.read()
-    except FileNotFoundError:
-        return ""
-    return data.decode("utf-8", errors="replace")
-
-
-def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
-    import json
-
-    try:
-        with open(path, "rb") as f:
-            entries = json.loads(f.read()).get("entries", [])
-    except (OSError, ValueError, AttributeError):
-        return None
-    return [
-        (
-            str(e.get("profiling_name", "?")).split(":")[-1],
-            int(e.get("collective_seq_id") or 0),
-            str(e.get("state", "?")),
-        )
-        for e in entries
-    ]
-
-
-def collect(
-    run_dir: str,
-    world_size: int,
-    t0: float,
-    elapsed: float,
-    exits: dict,
-    stopped: set,
-    pids: list[int],
-    timeout: float,
-    deadline: float,
-    index: CodeIndex | None = None,
-    linger: bool = False,
-) -> Run:
-    """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
-
-    Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
-    which the launcher calls once the run's bookkeeping is done and its folder is removed."""
-    ranks = []
-    keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
-    sites: dict[tuple, tuple[str, str]] = {}
-    for rank in range(world_size):
-        files = RankFiles(run_dir, rank)
-        code, sig = exits.get(rank, (None, None))
-        recorded = event_files.read_record(files.events, rank=rank, t0=t0, index=index, keep=keep)
-        events, dropped, flight = recorded.events, recorded.dropped, recorded.flight
-        result = RankResult(
-            rank=rank,
-            status=Status.STOPPED,
-            pid=pids[rank] if rank < len(pids) else None,
-            stdout=_read_output(files.stdout),
-            stderr=_read_output(files.stderr),
-            exit_code=code,
-            signal=sig,
-            events=events,
-            events_dropped=dropped,
-            flight=_load_flight(files.flight) if flight is None else flight,
-        )
-        try:
-            outcome = Outcome.read(files.outcome)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            outcome = Outcome(rank, world_size, Status.RAISED, message=f"the rank's outcome could not be read: {error}")
-        if outcome is not None:
-            apply_outcome(result, outcome, t0, index)
-            if outcome.exit_code is None:
-                result.exit_code = code
-        elif rank in stopped:
-            result.status = Status.STOPPED
-        elif sig is not None:
-            result.status = Status.KILLED
-        else:
-            result.status = Status.EXITED
-        if result.status == Status.STOPPED or (rank in stopped and outcome is None):
-            result.stuck = stuck_at(_read_output(files.stack), index)
-        for event in result.events:
-            if event.file:
-                key = (event.file, event.line, event.func)
-                placed = sites.get(key)
-                if placed is None:  # a flood of events comes from a few lines: place each line once
-                    file = index.resolve(event.file, event.line, event.func) if index else event.file
-                    placed = sites[key] = (file, str(Site(file, event.line, event.func)))
-                event.file, event.where = placed
-        ranks.append(result)
-    return Run(
-        world_size=world_size,
-        ranks=ranks,
-        elapsed=elapsed,
-        timeout=timeout,
-        deadline=deadline,
-        hit_deadline=bool(stopped),
-        linger=linger,
-    )
-
-
-def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIndex | None = None) -> None:
-    """Fill ``result`` from the rank's :class:`~barrierlab._protocol.Outcome` (both launchers write one).
-
-    ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
-    result.status = outcome.status
-    result.pid = result.pid or outcome.pid or None
-    result.traceback = tidy(relabel_traceback(outcome.traceback, index)) if outcome.traceback else ""
-    result.exit_code = outcome.exit_code
-    result.started = None if outcome.t_start is None else outcome.t_start - t0
-    result.ended = None if outcome.t_end is None else outcome.t_end - t0
-    result._pickled = (outcome.value, outcome.exception)
-    if outcome.send_error:
-        result.exception = TypeError(
-            f"rank {result.rank} finished, but {outcome.send_error} cannot be sent back to the notebook. "
-            "Return plain data (numbers, strings, lists, dicts, tensors) instead."
-        )
-    elif outcome.status in (Status.RAISED, Status.SETUP_FAILED):
-        result.exception = rebuild_exception(outcome.error_type, outcome.message)
-    if outcome.status == Status.FINISHED and outcome.value is None:
-        result.value = outcome.value_repr or None
 
 
 def rebuild_exception(error_type: str, message: str) -> BaseException:

@@ -7,7 +7,7 @@ notebook runs with ``barrierlab.run`` also runs as one torchrun worker::
 
 Each worker records to a *record folder* (``$BARRIERLAB_RECORD_DIR``, else a fresh private folder per
 machine) the same :class:`~barrierlab._protocol.RankFiles` a ``barrierlab.run`` rank writes, ending with its
-:class:`~barrierlab._protocol.Outcome`; :func:`run_from_records` reads such folders (from one machine or
+:class:`~barrierlab._protocol.Outcome`; :func:`barrierlab.collect.from_records` reads such folders (from one machine or
 merged from several) into the same :class:`~barrierlab.result.Run` a notebook gets.
 
 Record folders are private: created exclusively with mode 0700 when barrierlab makes them; a folder
@@ -28,13 +28,12 @@ import time
 import traceback
 from datetime import timedelta
 
-from barrierlab._protocol import Outcome, RankFiles, Status, claim_diagnosis, clock_anchor
+from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, claim_diagnosis, clock_anchor
 
 #: Process-group timeout under torchrun, unless BARRIERLAB_TIMEOUT (seconds) says otherwise: a deadlock
 #: scenario then fails within seconds and exits non-zero instead of waiting torch's 30 minutes.
 TORCHRUN_TIMEOUT = 10.0
 #: The environment variable that names the record folder.
-RECORD_DIR_VARIABLE = "BARRIERLAB_RECORD_DIR"
 #: How long a failing rank waits for the other ranks' outcomes before it prints the diagnosis.
 EXPLAIN_WAIT = 2.0
 
@@ -246,7 +245,9 @@ def _explain(folder: str, rank: int, expected: int, termination: _Termination) -
     if not claim_diagnosis(folder):
         return
     try:
-        run = run_from_records(folder)
+        from barrierlab.collect import from_records
+
+        run = from_records(folder)
         text = f"{run.diagnosis}\n\n{run.ledger()}"
     except Exception as error:  # the diagnosis must never hide the rank's own failure
         text = f"(no diagnosis: {type(error).__name__}: {error})"
@@ -255,60 +256,4 @@ def _explain(folder: str, rank: int, expected: int, termination: _Termination) -
         f"Timeline: python -m barrierlab report {folder} --timeline timeline.png",
         file=sys.stderr,
         flush=True,
-    )
-
-
-# --- reading record folders --------------------------------------------------------------------------------
-def run_from_records(folder: str):
-    """A :class:`~barrierlab.result.Run` rebuilt from a record folder (statuses, errors, events, call sites).
-
-    The folder may hold the records of several machines copied together: ranks' monotonic clocks differ
-    between machines, so every rank's times are placed on the wall clock through the anchor it noted
-    (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
-    """
-    from barrierlab import events as event_files
-    from barrierlab.result import RankResult, Run, apply_outcome
-    from barrierlab.sites import Site
-
-    ranks_found = RankFiles.ranks_in(folder)
-    outcomes = {r: Outcome.read(RankFiles(folder, r).outcome) for r in ranks_found}
-    metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
-    world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
-    if world_size == 0:
-        raise FileNotFoundError(
-            f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was {RECORD_DIR_VARIABLE} set for the ranks?"
-        )
-    anchors: dict[int, float] = {}  # rank -> wall-clock time minus monotonic time on that rank
-    starts = []  # wall-clock time at which each rank started recording (or its function)
-    for rank in ranks_found:
-        meta, outcome = metas.get(rank), outcomes.get(rank)
-        if meta:
-            anchors[rank] = meta["wall"] - meta["t0"]
-            starts.append(meta["wall"])
-        elif outcome and outcome.clock:
-            anchors[rank] = outcome.clock
-            if outcome.t_start is not None:
-                starts.append(outcome.t_start + outcome.clock)
-    base = min(starts, default=0.0)
-    ranks, ends = [], []
-    for rank in range(world_size):
-        t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
-        files = RankFiles(folder, rank)
-        recorded = bool(metas.get(rank))
-        record = event_files.read_record(files.events, rank=rank, t0=t0) if recorded else None
-        events = record.events if record else []
-        for event in events:
-            if event.file:
-                event.where = str(Site(event.file, event.line, event.func or ""))
-        flight = record.flight if record else None
-        result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
-        outcome = outcomes.get(rank)
-        if outcome:
-            apply_outcome(result, outcome, t0)
-            if result.ended is not None:
-                ends.append(result.ended)
-        ranks.append(result)
-    ends += [e.end for r in ranks for e in r.events if e.end is not None]
-    return Run(
-        world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"), deadline=float("nan")
     )

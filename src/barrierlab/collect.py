@@ -1,0 +1,254 @@
+"""One collector: a folder of rank files -> :class:`~barrierlab.result.Run`, for ``barrierlab.run`` (the
+launcher's run folder, with exit statuses) and for torchrun (a record folder, from one or several machines).
+
+Every file here was written by a process that ran the learner's code: each is read by the one reader of its
+format (:mod:`barrierlab.events`, :class:`~barrierlab._protocol.Outcome`), and a rank whose files cannot be
+read becomes a rank whose record is unreadable — the other ranks' results stand."""
+
+from __future__ import annotations
+
+import os
+
+from barrierlab import events as event_files
+from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, tidy
+from barrierlab.result import RankResult, Run, rebuild_exception
+from barrierlab.sites import CodeIndex, Site
+from barrierlab.stacks import relabel_traceback, stuck_at
+
+#: How much of each rank's stdout/stderr is kept: the head and the tail, this many bytes each.
+OUTPUT_KEEP = 32 * 1024
+#: Lines of the ranks' events files read per run at most, shared among the ranks, half from the start of
+#: each file and half from its end (at least 500 of each per rank): what keeps collecting a flood of
+#: events within a second and the kernel's memory bounded. The events in between are counted
+#: (``RankResult.events_dropped``), not kept.
+EVENT_LINES_PER_RUN = 10_000
+
+
+def _read_output(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if size <= 2 * OUTPUT_KEEP:
+                data = f.read()
+            else:
+                head = f.read(OUTPUT_KEEP)
+                f.seek(size - OUTPUT_KEEP)
+                omitted = size - 2 * OUTPUT_KEEP
+                data = head + f"\n[… {omitted:,} bytes of output omitted …]\n".encode() + f.read()
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            entries = json.loads(f.read()).get("entries", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    return [
+        (
+            str(e.get("profiling_name", "?")).split(":")[-1],
+            int(e.get("collective_seq_id") or 0),
+            str(e.get("state", "?")),
+        )
+        for e in entries
+    ]
+
+
+def collect(
+    run_dir: str,
+    world_size: int,
+    t0: float,
+    elapsed: float,
+    exits: dict,
+    stopped: set,
+    pids: list[int],
+    timeout: float,
+    deadline: float,
+    index: CodeIndex | None = None,
+    linger: bool = False,
+) -> Run:
+    """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
+
+    Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
+    which the launcher calls once the run's bookkeeping is done and its folder is removed."""
+    ranks = []
+    keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
+    sites: dict[tuple, tuple[str, str]] = {}
+    for rank in range(world_size):
+        files = RankFiles(run_dir, rank)
+        code, sig = exits.get(rank, (None, None))
+        recorded = event_files.read_record(files.events, rank=rank, t0=t0, index=index, keep=keep)
+        events, dropped, flight = recorded.events, recorded.dropped, recorded.flight
+        result = RankResult(
+            rank=rank,
+            status=Status.STOPPED,
+            pid=pids[rank] if rank < len(pids) else None,
+            stdout=_read_output(files.stdout),
+            stderr=_read_output(files.stderr),
+            exit_code=code,
+            signal=sig,
+            events=events,
+            events_dropped=dropped,
+            flight=_load_flight(files.flight) if flight is None else flight,
+        )
+        outcome = _read_outcome(files.outcome, rank, world_size)
+        if outcome is not None:
+            apply_outcome(result, outcome, t0, index)
+            if outcome.exit_code is None:
+                result.exit_code = code
+        elif rank in stopped:
+            result.status = Status.STOPPED
+        elif sig is not None:
+            result.status = Status.KILLED
+        else:
+            result.status = Status.EXITED
+        if result.status == Status.STOPPED or (rank in stopped and outcome is None):
+            result.stuck = stuck_at(_read_output(files.stack), index)
+        for event in result.events:
+            if event.file:
+                key = (event.file, event.line, event.func)
+                placed = sites.get(key)
+                if placed is None:  # a flood of events comes from a few lines: place each line once
+                    file = index.resolve(event.file, event.line, event.func) if index else event.file
+                    placed = sites[key] = (file, str(Site(file, event.line, event.func)))
+                event.file, event.where = placed
+        ranks.append(result)
+    return Run(
+        world_size=world_size,
+        ranks=ranks,
+        elapsed=elapsed,
+        timeout=timeout,
+        deadline=deadline,
+        hit_deadline=bool(stopped),
+        linger=linger,
+    )
+
+
+def _read_outcome(path: str, rank: int, world_size: int) -> Outcome | None:
+    """The rank's outcome, checked field by field; one that cannot be read becomes an outcome that says so
+    (the rank's own result is lost, the other ranks' stand)."""
+    try:
+        outcome = Outcome.read(path)
+        if outcome is not None:
+            _check_types(outcome)
+        return outcome
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError) as error:
+        return Outcome(
+            rank,
+            world_size,
+            Status.RAISED,
+            error_type="builtins.RuntimeError",
+            message=f"rank {rank}'s record is unreadable: its outcome file is damaged ({type(error).__name__}: "
+            f"{str(error)[:200]}). The rank's code may have written over barrierlab's files.",
+        )
+
+
+_OUTCOME_TYPES = {
+    "rank": int,
+    "world_size": int,
+    "pid": int,
+    "t_start": (int, float, type(None)),
+    "t_end": (int, float, type(None)),
+    "clock": (int, float),
+    "exit_code": (int, type(None)),
+    "error_type": str,
+    "message": str,
+    "traceback": str,
+    "value_repr": str,
+    "send_error": str,
+    "value": (bytes, type(None)),
+    "exception": (bytes, type(None)),
+}
+
+
+def _check_types(outcome: Outcome) -> None:
+    for name, kinds in _OUTCOME_TYPES.items():
+        value = getattr(outcome, name)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise TypeError(f"{name} is {type(value).__name__}")
+
+
+def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIndex | None = None) -> None:
+    """Fill ``result`` from the rank's :class:`~barrierlab._protocol.Outcome` (both launchers write one).
+
+    ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
+    result.status = outcome.status
+    result.pid = result.pid or outcome.pid or None
+    result.traceback = tidy(relabel_traceback(outcome.traceback, index)) if outcome.traceback else ""
+    result.exit_code = outcome.exit_code
+    result.started = None if outcome.t_start is None else outcome.t_start - t0
+    result.ended = None if outcome.t_end is None else outcome.t_end - t0
+    result._pickled = (outcome.value, outcome.exception)
+    if outcome.send_error:
+        result.exception = TypeError(
+            f"rank {result.rank} finished, but {outcome.send_error} cannot be sent back to the notebook. "
+            "Return plain data (numbers, strings, lists, dicts, tensors) instead."
+        )
+    elif outcome.status in (Status.RAISED, Status.SETUP_FAILED):
+        result.exception = rebuild_exception(outcome.error_type, outcome.message)
+    if outcome.status == Status.FINISHED and outcome.value is None:
+        result.value = outcome.value_repr or None
+
+
+#: The largest world a record folder may describe (the files present and the outcomes' world sizes).
+MAX_RECORDED_WORLD = 4096
+
+
+def from_records(folder: str) -> Run:
+    """A :class:`~barrierlab.result.Run` rebuilt from a record folder (statuses, errors, events, call sites).
+
+    The folder may hold the records of several machines copied together: ranks' monotonic clocks differ
+    between machines, so every rank's times are placed on the wall clock through the anchor it noted
+    (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
+    """
+    ranks_found = RankFiles.ranks_in(folder)
+    outcomes = {r: _read_outcome(RankFiles(folder, r).outcome, r, 0) for r in ranks_found}
+    metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
+    world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
+    if world_size > MAX_RECORDED_WORLD:
+        raise ValueError(
+            f"{folder!r} claims a world of {world_size:,} ranks (from rank {max(ranks_found):,}'s file or an "
+            f"outcome's world size), more than the {MAX_RECORDED_WORLD:,} this report reads: is it a record folder?"
+        )
+    if world_size == 0:
+        raise FileNotFoundError(
+            f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was {RECORD_DIR_VARIABLE} set for the ranks?"
+        )
+    anchors: dict[int, float] = {}  # rank -> wall-clock time minus monotonic time on that rank
+    starts = []  # wall-clock time at which each rank started recording (or its function)
+    for rank in ranks_found:
+        meta, outcome = metas.get(rank), outcomes.get(rank)
+        if meta:
+            anchors[rank] = meta["wall"] - meta["t0"]
+            starts.append(meta["wall"])
+        elif outcome and outcome.clock:
+            anchors[rank] = outcome.clock
+            if outcome.t_start is not None:
+                starts.append(outcome.t_start + outcome.clock)
+    base = min(starts, default=0.0)
+    ranks, ends = [], []
+    for rank in range(world_size):
+        t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
+        files = RankFiles(folder, rank)
+        recorded = bool(metas.get(rank))
+        record = event_files.read_record(files.events, rank=rank, t0=t0) if recorded else None
+        events = record.events if record else []
+        for event in events:
+            if event.file:
+                event.where = str(Site(event.file, event.line, event.func or ""))
+        flight = record.flight if record else None
+        result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
+        outcome = outcomes.get(rank)
+        if outcome:
+            apply_outcome(result, outcome, t0)
+            if result.ended is not None:
+                ends.append(result.ended)
+        ranks.append(result)
+    ends += [e.end for r in ranks for e in r.events if e.end is not None]
+    return Run(
+        world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"), deadline=float("nan")
+    )
