@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 FIRST_NOTEBOOK = notebooks/00_what_is_a_barrier.ipynb
 PYTEST_ARGS ?=
 
-.PHONY: lab test setup browser-setup notebooks benchmark benchmark-notebooks clean
+.PHONY: lab test check setup browser-setup notebooks benchmark benchmark-notebooks clean
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,11 @@ test: setup browser-setup
 	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
+
+# While working: ruff and the tests that need neither a browser, torchrun nor many runs (no nbval).
+check: setup
+	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
+	$(BIN)/python -m pytest -q -m "not browser and not torchrun and not slow" tests $(PYTEST_ARGS)
 
 # Chromium (apt-get, only as root and only if missing) and Playwright for tests/browser/; idempotent.
 browser-setup: setup

@@ -10,7 +10,7 @@ import pytest
 import barrierlab
 from barrierlab import launch
 
-collect_ignore = ["lint_corpus"]  # snippets for the lint tests, never executed
+collect_ignore = ["lint_corpus", "realworld"]  # corpora the tests run and lint, never collected as tests
 
 
 def warm_pid() -> int | None:
@@ -55,9 +55,43 @@ def _running(pid: int) -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def _warm_pool():
-    barrierlab.warm_up(wait=True)
+    """The warm process starts with the first test that runs ranks (``bl.run`` starts it when needed), not
+    for every session: pure tests (lint, diagnosis rules, plots of recorded data) never pay for torch in a
+    second process. Whatever started it, it is stopped at the end."""
     yield
     barrierlab.shutdown()
+
+
+#: Tests by what they need (``make check`` runs neither browser, torchrun nor slow tests): files whose every
+#: test is of a kind; single tests mark themselves.
+_MARKED_FILES = {
+    "browser": ("tests/browser/",),
+    "torchrun": ("tests/test_torchrun.py",),
+    "slow": (
+        "tests/test_realworld.py",
+        "tests/test_containment.py",
+        "tests/test_script_runner.py",
+        "tests/test_warm_start.py",
+        "tests/test_learner_code.py",
+        "tests/test_exercises_nb0",
+        "tests/test_collection.py",
+        "tests/test_straggler_jitter.py",
+        "tests/test_scenarios.py",
+        "tests/notebooks/",
+        "notebooks/",
+    ),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = str(config.rootpath) + "/"
+    for item in items:
+        path = str(item.path).removeprefix(root)
+        for marker, prefixes in _MARKED_FILES.items():
+            if path.startswith(prefixes):
+                item.add_marker(getattr(pytest.mark, marker))
+        if "as_a_script" in item.name:  # plain torchrun on the real-world corpus: the baseline
+            item.add_marker(pytest.mark.torchrun)
 
 
 @pytest.fixture
