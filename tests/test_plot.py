@@ -340,6 +340,16 @@ def test_a_span_that_raised_is_marked_and_named():
     assert "read raised FileNotFoundError" in texts(fig)
 
 
+def test_an_error_label_with_no_room_right_of_its_mark_is_written_left_of_it():
+    lanes = [
+        [Event(0, "io", "write shard", 0.0, 0.99, error="FileNotFoundError: [Errno 2] No such file")],
+        [Event(1, "io", "write shard", 0.0, 1.0)],
+    ]
+    fig = plot.timeline(lanes)
+    (label,) = [t for t in fig.axes[0].texts if t.get_text() == "write shard raised FileNotFoundError"]
+    assert label.get_horizontalalignment() == "right" and label.get_position()[0] < 0.99
+
+
 def test_waits_inside_rejects_a_bare_string():
     with pytest.raises(TypeError, match="waits_inside"):
         plot.timeline(ddp_like(), waits_inside="backward")

@@ -39,3 +39,33 @@ def test_the_simulation_agrees_with_the_expectation_and_flattens_when_syncing_le
     assert every_step == pytest.approx(sj.expected_step_seconds(256, jitter=0.1), rel=0.1)
     assert every_step > sj.simulate_step_seconds(256, 8, jitter=0.1) > sj.simulate_step_seconds(256, 0, jitter=0.1)
     assert sj.simulate_step_seconds(1024, 1, jitter=0.1) > sj.simulate_step_seconds(64, 1, jitter=0.1)
+
+
+@pytest.mark.parametrize("shape", sj.SHAPES)
+def test_every_shape_has_the_given_mean_extra(shape):
+    draws = [t - 0.02 for r in range(200) for t in sj.step_seconds(3, r, 50, 0.1, 0.02, shape)]
+    assert min(draws) >= 0
+    assert sum(draws) / len(draws) == pytest.approx(0.1, rel=0.1)
+
+
+def test_an_unknown_shape_is_refused_by_name():
+    with pytest.raises(ValueError, match="shape"):
+        sj.step_seconds(0, 0, 1, 0.1, 0.02, "gaussian")
+    with pytest.raises(ValueError, match="shape"):
+        sj.simulate_step_seconds(4, 1, shape="gaussian")
+
+
+def test_how_the_slowest_of_n_grows_depends_on_the_tail():
+    def added(shape, a, b):
+        return sj.simulate_step_seconds(b, 1, jitter=0.1, shape=shape) - sj.simulate_step_seconds(
+            a, 1, jitter=0.1, shape=shape
+        )
+
+    # bounded: nothing left to add once the slowest is near the bound (0.02 + 0.2 + latency)
+    assert added("uniform", 128, 1024) < 0.005
+    assert sj.simulate_step_seconds(1024, 1, jitter=0.1, shape="uniform") <= 0.02 + 0.2 + 0.001
+    # exponential: each 8x adds about the same; heavy tail: each 8x adds more than the one before
+    steps = [added("exponential", a, 8 * a) for a in (2, 16, 128)]
+    assert max(steps) < 1.25 * min(steps)
+    heavy = [added("lognormal", a, 8 * a) for a in (2, 16, 128)]
+    assert heavy == sorted(heavy) and heavy[-1] > 2 * steps[-1]

@@ -533,6 +533,7 @@ class _Scale:
         width = fig.get_figwidth() * ax.get_position().width * 0.85
         shown = total * 1.02 - left  # the visible seconds (``since`` moves the left edge)
         self.inches_per_second = width / (shown if shown > 0 else 1.0)
+        self.right = total * 1.02  # the axis' right edge, in seconds
         self.labels_left = MAX_BAR_LABELS
 
     def inches(self, seconds: float) -> float:
@@ -725,9 +726,20 @@ def _draw_span_errors(ax, lanes: list[_Lane], scale: _Scale) -> None:
             if e.error and e.end is not None and e.kind not in WAITING_KINDS and scale.take():
                 kind = e.error.partition(":")[0]
                 text = f"{e.name} raised {kind}" if kind and " " not in kind else f"{e.name} raised"
-                _bar_text(
-                    ax, e.end + scale.seconds_for(" ") / 2, y, text, ha="left", color=VERMILLION, fontweight="bold"
-                )
+                gap = scale.seconds_for(" ") / 2
+                if e.end + gap + 1.3 * scale.seconds_for(text) <= scale.right:  # bold text is wider
+                    _bar_text(ax, e.end + gap, y, text, ha="left", color=VERMILLION, fontweight="bold")
+                else:  # no room right of the mark before the axis ends: write it left of the mark, readable
+                    _bar_text(
+                        ax,
+                        e.end - gap,
+                        y,
+                        text,
+                        ha="right",
+                        color=VERMILLION,
+                        fontweight="bold",
+                        bbox=dict(facecolor="white", edgecolor="none", pad=1),
+                    )
 
 
 def _wait_texts(event: Event, label: str) -> tuple[str, ...]:

@@ -76,7 +76,8 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
     seq = ordering_collective(run)
     if seq is None:
         after = sorted({e.name for e in run[0].events if e.kind == "collective"})
-        how = (f" ({', '.join(after)} does not: rank 0 can leave it before the others arrive)" if after
+        how = (f" (this check counts only calls that no rank leaves before every rank has called them, such as "
+               f"barrier, all_reduce and all_gather on gloo; {', '.join(after)} is not one)" if after
                else " (a time.sleep only makes it likely)")
         return Verdict(False, "✗ not yet: rank 0 saw every file this time, but nothing guarantees it: no "
                                "collective that every rank must reach sits between the writes and rank 0's read"

@@ -94,7 +94,7 @@ def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Verdict:
             if meet and rank != 0:
                 return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
                                        f"{late + SLACK:.2f} s for ranks other than rank 0: {', '.join(meet)} is a "
-                                       "collective every rank must reach, so it lines all ranks up like a barrier. "
+                                       "collective every rank must reach, so on gloo it lines all ranks up like a barrier. "
                                        "Order only what needs ordering: who should own the file?")
             return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} finished "
                                    f"{late + SLACK:.2f} s later than its work and the ordering need: something "
