@@ -12,8 +12,11 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# torch first, by scripts/install_torch.py: the CPU build unless the machine has an NVIDIA GPU
+# (BARRIERLAB_TORCH=cuda|cpu|auto decides otherwise; after a change: make clean setup).
+$(VENV)/.installed: requirements.txt pyproject.toml scripts/install_torch.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python scripts/install_torch.py --python $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python -m barrierlab_kernel install
