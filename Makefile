@@ -1,5 +1,6 @@
 # Two commands (see README):  make lab   — set up and open JupyterLab at the first notebook
-#                             make test  — set up and run every test (unit tests + nbval on notebooks)
+#                             make test  — set up and run every test (unit tests, ruff, nbval on every
+#                                          notebook, browser tests)
 # Setup is a virtual environment in .venv, rebuilt only when requirements.txt or pyproject.toml change.
 
 PYTHON ?= python3
@@ -12,8 +13,11 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# torch first, by scripts/install_torch.py: the CPU build unless the machine has an NVIDIA GPU
+# (BARRIERLAB_TORCH=cuda|cpu|auto decides otherwise; after a change: make clean setup).
+$(VENV)/.installed: requirements.txt pyproject.toml scripts/install_torch.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python scripts/install_torch.py --python $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python -m barrierlab_kernel install
@@ -22,8 +26,16 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # --allow-root only when run as root (containers, CI); JupyterLab refuses root otherwise.
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ALLOW_ROOT) $(FIRST_NOTEBOOK)
+# The URL JupyterLab prints and opens is notebook 00's (default_url), not the Launcher's. This lab's JupyterLab
+# (the one in .venv) does not ask about or fetch Jupyter news: labsettings/barrierlab.json is a settings override.
+LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.d/barrierlab.json
+LAB_ARGS = --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/$(FIRST_NOTEBOOK)
+
+lab: setup $(LAB_OVERRIDES)
+	$(BIN)/jupyter lab $(LAB_ARGS) $(ALLOW_ROOT)
+
+$(LAB_OVERRIDES): labsettings/barrierlab.json
+	mkdir -p $(dir $@) && cp $< $@
 
 test: setup browser-setup
 	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import subprocess
 import sys
 import time
@@ -586,3 +588,42 @@ def test_since_leaves_out_the_torch_calls_before_it_from_picture_and_legend():
     assert len(ticks.get_segments()) == 2  # the all_reduces; the broadcasts at 0.05 are left of the axis
     (legend,) = [label for label in legend_labels(fig) if label.startswith("collective torch issued itself")]
     assert "DDP all_reduce" in legend and "DDP broadcast" not in legend
+
+
+FIRST_RUN = """
+import json, re, time
+import barrierlab as bl
+from barrierlab import plot
+
+
+def staggered():
+    import torch.distributed as dist
+
+    time.sleep(0.1 * dist.get_rank())
+    dist.barrier()
+
+
+run = bl.run(staggered, 2, check=True)
+fig = plot.timeline(run)
+ax = fig.axes[0]
+print(json.dumps({
+    "xlabel": ax.get_xlabel(),
+    "title": ax.get_title(),
+    "elapsed": run.elapsed,
+    "ranks_start": min(r.started for r in run),
+    "xlim": ax.get_xlim(),
+}))
+"""
+
+
+def test_the_first_timeline_of_a_fresh_interpreter_starts_when_the_ranks_start():
+    """The first run waits for the warm process to import torch; that wait is not drawn, and the title's time
+    is the ranks' time (the run's elapsed time minus the wait)."""
+    done = subprocess.run([sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["xlabel"] == "seconds since the ranks started"
+    took = float(re.search(r"\(([\d.]+) s\)", seen["title"])[1])
+    assert took == pytest.approx(seen["elapsed"] - seen["ranks_start"], abs=0.006)
+    assert seen["xlim"][0] == 0  # the first rank's function starts the axis
+    assert seen["xlim"][1] == pytest.approx((seen["elapsed"] - seen["ranks_start"]) * 1.02, rel=1e-6)

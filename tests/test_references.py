@@ -1,5 +1,5 @@
 """Every reference in the course material points at something that exists: relative links, "notebook NN",
-scenario modules and repository files named in the README, the notebooks, the instructor notes and the wrap-up."""
+scenario modules and repository files named in the README, docs/, the notebooks, the instructor notes and the wrap-up."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ _REPO_PATH = re.compile(r"`(?P<path>(?:src|tests|benchmarks|scripts|notebooks)/[
 
 def _documents() -> list[tuple[Path, str]]:
     docs = [(ROOT / "README.md", (ROOT / "README.md").read_text())]
+    docs += [(p, p.read_text()) for p in sorted((ROOT / "docs").glob("*.md"))]
     docs += [(p, p.read_text()) for p in sorted(NOTEBOOKS.glob("*.md"))]
     docs += [(p, p.read_text()) for p in sorted((NOTEBOOKS / "instructor").glob("*.md"))]
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+#: What ``barrierlab --help`` says, as plain text (argparse prints it as written).
+DESCRIPTION = (
+    "barrierlab (or: python -m barrierlab): list and run the lesson scenarios, run a training script on local "
+    "ranks as torchrun would, report records made under torchrun, lint files for collectives only some ranks reach."
+)
+
 
 def _list(args) -> int:
     from barrierlab.scenarios import available
@@ -91,7 +97,7 @@ def _lint(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="barrierlab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="barrierlab", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
 
     commands.add_parser("list", help="list the lesson scenarios").set_defaults(func=_list)
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run a scenario, or a training script as torchrun would (run train.py -n 4 -- ARGS), "
         "locally on N ranks and explain what happened",
     )
-    run.add_argument("scenario", help="a scenario name (see `list`) or the path of a script (train.py)")
+    run.add_argument("scenario", help="a scenario name (see: barrierlab list) or the path of a script (train.py)")
     run.add_argument(
         "kwargs",
         nargs="*",
@@ -143,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, rest = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     if rest and args.command != "run":
-        parser.error(f"arguments after -- are only for `run SCRIPT`: {' '.join(rest)}")
+        parser.error(f"arguments after -- are only for: run SCRIPT: {' '.join(rest)}")
     args.script_args = rest
     return args.func(args)
 

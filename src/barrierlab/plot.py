@@ -12,7 +12,7 @@ import re
 import statistics
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from matplotlib.figure import Figure
@@ -398,7 +398,7 @@ def timeline(
     since: float | str | None = None,
     waits_inside: Mapping[str, str] | Iterable[str] = (),
 ) -> Figure:
-    """Draw one lane per rank (rank 0 on top) over seconds since launch: spans, waits, releases, stuck ranks.
+    """Draw one lane per rank (rank 0 on top) over seconds since the ranks started: spans, waits, releases, stuck ranks.
 
     ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
     Grey is the rank's function running; coloured bars are ``barrierlab.span`` phases; hatched bars
@@ -456,6 +456,9 @@ def timeline(
 def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside) -> dict[str, tuple]:
     """Draw one run into ``ax``; return the legend entries it used."""
     lanes, total = _lanes(run, ends)
+    origin = _ranks_start(run) if since is None else 0.0
+    if origin:
+        lanes, total = _shift(lanes, origin), total - origin
     numbers = _summarize(lanes, total)
     used: dict[str, tuple] = {}
     start = _since(run, since)
@@ -474,11 +477,45 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
         ax.set_xlim(left=start)
+    if origin:
+        ax.set_xlabel("seconds since the ranks started")
     _label_lanes(ax, lanes, numbers)
     if annotate:
         _annotate_lanes(ax, lanes, numbers, waits_inside)
     ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
     return used
+
+
+def _ranks_start(run) -> float:
+    """When the first rank's function started (seconds since launch): a timeline starts there, as the deadline
+    does, so a first run's wait for the warm process is not drawn as empty axis. 0 for event lists."""
+    started = [r.started for r in getattr(run, "ranks", []) if r.started is not None]
+    return max(min(started), 0.0) if started else 0.0
+
+
+def _shift(lanes: list[_Lane], origin: float) -> list[_Lane]:
+    """The lanes with every time moved ``origin`` seconds earlier."""
+
+    def at(t: float | None) -> float | None:
+        return None if t is None else t - origin
+
+    def event(e: Event | None) -> Event | None:
+        return None if e is None else replace(e, start=at(e.start), end=at(e.end))
+
+    def call(c):
+        entry = None if c.entry is None else replace(c.entry, start=at(c.entry.start))
+        return replace(c, event=event(c.event), entry=entry)
+
+    return [
+        replace(
+            lane,
+            events=[event(e) for e in lane.events],
+            start=at(lane.start),
+            end=at(lane.end),
+            torch_calls=[call(c) for c in lane.torch_calls],
+        )
+        for lane in lanes
+    ]
 
 
 def _reasons(waits_inside: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
