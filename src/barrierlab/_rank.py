@@ -177,13 +177,17 @@ def call_the_function(fn, args, kwargs, keep: list | None = None):
         del keep_the_frame, caller
 
 
-def init_process_group_on_the_launchers_store(spec: RankSpec, original, signature, args, kwargs):
+def init_process_group_on_the_launchers_store(
+    spec: RankSpec, original, signature, args, kwargs, timeout_overrides: bool = False
+):
     """The learner's ``init_process_group`` call (``init=False``), re-pointed at the launcher's store.
 
     Whatever MASTER_ADDR, MASTER_PORT or ``tcp://`` address the learner's code set (the DDP tutorial
     hard-codes localhost:12355), the group joins the store the launcher hosts on 127.0.0.1 through
     ``env://``: nothing of the run listens beyond loopback and runs never collide on a port. A rank or world
-    size that disagrees with the launcher's is a clear error, not a hang."""
+    size that disagrees with the launcher's is a clear error, not a hang. The group's timeout is the run's
+    when the call gives none; a ``timeout=`` the call gives (Lightning passes 30 minutes) wins, unless
+    ``timeout_overrides`` (``barrierlab run --timeout``): then the run's replaces it, and rank 0 says so."""
     import torch.distributed.distributed_c10d as c10d
 
     rank, world_size = spec.rank, spec.run.options.world_size
@@ -203,8 +207,18 @@ def init_process_group_on_the_launchers_store(spec: RankSpec, original, signatur
         )
         given["init_method"] = "env://"
     given["rank"], given["world_size"] = rank, world_size
-    if given.get("timeout") is None:
-        given["timeout"] = timedelta(seconds=spec.run.options.timeout)
+    ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
+    if theirs is None:
+        given["timeout"] = ours
+    elif timeout_overrides and theirs != ours:
+        given["timeout"] = ours
+        if rank == 0:
+            asked = theirs.total_seconds() if isinstance(theirs, timedelta) else theirs
+            print(
+                f"[barrierlab] the script asked for {asked:g} s (init_process_group(timeout=...)); "
+                f"--timeout {ours.total_seconds():g} overrides it",
+                file=sys.stderr,
+            )
     result = original(*bound.args, **bound.kwargs)
     wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
     return result
@@ -257,6 +271,11 @@ def end(code: int) -> None:
     os._exit(code)
 
 
+#: Set to "1" in a run's ``env`` (``barrierlab run --timeout``): the run's timeout replaces one the script
+#: passes to ``init_process_group``. Read, and removed from the environment, before the learner's code runs.
+TIMEOUT_OVERRIDES = "BARRIERLAB_TIMEOUT_OVERRIDES"
+
+
 def _leave_init_to_the_learner(spec: RankSpec) -> None:
     """``init=False``: the learner's code calls ``init_process_group`` itself; it gets
     :func:`init_process_group_on_the_launchers_store`. Patched before the learner's modules are imported,
@@ -265,9 +284,10 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
 
     original = c10d.init_process_group
     signature = inspect.signature(original)
+    overrides = os.environ.pop(TIMEOUT_OVERRIDES, "") == "1"
 
     def init_process_group(*args, **kwargs):
-        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs)
+        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs, overrides)
 
     init_process_group.__wrapped__ = original
     init_process_group.__doc__ = original.__doc__
