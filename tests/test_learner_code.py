@@ -294,9 +294,9 @@ def returns_then_hangs_in_teardown():
 '''
 
 
-def test_a_hang_in_teardown_after_the_function_returned_keeps_the_value_and_counts_as_finished(
-    tmp_path, monkeypatch, capsys
-):
+def test_a_destructor_that_would_hang_never_runs_the_rank_ends_once_its_outcome_is_written(tmp_path, monkeypatch):
+    # the function's objects are never destroyed: the rank ends with os._exit (torch's teardown of a process
+    # group can deadlock, tests/test_rank_teardown.py), so this stand-in's __del__ never runs
     name = f"blteardown_{os.getpid()}"
     (tmp_path / f"{name}.py").write_text(TEARDOWN)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -307,7 +307,5 @@ def test_a_hang_in_teardown_after_the_function_returned_keeps_the_value_and_coun
         sys.modules.pop(name, None)
     assert run.ok, run
     assert run.values == [0, 10]
-    assert [r.teardown_hung for r in run] == [True, True]
-    assert run.elapsed < 15  # ended after the short teardown grace, not at the 25 s deadline
-    err = capsys.readouterr().err
-    assert "rank 0 of 2 finished; then hung in torch's teardown" in err and "raising the deadline" in err
+    assert [r.teardown_hung for r in run] == [False, False]
+    assert run.elapsed < 15  # not held up by the destructor, nor ended at the 25 s deadline

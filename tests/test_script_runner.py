@@ -147,3 +147,45 @@ def test_a_script_that_imports_a_module_next_to_it(tmp_path, monkeypatch):
     )
     run = run_script(tmp_path / "main_script.py", 2)
     assert run.ok, f"{run}\n{[r.traceback for r in run]}"
+
+
+#: Lightning's shape: the script passes its own timeout (30 minutes) to init_process_group.
+OWN_TIMEOUT = """\
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=timedelta(seconds=1800))
+backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+print(f"group timeout {backend.options._timeout.total_seconds():g} s")
+dist.destroy_process_group()
+"""
+
+
+@pytest.fixture
+def own_timeout(tmp_path):
+    path = tmp_path / "own_timeout.py"
+    path.write_text(OWN_TIMEOUT)
+    return path
+
+
+def test_timeout_replaces_the_timeout_a_script_passes_to_init_process_group_and_says_so(own_timeout):
+    done, _ = _cli("run", own_timeout, "-n", "2", "--timeout", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("group timeout 4 s") == 2, done.stdout
+    assert "the script asked for 1800 s (init_process_group(timeout=...)); --timeout 4 overrides it" in done.stdout
+
+
+def test_without_timeout_the_scripts_own_timeout_stays(own_timeout):
+    run = run_script(own_timeout, 2)
+    assert run.ok, run
+    assert [r.stdout.strip() for r in run] == ["group timeout 1800 s"] * 2
+    assert "overrides" not in run[0].stderr
+
+
+def test_timeout_given_to_run_script_replaces_the_scripts_own(own_timeout):
+    run = run_script(own_timeout, 2, timeout=3)
+    assert run.ok, run
+    assert [r.stdout.strip() for r in run] == ["group timeout 3 s"] * 2
+    assert "the script asked for 1800 s" in run[0].stderr and "asked for" not in run[1].stderr

@@ -98,6 +98,19 @@ def test_healthy_scenario_exits_zero_and_records_every_rank(tmp_path):
     assert run.summary()["straggler"] == 1
 
 
+def test_torchs_flight_record_is_read_under_torchrun_as_under_bl_run(tmp_path):
+    # torch keeps 2,000 flight-recorder entries by default; a torchrun worker imports no torch._dynamo, and
+    # copying the entries with their stacks must not import it either (it used to be skipped there)
+    done = torchrun("straggler", 2, tmp_path, "steps=3", "delay=0.1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = run_from_records(str(tmp_path))
+    for rank in run:
+        assert [(e.op, e.seq, e.issuer) for e in rank.flight] == [("barrier", n, None) for n in (1, 2, 3)]
+        assert all(e.call is not None and e.call.name == "barrier" for e in rank.flight)
+    assert "from torch's flight recorder" in run.ledger()
+    assert "torch's flight recorder agrees" in str(run.diagnosis)
+
+
 def test_deadlock_scenario_exits_nonzero_with_the_diagnosis(tmp_path):
     done = torchrun("barrier_on_rank0", 2, tmp_path)
     assert done.returncode != 0

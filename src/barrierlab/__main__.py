@@ -69,7 +69,7 @@ def _run_script(args) -> int:
     from barrierlab.script import run_script
 
     # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the ranks
-    # fork, rather than in every rank (and so torch's flight recorder keeps the Python stacks of its entries).
+    # fork, rather than in every rank.
     warm_up(wait=True)
     try:
         run = run_script(
@@ -118,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--timeout",
         type=float,
-        default=5.0,
-        help="process-group timeout in seconds (default 5; a script's own timeout= wins)",
+        default=None,
+        help="process-group timeout in seconds (default 5). For a script it also replaces a timeout= the script "
+        "passes to init_process_group (Lightning passes 1800 s), and says so; without --timeout the script's own "
+        "timeout stays",
     )
     run.add_argument("--deadline", type=float, default=None, help="wall-clock limit in seconds (default timeout+5)")
     run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")

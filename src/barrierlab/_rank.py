@@ -177,13 +177,17 @@ def call_the_function(fn, args, kwargs, keep: list | None = None):
         del keep_the_frame, caller
 
 
-def init_process_group_on_the_launchers_store(spec: RankSpec, original, signature, args, kwargs):
+def init_process_group_on_the_launchers_store(
+    spec: RankSpec, original, signature, args, kwargs, timeout_overrides: bool = False
+):
     """The learner's ``init_process_group`` call (``init=False``), re-pointed at the launcher's store.
 
     Whatever MASTER_ADDR, MASTER_PORT or ``tcp://`` address the learner's code set (the DDP tutorial
     hard-codes localhost:12355), the group joins the store the launcher hosts on 127.0.0.1 through
     ``env://``: nothing of the run listens beyond loopback and runs never collide on a port. A rank or world
-    size that disagrees with the launcher's is a clear error, not a hang."""
+    size that disagrees with the launcher's is a clear error, not a hang. The group's timeout is the run's
+    when the call gives none; a ``timeout=`` the call gives (Lightning passes 30 minutes) wins, unless
+    ``timeout_overrides`` (``barrierlab run --timeout``): then the run's replaces it, and rank 0 says so."""
     import torch.distributed.distributed_c10d as c10d
 
     rank, world_size = spec.rank, spec.run.options.world_size
@@ -203,11 +207,73 @@ def init_process_group_on_the_launchers_store(spec: RankSpec, original, signatur
         )
         given["init_method"] = "env://"
     given["rank"], given["world_size"] = rank, world_size
-    if given.get("timeout") is None:
-        given["timeout"] = timedelta(seconds=spec.run.options.timeout)
+    ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
+    if theirs is None:
+        given["timeout"] = ours
+    elif timeout_overrides and theirs != ours:
+        given["timeout"] = ours
+        if rank == 0:
+            asked = theirs.total_seconds() if isinstance(theirs, timedelta) else theirs
+            print(
+                f"[barrierlab] the script asked for {asked:g} s (init_process_group(timeout=...)); "
+                f"--timeout {ours.total_seconds():g} overrides it",
+                file=sys.stderr,
+            )
     result = original(*bound.args, **bound.kwargs)
     wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
     return result
+
+
+#: Every process group this rank created or destroyed (its own, the learner's, ``new_group``'s, ...), kept
+#: until the rank ends with ``os._exit``: see :func:`keep_every_process_group`.
+_groups_kept: list = []
+
+
+def keep_every_process_group() -> None:
+    """Hold a reference to every process group the rank creates, so that no group's destructor ever runs.
+
+    ``destroy_process_group()`` only drops torch's own references; a DDP model still alive holds the last
+    one, and when the model is freed (at the return of the learner's function) ``ProcessGroupGloo``'s
+    destructor joins gloo's worker threads while holding the GIL, as a worker waits for the GIL to free a
+    finished all_gather's tensor: a deadlock in torch (pytorch/pytorch #56297), not in the learner's code.
+    Kept here, the groups outlive everything the learner's code frees, and the rank ends with ``os._exit``
+    (:func:`end`), which runs no destructor. Patched before the learner's modules are imported."""
+    import torch.distributed.distributed_c10d as c10d
+
+    create = c10d._new_process_group_helper
+    destroy = c10d.destroy_process_group
+
+    def _new_process_group_helper(*args, **kwargs):
+        made = create(*args, **kwargs)
+        _groups_kept.append(made)
+        return made
+
+    def destroy_process_group(*args, **kwargs):
+        _groups_kept.extend(c10d._world.pg_map)  # whatever made them (split_group too): torch forgets them now
+        return destroy(*args, **kwargs)
+
+    destroy_process_group.__wrapped__ = destroy
+    destroy_process_group.__doc__ = destroy.__doc__
+    c10d._new_process_group_helper = _new_process_group_helper
+    for module in (c10d, dist):
+        if getattr(module, "destroy_process_group", None) is destroy:
+            module.destroy_process_group = destroy_process_group
+
+
+def end(code: int) -> None:
+    """End the rank now, once its outcome is written: flush its output, then ``os._exit``, so that no
+    destructor runs (torch's teardown of a group can deadlock; see :func:`keep_every_process_group`)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+#: Set to "1" in a run's ``env`` (``barrierlab run --timeout``): the run's timeout replaces one the script
+#: passes to ``init_process_group``. Read, and removed from the environment, before the learner's code runs.
+TIMEOUT_OVERRIDES = "BARRIERLAB_TIMEOUT_OVERRIDES"
 
 
 def _leave_init_to_the_learner(spec: RankSpec) -> None:
@@ -218,9 +284,10 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
 
     original = c10d.init_process_group
     signature = inspect.signature(original)
+    overrides = os.environ.pop(TIMEOUT_OVERRIDES, "") == "1"
 
     def init_process_group(*args, **kwargs):
-        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs)
+        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs, overrides)
 
     init_process_group.__wrapped__ = original
     init_process_group.__doc__ = original.__doc__
@@ -321,9 +388,10 @@ def main(spec: RankSpec) -> int:
 
     outcome = Outcome(rank=rank, world_size=options.world_size, status=Status.SETUP_FAILED, pid=os.getpid())
     in_fn = False
-    kept: list = []  # the function's frame, and its exception: released only once the outcome is written
+    kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
+        keep_every_process_group()
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         if not options.init:
@@ -364,8 +432,8 @@ def main(spec: RankSpec) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     outcome.write(files.outcome)
-    kept.clear()  # now the function's objects are destroyed: a hang here is torch's teardown (the kernel ends it)
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)
+    end(outcome.exit_code or 0)  # the function's objects and every group are never destroyed
     return outcome.exit_code or 0

@@ -562,18 +562,58 @@ def issuer(op: str, torch_frames: list[tuple[str, int, str]], in_backward: bool)
     return f"torch's {op} (issued from C++)"
 
 
-def _flight_entries() -> dict | None:
-    """torch's flight-recorder entries, compacted (a private API: None when it is not there).
+class _LazyModulesButInductor(set):
+    """torch's set of lazily imported submodules (``torch._lazy_modules``, read by ``torch.__getattr__``), except
+    that ``_inductor`` is not in it for the one thread that is copying the flight recorder."""
 
-    None too when ``torch._dynamo`` is not loaded: its stack traces would make torch import it (seconds on a
-    cold rank, e.g. one forked before the warm process finished preloading, or under torchrun), and without
-    it nothing issued collectives from C++ (DDP, FSDP and DTensor load it): the Python record is complete."""
-    if "torch._dynamo" not in sys.modules:
-        return None
+    def __init__(self, names, thread: int) -> None:
+        super().__init__(names)
+        self.thread = thread
+
+    def __contains__(self, name) -> bool:
+        if name == "_inductor" and threading.get_ident() == self.thread:
+            return False
+        return super().__contains__(name)
+
+
+_dump_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _symbolizing_without_inductor() -> Iterator[bool]:
+    """Keep torch's stack-trace symbolizer from importing ``torch._inductor`` (and with it ``torch._dynamo``).
+
+    To place the Python frames of code inductor generated, torch's symbolizer (``appendSymbolized`` in
+    torch/csrc/profiler/python/combined_traceback.cpp) asks ``hasattr(torch, "_inductor")``, and torch's
+    module ``__getattr__`` answers that by importing it: 3 s of CPU in a rank forked before the warm process
+    preloaded it (the first run), 12 s on a loaded machine. While ``torch._inductor`` is not imported no
+    frame can come from its generated code, so for this thread only, during the dump, the attribute is
+    simply absent; every other thread sees torch unchanged. Yields False when that cannot be arranged (a
+    torch without ``_lazy_modules``) and a dump would import it."""
+    lazy = getattr(torch, "_lazy_modules", None)
+    if "torch._inductor" in sys.modules or (lazy is not None and "_inductor" not in lazy):
+        yield True
+        return
+    if not isinstance(lazy, set):  # a torch that looks up its lazy modules some other way
+        yield False
+        return
+    with _dump_lock:
+        torch._lazy_modules = _LazyModulesButInductor(lazy, threading.get_ident())
+        try:
+            yield True
+        finally:
+            torch._lazy_modules = lazy
+
+
+def _flight_entries() -> dict | None:
+    """torch's flight-recorder entries, compacted (a private API: None when it is not there)."""
     try:
         from torch._C._distributed_c10d import _dump_fr_trace
 
-        dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
+        with _symbolizing_without_inductor() as safe:
+            if not safe:
+                return None
+            dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
     except Exception:  # noqa: BLE001 - no flight recorder in this build or state
         return None
     groups = {}

@@ -36,8 +36,10 @@ def run_script(
     """Run the script at ``path`` as ``__main__`` on ``world_size`` ranks and return the :class:`Run`.
 
     The return value of every rank is None; a rank ``finished`` when the script's ``__main__`` ran to its
-    end or called ``sys.exit(0)``. ``timeout`` is the default timeout of the script's process group (a
-    timeout the script passes to ``init_process_group`` wins); ``deadline`` ends the whole run.
+    end or called ``sys.exit(0)``. ``timeout`` (seconds) is the timeout of the script's process group, also
+    when the script passes its own ``timeout=`` to ``init_process_group`` (Lightning passes 30 minutes): who
+    asks for 4 s gets 4 s, and rank 0's stderr says which timeout it replaced. ``None``: the script's own
+    timeout, else :data:`~barrierlab.DEFAULT_TIMEOUT`. ``deadline`` ends the whole run.
     """
     from barrierlab import _rank
     from barrierlab.launch import run
@@ -49,6 +51,8 @@ def run_script(
         raise ValueError(f"path: no such script {path!r}")
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
+    if timeout is not None:  # asked for: it replaces the script's own (checked by run() like any timeout)
+        env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
     return run(
         _rank.run_script,
         world_size,
