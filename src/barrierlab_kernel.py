@@ -50,6 +50,39 @@ def load_ipython_extension(ipython) -> None:
         )
 
 
+#: Metadata of the live view's display (``barrierlab/live.py``): what the save hook below removes.
+LIVE_VIEW_METADATA = {"barrierlab": "live view"}
+
+
+def strip_live_views(model: dict, **_context) -> None:
+    """Jupyter server pre-save hook: drop the live views' outputs from a notebook before it is written, so a
+    notebook run and saved in the lab keeps exactly the outputs its run left (what nbval compares). The view
+    empties itself when its run ends, but the emptied output would stay in the file."""
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    for cell in model["content"].get("cells") or ():
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        if outputs:
+            cell["outputs"] = [
+                output
+                for output in outputs
+                if not (isinstance(output, dict) and (output.get("metadata") or {}).get("barrierlab") == "live view")
+            ]
+
+
+def server_config_path(prefix: str | None = None) -> str:
+    """The Jupyter server config file of the environment at ``prefix`` that installs :func:`strip_live_views`."""
+    return os.path.join(prefix or sys.prefix, "etc", "jupyter", "jupyter_server_config.d", "barrierlab.json")
+
+
+def install_save_hook(prefix: str | None = None) -> str:
+    path = server_config_path(prefix)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write('{"ContentsManager": {"pre_save_hook": "barrierlab_kernel.strip_live_views"}}\n')
+    return path
+
+
 def config_path(prefix: str | None = None) -> str:
     """The kernel config file of the environment at ``prefix`` (this Python's by default)."""
     return os.path.join(prefix or sys.prefix, "etc", "ipython", "ipython_kernel_config.py")
@@ -90,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m barrierlab_kernel install|uninstall", file=sys.stderr)
         return 2
     if args == ["install"]:
+        hook = install_save_hook()
+        print(f"barrierlab_kernel: notebooks saved in this environment's lab keep no live view ({hook})")
         print(f"barrierlab_kernel: kernels of this environment start the warm process early ({install()})")
     else:
+        if os.path.exists(server_config_path()):
+            os.remove(server_config_path())
         removed = uninstall()
         print(f"barrierlab_kernel: {'removed ' + removed if removed else 'nothing of ours to remove'}")
     return 0

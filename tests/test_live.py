@@ -182,3 +182,38 @@ def test_live_must_be_a_flag_or_none() -> None:
 
     with pytest.raises(TypeError, match="live"):
         bl.run(print, 2, live="yes")
+
+
+LIVE_CELL = """
+import time
+import barrierlab as bl
+print("before the run")
+bl.run(lambda: time.sleep(1.5), 2, live=True)
+print("after the run")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_notebook_saved_from_the_lab_keeps_no_live_view(tmp_path):
+    """A kernel shows the live view (live=True: as in the lab), nbclient keeps the outputs as the lab would;
+    the lab's save hook leaves exactly what the same cell leaves without a view."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    import barrierlab_kernel
+
+    def executed() -> dict:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LIVE_CELL)])
+        NotebookClient(notebook, timeout=200, kernel_name="python3").execute(cwd=str(tmp_path))
+        return notebook
+
+    notebook = executed()
+    outputs = notebook.cells[0].outputs
+    live = [o for o in outputs if o.get("metadata", {}).get("barrierlab") == "live view"]
+    assert live, f"the view did not show: {outputs}"
+    model = {"type": "notebook", "content": nbformat.from_dict(notebook)}
+    barrierlab_kernel.strip_live_views(model, path="x.ipynb", contents_manager=None)
+    kept = model["content"].cells[0].outputs
+    assert not [o for o in kept if o.get("metadata", {}).get("barrierlab")]
+    assert [(o.output_type, o.text) for o in kept] == [("stream", "before the run\n"), ("stream", "after the run\n")]

@@ -56,8 +56,9 @@ _ERRORS = (
     (
         re.compile(r"Timed out waiting (\d+)ms"),
         "gloo timeout",
-        "gloo gave up after {0} ms waiting for a peer: the peer never reached the matching call within the "
-        "timeout in force (the group's, or the call's own timeout=).",
+        "gloo gave up after {0} ms waiting for a peer's data: the peer did not reach the matching call within "
+        "the timeout in force (the group's, or the call's own timeout=), or reached a call that does not match "
+        "this one (another op, or other sizes).",
     ),
     (
         re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"),
@@ -75,9 +76,9 @@ _ERRORS = (
     (
         re.compile(r"Detected mismatch between collectives"),
         "debug mismatch",
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found different "
-        "collectives at the same position. The op name it reports for the *other* rank can be wrong: check "
-        "that rank's own call.",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found calls that "
+        "differ (op, sizes, dtypes or sequence number) at the same position. When the two calls' descriptions "
+        "differ in length, the op name it reports for the *other* rank can be wrong: check that rank's own call.",
     ),
     (
         re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
@@ -379,9 +380,9 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     else:
         unread = [r.rank for r in run.ranks if r.rank not in f.flights]
         evidence.append(
-            f"torch's flight record was not kept on {rank_list(unread)}: a rank keeps it when it has "
-            f"loaded what issues collectives from C++ (DDP, FSDP, DTensor load torch._dynamo); the "
-            f"collectives your code called are compared"
+            f"barrierlab could not read torch's flight record on {rank_list(unread)} (torch keeps one by "
+            f"default; the rank ended before it was copied, or the dump failed); the collectives your code "
+            f"called are compared"
         )
     hung = [r.rank for r in run.ranks if r.teardown_hung]
     if hung:
@@ -548,9 +549,10 @@ def _torch_advice(who: str) -> str:
     )
     if who.startswith("DDP") or who.startswith("Join"):
         return base + (
-            "DDP syncs the module's buffers (if it has any) in every forward by default "
-            "(forward_sync_buffers, formerly broadcast_buffers) and all_reduces every gradient bucket "
-            "in every backward() outside no_sync(): every rank must run the same number of "
+            "DDP broadcasts the module's buffers (if it has any) at the start of a forward that follows a "
+            "synchronised training forward — e.g. the first evaluation forward after a training step — "
+            "and all_reduces every gradient bucket in every backward() outside no_sync(): every rank must "
+            "run the same number of "
             "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "
             "(evaluation, logging) on model.module, give every rank the same number of batches "
             "(DistributedSampler, drop_last) or wrap the loop in torch.distributed.algorithms.Join "
@@ -873,8 +875,9 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
             # Which rank gives up first, and so which ones see a closed connection instead, is a race.
             text = (
                 f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
-                "sees the closed connection instead): the peer never reached the matching call "
-                "within the timeout in force (the group's, or the call's own timeout=)."
+                "sees the closed connection instead): the peer did not reach the matching call within the "
+                "timeout in force (the group's, or the call's own timeout=), or reached a call that does not "
+                "match it (another op, or other sizes)."
             )
         else:
             text = _error_text(run, message)

@@ -35,6 +35,9 @@ REFRESH = 0.25
 SHOW_AFTER = 0.4
 #: Bytes read from one rank's event file per refresh; a rank that floods its record is skipped ahead.
 READ_BUDGET = 256 * 1024
+#: Metadata of the view's display in a notebook: the lab's save hook (``barrierlab_kernel.strip_live_views``)
+#: removes outputs that carry it, so a saved notebook holds only what its runs left.
+LIVE_VIEW_METADATA = {"barrierlab": "live view"}
 #: Intervals kept per rank for its lane (oldest dropped first).
 LANE_KEEP = 400
 
@@ -287,9 +290,9 @@ class LiveView:
 
             content = HTML(render_html(self.states, now, self.deadline, self.where))
             if self._handle is None:
-                self._handle = display(content, display_id=True)
+                self._handle = display(content, display_id=True, metadata=LIVE_VIEW_METADATA)
             else:
-                self._handle.update(content)
+                self._handle.update(content, metadata=LIVE_VIEW_METADATA)
         elif self.kind == "terminal":
             line = render_line(self.states, now, self.deadline)
             sys.__stderr__.write("\r\x1b[2K" + line[:160])
@@ -310,7 +313,7 @@ class LiveView:
             if self.kind == "notebook" and self._handle is not None:
                 from IPython.display import HTML
 
-                self._handle.update(HTML(""))
+                self._handle.update(HTML(""), metadata=LIVE_VIEW_METADATA)
             elif self.kind == "terminal":
                 sys.__stderr__.write("\r\x1b[2K")
                 sys.__stderr__.flush()
