@@ -299,7 +299,7 @@ def validate(
         raise ValueError(
             f"world_size must be between 1 and {MAX_WORLD_SIZE}, got {world_size}. "
             f"Each rank is a process; past {MAX_WORLD_SIZE} a laptop thrashes and timelines are unreadable "
-            "(for more, use torchrun: see the README)."
+            "(for more, use torchrun: see docs/torchrun.md)."
         )
     if not isinstance(args, (tuple, list)):
         hint = f"; for one argument write args=({args!r},)" if isinstance(args, (str, bytes, int, float)) else ""
