@@ -41,6 +41,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from barrierlab import _files
 from barrierlab.sites import MACHINERY, Site
 
 #: Collectives every rank of the group must call (their calls are numbered per rank).
@@ -83,12 +84,51 @@ CALLERS_KEPT = 8
 _Tensor = torch.Tensor
 
 
+#: The recorder holds its events file at this descriptor number or above (close-on-exec), out of the way of
+#: the descriptors a rank opens for itself, which the system numbers from the lowest free one.
+HIGH_FD = 512
+#: Longest text (span or op name, file, function) recorded, in characters: at most a few KiB per line in bytes
+#: whatever the learner passes (three span names of 80 MB once pushed the kernel reading them by 1 GiB).
+MAX_TEXT = 1000
+#: Most distinct texts whose JSON form is cached (span names made with f-strings are all different).
+_QUOTED_KEPT = 4096
+
+
+def _clip_text(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _high_fd(fd: int) -> int:
+    """``fd`` moved to a close-on-exec descriptor at :data:`HIGH_FD` or above (below the process's limit)."""
+    import fcntl
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    floor = HIGH_FD if soft == resource.RLIM_INFINITY or soft > 2 * HIGH_FD else max(3, soft // 2)
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
 class _Recorder:
     """Writes one JSON line per entry and per exit straight to the file descriptor (one ``write`` call,
-    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective."""
+    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective.
+
+    The recorder owns its file: it holds it close-on-exec at a high descriptor, and before each write checks
+    (``fstat``: device and inode) that the descriptor still is that file; if the rank closed it (and perhaps
+    opened a file of its own at that number), the file is opened again by its path, never through a symlink.
+    A failure to record never reaches the learner's code: recording stops instead."""
 
     def __init__(self, path: str, rank: int, t0: float) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self.path = path
+        self.fd = _high_fd(
+            os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        )
+        info = os.fstat(self.fd)
+        self.identity = (info.st_dev, info.st_ino)
         self.rank = rank
         self.seq = 0
         self.next_id = 0
@@ -98,14 +138,52 @@ class _Recorder:
             {"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(), "wall": time.time() - (time.monotonic() - t0)}
         )
 
+    def _holds_its_file(self) -> bool:
+        try:
+            info = os.fstat(self.fd)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self.identity
+
+    def _reopen(self) -> None:
+        """Open the events file again by path (no-follow, append), or stop recording. The old descriptor number
+        is the rank's now: it is never written to or closed."""
+        import stat
+
+        self.fd = -1
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return
+        self.fd, self.identity = _high_fd(fd), (info.st_dev, info.st_ino)
+
+    def _emit(self, data: bytes) -> None:
+        if self.fd < 0:
+            return
+        try:
+            if not self._holds_its_file():
+                self._reopen()
+                if self.fd < 0:
+                    return
+            os.write(self.fd, data)
+        except OSError:
+            self.fd = -1  # recording stops; the learner's call goes on
+
     def write(self, event: dict) -> None:
-        os.write(self.fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+        self._emit((json.dumps(event, separators=(",", ":")) + "\n").encode())
 
     def quote(self, text: str) -> str:
-        """JSON string literal of ``text``, cached: file names, functions and op names repeat."""
+        """JSON string literal of ``text`` (at most :data:`MAX_TEXT` characters), cached: file names,
+        functions and op names repeat."""
         quoted = self._quoted.get(text)
         if quoted is None:
-            quoted = self._quoted[text] = json.dumps(text)
+            if len(self._quoted) >= _QUOTED_KEPT:
+                self._quoted.clear()
+            quoted = self._quoted[text] = json.dumps(_clip_text(str(text)))
         return quoted
 
     def enter(self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "") -> int:
@@ -118,14 +196,14 @@ class _Recorder:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
                 line += ',"callers":[' + ",".join(f"[{self.quote(f)},{n},{self.quote(c)}]" for f, n, c in site[3]) + "]"
-        os.write(self.fd, (line + extra + "}\n").encode())
+        self._emit((line + extra + "}\n").encode())
         return self.next_id
 
     def leave(self, event_id: int, error: BaseException | None = None) -> None:
         if error is None:
-            os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}}}\n'.encode())
+            self._emit(f'{{"id":{event_id},"end":{time.monotonic()!r}}}\n'.encode())
         else:
-            self.write({"id": event_id, "end": time.monotonic(), "error": f"{type(error).__name__}: {error}"[:2000]})
+            self.write({"id": event_id, "end": time.monotonic(), "error": _error_text(error)})
 
     def completed(self, event_id: int, future) -> None:
         """Done callback of an async call's future (runs on torch's thread): when its work finished."""
@@ -135,15 +213,26 @@ class _Recorder:
         try:
             future.value()
         except BaseException as error:  # noqa: BLE001 - the failure is what is recorded
-            line["done_error"] = f"{type(error).__name__}: {error}"[:2000]
-        try:
-            self.write(line)
-        except OSError:
-            pass  # recording already stopped
+            line["done_error"] = _error_text(error)
+        self.write(line)
 
     def close(self) -> None:
+        """Close the events file if the descriptor still is it (else it is the rank's: left alone)."""
+        ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
-        os.close(fd)
+        if ours:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _error_text(error: BaseException) -> str:
+    try:
+        text = f"{type(error).__name__}: {error}"
+    except Exception:  # noqa: BLE001 - an exception whose str() raises
+        text = type(error).__name__
+    return text[:2000]
 
 
 _recorder: _Recorder | None = None
@@ -327,7 +416,10 @@ def _flight_entries() -> dict | None:
             groups[name] = []
     entries = []
     for e in dump.get("entries", []):
-        frames = [(f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in e.get("frames") or ()]
+        frames = [
+            (_clip_text(str(f.get("filename", "?"))), f.get("line", 0), _clip_text(str(f.get("name", "?"))))
+            for f in e.get("frames") or ()
+        ]
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         for frame in frames:
@@ -618,17 +710,18 @@ def undynamic(frames: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
 def read_meta(path: str) -> dict | None:
     """The first line of an events file: rank, pid, ``t0`` (monotonic) and ``wall`` (time.time() at t0)."""
     try:
-        with open(path) as f:
-            item = json.loads(f.readline())
-    except (FileNotFoundError, ValueError):
+        with _files.open_regular(path) as f:
+            item = json.loads(_files.bounded_line(f) or b"null")
+    except (FileNotFoundError, ValueError, RecursionError):
         return None
-    return item if item.get("meta") == "start" else None
+    return item if isinstance(item, dict) and item.get("meta") == "start" else None
 
 
 #: Lines of an events file read at most: this many from its start and as many from its end (a rank that
 #: loops over ``span`` for a whole deadline writes millions; the middle is counted, not parsed).
 LINES_KEPT = 5_000
 _MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
+_TAIL_BYTES = 64 * 1024 * 1024  # the end of a file read back at most (a file of one huge line has no lines to find)
 
 
 @dataclass(frozen=True)
@@ -654,15 +747,17 @@ _END_LINE = re.compile(rb'\{"id":(\d+),"end":(-?[0-9.]+(?:e[-+]?\d+)?)\}')
 
 def _parse(raw: bytes, items: list[dict]) -> None:
     for line in raw.split(b"\n"):
-        if line:
+        if line and len(line) <= _files.MAX_LINE:
             end = _END_LINE.fullmatch(line)  # half the lines of a flood: parsed 10x faster than by json
             if end is not None:
                 items.append({"id": int(end.group(1)), "end": float(end.group(2))})
                 continue
             try:
-                items.append(json.loads(line))
-            except ValueError:
+                item = json.loads(line)
+            except (ValueError, RecursionError):
                 continue  # a line cut short by a kill
+            if isinstance(item, dict):
+                items.append(item)
 
 
 def _lines_kept(path: str, keep: int | None = None) -> tuple[list[dict], Dropped]:
@@ -673,10 +768,10 @@ def _lines_kept(path: str, keep: int | None = None) -> tuple[list[dict], Dropped
     global _cache
     keep = LINES_KEPT if keep is None else keep
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError):
-        return [], Dropped()
-    with os.fdopen(fd, "rb") as f:
+        f = _files.open_regular(path)
+    except (FileNotFoundError, NotADirectoryError, _files.UnsafeEntry):
+        return [], Dropped()  # no record, or none that can be read safely (report names such entries)
+    with f:
         info = os.fstat(f.fileno())
         key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
         if _cache is not None and _cache[0] == key:
@@ -685,7 +780,9 @@ def _lines_kept(path: str, keep: int | None = None) -> tuple[list[dict], Dropped
         head = []
         count = 0
         while count < keep:
-            line = f.readline()
+            line = _files.bounded_line(f)
+            if line is None:
+                continue  # longer than _files.MAX_LINE: not kept
             if not line:
                 break
             head.append(line)
@@ -697,7 +794,7 @@ def _lines_kept(path: str, keep: int | None = None) -> tuple[list[dict], Dropped
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             block = 1 << 20
             position, tail, lines = size, b"", 0
-            while position > head_end and lines <= keep:
+            while position > head_end and lines <= keep and len(tail) < _TAIL_BYTES:
                 start = max(head_end, position - block)
                 f.seek(start)
                 tail = f.read(position - start) + tail

@@ -259,6 +259,14 @@ def _explain(folder: str, rank: int, expected: int, termination: _Termination) -
 
 
 # --- reading record folders --------------------------------------------------------------------------------
+def _outcome_or_none(path: str) -> Outcome | None:
+    """A rank's outcome, or None if it has none or it cannot be read (that rank counts as lost)."""
+    try:
+        return Outcome.read(path)
+    except (OSError, ValueError):
+        return None
+
+
 def run_from_records(folder: str):
     """A :class:`~barrierlab.result.Run` rebuilt from a record folder (statuses, errors, events, call sites).
 
@@ -266,14 +274,16 @@ def run_from_records(folder: str):
     between machines, so every rank's times are placed on the wall clock through the anchor it noted
     (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
     """
-    from barrierlab import record
+    from barrierlab import _files, record
     from barrierlab.result import RankResult, Run, apply_outcome
     from barrierlab.sites import Site
 
-    ranks_found = RankFiles.ranks_in(folder)
-    outcomes = {r: Outcome.read(RankFiles(folder, r).outcome) for r in ranks_found}
+    present = _files.rank_files(folder)  # refuses symlinks, FIFOs, odd entries and ranks beyond the maximum
+    ranks_found = [r for r, kinds in present.items() if kinds & {"events", "outcome"}]
+    outcomes = {r: _outcome_or_none(RankFiles(folder, r).outcome) for r in ranks_found}
     metas = {r: record.read_meta(RankFiles(folder, r).events) for r in ranks_found}
-    world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
+    claims = [o.world_size - 1 for o in outcomes.values() if o and o.world_size <= _files.MAX_RANKS]
+    world_size = max(ranks_found + claims, default=-1) + 1  # a claim beyond the maximum is not believed
     if world_size == 0:
         raise FileNotFoundError(
             f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was {RECORD_DIR_VARIABLE} set for the ranks?"
@@ -282,7 +292,7 @@ def run_from_records(folder: str):
     starts = []  # wall-clock time at which each rank started recording (or its function)
     for rank in ranks_found:
         meta, outcome = metas.get(rank), outcomes.get(rank)
-        if meta:
+        if meta and all(isinstance(meta.get(k), (int, float)) for k in ("wall", "t0")):
             anchors[rank] = meta["wall"] - meta["t0"]
             starts.append(meta["wall"])
         elif outcome and outcome.clock:
