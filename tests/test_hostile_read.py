@@ -340,3 +340,119 @@ def test_a_claimed_world_size_beyond_the_maximum_is_not_believed(tmp_path):
     (tmp_path / "rank0.outcome").unlink()
     outcome.write(str(tmp_path / "rank0.outcome"))
     assert run_from_records(str(tmp_path)).world_size == 2
+
+
+# --- 7. fuzzing the readers (Hypothesis), bounded in examples ------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+outcomes = st.builds(
+    Outcome,
+    rank=st.integers(0, 64),
+    world_size=st.integers(1, 65),
+    status=st.sampled_from(list(Status)),
+    pid=st.integers(0, 1 << 22),
+    t_start=st.none() | st.floats(allow_nan=False),
+    message=st.text(max_size=50),
+    traceback=st.text(max_size=50),
+    value=st.none() | st.binary(max_size=40),
+    exception=st.none() | st.binary(max_size=40),
+)
+
+
+def _checked(path: str):
+    """What any outcome file must give: an Outcome of the right types, None, or a ValueError."""
+    try:
+        outcome = Outcome.read(path)
+    except ValueError:
+        return None
+    assert isinstance(outcome.status, Status) and isinstance(outcome.rank, int) and isinstance(outcome.message, str)
+    assert outcome.value is None or isinstance(outcome.value, bytes)
+    return outcome
+
+
+@FUZZ
+@given(outcome=outcomes)
+def test_fuzz_an_outcome_reads_back_as_written(tmp_path_factory, outcome):
+    path = str(tmp_path_factory.mktemp("o") / "rank0.outcome")
+    outcome.write(path)
+    assert Outcome.read(path) == outcome
+
+
+@FUZZ
+@given(outcome=outcomes, cut=st.integers(0, 400), junk=st.binary(max_size=40), at=st.integers(0, 400))
+def test_fuzz_a_damaged_outcome_is_read_or_refused_with_a_value_error(tmp_path_factory, outcome, cut, junk, at):
+    path = tmp_path_factory.mktemp("o") / "rank0.outcome"
+    outcome.write(str(path))
+    data = path.read_bytes()
+    data = data[: min(at, len(data))] + junk + data[min(at, len(data)) :]
+    path.unlink()
+    path.write_bytes(data[: max(len(data) - cut, 0)])
+    _checked(str(path))
+
+
+@FUZZ
+@given(
+    outcome=outcomes,
+    name=st.sampled_from(["rank", "world_size", "status", "pid", "t_end", "message", "blobs"]),
+    value=json_values,
+)
+def test_fuzz_an_outcome_field_of_another_type_is_refused(tmp_path_factory, outcome, name, value):
+    import json
+
+    path = tmp_path_factory.mktemp("o") / "rank0.outcome"
+    outcome.write(str(path))
+    header, _, rest = path.read_bytes().partition(b"\n")
+    fields = json.loads(header)
+    fields[name] = value
+    path.unlink()
+    path.write_bytes(json.dumps(fields).encode() + b"\n" + rest)
+    _checked(str(path))
+
+
+@FUZZ
+@given(
+    lines=st.lists(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")), max_size=8), limit=st.integers(1, 40)
+)
+def test_fuzz_bounded_line_keeps_exactly_the_short_lines(tmp_path_factory, lines, limit):
+    path = tmp_path_factory.mktemp("l") / "rank0.events"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    kept = []
+    with _files.open_regular(str(path)) as f:
+        while (line := _files.bounded_line(f, limit)) != b"":
+            if line is not None:
+                kept.append(line)
+    assert kept == [line + b"\n" for line in lines if len(line) + 1 <= limit]
+
+
+@FUZZ
+@given(
+    names=st.lists(
+        st.from_regex(r"rank(0|[1-9][0-9]{0,5}|0[0-9])\.(events|outcome|stdout|flight|x)", fullmatch=True), max_size=6
+    ),
+    kind=st.sampled_from(["file", "symlink", "fifo", "folder"]),
+)
+def test_fuzz_rank_files_lists_regular_files_of_bounded_ranks_or_refuses_by_name(tmp_path_factory, names, kind):
+    folder = tmp_path_factory.mktemp("r")
+    for name in names:
+        path = folder / name
+        if path.exists() or path.is_symlink():
+            continue
+        {"file": lambda: path.write_bytes(b""), "symlink": lambda: path.symlink_to("/dev/zero"),
+         "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[kind]()  # fmt: skip
+    try:
+        found = _files.rank_files(str(folder), max_ranks=1000)
+    except _files.UnsafeEntry as error:
+        refused = [n for n in names if n.endswith(("events", "outcome", "stdout", "flight"))]
+        assert any(n in str(error) for n in refused)
+        return
+    assert all(0 <= rank < 1000 for rank in found)
+    for rank, kinds in found.items():
+        for kind_found in kinds:
+            assert (folder / f"rank{rank}.{kind_found}").is_file()

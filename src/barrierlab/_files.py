@@ -97,7 +97,7 @@ def bounded_line(f: BinaryIO, limit: int = MAX_LINE) -> bytes | None:
     """The next line of ``f`` (with its newline), ``b""`` at the end of the file, or None for a line longer
     than ``limit`` bytes, which is read past (in pieces of ``limit``) and not kept."""
     line = f.readline(limit + 1)
-    if len(line) <= limit or line.endswith(b"\n"):
+    if len(line) <= limit:
         return line
     while line and not line.endswith(b"\n"):
         line = f.readline(limit)
