@@ -5,7 +5,7 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
 
 * Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose storage
   goes through torch's ``weights_only`` loader) is unpickled directly: no code of the learner's runs.
-* Anything else is unpickled in a throwaway child forked from this process, one per value, all at once, within
+* Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once, within
   what remains of the run's deadline (``within``). The child keeps what it unpickled alive until it exits with
   ``os._exit`` (a ``__del__`` that hangs costs nothing), and hands the value back pickled again: if that
   pickle is plain data, it is what this process loads (safely, no second run of the learner's code); only a
@@ -21,6 +21,7 @@ value whose second unpickling here is slower than in the child.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import pickle
@@ -36,6 +37,8 @@ from barrierlab._protocol import signal_name
 
 #: How long checking the returned values may take when no deadline is given (seconds).
 UNPICKLE_TIMEOUT = 10.0
+#: Most time given past ``within`` to unpickle here, a second time, values the children unpickled in time.
+HERE_AFTER_DEADLINE = 0.5
 
 
 class _NeedsIsolation(Exception):
@@ -120,10 +123,15 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
             results[i] = (False, _failure(error))
     if suspect:
         started = time.monotonic()
-        trials = _trials([blobs[i] for i in suspect], give_up, budget) if hasattr(os, "fork") else None
+        distinct = list(dict.fromkeys(blobs[i] for i in suspect))  # every rank returned the same: one child
+        trials = _trials(distinct, give_up, budget) if hasattr(os, "fork") else None
         took = time.monotonic() - started
-        for n, i in enumerate(suspect):
-            verdict, handed = trials[n] if trials else ("", None)
+        verdicts = dict(zip(distinct, trials)) if trials else {}
+        # the second unpickling of the learner's objects here shares one bound (one value per rank must not
+        # multiply it): what is left, or else twice what the children took, at most HERE_AFTER_DEADLINE
+        here_by = max(give_up, time.monotonic() + min(2 * took + 0.1, HERE_AFTER_DEADLINE))
+        for i in suspect:
+            verdict, handed = verdicts.get(blobs[i], ("", None))
             if verdict:
                 results[i] = (False, verdict)
                 continue
@@ -133,8 +141,12 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
                     continue
                 except Exception:  # noqa: BLE001 - not plain after all: unpickled here, bounded
                     pass
-            # the learner's objects: unpickled here too, given what is left, or twice what the child took
-            results[i] = _bounded_loads(blobs[i], max(give_up - time.monotonic(), 2 * took + 0.1))
+            left = here_by - time.monotonic()
+            results[i] = (
+                _bounded_loads(blobs[i], left)
+                if left > 0
+                else (False, "no time was left to unpickle it in the notebook (another value used it up)")
+            )
     return results  # type: ignore[return-value]
 
 
@@ -179,6 +191,7 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
     try:
         _contain.die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.disable()  # a collection would touch (and so copy) every object of the kernel's heap
         if "torch" in sys.modules:  # a child forked after torch's thread pool ran hangs on its first parallel op
             sys.modules["torch"].set_num_threads(1)
         try:
