@@ -40,6 +40,10 @@ from barrierlab import _contain, launch
 from barrierlab._protocol import run_dir_prefix
 
 KINDS = ["ok", "deadlock", "raise", "os_exit", "sigkill", "detached", "flood", "big_argument", "interrupt"]
+#: Attacks on what reads a rank's output (issue 21): the recorder's descriptor reused, a value slower to
+#: unpickle than the deadline, a value nested a million lists deep, an error message of 40,000 "[", three
+#: span names of 8 MB, a daemon forked (no exec) into its own session before the rank kills the warm process.
+KINDS += ["steal_events_fd", "slow_value", "deep_value", "brackets", "huge_spans", "kill_warm_with_daemon"]
 
 
 def start_grandchildren() -> list[int]:
@@ -70,8 +74,63 @@ def start_grandchildren() -> list[int]:
     return pids
 
 
+def _slow_list(seconds: float) -> list:
+    time.sleep(seconds)
+    return [1, 2, 3]
+
+
+def _deep_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class SlowValue:
+    def __reduce__(self):
+        return _slow_list, (5.0,)
+
+
+class DeepValue:
+    def __reduce__(self):
+        return _deep_list, (1_000_000,)
+
+
+def _fork_daemon() -> None:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                time.sleep(1)
+        os._exit(0)
+    os.wait()
+
+
 def hostile(kind: str, payload=None):
     rank = dist.get_rank()
+    if kind == "steal_events_fd":
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").endswith(".events"):
+                    os.close(int(fd))
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), int(fd))
+            except OSError:
+                pass
+    if kind == "slow_value":
+        return SlowValue()
+    if kind == "deep_value":
+        return DeepValue()
+    if kind == "brackets" and rank == 0:
+        raise ValueError("[" * 40_000)
+    if kind == "huge_spans":
+        for _ in range(3):
+            with bl.span("x" * 8_000_000):
+                pass
+    if kind == "kill_warm_with_daemon" and rank == 0:
+        _fork_daemon()
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(1000)
     if kind == "deadlock" and rank == 0:
         dist.barrier()
     if kind == "raise" and rank == dist.get_world_size() - 1:
@@ -120,7 +179,8 @@ def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[
                 continue
             with open(f"/proc/{pid}/environ", "rb") as f:
                 marked = any(item.startswith(marker) for item in f.read().split(b"\0"))
-            if marked or stat[1] in rank_pids or pid in grandchildren or pid in rank_pids:
+            named = process.name().startswith("blrun")  # a rank's name, kept by what it forks (_contain.mark_process)
+            if marked or named or stat[1] in rank_pids or pid in grandchildren or pid in rank_pids:
                 found.setdefault(pid, f"{pid} from a run: {process.name()}")
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             pass
@@ -140,7 +200,7 @@ def main() -> None:
     big = torch.zeros(50 * 2**20 // 4)  # 50 MB
     main_thread = threading.main_thread().ident
     for kind in KINDS:  # warm-up: every import every kind needs
-        if kind != "interrupt":
+        if kind not in ("interrupt", "kill_warm_with_daemon"):
             bl.run(
                 hostile, 2, args=(kind, big if kind == "big_argument" else None), timeout=1, deadline=options.deadline
             )
@@ -170,12 +230,15 @@ def main() -> None:
                     timer.cancel()
                     timer.join()
                 time.sleep(0)
+            repr(run), run._repr_html_()  # a display must be bounded whatever the ranks returned
             rank_pids |= {r.pid for r in run.ranks if r.pid}
             for value in run.values:
                 if kind == "detached" and isinstance(value, list):
                     grandchildren |= set(value)
         except KeyboardInterrupt:
             interrupted += 1
+        except launch.LaunchError:
+            counts["warm process lost"] += 1
         elapsed = time.monotonic() - started
         if elapsed - deadline > worst:
             worst, worst_kind = elapsed - deadline, kind

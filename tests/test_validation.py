@@ -69,6 +69,7 @@ BAD = [
     ("timeout", ValueError, dict(timeout=math.nan)),
     ("timeout", ValueError, dict(timeout=1e10)),
     ("timeout", ValueError, dict(timeout=launch.MAX_TIMEOUT + 1)),
+    ("timeout", ValueError, dict(timeout=0.0005)),
     # deadline
     ("deadline", TypeError, dict(deadline="10")),
     ("deadline", TypeError, dict(deadline=False)),
@@ -77,6 +78,8 @@ BAD = [
     ("deadline", ValueError, dict(deadline=0)),
     ("deadline", ValueError, dict(deadline=-math.inf)),
     ("deadline", ValueError, dict(deadline=math.nan)),
+    ("deadline", ValueError, dict(deadline=0.0005)),
+    ("deadline", ValueError, dict(deadline=1e-9)),
     # env
     ("env", TypeError, dict(env=["A=1"])),
     ("env", TypeError, dict(env="A=1")),
@@ -124,6 +127,24 @@ def test_a_bad_argument_is_refused_first_with_its_name(name, error, call, monkey
         bl.run(fn, world_size, **call)
     assert type(raised.value) is error
     assert name in str(raised.value)
+
+
+def test_an_argument_that_cannot_be_pickled_is_refused_before_the_warm_process_is_asked(monkeypatch):
+    import threading
+
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("run() asked the warm process before checking that every argument can be sent")
+
+    for started in ("warm_up", "_launch", "_WarmProcess"):
+        monkeypatch.setattr(launch, started, must_not_start)
+    with pytest.raises(TypeError, match=r"args\[1\]"):
+        bl.run(rank, 2, args=(1, threading.Lock()))
+
+
+@pytest.mark.timeout(120)
+def test_the_shortest_deadline_accepted_ends_in_a_run_not_in_torch(no_leftovers):
+    run = bl.run(rank, 1, timeout=launch.MIN_SECONDS, deadline=launch.MIN_SECONDS)
+    assert len(run.ranks) == 1
 
 
 def test_there_are_enough_cases():

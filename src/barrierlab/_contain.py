@@ -18,6 +18,7 @@ import signal
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 #: Environment variable every rank carries (and every program it execs inherits): the run's id.
 RUN_MARKER = "BARRIERLAB_RUN_ID"
@@ -40,6 +41,37 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Make this process adopt its orphaned descendants. False where unsupported."""
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def process_name(run_id: str) -> bytes:
+    """The name (``/proc/PID/comm``, 15 bytes at most) every rank of run ``run_id`` takes, and every process it
+    forks keeps until it execs: ``blrun`` and the first 10 hex digits of the run's id."""
+    return f"blrun{run_id[:10]}".encode()
+
+
+def mark_process(run_id: str) -> bool:
+    """Name the calling thread (the rank's main thread) after the run. The environment marker reaches only
+    programs the rank execs (``/proc/PID/environ`` shows the environment a process was exec'ed with, not
+    ``os.environ``); the name reaches what it forks without exec, such as a Python daemon in its own session."""
+    global _libc
+    try:
+        if _libc is None:
+            import ctypes
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+        import ctypes
+
+        return _libc.prctl(PR_SET_NAME, ctypes.c_char_p(process_name(run_id)), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _comm(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().rstrip(b"\n")
+    except OSError:
+        return b""
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -194,9 +226,11 @@ def environ_has(pid: int, marker: bytes) -> bool:
 
 def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int = 20) -> int:
     """From outside the warm process (it is gone or stopped): SIGKILL this user's processes started since
-    ``since`` (clock ticks) that carry the run's environment marker or belong to one of the ranks' sessions
-    (each rank leads its own session). Returns how many were killed."""
+    ``since`` (clock ticks) that carry the run's environment marker (what the ranks exec), its process name
+    (:func:`mark_process`: what they fork without exec) or belong to one of the ranks' sessions (each rank
+    leads its own session). Returns how many were killed."""
     marker = f"{RUN_MARKER}={run_id}".encode()
+    name = process_name(run_id)
     uid = os.getuid()
     me = os.getpid()
     killed: set[int] = set()
@@ -210,7 +244,7 @@ def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int 
                     continue
             except OSError:
                 continue
-            if sid in sessions or environ_has(pid, marker):
+            if sid in sessions or _comm(pid) == name or environ_has(pid, marker):
                 fd = open_pidfd(pid, start)
                 if fd is None:
                     continue

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from barrierlab import record
-from barrierlab._contain import RUN_MARKER
+from barrierlab._contain import RUN_MARKER, mark_process
 from barrierlab._protocol import Outcome, RankFiles, RankSpec, RunSpec, Status, clock_anchor
 
 STACK_SIGNAL = signal.SIGUSR1
@@ -345,6 +345,7 @@ def _set_environment(spec: RankSpec) -> None:
             RUN_MARKER: spec.run.run_id,
         }
     )  # the marker is inherited by every program the rank starts
+    mark_process(spec.run.run_id)  # and its name by every process it forks without exec
     if spec.run.store_port:  # as torchrun sets them: the agent's store, which the ranks join as clients
         os.environ.update(
             {
@@ -426,7 +427,10 @@ def main(spec: RankSpec) -> int:
         kept.append(error)
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
-    record.stop()
+    try:
+        record.stop()
+    except BaseException as error:  # noqa: B036 - the recorder's failure must not cost the rank its outcome
+        print(f"barrierlab: the recorder failed while stopping: {type(error).__name__}: {error}", file=sys.stderr)
     if options.record:
         _save_flight_record(files.flight)
     sys.stdout.flush()

@@ -7,8 +7,9 @@ read becomes a rank whose record is unreadable — the other ranks' results stan
 
 from __future__ import annotations
 
-import os
+import json
 
+from barrierlab import _files
 from barrierlab import events as event_files
 from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, tidy
 from barrierlab.result import RankResult, Run, rebuild_exception
@@ -26,36 +27,31 @@ EVENT_LINES_PER_RUN = 10_000
 
 def _read_output(path: str) -> str:
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            if size <= 2 * OUTPUT_KEEP:
-                data = f.read()
-            else:
-                head = f.read(OUTPUT_KEEP)
-                f.seek(size - OUTPUT_KEEP)
-                omitted = size - 2 * OUTPUT_KEEP
-                data = head + f"\n[… {omitted:,} bytes of output omitted …]\n".encode() + f.read()
+        data = _files.head_and_tail(path, OUTPUT_KEEP)
     except FileNotFoundError:
         return ""
+    except (OSError, ValueError) as error:
+        return f"[barrierlab: not read: {error}]"
     return data.decode("utf-8", errors="replace")
 
 
-def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
-    import json
+#: Largest flight-recorder file read, in bytes (torch keeps 2000 entries by default: well under a MiB).
+FLIGHT_LIMIT = 64 << 20
 
+
+def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
     try:
-        with open(path, "rb") as f:
-            entries = json.loads(f.read()).get("entries", [])
-    except (OSError, ValueError, AttributeError):
+        entries = json.loads(_files.read_bytes(path, FLIGHT_LIMIT)).get("entries", [])
+        return [
+            (
+                str(e.get("profiling_name", "?")).split(":")[-1][:200],
+                int(e.get("collective_seq_id") or 0),
+                str(e.get("state", "?"))[:200],
+            )
+            for e in entries
+        ]
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
         return None
-    return [
-        (
-            str(e.get("profiling_name", "?")).split(":")[-1],
-            int(e.get("collective_seq_id") or 0),
-            str(e.get("state", "?")),
-        )
-        for e in entries
-    ]
 
 
 def collect(
@@ -194,10 +190,6 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
         result.value = outcome.value_repr or None
 
 
-#: The largest world a record folder may describe (the files present and the outcomes' world sizes).
-MAX_RECORDED_WORLD = 4096
-
-
 def from_records(folder: str) -> Run:
     """A :class:`~barrierlab.result.Run` rebuilt from a record folder (statuses, errors, events, call sites).
 
@@ -205,15 +197,12 @@ def from_records(folder: str) -> Run:
     between machines, so every rank's times are placed on the wall clock through the anchor it noted
     (``time.time() - time.monotonic()``), and time 0 is the earliest rank's start.
     """
-    ranks_found = RankFiles.ranks_in(folder)
+    present = _files.rank_files(folder)  # refuses symlinks, FIFOs, odd entries and ranks beyond the maximum
+    ranks_found = sorted(r for r, kinds in present.items() if kinds & {"events", "outcome"})
     outcomes = {r: _read_outcome(RankFiles(folder, r).outcome, r, 0) for r in ranks_found}
     metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
-    world_size = max(ranks_found + [o.world_size - 1 for o in outcomes.values() if o], default=-1) + 1
-    if world_size > MAX_RECORDED_WORLD:
-        raise ValueError(
-            f"{folder!r} claims a world of {world_size:,} ranks (from rank {max(ranks_found):,}'s file or an "
-            f"outcome's world size), more than the {MAX_RECORDED_WORLD:,} this report reads: is it a record folder?"
-        )
+    claims = [o.world_size - 1 for o in outcomes.values() if o and o.world_size <= _files.MAX_RANKS]
+    world_size = max(ranks_found + claims, default=-1) + 1  # a claim beyond the maximum is not believed
     if world_size == 0:
         raise FileNotFoundError(
             f"no rank records (rank*.events, rank*.outcome) in {folder!r}: was {RECORD_DIR_VARIABLE} set for the ranks?"

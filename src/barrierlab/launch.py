@@ -73,6 +73,14 @@ TEARDOWN_HUNG = (
 )
 #: How long the first launch may wait for the warm process to import torch.
 START_TIMEOUT = 120.0
+#: Smallest ``timeout`` and ``deadline`` accepted, in seconds: torch counts its timeouts in whole milliseconds,
+#: so a shorter one becomes 0 ms and fails inside torch (DistNetworkError) instead of meaning anything.
+MIN_SECONDS = 0.001
+#: Time the kernel gives itself to check the values the ranks returned when the deadline has (nearly) passed.
+UNPICKLE_FLOOR = 0.5
+#: Shortest timeout of the store the kernel hosts (its own client connects to it as it starts: with a 1 ms
+#: deadline as its timeout, that failed inside torch with DistNetworkError).
+STORE_TIMEOUT_FLOOR = 10.0
 #: Largest ``timeout`` accepted, in seconds (an hour: a lab run that needs longer is a bug to find).
 MAX_TIMEOUT = 3600.0
 #: Largest ``deadline`` accepted, in seconds: the largest timeout plus the default margin.
@@ -229,6 +237,11 @@ def _check_seconds(name: str, value: object, largest: float) -> float:
     value = float(value)
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    if value < MIN_SECONDS:
+        raise ValueError(
+            f"{name} must be at least {MIN_SECONDS:g} seconds (barrierlab.launch.MIN_SECONDS: torch counts "
+            f"timeouts in whole milliseconds, so a shorter one becomes 0), got {value:g}"
+        )
     if value > largest:
         raise ValueError(
             f"{name} must be at most {largest:g} seconds (barrierlab.launch.MAX_{name.upper()}), "
@@ -531,20 +544,27 @@ def run(
         fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init
     )
     view_kind = choose_view(None if live is None else _check_flag("live", live))
-    with _lock:
-        warm_up()
-        try:
-            _warm.wait_ready()
-        except LaunchError:
-            shutdown()
-            warm_up(wait=True)
-        index = CodeIndex().add((fn, args, kwargs))
-        try:
-            result = _launch(_warm, (fn, args, kwargs), options, index, view_kind)
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(
-                f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
-            ) from None
+    run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
+    try:
+        payload = _pack(fn, args, kwargs, folder=run_dir)  # refused here, before the warm process is asked
+        with _lock:
+            warm_up()
+            try:
+                _warm.wait_ready()
+            except LaunchError:
+                shutdown()
+                warm_up(wait=True)
+            index = CodeIndex().add((fn, args, kwargs))
+            try:
+                result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt(
+                    f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
+                ) from None
+    finally:
+        _remove_run_dir(run_dir)
+    # only now, the run's bookkeeping done and its folder removed: whatever the values do, within the deadline
+    result.unpickle(within=max(UNPICKLE_FLOOR, check_by - time.monotonic()))
     return result.raise_if_failed() if options.check else result
 
 
@@ -601,16 +621,16 @@ def _write_payload(run_dir: str, payload: bytes) -> str:
     return path
 
 
-def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeIndex, view_kind: str = "none") -> Run:
+def _launch(
+    warm: _WarmProcess, payload: bytes, run_dir: str, options: RunOptions, index: CodeIndex, view_kind: str = "none"
+) -> tuple[Run, float]:
     """Start the ranks, wait for them within the deadline, end every one of them and every process they
-    started, and read what they left. The run's folder is removed on every path."""
+    started, and read what they left (values still pickled). Returns the run and when, on the monotonic
+    clock, its deadline ends (what is left of it is for checking the values)."""
     t0 = time.monotonic()
-    run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
     group = store = None
     try:
-        store = _LoopbackStore(options.deadline)
-        payload = _pack(*call, folder=run_dir)
-        del call
+        store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
             payload_path, payload = _write_payload(run_dir, payload), b""
@@ -664,8 +684,7 @@ def _launch(warm: _WarmProcess, call: tuple, options: RunOptions, index: CodeInd
     finally:
         if store is not None:
             store.close()
-        _remove_run_dir(run_dir)
-    return run.unpickle()  # only now: the run's bookkeeping is done, whatever the values do
+    return run, group.started_at + options.deadline
 
 
 def _show_live(kind: str, spec: RunSpec, group: _RunningGroup, index: CodeIndex) -> LiveView | None:

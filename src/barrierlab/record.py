@@ -60,12 +60,51 @@ CALLERS_KEPT = 8
 _Tensor = torch.Tensor
 
 
+#: The recorder holds its events file at this descriptor number or above (close-on-exec), out of the way of
+#: the descriptors a rank opens for itself, which the system numbers from the lowest free one.
+HIGH_FD = 512
+#: Longest text (span or op name, file, function) recorded, in characters: at most a few KiB per line in bytes
+#: whatever the learner passes (three span names of 80 MB once pushed the kernel reading them by 1 GiB).
+MAX_TEXT = 1000
+#: Most distinct texts whose JSON form is cached (span names made with f-strings are all different).
+_QUOTED_KEPT = 4096
+
+
+def _clip_text(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _high_fd(fd: int) -> int:
+    """``fd`` moved to a close-on-exec descriptor at :data:`HIGH_FD` or above (below the process's limit)."""
+    import fcntl
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    floor = HIGH_FD if soft == resource.RLIM_INFINITY or soft > 2 * HIGH_FD else max(3, soft // 2)
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
 class _Recorder:
     """Writes one JSON line per entry and per exit straight to the file descriptor (one ``write`` call,
-    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective."""
+    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective.
+
+    The recorder owns its file: it holds it close-on-exec at a high descriptor, and before each write checks
+    (``fstat``: device and inode) that the descriptor still is that file; if the rank closed it (and perhaps
+    opened a file of its own at that number), the file is opened again by its path, never through a symlink.
+    A failure to record never reaches the learner's code: recording stops instead."""
 
     def __init__(self, path: str, rank: int, t0: float) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self.path = path
+        self.fd = _high_fd(
+            os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        )
+        info = os.fstat(self.fd)
+        self.identity = (info.st_dev, info.st_ino)
         self.rank = rank
         self.seq = 0
         self.next_id = 0
@@ -75,14 +114,52 @@ class _Recorder:
             {"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(), "wall": time.time() - (time.monotonic() - t0)}
         )
 
+    def _holds_its_file(self) -> bool:
+        try:
+            info = os.fstat(self.fd)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self.identity
+
+    def _reopen(self) -> None:
+        """Open the events file again by path (no-follow, append), or stop recording. The old descriptor number
+        is the rank's now: it is never written to or closed."""
+        import stat
+
+        self.fd = -1
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return
+        self.fd, self.identity = _high_fd(fd), (info.st_dev, info.st_ino)
+
+    def _emit(self, data: bytes) -> None:
+        if self.fd < 0:
+            return
+        try:
+            if not self._holds_its_file():
+                self._reopen()
+                if self.fd < 0:
+                    return
+            os.write(self.fd, data)
+        except OSError:
+            self.fd = -1  # recording stops; the learner's call goes on
+
     def write(self, event: dict) -> None:
-        os.write(self.fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+        self._emit((json.dumps(event, separators=(",", ":")) + "\n").encode())
 
     def quote(self, text: str) -> str:
-        """JSON string literal of ``text``, cached: file names, functions and op names repeat."""
+        """JSON string literal of ``text`` (at most :data:`MAX_TEXT` characters), cached: file names,
+        functions and op names repeat."""
         quoted = self._quoted.get(text)
         if quoted is None:
-            quoted = self._quoted[text] = json.dumps(text)
+            if len(self._quoted) >= _QUOTED_KEPT:
+                self._quoted.clear()
+            quoted = self._quoted[text] = json.dumps(_clip_text(str(text)))
         return quoted
 
     def enter(self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "") -> int:
@@ -95,25 +172,23 @@ class _Recorder:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
                 line += ',"callers":[' + ",".join(f"[{self.quote(f)},{n},{self.quote(c)}]" for f, n, c in site[3]) + "]"
-        os.write(self.fd, (line + extra + "}\n").encode())
+        self._emit((line + extra + "}\n").encode())
         return self.next_id
 
     def instant(self, kind: str, name: str, site: tuple | None, extra: str = "") -> None:
         """One line for an event with no duration (a file opened, renamed or removed): entry and end at once."""
         self.next_id += 1
         t = repr(time.monotonic())
-        line = f'{{"id":{self.next_id},"kind":"{kind}","name":"{name}","t":{t},"end":{t}'
+        line = f'{{"id":{self.next_id},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
-        os.write(self.fd, (line + extra + "}\n").encode())
+        self._emit((line + extra + "}\n").encode())
 
     def leave(self, event_id: int, error: BaseException | None = None, extra: str = "") -> None:
-        if extra and error is None:
-            os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}{extra}}}\n'.encode())
-        elif error is None:
-            os.write(self.fd, f'{{"id":{event_id},"end":{time.monotonic()!r}}}\n'.encode())
+        if error is None:
+            self._emit(f'{{"id":{event_id},"end":{time.monotonic()!r}{extra}}}\n'.encode())
         else:
-            self.write({"id": event_id, "end": time.monotonic(), "error": f"{type(error).__name__}: {error}"[:2000]})
+            self.write({"id": event_id, "end": time.monotonic(), "error": _error_text(error)})
 
     def completed(self, event_id: int, future) -> None:
         """Done callback of an async call's future (runs on torch's thread): when its work finished."""
@@ -123,15 +198,26 @@ class _Recorder:
         try:
             future.value()
         except BaseException as error:  # noqa: BLE001 - the failure is what is recorded
-            line["done_error"] = f"{type(error).__name__}: {error}"[:2000]
-        try:
-            self.write(line)
-        except OSError:
-            pass  # recording already stopped
+            line["done_error"] = _error_text(error)
+        self.write(line)
 
     def close(self) -> None:
+        """Close the events file if the descriptor still is it (else it is the rank's: left alone)."""
+        ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
-        os.close(fd)
+        if ours:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _error_text(error: BaseException) -> str:
+    try:
+        text = f"{type(error).__name__}: {error}"
+    except Exception:  # noqa: BLE001 - an exception whose str() raises
+        text = type(error).__name__
+    return text[:2000]
 
 
 _recorder: _Recorder | None = None
@@ -624,7 +710,10 @@ def _flight_entries() -> dict | None:
             groups[name] = []
     entries = []
     for e in dump.get("entries", []):
-        frames = [(f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in e.get("frames") or ()]
+        frames = [
+            (_clip_text(str(f.get("filename", "?"))), f.get("line", 0), _clip_text(str(f.get("name", "?"))))
+            for f in e.get("frames") or ()
+        ]
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         for frame in frames:

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import html
-import io
-import os
-import pickle
 import re
-import select
-import signal
-import sys
-import time
+import reprlib
 from dataclasses import dataclass, field
 
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
 from barrierlab.stacks import Stuck
+from barrierlab.unpickle import UNPICKLE_TIMEOUT, unpickle_isolated  # noqa: F401 (their former home)
 from barrierlab.words import rank_list
 
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
-#: How long unpickling the returned values in a throwaway process may take before it counts as failed.
-UNPICKLE_TIMEOUT = 10.0
 
 # The statuses under their former names (``barrierlab.result.FINISHED``...), for code written before
 # :class:`~barrierlab.Status` existed.
@@ -111,6 +104,11 @@ class RankResult:
     def ok(self) -> bool:
         return self.status == Status.FINISHED
 
+    def __repr__(self) -> str:
+        """Bounded in depth and length whatever the rank returned (a value nested a million lists deep)."""
+        shown = ("rank", "status", "pid", "value", "exception", "started", "ended", "exit_code", "signal", "stuck")
+        return "RankResult(" + ", ".join(f"{name}={short_repr(getattr(self, name), 120)}" for name in shown) + ")"
+
     @property
     def error_message(self) -> str:
         """``"ValueError: bad shard"``, without gloo's build paths and peer addresses."""
@@ -122,8 +120,7 @@ class RankResult:
         """One line: status and the essential detail."""
         head = f"rank {self.rank}: {self.status}"
         if self.status == Status.FINISHED:
-            text = repr(self.value)
-            head += f", returned {text[:80]}{'…' if len(text) > 80 else ''}" if self.value is not None else ""
+            head += f", returned {short_repr(self.value, 80)}" if self.value is not None else ""
             return head + (
                 "; then hung in torch's teardown (destroy_process_group / object destruction) and was "
                 "ended: torch's, not your deadlock"
@@ -140,6 +137,28 @@ class RankResult:
         if self.status == Status.EXITED:
             return f"{head} with code {self.exit_code} before returning from the function"
         return head
+
+
+def _bounded_repr() -> reprlib.Repr:
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxstring, shown.maxother, shown.maxlong = 4, 120, 120, 60
+    shown.maxlist = shown.maxtuple = shown.maxdict = shown.maxset = shown.maxfrozenset = shown.maxdeque = 8
+    return shown
+
+
+_REPR = _bounded_repr()
+
+
+def short_repr(value: object, limit: int = 120) -> str:
+    """``repr(value)`` bounded in depth and length (``reprlib``), never raising: a value returned by a rank
+    may be nested a million levels deep, or have a ``__repr__`` that fails."""
+    try:
+        text = _REPR.repr(value)
+    except BaseException as error:  # noqa: B036 - a broken __repr__ (even RecursionError) is the value's
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        text = f"<{type(value).__name__} object: repr failed with {type(error).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -161,174 +180,6 @@ def rebuild_exception(error_type: str, message: str) -> BaseException:
         except Exception:
             pass
     return RuntimeError(f"{name}: {message}" if name else message)
-
-
-# --- unpickling what the ranks returned, without letting it hurt the kernel -----------------------------
-class _NeedsIsolation(Exception):
-    pass
-
-
-#: Globals a pickle may name and still be unpickled directly: constructors of plain data, built-in and torch
-#: exceptions, and torch's tensor rebuilders, which run no code of the learner's. Anything else is unpickled
-#: in a throwaway process first.
-_PLAIN = {
-    ("builtins", n)
-    for n in (
-        "int",
-        "float",
-        "complex",
-        "str",
-        "bytes",
-        "bytearray",
-        "list",
-        "dict",
-        "tuple",
-        "set",
-        "frozenset",
-        "bool",
-        "slice",
-        "range",
-        "NoneType",
-    )
-}
-_PLAIN |= {("collections", "OrderedDict"), ("collections", "deque"), ("torch", "Size"), ("torch", "device")}
-_PLAIN |= {("torch._utils", n) for n in ("_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_parameter")}
-
-
-def _load_storage_weights_only(data: bytes):
-    """What ``torch.storage._load_from_bytes`` does for a pickled tensor's storage, but with torch's
-    restricted (``weights_only``) unpickler, which refuses anything but tensors and plain data."""
-    import torch
-
-    return torch.load(io.BytesIO(data), weights_only=True)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        if (module, name) in _PLAIN:
-            return super().find_class(module, name)
-        if (module, name) == ("torch.storage", "_load_from_bytes"):
-            return _load_storage_weights_only
-        if module == "builtins" or module == "torch" or module.startswith("torch."):
-            found = super().find_class(module, name)
-            if isinstance(found, type) and issubclass(found, BaseException):
-                return found
-            if module == "torch" and type(found).__name__ == "dtype":
-                return found
-        raise _NeedsIsolation(f"{module}.{name}")
-
-
-def _plain_loads(data: bytes):
-    return _PlainUnpickler(io.BytesIO(data)).load()
-
-
-def unpickle_isolated(blobs: list[bytes]) -> list[tuple[bool, object]]:
-    """Unpickle each blob without letting it hurt this process: ``(True, value)`` or ``(False, reason)``.
-
-    Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose
-    storage goes through torch's ``weights_only`` unpickler) is unpickled directly. Anything else
-    (objects of the learner's classes, numpy arrays, ...) is unpickled first in a child forked from this
-    process, which only unpickles, reports and ``os._exit``s; only what that child unpickled cleanly is
-    then unpickled here. So a value whose unpickling raises, exits the process
-    (``os._exit`` in ``__reduce__``), crashes it or takes longer than :data:`UNPICKLE_TIMEOUT` becomes
-    an error of that rank instead of the kernel's death.
-
-    What it does not protect against: unpickling code that behaves differently the second time, or in
-    the parent (it checks its PID, uses a thread, or writes files, which then happens twice), memory
-    exhaustion by a value too large for the kernel, and a malformed tensor storage that crashes torch's
-    own loader. The child sets torch's intra-op threads to 1 before
-    unpickling, since a child forked from a process that has used torch's thread pool hangs on its first
-    parallel op.
-    """
-    results: list[tuple[bool, object] | None] = [None] * len(blobs)
-    suspect = []
-    for i, data in enumerate(blobs):
-        try:
-            results[i] = (True, _plain_loads(data))
-        except _NeedsIsolation:
-            suspect.append(i)
-        except Exception as error:
-            results[i] = (False, f"{type(error).__name__}: {error}")
-    verdicts = _trial_in_child([blobs[i] for i in suspect]) if suspect else []
-    for i, verdict in zip(suspect, verdicts):
-        if verdict:
-            results[i] = (False, verdict)
-            continue
-        try:
-            results[i] = (True, pickle.loads(blobs[i]))
-        except BaseException as error:  # noqa: B036 (a KeyboardInterrupt from __reduce__ is the value's)
-            results[i] = (False, f"{type(error).__name__}: {error}")
-    return results  # type: ignore[return-value]
-
-
-def _trial_in_child(blobs: list[bytes]) -> list[str]:
-    """For each blob, "" if a forked child unpickled it cleanly, else what went wrong."""
-    if not hasattr(os, "fork"):
-        return [""] * len(blobs)
-    verdicts = [""] * len(blobs)
-    start = 0
-    while start < len(blobs):
-        done, failure = _one_trial(blobs, start)
-        for i, message in done:
-            verdicts[i] = message
-        start = (max((i for i, _ in done), default=start - 1)) + 1
-        if failure is not None:
-            verdicts[start] = failure
-            start += 1
-    return verdicts
-
-
-def _one_trial(blobs: list[bytes], start: int) -> tuple[list[tuple[int, str]], str | None]:
-    """Unpickle blobs[start:] in one forked child. Returns the verdicts it reported and, if it died or
-    hung while unpickling the next one, why."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: unpickle, report, exit; nothing else
-        try:
-            os.close(read_fd)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            if "torch" in sys.modules:
-                sys.modules["torch"].set_num_threads(1)
-            for i in range(start, len(blobs)):
-                try:
-                    pickle.loads(blobs[i])
-                    message = ""
-                except BaseException as error:  # noqa: B036
-                    message = f"{type(error).__name__}: {error}"
-                line = f"{i}\t{message}".replace("\n", " ") + "\n"
-                os.write(write_fd, line.encode("utf-8", "replace"))
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    data = b""
-    give_up = time.monotonic() + UNPICKLE_TIMEOUT
-    hung = False
-    try:
-        while True:
-            remaining = give_up - time.monotonic()
-            if remaining <= 0 or not select.select([read_fd], [], [], remaining)[0]:
-                hung = True
-                break
-            chunk = os.read(read_fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(read_fd)
-        if hung:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    done = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        index, _, message = line.partition("\t")
-        done.append((int(index), message))
-    if len(done) == len(blobs) - start:
-        return done, None
-    if hung:
-        return done, f"unpickling it took longer than {UNPICKLE_TIMEOUT:g} s"
-    if os.WIFSIGNALED(status):
-        return done, f"unpickling it killed the process ({signal_name(os.WTERMSIG(status))})"
-    return done, f"unpickling it ended the process (exit code {os.waitstatus_to_exitcode(status)})"
 
 
 @dataclass
@@ -434,13 +285,14 @@ class Run:
 
         return summary(self)
 
-    def unpickle(self) -> Run:
-        """Turn the ranks' pickled return values and exceptions into objects (see :func:`unpickle_isolated`);
-        a value that cannot be unpickled safely makes its rank fail with an explanation."""
+    def unpickle(self, within: float | None = None) -> Run:
+        """Turn the ranks' pickled return values and exceptions into objects (see
+        :func:`barrierlab.unpickle.unpickle_isolated`), within about ``within`` seconds; a value that cannot be
+        unpickled safely in that time makes its rank fail with an explanation."""
         jobs = [
             (r, k, blob) for r in self.ranks for k, blob in zip(("value", "exception"), r._pickled) if blob is not None
         ]
-        for (r, kind, _), (ok, item) in zip(jobs, unpickle_isolated([blob for _, _, blob in jobs])):
+        for (r, kind, _), (ok, item) in zip(jobs, unpickle_isolated([blob for _, _, blob in jobs], within)):
             if ok and kind == "value":
                 r.value = item
             elif ok:
@@ -491,7 +343,7 @@ class Run:
         for r in self.ranks:
             span = "" if r.started is None or r.ended is None else f"{r.started:.3f}–{r.ended:.3f} s"
             if r.status == Status.FINISHED:
-                detail = "" if r.value is None else _clip(repr(r.value))
+                detail = "" if r.value is None else short_repr(r.value, 120)
             else:
                 detail = r.summary().partition(": ")[2]
             output = ""
@@ -518,7 +370,3 @@ class Run:
             + "".join(rows)
             + "</tbody></table></div>"
         )
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
