@@ -545,7 +545,7 @@ all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the g
 ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks). Point-to-point
 send/recv is never flagged.
 
-Not checked (lint reads source, it runs nothing; `barrierlab run` and the diagnosis cover these):
+Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these):
 tensor sizes, shapes and dtypes of a collective (an all_reduce of a different size on one rank); lengths
 of object lists (broadcast_object_list); keys or lengths that come from data (a per-rank dataset whose
 length is not visible, a break on a value read from a file); whether a rank arrives before the group's
