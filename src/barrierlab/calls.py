@@ -17,8 +17,13 @@ if TYPE_CHECKING:  # for annotations only: this module never imports the Run it 
 
 
 def collectives(run: Run) -> dict[int, list[Event]]:
-    """Each rank's collective calls made by the learner's code, in order (#1, #2, ...)."""
-    return {r.rank: sorted((e for e in r.events if e.is_collective), key=lambda e: e.seq) for r in run.ranks}
+    """Each rank's collective calls on the default group made by the learner's code, in order. Calls pair by
+    position within their own process group: a subgroup's calls (``Event.group``) are left out here, as the
+    flight record's positions leave them out, so ranks of different subgroups are never compared."""
+    return {
+        r.rank: sorted((e for e in r.events if e.is_collective and e.group is None), key=lambda e: e.seq)
+        for r in run.ranks
+    }
 
 
 def flights(run: Run) -> dict[int, Flight]:
