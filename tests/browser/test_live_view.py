@@ -19,9 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_lab_in_browser import (  # noqa: E402  (shared fixtures and helpers of the browser tests)
     ARTIFACTS,
     NOTEBOOK_STATE_JS,
+    browser,
+    browser_home,
+    chromium_path,
     kernel_gone_after_shutdown,
+    lab,
     menu,
+    notebook_root,
     open_notebook,
+    playwright_api,
     wait_for,
 )
 
