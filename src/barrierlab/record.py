@@ -332,8 +332,10 @@ STORE_VALUE_KEPT = 64
 
 
 def _called_by_torch() -> bool:
-    """The store method's caller is torch's own Python code (init_process_group, new_group, DCP)."""
-    return sys._getframe(2).f_code.co_filename.startswith(_TORCH_DIR)
+    """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
+    launcher's (its start-up rendezvous, which is no edge of the learner's run)."""
+    caller = sys._getframe(2).f_code.co_filename
+    return caller.startswith(_TORCH_DIR) or caller in _LAUNCHER
 
 
 def _wrap_store(method: str, original):
