@@ -52,9 +52,50 @@ def with_async_barrier_and_wait(folder, delays):
     return _count(folder)
 
 
-def with_async_barrier_and_unmarked_wait(folder, delays):
+def with_async_barrier_and_plain_wait(folder, delays):
     _write(folder, delays)
-    dist.barrier(async_op=True).wait()  # right, but invisible to the record: the check asks for a wait span
+    dist.barrier(async_op=True).wait()  # the recorder sees Work.wait() of the learner's async calls
+    return _count(folder)
+
+
+def with_store_keys(folder, delays):
+    _write(folder, delays)
+    store = dist.group.WORLD.get_group_store() if hasattr(dist.group.WORLD, "get_group_store") else None
+    store = store or dist.distributed_c10d._get_default_store()
+    store.set(f"ready-{dist.get_rank()}", "1")
+    store.wait([f"ready-{r}" for r in range(dist.get_world_size())])
+    return _count(folder)
+
+
+def with_a_store_counter(folder, delays):
+    _write(folder, delays)
+    store = dist.distributed_c10d._get_default_store()
+    store.add("written", 1)
+    while int(store.get("written")) < dist.get_world_size():  # polling, but each get is a store edge
+        time.sleep(0.01)
+    return _count(folder)
+
+
+def with_gather_then_broadcast(folder, delays):
+    _write(folder, delays)
+    rank = dist.get_rank()
+    box = [torch.zeros(1) for _ in range(dist.get_world_size())] if rank == 0 else None
+    dist.gather(torch.zeros(1), box, dst=0)  # rank 0 leaves once every rank entered...
+    dist.broadcast(torch.zeros(1), src=0)  # ...and the others wait for rank 0 here
+    return _count(folder)
+
+
+def with_send_recv_through_rank0(folder, delays):
+    _write(folder, delays)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        for r in range(1, world):
+            dist.recv(torch.zeros(1), src=r)
+        for r in range(1, world):
+            dist.send(torch.zeros(1), dst=r)
+    else:
+        dist.send(torch.zeros(1), dst=0)
+        dist.recv(torch.zeros(1), src=0)
     return _count(folder)
 
 
@@ -92,6 +133,30 @@ def with_barrier_before_the_write_and_a_sleep(folder, delays):
     return _count(folder)
 
 
+def with_gather_only(folder, delays):
+    _write(folder, delays)
+    box = [torch.zeros(1) for _ in range(dist.get_world_size())] if dist.get_rank() == 0 else None
+    dist.gather(torch.zeros(1), box, dst=0)  # orders the writes before rank 0 only...
+    time.sleep(0.8)  # ...the others count after a sleep
+    return _count(folder)
+
+
+def with_polling_the_folder(folder, delays):
+    _write(folder, delays)
+    while len(os.listdir(folder)) < dist.get_world_size():  # polling: no ordering edge, only the clock
+        time.sleep(0.01)
+    return _count(folder)
+
+
+def with_store_key_set_before_the_write(folder, delays):
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"ready-{dist.get_rank()}", "1")  # the key says "ready" before the file is there
+    store.wait([f"ready-{r}" for r in range(dist.get_world_size())])
+    _write(folder, delays)
+    time.sleep(0.8)
+    return _count(folder)
+
+
 def with_barrier_on_rank0_only(folder, delays):
     _write(folder, delays)
     if dist.get_rank() == 0:
@@ -107,26 +172,38 @@ def late_rank_skips_its_work(folder, delays):
     return _count(folder)
 
 
-@pytest.mark.parametrize(
-    "fn", [with_barrier, with_blocking_all_reduce, with_async_barrier_and_wait, with_all_gather_object]
-)
+RIGHT = [
+    with_barrier,
+    with_blocking_all_reduce,
+    with_async_barrier_and_wait,
+    with_async_barrier_and_plain_wait,
+    with_all_gather_object,
+    with_store_keys,
+    with_a_store_counter,
+    with_gather_then_broadcast,
+    with_send_recv_through_rank0,
+]
+WRONG = [
+    (unsolved, "counted"),
+    (with_sleep, "nothing orders them"),
+    (with_broadcast, "nothing orders them"),
+    (with_async_all_reduce_never_waited, "never waited on"),
+    (with_barrier_before_the_write_and_a_sleep, "nothing orders them"),
+    (with_gather_only, "nothing orders them"),
+    (with_polling_the_folder, "nothing orders them"),
+    (with_store_key_set_before_the_write, "nothing orders them"),
+    (with_barrier_on_rank0_only, "did not finish"),
+    (late_rank_skips_its_work, "no 'write'"),
+]
+
+
+@pytest.mark.parametrize("fn", RIGHT)
 def test_right_fixes_pass(fn, capsys):
     assert nb00.check_everyone_ready(fn, seed=1)
     assert capsys.readouterr().out.startswith("✓")
 
 
-@pytest.mark.parametrize(
-    "fn, says",
-    [
-        (unsolved, "counted"),
-        (with_sleep, "nothing made rank"),
-        (with_broadcast, "did not wait for rank"),
-        (with_async_all_reduce_never_waited, "async_op=True"),
-        (with_barrier_before_the_write_and_a_sleep, "nothing made rank"),
-        (with_barrier_on_rank0_only, "did not finish"),
-        (late_rank_skips_its_work, "no 'write'"),
-    ],
-)
+@pytest.mark.parametrize("fn, says", WRONG)
 def test_wrong_fixes_fail(fn, says, capsys):
     result = nb00.check_everyone_ready(fn, seed=2)
     out = capsys.readouterr().out
@@ -134,7 +211,8 @@ def test_wrong_fixes_fail(fn, says, capsys):
     assert any(option in out for option in says.split("|")), out
 
 
-def test_an_async_wait_the_record_cannot_see_is_not_accepted(capsys):
-    """Right on gloo, but torch's Work is not wrapped, so only a wait span shows the wait: the check says so."""
-    assert not nb00.check_everyone_ready(with_async_barrier_and_unmarked_wait, seed=2)
-    assert "no wait on it" in capsys.readouterr().out
+def test_the_message_names_the_unordered_pair_and_its_lines(capsys):
+    nb00.check_everyone_ready(with_sleep, seed=2)
+    out = capsys.readouterr().out
+    assert "listed `barrierlab-ready-" in out and "while rank" in out and "creating `ready" in out, out
+    assert "test_exercises_nb00.py, line" in out, out

@@ -76,6 +76,46 @@ def broadcast_from_rank0(folder, build_seconds):
     return _read(path)
 
 
+def store_key(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+        store.set("vocab ready", "1")
+    else:
+        store.wait(["vocab ready"])
+    return _read(path)
+
+
+def send_recv_from_rank0(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+        for r in range(1, dist.get_world_size()):
+            dist.send(torch.ones(1), dst=r)
+    else:
+        dist.recv(torch.zeros(1), src=0)
+    return _read(path)
+
+
+def async_barrier_waited(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    work = dist.barrier(async_op=True)
+    work.wait()
+    return _read(path)
+
+
+def broadcast_object_of_the_path(folder, build_seconds):
+    box = [None]
+    if dist.get_rank() == 0:
+        box[0] = os.path.join(folder, "vocab.txt")
+        _build(box[0], build_seconds)
+    dist.broadcast_object_list(box, src=0)
+    return _read(box[0])
+
+
 def sleep_instead(folder, build_seconds):
     path = os.path.join(folder, "vocab.txt")
     dist.barrier()
@@ -115,6 +155,29 @@ def barrier_on_rank0_only(folder, build_seconds):
     return _read(path)
 
 
+def polling_for_the_file(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    else:
+        while not os.path.exists(path):  # the file appears at open(), before its words are written
+            time.sleep(0.01)
+        time.sleep(0.05)
+    return _read(path)
+
+
+def store_key_set_before_the_build(folder, build_seconds):
+    path = os.path.join(folder, "vocab.txt")
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        store.set("vocab ready", "1")  # too early: says "ready" before the build
+        _build(path, build_seconds)
+    else:
+        store.wait(["vocab ready"])
+        time.sleep(0.8)
+    return _read(path)
+
+
 def every_rank_builds(folder, build_seconds):  # "removing rank 0's work": no rank-0-first at all
     path = os.path.join(folder, f"vocab{dist.get_rank()}.txt")
     _build(path, build_seconds)
@@ -122,7 +185,29 @@ def every_rank_builds(folder, build_seconds):  # "removing rank 0's work": no ra
     return _read(path)
 
 
-@pytest.mark.parametrize("fn", [barrier_after, with_main_process_first, blocking_all_reduce, broadcast_from_rank0])
+RIGHT = [
+    barrier_after,
+    with_main_process_first,
+    blocking_all_reduce,
+    broadcast_from_rank0,
+    store_key,
+    send_recv_from_rank0,
+    async_barrier_waited,
+    broadcast_object_of_the_path,
+]
+WRONG = [
+    (unsolved, "before rank 0 had written it"),
+    (sleep_instead, "nothing orders them"),
+    (extra_barrier_before, "nothing orders them"),
+    (async_never_waited, "never waited on"),
+    (barrier_on_rank0_only, "did not finish|before rank 0 had written it"),
+    (polling_for_the_file, "nothing orders them|before rank 0 had written it"),
+    (store_key_set_before_the_build, "nothing orders them"),
+    (every_rank_builds, "rank 0 alone builds"),
+]
+
+
+@pytest.mark.parametrize("fn", RIGHT)
 def test_right_fixes_pass(fn, capsys):
     assert nb01.check_vocab(fn, seed=1)
     assert capsys.readouterr().out.startswith("✓")
@@ -133,17 +218,7 @@ def test_a_redundant_barrier_passes_with_a_remark(capsys):
     assert "not needed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    "fn, says",
-    [
-        (unsolved, "before rank 0 had written it"),
-        (sleep_instead, "nothing made rank"),
-        (extra_barrier_before, "nothing made rank"),
-        (async_never_waited, "async_op=True"),
-        (barrier_on_rank0_only, "did not finish|before rank 0 had written it"),
-        (every_rank_builds, "rank 0 alone builds"),
-    ],
-)
+@pytest.mark.parametrize("fn, says", WRONG)
 def test_wrong_fixes_fail(fn, says, capsys):
     result = nb01.check_vocab(fn, seed=2)
     out = capsys.readouterr().out

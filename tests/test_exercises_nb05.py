@@ -64,6 +64,76 @@ def broadcast_instead_of_barrier(folder, steps=4, delay=0.15, base_compute=0.05)
     return _job(folder, steps, delay, base_compute, after_write=[broadcast_from_0], before_read=lambda: time.sleep(0.5))
 
 
+def gather_to_rank0():
+    rank = dist.get_rank()
+    dist.gather(torch.zeros(1), [torch.zeros(1) for _ in range(dist.get_world_size())] if rank == 0 else None, dst=0)
+
+
+def store_keys():
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"metrics-{dist.get_rank()}", "written")
+    if dist.get_rank() == 0:
+        store.wait([f"metrics-{r}" for r in range(dist.get_world_size())])
+
+
+def send_to_rank0():
+    if dist.get_rank() == 0:
+        for r in range(1, dist.get_world_size()):
+            dist.recv(torch.zeros(1), src=r)
+    else:
+        dist.send(torch.ones(1), dst=0)
+
+
+def async_barrier_waited():
+    dist.barrier(async_op=True).wait()
+
+
+def async_barrier_never_waited():
+    dist.barrier(async_op=True)
+
+
+def async_barrier_unwaited_and_sleep(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(
+        folder,
+        steps,
+        delay,
+        base_compute,
+        after_write=[async_barrier_never_waited],
+        before_read=lambda: time.sleep(0.5),
+    )
+
+
+def gather_in_the_loop(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, in_loop=gather_to_rank0, after_write=[dist.barrier])
+
+
+def store_key_only_for_rank0s_own_file(folder, steps=4, delay=0.15, base_compute=0.05):
+    def own():
+        store = dist.distributed_c10d._get_default_store()
+        store.set(f"metrics-{dist.get_rank()}", "written")
+        if dist.get_rank() == 0:
+            store.wait(["metrics-0"])  # waits for its own key only
+            time.sleep(0.5)
+
+    return _job(folder, steps, delay, base_compute, after_write=[own])
+
+
+def with_gather(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, after_write=[gather_to_rank0])
+
+
+def with_store_keys(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, after_write=[store_keys])
+
+
+def with_send_recv(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, after_write=[send_to_rank0])
+
+
+def with_async_barrier_waited(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, after_write=[async_barrier_waited])
+
+
 def solution(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, after_write=[dist.barrier])
 
@@ -73,24 +143,35 @@ def all_reduce_after_write(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, after_write=[dummy_all_reduce])
 
 
-@pytest.mark.parametrize(
-    "answer, says",
-    [
-        (unsolved, "meet before writing (barrier, 4 times per rank)"),
-        (all_reduce_in_the_loop, "all_reduce"),
-        (sleep_instead_of_barrier, "sleep"),
-        (extra_barrier, "protect nothing"),
-        (broadcast_instead_of_barrier, "broadcast"),
-    ],
-)
+WRONG = [
+    (unsolved, "meet before writing"),
+    (all_reduce_in_the_loop, "all_reduce"),
+    (gather_in_the_loop, "meet before writing"),
+    (sleep_instead_of_barrier, "nothing orders them"),
+    (extra_barrier, "protect nothing"),
+    (broadcast_instead_of_barrier, "nothing orders them"),
+    (async_barrier_unwaited_and_sleep, "never waited on"),
+    (store_key_only_for_rank0s_own_file, "nothing orders them"),
+]
+RIGHT = [
+    (solution, "barrier"),
+    (all_reduce_after_write, "all_reduce"),
+    (with_gather, "gather"),
+    (with_store_keys, "wait"),
+    (with_send_recv, "recv"),
+    (with_async_barrier_waited, "Work.wait"),
+]
+
+
+@pytest.mark.parametrize("answer, says", WRONG)
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb05.check(answer, seed=1)
     assert not feedback.passed, feedback.message
     assert feedback.message.startswith("✗") and says in feedback.message, feedback.message
 
 
-@pytest.mark.parametrize("answer, op", [(solution, "barrier"), (all_reduce_after_write, "all_reduce")])
+@pytest.mark.parametrize("answer, op", RIGHT)
 def test_check_passes_right_fixes(answer, op):
     feedback = nb05.check(answer, seed=2)
     assert feedback.passed, feedback.message
-    assert f"ordered by one {op} per rank" in feedback.message
+    assert f"ordered before its read by {op}" in feedback.message, feedback.message

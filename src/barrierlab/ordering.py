@@ -2,7 +2,7 @@
 
 Nodes are the points where a recorded event began and ended (collectives, point-to-point calls, store
 ``set``/``add``/``get``/``wait``/``compare_set``, ``Work.wait()`` of async calls, and the file handoffs:
-opened for writing or appending, read, renamed, removed). Edges:
+opened for writing or appending, read, renamed, removed; a folder listed). Edges:
 
 - program order: each rank's events one after another, in the order they began;
 - collectives, by role and backend, from the ops table (:mod:`barrierlab.ops`): a rank whose column says it
@@ -49,7 +49,8 @@ def _sorted_events(run, rank: int):
 
 @dataclass(frozen=True)
 class Access:
-    """One file access: ``how`` is write, append, read, remove, rename (of ``path``, to ``event.to``)."""
+    """One file access: ``how`` is write, append, read, remove, rename (of ``path``, to ``event.to``), or
+    list (``path`` is a folder whose entries were read: ``os.listdir``, ``os.scandir``, ``glob``)."""
 
     rank: int
     how: str
@@ -73,15 +74,32 @@ class Race:
 
     def __str__(self) -> str:
         a, b = self.first, self.second
-        verbs = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
-        verbs["rename"] = "renaming"
-        past = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
-        name = os.path.basename(a.path)
+        entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
         return (
-            f"rank {b.rank} {past[b.how]} `{name}` at {b.where()} (t={b.event.start:.3f} s) while rank {a.rank} "
-            f"was {verbs[a.how]} it at {a.where()} (t={a.event.start:.3f} s); nothing orders them on {self.backend} "
+            f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={b.event.start:.3f} s) while rank {a.rank} was "
+            f"{_doing(a, entry)} at {a.where()} (t={a.event.start:.3f} s); nothing orders them on {self.backend} "
             f"— {ORDERERS}"
         )
+
+
+_DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
+_DOING.update(rename="renaming", list="listing")
+_DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
+_DID["list"] = "listed"
+
+
+def _did(access: Access, entry: bool) -> str:
+    if entry and access.how == "write":
+        return f"created `{_name(access.path)}`"
+    return f"{_DID[access.how]} `{_name(access.path)}`"
+
+
+def _doing(access: Access, entry: bool) -> str:
+    if entry and access.how == "write":
+        return f"creating `{_name(access.path)}`"
+    if entry or access.how == "list":
+        return f"{_DOING[access.how]} `{_name(access.path)}`"
+    return f"{_DOING[access.how]} it"
 
 
 class Order:
@@ -255,6 +273,41 @@ class Order:
         """``event_a`` (on ``rank_a``) ended before ``event_b`` (on ``rank_b``) began."""
         return self.before(self.leave(rank_a, event_a), self.enter(rank_b, event_b))
 
+    def ordered_at(self, rank_a: int, time_a: float, rank_b: int, time_b: float) -> bool:
+        """What ``rank_a`` did up to ``time_a`` happens before what ``rank_b`` does from ``time_b`` on: a path of
+        edges runs from a point of ``rank_a`` at or after ``time_a`` to a point of ``rank_b`` at or before
+        ``time_b`` (times in seconds of the run, as events and spans carry them; a span's end and start say
+        where a phase sits in its rank's program order)."""
+        if rank_a == rank_b:
+            return time_a <= time_b
+        events = self.events[rank_a]
+        start = next(
+            (
+                (rank_a, 2 * i + side)
+                for i, e in enumerate(events)
+                for side, t in ((0, e.start), (1, e.end if e.end is not None else e.start))
+                if t >= time_a
+            ),
+            None,
+        )
+        if start is None:
+            return False
+        return any(point[0] == rank_b and self._time(point) <= time_b for point in self.reachable(start))
+
+    def _time(self, point: tuple[int, int]) -> float:
+        e = self.events[point[0]][point[1] // 2]
+        return e.start if point[1] % 2 == 0 or e.end is None else e.end
+
+    def edges_into(self, rank: int):
+        """(from point, to point) of every edge that ends on ``rank``: whom ``rank`` waited for, and where."""
+        for a, targets in self.edges.items():
+            for b in targets:
+                if b[0] == rank:
+                    yield a, b
+
+    def event_at(self, point: tuple[int, int]):
+        return self.events[point[0]][point[1] // 2]
+
     def accesses(self) -> list[Access]:
         found = []
         for rank, events in self.events.items():
@@ -268,8 +321,15 @@ class Order:
     def races(self) -> list[Race]:
         """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way."""
         by_path: dict[str, list[Access]] = {}
+        listed: list[Access] = []
         for access in self.accesses():
             by_path.setdefault(access.path, []).append(access)
+            if access.how == "list":
+                listed.append(access)
+        for folder in listed:  # a listing reads the folder's entries: it conflicts with their creation and removal
+            for path, accesses in list(by_path.items()):
+                if os.path.dirname(path) == folder.path:
+                    accesses.extend(a for a in [folder] if a not in accesses)
         found = []
         for accesses in by_path.values():
             for i, a in enumerate(accesses):
@@ -286,7 +346,13 @@ class Order:
 def _conflict(a: str, b: str) -> bool:
     if a == "append" and b == "append":
         return False  # appends from several ranks interleave but lose nothing
+    if "append" in (a, b) and "list" in (a, b):
+        return False  # an append does not change which entries a folder has (one that creates it is a write)
     return a in _CHANGES or b in _CHANGES
+
+
+def _name(path: str) -> str:
+    return os.path.basename(path.rstrip(os.sep)) or path
 
 
 def _count(value: str | None) -> int | None:

@@ -418,8 +418,10 @@ STORE_VALUE_KEPT = 64
 
 
 def _called_by_torch() -> bool:
-    """The store method's caller is torch's own Python code (init_process_group, new_group, DCP)."""
-    return sys._getframe(2).f_code.co_filename.startswith(_TORCH_DIR)
+    """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
+    launcher's (its start-up rendezvous, which is no edge of the learner's run)."""
+    caller = sys._getframe(2).f_code.co_filename
+    return caller.startswith(_TORCH_DIR) or caller in _LAUNCHER
 
 
 def _wrap_store(method: str, original):
@@ -492,7 +494,7 @@ def _learner_path(path) -> str | None:
         or path.endswith(_CODE_SUFFIXES)
     ):
         return None
-    if _own_folder and os.path.dirname(path) == _own_folder:
+    if _own_folder and _own_folder in (path, os.path.dirname(path)):
         return None
     return path
 
@@ -504,7 +506,16 @@ def _file_event(name: str, path: str, to: str | None = None) -> None:
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
-        recorder.instant("file", name, _learner_site(), extra)
+        if name == "rename":  # with the size of the file renamed: was it fully written (flushed) by then?
+            event_id = recorder.enter("file", name, False, _learner_site(), extra)
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                recorder.leave(event_id)
+            else:
+                recorder.leave(event_id, extra=f',"value":"{size}"')
+        else:
+            recorder.instant("file", name, _learner_site(), extra)
     finally:
         recorder.depth -= 1
 
@@ -543,13 +554,17 @@ def _audit(event: str, args: tuple) -> None:
         source, target = _learner_path(args[0]), _learner_path(args[1])
         if source is not None or target is not None:
             _file_event("rename", source or os.fspath(args[0]), target or os.fspath(args[1]))
-    else:  # os.remove (os.unlink too)
+    elif event == "os.remove":  # os.unlink too
         path = _learner_path(args[0])
         if path is not None:
             _file_event("remove", path)
+    else:  # os.listdir, os.scandir (glob, os.walk): a read of the folder's entries
+        path = _learner_path(args[0] if args and args[0] is not None else ".")
+        if path is not None:
+            _file_event("list", path)
 
 
-_AUDITED = frozenset({"open", "os.rename", "os.remove"})
+_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.listdir", "os.scandir"})
 _audit_installed = False
 
 

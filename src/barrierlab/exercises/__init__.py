@@ -7,6 +7,7 @@ feed each check its solution (✓) and the wrong fixes a learner is likely to tr
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -44,3 +45,37 @@ def passed(text: str) -> Verdict:
 
 def not_yet(text: str) -> Verdict:
     return Verdict(False, "✗ not yet: " + text)
+
+
+# --- what the checks ask the ordering model (barrierlab.ordering) -----------------------------------------
+
+
+def unordered(run, folder: str, backend: str = "gloo") -> list:
+    """The races (:class:`barrierlab.ordering.Race`) among the run's accesses of files in ``folder`` (or of
+    ``folder`` itself): pairs of accesses on two ranks, one changing the file, that nothing orders."""
+    from barrierlab import ordering
+
+    root = os.path.realpath(folder)
+    return [
+        race
+        for race in ordering.races(run, backend)
+        if _inside(race.first.path, root) and _inside(race.second.path, root)
+    ]
+
+
+def _inside(path: str, root: str) -> bool:
+    path = os.path.realpath(path)
+    return path == root or path.startswith(root + os.sep)
+
+
+def accesses(run, folder: str, how: str | None = None) -> list:
+    """Every recorded access (:class:`barrierlab.ordering.Access`) of a file in ``folder`` (or of the folder)."""
+    from barrierlab import ordering
+
+    root = os.path.realpath(folder)
+    return [a for a in ordering.order(run).accesses() if _inside(a.path, root) and (how is None or a.how == how)]
+
+
+def race_words(race) -> str:
+    """A race in the words of a check: the pair, and that the order came from timing."""
+    return f"{race}. This run's order came from timing, which a slower disk or a busier machine changes"

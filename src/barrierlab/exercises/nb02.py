@@ -4,10 +4,13 @@ The exercise: ``save_atomically(obj, path)`` must never leave a partial file at 
 dies. The check runs it on rank 0 of a 4-rank group in the pattern of the notebook (rank 0 saves, barrier,
 every rank loads) while the operating system kills rank 0 after a random share of the bytes it writes
 (``RLIMIT_FSIZE``, whose signal ``SIGXFSZ`` ends the process by default), and decides from what is on disk and
-what each rank loaded. A sleep, a barrier or any other collective inside ``save`` (called by rank 0 alone), a
-write from a buffer straight to ``path``, or not saving at all are rejected. What it cannot see: ``fsync``
-(only a power cut would show it) and a complete temporary file *copied* into place (the file-size limit
-stops the temporary write first, so the non-atomic copy is never reached).
+what each rank loaded; and, on the run without a kill, from the file operations the recorder saw on rank 0:
+``path`` must never be opened for writing (``torch.save(obj, path)``, a write from a buffer, a
+``shutil.copyfile`` of a complete temporary file into place: a kill mid-copy leaves half a file), and it must
+appear by a rename (``os.replace``, ``os.rename``, ``shutil.move``) of a file in the same directory that was
+fully written (its size when renamed is its final size: flushed) by then. A sleep, a barrier or any other
+collective inside ``save`` (called by rank 0 alone), or not saving at all are rejected. What it cannot see:
+``fsync`` (only a power cut would show it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 import barrierlab as bl
+from barrierlab.exercises import accesses
 from barrierlab.exercises.nb00 import TIMEOUT, Verdict, verdict
 
 WORLD = 4
@@ -76,11 +80,46 @@ def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None)
                 if step != 1:
                     return verdict(False, f"after a kill at {kill_at:.0%}, checkpoint.pt holds step {step}, not the "
                                    "old step 1", quiet)
-        run = bl.run(checked_save, WORLD, args=(tempfile.mkdtemp(dir=workdir), save), timeout=TIMEOUT)
+        folder = tempfile.mkdtemp(dir=workdir)
+        run = bl.run(checked_save, WORLD, args=(folder, save), timeout=TIMEOUT)
         if run.values != [2] * WORLD:
             return verdict(False, "without a kill, not every rank loaded step 2 after the barrier: "
                            + run.diagnosis.headline, quiet)
+        problem = _not_atomic(run, folder)
+        if problem:
+            return verdict(False, problem, quiet)
         return verdict(True, f"kills at {', '.join(f'{s:.0%}' for s in shares)} left the old checkpoint intact, a "
-                       "kill with none left no file, and without a kill every rank loaded step 2", quiet)
+                       "kill with none left no file, without a kill every rank loaded step 2, and the record shows a complete "
+                       "temporary file renamed onto checkpoint.pt (the check cannot see fsync: keep it for power cuts)",
+                       quiet)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _not_atomic(run, folder: str) -> str | None:
+    """What the recorded file operations of rank 0's save say is not atomic about it, or None."""
+    path = os.path.realpath(os.path.join(folder, "checkpoint.pt"))
+    load = min((e.start for e in run[0].events if e.kind == "collective"), default=None)
+    mine = [a for a in accesses(run, os.path.dirname(folder)) if a.rank == 0 and (load is None or a.event.start < load)]
+    in_place = [a for a in mine if a.how in ("write", "append") and a.event.name != "rename"
+                and os.path.realpath(a.path) == path]
+    if in_place:
+        e = in_place[0].event
+        how = f"{e.call}(..., path)" if e.call else "open(path) for writing"
+        return (f"the kills happened to spare it, but save wrote checkpoint.pt in place ({how} at line {e.line}): "
+                "a kill in the middle of that write (or of a copy into place) leaves a partial file. Write a "
+                "temporary file in the same directory, then os.replace it onto the path")
+    renames = [a.event for a in mine if a.how == "rename" and a.event.to and os.path.realpath(a.event.to) == path]
+    if not renames:
+        return ("checkpoint.pt exists, but the record shows no rename onto it: write a temporary file in the same "
+                "directory, then os.replace(tmp, path)")
+    e = renames[-1]
+    if os.path.dirname(os.path.realpath(e.path)) != os.path.dirname(path):
+        return (f"the temporary file {e.path} is not in checkpoint.pt's directory: a rename across file systems "
+                "fails (EXDEV) or becomes a copy, which is not atomic. Put it next to the checkpoint")
+    final = os.path.getsize(path) if os.path.exists(path) else None
+    if e.value is not None and final is not None and int(e.value) < final:
+        return (f"os.replace at line {e.line} renamed a temporary file that held {e.value} of its {final} bytes: "
+                "the rest was still in Python's buffer, so a kill right after the rename leaves a partial "
+                "checkpoint. Close the file, or flush (and fsync) it, before renaming")
+    return None

@@ -1,10 +1,17 @@
 """Notebook 07's exercise check: fix the two races of ``race_results_file`` without barriers.
 
-The lesson is "order exactly what needs ordering": rank 0 must wait for every result, the other ranks
-need wait for nobody but rank 0 (the file's owner). So besides a complete file in every run, the check
-reads from the recorded times whether a rank was held up longer than its own work and rank 0's require:
-a barrier, or a collective every rank must reach (a dummy ``all_reduce``), makes ranks 1-3 wait for
-each other; a ``time.sleep`` makes a rank wait longer than any ordering needs.
+The lesson is "order exactly what needs ordering": rank 0 must have every rank's result before it writes or
+reads the file's last state, and the other ranks need wait for nobody but rank 0 (the file's owner). The check
+asks the ordering model (:mod:`barrierlab.ordering`, on gloo), for each seed's run:
+
+- is any access of the results file unordered with a change of it on another rank (the truncation race, the
+  read-before-append race)? A ``time.sleep`` leaves them unordered, however long;
+- is every rank's evaluation (when its ``delays`` say it ended) ordered before rank 0's last access of the
+  file? Rank 0 writing every rank's line itself skips the work instead of ordering it;
+- did a rank other than 0 wait for a rank other than 0 (a barrier, or a collective every rank must reach
+  such as a dummy ``all_reduce`` or ``gather_object``'s all_gather of sizes)?
+
+One writer fed by ``gather``, by blocking ``send``/``recv``, or store keys ("created", "appended") pass.
 """
 
 from __future__ import annotations
@@ -13,92 +20,96 @@ import os
 import tempfile
 
 import barrierlab as bl
-from barrierlab.exercises import Verdict
+from barrierlab import ordering
+from barrierlab.exercises import Verdict, accesses, race_words, unordered
 from barrierlab.scenarios import race_results_file
 
-#: The seeds the check runs by default (six runs, about 4 s). Each decides every rank's phase times; in seeds
-#: 14 and 16 a rank other than rank 0 finishes its work last, so a collective that lines every rank up shows.
+#: The seeds the check runs by default (six runs). Each decides every rank's phase times; in seeds 14 and
+#: 16 a rank other than rank 0 finishes its work last.
 SEEDS = (1, 2, 3, 4, 14, 16)
-#: Collectives that no rank leaves before every rank has called them (on gloo, blocking).
-MEET_ALL = ("barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object",
-            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-            "all_to_all_single", "gather_object")
-#: Slack for launching, waking up and writing files (seconds): above it, a rank waited for something.
-SLACK = 0.1
-#: How much longer than the ordering needs a run may take before the check calls it a sleep (seconds).
-WASTE = 0.2
-
 
 
 def results_complete(run, workdir: str) -> bool:
     """Rank 0 read every result, and the file still holds the header and one line per rank."""
+    return _incomplete(run, workdir) is None
+
+
+def _incomplete(run, workdir: str) -> str | None:
+    """None if the results file is complete, else what is wrong with it, in words."""
     path = os.path.join(workdir, "results.csv")
     lines = open(path).read().splitlines() if os.path.exists(path) else []
-    return (run.ok and run[0].value == f"{run.world_size} of {run.world_size} results"
-            and lines[:1] == [race_results_file.HEADER]
-            and sorted(lines[1:]) == [f"{r},{round(0.9 + r / 100, 2)}" for r in range(run.world_size)])
-
-
-def _kept_lines(workdir: str) -> int:
-    path = os.path.join(workdir, "results.csv")
-    return len(open(path).read().splitlines()[1:]) if os.path.exists(path) else 0
-
-
-def latest_allowed_end(run, seed: int, rank: int) -> float:
-    """When ``rank`` may finish at the latest if it waits only for what it needs (plus :data:`SLACK`).
-
-    Rank 0 needs every rank's result. Another rank needs at most rank 0: its file created (wait for
-    rank 0's setup, then evaluate) or rank 0 ready to receive the results (rank 0's whole work).
-    """
-    def phases(r):
-        setup, evaluate = race_results_file.delays(seed, r)
-        return run[r].started + setup, run[r].started + setup + evaluate
-
-    own_setup, own_end = phases(rank)
-    if rank == 0:
-        return max(phases(r)[1] for r in range(run.world_size)) + SLACK
-    setup_0, end_0 = phases(0)
-    evaluate = own_end - own_setup
-    return max(own_end, end_0, setup_0 + evaluate) + SLACK
+    expected = sorted(f"{r},{round(0.9 + r / 100, 2)}" for r in range(run.world_size))
+    if not run.ok:
+        return "the run did not finish"
+    if run[0].value != f"{run.world_size} of {run.world_size} results":
+        return f"rank 0 reported {run[0].value!r}, not '{run.world_size} of {run.world_size} results'"
+    if lines[:1] != [race_results_file.HEADER]:
+        where = f"line {lines.index(race_results_file.HEADER) + 1}" if race_results_file.HEADER in lines else "nowhere"
+        return f"the header {race_results_file.HEADER!r} is not the file's first line (it is {where})"
+    if sorted(lines[1:]) != expected:
+        return f"the file kept {len(lines) - 1} result lines, {sorted(lines[1:])}, not {expected}"
+    return None
 
 
 def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Verdict:
     """Run ``fn(workdir=..., seed=...)`` once per seed; ✓ only if every run is complete, without barriers,
-    and no rank waited longer than its own work and rank 0's require."""
+    ordered by what the ranks recorded, and no rank but 0 waited for another."""
     for seed in seeds:
         with tempfile.TemporaryDirectory() as workdir:
-            run = bl.run(fn, world_size, kwargs=dict(workdir=workdir, seed=seed), timeout=2)
-            kept, complete = _kept_lines(workdir), results_complete(run, workdir)
-        if not run.ok:
-            bad = run[run.failed[0]]
-            return Verdict(False, f"✗ not yet: seed {seed}: rank {bad.rank} {bad.status}: {bad.error_message[:100]}")
-        if not complete:
-            return Verdict(False, f"✗ not yet: seed {seed}: rank 0 reported {run[0].value!r}, the file kept "
-                                   f"{kept} of {world_size} result lines")
-        called = {e.name for r in run for e in r.events if e.kind == "collective"}
-        if "barrier" in called or "monitored_barrier" in called:
-            barriers = sum(e.name.endswith("barrier") for r in run for e in r.events if e.kind == "collective")
-            return Verdict(False, f"✗ every result is there, but the ranks called a barrier {barriers} times: "
-                                   "fix it without")
-        for rank in range(world_size):
-            late = run[rank].ended - latest_allowed_end(run, seed, rank)
-            if late <= (WASTE if rank == 0 else 0.0):
+            run = bl.run(fn, world_size, kwargs=dict(workdir=workdir, seed=seed), timeout=2, deadline=15)
+            problem = _judge(run, workdir, seed)
+        if problem:
+            return Verdict(False, f"✗ not yet: seed {seed}: {problem}")
+    return Verdict(
+        True,
+        f"✓ {len(seeds)} of {len(seeds)} runs complete, no barrier, every result ordered before rank 0's last "
+        "use of the file, and no rank waited for anyone but rank 0",
+    )
+
+
+def _judge(run, workdir: str, seed: int) -> str | None:
+    if not run.ok:
+        bad = run[run.failed[0]]
+        return f"rank {bad.rank} {bad.status}: {bad.error_message[:100]}"
+    wrong = _incomplete(run, workdir)
+    if wrong:
+        return wrong
+    barriers = sum(e.name.endswith("barrier") for r in run for e in r.events if e.kind == "collective")
+    if barriers:
+        return f"every result is there, but the ranks called a barrier {barriers} times: fix it without"
+    races = unordered(run, workdir)
+    if races:
+        return f"every result is there this time, but {race_words(races[0])}"
+    order = ordering.order(run)
+    mine = [a for a in accesses(run, workdir) if a.rank == 0]
+    if not mine:
+        return "rank 0 never touched results.csv: it owns the file"
+    last = max(a.event.start for a in mine)
+    for rank in range(1, run.world_size):
+        setup, evaluate = race_results_file.delays(seed, rank)
+        evaluated = run[rank].started + setup + evaluate
+        if not order.ordered_at(rank, evaluated, 0, last):
+            return (
+                f"every line is there, but nothing orders rank {rank}'s evaluation (done at t={evaluated:.3f} s) "
+                f"before rank 0's last use of the file (t={last:.3f} s): rank 0 wrote rank {rank}'s result "
+                "without waiting for it. The work was skipped, not ordered: let each rank's result travel to "
+                "rank 0 (gather, send/recv) or signal it (a store key)"
+            )
+    for rank in range(1, run.world_size):
+        for source, target in order.edges_into(rank):
+            if source[0] in (0, rank):
                 continue
-            meet = sorted(called & set(MEET_ALL))
-            if meet == ["gather_object"] and rank != 0:
-                return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
-                                       f"{late + SLACK:.2f} s for ranks other than rank 0: gather_object first "
-                                       "all_gathers the size of every rank's object, so every rank waits for every "
-                                       "rank. Send the results to rank 0 with dist.gather (a tensor), or signal "
-                                       "with store keys.")
-            if meet and rank != 0:
-                return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} waited "
-                                       f"{late + SLACK:.2f} s for ranks other than rank 0: {', '.join(meet)} is a "
-                                       "collective every rank must reach, so on gloo it lines all ranks up like a barrier. "
-                                       "Order only what needs ordering: who should own the file?")
-            return Verdict(False, f"✗ every result is there, but in seed {seed} rank {rank} finished "
-                                   f"{late + SLACK:.2f} s later than its work and the ordering need: something "
-                                   "waits longer than necessary (a time.sleep?). A sleep guesses; order the "
-                                   "accesses instead.")
-    return Verdict(True, f"✓ {len(seeds)} of {len(seeds)} runs complete, no barrier, and no rank waited for "
-                          "more than it needed")
+            e = order.event_at(target)
+            if e.name == "gather_object":
+                return (
+                    f"every result is there, but rank {rank} waited for rank {source[0]} in gather_object at line "
+                    f"{e.line}: gather_object first all_gathers the size of every rank's object, so every rank "
+                    "waits for every rank. Send the results to rank 0 with dist.gather (a tensor), send/recv, "
+                    "or signal with store keys."
+                )
+            return (
+                f"every result is there, but rank {rank} waited for rank {source[0]} in {e.name} at line {e.line}: "
+                "a call every rank must reach lines all ranks up like a barrier on gloo. Order only what needs "
+                "ordering: who should own the file?"
+            )
+    return None
