@@ -20,7 +20,7 @@ from jupyter_client.manager import start_new_kernel
 THREE_RUNS = textwrap.dedent("""
     import sys
     import barrierlab as bl
-    from barrierlab import plot, record
+    from barrierlab import events, plot
     from barrierlab.scenarios import straggler
 
     def straggler_and_what_was_loaded():
@@ -32,7 +32,7 @@ THREE_RUNS = textwrap.dedent("""
         figure = run.timeline()
         lines = [c for ax in figure.axes for c in ax.collections if c.get_gid() == "releases"]
         drawn = sum(len(c.get_segments()) for c in lines)
-        read = all(isinstance(r.flight, record.Flight) and len(r.flight) == 6 for r in run.ranks)
+        read = all(isinstance(r.flight, events.Flight) and len(r.flight) == 6 for r in run.ranks)
         summary = run.summary()
         print(f"RUN {number} ok={run.ok} dynamo={any(run.values)} flight={read} "
               f"straggler={summary['straggler']} releases={len(plot.releases(run))} drawn={drawn}", flush=True)
