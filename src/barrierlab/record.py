@@ -571,7 +571,9 @@ _audit_installed = False
 def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_keyword: str):
     """``torch.save``/``torch.load`` and DCP's ``save``/``load`` open their files in C++ (no audit event):
     recorded at the Python call as one write or read of the path (DCP: the checkpoint folder), with the
-    call's duration."""
+    call's duration. DCP's calls are collectives of the whole group: the collectives and file writes they make
+    inside are recorded too (torch.save/torch.load make none worth recording)."""
+    hides_inside = not name.startswith("dcp.")
 
     @functools.wraps(original)
     def recorded(*args, **kwargs):
@@ -582,7 +584,7 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
         path = _learner_path(target) if isinstance(target, (str, bytes, os.PathLike)) else None
         if path is None:
             return original(*args, **kwargs)
-        recorder.depth += 1
+        recorder.depth += hides_inside
         event_id = recorder.enter(
             "file",
             "write" if writes else "read",
@@ -596,7 +598,7 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
             recorder.leave(event_id, error)
             raise
         finally:
-            recorder.depth -= 1
+            recorder.depth -= hides_inside
         recorder.leave(event_id)
         return result
 
