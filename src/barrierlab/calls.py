@@ -151,8 +151,8 @@ def ledger(run: Run) -> str:
             row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
         rows.append(row)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     if not rows:
         return "no collective calls were recorded"
     found = flights(run)
