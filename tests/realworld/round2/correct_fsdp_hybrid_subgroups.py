@@ -32,7 +32,7 @@ def init_hybrid_groups():
 def worker():
     intra, inter = init_hybrid_groups()
     local_rank = dist.get_rank(group=intra)
-    model = torch.nn.Linear(4, 1)
+    torch.manual_seed(0); model = torch.nn.Linear(4, 1)  # the same initial weights on every rank (FSDP: sync_module_states)
     for step in range(3):
         model(torch.full((2, 4), float(dist.get_rank() + step))).sum().backward()
         for p in model.parameters():
