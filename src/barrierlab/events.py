@@ -39,9 +39,10 @@ import functools
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
+from barrierlab import _files
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -335,17 +336,13 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
 # --- opening -----------------------------------------------------------------------------------------------
 
 
-def open_regular(path: str) -> int | None:
-    """A read-only descriptor of ``path`` if it is a regular file (not a link, FIFO or device), else None.
-    The caller closes it."""
+def _open(path: str) -> BinaryIO | None:
+    """``path`` for reading if it is a regular file (:func:`barrierlab._files.open_regular`: no link, FIFO or
+    device), else None: a rank's missing or odd file reads as an empty record."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        return _files.open_regular(path)
+    except (OSError, ValueError):
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
 
 
 # --- the whole-file reader ---------------------------------------------------------------------------------
@@ -354,10 +351,10 @@ def open_regular(path: str) -> int | None:
 def _read_kept(path: str, keep: int) -> tuple[list[dict], Dropped, int]:
     """The well-formed lines of an events file, at most ``keep`` from its start and as many from its end,
     read incrementally (memory bounded by what is kept), what was dropped, and how many were malformed."""
-    fd = open_regular(path)
-    if fd is None:
+    f = _open(path)
+    if f is None:
         return [], Dropped(), 0
-    with os.fdopen(fd, "rb") as f:
+    with f:
         size = os.fstat(f.fileno()).st_size
         head, count, too_long = [], 0, 0
         while count < keep:
@@ -409,10 +406,10 @@ def _read_kept(path: str, keep: int) -> tuple[list[dict], Dropped, int]:
 
 def read_meta(path: str) -> dict | None:
     """The first line of an events file: rank, pid, ``t0`` (monotonic) and ``wall`` (time.time() at t0)."""
-    fd = open_regular(path)
-    if fd is None:
+    f = _open(path)
+    if f is None:
         return None
-    with os.fdopen(fd, "rb") as f:
+    with f:
         items: list[dict] = []
         parse_lines(f.readline(MAX_LINE_BYTES + 1), items)
     return items[0] if items and _is_meta(items[0]) else None
@@ -570,11 +567,11 @@ class Tail:
 
     def read(self, budget: int) -> tuple[list[dict], bool]:
         """New lines (as checked dicts), and whether the reader jumped ahead since the last call."""
-        fd = open_regular(self.path)
-        if fd is None:
+        f = _open(self.path)
+        if f is None:
             return [], False
         jumped = False
-        with os.fdopen(fd, "rb") as f:
+        with f:
             size = os.fstat(f.fileno()).st_size
             if size - self.offset > 16 * budget:  # flooded: jump to the recent past, forget the middle
                 self.skipped += size - budget - self.offset
