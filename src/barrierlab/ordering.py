@@ -388,3 +388,67 @@ def lost_on_nccl(run) -> list[tuple[Access, Access]]:
         if gloo.ordered(a.rank, a.event, b.rank, b.event) or gloo.ordered(b.rank, b.event, a.rank, a.event):
             lost.append((a, b))
     return lost
+
+
+@dataclass(frozen=True)
+class LeftEarly:
+    """Who may leave one collective call before ``late`` has entered it, in one run.
+
+    ``measured``: the ranks whose call returned before the late rank's call began, by the run's clock (on
+    gloo, as the run went); ``gloo`` and ``nccl``: the ranks whose return the model does *not* order after the
+    late rank's entry on that backend (host side), so nothing stops them leaving first. A rank the model
+    orders after the entry cannot have left before it, so ``measured`` lies within ``gloo`` (tested on real
+    runs in ``tests/test_left_early.py``).
+    """
+
+    call: str
+    late: int
+    measured: frozenset[int]
+    gloo: frozenset[int]
+    nccl: frozenset[int]
+
+
+def left_early(run, late_rank: int, call: int = 1) -> LeftEarly:
+    """The ``call``-th collective call (1 for the first) of every rank of ``run``: who left it before
+    ``late_rank`` entered it, measured, and who may, as the model orders the run on gloo and on NCCL."""
+    if isinstance(late_rank, bool) or not isinstance(late_rank, int):
+        raise TypeError(f"late_rank must be an int, not {type(late_rank).__name__}")
+    if isinstance(call, bool) or not isinstance(call, int):
+        raise TypeError(f"call must be an int, not {type(call).__name__}")
+    if not 0 <= late_rank < len(run.ranks):
+        raise ValueError(f"late_rank must be a rank of the run (0 to {len(run.ranks) - 1}), not {late_rank}")
+    if call < 1:
+        raise ValueError(f"call must be 1 or more (the first collective call is 1), not {call}")
+    orders = {backend: Order(run, backend) for backend in BACKENDS}
+    events = orders["gloo"].events
+    calls = {rank: [e for e in evs if e.kind == "collective"] for rank, evs in events.items()}
+    if any(len(mine) < call for mine in calls.values()):
+        short = sorted(rank for rank, mine in calls.items() if len(mine) < call)
+        raise ValueError(f"call {call}: ranks {short} made fewer than {call} collective calls")
+    mine = {rank: c[call - 1] for rank, c in calls.items()}
+    late = mine[late_rank]
+    others = [rank for rank in mine if rank != late_rank]
+    measured = {r for r in others if mine[r].end is not None and mine[r].end < late.start}
+    may = {}
+    for backend, order in orders.items():
+        # the model compares points of its own event lists: find each call there by identity
+        entered = order.enter(late_rank, late)
+        may[backend] = frozenset(r for r in others if not order.before(entered, order.leave(r, mine[r])))
+    return LeftEarly(late.name + (" (async_op=True)" if late.is_async else ""), late_rank, frozenset(measured), **may)
+
+
+def left_early_table(rows: dict[str, LeftEarly]) -> str:
+    """``rows`` (a label per :func:`left_early` result) as a table: who left before the late rank arrived on
+    gloo (measured) and who may leave first on NCCL (the model, host side)."""
+    if not rows:
+        return ""
+
+    def ranks(found: frozenset[int]) -> str:
+        return "ranks " + ", ".join(map(str, sorted(found))) if found else "nobody"
+
+    late = {row.late for row in rows.values()}
+    who = f"rank {late.pop()}" if len(late) == 1 else "the late rank"
+    table = [("", f"on gloo: left before {who} arrived (measured)", "on NCCL: may leave first (model, host)")]
+    table += [(label, ranks(row.measured), ranks(row.nccl)) for label, row in rows.items()]
+    widths = [max(len(line[i]) for line in table) + 2 for i in (0, 1)]
+    return "\n".join(f"{a:<{widths[0]}}{b:<{widths[1]}}{c}" for a, b, c in table)
