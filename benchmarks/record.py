@@ -1,19 +1,33 @@
 """Cost of recording: microseconds per recorded event, inside a real rank.
 
-    python benchmarks/record.py
+    python benchmarks/record.py [--clock cpu|wall] [--rounds 10] [--calls 2000]
 
 A 1-rank gloo group makes dist.barrier() cheap, so the difference between recording on and off is the
-recorder's own cost. Rounds of 2,000 calls alternate between off and on (the machine's noise hits both);
-the table shows the fastest round of each. The file audit hook stays installed once recording has started, so the
-"off" rounds after the first "on" one carry it: barrier and all_reduce rows there are what a rank doing no file
-I/O pays for it. Copying torch's flight recorder happens once, when recording
-stops (or when the rank's main thread stalls for a second): its cost is printed below the table. ``span`` is a ``barrierlab.span`` block: with recording on it
-is one recorded event; with it off it is the cost of instrumentation a rank carries when nothing records.
+recorder's own cost. Each workload is timed in rounds of ``--calls`` calls; the table shows the fastest round.
+``cpu`` (the default) times with ``time.process_time()``: CPU seconds of the whole rank, every thread included
+(the helper thread that writes pending lines too), which the other processes of a loaded machine inflate far
+less than wall time; ``wall`` times with ``time.perf_counter()``.
+
+Three columns, all in the same rank:
+
+- *no hook*: the rounds before recording first starts. The file audit hook is not installed yet.
+- *recording on*, and *recording off*: rounds that alternate (the machine's noise hits both). Once recording
+  has started, the audit hook stays installed for the life of the process, so "off" carries it, inert.
+
+The rows below the rule are what a rank doing no file I/O meets: the open of a file the hook ignores (a module
+of the standard library, as every import opens), code compiled and run (``exec``: two audit events),
+``sys._getframe`` (one audit event) and ``os.stat`` (no audit event: the control). Their *cost* column is
+recording on minus no hook: what the hook costs a rank that hands no file over.
+
+Copying torch's flight recorder happens once, when recording stops (or when the rank's main thread stalls for
+a second): its cost is printed below the table.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import tempfile
 import time
 
@@ -23,17 +37,16 @@ import torch.distributed as dist
 import barrierlab as bl
 from barrierlab import record
 
-CALLS, ROUNDS = 2000, 10
 
+def measure(rounds: int, calls: int, clock_name: str) -> dict:
+    clock = time.process_time if clock_name == "cpu" else time.perf_counter
 
-def per_call(fn) -> float:
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-    return (time.perf_counter() - start) / CALLS * 1e6
+    def per_call(fn) -> float:
+        start = clock()
+        for _ in range(calls):
+            fn()
+        return (clock() - start) / calls * 1e6
 
-
-def measure() -> dict:
     def span_once():
         with bl.span("x"):
             pass
@@ -53,11 +66,43 @@ def measure() -> dict:
     def open_once():  # one recorded file event (the audit hook's "open") when recording is on
         os.close(os.open(data, os.O_RDONLY))
 
-    events = os.path.join(tempfile.mkdtemp(), "rank0.events")
-    whats = (("barrier", barrier_once), ("all_reduce", all_reduce_once), ("span", span_once), ("open", open_once))
-    best = {(what, mode): float("inf") for what, _ in whats for mode in ("off", "on")}
+    module_file = os.__file__
+
+    def open_module_once():  # an "open" audit event for a path the hook ignores
+        os.close(os.open(module_file, os.O_RDONLY))
+
+    code = compile("x = 1", "<benchmark>", "exec")
+    namespace: dict = {}
+
+    def exec_once():  # "exec" audit event
+        exec(code, namespace)
+
+    def compile_once():  # "compile" audit event
+        compile("1", "<benchmark>", "eval")
+
+    def getframe_once():
+        sys._getframe(0)
+
+    def stat_once():  # not audited
+        os.stat(module_file)
+
+    recorded = (("barrier", barrier_once), ("all_reduce", all_reduce_once), ("span", span_once), ("open", open_once))
+    ignored = (
+        ("open_module", open_module_once),
+        ("compile", compile_once),
+        ("exec", exec_once),
+        ("getframe", getframe_once),
+        ("stat", stat_once),
+    )
+    whats = recorded + ignored
+    best = {(what, mode): float("inf") for what, _ in whats for mode in ("none", "off", "on")}
     best["stop"] = float("inf")
-    for _ in range(ROUNDS):
+    assert not record._audit_installed, "the audit hook is installed before the first recording"
+    for _ in range(rounds):
+        for what, fn in whats:
+            best[what, "none"] = min(best[what, "none"], per_call(fn))
+    events = os.path.join(tempfile.mkdtemp(), "rank0.events")
+    for _ in range(rounds):
         for mode in ("off", "on"):
             if mode == "on":
                 record.start(events, rank=0)
@@ -67,28 +112,52 @@ def measure() -> dict:
             record.stop()
             if mode == "on":
                 best["stop"] = min(best["stop"], time.perf_counter() - start)
+    best["load"] = os.getloadavg()
     return best
 
 
+LABELS = (
+    ("barrier", "dist.barrier()"),
+    ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
+    ("span", "with barrierlab.span(...)"),
+    ("open", "os.open + os.close of a file (one recorded file event)"),
+    (None, None),
+    ("open_module", "os.open + os.close of a standard-library module (ignored)"),
+    ("compile", "compile() of an expression (1 audit event)"),
+    ("exec", "exec() of compiled code (1 audit event)"),
+    ("getframe", "sys._getframe() (1 audit event)"),
+    ("stat", "os.stat() (not audited)"),
+)
+
+
 def main() -> None:
-    best = bl.run(measure, 1, record=False, deadline=120).raise_if_failed().values[0]
-    print(
-        f"| what (1-rank group; fastest of {ROUNDS} rounds × {CALLS} calls) | recording off (µs) "
-        "| recording on (µs) | cost per event (µs) |"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=2000)
+    options = parser.parse_args()
+    best = (
+        bl.run(measure, 1, args=(options.rounds, options.calls, options.clock), record=False, deadline=600)
+        .raise_if_failed()
+        .values[0]
     )
-    print("|---|---:|---:|---:|")
-    for what, label in (
-        ("barrier", "dist.barrier()"),
-        ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
-        ("span", "with barrierlab.span(...)"),
-        ("open", "os.open + os.close of a file (one file event)"),
-    ):
-        off, on = best[what, "off"], best[what, "on"]
-        print(f"| {label} | {off:.1f} | {on:.1f} | {on - off:.1f} |")
+    clock = "CPU µs of the rank" if options.clock == "cpu" else "wall µs"
+    print(
+        f"| what (1-rank group; fastest of {options.rounds} rounds × {options.calls} calls; {clock}) | no hook "
+        "| recording off | recording on | cost per event |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for what, label in LABELS:
+        if what is None:
+            print("| *a rank doing no file I/O* | | | | |")
+            continue
+        none, off, on = best[what, "none"], best[what, "off"], best[what, "on"]
+        print(f"| {label} | {none:.2f} | {off:.2f} | {on:.2f} | {on - none:+.2f} |")
     print(
         f"\nrecord.stop() with a full flight recorder (2,000 entries, copied with their Python frames): "
-        f"{best['stop'] * 1e3:.0f} ms (fastest of {ROUNDS})"
+        f"{best['stop'] * 1e3:.0f} ms wall (fastest of {options.rounds})"
     )
+    print("load average when measured (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in best["load"]))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,16 @@ def test_a_rank_inside_a_barrier_is_described_as_waiting_with_its_number_time_an
     assert [kind for kind, _, _ in state.done] == ["collective"]
 
 
+def poll_until_open(tail, state, name: str) -> None:
+    """Read the file until the event ``name`` is open in ``state``: a span's entry line is written behind, within
+    ``record.WRITE_EVERY`` (by the recorder's helper thread while this one sleeps)."""
+    give_up = time.monotonic() + 10
+    tail.poll(state)
+    while name not in [o.name for o in state.open.values()] and time.monotonic() < give_up:
+        time.sleep(record.WRITE_EVERY / 4)
+        tail.poll(state)
+
+
 def writer_t0(path) -> float:
     return event_files.read_meta(str(path))["t0"]
 
@@ -40,8 +50,8 @@ def test_a_rank_inside_a_span_is_described_as_working_and_the_status_line_says_s
         with record.span("crunch"):
             _recorder(barrier, 1).enter("collective", "barrier", True, None)
             states = [live.RankLive(0), live.RankLive(1)]
-            for state, path in zip(states, (spans, barrier)):
-                live.EventTail(str(path), writer_t0(spans)).poll(state)
+            live.EventTail(str(barrier), writer_t0(spans)).poll(states[1])
+            poll_until_open(live.EventTail(str(spans), writer_t0(spans)), states[0], "crunch")
     finally:
         record.stop()
     assert live.describe(states[0], now=1.0).startswith("working in span 'crunch' since ")
@@ -58,7 +68,7 @@ def test_lanes_colour_each_kind_as_the_timeline_does(tmp_path) -> None:
             pass
         with record.span("crunch"):
             state = live.RankLive(0)
-            live.EventTail(str(path), writer_t0(path)).poll(state)
+            poll_until_open(live.EventTail(str(path), writer_t0(path)), state, "crunch")
     finally:
         record.stop()
     svg = live.lane_svg(state, now=1.0, horizon=2.0)

@@ -5,9 +5,15 @@ other launcher it is on when ``BARRIERLAB_RECORD_DIR`` names a folder (one ``ran
 rank; see :func:`start_from_env`), and off otherwise: then :func:`span` costs one global lookup and
 the ``torch.distributed`` functions are untouched.
 
-Each event is written as it happens, as one JSON line at entry and one at exit, and flushed, so a rank
-that is killed or hangs still leaves the record of what it entered and never left.  Times are
-``time.monotonic()`` seconds, one system-wide clock for every rank on a Linux machine.
+Each event is one JSON line at entry and one at exit.  Lines are written behind, in batches, but never
+late where it matters: the batch goes to the file before any call that can block the rank (every
+recorded ``torch.distributed`` call, store call, ``Work.wait()``, ``torch.save``/``load``), before the rank
+signals a process, forks, execs or calls ``os._exit``, at exit, at once when nothing was written for
+:data:`WRITE_EVERY` seconds, and every :data:`WRITE_EVERY` seconds from a helper thread (a rank asleep or
+computing in a span).  So a rank that hangs leaves the record of what it entered and never left, and a
+rank killed while it runs Python code loses at most the last :data:`WRITE_EVERY` seconds.  (One write per
+batch instead of two checked writes per event: see docs/performance.md.)  Times are ``time.monotonic()``
+seconds, one system-wide clock for every rank on a Linux machine.
 
 The recorder observes and never changes what torch does: the ``torch.distributed`` functions are
 replaced by wrappers that call the originals with the same arguments and return their results
@@ -22,6 +28,8 @@ leaves them too).
 
 from __future__ import annotations
 
+import atexit
+import collections
 import contextlib
 import functools
 import inspect
@@ -66,6 +74,10 @@ HIGH_FD = 512
 #: Longest text (span or op name, file, function) recorded, in characters: at most a few KiB per line in bytes
 #: whatever the learner passes (three span names of 80 MB once pushed the kernel reading them by 1 GiB).
 MAX_TEXT = 1000
+#: Seconds a recorded line may wait in memory before it is written (see the module's docstring).
+WRITE_EVERY = 0.1
+#: Lines kept in memory at most: the next one writes them all (with lines of a few hundred bytes, some 100 KiB).
+PENDING_KEPT = 512
 #: Most distinct texts whose JSON form is cached (span names made with f-strings are all different).
 _QUOTED_KEPT = 4096
 
@@ -90,8 +102,9 @@ def _high_fd(fd: int) -> int:
 
 
 class _Recorder:
-    """Writes one JSON line per entry and per exit straight to the file descriptor (one ``write`` call,
-    no Python buffer), so a line is in the kernel's page cache before the rank blocks in a collective.
+    """Writes one JSON line per entry and per exit, behind: lines wait in memory until :meth:`flush` writes
+    them with one ``write`` call (see the module's docstring for when). A line that must be in the file before
+    the rank blocks is written with ``flush=True``, together with every line before it.
 
     The recorder owns its file: it holds it close-on-exec at a high descriptor, and before each write checks
     (``fstat``: device and inode) that the descriptor still is that file; if the rank closed it (and perhaps
@@ -110,6 +123,11 @@ class _Recorder:
         self.next_id = 0
         self.depth = 0
         self._quoted: dict[str, str] = {}
+        #: Lines not written yet (appended by any thread; taken from the left, in order, by one flush at a time).
+        self.pending: collections.deque[bytes] = collections.deque()
+        self.lock = threading.RLock()
+        self.flushing = False
+        self.written_at = time.monotonic()
         self.write(
             {"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(), "wall": time.time() - (time.monotonic() - t0)}
         )
@@ -137,20 +155,50 @@ class _Recorder:
             return
         self.fd, self.identity = _high_fd(fd), (info.st_dev, info.st_ino)
 
-    def _emit(self, data: bytes) -> None:
-        if self.fd < 0:
+    def _emit(self, data: bytes, flush: bool = False) -> None:
+        self.pending.append(data)
+        if flush or len(self.pending) >= PENDING_KEPT or time.monotonic() - self.written_at >= WRITE_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every pending line, in order, with one ``write`` on the checked descriptor."""
+        if not self.pending:
             return
-        try:
-            if not self._holds_its_file():
-                self._reopen()
-                if self.fd < 0:
+        with self.lock:
+            if self.flushing:  # re-entered on this thread (a signal handler): the outer flush writes
+                return
+            self.flushing = True
+            try:
+                chunks, take = [], self.pending.popleft
+                while True:
+                    try:
+                        chunks.append(take())
+                    except IndexError:
+                        break
+                self.written_at = time.monotonic()
+                if self.fd < 0 or not chunks:
                     return
-            os.write(self.fd, data)
-        except OSError:
-            self.fd = -1  # recording stops; the learner's call goes on
+                try:
+                    if not self._holds_its_file():
+                        self._reopen()
+                        if self.fd < 0:
+                            return
+                    os.write(self.fd, b"".join(chunks))
+                except OSError:
+                    self.fd = -1  # recording stops; the learner's call goes on
+            finally:
+                self.flushing = False
+
+    def forked(self) -> None:
+        """In a child forked from the rank: the parent's pending lines are the parent's (it wrote them before
+        the fork); a lock another thread held at the fork is never released here."""
+        self.pending = collections.deque()
+        self.lock = threading.RLock()
+        self.flushing = False
 
     def write(self, event: dict) -> None:
-        self._emit((json.dumps(event, separators=(",", ":")) + "\n").encode())
+        """One line written now (with the lines pending before it)."""
+        self._emit((json.dumps(event, separators=(",", ":")) + "\n").encode(), flush=True)
 
     def quote(self, text: str) -> str:
         """JSON string literal of ``text`` (at most :data:`MAX_TEXT` characters), cached: file names,
@@ -162,7 +210,10 @@ class _Recorder:
             quoted = self._quoted[text] = json.dumps(_clip_text(str(text)))
         return quoted
 
-    def enter(self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "") -> int:
+    def enter(
+        self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "", flush: bool = True
+    ) -> int:
+        """The entry line of an event; ``flush``: the call may block the rank, so the line is written now."""
         self.next_id += 1
         line = f'{{"id":{self.next_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
         if numbered:
@@ -172,7 +223,7 @@ class _Recorder:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
                 line += ',"callers":[' + ",".join(f"[{self.quote(f)},{n},{self.quote(c)}]" for f, n, c in site[3]) + "]"
-        self._emit((line + extra + "}\n").encode())
+        self._emit((line + extra + "}\n").encode(), flush)
         return self.next_id
 
     def instant(self, kind: str, name: str, site: tuple | None, extra: str = "") -> None:
@@ -202,7 +253,9 @@ class _Recorder:
         self.write(line)
 
     def close(self) -> None:
-        """Close the events file if the descriptor still is it (else it is the rank's: left alone)."""
+        """Write what is pending, then close the events file if the descriptor still is it (else it is the
+        rank's: left alone)."""
+        self.flush()
         ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
         if ours:
@@ -230,22 +283,24 @@ def call_site(callers: bool = True) -> tuple | None:
     collectives) up to :data:`CALLERS_KEPT` learner frames further out (the lines that called into a helper)."""
     frame = sys._getframe(2)
     while frame is not None:
-        if is_learners(frame.f_code.co_filename):
+        code = frame.f_code  # read once per frame: each read of f_code is an audit event
+        if is_learners(code.co_filename):
             break
         frame = frame.f_back
     if frame is None:
         return None
-    site = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    site = (code.co_filename, frame.f_lineno, code.co_name)
     if not callers:
         return site
     callers = []
     outer = frame.f_back
     while outer is not None and len(callers) < CALLERS_KEPT:
-        filename = outer.f_code.co_filename
+        code = outer.f_code
+        filename = code.co_filename
         if filename in MACHINERY:
             break
         if is_learners(filename):
-            callers.append((filename, outer.f_lineno, outer.f_code.co_name))
+            callers.append((filename, outer.f_lineno, code.co_name))
         outer = outer.f_back
     return site + (callers,) if callers else site
 
@@ -487,29 +542,48 @@ def _learner_path(path) -> str | None:
         return None
     if isinstance(path, bytes):
         path = path.decode(errors="replace")
+    if path.endswith(_CODE_SUFFIXES):  # normalising never changes a name's suffix: no need to
+        return None
     path = os.path.abspath(path)
-    if (
-        path.startswith(_SYSTEM_PREFIXES)
-        or any(part in path for part in _SYSTEM_PARTS)
-        or path.endswith(_CODE_SUFFIXES)
-    ):
+    if path.startswith(_SYSTEM_PREFIXES) or any(part in path for part in _SYSTEM_PARTS):
         return None
     if _own_folder and _own_folder in (path, os.path.dirname(path)):
         return None
     return path
 
 
-def _file_event(name: str, path: str, to: str | None = None) -> None:
-    extra = ',"path":' + json.dumps(path)
+#: Absolute path as the rank gave it -> the JSON text of the learner's path, or "" (not the learner's file):
+#: a path's answer depends on nothing else while one recording lasts, and ranks open the same files again.
+_quoted_paths: dict[str, str] = {}
+_PATHS_KEPT = 4096
+
+
+def _quoted_path(path) -> str | None:
+    """``_learner_path`` as JSON text, cached for absolute ``str`` paths (the form ``open`` gets most)."""
+    if type(path) is str and path.startswith("/"):
+        quoted = _quoted_paths.get(path)
+        if quoted is None:
+            if len(_quoted_paths) >= _PATHS_KEPT:
+                _quoted_paths.clear()
+            learners = _learner_path(path)
+            quoted = _quoted_paths[path] = "" if learners is None else json.dumps(learners)
+        return quoted or None
+    learners = _learner_path(path)
+    return None if learners is None else json.dumps(learners)
+
+
+def _file_event(name: str, path: str, to: str | None = None, renamed=None) -> None:
+    """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it."""
+    extra = ',"path":' + path
     if to is not None:
-        extra += ',"to":' + json.dumps(to)
+        extra += ',"to":' + to
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
         if name == "rename":  # with the size of the file renamed: was it fully written (flushed) by then?
-            event_id = recorder.enter("file", name, False, _learner_site(), extra)
+            event_id = recorder.enter("file", name, False, _learner_site(), extra, flush=False)
             try:
-                size = os.stat(path).st_size
+                size = os.stat(renamed).st_size
             except OSError:
                 recorder.leave(event_id)
             else:
@@ -525,21 +599,28 @@ def _learner_site() -> tuple | None:
     machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``."""
     frame = sys._getframe(3)
     while frame is not None:
-        if is_learners(frame.f_code.co_filename):
-            return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code  # read once per frame: each read of f_code is an audit event
+        if is_learners(code.co_filename):
+            return (code.co_filename, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
 
 
 def _audit(event: str, args: tuple) -> None:
-    """Audit hook (installed once per process, inert while nothing records): the learner's file handoffs."""
+    """Audit hook (installed once per process, inert while nothing records): the learner's file handoffs, and
+    the moments pending lines must be written (the rank is about to sleep, signal a process or exec)."""
     if event not in _AUDITED:
         return
     recorder = _recorder
-    if recorder is None or recorder.depth or recorder.fd < 0 or threading.get_ident() != _main_thread:
+    if recorder is None:
+        return
+    if event in _WRITE_BEFORE:
+        recorder.flush()
+        return
+    if recorder.depth or recorder.fd < 0 or threading.get_ident() != _main_thread:
         return
     if event == "open":
-        path = _learner_path(args[0])
+        path = _quoted_path(args[0])
         if path is None:
             return
         mode, flags = args[1], args[2]
@@ -551,20 +632,33 @@ def _audit(event: str, args: tuple) -> None:
             how = "write" if flags & _WRITE_FLAGS else "read"
         _file_event(how, path)
     elif event == "os.rename":
-        source, target = _learner_path(args[0]), _learner_path(args[1])
+        source, target = _quoted_path(args[0]), _quoted_path(args[1])
         if source is not None or target is not None:
-            _file_event("rename", source or os.fspath(args[0]), target or os.fspath(args[1]))
+            _file_event(
+                "rename",
+                source or json.dumps(_fspath_text(args[0])),
+                target or json.dumps(_fspath_text(args[1])),
+                renamed=args[0],
+            )
     elif event == "os.remove":  # os.unlink too
-        path = _learner_path(args[0])
+        path = _quoted_path(args[0])
         if path is not None:
             _file_event("remove", path)
     else:  # os.listdir, os.scandir (glob, os.walk): a read of the folder's entries
-        path = _learner_path(args[0] if args and args[0] is not None else ".")
+        path = _quoted_path(args[0] if args and args[0] is not None else ".")
         if path is not None:
             _file_event("list", path)
 
 
-_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.listdir", "os.scandir"})
+def _fspath_text(path) -> str:
+    path = os.fspath(path)
+    return path.decode(errors="replace") if isinstance(path, bytes) else path
+
+
+#: Audit events after which the rank may stop running Python for a while, or at all: pending lines go first.
+#: (``time.sleep`` where Python audits it: 3.11 does not, and there the helper thread writes them within WRITE_EVERY.)
+_WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
+_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
 _audit_installed = False
 
 
@@ -787,11 +881,12 @@ def dump_flight(recorder: _Recorder | None = None) -> bool:
 
 
 class _StallWatch(threading.Thread):
-    """Copies the flight recorder once whenever the main thread has stayed on one instruction for
-    :data:`STALL_DUMP` seconds (blocked in a collective, or sleeping): a rank killed at the deadline
-    never reaches :func:`stop`. It only reads ``sys._current_frames()``; torch is not touched."""
+    """Writes the lines the main thread left pending for :data:`WRITE_EVERY` seconds, and copies the flight
+    recorder once whenever the main thread has stayed on one instruction for :data:`STALL_DUMP` seconds
+    (blocked in a collective, or sleeping): a rank killed at the deadline never reaches :func:`stop`. It
+    only reads ``sys._current_frames()``; torch is not touched."""
 
-    def __init__(self, recorder: _Recorder, main: int, poll: float = 0.25) -> None:
+    def __init__(self, recorder: _Recorder, main: int, poll: float = WRITE_EVERY) -> None:
         super().__init__(daemon=True, name="barrierlab-flight")
         self.recorder, self.main, self.poll = recorder, main, poll
         self.halt = threading.Event()
@@ -799,6 +894,8 @@ class _StallWatch(threading.Thread):
     def run(self) -> None:
         last, since, dumped = None, time.monotonic(), None
         while not self.halt.wait(self.poll):
+            if self.recorder.pending and time.monotonic() - self.recorder.written_at >= WRITE_EVERY:
+                self.recorder.flush()  # lines the main thread left behind before it went quiet
             frame = sys._current_frames().get(self.main)
             key = None if frame is None else (id(frame), frame.f_lasti)
             now = time.monotonic()
@@ -813,6 +910,32 @@ class _StallWatch(threading.Thread):
 def _replace(owner, name: str, wrapper) -> None:
     _originals[(owner, name)] = getattr(owner, name)
     setattr(owner, name, wrapper)
+
+
+def _exit_after_writing(original):
+    """``os._exit`` that first writes the pending lines (it ends the process without any clean-up)."""
+
+    @functools.wraps(original)
+    def _exit(*args, **kwargs):
+        _write_pending()
+        return original(*args, **kwargs)
+
+    _exit.__barrierlab_original__ = original
+    return _exit
+
+
+def _write_pending() -> None:
+    recorder = _recorder
+    if recorder is not None:
+        try:
+            recorder.flush()
+        except Exception:  # noqa: BLE001 - the rank's own exit or fork goes on
+            pass
+
+
+def _forked() -> None:
+    if _recorder is not None:
+        _recorder.forked()
 
 
 def _patch() -> None:
@@ -837,8 +960,11 @@ def _patch() -> None:
         for name, writes in (("save", True), ("load", False), ("async_save", True)):
             if callable(getattr(dcp, name, None)):
                 _replace(dcp, name, _wrap_file_call(f"dcp.{name}", getattr(dcp, name), writes, 99, "checkpoint_id"))
+    _replace(os, "_exit", _exit_after_writing(os._exit))
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
+        os.register_at_fork(before=_write_pending, after_in_child=_forked)
+        atexit.register(_write_pending)
         _audit_installed = True
 
 
@@ -853,6 +979,7 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     global _recorder, _watch, _own_folder, _main_thread
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
+    _quoted_paths.clear()  # their answers depend on the folder of the record
     _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
     _patch()
@@ -902,7 +1029,7 @@ def span(name: str, kind: str = "compute") -> Iterator[None]:
         return
     if kind not in SPAN_KINDS:
         raise ValueError(f"span kind must be one of {', '.join(SPAN_KINDS)}, not {kind!r}")
-    event_id = recorder.enter(kind, name, False, call_site(callers=False))
+    event_id = recorder.enter(kind, name, False, call_site(callers=False), flush=False)
     try:
         yield
     except BaseException as error:

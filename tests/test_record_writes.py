@@ -1,0 +1,80 @@
+"""The recorder writes its lines behind, in batches, yet every line a reader needs is in the file in time: before a
+call that blocks, before the rank ends itself, within ``record.WRITE_EVERY`` while it computes, and never twice
+when the rank forks. Runs of real ranks; what is checked is the record they leave."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+import torch.distributed as dist
+
+import barrierlab as bl
+from barrierlab import record
+from barrierlab._protocol import Status
+
+BURST = 50
+
+
+def burst(folder: str, tag: str) -> None:
+    """Spans and file events in quick succession: most of them still pending when the next thing happens."""
+    path = os.path.join(folder, f"{tag}{dist.get_rank()}.txt")
+    for i in range(BURST):
+        with bl.span(f"{tag} {i}"):
+            pass
+    with open(path, "w") as f:
+        f.write("x")
+
+
+def burst_then_os_exit(folder):
+    record.WRITE_EVERY = 3600.0  # no timer: nothing but the exit itself may write the pending lines
+    burst(folder, "before exit")
+    os._exit(3)  # no clean-up at all: the recorder's lines must already be out
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_ends_with_os_exit_leaves_every_line_it_recorded(tmp_path):
+    run = bl.run(burst_then_os_exit, 1, args=(str(tmp_path),), deadline=60)
+    assert run.statuses == [Status.EXITED], run
+    names = [e.name for e in run[0].events]
+    assert [n for n in names if n.startswith("before exit")] == [f"before exit {i}" for i in range(BURST)]
+    assert [e.path for e in run[0].events if e.kind == "file"] == [str(tmp_path / "before exit0.txt")]
+
+
+def burst_then_stuck_in_a_barrier(folder):
+    burst(folder, "before barrier")
+    if dist.get_rank() == 1:
+        time.sleep(600)  # never arrives: rank 0 waits in its barrier until the deadline
+    dist.barrier()
+
+
+@pytest.mark.timeout(180)
+def test_a_rank_stuck_in_a_barrier_has_everything_up_to_the_barrier_in_its_record(tmp_path):
+    run = bl.run(burst_then_stuck_in_a_barrier, 2, args=(str(tmp_path),), timeout=60, deadline=6)
+    stuck = run[0].events
+    assert [e.name for e in stuck if e.kind == "compute"] == [f"before barrier {i}" for i in range(BURST)]
+    assert [e.path for e in stuck if e.kind == "file"] == [str(tmp_path / "before barrier0.txt")]
+    assert stuck[-1].name == "barrier" and stuck[-1].end is None
+
+
+def burst_then_fork():
+    record.WRITE_EVERY = 3600.0  # no timer: the lines are still pending at the fork
+    events_file = record._recorder.path
+    for i in range(BURST):
+        with bl.span(f"before fork {i}"):
+            pass
+    child = os.fork()
+    if child == 0:
+        os._exit(0)  # a child that ends at once: what the parent had recorded is not its to write
+    os.waitpid(child, 0)
+    record.stop()
+    with open(events_file) as f:
+        return [json.loads(line)["id"] for line in f if '"kind"' in line]
+
+
+@pytest.mark.timeout(120)
+def test_a_forked_child_never_writes_the_lines_its_parent_recorded():
+    ids = bl.run(burst_then_fork, 1, deadline=60).raise_if_failed().values[0]
+    assert len(ids) == BURST and len(ids) == len(set(ids))
