@@ -26,12 +26,40 @@ def _start_warm_process_early() -> None:
 
 _start_warm_process_early()
 
-from barrierlab._protocol import Status  # noqa: E402  (after the early start, on purpose)
-from barrierlab.launch import DEFAULT_TIMEOUT, MAX_WORLD_SIZE, LaunchError, run, shutdown, warm_up  # noqa: E402
-from barrierlab.record import span  # noqa: E402
-from barrierlab.result import RankFailed, RankResult, Run  # noqa: E402
-from barrierlab.source import show  # noqa: E402
-from barrierlab.sync import main_process_first  # noqa: E402
+#: Public names and the module each comes from, imported when first used (PEP 562): ``barrierlab lint``,
+#: ``list``, ``report`` and ``--help`` never import torch, and ``import barrierlab`` in a kernel costs
+#: nothing but the warm process's early start.
+_EXPORTS = {
+    "Status": "barrierlab._protocol",
+    "DEFAULT_TIMEOUT": "barrierlab.launch",
+    "MAX_WORLD_SIZE": "barrierlab.launch",
+    "LaunchError": "barrierlab.launch",
+    "run": "barrierlab.launch",
+    "shutdown": "barrierlab.launch",
+    "warm_up": "barrierlab.launch",
+    "span": "barrierlab.record",
+    "RankFailed": "barrierlab.result",
+    "RankResult": "barrierlab.result",
+    "Run": "barrierlab.result",
+    "show": "barrierlab.source",
+    "main_process_first": "barrierlab.sync",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'barrierlab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -56,6 +84,8 @@ def _adopt_early_warm_process() -> None:
     from barrierlab import _warmstart
 
     if _warmstart.early is not None:
+        from barrierlab.launch import warm_up
+
         warm_up()
 
 
