@@ -17,8 +17,10 @@ is only the registry of scenarios; the torchrun worker entry (``torchrun_main``)
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 
 from barrierlab.torchrun import main as torchrun_main
 from barrierlab.torchrun import parse_kwargs
@@ -27,14 +29,16 @@ __all__ = ["available", "load", "parse_kwargs", "shared_folder", "torchrun_main"
 
 
 def available() -> dict[str, str]:
-    """Scenario module names and the first line of each one's docstring."""
+    """Scenario module names and the first line of each one's docstring, read from the source (``barrierlab
+    list`` imports neither the scenarios nor torch): a scenario is a module defining ``scenario`` at top level."""
     found = {}
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "scenario"):
-            found[info.name] = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+        tree = ast.parse(Path(__path__[0], f"{info.name}.py").read_text(encoding="utf-8"))
+        if any(isinstance(node, ast.FunctionDef) and node.name == "scenario" for node in tree.body):
+            doc = ast.get_docstring(tree) or ""
+            found[info.name] = doc.strip().splitlines()[0] if doc.strip() else ""
     return found
 
 
