@@ -53,6 +53,8 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     steps = random.Random(seed).randint(*STEPS)
     for tried in (4, steps):  # the notebook's own step count first, so its feedback reads the same every time
         run = bl.run(train, world_size, kwargs=dict(steps=tried), timeout=1.0, deadline=4.0)
+        if not run.ok and _unordered(run):  # a read of a file before it was written raised: the race is the cause
+            return not_yet(_unordered(run))
         if not run.ok:
             return not_yet(
                 f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
@@ -91,9 +93,12 @@ def _unordered(run) -> str | None:
     from barrierlab import ordering
 
     races = ordering.races(run)
-    if races:
+    if not races:
+        return None
+    if run.ok:
         return f"every rank finished, but {race_words(races[0])}."
-    return None
+    bad = run[run.failed[0]]
+    return f"rank {bad.rank} {bad.status} ({bad.error_message[:80]}), and {race_words(races[0])}."
 
 
 def _computed(run) -> dict[int, list]:

@@ -44,6 +44,8 @@ def check_share_vocab(fn, world_size: int = 4) -> Verdict:
 
 def _judge(run, folder: str) -> str | None:
     if not run.ok:
+        if unordered(run, folder):  # a read of the file before it was written raised: the race is the cause
+            return _through_a_file(run, folder, accesses(run, folder), _calls(run))
         return f"{rank_list(run.failed)} did not finish: {run.diagnosis.headline}"
     builders = [r.rank for r in run if any(e.name == "build vocab" for e in r.events)]
     if builders != [0]:
