@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -77,23 +80,145 @@ def every_rank_averages_its_own_loss(steps=4):
     return mean if rank == 0 else None
 
 
-@pytest.mark.parametrize(
-    "wrong",
-    [
-        as_given,
-        with_a_sleep,
-        dummy_all_reduce_on_the_others,
-        extra_barrier_on_the_others,
-        averaging_dropped,
-        fixed_number,
-    ],
-)
-def test_the_check_rejects_a_wrong_fix(wrong):
+def rank0_evaluates_every_share(steps=4):
+    """Rank 0 computes the loss of every rank's share itself: right number, the others' work skipped."""
+    model, rank = _trained(steps)
+    if rank == 0:
+        return sum(local_loss(model, r) for r in range(dist.get_world_size())) / dist.get_world_size()
+    return None
+
+
+def async_all_reduce_never_waited(steps=4):
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    dist.all_reduce(total, async_op=True)  # the handle is dropped: nothing says the sum is complete
+    time.sleep(0.3)
+    return total.item() / dist.get_world_size() if rank == 0 else None
+
+
+def _shared_folder():
+    box = [tempfile.mkdtemp(prefix="barrierlab-nb04-") if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def _through_files(steps, wait):
+    model, rank = _trained(steps)
+    folder = _shared_folder()
+    with open(os.path.join(folder, f"loss{rank}.txt"), "w") as f:
+        f.write(repr(local_loss(model, rank)))
+    wait()
+    if rank != 0:
+        return None
+    losses = []
+    for r in range(dist.get_world_size()):
+        with open(os.path.join(folder, f"loss{r}.txt")) as f:
+            losses.append(float(f.read()))
+    shutil.rmtree(folder)
+    return sum(losses) / len(losses)
+
+
+def files_after_a_sleep(steps=4):
+    return _through_files(steps, lambda: time.sleep(0.3))
+
+
+def files_after_a_barrier(steps=4):
+    return _through_files(steps, dist.barrier)
+
+
+def reduce_to_rank0(steps=4):
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    dist.reduce(total, dst=0)
+    return total.item() / dist.get_world_size() if rank == 0 else None
+
+
+def all_gather_the_losses(steps=4):
+    model, rank = _trained(steps)
+    losses = [torch.zeros(1) for _ in range(dist.get_world_size())]
+    dist.all_gather(losses, torch.tensor([local_loss(model, rank)]))
+    return torch.cat(losses).mean().item() if rank == 0 else None
+
+
+def gather_to_rank0(steps=4):
+    model, rank = _trained(steps)
+    losses = [torch.zeros(1) for _ in range(dist.get_world_size())] if rank == 0 else None
+    dist.gather(torch.tensor([local_loss(model, rank)]), losses, dst=0)
+    return torch.cat(losses).mean().item() if rank == 0 else None
+
+
+def gather_object_to_rank0(steps=4):
+    model, rank = _trained(steps)
+    losses = [None] * dist.get_world_size() if rank == 0 else None
+    dist.gather_object(local_loss(model, rank), losses, dst=0)
+    return sum(losses) / len(losses) if rank == 0 else None
+
+
+def send_recv_to_rank0(steps=4):
+    model, rank = _trained(steps)
+    mine = torch.tensor([local_loss(model, rank)], dtype=torch.float64)
+    if rank != 0:
+        dist.send(mine, dst=0)
+        return None
+    total = mine.item()
+    for r in range(1, dist.get_world_size()):
+        other = torch.zeros(1, dtype=torch.float64)
+        dist.recv(other, src=r)
+        total += other.item()
+    return total / dist.get_world_size()
+
+
+def store_keys_to_rank0(steps=4):
+    model, rank = _trained(steps)
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"loss {rank}", repr(local_loss(model, rank)))
+    if rank != 0:
+        return None
+    losses = [float(store.get(f"loss {r}")) for r in range(dist.get_world_size())]  # get waits for the key
+    return sum(losses) / len(losses)
+
+
+def async_all_reduce_waited(steps=4):
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    work = dist.all_reduce(total, async_op=True)
+    work.wait()
+    return total.item() / dist.get_world_size() if rank == 0 else None
+
+
+WRONG = [
+    (as_given, "not every rank finished"),
+    (with_a_sleep, "not every rank finished"),
+    (dummy_all_reduce_on_the_others, "never computed their own validation loss"),
+    (extra_barrier_on_the_others, "not every rank finished"),
+    (averaging_dropped, "its own validation loss"),
+    (fixed_number, "never computed their own validation loss"),
+    (rank0_evaluates_every_share, "rank 0 computed 4 shares itself"),
+    (async_all_reduce_never_waited, "nothing orders rank"),
+    (files_after_a_sleep, "nothing orders them"),
+]
+RIGHT = [
+    solution,
+    every_rank_averages_its_own_loss,
+    reduce_to_rank0,
+    all_gather_the_losses,
+    gather_to_rank0,
+    gather_object_to_rank0,
+    send_recv_to_rank0,
+    store_keys_to_rank0,
+    async_all_reduce_waited,
+    files_after_a_barrier,
+]
+
+
+@pytest.mark.parametrize("wrong, says", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_the_check_rejects_a_wrong_fix(wrong, says):
     verdict = nb04.check(wrong, seed=1)
     assert not verdict.ok and verdict.message.startswith("✗"), verdict
+    assert says in verdict.message, verdict
 
 
-@pytest.mark.parametrize("right", [solution, every_rank_averages_its_own_loss])
+@pytest.mark.parametrize("right", RIGHT, ids=[fn.__name__ for fn in RIGHT])
 def test_the_check_accepts_a_right_fix(right):
     verdict = nb04.check(right, seed=2)
     assert verdict.ok and verdict.message.startswith("✓"), verdict

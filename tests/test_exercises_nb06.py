@@ -56,22 +56,122 @@ def solution(folder):
     return box[0]
 
 
-@pytest.mark.parametrize(
-    "answer, says",
-    [
-        (unsolved, "barrier"),
-        (dummy_all_reduce_for_barrier, "files"),
-        (sleep_for_barrier, "files"),
-        (every_rank_builds_its_own, "build_vocab ran on ranks [0, 1, 2, 3]"),
-        (solution_plus_barrier, "barrier"),
-    ],
-)
+def file_removed_afterwards(folder):
+    """The file handoff, cleaned up: the folder ends empty, but the vocabulary still went through a file."""
+    vocab = _through_a_file(folder, dist.barrier)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        os.remove(os.path.join(folder, "vocab.json"))
+    return vocab
+
+
+def store_key_handoff(folder):
+    """Orders the handoff correctly (notebook 06 §5's store key), but is not the tool the exercise asks for."""
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        vocab = build_vocab()
+        store.set("vocab", json.dumps(vocab))
+        return vocab
+    return json.loads(store.get("vocab"))  # get waits for the key
+
+
+def all_gather_object_instead(folder):
+    """Every rank sends its object to every rank: rank 0's vocabulary arrives, four objects travel."""
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, build_vocab() if dist.get_rank() == 0 else None)
+    return gathered[0]
+
+
+def broadcast_before_the_build(folder):
+    box = [None]
+    dist.broadcast_object_list(box, src=0)  # rank 0 has not built anything yet
+    if dist.get_rank() == 0:
+        box[0] = build_vocab()
+    return box[0]
+
+
+def broadcast_from_the_wrong_rank(folder):
+    box = [build_vocab() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=1)
+    return box[0]
+
+
+def other_placeholder(folder):
+    box = [build_vocab()] if dist.get_rank() == 0 else [{}]  # any placeholder is replaced
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def words_only(folder):
+    """Broadcast the words in id order; every rank numbers them again."""
+    box = [None]
+    if dist.get_rank() == 0:
+        vocab = build_vocab()
+        box[0] = sorted(vocab, key=vocab.get)
+    dist.broadcast_object_list(box, src=0)
+    return {word: i for i, word in enumerate(box[0])}
+
+
+def two_objects_in_one_call(folder):
+    box = [None, None]
+    if dist.get_rank() == 0:
+        vocab = build_vocab()
+        box = [vocab, len(vocab)]
+    dist.broadcast_object_list(box, src=0)
+    vocab, size = box
+    assert len(vocab) == size
+    return vocab
+
+
+def on_a_group_with_group_src(folder):
+    group = dist.new_group(list(range(dist.get_world_size())))
+    box = [build_vocab() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, group=group, group_src=0)
+    return box[0]
+
+
+def rank0_keeps_its_own(folder):
+    vocab = build_vocab() if dist.get_rank() == 0 else None
+    box = [vocab]
+    dist.broadcast_object_list(box, src=0)
+    return vocab if vocab is not None else box[0]
+
+
+WRONG = [
+    (unsolved, "through a file"),
+    (dummy_all_reduce_for_barrier, "through a file"),
+    (sleep_for_barrier, "nothing orders them"),
+    (every_rank_builds_its_own, "build_vocab ran on ranks 0–3"),
+    (solution_plus_barrier, "besides broadcast_object_list"),
+    (file_removed_afterwards, "through a file"),
+    (store_key_handoff, "asks for dist.broadcast_object_list"),
+    (all_gather_object_instead, "asks for dist.broadcast_object_list"),
+    (broadcast_before_the_build, "did not return the vocabulary"),
+    (broadcast_from_the_wrong_rank, "did not return the vocabulary"),
+]
+RIGHT = [
+    solution,
+    other_placeholder,
+    words_only,
+    two_objects_in_one_call,
+    on_a_group_with_group_src,
+    rank0_keeps_its_own,
+]
+
+
+@pytest.mark.parametrize("answer, says", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
 def test_check_rejects_wrong_fixes(answer, says):
     feedback = nb06.check_share_vocab(answer)
     assert not feedback.passed, feedback.message
     assert feedback.message.startswith("✗") and says in feedback.message, feedback.message
 
 
-def test_check_passes_the_solution():
-    feedback = nb06.check_share_vocab(solution)
+@pytest.mark.parametrize("answer", RIGHT, ids=[fn.__name__ for fn in RIGHT])
+def test_check_passes_every_way_of_using_broadcast_object_list(answer):
+    feedback = nb06.check_share_vocab(answer)
     assert feedback.passed, feedback.message
+
+
+def test_a_handoff_that_is_ordered_but_not_the_asked_tool_is_told_both():
+    message = nb06.check_share_vocab(store_key_handoff).message
+    assert "the handoff is right" in message and "broadcast_object_list" in message, message

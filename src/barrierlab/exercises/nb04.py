@@ -1,9 +1,19 @@
 """Notebook 04's exercise: find and fix the collective hidden in ``find_the_bug``'s rank-0-only evaluation.
 
 The learner's ``train(steps)`` must let every rank finish and make rank 0 return the validation loss
-averaged over all ranks. The check runs it for a random number of steps and compares with a reference run
-of the same steps: a sleep or an extra barrier leaves the ranks' calls out of step and fails; a dummy
-all_reduce on the other ranks, or dropping the averaging, finishes but returns the wrong loss.
+averaged over all ranks. The check runs it for the notebook's 4 steps and for a random number of steps, and
+decides from what the runs recorded:
+
+- every rank finished: a sleep or an extra barrier leaves the ranks' calls out of step, and the message is
+  the run's diagnosis (which call which ranks made);
+- every rank computed the loss of its own share (``find_the_bug.local_loss`` records a "validation loss"
+  span): a dummy all_reduce on the other ranks, dropping the averaging, a fixed number or rank 0 computing
+  every share itself skip that work;
+- the ordering model (:mod:`barrierlab.ordering`, on gloo) orders every rank's loss before rank 0's
+  result, and no file handoff races: an all_reduce, reduce, gather or all_gather (tensor or object),
+  send/recv, store keys, an async call and its ``wait()``, or files read after a barrier all do; an
+  ``async_op=True`` call never waited for, or files read after a sleep, do not;
+- rank 0's value equals the average of a reference run of the same steps.
 """
 
 from __future__ import annotations
@@ -11,10 +21,12 @@ from __future__ import annotations
 import math
 import random
 
-from barrierlab.exercises import Verdict, not_yet
+from barrierlab.exercises import Verdict, not_yet, race_words
 
 #: Steps the check trains for, chosen at random, so that no fixed number passes.
 STEPS = (3, 6)
+#: The span ``find_the_bug.local_loss`` records around one rank's validation loss.
+LOSS_SPAN = "validation loss"
 
 
 def reference(steps: int = 4):
@@ -33,7 +45,7 @@ def reference(steps: int = 4):
 
 
 def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
-    """Run ``train`` and the reference for the same random number of steps and compare rank 0's result."""
+    """Run ``train`` and the reference for the same random number of steps and judge rank 0's result."""
     import barrierlab as bl
 
     if not callable(train):
@@ -41,20 +53,109 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     steps = random.Random(seed).randint(*STEPS)
     for tried in (4, steps):  # the notebook's own step count first, so its feedback reads the same every time
         run = bl.run(train, world_size, kwargs=dict(steps=tried), timeout=1.0, deadline=4.0)
+        if not run.ok and _unordered(run):  # a read of a file before it was written raised: the race is the cause
+            return not_yet(_unordered(run))
         if not run.ok:
-            return not_yet(f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
-                         "run.stuck, TORCH_DISTRIBUTED_DEBUG=DETAIL, barrierlab.lint.")
+            return not_yet(
+                f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
+                "run.stuck, TORCH_DISTRIBUTED_DEBUG=DETAIL, barrierlab.lint."
+            )
+        problem = _unordered(run)
+        if problem:
+            return not_yet(problem)
     value = run[0].value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return not_yet(f"rank 0 should return the validation loss (a number), got {value!r}")
     truth = bl.run(reference, world_size, kwargs=dict(steps=steps), timeout=5.0, check=True)
     average, own = truth[0].value
-    if math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6):
-        return Verdict(True, f"✓ every rank finished, and rank 0 reports the validation loss averaged over "
-                             f"all {world_size} ranks ({value:.4f} after {steps} steps)")
     if math.isclose(value, own, rel_tol=1e-5, abs_tol=1e-6):
-        return not_yet(f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
-                     f"({average:.4f}). The averaging must stay: make every rank take part in it.")
-    return not_yet(f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is "
-                 f"{average:.4f} after {steps} steps. Did the other ranks contribute something other than "
-                 "their own validation loss to the all_reduce?")
+        return not_yet(
+            f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
+            f"({average:.4f}). The averaging must stay: make every rank take part in it."
+        )
+    problem = _skipped(run) or _not_delivered(run)
+    if problem:
+        return not_yet(problem)
+    if math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6):
+        return Verdict(
+            True,
+            f"✓ every rank finished, every rank's validation loss reached rank 0 through {_carriers(run)}, and "
+            f"rank 0 reports their average ({value:.4f} after {steps} steps, {world_size} ranks)",
+        )
+    return not_yet(
+        f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is {average:.4f} after "
+        f"{steps} steps. Did every rank contribute its own validation loss, once?"
+    )
+
+
+def _unordered(run) -> str | None:
+    """A file handoff that nothing orders (the losses passed through files after a sleep), in words."""
+    from barrierlab import ordering
+
+    races = ordering.races(run)
+    if not races:
+        return None
+    if run.ok:
+        return f"every rank finished, but {race_words(races[0])}."
+    bad = run[run.failed[0]]
+    return f"rank {bad.rank} {bad.status} ({bad.error_message[:80]}), and {race_words(races[0])}."
+
+
+def _computed(run) -> dict[int, list]:
+    return {r.rank: [e for e in r.events if e.name == LOSS_SPAN and e.end is not None] for r in run}
+
+
+def _skipped(run) -> str | None:
+    """None if every rank computed the loss of its own share; else who did not, in words."""
+    from barrierlab.words import rank_list
+
+    computed = _computed(run)
+    missing = [rank for rank, found in computed.items() if not found]
+    if not missing:
+        return None
+    extra = len(computed[0]) - 1
+    who = (
+        f"rank 0 computed {extra + 1} shares itself"
+        if extra > 0
+        else "what they contributed, if anything, was not their validation loss"
+    )
+    return (
+        f"{rank_list(missing)} never computed {'its' if len(missing) == 1 else 'their'} own validation loss "
+        f"(`evaluate` → `local_loss`): {who}. Every rank evaluates its own share of the validation set (on a "
+        "real job rank 0 does not have the others' data), and the averaging combines them."
+    )
+
+
+def _carriers(run) -> str:
+    """The calls rank 0 made from its own validation loss on: what brought the others' losses, in words."""
+    mine = _computed(run)[0]
+    since = mine[0].start if mine else 0.0
+    names = []
+    for e in run[0].events:
+        ordering_call = e.kind in ("collective", "p2p", "store") or (e.kind == "wait" and e.of is not None)
+        if ordering_call and e.start >= since:
+            name = f"store.{e.name}" if e.kind == "store" else "work.wait()" if e.kind == "wait" else e.name
+            if name not in names:
+                names.append(name)
+    return ", ".join(names) or "what the ranks called"
+
+
+def _not_delivered(run) -> str | None:
+    """None if the model orders every rank's validation loss before rank 0's result; else the first rank whose
+    loss nothing carried to rank 0."""
+    from barrierlab import ordering
+
+    order = ordering.order(run)
+    done = run[0].ended
+    for rank, found in _computed(run).items():
+        if rank == 0:
+            continue
+        computed = found[-1].end
+        if not order.ordered_at(rank, computed, 0, done):
+            return (
+                f"nothing orders rank {rank}'s validation loss (computed at t={computed:.3f} s) before rank 0's "
+                f"result (t={done:.3f} s) on gloo: rank 0 did not wait for it, and the order came from timing. "
+                "Let it travel to rank 0 through a call that waits for it: a blocking all_reduce or reduce, "
+                "gather, send/recv, a store key, or an async call's work.wait()"
+            )
+    return None
