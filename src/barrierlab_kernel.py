@@ -11,6 +11,9 @@ uses, so the package finds the started process there.
     python -m barrierlab_kernel install     # the lab's setup runs this: the kernel config of this environment
     python -m barrierlab_kernel uninstall
 
+The same install enables this module as a Jupyter server extension of the environment, which registers
+:func:`strip_live_views` as a pre-save hook: notebooks saved from the lab keep no live view.
+
 ``BARRIERLAB_EAGER=0`` in the kernel's environment turns it off. A kernel that never imports barrierlab keeps
 the process until it exits (the process ends when the kernel's pipe closes).
 """
@@ -66,12 +69,28 @@ def strip_live_views(model: dict, **_context) -> None:
             cell["outputs"] = [
                 output
                 for output in outputs
-                if not (isinstance(output, dict) and (output.get("metadata") or {}).get("barrierlab") == "live view")
+                if not (
+                    isinstance(output, dict)
+                    and (output.get("metadata") or {}).get("barrierlab") == LIVE_VIEW_METADATA["barrierlab"]
+                )
             ]
 
 
+def _jupyter_server_extension_points() -> list[dict]:
+    """Jupyter server extension entry: this module, enabled by the file :func:`install_save_hook` writes."""
+    return [{"module": "barrierlab_kernel"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    """Add :func:`strip_live_views` to the server's pre-save hooks (beside any ``pre_save_hook`` of the user's).
+
+    A ``ContentsManager.pre_save_hook`` setting would not do: Jupyter reads only the extension switches of the
+    ``jupyter_server_config.d`` files, and a setting in a user's own config file would replace ours."""
+    serverapp.contents_manager.register_pre_save_hook(strip_live_views)
+
+
 def server_config_path(prefix: str | None = None) -> str:
-    """The Jupyter server config file of the environment at ``prefix`` that installs :func:`strip_live_views`."""
+    """The Jupyter server config file of the environment at ``prefix`` that enables this module's extension."""
     return os.path.join(prefix or sys.prefix, "etc", "jupyter", "jupyter_server_config.d", "barrierlab.json")
 
 
@@ -79,7 +98,7 @@ def install_save_hook(prefix: str | None = None) -> str:
     path = server_config_path(prefix)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write('{"ContentsManager": {"pre_save_hook": "barrierlab_kernel.strip_live_views"}}\n')
+        f.write('{"ServerApp": {"jpserver_extensions": {"barrierlab_kernel": true}}}\n')
     return path
 
 

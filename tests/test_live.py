@@ -203,27 +203,66 @@ print("after the run")
 """
 
 
+#: A Jupyter server configured only by the environment at argv[1] (what ``python -m barrierlab_kernel install``
+#: writes there) saves the notebook JSON at argv[2] as argv[3], through its contents manager: as the lab saves.
+SAVE_THROUGH_A_SERVER = """
+import asyncio, inspect, json, sys
+from jupyter_server.serverapp import ServerApp
+prefix, source, folder = sys.argv[1:]
+app = ServerApp()
+app.initialize(argv=["--ServerApp.root_dir=" + folder, "--ServerApp.open_browser=False"], new_httpserver=False)
+with open(source) as f:
+    saved = app.contents_manager.save({"type": "notebook", "format": "json", "content": json.load(f)}, "saved.ipynb")
+if inspect.isawaitable(saved):
+    asyncio.run(saved)
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_notebook_saved_from_the_lab_keeps_no_live_view(tmp_path):
-    """A kernel shows the live view (live=True: as in the lab), nbclient keeps the outputs as the lab would;
-    the lab's save hook leaves exactly what the same cell leaves without a view."""
+    """A kernel shows the live view (live=True: as in the lab), nbclient keeps the outputs as the lab would; a
+    Jupyter server set up by ``python -m barrierlab_kernel install`` saves exactly what the same cell leaves
+    without a view."""
+    import json
+    import os
+    import subprocess
+    import sys
+
     import nbformat
     from nbclient import NotebookClient
 
     import barrierlab_kernel
 
-    def executed() -> dict:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LIVE_CELL)])
-        NotebookClient(notebook, timeout=200, kernel_name="python3").execute(cwd=str(tmp_path))
-        return notebook
-
-    notebook = executed()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LIVE_CELL)])
+    NotebookClient(notebook, timeout=200, kernel_name="python3").execute(cwd=str(tmp_path))
     outputs = notebook.cells[0].outputs
     live = [o for o in outputs if o.get("metadata", {}).get("barrierlab") == "live view"]
     assert live, f"the view did not show: {outputs}"
-    model = {"type": "notebook", "content": nbformat.from_dict(notebook)}
-    barrierlab_kernel.strip_live_views(model, path="x.ipynb", contents_manager=None)
-    kept = model["content"].cells[0].outputs
-    assert not [o for o in kept if o.get("metadata", {}).get("barrierlab")]
-    assert [(o.output_type, o.text) for o in kept] == [("stream", "before the run\n"), ("stream", "after the run\n")]
+    nbformat.write(notebook, tmp_path / "run.ipynb")
+
+    prefix = tmp_path / "env"
+    barrierlab_kernel.install_save_hook(str(prefix))
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_PATH": str(prefix / "etc" / "jupyter"),
+        **{name: str(tmp_path / name.lower()) for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR")},
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    (tmp_path / "lab").mkdir()
+    saver = [
+        sys.executable,
+        "-c",
+        SAVE_THROUGH_A_SERVER,
+        str(prefix),
+        str(tmp_path / "run.ipynb"),
+        str(tmp_path / "lab"),
+    ]
+    done = subprocess.run(saver, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept = json.loads((tmp_path / "lab" / "saved.ipynb").read_text())["cells"][0]["outputs"]
+    assert not [o for o in kept if o.get("metadata", {}).get("barrierlab")], kept
+    assert [(o["output_type"], "".join(o["text"])) for o in kept] == [
+        ("stream", "before the run\n"),
+        ("stream", "after the run\n"),
+    ]

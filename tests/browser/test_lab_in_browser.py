@@ -17,6 +17,7 @@ browser or Playwright the tests skip, except under CI (``CI`` set and not "false
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,6 +33,8 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+
+import barrierlab_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -330,8 +333,21 @@ def notebook_root(browser_home) -> Path:
 @pytest.fixture(scope="session")
 def lab(browser_home, notebook_root, chromium_path):
     """JupyterLab from this environment on 127.0.0.1, a free port, a random token, no browser of its own."""
+    with running_lab(browser_home, notebook_root) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def running_lab(browser_home: Path, notebook_root: Path):
+    """The ``lab`` fixture's server (benchmarks/first_figure_browser.py starts its own with it): stopped at the
+    end, with a check that nothing it started is still running."""
     env = {**os.environ, **_write_settings(browser_home)}
     env.pop("JUPYTER_PATH", None)
+    # What `make setup` installs in the environment's etc/jupyter (python -m barrierlab_kernel install): the
+    # save hook that keeps live views out of saved notebooks. Installed here by the same function into a
+    # temp prefix, so the lab has it whether or not this environment was set up before the hook existed.
+    barrierlab_kernel.install_save_hook(str(browser_home / "env"))
+    env["JUPYTER_CONFIG_PATH"] = str(browser_home / "env" / "etc" / "jupyter")
     token = secrets.token_hex(24)
     log = browser_home / "jupyterlab.log"
     runtime = Path(env["JUPYTER_RUNTIME_DIR"])
