@@ -8,6 +8,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 FIRST_NOTEBOOK = notebooks/00_what_is_a_barrier.ipynb
 PYTEST_ARGS ?=
+# Test workers (pytest-xdist): a notebook, a test file or a test class runs whole on one worker. Most of the
+# suite's time is ranks waiting out deadlines, so more workers than cores still help; 0 runs in this process.
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope
 
 .PHONY: lab test check setup browser-setup notebooks benchmark benchmark-notebooks clean
 
@@ -39,13 +43,13 @@ $(LAB_OVERRIDES): labsettings/barrierlab.json
 
 test: setup browser-setup
 	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=120 \
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --nbval --nbval-current-env --nbval-cell-timeout=120 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
 
 # While working: ruff and the tests that need neither a browser, torchrun nor many runs (no nbval).
 check: setup
 	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q -m "not browser and not torchrun and not slow" tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -q -m "not browser and not torchrun and not slow" tests $(PYTEST_ARGS)
 
 # Chromium (apt-get, only as root and only if missing) and Playwright for tests/browser/; idempotent.
 browser-setup: setup

@@ -71,38 +71,49 @@ def test_item_declares_its_source_and_shape(item):
 # --------------------------------------------------------------------------- bl.run, recording on
 
 
-@pytest.mark.parametrize("item", CORRECT_IN_LAB, ids=ids(CORRECT_IN_LAB))
-def test_correct_item_finishes_on_every_rank_in_the_lab(item):
-    outcome = lab(item.name)
-    assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+class TestInTheLab:
+    """``bl.run`` with recording on, as a learner runs the items in a notebook."""
 
+    @pytest.mark.parametrize("item", CORRECT_IN_LAB, ids=ids(CORRECT_IN_LAB))
+    def test_correct_item_finishes_on_every_rank_in_the_lab(self, item):
+        outcome = lab(item.name)
+        assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
 
-@pytest.mark.parametrize("item", BUGGY_IN_LAB, ids=ids(BUGGY_IN_LAB))
-def test_buggy_item_ends_within_its_deadline_in_the_lab(item):
-    outcome = lab(item.name)
-    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
-    assert not outcome.ok
+    @pytest.mark.parametrize("item", BUGGY_IN_LAB, ids=ids(BUGGY_IN_LAB))
+    def test_buggy_item_ends_within_its_deadline_in_the_lab(self, item):
+        outcome = lab(item.name)
+        assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+        assert not outcome.ok
 
+    @pytest.mark.parametrize("item", BUGGY_IN_LAB, ids=ids(BUGGY_IN_LAB))
+    def test_buggy_item_never_gets_the_same_collective_calls_headline(self, item):
+        outcome = lab(item.name)
+        assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
+        assert outcome.kind != "ok", outcome.diagnosis
 
-@pytest.mark.parametrize("item", BUGGY_IN_LAB, ids=ids(BUGGY_IN_LAB))
-def test_buggy_item_never_gets_the_same_collective_calls_headline(item):
-    outcome = lab(item.name)
-    assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
-    assert outcome.kind != "ok", outcome.diagnosis
+    def test_diagnoses_name_the_bug_or_waiting_line_of_most_buggy_items(self):
+        named = {i.name: bool(lab(i.name).named_lines) for i in BUGGY_IN_LAB}
+        missed = sorted(n for n, ok in named.items() if not ok)
+        assert _share(list(named.values())) >= NAME_TARGET, (
+            f"named {sum(named.values())}/{len(named)}; missed: {missed}"
+        )
 
 
 # --------------------------------------------------------------------------- barrierlab's script runner
 
 
-@pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
-def test_item_through_the_script_runner(item):
-    outcome = harness.run_with_script_runner(item)
-    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
-    if item.kind == "correct":
-        assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
-    else:
-        assert not outcome.ok, f"{item.name}: the bug did not show through the script runner"
-        assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
+class TestScriptRunner:
+    """``barrierlab run item.py``, judged as in the lab."""
+
+    @pytest.mark.parametrize("item", ITEMS, ids=ids(ITEMS))
+    def test_item_through_the_script_runner(self, item):
+        outcome = harness.run_with_script_runner(item)
+        assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+        if item.kind == "correct":
+            assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+        else:
+            assert not outcome.ok, f"{item.name}: the bug did not show through the script runner"
+            assert harness.SAME_CALLS not in outcome.headline, outcome.diagnosis
 
 
 # --------------------------------------------------------------------------- torchrun / mp.spawn
@@ -127,23 +138,27 @@ TORCHRUN_SAMPLE = [
 TORCHRUN_ITEMS = [i for i in ITEMS if i.name in TORCHRUN_SAMPLE]
 
 
-def test_the_torchrun_sample_covers_each_way_an_item_starts_and_ends():
-    assert len(TORCHRUN_ITEMS) == len(TORCHRUN_SAMPLE)
-    assert {(i.kind, i.self_init) for i in TORCHRUN_ITEMS} == {(k, s) for k in ("correct", "buggy") for s in (0, 1)}
+class TestPlainTorchrun:
+    """The sample under plain torchrun (or the item's own ``mp.spawn``)."""
 
+    def test_the_torchrun_sample_covers_each_way_an_item_starts_and_ends(self):
+        assert len(TORCHRUN_ITEMS) == len(TORCHRUN_SAMPLE)
+        assert {(i.kind, i.self_init) for i in TORCHRUN_ITEMS} == {(k, s) for k in ("correct", "buggy") for s in (0, 1)}
 
-@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
-@pytest.mark.parametrize("item", TORCHRUN_ITEMS, ids=ids(TORCHRUN_ITEMS))
-def test_item_as_a_script(item):
-    for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
-        outcome = harness.run_as_script(item)
-        if item.kind != "correct" or outcome.returncode == 0 or TORCH_TEARDOWN_ABORT not in outcome.output:
-            break
-    assert outcome.bounded, f"{item.name} was still running after {harness.SCRIPT_DEADLINE:.0f} s"
-    if item.kind == "correct":
-        assert outcome.returncode == 0, outcome.output[-3000:]
-    else:
-        assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
+    @pytest.mark.skipif(
+        not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces"
+    )
+    @pytest.mark.parametrize("item", TORCHRUN_ITEMS, ids=ids(TORCHRUN_ITEMS))
+    def test_item_as_a_script(self, item):
+        for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
+            outcome = harness.run_as_script(item)
+            if item.kind != "correct" or outcome.returncode == 0 or TORCH_TEARDOWN_ABORT not in outcome.output:
+                break
+        assert outcome.bounded, f"{item.name} was still running after {harness.SCRIPT_DEADLINE:.0f} s"
+        if item.kind == "correct":
+            assert outcome.returncode == 0, outcome.output[-3000:]
+        else:
+            assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
 
 
 # --------------------------------------------------------------------------- lint
@@ -159,12 +174,6 @@ def test_lint_reports_nothing_on_a_correct_item(item):
 
 def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags)
-
-
-def test_diagnoses_name_the_bug_or_waiting_line_of_most_buggy_items():
-    named = {i.name: bool(lab(i.name).named_lines) for i in BUGGY_IN_LAB}
-    missed = sorted(n for n, ok in named.items() if not ok)
-    assert _share(list(named.values())) >= NAME_TARGET, f"named {sum(named.values())}/{len(named)}; missed: {missed}"
 
 
 def test_lint_flags_most_buggy_items_at_the_bug_or_waiting_line():
@@ -233,61 +242,12 @@ def test_round2_item_declares_its_source_and_shape(item):
     assert ("main" if item.self_init else "worker") in functions
 
 
-@pytest.mark.parametrize("item", _round2_params("correct", teardown_xfail=True))
-def test_round2_correct_item_finishes_on_every_rank_in_the_lab(item):
-    _needs_libraries(item)
-    outcome = lab2(item.name)
-    assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
-
-
-@pytest.mark.parametrize("item", _round2_params("buggy"))
-def test_round2_buggy_item_ends_within_its_deadline_in_the_lab(item):
-    _needs_libraries(item)
-    outcome = lab2(item.name)
-    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
-    assert not outcome.ok
-
-
-@pytest.mark.parametrize("item", _round2_params(teardown_xfail=True))
-def test_round2_item_through_the_script_runner(item):
-    _needs_libraries(item)
-    outcome = round2.run_with_script_runner(item)
-    assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
-    assert outcome.ok == (item.kind == "correct"), f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
-
-
 #: Round 2 under plain torchrun here: a correct subgroup item and a buggy one; the rest is
 #: ``benchmarks/realworld.py --folder tests/realworld/round2 --tools torchrun``.
 ROUND2_TORCHRUN_SAMPLE = {"correct_megatron_tp_dp_groups", "buggy_tp_rank0_all_reduce_in_tp_group"}
 
 
-def test_the_round2_torchrun_sample_names_items_of_both_kinds():
-    assert {i.kind for i in ROUND2 if i.name in ROUND2_TORCHRUN_SAMPLE} == {"correct", "buggy"}
-
-
-@pytest.mark.skipif(not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces")
-@pytest.mark.parametrize("item", [p for p in _round2_params() if p.id in ROUND2_TORCHRUN_SAMPLE])
-def test_round2_item_as_a_script(item):
-    """torchrun is the baseline, not ours to fix: a buggy item may hang until its job is killed (Lightning's
-    own 30-minute timeout); it must only not succeed."""
-    _needs_libraries(item)
-    for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
-        outcome = round2.run_as_script(item)
-        if item.kind != "correct" or outcome.returncode == 0 or TORCH_TEARDOWN_ABORT not in outcome.output:
-            break
-    if item.kind == "correct":
-        assert outcome.returncode == 0, outcome.output[-3000:]
-    else:
-        assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
-
-
 _ISSUE_20 = pytest.mark.xfail(strict=False, reason="issue 20's target, not met on main (see docs/realworld.md)")
-
-
-@_ISSUE_20
-def test_round2_correct_items_get_no_false_diagnosis():
-    wrong = {i.name: lab2(i.name).headline for i in _available("correct") if lab2(i.name).kind != "ok"}
-    assert not wrong, wrong
 
 
 @_ISSUE_20
@@ -297,26 +257,81 @@ def test_round2_lint_reports_nothing_on_correct_items():
 
 
 @_ISSUE_20
-def test_round2_buggy_headlines_name_a_line_or_a_collective():
-    blind = {
-        i.name: lab2(i.name).headline
-        for i in _available("buggy")
-        if not re.search(r"\.py:\d+|barrier|all_reduce|all_gather|broadcast|gather|scatter", lab2(i.name).headline)
-    }
-    assert not blind, blind
-
-
-@_ISSUE_20
-def test_round2_diagnoses_name_the_bug_or_waiting_line_of_90_percent():
-    named = {i.name: bool(lab2(i.name).named_lines) for i in _available("buggy")}
-    missed = sorted(n for n, ok in named.items() if not ok)
-    assert _share(list(named.values())) >= ROUND2_NAME_TARGET, f"named {sum(named.values())}/{len(named)}: {missed}"
-
-
-@_ISSUE_20
 def test_round2_lint_flags_75_percent_of_buggy_items():
     flagged = {i.name: bool(round2.lint_item(i).flagged_lines) for i in ROUND2 if i.kind == "buggy"}
     missed = sorted(n for n, ok in flagged.items() if not ok)
     assert _share(list(flagged.values())) >= ROUND2_LINT_TARGET, (
         f"flagged {sum(flagged.values())}/{len(flagged)}: {missed}"
     )
+
+
+class TestRound2InTheLab:
+    """Round 2 through ``bl.run`` (the lab runs are cached per worker)."""
+
+    @pytest.mark.parametrize("item", _round2_params("correct", teardown_xfail=True))
+    def test_round2_correct_item_finishes_on_every_rank_in_the_lab(self, item):
+        _needs_libraries(item)
+        outcome = lab2(item.name)
+        assert outcome.ok, f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+
+    @pytest.mark.parametrize("item", _round2_params("buggy"))
+    def test_round2_buggy_item_ends_within_its_deadline_in_the_lab(self, item):
+        _needs_libraries(item)
+        outcome = lab2(item.name)
+        assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+        assert not outcome.ok
+
+    @_ISSUE_20
+    def test_round2_correct_items_get_no_false_diagnosis(self):
+        wrong = {i.name: lab2(i.name).headline for i in _available("correct") if lab2(i.name).kind != "ok"}
+        assert not wrong, wrong
+
+    @_ISSUE_20
+    def test_round2_buggy_headlines_name_a_line_or_a_collective(self):
+        blind = {
+            i.name: lab2(i.name).headline
+            for i in _available("buggy")
+            if not re.search(r"\.py:\d+|barrier|all_reduce|all_gather|broadcast|gather|scatter", lab2(i.name).headline)
+        }
+        assert not blind, blind
+
+    @_ISSUE_20
+    def test_round2_diagnoses_name_the_bug_or_waiting_line_of_90_percent(self):
+        named = {i.name: bool(lab2(i.name).named_lines) for i in _available("buggy")}
+        missed = sorted(n for n, ok in named.items() if not ok)
+        assert _share(list(named.values())) >= ROUND2_NAME_TARGET, f"named {sum(named.values())}/{len(named)}: {missed}"
+
+
+class TestRound2ScriptRunner:
+    """Round 2 through ``barrierlab run item.py``."""
+
+    @pytest.mark.parametrize("item", _round2_params(teardown_xfail=True))
+    def test_round2_item_through_the_script_runner(self, item):
+        _needs_libraries(item)
+        outcome = round2.run_with_script_runner(item)
+        assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
+        assert outcome.ok == (item.kind == "correct"), f"{item.name}: {outcome.statuses}\n{outcome.diagnosis}"
+
+
+class TestRound2PlainTorchrun:
+    """Round 2's sample under plain torchrun."""
+
+    def test_the_round2_torchrun_sample_names_items_of_both_kinds(self):
+        assert {i.kind for i in ROUND2 if i.name in ROUND2_TORCHRUN_SAMPLE} == {"correct", "buggy"}
+
+    @pytest.mark.skipif(
+        not ISOLATED, reason="needs root, unshare and ip: torchrun's store would listen on all interfaces"
+    )
+    @pytest.mark.parametrize("item", [p for p in _round2_params() if p.id in ROUND2_TORCHRUN_SAMPLE])
+    def test_round2_item_as_a_script(self, item):
+        """torchrun is the baseline, not ours to fix: a buggy item may hang until its job is killed (Lightning's
+        own 30-minute timeout); it must only not succeed."""
+        _needs_libraries(item)
+        for _attempt in range(3):  # a correct item gets another go only after torch's own teardown abort
+            outcome = round2.run_as_script(item)
+            if item.kind != "correct" or outcome.returncode == 0 or TORCH_TEARDOWN_ABORT not in outcome.output:
+                break
+        if item.kind == "correct":
+            assert outcome.returncode == 0, outcome.output[-3000:]
+        else:
+            assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
