@@ -63,7 +63,7 @@ def test_statuses_are_public_strings_with_their_former_display_values():
 #: The modules on the three sides of the contract, and the readers of what it carries.
 USERS = (
     "launch.py",
-    "_zygote.py",
+    "_warm.py",
     "_rank.py",
     "result.py",
     "stacks.py",

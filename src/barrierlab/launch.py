@@ -1,7 +1,7 @@
 """Start a gloo process group of N local ranks, run a function on each, and always end within a deadline.
 
 ``run(fn, world_size)`` is the one verb; it returns a :class:`~barrierlab.result.Run`.  Ranks are forked
-by a warm process that has torch imported already (see ``_zygote.py``), so a launch costs tens of
+by a warm process that has torch imported already (see ``_warm.py``), so a launch costs tens of
 milliseconds instead of seconds, and forking never happens from the multi-threaded kernel itself.
 """
 

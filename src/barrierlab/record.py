@@ -51,7 +51,7 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
 _THIS_FILE = os.path.abspath(__file__)
-_LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_zygote.py")}
+_LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_warm.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
 STALL_DUMP = 1.0
 #: How many of the learner's frames outside the innermost one are kept per collective (helper -> caller):
