@@ -440,8 +440,9 @@ def ddp_run(*, async_barrier: bool = False):
     """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
     (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
     number 1)."""
+    from barrierlab._protocol import Status
     from barrierlab.events import Flight, FlightEntry
-    from barrierlab.result import FINISHED, RankResult, Run
+    from barrierlab.result import RankResult, Run
 
     ranks = []
     for r in range(2):
@@ -459,7 +460,7 @@ def ddp_run(*, async_barrier: bool = False):
                 FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
             ]
         )
-        ranks.append(RankResult(r, FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
+        ranks.append(RankResult(r, Status.FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
     return Run(world_size=2, ranks=ranks, elapsed=1.0, timeout=5.0, deadline=10.0)
 
 

@@ -16,12 +16,6 @@ from barrierlab.words import rank_list
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
 
-# The statuses under their former names (``barrierlab.result.FINISHED``...), for code written before
-# :class:`~barrierlab.Status` existed.
-FINISHED, RAISED, SETUP_FAILED, STOPPED = Status.FINISHED, Status.RAISED, Status.SETUP_FAILED, Status.STOPPED
-EXITED, KILLED, LOST = Status.EXITED, Status.KILLED, Status.LOST
-_signal_name = signal_name
-
 
 class RankFailed(RuntimeError):
     """Raised by :meth:`Run.raise_if_failed` when a rank did not finish.
