@@ -12,7 +12,7 @@ import time
 import pytest
 from matplotlib.figure import Figure
 
-from barrierlab import plot
+from barrierlab import plot, waits
 from barrierlab.events import Event
 
 
@@ -56,31 +56,26 @@ def hand_made() -> list[list[Event]]:
 
 
 def test_summary_unions_nested_intervals_and_counts_never_ended_to_the_end():
-    numbers = plot.summary(hand_made(), ends=[1.0, None])
-    r0, r1 = numbers["ranks"][0], numbers["ranks"][1]
-    assert numbers["total"] == pytest.approx(1.0)
-    assert r0["wait"] == pytest.approx(0.2 + 0.4)
-    assert r0["busy"] == pytest.approx(0.4)
-    assert r0["idle_fraction"] == pytest.approx(0.6)
-    assert (r0["start"], r0["end"], r0["collectives"]) == (0.0, 1.0, 3)
-    assert r1["wait"] == pytest.approx(0.8)  # never left the barrier: counted until the run ended at 1.0
-    assert r1["busy"] == pytest.approx(0.2)
-    assert r1["end"] is None and r1["collectives"] == 1
-    assert numbers["wait_total"] == pytest.approx(1.4)
-    assert numbers["slowest_rank"] == 0
+    numbers = waits.measure(hand_made(), ends=[1.0, None])
+    r0, r1 = numbers.ranks[0], numbers.ranks[1]
+    assert numbers.total == pytest.approx(1.0)
+    assert r0.wait == pytest.approx(0.2 + 0.4)
+    assert r0.busy == pytest.approx(0.4)
+    assert r0.idle_fraction == pytest.approx(0.6)
+    assert (r0.start, r0.end, r0.collectives) == (0.0, 1.0, 3)
+    assert r1.wait == pytest.approx(0.8)  # never left the barrier: counted until the run ended at 1.0
+    assert r1.busy == pytest.approx(0.2)
+    assert r1.end is None and r1.collectives == 1
+    assert numbers.wait_total == pytest.approx(1.4)
+    assert numbers.slowest_rank == 0
 
 
 def test_summary_of_a_rank_that_never_started_is_zero():
-    numbers = plot.summary([[Event(0, "collective", "barrier", 0.1, 0.2, seq=1)], []])
-    assert numbers["ranks"][1] == {
-        "busy": 0.0,
-        "wait": 0.0,
-        "idle_fraction": 0.0,
-        "start": None,
-        "end": None,
-        "collectives": 0,
-    }
-    assert numbers["slowest_rank"] == 0 and numbers["straggler"] is None
+    numbers = waits.measure([[Event(0, "collective", "barrier", 0.1, 0.2, seq=1)], []])
+    assert numbers.ranks[1] == waits.RankWaits(
+        busy=0.0, wait=0.0, idle_fraction=0.0, start=None, end=None, collectives=0
+    )
+    assert numbers.slowest_rank == 0 and numbers.straggler is None
 
 
 def steps(last_ranks: list[int], world: int = 4, *, late: float = 0.2, names=None) -> list[list[Event]]:
@@ -100,26 +95,26 @@ def steps(last_ranks: list[int], world: int = 4, *, late: float = 0.2, names=Non
 
 
 def test_a_rank_last_at_every_step_doing_the_same_work_is_a_straggler():
-    numbers = plot.summary(steps([2, 2, 2]))
-    assert (numbers["straggler"], numbers["last_to_arrive"], numbers["last_at"]) == (2, 2, (3, 3))
+    numbers = waits.measure(steps([2, 2, 2]))
+    assert (numbers.straggler, numbers.last_to_arrive, numbers.last_at) == (2, 2, (3, 3))
     fig = plot.timeline(steps([2, 2, 2]))
     assert y_labels(fig)[2] == "rank 2 (straggler)"
     assert "arrived last every time" in fig.axes[0].get_title()
 
 
 def test_one_barrier_makes_a_last_arrival_not_a_straggler():
-    numbers = plot.summary(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
-    assert numbers["slowest_rank"] == 3 and numbers["last_to_arrive"] == 3
-    assert numbers["straggler"] is None
+    numbers = waits.measure(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert numbers.slowest_rank == 3 and numbers.last_to_arrive == 3
+    assert numbers.straggler is None
     fig = plot.timeline(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
     assert y_labels(fig) == ["rank 0", "rank 1", "rank 2", "rank 3 (last to arrive)"]
-    assert "straggler" not in plot.waits_table(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert "straggler" not in waits.measure(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31)).table()
 
 
 def test_when_the_last_rank_changes_no_rank_is_called_straggler():
     lanes = steps([0, 1, 2, 3, 1])  # rank 1 waited least overall, but was last at only 2 of 5
-    numbers = plot.summary(lanes)
-    assert numbers["straggler"] is None and numbers["last_at"][1] == 5
+    numbers = waits.measure(lanes)
+    assert numbers.straggler is None and numbers.last_at[1] == 5
     labels = y_labels(plot.timeline(lanes))
     assert not any("straggler" in label for label in labels)
     assert not any("last to arrive" in label for label in labels)  # 2 of 5 is no majority: say nothing
@@ -134,8 +129,8 @@ def test_last_most_of_the_time_says_how_often():
 
 def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
     lanes = steps([0, 0], names=["download", "setup", "setup", "setup"])  # rank 0 prepares the data
-    numbers = plot.summary(lanes)
-    assert numbers["own_work"] == ["download"] and numbers["straggler"] is None
+    numbers = waits.measure(lanes)
+    assert numbers.own_work == ("download",) and numbers.straggler is None
     assert y_labels(plot.timeline(lanes))[0] == "rank 0 (last to arrive)"
 
 
@@ -147,13 +142,13 @@ def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
     ],
 )
 def test_no_straggler_when_ranks_arrive_about_together(arrivals):
-    numbers = plot.summary(barrier_arrivals(arrivals, leave=0.5))
-    assert numbers["slowest_rank"] == 3
-    assert numbers["straggler"] is None
+    numbers = waits.measure(barrier_arrivals(arrivals, leave=0.5))
+    assert numbers.slowest_rank == 3
+    assert numbers.straggler is None
 
 
 def test_slowest_rank_ties_go_to_the_lowest_rank():
-    assert plot.summary(barrier_arrivals([0.1, 0.1, 0.1], leave=0.2))["slowest_rank"] == 0
+    assert waits.measure(barrier_arrivals([0.1, 0.1, 0.1], leave=0.2)).slowest_rank == 0
 
 
 def test_releases_need_every_rank_and_the_same_op():
@@ -162,7 +157,7 @@ def test_releases_need_every_rank_and_the_same_op():
         lane.append(Event(r, "collective", "all_reduce", 0.3 + 0.01 * r, 0.4, seq=2))
         lane.append(Event(r, "collective", "barrier" if r else "broadcast", 0.5, 0.6, seq=3))  # ops differ
     lanes[0].append(Event(0, "collective", "barrier", 0.7, None, seq=4))  # rank 0 alone
-    found = plot.releases(lanes)
+    found = waits.measure(lanes).releases
     assert [(r.seq, r.op, r.last_rank) for r in found] == [(1, "barrier", 2), (2, "all_reduce", 2)]
     assert found[0].time == pytest.approx(0.2)
     fig = plot.timeline(lanes)
@@ -172,7 +167,7 @@ def test_releases_need_every_rank_and_the_same_op():
 
 
 def test_waits_table_marks_the_straggler():
-    table = plot.waits_table(steps([3, 3]))
+    table = waits.measure(steps([3, 3])).table()
     lines = table.splitlines()
     assert lines[0].split() == ["rank", "active", "s", "waited", "s", "idle", "%"]
     assert "straggler" in lines[4] and lines[4].split()[0] == "3"
@@ -374,7 +369,7 @@ def test_compare_timelines_shares_the_axis_and_merges_the_legend():
 
 
 def test_work_name_drops_step_numbers():
-    assert [plot.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] == [
+    assert [waits.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] == [
         "forward",
         "no_sync, step",
         "Work.wait()",
@@ -399,11 +394,15 @@ def test_real_run_finds_the_last_rank_to_arrive():
     import barrierlab
 
     run = barrierlab.run(staggered, 4, check=True)
-    numbers = plot.summary(run)
-    assert numbers["last_to_arrive"] == 3 and numbers["straggler"] is None  # one barrier: no pattern yet
-    ranks = numbers["ranks"]
-    assert all(ranks[r]["idle_fraction"] > ranks[3]["idle_fraction"] for r in (0, 1, 2))
-    assert all(ranks[r]["collectives"] == 1 for r in range(4))
+    numbers = run.waits()
+    assert numbers == waits.measure(run)
+    assert numbers.last_to_arrive == 3 and numbers.straggler is None  # one barrier: no pattern yet
+    ranks = numbers.ranks
+    assert all(ranks[r].idle_fraction > ranks[3].idle_fraction for r in (0, 1, 2))
+    summary = run.summary()
+    assert isinstance(summary, str) and "\n" not in summary
+    assert summary.startswith(run.headline()) and "rank 3 was last to arrive: the others waited for it" in summary
+    assert all(ranks[r].collectives == 1 for r in range(4))
     fig = plot.timeline(run)
     assert y_labels(fig)[3] == "rank 3 (last to arrive)"
     assert len(artists(fig, "releases")[0].get_segments()) == 1
@@ -430,7 +429,7 @@ def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
     (bars,) = artists(fig, "in-flight")
     assert len(bars.get_paths()) == 2
     assert any("in flight" in label for label in legend_labels(fig))
-    assert plot.summary(lanes)["ranks"][0]["wait"] < 0.01
+    assert waits.measure(lanes).ranks[0].wait < 0.01
 
 
 # --- collectives torch issued itself (flight recorder) -------------------------------------------------
@@ -478,7 +477,7 @@ def test_collectives_torch_issued_are_ticks_labelled_with_their_issuer():
 
 def test_collectives_are_numbered_as_in_the_ledger():
     run = ddp_run()
-    assert [r.seq for r in plot.releases(run)] == [3]
+    assert [r.seq for r in waits.measure(run).releases] == [3]
     assert any(line.startswith("3  barrier") for line in run.ledger().splitlines())
     fig = plot.timeline(run)
     assert "barrier #3" in texts(fig) and "barrier #1" not in texts(fig)
@@ -519,7 +518,7 @@ def test_an_async_call_keeps_its_in_flight_bar_and_its_ledger_number():
     (bars,) = artists(fig, "in-flight")
     assert len(bars.get_paths()) == 2
     assert "barrier #3" in texts(fig)
-    assert plot.summary(ddp_run(async_barrier=True))["ranks"][0]["wait"] < 0.01
+    assert waits.measure(ddp_run(async_barrier=True)).ranks[0].wait < 0.01
 
 
 def test_short_issuer_names_who_issued_a_call():

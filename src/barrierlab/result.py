@@ -273,11 +273,16 @@ class Run:
 
         return races(self, backend)
 
-    def summary(self) -> dict:
-        """Per-rank wait time, idle fraction, and the slowest rank (see ``barrierlab.plot.summary``)."""
-        from barrierlab.plot import summary
+    def waits(self):
+        """The run's numbers (:class:`barrierlab.waits.Waits`): each rank's busy and waiting seconds and idle
+        fraction, the collectives' releases, and the rank that held the others up."""
+        from barrierlab.waits import measure
 
-        return summary(self)
+        return measure(self)
+
+    def summary(self) -> str:
+        """One line: how the ranks ended, how long they waited, and for whom."""
+        return f"{self.headline()}; {self.waits().summary()}"
 
     def unpickle(self, within: float | None = None) -> Run:
         """Turn the ranks' pickled return values and exceptions into objects (see
