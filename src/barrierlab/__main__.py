@@ -97,7 +97,7 @@ def _lint(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from barrierlab.launch import DEFAULT_DEADLINE_MARGIN, DEFAULT_TIMEOUT
+    from barrierlab.launch import DEFAULT_DEADLINE_MARGIN, DEFAULT_TIMEOUT, DEFAULT_WORLD_SIZE
 
     parser = argparse.ArgumentParser(prog="barrierlab", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="key=value | -- ARGS",
         help="keyword arguments of the scenario; for a script, its arguments after --",
     )
-    run.add_argument("-n", "--nproc", type=int, default=4, help="number of ranks (default 4)")
+    run.add_argument(
+        "-n", "--nproc", type=int, default=DEFAULT_WORLD_SIZE, help=f"number of ranks (default {DEFAULT_WORLD_SIZE})"
+    )
     run.add_argument(
         "--timeout",
         type=float,

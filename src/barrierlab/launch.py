@@ -58,6 +58,8 @@ from barrierlab.sites import CodeIndex, Site
 DEFAULT_TIMEOUT = 5.0
 #: Extra wall time the launcher allows beyond the group timeout before it stops the ranks.
 DEFAULT_DEADLINE_MARGIN = 5.0
+#: How many ranks ``run`` (and ``barrierlab run``) starts when not told.
+DEFAULT_WORLD_SIZE = 4
 #: Largest group ``run`` starts: beyond it timelines stop being readable and a 2-core laptop thrashes.
 MAX_WORLD_SIZE = 16
 #: How long stuck ranks get to write their Python stacks before they are killed.
@@ -484,7 +486,7 @@ class _LoopbackStore:
 
 def run(
     fn,
-    world_size: int = 4,
+    world_size: int = DEFAULT_WORLD_SIZE,
     *,
     args: tuple = (),
     kwargs: dict | None = None,
