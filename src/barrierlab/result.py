@@ -6,12 +6,16 @@ import html
 import re
 import reprlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
 from barrierlab.stacks import Stuck
 from barrierlab.unpickle import UNPICKLE_TIMEOUT, unpickle_isolated  # noqa: F401 (their former home)
 from barrierlab.words import rank_list
+
+if TYPE_CHECKING:
+    from barrierlab.waits import Waits
 
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
@@ -273,7 +277,7 @@ class Run:
 
         return races(self, backend)
 
-    def waits(self):
+    def waits(self) -> Waits:
         """The run's numbers (:class:`barrierlab.waits.Waits`): each rank's busy and waiting seconds and idle
         fraction, the collectives' releases, and the rank that held the others up."""
         from barrierlab.waits import measure
