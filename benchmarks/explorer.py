@@ -28,6 +28,7 @@ import time
 import barrierlab as bl
 from barrierlab import widgets
 from barrierlab.scenarios import straggler
+from barrierlab.waits import function_seconds
 
 REDRAW_TARGETS = {"defaults": 0.5, "8 ranks": 1.0}  # seconds, issue 14
 
@@ -120,7 +121,7 @@ def redraw_times(world_size: int, repeat: int) -> dict:
         draw=draws,
         cpu=cpu,
         predicted=explorer.predicted,
-        measured=bl.plot.function_seconds(explorer.run),
+        measured=function_seconds(explorer.run),
     )
 
 

@@ -11,10 +11,10 @@ first barrier and (b) every rank exited, and the PSS of a live 4-rank group incl
 ``--compare REV`` instead measures this tree's launcher against the one in git revision REV in the same
 run: two kernel processes (one per version, each with its warm process ready) launch 4 ranks to a first
 barrier in turn, in alternating order, ``--pairs`` times; it prints each one's median, the median of the
-per-pair ratios (new / old), the same for the whole call (launch to return), and the PSS and USS of each one's live 4-rank group (USS, the memory only
-that group uses, is the fairer comparison: PSS splits torch's shared pages among every process using them,
-other jobs' included). It also times
-``result.unpickle_isolated`` for the values 4 ranks typically return.
+per-pair ratios (new / old), the same for the whole call (launch to return), the machine's load average before
+and after, and the PSS and USS of each one's live 4-rank group (USS, the memory only that group uses, is the
+fairer comparison: PSS splits torch's shared pages among every process using them, other jobs' included). It
+also times ``result.unpickle_isolated`` for the values 4 ranks typically return.
 """
 
 from __future__ import annotations
@@ -232,6 +232,7 @@ def compare(revision: str, pairs: int) -> None:
     root = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True, text=True, check=True
     ).stdout.strip()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as old_tree:
         archive = subprocess.run(["git", "archive", revision, "src"], cwd=root, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
@@ -251,7 +252,12 @@ def compare(revision: str, pairs: int) -> None:
                 kernel.stdin.close()
                 kernel.wait(timeout=30)
     ratios = [n / o for n, o in zip(times["new"], times["old"])]
+    load_after = os.getloadavg()
     print(f"\n4 ranks to a first barrier, {pairs} interleaved pairs; this tree vs {revision}")
+    print(
+        f"load average (1/5/15 min) before {' / '.join(f'{x:.1f}' for x in load_before)}, "
+        f"after {' / '.join(f'{x:.1f}' for x in load_after)}; {os.cpu_count()} cores"
+    )
     print("| launcher | median (s) | 10th–90th percentile (s) | PSS / USS of live 4-rank group (MiB) |")
     print("|---|---:|---:|---:|")
     for name in ("new", "old"):

@@ -1,6 +1,6 @@
 """Start barrierlab's warm process as a Jupyter kernel of the lab starts, before any cell runs.
 
-The warm process (``barrierlab/_warmstart.py``, ``_zygote.py``) imports torch once and forks the ranks. Started
+The warm process (``barrierlab/_warmstart.py``, ``_warm.py``) imports torch once and forks the ranks. Started
 by ``import barrierlab`` it competes with the kernel's own torch import, and a notebook that imports torch
 *before* barrierlab (the usual order) starts it only after that import: its first ``bl.run`` then waits about
 a second more. Loaded as an IPython extension of every kernel of the lab environment, this module starts it

@@ -157,12 +157,12 @@ def test_a_run_sent_while_the_warm_process_imports_gets_its_whole_deadline():
     """Found by CI on a loaded machine: a short-deadline run sent while the warm process was importing
     torch._dynamo (it answers only between imports) failed with 'stopped answering'. The deadline counts
     from the start of the ranks, so the run gets all of it."""
-    from barrierlab import _zygote
+    from barrierlab import _warm
 
     bl.shutdown()
     bl.warm_up()
     launch._warm.wait_ready()
-    time.sleep(_zygote.PRELOAD_AFTER_IDLE + 0.3)  # it has begun importing the lessons' modules
+    time.sleep(_warm.PRELOAD_AFTER_IDLE + 0.3)  # it has begun importing the lessons' modules
     assert not launch._warm.preloaded, "preloading finished before the run was sent: nothing was tested"
     started = time.monotonic()
     run = bl.run(lambda: dist.get_rank(), 2, timeout=5, deadline=0.5)

@@ -1,35 +1,43 @@
-"""Each diagnosis rule on hand-built runs (no processes): what it recognises, and what it leaves to others."""
+"""Each diagnosis rule on runs assembled without processes: what it recognises, and what it leaves to others.
+
+The learner's calls are written by the recorder's own writer and read back (``recorded``), so every event is
+one the collector could have read from a rank."""
 
 from __future__ import annotations
 
 import inspect
 
 import pytest
+import torch
+from recorded import call as recorded_call
+from recorded import rank_events
 
 from barrierlab import calls
 from barrierlab import diagnose as d
+from barrierlab._protocol import Status
 from barrierlab.events import Event, Flight, FlightEntry
-from barrierlab.result import FINISHED, RAISED, STOPPED, RankResult, Run
+from barrierlab.result import RankResult, Run
 
-TIMEOUT = "RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"
+TIMED_OUT = "[../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"
+TIMEOUT = f"RuntimeError: {TIMED_OUT}"
 BACKWARD = "DDP backward's gradient all_reduce"
 
 
-def call(rank, name, seq, line, end=1.0, sizes=None, dtypes=None, error=None, start=None):
-    return Event(
-        rank,
-        "collective",
-        name,
-        start if start is not None else 0.1 * seq,
-        end,
-        seq=seq,
-        error=error,
-        file="train.py",
-        line=line,
-        func="main",
-        sizes=sizes,
-        dtypes=dtypes,
-    )
+def c(name, line, end=1.0, tensors=(), timed_out=False, file="train.py", callers=()):
+    """A collective the learner called at ``file:line`` (in ``main``), left at ``end`` (None: never)."""
+    site = (file, line, "main", list(callers)) if callers else (file, line, "main")
+    return name, line, end, tensors, timed_out, site
+
+
+def calls_of(rank, *specs) -> list[Event]:
+    """``rank``'s collectives (numbered 1, 2, ... in order, the k-th entered at 0.1 k s), as recorded."""
+    items = [
+        recorded_call(
+            name, 0.1 * k, end, tensors=tensors, error=RuntimeError(TIMED_OUT) if timed_out else None, site=site
+        )
+        for k, (name, line, end, tensors, timed_out, site) in enumerate(specs, start=1)
+    ]
+    return rank_events(rank, items)
 
 
 def entry(rank, seq, op, issuer=None, line=None, event=None, sizes=None, dtypes=None):
@@ -48,7 +56,7 @@ def entry(rank, seq, op, issuer=None, line=None, event=None, sizes=None, dtypes=
     return e
 
 
-def result(rank, status=FINISHED, events=(), flight=None, message=None):
+def result(rank, status=Status.FINISHED, events=(), flight=None, message=None):
     r = RankResult(rank, status, events=list(events), flight=None if flight is None else Flight(list(flight)))
     if message:
         r.exception = RuntimeError(message)
@@ -75,7 +83,7 @@ def test_rule_table_is_ordered_and_ends_with_the_same_calls_fallback():
 
 
 def test_ok_needs_both_records_to_agree():
-    same = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
+    same = calls_of(0, c("barrier", 3)), calls_of(1, c("barrier", 3))
     agreeing = run_of(
         result(0, events=same[0], flight=[entry(0, 1, "barrier", event=same[0][0])]),
         result(1, events=same[1], flight=[entry(1, 1, "barrier", event=same[1][0])]),
@@ -89,7 +97,7 @@ def test_ok_needs_both_records_to_agree():
 
 
 def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
-    run = run_of(result(0, RAISED, flight=ddp_steps(0, 3), message=TIMEOUT), result(1, flight=ddp_steps(1, 2)))
+    run = run_of(result(0, Status.RAISED, flight=ddp_steps(0, 3), message=TIMEOUT), result(1, flight=ddp_steps(1, 2)))
     diagnosis = d.rule_torch_divergence(d.facts(run))
     assert diagnosis.kind == "torch-collective-diverged"
     assert BACKWARD in diagnosis.headline and "collective #4" in diagnosis.headline
@@ -99,8 +107,8 @@ def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
 
 def test_torch_divergence_blames_a_rank_that_failed_by_itself():
     run = run_of(
-        result(0, RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
-        result(1, RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"),
+        result(0, Status.RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
+        result(1, Status.RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"),
     )
     diagnosis = d.rule_torch_divergence(d.facts(run))
     assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1]
@@ -108,9 +116,9 @@ def test_torch_divergence_blames_a_rank_that_failed_by_itself():
 
 
 def test_torch_divergence_leaves_the_learners_own_calls_to_the_other_rules():
-    events = [call(0, "barrier", 1, 3, end=None)]
+    events = calls_of(0, c("barrier", 3, end=None))
     run = run_of(
-        result(0, STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]), result(1, flight=[])
+        result(0, Status.STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]), result(1, flight=[])
     )
     assert d.rule_torch_divergence(d.facts(run)) is None
     assert d.diagnose(run).kind == "still-running" or d.diagnose(run).kind == "only-some-ranks"
@@ -118,8 +126,8 @@ def test_torch_divergence_leaves_the_learners_own_calls_to_the_other_rules():
 
 def test_broadcast_object_list_against_broadcast_pairs_silently():
     run = run_of(
-        result(0, events=[call(0, "broadcast_object_list", 1, 4)]),
-        result(1, events=[call(1, "broadcast", 1, 6, sizes=[[2]], dtypes=["float32"])]),
+        result(0, events=calls_of(0, c("broadcast_object_list", 4))),
+        result(1, events=calls_of(1, c("broadcast", 6, tensors=(torch.zeros(2),)))),
     )
     diagnosis = d.rule_paired_by_position(d.facts(run))
     assert diagnosis.kind == "silently-paired" and "nothing failed" in diagnosis.headline
@@ -128,8 +136,8 @@ def test_broadcast_object_list_against_broadcast_pairs_silently():
 
 def test_barrier_against_all_reduce_never_pairs():
     run = run_of(
-        result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
-        result(1, RAISED, events=[call(1, "all_reduce", 1, 6, error=TIMEOUT)], message=TIMEOUT),
+        result(0, Status.RAISED, events=calls_of(0, c("barrier", 4, timed_out=True)), message=TIMEOUT),
+        result(1, Status.RAISED, events=calls_of(1, c("all_reduce", 6, timed_out=True)), message=TIMEOUT),
     )
     assert d.rule_paired_by_position(d.facts(run)) is None
     diagnosis = d.rule_mismatched_collectives(d.facts(run))
@@ -139,53 +147,54 @@ def test_barrier_against_all_reduce_never_pairs():
 
 def test_rank_that_raised_before_the_collective_is_the_cause():
     run = run_of(
-        result(0, RAISED, events=[call(0, "barrier", 1, 4, error=TIMEOUT)], message=TIMEOUT),
-        result(1, RAISED, message="ValueError: bad batch"),
+        result(0, Status.RAISED, events=calls_of(0, c("barrier", 4, timed_out=True)), message=TIMEOUT),
+        result(1, Status.RAISED, message="ValueError: bad batch"),
     )
     diagnosis = d.rule_rank_failed(d.facts(run))
     assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1] and "barrier #1" in diagnosis.headline
 
 
 def test_a_rank_stopped_at_the_deadline_is_still_running_not_missing():
-    run = run_of(result(0, STOPPED, events=[call(0, "barrier", 1, 4, end=None)]), result(1, STOPPED))
+    run = run_of(result(0, Status.STOPPED, events=calls_of(0, c("barrier", 4, end=None))), result(1, Status.STOPPED))
     assert d.rule_still_running(d.facts(run)).ranks == [1]
-    finished = run_of(result(0, STOPPED, events=[call(0, "barrier", 1, 4, end=None)]), result(1))
+    finished = run_of(result(0, Status.STOPPED, events=calls_of(0, c("barrier", 4, end=None))), result(1))
     assert d.rule_still_running(d.facts(finished)) is None
 
 
 def test_an_extra_barrier_shows_as_a_silent_mispairing():
-    rank0 = [call(0, "barrier", 1, 3), call(0, "barrier", 2, 4), call(0, "barrier", 3, 4, end=None)]
-    rank1 = [call(1, "barrier", 1, 4), call(1, "barrier", 2, 4)]
-    diagnosis = d.rule_silent_mispairing(d.facts(run_of(result(0, STOPPED, events=rank0), result(1, events=rank1))))
+    rank0 = calls_of(0, c("barrier", 3), c("barrier", 4), c("barrier", 4, end=None))
+    rank1 = calls_of(1, c("barrier", 4), c("barrier", 4))
+    diagnosis = d.rule_silent_mispairing(
+        d.facts(run_of(result(0, Status.STOPPED, events=rank0), result(1, events=rank1)))
+    )
     assert diagnosis.kind == "silent-mispairing" and "call #1" in diagnosis.headline
     assert "next call of the same kind" not in diagnosis.advice and "position" in diagnosis.advice
 
 
 def test_a_loop_of_uneven_length():
-    rank0 = [call(0, "all_reduce", 1, 7), call(0, "all_reduce", 2, 7), call(0, "all_reduce", 3, 7, end=None)]
-    rank1 = [call(1, "all_reduce", 1, 7), call(1, "all_reduce", 2, 7)]
-    diagnosis = d.rule_uneven_loop(d.facts(run_of(result(0, STOPPED, events=rank0), result(1, events=rank1))))
+    rank0 = calls_of(0, c("all_reduce", 7), c("all_reduce", 7), c("all_reduce", 7, end=None))
+    rank1 = calls_of(1, c("all_reduce", 7), c("all_reduce", 7))
+    diagnosis = d.rule_uneven_loop(d.facts(run_of(result(0, Status.STOPPED, events=rank0), result(1, events=rank1))))
     assert diagnosis.kind == "uneven-loop" and "rank 0: 3, rank 1: 2" in " ".join(diagnosis.evidence)
 
 
 def test_a_collective_only_some_ranks_reached_names_the_helper_and_its_caller():
-    barrier = call(0, "barrier", 1, 12, end=None)
-    barrier.file, barrier.callers = "helpers.py", [("train.py", 40, "main")]
-    diagnosis = d.rule_only_some_ranks(d.facts(run_of(result(0, STOPPED, events=[barrier]), result(1))))
+    barrier = calls_of(0, c("barrier", 12, end=None, file="helpers.py", callers=[("train.py", 40, "main")]))
+    diagnosis = d.rule_only_some_ranks(d.facts(run_of(result(0, Status.STOPPED, events=barrier), result(1))))
     assert diagnosis.kind == "only-some-ranks" and "helpers.py:12" in diagnosis.headline
     assert "called from train.py:40" in diagnosis.headline
 
 
 def test_a_broadcast_root_that_left_is_explained_by_what_it_needs():
-    root = call(0, "broadcast", 1, 5, sizes=[[2]], dtypes=["float32"])
-    diagnosis = d.diagnose(run_of(result(0, events=[root]), result(1, STOPPED)))
+    root = calls_of(0, c("broadcast", 5, tensors=(torch.zeros(2),)))
+    diagnosis = d.diagnose(run_of(result(0, events=root), result(1, Status.STOPPED)))
     assert any("root" in line and "every rank" in line for line in diagnosis.evidence)
 
 
 def test_different_sizes_are_flagged_although_every_rank_finished():
     run = run_of(
-        result(0, events=[call(0, "all_reduce", 1, 5, sizes=[[4]], dtypes=["float32"])]),
-        result(1, events=[call(1, "all_reduce", 1, 5, sizes=[[2]], dtypes=["float32"])]),
+        result(0, events=calls_of(0, c("all_reduce", 5, tensors=(torch.zeros(4),)))),
+        result(1, events=calls_of(1, c("all_reduce", 5, tensors=(torch.zeros(2),)))),
     )
     diagnosis = d.diagnose(run)
     assert diagnosis.kind == "different-sizes" and "nothing failed" in diagnosis.headline
@@ -200,28 +209,31 @@ def test_different_sizes_in_torch_issued_collectives_are_flagged_from_the_flight
 
 
 def test_stopped_outside_any_collective():
-    diagnosis = d.rule_stopped_outside_collectives(d.facts(run_of(result(0, STOPPED), result(1, STOPPED))))
+    diagnosis = d.rule_stopped_outside_collectives(
+        d.facts(run_of(result(0, Status.STOPPED), result(1, Status.STOPPED)))
+    )
     assert diagnosis.kind == "stopped" and diagnosis.ranks == [0, 1]
 
 
 def test_a_failure_passed_on_by_main_process_first_blames_the_preparing_rank():
     run = run_of(
-        result(0, RAISED, message="OSError: disk full"),
-        result(1, RAISED, message="RuntimeError: rank 0 failed while preparing"),
+        result(0, Status.RAISED, message="OSError: disk full"),
+        result(1, Status.RAISED, message="RuntimeError: rank 0 failed while preparing"),
     )
     diagnosis = d.rule_failed_by_itself(d.facts(run))
     assert diagnosis.ranks == [0] and "rank 1 failed because of it" in diagnosis.headline
 
 
 def test_same_calls_headline_only_when_the_flight_recorder_agrees():
-    both = [call(0, "barrier", 1, 3)], [call(1, "barrier", 1, 3)]
+    both = calls_of(0, c("barrier", 3)), calls_of(1, c("barrier", 3))
     with_flight = run_of(
-        result(0, RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])], message=TIMEOUT),
-        result(1, RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])], message=TIMEOUT),
+        result(0, Status.RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])], message=TIMEOUT),
+        result(1, Status.RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])], message=TIMEOUT),
     )
     assert "same collective calls" in d.rule_same_calls(d.facts(with_flight)).headline
     without = run_of(
-        result(0, RAISED, events=both[0], message=TIMEOUT), result(1, RAISED, events=both[1], message=TIMEOUT)
+        result(0, Status.RAISED, events=both[0], message=TIMEOUT),
+        result(1, Status.RAISED, events=both[1], message=TIMEOUT),
     )
     assert "same collective calls" not in d.rule_same_calls(d.facts(without)).headline
 
@@ -253,7 +265,7 @@ def test_no_text_contradicts_the_model_of_ordering(phrase):
 
 
 def test_a_hang_in_torchs_teardown_is_reported_as_torchs_and_the_run_stays_ok():
-    ranks = [result(r, events=[call(r, "barrier", 1, 10)]) for r in range(2)]
+    ranks = [result(r, events=calls_of(r, c("barrier", 10))) for r in range(2)]
     ranks[1].teardown_hung = True
     run = run_of(*ranks)
     diagnosis = d.diagnose(run)

@@ -20,7 +20,7 @@ from jupyter_client.manager import start_new_kernel
 THREE_RUNS = textwrap.dedent("""
     import sys
     import barrierlab as bl
-    from barrierlab import events, plot
+    from barrierlab import events
     from barrierlab.scenarios import straggler
 
     def straggler_and_what_was_loaded():
@@ -33,9 +33,9 @@ THREE_RUNS = textwrap.dedent("""
         lines = [c for ax in figure.axes for c in ax.collections if c.get_gid() == "releases"]
         drawn = sum(len(c.get_segments()) for c in lines)
         read = all(isinstance(r.flight, events.Flight) and len(r.flight) == 6 for r in run.ranks)
-        summary = run.summary()
+        numbers = run.waits()
         print(f"RUN {number} ok={run.ok} dynamo={any(run.values)} flight={read} "
-              f"straggler={summary['straggler']} releases={len(plot.releases(run))} drawn={drawn}", flush=True)
+              f"straggler={numbers.straggler} releases={len(numbers.releases)} drawn={drawn}", flush=True)
 """)
 
 LINE = re.compile(r"RUN (\d) ok=(\w+) dynamo=(\w+) flight=(\w+) straggler=(\w+) releases=(\d+) drawn=(\d+)")

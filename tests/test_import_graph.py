@@ -17,7 +17,7 @@ READ_SIDE = (
     ("collect",),
     ("result",),
     ("plot",),
-    ("diagnose", "live", "ordering_table"),
+    ("diagnose", "live", "ordering_table", "waits"),
     ("calls", "ordering"),
     ("events", "stacks"),
     ("sites", "ops", "palette", "words", "_protocol"),

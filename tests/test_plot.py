@@ -1,4 +1,5 @@
-"""Tests for barrierlab.plot: summary numbers, straggler detection, timeline structure, one real run."""
+"""Tests for barrierlab.plot and the numbers it draws (barrierlab.waits): straggler detection, timeline structure,
+real runs. Events are written by the recorder's own writer at chosen times and read back (``recorded``)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ import time
 
 import pytest
 from matplotlib.figure import Figure
+from recorded import call, ranks, span
 
-from barrierlab import plot
+from barrierlab import plot, waits
 from barrierlab.events import Event
 
 
-def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier", seq: int = 1) -> list[list[Event]]:
+def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier") -> list[list[Event]]:
     """One collective per rank: rank r arrives at arrivals[r], all leave at ``leave``."""
-    return [[Event(r, "collective", op, t, leave, seq=seq)] for r, t in enumerate(arrivals)]
+    return ranks(*([call(op, t, leave)] for t in arrivals))
 
 
 def y_labels(fig: Figure) -> list[str]:
@@ -45,42 +47,37 @@ def render(fig: Figure) -> bytes:
 
 def hand_made() -> list[list[Event]]:
     rank0 = [
-        Event(0, "compute", "forward", 0.0, 0.4),
-        Event(0, "collective", "barrier", 0.1, 0.3, seq=1),  # inside the compute span: 0.2 s
-        Event(0, "wait", "sync", 0.5, 0.8),  # a wait span ...
-        Event(0, "collective", "all_reduce", 0.6, 0.7, seq=2),  # ... nested inside it: counts once
-        Event(0, "collective", "all_reduce", 0.75, 0.9, seq=3),  # overlaps its end: union 0.5-0.9
+        span("compute", "forward", 0.0, 0.4),
+        call("barrier", 0.1, 0.3),  # inside the compute span: 0.2 s
+        span("wait", "sync", 0.5, 0.8),  # a wait span ...
+        call("all_reduce", 0.6, 0.7),  # ... nested inside it: counts once
+        call("all_reduce", 0.75, 0.9),  # overlaps its end: union 0.5-0.9
     ]
-    rank1 = [Event(1, "compute", "forward", 0.0, 0.2), Event(1, "collective", "barrier", 0.2, None, seq=1)]
-    return [rank0, rank1]
+    rank1 = [span("compute", "forward", 0.0, 0.2), call("barrier", 0.2, None)]
+    return ranks(rank0, rank1)
 
 
 def test_summary_unions_nested_intervals_and_counts_never_ended_to_the_end():
-    numbers = plot.summary(hand_made(), ends=[1.0, None])
-    r0, r1 = numbers["ranks"][0], numbers["ranks"][1]
-    assert numbers["total"] == pytest.approx(1.0)
-    assert r0["wait"] == pytest.approx(0.2 + 0.4)
-    assert r0["busy"] == pytest.approx(0.4)
-    assert r0["idle_fraction"] == pytest.approx(0.6)
-    assert (r0["start"], r0["end"], r0["collectives"]) == (0.0, 1.0, 3)
-    assert r1["wait"] == pytest.approx(0.8)  # never left the barrier: counted until the run ended at 1.0
-    assert r1["busy"] == pytest.approx(0.2)
-    assert r1["end"] is None and r1["collectives"] == 1
-    assert numbers["wait_total"] == pytest.approx(1.4)
-    assert numbers["slowest_rank"] == 0
+    numbers = waits.measure(hand_made(), ends=[1.0, None])
+    r0, r1 = numbers.ranks[0], numbers.ranks[1]
+    assert numbers.total == pytest.approx(1.0)
+    assert r0.wait == pytest.approx(0.2 + 0.4)
+    assert r0.busy == pytest.approx(0.4)
+    assert r0.idle_fraction == pytest.approx(0.6)
+    assert (r0.start, r0.end, r0.collectives) == (0.0, 1.0, 3)
+    assert r1.wait == pytest.approx(0.8)  # never left the barrier: counted until the run ended at 1.0
+    assert r1.busy == pytest.approx(0.2)
+    assert r1.end is None and r1.collectives == 1
+    assert numbers.wait_total == pytest.approx(1.4)
+    assert numbers.slowest_rank == 0
 
 
 def test_summary_of_a_rank_that_never_started_is_zero():
-    numbers = plot.summary([[Event(0, "collective", "barrier", 0.1, 0.2, seq=1)], []])
-    assert numbers["ranks"][1] == {
-        "busy": 0.0,
-        "wait": 0.0,
-        "idle_fraction": 0.0,
-        "start": None,
-        "end": None,
-        "collectives": 0,
-    }
-    assert numbers["slowest_rank"] == 0 and numbers["straggler"] is None
+    numbers = waits.measure(ranks([call("barrier", 0.1, 0.2)], []))
+    assert numbers.ranks[1] == waits.RankWaits(
+        busy=0.0, wait=0.0, idle_fraction=0.0, start=None, end=None, collectives=0
+    )
+    assert numbers.slowest_rank == 0 and numbers.straggler is None
 
 
 def steps(last_ranks: list[int], world: int = 4, *, late: float = 0.2, names=None) -> list[list[Event]]:
@@ -93,33 +90,33 @@ def steps(last_ranks: list[int], world: int = 4, *, late: float = 0.2, names=Non
         for r in range(world):
             arrive = release if r == last else t + 0.1
             name = names[r] if names else f"compute {k}"
-            lanes[r].append(Event(r, "compute", name, t, arrive))
-            lanes[r].append(Event(r, "collective", "barrier", arrive, release + 0.001, seq=k + 1))
+            lanes[r].append(span("compute", name, t, arrive))
+            lanes[r].append(call("barrier", arrive, release + 0.001))
         t = release + 0.001
-    return lanes
+    return ranks(*lanes)
 
 
 def test_a_rank_last_at_every_step_doing_the_same_work_is_a_straggler():
-    numbers = plot.summary(steps([2, 2, 2]))
-    assert (numbers["straggler"], numbers["last_to_arrive"], numbers["last_at"]) == (2, 2, (3, 3))
+    numbers = waits.measure(steps([2, 2, 2]))
+    assert (numbers.straggler, numbers.last_to_arrive, numbers.last_at) == (2, 2, (3, 3))
     fig = plot.timeline(steps([2, 2, 2]))
     assert y_labels(fig)[2] == "rank 2 (straggler)"
     assert "arrived last every time" in fig.axes[0].get_title()
 
 
 def test_one_barrier_makes_a_last_arrival_not_a_straggler():
-    numbers = plot.summary(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
-    assert numbers["slowest_rank"] == 3 and numbers["last_to_arrive"] == 3
-    assert numbers["straggler"] is None
+    numbers = waits.measure(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert numbers.slowest_rank == 3 and numbers.last_to_arrive == 3
+    assert numbers.straggler is None
     fig = plot.timeline(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
     assert y_labels(fig) == ["rank 0", "rank 1", "rank 2", "rank 3 (last to arrive)"]
-    assert "straggler" not in plot.waits_table(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31))
+    assert "straggler" not in waits.measure(barrier_arrivals([0.0, 0.1, 0.2, 0.3], leave=0.31)).table()
 
 
 def test_when_the_last_rank_changes_no_rank_is_called_straggler():
     lanes = steps([0, 1, 2, 3, 1])  # rank 1 waited least overall, but was last at only 2 of 5
-    numbers = plot.summary(lanes)
-    assert numbers["straggler"] is None and numbers["last_at"][1] == 5
+    numbers = waits.measure(lanes)
+    assert numbers.straggler is None and numbers.last_at[1] == 5
     labels = y_labels(plot.timeline(lanes))
     assert not any("straggler" in label for label in labels)
     assert not any("last to arrive" in label for label in labels)  # 2 of 5 is no majority: say nothing
@@ -134,8 +131,8 @@ def test_last_most_of_the_time_says_how_often():
 
 def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
     lanes = steps([0, 0], names=["download", "setup", "setup", "setup"])  # rank 0 prepares the data
-    numbers = plot.summary(lanes)
-    assert numbers["own_work"] == ["download"] and numbers["straggler"] is None
+    numbers = waits.measure(lanes)
+    assert numbers.own_work == ("download",) and numbers.straggler is None
     assert y_labels(plot.timeline(lanes))[0] == "rank 0 (last to arrive)"
 
 
@@ -147,22 +144,28 @@ def test_a_rank_doing_work_only_it_has_is_last_to_arrive_not_a_straggler():
     ],
 )
 def test_no_straggler_when_ranks_arrive_about_together(arrivals):
-    numbers = plot.summary(barrier_arrivals(arrivals, leave=0.5))
-    assert numbers["slowest_rank"] == 3
-    assert numbers["straggler"] is None
+    numbers = waits.measure(barrier_arrivals(arrivals, leave=0.5))
+    assert numbers.slowest_rank == 3
+    assert numbers.straggler is None
 
 
 def test_slowest_rank_ties_go_to_the_lowest_rank():
-    assert plot.summary(barrier_arrivals([0.1, 0.1, 0.1], leave=0.2))["slowest_rank"] == 0
+    assert waits.measure(barrier_arrivals([0.1, 0.1, 0.1], leave=0.2)).slowest_rank == 0
 
 
 def test_releases_need_every_rank_and_the_same_op():
-    lanes = barrier_arrivals([0.0, 0.1, 0.2], leave=0.25)
-    for r, lane in enumerate(lanes):
-        lane.append(Event(r, "collective", "all_reduce", 0.3 + 0.01 * r, 0.4, seq=2))
-        lane.append(Event(r, "collective", "barrier" if r else "broadcast", 0.5, 0.6, seq=3))  # ops differ
-    lanes[0].append(Event(0, "collective", "barrier", 0.7, None, seq=4))  # rank 0 alone
-    found = plot.releases(lanes)
+    lanes = ranks(
+        *(
+            [
+                call("barrier", arrival, 0.25),
+                call("all_reduce", 0.3 + 0.01 * r, 0.4),
+                call("barrier" if r else "broadcast", 0.5, 0.6),  # ops differ
+            ]
+            + ([call("barrier", 0.7, None)] if r == 0 else [])  # rank 0 alone
+            for r, arrival in enumerate([0.0, 0.1, 0.2])
+        )
+    )
+    found = waits.measure(lanes).releases
     assert [(r.seq, r.op, r.last_rank) for r in found] == [(1, "barrier", 2), (2, "all_reduce", 2)]
     assert found[0].time == pytest.approx(0.2)
     fig = plot.timeline(lanes)
@@ -172,7 +175,7 @@ def test_releases_need_every_rank_and_the_same_op():
 
 
 def test_waits_table_marks_the_straggler():
-    table = plot.waits_table(steps([3, 3]))
+    table = waits.measure(steps([3, 3])).table()
     lines = table.splitlines()
     assert lines[0].split() == ["rank", "active", "s", "waited", "s", "idle", "%"]
     assert "straggler" in lines[4] and lines[4].split()[0] == "3"
@@ -198,7 +201,7 @@ def test_timeline_heights_grow_with_ranks():
 
 def test_an_instant_span_is_drawn_wide_enough_to_see():
     """A read that took microseconds (01's race) still shows as a bar, not a zero-width line."""
-    lanes = [[Event(0, "io", "download", 0.0, 1.0)], [Event(1, "io", "read", 0.5, 0.5 + 1e-6)]]
+    lanes = ranks([span("io", "download", 0.0, 1.0)], [span("io", "read", 0.5, 0.5 + 1e-6)])
     fig = plot.timeline(lanes)
     fig.canvas.draw()
     ax = fig.axes[0]
@@ -211,14 +214,13 @@ def test_an_instant_span_is_drawn_wide_enough_to_see():
 
 
 def test_timeline_draws_16_ranks_of_1000_events():
-    lanes = []
-    for r in range(16):
-        events, t = [], 0.0
-        for i in range(500):
-            events.append(Event(r, "compute", "step", t, t + 0.001))
-            events.append(Event(r, "collective", "all_reduce", t + 0.001, t + 0.002, seq=i + 1))
-            t += 0.002
-        lanes.append(events)
+    steps = [(0.002 * i, 0.002 * i + 0.001, 0.002 * (i + 1)) for i in range(500)]
+    lanes = ranks(
+        *(
+            [x for a, b, c in steps for x in (span("compute", "step", a, b), call("all_reduce", b, c))]
+            for _ in range(16)
+        )
+    )
     fig = plot.timeline(lanes)
     assert len(y_labels(fig)) == 16
     assert len(fig.axes[0].texts) <= plot.MAX_BAR_LABELS + plot.MAX_RELEASE_LABELS
@@ -226,7 +228,7 @@ def test_timeline_draws_16_ranks_of_1000_events():
 
 
 def test_timeline_marks_a_rank_that_never_left_a_barrier():
-    lanes = [[Event(0, "collective", "barrier", 0.1, None, seq=1)], [Event(1, "compute", "work", 0.0, 0.2)]]
+    lanes = ranks([call("barrier", 0.1, None)], [span("compute", "work", 0.0, 0.2)])
     fig = plot.timeline(lanes, ends=[None, 0.2])
     (marks,) = artists(fig, "never-left")
     assert len(marks.get_offsets()) == 1
@@ -238,7 +240,7 @@ def test_timeline_without_events_and_with_partial_records():
     fig = plot.timeline([[], [], []], ends=[0.5, 0.6, None])
     assert y_labels(fig) == ["rank 0", "rank 1", "rank 2"]
     assert artists(fig, "running")
-    fig = plot.timeline([[Event(0, "io", "load", 0.0, 0.1)], []])
+    fig = plot.timeline(ranks([span("io", "load", 0.0, 0.1)], []))
     assert y_labels(fig) == ["rank 0", "rank 1"]
     render(fig)
 
@@ -280,18 +282,18 @@ def ddp_like() -> list[list[Event]]:
     all_reduce inside it (the comm hook's async call), optimizer."""
     lanes = []
     for r in range(2):
-        events, t = [], 0.0
+        items, t = [], 0.0
         for k in range(2):
             fwd = 0.2 if r == 1 else 0.01
-            events += [
-                Event(r, "compute", f"forward {k}", t, t + fwd),
-                Event(r, "other", f"backward {k}", t + fwd, t + 0.25),
-                Event(r, "collective", "all_reduce", t + 0.22, t + 0.2205, seq=k + 1),
-                Event(r, "compute", f"optimizer {k}", t + 0.25, t + 0.26),
+            items += [
+                span("compute", f"forward {k}", t, t + fwd),
+                span("other", f"backward {k}", t + fwd, t + 0.25),
+                call("all_reduce", t + 0.22, t + 0.2205),
+                span("compute", f"optimizer {k}", t + 0.25, t + 0.26),
             ]
             t += 0.27
-        lanes.append(events)
-    return lanes
+        lanes.append(items)
+    return ranks(*lanes)
 
 
 def test_legend_names_the_spans_never_other():
@@ -303,10 +305,7 @@ def test_legend_names_the_spans_never_other():
 
 
 def test_legend_names_a_timed_span_and_the_collectives_waited_in():
-    lanes = [
-        [Event(r, "other", "timed", 0.0, 0.3), Event(r, "collective", "all_reduce", 0.1 * r, 0.3, seq=1)]
-        for r in range(3)
-    ]
+    lanes = ranks(*([span("other", "timed", 0.0, 0.3), call("all_reduce", 0.1 * r, 0.3)] for r in range(3)))
     labels = legend_labels(plot.timeline(lanes))
     assert "timed (span)" in labels and "waiting in a collective: all_reduce" in labels
 
@@ -327,15 +326,15 @@ def test_an_unrecorded_wait_is_not_reported_as_a_tiny_wait():
 
 
 def test_a_rank_without_collectives_says_so_rather_than_waited_zero():
-    lanes = [[Event(0, "io", "download", 0.0, 1.0)], [Event(1, "io", "read", 0.0, 0.1)]]
+    lanes = ranks([span("io", "download", 0.0, 1.0)], [span("io", "read", 0.0, 0.1)])
     assert right_notes(plot.timeline(lanes)) == ["entered no collective", "entered no collective"]
 
 
 def test_a_span_that_raised_is_marked_and_named():
-    lanes = [
-        [Event(0, "io", "download", 0.0, 1.0)],
-        [Event(1, "io", "read", 0.0, 0.001, error="FileNotFoundError: [Errno 2] No such file")],
-    ]
+    lanes = ranks(
+        [span("io", "download", 0.0, 1.0)],
+        [span("io", "read", 0.0, 0.001, error=FileNotFoundError(2, "No such file"))],
+    )
     fig = plot.timeline(lanes)
     (marks,) = artists(fig, "errors")
     assert marks.get_offsets().tolist() == [[0.001, 1.0]]
@@ -343,10 +342,10 @@ def test_a_span_that_raised_is_marked_and_named():
 
 
 def test_an_error_label_with_no_room_right_of_its_mark_is_written_left_of_it():
-    lanes = [
-        [Event(0, "io", "write shard", 0.0, 0.99, error="FileNotFoundError: [Errno 2] No such file")],
-        [Event(1, "io", "write shard", 0.0, 1.0)],
-    ]
+    lanes = ranks(
+        [span("io", "write shard", 0.0, 0.99, error=FileNotFoundError(2, "No such file"))],
+        [span("io", "write shard", 0.0, 1.0)],
+    )
     fig = plot.timeline(lanes)
     (label,) = [t for t in fig.axes[0].texts if t.get_text() == "write shard raised FileNotFoundError"]
     assert label.get_horizontalalignment() == "right" and label.get_position()[0] < 0.99
@@ -358,7 +357,7 @@ def test_waits_inside_rejects_a_bare_string():
 
 
 def test_compare_timelines_shares_the_axis_and_merges_the_legend():
-    before = [[Event(r, "io", "download" if r == 0 else "setup", 0.0, 1.0 if r == 0 else 0.1)] for r in range(2)]
+    before = ranks([span("io", "download", 0.0, 1.0)], [span("io", "setup", 0.0, 0.1)])
     after = steps([0], world=2)
     fig = plot.compare_timelines({"before": before, "after": after}, waits_inside=["backward"])
     top, bottom = fig.axes[0], fig.axes[1]
@@ -374,7 +373,7 @@ def test_compare_timelines_shares_the_axis_and_merges_the_legend():
 
 
 def test_work_name_drops_step_numbers():
-    assert [plot.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] == [
+    assert [waits.work_name(n) for n in ("forward 2", "no_sync, step 0", "wait(barrier#3)", "1 setup", "timed")] == [
         "forward",
         "no_sync, step",
         "Work.wait()",
@@ -399,11 +398,15 @@ def test_real_run_finds_the_last_rank_to_arrive():
     import barrierlab
 
     run = barrierlab.run(staggered, 4, check=True)
-    numbers = plot.summary(run)
-    assert numbers["last_to_arrive"] == 3 and numbers["straggler"] is None  # one barrier: no pattern yet
-    ranks = numbers["ranks"]
-    assert all(ranks[r]["idle_fraction"] > ranks[3]["idle_fraction"] for r in (0, 1, 2))
-    assert all(ranks[r]["collectives"] == 1 for r in range(4))
+    numbers = run.waits()
+    assert numbers == waits.measure(run)
+    assert numbers.last_to_arrive == 3 and numbers.straggler is None  # one barrier: no pattern yet
+    ranks = numbers.ranks
+    assert all(ranks[r].idle_fraction > ranks[3].idle_fraction for r in (0, 1, 2))
+    summary = run.summary()
+    assert isinstance(summary, str) and "\n" not in summary
+    assert summary.startswith(run.headline()) and "rank 3 was last to arrive: the others waited for it" in summary
+    assert all(ranks[r].collectives == 1 for r in range(4))
     fig = plot.timeline(run)
     assert y_labels(fig)[3] == "rank 3 (last to arrive)"
     assert len(artists(fig, "releases")[0].get_segments()) == 1
@@ -411,26 +414,24 @@ def test_real_run_finds_the_last_rank_to_arrive():
 
 def test_a_long_legend_label_gets_fewer_columns():
     ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
-    lanes = [
-        [Event(r, "collective", op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05, seq=k + 1) for k, op in enumerate(ops)]
-        for r in range(2)
-    ]
+    lanes = ranks(*([call(op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05) for k, op in enumerate(ops)] for r in range(2)))
     fig = plot.timeline(lanes)
     assert fig.legends[0]._ncols < 3
     assert plot.timeline(barrier_arrivals([0.0, 0.1], leave=0.2)).legends[0]._ncols == 3
 
 
 def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
-    lanes = []
-    for r in range(2):
-        call = Event(r, "collective", "barrier", 0.1 * r, 0.1 * r + 0.001, seq=1)
-        call.is_async, call.done = True, 0.3
-        lanes.append([call, Event(r, "compute", "other work", 0.1 * r + 0.001, 0.5)])
+    lanes = ranks(
+        *(
+            [call("barrier", 0.1 * r, 0.1 * r + 0.001, done=0.3), span("compute", "other work", 0.1 * r + 0.001, 0.5)]
+            for r in range(2)
+        )
+    )
     fig = plot.timeline(lanes)
     (bars,) = artists(fig, "in-flight")
     assert len(bars.get_paths()) == 2
     assert any("in flight" in label for label in legend_labels(fig))
-    assert plot.summary(lanes)["ranks"][0]["wait"] < 0.01
+    assert waits.measure(lanes).ranks[0].wait < 0.01
 
 
 # --- collectives torch issued itself (flight recorder) -------------------------------------------------
@@ -440,16 +441,19 @@ def ddp_run(*, async_barrier: bool = False):
     """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
     (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
     number 1)."""
+    from barrierlab._protocol import Status
     from barrierlab.events import Flight, FlightEntry
-    from barrierlab.result import FINISHED, RankResult, Run
+    from barrierlab.result import RankResult, Run
 
-    ranks = []
+    results = []
     for r in range(2):
         late = 0.3 * r
-        barrier = Event(r, "collective", "barrier", 0.6 + late, 0.6 + late if async_barrier else 0.901, seq=1)
         if async_barrier:
-            barrier.is_async, barrier.done = True, 0.95
-        events = [Event(r, "other", "backward 0", 0.2, 0.5 + late), barrier]
+            barrier = call("barrier", 0.6 + late, 0.6 + late, done=0.95)
+        else:
+            barrier = call("barrier", 0.6 + late, 0.901)
+        (events,) = ranks([span("other", "backward 0", 0.2, 0.5 + late), barrier])
+        barrier = events[-1]
         flight = Flight(
             [
                 FlightEntry(
@@ -459,8 +463,8 @@ def ddp_run(*, async_barrier: bool = False):
                 FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
             ]
         )
-        ranks.append(RankResult(r, FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
-    return Run(world_size=2, ranks=ranks, elapsed=1.0, timeout=5.0, deadline=10.0)
+        results.append(RankResult(r, Status.FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
+    return Run(world_size=2, ranks=results, elapsed=1.0, timeout=5.0, deadline=10.0)
 
 
 def test_collectives_torch_issued_are_ticks_labelled_with_their_issuer():
@@ -477,7 +481,7 @@ def test_collectives_torch_issued_are_ticks_labelled_with_their_issuer():
 
 def test_collectives_are_numbered_as_in_the_ledger():
     run = ddp_run()
-    assert [r.seq for r in plot.releases(run)] == [3]
+    assert [r.seq for r in waits.measure(run).releases] == [3]
     assert any(line.startswith("3  barrier") for line in run.ledger().splitlines())
     fig = plot.timeline(run)
     assert "barrier #3" in texts(fig) and "barrier #1" not in texts(fig)
@@ -485,7 +489,7 @@ def test_collectives_are_numbered_as_in_the_ledger():
 
 
 def test_calls_close_together_share_one_label():
-    lanes = [[Event(0, "compute", "work", 0.0, 10.0)]]
+    lanes = ranks([span("compute", "work", 0.0, 10.0)])
     from barrierlab.calls import Call
     from barrierlab.events import FlightEntry
 
@@ -518,7 +522,7 @@ def test_an_async_call_keeps_its_in_flight_bar_and_its_ledger_number():
     (bars,) = artists(fig, "in-flight")
     assert len(bars.get_paths()) == 2
     assert "barrier #3" in texts(fig)
-    assert plot.summary(ddp_run(async_barrier=True))["ranks"][0]["wait"] < 0.01
+    assert waits.measure(ddp_run(async_barrier=True)).ranks[0].wait < 0.01
 
 
 def test_short_issuer_names_who_issued_a_call():
@@ -563,10 +567,10 @@ def test_a_real_ddp_run_shows_the_all_reduces_torch_issued():
 
 
 def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_rank_arrives():
-    lanes = [
-        [Event(0, "collective", "broadcast", 0.0, 0.001, seq=1), Event(0, "collective", "barrier", 0.4, 0.5, seq=2)],
-        [Event(1, "collective", "broadcast", 0.3, 0.301, seq=1), Event(1, "collective", "barrier", 0.5, 0.501, seq=2)],
-    ]
+    lanes = ranks(
+        [call("broadcast", 0.0, 0.001), call("barrier", 0.4, 0.5)],
+        [call("broadcast", 0.3, 0.301), call("barrier", 0.5, 0.501)],
+    )
     fig = plot.timeline(lanes)
     (lines,) = artists(fig, "releases")
     assert [round(float(seg[0][0]), 3) for seg in lines.get_segments()] == [0.5]
@@ -574,10 +578,9 @@ def test_a_broadcast_gets_no_release_line_its_root_can_leave_before_the_last_ran
 
 
 def test_waits_inside_several_spans_keep_the_note_short():
-    lanes = [
-        [Event(r, "other", "sync, step 0", 0.0, 0.2), Event(r, "compute", "no_sync, step 0", 0.2, 0.4)]
-        for r in range(2)
-    ]
+    lanes = ranks(
+        *([span("other", "sync, step 0", 0.0, 0.2), span("compute", "no_sync, step 0", 0.2, 0.4)] for r in range(2))
+    )
     notes = right_notes(plot.timeline(lanes, waits_inside={"sync, step": "a", "no_sync, step": "b"}))
     assert notes == ["its waits inside 2 spans (legend) were not recorded"] * 2
 

@@ -95,7 +95,7 @@ def test_healthy_scenario_exits_zero_and_records_every_rank(tmp_path):
     assert run.ok and run.world_size == 2
     assert [len([e for e in r.events if e.name == "barrier"]) for r in run] == [3, 3]
     assert run.diagnosis.ok
-    assert run.summary()["straggler"] == 1
+    assert run.waits().straggler == 1
 
 
 def test_torchs_flight_record_is_read_under_torchrun_as_under_bl_run(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 import barrierlab_kernel
-from barrierlab import _zygote
+from barrierlab import _warm
 
 EXTENSION_THEN_IMPORT = textwrap.dedent("""
     import sys
@@ -76,7 +76,7 @@ def test_a_kernel_with_the_extension_has_its_warm_process_before_any_cell_import
         )
         assert reply["content"]["status"] == "ok"
         text = "".join(lines)
-        assert "_zygote import main; main()" in text, text
+        assert "_warm import main; main()" in text, text
         assert "imported: False False" in text, text
     finally:
         client.stop_channels()
@@ -123,16 +123,16 @@ class _Clock:
 
 def test_preloading_waits_while_the_kernel_uses_the_cpu_and_not_longer_than_its_limit(monkeypatch):
     clock, ticks = _Clock(), {"n": 0}
-    monkeypatch.setattr(_zygote.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(_zygote._contain, "cpu_ticks", lambda pid: ticks["n"])
+    monkeypatch.setattr(_warm.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(_warm._contain, "cpu_ticks", lambda pid: ticks["n"])
     tick = 1 / os.sysconf("SC_CLK_TCK")
-    activity = _zygote._Activity(pid=1, give_up_after=5.0)
+    activity = _warm._Activity(pid=1, give_up_after=5.0)
     assert activity.busy()  # until a first window has been measured
-    assert activity.next_verdict_in() == pytest.approx(_zygote.KERNEL_WINDOW)
+    assert activity.next_verdict_in() == pytest.approx(_warm.KERNEL_WINDOW)
 
     def window(cpu_share: float) -> bool:
-        clock.now += _zygote.KERNEL_WINDOW
-        ticks["n"] += round(cpu_share * _zygote.KERNEL_WINDOW / tick)
+        clock.now += _warm.KERNEL_WINDOW
+        ticks["n"] += round(cpu_share * _warm.KERNEL_WINDOW / tick)
         return activity.busy()
 
     assert window(0.9)  # the kernel imports torch
@@ -146,5 +146,5 @@ def test_preloading_waits_while_the_kernel_uses_the_cpu_and_not_longer_than_its_
 
 
 def test_a_parent_that_is_gone_does_not_hold_preloading_back(monkeypatch):
-    monkeypatch.setattr(_zygote._contain, "cpu_ticks", lambda pid: None)
-    assert not _zygote._Activity(pid=1, give_up_after=5.0).busy()
+    monkeypatch.setattr(_warm._contain, "cpu_ticks", lambda pid: None)
+    assert not _warm._Activity(pid=1, give_up_after=5.0).busy()

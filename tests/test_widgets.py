@@ -6,7 +6,7 @@ import ipywidgets
 import pytest
 from matplotlib.figure import Figure
 
-from barrierlab import plot, widgets
+from barrierlab import plot, waits, widgets
 from barrierlab.scenarios import straggler
 
 #: Small, quick settings: 2 steps, a 0.15 s straggler (well above the 20 ms straggler threshold).
@@ -16,11 +16,11 @@ QUICK = dict(steps=2, base_compute=0.02)
 def test_explore_straggler_runs_the_scenario_and_returns_its_timeline(no_leftovers):
     run, fig = widgets.explore_straggler(world_size=3, delay=0.15, slow_rank=2, barrier_every=1, **QUICK)
     assert run.ok and run.world_size == 3
-    assert run.summary()["straggler"] == 2
+    assert run.waits().straggler == 2
     assert isinstance(fig, Figure)
     title = fig.axes[0].get_title()
     assert title.startswith("3 ranks, rank 2 slow by 0.15 s, barrier every step\nfunction start to end: model ")
-    assert f"measured {plot.function_seconds(run):.2f} s" in title
+    assert f"measured {waits.function_seconds(run):.2f} s" in title
 
 
 def test_the_figure_draws_the_cost_model_where_it_says_the_function_ends(no_leftovers):
@@ -112,7 +112,7 @@ def test_changing_a_control_reruns_and_redraws(no_leftovers):
     explorer.controls["slow rank"].value = 0
 
     assert explorer.run is not first_run and explorer.run.ok
-    assert explorer.run.summary()["straggler"] == 0
+    assert explorer.run.waits().straggler == 0
     assert explorer.image.value != first_png
     assert "rank 0 held the others up" in explorer.summary.value
 
@@ -122,7 +122,7 @@ def test_a_smaller_world_size_keeps_the_slow_rank_a_member(no_leftovers):
     explorer.controls["world size"].value = 2
     assert explorer.controls["slow rank"].value == 1
     assert [value for _, value in explorer.controls["slow rank"].options] == [0, 1, widgets.ROTATE]
-    assert explorer.run.world_size == 2 and explorer.run.summary()["straggler"] == 1
+    assert explorer.run.world_size == 2 and explorer.run.waits().straggler == 1
 
 
 def test_initial_result_is_shown_without_running_again():

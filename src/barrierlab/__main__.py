@@ -97,6 +97,8 @@ def _lint(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from barrierlab.launch import DEFAULT_DEADLINE_MARGIN, DEFAULT_TIMEOUT, DEFAULT_WORLD_SIZE
+
     parser = argparse.ArgumentParser(prog="barrierlab", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -114,16 +116,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar="key=value | -- ARGS",
         help="keyword arguments of the scenario; for a script, its arguments after --",
     )
-    run.add_argument("-n", "--nproc", type=int, default=4, help="number of ranks (default 4)")
+    run.add_argument(
+        "-n", "--nproc", type=int, default=DEFAULT_WORLD_SIZE, help=f"number of ranks (default {DEFAULT_WORLD_SIZE})"
+    )
     run.add_argument(
         "--timeout",
         type=float,
         default=None,
-        help="process-group timeout in seconds (default 5). For a script it also replaces a timeout= the script "
-        "passes to init_process_group (Lightning passes 1800 s), and says so; without --timeout the script's own "
+        help=f"process-group timeout in seconds (default {DEFAULT_TIMEOUT:g}). For a script it also replaces a "
+        "timeout= the script passes to init_process_group (Lightning passes 1800 s), and says so; without --timeout the script's own "
         "timeout stays",
     )
-    run.add_argument("--deadline", type=float, default=None, help="wall-clock limit in seconds (default timeout+5)")
+    run.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help=f"wall-clock limit in seconds (default timeout+{DEFAULT_DEADLINE_MARGIN:g})",
+    )
     run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")
     run.add_argument("--timeline", metavar="PNG", help="also save the timeline figure")
     run.set_defaults(func=_run)

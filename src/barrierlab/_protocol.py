@@ -1,6 +1,6 @@
 """The contract between the three kinds of process barrierlab runs, written down in one place.
 
-``kernel`` (``launch.py``) ──:class:`Launch`──► ``warm process`` (``_zygote.py``) ──fork──► ``rank`` (``_rank.py``)
+``kernel`` (``launch.py``) ──:class:`Launch`──► ``warm process`` (``_warm.py``) ──fork──► ``rank`` (``_rank.py``)
 
 * what the kernel asks for: :class:`RunOptions` (the learner's choices, validated) inside a
   :class:`RunSpec` (everything every rank needs), and per rank a :class:`RankSpec`;

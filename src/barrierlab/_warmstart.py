@@ -1,4 +1,4 @@
-"""Start the warm process (``_zygote.py``) as early as possible: this module imports nothing heavy, so
+"""Start the warm process (``_warm.py``) as early as possible: this module imports nothing heavy, so
 ``barrierlab/__init__.py`` can start it before the kernel itself imports torch, and both imports overlap."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ early: subprocess.Popen | None = None
 def start() -> subprocess.Popen:
     """A new warm process, in its own session (Jupyter's interrupt never reaches it), talking over two pipes."""
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bootstrap = f"import sys; sys.path.insert(0, {package_parent!r}); from barrierlab._zygote import main; main()"
+    bootstrap = f"import sys; sys.path.insert(0, {package_parent!r}); from barrierlab._warm import main; main()"
     return subprocess.Popen(
         [sys.executable, "-c", bootstrap],
         stdin=subprocess.PIPE,

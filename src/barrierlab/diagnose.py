@@ -272,7 +272,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         if len(names) > 1:
             break
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
-            shapes = {(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}
+            shapes = {repr((e.sizes, e.dtypes)) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
                 return [
@@ -288,7 +288,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         at = {r: s[position] for r, s in by_rank.items()}
         entry_ops = {e.op for e in at.values()}
         if len(entry_ops) == 1 and entry_ops <= ops.IN_PLACE and all(e.sizes for e in at.values()):
-            if len({(json_key(e.sizes), json_key(e.dtypes)) for e in at.values()}) > 1:
+            if len({repr((e.sizes, e.dtypes)) for e in at.values()}) > 1:
                 first = at[min(at)]
                 source = first.call or first
                 return (
@@ -303,10 +303,6 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     f"at {_place(source)}",
                 )
     return [], ""
-
-
-def json_key(value) -> str:
-    return repr(value)
 
 
 def _entry_where(entry: FlightEntry) -> str:
@@ -425,7 +421,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
     """Different ops at the same position of the learner's calls."""
     if not f.first_diff or len({e.name for e in f.at_k.values()}) < 2:
         return None
-    if f.split and f.split.from_torch and not _split_matches_learner_call(f):
+    if f.split and f.split.from_torch:
         return None  # torch's own collectives diverged first: rule_torch_divergence explains it
     k, run = f.first_diff, f.run
     evidence = list(f.evidence) + _calls_by_op(f, k)
@@ -470,11 +466,6 @@ def _own_caller(event) -> str:
         return ""
     file, line, func = next(c for c in callers if c[0] == own)
     return f" (from {Site(file, line, func).place})"
-
-
-def _split_matches_learner_call(f: Facts) -> bool:
-    """The flight records' first divergence is the learner's own call #first_diff, not a torch-issued one."""
-    return not f.split.from_torch
 
 
 def _calls_by_op(f: Facts, k: int) -> list[str]:

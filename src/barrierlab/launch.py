@@ -1,7 +1,7 @@
 """Start a gloo process group of N local ranks, run a function on each, and always end within a deadline.
 
 ``run(fn, world_size)`` is the one verb; it returns a :class:`~barrierlab.result.Run`.  Ranks are forked
-by a warm process that has torch imported already (see ``_zygote.py``), so a launch costs tens of
+by a warm process that has torch imported already (see ``_warm.py``), so a launch costs tens of
 milliseconds instead of seconds, and forking never happens from the multi-threaded kernel itself.
 """
 
@@ -58,6 +58,8 @@ from barrierlab.sites import CodeIndex, Site
 DEFAULT_TIMEOUT = 5.0
 #: Extra wall time the launcher allows beyond the group timeout before it stops the ranks.
 DEFAULT_DEADLINE_MARGIN = 5.0
+#: How many ranks ``run`` (and ``barrierlab run``) starts when not told.
+DEFAULT_WORLD_SIZE = 4
 #: Largest group ``run`` starts: beyond it timelines stop being readable and a 2-core laptop thrashes.
 MAX_WORLD_SIZE = 16
 #: How long stuck ranks get to write their Python stacks before they are killed.
@@ -484,7 +486,7 @@ class _LoopbackStore:
 
 def run(
     fn,
-    world_size: int = 4,
+    world_size: int = DEFAULT_WORLD_SIZE,
     *,
     args: tuple = (),
     kwargs: dict | None = None,

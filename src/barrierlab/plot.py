@@ -1,32 +1,26 @@
-"""Pictures and numbers of a run: who computed, who waited, and for whom.
+"""Pictures of a run: who computed, who waited, and for whom.
 
-``summary(run)`` gives plain numbers a notebook can assert on, ``timeline(run)`` draws one lane per rank,
-``waits_table(run)`` prints the numbers as text.  Only ``matplotlib.figure`` is used (never pyplot), so
-importing this module opens no window and registers no figure with pyplot.
+``timeline(run)`` draws one lane per rank, ``compare_timelines(runs)`` several runs on one time axis.  The
+numbers they show (waits, releases, the straggler) come from ``barrierlab.waits``; this module only draws.
+Only ``matplotlib.figure`` is used (never pyplot), so importing this module opens no window and registers no
+figure with pyplot.
 """
 
 from __future__ import annotations
 
 import io
-import re
-import statistics
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from dataclasses import replace
 
 from matplotlib.figure import Figure
 
-from barrierlab import ops, palette
+from barrierlab import ops, palette, waits
 from barrierlab._protocol import Status
-from barrierlab.calls import collective_calls
-from barrierlab.events import HANDOFF_KINDS, WAITING_KINDS, Event
+from barrierlab.events import WAITING_KINDS, Event
+from barrierlab.waits import Lane as _Lane
+from barrierlab.waits import RankWaits, Release, Waits, function_seconds, work_name
 
-#: Event kinds whose time counts as waiting for other ranks.
-#: A straggler's wait must be below the others' median by more than this many seconds...
-STRAGGLER_MIN_GAP = 0.020
-#: ...and the others' median must be more than this many times the straggler's wait.
-STRAGGLER_RATIO = 2.0
 #: Above this many barrier releases their lines are drawn without labels.
 MAX_RELEASE_LABELS = 20
 #: At most this many text labels inside bars, so a 16 x 1,000 event timeline stays fast and legible.
@@ -66,101 +60,11 @@ MAX_LEGEND_NAMES = 4
 FAILED_STATUSES = tuple(s for s in Status if s not in (Status.FINISHED, Status.LOST))
 
 
-@dataclass
-class _Lane:
-    """One rank as the plots see it: its events and when its function ran (None: unknown / never)."""
-
-    rank: int
-    events: list[Event]
-    start: float | None
-    end: float | None
-    status: str | None = None
-    #: the learner's call number (Event.seq) -> its position in the group's sequence (run.ledger()'s #),
-    #: or None when the calls are numbered by Event.seq (no flight record of every rank)
-    positions: dict[int, int] | None = None
-    #: collectives torch issued itself on this rank (diagnose.Call, kind "torch"), with a start time
-    torch_calls: list = field(default_factory=list)
-
-
-class Release(NamedTuple):
-    """The moment a collective every rank reached let them go: when the last rank arrived."""
-
-    seq: int
-    op: str
-    time: float
-    last_rank: int
-
-
-def _drawn(events) -> list[Event]:
-    """The events a lane draws: calls and spans. Store operations and file accesses are what the ordering
-    model reads (``barrierlab.ordering``); a lane shows the time they took inside the spans around them."""
-    return [e for e in events if e.kind not in HANDOFF_KINDS]
-
-
-def _lanes(
-    run, ends: Sequence[float | None] | None = None, starts: Sequence[float | None] | None = None
-) -> tuple[list[_Lane], float]:
-    """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
-    if hasattr(run, "ranks"):
-        positions, torch_calls = _numbering(run)
-        lanes = [
-            _Lane(
-                r.rank,
-                _drawn(r.events),
-                _first(r.started, _drawn(r.events)),
-                r.ended,
-                r.status,
-                positions.get(r.rank),
-                torch_calls.get(r.rank, []),
-            )
-            for r in run.ranks
-        ]
-        total = float(run.elapsed)
-    else:
-        lanes = []
-        for i, events in enumerate(run):
-            events = sorted(_drawn(events), key=lambda e: e.start)
-            end = ends[i] if ends is not None else _last_end(events)
-            start = starts[i] if starts is not None else _first(None, events)
-            if start is None and end is not None:
-                start = 0.0
-            lanes.append(_Lane(i, events, start, end))
-        total = 0.0
-    times = [t for lane in lanes for e in lane.events for t in (e.start, e.end) if t is not None]
-    times += [c.start for lane in lanes for c in lane.torch_calls]
-    times += [lane.end for lane in lanes if lane.end is not None]
-    return lanes, max([total, *times])
-
-
-def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
-    """From ``diagnose.collective_calls``: each rank's map from its call number to the call's position in the
-    group's sequence (only when torch's flight recorder of every rank was read), and the calls torch issued."""
-    calls = collective_calls(run)
-    if not any(c.entry is not None for cs in calls.values() for c in cs):
-        return {}, {}
-    positions = {
-        rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq} for rank, cs in calls.items()
-    }
-    issued = {
-        rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
-        for rank, cs in calls.items()
-    }
-    return positions, issued
-
-
-def _number(event: Event, lane: _Lane) -> int | None:
-    """A collective's number on the timeline: its position in the group's sequence when known (as in
-    ``run.ledger()``), else the rank's own call number."""
-    if lane.positions is None:
-        return event.seq
-    return lane.positions.get(event.seq) if event.seq else None
-
-
 def _label(event: Event, lane: _Lane) -> str:
     """'barrier #8': a collective named with the number ``run.ledger()`` shows for it."""
     if event.kind != "collective":
         return event.label
-    number = _number(event, lane)
+    number = waits.number(event, lane)
     return f"{event.name} #{number}" if number else event.name
 
 
@@ -170,212 +74,6 @@ def short_issuer(issuer: str) -> str:
     if len(head) > 1 and head[0] == "a":  # "a functional all_reduce (DTensor / torch.compile)"
         head = head[1:]
     return head[0].removesuffix("'s") if head else "torch"
-
-
-def _first(started: float | None, events: list[Event]) -> float | None:
-    if started is not None:
-        return started
-    return min((e.start for e in events), default=None)
-
-
-def _last_end(events: list[Event]) -> float | None:
-    if not events or any(e.end is None for e in events):
-        return None
-    return max(e.end for e in events)
-
-
-def _window(lane: _Lane, total: float) -> tuple[float, float] | None:
-    """The rank's active time: function start to end, or to the end of the run if it never ended."""
-    if lane.start is None:
-        return None
-    return lane.start, max(lane.start, lane.end if lane.end is not None else total)
-
-
-def _event_end(event: Event, lane: _Lane, total: float) -> float:
-    """Where an event stops on the time axis; one never left lasts until its rank (or the run) ended."""
-    if event.end is not None:
-        return event.end
-    return lane.end if lane.end is not None else total
-
-
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    length, reach = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b > reach:
-            length += b - max(a, reach)
-            reach = b
-    return length
-
-
-def _rank_numbers(lane: _Lane, total: float) -> dict:
-    window = _window(lane, total)
-    active = 0.0 if window is None else window[1] - window[0]
-    waits = []
-    if window is not None:
-        for e in lane.events:
-            if e.kind in WAITING_KINDS:
-                a, b = max(e.start, window[0]), min(_event_end(e, lane, total), window[1])
-                if b > a:
-                    waits.append((a, b))
-    wait = _union_length(waits)
-    return {
-        "busy": active - wait,
-        "wait": wait,
-        "idle_fraction": wait / active if active > 0 else 0.0,
-        "start": lane.start,
-        "end": lane.end,
-        "collectives": sum(e.kind == "collective" for e in lane.events),
-    }
-
-
-def _slowest(ranks: dict[int, dict]) -> int | None:
-    takers = [r for r, n in ranks.items() if n["collectives"]]
-    return min(takers, key=lambda r: (ranks[r]["wait"], r), default=None)
-
-
-def _last_to_arrive(ranks: dict[int, dict], slowest: int | None) -> int | None:
-    """``slowest`` if the others clearly waited for it (by > 20 ms and > 2x its own wait), else None."""
-    if slowest is None:
-        return None
-    others = [n["wait"] for r, n in ranks.items() if n["collectives"] and r != slowest]
-    if not others:
-        return None
-    mine, median = ranks[slowest]["wait"], statistics.median(others)
-    return slowest if median - mine > STRAGGLER_MIN_GAP and median > STRAGGLER_RATIO * mine else None
-
-
-def work_name(name: str) -> str:
-    """A span's name without its step number: 'forward 2' -> 'forward', 'wait(barrier#3)' -> 'Work.wait()'."""
-    if name.startswith("wait(") and name.endswith(")"):
-        return "Work.wait()"
-    return re.sub(r"[\s,#:]*\d+$", "", name) or name
-
-
-def _own_work(lanes: list[_Lane], rank: int) -> list[str]:
-    """Span names (step numbers dropped) that only ``rank`` ran: work assigned to it, e.g. rank 0's download."""
-
-    def names(lane: _Lane) -> set[str]:
-        return {work_name(e.name) for e in lane.events if e.kind in SPAN_STYLES or e.kind == "other"}
-
-    mine = names(next(lane for lane in lanes if lane.rank == rank))
-    others = set().union(*(names(lane) for lane in lanes if lane.rank != rank))
-    return sorted(mine - others)
-
-
-def _arrival_counts(found: list[Release], lanes: list[_Lane]) -> tuple[dict[int, int], int]:
-    """How often each rank was last at a release the others had to wait for (arrivals > 20 ms apart)."""
-    counts: dict[int, int] = {}
-    telling = 0
-    for release in found:
-        arrivals = [
-            e.start for lane in lanes for e in lane.events if e.kind == "collective" and _number(e, lane) == release.seq
-        ]
-        if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
-            telling += 1
-            counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
-    return counts, telling
-
-
-def _summarize(lanes: list[_Lane], total: float) -> dict:
-    ranks = {lane.rank: _rank_numbers(lane, total) for lane in lanes}
-    slowest = _slowest(ranks)
-    last = _last_to_arrive(ranks, slowest)
-    counts, telling = _arrival_counts(_releases(lanes), lanes)
-    own = _own_work(lanes, last) if last is not None else []
-    always_last = last is not None and telling >= 2 and counts.get(last, 0) == telling
-    return {
-        "ranks": ranks,
-        "slowest_rank": slowest,
-        "last_to_arrive": last,
-        "last_at": (counts.get(last, 0) if last is not None else 0, telling),
-        "own_work": own,
-        "straggler": last if always_last and not own else None,
-        "total": total,
-        "wait_total": sum(n["wait"] for n in ranks.values()),
-    }
-
-
-def summary(run, ends: Sequence[float | None] | None = None, *, starts: Sequence[float | None] | None = None) -> dict:
-    """Per-rank busy and waiting seconds of a run, and which rank held the others up.
-
-    ``run`` is a :class:`~barrierlab.result.Run`, or a list with one list of Events per rank; then
-    ``ends`` (and ``starts``) give when each rank's function ended (began): by default the last event's
-    end (None if an event never ended) and the first event's start (0, the launch, if it has no events
-    but an end).  Returns::
-
-        {"ranks": {r: {"busy": s, "wait": s, "idle_fraction": f, "start": s, "end": s | None,
-                       "collectives": n}},
-         "slowest_rank": r | None, "last_to_arrive": r | None, "last_at": (k, n), "own_work": [names],
-         "straggler": r | None, "total": s, "wait_total": s}
-
-    - ``wait``: seconds inside collectives, send/recv, ``Work.wait()`` and ``wait`` spans, as the union of
-      their intervals (nested events count once), clipped to the rank's active time.  An event the rank
-      never left counts until the rank ended, or until the run ended if the rank never did.
-    - ``busy``: active time (function start to end, or to the end of the run) minus ``wait``;
-      ``idle_fraction`` = wait / active time (0 for a rank that never started).
-    - ``slowest_rank``: among ranks that entered at least one collective, the one that waited least
-      (ties: the lowest rank).  Arriving last at every barrier means never waiting at one, so this is the
-      rank the others waited for; None if no rank entered a collective.
-    - ``last_to_arrive``: ``slowest_rank`` only when it clearly held the others up: the median wait of the
-      other ranks exceeds its wait by more than 20 ms and by more than 2x.  Otherwise None (ranks
-      arrived about together, or there is only one rank).
-    - ``last_at``: (k, n): that rank was last at k of the n releases whose arrivals spread over more
-      than 20 ms.  ``own_work``: names of spans only that rank ran (work assigned to it, e.g. a download).
-    - ``straggler``: ``last_to_arrive`` only when it is a straggler in the usual sense: last at every one
-      of at least two such releases, while doing the same work as the others (no ``own_work``).  A rank
-      that was last once, last only sometimes, or busy with work assigned to it alone is "last to
-      arrive", not a straggler.
-    - ``total``: the run's elapsed seconds; ``wait_total``: the sum of every rank's ``wait``.
-    """
-    return _summarize(*_lanes(run, ends, starts))
-
-
-def releases(run, ends: Sequence[float | None] | None = None) -> list[Release]:
-    """Each collective that every rank reached as the same op, released when the last rank arrived.
-
-    Collectives are matched by their number: their position in the group's sequence when torch's flight
-    recorder of every rank was read (as ``run.ledger()`` numbers them), else each rank's own call number
-    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them.
-    """
-    return _releases(_lanes(run, ends)[0])
-
-
-def _releases(lanes: list[_Lane]) -> list[Release]:
-    per_rank = [
-        {_number(e, lane): e for e in lane.events if e.kind == "collective" and _number(e, lane)} for lane in lanes
-    ]
-    if not per_rank:
-        return []
-    found = []
-    for seq in sorted(set.intersection(*(set(numbered) for numbered in per_rank))):
-        arrivals = [(numbered[seq].start, lane.rank) for numbered, lane in zip(per_rank, lanes)]
-        names = {numbered[seq].name for numbered in per_rank}
-        if len(names) == 1:
-            time, last = max(arrivals)
-            found.append(Release(seq, names.pop(), time, last))
-    return found
-
-
-def waits_table(run, ends: Sequence[float | None] | None = None) -> str:
-    """The summary as a plain-text table (rank, active s, waited s, idle %), the straggler marked."""
-    numbers = summary(run, ends)
-    rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
-    for rank, n in numbers["ranks"].items():
-        active = n["busy"] + n["wait"]
-        mark = (
-            "  <- straggler: the others waited for it"
-            if rank == numbers["straggler"]
-            else f"  <- {_last_note(numbers)}: the others waited for it"
-            if rank == _shown_last(numbers)
-            else ""
-        )
-        if n["start"] is None:
-            mark = "  (never started)"
-        elif n["end"] is None:
-            mark += "  (never ended)"
-        rows.append(f"{rank:>4}  {active:>9.3f}  {n['wait']:>9.3f}  {100 * n['idle_fraction']:>5.0f}%{mark}")
-    rows.append(f"run: {numbers['total']:.3f} s, all ranks waited {numbers['wait_total']:.3f} s in total")
-    return "\n".join(rows)
 
 
 class TimelineFigure(Figure):
@@ -400,7 +98,8 @@ def timeline(
 ) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since the ranks started: spans, waits, releases, stuck ranks.
 
-    ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for :func:`summary`).
+    ``run`` is a Run or a list of per-rank Event lists (with optional ``ends``, as for
+    :func:`barrierlab.waits.measure`).
     Grey is the rank's function running; coloured bars are ``barrierlab.span`` phases; hatched bars
     are time inside a collective (waiting for the other ranks).  A call a rank never left runs to the
     end of the run with a red X.  Thin vertical lines mark each collective's release (the moment the last
@@ -455,11 +154,11 @@ def timeline(
 
 def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside) -> dict[str, tuple]:
     """Draw one run into ``ax``; return the legend entries it used."""
-    lanes, total = _lanes(run, ends)
+    lanes, total = waits.lanes(run, ends)
     origin = _ranks_start(run) if since is None else 0.0
     if origin:
         lanes, total = _shift(lanes, origin), total - origin
-    numbers = _summarize(lanes, total)
+    numbers = waits.from_lanes(lanes, total)
     used: dict[str, tuple] = {}
     start = _since(run, since)
     scale = _Scale(ax, fig, total, left=start or 0.0)
@@ -472,7 +171,7 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     _explain_hidden_waits(used, waits_inside, lanes)
     _draw_torch_calls(ax, lanes, used, scale, left=start if start else float("-inf"))
     labelled = show_releases and _draw_releases(
-        ax, _releases(lanes), lanes, used, scale, left=start if start else float("-inf")
+        ax, list(numbers.releases), lanes, used, scale, left=start if start else float("-inf")
     )
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
@@ -611,7 +310,7 @@ def _named(description: str, names: Iterable[str], *, before: bool = True) -> st
 def _draw_running(ax, lanes: list[_Lane], total: float, used: dict) -> None:
     rects = []
     for y, lane in enumerate(lanes):
-        window = _window(lane, total)
+        window = waits.window(lane, total)
         if window is not None:
             rects.append((window[0], window[1] - window[0], y, 0.8))
     if rects:
@@ -623,14 +322,14 @@ def _draw_spans(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
     for kind, style in SPAN_STYLES.items():
         rects, labels, names = [], [], []
         for y, lane in enumerate(lanes):
-            waits = sorted(e.start for e in lane.events if e.kind in WAITING_KINDS)
+            entered = sorted(e.start for e in lane.events if e.kind in WAITING_KINDS)
             for e in lane.events:
                 if e.kind == kind or (kind == "other" and e.kind not in SPAN_STYLES and e.kind not in WAITING_KINDS):
-                    end = _event_end(e, lane, total)
+                    end = waits.event_end(e, lane, total)
                     rects.append((e.start, max(end - e.start, MIN_SPAN_INCHES / scale.inches_per_second), y, 0.8))
                     names.append(work_name(e.name))
-                    i = bisect_left(waits, e.start)
-                    free = min(end, waits[i] if i < len(waits) else end) - e.start
+                    i = bisect_left(entered, e.start)
+                    free = min(end, entered[i] if i < len(entered) else end) - e.start
                     labels.append((e.start, free, y, e.name))
         if rects:
             _bars(ax, rects, zorder=2, gid=f"span:{kind}", facecolor=style[1], edgecolor="white", linewidth=0.3)
@@ -649,7 +348,7 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
             for e in lane.events:
                 if e.kind != kind:
                     continue
-                end = _event_end(e, lane, total)
+                end = waits.event_end(e, lane, total)
                 rects.append((e.start, end - e.start, y, 0.5))
                 names.append(work_name(e.name))
                 if e.end is not None:
@@ -879,54 +578,41 @@ def _draw_releases(
     return True
 
 
-def _label_lanes(ax, lanes: list[_Lane], numbers: dict) -> None:
+def _label_lanes(ax, lanes: list[_Lane], numbers: Waits) -> None:
     ax.set_yticks(
         range(len(lanes)), labels=[_lane_label(lane, numbers) for lane in lanes], fontsize=9 if len(lanes) <= 8 else 8
     )
     for tick, lane in zip(ax.get_yticklabels(), lanes):
-        if lane.rank in (numbers["straggler"], _shown_last(numbers)):
+        if lane.rank in (numbers.straggler, numbers.shown_last):
             tick.set_fontweight("bold")
         if lane.status in FAILED_STATUSES:
             tick.set_color(VERMILLION)
 
 
-def _shown_last(numbers: dict) -> int | None:
-    """The rank to call "last to arrive": the others clearly waited for it, at most releases (or the only one)."""
-    last, (k, n) = numbers["last_to_arrive"], numbers["last_at"]
-    if last is None or numbers["straggler"] is not None:
-        return None
-    return last if n == 0 or 2 * k > n else None
-
-
-def _last_note(numbers: dict) -> str:
-    k, n = numbers["last_at"]
-    return "last to arrive" if k == n or n == 0 else f"last to arrive at {k} of {n}"
-
-
-def _lane_label(lane: _Lane, numbers: dict) -> str:
-    notes = ["straggler"] if lane.rank == numbers["straggler"] else []
-    if lane.rank == _shown_last(numbers):
-        notes.append(_last_note(numbers))
+def _lane_label(lane: _Lane, numbers: Waits) -> str:
+    notes = ["straggler"] if lane.rank == numbers.straggler else []
+    if lane.rank == numbers.shown_last:
+        notes.append(numbers.last_note())
     if lane.status in FAILED_STATUSES:
         notes.append(lane.status)
     return f"rank {lane.rank}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _annotate_lanes(ax, lanes: list[_Lane], numbers: dict, waits_inside: Mapping[str, str]) -> None:
+def _annotate_lanes(ax, lanes: list[_Lane], numbers: Waits, waits_inside: Mapping[str, str]) -> None:
     right = ax.secondary_yaxis("right")
     recorded = any(lane.events for lane in lanes)
-    notes = [_wait_note(numbers["ranks"][lane.rank], recorded, lane, waits_inside) for lane in lanes]
+    notes = [_wait_note(numbers.ranks[lane.rank], recorded, lane, waits_inside) for lane in lanes]
     right.set_yticks(range(len(lanes)), labels=notes, fontsize=8 if len(lanes) <= 8 else 7)
     right.tick_params(length=0)
     right.spines["right"].set_visible(False)
 
 
-def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, str]) -> str:
+def _wait_note(n: RankWaits, recorded: bool, lane: _Lane, waits_inside: Mapping[str, str]) -> str:
     """What the right edge says about a rank's waiting: only what was recorded, and what was not."""
-    if n["start"] is None:
+    if n.start is None:
         return "did not start"
     if not recorded:
-        return f"ran {_seconds(n['busy'])}"
+        return f"ran {_seconds(n.busy)}"
     hidden = list(dict.fromkeys(work_name(e.name) for e in lane.events if work_name(e.name) in waits_inside))
     waited = any(e.kind in WAITING_KINDS for e in lane.events)
     if hidden:
@@ -936,13 +622,13 @@ def _wait_note(n: dict, recorded: bool, lane: _Lane, waits_inside: Mapping[str, 
             if len(hidden) == 1
             else f"its waits inside {len(hidden)} spans (legend) were not recorded"
         )
-        return f"{unseen}\n(+ {_seconds(n['wait'])} in recorded calls)" if waited else unseen
+        return f"{unseen}\n(+ {_seconds(n.wait)} in recorded calls)" if waited else unseen
     if lane.torch_calls:
         unseen = "waits in torch's own collectives not recorded"
-        return f"waited {_seconds(n['wait'])} in your calls;\n{unseen}" if waited else unseen
+        return f"waited {_seconds(n.wait)} in your calls;\n{unseen}" if waited else unseen
     if not waited:
         return "entered no collective"
-    return f"waited {_seconds(n['wait'])} ({100 * n['idle_fraction']:.0f}%)"
+    return f"waited {_seconds(n.wait)} ({100 * n.idle_fraction:.0f}%)"
 
 
 def _seconds(value: float) -> str:
@@ -1015,8 +701,8 @@ def _darker(colour: str, factor: float = 0.6) -> tuple[float, float, float]:
     return tuple(c * factor for c in to_rgb(colour))
 
 
-def _default_title(lanes: list[_Lane], numbers: dict) -> str:
-    head = f"What each of {len(lanes)} ranks did ({numbers['total']:.2f} s)"
+def _default_title(lanes: list[_Lane], numbers: Waits) -> str:
+    head = f"What each of {len(lanes)} ranks did ({numbers.total:.2f} s)"
     if not any(lane.events for lane in lanes):
         return head + "\nnothing was recorded inside the function (was it run with record=False?)"
     stuck = [lane.rank for lane in lanes if any(e.end is None for e in lane.events)]
@@ -1025,11 +711,11 @@ def _default_title(lanes: list[_Lane], numbers: dict) -> str:
     failed = [lane.rank for lane in lanes if any(e.error and e.kind in WAITING_KINDS for e in lane.events)]
     if failed:
         return head + f"\n{_ranks(failed)} left a call with an error (the red marks)"
-    if numbers["straggler"] is not None:
-        return head + f"\nrank {numbers['straggler']} arrived last every time: the others waited for it"
-    last = _shown_last(numbers)
+    if numbers.straggler is not None:
+        return head + f"\nrank {numbers.straggler} arrived last every time: the others waited for it"
+    last = numbers.shown_last
     if last is not None:
-        k, n = numbers["last_at"]
+        k, n = numbers.last_at
         when = "" if n <= 1 else (" every time" if k == n else f" {k} of {n} times")
         return head + f"\nrank {last} arrived last{when}: the others waited for it"
     return head
@@ -1037,13 +723,6 @@ def _default_title(lanes: list[_Lane], numbers: dict) -> str:
 
 def _ranks(ranks: list[int]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
-
-
-def function_seconds(run) -> float | None:
-    """Seconds from the first rank starting the function to the last rank returning (launch cost excluded)."""
-    starts = [r.started for r in run if r.started is not None]
-    ends = [r.ended for r in run if r.ended is not None]
-    return max(ends) - min(starts) if starts and len(ends) == run.world_size else None
 
 
 def compare_timelines(runs: dict, *, height: float = 2.4, **options) -> Figure:

@@ -59,7 +59,7 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
 _THIS_FILE = os.path.abspath(__file__)
-_LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_zygote.py")}
+_LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_warm.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
 STALL_DUMP = 1.0
 #: How many of the learner's frames outside the innermost one are kept per collective (helper -> caller):
@@ -394,6 +394,17 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
     return extra
 
 
+def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
+    """The fields a call's entry line adds (see ``events``): the shapes and dtypes of the tensors it was given,
+    its peer and group arguments as given (``positions``: from :func:`_positions`), and whether it is async."""
+    extra = _shapes(args, kwargs)
+    if positions:
+        extra += _arguments(positions, args, kwargs)
+    if kwargs.get("async_op"):
+        extra += ',"async":true'
+    return extra
+
+
 def _wrap(name: str, original, numbered: bool):
     positions = _positions(original)
     returns_sender = name in _RETURNS_SENDER
@@ -404,11 +415,7 @@ def _wrap(name: str, original, numbered: bool):
         if recorder is None or recorder.depth:
             return original(*args, **kwargs)
         recorder.depth += 1
-        extra = _shapes(args, kwargs)
-        if positions:
-            extra += _arguments(positions, args, kwargs)
-        if kwargs.get("async_op"):
-            extra += ',"async":true'
+        extra = call_fields(positions, args, kwargs)
         event_id = recorder.enter("collective" if numbered else "p2p", name, numbered, call_site(), extra)
         try:
             result = original(*args, **kwargs)

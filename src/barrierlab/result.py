@@ -6,6 +6,7 @@ import html
 import re
 import reprlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
@@ -13,14 +14,11 @@ from barrierlab.stacks import Stuck
 from barrierlab.unpickle import UNPICKLE_TIMEOUT, unpickle_isolated  # noqa: F401 (their former home)
 from barrierlab.words import rank_list
 
+if TYPE_CHECKING:
+    from barrierlab.waits import Waits
+
 #: How many tracebacks :class:`RankFailed` shows in full (the others are summarised).
 TRACEBACKS_SHOWN = 1
-
-# The statuses under their former names (``barrierlab.result.FINISHED``...), for code written before
-# :class:`~barrierlab.Status` existed.
-FINISHED, RAISED, SETUP_FAILED, STOPPED = Status.FINISHED, Status.RAISED, Status.SETUP_FAILED, Status.STOPPED
-EXITED, KILLED, LOST = Status.EXITED, Status.KILLED, Status.LOST
-_signal_name = signal_name
 
 
 class RankFailed(RuntimeError):
@@ -279,11 +277,16 @@ class Run:
 
         return races(self, backend)
 
-    def summary(self) -> dict:
-        """Per-rank wait time, idle fraction, and the slowest rank (see ``barrierlab.plot.summary``)."""
-        from barrierlab.plot import summary
+    def waits(self) -> Waits:
+        """The run's numbers (:class:`barrierlab.waits.Waits`): each rank's busy and waiting seconds and idle
+        fraction, the collectives' releases, and the rank that held the others up."""
+        from barrierlab.waits import measure
 
-        return summary(self)
+        return measure(self)
+
+    def summary(self) -> str:
+        """One line: how the ranks ended, how long they waited, and for whom."""
+        return f"{self.headline()}; {self.waits().summary()}"
 
     def unpickle(self, within: float | None = None) -> Run:
         """Turn the ranks' pickled return values and exceptions into objects (see

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from barrierlab.launch import DEFAULT_WORLD_SIZE, run
 from barrierlab.result import Run
 
 
@@ -24,7 +25,7 @@ def is_script(name: str) -> bool:
 
 def run_script(
     path: str,
-    world_size: int = 4,
+    world_size: int = DEFAULT_WORLD_SIZE,
     argv: Sequence[str] = (),
     *,
     timeout: float | None = None,
@@ -42,7 +43,6 @@ def run_script(
     timeout, else :data:`~barrierlab.DEFAULT_TIMEOUT`. ``deadline`` ends the whole run.
     """
     from barrierlab import _rank
-    from barrierlab.launch import run
 
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be the path of a Python script (str), got {type(path).__name__}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: barrierlab's own machinery: frames in these files are never "the learner's line".
-MACHINERY = frozenset(os.path.join(_HERE, name) for name in ("_rank.py", "_zygote.py", "record.py", "sync.py"))
+MACHINERY = frozenset(os.path.join(_HERE, name) for name in ("_rank.py", "_warm.py", "record.py", "sync.py"))
 #: barrierlab's lesson code: scenarios are rank functions a learner reads and runs, wherever installed.
 _LESSONS = os.path.join(_HERE, "scenarios") + os.sep
 _STDLIB = tuple(

@@ -23,9 +23,10 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from barrierlab.launch import run as launch_run
-from barrierlab.plot import TimelineFigure, function_seconds, summary, timeline
+from barrierlab.plot import TimelineFigure, timeline
 from barrierlab.result import Run
 from barrierlab.scenarios import straggler
+from barrierlab.waits import function_seconds
 
 #: The explorer's default settings: 4 ranks, rank 1 late by 80 ms in each of 3 steps of 10 ms. 80 ms is 16-18x the
 #: 95th-percentile step jitter measured on 1 CPU at 4 ranks (4.5-4.9 ms) and 10-14x at 8 ranks (5.7-7.6 ms)
@@ -211,14 +212,14 @@ def summary_html(result: Run, predicted: float | None = None) -> str:
         return f"<b>The run did not finish:</b> {html.escape(result.headline())}<br>" + "<br>".join(
             html.escape(r.summary()) for r in result if not r.ok
         )
-    numbers = summary(result)
+    numbers = result.waits()
     measured = function_seconds(result)
     head = f"<b>measured</b> {measured:.2f} s"
     if predicted is not None:
         head += f", <b>model</b> (slowest rank + barrier latency, per stretch) {predicted:.2f} s"
-    who = numbers["straggler"]
+    who = numbers.straggler
     head += f"; {'rank ' + str(who) + ' held the others up' if who is not None else 'no single straggler'}"
-    idle = ", ".join(f"rank {r}: {100 * n['idle_fraction']:.0f}%" for r, n in numbers["ranks"].items())
+    idle = ", ".join(f"rank {r}: {100 * n.idle_fraction:.0f}%" for r, n in numbers.ranks.items())
     return f"{head}<br><b>idle</b> (share of the time spent waiting): {idle}"
 
 

@@ -18,6 +18,7 @@ import barrierlab as bl
 from barrierlab import ordering
 from barrierlab.exercises import Verdict
 from barrierlab.exercises.nb00 import not_ordered, spans
+from barrierlab.waits import function_seconds
 
 _SYNC_KINDS = ("collective", "p2p", "store", "wait")
 
@@ -32,8 +33,6 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
 
 
 def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
-    from barrierlab.plot import function_seconds  # matplotlib: not in every rank that imports this module
-
     if not run.ok:
         return Verdict(False, f"✗ not yet: the run failed: {run.diagnosis.headline}")
     writes, reads = spans(run, "write metrics"), spans(run, "read metrics")

@@ -62,7 +62,7 @@ PRELOAD = (
 )
 
 
-class Zygote:
+class WarmProcess:
     """Forks ranks on request (:class:`Launch`), reports their exits (:class:`Exited`), signals them."""
 
     def __init__(self, in_fd: int, out_fd: int) -> None:
@@ -218,11 +218,11 @@ def main() -> None:
 
     import barrierlab._rank  # noqa: F401  (imports torch, torch.distributed, cloudpickle)
 
-    zygote = Zygote(in_fd, out_fd)
+    warm = WarmProcess(in_fd, out_fd)
     try:
-        zygote.serve(PRELOAD)
+        warm.serve(PRELOAD)
     except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
-        zygote.kill_all()
+        warm.kill_all()
 
 
 class _Activity:

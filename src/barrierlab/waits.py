@@ -1,0 +1,375 @@
+"""A run's numbers: how long each rank was busy and waited, when each collective let the ranks go, and which
+rank held the others up.
+
+``measure(run)`` (or ``run.waits()``) returns them as a frozen :class:`Waits` a notebook can assert on;
+``Waits.table()`` prints them, ``Waits.summary()`` says them in a line.  ``barrierlab.plot`` draws them and
+decides nothing; this module draws nothing.  Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from barrierlab.calls import collective_calls
+from barrierlab.events import HANDOFF_KINDS, WAITING_KINDS, Event
+
+#: A straggler's wait must be below the others' median by more than this many seconds...
+STRAGGLER_MIN_GAP = 0.020
+#: ...and the others' median must be more than this many times the straggler's wait.
+STRAGGLER_RATIO = 2.0
+#: Span kinds that are a rank's own work (a "wait" span is waiting).
+WORK_KINDS = ("compute", "io", "other")
+
+
+@dataclass
+class Lane:
+    """One rank as the numbers and the drawings see it: its events and when its function ran (None: unknown /
+    never)."""
+
+    rank: int
+    events: list[Event]
+    start: float | None
+    end: float | None
+    status: str | None = None
+    #: the learner's call number (Event.seq) -> its position in the group's sequence (run.ledger()'s #),
+    #: or None when the calls are numbered by Event.seq (no flight record of every rank)
+    positions: dict[int, int] | None = None
+    #: collectives torch issued itself on this rank (calls.Call, kind "torch"), with a start time
+    torch_calls: list = field(default_factory=list)
+
+
+class Release(NamedTuple):
+    """The moment a collective every rank reached let them go: when the last rank arrived."""
+
+    seq: int
+    op: str
+    time: float
+    last_rank: int
+
+
+@dataclass(frozen=True)
+class RankWaits:
+    """One rank's seconds: ``busy`` (active time minus ``wait``), ``wait`` (inside collectives, send/recv,
+    ``Work.wait()`` and ``wait`` spans), ``idle_fraction`` = wait / active time, when its function started and
+    ended (None: never), and how many collectives it entered."""
+
+    busy: float
+    wait: float
+    idle_fraction: float
+    start: float | None
+    end: float | None
+    collectives: int
+
+
+@dataclass(frozen=True)
+class Waits:
+    """Per-rank busy and waiting seconds of a run, its releases, and which rank held the others up.
+
+    - ``ranks``: rank -> :class:`RankWaits`.  ``wait`` is the union of the waiting intervals (nested events
+      count once), clipped to the rank's active time; an event the rank never left counts until the rank
+      ended, or until the run ended if the rank never did.  ``busy``: active time (function start to end, or
+      to the end of the run) minus ``wait``; ``idle_fraction`` is 0 for a rank that never started.
+    - ``slowest_rank``: among ranks that entered at least one collective, the one that waited least (ties:
+      the lowest rank).  Arriving last at every barrier means never waiting at one, so this is the rank the
+      others waited for; None if no rank entered a collective.
+    - ``last_to_arrive``: ``slowest_rank`` only when it clearly held the others up: the median wait of the
+      other ranks exceeds its wait by more than 20 ms and by more than 2x.  Otherwise None (ranks arrived
+      about together, or there is only one rank).
+    - ``last_at``: (k, n): that rank was last at k of the n releases whose arrivals spread over more than
+      20 ms.  ``own_work``: names of spans only that rank ran (work assigned to it, e.g. a download).
+    - ``straggler``: ``last_to_arrive`` only when it is a straggler in the usual sense: last at every one of
+      at least two such releases, while doing the same work as the others (no ``own_work``).  A rank that was
+      last once, last only sometimes, or busy with work assigned to it alone is "last to arrive", not a
+      straggler.
+    - ``releases``: each collective every rank reached as the same op, released when the last rank arrived
+      (see :func:`find_releases`).
+    - ``total``: the run's elapsed seconds; ``wait_total``: the sum of every rank's ``wait``.
+    """
+
+    ranks: Mapping[int, RankWaits]
+    slowest_rank: int | None
+    last_to_arrive: int | None
+    last_at: tuple[int, int]
+    own_work: tuple[str, ...]
+    straggler: int | None
+    releases: tuple[Release, ...]
+    total: float
+    wait_total: float
+
+    @property
+    def shown_last(self) -> int | None:
+        """The rank to call "last to arrive": the others clearly waited for it, at most releases (or the only
+        one); None when it is the straggler (called that instead) or when the last rank changed."""
+        last, (k, n) = self.last_to_arrive, self.last_at
+        if last is None or self.straggler is not None:
+            return None
+        return last if n == 0 or 2 * k > n else None
+
+    def last_note(self) -> str:
+        """'last to arrive', or 'last to arrive at 2 of 3' when it was not last every time."""
+        k, n = self.last_at
+        return "last to arrive" if k == n or n == 0 else f"last to arrive at {k} of {n}"
+
+    def table(self) -> str:
+        """The numbers as a plain-text table (rank, active s, waited s, idle %), the straggler marked."""
+        rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
+        for rank, n in self.ranks.items():
+            active = n.busy + n.wait
+            mark = (
+                "  <- straggler: the others waited for it"
+                if rank == self.straggler
+                else f"  <- {self.last_note()}: the others waited for it"
+                if rank == self.shown_last
+                else ""
+            )
+            if n.start is None:
+                mark = "  (never started)"
+            elif n.end is None:
+                mark += "  (never ended)"
+            rows.append(f"{rank:>4}  {active:>9.3f}  {n.wait:>9.3f}  {100 * n.idle_fraction:>5.0f}%{mark}")
+        rows.append(f"run: {self.total:.3f} s, all ranks waited {self.wait_total:.3f} s in total")
+        return "\n".join(rows)
+
+    def summary(self) -> str:
+        """One line: how long the ranks waited, and for whom."""
+        idle = ", ".join(f"{100 * n.idle_fraction:.0f}%" for n in self.ranks.values())
+        line = f"waited {self.wait_total:.3f} s in all (idle by rank: {idle})"
+        if self.straggler is not None:
+            return f"{line}; rank {self.straggler} was the straggler: the others waited for it"
+        if self.shown_last is not None:
+            return f"{line}; rank {self.shown_last} was {self.last_note()}: the others waited for it"
+        return line
+
+
+def drawn(events) -> list[Event]:
+    """The events a lane holds: calls and spans. Store operations and file accesses are what the ordering
+    model reads (``barrierlab.ordering``); a lane shows the time they took inside the spans around them."""
+    return [e for e in events if e.kind not in HANDOFF_KINDS]
+
+
+def lanes(
+    run, ends: Sequence[float | None] | None = None, starts: Sequence[float | None] | None = None
+) -> tuple[list[Lane], float]:
+    """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
+    if hasattr(run, "ranks"):
+        positions, torch_calls = _numbering(run)
+        found = [
+            Lane(
+                r.rank,
+                drawn(r.events),
+                _first(r.started, drawn(r.events)),
+                r.ended,
+                r.status,
+                positions.get(r.rank),
+                torch_calls.get(r.rank, []),
+            )
+            for r in run.ranks
+        ]
+        total = float(run.elapsed)
+    else:
+        found = []
+        for i, events in enumerate(run):
+            events = sorted(drawn(events), key=lambda e: e.start)
+            end = ends[i] if ends is not None else _last_end(events)
+            start = starts[i] if starts is not None else _first(None, events)
+            if start is None and end is not None:
+                start = 0.0
+            found.append(Lane(i, events, start, end))
+        total = 0.0
+    times = [t for lane in found for e in lane.events for t in (e.start, e.end) if t is not None]
+    times += [c.start for lane in found for c in lane.torch_calls]
+    times += [lane.end for lane in found if lane.end is not None]
+    return found, max([total, *times])
+
+
+def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
+    """From ``calls.collective_calls``: each rank's map from its call number to the call's position in the
+    group's sequence (only when torch's flight recorder of every rank was read), and the calls torch issued."""
+    calls = collective_calls(run)
+    if not any(c.entry is not None for cs in calls.values() for c in cs):
+        return {}, {}
+    positions = {
+        rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq} for rank, cs in calls.items()
+    }
+    issued = {
+        rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
+        for rank, cs in calls.items()
+    }
+    return positions, issued
+
+
+def number(event: Event, lane: Lane) -> int | None:
+    """A collective's number: its position in the group's sequence when known (as in ``run.ledger()``), else
+    the rank's own call number."""
+    if lane.positions is None:
+        return event.seq
+    return lane.positions.get(event.seq) if event.seq else None
+
+
+def _first(started: float | None, events: list[Event]) -> float | None:
+    if started is not None:
+        return started
+    return min((e.start for e in events), default=None)
+
+
+def _last_end(events: list[Event]) -> float | None:
+    if not events or any(e.end is None for e in events):
+        return None
+    return max(e.end for e in events)
+
+
+def window(lane: Lane, total: float) -> tuple[float, float] | None:
+    """The rank's active time: function start to end, or to the end of the run if it never ended."""
+    if lane.start is None:
+        return None
+    return lane.start, max(lane.start, lane.end if lane.end is not None else total)
+
+
+def event_end(event: Event, lane: Lane, total: float) -> float:
+    """Where an event stops in time; one never left lasts until its rank (or the run) ended."""
+    if event.end is not None:
+        return event.end
+    return lane.end if lane.end is not None else total
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    length, reach = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > reach:
+            length += b - max(a, reach)
+            reach = b
+    return length
+
+
+def _rank_waits(lane: Lane, total: float) -> RankWaits:
+    active_window = window(lane, total)
+    active = 0.0 if active_window is None else active_window[1] - active_window[0]
+    waits = []
+    if active_window is not None:
+        for e in lane.events:
+            if e.kind in WAITING_KINDS:
+                a, b = max(e.start, active_window[0]), min(event_end(e, lane, total), active_window[1])
+                if b > a:
+                    waits.append((a, b))
+    wait = _union_length(waits)
+    return RankWaits(
+        busy=active - wait,
+        wait=wait,
+        idle_fraction=wait / active if active > 0 else 0.0,
+        start=lane.start,
+        end=lane.end,
+        collectives=sum(e.kind == "collective" for e in lane.events),
+    )
+
+
+def _slowest(ranks: dict[int, RankWaits]) -> int | None:
+    takers = [r for r, n in ranks.items() if n.collectives]
+    return min(takers, key=lambda r: (ranks[r].wait, r), default=None)
+
+
+def _last_to_arrive(ranks: dict[int, RankWaits], slowest: int | None) -> int | None:
+    """``slowest`` if the others clearly waited for it (by > 20 ms and > 2x its own wait), else None."""
+    if slowest is None:
+        return None
+    others = [n.wait for r, n in ranks.items() if n.collectives and r != slowest]
+    if not others:
+        return None
+    mine, median = ranks[slowest].wait, statistics.median(others)
+    return slowest if median - mine > STRAGGLER_MIN_GAP and median > STRAGGLER_RATIO * mine else None
+
+
+def work_name(name: str) -> str:
+    """A span's name without its step number: 'forward 2' -> 'forward', 'wait(barrier#3)' -> 'Work.wait()'."""
+    if name.startswith("wait(") and name.endswith(")"):
+        return "Work.wait()"
+    return re.sub(r"[\s,#:]*\d+$", "", name) or name
+
+
+def _own_work(found: list[Lane], rank: int) -> tuple[str, ...]:
+    """Span names (step numbers dropped) that only ``rank`` ran: work assigned to it, e.g. rank 0's download."""
+
+    def names(lane: Lane) -> set[str]:
+        return {work_name(e.name) for e in lane.events if e.kind in WORK_KINDS}
+
+    mine = names(next(lane for lane in found if lane.rank == rank))
+    others = set().union(*(names(lane) for lane in found if lane.rank != rank))
+    return tuple(sorted(mine - others))
+
+
+def _arrival_counts(found: list[Release], lanes_: list[Lane]) -> tuple[dict[int, int], int]:
+    """How often each rank was last at a release the others had to wait for (arrivals > 20 ms apart)."""
+    counts: dict[int, int] = {}
+    telling = 0
+    for release in found:
+        arrivals = [
+            e.start for lane in lanes_ for e in lane.events if e.kind == "collective" and number(e, lane) == release.seq
+        ]
+        if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
+            telling += 1
+            counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
+    return counts, telling
+
+
+def from_lanes(found: list[Lane], total: float) -> Waits:
+    """The numbers of lanes (see :func:`lanes`) over a run ``total`` seconds long."""
+    ranks = {lane.rank: _rank_waits(lane, total) for lane in found}
+    slowest = _slowest(ranks)
+    last = _last_to_arrive(ranks, slowest)
+    released = find_releases(found)
+    counts, telling = _arrival_counts(released, found)
+    own = _own_work(found, last) if last is not None else ()
+    always_last = last is not None and telling >= 2 and counts.get(last, 0) == telling
+    return Waits(
+        ranks=ranks,
+        slowest_rank=slowest,
+        last_to_arrive=last,
+        last_at=(counts.get(last, 0) if last is not None else 0, telling),
+        own_work=own,
+        straggler=last if always_last and not own else None,
+        releases=tuple(released),
+        total=total,
+        wait_total=sum(n.wait for n in ranks.values()),
+    )
+
+
+def measure(run, ends: Sequence[float | None] | None = None, *, starts: Sequence[float | None] | None = None) -> Waits:
+    """The numbers of a run (:class:`Waits`): per-rank busy and waiting seconds, releases, who held the others up.
+
+    ``run`` is a :class:`~barrierlab.result.Run`, or a list with one list of Events per rank; then ``ends`` (and
+    ``starts``) give when each rank's function ended (began): by default the last event's end (None if an
+    event never ended) and the first event's start (0, the launch, if it has no events but an end).
+    """
+    return from_lanes(*lanes(run, ends, starts))
+
+
+def find_releases(found: list[Lane]) -> list[Release]:
+    """Each collective that every rank reached as the same op, released when the last rank arrived.
+
+    Collectives are matched by their number: their position in the group's sequence when torch's flight
+    recorder of every rank was read (as ``run.ledger()`` numbers them), else each rank's own call number
+    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them.
+    """
+    per_rank = [
+        {number(e, lane): e for e in lane.events if e.kind == "collective" and number(e, lane)} for lane in found
+    ]
+    if not per_rank:
+        return []
+    released = []
+    for seq in sorted(set.intersection(*(set(numbered) for numbered in per_rank))):
+        arrivals = [(numbered[seq].start, lane.rank) for numbered, lane in zip(per_rank, found)]
+        names = {numbered[seq].name for numbered in per_rank}
+        if len(names) == 1:
+            time, last = max(arrivals)
+            released.append(Release(seq, names.pop(), time, last))
+    return released
+
+
+def function_seconds(run) -> float | None:
+    """Seconds from the first rank starting the function to the last rank returning (launch cost excluded)."""
+    starts = [r.started for r in run if r.started is not None]
+    ends = [r.ended for r in run if r.ended is not None]
+    return max(ends) - min(starts) if starts and len(ends) == run.world_size else None
