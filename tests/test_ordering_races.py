@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import tempfile
 
 import pytest
 
@@ -40,3 +42,30 @@ def test_a_race_is_told_in_words_with_both_lines(tmp_path):
     run = bl.run(cases.rank0_prepares_data_race.scenario, 4, kwargs={"folder": str(tmp_path)}, timeout=10)
     text = str(ordering.races(run)[0])
     assert "train.csv" in text and "rank 0" in text and "line 17" in text and "nothing orders them on gloo" in text
+
+
+def test_a_race_is_told_from_the_ranks_start_and_says_when_the_write_was_already_over():
+    """A read after a sleep: the write was over, by the clock only; times count from the ranks' start."""
+
+    def write_then_read(folder):
+        import time
+
+        import torch.distributed as dist
+
+        path = os.path.join(folder, "data.txt")
+        if dist.get_rank() == 0:
+            with open(path, "w") as f:
+                f.write("ready")
+        else:
+            time.sleep(0.3)
+            with open(path) as f:
+                return f.read()
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = bl.run(write_then_read, 2, args=(folder,))
+    assert run.ok, run
+    (race,) = run.races()
+    text = str(race)
+    assert "rank 1 read `data.txt`" in text and "after rank 0 wrote it" in text and "timing alone" in text, text
+    times = [float(t) for t in re.findall(r"t=(\d+\.\d+) s", text)]
+    assert len(times) == 2 and all(0 <= t < 5 for t in times), text  # from the ranks' start, not the launch

@@ -215,6 +215,14 @@ class Record:
 # --- typed lines -------------------------------------------------------------------------------------------
 
 
+def ranks_start(ranks) -> float:
+    """When the first rank's function started, in the events' clock (seconds since launch; ``ranks``: a
+    ``Run`` or its rank results): the time a learner counts from. Timelines start there, as the deadline does,
+    so a first run's wait for the warm process is neither drawn nor printed. 0 when no rank started."""
+    started = [r.started for r in getattr(ranks, "ranks", ranks) if getattr(r, "started", None) is not None]
+    return max(min(started), 0.0) if started else 0.0
+
+
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 

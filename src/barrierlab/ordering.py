@@ -29,6 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from barrierlab import ops
+from barrierlab.events import ranks_start
 
 BACKENDS = ("gloo", "nccl")
 #: Kinds of recorded event the model orders (``wait`` only for ``Work.wait()``, not ``span(kind="wait")``).
@@ -72,14 +73,24 @@ class Race:
     second: Access
     backend: str
 
+    origin: float = 0.0  # the run's time zero (its ranks' start): times are printed from there
+
     def __str__(self) -> str:
         a, b = self.first, self.second
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
+        said = f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={self._t(b)})"
+        if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
+            return (
+                f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
+                f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
+            )
         return (
-            f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={b.event.start:.3f} s) while rank {a.rank} was "
-            f"{_doing(a, entry)} at {a.where()} (t={a.event.start:.3f} s); nothing orders them on {self.backend} "
-            f"— {ORDERERS}"
+            f"{said} while rank {a.rank} was {_doing(a, entry)} at {a.where()} (t={self._t(a)}); nothing orders "
+            f"them on {self.backend} — {ORDERERS}"
         )
+
+    def _t(self, access: Access) -> str:
+        return f"{access.event.start - self.origin:.3f} s"
 
 
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
@@ -88,9 +99,11 @@ _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "re
 _DID["list"] = "listed"
 
 
-def _did(access: Access, entry: bool) -> str:
+def _did(access: Access, entry: bool, of_it: bool = False) -> str:
     if entry and access.how == "write":
         return f"created `{_name(access.path)}`"
+    if of_it and not entry:
+        return f"{_DID[access.how]} it"
     return f"{_DID[access.how]} `{_name(access.path)}`"
 
 
@@ -109,6 +122,7 @@ class Order:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
         self.backend = backend
+        self.origin = ranks_start(run)
         self.world = len(run.ranks)
         self.events = {r.rank: _sorted_events(run, r.rank) for r in run.ranks}
         self._point: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, id(event)) -> (rank, index) of enter
@@ -339,7 +353,7 @@ class Order:
                     if self.ordered(a.rank, a.event, b.rank, b.event) or self.ordered(b.rank, b.event, a.rank, a.event):
                         continue
                     first, second = (a, b) if a.event.start <= b.event.start else (b, a)
-                    found.append(Race(first, second, self.backend))
+                    found.append(Race(first, second, self.backend, self.origin))
         return sorted(found, key=lambda race: race.second.event.start)
 
 

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from barrierlab import ops, palette, waits
 from barrierlab._protocol import Status
-from barrierlab.events import WAITING_KINDS, Event
+from barrierlab.events import WAITING_KINDS, Event, ranks_start
 from barrierlab.waits import Lane as _Lane
 from barrierlab.waits import RankWaits, Release, Waits, function_seconds, work_name
 
@@ -155,7 +155,7 @@ def timeline(
 def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside) -> dict[str, tuple]:
     """Draw one run into ``ax``; return the legend entries it used."""
     lanes, total = waits.lanes(run, ends)
-    origin = _ranks_start(run) if since is None else 0.0
+    origin = ranks_start(run) if since is None else 0.0
     if origin:
         lanes, total = _shift(lanes, origin), total - origin
     numbers = waits.from_lanes(lanes, total)
@@ -183,13 +183,6 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
         _annotate_lanes(ax, lanes, numbers, waits_inside)
     ax.set_title(title if title is not None else _default_title(lanes, numbers), fontsize=11)
     return used
-
-
-def _ranks_start(run) -> float:
-    """When the first rank's function started (seconds since launch): a timeline starts there, as the deadline
-    does, so a first run's wait for the warm process is not drawn as empty axis. 0 for event lists."""
-    started = [r.started for r in getattr(run, "ranks", []) if r.started is not None]
-    return max(min(started), 0.0) if started else 0.0
 
 
 def _shift(lanes: list[_Lane], origin: float) -> list[_Lane]:
