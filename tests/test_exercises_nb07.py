@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.distributed as dist
 
+import barrierlab as bl
 from barrierlab.exercises import nb07
 from barrierlab.scenarios import race_results_file
 
@@ -281,3 +286,41 @@ def test_check_passes_right_fixes(answer):
     feedback = nb07.check_results(answer)
     assert feedback.passed, feedback.message
     assert feedback.message.startswith("✓")
+
+
+def _answer_to_part_1() -> str:
+    """The folded answer to part 1 of notebook 07's exercise, as the learner reads it."""
+    path = next((Path(__file__).resolve().parent.parent / "notebooks").glob("07_*.ipynb"))
+    cells = nbformat.read(path, as_version=4).cells
+    return next(c.source for c in cells if c.cell_type == "markdown" and "Answer to part 1" in c.source)
+
+
+def _seeds_named(text: str, phase: str) -> list[int]:
+    """The seeds the answer names for a barrier after ``phase`` alone: '… after "setup" alone … (seeds 1 and 2)'."""
+    found = re.search(rf'after "{phase}" alone[^(]*\(seeds ([0-9, and]+)\)', text)
+    assert found, f"the answer names no seeds for a barrier after {phase!r} alone"
+    return [int(n) for n in re.findall(r"\d+", found.group(1))]
+
+
+def _failing_seeds(barrier_after) -> list[int]:
+    failed = []
+    for seed in range(1, 7):  # the notebook's SEEDS
+        with tempfile.TemporaryDirectory() as workdir:
+            run = bl.run(
+                race_results_file.scenario,
+                4,
+                kwargs=dict(workdir=workdir, seed=seed, barrier_after=barrier_after),
+                timeout=2,
+            )
+            if not nb07.results_complete(run, workdir):
+                failed.append(seed)
+    return failed
+
+
+def test_the_bisection_answer_names_the_seeds_that_fail():
+    """The answer to part 1 states which seeds still fail with one barrier; the seeds fix the delays, so
+    real runs must fail on exactly those seeds, and on none with both barriers."""
+    answer = _answer_to_part_1()
+    for phase in ("setup", "evaluate"):
+        assert _failing_seeds((phase,)) == _seeds_named(answer, phase), phase
+    assert _failing_seeds(("setup", "evaluate")) == []
