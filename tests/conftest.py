@@ -10,7 +10,7 @@ import pytest
 import barrierlab
 from barrierlab import launch
 
-collect_ignore = ["lint_corpus", "realworld"]  # corpora the tests run and lint, never collected as tests
+collect_ignore = ["lint_corpus", "realworld", "browser/notebooks"]  # corpora and notebooks the tests run
 
 
 def warm_pid() -> int | None:

@@ -1,6 +1,6 @@
 """A notebook run and saved in the lab still passes nbval: what an instructor who commits from the lab relies on.
 
-Notebook 00 (its ranks show the live view in the lab) is copied into the test server's root, opened, cleared and
+The launcher's test notebook (five runs of ranks, each showing the live view in the lab) is copied into the test server's root, opened, cleared and
 run with Run ▸ Run All Cells, saved with Ctrl+S, and then checked as CI checks it: nbval on the saved file. The
 lab is set up as ``make lab`` sets it up, save hook included (see the ``lab`` fixture). The server, browser and
 leftover-process checks are those of test_lab_in_browser.py.
@@ -34,8 +34,8 @@ from test_lab_in_browser import (  # noqa: E402  (shared fixtures and helpers of
     wait_for,
 )
 
-SOURCE = "notebooks/00_what_is_a_barrier.ipynb"
-PATH = "saved/00_what_is_a_barrier.ipynb"
+SOURCE = "tests/notebooks/launcher_in_a_notebook.ipynb"  # lesson 00 runs in full in test_lab_in_browser.py
+PATH = "saved/launcher_in_a_notebook.ipynb"
 #: Bound on the nbval run of the saved notebook (a kernel, every cell again).
 NBVAL_TIMEOUT = 420
 LIVE_VIEW = "live view"  # the metadata value of the live view's display (barrierlab/live.py)
@@ -100,7 +100,7 @@ def test_a_notebook_run_and_saved_in_the_lab_passes_nbval(browser, lab, notebook
             30,
             "Ctrl+S to save the notebook",
         )
-        page.screenshot(path=str(ARTIFACTS / "saved-00.png"))
+        page.screenshot(path=str(ARTIFACTS / "saved-launcher.png"))
     finally:
         page.close()
         if kernel:
@@ -121,7 +121,7 @@ def test_a_notebook_run_and_saved_in_the_lab_passes_nbval(browser, lab, notebook
         timeout=NBVAL_TIMEOUT,
     )
     record_property("nbval_seconds", round(time.monotonic() - started, 1))
-    (ARTIFACTS / "saved-00-nbval.txt").write_text(nbval.stdout + nbval.stderr)
+    (ARTIFACTS / "saved-launcher-nbval.txt").write_text(nbval.stdout + nbval.stderr)
     summary = nbval.stdout.strip().splitlines()[-1] if nbval.stdout.strip() else ""
     record_property("nbval", summary)
     assert nbval.returncode == 0, f"nbval on the notebook saved from the lab: {summary}\n{nbval.stdout[-4000:]}"
