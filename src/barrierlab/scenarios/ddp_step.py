@@ -43,7 +43,7 @@ def scenario(steps=3, slow_rank=None, delay=0.2, watch_buckets=True, bucket_cap_
         with span(f"forward {step}"):
             loss = nn.functional.mse_loss(ddp(x), y)
             if rank == slow_rank:
-                time.sleep(delay)  # this rank is slower (a bigger batch, a busier core)
+                time.sleep(delay)  # a slower rank (a bigger batch, a busier core)
         optimizer.zero_grad()
         with span(f"backward {step}", kind="other"):
             loss.backward()  # gradient buckets are all-reduced here, as they fill up

@@ -11,10 +11,10 @@ from barrierlab.scenarios import torchrun_main
 
 
 def loopback_store(timeout=timedelta(seconds=30)):
-    """A TCPStore served by rank 0 on 127.0.0.1 only (one machine); one broadcast tells the others its port.
+    """A TCPStore served by rank 0 on 127.0.0.1 only; one broadcast tells the others its port.
 
-    TCPStore(host, port, is_master=True) would listen on every network interface; handing it a socket
-    bound to 127.0.0.1 (master_listen_fd) keeps it local. Across machines, bind to the cluster network.
+    TCPStore(host, port, is_master=True) listens on every interface; a socket bound to 127.0.0.1
+    (master_listen_fd) keeps it on this machine. Across machines, bind to the cluster network.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if rank == 0:

@@ -21,7 +21,7 @@ def build_vocab():
 def scenario(folder=None, timeout=30.0):
     rank, world_size = dist.get_rank(), dist.get_world_size()
     folder = shared_folder(folder)
-    # A FileStore has no server: any process that can see this folder can use it, even one outside the group.
+    # A FileStore needs no server: any process that sees this folder can use it, in the group or not.
     store = dist.FileStore(os.path.join(folder, "handoff.store"), world_size)
     path = os.path.join(folder, "vocab.json")
     if rank == 0:
