@@ -140,7 +140,10 @@ def test_an_async_barrier_never_waited_for_orders_nothing(tmp_path):
     verdict = nb08.check(
         str(script(tmp_path, {**BARRIER_BEFORE_RELOAD, CHECKED: "    dist.barrier(async_op=True)\n" + CHECKED}))
     )
-    assert not verdict.ok and "removed `checkpoint.pt`" in verdict.message, verdict.message
+    # rejected either way: when the job finishes, for the unordered delete; when a rank ends with its barrier
+    # still in flight and the others wait in it (how often depends on the machine's load), for the hang
+    assert not verdict.ok, verdict.message
+    assert "removed `checkpoint.pt`" in verdict.message or "did not finish" in verdict.message, verdict.message
 
 
 # --- lint agrees with the lesson -------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Verdict:
     ordered by what the ranks recorded, and no rank but 0 waited for another."""
     for seed in seeds:
         with tempfile.TemporaryDirectory() as workdir:
-            run = bl.run(fn, world_size, kwargs=dict(workdir=workdir, seed=seed), timeout=2, deadline=15)
+            run = bl.run(fn, world_size, kwargs=dict(workdir=workdir, seed=seed), timeout=2, deadline=60)
             problem = _judge(run, workdir, seed)
         if problem:
             return Verdict(False, f"✗ not yet: seed {seed}: {problem}")
