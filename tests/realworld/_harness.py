@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 STANDINS = HERE / "_standins"
 _MARKER = re.compile(r"#\s*(BUG|WAITS)\b")
 #: Extra wall time ``bl.run`` gets beyond the group timeout before it stops the ranks.
-LAB_MARGIN = 3.0
+LAB_MARGIN = 10.0  # a loaded machine (3 test workers on 2 cores) slowed a correct item past 3 s
 #: Wall-clock bound for one torchrun / mp.spawn job: interpreter and torch start-up of every process on a
 #: busy 2-core machine, plus the group timeout.
 SCRIPT_DEADLINE = 90.0
