@@ -246,6 +246,31 @@ def test_a_rank_that_fails_before_fn_starts_says_so():
     assert bl.run(rank_times, 2, args=(1,)).ok
 
 
+def test_a_rank_that_arrives_late_still_joins_within_a_short_timeout():
+    """On a busy machine one rank may still be loading the call seconds after its peers reached
+    init_process_group; the 1 s the learner gave the collectives does not bound joining (CI found
+    "rank 0 setup failed: RuntimeError: Wait timeout" under load)."""
+
+    def late_on_rank_1():
+        time.sleep(3.0 if os.environ["RANK"] == "1" else 0.0)
+        return "arrived"
+
+    class ArrivesLate:
+        def __reduce__(self):
+            return (late_on_rank_1, ())
+
+    for init in (True, False):
+        fn = rank_times if init else _tutorial_style
+        run = bl.run(fn, 2, args=(ArrivesLate(),), timeout=1, deadline=30, init=init)
+        assert run.ok, run.summary()
+
+
+def _tutorial_style(rank, token):
+    dist.init_process_group("gloo")
+    dist.barrier()
+    return token
+
+
 def test_launch_after_a_multithreaded_matmul_in_the_parent_does_not_hang():
     torch.set_num_threads(2)
     a = torch.randn(512, 512)

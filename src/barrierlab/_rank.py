@@ -135,7 +135,13 @@ def load_the_call(spec: RunSpec):
 
 
 def join_the_group(spec: RankSpec):
-    store = dist.FileStore(spec.run.store_path, spec.run.options.world_size)
+    """Join the launcher's group. Every rank first waits, through the store, for all to arrive: ranks start
+    unevenly on a busy machine (one still importing the learner's modules seconds after the others), and
+    gloo gives a connecting rank only the group's timeout, which a lesson sets to 1–2 s. What the learner
+    chose bounds the learner's collectives, not our start-up; the run's deadline bounds that."""
+    options = spec.run.options
+    store = dist.FileStore(spec.run.store_path, options.world_size)
+    wait_for_every_rank(store, options.world_size, options.deadline, step="arrived")
     dist.init_process_group(
         "gloo",
         store=store,
@@ -146,13 +152,14 @@ def join_the_group(spec: RankSpec):
     return store
 
 
-def wait_for_every_rank(store, world_size: int, timeout: float) -> None:
-    """Wait, through the store (not a collective, so it never pairs with the learner's), until every
-    rank's init_process_group has returned: a rank that finishes fast and exits must not break a peer's
-    connection set-up."""
-    if store.add("barrierlab/initialised", 1) == world_size:
-        store.set("barrierlab/go", "1")
-    store.wait(["barrierlab/go"], timedelta(seconds=timeout))
+def wait_for_every_rank(store, world_size: int, timeout: float, step: str = "initialised") -> None:
+    """Wait, through the store (not a collective, so it never pairs with the learner's), until every rank
+    has reached ``step``; by default until every rank's init_process_group has returned: a rank that
+    finishes fast and exits must not break a peer's connection set-up. ``timeout`` is the run's deadline:
+    the launcher stops a run that takes longer, and a busy machine is not the learner's bug."""
+    if store.add(f"barrierlab/{step}", 1) == world_size:
+        store.set(f"barrierlab/{step}/go", "1")
+    store.wait([f"barrierlab/{step}/go"], timedelta(seconds=timeout))
 
 
 def call_the_function(fn, args, kwargs, keep: list | None = None):
@@ -206,6 +213,10 @@ def init_process_group_on_the_launchers_store(
             MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port), TORCHELASTIC_USE_AGENT_STORE="True"
         )
         given["init_method"] = "env://"
+        # as in join_the_group: all ranks arrive before any starts gloo's connection timer
+        deadline = timedelta(seconds=spec.run.options.deadline)
+        arrivals = dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline)
+        wait_for_every_rank(arrivals, world_size, spec.run.options.deadline, step="arrived")
     given["rank"], given["world_size"] = rank, world_size
     ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
     if theirs is None:
@@ -220,7 +231,7 @@ def init_process_group_on_the_launchers_store(
                 file=sys.stderr,
             )
     result = original(*bound.args, **bound.kwargs)
-    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.timeout)
+    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.deadline)
     return result
 
 
@@ -400,7 +411,7 @@ def main(spec: RankSpec) -> int:
         fn, args, kwargs = load_the_call(spec.run)
         if options.init:
             store = join_the_group(spec)
-            wait_for_every_rank(store, options.world_size, options.timeout)
+            wait_for_every_rank(store, options.world_size, options.deadline)
         else:
             args = (rank, *args)  # as mp.spawn calls it
         outcome.t_start = time.monotonic()
