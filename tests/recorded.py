@@ -5,13 +5,17 @@ each rank's calls and spans; :func:`ranks` writes them with the recorder's own w
 the entry fields from ``record.call_fields``, ``completed`` for an async call's work) on a clock it sets to
 each moment, and reads the files back with the one reader (``events.read_record``). The events a test sees
 are therefore what a rank's recorder writes and the collector reads, never hand-built ``Event`` objects.
+
+Likewise torch's flight recorder: a test lists the collectives torch recorded (:class:`Issued`, with the torch
+frames that issued them, as a real run lists them: ``tests/test_record_fidelity.py`` checks the frames below
+against a DDP run), :func:`rank_record` makes the dict torch's ``_dump_fr_trace`` returns, compacts it with
+``record.compact_flight`` and writes it with the recorder's writer, as ``record.dump_flight`` does.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
 
 import torch
@@ -20,6 +24,8 @@ from barrierlab import events, record
 
 #: The recorder's start time on the fake clock: the times written are the test's seconds, read back exactly.
 T0 = 0.0
+#: The wall-clock time (time.time()) at T0: torch's flight recorder stamps entries in wall-clock nanoseconds.
+WALL = 1_700_000_000.0
 
 
 @dataclass
@@ -51,6 +57,76 @@ class Span:
     site: tuple | None = field(default=None)
 
 
+#: torch's own frames (path under torch/, function), innermost first, above a collective torch issued itself.
+DDP_SHAPE_CHECK = (
+    ("distributed/utils.py", "_verify_param_shape_across_processes"),
+    ("nn/parallel/distributed.py", "__init__"),
+)
+DDP_BROADCAST = (
+    ("distributed/utils.py", "_sync_params_and_buffers"),
+    ("distributed/utils.py", "_sync_module_states"),
+    ("nn/parallel/distributed.py", "__init__"),
+)
+BACKWARD = (
+    ("autograd/graph.py", "_engine_run_backward"),
+    ("autograd/__init__.py", "backward"),
+    ("_tensor.py", "backward"),
+)
+
+
+@dataclass
+class Issued:
+    """A collective in torch's flight recorder, created at ``start``. With ``by`` empty it is the learner's
+    recorded ``torch.distributed`` call (made at ``start``, like the rank's :class:`Call`); otherwise torch
+    issued it, from its frames ``by`` (see :data:`BACKWARD`). ``site`` is the learner's line that led there,
+    (file, line, func)."""
+
+    op: str
+    start: float
+    by: tuple = ()
+    site: tuple | None = None
+    #: torch's sequence number in its group (default: 1, 2, ... in order of ``start``)
+    seq: int | None = None
+    sizes: list | None = None
+    dtypes: list | None = None
+    group: str = "0"
+
+
+def issued(op: str, start: float, **options) -> Issued:
+    return Issued(op, start, **options)
+
+
+def torch_dump(flight: list[Issued]) -> dict:
+    """What ``torch._C._distributed_c10d._dump_fr_trace`` unpickles to, for these entries (the fields read)."""
+    entries, last = [], {}
+    c10d = os.path.join(record._TORCH_DIR, "distributed", "distributed_c10d.py")
+    for record_id, item in enumerate(sorted(flight, key=lambda i: i.start)):
+        seq = last[item.group] = item.seq if item.seq is not None else last.get(item.group, 0) + 1
+        if item.by:
+            frames = [(os.path.join(record._TORCH_DIR, path), 1, func) for path, func in item.by]
+        else:
+            frames = [(c10d, 1, item.op), (record._THIS_FILE, 1, "recorded")]
+        if item.site:
+            frames.append(tuple(item.site[:3]))
+        entries.append(
+            {
+                "record_id": record_id,
+                "process_group": (item.group, "default_pg"),
+                "collective_seq_id": seq,
+                "p2p_seq_id": 0,
+                "is_p2p": False,
+                "profiling_name": f"gloo:{item.op}",
+                "time_created_ns": round((WALL + item.start - T0) * 1e9),
+                "input_sizes": item.sizes,
+                "input_dtypes": item.dtypes,
+                "output_sizes": item.sizes,
+                "state": "completed",
+                "frames": [{"filename": f, "line": n, "name": func} for f, n, func in frames],
+            }
+        )
+    return {"entries": entries, "pg_config": {}}
+
+
 def call(op: str, start: float, end: float | None, **options) -> Call:
     return Call(op, start, end, **options)
 
@@ -69,7 +145,7 @@ class _Clock:
         return self.now
 
     def time(self) -> float:
-        return time.time()
+        return WALL + (self.now - T0)
 
 
 class _Work:
@@ -82,8 +158,9 @@ class _Work:
         return self.future
 
 
-def write(path: str, rank: int, items: list[Call | Span]) -> None:
-    """Write one rank's events file: every entry, exit and completion at its time, in time order."""
+def write(path: str, rank: int, items: list[Call | Span], flight: list[Issued] | None = None) -> None:
+    """Write one rank's events file: every entry, exit and completion at its time, in time order, then (if
+    given) the flight recorder's entries, as a rank copies them when it ends."""
     clock = _Clock()
     saved = record.time
     record.time = clock
@@ -116,17 +193,25 @@ def write(path: str, rank: int, items: list[Call | Span]) -> None:
                     )
             else:
                 works[i].future.set_result(None)
+        if flight is not None:
+            record.write_flight(writer, record.compact_flight(torch_dump(flight)))
         writer.close()
     finally:
         record.time = saved
 
 
-def rank_events(rank: int, items: list[Call | Span]) -> list[events.Event]:
-    """One rank's events as the collector reads them, from a file the recorder's writer made."""
+def rank_record(rank: int, items: list[Call | Span] = (), flight: list[Issued] | None = None) -> events.Record:
+    """One rank's record (events and flight record) as the collector reads it, from a file the recorder's
+    writer made."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, f"rank{rank}.events")
-        write(path, rank, list(items))
-        return events.read_record(path).events
+        write(path, rank, list(items), flight)
+        return events.read_record(path)
+
+
+def rank_events(rank: int, items: list[Call | Span]) -> list[events.Event]:
+    """One rank's events as the collector reads them, from a file the recorder's writer made."""
+    return rank_record(rank, items).events
 
 
 def ranks(*per_rank: list[Call | Span]) -> list[list[events.Event]]:

@@ -9,13 +9,14 @@ import inspect
 
 import pytest
 import torch
+from recorded import BACKWARD as TORCH_BACKWARD
+from recorded import DDP_SHAPE_CHECK, issued, rank_events, rank_record
 from recorded import call as recorded_call
-from recorded import rank_events
 
 from barrierlab import calls
 from barrierlab import diagnose as d
 from barrierlab._protocol import Status
-from barrierlab.events import Event, Flight, FlightEntry
+from barrierlab.events import Event
 from barrierlab.result import RankResult, Run
 
 TIMED_OUT = "[../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"
@@ -29,35 +30,34 @@ def c(name, line, end=1.0, tensors=(), timed_out=False, file="train.py", callers
     return name, line, end, tensors, timed_out, site
 
 
-def calls_of(rank, *specs) -> list[Event]:
-    """``rank``'s collectives (numbered 1, 2, ... in order, the k-th entered at 0.1 k s), as recorded."""
-    items = [
+def recorded_calls(*specs) -> list:
+    """Collectives the learner called (numbered 1, 2, ... in order, the k-th entered at 0.1 k s)."""
+    return [
         recorded_call(
             name, 0.1 * k, end, tensors=tensors, error=RuntimeError(TIMED_OUT) if timed_out else None, site=site
         )
         for k, (name, line, end, tensors, timed_out, site) in enumerate(specs, start=1)
     ]
-    return rank_events(rank, items)
 
 
-def entry(rank, seq, op, issuer=None, line=None, event=None, sizes=None, dtypes=None):
-    e = FlightEntry(
-        rank,
-        seq,
-        op,
-        issuer=issuer,
-        file="train.py" if line else None,
-        line=line,
-        func="main",
-        sizes=sizes,
-        dtypes=dtypes,
-    )
-    e.call = event
-    return e
+def calls_of(rank, *specs) -> list[Event]:
+    """``rank``'s collectives (see :func:`recorded_calls`), as recorded."""
+    return rank_events(rank, recorded_calls(*specs))
 
 
-def result(rank, status=Status.FINISHED, events=(), flight=None, message=None):
-    r = RankResult(rank, status, events=list(events), flight=None if flight is None else Flight(list(flight)))
+def learners(k, op, line):
+    """The flight recorder's entry of the learner's k-th recorded call (see :func:`recorded_calls`)."""
+    return issued(op, 0.1 * k, site=("train.py", line, "main"))
+
+
+def result(rank, status=Status.FINISHED, events=(), flight=None, message=None, calls=()):
+    """A rank's result; with ``flight`` (torch's flight-recorder entries, see ``recorded.Issued``) its events
+    are ``calls`` (specs of :func:`c`) and both are written to one events file and read back."""
+    flight_record = None
+    if flight is not None:
+        recorded = rank_record(rank, recorded_calls(*calls), list(flight))
+        events, flight_record = recorded.events, recorded.flight
+    r = RankResult(rank, status, events=list(events), flight=flight_record)
     if message:
         r.exception = RuntimeError(message)
     return r
@@ -67,11 +67,20 @@ def run_of(*ranks) -> Run:
     return Run(world_size=len(ranks), ranks=list(ranks), elapsed=1.0, timeout=2.0, deadline=7.0)
 
 
-def ddp_steps(rank, steps):
-    """Flight entries of DDP's construction plus ``steps`` forward/backward passes."""
-    entries = [entry(rank, 1, "all_gather", "DDP's construction-time check of parameter shapes (all_gather)", 5)]
+def ddp_steps(steps, sizes=None):
+    """torch's flight-recorder entries of DDP's construction (line 5) plus ``steps`` backward passes (line 9)."""
+    entries = [issued("all_gather", 0.05, by=DDP_SHAPE_CHECK, site=("train.py", 5, "main"))]
     for i in range(steps):
-        entries.append(entry(rank, 2 + i, "all_reduce", BACKWARD, 9))
+        entries.append(
+            issued(
+                "all_reduce",
+                0.1 * (i + 1),
+                by=TORCH_BACKWARD,
+                site=("train.py", 9, "main"),
+                sizes=sizes,
+                dtypes=sizes and ["Float"],
+            )
+        )
     return entries
 
 
@@ -83,21 +92,19 @@ def test_rule_table_is_ordered_and_ends_with_the_same_calls_fallback():
 
 
 def test_ok_needs_both_records_to_agree():
-    same = calls_of(0, c("barrier", 3)), calls_of(1, c("barrier", 3))
+    same = [c("barrier", 3)]
     agreeing = run_of(
-        result(0, events=same[0], flight=[entry(0, 1, "barrier", event=same[0][0])]),
-        result(1, events=same[1], flight=[entry(1, 1, "barrier", event=same[1][0])]),
+        result(0, calls=same, flight=[learners(1, "barrier", 3)]),
+        result(1, calls=same, flight=[learners(1, "barrier", 3)]),
     )
     assert d.rule_ok(d.facts(agreeing)).ok
-    disagreeing = run_of(
-        result(0, events=same[0], flight=ddp_steps(0, 2)), result(1, events=same[1], flight=ddp_steps(1, 1))
-    )
+    disagreeing = run_of(result(0, calls=same, flight=ddp_steps(2)), result(1, calls=same, flight=ddp_steps(1)))
     assert d.rule_ok(d.facts(disagreeing)) is None
     assert not d.diagnose(disagreeing).ok
 
 
 def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
-    run = run_of(result(0, Status.RAISED, flight=ddp_steps(0, 3), message=TIMEOUT), result(1, flight=ddp_steps(1, 2)))
+    run = run_of(result(0, Status.RAISED, flight=ddp_steps(3), message=TIMEOUT), result(1, flight=ddp_steps(2)))
     diagnosis = d.rule_torch_divergence(d.facts(run))
     assert diagnosis.kind == "torch-collective-diverged"
     assert BACKWARD in diagnosis.headline and "collective #4" in diagnosis.headline
@@ -107,8 +114,8 @@ def test_torch_divergence_names_the_issuer_the_ranks_and_the_backward_line():
 
 def test_torch_divergence_blames_a_rank_that_failed_by_itself():
     run = run_of(
-        result(0, Status.RAISED, flight=ddp_steps(0, 2), message=TIMEOUT),
-        result(1, Status.RAISED, flight=ddp_steps(1, 1), message="ValueError: bad batch"),
+        result(0, Status.RAISED, flight=ddp_steps(2), message=TIMEOUT),
+        result(1, Status.RAISED, flight=ddp_steps(1), message="ValueError: bad batch"),
     )
     diagnosis = d.rule_torch_divergence(d.facts(run))
     assert diagnosis.kind == "rank-failed" and diagnosis.ranks == [1]
@@ -116,9 +123,9 @@ def test_torch_divergence_blames_a_rank_that_failed_by_itself():
 
 
 def test_torch_divergence_leaves_the_learners_own_calls_to_the_other_rules():
-    events = calls_of(0, c("barrier", 3, end=None))
     run = run_of(
-        result(0, Status.STOPPED, events=events, flight=[entry(0, 1, "barrier", event=events[0])]), result(1, flight=[])
+        result(0, Status.STOPPED, calls=[c("barrier", 3, end=None)], flight=[learners(1, "barrier", 3)]),
+        result(1, flight=[]),
     )
     assert d.rule_torch_divergence(d.facts(run)) is None
     assert d.diagnose(run).kind == "still-running" or d.diagnose(run).kind == "only-some-ranks"
@@ -202,9 +209,8 @@ def test_different_sizes_are_flagged_although_every_rank_finished():
 
 
 def test_different_sizes_in_torch_issued_collectives_are_flagged_from_the_flight_recorder():
-    flight0 = [entry(0, 1, "all_reduce", BACKWARD, 9, sizes=[[10]], dtypes=["Float"])]
-    flight1 = [entry(1, 1, "all_reduce", BACKWARD, 9, sizes=[[6]], dtypes=["Float"])]
-    diagnosis = d.diagnose(run_of(result(0, flight=flight0), result(1, flight=flight1)))
+    rank0, rank1 = result(0, flight=ddp_steps(1, sizes=[[10]])), result(1, flight=ddp_steps(1, sizes=[[6]]))
+    diagnosis = d.diagnose(run_of(rank0, rank1))
     assert diagnosis.kind == "different-sizes" and BACKWARD in str(diagnosis)
 
 
@@ -225,28 +231,30 @@ def test_a_failure_passed_on_by_main_process_first_blames_the_preparing_rank():
 
 
 def test_same_calls_headline_only_when_the_flight_recorder_agrees():
-    both = calls_of(0, c("barrier", 3)), calls_of(1, c("barrier", 3))
+    both = [c("barrier", 3)]
     with_flight = run_of(
-        result(0, Status.RAISED, events=both[0], flight=[entry(0, 1, "barrier", event=both[0][0])], message=TIMEOUT),
-        result(1, Status.RAISED, events=both[1], flight=[entry(1, 1, "barrier", event=both[1][0])], message=TIMEOUT),
+        result(0, Status.RAISED, calls=both, flight=[learners(1, "barrier", 3)], message=TIMEOUT),
+        result(1, Status.RAISED, calls=both, flight=[learners(1, "barrier", 3)], message=TIMEOUT),
     )
     assert "same collective calls" in d.rule_same_calls(d.facts(with_flight)).headline
     without = run_of(
-        result(0, Status.RAISED, events=both[0], message=TIMEOUT),
-        result(1, Status.RAISED, events=both[1], message=TIMEOUT),
+        result(0, Status.RAISED, events=calls_of(0, *both), message=TIMEOUT),
+        result(1, Status.RAISED, events=calls_of(1, *both), message=TIMEOUT),
     )
     assert "same collective calls" not in d.rule_same_calls(d.facts(without)).headline
 
 
 def test_flight_records_are_compared_by_sequence_id_not_by_count():
     # rank 0's buffer kept only its last entries (2,000 in torch): same positions, fewer entries
-    rank0 = [entry(0, seq, "barrier") for seq in range(5, 2005)]
-    rank1 = [entry(1, seq, "barrier") for seq in range(1, 2005)]
-    assert d.facts(run_of(result(0, flight=rank0), result(1, flight=rank1))).split is None
+    rank0 = [issued("barrier", 0.001 * seq, seq=seq) for seq in range(5, 2005)]
+    rank1 = [issued("barrier", 0.001 * seq, seq=seq) for seq in range(1, 2005)]
+    run = run_of(result(0, flight=rank0), result(1, flight=rank1))
+    assert [len(rank.flight.entries) for rank in run] == [2000, 2004]
+    assert d.facts(run).split is None
 
 
 def test_ledger_marks_collectives_torch_issued():
-    text = calls.ledger(run_of(result(0, flight=ddp_steps(0, 2)), result(1, flight=ddp_steps(1, 1))))
+    text = calls.ledger(run_of(result(0, flight=ddp_steps(2)), result(1, flight=ddp_steps(1))))
     assert "all_reduce · DDP backward's gradient all_reduce @ line 9" in text
     assert text.splitlines()[3].split()[-1] == "—"
 

@@ -12,10 +12,12 @@ import time
 
 import pytest
 from matplotlib.figure import Figure
-from recorded import call, ranks, span
+from recorded import BACKWARD, DDP_BROADCAST, call, issued, rank_record, ranks, span
 
 from barrierlab import plot, waits
+from barrierlab._protocol import Status
 from barrierlab.events import Event
+from barrierlab.result import RankResult, Run
 
 
 def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier") -> list[list[Event]]:
@@ -437,34 +439,33 @@ def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
 # --- collectives torch issued itself (flight recorder) -------------------------------------------------
 
 
-def ddp_run(*, async_barrier: bool = False):
-    """A hand-built 2-rank Run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce
-    (#2) issued by torch, seen only in the flight recorder, then the learner's barrier (#3, the learner's call
-    number 1)."""
-    from barrierlab._protocol import Status
-    from barrierlab.events import Flight, FlightEntry
-    from barrierlab.result import RankResult, Run
+def finished_run(*records) -> Run:
+    """A run whose ranks (records read back with the one reader) all finished within 1 s."""
+    results = [
+        RankResult(r, Status.FINISHED, started=0.0, ended=1.0, events=rec.events, flight=rec.flight)
+        for r, rec in enumerate(records)
+    ]
+    return Run(world_size=len(results), ranks=results, elapsed=1.0, timeout=5.0, deadline=10.0)
 
-    results = []
+
+def ddp_run(*, async_barrier: bool = False):
+    """A 2-rank run as DDP leaves it: DDP's construction broadcast (#1) and a gradient all_reduce (#2), issued
+    by torch and listed only by its flight recorder, then the learner's barrier (#3, the learner's call number
+    1); written by the recorder's writer and read back."""
+    records = []
     for r in range(2):
         late = 0.3 * r
         if async_barrier:
             barrier = call("barrier", 0.6 + late, 0.6 + late, done=0.95)
         else:
             barrier = call("barrier", 0.6 + late, 0.901)
-        (events,) = ranks([span("other", "backward 0", 0.2, 0.5 + late), barrier])
-        barrier = events[-1]
-        flight = Flight(
-            [
-                FlightEntry(
-                    r, 1, "broadcast", start=0.05, issuer="DDP's construction-time broadcast of parameters and buffers"
-                ),
-                FlightEntry(r, 2, "all_reduce", start=0.3 + late, issuer="DDP backward's gradient all_reduce"),
-                FlightEntry(r, 3, "barrier", start=barrier.start, call=barrier),
-            ]
-        )
-        results.append(RankResult(r, Status.FINISHED, started=0.0, ended=1.0, events=events, flight=flight))
-    return Run(world_size=2, ranks=results, elapsed=1.0, timeout=5.0, deadline=10.0)
+        flight = [
+            issued("broadcast", 0.05, by=DDP_BROADCAST),
+            issued("all_reduce", 0.3 + late, by=BACKWARD),
+            issued("barrier", 0.6 + late),
+        ]
+        records.append(rank_record(r, [span("other", "backward 0", 0.2, 0.5 + late), barrier], flight))
+    return finished_run(*records)
 
 
 def test_collectives_torch_issued_are_ticks_labelled_with_their_issuer():
@@ -489,24 +490,8 @@ def test_collectives_are_numbered_as_in_the_ledger():
 
 
 def test_calls_close_together_share_one_label():
-    lanes = ranks([span("compute", "work", 0.0, 10.0)])
-    from barrierlab.calls import Call
-    from barrierlab.events import FlightEntry
-
-    calls = [
-        Call(
-            0,
-            k,
-            "broadcast",
-            issuer="DDP's forward broadcast of buffers",
-            entry=FlightEntry(0, k, "broadcast", start=1.0 + 0.001 * k),
-        )
-        for k in (5, 6, 7)
-    ]
-    fig = plot.timeline(lanes)
-    plot._draw_torch_calls(
-        fig.axes[0], [plot._Lane(0, lanes[0], 0.0, 10.0, torch_calls=calls)], {}, plot._Scale(fig.axes[0], fig, 10.0)
-    )
+    flight = [issued("broadcast", 0.5 + 0.001 * k, by=DDP_BROADCAST, seq=k) for k in (5, 6, 7)]
+    fig = plot.timeline(finished_run(rank_record(0, [span("compute", "work", 0.0, 1.0)], flight)))
     assert [t.get_text() for t in artists(fig, "torch-call-label")] == ["DDP #5–7"]
 
 

@@ -143,3 +143,60 @@ def test_recorder_sees_ddp_collectives_issued_from_cpp():
     backward = next(e for e in flight if e.issuer == "DDP backward's gradient all_reduce")
     assert backward.line is not None and "backward()" in backward.where
     assert backward.sizes == [[4]] and backward.dtypes == ["Float"]
+
+
+def torch_frames_of_each_flight_entry():
+    """Each flight-recorder entry of a DDP construction and one backward: its torch frames (path under torch/,
+    function), innermost first, and the fields of the entry, as torch's ``_dump_fr_trace`` gives them."""
+    import os
+    import pickle
+
+    from torch._C._distributed_c10d import _dump_fr_trace
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(torch.nn.Linear(4, 2))
+    model(torch.ones(3, 4)).sum().backward()
+    dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    return [
+        (
+            sorted(entry),
+            [
+                (f["filename"][len(torch_dir) :], f["name"])
+                for f in entry["frames"]
+                if f["filename"].startswith(torch_dir)
+            ],
+        )
+        for entry in dump["entries"]
+    ]
+
+
+def test_the_flight_records_tests_write_are_shaped_like_a_real_ddp_runs():
+    """tests/recorded.py writes torch's flight-recorder dumps for rule tests: the torch frames it says DDP
+    issues from, and every field it fills, are the ones torch 2.13 gives."""
+    from recorded import BACKWARD, DDP_BROADCAST, DDP_SHAPE_CHECK, issued, torch_dump
+
+    entries = bl.run(torch_frames_of_each_flight_entry, 2, deadline=90, timeout=30).raise_if_failed()[0].value
+    frames = [frames for _keys, frames in entries]
+    for expected in (DDP_SHAPE_CHECK, DDP_BROADCAST, BACKWARD):
+        assert any(list(expected) == entry[i : i + len(expected)] for entry in frames for i in range(len(entry))), (
+            expected,
+            frames,
+        )
+    (written,) = torch_dump([issued("barrier", 0.1)])["entries"]
+    assert set(written) <= set(entries[0][0])
+
+
+def many_barriers(n: int) -> int:
+    for _ in range(n):
+        dist.barrier()
+    return n
+
+
+def test_a_full_flight_record_is_read_whole():
+    """torch keeps the last 2,000 collectives; copied into the events file, all of them are read back (as one
+    line they were 400 kB, over the reader's line limit, and the whole record was dropped)."""
+    run = bl.run(many_barriers, 2, args=(2100,), deadline=120, timeout=30).raise_if_failed()
+    for rank in run:
+        assert len(rank.flight.entries) == 2000
+        assert max(e.seq for e in rank.flight) == 2100

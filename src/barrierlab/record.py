@@ -820,6 +820,13 @@ def _flight_entries() -> dict | None:
             dump = pickle.loads(_dump_fr_trace(includeCollectives=True, includeStackTraces=True))
     except Exception:  # noqa: BLE001 - no flight recorder in this build or state
         return None
+    return compact_flight(dump)
+
+
+def compact_flight(dump: dict) -> dict:
+    """The line the events file keeps of torch's flight-recorder dump (``_dump_fr_trace``'s dict): per entry
+    its op, group, sequence number, creation time, sizes, whether barrierlab's recorder made the call, who
+    issued it otherwise (:func:`issuer`), and the learner's frames."""
     groups = {}
     for name, config in (dump.get("pg_config") or {}).items():
         try:
@@ -879,12 +886,32 @@ def dump_flight(recorder: _Recorder | None = None) -> bool:
     data = _flight_entries()
     if data is None:
         return False
-    data["at"] = time.monotonic()  # not "t": readers take a line with "t" for an event entry
     try:
-        recorder.write(data)
+        write_flight(recorder, data)
     except (OSError, TypeError, ValueError):
         return False
     return True
+
+
+def write_flight(recorder: _Recorder, data: dict) -> None:
+    """Write a compacted flight record (:func:`compact_flight`) as lines of at most half the reader's
+    ``events.MAX_LINE_BYTES`` each: torch keeps 2,000 entries, about 400 kB of JSON, which as one line the
+    reader would drop whole. The reader merges the lines (entries are keyed by group and record id); an entry
+    too large for a line by itself (the sizes of a thousand-tensor all_gather) loses its sizes."""
+    limit = events.MAX_LINE_BYTES // 2
+    at = time.monotonic()  # "at", not "t": readers take a line with "t" for an event entry
+    chunk, size, first = [], 0, True
+    for entry in data["flight"]:
+        length = len(json.dumps(entry, separators=(",", ":")))
+        if length > limit // 4:
+            entry = {**entry, "sizes": None, "dtypes": None, "out": None}
+            length = len(json.dumps(entry, separators=(",", ":")))
+        if chunk and size + length > limit:
+            recorder.write({"flight": chunk, "groups": data["groups"] if first else {}, "at": at})
+            chunk, size, first = [], 0, False
+        chunk.append(entry)
+        size += length + 1
+    recorder.write({"flight": chunk, "groups": data["groups"] if first else {}, "at": at})
 
 
 class _StallWatch(threading.Thread):
