@@ -18,6 +18,7 @@ from barrierlab import plot, waits
 from barrierlab._protocol import Status
 from barrierlab.events import Event
 from barrierlab.result import RankResult, Run
+from barrierlab.words import issuer_word
 
 
 def barrier_arrivals(arrivals: list[float], leave: float, op: str = "barrier") -> list[list[Event]]:
@@ -510,9 +511,9 @@ def test_an_async_call_keeps_its_in_flight_bar_and_its_ledger_number():
     assert waits.measure(ddp_run(async_barrier=True)).ranks[0].wait < 0.01
 
 
-def test_short_issuer_names_who_issued_a_call():
+def test_issuer_word_names_who_issued_a_call():
     assert [
-        plot.short_issuer(i)
+        issuer_word(i)
         for i in (
             "DDP backward's gradient all_reduce",
             "Join's all_reduce (shadowing)",

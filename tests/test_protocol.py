@@ -33,8 +33,9 @@ from barrierlab._protocol import (
     send,
     tidy,
 )
-from barrierlab.result import RankFailed, RankResult, Run, unpickle_isolated
+from barrierlab.result import RankFailed, RankResult, Run
 from barrierlab.stacks import stuck_at
+from barrierlab.unpickle import unpickle_isolated
 
 SRC = pathlib.Path(_protocol.__file__).parent
 

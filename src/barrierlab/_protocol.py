@@ -372,7 +372,7 @@ class Outcome:
     value and the pickled exception, raw. Times are the rank's ``time.monotonic()``; ``clock`` is
     ``time.time() - time.monotonic()`` on the rank, the anchor that aligns ranks of different machines.
     The pickles are present only under ``barrierlab.run``, and are unpickled by the kernel with care
-    (``result.unpickle_isolated``); under torchrun only ``value_repr`` is kept.
+    (``unpickle.unpickle_isolated``); under torchrun only ``value_repr`` is kept.
     """
 
     rank: int

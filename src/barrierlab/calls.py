@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from barrierlab.events import Event, Flight, FlightEntry
 from barrierlab.sites import Site
-from barrierlab.words import rank_list
+from barrierlab.words import issuer_phrase, rank_list
 
 if TYPE_CHECKING:  # for annotations only: this module never imports the Run it reads
     from barrierlab.result import Run
@@ -147,7 +147,7 @@ def ledger(run: Run) -> str:
                 else (" (never left)" if e.end is None else " (failed)")
             )
             source = e or call.entry
-            text = call.name if not call.issuer else f"{call.op} · {short_issuer(call.issuer)}"
+            text = call.name if not call.issuer else f"{call.op} · {issuer_phrase(call.issuer)}"
             row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
         rows.append(row)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
@@ -167,7 +167,3 @@ def ledger(run: Run) -> str:
             f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
         )
     return "\n".join(lines)
-
-
-def short_issuer(issuer: str) -> str:
-    return issuer.split(" (")[0]

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.calls import collectives, flights, ordinal, short_issuer, site_key, where_text
+from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
 from barrierlab.events import Event, Flight, FlightEntry, defines, undynamic
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
-from barrierlab.words import rank_list
+from barrierlab.words import issuer_word, rank_list
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -366,7 +366,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
         issued = [e.issuer for e in entries if e.issuer]
         if issued:
-            who = ", ".join(dict.fromkeys(short_issuer(i).split("'s ")[0].split(" ")[0] for i in issued))
+            who = ", ".join(dict.fromkeys(issuer_word(i) for i in issued))
             headline = (
                 f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
                 f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "

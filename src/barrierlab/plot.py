@@ -20,6 +20,7 @@ from barrierlab._protocol import Status
 from barrierlab.events import WAITING_KINDS, Event, ranks_start
 from barrierlab.waits import Lane as _Lane
 from barrierlab.waits import RankWaits, Release, Waits, function_seconds, work_name
+from barrierlab.words import issuer_word
 
 #: Above this many barrier releases their lines are drawn without labels.
 MAX_RELEASE_LABELS = 20
@@ -66,14 +67,6 @@ def _label(event: Event, lane: _Lane) -> str:
         return event.label
     number = waits.number(event, lane)
     return f"{event.name} #{number}" if number else event.name
-
-
-def short_issuer(issuer: str) -> str:
-    """Who issued a collective, in a word: "DDP backward's gradient all_reduce" -> "DDP", "Join's ..." -> "Join"."""
-    head = issuer.split(" (")[0].split()
-    if len(head) > 1 and head[0] == "a":  # "a functional all_reduce (DTensor / torch.compile)"
-        head = head[1:]
-    return head[0].removesuffix("'s") if head else "torch"
 
 
 class TimelineFigure(Figure):
@@ -402,7 +395,7 @@ def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale, left: f
         for c in calls:
             xs.append(c.start)
             ys.append(y)
-            names.append(f"{short_issuer(c.issuer)} {c.op}")
+            names.append(f"{issuer_word(c.issuer)} {c.op}")
         i = 0
         while i < len(calls):  # ticks closer together than their label share one, after the last: "DDP #1–3"
             group = [calls[i]]
@@ -441,7 +434,7 @@ def _draw_torch_calls(ax, lanes: list[_Lane], used: dict, scale: _Scale, left: f
 
 def _torch_label(calls: list) -> str:
     """ "DDP all_reduce #4" for one call, "DDP #5–7" for several close together."""
-    who = {short_issuer(c.issuer) for c in calls}
+    who = {issuer_word(c.issuer) for c in calls}
     name = who.pop() if len(who) == 1 else "torch"
     if len(calls) == 1:
         return f"{name} {calls[0].op} #{calls[0].position}"

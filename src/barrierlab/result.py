@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
 from barrierlab.stacks import Stuck
-from barrierlab.unpickle import UNPICKLE_TIMEOUT, unpickle_isolated  # noqa: F401 (their former home)
+from barrierlab.unpickle import unpickle_isolated
 from barrierlab.words import rank_list
 
 if TYPE_CHECKING:

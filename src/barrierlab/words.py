@@ -11,3 +11,18 @@ def rank_list(ranks: list[int]) -> str:
     if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return f"ranks {ranks[0]}–{ranks[-1]}"
     return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def issuer_phrase(issuer: str) -> str:
+    """Who issued a collective torch made itself, without the detail in brackets:
+    "torch.distributed's broadcast (inside broadcast_object_list)" -> "torch.distributed's broadcast"."""
+    return issuer.split(" (")[0]
+
+
+def issuer_word(issuer: str) -> str:
+    """Who issued a collective, in a word: "DDP backward's gradient all_reduce" -> "DDP", "Join's ..." -> "Join",
+    "a functional all_reduce (DTensor / torch.compile)" -> "functional"."""
+    head = issuer_phrase(issuer).split()
+    if len(head) > 1 and head[0] == "a":
+        head = head[1:]
+    return head[0].removesuffix("'s") if head else "torch"
