@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -9,6 +10,11 @@ import pytest
 
 import barrierlab
 from barrierlab import launch
+
+# Rank functions defined in test modules are sent by reference, so every rank imports its test module, and
+# with it pytest and often matplotlib (0.3-1 s of CPU per rank, in hundreds of runs). The warm process
+# imports them once instead, as a learner's lab would preload a library their own modules use.
+os.environ.setdefault("BARRIERLAB_PRELOAD", "pytest,psutil,matplotlib.figure")
 
 collect_ignore = ["lint_corpus", "realworld", "browser/notebooks"]  # corpora and notebooks the tests run
 

@@ -10,7 +10,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.distributed as dist
@@ -290,6 +289,9 @@ def test_check_passes_right_fixes(answer):
 
 def _answer_to_part_1() -> str:
     """The folded answer to part 1 of notebook 07's exercise, as the learner reads it."""
+    import nbformat  # here, not at the top: every rank imports this module (its answers are sent by reference),
+    # and nbformat's jsonschema costs each rank 1.5-3 s of CPU
+
     path = next((Path(__file__).resolve().parent.parent / "notebooks").glob("07_*.ipynb"))
     cells = nbformat.read(path, as_version=4).cells
     return next(c.source for c in cells if c.cell_type == "markdown" and "Answer to part 1" in c.source)

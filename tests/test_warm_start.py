@@ -148,3 +148,30 @@ def test_preloading_waits_while_the_kernel_uses_the_cpu_and_not_longer_than_its_
 def test_a_parent_that_is_gone_does_not_hold_preloading_back(monkeypatch):
     monkeypatch.setattr(_warm._contain, "cpu_ticks", lambda pid: None)
     assert not _warm._Activity(pid=1, give_up_after=5.0).busy()
+
+
+PRELOADED = textwrap.dedent("""
+    import sys, time
+    import barrierlab as bl
+    seen, give_up = None, time.monotonic() + 120
+    while seen != [[True, False]] * 2 and time.monotonic() < give_up:  # preloading goes on between runs
+        seen = bl.run(lambda: [m in sys.modules for m in ("xml.dom.minidom", "wave")], 2).values
+        time.sleep(0.5)
+    print("in the ranks:", seen)
+""")
+
+
+def test_modules_named_in_barrierlab_preload_are_imported_once_by_the_warm_process():
+    """A learner's own module that imports a large library makes each rank import it in every run; named in
+    BARRIERLAB_PRELOAD, the library is already in every rank (forked from the warm process)."""
+    env = {**os.environ, "BARRIERLAB_PRELOAD": "xml.dom.minidom, not a module,"}
+    done = subprocess.run([sys.executable, "-c", PRELOADED], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "in the ranks: [[True, False], [True, False]]" in done.stdout
+    assert "BARRIERLAB_PRELOAD: 'not a module' is not a module name; skipped" in done.stderr
+
+
+def test_preload_names_are_read_from_the_environment():
+    assert _warm.modules_to_preload({}) == _warm.PRELOAD
+    extra = _warm.modules_to_preload({"BARRIERLAB_PRELOAD": "pytest, torch.nn,pytest"})
+    assert extra == (*_warm.PRELOAD, "pytest")

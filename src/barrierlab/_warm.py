@@ -60,6 +60,25 @@ PRELOAD = (
     "barrierlab.sync",
     "barrierlab.scenarios",
 )
+#: Environment variable naming more modules to preload, comma-separated (``transformers,datasets``): libraries
+#: the learner's own modules import, which each rank would otherwise import again in every run. Only modules
+#: safe to fork after import (that start no thread when imported) belong there.
+PRELOAD_VARIABLE = "BARRIERLAB_PRELOAD"
+
+
+def modules_to_preload(environ=os.environ) -> tuple[str, ...]:
+    """:data:`PRELOAD`, then the modules ``BARRIERLAB_PRELOAD`` names (a name that is not a dotted module name
+    is reported on stderr and skipped)."""
+    extra = []
+    for name in environ.get(PRELOAD_VARIABLE, "").split(","):
+        name = name.strip()
+        if not name:
+            continue
+        if all(part.isidentifier() for part in name.split(".")):
+            extra.append(name)
+        else:
+            print(f"barrierlab: {PRELOAD_VARIABLE}: {name!r} is not a module name; skipped", file=sys.stderr)
+    return PRELOAD + tuple(dict.fromkeys(n for n in extra if n not in PRELOAD))
 
 
 class WarmProcess:
@@ -220,7 +239,7 @@ def main() -> None:
 
     warm = WarmProcess(in_fd, out_fd)
     try:
-        warm.serve(PRELOAD)
+        warm.serve(modules_to_preload())
     except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
         warm.kill_all()
 
