@@ -66,15 +66,15 @@ def _run_script(args) -> int:
     """``barrierlab run train.py -n 4 -- ARGS``: the script's ``__main__`` on N ranks, as torchrun would
     run it; exit code 0 iff every rank finished."""
     from barrierlab.launch import warm_up
-    from barrierlab.script import run_script
+    from barrierlab.script import check_script, run_script
 
-    # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the ranks
-    # fork, rather than in every rank.
-    warm_up(wait=True)
+    argv = [*args.kwargs, *args.script_args]
     try:
-        run = run_script(
-            args.scenario, args.nproc, [*args.kwargs, *args.script_args], timeout=args.timeout, deadline=args.deadline
-        )
+        check_script(args.scenario, argv)  # a missing script is refused before torch is imported anywhere
+        # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the
+        # ranks fork, rather than in every rank.
+        warm_up(wait=True)
+        run = run_script(args.scenario, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)
         return 2

@@ -44,13 +44,7 @@ def run_script(
     """
     from barrierlab import _rank
 
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be the path of a Python script (str), got {type(path).__name__}")
-    path = os.path.abspath(os.fspath(path))
-    if not os.path.isfile(path):
-        raise ValueError(f"path: no such script {path!r}")
-    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
-        raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
+    path = check_script(path, argv)
     if timeout is not None:  # asked for: it replaces the script's own (checked by run() like any timeout)
         env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
     return run(
@@ -64,3 +58,16 @@ def run_script(
         env=env,
         init=False,
     )
+
+
+def check_script(path, argv: Sequence[str] = ()) -> str:
+    """The script's absolute path, after checking that it is a file and ``argv`` a sequence of str: the
+    ``TypeError``/``ValueError`` :func:`run_script` raises, before anything is started."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be the path of a Python script (str), got {type(path).__name__}")
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise ValueError(f"path: no such script {path!r}")
+    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
+    return path
