@@ -43,6 +43,9 @@ class Call:
     done: float | None = None
     #: (file, line, func) or (file, line, func, [callers]) as ``record.call_site`` gives it
     site: tuple | None = None
+    #: keyword arguments the call was given, recorded as the recorder records them from torch's own signature
+    #: (``timeout=``, ``object_list=``, ``src=``, ...)
+    kwargs: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -181,8 +184,10 @@ def write(path: str, rank: int, items: list[Call | Span], flight: list[Issued] |
             if action == "enter" and isinstance(item, Span):
                 ids[i] = writer.enter(item.kind, item.name, False, item.site)
             elif action == "enter":
-                kwargs = {"async_op": True} if item.done is not None else {}
-                extra = record.call_fields((), item.tensors, kwargs)
+                kwargs = dict(item.kwargs, **({"async_op": True} if item.done is not None else {}))
+                original = getattr(torch.distributed, item.op, None)
+                positions = record._positions(original, item.op) if item.kwargs and original else ()
+                extra = record.call_fields(positions, item.tensors, kwargs)
                 ids[i] = writer.enter(item.kind, item.op, item.kind == "collective", item.site, extra)
             elif action == "leave":
                 writer.leave(ids[i], item.error)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from datetime import timedelta
 
 import pytest
 import torch
@@ -287,3 +289,71 @@ def test_a_rank_stopped_at_the_deadline_leaves_its_flight_record():
     assert run.statuses == ["finished", "stopped at deadline"]
     assert run[1].flight is not None and max(e.seq for e in run[1].flight) == 8  # copied when its thread stalled
     assert "DDP backward's gradient all_reduce" in run.diagnosis.headline
+
+
+def rank0_prepares_past_the_timeout():
+    """LongLoRA's rank-0-first preparation: the others wait in a barrier while rank 0 works longer than the
+    group's timeout."""
+    if dist.get_rank() > 0:
+        dist.barrier()  # others wait
+    time.sleep(2.5)  # rank 0 tokenizes
+    if dist.get_rank() == 0:
+        dist.barrier()  # rank 0 arrives
+
+
+def rank0_prepares_within_the_barriers_own_timeout():
+    if dist.get_rank() > 0:
+        dist.barrier(timeout=timedelta(seconds=30))
+    if dist.get_rank() == 0:
+        time.sleep(2.5)
+        dist.barrier(timeout=timedelta(seconds=30))
+
+
+def test_a_rank_arriving_after_the_others_timeout_is_named_with_both_lines_and_the_timeout():
+    d = bl.run(rank0_prepares_past_the_timeout, 2, timeout=1).diagnosis
+    assert d.kind == "late-arrival" and d.ranks == [0], d
+    late = line_of(rank0_prepares_past_the_timeout, "# rank 0 arrives")
+    waiting = line_of(rank0_prepares_past_the_timeout, "# others wait")
+    assert d.site.line == late
+    assert f"rank 0 reached barrier #1 at test_diagnose.py:{late}" in d.headline
+    assert (
+        f"after rank 1 (at test_diagnose.py:{waiting})" in d.headline and "its 1 s timeout ran out first" in d.headline
+    )
+    assert "timeout=" in d.advice
+
+
+def test_a_rank_arriving_within_the_calls_own_timeout_is_not_late():
+    run = bl.run(rank0_prepares_within_the_barriers_own_timeout, 2, timeout=1)
+    assert run.ok and run.diagnosis.ok, run.diagnosis
+    assert {e.timeout for e in run.events if e.is_collective} == {30.0}  # the call's own timeout is recorded
+
+
+def object_lists_of_rank_dependent_length():
+    shards = ["shard-0", "shard-1", "shard-2"] if dist.get_rank() == 0 else [None]
+    dist.broadcast_object_list(shards, src=0)  # the lists differ
+    return shards
+
+
+def one_object_holding_a_rank_dependent_list():
+    payload = [["shard-0", "shard-1", "shard-2"]] if dist.get_rank() == 0 else [None]
+    dist.broadcast_object_list(payload, src=0)
+    return payload[0]
+
+
+def test_object_lists_of_different_lengths_are_named_before_the_rank_gloo_aborted():
+    run = bl.run(object_lists_of_rank_dependent_length, 2, timeout=2)
+    d = run.diagnosis
+    line = line_of(object_lists_of_rank_dependent_length, "# the lists differ")
+    assert d.kind == "different-sizes", d
+    assert "(broadcast_object_list #1 at " in d.headline and f"test_diagnose.py:{line}: " in d.headline
+    assert "rank 0 passed 3 objects, rank 1 passed 1 object" in d.headline
+    assert "failed by itself" not in d.headline
+    aborted = [r.rank for r in run if r.status == "killed by signal"]
+    assert all(any(f"gloo aborted rank {r}" in e for e in d.evidence) for r in aborted)
+
+
+def test_one_object_holding_a_list_of_any_length_is_fine():
+    run = bl.run(one_object_holding_a_rank_dependent_list, 2, timeout=2)
+    assert run.ok and run.diagnosis.ok, run.diagnosis
+    assert run[1].value == ["shard-0", "shard-1", "shard-2"]
+    assert [e.objects for e in run.events if e.is_collective] == [1, 1]

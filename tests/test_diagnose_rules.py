@@ -6,6 +6,7 @@ one the collector could have read from a rank."""
 from __future__ import annotations
 
 import inspect
+from datetime import timedelta
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from barrierlab.result import RankResult, Run
 
 TIMED_OUT = "[../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv operation"
 TIMEOUT = f"RuntimeError: {TIMED_OUT}"
+CLOSED = "RuntimeError: Connection closed by peer"
 BACKWARD = "DDP backward's gradient all_reduce"
 
 
@@ -281,3 +283,86 @@ def test_a_hang_in_torchs_teardown_is_reported_as_torchs_and_the_run_stays_ok():
     assert any("hung in torch's teardown" in e and "not a deadlock in your code" in e for e in diagnosis.evidence)
     assert "deadline" not in str(diagnosis)
     assert "then hung in torch's teardown" in ranks[1].summary()
+
+
+def _barrier(start, end, line, timeout, error=None):
+    """A barrier entered at ``start`` with ``timeout=`` seconds in force, as the recorder records it."""
+    return recorded_call(
+        "barrier",
+        start,
+        end,
+        error=error,
+        site=("prep.py", line, "main"),
+        kwargs={"timeout": timedelta(seconds=timeout)},
+    )
+
+
+def test_a_rank_entering_after_the_others_timeout_ran_out_is_the_late_arrival():
+    run = run_of(
+        result(
+            0, Status.RAISED, events=rank_events(0, [_barrier(4.0, 4.01, 9, 2, RuntimeError(CLOSED))]), message=CLOSED
+        ),
+        result(
+            1,
+            Status.RAISED,
+            events=rank_events(1, [_barrier(0.1, 2.1, 5, 2, RuntimeError(TIMED_OUT))]),
+            message=TIMEOUT,
+        ),
+    )
+    diagnosis = d.rule_late_arrival(d.facts(run))
+    assert diagnosis.kind == "late-arrival" and diagnosis.ranks == [0]
+    assert diagnosis.headline.startswith("rank 0 reached barrier #1 at prep.py:9 3.9 s after rank 1 (at prep.py:5)")
+    assert "its 2 s timeout ran out first" in diagnosis.headline
+    assert d.diagnose(run).kind == "late-arrival"  # before "did not finish, but every rank made the same calls"
+
+
+def test_a_rank_entering_within_the_others_timeout_is_not_late():
+    run = run_of(
+        result(
+            0, Status.RAISED, events=rank_events(0, [_barrier(1.5, 1.51, 9, 2, RuntimeError(CLOSED))]), message=CLOSED
+        ),
+        result(
+            1,
+            Status.RAISED,
+            events=rank_events(1, [_barrier(0.1, 2.1, 5, 2, RuntimeError(TIMED_OUT))]),
+            message=TIMEOUT,
+        ),
+    )
+    assert d.rule_late_arrival(d.facts(run)) is None
+
+
+def test_the_calls_own_timeout_decides_not_the_runs():
+    # the run's timeout is 2 s (run_of), the barrier's own 30 s: arriving 3.9 s later is in time
+    run = run_of(
+        result(
+            0, Status.RAISED, events=rank_events(0, [_barrier(4.0, 4.01, 9, 30, RuntimeError(CLOSED))]), message=CLOSED
+        ),
+        result(
+            1, Status.RAISED, events=rank_events(1, [_barrier(0.1, 4.01, 5, 30, RuntimeError(CLOSED))]), message=CLOSED
+        ),
+    )
+    assert d.rule_late_arrival(d.facts(run)) is None
+
+
+def _objects(rank, objects, end=0.5):
+    site = ("resume.py", 7, "main")
+    kwargs = {"object_list": objects, "src": 0}
+    return rank_events(rank, [recorded_call("broadcast_object_list", 0.1, end, site=site, kwargs=kwargs)])
+
+
+def test_object_lists_of_different_lengths_are_different_sizes_named_at_the_call():
+    run = run_of(
+        result(0, Status.RAISED, events=_objects(0, ["a", "b", "c"]), message="Connection reset by peer"),
+        result(1, Status.KILLED, events=_objects(1, [None], end=None)),
+    )
+    diagnosis = d.diagnose(run)
+    assert diagnosis.kind == "different-sizes"
+    assert "lists of objects of different lengths" in diagnosis.headline
+    assert "broadcast_object_list #1 at resume.py:7: rank 0 passed 3 objects, rank 1 passed 1 object" in (
+        diagnosis.headline
+    )
+
+
+def test_object_lists_of_the_same_length_are_not_a_mismatch():
+    run = run_of(result(0, events=_objects(0, [["a", "b", "c"]])), result(1, events=_objects(1, [None])))
+    assert d.facts(run).shapes == [] and d.diagnose(run).ok

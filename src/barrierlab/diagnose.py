@@ -220,6 +220,8 @@ class Facts:
     split: _Split | None = None
     shapes: list[str] = field(default_factory=list)  # evidence of different sizes / dtypes at one position
     shape_at: str = ""  # which collective that was, and where
+    shape_what: str = "tensors of different sizes or dtypes"  # or "lists of different lengths"
+    aborted: dict[int, str] = field(default_factory=dict)  # ranks gloo aborted, and its message
     evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
 
     @property
@@ -238,8 +240,28 @@ def facts(run: Run) -> Facts:
         f.evidence = _mispairing_evidence(calls, f.mispaired)
     f.flights = flights(run)
     f.split = _flight_split(f.flights)
-    f.shapes, f.shape_at = _shape_mismatches(calls, f.flights)
+    f.shapes, f.shape_at, what = _shape_mismatches(calls, f.flights)
+    f.shape_what = what or f.shape_what
+    f.aborted = _gloo_aborts(run)
     return f
+
+
+#: What gloo writes to a rank's stderr as it aborts the process (``std::terminate`` on an exception in its
+#: own thread): the exception's type, then its message after ``what():``.
+_GLOO_ABORT = re.compile(r"terminate called after throwing an instance of 'gloo::\w+'\s*\n\s*what\(\):\s*(.+)")
+
+
+def _gloo_aborts(run: Run) -> dict[int, str]:
+    """The ranks killed by a signal whose stderr holds gloo's last words, and those words (tidied): gloo
+    aborts a process when data it receives does not fit what it expected (``Received data size doesn't match
+    expected size``), so the exception never reaches Python."""
+    found = {}
+    for result in run.ranks:
+        if result.status == KILLED and result.stderr:
+            match = _GLOO_ABORT.search(result.stderr)
+            if match:
+                found[result.rank] = tidy(match.group(1)).strip()
+    return found
 
 
 def _flight_split(found: dict[int, Flight]) -> _Split | None:
@@ -263,22 +285,57 @@ def _shape_text(sizes, dtypes) -> str:
     return f"{shapes} ({', '.join(dict.fromkeys(d.lower() for d in dtypes or ()))})" if shapes else "no tensors"
 
 
-def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str]:
-    """Evidence of the first collective the ranks made together with different sizes or dtypes."""
+def _objects_text(n: int) -> str:
+    return f"{n} object{'s' if n != 1 else ''}"
+
+
+def _sides(at: dict[int, Event]) -> str:
+    """'a.py:37' when every rank made the call from one line, else each line with its ranks:
+    "rank 0's at a.py:35 and rank 1's at a.py:40"."""
+    by_place: dict[str, list[int]] = {}
+    for rank, event in sorted(at.items()):
+        by_place.setdefault(_place(event), []).append(rank)
+    if len(by_place) == 1:
+        return next(iter(by_place))
+    return " and ".join(f"{rank_list(rs)}'s at {place}" for place, rs in by_place.items())
+
+
+def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str, str]:
+    """Evidence of the first collective the ranks made together with different sizes or dtypes, or with
+    object lists of different lengths where the ops table requires the same (``broadcast_object_list``);
+    which call that was, and where; and what differed."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = {r: c[i] for r, c in calls.items()}
         names = {e.name for e in at.values()}
         if len(names) > 1:
             break
+        if names <= ops.SAME_LENGTH and all(e.objects is not None for e in at.values()):
+            if len({e.objects for e in at.values()}) > 1:
+                e0 = next(iter(at.values()))
+                return (
+                    [
+                        f"{e0.name} #{i + 1} got lists of different lengths: "
+                        + "; ".join(
+                            f"rank {r}: {_objects_text(e.objects)}, at {where_text(e)}" for r, e in sorted(at.items())
+                        )
+                    ],
+                    f"{e0.name} #{i + 1} at {_sides(at)}: "
+                    + ", ".join(f"rank {r} passed {_objects_text(e.objects)}" for r, e in sorted(at.items())),
+                    "lists of objects of different lengths",
+                )
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
             shapes = {repr((e.sizes, e.dtypes)) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
-                return [
-                    f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: "
-                    + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
-                ], f"{e0.name} #{i + 1} at {_place(e0)}"
+                return (
+                    [
+                        f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: "
+                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
+                    ],
+                    f"{e0.name} #{i + 1} at {_sides(at)}",
+                    "",
+                )
     split = _flight_split(found)
     by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
     common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
@@ -301,8 +358,9 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     ],
                     f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, "
                     f"at {_place(source)}",
+                    "",
                 )
-    return [], ""
+    return [], "", ""
 
 
 def _entry_where(entry: FlightEntry) -> str:
@@ -700,23 +758,127 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
 
 
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
-    """The same collective got tensors of different sizes or dtypes on different ranks."""
+    """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
+    different lengths where every rank must pass the same length."""
     if not f.shapes:
         return None
     evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
-    evidence += _error_evidence(f.run, f.failed)
+    evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
+    if f.shape_what.startswith("lists"):
+        advice = (
+            "broadcast_object_list sends one size per object first, so every rank must pass a list of the "
+            "source's length (only the source's objects are sent; the others' entries are overwritten). When "
+            "the receivers cannot know the length, send the list as one object — [shards] on the source, "
+            "[None] elsewhere — or broadcast the length first."
+        )
+    else:
+        advice = (
+            "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
+            "a mismatch can hang until the timeout, abort, or return unreduced data on some ranks with no error "
+            "(three of four in notebook 04 §4). "
+            "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first)."
+        )
     return Diagnosis(
         "different-sizes",
-        f"Ranks passed tensors of different sizes or dtypes to the same collective ({f.shape_at})"
+        f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
         + (": nothing failed, but the results are wrong." if silent else "."),
         evidence,
-        "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
-        "a mismatch can hang until the timeout, abort, or return unreduced data on some ranks with no error "
-        "(three of four in notebook 04 §4). "
-        "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
+        advice,
         ranks=sorted(f.calls),
         site=None,
+    )
+
+
+def _abort_evidence(f: Facts) -> list[str]:
+    return [
+        f"gloo aborted rank {r} ({_signal_name(f.run[r].signal)}) with “{_clip(message, 200)}” (in its stderr)"
+        for r, message in sorted(f.aborted.items())
+    ]
+
+
+def _timeout_of(run: Run, event: Event) -> float | None:
+    """Seconds ``event`` could wait for its peers: as recorded (its own ``timeout=``, else its group's), else
+    what gloo's error says it waited, else the run's timeout."""
+    if event.timeout is not None:
+        return event.timeout
+    match = re.search(r"Timed out waiting (\d+)ms", event.error or "")
+    if match:
+        return int(match.group(1)) / 1000
+    timeout = getattr(run, "timeout", None)
+    return timeout if isinstance(timeout, (int, float)) and timeout == timeout and timeout > 0 else None
+
+
+def _late_arrival(f: Facts) -> tuple[int, dict[int, Event], list[int], list[int], float] | None:
+    """The first call every rank made (the same op) that some ranks entered only after the others' timeout had
+    run out there: (its number, the calls, the late ranks, the ranks that gave up, the timeout that ran out)."""
+    depth = min((len(c) for c in f.calls.values()), default=0)
+    limit = min(depth, f.first_diff - 1) if f.first_diff else depth
+    for i in range(limit):
+        at = {r: c[i] for r, c in f.calls.items()}
+        if len({e.name for e in at.values()}) > 1:
+            return None
+        expiry = {}
+        for rank, event in at.items():
+            timeout = _timeout_of(f.run, event)
+            if timeout is not None and (event.error or event.end is None):
+                expiry[rank] = (event.start + timeout, timeout)
+        if not expiry:
+            continue
+        first, timeout = min(expiry.values())
+        late = sorted(r for r, e in at.items() if e.start > first)
+        gave_up = sorted(r for r in expiry if r not in late)
+        if late and gave_up:
+            return i + 1, at, late, gave_up, timeout
+    return None
+
+
+def rule_late_arrival(f: Facts) -> Diagnosis | None:
+    """Every rank reached the collective, but some only after the others' timeout had run out there: a rank
+    busy (preparing data, loading a checkpoint) for longer than the timeout the others wait with."""
+    if not f.failed:
+        return None
+    found = _late_arrival(f)
+    if found is None:
+        return None
+    k, at, late, gave_up, timeout = found
+    event = at[late[0]]
+    since = min(at[r].start for r in gave_up)
+    gap = max(at[r].start for r in late) - since
+    them, their = ("they", "their") if len(gave_up) > 1 else ("it", "its")
+    waiting = {r: at[r] for r in gave_up}
+    headline = (
+        f"{rank_list(late)} reached {event.name} #{k} at {_sides({r: at[r] for r in late})} {gap:.1f} s after "
+        f"{rank_list(gave_up)} (at {_sides(waiting)}); {their} {timeout:g} s timeout ran out first, so {them} "
+        f"gave up before {rank_list(late)} arrived."
+    )
+    evidence = []
+    for rank in late:
+        calls = f.calls[rank]
+        before = calls[k - 2].end if k > 1 else f.run[rank].started
+        if before is not None and before == before:
+            what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else "the function started"
+            evidence.append(
+                f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
+                f"{event.name} #{k} at {where_text(at[rank])}{_callers_text(at[rank].callers, at[rank].file)}"
+            )
+    first = waiting[gave_up[0]]
+    evidence.append(
+        f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} at {where_text(first)}"
+        f"{_callers_text(first.callers, first.file)}"
+    )
+    evidence += _outcomes(f.run, at)
+    return Diagnosis(
+        "late-arrival",
+        headline,
+        evidence,
+        "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
+        "or the call's own (barrier(timeout=...)) — then gloo raises, and the group cannot be used again. Raise "
+        "the timeout above the time the slow rank needs before it arrives (timeout= on init_process_group, or on "
+        "the call the others wait in), or move the long preparation before the group starts waiting (before "
+        f"init_process_group, or into a separate step that caches its result); {DEFAULT_TIMEOUTS}.",
+        ranks=late,
+        site=_site(event),
     )
 
 
@@ -775,7 +937,7 @@ def rule_same_calls(f: Facts) -> Diagnosis | None:
 
 def _failure_evidence(f: Facts) -> list[str]:
     evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
-    return evidence + _error_evidence(f.run, f.failed)
+    return evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed)
 
 
 #: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
@@ -790,6 +952,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_uneven_loop,
     rule_only_some_ranks,
     rule_different_sizes,
+    rule_late_arrival,
     rule_stopped_outside_collectives,
     rule_failed_by_itself,
     rule_same_calls,

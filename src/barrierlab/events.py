@@ -8,7 +8,9 @@ killed or hangs still leaves the record of what it entered and never left:
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
     the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
-    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``async``;
+    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
+    length of an object collective's list), ``timeout`` (seconds: the call's own ``timeout=``, else its
+    group's), ``async``;
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
@@ -85,6 +87,10 @@ class Event:
     #: Shapes and dtypes of the tensors the call was given, recorded when it was made.
     sizes: list[list[int]] | None = field(default=None, repr=False)
     dtypes: list[str] | None = field(default=None, repr=False)
+    #: An object collective's list of objects: its length when the call was made.
+    objects: int | None = field(default=None, repr=False)
+    #: Seconds this call could wait for its peers: its own ``timeout=``, else its group's (None: not known).
+    timeout: float | None = field(default=None, repr=False)
     #: ``async_op=True``: ``end`` is when the call returned, ``done`` when its work completed (None: never).
     is_async: bool = field(default=False, repr=False)
     done: float | None = field(default=None, repr=False)
@@ -284,7 +290,8 @@ def _is_enter(item: dict) -> bool:
         and _optional(item, "callers", lambda v: _frames(v) is not None)
         and _optional(item, "sizes", _sizes)
         and _optional(item, "dtypes", _strings)
-        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end"))
+        and _optional(item, "timeout", _number)
+        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects"))
         and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_int(r) for r in v))
         and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call"))
         and _optional(item, "keys", _strings)
@@ -457,6 +464,8 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 func=item.get("func"),
                 sizes=item.get("sizes"),
                 dtypes=item.get("dtypes"),
+                objects=item.get("objects"),
+                timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
                 callers=callers,
                 peer={key: item[key] for key in PEER_ARGUMENTS if item.get(key) is not None},

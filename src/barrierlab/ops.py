@@ -69,6 +69,8 @@ class Op:
     its first argument holds the same data on every rank (so a condition on it is not rank-dependent).
     ``in_place``: one tensor is both input and output, so the sizes torch's flight recorder keeps for it are
     comparable across ranks.
+    ``object_list``: the argument that holds the call's list of objects (the recorder records its length);
+    ``same_length``: that list must have the same length on every rank.
     ``underlying``: the gloo collective the call starts with, when it differs from the name — calls whose
     underlying ops match can pair silently. ``inner``: the tensor collectives an object collective makes, in
     order (why one call can take several positions in torch's flight record). ``gloo``/``nccl``: who a rank
@@ -83,6 +85,8 @@ class Op:
     same_shape: bool = False
     equalizing: bool = False
     in_place: bool = False
+    object_list: str | None = None
+    same_length: bool = False
     underlying: str | None = None
     inner: tuple[str, ...] = ()
     roles: tuple[str, ...] = (ANY,)
@@ -191,6 +195,7 @@ OPS: tuple[Op, ...] = (
         "all_gather_object",
         OBJECT_COLLECTIVE,
         equalizing=True,
+        object_list="object_list",
         underlying="all_gather",
         inner=("all_gather", "all_gather"),
         gloo=_waits(any="all"),
@@ -215,13 +220,16 @@ OPS: tuple[Op, ...] = (
         "broadcast_object_list",
         OBJECT_COLLECTIVE,
         equalizing=True,
+        object_list="object_list",
+        same_length=True,
         underlying="broadcast",
         inner=("broadcast", "broadcast"),
         roles=_ROOTED,
         gloo=_waits(root="all", non_root="parent"),
         nccl=_waits(root="none", non_root="root"),
         source=f"{_C10D} broadcast_object_list: broadcast of the sizes, then of the bytes (gloo root: measured at 4 "
-        "ranks; see the module docstring)",
+        "ranks; see the module docstring); its docstring: 'each rank must provide lists of equal sizes' (the sizes "
+        "tensor has one element per object: lists of other lengths make gloo abort or time out)",
         nccl_source=f"{_C10D} broadcast_object_list: the source rank only serialises and broadcasts (no .item() or "
         ".cpu() on its branch); the others call 'torch.sum(object_sizes_tensor).item()' after the broadcast of the "
         "sizes, so they wait for the source",
@@ -229,6 +237,7 @@ OPS: tuple[Op, ...] = (
     Op(
         "scatter_object_list",
         OBJECT_COLLECTIVE,
+        object_list="scatter_object_output_list",
         underlying="broadcast",
         inner=("broadcast", "scatter", "scatter"),
         roles=_ROOTED,
@@ -284,6 +293,7 @@ OPS: tuple[Op, ...] = (
             numbered=False,
             every_rank=False,
             roles=_P2P,
+            object_list="object_list",
             inner=("send", "send") if name == "send_object_list" else ("recv", "recv"),
             gloo=_waits(sender="peer", receiver="peer"),
             nccl=_waits(sender="none", receiver="peer"),
@@ -383,6 +393,8 @@ RECORDED_P2P = names(kinds=(POINT_TO_POINT,), recorded=True)
 EVERY_RANK = names(kinds=(COLLECTIVE, OBJECT_COLLECTIVE, GROUP), every_rank=True)
 #: Collectives whose tensors must have the same sizes and dtypes on every rank.
 SAME_SHAPE = names(same_shape=True)
+#: Calls whose list of objects must have the same length on every rank.
+SAME_LENGTH = names(same_length=True)
 #: One tensor is input and output: sizes in torch's flight record are comparable across ranks.
 IN_PLACE = names(in_place=True)
 #: After these, the call's first argument holds the same value on every rank.

@@ -351,16 +351,21 @@ _RETURNS_SENDER = frozenset({"recv", "recv_object_list"})
 _async_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _positions(original) -> tuple[tuple[str, int], ...]:
-    """(argument, position) of the peer and group arguments of ``original``, found once when it is wrapped."""
+def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
+    """(argument, position) of the arguments of ``original`` the recorder records as given — the peers, the
+    group, the call's own ``timeout=`` and (from the ops table) its list of objects — found once when it is
+    wrapped."""
     try:
         parameters = list(inspect.signature(original).parameters)
     except (TypeError, ValueError):
         return ()
-    return tuple((name, parameters.index(name)) for name in (*PEER_ARGUMENTS, "group") if name in parameters)
+    op = ops.BY_NAME.get(name)
+    wanted = (*PEER_ARGUMENTS, "group", "timeout") + ((op.object_list,) if op is not None and op.object_list else ())
+    return tuple((argument, parameters.index(argument)) for argument in wanted if argument in parameters)
 
 
 _GROUP_TEXT: dict[str, str] = {}
+_CPU = torch.device("cpu")
 
 
 def _group_text(group) -> str:
@@ -381,22 +386,56 @@ def _group_text(group) -> str:
     return text
 
 
+def _seconds(value) -> float | None:
+    """A ``timeout=`` argument in seconds (a ``timedelta``, as torch takes it), else None."""
+    try:
+        seconds = float(value.total_seconds())
+    except Exception:  # noqa: BLE001 - not a timedelta: torch will say so
+        return None
+    return seconds if seconds == seconds else None
+
+
+def _group_timeout(group) -> float | None:
+    """The timeout of ``group`` (None: the default group) on gloo, read from its backend's options each call
+    (``_set_pg_timeout`` can change it); None when there is no such group or it has no gloo backend."""
+    try:
+        if group is None or group is c10d.GroupMember.WORLD:
+            if not c10d.is_initialized():
+                return None
+            group = c10d._get_default_group()
+        return _seconds(group._get_backend(_CPU).options._timeout)
+    except Exception:  # noqa: BLE001 - private API, another backend, a destroyed group: nothing recorded
+        return None
+
+
 def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
-    extra = ""
+    extra, group, timeout = "", None, None
     for name, index in positions:
         value = args[index] if len(args) > index else kwargs.get(name)
         if value is None:
             continue
         if name == "group":
+            group = value
             extra += _group_text(value)
-        elif isinstance(value, int):
-            extra += f',"{name}":{int(value)}'
+        elif name == "timeout":
+            timeout = _seconds(value)
+        elif name in PEER_ARGUMENTS:
+            if isinstance(value, int):
+                extra += f',"{name}":{int(value)}'
+        elif isinstance(value, (list, tuple)):
+            extra += f',"objects":{len(value)}'
+    if timeout is None:
+        timeout = _group_timeout(group)
+    if timeout is not None:
+        extra += f',"timeout":{timeout!r}'
     return extra
 
 
 def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
     """The fields a call's entry line adds (see ``events``): the shapes and dtypes of the tensors it was given,
-    its peer and group arguments as given (``positions``: from :func:`_positions`), and whether it is async."""
+    its peer and group arguments as given, the length of its list of objects (``positions``: from
+    :func:`_positions`), the timeout in force (its own ``timeout=``, else its group's), and whether it is
+    async."""
     extra = _shapes(args, kwargs)
     if positions:
         extra += _arguments(positions, args, kwargs)
@@ -406,7 +445,7 @@ def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dic
 
 
 def _wrap(name: str, original, numbered: bool):
-    positions = _positions(original)
+    positions = _positions(original, name)
     returns_sender = name in _RETURNS_SENDER
 
     @functools.wraps(original)
