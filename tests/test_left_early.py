@@ -15,10 +15,10 @@ pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
 OTHERS = frozenset({0, 1, 2})
 
 
-def _left_early(op: str, late_rank: int = 3) -> ordering.LeftEarly:
+def _left_early(op: str, late_rank: int = 3, *, formed: bool = True) -> ordering.LeftEarly:
     run = bl.run(who_leaves_early.scenario, 4, kwargs={"op": op, "late_rank": late_rank}, timeout=10)
     assert run.ok, run.diagnosis.headline
-    return ordering.left_early(run, late_rank)
+    return ordering.left_early(run, late_rank, formed=formed)
 
 
 @pytest.mark.parametrize("op", ["barrier", "all_reduce", "all_gather"])
@@ -45,6 +45,13 @@ def test_an_async_call_returns_before_the_late_rank_arrives_on_either_backend():
     assert row.measured == row.gloo == row.nccl == OTHERS
 
 
+@pytest.mark.parametrize("op", ["all_reduce", "broadcast", "all_reduce(async_op=True)"])
+def test_a_lazily_formed_nccl_group_holds_every_rank_in_its_first_collective(op):
+    row = _left_early(op, formed=False)  # no device_id=: this first call forms the communicator (ncclCommInitRank)
+    assert row.nccl == frozenset()
+    assert row.gloo == _left_early(op).gloo  # gloo has no such step
+
+
 @pytest.mark.parametrize("op", ["gather", "scatter"])
 def test_a_rooted_call_holds_its_root_and_frees_the_others_on_gloo(op):
     row = _left_early(op, late_rank=1)  # rank 0 is the root: it waits for rank 1; ranks 2 and 3 do not
@@ -58,6 +65,7 @@ def test_the_table_says_who_left_in_words():
     assert "on gloo: left before rank 3 arrived (measured)" in lines[0] and "on NCCL" in lines[0]
     assert lines[1].split() == ["barrier", "nobody", "nobody"]
     assert lines[2].split() == ["all_reduce", "nobody", "ranks", "0,", "1,", "2"]
+    assert lines[-1] == ordering.NCCL_FORMED_NOTE and "device_id" in lines[-1]
 
 
 def test_arguments_are_checked_first():
@@ -70,3 +78,5 @@ def test_arguments_are_checked_first():
         ordering.left_early(run, 3, call=0)
     with pytest.raises(ValueError, match="fewer than 2"):
         ordering.left_early(run, 3, call=2)
+    with pytest.raises(TypeError, match="formed"):
+        ordering.left_early(run, 3, formed="no")

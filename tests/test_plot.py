@@ -437,6 +437,24 @@ def test_an_async_collective_in_flight_is_drawn_but_not_counted_as_waiting():
     assert waits.measure(lanes).ranks[0].wait < 0.01
 
 
+def test_an_in_flight_bar_ends_where_the_work_completed_when_the_axis_starts_at_the_function():
+    """A Run's axis starts when the first rank's function started (0.2 s here); the async barrier returned at
+    0.3 s and completed at 0.6 s, so its bar runs from 0.1 s to 0.4 s on the drawn axis, inside the axes."""
+    from barrierlab._protocol import Status
+    from barrierlab.result import RankResult, Run
+
+    results = []
+    for r in range(2):
+        (events,) = ranks([call("barrier", 0.3, 0.301, done=0.6), span("compute", "other work", 0.301, 0.9)])
+        results.append(RankResult(r, Status.FINISHED, started=0.2, ended=1.0, events=events))
+    fig = plot.timeline(Run(world_size=2, ranks=results, elapsed=1.0, timeout=5.0, deadline=10.0))
+    (bars,) = artists(fig, "in-flight")
+    for path in bars.get_paths():
+        xs = path.vertices[:, 0]
+        assert xs.min() == pytest.approx(0.101) and xs.max() == pytest.approx(0.4)
+    assert xs.max() < fig.axes[0].get_xlim()[1]
+
+
 # --- collectives torch issued itself (flight recorder) -------------------------------------------------
 
 

@@ -31,7 +31,9 @@ On NCCL they describe the *host* (the Python thread), from torch 2.13's source, 
 ``work.wait()`` makes the current stream wait, not the host (``Work.wait``'s docstring,
 torch/csrc/distributed/c10d/init.cpp), so it orders nothing on the host until a synchronising call —
 ``barrier`` (which blocks the CPU thread), or a ``.item()``/``.cpu()`` of a received tensor, as the object
-collectives do. With ``TORCH_NCCL_BLOCKING_WAIT=1`` every wait blocks the host; not modelled. CUDA streams
+collectives do. The columns take the group's NCCL communicator as formed: its first collective, without
+``init_process_group(device_id=...)``, forms it and holds every member (``ordering.Order(formed=False)``).
+With ``TORCH_NCCL_BLOCKING_WAIT=1`` every wait blocks the host; not modelled. CUDA streams
 (what the GPU orders) are not modelled either.
 """
 

@@ -18,6 +18,11 @@ opened for writing or appending, read, renamed, removed; a folder listed). Edges
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
 another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
 streams order is not modelled, nor collectives torch issues from C++ (DDP's), nor ``TORCH_NCCL_BLOCKING_WAIT``.
+By default the NCCL model takes each group's communicator as already formed (``init_process_group(device_id=...)``
+forms it there, else an earlier collective did); with ``formed=False`` a group's first collective forms it,
+and ``ncclCommInitRank`` "implicitly synchronizes with other ranks" (NCCL's API docs), so every member's host
+waits there for every member, whatever the op (``init_process_group``'s docstring on ``device_id``: "the
+communicator is immediately formed ... rather than the normal lazy call").
 A file open for writing is one point, when it was opened: a file kept open across a synchronising call is
 taken as written before it. Only the default group's members are known for calls without ``group``.
 """
@@ -40,6 +45,11 @@ _RECVS = {"recv", "irecv", "recv_object_list"}
 #: File accesses: which pairs on different ranks conflict.
 _WRITES = {"write"}
 _CHANGES = {"write", "append", "remove", "rename"}
+#: What the NCCL column of a table assumes, printed under it.
+NCCL_FORMED_NOTE = (
+    "* once the group's NCCL communicator exists; without init_process_group(device_id=...) "
+    "a group's first collective forms it and holds every rank"
+)
 ORDERERS = "a barrier, a blocking all_reduce on gloo, a store key or send/recv between them would"
 
 
@@ -118,10 +128,14 @@ def _doing(access: Access, entry: bool) -> str:
 class Order:
     """The happens-before relation of one run on one backend."""
 
-    def __init__(self, run, backend: str = "gloo") -> None:
+    def __init__(self, run, backend: str = "gloo", *, formed: bool = True) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
+        if not isinstance(formed, bool):
+            raise TypeError(f"formed must be a bool, not {type(formed).__name__}")
         self.backend = backend
+        #: NCCL only: the groups' communicators exist before the run's first collective (see the module docstring).
+        self.formed = formed
         self.origin = ranks_start(run)
         self.world = len(run.ranks)
         self.events = {r.rank: _sorted_events(run, r.rank) for r in run.ranks}
@@ -174,11 +188,13 @@ class Order:
                 if op is None:
                     continue
                 column = op.gloo if self.backend == "gloo" else op.nccl
+                forms = self.backend == "nccl" and not self.formed and k == 0
                 root = self._root(matched)
                 for rank, e in matched.items():
                     role = ops.ANY if op.roles == (ops.ANY,) else ops.ROOT if rank == root else ops.NON_ROOT
-                    word = column.get(role)
-                    released = self._released(rank, e, waits[rank])
+                    word = "all" if forms else column.get(role)
+                    # forming the communicator happens inside the call, before an async call returns its handle
+                    released = self.leave(rank, e) if forms else self._released(rank, e, waits[rank])
                     if released is None:
                         continue
                     if word == "all":
@@ -383,9 +399,10 @@ def _column(name: str, backend: str):
     return op.gloo if backend == "gloo" else op.nccl
 
 
-def order(run, backend: str = "gloo") -> Order:
-    """The happens-before relation of ``run`` as ``backend`` would order it, seen from the host."""
-    return Order(run, backend)
+def order(run, backend: str = "gloo", *, formed: bool = True) -> Order:
+    """The happens-before relation of ``run`` as ``backend`` would order it, seen from the host (``formed``: see
+    :class:`Order`)."""
+    return Order(run, backend, formed=formed)
 
 
 def races(run, backend: str = "gloo") -> list[Race]:
@@ -422,9 +439,11 @@ class LeftEarly:
     nccl: frozenset[int]
 
 
-def left_early(run, late_rank: int, call: int = 1) -> LeftEarly:
+def left_early(run, late_rank: int, call: int = 1, *, formed: bool = True) -> LeftEarly:
     """The ``call``-th collective call (1 for the first) of every rank of ``run``: who left it before
-    ``late_rank`` entered it, measured, and who may, as the model orders the run on gloo and on NCCL."""
+    ``late_rank`` entered it, measured, and who may, as the model orders the run on gloo and on NCCL (``formed``:
+    whether the group's NCCL communicator already exists; with False the group's first collective forms it and
+    holds every rank)."""
     if isinstance(late_rank, bool) or not isinstance(late_rank, int):
         raise TypeError(f"late_rank must be an int, not {type(late_rank).__name__}")
     if isinstance(call, bool) or not isinstance(call, int):
@@ -433,7 +452,9 @@ def left_early(run, late_rank: int, call: int = 1) -> LeftEarly:
         raise ValueError(f"late_rank must be a rank of the run (0 to {len(run.ranks) - 1}), not {late_rank}")
     if call < 1:
         raise ValueError(f"call must be 1 or more (the first collective call is 1), not {call}")
-    orders = {backend: Order(run, backend) for backend in BACKENDS}
+    if not isinstance(formed, bool):
+        raise TypeError(f"formed must be a bool, not {type(formed).__name__}")
+    orders = {backend: Order(run, backend, formed=formed) for backend in BACKENDS}
     events = orders["gloo"].events
     calls = {rank: [e for e in evs if e.kind == "collective"] for rank, evs in events.items()}
     if any(len(mine) < call for mine in calls.values()):
@@ -462,7 +483,8 @@ def left_early_table(rows: dict[str, LeftEarly]) -> str:
 
     late = {row.late for row in rows.values()}
     who = f"rank {late.pop()}" if len(late) == 1 else "the late rank"
-    table = [("", f"on gloo: left before {who} arrived (measured)", "on NCCL: may leave first (model, host)")]
+    table = [("", f"on gloo: left before {who} arrived (measured)", "on NCCL: may leave first (model, host)*")]
     table += [(label, ranks(row.measured), ranks(row.nccl)) for label, row in rows.items()]
     widths = [max(len(line[i]) for line in table) + 2 for i in (0, 1)]
-    return "\n".join(f"{a:<{widths[0]}}{b:<{widths[1]}}{c}" for a, b, c in table)
+    lines = [f"{a:<{widths[0]}}{b:<{widths[1]}}{c}" for a, b, c in table]
+    return "\n".join([*lines, NCCL_FORMED_NOTE])

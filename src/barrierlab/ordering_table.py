@@ -12,7 +12,8 @@ Two questions, both asked of :class:`barrierlab.ordering.Order`:
   orderings would not hold on GPUs, seen from the host.
 
 The NCCL answers are the model's, not a measurement: the host's view (a collective returns once enqueued;
-``barrier`` and the object collectives that copy sizes to the CPU block it), CUDA streams not modelled.
+``barrier`` and the object collectives that copy sizes to the CPU block it), CUDA streams not modelled, each
+group's communicator already formed (a lazily formed group's first collective holds every rank: not shown).
 """
 
 from __future__ import annotations

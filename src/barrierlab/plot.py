@@ -185,7 +185,7 @@ def _shift(lanes: list[_Lane], origin: float) -> list[_Lane]:
         return None if t is None else t - origin
 
     def event(e: Event | None) -> Event | None:
-        return None if e is None else replace(e, start=at(e.start), end=at(e.end))
+        return None if e is None else replace(e, start=at(e.start), end=at(e.end), done=at(e.done))
 
     def call(c):
         entry = None if c.entry is None else replace(c.entry, start=at(c.entry.start))

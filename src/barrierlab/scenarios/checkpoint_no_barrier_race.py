@@ -17,7 +17,7 @@ def write_slowly(data: bytes, path: str, chunks: int = 4, pause: float = 0.3) ->
     with open(path, "wb") as f:
         for i in range(0, len(data), step):
             f.write(data[i:i + step])
-            f.flush()  # visible to every process on this machine (on NFS: to other nodes after close)
+            f.flush()  # visible to every process on this machine (on NFS: to other nodes after close, man 5 nfs)
             time.sleep(pause)
 
 
