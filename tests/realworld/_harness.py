@@ -22,6 +22,7 @@ with this folder and ``_standins`` first on ``sys.path``; under torchrun ``_stan
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import os
 import re
@@ -204,10 +205,31 @@ def run_as_script(item: Item) -> ScriptOutcome:
     try:
         output, _ = process.communicate(timeout=SCRIPT_DEADLINE)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the job's own session: torchrun and the ranks it started
-        output, _ = process.communicate()
+        output = end_job(process)
         return ScriptOutcome(None, time.monotonic() - start, output)
     return ScriptOutcome(process.returncode, time.monotonic() - start, output)
+
+
+def end_job(process: subprocess.Popen) -> str:
+    """Kill a job started in its own session, and every process it started (torch elastic starts its workers in
+    sessions of their own, so killing the job's session alone left the ranks holding its output open until
+    their gloo timeout, 30 minutes), by PID; its output so far."""
+    import psutil
+
+    try:
+        family = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for child in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        output = "(the job's output could not be read within 30 s of killing it)"
+    return output
 
 
 # --------------------------------------------------------------------------- lint

@@ -13,7 +13,6 @@ import ast
 import importlib
 import importlib.metadata
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -134,9 +133,7 @@ def run_as_script(item: Item, deadline: float | None = None) -> harness.ScriptOu
     try:
         output, _ = process.communicate(timeout=deadline)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the job's own session: torchrun and the ranks it started
-        output, _ = process.communicate()
-        return harness.ScriptOutcome(None, time.monotonic() - start, output)
+        return harness.ScriptOutcome(None, time.monotonic() - start, harness.end_job(process))
     return harness.ScriptOutcome(process.returncode, time.monotonic() - start, output)
 
 
