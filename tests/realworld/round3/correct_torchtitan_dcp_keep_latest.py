@@ -31,6 +31,7 @@ def purge_stale_checkpoints(folder: str) -> None:
 
 def worker():
     folder = os.path.join(job_dir("titan"), "checkpoint")
+    torch.manual_seed(0)  # the same replicated weights on every rank (DCP keeps one copy of a replicated tensor)
     model = torch.nn.Linear(4, 4)
     for step in (1, 2, 3):
         with torch.no_grad():
