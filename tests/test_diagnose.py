@@ -357,3 +357,17 @@ def test_one_object_holding_a_list_of_any_length_is_fine():
     assert run.ok and run.diagnosis.ok, run.diagnosis
     assert run[1].value == ["shard-0", "shard-1", "shard-2"]
     assert [e.objects for e in run.events if e.is_collective] == [1, 1]
+
+
+def monitored_then_all_reduce():
+    """The monitored_barrier docstring's debugging use, after uneven work (round 3's corpus item
+    correct_monitored_barrier_uneven_work): gloo's monitored_barrier takes two positions of torch's sequence
+    and leaves no flight-recorder entry."""
+    time.sleep(0.2 * dist.get_rank())
+    dist.monitored_barrier(timeout=timedelta(seconds=20), wait_all_ranks=True)
+    dist.all_reduce(torch.ones(2))
+
+
+def test_a_monitored_barrier_every_rank_passed_is_no_split_in_torchs_record():
+    run = bl.run(monitored_then_all_reduce, 3, timeout=20)
+    assert run.ok and run.diagnosis.ok, run.diagnosis

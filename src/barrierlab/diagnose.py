@@ -275,7 +275,9 @@ def _flight_split(found: dict[int, Flight]) -> _Split | None:
     for position in range(low, high + 1):
         at = {r: s[position] for r, s in by_rank.items() if position in s}
         absent = sorted(set(by_rank) - set(at))
-        if absent or len({e.op for e in at.values()}) > 1:
+        # a position no rank's record lists is a gap in torch's numbering, not a split: gloo's
+        # monitored_barrier takes two sequence numbers and leaves no flight-recorder entry
+        if (absent and at) or len({e.op for e in at.values()}) > 1:
             return _Split(position, at, absent)
     return None
 
