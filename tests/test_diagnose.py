@@ -371,3 +371,30 @@ def monitored_then_all_reduce():
 def test_a_monitored_barrier_every_rank_passed_is_no_split_in_torchs_record():
     run = bl.run(monitored_then_all_reduce, 3, timeout=20)
     assert run.ok and run.diagnosis.ok, run.diagnosis
+
+
+def ring_exchange(send_first_everywhere: bool):
+    """Each rank passes a tensor to the next rank of a ring and receives one from the previous (the halo
+    exchange of NVIDIA/nccl #479, round 3's buggy_halo_exchange_send_first)."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    out, got = torch.full((4,), float(rank)), torch.empty(4)
+    if send_first_everywhere or rank % 2 == 0:
+        dist.send(out, dst=(rank + 1) % size)  # the ring's send
+        dist.recv(got, src=(rank - 1) % size)
+    else:
+        dist.recv(got, src=(rank - 1) % size)
+        dist.send(out, dst=(rank + 1) % size)
+    return int(got[0])
+
+
+def test_a_ring_of_ranks_that_all_send_first_is_a_cycle_named_at_the_send():
+    d = bl.run(ring_exchange, 3, args=(True,), timeout=2).diagnosis
+    assert d.kind == "p2p-cycle" and d.ranks == [0, 1, 2], d
+    assert f"ranks 0–2 each wait in send to the next rank at {os.path.relpath(__file__)}:" in d.headline, d.headline
+    assert d.site.line == line_of(ring_exchange, "# the ring's send")
+    assert "isend/irecv" in d.advice
+
+
+def test_a_ring_ordered_by_rank_parity_finishes():
+    run = bl.run(ring_exchange, 2, args=(False,), timeout=10)
+    assert run.ok and run.values == [1, 0] and run.diagnosis.ok, run.diagnosis

@@ -30,7 +30,7 @@ from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
-from barrierlab.events import Event, Flight, FlightEntry, defines, undynamic
+from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines, undynamic
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
 from barrierlab.words import issuer_word, rank_list
@@ -884,6 +884,69 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
     )
 
 
+def _blocked_in_p2p(f: Facts) -> dict[int, Event]:
+    """The ranks that did not finish whose last call was a blocking ``send``/``recv`` that never returned
+    normally (still inside it, or left with an error), with that call."""
+    found = {}
+    for rank in f.failed:
+        calls = [e for e in f.run[rank].events if e.kind in CALL_KINDS]
+        last = calls[-1] if calls else None
+        if last is not None and last.kind == "p2p" and last.name in ("send", "recv"):
+            if last.end is None or last.error:
+                found[rank] = last
+    return found
+
+
+def _p2p_peer(event: Event) -> int | None:
+    peer = event.peer.get("dst", event.peer.get("src"))
+    return peer if isinstance(peer, int) else None
+
+
+def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
+    """Ranks each blocked in a send or recv to the next, round to the first: halo exchanges that all send
+    first (NVIDIA/nccl #479), or all receive first."""
+    blocked = _blocked_in_p2p(f)
+    for start in sorted(blocked):
+        cycle, rank = [], start
+        while rank in blocked and rank not in cycle:
+            cycle.append(rank)
+            rank = _p2p_peer(blocked[rank])
+        if rank != start or len(cycle) < 2:
+            continue
+        names = {blocked[r].name for r in cycle}
+        first = blocked[cycle[0]]
+        if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1:
+            other = "the other" if len(cycle) == 2 else "the next rank"
+            waits = [
+                f"{rank_list(cycle)} each wait in {first.name} {'to' if first.name == 'send' else 'from'} {other} "
+                f"at {where_text(first)}{_callers_text(first.callers, first.file)}"
+            ]
+        else:
+            waits = [
+                f"rank {r} waits in {blocked[r].name} {'to' if blocked[r].name == 'send' else 'from'} rank "
+                f"{_p2p_peer(blocked[r])} at {where_text(blocked[r])}"
+                for r in cycle
+            ]
+        why = (
+            "a blocking send on gloo returns only once its peer has posted the matching recv"
+            if names == {"send"}
+            else "a blocking recv returns only when its message has arrived"
+            if names == {"recv"}
+            else "each call waits for its peer's matching call"
+        )
+        return Diagnosis(
+            "p2p-cycle",
+            f"A cycle of point-to-point waits: {'; '.join(waits)}. {why[0].upper() + why[1:]}, so each rank "
+            "waits for the next and none can go on.",
+            _outcomes(f.run, {r: blocked[r] for r in cycle}),
+            "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
+            "with isend/irecv (or dist.batch_isend_irecv) and then wait on all of them.",
+            ranks=cycle,
+            site=_site(blocked[cycle[0]]),
+        )
+    return None
+
+
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
     failed = f.failed
     stuck = [r for r in failed if f.run[r].status == STOPPED]
@@ -948,6 +1011,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_torch_divergence,
     rule_paired_by_position,
     rule_mismatched_collectives,
+    rule_p2p_cycle,
     rule_rank_failed,
     rule_still_running,
     rule_silent_mispairing,
