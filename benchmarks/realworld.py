@@ -159,9 +159,14 @@ def judge_cli(item: harness.Item) -> Verdict:
         str(deadline),
     ]
     code, output, elapsed = run_bounded(command, item, deadline + CLI_STARTUP)
-    # stdout: the run (a "Run(" line and one line per rank), a blank line, then the diagnosis's headline
-    after_run = output.split("Run(", 1)[-1].split("\n\n", 1)
-    headline = after_run[1].strip().splitlines()[0] if len(after_run) > 1 and after_run[1].strip() else ""
+    # stdout: the run (its "Run(" line, one line per rank, what the ranks printed), a blank line, the diagnosis
+    # (no blank line inside it), a blank line, the ledger ("#  rank 0 ..."): the headline is the first line of
+    # the paragraph before the ledger, whatever blank lines the ranks' own output had
+    parts = re.split(r"\n\n#\s+rank 0", output.split("Run(", 1)[-1], maxsplit=1)
+    paragraphs = [p for p in parts[0].split("\n\n") if p.strip()]
+    if len(parts) == 1 and paragraphs:  # no table: the ledger is its one-line note, the last paragraph
+        paragraphs.pop()
+    headline = paragraphs[-1].strip().splitlines()[0] if len(paragraphs) > 1 else ""
     finished = code == 0
     return Verdict(
         finished,

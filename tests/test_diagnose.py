@@ -398,3 +398,19 @@ def test_a_ring_of_ranks_that_all_send_first_is_a_cycle_named_at_the_send():
 def test_a_ring_ordered_by_rank_parity_finishes():
     run = bl.run(ring_exchange, 2, args=(False,), timeout=10)
     assert run.ok and run.values == [1, 0] and run.diagnosis.ok, run.diagnosis
+
+
+def test_the_dump_of_a_rank_gloo_aborted_shows_only_the_learners_frames_innermost_last():
+    run = bl.run(object_lists_of_rank_dependent_length, 2, timeout=2)
+    aborted = [r for r in run if r.status == "killed by signal" and "Fatal Python error" in r.stderr]
+    if not aborted:
+        pytest.skip("no rank was aborted by gloo in this run (which rank notices the mismatch varies)")
+    shown = repr(run).split(f"--- rank {aborted[0].rank} (stderr) ---", 1)[1]
+    assert "(most recent call last):" in shown and "Extension modules" not in shown
+    frames = [line for line in shown.splitlines() if line.startswith('  File "')]
+    assert frames and all("test_diagnose.py" in line for line in frames), shown
+    assert frames[-1].endswith(
+        f"line {line_of(object_lists_of_rank_dependent_length, '# the lists differ')} in "
+        "object_lists_of_rank_dependent_length"
+    ), shown
+    assert "frames of torch, barrierlab and the standard library left out" in shown

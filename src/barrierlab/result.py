@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
-from barrierlab.stacks import Stuck
+from barrierlab.stacks import Stuck, fold_thread_dumps
 from barrierlab.unpickle import unpickle_isolated
 from barrierlab.words import rank_list
 
@@ -323,7 +323,7 @@ class Run:
             if r.stdout:
                 blocks.append(f"--- rank {r.rank} ---\n{r.stdout.rstrip()}")
             if r.stderr:
-                blocks.append(f"--- rank {r.rank} (stderr) ---\n{tidy(r.stderr).rstrip()}")
+                blocks.append(f"--- rank {r.rank} (stderr) ---\n{fold_thread_dumps(tidy(r.stderr)).rstrip()}")
         return "\n".join(blocks)
 
     def headline(self) -> str:
@@ -355,7 +355,7 @@ class Run:
                 if r.stderr:
                     text += (
                         "\n" if text else ""
-                    ) + f"<span style='color:#b2182b'>{html.escape(tidy(r.stderr).rstrip())}</span>"
+                    ) + f"<span style='color:#b2182b'>{html.escape(fold_thread_dumps(tidy(r.stderr)).rstrip())}</span>"
                 output = f"<pre style='margin:0;max-height:12em;overflow:auto'>{text}</pre>"
             colour = colours.get(r.status, "#b2182b")
             rows.append(

@@ -103,3 +103,54 @@ def relabel_traceback(text: str, index: CodeIndex | None = None) -> str:
         if m["file"] != site.file and next_is_frame and site.code:
             out.append(f"{m['indent']}  {site.code}")
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def fold_thread_dumps(text: str) -> str:
+    """A rank's stderr with each faulthandler dump (``Fatal Python error: Aborted`` when gloo aborts the
+    process) cut to the learner's frames: a thread shows only the frames of the learner's code, innermost
+    last as in a traceback, and a thread with none (barrierlab's watchers) is left out; one line says how
+    many frames were left out. Everything else is kept as written."""
+    out: list[str] = []
+    dropped = 0
+    kept: list[str] = []
+    header: str | None = None
+
+    def close_thread() -> None:
+        nonlocal header, kept
+        if header is not None and kept:
+            out.append(header.replace("(most recent call first)", "(most recent call last)"))
+            out.extend(reversed(kept))  # faulthandler lists the innermost frame first
+        header, kept = None, []
+
+    in_dump = outside = False
+    for line in text.splitlines():
+        if _THREAD.match(line):
+            close_thread()
+            if not in_dump and out and not out[-1].strip():
+                out.pop()  # the blank line faulthandler writes before its first thread
+            in_dump, outside, header = True, False, line
+            continue
+        frame = _FRAME.match(line) if in_dump else None
+        if frame:
+            if is_learners(frame["file"]) and not outside and frame["file"] != "<string>":
+                kept.append(line)
+            else:
+                dropped += 1
+            # the frames outside the learner's function: the rank's own start, the warm process
+            outside = outside or (frame["file"] == RANK_SOURCE and frame["func"].strip() == RANK_CALLS_FN)
+            continue
+        if in_dump and not line.strip():
+            continue  # the blank line between two threads
+        if in_dump:
+            close_thread()
+            if dropped:
+                out.append(f"  ({dropped} frames of torch, barrierlab and the standard library left out)")
+                dropped = 0
+            in_dump = False
+            if line.startswith("Extension modules:"):
+                continue  # the C extensions loaded: nothing the learner can act on
+        out.append(line)
+    close_thread()
+    if dropped:
+        out.append(f"  ({dropped} frames of torch, barrierlab and the standard library left out)")
+    return "\n".join(out)
