@@ -9,12 +9,26 @@ import psutil
 import pytest
 
 import barrierlab
-from barrierlab import launch
+from barrierlab import _warmstart, launch
 
 # Rank functions defined in test modules are sent by reference, so every rank imports its test module, and
-# with it pytest and often matplotlib (0.3-1 s of CPU per rank, in hundreds of runs). The warm process
-# imports them once instead, as a learner's lab would preload a library their own modules use.
-os.environ.setdefault("BARRIERLAB_PRELOAD", "pytest,psutil,matplotlib.figure")
+# with it pytest (0.3-0.5 s of CPU per rank, in hundreds of runs). The test process's warm process imports it
+# once instead, as a learner's lab would preload a library their own modules use (BARRIERLAB_PRELOAD). Set
+# only while that process starts: notebooks under nbval start their kernels from this process too, and run
+# as a learner runs them.
+_start_warm_process = _warmstart.start
+
+
+def _start_warm_process_preloading_pytest():
+    os.environ["BARRIERLAB_PRELOAD"] = "pytest,psutil"
+    try:
+        return _start_warm_process()
+    finally:
+        del os.environ["BARRIERLAB_PRELOAD"]
+
+
+_warmstart.start = _start_warm_process_preloading_pytest
+
 
 collect_ignore = ["lint_corpus", "realworld", "browser/notebooks"]  # corpora and notebooks the tests run
 
