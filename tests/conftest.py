@@ -119,3 +119,28 @@ def no_leftovers():
     """Fails the test if any rank process outlives it."""
     yield
     assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []
+
+
+def _show_unexpected_stream_text() -> None:
+    """nbval reports an output stream a stored cell did not have by its name only ("Unexpected output fields:
+    {'stderr'}"); add what the stream said to the failure, so a message that reaches a lesson's cell (from the
+    kernel, the warm process or a library) can be read in CI's log. Only the failure text changes."""
+    try:
+        from nbval import plugin
+    except ImportError:
+        return
+    compare = plugin.IPyNbCell.compare_outputs
+
+    def compare_outputs(self, test, ref, skip_compare=None):
+        same = compare(self, test, ref, skip_compare)
+        if not same:
+            stored = {o.get("name") for o in ref if o.get("output_type") == "stream"}
+            for output in test:
+                if output.get("output_type") == "stream" and output.get("name") not in stored:
+                    self.comparison_traceback.append(f"\n{output.get('name')} said:\n{str(output.get('text'))[:4000]}")
+        return same
+
+    plugin.IPyNbCell.compare_outputs = compare_outputs
+
+
+_show_unexpected_stream_text()
