@@ -143,4 +143,7 @@ def _show_unexpected_stream_text() -> None:
     plugin.IPyNbCell.compare_outputs = compare_outputs
 
 
-_show_unexpected_stream_text()
+def pytest_configure(config):
+    # in the test process only: ranks import this module too (test modules import its helpers), and nbval's
+    # own imports (nbformat, jsonschema) cost a rank seconds
+    _show_unexpected_stream_text()
