@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -121,33 +122,37 @@ class _Clock:
         return self.now
 
 
-def test_preloading_waits_while_the_kernel_uses_the_cpu_and_not_longer_than_its_limit(monkeypatch):
-    clock, ticks = _Clock(), {"n": 0}
+def test_preloading_waits_until_the_kernel_has_been_idle_and_not_longer_than_its_limit(monkeypatch):
+    clock, kernel = _Clock(), {"state": "R", "ticks": 0}
     monkeypatch.setattr(_warm.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(_warm._contain, "cpu_ticks", lambda pid: ticks["n"])
+    monkeypatch.setattr(_warm._contain, "state_and_ticks", lambda pid: (kernel["state"], kernel["ticks"]))
     tick = 1 / os.sysconf("SC_CLK_TCK")
     activity = _warm._Activity(pid=1, give_up_after=5.0)
-    assert activity.busy()  # until a first window has been measured
-    assert activity.next_verdict_in() == pytest.approx(_warm.KERNEL_WINDOW)
 
-    def window(cpu_share: float) -> bool:
-        clock.now += _warm.KERNEL_WINDOW
-        ticks["n"] += round(cpu_share * _warm.KERNEL_WINDOW / tick)
-        return activity.busy()
+    def look(state: str, cpu_share: float) -> float:
+        clock.now += _warm.KERNEL_LOOK
+        kernel["state"] = state
+        kernel["ticks"] += round(cpu_share * _warm.KERNEL_LOOK / tick)
+        return activity.idle_for()
 
-    assert window(0.9)  # the kernel imports torch
-    assert window(0.6)
-    assert not window(0.05)  # the learner reads
-    assert activity.next_verdict_in() == 0.0
-    assert window(1.0)  # busy again: the next module waits
+    assert look("R", 0.9) == 0.0  # the kernel imports torch
+    assert look("R", 0.1) == 0.0  # runnable but starved of CPU on a loaded machine: still busy
+    assert look("D", 0.0) == 0.0  # reading a file
+    assert look("S", 0.8) == 0.0  # asleep at the look, but it worked since the last one
+    assert look("S", 0.0) == 0.0  # idle from now on
+    assert look("S", 0.0) == pytest.approx(_warm.KERNEL_LOOK)
+    for _ in range(round(_warm.PRELOAD_AFTER_IDLE / _warm.KERNEL_LOOK)):
+        idle = look("S", 0.0)
+    assert idle >= _warm.PRELOAD_AFTER_IDLE  # the learner reads: preloading may start
+    assert look("R", 1.0) == 0.0  # the next cell: the next module waits
     clock.now += 5.0  # waited long enough in all: preload even though the kernel is busy
-    ticks["n"] += 1000
-    assert not activity.busy()
+    kernel["ticks"] += 1000
+    assert activity.idle_for() == math.inf
 
 
 def test_a_parent_that_is_gone_does_not_hold_preloading_back(monkeypatch):
-    monkeypatch.setattr(_warm._contain, "cpu_ticks", lambda pid: None)
-    assert not _warm._Activity(pid=1, give_up_after=5.0).busy()
+    monkeypatch.setattr(_warm._contain, "state_and_ticks", lambda pid: None)
+    assert _warm._Activity(pid=1, give_up_after=5.0).idle_for() == math.inf
 
 
 PRELOADED = textwrap.dedent("""

@@ -100,10 +100,11 @@ def _stat(pid: int) -> tuple[int, int, int, str] | None:
     return int(fields[1]), int(fields[3]), int(fields[19]), fields[0].decode()
 
 
-def cpu_ticks(pid: int) -> int | None:
-    """CPU time ``pid`` has used (user + system, in clock ticks), or None."""
+def state_and_ticks(pid: int) -> tuple[str, int] | None:
+    """``pid``'s state (``R`` running or runnable, ``S`` sleeping, ``D`` waiting on a disk, ...) and the CPU time
+    it has used in clock ticks, from one read of ``/proc/pid/stat``; None if it is gone."""
     fields = _stat_fields(pid)
-    return None if fields is None else int(fields[11]) + int(fields[12])  # utime 14, stime 15
+    return None if fields is None else (fields[0].decode(), int(fields[11]) + int(fields[12]))
 
 
 def start_time(pid: int) -> int | None:

@@ -18,6 +18,7 @@ The messages and their framing are defined in ``_protocol.py``.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import signal
@@ -43,12 +44,15 @@ from barrierlab._protocol import (
 #: Imported once here so that ranks, forked from this process, share them instead of each importing
 #: them again (torch.distributed.checkpoint alone costs a rank about 2 s and 90 MB on 2 cores; DDP
 #: imports torch._dynamo on construction, 2.4 s and 130 MB per rank).
-#: Seconds without a launch after which the warm process preloads anyway (a kernel that waits before its first run).
+#: Preloading imports one module at a time, and a run asked for during an import waits for it (up to 2.5 s for
+#: torch._dynamo on a busy machine): it starts only once the kernel has been idle this many seconds (a learner
+#: reading, not one running cells back to back), looked at every KERNEL_LOOK seconds. "Idle": neither running
+#: nor runnable nor waiting on a disk at each look, and under KERNEL_BUSY_SHARE of a CPU between looks. A busy
+#: kernel on a loaded machine is starved of CPU, so its CPU share alone said "idle" while it imported matplotlib
+#: (measured at load 5.5: the first run of a fresh warm process waited 2.3 s behind torch._dynamo).
+#: After KERNEL_WAIT_MAX seconds of waiting it preloads anyway (Run All, nbval: DDP runs need torch._dynamo).
 PRELOAD_AFTER_IDLE = 1.0
-#: Preloading waits while the kernel uses at least this share of a CPU (its own torch import, at the start, is
-#: what the first cell waits for; two imports at once slow each other by ~0.2 s on 2 cores), measured over
-#: windows of KERNEL_WINDOW seconds, but for at most KERNEL_WAIT_MAX seconds in all.
-KERNEL_BUSY_SHARE, KERNEL_WINDOW, KERNEL_WAIT_MAX = 0.5, 0.2, 10.0
+KERNEL_BUSY_SHARE, KERNEL_LOOK, KERNEL_WAIT_MAX = 0.5, 0.1, 10.0
 
 PRELOAD = (
     "torch.nn",
@@ -96,22 +100,20 @@ class WarmProcess:
         signal.set_wakeup_fd(self.wake_w)
 
     def serve(self, preload: tuple[str, ...] = ()) -> None:
-        """Answer the kernel; import ``preload`` one module at a time whenever no request is waiting and no rank
-        is alive (an import blocks this loop, and with it the exit reports the kernel waits for), starting after
-        the first run (or :data:`PRELOAD_AFTER_IDLE` seconds without one), so the first run is fast."""
+        """Answer the kernel; import ``preload`` one module at a time whenever no request is waiting, no rank is
+        alive (an import blocks this loop, and with it the exit reports the kernel waits for) and the kernel has
+        been idle :data:`PRELOAD_AFTER_IDLE` seconds, so that a run is not kept waiting behind an import."""
         send(self.out_fd, Ready(os.getpid()))
-        pending, launched = list(preload), False
-        idle_since = time.monotonic()
+        pending = list(preload)
         kernel = _Activity(os.getppid(), give_up_after=KERNEL_WAIT_MAX)
         while True:
             timeout = None
             may_preload = bool(pending) and not self.children
             if may_preload:
-                due = 0.0 if launched else PRELOAD_AFTER_IDLE - (time.monotonic() - idle_since)
-                timeout = max(due, kernel.next_verdict_in(), 0.0)
+                timeout = min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
             if not readable and may_preload:
-                if (launched or time.monotonic() - idle_since >= PRELOAD_AFTER_IDLE) and not kernel.busy():
+                if kernel.idle_for() >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
                     if not pending:
                         send(self.out_fd, Preloaded())
@@ -125,7 +127,6 @@ class WarmProcess:
                     self.kill_all()
                     return
                 self.handle(message)
-                launched = launched or isinstance(message, Launch)
 
     def handle(self, message) -> None:
         if isinstance(message, Launch):
@@ -245,34 +246,34 @@ def main() -> None:
 
 
 class _Activity:
-    """Whether a process (the kernel) is busy on the CPU, judged over windows of :data:`KERNEL_WINDOW` s;
-    after ``give_up_after`` seconds of being asked, it answers "not busy" for good."""
+    """How long a process (the kernel) has been idle, from a look at its state and CPU time each time it is asked:
+    busy when it is running or runnable (``R``) or waiting on a disk (``D``), or used at least
+    :data:`KERNEL_BUSY_SHARE` of a CPU since the last look. After ``give_up_after`` seconds of being asked, and
+    when the process is gone, it answers "idle for ever"."""
 
     def __init__(self, pid: int, give_up_after: float) -> None:
         self.pid = pid
-        self.at = time.monotonic()
-        self.ticks = _contain.cpu_ticks(pid)
-        self.verdict = self.ticks is not None  # busy until a first window says otherwise
-        self.asked_since: float | None = None
         self.give_up_after = give_up_after
+        self.asked_since: float | None = None
+        self.at = time.monotonic()
+        self.seen = _contain.state_and_ticks(pid)
+        self.idle_since: float | None = None  # busy until a look says otherwise
 
-    def next_verdict_in(self) -> float:
-        """Seconds until a busy verdict can change (0 when not busy: the next :meth:`busy` decides)."""
-        return max(self.at + KERNEL_WINDOW - time.monotonic(), 0.0) if self.verdict else 0.0
-
-    def busy(self) -> bool:
+    def idle_for(self) -> float:
         now = time.monotonic()
         self.asked_since = self.asked_since or now
-        if now - self.asked_since >= self.give_up_after:
-            return False
-        if now - self.at >= KERNEL_WINDOW:
-            ticks = _contain.cpu_ticks(self.pid)
-            if ticks is None or self.ticks is None:
-                self.verdict = False
-            else:
-                self.verdict = (ticks - self.ticks) / os.sysconf("SC_CLK_TCK") >= KERNEL_BUSY_SHARE * (now - self.at)
-            self.ticks, self.at = ticks, now
-        return self.verdict
+        look = _contain.state_and_ticks(self.pid)
+        if look is None or self.seen is None or now - self.asked_since >= self.give_up_after:
+            return math.inf
+        (state, ticks), (_, before) = look, self.seen
+        used = (ticks - before) / os.sysconf("SC_CLK_TCK")
+        busy = state in ("R", "D") or used >= KERNEL_BUSY_SHARE * max(now - self.at, KERNEL_LOOK)
+        self.seen, self.at = look, now
+        if busy:
+            self.idle_since = None
+        elif self.idle_since is None:
+            self.idle_since = now
+        return 0.0 if self.idle_since is None else now - self.idle_since
 
 
 def _preload(name: str) -> None:
