@@ -412,6 +412,25 @@ def test_a_value_whose_unpickling_exits_becomes_that_ranks_error_not_the_kernels
     assert bl.run(rank_times, 2, args=(1,)).ok  # this process is alive and launches again
 
 
+class _SaysWhenUnpickled:
+    def __init__(self):
+        self.said = False
+
+    def __setstate__(self, state):
+        print("unpickled here", file=sys.stderr, flush=True)
+        self.__dict__.update(state, said=True)
+
+
+def test_the_trial_unpickle_prints_nothing_into_the_kernel(capfd):
+    """The trial unpickle runs in a child forked from the kernel, whose fds 1 and 2 lead into the running
+    cell: what the value printed there showed up as an unexpected stderr output (nbval failed on it)."""
+    run = bl.run(lambda: _SaysWhenUnpickled(), 2)
+    assert run.ok and run[0].value.said, run
+    assert (
+        capfd.readouterr().err.count("unpickled here") <= 2
+    )  # the kernel's own unpickle may say it  # the kernel's own unpickle may say it once
+
+
 def test_plain_values_and_tensors_both_arrive():
     plain = bl.run(lambda: {"loss": [0.1] * 100, "rank": dist.get_rank()}, 4)
     tensors = bl.run(lambda: torch.full((1000,), float(dist.get_rank())), 4)

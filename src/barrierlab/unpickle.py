@@ -191,6 +191,7 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
     try:
         _contain.die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _silence()
         gc.disable()  # a collection would touch (and so copy) every object of the kernel's heap
         if "torch" in sys.modules:  # a child forked after torch's thread pool ran hangs on its first parallel op
             sys.modules["torch"].set_num_threads(1)
@@ -211,6 +212,17 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
             view = view[os.write(write_fd, view) :]
     finally:
         os._exit(0)
+
+
+def _silence() -> None:
+    """Send the child's output nowhere: a kernel's fds 1 and 2 (and ipykernel's ``sys.stderr``) lead into the
+    cell that is running, so a warning the value printed while unpickling here showed up there as an unexpected
+    ``stderr`` output (nbval failed on it). The kernel's own unpickle, if it comes to that, prints as usual."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    sys.stdout = sys.stderr = open(os.devnull, "w")
 
 
 def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, bytes | None]]:
