@@ -162,6 +162,12 @@ class Preloaded:
 
 
 @dataclass(frozen=True)
+class PreloadNow:
+    """kernel -> warm process: preload at once, without waiting for the kernel to be idle: the kernel waits for
+    it (``warm_up(wait=True)``: the script runner, before a training script that builds DDP)."""
+
+
+@dataclass(frozen=True)
 class Launch:
     """kernel -> warm process: fork ``spec.options.world_size`` ranks of this run."""
 
@@ -212,7 +218,7 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Ready | Preloaded | Launch | Started | SignalRanks | Exited | Swept | Quit
+Message = Ready | Preloaded | PreloadNow | Launch | Started | SignalRanks | Exited | Swept | Quit
 
 _HEADER = struct.Struct(">I")
 

@@ -30,6 +30,7 @@ from barrierlab._protocol import (
     Exited,
     Launch,
     Preloaded,
+    PreloadNow,
     Quit,
     RankSpec,
     Ready,
@@ -93,6 +94,7 @@ class WarmProcess:
         self.out_fd = out_fd
         self.children: dict[int, tuple[str, int]] = {}  # pid -> (run id, rank)
         self.pidfds: dict[int, int] = {}  # pid -> pidfd, for each unreaped rank
+        self.eager = False  # preload without waiting for the kernel to be idle (PreloadNow)
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -110,10 +112,10 @@ class WarmProcess:
             timeout = None
             may_preload = bool(pending) and not self.children
             if may_preload:
-                timeout = min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
+                timeout = 0.0 if self.eager else min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
             if not readable and may_preload:
-                if kernel.idle_for() >= PRELOAD_AFTER_IDLE:
+                if self.eager or kernel.idle_for() >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
                     if not pending:
                         send(self.out_fd, Preloaded())
@@ -129,7 +131,9 @@ class WarmProcess:
                 self.handle(message)
 
     def handle(self, message) -> None:
-        if isinstance(message, Launch):
+        if isinstance(message, PreloadNow):
+            self.eager = True
+        elif isinstance(message, Launch):
             spec = message.spec
             pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids)))

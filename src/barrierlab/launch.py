@@ -33,6 +33,7 @@ from barrierlab._protocol import (
     Message,
     Outcome,
     Preloaded,
+    PreloadNow,
     Quit,
     RankFiles,
     Ready,
@@ -170,8 +171,11 @@ class _WarmProcess:
         raise LaunchError(f"the warm process did not import torch within {START_TIMEOUT:.0f} s")
 
     def wait_preloaded(self) -> None:
-        """Until the warm process has imported the modules the lessons use (it does so between launches)."""
+        """Until the warm process has imported the modules the lessons use (it does so between launches, once the
+        kernel has been idle a moment: it is told not to wait, since the kernel now waits for it)."""
         self.wait_ready()
+        if not self.preloaded:
+            self.send(PreloadNow())
         give_up = time.monotonic() + START_TIMEOUT
         while not self.preloaded and (remaining := give_up - time.monotonic()) > 0:
             self.receive(remaining)
