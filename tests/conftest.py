@@ -97,6 +97,7 @@ _MARKED_FILES = {
         "tests/test_collection.py",
         "tests/test_straggler_jitter.py",
         "tests/test_scenarios.py",
+        "tests/test_first_run.py",
         "tests/notebooks/",
         "notebooks/",
     ),

@@ -103,6 +103,7 @@ def test_the_pages_have_commands_to_check():
     assert any(c.text.startswith(".venv/bin/barrierlab") for c in all_commands())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_every_command_that_can_run_here_works(clone, record_property):
     ran, skipped, failed = [], [], []

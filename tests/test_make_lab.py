@@ -52,6 +52,7 @@ def test_the_news_override_names_a_real_jupyterlab_setting():
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
 
 
+@pytest.mark.slow
 def test_the_lab_prints_a_url_at_notebook_00_and_serves_news_off(tmp_path):
     settings = tmp_path / "app-settings"
     (settings / "overrides.d").mkdir(parents=True)

@@ -216,6 +216,7 @@ def test_an_instant_span_is_drawn_wide_enough_to_see():
     assert max(widths) == pytest.approx(1.0)  # a long span keeps its true width
 
 
+@pytest.mark.slow
 def test_timeline_draws_16_ranks_of_1000_events():
     steps = [(0.002 * i, 0.002 * i + 0.001, 0.002 * (i + 1)) for i in range(500)]
     lanes = ranks(
@@ -556,6 +557,7 @@ def ddp_two_steps() -> int:
     return dist.get_rank()
 
 
+@pytest.mark.slow
 def test_a_real_ddp_run_shows_the_all_reduces_torch_issued():
     import barrierlab
 
@@ -623,6 +625,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_the_first_timeline_of_a_fresh_interpreter_starts_when_the_ranks_start():
     """The first run waits for the warm process to import torch; that wait is not drawn, and the title's time
     is the ranks' time (the run's elapsed time minus the wait)."""

@@ -73,6 +73,7 @@ def test_a_ctrl_c_during_cleanup_is_delivered_after_the_folder_is_gone(tmp_path,
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_folders_of_a_sigkilled_kernel_are_removed_at_the_next_start(tmp_path):
     script = textwrap.dedent(f"""
