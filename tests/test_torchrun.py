@@ -150,6 +150,28 @@ def test_report_command_draws_the_timeline_of_a_torchrun_job(deadlocked_job, tmp
     assert png.stat().st_size > 10_000
 
 
+FIRST_BARRIER = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "notebooks", "first_barrier.py"
+)
+FIRST_BARRIER_LINE = re.compile(r"^rank (\d): arrived after (\d+\.\d\d) s, left after (\d+\.\d\d) s$", re.M)
+
+
+def test_lesson_00s_plain_script_prints_the_lines_the_lesson_shows():
+    """Notebook 00 §1 shows an example transcript of ``first_barrier.py`` under torchrun: each rank arrives after
+    its own work (0.2, 0.5, 0.1, 0.35 s) and leaves once rank 1, the last, has arrived (about 0.5 s; each rank's
+    clock starts at its own start, so the bounds allow for ranks scheduled late on a busy machine)."""
+    done = torchrun("", 4, None, script=FIRST_BARRIER)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    lines = {
+        int(rank): (float(arrived), float(left)) for rank, arrived, left in FIRST_BARRIER_LINE.findall(done.stdout)
+    }
+    assert sorted(lines) == [0, 1, 2, 3], done.stdout
+    for rank, work in enumerate((0.2, 0.5, 0.1, 0.35)):
+        arrived, left = lines[rank]
+        assert work <= arrived < work + 0.5, (rank, lines)
+        assert arrived <= left and 0.3 <= left < 5, (rank, lines)
+
+
 EVERY_RANK_FAILS = """
 import time, torch.distributed as dist
 from barrierlab.torchrun import main
