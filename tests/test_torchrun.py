@@ -169,7 +169,7 @@ def test_lesson_00s_plain_script_prints_the_lines_the_lesson_shows():
     for rank, work in enumerate((0.2, 0.5, 0.1, 0.35)):
         arrived, left = lines[rank]
         assert work <= arrived < work + 0.5, (rank, lines)
-        assert arrived <= left and 0.3 <= left < 5, (rank, lines)
+        assert arrived <= left < 5, (rank, lines)  # not a lower bound: ranks' clocks start apart under load
 
 
 EVERY_RANK_FAILS = """
