@@ -152,6 +152,30 @@ def test_a_stopped_warm_process_is_replaced_within_the_deadline():
     assert time.monotonic() - started < 90  # a fresh warm process imports torch; no 120 s hang
 
 
+def stop_the_warm_process():
+    if dist.get_rank() == 0:
+        os.kill(os.getppid(), signal.SIGSTOP)
+    time.sleep(1000)
+
+
+@pytest.mark.timeout(180)
+def test_a_warm_process_stopped_before_it_preloaded_costs_no_more_than_the_deadline():
+    """Found by an attacker: while the warm process had not finished preloading, the kernel waited 30 s for a
+    stopped one to confirm the ranks' exits (a 4 s deadline took 32-35 s)."""
+    bl.shutdown()
+    bl.warm_up()
+    launch._warm.wait_ready()
+    stopped = warm_pid()
+    started = time.monotonic()
+    try:
+        run = bl.run(stop_the_warm_process, 2, timeout=2, deadline=4)
+    except Exception as error:  # noqa: BLE001 - what matters is the time and what follows
+        run = error
+    assert time.monotonic() - started < 4 + 3, run
+    assert wait_until_gone([stopped], 3.0) == []
+    assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]
+
+
 @pytest.mark.timeout(180)
 def test_a_run_sent_while_the_warm_process_imports_gets_its_whole_deadline():
     """Found by CI on a loaded machine: a short-deadline run sent while the warm process was importing

@@ -793,7 +793,15 @@ class _RunningGroup:
         return min(START_TIMEOUT, max(self.spec.options.deadline, START_ANSWER_TIMEOUT))
 
     def confirm_timeout(self) -> float:
-        return CONFIRM_TIMEOUT if self.warm.preloaded else PRELOADING_CONFIRM_TIMEOUT
+        """How long the warm process may take to confirm that the ranks (and what they started) are gone. Once
+        it has started them it imports nothing until they are all reaped (``_warm.WarmProcess.serve``), so it
+        answers within :data:`CONFIRM_TIMEOUT` whether or not it has finished preloading; only before it
+        has answered ``Started`` may it be busy importing a module."""
+        return CONFIRM_TIMEOUT if self.warm.preloaded or self.started else PRELOADING_CONFIRM_TIMEOUT
+
+    def warm_stopped(self) -> bool:
+        """The warm process is stopped (SIGSTOP, a tracer) or dead: it will not answer, however long we wait."""
+        return _contain.is_stopped(self.warm.process.pid)
 
     def send(self, message: Message) -> None:
         try:
@@ -864,7 +872,7 @@ class _RunningGroup:
             self.pump(min(remaining, 0.02 if linger else 0.1))
             if self.running() and self.running() <= self.dead():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
-                if time.monotonic() - silent_since > self.confirm_timeout():
+                if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
                     self.warm_broken = True
                     return
             else:
@@ -904,7 +912,9 @@ class _RunningGroup:
             give_up = time.monotonic() + self.confirm_timeout()
             try:
                 while not self.started and not self.warm_broken and time.monotonic() < give_up:
-                    self.pump(max(0.0, give_up - time.monotonic()))
+                    self.pump(min(0.1, max(0.0, give_up - time.monotonic())))
+                    if not self.started and self.warm_stopped():
+                        break
             except LaunchError:
                 pass
             if not self.started:
@@ -918,6 +928,8 @@ class _RunningGroup:
             give_up = time.monotonic() + self.confirm_timeout()
             while not self.warm_broken and (self.running() or not self.swept) and time.monotonic() < give_up:
                 self.pump(min(0.05, max(0.0, give_up - time.monotonic())))
+                if (self.running() or not self.swept) and self.warm_stopped():
+                    break  # a stopped warm process never confirms: replace it now, not after the wait
         except LaunchError:
             self.warm_broken = True
         if self.running() or not self.swept:
