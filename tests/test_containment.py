@@ -102,9 +102,9 @@ def test_ranks_holding_the_gil_die_with_the_warm_process(tmp_path):
         open(os.path.join(folder, f"pid{dist.get_rank()}"), "w").write(str(os.getpid()))
         re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking: C code that never releases the GIL
 
-    errors = []
+    outcome = []
     thread = threading.Thread(
-        target=lambda: _run_catching(errors, hold_the_gil, 2, args=(str(tmp_path),), timeout=60, deadline=60)
+        target=lambda: _run_catching(outcome, hold_the_gil, 2, args=(str(tmp_path),), timeout=60, deadline=60)
     )
     thread.start()
     give_up = time.monotonic() + 60
@@ -119,16 +119,18 @@ def test_ranks_holding_the_gil_die_with_the_warm_process(tmp_path):
     assert time.monotonic() - killed_at < 5.0
     thread.join(30)
     assert not thread.is_alive()
-    assert errors and type(errors[0]).__name__ == "LaunchError", errors
+    [run] = outcome  # the run is returned: its ranks were killed with the warm process, and it says so
+    assert run.statuses == [bl.Status.KILLED] * 2 and "killed (SIGKILL)" in run.launcher_note, run
     assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]  # a new warm process
 
 
-def _run_catching(errors, *args, **kwargs):
+def _run_catching(outcome, *args, **kwargs):
+    """Run in a thread, keeping what the call returned or raised."""
     try:
         kwargs.setdefault("timeout", 5)
-        bl.run(*args, **kwargs)
+        outcome.append(bl.run(*args, **kwargs))
     except BaseException as error:  # noqa: B036
-        errors.append(error)
+        outcome.append(error)
 
 
 @pytest.mark.timeout(180)
@@ -174,6 +176,29 @@ def test_a_warm_process_stopped_before_it_preloaded_costs_no_more_than_the_deadl
     assert time.monotonic() - started < 4 + 3, run
     assert wait_until_gone([stopped], 3.0) == []
     assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]
+
+
+def finish_but_rank_0_kills_the_warm_process():
+    rank = dist.get_rank()
+    dist.barrier()
+    if rank == 0:
+        time.sleep(1.0)  # the other ranks return and exit meanwhile
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(1000)
+    return rank * 10
+
+
+@pytest.mark.timeout(120)
+def test_ranks_that_finished_keep_their_values_when_a_rank_kills_the_warm_process():
+    bl.run(lambda: 0, 1)
+    killed = warm_pid()
+    run = bl.run(finish_but_rank_0_kills_the_warm_process, 3, timeout=5, deadline=10)
+    assert run.statuses == [bl.Status.KILLED, bl.Status.FINISHED, bl.Status.FINISHED], run
+    assert run.values[1:] == [10, 20]
+    assert "warm process" in run.launcher_note and "killed" in run.launcher_note
+    assert "warm process" in repr(run) and "warm process" in run._repr_html_()
+    assert wait_until_gone([killed], 3.0) == []
+    assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1] and warm_pid() != killed
 
 
 @pytest.mark.timeout(180)

@@ -47,6 +47,7 @@ from barrierlab._protocol import (
     run_dir_owner,
     run_dir_prefix,
     send,
+    signal_name,
     write_new_file,
 )
 from barrierlab.collect import collect
@@ -101,6 +102,16 @@ class LaunchError(RuntimeError):
     """The ranks could not be started (the warm process failed or died)."""
 
 
+class WarmProcessLost(LaunchError):
+    """The warm process exited (or was killed) while the kernel was talking to it."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        how = f"was killed ({signal_name(-code)})" if code < 0 else f"exited (code {code})"
+        self.how = how
+        super().__init__(f"the warm process that starts ranks {how}; the next run starts a new one")
+
+
 @contextlib.contextmanager
 def _interrupt_deferred():
     """In the main thread: a SIGINT (Ctrl-C, Jupyter's interrupt) that arrives inside the block raises
@@ -153,8 +164,12 @@ class _WarmProcess:
         with _interrupt_deferred():  # half a message would leave the pipe out of step
             message = receive(self.from_fd)
         if message is None:
-            code = self.process.wait()
-            raise LaunchError(f"the warm process that starts ranks exited (code {code}); the next run starts a new one")
+            try:
+                code = self.process.wait(timeout=CONFIRM_TIMEOUT)
+            except subprocess.TimeoutExpired:  # it closed its pipe but lives on: it is of no use any more
+                self.process.kill()
+                code = self.process.wait()
+            raise WarmProcessLost(code)
         if isinstance(message, Preloaded):
             self.preloaded = True
         return message
@@ -681,6 +696,7 @@ def _launch(
             linger=options.linger,
         )
         _mark_teardown_hangs(run, group.teardown)
+        run.launcher_note = group.lost_warm_note()
     finally:
         if store is not None:
             store.close()
@@ -767,6 +783,8 @@ class _RunningGroup:
         self.started_at = spec.t0
         self.swept = False
         self.warm_broken = False
+        self.lost_warm = ""  # how the warm process ended, if it died during the run
+        self.lost_warm_ranks: list[int] | None = None  # ranks still running then (they died with it)
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
 
     def start(self) -> None:
@@ -826,9 +844,28 @@ class _RunningGroup:
         """Wait up to ``seconds`` for one message from the warm process and note it if it is ours."""
         try:
             self.note(self.warm.receive(seconds))
-        except LaunchError:
+        except LaunchError as error:
             self.warm_broken = True
+            if isinstance(error, WarmProcessLost):
+                self.lost_warm = error.how
             raise
+
+    def lost_warm_note(self) -> str:
+        """What the learner is told when the warm process died during the run, or ""."""
+        if not self.lost_warm:
+            return ""
+        ranks = self.lost_warm_ranks
+        if ranks is None:
+            caught = ""
+        elif ranks:
+            caught = f"; rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} died with it (killed)"
+        else:
+            caught = "; no rank was still running"
+        return (
+            f"the warm process that started the ranks {self.lost_warm} during the run, not by barrierlab (a rank's "
+            f"code, or another program, signalled it; Linux does not say which){caught}. The ranks that had "
+            "finished keep their results; the next run starts a new warm process."
+        )
 
     def signal_all(self, signum: int) -> None:
         self.send(SignalRanks(self.spec.run_id, signum))
@@ -858,8 +895,27 @@ class _RunningGroup:
         """Until every rank has exited (with ``linger``: exited or reported its outcome), or the deadline; once
         every rank has reported its outcome (without ``linger``), at most :data:`TEARDOWN_GRACE` more for ranks
         still running, which hang in torch's teardown after the function returned."""
-        linger = self.spec.options.linger
         give_up = self.started_at + self.spec.options.deadline
+        try:
+            self._wait_until_done_or(give_up)
+        except WarmProcessLost:
+            self.ranks_died_with_the_warm_process(give_up)
+
+    def ranks_died_with_the_warm_process(self, give_up: float) -> None:
+        """The warm process is gone (a rank or another program killed it): every rank still running dies
+        with it (``PR_SET_PDEATHSIG``). Wait briefly for that through the kernel's own pidfds, count each rank
+        that had not reported as killed by SIGKILL, and say what happened (:attr:`lost_warm`)."""
+        until = min(give_up, time.monotonic() + CONFIRM_TIMEOUT)
+        while self.running() - self.dead() and time.monotonic() < until:
+            time.sleep(0.01)
+        reported = self.reported()
+        caught = sorted(r for r in self.running() & self.dead() if r not in reported)
+        for rank in caught:
+            self.exits[rank] = (None, int(signal.SIGKILL))
+        self.lost_warm_ranks = caught
+
+    def _wait_until_done_or(self, give_up: float) -> None:
+        linger = self.spec.options.linger
         silent_since = None
         while (running := self.running()) and (remaining := give_up - time.monotonic()) > 0:
             if linger and not running - self.reported():

@@ -191,6 +191,8 @@ class Run:
     deadline: float
     hit_deadline: bool = False
     linger: bool = False
+    #: What the launcher has to say about the run itself, or "" (the warm process was killed during it).
+    launcher_note: str = ""
 
     def __getitem__(self, rank: int) -> RankResult:
         return self.ranks[rank]
@@ -337,6 +339,8 @@ class Run:
         lines = [f"Run({self.headline()})"] + ["  " + r.summary() for r in self.ranks]
         if self.dropped_note():
             lines.append("  " + self.dropped_note())
+        if self.launcher_note:
+            lines.append("  " + self.launcher_note)
         outputs = self.outputs()
         return "\n".join(lines + ([outputs] if outputs else []))
 
@@ -363,7 +367,11 @@ class Run:
                 f"<td>{span}</td><td style='text-align:left'>{html.escape(detail)}"
                 f"</td><td style='text-align:left'>{output}</td></tr>"
             )
-        note = f"<div style='color:#b35806'>{html.escape(self.dropped_note())}</div>" if self.dropped_note() else ""
+        note = "".join(
+            f"<div style='color:#b35806'>{html.escape(text)}</div>"
+            for text in (self.dropped_note(), self.launcher_note)
+            if text
+        )
         return (
             f"<div><b>barrierlab run</b>: {html.escape(self.headline())} "
             f"<span style='color:#666'>(timeout {self.timeout:g} s, deadline {self.deadline:g} s)</span>"
