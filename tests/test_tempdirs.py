@@ -6,12 +6,14 @@ from __future__ import annotations
 import glob
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import torch.distributed as dist
@@ -75,7 +77,9 @@ def test_a_ctrl_c_during_cleanup_is_delivered_after_the_folder_is_gone(tmp_path,
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_folders_of_a_sigkilled_kernel_are_removed_at_the_next_start(tmp_path):
+def test_the_folder_of_a_sigkilled_kernel_is_removed_by_its_warm_process(tmp_path):
+    """The warm process sees its kernel die (its pipe closes, it is re-parented) and removes the kernel's run
+    folders: a SIGKILLed kernel no longer leaves its folder until the next kernel's first run."""
     script = textwrap.dedent(f"""
         import os, time, barrierlab as bl
         def hang():
@@ -83,13 +87,15 @@ def test_folders_of_a_sigkilled_kernel_are_removed_at_the_next_start(tmp_path):
             time.sleep(1000)
         bl.run(hang, 2, timeout=60, deadline=60)
     """)
-    kernel = subprocess.Popen([sys.executable, "-c", script])
+    private = tmp_path / "tmp"  # where no other kernel's start removes it (other test sessions share /tmp)
+    private.mkdir()
+    kernel = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(private)})
     try:
         give_up = time.monotonic() + 90
         while not (tmp_path / "started").exists() and time.monotonic() < give_up:
             time.sleep(0.05)
         assert (tmp_path / "started").exists()
-        left = glob.glob(os.path.join(tempfile.gettempdir(), f"barrierlab-run-{kernel.pid}-*"))
+        left = glob.glob(os.path.join(private, f"barrierlab-run-{kernel.pid}-*"))
         assert len(left) == 1
         kernel.kill()
         kernel.wait()
@@ -97,18 +103,32 @@ def test_folders_of_a_sigkilled_kernel_are_removed_at_the_next_start(tmp_path):
         if kernel.poll() is None:
             kernel.kill()
             kernel.wait()
+    give_up = time.monotonic() + 30  # the warm process first kills and reaps the ranks
+    while os.path.exists(left[0]) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert not os.path.exists(left[0])
+
+
+def test_folders_of_dead_kernels_are_removed_at_the_next_start(tmp_path):
+    ended = subprocess.Popen(["sleep", "30"])
+    dead = (ended.pid, _contain.start_time(ended.pid))
+    ended.kill()
+    ended.wait()
+    stale = tempfile.mkdtemp(prefix=run_dir_prefix(*dead))
+    (Path(stale) / "rank0.outcome").write_text("x")
     # a live process's folder (ours), a symlink named like a run folder, a folder of another name: all kept
     live = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), launch._my_start()))
     target = tmp_path / "target"
     target.mkdir()
-    link = os.path.join(tempfile.gettempdir(), run_dir_prefix(kernel.pid, 1) + "link")
+    link = os.path.join(tempfile.gettempdir(), run_dir_prefix(dead[0], 1) + "link")
     os.symlink(target, link)
     try:
         removed = launch.remove_stale_run_dirs()
-        assert left[0] in removed and not os.path.exists(left[0])
+        assert stale in removed and not os.path.exists(stale)
         assert os.path.isdir(live) and os.path.islink(link) and target.is_dir()
         assert live not in removed and link not in removed
     finally:
+        shutil.rmtree(stale, ignore_errors=True)
         os.rmdir(live)
         os.unlink(link)
 

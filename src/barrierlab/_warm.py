@@ -39,6 +39,7 @@ from barrierlab._protocol import (
     Started,
     Swept,
     receive,
+    run_dir_prefix,
     send,
 )
 
@@ -95,6 +96,8 @@ class WarmProcess:
         self.children: dict[int, tuple[str, int]] = {}  # pid -> (run id, rank)
         self.pidfds: dict[int, int] = {}  # pid -> pidfd, for each unreaped rank
         self.eager = False  # preload without waiting for the kernel to be idle (PreloadNow)
+        self.kernel = (os.getppid(), _contain.start_time(os.getppid()))  # (pid, start time) of the kernel
+        self.run_dirs: set[str] = set()  # the folders of the runs this process has started
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -127,6 +130,8 @@ class WarmProcess:
                 message = receive(self.in_fd)
                 if message is None or isinstance(message, Quit):
                     self.kill_all()
+                    if message is None:
+                        self.remove_dead_kernels_folders()
                     return
                 self.handle(message)
 
@@ -135,6 +140,7 @@ class WarmProcess:
             self.eager = True
         elif isinstance(message, Launch):
             spec = message.spec
+            self.run_dirs.add(spec.run_dir)
             pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids)))
         elif isinstance(message, SignalRanks):
@@ -219,6 +225,36 @@ class WarmProcess:
         orphans are reaped by the next :meth:`reap` (their SIGCHLD wakes the loop)."""
         return _contain.kill_descendants(os.getpid(), keep=set(self.children))
 
+    def remove_dead_kernels_folders(self) -> list[str]:
+        """Once the kernel is dead (this process has been re-parented), remove its run folders: a SIGKILLed
+        kernel cannot, and the next kernel would only at its first run. Only folders named for this kernel's
+        PID and start time, in the folders its runs used and the temp folder; never a symlink, never another
+        user's. Nothing while the kernel lives (it closes the pipe to replace this process, mid-run)."""
+        pid, start = self.kernel
+        if start is None or os.getppid() == pid:
+            return []
+        import shutil
+        import stat
+        import tempfile
+
+        prefix = run_dir_prefix(pid, start)
+        removed = []
+        for folder in {os.path.dirname(path) for path in self.run_dirs} | {tempfile.gettempdir()}:
+            try:
+                names = [name for name in os.listdir(folder) if name.startswith(prefix)]
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append(path)
+        return removed
+
     def kill_all(self) -> None:
         for pid in list(self.children):
             self.signal_rank(pid, signal.SIGKILL)
@@ -247,6 +283,7 @@ def main() -> None:
         warm.serve(modules_to_preload())
     except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
         warm.kill_all()
+        warm.remove_dead_kernels_folders()
 
 
 class _Activity:
