@@ -11,8 +11,12 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   pickle is plain data, it is what this process loads (safely, no second run of the learner's code); only a
   value that stays an object of the learner's classes is unpickled a second time here, bounded by a timer
   (in the main thread) by the time left.
-* The children die with this process (``PR_SET_PDEATHSIG``), ignore SIGINT, and are killed and reaped on every
-  way out of the check, so Ctrl-C ends it at once.
+* The children are forked by a *keeper* (forked from this process, running none of the learner's code), a
+  child subreaper: whatever a child starts, however it detaches (``setsid``, a double fork, a shell's ``&``),
+  stays the keeper's descendant, and the keeper kills all of it when the children have ended, when this
+  process says stop, or when this process dies (its control pipe closes). The children die with the keeper
+  (``PR_SET_PDEATHSIG``), ignore SIGINT, and are killed and reaped on every way out of the check, so Ctrl-C
+  ends it at once.
 
 What it does not protect against: memory exhaustion by a value too large for the kernel, a malformed tensor
 storage that crashes torch's own loader, and (outside the main thread, where no timer can interrupt it) a
@@ -182,6 +186,9 @@ def _bounded_loads(data: bytes, seconds: float) -> tuple[bool, object]:
 # --- the throwaway children -----------------------------------------------------------------------------
 _FRAME = struct.Struct(">BQ")  # kind, length of what follows
 _PLAIN_VALUE, _OBJECT, _FAILED = 0, 1, 2
+_STATUS = struct.Struct(">Ii")  # blob index, wait status: what the keeper reports of each trial child
+#: How long the keeper may take, once told to stop, to kill what is left and report (milliseconds when well).
+KEEPER_GRACE = 2.0
 
 
 def _child(data: bytes, write_fd: int, parent: int) -> None:
@@ -225,62 +232,174 @@ def _silence() -> None:
     sys.stdout = sys.stderr = open(os.devnull, "w")
 
 
-def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, bytes | None]]:
-    """Unpickle each blob in its own forked child, all at once, until ``give_up``: per blob ``("", plain
-    pickle of the value or None)`` if it unpickled, else ``(why it failed, None)``."""
-    parent = os.getpid()
-    children: dict[int, tuple[int, int]] = {}  # read fd -> (blob index, pid)
-    received: dict[int, bytearray] = {}
-    statuses: dict[int, int] = {}
+def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd: int) -> None:
+    """In the forked keeper, which runs no code of the learner's: fork one trial child per blob, be the child
+    subreaper of everything they start (however it detaches: ``setsid``, double fork), report each child's
+    exit status, and once every child has ended, or the kernel says stop (or dies: ``control_fd`` closes),
+    kill every child and every process they started, then exit."""
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.disable()
+        _contain.become_subreaper()
+        me = os.getpid()
+        children: dict[int, int] = {}  # pid -> blob index
         for i, data in enumerate(blobs):
-            read_fd, write_fd = os.pipe()
             pid = os.fork()
             if pid == 0:
+                for j, fd in enumerate(write_fds):
+                    if j != i:
+                        os.close(fd)
+                os.close(status_fd)
+                os.close(control_fd)
+                _child(data, write_fds[i], me)
+            children[pid] = i
+        for fd in write_fds:
+            os.close(fd)
+
+        def report(pid: int, status: int) -> None:
+            os.write(status_fd, _STATUS.pack(children.pop(pid), status))
+
+        while children:
+            ready, _, _ = select.select([control_fd], [], [], 0.005)
+            if ready:
+                break  # stop, or the kernel is gone
+            while children:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                if pid in children:
+                    report(pid, status)
+        for pid in list(children):
+            os.kill(pid, signal.SIGKILL)  # our unreaped child: its PID cannot be anyone else's yet
+            report(pid, os.waitpid(pid, 0)[1])
+        _contain.kill_descendants(me)  # what they started: orphans are re-parented to this subreaper
+    finally:
+        os._exit(0)
+
+
+def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, bytes | None]]:
+    """Unpickle each blob in its own throwaway child, all at once, until ``give_up``: per blob ``("", what the
+    child handed back)`` if it unpickled, else ``(why it failed, None)``. The children are forked by a keeper
+    (:func:`_keeper`) that ends every process they start before it exits."""
+    pipes = [os.pipe() for _ in blobs]
+    status_r, status_w = os.pipe()
+    control_r, control_w = os.pipe()
+    keeper = os.fork()
+    if keeper == 0:
+        try:
+            for read_fd, _ in pipes:
                 os.close(read_fd)
-                _child(data, write_fd, parent)
-            os.close(write_fd)
-            children[read_fd] = (i, pid)
-            received[i] = bytearray()
-        open_fds = set(children)
-        while open_fds:
+            os.close(status_r)
+            os.close(control_w)
+        finally:
+            _keeper(blobs, [w for _, w in pipes], status_w, control_r)
+    for _, write_fd in pipes:
+        os.close(write_fd)
+    os.close(status_w)
+    os.close(control_r)
+    index = {read_fd: i for i, (read_fd, _) in enumerate(pipes)}
+    received: dict[int, bytearray] = {i: bytearray() for i in range(len(blobs))}
+    statuses: dict[int, int] = {}
+    reports = bytearray()
+    try:
+        open_fds = set(index) | {status_r}
+        while (pending := [i for i in range(len(blobs)) if not _complete(received[i]) and i not in statuses]) or (
+            status_r in open_fds and len(statuses) < len(blobs)
+        ):
+            if not pending:
+                break
             remaining = give_up - time.monotonic()
             if remaining <= 0:
                 break
             ready, _, _ = select.select(list(open_fds), [], [], remaining)
             for fd in ready:
                 chunk = os.read(fd, 1 << 20)
-                if chunk:
-                    received[children[fd][0]] += chunk
-                else:
+                if not chunk:
                     open_fds.discard(fd)
+                elif fd == status_r:
+                    reports += chunk
+                    while len(reports) >= _STATUS.size:
+                        i, status = _STATUS.unpack_from(reports)
+                        del reports[: _STATUS.size]
+                        statuses[i] = status
+                        _drain(pipes[i][0], received[i])
+                else:
+                    received[index[fd]] += chunk
     finally:
-        for fd, (i, pid) in children.items():
-            os.close(fd)
-            try:
-                os.kill(pid, signal.SIGKILL)  # our unreaped child: its PID cannot be anyone else's yet
-            except ProcessLookupError:
-                pass
-            statuses[i] = os.waitpid(pid, 0)[1]
+        os.close(control_w)  # stop: the keeper kills what is left and reports it
+        _end_keeper(keeper, status_r, reports, statuses, pipes, received)
     verdicts: list[tuple[str, bytes | None]] = []
     for i in range(len(blobs)):
         data = bytes(received[i])
-        if len(data) >= _FRAME.size:
+        if _complete(data):
             kind, length = _FRAME.unpack_from(data)
             body = data[_FRAME.size : _FRAME.size + length]
-            if len(body) == length:
-                if kind == _PLAIN_VALUE:
-                    verdicts.append(("", body))
-                elif kind == _OBJECT:
-                    verdicts.append(("", None))
-                else:
-                    verdicts.append((body.decode("utf-8", "replace") or "unpickling it failed", None))
-                continue
-        status = statuses[i]
-        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL and time.monotonic() >= give_up:
+            if kind == _PLAIN_VALUE:
+                verdicts.append(("", body))
+            elif kind == _OBJECT:
+                verdicts.append(("", None))
+            else:
+                verdicts.append((body.decode("utf-8", "replace") or "unpickling it failed", None))
+            continue
+        status = statuses.get(i)
+        if status is None:
+            verdicts.append(("unpickling it did not finish", None))
+        elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL and time.monotonic() >= give_up:
             verdicts.append((f"unpickling it took longer than {budget:.3g} s", None))
         elif os.WIFSIGNALED(status):
             verdicts.append((f"unpickling it killed the process ({signal_name(os.WTERMSIG(status))})", None))
         else:
             verdicts.append((f"unpickling it ended the process (exit code {os.waitstatus_to_exitcode(status)})", None))
     return verdicts
+
+
+def _complete(data: bytes | bytearray) -> bool:
+    """Whether ``data`` holds a whole frame."""
+    return len(data) >= _FRAME.size and len(data) >= _FRAME.size + _FRAME.unpack_from(data)[1]
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    """Read what a child that has ended left in its pipe (at most a pipe's buffer: it could not end sooner)."""
+    os.set_blocking(fd, False)
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            into += chunk
+    except BlockingIOError:
+        pass
+
+
+def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, pipes: list, received: dict) -> None:
+    """After the stop: the keeper's last reports, then the keeper itself, within :data:`KEEPER_GRACE`
+    (SIGKILLed past it; its trial children die with it). Ctrl-C meanwhile is delivered once this is done."""
+    interrupted = False
+    give_up = time.monotonic() + KEEPER_GRACE
+    try:
+        while (remaining := give_up - time.monotonic()) > 0:
+            try:
+                ready, _, _ = select.select([status_r], [], [], remaining)
+            except KeyboardInterrupt:
+                interrupted = True
+                continue
+            if not ready:
+                break
+            chunk = os.read(status_r, 4096)
+            if not chunk:
+                break
+            reports += chunk
+            while len(reports) >= _STATUS.size:
+                i, status = _STATUS.unpack_from(reports)
+                del reports[: _STATUS.size]
+                statuses[i] = status
+                _drain(pipes[i][0], received[i])
+        while os.waitpid(keeper, os.WNOHANG)[0] == 0:
+            if time.monotonic() >= give_up:
+                os.kill(keeper, signal.SIGKILL)  # our unreaped child: its PID cannot be anyone else's yet
+                os.waitpid(keeper, 0)
+                break
+            time.sleep(0.002)
+    finally:
+        os.close(status_r)
+        for read_fd, _ in pipes:
+            os.close(read_fd)
+    if interrupted:
+        raise KeyboardInterrupt
