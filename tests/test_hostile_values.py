@@ -56,3 +56,173 @@ def test_what_the_checking_child_starts_ends_with_the_check(tmp_path):
     for pid in left:
         os.kill(pid, 9)
     assert left == []
+
+
+# --- B2: no code of a returned value runs in the kernel ----------------------------------------------------
+HOSTILE_MODULE = '''
+import os, signal, time
+
+KERNEL = int(os.environ["HOSTILE_KERNEL"])
+
+
+class Box:
+    pass
+
+
+class ExitsInTheKernel:
+    """Unpickles fine in the checking child; exits the kernel if unpickled there."""
+
+    def __init__(self):
+        self.n = 1  # a state to set: pickle calls __setstate__ only then
+
+    def __setstate__(self, state):
+        if os.getpid() == KERNEL:
+            os._exit(42)
+        self.__dict__.update(state)
+
+
+def box_or_exit():
+    if os.getpid() == KERNEL:
+        os._exit(43)
+    return Box()
+
+
+class ExitsInReduce:
+    def __reduce__(self):
+        return box_or_exit, ()
+
+
+def give(kind):
+    return ExitsInTheKernel() if kind == "setstate" else ExitsInReduce()
+'''
+
+CHECKING_KERNEL = textwrap.dedent(
+    """
+    import os, sys
+    os.environ["HOSTILE_KERNEL"] = str(os.getpid())
+    sys.path.insert(0, sys.argv[1])
+    import barrierlab as bl, hostile
+    run = bl.run(hostile.give, 1, args=(sys.argv[2],), timeout=5, deadline=20)
+    print("survived", run[0].status, type(run[0].value).__name__)
+    """
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["setstate", "reduce"])
+def test_a_value_that_exits_when_unpickled_in_the_kernel_cannot_end_it(tmp_path, kind):
+    (tmp_path / "hostile.py").write_text(HOSTILE_MODULE)
+    kernel = subprocess.run(
+        [sys.executable, "-c", CHECKING_KERNEL, str(tmp_path), kind], capture_output=True, text=True, timeout=280
+    )
+    assert kernel.returncode == 0 and "survived finished" in kernel.stdout, (kernel.returncode, kernel.stderr[-2000:])
+
+
+class SlowInTheKernel:
+    """Blocks the kernel's timer signal and sleeps, only when unpickled in the kernel."""
+
+    def __init__(self):
+        self.n = 1  # a state to set: pickle calls __setstate__ only then
+
+    def __setstate__(self, state):
+        if os.getpid() == KERNEL_PID:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            try:
+                time.sleep(30)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        self.__dict__.update(state)
+
+
+def return_slow_in_the_kernel():
+    return SlowInTheKernel()
+
+
+@pytest.mark.timeout(120)
+def test_a_value_slow_to_unpickle_in_the_kernel_only_keeps_the_deadline():
+    started = time.monotonic()
+    run = bl.run(return_slow_in_the_kernel, 1, timeout=2, deadline=3)
+    assert time.monotonic() - started < 3 + 6, run
+    assert run[0].status == bl.Status.FINISHED
+
+
+# --- ordinary values still come back as real objects --------------------------------------------------------
+from dataclasses import dataclass, field  # noqa: E402
+from typing import NamedTuple  # noqa: E402
+
+
+@dataclass
+class Stats:
+    rank: int
+    losses: list = field(default_factory=list)
+    extra: object = None
+
+
+class Point(NamedTuple):
+    x: int
+    y: float
+
+
+class ShardError(ValueError):
+    pass
+
+
+class CustomState:
+    """Not hostile, but restores itself with its own code: it is not rebuilt in the kernel."""
+
+    def __init__(self):
+        self.n = 7
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return f"CustomState(n={self.n})"
+
+
+def return_ordinary_values():
+    import numpy as np
+    import torch
+
+    stats = Stats(dist.get_rank(), [0.5, 0.25], extra=Point(1, 2.5))
+    stats.me = stats  # a cycle
+    return {"stats": stats, "array": np.arange(4.0), "tensor": torch.ones(2), "scalar": np.float32(1.5)}
+
+
+def raise_a_learners_exception():
+    raise ShardError(f"bad shard {dist.get_rank()}")
+
+
+def return_custom_state():
+    return [CustomState(), Stats(1)]
+
+
+@pytest.mark.timeout(120)
+def test_dataclasses_named_tuples_and_arrays_come_back_as_objects():
+    import numpy as np
+
+    [value] = bl.run(return_ordinary_values, 1).values
+    stats = value["stats"]
+    assert type(stats) is Stats and stats.losses == [0.5, 0.25] and stats.me is stats
+    assert type(stats.extra) is Point and stats.extra == (1, 2.5) and stats.extra.y == 2.5
+    assert isinstance(value["array"], np.ndarray) and value["array"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert value["tensor"].tolist() == [1.0, 1.0] and value["scalar"] == np.float32(1.5)
+
+
+@pytest.mark.timeout(120)
+def test_an_exception_of_the_learners_class_comes_back_as_that_class():
+    run = bl.run(raise_a_learners_exception, 2)
+    assert [type(r.exception) for r in run] == [ShardError, ShardError], run
+    assert str(run[1].exception) == "bad shard 1"
+
+
+@pytest.mark.timeout(120)
+def test_a_value_with_its_own_unpickling_code_is_shown_not_rebuilt():
+    from barrierlab.unpickle import NotRebuilt
+
+    run = bl.run(return_custom_state, 1)
+    [[custom, stats]] = run.values
+    assert run.ok and isinstance(custom, NotRebuilt) and type(stats) is Stats
+    assert "CustomState(n=7)" in repr(custom) and "__setstate__" in repr(custom)

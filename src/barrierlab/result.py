@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from barrierlab import events as event_files
 from barrierlab._protocol import Status, signal_name, tidy
 from barrierlab.stacks import Stuck, fold_thread_dumps
-from barrierlab.unpickle import unpickle_isolated
+from barrierlab.unpickle import is_shell, unpickle_isolated
 from barrierlab.words import rank_list
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ class Run:
         for (r, kind, _), (ok, item) in zip(jobs, unpickle_isolated([blob for _, _, blob in jobs], within)):
             if ok and kind == "value":
                 r.value = item
-            elif ok:
+            elif ok and isinstance(item, BaseException) and not is_shell(item):
                 r.exception = item
             elif kind == "value":
                 r.status, r.value = Status.RAISED, None

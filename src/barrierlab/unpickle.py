@@ -5,12 +5,17 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
 
 * Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose storage
   goes through torch's ``weights_only`` loader) is unpickled directly: no code of the learner's runs.
-* Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once, within
-  what remains of the run's deadline (``within``). The child keeps what it unpickled alive until it exits with
-  ``os._exit`` (a ``__del__`` that hangs costs nothing), and hands the value back pickled again: if that
-  pickle is plain data, it is what this process loads (safely, no second run of the learner's code); only a
-  value that stays an object of the learner's classes is unpickled a second time here, bounded by a timer
-  (in the main thread) by the time left.
+* Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once,
+  within what remains of the run's deadline (``within``). The child keeps what it unpickled alive until it
+  exits with ``os._exit`` (a ``__del__`` that hangs costs nothing), and hands the value back in a restricted
+  pickle that this process loads without running any code of the learner's, ever: plain data, tensors,
+  numpy arrays and scalars as they are; an object of a class of the learner's (a module this process has
+  imported, or the notebook) whose pickling the class does not customise (no ``__reduce__``,
+  ``__setstate__``, ``__getstate__``, ``__new__``, slots) as an empty shell given the object's attributes,
+  whose ``__class__`` is then set here to the real class (dataclasses, plain classes, named tuples,
+  exceptions: the class's own code is never called); anything else as a :class:`NotRebuilt` stand-in that
+  shows the value's ``repr`` as the child saw it. So a value that runs code when unpickled runs it in the
+  child only: it can end or slow the child, never this process, and there is no second unpickling here.
 * The children are forked by a *keeper* (forked from this process, running none of the learner's code), a
   child subreaper: whatever a child starts, however it detaches (``setsid``, a double fork, a shell's ``&``),
   stays the keeper's descendant, and the keeper kills all of it when the children have ended, when this
@@ -19,12 +24,13 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   ends it at once.
 
 What it does not protect against: memory exhaustion by a value too large for the kernel, a malformed tensor
-storage that crashes torch's own loader, and (outside the main thread, where no timer can interrupt it) a
-value whose second unpickling here is slower than in the child.
+storage that crashes torch's own loader, and what the learner's classes do once the values are theirs (their
+``__repr__`` when the run is shown, their ``__del__`` when a value is dropped).
 """
 
 from __future__ import annotations
 
+import abc
 import gc
 import io
 import os
@@ -33,16 +39,17 @@ import select
 import signal
 import struct
 import sys
-import threading
 import time
+import types
 
 from barrierlab import _contain
 from barrierlab._protocol import signal_name
 
 #: How long checking the returned values may take when no deadline is given (seconds).
 UNPICKLE_TIMEOUT = 10.0
-#: Most time given past ``within`` to unpickle here, a second time, values the children unpickled in time.
-HERE_AFTER_DEADLINE = 0.5
+#: Most bytes a child may hand back for one value (beyond: it fails), and at least this many times the
+#: size of the pickle the rank sent.
+HANDED_LIMIT, HANDED_FACTOR = 64 << 20, 4
 
 
 class _NeedsIsolation(Exception):
@@ -126,66 +133,224 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
         except Exception as error:
             results[i] = (False, _failure(error))
     if suspect:
-        started = time.monotonic()
         distinct = list(dict.fromkeys(blobs[i] for i in suspect))  # every rank returned the same: one child
-        trials = _trials(distinct, give_up, budget) if hasattr(os, "fork") else None
-        took = time.monotonic() - started
-        verdicts = dict(zip(distinct, trials)) if trials else {}
-        # the second unpickling of the learner's objects here shares one bound (one value per rank must not
-        # multiply it): what is left, or else twice what the children took, at most HERE_AFTER_DEADLINE
-        here_by = max(give_up, time.monotonic() + min(2 * took + 0.1, HERE_AFTER_DEADLINE))
+        if hasattr(os, "fork"):
+            verdicts = dict(zip(distinct, _trials(distinct, give_up, budget)))
+        else:
+            verdicts = dict.fromkeys(distinct, ("it cannot be checked safely here (no fork)", None))
         for i in suspect:
-            verdict, handed = verdicts.get(blobs[i], ("", None))
+            verdict, handed = verdicts[blobs[i]]
             if verdict:
                 results[i] = (False, verdict)
                 continue
-            if handed is not None:
-                try:
-                    results[i] = (True, plain_loads(handed))
-                    continue
-                except Exception:  # noqa: BLE001 - not plain after all: unpickled here, bounded
-                    pass
-            left = here_by - time.monotonic()
-            results[i] = (
-                _bounded_loads(blobs[i], left)
-                if left > 0
-                else (False, "no time was left to unpickle it in the notebook (another value used it up)")
-            )
+            try:
+                results[i] = (True, load_handed(handed))
+            except Exception as error:  # noqa: BLE001 - what the child handed back is untrusted too
+                results[i] = (False, f"what the check handed back cannot be read ({_failure(error)})")
     return results  # type: ignore[return-value]
 
 
-class _TookTooLong(BaseException):
-    pass
+# --- the restricted format a child hands values back in -------------------------------------------------
+class NotRebuilt:
+    """Stands for a returned value the notebook did not rebuild, because rebuilding it would run code of the
+    value's own (its class customises its unpickling) or its class is not one the notebook has: its type,
+    its ``repr`` as the checking child saw it, and why."""
+
+    __slots__ = ("type_name", "text", "reason")
+
+    def __init__(self, type_name: str, text: str, reason: str) -> None:
+        self.type_name, self.text, self.reason = type_name, text, reason
+
+    def __reduce__(self):
+        return _not_rebuilt, (self.type_name, self.text, self.reason)
+
+    def __repr__(self) -> str:
+        try:
+            return f"<{self.type_name} not rebuilt in the notebook ({self.reason}): {self.text}>"[:1000]
+        except Exception:  # noqa: BLE001 - slots set to odd things by a crafted pickle
+            return "<a value not rebuilt in the notebook>"
 
 
-def _bounded_loads(data: bytes, seconds: float) -> tuple[bool, object]:
-    """``pickle.loads`` in this process, interrupted after ``seconds`` by a timer when in the main thread."""
-    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+def _not_rebuilt(type_name, text, reason) -> NotRebuilt:
+    return NotRebuilt(*(str(x)[:500] if isinstance(x, str) else "?" for x in (type_name, text, reason)))
 
-    def expire(signum, frame):
-        raise _TookTooLong
 
-    previous = None
-    try:
-        if timed:
-            previous = signal.signal(signal.SIGALRM, expire)
-            signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-        return True, pickle.loads(data)
-    except _TookTooLong:
-        return False, f"unpickling it in the notebook took longer than {seconds:.3g} s"
-    except BaseException as error:  # noqa: B036 - what unpickling raised is the value's failure...
-        if isinstance(error, KeyboardInterrupt):
-            raise  # ...but Ctrl-C is the learner's
-        return False, _failure(error)
-    finally:
-        if timed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+class _Shell:
+    """An object of a learner's class, its attributes set, before its ``__class__`` is (see :func:`_settle`)."""
+
+    __hash__ = None  # never a dict key or set element: it would be hashed as a shell, not as its class
+
+    def __setattr__(self, name, value):
+        if name == "__class__":
+            raise TypeError("a shell's class is set only once it is checked")
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<an object not rebuilt in the notebook (its class is not found here); attributes: {list(vars(self))[:20]}>"
+
+
+class _TupleShell(tuple):
+    __slots__ = ()
+
+
+_EXCEPTION_SHELLS: dict[type, type] = {}
+
+
+def _exception_shell(base: type) -> type:
+    """A shell class with the layout of the built-in exception ``base`` (a class of the learner's derived
+    from ValueError can take the place only of an object laid out as a ValueError)."""
+    if base not in _EXCEPTION_SHELLS:
+        _EXCEPTION_SHELLS[base] = type(
+            f"_{base.__name__}Shell", (base,), {"__hash__": None, "__setattr__": _Shell.__setattr__}
+        )
+    return _EXCEPTION_SHELLS[base]
+
+
+def is_shell(value: object) -> bool:
+    """Whether ``value`` is a shell whose class could not be set (it stands for an object not rebuilt)."""
+    return isinstance(value, (_Shell, _TupleShell, *_EXCEPTION_SHELLS.values()))
+
+
+def _builtin_base(cls: type) -> type | None:
+    """The first built-in class in ``cls``'s MRO, read without calling anything of the class's."""
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if klass.__module__ == "builtins":
+            return klass
+    return None
+
+
+#: numpy's own rebuilders (C code, or numpy's Python that calls it) and types.
+_NUMPY = {
+    (m, n)
+    for m in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray", "numpy.core.numeric", "numpy._core.numeric")
+    for n in ("_reconstruct", "scalar", "_frombuffer", "ndarray", "dtype")
+}
+_PLAIN |= {("collections", "defaultdict"), ("collections", "Counter")}
+
+
+class _HandedUnpickler(_PlainUnpickler):
+    """Loads what a child handed back: plain data, tensors, numpy arrays, and shells (registered in
+    ``self.shells``, settled after the load). Never a class or function of the learner's."""
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.shells: list[tuple[object, str, str]] = []
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _NUMPY:
+            return super(_PlainUnpickler, self).find_class(module, name)
+        if module == __name__:
+            if name == "_not_rebuilt":
+                return _not_rebuilt
+            if name == "_instance":
+                return self.instance
+            if name == "_exception":
+                return self.exception
+            if name == "_tuple_instance":
+                return self.tuple_instance
+        return super().find_class(module, name)
+
+    def _register(self, shell, module, qualname):
+        if not (isinstance(module, str) and isinstance(qualname, str)):
+            raise pickle.UnpicklingError("a shell names its class by two strings")
+        self.shells.append((shell, module, qualname))
+        return shell
+
+    def instance(self, module, qualname):
+        return self._register(object.__new__(_Shell), module, qualname)
+
+    def exception(self, module, qualname, base_name, args):
+        import builtins
+
+        base = vars(builtins).get(base_name) if isinstance(base_name, str) else None
+        if not (isinstance(base, type) and issubclass(base, BaseException) and isinstance(args, tuple)):
+            raise pickle.UnpicklingError("an exception shell needs a built-in exception and a tuple")
+        shell = base.__new__(_exception_shell(base))
+        shell.args = args
+        return self._register(shell, module, qualname)
+
+    def tuple_instance(self, module, qualname, items):
+        if not isinstance(items, tuple):
+            raise pickle.UnpicklingError("a named tuple's items are a tuple")
+        return self._register(_TupleShell(items), module, qualname)
+
+
+def load_handed(data: bytes):
+    """Load what a child handed back (see :class:`_HandedUnpickler`), then give each shell its class."""
+    loader = _HandedUnpickler(io.BytesIO(data))
+    value = loader.load()
+    for shell, module, qualname in loader.shells:
+        cls = _find_class_here(module, qualname)
+        if cls is not None and _why_not_rebuilt(cls) is None:
+            try:
+                object.__setattr__(shell, "__class__", cls)  # no code of the class's runs
+            except TypeError:  # another layout (a shell of the wrong kind): it stays a shell
+                pass
+    return value
+
+
+def _find_class_here(module: str, qualname: str) -> type | None:
+    """The class ``module.qualname`` if this process has it already: never an import, never a module's
+    ``__getattr__``, only dictionary look-ups."""
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        if found is None or part == "<locals>":
+            return None
+        try:
+            namespace = object.__getattribute__(found, "__dict__")
+        except AttributeError:
+            return None
+        found = namespace.get(part) if isinstance(namespace, (dict, types.MappingProxyType)) else None
+    return found if isinstance(found, type) else None
+
+
+#: What a class may define and still be rebuilt by setting an object's ``__class__``: nothing that changes
+#: how its objects are pickled or made.
+_CUSTOMISING = ("__reduce__", "__reduce_ex__", "__setstate__", "__getstate__", "__getnewargs__",
+                "__getnewargs_ex__", "__new__", "__slots__")  # fmt: skip
+
+
+def _is_named_tuple(cls: type) -> bool:
+    return (
+        _builtin_base(cls) is tuple
+        and isinstance(vars(cls).get("_fields"), tuple)
+        and _NAMEDTUPLE_CODE is not None
+        and getattr(vars(cls).get("__getnewargs__"), "__code__", None) is _NAMEDTUPLE_CODE
+    )
+
+
+def _namedtuple_code():
+    import collections
+
+    return collections.namedtuple("_", "a").__getnewargs__.__code__
+
+
+_NAMEDTUPLE_CODE = _namedtuple_code()
+
+
+def _why_not_rebuilt(cls: type) -> str | None:
+    """None if an object of ``cls`` can be rebuilt here as a shell whose class is set, else why not."""
+    if type(cls) not in (type, abc.ABCMeta):
+        return f"its class has the metaclass {type(cls).__name__}"
+    base = _builtin_base(cls)
+    named_tuple = _is_named_tuple(cls)
+    if not (base is object or named_tuple or (isinstance(base, type) and issubclass(base, BaseException))):
+        return f"its class derives from {getattr(base, '__name__', '?')}"
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if klass.__module__ == "builtins":
+            continue
+        names = vars(klass)
+        if named_tuple and klass is cls:
+            continue  # collections made its __new__ and __getnewargs__
+        for name in _CUSTOMISING:
+            if name in names and not (name == "__slots__" and not names[name]):
+                return f"its class defines {name}"
+    return None
 
 
 # --- the throwaway children -----------------------------------------------------------------------------
 _FRAME = struct.Struct(">BQ")  # kind, length of what follows
-_PLAIN_VALUE, _OBJECT, _FAILED = 0, 1, 2
+_HANDED, _FAILED = 0, 2
 _STATUS = struct.Struct(">Ii")  # blob index, wait status: what the keeper reports of each trial child
 #: How long the keeper may take, once told to stop, to kill what is left and report (milliseconds when well).
 KEEPER_GRACE = 2.0
@@ -202,18 +367,14 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
         gc.disable()  # a collection would touch (and so copy) every object of the kernel's heap
         if "torch" in sys.modules:  # a child forked after torch's thread pool ran hangs on its first parallel op
             sys.modules["torch"].set_num_threads(1)
+        known = set(sys.modules)  # what the kernel has imported (unpickling may import more, here only)
         try:
             value = pickle.loads(data)
             kept.append(value)
         except BaseException as error:  # noqa: B036 - the value's failure, reported
             kind, body = _FAILED, _failure(error).encode("utf-8", "replace")
         else:
-            try:
-                body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-                plain_loads(body)
-                kind = _PLAIN_VALUE
-            except BaseException:  # noqa: B036 - not plain: the parent unpickles the original itself
-                kind, body = _OBJECT, b""
+            kind, body = _HANDED, _hand_over(value, known, kept)
         view = memoryview(_FRAME.pack(kind, len(body)) + body)
         while view:
             view = view[os.write(write_fd, view) :]
@@ -224,12 +385,118 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
 def _silence() -> None:
     """Send the child's output nowhere: a kernel's fds 1 and 2 (and ipykernel's ``sys.stderr``) lead into the
     cell that is running, so a warning the value printed while unpickling here showed up there as an unexpected
-    ``stderr`` output (nbval failed on it). The kernel's own unpickle, if it comes to that, prints as usual."""
+    ``stderr`` output (nbval failed on it)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     for fd in (1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")
+
+
+def _hand_over(value: object, known: set[str], kept: list) -> bytes:
+    """In the child: ``value`` in the restricted format :func:`load_handed` reads, checked by loading it
+    here; if that fails, the whole value as a :class:`NotRebuilt`."""
+    try:
+        buffer = io.BytesIO()
+        _HandingPickler(buffer, known).dump(value)
+        body = buffer.getvalue()
+        kept.append(load_handed(body))
+        return body
+    except BaseException as error:  # noqa: B036 - the value's own failure (a RecursionError, a broken __repr__)
+        reason = f"it could not be handed over: {_failure(error)[:200]}"
+        return pickle.dumps(_not_rebuilt(_type_name(type(value)), _child_repr(value), reason))
+
+
+def _type_name(cls: type) -> str:
+    try:
+        return f"{cls.__module__}.{cls.__qualname__}"
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def _child_repr(value: object) -> str:
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxstring, shown.maxother = 3, 200, 200
+    try:
+        return shown.repr(value)[:400]
+    except BaseException as error:  # noqa: B036 - its __repr__ fails: say so
+        return f"<repr failed with {type(error).__name__}>"
+
+
+def _passes_as_is(obj: object) -> bool:
+    """Objects the kernel's loader rebuilds with no code of the learner's: plain data, built-in and torch
+    exceptions and types, tensors, numpy arrays, scalars and dtypes."""
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):  # saved by name: a name the
+        key = (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))  # kernel's loader accepts
+        if key in _PLAIN or key in _NUMPY or key == ("torch.storage", "_load_from_bytes"):
+            return True
+        return (
+            isinstance(obj, type)
+            and issubclass(obj, BaseException)
+            and key[0].partition(".")[0] in ("builtins", "torch")
+        )
+    cls = type(obj)
+    module = getattr(cls, "__module__", "")
+    if module == "builtins" or module == "collections":
+        return (module, cls.__name__) in _PLAIN or issubclass(cls, BaseException)
+    top = module.partition(".")[0]
+    if top == "torch":
+        torch = sys.modules["torch"]
+        return cls in (torch.Tensor, torch.nn.Parameter, torch.Size, torch.device, torch.dtype) or (
+            isinstance(obj, (torch.UntypedStorage, torch.storage.TypedStorage)) or issubclass(cls, BaseException)
+        )
+    if top == "numpy":
+        numpy = sys.modules["numpy"]
+        return cls is numpy.ndarray or isinstance(obj, (numpy.generic, numpy.dtype))
+    return False
+
+
+class _HandingPickler(pickle.Pickler):
+    """Writes the restricted format: what passes as is, shells for objects of the learner's classes the kernel
+    has and can rebuild without their code, :class:`NotRebuilt` for the rest."""
+
+    def __init__(self, file, known: set[str]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.known = known
+
+    def reducer_override(self, obj):
+        if any(obj is c for c in _CONSTRUCTORS) or _passes_as_is(obj):
+            return NotImplemented
+        cls = type(obj)
+        module, qualname = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
+        if isinstance(obj, type):
+            why = "it is a class"
+        elif module not in self.known or _find_class_here(module, qualname) is not cls:
+            why = "its class is not one the notebook has"
+        else:
+            why = _why_not_rebuilt(cls)
+        if why is None:
+            if _is_named_tuple(cls):
+                return _tuple_instance, (module, qualname, tuple(obj))
+            state = object.__getattribute__(obj, "__dict__") if hasattr(obj, "__dict__") else {}
+            if isinstance(obj, BaseException):
+                base = _builtin_base(cls)
+                return _exception, (module, qualname, base.__name__, tuple(obj.args)), dict(state) or None
+            return _instance, (module, qualname), dict(state) or None
+        return _not_rebuilt, (_type_name(cls), _child_repr(obj), why)
+
+
+# In the handed-over pickle these are names only: the kernel's loader maps each to its own (find_class).
+def _instance(*args):
+    raise pickle.UnpicklingError("only load_handed rebuilds shells")
+
+
+def _exception(*args):
+    raise pickle.UnpicklingError("only load_handed rebuilds shells")
+
+
+def _tuple_instance(*args):
+    raise pickle.UnpicklingError("only load_handed rebuilds shells")
+
+
+_CONSTRUCTORS = (_instance, _exception, _tuple_instance, _not_rebuilt)
 
 
 def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd: int) -> None:
@@ -334,10 +601,8 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
         if _complete(data):
             kind, length = _FRAME.unpack_from(data)
             body = data[_FRAME.size : _FRAME.size + length]
-            if kind == _PLAIN_VALUE:
+            if kind == _HANDED:
                 verdicts.append(("", body))
-            elif kind == _OBJECT:
-                verdicts.append(("", None))
             else:
                 verdicts.append((body.decode("utf-8", "replace") or "unpickling it failed", None))
             continue
