@@ -5,6 +5,7 @@ objects. Every case goes through ``barrierlab.run`` with real rank code."""
 
 from __future__ import annotations
 
+import enum
 import os
 import subprocess
 import sys
@@ -209,6 +210,45 @@ def test_dataclasses_named_tuples_and_arrays_come_back_as_objects():
     assert type(stats.extra) is Point and stats.extra == (1, 2.5) and stats.extra.y == 2.5
     assert isinstance(value["array"], np.ndarray) and value["array"].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert value["tensor"].tolist() == [1.0, 1.0] and value["scalar"] == np.float32(1.5)
+
+
+class Phase(enum.Enum):
+    WARMUP = 1
+    TRAIN = 2
+
+
+def return_library_values():
+    import datetime
+    import decimal
+    import fractions
+    import pathlib
+
+    import torch
+
+    class_free_model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+    return {
+        "when": datetime.datetime(2026, 12, 2, 12, 0), "took": datetime.timedelta(seconds=3),
+        "where": pathlib.Path("/tmp/ckpt.pt"), "share": fractions.Fraction(1, 3), "lr": decimal.Decimal("0.1"),
+        "phase": Phase.TRAIN, "model": class_free_model,
+    }  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+def test_standard_library_values_enum_members_and_torch_modules_come_back_as_objects():
+    """Their classes' pickling runs only the standard library's or torch.nn.Module's code (or none: an enum
+    member is found by name), so they are rebuilt, not shown as stand-ins."""
+    import datetime
+    import pathlib
+
+    import torch
+
+    [value] = bl.run(return_library_values, 1).values
+    assert value["when"] == datetime.datetime(2026, 12, 2, 12, 0) and value["took"].total_seconds() == 3
+    assert value["where"] == pathlib.Path("/tmp/ckpt.pt") and str(value["share"]) == "1/3"
+    assert str(value["lr"]) == "0.1" and value["phase"] is Phase.TRAIN
+    model = value["model"]
+    assert type(model) is torch.nn.Sequential and type(model[0]) is torch.nn.Linear
+    assert model(torch.ones(1, 2)).shape == (1, 2)
 
 
 @pytest.mark.timeout(120)

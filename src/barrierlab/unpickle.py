@@ -81,6 +81,16 @@ _PLAIN = {
 }
 _PLAIN |= {("collections", "OrderedDict"), ("collections", "deque"), ("torch", "Size"), ("torch", "device")}
 _PLAIN |= {("torch._utils", n) for n in ("_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_parameter")}
+#: Value classes of the standard library: each pickles as a call of the class with plain arguments (or its own
+#: state, for UUID) and runs only the standard library's code when rebuilt.
+_VALUE_CLASSES = {
+    *(("datetime", n) for n in ("date", "time", "datetime", "timedelta", "timezone")),
+    *(("pathlib", n) for n in ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")),
+    ("fractions", "Fraction"),
+    ("decimal", "Decimal"),
+    ("uuid", "UUID"),
+}
+_PLAIN |= _VALUE_CLASSES
 
 
 def _load_storage_weights_only(data: bytes):
@@ -248,6 +258,8 @@ class _HandedUnpickler(_PlainUnpickler):
                 return self.exception
             if name == "_tuple_instance":
                 return self.tuple_instance
+            if name == "_enum_member":
+                return self.enum_member
         return super().find_class(module, name)
 
     def _register(self, shell, module, qualname):
@@ -268,6 +280,18 @@ class _HandedUnpickler(_PlainUnpickler):
         shell = base.__new__(_exception_shell(base))
         shell.args = args
         return self._register(shell, module, qualname)
+
+    def enum_member(self, module, qualname, name):
+        """The member ``name`` of the enum class ``module.qualname``, looked up in its member map (no code of
+        the class runs), or a stand-in."""
+        import enum
+
+        cls = _find_class_here(module, qualname) if isinstance(module, str) and isinstance(qualname, str) else None
+        members = vars(cls).get("_member_map_") if isinstance(cls, enum.EnumMeta) else None
+        member = members.get(name) if isinstance(members, dict) and isinstance(name, str) else None
+        if isinstance(member, enum.Enum):
+            return member
+        return _not_rebuilt(f"{module}.{qualname}", repr(name), "the notebook has no such enum member")
 
     def tuple_instance(self, module, qualname, items):
         if not isinstance(items, tuple):
@@ -328,6 +352,11 @@ def _namedtuple_code():
 _NAMEDTUPLE_CODE = _namedtuple_code()
 
 
+#: Library classes whose pickling methods only copy the object's ``__dict__`` (torch.nn.Module's
+#: ``__getstate__``/``__setstate__`` add defaults of old versions): their subclasses are rebuilt as shells too.
+_DICT_PICKLING = {("torch.nn.modules.module", "Module")}
+
+
 def _why_not_rebuilt(cls: type) -> str | None:
     """None if an object of ``cls`` can be rebuilt here as a shell whose class is set, else why not."""
     if type(cls) not in (type, abc.ABCMeta):
@@ -337,7 +366,7 @@ def _why_not_rebuilt(cls: type) -> str | None:
     if not (base is object or named_tuple or (isinstance(base, type) and issubclass(base, BaseException))):
         return f"its class derives from {getattr(base, '__name__', '?')}"
     for klass in type.__dict__["__mro__"].__get__(cls):
-        if klass.__module__ == "builtins":
+        if klass.__module__ == "builtins" or (klass.__module__, klass.__qualname__) in _DICT_PICKLING:
             continue
         names = vars(klass)
         if named_tuple and klass is cls:
@@ -439,6 +468,8 @@ def _passes_as_is(obj: object) -> bool:
         )
     cls = type(obj)
     module = getattr(cls, "__module__", "")
+    if (module, getattr(cls, "__qualname__", "")) in _VALUE_CLASSES:
+        return True
     if module == "builtins" or module == "collections":
         return (module, cls.__name__) in _PLAIN or issubclass(cls, BaseException)
     top = module.partition(".")[0]
@@ -466,6 +497,9 @@ class _HandingPickler(pickle.Pickler):
             return NotImplemented
         cls = type(obj)
         module, qualname = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
+        enum = sys.modules.get("enum")
+        if enum is not None and isinstance(obj, enum.Enum) and _find_class_here(module, qualname) is cls:
+            return _enum_member, (module, qualname, obj.name)  # found by name in the kernel: no code runs
         if isinstance(obj, type):
             why = "it is a class"
         elif module not in self.known or _find_class_here(module, qualname) is not cls:
@@ -496,7 +530,11 @@ def _tuple_instance(*args):
     raise pickle.UnpicklingError("only load_handed rebuilds shells")
 
 
-_CONSTRUCTORS = (_instance, _exception, _tuple_instance, _not_rebuilt)
+def _enum_member(*args):
+    raise pickle.UnpicklingError("only load_handed finds enum members")
+
+
+_CONSTRUCTORS = (_instance, _exception, _tuple_instance, _enum_member, _not_rebuilt)
 
 
 def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd: int) -> None:
