@@ -566,7 +566,7 @@ def _called_by_torch() -> bool:
 
 def _wrap_store(method: str, original):
     @functools.wraps(original)
-    def recorded(self, *args, **kwargs):
+    def recorded_store(self, *args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth or _called_by_torch():
             return original(self, *args, **kwargs)
@@ -594,8 +594,8 @@ def _wrap_store(method: str, original):
             recorder.leave(event_id)
         return result
 
-    recorded.__barrierlab_original__ = original
-    return recorded
+    recorded_store.__barrierlab_original__ = original
+    return recorded_store
 
 
 #: Paths never recorded: the interpreter's and the system's files, and the rank's own record.
@@ -755,7 +755,7 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
     hides_inside = not name.startswith("dcp.")
 
     @functools.wraps(original)
-    def recorded(*args, **kwargs):
+    def recorded_io(*args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth:
             return original(*args, **kwargs)
@@ -781,8 +781,8 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
         recorder.leave(event_id)
         return result
 
-    recorded.__barrierlab_original__ = original
-    return recorded
+    recorded_io.__barrierlab_original__ = original
+    return recorded_io
 
 
 # --- torch's flight recorder: the collectives torch issued, including those from C++ -------------------
@@ -921,6 +921,7 @@ def compact_flight(dump: dict) -> dict:
             (_clip_text(str(f.get("filename", "?"))), f.get("line", 0), _clip_text(str(f.get("name", "?"))))
             for f in e.get("frames") or ()
         ]
+        # "recorded" is the wrapper of a dist.* call; torch.save's and DCP's wrappers have names of their own
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         for frame in frames:
