@@ -8,8 +8,8 @@ killed or hangs still leaves the record of what it entered and never left:
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
     the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
-    func]`` further out, innermost first; ``left_out``: how many frames of a deeper chain were not kept between
-    its innermost and outermost ones), ``within`` (the ``torch.distributed.checkpoint`` function, e.g. "save",
+    func]`` further out, innermost first; ``left_out``: how many frames of a deeper chain were not kept — they lie
+    between the two halves of ``callers``, its innermost and its outermost frames), ``within`` (the ``torch.distributed.checkpoint`` function, e.g. "save",
     inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
     length of an object collective's list), ``timeout`` (seconds: the call's own ``timeout=``, else its
     group's), ``async``;
