@@ -101,15 +101,13 @@ def test_a_call_through_helpers_shows_the_whole_chain_outermost_first():
     d = bl.run(gathers_on_rank_0_only, 2).diagnosis
     assert d.kind == "only-some-ranks"
     assert f"reached from {place(gathers_on_rank_0_only, 'gather_all(values)')}" in d.headline
-    assert "through 2 more calls" in d.headline
-    chain = chain_block(d.evidence)
+    chain = [line for line in chain_block(d.evidence) if "in <listcomp>" not in line]  # a frame before 3.12
     assert [line.split(",")[0] for line in chain] == [
         place(gathers_on_rank_0_only, "gather_all(values)"),
         place(gather_all, "return [gather_one"),
-        place(gather_all, "return [gather_one"),
         place(gather_one, "dist.all_gather"),
     ]
-    assert "in <listcomp>" in chain[2] or "in gather_all" in chain[2]
+    assert chain[1].endswith("in gather_all: return [gather_one(v) for v in values]")
 
 
 def test_a_mismatch_names_where_the_ranks_paths_part_on_both_sides():
