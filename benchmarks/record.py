@@ -37,6 +37,10 @@ import torch.distributed as dist
 import barrierlab as bl
 from barrierlab import record
 
+#: Depths of the learner's call chains in the deep rows: helpers (a framework's hooks) and recursion.
+DEEP = 12
+RECURSIVE = 200
+
 
 def measure(rounds: int, calls: int, clock_name: str) -> dict:
     clock = time.process_time if clock_name == "cpu" else time.perf_counter
@@ -58,6 +62,18 @@ def measure(rounds: int, calls: int, clock_name: str) -> dict:
 
     def barrier_once():  # looks dist.barrier up at each call: the recorder replaces it while it records
         dist.barrier()
+
+    def nested(depth: int) -> None:  # a call chain of the learner's own frames, as helpers and recursion make
+        if depth:
+            nested(depth - 1)
+        else:
+            dist.barrier()
+
+    def barrier_deep():
+        nested(DEEP)
+
+    def barrier_recursive():
+        nested(RECURSIVE)
 
     data = os.path.join(tempfile.mkdtemp(), "data.txt")
     with open(data, "w") as f:
@@ -86,7 +102,14 @@ def measure(rounds: int, calls: int, clock_name: str) -> dict:
     def stat_once():  # not audited
         os.stat(module_file)
 
-    recorded = (("barrier", barrier_once), ("all_reduce", all_reduce_once), ("span", span_once), ("open", open_once))
+    recorded = (
+        ("barrier", barrier_once),
+        ("barrier_deep", barrier_deep),
+        ("barrier_recursive", barrier_recursive),
+        ("all_reduce", all_reduce_once),
+        ("span", span_once),
+        ("open", open_once),
+    )
     ignored = (
         ("open_module", open_module_once),
         ("compile", compile_once),
@@ -118,6 +141,8 @@ def measure(rounds: int, calls: int, clock_name: str) -> dict:
 
 LABELS = (
     ("barrier", "dist.barrier()"),
+    ("barrier_deep", "dist.barrier() under {DEEP} nested calls of the learner's"),
+    ("barrier_recursive", "dist.barrier() under {RECURSIVE} nested calls of the learner's (recursion)"),
     ("all_reduce", "dist.all_reduce(4×4 tensor), sizes recorded"),
     ("span", "with barrierlab.span(...)"),
     ("open", "os.open + os.close of a file (one recorded file event)"),
@@ -152,6 +177,7 @@ def main() -> None:
             print("| *a rank doing no file I/O* | | | | |")
             continue
         none, off, on = best[what, "none"], best[what, "off"], best[what, "on"]
+        label = label.format(DEEP=DEEP, RECURSIVE=RECURSIVE)
         print(f"| {label} | {none:.2f} | {off:.2f} | {on:.2f} | {on - none:+.2f} |")
     print(
         f"\nrecord.stop() with a full flight recorder (2,000 entries, copied with their Python frames): "

@@ -19,6 +19,7 @@ READ_SIDE = (
     ("plot",),
     ("diagnose", "live", "ordering_table", "waits"),
     ("calls", "ordering"),
+    ("chains",),
     ("events", "stacks"),
     ("sites", "ops", "palette", "words", "_protocol"),
 )

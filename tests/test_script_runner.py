@@ -189,3 +189,40 @@ def test_timeout_given_to_run_script_replaces_the_scripts_own(own_timeout):
     assert run.ok, run
     assert [r.stdout.strip() for r in run] == ["group timeout 3 s"] * 2
     assert "the script asked for 1800 s" in run[0].stderr and "asked for" not in run[1].stderr
+
+
+DCP_ON_RANK_0 = """
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(2, 2)
+    if dist.get_rank() == 0:
+        dcp.save({"model": model.state_dict()}, checkpoint_id=os.path.join(sys.argv[1], "step-1"))  # rank 0 only
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_saving_with_dcp_on_rank_0_only_is_named_at_its_dcp_save_line(tmp_path):
+    script = tmp_path / "save.py"
+    script.write_text(DCP_ON_RANK_0)
+    done, _ = _cli("run", script, "-n", "2", "--timeout", "2", "--deadline", "8", "--", tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = _line(script, "# rank 0 only")
+    headline = next(text for text in done.stdout.splitlines() if text.startswith("dcp.save is a collective"))
+    assert headline.startswith("dcp.save is a collective every rank must call: rank 0 called it at ")
+    assert f"save.py:{line}, in main: dcp.save(" in headline
+    # the script imported DCP before recording started, so barrierlab's own wrapper of dcp.save is on the
+    # stack too: the ledger still says that DCP, not the script, made the collective
+    assert f"DCP's all_gather @ line {line}" in done.stdout, done.stdout

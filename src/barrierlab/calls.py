@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from barrierlab.chains import chain_of, parting
 from barrierlab.events import Event, Flight, FlightEntry
 from barrierlab.sites import Site
 from barrierlab.words import issuer_phrase, rank_list
@@ -124,6 +125,43 @@ def site_key(event: Event) -> tuple:
     return (event.file, event.line)
 
 
+def _chain_note(by_rank: dict[int, dict[int, Call]], positions: list[int]) -> list[str]:
+    """Under the table, for the first row where the ranks disagree: each rank's chain of the learner's lines
+    that led to its call, when one of them went through more than one helper (a cell says only '@ line N')."""
+    for position in positions:
+        row = {rank: calls.get(position) for rank, calls in by_rank.items()}
+        if len({call.name if call else None for call in row.values()}) < 2:
+            continue
+        made = {rank: call for rank, call in row.items() if call is not None}
+        chains = {rank: chain_of(call.event or call.entry) for rank, call in made.items()}
+        if all(len(chain.shown) < 3 for chain in chains.values()):
+            return []  # the cells' lines and the diagnosis's "called from" say it all
+        groups: dict[tuple, list[int]] = {}
+        for rank, chain in chains.items():
+            groups.setdefault(tuple(chain.frames), []).append(rank)
+        at = parting(chains.values())
+        texts = [f"{rank_list(rs)}'s {made[rs[0]].name} {_lines_of(chains[rs[0]], at)}" for rs in groups.values()]
+        return [f"(#{position} came from: " + "; ".join(texts) + ")"]
+    return []
+
+
+def _lines_of(chain, at: int | None) -> str:
+    """'from line 25 → line 12 (in gather_all) → line 7 (in one)': the chain's lines, outermost first (a frame
+    in another file than the one before as ``file:line``), each function named where the chain enters it, the
+    line where the ranks' paths part marked ▸."""
+    shown = chain.shown
+    first = len(chain.frames) - len(shown)
+    parts = []
+    for i, site in enumerate(shown):
+        other_file = i and site.file != shown[i - 1].file
+        text = site.place if other_file else f"line {site.line}"
+        text += f" (in {site.func})" if i and site.func != shown[i - 1].func else ""
+        parts.append(("▸ " if at is not None and i == at - first else "") + text)
+    if len(parts) > 6:
+        parts = parts[:3] + [f"… {len(parts) - 6 + chain.left_out} more"] + parts[-3:]
+    return "from " + " → ".join(parts)
+
+
 def ledger(run: Run) -> str:
     """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
     recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
@@ -155,6 +193,7 @@ def ledger(run: Run) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     if not rows:
         return "no collective calls were recorded"
+    lines += _chain_note(by_rank, positions)
     found = flights(run)
     if len(found) == len(run.ranks):
         lines.append(

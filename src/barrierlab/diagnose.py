@@ -30,7 +30,8 @@ from barrierlab import ops
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
-from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines, undynamic
+from barrierlab.chains import called_from, chain_of, parting, traceback_lines
+from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
 from barrierlab.words import issuer_word, rank_list
@@ -375,25 +376,40 @@ def _entry_origin(entry: FlightEntry) -> str:
     if entry.call is not None:
         return f"{entry.call.name} at {entry.call.where or where}"
     if entry.issuer:
-        return f"{entry.issuer}, reached from {where}" + _callers_text(entry.callers, entry.file)
+        return f"{entry.issuer}, reached from {where}" + called_from(chain_of(entry))
     return f"{entry.op} at {where}"
 
 
-def _callers_text(callers, file: str | None = None) -> str:
-    """', called from train.py:40, in main: ...': the innermost caller in the learner's own file (the file
-    of the outermost frame recorded, the function the run started), so a wait inside a helper or a
-    framework stand-in names the learner's line that led there."""
-    if not callers:
-        return ""
-    callers = undynamic(list(callers))
-    own = callers[-1][0]
-    # A script's top level calling its entry point (``main()`` under ``if __name__ == "__main__":``) is
-    # not the line that led to the wait when the wait is in that same file.
-    mine = [c for c in callers if c[0] == own and not (c[2] == "<module>" and file == own)]
-    if not mine:
-        return ""
-    at, line, func = mine[0]
-    return f", called from {Site(at, line, func)}"
+def _chain_block(call, mark: int | None = None) -> str:
+    """The call's chain as traceback lines under an evidence line (for a chain of three or more frames),
+    with the frame ``mark`` where the ranks' paths part pointed out."""
+    return "".join("\n    " + line for line in traceback_lines(chain_of(call), mark))
+
+
+def _called_at(call, mark: int | None = None) -> str:
+    """'at a.py:12, in save: ..., called from a.py:40, in main: ...' for a call in the rank function or one
+    helper; for a longer chain 'at a.py:12, through this chain (outermost first):' and the chain."""
+    block = _chain_block(call, mark)
+    if block:
+        return f"at {_place(call)}, through this chain (outermost first):{block}"
+    return f"at {where_text(call)}{called_from(chain_of(call))}"
+
+
+def _chain_key(call) -> tuple:
+    return tuple((s.file, s.line, s.func) for s in chain_of(call).frames)
+
+
+def _missing_parting(f: Facts, event: Event) -> int | None:
+    """Where the chain of ``event`` (a call only some ranks made) parts from the chains of the other ranks'
+    last calls; None when one of them made no call at all (then the rank function's line is named)."""
+    if any(not f.calls[r] for r in f.missing):
+        return None
+    return parting([chain_of(event)] + [chain_of(f.calls[r][-1]) for r in f.missing])
+
+
+def _parting_of(calls: dict[int, Event]) -> int | None:
+    """Where the chains of the ranks' calls at one position part (see :func:`barrierlab.chains.parting`)."""
+    return parting(chain_of(e) for e in calls.values())
 
 
 def _raised_at(result) -> str:
@@ -507,36 +523,91 @@ def _place(event) -> str:
 
 
 def _ops_at(f: Facts) -> str:
-    """ "rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6"."""
+    """ "rank 0's broadcast_object_list at a.py:4 and rank 1's broadcast at a.py:6", each with the line where
+    the ranks' paths part when the call sits in a helper: "rank 0's all_gather at a.py:29 (from a.py:20)"."""
     by_op: dict[str, list[int]] = {}
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
+    at = _parting_of(f.at_k)
     return " and ".join(
-        f"{rank_list(rs)}'s {op} at {_place(f.at_k[rs[0]])}{_own_caller(f.at_k[rs[0]])}" for op, rs in by_op.items()
+        f"{rank_list(rs)}'s {_op_name(f.at_k[rs[0]])} at {_place(f.at_k[rs[0]])}{_parts_at(f.at_k[rs[0]], at)}"
+        for op, rs in by_op.items()
     )
 
 
-def _own_caller(event) -> str:
-    """' (from train.py:40)': the learner's own line that led into a helper, when the call sits in one."""
-    if not event.callers:
-        return ""
-    callers = undynamic(list(event.callers))
-    own = callers[-1][0]
-    if event.file == own:
-        return ""
-    file, line, func = next(c for c in callers if c[0] == own)
-    return f" (from {Site(file, line, func).place})"
+def _op_name(event: Event) -> str:
+    """'barrier', or "dcp.save's gather_object" for a collective torch made inside the learner's dcp.save."""
+    return f"dcp.{event.within}'s {event.name}" if event.within else event.name
+
+
+def _parts_at(event, at: int | None) -> str:
+    """' (from a.py:20)': for a call in a helper of another file, the line that called it; for a longer chain
+    the frame where the ranks' paths part (``at``), else its outermost frame."""
+    chain = chain_of(event)
+    frames = chain.shown
+    if len(frames) < 2 or (len(frames) == 2 and frames[0].file == frames[1].file):
+        return ""  # a helper of the same file: its line says enough, as the evidence's "called from" does
+    first = len(chain.frames) - len(frames)
+    index = at - first if at is not None and first <= at < len(chain.frames) - 1 else 0
+    return f" (from {frames[index].place})"
 
 
 def _calls_by_op(f: Facts, k: int) -> list[str]:
+    at = _parting_of(f.at_k)
     by_op: dict[str, list[int]] = {}
     for rank, event in sorted(f.at_k.items()):
         by_op.setdefault(event.name, []).append(rank)
     return [
-        f"{rank_list(rs)} called {op} #{k} at {where_text(f.at_k[rs[0]])}"
-        + _callers_text(f.at_k[rs[0]].callers, f.at_k[rs[0]].file)
+        f"{rank_list(rs)} called {_op_name(f.at_k[rs[0]])} #{k} {_called_at(f.at_k[rs[0]], at)}"
         for op, rs in by_op.items()
     ]
+
+
+def rule_checkpoint_on_some_ranks(f: Facts) -> Diagnosis | None:
+    """The first call the ranks disagree on is one torch made inside the learner's ``dcp.save``/``dcp.load``
+    on some ranks only: the learner called a collective of the whole group as one calls ``torch.save``."""
+    if not f.first_diff:
+        return None
+    inside = {r: e for r, e in f.at_k.items() if e.within}
+    if not inside:
+        return None
+    event = inside[min(inside)]
+    api = f"dcp.{event.within}"
+    elsewhere = {r: e for r, e in f.at_k.items() if e.within != event.within}
+    if not elsewhere and not f.missing:
+        return None
+    callers = sorted(r for r, e in inside.items() if e.within == event.within)
+    k, run = f.first_diff, f.run
+    others = []
+    by_op: dict[str, list[int]] = {}
+    for rank, e in sorted(elsewhere.items()):
+        by_op.setdefault(_op_name(e), []).append(rank)
+    others += [f"{rank_list(rs)} made {op} #{k} at {_place(elsewhere[rs[0]])} instead" for op, rs in by_op.items()]
+    if f.missing:
+        others.append(f"{rank_list(f.missing)} never made a {ordinal(k)} collective call")
+    headline = (
+        f"{api} is a collective every rank must call: {rank_list(callers)} called it at {where_text(event)}"
+        f"{called_from(chain_of(event), _parting_of(f.at_k) if not f.missing else None)}; " + " and ".join(others) + "."
+    )
+    waited = sorted(elsewhere) + f.missing
+    evidence = [
+        f"inside {api}, torch made {event.name} #{k} (DCP gathers every rank's plan at its coordinator rank, "
+        f"then hands each rank its part), so {rank_list(callers)} waited there for {rank_list(waited)}"
+    ]
+    evidence += [f"{rank_list(rs)} called {op} #{k} {_called_at(elsewhere[rs[0]])}" for op, rs in by_op.items()]
+    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
+    evidence += _outcomes(run, f.at_k) + _error_evidence(run, sorted(f.at_k), f.at_k)
+    return Diagnosis(
+        "checkpoint-on-some-ranks",
+        headline,
+        evidence,
+        f"torch.distributed.checkpoint's save and load are collectives of the whole group: every rank writes "
+        f"(or reads) its own shards, and the coordinator rank gathers every rank's plan and writes the metadata "
+        f"— unlike torch.save, which one rank calls alone. Call {api} on every rank, not under `if rank == 0:`; "
+        f"{DEFAULT_TIMEOUTS}, so a job waits that long before anything fails.",
+        ranks=callers,
+        site=_site(event),
+    )
 
 
 def rule_torch_divergence(f: Facts) -> Diagnosis | None:
@@ -587,7 +658,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     else:
         headline = (
             f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
-            f"{_entry_where(torch_entry)}{_callers_text(torch_entry.callers, torch_entry.file)}; "
+            f"{_entry_where(torch_entry)}{called_from(chain_of(torch_entry))}; "
             f"{rank_list(split.absent)} never made it."
         )
     return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who), ranks=made, site=site)
@@ -641,16 +712,17 @@ def _arrival_evidence(f: Facts) -> list[str]:
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
-    evidence.append(
-        f"{rank_list(arrived)} called {event.name} #{k} at {where_text(event)}"
-        + _callers_text(event.callers, event.file)
-    )
+    evidence.append(f"{rank_list(arrived)} called {_op_name(event)} #{k} {_called_at(event)}")
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
-        evidence.append(
-            f"{rank_list(same)} never made a {ordinal(k)} collective call: {'they' if len(same) > 1 else 'it'} {how}"
-        )
+        they = "they" if len(same) > 1 else "it"
+        last = {r: f.calls[r][-1] for r in same if f.calls[r]}
+        if last and len({_chain_key(e) for e in last.values()}) == 1 and len(last) == len(same):
+            e = last[same[0]]
+            n = len(f.calls[same[0]])
+            how += f"; {'their' if len(same) > 1 else 'its'} last was {_op_name(e)} #{n} {_called_at(e)}"
+        evidence.append(f"{rank_list(same)} never made a {ordinal(k)} collective call: {they} {how}")
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
     if left and event.name not in ops.EVERY_RANK_ON_GLOO:
         evidence.append(
@@ -698,7 +770,10 @@ def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
     headline = (
         f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
         f"but it started at call #{f.mispaired}, where "
-        + " paired with ".join(f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}" for where, rs in lines.items())
+        + " paired with ".join(
+            f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}{_parts_at(pairs[rs[0]], _parting_of(pairs))}"
+            for where, rs in lines.items()
+        )
         + "."
     )
     return Diagnosis(
@@ -748,8 +823,9 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     event = f.at_k[arrived[0]]
     return Diagnosis(
         "only-some-ranks",
-        f"A collective reached by only some ranks: {rank_list(arrived)} called {event.name} #{f.first_diff} at "
-        f"{where_text(event)}{_callers_text(event.callers, event.file)}; {rank_list(f.missing)} never did.",
+        f"A collective reached by only some ranks: {rank_list(arrived)} called {_op_name(event)} #{f.first_diff} at "
+        f"{where_text(event)}{called_from(chain_of(event), _missing_parting(f, event))}; "
+        f"{rank_list(f.missing)} never did.",
         _arrival_evidence(f),
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "
@@ -862,12 +938,11 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
             what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else "the function started"
             evidence.append(
                 f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
-                f"{event.name} #{k} at {where_text(at[rank])}{_callers_text(at[rank].callers, at[rank].file)}"
+                f"{event.name} #{k} {_called_at(at[rank])}"
             )
     first = waiting[gave_up[0]]
     evidence.append(
-        f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} at {where_text(first)}"
-        f"{_callers_text(first.callers, first.file)}"
+        f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} {_called_at(first)}"
     )
     evidence += _outcomes(f.run, at)
     return Diagnosis(
@@ -919,7 +994,7 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             other = "the other" if len(cycle) == 2 else "the next rank"
             waits = [
                 f"{rank_list(cycle)} each wait in {first.name} {'to' if first.name == 'send' else 'from'} {other} "
-                f"at {where_text(first)}{_callers_text(first.callers, first.file)}"
+                f"{_called_at(first)}"
             ]
         else:
             waits = [
@@ -1008,6 +1083,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 #: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
 RULE_TABLE: tuple[Rule, ...] = (
     rule_ok,
+    rule_checkpoint_on_some_ranks,
     rule_torch_divergence,
     rule_paired_by_position,
     rule_mismatched_collectives,
@@ -1066,7 +1142,11 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
     groups: dict[tuple, list[int]] = {}
     for rank, event in sorted(at.items()):
         groups.setdefault(site_key(event), []).append(rank)
-    parts = [f"{rank_list(rs)} at {where_text(at[rs[0]])}" for rs in groups.values()]
+    parting_at = _parting_of(at)
+    parts = [
+        f"{rank_list(rs)} at {where_text(at[rs[0]])}{called_from(chain_of(at[rs[0]]), parting_at)}"
+        for rs in groups.values()
+    ]
     return [
         f"call #{k} ({at[next(iter(at))].name}) came from different lines, and the ranks passed it together: "
         + "; ".join(parts)

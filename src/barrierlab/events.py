@@ -8,7 +8,9 @@ killed or hangs still leaves the record of what it entered and never left:
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
     the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
-    func]`` further out, innermost first), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
+    func]`` further out, innermost first; ``left_out``: how many frames of a deeper chain were not kept — they lie
+    between the two halves of ``callers``, its innermost and its outermost frames), ``within`` (the ``torch.distributed.checkpoint`` function, e.g. "save",
+    inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
     length of an object collective's list), ``timeout`` (seconds: the call's own ``timeout=``, else its
     group's), ``async``;
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
@@ -97,6 +99,11 @@ class Event:
     #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
     #: that called into the helper that made the call.
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
+    #: Frames of a deeper chain not kept, between the innermost callers and the outermost ones.
+    left_out: int = field(default=0, repr=False)
+    #: The ``torch.distributed.checkpoint`` function (the ops table's name: "save", "load") the learner called
+    #: and inside which torch made this call (DCP's planning gather), or None: the learner's own call.
+    within: str | None = field(default=None, repr=False)
     #: Rooted and point-to-point calls: the other rank as the call named it (``{"src": 1}``, ``{"dst": 0}``,
     #: ``{"group_src": 0}``), and for a receive the rank the data came from (``{"from": 2}``).
     peer: dict[str, int] = field(default_factory=dict, repr=False)
@@ -157,6 +164,7 @@ class FlightEntry:
     line: int | None = None
     func: str | None = None
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
+    left_out: int = field(default=0, repr=False)  # frames of a deeper chain not kept (see Event.left_out)
     call: Event | None = field(default=None, repr=False)
     where: str | None = field(default=None, repr=False)
 
@@ -291,9 +299,9 @@ def _is_enter(item: dict) -> bool:
         and _optional(item, "sizes", _sizes)
         and _optional(item, "dtypes", _strings)
         and _optional(item, "timeout", _number)
-        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects"))
+        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out"))
         and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_int(r) for r in v))
-        and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call"))
+        and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call", "within"))
         and _optional(item, "keys", _strings)
     )
 
@@ -468,6 +476,8 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
                 callers=callers,
+                left_out=max(0, item.get("left_out") or 0),
+                within=item.get("within"),
                 peer={key: item[key] for key in PEER_ARGUMENTS if item.get(key) is not None},
                 group=item.get("group"),
                 group_ranks=item.get("ranks"),
@@ -502,7 +512,9 @@ def _flight_entry(e) -> dict | None:
     if not isinstance(e, dict):
         return None
     frames = _frames(e.get("frames") or [])
-    if frames is None or not (_optional(e, "ns", _number) and _optional(e, "seq", _int) and _optional(e, "rid", _int)):
+    if frames is None or not all(_optional(e, key, _int) for key in ("seq", "rid", "left_out")):
+        return None
+    if not _optional(e, "ns", _number):
         return None
     if not (_optional(e, "sizes", _sizes) and _optional(e, "dtypes", _strings)):
         return None
@@ -554,6 +566,7 @@ def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Fl
             line=line,
             func=func,
             callers=[(_resolved(index, f, n, c), n, c) for f, n, c in frames[1:]],
+            left_out=max(0, e.get("left_out") or 0),
         )
         if entry.file and entry.callers:
             entry.file = _placed(index, entry.file, entry.line or 0, entry.func or "", entry.callers)

@@ -403,6 +403,11 @@ IN_PLACE = names(in_place=True)
 EQUALIZING = names(equalizing=True)
 #: torch.distributed.checkpoint functions (collectives of the whole group).
 CHECKPOINT_OPS = names(kinds=(CHECKPOINT,))
+#: Where each of them is defined, as its row's ``source`` names it — (path from torch's parent folder, function)
+#: -> its name: a collective made inside one was made by the learner's call of it (``dcp.save``).
+CHECKPOINT_ENTRIES: Mapping[tuple[str, str], str] = MappingProxyType(
+    {tuple(op.source.split(" ", 1)): op.name for op in OPS if op.kind == CHECKPOINT}
+)
 #: Blocking collectives that release every rank together on gloo (a release line on the timeline).
 EVERY_RANK_ON_GLOO = waits_for_every_rank("gloo")
 #: Every point-to-point call.

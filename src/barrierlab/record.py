@@ -58,12 +58,17 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
+#: The files of torch.distributed.checkpoint's functions (the ops table's rows of that kind) -> {function: name}.
+_CHECKPOINT_ENTRIES: dict[str, dict[str, str]] = {}
+for (_path, _function), _name in ops.CHECKPOINT_ENTRIES.items():
+    _CHECKPOINT_ENTRIES.setdefault(os.path.join(os.path.dirname(_TORCH_DIR), _path), {})[_function] = _name
 _THIS_FILE = os.path.abspath(__file__)
 _LAUNCHER = {os.path.join(os.path.dirname(_THIS_FILE), name) for name in ("_rank.py", "_warm.py")}
 #: Seconds the rank's main thread must stay on one instruction before torch's flight recorder is copied.
 STALL_DUMP = 1.0
-#: How many of the learner's frames outside the innermost one are kept per collective (helper -> caller):
-#: enough to reach the learner's own file through a framework's layers (Trainer.fit -> hook -> helper).
+#: How many of the learner's frames outside the innermost one are kept per collective, at each end of its call
+#: chain: the innermost ones (the helpers that made the call) and the outermost ones (the rank function and the
+#: lines below it, where ranks' paths part); a deeper chain (recursion) counts the frames between as left out.
 CALLERS_KEPT = 8
 _Tensor = torch.Tensor
 
@@ -223,6 +228,10 @@ class _Recorder:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
                 line += ',"callers":[' + ",".join(f"[{self.quote(f)},{n},{self.quote(c)}]" for f, n, c in site[3]) + "]"
+            if len(site) > 4 and site[4]:
+                line += f',"left_out":{site[4]}'
+            if len(site) > 5 and site[5]:
+                line += f',"within":{self.quote(site[5])}'
         self._emit((line + extra + "}\n").encode(), flush)
         return self.next_id
 
@@ -279,30 +288,60 @@ _originals: dict[tuple[object, str], object] = {}
 
 
 def call_site(callers: bool = True) -> tuple | None:
-    """The innermost frame outside torch and barrierlab's machinery: the learner's line, then (for
-    collectives) up to :data:`CALLERS_KEPT` learner frames further out (the lines that called into a helper)."""
+    """The innermost frame outside torch and barrierlab's machinery: the learner's line; for collectives, then
+    the learner's call chain further out (innermost first; :data:`CALLERS_KEPT` frames at each end, and how
+    many were left out between), and the ``torch.distributed.checkpoint`` function the learner called, when
+    the call was made inside one (``dcp.save`` gathering every rank's plan)."""
     frame = sys._getframe(2)
+    within = None
     while frame is not None:
         code = frame.f_code  # read once per frame: each read of f_code is an audit event
-        if is_learners(code.co_filename):
+        filename = code.co_filename
+        if is_learners(filename):
             break
+        entries = _CHECKPOINT_ENTRIES.get(filename)
+        if entries is not None and code.co_name in entries:
+            within = entries[code.co_name]
         frame = frame.f_back
     if frame is None:
         return None
-    site = (code.co_filename, frame.f_lineno, code.co_name)
+    site = (filename, frame.f_lineno, code.co_name)
     if not callers:
         return site
-    callers = []
-    outer = frame.f_back
-    while outer is not None and len(callers) < CALLERS_KEPT:
-        code = outer.f_code
+    inner: list = []
+    outer = None  # the outermost frames, once the innermost are kept
+    left_out = 0
+    frame = frame.f_back
+    while frame is not None:
+        code = frame.f_code
         filename = code.co_filename
         if filename in MACHINERY:
             break
         if is_learners(filename):
-            callers.append((filename, outer.f_lineno, code.co_name))
-        outer = outer.f_back
-    return site + (callers,) if callers else site
+            if len(inner) < CALLERS_KEPT:
+                inner.append((filename, frame.f_lineno, code.co_name))
+            else:  # the frame itself: its line is read only if it stays among the outermost
+                if outer is None:
+                    outer = collections.deque(maxlen=CALLERS_KEPT)
+                elif len(outer) == CALLERS_KEPT:
+                    left_out += 1
+                outer.append(frame)
+        frame = frame.f_back
+    if outer:
+        for frame in outer:
+            code = frame.f_code
+            inner.append((code.co_filename, frame.f_lineno, code.co_name))
+    if inner or within:
+        return site + (inner, left_out, within)
+    return site
+
+
+def keep_chain(frames: list) -> tuple[list, int]:
+    """The learner's frames of a call chain (innermost first) as :func:`call_site` keeps them: the innermost
+    one, :data:`CALLERS_KEPT` callers after it and as many outermost ones; and how many were left out."""
+    if len(frames) <= 1 + 2 * CALLERS_KEPT:
+        return list(frames), 0
+    return list(frames[: 1 + CALLERS_KEPT]) + list(frames[-CALLERS_KEPT:]), len(frames) - 1 - 2 * CALLERS_KEPT
 
 
 _SHAPE_TEXT: dict = {}
@@ -527,7 +566,7 @@ def _called_by_torch() -> bool:
 
 def _wrap_store(method: str, original):
     @functools.wraps(original)
-    def recorded(self, *args, **kwargs):
+    def recorded_store(self, *args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth or _called_by_torch():
             return original(self, *args, **kwargs)
@@ -555,8 +594,8 @@ def _wrap_store(method: str, original):
             recorder.leave(event_id)
         return result
 
-    recorded.__barrierlab_original__ = original
-    return recorded
+    recorded_store.__barrierlab_original__ = original
+    return recorded_store
 
 
 #: Paths never recorded: the interpreter's and the system's files, and the rank's own record.
@@ -716,7 +755,7 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
     hides_inside = not name.startswith("dcp.")
 
     @functools.wraps(original)
-    def recorded(*args, **kwargs):
+    def recorded_io(*args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth:
             return original(*args, **kwargs)
@@ -742,8 +781,8 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
         recorder.leave(event_id)
         return result
 
-    recorded.__barrierlab_original__ = original
-    return recorded
+    recorded_io.__barrierlab_original__ = original
+    return recorded_io
 
 
 # --- torch's flight recorder: the collectives torch issued, including those from C++ -------------------
@@ -786,6 +825,10 @@ ISSUERS = (
     ("distributed/_composable/", "", "FSDP's {op}"),
     ("distributed/tensor/", "", "DTensor's {op}"),
     ("distributed/_functional_collectives.py", "", "a functional {op} (DTensor / torch.compile)"),
+    *(
+        (path.removeprefix("torch/"), function, f"DCP's {{op}} (inside dcp.{name})")
+        for (path, function), name in ops.CHECKPOINT_ENTRIES.items()
+    ),
     ("distributed/checkpoint/", "", "DCP's {op} (checkpoint save/load)"),
     ("distributed/distributed_c10d.py", "", "torch.distributed's {op} (inside {func})"),
 )
@@ -878,6 +921,7 @@ def compact_flight(dump: dict) -> dict:
             (_clip_text(str(f.get("filename", "?"))), f.get("line", 0), _clip_text(str(f.get("name", "?"))))
             for f in e.get("frames") or ()
         ]
+        # "recorded" is the wrapper of a dist.* call; torch.save's and DCP's wrappers have names of their own
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         for frame in frames:
@@ -892,6 +936,7 @@ def compact_flight(dump: dict) -> dict:
             elif frame[0] in _LAUNCHER:
                 break  # barrierlab's launcher: the learner's frames are all inside it
         op = str(e.get("profiling_name", "?")).split(":")[-1]
+        kept, left_out = keep_chain(user)
         in_backward = any(f[2] == "_engine_run_backward" for f in torch_frames)
         pg = e.get("process_group") or ("", "")
         entries.append(
@@ -911,7 +956,8 @@ def compact_flight(dump: dict) -> dict:
                 "issuer": (issuer(op, outside, in_backward) if outside else None)
                 if covered
                 else issuer(op, torch_frames, in_backward),
-                "frames": user[: 1 + CALLERS_KEPT],
+                "frames": kept,
+                "left_out": left_out,
             }
         )
     return {"flight": entries, "groups": groups}
