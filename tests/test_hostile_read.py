@@ -457,3 +457,194 @@ def test_fuzz_rank_files_lists_regular_files_of_bounded_ranks_or_refuses_by_name
     for rank, kinds in found.items():
         for kind_found in kinds:
             assert (folder / f"rank{rank}.{kind_found}").is_file()
+
+
+# --- 8. the second campaign: what ranks send back, and what a run is given ------------------------------
+def _run_folder() -> str:
+    return os.path.dirname(os.readlink("/proc/self/fd/1"))  # a rank's stdout is its file in the run's folder
+
+
+def forge_rank0s_outcome(how: str):
+    """The attack: rank 1 waits until rank 0 has reported, then writes rank 0's outcome file itself, with
+    barrierlab's own writer (``value``) or as raw JSON of the wrong types and values (``types``)."""
+    if dist.get_rank() == 0:
+        return "rank 0's own"
+    path = os.path.join(_run_folder(), "rank0.outcome")
+    give_up = time.monotonic() + 20
+    while not os.path.exists(path) and time.monotonic() < give_up:
+        time.sleep(0.01)
+    forged = Outcome(rank=0, world_size=2, status=Status.FINISHED, pid=os.getpid(), value=pickle.dumps("forged"))
+    if how == "types":
+        forged.rank, forged.world_size, forged.t_start, forged.exit_code = 7, 1000, float("nan"), 10**30
+    os.unlink(path)
+    forged.write(path)
+    return "rank 1's own"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["value", "types"])
+def test_an_outcome_written_by_another_rank_is_refused_and_the_others_stand(how):
+    run = bl.run(forge_rank0s_outcome, 2, args=(how,), timeout=10, deadline=30)
+    assert run[1].status == Status.FINISHED and run[1].value == "rank 1's own"
+    assert run[0].value != "forged" and run[0].status == Status.RAISED, run
+    assert "rank 0's outcome was not written by rank 0" in str(run[0].exception)
+    assert "rank 0" in repr(run)
+
+
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("str() refused")
+
+    def __repr__(self):
+        raise RuntimeError("repr() refused")
+
+
+def raise_an_unprintable_error():
+    dist.barrier()
+    raise UnprintableError()
+
+
+@pytest.mark.timeout(120)
+def test_an_exception_whose_str_raises_is_reported_with_its_type():
+    run = bl.run(raise_an_unprintable_error, 2, timeout=10, deadline=30)
+    assert run.statuses == [Status.RAISED, Status.RAISED], run
+    for rank in run:
+        assert rank.exit_code != 70
+        assert "UnprintableError" in rank.traceback and "its message could not be shown" in rank.traceback
+        assert type(rank.exception).__name__ == "UnprintableError"
+    assert "UnprintableError" in repr(run)
+
+
+UNPRINTABLE_UNDER_TORCHRUN = """
+from barrierlab.torchrun import main
+
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("str() refused")
+
+def fail():
+    raise UnprintableError()
+
+if __name__ == "__main__":
+    main(fail)
+"""
+
+
+@pytest.mark.timeout(240)
+def test_an_exception_whose_str_raises_is_reported_under_torchrun(tmp_path):
+    script = tmp_path / "unprintable.py"
+    script.write_text(UNPRINTABLE_UNDER_TORCHRUN)
+    env = dict(os.environ, BARRIERLAB_RECORD_DIR=str(tmp_path / "records"), GLOO_SOCKET_IFNAME="lo")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1", str(script)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=200)
+    assert done.returncode != 0
+    run = run_from_records(str(tmp_path / "records"))
+    assert run[0].status == Status.RAISED, done.stderr[-3000:]
+    assert "UnprintableError" in str(run[0].exception) and "its message could not be shown" in str(run[0].exception)
+
+
+class AttrConfig:
+    """A config as attribute-dict libraries make it: a missing attribute is a KeyError. It pickles (it says
+    how), but ``hasattr(config, "__code__")`` raises."""
+
+    def __init__(self, **values):
+        self.__dict__["_values"] = values
+
+    def __getattr__(self, name):
+        return self.__dict__["_values"][name]
+
+    def __getstate__(self):
+        return self.__dict__["_values"]
+
+    def __setstate__(self, values):
+        self.__dict__["_values"] = values
+
+
+def read_the_config(config):
+    return config.lr
+
+
+@pytest.mark.timeout(120)
+def test_an_argument_whose_getattr_raises_key_error_is_sent():
+    run = bl.run(
+        read_the_config, 2, args=(AttrConfig(lr=0.5),), kwargs={"also": AttrConfig(lr=1)}, timeout=10, deadline=30
+    )
+    assert run.ok and run.values == [0.5, 0.5], run
+
+
+def barriers_from_two_threads(count: int) -> int:
+    def barriers():
+        for _ in range(count):
+            dist.barrier()
+
+    helper = threading.Thread(target=barriers)
+    helper.start()
+    barriers()
+    helper.join()
+    return count * 2
+
+
+@pytest.mark.timeout(120)
+def test_collectives_from_two_threads_are_all_recorded():
+    run = bl.run(barriers_from_two_threads, 2, args=(10,), timeout=20, deadline=60)
+    assert run.ok, run
+    assert [len([e for e in r.events if e.name == "barrier"]) for r in run] == [20, 20]
+    for rank in run:
+        assert all(e.end is not None for e in rank.events if e.name == "barrier")
+        assert sorted(e.seq for e in rank.events if e.name == "barrier") == list(range(1, 21))
+
+
+def flood_the_events_file(lines: int, size: int) -> str:
+    path = os.path.join(_run_folder(), f"rank{dist.get_rank()}.events")
+    name = "n" * size
+    with open(path, "ab") as f:
+        for i in range(lines):
+            f.write(f'{{"id":{10**6 + i},"kind":"compute","name":"{name}","t":1.0,"end":1.5}}\n'.encode())
+    return "flooded"
+
+
+@pytest.mark.timeout(300)
+def test_an_events_file_flooded_with_long_lines_is_read_bounded_in_bytes():
+    run = bl.run(flood_the_events_file, 2, args=(1200, 250_000), timeout=20, deadline=60)
+    assert run.values == ["flooded", "flooded"], run
+    for rank in run:
+        kept = sum(len(e.name) for e in rank.events)
+        assert kept <= 2 * event_files.BYTES_KEPT, f"rank {rank.rank} kept {kept:,} bytes of event names"
+        assert rank.events_dropped
+    assert "not kept" in repr(run)
+
+
+ESCAPES = "\x1b[2J\x1b]0;owned\x07\x1b[31mred\x9b1m"
+
+
+def write_hostile_records(folder) -> None:
+    """A torchrun worker's records with terminal escapes in every text a rank writes, and times that are
+    not finite (the JSON reader takes NaN and Infinity)."""
+    os.makedirs(folder, exist_ok=True)
+    files = RankFiles(str(folder), 0)
+    record.start(files.events, 0)
+    with bl.span("span " + ESCAPES):
+        pass
+    record.stop()
+    with open(files.events, "ab") as f:
+        f.write(b'{"id":900,"kind":"compute","name":"forever","t":1.0,"end":Infinity}\n')
+        f.write(b'{"id":901,"kind":"compute","name":"never","t":NaN,"end":2.0}\n')
+    with open(files.stderr, "w") as f:
+        f.write("stderr " + ESCAPES + "\n")
+    outcome = Outcome(rank=0, world_size=1, status=Status.RAISED, pid=os.getpid(), error_type="builtins.ValueError")
+    outcome.message, outcome.traceback = "message " + ESCAPES, "Traceback\nValueError: message " + ESCAPES
+    outcome.t_start, outcome.t_end, outcome.clock = time.monotonic(), float("inf"), float("nan")
+    outcome.write(files.outcome)
+
+
+@pytest.mark.timeout(120)
+def test_report_prints_no_terminal_escapes_and_draws_times_that_are_not_finite(tmp_path, capsys):
+    from barrierlab.__main__ import main
+
+    write_hostile_records(tmp_path / "records")
+    png = tmp_path / "timeline.png"
+    code = main(["report", str(tmp_path / "records"), "--timeline", str(png)])
+    out = capsys.readouterr().out
+    assert code == 1 and png.stat().st_size > 1000
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert "message" in out and "red" in out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+import os
 
 import pytest
 import torch.distributed as dist
@@ -186,3 +188,62 @@ def test_good_arguments_in_their_other_forms_run(no_leftovers):
         env={"N": 7},
     )
     assert run.ok and run.values == [(1, 2, 3, "7")] * 2
+
+
+class FloatRaises:
+    """A number whose conversion fails (numbers.Real registered): the error must still name the parameter."""
+
+    def __float__(self):
+        raise RuntimeError("no float")
+
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+numbers.Real.register(FloatRaises)
+
+BEYOND_LOOPBACK = [
+    {"GLOO_SOCKET_IFNAME": "eth0"},
+    {"GLOO_SOCKET_IFNAME": "lo,eth0"},
+    {"TP_SOCKET_IFNAME": "eth0"},
+    {"NCCL_SOCKET_IFNAME": "eth0"},
+    {"MASTER_ADDR": "0.0.0.0"},
+    {"MASTER_ADDR": "10.1.2.3"},
+]
+
+
+@pytest.mark.parametrize("name", ["timeout", "deadline"])
+def test_a_number_that_cannot_be_converted_is_refused_with_its_name(name, monkeypatch):
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, lambda *a, **k: pytest.fail("started before checking"))
+    with pytest.raises(TypeError, match=name):
+        bl.run(rank, 2, **{name: FloatRaises()})
+
+
+@pytest.mark.parametrize("env", BEYOND_LOOPBACK, ids=lambda env: "=".join(next(iter(env.items()))))
+def test_env_that_would_listen_beyond_loopback_is_refused_first(env, monkeypatch):
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, lambda *a, **k: pytest.fail("started before checking"))
+    (key,) = env
+    with pytest.raises(ValueError, match=rf"env\[{key!r}\].*loopback.*torchrun"):
+        bl.run(rank, 2, env=env)
+
+
+def listens_beyond_loopback():
+    from proc_sockets import beyond_loopback  # tests/proc_sockets.py
+
+    dist.barrier()
+    return beyond_loopback([os.getpid()])
+
+
+@pytest.mark.timeout(120)
+def test_env_naming_loopback_runs_and_nothing_listens_beyond_it(no_leftovers):
+    run = bl.run(listens_beyond_loopback, 2, env={"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "localhost"})
+    assert run.ok and run.values == [[], []], run
+
+
+@pytest.mark.timeout(120)
+def test_a_run_asked_to_listen_on_eth0_never_starts():
+    with pytest.raises(ValueError, match="GLOO_SOCKET_IFNAME"):
+        run = bl.run(listens_beyond_loopback, 2, env={"GLOO_SOCKET_IFNAME": "eth0"})
+        pytest.fail(f"the run started; its ranks listened on {run.values}")
