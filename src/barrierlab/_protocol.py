@@ -82,6 +82,28 @@ def tidy(message: str) -> str:
     return re.sub(r"\.? This is typically caused by [^\n]*", "", message)
 
 
+def error_message(error: BaseException) -> str:
+    """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails), words that say so:
+    the rank still reports the exception's type and its traceback."""
+    try:
+        return str(error)
+    except Exception as failure:  # noqa: BLE001 - whatever __str__ raises
+        return f"(its message could not be shown: str() raised {type(failure).__name__})"
+
+
+def format_error(error: BaseException, tb) -> str:
+    """The traceback of ``error`` from ``tb`` as Python prints it, with :func:`error_message` where Python
+    would print ``<exception str() failed>``; never raises."""
+    import traceback
+
+    message = error_message(error)
+    try:
+        text = "".join(traceback.format_exception(type(error), error, tb))
+    except Exception:  # noqa: BLE001 - a traceback that cannot be formatted: its last line only
+        return f"{type(error).__qualname__}: {message}\n"
+    return text.replace("<exception str() failed>", message)
+
+
 # --- what the kernel asks for --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RunOptions:

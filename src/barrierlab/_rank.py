@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from datetime import timedelta
 
 import cloudpickle
@@ -27,7 +26,16 @@ import torch.distributed as dist
 
 from barrierlab import record
 from barrierlab._contain import RUN_MARKER, mark_process
-from barrierlab._protocol import Outcome, RankFiles, RankSpec, RunSpec, Status, clock_anchor
+from barrierlab._protocol import (
+    Outcome,
+    RankFiles,
+    RankSpec,
+    RunSpec,
+    Status,
+    clock_anchor,
+    error_message,
+    format_error,
+)
 
 STACK_SIGNAL = signal.SIGUSR1
 
@@ -432,8 +440,8 @@ def main(spec: RankSpec) -> int:
             tb, skip = tb.tb_next, skip - 1
         outcome.status = Status.RAISED if in_fn else Status.SETUP_FAILED
         outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
-        outcome.message = str(error)
-        outcome.traceback = "".join(traceback.format_exception(type(error), error, tb))
+        outcome.message = error_message(error)  # a learner's __str__ may raise: the rank reports anyway
+        outcome.traceback = format_error(error, tb)
         outcome.exception, _ = _pickled(error)
         kept.append(error)
     outcome.t_end = time.monotonic()

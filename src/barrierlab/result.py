@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
-from barrierlab._protocol import Status, signal_name, tidy
+from barrierlab._protocol import Status, error_message, signal_name, tidy
 from barrierlab.stacks import Stuck, fold_thread_dumps
 from barrierlab.unpickle import is_shell, unpickle_isolated
 from barrierlab.words import rank_list
@@ -111,7 +111,7 @@ class RankResult:
     def error_message(self) -> str:
         """``"ValueError: bad shard"``, without gloo's build paths and peer addresses."""
         if self.exception is not None:
-            return tidy(f"{type(self.exception).__name__}: {self.exception}")
+            return tidy(f"{type(self.exception).__name__}: {error_message(self.exception)}")
         return tidy(self.traceback.strip().splitlines()[-1]) if self.traceback.strip() else ""
 
     def summary(self) -> str:

@@ -25,10 +25,18 @@ import stat
 import sys
 import tempfile
 import time
-import traceback
 from datetime import timedelta
 
-from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, claim_diagnosis, clock_anchor
+from barrierlab._protocol import (
+    RECORD_DIR_VARIABLE,
+    Outcome,
+    RankFiles,
+    Status,
+    claim_diagnosis,
+    clock_anchor,
+    error_message,
+    format_error,
+)
 
 #: Process-group timeout under torchrun, unless BARRIERLAB_TIMEOUT (seconds) says otherwise: a deadlock
 #: scenario then fails within seconds and exits non-zero instead of waiting torch's 30 minutes.
@@ -201,10 +209,10 @@ def main(fn, argv: list[str] | None = None) -> None:
         tb = error.__traceback__
         for _ in range(2):  # start at the learner's function, not at this entry
             tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb
-        text = "".join(traceback.format_exception(type(error), error, tb))
+        text = format_error(error, tb)  # a learner's __str__ may raise: the rank reports anyway
         print(text, end="", file=sys.stderr, flush=True)
         outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
-        outcome.message, outcome.traceback = str(error), text
+        outcome.message, outcome.traceback = error_message(error), text
     termination.install()
     outcome.t_end, outcome.clock = time.monotonic(), clock_anchor()
     record.stop()
