@@ -241,7 +241,10 @@ atexit.register(shutdown)
 
 
 def _describe(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a value whose __repr__ raises is still described by its type
+        text = "(its repr() failed)"
     text = text if len(text) <= 60 else text[:57] + "..."
     return f"{text} ({type(value).__name__})"
 
@@ -249,7 +252,13 @@ def _describe(value: object) -> str:
 def _check_seconds(name: str, value: object, largest: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds (int or float), got {_describe(value)}")
-    value = float(value)
+    try:
+        value = float(value)
+    except Exception as error:  # noqa: BLE001 - a numbers.Real whose __float__ raises
+        raise TypeError(
+            f"{name} must be a number of seconds (int or float), got {_describe(value)}, which float() refuses "
+            f"({type(error).__name__})"
+        ) from None
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
     if value < MIN_SECONDS:
