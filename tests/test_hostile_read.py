@@ -560,8 +560,8 @@ class AttrConfig:
         self.__dict__["_values"] = values
 
 
-def read_the_config(config):
-    return config.lr
+def read_the_config(config, also):
+    return config.lr + also.lr
 
 
 @pytest.mark.timeout(120)
@@ -569,7 +569,7 @@ def test_an_argument_whose_getattr_raises_key_error_is_sent():
     run = bl.run(
         read_the_config, 2, args=(AttrConfig(lr=0.5),), kwargs={"also": AttrConfig(lr=1)}, timeout=10, deadline=30
     )
-    assert run.ok and run.values == [0.5, 0.5], run
+    assert run.ok and run.values == [1.5, 1.5], run
 
 
 def barriers_from_two_threads(count: int) -> int:

@@ -13,6 +13,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import types
 from dataclasses import dataclass
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -133,6 +134,9 @@ class CodeIndex:
         self._seen: set[int] = set()
 
     def add(self, obj: object) -> CodeIndex:
+        """Index the functions in ``obj`` (a function, a class of ``__main__``, a partial, or containers of
+        them). Any other object is passed over, whatever its ``__getattr__`` raises (an attribute-dict config
+        raises KeyError for a missing attribute)."""
         if id(obj) in self._seen:
             return self
         self._seen.add(id(obj))
@@ -142,23 +146,25 @@ class CodeIndex:
         elif isinstance(obj, dict):
             for item in obj.values():
                 self.add(item)
-        elif isinstance(obj, type) and obj.__module__ == "__main__":
+        elif isinstance(obj, type) and _attribute(obj, "__module__") == "__main__":
             for item in vars(obj).values():
-                self.add(getattr(item, "__func__", item))
-        elif hasattr(obj, "__code__") and hasattr(obj, "__globals__"):
-            self._add_code(obj.__code__)
-            for cell in obj.__closure__ or ():
+                self.add(_attribute(item, "__func__", item))
+        elif isinstance(code := _attribute(obj, "__code__"), types.CodeType):  # functions, bound methods
+            self._add_code(code)
+            closure = _attribute(obj, "__closure__")
+            for cell in closure if isinstance(closure, tuple) else ():
                 try:
                     self.add(cell.cell_contents)
                 except ValueError:
                     pass
-            for name in _names(obj.__code__):
-                value = obj.__globals__.get(name)
-                if getattr(value, "__module__", None) == "__main__":
+            names = _attribute(obj, "__globals__")
+            for name in _names(code) if isinstance(names, dict) else ():
+                value = names.get(name)
+                if _attribute(value, "__module__") == "__main__":
                     self.add(value)
-        elif getattr(obj, "func", None) is not None:  # functools.partial
-            self.add(obj.func)
-            self.add(obj.args)
+        elif (func := _attribute(obj, "func")) is not None:  # functools.partial
+            self.add(func)
+            self.add(_attribute(obj, "args"))
         return self
 
     def _add_code(self, code) -> None:
@@ -176,6 +182,15 @@ class CodeIndex:
             if name == func and first <= line <= last:
                 return filename
         return file
+
+
+def _attribute(obj: object, name: str, default: object = None) -> object:
+    """``getattr(obj, name, default)`` that also survives a ``__getattr__`` raising something else than
+    AttributeError (the learner's objects are passed over, never a reason for ``run`` to fail)."""
+    try:
+        return getattr(obj, name, default)
+    except Exception:  # noqa: BLE001
+        return default
 
 
 def _names(code) -> set[str]:
