@@ -33,6 +33,7 @@ import collections
 import contextlib
 import functools
 import inspect
+import itertools
 import json
 import os
 import pickle
@@ -106,6 +107,10 @@ def _high_fd(fd: int) -> int:
     return high
 
 
+class _PerThread(threading.local):
+    depth = 0
+
+
 class _Recorder:
     """Writes one JSON line per entry and per exit, behind: lines wait in memory until :meth:`flush` writes
     them with one ``write`` call (see the module's docstring for when). A line that must be in the file before
@@ -124,9 +129,9 @@ class _Recorder:
         info = os.fstat(self.fd)
         self.identity = (info.st_dev, info.st_ino)
         self.rank = rank
-        self.seq = 0
-        self.next_id = 0
-        self.depth = 0
+        self._seqs = itertools.count(1)  # next() of a count is atomic: threads never share a number
+        self._ids = itertools.count(1)
+        self._thread = _PerThread()
         self._quoted: dict[str, str] = {}
         #: Lines not written yet (appended by any thread; taken from the left, in order, by one flush at a time).
         self.pending: collections.deque[bytes] = collections.deque()
@@ -136,6 +141,17 @@ class _Recorder:
         self.write(
             {"meta": "start", "rank": rank, "t0": t0, "pid": os.getpid(), "wall": time.time() - (time.monotonic() - t0)}
         )
+
+    @property
+    def depth(self) -> int:
+        """How deep the calling thread is inside recorded calls (a call made inside one, e.g. the barrier
+        inside DCP's save, is not recorded again). Per thread: a thread blocked in a barrier must not hide
+        another thread's collectives."""
+        return self._thread.depth
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        self._thread.depth = value
 
     def _holds_its_file(self) -> bool:
         try:
@@ -219,11 +235,10 @@ class _Recorder:
         self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "", flush: bool = True
     ) -> int:
         """The entry line of an event; ``flush``: the call may block the rank, so the line is written now."""
-        self.next_id += 1
-        line = f'{{"id":{self.next_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
+        event_id = next(self._ids)
+        line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
         if numbered:
-            self.seq += 1
-            line += f',"seq":{self.seq}'
+            line += f',"seq":{next(self._seqs)}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
@@ -233,13 +248,12 @@ class _Recorder:
             if len(site) > 5 and site[5]:
                 line += f',"within":{self.quote(site[5])}'
         self._emit((line + extra + "}\n").encode(), flush)
-        return self.next_id
+        return event_id
 
     def instant(self, kind: str, name: str, site: tuple | None, extra: str = "") -> None:
         """One line for an event with no duration (a file opened, renamed or removed): entry and end at once."""
-        self.next_id += 1
         t = repr(time.monotonic())
-        line = f'{{"id":{self.next_id},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
+        line = f'{{"id":{next(self._ids)},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
         self._emit((line + extra + "}\n").encode())
