@@ -299,6 +299,45 @@ def _check_function(fn: object) -> None:
         )
 
 
+#: Variables that choose the network interface a backend's sockets listen on (gloo, TensorPipe, NCCL).
+INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+#: Variables that name the address of the group's store.
+ADDRESS_VARIABLES = ("MASTER_ADDR",)
+
+
+def _is_loopback_interface(name: str) -> bool:
+    """``lo`` and the like: an interface the kernel marks loopback (``IFF_LOOPBACK`` in its flags)."""
+    if name in ("lo", "lo0"):
+        return True
+    try:
+        with open(f"/sys/class/net/{os.path.basename(name)}/flags") as f:
+            return bool(int(f.read(), 16) & 0x8)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_loopback_address(address: str) -> bool:
+    import ipaddress
+
+    if address.strip().lower() in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _beyond_loopback(key: str, value: str) -> str | None:
+    """What ``key=value`` in ``env`` would open beyond this machine's loopback, or None."""
+    if key in INTERFACE_VARIABLES:
+        outside = [name for name in value.split(",") if not _is_loopback_interface(name.strip())]
+        if outside:
+            return f"the ranks' sockets would listen on {', '.join(repr(n) for n in outside)}"
+    elif key in ADDRESS_VARIABLES and not _is_loopback_address(value):
+        return f"the group's store would be sought at {value!r}"
+    return None
+
+
 def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     if env is None:
         return ()
@@ -317,6 +356,14 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
         value = str(value)
         if "\0" in value:
             raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
+        beyond = _beyond_loopback(key, value)
+        if beyond:
+            raise ValueError(
+                f"env[{key!r}] = {value!r}: {beyond}, beyond this machine's loopback interface. barrierlab.run "
+                "starts every rank on this machine and keeps every socket on loopback (127.0.0.1): leave "
+                f"{key} out (barrierlab sets what the ranks need). For ranks on several machines, use torchrun "
+                "(docs/torchrun.md)."
+            )
         pairs.append((key, value))
     return tuple(pairs)
 
@@ -537,7 +584,9 @@ def run(
       the call returns.
     - ``env``: environment variables set in every rank before the group starts, as a dict of str to str
       (int and float values are converted with ``str()``; None, bool and other types are refused).
-      ``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would.
+      ``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would. Every socket of a
+      run stays on loopback: ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` naming another
+      interface, or a ``MASTER_ADDR`` that is not a loopback address, is refused (ValueError).
     - ``threads``: torch intra-op threads per rank (default 1: N ranks share a few cores).
     - ``linger``: keep finished ranks alive until all are done, like ranks that go on with other work;
       by default a finished rank exits, as at the end of a script, and peers still waiting on it fail fast.
