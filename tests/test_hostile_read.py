@@ -359,7 +359,7 @@ outcomes = st.builds(
     world_size=st.integers(1, 65),
     status=st.sampled_from(list(Status)),
     pid=st.integers(0, 1 << 22),
-    t_start=st.none() | st.floats(allow_nan=False),
+    t_start=st.none() | st.floats(allow_nan=False, allow_infinity=False),  # as time.monotonic() gives
     message=st.text(max_size=50),
     traceback=st.text(max_size=50),
     value=st.none() | st.binary(max_size=40),

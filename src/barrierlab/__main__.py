@@ -50,12 +50,11 @@ def _run(args) -> int:
 
 
 def _show(run, timeline: str | None) -> int:
-    """Print a run, its diagnosis and ledger, draw its timeline if asked; 0 iff every rank finished."""
-    print(run)
-    print()
-    print(run.diagnosis)
-    print()
-    print(run.ledger())
+    """Print a run, its diagnosis and ledger, draw its timeline if asked; 0 iff every rank finished. What the
+    ranks wrote is printed with its control characters escaped (``_protocol.terminal_text``)."""
+    from barrierlab._protocol import terminal_text
+
+    print(terminal_text(f"{run}\n\n{run.diagnosis}\n\n{run.ledger()}"))
     if timeline:
         run.timeline().savefig(timeline, dpi=120)
         print(f"\ntimeline written to {timeline}")

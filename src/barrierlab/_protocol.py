@@ -18,6 +18,7 @@ Nothing else in the package spells a rank file's name, a status, or a message.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import re
@@ -26,6 +27,7 @@ import struct
 import time
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
+from typing import ClassVar
 
 
 # --- how a rank ended ------------------------------------------------------------------------------------
@@ -102,6 +104,16 @@ def format_error(error: BaseException, tb) -> str:
     except Exception:  # noqa: BLE001 - a traceback that cannot be formatted: its last line only
         return f"{type(error).__qualname__}: {message}\n"
     return text.replace("<exception str() failed>", message)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters other than newline and tab (ESC, BEL, carriage
+    return, C1 codes), which a rank's output, span names or messages may hold, are shown as ``\\x1b``...
+    instead of being obeyed (clearing the screen, retitling the window, hiding the lines before them)."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 # --- what the kernel asks for --------------------------------------------------------------------------
@@ -361,8 +373,28 @@ def write_new_file(path: str, data) -> None:
         os.close(fd)
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
+def finite_json(data: bytes | str):
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and numbers too large for a float (Python's reader
+    takes them; barrierlab's writers never write them, and a time that is not finite breaks every sum and
+    axis made of it)."""
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 # --- how a rank ended: one format for both launchers -----------------------------------------------------
 _BLOBS = ("value", "exception")
+#: The outcome's times: one that is not a finite number is left out when read, not the whole outcome.
+_TIMES = ("t_start", "t_end", "clock")
 #: Longest header line of an outcome file read, in bytes (its texts: message, traceback, value's repr).
 OUTCOME_HEADER_LIMIT = 8 << 20
 
@@ -372,7 +404,13 @@ def _is_int(value) -> bool:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """An int or float that converts to a finite float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 _OUTCOME_TYPES = {
@@ -418,6 +456,8 @@ class Outcome:
     send_error: str = ""  # why the return value could not be pickled, if it could not
     value: bytes | None = field(default=None, repr=False)
     exception: bytes | None = field(default=None, repr=False)
+    #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.
+    notes: ClassVar[tuple[str, ...]] = ()
 
     def write(self, path: str) -> None:
         """Write atomically (temporary file, then rename) and never through a planted symlink."""
@@ -448,7 +488,7 @@ class Outcome:
             if line is None:
                 raise ValueError(f"{path}: its header is longer than {OUTCOME_HEADER_LIMIT:,} bytes")
             try:
-                header = json.loads(line)
+                header = json.loads(line)  # NaN and Infinity are read, then the times below are checked
             except (ValueError, RecursionError) as error:
                 raise ValueError(f"{path}: its header is not JSON ({type(error).__name__})") from None
             if not isinstance(header, dict):
@@ -466,7 +506,13 @@ class Outcome:
                     if len(blobs[name]) != n:
                         raise ValueError(f"{path}: the {name} pickle is cut short")
                     left -= n
-        values = {}
+        values, notes = {}, []
+        for name in _TIMES:  # a time that is not finite is left out (with a note): the rest of the outcome stands
+            value = header.get(name)
+            if _is_number(value) or value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            notes.append(f"its outcome's {name} ({str(value)[:20]}) is not a finite number: left out")
+            del header[name]
         for spec in fields(cls):
             if spec.name in _BLOBS or spec.name not in header:
                 continue
@@ -480,7 +526,10 @@ class Outcome:
             values["status"] = Status(values["status"])
         except ValueError:
             raise ValueError(f"{path}: unknown status {values['status'][:80]!r}") from None
-        return cls(**values, **blobs)
+        outcome = cls(**values, **blobs)
+        if notes:
+            outcome.notes = tuple(notes)
+        return outcome
 
     @classmethod
     def read_header(cls, path: str, limit: int = 64 * 1024) -> Outcome | None:
@@ -492,7 +541,7 @@ class Outcome:
             return None
         try:
             with os.fdopen(fd, "rb") as f:
-                header = json.loads(f.readline(limit))
+                header = finite_json(f.readline(limit))
             known = {f.name for f in fields(cls)} - set(_BLOBS)
             values = {k: v for k, v in header.items() if k in known}
             values["status"] = Status(values["status"])

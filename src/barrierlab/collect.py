@@ -7,11 +7,9 @@ read becomes a rank whose record is unreadable — the other ranks' results stan
 
 from __future__ import annotations
 
-import json
-
 from barrierlab import _files
 from barrierlab import events as event_files
-from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, tidy
+from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, finite_json, tidy
 from barrierlab.result import RankResult, Run, rebuild_exception
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import relabel_traceback, stuck_at
@@ -41,7 +39,7 @@ FLIGHT_LIMIT = 64 << 20
 
 def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
     try:
-        entries = json.loads(_files.read_bytes(path, FLIGHT_LIMIT)).get("entries", [])
+        entries = finite_json(_files.read_bytes(path, FLIGHT_LIMIT)).get("entries", [])
         return [
             (
                 str(e.get("profiling_name", "?")).split(":")[-1][:200],
@@ -50,7 +48,7 @@ def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
             )
             for e in entries
         ]
-    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, OverflowError):
         return None
 
 
@@ -91,6 +89,7 @@ def collect(
             events_dropped=dropped,
             flight=_load_flight(files.flight) if flight is None else flight,
         )
+        result.record_notes += _notes(recorded)
         outcome = _read_outcome(files.outcome, rank, world_size)
         if outcome is not None:
             apply_outcome(result, outcome, t0, index)
@@ -122,6 +121,16 @@ def collect(
         hit_deadline=bool(stopped),
         linger=linger,
     )
+
+
+def _notes(recorded: event_files.Record) -> list[str]:
+    """What of a rank's events file was left out as it was read, in words (for the run's output)."""
+    if not recorded.malformed:
+        return []
+    return [
+        f"{recorded.malformed:,} line{'s' if recorded.malformed > 1 else ''} of its events file "
+        "left out (not barrierlab's: malformed, too long, or with a time that is not a finite number)"
+    ]
 
 
 def _read_outcome(path: str, rank: int, world_size: int) -> Outcome | None:
@@ -173,6 +182,7 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
 
     ``t0`` is the instant, on the rank's monotonic clock, that counts as time 0 of the run."""
     result.status = outcome.status
+    result.record_notes += outcome.notes
     result.pid = result.pid or outcome.pid or None
     result.traceback = tidy(relabel_traceback(outcome.traceback, index)) if outcome.traceback else ""
     result.exit_code = outcome.exit_code
@@ -231,6 +241,7 @@ def from_records(folder: str) -> Run:
                 event.where = str(Site(event.file, event.line, event.func or ""))
         flight = record.flight if record else None
         result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
+        result.record_notes += _notes(record) if record else []
         outcome = outcomes.get(rank)
         if outcome:
             apply_outcome(result, outcome, t0)

@@ -40,13 +40,14 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
+from barrierlab._protocol import finite_json
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -238,7 +239,13 @@ def ranks_start(ranks) -> float:
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    """An int or float that converts to a finite float (times are subtracted from floats)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _int(value) -> bool:
@@ -340,12 +347,14 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
         end = _END_LINE.fullmatch(line)  # half the lines of a flood: parsed 10x faster than by json
         if end is not None:
             try:
-                items.append({"id": int(end.group(1)), "end": float(end.group(2))})
-                continue
+                value = float(end.group(2))
+                if math.isfinite(value):
+                    items.append({"id": int(end.group(1)), "end": value})
+                    continue
             except ValueError:
                 pass
         try:
-            item = json.loads(line)
+            item = finite_json(line)  # NaN or Infinity: malformed
         except (ValueError, RecursionError):
             malformed += 1
             continue

@@ -92,6 +92,9 @@ class RankResult:
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
     #: Events of this rank not kept (the middle of a flood of events; the first and last are kept).
     events_dropped: event_files.Dropped = field(default_factory=event_files.Dropped, repr=False)
+    #: What of this rank's files was left out as it was read (lines not barrierlab's, times that are not
+    #: finite, an events file cut in bytes), in words.
+    record_notes: list[str] = field(default_factory=list, repr=False)
     #: The rank returned (its value is kept, it counts as finished), then hung in torch's teardown
     #: (destroy_process_group, object destruction) and was ended by the launcher: torch's, not the learner's.
     teardown_hung: bool = False
@@ -237,15 +240,17 @@ class Run:
         return {r.rank: r.events_dropped for r in self.ranks if r.events_dropped}
 
     def dropped_note(self) -> str:
-        """One line saying which ranks' events were cut, or ""."""
+        """Lines saying which ranks' events were cut and what of their records was left out, or ""."""
+        lines = []
         dropped = self.events_dropped
-        if not dropped:
-            return ""
-        parts = ", ".join(f"rank {rank}: {count}" for rank, count in dropped.items())
-        return (
-            f"events not kept (the first and last of each rank are; the middle was dropped to keep the "
-            f"kernel fast and small): {parts}"
-        )
+        if dropped:
+            parts = ", ".join(f"rank {rank}: {count}" for rank, count in dropped.items())
+            lines.append(
+                f"events not kept (the first and last of each rank are; the middle was dropped to keep the "
+                f"kernel fast and small): {parts}"
+            )
+        lines += [f"rank {r.rank}'s record: {note}" for r in self.ranks for note in r.record_notes]
+        return "\n  ".join(lines)
 
     def timeline(self, **options):
         """A matplotlib figure: one lane per rank, time in collectives shaded, releases drawn."""

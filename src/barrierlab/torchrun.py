@@ -36,6 +36,7 @@ from barrierlab._protocol import (
     clock_anchor,
     error_message,
     format_error,
+    terminal_text,
 )
 
 #: Process-group timeout under torchrun, unless BARRIERLAB_TIMEOUT (seconds) says otherwise: a deadlock
@@ -260,7 +261,7 @@ def _explain(folder: str, rank: int, expected: int, termination: _Termination) -
     except Exception as error:  # the diagnosis must never hide the rank's own failure
         text = f"(no diagnosis: {type(error).__name__}: {error})"
     print(
-        f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{text}\n\n"
+        f"\n[barrierlab] rank {rank}: diagnosis of the ranks recorded in {folder}\n{terminal_text(text)}\n\n"
         f"Timeline: python -m barrierlab report {folder} --timeline timeline.png",
         file=sys.stderr,
         flush=True,
