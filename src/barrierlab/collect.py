@@ -21,6 +21,10 @@ OUTPUT_KEEP = 32 * 1024
 #: events within a second and the kernel's memory bounded. The events in between are counted
 #: (``RankResult.events_dropped``), not kept.
 EVENT_LINES_PER_RUN = 10_000
+#: Bytes of the ranks' events files read per run at most, shared the same way (at most
+#: ``events.BYTES_KEPT`` from each end of a file, at least 1 MiB): lines are bounded in length, not in number
+#: of bytes per file, and 1,200 lines of 250 kB each once cost the kernel 1.7 GB.
+EVENT_BYTES_PER_RUN = 64 << 20
 
 
 def _read_output(path: str) -> str:
@@ -71,11 +75,14 @@ def collect(
     which the launcher calls once the run's bookkeeping is done and its folder is removed."""
     ranks = []
     keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
+    keep_bytes = max(1 << 20, min(event_files.BYTES_KEPT, EVENT_BYTES_PER_RUN // (2 * world_size)))
     sites: dict[tuple, tuple[str, str]] = {}
     for rank in range(world_size):
         files = RankFiles(run_dir, rank)
         code, sig = exits.get(rank, (None, None))
-        recorded = event_files.read_record(files.events, rank=rank, t0=t0, index=index, keep=keep)
+        recorded = event_files.read_record(
+            files.events, rank=rank, t0=t0, index=index, keep=keep, keep_bytes=keep_bytes
+        )
         events, dropped, flight = recorded.events, recorded.dropped, recorded.flight
         result = RankResult(
             rank=rank,

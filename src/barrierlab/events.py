@@ -67,6 +67,10 @@ WAITING_KINDS = ("collective", "p2p", "wait")
 LINES_KEPT = 5_000
 #: The longest line read; a longer one (a span name of megabytes) is skipped and counted as malformed.
 MAX_LINE_BYTES = 256 * 1024
+#: Bytes of an events file read at most from its start, and as many from its end, whatever the number of
+#: lines: a rank that writes lines just under :data:`MAX_LINE_BYTES` (1,200 of 250 kB) took the kernel to
+#: 1.7 GB and its deadline +3-8 s when only lines were counted. What is not read is counted as dropped.
+BYTES_KEPT = 8 << 20
 _MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
 _BLOCK = 1 << 20
 _TAIL_BYTES = 32 * _BLOCK  # the most read backwards from the end for the last lines
@@ -380,16 +384,17 @@ def _open(path: str) -> BinaryIO | None:
 # --- the whole-file reader ---------------------------------------------------------------------------------
 
 
-def _read_kept(path: str, keep: int) -> tuple[list[dict], Dropped, int]:
-    """The well-formed lines of an events file, at most ``keep`` from its start and as many from its end,
-    read incrementally (memory bounded by what is kept), what was dropped, and how many were malformed."""
+def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list[dict], Dropped, int]:
+    """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
+    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped, and
+    how many were malformed."""
     f = _open(path)
     if f is None:
         return [], Dropped(), 0
     with f:
         size = os.fstat(f.fileno()).st_size
         head, count, too_long = [], 0, 0
-        while count < keep:
+        while count < keep and f.tell() < keep_bytes:
             line = f.readline(MAX_LINE_BYTES + 1)
             if not line:
                 break
@@ -406,8 +411,9 @@ def _read_kept(path: str, keep: int) -> tuple[list[dict], Dropped, int]:
         dropped = Dropped()
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             position, tail, lines = size, b"", 0
-            while position > head_end and lines <= keep and len(tail) <= _TAIL_BYTES:
-                start = max(head_end, position - _BLOCK)
+            floor = max(head_end, size - min(_TAIL_BYTES, keep_bytes))
+            while position > floor and lines <= keep:
+                start = max(floor, position - _BLOCK)
                 f.seek(start)
                 tail = f.read(position - start) + tail
                 position = start
@@ -448,15 +454,20 @@ def read_meta(path: str) -> dict | None:
 
 
 def read_record(
-    path: str, rank: int | None = None, t0: float | None = None, index=None, keep: int | None = None
+    path: str,
+    rank: int | None = None,
+    t0: float | None = None,
+    index=None,
+    keep: int | None = None,
+    keep_bytes: int = BYTES_KEPT,
 ) -> Record:
     """Read a rank's events file once: its events and its flight record.
 
     Times become seconds since ``t0`` (default: the recorder's start). ``index`` (a
     :class:`~barrierlab.sites.CodeIndex`) gives frames of code sent by value their real file names. At most
-    ``keep`` lines (default :data:`LINES_KEPT`) are read from the start of the file and as many from its
-    end; ``Record.dropped`` says how many events in between were not read."""
-    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep)
+    ``keep`` lines (default :data:`LINES_KEPT`), and about ``keep_bytes`` bytes, are read from the start of the
+    file and as many from its end; ``Record.dropped`` says how many events in between were not read."""
+    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes)
     meta = next((item for item in items if item.get("meta") == "start"), None)
     if meta is not None:
         rank = meta["rank"] if rank is None else rank
