@@ -22,7 +22,7 @@ OUTPUT_KEEP = 32 * 1024
 #: (``RankResult.events_dropped``), not kept.
 EVENT_LINES_PER_RUN = 10_000
 #: Bytes of the ranks' events files read per run at most, shared the same way (at most
-#: ``events.BYTES_KEPT`` from each end of a file, at least 1 MiB): lines are bounded in length, not in number
+#: ``events.BYTES_KEPT`` from each end of a file, at least one line's worth): lines are bounded in length, not in number
 #: of bytes per file, and 1,200 lines of 250 kB each once cost the kernel 1.7 GB.
 EVENT_BYTES_PER_RUN = 64 << 20
 
@@ -75,7 +75,7 @@ def collect(
     which the launcher calls once the run's bookkeeping is done and its folder is removed."""
     ranks = []
     keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
-    keep_bytes = max(1 << 20, min(event_files.BYTES_KEPT, EVENT_BYTES_PER_RUN // (2 * world_size)))
+    keep_bytes = _bytes_kept(world_size)
     sites: dict[tuple, tuple[str, str]] = {}
     for rank in range(world_size):
         files = RankFiles(run_dir, rank)
@@ -128,6 +128,11 @@ def collect(
         hit_deadline=bool(stopped),
         linger=linger,
     )
+
+
+def _bytes_kept(world_size: int) -> int:
+    """Bytes read from each end of one rank's events file: a share of :data:`EVENT_BYTES_PER_RUN`."""
+    return max(event_files.MAX_LINE_BYTES, min(event_files.BYTES_KEPT, EVENT_BYTES_PER_RUN // (2 * world_size)))
 
 
 def _notes(recorded: event_files.Record) -> list[str]:
@@ -241,7 +246,11 @@ def from_records(folder: str) -> Run:
         t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
         files = RankFiles(folder, rank)
         recorded = bool(metas.get(rank))
-        record = event_files.read_record(files.events, rank=rank, t0=t0) if recorded else None
+        record = (
+            event_files.read_record(files.events, rank=rank, t0=t0, keep_bytes=_bytes_kept(world_size))
+            if recorded
+            else None
+        )
         events = record.events if record else []
         for event in events:
             if event.file:
