@@ -217,6 +217,9 @@ class Started:
     #: ``start_times[r]``: when rank r started (clock ticks since boot), read while it was the warm
     #: process's unreaped child: with its PID, the rank's identity (a pidfd is checked against it).
     start_times: tuple[int, ...] = ()
+    #: ``keys[r]``: the key rank r made for itself once forked (:data:`SEAL_KEY_SIZE` random bytes, b"" if it
+    #: died first) and handed over on a pipe only it held; its outcome is sealed with it (:meth:`Outcome.write`).
+    keys: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -373,6 +376,12 @@ def write_new_file(path: str, data) -> None:
         os.close(fd)
 
 
+def _same(a: bytes, b: bytes) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a, b)
+
+
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a finite number")
 
@@ -392,6 +401,21 @@ def finite_json(data: bytes | str):
 
 
 # --- how a rank ended: one format for both launchers -----------------------------------------------------
+#: Bytes of a rank's key, and of the seal (HMAC-SHA256) at the end of an outcome written with it.
+SEAL_KEY_SIZE = SEAL_SIZE = 32
+
+
+class ForgedOutcome(ValueError):
+    """An outcome file whose seal does not match its rank's key: another process wrote it."""
+
+
+def _seal(key: bytes, data: bytes) -> bytes:
+    import hashlib
+    import hmac
+
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
 _BLOBS = ("value", "exception")
 #: The outcome's times: one that is not a finite number is left out when read, not the whole outcome.
 _TIMES = ("t_start", "t_end", "clock")
@@ -459,23 +483,28 @@ class Outcome:
     #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.
     notes: ClassVar[tuple[str, ...]] = ()
 
-    def write(self, path: str) -> None:
-        """Write atomically (temporary file, then rename) and never through a planted symlink."""
+    def write(self, path: str, key: bytes = b"") -> None:
+        """Write atomically (temporary file, then rename) and never through a planted symlink. With the rank's
+        ``key``, the file ends with a seal (HMAC-SHA256 of everything before it) that only this rank can make:
+        the kernel reads an outcome only if its seal matches (other ranks can write into the run's folder)."""
         header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
         header["status"] = self.status.value
         header["blobs"] = [
             len(getattr(self, name) or b"") if getattr(self, name) is not None else None for name in _BLOBS
         ]
         data = json.dumps(header).encode() + b"\n" + b"".join(getattr(self, name) or b"" for name in _BLOBS)
+        if key:
+            data += _seal(key, data)
         tmp = f"{path}.{os.getpid()}.tmp"
         write_new_file(tmp, data)
         os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: str) -> Outcome | None:
+    def read(cls, path: str, key: bytes = b"") -> Outcome | None:
         """The outcome in ``path``; None if there is none. ValueError if the file is not an outcome: not a
         regular file (``_files.UnsafeEntry``), a header longer than :data:`OUTCOME_HEADER_LIMIT`, fields of the
-        wrong type, or pickles that do not fit the file. A rank writes this file: it is untrusted input."""
+        wrong type, or pickles that do not fit the file; :class:`ForgedOutcome` if ``key`` is given and the
+        file's seal does not match it. A rank writes this file: it is untrusted input."""
         from barrierlab import _files
 
         try:
@@ -506,6 +535,11 @@ class Outcome:
                     if len(blobs[name]) != n:
                         raise ValueError(f"{path}: the {name} pickle is cut short")
                     left -= n
+            if key:
+                seal = f.read(SEAL_SIZE + 1)
+                signed = line + b"".join(blob for blob in blobs.values() if blob)
+                if len(seal) != SEAL_SIZE or not _same(seal, _seal(key, signed)):
+                    raise ForgedOutcome(f"{path}: its seal does not match the rank's key")
         values, notes = {}, []
         for name in _TIMES:  # a time that is not finite is left out (with a note): the rest of the outcome stands
             value = header.get(name)

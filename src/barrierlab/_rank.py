@@ -394,8 +394,9 @@ def _capture_output(files: RankFiles) -> None:
     sys.stderr.reconfigure(line_buffering=True)
 
 
-def main(spec: RankSpec) -> int:
-    """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`."""
+def main(spec: RankSpec, key: bytes = b"") -> int:
+    """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`; its outcome
+    is sealed with ``key``, which only this rank and the kernel know."""
     rank, options, files = spec.rank, spec.run.options, spec.files
     _capture_output(files)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -454,7 +455,7 @@ def main(spec: RankSpec) -> int:
         _save_flight_record(files.flight)
     sys.stdout.flush()
     sys.stderr.flush()
-    outcome.write(files.outcome)
+    outcome.write(files.outcome, key)
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)

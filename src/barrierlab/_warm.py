@@ -27,6 +27,7 @@ import time
 
 from barrierlab import _contain
 from barrierlab._protocol import (
+    SEAL_KEY_SIZE,
     Exited,
     Launch,
     Preloaded,
@@ -55,6 +56,10 @@ from barrierlab._protocol import (
 #: After KERNEL_WAIT_MAX seconds of waiting it preloads anyway (Run All, nbval: DDP runs need torch._dynamo).
 PRELOAD_AFTER_IDLE = 1.0
 KERNEL_BUSY_SHARE, KERNEL_LOOK, KERNEL_WAIT_MAX = 0.5, 0.1, 10.0
+
+#: How long the warm process waits, in all, for the ranks just forked to hand over their keys (each does so
+#: first thing: milliseconds); well within the kernel's wait for :class:`Started` (``launch.START_ANSWER_TIMEOUT``).
+KEY_TIMEOUT = 2.0
 
 PRELOAD = (
     "torch.nn",
@@ -98,6 +103,7 @@ class WarmProcess:
         self.eager = False  # preload without waiting for the kernel to be idle (PreloadNow)
         self.kernel = (os.getppid(), _contain.start_time(os.getppid()))  # (pid, start time) of the kernel
         self.run_dirs: set[str] = set()  # the folders of the runs this process has started
+        self.key_fds: list[int] = []  # read ends of the key pipes of the ranks being forked (see take_keys)
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -142,7 +148,8 @@ class WarmProcess:
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
             pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
-            send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids)))
+            keys = self.take_keys()  # only now, all forked: no rank was forked with another's key in memory
+            send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids), keys))
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
@@ -165,9 +172,13 @@ class WarmProcess:
 
     def fork_rank(self, spec: RunSpec, rank: int) -> int:
         parent = os.getpid()
+        key_r, key_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            self.become_rank(RankSpec(spec, rank), parent)
+            os.close(key_r)
+            self.become_rank(RankSpec(spec, rank), parent, key_w)
+        os.close(key_w)
+        self.key_fds.append(key_r)
         self.children[pid] = (spec.run_id, rank)
         try:
             self.pidfds[pid] = os.pidfd_open(pid)
@@ -175,9 +186,26 @@ class WarmProcess:
             pass
         return pid
 
-    def become_rank(self, spec: RankSpec, parent: int) -> None:
+    def take_keys(self) -> tuple[bytes, ...]:
+        """The key each rank just forked made for itself (b"" for one that died first), from the pipe only it
+        held; the pipes are closed."""
+        keys, give_up = [], time.monotonic() + KEY_TIMEOUT
+        for fd in self.key_fds:
+            ready, _, _ = select.select([fd], [], [], max(0.0, give_up - time.monotonic()))
+            key = os.read(fd, SEAL_KEY_SIZE) if ready else b""
+            keys.append(key if len(key) == SEAL_KEY_SIZE else b"")
+            os.close(fd)
+        self.key_fds = []
+        return tuple(keys)
+
+    def become_rank(self, spec: RankSpec, parent: int, key_w: int) -> None:
         code = 70
         try:
+            # first of all, the rank's own key, made here, after the fork: it never exists in the warm
+            # process while another rank is forked, so no other rank can seal an outcome as this one
+            key = os.urandom(SEAL_KEY_SIZE)
+            os.write(key_w, key)
+            os.close(key_w)
             _contain.die_with_parent(parent)
             try:
                 os.setsid()  # its own session and process group: what it starts can be found and killed
@@ -185,11 +213,11 @@ class WarmProcess:
                 pass
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w, *self.pidfds.values()):
-                os.close(fd)
+            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w, *self.pidfds.values(), *self.key_fds):
+                os.close(fd)  # the earlier ranks' key pipes too: before any of the learner's code runs
             from barrierlab import _rank
 
-            code = _rank.main(spec)
+            code = _rank.main(spec, key)
         finally:
             os._exit(code)
 

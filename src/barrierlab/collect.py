@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from barrierlab import _files
 from barrierlab import events as event_files
-from barrierlab._protocol import RECORD_DIR_VARIABLE, Outcome, RankFiles, Status, finite_json, tidy
+from barrierlab._protocol import RECORD_DIR_VARIABLE, ForgedOutcome, Outcome, RankFiles, Status, finite_json, tidy
 from barrierlab.result import RankResult, Run, rebuild_exception
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import relabel_traceback, stuck_at
@@ -68,11 +68,14 @@ def collect(
     deadline: float,
     index: CodeIndex | None = None,
     linger: bool = False,
+    keys: list[bytes] | None = None,
 ) -> Run:
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
 
     Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
-    which the launcher calls once the run's bookkeeping is done and its folder is removed."""
+    which the launcher calls once the run's bookkeeping is done and its folder is removed. ``keys[r]``: the
+    key rank r sealed its outcome with; an outcome whose seal does not match was written by another process
+    and is not read (the rank is reported as such)."""
     ranks = []
     keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
     keep_bytes = _bytes_kept(world_size)
@@ -97,7 +100,8 @@ def collect(
             flight=_load_flight(files.flight) if flight is None else flight,
         )
         result.record_notes += _notes(recorded)
-        outcome = _read_outcome(files.outcome, rank, world_size)
+        key = keys[rank] if keys and rank < len(keys) else b""
+        outcome = _read_outcome(files.outcome, rank, world_size, key)
         if outcome is not None:
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
@@ -145,14 +149,28 @@ def _notes(recorded: event_files.Record) -> list[str]:
     ]
 
 
-def _read_outcome(path: str, rank: int, world_size: int) -> Outcome | None:
-    """The rank's outcome, checked field by field; one that cannot be read becomes an outcome that says so
-    (the rank's own result is lost, the other ranks' stand)."""
+def _read_outcome(path: str, rank: int, world_size: int, key: bytes = b"") -> Outcome | None:
+    """The rank's outcome, checked field by field (and, with the rank's ``key``, proven to be the rank's own);
+    one that cannot be read becomes an outcome that says so (the rank's own result is lost, the other ranks'
+    stand)."""
     try:
-        outcome = Outcome.read(path)
+        outcome = Outcome.read(path, key)
         if outcome is not None:
             _check_types(outcome)
+            if outcome.rank != rank:
+                raise ValueError(f"it says it is rank {outcome.rank}'s")
         return outcome
+    except ForgedOutcome:
+        return Outcome(
+            rank,
+            world_size,
+            Status.RAISED,
+            error_type="builtins.RuntimeError",
+            message=f"rank {rank}'s outcome was not written by rank {rank}: its file in the run's folder was "
+            "replaced by another process (another rank, or a program one started, can write there), so what it "
+            "says is not used. This rank's own result is lost; the other ranks' results stand. Look for code "
+            "that writes into the folder of its stdout (rank*.outcome files).",
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError) as error:
         return Outcome(
             rank,

@@ -752,6 +752,7 @@ def _launch(
             deadline=options.deadline,
             index=index,
             linger=options.linger,
+            keys=group.keys,
         )
         _mark_teardown_hangs(run, group.teardown)
         run.launcher_note = group.lost_warm_note()
@@ -807,9 +808,9 @@ def _process_runs(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-def _status_of(spec: RunSpec, rank: int) -> Status | None:
+def _status_of(spec: RunSpec, rank: int, key: bytes = b"") -> Status | None:
     try:
-        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome)
+        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome, key)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return None if outcome is None else outcome.status
@@ -835,6 +836,7 @@ class _RunningGroup:
         self.exits: dict[int, tuple[int | None, int | None]] = {}  # rank -> (exit code, signal)
         self.stopped: set[int] = set()
         self.pids: list[int] = []
+        self.keys: list[bytes] = []  # rank -> the key its outcome is sealed with (b"": none to check)
         self.pidfds: dict[int, int] = {}  # rank -> pidfd, opened while the rank was known to be ours
         self.launched = False
         self.started = False
@@ -886,9 +888,12 @@ class _RunningGroup:
             self.warm_broken = True
             raise
 
+    def key(self, rank: int) -> bytes:
+        return self.keys[rank] if rank < len(self.keys) else b""
+
     def note(self, message: Message | None) -> None:
         if isinstance(message, Started) and message.run_id == self.spec.run_id:
-            self.started, self.pids = True, list(message.pids)
+            self.started, self.pids, self.keys = True, list(message.pids), list(message.keys)
             for rank, (pid, start) in enumerate(zip(message.pids, message.start_times or [None] * len(message.pids))):
                 fd = _contain.open_pidfd(pid, start or None)
                 if fd is not None:
@@ -1004,7 +1009,7 @@ class _RunningGroup:
         running = self.running() - self.dead()
         self.stopped = running - self.reported()
         if not self.spec.options.linger:
-            self.teardown = {r for r in self.in_teardown() if _status_of(self.spec, r) is Status.FINISHED}
+            self.teardown = {r for r in self.in_teardown() if _status_of(self.spec, r, self.key(r)) is Status.FINISHED}
         if not self.stopped and not self.teardown:
             return
         self.signal_directly(self.stopped, signal.SIGUSR1)
