@@ -399,6 +399,32 @@ def test_fuzz_a_damaged_outcome_is_read_or_refused_with_a_value_error(tmp_path_f
 
 
 @FUZZ
+@given(outcome=outcomes, junk=st.binary(min_size=1, max_size=40), at=st.integers(0, 400), other=st.booleans())
+def test_fuzz_a_sealed_outcome_changed_in_any_way_is_refused(tmp_path_factory, outcome, junk, at, other):
+    """An outcome sealed with its rank's key reads back as written with that key; any change to the file (or the
+    same outcome sealed with another key) is refused with a ValueError (ForgedOutcome for a seal that does not
+    match), never read as the rank's."""
+    from barrierlab._protocol import SEAL_KEY_SIZE, ForgedOutcome
+
+    key = os.urandom(SEAL_KEY_SIZE)
+    path = tmp_path_factory.mktemp("o") / "rank0.outcome"
+    outcome.write(str(path), os.urandom(SEAL_KEY_SIZE) if other else key)
+    if other:
+        with pytest.raises(ForgedOutcome):
+            Outcome.read(str(path), key)
+        return
+    assert Outcome.read(str(path), key) == outcome
+    data = path.read_bytes()
+    changed = data[: min(at, len(data))] + junk + data[min(at, len(data)) + len(junk) :]
+    if changed == data:
+        return
+    path.unlink()
+    path.write_bytes(changed)
+    with pytest.raises(ValueError):
+        Outcome.read(str(path), key)
+
+
+@FUZZ
 @given(
     outcome=outcomes,
     name=st.sampled_from(["rank", "world_size", "status", "pid", "t_end", "message", "blobs"]),
