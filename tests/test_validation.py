@@ -220,6 +220,28 @@ def test_a_number_that_cannot_be_converted_is_refused_with_its_name(name, monkey
         bl.run(rank, 2, **{name: FloatRaises()})
 
 
+class IndexRaises:
+    """A whole number whose conversion fails (numbers.Integral registered)."""
+
+    def __index__(self):
+        raise KeyError("no index")
+
+    def __int__(self):
+        raise KeyError("no int")
+
+
+numbers.Integral.register(IndexRaises)
+
+
+@pytest.mark.parametrize("name", ["world_size", "threads"])
+def test_a_whole_number_that_cannot_be_read_is_refused_with_its_name(name, monkeypatch):
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, lambda *a, **k: pytest.fail("started before checking"))
+    arguments = {"world_size": 2, name: IndexRaises()}
+    with pytest.raises(TypeError, match=rf"^{name} must be a whole number.*could not be read"):
+        bl.run(rank, **arguments)
+
+
 @pytest.mark.parametrize("env", BEYOND_LOOPBACK, ids=lambda env: "=".join(next(iter(env.items()))))
 def test_env_that_would_listen_beyond_loopback_is_refused_first(env, monkeypatch):
     for started in ("_pack", "warm_up", "_launch"):

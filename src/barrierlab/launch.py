@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import math
 import numbers
+import operator
 import os
 import select
 import shutil
@@ -249,6 +250,20 @@ def _describe(value: object) -> str:
     return f"{text} ({type(value).__name__})"
 
 
+def _check_count(name: str, value: object, what: str) -> int:
+    """``value`` as a plain int, or a ``TypeError`` naming ``name`` (also for an Integral whose ``__index__``
+    raises: its comparisons would raise later, from inside the launcher)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number of {what} (int), got {_describe(value)}")
+    try:
+        return operator.index(value)
+    except Exception as error:  # noqa: BLE001 - the learner's Integral failed: say which parameter
+        raise TypeError(
+            f"{name} must be a whole number of {what} (int); {_describe(value)} could not be read as one "
+            f"({type(error).__name__})"
+        ) from None
+
+
 def _check_seconds(name: str, value: object, largest: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds (int or float), got {_describe(value)}")
@@ -377,8 +392,7 @@ def validate(
     value and what is allowed. Returns (args, kwargs, options) with the defaults filled in.
     """
     _check_function(fn)
-    if isinstance(world_size, bool) or not isinstance(world_size, numbers.Integral):
-        raise TypeError(f"world_size must be a whole number of ranks (int), got {_describe(world_size)}")
+    world_size = _check_count("world_size", world_size, "ranks")
     if not 1 <= world_size <= MAX_WORLD_SIZE:
         raise ValueError(
             f"world_size must be between 1 and {MAX_WORLD_SIZE}, got {world_size}. "
@@ -398,8 +412,7 @@ def validate(
         timeout + DEFAULT_DEADLINE_MARGIN if deadline is None else _check_seconds("deadline", deadline, MAX_DEADLINE)
     )
     env_pairs = _check_env(env)
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
-        raise TypeError(f"threads must be a whole number of torch threads per rank (int), got {_describe(threads)}")
+    threads = _check_count("threads", threads, "torch threads per rank")
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
     options = RunOptions(
