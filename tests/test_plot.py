@@ -416,6 +416,23 @@ def test_real_run_finds_the_last_rank_to_arrive():
     assert len(artists(fig, "releases")[0].get_segments()) == 1
 
 
+def test_labels_of_nested_waits_on_one_lane_do_not_overlap():
+    """async_barrier's wait spans hold the recorded Work.wait calls: one label per place, never two on top."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import barrierlab
+    from barrierlab.scenarios import async_barrier
+
+    run = barrierlab.run(async_barrier.scenario, 4, check=True)
+    fig = plot.timeline(run)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    labels = [(t.get_position()[1], t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+    assert not [(a, b) for i, (y, a) in enumerate(labels) for z, b in labels[i + 1 :] if y == z and a.overlaps(b)], (
+        "two labels overlap on one lane"
+    )
+    assert texts(fig).count("wait(timeout)") == 3  # ranks 0-2 name the timed-out wait, as the notebook says
+
+
 def test_a_long_legend_label_gets_fewer_columns():
     ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
     lanes = ranks(*([call(op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05) for k, op in enumerate(ops)] for r in range(2)))

@@ -257,6 +257,7 @@ class _Scale:
         self.inches_per_second = width / (shown if shown > 0 else 1.0)
         self.right = total * 1.02  # the axis' right edge, in seconds
         self.labels_left = MAX_BAR_LABELS
+        self.placed: dict[float, list[tuple[float, float]]] = {}  # lane -> (from, to) seconds of its labels
 
     def inches(self, seconds: float) -> float:
         return seconds * self.inches_per_second
@@ -270,6 +271,18 @@ class _Scale:
     def take(self) -> bool:
         self.labels_left -= 1
         return self.labels_left >= 0
+
+    def place(self, y: float, x: float, text: str, *, ha: str = "center") -> bool:
+        """Claim room on lane ``y`` for ``text`` at ``x``; False if it would overlap a label already there."""
+        if self.labels_left <= 0:
+            return False
+        width = self.seconds_for(text)
+        start = x - width / 2 if ha == "center" else x
+        taken = self.placed.setdefault(y, [])
+        if any(start < end and other < start + width for other, end in taken):
+            return False
+        taken.append((start, start + width))
+        return True
 
 
 def _bars(ax, rects: list[tuple[float, float, float, float]], *, zorder: float, gid: str, **style) -> None:
@@ -322,8 +335,9 @@ def _draw_spans(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
             description = style[0].replace(" (span)", " span")
             used[kind] = (description, *style[1:], names, True)
             for x, free, y, name in labels:
-                if scale.fits(free, name) and scale.take():
-                    _bar_text(ax, x + scale.seconds_for("") / 2, y, name, ha="left")
+                at = x + scale.seconds_for("") / 2
+                if scale.fits(free, name) and scale.place(y, at, name, ha="left") and scale.take():
+                    _bar_text(ax, at, y, name, ha="left")
 
 
 def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale) -> None:
@@ -359,7 +373,7 @@ def _draw_waits(ax, lanes: list[_Lane], total: float, used: dict, scale: _Scale)
                 _bars(ax, narrow, zorder=3, gid=f"wait:{kind}:narrow", facecolor=style[1], edgecolor="none")
             used[kind] = (style[0], *style[1:], names, False)
             for x, width, y, texts in labels:
-                text = next((t for t in texts if scale.fits(width, t)), None)
+                text = next((t for t in texts if scale.fits(width, t) and scale.place(y, x, t)), None)
                 if text and scale.take():
                     _bar_text(ax, x, y, text, bbox=dict(facecolor=style[1], edgecolor="none", pad=0.5))
     if errors:
