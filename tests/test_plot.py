@@ -416,6 +416,31 @@ def test_real_run_finds_the_last_rank_to_arrive():
     assert len(artists(fig, "releases")[0].get_segments()) == 1
 
 
+def barrier_then_work():
+    import torch.distributed as dist
+
+    dist.barrier()
+    time.sleep(0.3)
+
+
+def test_a_learners_xlim_past_the_release_labels_keeps_the_layout():
+    """Release labels and never-left marks hang over the axes' edge (clip_on=False); notebook 02 cut its axis
+    at the first rank's start with set_xlim, a label fell far outside, and constrained layout collapsed the
+    axes ("axes sizes collapsed to zero", a warning nbval saw as unexpected stderr)."""
+    import warnings
+
+    import barrierlab
+
+    run = barrierlab.run(barrier_then_work, 2, check=True)
+    fig = plot.timeline(run)
+    release = min(e.end for r in run for e in r.events if e.name == "barrier")
+    fig.axes[0].set_xlim(release + 0.1, run.elapsed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        render(fig)
+    assert fig.axes[0].get_position().width > 0.3
+
+
 def test_labels_of_nested_waits_on_one_lane_do_not_overlap():
     """async_barrier's wait spans hold the recorded Work.wait calls: one label per place, never two on top."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -534,6 +534,7 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
             linewidths=0.8,
             zorder=7,
             clip_on=False,
+            in_layout=False,
             gid="never-left",
         )
         used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
@@ -573,7 +574,9 @@ def _draw_releases(
     for r in found:
         text = f"{r.op} #{r.seq}"
         if r.time - scale.seconds_for(text) / 2 >= free_from:
-            ax.text(r.time, -0.55, text, ha="center", va="bottom", fontsize=7, zorder=6, clip_on=False)
+            # inside the axes' top margin (see _set_axes), so out of the layout: a learner's set_xlim that
+            # leaves a label far outside must not make constrained layout collapse the axes
+            ax.text(r.time, -0.55, text, ha="center", va="bottom", fontsize=7, zorder=6, clip_on=False, in_layout=False)
             free_from = r.time + scale.seconds_for(text) / 2
     return True
 
