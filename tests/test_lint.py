@@ -538,3 +538,104 @@ def test_help_says_what_lint_does_not_check(capsys: pytest.CaptureFixture[str]) 
     text = " ".join(capsys.readouterr().out.split())
     for words in ("Not checked", "tensor sizes", "object lists", "timeout", "group=", "import helpers"):
         assert words in text
+
+
+# --------------------------------------------------------------------------- issue 21: lint on hostile input
+
+
+def chained_functions(n: int) -> str:
+    """f1 calls f2 ... calls fn, each under ``if rank == 0:``; fn calls a barrier (every call is a finding)."""
+    funcs = [
+        f"def f{i}(rank):\n    if rank == 0:\n        return f{i + 1}(rank) + 1\n    return rank\n" for i in range(1, n)
+    ]
+    funcs.append(f"def f{n}(rank):\n    dist.barrier()\n    return rank\n")
+    return "import torch.distributed as dist\n\n" + "\n".join(funcs)
+
+
+def test_lint_time_grows_about_linearly_with_a_chain_of_functions() -> None:
+    """1,600 chained functions (130 kB) took about 35 s of CPU when every finding re-split the whole source and
+    the call graph was swept once per link; benchmarks/lint_scale.py has the figures."""
+    import time
+
+    source = chained_functions(1600)
+    start = time.monotonic()
+    findings = lint_source(source, "chain.py")
+    assert time.monotonic() - start < 10
+    assert len(findings) == 1599
+    assert findings[0].collective.startswith("f2 -> f3 -> ") and "... (1587 calls) -> " in findings[0].collective
+    assert findings[0].collective.endswith(" -> f1600 -> dist.barrier")
+    assert findings[-1].collective == "f1600 -> dist.barrier"
+
+
+def lint_command(*paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "barrierlab", "lint", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_fifo_is_refused_by_name_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "train.py"
+    os.mkfifo(fifo)
+    with pytest.raises(barrierlab.lint.LintError, match=r"train\.py: it is a FIFO, not a regular file"):
+        lint_file(fifo)
+    done = lint_command(fifo)  # hung until killed before
+    assert done.returncode == 2
+    assert done.stderr == f"barrierlab lint: cannot lint {fifo}: it is a FIFO, not a regular file\n"
+
+
+def test_a_device_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    """/dev/zero was read until MemoryError; a symlink to it is refused the same way."""
+    link = tmp_path / "train.py"
+    link.symlink_to("/dev/zero")
+    for path in (Path("/dev/zero"), link):
+        with pytest.raises(barrierlab.lint.LintError, match="it is a character device, not a regular file"):
+            lint_file(path)
+    with pytest.raises(barrierlab.lint.LintError, match="it is a folder"):
+        lint_file(tmp_path)
+
+
+def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(barrierlab.lint, "MAX_FILE_BYTES", 1000)
+    path = tmp_path / "big.py"
+    path.write_text("x = 1\n" * 200)
+    with pytest.raises(barrierlab.lint.LintError, match=r"big\.py: larger than 1000 bytes"):
+        lint_file(path)
+    path.write_text("x = 1\n" * 100)
+    assert lint_file(path) == []
+
+
+def test_unreadable_files_get_one_line_each_and_the_others_are_still_linted(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b'name = "caf\xe9"\n')
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text('{"cells": [')
+    wrong = tmp_path / "wrong.ipynb"
+    wrong.write_text(json.dumps({"cells": [{"cell_type": "code", "source": 42}]}))
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def f(:\n")
+    declared = tmp_path / "declared.py"  # a declared encoding is honoured
+    declared.write_bytes(b"# -*- coding: latin-1 -*-\n" + BAD.encode() + b"# caf\xe9\n")
+    done = lint_command(latin, broken, CORPUS / "bad_is_main_process_barrier.py", wrong, syntax, declared)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"barrierlab lint: cannot lint {latin}: not UTF-8 text (byte 0xe9 at offset 11)",
+        f"barrierlab lint: cannot lint {broken}: not a notebook: invalid JSON (Expecting value, line 1)",
+        f"barrierlab lint: cannot lint {wrong}: not a notebook: cell 1's source is not text",
+        f"barrierlab lint: cannot lint {syntax}: not valid Python: invalid syntax (line 1)",
+    ]
+    assert done.stdout.startswith("2 rank-dependent collectives found:")
+    assert f"{declared}:6: dist.barrier [branch]" in done.stdout
+    assert "bad_is_main_process_barrier.py" in done.stdout
+
+
+def test_exit_status_is_0_clean_1_found_2_unreadable(tmp_path: Path) -> None:
+    clean = lint_command(CORPUS / "good_elif_chain.py")
+    assert (clean.returncode, clean.stdout.strip()) == (0, "No rank-dependent collectives found.")
+    assert lint_command(CORPUS / "bad_aliases.py").returncode == 1
+    missing = lint_command(tmp_path / "missing.py", CORPUS / "good_elif_chain.py")
+    assert missing.returncode == 2
+    assert missing.stdout.strip() == "No rank-dependent collectives found in the files lint could read."
+    assert missing.stderr.strip().endswith("missing.py: No such file or directory")

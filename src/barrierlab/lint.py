@@ -96,12 +96,13 @@ Loop lengths: a loop over a rank-dependent iterable is quiet when its length is 
 Raising helpers: a function of the file that can raise or exit (outside a ``try`` with handlers) is an
 early exit where it is called: under ``if rank == 0:`` before a barrier, the others wait.
 
-Call graph: unlimited depth. Which functions reach a collective is a fixpoint
-over the module's call graph (cycles included), through plain calls
+Call graph: unlimited depth. Which functions reach a collective is found breadth first
+over the module's call graph (cycles included; each function is visited once, so time grows about linearly
+with the file: ``benchmarks/lint_scale.py``), through plain calls
 ``helper()``, ``self.method()``/``cls.method()`` in the same class or inherited from a base class
 of the file, and class construction ``Trainer()`` (its or a base's ``__init__``); the shortest chain is
 reported, e.g.
-``evaluate -> reduce_mean -> dist.all_reduce``. A notebook is one module (all code
+``evaluate -> reduce_mean -> dist.all_reduce`` (a chain of more than 12 calls by its ends). A notebook is one module (all code
 cells). :func:`lint_function` also follows helpers found in the function's
 ``__globals__`` that were defined in the same module (e.g. other notebook cells).
 
@@ -143,8 +144,10 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import textwrap
+import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,11 +163,14 @@ __all__ = [
     "HELP",
     "POINT_TO_POINT",
     "Finding",
+    "LintError",
+    "MAX_FILE_BYTES",
     "lint",
     "lint_file",
     "lint_function",
     "lint_source",
     "report",
+    "run_command",
 ]
 
 #: Collectives after which their first argument holds the same data on every rank.
@@ -425,8 +431,11 @@ _RANK_PAIRS = frozenset(
 #: Whole identifiers that are true on some ranks only (HF TrainingArguments: process 0 saves and logs).
 _RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")  # the line ends the parser counts (not \f or \v)
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
+#: Calls of a chain shown in a finding (``a -> b -> dist.barrier``); a longer one is shown by its ends.
+_MAX_CHAIN = 12
 #: How deep the length analysis substitutes values and looks through calls (it stops at cycles this way).
 _MAX_DEPTH = 24
 #: Methods that change a list in place: a name they are called on is not a single known value.
@@ -477,15 +486,102 @@ def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     return _Analysis(path, [unit]).run()
 
 
+class LintError(ValueError):
+    """A file lint cannot read or parse: not a regular file, too large, not UTF-8 (or its declared encoding),
+    not valid Python, not a notebook. The message is one line and names the file."""
+
+
+#: The most bytes lint reads from one file (a notebook stored with large outputs included).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
-    """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook."""
+    """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook. Raises :class:`LintError` for a file
+    it cannot read or parse (before reading anything from a FIFO, device or folder)."""
     path = Path(path)
-    if path.suffix == ".ipynb":
-        return _lint_notebook(path)
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
-    unit = _Unit(tree, source, aliases=_imports([tree]))
-    return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
+    try:
+        if path.suffix == ".ipynb":
+            return _lint_notebook(path)
+        source = _read_source(path)
+        tree = _parse(source, path)
+        unit = _Unit(tree, source, aliases=_imports([tree]))
+        return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
+    except RecursionError:
+        raise LintError(f"cannot lint {path}: nested too deeply for lint") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file (after symlinks), at most MAX_FILE_BYTES: opened without blocking so that
+    a FIFO is refused by name instead of waiting for a writer, and a device is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise LintError(f"cannot lint {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LintError(f"cannot lint {path}: it is {_file_kind(info.st_mode)}, not a regular file")
+        too_big = f"cannot lint {path}: larger than {MAX_FILE_BYTES} bytes (lint.MAX_FILE_BYTES)"
+        if info.st_size > MAX_FILE_BYTES:
+            raise LintError(too_big)
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_FILE_BYTES:  # it grew while being read
+            raise LintError(too_big)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise LintError(f"cannot lint {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _read_source(path: Path) -> str:
+    """A Python file's text, in the encoding it declares (PEP 263; UTF-8 by default)."""
+    data = _read_bytes(path)
+    try:
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+    except SyntaxError as exc:  # a bad encoding declaration, or bytes that are not UTF-8 without one
+        _decode(data, "utf-8", path)
+        raise LintError(f"cannot lint {path}: {exc.msg}") from None
+    return _decode(data, encoding, path)
+
+
+def _decode(data: bytes, encoding: str, path: Path) -> str:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        name = "UTF-8" if encoding.startswith("utf-8") else encoding
+        raise LintError(
+            f"cannot lint {path}: not {name} text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    except LookupError:
+        raise LintError(f"cannot lint {path}: unknown encoding {encoding!r}") from None
+
+
+def _parse(source: str, path: Path) -> ast.Module:
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        raise LintError(f"cannot lint {path}: not valid Python: {exc.msg}{where}") from None
+    except (ValueError, MemoryError) as exc:  # null bytes; too many nested parentheses
+        raise LintError(f"cannot lint {path}: not valid Python: {exc}") from None
 
 
 def lint_function(fn: Callable[..., Any]) -> list[Finding]:
@@ -535,7 +631,12 @@ count differs between ranks, or inside a function of the file or of your own mod
 helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is called so. It knows
 torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning (self.log with
 sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer.consolidate_state_dict,
-DeepSpeed, detectron2, mmengine and the HF Trainer. Exit status 1 when something is found.
+DeepSpeed, detectron2, mmengine and the HF Trainer.
+
+Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
+only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
+declares, that parse as Python or as a notebook; each file it refuses gets one line on stderr, and the other
+files are still linted and reported.
 
 Quiet on purpose: if/else branches that make the same calls; a loop whose length is the same on every
 rank (range(rank * n, rank * n + n), shards[rank::world] of a list whose length is a multiple of world,
@@ -561,26 +662,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m barrierlab.lint", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="+", help=".py files or .ipynb notebooks")
-    findings = [f for p in parser.parse_args(argv).paths for f in lint_file(p)]
-    print(report(findings))
-    return 1 if findings else 0
+    return run_command(parser.parse_args(argv).paths)
+
+
+def run_command(paths: Sequence[str]) -> int:
+    """Lint every path, print the report, and one line on stderr for each file that cannot be linted (the
+    others are still linted). Exit status: 0 nothing found, 1 something found, 2 a file could not be linted."""
+    findings: list[Finding] = []
+    failed = 0
+    for path in paths:
+        try:
+            findings += lint_file(path)
+        except LintError as exc:
+            print(f"barrierlab lint: {exc}", file=sys.stderr, flush=True)
+            failed += 1
+    if findings or failed < len(paths):
+        text = report(findings)
+        print(text[:-1] + " in the files lint could read." if failed and not findings else text)
+    return 2 if failed else 1 if findings else 0
 
 
 # --------------------------------------------------------------------------- inputs
 
 
 def _lint_notebook(path: Path) -> list[Finding]:
-    notebook = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        notebook = json.loads(_decode(_read_bytes(path), "utf-8", path))
+    except json.JSONDecodeError as exc:
+        raise LintError(f"cannot lint {path}: not a notebook: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    cells = notebook.get("cells", []) if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        raise LintError(f"cannot lint {path}: not a notebook: no list of cells")
     units = []
-    for number, cell in enumerate(notebook.get("cells", []), start=1):
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict):
+            raise LintError(f"cannot lint {path}: not a notebook: cell {number} is not an object")
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        elif not isinstance(source, str):
+            raise LintError(f"cannot lint {path}: not a notebook: cell {number}'s source is not text")
         source = "".join("\n" if _MAGIC.match(line) else line for line in source.splitlines(keepends=True))
         try:
             units.append(_Unit(ast.parse(source), source, cell=number))
-        except SyntaxError:
+        except (SyntaxError, ValueError, MemoryError):
             continue
     aliases = _imports([u.tree for u in units])
     for unit in units:
@@ -615,10 +742,10 @@ def _follow_imports(units: list[_Unit], folder: Path) -> list[_Unit]:
             if file is None:
                 continue
             try:
-                source = file.read_text(encoding="utf-8")
-                tree = ast.parse(source, filename=str(file))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-                continue
+                source = _read_source(file)
+                tree = _parse(source, file)
+            except LintError:
+                continue  # a helper lint cannot read is not followed; the file itself is still linted
             helper = _Unit(tree, source, aliases=_imports([tree]), report=False, prefix=name)
             followed.append(helper)
             queue.append((helper, depth + 1))
@@ -694,10 +821,28 @@ class _Unit:
     namespace: dict[str, Any] | None = None
     report: bool = True
     prefix: str | None = None  # a followed module: its dotted name, which prefixes its functions' keys
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
 
     def text(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.source, node)
-        return " ".join((segment or ast.unparse(node)).split())
+        return " ".join((self._segment(node) or ast.unparse(node)).split())
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """``ast.get_source_segment`` on lines split once: it splits the whole source on every call, which
+        made lint quadratic in the file's length (800 chained functions: 13 s in this one function)."""
+        if getattr(node, "end_lineno", None) is None or getattr(node, "end_col_offset", None) is None:
+            return None
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.source)
+            self._lines = [a + b for a, b in zip(self._lines[::2], [*self._lines[1::2], ""])]
+        first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+        if not 0 <= first <= last < len(self._lines):
+            return None
+        start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        if first == last:
+            return self._lines[first].encode()[start:end].decode(errors="replace")
+        head = self._lines[first].encode()[start:].decode(errors="replace")
+        tail = self._lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *self._lines[first + 1 : last], tail])
 
 
 @dataclass
@@ -959,7 +1104,7 @@ class _Analysis:
         self.rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
-        self.reach: dict[str, tuple[str, ...]] = {}
+        self.reach: dict[str, tuple[str, str | None]] = {}  # function -> (its call, the function it calls)
         self.reach_notes: dict[str, str] = {}
         self.bases: dict[str, list[str]] = {}
         self.contexts: dict[int, frozenset[str]] = {}
@@ -1273,40 +1418,67 @@ class _Analysis:
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
         self.raisers = dict(direct)
-        grew = True
-        while grew:
-            grew = False
-            for key, targets in calls.items():
-                if key not in self.raisers:
-                    hit = next((self.raisers[c] for c, _ in targets if c in self.raisers), None)
-                    if hit is not None:
-                        self.raisers[key] = hit
-                        grew = True
+        callers: dict[str, list[str]] = {}
+        for key, targets in calls.items():
+            for callee, _ in targets:
+                callers.setdefault(callee, []).append(key)
+        frontier = list(direct)
+        while frontier:  # breadth first from the functions that raise themselves: each function once
+            found: dict[str, int] = {}
+            for done in frontier:
+                for key in callers.get(done, ()):
+                    if key not in self.raisers and key not in found:
+                        found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
+            self.raisers.update(found)
+            frontier = list(found)
 
     def _prepare_reach(self) -> None:
+        """Which functions reach a collective, and through which call: breadth first from the functions that
+        make one themselves, so each function's chain is a shortest one (its first call, in line order, to a
+        function found in an earlier round). Each function is scanned once: linear in the file's calls."""
         calls: dict[str, list[_Call]] = {}
+        callers: dict[str, list[str]] = {}
         for func in self.table.values():
             nodes = sorted(
                 (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
                 key=lambda n: (n.lineno, n.col_offset),
             )
             calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
-        while True:
-            known = dict(self.reach)
-            for key, seq in calls.items():
-                if key in known:
-                    continue
-                for call in seq:
-                    if call.kind == "coll":
-                        self.reach[key] = (call.display,)
-                        self.reach_notes[key] = call.note
-                        break
-                    if call.target in known:
-                        self.reach[key] = (call.display, *known[call.target])
-                        self.reach_notes[key] = self.reach_notes.get(call.target, "")
-                        break
-            if len(self.reach) == len(known):
-                return
+            for call in calls[func.key]:
+                if call.kind == "call":
+                    callers.setdefault(call.target, []).append(func.key)
+        frontier = []
+        for key, seq in calls.items():
+            first = next((c for c in seq if c.kind == "coll"), None)
+            if first is not None:
+                self.reach[key] = (first.display, None)
+                self.reach_notes[key] = first.note
+                frontier.append(key)
+        while frontier:
+            found: dict[str, tuple[str, str]] = {}
+            for done in frontier:
+                for key in callers.get(done, ()):
+                    if key in self.reach or key in found:
+                        continue
+                    call = next(c for c in calls[key] if c.kind == "call" and c.target in self.reach)
+                    found[key] = (call.display, call.target)
+            for key, (display, target) in found.items():
+                self.reach[key] = (display, target)
+                self.reach_notes[key] = self.reach_notes.get(target, "")
+            frontier = list(found)
+
+    def chain(self, key: str) -> tuple[str, ...]:
+        """The calls from function ``key`` down to its collective; a chain longer than
+        :data:`_MAX_CHAIN` is shown by its ends (``a -> b -> ... (790 calls) -> y -> z``)."""
+        shown: list[str] = []
+        step: str | None = key
+        while step is not None:
+            display, step = self.reach[step]
+            shown.append(display)
+        if len(shown) > _MAX_CHAIN:
+            keep = _MAX_CHAIN // 2
+            shown = [*shown[:keep], f"... ({len(shown) - 2 * keep} calls)", *shown[-keep:]]
+        return tuple(shown)
 
     def classify(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None) -> _Call | None:
         """A call to a same-module function (``call``) or a collective (``coll``): torch.distributed, a
@@ -1840,11 +2012,10 @@ class _Walker:
             return None
         if found.kind == "coll":
             return _Item("op", key=("op", found.target), site=_Site(call, found.display, None, found.note), node=call)
-        chain = self.an.reach.get(found.target)
-        if chain is None:
+        if found.target not in self.an.reach:
             return None
         note = self.an.reach_notes.get(found.target, "")
-        site = _Site(call, " -> ".join((found.display, *chain)), found.display, note)
+        site = _Site(call, " -> ".join((found.display, *self.an.chain(found.target))), found.display, note)
         return _Item("op", key=("call", found.target), site=site, node=call)
 
     # -- control flow
