@@ -432,6 +432,19 @@ _RANK_PAIRS = frozenset(
 _RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")  # the line ends the parser counts (not \f or \v)
+#: Decorators of installed libraries that run the decorated function on rank 0 only, although their names
+#: say nothing of ranks (mmcv/runner/dist_utils.py and mmengine/dist/utils.py ``master_only``).
+_RANK_DECORATORS = frozenset(
+    {
+        "mmcv.runner.master_only",
+        "mmcv.runner.dist_utils.master_only",
+        "mmengine.dist.master_only",
+        "mmengine.dist.utils.master_only",
+    }
+)
+#: Calls that ask the file system whether a path exists or what it is (os.path, pathlib, fsspec/iopath).
+_FILE_CHECKS = frozenset({"exists", "lexists", "isfile", "isdir", "is_file", "is_dir", "access"})
+_FILE_CHECK_TEXT = re.compile(r"\b(?:exists|lexists|isfile|isdir|is_file|is_dir|access)\(")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
 #: Calls of a chain shown in a finding (``a -> b -> dist.barrier``); a longer one is shown by its ends.
@@ -950,6 +963,17 @@ def _env_rank(node: ast.AST) -> bool:
     return _rank_name(key.value) or key.value in {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"}
 
 
+def _file_check(node: ast.AST) -> bool:
+    """A question to the file system (``os.path.exists(p)``, ``Path(p).is_file()``, ``fs.isdir(p)``): its answer
+    can differ between ranks (node-local disks, a network file system's caches, a file another rank is still
+    writing), so a condition on it is rank-dependent."""
+    return (
+        isinstance(node, ast.Call)
+        and _terminal(node.func) in _FILE_CHECKS
+        and (isinstance(node.func, ast.Attribute) or node.func.id in ("exists", "isfile", "isdir", "lexists"))
+    )
+
+
 def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions, classes or lambdas."""
     stack = list(nodes)
@@ -1116,6 +1140,7 @@ class _Analysis:
         self.values: dict[str | None, dict[str, ast.expr]] = {}
         self.objects: dict[str | None, dict[str, str]] = {}
         self.raisers: dict[str, int] = {}
+        self.gates: dict[str, bool] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -1140,6 +1165,12 @@ class _Analysis:
         for func in self.funcs:
             if func.unit.report:
                 self._walk_function(func)
+        for unit in self.units:
+            if unit.report:
+                _Order(self, unit, self.module_taint, None, None).block(unit.tree.body, ())
+        for func in self.funcs:
+            if func.unit.report:
+                _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -1650,9 +1681,12 @@ class _Analysis:
 
     # -- rank dependence
 
-    def mentions_rank(self, expr: ast.AST, taint: set[str], laundered: dict[str, int] | None = None) -> bool:
+    def mentions_rank(
+        self, expr: ast.AST, taint: set[str], laundered: dict[str, int] | None = None, files: bool = True
+    ) -> bool:
         """Whether the value of ``expr`` can differ between ranks. ``laundered``: names that hold the same
-        value on every rank after the given line (they came out of a broadcast or all-reduce)."""
+        value on every rank after the given line (they came out of a broadcast or all-reduce). ``files``: a
+        question to the file system counts (see :func:`_file_check`)."""
         stack = [expr]
         while stack:
             node = stack.pop()
@@ -1672,7 +1706,7 @@ class _Analysis:
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
                 return True
-            if _env_rank(node):
+            if _env_rank(node) or (files and _file_check(node)):
                 return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
@@ -1766,8 +1800,64 @@ class _Analysis:
         items = walker.block(func.node.body, "return")
         for deco in func.node.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
-            if _rank_name(_terminal(target)):
+            if _rank_name(_terminal(target)) or self._gating_decorator(target, func.unit):
                 walker.flag(items, "decorator", "@" + func.unit.text(deco))
+
+    def _gating_decorator(self, target: ast.expr, unit: _Unit) -> bool:
+        """Whether a decorator whose name says nothing of ranks runs the function on some ranks only: a library
+        decorator known to (:data:`_RANK_DECORATORS`), or a function of the file or of a followed module (mmcv's
+        ``master_only`` copied into ``dist_utils.py``) whose every call of the function it wraps sits under a
+        rank-dependent ``if``, or after a ``return``/``raise`` under one."""
+        if self._resolve(target, unit) in _RANK_DECORATORS:
+            return True
+        key = self._callee(target, None, unit)
+        if key is None:
+            return False
+        if key not in self.gates:
+            self.gates[key] = False  # a decorator that decorates itself stops here
+            self.gates[key] = self._gates_on_rank(self.table[key])
+        return self.gates[key]
+
+    def _gates_on_rank(self, func: _Func) -> bool:
+        params = [a.arg for a in func.node.args.args]
+        if not params:
+            return False
+        wrapped = params[0]
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(func.node):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        calls = [
+            n
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == wrapped
+        ]
+        return bool(calls) and all(self._gated(call, parents) for call in calls)
+
+    def _gated(self, node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``node`` runs only on the ranks a rank-dependent test lets through, within its function."""
+        scope = node
+        while not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = parents[id(scope)]
+        taint = self._taint(list(_own_nodes(scope.body)), set(self.module_taint))
+        child = node
+        while child is not scope:
+            parent = parents[id(child)]
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+                if self.mentions_rank(parent.test, taint):
+                    return True
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(parent, part, None)
+                if isinstance(block, list) and child in block:
+                    for earlier in block[: block.index(child)]:
+                        if (
+                            isinstance(earlier, ast.If)
+                            and self.mentions_rank(earlier.test, taint)
+                            and any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(earlier))
+                        ):
+                            return True
+            child = parent
+        return False
 
     # -- findings
 
@@ -1836,6 +1926,12 @@ def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> 
             "so it waits until the timeout or pairs with a different collective"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+    if reason in ("branch", "early-exit") and _FILE_CHECK_TEXT.search(cond):
+        why += (
+            "; a file-system check can answer differently on different ranks (node-local disks, a network "
+            "file system's caches, a file still being written)"
+        )
+        fix = "check on one rank and broadcast the answer (broadcast_object_list or a tensor) before branching on it"
     if site.callee is not None:
         kind = "hidden-collective"
         why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
@@ -2327,6 +2423,228 @@ class _Walker:
                 if status == "return":
                     return tuple(trace), status
         return tuple(trace), None
+
+
+# --------------------------------------------------------------------------- what orders what, statically
+
+
+class _Order:
+    """Two checks of one scope's straight-line order, from the ops table's ordering columns (:mod:`ops`):
+
+    * ``p2p-order``: outside any condition on the rank, every rank makes a blocking ``send`` before its blocking
+      ``recv`` (on gloo a send returns only once the peer posted its receive) or a ``recv`` before its ``send``:
+      each rank waits for a peer that waits for it.
+    * ``file-race``: a file written under a rank-dependent condition (``if rank == 0: torch.save(x, path)``,
+      ``open(path, "w")``, ``os.replace(tmp, path)``) is read by other ranks (``torch.load(path)``, ``open(path)``)
+      with nothing between them that orders the write before the read: no collective (or call of a function
+      that reaches one), point-to-point receive, store ``wait``/``get`` or a ``while`` loop that polls the file.
+
+    Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None, scope: str | None):
+        self.an, self.unit, self.taint, self.self_class, self.scope = an, unit, taint, self_class, scope
+        self.laundered = an.laundered.get(scope, {})
+        self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
+        self.first_p2p: tuple[str, ast.Call] | None = None
+
+    def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
+        for stmt in stmts:
+            self._stmt(stmt, ctx)
+
+    def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
+        if isinstance(stmt, _SCOPES):
+            return
+        if isinstance(stmt, (ast.If, ast.While)):
+            self._expr(stmt.test, ctx)
+            if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
+                self.writes.clear()  # the readers poll until the file is there
+            # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
+            if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
+                text = self.unit.text(stmt.test)
+                self.block(stmt.body, (*ctx, text))
+                self.block(stmt.orelse, (*ctx, f"not ({text})"))
+            else:
+                self.block(stmt.body, ctx)
+                self.block(stmt.orelse, ctx)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._expr(stmt.iter, ctx)
+            rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
+            self.block(stmt.body, (*ctx, f"for over {self.unit.text(stmt.iter)}") if rank else ctx)
+            self.block(stmt.orelse, ctx)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self._expr(item.context_expr, ctx)
+            self.block(stmt.body, ctx)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.block(stmt.body, ctx)
+            for handler in stmt.handlers:
+                self.block(handler.body, (*ctx, "except"))
+            self.block(stmt.orelse, ctx)
+            self.block(stmt.finalbody, ctx)
+        elif isinstance(stmt, ast.Match):
+            self._expr(stmt.subject, ctx)
+            for case in stmt.cases:
+                self.block(case.body, (*ctx, "case"))
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self._expr(child, ctx)
+
+    def _expr(self, node: ast.expr, ctx: tuple[str, ...]) -> None:
+        """Calls in the order they run: arguments before the call that takes them."""
+        if isinstance(node, ast.Lambda):
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self._expr(child, ctx)
+            elif isinstance(child, ast.keyword):
+                self._expr(child.value, ctx)
+            elif isinstance(child, ast.comprehension):
+                for part in (child.iter, *child.ifs):
+                    self._expr(part, ctx)
+        if isinstance(node, ast.Call):
+            self._call(node, ctx)
+
+    def _call(self, call: ast.Call, ctx: tuple[str, ...]) -> None:
+        full = self.an._resolve(call.func, self.unit) if _dotted(call.func) else ""
+        name = full.rpartition(".")[2]
+        if full.startswith("torch.distributed.") and name in _BLOCKING_P2P:
+            self._p2p(_BLOCKING_P2P[name], call, ctx)
+        if self._orders(call, full, name):
+            self.writes.clear()
+            return
+        written = _written_path(call, full)
+        if written is not None and ctx:
+            self.writes[written[0]] = (call, ctx, written[1])
+            return
+        read = _read_path(call, full)
+        if read is not None and read in self.writes:
+            write, where, how = self.writes[read]
+            if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
+                self._race(call, read, write, where, how)
+
+    def _orders(self, call: ast.Call, full: str, name: str) -> bool:
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+            return True
+        if full.startswith("torch.distributed.") and name in POINT_TO_POINT:
+            return True
+        return (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("wait", "get")
+            and "store" in (_dotted(call.func.value) or "").lower()
+        )
+
+    def _p2p(self, kind: str, call: ast.Call, ctx: tuple[str, ...]) -> None:
+        if ctx:
+            return
+        if self.first_p2p is None:
+            self.first_p2p = (kind, call)
+            return
+        first_kind, first = self.first_p2p
+        if first_kind == kind or id(first) in self.an.found:
+            return
+        line = call.lineno + self.unit.offset
+        if first_kind == "send":
+            why = (
+                f"every rank makes this blocking send before its recv at line {line}, under no condition on the "
+                "rank: on gloo a send returns only once the peer has posted its receive (NCCL's too, for a "
+                "tensor larger than its buffers), so each rank waits for a peer that is itself waiting in its "
+                "send until the timeout"
+            )
+        else:
+            why = (
+                f"every rank makes this blocking recv before its send at line {line}, under no condition on the "
+                "rank: each rank waits for a message its peer sends only after its own recv returns"
+            )
+        fix = (
+            "post both sides without waiting (dist.isend and dist.irecv, then wait() on both, or "
+            "dist.batch_isend_irecv), or order them by rank (even ranks send first, odd ranks receive first)"
+        )
+        self._add(first, "p2p-order", "every rank", why, fix)
+
+    def _race(self, read: ast.Call, path: str, write: ast.Call, where: tuple[str, ...], how: str) -> None:
+        cond = where[-1]
+        line = write.lineno + self.unit.offset
+        why = (
+            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
+            "with no barrier, collective, store wait or recv between them: nothing orders the write before the "
+            "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
+        )
+        fix = (
+            f"put dist.barrier() (on gloo a blocking all_reduce orders as well) after the write at line {line} "
+            "and before this read, outside the condition"
+        )
+        self._add(read, "file-race", cond, why, fix)
+
+    def _add(self, node: ast.Call, kind: str, cond: str, why: str, fix: str) -> None:
+        if id(node) in self.an.found:
+            return
+        finding = Finding(
+            path=self.an.path,
+            line=node.lineno + self.unit.offset,
+            col=node.col_offset + self.unit.indent + 1,
+            collective=_dotted(node.func) or self.unit.text(node.func),
+            condition=cond,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=self.unit.cell,
+        )
+        self.an.found[id(node)] = (kind, finding)
+
+
+_BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
+_WRITE_MODES = re.compile(r"[wax+]")
+
+
+def _path_text(node: ast.expr | None) -> str | None:
+    if node is None:
+        return None
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath") and len(node.args) == 1:
+        node = node.args[0]  # Path(p) names the same file as p
+    return ast.unparse(node)
+
+
+def _argument(call: ast.Call, index: int, *names: str) -> ast.expr | None:
+    if len(call.args) > index:
+        return call.args[index]
+    return next((k.value for k in call.keywords if k.arg in names), None)
+
+
+def _open_mode(call: ast.Call) -> str:
+    mode = _argument(call, 1, "mode")
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+
+
+def _written_path(call: ast.Call, full: str) -> tuple[str, str] | None:
+    """(path, how) when ``call`` creates or replaces a file."""
+    name = _terminal(call.func)
+    if full in ("torch.save", "numpy.save", "np.save"):
+        path = _argument(call, 1, "f") if full == "torch.save" else _argument(call, 0, "file")
+        text = _path_text(path)
+        return (text, f"{full}") if text else None
+    if full in ("open", "io.open") and _WRITE_MODES.search(_open_mode(call)):
+        text = _path_text(_argument(call, 0, "file"))
+        return (text, "open for writing") if text else None
+    if full in ("os.replace", "os.rename", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copy2"):
+        text = _path_text(_argument(call, 1, "dst"))
+        return (text, full) if text else None
+    if isinstance(call.func, ast.Attribute) and name in ("write_text", "write_bytes"):
+        return (_path_text(call.func.value) or "", f".{name}()")
+    return None
+
+
+def _read_path(call: ast.Call, full: str) -> str | None:
+    """The path a call reads."""
+    name = _terminal(call.func)
+    if full in ("torch.load", "numpy.load", "np.load"):
+        return _path_text(_argument(call, 0, "f", "file"))
+    if full in ("open", "io.open") and not _WRITE_MODES.search(_open_mode(call)):
+        return _path_text(_argument(call, 0, "file"))
+    if isinstance(call.func, ast.Attribute) and name in ("read_text", "read_bytes"):
+        return _path_text(call.func.value)
+    return None
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
