@@ -69,7 +69,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
     assert min(len(bad), len(good)) >= 12
     assert all(expectations(p) for p in bad) and not any(expectations(p) for p in good)
     kinds = {kind for p in bad for _, _, kind, _ in expectations(p)}
-    assert kinds == {"branch", "early-exit", "rank-dependent-loop", "hidden-collective"}
+    assert kinds == {"branch", "early-exit", "rank-dependent-loop", "hidden-collective", "p2p-order", "file-race"}
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
 
@@ -642,3 +642,71 @@ def test_exit_status_is_0_clean_1_found_2_unreadable(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stdout.strip() == "No rank-dependent collectives found in the files lint could read."
     assert missing.stderr.strip().endswith("missing.py: No such file or directory")
+
+
+# --------------------------------------------------------------------------- round 3: what lint missed
+
+
+def test_a_decorator_is_followed_into_the_module_that_defines_it() -> None:
+    """``master_only`` says nothing of ranks by its name: only its body, in the imported helper module, does."""
+    path = CORPUS / "bad_imported_master_only_method.py"
+    [finding] = lint_file(path)
+    assert (finding.condition, finding.kind) == ("@master_only", "branch")
+    assert lint_source(path.read_text()) == []  # without the folder there is no helper module to read
+
+
+def test_a_file_system_check_is_rank_dependent_and_the_finding_says_why() -> None:
+    [finding] = lint_file(CORPUS / "bad_isfile_tracker_then_all_reduce.py")
+    assert finding.condition == "not tracker.is_file()"
+    assert "a file-system check can answer differently on different ranks" in finding.why
+    assert finding.fix.startswith("check on one rank and broadcast the answer")
+
+
+def test_send_first_on_every_rank_is_a_cycle_and_ordered_or_nonblocking_p2p_is_not() -> None:
+    source = """\
+import torch.distributed as dist
+
+def exchange(t, peer):
+    dist.send(t, dst=peer)
+    dist.recv(t, src=peer)
+
+def exchange_nonblocking(t, u, peer):
+    req = dist.isend(t, dst=peer)
+    dist.recv(u, src=peer)
+    req.wait()
+"""
+    [finding] = lint_source(source, "halo.py")
+    assert (finding.line, finding.kind, finding.collective) == (4, "p2p-order", "dist.send")
+    assert "on gloo a send returns only once the peer has posted its receive" in finding.why
+
+
+def test_a_file_rank0_writes_needs_an_ordering_call_before_the_others_read_it() -> None:
+    template = """\
+import os
+import torch
+import torch.distributed as dist
+
+def resume(model, path):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), path + ".tmp")
+        os.replace(path + ".tmp", path)
+    {between}
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+"""
+    [race] = lint_source(template.format(between="pass"))
+    assert (race.line, race.kind, race.collective, race.condition) == (
+        10,
+        "file-race",
+        "torch.load",
+        "dist.get_rank() == 0",
+    )
+    assert "write `path` at line 8 (os.replace)" in race.why
+    for orderer in ("dist.barrier()", "dist.all_reduce(torch.zeros(1))", "store.wait(['saved'])"):
+        assert lint_source(template.format(between=orderer)) == [], orderer
+
+
+def test_lint_says_what_it_cannot_see(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "how long anything takes" in text and "p2p-order" in text and "file-race" in text

@@ -10,7 +10,9 @@ Finding kinds:
 
 * ``branch`` - under an ``if``/``elif``/``else``, ``x if c else y`` or ``and``/``or``
   whose condition is rank-dependent, or in a function decorated with a
-  rank-named decorator such as ``@rank_zero_only``.
+  rank-named decorator such as ``@rank_zero_only``, mmcv/mmengine's ``master_only``, or a
+  decorator of the file or of a followed module whose every call of the wrapped function
+  sits under a rank-dependent test (or after a ``return`` under one).
 * ``early-exit`` - after a ``return``/``raise``/``sys.exit()`` (rest of the function
   or cell) or ``continue``/``break`` (rest of the loop body) that only some ranks
   take. For ``break`` and ``return`` inside a loop the earlier part of the loop
@@ -19,12 +21,21 @@ Finding kinds:
   or condition is rank-dependent.
 * ``hidden-collective`` - a call, in any of the situations above, to a function
   of the same file/notebook that reaches a collective.
+* ``p2p-order`` - every rank makes a blocking ``send`` before its ``recv`` (or a ``recv``
+  before its ``send``) outside any condition on the rank: each waits for a peer that waits
+  for it (on gloo a blocking send returns once the receiver has posted its receive, per
+  :mod:`barrierlab.ops`). See :class:`_Order`.
+* ``file-race`` - a file written under a rank-dependent condition and read by the other
+  ranks with nothing between that orders the write before the read (the ordering model of
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code).
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
 whose identifier has a ``rank``/``ordinal`` word or reads ``is_main``, ``is_master``,
 ``main_process``, ``master_process``, ``process_index``, ``is_global_zero``
-(case-insensitive, camelCase too), a variable assigned (transitively, anywhere in
+(case-insensitive, camelCase too), a question to the file system (``os.path.exists``,
+``isfile``/``isdir``, ``Path.exists``/``is_file``/``is_dir``, ``os.access``: ranks on other
+nodes or behind a cache can see other files), a variable assigned (transitively, anywhere in
 the same function or at module level, flow-insensitively) from such an
 expression, ``self.<attr>`` assigned so in any method, or a call to a function of
 the file that returns such an expression. Arguments of ``.to()``/``.cuda()``/
@@ -79,7 +90,7 @@ value computed from its output is a collective (DDP's gradient all_reduce, issue
 
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
 ``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
-programmer's job), ``init_process_group``/``destroy_process_group``, and calls on
+programmer's job; only the cycle of ``p2p-order`` is reported), ``init_process_group``/``destroy_process_group``, and calls on
 arbitrary objects such as ``self.group.barrier()`` that no table entry names: their
 receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
 Route them through a function of the file, or add a table entry, to have them checked.
@@ -638,13 +649,20 @@ def report(findings: Sequence[Finding]) -> str:
 
 #: The command line's help: what lint checks, what it follows, what it cannot know (plain text).
 HELP = """\
-Find torch.distributed collectives that only some ranks reach: under an if on the rank, after a return,
-raise or break that only some ranks take (also a raise inside a helper called there), in a loop whose trip
-count differs between ranks, or inside a function of the file or of your own module next to it (import
-helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is called so. It knows
-torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning (self.log with
-sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer.consolidate_state_dict,
-DeepSpeed, detectron2, mmengine and the HF Trainer.
+Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
+system (os.path.exists, Path.is_file: ranks can see different files), after a return, raise or break that
+only some ranks take (also a raise inside a helper called there), in a loop whose trip count differs between
+ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
+decorator of your own module that tests the rank), or inside a function of the file or of your own module
+next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
+called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
+(self.log with sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer
+.consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer.
+
+Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
+gloo a send waits for the receiver) or a recv before its send, outside any condition on the rank; and
+file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -656,21 +674,24 @@ rank (range(rank * n, rank * n + n), shards[rank::world] of a list whose length 
 batches cut from such a slice); a loop over an endless iterator (itertools.cycle/count) left by a break
 every rank agrees on (a value after its all_reduce or broadcast); a collective on a group= whose members
 all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the group holds exactly those
-ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks). Point-to-point
-send/recv is never flagged.
+ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks); point-to-point calls
+ordered by rank (if rank == 0: send ... else: recv ...) or non-blocking (isend/irecv, batch_isend_irecv);
+creating a missing file and then reading it on the same rank.
 
-Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these):
-tensor sizes, shapes and dtypes of a collective (an all_reduce of a different size on one rank); lengths
-of object lists (broadcast_object_list); keys or lengths that come from data (a per-rank dataset whose
-length is not visible, a break on a value read from a file); whether a rank arrives before the group's
-timeout; which process group a collective uses when it cannot work it out (then it reports as if the
-group were every rank); installed libraries' own code; calls through callbacks, lambdas or objects whose
-type it cannot see; the order of point-to-point calls.
+Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these): how long
+anything takes - a rank that prepares data past the group's timeout before a barrier, or a slow save the
+others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective (an all_reduce of
+a different size on one rank); lengths of object lists (broadcast_object_list); keys or lengths that come
+from data (a per-rank dataset whose length is not visible, a break on a value read from a file); which
+process group a collective uses when it cannot work it out (then it reports as if the group were every
+rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
+objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
+functions; file writes and reads in different functions, or paths written differently.
 """
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m barrierlab.lint FILE...``; exit status 1 when something is found."""
+    """Command line: ``python -m barrierlab.lint FILE...``; exit status 0 clean, 1 found, 2 unreadable file."""
     parser = argparse.ArgumentParser(
         prog="python -m barrierlab.lint", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
     )
