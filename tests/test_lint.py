@@ -469,6 +469,11 @@ NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 LESSON_BUGS = {
     "00_what_is_a_barrier.ipynb": [("rank3_skips_the_barrier", "dist.barrier", "branch")],
     "07_barrier_as_a_debugging_tool.ipynb": [("hang_after_breakpoint", "dist.barrier", "branch")],
+    # 03 §4: "the same bug, with that barrier added": rank 0's extra barrier evened out by ranks 1-3's later one
+    "03_deadlocks.ipynb": [
+        ("extra_barrier_evened_out", "dist.barrier", "branch"),
+        ("extra_barrier_evened_out", "dist.barrier", "branch"),
+    ],
     # 01's exercise "the barrier is in the wrong place", stored unsolved: rank 0 writes the vocabulary after the
     # barrier and every rank reads it with nothing in between
     "01_barriers_at_initialization.ipynb": [("build_vocab_then_read", "open", "file-race")],
@@ -561,9 +566,9 @@ def test_lint_time_grows_about_linearly_with_a_chain_of_functions() -> None:
     import time
 
     source = chained_functions(1600)
-    start = time.monotonic()
+    start = time.process_time()  # CPU seconds: the machine's load does not stretch them
     findings = lint_source(source, "chain.py")
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
     assert len(findings) == 1599
     assert findings[0].collective.startswith("f2 -> f3 -> ") and "... (1587 calls) -> " in findings[0].collective
     assert findings[0].collective.endswith(" -> f1600 -> dist.barrier")
