@@ -715,3 +715,28 @@ def test_lint_says_what_it_cannot_see(capsys: pytest.CaptureFixture[str]) -> Non
         main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "how long anything takes" in text and "p2p-order" in text and "file-race" in text
+
+
+def test_a_write_inside_main_process_first_or_before_a_callback_is_not_a_race() -> None:
+    source = """\
+import os
+from barrierlab.sync import main_process_first
+
+def prepare(folder):
+    path = os.path.join(folder, "data.txt")
+    with main_process_first() as is_main:
+        if is_main:
+            with open(path, "w") as f:
+                f.write("ready")
+    with open(path) as f:
+        return f.read()
+
+def handoff(path, rank, wait):
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("ready")
+    wait()
+    with open(path) as f:
+        return f.read()
+"""
+    assert lint_source(source) == []

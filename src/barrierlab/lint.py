@@ -2458,7 +2458,9 @@ class _Order:
     * ``file-race``: a file written under a rank-dependent condition (``if rank == 0: torch.save(x, path)``,
       ``open(path, "w")``, ``os.replace(tmp, path)``) is read by other ranks (``torch.load(path)``, ``open(path)``)
       with nothing between them that orders the write before the read: no collective (or call of a function
-      that reaches one), point-to-point receive, store ``wait``/``get`` or a ``while`` loop that polls the file.
+      that reaches one), point-to-point call, store ``wait``/``get``, call of a parameter (a callback lint cannot
+      see into) or ``while`` loop that polls the file; a write inside ``with main_process_first():`` (or any
+      context manager that makes a collective) is ordered before the other ranks enter.
 
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
@@ -2467,6 +2469,10 @@ class _Order:
         self.laundered = an.laundered.get(scope, {})
         self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
         self.first_p2p: tuple[str, ast.Call] | None = None
+        self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
+        func = an.table.get(scope) if scope is not None else None
+        args = func.node.args if func is not None else None
+        self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
 
     def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
         for stmt in stmts:
@@ -2495,17 +2501,22 @@ class _Order:
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 self._expr(item.context_expr, ctx)
+            calls = [i.context_expr for i in stmt.items if isinstance(i.context_expr, ast.Call)]
+            if any(self._orders(c) for c in calls):  # main_process_first(): the others enter after the writer left
+                self.sheltered += 1
             self.block(stmt.body, ctx)
+            if any(self._orders(c) for c in calls):
+                self.sheltered -= 1
         elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             self.block(stmt.body, ctx)
             for handler in stmt.handlers:
-                self.block(handler.body, (*ctx, "except"))
+                self.block(handler.body, ctx)
             self.block(stmt.orelse, ctx)
             self.block(stmt.finalbody, ctx)
         elif isinstance(stmt, ast.Match):
             self._expr(stmt.subject, ctx)
             for case in stmt.cases:
-                self.block(case.body, (*ctx, "case"))
+                self.block(case.body, ctx)
         else:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
@@ -2531,11 +2542,11 @@ class _Order:
         name = full.rpartition(".")[2]
         if full.startswith("torch.distributed.") and name in _BLOCKING_P2P:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
-        if self._orders(call, full, name):
+        if self._orders(call):
             self.writes.clear()
             return
         written = _written_path(call, full)
-        if written is not None and ctx:
+        if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
         read = _read_path(call, full)
@@ -2544,11 +2555,17 @@ class _Order:
             if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
                 self._race(call, read, write, where, how)
 
-    def _orders(self, call: ast.Call, full: str, name: str) -> bool:
+    def _orders(self, call: ast.Call) -> bool:
+        """A call that can order one rank's earlier write before another rank's later read: a collective, a
+        function that reaches one, a point-to-point call, a store wait/get, or a callback lint cannot see
+        into (a parameter of the function: ``wait()``), which gets the benefit of the doubt."""
         found = self.an.classify(call, self.unit, self.self_class, self.scope)
         if found is not None and (found.kind == "coll" or found.target in self.an.reach):
             return True
-        if full.startswith("torch.distributed.") and name in POINT_TO_POINT:
+        full = self.an._resolve(call.func, self.unit) if _dotted(call.func) else ""
+        if full.startswith("torch.distributed.") and full.rpartition(".")[2] in POINT_TO_POINT:
+            return True
+        if isinstance(call.func, ast.Name) and call.func.id in self.params:
             return True
         return (
             isinstance(call.func, ast.Attribute)
