@@ -740,3 +740,18 @@ def handoff(path, rank, wait):
         return f.read()
 """
     assert lint_source(source) == []
+
+
+def test_p2p_under_any_condition_is_left_alone() -> None:
+    """A pipeline stage's ``if not is_first_stage:`` is a rank test lint cannot recognise by its name."""
+    source = """\
+import torch.distributed as dist
+
+def step(t, prev, nxt, is_first_stage, is_last_stage):
+    if not is_first_stage:
+        dist.recv(t, src=prev)
+    t = t * 2
+    if not is_last_stage:
+        dist.send(t, dst=nxt)
+"""
+    assert lint_source(source) == []

@@ -22,7 +22,7 @@ Finding kinds:
 * ``hidden-collective`` - a call, in any of the situations above, to a function
   of the same file/notebook that reaches a collective.
 * ``p2p-order`` - every rank makes a blocking ``send`` before its ``recv`` (or a ``recv``
-  before its ``send``) outside any condition on the rank: each waits for a peer that waits
+  before its ``send``) outside any ``if``/``while``: each waits for a peer that waits
   for it (on gloo a blocking send returns once the receiver has posted its receive, per
   :mod:`barrierlab.ops`). See :class:`_Order`.
 * ``file-race`` - a file written under a rank-dependent condition and read by the other
@@ -660,7 +660,7 @@ called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives
 .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer.
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
-gloo a send waits for the receiver) or a recv before its send, outside any condition on the rank; and
+gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
 by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them.
 
@@ -2452,7 +2452,8 @@ class _Walker:
 class _Order:
     """Two checks of one scope's straight-line order, from the ops table's ordering columns (:mod:`ops`):
 
-    * ``p2p-order``: outside any condition on the rank, every rank makes a blocking ``send`` before its blocking
+    * ``p2p-order``: outside any ``if``/``while`` (a pipeline's ``if not is_first_stage:`` is a rank test by
+      another name), every rank makes a blocking ``send`` before its blocking
       ``recv`` (on gloo a send returns only once the peer posted its receive) or a ``recv`` before its ``send``:
       each rank waits for a peer that waits for it.
     * ``file-race``: a file written under a rank-dependent condition (``if rank == 0: torch.save(x, path)``,
@@ -2470,6 +2471,7 @@ class _Order:
         self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
         self.first_p2p: tuple[str, ast.Call] | None = None
         self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
+        self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
         self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
@@ -2486,6 +2488,7 @@ class _Order:
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
+            self.conditional += 1  # p2p-order looks only at calls under no condition at all
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
                 text = self.unit.text(stmt.test)
                 self.block(stmt.body, (*ctx, text))
@@ -2493,6 +2496,7 @@ class _Order:
             else:
                 self.block(stmt.body, ctx)
                 self.block(stmt.orelse, ctx)
+            self.conditional -= 1
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._expr(stmt.iter, ctx)
             rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
@@ -2574,7 +2578,7 @@ class _Order:
         )
 
     def _p2p(self, kind: str, call: ast.Call, ctx: tuple[str, ...]) -> None:
-        if ctx:
+        if ctx or self.conditional:  # `if not is_first_stage: recv(...)` may be a rank test by another name
             return
         if self.first_p2p is None:
             self.first_p2p = (kind, call)
@@ -2585,15 +2589,14 @@ class _Order:
         line = call.lineno + self.unit.offset
         if first_kind == "send":
             why = (
-                f"every rank makes this blocking send before its recv at line {line}, under no condition on the "
-                "rank: on gloo a send returns only once the peer has posted its receive (NCCL's too, for a "
-                "tensor larger than its buffers), so each rank waits for a peer that is itself waiting in its "
-                "send until the timeout"
+                f"every rank makes this blocking send before its recv at line {line}, under no if or while: "
+                "on gloo a send returns only once the peer has posted its receive (the ops table's measured "
+                "column), so each rank waits for a peer that is itself waiting in its send until the timeout"
             )
         else:
             why = (
-                f"every rank makes this blocking recv before its send at line {line}, under no condition on the "
-                "rank: each rank waits for a message its peer sends only after its own recv returns"
+                f"every rank makes this blocking recv before its send at line {line}, under no if or while: "
+                "each rank waits for a message its peer sends only after its own recv returns"
             )
         fix = (
             "post both sides without waiting (dist.isend and dist.irecv, then wait() on both, or "
