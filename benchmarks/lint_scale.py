@@ -5,7 +5,8 @@ calls ``dist.barrier()``), in three shapes, linted in this process and timed in 
 
 Shapes: ``plain`` (``return f2(x) + 1``), ``guarded`` (the call under ``if x > i:``, a condition lint must
 simulate) and ``rank`` (the call under ``if rank == 0:``: every function is a finding whose chain runs to the
-end). Near-linear growth doubles the time when N doubles; the ``ratio`` column divides each size's time by
+end); ``assign`` is one function of N chained assignments ``x2 = x1 + 1`` from ``x1 = rank``, the last one
+tested before a barrier (the taint of a name is a closure over the assignments). Near-linear growth doubles the time when N doubles; the ``ratio`` column divides each size's time by
 the previous size's. ``kB`` is the size of the file.
 """
 
@@ -24,6 +25,11 @@ SHAPES = {
 
 
 def chain(shape: str, n: int) -> str:
+    if shape == "assign":
+        steps = "".join(f"    x{i} = x{i - 1} + 1\n" for i in range(2, n + 1))
+        return f"import torch.distributed as dist\n\n\ndef f(rank):\n    x1 = rank\n{steps}    if x{n} > 0:\n" + (
+            "        dist.barrier()\n"
+        )
     body, arg = SHAPES[shape]
     funcs = [body.format(i=i, j=i + 1) for i in range(1, n)]
     funcs.append(f"def f{n}({arg}):\n    dist.barrier()\n    return {arg}\n")
@@ -41,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 400, 800])
     args = parser.parse_args(argv)
     print(f"{'shape':<9}{'N':>6}{'kB':>7}{'CPU s':>9}{'ratio':>8}")
-    for shape in SHAPES:
+    for shape in (*SHAPES, "assign"):
         previous = None
         for n in args.sizes:
             source = chain(shape, n)

@@ -1042,6 +1042,33 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
     return pairs
 
 
+def _closure(
+    pairs: list[tuple[list[str], ast.expr, int | None]],
+    names: set[str],
+    test: Callable[[ast.expr, int | None, set[str]], bool],
+) -> set[str]:
+    """The names assigned (transitively) from a value ``test`` accepts, given that ``test`` depends on the
+    set only through the names and dotted attributes the value mentions: each assignment is tested once, and
+    again only when a name it reads joins the set (a worklist, so a chain of n assignments costs n tests,
+    not n squared)."""
+    readers: dict[str, list[int]] = {}
+    for i, (_, value, _) in enumerate(pairs):
+        for node in ast.walk(value):
+            name = node.id if isinstance(node, ast.Name) else _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name:
+                readers.setdefault(name, []).append(i)
+    queue = list(range(len(pairs)))
+    while queue:
+        targets, value, index = pairs[queue.pop()]
+        if set(targets) <= names or not test(value, index, names):
+            continue
+        for name in targets:
+            if name not in names:
+                names.add(name)
+                queue.extend(readers.get(name, ()))
+    return names
+
+
 def _linear(node: ast.AST) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
     """``node`` as a polynomial with integer coefficients over opaque atoms (names, calls...):
     ``rank * n + n`` -> {("n", "rank"): 1, ("n",): 1}. None if it is not made of +, -, * and integers."""
@@ -1339,16 +1366,10 @@ class _Analysis:
             if not changed:
                 break
         for key, nodes, _ in scopes:
-            values: set[str] = set()
-            pairs = _assignments(nodes)
-            grew = True
-            while grew:
-                grew = False
-                for names, value, _ in pairs:
-                    if not set(names) <= values and self._ddp_output(value, self.ddp[key], values):
-                        values.update(names)
-                        grew = True
-            self.ddp_values[key] = values
+            ddp = self.ddp[key]
+            self.ddp_values[key] = _closure(
+                _assignments(nodes), set(), lambda value, _, values, ddp=ddp: self._ddp_output(value, ddp, values)
+            )
 
     @staticmethod
     def _ddp_output(expr: ast.AST, ddp: dict[str, str], values: set[str]) -> bool:
@@ -1739,16 +1760,11 @@ class _Analysis:
         return False
 
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
-        pairs = _assignments(nodes)
-        taint = set(inherited)
-        changed = True
-        while changed:
-            changed = False
-            for names, value, index in pairs:
-                if not set(names) <= taint and self._value_rank(value, index, taint, laundered):
-                    taint.update(names)
-                    changed = True
-        return taint
+        return _closure(
+            _assignments(nodes),
+            set(inherited),
+            lambda value, index, taint: self._value_rank(value, index, taint, laundered),
+        )
 
     def _tuple_element(self, node: ast.Subscript) -> tuple[bool, ast.Call] | None:
         """For ``f(...)[i]`` where ``f`` of this file returns tuples: whether element ``i`` is rank-dependent."""
