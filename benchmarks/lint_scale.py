@@ -5,7 +5,7 @@ calls ``dist.barrier()``), in three shapes, linted in this process and timed in 
 
 Shapes: ``plain`` (``return f2(x) + 1``), ``guarded`` (the call under ``if x > i:``, a condition lint must
 simulate) and ``rank`` (the call under ``if rank == 0:``: every function is a finding whose chain runs to the
-end); ``assign`` is one function of N chained assignments ``x2 = x1 + 1`` from ``x1 = rank``, the last one
+end); ``method`` is the ``rank`` chain as methods of one class (``self.f2(rank)``); ``assign`` is one function of N chained assignments ``x2 = x1 + 1`` from ``x1 = rank``, the last one
 tested before a barrier (the taint of a name is a closure over the assignments). Near-linear growth doubles the time when N doubles; the ``ratio`` column divides each size's time by
 the previous size's. ``kB`` is the size of the file.
 """
@@ -13,6 +13,7 @@ the previous size's. ``kB`` is the size of the file.
 from __future__ import annotations
 
 import argparse
+import textwrap
 import time
 
 from barrierlab.lint import lint_source
@@ -21,6 +22,10 @@ SHAPES = {
     "plain": ("def f{i}(x):\n    return f{j}(x) + 1\n", "x"),
     "guarded": ("def f{i}(x):\n    if x > {i}:\n        return f{j}(x) + 1\n    return x\n", "x"),
     "rank": ("def f{i}(rank):\n    if rank == 0:\n        return f{j}(rank) + 1\n    return rank\n", "rank"),
+    "method": (
+        "def f{i}(self, rank):\n    if rank == 0:\n        return self.f{j}(rank) + 1\n    return rank\n",
+        "self, rank",
+    ),
 }
 
 
@@ -32,7 +37,9 @@ def chain(shape: str, n: int) -> str:
         )
     body, arg = SHAPES[shape]
     funcs = [body.format(i=i, j=i + 1) for i in range(1, n)]
-    funcs.append(f"def f{n}({arg}):\n    dist.barrier()\n    return {arg}\n")
+    funcs.append(f"def f{n}({arg}):\n    dist.barrier()\n    return 0\n")
+    if shape == "method":  # the same chain as methods of one class
+        return "import torch.distributed as dist\n\n\nclass T:\n" + textwrap.indent("\n".join(funcs), "    ")
     return "import torch.distributed as dist\n\n\n" + "\n\n".join(funcs)
 
 

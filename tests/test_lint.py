@@ -769,3 +769,17 @@ def test_lint_time_grows_about_linearly_with_a_chain_of_assignments() -> None:
     [finding] = lint_source(source)
     assert time.process_time() - start < 10
     assert (finding.line, finding.condition) == (2005, "x2000 > 0")
+
+
+def test_lint_time_grows_about_linearly_with_the_methods_of_a_class() -> None:
+    """1,600 chained methods of one class: every method merged every method's self.x names (40 s of CPU on
+    main); each class's names are now gathered once."""
+    import time
+
+    source = chained_functions(1600).replace("(rank)", "(self, rank)").replace("return f", "return self.f")
+    source = source.replace("import torch.distributed as dist\n\n", "import torch.distributed as dist\n\nclass T:\n")
+    source = "\n".join(("    " + line if line.startswith(("def ", "    ")) else line) for line in source.splitlines())
+    start = time.process_time()
+    findings = lint_source(source, "chain.py")
+    assert time.process_time() - start < 10
+    assert len(findings) == 1599 and findings[0].collective.startswith("self.f2 -> self.f3 -> ")

@@ -1327,6 +1327,12 @@ class _Analysis:
                     if name:
                         names[name] = "fsdp"
 
+        by_class: dict[str, dict[str, str]] = {}  # self.x names of each class's methods (params never hold a dot)
+        for f in self.table.values():
+            if f.self_class is not None:
+                attrs = by_class.setdefault(f.self_class, {})
+                attrs.update({n: k for n, k in own.get(f.key, {}).items() if n.startswith("self.")})
+
         def visible(key: str | None) -> dict[str, str]:
             out = dict(own.get(None, {}))
             func = self.table.get(key) if key is not None else None
@@ -1338,9 +1344,7 @@ class _Analysis:
                 for p in reversed(chain):
                     out.update(own.get(p, {}))
                 for cls in reversed(self._ancestors(func.self_class) if func.self_class else []):
-                    for f in self.table.values():
-                        if f.self_class == cls:
-                            out.update({n: k for n, k in own.get(f.key, {}).items() if n.startswith("self.")})
+                    out.update(by_class.get(cls, {}))
             out.update(own.get(key, {}))
             return out
 
