@@ -335,3 +335,20 @@ class TestRound2PlainTorchrun:
             assert outcome.returncode == 0, outcome.output[-3000:]
         else:
             assert outcome.returncode != 0, f"the bug did not show under torchrun:\n{outcome.output[-3000:]}"
+
+
+# --------------------------------------------------------------------------- round 3 (tests/realworld/round3/): lint
+# Items written from public code by someone who had not read lint; lint only reads them (no library needed).
+
+ROUND3 = round2.discover(Path(__file__).parent / "realworld" / "round3")
+
+
+def test_round3_lint_reports_nothing_on_correct_items():
+    noisy = {i.name: harness.lint_item(i) for i in ROUND3 if i.kind == "correct"}
+    assert not {n: o for n, o in noisy.items() if o.findings}, noisy
+
+
+def test_round3_lint_flags_75_percent_of_buggy_items():
+    flagged = {i.name: bool(harness.lint_item(i).flagged_lines) for i in ROUND3 if i.kind == "buggy"}
+    missed = sorted(n for n, ok in flagged.items() if not ok)
+    assert len(flagged) == 11 and _share(list(flagged.values())) >= 0.75, f"flagged {sum(flagged.values())}: {missed}"

@@ -88,11 +88,9 @@ def _report(args) -> int:
 
 
 def _lint(args) -> int:
-    from barrierlab.lint import lint_file, report
+    from barrierlab.lint import run_command
 
-    findings = [f for path in args.paths for f in lint_file(path)]
-    print(report(findings))
-    return 1 if findings else 0
+    return run_command(args.paths)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,9 @@ Finding kinds:
 
 * ``branch`` - under an ``if``/``elif``/``else``, ``x if c else y`` or ``and``/``or``
   whose condition is rank-dependent, or in a function decorated with a
-  rank-named decorator such as ``@rank_zero_only``.
+  rank-named decorator such as ``@rank_zero_only``, mmcv/mmengine's ``master_only``, or a
+  decorator of the file or of a followed module whose every call of the wrapped function
+  sits under a rank-dependent test (or after a ``return`` under one).
 * ``early-exit`` - after a ``return``/``raise``/``sys.exit()`` (rest of the function
   or cell) or ``continue``/``break`` (rest of the loop body) that only some ranks
   take. For ``break`` and ``return`` inside a loop the earlier part of the loop
@@ -19,12 +21,21 @@ Finding kinds:
   or condition is rank-dependent.
 * ``hidden-collective`` - a call, in any of the situations above, to a function
   of the same file/notebook that reaches a collective.
+* ``p2p-order`` - every rank makes a blocking ``send`` before its ``recv`` (or a ``recv``
+  before its ``send``) outside any ``if``/``while``: each waits for a peer that waits
+  for it (on gloo a blocking send returns once the receiver has posted its receive, per
+  :mod:`barrierlab.ops`). See :class:`_Order`.
+* ``file-race`` - a file written under a rank-dependent condition and read by the other
+  ranks with nothing between that orders the write before the read (the ordering model of
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code).
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
 whose identifier has a ``rank``/``ordinal`` word or reads ``is_main``, ``is_master``,
 ``main_process``, ``master_process``, ``process_index``, ``is_global_zero``
-(case-insensitive, camelCase too), a variable assigned (transitively, anywhere in
+(case-insensitive, camelCase too), a question to the file system (``os.path.exists``,
+``isfile``/``isdir``, ``Path.exists``/``is_file``/``is_dir``, ``os.access``: ranks on other
+nodes or behind a cache can see other files), a variable assigned (transitively, anywhere in
 the same function or at module level, flow-insensitively) from such an
 expression, ``self.<attr>`` assigned so in any method, or a call to a function of
 the file that returns such an expression. Arguments of ``.to()``/``.cuda()``/
@@ -79,7 +90,7 @@ value computed from its output is a collective (DDP's gradient all_reduce, issue
 
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
 ``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
-programmer's job), ``init_process_group``/``destroy_process_group``, and calls on
+programmer's job; only the cycle of ``p2p-order`` is reported), ``init_process_group``/``destroy_process_group``, and calls on
 arbitrary objects such as ``self.group.barrier()`` that no table entry names: their
 receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
 Route them through a function of the file, or add a table entry, to have them checked.
@@ -96,12 +107,13 @@ Loop lengths: a loop over a rank-dependent iterable is quiet when its length is 
 Raising helpers: a function of the file that can raise or exit (outside a ``try`` with handlers) is an
 early exit where it is called: under ``if rank == 0:`` before a barrier, the others wait.
 
-Call graph: unlimited depth. Which functions reach a collective is a fixpoint
-over the module's call graph (cycles included), through plain calls
+Call graph: unlimited depth. Which functions reach a collective is found breadth first
+over the module's call graph (cycles included; each function is visited once, so time grows about linearly
+with the file: ``benchmarks/lint_scale.py``), through plain calls
 ``helper()``, ``self.method()``/``cls.method()`` in the same class or inherited from a base class
 of the file, and class construction ``Trainer()`` (its or a base's ``__init__``); the shortest chain is
 reported, e.g.
-``evaluate -> reduce_mean -> dist.all_reduce``. A notebook is one module (all code
+``evaluate -> reduce_mean -> dist.all_reduce`` (a chain of more than 12 calls by its ends). A notebook is one module (all code
 cells). :func:`lint_function` also follows helpers found in the function's
 ``__globals__`` that were defined in the same module (e.g. other notebook cells).
 
@@ -143,8 +155,10 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import textwrap
+import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,11 +174,14 @@ __all__ = [
     "HELP",
     "POINT_TO_POINT",
     "Finding",
+    "LintError",
+    "MAX_FILE_BYTES",
     "lint",
     "lint_file",
     "lint_function",
     "lint_source",
     "report",
+    "run_command",
 ]
 
 #: Collectives after which their first argument holds the same data on every rank.
@@ -425,8 +442,24 @@ _RANK_PAIRS = frozenset(
 #: Whole identifiers that are true on some ranks only (HF TrainingArguments: process 0 saves and logs).
 _RANK_IDENTIFIERS = frozenset({"should_save", "should_log"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")  # the line ends the parser counts (not \f or \v)
+#: Decorators of installed libraries that run the decorated function on rank 0 only, although their names
+#: say nothing of ranks (mmcv/runner/dist_utils.py and mmengine/dist/utils.py ``master_only``).
+_RANK_DECORATORS = frozenset(
+    {
+        "mmcv.runner.master_only",
+        "mmcv.runner.dist_utils.master_only",
+        "mmengine.dist.master_only",
+        "mmengine.dist.utils.master_only",
+    }
+)
+#: Calls that ask the file system whether a path exists or what it is (os.path, pathlib, fsspec/iopath).
+_FILE_CHECKS = frozenset({"exists", "lexists", "isfile", "isdir", "is_file", "is_dir", "access"})
+_FILE_CHECK_TEXT = re.compile(r"\b(?:exists|lexists|isfile|isdir|is_file|is_dir|access)\(")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
+#: Calls of a chain shown in a finding (``a -> b -> dist.barrier``); a longer one is shown by its ends.
+_MAX_CHAIN = 12
 #: How deep the length analysis substitutes values and looks through calls (it stops at cycles this way).
 _MAX_DEPTH = 24
 #: Methods that change a list in place: a name they are called on is not a single known value.
@@ -477,15 +510,102 @@ def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     return _Analysis(path, [unit]).run()
 
 
+class LintError(ValueError):
+    """A file lint cannot read or parse: not a regular file, too large, not UTF-8 (or its declared encoding),
+    not valid Python, not a notebook. The message is one line and names the file."""
+
+
+#: The most bytes lint reads from one file (a notebook stored with large outputs included).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
-    """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook."""
+    """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook. Raises :class:`LintError` for a file
+    it cannot read or parse (before reading anything from a FIFO, device or folder)."""
     path = Path(path)
-    if path.suffix == ".ipynb":
-        return _lint_notebook(path)
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
-    unit = _Unit(tree, source, aliases=_imports([tree]))
-    return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
+    try:
+        if path.suffix == ".ipynb":
+            return _lint_notebook(path)
+        source = _read_source(path)
+        tree = _parse(source, path)
+        unit = _Unit(tree, source, aliases=_imports([tree]))
+        return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
+    except RecursionError:
+        raise LintError(f"cannot lint {path}: nested too deeply for lint") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file (after symlinks), at most MAX_FILE_BYTES: opened without blocking so that
+    a FIFO is refused by name instead of waiting for a writer, and a device is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise LintError(f"cannot lint {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LintError(f"cannot lint {path}: it is {_file_kind(info.st_mode)}, not a regular file")
+        too_big = f"cannot lint {path}: larger than {MAX_FILE_BYTES} bytes (lint.MAX_FILE_BYTES)"
+        if info.st_size > MAX_FILE_BYTES:
+            raise LintError(too_big)
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_FILE_BYTES:  # it grew while being read
+            raise LintError(too_big)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise LintError(f"cannot lint {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _read_source(path: Path) -> str:
+    """A Python file's text, in the encoding it declares (PEP 263; UTF-8 by default)."""
+    data = _read_bytes(path)
+    try:
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+    except SyntaxError as exc:  # a bad encoding declaration, or bytes that are not UTF-8 without one
+        _decode(data, "utf-8", path)
+        raise LintError(f"cannot lint {path}: {exc.msg}") from None
+    return _decode(data, encoding, path)
+
+
+def _decode(data: bytes, encoding: str, path: Path) -> str:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        name = "UTF-8" if encoding.startswith("utf-8") else encoding
+        raise LintError(
+            f"cannot lint {path}: not {name} text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    except LookupError:
+        raise LintError(f"cannot lint {path}: unknown encoding {encoding!r}") from None
+
+
+def _parse(source: str, path: Path) -> ast.Module:
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        raise LintError(f"cannot lint {path}: not valid Python: {exc.msg}{where}") from None
+    except (ValueError, MemoryError) as exc:  # null bytes; too many nested parentheses
+        raise LintError(f"cannot lint {path}: not valid Python: {exc}") from None
 
 
 def lint_function(fn: Callable[..., Any]) -> list[Finding]:
@@ -529,58 +649,99 @@ def report(findings: Sequence[Finding]) -> str:
 
 #: The command line's help: what lint checks, what it follows, what it cannot know (plain text).
 HELP = """\
-Find torch.distributed collectives that only some ranks reach: under an if on the rank, after a return,
-raise or break that only some ranks take (also a raise inside a helper called there), in a loop whose trip
-count differs between ranks, or inside a function of the file or of your own module next to it (import
-helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is called so. It knows
-torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning (self.log with
-sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer.consolidate_state_dict,
-DeepSpeed, detectron2, mmengine and the HF Trainer. Exit status 1 when something is found.
+Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
+system (os.path.exists, Path.is_file: ranks can see different files), after a return, raise or break that
+only some ranks take (also a raise inside a helper called there), in a loop whose trip count differs between
+ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
+decorator of your own module that tests the rank), or inside a function of the file or of your own module
+next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
+called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
+(self.log with sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer
+.consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer.
+
+Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
+gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
+file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them.
+
+Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
+only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
+declares, that parse as Python or as a notebook; each file it refuses gets one line on stderr, and the other
+files are still linted and reported.
 
 Quiet on purpose: if/else branches that make the same calls; a loop whose length is the same on every
 rank (range(rank * n, rank * n + n), shards[rank::world] of a list whose length is a multiple of world,
 batches cut from such a slice); a loop over an endless iterator (itertools.cycle/count) left by a break
 every rank agrees on (a value after its all_reduce or broadcast); a collective on a group= whose members
 all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the group holds exactly those
-ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks). Point-to-point
-send/recv is never flagged.
+ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks); point-to-point calls
+ordered by rank (if rank == 0: send ... else: recv ...) or non-blocking (isend/irecv, batch_isend_irecv);
+creating a missing file and then reading it on the same rank.
 
-Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these):
-tensor sizes, shapes and dtypes of a collective (an all_reduce of a different size on one rank); lengths
-of object lists (broadcast_object_list); keys or lengths that come from data (a per-rank dataset whose
-length is not visible, a break on a value read from a file); whether a rank arrives before the group's
-timeout; which process group a collective uses when it cannot work it out (then it reports as if the
-group were every rank); installed libraries' own code; calls through callbacks, lambdas or objects whose
-type it cannot see; the order of point-to-point calls.
+Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these): how long
+anything takes - a rank that prepares data past the group's timeout before a barrier, or a slow save the
+others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective (an all_reduce of
+a different size on one rank); lengths of object lists (broadcast_object_list); keys or lengths that come
+from data (a per-rank dataset whose length is not visible, a break on a value read from a file); which
+process group a collective uses when it cannot work it out (then it reports as if the group were every
+rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
+objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
+functions; file writes and reads in different functions, or paths written differently.
 """
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m barrierlab.lint FILE...``; exit status 1 when something is found."""
+    """Command line: ``python -m barrierlab.lint FILE...``; exit status 0 clean, 1 found, 2 unreadable file."""
     parser = argparse.ArgumentParser(
         prog="python -m barrierlab.lint", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="+", help=".py files or .ipynb notebooks")
-    findings = [f for p in parser.parse_args(argv).paths for f in lint_file(p)]
-    print(report(findings))
-    return 1 if findings else 0
+    return run_command(parser.parse_args(argv).paths)
+
+
+def run_command(paths: Sequence[str]) -> int:
+    """Lint every path, print the report, and one line on stderr for each file that cannot be linted (the
+    others are still linted). Exit status: 0 nothing found, 1 something found, 2 a file could not be linted."""
+    findings: list[Finding] = []
+    failed = 0
+    for path in paths:
+        try:
+            findings += lint_file(path)
+        except LintError as exc:
+            print(f"barrierlab lint: {exc}", file=sys.stderr, flush=True)
+            failed += 1
+    if findings or failed < len(paths):
+        text = report(findings)
+        print(text[:-1] + " in the files lint could read." if failed and not findings else text)
+    return 2 if failed else 1 if findings else 0
 
 
 # --------------------------------------------------------------------------- inputs
 
 
 def _lint_notebook(path: Path) -> list[Finding]:
-    notebook = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        notebook = json.loads(_decode(_read_bytes(path), "utf-8", path))
+    except json.JSONDecodeError as exc:
+        raise LintError(f"cannot lint {path}: not a notebook: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    cells = notebook.get("cells", []) if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        raise LintError(f"cannot lint {path}: not a notebook: no list of cells")
     units = []
-    for number, cell in enumerate(notebook.get("cells", []), start=1):
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict):
+            raise LintError(f"cannot lint {path}: not a notebook: cell {number} is not an object")
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        elif not isinstance(source, str):
+            raise LintError(f"cannot lint {path}: not a notebook: cell {number}'s source is not text")
         source = "".join("\n" if _MAGIC.match(line) else line for line in source.splitlines(keepends=True))
         try:
             units.append(_Unit(ast.parse(source), source, cell=number))
-        except SyntaxError:
+        except (SyntaxError, ValueError, MemoryError):
             continue
     aliases = _imports([u.tree for u in units])
     for unit in units:
@@ -615,10 +776,10 @@ def _follow_imports(units: list[_Unit], folder: Path) -> list[_Unit]:
             if file is None:
                 continue
             try:
-                source = file.read_text(encoding="utf-8")
-                tree = ast.parse(source, filename=str(file))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-                continue
+                source = _read_source(file)
+                tree = _parse(source, file)
+            except LintError:
+                continue  # a helper lint cannot read is not followed; the file itself is still linted
             helper = _Unit(tree, source, aliases=_imports([tree]), report=False, prefix=name)
             followed.append(helper)
             queue.append((helper, depth + 1))
@@ -694,10 +855,28 @@ class _Unit:
     namespace: dict[str, Any] | None = None
     report: bool = True
     prefix: str | None = None  # a followed module: its dotted name, which prefixes its functions' keys
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
 
     def text(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.source, node)
-        return " ".join((segment or ast.unparse(node)).split())
+        return " ".join((self._segment(node) or ast.unparse(node)).split())
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """``ast.get_source_segment`` on lines split once: it splits the whole source on every call, which
+        made lint quadratic in the file's length (800 chained functions: 13 s in this one function)."""
+        if getattr(node, "end_lineno", None) is None or getattr(node, "end_col_offset", None) is None:
+            return None
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.source)
+            self._lines = [a + b for a, b in zip(self._lines[::2], [*self._lines[1::2], ""])]
+        first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+        if not 0 <= first <= last < len(self._lines):
+            return None
+        start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        if first == last:
+            return self._lines[first].encode()[start:end].decode(errors="replace")
+        head = self._lines[first].encode()[start:].decode(errors="replace")
+        tail = self._lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *self._lines[first + 1 : last], tail])
 
 
 @dataclass
@@ -805,6 +984,17 @@ def _env_rank(node: ast.AST) -> bool:
     return _rank_name(key.value) or key.value in {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"}
 
 
+def _file_check(node: ast.AST) -> bool:
+    """A question to the file system (``os.path.exists(p)``, ``Path(p).is_file()``, ``fs.isdir(p)``): its answer
+    can differ between ranks (node-local disks, a network file system's caches, a file another rank is still
+    writing), so a condition on it is rank-dependent."""
+    return (
+        isinstance(node, ast.Call)
+        and _terminal(node.func) in _FILE_CHECKS
+        and (isinstance(node.func, ast.Attribute) or node.func.id in ("exists", "isfile", "isdir", "lexists"))
+    )
+
+
 def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions, classes or lambdas."""
     stack = list(nodes)
@@ -850,6 +1040,33 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
         elif isinstance(node, ast.NamedExpr):
             pairs.append((_target_names(node.target), node.value, None))
     return pairs
+
+
+def _closure(
+    pairs: list[tuple[list[str], ast.expr, int | None]],
+    names: set[str],
+    test: Callable[[ast.expr, int | None, set[str]], bool],
+) -> set[str]:
+    """The names assigned (transitively) from a value ``test`` accepts, given that ``test`` depends on the
+    set only through the names and dotted attributes the value mentions: each assignment is tested once, and
+    again only when a name it reads joins the set (a worklist, so a chain of n assignments costs n tests,
+    not n squared)."""
+    readers: dict[str, list[int]] = {}
+    for i, (_, value, _) in enumerate(pairs):
+        for node in ast.walk(value):
+            name = node.id if isinstance(node, ast.Name) else _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name:
+                readers.setdefault(name, []).append(i)
+    queue = list(range(len(pairs)))
+    while queue:
+        targets, value, index = pairs[queue.pop()]
+        if set(targets) <= names or not test(value, index, names):
+            continue
+        for name in targets:
+            if name not in names:
+                names.add(name)
+                queue.extend(readers.get(name, ()))
+    return names
 
 
 def _linear(node: ast.AST) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
@@ -959,7 +1176,7 @@ class _Analysis:
         self.rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
-        self.reach: dict[str, tuple[str, ...]] = {}
+        self.reach: dict[str, tuple[str, str | None]] = {}  # function -> (its call, the function it calls)
         self.reach_notes: dict[str, str] = {}
         self.bases: dict[str, list[str]] = {}
         self.contexts: dict[int, frozenset[str]] = {}
@@ -971,6 +1188,7 @@ class _Analysis:
         self.values: dict[str | None, dict[str, ast.expr]] = {}
         self.objects: dict[str | None, dict[str, str]] = {}
         self.raisers: dict[str, int] = {}
+        self.gates: dict[str, bool] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -995,6 +1213,12 @@ class _Analysis:
         for func in self.funcs:
             if func.unit.report:
                 self._walk_function(func)
+        for unit in self.units:
+            if unit.report:
+                _Order(self, unit, self.module_taint, None, None).block(unit.tree.body, ())
+        for func in self.funcs:
+            if func.unit.report:
+                _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -1103,6 +1327,12 @@ class _Analysis:
                     if name:
                         names[name] = "fsdp"
 
+        by_class: dict[str, dict[str, str]] = {}  # self.x names of each class's methods (params never hold a dot)
+        for f in self.table.values():
+            if f.self_class is not None:
+                attrs = by_class.setdefault(f.self_class, {})
+                attrs.update({n: k for n, k in own.get(f.key, {}).items() if n.startswith("self.")})
+
         def visible(key: str | None) -> dict[str, str]:
             out = dict(own.get(None, {}))
             func = self.table.get(key) if key is not None else None
@@ -1114,9 +1344,7 @@ class _Analysis:
                 for p in reversed(chain):
                     out.update(own.get(p, {}))
                 for cls in reversed(self._ancestors(func.self_class) if func.self_class else []):
-                    for f in self.table.values():
-                        if f.self_class == cls:
-                            out.update({n: k for n, k in own.get(f.key, {}).items() if n.startswith("self.")})
+                    out.update(by_class.get(cls, {}))
             out.update(own.get(key, {}))
             return out
 
@@ -1142,16 +1370,10 @@ class _Analysis:
             if not changed:
                 break
         for key, nodes, _ in scopes:
-            values: set[str] = set()
-            pairs = _assignments(nodes)
-            grew = True
-            while grew:
-                grew = False
-                for names, value, _ in pairs:
-                    if not set(names) <= values and self._ddp_output(value, self.ddp[key], values):
-                        values.update(names)
-                        grew = True
-            self.ddp_values[key] = values
+            ddp = self.ddp[key]
+            self.ddp_values[key] = _closure(
+                _assignments(nodes), set(), lambda value, _, values, ddp=ddp: self._ddp_output(value, ddp, values)
+            )
 
     @staticmethod
     def _ddp_output(expr: ast.AST, ddp: dict[str, str], values: set[str]) -> bool:
@@ -1273,40 +1495,67 @@ class _Analysis:
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
         self.raisers = dict(direct)
-        grew = True
-        while grew:
-            grew = False
-            for key, targets in calls.items():
-                if key not in self.raisers:
-                    hit = next((self.raisers[c] for c, _ in targets if c in self.raisers), None)
-                    if hit is not None:
-                        self.raisers[key] = hit
-                        grew = True
+        callers: dict[str, list[str]] = {}
+        for key, targets in calls.items():
+            for callee, _ in targets:
+                callers.setdefault(callee, []).append(key)
+        frontier = list(direct)
+        while frontier:  # breadth first from the functions that raise themselves: each function once
+            found: dict[str, int] = {}
+            for done in frontier:
+                for key in callers.get(done, ()):
+                    if key not in self.raisers and key not in found:
+                        found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
+            self.raisers.update(found)
+            frontier = list(found)
 
     def _prepare_reach(self) -> None:
+        """Which functions reach a collective, and through which call: breadth first from the functions that
+        make one themselves, so each function's chain is a shortest one (its first call, in line order, to a
+        function found in an earlier round). Each function is scanned once: linear in the file's calls."""
         calls: dict[str, list[_Call]] = {}
+        callers: dict[str, list[str]] = {}
         for func in self.table.values():
             nodes = sorted(
                 (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
                 key=lambda n: (n.lineno, n.col_offset),
             )
             calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
-        while True:
-            known = dict(self.reach)
-            for key, seq in calls.items():
-                if key in known:
-                    continue
-                for call in seq:
-                    if call.kind == "coll":
-                        self.reach[key] = (call.display,)
-                        self.reach_notes[key] = call.note
-                        break
-                    if call.target in known:
-                        self.reach[key] = (call.display, *known[call.target])
-                        self.reach_notes[key] = self.reach_notes.get(call.target, "")
-                        break
-            if len(self.reach) == len(known):
-                return
+            for call in calls[func.key]:
+                if call.kind == "call":
+                    callers.setdefault(call.target, []).append(func.key)
+        frontier = []
+        for key, seq in calls.items():
+            first = next((c for c in seq if c.kind == "coll"), None)
+            if first is not None:
+                self.reach[key] = (first.display, None)
+                self.reach_notes[key] = first.note
+                frontier.append(key)
+        while frontier:
+            found: dict[str, tuple[str, str]] = {}
+            for done in frontier:
+                for key in callers.get(done, ()):
+                    if key in self.reach or key in found:
+                        continue
+                    call = next(c for c in calls[key] if c.kind == "call" and c.target in self.reach)
+                    found[key] = (call.display, call.target)
+            for key, (display, target) in found.items():
+                self.reach[key] = (display, target)
+                self.reach_notes[key] = self.reach_notes.get(target, "")
+            frontier = list(found)
+
+    def chain(self, key: str) -> tuple[str, ...]:
+        """The calls from function ``key`` down to its collective; a chain longer than
+        :data:`_MAX_CHAIN` is shown by its ends (``a -> b -> ... (790 calls) -> y -> z``)."""
+        shown: list[str] = []
+        step: str | None = key
+        while step is not None:
+            display, step = self.reach[step]
+            shown.append(display)
+        if len(shown) > _MAX_CHAIN:
+            keep = _MAX_CHAIN // 2
+            shown = [*shown[:keep], f"... ({len(shown) - 2 * keep} calls)", *shown[-keep:]]
+        return tuple(shown)
 
     def classify(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None) -> _Call | None:
         """A call to a same-module function (``call``) or a collective (``coll``): torch.distributed, a
@@ -1478,9 +1727,12 @@ class _Analysis:
 
     # -- rank dependence
 
-    def mentions_rank(self, expr: ast.AST, taint: set[str], laundered: dict[str, int] | None = None) -> bool:
+    def mentions_rank(
+        self, expr: ast.AST, taint: set[str], laundered: dict[str, int] | None = None, files: bool = True
+    ) -> bool:
         """Whether the value of ``expr`` can differ between ranks. ``laundered``: names that hold the same
-        value on every rank after the given line (they came out of a broadcast or all-reduce)."""
+        value on every rank after the given line (they came out of a broadcast or all-reduce). ``files``: a
+        question to the file system counts (see :func:`_file_check`)."""
         stack = [expr]
         while stack:
             node = stack.pop()
@@ -1500,7 +1752,7 @@ class _Analysis:
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
                 return True
-            if _env_rank(node):
+            if _env_rank(node) or (files and _file_check(node)):
                 return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
@@ -1512,16 +1764,11 @@ class _Analysis:
         return False
 
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
-        pairs = _assignments(nodes)
-        taint = set(inherited)
-        changed = True
-        while changed:
-            changed = False
-            for names, value, index in pairs:
-                if not set(names) <= taint and self._value_rank(value, index, taint, laundered):
-                    taint.update(names)
-                    changed = True
-        return taint
+        return _closure(
+            _assignments(nodes),
+            set(inherited),
+            lambda value, index, taint: self._value_rank(value, index, taint, laundered),
+        )
 
     def _tuple_element(self, node: ast.Subscript) -> tuple[bool, ast.Call] | None:
         """For ``f(...)[i]`` where ``f`` of this file returns tuples: whether element ``i`` is rank-dependent."""
@@ -1594,8 +1841,64 @@ class _Analysis:
         items = walker.block(func.node.body, "return")
         for deco in func.node.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
-            if _rank_name(_terminal(target)):
+            if _rank_name(_terminal(target)) or self._gating_decorator(target, func.unit):
                 walker.flag(items, "decorator", "@" + func.unit.text(deco))
+
+    def _gating_decorator(self, target: ast.expr, unit: _Unit) -> bool:
+        """Whether a decorator whose name says nothing of ranks runs the function on some ranks only: a library
+        decorator known to (:data:`_RANK_DECORATORS`), or a function of the file or of a followed module (mmcv's
+        ``master_only`` copied into ``dist_utils.py``) whose every call of the function it wraps sits under a
+        rank-dependent ``if``, or after a ``return``/``raise`` under one."""
+        if self._resolve(target, unit) in _RANK_DECORATORS:
+            return True
+        key = self._callee(target, None, unit)
+        if key is None:
+            return False
+        if key not in self.gates:
+            self.gates[key] = False  # a decorator that decorates itself stops here
+            self.gates[key] = self._gates_on_rank(self.table[key])
+        return self.gates[key]
+
+    def _gates_on_rank(self, func: _Func) -> bool:
+        params = [a.arg for a in func.node.args.args]
+        if not params:
+            return False
+        wrapped = params[0]
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(func.node):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        calls = [
+            n
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == wrapped
+        ]
+        return bool(calls) and all(self._gated(call, parents) for call in calls)
+
+    def _gated(self, node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``node`` runs only on the ranks a rank-dependent test lets through, within its function."""
+        scope = node
+        while not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = parents[id(scope)]
+        taint = self._taint(list(_own_nodes(scope.body)), set(self.module_taint))
+        child = node
+        while child is not scope:
+            parent = parents[id(child)]
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+                if self.mentions_rank(parent.test, taint):
+                    return True
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(parent, part, None)
+                if isinstance(block, list) and child in block:
+                    for earlier in block[: block.index(child)]:
+                        if (
+                            isinstance(earlier, ast.If)
+                            and self.mentions_rank(earlier.test, taint)
+                            and any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(earlier))
+                        ):
+                            return True
+            child = parent
+        return False
 
     # -- findings
 
@@ -1664,6 +1967,12 @@ def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> 
             "so it waits until the timeout or pairs with a different collective"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+    if reason in ("branch", "early-exit") and _FILE_CHECK_TEXT.search(cond):
+        why += (
+            "; a file-system check can answer differently on different ranks (node-local disks, a network "
+            "file system's caches, a file still being written)"
+        )
+        fix = "check on one rank and broadcast the answer (broadcast_object_list or a tensor) before branching on it"
     if site.callee is not None:
         kind = "hidden-collective"
         why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
@@ -1840,11 +2149,10 @@ class _Walker:
             return None
         if found.kind == "coll":
             return _Item("op", key=("op", found.target), site=_Site(call, found.display, None, found.note), node=call)
-        chain = self.an.reach.get(found.target)
-        if chain is None:
+        if found.target not in self.an.reach:
             return None
         note = self.an.reach_notes.get(found.target, "")
-        site = _Site(call, " -> ".join((found.display, *chain)), found.display, note)
+        site = _Site(call, " -> ".join((found.display, *self.an.chain(found.target))), found.display, note)
         return _Item("op", key=("call", found.target), site=site, node=call)
 
     # -- control flow
@@ -2156,6 +2464,248 @@ class _Walker:
                 if status == "return":
                     return tuple(trace), status
         return tuple(trace), None
+
+
+# --------------------------------------------------------------------------- what orders what, statically
+
+
+class _Order:
+    """Two checks of one scope's straight-line order, from the ops table's ordering columns (:mod:`ops`):
+
+    * ``p2p-order``: outside any ``if``/``while`` (a pipeline's ``if not is_first_stage:`` is a rank test by
+      another name), every rank makes a blocking ``send`` before its blocking
+      ``recv`` (on gloo a send returns only once the peer posted its receive) or a ``recv`` before its ``send``:
+      each rank waits for a peer that waits for it.
+    * ``file-race``: a file written under a rank-dependent condition (``if rank == 0: torch.save(x, path)``,
+      ``open(path, "w")``, ``os.replace(tmp, path)``) is read by other ranks (``torch.load(path)``, ``open(path)``)
+      with nothing between them that orders the write before the read: no collective (or call of a function
+      that reaches one), point-to-point call, store ``wait``/``get``, call of a parameter (a callback lint cannot
+      see into) or ``while`` loop that polls the file; a write inside ``with main_process_first():`` (or any
+      context manager that makes a collective) is ordered before the other ranks enter.
+
+    Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None, scope: str | None):
+        self.an, self.unit, self.taint, self.self_class, self.scope = an, unit, taint, self_class, scope
+        self.laundered = an.laundered.get(scope, {})
+        self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
+        self.first_p2p: tuple[str, ast.Call] | None = None
+        self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
+        self.conditional = 0  # inside an if or while, whatever its test
+        func = an.table.get(scope) if scope is not None else None
+        args = func.node.args if func is not None else None
+        self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
+
+    def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
+        for stmt in stmts:
+            self._stmt(stmt, ctx)
+
+    def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
+        if isinstance(stmt, _SCOPES):
+            return
+        if isinstance(stmt, (ast.If, ast.While)):
+            self._expr(stmt.test, ctx)
+            if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
+                self.writes.clear()  # the readers poll until the file is there
+            # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
+            self.conditional += 1  # p2p-order looks only at calls under no condition at all
+            if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
+                text = self.unit.text(stmt.test)
+                self.block(stmt.body, (*ctx, text))
+                self.block(stmt.orelse, (*ctx, f"not ({text})"))
+            else:
+                self.block(stmt.body, ctx)
+                self.block(stmt.orelse, ctx)
+            self.conditional -= 1
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._expr(stmt.iter, ctx)
+            rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
+            self.block(stmt.body, (*ctx, f"for over {self.unit.text(stmt.iter)}") if rank else ctx)
+            self.block(stmt.orelse, ctx)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self._expr(item.context_expr, ctx)
+            calls = [i.context_expr for i in stmt.items if isinstance(i.context_expr, ast.Call)]
+            if any(self._orders(c) for c in calls):  # main_process_first(): the others enter after the writer left
+                self.sheltered += 1
+            self.block(stmt.body, ctx)
+            if any(self._orders(c) for c in calls):
+                self.sheltered -= 1
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.block(stmt.body, ctx)
+            for handler in stmt.handlers:
+                self.block(handler.body, ctx)
+            self.block(stmt.orelse, ctx)
+            self.block(stmt.finalbody, ctx)
+        elif isinstance(stmt, ast.Match):
+            self._expr(stmt.subject, ctx)
+            for case in stmt.cases:
+                self.block(case.body, ctx)
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self._expr(child, ctx)
+
+    def _expr(self, node: ast.expr, ctx: tuple[str, ...]) -> None:
+        """Calls in the order they run: arguments before the call that takes them."""
+        if isinstance(node, ast.Lambda):
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self._expr(child, ctx)
+            elif isinstance(child, ast.keyword):
+                self._expr(child.value, ctx)
+            elif isinstance(child, ast.comprehension):
+                for part in (child.iter, *child.ifs):
+                    self._expr(part, ctx)
+        if isinstance(node, ast.Call):
+            self._call(node, ctx)
+
+    def _call(self, call: ast.Call, ctx: tuple[str, ...]) -> None:
+        full = self.an._resolve(call.func, self.unit) if _dotted(call.func) else ""
+        name = full.rpartition(".")[2]
+        if full.startswith("torch.distributed.") and name in _BLOCKING_P2P:
+            self._p2p(_BLOCKING_P2P[name], call, ctx)
+        if self._orders(call):
+            self.writes.clear()
+            return
+        written = _written_path(call, full)
+        if written is not None and ctx and not self.sheltered:
+            self.writes[written[0]] = (call, ctx, written[1])
+            return
+        read = _read_path(call, full)
+        if read is not None and read in self.writes:
+            write, where, how = self.writes[read]
+            if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
+                self._race(call, read, write, where, how)
+
+    def _orders(self, call: ast.Call) -> bool:
+        """A call that can order one rank's earlier write before another rank's later read: a collective, a
+        function that reaches one, a point-to-point call, a store wait/get, or a callback lint cannot see
+        into (a parameter of the function: ``wait()``), which gets the benefit of the doubt."""
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+            return True
+        full = self.an._resolve(call.func, self.unit) if _dotted(call.func) else ""
+        if full.startswith("torch.distributed.") and full.rpartition(".")[2] in POINT_TO_POINT:
+            return True
+        if isinstance(call.func, ast.Name) and call.func.id in self.params:
+            return True
+        return (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("wait", "get")
+            and "store" in (_dotted(call.func.value) or "").lower()
+        )
+
+    def _p2p(self, kind: str, call: ast.Call, ctx: tuple[str, ...]) -> None:
+        if ctx or self.conditional:  # `if not is_first_stage: recv(...)` may be a rank test by another name
+            return
+        if self.first_p2p is None:
+            self.first_p2p = (kind, call)
+            return
+        first_kind, first = self.first_p2p
+        if first_kind == kind or id(first) in self.an.found:
+            return
+        line = call.lineno + self.unit.offset
+        if first_kind == "send":
+            why = (
+                f"every rank makes this blocking send before its recv at line {line}, under no if or while: "
+                "on gloo a send returns only once the peer has posted its receive (the ops table's measured "
+                "column), so each rank waits for a peer that is itself waiting in its send until the timeout"
+            )
+        else:
+            why = (
+                f"every rank makes this blocking recv before its send at line {line}, under no if or while: "
+                "each rank waits for a message its peer sends only after its own recv returns"
+            )
+        fix = (
+            "post both sides without waiting (dist.isend and dist.irecv, then wait() on both, or "
+            "dist.batch_isend_irecv), or order them by rank (even ranks send first, odd ranks receive first)"
+        )
+        self._add(first, "p2p-order", "every rank", why, fix)
+
+    def _race(self, read: ast.Call, path: str, write: ast.Call, where: tuple[str, ...], how: str) -> None:
+        cond = where[-1]
+        line = write.lineno + self.unit.offset
+        why = (
+            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
+            "with no barrier, collective, store wait or recv between them: nothing orders the write before the "
+            "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
+        )
+        fix = (
+            f"put dist.barrier() (on gloo a blocking all_reduce orders as well) after the write at line {line} "
+            "and before this read, outside the condition"
+        )
+        self._add(read, "file-race", cond, why, fix)
+
+    def _add(self, node: ast.Call, kind: str, cond: str, why: str, fix: str) -> None:
+        if id(node) in self.an.found:
+            return
+        finding = Finding(
+            path=self.an.path,
+            line=node.lineno + self.unit.offset,
+            col=node.col_offset + self.unit.indent + 1,
+            collective=_dotted(node.func) or self.unit.text(node.func),
+            condition=cond,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=self.unit.cell,
+        )
+        self.an.found[id(node)] = (kind, finding)
+
+
+_BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
+_WRITE_MODES = re.compile(r"[wax+]")
+
+
+def _path_text(node: ast.expr | None) -> str | None:
+    if node is None:
+        return None
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath") and len(node.args) == 1:
+        node = node.args[0]  # Path(p) names the same file as p
+    return ast.unparse(node)
+
+
+def _argument(call: ast.Call, index: int, *names: str) -> ast.expr | None:
+    if len(call.args) > index:
+        return call.args[index]
+    return next((k.value for k in call.keywords if k.arg in names), None)
+
+
+def _open_mode(call: ast.Call) -> str:
+    mode = _argument(call, 1, "mode")
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+
+
+def _written_path(call: ast.Call, full: str) -> tuple[str, str] | None:
+    """(path, how) when ``call`` creates or replaces a file."""
+    name = _terminal(call.func)
+    if full in ("torch.save", "numpy.save", "np.save"):
+        path = _argument(call, 1, "f") if full == "torch.save" else _argument(call, 0, "file")
+        text = _path_text(path)
+        return (text, f"{full}") if text else None
+    if full in ("open", "io.open") and _WRITE_MODES.search(_open_mode(call)):
+        text = _path_text(_argument(call, 0, "file"))
+        return (text, "open for writing") if text else None
+    if full in ("os.replace", "os.rename", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copy2"):
+        text = _path_text(_argument(call, 1, "dst"))
+        return (text, full) if text else None
+    if isinstance(call.func, ast.Attribute) and name in ("write_text", "write_bytes"):
+        return (_path_text(call.func.value) or "", f".{name}()")
+    return None
+
+
+def _read_path(call: ast.Call, full: str) -> str | None:
+    """The path a call reads."""
+    name = _terminal(call.func)
+    if full in ("torch.load", "numpy.load", "np.load"):
+        return _path_text(_argument(call, 0, "f", "file"))
+    if full in ("open", "io.open") and not _WRITE_MODES.search(_open_mode(call)):
+        return _path_text(_argument(call, 0, "file"))
+    if isinstance(call.func, ast.Attribute) and name in ("read_text", "read_bytes"):
+        return _path_text(call.func.value)
+    return None
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
