@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from barrierlab import ops
+from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
@@ -425,6 +425,15 @@ def _raised_at(result) -> str:
     return f" at {Site(file, line, func)}"
 
 
+#: A finished run with file races shows this many of them in its evidence.
+MAX_RACES_SHOWN = 3
+RACE_ADVICE = (
+    "Order each use of a file after the change it needs, with a call that holds the reading rank until the "
+    "writer has arrived: a barrier every rank reaches after the write, a blocking all_reduce on gloo, a store key "
+    "the writer sets after closing the file, or send/recv. A sleep or a retry loop only makes the race rarer."
+)
+
+
 # --- the rules, in order: the first that returns a Diagnosis wins ----------------------------------------
 
 Rule = Callable[[Facts], "Diagnosis | None"]
@@ -462,6 +471,18 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"{rank_list(hung)} returned, then hung in torch's teardown (destroy_process_group / "
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
+        )
+    races = ordering.races(run)
+    if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
+        headline += (
+            f" But {len(races)} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
+            "rank's use of a file after another rank's change of it, so this run came out right by timing."
+        )
+        evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
+        if len(races) > MAX_RACES_SHOWN:
+            evidence.insert(MAX_RACES_SHOWN, f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all")
+        return Diagnosis(
+            "ok", headline, evidence, RACE_ADVICE, ranks=sorted({races[0].first.rank, races[0].second.rank})
         )
     return Diagnosis("ok", headline, evidence)
 

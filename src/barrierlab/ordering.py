@@ -13,7 +13,9 @@ opened for writing or appending, read, renamed, removed; a folder listed). Edges
   where the column says the sender waits for its receiver (gloo);
 - a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it
   returned is ordered before that return; a ``get`` of a counter that read N, or an ``add`` that returned N,
-  comes after the N earliest ``add``s of that key. Keys are matched by name across stores.
+  comes after the earliest ``add``s of that key whose amounts make N (an ``add`` of 0 only reads the counter).
+  Keys are matched by name across stores;
+- ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``.
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
 another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
@@ -103,6 +105,22 @@ class Race:
         return f"{access.event.start - self.origin:.3f} s"
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """Two accesses of one path on two ranks, one changing it, that the model orders: ``first`` happens before
+    ``second`` through ``chain``, one shortest chain of points from the end of ``first`` to the start of
+    ``second`` (points as :meth:`Order.enter`/:meth:`Order.leave` give them)."""
+
+    first: Access
+    second: Access
+    chain: tuple
+
+    @property
+    def edges(self) -> tuple:
+        """The (from point, to point) edges between ranks along the chain: the calls that order the handoff."""
+        return tuple((p, q) for p, q in zip(self.chain, self.chain[1:]) if p[0] != q[0])
+
+
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
 _DOING.update(rename="renaming", list="listing")
 _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
@@ -165,8 +183,9 @@ class Order:
         return {e.of: e for e in self.events[rank] if e.kind == "wait"}
 
     def _released(self, rank: int, event, waits: dict) -> tuple[int, int] | None:
-        """The point at which a call's waiting is over: its return, or for an async call its Work.wait()."""
-        if not event.is_async:
+        """The point at which a call's waiting is over: its return, or for an async call (``async_op=True``,
+        ``isend``, ``irecv``) its Work.wait()."""
+        if not (event.is_async or event.name in _ASYNC_P2P):
             return self.leave(rank, event)
         wait = waits.get(event.id)
         return None if wait is None else self.leave(rank, wait)
@@ -264,9 +283,19 @@ class Order:
             key = e.keys[0]
             count = _count(e.value)
             if count is not None and adds.get(key):
-                earlier = sorted((a for a in adds[key] if a[1].start < e.end), key=lambda item: item[1].start)
-                for a_rank, a in earlier[:count]:
+                # a counter read N (a get, or an add that returned N) comes after the earliest increments that
+                # add up to N; an add of 0 reads the counter and increments nothing
+                own = _amount(e) if e.name == "add" else 0
+                earlier = sorted(
+                    (a for a in adds[key] if a[1] is not e and a[1].start < e.end and _amount(a[1]) != 0),
+                    key=lambda item: item[1].start,
+                )
+                total = own
+                for a_rank, a in earlier:
+                    if total >= count:
+                        break
                     self._edge(self.enter(a_rank, a), done)
+                    total += _amount(a)
             elif e.name == "get":
                 first = [w for w in writers.get(key, []) if w[1].start < e.end]
                 if first:
@@ -348,8 +377,34 @@ class Order:
                         found.append(Access(rank, "write", e.to, e))
         return found
 
-    def races(self) -> list[Race]:
-        """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way."""
+    def path(self, a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]] | None:
+        """One shortest chain of points from ``a`` to ``b`` (program order and edges), or None if ``a`` does not
+        happen before ``b``: the calls that order them."""
+        if not self.before(a, b) and a != b:
+            return None
+        parent: dict[tuple[int, int], tuple[int, int] | None] = {a: None}
+        queue = deque([a])
+        while queue:
+            point = queue.popleft()
+            if point == b:
+                break
+            for nxt in self._successors(point):
+                if nxt not in parent:
+                    parent[nxt] = point
+                    queue.append(nxt)
+        chain, point = [], b
+        while point is not None:
+            chain.append(point)
+            point = parent[point]
+        return chain[::-1]
+
+    def time(self, point: tuple[int, int]) -> float:
+        """When ``point`` happened, by the run's clock: its event's start (enter) or end (leave)."""
+        return self._time(point)
+
+    def _conflicting(self):
+        """Every pair of accesses of one path on two ranks, one of them changing it (a folder's listing against
+        the creation or removal of one of its entries)."""
         by_path: dict[str, list[Access]] = {}
         listed: list[Access] = []
         for access in self.accesses():
@@ -360,17 +415,33 @@ class Order:
             for path, accesses in list(by_path.items()):
                 if os.path.dirname(path) == folder.path:
                     accesses.extend(a for a in [folder] if a not in accesses)
-        found = []
         for accesses in by_path.values():
             for i, a in enumerate(accesses):
                 for b in accesses[i + 1 :]:
-                    if a.rank == b.rank or not _conflict(a.how, b.how):
-                        continue
-                    if self.ordered(a.rank, a.event, b.rank, b.event) or self.ordered(b.rank, b.event, a.rank, a.event):
-                        continue
-                    first, second = (a, b) if a.event.start <= b.event.start else (b, a)
-                    found.append(Race(first, second, self.backend, self.origin))
+                    if a.rank != b.rank and _conflict(a.how, b.how):
+                        yield a, b
+
+    def races(self) -> list[Race]:
+        """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way."""
+        found = []
+        for a, b in self._conflicting():
+            if self.ordered(a.rank, a.event, b.rank, b.event) or self.ordered(b.rank, b.event, a.rank, a.event):
+                continue
+            first, second = (a, b) if a.event.start <= b.event.start else (b, a)
+            found.append(Race(first, second, self.backend, self.origin))
         return sorted(found, key=lambda race: race.second.event.start)
+
+    def handoffs(self) -> list[Handoff]:
+        """Every pair of conflicting accesses on two ranks that the model orders, with one chain of points that
+        orders them (what a timeline draws for a handoff)."""
+        found = []
+        for a, b in self._conflicting():
+            for first, second in ((a, b), (b, a)):
+                chain = self.path(self.leave(first.rank, first.event), self.enter(second.rank, second.event))
+                if chain is not None:
+                    found.append(Handoff(first, second, tuple(chain)))
+                    break
+        return sorted(found, key=lambda h: h.second.event.start)
 
 
 def _conflict(a: str, b: str) -> bool:
@@ -390,6 +461,11 @@ def _count(value: str | None) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _amount(event) -> int:
+    """What an ``add`` added: its recorded amount, else 1 (the usual counter)."""
+    return 1 if event.amount is None else event.amount
 
 
 def _column(name: str, backend: str):
