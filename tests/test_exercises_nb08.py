@@ -181,7 +181,10 @@ def test_a_broadcast_before_the_removal_orders_the_wrong_way(tmp_path):
             )
         )
     )
-    assert not verdict.ok and "removed `checkpoint.pt`" in verdict.message, verdict.message
+    # the job may survive (the removal raced with a reload) or a rank's reload may find the file gone: either
+    # way the message names the removal and the reload nothing ordered
+    assert not verdict.ok and "removed" in verdict.message and "checkpoint.pt" in verdict.message, verdict.message
+    assert "nothing orders them on gloo" in verdict.message, verdict.message
 
 
 def test_polling_for_the_checkpoint_file_orders_nothing(tmp_path):

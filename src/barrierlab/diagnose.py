@@ -179,7 +179,7 @@ def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = 
     return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()]
 
 
-def _is_cause(result) -> bool:
+def failed_by_itself(result) -> bool:
     """A rank that failed by itself (its own exception, exit or signal), not as a consequence of a peer."""
     if result.status in (EXITED, KILLED, SETUP_FAILED):
         return True
@@ -662,7 +662,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     made = sorted(split.at)
     site = Site(torch_entry.file, torch_entry.line, torch_entry.func or "") if torch_entry.file else None
     who = torch_entry.issuer
-    causes = [r for r in split.absent if _is_cause(run[r])]
+    causes = [r for r in split.absent if failed_by_itself(run[r])]
     if causes:
         return _rank_failed(
             run,
@@ -715,7 +715,7 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     """Some ranks never reached call #k because they failed by themselves (raised, exited, were killed)."""
     if not f.first_diff or f.mispaired:
         return None
-    crashed = [r for r in f.missing if _is_cause(f.run[r])]
+    crashed = [r for r in f.missing if failed_by_itself(f.run[r])]
     if not crashed:
         return None
     event = f.at_k[min(f.at_k)]
@@ -1061,7 +1061,7 @@ def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
     failed = f.failed
     if not failed or f.first_diff or f.split:
         return None
-    causes = [r for r in failed if _is_cause(f.run[r])]
+    causes = [r for r in failed if failed_by_itself(f.run[r])]
     for r in failed:  # main_process_first names the rank whose failure it passed on
         match = re.search(r"rank (\d+) failed while preparing", f.run[r].error_message)
         if match and int(match.group(1)) not in causes and int(match.group(1)) < f.run.world_size:
@@ -1215,7 +1215,7 @@ def _error_text(run: Run, message: str) -> str:
         return f"“{_clip(message)}”"
     text = known[1]
     if known[0] == "peer gone" and not run.linger:
-        gone = [r.rank for r in run.ranks if r.status == FINISHED or _is_cause(r)]
+        gone = [r.rank for r in run.ranks if r.status == FINISHED or failed_by_itself(r)]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
