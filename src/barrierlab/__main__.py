@@ -80,12 +80,12 @@ def races_text(run, found: list) -> str:
     from barrierlab import ordering
     from barrierlab.ordering_table import nccl_view
 
-    handoffs = ordering.order(run).handoffs()
+    handoffs = ordering.order(run).handoff_count()
     lines = [
         "Races (barrierlab's ordering model, on gloo: two ranks' accesses of a file, one changing it, that no "
         f"call orders): {len(found) or 'none'}",
         *(f"- {race}" for race in found),
-        f"File handoffs the run's calls ordered (a change of a file before another rank's use of it): {len(handoffs)}",
+        f"File handoffs the run's calls ordered (a change of a file before another rank's use of it): {handoffs}",
         "",
         "On GPUs (NCCL, as the host sees it; the model, not a measurement: CUDA streams are not modelled):",
         *("  " + line for line in str(nccl_view(run)).splitlines()),
