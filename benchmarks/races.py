@@ -1,6 +1,6 @@
 """How often the ordering model names the race of each lesson's race scenario, and stays quiet on its fixes.
 
-    python benchmarks/races.py [runs]      # default 20 runs per case
+    python benchmarks/races.py [--runs 20]
 
 Each case is a real 4-rank run (gloo) of a lesson's scenario; the model (``barrierlab.ordering.races``) must
 name the racing pair (the two ranks' accesses of the named file) on a race, and find no race on a fix.
@@ -8,8 +8,8 @@ name the racing pair (the two ranks' accesses of the named file) on a race, and 
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 from datetime import timedelta
 
@@ -124,7 +124,9 @@ def one(case) -> bool:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
+    runs = parser.parse_args().runs
     bl.warm_up(wait=True)
     print(f"| case (4 ranks, gloo) | right verdicts of {runs} |")
     print("|---|---:|")

@@ -253,6 +253,115 @@ def one_writer_with_all_gather(workdir, seed=0):
     return accuracy
 
 
+def one_writer_with_store_values(workdir, seed=0):
+    """Each rank puts its result line in the store; rank 0 gets every key (get waits for it) and writes alone."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    store = dist.FileStore(os.path.join(workdir, "results.store"), world_size)
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    store.set(f"result-{rank}", f"{rank},{accuracy}")
+    if rank == 0:
+        rows = [store.get(f"result-{r}").decode() for r in range(world_size)]
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER, *rows]) + "\n")
+        return f"{world_size} of {world_size} results"
+    return accuracy
+
+
+def one_writer_with_send_object_list(workdir, seed=0):
+    """Each rank sends its line as a Python object (send_object_list); rank 0 receives them in turn."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    if rank == 0:
+        rows = [f"0,{accuracy}"]
+        for r in range(1, world_size):
+            box = [None]
+            dist.recv_object_list(box, src=r)
+            rows.append(box[0])
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER, *rows]) + "\n")
+        return f"{world_size} of {world_size} results"
+    dist.send_object_list([f"{rank},{accuracy}"], dst=0)
+    return accuracy
+
+
+def appends_counted_in_the_store(workdir, seed=0):
+    """Rank 0 creates the file and sets a key; every rank appends, then adds 1 to a counter; rank 0 reads the
+    counter (add of 0, a common way to read one without blocking) until every rank has appended."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    store = dist.FileStore(os.path.join(workdir, "results.store"), world_size)
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+        store.set("created", "1")
+    time.sleep(evaluate_s)
+    store.wait(["created"], timedelta(seconds=5))
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    store.add("appended", 1)
+    if rank == 0:
+        while store.add("appended", 0) < world_size:
+            time.sleep(0.01)
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
+def polling_the_file(workdir, seed=0):
+    """Poll instead of ordering: the others wait until the file exists, rank 0 until it has every line."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+    while not os.path.exists(path):  # a check of the clock, not an ordering edge
+        time.sleep(0.01)
+    time.sleep(evaluate_s)
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    if rank == 0:
+        while True:
+            with open(path) as f:
+                lines = f.read().splitlines()[1:]
+            if len(lines) == world_size:
+                return f"{len(lines)} of {world_size} results"
+            time.sleep(0.01)
+    return rank
+
+
+def one_writer_with_isend_never_waited(workdir, seed=0):
+    """Results sent with isend that nobody waits for, rank 0's irecv handles never waited either: a sleep hides it."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    if rank == 0:
+        values = [torch.zeros(1, dtype=torch.float64) for _ in range(world_size)]
+        works = [dist.irecv(values[r], src=r) for r in range(1, world_size)]
+        time.sleep(1.0)  # "long enough for every result to arrive"
+        rows = [accuracy] + [round(v.item(), 2) for v in values[1:]]
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER] + [f"{r},{a}" for r, a in enumerate(rows)]) + "\n")
+        for work in works:  # waited only after the file was written
+            work.wait()
+        return f"{world_size} of {world_size} results"
+    work = dist.isend(torch.tensor([accuracy], dtype=torch.float64), dst=0)
+    time.sleep(1.2)
+    work.wait()
+    return accuracy
+
+
 WRONG = [
     (unsolved, "not yet"),
     (with_barriers, "barrier"),
@@ -262,6 +371,8 @@ WRONG = [
     (only_rank0_writes_everything, "skipped, not ordered"),
     (store_key_for_the_read_only, "nothing orders them"),
     (one_writer_with_all_gather, "lines all ranks up"),
+    (polling_the_file, "nothing orders them"),
+    (one_writer_with_isend_never_waited, "skipped, not ordered"),
 ]
 RIGHT = [
     one_writer_with_gather,
@@ -269,6 +380,9 @@ RIGHT = [
     one_writer_with_send_recv,
     one_writer_with_irecv_and_wait,
     one_writer_with_gather_in_place,
+    one_writer_with_store_values,
+    one_writer_with_send_object_list,
+    appends_counted_in_the_store,
 ]
 
 

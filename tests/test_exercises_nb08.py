@@ -76,6 +76,31 @@ CORRECT = {
         **BARRIER_BEFORE_RELOAD,
         CHECKED: "    work = dist.barrier(async_op=True)\n    work.wait()\n" + CHECKED,
     },
+    # a broadcast from rank 0 before the reload (on gloo every non-root leaves after the root entered: one to
+    # many is what it orders); each rank's verdict sent to rank 0 before the removal (many to one)
+    "broadcast before the reload, send/recv before the removal": {
+        INNER_BARRIER: NO_INNER_BARRIER,
+        RELOAD: "    dist.broadcast(torch.zeros(1), src=0)\n" + RELOAD,
+        CHECKED: (
+            "    if rank == 0:\n"
+            "        for r in range(1, dist.get_world_size()):\n"
+            "            dist.recv(torch.zeros(1), src=r)\n"
+            "    else:\n"
+            "        dist.send(torch.ones(1), dst=0)\n" + CHECKED
+        ),
+    },
+    # the group's store: rank 0 sets a key after its last save, the others wait for it; a blocking all_reduce
+    # of the verdicts before the removal
+    "store key before the reload, all_reduce before the removal": {
+        INNER_BARRIER: NO_INNER_BARRIER,
+        RELOAD: (
+            "    store = dist.distributed_c10d._get_default_store()\n"
+            "    if rank == 0:\n"
+            '        store.set("checkpoint saved", "yes")\n'
+            '    store.wait(["checkpoint saved"])\n' + RELOAD
+        ),
+        CHECKED: "    dist.all_reduce(torch.ones(1))\n" + CHECKED,
+    },
 }
 
 
@@ -144,6 +169,35 @@ def test_an_async_barrier_never_waited_for_orders_nothing(tmp_path):
     # still in flight and the others wait in it (how often depends on the machine's load), for the hang
     assert not verdict.ok, verdict.message
     assert "removed `checkpoint.pt`" in verdict.message or "did not finish" in verdict.message, verdict.message
+
+
+def test_a_broadcast_before_the_removal_orders_the_wrong_way(tmp_path):
+    # a dummy collective that orders the wrong pair: rank 0, the root, leaves its broadcast without waiting
+    # for the others' reloads
+    verdict = nb08.check(
+        str(
+            script(
+                tmp_path, {**BARRIER_BEFORE_RELOAD, CHECKED: "    dist.broadcast(torch.zeros(1), src=0)\n" + CHECKED}
+            )
+        )
+    )
+    # the job may survive (the removal raced with a reload) or a rank's reload may find the file gone: either
+    # way the message names the removal and the reload nothing ordered
+    assert not verdict.ok and "removed" in verdict.message and "checkpoint.pt" in verdict.message, verdict.message
+    assert "nothing orders them on gloo" in verdict.message, verdict.message
+
+
+def test_polling_for_the_checkpoint_file_orders_nothing(tmp_path):
+    # the others poll until the file is there: after epoch 0 it always is, and nothing orders the reload after
+    # the last save (the job may or may not survive it)
+    polled = {
+        INNER_BARRIER: NO_INNER_BARRIER,
+        RELOAD: "    while not os.path.exists(checkpoint):\n        pass\n" + RELOAD,
+        CHECKED: "    dist.barrier()\n" + CHECKED,
+    }
+    verdict = nb08.check(str(script(tmp_path, polled)))
+    assert not verdict.ok, verdict.message
+    assert "nothing orders them on gloo" in verdict.message or "did not finish" in verdict.message, verdict.message
 
 
 # --- lint agrees with the lesson -------------------------------------------------------------------------------

@@ -458,6 +458,60 @@ def test_labels_of_nested_waits_on_one_lane_do_not_overlap():
     assert texts(fig).count("wait(timeout)") == 3  # ranks 0-2 name the timed-out wait, as the notebook says
 
 
+def share_a_file(folder: str, fixed: bool) -> int:
+    """Rank 0 writes a file the others read after a sleep (a race), or after a barrier (the fix)."""
+    import os
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("a b c")
+    else:
+        time.sleep(0.2)
+    if fixed:
+        dist.barrier()
+    with open(path) as f:
+        return len(f.read().split())
+
+
+def lines(fig: Figure, gid: str) -> list:
+    return [line for line in fig.axes[0].lines if line.get_gid() == gid]
+
+
+def test_handoffs_draws_the_barrier_that_orders_each_read_after_the_write(tmp_path):
+    import barrierlab
+
+    run = barrierlab.run(share_a_file, 3, args=(str(tmp_path), True), check=True)
+    fig = plot.timeline(run, handoffs=True)
+    edges = artists(fig, "handoff-edge")
+    # rank 0's write, along its lane to the barrier; from rank 0's entry to ranks 1 and 2 leaving it
+    assert len(edges) == 2 and {round(e.xy[1] + 0.25) for e in edges} == {1, 2}, [e.xy for e in edges]
+    assert lines(fig, "handoff-chain") and not lines(fig, "race")
+    assert any("what orders a file handoff (2 drawn" in label for label in legend_labels(fig))
+    render(fig)
+
+
+def test_handoffs_marks_each_race_of_a_run_that_succeeded(tmp_path):
+    import barrierlab
+
+    run = barrierlab.run(share_a_file, 3, args=(str(tmp_path), False), check=True)
+    fig = plot.timeline(run, handoffs=True)
+    assert len(lines(fig, "race")) == 2 and not artists(fig, "handoff-edge")
+    assert texts(fig).count("race: vocab.txt") == 2
+    assert any(label.startswith("race (2)") for label in legend_labels(fig))
+    assert "raced" in run.diagnosis.headline and run.diagnosis.ok  # finished, but by timing: the diagnosis says it
+    assert "rank 1 read `vocab.txt`" in str(run.diagnosis)
+
+
+def test_handoffs_needs_a_run():
+    with pytest.raises(ValueError, match="handoffs=True needs a Run"):
+        plot.timeline(barrier_arrivals([0.0, 0.1], 0.2), handoffs=True)
+    with pytest.raises(TypeError, match="handoffs must be a bool"):
+        plot.timeline(barrier_arrivals([0.0, 0.1], 0.2), handoffs="yes")
+
+
 def test_a_long_legend_label_gets_fewer_columns():
     ops = ["gather_object", "scatter_object_list", "broadcast_object_list", "all_gather_object"]
     lanes = ranks(*([call(op, 0.1 * k + 0.01 * r, 0.1 * k + 0.05) for k, op in enumerate(ops)] for r in range(2)))

@@ -111,6 +111,69 @@ def test_sys_exit_0_is_a_normal_end(train):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+SHARE_A_FILE = """\
+import argparse
+import os
+import time
+
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--workdir", required=True)
+parser.add_argument("--fixed", action="store_true")
+
+
+def main():
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    path = os.path.join(args.workdir, "vocab.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:  # the write
+            f.write("a b c")
+    else:
+        time.sleep(0.3)  # "long enough": the order comes from the clock
+    if args.fixed:
+        dist.barrier()
+    with open(path) as f:  # the read
+        words = f.read().split()
+    assert words == ["a", "b", "c"]
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_races_names_the_racing_lines_of_a_script_that_succeeded_and_exits_1(tmp_path):
+    script = tmp_path / "share.py"
+    script.write_text(SHARE_A_FILE)
+    done, _ = _cli("run", script, "-n", "3", "--races", "--timeline", tmp_path / "t.png", "--", "--workdir", tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "3 finished" in done.stdout and "raced" in done.stdout, done.stdout  # the diagnosis says it too
+    write, read = _line(script, "# the write"), _line(script, "# the read")
+    for rank in (1, 2):
+        assert (
+            f"- rank {rank} read `vocab.txt` at share.py, line {read}" in done.stdout
+            and f"after rank 0 wrote it at share.py, line {write}" in done.stdout
+        ), done.stdout
+    assert "Races (" in done.stdout and "): 2\n" in done.stdout, done.stdout
+    assert "On GPUs (NCCL" in done.stdout
+    assert (tmp_path / "t.png").stat().st_size > 0
+
+
+def test_races_finds_none_when_a_barrier_orders_the_read_and_says_what_nccl_keeps(tmp_path):
+    script = tmp_path / "share.py"
+    script.write_text(SHARE_A_FILE)
+    done, _ = _cli("run", script, "-n", "3", "--races", "--", "--workdir", tmp_path, "--fixed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "that no call orders): none" in done.stdout and "raced" not in done.stdout, done.stdout
+    assert "ordered (a change of a file before another rank's use of it): 2" in done.stdout, done.stdout
+    assert "file handoffs ordered on gloo, not on NCCL: none" in done.stdout, (
+        done.stdout
+    )  # a barrier blocks NCCL's host
+
+
 def test_a_missing_script_is_a_clear_error(tmp_path):
     done, _ = _cli("run", tmp_path / "nope.py")
     assert done.returncode == 2 and "no such script" in done.stderr

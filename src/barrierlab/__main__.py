@@ -11,6 +11,13 @@ DESCRIPTION = (
     "ranks as torchrun would, report records made under torchrun, lint files for collectives only some ranks reach."
 )
 
+#: What ``--races`` does, in ``--help``.
+RACES_HELP = (
+    "list the file races barrierlab's ordering model finds (a read, rename or removal of a file another rank "
+    "changed, with no call ordering them), and which of the run's orderings would not hold on NCCL; with "
+    "--timeline, draw what orders each file handoff. Exit code 1 if there is a race"
+)
+
 
 def _list(args) -> int:
     from barrierlab.scenarios import available
@@ -46,19 +53,44 @@ def _run(args) -> int:
         deadline=args.deadline,
         linger=args.linger,
     )
-    return _show(run, args.timeline)
+    return _show(run, args.timeline, args.races)
 
 
-def _show(run, timeline: str | None) -> int:
-    """Print a run, its diagnosis and ledger, draw its timeline if asked; 0 iff every rank finished. What the
-    ranks wrote is printed with its control characters escaped (``_protocol.terminal_text``)."""
+def _show(run, timeline: str | None, races: bool = False) -> int:
+    """Print a run, its diagnosis and ledger, draw its timeline if asked; 0 iff every rank finished (and, with
+    ``races``, nothing raced). What the ranks wrote is printed with its control characters escaped
+    (``_protocol.terminal_text``), and so are the races (their paths are the learner's)."""
     from barrierlab._protocol import terminal_text
 
     print(terminal_text(f"{run}\n\n{run.diagnosis}\n\n{run.ledger()}"))
+    found = []
+    if races:
+        found = run.races()
+        print()
+        print(terminal_text(races_text(run, found)))
     if timeline:
-        run.timeline().savefig(timeline, dpi=120)
+        run.timeline(handoffs=races).savefig(timeline, dpi=120)
         print(f"\ntimeline written to {timeline}")
-    return 0 if run.ok else 1
+    return 0 if run.ok and not found else 1
+
+
+def races_text(run, found: list) -> str:
+    """What ``--races`` prints: the races of the run on gloo, how many file handoffs were ordered, and the
+    orderings of the run that would not hold on NCCL (the model, host side)."""
+    from barrierlab import ordering
+    from barrierlab.ordering_table import nccl_view
+
+    handoffs = ordering.order(run).handoff_count()
+    lines = [
+        "Races (barrierlab's ordering model, on gloo: two ranks' accesses of a file, one changing it, that no "
+        f"call orders): {len(found) or 'none'}",
+        *(f"- {race}" for race in found),
+        f"File handoffs the run's calls ordered (a change of a file before another rank's use of it): {handoffs}",
+        "",
+        "On GPUs (NCCL, as the host sees it; the model, not a measurement: CUDA streams are not modelled):",
+        *("  " + line for line in str(nccl_view(run)).splitlines()),
+    ]
+    return "\n".join(lines)
 
 
 def _run_script(args) -> int:
@@ -77,14 +109,14 @@ def _run_script(args) -> int:
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)
         return 2
-    return _show(run, args.timeline)
+    return _show(run, args.timeline, args.races)
 
 
 def _report(args) -> int:
     from barrierlab.collect import from_records
 
     run = from_records(args.folder)
-    return _show(run, args.timeline)
+    return _show(run, args.timeline, args.races)
 
 
 def _lint(args) -> int:
@@ -132,11 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")
     run.add_argument("--timeline", metavar="PNG", help="also save the timeline figure")
+    run.add_argument("--races", action="store_true", help=RACES_HELP)
     run.set_defaults(func=_run)
 
     report = commands.add_parser("report", help="timeline and diagnosis from a folder recorded under torchrun")
     report.add_argument("folder")
     report.add_argument("--timeline", metavar="PNG", help="save the timeline figure")
+    report.add_argument("--races", action="store_true", help=RACES_HELP)
     report.set_defaults(func=_report)
 
     from barrierlab.lint import HELP as LINT_HELP

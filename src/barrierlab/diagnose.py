@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from barrierlab import ops
+from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
@@ -179,7 +179,7 @@ def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = 
     return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()]
 
 
-def _is_cause(result) -> bool:
+def failed_by_itself(result) -> bool:
     """A rank that failed by itself (its own exception, exit or signal), not as a consequence of a peer."""
     if result.status in (EXITED, KILLED, SETUP_FAILED):
         return True
@@ -425,6 +425,15 @@ def _raised_at(result) -> str:
     return f" at {Site(file, line, func)}"
 
 
+#: A finished run with file races shows this many of them in its evidence.
+MAX_RACES_SHOWN = 3
+RACE_ADVICE = (
+    "Order each use of a file after the change it needs, with a call that holds the reading rank until the "
+    "writer has arrived: a barrier every rank reaches after the write, a blocking all_reduce on gloo, a store key "
+    "the writer sets after closing the file, or send/recv. A sleep or a retry loop only makes the race rarer."
+)
+
+
 # --- the rules, in order: the first that returns a Diagnosis wins ----------------------------------------
 
 Rule = Callable[[Facts], "Diagnosis | None"]
@@ -462,6 +471,18 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"{rank_list(hung)} returned, then hung in torch's teardown (destroy_process_group / "
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
+        )
+    races = ordering.races(run)
+    if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
+        headline += (
+            f" But {len(races)} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
+            "rank's use of a file after another rank's change of it, so this run came out right by timing."
+        )
+        evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
+        if len(races) > MAX_RACES_SHOWN:
+            evidence.insert(MAX_RACES_SHOWN, f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all")
+        return Diagnosis(
+            "ok", headline, evidence, RACE_ADVICE, ranks=sorted({races[0].first.rank, races[0].second.rank})
         )
     return Diagnosis("ok", headline, evidence)
 
@@ -641,7 +662,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     made = sorted(split.at)
     site = Site(torch_entry.file, torch_entry.line, torch_entry.func or "") if torch_entry.file else None
     who = torch_entry.issuer
-    causes = [r for r in split.absent if _is_cause(run[r])]
+    causes = [r for r in split.absent if failed_by_itself(run[r])]
     if causes:
         return _rank_failed(
             run,
@@ -694,7 +715,7 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     """Some ranks never reached call #k because they failed by themselves (raised, exited, were killed)."""
     if not f.first_diff or f.mispaired:
         return None
-    crashed = [r for r in f.missing if _is_cause(f.run[r])]
+    crashed = [r for r in f.missing if failed_by_itself(f.run[r])]
     if not crashed:
         return None
     event = f.at_k[min(f.at_k)]
@@ -1040,7 +1061,7 @@ def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
     failed = f.failed
     if not failed or f.first_diff or f.split:
         return None
-    causes = [r for r in failed if _is_cause(f.run[r])]
+    causes = [r for r in failed if failed_by_itself(f.run[r])]
     for r in failed:  # main_process_first names the rank whose failure it passed on
         match = re.search(r"rank (\d+) failed while preparing", f.run[r].error_message)
         if match and int(match.group(1)) not in causes and int(match.group(1)) < f.run.world_size:
@@ -1194,7 +1215,7 @@ def _error_text(run: Run, message: str) -> str:
         return f"“{_clip(message)}”"
     text = known[1]
     if known[0] == "peer gone" and not run.linger:
-        gone = [r.rank for r in run.ranks if r.status == FINISHED or _is_cause(r)]
+        gone = [r.rank for r in run.ranks if r.status == FINISHED or failed_by_itself(r)]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text

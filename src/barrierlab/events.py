@@ -120,9 +120,11 @@ class Event:
     path: str | None = field(default=None, repr=False)
     to: str | None = field(default=None, repr=False)
     call: str | None = field(default=None, repr=False)
-    #: ``kind == "store"``: the keys; what ``add`` returned or the start of what ``get`` returned.
+    #: ``kind == "store"``: the keys; what ``add`` returned or the start of what ``get`` returned; the amount
+    #: an ``add`` added (None: not recorded).
     keys: list[str] | None = field(default=None, repr=False)
     value: str | None = field(default=None, repr=False)
+    amount: int | None = field(default=None, repr=False)
     #: ``kind == "wait"`` (``Work.wait()``): the id of the async call waited for, on this rank.
     of: int | None = field(default=None, repr=False)
     #: This event's id in its rank's file.
@@ -310,7 +312,7 @@ def _is_enter(item: dict) -> bool:
         and _optional(item, "sizes", _sizes)
         and _optional(item, "dtypes", _strings)
         and _optional(item, "timeout", _number)
-        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out"))
+        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount"))
         and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_int(r) for r in v))
         and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call", "within"))
         and _optional(item, "keys", _strings)
@@ -505,6 +507,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 to=item.get("to"),
                 call=item.get("call"),
                 keys=item.get("keys"),
+                amount=item.get("amount"),
                 of=item.get("of"),
                 id=item["id"],
             )

@@ -13,7 +13,9 @@ opened for writing or appending, read, renamed, removed; a folder listed). Edges
   where the column says the sender waits for its receiver (gloo);
 - a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it
   returned is ordered before that return; a ``get`` of a counter that read N, or an ``add`` that returned N,
-  comes after the N earliest ``add``s of that key. Keys are matched by name across stores.
+  comes after the earliest ``add``s of that key whose amounts make N (an ``add`` of 0 only reads the counter).
+  Keys are matched by name across stores;
+- ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``.
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
 another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
@@ -31,7 +33,8 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from barrierlab import ops
 from barrierlab.events import ranks_start
@@ -103,6 +106,28 @@ class Race:
         return f"{access.event.start - self.origin:.3f} s"
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """Two accesses of one path on two ranks, one changing it, that the model orders: ``first`` happens before
+    ``second``."""
+
+    first: Access
+    second: Access
+    order: Order = field(repr=False, compare=False)
+
+    @cached_property
+    def chain(self) -> tuple:
+        """One shortest chain of points from the end of ``first`` to the start of ``second`` (points as
+        :meth:`Order.enter`/:meth:`Order.leave` give them): the calls that order the handoff."""
+        a, b = self.first, self.second
+        return tuple(self.order.path(self.order.leave(a.rank, a.event), self.order.enter(b.rank, b.event)) or ())
+
+    @property
+    def edges(self) -> tuple:
+        """The (from point, to point) edges between ranks along the chain."""
+        return tuple((p, q) for p, q in zip(self.chain, self.chain[1:]) if p[0] != q[0])
+
+
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
 _DOING.update(rename="renaming", list="listing")
 _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
@@ -148,6 +173,8 @@ class Order:
         self._point_to_point()
         self._store()
         self._reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        self._vc: dict[tuple[int, int], list[int]] | None = None
+        self._column: dict[int, int] = {}
 
     # --- points and edges
     def enter(self, rank: int, event) -> tuple[int, int]:
@@ -165,8 +192,9 @@ class Order:
         return {e.of: e for e in self.events[rank] if e.kind == "wait"}
 
     def _released(self, rank: int, event, waits: dict) -> tuple[int, int] | None:
-        """The point at which a call's waiting is over: its return, or for an async call its Work.wait()."""
-        if not event.is_async:
+        """The point at which a call's waiting is over: its return, or for an async call (``async_op=True``,
+        ``isend``, ``irecv``) its Work.wait()."""
+        if not (event.is_async or event.name in _ASYNC_P2P):
             return self.leave(rank, event)
         wait = waits.get(event.id)
         return None if wait is None else self.leave(rank, wait)
@@ -264,9 +292,19 @@ class Order:
             key = e.keys[0]
             count = _count(e.value)
             if count is not None and adds.get(key):
-                earlier = sorted((a for a in adds[key] if a[1].start < e.end), key=lambda item: item[1].start)
-                for a_rank, a in earlier[:count]:
+                # a counter read N (a get, or an add that returned N) comes after the earliest increments that
+                # add up to N; an add of 0 reads the counter and increments nothing
+                own = _amount(e) if e.name == "add" else 0
+                earlier = sorted(
+                    (a for a in adds[key] if a[1] is not e and a[1].start < e.end and _amount(a[1]) != 0),
+                    key=lambda item: item[1].start,
+                )
+                total = own
+                for a_rank, a in earlier:
+                    if total >= count:
+                        break
                     self._edge(self.enter(a_rank, a), done)
+                    total += _amount(a)
             elif e.name == "get":
                 first = [w for w in writers.get(key, []) if w[1].start < e.end]
                 if first:
@@ -293,10 +331,52 @@ class Order:
             self._reach[point] = found
         return found
 
+    def _clocks(self) -> dict[tuple[int, int], list[int]]:
+        """A vector clock per point: for each rank, the last of its points that happens before this one (or is
+        it), -1 for none — so a query is one comparison instead of a search (a run with thousands of file
+        accesses asks millions). Points on a cycle of edges (none if the model is sound) get no clock: queries
+        about them search."""
+        if self._vc is not None:
+            return self._vc
+        ranks = list(self.events)
+        column = {rank: i for i, rank in enumerate(ranks)}
+        waiting: dict[tuple[int, int], int] = {}
+        for rank, events in self.events.items():
+            for index in range(1, 2 * len(events)):
+                waiting[(rank, index)] = 1  # its predecessor in program order
+        for targets in self.edges.values():
+            for b in targets:
+                waiting[b] = waiting.get(b, 0) + 1
+        clocks: dict[tuple[int, int], list[int]] = {}
+        ready = deque((rank, 0) for rank, events in self.events.items() if events and not waiting.get((rank, 0)))
+        for point in ready:
+            clocks[point] = [-1] * len(ranks)
+        while ready:
+            point = ready.popleft()
+            clock = clocks[point]
+            clock[column[point[0]]] = point[1]
+            for nxt in self._successors(point):
+                mine = clocks.get(nxt)
+                if mine is None:
+                    clocks[nxt] = list(clock)
+                else:
+                    for i, value in enumerate(clock):
+                        if value > mine[i]:
+                            mine[i] = value
+                waiting[nxt] -= 1
+                if waiting[nxt] == 0:
+                    ready.append(nxt)
+        self._vc = {point: clock for point, clock in clocks.items() if not waiting.get(point)}
+        self._column = column
+        return self._vc
+
     def before(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         """Point ``a`` happens before point ``b``."""
         if a[0] == b[0]:
             return a[1] < b[1]
+        clock = self._clocks().get(b)
+        if clock is not None and a in self._vc:
+            return clock[self._column[a[0]]] >= a[1]
         return b in self.reachable(a)
 
     def ordered(self, rank_a: int, event_a, rank_b: int, event_b) -> bool:
@@ -322,7 +402,11 @@ class Order:
         )
         if start is None:
             return False
-        return any(point[0] == rank_b and self._time(point) <= time_b for point in self.reachable(start))
+        return any(
+            self.before(start, (rank_b, index))
+            for index in range(2 * len(self.events[rank_b]))
+            if self._time((rank_b, index)) <= time_b
+        )
 
     def _time(self, point: tuple[int, int]) -> float:
         e = self.events[point[0]][point[1] // 2]
@@ -348,29 +432,126 @@ class Order:
                         found.append(Access(rank, "write", e.to, e))
         return found
 
-    def races(self) -> list[Race]:
-        """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way."""
+    def path(self, a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]] | None:
+        """One shortest chain of points from ``a`` to ``b`` (program order and edges), or None if ``a`` does not
+        happen before ``b``: the calls that order them."""
+        if not self.before(a, b) and a != b:
+            return None
+        parent: dict[tuple[int, int], tuple[int, int] | None] = {a: None}
+        queue = deque([a])
+        while queue:
+            point = queue.popleft()
+            if point == b:
+                break
+            for nxt in self._successors(point):
+                if nxt not in parent:
+                    parent[nxt] = point
+                    queue.append(nxt)
+        chain, point = [], b
+        while point is not None:
+            chain.append(point)
+            point = parent[point]
+        return chain[::-1]
+
+    def time(self, point: tuple[int, int]) -> float:
+        """When ``point`` happened, by the run's clock: its event's start (enter) or end (leave)."""
+        return self._time(point)
+
+    def _by_path(self) -> list[list[Access]]:
+        """The accesses of each path; a folder's listing counts as an access of each of its entries (it reads
+        which entries there are: it conflicts with their creation and removal)."""
         by_path: dict[str, list[Access]] = {}
         listed: list[Access] = []
         for access in self.accesses():
             by_path.setdefault(access.path, []).append(access)
             if access.how == "list":
                 listed.append(access)
-        for folder in listed:  # a listing reads the folder's entries: it conflicts with their creation and removal
+        for folder in listed:
             for path, accesses in list(by_path.items()):
                 if os.path.dirname(path) == folder.path:
                     accesses.extend(a for a in [folder] if a not in accesses)
-        found = []
-        for accesses in by_path.values():
+        return list(by_path.values())
+
+    def _conflicting(self):
+        """Every pair of accesses of one path on two ranks, one of them changing it."""
+        for accesses in self._by_path():
             for i, a in enumerate(accesses):
                 for b in accesses[i + 1 :]:
-                    if a.rank == b.rank or not _conflict(a.how, b.how):
+                    if a.rank != b.rank and _conflict(a.how, b.how):
+                        yield a, b
+
+    def races(self) -> list[Race]:
+        """Every pair of accesses of one path on two ranks, one of them changing it, ordered neither way.
+
+        For a change ``a`` and the accesses of another rank in program order, those ``a`` happens before are a
+        suffix and those that happen before ``a`` a prefix: only the accesses between are unordered with it,
+        found by two binary searches (a training loop's thousands of ordered accesses cost no pairwise test)."""
+        found, seen = [], set()
+        for accesses in self._by_path():
+            by_rank: dict[int, list[Access]] = {}
+            for access in accesses:
+                by_rank.setdefault(access.rank, []).append(access)
+            for mine in by_rank.values():
+                mine.sort(key=lambda access: self.enter(access.rank, access.event)[1])
+            for a in accesses:
+                if a.how not in _CHANGES:
+                    continue
+                enter_a, leave_a = self.enter(a.rank, a.event), self.leave(a.rank, a.event)
+                for rank, others in by_rank.items():
+                    if rank == a.rank:
                         continue
-                    if self.ordered(a.rank, a.event, b.rank, b.event) or self.ordered(b.rank, b.event, a.rank, a.event):
-                        continue
-                    first, second = (a, b) if a.event.start <= b.event.start else (b, a)
-                    found.append(Race(first, second, self.backend, self.origin))
+                    # the first access a happens before, and the first that does not happen before a
+                    after = _first(others, lambda b, x=leave_a: self.before(x, self.enter(b.rank, b.event)))
+                    before = _first(
+                        others[:after], lambda b, x=enter_a: not self.before(self.leave(b.rank, b.event), x)
+                    )
+                    for b in others[before:after]:
+                        pair = (id(a), id(b)) if id(a) < id(b) else (id(b), id(a))
+                        if not _conflict(a.how, b.how) or pair in seen:
+                            continue
+                        seen.add(pair)
+                        first, second = (a, b) if a.event.start <= b.event.start else (b, a)
+                        found.append(Race(first, second, self.backend, self.origin))
         return sorted(found, key=lambda race: race.second.event.start)
+
+    def handoff_count(self) -> int:
+        """How many pairs :meth:`handoffs` would list, counted without listing them: conflicting pairs (counted
+        per rank and kind of access) less the races."""
+        total = 0
+        for accesses in self._by_path():
+            kinds: dict[tuple[int, str], int] = {}
+            for access in accesses:
+                kinds[(access.rank, access.how)] = kinds.get((access.rank, access.how), 0) + 1
+            items = list(kinds.items())
+            for i, ((rank_a, how_a), n_a) in enumerate(items):
+                for (rank_b, how_b), n_b in items[i + 1 :]:
+                    if rank_a != rank_b and _conflict(how_a, how_b):
+                        total += n_a * n_b
+        return total - len(self.races())
+
+    def handoffs(self) -> list[Handoff]:
+        """Every pair of conflicting accesses on two ranks that the model orders, earlier first (each
+        :class:`Handoff` finds the chain that orders it when asked: what a timeline draws)."""
+        found = []
+        for a, b in self._conflicting():
+            if self.ordered(a.rank, a.event, b.rank, b.event):
+                found.append(Handoff(a, b, self))
+            elif self.ordered(b.rank, b.event, a.rank, a.event):
+                found.append(Handoff(b, a, self))
+        return sorted(found, key=lambda h: h.second.event.start)
+
+
+def _first(items: list, test) -> int:
+    """The index of the first item for which ``test`` is true, ``test`` being false then true along ``items``
+    (len(items) if it is never true)."""
+    low, high = 0, len(items)
+    while low < high:
+        middle = (low + high) // 2
+        if test(items[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _conflict(a: str, b: str) -> bool:
@@ -390,6 +571,11 @@ def _count(value: str | None) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _amount(event) -> int:
+    """What an ``add`` added: its recorded amount, else 1 (the usual counter)."""
+    return 1 if event.amount is None else event.amount
 
 
 def _column(name: str, backend: str):

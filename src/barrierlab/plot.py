@@ -9,6 +9,7 @@ figure with pyplot.
 from __future__ import annotations
 
 import io
+import os
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -32,6 +33,8 @@ MAX_HATCHED_BARS = 1000
 MIN_HATCH_INCHES = 0.1
 #: A span is drawn at least this wide, so an instant read or write (a few microseconds) stays visible.
 MIN_SPAN_INCHES = 0.04
+#: With ``handoffs=True``: at most this many ordered file handoffs get their ordering edges drawn (races always are).
+MAX_HANDOFFS = 12
 
 ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, BLACK = (
     palette.ORANGE,
@@ -88,6 +91,7 @@ def timeline(
     ends: Sequence[float | None] | None = None,
     since: float | str | None = None,
     waits_inside: Mapping[str, str] | Iterable[str] = (),
+    handoffs: bool = False,
 ) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since the ranks started: spans, waits, releases, stuck ranks.
 
@@ -120,6 +124,11 @@ def timeline(
     backward; a mapping gives each a reason for the legend.  Those ranks' right-edge notes then say the
     wait inside was not recorded instead of printing a near-zero "waited" figure.
 
+    ``handoffs=True`` (a Run only) adds what the ordering model (:mod:`barrierlab.ordering`, on gloo) says of
+    the run's file accesses: for each file one rank changed and another used, the edges between ranks that order
+    the change before the use (arrows from where one rank's point is to where the other's wait ended), and each
+    race (two accesses nothing orders) as a dashed vermilion line between them.
+
     Labels say only what the record shows: "straggler" for a rank the others waited for at every one
     of at least two releases while it did the same work as they did; "last to arrive" for a rank they
     clearly waited for otherwise (once, most of the time, or while it did work only it had, such as
@@ -140,13 +149,20 @@ def timeline(
         ends=ends,
         since=since,
         waits_inside=_reasons(waits_inside),
+        handoffs=handoffs,
     )
     _legend(fig, ax, used, own_figure)
     return fig
 
 
-def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside) -> dict[str, tuple]:
+def _draw(
+    run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside, handoffs=False
+) -> dict[str, tuple]:
     """Draw one run into ``ax``; return the legend entries it used."""
+    if not isinstance(handoffs, bool):
+        raise TypeError(f"handoffs must be a bool, not {type(handoffs).__name__}")
+    if handoffs and not hasattr(run, "ranks"):
+        raise ValueError("handoffs=True needs a Run (the ordering model reads its file accesses), not event lists")
     lanes, total = waits.lanes(run, ends)
     origin = ranks_start(run) if since is None else 0.0
     if origin:
@@ -166,6 +182,8 @@ def _draw(run, fig, ax, *, title, show_releases, annotate, ends, since, waits_in
     labelled = show_releases and _draw_releases(
         ax, list(numbers.releases), lanes, used, scale, left=start if start else float("-inf")
     )
+    if handoffs:
+        _draw_handoffs(ax, run, lanes, origin, used)
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
         ax.set_xlim(left=start)
@@ -540,6 +558,74 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
         used["never-left"] = ("never left / never ended (stuck when the run was stopped)", VERMILLION, "X")
 
 
+def _draw_handoffs(ax, run, lanes: list[_Lane], origin: float, used: dict) -> None:
+    """The ordering model's view of the run's file handoffs: for each file one rank changed and another used,
+    the chain that orders them (along a lane: program order; an arrow between lanes: an edge, such as a barrier
+    that released one rank after another entered it), and a dashed line for each race (see :func:`timeline`).
+    Drawn in the upper part of each lane, where span labels are not."""
+    from barrierlab import ordering
+
+    order = ordering.order(run)
+    row = {lane.rank: y - 0.25 for y, lane in enumerate(lanes)}
+    races = order.races()
+    handoffs = [h for h in order.handoffs() if h.first.rank in row and h.second.rank in row]
+    drawn = handoffs[:MAX_HANDOFFS]
+    colour = _darker(BLUE, 0.8)
+    segments = set()
+    for h in drawn:
+        chain = [(h.first.event.start, h.first.rank), *((order.time(p), p[0]) for p in h.chain)]
+        chain.append((h.second.event.start, h.second.rank))
+        for (ta, ra), (tb, rb) in zip(chain, chain[1:]):
+            segments.add((ta - origin, ra, tb - origin, rb))
+    for xa, ra, xb, rb in sorted(segments):
+        if ra == rb:
+            ax.plot([xa, xb], [row[ra]] * 2, color=colour, linewidth=1.4, zorder=8, gid="handoff-chain")
+        else:
+            ax.annotate(
+                "",
+                xy=(xb, row[rb]),
+                xytext=(xa, row[ra]),
+                arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=1.4, shrinkA=0, shrinkB=0),
+                zorder=8,
+                gid="handoff-edge",
+            )
+    points = {(x.rank, x.event.start) for h in drawn for x in (h.first, h.second)}
+    points |= {(x.rank, x.event.start) for race in races for x in (race.first, race.second) if x.rank in row}
+    if points:
+        xs, ys = zip(*((t - origin, row[rank]) for rank, t in points))
+        ax.scatter(xs, ys, marker="o", s=20, color=BLACK, edgecolor="white", linewidths=0.6, zorder=9, gid="accesses")
+        used["accesses"] = ("a file access that another rank's access of the file conflicts with", BLACK, "o")
+    if segments:
+        shown = str(len(handoffs)) if len(handoffs) <= MAX_HANDOFFS else f"{MAX_HANDOFFS} of {len(handoffs)}"
+        used["handoff-edges"] = (
+            f"what orders a file handoff ({shown} drawn; ordering model, gloo): along a lane, program order; "
+            "between lanes, a call that held one rank until another arrived",
+            colour,
+            "arrow",
+        )
+    for race in races:
+        a, b = race.first, race.second
+        if a.rank not in row or b.rank not in row:
+            continue
+        xa, xb = a.event.start - origin, b.event.start - origin
+        ax.plot([xa, xb], [row[a.rank], row[b.rank]], "--", color=VERMILLION, linewidth=1.6, zorder=9, gid="race")
+        ax.text(
+            xb,
+            row[b.rank] + 0.5,
+            f"race: {os.path.basename(b.path.rstrip(os.sep))}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color=VERMILLION,
+            fontweight="bold",
+            zorder=10,
+            gid="race-label",
+            bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=0.5),
+        )
+    if races:
+        used["race"] = (f"race ({len(races)}): two ranks' accesses of a file that nothing orders", VERMILLION, "dashed")
+
+
 def _draw_releases(
     ax, found: list[Release], lanes: list[_Lane], used: dict, scale: _Scale, left: float = float("-inf")
 ) -> bool:
@@ -648,6 +734,12 @@ def _legend(fig, ax, used: dict, own_figure: bool) -> None:
         colour, mark = entry[1], entry[2]
         if mark == "line":
             handles.append(Line2D([], [], color=colour, linewidth=0.9, label=label))
+        elif mark == "dashed":
+            handles.append(Line2D([], [], color=colour, linewidth=1.6, linestyle="--", label=label))
+        elif mark == "arrow":
+            handles.append(Line2D([], [], color=colour, linewidth=1.1, marker=">", markersize=5, label=label))
+        elif mark == "o":
+            handles.append(Line2D([], [], color=colour, marker="o", linestyle="none", markersize=4.5, label=label))
         elif mark == "note":
             handles.append(Line2D([], [], linestyle="none", label=label))
         elif mark == "tick":
@@ -739,7 +831,7 @@ def compare_timelines(runs: dict, *, height: float = 2.4, **options) -> Figure:
     if "ax" in options or "title" in options:
         raise TypeError("compare_timelines makes its own axes and titles (the keys of runs)")
     waits_inside = _reasons(options.pop("waits_inside", ()))
-    settings = {"show_releases": True, "annotate": True, "ends": None, "since": None}
+    settings = {"show_releases": True, "annotate": True, "ends": None, "since": None, "handoffs": False}
     unknown = set(options) - set(settings)
     if unknown:
         raise TypeError(f"compare_timelines got unexpected options: {', '.join(sorted(unknown))}")

@@ -522,10 +522,11 @@ def _wrap(name: str, original, numbered: bool):
             recorder.leave(event_id)
         if result is not None and hasattr(result, "get_future"):
             # The caller gets torch's own Work back (C++ code such as DDP's Join hook casts it); its
-            # completion is observed through its future, never by wrapping it.
+            # completion is observed through its future, never by wrapping it. Its wait() is recorded even
+            # without a future (gloo's isend/irecv Work has none): the wait is what orders them.
             try:
-                result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
                 _async_calls[result] = event_id
+                result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
             except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
                 pass
         return result

@@ -97,6 +97,16 @@ def judge(run, workdir: str, epochs: int = EPOCHS) -> str | None:
     """What is still wrong with the record of one run of the script, in words, or None."""
     unmatched = unmatched_call(run)
     if not run.ok:
+        from barrierlab.diagnose import failed_by_itself
+
+        races = unordered(run, workdir)
+        raised = [r for r in run.failed if failed_by_itself(run[r])]
+        if races and raised:  # a rank's own error (a file gone or not yet complete) while files raced: the cause
+            bad = run[raised[0]]
+            return (
+                f"the job did not finish: rank {bad.rank} {bad.status}: {bad.error_message[:160]}. The record shows "
+                f"why: {race_words(_latest(races))}"
+            )
         if unmatched:
             return f"the job did not finish. From the record: {unmatched} (run.diagnosis says where each rank was)"
         bad = run[run.failed[0]]
