@@ -105,6 +105,31 @@ def test_early_return_on_nonzero_ranks_is_a_barrier_reached_by_only_some_ranks()
     assert "ranks 1–3 never did" in d.headline
 
 
+def pair_all_reduce_on_the_first_member_only():
+    """Modelled on Megatron-LM's loss report (training.py): two groups of two; the all_reduce of each pair sits
+    under its first member's condition, so the second member of each pair never calls it."""
+    rank = dist.get_rank()
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    pair = pairs[rank // 2]
+    dist.barrier()
+    if dist.get_rank(group=pair) == 0:
+        dist.all_reduce(torch.ones(1), group=pair)  # the pair's second member never calls it
+    return rank
+
+
+def test_a_subgroups_collective_that_some_members_skip_is_named_with_its_group_and_line():
+    """Subgroups are numbered apart from the default group, whose calls agree here: before this rule the run
+    read 'ranks 0 and 2 did not finish, but every rank made the same collective calls'."""
+    run = bl.run(pair_all_reduce_on_the_first_member_only, 4, timeout=2)
+    d = run.diagnosis
+    assert d.kind == "only-some-ranks", d
+    assert "all_reduce #1 on the group of ranks [0, 1]" in d.headline and "rank 1, in that group too, never did" in (
+        d.headline
+    )
+    line = pair_all_reduce_on_the_first_member_only.__code__.co_firstlineno + 8
+    assert f"test_diagnose.py:{line}" in d.headline
+
+
 def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
     run = bl.run(extra_barrier_on_rank0, 3, linger=True, timeout=1)
     d = run.diagnosis

@@ -281,12 +281,10 @@ class TestRound2InTheLab:
         assert outcome.bounded, f"{item.name} took {outcome.elapsed:.1f} s for a {outcome.deadline:.1f} s deadline"
         assert not outcome.ok
 
-    @_ISSUE_20
     def test_round2_correct_items_get_no_false_diagnosis(self):
         wrong = {i.name: lab2(i.name).headline for i in _available("correct") if lab2(i.name).kind != "ok"}
         assert not wrong, wrong
 
-    @_ISSUE_20
     def test_round2_buggy_headlines_name_a_line_or_a_collective(self):
         blind = {
             i.name: lab2(i.name).headline
@@ -295,7 +293,6 @@ class TestRound2InTheLab:
         }
         assert not blind, blind
 
-    @_ISSUE_20
     def test_round2_diagnoses_name_the_bug_or_waiting_line_of_90_percent(self):
         named = {i.name: bool(lab2(i.name).named_lines) for i in _available("buggy")}
         missed = sorted(n for n, ok in named.items() if not ok)

@@ -856,6 +856,50 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     )
 
 
+def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
+    """A collective on a subgroup that some of its members called and the others never reached (the default
+    group's calls agree: subgroups are numbered apart, so the default group's rules cannot see it)."""
+    if not f.failed or f.first_diff or f.split:
+        return None
+    groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
+    for result in f.run.ranks:
+        for e in result.events:
+            if e.is_collective and e.group is not None and e.group_ranks:
+                members, calls = groups.setdefault(e.group, (tuple(e.group_ranks), {}))
+                calls.setdefault(result.rank, []).append(e)
+    for members, calls in groups.values():
+        counts = {m: len(calls.get(m, ())) for m in members if 0 <= m < f.run.world_size}
+        if len(set(counts.values())) < 2:
+            continue
+        k = min(counts.values()) + 1  # the first position of the subgroup's sequence a member never reached
+        made = [m for m in counts if counts[m] >= k]
+        missing = [m for m in counts if counts[m] < k]
+        if not any(m in f.failed for m in made):
+            continue
+        event = calls[made[0]][k - 1]
+        evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup {_called_at(event)}"]
+        for m in missing:
+            last = calls.get(m, [])[-1:] or [None]
+            ended = _how_it_ended(f.run[m], f.calls[m])
+            made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
+            evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
+        evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
+        return Diagnosis(
+            "only-some-ranks",
+            f"A collective of a subgroup reached by only some of its members: {rank_list(made)} called "
+            f"{_op_name(event)} #{k} on the group of ranks {list(members)} at {where_text(event)}"
+            f"{called_from(chain_of(event))}; {rank_list(missing)}, in that group too, never did.",
+            evidence,
+            "Every member of a process group must call each of its collectives, in the same order. A condition "
+            "around a subgroup's collective (`if tp_rank == 0:`) must select the whole subgroup or none of it; "
+            "to involve only some ranks, use a group of exactly those ranks (barrierlab.lint checks the "
+            "members of groups it can see).",
+            ranks=made,
+            site=_site(event),
+        )
+    return None
+
+
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
     """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
     different lengths where every rank must pass the same length."""
@@ -1116,6 +1160,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_only_some_ranks,
     rule_different_sizes,
     rule_late_arrival,
+    rule_subgroup_only_some,
     rule_stopped_outside_collectives,
     rule_failed_by_itself,
     rule_same_calls,
@@ -1234,7 +1279,9 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             " For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
             "to every rank instead of leaving them waiting."
         )
-    where = _raised_at(run[causes[0]]) if len(causes) == 1 and run[causes[0]].status == RAISED else ""
+    # the learner's line they raised at, when every cause raised at the same one (one rank, or several)
+    raised_at = {_raised_at(run[r]) for r in causes if run[r].status == RAISED}
+    where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status == RAISED for r in causes) else ""
     return Diagnosis(
         "rank-failed",
         f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
