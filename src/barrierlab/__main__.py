@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 #: What ``barrierlab --help`` says, as plain text (argparse prints it as written).
@@ -193,7 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     if rest and args.command != "run":
         parser.error(f"arguments after -- are only for: run SCRIPT: {' '.join(rest)}")
     args.script_args = rest
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # the reader of the output went away (`barrierlab lint . | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that flushing stdout at exit does not raise again
+        return 1
 
 
 if __name__ == "__main__":
