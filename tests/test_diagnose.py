@@ -130,6 +130,36 @@ def test_a_subgroups_collective_that_some_members_skip_is_named_with_its_group_a
     assert f"test_diagnose.py:{line}" in d.headline
 
 
+def call_an_installed_library(folder):
+    """Stands for a metrics library the learner installed: its sync makes the collective, not the learner."""
+    import sys
+
+    sys.path.insert(0, folder)
+    import fakemetrics
+
+    return fakemetrics.sync_total(float(dist.get_rank()))
+
+
+def test_a_collective_an_installed_library_made_is_credited_to_it(tmp_path):
+    """Modelled on torchmetrics' Metric.compute() (its sync all_reduces the states): before, the run read
+    'N from your own torch.distributed calls', and a library's collective in a mismatch read "torch's ..."."""
+    package = tmp_path / "site-packages" / "fakemetrics"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import torch, torch.distributed as dist\n\n"
+        "def sync_total(value):\n"
+        "    total = torch.tensor([value])\n"
+        "    dist.all_reduce(total)\n"
+        "    return total.item()\n"
+    )
+    run = bl.run(call_an_installed_library, 2, args=(str(package.parent),))
+    assert run.values == [1.0, 1.0], run
+    headline = run.diagnosis.headline
+    assert "0 from your own torch.distributed calls and 1 that torch or your libraries issued (fakemetrics)" in (
+        headline
+    ), headline
+
+
 def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
     run = bl.run(extra_barrier_on_rank0, 3, linger=True, timeout=1)
     d = run.diagnosis

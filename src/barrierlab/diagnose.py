@@ -34,7 +34,7 @@ from barrierlab.chains import called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
-from barrierlab.words import issuer_word, rank_list
+from barrierlab.words import issuer_word, library_of, rank_list
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -452,10 +452,13 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         issued = [e.issuer for e in entries if e.issuer]
         if issued:
             who = ", ".join(dict.fromkeys(issuer_word(i) for i in issued))
+            issued_by = (
+                "torch or your libraries issued" if any(library_of(i) for i in issued) else "torch issued itself"
+            )
             headline = (
                 f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
                 f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
-                f"{len(issued)} that torch issued itself ({who})."
+                f"{len(issued)} that {issued_by} ({who})."
             )
         evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
     else:

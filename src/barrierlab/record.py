@@ -849,18 +849,46 @@ ISSUERS = (
 )
 
 
-def issuer(op: str, torch_frames: list[tuple[str, int, str]], in_backward: bool) -> str:
-    """Who issued a collective that did not come from the learner's own ``torch.distributed`` call."""
+def issuer(
+    op: str, torch_frames: list[tuple[str, int, str]], in_backward: bool, library: tuple[str, int, str] | None = None
+) -> str:
+    """Who issued a collective that did not come from the learner's own ``torch.distributed`` call.
+    ``library`` is the frame of the installed package (not torch) the learner's code called, if one led to it."""
     for fragment, name, phrase in ISSUERS:  # the most specific pattern first, wherever its frame is
         for file, _line, func in torch_frames:
             if fragment in file and (not name or name == func):
                 return phrase.format(op=op, func=func)
     if in_backward:
         return "DDP backward's gradient all_reduce" if op == "all_reduce" else f"autograd backward's {op}"
+    if library is not None:
+        return library_issuer(op, library)
     if torch_frames:
         file, _line, func = torch_frames[-1]
         return f"torch's {op} (inside {func})"
     return f"torch's {op} (issued from C++)"
+
+
+#: Folders installed packages live in; a frame there that is neither torch's nor barrierlab's is a library's.
+_SITE_FOLDERS = ("/site-packages/", "/dist-packages/")
+_PACKAGE_DIR = os.path.dirname(_THIS_FILE) + os.sep
+
+
+def library_package(file: str) -> str | None:
+    """The installed package a frame's file belongs to ("torchmetrics", "lightning"), or None: the learner's,
+    torch's, barrierlab's, the standard library's."""
+    if file.startswith(_TORCH_DIR) or file.startswith(_PACKAGE_DIR):
+        return None
+    for folder in _SITE_FOLDERS:
+        if folder in file:
+            package = file.split(folder, 1)[1].split("/", 1)[0]
+            return package.removesuffix(".py") or None
+    return None
+
+
+def library_issuer(op: str, frame: tuple[str, int, str]) -> str:
+    """ "torchmetrics' all_gather (inside gather_all_tensors)": a collective an installed package made."""
+    package = library_package(frame[0]) or "a library"
+    return f"{package}{chr(39) if package.endswith('s') else chr(39) + 's'} {op} (inside {frame[2]})"
 
 
 class _LazyModulesButInductor(set):
@@ -939,10 +967,12 @@ def compact_flight(dump: dict) -> dict:
         # "recorded" is the wrapper of a dist.* call; torch.save's and DCP's wrappers have names of their own
         covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
+        library = None  # the frame of the installed package the learner's code called into, if one led to it
         for frame in frames:
             if frame[0] == _THIS_FILE and frame[2] == "recorded":
                 outside = []
                 torch_frames = outside  # from here on, the torch frames are the callers of the dist.* function
+                library = None
             elif frame[0].startswith(_TORCH_DIR):
                 if not user:
                     torch_frames.append(frame)
@@ -950,6 +980,8 @@ def compact_flight(dump: dict) -> dict:
                 user.append(list(frame))
             elif frame[0] in _LAUNCHER:
                 break  # barrierlab's launcher: the learner's frames are all inside it
+            elif not user and library_package(frame[0]):
+                library = frame  # the outermost one before the learner's frames: the package the learner called
         op = str(e.get("profiling_name", "?")).split(":")[-1]
         kept, left_out = keep_chain(user)
         in_backward = any(f[2] == "_engine_run_backward" for f in torch_frames)
@@ -968,9 +1000,13 @@ def compact_flight(dump: dict) -> dict:
                 "state": e.get("state"),
                 "mine": covered,
                 # a dist.* call made by torch's own Python code (Join, DCP, DTensor) is torch's, not the learner's
-                "issuer": (issuer(op, outside, in_backward) if outside else None)
+                "issuer": (
+                    issuer(op, outside, in_backward, library)
+                    if outside
+                    else (library_issuer(op, library) if library else None)
+                )
                 if covered
-                else issuer(op, torch_frames, in_backward),
+                else issuer(op, torch_frames, in_backward, library),
                 "frames": kept,
                 "left_out": left_out,
             }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def rank_list(ranks: list[int]) -> str:
     """'rank 2', 'ranks 1 and 3', 'ranks 1–15', 'ranks 0, 2 and 5'."""
@@ -25,4 +27,11 @@ def issuer_word(issuer: str) -> str:
     head = issuer_phrase(issuer).split()
     if len(head) > 1 and head[0] == "a":
         head = head[1:]
-    return head[0].removesuffix("'s") if head else "torch"
+    return head[0].removesuffix("'s").removesuffix("'") if head else "torch"
+
+
+def library_of(issuer: str) -> str | None:
+    """The installed package that issued a collective ("torchmetrics' barrier (inside sync)" -> "torchmetrics"),
+    or None when torch did (record.library_issuer writes these phrases)."""
+    match = re.match(r"^(\S+?)'s? \S+ \(inside ", issuer)
+    return match.group(1) if match and match.group(1) not in ("torch", "torch.distributed") else None
