@@ -32,6 +32,7 @@ from barrierlab._protocol import (
     Launch,
     Preloaded,
     PreloadNow,
+    ProtocolError,
     Quit,
     RankSpec,
     Ready,
@@ -312,6 +313,9 @@ def main() -> None:
     except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
         warm.kill_all()
         warm.remove_dead_kernels_folders()
+    except ProtocolError as error:  # another process wrote into the kernel's pipe: believe nothing more of it
+        print(f"barrierlab: the warm process stops: {error}", file=sys.stderr)
+        warm.kill_all()
 
 
 class _Activity:

@@ -35,6 +35,7 @@ from barrierlab._protocol import (
     Outcome,
     Preloaded,
     PreloadNow,
+    ProtocolError,
     Quit,
     RankFiles,
     Ready,
@@ -97,6 +98,10 @@ CONFIRM_TIMEOUT = 0.5
 #: The same while the warm process is still importing the lessons' modules (it imports one at a time between
 #: requests, torch._dynamo taking seconds, and answers only in between).
 PRELOADING_CONFIRM_TIMEOUT = 30.0
+#: How long the rest of a message may take to arrive once its first byte has: the warm process writes each
+#: message in one write (under 2 KiB, atomic on a pipe), so a frame still incomplete then was written by
+#: another process (a rank can open the pipe through /proc/<pid>/fd): the warm process is replaced.
+FRAME_TIMEOUT = 0.5
 
 
 class LaunchError(RuntimeError):
@@ -106,11 +111,31 @@ class LaunchError(RuntimeError):
 class WarmProcessLost(LaunchError):
     """The warm process exited (or was killed) while the kernel was talking to it."""
 
+    #: Why, as the learner is told after a run it ended (``_RunningGroup.lost_warm_note``).
+    why = "not by barrierlab (a rank's code, or another program, signalled it; Linux does not say which)"
+
     def __init__(self, code: int) -> None:
         self.code = code
         how = f"was killed ({signal_name(-code)})" if code < 0 else f"exited (code {code})"
         self.how = how
         super().__init__(f"the warm process that starts ranks {how}; the next run starts a new one")
+
+
+class WarmPipeCorrupted(WarmProcessLost):
+    """Bytes that are not a message came through the warm process's pipe (another process, a rank's code,
+    wrote into it through /proc/<pid>/fd); the kernel stopped the warm process, as if it had died."""
+
+    def __init__(self, code: int, error: ProtocolError) -> None:
+        super().__init__(code)
+        self.how = "was stopped by barrierlab"
+        self.why = (
+            f"because its pipe to the kernel carried bytes that are not a barrierlab message ({error}): another "
+            "process wrote into it (a rank's code can open it through /proc/<pid>/fd)"
+        )
+        self.args = (
+            f"the warm process's pipe carried bytes that are not a message ({error}); it was stopped "
+            "and the next run starts a new one",
+        )
 
 
 @contextlib.contextmanager
@@ -162,8 +187,12 @@ class _WarmProcess:
         readable, _, _ = select.select([self.from_fd], [], [], max(timeout, 0.0))
         if not readable:
             return None
-        with _interrupt_deferred():  # half a message would leave the pipe out of step
-            message = receive(self.from_fd)
+        try:
+            with _interrupt_deferred():  # half a message would leave the pipe out of step
+                message = receive(self.from_fd, within=FRAME_TIMEOUT)
+        except ProtocolError as error:  # never believe this pipe again: stop its warm process (and its ranks)
+            self.process.kill()  # our own unreaped child: its PID cannot have been reused
+            raise WarmPipeCorrupted(self.process.wait(), error) from None
         if message is None:
             try:
                 code = self.process.wait(timeout=CONFIRM_TIMEOUT)
@@ -729,7 +758,7 @@ def _launch(
             kernel_pid=os.getpid(),
             kernel_env=tuple(os.environ.items()),
             cwd=os.getcwd(),
-            sys_path=tuple(sys.path),
+            sys_path=tuple(p for p in sys.path if isinstance(p, str)),  # the import system skips the others
             payload_path=payload_path,
             start_ticks=_contain.ticks_now(),
             modules=learners_modules(),
@@ -857,6 +886,7 @@ class _RunningGroup:
         self.swept = False
         self.warm_broken = False
         self.lost_warm = ""  # how the warm process ended, if it died during the run
+        self.lost_warm_why = ""  # and why, in words
         self.lost_warm_ranks: list[int] | None = None  # ranks still running then (they died with it)
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
 
@@ -912,9 +942,13 @@ class _RunningGroup:
                 if fd is not None:
                     self.pidfds[rank] = fd
         elif isinstance(message, Exited) and message.run_id == self.spec.run_id:
-            self.exits[message.rank] = (message.code, message.sig)
+            # believed only when the kernel sees the rank's process ended: any rank knows the run id, and
+            # can write into this pipe (/proc/<pid>/fd); a forged exit of a live rank would lose its result
+            if 0 <= message.rank < self.world_size and message.rank in self.ended():
+                self.exits[message.rank] = (message.code, message.sig)
         elif isinstance(message, Swept) and message.run_id == self.spec.run_id:
-            self.swept = True
+            if self.started and not set(range(self.world_size)) - self.ended():  # never while a rank lives
+                self.swept = True
 
     def pump(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one message from the warm process and note it if it is ours."""
@@ -923,7 +957,7 @@ class _RunningGroup:
         except LaunchError as error:
             self.warm_broken = True
             if isinstance(error, WarmProcessLost):
-                self.lost_warm = error.how
+                self.lost_warm, self.lost_warm_why = error.how, error.why
             raise
 
     def lost_warm_note(self) -> str:
@@ -938,13 +972,12 @@ class _RunningGroup:
         else:
             caught = "; no rank was still running"
         return (
-            f"the warm process that started the ranks {self.lost_warm} during the run, not by barrierlab (a rank's "
-            f"code, or another program, signalled it; Linux does not say which){caught}. The ranks that had "
-            "finished keep their results; the next run starts a new warm process."
+            f"the warm process that started the ranks {self.lost_warm} during the run, {self.lost_warm_why}{caught}. "
+            "The ranks that had finished keep their results; the next run starts a new warm process."
         )
 
     def signal_all(self, signum: int) -> None:
-        self.send(SignalRanks(self.spec.run_id, signum))
+        self.send(SignalRanks(self.spec.run_id, int(signum)))
 
     def signal_directly(self, ranks: set[int], signum: int) -> None:
         """Signal ranks through the kernel's own pidfds: no need for the warm process to answer."""
@@ -959,6 +992,14 @@ class _RunningGroup:
             return set()
         ready, _, _ = select.select(list(self.pidfds.values()), [], [], 0)
         return {rank for rank, fd in self.pidfds.items() if fd in ready}
+
+    def ended(self) -> set[int]:
+        """Ranks whose process the kernel itself sees ended: its pidfd (or, without one, /proc) says so."""
+        ended = self.dead()
+        for rank, pid in enumerate(self.pids):
+            if rank not in self.pidfds and not _process_runs(pid):
+                ended.add(rank)
+        return ended
 
     def reported(self) -> set[int]:
         """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended)."""
@@ -1002,7 +1043,7 @@ class _RunningGroup:
                     self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
-            if self.running() and self.running() <= self.dead():  # dead, yet the warm process says nothing
+            if self.running() and self.running() <= self.ended():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
                     self.warm_broken = True
