@@ -87,3 +87,22 @@ def test_forged_exits_and_sweep_do_not_end_the_run_while_a_rank_runs():
     assert run.values == ["wrote", "rank1 done"]
     assert [str(s) for s in run.statuses] == ["finished", "finished"]
     assert launch._warm is not None and launch._warm.alive()
+
+
+def set_eth0_then_init_the_group(rank, world_size):
+    import torch.distributed as dist
+    from proc_sockets import beyond_loopback  # tests/proc_sockets.py
+
+    os.environ["GLOO_SOCKET_IFNAME"] = "eth0"  # as a multi-machine script does
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    dist.barrier()
+    return beyond_loopback([os.getpid()])
+
+
+@pytest.mark.timeout(120)
+def test_code_that_sets_gloo_socket_ifname_still_listens_only_on_loopback():
+    if not os.path.exists("/sys/class/net/eth0"):
+        pytest.skip("this machine has no eth0")
+    run = bl.run(set_eth0_then_init_the_group, 2, args=(2,), init=False, live=False)
+    assert run.values == [[], []], run
+    assert "GLOO_SOCKET_IFNAME" in run.ranks[0].stderr and "ignored" in run.ranks[0].stderr
