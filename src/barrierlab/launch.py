@@ -400,6 +400,14 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
         value = str(value)
         if "\0" in value:
             raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
+        for what, text in (("key", key), ("value", value)):
+            try:
+                os.fsencode(text)
+            except UnicodeError as error:  # a lone surrogate: os.environ in every rank would refuse it
+                raise ValueError(
+                    f"env[{key!r}]: its {what} cannot be encoded for the environment ({error.reason} at "
+                    f"position {error.start}); an environment variable holds bytes of the file system's encoding"
+                ) from None
         beyond = _beyond_loopback(key, value)
         if beyond:
             raise ValueError(
