@@ -106,3 +106,24 @@ def test_code_that_sets_gloo_socket_ifname_still_listens_only_on_loopback():
     run = bl.run(set_eth0_then_init_the_group, 2, args=(2,), init=False, live=False)
     assert run.values == [[], []], run
     assert "GLOO_SOCKET_IFNAME" in run.ranks[0].stderr and "ignored" in run.ranks[0].stderr
+
+
+def lower_the_warm_process_file_limit():
+    import resource
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        warm = os.getppid()
+        n = len(os.listdir(f"/proc/{warm}/fd"))
+        resource.prlimit(warm, resource.RLIMIT_NOFILE, (n + 1, n + 1))
+    return "done"
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_lowers_the_warm_process_limits_costs_the_next_run_nothing():
+    assert bl.run(lower_the_warm_process_file_limit, 2, live=False).values == ["done", "done"]
+    lowered = launch._warm.process.pid
+    run = bl.run(just_return, 4, live=False)
+    assert run.values == ["fine"] * 4, run
+    assert launch._warm.process.pid != lowered  # the run went to a fresh warm process

@@ -5,7 +5,7 @@
 * what the kernel asks for: :class:`RunOptions` (the learner's choices, validated) inside a
   :class:`RunSpec` (everything every rank needs), and per rank a :class:`RankSpec`;
 * what travels on the pipes between kernel and warm process: :class:`Ready`, :class:`Launch`,
-  :class:`Started`, :class:`SignalRanks`, :class:`Exited`, :class:`Swept`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
+  :class:`Started`, :class:`LaunchFailed`, :class:`SignalRanks`, :class:`Exited`, :class:`Swept`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
 * where a rank leaves what it did: the files named by :class:`RankFiles`;
 * how a rank ended: a :class:`Status`, in an :class:`Outcome` file that ranks of ``barrierlab.run`` and
   torchrun workers (``barrierlab.torchrun``) both write, and one reader (:meth:`Outcome.read`) reads;
@@ -227,6 +227,15 @@ class Started:
 
 
 @dataclass(frozen=True)
+class LaunchFailed:
+    """warm process -> kernel: the ranks of ``run_id`` could not be forked (``reason``: the OSError, such as
+    too many open files after a rank lowered this process's limit); those forked already are killed and reaped."""
+
+    run_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Swept:
     """warm process -> kernel: every rank of ``run_id`` has ended and so has every process they started
     (``killed`` of them were still running and were killed)."""
@@ -259,8 +268,8 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Ready | Preloaded | PreloadNow | Launch | Started | SignalRanks | Exited | Swept | Quit
-_MESSAGES = (Ready, Preloaded, PreloadNow, Launch, Started, SignalRanks, Exited, Swept, Quit)
+Message = Ready | Preloaded | PreloadNow | Launch | Started | LaunchFailed | SignalRanks | Exited | Swept | Quit
+_MESSAGES = (Ready, Preloaded, PreloadNow, Launch, Started, LaunchFailed, SignalRanks, Exited, Swept, Quit)
 #: The classes a frame may name: the messages and the specs a Launch carries. Nothing else is loaded.
 _FRAME_CLASSES = {cls.__name__: cls for cls in (*_MESSAGES, RunSpec, RunOptions)}
 

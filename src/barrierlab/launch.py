@@ -31,6 +31,7 @@ from barrierlab._protocol import (
     PAYLOAD_FILE,
     Exited,
     Launch,
+    LaunchFailed,
     Message,
     Outcome,
     Preloaded,
@@ -119,6 +120,10 @@ class WarmProcessLost(LaunchError):
         how = f"was killed ({signal_name(-code)})" if code < 0 else f"exited (code {code})"
         self.how = how
         super().__init__(f"the warm process that starts ranks {how}; the next run starts a new one")
+
+
+class RanksNotForked(LaunchError):
+    """The warm process could not fork a run's ranks (:class:`~barrierlab._protocol.LaunchFailed`); none runs."""
 
 
 class WarmPipeCorrupted(WarmProcessLost):
@@ -679,7 +684,13 @@ def run(
                 warm_up(wait=True)
             index = CodeIndex().add((fn, args, kwargs))
             try:
-                result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                try:
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                except RanksNotForked:  # once more, with a fresh warm process (a rank may have lowered its limits)
+                    _clear_failed_launch(run_dir)
+                    warm_up()
+                    _warm.wait_ready()
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
             except KeyboardInterrupt:
                 raise KeyboardInterrupt(
                     f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
@@ -744,6 +755,19 @@ def _write_payload(run_dir: str, payload: bytes) -> str:
     return path
 
 
+def _clear_failed_launch(run_dir: str) -> None:
+    """Empty a run's folder of what a launch whose ranks were not all forked left (the first ranks' files),
+    keeping the call's files (``payload``, ``payload.*``): the next attempt starts as the first did."""
+    for name in os.listdir(run_dir):
+        if name == PAYLOAD_FILE or name.startswith(PAYLOAD_FILE + "."):
+            continue
+        path = os.path.join(run_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
 def _launch(
     warm: _WarmProcess, payload: bytes, run_dir: str, options: RunOptions, index: CodeIndex, view_kind: str = "none"
 ) -> tuple[Run, float]:
@@ -756,7 +780,10 @@ def _launch(
         store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
-            payload_path, payload = _write_payload(run_dir, payload), b""
+            payload_path = os.path.join(run_dir, PAYLOAD_FILE)
+            if not os.path.exists(payload_path):  # a second attempt (RanksNotForked) reuses the first's
+                _write_payload(run_dir, payload)
+            payload = b""
         spec = RunSpec(
             run_id=uuid.uuid4().hex,
             run_dir=run_dir,
@@ -897,6 +924,7 @@ class _RunningGroup:
         self.lost_warm_why = ""  # and why, in words
         self.lost_warm_ranks: list[int] | None = None  # ranks still running then (they died with it)
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
+        self.not_forked = ""  # why the warm process could not fork the ranks, if it could not
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -911,6 +939,9 @@ class _RunningGroup:
                     "the warm process did not start the ranks (it stopped answering); the next run starts a new one"
                 )
             self.note(message)
+            if self.not_forked:
+                self.warm_broken = True  # its limits may stay lowered: the next launch goes to a fresh one
+                raise RanksNotForked(f"the warm process could not start the ranks ({self.not_forked})")
         self.started_at = time.monotonic()
 
     def start_timeout(self) -> float:
@@ -949,6 +980,8 @@ class _RunningGroup:
                 fd = _contain.open_pidfd(pid, start or None)
                 if fd is not None:
                     self.pidfds[rank] = fd
+        elif isinstance(message, LaunchFailed) and message.run_id == self.spec.run_id and not self.started:
+            self.not_forked = message.reason
         elif isinstance(message, Exited) and message.run_id == self.spec.run_id:
             # believed only when the kernel sees the rank's process ended: any rank knows the run id, and
             # can write into this pipe (/proc/<pid>/fd); a forged exit of a live rank would lose its result
@@ -1087,7 +1120,7 @@ class _RunningGroup:
         """SIGKILL every rank still running (through the kernel's pidfds, and through the warm process,
         which takes each rank's process group too), then wait, briefly, for the warm process to confirm
         every exit and that nothing the ranks started is left; if it does not, it is broken."""
-        if not self.launched:
+        if not self.launched or self.not_forked:  # none forked, or all killed and reaped by the warm process
             return
         if not self.started:  # interrupted between Launch and Started: the ranks may be running already
             give_up = time.monotonic() + self.confirm_timeout()
