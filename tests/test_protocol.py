@@ -121,6 +121,37 @@ def test_messages_travel_through_a_pipe_and_end_with_none():
     os.close(read_fd)
 
 
+class _NotAMessage:
+    def __reduce__(self):
+        return (os.getpid, ())
+
+
+def _frame(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ((1 << 30).to_bytes(4, "big"), "more than any message"),
+        (_frame(pickle.dumps(_NotAMessage())), "posix.getpid"),
+        (_frame(pickle.dumps(Exited("abc", [1], 8, None, 9))), "not a well-formed message"),
+        (_frame(pickle.dumps(Exited("abc", True, 8, None, 9))), "not a well-formed message"),
+        (_frame(pickle.dumps(("abc", 1))), "not a well-formed message"),
+        (_frame(b"not a pickle"), "not a readable pickle"),
+        (_frame(b"x" * 10)[:8], "stopped after"),
+    ],
+    ids=["huge", "foreign-global", "list-field", "bool-field", "tuple", "garbage", "cut-short"],
+)
+def test_a_frame_that_is_not_a_message_is_refused_with_a_protocol_error(data, words):
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    with pytest.raises(_protocol.ProtocolError, match=words):
+        receive(read_fd, within=0.05)
+    os.close(write_fd)
+    os.close(read_fd)
+
+
 def test_specs_and_options_are_frozen():
     spec = _spec()
     with pytest.raises(AttributeError):

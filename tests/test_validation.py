@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 
 import pytest
 import torch.distributed as dist
@@ -269,3 +270,13 @@ def test_a_run_asked_to_listen_on_eth0_never_starts():
     with pytest.raises(ValueError, match="GLOO_SOCKET_IFNAME"):
         run = bl.run(listens_beyond_loopback, 2, env={"GLOO_SOCKET_IFNAME": "eth0"})
         pytest.fail(f"the run started; its ranks listened on {run.values}")
+
+
+@pytest.mark.parametrize("env", [{"X": "\ud800"}, {"\ud800": "1"}], ids=["value", "key"])
+def test_env_that_cannot_be_encoded_is_refused_first_by_name(env, monkeypatch):
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, lambda *a, **k: pytest.fail("started before checking"))
+    (key,) = env
+    what = "value" if key == "X" else "key"
+    with pytest.raises(ValueError, match=re.escape(f"env[{key!r}]: its {what} cannot be encoded")):
+        bl.run(rank, 2, env=env)

@@ -5,7 +5,7 @@
 * what the kernel asks for: :class:`RunOptions` (the learner's choices, validated) inside a
   :class:`RunSpec` (everything every rank needs), and per rank a :class:`RankSpec`;
 * what travels on the pipes between kernel and warm process: :class:`Ready`, :class:`Launch`,
-  :class:`Started`, :class:`SignalRanks`, :class:`Exited`, :class:`Swept`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
+  :class:`Started`, :class:`LaunchFailed`, :class:`SignalRanks`, :class:`Exited`, :class:`Swept`, :class:`Quit`, framed by :func:`send`/:func:`receive`;
 * where a rank leaves what it did: the files named by :class:`RankFiles`;
 * how a rank ended: a :class:`Status`, in an :class:`Outcome` file that ranks of ``barrierlab.run`` and
   torchrun workers (``barrierlab.torchrun``) both write, and one reader (:meth:`Outcome.read`) reads;
@@ -17,14 +17,18 @@ Nothing else in the package spells a rank file's name, a status, or a message.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import pickle
 import re
+import select
 import signal
 import struct
 import time
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import ClassVar
@@ -223,6 +227,15 @@ class Started:
 
 
 @dataclass(frozen=True)
+class LaunchFailed:
+    """warm process -> kernel: the ranks of ``run_id`` could not be forked (``reason``: the OSError, such as
+    too many open files after a rank lowered this process's limit); those forked already are killed and reaped."""
+
+    run_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Swept:
     """warm process -> kernel: every rank of ``run_id`` has ended and so has every process they started
     (``killed`` of them were still running and were killed)."""
@@ -255,39 +268,124 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Ready | Preloaded | PreloadNow | Launch | Started | SignalRanks | Exited | Swept | Quit
+Message = Ready | Preloaded | PreloadNow | Launch | Started | LaunchFailed | SignalRanks | Exited | Swept | Quit
+_MESSAGES = (Ready, Preloaded, PreloadNow, Launch, Started, LaunchFailed, SignalRanks, Exited, Swept, Quit)
+#: The classes a frame may name: the messages and the specs a Launch carries. Nothing else is loaded.
+_FRAME_CLASSES = {cls.__name__: cls for cls in (*_MESSAGES, RunSpec, RunOptions)}
 
 _HEADER = struct.Struct(">I")
+#: Largest frame (header excluded) either side sends or accepts. The largest real message is a Launch: its
+#: call travels inline only up to ``launch.PAYLOAD_INLINE`` (256 KiB; larger ones go through a file), and the
+#: rest is the kernel's environment (execve caps it near 2 MiB), sys.path and the learner's module names.
+#: 16 MiB is several times that; the warm process's messages are under 2 KiB (a Started of 16 ranks).
+MAX_FRAME = 16 << 20
+
+
+class ProtocolError(ValueError):
+    """The bytes on a pipe are not a message of this protocol: a frame too large, cut short, or naming
+    anything but the protocol's own classes and the plain values they hold. Another process wrote them."""
 
 
 def send(fd: int, message: Message) -> None:
-    """Write one message (a length-prefixed pickle) to a pipe."""
+    """Write one message (a length-prefixed pickle) to a pipe, in one write when it fits the pipe's atomic
+    size (every message of the warm process does): no other writer's bytes can land inside it."""
+    if not _plain(message, type(message)):  # what receive would refuse is refused here, where it is made
+        raise ProtocolError(f"{message!r:.200} is not a well-formed message (a field of another type)")
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    for part in (_HEADER.pack(len(data)), data):
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view) :]
+    if len(data) > MAX_FRAME:
+        raise ProtocolError(f"a {type(message).__name__} message of {len(data):,} bytes exceeds {MAX_FRAME:,}")
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
-def _read_exactly(fd: int, n: int) -> bytes | None:
+def _read_exactly(fd: int, n: int, until: float | None = None) -> bytes | bytearray | None:
+    """``n`` bytes; None at end of file before the first byte. With ``until`` (a time.monotonic()), a frame
+    still incomplete then raises ProtocolError instead of blocking."""
     buffer = bytearray(n)
     view = memoryview(buffer)
     got = 0
     while got < n:
+        if until is not None:
+            ready, _, _ = select.select([fd], [], [], max(0.0, until - time.monotonic()))
+            if not ready:
+                raise ProtocolError(f"a frame stopped after {got} of its {n:,} bytes")
         count = os.readv(fd, [view[got:]])
         if not count:
+            if got:
+                raise ProtocolError(f"the pipe closed after {got} of a frame's {n:,} bytes")
             return None
         got += count
     return bytes(buffer) if n < 65536 else buffer
 
 
-def receive(fd: int) -> Message | None:
-    """One message, or None when the other side has closed the pipe."""
-    header = _read_exactly(fd, _HEADER.size)
+class _FrameUnpickler(pickle.Unpickler):
+    """Loads only the protocol's own classes; a frame that names any other global (``posix._exit``, a
+    learner's class) is refused before anything of it runs."""
+
+    def find_class(self, module: str, name: str):
+        if module == __name__ and name in _FRAME_CLASSES:
+            return _FRAME_CLASSES[name]
+        raise ProtocolError(f"a frame names {module[:80]}.{name[:80]}, which is not a message of barrierlab")
+
+
+def _plain(value, kind) -> bool:
+    """``value`` is exactly of the annotated type ``kind`` (a type, a union, a tuple[...] or a dataclass of
+    the protocol, its fields checked in turn): no subclass, no other container."""
+    if isinstance(kind, types.UnionType):
+        return any(_plain(value, part) for part in typing.get_args(kind))
+    if kind is None or kind is type(None):
+        return value is None
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        args = typing.get_args(kind)
+        if type(value) is not tuple:
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_plain(item, args[0]) for item in value)
+        return len(value) == len(args) and all(_plain(item, arg) for item, arg in zip(value, args))
+    if kind in _FRAME_CLASSES.values():
+        if type(value) is not kind or set(vars(value)) != {f.name for f in fields(kind)}:
+            return False
+        hints = _hints(kind)
+        return all(_plain(getattr(value, f.name), hints[f.name]) for f in fields(kind))
+    if kind is float:
+        return type(value) in (float, int)
+    return type(value) is kind
+
+
+_HINTS: dict[type, dict] = {}
+
+
+def _hints(kind: type) -> dict:
+    if kind not in _HINTS:
+        _HINTS[kind] = typing.get_type_hints(kind)
+    return _HINTS[kind]
+
+
+def receive(fd: int, within: float | None = None) -> Message | None:
+    """One message, or None when the other side has closed the pipe. ProtocolError for a frame larger than
+    :data:`MAX_FRAME`, one not complete ``within`` seconds of its first byte (when given), or one that is not
+    one of the messages above with fields of their declared types."""
+    until = None if within is None else time.monotonic() + within
+    header = _read_exactly(fd, _HEADER.size, until)
     if header is None:
         return None
-    body = _read_exactly(fd, _HEADER.unpack(header)[0])
-    return None if body is None else pickle.loads(body)
+    size = _HEADER.unpack(header)[0]
+    if size > MAX_FRAME:
+        raise ProtocolError(f"a frame claims {size:,} bytes, more than any message ({MAX_FRAME:,})")
+    body = _read_exactly(fd, size, until)
+    if body is None:
+        raise ProtocolError(f"the pipe closed after the header of a {size:,}-byte frame")
+    try:
+        message = _FrameUnpickler(io.BytesIO(body)).load()
+    except ProtocolError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any malformed pickle is refused the same way
+        raise ProtocolError(f"a frame is not a readable pickle ({type(error).__name__})") from None
+    if type(message) not in _MESSAGES or not _plain(message, type(message)):
+        raise ProtocolError(f"a frame holds a {type(message).__name__} that is not a well-formed message")
+    return message
 
 
 # --- the run's private folder -------------------------------------------------------------------------

@@ -248,6 +248,23 @@ def init_process_group_on_the_launchers_store(
 _groups_kept: list = []
 
 
+def keep_gloo_on_loopback() -> None:
+    """Point gloo back at the loopback interface just before it makes a group's sockets, whatever the learner's
+    code set (``os.environ["GLOO_SOCKET_IFNAME"] = "eth0"`` from a multi-machine script): barrierlab.run starts
+    every rank on this machine, and nothing of a run listens beyond loopback. The rank's stderr says so."""
+    loopback = loopback_interface()
+    asked = os.environ.get("GLOO_SOCKET_IFNAME")
+    if loopback is None or asked == loopback:
+        return
+    if asked is not None:
+        print(
+            f"[barrierlab] GLOO_SOCKET_IFNAME={asked!r} ignored: barrierlab.run starts every rank on this machine "
+            f"and keeps their sockets on loopback ({loopback}); for ranks on several machines, use torchrun",
+            file=sys.stderr,
+        )
+    os.environ["GLOO_SOCKET_IFNAME"] = loopback
+
+
 def keep_every_process_group() -> None:
     """Hold a reference to every process group the rank creates, so that no group's destructor ever runs.
 
@@ -263,6 +280,7 @@ def keep_every_process_group() -> None:
     destroy = c10d.destroy_process_group
 
     def _new_process_group_helper(*args, **kwargs):
+        keep_gloo_on_loopback()
         made = create(*args, **kwargs)
         _groups_kept.append(made)
         return made

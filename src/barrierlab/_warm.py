@@ -30,8 +30,10 @@ from barrierlab._protocol import (
     SEAL_KEY_SIZE,
     Exited,
     Launch,
+    LaunchFailed,
     Preloaded,
     PreloadNow,
+    ProtocolError,
     Quit,
     RankSpec,
     Ready,
@@ -147,13 +149,36 @@ class WarmProcess:
         elif isinstance(message, Launch):
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
-            pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
+            try:
+                pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
+            except OSError as error:  # EMFILE, EAGAIN: a rank may have lowered this process's limits (prlimit)
+                self.abandon(spec.run_id)
+                send(self.out_fd, LaunchFailed(spec.run_id, f"{type(error).__name__}: {error}"))
+                return
             keys = self.take_keys()  # only now, all forked: no rank was forked with another's key in memory
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids), keys))
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
                     self.signal_rank(pid, message.signum)
+
+    def abandon(self, run_id: str) -> None:
+        """Kill and reap the ranks of ``run_id`` forked so far, and what they started; close their key pipes."""
+        for fd in self.key_fds:
+            os.close(fd)
+        self.key_fds = []
+        for pid, (owner, _rank) in list(self.children.items()):
+            if owner == run_id:
+                self.signal_rank(pid, signal.SIGKILL)
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                del self.children[pid]
+                fd = self.pidfds.pop(pid, None)
+                if fd is not None:
+                    os.close(fd)
+        self.sweep()
 
     def signal_rank(self, pid: int, signum: int) -> None:
         """Signal an unreaped rank (its PID cannot have been reused); SIGKILL takes its session's process
@@ -173,7 +198,12 @@ class WarmProcess:
     def fork_rank(self, spec: RunSpec, rank: int) -> int:
         parent = os.getpid()
         key_r, key_w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(key_r)
+            os.close(key_w)
+            raise
         if pid == 0:
             os.close(key_r)
             self.become_rank(RankSpec(spec, rank), parent, key_w)
@@ -312,6 +342,9 @@ def main() -> None:
     except BrokenPipeError:  # the kernel is gone (e.g. shut down while this process was still importing)
         warm.kill_all()
         warm.remove_dead_kernels_folders()
+    except ProtocolError as error:  # another process wrote into the kernel's pipe: believe nothing more of it
+        print(f"barrierlab: the warm process stops: {error}", file=sys.stderr)
+        warm.kill_all()
 
 
 class _Activity:

@@ -31,10 +31,12 @@ from barrierlab._protocol import (
     PAYLOAD_FILE,
     Exited,
     Launch,
+    LaunchFailed,
     Message,
     Outcome,
     Preloaded,
     PreloadNow,
+    ProtocolError,
     Quit,
     RankFiles,
     Ready,
@@ -97,6 +99,10 @@ CONFIRM_TIMEOUT = 0.5
 #: The same while the warm process is still importing the lessons' modules (it imports one at a time between
 #: requests, torch._dynamo taking seconds, and answers only in between).
 PRELOADING_CONFIRM_TIMEOUT = 30.0
+#: How long the rest of a message may take to arrive once its first byte has: the warm process writes each
+#: message in one write (under 2 KiB, atomic on a pipe), so a frame still incomplete then was written by
+#: another process (a rank can open the pipe through /proc/<pid>/fd): the warm process is replaced.
+FRAME_TIMEOUT = 0.5
 
 
 class LaunchError(RuntimeError):
@@ -106,11 +112,35 @@ class LaunchError(RuntimeError):
 class WarmProcessLost(LaunchError):
     """The warm process exited (or was killed) while the kernel was talking to it."""
 
+    #: Why, as the learner is told after a run it ended (``_RunningGroup.lost_warm_note``).
+    why = "not by barrierlab (a rank's code, or another program, signalled it; Linux does not say which)"
+
     def __init__(self, code: int) -> None:
         self.code = code
         how = f"was killed ({signal_name(-code)})" if code < 0 else f"exited (code {code})"
         self.how = how
         super().__init__(f"the warm process that starts ranks {how}; the next run starts a new one")
+
+
+class RanksNotForked(LaunchError):
+    """The warm process could not fork a run's ranks (:class:`~barrierlab._protocol.LaunchFailed`); none runs."""
+
+
+class WarmPipeCorrupted(WarmProcessLost):
+    """Bytes that are not a message came through the warm process's pipe (another process, a rank's code,
+    wrote into it through /proc/<pid>/fd); the kernel stopped the warm process, as if it had died."""
+
+    def __init__(self, code: int, error: ProtocolError) -> None:
+        super().__init__(code)
+        self.how = "was stopped by barrierlab"
+        self.why = (
+            f"because its pipe to the kernel carried bytes that are not a barrierlab message ({error}): another "
+            "process wrote into it (a rank's code can open it through /proc/<pid>/fd)"
+        )
+        self.args = (
+            f"the warm process's pipe carried bytes that are not a message ({error}); it was stopped "
+            "and the next run starts a new one",
+        )
 
 
 @contextlib.contextmanager
@@ -162,8 +192,12 @@ class _WarmProcess:
         readable, _, _ = select.select([self.from_fd], [], [], max(timeout, 0.0))
         if not readable:
             return None
-        with _interrupt_deferred():  # half a message would leave the pipe out of step
-            message = receive(self.from_fd)
+        try:
+            with _interrupt_deferred():  # half a message would leave the pipe out of step
+                message = receive(self.from_fd, within=FRAME_TIMEOUT)
+        except ProtocolError as error:  # never believe this pipe again: stop its warm process (and its ranks)
+            self.process.kill()  # our own unreaped child: its PID cannot have been reused
+            raise WarmPipeCorrupted(self.process.wait(), error) from None
         if message is None:
             try:
                 code = self.process.wait(timeout=CONFIRM_TIMEOUT)
@@ -371,6 +405,14 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
         value = str(value)
         if "\0" in value:
             raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
+        for what, text in (("key", key), ("value", value)):
+            try:
+                os.fsencode(text)
+            except UnicodeError as error:  # a lone surrogate: os.environ in every rank would refuse it
+                raise ValueError(
+                    f"env[{key!r}]: its {what} cannot be encoded for the environment ({error.reason} at "
+                    f"position {error.start}); an environment variable holds bytes of the file system's encoding"
+                ) from None
         beyond = _beyond_loopback(key, value)
         if beyond:
             raise ValueError(
@@ -642,7 +684,13 @@ def run(
                 warm_up(wait=True)
             index = CodeIndex().add((fn, args, kwargs))
             try:
-                result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                try:
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                except RanksNotForked:  # once more, with a fresh warm process (a rank may have lowered its limits)
+                    _clear_failed_launch(run_dir)
+                    warm_up()
+                    _warm.wait_ready()
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
             except KeyboardInterrupt:
                 raise KeyboardInterrupt(
                     f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
@@ -707,6 +755,19 @@ def _write_payload(run_dir: str, payload: bytes) -> str:
     return path
 
 
+def _clear_failed_launch(run_dir: str) -> None:
+    """Empty a run's folder of what a launch whose ranks were not all forked left (the first ranks' files),
+    keeping the call's files (``payload``, ``payload.*``): the next attempt starts as the first did."""
+    for name in os.listdir(run_dir):
+        if name == PAYLOAD_FILE or name.startswith(PAYLOAD_FILE + "."):
+            continue
+        path = os.path.join(run_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
 def _launch(
     warm: _WarmProcess, payload: bytes, run_dir: str, options: RunOptions, index: CodeIndex, view_kind: str = "none"
 ) -> tuple[Run, float]:
@@ -719,7 +780,10 @@ def _launch(
         store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
-            payload_path, payload = _write_payload(run_dir, payload), b""
+            payload_path = os.path.join(run_dir, PAYLOAD_FILE)
+            if not os.path.exists(payload_path):  # a second attempt (RanksNotForked) reuses the first's
+                _write_payload(run_dir, payload)
+            payload = b""
         spec = RunSpec(
             run_id=uuid.uuid4().hex,
             run_dir=run_dir,
@@ -729,7 +793,7 @@ def _launch(
             kernel_pid=os.getpid(),
             kernel_env=tuple(os.environ.items()),
             cwd=os.getcwd(),
-            sys_path=tuple(sys.path),
+            sys_path=tuple(p for p in sys.path if isinstance(p, str)),  # the import system skips the others
             payload_path=payload_path,
             start_ticks=_contain.ticks_now(),
             modules=learners_modules(),
@@ -857,8 +921,10 @@ class _RunningGroup:
         self.swept = False
         self.warm_broken = False
         self.lost_warm = ""  # how the warm process ended, if it died during the run
+        self.lost_warm_why = ""  # and why, in words
         self.lost_warm_ranks: list[int] | None = None  # ranks still running then (they died with it)
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
+        self.not_forked = ""  # why the warm process could not fork the ranks, if it could not
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -873,6 +939,9 @@ class _RunningGroup:
                     "the warm process did not start the ranks (it stopped answering); the next run starts a new one"
                 )
             self.note(message)
+            if self.not_forked:
+                self.warm_broken = True  # its limits may stay lowered: the next launch goes to a fresh one
+                raise RanksNotForked(f"the warm process could not start the ranks ({self.not_forked})")
         self.started_at = time.monotonic()
 
     def start_timeout(self) -> float:
@@ -911,10 +980,16 @@ class _RunningGroup:
                 fd = _contain.open_pidfd(pid, start or None)
                 if fd is not None:
                     self.pidfds[rank] = fd
+        elif isinstance(message, LaunchFailed) and message.run_id == self.spec.run_id and not self.started:
+            self.not_forked = message.reason
         elif isinstance(message, Exited) and message.run_id == self.spec.run_id:
-            self.exits[message.rank] = (message.code, message.sig)
+            # believed only when the kernel sees the rank's process ended: any rank knows the run id, and
+            # can write into this pipe (/proc/<pid>/fd); a forged exit of a live rank would lose its result
+            if 0 <= message.rank < self.world_size and message.rank in self.ended():
+                self.exits[message.rank] = (message.code, message.sig)
         elif isinstance(message, Swept) and message.run_id == self.spec.run_id:
-            self.swept = True
+            if self.started and not set(range(self.world_size)) - self.ended():  # never while a rank lives
+                self.swept = True
 
     def pump(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one message from the warm process and note it if it is ours."""
@@ -923,7 +998,7 @@ class _RunningGroup:
         except LaunchError as error:
             self.warm_broken = True
             if isinstance(error, WarmProcessLost):
-                self.lost_warm = error.how
+                self.lost_warm, self.lost_warm_why = error.how, error.why
             raise
 
     def lost_warm_note(self) -> str:
@@ -938,13 +1013,12 @@ class _RunningGroup:
         else:
             caught = "; no rank was still running"
         return (
-            f"the warm process that started the ranks {self.lost_warm} during the run, not by barrierlab (a rank's "
-            f"code, or another program, signalled it; Linux does not say which){caught}. The ranks that had "
-            "finished keep their results; the next run starts a new warm process."
+            f"the warm process that started the ranks {self.lost_warm} during the run, {self.lost_warm_why}{caught}. "
+            "The ranks that had finished keep their results; the next run starts a new warm process."
         )
 
     def signal_all(self, signum: int) -> None:
-        self.send(SignalRanks(self.spec.run_id, signum))
+        self.send(SignalRanks(self.spec.run_id, int(signum)))
 
     def signal_directly(self, ranks: set[int], signum: int) -> None:
         """Signal ranks through the kernel's own pidfds: no need for the warm process to answer."""
@@ -959,6 +1033,14 @@ class _RunningGroup:
             return set()
         ready, _, _ = select.select(list(self.pidfds.values()), [], [], 0)
         return {rank for rank, fd in self.pidfds.items() if fd in ready}
+
+    def ended(self) -> set[int]:
+        """Ranks whose process the kernel itself sees ended: its pidfd (or, without one, /proc) says so."""
+        ended = self.dead()
+        for rank, pid in enumerate(self.pids):
+            if rank not in self.pidfds and not _process_runs(pid):
+                ended.add(rank)
+        return ended
 
     def reported(self) -> set[int]:
         """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended)."""
@@ -1002,7 +1084,7 @@ class _RunningGroup:
                     self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
-            if self.running() and self.running() <= self.dead():  # dead, yet the warm process says nothing
+            if self.running() and self.running() <= self.ended():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
                     self.warm_broken = True
@@ -1038,7 +1120,7 @@ class _RunningGroup:
         """SIGKILL every rank still running (through the kernel's pidfds, and through the warm process,
         which takes each rank's process group too), then wait, briefly, for the warm process to confirm
         every exit and that nothing the ranks started is left; if it does not, it is broken."""
-        if not self.launched:
+        if not self.launched or self.not_forked:  # none forked, or all killed and reaped by the warm process
             return
         if not self.started:  # interrupted between Launch and Started: the ranks may be running already
             give_up = time.monotonic() + self.confirm_timeout()
