@@ -289,3 +289,14 @@ def test_a_script_saving_with_dcp_on_rank_0_only_is_named_at_its_dcp_save_line(t
     # the script imported DCP before recording started, so barrierlab's own wrapper of dcp.save is on the
     # stack too: the ledger still says that DCP, not the script, made the collective
     assert f"DCP's all_gather @ line {line}" in done.stdout, done.stdout
+
+
+def test_the_script_runner_waits_for_preloading_only_for_scripts_that_need_it(tmp_path):
+    from barrierlab.script import needs_preloaded
+
+    plain, ddp = tmp_path / "plain.py", tmp_path / "ddp.py"
+    plain.write_text("import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.barrier()\n")
+    ddp.write_text("from torch.nn.parallel import DistributedDataParallel as DDP\n")
+    assert not needs_preloaded(plain)
+    assert needs_preloaded(ddp)
+    assert needs_preloaded(os.path.join(os.path.dirname(__file__), "..", "notebooks", "capstone", "train.py"))
