@@ -55,9 +55,10 @@ def write_into_the_kernels_pipe(how: str, rank1_sleeps: float):
         body = b"cposix\n_exit\n(I42\ntR."
         os.write(fd, struct.pack(">I", len(body)) + body)
     elif how == "forge":
-        from barrierlab._protocol import Exited, Swept, send
+        from barrierlab._protocol import Exited, Started, Swept, send
 
         run_id = os.environ["BARRIERLAB_RUN_ID"]
+        send(fd, Started(run_id, (1, 1), (0, 0), (b"k" * 32, b"k" * 32)))  # keys of its own
         for rank in range(dist.get_world_size()):
             send(fd, Exited(run_id, rank, 1, 0, None))
         send(fd, Swept(run_id, 0))
@@ -82,7 +83,7 @@ def test_bytes_that_are_not_a_message_stop_the_warm_process_not_the_kernel(how):
 
 
 @pytest.mark.timeout(120)
-def test_forged_exits_and_sweep_do_not_end_the_run_while_a_rank_runs():
+def test_forged_started_exits_and_sweep_change_nothing_of_the_run():
     run = bl.run(write_into_the_kernels_pipe, 2, args=("forge", 2.0), timeout=8, deadline=15, live=False)
     assert run.values == ["wrote", "rank1 done"]
     assert [str(s) for s in run.statuses] == ["finished", "finished"]

@@ -974,7 +974,8 @@ class _RunningGroup:
         return self.keys[rank] if rank < len(self.keys) else b""
 
     def note(self, message: Message | None) -> None:
-        if isinstance(message, Started) and message.run_id == self.spec.run_id:
+        if isinstance(message, Started) and message.run_id == self.spec.run_id and not self.started:  # once: a
+            # rank could send another, naming keys of its own to seal the other ranks' outcomes
             self.started, self.pids, self.keys = True, list(message.pids), list(message.keys)
             for rank, (pid, start) in enumerate(zip(message.pids, message.start_times or [None] * len(message.pids))):
                 fd = _contain.open_pidfd(pid, start or None)
