@@ -39,9 +39,15 @@ def test_scenario_module_follows_the_convention(name):
     assert 'if __name__ == "__main__":\n    torchrun_main(scenario)' in source
 
 
+#: Scenarios whose ranks return the moment a group is made: as notebook 00 runs them, with linger=True, so that a
+#: rank that returned first does not exit while a peer is still connecting its sockets (CI at load: "Gloo
+#: connectFullMesh failed with Connection closed by peer" on group_creation_rendezvous, once).
+LINGER = {"group_creation_rendezvous"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_scenario_runs_with_its_defaults_within_the_deadline(name, no_leftovers):
-    run = bl.run(load(name), 4, timeout=2, deadline=8)
+    run = bl.run(load(name), 4, timeout=2, deadline=8, linger=name in LINGER)
     assert not run.hit_deadline, run
 
 
