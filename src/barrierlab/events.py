@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
-from barrierlab._protocol import finite_json
+from barrierlab._protocol import _is_int, _is_number, finite_json
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -244,20 +244,6 @@ def ranks_start(ranks) -> float:
     return max(min(started), 0.0) if started else 0.0
 
 
-def _number(value) -> bool:
-    """An int or float that converts to a finite float (times are subtracted from floats)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int too large for a float
-        return False
-
-
-def _int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _frames(value) -> list[tuple[str, int, str]] | None:
     """``[[file, line, func], ...]`` checked, or None if it is not that."""
     if not isinstance(value, list):
@@ -268,7 +254,7 @@ def _frames(value) -> list[tuple[str, int, str]] | None:
             isinstance(frame, list)
             and len(frame) == 3
             and isinstance(frame[0], str)
-            and _int(frame[1])
+            and _is_int(frame[1])
             and isinstance(frame[2], str)
         ):
             return None
@@ -277,7 +263,7 @@ def _frames(value) -> list[tuple[str, int, str]] | None:
 
 
 def _sizes(value) -> bool:
-    return isinstance(value, list) and all(isinstance(s, list) and all(_int(n) for n in s) for s in value)
+    return isinstance(value, list) and all(isinstance(s, list) and all(_is_int(n) for n in s) for s in value)
 
 
 def _strings(value) -> bool:
@@ -291,29 +277,31 @@ def _optional(item: dict, key: str, check) -> bool:
 def _is_meta(item: dict) -> bool:
     return (
         item.get("meta") == "start"
-        and _int(item.get("rank"))
-        and _number(item.get("t0"))
-        and _optional(item, "wall", _number)
-        and _optional(item, "pid", _int)
+        and _is_int(item.get("rank"))
+        and _is_number(item.get("t0"))
+        and _optional(item, "wall", _is_number)
+        and _optional(item, "pid", _is_int)
     )
 
 
 def _is_enter(item: dict) -> bool:
     return (
-        _int(item.get("id"))
+        _is_int(item.get("id"))
         and item.get("kind") in EVENT_KINDS
         and isinstance(item.get("name"), str)
-        and _number(item.get("t"))
-        and _optional(item, "seq", _int)
+        and _is_number(item.get("t"))
+        and _optional(item, "seq", _is_int)
         and _optional(item, "file", lambda v: isinstance(v, str))
-        and _optional(item, "line", _int)
+        and _optional(item, "line", _is_int)
         and _optional(item, "func", lambda v: isinstance(v, str))
         and _optional(item, "callers", lambda v: _frames(v) is not None)
         and _optional(item, "sizes", _sizes)
         and _optional(item, "dtypes", _strings)
-        and _optional(item, "timeout", _number)
-        and all(_optional(item, key, _int) for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount"))
-        and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_int(r) for r in v))
+        and _optional(item, "timeout", _is_number)
+        and all(
+            _optional(item, key, _is_int) for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount")
+        )
+        and _optional(item, "ranks", lambda v: isinstance(v, list) and all(_is_int(r) for r in v))
         and all(_optional(item, key, lambda v: isinstance(v, str)) for key in ("group", "path", "to", "call", "within"))
         and _optional(item, "keys", _strings)
     )
@@ -321,13 +309,13 @@ def _is_enter(item: dict) -> bool:
 
 def _is_end(item: dict) -> bool:
     return (
-        _int(item.get("id"))
+        _is_int(item.get("id"))
         and ("end" in item or "done" in item)
-        and _optional(item, "end", _number)
-        and _optional(item, "done", _number)
+        and _optional(item, "end", _is_number)
+        and _optional(item, "done", _is_number)
         and _optional(item, "error", lambda v: isinstance(v, str))
         and _optional(item, "done_error", lambda v: isinstance(v, str))
-        and _optional(item, "from", _int)
+        and _optional(item, "from", _is_int)
         and _optional(item, "value", lambda v: isinstance(v, str))
     )
 
@@ -535,9 +523,9 @@ def _flight_entry(e) -> dict | None:
     if not isinstance(e, dict):
         return None
     frames = _frames(e.get("frames") or [])
-    if frames is None or not all(_optional(e, key, _int) for key in ("seq", "rid", "left_out")):
+    if frames is None or not all(_optional(e, key, _is_int) for key in ("seq", "rid", "left_out")):
         return None
-    if not _optional(e, "ns", _number):
+    if not _optional(e, "ns", _is_number):
         return None
     if not (_optional(e, "sizes", _sizes) and _optional(e, "dtypes", _strings)):
         return None
@@ -560,7 +548,7 @@ def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Fl
             continue
         seen = True
         for name, members in (item.get("groups") or {}).items():
-            if isinstance(members, list) and all(_int(m) for m in members):
+            if isinstance(members, list) and all(_is_int(m) for m in members):
                 groups[str(name)] = members
         for raw in item["flight"]:
             e = _flight_entry(raw)

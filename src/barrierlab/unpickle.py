@@ -623,11 +623,7 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
                     open_fds.discard(fd)
                 elif fd == status_r:
                     reports += chunk
-                    while len(reports) >= _STATUS.size:
-                        i, status = _STATUS.unpack_from(reports)
-                        del reports[: _STATUS.size]
-                        statuses[i] = status
-                        _drain(pipes[i][0], received[i])
+                    _take_reports(reports, statuses, pipes, received)
                 else:
                     received[index[fd]] += chunk
     finally:
@@ -661,6 +657,16 @@ def _complete(data: bytes | bytearray) -> bool:
     return len(data) >= _FRAME.size and len(data) >= _FRAME.size + _FRAME.unpack_from(data)[1]
 
 
+def _take_reports(reports: bytearray, statuses: dict, pipes: list, received: dict) -> None:
+    """Take each whole (child, wait status) report the keeper sent off ``reports``; read what that child
+    wrote before it ended."""
+    while len(reports) >= _STATUS.size:
+        i, status = _STATUS.unpack_from(reports)
+        del reports[: _STATUS.size]
+        statuses[i] = status
+        _drain(pipes[i][0], received[i])
+
+
 def _drain(fd: int, into: bytearray) -> None:
     """Read what a child that has ended left in its pipe (at most a pipe's buffer: it could not end sooner)."""
     os.set_blocking(fd, False)
@@ -689,11 +695,7 @@ def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, 
             if not chunk:
                 break
             reports += chunk
-            while len(reports) >= _STATUS.size:
-                i, status = _STATUS.unpack_from(reports)
-                del reports[: _STATUS.size]
-                statuses[i] = status
-                _drain(pipes[i][0], received[i])
+            _take_reports(reports, statuses, pipes, received)
         while os.waitpid(keeper, os.WNOHANG)[0] == 0:
             if time.monotonic() >= give_up:
                 os.kill(keeper, signal.SIGKILL)  # our unreaped child: its PID cannot be anyone else's yet
