@@ -299,6 +299,8 @@ def test_the_check_rejects_a_wrong_fix(wrong, says):
     verdict = nb03.check(wrong, seed=1)
     assert not verdict.ok and verdict.message.startswith("✗"), verdict
     assert says in verdict.message, verdict
+    if "not every rank finished" in says:  # the message sends the learner to the check's run: it is there
+        assert "v.run.ledger()" in verdict.message and "#" in verdict.run.ledger(), verdict
 
 
 @pytest.mark.parametrize("right", RIGHT, ids=[fn.__name__ for fn in RIGHT])

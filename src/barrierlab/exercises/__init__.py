@@ -8,7 +8,7 @@ feed each check its solution (✓) and the wrong fixes a learner is likely to tr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class Verdict:
 
     ok: bool
     message: str
+    #: The run the verdict was decided on (the last one the check made), for a learner who wants to look:
+    #: ``v = nb03.check(train)``, then ``print(v.run.ledger())``.
+    run: object = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -43,8 +46,8 @@ def passed(text: str) -> Verdict:
     return Verdict(True, "✓ " + text)
 
 
-def not_yet(text: str) -> Verdict:
-    return Verdict(False, "✗ not yet: " + text)
+def not_yet(text: str, run=None) -> Verdict:
+    return Verdict(False, "✗ not yet: " + text, run)
 
 
 # --- what the checks ask the ordering model (barrierlab.ordering) -----------------------------------------

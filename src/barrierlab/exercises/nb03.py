@@ -86,8 +86,10 @@ def _judge(run, folder: str, steps: int, save_every: int, delay: float) -> Verdi
                 f"{race_words(races[0])}."
             )
         return not_yet(
-            f"not every rank finished ({run.diagnosis.headline}) Read run.ledger(): every rank must "
-            "make the same collective calls in the same order, and `save_checkpoint()` contains one."
+            f"not every rank finished ({run.diagnosis.headline}) Read the check's run: v = nb03.check(train), "
+            "then print(v.run.ledger()). Every rank must make the same collective calls in the same order, and "
+            "`save_checkpoint()` contains one.",
+            run,
         )
     if not writers:
         return not_yet("no checkpoint was written. Keep calling the save helper: rank 0 writes the checkpoints.")

@@ -57,8 +57,10 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
             return not_yet(_unordered(run))
         if not run.ok:
             return not_yet(
-                f"not every rank finished ({run.diagnosis.headline}) Use the tools: run.ledger(), "
-                "run.stuck, TORCH_DISTRIBUTED_DEBUG=DETAIL, barrierlab.lint."
+                f"not every rank finished ({run.diagnosis.headline}) Use the tools on the check's run "
+                "(v = nb04.check(train), then v.run.ledger(), v.run.stuck), TORCH_DISTRIBUTED_DEBUG=DETAIL, "
+                "barrierlab.lint.",
+                run,
             )
         problem = _unordered(run)
         if problem:
