@@ -51,7 +51,7 @@ import torch.distributed.distributed_c10d as c10d
 from barrierlab import events, ops
 from barrierlab._protocol import RECORD_DIR_VARIABLE
 from barrierlab.events import SPAN_KINDS
-from barrierlab.sites import MACHINERY, is_learners
+from barrierlab.sites import MACHINERY, installed_package, is_learners
 
 #: What the recorder wraps, from the ops table: collectives (numbered per rank) and point-to-point calls.
 COLLECTIVES = tuple(sorted(ops.NUMBERED))
@@ -868,26 +868,9 @@ def issuer(
     return f"torch's {op} (issued from C++)"
 
 
-#: Folders installed packages live in; a frame there that is neither torch's nor barrierlab's is a library's.
-_SITE_FOLDERS = ("/site-packages/", "/dist-packages/")
-_PACKAGE_DIR = os.path.dirname(_THIS_FILE) + os.sep
-
-
-def library_package(file: str) -> str | None:
-    """The installed package a frame's file belongs to ("torchmetrics", "lightning"), or None: the learner's,
-    torch's, barrierlab's, the standard library's."""
-    if file.startswith(_TORCH_DIR) or file.startswith(_PACKAGE_DIR):
-        return None
-    for folder in _SITE_FOLDERS:
-        if folder in file:
-            package = file.split(folder, 1)[1].split("/", 1)[0]
-            return package.removesuffix(".py") or None
-    return None
-
-
 def library_issuer(op: str, frame: tuple[str, int, str]) -> str:
     """ "torchmetrics' all_gather (inside gather_all_tensors)": a collective an installed package made."""
-    package = library_package(frame[0]) or "a library"
+    package = installed_package(frame[0]) or "a library"
     return f"{package}{chr(39) if package.endswith('s') else chr(39) + 's'} {op} (inside {frame[2]})"
 
 
@@ -980,7 +963,7 @@ def compact_flight(dump: dict) -> dict:
                 user.append(list(frame))
             elif frame[0] in _LAUNCHER:
                 break  # barrierlab's launcher: the learner's frames are all inside it
-            elif not user and library_package(frame[0]):
+            elif not user and installed_package(frame[0]):
                 library = frame  # the outermost one before the learner's frames: the package the learner called
         op = str(e.get("profiling_name", "?")).split(":")[-1]
         kept, left_out = keep_chain(user)

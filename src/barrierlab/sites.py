@@ -54,6 +54,18 @@ def _decide(path: str) -> bool:
     return not any(marker in path for marker in _INSTALLED) and not path.startswith(_STDLIB)
 
 
+def installed_package(path: str | None) -> str | None:
+    """The installed package a frame in ``path`` belongs to ("torchmetrics", "lightning"), or None: the
+    learner's code, torch, barrierlab, the standard library. Where :func:`is_learners` says "not the learner's",
+    this says whose library it is, for naming who made a collective."""
+    if not path or path.startswith(_HERE + os.sep) or path.startswith(_torch_dirs()):
+        return None
+    for marker in _INSTALLED:
+        if marker in path:
+            return path.split(marker, 1)[1].split(os.sep, 1)[0].removesuffix(".py") or None
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _torch_dirs() -> tuple[str, ...]:
     """Where torch's Python files are (a source build need not be in site-packages); found, not imported."""
