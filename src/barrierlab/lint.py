@@ -455,7 +455,7 @@ _RANK_DECORATORS = frozenset(
 )
 #: Calls that ask the file system whether a path exists or what it is (os.path, pathlib, fsspec/iopath).
 _FILE_CHECKS = frozenset({"exists", "lexists", "isfile", "isdir", "is_file", "is_dir", "access"})
-_FILE_CHECK_TEXT = re.compile(r"\b(?:exists|lexists|isfile|isdir|is_file|is_dir|access)\(")
+_FILE_CHECK_TEXT = re.compile(r"\b(?:" + "|".join(sorted(_FILE_CHECKS)) + r")\(")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
 #: Calls of a chain shown in a finding (``a -> b -> dist.barrier``); a longer one is shown by its ends.
