@@ -57,6 +57,9 @@ from barrierlab._protocol import (
 #: (measured at load 5.5: the first run of a fresh warm process waited 2.3 s behind torch._dynamo).
 #: After KERNEL_WAIT_MAX seconds of waiting it preloads anyway (Run All, nbval: DDP runs need torch._dynamo).
 PRELOAD_AFTER_IDLE = 1.0
+#: Seconds to wait, once the kernel's pipe has closed, for the kernel to be gone (this process re-parented)
+#: before deciding it still lives (it closed the pipe to replace this process) and leaving its folders alone.
+REPARENT_WAIT = 1.0
 KERNEL_BUSY_SHARE, KERNEL_LOOK, KERNEL_WAIT_MAX = 0.5, 0.1, 10.0
 
 #: How long the warm process waits, in all, for the ranks just forked to hand over their keys (each does so
@@ -289,6 +292,11 @@ class WarmProcess:
         PID and start time, in the folders its runs used and the temp folder; never a symlink, never another
         user's. Nothing while the kernel lives (it closes the pipe to replace this process, mid-run)."""
         pid, start = self.kernel
+        # A dying kernel's pipe closes (its files go first) a moment before this process is re-parented: give
+        # that moment, bounded (CI at load once saw the pipe closed and the parent unchanged, and left the folder).
+        give_up = time.monotonic() + REPARENT_WAIT
+        while start is not None and os.getppid() == pid and time.monotonic() < give_up:
+            time.sleep(0.01)
         if start is None or os.getppid() == pid:
             return []
         import shutil
