@@ -73,6 +73,7 @@ MAX_LINE_BYTES = 256 * 1024
 BYTES_KEPT = 8 << 20
 _MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
 _BLOCK = 1 << 20
+_EVENT_KEY = b'"kind":'  # once in each event's first line: the middle's events are counted by it
 _TAIL_BYTES = 32 * _BLOCK  # the most read backwards from the end for the last lines
 
 
@@ -416,17 +417,19 @@ def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list
             if middle > 0:
                 if middle <= _MIDDLE_COUNTED:
                     f.seek(head_end)
-                    events, left = 0, middle
+                    events, left, carried = 0, middle, b""
                     while left > 0:
                         chunk = f.read(min(_BLOCK, left))
                         if not chunk:
                             break
-                        events += chunk.count(b'"kind":')
-                        left -= len(chunk)
+                        # the bytes kept from the last block: a key split across two blocks counts once
+                        chunk, left = carried + chunk, left - len(chunk)
+                        events += chunk.count(_EVENT_KEY)
+                        carried = chunk[-(len(_EVENT_KEY) - 1) :]
                     dropped = Dropped(events, False)
                 else:
                     sample = b"".join(head) + tail
-                    per_event = len(sample) / max(1, sample.count(b'"kind":'))
+                    per_event = len(sample) / max(1, sample.count(_EVENT_KEY))
                     dropped = Dropped(int(middle / per_event), True)
             malformed += parse_lines(tail, items)
     return items, dropped, malformed
