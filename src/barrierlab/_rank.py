@@ -148,7 +148,7 @@ def join_the_group(spec: RankSpec):
     gloo gives a connecting rank only the group's timeout, which a lesson sets to 1–2 s. What the learner
     chose bounds the learner's collectives, not our start-up; the run's deadline bounds that."""
     options = spec.run.options
-    store = dist.FileStore(spec.run.store_path, options.world_size)
+    store = _launchers_store(spec)
     wait_for_every_rank(store, options.world_size, options.deadline, step="arrived")
     dist.init_process_group(
         "gloo",
@@ -158,6 +158,22 @@ def join_the_group(spec: RankSpec):
         timeout=timedelta(seconds=spec.run.options.timeout),
     )
     return store
+
+
+def _launchers_store(spec: RankSpec):
+    """A client of the store the kernel hosts for this run on 127.0.0.1 (as torchrun's workers join the
+    agent's), or, without one, the run's FileStore. Waits on a TCPStore are woken by the server; a FileStore
+    is polled every 10 ms (it cost each rendezvous step up to that)."""
+    if not spec.run.store_port:
+        return dist.FileStore(spec.run.store_path, spec.run.options.world_size)
+    return dist.TCPStore(
+        "127.0.0.1",
+        spec.run.store_port,
+        spec.run.options.world_size,
+        False,
+        timedelta(seconds=max(spec.run.options.deadline, 1.0)),
+        wait_for_workers=False,
+    )
 
 
 def wait_for_every_rank(store, world_size: int, timeout: float, step: str = "initialised") -> None:
@@ -416,6 +432,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`; its outcome
     is sealed with ``key``, which only this rank and the kernel know."""
     rank, options, files = spec.rank, spec.run.options, spec.files
+    record.reserve_high_fd()  # before any thread starts
     _capture_output(files)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.enable(file=sys.stderr, all_threads=True)

@@ -92,13 +92,30 @@ def _clip_text(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
-def _high_fd(fd: int) -> int:
-    """``fd`` moved to a close-on-exec descriptor at :data:`HIGH_FD` or above (below the process's limit)."""
-    import fcntl
+def _high_floor() -> int:
     import resource
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    floor = HIGH_FD if soft == resource.RLIM_INFINITY or soft > 2 * HIGH_FD else max(3, soft // 2)
+    return HIGH_FD if soft == resource.RLIM_INFINITY or soft > 2 * HIGH_FD else max(3, soft // 2)
+
+
+def reserve_high_fd() -> None:
+    """Grow this process's table of descriptors to hold :data:`HIGH_FD` now, while it has one thread: once
+    it has more, growing it makes the kernel wait for an RCU grace period (7.8 ms measured at the recorder's
+    first file in a rank, on its critical path). Called first thing in a rank; the table never shrinks."""
+    import fcntl
+
+    try:
+        os.close(fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, _high_floor()))
+    except OSError:
+        pass
+
+
+def _high_fd(fd: int) -> int:
+    """``fd`` moved to a close-on-exec descriptor at :data:`HIGH_FD` or above (below the process's limit)."""
+    import fcntl
+
+    floor = _high_floor()
     try:
         high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
     except OSError:
@@ -404,17 +421,41 @@ _RETURNS_SENDER = frozenset({"recv", "recv_object_list"})
 _async_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+#: (function, op name) -> its :func:`_positions`: found once per process that wraps it, or once in the warm
+#: process (:func:`prepare`) for every rank forked from it (33 signatures cost a rank 7 ms at its start).
+_POSITIONS: dict[tuple[object, str], tuple[tuple[str, int], ...]] = {}
+
+
 def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
     """(argument, position) of the arguments of ``original`` the recorder records as given — the peers, the
     group, the call's own ``timeout=`` and (from the ops table) its list of objects — found once when it is
     wrapped."""
+    try:
+        return _POSITIONS[(original, name)]
+    except (KeyError, TypeError):  # TypeError: a callable that cannot be hashed
+        pass
     try:
         parameters = list(inspect.signature(original).parameters)
     except (TypeError, ValueError):
         return ()
     op = ops.BY_NAME.get(name)
     wanted = (*PEER_ARGUMENTS, "group", "timeout") + ((op.object_list,) if op is not None and op.object_list else ())
-    return tuple((argument, parameters.index(argument)) for argument in wanted if argument in parameters)
+    found = tuple((argument, parameters.index(argument)) for argument in wanted if argument in parameters)
+    try:
+        _POSITIONS[(original, name)] = found
+    except TypeError:
+        pass
+    return found
+
+
+def prepare() -> None:
+    """Find the recorded arguments of every op now (the warm process calls this once, so that each rank it
+    forks starts recording without inspecting torch's signatures again)."""
+    for names in (COLLECTIVES, POINT_TO_POINT):
+        for name in names:
+            original = getattr(c10d, name, None)
+            if original is not None:
+                _positions(original, name)
 
 
 _GROUP_TEXT: dict[str, str] = {}
