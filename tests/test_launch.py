@@ -20,7 +20,7 @@ from barrierlab import Status
 EXITED, FINISHED, KILLED, RAISED = Status.EXITED, Status.FINISHED, Status.KILLED, Status.RAISED
 SETUP_FAILED, STOPPED = Status.SETUP_FAILED, Status.STOPPED
 
-from conftest import live_ranks, wait_until_gone, warm_pid
+from conftest import leftover_ranks, wait_until_gone, warm_pid
 from proc_sockets import listening
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -327,7 +327,7 @@ def test_fifty_mixed_runs_leave_no_process_behind():
         pids += [r.pid for r in run.ranks]
     assert len(set(pids)) == 150
     assert wait_until_gone(pids, 2.0) == []
-    assert live_ranks() == []
+    assert leftover_ranks(0.0) == []
 
 
 def test_keyboard_interrupt_stops_every_rank():
@@ -341,7 +341,7 @@ def test_keyboard_interrupt_stops_every_rank():
     with pytest.raises(KeyboardInterrupt, match="interrupted; all 3 ranks were stopped"):
         bl.run(report_pid_then_hang, 3, timeout=30, deadline=20, linger=True)
     assert time.monotonic() - started < 10  # well before the 20 s deadline
-    assert wait_until_gone([p.pid for p in live_ranks()], 2.0) == []
+    assert leftover_ranks() == []
     assert bl.run(rank_times, 2, args=(1,)).ok
 
 

@@ -49,10 +49,19 @@ def process_name(run_id: str) -> bytes:
     return f"blrun{run_id[:10]}".encode()
 
 
+#: The name (``/proc/PID/comm``) of a rank the warm process forked ahead of time, while it waits for a run.
+POOLED_NAME = b"blpooled"
+
+
 def mark_process(run_id: str) -> bool:
     """Name the calling thread (the rank's main thread) after the run. The environment marker reaches only
     programs the rank execs (``/proc/PID/environ`` shows the environment a process was exec'ed with, not
     ``os.environ``); the name reaches what it forks without exec, such as a Python daemon in its own session."""
+    return name_process(process_name(run_id))
+
+
+def name_process(name: bytes) -> bool:
+    """Set the calling thread's name (``/proc/PID/comm``, 15 bytes at most)."""
     global _libc
     try:
         if _libc is None:
@@ -61,7 +70,7 @@ def mark_process(run_id: str) -> bool:
             _libc = ctypes.CDLL(None, use_errno=True)
         import ctypes
 
-        return _libc.prctl(PR_SET_NAME, ctypes.c_char_p(process_name(run_id)), 0, 0, 0) == 0
+        return _libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -268,8 +268,18 @@ class Quit:
     """kernel -> warm process: kill every rank and exit."""
 
 
-Message = Ready | Preloaded | PreloadNow | Launch | Started | LaunchFailed | SignalRanks | Exited | Swept | Quit
-_MESSAGES = (Ready, Preloaded, PreloadNow, Launch, Started, LaunchFailed, SignalRanks, Exited, Swept, Quit)
+@dataclass(frozen=True)
+class Become:
+    """warm process -> a rank it forked ahead of time (its pool): become ``rank`` of the run ``spec``."""
+
+    spec: RunSpec
+    rank: int
+
+
+Message = (
+    Ready | Preloaded | PreloadNow | Launch | Started | LaunchFailed | SignalRanks | Exited | Swept | Quit | Become
+)
+_MESSAGES = (Ready, Preloaded, PreloadNow, Launch, Started, LaunchFailed, SignalRanks, Exited, Swept, Quit, Become)
 #: The classes a frame may name: the messages and the specs a Launch carries. Nothing else is loaded.
 _FRAME_CLASSES = {cls.__name__: cls for cls in (*_MESSAGES, RunSpec, RunOptions)}
 
@@ -286,15 +296,20 @@ class ProtocolError(ValueError):
     anything but the protocol's own classes and the plain values they hold. Another process wrote them."""
 
 
+def frame(message: Message) -> bytes:
+    """The bytes :func:`send` writes for ``message``: its length, then its pickle."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > MAX_FRAME:
+        raise ProtocolError(f"a {type(message).__name__} message of {len(data):,} bytes exceeds {MAX_FRAME:,}")
+    return _HEADER.pack(len(data)) + data
+
+
 def send(fd: int, message: Message) -> None:
     """Write one message (a length-prefixed pickle) to a pipe, in one write when it fits the pipe's atomic
     size (every message of the warm process does): no other writer's bytes can land inside it."""
     if not _plain(message, type(message)):  # what receive would refuse is refused here, where it is made
         raise ProtocolError(f"{message!r:.200} is not a well-formed message (a field of another type)")
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > MAX_FRAME:
-        raise ProtocolError(f"a {type(message).__name__} message of {len(data):,} bytes exceeds {MAX_FRAME:,}")
-    view = memoryview(_HEADER.pack(len(data)) + data)
+    view = memoryview(frame(message))
     while view:
         view = view[os.write(fd, view) :]
 

@@ -18,6 +18,7 @@ The messages and their framing are defined in ``_protocol.py``.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import select
@@ -28,6 +29,7 @@ import time
 from barrierlab import _contain
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
+    Become,
     Exited,
     Launch,
     LaunchFailed,
@@ -41,6 +43,7 @@ from barrierlab._protocol import (
     SignalRanks,
     Started,
     Swept,
+    frame,
     receive,
     run_dir_prefix,
     send,
@@ -65,6 +68,13 @@ KERNEL_BUSY_SHARE, KERNEL_LOOK, KERNEL_WAIT_MAX = 0.5, 0.1, 10.0
 #: How long the warm process waits, in all, for the ranks just forked to hand over their keys (each does so
 #: first thing: milliseconds); well within the kernel's wait for :class:`Started` (``launch.START_ANSWER_TIMEOUT``).
 KEY_TIMEOUT = 2.0
+
+#: Most ranks kept forked ahead of time (the pool holds as many as the last run had, up to this).
+POOL_MAX = 8
+#: How long the warm process tries to hand a pooled rank its run before forking a fresh rank instead.
+HAND_OVER_TIMEOUT = 0.5
+#: Pipe buffer asked for each pooled rank's spec pipe, so that a whole spec is written at once.
+SPEC_PIPE_SIZE = 1 << 20
 
 PRELOAD = (
     "torch.nn",
@@ -98,7 +108,15 @@ def modules_to_preload(environ=os.environ) -> tuple[str, ...]:
 
 
 class WarmProcess:
-    """Forks ranks on request (:class:`Launch`), reports their exits (:class:`Exited`), signals them."""
+    """Forks ranks on request (:class:`Launch`), reports their exits (:class:`Exited`), signals them.
+
+    Ranks ready before they are asked: once its modules are preloaded and no run is going, it forks a pool of
+    ranks (as many as the last run had) that wait, each in its own session and already holding its key, for a
+    :class:`Become` on a pipe of its own; a launch hands each pooled rank its run instead of forking it (a fork
+    of this process costs 7-15 ms per rank, one after another). A pooled rank runs nothing of the learner's
+    before it is handed a run; one that died, was stopped, or does not take its run within
+    :data:`HAND_OVER_TIMEOUT` is killed and a fresh rank forked instead. Its key is read only at the launch,
+    from the pipe only it held, as for a fresh rank; the pool is refilled only when no run is going."""
 
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
@@ -109,6 +127,8 @@ class WarmProcess:
         self.kernel = (os.getppid(), _contain.start_time(os.getppid()))  # (pid, start time) of the kernel
         self.run_dirs: set[str] = set()  # the folders of the runs this process has started
         self.key_fds: list[int] = []  # read ends of the key pipes of the ranks being forked (see take_keys)
+        self.pool: dict[int, tuple[int, int]] = {}  # pooled rank's pid -> (its spec pipe, its key pipe)
+        self.pool_size = 0  # the last run's world size (up to POOL_MAX): how many ranks the pool holds
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -125,14 +145,24 @@ class WarmProcess:
         while True:
             timeout = None
             may_preload = bool(pending) and not self.children
+            # a pool forked before every module was imported would import them again in each rank
+            may_refill = not pending and not self.children and len(self.pool) < self.pool_size
             if may_preload:
                 timeout = 0.0 if self.eager else min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
+            elif may_refill:
+                timeout = 0.0
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
             if not readable and may_preload:
                 if self.eager or kernel.idle_for() >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
                     if not pending:
                         send(self.out_fd, Preloaded())
+                continue
+            if not readable and may_refill:
+                try:
+                    self.fork_pooled()
+                except OSError:  # a limit a rank lowered (prlimit): no pool, ranks are forked when asked
+                    self.pool_size = 0
                 continue
             if self.wake_r in readable:
                 os.read(self.wake_r, 4096)
@@ -152,8 +182,11 @@ class WarmProcess:
         elif isinstance(message, Launch):
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
+            self.pool_size = min(spec.options.world_size, POOL_MAX)
             try:
-                pids = tuple(self.fork_rank(spec, rank) for rank in range(spec.options.world_size))
+                pids = tuple(
+                    self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
+                )
             except OSError as error:  # EMFILE, EAGAIN: a rank may have lowered this process's limits (prlimit)
                 self.abandon(spec.run_id)
                 send(self.out_fd, LaunchFailed(spec.run_id, f"{type(error).__name__}: {error}"))
@@ -213,11 +246,76 @@ class WarmProcess:
         os.close(key_w)
         self.key_fds.append(key_r)
         self.children[pid] = (spec.run_id, rank)
+        self.open_pidfd(pid)
+        return pid
+
+    def open_pidfd(self, pid: int) -> None:
         try:
             self.pidfds[pid] = os.pidfd_open(pid)
         except (OSError, AttributeError):
             pass
+
+    def fork_pooled(self) -> int:
+        """Fork a rank that waits for its run (:class:`Become`) on a pipe of its own."""
+        parent = os.getpid()
+        opened: list[int] = []
+        try:
+            key_r, key_w = os.pipe()
+            opened += (key_r, key_w)
+            spec_r, spec_w = os.pipe()
+            opened += (spec_r, spec_w)
+            pid = os.fork()
+        except OSError:
+            for fd in opened:
+                os.close(fd)
+            raise
+        if pid == 0:
+            _contain.name_process(_contain.POOLED_NAME)  # first: a rank of no run (tests tell them apart by it)
+            os.close(key_r)
+            os.close(spec_w)
+            self.become_rank(None, parent, key_w, spec_r)
+        os.close(key_w)
+        os.close(spec_r)
+        os.set_blocking(spec_w, False)
+        try:
+            fcntl.fcntl(spec_w, fcntl.F_SETPIPE_SZ, SPEC_PIPE_SIZE)
+        except OSError:  # above /proc/sys/fs/pipe-max-size: the write below waits for the rank to read
+            pass
+        self.pool[pid] = (spec_w, key_r)
+        self.open_pidfd(pid)
         return pid
+
+    def hand_over(self, spec: RunSpec, rank: int) -> int | None:
+        """Make a pooled rank ``rank`` of ``spec``; its pid, or None (no pooled rank could take it)."""
+        while self.pool:
+            pid, (spec_w, key_r) = self.pool.popitem()
+            taken = not _contain.is_stopped(pid) and _write_within(spec_w, frame(Become(spec, rank)), HAND_OVER_TIMEOUT)
+            os.close(spec_w)
+            if taken:
+                self.key_fds.append(key_r)
+                self.children[pid] = (spec.run_id, rank)
+                return pid
+            os.close(key_r)
+            self.end_pooled(pid)
+        return None
+
+    def end_pooled(self, pid: int) -> None:
+        """Kill and reap a rank that was pooled (never handed a run, or one that did not take it)."""
+        self.signal_rank(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        fd = self.pidfds.pop(pid, None)
+        if fd is not None:
+            os.close(fd)
+
+    def empty_pool(self) -> None:
+        for pid, fds in list(self.pool.items()):
+            for fd in fds:
+                os.close(fd)
+            del self.pool[pid]
+            self.end_pooled(pid)
 
     def take_keys(self) -> tuple[bytes, ...]:
         """The key each rank just forked made for itself (b"" for one that died first), from the pipe only it
@@ -231,7 +329,9 @@ class WarmProcess:
         self.key_fds = []
         return tuple(keys)
 
-    def become_rank(self, spec: RankSpec, parent: int, key_w: int) -> None:
+    def become_rank(self, spec: RankSpec | None, parent: int, key_w: int, spec_r: int = -1) -> None:
+        """In a child just forked: become a rank of ``spec``, or, pooled (``spec`` None), wait on ``spec_r`` for
+        the run to become a rank of."""
         code = 70
         try:
             # first of all, the rank's own key, made here, after the fork: it never exists in the warm
@@ -246,10 +346,29 @@ class WarmProcess:
                 pass
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (self.in_fd, self.out_fd, self.wake_r, self.wake_w, *self.pidfds.values(), *self.key_fds):
-                os.close(fd)  # the earlier ranks' key pipes too: before any of the learner's code runs
+            pooled = [fd for fds in self.pool.values() for fd in fds]
+            for fd in (
+                self.in_fd,
+                self.out_fd,
+                self.wake_r,
+                self.wake_w,
+                *self.pidfds.values(),
+                *self.key_fds,
+                *pooled,
+            ):
+                os.close(fd)  # the earlier ranks' key and spec pipes too: before any of the learner's code runs
             from barrierlab import _rank
 
+            if spec is None:
+                from barrierlab import record
+
+                record.reserve_high_fd()
+                message = receive(spec_r)
+                os.close(spec_r)
+                if not isinstance(message, Become):  # the warm process closed the pipe: not needed
+                    code = 0
+                    return
+                spec = RankSpec(message.spec, message.rank)
             code = _rank.main(spec, key)
         finally:
             os._exit(code)
@@ -269,6 +388,8 @@ class WarmProcess:
             fd = self.pidfds.pop(pid, None)
             if fd is not None:
                 os.close(fd)
+            for fd in self.pool.pop(pid, ()):  # a pooled rank killed while it waited
+                os.close(fd)
             if run_id is None:
                 continue  # an adopted orphan
             if os.WIFSIGNALED(status):
@@ -284,7 +405,7 @@ class WarmProcess:
     def sweep(self) -> int:
         """Kill every descendant but the ranks of runs still going (and what they started); the adopted
         orphans are reaped by the next :meth:`reap` (their SIGCHLD wakes the loop)."""
-        return _contain.kill_descendants(os.getpid(), keep=set(self.children))
+        return _contain.kill_descendants(os.getpid(), keep=set(self.children) | set(self.pool))
 
     def remove_dead_kernels_folders(self) -> list[str]:
         """Once the kernel is dead (this process has been re-parented), remove its run folders: a SIGKILLed
@@ -322,6 +443,7 @@ class WarmProcess:
         return removed
 
     def kill_all(self) -> None:
+        self.empty_pool()
         for pid in list(self.children):
             self.signal_rank(pid, signal.SIGKILL)
         for pid in list(self.children):
@@ -343,6 +465,9 @@ def main() -> None:
     sys.stdout = sys.stderr  # stray prints must not corrupt the message pipe
 
     import barrierlab._rank  # noqa: F401  (imports torch, torch.distributed, cloudpickle)
+    from barrierlab import record
+
+    record.prepare()
 
     warm = WarmProcess(in_fd, out_fd)
     try:
@@ -388,6 +513,24 @@ class _Activity:
         elif self.idle_since is None:
             self.idle_since = now
         return 0.0 if self.idle_since is None else now - self.idle_since
+
+
+def _write_within(fd: int, data: bytes, seconds: float) -> bool:
+    """Write all of ``data`` to the non-blocking pipe ``fd`` within ``seconds``; False if the reader has gone
+    or does not read."""
+    view, give_up = memoryview(data), time.monotonic() + seconds
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+            continue
+        except BlockingIOError:
+            pass
+        except OSError:  # BrokenPipeError: the pooled rank has died
+            return False
+        remaining = give_up - time.monotonic()
+        if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+            return False
+    return True
 
 
 def _preload(name: str) -> None:

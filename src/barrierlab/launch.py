@@ -815,7 +815,7 @@ def _launch(
         finally:
             if group.warm_broken:
                 _discard(warm)
-                _contain.kill_run_leftovers(spec.run_id, set(group.pids), spec.start_ticks)
+                _contain.kill_run_leftovers(spec.run_id, set(group.pids), group.since())
             group.close()
         run = collect(
             spec.run_dir,
@@ -914,6 +914,7 @@ class _RunningGroup:
         self.stopped: set[int] = set()
         self.pids: list[int] = []
         self.keys: list[bytes] = []  # rank -> the key its outcome is sealed with (b"": none to check)
+        self.start_times: list[int] = []  # when each rank started (clock ticks since boot), as the warm process read it
         self.pidfds: dict[int, int] = {}  # rank -> pidfd, opened while the rank was known to be ours
         self.launched = False
         self.started = False
@@ -973,10 +974,16 @@ class _RunningGroup:
     def key(self, rank: int) -> bytes:
         return self.keys[rank] if rank < len(self.keys) else b""
 
+    def since(self) -> int:
+        """When (clock ticks since boot) the first process of this run started: the run's start, or earlier
+        for ranks the warm process forked ahead of time (its pool)."""
+        return min([self.spec.start_ticks, *self.start_times])
+
     def note(self, message: Message | None) -> None:
         if isinstance(message, Started) and message.run_id == self.spec.run_id and not self.started:  # once: a
             # rank could send another, naming keys of its own to seal the other ranks' outcomes
             self.started, self.pids, self.keys = True, list(message.pids), list(message.keys)
+            self.start_times = [start for start in message.start_times if start]
             for rank, (pid, start) in enumerate(zip(message.pids, message.start_times or [None] * len(message.pids))):
                 fd = _contain.open_pidfd(pid, start or None)
                 if fd is not None:

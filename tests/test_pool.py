@@ -1,0 +1,107 @@
+"""Ranks ready before they are asked: the warm process keeps ranks forked ahead of time (its pool), hands each
+its run at a launch, and none of them survives it; a pooled rank that died or was stopped is replaced by a
+fresh fork, and the run still runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+from conftest import leftover_ranks, wait_until_gone, warm_pid
+
+import barrierlab as bl
+from barrierlab import _contain, launch
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def started_ticks() -> int:
+    """When this rank's process started (clock ticks since boot) and its name."""
+    return _contain.start_time(os.getpid())
+
+
+def barrier_then_ticks() -> int:
+    import torch.distributed as dist
+
+    dist.barrier()
+    return started_ticks()
+
+
+def pooled(pid: int | None = None) -> list[psutil.Process]:
+    """The warm process's pooled ranks (children that wait for a run)."""
+    pid = pid or warm_pid()
+    if pid is None:
+        return []
+    found = []
+    for child in psutil.Process(pid).children():
+        try:
+            if child.name() == _contain.POOLED_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
+def wait_for_pool(size: int, seconds: float = 30.0) -> list[psutil.Process]:
+    give_up = time.monotonic() + seconds
+    while len(found := pooled()) < size and time.monotonic() < give_up:
+        time.sleep(0.02)
+    return found
+
+
+def filled(world_size: int) -> list[psutil.Process]:
+    """A run of ``world_size`` ranks (the pool's size follows it), then the pool once it is full."""
+    bl.warm_up(wait=True)  # the pool fills only once every module is preloaded
+    assert bl.run(barrier_then_ticks, world_size).ok
+    ranks = wait_for_pool(world_size)
+    assert len(ranks) == world_size, "the warm process did not fill its pool within 30 s"
+    return ranks
+
+
+def test_a_launch_hands_the_pooled_ranks_their_run():
+    ranks = filled(3)
+    before = _contain.ticks_now()
+    run = bl.run(barrier_then_ticks, 3)
+    assert run.ok, run
+    assert sorted(r.pid for r in run.ranks) == sorted(p.pid for p in ranks)
+    assert all(r.value <= before for r in run.ranks)  # each process had started before the call
+    assert leftover_ranks() == []
+
+
+def test_more_ranks_than_the_pool_holds_are_forked():
+    ranks = filled(2)
+    run = bl.run(barrier_then_ticks, 4)
+    assert run.ok, run
+    assert {p.pid for p in ranks} < {r.pid for r in run.ranks}
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped"])
+def test_a_pooled_rank_that_was_killed_or_stopped_is_replaced_and_the_run_runs(how):
+    ranks = filled(2)
+    victim = ranks[0]
+    victim.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+    if how == "killed":
+        assert wait_until_gone([victim.pid], 5.0) == []
+    started = time.monotonic()
+    run = bl.run(barrier_then_ticks, 2, deadline=20)
+    assert run.ok, run
+    assert victim.pid not in {r.pid for r in run.ranks}
+    assert time.monotonic() - started < 10  # not the 20 s deadline: the stopped rank was never waited for
+    assert wait_until_gone([victim.pid], 5.0) == []  # a stopped one is killed, not left behind
+
+
+def test_the_pool_dies_with_the_warm_process():
+    ranks = filled(2)
+    launch.shutdown()
+    assert wait_until_gone([p.pid for p in ranks], 5.0) == []
+
+
+def test_the_warm_process_killed_takes_its_pool_with_it():
+    ranks = filled(2)
+    warm = warm_pid()
+    os.kill(warm, signal.SIGKILL)  # our own child (the kernel's, here the test process's): not reaped yet
+    assert wait_until_gone([p.pid for p in ranks], 5.0) == []
+    assert bl.run(barrier_then_ticks, 2).ok  # the next run starts a new warm process
