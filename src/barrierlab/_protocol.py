@@ -144,7 +144,7 @@ class RunSpec:
     """Everything every rank of one run needs; sent once to the warm process, which forks the ranks."""
 
     run_id: str
-    run_dir: str  # private temporary folder of this run: the rank files and the group's FileStore
+    run_dir: str  # private temporary folder of this run: the rank files (and a FileStore without store_port)
     payload: bytes  # cloudpickle of (fn, args, kwargs)
     options: RunOptions
     t0: float  # the kernel's time.monotonic() at launch: rank times are reported relative to it
@@ -169,7 +169,7 @@ class RunSpec:
 
     @property
     def store_path(self) -> str:
-        """The FileStore the ranks rendezvous through (a file, so nothing listens on the network)."""
+        """The FileStore the ranks rendezvous through when the kernel hosts no store (``store_port`` 0)."""
         return os.path.join(self.run_dir, "store")
 
 
