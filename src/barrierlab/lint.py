@@ -97,7 +97,18 @@ Route them through a function of the file, or add a table entry, to have them ch
 
 Subgroups: a collective with ``group=`` under a rank-dependent ``if`` is quiet when every member of the
 group takes the branch together, worked out by a small interpreter (:class:`_Ranks`) that runs the enclosing
-function for every rank of sample worlds; a group it cannot work out is treated like the default group.
+function for every rank of sample worlds (groups kept in module globals by an init function, and
+``init_device_mesh`` meshes sliced by dimension name, included); a group it cannot work out is treated like
+the default group.
+
+Library knowledge beyond collectives: :data:`RANK_HOOKS` lists methods a framework calls on some ranks only
+(Lightning's ``prepare_data``): a collective reached from one is a ``branch`` finding. A torchmetrics metric
+whose list states are gathered one element at a time (``add_state(..., default=[])`` without
+``dist_reduce_fx="cat"`` in a metric class of the file, or a class of :data:`PER_ELEMENT_METRICS`) and whose
+``update()`` runs in a rank-dependent loop is reported at its later ``compute()``/``sync()``
+(``rank-dependent-loop``): the number of all_gathers follows the number of updates. A ``tqdm``/``trange``
+whose ``disable=`` differs between ranks iterates the same items on every rank (not a rank-dependent loop),
+but its counters (``bar.n``) do differ.
 
 Loop lengths: a loop over a rank-dependent iterable is quiet when its length is the same on every rank
 (``range`` bounds as a polynomial, ``seq[rank::world]`` of a list whose length is a multiple of ``world``,
@@ -748,8 +759,16 @@ ranks, in a function whose decorator calls it on some ranks only (rank_zero_only
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
 called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
-(self.log with sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer
-.consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer.
+(self.log with sync_dist=True too, unless rank_zero_only=True), torchmetrics (compute unless the metric was
+built with sync_on_compute=False, sync, and metric(...) itself when built with dist_sync_on_step=True),
+ZeroRedundancyOptimizer .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer. Rank
+tests include is_global_zero, is_main_process, is_local_main_process, is_last_process, local_rank and
+global_rank on any object, and Accelerate's @accelerator.on_main_process / on_process / on_last_process.
+Library hooks that run on some ranks only: Lightning's prepare_data (local rank 0 of each node), so a
+collective made in it, or in a function it calls, is reported. Data-dependent numbers of syncs: a
+torchmetrics metric whose list states are gathered one element at a time (dist_reduce_fx=None in a metric of
+your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE), updated in a loop whose length
+differs between ranks, is reported at its compute().
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -779,6 +798,15 @@ process group a collective uses when it cannot work it out (then it reports as i
 rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
 objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
 functions; file writes and reads in different functions, or paths written differently.
+
+Of Lightning, Accelerate and torchmetrics it cannot see: when Lightning runs a deferred sync (a
+self.log(..., sync_dist=True) under is_global_zero is reported at the log line, but the ranks wait later,
+inside trainer.fit); library hooks other than prepare_data that run on some ranks only (a logger of your own
+without @rank_zero_only); a metric logged with self.log("name", metric) whose compute Lightning makes; the
+number of update() calls when the loop's length comes from data it cannot read (a dataset's __len__, a
+sampler without drop_last): only loops over values that differ by rank are counted; list states of
+torchmetrics metrics not in its table, or a dist_sync_on_step/sync_on_compute passed through **kwargs of
+another function; an Accelerator or metric held in a container or passed through a callback.
 """
 
 
@@ -1715,13 +1743,12 @@ class _Analysis:
         (a fixpoint, as for DDP models), for the table's ``constructors``."""
         scopes = self._scopes()
         for key, nodes, unit in scopes:
-            for node in nodes:
-                if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+            for names, value, index in _assignments(assigns):  # a, b = A(), B() pairs each name with its call
+                if index is not None or not isinstance(value, ast.Call) or _dotted(value.func) is None:
                     continue
-                if _dotted(node.value.func) is None:
-                    continue
-                built = self._built(node.value, unit)
-                for name in (n for t in node.targets for n in _target_names(t)):
+                built = self._built(value, unit)
+                for name in names:
                     cls = self._class_of(key)
                     where = f"class {cls}" if name.startswith("self.") and cls else key
                     self.objects.setdefault(where, {})[name] = built
