@@ -97,7 +97,18 @@ Route them through a function of the file, or add a table entry, to have them ch
 
 Subgroups: a collective with ``group=`` under a rank-dependent ``if`` is quiet when every member of the
 group takes the branch together, worked out by a small interpreter (:class:`_Ranks`) that runs the enclosing
-function for every rank of sample worlds; a group it cannot work out is treated like the default group.
+function for every rank of sample worlds (groups kept in module globals by an init function, and
+``init_device_mesh`` meshes sliced by dimension name, included); a group it cannot work out is treated like
+the default group.
+
+Library knowledge beyond collectives: :data:`RANK_HOOKS` lists methods a framework calls on some ranks only
+(Lightning's ``prepare_data``): a collective reached from one is a ``branch`` finding. A torchmetrics metric
+whose list states are gathered one element at a time (``add_state(..., default=[])`` without
+``dist_reduce_fx="cat"`` in a metric class of the file, or a class of :data:`PER_ELEMENT_METRICS`) and whose
+``update()`` runs in a rank-dependent loop is reported at its later ``compute()``/``sync()``
+(``rank-dependent-loop``): the number of all_gathers follows the number of updates. A ``tqdm``/``trange``
+whose ``disable=`` differs between ranks iterates the same items on every rank (not a rank-dependent loop),
+but its counters (``bar.n``) do differ.
 
 Loop lengths: a loop over a rank-dependent iterable is quiet when its length is the same on every rank
 (``range`` bounds as a polynomial, ``seq[rank::world]`` of a list whose length is a multiple of ``world``,
@@ -209,8 +220,14 @@ class FrameworkCollective:
     imports) starts with one of ``constructors`` (``acc = torchmetrics.Accuracy(...)``; ``acc.compute()``).
     ``keyword``: the call is a collective only when it passes this keyword with a value other than
     ``False``/``None`` (Lightning's ``self.log(..., sync_dist=True)``).
+    ``unless``: a keyword that, passed true, makes the call no collective (Lightning's ``self.log(...,
+    sync_dist=True, rank_zero_only=True)`` reduces nothing). ``option``: for an object built by one of
+    ``constructors``, the constructor keyword that switches the collective on or off, and its default
+    (torchmetrics' ``compute`` syncs unless ``sync_on_compute=False``; its forward, ``metric(preds, target)``,
+    only with ``dist_sync_on_step=True``). An entry named ``forward`` also matches a call of the object itself.
     ``same_result``: every rank gets the same value back (a broadcast or all-reduce), so a condition on it
-    is not rank-dependent. ``issues`` says what the call does inside, for the finding.
+    is not rank-dependent. ``issues`` says what the call does inside, for the finding; ``advice``, when
+    given, is added to the finding's fix.
     """
 
     framework: str
@@ -222,14 +239,18 @@ class FrameworkCollective:
     same_result: bool = False
     constructors: frozenset[str] = frozenset()
     keyword: str | None = None
+    unless: str | None = None
+    option: tuple[str, bool] | None = None
+    advice: str = ""
 
 
 def _entries(
-    framework: str, names: dict[str, tuple[str, bool]], keyword: str | None = None, **where: Iterable[str]
+    framework: str, names: dict[str, tuple[str, bool]], keyword: str | None = None, **where: Any
 ) -> list[FrameworkCollective]:
-    sets = {k: frozenset(v) for k, v in where.items()}
+    options = {k: v for k, v in where.items() if k in ("unless", "option", "advice")}
+    sets = {k: frozenset(v) for k, v in where.items() if k not in options}
     return [
-        FrameworkCollective(framework, n, issues, same_result=same, keyword=keyword, **sets)
+        FrameworkCollective(framework, n, issues, same_result=same, keyword=keyword, **sets, **options)
         for n, (issues, same) in names.items()
     ]
 
@@ -383,14 +404,25 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         self_bases={"LightningModule"},
         receivers={"pl_module", "lightning_module"},
         keyword="sync_dist",
+        unless="rank_zero_only",
     )
     + _entries(
         "torchmetrics",
-        {
-            "compute": ("an all_gather of the metric's states (sync_context)", True),
-            "sync": ("an all_gather of the metric's states", False),
-        },
+        {"compute": ("an all_gather of the metric's states (sync_context)", True)},
         constructors={"torchmetrics"},
+        option=("sync_on_compute", True),
+    )
+    + _entries(
+        "torchmetrics",
+        {"sync": ("an all_gather of the metric's states", False)},
+        constructors={"torchmetrics"},
+    )
+    + _entries(
+        "torchmetrics",
+        {"forward": ("an all_gather of the batch's states on every call (dist_sync_on_step=True)", False)},
+        constructors={"torchmetrics"},
+        option=("dist_sync_on_step", False),
+        advice="or leave dist_sync_on_step off (the default): the metric then syncs once, in compute()",
     )
     + _entries(
         "torch ZeroRedundancyOptimizer",
@@ -408,6 +440,76 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         },
     )
 )
+
+
+@dataclass(frozen=True)
+class RankHook:
+    """A method that a framework calls on some ranks only: a collective reached from it has no partner on the
+    other ranks, although no ``if`` of the file says so. It applies to a method ``name`` of a class of the file
+    that derives (within the file or directly) from one of ``bases``; ``runs_on`` says on which ranks, ``fix``
+    what to do instead, ``source`` where the framework decides it."""
+
+    framework: str
+    name: str
+    bases: frozenset[str]
+    runs_on: str
+    fix: str
+    source: str
+
+
+#: Hooks a framework runs on some ranks only. Extend it like FRAMEWORK_COLLECTIVES.
+RANK_HOOKS: tuple[RankHook, ...] = tuple(
+    RankHook(
+        "Lightning",
+        "prepare_data",
+        frozenset({base}),
+        "local rank 0 of each node (global rank 0 with prepare_data_per_node=False), while the other ranks wait "
+        "in Lightning's own barrier on another process group",
+        "move `{call}` out of prepare_data: Lightning already holds the other ranks until prepare_data "
+        "returns; make calls every rank needs in setup(), which runs on every rank",
+        "lightning/pytorch/trainer/connectors/data_connector.py _DataConnector.prepare_data (under "
+        "_InfiniteBarrier, 'if (prepare_data_per_node and local_rank_zero) or ...')",
+    )
+    for base in ("LightningDataModule", "LightningModule")
+)
+
+#: torchmetrics metrics (by class name) with list states reduced with ``dist_reduce_fx=None``: ``_sync_dist``
+#: concatenates only ``"cat"`` lists before gathering, so these gather their lists one element at a time, one
+#: element per ``update()`` call (torchmetrics 1.9 src/torchmetrics/metric.py ``_sync_dist``; the states in
+#: each class's ``add_state`` calls). A metric class of the file that calls ``add_state`` so is found by itself.
+PER_ELEMENT_METRICS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "RetrievalMAP",
+            "RetrievalMRR",
+            "RetrievalPrecision",
+            "RetrievalRecall",
+            "RetrievalFallOut",
+            "RetrievalHitRate",
+            "RetrievalNormalizedDCG",
+            "RetrievalRPrecision",
+            "RetrievalAUROC",
+            "RetrievalPrecisionRecallCurve",
+            "RetrievalRecallAtFixedPrecision",
+        ),
+        "indexes, preds, target (retrieval/base.py)",
+    ),
+    "KernelInceptionDistance": "real_features, fake_features (image/kid.py)",
+    "InceptionScore": "features (image/inception.py)",
+    "LearnedPerceptualImagePatchSimilarity": "all_scores (image/lpip.py)",
+    "VisualInformationFidelity": "vif_score (image/vif.py)",
+    "ROUGEScore": "one list per ROUGE key and score (text/rouge.py)",
+}
+_METRIC_FEEDS = frozenset({"update", "forward"})  # calls that append to a metric's list states
+_METRIC_SYNCS = frozenset({"compute", "sync"})
+#: Progress bars: their keywords only change what is printed, not what they iterate; a bar disabled on some
+#: ranks does not count there, so its counters differ (tqdm's ``update`` returns early when disabled).
+_PROGRESS_BARS = frozenset({"tqdm", "trange"})
+_DISPLAY_KEYWORDS = frozenset({"disable", "position", "desc", "leave", "postfix", "dynamic_ncols"})
+_BAR_COUNTERS = ("n", "last_print_n", "format_dict")
+#: Decorators of Accelerate (``Accelerator``/``PartialState``) that run the function on one process only.
+_PROCESS_DECORATORS = frozenset({"on_process", "on_local_process", "on_last_process"})
+_STATE_RECEIVERS = frozenset({"accelerator", "state", "partial_state", "partialstate", "accelerator_state"})
 #: Layers and calls that give a module buffers: DDP's forward broadcasts buffers even under no_grad.
 _BUFFERS = re.compile(r"BatchNorm|register_buffer|running_mean|track_running_stats=True")
 _NO_GRAD = frozenset({"no_grad", "inference_mode"})
@@ -437,6 +539,7 @@ _RANK_PAIRS = frozenset(
         ("process", "index"),
         ("global", "zero"),
         ("process", "zero"),
+        ("last", "process"),
     }
 )
 #: Whole identifiers that are true on some ranks only (HF TrainingArguments: process 0 saves and logs).
@@ -656,8 +759,16 @@ ranks, in a function whose decorator calls it on some ranks only (rank_zero_only
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
 called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
-(self.log with sync_dist=True too), torchmetrics (compute, sync), ZeroRedundancyOptimizer
-.consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer.
+(self.log with sync_dist=True too, unless rank_zero_only=True), torchmetrics (compute unless the metric was
+built with sync_on_compute=False, sync, and metric(...) itself when built with dist_sync_on_step=True),
+ZeroRedundancyOptimizer .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer. Rank
+tests include is_global_zero, is_main_process, is_local_main_process, is_last_process, local_rank and
+global_rank on any object, and Accelerate's @accelerator.on_main_process / on_process / on_last_process.
+Library hooks that run on some ranks only: Lightning's prepare_data (local rank 0 of each node), so a
+collective made in it, or in a function it calls, is reported. Data-dependent numbers of syncs: a
+torchmetrics metric whose list states are gathered one element at a time (dist_reduce_fx=None in a metric of
+your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE), updated in a loop whose length
+differs between ranks, is reported at its compute().
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -687,6 +798,15 @@ process group a collective uses when it cannot work it out (then it reports as i
 rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
 objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
 functions; file writes and reads in different functions, or paths written differently.
+
+Of Lightning, Accelerate and torchmetrics it cannot see: when Lightning runs a deferred sync (a
+self.log(..., sync_dist=True) under is_global_zero is reported at the log line, but the ranks wait later,
+inside trainer.fit); library hooks other than prepare_data that run on some ranks only (a logger of your own
+without @rank_zero_only); a metric logged with self.log("name", metric) whose compute Lightning makes; the
+number of update() calls when the loop's length comes from data it cannot read (a dataset's __len__, a
+sampler without drop_last): only loops over values that differ by rank are counted; list states of
+torchmetrics metrics not in its table, or a dist_sync_on_step/sync_on_compute passed through **kwargs of
+another function; an Accelerator or metric held in a container or passed through a callback.
 """
 
 
@@ -894,6 +1014,7 @@ class _Call:
     display: str
     target: str
     note: str = ""  # what a framework call or DDP issues inside, for the finding
+    advice: str = ""  # added to the finding's fix (the table entry's advice)
 
 
 @dataclass
@@ -902,6 +1023,25 @@ class _Site:
     collective: str
     callee: str | None
     note: str = ""
+    advice: str = ""
+
+
+@dataclass(frozen=True)
+class _Built:
+    """An object built by a constructor call: the dotted classes it is an instance of, as far as the file
+    says (``local``: the class of the file it was built from), and the keywords it was given."""
+
+    classes: tuple[str, ...]
+    local: str | None
+    options: dict[str, ast.expr] = field(default_factory=dict, compare=False, hash=False)
+
+
+def _switched_on(value: ast.expr | None, default: bool) -> bool:
+    """Whether a keyword argument is on: ``default`` when absent; off only for a ``False``/``None``/``0``
+    constant (an expression lint cannot evaluate counts as on)."""
+    if value is None:
+        return default
+    return not (isinstance(value, ast.Constant) and value.value in (False, None, 0))
 
 
 @dataclass(eq=False)
@@ -1186,7 +1326,10 @@ class _Analysis:
         self.same_result_calls: set[int] = set()
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
-        self.objects: dict[str | None, dict[str, str]] = {}
+        self.objects: dict[str | None, dict[str, _Built]] = {}
+        self.base_names: dict[str, list[str]] = {}  # class of the file -> its bases' dotted names (imports)
+        self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
+        self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, int] = {}
         self.gates: dict[str, bool] = {}
         self.followed = any(u.prefix for u in units)
@@ -1236,6 +1379,8 @@ class _Analysis:
                 elif isinstance(child, ast.ClassDef):
                     cls = f"{owner}.{child.name}" if owner and owner == unit.prefix else child.name
                     self.bases[cls] = [_terminal(b) for b in child.bases if _terminal(b)]
+                    self.base_names[cls] = [self._resolve(b, unit) for b in child.bases if _dotted(b)]
+                    self.class_nodes[cls] = (child, unit)
                     visit(child, cls, cls, parent)
                 else:
                     visit(child, owner, self_class, parent)
@@ -1571,12 +1716,16 @@ class _Analysis:
         entry = self._framework(call, unit, self_class, scope)
         if entry is not None:
             shown = written or f"{unit.text(call.func)}"
-            return _Call("coll", shown, f"{entry.framework}.{entry.name}", f"{entry.framework}: {entry.issues}")
+            if entry.name == "forward" and _terminal(call.func) != "forward":
+                shown += "()"  # the object itself is called
+            target = f"{entry.framework}.{entry.name}"
+            return _Call("coll", shown, target, f"{entry.framework}: {entry.issues}", entry.advice)
         return self._ddp_op(call, unit, scope)
 
-    def _constructed(self, name: str | None, scope: str | None, self_class: str | None) -> str | None:
-        """The dotted name of the class ``name`` was built from, if it was assigned from a constructor call
-        in ``scope`` (or the module), or is a ``self.`` attribute so assigned in a method of the class."""
+    def _constructed(self, name: str | None, scope: str | None, self_class: str | None) -> _Built | None:
+        """What ``name`` was built by, if it was assigned from a constructor call in ``scope`` (or the module),
+        is a ``self.`` attribute so assigned in a method of the class, or a parameter of ``scope`` that every
+        call of it in the file passes such an object."""
         if not name:
             return None
         if name.startswith("self.") and self_class:
@@ -1589,52 +1738,157 @@ class _Analysis:
         return None
 
     def _prepare_objects(self) -> None:
-        """Which names hold an object built by a call: ``name -> dotted class`` per scope, and ``self.x``
-        per class (under ``"class NAME"``), for the table's ``constructors``."""
-        for key, nodes, unit in self._scopes():
-            for node in nodes:
-                if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        """Which names hold an object built by a call: ``name -> _Built`` per scope, ``self.x`` per class
+        (under ``"class NAME"``), and the parameters of functions of the file that are passed such an object
+        (a fixpoint, as for DDP models), for the table's ``constructors``."""
+        scopes = self._scopes()
+        for key, nodes, unit in scopes:
+            assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+            for names, value, index in _assignments(assigns):  # a, b = A(), B() pairs each name with its call
+                if index is not None or not isinstance(value, ast.Call) or _dotted(value.func) is None:
                     continue
-                if _dotted(node.value.func) is None:
-                    continue
-                built = self._resolve(node.value.func, unit)
-                for name in (n for t in node.targets for n in _target_names(t)):
+                built = self._built(value, unit)
+                for name in names:
                     cls = self._class_of(key)
                     where = f"class {cls}" if name.startswith("self.") and cls else key
                     self.objects.setdefault(where, {})[name] = built
+        for _ in range(5):
+            changed = False
+            for key, nodes, unit in scopes:
+                self_class = self._class_of(key)
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, self_class, unit)
+                    if callee is None:
+                        continue
+                    params = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for param, arg in bound:
+                        built = self._constructed(_dotted(arg), key, self_class)
+                        if built is not None and param in params and param not in self.objects.get(callee, {}):
+                            self.objects.setdefault(callee, {})[param] = built
+                            changed = True
+            if not changed:
+                break
+        self._prepare_metric_states()
+
+    def _built(self, call: ast.Call, unit: _Unit) -> _Built:
+        """The classes a constructor call builds (for a class of the file, also the imported bases of it and
+        of its ancestors) and the keywords it is given (a class of the file's ``super().__init__(...)``
+        keywords count too, the call's own win)."""
+        name = self._resolve(call.func, unit)
+        classes, options = [name], {}
+        local = _terminal(call.func)
+        if local in self.bases:
+            for cls in self._ancestors(local):
+                classes += self.base_names.get(cls, [])
+                init = self.table.get(f"{cls}.__init__")
+                for node in ast.walk(init.node) if init is not None else ():
+                    if (
+                        isinstance(node, ast.Call)
+                        and _terminal(node.func) == "__init__"
+                        and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Call)
+                        and _terminal(node.func.value.func) == "super"
+                    ):
+                        options.update({k.arg: k.value for k in node.keywords if k.arg and k.arg not in options})
+        options.update({k.arg: k.value for k in call.keywords if k.arg})
+        return _Built(tuple(classes), local if local in self.bases else None, options)
+
+    def _prepare_metric_states(self) -> None:
+        """For each torchmetrics metric class of the file, its list states that torchmetrics gathers one element
+        at a time: ``self.add_state(name, default=[], dist_reduce_fx=...)`` with a reduction other than
+        ``"cat"`` (None, the default, too): ``_sync_dist`` concatenates only ``dim_zero_cat`` lists first."""
+        for cls, (node, unit) in self.class_nodes.items():
+            names = [n for c in self._ancestors(cls) for n in self.base_names.get(c, [])]
+            if not any(n == "torchmetrics" or n.startswith("torchmetrics.") for n in names):
+                continue
+            for call in ast.walk(node):
+                if not (
+                    isinstance(call, ast.Call)
+                    and _terminal(call.func) == "add_state"
+                    and isinstance(call.func, ast.Attribute)
+                    and _dotted(call.func.value) == "self"
+                ):
+                    continue
+                name, default = _argument(call, 0, "name"), _argument(call, 1, "default")
+                reduce = _argument(call, 2, "dist_reduce_fx")
+                is_list = isinstance(default, ast.List) or (
+                    isinstance(default, ast.Call) and _terminal(default.func) == "list" and not default.args
+                )
+                by_cat = (isinstance(reduce, ast.Constant) and reduce.value == "cat") or (
+                    reduce is not None and _terminal(reduce) == "dim_zero_cat"
+                )
+                if is_list and not by_cat and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    self.list_states.setdefault(cls, []).append((name.value, call.lineno + unit.offset))
+
+    def per_element_states(self, built: _Built | None) -> str | None:
+        """The list states of a metric that torchmetrics gathers one element at a time, in words, or None."""
+        if built is None:
+            return None
+        if built.local is not None:
+            found = [s for c in self._ancestors(built.local) for s in self.list_states.get(c, [])]
+            if found:
+                return ", ".join(f"`{name}` (dist_reduce_fx not 'cat', line {line})" for name, line in found)
+        for cls in built.classes:
+            if cls.startswith("torchmetrics.") and cls.rpartition(".")[2] in PER_ELEMENT_METRICS:
+                return f"{PER_ELEMENT_METRICS[cls.rpartition('.')[2]]} of torchmetrics' {cls.rpartition('.')[2]}"
+        return None
 
     def _framework(
         self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None
     ) -> FrameworkCollective | None:
         func = call.func
+        called = self._constructed(_dotted(func), scope, self_class)
+        if called is not None:  # the object itself is called: its forward
+            entry = self._match(self.frameworks.get("forward", []), call, "", "", called)
+            if entry is not None:
+                return entry
         if isinstance(func, ast.Attribute):
             entries = self.frameworks.get(func.attr, [])
             if not entries:
                 return None
             receiver = func.value
-            last = _terminal(receiver).lower()
             full = self._resolve(receiver, unit) if _dotted(receiver) else ""
             built = self._constructed(_dotted(receiver), scope, self_class)
-            for entry in entries:
-                if entry.keyword is not None and not any(
-                    k.arg == entry.keyword
-                    and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None, 0))
-                    for k in call.keywords
-                ):
-                    continue
-                if not (entry.receivers or entry.modules or entry.self_bases or entry.constructors):
+            last = _terminal(receiver).lower()
+            if last == "self" and self_class:
+                bases = set(self._ancestors(self_class))
+                entry = next((e for e in entries if e.self_bases & bases and self._keyword_on(e, call)), None)
+                if entry is not None:
                     return entry
-                if last in entry.receivers or full in entry.modules:
-                    return entry
-                if last == "self" and self_class and entry.self_bases & set(self._ancestors(self_class)):
-                    return entry
-                if built and any(built == c or built.startswith(c + ".") for c in entry.constructors):
-                    return entry
-            return None
+            return self._match(entries, call, last, full, built)
         if isinstance(func, ast.Name):
             module, _, name = self._resolve(func, unit).rpartition(".")
             return next((e for e in self.frameworks.get(name, []) if module and module in e.modules), None)
         return None
+
+    def _match(
+        self, entries: list[FrameworkCollective], call: ast.Call, last: str, full: str, built: _Built | None
+    ) -> FrameworkCollective | None:
+        for entry in entries:
+            if not self._keyword_on(entry, call):
+                continue
+            if not (entry.receivers or entry.modules or entry.self_bases or entry.constructors):
+                return entry
+            if (last and last in entry.receivers) or (full and full in entry.modules):
+                return entry
+            if built is not None and any(
+                cls == c or cls.startswith(c + ".") for cls in built.classes for c in entry.constructors
+            ):
+                if entry.option is None or _switched_on(built.options.get(entry.option[0]), entry.option[1]):
+                    return entry
+        return None
+
+    @staticmethod
+    def _keyword_on(entry: FrameworkCollective, call: ast.Call) -> bool:
+        """Whether the call passes the entry's ``keyword`` (if it needs one) and not its ``unless``."""
+        given = {k.arg: k.value for k in call.keywords if k.arg}
+        if entry.keyword is not None and not _switched_on(given.get(entry.keyword), False):
+            return False
+        return entry.unless is None or not _switched_on(given.get(entry.unless), False)
 
     def _ddp_op(self, call: ast.Call, unit: _Unit, scope: str | None) -> _Call | None:
         ddp = self.ddp.get(scope, {})
@@ -1756,18 +2010,40 @@ class _Analysis:
                 return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
-                if _terminal(node.func) not in _DATA_ONLY_CALLS:
+                called = _terminal(node.func)
+                if called not in _DATA_ONLY_CALLS:
+                    skip = _DATA_ONLY_KEYWORDS | (_DISPLAY_KEYWORDS if called in _PROGRESS_BARS else frozenset())
                     stack += node.args
-                    stack += [k.value for k in node.keywords if k.arg not in _DATA_ONLY_KEYWORDS]
+                    stack += [k.value for k in node.keywords if k.arg not in skip]
                 continue
             stack.extend(ast.iter_child_nodes(node))
         return False
 
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
-        return _closure(
-            _assignments(nodes),
-            set(inherited),
-            lambda value, index, taint: self._value_rank(value, index, taint, laundered),
+        """Names (and ``self.x``/``bar.n`` attributes) whose value can differ between ranks. A progress bar
+        disabled on some ranks (``tqdm(..., disable=not is_main)``) iterates the same items everywhere, but its
+        counters (``bar.n``) stay 0 where it is disabled: they are rank-dependent, the bar itself is not."""
+        pairs = _assignments(nodes)
+
+        def test(value: ast.expr, index: int | None, taint: set[str]) -> bool:
+            return self._value_rank(value, index, taint, laundered)
+
+        names = _closure(pairs, set(inherited), test)
+        counters = {
+            f"{target}.{counter}"
+            for targets, value, index in pairs
+            if index is None and self._rank_bar(value, names, laundered)
+            for target in targets
+            for counter in _BAR_COUNTERS
+        }
+        return _closure(pairs, names | counters, test) if counters - names else names
+
+    def _rank_bar(self, value: ast.expr, taint: set[str], laundered: dict[str, int] | None) -> bool:
+        """A progress bar whose ``disable=`` differs between ranks."""
+        return (
+            isinstance(value, ast.Call)
+            and _terminal(value.func) in _PROGRESS_BARS
+            and any(k.arg == "disable" and self.mentions_rank(k.value, taint, laundered) for k in value.keywords)
         )
 
     def _tuple_element(self, node: ast.Subscript) -> tuple[bool, ast.Call] | None:
@@ -1841,8 +2117,27 @@ class _Analysis:
         items = walker.block(func.node.body, "return")
         for deco in func.node.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
-            if _rank_name(_terminal(target)) or self._gating_decorator(target, func.unit):
+            if (
+                _rank_name(_terminal(target))
+                or self._process_decorator(target)
+                or self._gating_decorator(target, func.unit)
+            ):
                 walker.flag(items, "decorator", "@" + func.unit.text(deco))
+        bases = set(self._ancestors(func.self_class)) if func.self_class else set()
+        for hook in RANK_HOOKS:
+            if hook.name == func.node.name and hook.bases & bases:
+                cond = f"{hook.framework} runs {hook.name}() on some ranks only"
+                walker.flag(items, "hook", cond, detail=(hook.framework, hook.name, hook.runs_on, hook.fix))
+                break
+
+    @staticmethod
+    def _process_decorator(target: ast.expr) -> bool:
+        """Accelerate's ``@accelerator.on_process(...)``, ``on_local_process``, ``on_last_process`` (on an
+        ``Accelerator`` or ``PartialState``): the function runs on one process only."""
+        if not (isinstance(target, ast.Attribute) and target.attr in _PROCESS_DECORATORS):
+            return False
+        receiver = target.value.func if isinstance(target.value, ast.Call) else target.value
+        return _terminal(receiver).lower() in _STATE_RECEIVERS
 
     def _gating_decorator(self, target: ast.expr, unit: _Unit) -> bool:
         """Whether a decorator whose name says nothing of ranks runs the function on some ranks only: a library
@@ -1902,7 +2197,11 @@ class _Analysis:
 
     # -- findings
 
-    def flag(self, unit: _Unit, site: _Site, reason: str, cond: str, leave: _Leave | None) -> None:
+    def flag(
+        self, unit: _Unit, site: _Site, reason: str, cond: str, leave: _Leave | None, detail: tuple[str, ...] = ()
+    ) -> None:
+        """Record a finding for ``site``; ``detail``: what the reason needs besides the condition (a hook's
+        ranks and fix; the states and the update line of a metric fed in a loop)."""
         if id(site.node) in self.found:
             return
         call = unit.text(site.node)
@@ -1914,7 +2213,7 @@ class _Analysis:
             raised = isinstance(exit_node, ast.Call) and _dotted(exit_node.func) not in _EXIT_CALLS
             verb = ", which can raise" if raised else ""
             exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset}{verb})"
-        kind, why, fix = _explain(reason, site, cond, call, exit_text)
+        kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
         finding = Finding(
             path=self.path,
             line=site.node.lineno + unit.offset,
@@ -1935,7 +2234,9 @@ class _Analysis:
                 del self.found[id(site.node)]
 
 
-def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> tuple[str, str, str]:
+def _explain(
+    reason: str, site: _Site, cond: str, call: str, exit_text: str, detail: tuple[str, ...] = ()
+) -> tuple[str, str, str]:
     """Kind, one-line reason and one-line fix of a finding."""
     short = site.collective.rsplit(" -> ", 1)[-1]
     short = short if "(" in short else short.rsplit(".", 1)[-1]
@@ -1956,6 +2257,25 @@ def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> 
             "ends, or pair it with a later collective"
         )
         fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
+    elif reason == "uneven-state":
+        states, line, metric = detail
+        kind = "rank-dependent-loop"
+        why = (
+            f"this {short} gathers the list states {states} one element at a time, one all_gather per "
+            f"`{metric}.update()`, and the update at line {line} runs once per iteration of a loop over `{cond}`, "
+            "which differs between ranks: ranks make different numbers of all_gathers, and the extra ones wait "
+            "until the timeout or pair silently with another collective"
+        )
+        fix = (
+            "give every rank the same number of update() calls (pad the data, e.g. DistributedSampler); for a "
+            "metric of your own, declare the list state with dist_reduce_fx='cat' (torchmetrics concatenates a "
+            "'cat' list before its one all_gather)"
+        )
+    elif reason == "hook":
+        framework, hook, runs_on, hook_fix = detail
+        kind = "branch"
+        why = f"{framework} calls `{hook}()` on {runs_on}, so the others never reach this {short}"
+        fix = hook_fix.format(call=call)
     elif reason == "decorator":
         kind = "branch"
         why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
@@ -1980,6 +2300,8 @@ def _explain(reason: str, site: _Site, cond: str, call: str, exit_text: str) -> 
             fix = f"call `{site.callee}()` on every rank and keep only its rank-specific work under `{cond}`"
         elif reason == "early-exit":
             fix = f"call `{site.callee}()` on every rank before any rank leaves"
+    elif site.advice:
+        fix += f"; {site.advice}"
     return kind, why, fix
 
 
@@ -2003,6 +2325,7 @@ class _Walker:
         self.self_class = self_class
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
+        self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
 
     def flag(
         self,
@@ -2011,13 +2334,14 @@ class _Walker:
         cond: str,
         leave: _Leave | None = None,
         within: tuple[ast.expr | None, bool] | None = None,
+        detail: tuple[str, ...] = (),
     ) -> None:
         """Report the collectives of ``items``; ``within``: the ``if`` test they sit under and the branch,
         so that a collective on a subgroup holding exactly the ranks that take the branch stays quiet."""
         for site in _sites(items):
             if within is not None and within[0] is not None and self._group_agrees(site, within[0]):
                 continue
-            self.an.flag(self.unit, site, reason, cond, leave)
+            self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _group_agrees(self, site: _Site, test: ast.expr) -> bool:
         """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
@@ -2062,11 +2386,15 @@ class _Walker:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             head = self._expr(stmt.iter)
             body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
-            return head + [self._loop(stmt.iter, body, orelse)]
+            loop = self._loop(stmt.iter, body, orelse)
+            self._note_fed(stmt.body, loop)
+            return head + [loop]
         if isinstance(stmt, ast.While):
             head = self._expr(stmt.test)
             body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
-            return head + [self._loop(stmt.test, head + body, orelse)]
+            loop = self._loop(stmt.test, head + body, orelse)
+            self._note_fed(stmt.body, loop)
+            return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
@@ -2090,6 +2418,23 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _note_fed(self, stmts: list[ast.stmt], loop: _Item) -> None:
+        """Remember the metrics whose list states torchmetrics gathers element by element that a rank-dependent
+        loop updates: their later ``compute()``/``sync()`` makes a different number of all_gathers per rank."""
+        if not loop.rank:
+            return
+        for node in _own_nodes(stmts):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            target = func.value if isinstance(func, ast.Attribute) and func.attr in _METRIC_FEEDS else func
+            name = _dotted(target)
+            if name is None or name in self.fed:
+                continue
+            states = self.an.per_element_states(self.an._constructed(name, self.scope, self.self_class))
+            if states is not None:
+                self.fed[name] = (loop.text, str(node.lineno + self.unit.offset), states)
 
     def _match(self, stmt: ast.Match) -> list[_Item]:
         subject = self.unit.text(stmt.subject)
@@ -2148,7 +2493,13 @@ class _Walker:
         if found is None:
             return None
         if found.kind == "coll":
-            return _Item("op", key=("op", found.target), site=_Site(call, found.display, None, found.note), node=call)
+            site = _Site(call, found.display, None, found.note, found.advice)
+            fed = _terminal(call.func) in _METRIC_SYNCS and isinstance(call.func, ast.Attribute)
+            if fed and _dotted(call.func.value) in self.fed:
+                metric = _dotted(call.func.value) or ""
+                loop, line, states = self.fed[metric]
+                self.an.flag(self.unit, site, "uneven-state", loop, None, (states, line, metric))
+            return _Item("op", key=("op", found.target), site=site, node=call)
         if found.target not in self.an.reach:
             return None
         note = self.an.reach_notes.get(found.target, "")
@@ -2746,26 +3097,42 @@ class _Ranks:
         self.an, self.func = an, func
 
     def agrees(self, test: ast.expr, group: ast.expr) -> bool:
+        """Whether, in every sample world the code allows, the ranks that take the branch of ``test`` are
+        exactly the members of ``group`` (as seen by each of them). A world the code cannot run in (a device
+        mesh of fixed shape 2 x 2 in a world of 8) is skipped; at least one must remain."""
         free: list[str] = []
-        self.rank, self.world, self.values = 0, 4, {}
+        self.rank, self.values = 0, {}
         self._seen = free
-        if self._probe(test, group) is None:
+        for world in self.WORLDS:  # learn the free names in the first world the code can run in
+            self.world = world
+            try:
+                if self._probe(test, group) is None:
+                    return False
+                break
+            except _Impossible:
+                continue
+        else:
             return False
+        tested = 0
         for world in self.WORLDS:
             choices = [d for d in (1, 2, 3, 4) if world % d == 0]
             for combo in itertools.product(choices, repeat=len(free)):
                 self.values = dict(zip(free, combo))
                 self.world = world
                 per_rank = []
-                for rank in range(world):
-                    self.rank = rank
-                    seen = self._probe(test, group)
-                    if seen is None:
-                        return False
-                    per_rank.append(seen)
+                try:
+                    for rank in range(world):
+                        self.rank = rank
+                        seen = self._probe(test, group)
+                        if seen is None:
+                            return False
+                        per_rank.append(seen)
+                except _Impossible:
+                    continue
                 if not self._consistent(per_rank):
                     return False
-        return True
+                tested += 1
+        return tested > 0
 
     @staticmethod
     def _consistent(per_rank: list[tuple[bool, frozenset[int]]]) -> bool:
@@ -2780,7 +3147,8 @@ class _Ranks:
         self.steps = 0
         self.target = (test, group)
         self.found: tuple[Any, Any] | None = None
-        env = {}
+        self.globals: dict[str, Any] = {}  # module names assigned by functions that declare them global
+        env: dict[str, Any] = {}
         for arg in self.func.node.args.args:
             if arg.arg not in ("self", "cls"):
                 env[arg.arg] = self._free(arg.arg)
@@ -2846,15 +3214,26 @@ class _Ranks:
                 raise _Return(self._eval(stmt.value, env, depth) if stmt.value is not None else None)
             elif isinstance(stmt, (ast.With, ast.Try)):
                 self._exec(stmt.body, env, depth)
+            elif isinstance(stmt, ast.Global):
+                env.setdefault(_GLOBALS, set()).update(stmt.names)
             elif isinstance(stmt, (ast.Raise, ast.While)) or self._contains_target(stmt):
                 raise _Stop
         return None
+
+    def _bound(self, node: ast.expr, env: dict[str, Any]) -> bool:
+        """Whether ``node`` is built on a name the interpreter holds (evaluating an unbound name would make
+        it a free integer to sample)."""
+        while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return isinstance(node, ast.Name) and (node.id in env or node.id in self.globals)
 
     def _contains_target(self, stmt: ast.stmt) -> bool:
         return any(n is self.target[0] for n in ast.walk(stmt))
 
     def _bind(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and target.id in env.get(_GLOBALS, ()):
+            self.globals[target.id] = value
+        elif isinstance(target, ast.Name):
             env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (list, tuple)) and len(value) == len(target.elts):
@@ -2870,8 +3249,10 @@ class _Ranks:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
-            if node.id in env:
+            if node.id in env and node.id not in env.get(_GLOBALS, ()):
                 return env[node.id]
+            if node.id in self.globals:
+                return self.globals[node.id]
             value = self.an.values.get(None, {}).get(node.id)
             if value is not None and depth < 4:
                 return self._eval(value, {}, depth + 1)
@@ -2970,6 +3351,10 @@ class _Ranks:
         args = [self._eval(a, env, depth) for a in node.args]
         kwargs = {k.arg: self._eval(k.value, env, depth) for k in node.keywords if k.arg}
         name = _terminal(node.func)
+        if isinstance(node.func, ast.Attribute) and self._bound(node.func.value, env):
+            receiver = self._eval(node.func.value, env, depth)
+            if isinstance(receiver, _Mesh):
+                return receiver.call(name, args, kwargs)
         full = self.an._resolve(node.func, self.func.unit)
         if full.startswith("torch.distributed.") or (isinstance(node.func, ast.Attribute) and name in _GROUP_CALLS):
             return self._dist(name, args, kwargs)
@@ -3010,6 +3395,16 @@ class _Ranks:
             )
         if name == "get_world_size":
             return self.world if group is None else len(group.members) if isinstance(group, _Group) else _OPAQUE
+        if name == "init_device_mesh":
+            shape = kwargs.get("mesh_shape", args[1] if len(args) > 1 else None)
+            names = kwargs.get("mesh_dim_names")
+            if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n > 0 for n in shape):
+                return _OPAQUE
+            if math.prod(shape) != self.world:
+                raise _Impossible  # init_device_mesh raises: this world is not one the code runs in
+            if not (isinstance(names, (list, tuple)) and len(names) == len(shape)):
+                names = None
+            return _Mesh(tuple(range(self.world)), tuple(shape), tuple(names) if names else None, self.rank)
         if name == "new_group":
             ranks = kwargs.get("ranks", args[0] if args else None)
             if ranks is None:
@@ -3033,6 +3428,75 @@ class _Ranks:
 class _Return(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+class _Impossible(Exception):
+    """The code cannot run in this sample world (a device mesh whose fixed shape does not fill it)."""
+
+
+#: Where the interpreter's environment of a function keeps the names it declares ``global``.
+_GLOBALS = " global"
+
+
+@dataclass(frozen=True)
+class _Mesh:
+    """A ``DeviceMesh`` as ``init_device_mesh`` lays it out (the world's ranks in row-major order over
+    ``shape``), seen from ``rank``: ``mesh["dp"]`` is the 1-D mesh of the ranks that share the rank's other
+    coordinates; ``get_group``, ``get_local_rank``, ``size``, ``get_rank`` and ``get_coordinate`` as torch's
+    torch/distributed/device_mesh.py defines them."""
+
+    ranks: tuple[int, ...]
+    shape: tuple[int, ...]
+    names: tuple[str, ...] | None
+    rank: int
+
+    def _coordinate(self, rank: int) -> tuple[int, ...]:
+        index, out = self.ranks.index(rank), []
+        for size in reversed(self.shape):
+            index, rest = divmod(index, size)
+            out.append(rest)
+        return tuple(reversed(out))
+
+    def _dim(self, key: Any) -> int:
+        if type(key) is int and 0 <= key < len(self.shape):
+            return key
+        if isinstance(key, str) and self.names and key in self.names:
+            return self.names.index(key)
+        raise KeyError(key)
+
+    def __getitem__(self, key: Any) -> _Mesh:
+        dims = [self._dim(k) for k in (key if isinstance(key, tuple) else (key,))]
+        if self.rank not in self.ranks or any(type(k) is int for k in (key if isinstance(key, tuple) else (key,))):
+            raise KeyError(key)  # a DeviceMesh is sliced by dimension names only
+        mine = self._coordinate(self.rank)
+        others = [d for d in range(len(self.shape)) if d not in dims]
+        members = tuple(r for r in self.ranks if all(self._coordinate(r)[d] == mine[d] for d in others))
+        names = tuple(self.names[d] for d in dims) if self.names else None
+        return _Mesh(members, tuple(self.shape[d] for d in dims), names, self.rank)
+
+    def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        dim = kwargs.get("mesh_dim", args[0] if args else None)
+        if _OPAQUE in args or self.rank not in self.ranks:
+            return _OPAQUE
+        try:
+            if name == "get_rank":
+                return self.rank
+            if name == "get_coordinate":
+                return list(self._coordinate(self.rank))
+            if name == "size":
+                return len(self.ranks) if dim is None else self.shape[self._dim(dim)]
+            if dim is None and len(self.shape) != 1:
+                return _OPAQUE
+            axis = self[self.names[self._dim(dim)]] if dim is not None and self.names else self
+            if dim is not None and not self.names:
+                return _OPAQUE
+            if name == "get_group":
+                return _Group(frozenset(axis.ranks))
+            if name == "get_local_rank":
+                return axis.ranks.index(self.rank)
+        except (KeyError, IndexError):
+            return _OPAQUE
+        return _OPAQUE
 
 
 _GROUP_CALLS = frozenset({"get_rank", "get_world_size", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
