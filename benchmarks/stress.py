@@ -163,7 +163,8 @@ def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[
     found = {}
     for child in me.children(recursive=True):
         try:
-            if child.pid != warm and child.status() != psutil.STATUS_ZOMBIE:
+            pooled = child.ppid() == warm and child.name() == _contain.POOLED_NAME.decode()  # waits for a run
+            if child.pid != warm and not pooled and child.status() != psutil.STATUS_ZOMBIE:
                 found[child.pid] = f"{child.pid} descendant {child.name()}"
         except psutil.NoSuchProcess:
             pass
