@@ -14,7 +14,6 @@ The bug: the early return on an empty local dict, before the object all-gather e
 """
 
 import json
-import os
 
 import torch
 import torch.distributed as dist
@@ -62,6 +61,8 @@ def run_stage(rank, monitor, hidden):
 
 
 def worker():
+    import r5_common
+
     rank = dist.get_rank()
     torch.manual_seed(rank)
     monitor = LayerMonitor(gather_fn=all_gather_objects)
@@ -69,7 +70,7 @@ def worker():
         run_stage(rank, monitor, torch.randn(2, 8))
     aggregated = monitor.gather_and_aggregate()  # WAITS
     if rank == 0:
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"layer_metrics_{os.environ.get('MASTER_PORT', '0')}.jsonl")
+        path = r5_common.shared_dir("layer_metrics") + ".jsonl"
         with open(path, "a") as f:
             f.write(json.dumps(aggregated) + "\n")
     return aggregated
