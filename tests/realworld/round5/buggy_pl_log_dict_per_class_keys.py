@@ -10,8 +10,9 @@ processes, gloo DDP; Lightning's distributed sampler gives rank 0 samples 0, 2, 
 1, 3, 5, 7, and rank 1's first batch holds a single class. Needs the real Lightning (REQUIRES).
 
 The bug: ``sync_dist=True`` on a step-level log reduces each value across the ranks as it is logged, one
-collective per key; rank 0 logs three keys in its first step and rank 1 two, so their collectives stop
-pairing up with each other and with DDP's gradient all-reduce.
+collective per key (Lightning's ``_sync_ddp``: a barrier, then an all-reduce); rank 0 logs three keys in its
+first step and rank 1 two, so their collectives stop pairing up. In a run with stack dumps one rank waited in
+that barrier under ``log_dict`` and the other in ``backward``'s gradient all-reduce.
 """
 
 import torch
@@ -47,7 +48,7 @@ def worker():
             metrics = {"train_loss": per_sample.mean()}
             for k in y.unique().tolist():
                 metrics[f"train_loss_class_{k}"] = per_sample[y == k].mean()  # BUG
-            self.log_dict(metrics, sync_dist=True)
+            self.log_dict(metrics, sync_dist=True)  # WAITS
             return per_sample.mean()
 
         def configure_optimizers(self):
