@@ -8,8 +8,8 @@ deletes and creates the directory, "all ranks synchronize on ``dist.barrier()`` 
 resume detection stays on every rank, read-only. The per-rank shard save follows the same rule, as the fix
 of karpathy/nanochat PR #336 needs it (rank 0 makes the step directory, then every rank writes its shard) and
 as pytorch/pytorch PR #196591 lists the races ("delete-under-you", "recreate-under-you"). Here: two short
-runs of a toy DDP model in one job, the second with ``overwrite=True`` over the first's directory; each run
-saves a step directory with rank 0's model file, one optimizer shard per rank and a ``COMPLETE`` marker.
+runs of a toy DDP model in one job, both launched with ``overwrite=True`` (the second over the first's
+directory, the first over whatever an earlier job left); each run saves a step directory with rank 0's model file, one optimizer shard per rank and a ``COMPLETE`` marker.
 
 Correct: every directory operation of rank 0 is followed by a barrier that all ranks reach before they read
 or write inside it, and the marker is written only after a second barrier, once every shard is on disk.
@@ -72,7 +72,7 @@ def worker():
     import r5_common
 
     checkpoint_dir = os.path.join(r5_common.shared_dir("openpi"), "checkpoints", "pi0_toy")
-    first = train_run(checkpoint_dir, overwrite=False, seed=0)
+    first = train_run(checkpoint_dir, overwrite=True, seed=0)
     second = train_run(checkpoint_dir, overwrite=True, seed=10)
     assert first is None and second is None, (first, second)
     dist.barrier()
