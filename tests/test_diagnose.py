@@ -160,6 +160,49 @@ def test_a_collective_an_installed_library_made_is_credited_to_it(tmp_path):
     ), headline
 
 
+#: A metrics library whose name starts with "torch", as torchmetrics' does: its sync hands its gather to a helper
+#: of another package, which calls it back (torchmetrics' _sync_dist -> lightning_utilities' apply_to_collection
+#: -> gather_all_tensors).
+TORCH_NAMED_LIBRARY = (
+    "import torch, torch.distributed as dist\n\n"
+    "def _gather(value):\n"
+    "    total = torch.tensor([value])\n"
+    "    dist.all_reduce(total)\n"
+    "    return total.item()\n\n"
+    "def compute(value, apply):\n"
+    "    return apply(_gather, value)\n"
+)
+
+
+def call_a_library_named_torch_something(folder):
+    """The library's code is compiled with a file name in the site-packages folder that holds torch (as
+    torchmetrics is installed beside it); the helper package is a real file in ``folder``."""
+    import sys
+    import types
+
+    sys.path.insert(0, folder)
+    import fakeapply
+
+    path = os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "torchfakemetrics", "__init__.py")
+    library = types.ModuleType("torchfakemetrics")
+    library.__file__ = path
+    exec(compile(TORCH_NAMED_LIBRARY, path, "exec"), library.__dict__)
+    return library.compute(float(dist.get_rank()), fakeapply.apply)
+
+
+def test_a_library_whose_name_starts_with_torch_is_credited_not_the_helper_it_calls(tmp_path):
+    """torchmetrics' sync was credited to lightning_utilities: the recorder took every path that starts with
+    torch's folder name (``…/site-packages/torch``) for torch's, torchmetrics' included, so the only library
+    frame left was the helper's."""
+    package = tmp_path / "site-packages" / "fakeapply"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def apply(function, value):\n    return function(value)\n")
+    run = bl.run(call_a_library_named_torch_something, 2, args=(str(package.parent),))
+    assert run.values == [1.0, 1.0], run
+    headline = run.diagnosis.headline
+    assert "1 that torch or your libraries issued (torchfakemetrics)" in headline, headline
+
+
 def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
     run = bl.run(extra_barrier_on_rank0, 3, linger=True, timeout=1)
     d = run.diagnosis

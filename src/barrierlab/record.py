@@ -59,6 +59,9 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
+#: What torch's files' paths start with: its folder and a separator, so that an installed package whose name
+#: starts with "torch" (torchmetrics, torchvision) in the same site-packages is not taken for torch.
+_TORCH_PREFIX = _TORCH_DIR + os.sep
 #: The files of torch.distributed.checkpoint's functions (the ops table's rows of that kind) -> {function: name}.
 _CHECKPOINT_ENTRIES: dict[str, dict[str, str]] = {}
 for (_path, _function), _name in ops.CHECKPOINT_ENTRIES.items():
@@ -617,7 +620,7 @@ def _called_by_torch() -> bool:
     """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
     launcher's (its start-up rendezvous, which is no edge of the learner's run)."""
     caller = sys._getframe(2).f_code.co_filename
-    return caller.startswith(_TORCH_DIR) or caller in _LAUNCHER
+    return caller.startswith(_TORCH_PREFIX) or caller in _LAUNCHER
 
 
 def _wrap_store(method: str, original):
@@ -663,7 +666,7 @@ _SYSTEM_PREFIXES = tuple(
         sysconfig.get_paths()["stdlib"] + os.sep,
         sysconfig.get_paths()["purelib"] + os.sep,
         sysconfig.get_paths()["platlib"] + os.sep,
-        _TORCH_DIR + os.sep,
+        _TORCH_PREFIX,
     }
 )
 _SYSTEM_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "__pycache__" + os.sep)
@@ -997,7 +1000,7 @@ def compact_flight(dump: dict) -> dict:
                 outside = []
                 torch_frames = outside  # from here on, the torch frames are the callers of the dist.* function
                 library = None
-            elif frame[0].startswith(_TORCH_DIR):
+            elif frame[0].startswith(_TORCH_PREFIX):
                 if not user:
                     torch_frames.append(frame)
             elif is_learners(frame[0]):
