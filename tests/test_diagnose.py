@@ -130,6 +130,43 @@ def test_a_subgroups_collective_that_some_members_skip_is_named_with_its_group_a
     assert f"test_diagnose.py:{line}" in d.headline
 
 
+def barrier_of_the_default_group_while_the_others_wait_in_their_own():
+    """Modelled on Lightning's _InfiniteBarrier around prepare_data (data_connector.py): every rank makes a group
+    of its own, one rank runs the hook while the others wait in that group's monitored_barrier, and the hook
+    calls a barrier of the default group, as if every rank ran it."""
+    group = dist.new_group(backend="gloo", timeout=timedelta(seconds=60))
+    if dist.get_rank() == 0:
+        dist.barrier()  # the hook's barrier
+    group.monitored_barrier()
+    dist.barrier()
+
+
+@pytest.mark.parametrize(
+    "options, until",
+    [
+        ({"timeout": 2}, "until rank 0's 2 s timeout ran out"),
+        ({"timeout": 30, "deadline": 4}, "until the deadline stopped them"),
+    ],
+    ids=["timeout", "deadline"],
+)
+def test_ranks_waiting_in_different_groups_are_named_with_each_group_and_line(options, until):
+    """Before: 'rank 1 never did' (only some ranks), or with Lightning 'its 5 s timeout ran out first' (a late
+    arrival): the other rank's wait in a method of its own group (group.monitored_barrier(), which torch's
+    flight recorder does not list) was in no record."""
+    fn = barrier_of_the_default_group_while_the_others_wait_in_their_own
+    d = bl.run(fn, 2, **options).diagnosis
+    assert d.kind == "different-groups", d
+    bug, wait = line_of(fn, "# the hook's barrier"), line_of(fn, "group.monitored_barrier()")
+    assert d.site.line == bug
+    assert "rank 0 in barrier #2 of the default group at " in d.headline, d.headline
+    assert f"test_diagnose.py:{bug}, rank 1 in monitored_barrier #1 of another group, of ranks [0, 1] at " in (
+        d.headline
+    ), d.headline
+    assert f"test_diagnose.py:{wait}. " in d.headline, d.headline
+    assert "a barrier in one group never pairs with a barrier in another" in d.headline
+    assert d.headline.endswith(until + "."), d.headline
+
+
 def call_an_installed_library(folder):
     """Stands for a metrics library the learner installed: its sync makes the collective, not the learner."""
     import sys
