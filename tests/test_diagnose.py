@@ -240,6 +240,65 @@ def test_a_library_whose_name_starts_with_torch_is_credited_not_the_helper_it_ca
     assert "1 that torch or your libraries issued (torchfakemetrics)" in headline, headline
 
 
+#: A training library that, as Lightning does with ``self.log(..., sync_dist=True)``, records a logged value and
+#: reduces it across ranks later, at the end of the epoch (a barrier, then an all_reduce: Lightning's _sync_ddp).
+DEFERRING_LIBRARY = (
+    "import torch, torch.distributed as dist\n\n"
+    "class LightningModule:\n"
+    "    def log(self, name, value, sync_dist=False):\n"
+    "        if sync_dist:\n"
+    "            self.__dict__.setdefault('pending', []).append(torch.tensor([float(value)]))\n\n"
+    "class Trainer:\n"
+    "    def __init__(self):\n"
+    "        self.is_global_zero = dist.get_rank() == 0\n\n"
+    "    def fit(self, module):\n"
+    "        module.trainer = self\n"
+    "        for _ in range(2):\n"
+    "            dist.all_reduce(torch.ones(1))\n"
+    "        module.on_validation_epoch_end()\n"
+    "        for value in module.__dict__.pop('pending', []):\n"
+    "            dist.barrier()\n"
+    "            dist.all_reduce(value)\n"
+)
+
+
+def log_synced_on_rank_zero_only(folder):
+    import sys
+
+    sys.path.insert(0, folder)
+    import fakelightning
+
+    class Model(fakelightning.LightningModule):
+        def on_validation_epoch_end(self):
+            if self.trainer.is_global_zero:
+                self.log("val_loss", 1.0, sync_dist=True)  # the rank-dependent log
+
+    fakelightning.Trainer().fit(Model())  # the library's loop
+
+
+def test_a_library_sync_only_some_ranks_made_names_the_branch_around_the_learners_call(tmp_path):
+    """Modelled on Lightning issue #19783 (round 4's buggy_pl_global_zero_epoch_end_log): the library's deferred
+    barrier is reached from the fit() line on rank 0 alone, after the learner's `if` has returned, so no stack
+    shows the branch. Before, the headline named only the fit() line ('rank 1 never made it'); now it names the
+    learner's call under the rank-dependent branch, which lint finds in the files of the collective's chain."""
+    package = tmp_path / "site-packages" / "fakelightning"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(DEFERRING_LIBRARY)
+    run = bl.run(log_synced_on_rank_zero_only, 2, args=(str(package.parent),), timeout=3)
+    d = run.diagnosis
+    assert run.statuses == ["raised", "finished"], run
+    assert d.kind == "only-some-ranks" and d.ranks == [0], d
+    log, loop = (
+        line_of(log_synced_on_rank_zero_only, "# the rank-dependent log"),
+        line_of(log_synced_on_rank_zero_only, "# the library's loop"),
+    )
+    assert d.site.line == log, d
+    assert d.headline.startswith("Only rank 0 made fakelightning's barrier (inside fit)"), d.headline
+    assert f"test_diagnose.py:{loop}" in d.headline and "rank 1 never made it" in d.headline, d.headline
+    assert f"test_diagnose.py:{log}: self.log(" in d.headline, d.headline
+    assert "only ranks where `self.trainer.is_global_zero` is true make that call" in d.headline, d.headline
+
+
 def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():
     run = bl.run(extra_barrier_on_rank0, 3, linger=True, timeout=1)
     d = run.diagnosis

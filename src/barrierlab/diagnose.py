@@ -679,6 +679,8 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     if len(split.at) > 1 and len({e.op for e in split.at.values()}) > 1:
         parts = "; ".join(f"{rank_list(rs)} made {split.at[rs[0]].op} ({text})" for text, rs in groups.items())
         headline = f"Different collectives at position #{position} of the group's sequence: {parts}."
+    elif split.absent and (branch := _library_call_under_a_branch(torch_entry)) is not None:
+        return _library_sync_on_some_ranks(f, torch_entry, branch, evidence)
     else:
         headline = (
             f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
@@ -686,6 +688,66 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
             f"{rank_list(split.absent)} never made it."
         )
     return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who), ranks=made, site=site)
+
+
+def _letters(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _library_call_under_a_branch(entry: FlightEntry):
+    """The first call into the library that made ``entry`` (an installed package's collective) which
+    :mod:`barrierlab.lint` finds under a rank-dependent branch (or after a rank-dependent exit) in the learner's
+    files of the entry's chain, or None. A library that defers its collectives (Lightning reduces what
+    ``self.log(..., sync_dist=True)`` logged at the end of the epoch) makes them after the learner's branch has
+    returned, so the branch is on no stack: only the source shows it."""
+    from barrierlab.lint import lint_file
+
+    library = library_of(entry.issuer or "")
+    if library is None:
+        return None
+    key = _letters(library)
+    for file in dict.fromkeys(site.file for site in chain_of(entry).frames):
+        if file.startswith("<"):
+            continue
+        try:
+            findings = lint_file(file)
+        except Exception:  # noqa: BLE001 - a file lint cannot read (a cell's, gone) says nothing here
+            continue
+        for finding in findings:
+            framework = _letters(finding.framework or "")
+            if framework and (framework in key or key in framework):
+                return finding
+    return None
+
+
+def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, branch, evidence: list[str]) -> Diagnosis:
+    """A library's collective that only some ranks made, traced to the learner's call into that library under a
+    rank-dependent branch (``branch``, a lint finding)."""
+    split = f.split
+    made = sorted(split.at)
+    library = library_of(entry.issuer or "")
+    call = Site(branch.path, branch.line)
+    headline = (
+        f"Only {rank_list(made)} made {entry.issuer} (collective #{split.position} of the group), reached from "
+        f"{_entry_where(entry)}{called_from(chain_of(entry))}; {rank_list(split.absent)} never made it. The "
+        f"rank-dependent branch is in your code at {call}: only ranks where `{branch.condition}` is true make "
+        f"that call, and {library} made its collective later for them alone, after the branch had returned."
+    )
+    evidence = list(evidence) + [
+        f"barrierlab.lint, on {call.place}: {branch.why}",
+        f"{library}'s collective is reached from {_entry_where(entry)} on {rank_list(made)}: that line is on its "
+        "stack, the branch is not (it had returned when the library synchronised what it was given)",
+    ]
+    return Diagnosis(
+        "only-some-ranks",
+        headline,
+        evidence,
+        f"{branch.fix[0].upper() + branch.fix[1:]}: a library call that synchronises across ranks (here "
+        f"{library}'s) must be made on every rank, even when only one rank's value matters; keep only the "
+        f"rank-specific work (printing, saving) under the condition. {RULES}",
+        ranks=made,
+        site=call,
+    )
 
 
 def _torch_advice(who: str) -> str:
