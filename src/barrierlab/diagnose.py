@@ -694,6 +694,10 @@ def _letters(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+#: Kinds of lint finding that say only some ranks reach a call (not how often they make it).
+_REACHED_BY_SOME = ("branch", "early-exit", "hidden-collective")
+
+
 def _library_call_under_a_branch(entry: FlightEntry):
     """The first call into the library that made ``entry`` (an installed package's collective) which
     :mod:`barrierlab.lint` finds under a rank-dependent branch (or after a rank-dependent exit) in the learner's
@@ -715,36 +719,47 @@ def _library_call_under_a_branch(entry: FlightEntry):
             continue
         for finding in findings:
             framework = _letters(finding.framework or "")
-            if framework and (framework in key or key in framework):
+            # a loop of rank-dependent length makes ranks call it a different number of times: where that shows
+            # in the group's sequence is not where the library's collective parted, so it is not named here
+            if finding.kind in _REACHED_BY_SOME and framework and (framework in key or key in framework):
                 return finding
     return None
 
 
-def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, branch, evidence: list[str]) -> Diagnosis:
-    """A library's collective that only some ranks made, traced to the learner's call into that library under a
-    rank-dependent branch (``branch``, a lint finding)."""
+def _how_ranks_differ(finding) -> str:
+    """What a lint finding says makes only some ranks reach the learner's call, in a clause."""
+    if finding.kind == "early-exit":
+        return f"ranks where `{finding.condition}` is true leave before it"
+    return f"`{finding.condition}` decides which ranks make it"
+
+
+def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, finding, evidence: list[str]) -> Diagnosis:
+    """A library's collective that only some ranks made, traced to the learner's call into that library that
+    lint finds only some ranks reach (``finding``: under a rank-dependent branch, or after a rank-dependent
+    exit)."""
     split = f.split
     made = sorted(split.at)
     library = library_of(entry.issuer or "")
-    call = Site(branch.path, branch.line)
+    call = Site(finding.path, finding.line)
+    on_stack = any((site.file, site.line) == (call.file, call.line) for site in chain_of(entry).frames)
+    later = (
+        ""
+        if on_stack
+        else f"; {library} made its collective later, after that code had returned, so no stack shows the cause"
+    )
     headline = (
         f"Only {rank_list(made)} made {entry.issuer} (collective #{split.position} of the group), reached from "
         f"{_entry_where(entry)}{called_from(chain_of(entry))}; {rank_list(split.absent)} never made it. The "
-        f"rank-dependent branch is in your code at {call}: only ranks where `{branch.condition}` is true make "
-        f"that call, and {library} made its collective later for them alone, after the branch had returned."
+        f"rank-dependent call is in your code at {call}: {_how_ranks_differ(finding)}{later}."
     )
-    evidence = list(evidence) + [
-        f"barrierlab.lint, on {call.place}: {branch.why}",
-        f"{library}'s collective is reached from {_entry_where(entry)} on {rank_list(made)}: that line is on its "
-        "stack, the branch is not (it had returned when the library synchronised what it was given)",
-    ]
+    evidence = list(evidence) + [f"barrierlab.lint, on {call.place}: {finding.why}"]
     return Diagnosis(
         "only-some-ranks",
         headline,
         evidence,
-        f"{branch.fix[0].upper() + branch.fix[1:]}: a library call that synchronises across ranks (here "
-        f"{library}'s) must be made on every rank, even when only one rank's value matters; keep only the "
-        f"rank-specific work (printing, saving) under the condition. {RULES}",
+        f"{finding.fix[0].upper() + finding.fix[1:]}. A library call that synchronises across ranks (here "
+        f"{library}'s) must be made by every rank the same number of times, even when only one rank's value "
+        f"matters; keep only the rank-specific work (printing, saving) under a condition. {RULES}",
         ranks=made,
         site=call,
     )
