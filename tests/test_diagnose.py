@@ -130,6 +130,43 @@ def test_a_subgroups_collective_that_some_members_skip_is_named_with_its_group_a
     assert f"test_diagnose.py:{line}" in d.headline
 
 
+def barrier_of_the_default_group_while_the_others_wait_in_their_own():
+    """Modelled on Lightning's _InfiniteBarrier around prepare_data (data_connector.py): every rank makes a group
+    of its own, one rank runs the hook while the others wait in that group's monitored_barrier, and the hook
+    calls a barrier of the default group, as if every rank ran it."""
+    group = dist.new_group(backend="gloo", timeout=timedelta(seconds=60))
+    if dist.get_rank() == 0:
+        dist.barrier()  # the hook's barrier
+    group.monitored_barrier()
+    dist.barrier()
+
+
+@pytest.mark.parametrize(
+    "options, until",
+    [
+        ({"timeout": 2}, "until rank 0's 2 s timeout ran out"),
+        ({"timeout": 30, "deadline": 4}, "until the deadline stopped them"),
+    ],
+    ids=["timeout", "deadline"],
+)
+def test_ranks_waiting_in_different_groups_are_named_with_each_group_and_line(options, until):
+    """Before: 'rank 1 never did' (only some ranks), or with Lightning 'its 5 s timeout ran out first' (a late
+    arrival): the other rank's wait in a method of its own group (group.monitored_barrier(), which torch's
+    flight recorder does not list) was in no record."""
+    fn = barrier_of_the_default_group_while_the_others_wait_in_their_own
+    d = bl.run(fn, 2, **options).diagnosis
+    assert d.kind == "different-groups", d
+    bug, wait = line_of(fn, "# the hook's barrier"), line_of(fn, "group.monitored_barrier()")
+    assert d.site.line == bug
+    assert "rank 0 in barrier #2 of the default group at " in d.headline, d.headline
+    assert f"test_diagnose.py:{bug}, rank 1 in monitored_barrier #1 of another group, of ranks [0, 1] at " in (
+        d.headline
+    ), d.headline
+    assert f"test_diagnose.py:{wait}. " in d.headline, d.headline
+    assert "a barrier in one group never pairs with a barrier in another" in d.headline
+    assert d.headline.endswith(until + "."), d.headline
+
+
 def call_an_installed_library(folder):
     """Stands for a metrics library the learner installed: its sync makes the collective, not the learner."""
     import sys
@@ -158,6 +195,109 @@ def test_a_collective_an_installed_library_made_is_credited_to_it(tmp_path):
     assert "0 from your own torch.distributed calls and 1 that torch or your libraries issued (fakemetrics)" in (
         headline
     ), headline
+
+
+#: A metrics library whose name starts with "torch", as torchmetrics' does: its sync hands its gather to a helper
+#: of another package, which calls it back (torchmetrics' _sync_dist -> lightning_utilities' apply_to_collection
+#: -> gather_all_tensors).
+TORCH_NAMED_LIBRARY = (
+    "import torch, torch.distributed as dist\n\n"
+    "def _gather(value):\n"
+    "    total = torch.tensor([value])\n"
+    "    dist.all_reduce(total)\n"
+    "    return total.item()\n\n"
+    "def compute(value, apply):\n"
+    "    return apply(_gather, value)\n"
+)
+
+
+def call_a_library_named_torch_something(folder):
+    """The library's code is compiled with a file name in the site-packages folder that holds torch (as
+    torchmetrics is installed beside it); the helper package is a real file in ``folder``."""
+    import sys
+    import types
+
+    sys.path.insert(0, folder)
+    import fakeapply
+
+    path = os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "torchfakemetrics", "__init__.py")
+    library = types.ModuleType("torchfakemetrics")
+    library.__file__ = path
+    exec(compile(TORCH_NAMED_LIBRARY, path, "exec"), library.__dict__)
+    return library.compute(float(dist.get_rank()), fakeapply.apply)
+
+
+def test_a_library_whose_name_starts_with_torch_is_credited_not_the_helper_it_calls(tmp_path):
+    """torchmetrics' sync was credited to lightning_utilities: the recorder took every path that starts with
+    torch's folder name (``…/site-packages/torch``) for torch's, torchmetrics' included, so the only library
+    frame left was the helper's."""
+    package = tmp_path / "site-packages" / "fakeapply"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def apply(function, value):\n    return function(value)\n")
+    run = bl.run(call_a_library_named_torch_something, 2, args=(str(package.parent),))
+    assert run.values == [1.0, 1.0], run
+    headline = run.diagnosis.headline
+    assert "1 that torch or your libraries issued (torchfakemetrics)" in headline, headline
+
+
+#: A training library that, as Lightning does with ``self.log(..., sync_dist=True)``, records a logged value and
+#: reduces it across ranks later, at the end of the epoch (a barrier, then an all_reduce: Lightning's _sync_ddp).
+DEFERRING_LIBRARY = (
+    "import torch, torch.distributed as dist\n\n"
+    "class LightningModule:\n"
+    "    def log(self, name, value, sync_dist=False):\n"
+    "        if sync_dist:\n"
+    "            self.__dict__.setdefault('pending', []).append(torch.tensor([float(value)]))\n\n"
+    "class Trainer:\n"
+    "    def __init__(self):\n"
+    "        self.is_global_zero = dist.get_rank() == 0\n\n"
+    "    def fit(self, module):\n"
+    "        module.trainer = self\n"
+    "        for _ in range(2):\n"
+    "            dist.all_reduce(torch.ones(1))\n"
+    "        module.on_validation_epoch_end()\n"
+    "        for value in module.__dict__.pop('pending', []):\n"
+    "            dist.barrier()\n"
+    "            dist.all_reduce(value)\n"
+)
+
+
+def log_synced_on_rank_zero_only(folder):
+    import sys
+
+    sys.path.insert(0, folder)
+    import fakelightning
+
+    class Model(fakelightning.LightningModule):
+        def on_validation_epoch_end(self):
+            if self.trainer.is_global_zero:
+                self.log("val_loss", 1.0, sync_dist=True)  # the rank-dependent log
+
+    fakelightning.Trainer().fit(Model())  # the library's loop
+
+
+def test_a_library_sync_only_some_ranks_made_names_the_branch_around_the_learners_call(tmp_path):
+    """Modelled on Lightning issue #19783 (round 4's buggy_pl_global_zero_epoch_end_log): the library's deferred
+    barrier is reached from the fit() line on rank 0 alone, after the learner's `if` has returned, so no stack
+    shows the branch. Before, the headline named only the fit() line ('rank 1 never made it'); now it names the
+    learner's call under the rank-dependent branch, which lint finds in the files of the collective's chain."""
+    package = tmp_path / "site-packages" / "fakelightning"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(DEFERRING_LIBRARY)
+    run = bl.run(log_synced_on_rank_zero_only, 2, args=(str(package.parent),), timeout=3)
+    d = run.diagnosis
+    assert run.statuses == ["raised", "finished"], run
+    assert d.kind == "only-some-ranks" and d.ranks == [0], d
+    log, loop = (
+        line_of(log_synced_on_rank_zero_only, "# the rank-dependent log"),
+        line_of(log_synced_on_rank_zero_only, "# the library's loop"),
+    )
+    assert d.site.line == log, d
+    assert d.headline.startswith("Only rank 0 made fakelightning's barrier (inside fit)"), d.headline
+    assert f"test_diagnose.py:{loop}" in d.headline and "rank 1 never made it" in d.headline, d.headline
+    assert f"test_diagnose.py:{log}: self.log(" in d.headline, d.headline
+    assert "`self.trainer.is_global_zero` decides which ranks make it" in d.headline, d.headline
+    assert "fakelightning made its collective later, after that code had returned" in d.headline, d.headline
 
 
 def test_extra_barrier_is_reported_as_silent_mispairing_at_the_extra_line():

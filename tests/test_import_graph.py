@@ -18,9 +18,9 @@ READ_SIDE = (
     ("result",),
     ("plot",),
     ("diagnose", "live", "ordering_table", "waits"),
-    ("calls", "ordering"),
+    ("calls", "ordering", "stacks"),
     ("chains",),
-    ("events", "stacks"),
+    ("events",),
     ("sites", "ops", "palette", "words", "_protocol"),
 )
 

@@ -110,6 +110,53 @@ def test_deadlock_reports_the_stuck_rank_and_the_barrier_line():
     assert "dist.barrier()" in str(stuck)
 
 
+def _save_checkpoint():
+    dist.barrier()  # the line that waits
+
+
+def _end_epoch():
+    _save_checkpoint()  # the helper's call
+
+
+def rank0_waits_in_a_helper():
+    if dist.get_rank() == 0:
+        _end_epoch()  # the rank function's call
+
+
+def test_a_stuck_rank_is_shown_with_the_chain_of_its_lines_as_the_diagnosis_shows_a_call():
+    """run.stuck showed one frame per rank (the barrier's line in the innermost helper): now the learner's
+    lines that led there too, outermost first, as the diagnosis's evidence shows a call's chain."""
+    run = bl.run(rank0_waits_in_a_helper, 2, timeout=30, deadline=3, linger=True)
+    assert run.statuses == [STOPPED, FINISHED], run
+    lines = {
+        text: f"test_launch.py:{_line_of(fn, text)}"
+        for fn, text in (
+            (_save_checkpoint, "# the line that waits"),
+            (_end_epoch, "# the helper's call"),
+            (rank0_waits_in_a_helper, "# the rank function's call"),
+        )
+    }
+    stuck = run.stuck[0]
+    assert stuck.call == "barrier" and stuck.site.func == "_save_checkpoint"
+    one_line = str(stuck)
+    assert lines["# the line that waits"] + ", in _save_checkpoint" in one_line, one_line
+    assert "reached from " in one_line and lines["# the rank function's call"] in one_line, one_line
+    shown = repr(run.stuck).splitlines()
+    assert shown[0].startswith("rank 0: in dist.barrier() at ") and shown[0].endswith(
+        lines["# the line that waits"] + ", through this chain (outermost first):"
+    ), shown
+    assert [line.split(",")[0].endswith(place) for line, place in zip(shown[1:], reversed(lines.values()))] == [
+        True
+    ] * 3, shown
+
+
+def _line_of(fn, text: str) -> int:
+    import inspect
+
+    source, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(source) if text in line)
+
+
 def _launch_overhead(world_size: int) -> float:
     """Wall time of a run that does nothing, measured now: what a busy machine adds to any run."""
     started = time.monotonic()

@@ -679,6 +679,8 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     if len(split.at) > 1 and len({e.op for e in split.at.values()}) > 1:
         parts = "; ".join(f"{rank_list(rs)} made {split.at[rs[0]].op} ({text})" for text, rs in groups.items())
         headline = f"Different collectives at position #{position} of the group's sequence: {parts}."
+    elif split.absent and (branch := _library_call_under_a_branch(torch_entry)) is not None:
+        return _library_sync_on_some_ranks(f, torch_entry, branch, evidence)
     else:
         headline = (
             f"{who} (collective #{position} of the group) was made by {rank_list(made)}, reached from "
@@ -686,6 +688,81 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
             f"{rank_list(split.absent)} never made it."
         )
     return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who), ranks=made, site=site)
+
+
+def _letters(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+#: Kinds of lint finding that say only some ranks reach a call (not how often they make it).
+_REACHED_BY_SOME = ("branch", "early-exit", "hidden-collective")
+
+
+def _library_call_under_a_branch(entry: FlightEntry):
+    """The first call into the library that made ``entry`` (an installed package's collective) which
+    :mod:`barrierlab.lint` finds under a rank-dependent branch (or after a rank-dependent exit) in the learner's
+    files of the entry's chain, or None. A library that defers its collectives (Lightning reduces what
+    ``self.log(..., sync_dist=True)`` logged at the end of the epoch) makes them after the learner's branch has
+    returned, so the branch is on no stack: only the source shows it."""
+    from barrierlab.lint import lint_file
+
+    library = library_of(entry.issuer or "")
+    if library is None:
+        return None
+    key = _letters(library)
+    for file in dict.fromkeys(site.file for site in chain_of(entry).frames):
+        if file.startswith("<"):
+            continue
+        try:
+            findings = lint_file(file)
+        except Exception:  # noqa: BLE001 - a file lint cannot read (a cell's, gone) says nothing here
+            continue
+        for finding in findings:
+            framework = _letters(finding.framework or "")
+            # a loop of rank-dependent length makes ranks call it a different number of times: where that shows
+            # in the group's sequence is not where the library's collective parted, so it is not named here
+            if finding.kind in _REACHED_BY_SOME and framework and (framework in key or key in framework):
+                return finding
+    return None
+
+
+def _how_ranks_differ(finding) -> str:
+    """What a lint finding says makes only some ranks reach the learner's call, in a clause."""
+    if finding.kind == "early-exit":
+        return f"ranks where `{finding.condition}` is true leave before it"
+    return f"`{finding.condition}` decides which ranks make it"
+
+
+def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, finding, evidence: list[str]) -> Diagnosis:
+    """A library's collective that only some ranks made, traced to the learner's call into that library that
+    lint finds only some ranks reach (``finding``: under a rank-dependent branch, or after a rank-dependent
+    exit)."""
+    split = f.split
+    made = sorted(split.at)
+    library = library_of(entry.issuer or "")
+    call = Site(finding.path, finding.line)
+    on_stack = any((site.file, site.line) == (call.file, call.line) for site in chain_of(entry).frames)
+    later = (
+        ""
+        if on_stack
+        else f"; {library} made its collective later, after that code had returned, so no stack shows the cause"
+    )
+    headline = (
+        f"Only {rank_list(made)} made {entry.issuer} (collective #{split.position} of the group), reached from "
+        f"{_entry_where(entry)}{called_from(chain_of(entry))}; {rank_list(split.absent)} never made it. The "
+        f"rank-dependent call is in your code at {call}: {_how_ranks_differ(finding)}{later}."
+    )
+    evidence = list(evidence) + [f"barrierlab.lint, on {call.place}: {finding.why}"]
+    return Diagnosis(
+        "only-some-ranks",
+        headline,
+        evidence,
+        f"{finding.fix[0].upper() + finding.fix[1:]}. A library call that synchronises across ranks (here "
+        f"{library}'s) must be made by every rank the same number of times, even when only one rank's value "
+        f"matters; keep only the rank-specific work (printing, saving) under a condition. {RULES}",
+        ranks=made,
+        site=call,
+    )
 
 
 def _torch_advice(who: str) -> str:
@@ -1045,6 +1122,109 @@ def _p2p_peer(event: Event) -> int | None:
     return peer if isinstance(peer, int) else None
 
 
+#: Seconds by which a rank's wait in one group may seem to end before the other rank gave up in another and
+#: still count as lasting until then: each rank writes the end of a call after torch returned it.
+_SAME_MOMENT = 0.05
+
+
+def _members(run: Run, event: Event) -> list[int]:
+    """The global ranks of the group ``event`` was made on (the default group: every rank)."""
+    return list(event.group_ranks) if event.group is not None and event.group_ranks else list(range(run.world_size))
+
+
+def _group_calls(f: Facts, rank: int, group: str | None) -> list[Event]:
+    """A rank's collective calls on one process group (None: the default group), in order."""
+    return sorted((e for e in f.run[rank].events if e.is_collective and e.group == group), key=lambda e: e.start)
+
+
+def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
+    """Two ranks that waited for each other in collectives of two different process groups: rank r blocked in
+    call E (it failed, or never ended) of group A, which needs rank q, while q was blocked in call F of group B,
+    which needs r, and neither had entered the other's call at that position — (r, E, q, F). Collectives pair
+    only within their own group, so neither call can complete."""
+    run = f.run
+    for r in f.failed:
+        if failed_by_itself(run[r]):
+            continue
+        for e in (c for c in run[r].events if c.is_collective and (c.error or c.end is None)):
+            if e.name not in ops.EVERY_RANK_ON_GLOO:
+                continue
+            e_end = e.end if e.end is not None else float("inf")
+            mine = _group_calls(f, r, e.group)
+            position = mine.index(e) + 1
+            for q in _members(run, e):
+                if q == r or failed_by_itself(run[q]):
+                    continue
+                for g in (c for c in run[q].events if c.is_collective and c.group != e.group):
+                    if g.name not in ops.EVERY_RANK_ON_GLOO or r not in _members(run, g):
+                        continue
+                    if not (g.start < e_end and (g.end is None or g.end >= e_end - _SAME_MOMENT)):
+                        continue  # q was not still waiting in g when r gave up
+                    theirs = _group_calls(f, q, g.group)
+                    entered_a = sum(1 for c in _group_calls(f, q, e.group) if c.start < g.start)
+                    entered_b = sum(1 for c in _group_calls(f, r, g.group) if c.start < e.start)
+                    if entered_a < position and entered_b < theirs.index(g) + 1:
+                        return r, e, q, g
+    return None
+
+
+def _group_text(run: Run, event: Event, short: bool = False) -> str:
+    """'the default group' or 'another group, of ranks [0, 1]' ('the other group' when ``short``)."""
+    if event.group is None:
+        return "the default group"
+    return "the other group" if short else f"another group, of ranks {_members(run, event)}"
+
+
+def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
+    """Ranks each waiting in a collective of a different process group for the other: a barrier of one group
+    never pairs with a barrier of another, so each waits until the timeout (a library's own group, e.g.
+    Lightning's around prepare_data, against a barrier of the default group in the hook it runs)."""
+    found = _cross_group_wait(f)
+    if found is None:
+        return None
+    r, e, q, g = found
+    run = f.run
+    k_e = _group_calls(f, r, e.group).index(e) + 1
+    k_g = _group_calls(f, q, g.group).index(g) + 1
+    if e.end is None:
+        until = "until the deadline stopped them"
+    elif e.timeout is not None:
+        until = f"until rank {r}'s {e.timeout:g} s timeout ran out"
+    else:
+        until = f"until rank {r} gave up"
+    headline = (
+        f"Ranks waited for each other in different process groups: rank {r} in {e.name} #{k_e} of "
+        f"{_group_text(run, e)} at {_place(e)}{_parts_at(e, None)}, rank {q} in {g.name} #{k_g} of "
+        f"{_group_text(run, g)} at {_place(g)}{_parts_at(g, None)}. A collective pairs only with calls of its own "
+        f"group — a barrier in one group never pairs with a barrier in another — so each waited for the other "
+        f"{until}."
+    )
+    evidence = [
+        f"rank {r} called {e.name} #{k_e} of {_group_text(run, e)} {_called_at(e)}",
+        f"rank {q} called {g.name} #{k_g} of {_group_text(run, g)} {_called_at(g)}, and was still in it when "
+        f"rank {r} {'was stopped' if e.end is None else 'gave up'}",
+        f"so neither call could complete: rank {q} "
+        f"{'never made' if len(_group_calls(f, q, e.group)) < k_e else 'made only later'} its {ordinal(k_e)} "
+        f"call of {_group_text(run, e, short=True)}, and rank {r} had not entered its {ordinal(k_g)} call of "
+        f"{_group_text(run, g, short=True)}",
+    ]
+    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x])}" for x in f.failed]
+    evidence += _error_evidence(run, f.failed)
+    return Diagnosis(
+        "different-groups",
+        headline,
+        evidence,
+        "Collectives pair by position within their own process group: every member of a group must reach the "
+        "same calls of that group in the same order, and a rank must not block in one group's collective while "
+        "another member waits for it in a collective of another group. When a library runs your code on some "
+        "ranks only while the others wait for it in a group of its own (Lightning runs prepare_data on one rank "
+        "per node inside such a barrier), a collective in that code has no partner: remove it, or move it where "
+        f"every rank calls it; {DEFAULT_TIMEOUTS}.",
+        ranks=sorted({r, q}),
+        site=_site(e),
+    )
+
+
 def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     """Ranks each blocked in a send or recv to the next, round to the first: halo exchanges that all send
     first (NVIDIA/nccl #479), or all receive first."""
@@ -1151,6 +1331,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 #: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
 RULE_TABLE: tuple[Rule, ...] = (
     rule_ok,
+    rule_waits_in_different_groups,
     rule_checkpoint_on_some_ranks,
     rule_torch_divergence,
     rule_paired_by_position,

@@ -594,6 +594,9 @@ class Finding:
     why: str
     fix: str
     cell: int | None = None
+    #: The library of a framework call (``FrameworkCollective.framework``: "Lightning", "torchmetrics"), or of
+    #: the framework call a helper reaches; None for torch.distributed's own calls and DDP/FSDP models.
+    framework: str | None = None
 
     @property
     def location(self) -> str:
@@ -2214,6 +2217,7 @@ class _Analysis:
             verb = ", which can raise" if raised else ""
             exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
+        library = site.note.split(": ", 1)[0] if ": " in site.note else None
         finding = Finding(
             path=self.path,
             line=site.node.lineno + unit.offset,
@@ -2224,6 +2228,7 @@ class _Analysis:
             why=why,
             fix=fix,
             cell=unit.cell,
+            framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
         )
         self.found[id(site.node)] = (reason, finding)
 

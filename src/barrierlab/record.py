@@ -59,6 +59,9 @@ POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
 
 
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(dist.__file__)))
+#: What torch's files' paths start with: its folder and a separator, so that an installed package whose name
+#: starts with "torch" (torchmetrics, torchvision) in the same site-packages is not taken for torch.
+_TORCH_PREFIX = _TORCH_DIR + os.sep
 #: The files of torch.distributed.checkpoint's functions (the ops table's rows of that kind) -> {function: name}.
 _CHECKPOINT_ENTRIES: dict[str, dict[str, str]] = {}
 for (_path, _function), _name in ops.CHECKPOINT_ENTRIES.items():
@@ -576,6 +579,42 @@ def _wrap(name: str, original, numbered: bool):
     return recorded
 
 
+#: Collectives a library calls as methods of a process group, which neither ``torch.distributed``'s functions
+#: nor torch's flight recorder show: gloo's ``monitored_barrier`` leaves no flight-recorder entry, so a rank
+#: waiting in ``group.monitored_barrier()`` (Lightning's ``_InfiniteBarrier`` around ``prepare_data``) would be
+#: seen waiting nowhere. ``dist.monitored_barrier`` calls the method inside and is recorded there, not again.
+GROUP_METHODS = ("monitored_barrier",)
+
+
+def _wrap_group_method(name: str, original):
+    """``ProcessGroup.<name>`` recorded as the collective ``name`` on that group (its members, and its
+    timeout: the call's own ``timeout=``, else the group's)."""
+
+    @functools.wraps(original)
+    def recorded_method(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(self, *args, **kwargs)
+        recorder.depth += 1
+        given = args[0] if args else kwargs.get("timeout")
+        timeout = _seconds(given) if given is not None else None
+        timeout = _group_timeout(self) if timeout is None else timeout
+        extra = _group_text(self) + (f',"timeout":{timeout!r}' if timeout is not None else "")
+        event_id = recorder.enter("collective", name, True, call_site(), extra)
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as error:
+            recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        recorder.leave(event_id)
+        return result
+
+    recorded_method.__barrierlab_original__ = original
+    return recorded_method
+
+
 # --- what orders ranks besides collectives: Work.wait(), store keys; and what they hand over: files -------
 
 
@@ -617,7 +656,7 @@ def _called_by_torch() -> bool:
     """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
     launcher's (its start-up rendezvous, which is no edge of the learner's run)."""
     caller = sys._getframe(2).f_code.co_filename
-    return caller.startswith(_TORCH_DIR) or caller in _LAUNCHER
+    return caller.startswith(_TORCH_PREFIX) or caller in _LAUNCHER
 
 
 def _wrap_store(method: str, original):
@@ -663,7 +702,7 @@ _SYSTEM_PREFIXES = tuple(
         sysconfig.get_paths()["stdlib"] + os.sep,
         sysconfig.get_paths()["purelib"] + os.sep,
         sysconfig.get_paths()["platlib"] + os.sep,
-        _TORCH_DIR + os.sep,
+        _TORCH_PREFIX,
     }
 )
 _SYSTEM_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "__pycache__" + os.sep)
@@ -997,7 +1036,7 @@ def compact_flight(dump: dict) -> dict:
                 outside = []
                 torch_frames = outside  # from here on, the torch frames are the callers of the dist.* function
                 library = None
-            elif frame[0].startswith(_TORCH_DIR):
+            elif frame[0].startswith(_TORCH_PREFIX):
                 if not user:
                     torch_frames.append(frame)
             elif is_learners(frame[0]):
@@ -1145,6 +1184,9 @@ def _patch() -> None:
                     _originals[(module, name)] = original
                     setattr(module, name, wrapper)
     _replace(dist.Work, "wait", _wrap_work_wait(dist.Work.wait))
+    for name in GROUP_METHODS:
+        if callable(getattr(dist.ProcessGroup, name, None)):
+            _replace(dist.ProcessGroup, name, _wrap_group_method(name, getattr(dist.ProcessGroup, name)))
     for method in STORE_METHODS:
         _replace(dist.Store, method, _wrap_store(method, getattr(dist.Store, method)))
     _replace(torch, "save", _wrap_file_call("torch.save", torch.save, True, 1, "f"))

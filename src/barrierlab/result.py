@@ -107,8 +107,10 @@ class RankResult:
 
     def __repr__(self) -> str:
         """Bounded in depth and length whatever the rank returned (a value nested a million lists deep)."""
-        shown = ("rank", "status", "pid", "value", "exception", "started", "ended", "exit_code", "signal", "stuck")
-        return "RankResult(" + ", ".join(f"{name}={short_repr(getattr(self, name), 120)}" for name in shown) + ")"
+        shown = ("rank", "status", "pid", "value", "exception", "started", "ended", "exit_code", "signal")
+        fields = [f"{name}={short_repr(getattr(self, name), 120)}" for name in shown]
+        stuck = short_repr(str(self.stuck), 200) if self.stuck is not None else "None"  # one line, not the chain
+        return "RankResult(" + ", ".join(fields + [f"stuck={stuck}"]) + ")"
 
     @property
     def error_message(self) -> str:
@@ -148,6 +150,19 @@ def _bounded_repr() -> reprlib.Repr:
 
 
 _REPR = _bounded_repr()
+
+
+class StuckRanks(dict):
+    """``{rank: Stuck}`` (:attr:`Run.stuck`) that shows each rank's place as a diagnosis shows a call: the line,
+    and for a call made in a helper the chain of the learner's lines that led there, outermost first."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "{}"
+        return "\n".join(f"rank {rank}: {stuck!r}" for rank, stuck in sorted(self.items()))
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython shows a dict subclass as a dict otherwise
+        printer.text(repr(self))
 
 
 def short_repr(value: object, limit: int = 120) -> str:
@@ -225,9 +240,10 @@ class Run:
         return [r.rank for r in self.ranks if not r.ok]
 
     @property
-    def stuck(self) -> dict[int, Stuck]:
-        """The ranks stopped at the deadline, with where each was waiting."""
-        return {r.rank: r.stuck for r in self.ranks if r.status == Status.STOPPED and r.stuck}
+    def stuck(self) -> StuckRanks:
+        """The ranks stopped at the deadline, with where each was waiting and the chain of the learner's lines
+        that led there."""
+        return StuckRanks({r.rank: r.stuck for r in self.ranks if r.status == Status.STOPPED and r.stuck})
 
     @property
     def events(self) -> list[event_files.Event]:

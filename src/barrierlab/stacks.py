@@ -1,7 +1,8 @@
 """Read the Python stacks that faulthandler writes when a rank is asked for them (SIGUSR1).
 
 faulthandler runs in C, so it answers even while the rank's main thread is blocked inside a C++
-collective; the stack then shows the exact line of the learner's code that is waiting.
+collective; the stack then shows the exact line of the learner's code that is waiting, and the chain of the
+learner's lines that led there, said as the diagnoses say a call's chain (:mod:`barrierlab.chains`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import re
 from dataclasses import dataclass
 
 from barrierlab._protocol import RANK_CALLS_FN, RANK_PHASES, RANK_SOURCE
+from barrierlab.chains import Chain, called_from, traceback_lines
+from barrierlab.events import undynamic
 from barrierlab.sites import CodeIndex, Site, is_learners
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.I)
@@ -22,20 +25,41 @@ def _is_torch(path: str) -> bool:
     return f"{os.sep}torch{os.sep}" in path
 
 
-@dataclass
+@dataclass(repr=False)
 class Stuck:
-    """Where a rank was when it was stopped: the learner's line and the torch call it is inside."""
+    """Where a rank was when it was stopped: the learner's line, the torch call it is inside, and the chain
+    of the learner's lines that led there (outermost first, as in a traceback)."""
 
     site: Site | None
     call: str | None  # e.g. "barrier", or None if the rank was not inside torch.distributed
-    frames: list[Site]
+    frames: list[Site]  # every frame of the main thread, innermost first
     phase: str | None = None  # set when the rank had not started the learner's function yet
+    chain: Chain = Chain(())
 
     def __str__(self) -> str:
+        """One line, as a diagnosis's headline names a call: 'in dist.barrier() at a.py:12, in save: ...,
+        reached from a.py:40, in main: ... through 1 more call'."""
         if self.site is None:
-            return f"while {self.phase}" if self.phase else "no Python frame of your code on the stack"
-        call = f"in dist.{self.call}() at " if self.call else "at "
-        return call + str(self.site)
+            return self._nowhere()
+        return self._at() + str(self.site) + called_from(self.chain)
+
+    def __repr__(self) -> str:
+        """The whole chain, as a diagnosis's evidence shows it: a chain of three or more frames as a
+        traceback of the learner's lines, outermost first."""
+        if self.site is None:
+            return self._nowhere()
+        lines = traceback_lines(self.chain)
+        if not lines:
+            return str(self)
+        return f"{self._at()}{self.site.place}, through this chain (outermost first):" + "".join(
+            "\n    " + line for line in lines
+        )
+
+    def _at(self) -> str:
+        return f"in dist.{self.call}() at " if self.call else "at "
+
+    def _nowhere(self) -> str:
+        return f"while {self.phase}" if self.phase else "no Python frame of your code on the stack"
 
 
 def parse_threads(text: str, index: CodeIndex | None = None) -> list[list[Site]]:
@@ -64,9 +88,16 @@ def stuck_at(text: str, index: CodeIndex | None = None) -> Stuck | None:
         if is_learners(frame.file):
             inner = [f for f in main[:index] if _is_torch(f.file) and "distributed" in f.file]
             named = [f.func for f in inner if f.func not in ("wrapper", "recorded")]
-            return Stuck(site=frame, call=named[-1] if named else None, frames=main)
+            return Stuck(site=frame, call=named[-1] if named else None, frames=main, chain=_chain(main[index:outer]))
     phase = RANK_PHASES.get(main[outer].func) if outer < len(main) else None
     return Stuck(site=None, call=None, frames=main, phase=phase)
+
+
+def _chain(frames: list[Site]) -> Chain:
+    """The learner's frames among ``frames`` (innermost first, from the learner's innermost line out to the
+    rank function), outermost first; code cloudpickle sent by value placed in its file."""
+    learners = [(f.file, f.line, f.func) for f in frames if is_learners(f.file)]
+    return Chain(tuple(Site(file, line, func) for file, line, func in reversed(undynamic(learners))))
 
 
 def _is_rank_step(frame: Site) -> bool:
