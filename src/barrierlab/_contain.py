@@ -75,6 +75,11 @@ def name_process(name: bytes) -> bool:
         return False
 
 
+def process_comm(pid: int) -> bytes:
+    """The name of ``pid`` (``/proc/PID/comm``), b"" if unknown."""
+    return _comm(pid)
+
+
 def _comm(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/comm", "rb") as f:

@@ -129,6 +129,7 @@ class WarmProcess:
         self.key_fds: list[int] = []  # read ends of the key pipes of the ranks being forked (see take_keys)
         self.pool: dict[int, tuple[int, int]] = {}  # pooled rank's pid -> (its spec pipe, its key pipe)
         self.pool_size = 0  # the last run's world size (up to POOL_MAX): how many ranks the pool holds
+        self.name = _contain.process_comm(os.getpid()) or b"python"  # its own name, given back after each fork
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -264,13 +265,18 @@ class WarmProcess:
             opened += (key_r, key_w)
             spec_r, spec_w = os.pipe()
             opened += (spec_r, spec_w)
-            pid = os.fork()
+            # the child is born with this name (a rank of no run: tests and benchmarks tell them apart by it)
+            _contain.name_process(_contain.POOLED_NAME)
+            try:
+                pid = os.fork()
+            finally:
+                if os.getpid() == parent:
+                    _contain.name_process(self.name)
         except OSError:
             for fd in opened:
                 os.close(fd)
             raise
         if pid == 0:
-            _contain.name_process(_contain.POOLED_NAME)  # first: a rank of no run (tests tell them apart by it)
             os.close(key_r)
             os.close(spec_w)
             self.become_rank(None, parent, key_w, spec_r)
