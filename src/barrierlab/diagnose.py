@@ -21,6 +21,7 @@ not by kind.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
-from barrierlab.chains import called_from, chain_of, parting, traceback_lines
+from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
@@ -147,9 +148,17 @@ class Diagnosis:
         return f"**{self.headline}**\n\n{body}{advice}"
 
 
-def _how_it_ended(result, calls: list[Event]) -> str:
+def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> str:
     n = len(calls)
     after = f"after {n} collective call{'s' if n != 1 else ''}"
+    entries = [e for e in flight or () if not e.p2p]
+    issued = [e.issuer for e in entries if e.issuer]
+    if issued and len(entries) > n:  # torch's own collectives (DDP's) count too: the flight record has them
+        who = ", ".join(dict.fromkeys(issuer_word(i) for i in issued))
+        after = (
+            f"after {len(entries)} collective{'s' if len(entries) != 1 else ''} ({len(entries) - len(issued)} from "
+            f"your own torch.distributed calls, {len(issued)} that torch or your libraries issued: {who})"
+        )
     if result.status == FINISHED:
         return f"returned from the function {after}"
     if result.status == RAISED:
@@ -415,16 +424,29 @@ def _parting_of(calls: dict[int, Event]) -> int | None:
 def _raised_at(result) -> str:
     """' at train.py:34, in build: ...' — the learner's line where a rank raised, from its traceback.
     A frame cloudpickle renamed is looked up in the files of the frames around it."""
+    chain = _raised_chain(result)
+    return f" at {chain.frames[-1]}" if chain.frames else ""
+
+
+def _raised_chain(result) -> Chain:
+    """The learner's frames of a rank's traceback, outermost first, down to the innermost one (the line that
+    raised, or called the library that did). A frame cloudpickle renamed is looked up in the files around it."""
     frames = [f for f in traceback_frames(result.traceback or "") if is_learners(f[0])]
-    named = [f for f in frames if not f[2].startswith("<") or f[2] == "<module>"]
-    if not named:
-        return ""
-    file, line, func = named[-1]
-    if file.startswith("<"):
-        file = next((f for f, _, _ in reversed(frames) if not f.startswith("<") and defines(f, func, line)), file)
-    return f" at {Site(file, line, func)}"
+    sites = []
+    for file, line, func in frames:
+        if func.startswith("<") and func != "<module>":
+            continue
+        if file.startswith("<"):
+            file = next((f for f, _, _ in reversed(frames) if not f.startswith("<") and defines(f, func, line)), file)
+        sites.append(Site(file, line, func))
+    return Chain(tuple(sites))
 
 
+FOLDER_ADVICE = (
+    "Make the folder before any rank uses it: os.makedirs(path, exist_ok=True) on every rank, or one rank makes "
+    "it and then every rank reaches a barrier before the first write into it. A sleep or a retry loop only "
+    "makes the race rarer."
+)
 #: A finished run with file races shows this many of them in its evidence.
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
@@ -1301,6 +1323,68 @@ def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
     )
 
 
+def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
+    """The ranks that did not finish raised an exception of their own (not a peer's consequence) while every
+    rank's collectives matched: the exception is the news. A folder another rank makes, unordered before the
+    access that raised, is named (the ordering model)."""
+    failed = f.failed
+    if not failed or f.first_diff or f.split:
+        return None
+    if not all(f.run[r].status == RAISED and failed_by_itself(f.run[r]) for r in failed):
+        return None
+    chains = {r: _raised_chain(f.run[r]) for r in failed}
+    messages = {r: f.run[r].error_message.splitlines()[0] if f.run[r].error_message else "" for r in failed}
+    first = failed[0]
+    if not chains[first].frames:
+        return None
+    where = chains[first].frames[-1]
+    same = all(messages[r] == messages[first] and chains[r].frames[-1:] == (where,) for r in failed)
+    who = rank_list(failed) if same else rank_list([first])
+    headline = (
+        f"{who} raised {_clip(messages[first], 200)} at {where}{called_from(chains[first])}; "
+        f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
+        "collective calls, so no collective is to blame."
+    )
+    evidence = []
+    races = [
+        race
+        for race in ordering.races(f.run)
+        if race.made and race.made.rank not in failed and any(x.rank in failed for x in (race.first, race.second))
+    ]
+    races.sort(key=lambda race: (not _used(race).event.error, -len(race.made.path)))
+    advice = "Read the traceback (run[rank].traceback) from its last line of your code."
+    if races:
+        evidence.append(_folder_race_text(races[0]))
+        advice = FOLDER_ADVICE
+    evidence += _failure_evidence(f)
+    return Diagnosis(
+        "rank-failed",
+        headline,
+        evidence,
+        advice,
+        ranks=failed,
+        site=where,
+    )
+
+
+def _folder_race_text(race) -> str:
+    made, used = race.made, _used(race)
+    what = used.event.call or {"read": "read", "list": "listing"}.get(used.how, "open for writing")
+    t = race.origin
+    failed = ", it failed" if used.event.error else ""
+    return (
+        f"rank {made.rank} makes the folder `{os.path.basename(made.path)}` (t={made.event.start - t:.3f} s) at "
+        f"{_site(made.event) or made.where()}; nothing orders it before rank {used.rank}'s {what} of "
+        f"`{os.path.basename(used.path)}` inside it (t={used.event.start - t:.3f} s{failed}) at "
+        f"{_site(used.event) or used.where()} — a barrier between them does (on {race.backend})"
+    )
+
+
+def _used(race) -> ordering.Access:
+    """The access of a folder race that needed the folder (not the ``mkdir``)."""
+    return race.second if race.made is race.first else race.first
+
+
 def rule_same_calls(f: Facts) -> Diagnosis | None:
     """Ranks failed although both records show the same collectives on every rank."""
     failed = f.failed
@@ -1324,7 +1408,7 @@ def rule_same_calls(f: Facts) -> Diagnosis | None:
 
 
 def _failure_evidence(f: Facts) -> list[str]:
-    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r], f.flights.get(r))}" for r in f.failed]
     return evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed)
 
 
@@ -1347,6 +1431,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_subgroup_only_some,
     rule_stopped_outside_collectives,
     rule_failed_by_itself,
+    rule_raised_by_itself,
     rule_same_calls,
 )
 

@@ -2,7 +2,7 @@
 
 Nodes are the points where a recorded event began and ended (collectives, point-to-point calls, store
 ``set``/``add``/``get``/``wait``/``compare_set``, ``Work.wait()`` of async calls, and the file handoffs:
-opened for writing or appending, read, renamed, removed; a folder listed). Edges:
+opened for writing or appending, read, renamed, removed; a folder listed or made). Edges:
 
 - program order: each rank's events one after another, in the order they began;
 - collectives, by role and backend, from the ops table (:mod:`barrierlab.ops`): a rank whose column says it
@@ -26,7 +26,9 @@ and ``ncclCommInitRank`` "implicitly synchronizes with other ranks" (NCCL's API 
 waits there for every member, whatever the op (``init_process_group``'s docstring on ``device_id``: "the
 communicator is immediately formed ... rather than the normal lazy call").
 A file open for writing is one point, when it was opened: a file kept open across a synchronising call is
-taken as written before it. Only the default group's members are known for calls without ``group``.
+taken as written before it. A folder one rank makes (``os.mkdir``, ``os.makedirs``, ``Path.mkdir``) is needed
+by every access of a path inside it on another rank, unless that rank made the folder (or one around the path)
+itself first: ``makedirs(..., exist_ok=True)`` on every rank needs no order. Only the default group's members are known for calls without ``group``.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ _SENDS = {"send": "recv", "isend": "recv", "send_object_list": "recv_object_list
 _RECVS = {"recv", "irecv", "recv_object_list"}
 #: File accesses: which pairs on different ranks conflict.
 _WRITES = {"write"}
-_CHANGES = {"write", "append", "remove", "rename"}
+_CHANGES = {"write", "append", "remove", "rename", "mkdir"}
 #: What the NCCL column of a table assumes, printed under it.
 NCCL_FORMED_NOTE = (
     "* once the group's NCCL communicator exists; without init_process_group(device_id=...) "
@@ -63,8 +65,9 @@ def _sorted_events(run, rank: int):
 
 @dataclass(frozen=True)
 class Access:
-    """One file access: ``how`` is write, append, read, remove, rename (of ``path``, to ``event.to``), or
-    list (``path`` is a folder whose entries were read: ``os.listdir``, ``os.scandir``, ``glob``)."""
+    """One file access: ``how`` is write, append, read, remove, rename (of ``path``, to ``event.to``), list
+    (``path`` is a folder whose entries were read: ``os.listdir``, ``os.scandir``, ``glob``) or mkdir (``path``
+    is a folder made: it counts as an access of every path inside it)."""
 
     rank: int
     how: str
@@ -90,6 +93,8 @@ class Race:
 
     def __str__(self) -> str:
         a, b = self.first, self.second
+        if self.made:
+            return self._folder_text()
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
         said = f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={self._t(b)})"
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
@@ -104,6 +109,24 @@ class Race:
 
     def _t(self, access: Access) -> str:
         return f"{access.event.start - self.origin:.3f} s"
+
+    @property
+    def made(self) -> Access | None:
+        """The folder made, when the race is one rank's ``mkdir`` against another's use of a path inside it."""
+        made, used = (self.first, self.second) if self.first.how == "mkdir" else (self.second, self.first)
+        return made if made.how == "mkdir" and _inside(used.path, made.path) else None
+
+    def _folder_text(self) -> str:
+        made = self.made
+        used = self.second if made is self.first else self.first
+        what = used.event.call or {"write": "open for writing", "append": "open for appending"}.get(used.how)
+        what = f"{what} of" if what else _DID[used.how]
+        failed = " (it failed)" if used.event.error else ""
+        return (
+            f"rank {made.rank} makes the folder `{_name(made.path)}` at {made.where()} (t={self._t(made)}) and "
+            f"nothing orders it before rank {used.rank}'s {what} `{_name(used.path)}` inside it at {used.where()} "
+            f"(t={self._t(used)}){failed} on {self.backend}: {ORDERERS}, or a makedirs on every rank"
+        )
 
 
 @dataclass(frozen=True)
@@ -129,9 +152,9 @@ class Handoff:
 
 
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
-_DOING.update(rename="renaming", list="listing")
+_DOING.update(rename="renaming", list="listing", mkdir="making")
 _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
-_DID["list"] = "listed"
+_DID.update(list="listed", mkdir="made")
 
 
 def _did(access: Access, entry: bool, of_it: bool = False) -> str:
@@ -470,14 +493,46 @@ class Order:
             for path, accesses in list(by_path.items()):
                 if os.path.dirname(path) == folder.path:
                     accesses.extend(a for a in [folder] if a not in accesses)
+        made = [a for a in self.accesses() if a.how == "mkdir"]
+        for folder in made:  # a folder made is needed by every path inside it
+            for path, accesses in by_path.items():
+                if _inside(path, folder.path):
+                    accesses.append(folder)
         return list(by_path.values())
+
+    @cached_property
+    def _made(self) -> dict[int, list[tuple[str, int]]]:
+        """Each rank's folders made, with the index of the point where it made them."""
+        found: dict[int, list[tuple[str, int]]] = {}
+        for access in self.accesses():
+            if access.how == "mkdir":
+                found.setdefault(access.rank, []).append((access.path, self.enter(access.rank, access.event)[1]))
+        return found
+
+    def _made_itself(self, access: Access) -> bool:
+        """Whether ``access``'s rank made the folder of its path (or one around it) before it: it needs no
+        other rank's folder then (``makedirs`` checks the folders around before it makes one)."""
+        at = self.enter(access.rank, access.event)[1]
+        path = access.path
+        return any(
+            index < at and (path == folder or _inside(path, folder))
+            for folder, index in self._made.get(access.rank, ())
+        )
+
+    def _conflict(self, a: Access, b: Access) -> bool:
+        if not _conflict(a.how, b.how):
+            return False
+        made, used = (a, b) if a.how == "mkdir" else (b, a)
+        if made.how == "mkdir" and _inside(used.path, made.path):  # a folder against a path inside it
+            return not self._made_itself(used)
+        return True
 
     def _conflicting(self):
         """Every pair of accesses of one path on two ranks, one of them changing it."""
         for accesses in self._by_path():
             for i, a in enumerate(accesses):
                 for b in accesses[i + 1 :]:
-                    if a.rank != b.rank and _conflict(a.how, b.how):
+                    if a.rank != b.rank and self._conflict(a, b):
                         yield a, b
 
     def races(self) -> list[Race]:
@@ -507,7 +562,7 @@ class Order:
                     )
                     for b in others[before:after]:
                         pair = (id(a), id(b)) if id(a) < id(b) else (id(b), id(a))
-                        if not _conflict(a.how, b.how) or pair in seen:
+                        if not self._conflict(a, b) or pair in seen:
                             continue
                         seen.add(pair)
                         first, second = (a, b) if a.event.start <= b.event.start else (b, a)
@@ -519,14 +574,22 @@ class Order:
         per rank and kind of access) less the races."""
         total = 0
         for accesses in self._by_path():
-            kinds: dict[tuple[int, str], int] = {}
+            folders = any(access.how == "mkdir" for access in accesses)
+            kinds: dict[tuple, int] = {}
             for access in accesses:
-                kinds[(access.rank, access.how)] = kinds.get((access.rank, access.how), 0) + 1
+                # against a folder made around it, an access of a rank that made that folder itself needs no order
+                own = folders and access.how != "mkdir" and self._made_itself(access)
+                kind = (access.rank, access.how, access.path, own)
+                kinds[kind] = kinds.get(kind, 0) + 1
             items = list(kinds.items())
-            for i, ((rank_a, how_a), n_a) in enumerate(items):
-                for (rank_b, how_b), n_b in items[i + 1 :]:
-                    if rank_a != rank_b and _conflict(how_a, how_b):
-                        total += n_a * n_b
+            for i, ((rank_a, how_a, path_a, own_a), n_a) in enumerate(items):
+                for (rank_b, how_b, path_b, own_b), n_b in items[i + 1 :]:
+                    if rank_a == rank_b or not _conflict(how_a, how_b):
+                        continue
+                    made, used = ((path_a, path_b), own_b) if how_a == "mkdir" else ((path_b, path_a), own_a)
+                    if "mkdir" in (how_a, how_b) and _inside(made[1], made[0]) and used:
+                        continue
+                    total += n_a * n_b
         return total - len(self.races())
 
     def handoffs(self) -> list[Handoff]:
@@ -555,11 +618,18 @@ def _first(items: list, test) -> int:
 
 
 def _conflict(a: str, b: str) -> bool:
+    if a == "mkdir" and b == "mkdir":
+        return False  # makedirs(..., exist_ok=True) on several ranks: each made sure the folder is there
     if a == "append" and b == "append":
         return False  # appends from several ranks interleave but lose nothing
     if "append" in (a, b) and "list" in (a, b):
         return False  # an append does not change which entries a folder has (one that creates it is a write)
     return a in _CHANGES or b in _CHANGES
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` lies inside ``folder`` (at any depth)."""
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _name(path: str) -> str:

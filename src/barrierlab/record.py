@@ -824,6 +824,10 @@ def _audit(event: str, args: tuple) -> None:
         path = _quoted_path(args[0])
         if path is not None:
             _file_event("remove", path)
+    elif event == "os.mkdir":  # os.makedirs too, once per folder it makes (and for the last even if it exists)
+        path = _quoted_path(args[0]) if args[2] in (-1, None) else None  # relative to a folder descriptor: not followed
+        if path is not None:
+            _file_event("mkdir", path)
     else:  # os.listdir, os.scandir (glob, os.walk): a read of the folder's entries
         path = _quoted_path(args[0] if args and args[0] is not None else ".")
         if path is not None:
@@ -838,7 +842,7 @@ def _fspath_text(path) -> str:
 #: Audit events after which the rank may stop running Python for a while, or at all: pending lines go first.
 #: (``time.sleep`` where Python audits it: 3.11 does not, and there the helper thread writes them within WRITE_EVERY.)
 _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
-_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
+_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.mkdir", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
 _audit_installed = False
 
 

@@ -1,0 +1,91 @@
+"""A folder one rank makes and another rank writes into: the recorder sees ``os.mkdir`` (``os.makedirs``,
+``Path.mkdir``), the ordering model orders it like a file, and a rank that raised because the folder was not
+there yet is diagnosed from it. Real runs; the rank functions are modelled on deepspeedai/DeepSpeed PR #4536
+(``engine.save_checkpoint``: only rank 0 makes ``save_dir``, "the following barrier ensures that other ranks are
+not proceeding before dir is created") and on the code PrimeIntellect-ai/prime-rl PR #2699 started from
+(every rank calls ``Path.mkdir(parents=True, exist_ok=True)`` before saving)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import torch.distributed as dist
+
+import barrierlab as bl
+
+
+def save_on_every_rank(folder: str, barrier: bool, rank0_late: float = 0.0, others_late: float = 0.0) -> None:
+    """DeepSpeed's shape: rank 0 makes the checkpoint folder, every rank writes its own model states into it."""
+    rank = dist.get_rank()
+    save_dir = os.path.join(folder, "global_step3")
+    if rank == 0:
+        time.sleep(rank0_late)
+        os.makedirs(save_dir, exist_ok=True)
+    if barrier:
+        dist.barrier()
+    elif rank != 0:
+        time.sleep(others_late)
+    with open(os.path.join(save_dir, f"mp_rank_{rank:02d}_model_states.pt"), "w") as f:
+        f.write("states")
+
+
+def mkdir_on_every_rank(folder: str) -> None:
+    """prime-rl's shape before PR #2699: each rank makes the folder itself, then writes into it."""
+    rank = dist.get_rank()
+    step_path = Path(folder) / "checkpoints" / "step_3"
+    step_path.mkdir(parents=True, exist_ok=True)
+    (step_path / f"rank_{rank}.pt").write_text("states")
+
+
+def ddp_then_save(folder: str) -> None:
+    """A DDP model (its collectives are torch's, not the learner's), then the unordered save of
+    :func:`save_on_every_rank` in which rank 1 comes first and finds no folder."""
+    import torch
+
+    torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+    save_on_every_rank(folder, barrier=False, rank0_late=1.0)
+
+
+def _folder_races(run, folder):
+    return [race for race in run.races() if race.made is not None and race.made.path.startswith(folder)]
+
+
+def test_a_folder_rank_0_made_before_rank_1_wrote_into_it_by_timing_alone_is_a_race(tmp_path):
+    run = bl.run(save_on_every_rank, 2, args=(str(tmp_path), False), kwargs={"others_late": 0.5}, timeout=10)
+    assert run.ok, run
+    races = _folder_races(run, str(tmp_path))
+    assert races, run.races()
+    text = str(races[0])
+    assert "rank 0 makes the folder `global_step3`" in text and "rank 1's open for writing" in text, text
+    assert "test_ordering_folders.py, line 26" in text and "line 31" in text, text
+
+
+def test_the_barrier_after_rank_0_made_the_folder_orders_every_write_into_it(tmp_path):
+    run = bl.run(save_on_every_rank, 2, args=(str(tmp_path), True), timeout=10)
+    assert run.ok, run
+    assert _folder_races(run, str(tmp_path)) == []
+    assert any(event.name == "mkdir" for event in run[0].events if event.kind == "file")
+
+
+def test_a_folder_every_rank_makes_itself_needs_no_order(tmp_path):
+    run = bl.run(mkdir_on_every_rank, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    assert run.races() == []
+
+
+def test_a_rank_that_raised_for_want_of_another_ranks_folder_leads_the_diagnosis(tmp_path):
+    run = bl.run(ddp_then_save, 2, args=(str(tmp_path),), timeout=10)
+    assert run.statuses == ["finished", "raised"], run
+    diagnosis = run.diagnosis
+    headline = diagnosis.headline
+    assert headline.startswith("rank 1 raised FileNotFoundError"), headline
+    assert "test_ordering_folders.py:31, in save_on_every_rank" in headline, headline
+    assert "called from" in headline and "test_ordering_folders.py:49, in ddp_then_save" in headline, headline
+    text = str(diagnosis)
+    assert "rank 0 makes the folder `global_step3`" in text and "test_ordering_folders.py:26" in text, text
+    assert "a barrier between them does" in text, text
+    assert "after 0 collective" not in text, text
+    assert re.search(r"after \d+ collectives \(0 from your own torch\.distributed calls, \d+ that torch", text), text
