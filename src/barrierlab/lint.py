@@ -800,7 +800,14 @@ from data (a per-rank dataset whose length is not visible, a break on a value re
 process group a collective uses when it cannot work it out (then it reports as if the group were every
 rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
 objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
-functions; file writes and reads in different functions, or paths written differently.
+functions; file writes and reads in different functions, or paths written differently; a folder one rank
+makes (os.makedirs under if rank == 0) that the other ranks write into; dict keys that come from data (a
+loss dict missing a key on some batches, reduced as one stacked tensor; self.log_dict with per-class keys);
+random state seeded per rank (torch.manual_seed(seed + rank)) that decides how many batches a sampler
+packs; an early return on a container filled from data (if not self.metrics: return) before a collective
+reached through a callback; new_group called with rank-dependent rank lists when every rank calls it once.
+An exception caught inside a loop whose handler skips the iteration (except ...: continue) is taken to come
+from the rank's own data: the collectives after it are reported.
 
 Of Lightning, Accelerate and torchmetrics it cannot see: when Lightning runs a deferred sync (a
 self.log(..., sync_dist=True) under is_global_zero is reported at the log line, but the ranks wait later,
@@ -1069,6 +1076,12 @@ class _Leave:
     cond: str
     exit: _Item | None
     statuses: frozenset[str]
+
+
+def _skips(body: list[ast.stmt]) -> bool:
+    """Whether an ``except`` body leaves the iteration or the function (``continue``/``break``/``return``) as
+    its last statement: the ranks that raised skip what follows, the others do not."""
+    return bool(body) and isinstance(body[-1], (ast.Continue, ast.Break, ast.Return))
 
 
 def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
@@ -1432,6 +1445,11 @@ class _Analysis:
 
     def _class_of(self, key: str | None) -> str | None:
         return self.table[key].self_class if key in self.table else None
+
+    def _sampler_class(self, name: str | None) -> bool:
+        """Whether ``name`` is a class of the file derived from ``DistributedSampler``: like it, it takes the
+        rank to pick each rank's share, the same number of items on every rank (its arguments place data)."""
+        return bool(name) and name in self.bases and any(a in _DATA_ONLY_CALLS for a in self._ancestors(name)[1:])
 
     def _ancestors(self, cls: str) -> list[str]:
         """``cls`` and its base classes, by name, following the classes of this file (cycles stop)."""
@@ -2014,7 +2032,7 @@ class _Analysis:
             if isinstance(node, ast.Call):
                 stack.append(node.func)
                 called = _terminal(node.func)
-                if called not in _DATA_ONLY_CALLS:
+                if called not in _DATA_ONLY_CALLS and not self._sampler_class(called):
                     skip = _DATA_ONLY_KEYWORDS | (_DISPLAY_KEYWORDS if called in _PROGRESS_BARS else frozenset())
                     stack += node.args
                     stack += [k.value for k in node.keywords if k.arg not in skip]
@@ -2256,12 +2274,18 @@ def _explain(
         )
     elif reason == "early-exit":
         kind = "early-exit"
+        who = f"ranks whose own data makes the `try` raise (`{cond}`)" if cond.startswith("except") else ""
         why = (
-            f"ranks where `{cond}` is true leave early{exit_text} and never reach this {short}, "
+            f"{who or f'ranks where `{cond}` is true'} leave early{exit_text} and never reach this {short}, "
             "so the remaining ranks wait in it until the timeout, fail at once when a leaving rank's process "
             "ends, or pair it with a later collective"
         )
         fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
+        if who:
+            fix = (
+                "decide the skip together: catch the error into a flag, all_reduce it with ReduceOp.MAX, and skip "
+                "on every rank when any rank's data failed"
+            )
     elif reason == "uneven-state":
         states, line, metric = detail
         kind = "rank-dependent-loop"
@@ -2331,6 +2355,7 @@ class _Walker:
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
+        self.loops = 0  # loops of this scope the walk is inside
 
     def flag(
         self,
@@ -2390,25 +2415,38 @@ class _Walker:
             return test + [self._if(stmt.test, self.block(stmt.body, None), self.block(stmt.orelse, None))]
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             head = self._expr(stmt.iter)
-            body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
+            self.loops += 1
+            try:
+                body = self.block(stmt.body, "continue")
+            finally:
+                self.loops -= 1
+            orelse = self.block(stmt.orelse, None)
             loop = self._loop(stmt.iter, body, orelse)
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, ast.While):
             head = self._expr(stmt.test)
-            body, orelse = self.block(stmt.body, "continue"), self.block(stmt.orelse, None)
+            self.loops += 1
+            try:
+                body = self.block(stmt.body, "continue")
+            finally:
+                self.loops -= 1
+            orelse = self.block(stmt.orelse, None)
             loop = self._loop(stmt.test, head + body, orelse)
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
+            # the rest of the iteration runs on the ranks whose data raised, not on every rank.
             handlers = [
                 self._if(
                     None,
                     self.block(h.body, None),
                     [],
                     text=f"except {self.unit.text(h.type) if h.type else ''}".strip(),
+                    rank=True if self.loops and _skips(h.body) else None,
                 )
                 for h in stmt.handlers
             ]
