@@ -150,6 +150,11 @@ SOURCE_WINDOW = 10.0
 #: Source files kept in memory, and their bytes in total, at most.
 SOURCE_FILES_KEPT = 64
 SOURCE_BYTES_KEPT = 16 << 20
+#: Seconds for which what ``lstat`` said of a named path is trusted before it is asked again (a diagnosis asks
+#: for the same few files many times; ``lstat`` costs 2-12 µs).
+SOURCE_RECHECK = 1.0
+_STAT_KEPT = 4096
+_checked: dict[str, tuple[float, tuple[str, tuple] | None]] = {}  # path -> (when, what _regular_source said)
 
 _sources: OrderedDict[str, tuple[tuple, tuple[str, ...]]] = OrderedDict()  # path -> (stat stamp, lines)
 _source_bytes = 0
@@ -208,16 +213,25 @@ def source_lines(path: str) -> tuple[str, ...] | None:
 
 
 def source(path: str) -> tuple[tuple, tuple[str, ...]] | None:
-    """(a stamp that changes with the content, the lines): the lines (with their newlines) of the source file at ``path``, a name a rank's record gave: a
-    notebook cell's source held in memory, or a regular file named ``*.py`` of at most :data:`SOURCE_LIMIT`
-    bytes, opened without following a symlink or blocking, read within the time budget. None otherwise: no
-    FIFO, device, symlink or other file is ever opened, and nothing goes into ``linecache``."""
+    """(a stamp that changes with the content, its lines with their newlines) of the source at ``path``, a
+    name a rank's record gave: a notebook cell's source held in memory, or a regular file named ``*.py`` of at
+    most :data:`SOURCE_LIMIT` bytes (a symlink only to such a file, opened by its real name), opened
+    ``O_NOFOLLOW | O_NONBLOCK``, read within the time budget. None otherwise: no FIFO, device or other file is
+    ever opened, and nothing goes into ``linecache``."""
     if not isinstance(path, str) or not path:
         return None
     cell = _in_memory(path)
     if cell is not None:
         return ("in memory", len(cell)), cell
-    found = _regular_source(path)
+    now = time.monotonic()
+    checked = _checked.get(path)
+    if checked is not None and now - checked[0] < SOURCE_RECHECK:
+        found = checked[1]
+    else:
+        found = _regular_source(path)
+        if len(_checked) >= _STAT_KEPT:
+            _checked.clear()
+        _checked[path] = (now, found)
     if found is None:
         return None
     real, stamp = found
