@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -228,6 +229,28 @@ def test_a_rank_whose_files_another_rank_removed_is_said_to_be_so(at_once):
     assert "removed before the run ended" in repr(run), run
     if not at_once:  # the kernel held rank 1's outcome open from its end: its result stands
         assert run[1].status == Status.FINISHED and run[1].value == "rank 1's own", run
+
+
+def replace_rank0s_outcome_later() -> str:
+    """rank 1 replaces rank 0's outcome (barrierlab's own writer, no seal) half a second after it appeared."""
+    if dist.get_rank() == 0:
+        return "rank 0's own"
+    path = os.path.join(_run_folder(), "rank0.outcome")
+    give_up = time.monotonic() + 20
+    while not os.path.exists(path) and time.monotonic() < give_up:
+        time.sleep(0.01)
+    time.sleep(0.5)
+    forged = Outcome(rank=0, world_size=2, status=Status.FINISHED, pid=os.getpid(), value=pickle.dumps("forged"))
+    os.unlink(path)
+    forged.write(path)
+    return "rank 1's own"
+
+
+@pytest.mark.timeout(120)
+def test_an_outcome_replaced_after_the_kernel_saw_it_is_read_from_the_file_it_held():
+    run = bl.run(replace_rank0s_outcome_later, 2, timeout=10, deadline=30)
+    assert run.values == ["rank 0's own", "rank 1's own"], run
+    assert "rank 0's record: outcome file replaced before the run ended" in repr(run)
 
 
 # --- 5. a rank that starts ranks of its own ----------------------------------------------------------------
