@@ -93,6 +93,16 @@ def test_source_files_read_for_sites_are_bounded_in_number_and_bytes(tmp_path):
     assert _files._source_bytes <= _files.SOURCE_BYTES_KEPT
 
 
+def test_no_source_file_is_read_once_the_reading_budget_is_spent(tmp_path, monkeypatch):
+    monkeypatch.setattr(_files, "_spent", [])
+    path = tmp_path / "late.py"
+    path.write_text("x = 1\n")
+    _files.charge(_files.SOURCE_BUDGET)  # as if a second had gone on reading files a record named
+    assert Site(str(path), 1).code == ""
+    _files._spent.clear()
+    assert Site(str(path), 1).code == "x = 1"
+
+
 # --- 2. barrierlab report on a folder it did not write -----------------------------------------------------
 def write_records_naming(folder, named: dict[str, str]) -> None:
     """What a torchrun worker leaves (the recorder's own lines and outcome), plus, for each span name in
