@@ -512,8 +512,12 @@ def forge_rank0s_outcome(how: str):
 def test_an_outcome_written_by_another_rank_is_refused_and_the_others_stand(how):
     run = bl.run(forge_rank0s_outcome, 2, args=(how,), timeout=10, deadline=30)
     assert run[1].status == Status.FINISHED and run[1].value == "rank 1's own"
-    assert run[0].value != "forged" and run[0].status == Status.RAISED, run
-    assert "rank 0's outcome was not written by rank 0" in str(run[0].exception)
+    assert run[0].value != "forged", run
+    if run[0].status == Status.FINISHED:  # the kernel had opened rank 0's own outcome before it was replaced
+        assert run[0].value == "rank 0's own" and "outcome file replaced before the run ended" in repr(run), run
+    else:
+        assert run[0].status == Status.RAISED, run
+        assert "rank 0's outcome was not written by rank 0" in str(run[0].exception)
     assert "rank 0" in repr(run)
 
 

@@ -20,6 +20,25 @@ RACES_HELP = (
 )
 
 
+#: What ``--timeline`` accepts, in ``--help``.
+TIMELINE_HELP = (
+    "a .png, .pdf, .svg... file in a writable folder, checked before anything runs; without an extension, .png"
+)
+
+
+def report_help() -> str:
+    """What ``barrierlab report --help`` says about the folder it reads, which it did not write."""
+    from barrierlab._files import SOURCE_LIMIT
+
+    return (
+        "Timeline and diagnosis from a folder of rank records made under torchrun (rank*.events, rank*.outcome). "
+        "Every file in it is untrusted input: only regular rank files of bounded size are read. Call sites are "
+        "shown as file:line; the line of code itself only from a regular .py file of at most "
+        f"{SOURCE_LIMIT >> 20} MiB that the records name (never from another kind of file, a FIFO, a device "
+        "or a larger file), and only until about a second has been spent reading such files."
+    )
+
+
 def _list(args) -> int:
     from barrierlab.scenarios import available
 
@@ -42,18 +61,27 @@ def _run(args) -> int:
             file=sys.stderr,
         )
         return 2
-    from barrierlab.scenarios import load
+    from barrierlab.scenarios import available, load
     from barrierlab.torchrun import parse_kwargs
 
-    fn = load(args.scenario)
-    run = bl.run(
-        fn,
-        args.nproc,
-        kwargs=parse_kwargs(args.kwargs),
-        timeout=args.timeout,
-        deadline=args.deadline,
-        linger=args.linger,
-    )
+    if args.scenario not in available():  # before anything starts: one line, as argparse says a bad argument
+        where = "a folder, not a script (a script is a .py file)" if os.path.isdir(args.scenario) else ""
+        args.parser.error(
+            f"argument scenario: {where or 'no such scenario or script'}: {args.scenario!r} "
+            "(barrierlab list names the scenarios; a script is a path to a .py file)"
+        )
+    try:
+        run = bl.run(
+            load(args.scenario),
+            args.nproc,
+            kwargs=parse_kwargs(args.kwargs),
+            timeout=args.timeout,
+            deadline=args.deadline,
+            linger=args.linger,
+        )
+    except (TypeError, ValueError) as error:
+        print(f"barrierlab run: {error}", file=sys.stderr)
+        return 2
     return _show(run, args.timeline, args.races)
 
 
@@ -69,7 +97,7 @@ def _show(run, timeline: str | None, races: bool = False) -> int:
         found = run.races()
         print()
         print(terminal_text(races_text(run, found)))
-    if timeline:
+    if timeline:  # checked before the run (_timeline_file): the name given, with the format's extension
         run.timeline(handoffs=races).savefig(timeline, dpi=120)
         print(f"\ntimeline written to {timeline}")
     return 0 if run.ok and not found else 1
@@ -131,6 +159,78 @@ def _lint(args) -> int:
     return run_command(args.paths)
 
 
+#: Extensions ``--timeline`` accepts: the formats matplotlib writes with its default backends and Pillow
+#: (``FigureCanvasBase.get_supported_filetypes()``; ``tests/test_cli_args.py`` checks they agree).
+TIMELINE_FORMATS = (
+    "avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif", "tiff", "webp",
+)  # fmt: skip
+
+
+def _ranks(text: str) -> int:
+    """``-n``: a whole number of ranks that ``barrierlab.run`` accepts."""
+    from barrierlab.launch import MAX_WORLD_SIZE
+
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of ranks, got {text!r}") from None
+    if not 1 <= count <= MAX_WORLD_SIZE:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_WORLD_SIZE} ranks, got {count}")
+    return count
+
+
+def _seconds(name: str):
+    """``--timeout``/``--deadline``: seconds that ``barrierlab.run`` accepts (positive, finite, bounded)."""
+    from barrierlab.launch import MAX_DEADLINE, MAX_TIMEOUT, _check_seconds
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+        try:
+            return _check_seconds(name, value, MAX_TIMEOUT if name == "timeout" else MAX_DEADLINE)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{name} ")) from None
+
+    return seconds
+
+
+def _timeline_file(text: str) -> str:
+    """``--timeline PATH``: the file the figure will be written to, checked before anything runs: a name
+    without an extension gets ``.png`` (matplotlib's default format, which it would add anyway), an extension
+    must be a format matplotlib writes, and its folder must exist and be writable; an existing folder, FIFO or
+    device of that name is refused (matplotlib would fail, or block, after the whole run)."""
+    import stat
+
+    path = text if os.path.splitext(text)[1] else text + ".png"
+    extension = os.path.splitext(path)[1][1:].lower()
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a folder: give a file name, such as {os.path.join(text, 'timeline.png')!r}"
+        )
+    if extension not in TIMELINE_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{path!r}: .{extension} is not a figure format matplotlib writes (use one of: {', '.join(TIMELINE_FORMATS)})"
+        )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{path!r}: its folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{path!r}: its folder {folder!r} is not writable")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{path!r}: {error.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise argparse.ArgumentTypeError(f"{path!r} exists and is not a regular file: it would not be replaced")
+    if not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{path!r} exists and is not writable")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     from barrierlab.launch import DEFAULT_DEADLINE_MARGIN, DEFAULT_TIMEOUT, DEFAULT_WORLD_SIZE
 
@@ -152,11 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         help="keyword arguments of the scenario; for a script, its arguments after --",
     )
     run.add_argument(
-        "-n", "--nproc", type=int, default=DEFAULT_WORLD_SIZE, help=f"number of ranks (default {DEFAULT_WORLD_SIZE})"
+        "-n", "--nproc", type=_ranks, default=DEFAULT_WORLD_SIZE, help=f"number of ranks (default {DEFAULT_WORLD_SIZE})"
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds("timeout"),
         default=None,
         help=f"process-group timeout in seconds (default {DEFAULT_TIMEOUT:g}). For a script it also replaces a "
         "timeout= the script passes to init_process_group (Lightning passes 1800 s), and says so; without --timeout the script's own "
@@ -164,18 +264,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument(
         "--deadline",
-        type=float,
+        type=_seconds("deadline"),
         default=None,
         help=f"wall-clock limit in seconds (default timeout+{DEFAULT_DEADLINE_MARGIN:g})",
     )
     run.add_argument("--linger", action="store_true", help="keep finished ranks alive until all are done")
-    run.add_argument("--timeline", metavar="PNG", help="also save the timeline figure")
+    run.add_argument(
+        "--timeline", metavar="PNG", type=_timeline_file, help=f"also save the timeline figure ({TIMELINE_HELP})"
+    )
     run.add_argument("--races", action="store_true", help=RACES_HELP)
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, parser=run)
 
-    report = commands.add_parser("report", help="timeline and diagnosis from a folder recorded under torchrun")
+    report = commands.add_parser(
+        "report",
+        help="timeline and diagnosis from a folder recorded under torchrun",
+        description=report_help(),
+    )
     report.add_argument("folder")
-    report.add_argument("--timeline", metavar="PNG", help="save the timeline figure")
+    report.add_argument(
+        "--timeline", metavar="PNG", type=_timeline_file, help=f"save the timeline figure ({TIMELINE_HELP})"
+    )
     report.add_argument("--races", action="store_true", help=RACES_HELP)
     report.set_defaults(func=_report)
 

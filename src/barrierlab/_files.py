@@ -10,14 +10,23 @@ opens it here:
 * :func:`read_bytes` reads a whole file of at most ``limit`` bytes; :func:`head_and_tail` its ends;
 * :func:`bounded_line` reads one line of at most ``limit`` bytes (a longer one is skipped, not kept);
 * :func:`rank_files` lists the rank files of a folder, refusing odd entries and rank numbers beyond
-  :data:`MAX_RANKS` by name, so the world size is bounded by what is there.
+  :data:`MAX_RANKS` by name, so the world size is bounded by what is there;
+* :func:`source_text` and :func:`source_line` read the source of a file *named inside* a rank file (a frame's
+  file in an events line, a stack, a traceback): such a name is anything a rank wrote, so only a regular file
+  whose name ends in ``.py`` (or a notebook cell's source already in this process's memory) is read, at most
+  :data:`SOURCE_LIMIT` bytes, never more than :data:`SOURCE_BUDGET` seconds in any :data:`SOURCE_WINDOW`, and
+  kept in a cache of its own bounded in files and bytes (never in ``linecache``).
 """
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import stat
+import threading
+import time
+from collections import OrderedDict
 from typing import BinaryIO
 
 #: Longest line of a rank file kept, in bytes; a longer line is skipped.
@@ -129,3 +138,144 @@ def rank_files(folder: str, max_ranks: int = MAX_RANKS) -> dict[int, set[str]]:
             + "; ".join(sorted(refused))
         )
     return dict(sorted(found.items()))
+
+
+# --- source files named by a rank's record ---------------------------------------------------------------
+#: Largest source file read to show a line of code or find a function, in bytes (larger: no line shown).
+SOURCE_LIMIT = 2 << 20
+#: Seconds of reading (and parsing, :func:`charge`) source files allowed per :data:`SOURCE_WINDOW` seconds:
+#: past it no further file is read until time has passed, whatever a record names.
+SOURCE_BUDGET = 1.0
+SOURCE_WINDOW = 10.0
+#: Source files kept in memory, and their bytes in total, at most.
+SOURCE_FILES_KEPT = 64
+SOURCE_BYTES_KEPT = 16 << 20
+#: Seconds for which what ``lstat`` said of a named path is trusted before it is asked again (a diagnosis asks
+#: for the same few files many times; ``lstat`` costs 2-12 µs).
+SOURCE_RECHECK = 1.0
+_STAT_KEPT = 4096
+_checked: dict[str, tuple[float, tuple[str, tuple] | None]] = {}  # path -> (when, what _regular_source said)
+
+_sources: OrderedDict[str, tuple[tuple, tuple[str, ...]]] = OrderedDict()  # path -> (stat stamp, lines)
+_source_bytes = 0
+_spent: list[tuple[float, float]] = []  # (when, seconds) of each read in the last window
+_source_lock = threading.RLock()
+
+
+def _in_memory(path: str) -> tuple[str, ...] | None:
+    """The lines of a source this process holds in memory and no file backs: a notebook cell, which IPython
+    keeps in ``linecache`` with no modification time. Looked up only: never loaded from a file."""
+    entry = linecache.cache.get(path)
+    if entry is not None and len(entry) == 4 and entry[1] is None and isinstance(entry[2], list):
+        return tuple(entry[2])
+    return None
+
+
+def within_budget() -> bool:
+    """Whether source files may still be read now (see :data:`SOURCE_BUDGET`)."""
+    with _source_lock:
+        now = time.monotonic()
+        _spent[:] = [(when, seconds) for when, seconds in _spent if now - when < SOURCE_WINDOW]
+        return sum(seconds for _, seconds in _spent) < SOURCE_BUDGET
+
+
+def charge(seconds: float) -> None:
+    """Count ``seconds`` spent on a source file (reading it, or parsing it) against :data:`SOURCE_BUDGET`."""
+    with _source_lock:
+        _spent.append((time.monotonic(), seconds))
+
+
+def _regular_source(path: str) -> tuple[str, tuple] | None:
+    """(the path to open, a stamp of its content: device, inode, size, mtime) for a regular file named
+    ``*.py`` of at most :data:`SOURCE_LIMIT` bytes, found without opening anything; a symlink is followed
+    only to such a file (then opened by its real name, never through a link). None for anything else: a FIFO,
+    a device, a folder, a missing file, another suffix."""
+    if not path.endswith(".py"):
+        return None
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            path = os.path.realpath(path)
+            if not path.endswith(".py"):
+                return None
+            info = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > SOURCE_LIMIT:
+        return None
+    return path, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def source_lines(path: str) -> tuple[str, ...] | None:
+    """The lines of :func:`source`, or None."""
+    found = source(path)
+    return None if found is None else found[1]
+
+
+def source(path: str) -> tuple[tuple, tuple[str, ...]] | None:
+    """(a stamp that changes with the content, its lines with their newlines) of the source at ``path``, a
+    name a rank's record gave: a notebook cell's source held in memory, or a regular file named ``*.py`` of at
+    most :data:`SOURCE_LIMIT` bytes (a symlink only to such a file, opened by its real name), opened
+    ``O_NOFOLLOW | O_NONBLOCK``, read within the time budget. None otherwise: no FIFO, device or other file is
+    ever opened, and nothing goes into ``linecache``."""
+    if not isinstance(path, str) or not path:
+        return None
+    cell = _in_memory(path)
+    if cell is not None:
+        return ("in memory", len(cell)), cell
+    now = time.monotonic()
+    checked = _checked.get(path)
+    if checked is not None and now - checked[0] < SOURCE_RECHECK:
+        found = checked[1]
+    else:
+        found = _regular_source(path)
+        if len(_checked) >= _STAT_KEPT:
+            _checked.clear()
+        _checked[path] = (now, found)
+    if found is None:
+        return None
+    real, stamp = found
+    global _source_bytes
+    with _source_lock:
+        kept = _sources.get(path)
+        if kept is not None and kept[0] == stamp:
+            _sources.move_to_end(path)
+            return kept
+        if not within_budget():
+            return None
+        started = time.perf_counter()
+        try:
+            with open_regular(real) as f:
+                info = os.fstat(f.fileno())
+                stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+                data = f.read(SOURCE_LIMIT + 1)
+        except (OSError, ValueError):
+            return None
+        finally:
+            charge(time.perf_counter() - started)
+        if len(data) > SOURCE_LIMIT or len(data) != stamp[2]:  # larger, or changing as it was read
+            return None
+        lines = tuple(data.decode("utf-8", errors="replace").splitlines(keepends=True))
+        if kept is not None:
+            _source_bytes -= kept[0][2]
+        _sources[path] = (stamp, lines)
+        _source_bytes += stamp[2]
+        while _sources and (len(_sources) > SOURCE_FILES_KEPT or _source_bytes > SOURCE_BYTES_KEPT):
+            _, (old, _) = _sources.popitem(last=False)
+            _source_bytes -= old[2]
+        return stamp, lines
+
+
+def source_text(path: str) -> str | None:
+    """The whole source at ``path`` as :func:`source_lines` reads it, or None."""
+    lines = source_lines(path)
+    return None if lines is None else "".join(lines)
+
+
+def source_line(path: str, number: int) -> str:
+    """Line ``number`` (from 1) of the source at ``path``, stripped, as :func:`source_lines` allows; "" if it
+    cannot be read or has no such line."""
+    lines = source_lines(path)
+    if lines is None or not isinstance(number, int) or not 1 <= number <= len(lines):
+        return ""
+    return lines[number - 1].strip()

@@ -31,7 +31,7 @@ import types
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
-from typing import ClassVar
+from typing import BinaryIO, ClassVar
 
 
 # --- how a rank ended ------------------------------------------------------------------------------------
@@ -89,12 +89,45 @@ def tidy(message: str) -> str:
 
 
 def error_message(error: BaseException) -> str:
-    """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails), words that say so:
-    the rank still reports the exception's type and its traceback."""
+    """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails, even with a
+    KeyboardInterrupt or SystemExit), words that say so: the rank still reports the exception's type and its
+    traceback."""
     try:
         return str(error)
-    except Exception as failure:  # noqa: BLE001 - whatever __str__ raises
+    except BaseException as failure:  # noqa: BLE001 - whatever __str__ raises, KeyboardInterrupt included
         return f"(its message could not be shown: str() raised {type(failure).__name__})"
+
+
+#: The range of a C ``long`` (64 bits on Linux and macOS): CPython takes an exit code beyond it as -1.
+_C_LONG = (-(2**63), 2**63 - 1)
+
+
+def exit_status(code: object) -> int:
+    """The exit status ``raise SystemExit(code)`` (``sys.exit(code)``) gives a Python process, as CPython
+    computes it: 0 for None; an int, bool included (``sys.exit(not ok)``: True is 1), as the system keeps it,
+    its low 8 bits (-1 is 255; beyond a C long, 255); any other code (a message) 1, its text printed to stderr
+    (:func:`exit_text`)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        number = int(code)
+        return number & 0xFF if _C_LONG[0] <= number <= _C_LONG[1] else 255
+    return 1
+
+
+def exit_text(code: object) -> str | None:
+    """What Python prints to stderr as it exits with ``code`` (``sys.exit("no data")``): the text of a code
+    that is neither None nor an int, or None. Never raises."""
+    if code is None or isinstance(code, int):
+        return None
+    return error_message(code) if isinstance(code, BaseException) else _text_of(code)
+
+
+def _text_of(value: object) -> str:
+    try:
+        return str(value)
+    except BaseException as failure:  # noqa: BLE001 - a learner's object whose __str__ raises
+        return f"(the exit message could not be shown: str() raised {type(failure).__name__})"
 
 
 def format_error(error: BaseException, tb) -> str:
@@ -105,8 +138,14 @@ def format_error(error: BaseException, tb) -> str:
     message = error_message(error)
     try:
         text = "".join(traceback.format_exception(type(error), error, tb))
-    except Exception:  # noqa: BLE001 - a traceback that cannot be formatted: its last line only
-        return f"{type(error).__qualname__}: {message}\n"
+    except BaseException:  # noqa: BLE001 - a traceback that cannot be formatted (a __str__ raising even
+        # KeyboardInterrupt, which traceback lets through): the frames without the message, then its last line
+        try:
+            frames = "".join(traceback.format_list(traceback.extract_tb(tb)))
+        except BaseException:  # noqa: BLE001
+            frames = ""
+        head = "Traceback (most recent call last):\n" if frames else ""
+        return f"{head}{frames}{type(error).__qualname__}: {message}\n"
     return text.replace("<exception str() failed>", message)
 
 
@@ -602,6 +641,8 @@ class Outcome:
         the kernel reads an outcome only if its seal matches (other ranks can write into the run's folder)."""
         header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
         header["status"] = self.status.value
+        if self.exit_code is not None:  # an int as the reader requires, whatever a writer was given (True)
+            header["exit_code"] = exit_status(self.exit_code)
         header["blobs"] = [
             len(getattr(self, name) or b"") if getattr(self, name) is not None else None for name in _BLOBS
         ]
@@ -625,34 +666,44 @@ class Outcome:
         except FileNotFoundError:
             return None
         with f:
-            size = os.fstat(f.fileno()).st_size
-            line = _files.bounded_line(f, OUTCOME_HEADER_LIMIT)
-            if line is None:
-                raise ValueError(f"{path}: its header is longer than {OUTCOME_HEADER_LIMIT:,} bytes")
-            try:
-                header = json.loads(line)  # NaN and Infinity are read, then the times below are checked
-            except (ValueError, RecursionError) as error:
-                raise ValueError(f"{path}: its header is not JSON ({type(error).__name__})") from None
-            if not isinstance(header, dict):
-                raise ValueError(f"{path}: its header is not a JSON object")
-            sizes = header.pop("blobs", [None, None])
-            if not (isinstance(sizes, list) and len(sizes) == len(_BLOBS)):
-                raise ValueError(f"{path}: 'blobs' must list {len(_BLOBS)} sizes")
-            left = size - len(line)
-            blobs = {}
-            for name, n in zip(_BLOBS, sizes):
-                if n is not None and not (_is_int(n) and 0 <= n <= left):
-                    raise ValueError(f"{path}: the {name} pickle's size {n!r} does not fit the file")
-                blobs[name] = None if n is None else f.read(n)
-                if n is not None:
-                    if len(blobs[name]) != n:
-                        raise ValueError(f"{path}: the {name} pickle is cut short")
-                    left -= n
-            if key:
-                seal = f.read(SEAL_SIZE + 1)
-                signed = line + b"".join(blob for blob in blobs.values() if blob)
-                if len(seal) != SEAL_SIZE or not _same(seal, _seal(key, signed)):
-                    raise ForgedOutcome(f"{path}: its seal does not match the rank's key")
+            return cls.read_from(f, path, key)
+
+    @classmethod
+    def read_from(cls, f: BinaryIO, path: str, key: bytes = b"") -> Outcome:
+        """The outcome in the open regular file ``f`` (read from its start), checked as :meth:`read` does;
+        ``path`` names it in errors. The kernel keeps a rank's outcome open from the moment it sees the rank
+        end, and reads it from there if the file was removed from the run's folder meanwhile."""
+        from barrierlab import _files
+
+        f.seek(0)
+        size = os.fstat(f.fileno()).st_size
+        line = _files.bounded_line(f, OUTCOME_HEADER_LIMIT)
+        if line is None:
+            raise ValueError(f"{path}: its header is longer than {OUTCOME_HEADER_LIMIT:,} bytes")
+        try:
+            header = json.loads(line)  # NaN and Infinity are read, then the times below are checked
+        except (ValueError, RecursionError) as error:
+            raise ValueError(f"{path}: its header is not JSON ({type(error).__name__})") from None
+        if not isinstance(header, dict):
+            raise ValueError(f"{path}: its header is not a JSON object")
+        sizes = header.pop("blobs", [None, None])
+        if not (isinstance(sizes, list) and len(sizes) == len(_BLOBS)):
+            raise ValueError(f"{path}: 'blobs' must list {len(_BLOBS)} sizes")
+        left = size - len(line)
+        blobs = {}
+        for name, n in zip(_BLOBS, sizes):
+            if n is not None and not (_is_int(n) and 0 <= n <= left):
+                raise ValueError(f"{path}: the {name} pickle's size {n!r} does not fit the file")
+            blobs[name] = None if n is None else f.read(n)
+            if n is not None:
+                if len(blobs[name]) != n:
+                    raise ValueError(f"{path}: the {name} pickle is cut short")
+                left -= n
+        if key:
+            seal = f.read(SEAL_SIZE + 1)
+            signed = line + b"".join(blob for blob in blobs.values() if blob)
+            if len(seal) != SEAL_SIZE or not _same(seal, _seal(key, signed)):
+                raise ForgedOutcome(f"{path}: its seal does not match the rank's key")
         values, notes = {}, []
         for name in _TIMES:  # a time that is not finite is left out (with a note): the rest of the outcome stands
             value = header.get(name)

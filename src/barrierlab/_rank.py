@@ -34,6 +34,8 @@ from barrierlab._protocol import (
     Status,
     clock_anchor,
     error_message,
+    exit_status,
+    exit_text,
     format_error,
 )
 
@@ -89,9 +91,9 @@ def _pickled(value: object) -> tuple[bytes | None, str]:
     """(pickle of value, "") or (None, why it cannot be pickled)."""
     try:
         return cloudpickle.dumps(value), ""
-    except Exception as error:
+    except BaseException as error:  # noqa: BLE001 - a __reduce__ may raise anything, KeyboardInterrupt included
         kind = type(value)
-        return None, f"{kind.__module__}.{kind.__qualname__} ({type(error).__name__}: {error})"
+        return None, f"{kind.__module__}.{kind.__qualname__} ({type(error).__name__}: {error_message(error)})"
 
 
 def _save_flight_record(path: str) -> None:
@@ -466,9 +468,11 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         if outcome.value is None:
             outcome.status = Status.RAISED
             outcome.send_error = "its return value " + outcome.send_error
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        outcome.status, outcome.exit_code = Status.EXITED, code
+    except SystemExit as exit_:  # the status Python itself would exit with; a message is printed as it does
+        outcome.status, outcome.exit_code = Status.EXITED, exit_status(exit_.code)
+        text = exit_text(exit_.code)
+        if text is not None:
+            print(text, file=sys.stderr)
     except BaseException as error:
         tb = error.__traceback__
         skip = 2 if in_fn else 0  # start the traceback at the learner's function, not at this launcher

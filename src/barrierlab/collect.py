@@ -7,6 +7,9 @@ read becomes a rank whose record is unreadable — the other ranks' results stan
 
 from __future__ import annotations
 
+import os
+from typing import BinaryIO
+
 from barrierlab import _files
 from barrierlab import events as event_files
 from barrierlab._protocol import RECORD_DIR_VARIABLE, ForgedOutcome, Outcome, RankFiles, Status, finite_json, tidy
@@ -69,13 +72,15 @@ def collect(
     index: CodeIndex | None = None,
     linger: bool = False,
     keys: list[bytes] | None = None,
+    held: dict[int, BinaryIO] | None = None,
 ) -> Run:
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
 
     Returned values and exceptions stay pickled (``RankResult._pickled``) until :meth:`Run.unpickle`,
     which the launcher calls once the run's bookkeeping is done and its folder is removed. ``keys[r]``: the
     key rank r sealed its outcome with; an outcome whose seal does not match was written by another process
-    and is not read (the rank is reported as such)."""
+    and is not read (the rank is reported as such). ``held[r]``: rank r's outcome file as the kernel opened it
+    when it saw the rank end; read if the file was removed from the folder since (and the removal said)."""
     ranks = []
     keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
     keep_bytes = _bytes_kept(world_size)
@@ -102,6 +107,12 @@ def collect(
         result.record_notes += _notes(recorded)
         key = keys[rank] if keys and rank < len(keys) else b""
         outcome = _read_outcome(files.outcome, rank, world_size, key)
+        recovered = _read_held(held[rank], files, rank, key) if held and rank in held else None
+        if recovered is not None:  # the folder's outcome was removed or replaced: the rank's own, held open
+            outcome = recovered[0]
+            result.record_notes.append(recovered[1])
+        elif outcome is None and code is not None and sig is None and rank not in stopped and _removed(files):
+            outcome = _removed_outcome(files, rank, world_size, code)
         if outcome is not None:
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
@@ -147,6 +158,66 @@ def _notes(recorded: event_files.Record) -> list[str]:
         f"{recorded.malformed:,} line{'s' if recorded.malformed > 1 else ''} of its events file "
         "left out (not barrierlab's: malformed, too long, or with a time that is not a finite number)"
     ]
+
+
+def _removed(files: RankFiles) -> list[str]:
+    """The files every rank leaves (its outcome, its stdout and stderr, which it opens before the learner's
+    code runs) that are no longer in the folder, by name; [] if any of stdout and stderr is there (a rank that
+    exited early, without an outcome, still has them)."""
+    names = [files.outcome, files.stdout, files.stderr]
+    gone = [os.path.basename(path) for path in names if not os.path.lexists(path)]
+    return gone if len(gone) == len(names) else []
+
+
+def _removal_note(files: RankFiles) -> str:
+    """'removed before the run ended (rank1.outcome, … deleted …)': which of the rank's files are gone."""
+    names = [os.path.basename(path) for path in (files.outcome, files.stdout, files.stderr, files.events)]
+    gone = [name for name in names if not os.path.lexists(os.path.join(files.folder, name))]
+    return (
+        f"removed before the run ended ({', '.join(gone)} deleted from the run's folder by another process: "
+        "another rank, or a program one started, can write there)"
+    )
+
+
+def _read_held(f: BinaryIO, files: RankFiles, rank: int, key: bytes) -> tuple[Outcome, str] | None:
+    """Rank's outcome from the file the kernel held open since it saw the rank end, with a note saying so,
+    if that file is no longer the folder's (removed, or replaced) and is the rank's own (its seal matches);
+    else None: the folder's outcome is read as usual."""
+    try:
+        outcome = Outcome.read_from(f, files.outcome, key)
+        _check_types(outcome)
+        if outcome.rank != rank:
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+        return None
+    try:
+        same = os.path.samestat(os.fstat(f.fileno()), os.lstat(files.outcome))
+    except OSError:
+        same = False
+    if same:
+        return None
+    if os.path.lexists(files.outcome):
+        note = (
+            "outcome file replaced before the run ended (by another process: another rank, or a program one "
+            "started, can write there)"
+        )
+    else:
+        note = _removal_note(files)
+    return outcome, note + "; its outcome was read from the file barrierlab held open since the rank ended"
+
+
+def _removed_outcome(files: RankFiles, rank: int, world_size: int, code: int | None) -> Outcome:
+    """What is said of a rank whose files were all removed from the run's folder before the kernel read them:
+    it ended (with ``code``), but how is unknown."""
+    return Outcome(
+        rank,
+        world_size,
+        Status.RAISED,
+        error_type="builtins.RuntimeError",
+        message=f"rank {rank}'s record was {_removal_note(files)}, so how it ended is unknown (its process "
+        f"exited with code {code}). The other ranks' results stand. Look for code that deletes files in the "
+        "folder of its stdout (rank*.* files).",
+    )
 
 
 def _read_outcome(path: str, rank: int, world_size: int, key: bytes = b"") -> Outcome | None:

@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -639,19 +639,41 @@ class Tail:
 # --- where a frame's code lives ----------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
+#: Functions found per source file, kept for this many files: (stamp of the text read, the functions).
+_FUNCTIONS_KEPT = 256
+_functions: dict[str, tuple[tuple, tuple[tuple[str, int, int], ...]]] = {}
+
+
 def functions(path: str) -> tuple[tuple[str, int, int], ...]:
-    """(name, first line, last line) of every function the Python file at ``path`` defines."""
-    try:
-        with open(path) as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+    """(name, first line, last line) of every function the Python file at ``path`` defines. ``path`` comes
+    from a rank's record: its text is read only as :func:`barrierlab._files.source` allows (a regular
+    ``*.py`` file of bounded size, or a notebook cell in memory), and parsing it counts against the same time
+    budget; otherwise there are none."""
+    read = _files.source(path)
+    if read is None:
         return ()
-    return tuple(
-        (node.name, node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    )
+    stamp, lines = read
+    kept = _functions.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    if not _files.within_budget():
+        return ()
+    started = time.perf_counter()
+    try:
+        tree = ast.parse("".join(lines))
+        found = tuple(
+            (node.name, node.lineno, node.end_lineno or node.lineno)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found = ()
+    finally:
+        _files.charge(time.perf_counter() - started)
+    if len(_functions) >= _FUNCTIONS_KEPT:
+        _functions.clear()
+    _functions[path] = (stamp, found)
+    return found
 
 
 def defines(path: str, func: str, line: int) -> bool:

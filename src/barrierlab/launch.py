@@ -23,10 +23,11 @@ import tempfile
 import threading
 import time
 import uuid
+from typing import BinaryIO
 
 import cloudpickle
 
-from barrierlab import _contain, _payload, _warmstart
+from barrierlab import _contain, _files, _payload, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE,
     Exited,
@@ -668,6 +669,12 @@ def run(
     ``linger``, ``record``, ``check`` and ``init`` must be True or False (``live`` also None). Every argument
     is checked before anything starts: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value.
     """
+    if os.environ.get(_contain.RUN_MARKER):
+        raise RuntimeError(
+            "barrierlab.run was called inside a rank of another barrierlab.run (by the rank's code, or a program "
+            "it started): a rank cannot start ranks of its own (they would outlive its deadline and leave their "
+            "folder behind). Call the collectives in the rank itself, or run the inner function from the notebook."
+        )
     args, kwargs, options = validate(
         fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init
     )
@@ -712,10 +719,11 @@ def _my_start() -> int:
 _START: int | None = None
 
 
-def remove_stale_run_dirs(folder: str | None = None) -> list[str]:
+def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = None) -> list[str]:
     """Remove run folders (``barrierlab-run-<pid>-<start>-*``) this user's kernels left when they died (a
-    SIGKILL leaves no chance to clean up). Never one of a live process (its PID and start time are checked),
-    never a symlink, never another user's. Returns the folders removed."""
+    SIGKILL leaves no chance to clean up); with ``owners``, only those of these PIDs (a run's ranks, which
+    may have called ``barrierlab.run`` themselves despite its refusal). Never one of a live process (its PID
+    and start time are checked), never a symlink, never another user's. Returns the folders removed."""
     folder = folder or tempfile.gettempdir()
     removed = []
     try:
@@ -724,7 +732,7 @@ def remove_stale_run_dirs(folder: str | None = None) -> list[str]:
         return removed
     for name in names:
         owner = run_dir_owner(name)
-        if owner is None:
+        if owner is None or (owners is not None and owner[0] not in owners):
             continue
         path = os.path.join(folder, name)
         try:
@@ -830,10 +838,15 @@ def _launch(
             index=index,
             linger=options.linger,
             keys=group.keys,
+            held=group.held,
         )
         _mark_teardown_hangs(run, group.teardown)
+        if group.pids:  # a rank's own run folder (every rank has ended)
+            remove_stale_run_dirs(owners=set(group.pids))
         run.launcher_note = group.lost_warm_note()
     finally:
+        if group is not None:
+            group.release()
         if store is not None:
             store.close()
     return run, group.started_at + options.deadline
@@ -926,6 +939,9 @@ class _RunningGroup:
         self.lost_warm_ranks: list[int] | None = None  # ranks still running then (they died with it)
         self.teardown: set[int] = set()  # ranks that finished, then hung in torch's teardown
         self.not_forked = ""  # why the warm process could not fork the ranks, if it could not
+        #: rank -> its outcome file, opened as soon as the kernel saw it (and kept open until the run is read):
+        #: another rank, or a program one started, may remove it from the run's folder before the run ends
+        self.held: dict[int, BinaryIO] = {}
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -995,6 +1011,7 @@ class _RunningGroup:
             # can write into this pipe (/proc/<pid>/fd); a forged exit of a live rank would lose its result
             if 0 <= message.rank < self.world_size and message.rank in self.ended():
                 self.exits[message.rank] = (message.code, message.sig)
+                self.hold_outcome(message.rank)
         elif isinstance(message, Swept) and message.run_id == self.spec.run_id:
             if self.started and not set(range(self.world_size)) - self.ended():  # never while a rank lives
                 self.swept = True
@@ -1051,8 +1068,28 @@ class _RunningGroup:
         return ended
 
     def reported(self) -> set[int]:
-        """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended)."""
-        return {r for r in range(self.world_size) if os.path.exists(RankFiles(self.spec.run_dir, r).outcome)}
+        """Ranks whose outcome file is written (a lingering rank writes it, then waits to be ended); each is
+        held open from then on (:meth:`hold_outcome`)."""
+        for rank in set(range(self.world_size)) - set(self.held):
+            self.hold_outcome(rank)
+        return set(self.held)
+
+    def hold_outcome(self, rank: int) -> None:
+        """Open rank's outcome file, if it is there and not yet held, and keep it open until the run is read:
+        if it is removed from the run's folder meanwhile, what the rank wrote is still read (and the removal
+        said), rather than taken for a rank that exited without a word."""
+        if rank in self.held:
+            return
+        try:
+            self.held[rank] = _files.open_regular(RankFiles(self.spec.run_dir, rank).outcome)
+        except (OSError, ValueError):
+            pass
+
+    def release(self) -> None:
+        """Close the outcome files held open (once the run is read)."""
+        for f in self.held.values():
+            f.close()
+        self.held.clear()
 
     def running(self) -> set[int]:
         return set(range(self.world_size)) - set(self.exits)

@@ -3,18 +3,23 @@
 Code defined in a Jupyter cell is compiled from a temporary file name (``/tmp/ipykernel_123/4567.py``);
 IPython keeps the map from that name to the cell's execution count, and the cell's source in
 ``linecache``.  Both live in the kernel, so translation happens in the parent, not in the ranks.
+
+A site's file is a name a rank wrote (an events line, a stack, a traceback): its line of code is read only
+through :func:`barrierlab._files.source_line` (a notebook cell in memory, or a regular ``*.py`` file of bounded
+size, within a time budget), never through ``linecache``, which would open a FIFO or keep a file of any size.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import linecache
 import os
 import sys
 import sysconfig
 import types
 from dataclasses import dataclass
+
+from barrierlab import _files
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: barrierlab's own machinery: frames in these files are never "the learner's line".
@@ -105,7 +110,8 @@ class Site:
 
     @property
     def code(self) -> str:
-        return linecache.getline(self.file, self.line).strip()
+        """The site's line of code, stripped; "" where it may not be read (see :func:`_files.source_line`)."""
+        return _files.source_line(self.file, self.line)
 
     def __str__(self) -> str:
         where = self.place + (f", in {self.func}" if self.func and self.func != "<module>" else "")

@@ -35,6 +35,8 @@ from barrierlab._protocol import (
     claim_diagnosis,
     clock_anchor,
     error_message,
+    exit_status,
+    exit_text,
     format_error,
     terminal_text,
 )
@@ -202,9 +204,11 @@ def main(fn, argv: list[str] | None = None) -> None:
         # stacks stop at the learner's function instead of walking on into this module and runpy
         value = call_the_function(fn, (), kwargs)
         outcome.status, outcome.value_repr = Status.FINISHED, _clip(repr(value))
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        outcome.status, outcome.exit_code = Status.EXITED, code
+    except SystemExit as exit_:  # the status Python itself would exit with; a message is printed as it does
+        outcome.status, outcome.exit_code = Status.EXITED, exit_status(exit_.code)
+        text = exit_text(exit_.code)
+        if text is not None:
+            print(text, file=sys.stderr, flush=True)
     except BaseException as error:  # report, then exit non-zero like any failed worker
         termination.install()
         tb = error.__traceback__
