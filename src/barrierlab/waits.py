@@ -192,9 +192,12 @@ def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
     calls = collective_calls(run)
     if not any(c.entry is not None for cs in calls.values() for c in cs):
         return {}, {}
-    positions = {
-        rank: {c.event.seq: c.position for c in cs if c.event is not None and c.event.seq} for rank, cs in calls.items()
-    }
+    positions: dict[int, dict[int, int]] = {}
+    for rank, cs in calls.items():
+        mine = positions[rank] = {}
+        for c in cs:
+            if c.event is not None and c.event.seq:  # an object collective spans positions: its last names it
+                mine[c.event.seq] = max(c.position, mine.get(c.event.seq, c.position))
     issued = {
         rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
         for rank, cs in calls.items()
