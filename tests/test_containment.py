@@ -286,3 +286,44 @@ def test_interrupts_at_random_moments_leave_no_rank_behind():
     # generous: a warm process an interrupt cut off while it started still imports torch before it sees its
     # closed pipe and exits (seconds on a loaded 2-core machine)
     assert wait_until_gone([p.pid for p in strays], 30.0) == []
+
+
+FIRST_IMPORT_INTERRUPTED = """
+import os, signal, sys, threading, time
+import barrierlab as bl
+
+def one():
+    return 1
+
+bl.warm_up(wait=True)
+assert "torch" not in sys.modules, "this kernel must not have imported torch yet"
+
+def interrupt_while_torch_is_imported():
+    while "torch" not in sys.modules:
+        time.sleep(0.001)
+    time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt_while_torch_is_imported, daemon=True).start()
+try:
+    bl.run(one, 2, live=False)
+    print("first: returned", flush=True)
+except KeyboardInterrupt:
+    print("first: interrupted", flush=True)
+print("second:", bl.run(one, 2, live=False).values, flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_during_the_kernels_first_import_of_torch_leaves_the_next_run_working():
+    """attack4 A7: the kernel imports torch at its first run; a Ctrl-C in the middle of that import left torch
+    half-initialised, and the next run segfaulted the kernel (or raised AttributeError on torch)."""
+    kernel = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", FIRST_IMPORT_INTERRUPTED],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert kernel.returncode == 0, kernel.stderr[-3000:]
+    assert "first: interrupted" in kernel.stdout
+    assert "second: [1, 1]" in kernel.stdout

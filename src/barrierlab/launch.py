@@ -572,6 +572,15 @@ def _remove_mapped(folder: str | None) -> None:
                 os.unlink(os.path.join(folder, name))
 
 
+def _import_torch_distributed():
+    """``torch.distributed``, imported with Ctrl-C held back until the import is done. The kernel imports torch
+    lazily, at its first run; a KeyboardInterrupt in the middle of that import left torch half-initialised
+    (its C extension's types partly registered), and the next run's import of it segfaulted the kernel."""
+    with _interrupt_deferred():
+        import torch.distributed as dist
+    return dist
+
+
 class _LoopbackStore:
     """A TCPStore this kernel hosts for one run on a socket bound to 127.0.0.1 (a TCPStore of its own
     would listen on every interface). Ranks join it as clients through ``env://`` with
@@ -581,8 +590,7 @@ class _LoopbackStore:
         import socket
         from datetime import timedelta
 
-        import torch.distributed as dist
-
+        dist = _import_torch_distributed()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             listener.bind(("127.0.0.1", 0))
