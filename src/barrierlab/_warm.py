@@ -130,6 +130,7 @@ class WarmProcess:
         self.pool: dict[int, tuple[int, int]] = {}  # pooled rank's pid -> (its spec pipe, its key pipe)
         self.pool_size = 0  # the last run's world size (up to POOL_MAX): how many ranks the pool holds
         self.name = _contain.process_comm(os.getpid()) or b"python"  # its own name, given back after each fork
+        self.cgroups: dict[str, str] = {}  # run id -> the run's cgroup, until the run is swept
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -184,6 +185,8 @@ class WarmProcess:
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
             self.pool_size = min(spec.options.world_size, POOL_MAX)
+            if spec.cgroup:
+                self.cgroups[spec.run_id] = spec.cgroup
             try:
                 pids = tuple(
                     self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
@@ -215,7 +218,7 @@ class WarmProcess:
                 fd = self.pidfds.pop(pid, None)
                 if fd is not None:
                     os.close(fd)
-        self.sweep()
+        self.sweep(run_id)
 
     def signal_rank(self, pid: int, signum: int) -> None:
         """Signal an unreaped rank (its PID cannot have been reused); SIGKILL takes its session's process
@@ -375,6 +378,8 @@ class WarmProcess:
                     code = 0
                     return
                 spec = RankSpec(message.spec, message.rank)
+            if spec.run.cgroup:
+                _contain.join_cgroup(spec.run.cgroup)  # before it starts anything: all it starts is born there
             code = _rank.main(spec, key)
         finally:
             os._exit(code)
@@ -385,11 +390,21 @@ class WarmProcess:
         ended_runs = set()
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid == 0:
+            if ended is None:
                 break
+            pid = ended.si_pid
+            if pid in self.children:  # a rank: end its process group while its unreaped PID still names it
+                try:  # (one signal, no race with a chain of processes forking and exiting in the group)
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
             run_id, rank = self.children.pop(pid, (None, None))
             fd = self.pidfds.pop(pid, None)
             if fd is not None:
@@ -406,12 +421,14 @@ class WarmProcess:
             ended_runs.add(run_id)
         live_runs = {run_id for run_id, _ in self.children.values()}
         for run_id in ended_runs - live_runs:
-            send(self.out_fd, Swept(run_id, self.sweep()))
+            send(self.out_fd, Swept(run_id, self.sweep(run_id)))
 
-    def sweep(self) -> int:
-        """Kill every descendant but the ranks of runs still going (and what they started); the adopted
+    def sweep(self, run_id: str) -> int:
+        """Kill what the run's ranks started: its cgroup in one write (where the kernel made one), then every
+        descendant but the ranks of runs still going and the pooled ranks (and what they started); the adopted
         orphans are reaped by the next :meth:`reap` (their SIGCHLD wakes the loop)."""
-        return _contain.kill_descendants(os.getpid(), keep=set(self.children) | set(self.pool))
+        killed = _contain.kill_cgroup(self.cgroups.pop(run_id, ""))
+        return killed + _contain.kill_descendants(os.getpid(), keep=set(self.children) | set(self.pool))
 
     def remove_dead_kernels_folders(self) -> list[str]:
         """Once the kernel is dead (this process has been re-parented), remove its run folders: a SIGKILLed
@@ -426,6 +443,8 @@ class WarmProcess:
             time.sleep(0.01)
         if start is None or os.getppid() == pid:
             return []
+        for cgroup in self.cgroups.values():  # killed by kill_all; a dead kernel cannot remove them
+            _contain.remove_cgroup(cgroup)
         import shutil
         import stat
         import tempfile
@@ -458,6 +477,8 @@ class WarmProcess:
             except ChildProcessError:
                 pass
         self.children.clear()
+        for cgroup in self.cgroups.values():
+            _contain.kill_cgroup(cgroup)
         _contain.kill_descendants(os.getpid())
 
 

@@ -756,7 +756,15 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
             continue  # its kernel is alive: the run may be going on
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
+    if owners is None:  # (a run's ranks' cgroups are inside the run's, and end with it)
+        for path in _contain.stale_cgroups(lambda name: _owner_is_dead(run_dir_owner(name))):
+            _contain.end_cgroup(path)  # what a run started after its rank killed the warm process and the kernel
+            removed.append(path)
     return removed
+
+
+def _owner_is_dead(owner: tuple[int, int] | None) -> bool:
+    return owner is not None and _contain.start_time(owner[0]) != owner[1]
 
 
 def _remove_run_dir(path: str) -> None:
@@ -792,8 +800,11 @@ def _launch(
     clock, its deadline ends (what is left of it is for checking the values)."""
     t0 = time.monotonic()
     group = store = None
+    run_id = uuid.uuid4().hex
+    cgroup = ""
     try:
         store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
+        cgroup = _contain.make_run_cgroup(run_dir_prefix(os.getpid(), _my_start()) + run_id[:16])
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
             payload_path = os.path.join(run_dir, PAYLOAD_FILE)
@@ -801,7 +812,7 @@ def _launch(
                 _write_payload(run_dir, payload)
             payload = b""
         spec = RunSpec(
-            run_id=uuid.uuid4().hex,
+            run_id=run_id,
             run_dir=run_dir,
             payload=payload,
             options=options,
@@ -814,6 +825,7 @@ def _launch(
             start_ticks=_contain.ticks_now(),
             modules=learners_modules(),
             store_port=store.port,
+            cgroup=cgroup,
         )
         del payload
         group = _RunningGroup(warm, spec)
@@ -831,6 +843,7 @@ def _launch(
         finally:
             if group.warm_broken:
                 _discard(warm)
+                _contain.kill_cgroup(cgroup)  # everything the run started, however it detached or renamed itself
                 _contain.kill_run_leftovers(spec.run_id, set(group.pids), group.since())
             group.close()
         run = collect(
@@ -855,6 +868,9 @@ def _launch(
     finally:
         if group is not None:
             group.release()
+        if cgroup:
+            with _interrupt_deferred():
+                _contain.end_cgroup(cgroup)
         if store is not None:
             store.close()
     return run, group.started_at + options.deadline
