@@ -1,5 +1,8 @@
 """Keeping every process a run starts inside the run (Linux; elsewhere these are no-ops).
 
+* where the system allows it (cgroup v2 with ``cgroup.kill``, as root or in a delegated cgroup) each run has a
+  cgroup of its own, which every rank joins before any of the learner's code runs: whatever it starts is born
+  in it, and one write to ``cgroup.kill`` ends it all, however it detached, renamed itself or hops between PIDs;
 * the warm process is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): a process a rank starts that
   detaches (double fork, ``setsid``, ``start_new_session=True``) is re-parented to it, not to init, so it stays
   a descendant the warm process can find;
