@@ -302,10 +302,8 @@ def test_a_forked_daemon_ends_when_a_rank_kills_the_warm_process(tmp_path, conta
 
 @pytest.mark.timeout(120)
 def test_a_forked_daemon_that_renames_itself_ends_when_a_rank_kills_the_warm_process(tmp_path, containment):
-    """Its name was the run's last mark on it (issue 21: a forked child shows no environment marker); only the
-    run's cgroup holds it."""
-    if containment == "no cgroup":
-        pytest.skip("not covered without a cgroup (docs/containment.md)")
+    """Its name was the run's last mark on it (issue 21: a forked child shows no environment marker): the run's
+    cgroup holds it, and without one the run's folder, which every rank holds open and it inherited."""
     try:
         bl.run(fork_a_daemon_then_kill_the_warm_process, 1, args=(str(tmp_path), True), timeout=5, deadline=10)
     except launch.LaunchError:

@@ -298,11 +298,62 @@ def environ_has(pid: int, marker: bytes) -> bool:
         return False
 
 
-def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int = 20) -> int:
+#: The lowest descriptor a rank holds its run's folder at (:func:`hold_run_folder`), out of the way of the
+#: learner's own files (the recorder's are at 512 and above too).
+MARKER_FD = 600
+
+
+def hold_run_folder(run_dir: str) -> int | None:
+    """In a rank: hold the run's folder open (close-on-exec, at :data:`MARKER_FD` or above). A process the rank
+    forks keeps the descriptor whatever it is named, whichever session it is in: a mark
+    :func:`kill_run_leftovers` finds where no cgroup holds the run. Returns the descriptor, None if it failed."""
+    import fcntl
+
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, MARKER_FD)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
+def folder_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of a folder, which a process holding it open shows in ``/proc/PID/fd``."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def holds_folder(pid: int, identity: tuple[int, int]) -> bool:
+    """Whether ``pid`` holds the folder of ``identity`` open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == identity:
+            return True
+    return False
+
+
+def kill_run_leftovers(
+    run_id: str, sessions: set[int], since: int, passes: int = 20, folder: tuple[int, int] | None = None
+) -> int:
     """From outside the warm process (it is gone or stopped): SIGKILL this user's processes started since
     ``since`` (clock ticks) that carry the run's environment marker (what the ranks exec), its process name
-    (:func:`mark_process`: what they fork without exec) or belong to one of the ranks' sessions (each rank
-    leads its own session). Returns how many were killed."""
+    (:func:`mark_process`: what they fork without exec), hold the run's ``folder`` open (:func:`hold_run_folder`:
+    what they fork, renamed or not) or belong to one of the ranks' sessions (each rank leads its own session).
+    Returns how many were killed."""
     marker = f"{RUN_MARKER}={run_id}".encode()
     name = process_name(run_id)
     uid = os.getuid()
@@ -318,7 +369,12 @@ def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int 
                     continue
             except OSError:
                 continue
-            if sid in sessions or _comm(pid) == name or environ_has(pid, marker):
+            if (
+                sid in sessions
+                or _comm(pid) == name
+                or environ_has(pid, marker)
+                or (folder is not None and holds_folder(pid, folder))
+            ):
                 fd = open_pidfd(pid, start)
                 if fd is None:
                     continue

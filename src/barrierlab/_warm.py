@@ -380,6 +380,7 @@ class WarmProcess:
                 spec = RankSpec(message.spec, message.rank)
             if spec.run.cgroup:
                 _contain.join_cgroup(spec.run.cgroup)  # before it starts anything: all it starts is born there
+            _contain.hold_run_folder(spec.run.run_dir)  # and all it forks holds the run's folder open
             code = _rank.main(spec, key)
         finally:
             os._exit(code)

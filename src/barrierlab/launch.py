@@ -844,7 +844,9 @@ def _launch(
             if group.warm_broken:
                 _discard(warm)
                 _contain.kill_cgroup(cgroup)  # everything the run started, however it detached or renamed itself
-                _contain.kill_run_leftovers(spec.run_id, set(group.pids), group.since())
+                _contain.kill_run_leftovers(
+                    spec.run_id, set(group.pids), group.since(), folder=_contain.folder_identity(spec.run_dir)
+                )
             group.close()
         run = collect(
             spec.run_dir,
