@@ -1,7 +1,7 @@
 """Keeping every process a run starts inside the run (Linux; elsewhere these are no-ops).
 
 * where the system allows it (cgroup v2 with ``cgroup.kill``, as root or in a delegated cgroup) each run has a
-  cgroup of its own, which every rank joins before any of the learner's code runs: whatever it starts is born
+  cgroup of its own, which every rank is in before any of the learner's code runs: whatever it starts is born
   in it, and one write to ``cgroup.kill`` ends it all, however it detached, renamed itself or hops between PIDs;
 * the warm process is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): a process a rank starts that
   detaches (double fork, ``setsid``, ``start_new_session=True``) is re-parented to it, not to init, so it stays
@@ -457,6 +457,29 @@ def join_cgroup(path: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def move_into_cgroup(path: str, pid: int) -> bool:
+    """Move process ``pid`` into the cgroup at ``path``. False if it could not."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        return True
+    except OSError:
+        return False
+
+
+def enter_cgroup(path: str) -> bool:
+    """Be in the cgroup at ``path`` (where the warm process has normally moved this rank already; else move
+    now). False if this process is not in it."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            own = next((line[3:].strip() for line in f if line.startswith("0::")), "")
+    except OSError:
+        own = ""
+    if own and os.path.basename(own) == os.path.basename(path):
+        return True
+    return join_cgroup(path)
 
 
 def cgroup_processes(path: str) -> list[int]:

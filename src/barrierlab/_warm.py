@@ -197,6 +197,8 @@ class WarmProcess:
                 return
             keys = self.take_keys()  # only now, all forked: no rank was forked with another's key in memory
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids), keys))
+            for pid in pids if spec.cgroup else ():  # once every rank is forked: a move waits for a fork under way
+                _contain.move_into_cgroup(spec.cgroup, pid)  # (each rank checks before any learner code runs)
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
@@ -378,9 +380,7 @@ class WarmProcess:
                     code = 0
                     return
                 spec = RankSpec(message.spec, message.rank)
-            if spec.run.cgroup:
-                _contain.join_cgroup(spec.run.cgroup)  # before it starts anything: all it starts is born there
-            _contain.hold_run_folder(spec.run.run_dir)  # and all it forks holds the run's folder open
+            _contain.hold_run_folder(spec.run.run_dir)  # all it forks holds the run's folder open
             code = _rank.main(spec, key)
         finally:
             os._exit(code)
