@@ -18,6 +18,7 @@ from conftest import leftover_ranks, wait_until_gone, warm_pid
 
 import barrierlab as bl
 from barrierlab import _contain, launch
+from barrierlab._protocol import run_dir_prefix
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -399,7 +400,11 @@ def where_am_i() -> str:
 def test_every_rank_runs_in_the_runs_cgroup_which_is_removed_after(containment):
     if containment == "no cgroup":
         pytest.skip("only with a cgroup")
-    run = bl.run(where_am_i, 2)
-    assert run.values[0] == run.values[1] and "/barrierlab-run-" in run.values[0]
-    name = os.path.basename(run.values[0])
-    assert not os.path.exists(os.path.join(_contain._cgroup_parent, name))
+    for _ in range(3):  # ranks forked for the run, then ranks from the pool, put into the next run's cgroup ahead
+        run = bl.run(where_am_i, 2)
+        assert run.values[0] == run.values[1] and "/barrierlab-run-" in run.values[0]
+        name = os.path.basename(run.values[0])
+        assert not os.path.exists(os.path.join(_contain._cgroup_parent, name))
+    prefix = run_dir_prefix(os.getpid(), launch._my_start())
+    left = [n for n in os.listdir(_contain._cgroup_parent) if n.startswith(prefix)]
+    assert left == [os.path.basename(launch._warm.next_cgroup)]  # only the next run's, made ahead

@@ -209,6 +209,9 @@ class RunSpec:
     #: is in it before any of the learner's code runs, so everything the run starts is born in it and
     #: ``cgroup.kill`` ends it all, whoever killed the warm process (``_contain.make_run_cgroup``).
     cgroup: str = ""
+    #: The next run's cgroup, made ahead: the warm process puts the ranks it pools after this run into it, so
+    #: that they are in their run's cgroup before they are handed it ("" where none is made).
+    next_cgroup: str = ""
 
     @property
     def store_path(self) -> str:

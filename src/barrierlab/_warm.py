@@ -131,6 +131,8 @@ class WarmProcess:
         self.pool_size = 0  # the last run's world size (up to POOL_MAX): how many ranks the pool holds
         self.name = _contain.process_comm(os.getpid()) or b"python"  # its own name, given back after each fork
         self.cgroups: dict[str, str] = {}  # run id -> the run's cgroup, until the run is swept
+        self.next_cgroup = ""  # the next run's cgroup (RunSpec.next_cgroup): where pooled ranks wait
+        self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -187,6 +189,7 @@ class WarmProcess:
             self.pool_size = min(spec.options.world_size, POOL_MAX)
             if spec.cgroup:
                 self.cgroups[spec.run_id] = spec.cgroup
+            self.next_cgroup = spec.next_cgroup
             try:
                 pids = tuple(
                     self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
@@ -198,7 +201,8 @@ class WarmProcess:
             keys = self.take_keys()  # only now, all forked: no rank was forked with another's key in memory
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids), keys))
             for pid in pids if spec.cgroup else ():  # once every rank is forked: a move waits for a fork under way
-                _contain.move_into_cgroup(spec.cgroup, pid)  # (each rank checks before any learner code runs)
+                if self.pooled_in.pop(pid, "") != spec.cgroup:  # (each rank checks before any learner code runs)
+                    _contain.move_into_cgroup(spec.cgroup, pid)
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
@@ -294,6 +298,8 @@ class WarmProcess:
             pass
         self.pool[pid] = (spec_w, key_r)
         self.open_pidfd(pid)
+        if self.next_cgroup and _contain.move_into_cgroup(self.next_cgroup, pid):  # between runs: no launch waits
+            self.pooled_in[pid] = self.next_cgroup
         return pid
 
     def hand_over(self, spec: RunSpec, rank: int) -> int | None:
@@ -312,6 +318,7 @@ class WarmProcess:
 
     def end_pooled(self, pid: int) -> None:
         """Kill and reap a rank that was pooled (never handed a run, or one that did not take it)."""
+        self.pooled_in.pop(pid, None)
         self.signal_rank(pid, signal.SIGKILL)
         try:
             os.waitpid(pid, 0)
@@ -410,6 +417,7 @@ class WarmProcess:
             fd = self.pidfds.pop(pid, None)
             if fd is not None:
                 os.close(fd)
+            self.pooled_in.pop(pid, None)
             for fd in self.pool.pop(pid, ()):  # a pooled rank killed while it waited
                 os.close(fd)
             if run_id is None:
@@ -444,8 +452,8 @@ class WarmProcess:
             time.sleep(0.01)
         if start is None or os.getppid() == pid:
             return []
-        for cgroup in self.cgroups.values():  # killed by kill_all; a dead kernel cannot remove them
-            _contain.remove_cgroup(cgroup)
+        for cgroup in (*self.cgroups.values(), self.next_cgroup):  # killed by kill_all; a dead kernel cannot
+            _contain.remove_cgroup(cgroup)  # remove them
         import shutil
         import stat
         import tempfile

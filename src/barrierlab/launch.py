@@ -177,6 +177,14 @@ class _WarmProcess:
         self.from_fd = self.process.stdout.fileno()
         self.pid: int | None = None
         self.preloaded = False
+        #: The cgroup of the next run, made ahead and named in the last Launch: the warm process puts the ranks
+        #: it pools into it as it forks them, between runs, so that a launch need not move them (a move costs
+        #: milliseconds). "" where no run cgroups are made or none is made yet.
+        self.next_cgroup = ""
+
+    def take_next_cgroup(self) -> str:
+        cgroup, self.next_cgroup = self.next_cgroup, ""
+        return cgroup
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -243,6 +251,7 @@ class _WarmProcess:
                 self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
+        _contain.end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
 
 
 _lock = threading.RLock()
@@ -801,10 +810,12 @@ def _launch(
     t0 = time.monotonic()
     group = store = None
     run_id = uuid.uuid4().hex
-    cgroup = ""
+    cgroup = next_cgroup = ""
     try:
         store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
-        cgroup = _contain.make_run_cgroup(run_dir_prefix(os.getpid(), _my_start()) + run_id[:16])
+        prefix = run_dir_prefix(os.getpid(), _my_start())
+        cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
+        next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
             payload_path = os.path.join(run_dir, PAYLOAD_FILE)
@@ -826,7 +837,9 @@ def _launch(
             modules=learners_modules(),
             store_port=store.port,
             cgroup=cgroup,
+            next_cgroup=next_cgroup,
         )
+        warm.next_cgroup, next_cgroup = next_cgroup, ""  # the warm process's from here on (ended with it)
         del payload
         group = _RunningGroup(warm, spec)
         view = None
@@ -870,9 +883,10 @@ def _launch(
     finally:
         if group is not None:
             group.release()
-        if cgroup:
+        if cgroup or next_cgroup:
             with _interrupt_deferred():
                 _contain.end_cgroup(cgroup)
+                _contain.end_cgroup(next_cgroup)  # made, but not handed to the warm process
         if store is not None:
             store.close()
     return run, group.started_at + options.deadline
