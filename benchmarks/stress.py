@@ -295,6 +295,7 @@ def main() -> None:
     shutil.rmtree(daemons, ignore_errors=True)
     prefix = run_dir_prefix(os.getpid(), launch._my_start())
     dirs = glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*"))
+    bl.shutdown()  # the warm process holds the next run's cgroup, made ahead: what is left is counted after it
     cgroups = _contain.stale_cgroups(lambda name: name.startswith(prefix))
     print(
         f"runs: {options.runs} ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))}; "
@@ -309,7 +310,6 @@ def main() -> None:
         f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
         f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)"
     )
-    bl.shutdown()
 
 
 if __name__ == "__main__":
