@@ -9,8 +9,8 @@ Each run draws one kind (deadlock, exception, os._exit, SIGKILL, detached grandc
 - runs: how many ran, by kind, and how many were interrupted;
 - processes left: descendants of this process other than the warm process, processes carrying a run's
   environment marker (``BARRIERLAB_RUN_ID``) or in a rank's session, and the grandchildren the ranks
-  reported starting, still running 1 s after the last run;
-- temp dirs left: this process's run folders;
+  reported starting (the renamed daemons included), still running 1 s after the last run;
+- temp dirs left: this process's run folders; run cgroups left: this process's (where they are made);
 - worst overshoot: the largest (time the call took - the run's deadline), over every run;
 - kernel memory growth: this process's RSS after the last run minus after the warm-up runs.
 
@@ -23,6 +23,7 @@ import argparse
 import glob
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,19 @@ KINDS = ["ok", "deadlock", "raise", "os_exit", "sigkill", "detached", "flood", "
 #: unpickle than the deadline, a value nested a million lists deep, an error message of 40,000 "[", three
 #: span names of 8 MB, a daemon forked (no exec) into its own session before the rank kills the warm process.
 KINDS += ["steal_events_fd", "slow_value", "deep_value", "brackets", "huge_spans", "kill_warm_with_daemon"]
+#: attack4 A3 and issue 21's containment hole: a chain of processes that forks and exits every millisecond, each
+#: in a new session (bounded: 10 s); a daemon forked without exec that renames itself before the rank kills the
+#: warm process (it writes its PID into the folder given, so that it can be found).
+KINDS += ["hop_chain", "renamed_daemon"]
+
+HOPPER = """
+import os, time
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+"""
 
 
 def start_grandchildren() -> list[int]:
@@ -96,11 +110,16 @@ class DeepValue:
         return _deep_list, (1_000_000,)
 
 
-def _fork_daemon() -> None:
+def _fork_daemon(rename_into: str = "") -> None:
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            if rename_into:
+                import ctypes
+
+                ctypes.CDLL(None).prctl(_contain.PR_SET_NAME, ctypes.c_char_p(b"innocent"), 0, 0, 0)
+                open(os.path.join(rename_into, f"daemon-{os.getpid()}"), "w").close()
             while True:
                 time.sleep(1)
         os._exit(0)
@@ -127,10 +146,17 @@ def hostile(kind: str, payload=None):
         for _ in range(3):
             with bl.span("x" * 8_000_000):
                 pass
-    if kind == "kill_warm_with_daemon" and rank == 0:
-        _fork_daemon()
+    if kind in ("kill_warm_with_daemon", "renamed_daemon") and rank == 0:
+        before = len(os.listdir(payload)) if kind == "renamed_daemon" else 0
+        _fork_daemon(payload if kind == "renamed_daemon" else "")
+        give_up = time.monotonic() + 5
+        while kind == "renamed_daemon" and len(os.listdir(payload)) == before and time.monotonic() < give_up:
+            time.sleep(0.005)  # until the renamed daemon has written its PID
         os.kill(os.getppid(), signal.SIGKILL)
         time.sleep(1000)
+    if kind == "hop_chain" and rank == 0:
+        subprocess.Popen([sys.executable, "-c", HOPPER])
+        time.sleep(0.1)
     if kind == "deadlock" and rank == 0:
         dist.barrier()
     if kind == "raise" and rank == dist.get_world_size() - 1:
@@ -156,8 +182,22 @@ def hostile(kind: str, payload=None):
     return rank
 
 
+#: The ids of this process's runs: other processes of this user (other kernels, other test sessions) carry
+#: run markers and names too, and must not be counted as this benchmark's leftovers.
+RUN_IDS: set[str] = set()
+_group_init = launch._RunningGroup.__init__
+
+
+def _note_run_id(group, warm, spec) -> None:
+    RUN_IDS.add(spec.run_id)
+    _group_init(group, warm, spec)
+
+
+launch._RunningGroup.__init__ = _note_run_id
+
+
 def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[str]:
-    """Processes that came from a run and still run."""
+    """Processes that came from a run of this process and still run."""
     me = psutil.Process()
     warm = launch._warm.process.pid if launch._warm is not None and launch._warm.alive() else None
     found = {}
@@ -168,7 +208,8 @@ def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[
                 found[child.pid] = f"{child.pid} descendant {child.name()}"
         except psutil.NoSuchProcess:
             pass
-    marker = _contain.RUN_MARKER.encode() + b"="
+    markers = {f"{_contain.RUN_MARKER}={run_id}".encode() for run_id in RUN_IDS}
+    names = {_contain.process_name(run_id).decode() for run_id in RUN_IDS}
     uid = os.getuid()
     for pid in psutil.pids():
         try:
@@ -179,8 +220,8 @@ def leftovers(rank_pids: set[int], grandchildren: set[int], since: int) -> list[
             if stat is None or stat[2] < since:
                 continue
             with open(f"/proc/{pid}/environ", "rb") as f:
-                marked = any(item.startswith(marker) for item in f.read().split(b"\0"))
-            named = process.name().startswith("blrun")  # a rank's name, kept by what it forks (_contain.mark_process)
+                marked = any(item in markers for item in f.read().split(b"\0"))
+            named = process.name() in names  # a rank's name, kept by what it forks (_contain.mark_process)
             if marked or named or stat[1] in rank_pids or pid in grandchildren or pid in rank_pids:
                 found.setdefault(pid, f"{pid} from a run: {process.name()}")
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
@@ -199,12 +240,12 @@ def main() -> None:
     bl.warm_up(wait=True)
     since = _contain.ticks_now()
     big = torch.zeros(50 * 2**20 // 4)  # 50 MB
+    daemons = tempfile.mkdtemp(prefix="barrierlab-stress-daemons-")
+    payloads = {"big_argument": big, "renamed_daemon": daemons}
     main_thread = threading.main_thread().ident
     for kind in KINDS:  # warm-up: every import every kind needs
-        if kind not in ("interrupt", "kill_warm_with_daemon"):
-            bl.run(
-                hostile, 2, args=(kind, big if kind == "big_argument" else None), timeout=1, deadline=options.deadline
-            )
+        if kind not in ("interrupt", "kill_warm_with_daemon", "renamed_daemon"):
+            bl.run(hostile, 2, args=(kind, payloads.get(kind)), timeout=1, deadline=options.deadline)
     rss_start = me.memory_info().rss
     counts, interrupted, worst, worst_kind = Counter(), 0, -1e9, ""
     rank_pids: set[int] = set()
@@ -223,9 +264,7 @@ def main() -> None:
             try:
                 if timer is not None:
                     timer.start()
-                run = bl.run(
-                    hostile, world, args=(kind, big if kind == "big_argument" else None), timeout=1, deadline=deadline
-                )
+                run = bl.run(hostile, world, args=(kind, payloads.get(kind)), timeout=1, deadline=deadline)
             finally:
                 if timer is not None:
                     timer.cancel()
@@ -251,20 +290,26 @@ def main() -> None:
             )
     rss_end = me.memory_info().rss
     time.sleep(1.0)
+    grandchildren |= {int(name.split("-")[1]) for name in os.listdir(daemons)}
     left = leftovers(rank_pids, grandchildren, since)
-    dirs = glob.glob(os.path.join(tempfile.gettempdir(), run_dir_prefix(os.getpid(), launch._my_start()) + "*"))
+    shutil.rmtree(daemons, ignore_errors=True)
+    prefix = run_dir_prefix(os.getpid(), launch._my_start())
+    dirs = glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*"))
+    bl.shutdown()  # the warm process holds the next run's cgroup, made ahead: what is left is counted after it
+    cgroups = _contain.stale_cgroups(lambda name: name.startswith(prefix))
     print(
         f"runs: {options.runs} ({', '.join(f'{k} {n}' for k, n in sorted(counts.items()))}; "
         f"{interrupted} interrupted) in {time.monotonic() - started_all:.0f} s"
     )
     print(f"processes left: {len(left)}" + "".join(f"\n  {line}" for line in left))
     print(f"temp dirs left: {len(dirs)}" + "".join(f"\n  {d}" for d in dirs))
+    made = "made" if _contain.run_cgroups_available() else f"not made: {_contain.cgroup_unavailable}"
+    print(f"run cgroups left: {len(cgroups)} (run cgroups {made})" + "".join(f"\n  {c}" for c in cgroups))
     print(f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind})")
     print(
         f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
         f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)"
     )
-    bl.shutdown()
 
 
 if __name__ == "__main__":

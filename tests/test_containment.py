@@ -18,6 +18,7 @@ from conftest import leftover_ranks, wait_until_gone, warm_pid
 
 import barrierlab as bl
 from barrierlab import _contain, launch
+from barrierlab._protocol import run_dir_prefix
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -286,3 +287,124 @@ def test_interrupts_at_random_moments_leave_no_rank_behind():
     # generous: a warm process an interrupt cut off while it started still imports torch before it sees its
     # closed pipe and exits (seconds on a loaded 2-core machine)
     assert wait_until_gone([p.pid for p in strays], 30.0) == []
+
+
+FIRST_IMPORT_INTERRUPTED = """
+import os, signal, sys, threading, time
+import barrierlab as bl
+
+def one():
+    return 1
+
+bl.warm_up(wait=True)
+assert "torch" not in sys.modules, "this kernel must not have imported torch yet"
+
+def interrupt_while_torch_is_imported():
+    while "torch" not in sys.modules:
+        time.sleep(0.001)
+    time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt_while_torch_is_imported, daemon=True).start()
+try:
+    bl.run(one, 2, live=False)
+    print("first: returned", flush=True)
+except KeyboardInterrupt:
+    print("first: interrupted", flush=True)
+print("second:", bl.run(one, 2, live=False).values, flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_during_the_kernels_first_import_of_torch_leaves_the_next_run_working():
+    """attack4 A7: the kernel imports torch at its first run; a Ctrl-C in the middle of that import left torch
+    half-initialised, and the next run segfaulted the kernel (or raised AttributeError on torch)."""
+    kernel = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", FIRST_IMPORT_INTERRUPTED],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert kernel.returncode == 0, kernel.stderr[-3000:]
+    assert "first: interrupted" in kernel.stdout
+    assert "second: [1, 1]" in kernel.stdout
+
+
+HOPPER = """
+import os, sys, time
+status, new_session = sys.argv[1], sys.argv[2] == "1"
+end = time.monotonic() + 10  # bounded: a chain the sweep missed ends by itself
+hops = 0
+while time.monotonic() < end:
+    if os.fork():
+        os._exit(0)  # the parent exits: the chain never stays in one PID (a hop takes about a millisecond)
+    if new_session:
+        os.setsid()  # nor in one process group or session
+    hops += 1
+    if hops % 25 == 1:
+        with open(status + ".tmp", "w") as f:
+            f.write(f"{hops} {os.getpid()}")
+        os.replace(status + ".tmp", status)
+"""
+
+
+CHAINS = 3
+
+
+def start_hopping_chains(status: str, new_session: bool) -> str:
+    """Rank 0 starts :data:`CHAINS` chains (``status``0, 1, ... say how far each is), lets them hop, returns."""
+    if dist.get_rank() == 0:
+        for chain in range(CHAINS):
+            subprocess.Popen([sys.executable, "-c", HOPPER, f"{status}{chain}", "1" if new_session else "0"])
+        give_up = time.monotonic() + 10
+        while not all(os.path.exists(f"{status}{c}") for c in range(CHAINS)) and time.monotonic() < give_up:
+            time.sleep(0.01)
+        time.sleep(0.2)
+    return "returned"
+
+
+@pytest.fixture(params=["cgroup", "no cgroup"])
+def containment(request, monkeypatch):
+    """Each run in a cgroup of its own (where the system allows it), or as where it does not."""
+    if request.param == "no cgroup":
+        monkeypatch.setattr(_contain, "make_run_cgroup", lambda name: "")
+    elif not _contain.run_cgroups_available():
+        pytest.skip(f"no run cgroup here: {_contain.cgroup_unavailable}")
+    return request.param
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("new_session", [False, True], ids=["same group", "new session every hop"])
+def test_a_chain_that_forks_and_exits_every_millisecond_ends_with_the_run(tmp_path, containment, new_session):
+    """attack4 A3: the sweep scanned /proc 50 times and gave up; a chain whose every process lives about a
+    millisecond outran it and outlived the call and the kernel."""
+    statuses = [tmp_path / f"hop{chain}" for chain in range(CHAINS)]
+    started = time.monotonic()
+    run = bl.run(start_hopping_chains, 2, args=(str(tmp_path / "hop"), new_session), timeout=5, deadline=10)
+    assert run.values == ["returned", "returned"]
+    assert time.monotonic() - started < 10 + 1
+    last = [path.read_text() for path in statuses]
+    time.sleep(0.3)
+    now = [path.read_text() for path in statuses]
+    alive = wait_until_gone([int(text.split()[1]) for text in now], 0.5)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert (now, alive) == (last, [])  # no hop since the call returned, and the last ones are gone
+
+
+def where_am_i() -> str:
+    with open("/proc/self/cgroup") as f:
+        return next(line[3:].strip() for line in f if line.startswith("0::"))
+
+
+def test_every_rank_runs_in_the_runs_cgroup_which_is_removed_after(containment):
+    if containment == "no cgroup":
+        pytest.skip("only with a cgroup")
+    for _ in range(3):  # ranks forked for the run, then ranks from the pool, put into the next run's cgroup ahead
+        run = bl.run(where_am_i, 2)
+        assert run.values[0] == run.values[1] and "/barrierlab-run-" in run.values[0]
+        name = os.path.basename(run.values[0])
+        assert not os.path.exists(os.path.join(_contain._cgroup_parent, name))
+    prefix = run_dir_prefix(os.getpid(), launch._my_start())
+    left = [n for n in os.listdir(_contain._cgroup_parent) if n.startswith(prefix)]
+    assert left == [os.path.basename(launch._warm.next_cgroup)]  # only the next run's, made ahead

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from conftest import wait_until_gone
 
 import barrierlab as bl
-from barrierlab import _files, launch, record, unpickle
+from barrierlab import _contain, _files, launch, record, unpickle
 from barrierlab import events as event_files
 from barrierlab._protocol import Outcome, RankFiles, Status, tidy
 from barrierlab.collect import from_records as run_from_records
@@ -242,13 +242,25 @@ def test_a_rank_failure_with_a_message_of_brackets_is_reported():
 
 
 # --- 4. nothing a rank forks outlives the warm process ---------------------------------------------------
-def fork_a_daemon_then_kill_the_warm_process(folder):
+def fork_a_daemon_then_kill_the_warm_process(folder, rename=False, kill_the_kernel=False):
+    """A Python daemon forked without exec into a session of its own (renamed, if asked, so that it carries no
+    mark of the run but its cgroup); then the warm process (and, if asked, the kernel) is SIGKILLed."""
+    warm = os.getppid()
+    kernel = _contain._stat(warm)[0]
     read_fd, write_fd = os.pipe()
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            if rename:
+                import ctypes
+
+                ctypes.CDLL(None).prctl(_contain.PR_SET_NAME, ctypes.c_char_p(b"innocent"), 0, 0, 0)
             os.write(write_fd, str(os.getpid()).encode())
+            if kill_the_kernel:  # from the daemon: the rank dies with the warm process
+                time.sleep(0.2)
+                os.kill(warm, signal.SIGKILL)
+                os.kill(kernel, signal.SIGKILL)
             while True:
                 time.sleep(1)
         os._exit(0)
@@ -256,21 +268,68 @@ def fork_a_daemon_then_kill_the_warm_process(folder):
     pid = int(os.read(read_fd, 32))
     with open(os.path.join(folder, "daemon"), "w") as f:
         f.write(str(pid))
-    os.kill(os.getppid(), signal.SIGKILL)
+    if not kill_the_kernel:
+        os.kill(warm, signal.SIGKILL)
     time.sleep(1000)
 
 
+@pytest.fixture(params=["cgroup", "no cgroup"])
+def containment(request, monkeypatch):
+    """Each run in a cgroup of its own (where the system allows it), or as where it does not."""
+    if request.param == "no cgroup":
+        monkeypatch.setattr(_contain, "make_run_cgroup", lambda name: "")
+    elif not _contain.run_cgroups_available():
+        pytest.skip(f"no run cgroup here: {_contain.cgroup_unavailable}")
+    return request.param
+
+
+def _daemon_left(folder, seconds: float) -> list[int]:
+    daemon = int((folder / "daemon").read_text())
+    left = wait_until_gone([daemon], seconds)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
 @pytest.mark.timeout(120)
-def test_a_forked_daemon_ends_when_a_rank_kills_the_warm_process(tmp_path):
+def test_a_forked_daemon_ends_when_a_rank_kills_the_warm_process(tmp_path, containment):
     try:
         bl.run(fork_a_daemon_then_kill_the_warm_process, 1, args=(str(tmp_path),), timeout=5, deadline=10)
     except launch.LaunchError:
         pass
+    assert _daemon_left(tmp_path, 2.0) == []
+
+
+@pytest.mark.timeout(120)
+def test_a_forked_daemon_that_renames_itself_ends_when_a_rank_kills_the_warm_process(tmp_path, containment):
+    """Its name was the run's last mark on it (issue 21: a forked child shows no environment marker): the run's
+    cgroup holds it, and without one the run's folder, which every rank holds open and it inherited."""
+    try:
+        bl.run(fork_a_daemon_then_kill_the_warm_process, 1, args=(str(tmp_path), True), timeout=5, deadline=10)
+    except launch.LaunchError:
+        pass
+    assert _daemon_left(tmp_path, 2.0) == []
+
+
+@pytest.mark.timeout(120)
+def test_a_daemon_whose_rank_killed_the_warm_process_and_the_kernel_ends_at_the_next_kernels_start(tmp_path):
+    """No barrierlab process is left to end it; the next kernel's first run ends it (by the dead kernel's
+    cgroup) before it starts anything."""
+    if not _contain.run_cgroups_available():
+        pytest.skip(f"no run cgroup here: {_contain.cgroup_unavailable}")
+    script = textwrap.dedent(f"""
+        import barrierlab as bl
+        from test_hostile_read import fork_a_daemon_then_kill_the_warm_process
+        bl.run(fork_a_daemon_then_kill_the_warm_process, 1, args=({str(tmp_path)!r}, True, True), deadline=30)
+    """)
+    tests = os.path.dirname(__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    kernel = subprocess.run([sys.executable, "-c", script], env=env, cwd=tests, timeout=100, capture_output=True)
+    assert kernel.returncode == -signal.SIGKILL, kernel.stderr.decode()[-2000:]
     daemon = int((tmp_path / "daemon").read_text())
-    left = wait_until_gone([daemon], 2.0)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == []
+    assert wait_until_gone([daemon], 0.5) == [daemon]  # nothing of barrierlab was left to end it
+    launch.remove_stale_run_dirs()  # what the next kernel's first run does
+    assert _daemon_left(tmp_path, 2.0) == []
 
 
 # --- 6. report on a folder it did not write -------------------------------------------------------------

@@ -617,6 +617,44 @@ def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path, monkeypatch: py
     assert lint_file(path) == []
 
 
+RANK_ZERO_ONLY = "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n"
+
+
+@pytest.mark.timeout(60)
+def test_a_notebook_with_more_code_than_lint_analyses_is_refused_by_name_before_analysis(tmp_path: Path) -> None:
+    """attack4 A10c: a 13.5 MB notebook of rank-0-only barriers (well under MAX_FILE_BYTES) took 63 s of CPU here,
+    minutes on a loaded machine. Just past the bound (12 cells of 90 kB), it was analysed for seconds before."""
+    import nbformat
+
+    cell = RANK_ZERO_ONLY * (90_000 // len(RANK_ZERO_ONLY))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for _ in range(12)])
+    path = tmp_path / "big.ipynb"
+    nbformat.write(notebook, path)
+    assert 12 * len(cell) > barrierlab.lint.MAX_CODE_CHARS
+    with pytest.raises(barrierlab.lint.LintError, match=r"big\.ipynb: 1,07\d,\d+ characters of code, more than lint"):
+        lint_file(path)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(RANK_ZERO_ONLY)]), path)
+    assert len(lint_file(path)) == 1
+
+
+def test_a_module_that_would_take_the_code_past_the_bound_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "helpers.py").write_text("import torch.distributed as dist\n\ndef sync():\n    dist.barrier()\n")
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import torch.distributed as dist\nimport helpers\n\ndef main():\n    if dist.get_rank() == 0:\n        helpers.sync()\n"
+    )
+    assert len(lint_file(script)) == 1
+    monkeypatch.setattr(barrierlab.lint, "MAX_CODE_CHARS", len(script.read_text()) + 20)
+    assert lint_file(script) == []  # helpers.py is not followed: it would take the code past the bound
+    monkeypatch.setattr(barrierlab.lint, "MAX_CODE_CHARS", 10)
+    with pytest.raises(barrierlab.lint.LintError, match="characters of code"):
+        lint_file(script)
+    with pytest.raises(barrierlab.lint.LintError, match="characters of code"):
+        lint_source(script.read_text())
+
+
 def test_unreadable_files_get_one_line_each_and_the_others_are_still_linted(tmp_path: Path) -> None:
     latin = tmp_path / "latin.py"
     latin.write_bytes(b'name = "caf\xe9"\n')

@@ -1,5 +1,8 @@
 """Keeping every process a run starts inside the run (Linux; elsewhere these are no-ops).
 
+* where the system allows it (cgroup v2 with ``cgroup.kill``, as root or in a delegated cgroup) each run has a
+  cgroup of its own, which every rank is in before any of the learner's code runs: whatever it starts is born
+  in it, and one write to ``cgroup.kill`` ends it all, however it detached, renamed itself or hops between PIDs;
 * the warm process is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): a process a rank starts that
   detaches (double fork, ``setsid``, ``start_new_session=True``) is re-parented to it, not to init, so it stays
   a descendant the warm process can find;
@@ -188,22 +191,78 @@ def signal_pidfd(fd: int, signum: int) -> bool:
         return False
 
 
-def kill_descendants(root: int, keep: set[int] = frozenset(), passes: int = 50) -> int:
-    """SIGKILL every descendant of ``root`` (this process, normally) except ``keep`` and their subtrees,
-    pass after pass until none is left (a process forked between two passes is found by the next; a killed
-    process's children are re-parented to the subreaper). Returns how many were killed."""
+def kill_descendants(root: int, keep: set[int] = frozenset(), within: float = 1.0) -> int:
+    """SIGKILL every descendant of ``root`` (this process, normally) except ``keep`` and their subtrees, pass
+    after pass until a pass finds none alive, for at most ``within`` seconds. A pass walks down from ``root``
+    through ``/proc/PID/task/*/children`` (microseconds a process; a scan of all of ``/proc`` took
+    milliseconds, which a chain of processes that forks and exits every millisecond outran) and signals each
+    process as soon as it is found; a killed process's children are re-parented to the subreaper, where the
+    next pass finds them. Returns how many were killed."""
     killed: set[int] = set()
     children = _children(root)
-    if children is not None and children <= set(keep):
+    if children is None:
+        return _kill_descendants_by_scan(root, keep, within)
+    if children <= set(keep):
         return 0  # nothing but the kept: every orphan of a dead rank would be the subreaper's child
-    for _ in range(passes):
+    give_up = time.monotonic() + within
+    me = os.getpid()
+    while True:
+        alive = new = 0
+        todo = [root]
+        while todo:
+            parent = todo.pop()
+            for pid in _children(parent) or ():
+                if pid in keep:
+                    continue
+                state = _kill_child(pid, parent, own=parent == root == me)
+                if state is None:
+                    continue
+                todo.append(pid)
+                if state not in ("Z", "X"):
+                    alive += 1
+                    new += pid not in killed
+                    killed.add(pid)
+        if not alive or time.monotonic() >= give_up:
+            return len(killed)
+        if not new:
+            time.sleep(0.0005)  # only processes already killed, still on their way out
+
+
+def _kill_child(pid: int, parent: int, own: bool) -> str | None:
+    """SIGKILL ``pid``, found as a child of ``parent``; its state as it was (``Z`` a zombie), or None if it is
+    gone or no longer ``parent``'s child. A child of this process (``own``) cannot be another process while it
+    is unreaped; a deeper one is signalled through a pidfd opened before its parent is checked again."""
+    fd = None
+    try:
+        if not own:
+            fd = os.pidfd_open(pid)
+        fields = _stat_fields(pid)
+        if fields is None or int(fields[1]) != parent:
+            return None
+        state = fields[0].decode()
+        if state not in ("Z", "X"):
+            if fd is None:
+                os.kill(pid, signal.SIGKILL)
+            else:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        return state
+    except (OSError, AttributeError):
+        return None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _kill_descendants_by_scan(root: int, keep: set[int], within: float) -> int:
+    """:func:`kill_descendants` where the kernel lists no children per task: a scan of ``/proc`` each pass."""
+    killed: set[int] = set()
+    give_up = time.monotonic() + within
+    while True:
         table = _processes()
         spared = set(keep)
         for pid in keep:
             spared |= descendants(pid, table)
         targets = descendants(root, table) - spared
-        if not targets:
-            break
         for pid in targets:
             fd = open_pidfd(pid, table[pid][2])
             if fd is None:
@@ -213,8 +272,8 @@ def kill_descendants(root: int, keep: set[int] = frozenset(), passes: int = 50) 
                     killed.add(pid)
             finally:
                 os.close(fd)
-        time.sleep(0.002)
-    return len(killed)
+        if not targets or time.monotonic() >= give_up:
+            return len(killed)
 
 
 def _children(pid: int) -> set[int] | None:
@@ -239,11 +298,62 @@ def environ_has(pid: int, marker: bytes) -> bool:
         return False
 
 
-def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int = 20) -> int:
+#: The lowest descriptor a rank holds its run's folder at (:func:`hold_run_folder`), out of the way of the
+#: learner's own files (the recorder's are at 512 and above too).
+MARKER_FD = 600
+
+
+def hold_run_folder(run_dir: str) -> int | None:
+    """In a rank: hold the run's folder open (close-on-exec, at :data:`MARKER_FD` or above). A process the rank
+    forks keeps the descriptor whatever it is named, whichever session it is in: a mark
+    :func:`kill_run_leftovers` finds where no cgroup holds the run. Returns the descriptor, None if it failed."""
+    import fcntl
+
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, MARKER_FD)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
+def folder_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of a folder, which a process holding it open shows in ``/proc/PID/fd``."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def holds_folder(pid: int, identity: tuple[int, int]) -> bool:
+    """Whether ``pid`` holds the folder of ``identity`` open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == identity:
+            return True
+    return False
+
+
+def kill_run_leftovers(
+    run_id: str, sessions: set[int], since: int, passes: int = 20, folder: tuple[int, int] | None = None
+) -> int:
     """From outside the warm process (it is gone or stopped): SIGKILL this user's processes started since
     ``since`` (clock ticks) that carry the run's environment marker (what the ranks exec), its process name
-    (:func:`mark_process`: what they fork without exec) or belong to one of the ranks' sessions (each rank
-    leads its own session). Returns how many were killed."""
+    (:func:`mark_process`: what they fork without exec), hold the run's ``folder`` open (:func:`hold_run_folder`:
+    what they fork, renamed or not) or belong to one of the ranks' sessions (each rank leads its own session).
+    Returns how many were killed."""
     marker = f"{RUN_MARKER}={run_id}".encode()
     name = process_name(run_id)
     uid = os.getuid()
@@ -259,7 +369,12 @@ def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int 
                     continue
             except OSError:
                 continue
-            if sid in sessions or _comm(pid) == name or environ_has(pid, marker):
+            if (
+                sid in sessions
+                or _comm(pid) == name
+                or environ_has(pid, marker)
+                or (folder is not None and holds_folder(pid, folder))
+            ):
                 fd = open_pidfd(pid, start)
                 if fd is None:
                     continue
@@ -273,3 +388,168 @@ def kill_run_leftovers(run_id: str, sessions: set[int], since: int, passes: int 
             break
         time.sleep(0.005)
     return len(killed)
+
+
+# --- a cgroup per run (cgroup v2, where this user may make one) -------------------------------------------
+#: Environment variable that turns run cgroups off when it is ``0`` (the other mechanisms remain).
+CGROUP_VARIABLE = "BARRIERLAB_CGROUP"
+#: Why this process makes no run cgroups ("" while it has not tried or makes them), said once by docs and
+#: tests; set by the first :func:`make_run_cgroup` that fails.
+cgroup_unavailable = ""
+_cgroup_parent: str | None = None
+
+
+def _cgroup2_parent() -> str:
+    """The folder of this process's own cgroup in the cgroup v2 hierarchy (``/sys/fs/cgroup`` on a v2 system,
+    ``/sys/fs/cgroup/unified`` in the hybrid layout); raises OSError where there is none."""
+    with open("/proc/self/cgroup") as f:
+        own = next((line[3:].strip() for line in f if line.startswith("0::")), None)
+    if own is None:
+        raise OSError("no cgroup v2 hierarchy (/proc/self/cgroup has no 0:: line)")
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            dash = fields.index("-")
+            if fields[dash + 1] == "cgroup2":
+                root, mount = fields[3], fields[4]
+                if own == root or own.startswith(root.rstrip("/") + "/"):
+                    return os.path.join(mount, own[len(root.rstrip("/")) :].lstrip("/"))
+    raise OSError("the cgroup v2 hierarchy is not mounted where this process can reach its own cgroup")
+
+
+def make_run_cgroup(name: str) -> str:
+    """Make the cgroup ``name`` beside this process's own (a child of it) and return its folder, or "" where
+    cgroup v2 is missing, lacks ``cgroup.kill`` (Linux < 5.14) or this user may not make one (no delegation,
+    not root); after one failure, "" at once (the reason is in :data:`cgroup_unavailable`)."""
+    global _cgroup_parent, cgroup_unavailable
+    if os.environ.get(CGROUP_VARIABLE) == "0":
+        cgroup_unavailable = f"turned off ({CGROUP_VARIABLE}=0)"
+    if cgroup_unavailable:
+        return ""
+    try:
+        if _cgroup_parent is None:
+            _cgroup_parent = _cgroup2_parent()
+        path = os.path.join(_cgroup_parent, name)
+        os.mkdir(path)
+    except (OSError, ValueError) as error:
+        cgroup_unavailable = f"{type(error).__name__}: {error}"
+        return ""
+    if not os.path.exists(os.path.join(path, "cgroup.kill")):
+        remove_cgroup(path)
+        cgroup_unavailable = "cgroup.kill is missing (Linux 5.14 or later has it)"
+        return ""
+    return path
+
+
+def run_cgroups_available() -> bool:
+    """Whether this process can make run cgroups (it makes one and removes it to find out)."""
+    path = make_run_cgroup(f"barrierlab-probe-{os.getpid()}")
+    remove_cgroup(path)
+    return bool(path)
+
+
+def join_cgroup(path: str) -> bool:
+    """Move the calling process into the cgroup at ``path`` (in a rank, before any of the learner's code runs):
+    every process it starts from then on is born in it, however it detaches or renames itself."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write("0")
+        return True
+    except OSError:
+        return False
+
+
+def move_into_cgroup(path: str, pid: int) -> bool:
+    """Move process ``pid`` into the cgroup at ``path``. False if it could not."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        return True
+    except OSError:
+        return False
+
+
+def enter_cgroup(path: str) -> bool:
+    """Be in the cgroup at ``path`` (where the warm process has normally moved this rank already; else move
+    now). False if this process is not in it."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            own = next((line[3:].strip() for line in f if line.startswith("0::")), "")
+    except OSError:
+        own = ""
+    if own and os.path.basename(own) == os.path.basename(path):
+        return True
+    return join_cgroup(path)
+
+
+def cgroup_processes(path: str) -> list[int]:
+    """The processes in the cgroup at ``path`` and the cgroups below it (a nested run's)."""
+    found = []
+    for folder, _dirs, _files in os.walk(path):
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as f:
+                found += [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _populated(path: str) -> bool:
+    try:
+        with open(os.path.join(path, "cgroup.events")) as f:
+            return "populated 1" in f.read()
+    except OSError:
+        return False
+
+
+def kill_cgroup(path: str, within: float = 1.0) -> int:
+    """SIGKILL every process in the cgroup at ``path`` and below it with one write to ``cgroup.kill`` (the kernel
+    kills a process forked meanwhile too: no race with a fork chain), then wait up to ``within`` seconds until
+    it is empty. Returns how many processes it held."""
+    if not path or not _populated(path):
+        return 0
+    count = len(cgroup_processes(path))
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as f:
+            f.write("1")
+    except OSError:
+        return 0
+    give_up = time.monotonic() + within
+    while _populated(path) and time.monotonic() < give_up:
+        time.sleep(0.001)
+    return count
+
+
+def remove_cgroup(path: str) -> bool:
+    """Remove the (empty) cgroup at ``path`` and the cgroups below it; False if one still holds a process."""
+    if not path:
+        return True
+    for folder, _dirs, _files in os.walk(path, topdown=False):
+        try:
+            os.rmdir(folder)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+    return True
+
+
+def end_cgroup(path: str, within: float = 1.0) -> int:
+    """:func:`kill_cgroup`, then :func:`remove_cgroup`. Returns how many processes it killed."""
+    killed = kill_cgroup(path, within)
+    remove_cgroup(path)
+    return killed
+
+
+def stale_cgroups(is_stale) -> list[str]:
+    """The folders of run cgroups beside this process's own whose name ``is_stale(name)`` says belong to a
+    dead kernel ([] where this process makes none)."""
+    global _cgroup_parent
+    if cgroup_unavailable:
+        return []
+    try:
+        if _cgroup_parent is None:
+            _cgroup_parent = _cgroup2_parent()
+        return [os.path.join(_cgroup_parent, n) for n in os.listdir(_cgroup_parent) if is_stale(n)]
+    except (OSError, ValueError):
+        return []

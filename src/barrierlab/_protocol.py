@@ -205,6 +205,13 @@ class RunSpec:
     #: MASTER_ADDR/MASTER_PORT with TORCHELASTIC_USE_AGENT_STORE=True, so an ``env://`` group joins it as a
     #: client, as torchrun's workers join the agent's store.
     store_port: int = 0
+    #: The run's cgroup (its folder under the cgroup v2 mount; "" where the kernel could make none): every rank
+    #: is in it before any of the learner's code runs, so everything the run starts is born in it and
+    #: ``cgroup.kill`` ends it all, whoever killed the warm process (``_contain.make_run_cgroup``).
+    cgroup: str = ""
+    #: The next run's cgroup, made ahead: the warm process puts the ranks it pools after this run into it, so
+    #: that they are in their run's cgroup before they are handed it ("" where none is made).
+    next_cgroup: str = ""
 
     @property
     def store_path(self) -> str:

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from barrierlab import record
-from barrierlab._contain import RUN_MARKER, mark_process
+from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
     Outcome,
     RankFiles,
@@ -454,6 +454,8 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         if not options.init:
             _leave_init_to_the_learner(spec)
+        if spec.run.cgroup:  # in the run's cgroup before any of the learner's code runs (unpickling included)
+            enter_cgroup(spec.run.cgroup)
         fn, args, kwargs = load_the_call(spec.run)
         if options.init:
             store = join_the_group(spec)

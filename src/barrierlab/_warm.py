@@ -130,6 +130,9 @@ class WarmProcess:
         self.pool: dict[int, tuple[int, int]] = {}  # pooled rank's pid -> (its spec pipe, its key pipe)
         self.pool_size = 0  # the last run's world size (up to POOL_MAX): how many ranks the pool holds
         self.name = _contain.process_comm(os.getpid()) or b"python"  # its own name, given back after each fork
+        self.cgroups: dict[str, str] = {}  # run id -> the run's cgroup, until the run is swept
+        self.next_cgroup = ""  # the next run's cgroup (RunSpec.next_cgroup): where pooled ranks wait
+        self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -184,6 +187,9 @@ class WarmProcess:
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
             self.pool_size = min(spec.options.world_size, POOL_MAX)
+            if spec.cgroup:
+                self.cgroups[spec.run_id] = spec.cgroup
+            self.next_cgroup = spec.next_cgroup
             try:
                 pids = tuple(
                     self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
@@ -194,6 +200,9 @@ class WarmProcess:
                 return
             keys = self.take_keys()  # only now, all forked: no rank was forked with another's key in memory
             send(self.out_fd, Started(spec.run_id, pids, tuple(_contain.start_time(p) or 0 for p in pids), keys))
+            for pid in pids if spec.cgroup else ():  # once every rank is forked: a move waits for a fork under way
+                if self.pooled_in.pop(pid, "") != spec.cgroup:  # (each rank checks before any learner code runs)
+                    _contain.move_into_cgroup(spec.cgroup, pid)
         elif isinstance(message, SignalRanks):
             for pid, (owner, _rank) in list(self.children.items()):
                 if owner == message.run_id:
@@ -215,7 +224,7 @@ class WarmProcess:
                 fd = self.pidfds.pop(pid, None)
                 if fd is not None:
                     os.close(fd)
-        self.sweep()
+        self.sweep(run_id)
 
     def signal_rank(self, pid: int, signum: int) -> None:
         """Signal an unreaped rank (its PID cannot have been reused); SIGKILL takes its session's process
@@ -289,6 +298,8 @@ class WarmProcess:
             pass
         self.pool[pid] = (spec_w, key_r)
         self.open_pidfd(pid)
+        if self.next_cgroup and _contain.move_into_cgroup(self.next_cgroup, pid):  # between runs: no launch waits
+            self.pooled_in[pid] = self.next_cgroup
         return pid
 
     def hand_over(self, spec: RunSpec, rank: int) -> int | None:
@@ -307,6 +318,7 @@ class WarmProcess:
 
     def end_pooled(self, pid: int) -> None:
         """Kill and reap a rank that was pooled (never handed a run, or one that did not take it)."""
+        self.pooled_in.pop(pid, None)
         self.signal_rank(pid, signal.SIGKILL)
         try:
             os.waitpid(pid, 0)
@@ -375,6 +387,7 @@ class WarmProcess:
                     code = 0
                     return
                 spec = RankSpec(message.spec, message.rank)
+            _contain.hold_run_folder(spec.run.run_dir)  # all it forks holds the run's folder open
             code = _rank.main(spec, key)
         finally:
             os._exit(code)
@@ -385,15 +398,26 @@ class WarmProcess:
         ended_runs = set()
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid == 0:
+            if ended is None:
                 break
+            pid = ended.si_pid
+            if pid in self.children:  # a rank: end its process group while its unreaped PID still names it
+                try:  # (one signal, no race with a chain of processes forking and exiting in the group)
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
             run_id, rank = self.children.pop(pid, (None, None))
             fd = self.pidfds.pop(pid, None)
             if fd is not None:
                 os.close(fd)
+            self.pooled_in.pop(pid, None)
             for fd in self.pool.pop(pid, ()):  # a pooled rank killed while it waited
                 os.close(fd)
             if run_id is None:
@@ -406,12 +430,14 @@ class WarmProcess:
             ended_runs.add(run_id)
         live_runs = {run_id for run_id, _ in self.children.values()}
         for run_id in ended_runs - live_runs:
-            send(self.out_fd, Swept(run_id, self.sweep()))
+            send(self.out_fd, Swept(run_id, self.sweep(run_id)))
 
-    def sweep(self) -> int:
-        """Kill every descendant but the ranks of runs still going (and what they started); the adopted
+    def sweep(self, run_id: str) -> int:
+        """Kill what the run's ranks started: its cgroup in one write (where the kernel made one), then every
+        descendant but the ranks of runs still going and the pooled ranks (and what they started); the adopted
         orphans are reaped by the next :meth:`reap` (their SIGCHLD wakes the loop)."""
-        return _contain.kill_descendants(os.getpid(), keep=set(self.children) | set(self.pool))
+        killed = _contain.kill_cgroup(self.cgroups.pop(run_id, ""))
+        return killed + _contain.kill_descendants(os.getpid(), keep=set(self.children) | set(self.pool))
 
     def remove_dead_kernels_folders(self) -> list[str]:
         """Once the kernel is dead (this process has been re-parented), remove its run folders: a SIGKILLed
@@ -426,6 +452,8 @@ class WarmProcess:
             time.sleep(0.01)
         if start is None or os.getppid() == pid:
             return []
+        for cgroup in (*self.cgroups.values(), self.next_cgroup):  # killed by kill_all; a dead kernel cannot
+            _contain.remove_cgroup(cgroup)  # remove them
         import shutil
         import stat
         import tempfile
@@ -458,6 +486,8 @@ class WarmProcess:
             except ChildProcessError:
                 pass
         self.children.clear()
+        for cgroup in self.cgroups.values():
+            _contain.kill_cgroup(cgroup)
         _contain.kill_descendants(os.getpid())
 
 

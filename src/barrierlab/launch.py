@@ -177,6 +177,14 @@ class _WarmProcess:
         self.from_fd = self.process.stdout.fileno()
         self.pid: int | None = None
         self.preloaded = False
+        #: The cgroup of the next run, made ahead and named in the last Launch: the warm process puts the ranks
+        #: it pools into it as it forks them, between runs, so that a launch need not move them (a move costs
+        #: milliseconds). "" where no run cgroups are made or none is made yet.
+        self.next_cgroup = ""
+
+    def take_next_cgroup(self) -> str:
+        cgroup, self.next_cgroup = self.next_cgroup, ""
+        return cgroup
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -243,6 +251,7 @@ class _WarmProcess:
                 self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
+        _contain.end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
 
 
 _lock = threading.RLock()
@@ -572,6 +581,15 @@ def _remove_mapped(folder: str | None) -> None:
                 os.unlink(os.path.join(folder, name))
 
 
+def _import_torch_distributed():
+    """``torch.distributed``, imported with Ctrl-C held back until the import is done. The kernel imports torch
+    lazily, at its first run; a KeyboardInterrupt in the middle of that import left torch half-initialised
+    (its C extension's types partly registered), and the next run's import of it segfaulted the kernel."""
+    with _interrupt_deferred():
+        import torch.distributed as dist
+    return dist
+
+
 class _LoopbackStore:
     """A TCPStore this kernel hosts for one run on a socket bound to 127.0.0.1 (a TCPStore of its own
     would listen on every interface). Ranks join it as clients through ``env://`` with
@@ -581,8 +599,7 @@ class _LoopbackStore:
         import socket
         from datetime import timedelta
 
-        import torch.distributed as dist
-
+        dist = _import_torch_distributed()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             listener.bind(("127.0.0.1", 0))
@@ -748,7 +765,15 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
             continue  # its kernel is alive: the run may be going on
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
+    if owners is None:  # (a run's ranks' cgroups are inside the run's, and end with it)
+        for path in _contain.stale_cgroups(lambda name: _owner_is_dead(run_dir_owner(name))):
+            _contain.end_cgroup(path)  # what a run started after its rank killed the warm process and the kernel
+            removed.append(path)
     return removed
+
+
+def _owner_is_dead(owner: tuple[int, int] | None) -> bool:
+    return owner is not None and _contain.start_time(owner[0]) != owner[1]
 
 
 def _remove_run_dir(path: str) -> None:
@@ -784,8 +809,13 @@ def _launch(
     clock, its deadline ends (what is left of it is for checking the values)."""
     t0 = time.monotonic()
     group = store = None
+    run_id = uuid.uuid4().hex
+    cgroup = next_cgroup = ""
     try:
         store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
+        prefix = run_dir_prefix(os.getpid(), _my_start())
+        cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
+        next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
             payload_path = os.path.join(run_dir, PAYLOAD_FILE)
@@ -793,7 +823,7 @@ def _launch(
                 _write_payload(run_dir, payload)
             payload = b""
         spec = RunSpec(
-            run_id=uuid.uuid4().hex,
+            run_id=run_id,
             run_dir=run_dir,
             payload=payload,
             options=options,
@@ -806,7 +836,10 @@ def _launch(
             start_ticks=_contain.ticks_now(),
             modules=learners_modules(),
             store_port=store.port,
+            cgroup=cgroup,
+            next_cgroup=next_cgroup,
         )
+        warm.next_cgroup, next_cgroup = next_cgroup, ""  # the warm process's from here on (ended with it)
         del payload
         group = _RunningGroup(warm, spec)
         view = None
@@ -823,7 +856,10 @@ def _launch(
         finally:
             if group.warm_broken:
                 _discard(warm)
-                _contain.kill_run_leftovers(spec.run_id, set(group.pids), group.since())
+                _contain.kill_cgroup(cgroup)  # everything the run started, however it detached or renamed itself
+                _contain.kill_run_leftovers(
+                    spec.run_id, set(group.pids), group.since(), folder=_contain.folder_identity(spec.run_dir)
+                )
             group.close()
         run = collect(
             spec.run_dir,
@@ -847,6 +883,10 @@ def _launch(
     finally:
         if group is not None:
             group.release()
+        if cgroup or next_cgroup:
+            with _interrupt_deferred():
+                _contain.end_cgroup(cgroup)
+                _contain.end_cgroup(next_cgroup)  # made, but not handed to the warm process
         if store is not None:
             store.close()
     return run, group.started_at + options.deadline

@@ -186,6 +186,7 @@ __all__ = [
     "POINT_TO_POINT",
     "Finding",
     "LintError",
+    "MAX_CODE_CHARS",
     "MAX_FILE_BYTES",
     "lint",
     "lint_file",
@@ -611,6 +612,7 @@ class Finding:
 
 def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     """Lint Python source text; ``path`` only labels the findings."""
+    _check_code_size(len(source), path)
     tree = ast.parse(source, filename=path)
     unit = _Unit(tree, source, aliases=_imports([tree]))
     return _Analysis(path, [unit]).run()
@@ -623,6 +625,20 @@ class LintError(ValueError):
 
 #: The most bytes lint reads from one file (a notebook stored with large outputs included).
 MAX_FILE_BYTES = 64 * 1024 * 1024
+#: The most Python source lint analyses at once, in characters: a ``.py`` file, or a notebook's code cells
+#: together (outputs do not count), with the modules it follows. Lint's time grows about linearly with the code,
+#: by up to 6 s of CPU per MB where every few lines hold a finding (a 13.5 MB notebook of rank-0-only barriers
+#: took 63 s, and minutes on a loaded machine); real modules are far smaller (torch's distributed_c10d.py,
+#: 271 kB: 0.7 s). A larger file is refused by name; a module that would take the code past it is not followed.
+MAX_CODE_CHARS = 1024 * 1024
+
+
+def _check_code_size(size: int, path: object) -> None:
+    if size > MAX_CODE_CHARS:
+        raise LintError(
+            f"cannot lint {path}: {size:,} characters of code, more than lint analyses at once "
+            f"({MAX_CODE_CHARS:,}, lint.MAX_CODE_CHARS); lint the part you suspect in a file of its own"
+        )
 
 
 def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
@@ -633,6 +649,7 @@ def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
         if path.suffix == ".ipynb":
             return _lint_notebook(path)
         source = _read_source(path)
+        _check_code_size(len(source), path)
         tree = _parse(source, path)
         unit = _Unit(tree, source, aliases=_imports([tree]))
         return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
@@ -857,7 +874,7 @@ def _lint_notebook(path: Path) -> list[Finding]:
     cells = notebook.get("cells", []) if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise LintError(f"cannot lint {path}: not a notebook: no list of cells")
-    units = []
+    sources = []
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict):
             raise LintError(f"cannot lint {path}: not a notebook: cell {number} is not an object")
@@ -868,6 +885,10 @@ def _lint_notebook(path: Path) -> list[Finding]:
             source = "".join(source)
         elif not isinstance(source, str):
             raise LintError(f"cannot lint {path}: not a notebook: cell {number}'s source is not text")
+        sources.append((number, source))
+    _check_code_size(sum(len(source) for _, source in sources), path)  # before any cell is parsed
+    units = []
+    for number, source in sources:
         source = "".join("\n" if _MAGIC.match(line) else line for line in source.splitlines(keepends=True))
         try:
             units.append(_Unit(ast.parse(source), source, cell=number))
@@ -892,6 +913,7 @@ def _follow_imports(units: list[_Unit], folder: Path) -> list[_Unit]:
     known to the analysis (prefixed with the module's name) but their own code is not reported."""
     followed: list[_Unit] = []
     seen: set[str] = set()
+    budget = MAX_CODE_CHARS - sum(len(u.source) for u in units)
     queue = [(u, 1) for u in units]
     while queue:
         unit, depth = queue.pop(0)
@@ -907,9 +929,13 @@ def _follow_imports(units: list[_Unit], folder: Path) -> list[_Unit]:
                 continue
             try:
                 source = _read_source(file)
+                _check_code_size(len(source), file)
+                if len(source) > budget:
+                    continue  # it would take the analysis past MAX_CODE_CHARS: not followed
                 tree = _parse(source, file)
             except LintError:
                 continue  # a helper lint cannot read is not followed; the file itself is still linted
+            budget -= len(source)
             helper = _Unit(tree, source, aliases=_imports([tree]), report=False, prefix=name)
             followed.append(helper)
             queue.append((helper, depth + 1))
