@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("no_leftovers")
 
 
 def started_ticks() -> int:
-    """When this rank's process started (clock ticks since boot) and its name."""
+    """When this rank's process started (clock ticks since boot)."""
     return _contain.start_time(os.getpid())
 
 

@@ -80,10 +80,6 @@ def name_process(name: bytes) -> bool:
 
 def process_comm(pid: int) -> bytes:
     """The name of ``pid`` (``/proc/PID/comm``), b"" if unknown."""
-    return _comm(pid)
-
-
-def _comm(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/comm", "rb") as f:
             return f.read().rstrip(b"\n")
@@ -371,7 +367,7 @@ def kill_run_leftovers(
                 continue
             if (
                 sid in sessions
-                or _comm(pid) == name
+                or process_comm(pid) == name
                 or environ_has(pid, marker)
                 or (folder is not None and holds_folder(pid, folder))
             ):

@@ -183,7 +183,7 @@ class RunSpec:
     """Everything every rank of one run needs; sent once to the warm process, which forks the ranks."""
 
     run_id: str
-    run_dir: str  # private temporary folder of this run: the rank files (and a FileStore without store_port)
+    run_dir: str  # private temporary folder of this run: the rank files
     payload: bytes  # cloudpickle of (fn, args, kwargs)
     options: RunOptions
     t0: float  # the kernel's time.monotonic() at launch: rank times are reported relative to it
@@ -212,11 +212,6 @@ class RunSpec:
     #: The next run's cgroup, made ahead: the warm process puts the ranks it pools after this run into it, so
     #: that they are in their run's cgroup before they are handed it ("" where none is made).
     next_cgroup: str = ""
-
-    @property
-    def store_path(self) -> str:
-        """The FileStore the ranks rendezvous through when the kernel hosts no store (``store_port`` 0)."""
-        return os.path.join(self.run_dir, "store")
 
 
 @dataclass(frozen=True)

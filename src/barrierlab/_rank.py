@@ -163,19 +163,11 @@ def join_the_group(spec: RankSpec):
 
 
 def _launchers_store(spec: RankSpec):
-    """A client of the store the kernel hosts for this run on 127.0.0.1 (as torchrun's workers join the
-    agent's), or, without one, the run's FileStore. Waits on a TCPStore are woken by the server; a FileStore
-    is polled every 10 ms (it cost each rendezvous step up to that)."""
-    if not spec.run.store_port:
-        return dist.FileStore(spec.run.store_path, spec.run.options.world_size)
-    return dist.TCPStore(
-        "127.0.0.1",
-        spec.run.store_port,
-        spec.run.options.world_size,
-        False,
-        timedelta(seconds=max(spec.run.options.deadline, 1.0)),
-        wait_for_workers=False,
-    )
+    """A client of the store the kernel hosts for this run on 127.0.0.1, as torchrun's workers join the
+    agent's (a wait on it is woken by the server; the FileStore ranks used before was polled every 10 ms, which
+    cost each rendezvous step up to that)."""
+    deadline = timedelta(seconds=spec.run.options.deadline)
+    return dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline, wait_for_workers=False)
 
 
 def wait_for_every_rank(store, world_size: int, timeout: float, step: str = "initialised") -> None:
@@ -240,9 +232,7 @@ def init_process_group_on_the_launchers_store(
         )
         given["init_method"] = "env://"
         # as in join_the_group: all ranks arrive before any starts gloo's connection timer
-        deadline = timedelta(seconds=spec.run.options.deadline)
-        arrivals = dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline)
-        wait_for_every_rank(arrivals, world_size, spec.run.options.deadline, step="arrived")
+        wait_for_every_rank(_launchers_store(spec), world_size, spec.run.options.deadline, step="arrived")
     given["rank"], given["world_size"] = rank, world_size
     ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
     if theirs is None:

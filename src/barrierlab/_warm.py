@@ -215,16 +215,20 @@ class WarmProcess:
         self.key_fds = []
         for pid, (owner, _rank) in list(self.children.items()):
             if owner == run_id:
-                self.signal_rank(pid, signal.SIGKILL)
-                try:
-                    os.waitpid(pid, 0)
-                except ChildProcessError:
-                    pass
                 del self.children[pid]
-                fd = self.pidfds.pop(pid, None)
-                if fd is not None:
-                    os.close(fd)
+                self.kill_and_reap(pid)
         self.sweep(run_id)
+
+    def kill_and_reap(self, pid: int) -> None:
+        """SIGKILL an unreaped child (a rank, or a pooled one), wait for it and close its pidfd."""
+        self.signal_rank(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        fd = self.pidfds.pop(pid, None)
+        if fd is not None:
+            os.close(fd)
 
     def signal_rank(self, pid: int, signum: int) -> None:
         """Signal an unreaped rank (its PID cannot have been reused); SIGKILL takes its session's process
@@ -319,14 +323,7 @@ class WarmProcess:
     def end_pooled(self, pid: int) -> None:
         """Kill and reap a rank that was pooled (never handed a run, or one that did not take it)."""
         self.pooled_in.pop(pid, None)
-        self.signal_rank(pid, signal.SIGKILL)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        fd = self.pidfds.pop(pid, None)
-        if fd is not None:
-            os.close(fd)
+        self.kill_and_reap(pid)
 
     def empty_pool(self) -> None:
         for pid, fds in list(self.pool.items()):
@@ -377,10 +374,7 @@ class WarmProcess:
                 os.close(fd)  # the earlier ranks' key and spec pipes too: before any of the learner's code runs
             from barrierlab import _rank
 
-            if spec is None:
-                from barrierlab import record
-
-                record.reserve_high_fd()
+            if spec is None:  # pooled: its run comes later (_rank.main grows its fd table, still one thread)
                 message = receive(spec_r)
                 os.close(spec_r)
                 if not isinstance(message, Become):  # the warm process closed the pipe: not needed
