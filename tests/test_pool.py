@@ -105,3 +105,44 @@ def test_the_warm_process_killed_takes_its_pool_with_it():
     os.kill(warm, signal.SIGKILL)  # our own child (the kernel's, here the test process's): not reaped yet
     assert wait_until_gone([p.pid for p in ranks], 5.0) == []
     assert bl.run(barrier_then_ticks, 2).ok  # the next run starts a new warm process
+
+
+def threads_of_this_rank() -> list[str]:
+    import threading
+
+    return sorted(t.name for t in threading.enumerate())
+
+
+def test_a_pooled_rank_starts_its_threads_while_it_waits():
+    """The watchdog and the recorder's thread are started before the run is handed over (each start waits for
+    the new thread to run); the run still has each of them once, and records."""
+    filled(2)
+    for ranks in (pooled(), wait_for_pool(2)):
+        for rank in ranks:
+            assert len(rank.threads()) == 3, "a pooled rank waits with its main thread, watchdog and recorder's thread"
+    run = bl.run(threads_of_this_rank, 2)
+    assert run.ok
+    for result in run.ranks:
+        assert result.value.count("barrierlab-watchdog") == 1
+        assert result.value.count("barrierlab-flight") == 1
+
+
+def test_the_warm_process_collapses_its_heap_into_huge_pages_where_linux_can():
+    """share_in_huge_pages on a process with a large touched heap: the bytes it reports are in huge pages
+    (AnonHugePages grows by at least as much), or nothing is reported (an older kernel: no MADV_COLLAPSE)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from barrierlab._warm import share_in_huge_pages\n"
+        "heap = bytearray(b'x' * (64 << 20))\n"
+        "def huge():\n"
+        "    return sum(int(l.split()[1]) for l in open('/proc/self/smaps') if l.startswith('AnonHugePages:'))\n"
+        "before = huge(); done = share_in_huge_pages(); print(done >> 10, huge() - before)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    collapsed_kib, grown_kib = map(int, out.split())
+    if collapsed_kib == 0:
+        pytest.skip("this kernel collapses nothing (MADV_COLLAPSE needs Linux 6.1)")
+    assert collapsed_kib >= 32 << 10
+    assert grown_kib >= 32 << 10

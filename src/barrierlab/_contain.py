@@ -29,14 +29,19 @@ RUN_MARKER = "BARRIERLAB_RUN_ID"
 _libc = None
 
 
-def _prctl(option: int, value: int) -> bool:
+def libc():
+    """The C library (ctypes), loaded once; OSError where it cannot be."""
     global _libc
-    try:
-        if _libc is None:
-            import ctypes
+    if _libc is None:
+        import ctypes
 
-            _libc = ctypes.CDLL(None, use_errno=True)
-        return _libc.prctl(option, value, 0, 0, 0) == 0
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        return libc().prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -65,15 +70,10 @@ def mark_process(run_id: str) -> bool:
 
 def name_process(name: bytes) -> bool:
     """Set the calling thread's name (``/proc/PID/comm``, 15 bytes at most)."""
-    global _libc
     try:
-        if _libc is None:
-            import ctypes
-
-            _libc = ctypes.CDLL(None, use_errno=True)
         import ctypes
 
-        return _libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0) == 0
+        return libc().prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -420,26 +420,43 @@ def _capture_output(files: RankFiles) -> None:
     sys.stderr.reconfigure(line_buffering=True)
 
 
+_prepared = False
+
+
+def prepare(kernel_pid: int) -> None:
+    """What a rank does before it knows its run: a rank the warm process forks ahead of time does it while it
+    waits (off the launch's path: each thread started here waits until the new thread has run, milliseconds on a
+    busy machine), a rank forked for a run first thing. Its descriptor table is grown while it has one thread,
+    faulthandler writes to its fd 2, a thread ends it when the kernel or the warm process is gone, every process
+    group it will create is kept (:func:`keep_every_process_group`), and the recorder's thread waits."""
+    global _prepared
+    if _prepared:
+        return
+    record.reserve_high_fd()  # before any thread starts
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    threading.Thread(
+        target=_watch_parents, args=([kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
+    ).start()
+    keep_every_process_group()
+    record.start_watch()
+    _prepared = True
+
+
 def main(spec: RankSpec, key: bytes = b"") -> int:
     """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`; its outcome
     is sealed with ``key``, which only this rank and the kernel know."""
     rank, options, files = spec.rank, spec.run.options, spec.files
-    record.reserve_high_fd()  # before any thread starts
-    _capture_output(files)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    faulthandler.enable(file=sys.stderr, all_threads=True)
+    prepare(spec.run.kernel_pid)
+    _capture_output(files)  # onto fds 1 and 2: faulthandler, enabled on fd 2, writes to the rank's stderr file
     stack_file = open(files.stack, "w")
     faulthandler.register(STACK_SIGNAL, file=stack_file, all_threads=True)
-    threading.Thread(
-        target=_watch_parents, args=([spec.run.kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
-    ).start()
 
     outcome = Outcome(rank=rank, world_size=options.world_size, status=Status.SETUP_FAILED, pid=os.getpid())
     in_fn = False
     kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
-        keep_every_process_group()
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         if not options.init:

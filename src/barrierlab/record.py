@@ -318,6 +318,7 @@ def _error_text(error: BaseException) -> str:
 
 _recorder: _Recorder | None = None
 _watch: _StallWatch | None = None
+_idle_watch: _StallWatch | None = None  # started by start_watch, given the recorder by start
 _originals: dict[tuple[object, str], object] = {}
 
 
@@ -1123,12 +1124,21 @@ class _StallWatch(threading.Thread):
     (blocked in a collective, or sleeping): a rank killed at the deadline never reaches :func:`stop`. It
     only reads ``sys._current_frames()``; torch is not touched."""
 
-    def __init__(self, recorder: _Recorder, main: int, poll: float = WRITE_EVERY) -> None:
+    def __init__(self, recorder: _Recorder | None, main: int, poll: float = WRITE_EVERY) -> None:
         super().__init__(daemon=True, name="barrierlab-flight")
         self.recorder, self.main, self.poll = recorder, main, poll
         self.halt = threading.Event()
+        self.attached = threading.Event()  # a recorder to watch (set at once when made with one)
+        if recorder is not None:
+            self.attached.set()
+
+    def attach(self, recorder: _Recorder) -> None:
+        """Watch ``recorder`` (a watch started without one, by :func:`start_watch`)."""
+        self.recorder = recorder
+        self.attached.set()
 
     def run(self) -> None:
+        self.attached.wait()
         last, since, dumped = None, time.monotonic(), None
         while not self.halt.wait(self.poll):
             if self.recorder.pending and time.monotonic() - self.recorder.written_at >= WRITE_EVERY:
@@ -1216,15 +1226,30 @@ def _unpatch() -> None:
 
 def start(path: str, rank: int, t0: float | None = None) -> None:
     """Record this process's collectives and spans to ``path`` (JSON lines) until :func:`stop`."""
-    global _recorder, _watch, _own_folder, _main_thread
+    global _recorder, _watch, _own_folder, _main_thread, _idle_watch
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
     _quoted_paths.clear()  # their answers depend on the folder of the record
     _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
     _patch()
-    _watch = _StallWatch(_recorder, threading.main_thread().ident)
-    _watch.start()
+    if _idle_watch is not None and _idle_watch.is_alive():
+        _watch = _idle_watch
+        _watch.attach(_recorder)
+    else:
+        _watch = _StallWatch(_recorder, threading.main_thread().ident)
+        _watch.start()
+    _idle_watch = None
+
+
+def start_watch() -> None:
+    """Start the thread :func:`start` needs, idle until it is given the recorder: a rank the warm process forks
+    ahead of time starts it while it waits for its run, since starting a thread waits until the thread has run
+    (milliseconds on a busy machine, on the launch's path)."""
+    global _idle_watch
+    if _idle_watch is None:
+        _idle_watch = _StallWatch(None, threading.main_thread().ident)
+        _idle_watch.start()
 
 
 def stop() -> None:
