@@ -529,17 +529,35 @@ def learners_modules() -> tuple[tuple[str, str, bool], ...]:
     top of a module is that rank's rank. A module loaded from a file path with
     ``importlib.util.spec_from_file_location`` is found by its file."""
     found, cwd = [], os.getcwd()
+    if _MODULE_VERDICTS.get("") != cwd:  # a relative __file__ means something else in another folder
+        _MODULE_VERDICTS.clear()
+        _MODULE_VERDICTS[""] = cwd
     for name, module in list(sys.modules.items()):
-        if name == "__main__" or name.startswith("__mp_main__"):
+        seen = _MODULE_VERDICTS.get(name)
+        if seen is not None and seen[0] is module:  # the same module object as at the last run: its answer
+            if seen[1] is not None:
+                found.append(seen[1])
             continue
-        path = getattr(module, "__file__", None)
-        full = _learners_file(path, cwd) if isinstance(path, str) else None
-        if full is None:
-            continue
-        spec = getattr(module, "__spec__", None)
-        package = spec is not None and spec.submodule_search_locations is not None
-        found.append((name, full, package))
+        _MODULE_VERDICTS[name] = (module, entry := _learners_module(name, module, cwd))
+        if entry is not None:
+            found.append(entry)
     return tuple(sorted(found))
+
+
+#: module name -> (the module, its learners_modules entry or None), for the modules seen at earlier runs (a
+#: kernel holds thousands: looking at each again cost ~2 ms per run); "" -> the folder they were judged in.
+_MODULE_VERDICTS: dict = {}
+
+
+def _learners_module(name: str, module, cwd: str) -> tuple[str, str, bool] | None:
+    if name == "__main__" or name.startswith("__mp_main__"):
+        return None
+    path = getattr(module, "__file__", None)
+    full = _learners_file(path, cwd) if isinstance(path, str) else None
+    if full is None:
+        return None
+    spec = getattr(module, "__spec__", None)
+    return name, full, spec is not None and spec.submodule_search_locations is not None
 
 
 def _pack(fn, args: tuple, kwargs: dict, folder: str | None = None) -> bytes:
