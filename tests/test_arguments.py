@@ -79,3 +79,17 @@ def test_a_large_argument_to_eight_ranks_costs_about_what_it_costs_to_one():
 
 def test_mapped_tensor_of_zero_elements():
     assert _payload.mapped_tensor("/nonexistent", torch.float32, (0, 3)).shape == (0, 3)
+
+
+def test_ipythons_open_guard_reaches_the_ranks_as_the_builtin_open():
+    """A kernel's cells see IPython's guard as ``open``; sent by value, its frame hid the learner's line."""
+    import builtins
+
+    import cloudpickle
+
+    shell = pytest.importorskip("IPython.core.interactiveshell")
+    namespace = {"__name__": "__main__", "open": shell._modified_open}
+    exec("def reads(path):\n    with open(path) as f:\n        return f.read()\n", namespace)
+    for folder in (None, "/nonexistent"):
+        sent = cloudpickle.loads(_payload.dumps(namespace["reads"], folder))
+        assert sent.__globals__["open"] is builtins.open

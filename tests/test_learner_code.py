@@ -309,3 +309,60 @@ def test_a_destructor_that_would_hang_never_runs_the_rank_ends_once_its_outcome_
     assert run.values == [0, 10]
     assert [r.teardown_hung for r in run] == [False, False]
     assert run.elapsed < 15  # not held up by the destructor, nor ended at the 25 s deadline
+
+
+# --------------------------------------------------------------------------- file accesses of a notebook cell
+
+CELL_FILE_ACCESSES = """
+import json, tempfile
+from IPython.core.interactiveshell import InteractiveShell
+from barrierlab import ordering
+shell = InteractiveShell.instance()
+shell.run_cell("import os\\nimport torch.distributed as dist\\nimport barrierlab as bl", store_history=True)
+shell.run_cell(
+    "def write_then_read(folder):\\n"
+    "    path = os.path.join(folder, 'vocab.txt')\\n"
+    "    if dist.get_rank() == 0:\\n"
+    "        with open(path, 'w') as f:\\n"
+    "            f.write('the a of')\\n"
+    "    dist.barrier()\\n"
+    "    with open(path) as f:\\n"
+    "        return f.read()\\n",
+    store_history=True,
+)
+shell.user_ns["folder"] = tempfile.mkdtemp()
+shell.run_cell("run = bl.run(write_then_read, 2, args=(folder,))", store_history=True)
+run = shell.user_ns["run"]
+accesses = sorted(ordering.order(run).accesses(), key=lambda a: (a.rank, a.event.start))
+barrier = next(e for e in run[0].events if e.name == "barrier")
+print(json.dumps({
+    "ok": run.ok,
+    "accesses": [[a.rank, a.how, a.where()] for a in accesses],
+    "barrier": barrier.where,
+}))
+"""
+
+
+def test_file_accesses_in_a_notebook_cell_are_named_by_cell_and_line_as_collectives_are(tmp_path):
+    """In a kernel, the cell's ``open`` is IPython's guard around it (``_modified_open``), which cloudpickle
+    sends by value: it used to be the recorded site of every file access, "<dynamic-code>, line 339"."""
+    pytest.importorskip("IPython")
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", CELL_FILE_ACCESSES],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "IPYTHONDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["ok"], found
+    assert found["barrier"].startswith("cell In[2], line 6, in write_then_read"), found
+    assert found["accesses"] == [
+        [0, "write", "cell In[2], line 4"],
+        [0, "read", "cell In[2], line 7"],
+        [1, "read", "cell In[2], line 7"],
+    ], found

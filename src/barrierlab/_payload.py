@@ -5,10 +5,15 @@ the run's private folder, and pickled as a reference to it; each rank maps that 
 (``torch.from_file(shared=False)``: ``MAP_PRIVATE``), so N ranks share the same page-cache pages until one
 writes, and a rank's in-place change stays that rank's (copy on write), as under torchrun where each rank
 has its own copy. Anything else is pickled by value with cloudpickle.
+
+In a Jupyter kernel a cell's ``open`` is IPython's guard around it (it refuses the kernel's own stdin, stdout
+and stderr); cloudpickle would send that guard by value, and its frame, named ``<dynamic-code>``, would be
+the rank's line of every file access. A rank is not the kernel: it gets the builtin ``open``.
 """
 
 from __future__ import annotations
 
+import builtins
 import io
 import os
 import sys
@@ -33,17 +38,32 @@ def mapped_tensor(path: str, dtype, shape: tuple[int, ...]):
     return torch.from_file(path, shared=False, size=numel, dtype=dtype).view(shape)
 
 
+def builtin_open():
+    """In a rank: the builtin ``open``, for IPython's guard around it (see the module's docstring)."""
+    return builtins.open
+
+
+def _ipython_open() -> object:
+    """IPython's ``open`` guard if IPython is loaded (never imported here), else None."""
+    shell = sys.modules.get("IPython.core.interactiveshell")
+    return getattr(shell, "_modified_open", None) if shell is not None else None
+
+
 class _Pickler(cloudpickle.CloudPickler):
-    def __init__(self, file, folder: str) -> None:
+    def __init__(self, file, folder: str | None) -> None:
         super().__init__(file)
         self.folder = folder
         self.count = 0
         self.torch = sys.modules.get("torch")
+        self.ipython_open = _ipython_open()
 
     def reducer_override(self, obj):
+        if obj is self.ipython_open and obj is not None:
+            return builtin_open, ()
         torch = self.torch
         if (
-            torch is not None
+            self.folder is not None
+            and torch is not None
             and type(obj) is torch.Tensor
             and obj.layout == torch.strided
             and obj.device.type == "cpu"
@@ -64,8 +84,6 @@ class _Pickler(cloudpickle.CloudPickler):
 
 def dumps(call: object, folder: str | None) -> bytes:
     """cloudpickle ``call``; with ``folder``, large tensors go to files there and are mapped by the ranks."""
-    if folder is None or "torch" not in sys.modules:
-        return cloudpickle.dumps(call)
     buffer = io.BytesIO()
     _Pickler(buffer, folder).dump(call)
     return buffer.getvalue()

@@ -586,7 +586,7 @@ def _pack(fn, args: tuple, kwargs: dict, folder: str | None = None) -> bytes:
                 "instead (open files, locks, process groups, generators cannot be copied)."
             ) from error
     try:
-        return cloudpickle.dumps((fn, args, kwargs))
+        return _payload.dumps((fn, args, kwargs), None)
     except Exception as error:
         raise TypeError(f"barrierlab.run cannot send the call to the ranks: {type(error).__name__}: {error}") from error
 

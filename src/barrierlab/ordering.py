@@ -40,6 +40,7 @@ from functools import cached_property
 
 from barrierlab import ops
 from barrierlab.events import ranks_start
+from barrierlab.sites import Site
 
 BACKENDS = ("gloo", "nccl")
 #: Kinds of recorded event the model orders (``wait`` only for ``Work.wait()``, not ``span(kind="wait")``).
@@ -78,7 +79,7 @@ class Access:
         e = self.event
         if not e.file:
             return "an unknown line"
-        return f"{os.path.basename(e.file)}, line {e.line}"
+        return Site(e.file, e.line or 0, e.func or "").in_sentence
 
 
 @dataclass(frozen=True)

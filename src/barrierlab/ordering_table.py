@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from barrierlab import ordering
+from barrierlab.sites import Site
 
 
 def _event(run, rank: int, name: str):
@@ -72,7 +73,7 @@ class Wait:
     on: frozenset[int] = frozenset()
 
     def __str__(self) -> str:
-        where = f" at {os.path.basename(self.event.file)}, line {self.event.line}" if self.event.file else ""
+        where = f" at {Site(self.event.file, self.event.line or 0).in_sentence}" if self.event.file else ""
         ranks = ", ".join(map(str, sorted(self.on)))
         return f"rank {self.rank}'s {self.event.label}{where} waits for rank{'s' if len(self.on) > 1 else ''} {ranks}"
 

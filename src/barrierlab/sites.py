@@ -109,6 +109,12 @@ class Site:
         return f"{short_path(self.file)}:{self.line}"
 
     @property
+    def in_sentence(self) -> str:
+        """``cell In[5], line 4`` or ``train.py, line 12`` (the file's name only): where, inside a sentence."""
+        cell = self.cell
+        return f"cell {cell}, line {self.line}" if cell else f"{os.path.basename(self.file)}, line {self.line}"
+
+    @property
     def code(self) -> str:
         """The site's line of code, stripped; "" where it may not be read (see :func:`_files.source_line`)."""
         return _files.source_line(self.file, self.line)
