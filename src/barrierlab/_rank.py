@@ -9,6 +9,7 @@ last, atomically. The set-up phases are functions whose names ``stacks.py`` know
 from __future__ import annotations
 
 import faulthandler
+import functools
 import importlib.abc
 import importlib.util
 import inspect
@@ -42,7 +43,9 @@ from barrierlab._protocol import (
 STACK_SIGNAL = signal.SIGUSR1
 
 
+@functools.cache
 def loopback_interface() -> str | None:
+    """The loopback interface's name (looked up once: the warm process asks before it forks ranks)."""
     for _index, name in socket_interfaces():
         if name in ("lo", "lo0"):
             return name
@@ -374,8 +377,12 @@ def _set_environment(spec: RankSpec) -> None:
     options = spec.run.options
     os.chdir(spec.run.cwd)
     sys.path[:] = spec.run.sys_path
-    os.environ.clear()  # the kernel's environment now, not the one the warm process started with
-    os.environ.update(spec.run.kernel_env)
+    kernels = dict(spec.run.kernel_env)  # the kernel's environment now, not the one the warm process started with
+    for name in [name for name in os.environ if name not in kernels]:
+        del os.environ[name]
+    for name, value in kernels.items():  # only what differs: each change is a putenv
+        if os.environ.get(name) != value:
+            os.environ[name] = value
     os.environ.update(
         {
             "RANK": str(spec.rank),
@@ -439,6 +446,8 @@ def prepare(kernel_pid: int) -> None:
         target=_watch_parents, args=([kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
     ).start()
     keep_every_process_group()
+    loopback_interface()
+    record.prepare_wrappers()
     record.start_watch()
     _prepared = True
 

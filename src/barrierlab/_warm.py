@@ -502,6 +502,7 @@ def main() -> None:
     from barrierlab import record
 
     record.prepare()
+    barrierlab._rank.loopback_interface()  # looked up once, for every rank
 
     warm = WarmProcess(in_fd, out_fd)
     try:
