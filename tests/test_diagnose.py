@@ -445,6 +445,49 @@ def test_ddp_backward_on_one_rank_names_ddps_all_reduce_and_the_backward_line():
     )
 
 
+def save_on_rank0():
+    dist.barrier()  # the helper's barrier
+
+
+def ddp_training_with_a_rank0_helper_barrier():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(torch.nn.Linear(4, 4))
+    for _ in range(2):
+        model(torch.ones(2, 4)).sum().backward()
+        if dist.get_rank() == 0:
+            save_on_rank0()  # rank 0 only
+
+
+def test_ddp_against_a_rank0_helper_barrier_names_the_branch_not_ddps_pass_counts():
+    run = bl.run(ddp_training_with_a_rank0_helper_barrier, 2, timeout=2, deadline=30)
+    d = run.diagnosis
+    assert d.kind == "torch-collective-diverged", d
+    assert "Different collectives at position" in d.headline, d
+    branch = line_of(ddp_training_with_a_rank0_helper_barrier, "# rank 0 only")
+    helper = line_of(save_on_rank0, "# the helper's barrier")
+    assert d.advice.startswith("Start at rank 0's barrier at ") and f"test_diagnose.py:{helper}, in save_on_rank0" in (
+        d.advice
+    ), d.advice
+    assert f"it is reached from tests/test_diagnose.py:{branch}" in d.advice, d.advice
+    assert "`dist.get_rank() == 0` decides which ranks make it" in d.advice, d.advice
+    assert "Call `save_on_rank0()` on every rank" in d.advice, d.advice
+    assert "different operations at one position do not pair" in d.advice, d.advice
+    assert "Join" not in d.advice and "forward and backward passes" not in d.advice, d.advice
+    assert "not by kind" not in str(d)
+
+
+def test_ddp_pass_on_one_rank_names_the_branch_and_keeps_ddps_advice():
+    run = bl.run(ddp_forward_on_rank0_only, 2, timeout=2, deadline=30)
+    d = run.diagnosis
+    assert d.kind == "torch-collective-diverged", d
+    branch = line_of(ddp_forward_on_rank0_only, "# evaluate on rank 0")
+    assert d.advice.startswith("Start at rank 0's DDP forward"), d.advice
+    assert f"test_diagnose.py:{branch}" in d.advice and "`dist.get_rank() == 0` decides" in d.advice, d.advice
+    assert "forward and backward passes through the DDP-wrapped model" in d.advice, d.advice
+    assert "not by kind" not in str(d), d.advice
+
+
 def test_ddp_uneven_batches_name_the_backward_line_and_the_ranks():
     run = bl.run(ddp_uneven_batches, 2, timeout=2)
     d = run.diagnosis

@@ -103,6 +103,17 @@ def async_barrier_unwaited_and_sleep(folder, steps=4, delay=0.15, base_compute=0
     )
 
 
+def recv_from_rank1():
+    if dist.get_rank() == 0:
+        dist.recv(torch.zeros(1), src=1)
+    elif dist.get_rank() == 1:
+        dist.send(torch.ones(1), dst=0)
+
+
+def recv_in_the_loop(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, in_loop=recv_from_rank1, after_write=[dist.barrier])
+
+
 def gather_in_the_loop(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, in_loop=gather_to_rank0, after_write=[dist.barrier])
 
@@ -147,6 +158,7 @@ WRONG = [
     (unsolved, "meet before writing"),
     (all_reduce_in_the_loop, "all_reduce"),
     (gather_in_the_loop, "meet before writing"),
+    (recv_in_the_loop, "meet before writing"),
     (sleep_instead_of_barrier, "nothing orders them"),
     (extra_barrier, "protect nothing"),
     (broadcast_instead_of_barrier, "nothing orders them"),
@@ -175,3 +187,15 @@ def test_check_passes_right_fixes(answer, op):
     feedback = nb05.check(answer, seed=2)
     assert feedback.passed, feedback.message
     assert f"ordered before its read by {op}" in feedback.message, feedback.message
+
+
+def test_meeting_count_counts_the_calls_in_the_loop():
+    feedback = nb05.check(unsolved, seed=3)
+    assert "rank 0 met the other ranks in 4 calls before its write (4 × barrier at line " in feedback.message, (
+        feedback.message
+    )
+
+
+def test_meeting_names_only_the_ranks_waited_for():
+    feedback = nb05.check(recv_in_the_loop, seed=3)
+    assert "rank 0 met rank 1 in 4 calls before its write (4 × recv at line " in feedback.message, feedback.message

@@ -15,8 +15,9 @@ everything after it on every rank. For broadcast (a tree in gloo), scatter, gath
 is not: a non-root rank waits only for the ranks it exchanges with, and the root of a broadcast waits only for
 its direct children in the tree, so it can leave before a late rank further down arrives; the root of a
 gather or scatter waits for every rank. With ``async_op=True`` nothing is ordered until ``wait()`` — which is
-how NCCL collectives look from the host on a GPU. Collectives pair by their position in the group's sequence,
-not by kind.
+how NCCL collectives look from the host on a GPU. The k-th collective of a group must be the same operation
+on every rank: on gloo, different operations at one position do not pair (each waits until the timeout); on
+NCCL, which pairs calls by position only, they can pair with each other.
 """
 
 from __future__ import annotations
@@ -709,7 +710,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
             f"{_entry_where(torch_entry)}{called_from(chain_of(torch_entry))}; "
             f"{rank_list(split.absent)} never made it."
         )
-    return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who), ranks=made, site=site)
+    return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who, split), ranks=made, site=site)
 
 
 def _letters(name: str) -> str:
@@ -787,11 +788,71 @@ def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, finding, evidence:
     )
 
 
-def _torch_advice(who: str) -> str:
-    base = (
-        "Collectives pair by their position in the group's sequence, not by kind, and torch issues some "
-        "of them for you. "
+def _pairing_rule(mismatched: bool) -> str:
+    """The rule a divergence in torch's flight records breaks; with ``mismatched`` (different operations at one
+    position) what that does on each backend."""
+    if not mismatched:
+        return "Every rank must make the same collectives in the same order, counting those torch makes for you. "
+    return (
+        "Every rank must make the same collectives in the same order, counting those torch makes for you: the "
+        "k-th collective of the group must be the same operation on every rank. On gloo, different operations at "
+        "one position do not pair, and each waits until the timeout (as here); on NCCL, which pairs calls by "
+        "position only, they can pair with each other and corrupt data or hang. "
     )
+
+
+def _branch_on_stack(call) -> tuple[object, Site] | None:
+    """A lint finding (rank-dependent branch, early exit, helper reaching a collective under a branch) at a
+    frame of ``call``'s chain in the learner's files, with that frame: why only some ranks made the call."""
+    from barrierlab.lint import lint_file
+
+    frames = chain_of(call).frames
+    at = {(site.file, site.line): site for site in frames}
+    for file in dict.fromkeys(site.file for site in frames):
+        if file.startswith("<") or not is_learners(file):
+            continue
+        try:
+            findings = lint_file(file)
+        except Exception:  # noqa: BLE001 - a file lint cannot read (a cell's, gone) says nothing here
+            continue
+        for finding in findings:
+            if finding.kind in _REACHED_BY_SOME and (finding.path, finding.line) in at:
+                return finding, at[(finding.path, finding.line)]
+    return None
+
+
+def _branch_advice(split: _Split) -> tuple[str, bool]:
+    """Where to start when lint finds, on the stack of a call made at the split by only some ranks, the
+    rank-dependent line that decides who makes it: that call and line, the fix, and whether the call was the
+    learner's own (then torch's collectives are not the cause). ("", False) when lint finds none."""
+    for _, entry in sorted(split.at.items(), key=lambda item: (item[1].issuer is not None, item[0])):
+        call = entry.call or entry
+        found = _branch_on_stack(call)
+        if found is None:
+            continue
+        finding, line = found
+        ranks = [r for r, e in split.at.items() if e.op == entry.op and _entry_where(e) == _entry_where(entry)]
+        if entry.issuer:
+            what = f"{entry.issuer}, reached from {line}"
+        elif (line.file, line.line) == (call.file, call.line):
+            what = f"{entry.op} at {line}"
+        else:
+            what = f"{entry.op} at {_entry_where(entry)}: it is reached from {line}"
+        fix = finding.fix[0].upper() + finding.fix[1:]
+        return (
+            f"Start at {rank_list(sorted(ranks))}'s {what}, where {_how_ranks_differ(finding)}. {fix}. ",
+            not entry.issuer,
+        )
+    return "", False
+
+
+def _torch_advice(who: str, split: _Split | None = None) -> str:
+    """What to do when torch's own collectives diverged (``who`` made the first one that differs)."""
+    mismatched = split is not None and len({e.op for e in split.at.values()}) > 1
+    lead, learners = _branch_advice(split) if split is not None else ("", False)
+    base = lead + _pairing_rule(mismatched)
+    if learners:
+        return base.rstrip()
     if who.startswith("DDP") or who.startswith("Join"):
         return base + (
             "DDP broadcasts the module's buffers (if it has any) at the start of a forward that follows a "

@@ -1,5 +1,5 @@
 """Rank 0 sends its config with ``broadcast_object_list``; the others receive it with a plain tensor
-``broadcast``. The calls pair by position, not by kind: the receivers silently get the pickled *size*.
+``broadcast``. gloo runs both as broadcasts, which pair by position: the receivers silently get the pickled *size*.
 
 Source: pytorch/pytorch torch/distributed/distributed_c10d.py ``broadcast_object_list`` (it first broadcasts
 a tensor of object sizes, then the pickled bytes — two broadcasts) and this lab's DESIGN.md measurement

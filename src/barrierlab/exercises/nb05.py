@@ -32,6 +32,28 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
         return _judge(run, folder, world_size, delay)
 
 
+def _meetings(order, rank: int, waits: list) -> str:
+    """What ``rank`` met the others in before its write: how many calls, which ones, and whom it waited for."""
+    calls = {b: order.event_at(b) for _, b in waits}  # one entry per call: its release point on ``rank``
+    others = sorted({a[0] for a, _ in waits})
+    world = len(order.events)
+    if len(others) == world - 1:
+        who = "the other ranks"
+    else:
+        who = ("ranks " if len(others) > 1 else "rank ") + ", ".join(map(str, others))
+    sites: dict[str, int] = {}
+    for b in sorted(calls):
+        site = f"{calls[b].name} at line {calls[b].line}"
+        sites[site] = sites.get(site, 0) + 1
+    where = "; ".join(f"{n} × {site}" for site, n in sites.items())
+    n = len(calls)
+    return (
+        f"rank {rank} met {who} in {n} call{'s' if n > 1 else ''} before its write ({where}), each one it could leave only "
+        "after they had reached it. Waiting for other ranks in the loop makes the group pay for their slow "
+        "steps; nothing in the loop needs it."
+    )
+
+
 def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
     if not run.ok:
         return Verdict(False, f"✗ not yet: the run failed: {run.diagnosis.headline}")
@@ -51,15 +73,7 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
         start = writes[rank][0].start
         waits = [(a, b) for a, b in order.edges_into(rank) if order._time(b) <= start]
         if waits:
-            a, b = min(waits, key=lambda edge: order._time(edge[1]))
-            e = order.event_at(b)
-            count = len({order.event_at(b).id for _, b in waits})
-            return Verdict(
-                False,
-                f"✗ not yet: the ranks still meet before writing: rank {rank} waited for rank {a[0]} in "
-                f"{e.name} at line {e.line} ({count} times before its write). A call every rank must reach "
-                "makes the group pay for every rank's slow step; nothing in the loop needs it.",
-            )
+            return Verdict(False, f"✗ not yet: the ranks still meet before writing: {_meetings(order, rank, waits)}")
     problem = not_ordered(run, folder, {r: writes[r][-1].end for r in range(world_size)}, {0: reads[0][0].start})
     if problem:
         return Verdict(False, f"✗ not yet: rank 0 saw every file this time, but {problem}")
