@@ -74,6 +74,9 @@ KEY_TIMEOUT = 2.0
 POOL_MAX = 8
 #: How long the warm process tries to hand a pooled rank its run before forking a fresh rank instead.
 HAND_OVER_TIMEOUT = 0.5
+#: Seconds after a run is swept before the pool is refilled: the kernel is still reading the run (a refill forks
+#: and starts as many processes as the run had, on the same cores).
+REFILL_AFTER = 0.02
 #: Pipe buffer asked for each pooled rank's spec pipe, so that a whole spec is written at once.
 SPEC_PIPE_SIZE = 1 << 20
 
@@ -134,6 +137,7 @@ class WarmProcess:
         self.cgroups: dict[str, str] = {}  # run id -> the run's cgroup, until the run is swept
         self.next_cgroup = ""  # the next run's cgroup (RunSpec.next_cgroup): where pooled ranks wait
         self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
+        self.swept_at = -math.inf  # when the last run was reported swept (the pool is refilled REFILL_AFTER later)
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -155,7 +159,7 @@ class WarmProcess:
             if may_preload:
                 timeout = 0.0 if self.eager else min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
             elif may_refill:
-                timeout = 0.0
+                timeout = max(0.0, self.swept_at + REFILL_AFTER - time.monotonic())
             readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
             if not readable and may_preload:
                 if self.eager or kernel.idle_for() >= PRELOAD_AFTER_IDLE:
@@ -165,7 +169,7 @@ class WarmProcess:
                             share_in_huge_pages()
                         send(self.out_fd, Preloaded())
                 continue
-            if not readable and may_refill:
+            if not readable and may_refill and time.monotonic() >= self.swept_at + REFILL_AFTER:
                 try:
                     self.fork_pooled()
                 except OSError:  # a limit a rank lowered (prlimit): no pool, ranks are forked when asked
@@ -429,6 +433,7 @@ class WarmProcess:
         live_runs = {run_id for run_id, _ in self.children.values()}
         for run_id in ended_runs - live_runs:
             send(self.out_fd, Swept(run_id, self.sweep(run_id)))
+            self.swept_at = time.monotonic()
 
     def sweep(self, run_id: str) -> int:
         """Kill what the run's ranks started: its cgroup in one write (where the kernel made one), then every
