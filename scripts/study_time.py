@@ -187,10 +187,26 @@ def _readme_rows(text: str) -> dict[str, str]:
     return {m["nn"]: m["time"] for m in rows}
 
 
+#: The course's whole time in the README's first paragraph: "(about 9¾ hours alone)".
+README_TOTAL = re.compile(r"\(about (?P<hours>[0-9]*[½¼¾]?|[0-9]+) hours alone\)")
+
+
+def hours_text(minutes: int) -> str:
+    """Minutes as hours to the nearest quarter: 585 -> '9¾'."""
+    quarters = round(minutes / 15)
+    whole, part = divmod(quarters, 4)
+    return f"{whole if whole or not part else ''}{['', '¼', '½', '¾'][part]}"
+
+
 def disagreements(estimates: dict[str, Estimate]) -> list[str]:
     """Every place (README, notebook header, instructor note) whose study time is not this script's."""
     found = []
-    readme = _readme_rows((ROOT / "README.md").read_text())
+    readme_text = (ROOT / "README.md").read_text()
+    readme = _readme_rows(readme_text)
+    total = hours_text(sum(e.total for e in estimates.values()))
+    said = [m["hours"] for m in README_TOTAL.finditer(readme_text)]
+    if len(estimates) == len(notebook_paths()) and said != [total]:
+        found.append(f"README.md: the course's time says {said!r} hours, study_time.py {total!r}")
     for nn, e in estimates.items():
         if readme.get(nn) != f"{e.total} min":
             found.append(f"README.md: notebook {nn} says {readme.get(nn)!r}, study_time.py {e.total} min")
@@ -235,6 +251,9 @@ def write(estimates: dict[str, Estimate]) -> list[Path]:
                 flags=re.M,
             )
         new = head + README_START + table + README_END + tail
+        if len(estimates) == len(notebook_paths()):
+            total = hours_text(sum(e.total for e in estimates.values()))
+            new = README_TOTAL.sub(f"(about {total} hours alone)", new, count=1)
         if new != readme:
             readme_path.write_text(new)
             changed.append(readme_path)

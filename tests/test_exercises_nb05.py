@@ -149,6 +149,11 @@ def solution(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, after_write=[dist.barrier])
 
 
+def no_barrier_at_all(folder, steps=4, delay=0.15, base_compute=0.05):
+    """Both barriers deleted (what learners often try first)."""
+    return _job(folder, steps, delay, base_compute)
+
+
 def all_reduce_after_write(folder, steps=4, delay=0.15, base_compute=0.05):
     """Also right on gloo: a blocking all_reduce orders host work exactly like a barrier."""
     return _job(folder, steps, delay, base_compute, after_write=[dummy_all_reduce])
@@ -199,3 +204,11 @@ def test_meeting_count_counts_the_calls_in_the_loop():
 def test_meeting_names_only_the_ranks_waited_for():
     feedback = nb05.check(recv_in_the_loop, seed=3)
     assert "rank 0 met rank 1 in 4 calls before its write (4 × recv at line " in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_check_rejects_deleting_both_barriers_with_what_rank_0_saw(seed):
+    """The notes quote these two messages: a file missing at the read, or every file there by timing alone."""
+    feedback = nb05.check(no_barrier_at_all, seed=seed)
+    assert not feedback.passed, feedback.message
+    assert "files" in feedback.message or "nothing orders them" in feedback.message, feedback.message

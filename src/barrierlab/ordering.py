@@ -56,7 +56,7 @@ NCCL_FORMED_NOTE = (
     "* once the group's NCCL communicator exists; without init_process_group(device_id=...) "
     "a group's first collective forms it and holds every rank"
 )
-ORDERERS = "a barrier, a blocking all_reduce on gloo, a store key or send/recv between them would"
+ORDERERS = "a barrier, a blocking all_reduce on gloo, a store key or send/recv between them would order them"
 
 
 def _sorted_events(run, rank: int):
