@@ -41,6 +41,7 @@ import ast
 import bisect
 import functools
 import json
+import json.scanner
 import math
 import os
 import re
@@ -75,6 +76,7 @@ MAX_LINE_BYTES = 256 * 1024
 BYTES_KEPT = 8 << 20
 _MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
 _BLOCK = 1 << 20
+_FIRST_TAIL_BLOCK = 64 * 1024  # the first block read backwards for the last lines; each next one twice as big
 _EVENT_KEY = b'"kind":'  # once in each event's first line: the middle's events are counted by it
 _TAIL_BYTES = 32 * _BLOCK  # the most read backwards from the end for the last lines
 
@@ -349,6 +351,11 @@ def _is_flight(item: dict) -> bool:
 
 
 _loads = functools.partial(json.loads, parse_constant=_refuse_constant)
+#: json's C scanner, built once: ``json.loads(line, parse_constant=...)`` built a decoder and its scanner for
+#: every line, and went through four Python-level calls to reach this one (a flood's 10,000 kept lines: about
+#: half of their parsing time). It parses one value from a position and says where the value ends.
+_scan = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse_constant))
+_BLANK = frozenset(" \t\n\r")
 _END_LINE = re.compile(rb'\{"id":(\d{1,18}),"end":(-?[0-9.]{1,40}(?:e[-+]?\d{1,4})?)\}')
 
 
@@ -377,7 +384,13 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
             # check refuses: checking each float as it is read (finite_json) cost a flood's 12,000 kept lines
             # 0.2 s of the kernel's time after the deadline. The flight record, whose fields are not all
             # checked here, is read with finite_json.
-            item = _loads(line)
+            text = line.decode("utf-8")
+            try:
+                item, end = _scan(text, 0)
+            except StopIteration:  # not a value at the start of the line (blank space first?): json decides
+                item, end = _loads(line), len(text)
+            if end < len(text) and not _BLANK.issuperset(text[end:]):
+                raise ValueError("more than one value on the line")
             if isinstance(item, dict) and "flight" in item:
                 item = finite_json(line)
         except (ValueError, RecursionError):
@@ -405,10 +418,14 @@ def _open(path: str) -> BinaryIO | None:
 # --- the whole-file reader ---------------------------------------------------------------------------------
 
 
-def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list[dict], Dropped, int]:
+def _read_kept(
+    path: str, keep: int, keep_bytes: int = BYTES_KEPT, count_bytes: int | None = None
+) -> tuple[list[dict], Dropped, int]:
     """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
-    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped, and
-    how many were malformed."""
+    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped
+    (counted in a middle of at most ``count_bytes`` bytes, default :data:`_MIDDLE_COUNTED`, else estimated),
+    and how many were malformed."""
+    count_bytes = _MIDDLE_COUNTED if count_bytes is None else count_bytes
     f = _open(path)
     if f is None:
         return [], Dropped(), 0
@@ -433,19 +450,21 @@ def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             position, tail, lines = size, b"", 0
             floor = max(head_end, size - min(_TAIL_BYTES, keep_bytes))
+            step = min(_BLOCK, _FIRST_TAIL_BLOCK)  # most tails are short lines: a MiB was split for 70 kB
             while position > floor and lines <= keep:
-                start = max(floor, position - _BLOCK)
+                start = max(floor, position - step)
                 f.seek(start)
                 tail = f.read(position - start) + tail
                 position = start
                 lines = tail.count(b"\n")
+                step = min(2 * step, _BLOCK)
             pieces = tail.split(b"\n")
             if position > head_end:
                 pieces = pieces[1:]  # the first piece is the end of a line of the middle
             tail = b"\n".join(pieces[-(keep + 1) :])  # the last piece is what follows the last newline
             middle = size - len(tail) - head_end
             if middle > 0:
-                if middle <= _MIDDLE_COUNTED:
+                if middle <= count_bytes:
                     f.seek(head_end)
                     events, left, carried = 0, middle, b""
                     while left > 0:
@@ -483,14 +502,16 @@ def read_record(
     index=None,
     keep: int | None = None,
     keep_bytes: int = BYTES_KEPT,
+    count_bytes: int | None = None,
 ) -> Record:
     """Read a rank's events file once: its events and its flight record.
 
     Times become seconds since ``t0`` (default: the recorder's start). ``index`` (a
     :class:`~barrierlab.sites.CodeIndex`) gives frames of code sent by value their real file names. At most
     ``keep`` lines (default :data:`LINES_KEPT`), and about ``keep_bytes`` bytes, are read from the start of the
-    file and as many from its end; ``Record.dropped`` says how many events in between were not read."""
-    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes)
+    file and as many from its end; ``Record.dropped`` says how many events in between were not read (counted
+    in a middle of at most ``count_bytes`` bytes, else estimated from the lines read)."""
+    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes)
     meta = next((item for item in items if item.get("meta") == "start"), None)
     if meta is not None:
         rank = meta["rank"] if rank is None else rank
@@ -499,10 +520,27 @@ def read_record(
     return Record(meta, events, flight, dropped, malformed)
 
 
+#: The fields of an event's first line that need no more than copying: an Event made of them is built directly.
+_PLAIN = frozenset(("id", "kind", "name", "t", "file", "line", "func", "end"))
+
+
 def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event]:
     events: dict[int, Event] = {}
     for item in items:
-        if "kind" in item:
+        if "kind" in item and _PLAIN.issuperset(item):  # a span or a call with no argument noted: a flood's lines
+            event = events[item["id"]] = Event(
+                rank=rank if rank is not None else -1,
+                kind=item["kind"],
+                name=item["name"],
+                start=item["t"] - t0,
+                file=item.get("file"),
+                line=item.get("line"),
+                func=item.get("func"),
+                id=item["id"],
+            )
+            if item.get("end") is not None:
+                event.end = item["end"] - t0
+        elif "kind" in item:
             callers = [(_resolved(index, f, n, c), n, c) for f, n, c in _frames(item.get("callers") or []) or ()]
             event = events[item["id"]] = Event(
                 rank=rank if rank is not None else -1,
