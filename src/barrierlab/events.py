@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import functools
 import json
 import json.scanner
@@ -418,34 +419,107 @@ def _open(path: str) -> BinaryIO | None:
 # --- the whole-file reader ---------------------------------------------------------------------------------
 
 
-def _read_kept(
-    path: str, keep: int, keep_bytes: int = BYTES_KEPT, count_bytes: int | None = None
-) -> tuple[list[dict], Dropped, int]:
-    """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
-    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped
-    (counted in a middle of at most ``count_bytes`` bytes, default :data:`_MIDDLE_COUNTED`, else estimated),
-    and how many were malformed."""
-    count_bytes = _MIDDLE_COUNTED if count_bytes is None else count_bytes
-    f = _open(path)
-    if f is None:
-        return [], Dropped(), 0
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        head, count, too_long = [], 0, 0
-        while count < keep and f.tell() < keep_bytes:
+class Head:
+    """The first lines of a rank's events file (at most ``keep`` lines and about ``keep_bytes`` bytes), read
+    while the rank still writes it: the recorder only appends, so lines once whole never change, and the kernel
+    reads them while it waits for the ranks; after the deadline only the file's end is left to read (a
+    6-rank flood's heads were half of the kernel's reading then). Pass it to :func:`read_record`, which
+    checks that the file is still the one read (else it reads it again)."""
+
+    def __init__(self, path: str, keep: int, keep_bytes: int) -> None:
+        self.path, self.keep, self.keep_bytes = path, keep, keep_bytes
+        self._start()
+
+    def _start(self) -> None:
+        self.items: list[dict] = []
+        self.lines = self.offset = self.malformed = 0
+        self.size = self.events = 0  # bytes of the lines kept, and how many events they hold (for estimates)
+        self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+        self.stalled = False  # at a line longer than any kept, not yet whole: left to the last read
+
+    def copy(self) -> Head:
+        head = copy.copy(self)
+        head.items = list(self.items)
+        return head
+
+    @property
+    def full(self) -> bool:
+        return self.lines >= self.keep or self.offset >= self.keep_bytes
+
+    def read_more(self, lines: int = 200) -> None:
+        """Read the whole lines the rank has added to the head since the last call, at most ``lines`` of them
+        (a call stays short: the kernel makes it while it waits for the deadline); nothing once it is full."""
+        if self.full or self.stalled:
+            return
+        f = _open(self.path)
+        if f is None:
+            return
+        with f:
+            try:
+                stat = os.fstat(f.fileno())
+                if self.identity not in (None, (stat.st_dev, stat.st_ino)) or stat.st_size < self.offset:
+                    self._start()  # replaced or cut: start again
+                self.identity = (stat.st_dev, stat.st_ino)
+                if stat.st_size > self.offset:
+                    self._read(f, final=False, most=lines)
+            except OSError:
+                self._start()
+
+    def _read(self, f: BinaryIO, final: bool, most: int | None = None) -> None:
+        """Read on from ``offset`` (at most ``most`` lines); unless ``final``, stop before a line not yet whole
+        (the rank is writing it)."""
+        f.seek(self.offset)
+        lines, too_long = [], 0
+        stop = self.keep if most is None else min(self.keep, self.lines + most)
+        while self.lines < stop and f.tell() < self.keep_bytes:
+            start = f.tell()
             line = f.readline(MAX_LINE_BYTES + 1)
             if not line:
+                break
+            if len(line) > MAX_LINE_BYTES and not final:  # skipped by the last read, once (it may be endless)
+                f.seek(start)
+                self.stalled = True
                 break
             if len(line) > MAX_LINE_BYTES:  # skip the rest of an endless line, reading in blocks
                 while line and not line.endswith(b"\n"):
                     line = f.readline(_BLOCK)
                 too_long += 1
+            elif not line.endswith(b"\n") and not final:
+                f.seek(start)
+                break
             else:
-                head.append(line)
-            count += 1
-        head_end = f.tell()
-        items: list[dict] = []
-        malformed = too_long + parse_lines(b"".join(head), items)
+                lines.append(line)
+            self.lines += 1
+        self.offset = f.tell()
+        raw = b"".join(lines)
+        self.size += len(raw)
+        self.events += raw.count(_EVENT_KEY)
+        self.malformed += too_long + parse_lines(raw, self.items)
+
+
+def _read_kept(
+    path: str, keep: int, keep_bytes: int = BYTES_KEPT, count_bytes: int | None = None, head: Head | None = None
+) -> tuple[list[dict], Dropped, int]:
+    """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
+    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped
+    (counted in a middle of at most ``count_bytes`` bytes, default :data:`_MIDDLE_COUNTED`, else estimated),
+    and how many were malformed. ``head``: its start as already read (:class:`Head`), if it is still that file."""
+    count_bytes = _MIDDLE_COUNTED if count_bytes is None else count_bytes
+    f = _open(path)
+    if f is None:
+        return [], Dropped(), 0
+    with f:
+        stat = os.fstat(f.fileno())
+        size = stat.st_size
+        same = head is not None and head.identity == (stat.st_dev, stat.st_ino) and head.offset <= size
+        if same and (head.path, head.keep, head.keep_bytes) == (path, keep, keep_bytes):
+            head = head.copy()  # read on from where the reading during the run stopped
+        else:
+            head = Head(path, keep, keep_bytes)
+        head._read(f, final=True)
+        head_end = head.offset
+        items = head.items
+        malformed = head.malformed
         dropped = Dropped()
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             position, tail, lines = size, b"", 0
@@ -477,8 +551,7 @@ def _read_kept(
                         carried = chunk[-(len(_EVENT_KEY) - 1) :]
                     dropped = Dropped(events, False)
                 else:
-                    sample = b"".join(head) + tail
-                    per_event = len(sample) / max(1, sample.count(_EVENT_KEY))
+                    per_event = (head.size + len(tail)) / max(1, head.events + tail.count(_EVENT_KEY))
                     dropped = Dropped(int(middle / per_event), True)
             malformed += parse_lines(tail, items)
     return items, dropped, malformed
@@ -503,6 +576,7 @@ def read_record(
     keep: int | None = None,
     keep_bytes: int = BYTES_KEPT,
     count_bytes: int | None = None,
+    head: Head | None = None,
 ) -> Record:
     """Read a rank's events file once: its events and its flight record.
 
@@ -510,8 +584,9 @@ def read_record(
     :class:`~barrierlab.sites.CodeIndex`) gives frames of code sent by value their real file names. At most
     ``keep`` lines (default :data:`LINES_KEPT`), and about ``keep_bytes`` bytes, are read from the start of the
     file and as many from its end; ``Record.dropped`` says how many events in between were not read (counted
-    in a middle of at most ``count_bytes`` bytes, else estimated from the lines read)."""
-    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes)
+    in a middle of at most ``count_bytes`` bytes, else estimated from the lines read). ``head``: the file's first
+    lines as read while the rank wrote it (:class:`Head`, with the same ``keep`` and ``keep_bytes``)."""
+    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes, head)
     meta = next((item for item in items if item.get("meta") == "start"), None)
     if meta is not None:
         rank = meta["rank"] if rank is None else rank

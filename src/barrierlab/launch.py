@@ -55,7 +55,7 @@ from barrierlab._protocol import (
     signal_name,
     write_new_file,
 )
-from barrierlab.collect import collect
+from barrierlab.collect import collect, event_heads
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
 from barrierlab.result import Run
@@ -932,6 +932,7 @@ def _launch(
             linger=options.linger,
             keys=group.keys,
             held=group.held,
+            heads=group.heads,
         )
         _mark_teardown_hangs(run, group.teardown)
         if group.pids:  # a rank's own run folder (every rank has ended)
@@ -1039,6 +1040,9 @@ class _RunningGroup:
         #: rank -> its outcome file, opened as soon as the kernel saw it (and kept open until the run is read):
         #: another rank, or a program one started, may remove it from the run's folder before the run ends
         self.held: dict[int, BinaryIO] = {}
+        #: rank -> the start of its events file, read while the kernel waits (what is left after the deadline is
+        #: the file's end: a 6-rank span flood's heads were half of the kernel's reading then)
+        self.heads = event_heads(spec.run_dir, self.world_size) if spec.options.record else {}
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -1226,6 +1230,7 @@ class _RunningGroup:
                     self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
+            self.read_heads()
             if self.running() and self.running() <= self.ended():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
@@ -1233,6 +1238,11 @@ class _RunningGroup:
                     return
             else:
                 silent_since = None
+
+    def read_heads(self) -> None:
+        """Read on in each rank's events file until its head is whole (nothing more once it is)."""
+        for head in self.heads.values():
+            head.read_more()
 
     def in_teardown(self) -> set[int]:
         """Ranks that reported their outcome and whose process still runs. Read from /proc, not only from the
