@@ -446,24 +446,29 @@ class Head:
     def full(self) -> bool:
         return self.lines >= self.keep or self.offset >= self.keep_bytes
 
-    def read_more(self, lines: int = 200) -> None:
+    def read_more(self, lines: int = 200) -> bool:
         """Read the whole lines the rank has added to the head since the last call, at most ``lines`` of them
-        (a call stays short: the kernel makes it while it waits for the deadline); nothing once it is full."""
+        (a call stays short: the kernel makes it while it waits for the deadline); nothing once it is full.
+        True if it read ``lines`` lines (there may be more)."""
         if self.full or self.stalled:
-            return
+            return False
         f = _open(self.path)
         if f is None:
-            return
+            return False
+        before = self.lines
         with f:
             try:
                 stat = os.fstat(f.fileno())
                 if self.identity not in (None, (stat.st_dev, stat.st_ino)) or stat.st_size < self.offset:
                     self._start()  # replaced or cut: start again
+                    before = 0
                 self.identity = (stat.st_dev, stat.st_ino)
                 if stat.st_size > self.offset:
                     self._read(f, final=False, most=lines)
             except OSError:
                 self._start()
+                return False
+        return self.lines - before >= lines
 
     def _read(self, f: BinaryIO, final: bool, most: int | None = None) -> None:
         """Read on from ``offset`` (at most ``most`` lines); unless ``final``, stop before a line not yet whole

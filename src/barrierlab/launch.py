@@ -101,6 +101,12 @@ CONFIRM_TIMEOUT = 0.5
 #: The same while the warm process is still importing the lessons' modules (it imports one at a time between
 #: requests, torch._dynamo taking seconds, and answers only in between).
 PRELOADING_CONFIRM_TIMEOUT = 30.0
+#: While the kernel waits for the ranks it reads the start of their events files (what it reads then is not
+#: read after the deadline), at most this many lines of each per look, and never in the last
+#: ``HEAD_READ_MARGIN`` seconds before the deadline, nor in the last two of its longest looks so far (on a
+#: loaded machine a look takes 10-20 times its CPU time: 6 ranks' 1,000 lines, 40 ms of CPU).
+HEAD_LINES_PER_LOOK = 1000
+HEAD_READ_MARGIN = 0.3
 #: How long the rest of a message may take to arrive once its first byte has: the warm process writes each
 #: message in one write (under 2 KiB, atomic on a pipe), so a frame still incomplete then was written by
 #: another process (a rank can open the pipe through /proc/<pid>/fd): the warm process is replaced.
@@ -828,12 +834,14 @@ def _clear_failed_launch(run_dir: str) -> None:
 
 
 class _CollectorPause:
-    """Python's cyclic garbage collector, paused from the end of the wait for the ranks until ``run`` returns.
+    """Python's cyclic garbage collector, paused while the ranks run (from the end of that wait when the live
+    view draws) until ``run`` returns.
 
     Reading a flood's records allocates tens of thousands of objects, enough to set off a collection of the
     kernel's whole heap (torch's included): measured after a 6-rank span flood at a load of 10, 1.2-1.6 s of
-    wall time after the deadline in one run of three, in the reader or right after it. Nothing read forms
-    cycles; the learner's code pays the postponed collection, if any, as it would have without the run."""
+    wall time after the deadline in one run of three, in the reader or right after it; paused only after the
+    deadline, the collection it put off came during the next run's wait and made it end 1 s late. Nothing read
+    forms cycles; the learner's code pays the postponed collection, if any, as it would have without the run."""
 
     def __init__(self) -> None:
         self.paused = False
@@ -902,6 +910,8 @@ def _launch(
             try:
                 group.start()
                 view = _show_live(view_kind, spec, group, index)
+                if collector is not None and view is None:  # the live view's thread draws: it may make cycles
+                    collector.pause()
                 group.wait_until_done_or_deadline()
                 if collector is not None:
                     collector.pause()
@@ -1043,6 +1053,7 @@ class _RunningGroup:
         #: rank -> the start of its events file, read while the kernel waits (what is left after the deadline is
         #: the file's end: a 6-rank span flood's heads were half of the kernel's reading then)
         self.heads = event_heads(spec.run_dir, self.world_size) if spec.options.record else {}
+        self.longest_look = 0.0  # seconds the longest reading of the heads took
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -1230,7 +1241,7 @@ class _RunningGroup:
                     self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
-            self.read_heads()
+            self.read_heads(give_up)
             if self.running() and self.running() <= self.ended():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
@@ -1239,10 +1250,15 @@ class _RunningGroup:
             else:
                 silent_since = None
 
-    def read_heads(self) -> None:
-        """Read on in each rank's events file until its head is whole (nothing more once it is)."""
+    def read_heads(self, give_up: float) -> None:
+        """Read on in each rank's events file until its head is whole (nothing more once it is), unless the
+        deadline is too near: a look must not delay it (the margin grows with the longest look so far)."""
+        started = time.monotonic()
+        if give_up - started < max(HEAD_READ_MARGIN, 2 * self.longest_look):
+            return
         for head in self.heads.values():
-            head.read_more()
+            head.read_more(HEAD_LINES_PER_LOOK)
+        self.longest_look = max(self.longest_look, time.monotonic() - started)
 
     def in_teardown(self) -> set[int]:
         """Ranks that reported their outcome and whose process still runs. Read from /proc, not only from the
