@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
-from barrierlab._protocol import _is_int, _is_number, _refuse_constant, finite_json
+from barrierlab._protocol import _is_int, _is_number, _refuse_constant
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -382,9 +382,10 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
                 pass
         try:
             # NaN or Infinity: malformed. A float too large (1e999) reads as inf, which every numeric field's
-            # check refuses: checking each float as it is read (finite_json) cost a flood's 12,000 kept lines
-            # 0.2 s of the kernel's time after the deadline. The flight record, whose fields are not all
-            # checked here, is read with finite_json.
+            # check refuses (the flight record's too: its entries' "ns", and the rest of what is read of them is
+            # checked as ints and strings): checking each float as it is read (finite_json) cost a flood's
+            # 12,000 kept lines 0.2 s of the kernel's time after the deadline, and reading each flight line a
+            # second time with it a flood of flight lines 1 s a rank.
             text = line.decode("utf-8")
             try:
                 item, end = _scan(text, 0)
@@ -392,8 +393,6 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
                 item, end = _loads(line), len(text)
             if end < len(text) and not _BLANK.issuperset(text[end:]):
                 raise ValueError("more than one value on the line")
-            if isinstance(item, dict) and "flight" in item:
-                item = finite_json(line)
         except (ValueError, RecursionError):
             malformed += 1
             continue
@@ -693,20 +692,24 @@ def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Fl
             wall += t0 - meta["t0"]  # wall time at the caller's t0
     entries: dict[tuple[str, int], dict] = {}
     groups: dict[str, list[int]] = {}
-    seen = False
-    for item in items:
-        if "flight" not in item:
-            continue
-        seen = True
+    copies = [item for item in items if "flight" in item]
+    if not copies:
+        return None
+    for item in copies:
         for name, members in (item.get("groups") or {}).items():
             if isinstance(members, list) and all(_is_int(m) for m in members):
                 groups[str(name)] = members
-        for raw in item["flight"]:
-            e = _flight_entry(raw)
-            if e is not None:
-                entries[(str(e.get("pg")), int(e.get("rid") or 0))] = e
-    if not seen:
-        return None
+    # later copies of an entry win: read from the last, and check an entry only if no later copy was kept (a
+    # rank that wrote its flight record over and over cost the kernel seconds after the deadline)
+    for item in reversed(copies):
+        for raw in reversed(item["flight"]):
+            if not (isinstance(raw, dict) and _optional(raw, "rid", _is_int)):
+                continue
+            key = (str(raw.get("pg")), int(raw.get("rid") or 0))
+            if key not in entries:
+                e = _flight_entry(raw)
+                if e is not None:
+                    entries[key] = e
     calls = sorted((e for e in events if e.kind in CALL_KINDS), key=lambda e: e.start)
     starts = [e.start for e in calls]
     result = []
