@@ -9,11 +9,11 @@ import time
 
 import psutil
 import pytest
+from floods import span_flood
 
 import barrierlab as bl
 from barrierlab import collect, record
 from barrierlab import events as event_files
-from floods import span_flood
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
