@@ -3,6 +3,7 @@ amount of memory, keeping the head and tail of each rank's events and saying how
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -53,6 +54,38 @@ def test_the_middle_is_counted_exactly_when_its_events_straddle_the_reading_bloc
     monkeypatch.setattr(event_files, "_BLOCK", block)
     read = event_files.read_record(path, keep=100)
     assert not read.dropped.estimated and len(read.events) + read.dropped.events == 300
+
+
+def test_a_head_read_while_the_rank_writes_gives_the_record_read_at_the_end(tmp_path):
+    # the kernel reads the start of each events file while it waits for the ranks (events.Head), up to a line
+    # the rank has not finished writing; what collect reads from there on must be what one read at the end gives
+    whole = str(tmp_path / "whole.events")
+    write_events(whole, 3_000)
+    data = open(whole, "rb").read()
+    path = str(tmp_path / "rank0.events")
+    cut = data.index(b"\n", 40_000) - 10  # inside a line
+    with open(path, "wb") as f:
+        f.write(data[:cut])
+    head = event_files.Head(path, 1000, event_files.BYTES_KEPT)
+    while head.read_more(100):
+        pass
+    assert 0 < head.lines < 1000 and data[: head.offset].endswith(b"\n") and head.offset < cut
+    with open(path, "ab") as f:
+        f.write(data[cut:])
+    early = event_files.read_record(path, keep=1000, head=head)
+    late = event_files.read_record(path, keep=1000)
+    assert early.events == late.events and early.dropped == late.dropped and early.malformed == late.malformed == 0
+
+
+def test_a_head_read_from_a_file_since_replaced_is_not_used(tmp_path):
+    path = str(tmp_path / "rank0.events")
+    write_events(path, 50)
+    head = event_files.Head(path, 1000, event_files.BYTES_KEPT)
+    head.read_more(1000)
+    other = str(tmp_path / "other.events")
+    write_events(other, 20)
+    os.replace(other, path)
+    assert len(event_files.read_record(path, keep=1000, head=head).events) == 20
 
 
 def test_a_short_events_file_is_read_whole(tmp_path):
