@@ -28,6 +28,11 @@ EVENT_LINES_PER_RUN = 10_000
 #: ``events.BYTES_KEPT`` from each end of a file, at least one line's worth): lines are bounded in length, not in number
 #: of bytes per file, and 1,200 lines of 250 kB each once cost the kernel 1.7 GB.
 EVENT_BYTES_PER_RUN = 64 << 20
+#: Bytes of the ranks' events files, between what is kept, in which the events are counted exactly, per run
+#: (shared among the ranks); the events of a larger middle are estimated from the lines kept ("about N").
+#: Counting reads every byte: 6 ranks' 27 MB after a 1.5 s flood cost the kernel 0.1 s of CPU after the
+#: deadline (several times that in wall time on a loaded machine), and 16 ranks could make it 16 x 64 MB.
+EVENT_BYTES_COUNTED_PER_RUN = 8 << 20
 
 
 def _read_output(path: str) -> str:
@@ -73,6 +78,7 @@ def collect(
     linger: bool = False,
     keys: list[bytes] | None = None,
     held: dict[int, BinaryIO] | None = None,
+    heads: dict[int, event_files.Head] | None = None,
 ) -> Run:
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
 
@@ -80,16 +86,24 @@ def collect(
     which the launcher calls once the run's bookkeeping is done and its folder is removed. ``keys[r]``: the
     key rank r sealed its outcome with; an outcome whose seal does not match was written by another process
     and is not read (the rank is reported as such). ``held[r]``: rank r's outcome file as the kernel opened it
-    when it saw the rank end; read if the file was removed from the folder since (and the removal said)."""
+    when it saw the rank end; read if the file was removed from the folder since (and the removal said).
+    ``heads[r]``: the start of rank r's events file as read while the ranks ran (:func:`event_heads`)."""
     ranks = []
-    keep = max(500, EVENT_LINES_PER_RUN // (2 * world_size))
-    keep_bytes = _bytes_kept(world_size)
+    keep, keep_bytes = _kept(world_size)
+    count_bytes = EVENT_BYTES_COUNTED_PER_RUN // world_size
     sites: dict[tuple, tuple[str, str]] = {}
     for rank in range(world_size):
         files = RankFiles(run_dir, rank)
         code, sig = exits.get(rank, (None, None))
         recorded = event_files.read_record(
-            files.events, rank=rank, t0=t0, index=index, keep=keep, keep_bytes=keep_bytes
+            files.events,
+            rank=rank,
+            t0=t0,
+            index=index,
+            keep=keep,
+            keep_bytes=keep_bytes,
+            count_bytes=count_bytes,
+            head=heads.get(rank) if heads else None,
         )
         events, dropped, flight = recorded.events, recorded.dropped, recorded.flight
         result = RankResult(
@@ -143,6 +157,18 @@ def collect(
         hit_deadline=bool(stopped),
         linger=linger,
     )
+
+
+def _kept(world_size: int) -> tuple[int, int]:
+    """Lines, and bytes, read from each end of one rank's events file (its share of the run's)."""
+    return max(500, EVENT_LINES_PER_RUN // (2 * world_size)), _bytes_kept(world_size)
+
+
+def event_heads(run_dir: str, world_size: int) -> dict[int, event_files.Head]:
+    """Each rank's events file's head as :func:`collect` keeps it, to be read while the ranks run
+    (:meth:`~barrierlab.events.Head.read_more`) and handed to :func:`collect`."""
+    keep, keep_bytes = _kept(world_size)
+    return {rank: event_files.Head(RankFiles(run_dir, rank).events, keep, keep_bytes) for rank in range(world_size)}
 
 
 def _bytes_kept(world_size: int) -> int:

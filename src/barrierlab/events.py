@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import functools
 import json
+import json.scanner
 import math
 import os
 import re
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
-from barrierlab._protocol import _is_int, _is_number, _refuse_constant, finite_json
+from barrierlab._protocol import _is_int, _is_number, _refuse_constant
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -75,6 +77,7 @@ MAX_LINE_BYTES = 256 * 1024
 BYTES_KEPT = 8 << 20
 _MIDDLE_COUNTED = 64 * 1024 * 1024  # a middle up to this size is counted exactly; a larger one is estimated
 _BLOCK = 1 << 20
+_FIRST_TAIL_BLOCK = 64 * 1024  # the first block read backwards for the last lines; each next one twice as big
 _EVENT_KEY = b'"kind":'  # once in each event's first line: the middle's events are counted by it
 _TAIL_BYTES = 32 * _BLOCK  # the most read backwards from the end for the last lines
 
@@ -349,6 +352,11 @@ def _is_flight(item: dict) -> bool:
 
 
 _loads = functools.partial(json.loads, parse_constant=_refuse_constant)
+#: json's C scanner, built once: ``json.loads(line, parse_constant=...)`` built a decoder and its scanner for
+#: every line, and went through four Python-level calls to reach this one (a flood's 10,000 kept lines: about
+#: half of their parsing time). It parses one value from a position and says where the value ends.
+_scan = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse_constant))
+_BLANK = frozenset(" \t\n\r")
 _END_LINE = re.compile(rb'\{"id":(\d{1,18}),"end":(-?[0-9.]{1,40}(?:e[-+]?\d{1,4})?)\}')
 
 
@@ -374,12 +382,17 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
                 pass
         try:
             # NaN or Infinity: malformed. A float too large (1e999) reads as inf, which every numeric field's
-            # check refuses: checking each float as it is read (finite_json) cost a flood's 12,000 kept lines
-            # 0.2 s of the kernel's time after the deadline. The flight record, whose fields are not all
-            # checked here, is read with finite_json.
-            item = _loads(line)
-            if isinstance(item, dict) and "flight" in item:
-                item = finite_json(line)
+            # check refuses (the flight record's too: its entries' "ns", and the rest of what is read of them is
+            # checked as ints and strings): checking each float as it is read (finite_json) cost a flood's
+            # 12,000 kept lines 0.2 s of the kernel's time after the deadline, and reading each flight line a
+            # second time with it a flood of flight lines 1 s a rank.
+            text = line.decode("utf-8")
+            try:
+                item, end = _scan(text, 0)
+            except StopIteration:  # not a value at the start of the line (blank space first?): json decides
+                item, end = _loads(line), len(text)
+            if end < len(text) and not _BLANK.issuperset(text[end:]):
+                raise ValueError("more than one value on the line")
         except (ValueError, RecursionError):
             malformed += 1
             continue
@@ -405,47 +418,131 @@ def _open(path: str) -> BinaryIO | None:
 # --- the whole-file reader ---------------------------------------------------------------------------------
 
 
-def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list[dict], Dropped, int]:
-    """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
-    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped, and
-    how many were malformed."""
-    f = _open(path)
-    if f is None:
-        return [], Dropped(), 0
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        head, count, too_long = [], 0, 0
-        while count < keep and f.tell() < keep_bytes:
+class Head:
+    """The first lines of a rank's events file (at most ``keep`` lines and about ``keep_bytes`` bytes), read
+    while the rank still writes it: the recorder only appends, so lines once whole never change, and the kernel
+    reads them while it waits for the ranks; after the deadline only the file's end is left to read (a
+    6-rank flood's heads were half of the kernel's reading then). Pass it to :func:`read_record`, which
+    checks that the file is still the one read (else it reads it again)."""
+
+    def __init__(self, path: str, keep: int, keep_bytes: int) -> None:
+        self.path, self.keep, self.keep_bytes = path, keep, keep_bytes
+        self._start()
+
+    def _start(self) -> None:
+        self.items: list[dict] = []
+        self.lines = self.offset = self.malformed = 0
+        self.size = self.events = 0  # bytes of the lines kept, and how many events they hold (for estimates)
+        self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+        self.stalled = False  # at a line longer than any kept, not yet whole: left to the last read
+
+    def copy(self) -> Head:
+        head = copy.copy(self)
+        head.items = list(self.items)
+        return head
+
+    @property
+    def full(self) -> bool:
+        return self.lines >= self.keep or self.offset >= self.keep_bytes
+
+    def read_more(self, lines: int = 200) -> bool:
+        """Read the whole lines the rank has added to the head since the last call, at most ``lines`` of them
+        (a call stays short: the kernel makes it while it waits for the deadline); nothing once it is full.
+        True if it read ``lines`` lines (there may be more)."""
+        if self.full or self.stalled:
+            return False
+        f = _open(self.path)
+        if f is None:
+            return False
+        before = self.lines
+        with f:
+            try:
+                stat = os.fstat(f.fileno())
+                if self.identity not in (None, (stat.st_dev, stat.st_ino)) or stat.st_size < self.offset:
+                    self._start()  # replaced or cut: start again
+                    before = 0
+                self.identity = (stat.st_dev, stat.st_ino)
+                if stat.st_size > self.offset:
+                    self._read(f, final=False, most=lines)
+            except OSError:
+                self._start()
+                return False
+        return self.lines - before >= lines
+
+    def _read(self, f: BinaryIO, final: bool, most: int | None = None) -> None:
+        """Read on from ``offset`` (at most ``most`` lines); unless ``final``, stop before a line not yet whole
+        (the rank is writing it)."""
+        f.seek(self.offset)
+        lines, too_long = [], 0
+        stop = self.keep if most is None else min(self.keep, self.lines + most)
+        while self.lines < stop and f.tell() < self.keep_bytes:
+            start = f.tell()
             line = f.readline(MAX_LINE_BYTES + 1)
             if not line:
+                break
+            if len(line) > MAX_LINE_BYTES and not final:  # skipped by the last read, once (it may be endless)
+                f.seek(start)
+                self.stalled = True
                 break
             if len(line) > MAX_LINE_BYTES:  # skip the rest of an endless line, reading in blocks
                 while line and not line.endswith(b"\n"):
                     line = f.readline(_BLOCK)
                 too_long += 1
+            elif not line.endswith(b"\n") and not final:
+                f.seek(start)
+                break
             else:
-                head.append(line)
-            count += 1
-        head_end = f.tell()
-        items: list[dict] = []
-        malformed = too_long + parse_lines(b"".join(head), items)
+                lines.append(line)
+            self.lines += 1
+        self.offset = f.tell()
+        raw = b"".join(lines)
+        self.size += len(raw)
+        self.events += raw.count(_EVENT_KEY)
+        self.malformed += too_long + parse_lines(raw, self.items)
+
+
+def _read_kept(
+    path: str, keep: int, keep_bytes: int = BYTES_KEPT, count_bytes: int | None = None, head: Head | None = None
+) -> tuple[list[dict], Dropped, int]:
+    """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
+    start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped
+    (counted in a middle of at most ``count_bytes`` bytes, default :data:`_MIDDLE_COUNTED`, else estimated),
+    and how many were malformed. ``head``: its start as already read (:class:`Head`), if it is still that file."""
+    count_bytes = _MIDDLE_COUNTED if count_bytes is None else count_bytes
+    f = _open(path)
+    if f is None:
+        return [], Dropped(), 0
+    with f:
+        stat = os.fstat(f.fileno())
+        size = stat.st_size
+        same = head is not None and head.identity == (stat.st_dev, stat.st_ino) and head.offset <= size
+        if same and (head.path, head.keep, head.keep_bytes) == (path, keep, keep_bytes):
+            head = head.copy()  # read on from where the reading during the run stopped
+        else:
+            head = Head(path, keep, keep_bytes)
+        head._read(f, final=True)
+        head_end = head.offset
+        items = head.items
+        malformed = head.malformed
         dropped = Dropped()
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             position, tail, lines = size, b"", 0
             floor = max(head_end, size - min(_TAIL_BYTES, keep_bytes))
+            step = min(_BLOCK, _FIRST_TAIL_BLOCK)  # most tails are short lines: a MiB was split for 70 kB
             while position > floor and lines <= keep:
-                start = max(floor, position - _BLOCK)
+                start = max(floor, position - step)
                 f.seek(start)
                 tail = f.read(position - start) + tail
                 position = start
                 lines = tail.count(b"\n")
+                step = min(2 * step, _BLOCK)
             pieces = tail.split(b"\n")
             if position > head_end:
                 pieces = pieces[1:]  # the first piece is the end of a line of the middle
             tail = b"\n".join(pieces[-(keep + 1) :])  # the last piece is what follows the last newline
             middle = size - len(tail) - head_end
             if middle > 0:
-                if middle <= _MIDDLE_COUNTED:
+                if middle <= count_bytes:
                     f.seek(head_end)
                     events, left, carried = 0, middle, b""
                     while left > 0:
@@ -458,8 +555,7 @@ def _read_kept(path: str, keep: int, keep_bytes: int = BYTES_KEPT) -> tuple[list
                         carried = chunk[-(len(_EVENT_KEY) - 1) :]
                     dropped = Dropped(events, False)
                 else:
-                    sample = b"".join(head) + tail
-                    per_event = len(sample) / max(1, sample.count(_EVENT_KEY))
+                    per_event = (head.size + len(tail)) / max(1, head.events + tail.count(_EVENT_KEY))
                     dropped = Dropped(int(middle / per_event), True)
             malformed += parse_lines(tail, items)
     return items, dropped, malformed
@@ -483,14 +579,18 @@ def read_record(
     index=None,
     keep: int | None = None,
     keep_bytes: int = BYTES_KEPT,
+    count_bytes: int | None = None,
+    head: Head | None = None,
 ) -> Record:
     """Read a rank's events file once: its events and its flight record.
 
     Times become seconds since ``t0`` (default: the recorder's start). ``index`` (a
     :class:`~barrierlab.sites.CodeIndex`) gives frames of code sent by value their real file names. At most
     ``keep`` lines (default :data:`LINES_KEPT`), and about ``keep_bytes`` bytes, are read from the start of the
-    file and as many from its end; ``Record.dropped`` says how many events in between were not read."""
-    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes)
+    file and as many from its end; ``Record.dropped`` says how many events in between were not read (counted
+    in a middle of at most ``count_bytes`` bytes, else estimated from the lines read). ``head``: the file's first
+    lines as read while the rank wrote it (:class:`Head`, with the same ``keep`` and ``keep_bytes``)."""
+    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes, head)
     meta = next((item for item in items if item.get("meta") == "start"), None)
     if meta is not None:
         rank = meta["rank"] if rank is None else rank
@@ -499,10 +599,27 @@ def read_record(
     return Record(meta, events, flight, dropped, malformed)
 
 
+#: The fields of an event's first line that need no more than copying: an Event made of them is built directly.
+_PLAIN = frozenset(("id", "kind", "name", "t", "file", "line", "func", "end"))
+
+
 def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event]:
     events: dict[int, Event] = {}
     for item in items:
-        if "kind" in item:
+        if "kind" in item and _PLAIN.issuperset(item):  # a span or a call with no argument noted: a flood's lines
+            event = events[item["id"]] = Event(
+                rank=rank if rank is not None else -1,
+                kind=item["kind"],
+                name=item["name"],
+                start=item["t"] - t0,
+                file=item.get("file"),
+                line=item.get("line"),
+                func=item.get("func"),
+                id=item["id"],
+            )
+            if item.get("end") is not None:
+                event.end = item["end"] - t0
+        elif "kind" in item:
             callers = [(_resolved(index, f, n, c), n, c) for f, n, c in _frames(item.get("callers") or []) or ()]
             event = events[item["id"]] = Event(
                 rank=rank if rank is not None else -1,
@@ -575,20 +692,24 @@ def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Fl
             wall += t0 - meta["t0"]  # wall time at the caller's t0
     entries: dict[tuple[str, int], dict] = {}
     groups: dict[str, list[int]] = {}
-    seen = False
-    for item in items:
-        if "flight" not in item:
-            continue
-        seen = True
+    copies = [item for item in items if "flight" in item]
+    if not copies:
+        return None
+    for item in copies:
         for name, members in (item.get("groups") or {}).items():
             if isinstance(members, list) and all(_is_int(m) for m in members):
                 groups[str(name)] = members
-        for raw in item["flight"]:
-            e = _flight_entry(raw)
-            if e is not None:
-                entries[(str(e.get("pg")), int(e.get("rid") or 0))] = e
-    if not seen:
-        return None
+    # later copies of an entry win: read from the last, and check an entry only if no later copy was kept (a
+    # rank that wrote its flight record over and over cost the kernel seconds after the deadline)
+    for item in reversed(copies):
+        for raw in reversed(item["flight"]):
+            if not (isinstance(raw, dict) and _optional(raw, "rid", _is_int)):
+                continue
+            key = (str(raw.get("pg")), int(raw.get("rid") or 0))
+            if key not in entries:
+                e = _flight_entry(raw)
+                if e is not None:
+                    entries[key] = e
     calls = sorted((e for e in events if e.kind in CALL_KINDS), key=lambda e: e.start)
     starts = [e.start for e in calls]
     result = []

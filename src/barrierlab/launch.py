@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import inspect
 import math
 import numbers
@@ -54,7 +55,7 @@ from barrierlab._protocol import (
     signal_name,
     write_new_file,
 )
-from barrierlab.collect import collect
+from barrierlab.collect import collect, event_heads
 from barrierlab.live import LiveView, ended_ranks
 from barrierlab.live import choose as choose_view
 from barrierlab.result import Run
@@ -100,6 +101,12 @@ CONFIRM_TIMEOUT = 0.5
 #: The same while the warm process is still importing the lessons' modules (it imports one at a time between
 #: requests, torch._dynamo taking seconds, and answers only in between).
 PRELOADING_CONFIRM_TIMEOUT = 30.0
+#: While the kernel waits for the ranks it reads the start of their events files (what it reads then is not
+#: read after the deadline), at most this many lines of each per look, and never in the last
+#: ``HEAD_READ_MARGIN`` seconds before the deadline, nor in the last two of its longest looks so far (on a
+#: loaded machine a look takes 10-20 times its CPU time: 6 ranks' 1,000 lines, 40 ms of CPU).
+HEAD_LINES_PER_LOOK = 1000
+HEAD_READ_MARGIN = 0.3
 #: How long the rest of a message may take to arrive once its first byte has: the warm process writes each
 #: message in one write (under 2 KiB, atomic on a pipe), so a frame still incomplete then was written by
 #: another process (a rank can open the pipe through /proc/<pid>/fd): the warm process is replaced.
@@ -715,6 +722,7 @@ def run(
     )
     view_kind = choose_view(None if live is None else _check_flag("live", live))
     run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
+    collector = _CollectorPause()
     try:
         payload = _pack(fn, args, kwargs, folder=run_dir)  # refused here, before the warm process is asked
         with _lock:
@@ -727,20 +735,26 @@ def run(
             index = CodeIndex().add((fn, args, kwargs))
             try:
                 try:
-                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind, collector)
                 except RanksNotForked:  # once more, with a fresh warm process (a rank may have lowered its limits)
                     _clear_failed_launch(run_dir)
                     warm_up()
                     _warm.wait_ready()
-                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind)
+                    result, check_by = _launch(_warm, payload, run_dir, options, index, view_kind, collector)
             except KeyboardInterrupt:
                 raise KeyboardInterrupt(
                     f"barrierlab.run was interrupted; all {options.world_size} ranks were stopped"
                 ) from None
+    except BaseException:
+        collector.resume()
+        raise
     finally:
         _remove_run_dir(run_dir)
-    # only now, the run's bookkeeping done and its folder removed: whatever the values do, within the deadline
-    result.unpickle(within=max(UNPICKLE_FLOOR, check_by - time.monotonic()))
+    try:
+        # only now, the run's bookkeeping done and its folder removed: whatever the values do, within the deadline
+        result.unpickle(within=max(UNPICKLE_FLOOR, check_by - time.monotonic()))
+    finally:
+        collector.resume()
     return result.raise_if_failed() if options.check else result
 
 
@@ -819,12 +833,43 @@ def _clear_failed_launch(run_dir: str) -> None:
             os.unlink(path)
 
 
+class _CollectorPause:
+    """Python's cyclic garbage collector, paused while the ranks run (from the end of that wait when the live
+    view draws) until ``run`` returns.
+
+    Reading a flood's records allocates tens of thousands of objects, enough to set off a collection of the
+    kernel's whole heap (torch's included): measured after a 6-rank span flood at a load of 10, 1.2-1.6 s of
+    wall time after the deadline in one run of three, in the reader or right after it; paused only after the
+    deadline, the collection it put off came during the next run's wait and made it end 1 s late. Nothing read
+    forms cycles; the learner's code pays the postponed collection, if any, as it would have without the run."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def pause(self) -> None:
+        if not self.paused and gc.isenabled():
+            gc.disable()
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.paused:
+            gc.enable()
+            self.paused = False
+
+
 def _launch(
-    warm: _WarmProcess, payload: bytes, run_dir: str, options: RunOptions, index: CodeIndex, view_kind: str = "none"
+    warm: _WarmProcess,
+    payload: bytes,
+    run_dir: str,
+    options: RunOptions,
+    index: CodeIndex,
+    view_kind: str = "none",
+    collector: _CollectorPause | None = None,
 ) -> tuple[Run, float]:
     """Start the ranks, wait for them within the deadline, end every one of them and every process they
     started, and read what they left (values still pickled). Returns the run and when, on the monotonic
-    clock, its deadline ends (what is left of it is for checking the values)."""
+    clock, its deadline ends (what is left of it is for checking the values). ``collector``: paused once the
+    wait is over (the caller resumes it)."""
     t0 = time.monotonic()
     group = store = None
     run_id = uuid.uuid4().hex
@@ -865,7 +910,11 @@ def _launch(
             try:
                 group.start()
                 view = _show_live(view_kind, spec, group, index)
+                if collector is not None and view is None:  # the live view's thread draws: it may make cycles
+                    collector.pause()
                 group.wait_until_done_or_deadline()
+                if collector is not None:
+                    collector.pause()
                 group.ask_stuck_ranks_for_stacks()
             finally:
                 if view is not None:
@@ -893,6 +942,7 @@ def _launch(
             linger=options.linger,
             keys=group.keys,
             held=group.held,
+            heads=group.heads,
         )
         _mark_teardown_hangs(run, group.teardown)
         if group.pids:  # a rank's own run folder (every rank has ended)
@@ -1000,6 +1050,10 @@ class _RunningGroup:
         #: rank -> its outcome file, opened as soon as the kernel saw it (and kept open until the run is read):
         #: another rank, or a program one started, may remove it from the run's folder before the run ends
         self.held: dict[int, BinaryIO] = {}
+        #: rank -> the start of its events file, read while the kernel waits (what is left after the deadline is
+        #: the file's end: a 6-rank span flood's heads were half of the kernel's reading then)
+        self.heads = event_heads(spec.run_dir, self.world_size) if spec.options.record else {}
+        self.longest_look = 0.0  # seconds the longest reading of the heads took
 
     def start(self) -> None:
         self.send(Launch(self.spec))
@@ -1187,6 +1241,7 @@ class _RunningGroup:
                     self.pump(min(remaining, 0.02))
                 break
             self.pump(min(remaining, 0.02 if linger else 0.1))
+            self.read_heads(give_up)
             if self.running() and self.running() <= self.ended():  # dead, yet the warm process says nothing
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since > self.confirm_timeout() or self.warm_stopped():
@@ -1194,6 +1249,16 @@ class _RunningGroup:
                     return
             else:
                 silent_since = None
+
+    def read_heads(self, give_up: float) -> None:
+        """Read on in each rank's events file until its head is whole (nothing more once it is), unless the
+        deadline is too near: a look must not delay it (the margin grows with the longest look so far)."""
+        started = time.monotonic()
+        if give_up - started < max(HEAD_READ_MARGIN, 2 * self.longest_look):
+            return
+        for head in self.heads.values():
+            head.read_more(HEAD_LINES_PER_LOOK)
+        self.longest_look = max(self.longest_look, time.monotonic() - started)
 
     def in_teardown(self) -> set[int]:
         """Ranks that reported their outcome and whose process still runs. Read from /proc, not only from the
