@@ -11,7 +11,9 @@ Each run draws one kind (deadlock, exception, os._exit, SIGKILL, detached grandc
   environment marker (``BARRIERLAB_RUN_ID``) or in a rank's session, and the grandchildren the ranks
   reported starting (the renamed daemons included), still running 1 s after the last run;
 - temp dirs left: this process's run folders; run cgroups left: this process's (where they are made);
-- worst overshoot: the largest (time the call took - the run's deadline), over every run;
+- worst overshoot: the largest (time the call took - the run's deadline), over every run; and the same counted
+  from the launch of the ranks, as the deadline is (a call after a rank killed the warm process first waits
+  for a new one to import torch: seconds on a loaded machine, before the deadline starts);
 - kernel memory growth: this process's RSS after the last run minus after the warm-up runs.
 
 Targets: 0, 0, <= 1 s, <= 100 MB.
@@ -248,6 +250,15 @@ def main() -> None:
             bl.run(hostile, 2, args=(kind, payloads.get(kind)), timeout=1, deadline=options.deadline)
     rss_start = me.memory_info().rss
     counts, interrupted, worst, worst_kind = Counter(), 0, -1e9, ""
+    worst_launched, worst_launched_kind = -1e9, ""
+    launched = []  # when each call's ranks were launched (the deadline counts from there)
+    original_launch = launch._launch
+
+    def timed_launch(*args, **kwargs):
+        launched.append(time.monotonic())
+        return original_launch(*args, **kwargs)
+
+    launch._launch = timed_launch
     rank_pids: set[int] = set()
     grandchildren: set[int] = set()
     started_all = time.monotonic()
@@ -260,6 +271,7 @@ def main() -> None:
         if kind == "interrupt":
             timer = threading.Timer(rng.uniform(0.0, deadline), signal.pthread_kill, (main_thread, signal.SIGINT))
         started = time.monotonic()
+        launched.clear()
         try:
             try:
                 if timer is not None:
@@ -279,9 +291,12 @@ def main() -> None:
             interrupted += 1
         except launch.LaunchError:
             counts["warm process lost"] += 1
-        elapsed = time.monotonic() - started
+        ended = time.monotonic()
+        elapsed = ended - started
         if elapsed - deadline > worst:
             worst, worst_kind = elapsed - deadline, kind
+        if launched and ended - launched[-1] - deadline > worst_launched:
+            worst_launched, worst_launched_kind = ended - launched[-1] - deadline, kind
         if (i + 1) % 50 == 0:
             print(
                 f"  {i + 1} runs, {time.monotonic() - started_all:.0f} s, worst overshoot {worst:+.2f} s "
@@ -305,7 +320,10 @@ def main() -> None:
     print(f"temp dirs left: {len(dirs)}" + "".join(f"\n  {d}" for d in dirs))
     made = "made" if _contain.run_cgroups_available() else f"not made: {_contain.cgroup_unavailable}"
     print(f"run cgroups left: {len(cgroups)} (run cgroups {made})" + "".join(f"\n  {c}" for c in cgroups))
-    print(f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind})")
+    print(
+        f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind}); counted from the launch of the ranks, "
+        f"as the deadline is: {worst_launched:+.2f} s ({worst_launched_kind})"
+    )
     print(
         f"kernel memory growth: {(rss_end - rss_start) / 2**20:+.1f} MiB "
         f"(RSS {rss_start / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB)"
