@@ -205,6 +205,9 @@ class RunSpec:
     #: MASTER_ADDR/MASTER_PORT with TORCHELASTIC_USE_AGENT_STORE=True, so an ``env://`` group joins it as a
     #: client, as torchrun's workers join the agent's store.
     store_port: int = 0
+    #: Port of the next run's store, made ahead: the ranks the warm process pools after this run connect to it
+    #: while they wait, so that a launch does not wait for their connections (0: none).
+    next_store_port: int = 0
     #: The run's cgroup (its folder under the cgroup v2 mount; "" where the kernel could make none): every rank
     #: is in it before any of the learner's code runs, so everything the run starts is born in it and
     #: ``cgroup.kill`` ends it all, whoever killed the warm process (``_contain.make_run_cgroup``).

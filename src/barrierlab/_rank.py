@@ -168,9 +168,32 @@ def join_the_group(spec: RankSpec):
 def _launchers_store(spec: RankSpec):
     """A client of the store the kernel hosts for this run on 127.0.0.1, as torchrun's workers join the
     agent's (a wait on it is woken by the server; the FileStore ranks used before was polled every 10 ms, which
-    cost each rendezvous step up to that)."""
+    cost each rendezvous step up to that). A pooled rank connected to it while it waited (:func:`connect_ahead`):
+    that connection, once."""
+    global _store_ahead
     deadline = timedelta(seconds=spec.run.options.deadline)
+    ahead, _store_ahead = _store_ahead, None
+    if ahead is not None and ahead[0] == spec.run.store_port:
+        ahead[1].set_timeout(deadline)
+        return ahead[1]
     return dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline, wait_for_workers=False)
+
+
+#: (port, client) of the store a pooled rank connected to while it waited: the next run's, made ahead by the kernel.
+_store_ahead: tuple[int, object] | None = None
+
+
+def connect_ahead(port: int) -> None:
+    """In a rank forked ahead of time: connect to the next run's store (port 0: none known yet), so that the
+    launch does not wait for the connection; the run's :func:`_launchers_store` takes it if its port matches."""
+    global _store_ahead
+    if not port:
+        return
+    try:
+        client = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=60), wait_for_workers=False)
+    except Exception:  # noqa: BLE001 - the kernel closed it meanwhile: the run connects to its own
+        return
+    _store_ahead = (port, client)
 
 
 def wait_for_every_rank(store, world_size: int, timeout: float, step: str = "initialised") -> None:

@@ -136,6 +136,7 @@ class WarmProcess:
         self.name = _contain.process_comm(os.getpid()) or b"python"  # its own name, given back after each fork
         self.cgroups: dict[str, str] = {}  # run id -> the run's cgroup, until the run is swept
         self.next_cgroup = ""  # the next run's cgroup (RunSpec.next_cgroup): where pooled ranks wait
+        self.next_store_port = 0  # the next run's store (RunSpec.next_store_port): pooled ranks connect to it
         self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
         self.swept_at = -math.inf  # when the last run was reported swept (the pool is refilled REFILL_AFTER later)
         _contain.become_subreaper()
@@ -197,6 +198,7 @@ class WarmProcess:
             if spec.cgroup:
                 self.cgroups[spec.run_id] = spec.cgroup
             self.next_cgroup = spec.next_cgroup
+            self.next_store_port = spec.next_store_port
             try:
                 pids = tuple(
                     self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
@@ -383,6 +385,7 @@ class WarmProcess:
 
             if spec is None:  # pooled: its run comes later; what needs no run is done while it waits
                 _rank.prepare(self.kernel[0])
+                _rank.connect_ahead(self.next_store_port)
                 message = receive(spec_r)
                 os.close(spec_r)
                 if not isinstance(message, Become):  # the warm process closed the pipe: not needed

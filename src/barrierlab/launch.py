@@ -188,10 +188,17 @@ class _WarmProcess:
         #: it pools into it as it forks them, between runs, so that a launch need not move them (a move costs
         #: milliseconds). "" where no run cgroups are made or none is made yet.
         self.next_cgroup = ""
+        #: The next run's store, made ahead and named in the last Launch: the ranks the warm process pools
+        #: connect to it while they wait (a connection costs each rank milliseconds at the launch).
+        self.next_store: _LoopbackStore | None = None
 
     def take_next_cgroup(self) -> str:
         cgroup, self.next_cgroup = self.next_cgroup, ""
         return cgroup
+
+    def take_next_store(self) -> _LoopbackStore | None:
+        store, self.next_store = self.next_store, None
+        return store
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -259,6 +266,9 @@ class _WarmProcess:
         self.process.stdin.close()
         self.process.stdout.close()
         _contain.end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
+        store = self.take_next_store()
+        if store is not None:
+            store.close()
 
 
 _lock = threading.RLock()
@@ -871,11 +881,12 @@ def _launch(
     clock, its deadline ends (what is left of it is for checking the values). ``collector``: paused once the
     wait is over (the caller resumes it)."""
     t0 = time.monotonic()
-    group = store = None
+    group = store = next_store = None
     run_id = uuid.uuid4().hex
     cgroup = next_cgroup = ""
     try:
-        store = _LoopbackStore(max(options.deadline, STORE_TIMEOUT_FLOOR))
+        store = warm.take_next_store() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
+        next_store = _LoopbackStore(STORE_TIMEOUT_FLOOR)
         prefix = run_dir_prefix(os.getpid(), _my_start())
         cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
         next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
@@ -899,10 +910,12 @@ def _launch(
             start_ticks=_contain.ticks_now(),
             modules=learners_modules(),
             store_port=store.port,
+            next_store_port=next_store.port,
             cgroup=cgroup,
             next_cgroup=next_cgroup,
         )
         warm.next_cgroup, next_cgroup = next_cgroup, ""  # the warm process's from here on (ended with it)
+        warm.next_store, next_store = next_store, None
         del payload
         group = _RunningGroup(warm, spec)
         view = None
@@ -955,8 +968,9 @@ def _launch(
             with _interrupt_deferred():
                 _contain.end_cgroup(cgroup)
                 _contain.end_cgroup(next_cgroup)  # made, but not handed to the warm process
-        if store is not None:
-            store.close()
+        for made in (store, next_store):  # next_store: made, but not handed to the warm process
+            if made is not None:
+                made.close()
     return run, group.started_at + options.deadline
 
 
