@@ -823,3 +823,63 @@ def test_lint_time_grows_about_linearly_with_the_methods_of_a_class() -> None:
     findings = lint_source(source, "chain.py")
     assert time.process_time() - start < 10
     assert len(findings) == 1599 and findings[0].collective.startswith("self.f2 -> self.f3 -> ")
+
+
+# --------------------------------------------------------------------------- session 6: data flows into collectives
+
+
+def test_a_counter_changed_under_a_rank_dependent_if_is_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+def train(model, losses):
+    rank = dist.get_rank()
+    best, bad = float("inf"), 0
+    for epoch in range(10):
+        dist.all_reduce(model)
+        val = losses[rank][epoch]
+        if val < best:
+            best, bad = val, 0
+        else:
+            bad += 1
+        if bad >= 2:
+            break
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind, finding.condition) == (7, "early-exit", "bad >= 2")
+
+
+def test_a_flag_copied_from_a_broadcast_under_a_rank_test_is_not_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+def train(model, stopper):
+    rank = dist.get_rank()
+    stop = False
+    for epoch in range(10):
+        dist.all_reduce(model)
+        if rank == 0:
+            stop = stopper(epoch)
+        box = [stop if rank == 0 else None]
+        dist.broadcast_object_list(box, 0)
+        if rank != 0:
+            stop = box[0]
+        if stop:
+            break
+"""
+    assert lint_source(source) == []
+
+
+def test_a_loop_variable_over_a_rank_dependent_list_is_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+STAGES = {0: ["a", "b"], 1: ["c"]}
+
+def run(rank):
+    for name in STAGES[rank]:
+        if name == "a":
+            dist.barrier()
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (8, "branch")

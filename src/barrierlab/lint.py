@@ -1224,6 +1224,46 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
     return pairs
 
 
+def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
+    """(loop variables, iterable, None) of ``for`` loops and comprehensions: a loop variable takes the values of
+    its iterable, so it differs between ranks when the iterable does (``for name in stages[rank]``). Not for an
+    endless loop (``itertools.cycle``): that is the recipe in which every rank marks its own end of data and the
+    ranks agree on leaving; its exits are checked instead."""
+    return [
+        (_target_names(n.target), n.iter, None)
+        for n in nodes
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
+        and not (isinstance(n.iter, ast.Call) and _terminal(n.iter.func) in _ENDLESS)
+    ]
+
+
+def _changed_names(stmts: Iterable[ast.AST]) -> set[str]:
+    """Names a block assigns, augments or changes in place (``x = ...``, ``x += 1``, ``x.append(...)``,
+    ``x[k] = v``), not descending into nested functions."""
+    names: set[str] = set()
+    for node in _own_nodes(stmts):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                names.update(_target_names(target))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            names.update(_target_names(node.func.value))
+    return names
+
+
+def _controlled(nodes: Iterable[ast.AST]) -> list[tuple[ast.expr, set[str]]]:
+    """(test, names its branches change) for every ``if`` and ``while`` among ``nodes``: when the test differs
+    between ranks, so do those names (a patience counter bumped under ``if val_loss < best``)."""
+    out = []
+    for node in nodes:
+        if isinstance(node, (ast.If, ast.While)):
+            changed = _changed_names([*node.body, *node.orelse])
+            if changed:
+                out.append((node.test, changed))
+    return out
+
+
 def _closure(
     pairs: list[tuple[list[str], ast.expr, int | None]],
     names: set[str],
@@ -1598,6 +1638,19 @@ class _Analysis:
                 if isinstance(node, ast.Assign) and id(node.value) in self.same_result_calls:
                     for name in (n for t in node.targets for n in _target_names(t)):
                         lines[name] = min(lines.get(name, node.lineno), node.lineno)
+            # a name assigned only from values already equal on every rank is equal too from that line on
+            # (``if rank != 0: stop = box[0]`` after ``broadcast_object_list(box)``)
+            local = {n for names, _, _ in _assignments(nodes) for n in names}
+            copies = sorted(
+                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1),
+                key=lambda n: n.lineno,
+            )
+            for node in copies:
+                read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if read and all((lines.get(r, node.lineno) < node.lineno) or r not in local for r in read):
+                    if any(r in lines for r in read):
+                        for name in _target_names(node.targets[0]):
+                            lines[name] = min(lines.get(name, node.lineno), node.lineno)
             self.laundered[key] = lines
 
     def _prepare_values(self) -> None:
@@ -2070,12 +2123,21 @@ class _Analysis:
         """Names (and ``self.x``/``bar.n`` attributes) whose value can differ between ranks. A progress bar
         disabled on some ranks (``tqdm(..., disable=not is_main)``) iterates the same items everywhere, but its
         counters (``bar.n``) stay 0 where it is disabled: they are rank-dependent, the bar itself is not."""
-        pairs = _assignments(nodes)
+        pairs = _assignments(nodes) + _loop_targets(nodes)
 
         def test(value: ast.expr, index: int | None, taint: set[str]) -> bool:
             return self._value_rank(value, index, taint, laundered)
 
         names = _closure(pairs, set(inherited), test)
+        controls = _controlled(nodes)
+        while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
+            added: set[str] = set()
+            for cond, targets in controls:
+                if not targets <= names and self.mentions_rank(cond, names, laundered, files=False):
+                    added |= targets - names
+            if not added:
+                break
+            names = _closure(pairs, names | added, test)
         counters = {
             f"{target}.{counter}"
             for targets, value, index in pairs
