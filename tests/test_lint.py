@@ -883,3 +883,27 @@ def run(rank):
 """
     [finding] = lint_source(source)
     assert (finding.line, finding.kind) == (8, "branch")
+
+
+FOLDER = """\
+import os
+import torch
+import torch.distributed as dist
+
+def save(folder, state, rank):
+    if rank == 0:
+        os.makedirs(folder, exist_ok=True)
+{between}    torch.save(state, os.path.join(folder, f"shard{{rank}}.pt"))
+"""
+
+
+def test_a_folder_one_rank_makes_and_every_rank_writes_into_is_a_race() -> None:
+    [finding] = lint_source(FOLDER.format(between=""))
+    assert (finding.line, finding.kind, finding.condition) == (7, "file-race", "rank == 0")
+    assert "create the folder `folder`" in finding.why and "line 8 (`torch.save`)" in finding.why
+    assert "exist_ok=True) outside the condition" in finding.fix
+
+
+def test_a_folder_ordered_by_a_barrier_or_made_by_every_rank_is_not_a_race() -> None:
+    for between in ("    dist.barrier()\n", "    os.makedirs(folder, exist_ok=True)\n"):
+        assert lint_source(FOLDER.format(between=between)) == [], between

@@ -2971,6 +2971,7 @@ class _Order:
         self.an, self.unit, self.taint, self.self_class, self.scope = an, unit, taint, self_class, scope
         self.laundered = an.laundered.get(scope, {})
         self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
+        self.folders: dict[str, tuple[ast.Call, tuple[str, ...]]] = {}  # made under a condition on the rank
         self.first_p2p: tuple[str, ast.Call] | None = None
         self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
         self.conditional = 0  # inside an if or while, whatever its test
@@ -2989,6 +2990,7 @@ class _Order:
             self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
+                self.folders.clear()
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
             self.conditional += 1  # p2p-order looks only at calls under no condition at all
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
@@ -3050,7 +3052,20 @@ class _Order:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
         if self._orders(call):
             self.writes.clear()
+            self.folders.clear()
             return
+        made = _made_folder(call, full)
+        if made is not None:
+            if ctx and not self.sheltered:
+                self.folders.setdefault(made, (call, ctx))
+            else:  # every rank makes it itself (makedirs(exist_ok=True) on every rank)
+                self.folders.pop(made, None)
+            return
+        for path in _used_paths(call, full):
+            for folder, (mkdir, where) in list(self.folders.items()):
+                if where != ctx[: len(where)] and _inside(path, folder):
+                    self._folder_race(mkdir, folder, call, where)
+                    del self.folders[folder]
         written = _written_path(call, full)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
@@ -3120,6 +3135,22 @@ class _Order:
         )
         self._add(read, "file-race", cond, why, fix)
 
+    def _folder_race(self, mkdir: ast.Call, folder: str, use: ast.Call, where: tuple[str, ...]) -> None:
+        cond = where[-1]
+        line = use.lineno + self.unit.offset
+        used = _dotted(use.func) or self.unit.text(use.func)
+        why = (
+            f"only ranks where `{cond}` is true create the folder `{folder}` here, and the other ranks use a path "
+            f"inside it at line {line} (`{used}`) with no barrier, collective, store wait or recv between them: "
+            "nothing orders the folder before their use, so a rank that gets there first fails with 'No such file "
+            "or directory' (it works only when the creating rank is faster)"
+        )
+        fix = (
+            f"create the folder on every rank (os.makedirs({folder}, exist_ok=True) outside the condition), or put "
+            f"dist.barrier() after this line and before line {line}, outside the condition"
+        )
+        self._add(mkdir, "file-race", cond, why, fix)
+
     def _add(self, node: ast.Call, kind: str, cond: str, why: str, fix: str) -> None:
         if id(node) in self.an.found:
             return
@@ -3176,6 +3207,46 @@ def _written_path(call: ast.Call, full: str) -> tuple[str, str] | None:
     if isinstance(call.func, ast.Attribute) and name in ("write_text", "write_bytes"):
         return (_path_text(call.func.value) or "", f".{name}()")
     return None
+
+
+def _made_folder(call: ast.Call, full: str) -> str | None:
+    """The folder a call creates (``os.makedirs(p)``, ``os.mkdir(p)``, ``Path(p).mkdir()``)."""
+    if full in ("os.makedirs", "os.mkdir"):
+        return _path_text(_argument(call, 0, "name", "path"))
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "mkdir" and not full.startswith("os."):
+        return _path_text(call.func.value)
+    return None
+
+
+_FOLDER_READERS = frozenset({"os.listdir", "os.scandir", "os.walk", "glob.glob", "shutil.rmtree"})
+
+
+def _used_paths(call: ast.Call, full: str) -> list[ast.expr]:
+    """The path arguments of a call that writes, reads or lists files (``torch.save(x, path)``, ``open(path)``,
+    ``os.listdir(folder)``, ``Path(p).write_text()``)."""
+    name = _terminal(call.func)
+    if full in ("torch.save",):
+        found = [_argument(call, 1, "f")]
+    elif full in ("numpy.save", "np.save", "torch.load", "numpy.load", "np.load", "open", "io.open"):
+        found = [_argument(call, 0, "f", "file")]
+    elif full in ("os.replace", "os.rename", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copy2"):
+        found = [_argument(call, 1, "dst")]
+    elif full in _FOLDER_READERS:
+        found = [_argument(call, 0, "path", "pathname", "top")]
+    elif isinstance(call.func, ast.Attribute) and name in ("write_text", "write_bytes", "read_text", "read_bytes"):
+        found = [call.func.value]
+    else:
+        return []
+    return [p for p in found if p is not None]
+
+
+def _inside(path: ast.expr, folder: str) -> bool:
+    """Whether ``path`` names ``folder`` or a path built on it (``os.path.join(folder, ...)``, ``folder / "x"``,
+    ``f"{folder}/x"``, ``Path(folder)``), by text."""
+    return any(
+        isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ast.unparse(node) == folder
+        for node in ast.walk(path)
+    )
 
 
 def _read_path(call: ast.Call, full: str) -> str | None:
