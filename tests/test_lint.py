@@ -907,3 +907,84 @@ def test_a_folder_one_rank_makes_and_every_rank_writes_into_is_a_race() -> None:
 def test_a_folder_ordered_by_a_barrier_or_made_by_every_rank_is_not_a_race() -> None:
     for between in ("    dist.barrier()\n", "    os.makedirs(folder, exist_ok=True)\n"):
         assert lint_source(FOLDER.format(between=between)) == [], between
+
+
+def test_an_all_reduce_of_a_bincount_without_minlength_has_a_size_from_the_data() -> None:
+    source = """\
+import torch
+import torch.distributed as dist
+
+def class_counts(labels):
+    counts = torch.bincount(labels{minlength}).float()
+    dist.all_reduce(counts)
+    return counts
+"""
+    [finding] = lint_source(source.format(minlength=""))
+    assert (finding.line, finding.kind) == (6, "size-mismatch")
+    assert "`torch.bincount(labels)` (line 5)" in finding.why and "minlength" in finding.fix
+    assert lint_source(source.format(minlength=", minlength=10")) == []
+
+
+LOSS_DICT = """\
+import torch
+import torch.distributed as dist
+
+def criterion(outputs):
+    losses = {{"loss": outputs["logits"].mean()}}
+    if "aux" in outputs:
+        losses["aux"] = outputs["aux"].mean()
+    return losses
+
+def reduce_dict(data):
+{keys}
+    values = torch.stack([data[k] if k in data else torch.tensor(0.0) for k in keys])
+    dist.all_reduce(values)
+    return dict(zip(keys, values))
+
+def step(model, batch):
+    loss_dict = criterion(model(batch))
+    return reduce_dict(loss_dict)
+"""
+
+
+def test_a_stack_of_a_loss_dict_whose_keys_come_from_the_data_is_a_size_mismatch() -> None:
+    [finding] = lint_source(LOSS_DICT.format(keys="    keys = sorted(data.keys())"))
+    assert (finding.line, finding.kind) == (13, "size-mismatch")
+    assert "the keys of `data`" in finding.why and 'under `if "aux" in outputs` (line 6)' in finding.why
+    assert "all_gather_object" in finding.fix
+
+
+def test_a_stack_over_keys_agreed_with_all_gather_object_is_quiet() -> None:
+    agreed = (
+        "    sets = [None] * dist.get_world_size()\n"
+        "    dist.all_gather_object(sets, set(data))\n"
+        "    keys = sorted(set().union(*sets))"
+    )
+    assert lint_source(LOSS_DICT.format(keys=agreed)) == []
+
+
+PER_CLASS = """\
+import lightning.pytorch as pl
+
+class Classifier(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        losses = self.loss(x, y)
+        metrics = {{}}
+        for k in {classes}:
+            metrics[f"loss_{{k}}"] = losses[y == k].sum()
+        self.log_dict(metrics, sync_dist=True)
+        for name, value in metrics.items():
+            torch.distributed.all_reduce(value)
+        return losses.mean()
+"""
+
+
+def test_one_collective_per_key_of_a_dict_keyed_by_the_data_is_a_data_dependent_count() -> None:
+    found = lint_source(PER_CLASS.format(classes="y.unique().tolist()"))
+    assert [(f.line, f.kind) for f in found] == [(10, "data-dependent-count"), (12, "data-dependent-count")]
+    assert "one reduction per key of `metrics`" in found[0].why and "`y.unique().tolist()` (line 8)" in found[0].why
+
+
+def test_the_same_keys_on_every_rank_make_the_same_collectives() -> None:
+    assert lint_source(PER_CLASS.format(classes="range(3)")) == []

@@ -1444,6 +1444,7 @@ class _Analysis:
         for func in self.funcs:
             if func.unit.report:
                 _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
+        _Sizes(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -3259,6 +3260,267 @@ def _read_path(call: ast.Call, full: str) -> str | None:
     if isinstance(call.func, ast.Attribute) and name in ("read_text", "read_bytes"):
         return _path_text(call.func.value)
     return None
+
+
+# --------------------------------------------------------------------------- sizes and counts from data
+
+#: torch calls whose result has as many elements as its data says (``bincount``: max + 1, unless ``minlength``).
+_VALUE_SIZED = frozenset({"bincount", "unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"})
+#: Calls and methods whose result has as many elements as their (first) argument or receiver.
+_SIZE_KEEPING = frozenset(
+    {
+        "sorted", "list", "tuple", "set", "reversed", "enumerate", "iter", "dict", "keys", "values", "items",
+        "stack", "cat", "concat", "concatenate", "hstack", "vstack", "tensor", "as_tensor", "Tensor", "FloatTensor",
+        "LongTensor", "array", "asarray", "float", "long", "int", "double", "half", "bool", "to", "cuda", "cpu",
+        "clone", "detach", "contiguous", "flatten", "tolist", "numpy", "copy", "type", "abs", "neg", "sqrt",
+    }
+)
+#: torch.distributed collectives whose tensors must have the same size on every rank.
+_SIZED_COLLECTIVES = frozenset(
+    {
+        "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+        "reduce_scatter_tensor", "all_to_all_single", "_all_gather_base", "_reduce_scatter_base",
+    }
+)
+#: Framework calls that make one collective per key of a dict argument: (name, keyword that switches it on).
+_PER_KEY_CALLS = {"log_dict": "sync_dist"}
+
+
+class _Sizes:
+    """Sizes and counts that come from the data, not from the rank: a tensor handed to an all_reduce (or
+    broadcast, all_gather...) whose number of elements depends on the values of a rank's data
+    (``torch.bincount(labels)`` without ``minlength``, ``unique``, ``nonzero``) or on the keys of a dict filled
+    from data (a loss dict that gets a key only ``if "dn_boxes" in outputs``), stacked into one tensor; and one
+    collective per key of such a dict (a loop over it, Lightning's ``self.log_dict(d, sync_dist=True)``).
+
+    A dict is filled from data when a key is added (``d[k] = v``, ``d.update``/``setdefault``/``pop``,
+    ``del d[k]``) under an ``if`` whose test reads the function's parameters (or values computed from them),
+    or in a loop over a value-sized result (``for k in y.unique().tolist()``); a function that returns such a
+    dict passes the property to the names assigned from it and to the parameters they are handed to. Keys
+    gathered from every rank first (``all_gather_object`` of the key sets, their union) are the same
+    everywhere and are not followed."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self.keyed: dict[str | None, dict[str, str]] = {}  # scope -> dict name -> how its keys come from data
+        self.keyed_funcs: dict[str, str] = {}
+
+    def run(self) -> None:
+        scopes = self.an._scopes()
+        for key, nodes, _ in scopes:
+            self.keyed[key] = self._own_keyed(key, nodes)
+        for func in self.an.table.values():
+            mine = self.keyed.get(func.key, {})
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in mine:
+                    self.keyed_funcs.setdefault(func.node.name, mine[node.value.id])
+        for _ in range(5):
+            changed = False
+            for key, nodes, unit in scopes:
+                mine = self.keyed.setdefault(key, {})
+                for names, value, index in _assignments(nodes):
+                    how = self._keyed_value(value, mine) if index is None else None
+                    for name in names:
+                        if how and name not in mine:
+                            mine[name], changed = how, True
+                self_class = self.an._class_of(key)
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self.an._callee(node.func, self_class, unit)
+                    if callee is None:
+                        continue
+                    params = [a.arg for a in self.an.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for param, arg in bound:
+                        how = self._keyed_value(arg, mine)
+                        theirs = self.keyed.setdefault(callee, {})
+                        if how and param in params and param not in theirs:
+                            theirs[param], changed = how, True
+            if not changed:
+                break
+        for key, nodes, unit in scopes:
+            if unit.report and (key is None or self.an.table[key].unit.report):
+                self._check(key, nodes, unit)
+
+    def _keyed_value(self, value: ast.expr, mine: dict[str, str]) -> str | None:
+        if isinstance(value, ast.Name) and value.id in mine:
+            return mine[value.id]
+        if isinstance(value, ast.Call):
+            name = _terminal(value.func)
+            if isinstance(value.func, ast.Name) and name in self.keyed_funcs:
+                return self.keyed_funcs[name]
+            if name in ("dict", "copy") and isinstance(value.func, ast.Name) and value.args:
+                return self._keyed_value(value.args[0], mine)
+            if name == "copy" and isinstance(value.func, ast.Attribute):
+                return self._keyed_value(value.func.value, mine)
+        return None
+
+    def _own_keyed(self, key: str | None, nodes: list[ast.AST]) -> dict[str, str]:
+        """Dicts of the scope that get keys under a test on the data or in a loop over a value-sized result."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None:
+            return {}
+        unit = func.unit
+        args = func.node.args
+        data = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
+        data = _closure(
+            _assignments(nodes) + _loop_targets(nodes),
+            data,
+            lambda value, _, names: any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)),
+        )
+        found: dict[str, str] = {}
+        for node in nodes:
+            if isinstance(node, ast.If):
+                reads = any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(node.test))
+                if not reads:
+                    continue
+                how = f"a key is added under `if {unit.text(node.test)}` (line {node.lineno + unit.offset})"
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and self._sized(node.iter, set(), {}):
+                how = (
+                    f"a key is added per item of `{unit.text(node.iter)}` (line {node.lineno + unit.offset}), "
+                    "whose length comes from the values of the data"
+                )
+            else:
+                continue
+            for name in _keyed_names(node.body + node.orelse):
+                found.setdefault(name, how)
+        return found
+
+    def _sized(self, expr: ast.AST, sized: set[str], keyed: dict[str, str]) -> bool:
+        """Whether the number of elements of ``expr`` comes from the data's values or a data-keyed dict."""
+        if isinstance(expr, ast.Name):
+            return expr.id in sized or expr.id in keyed
+        if isinstance(expr, ast.Call):
+            name = _terminal(expr.func)
+            if name in _VALUE_SIZED and not any(k.arg == "minlength" for k in expr.keywords):
+                return not (name == "bincount" and len(expr.args) > 2)
+            if name in _SIZE_KEEPING:
+                if isinstance(expr.func, ast.Attribute) and self._sized(expr.func.value, sized, keyed):
+                    return True
+                return bool(expr.args) and self._sized(expr.args[0], sized, keyed)
+            return False
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return any(self._sized(g.iter, sized, keyed) for g in expr.generators)
+        if isinstance(expr, ast.BinOp):
+            return self._sized(expr.left, sized, keyed) or self._sized(expr.right, sized, keyed)
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return any(isinstance(e, ast.Starred) and self._sized(e.value, sized, keyed) for e in expr.elts)
+        return False
+
+    def _root(self, expr: ast.AST, pairs: dict[str, ast.expr], keyed: dict[str, str], unit: _Unit, depth: int = 0) -> str:
+        """Where the size of ``expr`` comes from, in words."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in keyed:
+                return f"the keys of `{node.id}`, a dict filled from the data ({keyed[node.id]})"
+            if isinstance(node, ast.Call) and _terminal(node.func) in _VALUE_SIZED:
+                return (
+                    f"`{unit.text(node)}` (line {node.lineno + unit.offset}), whose length depends on the values of "
+                    "each rank's data"
+                )
+        if depth < _MAX_DEPTH:
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Name) and node.id in pairs:
+                    return self._root(pairs[node.id], pairs, keyed, unit, depth + 1)
+        return "the data"
+
+    def _check(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        keyed = self.keyed.get(key, {})
+        pairs = _assignments(nodes)
+        sized = _closure(pairs, set(), lambda value, _, names: self._sized(value, names, keyed))
+        if not sized and not keyed:
+            return
+        values = {n: v for names, v, i in pairs if i is None for n in names if n in sized}
+        self_class = self.an._class_of(key)
+        for node in nodes:
+            if isinstance(node, (ast.For, ast.AsyncFor)) and self._sized(node.iter, sized, keyed):
+                origin = self._root(node.iter, values, keyed, unit)
+                for call in (n for n in _own_nodes(node.body) if isinstance(n, ast.Call)):
+                    found = self.an.classify(call, unit, self_class, key)
+                    if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+                        self._count(call, found, unit, node.iter, origin)
+            if not isinstance(node, ast.Call):
+                continue
+            name = _terminal(node.func)
+            full = self.an._collective(node.func, unit) if _dotted(node.func) else None
+            if full and full.startswith("torch.distributed.") and name in _SIZED_COLLECTIVES:
+                args = [*node.args, *(k.value for k in node.keywords if k.arg in ("tensor", "input", "output"))]
+                arg = next((a for a in args if self._sized(a, sized, keyed)), None)
+                if arg is not None:
+                    self._size(node, arg, unit, self._root(arg, values, keyed, unit))
+            elif name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
+                entry = self.an._framework(node, unit, self_class, key)
+                if entry is not None and entry.name == name and self._sized(node.args[0], sized, keyed):
+                    origin = self._root(node.args[0], values, keyed, unit)
+                    found = _Call("coll", _dotted(node.func) or name, name, f"{entry.framework}: {entry.issues}")
+                    self._count(node, found, unit, node.args[0], origin, per_key=True)
+
+    def _size(self, call: ast.Call, arg: ast.expr, unit: _Unit, origin: str) -> None:
+        text = unit.text(arg)
+        why = (
+            f"the size of `{text}` comes from {origin}, so ranks whose data differ hand this "
+            f"{_terminal(call.func)} tensors of different sizes: it fails, hangs until the timeout, or returns "
+            "values that were not reduced"
+        )
+        if "keys of" in origin:
+            fix = (
+                "agree on the keys first: all_gather_object every rank's key set and stack the sorted union, with a "
+                "zero for a key a rank lacks (or always fill every key)"
+            )
+        else:
+            fix = "give the tensor a size every rank knows in advance (torch.bincount(..., minlength=num_classes), padding)"
+        self._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
+
+    def _count(self, call: ast.Call, found: _Call, unit: _Unit, source: ast.expr, origin: str, per_key: bool = False) -> None:
+        text = unit.text(source)
+        what = found.note or found.display
+        how = "makes one reduction per key of" if per_key else "runs once per item of"
+        why = (
+            f"this call ({what}) {how} `{text}`, whose size comes from {origin}: ranks whose data differ make "
+            "different numbers of collectives, and the extra ones wait until the timeout or pair with another call"
+        )
+        fix = (
+            "use the same keys on every rank (fill a missing key with a zero and count it separately), or agree on "
+            "the keys first with all_gather_object"
+        )
+        self._add(call, "data-dependent-count", f"size of {text}", why, fix, unit, _dotted(call.func) or found.display)
+
+    def _add(self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None) -> None:
+        if id(call) in self.an.found:
+            return
+        finding = Finding(
+            path=self.an.path,
+            line=call.lineno + unit.offset,
+            col=call.col_offset + unit.indent + 1,
+            collective=name or _dotted(call.func) or unit.text(call.func),
+            condition=cond,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+        )
+        self.an.found[id(call)] = (kind, finding)
+
+
+def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
+    """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``)."""
+    names: set[str] = set()
+    for node in _own_nodes(stmts):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    names.add(target.value.id)
+        elif isinstance(node, ast.Delete):
+            names.update(t.value.id for t in node.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("update", "setdefault", "pop")
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return names
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
