@@ -988,3 +988,49 @@ def test_one_collective_per_key_of_a_dict_keyed_by_the_data_is_a_data_dependent_
 
 def test_the_same_keys_on_every_rank_make_the_same_collectives() -> None:
     assert lint_source(PER_CLASS.format(classes="range(3)")) == []
+
+
+MONITOR = """\
+import torch.distributed as dist
+
+STAGES = {{0: ["a", "b"], 1: ["c"]}}
+
+class Monitor:
+    def __init__(self, gather_fn):
+        self.metrics = {{}}
+        self._gather = gather_fn
+
+    def record(self, name, value):
+        self.metrics[name] = value
+
+    def aggregate(self):
+{early}        return self._gather(self.metrics)
+
+def gather_objects(obj):
+    parts = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, obj)
+    return parts
+
+def run(rank):
+    monitor = Monitor(gather_fn=gather_objects)
+    for name in STAGES[rank]:
+        monitor.record(name, 1.0)
+    return monitor.aggregate()
+"""
+
+
+def test_an_early_return_on_object_state_a_rank_dependent_loop_filled_skips_a_callback_collective() -> None:
+    [finding] = lint_source(MONITOR.format(early="        if not self.metrics:\n            return {}\n"))
+    assert (finding.line, finding.kind, finding.condition) == (16, "hidden-collective", "not self.metrics")
+    assert finding.collective == "self._gather -> dist.all_gather_object"
+
+
+def test_a_callback_collective_every_rank_reaches_is_quiet() -> None:
+    assert lint_source(MONITOR.format(early="")) == []
+
+
+def test_a_method_of_an_object_of_a_class_of_the_file_is_followed() -> None:
+    source = MONITOR.format(early="").replace("    return monitor.aggregate()", "    if rank == 0:\n        monitor.aggregate()")
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (27, "hidden-collective")
+    assert finding.collective == "monitor.aggregate -> self._gather -> dist.all_gather_object"

@@ -1414,6 +1414,8 @@ class _Analysis:
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, int] = {}
         self.gates: dict[str, bool] = {}
+        self.passed: dict[tuple[str, str], str] = {}
+        self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -1427,6 +1429,7 @@ class _Analysis:
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
+        self._prepare_callbacks()
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
@@ -1821,7 +1824,65 @@ class _Analysis:
                 shown += "()"  # the object itself is called
             target = f"{entry.framework}.{entry.name}"
             return _Call("coll", shown, target, f"{entry.framework}: {entry.issues}", entry.advice)
-        return self._ddp_op(call, unit, scope)
+        found = self._ddp_op(call, unit, scope)
+        if found is None and written is not None:
+            target = self._indirect(call.func, self_class, scope)
+            if target:
+                return _Call("call", written, target)
+        return found
+
+    def _indirect(self, func: ast.expr, self_class: str | None, scope: str | None) -> str | None:
+        """The function of the file a call reaches indirectly: a method of an object built from a class of the
+        file (``monitor = LayerMonitor(...)``; ``monitor.gather()``), or a function of the file handed over as an
+        argument and called through the parameter or the ``self.`` attribute that keeps it
+        (``LayerMonitor(gather_fn=all_gather_objects)``; ``self._gather_fn(...)``)."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in ("self", "cls"):
+            built = self._constructed(func.value.id, scope, self_class)
+            if built is not None and built.local is not None:
+                for cls in self._ancestors(built.local):
+                    if f"{cls}.{func.attr}" in self.table:
+                        return f"{cls}.{func.attr}"
+        name = _dotted(func)
+        if name is None:
+            return None
+        if isinstance(func, ast.Name) and scope is not None:
+            return self.passed.get((scope, name))
+        if name.startswith("self.") and name.count(".") == 1 and self_class:
+            for cls in self._ancestors(self_class):
+                if (cls, name) in self.kept:
+                    return self.kept[(cls, name)]
+        return None
+
+    def _prepare_callbacks(self) -> None:
+        """Functions of the file passed as arguments: ``passed[(function, parameter)]`` is the function a call
+        hands to that parameter (the first found), ``kept[(class, "self.x")]`` the one a method keeps in
+        ``self.x = parameter``."""
+        for key, nodes, unit in self._scopes():
+            self_class = self._class_of(key)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = self._callee(node.func, self_class, unit)
+                if callee is None:
+                    continue
+                params = [a.arg for a in self.table[callee].node.args.args]
+                skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                for param, arg in bound:
+                    target = self._callee(arg, self_class, unit) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+                    if target is not None and param in params:
+                        self.passed.setdefault((callee, param), target)
+        for func in self.table.values():
+            if func.self_class is None:
+                continue
+            for node in _own_nodes(func.node.body):
+                if (
+                    isinstance(node, ast.Assign)
+                    and isinstance(node.value, ast.Name)
+                    and (func.key, node.value.id) in self.passed
+                ):
+                    for name in (n for t in node.targets for n in _target_names(t) if n.startswith("self.")):
+                        self.kept.setdefault((func.self_class, name), self.passed[(func.key, node.value.id)])
 
     def _constructed(self, name: str | None, scope: str | None, self_class: str | None) -> _Built | None:
         """What ``name`` was built by, if it was assigned from a constructor call in ``scope`` (or the module),
@@ -2197,6 +2258,7 @@ class _Analysis:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 attrs |= {n for n in taint if "." in n}
+                attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
                 if any(self.mentions_rank(v, returned) for v in values):
@@ -2209,6 +2271,40 @@ class _Analysis:
                     )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
                 break
+
+    def _effects(self, func: _Func, taint: set[str]) -> set[str]:
+        """The ``self.`` attributes that methods of the file change when ``func`` calls them under a condition or
+        in a loop that differs between ranks (``for name in stages[rank]: monitor.record(name, x)``): the object's
+        state then differs between ranks too."""
+        laundered = self.laundered.get(func.key)
+        out: set[str] = set()
+
+        def visit(stmts: list[ast.stmt], ranked: bool) -> None:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                inner = ranked
+                if isinstance(stmt, (ast.If, ast.While)):
+                    inner = ranked or self.mentions_rank(stmt.test, taint, laundered, files=False)
+                elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    inner = ranked or self.mentions_rank(stmt.iter, taint, laundered, files=False)
+                if ranked:
+                    heads = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)]
+                    for call in (n for h in heads for n in ast.walk(h) if isinstance(n, ast.Call)):
+                        target = self._callee(call.func, func.self_class, func.unit) or self._indirect(
+                            call.func, func.self_class, func.key
+                        )
+                        if target is not None and self.table[target].self_class is not None:
+                            out.update(n for n in _changed_names(self.table[target].node.body) if n.startswith("self."))
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(stmt, part, None)
+                    if isinstance(block, list):
+                        visit([b for b in block if isinstance(b, ast.stmt)] or [
+                            x for h in block if isinstance(h, ast.ExceptHandler) for x in h.body
+                        ], inner)
+
+        visit(func.node.body, False)
+        return out
 
     def _equalized(self, nodes: list[ast.AST], unit: _Unit) -> set[str]:
         """Names a function hands to a collective that makes them equal on every rank (a broadcast or an
