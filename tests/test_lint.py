@@ -1034,3 +1034,46 @@ def test_a_method_of_an_object_of_a_class_of_the_file_is_followed() -> None:
     [finding] = lint_source(source)
     assert (finding.line, finding.kind) == (26, "hidden-collective")
     assert finding.collective == "monitor.aggregate -> self._gather -> dist.all_gather_object"
+
+
+SEEDED = """\
+import torch
+import torch.distributed as dist
+
+class Packer:
+    def __init__(self, lengths, budget, generator=None):
+        self.generator = generator
+        order = torch.randperm(len(lengths){draw}).tolist()
+        self.batches, batch, total = [], [], 0
+        for i in order:
+            if batch and total + lengths[i] > budget:
+                self.batches.append(batch)
+                batch, total = [], 0
+            batch.append(i)
+            total += lengths[i]
+        self.batches.append(batch)
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+def train(lengths):
+    rank = dist.get_rank()
+    torch.manual_seed(1 + rank)
+    packer = Packer(lengths, 24)
+    for batch in packer:
+        dist.all_reduce(torch.ones(1))
+"""
+
+
+def test_a_sampler_packed_from_a_random_state_seeded_per_rank_has_a_rank_dependent_length() -> None:
+    [finding] = lint_source(SEEDED.format(draw=""))
+    assert (finding.line, finding.kind) == (28, "rank-dependent-loop")
+    assert "Packer.__len__ differs between ranks" in finding.condition
+    assert "torch.manual_seed(1 + rank) at line 25" in finding.condition
+
+
+def test_a_sampler_with_its_own_generator_is_quiet_although_the_process_is_seeded_per_rank() -> None:
+    assert lint_source(SEEDED.format(draw=", generator=torch.Generator().manual_seed(0)")) == []

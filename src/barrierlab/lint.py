@@ -570,6 +570,18 @@ _MAX_DEPTH = 24
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "add"})
 #: Iterables with no end: a loop over them stops only where it breaks, so its trip count is what its exits say.
 _ENDLESS = frozenset({"cycle", "count"})
+#: Calls that seed a process's global random state, and draws from it.
+_GLOBAL_SEEDS = frozenset(
+    {
+        "torch.manual_seed", "torch.random.manual_seed", "random.seed", "numpy.random.seed", "np.random.seed",
+        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
+        "transformers.set_seed", "accelerate.utils.set_seed",
+    }
+)
+_TORCH_DRAWS = frozenset({"randperm", "randint", "rand", "randn", "multinomial", "normal", "bernoulli", "poisson"})
+_PY_DRAWS = frozenset(
+    {"shuffle", "random", "randint", "choice", "choices", "sample", "permutation", "rand", "randn", "uniform"}
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOP_FIX = (
     "make every rank run the same number of iterations (pad or truncate the data, e.g. "
@@ -1415,6 +1427,8 @@ class _Analysis:
         self.raisers: dict[str, int] = {}
         self.gates: dict[str, bool] = {}
         self.passed: dict[tuple[str, str], str] = {}
+        self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
+        self.rank_returns: set[str] = set()  # keys of functions whose result differs between ranks
         self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
@@ -1929,6 +1943,8 @@ class _Analysis:
                     bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
                     for param, arg in bound:
                         built = self._constructed(_dotted(arg), key, self_class)
+                        if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
+                            built = self._built(arg, unit)  # an object of a class of the file, built in place
                         if built is not None and param in params and param not in self.objects.get(callee, {}):
                             self.objects.setdefault(callee, {})[param] = built
                             changed = True
@@ -2170,6 +2186,8 @@ class _Analysis:
                 return True
             if _env_rank(node) or (files and _file_check(node)):
                 return True
+            if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
+                return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
                 called = _terminal(node.func)
@@ -2180,6 +2198,17 @@ class _Analysis:
                 continue
             stack.extend(ast.iter_child_nodes(node))
         return False
+
+    def _global_draw(self, call: ast.Call) -> bool:
+        """A draw from torch's, Python's or numpy's global random state (no ``generator=`` of its own)."""
+        if any(k.arg in ("generator", "rng") for k in call.keywords) or not _dotted(call.func):
+            return False
+        unit = self.units[0] if self.units else None
+        full = self._resolve(call.func, unit) if unit is not None else ""
+        module, _, name = full.rpartition(".")
+        if module == "torch":
+            return name in _TORCH_DRAWS
+        return module in ("random", "numpy.random", "np.random") and name in _PY_DRAWS
 
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
         """Names (and ``self.x``/``bar.n`` attributes) whose value can differ between ranks. A progress bar
@@ -2251,26 +2280,51 @@ class _Analysis:
         module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
         attrs: set[str] = set()
-        for _ in range(5):
-            before = (len(attrs), len(self.rank_funcs), len(self.module_taint))
+        for _ in range(6):
+            before = (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder)
             self.module_taint = self._taint(module_nodes, attrs, self.laundered.get(None))
+            self._find_rng_seeder(None, module_nodes, self.module_taint)
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
+                inherited |= self._typed_attributes(func, attrs)
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
+                self._find_rng_seeder(func.key, own[func.key], taint)
                 attrs |= {n for n in taint if "." in n}
                 attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
                 if any(self.mentions_rank(v, returned) for v in values):
                     self.rank_funcs.add(func.node.name)
+                    self.rank_returns.add(func.key)
                 sizes = {len(v.elts) if isinstance(v, ast.Tuple) else -1 for v in values}
                 if len(sizes) == 1 and -1 not in sizes:
                     self.tuple_ranks[func.node.name] = tuple(
                         any(self.mentions_rank(v.elts[i], returned) for v in values)  # type: ignore[attr-defined]
                         for i in range(sizes.pop())
                     )
-            if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
+            if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _find_rng_seeder(self, key: str | None, nodes: list[ast.AST], taint: set[str]) -> None:
+        """Remember the first call that seeds a global random state with a value that differs between ranks
+        (``torch.manual_seed(seed + rank)``, ``random.seed(rank)``): from then on, what that state draws
+        (``torch.randperm(n)`` without ``generator=``, ``random.shuffle``) differs between ranks too."""
+        if self.rng_seeder is not None:
+            return
+        unit = self.table[key].unit if key is not None else (self.units[0] if self.units else None)
+        for node in nodes:
+            if isinstance(node, ast.Call) and node.args and _dotted(node.func) and unit is not None:
+                if self._resolve(node.func, unit) in _GLOBAL_SEEDS and self.mentions_rank(node.args[0], taint):
+                    self.rng_seeder = f"{unit.text(node)} at line {node.lineno + unit.offset}"
+                    return
+
+    def _typed_attributes(self, func: _Func, attrs: set[str]) -> set[str]:
+        """``x.a`` for every name ``x`` of ``func`` that holds an object of a class of the file (built there, or
+        handed to a parameter) whose ``self.a`` differs between ranks."""
+        if not attrs:
+            return set()
+        names = {n for key in (func.key, None) for n, b in self.objects.get(key, {}).items() if b.local}
+        return {f"{n}.{a[5:]}" for n in names for a in attrs if a.startswith("self.") and a.count(".") == 1}
 
     def _effects(self, func: _Func, taint: set[str]) -> set[str]:
         """The ``self.`` attributes that methods of the file change when ``func`` calls them under a condition or
@@ -2767,11 +2821,27 @@ class _Walker:
         rank = any(
             self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
         )
+        sized_by = self._rank_len(bound)
+        if sized_by is not None and not rank:
+            seeded = self.an.rng_seeder
+            why = f"; random draws seeded per rank by `{seeded}` reach it" if seeded else ""
+            rank, text = True, f"{text} (its {sized_by}.__len__ differs between ranks{why})"
         dynamic = any(i.dynamic for i in (*body, *orelse))
         item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if rank:
             self.flag([*body, *orelse], "loop", text)
         return item
+
+    def _rank_len(self, bound: ast.expr) -> str | None:
+        """The class of the file whose ``__len__`` differs between ranks, when the loop iterates an object of it
+        (a batch sampler that packs batches from a shuffle of each rank's own random state)."""
+        built = self.an._constructed(_dotted(bound), self.scope, self.self_class)
+        if built is None or built.local is None:
+            return None
+        for cls in self.an._ancestors(built.local):
+            if f"{cls}.__len__" in self.an.table:
+                return cls if f"{cls}.__len__" in self.an.rank_returns else None
+        return None
 
     def _equal_trips(self, bound: ast.expr) -> bool:
         """Whether a loop over ``bound`` runs as often on every rank although ``bound`` itself differs: its
