@@ -1077,3 +1077,26 @@ def test_a_sampler_packed_from_a_random_state_seeded_per_rank_has_a_rank_depende
 
 def test_a_sampler_with_its_own_generator_is_quiet_although_the_process_is_seeded_per_rank() -> None:
     assert lint_source(SEEDED.format(draw=", generator=torch.Generator().manual_seed(0)")) == []
+
+
+OBJECT_LIST = """\
+import torch.distributed as dist
+
+def resume(folder, list_shards):
+    if dist.get_rank() == 0:
+        shards = {mine}
+    else:
+        shards = [None]
+    dist.broadcast_object_list(shards, src=0)
+    return shards
+"""
+
+
+def test_an_object_list_of_one_placeholder_against_a_computed_list_is_a_size_mismatch() -> None:
+    [finding] = lint_source(OBJECT_LIST.format(mine="list_shards(folder)"))
+    assert (finding.line, finding.kind, finding.condition) == (8, "size-mismatch", "len(shards)")
+    assert "1 element on some ranks (`[None]`, line 7)" in finding.why and "[value]" in finding.fix
+
+
+def test_object_lists_of_the_same_length_on_every_rank_are_quiet() -> None:
+    assert lint_source(OBJECT_LIST.format(mine="[list_shards(folder)]")) == []

@@ -3591,7 +3591,54 @@ class _Sizes:
                     return self._root(pairs[node.id], pairs, keyed, unit, depth + 1)
         return "the data"
 
+    def _object_lists(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``broadcast_object_list(xs)`` where ``xs`` is a literal list of ``k`` elements on some ranks and a list
+        of another (or unknown) length on others: torch broadcasts the pickled sizes as a tensor of
+        ``len(xs)`` elements, so the lengths must agree."""
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        walker = _Walker(self.an, unit, taint, self.an._class_of(key), key)
+        assigned: dict[str, list[ast.expr]] = {}
+        for names, value, index in _assignments(nodes):
+            for name in names if index is None else ():
+                arms = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                assigned.setdefault(name, []).extend(arms)
+        for node in nodes:
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)):
+                continue
+            full = self.an._collective(node.func, unit) if _dotted(node.func) else None
+            name = node.args[0].id
+            if full != "torch.distributed.broadcast_object_list" or name not in taint:
+                continue
+            values = assigned.get(name, [])
+            literal = [v for v in values if isinstance(v, (ast.List, ast.Tuple))]
+            lengths = {id(v): walker._length(v, 0) for v in values}
+            fixed = {
+                v: length[0].get((), 0)
+                for v in values
+                if isinstance(length := lengths[id(v)], tuple) and all(k == () for k in length[0])
+            }
+            if not literal or not any(v in fixed for v in literal):
+                continue
+            first = next(v for v in literal if v in fixed)
+            other = next((v for v in values if v not in fixed or fixed[v] != fixed[first]), None)
+            if other is None or (other not in fixed and isinstance(other, (ast.List, ast.Tuple))):
+                continue
+            size = f"{fixed[other]} elements" if other in fixed else "a length lint cannot see"
+            why = (
+                f"`{name}` holds {fixed[first]} element{'s' if fixed[first] != 1 else ''} on some ranks "
+                f"(`{unit.text(first)}`, line {first.lineno + unit.offset}) and {size} on others "
+                f"(`{unit.text(other)}`, line {other.lineno + unit.offset}); broadcast_object_list sends the "
+                f"pickled sizes as a tensor of len({name}) elements, so the ranks' tensors differ: it fails, hangs "
+                "or pairs the wrong objects"
+            )
+            fix = (
+                "give every rank a list of the same length: wrap the value in one element "
+                f"(`[value] if rank == src else [None]`, then take {name}[0])"
+            )
+            self._add(node, "size-mismatch", f"len({name})", why, fix, unit)
+
     def _check(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        self._object_lists(key, nodes, unit)
         keyed = self.keyed.get(key, {})
         pairs = _assignments(nodes)
         sized = _closure(pairs, set(), lambda value, _, names: self._sized(value, names, keyed))
