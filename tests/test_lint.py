@@ -1100,3 +1100,30 @@ def test_an_object_list_of_one_placeholder_against_a_computed_list_is_a_size_mis
 
 def test_object_lists_of_the_same_length_on_every_rank_are_quiet() -> None:
     assert lint_source(OBJECT_LIST.format(mine="[list_shards(folder)]")) == []
+
+
+FIRST = """\
+from accelerate import Accelerator
+
+def tokenize(examples, is_main):
+    if is_main and any(len(e) > 10 for e in examples):
+        {leave}
+    return [len(e) for e in examples]
+
+def prepare(raw):
+    accelerator = Accelerator()
+    with accelerator.main_process_first():
+        data = tokenize(raw, accelerator.is_main_process)
+    return data
+"""
+
+
+def test_a_raise_on_the_main_process_inside_main_process_first_skips_its_closing_barrier() -> None:
+    [finding] = lint_source(FIRST.format(leave='raise ValueError("too long")'))
+    assert (finding.line, finding.kind) == (10, "early-exit")
+    assert finding.collective == "accelerator.main_process_first (its closing barrier)"
+    assert "at line 5" in finding.why and "raise it after the block" in finding.fix
+
+
+def test_a_return_inside_main_process_first_still_runs_its_closing_barrier() -> None:
+    assert lint_source(FIRST.format(leave="return []")) == []

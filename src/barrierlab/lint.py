@@ -1276,6 +1276,32 @@ def _controlled(nodes: Iterable[ast.AST]) -> list[tuple[ast.expr, set[str]]]:
     return out
 
 
+def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> tuple[str, ast.AST] | None:
+    """The first ``raise`` (or ``sys.exit()``) of a block, outside a ``try`` with handlers, under an ``if`` whose
+    test ``ranked`` accepts, as (the test's text, the raise)."""
+
+    def visit(nodes: list[ast.AST], cond: str | None) -> tuple[str, ast.AST] | None:
+        for node in nodes:
+            if isinstance(node, _SCOPES):
+                continue
+            if isinstance(node, ast.Try) and node.handlers:
+                found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond)
+            elif isinstance(node, ast.If):
+                inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
+                found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
+            elif cond is not None and (
+                isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS)
+            ):
+                return cond, node
+            else:
+                found = visit(list(ast.iter_child_nodes(node)), cond)
+            if found is not None:
+                return found
+        return None
+
+    return visit(list(stmts), None)
+
+
 def _closure(
     pairs: list[tuple[list[str], ast.expr, int | None]],
     names: set[str],
@@ -1429,6 +1455,7 @@ class _Analysis:
         self.passed: dict[tuple[str, str], str] = {}
         self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
         self.rank_returns: set[str] = set()  # keys of functions whose result differs between ranks
+        self.rank_raisers: dict[str, tuple[str, ast.AST]] = {}  # function -> (rank test, raise) it raises under
         self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
@@ -1757,6 +1784,10 @@ class _Analysis:
         for key, func in self.table.items():
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
+            taint = self.func_taint.get(key, set())
+            found = _ranked_raise(func.node.body, lambda test, t=taint: self.mentions_rank(test, t, files=False))
+            if found is not None:
+                self.rank_raisers[key] = found
         self.raisers = dict(direct)
         callers: dict[str, list[str]] = {}
         for key, targets in calls.items():
@@ -2525,6 +2556,17 @@ def _explain(
                 "decide the skip together: catch the error into a flag, all_reduce it with ReduceOp.MAX, and skip "
                 "on every rank when any rank's data failed"
             )
+    elif reason == "first-raise":
+        kind = "early-exit"
+        why = (
+            f"ranks where `{cond}` is true raise inside this block{exit_text}, and an exception skips the barrier "
+            "main_process_first makes when its block ends (the code after its yield), so the other ranks wait in "
+            "the barrier it made them enter first until the timeout"
+        )
+        fix = (
+            "leave the block normally on every rank: catch the error inside it, and raise it after the block (or "
+            "all_reduce an error flag and raise on every rank together)"
+        )
     elif reason == "uneven-state":
         states, line, metric = detail
         kind = "rank-dependent-loop"
@@ -2675,6 +2717,7 @@ class _Walker:
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            self._first_raise(stmt)
             return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
@@ -2700,6 +2743,32 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _first_raise(self, stmt: ast.With | ast.AsyncWith) -> None:
+        """``with main_process_first():`` whose body raises on some ranks only: the main process makes the
+        closing barrier only if its body returns normally (an exception skips the code after the context
+        manager's ``yield``), so the other ranks, waiting in the opening barrier, wait forever. A ``return`` in
+        the body is fine: the context manager still runs its closing barrier."""
+        calls = [i.context_expr for i in stmt.items if isinstance(i.context_expr, ast.Call)]
+        wrapper = next(
+            (c for c in calls if (self.an._collective(c.func, self.unit) or "") == "wrapper.main_process_first"), None
+        )
+        if wrapper is None:
+            return
+        found = _ranked_raise(stmt.body, lambda test: self.an.mentions_rank(test, self.taint, self.laundered))
+        if found is None:
+            for call in (n for n in _own_nodes(stmt.body) if isinstance(n, ast.Call)):
+                target = self.an._callee(call.func, self.self_class, self.unit)
+                if target in self.an.rank_raisers:
+                    cond, raised = self.an.rank_raisers[target]
+                    found = (f"{cond} in {_dotted(call.func)}()", raised)
+                    break
+        if found is None:
+            return
+        cond, raised = found
+        site = _Site(wrapper, f"{_dotted(wrapper.func) or 'main_process_first'} (its closing barrier)", None)
+        exit_item = _Item("exit", status="return", node=raised)
+        self.an.flag(self.unit, site, "first-raise", cond, _Leave(cond, exit_item, frozenset({"return"})))
 
     def _note_fed(self, stmts: list[ast.stmt], loop: _Item) -> None:
         """Remember the metrics whose list states torchmetrics gathers element by element that a rank-dependent
