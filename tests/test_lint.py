@@ -314,6 +314,8 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
         "barrier_vs_all_reduce",
         "debug_level_too_late",
         "early_return",
+        # a rank's load_batch() raises under `rank == bad_rank` before the loop's all_reduce (a rank-gated raise)
+        "exception_mid_loop",
         "extra_barrier",
         "find_the_bug",
         "hidden_collective",
@@ -1127,3 +1129,30 @@ def test_a_raise_on_the_main_process_inside_main_process_first_skips_its_closing
 
 def test_a_return_inside_main_process_first_still_runs_its_closing_barrier() -> None:
     assert lint_source(FIRST.format(leave="return []")) == []
+
+
+PAYLOAD = """\
+import pickle
+import torch.distributed as dist
+
+def all_gather_list(data, max_size=16384):
+    payload = pickle.dumps(data)
+    if len(payload) > max_size:
+        raise ValueError("too large")
+    dist.all_reduce(payload)
+    return payload
+
+def step(rank, ids):
+    output = {{"ids": {ids}}}
+    return all_gather_list(output, max_size=2048)
+"""
+
+
+def test_a_helper_that_raises_on_its_argument_given_a_rank_dependent_one_is_an_early_exit() -> None:
+    [finding] = lint_source(PAYLOAD.format(ids="list(range(1500 if rank == 1 else 6))"))
+    assert (finding.line, finding.kind) == (13, "hidden-collective")
+    assert "len(payload) > max_size, on output, which differs between ranks" in finding.condition
+
+
+def test_a_helper_that_raises_on_its_argument_given_the_same_one_everywhere_is_quiet() -> None:
+    assert lint_source(PAYLOAD.format(ids="list(range(6))")) == []

@@ -1456,6 +1456,7 @@ class _Analysis:
         self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
         self.rank_returns: set[str] = set()  # keys of functions whose result differs between ranks
         self.rank_raisers: dict[str, tuple[str, ast.AST]] = {}  # function -> (rank test, raise) it raises under
+        self.param_raisers: dict[str, tuple[frozenset[str], str]] = {}  # function -> (parameters, test) of a raise
         self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
@@ -1788,6 +1789,7 @@ class _Analysis:
             found = _ranked_raise(func.node.body, lambda test, t=taint: self.mentions_rank(test, t, files=False))
             if found is not None:
                 self.rank_raisers[key] = found
+        self._prepare_param_raisers()
         self.raisers = dict(direct)
         callers: dict[str, list[str]] = {}
         for key, targets in calls.items():
@@ -1802,6 +1804,69 @@ class _Analysis:
                         found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
             self.raisers.update(found)
             frontier = list(found)
+
+    def _prepare_param_raisers(self) -> None:
+        """Functions whose raise sits under a test on their parameters (or values computed from them), before a
+        collective they reach, or that hand such a parameter on to one (fixpoint): ``param_raisers[key]`` is
+        (those parameters, the test)."""
+        datas: dict[str, dict[str, str]] = {}  # function -> name -> the parameter it comes from
+        for key, func in self.table.items():
+            args = func.node.args
+            params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+            nodes = list(_own_nodes(func.node.body))
+            origin = {p: p for p in params}
+            for _ in range(3):
+                for names, value, _ in _assignments(nodes):
+                    source = next((origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None)
+                    for name in names:
+                        if source is not None:
+                            origin.setdefault(name, source)
+            datas[key] = origin
+            if key not in self.reach:
+                continue
+            reads: set[str] = set()
+
+            def on_data(test: ast.expr, origin: dict[str, str] = origin, reads: set[str] = reads) -> bool:
+                found = {origin[n.id] for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in origin}
+                reads |= found
+                return bool(found)
+
+            raised = _ranked_raise(func.node.body, on_data)
+            if raised is not None and self._before_collective(func, raised[1]):
+                self.param_raisers[key] = (frozenset(reads), raised[0])
+        for _ in range(3):
+            for key, func in self.table.items():
+                if key in self.param_raisers or key not in self.reach:
+                    continue
+                for node in _own_nodes(func.node.body):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, func.self_class, func.unit)
+                    if callee not in self.param_raisers:
+                        continue
+                    params, cond = self.param_raisers[callee]
+                    names = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(names[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    mine = {
+                        datas[key][n.id]
+                        for p, a in bound
+                        if p in params
+                        for n in ast.walk(a)
+                        if isinstance(n, ast.Name) and n.id in datas[key]
+                    }
+                    if mine:
+                        self.param_raisers[key] = (frozenset(mine), f"{cond} in {_dotted(node.func)}()")
+                        break
+
+    def _before_collective(self, func: _Func, raised: ast.AST) -> bool:
+        """Whether a collective (or a call reaching one) of ``func`` comes after the line of ``raised``."""
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Call) and node.lineno > raised.lineno:
+                found = self.classify(node, func.unit, func.self_class, func.key)
+                if found is not None and (found.kind == "coll" or found.target in self.reach):
+                    return True
+        return False
 
     def _prepare_reach(self) -> None:
         """Which functions reach a collective, and through which call: breadth first from the functions that
@@ -2744,6 +2809,25 @@ class _Walker:
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
 
+    def _raises_by_rank(self, call: ast.Call, target: str) -> str | None:
+        """Whether a call of a function of the file raises on some ranks only: its raise sits under a test on the
+        rank, or under a test on a parameter that this call hands a rank-dependent value (fairseq's
+        ``all_gather_list`` raising when one rank's payload outgrows ``max_size``). Returns the test."""
+        if target in self.an.rank_raisers:
+            return self.an.rank_raisers[target][0]
+        gated = self.an.param_raisers.get(target)
+        if gated is None:
+            return None
+        params, cond = gated
+        func = self.an.table[target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        for param, arg in bound:
+            if param in params and self.an.mentions_rank(arg, self.taint, self.laundered):
+                return f"{cond}, on {self.unit.text(arg)}, which differs between ranks"
+        return None
+
     def _first_raise(self, stmt: ast.With | ast.AsyncWith) -> None:
         """``with main_process_first():`` whose body raises on some ranks only: the main process makes the
         closing barrier only if its body returns normally (an exception skips the code after the context
@@ -2825,7 +2909,12 @@ class _Walker:
             line = self.an.raisers.get(found.target) if found is not None and found.kind == "call" else None
             if line is not None:
                 leave = _Item("exit", status="return", node=node)
-                items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+                ranked = self._raises_by_rank(node, found.target)
+                if ranked is None:
+                    items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+                else:  # it raises before its collective on the ranks whose argument makes it
+                    text = f"{found.display}() raises (line {line}) when {ranked}"
+                    items.insert(len(items) - (1 if op else 0), self._if(None, [leave], [], text=text, rank=True))
             return items
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
 
