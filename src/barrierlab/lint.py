@@ -27,7 +27,14 @@ Finding kinds:
   :mod:`barrierlab.ops`). See :class:`_Order`.
 * ``file-race`` - a file written under a rank-dependent condition and read by the other
   ranks with nothing between that orders the write before the read (the ordering model of
-  :mod:`barrierlab.ordering`, statically, for one function's straight-line code).
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code), or a folder
+  made under such a condition that the other ranks write into or list.
+* ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
+  without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
+  ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others.
+  See :class:`_Sizes`.
+* ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
+  over it, Lightning's ``log_dict(..., sync_dist=True)``).
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
@@ -141,17 +148,21 @@ loop.
 
 Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
 unrelated booleans, so mixing them can be reported as unbalanced); only ``range`` trip
-counts are evaluated, and a loop that stops on per-rank data (``if batch is None: break``,
-or a counter incremented under a rank-dependent ``if``: control dependence is not tracked)
-is not flagged; framework receivers are recognised by name, so an Accelerator held in a
-variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
+counts are evaluated (and ``__len__`` of a class of the file), and a loop that stops on per-rank
+data lint cannot see (``if batch is None: break``) is not flagged; a counter changed under a
+rank-dependent ``if``/``while`` is rank-dependent (implicit flow), one changed in a loop of
+rank-dependent length is not (most such loops have equal trips); framework receivers are recognised
+by name, so an Accelerator held in a variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
 a DDP model has buffers is guessed from the file's text; laundering is by line, not by
 control flow; ``raise`` is assumed to leave the function;
 ``match`` cases are opaque conditions; a collective inside a
 ``with main_process_first():`` body is not reported (rank 0 reaches it while the
 others wait in the context manager); collectives in lambdas, reached through
-higher-order calls (``map(f, xs)``, callbacks) or defined in installed modules are
-not seen (the learner's own modules next to a linted file are: see :data:`HELP`); taint ignores containers and attributes other than ``self.x``, and
+higher-order calls (``map(f, xs)``; a function of the file handed over as an argument is
+followed) or defined in installed modules are not seen (the learner's own modules next to a
+linted file are: see :data:`HELP`); taint follows a container only when it is changed in place
+under a rank-dependent ``if``/``while``, and attributes other than ``self.x`` (or ``x.a`` of an
+object of a class of the file) not at all, and
 identifier matching can misfire on names such as ``matrix_rank``.
 """
 
@@ -802,10 +813,28 @@ torchmetrics metric whose list states are gathered one element at a time (dist_r
 your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE), updated in a loop whose length
 differs between ranks, is reported at its compute().
 
+What differs between ranks also flows: through assignments, loop variables (for name in stages[rank]), what
+an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
+method changes when called under such an if or loop, objects of your classes handed to other classes, and
+draws from a global random state seeded per rank (torch.manual_seed(seed + rank), then torch.randperm(n)
+without generator=): a loop over an object whose __len__ then differs is reported. Calls are followed into
+methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
+(callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
+rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
+with main_process_first() skips its closing barrier.
+
+Sizes and counts from data: size-mismatch, a collective's tensor whose size comes from its values
+(torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
+under an if on the function's arguments, or per item of such a value), stacked into one all_reduce; and a
+broadcast_object_list given a literal placeholder list on some ranks and a list of another length on
+others. data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
+self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
+
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them.
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them, or a
+folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -823,18 +852,17 @@ creating a missing file and then reading it on the same rank.
 
 Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these): how long
 anything takes - a rank that prepares data past the group's timeout before a barrier, or a slow save the
-others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective (an all_reduce of
-a different size on one rank); lengths of object lists (broadcast_object_list); keys or lengths that come
-from data (a per-rank dataset whose length is not visible, a break on a value read from a file); which
-process group a collective uses when it cannot work it out (then it reports as if the group were every
-rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
-objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
-functions; file writes and reads in different functions, or paths written differently; a folder one rank
-makes (os.makedirs under if rank == 0) that the other ranks write into; dict keys that come from data (a
-loss dict missing a key on some batches, reduced as one stacked tensor; self.log_dict with per-class keys);
-random state seeded per rank (torch.manual_seed(seed + rank)) that decides how many batches a sampler
-packs; an early return on a container filled from data (if not self.metrics: return) before a collective
-reached through a callback; new_group called with rank-dependent rank lists when every rank calls it once.
+others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective beyond the sizes
+above (a tensor built with a rank-dependent shape, a dtype that differs); lengths of object lists other than
+a literal placeholder against another list; keys or lengths that come from data it cannot read (a per-rank
+dataset whose length is not visible, a break on a value read from a file, a data-dependent raise or early
+return in code every rank runs with its own batch: lint does not treat each rank's batch as different);
+which process group a collective uses when it cannot work it out (then it reports as if the group were
+every rank), and a broadcast whose src is a global rank outside its group; installed libraries' own code
+(beyond the table and master_only); calls through lambdas, containers or objects whose type it cannot see;
+point-to-point peers (which rank a send goes to) and orders across functions; file and folder writes and
+reads in different functions, or paths written differently; random state seeded per rank that reaches a
+collective other than through a rank-dependent loop length or condition.
 An exception caught inside a loop whose handler skips the iteration (except ...: continue) is taken to come
 from the rank's own data: the collectives after it are reported.
 
