@@ -1156,3 +1156,24 @@ def test_a_helper_that_raises_on_its_argument_given_a_rank_dependent_one_is_an_e
 
 def test_a_helper_that_raises_on_its_argument_given_the_same_one_everywhere_is_quiet() -> None:
     assert lint_source(PAYLOAD.format(ids="list(range(6))")) == []
+
+
+def test_a_module_call_or_a_progress_bar_under_a_rank_test_changes_no_rank_dependent_value() -> None:
+    source = """\
+import os
+import torch.distributed as dist
+
+def train(loader, bar, path):
+    rank = dist.get_rank()
+    for batch in loader:
+        dist.all_reduce(batch)
+        if rank == 0:
+            bar.update(1)
+            os.remove(path)
+    for batch in bar:
+        dist.all_reduce(batch)
+    data = os.path.join(path, "x")
+    if data:
+        dist.barrier()
+"""
+    assert lint_source(source) == []

@@ -1277,9 +1277,12 @@ def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, i
     ]
 
 
-def _changed_names(stmts: Iterable[ast.AST]) -> set[str]:
+def _changed_names(
+    stmts: Iterable[ast.AST], modules: frozenset[str] = frozenset(), skip: set[int] = frozenset()  # type: ignore[assignment]
+) -> set[str]:
     """Names a block assigns, augments or changes in place (``x = ...``, ``x += 1``, ``x.append(...)``,
-    ``x[k] = v``), not descending into nested functions."""
+    ``x[k] = v``), not descending into nested functions; ``modules`` (imported names: ``os.remove(p)``
+    changes no ``os``) are left out."""
     names: set[str] = set()
     for node in _own_nodes(stmts):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -1288,17 +1291,40 @@ def _changed_names(stmts: Iterable[ast.AST]) -> set[str]:
                     target = target.value
                 names.update(_target_names(target))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
-            names.update(_target_names(node.func.value))
+            if id(node) not in skip:
+                names.update(n for n in _target_names(node.func.value) if n.partition(".")[0] not in modules)
     return names
 
 
-def _controlled(nodes: Iterable[ast.AST]) -> list[tuple[ast.expr, set[str]]]:
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+_CONTAINER_CALLS = frozenset({"list", "dict", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+
+
+def _containers(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names assigned a list, dict or set in the scope (``batches = []``): ``x.append(...)`` changes them."""
+    return {
+        name
+        for names, value, _ in _assignments(nodes)
+        if isinstance(value, _CONTAINERS)
+        or (isinstance(value, ast.Call) and _terminal(value.func) in _CONTAINER_CALLS)
+        for name in names
+    }
+
+
+def _controlled(nodes: list[ast.AST], modules: frozenset[str] = frozenset()) -> list[tuple[ast.expr, set[str]]]:
     """(test, names its branches change) for every ``if`` and ``while`` among ``nodes``: when the test differs
-    between ranks, so do those names (a patience counter bumped under ``if val_loss < best``)."""
+    between ranks, so do those names (a patience counter bumped under ``if val_loss < best``). A call such as
+    ``x.update(...)`` counts only for a list, dict or set of the scope (not a progress bar or a metric)."""
     out = []
+    containers = _containers(nodes)
+    calls = {
+        id(n)
+        for n in nodes
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _dotted(n.func.value) not in containers
+    }
     for node in nodes:
         if isinstance(node, (ast.If, ast.While)):
-            changed = _changed_names([*node.body, *node.orelse])
+            changed = _changed_names([*node.body, *node.orelse], modules, calls)
             if changed:
                 out.append((node.test, changed))
     return out
@@ -1482,6 +1508,7 @@ class _Analysis:
         self.gates: dict[str, bool] = {}
         self.passed: dict[tuple[str, str], str] = {}
         self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
+        self.modules = frozenset(n for u in units for n in _imports([u.tree]))  # imported names (os, np...)
         self.rank_returns: set[str] = set()  # keys of functions whose result differs between ranks
         self.rank_raisers: dict[str, tuple[str, ast.AST]] = {}  # function -> (rank test, raise) it raises under
         self.param_raisers: dict[str, tuple[frozenset[str], str]] = {}  # function -> (parameters, test) of a raise
@@ -2344,7 +2371,7 @@ class _Analysis:
             return self._value_rank(value, index, taint, laundered)
 
         names = _closure(pairs, set(inherited), test)
-        controls = _controlled(nodes)
+        controls = _controlled(nodes, self.modules)
         while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
             added: set[str] = set()
             for cond, targets in controls:
