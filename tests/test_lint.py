@@ -1177,3 +1177,17 @@ def train(loader, bar, path):
         dist.barrier()
 """
     assert lint_source(source) == []
+
+
+def test_a_function_nested_in_a_function_of_the_same_name_does_not_loop() -> None:
+    source = """\
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def wrapper(model):
+    ddp = DDP(model)
+    def wrapper(x):
+        return ddp(x)
+    return wrapper
+"""
+    assert lint_source(source) == []

@@ -1671,7 +1671,8 @@ class _Analysis:
             func = self.table.get(key) if key is not None else None
             if func is not None:
                 chain, parent = [], func.parent
-                while parent is not None and parent in self.table:
+                while parent is not None and parent in self.table and parent not in chain:  # a def wrapper in a def
+                    # wrapper has the same key as its parent: without the guard this walked in a circle
                     chain.append(parent)
                     parent = self.table[parent].parent
                 for p in reversed(chain):
