@@ -314,6 +314,8 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
         "barrier_vs_all_reduce",
         "debug_level_too_late",
         "early_return",
+        # a rank's load_batch() raises under `rank == bad_rank` before the loop's all_reduce (a rank-gated raise)
+        "exception_mid_loop",
         "extra_barrier",
         "find_the_bug",
         "hidden_collective",
@@ -823,3 +825,369 @@ def test_lint_time_grows_about_linearly_with_the_methods_of_a_class() -> None:
     findings = lint_source(source, "chain.py")
     assert time.process_time() - start < 10
     assert len(findings) == 1599 and findings[0].collective.startswith("self.f2 -> self.f3 -> ")
+
+
+# --------------------------------------------------------------------------- session 6: data flows into collectives
+
+
+def test_a_counter_changed_under_a_rank_dependent_if_is_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+def train(model, losses):
+    rank = dist.get_rank()
+    best, bad = float("inf"), 0
+    for epoch in range(10):
+        dist.all_reduce(model)
+        val = losses[rank][epoch]
+        if val < best:
+            best, bad = val, 0
+        else:
+            bad += 1
+        if bad >= 2:
+            break
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind, finding.condition) == (7, "early-exit", "bad >= 2")
+
+
+def test_a_flag_copied_from_a_broadcast_under_a_rank_test_is_not_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+def train(model, stopper):
+    rank = dist.get_rank()
+    stop = False
+    for epoch in range(10):
+        dist.all_reduce(model)
+        if rank == 0:
+            stop = stopper(epoch)
+        box = [stop if rank == 0 else None]
+        dist.broadcast_object_list(box, 0)
+        if rank != 0:
+            stop = box[0]
+        if stop:
+            break
+"""
+    assert lint_source(source) == []
+
+
+def test_a_loop_variable_over_a_rank_dependent_list_is_rank_dependent() -> None:
+    source = """\
+import torch.distributed as dist
+
+STAGES = {0: ["a", "b"], 1: ["c"]}
+
+def run(rank):
+    for name in STAGES[rank]:
+        if name == "a":
+            dist.barrier()
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (8, "branch")
+
+
+FOLDER = """\
+import os
+import torch
+import torch.distributed as dist
+
+def save(folder, state, rank):
+    if rank == 0:
+        os.makedirs(folder, exist_ok=True)
+{between}    torch.save(state, os.path.join(folder, f"shard{{rank}}.pt"))
+"""
+
+
+def test_a_folder_one_rank_makes_and_every_rank_writes_into_is_a_race() -> None:
+    [finding] = lint_source(FOLDER.format(between=""))
+    assert (finding.line, finding.kind, finding.condition) == (7, "file-race", "rank == 0")
+    assert "create the folder `folder`" in finding.why and "line 8 (`torch.save`)" in finding.why
+    assert "exist_ok=True) outside the condition" in finding.fix
+
+
+def test_a_folder_ordered_by_a_barrier_or_made_by_every_rank_is_not_a_race() -> None:
+    for between in ("    dist.barrier()\n", "    os.makedirs(folder, exist_ok=True)\n"):
+        assert lint_source(FOLDER.format(between=between)) == [], between
+
+
+def test_an_all_reduce_of_a_bincount_without_minlength_has_a_size_from_the_data() -> None:
+    source = """\
+import torch
+import torch.distributed as dist
+
+def class_counts(labels):
+    counts = torch.bincount(labels{minlength}).float()
+    dist.all_reduce(counts)
+    return counts
+"""
+    [finding] = lint_source(source.format(minlength=""))
+    assert (finding.line, finding.kind) == (6, "size-mismatch")
+    assert "`torch.bincount(labels)` (line 5)" in finding.why and "minlength" in finding.fix
+    assert lint_source(source.format(minlength=", minlength=10")) == []
+
+
+LOSS_DICT = """\
+import torch
+import torch.distributed as dist
+
+def criterion(outputs):
+    losses = {{"loss": outputs["logits"].mean()}}
+    if "aux" in outputs:
+        losses["aux"] = outputs["aux"].mean()
+    return losses
+
+def reduce_dict(data):
+{keys}
+    values = torch.stack([data[k] if k in data else torch.tensor(0.0) for k in keys])
+    dist.all_reduce(values)
+    return dict(zip(keys, values))
+
+def step(model, batch):
+    loss_dict = criterion(model(batch))
+    return reduce_dict(loss_dict)
+"""
+
+
+def test_a_stack_of_a_loss_dict_whose_keys_come_from_the_data_is_a_size_mismatch() -> None:
+    [finding] = lint_source(LOSS_DICT.format(keys="    keys = sorted(data.keys())"))
+    assert (finding.line, finding.kind) == (13, "size-mismatch")
+    assert "the keys of `data`" in finding.why and 'under `if "aux" in outputs` (line 6)' in finding.why
+    assert "all_gather_object" in finding.fix
+
+
+def test_a_stack_over_keys_agreed_with_all_gather_object_is_quiet() -> None:
+    agreed = (
+        "    sets = [None] * dist.get_world_size()\n"
+        "    dist.all_gather_object(sets, set(data))\n"
+        "    keys = sorted(set().union(*sets))"
+    )
+    assert lint_source(LOSS_DICT.format(keys=agreed)) == []
+
+
+PER_CLASS = """\
+import lightning.pytorch as pl
+
+class Classifier(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        losses = self.loss(x, y)
+        metrics = {{}}
+        for k in {classes}:
+            metrics[f"loss_{{k}}"] = losses[y == k].sum()
+        self.log_dict(metrics, sync_dist=True)
+        for name, value in metrics.items():
+            torch.distributed.all_reduce(value)
+        return losses.mean()
+"""
+
+
+def test_one_collective_per_key_of_a_dict_keyed_by_the_data_is_a_data_dependent_count() -> None:
+    found = lint_source(PER_CLASS.format(classes="y.unique().tolist()"))
+    assert [(f.line, f.kind) for f in found] == [(10, "data-dependent-count"), (12, "data-dependent-count")]
+    assert "one reduction per key of `metrics`" in found[0].why and "`y.unique().tolist()` (line 8)" in found[0].why
+
+
+def test_the_same_keys_on_every_rank_make_the_same_collectives() -> None:
+    assert lint_source(PER_CLASS.format(classes="range(3)")) == []
+
+
+MONITOR = """\
+import torch.distributed as dist
+
+STAGES = {{0: ["a", "b"], 1: ["c"]}}
+
+class Monitor:
+    def __init__(self, gather_fn):
+        self.metrics = {{}}
+        self._gather = gather_fn
+
+    def record(self, name, value):
+        self.metrics[name] = value
+
+    def aggregate(self):
+{early}        return self._gather(self.metrics)
+
+def gather_objects(obj):
+    parts = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, obj)
+    return parts
+
+def run(rank):
+    monitor = Monitor(gather_fn=gather_objects)
+    for name in STAGES[rank]:
+        monitor.record(name, 1.0)
+    return monitor.aggregate()
+"""
+
+
+def test_an_early_return_on_object_state_a_rank_dependent_loop_filled_skips_a_callback_collective() -> None:
+    [finding] = lint_source(MONITOR.format(early="        if not self.metrics:\n            return {}\n"))
+    assert (finding.line, finding.kind, finding.condition) == (16, "hidden-collective", "not self.metrics")
+    assert finding.collective == "self._gather -> dist.all_gather_object"
+
+
+def test_a_callback_collective_every_rank_reaches_is_quiet() -> None:
+    assert lint_source(MONITOR.format(early="")) == []
+
+
+def test_a_method_of_an_object_of_a_class_of_the_file_is_followed() -> None:
+    source = MONITOR.format(early="").replace("    return monitor.aggregate()", "    if rank == 0:\n        monitor.aggregate()")
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (26, "hidden-collective")
+    assert finding.collective == "monitor.aggregate -> self._gather -> dist.all_gather_object"
+
+
+SEEDED = """\
+import torch
+import torch.distributed as dist
+
+class Packer:
+    def __init__(self, lengths, budget, generator=None):
+        self.generator = generator
+        order = torch.randperm(len(lengths){draw}).tolist()
+        self.batches, batch, total = [], [], 0
+        for i in order:
+            if batch and total + lengths[i] > budget:
+                self.batches.append(batch)
+                batch, total = [], 0
+            batch.append(i)
+            total += lengths[i]
+        self.batches.append(batch)
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+def train(lengths):
+    rank = dist.get_rank()
+    torch.manual_seed(1 + rank)
+    packer = Packer(lengths, 24)
+    for batch in packer:
+        dist.all_reduce(torch.ones(1))
+"""
+
+
+def test_a_sampler_packed_from_a_random_state_seeded_per_rank_has_a_rank_dependent_length() -> None:
+    [finding] = lint_source(SEEDED.format(draw=""))
+    assert (finding.line, finding.kind) == (28, "rank-dependent-loop")
+    assert "Packer.__len__ differs between ranks" in finding.condition
+    assert "torch.manual_seed(1 + rank) at line 25" in finding.condition
+
+
+def test_a_sampler_with_its_own_generator_is_quiet_although_the_process_is_seeded_per_rank() -> None:
+    assert lint_source(SEEDED.format(draw=", generator=torch.Generator().manual_seed(0)")) == []
+
+
+OBJECT_LIST = """\
+import torch.distributed as dist
+
+def resume(folder, list_shards):
+    if dist.get_rank() == 0:
+        shards = {mine}
+    else:
+        shards = [None]
+    dist.broadcast_object_list(shards, src=0)
+    return shards
+"""
+
+
+def test_an_object_list_of_one_placeholder_against_a_computed_list_is_a_size_mismatch() -> None:
+    [finding] = lint_source(OBJECT_LIST.format(mine="list_shards(folder)"))
+    assert (finding.line, finding.kind, finding.condition) == (8, "size-mismatch", "len(shards)")
+    assert "1 element on some ranks (`[None]`, line 7)" in finding.why and "[value]" in finding.fix
+
+
+def test_object_lists_of_the_same_length_on_every_rank_are_quiet() -> None:
+    assert lint_source(OBJECT_LIST.format(mine="[list_shards(folder)]")) == []
+
+
+FIRST = """\
+from accelerate import Accelerator
+
+def tokenize(examples, is_main):
+    if is_main and any(len(e) > 10 for e in examples):
+        {leave}
+    return [len(e) for e in examples]
+
+def prepare(raw):
+    accelerator = Accelerator()
+    with accelerator.main_process_first():
+        data = tokenize(raw, accelerator.is_main_process)
+    return data
+"""
+
+
+def test_a_raise_on_the_main_process_inside_main_process_first_skips_its_closing_barrier() -> None:
+    [finding] = lint_source(FIRST.format(leave='raise ValueError("too long")'))
+    assert (finding.line, finding.kind) == (10, "early-exit")
+    assert finding.collective == "accelerator.main_process_first (its closing barrier)"
+    assert "at line 5" in finding.why and "raise it after the block" in finding.fix
+
+
+def test_a_return_inside_main_process_first_still_runs_its_closing_barrier() -> None:
+    assert lint_source(FIRST.format(leave="return []")) == []
+
+
+PAYLOAD = """\
+import pickle
+import torch.distributed as dist
+
+def all_gather_list(data, max_size=16384):
+    payload = pickle.dumps(data)
+    if len(payload) > max_size:
+        raise ValueError("too large")
+    dist.all_reduce(payload)
+    return payload
+
+def step(rank, ids):
+    output = {{"ids": {ids}}}
+    return all_gather_list(output, max_size=2048)
+"""
+
+
+def test_a_helper_that_raises_on_its_argument_given_a_rank_dependent_one_is_an_early_exit() -> None:
+    [finding] = lint_source(PAYLOAD.format(ids="list(range(1500 if rank == 1 else 6))"))
+    assert (finding.line, finding.kind) == (13, "hidden-collective")
+    assert "len(payload) > max_size, on output, which differs between ranks" in finding.condition
+
+
+def test_a_helper_that_raises_on_its_argument_given_the_same_one_everywhere_is_quiet() -> None:
+    assert lint_source(PAYLOAD.format(ids="list(range(6))")) == []
+
+
+def test_a_module_call_or_a_progress_bar_under_a_rank_test_changes_no_rank_dependent_value() -> None:
+    source = """\
+import os
+import torch.distributed as dist
+
+def train(loader, bar, path):
+    rank = dist.get_rank()
+    for batch in loader:
+        dist.all_reduce(batch)
+        if rank == 0:
+            bar.update(1)
+            os.remove(path)
+    for batch in bar:
+        dist.all_reduce(batch)
+    data = os.path.join(path, "x")
+    if data:
+        dist.barrier()
+"""
+    assert lint_source(source) == []
+
+
+def test_a_function_nested_in_a_function_of_the_same_name_does_not_loop() -> None:
+    source = """\
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def wrapper(model):
+    ddp = DDP(model)
+    def wrapper(x):
+        return ddp(x)
+    return wrapper
+"""
+    assert lint_source(source) == []

@@ -27,7 +27,14 @@ Finding kinds:
   :mod:`barrierlab.ops`). See :class:`_Order`.
 * ``file-race`` - a file written under a rank-dependent condition and read by the other
   ranks with nothing between that orders the write before the read (the ordering model of
-  :mod:`barrierlab.ordering`, statically, for one function's straight-line code).
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code), or a folder
+  made under such a condition that the other ranks write into or list.
+* ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
+  without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
+  ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others.
+  See :class:`_Sizes`.
+* ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
+  over it, Lightning's ``log_dict(..., sync_dist=True)``).
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
@@ -141,17 +148,21 @@ loop.
 
 Known limits: conditions are compared by text (``is_main`` and ``rank == 0`` are
 unrelated booleans, so mixing them can be reported as unbalanced); only ``range`` trip
-counts are evaluated, and a loop that stops on per-rank data (``if batch is None: break``,
-or a counter incremented under a rank-dependent ``if``: control dependence is not tracked)
-is not flagged; framework receivers are recognised by name, so an Accelerator held in a
-variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
+counts are evaluated (and ``__len__`` of a class of the file), and a loop that stops on per-rank
+data lint cannot see (``if batch is None: break``) is not flagged; a counter changed under a
+rank-dependent ``if``/``while`` is rank-dependent (implicit flow), one changed in a loop of
+rank-dependent length is not (most such loops have equal trips); framework receivers are recognised
+by name, so an Accelerator held in a variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
 a DDP model has buffers is guessed from the file's text; laundering is by line, not by
 control flow; ``raise`` is assumed to leave the function;
 ``match`` cases are opaque conditions; a collective inside a
 ``with main_process_first():`` body is not reported (rank 0 reaches it while the
 others wait in the context manager); collectives in lambdas, reached through
-higher-order calls (``map(f, xs)``, callbacks) or defined in installed modules are
-not seen (the learner's own modules next to a linted file are: see :data:`HELP`); taint ignores containers and attributes other than ``self.x``, and
+higher-order calls (``map(f, xs)``; a function of the file handed over as an argument is
+followed) or defined in installed modules are not seen (the learner's own modules next to a
+linted file are: see :data:`HELP`); taint follows a container only when it is changed in place
+under a rank-dependent ``if``/``while``, and attributes other than ``self.x`` (or ``x.a`` of an
+object of a class of the file) not at all, and
 identifier matching can misfire on names such as ``matrix_rank``.
 """
 
@@ -570,6 +581,18 @@ _MAX_DEPTH = 24
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "add"})
 #: Iterables with no end: a loop over them stops only where it breaks, so its trip count is what its exits say.
 _ENDLESS = frozenset({"cycle", "count"})
+#: Calls that seed a process's global random state, and draws from it.
+_GLOBAL_SEEDS = frozenset(
+    {
+        "torch.manual_seed", "torch.random.manual_seed", "random.seed", "numpy.random.seed", "np.random.seed",
+        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
+        "transformers.set_seed", "accelerate.utils.set_seed",
+    }
+)
+_TORCH_DRAWS = frozenset({"randperm", "randint", "rand", "randn", "multinomial", "normal", "bernoulli", "poisson"})
+_PY_DRAWS = frozenset(
+    {"shuffle", "random", "randint", "choice", "choices", "sample", "permutation", "rand", "randn", "uniform"}
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOP_FIX = (
     "make every rank run the same number of iterations (pad or truncate the data, e.g. "
@@ -790,10 +813,28 @@ torchmetrics metric whose list states are gathered one element at a time (dist_r
 your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE), updated in a loop whose length
 differs between ranks, is reported at its compute().
 
+What differs between ranks also flows: through assignments, loop variables (for name in stages[rank]), what
+an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
+method changes when called under such an if or loop, objects of your classes handed to other classes, and
+draws from a global random state seeded per rank (torch.manual_seed(seed + rank), then torch.randperm(n)
+without generator=): a loop over an object whose __len__ then differs is reported. Calls are followed into
+methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
+(callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
+rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
+with main_process_first() skips its closing barrier.
+
+Sizes and counts from data: size-mismatch, a collective's tensor whose size comes from its values
+(torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
+under an if on the function's arguments, or per item of such a value), stacked into one all_reduce; and a
+broadcast_object_list given a literal placeholder list on some ranks and a list of another length on
+others. data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
+self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
+
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them.
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them, or a
+folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -811,18 +852,17 @@ creating a missing file and then reading it on the same rank.
 
 Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these): how long
 anything takes - a rank that prepares data past the group's timeout before a barrier, or a slow save the
-others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective (an all_reduce of
-a different size on one rank); lengths of object lists (broadcast_object_list); keys or lengths that come
-from data (a per-rank dataset whose length is not visible, a break on a value read from a file); which
-process group a collective uses when it cannot work it out (then it reports as if the group were every
-rank); installed libraries' own code (beyond the table and master_only); calls through callbacks, lambdas or
-objects whose type it cannot see; point-to-point peers (which rank a send goes to) and orders across
-functions; file writes and reads in different functions, or paths written differently; a folder one rank
-makes (os.makedirs under if rank == 0) that the other ranks write into; dict keys that come from data (a
-loss dict missing a key on some batches, reduced as one stacked tensor; self.log_dict with per-class keys);
-random state seeded per rank (torch.manual_seed(seed + rank)) that decides how many batches a sampler
-packs; an early return on a container filled from data (if not self.metrics: return) before a collective
-reached through a callback; new_group called with rank-dependent rank lists when every rank calls it once.
+others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective beyond the sizes
+above (a tensor built with a rank-dependent shape, a dtype that differs); lengths of object lists other than
+a literal placeholder against another list; keys or lengths that come from data it cannot read (a per-rank
+dataset whose length is not visible, a break on a value read from a file, a data-dependent raise or early
+return in code every rank runs with its own batch: lint does not treat each rank's batch as different);
+which process group a collective uses when it cannot work it out (then it reports as if the group were
+every rank), and a broadcast whose src is a global rank outside its group; installed libraries' own code
+(beyond the table and master_only); calls through lambdas, containers or objects whose type it cannot see;
+point-to-point peers (which rank a send goes to) and orders across functions; file and folder writes and
+reads in different functions, or paths written differently; random state seeded per rank that reaches a
+collective other than through a rank-dependent loop length or condition.
 An exception caught inside a loop whose handler skips the iteration (except ...: continue) is taken to come
 from the rank's own data: the collectives after it are reported.
 
@@ -1224,6 +1264,98 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
     return pairs
 
 
+def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
+    """(loop variables, iterable, None) of ``for`` loops and comprehensions: a loop variable takes the values of
+    its iterable, so it differs between ranks when the iterable does (``for name in stages[rank]``). Not for an
+    endless loop (``itertools.cycle``): that is the recipe in which every rank marks its own end of data and the
+    ranks agree on leaving; its exits are checked instead."""
+    return [
+        (_target_names(n.target), n.iter, None)
+        for n in nodes
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
+        and not (isinstance(n.iter, ast.Call) and _terminal(n.iter.func) in _ENDLESS)
+    ]
+
+
+def _changed_names(
+    stmts: Iterable[ast.AST], modules: frozenset[str] = frozenset(), skip: set[int] = frozenset()  # type: ignore[assignment]
+) -> set[str]:
+    """Names a block assigns, augments or changes in place (``x = ...``, ``x += 1``, ``x.append(...)``,
+    ``x[k] = v``), not descending into nested functions; ``modules`` (imported names: ``os.remove(p)``
+    changes no ``os``) are left out."""
+    names: set[str] = set()
+    for node in _own_nodes(stmts):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                names.update(_target_names(target))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            if id(node) not in skip:
+                names.update(n for n in _target_names(node.func.value) if n.partition(".")[0] not in modules)
+    return names
+
+
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+_CONTAINER_CALLS = frozenset({"list", "dict", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+
+
+def _containers(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names assigned a list, dict or set in the scope (``batches = []``): ``x.append(...)`` changes them."""
+    return {
+        name
+        for names, value, _ in _assignments(nodes)
+        if isinstance(value, _CONTAINERS)
+        or (isinstance(value, ast.Call) and _terminal(value.func) in _CONTAINER_CALLS)
+        for name in names
+    }
+
+
+def _controlled(nodes: list[ast.AST], modules: frozenset[str] = frozenset()) -> list[tuple[ast.expr, set[str]]]:
+    """(test, names its branches change) for every ``if`` and ``while`` among ``nodes``: when the test differs
+    between ranks, so do those names (a patience counter bumped under ``if val_loss < best``). A call such as
+    ``x.update(...)`` counts only for a list, dict or set of the scope (not a progress bar or a metric)."""
+    out = []
+    containers = _containers(nodes)
+    calls = {
+        id(n)
+        for n in nodes
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _dotted(n.func.value) not in containers
+    }
+    for node in nodes:
+        if isinstance(node, (ast.If, ast.While)):
+            changed = _changed_names([*node.body, *node.orelse], modules, calls)
+            if changed:
+                out.append((node.test, changed))
+    return out
+
+
+def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> tuple[str, ast.AST] | None:
+    """The first ``raise`` (or ``sys.exit()``) of a block, outside a ``try`` with handlers, under an ``if`` whose
+    test ``ranked`` accepts, as (the test's text, the raise)."""
+
+    def visit(nodes: list[ast.AST], cond: str | None) -> tuple[str, ast.AST] | None:
+        for node in nodes:
+            if isinstance(node, _SCOPES):
+                continue
+            if isinstance(node, ast.Try) and node.handlers:
+                found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond)
+            elif isinstance(node, ast.If):
+                inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
+                found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
+            elif cond is not None and (
+                isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS)
+            ):
+                return cond, node
+            else:
+                found = visit(list(ast.iter_child_nodes(node)), cond)
+            if found is not None:
+                return found
+        return None
+
+    return visit(list(stmts), None)
+
+
 def _closure(
     pairs: list[tuple[list[str], ast.expr, int | None]],
     names: set[str],
@@ -1374,6 +1506,13 @@ class _Analysis:
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, int] = {}
         self.gates: dict[str, bool] = {}
+        self.passed: dict[tuple[str, str], str] = {}
+        self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
+        self.modules = frozenset(n for u in units for n in _imports([u.tree]))  # imported names (os, np...)
+        self.rank_returns: set[str] = set()  # keys of functions whose result differs between ranks
+        self.rank_raisers: dict[str, tuple[str, ast.AST]] = {}  # function -> (rank test, raise) it raises under
+        self.param_raisers: dict[str, tuple[frozenset[str], str]] = {}  # function -> (parameters, test) of a raise
+        self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -1387,6 +1526,7 @@ class _Analysis:
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
+        self._prepare_callbacks()
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
@@ -1404,6 +1544,7 @@ class _Analysis:
         for func in self.funcs:
             if func.unit.report:
                 _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
+        _Sizes(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -1530,7 +1671,8 @@ class _Analysis:
             func = self.table.get(key) if key is not None else None
             if func is not None:
                 chain, parent = [], func.parent
-                while parent is not None and parent in self.table:
+                while parent is not None and parent in self.table and parent not in chain:  # a def wrapper in a def
+                    # wrapper has the same key as its parent: without the guard this walked in a circle
                     chain.append(parent)
                     parent = self.table[parent].parent
                 for p in reversed(chain):
@@ -1598,6 +1740,19 @@ class _Analysis:
                 if isinstance(node, ast.Assign) and id(node.value) in self.same_result_calls:
                     for name in (n for t in node.targets for n in _target_names(t)):
                         lines[name] = min(lines.get(name, node.lineno), node.lineno)
+            # a name assigned only from values already equal on every rank is equal too from that line on
+            # (``if rank != 0: stop = box[0]`` after ``broadcast_object_list(box)``)
+            local = {n for names, _, _ in _assignments(nodes) for n in names}
+            copies = sorted(
+                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1),
+                key=lambda n: n.lineno,
+            )
+            for node in copies:
+                read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if read and all((lines.get(r, node.lineno) < node.lineno) or r not in local for r in read):
+                    if any(r in lines for r in read):
+                        for name in _target_names(node.targets[0]):
+                            lines[name] = min(lines.get(name, node.lineno), node.lineno)
             self.laundered[key] = lines
 
     def _prepare_values(self) -> None:
@@ -1686,6 +1841,11 @@ class _Analysis:
         for key, func in self.table.items():
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
+            taint = self.func_taint.get(key, set())
+            found = _ranked_raise(func.node.body, lambda test, t=taint: self.mentions_rank(test, t, files=False))
+            if found is not None:
+                self.rank_raisers[key] = found
+        self._prepare_param_raisers()
         self.raisers = dict(direct)
         callers: dict[str, list[str]] = {}
         for key, targets in calls.items():
@@ -1700,6 +1860,69 @@ class _Analysis:
                         found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
             self.raisers.update(found)
             frontier = list(found)
+
+    def _prepare_param_raisers(self) -> None:
+        """Functions whose raise sits under a test on their parameters (or values computed from them), before a
+        collective they reach, or that hand such a parameter on to one (fixpoint): ``param_raisers[key]`` is
+        (those parameters, the test)."""
+        datas: dict[str, dict[str, str]] = {}  # function -> name -> the parameter it comes from
+        for key, func in self.table.items():
+            args = func.node.args
+            params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+            nodes = list(_own_nodes(func.node.body))
+            origin = {p: p for p in params}
+            for _ in range(3):
+                for names, value, _ in _assignments(nodes):
+                    source = next((origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None)
+                    for name in names:
+                        if source is not None:
+                            origin.setdefault(name, source)
+            datas[key] = origin
+            if key not in self.reach:
+                continue
+            reads: set[str] = set()
+
+            def on_data(test: ast.expr, origin: dict[str, str] = origin, reads: set[str] = reads) -> bool:
+                found = {origin[n.id] for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in origin}
+                reads |= found
+                return bool(found)
+
+            raised = _ranked_raise(func.node.body, on_data)
+            if raised is not None and self._before_collective(func, raised[1]):
+                self.param_raisers[key] = (frozenset(reads), raised[0])
+        for _ in range(3):
+            for key, func in self.table.items():
+                if key in self.param_raisers or key not in self.reach:
+                    continue
+                for node in _own_nodes(func.node.body):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, func.self_class, func.unit)
+                    if callee not in self.param_raisers:
+                        continue
+                    params, cond = self.param_raisers[callee]
+                    names = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(names[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    mine = {
+                        datas[key][n.id]
+                        for p, a in bound
+                        if p in params
+                        for n in ast.walk(a)
+                        if isinstance(n, ast.Name) and n.id in datas[key]
+                    }
+                    if mine:
+                        self.param_raisers[key] = (frozenset(mine), f"{cond} in {_dotted(node.func)}()")
+                        break
+
+    def _before_collective(self, func: _Func, raised: ast.AST) -> bool:
+        """Whether a collective (or a call reaching one) of ``func`` comes after the line of ``raised``."""
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Call) and node.lineno > raised.lineno:
+                found = self.classify(node, func.unit, func.self_class, func.key)
+                if found is not None and (found.kind == "coll" or found.target in self.reach):
+                    return True
+        return False
 
     def _prepare_reach(self) -> None:
         """Which functions reach a collective, and through which call: breadth first from the functions that
@@ -1767,7 +1990,65 @@ class _Analysis:
                 shown += "()"  # the object itself is called
             target = f"{entry.framework}.{entry.name}"
             return _Call("coll", shown, target, f"{entry.framework}: {entry.issues}", entry.advice)
-        return self._ddp_op(call, unit, scope)
+        found = self._ddp_op(call, unit, scope)
+        if found is None and written is not None:
+            target = self._indirect(call.func, self_class, scope)
+            if target:
+                return _Call("call", written, target)
+        return found
+
+    def _indirect(self, func: ast.expr, self_class: str | None, scope: str | None) -> str | None:
+        """The function of the file a call reaches indirectly: a method of an object built from a class of the
+        file (``monitor = LayerMonitor(...)``; ``monitor.gather()``), or a function of the file handed over as an
+        argument and called through the parameter or the ``self.`` attribute that keeps it
+        (``LayerMonitor(gather_fn=all_gather_objects)``; ``self._gather_fn(...)``)."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in ("self", "cls"):
+            built = self._constructed(func.value.id, scope, self_class)
+            if built is not None and built.local is not None:
+                for cls in self._ancestors(built.local):
+                    if f"{cls}.{func.attr}" in self.table:
+                        return f"{cls}.{func.attr}"
+        name = _dotted(func)
+        if name is None:
+            return None
+        if isinstance(func, ast.Name) and scope is not None:
+            return self.passed.get((scope, name))
+        if name.startswith("self.") and name.count(".") == 1 and self_class:
+            for cls in self._ancestors(self_class):
+                if (cls, name) in self.kept:
+                    return self.kept[(cls, name)]
+        return None
+
+    def _prepare_callbacks(self) -> None:
+        """Functions of the file passed as arguments: ``passed[(function, parameter)]`` is the function a call
+        hands to that parameter (the first found), ``kept[(class, "self.x")]`` the one a method keeps in
+        ``self.x = parameter``."""
+        for key, nodes, unit in self._scopes():
+            self_class = self._class_of(key)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = self._callee(node.func, self_class, unit)
+                if callee is None:
+                    continue
+                params = [a.arg for a in self.table[callee].node.args.args]
+                skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                for param, arg in bound:
+                    target = self._callee(arg, self_class, unit) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+                    if target is not None and param in params:
+                        self.passed.setdefault((callee, param), target)
+        for func in self.table.values():
+            if func.self_class is None:
+                continue
+            for node in _own_nodes(func.node.body):
+                if (
+                    isinstance(node, ast.Assign)
+                    and isinstance(node.value, ast.Name)
+                    and (func.key, node.value.id) in self.passed
+                ):
+                    for name in (n for t in node.targets for n in _target_names(t) if n.startswith("self.")):
+                        self.kept.setdefault((func.self_class, name), self.passed[(func.key, node.value.id)])
 
     def _constructed(self, name: str | None, scope: str | None, self_class: str | None) -> _Built | None:
         """What ``name`` was built by, if it was assigned from a constructor call in ``scope`` (or the module),
@@ -1814,6 +2095,8 @@ class _Analysis:
                     bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
                     for param, arg in bound:
                         built = self._constructed(_dotted(arg), key, self_class)
+                        if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
+                            built = self._built(arg, unit)  # an object of a class of the file, built in place
                         if built is not None and param in params and param not in self.objects.get(callee, {}):
                             self.objects.setdefault(callee, {})[param] = built
                             changed = True
@@ -2055,6 +2338,8 @@ class _Analysis:
                 return True
             if _env_rank(node) or (files and _file_check(node)):
                 return True
+            if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
+                return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
                 called = _terminal(node.func)
@@ -2066,16 +2351,36 @@ class _Analysis:
             stack.extend(ast.iter_child_nodes(node))
         return False
 
+    def _global_draw(self, call: ast.Call) -> bool:
+        """A draw from torch's, Python's or numpy's global random state (no ``generator=`` of its own)."""
+        if any(k.arg in ("generator", "rng") for k in call.keywords) or not _dotted(call.func):
+            return False
+        unit = self.units[0] if self.units else None
+        full = self._resolve(call.func, unit) if unit is not None else ""
+        module, _, name = full.rpartition(".")
+        if module == "torch":
+            return name in _TORCH_DRAWS
+        return module in ("random", "numpy.random", "np.random") and name in _PY_DRAWS
+
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
         """Names (and ``self.x``/``bar.n`` attributes) whose value can differ between ranks. A progress bar
         disabled on some ranks (``tqdm(..., disable=not is_main)``) iterates the same items everywhere, but its
         counters (``bar.n``) stay 0 where it is disabled: they are rank-dependent, the bar itself is not."""
-        pairs = _assignments(nodes)
+        pairs = _assignments(nodes) + _loop_targets(nodes)
 
         def test(value: ast.expr, index: int | None, taint: set[str]) -> bool:
             return self._value_rank(value, index, taint, laundered)
 
         names = _closure(pairs, set(inherited), test)
+        controls = _controlled(nodes, self.modules)
+        while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
+            added: set[str] = set()
+            for cond, targets in controls:
+                if not targets <= names and self.mentions_rank(cond, names, laundered, files=False):
+                    added |= targets - names
+            if not added:
+                break
+            names = _closure(pairs, names | added, test)
         counters = {
             f"{target}.{counter}"
             for targets, value, index in pairs
@@ -2127,25 +2432,85 @@ class _Analysis:
         module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
         attrs: set[str] = set()
-        for _ in range(5):
-            before = (len(attrs), len(self.rank_funcs), len(self.module_taint))
+        for _ in range(6):
+            before = (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder)
             self.module_taint = self._taint(module_nodes, attrs, self.laundered.get(None))
+            self._find_rng_seeder(None, module_nodes, self.module_taint)
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
+                inherited |= self._typed_attributes(func, attrs)
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
+                self._find_rng_seeder(func.key, own[func.key], taint)
                 attrs |= {n for n in taint if "." in n}
+                attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
                 if any(self.mentions_rank(v, returned) for v in values):
                     self.rank_funcs.add(func.node.name)
+                    self.rank_returns.add(func.key)
                 sizes = {len(v.elts) if isinstance(v, ast.Tuple) else -1 for v in values}
                 if len(sizes) == 1 and -1 not in sizes:
                     self.tuple_ranks[func.node.name] = tuple(
                         any(self.mentions_rank(v.elts[i], returned) for v in values)  # type: ignore[attr-defined]
                         for i in range(sizes.pop())
                     )
-            if (len(attrs), len(self.rank_funcs), len(self.module_taint)) == before:
+            if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _find_rng_seeder(self, key: str | None, nodes: list[ast.AST], taint: set[str]) -> None:
+        """Remember the first call that seeds a global random state with a value that differs between ranks
+        (``torch.manual_seed(seed + rank)``, ``random.seed(rank)``): from then on, what that state draws
+        (``torch.randperm(n)`` without ``generator=``, ``random.shuffle``) differs between ranks too."""
+        if self.rng_seeder is not None:
+            return
+        unit = self.table[key].unit if key is not None else (self.units[0] if self.units else None)
+        for node in nodes:
+            if isinstance(node, ast.Call) and node.args and _dotted(node.func) and unit is not None:
+                if self._resolve(node.func, unit) in _GLOBAL_SEEDS and self.mentions_rank(node.args[0], taint):
+                    self.rng_seeder = f"{unit.text(node)} at line {node.lineno + unit.offset}"
+                    return
+
+    def _typed_attributes(self, func: _Func, attrs: set[str]) -> set[str]:
+        """``x.a`` for every name ``x`` of ``func`` that holds an object of a class of the file (built there, or
+        handed to a parameter) whose ``self.a`` differs between ranks."""
+        if not attrs:
+            return set()
+        names = {n for key in (func.key, None) for n, b in self.objects.get(key, {}).items() if b.local}
+        return {f"{n}.{a[5:]}" for n in names for a in attrs if a.startswith("self.") and a.count(".") == 1}
+
+    def _effects(self, func: _Func, taint: set[str]) -> set[str]:
+        """The ``self.`` attributes that methods of the file change when ``func`` calls them under a condition or
+        in a loop that differs between ranks (``for name in stages[rank]: monitor.record(name, x)``): the object's
+        state then differs between ranks too."""
+        laundered = self.laundered.get(func.key)
+        out: set[str] = set()
+
+        def visit(stmts: list[ast.stmt], ranked: bool) -> None:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                inner = ranked
+                if isinstance(stmt, (ast.If, ast.While)):
+                    inner = ranked or self.mentions_rank(stmt.test, taint, laundered, files=False)
+                elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    inner = ranked or self.mentions_rank(stmt.iter, taint, laundered, files=False)
+                if ranked:
+                    heads = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)]
+                    for call in (n for h in heads for n in ast.walk(h) if isinstance(n, ast.Call)):
+                        target = self._callee(call.func, func.self_class, func.unit) or self._indirect(
+                            call.func, func.self_class, func.key
+                        )
+                        if target is not None and self.table[target].self_class is not None:
+                            out.update(n for n in _changed_names(self.table[target].node.body) if n.startswith("self."))
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(stmt, part, None)
+                    if isinstance(block, list):
+                        visit([b for b in block if isinstance(b, ast.stmt)] or [
+                            x for h in block if isinstance(h, ast.ExceptHandler) for x in h.body
+                        ], inner)
+
+        visit(func.node.body, False)
+        return out
 
     def _equalized(self, nodes: list[ast.AST], unit: _Unit) -> set[str]:
         """Names a function hands to a collective that makes them equal on every rank (a broadcast or an
@@ -2312,6 +2677,17 @@ def _explain(
                 "decide the skip together: catch the error into a flag, all_reduce it with ReduceOp.MAX, and skip "
                 "on every rank when any rank's data failed"
             )
+    elif reason == "first-raise":
+        kind = "early-exit"
+        why = (
+            f"ranks where `{cond}` is true raise inside this block{exit_text}, and an exception skips the barrier "
+            "main_process_first makes when its block ends (the code after its yield), so the other ranks wait in "
+            "the barrier it made them enter first until the timeout"
+        )
+        fix = (
+            "leave the block normally on every rank: catch the error inside it, and raise it after the block (or "
+            "all_reduce an error flag and raise on every rank together)"
+        )
     elif reason == "uneven-state":
         states, line, metric = detail
         kind = "rank-dependent-loop"
@@ -2462,6 +2838,7 @@ class _Walker:
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            self._first_raise(stmt)
             return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
@@ -2487,6 +2864,51 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _raises_by_rank(self, call: ast.Call, target: str) -> str | None:
+        """Whether a call of a function of the file raises on some ranks only: its raise sits under a test on the
+        rank, or under a test on a parameter that this call hands a rank-dependent value (fairseq's
+        ``all_gather_list`` raising when one rank's payload outgrows ``max_size``). Returns the test."""
+        if target in self.an.rank_raisers:
+            return self.an.rank_raisers[target][0]
+        gated = self.an.param_raisers.get(target)
+        if gated is None:
+            return None
+        params, cond = gated
+        func = self.an.table[target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        for param, arg in bound:
+            if param in params and self.an.mentions_rank(arg, self.taint, self.laundered):
+                return f"{cond}, on {self.unit.text(arg)}, which differs between ranks"
+        return None
+
+    def _first_raise(self, stmt: ast.With | ast.AsyncWith) -> None:
+        """``with main_process_first():`` whose body raises on some ranks only: the main process makes the
+        closing barrier only if its body returns normally (an exception skips the code after the context
+        manager's ``yield``), so the other ranks, waiting in the opening barrier, wait forever. A ``return`` in
+        the body is fine: the context manager still runs its closing barrier."""
+        calls = [i.context_expr for i in stmt.items if isinstance(i.context_expr, ast.Call)]
+        wrapper = next(
+            (c for c in calls if (self.an._collective(c.func, self.unit) or "") == "wrapper.main_process_first"), None
+        )
+        if wrapper is None:
+            return
+        found = _ranked_raise(stmt.body, lambda test: self.an.mentions_rank(test, self.taint, self.laundered))
+        if found is None:
+            for call in (n for n in _own_nodes(stmt.body) if isinstance(n, ast.Call)):
+                target = self.an._callee(call.func, self.self_class, self.unit)
+                if target in self.an.rank_raisers:
+                    cond, raised = self.an.rank_raisers[target]
+                    found = (f"{cond} in {_dotted(call.func)}()", raised)
+                    break
+        if found is None:
+            return
+        cond, raised = found
+        site = _Site(wrapper, f"{_dotted(wrapper.func) or 'main_process_first'} (its closing barrier)", None)
+        exit_item = _Item("exit", status="return", node=raised)
+        self.an.flag(self.unit, site, "first-raise", cond, _Leave(cond, exit_item, frozenset({"return"})))
 
     def _note_fed(self, stmts: list[ast.stmt], loop: _Item) -> None:
         """Remember the metrics whose list states torchmetrics gathers element by element that a rank-dependent
@@ -2543,7 +2965,12 @@ class _Walker:
             line = self.an.raisers.get(found.target) if found is not None and found.kind == "call" else None
             if line is not None:
                 leave = _Item("exit", status="return", node=node)
-                items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+                ranked = self._raises_by_rank(node, found.target)
+                if ranked is None:
+                    items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+                else:  # it raises before its collective on the ranks whose argument makes it
+                    text = f"{found.display}() raises (line {line}) when {ranked}"
+                    items.insert(len(items) - (1 if op else 0), self._if(None, [leave], [], text=text, rank=True))
             return items
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
 
@@ -2608,11 +3035,27 @@ class _Walker:
         rank = any(
             self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
         )
+        sized_by = self._rank_len(bound)
+        if sized_by is not None and not rank:
+            seeded = self.an.rng_seeder
+            why = f"; random draws seeded per rank by `{seeded}` reach it" if seeded else ""
+            rank, text = True, f"{text} (its {sized_by}.__len__ differs between ranks{why})"
         dynamic = any(i.dynamic for i in (*body, *orelse))
         item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if rank:
             self.flag([*body, *orelse], "loop", text)
         return item
+
+    def _rank_len(self, bound: ast.expr) -> str | None:
+        """The class of the file whose ``__len__`` differs between ranks, when the loop iterates an object of it
+        (a batch sampler that packs batches from a shuffle of each rank's own random state)."""
+        built = self.an._constructed(_dotted(bound), self.scope, self.self_class)
+        if built is None or built.local is None:
+            return None
+        for cls in self.an._ancestors(built.local):
+            if f"{cls}.__len__" in self.an.table:
+                return cls if f"{cls}.__len__" in self.an.rank_returns else None
+        return None
 
     def _equal_trips(self, bound: ast.expr) -> bool:
         """Whether a loop over ``bound`` runs as often on every rank although ``bound`` itself differs: its
@@ -2909,6 +3352,7 @@ class _Order:
         self.an, self.unit, self.taint, self.self_class, self.scope = an, unit, taint, self_class, scope
         self.laundered = an.laundered.get(scope, {})
         self.writes: dict[str, tuple[ast.Call, tuple[str, ...], str]] = {}
+        self.folders: dict[str, tuple[ast.Call, tuple[str, ...]]] = {}  # made under a condition on the rank
         self.first_p2p: tuple[str, ast.Call] | None = None
         self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
         self.conditional = 0  # inside an if or while, whatever its test
@@ -2927,6 +3371,7 @@ class _Order:
             self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
+                self.folders.clear()
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
             self.conditional += 1  # p2p-order looks only at calls under no condition at all
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
@@ -2988,7 +3433,20 @@ class _Order:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
         if self._orders(call):
             self.writes.clear()
+            self.folders.clear()
             return
+        made = _made_folder(call, full)
+        if made is not None:
+            if ctx and not self.sheltered:
+                self.folders.setdefault(made, (call, ctx))
+            else:  # every rank makes it itself (makedirs(exist_ok=True) on every rank)
+                self.folders.pop(made, None)
+            return
+        for path in _used_paths(call, full):
+            for folder, (mkdir, where) in list(self.folders.items()):
+                if where != ctx[: len(where)] and _inside(path, folder):
+                    self._folder_race(mkdir, folder, call, where)
+                    del self.folders[folder]
         written = _written_path(call, full)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
@@ -3058,6 +3516,22 @@ class _Order:
         )
         self._add(read, "file-race", cond, why, fix)
 
+    def _folder_race(self, mkdir: ast.Call, folder: str, use: ast.Call, where: tuple[str, ...]) -> None:
+        cond = where[-1]
+        line = use.lineno + self.unit.offset
+        used = _dotted(use.func) or self.unit.text(use.func)
+        why = (
+            f"only ranks where `{cond}` is true create the folder `{folder}` here, and the other ranks use a path "
+            f"inside it at line {line} (`{used}`) with no barrier, collective, store wait or recv between them: "
+            "nothing orders the folder before their use, so a rank that gets there first fails with 'No such file "
+            "or directory' (it works only when the creating rank is faster)"
+        )
+        fix = (
+            f"create the folder on every rank (os.makedirs({folder}, exist_ok=True) outside the condition), or put "
+            f"dist.barrier() after this line and before line {line}, outside the condition"
+        )
+        self._add(mkdir, "file-race", cond, why, fix)
+
     def _add(self, node: ast.Call, kind: str, cond: str, why: str, fix: str) -> None:
         if id(node) in self.an.found:
             return
@@ -3116,6 +3590,46 @@ def _written_path(call: ast.Call, full: str) -> tuple[str, str] | None:
     return None
 
 
+def _made_folder(call: ast.Call, full: str) -> str | None:
+    """The folder a call creates (``os.makedirs(p)``, ``os.mkdir(p)``, ``Path(p).mkdir()``)."""
+    if full in ("os.makedirs", "os.mkdir"):
+        return _path_text(_argument(call, 0, "name", "path"))
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "mkdir" and not full.startswith("os."):
+        return _path_text(call.func.value)
+    return None
+
+
+_FOLDER_READERS = frozenset({"os.listdir", "os.scandir", "os.walk", "glob.glob", "shutil.rmtree"})
+
+
+def _used_paths(call: ast.Call, full: str) -> list[ast.expr]:
+    """The path arguments of a call that writes, reads or lists files (``torch.save(x, path)``, ``open(path)``,
+    ``os.listdir(folder)``, ``Path(p).write_text()``)."""
+    name = _terminal(call.func)
+    if full in ("torch.save",):
+        found = [_argument(call, 1, "f")]
+    elif full in ("numpy.save", "np.save", "torch.load", "numpy.load", "np.load", "open", "io.open"):
+        found = [_argument(call, 0, "f", "file")]
+    elif full in ("os.replace", "os.rename", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copy2"):
+        found = [_argument(call, 1, "dst")]
+    elif full in _FOLDER_READERS:
+        found = [_argument(call, 0, "path", "pathname", "top")]
+    elif isinstance(call.func, ast.Attribute) and name in ("write_text", "write_bytes", "read_text", "read_bytes"):
+        found = [call.func.value]
+    else:
+        return []
+    return [p for p in found if p is not None]
+
+
+def _inside(path: ast.expr, folder: str) -> bool:
+    """Whether ``path`` names ``folder`` or a path built on it (``os.path.join(folder, ...)``, ``folder / "x"``,
+    ``f"{folder}/x"``, ``Path(folder)``), by text."""
+    return any(
+        isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ast.unparse(node) == folder
+        for node in ast.walk(path)
+    )
+
+
 def _read_path(call: ast.Call, full: str) -> str | None:
     """The path a call reads."""
     name = _terminal(call.func)
@@ -3126,6 +3640,314 @@ def _read_path(call: ast.Call, full: str) -> str | None:
     if isinstance(call.func, ast.Attribute) and name in ("read_text", "read_bytes"):
         return _path_text(call.func.value)
     return None
+
+
+# --------------------------------------------------------------------------- sizes and counts from data
+
+#: torch calls whose result has as many elements as its data says (``bincount``: max + 1, unless ``minlength``).
+_VALUE_SIZED = frozenset({"bincount", "unique", "unique_consecutive", "nonzero", "argwhere", "masked_select"})
+#: Calls and methods whose result has as many elements as their (first) argument or receiver.
+_SIZE_KEEPING = frozenset(
+    {
+        "sorted", "list", "tuple", "set", "reversed", "enumerate", "iter", "dict", "keys", "values", "items",
+        "stack", "cat", "concat", "concatenate", "hstack", "vstack", "tensor", "as_tensor", "Tensor", "FloatTensor",
+        "LongTensor", "array", "asarray", "float", "long", "int", "double", "half", "bool", "to", "cuda", "cpu",
+        "clone", "detach", "contiguous", "flatten", "tolist", "numpy", "copy", "type", "abs", "neg", "sqrt",
+    }
+)
+#: torch.distributed collectives whose tensors must have the same size on every rank.
+_SIZED_COLLECTIVES = frozenset(
+    {
+        "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+        "reduce_scatter_tensor", "all_to_all_single", "_all_gather_base", "_reduce_scatter_base",
+    }
+)
+#: Framework calls that make one collective per key of a dict argument: (name, keyword that switches it on).
+_PER_KEY_CALLS = {"log_dict": "sync_dist"}
+
+
+class _Sizes:
+    """Sizes and counts that come from the data, not from the rank: a tensor handed to an all_reduce (or
+    broadcast, all_gather...) whose number of elements depends on the values of a rank's data
+    (``torch.bincount(labels)`` without ``minlength``, ``unique``, ``nonzero``) or on the keys of a dict filled
+    from data (a loss dict that gets a key only ``if "dn_boxes" in outputs``), stacked into one tensor; and one
+    collective per key of such a dict (a loop over it, Lightning's ``self.log_dict(d, sync_dist=True)``).
+
+    A dict is filled from data when a key is added (``d[k] = v``, ``d.update``/``setdefault``/``pop``,
+    ``del d[k]``) under an ``if`` whose test reads the function's parameters (or values computed from them),
+    or in a loop over a value-sized result (``for k in y.unique().tolist()``); a function that returns such a
+    dict passes the property to the names assigned from it and to the parameters they are handed to. Keys
+    gathered from every rank first (``all_gather_object`` of the key sets, their union) are the same
+    everywhere and are not followed."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self.keyed: dict[str | None, dict[str, str]] = {}  # scope -> dict name -> how its keys come from data
+        self.keyed_funcs: dict[str, str] = {}
+
+    def run(self) -> None:
+        scopes = self.an._scopes()
+        for key, nodes, _ in scopes:
+            self.keyed[key] = self._own_keyed(key, nodes)
+        for func in self.an.table.values():
+            mine = self.keyed.get(func.key, {})
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in mine:
+                    self.keyed_funcs.setdefault(func.node.name, mine[node.value.id])
+        for _ in range(5):
+            changed = False
+            for key, nodes, unit in scopes:
+                mine = self.keyed.setdefault(key, {})
+                for names, value, index in _assignments(nodes):
+                    how = self._keyed_value(value, mine) if index is None else None
+                    for name in names:
+                        if how and name not in mine:
+                            mine[name], changed = how, True
+                self_class = self.an._class_of(key)
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self.an._callee(node.func, self_class, unit)
+                    if callee is None:
+                        continue
+                    params = [a.arg for a in self.an.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for param, arg in bound:
+                        how = self._keyed_value(arg, mine)
+                        theirs = self.keyed.setdefault(callee, {})
+                        if how and param in params and param not in theirs:
+                            theirs[param], changed = how, True
+            if not changed:
+                break
+        for key, nodes, unit in scopes:
+            if unit.report and (key is None or self.an.table[key].unit.report):
+                self._check(key, nodes, unit)
+
+    def _keyed_value(self, value: ast.expr, mine: dict[str, str]) -> str | None:
+        if isinstance(value, ast.Name) and value.id in mine:
+            return mine[value.id]
+        if isinstance(value, ast.Call):
+            name = _terminal(value.func)
+            if isinstance(value.func, ast.Name) and name in self.keyed_funcs:
+                return self.keyed_funcs[name]
+            if name in ("dict", "copy") and isinstance(value.func, ast.Name) and value.args:
+                return self._keyed_value(value.args[0], mine)
+            if name == "copy" and isinstance(value.func, ast.Attribute):
+                return self._keyed_value(value.func.value, mine)
+        return None
+
+    def _own_keyed(self, key: str | None, nodes: list[ast.AST]) -> dict[str, str]:
+        """Dicts of the scope that get keys under a test on the data or in a loop over a value-sized result."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None:
+            return {}
+        unit = func.unit
+        args = func.node.args
+        data = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
+        data = _closure(
+            _assignments(nodes) + _loop_targets(nodes),
+            data,
+            lambda value, _, names: any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)),
+        )
+        found: dict[str, str] = {}
+        for node in nodes:
+            if isinstance(node, ast.If):
+                reads = any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(node.test))
+                if not reads:
+                    continue
+                how = f"a key is added under `if {unit.text(node.test)}` (line {node.lineno + unit.offset})"
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and self._sized(node.iter, set(), {}):
+                how = (
+                    f"a key is added per item of `{unit.text(node.iter)}` (line {node.lineno + unit.offset}), "
+                    "whose length comes from the values of the data"
+                )
+            else:
+                continue
+            for name in _keyed_names(node.body + node.orelse):
+                found.setdefault(name, how)
+        return found
+
+    def _sized(self, expr: ast.AST, sized: set[str], keyed: dict[str, str]) -> bool:
+        """Whether the number of elements of ``expr`` comes from the data's values or a data-keyed dict."""
+        if isinstance(expr, ast.Name):
+            return expr.id in sized or expr.id in keyed
+        if isinstance(expr, ast.Call):
+            name = _terminal(expr.func)
+            if name in _VALUE_SIZED and not any(k.arg == "minlength" for k in expr.keywords):
+                return not (name == "bincount" and len(expr.args) > 2)
+            if name in _SIZE_KEEPING:
+                if isinstance(expr.func, ast.Attribute) and self._sized(expr.func.value, sized, keyed):
+                    return True
+                return bool(expr.args) and self._sized(expr.args[0], sized, keyed)
+            return False
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return any(self._sized(g.iter, sized, keyed) for g in expr.generators)
+        if isinstance(expr, ast.BinOp):
+            return self._sized(expr.left, sized, keyed) or self._sized(expr.right, sized, keyed)
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return any(isinstance(e, ast.Starred) and self._sized(e.value, sized, keyed) for e in expr.elts)
+        return False
+
+    def _root(self, expr: ast.AST, pairs: dict[str, ast.expr], keyed: dict[str, str], unit: _Unit, depth: int = 0) -> str:
+        """Where the size of ``expr`` comes from, in words."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in keyed:
+                return f"the keys of `{node.id}`, a dict filled from the data ({keyed[node.id]})"
+            if isinstance(node, ast.Call) and _terminal(node.func) in _VALUE_SIZED:
+                return (
+                    f"`{unit.text(node)}` (line {node.lineno + unit.offset}), whose length depends on the values of "
+                    "each rank's data"
+                )
+        if depth < _MAX_DEPTH:
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Name) and node.id in pairs:
+                    return self._root(pairs[node.id], pairs, keyed, unit, depth + 1)
+        return "the data"
+
+    def _object_lists(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``broadcast_object_list(xs)`` where ``xs`` is a literal list of ``k`` elements on some ranks and a list
+        of another (or unknown) length on others: torch broadcasts the pickled sizes as a tensor of
+        ``len(xs)`` elements, so the lengths must agree."""
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        walker = _Walker(self.an, unit, taint, self.an._class_of(key), key)
+        assigned: dict[str, list[ast.expr]] = {}
+        for names, value, index in _assignments(nodes):
+            for name in names if index is None else ():
+                arms = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                assigned.setdefault(name, []).extend(arms)
+        for node in nodes:
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)):
+                continue
+            full = self.an._collective(node.func, unit) if _dotted(node.func) else None
+            name = node.args[0].id
+            if full != "torch.distributed.broadcast_object_list" or name not in taint:
+                continue
+            values = assigned.get(name, [])
+            literal = [v for v in values if isinstance(v, (ast.List, ast.Tuple))]
+            lengths = {id(v): walker._length(v, 0) for v in values}
+            fixed = {
+                v: length[0].get((), 0)
+                for v in values
+                if isinstance(length := lengths[id(v)], tuple) and all(k == () for k in length[0])
+            }
+            if not literal or not any(v in fixed for v in literal):
+                continue
+            first = next(v for v in literal if v in fixed)
+            other = next((v for v in values if v not in fixed or fixed[v] != fixed[first]), None)
+            if other is None or (other not in fixed and isinstance(other, (ast.List, ast.Tuple))):
+                continue
+            size = f"{fixed[other]} elements" if other in fixed else "a length lint cannot see"
+            why = (
+                f"`{name}` holds {fixed[first]} element{'s' if fixed[first] != 1 else ''} on some ranks "
+                f"(`{unit.text(first)}`, line {first.lineno + unit.offset}) and {size} on others "
+                f"(`{unit.text(other)}`, line {other.lineno + unit.offset}); broadcast_object_list sends the "
+                f"pickled sizes as a tensor of len({name}) elements, so the ranks' tensors differ: it fails, hangs "
+                "or pairs the wrong objects"
+            )
+            fix = (
+                "give every rank a list of the same length: wrap the value in one element "
+                f"(`[value] if rank == src else [None]`, then take {name}[0])"
+            )
+            self._add(node, "size-mismatch", f"len({name})", why, fix, unit)
+
+    def _check(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        self._object_lists(key, nodes, unit)
+        keyed = self.keyed.get(key, {})
+        pairs = _assignments(nodes)
+        sized = _closure(pairs, set(), lambda value, _, names: self._sized(value, names, keyed))
+        if not sized and not keyed:
+            return
+        values = {n: v for names, v, i in pairs if i is None for n in names if n in sized}
+        self_class = self.an._class_of(key)
+        for node in nodes:
+            if isinstance(node, (ast.For, ast.AsyncFor)) and self._sized(node.iter, sized, keyed):
+                origin = self._root(node.iter, values, keyed, unit)
+                for call in (n for n in _own_nodes(node.body) if isinstance(n, ast.Call)):
+                    found = self.an.classify(call, unit, self_class, key)
+                    if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+                        self._count(call, found, unit, node.iter, origin)
+            if not isinstance(node, ast.Call):
+                continue
+            name = _terminal(node.func)
+            full = self.an._collective(node.func, unit) if _dotted(node.func) else None
+            if full and full.startswith("torch.distributed.") and name in _SIZED_COLLECTIVES:
+                args = [*node.args, *(k.value for k in node.keywords if k.arg in ("tensor", "input", "output"))]
+                arg = next((a for a in args if self._sized(a, sized, keyed)), None)
+                if arg is not None:
+                    self._size(node, arg, unit, self._root(arg, values, keyed, unit))
+            elif name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
+                entry = self.an._framework(node, unit, self_class, key)
+                if entry is not None and entry.name == name and self._sized(node.args[0], sized, keyed):
+                    origin = self._root(node.args[0], values, keyed, unit)
+                    found = _Call("coll", _dotted(node.func) or name, name, f"{entry.framework}: {entry.issues}")
+                    self._count(node, found, unit, node.args[0], origin, per_key=True)
+
+    def _size(self, call: ast.Call, arg: ast.expr, unit: _Unit, origin: str) -> None:
+        text = unit.text(arg)
+        why = (
+            f"the size of `{text}` comes from {origin}, so ranks whose data differ hand this "
+            f"{_terminal(call.func)} tensors of different sizes: it fails, hangs until the timeout, or returns "
+            "values that were not reduced"
+        )
+        if "keys of" in origin:
+            fix = (
+                "agree on the keys first: all_gather_object every rank's key set and stack the sorted union, with a "
+                "zero for a key a rank lacks (or always fill every key)"
+            )
+        else:
+            fix = "give the tensor a size every rank knows in advance (torch.bincount(..., minlength=num_classes), padding)"
+        self._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
+
+    def _count(self, call: ast.Call, found: _Call, unit: _Unit, source: ast.expr, origin: str, per_key: bool = False) -> None:
+        text = unit.text(source)
+        what = found.note or found.display
+        how = "makes one reduction per key of" if per_key else "runs once per item of"
+        why = (
+            f"this call ({what}) {how} `{text}`, whose size comes from {origin}: ranks whose data differ make "
+            "different numbers of collectives, and the extra ones wait until the timeout or pair with another call"
+        )
+        fix = (
+            "use the same keys on every rank (fill a missing key with a zero and count it separately), or agree on "
+            "the keys first with all_gather_object"
+        )
+        self._add(call, "data-dependent-count", f"size of {text}", why, fix, unit, _dotted(call.func) or found.display)
+
+    def _add(self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None) -> None:
+        if id(call) in self.an.found:
+            return
+        finding = Finding(
+            path=self.an.path,
+            line=call.lineno + unit.offset,
+            col=call.col_offset + unit.indent + 1,
+            collective=name or _dotted(call.func) or unit.text(call.func),
+            condition=cond,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+        )
+        self.an.found[id(call)] = (kind, finding)
+
+
+def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
+    """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``)."""
+    names: set[str] = set()
+    for node in _own_nodes(stmts):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    names.add(target.value.id)
+        elif isinstance(node, ast.Delete):
+            names.update(t.value.id for t in node.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("update", "setdefault", "pop")
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return names
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
