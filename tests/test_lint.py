@@ -1032,7 +1032,9 @@ def test_a_callback_collective_every_rank_reaches_is_quiet() -> None:
 
 
 def test_a_method_of_an_object_of_a_class_of_the_file_is_followed() -> None:
-    source = MONITOR.format(early="").replace("    return monitor.aggregate()", "    if rank == 0:\n        monitor.aggregate()")
+    source = MONITOR.format(early="").replace(
+        "    return monitor.aggregate()", "    if rank == 0:\n        monitor.aggregate()"
+    )
     [finding] = lint_source(source)
     assert (finding.line, finding.kind) == (26, "hidden-collective")
     assert finding.collective == "monitor.aggregate -> self._gather -> dist.all_gather_object"

@@ -584,9 +584,16 @@ _ENDLESS = frozenset({"cycle", "count"})
 #: Calls that seed a process's global random state, and draws from it.
 _GLOBAL_SEEDS = frozenset(
     {
-        "torch.manual_seed", "torch.random.manual_seed", "random.seed", "numpy.random.seed", "np.random.seed",
-        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
-        "transformers.set_seed", "accelerate.utils.set_seed",
+        "torch.manual_seed",
+        "torch.random.manual_seed",
+        "random.seed",
+        "numpy.random.seed",
+        "np.random.seed",
+        "lightning.seed_everything",
+        "lightning.pytorch.seed_everything",
+        "pytorch_lightning.seed_everything",
+        "transformers.set_seed",
+        "accelerate.utils.set_seed",
     }
 )
 _TORCH_DRAWS = frozenset({"randperm", "randint", "rand", "randn", "multinomial", "normal", "bernoulli", "poisson"})
@@ -1278,7 +1285,9 @@ def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, i
 
 
 def _changed_names(
-    stmts: Iterable[ast.AST], modules: frozenset[str] = frozenset(), skip: set[int] = frozenset()  # type: ignore[assignment]
+    stmts: Iterable[ast.AST],
+    modules: frozenset[str] = frozenset(),
+    skip: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> set[str]:
     """Names a block assigns, augments or changes in place (``x = ...``, ``x += 1``, ``x.append(...)``,
     ``x[k] = v``), not descending into nested functions; ``modules`` (imported names: ``os.remove(p)``
@@ -1305,8 +1314,7 @@ def _containers(nodes: Iterable[ast.AST]) -> set[str]:
     return {
         name
         for names, value, _ in _assignments(nodes)
-        if isinstance(value, _CONTAINERS)
-        or (isinstance(value, ast.Call) and _terminal(value.func) in _CONTAINER_CALLS)
+        if isinstance(value, _CONTAINERS) or (isinstance(value, ast.Call) and _terminal(value.func) in _CONTAINER_CALLS)
         for name in names
     }
 
@@ -1873,7 +1881,9 @@ class _Analysis:
             origin = {p: p for p in params}
             for _ in range(3):
                 for names, value, _ in _assignments(nodes):
-                    source = next((origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None)
+                    source = next(
+                        (origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None
+                    )
                     for name in names:
                         if source is not None:
                             origin.setdefault(name, source)
@@ -2002,7 +2012,11 @@ class _Analysis:
         file (``monitor = LayerMonitor(...)``; ``monitor.gather()``), or a function of the file handed over as an
         argument and called through the parameter or the ``self.`` attribute that keeps it
         (``LayerMonitor(gather_fn=all_gather_objects)``; ``self._gather_fn(...)``)."""
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in ("self", "cls"):
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id not in ("self", "cls")
+        ):
             built = self._constructed(func.value.id, scope, self_class)
             if built is not None and built.local is not None:
                 for cls in self._ancestors(built.local):
@@ -2505,9 +2519,11 @@ class _Analysis:
                 for part in ("body", "orelse", "finalbody", "handlers"):
                     block = getattr(stmt, part, None)
                     if isinstance(block, list):
-                        visit([b for b in block if isinstance(b, ast.stmt)] or [
-                            x for h in block if isinstance(h, ast.ExceptHandler) for x in h.body
-                        ], inner)
+                        visit(
+                            [b for b in block if isinstance(b, ast.stmt)]
+                            or [x for h in block if isinstance(h, ast.ExceptHandler) for x in h.body],
+                            inner,
+                        )
 
         visit(func.node.body, False)
         return out
@@ -3649,17 +3665,65 @@ _VALUE_SIZED = frozenset({"bincount", "unique", "unique_consecutive", "nonzero",
 #: Calls and methods whose result has as many elements as their (first) argument or receiver.
 _SIZE_KEEPING = frozenset(
     {
-        "sorted", "list", "tuple", "set", "reversed", "enumerate", "iter", "dict", "keys", "values", "items",
-        "stack", "cat", "concat", "concatenate", "hstack", "vstack", "tensor", "as_tensor", "Tensor", "FloatTensor",
-        "LongTensor", "array", "asarray", "float", "long", "int", "double", "half", "bool", "to", "cuda", "cpu",
-        "clone", "detach", "contiguous", "flatten", "tolist", "numpy", "copy", "type", "abs", "neg", "sqrt",
+        "sorted",
+        "list",
+        "tuple",
+        "set",
+        "reversed",
+        "enumerate",
+        "iter",
+        "dict",
+        "keys",
+        "values",
+        "items",
+        "stack",
+        "cat",
+        "concat",
+        "concatenate",
+        "hstack",
+        "vstack",
+        "tensor",
+        "as_tensor",
+        "Tensor",
+        "FloatTensor",
+        "LongTensor",
+        "array",
+        "asarray",
+        "float",
+        "long",
+        "int",
+        "double",
+        "half",
+        "bool",
+        "to",
+        "cuda",
+        "cpu",
+        "clone",
+        "detach",
+        "contiguous",
+        "flatten",
+        "tolist",
+        "numpy",
+        "copy",
+        "type",
+        "abs",
+        "neg",
+        "sqrt",
     }
 )
 #: torch.distributed collectives whose tensors must have the same size on every rank.
 _SIZED_COLLECTIVES = frozenset(
     {
-        "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-        "reduce_scatter_tensor", "all_to_all_single", "_all_gather_base", "_reduce_scatter_base",
+        "all_reduce",
+        "reduce",
+        "broadcast",
+        "all_gather",
+        "all_gather_into_tensor",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all_single",
+        "_all_gather_base",
+        "_reduce_scatter_base",
     }
 )
 #: Framework calls that make one collective per key of a dict argument: (name, keyword that switches it on).
@@ -3789,7 +3853,9 @@ class _Sizes:
             return any(isinstance(e, ast.Starred) and self._sized(e.value, sized, keyed) for e in expr.elts)
         return False
 
-    def _root(self, expr: ast.AST, pairs: dict[str, ast.expr], keyed: dict[str, str], unit: _Unit, depth: int = 0) -> str:
+    def _root(
+        self, expr: ast.AST, pairs: dict[str, ast.expr], keyed: dict[str, str], unit: _Unit, depth: int = 0
+    ) -> str:
         """Where the size of ``expr`` comes from, in words."""
         for node in ast.walk(expr):
             if isinstance(node, ast.Name) and node.id in keyed:
@@ -3899,7 +3965,9 @@ class _Sizes:
             fix = "give the tensor a size every rank knows in advance (torch.bincount(..., minlength=num_classes), padding)"
         self._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
 
-    def _count(self, call: ast.Call, found: _Call, unit: _Unit, source: ast.expr, origin: str, per_key: bool = False) -> None:
+    def _count(
+        self, call: ast.Call, found: _Call, unit: _Unit, source: ast.expr, origin: str, per_key: bool = False
+    ) -> None:
         text = unit.text(source)
         what = found.note or found.display
         how = "makes one reduction per key of" if per_key else "runs once per item of"
@@ -3913,7 +3981,9 @@ class _Sizes:
         )
         self._add(call, "data-dependent-count", f"size of {text}", why, fix, unit, _dotted(call.func) or found.display)
 
-    def _add(self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None) -> None:
+    def _add(
+        self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None
+    ) -> None:
         if id(call) in self.an.found:
             return
         finding = Finding(
@@ -3939,7 +4009,9 @@ def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
                 if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                     names.add(target.value.id)
         elif isinstance(node, ast.Delete):
-            names.update(t.value.id for t in node.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+            names.update(
+                t.value.id for t in node.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            )
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
