@@ -653,3 +653,20 @@ def test_the_dump_of_a_rank_gloo_aborted_shows_only_the_learners_frames_innermos
         "object_lists_of_rank_dependent_length"
     ), shown
     assert "frames of torch, barrierlab and the standard library left out" in shown
+
+
+def rank0_raises_before_the_barrier():
+    if dist.get_rank() == 0:
+        raise ValueError("corrupt shard")
+    dist.barrier()
+
+
+def test_peers_that_failed_at_once_are_not_said_to_have_waited():
+    """Rank 0 raises and its process ends: on gloo the others' barrier fails at once ("Connection closed by
+    peer"); the headline says so, and says the others waited only when they did (rank 0 lingering, alive)."""
+    run = bl.run(rank0_raises_before_the_barrier, 3, timeout=3)
+    assert run.statuses == ["raised"] * 3
+    headline = run.diagnosis.headline
+    assert "rank 0 failed by itself" in headline and "failed there when its connection closed" in headline, headline
+    lingering = bl.run(rank0_raises_before_the_barrier, 3, timeout=1, deadline=6, linger=True)
+    assert "so the others waited for it in barrier #1" in lingering.diagnosis.headline, lingering.diagnosis.headline

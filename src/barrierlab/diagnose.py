@@ -882,13 +882,23 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     if not crashed:
         return None
     event = f.at_k[min(f.at_k)]
-    return _rank_failed(
-        f.run,
-        crashed,
-        f"so the others waited for {'them' if len(crashed) > 1 else 'it'} in {event.name} #{f.first_diff}",
-        _arrival_evidence(f),
-        _site(event),
-    )
+    it, its = ("them", "their") if len(crashed) > 1 else ("it", "its")
+    if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
+        then = f"so the others were in {event.name} #{f.first_diff} and failed there when {its} connection closed"
+    else:
+        then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
+    return _rank_failed(f.run, crashed, then, _arrival_evidence(f), _site(event))
+
+
+def _peers_failed_when_connections_closed(f: Facts) -> bool:
+    """Every rank that reached call #k failed in it with a closed connection ("peer gone")."""
+    for rank, event in f.at_k.items():
+        result = f.run[rank]
+        text = event.error or (result.error_message if result.status == RAISED else "")
+        known = explain_error(text) if text else None
+        if known is None or known[0] != "peer gone":
+            return False
+    return bool(f.at_k)
 
 
 def _arrival_evidence(f: Facts) -> list[str]:
