@@ -371,7 +371,9 @@ WRONG = [
     (only_rank0_writes_everything, "skipped, not ordered"),
     (store_key_for_the_read_only, "nothing orders them"),
     (one_writer_with_all_gather, "lines all ranks up"),
-    (polling_the_file, "nothing orders them"),
+    # a line can be lost (rank 0's header written over another's line, at offset 0): rank 0 then polls until the
+    # deadline (seen in CI at load 5-10), another way the answer fails
+    (polling_the_file, "nothing orders them|stopped at deadline"),
     (one_writer_with_isend_never_waited, "skipped, not ordered"),
 ]
 RIGHT = [
