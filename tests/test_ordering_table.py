@@ -60,6 +60,12 @@ def test_the_nccl_view_keeps_the_barrier_and_loses_the_all_reduce():
     assert "all_reduce" in str(view) and "none" in str(view)
 
 
+def test_the_nccl_view_table_says_it_counts_only_the_calls_the_code_made():
+    run = bl.run(straggler_all_reduce.scenario, 2, kwargs={"steps": 1, "delay": 0.1})
+    header = str(ordering_table.nccl_view(run)).splitlines()[0]
+    assert header == "calls your code made that wait for other ranks (DDP's own all_reduces are not counted)"
+
+
 def test_a_waited_barrier_names_every_other_rank():
     run = bl.run(straggler_all_reduce.scenario, 2, kwargs={"steps": 1, "delay": 0.1, "extra_barrier": True})
     barrier = next(w for w in ordering_table.waits(run) if w.rank == 0 and w.event.name == "barrier")

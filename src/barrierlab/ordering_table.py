@@ -123,7 +123,10 @@ class NcclView:
         )
 
     def __str__(self) -> str:
-        lines = ["calls that wait for other ranks   on gloo (this run)   still on NCCL (model)"]
+        lines = [
+            "calls your code made that wait for other ranks (DDP's own all_reduces are not counted)",
+            f"  {'call':<30} {'on gloo (this run)':>18}   {'still on NCCL (model)':>21}",
+        ]
         for name, (n, kept) in self.by_call().items():
             lines.append(f"  {name:<30} {n:>18}   {kept:>21}")
         if not self.gloo:
