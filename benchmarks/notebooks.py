@@ -84,8 +84,10 @@ class AffinityWatch:
 
 def run_one(source: Path, workdir: Path) -> tuple[float, int, str, AffinityWatch]:
     """Execute a copy of ``source``; return (seconds, peak PSS bytes, error or "", affinity seen)."""
-    copy = workdir / source.name
-    shutil.copy2(source, copy)
+    folder = workdir / source.parent.name  # the whole folder: 04 lints 03, 08 runs capstone/train.py
+    if not folder.exists():
+        shutil.copytree(source.parent, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    copy = folder / source.name
     watch = AffinityWatch()
     watch.start(os.getpid())  # the kernel is our child; the warm process and the ranks are its descendants
     started = time.monotonic()

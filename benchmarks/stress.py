@@ -12,8 +12,8 @@ Each run draws one kind (deadlock, exception, os._exit, SIGKILL, detached grandc
   reported starting (the renamed daemons included), still running 1 s after the last run;
 - temp dirs left: this process's run folders; run cgroups left: this process's (where they are made);
 - worst overshoot: the largest (time the call took - the run's deadline), over every run; and the same counted
-  from the launch of the ranks, as the deadline is (a call after a rank killed the warm process first waits
-  for a new one to import torch: seconds on a loaded machine, before the deadline starts);
+  from the start of the ranks, as the deadline is (a call after a rank killed the warm process first waits
+  for a new one to import torch and the modules it preloads: seconds, before the deadline starts);
 - kernel memory growth: this process's RSS after the last run minus after the warm-up runs.
 
 Targets: 0, 0, <= 1 s, <= 100 MB.
@@ -251,14 +251,14 @@ def main() -> None:
     rss_start = me.memory_info().rss
     counts, interrupted, worst, worst_kind = Counter(), 0, -1e9, ""
     worst_launched, worst_launched_kind = -1e9, ""
-    launched = []  # when each call's ranks were launched (the deadline counts from there)
-    original_launch = launch._launch
+    launched = []  # when each call's ranks were started (the warm process answered: the deadline counts from there)
+    original_start = launch._RunningGroup.start
 
-    def timed_launch(*args, **kwargs):
+    def timed_start(group):
+        original_start(group)
         launched.append(time.monotonic())
-        return original_launch(*args, **kwargs)
 
-    launch._launch = timed_launch
+    launch._RunningGroup.start = timed_start
     rank_pids: set[int] = set()
     grandchildren: set[int] = set()
     started_all = time.monotonic()
@@ -321,7 +321,7 @@ def main() -> None:
     made = "made" if _contain.run_cgroups_available() else f"not made: {_contain.cgroup_unavailable}"
     print(f"run cgroups left: {len(cgroups)} (run cgroups {made})" + "".join(f"\n  {c}" for c in cgroups))
     print(
-        f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind}); counted from the launch of the ranks, "
+        f"worst overshoot of the deadline: {worst:+.2f} s ({worst_kind}); counted from the start of the ranks, "
         f"as the deadline is: {worst_launched:+.2f} s ({worst_launched_kind})"
     )
     print(
