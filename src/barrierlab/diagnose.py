@@ -884,7 +884,7 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     event = f.at_k[min(f.at_k)]
     it, its = ("them", "their") if len(crashed) > 1 else ("it", "its")
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
-        then = f"so the others were in {event.name} #{f.first_diff} and failed there when {its} connection closed"
+        then = f"so the others were in {event.name} #{f.first_diff} and failed there as connections closed, {its} first"
     else:
         then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
     return _rank_failed(f.run, crashed, then, _arrival_evidence(f), _site(event))
