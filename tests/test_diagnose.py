@@ -670,3 +670,24 @@ def test_peers_that_failed_at_once_are_not_said_to_have_waited():
     assert "rank 0 failed by itself" in headline and "failed there as connections closed, its first" in headline, headline
     lingering = bl.run(rank0_raises_before_the_barrier, 3, timeout=1, deadline=6, linger=True)
     assert "so the others waited for it in barrier #1" in lingering.diagnosis.headline, lingering.diagnosis.headline
+
+
+def gather_list_on_every_rank():
+    """Modelled on tests/realworld/round7/buggy_gather_list_on_every_rank.py (pytorch/pytorch PR #161467):
+    every rank passes a receive list, so torch refuses the call on the ranks that are not ``dst`` before they
+    send anything, while ``dst`` waits in the gather."""
+    dist.all_reduce(torch.ones(1))
+    out = torch.full((2,), float(dist.get_rank()))
+    dist.gather(out, [torch.empty(2) for _ in range(dist.get_world_size())], dst=0)
+
+
+def test_a_rank_whose_call_torch_refused_is_named_with_its_error_and_line():
+    """Both ranks' records show the same two calls, so no position differs; only torch's flight record (no
+    entry on the refusing rank) and the exception tell them apart. Before this rule: "could not be explained"."""
+    run = bl.run(gather_list_on_every_rank, 2, timeout=5, deadline=20)
+    assert run.statuses == ["raised", "raised"], run.statuses
+    headline = run.diagnosis.headline
+    assert headline.startswith("rank 1 failed by itself"), headline
+    assert "inside its gather #2, before sending anything" in headline, headline
+    assert "must NOT be specified on non-destination ranks" in headline, headline
+    assert "test_diagnose.py:" in headline and "so rank 0 " in headline, headline

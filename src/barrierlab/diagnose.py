@@ -874,6 +874,42 @@ def _torch_advice(who: str, split: _Split | None = None) -> str:
     return base + RULES
 
 
+def rule_refused_in_call(f: Facts) -> Diagnosis | None:
+    """Every rank entered call #k, but some raised inside it before communicating (torch refused its
+    arguments: its flight record has no entry at that position), while the others were in it. The
+    records of calls agree, so only the flight record and the exception tell the ranks apart."""
+    split = f.split
+    if f.first_diff or split is None or split.from_torch or not split.absent or not split.at:
+        return None
+    refused = {}
+    for rank in split.absent:
+        result, calls = f.run[rank], f.calls.get(rank) or []
+        if not (result.status == RAISED and failed_by_itself(result) and calls and calls[-1].error):
+            return None
+        if calls[-1].error.splitlines()[0] != (result.error_message or "").splitlines()[0]:
+            return None  # it raised after that call, not inside it
+        refused[rank] = calls[-1]
+    event = next(iter(refused.values()))
+    if any(
+        e.name != event.name or len(f.calls.get(r) or []) != len(f.calls[split.absent[0]]) for r, e in refused.items()
+    ):
+        return None
+    others = sorted(split.at)
+    k = len(f.calls[split.absent[0]])
+    message = _clip(f.run[split.absent[0]].error_message.splitlines()[0], 200).rstrip(".")
+    if _peers_failed_when_connections_closed(f, {r: f.calls[r][-1] for r in others if f.calls.get(r)}):
+        then = f"so {rank_list(others)} {'were' if len(others) > 1 else 'was'} in {event.name} #{k} and failed there as connections closed"
+    else:
+        then = f"so {rank_list(others)} waited in {event.name} #{k}"
+    return _rank_failed(
+        f.run,
+        sorted(refused),
+        f"inside its {event.name} #{k}, before sending anything: {message}; {then}",
+        _failure_evidence(f),
+        _site(event),
+    )
+
+
 def rule_rank_failed(f: Facts) -> Diagnosis | None:
     """Some ranks never reached call #k because they failed by themselves (raised, exited, were killed)."""
     if not f.first_diff or f.mispaired:
@@ -890,15 +926,17 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     return _rank_failed(f.run, crashed, then, _arrival_evidence(f), _site(event))
 
 
-def _peers_failed_when_connections_closed(f: Facts) -> bool:
-    """Every rank that reached call #k failed in it with a closed connection ("peer gone")."""
-    for rank, event in f.at_k.items():
+def _peers_failed_when_connections_closed(f: Facts, at: dict[int, Event] | None = None) -> bool:
+    """Every rank that reached call #k (or the given call of each rank) failed in it with a closed
+    connection ("peer gone")."""
+    at = f.at_k if at is None else at
+    for rank, event in at.items():
         result = f.run[rank]
         text = event.error or (result.error_message if result.status == RAISED else "")
         known = explain_error(text) if text else None
         if known is None or known[0] != "peer gone":
             return False
-    return bool(f.at_k)
+    return bool(at)
 
 
 def _arrival_evidence(f: Facts) -> list[str]:
@@ -1492,6 +1530,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_paired_by_position,
     rule_mismatched_collectives,
     rule_p2p_cycle,
+    rule_refused_in_call,
     rule_rank_failed,
     rule_still_running,
     rule_silent_mispairing,
