@@ -6,7 +6,7 @@ browser.  ``straggler_explorer(...)`` wraps it in ipywidgets controls.  Every re
 deadline (the launcher kills what is left), and controls update only on release (``continuous_update=False``).
 
 Interactive speed (issue 14): a redraw is the run plus the drawing, so both are kept short.  The defaults
-simulate 3 steps of 10 ms (``DEFAULT_BASE_COMPUTE``) with a 100 ms straggler (a run of about 0.33 s): 100 ms is more than 10x the
+simulate 3 steps of 10 ms (``DEFAULT_BASE_COMPUTE``) with an 80 ms straggler (``DEFAULT_DELAY``, a run of about 0.27 s): 80 ms is more than 10x the
 95th-percentile step jitter measured on one CPU (``benchmarks/explorer.py``), so the timeline still shows
 the straggler and not the scheduler.  The figure has a fixed layout (no constrained-layout pass), is drawn
 into the same Figure on every redraw and saved as a PNG at 80 dpi; ``benchmarks/explorer.py`` prints the
