@@ -667,7 +667,9 @@ def test_peers_that_failed_at_once_are_not_said_to_have_waited():
     run = bl.run(rank0_raises_before_the_barrier, 3, timeout=3)
     assert run.statuses == ["raised"] * 3
     headline = run.diagnosis.headline
-    assert "rank 0 failed by itself" in headline and "failed there as connections closed, its first" in headline, headline
+    assert "rank 0 failed by itself" in headline and "failed there as connections closed, its first" in headline, (
+        headline
+    )
     lingering = bl.run(rank0_raises_before_the_barrier, 3, timeout=1, deadline=6, linger=True)
     assert "so the others waited for it in barrier #1" in lingering.diagnosis.headline, lingering.diagnosis.headline
 
