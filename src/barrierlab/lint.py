@@ -1427,6 +1427,50 @@ def _linear(node: ast.AST) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AS
     return None if poly is None else (poly, atoms)
 
 
+_NPROC_TEXT = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)\b")
+_WORLD_NAMES = frozenset({"world_size", "nprocs", "nproc_per_node", "num_processes"})
+
+
+def _world_size(units: Sequence[_Unit]) -> int | None:
+    """The world size the file states, if it states exactly one: a module constant ``WORLD_SIZE = 2``/
+    ``world_size = 2``, a literal ``nprocs=``/``world_size=``/``nproc_per_node=`` keyword
+    (``mp.spawn(..., nprocs=2)``), or ``--nproc-per-node 2`` in its text (a torchrun line in a docstring)."""
+    sizes: set[int] = set()
+    for unit in units:
+        for node in unit.tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id.lower() in _WORLD_NAMES and _const_ints(node.value):
+                    sizes.update(_const_ints(node.value) or ())
+        for node in ast.walk(unit.tree):
+            if isinstance(node, ast.keyword) and node.arg in _WORLD_NAMES and _const_ints(node.value):
+                sizes.update(_const_ints(node.value) or ())
+        sizes.update(int(m) for m in _NPROC_TEXT.findall(unit.source))
+    sizes.discard(0)
+    return sizes.pop() if len(sizes) == 1 and min(sizes) > 0 else None
+
+
+def _sized_of(node: ast.AST) -> ast.expr | None:
+    """``x`` of ``len(x)``, ``x.shape[0]`` and ``x.size(0)``: the length of its first dimension."""
+    if isinstance(node, ast.Call) and _terminal(node.func) == "len" and len(node.args) == 1 and not node.keywords:
+        return node.args[0]
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "shape"
+        and _const_ints(node.slice) == (0,)
+    ):
+        return node.value.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "size"
+        and len(node.args) == 1
+        and _const_ints(node.args[0]) == (0,)
+    ):
+        return node.func.value
+    return None
+
+
 def _const_ints(node: ast.AST) -> tuple[int, ...] | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return (node.value,)
@@ -1523,6 +1567,7 @@ class _Analysis:
         self.kept: dict[tuple[str, str], str] = {}
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
+        self.world_size = _world_size(units)
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
             self.frameworks.setdefault(entry.name, []).append(entry)
@@ -2795,13 +2840,48 @@ class _Walker:
         """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
         branch together: decided by running the enclosing function on sample world sizes (see _Ranks)."""
         call = site.node
-        if site.callee is not None or self.scope not in self.an.table:
+        if self.scope not in self.an.table:
             return False
         group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if site.callee is not None:
+            group = self._helper_group(call)
         if group is None:
             return False
         func = self.an.table[self.scope]
         return _Ranks(self.an, func).agrees(test, group)
+
+    def _helper_group(self, call: ast.Call) -> ast.expr | None:
+        """For a call of a function of the file whose every collective runs on ``group=<one of its
+        parameters>`` (vLLM's ``tensor_model_parallel_gather(x, tp_group)``), the argument this call hands to
+        that parameter: the group the helper's collectives use."""
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        helper = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if helper is None:
+            return None
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        used: set[str] = set()
+        for node in _own_nodes(helper.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            inner = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+            if inner is None:
+                continue
+            if inner.kind != "coll":
+                if inner.target in self.an.reach:
+                    return None  # reaches collectives through another function: not followed
+                continue
+            group = next((k.value for k in node.keywords if k.arg == "group"), None)
+            if not (isinstance(group, ast.Name) and group.id in params[skip:]):
+                return None
+            used.add(group.id)
+        if len(used) != 1:
+            return None
+        [param] = used
+        index = params[skip:].index(param)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+        return next((k.value for k in call.keywords if k.arg == param), None)
 
     # -- statements
 
@@ -3109,10 +3189,14 @@ class _Walker:
                 inner = self._poly(value, depth + 1)
                 if inner is not None:
                     return inner
-        if isinstance(node, ast.Call) and _terminal(node.func) == "len" and len(node.args) == 1:
-            length = self._length(node.args[0], depth + 1)
+        sized = _sized_of(node)
+        if sized is not None:
+            length = self._length(sized, depth + 1)
             if isinstance(length, tuple):
                 return length
+            if length == "uniform":  # the same on every rank, value unknown: an opaque rank-free atom
+                text = ast.unparse(node)
+                return {(text,): 1}, {text: ast.Constant(0)}
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             left, right = self._poly(node.left, depth + 1), self._poly(node.right, depth + 1)
             if left is None or right is None:
@@ -3192,7 +3276,13 @@ class _Walker:
     def _slice_length(self, seq: ast.expr, cut: ast.Slice, depth: int) -> Any:
         """``seq[r::w]`` or ``seq[r:n:w]`` with ``r`` a rank, when ``n`` (or ``len(seq)``) is a multiple of
         ``w``: every rank gets ``n / w`` items. ``seq[:]`` has ``seq``'s length. Anything else is unknown
-        (``data[rank * n:(rank + 1) * n]`` is short on the last rank unless ``data`` is long enough)."""
+        (``data[rank * n:(rank + 1) * n]`` is short on the last rank unless ``data`` is long enough).
+
+        A constant length ``n`` is decided against the world size when the file states one (``WORLD_SIZE = 2``,
+        ``nprocs=2``, ``--nproc-per-node 2``: see :meth:`_Analysis._world_size`): ``n % w`` decides. Without
+        one, an odd ``n`` is uneven on every even world size (reported), an even one cannot be decided (quiet).
+        A ``seq`` whose length lint cannot see (data returned by a function, a file listing) is quiet too:
+        lint does not guess; the run shows an uneven split as the rank that waits in its extra step."""
         if cut.lower is None and cut.upper is None and cut.step is None:
             return self._length(seq, depth + 1)
         if cut.step is None or cut.lower is None:
@@ -3204,6 +3294,13 @@ class _Walker:
         if coeff != 1 or len(factor) != 1 or self.an.mentions_rank(step[1][factor[0]], self.taint, self.laundered):
             return None
         total = self._poly(cut.upper, depth + 1) if cut.upper is not None else self._length(seq, depth + 1)
+        if total is None and cut.upper is None and self._world_step(step[1][factor[0]]):
+            return "uniform"  # a length lint cannot see: it cannot tell, so it stays quiet
+        if isinstance(total, tuple) and set(total[0]) <= {()} and self._world_step(step[1][factor[0]]):
+            n, world = total[0].get((), 0), self.an.world_size
+            if world is not None:
+                return ({(): n // world}, {}) if n % world == 0 else None
+            return None if n % 2 else "uniform"
         if not isinstance(total, tuple) or not all(factor[0] in key for key in total[0]):
             return None
         per_rank: dict[tuple[str, ...], int] = {}
@@ -3212,6 +3309,22 @@ class _Walker:
             rest.remove(factor[0])
             per_rank[tuple(rest)] = c
         return per_rank, total[1]
+
+    def _world_step(self, node: ast.AST) -> bool:
+        """Whether a slice step is the world size: ``get_world_size()`` (of the default group), or a name
+        assigned from it or called ``world``/``world_size``/``num_replicas``/``num_processes``."""
+        for _ in range(_MAX_DEPTH):
+            if isinstance(node, ast.Call):
+                return _terminal(node.func) == "get_world_size" and not node.args and not node.keywords
+            if not isinstance(node, ast.Name):
+                return False
+            if node.id in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
+                return True
+            value = self._value(node.id)
+            if value is None:
+                return False
+            node = value
+        return False
 
     def _negate(self, test: ast.expr | None, text: str) -> str:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -4063,6 +4176,30 @@ class _Ranks:
         """Whether, in every sample world the code allows, the ranks that take the branch of ``test`` are
         exactly the members of ``group`` (as seen by each of them). A world the code cannot run in (a device
         mesh of fixed shape 2 x 2 in a world of 8) is skipped; at least one must remain."""
+        if self._agrees(test, group, self.func):
+            return True
+        # The group may be a parameter (``decode_step(token, tp_group)``): run each function of the file that
+        # calls this one instead, with the values it hands over; every caller must agree.
+        callers = self._callers()
+        return bool(callers) and all(self._agrees(test, group, caller) for caller in callers)
+
+    def _callers(self) -> list[_Func]:
+        out = []
+        for func in self.an.funcs:
+            if func.key == self.func.key or func.unit is not self.func.unit:
+                continue
+            for node in _own_nodes(func.node.body):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and self.an._callee(node.func, None, func.unit) == self.func.key
+                ):
+                    out.append(func)
+                    break
+        return out[:4] if len(out) <= 4 else []
+
+    def _agrees(self, test: ast.expr, group: ast.expr, entry: _Func) -> bool:
+        self.entry = entry
         free: list[str] = []
         self.rank, self.values = 0, {}
         self._seen = free
@@ -4112,11 +4249,11 @@ class _Ranks:
         self.found: tuple[Any, Any] | None = None
         self.globals: dict[str, Any] = {}  # module names assigned by functions that declare them global
         env: dict[str, Any] = {}
-        for arg in self.func.node.args.args:
+        for arg in self.entry.node.args.args:
             if arg.arg not in ("self", "cls"):
                 env[arg.arg] = self._free(arg.arg)
         try:
-            self._exec(self.func.node.body, env, 0)
+            self._exec(self.entry.node.body, env, 0)
         except (_Stop, _Return, RecursionError):
             pass
         if self.found is None:
@@ -4146,7 +4283,7 @@ class _Ranks:
             if self.steps > self._STEPS:
                 raise _Stop
             if isinstance(stmt, ast.If):
-                if depth == 0 and stmt.test is self.target[0]:
+                if stmt.test is self.target[0]:  # in the function that holds it, whichever called it
                     self.found = (self._eval(stmt.test, env, depth), self._eval(self.target[1], env, depth))
                     raise _Stop
                 taken = self._eval(stmt.test, env, depth)
