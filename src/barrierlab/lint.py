@@ -1449,6 +1449,33 @@ def _world_size(units: Sequence[_Unit]) -> int | None:
     return sizes.pop() if len(sizes) == 1 and min(sizes) > 0 else None
 
 
+#: Exceptions that every rank meets alike (the same installation, the same code): a handler for them is
+#: not a rank's own path.
+_ENVIRONMENT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "NotImplementedError", "SyntaxError"})
+
+
+def _environment_error(kind: ast.expr | None) -> bool:
+    """Whether an ``except`` clause catches only errors that every rank raises alike (``ImportError``)."""
+    if kind is None:
+        return False
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return all(_terminal(k) in _ENVIRONMENT_ERRORS for k in kinds)
+
+
+def _handler_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names an ``except`` handler assigns (and its ``as e``): they hold what happened on this rank only
+    (``run_failed = True``), so a later test of them differs between ranks unless they are agreed on."""
+    names: set[str] = set()
+    for handler in nodes:
+        if not isinstance(handler, ast.ExceptHandler) or _environment_error(handler.type):
+            continue
+        if handler.name:
+            names.add(handler.name)
+        for names_, _, _ in _assignments(_own_nodes(handler.body)):
+            names.update(n for n in names_ if "." not in n or n.startswith("self."))
+    return names
+
+
 def _sized_of(node: ast.AST) -> ast.expr | None:
     """``x`` of ``len(x)``, ``x.shape[0]`` and ``x.size(0)``: the length of its first dimension."""
     if isinstance(node, ast.Call) and _terminal(node.func) == "len" and len(node.args) == 1 and not node.keywords:
@@ -2430,7 +2457,7 @@ class _Analysis:
         def test(value: ast.expr, index: int | None, taint: set[str]) -> bool:
             return self._value_rank(value, index, taint, laundered)
 
-        names = _closure(pairs, set(inherited), test)
+        names = _closure(pairs, set(inherited) | _handler_names(nodes), test)
         controls = _controlled(nodes, self.modules)
         while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
             added: set[str] = set()
@@ -2768,6 +2795,19 @@ def _explain(
         kind = "branch"
         why = f"{framework} calls `{hook}()` on {runs_on}, so the others never reach this {short}"
         fix = hook_fix.format(call=call)
+    elif reason == "except":
+        kind = "except-path"
+        why = (
+            f"this {short} sits in the `{cond}` handler of the `try` at line {detail[0]}: only ranks whose own "
+            "`try` raised (their data, memory or files) run it, while the others have gone past it, into the "
+            "collectives after the `try` or still inside it, so it waits until the timeout or pairs with a "
+            "different collective (of another size: an abort or silently wrong data)"
+        )
+        fix = (
+            "keep collectives out of the handler: record the failure in a flag (`failed = True`), then, after the "
+            "`try` and on every rank, all_reduce the flag (ReduceOp.MAX) and let every rank take the recovery "
+            "path (retry, skip, raise) together"
+        )
     elif reason == "decorator":
         kind = "branch"
         why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
@@ -2939,16 +2979,15 @@ class _Walker:
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
-            handlers = [
-                self._if(
-                    None,
-                    self.block(h.body, None),
-                    [],
-                    text=f"except {self.unit.text(h.type) if h.type else ''}".strip(),
-                    rank=True if self.loops and _skips(h.body) else None,
-                )
-                for h in stmt.handlers
-            ]
+            handlers = []
+            for h in stmt.handlers:
+                text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
+                body = self.block(h.body, None)
+                handlers.append(self._if(None, body, [], text=text, rank=True if self.loops and _skips(h.body) else None))
+                if not _environment_error(h.type):
+                    # An exception is a rank's own event (its data, its memory, its files): a collective in the
+                    # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
+                    self.flag(body, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
             return self._stmts(stmt.body) + handlers + self._stmts(stmt.orelse) + self._stmts(stmt.finalbody)
         if isinstance(stmt, ast.Match):
             return self._match(stmt)
