@@ -31,7 +31,7 @@ def test_a_metric_fed_in_an_uneven_loop_names_its_list_state_and_the_update_line
 
 
 def test_a_forward_that_syncs_on_step_suggests_syncing_once() -> None:
-    finding = only("bad_torchmetrics_sync_on_step_shard_loop.py", 31)
+    finding = only("bad_torchmetrics_sync_on_step_shard_loop.py", 33)
     assert "dist_sync_on_step=True" in finding.why
     assert finding.fix.endswith(
         "or leave dist_sync_on_step off (the default): the metric then syncs once, in compute()"

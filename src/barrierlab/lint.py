@@ -1476,6 +1476,20 @@ def _handler_names(nodes: Iterable[ast.AST]) -> set[str]:
     return names
 
 
+def _leaves_loop(stmts: list[ast.stmt]) -> bool:
+    """Whether a block leaves the loop around it or skips the rest of its body (``break``, ``continue``,
+    ``return``, ``raise``), not counting what nested loops do."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+            return True
+        if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            parts = [getattr(stmt, "body", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])]
+            parts += [h.body for h in getattr(stmt, "handlers", [])]
+            if any(_leaves_loop(part) for part in parts):
+                return True
+    return False
+
+
 def _sized_of(node: ast.AST) -> ast.expr | None:
     """``x`` of ``len(x)``, ``x.shape[0]`` and ``x.size(0)``: the length of its first dimension."""
     if isinstance(node, ast.Call) and _terminal(node.func) == "len" and len(node.args) == 1 and not node.keywords:
@@ -1595,6 +1609,7 @@ class _Analysis:
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
+        self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
             self.frameworks.setdefault(entry.name, []).append(entry)
@@ -2097,6 +2112,15 @@ class _Analysis:
         name = _dotted(func)
         if name is None:
             return None
+        if isinstance(func, ast.Name) or (name.startswith("self.") and name.count(".") == 1):
+            # an object of a class of the file called like a torch module (``model(ids)``): nn.Module.__call__
+            # runs its forward (a ZeRO-3-style forward that all-gathers its parameters)
+            built = self._constructed(name, scope, self_class)
+            if built is not None and built.local is not None:
+                for cls in self._ancestors(built.local):
+                    for method in ("__call__", "forward"):
+                        if f"{cls}.{method}" in self.table:
+                            return f"{cls}.{method}"
         if isinstance(func, ast.Name) and scope is not None:
             return self.passed.get((scope, name))
         if name.startswith("self.") and name.count(".") == 1 and self_class:
@@ -2714,6 +2738,17 @@ class _Analysis:
             verb = ", which can raise" if raised else ""
             exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
+        if cond in self.local_notes and reason in ("early-exit", "loop"):
+            why += (
+                f"; `{cond}` is computed from this rank's own model output ({self.local_notes[cond]}), which "
+                "differs between ranks (each rank's own data: its sequence ends, or its loss crosses a threshold, "
+                "at its own step) and is not agreed on by a broadcast or all_reduce"
+            )
+            fix = (
+                "decide the exit together: all_reduce a 'done' flag (ReduceOp.MIN of 'still running', or MAX of "
+                "'done') every iteration and leave on every rank when it says so; ranks that finished early keep "
+                "calling the forward and discard its output (transformers' generate(synced_gpus=True))"
+            )
         library = site.note.split(": ", 1)[0] if ": " in site.note else None
         finding = Finding(
             path=self.path,
@@ -2859,6 +2894,60 @@ class _Walker:
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.loops = 0  # loops of this scope the walk is inside
+        self.local = self._local_values()
+
+    def _module_output(self, call: ast.Call) -> bool:
+        """Whether ``call`` runs a model's forward: a DDP/FSDP-wrapped model, or an object of a class of the
+        file called like a torch module (``model(ids)``, its ``forward``)."""
+        written = _dotted(call.func)
+        if written is None:
+            return False
+        if written in self.an.ddp.get(self.scope, {}):
+            return True
+        target = self.an._indirect(call.func, self.self_class, self.scope)
+        return target is not None and target.rpartition(".")[2] in ("forward", "__call__")
+
+    def _local_values(self) -> dict[str, str]:
+        """Names of this function that hold what this rank's model computed from this rank's inputs (its
+        output, the tokens picked from it, a loss): name -> where it comes from. A test on them can come out
+        differently on different ranks (each rank's own sequence reaches its end-of-sequence token at its own
+        step) unless they went through a broadcast or an all-reduce first (see ``laundered``)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None:
+            return {}
+        pairs = _assignments(_own_nodes(func.node.body))
+        local: dict[str, str] = {}
+        for _ in range(8):
+            grew = False
+            for names, value, _ in pairs:
+                source = self._local_source(value, local)
+                for name in names:
+                    if source and name not in local:
+                        local[name], grew = source, True
+            if not grew:
+                break
+        return local
+
+    def _local_source(self, expr: ast.AST, local: dict[str, str]) -> str | None:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call) and self._module_output(node):
+                return f"`{self.unit.text(node)[:40]}` at line {node.lineno + self.unit.offset}"
+            if isinstance(node, ast.Name) and node.id in local:
+                if self.laundered and node.id in self.laundered and node.lineno > self.laundered[node.id]:
+                    continue
+                return local[node.id]
+        return None
+
+    def _local_test(self, test: ast.expr) -> str | None:
+        """The text to report for a loop exit or loop condition that tests this rank's own model output."""
+        if self.an.mentions_rank(test, self.taint, self.laundered):
+            return None
+        source = self._local_source(test, self.local)
+        if source is None:
+            return None
+        text = self.unit.text(test)
+        self.an.local_notes[text] = source
+        return text
 
     def flag(
         self,
@@ -2950,7 +3039,11 @@ class _Walker:
             return []
         if isinstance(stmt, ast.If):
             test = self._expr(stmt.test)
-            return test + [self._if(stmt.test, self.block(stmt.body, None), self.block(stmt.orelse, None))]
+            local = self._local_test(stmt.test) if self.loops and _leaves_loop(stmt.body + stmt.orelse) else None
+            body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
+            if local is not None:  # a loop exit each rank decides from its own data
+                return test + [self._if(None, body, orelse, text=local, rank=True)]
+            return test + [self._if(stmt.test, body, orelse)]
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             head = self._expr(stmt.iter)
             self.loops += 1
@@ -2970,7 +3063,7 @@ class _Walker:
             finally:
                 self.loops -= 1
             orelse = self.block(stmt.orelse, None)
-            loop = self._loop(stmt.test, head + body, orelse)
+            loop = self._loop(stmt.test, head + body, orelse, local=self._local_test(stmt.test))
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -3165,9 +3258,16 @@ class _Walker:
                 self.flag(orelse[j1:j2], "branch", negated, within=(test, False))
         return item
 
-    def _loop(self, bound: ast.expr, body: list[_Item], orelse: list[_Item], extra: Sequence[ast.expr] = ()) -> _Item:
-        text = self.unit.text(bound)
-        rank = any(
+    def _loop(
+        self,
+        bound: ast.expr,
+        body: list[_Item],
+        orelse: list[_Item],
+        extra: Sequence[ast.expr] = (),
+        local: str | None = None,
+    ) -> _Item:
+        text = local or self.unit.text(bound)
+        rank = local is not None or any(
             self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
         )
         sized_by = self._rank_len(bound)
@@ -3308,6 +3408,12 @@ class _Walker:
         span = ({k: v for k, v in poly.items() if v}, {**hi[1], **lo[1]})
         if len(args) < 3 or _const_ints(args[2]) == (1,):
             return span
+        if self.an.mentions_rank(start, self.taint, self.laundered) and not self.an.mentions_rank(
+            stop, self.taint, self.laundered
+        ):  # range(rank, n, world): n items dealt round-robin, like seq[rank::world]
+            decided = self._world_split(hi, args[2])
+            if decided is not None:
+                return decided
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
@@ -3333,13 +3439,9 @@ class _Walker:
         if coeff != 1 or len(factor) != 1 or self.an.mentions_rank(step[1][factor[0]], self.taint, self.laundered):
             return None
         total = self._poly(cut.upper, depth + 1) if cut.upper is not None else self._length(seq, depth + 1)
-        if total is None and cut.upper is None and self._world_step(step[1][factor[0]]):
-            return "uniform"  # a length lint cannot see: it cannot tell, so it stays quiet
-        if isinstance(total, tuple) and set(total[0]) <= {()} and self._world_step(step[1][factor[0]]):
-            n, world = total[0].get((), 0), self.an.world_size
-            if world is not None:
-                return ({(): n // world}, {}) if n % world == 0 else None
-            return None if n % 2 else "uniform"
+        decided = self._world_split(total, step[1][factor[0]])
+        if decided is not None:
+            return decided
         if not isinstance(total, tuple) or not all(factor[0] in key for key in total[0]):
             return None
         per_rank: dict[tuple[str, ...], int] = {}
@@ -3348,6 +3450,29 @@ class _Walker:
             rest.remove(factor[0])
             per_rank[tuple(rest)] = c
         return per_rank, total[1]
+
+    def _world_split(self, total: Any, step: ast.AST) -> Any:
+        """The per-rank length of ``total`` items dealt round-robin over the world (``seq[rank::world]``,
+        ``range(rank, n, world)``), when lint can decide it; None when the split is uneven or not decided here.
+        A constant ``n`` is checked against the world size the file states; without one an odd ``n`` is uneven
+        on every even world size (None) and an even one cannot be decided. A length lint cannot see (data
+        returned by a function, a file listing, ``len(x)`` of such data) cannot be decided either: then it
+        stays quiet ("uniform") rather than guess, and an uneven split shows in the run."""
+        if not self._world_step(step):
+            return None
+        if isinstance(total, tuple) and set(total[0]) <= {()}:
+            n, world = total[0].get((), 0), self.an.world_size
+            if world is not None:
+                return ({(): n // world}, {}) if n % world == 0 else None
+            return None if n % 2 else "uniform"
+        if total is None or total == "uniform":
+            return "uniform"
+        if isinstance(total, tuple) and self._uniform(total):
+            name = ast.unparse(step)
+            if all(name in key for key in total[0]):
+                return None  # a symbolic multiple of the world size: decided by the caller
+            return "uniform"
+        return None
 
     def _world_step(self, node: ast.AST) -> bool:
         """Whether a slice step is the world size: ``get_world_size()`` (of the default group), or a name
