@@ -1640,6 +1640,7 @@ class _Analysis:
             if func.unit.report:
                 _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
         _Sizes(self).run()
+        _Agreement(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -2928,8 +2929,22 @@ class _Walker:
                 break
         return local
 
+    def _agreed(self, call: ast.Call) -> bool:
+        """Whether a call's result is the same on every rank whatever it is handed: a framework call that returns
+        the same result everywhere (``accelerator.reduce``), or a function of the file that reaches a collective
+        and returns what the collective agreed on (``should_skip(loss)`` all-reducing a flag)."""
+        if id(call) in self.an.same_result_calls:
+            return True
+        target = self.an._callee(call.func, self.self_class, self.unit)
+        return target is not None and target in self.an.reach and target not in self.an.rank_returns
+
     def _local_source(self, expr: ast.AST, local: dict[str, str]) -> str | None:
-        for node in ast.walk(expr):
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call) and self._agreed(node):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
             if isinstance(node, ast.Call) and self._module_output(node):
                 return f"`{self.unit.text(node)[:40]}` at line {node.lineno + self.unit.offset}"
             if isinstance(node, ast.Name) and node.id in local:
@@ -3076,7 +3091,9 @@ class _Walker:
             for h in stmt.handlers:
                 text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
                 body = self.block(h.body, None)
-                handlers.append(self._if(None, body, [], text=text, rank=True if self.loops and _skips(h.body) else None))
+                handlers.append(
+                    self._if(None, body, [], text=text, rank=True if self.loops and _skips(h.body) else None)
+                )
                 if not _environment_error(h.type):
                     # An exception is a rank's own event (its data, its memory, its files): a collective in the
                     # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
@@ -4275,6 +4292,278 @@ class _Sizes:
             cell=unit.cell,
         )
         self.an.found[id(call)] = (kind, finding)
+
+
+#: The rank argument of torch.distributed calls that name one rank: (keyword, its position).
+_RANK_ARGUMENT = {
+    "gather": ("dst", 2),
+    "gather_object": ("dst", 2),
+    "reduce": ("dst", 1),
+    "scatter": ("src", 2),
+    "scatter_object_list": ("src", 2),
+    "broadcast": ("src", 1),
+    "broadcast_object_list": ("src", 1),
+}
+#: Collectives whose tensor's dtype and shape must be the same on every rank: name -> position of the tensor.
+_TENSOR_ARGUMENT = {
+    "all_reduce": 0,
+    "reduce": 0,
+    "broadcast": 0,
+    "all_gather": 1,
+    "all_gather_into_tensor": 1,
+    "reduce_scatter_tensor": 1,
+    "all_to_all_single": 1,
+}
+#: Batch keys of padded token sequences: a batch is padded to its own longest sequence, so their width differs
+#: between ranks (Hugging Face collators' ``padding="longest"``, the default of DataCollatorWithPadding).
+_PADDED_KEYS = frozenset(
+    {"input_ids", "attention_mask", "token_type_ids", "position_ids", "decoder_input_ids", "decoder_attention_mask"}
+)
+#: Calls whose value has a fixed Python type whatever the data (so ``torch.tensor`` of it has a fixed dtype).
+_TYPED_CALLS = frozenset({"float", "int", "bool", "len", "item", "numel", "round", "math.floor", "math.ceil"})
+
+
+class _Agreement:
+    """Arguments that every rank must pass alike and that lint can see differ, or be meant per group:
+
+    * ``group-rank`` - ``dist.gather(..., dst=d, group=g)`` (also ``reduce``, ``scatter``, ``broadcast`` and their
+      object variants) where ``d`` is a rank *within* ``g`` (``dist.get_rank(g)``, or a name the function
+      compares with it): torch.distributed takes ``dst``/``src`` as a global rank even with ``group=``, so the
+      members of a group that does not hold that global rank raise, or the call waits for a rank that never
+      joins (vLLM PR #2528, pytorch PR #118359);
+    * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
+      where ``x`` is an accumulator that adds up per-rank values (``self.total += value``) or a numpy value: its
+      Python type, and so the tensor's dtype, can differ between ranks (an int on one, a float or a numpy
+      ``float64``/``bool_`` on another), and the collective then fails on a byte-count mismatch or hangs
+      (ms-swift issue #9550);
+    * ``size-mismatch`` - an all_gather (torch's, Accelerate's ``gather``/``gather_for_metrics``, or a function of
+      the file reaching one) of a padded token batch (``batch["input_ids"]``): each rank pads to its own longest
+      sequence (transformers issue #28791).
+
+    What lint cannot see (a tensor sized by data it cannot read, a timeout, dict keys that come from data) is
+    left to the run."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for key, nodes, unit in self.an._scopes():
+            if not unit.report or (key is not None and not self.an.table[key].unit.report):
+                continue
+            self_class = self.an._class_of(key)
+            for call in (n for n in nodes if isinstance(n, ast.Call)):
+                found = self.an.classify(call, unit, self_class, key)
+                if found is None:
+                    continue
+                if found.kind == "coll" and found.target.startswith("torch.distributed."):
+                    name = found.target.rpartition(".")[2]
+                    self._group_rank(call, name, key, nodes, unit)
+                    self._dtype(call, name, key, nodes, unit, self_class)
+                self._padded(call, found, unit)
+
+    # -- group-local ranks
+
+    def _group_rank(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        if name not in _RANK_ARGUMENT:
+            return
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is None or (isinstance(group, ast.Constant) and group.value is None) or _terminal(group) == "WORLD":
+            return
+        word, position = _RANK_ARGUMENT[name]
+        rank = _argument(call, position, word)
+        if rank is None:
+            return
+        group_text = unit.text(group)
+        evidence = self._group_local(rank, group_text, nodes, unit)
+        if evidence is None:
+            return
+        shown = unit.text(rank)
+        why = (
+            f"`{word}={shown}` is a rank within `{group_text}` ({evidence}), but torch.distributed takes `{word}` as a "
+            f"global rank even with `group=`: on a group that does not hold global rank {shown} the call raises "
+            '("not part of group") on its members, or picks the wrong rank, while the other ranks wait for them '
+            "in their next collective"
+        )
+        fix = (
+            f"pass the global rank: `{word}=dist.get_global_rank({group_text}, {shown})`, or the group rank as "
+            f"`group_{word}={shown}` (torch 2.6 and later)"
+        )
+        cond = f"{word}={shown} with group={group_text}"
+        self._add(call, "group-rank", cond, why, fix, unit)
+
+    def _group_local(self, rank: ast.expr, group: str, nodes: list[ast.AST], unit: _Unit) -> str | None:
+        """Why ``rank`` is a rank within the group: it is ``get_rank(group)`` (or ``group.rank()``), a name assigned
+        from it, or a name the function compares with it."""
+
+        def group_rank(node: ast.AST) -> bool:
+            if not isinstance(node, ast.Call) or _terminal(node.func) not in ("get_rank", "rank"):
+                return False
+            if _terminal(node.func) == "rank":
+                return isinstance(node.func, ast.Attribute) and unit.text(node.func.value) == group
+            args = [*node.args, *(k.value for k in node.keywords if k.arg == "group")]
+            return any(unit.text(a) == group for a in args)
+
+        if any(group_rank(n) for n in ast.walk(rank)):
+            return f"`{unit.text(rank)}` is dist.get_rank({group})"
+        if not isinstance(rank, ast.Name):
+            return None
+        for names, value, index in _assignments(nodes):
+            if rank.id in names and index is None and any(group_rank(n) for n in ast.walk(value)):
+                return f"`{rank.id}` is assigned from `{unit.text(value)}`"
+        for node in nodes:
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+                sides = [node.left, node.comparators[0]]
+                if any(isinstance(x, ast.Name) and x.id == rank.id for x in sides) and any(
+                    group_rank(x) for x in sides
+                ):
+                    return f"the function compares it with dist.get_rank({group}) at line {node.lineno + unit.offset}"
+        return None
+
+    # -- dtypes inferred from per-rank values
+
+    def _dtype(
+        self,
+        call: ast.Call,
+        name: str,
+        key: str | None,
+        nodes: list[ast.AST],
+        unit: _Unit,
+        self_class: str | None,
+    ) -> None:
+        if name not in _TENSOR_ARGUMENT:
+            return
+        tensor = _argument(call, _TENSOR_ARGUMENT[name], "tensor")
+        if not isinstance(tensor, ast.Name):
+            return
+        made = [v for names, v, i in _assignments(nodes) if tensor.id in names and i is None]
+        if len(made) != 1 or not isinstance(made[0], ast.Call):
+            return
+        built = made[0]
+        if _terminal(built.func) not in ("tensor", "as_tensor") or "torch" not in (_dotted(built.func) or ""):
+            return
+        if any(k.arg == "dtype" for k in built.keywords) or len(built.args) != 1:
+            return
+        reason = self._untyped(built.args[0], key, nodes, unit, self_class)
+        if reason is None:
+            return
+        shown = unit.text(built)
+        why = (
+            f"`{tensor.id}` is `{shown}` (line {built.lineno + unit.offset}), whose dtype torch infers from the Python "
+            f"value: {reason}, so its type, and the tensor's dtype, may differ per rank (int64 on one, float32 or "
+            f"float64 on another): the {name} then fails on a byte-count mismatch, hangs, or mixes garbage"
+        )
+        fix = "pin the dtype: `torch.tensor(..., dtype=torch.float64)` (or convert each value with float())"
+        self._add(call, "dtype-mismatch", f"dtype of {shown}", why, fix, unit)
+
+    def _untyped(
+        self, value: ast.expr, key: str | None, nodes: list[ast.AST], unit: _Unit, self_class: str | None
+    ) -> str | None:
+        """Why the Python type of ``value``'s elements may differ between ranks, or None if lint sees a fixed one."""
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and (_dotted(node.func) or "").split(".")[0] in ("np", "numpy"):
+                return f"`{unit.text(node)}` is a numpy value (numpy scalars keep their own dtype)"
+            if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(getattr(node, "ctx", None), ast.Del):
+                written = _dotted(node)
+                if written is None or (isinstance(node, ast.Attribute) and not written.startswith("self.")):
+                    continue
+                source = self._accumulated(written, key, nodes, self_class)
+                if source is not None:
+                    return f"`{written}` adds up per-rank values (`{unit.text(source)}`, line {source.lineno + unit.offset})"
+        return None
+
+    def _accumulated(self, written: str, key: str | None, nodes: list[ast.AST], self_class: str | None) -> Any:
+        """The ``x += v`` that makes ``written`` an accumulator of values of no fixed type, in its function (or,
+        for ``self.x``, in any method of the class)."""
+        scopes = [nodes]
+        if written.startswith("self.") and self_class:
+            scopes = [list(_own_nodes(f.node.body)) for f in self.an.table.values() if f.self_class == self_class]
+        for scope in scopes:
+            for node in scope:
+                if (
+                    isinstance(node, ast.AugAssign)
+                    and isinstance(node.op, ast.Add)
+                    and _dotted(node.target) == written
+                    and not _typed(node.value)
+                ):
+                    return node
+        return None
+
+    # -- padded batches gathered
+
+    def _padded(self, call: ast.Call, found: _Call, unit: _Unit) -> None:
+        if found.kind != "coll" and found.target not in self.an.reach:
+            return
+        end = found.target if found.kind == "coll" else " ".join(self.an.chain(found.target))
+        if found.kind == "coll" and found.target.startswith("torch.distributed."):
+            if found.target.rpartition(".")[2] not in ("all_gather", "all_gather_into_tensor"):
+                return
+            tensor = _argument(call, 1, "tensor")
+        elif found.kind == "coll":
+            if _terminal(call.func) not in ("gather", "gather_for_metrics") or "Accelerate" not in found.note:
+                return
+            tensor = _argument(call, 0, "tensor")
+        else:
+            if "all_gather" not in end or "all_gather_object" in end:
+                return
+            tensor = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        key = _padded_key(tensor)
+        if key is None:
+            return
+        shown = unit.text(tensor)  # type: ignore[arg-type]
+        why = (
+            f"`{shown}` is a batch of token sequences padded to the batch's own longest one, so its width may differ "
+            f"per rank, and an all_gather needs the same shape on every rank: gloo aborts on the byte count, NCCL "
+            "hangs or returns garbage"
+        )
+        fix = (
+            f"gather what has a fixed shape: the count (`torch.tensor([{shown}.numel()], dtype=torch.int64)`), or "
+            "pad to one width on every rank first (accelerator.pad_across_processes, or padding='max_length')"
+        )
+        name = found.display if found.kind == "coll" else " -> ".join((found.display, *self.an.chain(found.target)))
+        self._add(call, "size-mismatch", f"shape of {shown}", why, fix, unit, name)
+
+    def _add(
+        self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None
+    ) -> None:
+        if id(call) in self.an.found:
+            return
+        self.an.found[id(call)] = (
+            kind,
+            Finding(
+                path=self.an.path,
+                line=call.lineno + unit.offset,
+                col=call.col_offset + unit.indent + 1,
+                collective=name or _dotted(call.func) or unit.text(call.func),
+                condition=cond,
+                kind=kind,
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+            ),
+        )
+
+
+def _padded_key(node: ast.AST | None) -> str | None:
+    """``batch["input_ids"]`` (or ``batch.input_ids``): a padded token batch."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in _PADDED_KEYS:
+        return str(node.slice.value)
+    if isinstance(node, ast.Attribute) and node.attr in _PADDED_KEYS:
+        return node.attr
+    return None
+
+
+def _typed(value: ast.expr) -> bool:
+    """Whether an added value has one Python type whatever the data: a number literal, ``float(...)``,
+    ``len(...)``, ``x.item()``... (a comparison's bool counts: it adds as an int)."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float))
+    if isinstance(value, ast.Call):
+        return _terminal(value.func) in _TYPED_CALLS or (_dotted(value.func) or "") in _TYPED_CALLS
+    if isinstance(value, ast.BinOp):
+        return _typed(value.left) and _typed(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return _typed(value.operand)
+    return False
 
 
 def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
