@@ -1431,6 +1431,11 @@ _NPROC_TEXT = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)\b")
 _WORLD_NAMES = frozenset({"world_size", "nprocs", "nproc_per_node", "num_processes"})
 
 
+#: World sizes a constant-length split is checked against when the file states none: ``n`` items dealt over the
+#: ranks are reported when ``n`` is not a multiple of one of them.
+_USUAL_WORLDS = (2, 4, 8)
+
+
 def _world_size(units: Sequence[_Unit]) -> int | None:
     """The world size the file states, if it states exactly one: a module constant ``WORLD_SIZE = 2``/
     ``world_size = 2``, a literal ``nprocs=``/``world_size=``/``nproc_per_node=`` keyword
@@ -3332,7 +3337,32 @@ class _Walker:
             value = self.an.values.get(scope, {}).get(name)
             if value is not None:
                 return value
-        return None
+        return self._default(name)
+
+    def _default(self, name: str) -> ast.expr | None:
+        """The literal default of a parameter ``name`` of this function, when no call in the file passes it (an
+        entry point the lab or a launcher calls with its defaults: ``scenario(num_samples=10)``)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or name in self.an.values.get(self.scope, {}):
+            return None
+        args = func.node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        default = defaults.get(name)
+        if default is None or _const_ints(default) is None or name in _changed_names(func.node.body):
+            return None
+        index = [a.arg for a in positional].index(name) if name in [a.arg for a in positional] else None
+        for unit in self.an.units:
+            for node in ast.walk(unit.tree):
+                if isinstance(node, ast.Call) and _terminal(node.func) == func.node.name:
+                    if any(k.arg in (name, None) for k in node.keywords):
+                        return None
+                    if index is not None and (
+                        len(node.args) > index or any(isinstance(a, ast.Starred) for a in node.args)
+                    ):
+                        return None
+        return default
 
     def _poly(self, node: ast.AST, depth: int) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
         """``node`` as a polynomial (see :func:`_linear`), with names assigned once in the scope replaced by
@@ -3471,8 +3501,9 @@ class _Walker:
     def _world_split(self, total: Any, step: ast.AST) -> Any:
         """The per-rank length of ``total`` items dealt round-robin over the world (``seq[rank::world]``,
         ``range(rank, n, world)``), when lint can decide it; None when the split is uneven or not decided here.
-        A constant ``n`` is checked against the world size the file states; without one an odd ``n`` is uneven
-        on every even world size (None) and an even one cannot be decided. A length lint cannot see (data
+        A constant ``n`` is checked against the world size the file states; without one, ``n`` that is not a
+        multiple of each of the usual world sizes (2, 4 and 8 ranks) is uneven on one of them (None), and a
+        multiple of all three is not decided. A length lint cannot see (data
         returned by a function, a file listing, ``len(x)`` of such data) cannot be decided either: then it
         stays quiet ("uniform") rather than guess, and an uneven split shows in the run."""
         if not self._world_step(step):
@@ -3481,7 +3512,7 @@ class _Walker:
             n, world = total[0].get((), 0), self.an.world_size
             if world is not None:
                 return ({(): n // world}, {}) if n % world == 0 else None
-            return None if n % 2 else "uniform"
+            return None if any(n % w for w in _USUAL_WORLDS) else "uniform"
         if total is None or total == "uniform":
             return "uniform"
         if isinstance(total, tuple) and self._uniform(total):
@@ -4395,16 +4426,47 @@ class _Agreement:
         """Why ``rank`` is a rank within the group: it is ``get_rank(group)`` (or ``group.rank()``), a name assigned
         from it, or a name the function compares with it."""
 
-        def group_rank(node: ast.AST) -> bool:
+        def direct(node: ast.AST, text: Callable[[ast.AST], str]) -> bool:
             if not isinstance(node, ast.Call) or _terminal(node.func) not in ("get_rank", "rank"):
                 return False
             if _terminal(node.func) == "rank":
-                return isinstance(node.func, ast.Attribute) and unit.text(node.func.value) == group
+                return isinstance(node.func, ast.Attribute) and text(node.func.value) == group
             args = [*node.args, *(k.value for k in node.keywords if k.arg == "group")]
-            return any(unit.text(a) == group for a in args)
+            return any(text(a) == group for a in args)
+
+        def group_rank(node: ast.AST) -> bool:
+            """``dist.get_rank(group)``, or a call of a function of the file that returns it (Megatron's
+            ``get_tensor_model_parallel_rank()``)."""
+            if direct(node, unit.text):
+                return True
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                return False
+            target = self.an._callee(node.func, None, unit)
+            func = self.an.table.get(target) if target else None
+            if func is None:
+                return False
+            returns = [n.value for n in _own_nodes(func.node.body) if isinstance(n, ast.Return) and n.value]
+            return bool(returns) and all(direct(v, func.unit.text) for v in returns)
 
         if any(group_rank(n) for n in ast.walk(rank)):
             return f"`{unit.text(rank)}` is dist.get_rank({group})"
+        literal = _const_ints(rank)
+        if literal is not None and len(literal) == 1:
+            if self._holds(group, literal[0], unit):
+                return None
+            for node in nodes:  # the group's leader test: `if get_rank(group) == 0:` ... `broadcast(src=0)`
+                if (
+                    isinstance(node, ast.Compare)
+                    and len(node.ops) == 1
+                    and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+                ):
+                    sides = [node.left, node.comparators[0]]
+                    if any(_const_ints(x) == literal for x in sides) and any(group_rank(x) for x in sides):
+                        return (
+                            f"the function tests `{unit.text(node)}` at line {node.lineno + unit.offset}: "
+                            f"{literal[0]} is the rank within the group"
+                        )
+            return None
         if not isinstance(rank, ast.Name):
             return None
         for names, value, index in _assignments(nodes):
@@ -4418,6 +4480,17 @@ class _Agreement:
                 ):
                     return f"the function compares it with dist.get_rank({group}) at line {node.lineno + unit.offset}"
         return None
+
+    def _holds(self, group: str, rank: int, unit: _Unit) -> bool:
+        """Whether ``group`` is a name assigned once from ``new_group`` of a literal list that holds ``rank``."""
+        for scope in self.an.values.values():
+            value = scope.get(group)
+            if isinstance(value, ast.Call) and _terminal(value.func) == "new_group":
+                ranks = _argument(value, 0, "ranks")
+                found = _const_ints(ranks) if ranks is not None else None
+                if found is not None and rank in found:
+                    return True
+        return False
 
     # -- dtypes inferred from per-rank values
 
