@@ -1481,6 +1481,18 @@ def _handler_names(nodes: Iterable[ast.AST]) -> set[str]:
     return names
 
 
+def _held_calls(value: ast.expr) -> list[ast.Call]:
+    """The constructor calls a dict or list literal holds (``{"acc": Accuracy(...), "f1": F1Score(...)}``,
+    ``nn.ModuleDict({...})``, ``[Accuracy(), ...]``), when it holds nothing else."""
+    if isinstance(value, ast.Call) and _terminal(value.func) in ("ModuleDict", "ModuleList", "dict") and value.args:
+        value = value.args[0]
+    elts = (
+        value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, (ast.List, ast.Tuple)) else []
+    )
+    calls = [e for e in elts if isinstance(e, ast.Call) and _dotted(e.func)]
+    return calls if calls and len(calls) == len(elts) else []
+
+
 def _leaves_loop(stmts: list[ast.stmt]) -> bool:
     """Whether a block leaves the loop around it or skips the rest of its body (``break``, ``continue``,
     ``return``, ``raise``), not counting what nested loops do."""
@@ -2172,6 +2184,8 @@ class _Analysis:
         call of it in the file passes such an object."""
         if not name:
             return None
+        if name.endswith("[]") and not name[:-2]:
+            return None
         if name.startswith("self.") and self_class:
             for cls in self._ancestors(self_class):
                 if name in self.objects.get(f"class {cls}", {}):
@@ -2189,6 +2203,15 @@ class _Analysis:
         for key, nodes, unit in scopes:
             assigns = [n for n in nodes if isinstance(n, ast.Assign)]
             for names, value, index in _assignments(assigns):  # a, b = A(), B() pairs each name with its call
+                held = _held_calls(value) if index is None else None
+                if held:  # a dict or list of objects (``{"acc": Accuracy(...)}``): ``d[k]`` is one of them
+                    builts = [self._built(c, unit) for c in held]
+                    if len({b.classes[0].rpartition(".")[0] for b in builts}) == 1:
+                        cls = self._class_of(key)
+                        for name in names:
+                            where = f"class {cls}" if name.startswith("self.") and cls else key
+                            self.objects.setdefault(where, {})[f"{name}[]"] = builts[0]
+                    continue
                 if index is not None or not isinstance(value, ast.Call) or _dotted(value.func) is None:
                     continue
                 built = self._built(value, unit)
@@ -2299,6 +2322,8 @@ class _Analysis:
             receiver = func.value
             full = self._resolve(receiver, unit) if _dotted(receiver) else ""
             built = self._constructed(_dotted(receiver), scope, self_class)
+            if built is None and isinstance(receiver, ast.Subscript) and _dotted(receiver.value):
+                built = self._constructed(f"{_dotted(receiver.value)}[]", scope, self_class)
             last = _terminal(receiver).lower()
             if last == "self" and self_class:
                 bases = set(self._ancestors(self_class))
@@ -2943,7 +2968,9 @@ class _Walker:
         target = self.an._callee(call.func, self.self_class, self.unit)
         return target is not None and target in self.an.reach and target not in self.an.rank_returns
 
-    def _local_source(self, expr: ast.AST, local: dict[str, str]) -> str | None:
+    def _local_source(self, expr: ast.AST, local: dict[str, str], at: int = 0) -> str | None:
+        """Where ``expr``'s rank-local model output comes from, or None. ``at``: the line the test is evaluated
+        after (a ``while`` test runs again after its body: a name agreed inside the body is agreed there)."""
         stack = [expr]
         while stack:
             node = stack.pop()
@@ -2953,16 +2980,16 @@ class _Walker:
             if isinstance(node, ast.Call) and self._module_output(node):
                 return f"`{self.unit.text(node)[:40]}` at line {node.lineno + self.unit.offset}"
             if isinstance(node, ast.Name) and node.id in local:
-                if self.laundered and node.id in self.laundered and node.lineno > self.laundered[node.id]:
+                if self.laundered and node.id in self.laundered and max(node.lineno, at) > self.laundered[node.id]:
                     continue
                 return local[node.id]
         return None
 
-    def _local_test(self, test: ast.expr) -> str | None:
+    def _local_test(self, test: ast.expr, at: int = 0) -> str | None:
         """The text to report for a loop exit or loop condition that tests this rank's own model output."""
         if self.an.mentions_rank(test, self.taint, self.laundered):
             return None
-        source = self._local_source(test, self.local)
+        source = self._local_source(test, self.local, at)
         if source is None:
             return None
         text = self.unit.text(test)
@@ -3083,7 +3110,8 @@ class _Walker:
             finally:
                 self.loops -= 1
             orelse = self.block(stmt.orelse, None)
-            loop = self._loop(stmt.test, head + body, orelse, local=self._local_test(stmt.test))
+            local = self._local_test(stmt.test, stmt.end_lineno or 0)
+            loop = self._loop(stmt.test, head + body, orelse, local=local)
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
