@@ -1394,3 +1394,30 @@ def main():
     assert lint_source(source) == []
     uneven = source.replace("stage != 0", "dist.get_rank() % TP == 0")
     assert [f.kind for f in lint_source(uneven)] == ["hidden-collective"]
+
+
+def test_a_helpers_raise_is_reported_at_its_file_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lint_function follows a helper through ``__globals__``: its raise is named by the line of the helper's
+    file (line 8 here), not by its line within the helper's own source (3)."""
+    path = tmp_path / "helper_raise_mod.py"
+    path.write_text(
+        "# a module whose helper does not start on line 1\n\n\n\n\n"
+        "def load_batch(rank, step, bad_rank, bad_step):\n"
+        "    if rank == bad_rank and step == bad_step:\n"
+        "        raise ValueError('corrupt record')\n"
+        "    return step\n\n\n"
+        "def scenario(dist, bad_rank=1, bad_step=2):\n"
+        "    rank = dist.get_rank()\n"
+        "    for step in range(4):\n"
+        "        grad = load_batch(rank, step, bad_rank, bad_step)\n"
+        "        dist.all_reduce(grad)\n"
+    )
+    spec = importlib.util.spec_from_file_location("helper_raise_mod", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "helper_raise_mod", module)
+    spec.loader.exec_module(module)
+    [finding] = lint_function(module.scenario)
+    assert finding.line == 16
+    assert finding.condition.startswith("load_batch() raises (line 8) when ")
+    [same] = lint_file(path)
+    assert same.condition == finding.condition

@@ -1614,7 +1614,7 @@ class _Analysis:
         self.base_names: dict[str, list[str]] = {}  # class of the file -> its bases' dotted names (imports)
         self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
-        self.raisers: dict[str, int] = {}
+        self.raisers: dict[str, str] = {}  # function -> where its raise is ("line 14", "line 3 of helpers")
         self.gates: dict[str, bool] = {}
         self.passed: dict[tuple[str, str], str] = {}
         self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
@@ -1910,11 +1910,19 @@ class _Analysis:
                 if name in self.table or not inspect.isfunction(obj) or obj.__module__ != self.module:
                     continue
                 try:
-                    source = textwrap.dedent(inspect.getsource(obj))
+                    lines, start = inspect.getsourcelines(obj)
+                    source = textwrap.dedent("".join(lines))
                     tree = ast.parse(source)
                 except (OSError, TypeError, SyntaxError):
                     continue
-                unit = _Unit(tree, source, aliases=_imports([tree]), namespace=obj.__globals__, report=False)
+                unit = _Unit(
+                    tree,
+                    source,
+                    offset=max(start, 1) - 1,  # lines of the helper's file, as the learner finds them there
+                    aliases=_imports([tree]),
+                    namespace=obj.__globals__,
+                    report=False,
+                )
                 defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
                 if defs:
                     helper = _Func(name, defs[0], unit, None, None)
@@ -1926,8 +1934,16 @@ class _Analysis:
         ``sys.exit()``) not inside a ``try`` that has handlers, or a call, outside such a ``try``, to a function
         that can (fixpoint). Called under a rank-dependent condition before a collective, they are an early exit
         of some ranks. Maps the function to the line of the ``raise``."""
-        direct: dict[str, int] = {}
+        direct: dict[str, str] = {}
         calls: dict[str, list[tuple[str, int]]] = {}
+
+        def where(node: ast.AST, unit: _Unit) -> str:
+            """The raise's line as the reader finds it: in its file (or cell), naming the module or the cell when
+            it is not the linted file's own code."""
+            line = f"line {node.lineno + unit.offset}"  # type: ignore[attr-defined]
+            if unit.prefix:
+                return f"{line} of {unit.prefix}"
+            return f"cell {unit.cell}, {line}" if unit.cell is not None else line
 
         def visit(node: ast.AST, key: str, func: _Func, guarded: bool) -> None:
             if isinstance(node, _SCOPES):
@@ -1940,10 +1956,10 @@ class _Analysis:
                 return
             if not guarded:
                 if isinstance(node, ast.Raise):
-                    direct.setdefault(key, node.lineno)
+                    direct.setdefault(key, where(node, func.unit))
                 elif isinstance(node, ast.Call):
                     if _dotted(node.func) in _EXIT_CALLS:
-                        direct.setdefault(key, node.lineno)
+                        direct.setdefault(key, where(node, func.unit))
                     else:
                         callee = self._callee(node.func, func.self_class, func.unit)
                         if callee:
@@ -1966,7 +1982,7 @@ class _Analysis:
                 callers.setdefault(callee, []).append(key)
         frontier = list(direct)
         while frontier:  # breadth first from the functions that raise themselves: each function once
-            found: dict[str, int] = {}
+            found: dict[str, str] = {}
             for done in frontier:
                 for key in callers.get(done, ()):
                     if key not in self.raisers and key not in found:
@@ -2767,7 +2783,8 @@ class _Analysis:
             exit_node = leave.exit.node
             raised = isinstance(exit_node, ast.Call) and _dotted(exit_node.func) not in _EXIT_CALLS
             verb = ", which can raise" if raised else ""
-            exit_text = f" (`{unit.text(exit_node)}` at line {exit_node.lineno + unit.offset}{verb})"
+            home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
+            exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
         if cond in self.local_notes and reason in ("early-exit", "loop"):
             why += (
@@ -2794,6 +2811,13 @@ class _Analysis:
             framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
         )
         self.found[id(site.node)] = (reason, finding)
+
+    def _unit_of(self, node: ast.AST, guess: _Unit) -> _Unit:
+        """The unit whose tree holds ``node`` (``guess`` first)."""
+        for unit in (guess, *self.units):
+            if any(n is node for n in ast.walk(unit.tree)):
+                return unit
+        return guess
 
     def retract(self, items: Iterable[_Item]) -> None:
         for site in _sites(items):
@@ -3245,9 +3269,9 @@ class _Walker:
                 leave = _Item("exit", status="return", node=node)
                 ranked = self._raises_by_rank(node, found.target)
                 if ranked is None:
-                    items.append(self._if(None, [leave], [], text=f"{found.display}() raises (line {line})"))
+                    items.append(self._if(None, [leave], [], text=f"{found.display}() raises ({line})"))
                 else:  # it raises before its collective on the ranks whose argument makes it
-                    text = f"{found.display}() raises (line {line}) when {ranked}"
+                    text = f"{found.display}() raises ({line}) when {ranked}"
                     items.insert(len(items) - (1 if op else 0), self._if(None, [leave], [], text=text, rank=True))
             return items
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
