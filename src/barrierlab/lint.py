@@ -35,6 +35,18 @@ Finding kinds:
   See :class:`_Sizes`.
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
+* ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
+  rank meets alike): only the ranks whose ``try`` raised run it. Names a handler assigns (``failed = True``) are
+  rank-dependent, so ``finally: if not failed: barrier()`` is a ``branch``.
+* ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
+  where ``x`` adds up per-rank values or is a numpy value. See :class:`_Agreement`.
+* ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
+  ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
+
+A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
+forward of a DDP/FSDP model or of a torch module of the file) is rank-dependent unless that output went
+through an all_reduce/broadcast (or a function of the file that agrees it) first: greedy decoding that stops
+at each rank's own end-of-sequence under ZeRO-3/FSDP.
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
@@ -120,7 +132,10 @@ but its counters (``bar.n``) do differ.
 Loop lengths: a loop over a rank-dependent iterable is quiet when its length is the same on every rank
 (``range`` bounds as a polynomial, ``seq[rank::world]`` of a list whose length is a multiple of ``world``,
 ``range(0, len(xs), bs)`` over such a list, names assigned once substituted) or when it never ends by itself
-(``itertools.cycle``/``count``), so only its exits decide.
+(``itertools.cycle``/``count``), so only its exits decide. ``seq[rank::world]`` and ``range(rank, n, world)``
+of a constant length ``n`` are decided against the world size the file states (``WORLD_SIZE = 2``,
+``nprocs=2``, ``--nproc-per-node 2``), else against 2, 4 and 8 ranks; of a length lint cannot see (data a
+function returns), they are quiet: lint does not guess, and the run shows an uneven split.
 
 Raising helpers: a function of the file that can raise or exit (outside a ``try`` with handlers) is an
 early exit where it is called: under ``if rank == 0:`` before a barrier, the others wait.
@@ -837,6 +852,21 @@ broadcast_object_list given a literal placeholder list on some ranks and a list 
 others. data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
 self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
 
+Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
+ImportError): only the ranks whose try raised (their data, memory or files) run it, while the others are past
+it or inside another collective; names an except handler sets (failed = True) differ between ranks, so a
+finally: if not failed: barrier() is a branch. A loop left by a break/return/continue, or a while, whose test
+reads this rank's own model output (the forward of a DDP/FSDP model or of a torch module of your file:
+if next_token == eos: break, while loss > 1e-3) is rank-dependent unless the value went through an
+all_reduce or broadcast first, or a function of your file that agrees it. dtype-mismatch: torch.tensor(x)
+without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
+value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
+(torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
+token batch (batch["input_ids"], attention_mask...). group-rank: dst/src of gather, reduce, scatter or
+broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
+with it, or a literal the function tests as the group's leader): torch takes a global rank even with
+group=; use dist.get_global_rank(group, r) or group_dst=/group_src=.
+
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
@@ -849,23 +879,28 @@ declares, that parse as Python or as a notebook; each file it refuses gets one l
 files are still linted and reported.
 
 Quiet on purpose: if/else branches that make the same calls; a loop whose length is the same on every
-rank (range(rank * n, rank * n + n), shards[rank::world] of a list whose length is a multiple of world,
-batches cut from such a slice); a loop over an endless iterator (itertools.cycle/count) left by a break
+rank (range(rank * n, rank * n + n), shards[rank::world] or range(rank, n, world) where n is a multiple of
+world, batches cut from such a slice; a constant n is checked against the world size the file states -
+WORLD_SIZE = 2, nprocs=2, --nproc-per-node 2 - or else against 2, 4 and 8 ranks; a list whose length lint
+cannot see, such as data a function returns, is not guessed at); a loop over an endless iterator (itertools.cycle/count) left by a break
 every rank agrees on (a value after its all_reduce or broadcast); a collective on a group= whose members
 all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the group holds exactly those
 ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks); point-to-point calls
 ordered by rank (if rank == 0: send ... else: recv ...) or non-blocking (isend/irecv, batch_isend_irecv);
 creating a missing file and then reading it on the same rank.
 
-Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis cover these): how long
-anything takes - a rank that prepares data past the group's timeout before a barrier, or a slow save the
-others wait for, is correct code to lint; tensor sizes, shapes and dtypes of a collective beyond the sizes
-above (a tensor built with a rank-dependent shape, a dtype that differs); lengths of object lists other than
-a literal placeholder against another list; keys or lengths that come from data it cannot read (a per-rank
-dataset whose length is not visible, a break on a value read from a file, a data-dependent raise or early
-return in code every rank runs with its own batch: lint does not treat each rank's batch as different);
-which process group a collective uses when it cannot work it out (then it reports as if the group were
-every rank), and a broadcast whose src is a global rank outside its group; installed libraries' own code
+Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis check these, from what
+the ranks actually did): how long anything takes - timeouts: a rank that prepares data past the group's
+timeout before a barrier, or a slow save the others wait for, is correct code to lint; tensor sizes, shapes
+and dtypes that come from data it cannot see (a tensor built with a shape read from a batch or a file, a
+dtype that follows a value of no visible type), beyond the sizes, padded batches and accumulators above;
+lengths of object lists other than a literal placeholder against another list; keys or lengths that come
+from data it cannot read (a per-rank dataset whose length is not visible, a shard of a list whose length it
+cannot see, dict keys filled from data in another function or file, a break on a value read from a file or
+a batch, a data-dependent raise or early return in code every rank runs with its own batch: apart from a
+model's output, lint does not treat each rank's batch as different); which process group a collective uses
+when it cannot work it out (then it reports as if the group were every rank), and a src/dst that is a
+global rank outside its group without a test that names it a group rank; installed libraries' own code
 (beyond the table and master_only); calls through lambdas, containers or objects whose type it cannot see;
 point-to-point peers (which rank a send goes to) and orders across functions; file and folder writes and
 reads in different functions, or paths written differently; random state seeded per rank that reaches a
