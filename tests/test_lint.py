@@ -1226,6 +1226,8 @@ def test_a_collective_in_an_except_handler_names_the_try_and_suggests_a_reduced_
 def test_a_finally_barrier_under_a_flag_set_in_except_is_a_branch() -> None:
     finding = _one("bad_except_handler_collectives.py", 38)
     assert finding.kind == "branch" and finding.condition == "succeeded"
+    assert "`succeeded` is set in an except handler" in finding.why
+    assert finding.fix.startswith("agree on `succeeded` first")
 
 
 def test_a_handler_that_only_sets_a_flag_is_quiet() -> None:

@@ -1503,16 +1503,23 @@ def _environment_error(kind: ast.expr | None) -> bool:
 
 
 def _handler_names(nodes: Iterable[ast.AST]) -> set[str]:
-    """Names an ``except`` handler assigns (and its ``as e``): they hold what happened on this rank only
-    (``run_failed = True``), so a later test of them differs between ranks unless they are agreed on."""
+    """Status flags an ``except`` handler sets (``run_failed = True``, ``status = "error"``, ``errors += 1``,
+    ``message = str(err)``) and its ``as err``: they record what happened on this rank only, so a later test of
+    them differs between ranks unless they are agreed on. Other values a handler assigns (``it = iter(loader)``
+    on ``StopIteration``) are left to the ordinary flow of values."""
     names: set[str] = set()
     for handler in nodes:
         if not isinstance(handler, ast.ExceptHandler) or _environment_error(handler.type):
             continue
         if handler.name:
             names.add(handler.name)
-        for names_, _, _ in _assignments(_own_nodes(handler.body)):
-            names.update(n for n in names_ if "." not in n or n.startswith("self."))
+        for names_, value, _ in _assignments(_own_nodes(handler.body)):
+            flag = isinstance(value, ast.Constant) or (
+                handler.name is not None
+                and any(isinstance(n, ast.Name) and n.id == handler.name for n in ast.walk(value))
+            )
+            if flag:
+                names.update(n for n in names_ if "." not in n or n.startswith("self."))
     return names
 
 
@@ -1530,9 +1537,10 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
 
 def _leaves_loop(stmts: list[ast.stmt]) -> bool:
     """Whether a block leaves the loop around it or skips the rest of its body (``break``, ``continue``,
-    ``return``, ``raise``), not counting what nested loops do."""
+    ``return``), not counting what nested loops do. A ``raise`` on a rank's own data (a NaN loss) ends the job
+    rather than desynchronising it, and is left alone, as lint leaves data-dependent raises alone elsewhere."""
     for stmt in stmts:
-        if isinstance(stmt, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+        if isinstance(stmt, (ast.Break, ast.Continue, ast.Return)):
             return True
         if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             parts = [getattr(stmt, "body", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])]
@@ -1661,6 +1669,7 @@ class _Analysis:
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
+        self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
@@ -2563,7 +2572,9 @@ class _Analysis:
         def test(value: ast.expr, index: int | None, taint: set[str]) -> bool:
             return self._value_rank(value, index, taint, laundered)
 
-        names = _closure(pairs, set(inherited) | _handler_names(nodes), test)
+        flags = _handler_names(nodes)
+        self.handler_flags |= flags
+        names = _closure(pairs, set(inherited) | flags, test)
         controls = _controlled(nodes, self.modules)
         while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
             added: set[str] = set()
@@ -2831,6 +2842,16 @@ class _Analysis:
                 "decide the exit together: all_reduce a 'done' flag (ReduceOp.MIN of 'still running', or MAX of "
                 "'done') every iteration and leave on every rank when it says so; ranks that finished early keep "
                 "calling the forward and discard its output (transformers' generate(synced_gpus=True))"
+            )
+        flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
+        if flags and reason == "branch":
+            why += (
+                f"; `{flags[0]}` is set in an except handler, so it records what happened on this rank only (the "
+                "ranks whose code did not raise hold the other value)"
+            )
+            fix = (
+                f"agree on `{flags[0]}` first (all_reduce it with ReduceOp.MAX, or broadcast the outcome from the rank "
+                f"that decides), then branch on the agreed value; or call `{call}` on every rank"
             )
         library = site.note.split(": ", 1)[0] if ": " in site.note else None
         finding = Finding(
@@ -4439,6 +4460,10 @@ _PADDED_KEYS = frozenset(
 )
 #: Calls whose value has a fixed Python type whatever the data (so ``torch.tensor`` of it has a fixed dtype).
 _TYPED_CALLS = frozenset({"float", "int", "bool", "len", "item", "numel", "round", "math.floor", "math.ceil"})
+#: Tensor methods whose result is a tensor of the receiver's dtype (or a fixed one): ``mask.sum()``.
+_TENSOR_RESULTS = frozenset(
+    {"sum", "mean", "float", "double", "long", "int", "detach", "clone", "count_nonzero", "norm", "size", "nelement"}
+)
 
 
 class _Agreement:
@@ -4574,7 +4599,13 @@ class _Agreement:
             value = scope.get(group)
             if isinstance(value, ast.Call) and _terminal(value.func) == "new_group":
                 ranks = _argument(value, 0, "ranks")
-                found = _const_ints(ranks) if ranks is not None else None
+                if ranks is None:
+                    return True  # new_group() holds every rank
+                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args:
+                    ranks = ranks.args[0]
+                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "range" and len(ranks.args) == 1:
+                    return rank == 0  # range(n) starts at global rank 0
+                found = _const_ints(ranks)
                 if found is not None and rank in found:
                     return True
         return False
@@ -4718,6 +4749,8 @@ def _typed(value: ast.expr) -> bool:
     if isinstance(value, ast.Constant):
         return isinstance(value.value, (int, float))
     if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in _TENSOR_RESULTS:
+            return True  # a tensor's reduction keeps the tensor's dtype, the same on every rank
         return _terminal(value.func) in _TYPED_CALLS or (_dotted(value.func) or "") in _TYPED_CALLS
     if isinstance(value, ast.BinOp):
         return _typed(value.left) and _typed(value.right)
