@@ -1423,3 +1423,39 @@ def test_a_helpers_raise_is_reported_at_its_file_line(tmp_path: Path, monkeypatc
     assert finding.condition.startswith("load_batch() raises (line 8) when ")
     [same] = lint_file(path)
     assert same.condition == finding.condition
+
+
+def test_a_loop_left_on_a_helpers_local_loss_is_flagged_and_an_agreed_one_is_not() -> None:
+    """A helper returning this rank's own loss (``loss.item()`` of a DDP model's output) makes a ``break`` on it
+    rank-dependent; a helper that all-reduces the loss before returning it does not. Modelled on the training
+    step / early stop split of pytorch/examples regression/main.py, written here."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_step(model, optimizer, x, y):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def fit(module, optimizer, loader):
+    model = DDP(module)
+    for x, y in loader:
+        if train_step(model, optimizer, x, y) < 0.01:
+            break
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind, finding.condition) == (
+        17,
+        "hidden-collective",
+        "train_step(model, optimizer, x, y) < 0.01",
+    )
+    agreed = source.replace(
+        "    return loss.item()",
+        "    mean = loss.detach().clone()\n    dist.all_reduce(mean)\n    return mean.item()",
+    )
+    assert lint_source(agreed) == []

@@ -1669,6 +1669,8 @@ class _Analysis:
         self.followed = any(u.prefix for u in units)
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
+        self._calls_by_name: dict[str, list[ast.Call]] | None = None
+        self.local_funcs: set[str] = set()  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -1688,6 +1690,7 @@ class _Analysis:
         self._prepare_taint()
         self._prepare_reach()
         self._prepare_raisers()
+        self._prepare_local_funcs()
         for unit in self.units:
             if unit.report:
                 _Walker(self, unit, self.module_taint, None, None).block(unit.tree.body, "return")
@@ -1972,6 +1975,32 @@ class _Analysis:
                     helper = _Func(name, defs[0], unit, None, None)
                     self.table[name] = helper
                     queue.append(helper)
+
+    def calls_named(self, name: str) -> list[ast.Call]:
+        """Every call in the analysed code whose callee's last identifier is ``name`` (indexed once)."""
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for unit in self.units:
+                for node in ast.walk(unit.tree):
+                    if isinstance(node, ast.Call):
+                        self._calls_by_name.setdefault(_terminal(node.func), []).append(node)
+        return self._calls_by_name.get(name, [])
+
+    def _prepare_local_funcs(self) -> None:
+        """Functions of the file that return this rank's own model output (``train_step`` returning its
+        ``loss.item()``), not agreed by a collective first: a loop left on their result is left on local data."""
+        for _ in range(4):
+            grew = False
+            for func in self.funcs:
+                if func.key in self.local_funcs:
+                    continue
+                walker = _Walker(self, func.unit, self.func_taint.get(func.key, set()), func.self_class, func.key)
+                values = [n.value for n in _own_nodes(func.node.body) if isinstance(n, ast.Return) and n.value]
+                if any(walker._local_source(v, walker.local) for v in values):
+                    self.local_funcs.add(func.key)
+                    grew = True
+            if not grew:
+                break
 
     def _prepare_raisers(self) -> None:
         """Functions of the file that can leave by an exception or exit of their own: a ``raise`` (or
@@ -3015,6 +3044,9 @@ class _Walker:
             return False
         if written in self.an.ddp.get(self.scope, {}):
             return True
+        callee = self.an._callee(call.func, self.self_class, self.unit)
+        if callee is not None:
+            return callee in self.an.local_funcs
         target = self.an._indirect(call.func, self.self_class, self.scope)
         return target is not None and target.rpartition(".")[2] in ("forward", "__call__")
 
@@ -3046,7 +3078,12 @@ class _Walker:
         if id(call) in self.an.same_result_calls:
             return True
         target = self.an._callee(call.func, self.self_class, self.unit)
-        return target is not None and target in self.an.reach and target not in self.an.rank_returns
+        return (
+            target is not None
+            and target in self.an.reach
+            and target not in self.an.rank_returns
+            and target not in self.an.local_funcs
+        )
 
     def _local_source(self, expr: ast.AST, local: dict[str, str], at: int = 0) -> str | None:
         """Where ``expr``'s rank-local model output comes from, or None. ``at``: the line the test is evaluated
@@ -3461,15 +3498,11 @@ class _Walker:
         if default is None or _const_ints(default) is None or name in _changed_names(func.node.body):
             return None
         index = [a.arg for a in positional].index(name) if name in [a.arg for a in positional] else None
-        for unit in self.an.units:
-            for node in ast.walk(unit.tree):
-                if isinstance(node, ast.Call) and _terminal(node.func) == func.node.name:
-                    if any(k.arg in (name, None) for k in node.keywords):
-                        return None
-                    if index is not None and (
-                        len(node.args) > index or any(isinstance(a, ast.Starred) for a in node.args)
-                    ):
-                        return None
+        for node in self.an.calls_named(func.node.name):
+            if any(k.arg in (name, None) for k in node.keywords):
+                return None
+            if index is not None and (len(node.args) > index or any(isinstance(a, ast.Starred) for a in node.args)):
+                return None
         return default
 
     def _poly(self, node: ast.AST, depth: int) -> tuple[dict[tuple[str, ...], int], dict[str, ast.AST]] | None:
