@@ -1459,3 +1459,30 @@ def fit(module, optimizer, loader):
         "    mean = loss.detach().clone()\n    dist.all_reduce(mean)\n    return mean.item()",
     )
     assert lint_source(agreed) == []
+
+
+def test_generated_sequences_gathered_without_padding_may_differ_per_rank() -> None:
+    """Modelled on the generation loop of transformers' examples/pytorch/summarization/
+    run_summarization_no_trainer.py (which pads across processes before gather_for_metrics), written here."""
+    source = """
+from accelerate import Accelerator
+
+
+def predict(model, loader, tokenizer):
+    accelerator = Accelerator()
+    texts = []
+    for batch in loader:
+        tokens = accelerator.unwrap_model(model).generate(batch["input_ids"], max_new_tokens=64)
+        tokens = accelerator.gather_for_metrics(tokens)
+        texts += tokenizer.batch_decode(tokens)
+    return texts
+"""
+    [finding] = lint_source(source)
+    assert (finding.line, finding.kind) == (10, "size-mismatch") and "may differ per rank" in finding.why
+    assert "pad_across_processes(tokens, dim=1" in finding.fix
+    padded = source.replace(
+        "        tokens = accelerator.gather_for_metrics(tokens)",
+        "        tokens = accelerator.pad_across_processes(tokens, dim=1, pad_index=tokenizer.pad_token_id)\n"
+        "        tokens = accelerator.gather_for_metrics(tokens)",
+    )
+    assert lint_source(padded) == []

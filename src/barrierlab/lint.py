@@ -862,7 +862,8 @@ all_reduce or broadcast first, or a function of your file that agrees it. dtype-
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
 value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
 (torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
-token batch (batch["input_ids"], attention_mask...). group-rank: dst/src of gather, reduce, scatter or
+token batch (batch["input_ids"], attention_mask...) or of sequences from model.generate(...) not padded
+across processes first. group-rank: dst/src of gather, reduce, scatter or
 broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
 group=; use dist.get_global_rank(group, r) or group_dst=/group_src=.
@@ -4514,7 +4515,8 @@ class _Agreement:
       (ms-swift issue #9550);
     * ``size-mismatch`` - an all_gather (torch's, Accelerate's ``gather``/``gather_for_metrics``, or a function of
       the file reaching one) of a padded token batch (``batch["input_ids"]``): each rank pads to its own longest
-      sequence (transformers issue #28791).
+      sequence (transformers issue #28791); or of ``model.generate(...)``'s sequences, which end at each rank's
+      own length, not padded across processes first.
 
     What lint cannot see (a tensor sized by data it cannot read, a timeout, dict keys that come from data) is
     left to the run."""
@@ -4535,7 +4537,7 @@ class _Agreement:
                     name = found.target.rpartition(".")[2]
                     self._group_rank(call, name, key, nodes, unit)
                     self._dtype(call, name, key, nodes, unit, self_class)
-                self._padded(call, found, unit)
+                self._padded(call, found, unit, nodes)
 
     # -- group-local ranks
 
@@ -4714,7 +4716,7 @@ class _Agreement:
 
     # -- padded batches gathered
 
-    def _padded(self, call: ast.Call, found: _Call, unit: _Unit) -> None:
+    def _padded(self, call: ast.Call, found: _Call, unit: _Unit, nodes: list[ast.AST]) -> None:
         if found.kind != "coll" and found.target not in self.an.reach:
             return
         end = found.target if found.kind == "coll" else " ".join(self.an.chain(found.target))
@@ -4731,20 +4733,54 @@ class _Agreement:
                 return
             tensor = call.args[0] if len(call.args) == 1 and not call.keywords else None
         key = _padded_key(tensor)
-        if key is None:
+        generated = self._generated(tensor, nodes) if key is None else None
+        if key is None and generated is None:
             return
         shown = unit.text(tensor)  # type: ignore[arg-type]
+        what = (
+            f"holds sequences from `{unit.text(generated.func)[:50]}(...)` (line {generated.lineno + unit.offset}), "
+            "which stops "
+            "when this rank's own sequences end"
+            if generated is not None
+            else "is a batch of token sequences padded to the batch's own longest one"
+        )
         why = (
-            f"`{shown}` is a batch of token sequences padded to the batch's own longest one, so its width may differ "
-            f"per rank, and an all_gather needs the same shape on every rank: gloo aborts on the byte count, NCCL "
-            "hangs or returns garbage"
+            f"`{shown}` {what}, so its width may differ per rank, and an all_gather needs the same shape on every "
+            "rank: gloo aborts on the byte count, NCCL hangs or returns garbage"
         )
         fix = (
             f"gather what has a fixed shape: the count (`torch.tensor([{shown}.numel()], dtype=torch.int64)`), or "
             "pad to one width on every rank first (accelerator.pad_across_processes, or padding='max_length')"
         )
+        if generated is not None:
+            fix = (
+                f"pad to one width on every rank before gathering: `accelerator.pad_across_processes({shown}, dim=1, "
+                "pad_index=tokenizer.pad_token_id)` (or gather the lengths first and pad to their maximum)"
+            )
         name = found.display if found.kind == "coll" else " -> ".join((found.display, *self.an.chain(found.target)))
         self._add(call, "size-mismatch", f"shape of {shown}", why, fix, unit, name)
+
+    @staticmethod
+    def _generated(tensor: ast.expr | None, nodes: list[ast.AST]) -> ast.Call | None:
+        """The ``model.generate(...)`` call a gathered name was last assigned from, above the gather's line and in
+        its scope (``tokens = model.generate(...)``; ``tokens = pad_across_processes(tokens)`` in between is the
+        fix)."""
+        if isinstance(tensor, ast.Call) and _terminal(tensor.func) == "generate":
+            return tensor
+        if not isinstance(tensor, ast.Name):
+            return None
+        made = [
+            v
+            for names, v, i in _assignments(nodes)
+            if tensor.id in names
+            and i is None
+            and v.lineno <= tensor.lineno
+            and not any(n is tensor for n in ast.walk(v))  # not the gather's own assignment
+        ]
+        last = max(made, key=lambda v: (v.lineno, v.col_offset), default=None)
+        if isinstance(last, ast.Call) and _terminal(last.func) == "generate":
+            return last
+        return None
 
     def _add(
         self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None
