@@ -1275,11 +1275,13 @@ def decode(model, ids):
     return ids
 
 def main():
-    return decode(Sharded(), torch.tensor([1]))
+    return decode(Sharded(), torch.tensor([dist.get_rank()]))
 """
     [finding] = lint_source(source)
     assert (finding.line, finding.kind) == (13, "hidden-collective")
     assert finding.collective == "model -> dist.all_gather"
+    # the same prompt on every rank (tensor parallel): the sharded model computes the same tokens everywhere
+    assert lint_source(source.replace("torch.tensor([dist.get_rank()])", "torch.tensor([1])")) == []
     agreed = source.replace(
         "if token.item() == 0:", "done = token.clone()\n        dist.all_reduce(done)\n        if done.item() == 0:"
     )

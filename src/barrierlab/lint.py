@@ -44,7 +44,8 @@ Finding kinds:
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
-forward of a DDP/FSDP model or of a torch module of the file) is rank-dependent unless that output went
+forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
+file returning such output) is rank-dependent unless that output went
 through an all_reduce/broadcast (or a function of the file that agrees it) first: greedy decoding that stops
 at each rank's own end-of-sequence under ZeRO-3/FSDP.
 
@@ -856,9 +857,10 @@ Exceptions and each rank's own results: except-path, a collective inside an exce
 ImportError): only the ranks whose try raised (their data, memory or files) run it, while the others are past
 it or inside another collective; names an except handler sets (failed = True) differ between ranks, so a
 finally: if not failed: barrier() is a branch. A loop left by a break/return/continue, or a while, whose test
-reads this rank's own model output (the forward of a DDP/FSDP model or of a torch module of your file:
-if next_token == eos: break, while loss > 1e-3) is rank-dependent unless the value went through an
-all_reduce or broadcast first, or a function of your file that agrees it. dtype-mismatch: torch.tensor(x)
+reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
+rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
+while loss > 1e-3) is rank-dependent unless the value went through an all_reduce or broadcast first, or a
+function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
 value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
 (torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
@@ -1671,7 +1673,10 @@ class _Analysis:
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
-        self.local_funcs: set[str] = set()  # functions that return a rank's own model output
+        self.local_funcs: set[str] = set()
+        self.rank_params: dict[
+            str, set[str]
+        ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -1989,7 +1994,31 @@ class _Analysis:
 
     def _prepare_local_funcs(self) -> None:
         """Functions of the file that return this rank's own model output (``train_step`` returning its
-        ``loss.item()``), not agreed by a collective first: a loop left on their result is left on local data."""
+        ``loss.item()``), not agreed by a collective first: a loop left on their result is left on local data.
+        Also the parameters that some call of the file hands a rank-dependent value (``generate(model, prompt)``
+        with a prompt chosen by rank): ``rank_params``."""
+        for _ in range(4):
+            grew = False
+            for key, nodes, unit in self._scopes():
+                taint = self.module_taint if key is None else self.func_taint.get(key, set())
+                taint = taint | self.rank_params.get(key or "", set())
+                self_class = self._class_of(key)
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, self_class, unit)
+                    if callee is None:
+                        continue
+                    params = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    mine = self.rank_params.setdefault(callee, set())
+                    for param, arg in bound:
+                        if param in params and param not in mine and self.mentions_rank(arg, taint, files=False):
+                            mine.add(param)
+                            grew = True
+            if not grew:
+                break
         for _ in range(4):
             grew = False
             for func in self.funcs:
@@ -3035,7 +3064,8 @@ class _Walker:
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.loops = 0  # loops of this scope the walk is inside
-        self.local = self._local_values()
+        self.local: dict[str, str] = {}
+        self._local_values()
 
     def _module_output(self, call: ast.Call) -> bool:
         """Whether ``call`` runs a model's forward: a DDP/FSDP-wrapped model, or an object of a class of the
@@ -3044,12 +3074,23 @@ class _Walker:
         if written is None:
             return False
         if written in self.an.ddp.get(self.scope, {}):
-            return True
+            return True  # data parallel: each rank feeds its own batch
         callee = self.an._callee(call.func, self.self_class, self.unit)
         if callee is not None:
             return callee in self.an.local_funcs
         target = self.an._indirect(call.func, self.self_class, self.scope)
-        return target is not None and target.rpartition(".")[2] in ("forward", "__call__")
+        if target is None or target.rpartition(".")[2] not in ("forward", "__call__"):
+            return False
+        # A module of the file (sharded or tensor-parallel) computes the same output on every rank from the same
+        # input: its output is this rank's own only when its input is (a rank-dependent value, here or handed
+        # to this function's parameter by a caller).
+        fed = self.an.rank_params.get(self.scope or "", set())
+        args = [*call.args, *(k.value for k in call.keywords)]
+        return any(
+            self.an.mentions_rank(a, self.taint | fed, self.laundered)
+            or any(isinstance(n, ast.Name) and n.id in self.local for n in ast.walk(a))
+            for a in args
+        )
 
     def _local_values(self) -> dict[str, str]:
         """Names of this function that hold what this rank's model computed from this rank's inputs (its
@@ -3060,7 +3101,7 @@ class _Walker:
         if func is None:
             return {}
         pairs = _assignments(_own_nodes(func.node.body))
-        local: dict[str, str] = {}
+        local = self.local  # filled in place: a forward fed a name found local is local too
         for _ in range(8):
             grew = False
             for names, value, _ in pairs:
