@@ -80,6 +80,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "size-mismatch",
         "dtype-mismatch",
         "group-rank",
+        "root-only-list",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
@@ -808,6 +809,27 @@ def step(t, prev, nxt, is_first_stage, is_last_stage):
         dist.send(t, dst=nxt)
 """
     assert lint_source(source) == []
+
+
+def test_p2p_after_an_if_that_returns_is_under_its_negation() -> None:
+    """Code after ``if is_first_stage(): ...; return`` runs only on the other stages: its recv-then-send is
+    not every rank's (modelled on Megatron-LM's forward/backward step, as round 7's pipeline items write it).
+    The same order with no early exit is still a cycle."""
+    template = """\
+import torch.distributed as dist
+
+def step(t, prev, nxt, first):
+    if first:
+        dist.send(t, dst=nxt)
+        dist.recv(t, src=nxt)
+        {leave}
+    dist.recv(t, src=prev)
+    dist.send(t, dst=prev)
+"""
+    assert lint_source(template.format(leave="return None")) == []
+    assert lint_source(template.format(leave='raise RuntimeError("stage")')) == []
+    [cycle] = lint_source(template.format(leave="pass"))
+    assert (cycle.line, cycle.kind, cycle.collective) == (8, "p2p-order", "dist.recv")
 
 
 def test_lint_time_grows_about_linearly_with_a_chain_of_assignments() -> None:

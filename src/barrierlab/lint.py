@@ -41,6 +41,8 @@ Finding kinds:
 * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
   where ``x`` adds up per-rank values or is a numpy value. See :class:`_Agreement`.
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
+* ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
+  on every rank but the root). See :class:`_Agreement`.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
@@ -3885,8 +3887,19 @@ class _Order:
         self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
 
     def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
+        guarded = 0  # statements after `if test: ... return` run only where the test is false
         for stmt in stmts:
             self._stmt(stmt, ctx)
+            if (
+                isinstance(stmt, ast.If)
+                and not stmt.orelse
+                and (_skips(stmt.body) or isinstance(stmt.body[-1], ast.Raise))
+            ):
+                guarded += 1
+                self.conditional += 1
+                if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
+                    ctx = (*ctx, f"not ({self.unit.text(stmt.test)})")
+        self.conditional -= guarded
 
     def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
         if isinstance(stmt, _SCOPES):
@@ -4509,6 +4522,13 @@ class _Sizes:
 
 
 #: The rank argument of torch.distributed calls that name one rank: (keyword, its position).
+#: Collectives whose receive (or send) list must be given on the root only: torch.distributed validates it on
+#: every rank before communicating and raises on the others (``_validate_output_list_for_rank``; ``scatter``).
+_ROOT_ONLY_LIST = {
+    "gather": ("gather_list", 1, "dst"),
+    "gather_object": ("object_gather_list", 1, "dst"),
+    "scatter": ("scatter_list", 1, "src"),
+}
 _RANK_ARGUMENT = {
     "gather": ("dst", 2),
     "gather_object": ("dst", 2),
@@ -4559,6 +4579,11 @@ class _Agreement:
       sequence (transformers issue #28791); or of ``model.generate(...)``'s sequences, which end at each rank's
       own length, not padded across processes first.
 
+    * ``root-only-list`` - ``dist.gather(t, gather_list, dst=0)`` (also ``gather_object``'s ``object_gather_list``
+      and ``scatter``'s ``scatter_list``) with a list built on every rank, under no condition: torch.distributed
+      checks the argument before communicating and raises ``ValueError`` on every rank but the root, which then
+      waits for them (pytorch/pytorch PR #161467, issue #25463).
+
     What lint cannot see (a tensor sized by data it cannot read, a timeout, dict keys that come from data) is
     left to the run."""
 
@@ -4578,7 +4603,61 @@ class _Agreement:
                     name = found.target.rpartition(".")[2]
                     self._group_rank(call, name, key, nodes, unit)
                     self._dtype(call, name, key, nodes, unit, self_class)
+                    self._root_only_list(call, name, key, nodes, unit)
                 self._padded(call, found, unit, nodes)
+
+    # -- lists given on the root only
+
+    def _root_only_list(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        if name not in _ROOT_ONLY_LIST:
+            return
+        word, position, root = _ROOT_ONLY_LIST[name]
+        given = _argument(call, position, word)
+        if given is None or not self._built_everywhere(given, nodes):
+            return
+        scope = self.an.table[key].node if key is not None else unit.tree
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        node: ast.AST = call
+        while id(node) in parents:  # under any if/while/ternary the list may be the root's only: stay quiet
+            node = parents[id(node)]
+            if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Match)):
+                return
+        shown = unit.text(given)
+        at = unit.text(_argument(call, position + 1, root) or ast.Constant(0))
+        why = (
+            f"`{shown}` is built on every rank, but torch.distributed accepts `{word}` only on the {root} rank "
+            f'({root}={at}): every other rank raises ValueError ("Argument ``{word}`` must NOT be specified on '
+            f'non-{"destination" if root == "dst" else "source"} ranks") before sending anything, and the {root} '
+            "rank waits for them"
+        )
+        fix = f"pass `{word}={shown} if rank == {at} else None` (build the list on the {root} rank only)"
+        self._add(call, "root-only-list", f"{word} on every rank", why, fix, unit)
+
+    @staticmethod
+    def _built_everywhere(given: ast.expr, nodes: list[ast.AST]) -> bool:
+        """A non-empty list display, a comprehension, ``list(...)``, ``[x] * n``, or a name bound only to those here."""
+
+        def listish(value: ast.AST) -> bool:
+            if isinstance(value, ast.List):
+                return bool(value.elts)
+            if isinstance(value, ast.ListComp):
+                return True
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list":
+                return bool(value.args)
+            return isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and listish(value.left)
+
+        if not isinstance(given, ast.Name):
+            return listish(given)
+        bound = [
+            n.value
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Name) and t.id == given.id
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            )
+        ]
+        return bool(bound) and all(v is not None and listish(v) for v in bound)
 
     # -- group-local ranks
 
