@@ -3190,14 +3190,22 @@ class _Walker:
     def _helper_group(self, call: ast.Call) -> ast.expr | None:
         """For a call of a function of the file whose every collective runs on ``group=<one of its
         parameters>`` (vLLM's ``tensor_model_parallel_gather(x, tp_group)``), the argument this call hands to
-        that parameter: the group the helper's collectives use."""
+        that parameter: the group the helper's collectives use; or, when they all run on one group the helper
+        looks up from the module's own names (Megatron's ``group=get_data_parallel_group()``), that lookup."""
         found = self.an.classify(call, self.unit, self.self_class, self.scope)
         helper = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
         if helper is None:
             return None
         params = [a.arg for a in helper.node.args.args]
         skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
         used: set[str] = set()
+        shared: dict[str, ast.expr] = {}  # a group the helper looks up itself: `group=get_data_parallel_group()`
         for node in _own_nodes(helper.node.body):
             if not isinstance(node, ast.Call):
                 continue
@@ -3209,10 +3217,19 @@ class _Walker:
                     return None  # reaches collectives through another function: not followed
                 continue
             group = next((k.value for k in node.keywords if k.arg == "group"), None)
-            if not (isinstance(group, ast.Name) and group.id in params[skip:]):
+            if isinstance(group, ast.Name) and group.id in params[skip:]:
+                used.add(group.id)
+            elif (
+                group is not None
+                and helper.unit is self.unit
+                and not any(isinstance(n, ast.Name) and (n.id in params or n.id in bound) for n in ast.walk(group))
+            ):  # built only from the module's own names: the caller's scope sees the same ones
+                shared[ast.unparse(group)] = group
+            else:
                 return None
-            used.add(group.id)
-        if len(used) != 1:
+        if shared and not used and len(shared) == 1:
+            return next(iter(shared.values()))
+        if len(used) != 1 or shared:
             return None
         [param] = used
         index = params[skip:].index(param)
@@ -5303,6 +5320,14 @@ class _Ranks:
             if isinstance(target, list) and args:
                 target.append(args[0])
             return None
+        if isinstance(node.func, ast.Attribute) and name in ("index", "count") and len(args) == 1:
+            target = self._eval(node.func.value, env, depth)  # Megatron's `_PIPELINE_RANKS.index(rank)`
+            if isinstance(target, (list, tuple, range)) and args[0] is not _OPAQUE:
+                try:
+                    return getattr(target, name)(args[0])
+                except ValueError:
+                    raise _Impossible from None  # not a member here: this world cannot run the code
+            return _OPAQUE
         callee = self.an._callee(node.func, None, self.func.unit) if isinstance(node.func, ast.Name) else None
         if callee is not None and depth < 3:
             func = self.an.table[callee]
