@@ -85,6 +85,10 @@ def test_a_pooled_rank_that_was_killed_or_stopped_is_replaced_and_the_run_runs(h
     victim.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
     if how == "killed":
         assert wait_until_gone([victim.pid], 5.0) == []
+    else:  # a signal is delivered when its process next runs: a launch a moment later could find it running still
+        give_up = time.monotonic() + 5.0
+        while victim.status() != psutil.STATUS_STOPPED and time.monotonic() < give_up:
+            time.sleep(0.001)
     started = time.monotonic()
     run = bl.run(barrier_then_ticks, 2, deadline=20)
     assert run.ok, run
