@@ -318,6 +318,9 @@ class Become:
 
     spec: RunSpec
     rank: int
+    #: List the pages the rank copies from the warm process in :data:`WRITTEN_PAGES_FILE` as it ends
+    #: (``_rank.list_written_pages``): the ranks pooled later copy them while they wait.
+    list_pages: bool = False
 
 
 Message = (
@@ -491,6 +494,8 @@ def run_dir_owner(name: str) -> tuple[int, int] | None:
 
 #: The file of a large call in the run's folder (see ``RunSpec.payload_path``).
 PAYLOAD_FILE = "payload"
+#: The file in a run's folder where one rank lists the pages it copied from the warm process (see ``Become``).
+WRITTEN_PAGES_FILE = "written-pages"
 
 
 # --- where a rank leaves what it did ------------------------------------------------------------------
