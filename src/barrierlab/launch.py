@@ -32,6 +32,7 @@ import cloudpickle
 from barrierlab import _contain, _files, _payload, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE,
+    RUN_DIR_PREFIX,
     Exited,
     Launch,
     LaunchFailed,
@@ -864,7 +865,12 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
         names = os.listdir(folder)
     except OSError:
         return removed
+    # the temp folder holds other programs' files too (torchrun leaves a torchelastic_* folder a job): a name is
+    # parsed only if it starts as a run folder's, and with ``owners`` as one of theirs
+    prefixes = RUN_DIR_PREFIX if owners is None else tuple(f"{RUN_DIR_PREFIX}{pid}-" for pid in owners)
     for name in names:
+        if not name.startswith(prefixes):
+            continue
         owner = run_dir_owner(name)
         if owner is None or (owners is not None and owner[0] not in owners):
             continue
