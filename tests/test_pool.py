@@ -170,16 +170,16 @@ def test_pages_to_copy_keeps_whole_pages_of_the_warm_process_own_private_writabl
         "7ffc00000000-7ffc00100000 rw-p 00000000 00:00 0 [stack]\n"
     )
     listing = (
-        "1000000 2000\n"  # heap: kept
-        "10ff000 3000\n"  # runs past the heap's end: cut at it
-        "400000 1000\n"  # code: left out
-        "7f0000200000 1000\n"  # shared: left out
-        "7ffc00000000 1000\n"  # the stack: left out
-        "600000 1000\n"  # a program's data: kept
-        "7f0000000001 1000\n"  # not a page's start: left out
-        "not a range\n"
-        "7f1000000000 10000000\n"  # 256 MiB: cut at the limit
-    ).encode()
+        b"1000000 2000\n"  # heap: kept
+        b"10ff000 3000\n"  # runs past the heap's end: cut at it
+        b"400000 1000\n"  # code: left out
+        b"7f0000200000 1000\n"  # shared: left out
+        b"7ffc00000000 1000\n"  # the stack: left out
+        b"600000 1000\n"  # a program's data: kept
+        b"7f0000000001 1000\n"  # not a page's start: left out
+        b"not a range\n"
+        b"7f1000000000 10000000\n"  # 256 MiB: cut at the limit
+    )
     ranges = pages_to_copy(listing, maps=str(maps))
     assert ranges[:3] == [(0x600000, 0x1000), (0x1000000, 0x2000), (0x10FF000, 0x1000)]
     assert ranges[3][0] == 0x7F1000000000 and sum(length for _, length in ranges) == COPY_AHEAD_MAX

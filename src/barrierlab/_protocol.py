@@ -445,7 +445,9 @@ def _make_checker(kind):
 
 def _simple(kind) -> bool:
     """A class whose values :func:`_plain` checks by their exact type alone."""
-    return isinstance(kind, type) and kind is not float and kind is not type(None) and kind not in _FRAME_CLASSES.values()
+    return (
+        isinstance(kind, type) and kind is not float and kind is not type(None) and kind not in _FRAME_CLASSES.values()
+    )
 
 
 def receive(fd: int, within: float | None = None) -> Message | None:
