@@ -80,9 +80,10 @@ HAND_OVER_TIMEOUT = 0.5
 REFILL_AFTER = 0.02
 #: Pipe buffer asked for each pooled rank's spec pipe, so that a whole spec is written at once.
 SPEC_PIPE_SIZE = 1 << 20
-#: Rank 0 of the first LEARN_FIRST runs, then of every LEARN_EVERY-th, lists the pages it copied from this process
-#: (``_rank.list_written_pages``); the ranks pooled after it copy them while they wait (``_rank.copy_ahead``).
-LEARN_FIRST, LEARN_EVERY = 2, 32
+#: Rank 0 of a run, if it was pooled, lists the pages it copied from this process (``_rank.list_written_pages``)
+#: until a listing has been read (LEARN_FIRST tries at most), then in every LEARN_EVERY-th run; the ranks pooled
+#: after it copy them while they wait (``_rank.copy_ahead``). A listing costs that rank 5-15 ms as it ends.
+LEARN_FIRST, LEARN_EVERY = 3, 32
 #: Most memory a pooled rank copies ahead (a run of the lab copies 4-6 MiB; the listing is a rank's to write).
 COPY_AHEAD_MAX = 32 << 20
 #: Longest listing read.
@@ -148,6 +149,7 @@ class WarmProcess:
         self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
         self.swept_at = -math.inf  # when the last run was reported swept (the pool is refilled REFILL_AFTER later)
         self.launches = 0  # runs asked for so far
+        self.listings_asked = 0  # runs whose rank 0 was asked to list the pages it copies
         self.run_folders: dict[str, str] = {}  # run id -> its folder, until the run is swept
         self.learning = ""  # the run whose rank 0 lists the pages it copies (Become.list_pages), until it ends
         self.pages_listed: bytes | None = None  # what that rank listed, not yet read (see pages_to_copy)
@@ -336,9 +338,12 @@ class WarmProcess:
         return pid
 
     def learns(self, run_id: str) -> bool:
-        """Whether rank 0 of this run (if pooled) lists the pages it copies: in the first runs, then every
-        :data:`LEARN_EVERY` runs (the listing costs that rank about a millisecond as it ends)."""
-        return self.launches <= LEARN_FIRST or self.launches % LEARN_EVERY == 0
+        """Whether rank 0 of this run (if pooled) lists the pages it copies: until one listing has been read (the
+        first runs of a notebook often come before the pool, which waits for the preloading), then every
+        :data:`LEARN_EVERY` runs."""
+        if not self.written and self.pages_listed is None and self.listings_asked < LEARN_FIRST:
+            return True
+        return self.launches % LEARN_EVERY == 0
 
     def hand_over(self, spec: RunSpec, rank: int, list_pages: bool = False) -> int | None:
         """Make a pooled rank ``rank`` of ``spec``; its pid, or None (no pooled rank could take it)."""
@@ -352,6 +357,7 @@ class WarmProcess:
                 self.children[pid] = (spec.run_id, rank)
                 if list_pages:
                     self.learning = spec.run_id
+                    self.listings_asked += 1
                 return pid
             os.close(key_r)
             self.end_pooled(pid)
