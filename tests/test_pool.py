@@ -85,6 +85,10 @@ def test_a_pooled_rank_that_was_killed_or_stopped_is_replaced_and_the_run_runs(h
     victim.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
     if how == "killed":
         assert wait_until_gone([victim.pid], 5.0) == []
+    else:  # a signal is delivered when its process next runs: a launch a moment later could find it running still
+        give_up = time.monotonic() + 5.0
+        while victim.status() != psutil.STATUS_STOPPED and time.monotonic() < give_up:
+            time.sleep(0.001)
     started = time.monotonic()
     run = bl.run(barrier_then_ticks, 2, deadline=20)
     assert run.ok, run
@@ -148,3 +152,68 @@ def test_the_warm_process_collapses_its_heap_into_huge_pages_where_linux_can():
         pytest.skip("this kernel collapses nothing (MADV_COLLAPSE needs Linux 6.1)")
     assert collapsed_kib >= 32 << 10
     assert grown_kib >= 32 << 10
+
+
+def test_pages_to_copy_keeps_whole_pages_of_the_warm_process_own_private_writable_memory(tmp_path):
+    """A rank's listing is untrusted: only whole pages inside private writable memory (heap, anonymous, a
+    library's data) are copied ahead, never code, shared memory or the stack, and at most COPY_AHEAD_MAX."""
+    from barrierlab._warm import COPY_AHEAD_MAX, pages_to_copy
+
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "00400000-00500000 r-xp 00000000 08:01 1 /usr/bin/python\n"
+        "00600000-00700000 rw-p 00100000 08:01 1 /usr/bin/python\n"
+        "01000000-01100000 rw-p 00000000 00:00 0 [heap]\n"
+        "7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n"
+        "7f0000200000-7f0000300000 rw-s 00000000 00:00 0 /dev/shm/x\n"
+        "7f1000000000-7f1010000000 rw-p 00000000 00:00 0\n"
+        "7ffc00000000-7ffc00100000 rw-p 00000000 00:00 0 [stack]\n"
+    )
+    listing = (
+        b"1000000 2000\n"  # heap: kept
+        b"10ff000 3000\n"  # runs past the heap's end: cut at it
+        b"400000 1000\n"  # code: left out
+        b"7f0000200000 1000\n"  # shared: left out
+        b"7ffc00000000 1000\n"  # the stack: left out
+        b"600000 1000\n"  # a program's data: kept
+        b"7f0000000001 1000\n"  # not a page's start: left out
+        b"not a range\n"
+        b"7f1000000000 10000000\n"  # 256 MiB: cut at the limit
+    )
+    ranges = pages_to_copy(listing, maps=str(maps))
+    assert ranges[:3] == [(0x600000, 0x1000), (0x1000000, 0x2000), (0x10FF000, 0x1000)]
+    assert ranges[3][0] == 0x7F1000000000 and sum(length for _, length in ranges) == COPY_AHEAD_MAX
+    assert pages_to_copy(b"\xff\x00garbage", maps=str(maps)) == []
+
+
+def test_a_forked_process_lists_the_pages_it_wrote_and_a_later_one_copies_them(tmp_path):
+    import ctypes
+
+    from barrierlab import _rank
+    from barrierlab._warm import pages_to_copy
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    memory = bytearray(b"x" * (64 * page))  # touched here, shared with the children after the fork
+    start = ctypes.addressof((ctypes.c_char * len(memory)).from_buffer(memory))
+    first = -(-start // page) * page  # the first whole page of it
+    listing = str(tmp_path / "listing")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for offset in range(first - start, first - start + 8 * page, page):
+                memory[offset] = ord("y")
+            _rank.list_written_pages(listing)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    ranges = pages_to_copy(open(listing, "rb").read())
+    assert any(low <= first and first + 8 * page <= low + length for low, length in ranges)
+    pid = os.fork()
+    if pid == 0:  # copying ahead changes nothing it holds
+        code = 1
+        try:
+            _rank.copy_ahead(ranges)
+            code = 0 if memory == bytearray(b"x" * (64 * page)) else 2
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0

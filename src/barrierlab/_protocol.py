@@ -318,6 +318,9 @@ class Become:
 
     spec: RunSpec
     rank: int
+    #: List the pages the rank copies from the warm process in :data:`WRITTEN_PAGES_FILE` as it ends
+    #: (``_rank.list_written_pages``): the ranks pooled later copy them while they wait.
+    list_pages: bool = False
 
 
 Message = (
@@ -391,35 +394,60 @@ class _FrameUnpickler(pickle.Unpickler):
 def _plain(value, kind) -> bool:
     """``value`` is exactly of the annotated type ``kind`` (a type, a union, a tuple[...] or a dataclass of
     the protocol, its fields checked in turn): no subclass, no other container."""
+    return _checker(kind)(value)
+
+
+#: annotated type -> the function that checks a value against it (:func:`_plain`). Built once per type: walking
+#: the annotations for every value (typing.get_origin, get_args, get_type_hints) cost 0.75 ms per Launch, paid by
+#: the kernel as it sent it, the warm process as it read it and again by each pooled rank reading its Become.
+_CHECKERS: dict = {}
+
+
+def _checker(kind):
+    check = _CHECKERS.get(kind)
+    if check is None:
+        check = _CHECKERS[kind] = _make_checker(kind)
+    return check
+
+
+def _make_checker(kind):
     if isinstance(kind, types.UnionType):
-        return any(_plain(value, part) for part in typing.get_args(kind))
+        parts = tuple(_checker(part) for part in typing.get_args(kind))
+        return lambda value: any(part(value) for part in parts)
     if kind is None or kind is type(None):
-        return value is None
-    origin = typing.get_origin(kind)
-    if origin is tuple:
+        return lambda value: value is None
+    if typing.get_origin(kind) is tuple:
         args = typing.get_args(kind)
-        if type(value) is not tuple:
-            return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_plain(item, args[0]) for item in value)
-        return len(value) == len(args) and all(_plain(item, arg) for item, arg in zip(value, args))
+            if _simple(args[0]):  # tuple[str, ...]: the types of the items, compared in C
+                return lambda value: type(value) is tuple and set(map(type, value)) <= {args[0]}
+            item = _checker(args[0])
+            return lambda value: type(value) is tuple and all(map(item, value))
+        if all(map(_simple, args)):  # tuple[str, str]: likewise
+            return lambda value: type(value) is tuple and tuple(map(type, value)) == args
+        items, n = tuple(_checker(arg) for arg in args), len(args)
+        return lambda value: (
+            type(value) is tuple and len(value) == n and all(check(x) for check, x in zip(items, value))
+        )
     if kind in _FRAME_CLASSES.values():
-        if type(value) is not kind or set(vars(value)) != {f.name for f in fields(kind)}:
-            return False
-        hints = _hints(kind)
-        return all(_plain(getattr(value, f.name), hints[f.name]) for f in fields(kind))
+        names = frozenset(f.name for f in fields(kind))
+        hints = typing.get_type_hints(kind)
+        checks = tuple((f.name, _checker(hints[f.name])) for f in fields(kind))
+        return lambda value: (
+            type(value) is kind
+            and vars(value).keys() == names
+            and all(check(getattr(value, name)) for name, check in checks)
+        )
     if kind is float:
-        return type(value) in (float, int)
-    return type(value) is kind
+        return lambda value: type(value) in (float, int)
+    return lambda value: type(value) is kind
 
 
-_HINTS: dict[type, dict] = {}
-
-
-def _hints(kind: type) -> dict:
-    if kind not in _HINTS:
-        _HINTS[kind] = typing.get_type_hints(kind)
-    return _HINTS[kind]
+def _simple(kind) -> bool:
+    """A class whose values :func:`_plain` checks by their exact type alone."""
+    return (
+        isinstance(kind, type) and kind is not float and kind is not type(None) and kind not in _FRAME_CLASSES.values()
+    )
 
 
 def receive(fd: int, within: float | None = None) -> Message | None:
@@ -468,6 +496,8 @@ def run_dir_owner(name: str) -> tuple[int, int] | None:
 
 #: The file of a large call in the run's folder (see ``RunSpec.payload_path``).
 PAYLOAD_FILE = "payload"
+#: The file in a run's folder where one rank lists the pages it copied from the warm process (see ``Become``).
+WRITTEN_PAGES_FILE = "written-pages"
 
 
 # --- where a rank leaves what it did ------------------------------------------------------------------

@@ -30,6 +30,7 @@ from barrierlab import _contain
 from barrierlab._contain import libc
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
+    WRITTEN_PAGES_FILE,
     Become,
     Exited,
     Launch,
@@ -79,6 +80,14 @@ HAND_OVER_TIMEOUT = 0.5
 REFILL_AFTER = 0.02
 #: Pipe buffer asked for each pooled rank's spec pipe, so that a whole spec is written at once.
 SPEC_PIPE_SIZE = 1 << 20
+#: Rank 0 of a run, if it was pooled, lists the pages it copied from this process (``_rank.list_written_pages``)
+#: until a listing has been read (LEARN_FIRST tries at most), then in every LEARN_EVERY-th run; the ranks pooled
+#: after it copy them while they wait (``_rank.copy_ahead``). A listing costs that rank 5-15 ms as it ends.
+LEARN_FIRST, LEARN_EVERY = 3, 32
+#: Most memory a pooled rank copies ahead (a run of the lab copies 4-6 MiB; the listing is a rank's to write).
+COPY_AHEAD_MAX = 32 << 20
+#: Longest listing read.
+LISTING_MAX = 1 << 20
 
 PRELOAD = (
     "torch.nn",
@@ -139,6 +148,12 @@ class WarmProcess:
         self.next_store_port = 0  # the next run's store (RunSpec.next_store_port): pooled ranks connect to it
         self.pooled_in: dict[int, str] = {}  # pooled rank's pid -> the cgroup it was moved into
         self.swept_at = -math.inf  # when the last run was reported swept (the pool is refilled REFILL_AFTER later)
+        self.launches = 0  # runs asked for so far
+        self.listings_asked = 0  # runs whose rank 0 was asked to list the pages it copies
+        self.run_folders: dict[str, str] = {}  # run id -> its folder, until the run is swept
+        self.learning = ""  # the run whose rank 0 lists the pages it copies (Become.list_pages), until it ends
+        self.pages_listed: bytes | None = None  # what that rank listed, not yet read (see pages_to_copy)
+        self.written: list[tuple[int, int]] = []  # the pages each rank pooled from now on copies as it waits
         _contain.become_subreaper()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -194,6 +209,8 @@ class WarmProcess:
         elif isinstance(message, Launch):
             spec = message.spec
             self.run_dirs.add(spec.run_dir)
+            self.run_folders[spec.run_id] = spec.run_dir
+            self.launches += 1
             self.pool_size = min(spec.options.world_size, POOL_MAX)
             if spec.cgroup:
                 self.cgroups[spec.run_id] = spec.cgroup
@@ -201,7 +218,9 @@ class WarmProcess:
             self.next_store_port = spec.next_store_port
             try:
                 pids = tuple(
-                    self.hand_over(spec, rank) or self.fork_rank(spec, rank) for rank in range(spec.options.world_size)
+                    self.hand_over(spec, rank, list_pages=rank == 0 and self.learns(spec.run_id))
+                    or self.fork_rank(spec, rank)
+                    for rank in range(spec.options.world_size)
                 )
             except OSError as error:  # EMFILE, EAGAIN: a rank may have lowered this process's limits (prlimit)
                 self.abandon(spec.run_id)
@@ -281,6 +300,9 @@ class WarmProcess:
     def fork_pooled(self) -> int:
         """Fork a rank that waits for its run (:class:`Become`) on a pipe of its own."""
         parent = os.getpid()
+        if self.pages_listed is not None:  # read here, between runs: the launch that listed them is over
+            self.written = pages_to_copy(self.pages_listed)
+            self.pages_listed = None
         opened: list[int] = []
         try:
             key_r, key_w = os.pipe()
@@ -315,15 +337,27 @@ class WarmProcess:
             self.pooled_in[pid] = self.next_cgroup
         return pid
 
-    def hand_over(self, spec: RunSpec, rank: int) -> int | None:
+    def learns(self, run_id: str) -> bool:
+        """Whether rank 0 of this run (if pooled) lists the pages it copies: until one listing has been read (the
+        first runs of a notebook often come before the pool, which waits for the preloading), then every
+        :data:`LEARN_EVERY` runs."""
+        if not self.written and self.pages_listed is None and self.listings_asked < LEARN_FIRST:
+            return True
+        return self.launches % LEARN_EVERY == 0
+
+    def hand_over(self, spec: RunSpec, rank: int, list_pages: bool = False) -> int | None:
         """Make a pooled rank ``rank`` of ``spec``; its pid, or None (no pooled rank could take it)."""
         while self.pool:
             pid, (spec_w, key_r) = self.pool.popitem()
-            taken = not _contain.is_stopped(pid) and _write_within(spec_w, frame(Become(spec, rank)), HAND_OVER_TIMEOUT)
+            message = frame(Become(spec, rank, list_pages))
+            taken = not _contain.is_stopped(pid) and _write_within(spec_w, message, HAND_OVER_TIMEOUT)
             os.close(spec_w)
             if taken:
                 self.key_fds.append(key_r)
                 self.children[pid] = (spec.run_id, rank)
+                if list_pages:
+                    self.learning = spec.run_id
+                    self.listings_asked += 1
                 return pid
             os.close(key_r)
             self.end_pooled(pid)
@@ -386,12 +420,15 @@ class WarmProcess:
             if spec is None:  # pooled: its run comes later; what needs no run is done while it waits
                 _rank.prepare(self.kernel[0])
                 _rank.connect_ahead(self.next_store_port)
+                _rank.copy_ahead(self.written)
                 message = receive(spec_r)
                 os.close(spec_r)
                 if not isinstance(message, Become):  # the warm process closed the pipe: not needed
                     code = 0
                     return
                 spec = RankSpec(message.spec, message.rank)
+                if message.list_pages:
+                    _rank.list_pages_to = os.path.join(spec.run.run_dir, WRITTEN_PAGES_FILE)
             _contain.hold_run_folder(spec.run.run_dir)  # all it forks holds the run's folder open
             code = _rank.main(spec, key)
         finally:
@@ -419,6 +456,9 @@ class WarmProcess:
             except ChildProcessError:
                 continue
             run_id, rank = self.children.pop(pid, (None, None))
+            if run_id is not None and run_id == self.learning and rank == 0:  # before the kernel removes the folder
+                self.learning = ""
+                self.pages_listed = _read_listing(os.path.join(self.run_folders.get(run_id, ""), WRITTEN_PAGES_FILE))
             fd = self.pidfds.pop(pid, None)
             if fd is not None:
                 os.close(fd)
@@ -435,6 +475,7 @@ class WarmProcess:
             ended_runs.add(run_id)
         live_runs = {run_id for run_id, _ in self.children.values()}
         for run_id in ended_runs - live_runs:
+            self.run_folders.pop(run_id, None)
             send(self.out_fd, Swept(run_id, self.sweep(run_id)))
             self.swept_at = time.monotonic()
 
@@ -625,3 +666,67 @@ def _preload(name: str) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _read_listing(path: str) -> bytes | None:
+    """The pages a rank listed (:data:`LISTING_MAX` bytes at most; never through a symlink), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, LISTING_MAX)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def pages_to_copy(listing: bytes, maps: str = "/proc/self/maps") -> list[tuple[int, int]]:
+    """The ranges of a rank's listing (``start length`` in hex, a line each) that lie in this process's private
+    writable memory, whole pages, in order, :data:`COPY_AHEAD_MAX` bytes at most. A rank's code could have written
+    the file: anything else in it is left out, and copying a page ahead never changes what it holds."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    try:
+        with open(maps) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    own = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 5 or fields[1][:2] != "rw" or fields[1][3:4] != "p":
+            continue
+        name = fields[5].strip() if len(fields) > 5 else ""
+        if name.startswith("[") and name != "[heap]" and not name.startswith("[anon:"):
+            continue
+        low, high = (int(x, 16) for x in fields[0].split("-"))
+        own.append((low, high))
+    own.sort()
+    asked = []
+    for line in listing.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        try:
+            start, length = int(parts[0], 16), int(parts[1], 16)
+        except (IndexError, ValueError):
+            continue
+        if start % page or length <= 0 or length % page:
+            continue
+        asked.append((start, start + length))
+    asked.sort()
+    ranges, total, i = [], 0, 0
+    for start, end in asked:
+        while i < len(own) and own[i][1] <= start:
+            i += 1
+        j = i
+        while j < len(own) and own[j][0] < end and total < COPY_AHEAD_MAX:
+            low, high = max(start, own[j][0]), min(end, own[j][1])
+            high = min(high, low + COPY_AHEAD_MAX - total)
+            if high > low:
+                if ranges and ranges[-1][0] + ranges[-1][1] == low:
+                    ranges[-1] = (ranges[-1][0], ranges[-1][1] + high - low)
+                else:
+                    ranges.append((low, high - low))
+                total += high - low
+            j += 1
+    return ranges

@@ -15,6 +15,7 @@ import math
 import numbers
 import operator
 import os
+import queue
 import select
 import shutil
 import signal
@@ -31,6 +32,7 @@ import cloudpickle
 from barrierlab import _contain, _files, _payload, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE,
+    RUN_DIR_PREFIX,
     Exited,
     Launch,
     LaunchFailed,
@@ -297,6 +299,7 @@ def shutdown() -> None:
         if _warm is not None:
             _warm.close()
             _warm = None
+        _stores.close()
 
 
 atexit.register(shutdown)
@@ -658,7 +661,78 @@ class _LoopbackStore:
         """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
         store, self.store = self.store, None
         if store is not None:
-            threading.Thread(target=list.clear, args=([store],), daemon=True, name="barrierlab-store-close").start()
+            _stores.stop_later(store)
+
+
+class _Stores:
+    """Two threads of the kernel's, each started once, that keep the making and the stopping of stores out of the
+    launch's path: a store is made after one run for the one after next (``RunSpec.next_store_port`` names a store
+    that exists at the launch: the ranks the warm process pools after it connect to it as they wait), which took
+    1-4 ms of every launch on the 2-core machine; a store is stopped on the other (its server thread takes 0.1 s
+    to stop), without a new thread each time (whose start waited for the thread to run: milliseconds under load)."""
+
+    #: How long a launch waits for the store being made before it makes one itself.
+    WAIT = 5.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spare: _LoopbackStore | None = None
+        self.made = threading.Event()
+        self.made.set()
+        self.asked: queue.SimpleQueue = queue.SimpleQueue()
+        self.stopping: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads: dict[str, threading.Thread] = {}
+
+    def _start(self, name: str, target) -> None:
+        thread = self.threads.get(name)
+        if thread is None or not thread.is_alive():
+            self.threads[name] = thread = threading.Thread(target=target, daemon=True, name=name)
+            thread.start()
+
+    def make_spare(self) -> None:
+        """Ask for a store to be made now, in the background, for a later launch (nothing if one is made)."""
+        with self.lock:
+            if self.spare is not None or not self.made.is_set():
+                return
+            self.made.clear()
+            self._start("barrierlab-store-maker", self._make)
+        self.asked.put(True)
+
+    def _make(self) -> None:
+        while self.asked.get():
+            try:
+                store = _LoopbackStore(STORE_TIMEOUT_FLOOR)
+            except Exception:  # noqa: BLE001 - the launch makes its own
+                store = None
+            with self.lock:
+                self.spare = store
+            self.made.set()
+
+    def take_spare(self) -> _LoopbackStore | None:
+        """The store made in the background (waiting for it if it is being made), or None."""
+        self.made.wait(self.WAIT)
+        with self.lock:
+            store, self.spare = self.spare, None
+        return store
+
+    def stop_later(self, store) -> None:
+        with self.lock:
+            self._start("barrierlab-store-stop", self._stop)
+        self.stopping.put(store)
+
+    def _stop(self) -> None:
+        while True:
+            store = self.stopping.get()
+            del store  # the last reference: its server thread is stopped and joined here
+
+    def close(self) -> None:
+        """Stop the spare store (the kernel shuts barrierlab down)."""
+        store = self.take_spare() if self.made.is_set() else None
+        if store is not None:
+            store.close()
+
+
+_stores = _Stores()
 
 
 def run(
@@ -765,6 +839,8 @@ def run(
         result.unpickle(within=max(UNPICKLE_FLOOR, check_by - time.monotonic()))
     finally:
         collector.resume()
+        if _warm is not None:
+            _stores.make_spare()  # for the launch after next, while the learner reads this one
     return result.raise_if_failed() if options.check else result
 
 
@@ -789,7 +865,12 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
         names = os.listdir(folder)
     except OSError:
         return removed
+    # the temp folder holds other programs' files too (torchrun leaves a torchelastic_* folder a job): a name is
+    # parsed only if it starts as a run folder's, and with ``owners`` as one of theirs
+    prefixes = RUN_DIR_PREFIX if owners is None else tuple(f"{RUN_DIR_PREFIX}{pid}-" for pid in owners)
     for name in names:
+        if not name.startswith(prefixes):
+            continue
         owner = run_dir_owner(name)
         if owner is None or (owners is not None and owner[0] not in owners):
             continue
@@ -886,7 +967,7 @@ def _launch(
     cgroup = next_cgroup = ""
     try:
         store = warm.take_next_store() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
-        next_store = _LoopbackStore(STORE_TIMEOUT_FLOOR)
+        next_store = _stores.take_spare() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
         prefix = run_dir_prefix(os.getpid(), _my_start())
         cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
         next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
