@@ -99,3 +99,17 @@ def test_the_headline_counts_what_nccl_keeps():
         "4 calls wait for other ranks on gloo (barrier 2, all_reduce 2), 2 still would on NCCL; "
         "file handoffs ordered on gloo, not on NCCL: none"
     )
+
+
+@pytest.mark.parametrize("late_rank, ordered", [(1, True), (2, True), (3, False)])
+def test_a_gloo_broadcast_orders_its_roots_direct_children_only(tmp_path, late_rank, ordered):
+    """gloo's broadcast from rank 0 of 4 sends to ranks 1 and 2 (gloo/broadcast.cc's binomial tree) and waits for
+    those sends, so rank 0 leaves after they entered: a late shard of rank 1 or 2 is always seen, rank 3's not.
+    The model said "nothing orders them" for every rank until it knew the tree (a fresh review found the 05 check
+    naming rank 1)."""
+    run = bl.run(
+        collective_ordering.scenario, 4, kwargs={"op": "broadcast", "folder": str(tmp_path), "late_rank": late_rank}
+    )
+    [row] = ordering_table.handoff_table({"broadcast": run}, (late_rank, "write shard"), READ)
+    assert row.gloo is ordered
+    assert run[0].value[0] is ordered  # what rank 0 saw agrees with the model

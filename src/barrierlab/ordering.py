@@ -7,7 +7,8 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 - program order: each rank's events one after another, in the order they began;
 - collectives, by role and backend, from the ops table (:mod:`barrierlab.ops`): a rank whose column says it
   waits for ``"all"`` leaves only after every member entered; ``"root"``/``"parent"`` after the root entered;
-  ``"children"``/``"none"`` give no edge. Calls pair by position in their process group. An async call
+  ``"children"`` gives an edge from each direct child's entry for gloo's ``broadcast`` (its tree is known:
+  :func:`_broadcast_children`) and none otherwise; ``"none"`` gives none. Calls pair by position in their process group. An async call
   orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have;
 - ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A), and back
   where the column says the sender waits for its receiver (gloo);
@@ -254,6 +255,10 @@ class Order:
                             self._edge(self.enter(other, o), released)
                     elif word in ("root", "parent") and root in matched and root != rank:
                         self._edge(self.enter(root, matched[root]), released)
+                    elif word == "children" and op.name == "broadcast" and self.backend == "gloo":
+                        for child in _broadcast_children(rank, root, e.group_ranks or sorted(self.events)):
+                            if child in matched:
+                                self._edge(self.enter(child, matched[child]), released)
 
     def _root(self, matched: dict) -> int | None:
         for e in matched.values():
@@ -647,6 +652,24 @@ def _count(value: str | None) -> int | None:
 def _amount(event) -> int:
     """What an ``add`` added: its recorded amount, else 1 (the usual counter)."""
     return 1 if event.amount is None else event.amount
+
+
+def _broadcast_children(rank: int, root: int | None, members) -> list[int]:
+    """The ranks gloo's broadcast sends to directly from ``rank`` (its binomial tree, ``gloo/broadcast.cc``:
+    virtual ranks count from the root; a virtual rank v sends to v + 2**i for every 2**i above v's highest
+    bit, within the group), as global ranks. A send waits until its receiver posted the receive, which a
+    child does as it enters; so ``rank`` leaves only after these have entered."""
+    members = list(members)
+    if root is None or rank not in members or root not in members:
+        return []
+    size, start = len(members), members.index(root)
+    v = (members.index(rank) - start) % size
+    step = 1 << v.bit_length()  # the first power of two above v's highest bit (1 for the root)
+    children = []
+    while v + step < size:
+        children.append(members[(v + step + start) % size])
+        step <<= 1
+    return children
 
 
 def _column(name: str, backend: str):
