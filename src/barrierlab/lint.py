@@ -1191,6 +1191,26 @@ class _Leave:
     statuses: frozenset[str]
 
 
+_GRAD_PRESENCE = "whether this rank's batch gave the parameter a gradient"
+
+
+def _grad_presence(test: ast.expr) -> str | None:
+    """``p.grad is None`` (or ``is not None``, or ``p.grad`` alone): whether a parameter has a gradient depends on
+    what this rank's own batch reached (a mixture-of-experts layer, a branch of the forward), so a loop that
+    skips those parameters makes a different number of collectives on different ranks (the hand-written
+    gradient averaging of PyTorch's distributed tutorial, on a model not every batch reaches whole)."""
+    for node in ast.walk(test):
+        grad = None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            if isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+                grad = node.left
+        elif isinstance(test, ast.Attribute) or (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            grad = test.operand if isinstance(test, ast.UnaryOp) else test
+        if isinstance(grad, ast.Attribute) and grad.attr == "grad":
+            return _GRAD_PRESENCE
+    return None
+
+
 def _skips(body: list[ast.stmt]) -> bool:
     """Whether an ``except`` body leaves the iteration or the function (``continue``/``break``/``return``) as
     its last statement: the ranks that raised skip what follows, the others do not."""
@@ -2893,7 +2913,17 @@ class _Analysis:
             home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
             exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
-        if cond in self.local_notes and reason in ("early-exit", "loop"):
+        if self.local_notes.get(cond) == _GRAD_PRESENCE and reason in ("early-exit", "loop"):
+            why += (
+                f"; `{cond}` depends on which parameters this rank's own batch reached (a mixture-of-experts layer, "
+                "a branch of the forward), so ranks skip different parameters and make different numbers of "
+                "collectives"
+            )
+            fix = (
+                "reduce every parameter on every rank: give a missing gradient zeros (`torch.zeros_like(p)`) "
+                "instead of skipping it, or use DDP (find_unused_parameters=True)"
+            )
+        elif cond in self.local_notes and reason in ("early-exit", "loop"):
             why += (
                 f"; `{cond}` is computed from this rank's own model output ({self.local_notes[cond]}), which "
                 "differs between ranks (each rank's own data: its sequence ends, or its loss crosses a threshold, "
@@ -3150,7 +3180,7 @@ class _Walker:
         """The text to report for a loop exit or loop condition that tests this rank's own model output."""
         if self.an.mentions_rank(test, self.taint, self.laundered):
             return None
-        source = self._local_source(test, self.local, at)
+        source = self._local_source(test, self.local, at) or _grad_presence(test)
         if source is None:
             return None
         text = self.unit.text(test)
