@@ -201,6 +201,7 @@ import textwrap
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -2633,6 +2634,49 @@ class _Analysis:
             stack.extend(ast.iter_child_nodes(node))
         return False
 
+    @cached_property
+    def signal_attrs(self) -> frozenset[str]:
+        """Attributes (``self._signal_received``) and globals a signal handler sets: a signal reaches one process
+        (the scheduler's preemption notice, a user's ``kill``), so what the handler records differs between ranks
+        until they agree on it (Megatron-LM's ``DistributedSignalHandler`` all-gathers it)."""
+        handlers: set[str] = set()
+        trees = [u.tree for u in self.units]
+        for tree in trees:
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Call)
+                    and _dotted(node.func) in ("signal.signal", "signal")
+                    and len(node.args) > 1
+                ):
+                    if isinstance(node.args[1], ast.Name):
+                        handlers.add(node.args[1].id)
+        found: set[str] = set()
+        for tree in trees:
+            for func in ast.walk(tree):
+                if not (isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name in handlers):
+                    continue
+                declared = {n for g in ast.walk(func) if isinstance(g, (ast.Global, ast.Nonlocal)) for n in g.names}
+                for node in ast.walk(func):
+                    if isinstance(node, (ast.Assign, ast.AugAssign)):
+                        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                            if isinstance(target, ast.Attribute):
+                                found.add(target.attr)
+                            elif isinstance(target, ast.Name) and target.id in declared:
+                                found.add(target.id)
+        return frozenset(found)
+
+    def _signal_reads(self, nodes: list[ast.AST]) -> set[str]:
+        """The names and attributes read in ``nodes`` that a signal handler sets (see :attr:`signal_attrs`)."""
+        if not self.signal_attrs:
+            return set()
+        out = set()
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and node.attr in self.signal_attrs and _dotted(node):
+                out.add(_dotted(node))
+            elif isinstance(node, ast.Name) and node.id in self.signal_attrs:
+                out.add(node.id)
+        return out
+
     def _global_draw(self, call: ast.Call) -> bool:
         """A draw from torch's, Python's or numpy's global random state (no ``generator=`` of its own)."""
         if any(k.arg in ("generator", "rng") for k in call.keywords) or not _dotted(call.func):
@@ -2655,7 +2699,7 @@ class _Analysis:
 
         flags = _handler_names(nodes)
         self.handler_flags |= flags
-        names = _closure(pairs, set(inherited) | flags, test)
+        names = _closure(pairs, set(inherited) | flags | self._signal_reads(nodes), test)
         controls = _controlled(nodes, self.modules)
         while controls:  # implicit flow: what an if or while on the rank assigns differs between ranks
             added: set[str] = set()
@@ -2943,6 +2987,16 @@ class _Analysis:
             fix = (
                 f"agree on `{flags[0]}` first (all_reduce it with ReduceOp.MAX, or broadcast the outcome from the rank "
                 f"that decides), then branch on the agreed value; or call `{call}` on every rank"
+            )
+        signalled = sorted(a for a in self.signal_attrs if re.search(rf"(?:\.|\b){re.escape(a)}\b", cond))
+        if signalled and not flags:
+            why += (
+                f"; `{signalled[0]}` is set by a signal handler (`signal.signal`), and a signal reaches one process "
+                "(a scheduler's preemption notice, a `kill`): the other ranks still hold the old value"
+            )
+            fix = (
+                f"agree on `{signalled[0]}` first (all_gather or all_reduce it every iteration, as Megatron-LM's "
+                "DistributedSignalHandler does), then branch on the agreed value"
             )
         library = site.note.split(": ", 1)[0] if ": " in site.note else None
         finding = Finding(
