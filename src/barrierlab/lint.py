@@ -1329,7 +1329,18 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
             pairs.append((_target_names(node.target), node.value, None))
         elif isinstance(node, ast.NamedExpr):
             pairs.append((_target_names(node.target), node.value, None))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:  # `with accelerator.split_between_processes(x) as mine:` binds this rank's share
+                if item.optional_vars is not None and _splits_between_ranks(item.context_expr):
+                    pairs.append((_target_names(item.optional_vars), item.context_expr, None))
     return pairs
+
+
+def _splits_between_ranks(node: ast.AST) -> bool:
+    """Accelerate's ``split_between_processes(x)`` (also ``PartialState``'s): each rank gets its own share of
+    ``x`` (``accelerate/state.py``), as many items as the others only when ``len(x)`` divides evenly or
+    ``apply_padding=True`` pads the last share."""
+    return isinstance(node, ast.Call) and _terminal(node.func) == "split_between_processes" and bool(node.args)
 
 
 def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
@@ -1963,7 +1974,10 @@ class _Analysis:
                     changed.update(_target_names(node.target))
                 elif isinstance(node, (ast.With, ast.AsyncWith)):
                     changed.update(
-                        n for item in node.items if item.optional_vars for n in _target_names(item.optional_vars)
+                        n
+                        for item in node.items
+                        if item.optional_vars and not _splits_between_ranks(item.context_expr)
+                        for n in _target_names(item.optional_vars)
                     )
                 elif (
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS
@@ -2622,6 +2636,8 @@ class _Analysis:
             if _env_rank(node) or (files and _file_check(node)):
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
+                return True
+            if _splits_between_ranks(node):
                 return True
             if isinstance(node, ast.Call):
                 stack.append(node.func)
@@ -3711,6 +3727,8 @@ class _Walker:
             return "uniform" if all(x is not None and self._uniform(x) for x in lengths) else None
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             return self._slice_length(node.value, node.slice, depth)
+        if _splits_between_ranks(node):
+            return self._split_length(node, depth)
         if not isinstance(node, ast.Call) or node.keywords:
             return None
         name, args = _terminal(node.func), node.args
@@ -3750,6 +3768,24 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _split_length(self, call: ast.Call, depth: int) -> Any:
+        """This rank's share of ``split_between_processes(x)``: contiguous chunks, the first ``len(x) % world``
+        ranks one item longer (``accelerate/state.py``); with ``apply_padding=True`` every share has the same
+        length. A constant length is decided like ``seq[rank::world]`` (:meth:`_world_split`); unlike a slice,
+        one lint cannot see is reported: accelerate offers ``apply_padding=True`` to say the shares are even."""
+        if any(
+            k.arg == "apply_padding" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in call.keywords
+        ):
+            return "uniform"
+        total = self._length(call.args[0], depth + 1)
+        if isinstance(total, tuple) and set(total[0]) <= {()}:
+            n, world = total[0].get((), 0), self.an.world_size
+            if world is not None:
+                return ({(): n // world}, {}) if n % world == 0 else None
+            return None if any(n % w for w in _USUAL_WORLDS) else "uniform"
+        return None  # a length lint cannot see: uneven unless it divides, and `apply_padding=True` says so
 
     def _slice_length(self, seq: ast.expr, cut: ast.Slice, depth: int) -> Any:
         """``seq[r::w]`` or ``seq[r:n:w]`` with ``r`` a rank, when ``n`` (or ``len(seq)``) is a multiple of
