@@ -1037,6 +1037,7 @@ def _launch(
             keys=group.keys,
             held=group.held,
             heads=group.heads,
+            read_until=group.started_at + options.deadline,  # what is left of it is for checking the values
         )
         _mark_teardown_hangs(run, group.teardown)
         if group.pids:  # a rank's own run folder (every rank has ended)
@@ -1103,7 +1104,7 @@ def _process_runs(pid: int) -> bool:
 
 def _status_of(spec: RunSpec, rank: int, key: bytes = b"") -> Status | None:
     try:
-        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome, key)
+        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome, key, pickles=False)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return None if outcome is None else outcome.status
