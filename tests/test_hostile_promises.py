@@ -51,8 +51,11 @@ def test_a_value_still_unread_when_the_deadline_passes_is_left_unread_and_the_he
     path = str(tmp_path / "rank0.outcome")
     Outcome(rank=0, world_size=1, status=Status.FINISHED, value=b"v" * (3 << 20), value_repr="b'vvv'").write(path, key)
     late = Outcome.read(path, key, until=time.monotonic() - 1)
-    assert late.status == Status.FINISHED and late.value is None and "not read in time" in late.unread["value"]
+    assert late.status == Status.FINISHED and late.value is None and "deadline passed" in late.unread["value"]
     assert Outcome.read(path, key).value == b"v" * (3 << 20)  # in time: read, and its digest checked
+    small = str(tmp_path / "rank1.outcome")
+    Outcome(rank=1, world_size=2, status=Status.FINISHED, value=b"s" * 1000).write(small, key)
+    assert Outcome.read(small, key, until=time.monotonic() - 1).value == b"s" * 1000  # a small one: read anyway
 
 
 def test_a_sealed_value_changed_after_the_seal_is_refused(tmp_path):

@@ -618,11 +618,17 @@ def _megabytes(n: int) -> str:
     return f"{n / 1e6:,.0f} MB" if n >= 10**6 else f"{n:,} bytes"
 
 
+#: A pickle of at most this many bytes is read whatever the time (16 ranks' take milliseconds): a rank that
+#: returned early keeps its value when another rank is stopped at the deadline and collecting starts after it.
+PICKLE_ALWAYS_READ = 1 << 20
+
+
 def _read_until(f: BinaryIO, n: int, until: float | None) -> bytes | None:
-    """``n`` bytes of ``f`` (fewer at its end), read in pieces; None once the monotonic clock passes ``until``."""
+    """``n`` bytes of ``f`` (fewer at its end), read in pieces; None once the monotonic clock passes ``until``
+    (for a pickle of more than :data:`PICKLE_ALWAYS_READ` bytes)."""
     parts, got = [], 0
     while got < n:
-        if until is not None and time.monotonic() > until:
+        if until is not None and n > PICKLE_ALWAYS_READ and time.monotonic() > until:
             return None
         part = f.read(min(PICKLE_CHUNK, n - got))
         if not part:
@@ -764,7 +770,8 @@ class Outcome:
 
         What is read is bounded: the header by :data:`OUTCOME_HEADER_LIMIT`; the pickles not at all without
         ``pickles`` (``barrierlab report`` uses none), the value not if it is larger than ``value_limit`` bytes,
-        and neither once the monotonic clock passes ``until`` (checked every :data:`PICKLE_CHUNK` bytes). A
+        and neither, if larger than :data:`PICKLE_ALWAYS_READ`, once the monotonic clock passes ``until`` (checked
+        every :data:`PICKLE_CHUNK` bytes). A
         pickle left unread is None, and :attr:`unread` says why, by name (with ``pickles`` false, each is None)."""
         from barrierlab import _files
 
@@ -810,12 +817,12 @@ class Outcome:
                 continue
             why = ""
             if name == "value" and value_limit is not None and n > value_limit:
-                why = f"larger than the {_megabytes(value_limit)} barrierlab hands back"
+                why = f"over the {value_limit / 2**20:g} MiB limit"
             if not why:
                 f.seek(offset)
                 data = _read_until(f, n, until)
                 if data is None:
-                    why = "not read in time: the run's deadline had passed"
+                    why = "still unread when the run's deadline passed"
                 elif len(data) != n:
                     raise ValueError(f"{path}: the {name} pickle is cut short")
                 elif key and not _same(_digest(data).encode(), digests[i].encode()):

@@ -93,8 +93,9 @@ def collect(
     and is not read (the rank is reported as such). ``held[r]``: rank r's outcome file as the kernel opened it
     when it saw the rank end; read if the file was removed from the folder since (and the removal said).
     ``heads[r]``: the start of rank r's events file as read while the ranks ran (:func:`event_heads`).
-    ``read_until``: the monotonic time (the run's deadline) after which no returned value is read any more; and
-    no value larger than :data:`VALUE_LIMIT` is read at all: such a rank fails with a message saying so."""
+    ``read_until``: the monotonic time after which no returned value larger than
+    ``_protocol.PICKLE_ALWAYS_READ`` is read any more; and no value larger than :data:`VALUE_LIMIT` is read at
+    all: such a rank fails with a message saying so."""
     ranks = []
     keep, keep_bytes = _kept(world_size)
     count_bytes = EVENT_BYTES_COUNTED_PER_RUN // world_size
@@ -339,9 +340,9 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
     if unread and outcome.status == Status.FINISHED and not outcome.send_error:
         result.status = Status.RAISED
         result.exception = RuntimeError(
-            f"rank {result.rank} returned {unread}, so its value is not handed back to the notebook "
-            f"(barrierlab hands back values of at most {VALUE_LIMIT >> 20} MiB, within the run's deadline): "
-            "write large results to a file and return its path"
+            f"rank {result.rank} returned {unread}: its value is not handed back to the notebook (values of at "
+            f"most {VALUE_LIMIT >> 20} MiB pickled are, within the run's deadline); write large results to a file "
+            "and return its path"
         )
     elif outcome.status == Status.FINISHED and outcome.value is None:
         result.value = outcome.value_repr or None
