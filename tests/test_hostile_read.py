@@ -135,7 +135,9 @@ def test_unpickling_is_bounded_by_what_remains_of_the_deadline(tmp_path):
 @pytest.mark.timeout(60)
 def test_a_hanging_del_costs_the_trial_child_not_the_verdict():
     [(ok, value)] = unpickle.unpickle_isolated([pickle.dumps(HangsInAChild())], within=30)
-    assert ok and isinstance(value, HangsInAChild), value
+    # the verdict came back; the class defines __del__, so it comes back as a stand-in (its __del__ would run
+    # in the kernel when the value is dropped)
+    assert ok and isinstance(value, unpickle.NotRebuilt) and "__del__" in value.reason, value
 
 
 @pytest.mark.timeout(60)

@@ -97,10 +97,17 @@ def _show(run, timeline: str | None, races: bool = False) -> int:
         found = run.races()
         print()
         print(terminal_text(races_text(run, found)))
+    code = 0 if run.ok and not found else 1
     if timeline:  # checked before the run (_timeline_file): the name given, with the format's extension
-        run.timeline(handoffs=races).savefig(timeline, dpi=120)
+        try:
+            run.timeline(handoffs=races).savefig(timeline, dpi=120)
+        except OSError as error:  # the folder changed since the check: the run's results stand, printed above
+            print(
+                f"barrierlab: the timeline was not written to {timeline!r}: {error.strerror or error}", file=sys.stderr
+            )
+            return max(code, 2)
         print(f"\ntimeline written to {timeline}")
-    return 0 if run.ok and not found else 1
+    return code
 
 
 def races_text(run, found: list) -> str:
@@ -149,8 +156,22 @@ def _run_script(args) -> int:
 def _report(args) -> int:
     from barrierlab.collect import from_records
 
-    run = from_records(args.folder)
+    try:
+        run = from_records(args.folder)
+    except (OSError, ValueError) as error:  # no records in it, or a folder that cannot be listed
+        text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        args.parser.error(f"argument folder: {args.folder!r}: {text}")
     return _show(run, args.timeline, args.races)
+
+
+def _record_folder(text: str) -> str:
+    """``report FOLDER``: an existing folder (a missing one, a file or a device is refused before anything is
+    read, with argparse's one-line error and exit code 2)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist: give the folder of rank records")
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder: give the folder of rank records")
+    return text
 
 
 def _lint(args) -> int:
@@ -216,7 +237,7 @@ def _timeline_file(text: str) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"{path!r}: its folder {folder!r} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not os.access(folder, os.W_OK | os.X_OK) or not _can_create_in(folder):
         raise argparse.ArgumentTypeError(f"{path!r}: its folder {folder!r} is not writable")
     try:
         mode = os.lstat(path).st_mode
@@ -229,6 +250,23 @@ def _timeline_file(text: str) -> str:
     if not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{path!r} exists and is not writable")
     return path
+
+
+def _can_create_in(folder: str) -> bool:
+    """Whether a file can be created in ``folder``, tried (a temporary file, removed at once): ``access`` says
+    yes to root for any folder, /proc included, where saving the figure then fails after the whole run."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".barrierlab-check-")
+    except OSError:
+        return False
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,12 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         help="timeline and diagnosis from a folder recorded under torchrun",
         description=report_help(),
     )
-    report.add_argument("folder")
+    report.add_argument("folder", type=_record_folder)
     report.add_argument(
         "--timeline", metavar="PNG", type=_timeline_file, help=f"save the timeline figure ({TIMELINE_HELP})"
     )
     report.add_argument("--races", action="store_true", help=RACES_HELP)
-    report.set_defaults(func=_report)
+    report.set_defaults(func=_report, parser=report)
 
     from barrierlab.lint import HELP as LINT_HELP
 

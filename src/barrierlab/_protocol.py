@@ -604,6 +604,40 @@ def _seal(key: bytes, data: bytes) -> bytes:
 
 
 _BLOBS = ("value", "exception")
+#: Bytes of a pickle read at a time (the reader checks its time limit between pieces).
+PICKLE_CHUNK = 8 << 20
+
+
+def _digest(data: bytes | None) -> str | None:
+    import hashlib
+
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 10**6 else f"{n:,} bytes"
+
+
+#: A pickle of at most this many bytes is read whatever the time (16 ranks' take milliseconds): a rank that
+#: returned early keeps its value when another rank is stopped at the deadline and collecting starts after it.
+PICKLE_ALWAYS_READ = 1 << 20
+
+
+def _read_until(f: BinaryIO, n: int, until: float | None) -> bytes | None:
+    """``n`` bytes of ``f`` (fewer at its end), read in pieces; None once the monotonic clock passes ``until``
+    (for a pickle of more than :data:`PICKLE_ALWAYS_READ` bytes)."""
+    parts, got = [], 0
+    while got < n:
+        if until is not None and n > PICKLE_ALWAYS_READ and time.monotonic() > until:
+            return None
+        part = f.read(min(PICKLE_CHUNK, n - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
 #: The outcome's times: one that is not a finite number is left out when read, not the whole outcome.
 _TIMES = ("t_start", "t_end", "clock")
 #: Longest header line of an outcome file read, in bytes (its texts: message, traceback, value's repr).
@@ -669,11 +703,15 @@ class Outcome:
     exception: bytes | None = field(default=None, repr=False)
     #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.
     notes: ClassVar[tuple[str, ...]] = ()
+    #: The pickles :meth:`read_from` left unread, by name ("value"), with their size and why; never written.
+    unread: ClassVar[dict[str, str]] = {}
 
     def write(self, path: str, key: bytes = b"") -> None:
         """Write atomically (temporary file, then rename) and never through a planted symlink. With the rank's
-        ``key``, the file ends with a seal (HMAC-SHA256 of everything before it) that only this rank can make:
-        the kernel reads an outcome only if its seal matches (other ranks can write into the run's folder)."""
+        ``key``, the header also holds each pickle's SHA-256 (``digests``) and the file ends with a seal
+        (HMAC-SHA256 of the header line) that only this rank can make: the kernel reads an outcome only if its
+        seal matches (other ranks can write into the run's folder), and a pickle only if its digest does; so the
+        header is proven the rank's without reading a pickle the kernel leaves unread (too large, or too late)."""
         header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
         header["status"] = self.status.value
         if self.exit_code is not None:  # an int as the reader requires, whatever a writer was given (True)
@@ -681,19 +719,31 @@ class Outcome:
         header["blobs"] = [
             len(getattr(self, name) or b"") if getattr(self, name) is not None else None for name in _BLOBS
         ]
-        data = json.dumps(header).encode() + b"\n" + b"".join(getattr(self, name) or b"" for name in _BLOBS)
         if key:
-            data += _seal(key, data)
+            header["digests"] = [_digest(getattr(self, name)) for name in _BLOBS]
+        line = json.dumps(header).encode() + b"\n"
+        data = line + b"".join(getattr(self, name) or b"" for name in _BLOBS)
+        if key:
+            data += _seal(key, line)
         tmp = f"{path}.{os.getpid()}.tmp"
         write_new_file(tmp, data)
         os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: str, key: bytes = b"") -> Outcome | None:
+    def read(
+        cls,
+        path: str,
+        key: bytes = b"",
+        *,
+        pickles: bool = True,
+        until: float | None = None,
+        value_limit: int | None = None,
+    ) -> Outcome | None:
         """The outcome in ``path``; None if there is none. ValueError if the file is not an outcome: not a
         regular file (``_files.UnsafeEntry``), a header longer than :data:`OUTCOME_HEADER_LIMIT`, fields of the
         wrong type, or pickles that do not fit the file; :class:`ForgedOutcome` if ``key`` is given and the
-        file's seal does not match it. A rank writes this file: it is untrusted input."""
+        file's seal (or a pickle's digest) does not match it. A rank writes this file: it is untrusted input.
+        ``pickles``, ``until``, ``value_limit``: see :meth:`read_from`."""
         from barrierlab import _files
 
         try:
@@ -701,13 +751,28 @@ class Outcome:
         except FileNotFoundError:
             return None
         with f:
-            return cls.read_from(f, path, key)
+            return cls.read_from(f, path, key, pickles=pickles, until=until, value_limit=value_limit)
 
     @classmethod
-    def read_from(cls, f: BinaryIO, path: str, key: bytes = b"") -> Outcome:
+    def read_from(
+        cls,
+        f: BinaryIO,
+        path: str,
+        key: bytes = b"",
+        *,
+        pickles: bool = True,
+        until: float | None = None,
+        value_limit: int | None = None,
+    ) -> Outcome:
         """The outcome in the open regular file ``f`` (read from its start), checked as :meth:`read` does;
         ``path`` names it in errors. The kernel keeps a rank's outcome open from the moment it sees the rank
-        end, and reads it from there if the file was removed from the run's folder meanwhile."""
+        end, and reads it from there if the file was removed from the run's folder meanwhile.
+
+        What is read is bounded: the header by :data:`OUTCOME_HEADER_LIMIT`; the pickles not at all without
+        ``pickles`` (``barrierlab report`` uses none), the value not if it is larger than ``value_limit`` bytes,
+        and neither, if larger than :data:`PICKLE_ALWAYS_READ`, once the monotonic clock passes ``until`` (checked
+        every :data:`PICKLE_CHUNK` bytes). A
+        pickle left unread is None, and :attr:`unread` says why, by name (with ``pickles`` false, each is None)."""
         from barrierlab import _files
 
         f.seek(0)
@@ -724,21 +789,49 @@ class Outcome:
         sizes = header.pop("blobs", [None, None])
         if not (isinstance(sizes, list) and len(sizes) == len(_BLOBS)):
             raise ValueError(f"{path}: 'blobs' must list {len(_BLOBS)} sizes")
+        digests = header.pop("digests", None)
         left = size - len(line)
-        blobs = {}
         for name, n in zip(_BLOBS, sizes):
             if n is not None and not (_is_int(n) and 0 <= n <= left):
                 raise ValueError(f"{path}: the {name} pickle's size {n!r} does not fit the file")
-            blobs[name] = None if n is None else f.read(n)
-            if n is not None:
-                if len(blobs[name]) != n:
-                    raise ValueError(f"{path}: the {name} pickle is cut short")
-                left -= n
-        if key:
+            left -= n or 0
+        if key:  # the header first: what it says is the rank's before any pickle is read
+            if not (
+                isinstance(digests, list)
+                and len(digests) == len(_BLOBS)
+                and all(
+                    (d is None) == (n is None) and (d is None or isinstance(d, str)) for d, n in zip(digests, sizes)
+                )
+            ):
+                raise ForgedOutcome(f"{path}: its header does not list its pickles' digests")
+            f.seek(len(line) + sum(n or 0 for n in sizes))
             seal = f.read(SEAL_SIZE + 1)
-            signed = line + b"".join(blob for blob in blobs.values() if blob)
-            if len(seal) != SEAL_SIZE or not _same(seal, _seal(key, signed)):
+            if len(seal) != SEAL_SIZE or not _same(seal, _seal(key, line)):
                 raise ForgedOutcome(f"{path}: its seal does not match the rank's key")
+        blobs: dict[str, bytes | None] = {}
+        unread: dict[str, str] = {}
+        offset = len(line)
+        for i, (name, n) in enumerate(zip(_BLOBS, sizes)):
+            blobs[name] = None
+            if n is None or not pickles:
+                continue
+            why = ""
+            if name == "value" and value_limit is not None and n > value_limit:
+                why = f"over the {value_limit / 2**20:g} MiB limit"
+            if not why:
+                f.seek(offset)
+                data = _read_until(f, n, until)
+                if data is None:
+                    why = "still unread when the run's deadline passed"
+                elif len(data) != n:
+                    raise ValueError(f"{path}: the {name} pickle is cut short")
+                elif key and not _same(_digest(data).encode(), digests[i].encode()):
+                    raise ForgedOutcome(f"{path}: its {name} pickle does not match its seal")
+                else:
+                    blobs[name] = data
+            if why:
+                unread[name] = f"{_megabytes(n)}, {why}"
+            offset += n
         values, notes = {}, []
         for name in _TIMES:  # a time that is not finite is left out (with a note): the rest of the outcome stands
             value = header.get(name)
@@ -762,6 +855,8 @@ class Outcome:
         outcome = cls(**values, **blobs)
         if notes:
             outcome.notes = tuple(notes)
+        if unread:
+            outcome.unread = unread
         return outcome
 
     @classmethod

@@ -334,14 +334,28 @@ def keep_every_process_group() -> None:
             module.destroy_process_group = destroy_process_group
 
 
+def flush_output() -> None:
+    """Flush the rank's output streams, whatever the learner's code made of them: ``sys.stdout = None``, a
+    closed ``sys.stderr`` or a writer without ``flush`` must not cost the rank its outcome (written next)."""
+    for stream in dict.fromkeys((sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - None, closed, or a learner's object whose flush raises anything
+            pass
+
+
+def say(text: str) -> None:
+    """Print ``text`` on the rank's stderr file (fd 2), whatever became of ``sys.stderr``."""
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
 def end(code: int) -> None:
     """End the rank now, once its outcome is written: flush its output, then ``os._exit``, so that no
     destructor runs (torch's teardown of a group can deadlock; see :func:`keep_every_process_group`)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_output()
     os._exit(code)
 
 
@@ -377,7 +391,8 @@ def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
     A ``.py`` file is compiled and executed here, in a fresh ``__main__`` module (what ``runpy.run_path``
     does for it), so that no frame of runpy sits between the rank and the script's lines in the recorded
     callers and stacks; a folder or zip with a ``__main__.py`` goes through ``runpy.run_path``.
-    ``sys.exit(0)`` (or ``sys.exit()``) from the script is a normal end."""
+    ``sys.exit(0)`` (or ``sys.exit()``) from the script is a normal end. However the script ends (returns,
+    exits, raises), what the interpreter does as ``python train.py`` exits follows: :func:`finish_like_exit`."""
     import runpy
     import types
 
@@ -397,6 +412,37 @@ def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
             raise
+    finally:
+        finish_like_exit()
+
+
+#: Exact types of the open file objects :func:`finish_like_exit` flushes (a learner's subclass could run code).
+_FILE_TYPES = ("TextIOWrapper", "BufferedWriter", "BufferedRandom", "BufferedRWPair")
+
+
+def finish_like_exit() -> None:
+    """What a script's interpreter does as it exits, for ``barrierlab run train.py`` (the rank then ends with
+    ``os._exit``, :func:`end`): run the ``atexit`` handlers (the script's, and those of the modules loaded, as
+    ``python train.py`` would; an exception in one is printed and the next runs), collect garbage (an unreachable
+    file object closes, flushing), and flush every file object still open, so that a log the script never
+    closed reaches the disk, as it does under torchrun. No process group is destroyed: each is kept
+    (:func:`keep_every_process_group`), so torch's teardown deadlock cannot happen here. It runs inside the
+    rank's function, so a handler that hangs is stopped at the run's deadline and shown where it waits."""
+    import atexit
+    import gc
+    import io
+
+    atexit._run_exitfuncs()
+    gc.collect()
+    kinds = tuple(getattr(io, name) for name in _FILE_TYPES)
+    for obj in gc.get_objects():
+        if type(obj) in kinds:
+            try:
+                if not obj.closed:
+                    obj.flush()
+            except Exception:  # noqa: BLE001 - a file whose disk is full, a pipe with no reader: as at exit
+                pass
+    flush_output()
 
 
 def _set_environment(spec: RankSpec) -> None:
@@ -580,7 +626,8 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         outcome.status, outcome.exit_code = Status.EXITED, exit_status(exit_.code)
         text = exit_text(exit_.code)
         if text is not None:
-            print(text, file=sys.stderr)
+            flush_output()
+            say(text)
     except BaseException as error:
         tb = error.__traceback__
         skip = 2 if in_fn else 0  # start the traceback at the learner's function, not at this launcher
@@ -597,11 +644,10 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     try:
         record.stop()
     except BaseException as error:  # noqa: B036 - the recorder's failure must not cost the rank its outcome
-        print(f"barrierlab: the recorder failed while stopping: {type(error).__name__}: {error}", file=sys.stderr)
+        say(f"barrierlab: the recorder failed while stopping: {type(error).__name__}: {error_message(error)}")
     if options.record:
         _save_flight_record(files.flight)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_output()  # guarded: the learner's code may have replaced or closed the streams
     outcome.write(files.outcome, key)
     if list_pages_to:
         list_written_pages(list_pages_to)

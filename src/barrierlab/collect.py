@@ -33,6 +33,10 @@ EVENT_BYTES_PER_RUN = 64 << 20
 #: Counting reads every byte: 6 ranks' 27 MB after a 1.5 s flood cost the kernel 0.1 s of CPU after the
 #: deadline (several times that in wall time on a loaded machine), and 16 ranks could make it 16 x 64 MB.
 EVENT_BYTES_COUNTED_PER_RUN = 8 << 20
+#: Largest pickled return value read back from a rank, in bytes: a larger one makes its rank fail with a
+#: message that says so (reading and checking it could not be bounded by the run's deadline). A value is also
+#: left unread, the same way, once the run's deadline has passed while the kernel reads the ranks' values.
+VALUE_LIMIT = 64 << 20
 
 
 def _read_output(path: str) -> str:
@@ -79,6 +83,7 @@ def collect(
     keys: list[bytes] | None = None,
     held: dict[int, BinaryIO] | None = None,
     heads: dict[int, event_files.Head] | None = None,
+    read_until: float | None = None,
 ) -> Run:
     """Build the Run from the files the ranks left in ``run_dir`` and the exit statuses.
 
@@ -87,7 +92,10 @@ def collect(
     key rank r sealed its outcome with; an outcome whose seal does not match was written by another process
     and is not read (the rank is reported as such). ``held[r]``: rank r's outcome file as the kernel opened it
     when it saw the rank end; read if the file was removed from the folder since (and the removal said).
-    ``heads[r]``: the start of rank r's events file as read while the ranks ran (:func:`event_heads`)."""
+    ``heads[r]``: the start of rank r's events file as read while the ranks ran (:func:`event_heads`).
+    ``read_until``: the monotonic time after which no returned value larger than
+    ``_protocol.PICKLE_ALWAYS_READ`` is read any more; and no value larger than :data:`VALUE_LIMIT` is read at
+    all: such a rank fails with a message saying so."""
     ranks = []
     keep, keep_bytes = _kept(world_size)
     count_bytes = EVENT_BYTES_COUNTED_PER_RUN // world_size
@@ -120,8 +128,8 @@ def collect(
         )
         result.record_notes += _notes(recorded)
         key = keys[rank] if keys and rank < len(keys) else b""
-        outcome = _read_outcome(files.outcome, rank, world_size, key)
-        recovered = _read_held(held[rank], files, rank, key) if held and rank in held else None
+        recovered = _read_held(held[rank], files, rank, key, read_until) if held and rank in held else None
+        outcome = None if recovered else _read_outcome(files.outcome, rank, world_size, key, until=read_until)
         if recovered is not None:  # the folder's outcome was removed or replaced: the rank's own, held open
             outcome = recovered[0]
             result.record_notes.append(recovered[1])
@@ -205,22 +213,24 @@ def _removal_note(files: RankFiles) -> str:
     )
 
 
-def _read_held(f: BinaryIO, files: RankFiles, rank: int, key: bytes) -> tuple[Outcome, str] | None:
+def _read_held(
+    f: BinaryIO, files: RankFiles, rank: int, key: bytes, until: float | None = None
+) -> tuple[Outcome, str] | None:
     """Rank's outcome from the file the kernel held open since it saw the rank end, with a note saying so,
     if that file is no longer the folder's (removed, or replaced) and is the rank's own (its seal matches);
-    else None: the folder's outcome is read as usual."""
-    try:
-        outcome = Outcome.read_from(f, files.outcome, key)
-        _check_types(outcome)
-        if outcome.rank != rank:
-            return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
-        return None
+    else None: the folder's outcome is read as usual (and only once: a large value costs its reading)."""
     try:
         same = os.path.samestat(os.fstat(f.fileno()), os.lstat(files.outcome))
     except OSError:
         same = False
     if same:
+        return None
+    try:
+        outcome = Outcome.read_from(f, files.outcome, key, until=until, value_limit=VALUE_LIMIT)
+        _check_types(outcome)
+        if outcome.rank != rank:
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
         return None
     if os.path.lexists(files.outcome):
         note = (
@@ -246,12 +256,15 @@ def _removed_outcome(files: RankFiles, rank: int, world_size: int, code: int | N
     )
 
 
-def _read_outcome(path: str, rank: int, world_size: int, key: bytes = b"") -> Outcome | None:
+def _read_outcome(
+    path: str, rank: int, world_size: int, key: bytes = b"", until: float | None = None, pickles: bool = True
+) -> Outcome | None:
     """The rank's outcome, checked field by field (and, with the rank's ``key``, proven to be the rank's own);
     one that cannot be read becomes an outcome that says so (the rank's own result is lost, the other ranks'
-    stand)."""
+    stand). Its value is read only if at most :data:`VALUE_LIMIT` bytes, and before ``until``; its pickles
+    not at all without ``pickles``."""
     try:
-        outcome = Outcome.read(path, key)
+        outcome = Outcome.read(path, key, pickles=pickles, until=until, value_limit=VALUE_LIMIT)
         if outcome is not None:
             _check_types(outcome)
             if outcome.rank != rank:
@@ -323,7 +336,15 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
         )
     elif outcome.status in (Status.RAISED, Status.SETUP_FAILED):
         result.exception = rebuild_exception(outcome.error_type, outcome.message)
-    if outcome.status == Status.FINISHED and outcome.value is None:
+    unread = outcome.unread.get("value")
+    if unread and outcome.status == Status.FINISHED and not outcome.send_error:
+        result.status = Status.RAISED
+        result.exception = RuntimeError(
+            f"rank {result.rank} returned {unread}: its value is not handed back to the notebook (values of at "
+            f"most {VALUE_LIMIT >> 20} MiB pickled are, within the run's deadline); write large results to a file "
+            "and return its path"
+        )
+    elif outcome.status == Status.FINISHED and outcome.value is None:
         result.value = outcome.value_repr or None
 
 
@@ -336,7 +357,7 @@ def from_records(folder: str) -> Run:
     """
     present = _files.rank_files(folder)  # refuses symlinks, FIFOs, odd entries and ranks beyond the maximum
     ranks_found = sorted(r for r, kinds in present.items() if kinds & {"events", "outcome"})
-    outcomes = {r: _read_outcome(RankFiles(folder, r).outcome, r, 0) for r in ranks_found}
+    outcomes = {r: _read_outcome(RankFiles(folder, r).outcome, r, 0, pickles=False) for r in ranks_found}
     metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
     claims = [o.world_size - 1 for o in outcomes.values() if o and o.world_size <= _files.MAX_RANKS]
     world_size = max(ranks_found + claims, default=-1) + 1  # a claim beyond the maximum is not believed

@@ -83,6 +83,9 @@ START_TIMEOUT = 120.0
 MIN_SECONDS = 0.001
 #: Time the kernel gives itself to check the values the ranks returned when the deadline has (nearly) passed.
 UNPICKLE_FLOOR = 0.5
+#: Time the kernel gives itself to read the values the ranks returned when the deadline has passed (a value of
+#: at most ``_protocol.PICKLE_ALWAYS_READ`` bytes is read anyway; a larger one not read by then fails its rank).
+VALUE_READ_GRACE = 0.2
 #: Shortest timeout of the store the kernel hosts (its own client connects to it as it starts: with a 1 ms
 #: deadline as its timeout, that failed inside torch with DistNetworkError).
 STORE_TIMEOUT_FLOOR = 10.0
@@ -1037,6 +1040,8 @@ def _launch(
             keys=group.keys,
             held=group.held,
             heads=group.heads,
+            # values are read within what is left of the deadline; a run stopped at it gets a moment to read them
+            read_until=max(group.started_at + options.deadline, time.monotonic() + VALUE_READ_GRACE),
         )
         _mark_teardown_hangs(run, group.teardown)
         if group.pids:  # a rank's own run folder (every rank has ended)
@@ -1103,7 +1108,7 @@ def _process_runs(pid: int) -> bool:
 
 def _status_of(spec: RunSpec, rank: int, key: bytes = b"") -> Status | None:
     try:
-        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome, key)
+        outcome = Outcome.read(RankFiles(spec.run_dir, rank).outcome, key, pickles=False)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return None if outcome is None else outcome.status

@@ -23,9 +23,14 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   (``PR_SET_PDEATHSIG``), ignore SIGINT, and are killed and reaped on every way out of the check, so Ctrl-C
   ends it at once.
 
-What it does not protect against: memory exhaustion by a value too large for the kernel, a malformed tensor
-storage that crashes torch's own loader, and what the learner's classes do once the values are theirs (their
-``__repr__`` when the run is shown, their ``__del__`` when a value is dropped).
+A class that defines ``__del__`` (it, or a class it derives from, other than a built-in one) is not rebuilt either:
+its ``__del__`` would run in the kernel when the value is dropped (a re-run cell drops the previous Run), with no
+call of the learner's; such a value comes back as a :class:`NotRebuilt` stand-in with its ``repr``.
+
+What it does not protect against: memory exhaustion by a value too large for the kernel (the launcher reads no
+value larger than ``collect.VALUE_LIMIT``), a malformed tensor storage that crashes torch's own loader, and what
+the learner's classes do once the values are theirs and the learner uses them (their methods, their ``__repr__``
+when the run is shown, ``__eq__``/``__hash__`` when compared).
 """
 
 from __future__ import annotations
@@ -334,6 +339,12 @@ _CUSTOMISING = ("__reduce__", "__reduce_ex__", "__setstate__", "__getstate__", "
                 "__getnewargs_ex__", "__new__", "__slots__")  # fmt: skip
 
 
+#: What the interpreter calls on its own, with no call of the learner's, when an object is dropped: a class of the
+#: learner's (or of a library: its code would run on attributes the rank chose) that defines one is not rebuilt
+#: (a stand-in shows its ``repr``), so no code of the value's runs in the notebook when the Run is dropped.
+_FINALIZERS = ("__del__",)
+
+
 def _is_named_tuple(cls: type) -> bool:
     return (
         _builtin_base(cls) is tuple
@@ -374,6 +385,9 @@ def _why_not_rebuilt(cls: type) -> str | None:
         for name in _CUSTOMISING:
             if name in names and not (name == "__slots__" and not names[name]):
                 return f"its class defines {name}"
+        for name in _FINALIZERS:
+            if name in names:
+                return f"its class defines {name}, which would run in the notebook when the value is dropped"
     return None
 
 

@@ -1,0 +1,289 @@
+"""The seventh campaign (attack7): six promises an independent attacker found broken, each held here.
+
+A large returned value is read back only up to ``collect.VALUE_LIMIT`` and within the deadline (else its rank
+fails with a message saying so, the other ranks' values stand); a function that replaces or closes its output
+streams still has its outcome written; a script run by ``barrierlab run`` ends as ``python train.py`` would
+(``atexit`` handlers run, unclosed files flushed); no ``__del__`` of a returned value runs in the kernel;
+``barrierlab report`` reads no pickle it does not use; bad ``report`` arguments are refused with argparse's
+one-line error and exit code 2. Blocking inputs are guarded by the pytest timeout, never by a timing assertion."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import barrierlab as bl
+from barrierlab import Status
+from barrierlab._protocol import SEAL_KEY_SIZE, Outcome
+
+KERNEL_PID = os.getpid()  # the test process; ranks and checking children see another PID
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(bl.__file__)))  # the barrierlab under test, for subprocesses
+
+
+# --- 1. a large value is not read past the limit, nor past the deadline ----------------------------------------
+def return_big_on_rank_0(megabytes):
+    import torch.distributed as dist
+
+    return b"z" * (megabytes * 10**6) if dist.get_rank() == 0 else 7
+
+
+@pytest.mark.timeout(120)
+def test_a_value_larger_than_the_limit_fails_its_rank_with_a_message_and_the_others_stand():
+    from barrierlab import collect
+
+    megabytes = getattr(collect, "VALUE_LIMIT", 64 << 20) // 10**6 + 16  # 83 MB: just over the 64 MiB limit
+    run = bl.run(return_big_on_rank_0, 2, args=(megabytes,), timeout=20, deadline=60, live=False)
+    assert run[1].status == Status.FINISHED and run[1].value == 7, run
+    assert run[0].status == Status.RAISED and run[0].value is None, run
+    text = str(run[0].exception)
+    assert f"rank 0 returned {megabytes} MB" in text and "write large results to a file" in text, text
+
+
+def test_a_value_still_unread_when_the_deadline_passes_is_left_unread_and_the_header_stands(tmp_path):
+    key = os.urandom(SEAL_KEY_SIZE)
+    path = str(tmp_path / "rank0.outcome")
+    Outcome(rank=0, world_size=1, status=Status.FINISHED, value=b"v" * (3 << 20), value_repr="b'vvv'").write(path, key)
+    late = Outcome.read(path, key, until=time.monotonic() - 1)
+    assert late.status == Status.FINISHED and late.value is None and "deadline passed" in late.unread["value"]
+    assert Outcome.read(path, key).value == b"v" * (3 << 20)  # in time: read, and its digest checked
+    small = str(tmp_path / "rank1.outcome")
+    Outcome(rank=1, world_size=2, status=Status.FINISHED, value=b"s" * 1000).write(small, key)
+    assert Outcome.read(small, key, until=time.monotonic() - 1).value == b"s" * 1000  # a small one: read anyway
+
+
+def test_a_sealed_value_changed_after_the_seal_is_refused(tmp_path):
+    from barrierlab._protocol import ForgedOutcome
+
+    key = os.urandom(SEAL_KEY_SIZE)
+    path = tmp_path / "rank0.outcome"
+    Outcome(rank=0, world_size=1, status=Status.FINISHED, value=b"honest").write(str(path), key)
+    data = path.read_bytes().replace(b"honest", b"forged")
+    path.unlink()
+    path.write_bytes(data)
+    with pytest.raises(ForgedOutcome):
+        Outcome.read(str(path), key)
+    assert Outcome.read(str(path), key, pickles=False).value is None  # the header alone is still the rank's
+
+
+# --- 2. a function that replaces or closes its streams still reports ------------------------------------------
+def returns_after_stdout_none():
+    sys.stdout = None
+    return 42
+
+
+def raises_after_closing_stderr():
+    sys.stderr.close()
+    raise ValueError("the real error")
+
+
+class NoFlush:
+    def write(self, text):
+        return len(text)
+
+
+def exits_after_a_writer_without_flush():
+    sys.stderr = NoFlush()
+    sys.exit("a message")
+
+
+@pytest.mark.timeout(120)
+def test_a_function_that_replaces_or_closes_its_streams_still_has_its_outcome():
+    run = bl.run(returns_after_stdout_none, 2, live=False)
+    assert run.values == [42, 42], run
+    run = bl.run(raises_after_closing_stderr, 2, live=False)
+    assert run.statuses == [Status.RAISED] * 2, run
+    assert isinstance(run[0].exception, ValueError) and "the real error" in str(run[0].exception), run
+    run = bl.run(exits_after_a_writer_without_flush, 1, live=False)
+    assert run[0].status == Status.EXITED and run[0].exit_code == 1 and "a message" in run[0].stderr, run
+
+
+# --- 3. a script ends as `python train.py` does: atexit handlers, unclosed files flushed -------------------
+SCRIPT = """\
+import atexit
+import sys
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+log = open(f"{FOLDER}/log{rank}.txt", "w")
+log.write(f"rank {rank} trained\\n")
+atexit.register(lambda: open(f"{FOLDER}/atexit{rank}.txt", "w").write("bye\\n"))
+dist.barrier()
+dist.destroy_process_group()
+if "--raise" in sys.argv:
+    raise ValueError("after the log")
+"""
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("ending", ["returns", "raises"])
+def test_a_script_ends_as_the_interpreter_would_atexit_handlers_run_and_files_are_flushed(tmp_path, ending):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.replace("{FOLDER}", str(tmp_path)))
+    argv = ["--", "--raise"] if ending == "raises" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "barrierlab", "run", str(script), "-n", "2", *argv],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == (1 if ending == "raises" else 0), done.stdout[-2000:] + done.stderr[-2000:]
+    for rank in (0, 1):
+        assert (tmp_path / f"log{rank}.txt").read_text() == f"rank {rank} trained\n"
+        assert (tmp_path / f"atexit{rank}.txt").read_text() == "bye\n"
+
+
+# --- 4. no __del__ of a returned value runs in the kernel ----------------------------------------------------
+class DelInTheKernel:
+    """A plain class (no custom pickling): it used to come back as itself, and its __del__ ran in the kernel
+    when the Run was dropped (the attacker's called os._exit; this one leaves a mark)."""
+
+    mark = ""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    def __del__(self):
+        if os.getpid() == KERNEL_PID and self.mark:
+            with open(self.mark, "w") as f:
+                f.write("__del__ ran in the kernel")
+
+
+def return_an_object_with_del(mark):
+    return DelInTheKernel(mark)
+
+
+@pytest.mark.timeout(120)
+def test_a_returned_objects_del_never_runs_in_the_kernel(tmp_path):
+    from barrierlab.unpickle import NotRebuilt
+
+    mark = tmp_path / "mark"
+    run = bl.run(return_an_object_with_del, 1, args=(str(mark),), live=False)
+    value = run[0].value
+    assert run[0].status == Status.FINISHED and isinstance(value, NotRebuilt), run
+    assert "__del__" in repr(value) and "DelInTheKernel" in repr(value)
+    del run, value
+    gc.collect()
+    assert not mark.exists(), mark.read_text()
+
+
+# --- 5. report reads no pickle ---------------------------------------------------------------------------------
+@pytest.mark.timeout(120)
+def test_report_reads_no_pickle_of_a_record_over_a_sparse_file(tmp_path):
+    base = {"rank": 0, "world_size": 2, "status": "finished", "pid": 1, "t_start": 1.0, "t_end": 1.1,
+            "clock": 1.0e9, "value_repr": "1"}  # fmt: skip
+    (tmp_path / "rank0.outcome").write_bytes(json.dumps({**base, "blobs": [None, None]}).encode() + b"\n")
+    n = 1 << 30  # 1 GiB named, 0 bytes on disk
+    line = json.dumps({**base, "rank": 1, "blobs": [n, None]}).encode() + b"\n"
+    with open(tmp_path / "rank1.outcome", "wb") as f:
+        f.write(line)
+        f.truncate(len(line) + n)
+    report = (
+        "import resource, sys; from barrierlab.__main__ import main; code = main(['report', sys.argv[1]]); "
+        "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", report, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == 0 and "finished" in done.stdout, done.stderr[-2000:]
+    maxrss = int(done.stderr.rsplit("MAXRSS", 1)[1].split()[0])  # kB
+    assert maxrss < 512 * 1024, maxrss  # far below the 1 GiB the record names
+
+
+# --- 6. report's bad arguments: one line, exit code 2 ---------------------------------------------------------
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("folder", ["missing", "file", "/dev/zero", "empty"])
+def test_report_refuses_a_folder_that_is_not_one_with_one_line_and_exit_code_2(tmp_path, folder):
+    path = {"missing": str(tmp_path / "nope"), "file": str(tmp_path / "f.txt"), "empty": str(tmp_path)}.get(
+        folder, folder
+    )
+    (tmp_path / "f.txt").write_text("x")
+    done = subprocess.run(
+        [sys.executable, "-m", "barrierlab", "report", path],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "argument folder" in done.stderr and repr(path) in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 2  # argparse's usage line and its one-line error
+
+
+def test_a_timeline_folder_where_no_file_can_be_created_is_refused_up_front(tmp_path):
+    import argparse
+
+    from barrierlab.__main__ import _timeline_file
+
+    with pytest.raises(argparse.ArgumentTypeError, match="not writable"):
+        _timeline_file("/proc/x.png")  # os.access says yes to root: a file is tried
+    assert _timeline_file(str(tmp_path / "t.png")) == str(tmp_path / "t.png")
+    assert os.listdir(tmp_path) == []  # the trial file is gone
+
+
+def test_a_timeline_that_cannot_be_saved_after_the_run_is_one_line_and_the_results_stand(tmp_path, capsys):
+    from barrierlab.__main__ import _show
+    from barrierlab.collect import from_records
+
+    for rank in (0, 1):
+        Outcome(rank=rank, world_size=2, status=Status.FINISHED, t_start=1.0, t_end=1.1, clock=1e9).write(
+            str(tmp_path / f"rank{rank}.outcome")
+        )
+    code = _show(from_records(str(tmp_path)), str(tmp_path / "gone" / "t.png"))
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err and "timeline was not written" in err, err
+    assert "finished" in out
+
+
+# --- the repro's value, as the attacker ran it: a rank's value with a __del__ that ends the kernel -------------
+DEL_BOMB = textwrap.dedent(
+    """
+    import gc, os, sys
+    sys.path.insert(0, sys.argv[1])
+    import barrierlab as bl
+    import test_hostile_promises as t
+    t.KERNEL_PID = os.getpid()
+    run = bl.run(t.return_an_exiting_del, 1, live=False)
+    run = bl.run(t.return_an_exiting_del, 1, live=False)
+    gc.collect()
+    print("kernel survived", flush=True)
+    """
+)
+
+
+class ExitsInTheKernel:
+    def __del__(self):
+        if os.getpid() == int(os.environ.get("DEL_BOMB_KERNEL", "0")):
+            os._exit(53)
+
+
+def return_an_exiting_del():
+    return ExitsInTheKernel()
+
+
+@pytest.mark.timeout(180)
+def test_a_del_that_exits_cannot_end_the_kernel(tmp_path):
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        DEL_BOMB.replace("t.KERNEL_PID = os.getpid()", "os.environ['DEL_BOMB_KERNEL'] = str(os.getpid())")
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == 0 and "kernel survived" in done.stdout, (done.returncode, done.stderr[-2000:])
