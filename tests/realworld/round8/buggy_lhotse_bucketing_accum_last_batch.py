@@ -72,7 +72,7 @@ def train_one_epoch(model, optimizer, sampler, accum_grad, generator):
     num_batches = len(sampler)
     for batch_idx, batch in enumerate(sampler):
         x, y = collate(batch, generator)
-        is_update = (batch_idx + 1) % accum_grad == 0 or batch_idx == num_batches - 1  # BUG
+        is_update = (batch_idx + 1) % accum_grad == 0 or batch_idx == num_batches - 1
         context = contextlib.nullcontext() if is_update else model.no_sync()
         with context:
             loss = torch.nn.functional.mse_loss(model(x), y) / accum_grad  # WAITS
@@ -89,7 +89,7 @@ def worker():
     model = DDP(torch.nn.Linear(16, 4))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     sampler = DynamicBucketingSampler(make_cuts(), max_duration=10.0, world_size=world_size, rank=rank,
-                                      drop_last=False)
+                                      drop_last=False)  # BUG
     generator = torch.Generator().manual_seed(rank)
     n = train_one_epoch(model, optimizer, sampler, accum_grad=2, generator=generator)  # WAITS
     print(f"rank {rank}: epoch done after {n} batches")
