@@ -311,7 +311,7 @@ def test_the_check_accepts_a_right_fix(right):
 
 def test_a_sleep_is_told_which_read_nothing_ordered_after_the_write():
     message = nb03.check(long_sleep_instead_of_barrier, seed=3).message
-    assert "read `last.pt`" in message and "after rank 0 wrote it" in message, message
+    assert "read `last.pt`" in message and "after rank 0 replaced it" in message, message
     assert "came from timing" in message, message
 
 

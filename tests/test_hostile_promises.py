@@ -176,30 +176,38 @@ def test_a_returned_objects_del_never_runs_in_the_kernel(tmp_path):
 
 
 # --- 5. report reads no pickle ---------------------------------------------------------------------------------
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(200)
 def test_report_reads_no_pickle_of_a_record_over_a_sparse_file(tmp_path):
+    """A record naming a 2 GiB pickle over a sparse file (0 bytes on disk): `report` reads none of it. Its peak
+    memory is compared with the same report on a record naming no pickle (the interpreter and torch alone take
+    about 0.3-0.6 GB, depending on the machine), not with a fixed figure."""
     base = {"rank": 0, "world_size": 2, "status": "finished", "pid": 1, "t_start": 1.0, "t_end": 1.1,
             "clock": 1.0e9, "value_repr": "1"}  # fmt: skip
-    (tmp_path / "rank0.outcome").write_bytes(json.dumps({**base, "blobs": [None, None]}).encode() + b"\n")
-    n = 1 << 30  # 1 GiB named, 0 bytes on disk
-    line = json.dumps({**base, "rank": 1, "blobs": [n, None]}).encode() + b"\n"
-    with open(tmp_path / "rank1.outcome", "wb") as f:
-        f.write(line)
-        f.truncate(len(line) + n)
     report = (
         "import resource, sys; from barrierlab.__main__ import main; code = main(['report', sys.argv[1]]); "
         "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", report, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=100,
-        env={**os.environ, "PYTHONPATH": SRC},
-    )
-    assert done.returncode == 0 and "finished" in done.stdout, done.stderr[-2000:]
-    maxrss = int(done.stderr.rsplit("MAXRSS", 1)[1].split()[0])  # kB
-    assert maxrss < 512 * 1024, maxrss  # far below the 1 GiB the record names
+
+    def peak_kib(named: int | None) -> int:
+        folder = tmp_path / f"named{named}"
+        folder.mkdir()
+        (folder / "rank0.outcome").write_bytes(json.dumps({**base, "blobs": [None, None]}).encode() + b"\n")
+        line = json.dumps({**base, "rank": 1, "blobs": [named, None]}).encode() + b"\n"
+        with open(folder / "rank1.outcome", "wb") as f:
+            f.write(line)
+            f.truncate(len(line) + (named or 0))
+        done = subprocess.run(
+            [sys.executable, "-c", report, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env={**os.environ, "PYTHONPATH": SRC},
+        )
+        assert done.returncode == 0 and "finished" in done.stdout, done.stderr[-2000:]
+        return int(done.stderr.rsplit("MAXRSS", 1)[1].split()[0])
+
+    alone, sparse = peak_kib(None), peak_kib(2 << 30)
+    assert sparse - alone < 512 * 1024, (alone, sparse)  # reading the pickle would add 2 GiB
 
 
 # --- 6. report's bad arguments: one line, exit code 2 ---------------------------------------------------------

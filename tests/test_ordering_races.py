@@ -66,6 +66,8 @@ def test_a_race_is_told_from_the_ranks_start_and_says_when_the_write_was_already
     assert run.ok, run
     (race,) = run.races()
     text = str(race)
-    assert "rank 1 read `data.txt`" in text and "after rank 0 wrote it" in text and "timing alone" in text, text
+    assert (
+        "rank 1 read `data.txt`" in text and "after rank 0 opened it for writing" in text and "timing alone" in text
+    ), text
     times = [float(t) for t in re.findall(r"t=(\d+\.\d+) s", text)]
     assert len(times) == 2 and all(0 <= t < 5 for t in times), text  # from the ranks' start, not the launch

@@ -155,7 +155,7 @@ def test_races_names_the_racing_lines_of_a_script_that_succeeded_and_exits_1(tmp
     for rank in (1, 2):
         assert (
             f"- rank {rank} read `vocab.txt` at share.py, line {read}" in done.stdout
-            and f"after rank 0 wrote it at share.py, line {write}" in done.stdout
+            and f"after rank 0 opened it for writing at share.py, line {write}" in done.stdout
         ), done.stdout
     assert "Races (" in done.stdout and "): 2\n" in done.stdout, done.stdout
     assert "On GPUs (NCCL" in done.stdout

@@ -162,6 +162,10 @@ _DID.update(list="listed", mkdir="made")
 def _did(access: Access, entry: bool, of_it: bool = False) -> str:
     if entry and access.how == "write":
         return f"created `{_name(access.path)}`"
+    if access.how == "write" and getattr(access.event, "name", "") == "rename":  # os.replace(tmp, path) writes path
+        return "replaced it" if of_it and not entry else f"replaced `{_name(access.path)}`"
+    if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
+        return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
     if of_it and not entry:
         return f"{_DID[access.how]} it"
     return f"{_DID[access.how]} `{_name(access.path)}`"
