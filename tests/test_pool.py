@@ -217,3 +217,24 @@ def test_a_forked_process_lists_the_pages_it_wrote_and_a_later_one_copies_them(t
         finally:
             os._exit(code)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def collections_walk() -> tuple[int, int]:
+    """In a rank: how many objects a full collection walks (the tracked ones outside the permanent generation),
+    and how many the rank inherited frozen."""
+    import gc
+
+    import torch.distributed  # noqa: F401 - already imported by the warm process: nothing new
+
+    return len(gc.get_objects()), gc.get_freeze_count()
+
+
+def test_a_ranks_collections_walk_only_what_the_rank_made():
+    """A rank inherits torch and the preloaded modules from the warm process (over 100,000 objects); a full
+    collection in the rank (the script runner makes one at the end of every script, as an exiting interpreter
+    does) walking all of them took 0.17 s per rank, 0.5 s of every 4-rank script run on 2 cores. They are
+    frozen at the fork: a collection walks what the rank made."""
+    run = bl.run(collections_walk, 2).raise_if_failed()
+    for walked, frozen in run.values:
+        assert frozen > 50_000, run.values  # torch's own objects, inherited
+        assert walked < frozen / 10, run.values

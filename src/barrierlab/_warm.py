@@ -19,6 +19,7 @@ The messages and their framing are defined in ``_protocol.py``.
 from __future__ import annotations
 
 import fcntl
+import gc
 import math
 import os
 import select
@@ -397,6 +398,13 @@ class WarmProcess:
             key = os.urandom(SEAL_KEY_SIZE)
             os.write(key_w, key)
             os.close(key_w)
+            # Everything inherited (torch and the preloaded modules: ~280,000 objects) into the collector's
+            # permanent generation, which no collection walks: a collection in the rank, automatic or the
+            # script runner's at the end (``_rank.finish_like_exit``, 0.17 s each, 4 ranks on 2 cores: 0.5 s of
+            # every script run), then walks only what the rank made, and writes into none of the pages it
+            # shares with the warm process. O(1): the generations' lists are joined. No object of the
+            # learner's exists yet.
+            gc.freeze()
             _contain.die_with_parent(parent)
             try:
                 os.setsid()  # its own session and process group: what it starts can be found and killed
