@@ -295,3 +295,52 @@ def test_a_del_that_exits_cannot_end_the_kernel(tmp_path):
         env={**os.environ, "PYTHONPATH": SRC},
     )
     assert done.returncode == 0 and "kernel survived" in done.stdout, (done.returncode, done.stderr[-2000:])
+
+
+# --- 7. a plain value that grows once unpickled (lead, session 8) ------------------------------------------------
+def return_many_empty_lists(count):
+    """Rank 1 returns ``count`` empty lists: two bytes each pickled, 56 bytes and a slot each rebuilt."""
+    import torch.distributed as dist
+
+    return [[] for _ in range(count)] if dist.get_rank() == 1 else "small"
+
+
+@pytest.mark.timeout(180)
+def test_a_plain_value_that_takes_too_much_memory_once_unpickled_fails_its_rank_and_the_others_stand(monkeypatch):
+    """Plain data was unpickled in the kernel whatever its size: 60 MiB of empty lists (under the 64 MiB read limit)
+    take 2 GiB and, with the collector on, a minute. A pickle over ``INLINE_LIMIT`` with many objects is rebuilt in a
+    trial child first, which says what it took; over ``VALUE_MEMORY`` the rank fails with the figure. (The limit is
+    lowered here so the rank need not build 2 GiB.)"""
+    from barrierlab import unpickle
+
+    monkeypatch.setattr(unpickle, "VALUE_MEMORY", 32 << 20)
+    psutil = pytest.importorskip("psutil")
+    bl.run(return_many_empty_lists, 2, args=(10,), live=False).raise_if_failed()  # what a first run imports
+    before = psutil.Process().memory_info().rss
+    run = bl.run(return_many_empty_lists, 2, args=(1_500_000,), timeout=20, deadline=60, live=False)
+    grown = psutil.Process().memory_info().rss - before
+    assert run[0].status == Status.FINISHED and run[0].value == "small", run
+    assert run[1].status == Status.RAISED and run[1].value is None, run
+    text = str(run[1].exception)
+    assert "rank 1 returned a value that cannot be unpickled" in text and "MiB of memory" in text, text
+    assert grown < 48 << 20, grown  # the 100 MB list was never rebuilt here
+
+
+def test_a_large_plain_value_is_not_rebuilt_past_the_deadline():
+    """A plain pickle that takes long to rebuild (many small objects) and arrives with little time left is not
+    rebuilt in the kernel: its rank fails saying how long it took and how long was left. A tensor of the same size
+    (few opcodes, one byte run) is still read directly, at once."""
+    import pickle
+
+    import torch
+
+    from barrierlab.unpickle import unpickle_isolated
+
+    slow = pickle.dumps([{} for _ in range(1_000_000)], protocol=5)
+    started = time.monotonic()
+    [(ok, reason)] = unpickle_isolated([slow], within=0.05)
+    assert not ok and ("took" in reason or "left before the run's deadline" in reason), reason
+    assert time.monotonic() - started < 3.0  # the keeper's grace, never the rebuild
+    tensor = torch.arange(2_000_000, dtype=torch.float32)
+    [(ok, value)] = unpickle_isolated([pickle.dumps(tensor)], within=0.0)
+    assert ok and torch.equal(value, tensor)

@@ -4,7 +4,11 @@ A rank runs the learner's code, so the pickles of its return value and exception
 unpickling may run any code (``__reduce__``), which may exit the process, crash it, hang, or take long.
 
 * Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose storage
-  goes through torch's ``weights_only`` loader) is unpickled directly: no code of the learner's runs.
+  goes through torch's ``weights_only`` loader) in a pickle of at most :data:`INLINE_LIMIT` bytes is unpickled
+  directly: no code of the learner's runs; so is a larger one of at most :data:`OPS_LIMIT` opcodes (a tensor's
+  storage is one of them). Any other larger plain pickle is unpickled in a throwaway child first (below),
+  which reports the memory and time it took, and then here only if both fit: at most :data:`VALUE_MEMORY` per
+  value, :data:`RUN_MEMORY` for the run, and no later than the deadline (:data:`LOAD_GRACE`).
 * Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once,
   within what remains of the run's deadline (``within``). The child keeps what it unpickled alive until it
   exits with ``os._exit`` (a ``__del__`` that hangs costs nothing), and hands the value back in a restricted
@@ -27,8 +31,8 @@ A class that defines ``__del__`` (it, or a class it derives from, other than a b
 its ``__del__`` would run in the kernel when the value is dropped (a re-run cell drops the previous Run), with no
 call of the learner's; such a value comes back as a :class:`NotRebuilt` stand-in with its ``repr``.
 
-What it does not protect against: memory exhaustion by a value too large for the kernel (the launcher reads no
-value larger than ``collect.VALUE_LIMIT``), a malformed tensor storage that crashes torch's own loader, and what
+What it does not protect against: a value built of at most :data:`OPS_LIMIT` objects whose bytes alone (each
+at most ``collect.VALUE_LIMIT``, read by the launcher) exhaust the kernel's memory, a malformed tensor storage that crashes torch's own loader, and what
 the learner's classes do once the values are theirs and the learner uses them (their methods, their ``__repr__``
 when the run is shown, ``__eq__``/``__hash__`` when compared).
 """
@@ -40,6 +44,7 @@ import gc
 import io
 import os
 import pickle
+import pickletools
 import select
 import signal
 import struct
@@ -52,9 +57,18 @@ from barrierlab._protocol import signal_name
 
 #: How long checking the returned values may take when no deadline is given (seconds).
 UNPICKLE_TIMEOUT = 10.0
-#: Most bytes a child may hand back for one value (beyond: it fails), and at least this many times the
-#: size of the pickle the rank sent.
-HANDED_LIMIT, HANDED_FACTOR = 64 << 20, 4
+#: Pickles of at most this many bytes are unpickled here directly when they hold plain data: a plain pickle
+#: can still grow about 35 times (two bytes make an empty list: 56 bytes and a slot), so a larger one is first
+#: unpickled in a throwaway child, which says how much memory it took and how long (see the module's docstring).
+INLINE_LIMIT = 256 << 10
+#: ... unless it ends within this many opcodes (:func:`_few_objects`): a tensor's storage is one long byte run.
+OPS_LIMIT = 10_000
+#: Most memory one returned value may take once unpickled here, and all of a run's values together: beyond,
+#: the rank fails with the figure (a 60 MiB pickle of empty lists takes 2 GiB and, with the collector on, a
+#: minute to rebuild). The trial child itself may use at most ``VALUE_MEMORY`` more than the kernel had.
+VALUE_MEMORY, RUN_MEMORY = 256 << 20, 1 << 30
+#: A value the child rebuilt in s seconds is rebuilt here only if s fits in what is left of the deadline plus this.
+LOAD_GRACE = 0.2
 
 
 class _NeedsIsolation(Exception):
@@ -141,6 +155,9 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
     results: list[tuple[bool, object] | None] = [None] * len(blobs)
     suspect = []
     for i, data in enumerate(blobs):
+        if len(data) > INLINE_LIMIT and not _few_objects(data):
+            suspect.append(i)
+            continue
         try:
             results[i] = (True, plain_loads(data))
         except _NeedsIsolation:
@@ -153,16 +170,58 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
             verdicts = dict(zip(distinct, _trials(distinct, give_up, budget)))
         else:
             verdicts = dict.fromkeys(distinct, ("it cannot be checked safely here (no fork)", None))
+        taken = 0  # memory the values rebuilt here take, by the children's measure
         for i in suspect:
             verdict, handed = verdicts[blobs[i]]
+            if not verdict:
+                verdict = _too_costly(handed, taken, give_up)
             if verdict:
                 results[i] = (False, verdict)
                 continue
+            kind, memory, _, body = handed
             try:
-                results[i] = (True, load_handed(handed))
+                results[i] = (True, plain_loads(blobs[i]) if kind == _PLAIN_DATA else load_handed(body))
+                taken += memory
             except Exception as error:  # noqa: BLE001 - what the child handed back is untrusted too
                 results[i] = (False, f"what the check handed back cannot be read ({_failure(error)})")
     return results  # type: ignore[return-value]
+
+
+def _few_objects(data: bytes) -> bool:
+    """Whether the pickle ends within :data:`OPS_LIMIT` opcodes: then it makes at most that many objects, and
+    its size is in its long strings and byte runs (a tensor's storage: 44 opcodes for 4 MB), which take the
+    memory they take in the pickle. A pickle of many small objects is cut short after about 6 ms."""
+    try:
+        for count, (opcode, _, _) in enumerate(pickletools.genops(data)):
+            if opcode.name == "STOP":
+                return True
+            if count >= OPS_LIMIT:
+                return False
+    except Exception:  # noqa: BLE001 - malformed: the child's unpickling says how
+        return False
+    return False
+
+
+def _too_costly(handed: tuple, taken: int, give_up: float) -> str:
+    """Why a value a child rebuilt is not rebuilt here ("" if it may be): the memory and time it took there."""
+    _, memory, seconds, _ = handed
+    if memory > VALUE_MEMORY:
+        return (
+            f"it takes {memory / 2**20:.0f} MiB of memory once unpickled, over the {VALUE_MEMORY >> 20} MiB a returned "
+            "value may take in the notebook; write large results to a file and return its path"
+        )
+    if taken + memory > RUN_MEMORY:
+        return (
+            f"with the values read before it, the run's values would take {(taken + memory) / 2**20:.0f} MiB of the "
+            f"notebook's memory, over {RUN_MEMORY >> 20} MiB; write large results to a file and return its path"
+        )
+    left = give_up - time.monotonic()
+    if seconds > left + LOAD_GRACE:
+        return (
+            f"unpickling it took {seconds:.2g} s, and {max(left, 0.0):.2g} s were left before the run's deadline: "
+            "return less, or write it to a file and return its path"
+        )
+    return ""
 
 
 # --- the restricted format a child hands values back in -------------------------------------------------
@@ -393,7 +452,8 @@ def _why_not_rebuilt(cls: type) -> str | None:
 
 # --- the throwaway children -----------------------------------------------------------------------------
 _FRAME = struct.Struct(">BQ")  # kind, length of what follows
-_HANDED, _FAILED = 0, 2
+_HANDED, _PLAIN_DATA, _FAILED = 0, 1, 2
+_COST = struct.Struct(">Qd")  # what a value took in the child: bytes of memory, seconds; first in a handed body
 _STATUS = struct.Struct(">Ii")  # blob index, wait status: what the keeper reports of each trial child
 #: How long the keeper may take, once told to stop, to kill what is left and report (milliseconds when well).
 KEEPER_GRACE = 2.0
@@ -411,18 +471,49 @@ def _child(data: bytes, write_fd: int, parent: int) -> None:
         if "torch" in sys.modules:  # a child forked after torch's thread pool ran hangs on its first parallel op
             sys.modules["torch"].set_num_threads(1)
         known = set(sys.modules)  # what the kernel has imported (unpickling may import more, here only)
+        _limit_memory()
+        before, started = _resident(), time.perf_counter()
         try:
-            value = pickle.loads(data)
+            try:
+                value, kind = plain_loads(data), _PLAIN_DATA
+            except _NeedsIsolation:
+                value, kind = pickle.loads(data), _HANDED
             kept.append(value)
+        except MemoryError:
+            kind = _FAILED
+            body = f"unpickling it took more than {VALUE_MEMORY >> 20} MiB of memory".encode()
         except BaseException as error:  # noqa: B036 - the value's failure, reported
             kind, body = _FAILED, _failure(error).encode("utf-8", "replace")
         else:
-            kind, body = _HANDED, _hand_over(value, known, kept)
+            cost = _COST.pack(max(_resident() - before, 0), time.perf_counter() - started)
+            body = cost if kind == _PLAIN_DATA else cost + _hand_over(value, known, kept)
         view = memoryview(_FRAME.pack(kind, len(body)) + body)
         while view:
             view = view[os.write(write_fd, view) :]
     finally:
         os._exit(0)
+
+
+def _resident() -> int:
+    """This process's resident memory in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _limit_memory() -> None:
+    """In a trial child: at most :data:`VALUE_MEMORY` more private memory than the kernel had (``RLIMIT_DATA``,
+    Linux 4.7+), so a value that grows without end fails with ``MemoryError`` instead of taking the machine's."""
+    try:
+        import resource
+
+        with open("/proc/self/status", "rb") as f:
+            data = next(int(line.split()[1]) * 1024 for line in f if line.startswith(b"VmData:"))
+        resource.setrlimit(resource.RLIMIT_DATA, (data + VALUE_MEMORY, resource.getrlimit(resource.RLIMIT_DATA)[1]))
+    except (OSError, ValueError, StopIteration, ImportError):
+        pass
 
 
 def _silence() -> None:
@@ -596,9 +687,10 @@ def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd
         os._exit(0)
 
 
-def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, bytes | None]]:
-    """Unpickle each blob in its own throwaway child, all at once, until ``give_up``: per blob ``("", what the
-    child handed back)`` if it unpickled, else ``(why it failed, None)``. The children are forked by a keeper
+def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, tuple | None]]:
+    """Unpickle each blob in its own throwaway child, all at once, until ``give_up``: per blob ``("", (kind,
+    memory, seconds, what the child handed back))`` if it unpickled (kind ``_PLAIN_DATA``: plain data, nothing
+    handed back: the blob itself may be unpickled here), else ``(why it failed, None)``. The children are forked by a keeper
     (:func:`_keeper`) that ends every process they start before it exits."""
     pipes = [os.pipe() for _ in blobs]
     status_r, status_w = os.pipe()
@@ -649,8 +741,9 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
         if _complete(data):
             kind, length = _FRAME.unpack_from(data)
             body = data[_FRAME.size : _FRAME.size + length]
-            if kind == _HANDED:
-                verdicts.append(("", body))
+            if kind in (_HANDED, _PLAIN_DATA) and len(body) >= _COST.size:
+                memory, seconds = _COST.unpack_from(body)
+                verdicts.append(("", (kind, memory, seconds, body[_COST.size :])))
             else:
                 verdicts.append((body.decode("utf-8", "replace") or "unpickling it failed", None))
             continue
