@@ -6,6 +6,7 @@ replaced, as a learner edits a copy; the check runs each as ``barrierlab run`` w
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,14 @@ def test_deleting_the_barrier_leaves_the_reload_and_the_removal_unordered(tmp_pa
     # the job may survive or not: a rank that reloads the previous epoch's checkpoint fails step 4's check
     assert not verdict.ok and "nothing orders them on gloo" in verdict.message, verdict.message
     assert "`checkpoint.pt`" in verdict.message
+    assert_the_race_named_is_the_failing_ranks(verdict.message)
+
+
+def assert_the_race_named_is_the_failing_ranks(message: str) -> None:
+    """When a rank failed while files raced, the race the check names is one of that rank's own accesses."""
+    failed = re.match(r"the job did not finish: rank (\d+) ", message)
+    if failed and "The record shows why: " in message:
+        assert f"rank {failed[1]} " in message.split("The record shows why: ", 1)[1], message
 
 
 def test_a_sleep_before_the_removal_is_rejected(tmp_path):
@@ -185,6 +194,7 @@ def test_a_broadcast_before_the_removal_orders_the_wrong_way(tmp_path):
     # way the message names the removal and the reload nothing ordered
     assert not verdict.ok and "removed" in verdict.message and "checkpoint.pt" in verdict.message, verdict.message
     assert "nothing orders them on gloo" in verdict.message, verdict.message
+    assert_the_race_named_is_the_failing_ranks(verdict.message)
 
 
 def test_polling_for_the_checkpoint_file_orders_nothing(tmp_path):

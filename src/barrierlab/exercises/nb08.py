@@ -105,7 +105,7 @@ def judge(run, workdir: str, epochs: int = EPOCHS) -> str | None:
             bad = run[raised[0]]
             return (
                 f"the job did not finish: rank {bad.rank} {bad.status}: {bad.error_message[:160]}. The record shows "
-                f"why: {race_words(_latest(races))}"
+                f"why: {race_words(_latest(races, bad.rank))}"
             )
         if unmatched:
             return f"the job did not finish. From the record: {unmatched} (run.diagnosis says where each rank was)"
@@ -153,6 +153,8 @@ def judge(run, workdir: str, epochs: int = EPOCHS) -> str | None:
     return None
 
 
-def _latest(races: list):
-    """The race whose earlier access came last: for a reload that raced with every save, the last save."""
-    return max(races, key=lambda race: race.first.event.start)
+def _latest(races: list, rank: int | None = None):
+    """The race whose earlier access came last: for a reload that raced with every save, the last save. Given
+    the rank that failed, one of its own accesses (the read that found the file gone or half written) if any."""
+    own = [race for race in races if rank in (race.first.rank, race.second.rank)]
+    return max(own or races, key=lambda race: race.first.event.start)
