@@ -75,6 +75,13 @@ def copy_into_place(obj, path):
     shutil.copyfile(tmp, path)  # not atomic: a kill mid-copy leaves half a file
 
 
+def temporary_in_tmp(obj, path):  # review8a: works on one file system; across two the rename fails (EXDEV)
+    fd, tmp = tempfile.mkstemp(dir=tempfile.gettempdir(), prefix="nb02-wrong-")
+    with os.fdopen(fd, "wb") as f:
+        torch.save(obj, f)
+    os.replace(tmp, path)
+
+
 def replace_before_closing(obj, path):
     buffer = io.BytesIO()
     torch.save(obj, buffer)
@@ -119,6 +126,7 @@ WRONG = [
     (sleep_first, "left partial|in place"),
     (buffer_then_write, "left partial|in place"),
     (copy_into_place, "in place"),
+    (temporary_in_tmp, "not in checkpoint.pt's directory"),
     (replace_before_closing, "still in Python's buffer|left partial"),
     (barrier_inside, "not every rank loaded step 2"),
     (all_reduce_inside, "was not killed"),

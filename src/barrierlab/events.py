@@ -314,7 +314,7 @@ _ENTER_FIELDS = {
     "timeout": _is_number,
     **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount")},
     "ranks": _is_int_list,
-    **{key: _is_str for key in ("group", "path", "to", "call", "within")},
+    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value")},
     "keys": _strings,
 }
 
@@ -651,6 +651,8 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
             )
             if item.get("end") is not None:  # an event with no duration: one line
                 event.end = item["end"] - t0
+                if item.get("value") is not None:  # a read that found no file ("missing")
+                    event.value = item["value"]
             if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
                 event.file = _placed(index, event.file, event.line or 0, event.func or "", event.callers)
         elif "id" in item and item["id"] in events:

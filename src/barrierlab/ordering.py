@@ -166,6 +166,12 @@ def _did(access: Access, entry: bool, of_it: bool = False) -> str:
         return "replaced it" if of_it and not entry else f"replaced `{_name(access.path)}`"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
+    if access.how == "read" and getattr(access.event, "value", None) == "missing":  # the open found no file
+        return (
+            "tried to read it (no file yet)"
+            if of_it and not entry
+            else f"tried to read `{_name(access.path)}` (no file yet)"
+        )
     if of_it and not entry:
         return f"{_DID[access.how]} it"
     return f"{_DID[access.how]} `{_name(access.path)}`"

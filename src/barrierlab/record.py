@@ -753,11 +753,14 @@ def _quoted_path(path) -> str | None:
     return None if learners is None else json.dumps(learners)
 
 
-def _file_event(name: str, path: str, to: str | None = None, renamed=None) -> None:
-    """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it."""
+def _file_event(name: str, path: str, to: str | None = None, renamed=None, missing: bool = False) -> None:
+    """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``missing``: a read
+    of a path that did not exist when it was opened (value ``"missing"``)."""
     extra = ',"path":' + path
     if to is not None:
         extra += ',"to":' + to
+    if missing:
+        extra += ',"value":"missing"'
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
@@ -811,7 +814,9 @@ def _audit(event: str, args: tuple) -> None:
             how = "append"
         else:
             how = "write" if flags & _WRITE_FLAGS else "read"
-        _file_event(how, path)
+        # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
+        missing = how == "read" and not isinstance(args[0], int) and not os.path.exists(args[0])
+        _file_event(how, path, missing=missing)
     elif event == "os.rename":
         source, target = _quoted_path(args[0]), _quoted_path(args[1])
         if source is not None or target is not None:

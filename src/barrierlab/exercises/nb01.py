@@ -50,8 +50,8 @@ def _judge(run: Run, folder: str) -> tuple[bool, str]:
     if raised and all(isinstance(run[r].exception, OSError) for r in raised) and 0 in builds:
         problem = not_ordered(run, folder, {0: builds[0][-1].end}, {r: run[r].ended for r in raised})
         return False, (
-            f"rank {raised[0]} raised {type(run[raised[0]].exception).__name__}: it read vocab.txt before rank "
-            "0 had written it" + (f"; {problem}" if problem else "")
+            f"rank {raised[0]} raised {type(run[raised[0]].exception).__name__}: it tried to read vocab.txt "
+            "before rank 0 had written it" + (f"; {problem}" if problem else "")
         )
     if not run.ok:
         return False, f"the run did not finish: {run.diagnosis.headline}"

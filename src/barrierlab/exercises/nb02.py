@@ -109,7 +109,8 @@ def _not_atomic(run, folder: str) -> str | None:
         return (f"the kills happened to spare it, but save wrote checkpoint.pt in place ({how} at line {e.line}): "
                 "a kill in the middle of that write (or of a copy into place) leaves a partial file. Write a "
                 "temporary file in the same directory, then os.replace it onto the path")
-    renames = [a.event for a in mine if a.how == "rename" and a.event.to and os.path.realpath(a.event.to) == path]
+    # by the rename's target: its source may be outside the folder (a temporary file in /tmp)
+    renames = [a.event for a in mine if a.event.name == "rename" and a.event.to and os.path.realpath(a.event.to) == path]
     if not renames:
         return ("checkpoint.pt exists, but the record shows no rename onto it: write a temporary file in the same "
                 "directory, then os.replace(tmp, path)")

@@ -49,8 +49,8 @@ def _meetings(order, rank: int, waits: list) -> str:
     n = len(calls)
     return (
         f"rank {rank} met {who} in {n} call{'s' if n > 1 else ''} before its write ({where}), each one it could leave only "
-        "after they had reached it. Waiting for other ranks in the loop makes the group pay for their slow "
-        "steps; nothing in the loop needs it."
+        "after they had reached it. Waiting for other ranks before the write makes the group pay for their slow "
+        "steps; nothing before the write needs it, only rank 0's read after it."
     )
 
 
