@@ -9,7 +9,8 @@ all-gathers the parameters.
 The bug: the validation pass stops after a token budget, and each rank counts its own real (non-padding) target
 tokens against its share of the budget. The ranks' documents have different lengths, so rank 0 reaches its share
 after 3 batches, rank 1 after 4: rank 0 goes to the post-loop ``all_reduce`` of the totals while rank 1 is in its
-fourth forward's parameter all-gather. On gloo the two calls' sizes differ and a rank aborts; on NCCL the issues report a hang.
+fourth forward's parameter all-gather. On gloo the mismatched calls end in rank 1's 20 s timeout and a closed
+connection on rank 0; on NCCL the issues report a hang.
 
 Correct twin: ``correct_eval_token_budget_global_count`` (the count goes through an all-reduce every batch).
 """
