@@ -11,8 +11,8 @@ plans (an object all-gather of the write plans), writes this rank's shard and fi
 The bug: the checkpointer passes no process group, so the save thread's collectives go to the default group,
 which the main thread's DDP gradient all-reduces use at the same time. Rank 0's save thread reaches its
 all-gather while rank 1's is still staging (its shard is larger) and rank 1's main thread is in the next step's
-gradient all-reduce: the two ranks' n-th collectives on the default group are different calls. On gloo the
-sizes do not match and a rank aborts; on NCCL the issue reports a deadlock.
+gradient all-reduce: the two ranks' n-th collectives on the default group are different calls. Under gloo both
+main threads end in a DDP gradient all-reduce that never completes (20 s timeout); the issue reports a deadlock.
 
 Correct twin: ``correct_async_checkpoint_own_gloo_group``.
 """

@@ -7,8 +7,8 @@ are dropped but the kept ones are not padded, so each rank keeps a different num
 The bug: the dispatcher decides "equal splits, no count exchange" from the capacity factor being set instead of
 from the padding flag. Capacity dropping without padding leaves each rank a different number of rows; the
 equal-split ``all_to_all_single`` sizes its receive buffer from the rank's own rows. On gloo the mismatched
-message sizes end the job in the first all-to-all (one rank aborts on the size, the other loses its peer); on
-NCCL the same mismatch is reported as a hang or as corrupted expert inputs.
+message sizes end the job in the first all-to-all: one rank aborts on the size; the other loses its peer there
+or fails on the wrong-sized block it received. On NCCL the mismatch shows as a hang or corrupted expert inputs.
 
 Correct twin: ``correct_moe_capacity_padded_alltoall`` (the padding makes the equal splits true).
 """

@@ -6,10 +6,10 @@ in the node's group) per read, and a world-wide all-reduce of the served counts 
 
 The bug: the node-local broadcast is issued without ``group=``, on the default (world) group, with the source
 computed per node: ranks 0 and 1 broadcast from 0, ranks 2 and 3 from 2, in one world-wide collective. Nothing
-checks that the ranks agree on ``src``: under gloo both roots send to every other rank and each receiver waits
-for its own root only, so the sends to the other node are never received and all four ranks stay in the
-broadcast until the group timeout (on NCCL the ring/tree built from two roots is reported as a hang or as wrong
-flags).
+checks that the ranks agree on ``src``: each rank lays out the broadcast's transfers from its own root, the
+sends and receives of the two layouts do not match, and under gloo all four ranks stay in the first broadcast
+until the group timeout (with NCCL a mismatched root is reported as a hang, or as flags that are silently
+wrong).
 
 Correct twin: ``correct_node_master_broadcast_node_group`` (the same ``src`` values, each in the node's group).
 """
