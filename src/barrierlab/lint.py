@@ -43,6 +43,12 @@ Finding kinds:
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
 * ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
   on every rank but the root). See :class:`_Agreement`.
+* ``non-member`` - a collective on ``group=g`` that a rank outside ``g`` provably reaches (lint runs the function on
+  sample worlds): torch.distributed warns and returns at once there, so the call orders and shares nothing on that
+  rank (``dist.barrier(group=leaders)`` called by every rank). Quiet when membership or reachability is unknown.
+* ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
+  some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
+  blocks until the store's timeout. See :class:`_StoreKeys`.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
@@ -2083,7 +2089,9 @@ class _Analysis:
         ranked = {n for names, v, _ in _assignments(own) if self.mentions_rank(v, set()) for n in names}
         params = {a.arg for a in helper.node.args.args}
         for ret in returns:
-            read = {n.id for n in ast.walk(ret) if isinstance(n, ast.Name)}  # type: ignore[arg-type]
+            tests = {id(n) for e in ast.walk(ret) if isinstance(e, ast.IfExp) for n in ast.walk(e.test)}  # type: ignore[arg-type]
+            # a name that only picks between agreed values (``... if all_ranks else ...``) is not returned
+            read = {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and id(n) not in tests}  # type: ignore[arg-type]
             if not read & equal or any(r not in equal and (r in ranked or r in params) for r in read):
                 return False
             for call in (n for n in ast.walk(ret) if isinstance(n, ast.Call)):  # type: ignore[arg-type]
