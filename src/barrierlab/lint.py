@@ -2358,6 +2358,7 @@ class _Analysis:
                 key=lambda n: (n.lineno, n.col_offset),
             )
             calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
+            calls[func.key] += self._decorator_wrappers(func)
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
@@ -2380,6 +2381,28 @@ class _Analysis:
                 self.reach[key] = (display, target)
                 self.reach_notes[key] = self.reach_notes.get(target, "")
             frontier = list(found)
+
+    def _decorator_wrappers(self, func: _Func) -> list[_Call]:
+        """A call of ``func`` runs the wrapper of each decorator of the file it carries (``@synced`` whose
+        ``wrapper`` calls ``fn(...)`` and then ``dist.barrier()``): the decorator's nested function that it
+        returns."""
+        out = []
+        for deco in func.node.decorator_list:
+            key = self._callee(deco, func.self_class, func.unit) if isinstance(deco, ast.Name) else None
+            decorator = self.table.get(key) if key is not None else None
+            if decorator is None:
+                continue
+            nested = {n.name: n for n in decorator.node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            returned = [
+                n.value.id
+                for n in _own_nodes(decorator.node.body)
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in nested
+            ]
+            for name in returned[:1]:
+                wrapper = next((f for f in self.funcs if f.node is nested[name]), None)
+                if wrapper is not None and self.table.get(wrapper.key) is wrapper:
+                    out.append(_Call("call", f"@{deco.id}", wrapper.key))  # type: ignore[attr-defined]
+        return out
 
     def chain(self, key: str) -> tuple[str, ...]:
         """The calls from function ``key`` down to its collective; a chain longer than
@@ -2417,7 +2440,33 @@ class _Analysis:
             target = self._indirect(call.func, self_class, scope)
             if target:
                 return _Call("call", written, target)
+        if found is None and isinstance(call.func, ast.Name):
+            alias = self._alias(call.func.id, scope)
+            if alias is not None:
+                target = self._callee(alias, self_class, unit)
+                if target:
+                    return _Call("call", written or call.func.id, target)
+                canonical = self._collective(alias, unit)
+                if canonical:
+                    return _Call("coll", f"{call.func.id} (= {_dotted(alias)})", canonical)
         return found
+
+    def _alias(self, name: str, scope: str | None) -> ast.expr | None:
+        """What a name assigned once stands for when it is called: ``fn = dist.all_reduce``,
+        ``sync = functools.partial(dist.all_reduce, op=...)``, ``reduce = lambda t: dist.all_reduce(t)`` -> the
+        function it calls (in this scope or at module level)."""
+        for key in (scope, None):
+            value = self.values.get(key, {}).get(name)
+            if value is None:
+                continue
+            if isinstance(value, ast.Call) and _terminal(value.func) == "partial" and value.args:
+                value = value.args[0]
+            elif isinstance(value, ast.Lambda) and isinstance(value.body, ast.Call):
+                value = value.body.func
+            if isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value) not in (None, name):
+                return value
+            return None
+        return None
 
     def _indirect(self, func: ast.expr, self_class: str | None, scope: str | None) -> str | None:
         """The function of the file a call reaches indirectly: a method of an object built from a class of the
@@ -2776,6 +2825,10 @@ class _Analysis:
                     if key in self.table:
                         return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in self.class_nodes and func.value.id not in ("self", "cls"):
+                for cls in self._ancestors(func.value.id):  # ``Comm.barrier()``: a static or class method
+                    if f"{cls}.{func.attr}" in self.table:
+                        return f"{cls}.{func.attr}"
             if func.value.id in ("self", "cls") and self_class:
                 for cls in self._ancestors(self_class):
                     if f"{cls}.{func.attr}" in self.table:
@@ -3612,9 +3665,7 @@ class _Walker:
             for h in stmt.handlers:
                 text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
                 body = self.block(h.body, None)
-                handlers.append(
-                    self._if(None, body, [], text=text, rank=True if self.loops and _skips(h.body) else None)
-                )
+                handlers.append(self._if(None, body, [], text=text, rank=self._handler_rank(stmt, h)))
                 if not _environment_error(h.type):
                     # An exception is a rank's own event (its data, its memory, its files): a collective in the
                     # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
@@ -3630,6 +3681,28 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _handler_rank(self, stmt: ast.Try, handler: ast.ExceptHandler) -> bool | None:
+        """Whether leaving from ``handler`` happens on some ranks only (True; None: not rank-dependent). In a loop,
+        an exception comes from the item in hand (a rank's own batch), so a handler that skips the rest of the
+        iteration is rank-dependent - except ``StopIteration`` from ``next(it)``: that is the end of the
+        iterator, as rank-dependent as the iterator itself (``while True: try: x = next(it) except
+        StopIteration: break`` is a ``for`` loop written out). Outside a loop a handler's exit stays quiet (see
+        good_oom_skip_flag_all_reduced.py: ``except FileNotFoundError: return None``)."""
+        if not _skips(handler.body):
+            return None
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = {_terminal(k) for k in kinds if k is not None}
+        if names and names <= {"StopIteration", "StopAsyncIteration"}:
+            nexts = [
+                n.args[0]
+                for n in _own_nodes(stmt.body)
+                if isinstance(n, ast.Call) and _terminal(n.func) in ("next", "anext") and n.args
+            ]
+            if nexts and not any(self.an.mentions_rank(a, self.taint, self.laundered) for a in nexts):
+                return None
+            return True if self.loops else None
+        return True if self.loops else None
 
     def _raises_by_rank(self, call: ast.Call, target: str) -> str | None:
         """Whether a call of a function of the file raises on some ranks only: its raise sits under a test on the
