@@ -3640,6 +3640,11 @@ class _Walker:
             finally:
                 self.loops -= 1
             orelse = self.block(stmt.orelse, None)
+            if self._generator(stmt.iter):
+                # a generator of the file runs its body (and its collectives) once per item, not at the call
+                loop = self._loop(stmt.iter, head + body, orelse)
+                self._note_fed(stmt.body, loop)
+                return [loop]
             loop = self._loop(stmt.iter, body, orelse)
             self._note_fed(stmt.body, loop)
             return head + [loop]
@@ -3681,6 +3686,21 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _generator(self, bound: ast.expr) -> bool:
+        """Whether a loop iterates a call of a generator function of the file that reaches a collective (a
+        batch generator that broadcasts or all-reduces each batch, as Megatron-LM's ``get_batch`` broadcasts
+        its data in the tensor-parallel group)."""
+        bound = _unwrap_iter(bound)
+        if not isinstance(bound, ast.Call):
+            return False
+        found = self.an.classify(bound, self.unit, self.self_class, self.scope)
+        func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        return (
+            func is not None
+            and func.key in self.an.reach
+            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
+        )
 
     def _handler_rank(self, stmt: ast.Try, handler: ast.ExceptHandler) -> bool | None:
         """Whether leaving from ``handler`` happens on some ranks only (True; None: not rank-dependent). In a loop,
@@ -3794,7 +3814,10 @@ class _Walker:
             body = [i for g in gens[1:] for i in self._expr(g.iter)]
             body += [i for g in gens for c in g.ifs for i in self._expr(c)]
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            body += [i for e in elts for i in self._expr(e)]
+            made = [i for e in elts for i in self._expr(e)]
+            for cond in reversed([c for g in gens for c in g.ifs]):  # the element is made only where the ifs hold
+                made = [self._if(cond, made, [])] if made else []
+            body += made
             return items + ([self._loop(gens[0].iter, body, [], extra=[g.iter for g in gens[1:]])] if body else [])
         if isinstance(node, ast.Call):
             items = [i for c in (node.func, *node.args, *(k.value for k in node.keywords)) for i in self._expr(c)]
