@@ -83,6 +83,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "root-only-list",
         "non-member",
         "store-key",
+        "self-root",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 

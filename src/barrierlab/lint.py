@@ -46,6 +46,8 @@ Finding kinds:
 * ``non-member`` - a collective on ``group=g`` that a rank outside ``g`` provably reaches (lint runs the function on
   sample worlds): torch.distributed warns and returns at once there, so the call orders and shares nothing on that
   rank (``dist.barrier(group=leaders)`` called by every rank). Quiet when membership or reachability is unknown.
+* ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
+  each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
 * ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
   some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
   blocks until the store's timeout. See :class:`_StoreKeys`.
@@ -5108,7 +5110,54 @@ class _Agreement:
                     self._dtype(call, name, key, nodes, unit, self_class)
                     self._root_only_list(call, name, key, nodes, unit)
                     self._non_member(call, name, key, nodes, unit)
+                    self._self_root(call, name, key, nodes, unit)
                 self._padded(call, found, unit, nodes)
+
+    # -- a root that is each rank itself
+
+    def _self_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.broadcast(t, src=dist.get_rank())`` (also ``reduce``/``gather``/``scatter`` and the object
+        variants): the root must be the same rank on every rank of the group, but here each rank names itself
+        (``get_rank()``, ``LOCAL_RANK``, ``args.local_rank``, or a name assigned only from one of those), so every
+        rank acts as the root: each keeps or sends its own data, or the call waits for a root that is waiting
+        as root too. A loop variable or a parameter is not taken for the rank (``for src in range(world)``)."""
+        if name not in _RANK_ARGUMENT:
+            return
+        word, position = _RANK_ARGUMENT[name]
+        root = _argument(call, position, word)
+        if root is None or not self._own_rank(root, key):
+            return
+        scope = self.an.table[key].node if key is not None else unit.tree
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        node: ast.AST = call
+        while id(node) in parents:  # ``if src == rank: broadcast(t, src=rank)``: the root of that round only
+            node = parents[id(node)]
+            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
+                return
+        shown = unit.text(root)
+        why = (
+            f"`{word}={shown}` is this rank's own rank, so it differs on every rank: each rank takes itself for the "
+            f"{'source' if word == 'src' else 'destination'} of the {name}, and the ranks either keep their own data "
+            "or wait for each other as roots (NCCL hangs; results differ between ranks)"
+        )
+        fix = f"pass the same {word} on every rank (a constant such as 0, or a rank every rank computes alike)"
+        self._add(call, "self-root", f"{word}={shown}", why, fix, unit)
+
+    def _own_rank(self, node: ast.expr, key: str | None, depth: int = 0) -> bool:
+        if isinstance(node, ast.Call) and _terminal(node.func) in ("get_rank", "get_global_rank_of_self"):
+            return not node.args or depth == 0
+        if _env_rank(node):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "process_index", "local_process_index"):
+            return True
+        if isinstance(node, ast.Name) and depth < 3:
+            value = self.an.values.get(key, {}).get(node.id)
+            func = self.an.table.get(key) if key is not None else None
+            params = {a.arg for a in func.node.args.args} if func is not None else set()
+            return value is not None and node.id not in params and self._own_rank(value, key, depth + 1)
+        if isinstance(node, ast.Call) and _terminal(node.func) == "int" and node.args:
+            return self._own_rank(node.args[0], key, depth + 1)
+        return False
 
     # -- groups the caller is not in
 
