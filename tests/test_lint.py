@@ -81,6 +81,9 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "dtype-mismatch",
         "group-rank",
         "root-only-list",
+        "non-member",
+        "store-key",
+        "self-root",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 

@@ -43,6 +43,14 @@ Finding kinds:
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
 * ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
   on every rank but the root). See :class:`_Agreement`.
+* ``non-member`` - a collective on ``group=g`` that a rank outside ``g`` provably reaches (lint runs the function on
+  sample worlds): torch.distributed warns and returns at once there, so the call orders and shares nothing on that
+  rank (``dist.barrier(group=leaders)`` called by every rank). Quiet when membership or reachability is unknown.
+* ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
+  each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
+* ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
+  some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
+  blocks until the store's timeout. See :class:`_StoreKeys`.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
@@ -1336,6 +1344,111 @@ def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, in
     return pairs
 
 
+def _unwrap_iter(bound: ast.expr) -> ast.expr:
+    """``enumerate(x)``/``tqdm(x)``/``iter(x)`` -> ``x``: the loop runs as often as ``x`` yields."""
+    while isinstance(bound, ast.Call) and _terminal(bound.func) in ("enumerate", "tqdm", "iter") and bound.args:
+        bound = bound.args[0]
+    return bound
+
+
+_WORLD_WORDS = ("world", "replicas", "num_processes", "nprocs")
+
+
+def _worldish(node: ast.AST) -> bool:
+    name = _terminal(node.func) if isinstance(node, ast.Call) else _terminal(node)
+    return any(w in name.lower() for w in _WORLD_WORDS)
+
+
+def _rank_stride(node: ast.Subscript) -> bool:
+    """``seq[rank::world_size]`` (also ``self.rank``, ``num_replicas``): rank r's share, every world-th item."""
+    cut = node.slice
+    return (
+        isinstance(cut, ast.Slice)
+        and cut.lower is not None
+        and _rank_name(_terminal(cut.lower))
+        and cut.upper is None
+        and cut.step is not None
+        and _worldish(cut.step)
+    )
+
+
+def _world_cut(node: ast.Subscript) -> bool:
+    """``seq[: len(seq) - len(seq) % world]`` or ``seq[: n // world * world]``: cut to a multiple of the world."""
+    cut = node.slice
+    if not (isinstance(cut, ast.Slice) and cut.lower is None and cut.step is None and cut.upper is not None):
+        return False
+    ops = [n for n in ast.walk(cut.upper) if isinstance(n, ast.BinOp)]
+    return any(isinstance(o.op, (ast.Mod, ast.FloorDiv)) and _worldish(o.right) for o in ops)
+
+
+def _pads(node: ast.AST) -> bool:
+    """``indices += indices[:padding]`` (torch's DistributedSampler) or a name with ``pad`` assigned: the list is
+    padded to a multiple of the world size."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.value, ast.Subscript):
+        grown = _dotted(node.target)
+        return grown is not None and any(_dotted(n) == grown for n in ast.walk(node.value.value))
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
+        grown = _dotted(node.targets[0])  # ``ids = ids + ids * (rem // n) + ids[: rem % n]`` (VITS)
+        adds = [n for n in ast.walk(node.value) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add)]
+        return (
+            grown is not None
+            and bool(adds)
+            and any(isinstance(n, ast.Subscript) and _dotted(n.value) == grown for n in ast.walk(node.value))
+        )
+    return isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and "pad" in node.id.lower()
+
+
+def _paired_targets(node: ast.Assign) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs of an assignment, ``a, b = x, y`` unpacked."""
+    out: list[tuple[ast.expr, ast.expr]] = []
+    for target in node.targets:
+        if (
+            isinstance(target, ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+            and len(target.elts) == len(node.value.elts)
+        ):
+            out += list(zip(target.elts, node.value.elts))
+        else:
+            out.append((target, node.value))
+    return out
+
+
+def _uneven_batches(units: Sequence[_Unit]) -> int | None:
+    """The line of accelerate's ``even_batches=False`` given to ``Accelerator``/``DataLoaderConfiguration`` (or
+    set as ``accelerator.even_batches = False``) in the reported code, if any."""
+    for unit in units:
+        if not unit.report:
+            continue
+        for node in ast.walk(unit.tree):
+            if isinstance(node, ast.Call) and _terminal(node.func) in ("Accelerator", "DataLoaderConfiguration"):
+                for k in node.keywords:
+                    if k.arg == "even_batches" and isinstance(k.value, ast.Constant) and k.value.value is False:
+                        return node.lineno + unit.offset
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False:
+                if any(isinstance(t, ast.Attribute) and t.attr == "even_batches" for t in node.targets):
+                    return node.lineno + unit.offset
+    return None
+
+
+def _filled(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
+    """(container, value, None) for ``x.append(v)``/``extend``/``insert``/``add``/``update`` and ``x[k] = v``: the
+    container holds what it is filled with."""
+    pairs: list[tuple[list[str], ast.expr, int | None]] = []
+    for node in nodes:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert", "add", "update")
+            and node.args
+        ):
+            pairs.append((_target_names(node.func.value), node.args[-1], None))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript):
+                    pairs.append((_target_names(target.value), node.value, None))
+    return pairs
+
+
 def _splits_between_ranks(node: ast.AST) -> bool:
     """Accelerate's ``split_between_processes(x)`` (also ``PartialState``'s): each rank gets its own share of
     ``x`` (``accelerate/state.py``), as many items as the others only when ``len(x)`` divides evenly or
@@ -1688,6 +1801,7 @@ class _Analysis:
         self.ddp_values: dict[str | None, set[str]] = {}
         self.laundered: dict[str | None, dict[str, int]] = {}
         self.same_result_calls: set[int] = set()
+        self.uneven_batches = _uneven_batches(units)  # the line of an ``even_batches=False``, if any
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
         self.objects: dict[str | None, dict[str, _Built]] = {}
@@ -1745,6 +1859,7 @@ class _Analysis:
                 _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
         _Sizes(self).run()
         _Agreement(self).run()
+        _StoreKeys(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -1937,7 +2052,9 @@ class _Analysis:
                 if equal and node.args and isinstance(node.args[0], ast.Name):
                     lines[node.args[0].id] = min(lines.get(node.args[0].id, node.lineno), node.lineno)
             for node in nodes:
-                if isinstance(node, ast.Assign) and id(node.value) in self.same_result_calls:
+                if isinstance(node, ast.Assign) and (
+                    id(node.value) in self.same_result_calls or self._agreeing_call(node.value, self_class, unit)
+                ):
                     for name in (n for t in node.targets for n in _target_names(t)):
                         lines[name] = min(lines.get(name, node.lineno), node.lineno)
             # a name assigned only from values already equal on every rank is equal too from that line on
@@ -1954,6 +2071,39 @@ class _Analysis:
                         for name in _target_names(node.targets[0]):
                             lines[name] = min(lines.get(name, node.lineno), node.lineno)
             self.laundered[key] = lines
+
+    def _agreeing_call(self, value: ast.expr, self_class: str | None, unit: _Unit) -> bool:
+        """Whether ``value`` calls a function of the file whose every ``return`` hands back only what a broadcast
+        or an all-reduce/all-gather in it made equal on every rank (pillar-pretrain's
+        ``broadcast_object(args, obj)``, fairseq's ``all_gather_list``): its result is the same everywhere, so
+        ``should_exit = broadcast_object(args, should_exit)`` is no longer rank-dependent."""
+        if not isinstance(value, ast.Call):
+            return False
+        target = self._callee(value.func, self_class, unit)
+        helper = self.table.get(target) if target is not None else None
+        if helper is None:
+            return False
+        own = list(_own_nodes(helper.node.body))
+        equal = self._equalized(own, helper.unit)
+        returns = [n.value for n in own if isinstance(n, ast.Return)]
+        if not equal or not returns or any(r is None for r in returns):
+            return False
+        ranked = {n for names, v, _ in _assignments(own) if self.mentions_rank(v, set()) for n in names}
+        params = {a.arg for a in helper.node.args.args}
+        for ret in returns:
+            tests = {id(n) for e in ast.walk(ret) if isinstance(e, ast.IfExp) for n in ast.walk(e.test)}  # type: ignore[arg-type]
+            # a name that only picks between agreed values (``... if all_ranks else ...``) is not returned
+            read = {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and id(n) not in tests}  # type: ignore[arg-type]
+            if not read & equal or any(r not in equal and (r in ranked or r in params) for r in read):
+                return False
+            for call in (n for n in ast.walk(ret) if isinstance(n, ast.Call)):  # type: ignore[arg-type]
+                on_equal = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                if not (
+                    (on_equal and call.func.value.id in equal)  # type: ignore[attr-defined]
+                    or (isinstance(call.func, ast.Name) and call.func.id in ("bool", "int", "float", "len", "tuple"))
+                ):
+                    return False  # ``t.item()`` of an all-reduced ``t`` is equal; another call's result may not be
+        return True
 
     def _prepare_values(self) -> None:
         """For each scope, the names assigned exactly once (to one whole value) and never changed in place:
@@ -2140,8 +2290,11 @@ class _Analysis:
             params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
             nodes = list(_own_nodes(func.node.body))
             origin = {p: p for p in params}
+            # values computed from a parameter: assigned from it, a loop variable over it, or a container filled
+            # with such values (``for x, y in samples: ... outputs.append({"n": x.shape[0]})``)
+            flows = _assignments(nodes) + _loop_targets(nodes) + _filled(nodes)
             for _ in range(3):
-                for names, value, _ in _assignments(nodes):
+                for names, value, _ in flows:
                     source = next(
                         (origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None
                     )
@@ -2207,6 +2360,7 @@ class _Analysis:
                 key=lambda n: (n.lineno, n.col_offset),
             )
             calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
+            calls[func.key] += self._decorator_wrappers(func)
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
@@ -2229,6 +2383,28 @@ class _Analysis:
                 self.reach[key] = (display, target)
                 self.reach_notes[key] = self.reach_notes.get(target, "")
             frontier = list(found)
+
+    def _decorator_wrappers(self, func: _Func) -> list[_Call]:
+        """A call of ``func`` runs the wrapper of each decorator of the file it carries (``@synced`` whose
+        ``wrapper`` calls ``fn(...)`` and then ``dist.barrier()``): the decorator's nested function that it
+        returns."""
+        out = []
+        for deco in func.node.decorator_list:
+            key = self._callee(deco, func.self_class, func.unit) if isinstance(deco, ast.Name) else None
+            decorator = self.table.get(key) if key is not None else None
+            if decorator is None:
+                continue
+            nested = {n.name: n for n in decorator.node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            returned = [
+                n.value.id
+                for n in _own_nodes(decorator.node.body)
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in nested
+            ]
+            for name in returned[:1]:
+                wrapper = next((f for f in self.funcs if f.node is nested[name]), None)
+                if wrapper is not None and self.table.get(wrapper.key) is wrapper:
+                    out.append(_Call("call", f"@{deco.id}", wrapper.key))  # type: ignore[attr-defined]
+        return out
 
     def chain(self, key: str) -> tuple[str, ...]:
         """The calls from function ``key`` down to its collective; a chain longer than
@@ -2266,7 +2442,33 @@ class _Analysis:
             target = self._indirect(call.func, self_class, scope)
             if target:
                 return _Call("call", written, target)
+        if found is None and isinstance(call.func, ast.Name):
+            alias = self._alias(call.func.id, scope)
+            if alias is not None:
+                target = self._callee(alias, self_class, unit)
+                if target:
+                    return _Call("call", written or call.func.id, target)
+                canonical = self._collective(alias, unit)
+                if canonical:
+                    return _Call("coll", f"{call.func.id} (= {_dotted(alias)})", canonical)
         return found
+
+    def _alias(self, name: str, scope: str | None) -> ast.expr | None:
+        """What a name assigned once stands for when it is called: ``fn = dist.all_reduce``,
+        ``sync = functools.partial(dist.all_reduce, op=...)``, ``reduce = lambda t: dist.all_reduce(t)`` -> the
+        function it calls (in this scope or at module level)."""
+        for key in (scope, None):
+            value = self.values.get(key, {}).get(name)
+            if value is None:
+                continue
+            if isinstance(value, ast.Call) and _terminal(value.func) == "partial" and value.args:
+                value = value.args[0]
+            elif isinstance(value, ast.Lambda) and isinstance(value.body, ast.Call):
+                value = value.body.func
+            if isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value) not in (None, name):
+                return value
+            return None
+        return None
 
     def _indirect(self, func: ast.expr, self_class: str | None, scope: str | None) -> str | None:
         """The function of the file a call reaches indirectly: a method of an object built from a class of the
@@ -2422,6 +2624,65 @@ class _Analysis:
         options.update({k.arg: k.value for k in call.keywords if k.arg})
         return _Built(tuple(classes), local if local in self.bases else None, options)
 
+    def share_evenness(self, built: _Built) -> bool | None:
+        """For an object of a sampler class of the file that hands rank ``r`` the items ``seq[r::world]``: True
+        when ``seq``'s length is a multiple of the world size (padded, or cut to ``len - len % world`` without
+        a condition, or under ``if self.<flag>:`` that this object was built with true), False when it is not
+        (no padding and no cut, or the cut's flag built false: a custom sampler's ``drop_last=False`` that does
+        not pad as torch's DistributedSampler does), None when the class is not of that shape or lint cannot
+        tell (a flag passed positionally or computed)."""
+        if built.local is None or self._sampler_class(built.local):
+            return None
+        methods = [f for f in self.funcs if f.self_class in self._ancestors(built.local)]
+        nodes = [n for f in methods for n in ast.walk(f.node)]
+        if not any(_rank_stride(n) for n in nodes if isinstance(n, ast.Subscript)):
+            return None
+        if any(_pads(n) for n in nodes):
+            return True
+        cuts = [n for n in nodes if isinstance(n, ast.Subscript) and _world_cut(n)]
+        if not cuts:
+            return False
+        parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        flags = []
+        for cut in cuts:
+            node: ast.AST = cut
+            guard = None
+            while id(node) in parents:
+                node = parents[id(node)]
+                if isinstance(node, ast.If):
+                    guard = node.test
+                    break
+            if guard is None:
+                return True  # cut on every path
+            if not (
+                isinstance(guard, ast.Attribute) and isinstance(guard.value, ast.Name) and guard.value.id == "self"
+            ):
+                return None
+            flags.append(guard.attr)
+        init = self.table.get(f"{built.local}.__init__")
+        if init is None or len(set(flags)) != 1:
+            return None
+        param = next(
+            (
+                v.id
+                for n in ast.walk(init.node)
+                if isinstance(n, ast.Assign)
+                for t, v in _paired_targets(n)
+                if isinstance(t, ast.Attribute) and t.attr == flags[0] and isinstance(v, ast.Name)
+            ),
+            None,
+        )
+        if param is None:
+            return None
+        value = built.options.get(param)
+        if value is None:
+            args = init.node.args
+            defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults) :], args.defaults))
+            value = defaults.get(param)
+        if not isinstance(value, ast.Constant):
+            return None
+        return bool(value.value)
+
     def _prepare_metric_states(self) -> None:
         """For each torchmetrics metric class of the file, its list states that torchmetrics gathers one element
         at a time: ``self.add_state(name, default=[], dist_reduce_fx=...)`` with a reduction other than
@@ -2566,6 +2827,10 @@ class _Analysis:
                     if key in self.table:
                         return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in self.class_nodes and func.value.id not in ("self", "cls"):
+                for cls in self._ancestors(func.value.id):  # ``Comm.barrier()``: a static or class method
+                    if f"{cls}.{func.attr}" in self.table:
+                        return f"{cls}.{func.attr}"
             if func.value.id in ("self", "cls") and self_class:
                 for cls in self._ancestors(self_class):
                     if f"{cls}.{func.attr}" in self.table:
@@ -3377,6 +3642,11 @@ class _Walker:
             finally:
                 self.loops -= 1
             orelse = self.block(stmt.orelse, None)
+            if self._generator(stmt.iter):
+                # a generator of the file runs its body (and its collectives) once per item, not at the call
+                loop = self._loop(stmt.iter, head + body, orelse)
+                self._note_fed(stmt.body, loop)
+                return [loop]
             loop = self._loop(stmt.iter, body, orelse)
             self._note_fed(stmt.body, loop)
             return head + [loop]
@@ -3402,9 +3672,7 @@ class _Walker:
             for h in stmt.handlers:
                 text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
                 body = self.block(h.body, None)
-                handlers.append(
-                    self._if(None, body, [], text=text, rank=True if self.loops and _skips(h.body) else None)
-                )
+                handlers.append(self._if(None, body, [], text=text, rank=self._handler_rank(stmt, h)))
                 if not _environment_error(h.type):
                     # An exception is a rank's own event (its data, its memory, its files): a collective in the
                     # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
@@ -3420,6 +3688,43 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _generator(self, bound: ast.expr) -> bool:
+        """Whether a loop iterates a call of a generator function of the file that reaches a collective (a
+        batch generator that broadcasts or all-reduces each batch, as Megatron-LM's ``get_batch`` broadcasts
+        its data in the tensor-parallel group)."""
+        bound = _unwrap_iter(bound)
+        if not isinstance(bound, ast.Call):
+            return False
+        found = self.an.classify(bound, self.unit, self.self_class, self.scope)
+        func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        return (
+            func is not None
+            and func.key in self.an.reach
+            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
+        )
+
+    def _handler_rank(self, stmt: ast.Try, handler: ast.ExceptHandler) -> bool | None:
+        """Whether leaving from ``handler`` happens on some ranks only (True; None: not rank-dependent). In a loop,
+        an exception comes from the item in hand (a rank's own batch), so a handler that skips the rest of the
+        iteration is rank-dependent - except ``StopIteration`` from ``next(it)``: that is the end of the
+        iterator, as rank-dependent as the iterator itself (``while True: try: x = next(it) except
+        StopIteration: break`` is a ``for`` loop written out). Outside a loop a handler's exit stays quiet (see
+        good_oom_skip_flag_all_reduced.py: ``except FileNotFoundError: return None``)."""
+        if not _skips(handler.body):
+            return None
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = {_terminal(k) for k in kinds if k is not None}
+        if names and names <= {"StopIteration", "StopAsyncIteration"}:
+            nexts = [
+                n.args[0]
+                for n in _own_nodes(stmt.body)
+                if isinstance(n, ast.Call) and _terminal(n.func) in ("next", "anext") and n.args
+            ]
+            if nexts and not any(self.an.mentions_rank(a, self.taint, self.laundered) for a in nexts):
+                return None
+            return True if self.loops else None
+        return True if self.loops else None
 
     def _raises_by_rank(self, call: ast.Call, target: str) -> str | None:
         """Whether a call of a function of the file raises on some ranks only: its raise sits under a test on the
@@ -3511,7 +3816,10 @@ class _Walker:
             body = [i for g in gens[1:] for i in self._expr(g.iter)]
             body += [i for g in gens for c in g.ifs for i in self._expr(c)]
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            body += [i for e in elts for i in self._expr(e)]
+            made = [i for e in elts for i in self._expr(e)]
+            for cond in reversed([c for g in gens for c in g.ifs]):  # the element is made only where the ifs hold
+                made = [self._if(cond, made, [])] if made else []
+            body += made
             return items + ([self._loop(gens[0].iter, body, [], extra=[g.iter for g in gens[1:]])] if body else [])
         if isinstance(node, ast.Call):
             items = [i for c in (node.func, *node.args, *(k.value for k in node.keywords)) for i in self._expr(c)]
@@ -3598,6 +3906,17 @@ class _Walker:
         rank = local is not None or any(
             self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
         )
+        uneven = self._uneven_loader(bound) if not rank else None
+        if uneven is not None:
+            rank, text = True, f"{text} ({uneven})"
+        built = self.an._constructed(_dotted(_unwrap_iter(bound)), self.scope, self.self_class)
+        even = self.an.share_evenness(built) if built is not None else None
+        if even is False and not rank:
+            rank = True
+            text = (
+                f"{text} (its {built.local} deals each rank every world-size-th item of a list that is neither padded "  # type: ignore[union-attr]
+                "nor cut to a multiple of the world size, so ranks get different numbers of items)"
+            )
         sized_by = self._rank_len(bound)
         if sized_by is not None and not rank:
             seeded = self.an.rng_seeder
@@ -3609,11 +3928,60 @@ class _Walker:
             self.flag([*body, *orelse], "loop", text)
         return item
 
+    def _uneven_loader(self, bound: ast.expr) -> str | None:
+        """Why a loop over a data loader prepared by an Accelerator built with ``even_batches=False`` (directly or
+        through ``DataLoaderConfiguration``) runs a different number of times on different processes: accelerate
+        then gives each process its own number of batches ("each process will see a different number of
+        batches", PR #781) instead of padding the last one. The loader may come in through a parameter: the
+        callers of the file are followed (three levels)."""
+        line = self.an.uneven_batches
+        if line is None:
+            return None
+        while isinstance(bound, ast.Call) and _terminal(bound.func) in ("enumerate", "tqdm", "iter") and bound.args:
+            bound = bound.args[0]
+        if not isinstance(bound, ast.Name) or not self._prepared(bound.id, self.scope, 0):
+            return None
+        return (
+            f"a data loader prepared with even_batches=False (line {line}): each process gets its own number of batches"
+        )
+
+    def _prepared(self, name: str, scope: str | None, depth: int) -> bool:
+        """Whether ``name`` in ``scope`` holds what an Accelerator's ``prepare(...)`` returned."""
+        func = self.an.table.get(scope) if scope is not None else None
+        nodes = (
+            list(_own_nodes(func.node.body))
+            if func is not None
+            else [n for u in self.an.units for n in _own_nodes(u.tree.body)]
+        )
+        for names, value, _ in _assignments(nodes):
+            if (
+                name in names
+                and isinstance(value, ast.Call)
+                and _terminal(value.func) in ("prepare", "prepare_data_loader")
+            ):
+                return True
+        if func is None or depth >= 3:
+            return False
+        params = [a.arg for a in func.node.args.args]
+        if name not in params or any(name in n for n, _, _ in _assignments(nodes)):
+            return False
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        index = params.index(name) - skip
+        for caller in self.an.funcs:
+            for call in _own_nodes(caller.node.body):
+                if not (isinstance(call, ast.Call) and _terminal(call.func) == func.node.name):
+                    continue
+                arg = call.args[index] if 0 <= index < len(call.args) else None
+                arg = arg or next((k.value for k in call.keywords if k.arg == name), None)
+                if isinstance(arg, ast.Name) and self._prepared(arg.id, caller.key, depth + 1):
+                    return True
+        return False
+
     def _rank_len(self, bound: ast.expr) -> str | None:
         """The class of the file whose ``__len__`` differs between ranks, when the loop iterates an object of it
         (a batch sampler that packs batches from a shuffle of each rank's own random state)."""
-        built = self.an._constructed(_dotted(bound), self.scope, self.self_class)
-        if built is None or built.local is None:
+        built = self.an._constructed(_dotted(_unwrap_iter(bound)), self.scope, self.self_class)
+        if built is None or built.local is None or self.an.share_evenness(built) is True:
             return None
         for cls in self.an._ancestors(built.local):
             if f"{cls}.__len__" in self.an.table:
@@ -4741,7 +5109,94 @@ class _Agreement:
                     self._group_rank(call, name, key, nodes, unit)
                     self._dtype(call, name, key, nodes, unit, self_class)
                     self._root_only_list(call, name, key, nodes, unit)
+                    self._non_member(call, name, key, nodes, unit)
+                    self._self_root(call, name, key, nodes, unit)
                 self._padded(call, found, unit, nodes)
+
+    # -- a root that is each rank itself
+
+    def _self_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.broadcast(t, src=dist.get_rank())`` (also ``reduce``/``gather``/``scatter`` and the object
+        variants): the root must be the same rank on every rank of the group, but here each rank names itself
+        (``get_rank()``, ``LOCAL_RANK``, ``args.local_rank``, or a name assigned only from one of those), so every
+        rank acts as the root: each keeps or sends its own data, or the call waits for a root that is waiting
+        as root too. A loop variable or a parameter is not taken for the rank (``for src in range(world)``)."""
+        if name not in _RANK_ARGUMENT:
+            return
+        word, position = _RANK_ARGUMENT[name]
+        root = _argument(call, position, word)
+        if root is None or not self._own_rank(root, key):
+            return
+        scope = self.an.table[key].node if key is not None else unit.tree
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        node: ast.AST = call
+        while id(node) in parents:  # ``if src == rank: broadcast(t, src=rank)``: the root of that round only
+            node = parents[id(node)]
+            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
+                return
+        shown = unit.text(root)
+        why = (
+            f"`{word}={shown}` is this rank's own rank, so it differs on every rank: each rank takes itself for the "
+            f"{'source' if word == 'src' else 'destination'} of the {name}, and the ranks either keep their own data "
+            "or wait for each other as roots (NCCL hangs; results differ between ranks)"
+        )
+        fix = f"pass the same {word} on every rank (a constant such as 0, or a rank every rank computes alike)"
+        self._add(call, "self-root", f"{word}={shown}", why, fix, unit)
+
+    def _own_rank(self, node: ast.expr, key: str | None, depth: int = 0) -> bool:
+        if isinstance(node, ast.Call) and _terminal(node.func) in ("get_rank", "get_global_rank_of_self"):
+            return not node.args or depth == 0
+        if _env_rank(node):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "process_index", "local_process_index"):
+            return True
+        if isinstance(node, ast.Name) and depth < 3:
+            value = self.an.values.get(key, {}).get(node.id)
+            func = self.an.table.get(key) if key is not None else None
+            params = {a.arg for a in func.node.args.args} if func is not None else set()
+            return value is not None and node.id not in params and self._own_rank(value, key, depth + 1)
+        if isinstance(node, ast.Call) and _terminal(node.func) == "int" and node.args:
+            return self._own_rank(node.args[0], key, depth + 1)
+        return False
+
+    # -- groups the caller is not in
+
+    def _non_member(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """A collective on ``group=g`` that ranks outside ``g`` reach too: torch.distributed warns and returns at
+        once on a non-member ("Running barrier on global rank 1 which does not belong to the given group"), so
+        the call neither waits nor exchanges anything there. Decided by running the function (and, when the
+        group is a parameter, its callers) on sample worlds (see _Ranks): quiet unless some rank provably
+        reaches the call with a group that provably does not hold it."""
+        if key is None or name not in COLLECTIVES:
+            return
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is None or isinstance(group, ast.Constant) or _terminal(group) == "WORLD":
+            return
+        stmt = next(
+            (
+                n
+                for n in nodes
+                if isinstance(n, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return))
+                and any(c is call for c in ast.walk(n))
+            ),
+            None,
+        )
+        if stmt is None:
+            return
+        witness = _Ranks(self.an, self.an.table[key]).outsider(stmt, group)
+        if witness is None:
+            return
+        world, rank, members = witness
+        shown = unit.text(group)
+        listed = ", ".join(map(str, sorted(members)[:8])) + (", ..." if len(members) > 8 else "")
+        why = (
+            f"in a world of {world} ranks, rank {rank} reaches this {name} but is not a member of `{shown}` (ranks "
+            f"{listed}): torch.distributed warns and returns at once on a rank outside the group, so there it neither "
+            "waits for the members nor exchanges anything; what the call was meant to order or share is not ordered "
+            "or shared on that rank"
+        )
+        fix = f"pass the group this rank belongs to, or call {name} on `{shown}` only where the rank is a member"
+        self._add(call, "non-member", f"rank {rank} not in {shown}", why, fix, unit)
 
     # -- lists given on the root only
 
@@ -5060,6 +5515,184 @@ class _Agreement:
         )
 
 
+class _StoreKeys:
+    """``store-key`` - a c10d store read that waits for one key per rank (``store.wait(keys)`` or ``store.get(k)``
+    over ``range(world_size)``, torch/distributed/elastic/utils/store.py's ``get_all`` pattern) while the
+    ``store.set`` of that key is skipped on some ranks: it sits under a rank-dependent ``if``, or after a
+    ``continue``/``break``/``return``/``raise`` whose condition is rank-dependent (an empty shard that "has nothing
+    to report"). The waiting rank blocks until the store's timeout (pytorch/pytorch issue #53840), and the other
+    ranks wait for it in their next collective. The keys are matched by their f-string shape (``f"{prefix}{r}"``
+    read, ``f"{prefix}{rank}"`` set); keys lint cannot compare (built by a helper, from data) are left alone."""
+
+    _READS = frozenset({"wait", "get"})
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        sets: list[tuple[str, int, str, ast.Call]] = []  # (template, rank slot, why skipped, call)
+        reads: list[tuple[str, int, ast.Call, str, _Unit]] = []
+        for func in self.an.funcs:
+            nodes = list(_own_nodes(func.node.body))
+            taint = self.an.func_taint.get(func.key, set())
+            laundered = self.an.laundered.get(func.key)
+            parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+            for call in (n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+                if "store" not in (_dotted(call.func.value) or "").lower() or not call.args:
+                    continue
+                if call.func.attr == "set":
+                    shape = self._shape(call.args[0], lambda v, t=taint, ld=laundered: self.an.mentions_rank(v, t, ld))
+                    skipped = self._skipped(call, parents, func.node, taint, laundered, func.unit)
+                    if shape is not None and skipped is not None:
+                        sets.append((*shape, skipped, call))
+                elif call.func.attr in self._READS and func.unit.report:
+                    for shape in self._every_rank_keys(call.args[0], nodes, func.key):
+                        reads.append((*shape, call, call.func.attr, func.unit))
+        for template, slot, call, attr, unit in reads:
+            match = next((s for s in sets if s[0] == template and s[1] == slot), None)
+            if match is None or id(call) in self.an.found:
+                continue
+            _, _, skipped, setter = match
+            key = unit.text(call.args[0])
+            why = (
+                f"`store.{attr}` blocks until the key of every rank exists, but the `store.set` of that key (line "
+                f"{setter.lineno + unit.offset}) is skipped on the ranks where {skipped}: this rank waits until the "
+                "store's timeout (DistStoreError), and the other ranks wait for it in their next collective"
+            )
+            fix = (
+                "let every rank set its key, whatever its data (publish 0 or an empty value for an empty shard), "
+                "or wait only for the keys of the ranks that set one"
+            )
+            self.an.found[id(call)] = (
+                "store-key",
+                Finding(
+                    path=self.an.path,
+                    line=call.lineno + unit.offset,
+                    col=call.col_offset + unit.indent + 1,
+                    collective=_dotted(call.func) or unit.text(call.func),
+                    condition=f"{key} for every rank",
+                    kind="store-key",
+                    why=why,
+                    fix=fix,
+                    cell=unit.cell,
+                ),
+            )
+
+    @staticmethod
+    def _shape(key: ast.expr, is_slot: Callable[[ast.expr], bool]) -> tuple[str, int] | None:
+        """An f-string key as (its text with every placeholder as ``{}``, the index of the one placeholder that
+        ``is_slot``), or None."""
+        if not isinstance(key, ast.JoinedStr):
+            return None
+        parts, slots = [], []
+        for part in key.values:
+            if isinstance(part, ast.FormattedValue):
+                if is_slot(part.value):
+                    slots.append(sum(p == "{}" for p in parts))
+                parts.append("{}")
+            elif isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+        return ("".join(parts), slots[0]) if len(slots) == 1 else None
+
+    def _every_rank_keys(self, arg: ast.expr, nodes: list[ast.AST], key: str | None) -> list[tuple[str, int]]:
+        """Shapes of the keys ``arg`` names for every rank: a comprehension over ``range(world_size)`` (also
+        through a name bound once to one), or a key built from the target of such a ``for`` loop."""
+        value = arg
+        if isinstance(arg, ast.Name):
+            value = self.an.values.get(key, {}).get(arg.id, arg)
+        if isinstance(value, ast.ListComp) and len(value.generators) == 1:
+            gen = value.generators[0]
+            if isinstance(gen.target, ast.Name) and not gen.ifs and self._all_ranks(gen.iter):
+                name = gen.target.id
+                shape = self._shape(value.elt, lambda v: isinstance(v, ast.Name) and v.id == name)
+                return [shape] if shape is not None else []
+            return []
+        if isinstance(value, ast.JoinedStr):
+            loops = [
+                n
+                for n in nodes
+                if isinstance(n, ast.For)
+                and isinstance(n.target, ast.Name)
+                and self._all_ranks(n.iter)
+                and any(x is value for x in ast.walk(n))
+            ]
+            for loop in loops:
+                name = loop.target.id  # type: ignore[union-attr]
+                shape = self._shape(value, lambda v, n=name: isinstance(v, ast.Name) and v.id == n)
+                if shape is not None:
+                    return [shape]
+        return []
+
+    @staticmethod
+    def _all_ranks(it: ast.expr) -> bool:
+        """``range(world_size)`` or ``range(0, dist.get_world_size())``: every rank's index."""
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
+            return False
+        if len(it.args) == 2 and not (isinstance(it.args[0], ast.Constant) and it.args[0].value == 0):
+            return False
+        if len(it.args) not in (1, 2):
+            return False
+        bound = it.args[-1]
+        text = _terminal(bound.func) if isinstance(bound, ast.Call) else _terminal(bound)
+        return text in ("get_world_size", "world_size", "num_processes", "nprocs", "num_replicas") or (
+            "world" in text.lower()
+        )
+
+    def _skipped(
+        self,
+        call: ast.Call,
+        parents: dict[int, ast.AST],
+        top: ast.AST,
+        taint: set[str],
+        laundered: dict[str, int] | None,
+        unit: _Unit,
+    ) -> str | None:
+        """Why some ranks do not reach ``call``: "`test`" of a rank-dependent ``if`` around it, or of one before
+        it (in an enclosing block) that leaves; None if every rank reaches it as far as lint can see."""
+        node: ast.AST = call
+        while id(node) in parents and node is not top:
+            parent = parents[id(node)]
+            if isinstance(parent, ast.If) and node is not parent.test:
+                if self.an.mentions_rank(parent.test, taint, laundered):
+                    return f"`{unit.text(parent.test)}` is {'false' if node in parent.orelse else 'true'}"
+            for block in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
+                if not isinstance(block, list) or node not in block:
+                    continue
+                for earlier in block[: block.index(node)]:
+                    if isinstance(earlier, ast.If) and self.an.mentions_rank(earlier.test, taint, laundered):
+                        if self._leaves(earlier, self._in_loop(parent, parents, top)):
+                            line = earlier.lineno + unit.offset
+                            return f"`{unit.text(earlier.test)}` is true (the `if` at line {line} leaves first)"
+            node = parent
+        return None
+
+    @staticmethod
+    def _in_loop(node: ast.AST, parents: dict[int, ast.AST], top: ast.AST) -> bool:
+        while node is not top and id(node) in parents:
+            if isinstance(node, (ast.For, ast.While)):
+                return True
+            node = parents[id(node)]
+        return False
+
+    @staticmethod
+    def _leaves(stmt: ast.If, in_loop: bool) -> bool:
+        """Whether ``stmt`` holds a ``return``/``raise`` (or, inside a loop, a ``continue``/``break`` of that loop)."""
+        stack: list[ast.AST] = list(ast.iter_child_nodes(stmt))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Return, ast.Raise)):
+                return True
+            if in_loop and isinstance(node, (ast.Continue, ast.Break)):
+                return True
+            if isinstance(node, (ast.For, ast.While)):
+                stack += [n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Raise))]
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+
 def _padded_key(node: ast.AST | None) -> str | None:
     """``batch["input_ids"]`` (or ``batch.input_ids``): a padded token batch."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in _PADDED_KEYS:
@@ -5143,6 +5776,7 @@ class _Ranks:
 
     def __init__(self, an: _Analysis, func: _Func) -> None:
         self.an, self.func = an, func
+        self.strict = False
 
     def agrees(self, test: ast.expr, group: ast.expr) -> bool:
         """Whether, in every sample world the code allows, the ranks that take the branch of ``test`` are
@@ -5206,6 +5840,30 @@ class _Ranks:
                 tested += 1
         return tested > 0
 
+    def outsider(self, stmt: ast.stmt, group: ast.expr) -> tuple[int, int, frozenset[int]] | None:
+        """A (world, rank, members) where ``rank`` runs ``stmt`` (a call on ``group``) and ``group`` is a known
+        process group without it; None if no sample world shows one. Strict: an opaque test, loop or ``with``
+        that could leave the function before ``stmt`` stops the run (no witness)."""
+        funcs = [self.func]
+        if any(isinstance(n, ast.Name) and n.id in {a.arg for a in self.func.node.args.args} for n in ast.walk(group)):
+            funcs = self._callers()
+        for entry in funcs:
+            self.entry, self.values, self._seen = entry, {}, []
+            for world in self.WORLDS:
+                self.world = world
+                for rank in range(world):
+                    self.rank = rank
+                    try:
+                        seen = self._probe(stmt, group, strict=True)
+                    except _Impossible:
+                        break
+                    if seen is None:
+                        continue
+                    _, members = seen
+                    if rank not in members and members:
+                        return world, rank, members
+        return None
+
     @staticmethod
     def _consistent(per_rank: list[tuple[bool, frozenset[int]]]) -> bool:
         for rank, (taken, members) in enumerate(per_rank):
@@ -5215,8 +5873,9 @@ class _Ranks:
                 return False
         return True
 
-    def _probe(self, test: ast.expr, group: ast.expr) -> tuple[bool, frozenset[int]] | None:
+    def _probe(self, test: ast.AST, group: ast.expr, strict: bool = False) -> tuple[bool, frozenset[int]] | None:
         self.steps = 0
+        self.strict = strict
         self.target = (test, group)
         self.found: tuple[Any, Any] | None = None
         self.globals: dict[str, Any] = {}  # module names assigned by functions that declare them global
@@ -5254,6 +5913,15 @@ class _Ranks:
             self.steps += 1
             if self.steps > self._STEPS:
                 raise _Stop
+            if stmt is self.target[0]:  # a statement as the target (see outsider): reached
+                self.found = (True, self._eval(self.target[1], env, depth))
+                raise _Stop
+            if self.strict and isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Match)):
+                leaves = any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in ast.walk(stmt))
+                if leaves and isinstance(stmt, ast.If) and self._eval(stmt.test, env, depth) is _OPAQUE:
+                    raise _Stop  # an opaque test that may leave before the target: cannot tell
+                if leaves and not isinstance(stmt, ast.If):
+                    raise _Stop
             if isinstance(stmt, ast.If):
                 if stmt.test is self.target[0]:  # in the function that holds it, whichever called it
                     self.found = (self._eval(stmt.test, env, depth), self._eval(self.target[1], env, depth))
@@ -5582,6 +6250,7 @@ class _Mesh:
 _GROUP_CALLS = frozenset({"get_rank", "get_world_size", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "range": range,
+    "divmod": divmod,
     "list": list,
     "tuple": tuple,
     "len": len,
