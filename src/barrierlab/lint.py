@@ -5396,8 +5396,9 @@ class _Agreement:
     def _untyped(
         self, value: ast.expr, key: str | None, nodes: list[ast.AST], unit: _Unit, self_class: str | None
     ) -> str | None:
-        """Why the Python type of ``value``'s elements may differ between ranks, or None if lint sees a fixed one."""
-        for node in ast.walk(value):
+        """Why the Python type of ``value``'s elements may differ between ranks, or None if lint sees a fixed one.
+        An element converted with ``float(...)``, ``int(...)``, ``bool(...)`` or ``complex(...)`` has that type."""
+        for node in _walk_unconverted(value):
             if isinstance(node, ast.Call) and (_dotted(node.func) or "").split(".")[0] in ("np", "numpy"):
                 return f"`{unit.text(node)}` is a numpy value (numpy scalars keep their own dtype)"
             if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(getattr(node, "ctx", None), ast.Del):
@@ -5700,6 +5701,21 @@ def _padded_key(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Attribute) and node.attr in _PADDED_KEYS:
         return node.attr
     return None
+
+
+#: Calls whose result has one Python type whatever their argument: ``float(total)`` is a float on every rank.
+_CONVERSIONS = frozenset(("float", "int", "bool", "complex"))
+
+
+def _walk_unconverted(value: ast.AST):
+    """``ast.walk`` of ``value`` that does not go inside a conversion call (:data:`_CONVERSIONS`)."""
+    todo = [value]
+    while todo:
+        node = todo.pop(0)  # in ast.walk's order
+        yield node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
+            continue
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def _typed(value: ast.expr) -> bool:
