@@ -51,6 +51,9 @@ Finding kinds:
 * ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
   some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
   blocks until the store's timeout. See :class:`_StoreKeys`.
+* ``set-order`` - a collective in a loop over a set that may hold strings (``set(...)``, a set literal, ``a - b`` of
+  one, ``list(s)``), in the set's own order: under torchrun each worker has its own string hash seed, so the
+  ranks' orders differ (``barrierlab.run``'s forked ranks share one and agree). ``sorted(s)`` is quiet.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
@@ -879,7 +882,9 @@ token batch (batch["input_ids"], attention_mask...) or of sequences from model.g
 across processes first. group-rank: dst/src of gather, reduce, scatter or
 broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
-group=; use dist.get_global_rank(group, r) or group_dst=/group_src=.
+group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. set-order: a collective in a loop over
+a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
+per worker (each has its own string hash seed); iterate sorted(...).
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -3362,6 +3367,16 @@ def _explain(
             "metric of your own, declare the list state with dist_reduce_fx='cat' (torchmetrics concatenates a "
             "'cat' list before its one all_gather)"
         )
+    elif reason == "set-order":
+        kind = "set-order"
+        why = (
+            f"this {short} runs once per element of `{cond}`, a set, in the set's own order: for strings that order "
+            "follows the process's hash seed, and under torchrun each worker is a fresh interpreter with a seed "
+            "of its own, so ranks issue these calls in different orders: tensors of different sizes abort the "
+            "collective, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
+            "by accident)"
+        )
+        fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
     elif reason == "hook":
         framework, hook, runs_on, hook_fix = detail
         kind = "branch"
@@ -3926,7 +3941,43 @@ class _Walker:
         item = _Item("loop", text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if rank:
             self.flag([*body, *orelse], "loop", text)
+        elif local is None and self._set_order(bound, 0):
+            self.flag([*body, *orelse], "set-order", text)
         return item
+
+    def _set_order(self, bound: ast.expr, depth: int) -> bool:
+        """Whether the loop goes through a set that may hold strings, in the set's own order: ``set(...)``,
+        ``frozenset(...)``, a set literal or comprehension, ``a - b``/``a | b``/``a & b``/``a ^ b`` of one, or a
+        name assigned once from one (``list(s)``/``tuple(s)``/``enumerate(s)`` keep that order; ``sorted(s)``
+        does not). A set of ints (``set(range(n))``, int literals) iterates alike in every process."""
+        while isinstance(bound, ast.Call) and _terminal(bound.func) in ("enumerate", "tqdm", "iter", "list", "tuple"):
+            if not bound.args:
+                return False
+            bound = bound.args[0]
+        if isinstance(bound, ast.Name) and depth < 3:
+            for key in (self.scope, None):
+                value = self.an.values.get(key, {}).get(bound.id)
+                if value is not None:
+                    return self._set_order(value, depth + 1)
+            return False
+        if isinstance(bound, ast.BinOp) and isinstance(bound.op, (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)):
+            return self._set_order(bound.left, depth) or (
+                isinstance(bound.op, (ast.BitOr, ast.BitXor)) and self._set_order(bound.right, depth)
+            )
+        if isinstance(bound, ast.Set):
+            return not all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in bound.elts)
+        if isinstance(bound, ast.SetComp):
+            return not (
+                len(bound.generators) == 1
+                and isinstance(bound.generators[0].iter, ast.Call)
+                and _terminal(bound.generators[0].iter.func) == "range"
+            )
+        if isinstance(bound, ast.Call) and isinstance(bound.func, ast.Name) and bound.func.id in ("set", "frozenset"):
+            if not bound.args:
+                return False
+            inner = bound.args[0]
+            return not (isinstance(inner, ast.Call) and _terminal(inner.func) == "range")
+        return False
 
     def _uneven_loader(self, bound: ast.expr) -> str | None:
         """Why a loop over a data loader prepared by an Accelerator built with ``even_batches=False`` (directly or
