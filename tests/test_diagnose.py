@@ -693,3 +693,22 @@ def test_a_rank_whose_call_torch_refused_is_named_with_its_error_and_line():
     assert "inside its gather #2, before sending anything" in headline, headline
     assert "must NOT be specified on non-destination ranks" in headline, headline
     assert "test_diagnose.py:" in headline and "so rank 0 " in headline, headline
+
+
+def broadcast_from_each_pair():
+    """Modelled on tests/realworld/round9/buggy_node_master_broadcast_world_group.py (LightLLM PR #986): each
+    pair of ranks broadcasts from its own first rank, on the whole world's group."""
+    rank = dist.get_rank()
+    dist.all_reduce(torch.ones(1))
+    dist.broadcast(torch.full((3,), float(rank)), src=rank - rank % 2)
+
+
+def test_a_broadcast_whose_ranks_name_different_roots_is_named():
+    """Every rank made the same two calls, so no position differs; the roots do. Before this rule the headline
+    was blind: "ranks 0–3 did not finish, but every rank made the same collective calls"."""
+    run = bl.run(broadcast_from_each_pair, 4, timeout=2, deadline=20)
+    assert not run.ok, run.statuses
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "different-roots", diagnosis
+    assert "broadcast #2 (ranks 0 and 1 passed src=0; ranks 2 and 3 passed src=2)" in diagnosis.headline, diagnosis
+    assert "test_diagnose.py:" in str(diagnosis), diagnosis

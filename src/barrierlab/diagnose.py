@@ -33,7 +33,7 @@ from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
-from barrierlab.events import CALL_KINDS, Event, Flight, FlightEntry, defines
+from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import traceback_frames
 from barrierlab.words import issuer_word, library_of, rank_list
@@ -1144,6 +1144,50 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     )
 
 
+def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event], str] | None:
+    """The first position where every rank made the same rooted collective (broadcast, reduce, gather, scatter
+    and their object variants) on the same group but the ranks named different roots: (its number, the calls,
+    the argument: ``src``, ``dst``, ``group_src`` or ``group_dst``)."""
+    depth = min((len(c) for c in calls.values()), default=0)
+    for i in range(depth):
+        at = {r: c[i] for r, c in calls.items()}
+        if len({e.name for e in at.values()}) > 1:
+            return None
+        if next(iter(at.values())).name not in ops.ROOTED or len({e.group for e in at.values()}) > 1:
+            continue
+        for key in PEER_ARGUMENTS:
+            roots = {r: e.peer.get(key) for r, e in at.items()}
+            if None not in roots.values() and len(set(roots.values())) > 1:
+                return i + 1, at, key
+    return None
+
+
+def rule_different_roots(f: Facts) -> Diagnosis | None:
+    """Every rank made the same rooted collective, but the ranks named different roots: each group of ranks waits
+    for a root of its own, and the collective pairs none of them (gloo waits until the timeout)."""
+    found = _root_mismatch(f.calls)
+    if found is None:
+        return None
+    number, at, key = found
+    by_root: dict[object, list[int]] = {}
+    for rank, event in sorted(at.items()):
+        by_root.setdefault(event.peer[key], []).append(rank)
+    e0 = at[min(at)]
+    sides = "; ".join(f"{rank_list(ranks)} passed {key}={root}" for root, ranks in by_root.items())
+    evidence = [f"{e0.name} #{number}: " + "; ".join(f"rank {r} at {where_text(e)}" for r, e in sorted(at.items()))]
+    evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    return Diagnosis(
+        "different-roots",
+        f"Ranks named different roots for the same collective: {e0.name} #{number} ({sides}).",
+        evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed),
+        f"A {e0.name} has one root for its whole group: every rank of the group passes the same {key} (a global "
+        "rank). To send from one rank per node, give each node its own group (dist.new_subgroups()) and broadcast "
+        "within it from that node's first rank.",
+        ranks=sorted(at),
+        site=_site(e0),
+    )
+
+
 def _abort_evidence(f: Facts) -> list[str]:
     return [
         f"gloo aborted rank {r} ({_signal_name(f.run[r].signal)}) with “{_clip(message, 200)}” (in its stderr)"
@@ -1537,6 +1581,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_uneven_loop,
     rule_only_some_ranks,
     rule_different_sizes,
+    rule_different_roots,
     rule_late_arrival,
     rule_subgroup_only_some,
     rule_stopped_outside_collectives,

@@ -393,6 +393,9 @@ NUMBERED = names(recorded=True, numbered=True)
 RECORDED_P2P = names(kinds=(POINT_TO_POINT,), recorded=True)
 #: Calls every rank of a group must make (lint's rule), recorded or not.
 EVERY_RANK = names(kinds=(COLLECTIVE, OBJECT_COLLECTIVE, GROUP), every_rank=True)
+#: Collectives with one root for the whole group (``src`` of broadcast/scatter, ``dst`` of reduce/gather, and
+#: their object variants): every rank must name the same one.
+ROOTED = frozenset(op.name for op in OPS if op.roles == _ROOTED and op.kind in (COLLECTIVE, OBJECT_COLLECTIVE))
 #: Collectives whose tensors must have the same sizes and dtypes on every rank.
 SAME_SHAPE = names(same_shape=True)
 #: Calls whose list of objects must have the same length on every rank.
