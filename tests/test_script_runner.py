@@ -300,3 +300,19 @@ def test_the_script_runner_waits_for_preloading_only_for_scripts_that_need_it(tm
     assert not needs_preloaded(plain)
     assert needs_preloaded(ddp)
     assert needs_preloaded(os.path.join(os.path.dirname(__file__), "..", "notebooks", "capstone", "train.py"))
+
+
+def test_a_script_folder_with_its_own_hmac_and_traceback_modules_still_runs(tmp_path):
+    """attack8: modules named like the standard library's that barrierlab needs after the script ran (``hmac`` to
+    seal the outcome, ``traceback`` to format an error), in the script's folder, which heads ``sys.path`` while
+    the script runs: they were imported in place of the real ones and every rank ended with code 70, where
+    torchrun exits 0. The script itself never imports them."""
+    for name in ("hmac", "traceback"):
+        (tmp_path / f"{name}.py").write_text("raise SystemExit('the learner\\'s own module was imported')\n")
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.barrier()\nprint('done')\n"
+    )
+    done, _ = _cli("run", script, "-n", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "All 2 ranks finished" in done.stdout, done.stdout

@@ -575,6 +575,14 @@ def prepare(kernel_pid: int) -> None:
     global _prepared
     if _prepared:
         return
+    # what the rank needs after the learner's code ran (sealing the outcome, formatting its exception): imported
+    # now, before a script's folder or the kernel's working directory heads sys.path, where a learner's own
+    # hmac.py or traceback.py would otherwise be imported in their place and end the rank (attack8)
+    import hashlib  # noqa: F401
+    import hmac  # noqa: F401
+    import stat  # noqa: F401
+    import traceback  # noqa: F401
+
     record.reserve_high_fd()  # before any thread starts
     signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.enable(file=sys.stderr, all_threads=True)
