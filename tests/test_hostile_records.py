@@ -291,3 +291,20 @@ def test_a_run_folder_a_rank_made_is_removed_when_the_run_ends():
     run = bl.run(make_a_run_folder_of_my_own, 1, timeout=5, deadline=10)
     assert run.ok, run
     assert not os.path.exists(run[0].value)
+
+
+def test_report_reads_records_whose_first_line_has_no_wall_clock(tmp_path):
+    """attack8 a7: the grammar makes the meta line's ``wall`` optional, but ``report`` read it unconditionally
+    (KeyError). The records are what the recorder writes, with ``wall`` dropped from the first line."""
+    folder = tmp_path / "records"
+    write_records_naming(folder, {})
+    events = RankFiles(str(folder), 0).events
+    with open(events) as f:
+        lines = f.read().splitlines(keepends=True)
+    meta = json.loads(lines[0])
+    assert "wall" in meta  # what the recorder writes
+    del meta["wall"]
+    with open(events, "w") as f:
+        f.write(json.dumps(meta) + "\n" + "".join(lines[1:]))
+    run = from_records(str(folder))
+    assert run[0].status == Status.FINISHED, run

@@ -34,6 +34,16 @@ class NotAString:
     pass
 
 
+class AsyncCall:  # attack8 a11: an object whose __call__ is async (the ranks started, the body never ran)
+    async def __call__(self):
+        return dist.get_rank()
+
+
+class GeneratorCall:
+    def __call__(self):
+        yield dist.get_rank()
+
+
 # (parameter named in the message, expected error, keyword arguments of run besides fn/world_size)
 BAD = [
     # fn
@@ -43,6 +53,8 @@ BAD = [
     ("generator", TypeError, dict(fn=gen)),
     ("async", TypeError, dict(fn=coro)),
     ("async", TypeError, dict(fn=agen)),
+    ("async", TypeError, dict(fn=AsyncCall())),
+    ("generator", TypeError, dict(fn=GeneratorCall())),
     # world_size
     ("world_size", TypeError, dict(world_size=True)),
     ("world_size", TypeError, dict(world_size=2.0)),

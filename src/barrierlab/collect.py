@@ -369,7 +369,7 @@ def from_records(folder: str) -> Run:
     starts = []  # wall-clock time at which each rank started recording (or its function)
     for rank in ranks_found:
         meta, outcome = metas.get(rank), outcomes.get(rank)
-        if meta:
+        if meta and meta.get("wall") is not None and meta.get("t0") is not None:  # both optional in the grammar
             anchors[rank] = meta["wall"] - meta["t0"]
             starts.append(meta["wall"])
         elif outcome and outcome.clock:

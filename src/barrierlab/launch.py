@@ -368,13 +368,15 @@ def _check_function(fn: object) -> None:
             f"barrierlab.run needs a function to run on every rank (fn), got {_describe(fn)}. "
             "Pass the function itself: run(train, world_size=4), not run(train(), ...)."
         )
-    if inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
+    # an object whose __call__ is async or a generator (functools.partial of one is unwrapped by inspect itself)
+    call = fn if inspect.isroutine(fn) or inspect.isclass(fn) else type(fn).__call__  # callable: checked above
+    if any(inspect.isasyncgenfunction(f) or inspect.iscoroutinefunction(f) for f in (fn, call)):
         raise TypeError(
             f"fn must be an ordinary function, got the async function {getattr(fn, '__qualname__', fn)!r}: calling it "
             "only creates a coroutine, so its body would never run. Wrap it: "
             "def fn(): return asyncio.run(your_async_fn())"
         )
-    if inspect.isgeneratorfunction(fn):
+    if inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(call):
         raise TypeError(
             f"fn must be an ordinary function, got the generator function {getattr(fn, '__qualname__', fn)!r}: calling "
             "it only creates a generator, so its body would never run. Wrap it: def fn(): return list(your_fn())"
