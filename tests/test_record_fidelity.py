@@ -3,6 +3,8 @@ and values with record=True and record=False (issue 12, item 2)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -200,3 +202,38 @@ def test_a_full_flight_record_is_read_whole():
     for rank in run:
         assert len(rank.flight.entries) == 2000
         assert max(e.seq for e in rank.flight) == 2100
+
+
+def _read_files(folder):
+    import time
+
+    for i in range(40):
+        with open(os.path.join(folder, f"shard{i % 3}.txt")) as f:
+            f.read()
+        time.sleep(0.02)  # the rank's barriers come first: the worker's lines, later in the file, took their ids
+
+
+def forked_reader_then_barriers(folder):
+    """A rank that forks a data worker (as ``DataLoader(num_workers>0)`` does on Linux) that reads files while
+    the rank makes its collectives (modelled on attack8's a1)."""
+    import multiprocessing
+
+    import torch.distributed as dist
+
+    worker = multiprocessing.get_context("fork").Process(target=_read_files, args=(folder,))
+    worker.start()
+    for _ in range(3):
+        dist.barrier()
+    worker.join()
+
+
+def test_a_forked_workers_events_never_replace_the_ranks_own(tmp_path):
+    """The worker inherited the recorder's id counter: its file events took the ids of the rank's later barriers,
+    and the reader, which keys events by id, lost them ("after 0 collective calls")."""
+    for i in range(3):
+        (tmp_path / f"shard{i}.txt").write_text("x" * 100)
+    run = bl.run(forked_reader_then_barriers, 2, args=(str(tmp_path),), timeout=10, deadline=30).raise_if_failed()
+    for r in run:
+        assert [e.name for e in r.events if e.kind == "collective"] == ["barrier"] * 3, r.events
+    reads = [e for r in run for e in r.events if e.kind == "file" and e.name == "read"]
+    assert reads, "the workers' reads are recorded too, under ids of their own"

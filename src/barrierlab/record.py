@@ -232,10 +232,13 @@ class _Recorder:
 
     def forked(self) -> None:
         """In a child forked from the rank: the parent's pending lines are the parent's (it wrote them before
-        the fork); a lock another thread held at the fork is never released here."""
+        the fork); a lock another thread held at the fork is never released here. Its events get ids of their own
+        (from its pid times 2**24): with the parent's counter, a data worker's file reads reused the ids of the
+        rank's later collectives, and the reader, keying events by id, lost those collectives (attack8)."""
         self.pending = collections.deque()
         self.lock = threading.RLock()
         self.flushing = False
+        self._ids = itertools.count((os.getpid() << 24) + 1)
 
     def write(self, event: dict) -> None:
         """One line written now (with the lines pending before it)."""
