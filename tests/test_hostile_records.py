@@ -308,3 +308,25 @@ def test_report_reads_records_whose_first_line_has_no_wall_clock(tmp_path):
         f.write(json.dumps(meta) + "\n" + "".join(lines[1:]))
     run = from_records(str(folder))
     assert run[0].status == Status.FINISHED, run
+
+
+def dig_deep_in_the_run_folder(depth=3000):
+    """A chain of ``depth`` folders in the run's folder (where the rank's stdout file is), made through folder
+    descriptors: the path is longer than PATH_MAX (modelled on attack8's a2)."""
+    run_dir = os.path.dirname(os.readlink("/proc/self/fd/1"))
+    fd = os.open(run_dir, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+    return run_dir
+
+
+def test_a_run_folder_too_deep_for_rmtree_is_removed_and_the_call_returns():
+    """Python 3.11's shutil.rmtree recursed once per level: RecursionError out of bl.run (ignore_errors does not
+    catch it), and the folder stayed behind for every later kernel's first run to fail on."""
+    run = bl.run(dig_deep_in_the_run_folder, 1, deadline=30).raise_if_failed()
+    (run_dir,) = run.values
+    assert not os.path.exists(run_dir), run_dir

@@ -27,7 +27,7 @@ import signal
 import sys
 import time
 
-from barrierlab import _contain
+from barrierlab import _contain, _files
 from barrierlab._contain import libc
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
@@ -509,7 +509,6 @@ class WarmProcess:
             return []
         for cgroup in (*self.cgroups.values(), self.next_cgroup):  # killed by kill_all; a dead kernel cannot
             _contain.remove_cgroup(cgroup)  # remove them
-        import shutil
         import stat
         import tempfile
 
@@ -527,7 +526,7 @@ class WarmProcess:
                 except OSError:
                     continue
                 if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-                    shutil.rmtree(path, ignore_errors=True)
+                    _files.remove_tree(path)
                     removed.append(path)
         return removed
 

@@ -17,7 +17,6 @@ import operator
 import os
 import queue
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -891,7 +890,7 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
         pid, start = owner
         if _contain.start_time(pid) == start:
             continue  # its kernel is alive: the run may be going on
-        shutil.rmtree(path, ignore_errors=True)
+        _files.remove_tree(path)
         removed.append(path)
     if owners is None:  # (a run's ranks' cgroups are inside the run's, and end with it)
         for path in _contain.stale_cgroups(lambda name: _owner_is_dead(run_dir_owner(name))):
@@ -907,7 +906,7 @@ def _owner_is_dead(owner: tuple[int, int] | None) -> bool:
 def _remove_run_dir(path: str) -> None:
     """Remove a run's folder; a Ctrl-C meanwhile is delivered only once it is gone."""
     with _interrupt_deferred():
-        shutil.rmtree(path, ignore_errors=True)
+        _files.remove_tree(path)
 
 
 def _write_payload(run_dir: str, payload: bytes) -> str:
@@ -924,7 +923,7 @@ def _clear_failed_launch(run_dir: str) -> None:
             continue
         path = os.path.join(run_dir, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            _files.remove_tree(path)
         else:
             os.unlink(path)
 
