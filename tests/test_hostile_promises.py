@@ -344,3 +344,21 @@ def test_a_large_plain_value_is_not_rebuilt_past_the_deadline():
     tensor = torch.arange(2_000_000, dtype=torch.float32)
     [(ok, value)] = unpickle_isolated([pickle.dumps(tensor)], within=0.0)
     assert ok and torch.equal(value, tensor)
+
+
+# --- 8. an outcome that cannot be written (attack8 a12) -------------------------------------------------------
+def returns_42_with_a_tiny_file_size_limit():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    return 42
+
+
+def test_a_rank_whose_outcome_cannot_be_written_is_not_said_to_have_stopped_before_returning():
+    """Writing the outcome failed (EFBIG here, ENOSPC on a full disk) after the function returned: the rank ended
+    with code 70 and the run said "before returning from the function", with nothing in its stderr. It now ends
+    with 74, says why on its stderr when it can, and the run says its outcome could not be written."""
+    run = bl.run(returns_42_with_a_tiny_file_size_limit, 2, deadline=20, live=False)
+    for r in run:
+        assert r.status == Status.EXITED and r.exit_code == 74, r
+        assert "before returning" not in r.summary() and "could not write" in r.summary(), r.summary()

@@ -344,6 +344,11 @@ def flush_output() -> None:
             pass
 
 
+#: How a rank ends whose outcome file could not be written (EX_IOERR), and the line it writes on its stderr first.
+OUTCOME_UNWRITTEN = 74
+OUTCOME_UNWRITTEN_TEXT = "barrierlab could not write this rank's outcome"
+
+
 def say(text: str) -> None:
     """Print ``text`` on the rank's stderr file (fd 2), whatever became of ``sys.stderr``."""
     try:
@@ -656,7 +661,14 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     if options.record:
         _save_flight_record(files.flight)
     flush_output()  # guarded: the learner's code may have replaced or closed the streams
-    outcome.write(files.outcome, key)
+    try:
+        outcome.write(files.outcome, key)
+    except BaseException as error:  # noqa: B036 - a full disk, an RLIMIT_FSIZE the function set: say so, then end
+        say(
+            f"{OUTCOME_UNWRITTEN_TEXT} (its function {'returned' if outcome.status == Status.FINISHED else 'raised'}): "
+            f"{type(error).__name__}: {error_message(error)}"
+        )
+        end(OUTCOME_UNWRITTEN)
     if list_pages_to:
         list_written_pages(list_pages_to)
     if options.linger:
