@@ -1333,7 +1333,9 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
                 for g in (c for c in run[q].events if c.is_collective and c.group != e.group):
                     if g.name not in ops.EVERY_RANK_ON_GLOO or r not in _members(run, g):
                         continue
-                    if not (g.start < e_end and (g.end is None or g.end >= e_end - _SAME_MOMENT)):
+                    # a g that ended with an error never completed: q was still waiting in it (stopped at the
+                    # deadline, r may have been killed first and q's call then failed on its closed connection)
+                    if not (g.start < e_end and (g.end is None or g.error or g.end >= e_end - _SAME_MOMENT)):
                         continue  # q was not still waiting in g when r gave up
                     theirs = _group_calls(f, q, g.group)
                     entered_a = sum(1 for c in _group_calls(f, q, e.group) if c.start < g.start)

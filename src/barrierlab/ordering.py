@@ -159,6 +159,14 @@ _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "re
 _DID.update(list="listed", mkdir="made")
 
 
+def _found_no_file(event) -> bool:
+    """A read that found no file: an ``open`` of a path that did not exist (recorded ``value: "missing"``), or a
+    wrapped call (``torch.load``) that failed with ``FileNotFoundError``."""
+    return getattr(event, "value", None) == "missing" or (getattr(event, "error", None) or "").startswith(
+        "FileNotFoundError"
+    )
+
+
 def _did(access: Access, entry: bool, of_it: bool = False) -> str:
     if entry and access.how == "write":
         return f"created `{_name(access.path)}`"
@@ -166,7 +174,7 @@ def _did(access: Access, entry: bool, of_it: bool = False) -> str:
         return "replaced it" if of_it and not entry else f"replaced `{_name(access.path)}`"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
-    if access.how == "read" and getattr(access.event, "value", None) == "missing":  # the open found no file
+    if access.how == "read" and _found_no_file(access.event):
         return (
             "tried to read it (no file yet)"
             if of_it and not entry
