@@ -61,14 +61,14 @@ def test_a_ctrl_c_during_cleanup_is_delivered_after_the_folder_is_gone(tmp_path,
     (folder / "deep").mkdir(parents=True)
     for i in range(50):
         (folder / "deep" / f"f{i}").write_text("x")
-    real_rmtree = launch.shutil.rmtree
+    real_rmtree = shutil.rmtree  # what _files.remove_tree calls
 
     def interrupted_rmtree(path, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while removing
         time.sleep(0.05)
         real_rmtree(path, **kwargs)
 
-    monkeypatch.setattr(launch.shutil, "rmtree", interrupted_rmtree)
+    monkeypatch.setattr(shutil, "rmtree", interrupted_rmtree)
     with pytest.raises(KeyboardInterrupt):
         launch._remove_run_dir(str(folder))
     assert not folder.exists()
