@@ -330,3 +330,14 @@ def test_a_run_folder_too_deep_for_rmtree_is_removed_and_the_call_returns():
     run = bl.run(dig_deep_in_the_run_folder, 1, deadline=30).raise_if_failed()
     (run_dir,) = run.values
     assert not os.path.exists(run_dir), run_dir
+
+
+def test_the_answers_kept_about_which_files_are_the_learners_are_bounded():
+    """attack8 a10: every path a rank's frames or stderr named stayed in ``sites._learners`` for the kernel's life
+    (+100 MB over 120 runs of a rank printing invented stack-dump lines)."""
+    from barrierlab import sites
+
+    for i in range(3 * sites._LEARNERS_KEPT):
+        sites.is_learners(f"/invented/by/a/rank/{i}.py")
+    assert len(sites._learners) <= sites._LEARNERS_KEPT
+    assert sites.is_learners("/invented/by/a/rank/0.py")  # still answered, the same way

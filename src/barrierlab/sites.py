@@ -32,6 +32,9 @@ _STDLIB = tuple(
 )
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 _learners: dict[str, bool] = {}
+#: Most answers kept: the paths come from what ranks wrote (frames, stack dumps in their stderr), so a rank printing
+#: invented paths grew the kernel by 0.85 MB per 16-rank run, run after run (attack8 a10); beyond, it starts over.
+_LEARNERS_KEPT = 4096
 
 
 def is_learners(path: str | None) -> bool:
@@ -45,6 +48,8 @@ def is_learners(path: str | None) -> bool:
         return False
     known = _learners.get(path)
     if known is None:
+        if len(_learners) >= _LEARNERS_KEPT:
+            _learners.clear()
         known = _learners[path] = _decide(path)
     return known
 
