@@ -341,3 +341,25 @@ def test_the_answers_kept_about_which_files_are_the_learners_are_bounded():
         sites.is_learners(f"/invented/by/a/rank/{i}.py")
     assert len(sites._learners) <= sites._LEARNERS_KEPT
     assert sites.is_learners("/invented/by/a/rank/0.py")  # still answered, the same way
+
+
+def test_an_events_line_with_thousands_of_callers_keeps_a_bounded_chain(tmp_path):
+    """attack8 a14: lines under the line limit holding 20,000 ``callers`` frames each were kept whole (+320 MB for
+    30 MB of records). The recorder writes at most 17; the reader keeps the innermost and outermost
+    ``CALLERS_READ`` and counts the rest as left out."""
+    from barrierlab import events as event_files
+
+    folder = tmp_path / "records"
+    write_records_naming(folder, {"caller": str(tmp_path / "train.py")})
+    path = RankFiles(str(folder), 0).events
+    with open(path) as f:
+        lines = f.read().splitlines()
+    i, line = next((i, json.loads(t)) for i, t in enumerate(lines) if '"callers"' in t)
+    line["callers"] = [[f"/x/f{k}.py", k + 1, "g"] for k in range(5000)]
+    lines[i] = json.dumps(line)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    run = from_records(str(folder))
+    (event,) = [e for e in run[0].events if e.callers and e.func == "helper"]
+    assert len(event.callers) == 2 * event_files.CALLERS_READ
+    assert event.left_out >= 5000 - 2 * event_files.CALLERS_READ

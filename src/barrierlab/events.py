@@ -250,6 +250,11 @@ def ranks_start(ranks) -> float:
     return max(min(started), 0.0) if started else 0.0
 
 
+#: Callers kept of an event line, innermost and outermost each (the recorder itself writes at most 17, see
+#: ``record.keep_chain``): a rank writing lines of 20,000 frames no longer costs the kernel their memory (attack8).
+CALLERS_READ = 32
+
+
 def _frames(value) -> list[tuple[str, int, str]] | None:
     """``[[file, line, func], ...]`` checked, or None if it is not that."""
     if not isinstance(value, list):
@@ -620,7 +625,12 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
             if item.get("end") is not None:
                 event.end = item["end"] - t0
         elif "kind" in item:
-            callers = [(_resolved(index, f, n, c), n, c) for f, n, c in _frames(item.get("callers") or []) or ()]
+            frames = _frames(item.get("callers") or []) or []
+            cut = 0
+            if len(frames) > 2 * CALLERS_READ:  # the recorder writes 17 at most: a line of 20,000 kept 320 MB
+                cut = len(frames) - 2 * CALLERS_READ
+                frames = frames[:CALLERS_READ] + frames[-CALLERS_READ:]
+            callers = [(_resolved(index, f, n, c), n, c) for f, n, c in frames]
             event = events[item["id"]] = Event(
                 rank=rank if rank is not None else -1,
                 kind=item["kind"],
@@ -636,7 +646,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
                 callers=callers,
-                left_out=max(0, item.get("left_out") or 0),
+                left_out=max(0, item.get("left_out") or 0) + cut,
                 within=item.get("within"),
                 peer={key: item[key] for key in PEER_ARGUMENTS if item.get(key) is not None},
                 group=item.get("group"),
