@@ -363,3 +363,25 @@ def test_an_events_line_with_thousands_of_callers_keeps_a_bounded_chain(tmp_path
     (event,) = [e for e in run[0].events if e.callers and e.func == "helper"]
     assert len(event.callers) == 2 * event_files.CALLERS_READ
     assert event.left_out >= 5000 - 2 * event_files.CALLERS_READ
+
+
+def write_my_own_flight_record(entries: int) -> int:
+    """A rank (recording off) writes a flight-recorder file of its own, of ``entries`` tiny entries, where torch's
+    dump would go (modelled on attack8's a13)."""
+    path = RankFiles(_run_folder(), dist.get_rank()).flight
+    entry = {"profiling_name": "gloo:barrier", "collective_seq_id": 1, "state": "completed"}
+    with open(path, "w") as f:
+        json.dump({"entries": [entry] * entries}, f)
+    return os.path.getsize(path)
+
+
+@pytest.mark.timeout(120)
+def test_a_ranks_own_flight_file_is_read_within_bounds():
+    """A 30 MiB flight file of tiny entries cost the kernel 770 MB and seconds past the deadline. Over 8 MiB it
+    is not read; under, at most the last 20,000 entries are kept (torch keeps 2,000 by default)."""
+    from barrierlab import collect
+
+    big = bl.run(write_my_own_flight_record, 1, args=(200_000,), record=False, deadline=20).raise_if_failed()
+    assert big.values[0] > collect.FLIGHT_LIMIT and big[0].flight is None, big.values
+    many = bl.run(write_my_own_flight_record, 1, args=(60_000,), record=False, deadline=20).raise_if_failed()
+    assert many.values[0] < collect.FLIGHT_LIMIT and len(many[0].flight) == collect.FLIGHT_ENTRIES, many.values

@@ -49,13 +49,14 @@ def _read_output(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-#: Largest flight-recorder file read, in bytes (torch keeps 2000 entries by default: well under a MiB).
-FLIGHT_LIMIT = 64 << 20
+#: Largest flight-recorder file read, in bytes (torch keeps 2000 entries by default: well under a MiB), and the
+#: most entries kept of one (the last): a rank's own 30 MiB file cost the kernel 770 MB and the deadline (attack8).
+FLIGHT_LIMIT, FLIGHT_ENTRIES = 8 << 20, 20_000
 
 
 def _load_flight(path: str) -> list[tuple[str, int, str]] | None:
     try:
-        entries = finite_json(_files.read_bytes(path, FLIGHT_LIMIT)).get("entries", [])
+        entries = finite_json(_files.read_bytes(path, FLIGHT_LIMIT)).get("entries", [])[-FLIGHT_ENTRIES:]
         return [
             (
                 str(e.get("profiling_name", "?")).split(":")[-1][:200],
