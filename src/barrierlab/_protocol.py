@@ -102,6 +102,12 @@ def error_message(error: BaseException) -> str:
 _C_LONG = (-(2**63), 2**63 - 1)
 
 
+#: How a rank ends whose outcome file could not be written (EX_IOERR), and how the line it writes on its stderr
+#: first begins (the rank writes both; ``result`` reads them).
+OUTCOME_UNWRITTEN = 74
+OUTCOME_UNWRITTEN_TEXT = "barrierlab could not write this rank's outcome"
+
+
 def exit_status(code: object) -> int:
     """The exit status ``raise SystemExit(code)`` (``sys.exit(code)``) gives a Python process, as CPython
     computes it: 0 for None; an int, bool included (``sys.exit(not ok)``: True is 1), as the system keeps it,

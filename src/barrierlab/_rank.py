@@ -30,6 +30,8 @@ import torch.distributed as dist
 from barrierlab import record
 from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
+    OUTCOME_UNWRITTEN,
+    OUTCOME_UNWRITTEN_TEXT,
     Outcome,
     RankFiles,
     RankSpec,
@@ -342,11 +344,6 @@ def flush_output() -> None:
             stream.flush()
         except Exception:  # noqa: BLE001 - None, closed, or a learner's object whose flush raises anything
             pass
-
-
-#: How a rank ends whose outcome file could not be written (EX_IOERR), and the line it writes on its stderr first.
-OUTCOME_UNWRITTEN = 74
-OUTCOME_UNWRITTEN_TEXT = "barrierlab could not write this rank's outcome"
 
 
 def say(text: str) -> None:

@@ -199,6 +199,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import difflib
 import inspect
 import itertools
@@ -5760,9 +5761,9 @@ _CONVERSIONS = frozenset(("float", "int", "bool", "complex"))
 
 def _walk_unconverted(value: ast.AST):
     """``ast.walk`` of ``value`` that does not go inside a conversion call (:data:`_CONVERSIONS`)."""
-    todo = [value]
+    todo = collections.deque([value])
     while todo:
-        node = todo.pop(0)  # in ast.walk's order
+        node = todo.popleft()  # in ast.walk's order
         yield node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
             continue

@@ -818,7 +818,7 @@ def _audit(event: str, args: tuple) -> None:
         else:
             how = "write" if flags & _WRITE_FLAGS else "read"
         # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
-        missing = how == "read" and not isinstance(args[0], int) and not os.path.exists(args[0])
+        missing = how == "read" and not os.path.exists(args[0])  # (a descriptor has no path: returned above)
         _file_event(how, path, missing=missing)
     elif event == "os.rename":
         source, target = _quoted_path(args[0]), _quoted_path(args[1])

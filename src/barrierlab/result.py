@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
-from barrierlab._protocol import Status, error_message, signal_name, tidy
+from barrierlab._protocol import OUTCOME_UNWRITTEN, OUTCOME_UNWRITTEN_TEXT, Status, error_message, signal_name, tidy
 from barrierlab.stacks import Stuck, fold_thread_dumps
 from barrierlab.unpickle import is_shell, unpickle_isolated
 from barrierlab.words import rank_list
@@ -138,13 +138,12 @@ class RankResult:
         if self.status == Status.KILLED:
             return f"{head} {signal_name(self.signal)}"
         if self.status == Status.EXITED:
-            unwritten = _unwritten_outcome(self.stderr) if self.exit_code == 74 else None
-            if unwritten:  # the rank said so on its stderr (barrierlab._rank.OUTCOME_UNWRITTEN)
-                return f"{head} with code 74: {unwritten}"
-            if self.exit_code == 74:  # its stderr could not be written either (the same full disk or file limit)
-                return (
-                    f"{head} with code 74, barrierlab's code for a rank whose outcome it could not write (a full "
-                    "disk, or a file-size limit set in the function): the function may have returned"
+            if self.exit_code == OUTCOME_UNWRITTEN:
+                said = _unwritten_outcome(self.stderr)  # absent when the same full disk or file limit stopped it
+                return f"{head} with code {OUTCOME_UNWRITTEN}: " + (
+                    said
+                    or "barrierlab's code for a rank whose outcome it could not write (a full disk, or a file-size "
+                    "limit set in the function): the function may have returned"
                 )
             return f"{head} with code {self.exit_code} before returning from the function"
         return head
@@ -153,7 +152,7 @@ class RankResult:
 def _unwritten_outcome(stderr: str) -> str | None:
     """The line a rank writes on its stderr when its outcome file could not be written, if it is there."""
     for line in reversed(stderr.splitlines()[-20:]):
-        if line.startswith("barrierlab could not write this rank's outcome"):
+        if line.startswith(OUTCOME_UNWRITTEN_TEXT):
             return _first_line(line)[:300]
     return None
 

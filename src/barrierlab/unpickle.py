@@ -32,9 +32,9 @@ its ``__del__`` would run in the kernel when the value is dropped (a re-run cell
 call of the learner's; such a value comes back as a :class:`NotRebuilt` stand-in with its ``repr``.
 
 What it does not protect against: a value built of at most :data:`OPS_LIMIT` objects whose bytes alone (each
-at most ``collect.VALUE_LIMIT``, read by the launcher) exhaust the kernel's memory, a malformed tensor storage that crashes torch's own loader, and what
-the learner's classes do once the values are theirs and the learner uses them (their methods, their ``__repr__``
-when the run is shown, ``__eq__``/``__hash__`` when compared).
+at most ``collect.VALUE_LIMIT``, read by the launcher) exhaust the kernel's memory, a malformed tensor storage
+that crashes torch's own loader, and what the learner's classes do once the values are theirs and the learner
+uses them (their methods, their ``__repr__`` when the run is shown, ``__eq__``/``__hash__`` when compared).
 """
 
 from __future__ import annotations
