@@ -516,6 +516,49 @@ def test_different_sizes_are_flagged_even_when_nothing_hung():
     assert "rank 0: 4 (float32); rank 1: 2 (float32)" in str(d)
 
 
+def all_to_all_rows_per_rank(splits: str):
+    """Modelled on Megatron-LM's MoE all-to-all dispatcher (megatron/core/transformer/moe/token_dispatcher.py):
+    each rank sends rows to every rank. ``splits`` "none": equal blocks although the ranks hold different row
+    counts (the bug); "exchanged": the counts are exchanged first and passed as split sizes (the fix);
+    "wrong": split sizes given, but the receiver's do not match the sender's."""
+    rank = dist.get_rank()
+    rows = torch.full((5 if rank == 0 else 3, 2), float(rank))
+    if splits == "none":
+        out = torch.empty_like(rows)
+        dist.all_to_all_single(out, rows)  # the equal-blocks all-to-all
+        return out.tolist()
+    send = [2, 3] if rank == 0 else [1, 2]  # rows this rank sends to rank 0 and to rank 1
+    counts = torch.tensor(send)
+    expected = torch.empty_like(counts)
+    dist.all_to_all_single(expected, counts)
+    recv = expected.tolist() if splits == "exchanged" else send
+    out = rows.new_empty(sum(recv), 2)
+    dist.all_to_all_single(out, rows, output_split_sizes=recv, input_split_sizes=send)  # the split all-to-all
+    return out[:, 0].tolist()
+
+
+def test_all_to_all_blocks_that_do_not_fit_are_named_with_their_line():
+    run = bl.run(all_to_all_rows_per_rank, 2, args=("none",), timeout=3, deadline=15)
+    d = run.diagnosis
+    assert d.kind == "different-sizes" and not d.ok, d
+    line = line_of(all_to_all_rows_per_rank, "# the equal-blocks all-to-all")
+    assert f"all_to_all_single #1 at tests/test_diagnose.py:{line}" in d.headline, d
+    assert "rank 0's block for rank 1 holds 5 elements, rank 1 expects 3 from it" in str(d), d
+    assert "input_split_sizes" in d.advice
+
+
+def test_all_to_all_with_exchanged_split_sizes_is_ok_and_wrong_ones_are_named():
+    run = bl.run(all_to_all_rows_per_rank, 2, args=("exchanged",), timeout=3, deadline=15)
+    assert run.ok and run.diagnosis.kind == "ok", run.diagnosis
+    assert run[0].value == [0.0, 0.0, 1.0] and run[1].value == [0.0, 0.0, 0.0, 1.0, 1.0]
+    run = bl.run(all_to_all_rows_per_rank, 2, args=("wrong",), timeout=3, deadline=15)
+    d = run.diagnosis
+    assert d.kind == "different-sizes", d
+    line = line_of(all_to_all_rows_per_rank, "# the split all-to-all")
+    assert f"all_to_all_single #2 at tests/test_diagnose.py:{line}" in d.headline, d
+    assert "rank 1's block for rank 0 holds 2 elements, rank 0 expects 6 from it" in str(d), d
+
+
 def test_broadcast_object_list_against_broadcast_is_a_silent_pairing():
     run = bl.run(object_list_against_broadcast, 2, timeout=2)
     d = run.diagnosis

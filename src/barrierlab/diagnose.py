@@ -22,6 +22,7 @@ NCCL, which pairs calls by position only, they can pair with each other.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -313,6 +314,46 @@ def _sides(at: dict[int, Event]) -> str:
     return " and ".join(f"{rank_list(rs)}'s at {place}" for place, rs in by_place.items())
 
 
+def _numel(shape: list[int]) -> int:
+    return math.prod(shape)
+
+
+def _blocks(name: str, at: dict[int, Event], members: list[int]) -> dict[tuple[int, int], tuple[int, int]] | None:
+    """For an all-to-all every member made at one position: (sender, receiver) -> (elements the sender's block
+    for the receiver holds, elements the receiver expects from the sender), for the pairs that differ; None
+    when the record cannot tell (sizes or splits not recorded, a size torch itself refuses)."""
+    width = len(members)
+    if set(at) != set(members) or width < 2:
+        return None
+    send: dict[int, list[int]] = {}
+    expect: dict[int, list[int]] = {}
+    for rank, e in at.items():
+        sizes = e.sizes
+        if ops.BLOCKS[name] == ("lists",):
+            if sizes is None or len(sizes) != 2 * width:  # the recorder keeps 8 tensors: 4 ranks at most
+                return None
+            expect[rank], send[rank] = [_numel(s) for s in sizes[:width]], [_numel(s) for s in sizes[width:]]
+            continue
+        if sizes is None or len(sizes) != 2 or e.splits is None or not all(sizes):
+            return None
+        for shape, split, into in ((sizes[0], e.splits[0], expect), (sizes[1], e.splits[1], send)):
+            row = _numel(shape[1:])
+            if split is None:  # gloo cuts the elements, not the rows, into equal blocks (measured on 2.13)
+                if _numel(shape) % width:
+                    return None
+                into[rank] = [_numel(shape) // width] * width
+            elif len(split) == width:
+                into[rank] = [n * row for n in split]
+            else:
+                return None
+    differ = {}
+    for i, sender in enumerate(members):
+        for j, receiver in enumerate(members):
+            if send[sender][j] != expect[receiver][i]:
+                differ[(sender, receiver)] = (send[sender][j], expect[receiver][i])
+    return differ
+
+
 def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str, str]:
     """Evidence of the first collective the ranks made together with different sizes or dtypes, or with
     object lists of different lengths where the ops table requires the same (``broadcast_object_list``);
@@ -336,6 +377,22 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     f"{e0.name} #{i + 1} at {_sides(at)}: "
                     + ", ".join(f"rank {r} passed {_objects_text(e.objects)}" for r, e in sorted(at.items())),
                     "lists of objects of different lengths",
+                )
+        e0 = next(iter(at.values()))
+        if e0.name in ops.BLOCKS and names == {e0.name} and len({e.group for e in at.values()}) == 1:
+            members = list(e0.group_ranks) if e0.group is not None and e0.group_ranks else sorted(calls)
+            differ = _blocks(e0.name, at, members)
+            if differ:
+                pairs = sorted(differ.items())
+                shown = "; ".join(
+                    f"rank {s}'s block for rank {r} holds {sent} elements, rank {r} expects {expected} from it"
+                    for (s, r), (sent, expected) in pairs[:4]
+                ) + (f"; {len(pairs) - 4} more pairs" if len(pairs) > 4 else "")
+                given = "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
+                return (
+                    [f"{e0.name} #{i + 1} at {where_text(e0)}: the blocks do not fit: {shown} ({given})"],
+                    f"{e0.name} #{i + 1} at {_sides(at)}",
+                    "all-to-all blocks of sizes the receivers do not expect",
                 )
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
             shapes = {repr((e.sizes, e.dtypes)) for e in at.values()}
@@ -1119,7 +1176,15 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
-    if f.shape_what.startswith("lists"):
+    if f.shape_what.startswith("all-to-all"):
+        advice = (
+            "An all-to-all sends rank j the j-th block of each rank's input and expects the i-th block of its "
+            "output from rank i; without split sizes, all_to_all_single cuts each rank's tensors into equal "
+            "blocks, so every rank must hold the same number of elements. When the ranks hold different numbers, exchange the counts "
+            "first (an all_to_all_single of the per-rank counts) and pass them as input_split_sizes and "
+            "output_split_sizes, or pad every rank to the same size."
+        )
+    elif f.shape_what.startswith("lists"):
         advice = (
             "broadcast_object_list sends one size per object first, so every rank must pass a list of the "
             "source's length (only the source's objects are sent; the others' entries are overwritten). When "

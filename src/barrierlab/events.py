@@ -11,7 +11,8 @@ killed or hangs still leaves the record of what it entered and never left:
     func]`` further out, innermost first; ``left_out``: how many frames of a deeper chain were not kept — they lie
     between the two halves of ``callers``, its innermost and its outermost frames), ``within`` (the ``torch.distributed.checkpoint`` function, e.g. "save",
     inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
-    length of an object collective's list), ``timeout`` (seconds: the call's own ``timeout=``, else its
+    length of an object collective's list), ``splits`` (an ``all_to_all_single``'s output and input split
+    sizes as given, each a list of ints or null for equal blocks; absent when they could not be recorded), ``timeout`` (seconds: the call's own ``timeout=``, else its
     group's), ``async``;
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
@@ -102,6 +103,8 @@ class Event:
     dtypes: list[str] | None = field(default=None, repr=False)
     #: An object collective's list of objects: its length when the call was made.
     objects: int | None = field(default=None, repr=False)
+    #: An all_to_all_single's [output_split_sizes, input_split_sizes] as given (None in one: equal blocks).
+    splits: list[list[int] | None] | None = field(default=None, repr=False)
     #: Seconds this call could wait for its peers: its own ``timeout=``, else its group's (None: not known).
     timeout: float | None = field(default=None, repr=False)
     #: ``async_op=True``: ``end`` is when the call returned, ``done`` when its work completed (None: never).
@@ -277,6 +280,14 @@ def _sizes(value) -> bool:
     return isinstance(value, list) and all(isinstance(s, list) and all(_is_int(n) for n in s) for s in value)
 
 
+def _splits(value) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(s is None or (isinstance(s, list) and all(_is_int(n) and n >= 0 for n in s)) for s in value)
+    )
+
+
 def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(s, str) for s in value)
 
@@ -316,6 +327,7 @@ _ENTER_FIELDS = {
     "callers": _are_frames,
     "sizes": _sizes,
     "dtypes": _strings,
+    "splits": _splits,
     "timeout": _is_number,
     **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount")},
     "ranks": _is_int_list,
@@ -643,6 +655,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 sizes=item.get("sizes"),
                 dtypes=item.get("dtypes"),
                 objects=item.get("objects"),
+                splits=item.get("splits"),
                 timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
                 callers=callers,

@@ -447,6 +447,8 @@ def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
         return ()
     op = ops.BY_NAME.get(name)
     wanted = (*PEER_ARGUMENTS, "group", "timeout") + ((op.object_list,) if op is not None and op.object_list else ())
+    if op is not None and op.blocks[:1] == ops.SPLIT_ARGUMENTS[:1]:
+        wanted += ops.SPLIT_ARGUMENTS
     found = tuple((argument, parameters.index(argument)) for argument in wanted if argument in parameters)
     try:
         _POSITIONS[(original, name)] = found
@@ -509,10 +511,27 @@ def _group_timeout(group) -> float | None:
         return None
 
 
+#: Split sizes longer than this are not recorded (the all-to-all's blocks are then not checked).
+SPLITS_KEPT = 1024
+
+
+def _split_text(value) -> str | None:
+    """JSON text of an all-to-all's split sizes as given: ``null`` (None or empty: equal blocks), a list of
+    ints, or None when they cannot be recorded (too long, not ints)."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return "null"
+    if isinstance(value, (list, tuple)) and len(value) <= SPLITS_KEPT and all(type(n) is int for n in value):
+        return "[" + ",".join(map(str, value)) + "]"
+    return None
+
+
 def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
-    extra, group, timeout = "", None, None
+    extra, group, timeout, splits = "", None, None, []
     for name, index in positions:
         value = args[index] if len(args) > index else kwargs.get(name)
+        if name in ops.SPLIT_ARGUMENTS:
+            splits.append(_split_text(value))
+            continue
         if value is None:
             continue
         if name == "group":
@@ -525,6 +544,8 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
                 extra += f',"{name}":{int(value)}'
         elif isinstance(value, (list, tuple)):
             extra += f',"objects":{len(value)}'
+    if splits and None not in splits:
+        extra += ',"splits":[' + ",".join(splits) + "]"
     if timeout is None:
         timeout = _group_timeout(group)
     if timeout is not None:
