@@ -84,6 +84,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "non-member",
         "store-key",
         "self-root",
+        "different-roots",
         "set-order",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}

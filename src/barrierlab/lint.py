@@ -48,6 +48,8 @@ Finding kinds:
   rank (``dist.barrier(group=leaders)`` called by every rank). Quiet when membership or reachability is unknown.
 * ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
+* ``different-roots`` - one of those calls on the default group (no ``group=``) with a ``src``/``dst`` computed from
+  the rank's own global rank (``src=node_rank * per_node``): the ranks of one world-wide call name different roots.
 * ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
   some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
   blocks until the store's timeout. See :class:`_StoreKeys`.
@@ -5163,6 +5165,7 @@ class _Agreement:
                     self._root_only_list(call, name, key, nodes, unit)
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
+                    self._derived_root(call, name, key, nodes, unit)
                 self._padded(call, found, unit, nodes)
 
     # -- a root that is each rank itself
@@ -5194,6 +5197,84 @@ class _Agreement:
         )
         fix = f"pass the same {word} on every rank (a constant such as 0, or a rank every rank computes alike)"
         self._add(call, "self-root", f"{word}={shown}", why, fix, unit)
+
+    def _derived_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.broadcast(t, src=node_rank * per_node)`` on the default group (no ``group=``), with ``src``
+        computed from this rank's own global rank (``get_rank()``, ``RANK``, or names and ``self.`` attributes
+        assigned from them) by arithmetic: the ranks of one world-wide collective name different roots, and each
+        waits for a root of its own (LightLLM PR #986: a node master's broadcast sent to the world
+        group). A root given by a parameter, a loop variable or a function is not judged; one under an ``if``
+        on the rank is that round's root (``good_broadcast_src_each_round``)."""
+        if name not in _RANK_ARGUMENT or key is None:
+            return
+        word, position = _RANK_ARGUMENT[name]
+        root = _argument(call, position, word)
+        if root is None or any(k.arg == "group" for k in call.keywords) or len(call.args) > position + 1:
+            return
+        if self._own_rank(root, key) or not isinstance(root, (ast.Name, ast.Attribute, ast.BinOp)):
+            return
+        if not self._from_global_rank(root, key, 0):
+            return
+        scope = self.an.table[key].node
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        node: ast.AST = call
+        while id(node) in parents:
+            node = parents[id(node)]
+            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
+                return
+        shown = unit.text(root)
+        why = (
+            f"`{word}={shown}` is computed from this rank's own rank, and the {name} has no `group=`: it is one "
+            f"collective of the whole world, whose ranks must all name the same {'source' if word == 'src' else 'destination'}. "
+            "Ranks that compute different roots each wait for a root of their own, and the call pairs none of them "
+            "(on gloo they wait until the timeout)"
+        )
+        fix = (
+            f"pass the group the root is meant for (`group=` with the global rank of its root), or a {word} every "
+            "rank of the world computes alike"
+        )
+        self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _from_global_rank(self, node: ast.expr, key: str, depth: int) -> bool:
+        """Whether ``node`` is computed from this rank's own global rank, through the function's names, the
+        module's, and ``self.`` attributes assigned once in a method of its class."""
+        if depth > 8:
+            return False
+        if isinstance(node, ast.Call):
+            if _terminal(node.func) == "get_rank":
+                return not node.args and not node.keywords
+            if _terminal(node.func) == "int" and len(node.args) == 1:
+                return self._from_global_rank(node.args[0], key, depth + 1)
+            return False
+        if _env_rank(node):
+            key_node = node.slice if isinstance(node, ast.Subscript) else None
+            return not (isinstance(key_node, ast.Constant) and "LOCAL" in str(key_node.value))
+        if isinstance(node, ast.BinOp):
+            return self._from_global_rank(node.left, key, depth + 1) or self._from_global_rank(
+                node.right, key, depth + 1
+            )
+        if isinstance(node, ast.Name):
+            func = self.an.table.get(key)
+            if func is not None and node.id in {a.arg for a in func.node.args.args}:
+                return False
+            value = self.an.values.get(key, {}).get(node.id) or self.an.values.get(None, {}).get(node.id)
+            return value is not None and self._from_global_rank(value, key, depth + 1)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            cls = self.an._class_of(key)
+            found = [
+                (func.key, n.value)
+                for func in self.an.funcs
+                if cls is not None and func.self_class == cls
+                for n in _own_nodes(func.node.body)
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Attribute)
+                and n.targets[0].attr == node.attr
+                and isinstance(n.targets[0].value, ast.Name)
+                and n.targets[0].value.id == "self"
+            ]
+            return len(found) == 1 and self._from_global_rank(found[0][1], found[0][0], depth + 1)
+        return False
 
     def _own_rank(self, node: ast.expr, key: str | None, depth: int = 0) -> bool:
         if isinstance(node, ast.Call) and _terminal(node.func) in ("get_rank", "get_global_rank_of_self"):
