@@ -64,6 +64,12 @@ def broadcast_instead_of_barrier(folder, steps=4, delay=0.15, base_compute=0.05)
     return _job(folder, steps, delay, base_compute, after_write=[broadcast_from_0], before_read=lambda: time.sleep(0.5))
 
 
+def two_broadcasts_from_0(folder, steps=4, delay=0.15, base_compute=0.05):
+    """Right on gloo (review 9b): the first broadcast holds rank 1 until its child rank 3 has entered, the second
+    holds rank 0 until its child rank 1 has: a chain that orders rank 3's write before rank 0's read."""
+    return _job(folder, steps, delay, base_compute, after_write=[broadcast_from_0, broadcast_from_0])
+
+
 def gather_to_rank0():
     rank = dist.get_rank()
     dist.gather(torch.zeros(1), [torch.zeros(1) for _ in range(dist.get_world_size())] if rank == 0 else None, dst=0)
@@ -177,6 +183,7 @@ RIGHT = [
     (with_store_keys, "wait"),
     (with_send_recv, "recv"),
     (with_async_barrier_waited, "Work.wait"),
+    (two_broadcasts_from_0, "broadcast"),
 ]
 
 

@@ -119,6 +119,16 @@ def one_writer_with_gather(workdir, seed=0):
     return accuracy
 
 
+def one_writer_with_gather_then_broadcast(workdir, seed=0):
+    """The solution plus a broadcast of the saved count (review 9b): gloo's broadcast holds rank 1 until its child
+    rank 3 has entered, so a rank waited for another than rank 0."""
+    rank = dist.get_rank()
+    result = one_writer_with_gather(workdir, seed)
+    done = torch.tensor([float(rank == 0)])
+    dist.broadcast(done, src=0)
+    return result
+
+
 def one_writer_with_gather_object(workdir, seed=0):
     """Right order, but gather_object all_gathers the sizes first: every rank waits for every rank."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -368,6 +378,7 @@ WRONG = [
     (with_dummy_all_reduce, "nothing orders them|all_reduce"),
     (with_sleeps, "nothing orders them"),
     (one_writer_with_gather_object, "gather_object first all_gathers"),
+    (one_writer_with_gather_then_broadcast, "waited for rank"),
     (only_rank0_writes_everything, "skipped, not ordered"),
     (store_key_for_the_read_only, "nothing orders them"),
     (one_writer_with_all_gather, "lines all ranks up"),

@@ -183,3 +183,28 @@ def test_every_every_rank_or_rooted_op_the_recorder_wraps_is_measured_or_refused
 #: "No device associated with the default pg, not safe to split any process groups"; shrink_group raises
 #: "Process group backend for '0' does not support shrinking operations".
 GLOO_REFUSES = {"split_group", "shrink_group"}
+
+
+@pytest.mark.parametrize("root", [0, ROOT])
+def test_gloo_broadcast_holds_each_rank_for_the_ranks_above_it_and_its_children(root):
+    """Per rank, not per role: a late rank holds exactly the ranks the ordering model says it orders before their
+    leave (those below it that receive from it, through its parent chain, and its parent, which sends to it). The
+    role's column says only "parent"; a middle rank of the tree also waits for its own children (review 9b: a
+    file written by rank 3 before a broadcast from 0 and read by rank 1 after it was called a race)."""
+    from barrierlab.ordering import order
+
+    run = bl.run(late_rounds, WORLD, args=("broadcast", root), timeout=30, deadline=60)
+    assert run.ok, run.diagnosis.headline
+    rounds = held(run, ("broadcast",), list(range(WORLD)))
+    measured = {rank: {late for late, round_ in enumerate(rounds) if round_.get(rank)} for rank in range(WORLD)}
+    model = order(run)
+    calls = {r.rank: [e for e in r.events if e.name == "broadcast"] for r in run}
+    predicted = {
+        rank: {
+            late
+            for late in range(WORLD)
+            if late != rank and model.before(model.enter(late, calls[late][late]), model.leave(rank, calls[rank][late]))
+        }
+        for rank in range(WORLD)
+    }
+    assert measured == predicted, (measured, predicted)

@@ -14,7 +14,9 @@ rank in a given role waits for before the call returns to Python:
 
 ``"all"``      every rank of the group has entered the call
 ``"root"``     the root (``src``/``dst``) has entered the call
-``"parent"``   its parent in the backend's broadcast tree has entered (and so, transitively, the root)
+``"parent"``   its parent in the backend's broadcast tree has entered (and so, transitively, the root); in
+               gloo's broadcast a non-root also sends to its own children, and waits for them
+               (``ordering`` draws both from the tree)
 ``"children"`` ranks below it in the backend's tree have entered (at least its direct children); nothing
                is said of the root
 ``"peer"``     the other side of a point-to-point call has posted its matching call

@@ -7,8 +7,10 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 - program order: each rank's events one after another, in the order they began;
 - collectives, by role and backend, from the ops table (:mod:`barrierlab.ops`): a rank whose column says it
   waits for ``"all"`` leaves only after every member entered; ``"root"``/``"parent"`` after the root entered;
-  ``"children"`` gives an edge from each direct child's entry for gloo's ``broadcast`` (its tree is known:
-  :func:`_broadcast_children`) and none otherwise; ``"none"`` gives none. Calls pair by position in their process group. An async call
+  gloo's ``broadcast``, whose tree is known, gives each rank an edge from the entry of every rank above it
+  (:func:`_broadcast_parents`: the data comes down that chain) and of its direct children
+  (:func:`_broadcast_children`: a send waits for its receiver), whatever its role; ``"children"`` gives none
+  for other ops; ``"none"`` gives none. Calls pair by position in their process group. An async call
   orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have;
 - ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A), and back
   where the column says the sender waits for its receiver (gloo);
@@ -271,12 +273,13 @@ class Order:
                     if word == "all":
                         for other, o in matched.items():
                             self._edge(self.enter(other, o), released)
+                    elif op.name == "broadcast" and self.backend == "gloo" and word in ("parent", "children"):
+                        members = e.group_ranks or sorted(self.events)
+                        for other in _broadcast_parents(rank, root, members) + _broadcast_children(rank, root, members):
+                            if other in matched:
+                                self._edge(self.enter(other, matched[other]), released)
                     elif word in ("root", "parent") and root in matched and root != rank:
                         self._edge(self.enter(root, matched[root]), released)
-                    elif word == "children" and op.name == "broadcast" and self.backend == "gloo":
-                        for child in _broadcast_children(rank, root, e.group_ranks or sorted(self.events)):
-                            if child in matched:
-                                self._edge(self.enter(child, matched[child]), released)
 
     def _root(self, matched: dict) -> int | None:
         for e in matched.values():
@@ -670,6 +673,22 @@ def _count(value: str | None) -> int | None:
 def _amount(event) -> int:
     """What an ``add`` added: its recorded amount, else 1 (the usual counter)."""
     return 1 if event.amount is None else event.amount
+
+
+def _broadcast_parents(rank: int, root: int | None, members) -> list[int]:
+    """The ranks above ``rank`` in gloo's broadcast tree (see :func:`_broadcast_children`), its parent first,
+    as global ranks: a rank receives the data from its parent, which forwards it only once it has it itself,
+    so ``rank`` leaves only after all of them have entered."""
+    members = list(members)
+    if root is None or rank not in members or root not in members:
+        return []
+    size, start = len(members), members.index(root)
+    v = (members.index(rank) - start) % size
+    parents = []
+    while v:
+        v -= 1 << (v.bit_length() - 1)  # clear the highest bit: the rank that sent to v
+        parents.append(members[(v + start) % size])
+    return parents
 
 
 def _broadcast_children(rank: int, root: int | None, members) -> list[int]:
