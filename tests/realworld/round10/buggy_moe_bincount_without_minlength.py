@@ -11,8 +11,8 @@ randomly generated ``expert_indices`` do not cover all expert IDs ..."). ``torch
 
 Bug: the counts tensor is as long as the highest expert id a rank routed to. Rank 1's micro-batch routes no
 token to the last expert, so it contributes 3 counts to the all-gather while rank 0 contributes 4; the
-all-gather of the counts fails on a size mismatch (gloo checks each message against the receiving buffer), and
-on NCCL the ranks would read each other's counts at the wrong offsets.
+all-gather of the counts aborts rank 1 on a size mismatch (gloo checks that each message fits the receiving
+buffer: rank 1's short message fits rank 0's slot, so rank 0 passes and loses its peer in the all-to-all).
 """
 
 from datetime import timedelta

@@ -10,8 +10,8 @@ thread they cite ("validation hangs up when using DDP and SyncBatchNorm"). SyncB
 ``r10_syncbn.py`` (torch's refuses CPU tensors); its training-mode forward all-gathers the batch statistics.
 
 Bug: the preview runs under ``torch.no_grad()`` but without ``.eval()``. ``no_grad`` does not change the
-module's mode, so rank 0's preview forward all-gathers batch statistics that rank 1 never sends; rank 1 is in
-the next epoch's DDP forward, whose buffer broadcast and SyncBatchNorm gathers are then paired one off.
+module's mode, so rank 0's preview forward all-gathers batch statistics that rank 1 never sends, while rank 1
+waits in the buffer broadcast that starts the next epoch's DDP forward: both wait until the 20 s timeout.
 """
 
 from datetime import timedelta
