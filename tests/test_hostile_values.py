@@ -266,3 +266,51 @@ def test_a_value_with_its_own_unpickling_code_is_shown_not_rebuilt():
     [[custom, stats]] = run.values
     assert run.ok and isinstance(custom, NotRebuilt) and type(stats) is Stats
     assert "CustomState(n=7)" in repr(custom) and "__setstate__" in repr(custom)
+
+
+# --- attack9 a1, a2: a few bytes that build a lot ------------------------------------------------------------
+class BuildsALongList:
+    """Pickles as ``list(range(30_000_000))``: a 60-byte pickle of plain constructors that makes 1.1 GB."""
+
+    def __reduce__(self):
+        return (list, (range(30_000_000),))
+
+
+class BuildsAHugeFraction:
+    """Pickles as ``Fraction("1e3000000")``: the constructor computes 10**3000000 (tens of seconds in C)."""
+
+    def __reduce__(self):
+        from fractions import Fraction
+
+        return (Fraction, ("1e3000000",))
+
+
+class BuildsAShortList:
+    def __reduce__(self):
+        return (list, (range(5),))
+
+
+def returns(kind: str):
+    return {"long": BuildsALongList, "fraction": BuildsAHugeFraction, "short": BuildsAShortList}[kind]()
+
+
+def _resident_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.parametrize("kind", ["long", "fraction"])
+def test_plain_constructors_of_costly_arguments_are_rebuilt_in_the_trial_child_only(kind):
+    bl.run(returns, 2, args=("short",), live=False)  # warm, and the baseline memory
+    before, started = _resident_mib(), time.monotonic()
+    run = bl.run(returns, 2, args=(kind,), timeout=1, deadline=3, live=False)
+    took = time.monotonic() - started
+    assert took < 3 + 1.5, took  # the deadline, plus the launcher's grace on a busy machine
+    assert _resident_mib() - before < 100
+    assert run.statuses == ["raised", "raised"], run.statuses
+    assert "cannot be unpickled in the notebook" in run[0].error_message, run[0].error_message
+
+
+def test_plain_constructors_of_cheap_arguments_still_come_back():
+    run = bl.run(returns, 2, args=("short",), live=False)
+    assert run.values == [[0, 1, 2, 3, 4]] * 2

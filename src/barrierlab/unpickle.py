@@ -120,8 +120,53 @@ def _load_storage_weights_only(data: bytes):
     return torch.load(io.BytesIO(data), weights_only=True)
 
 
+#: Constructors of plain data whose argument can make far more than the pickle holds: ``list(range(N))``,
+#: ``bytearray(N)``, ``Fraction(huge, huge)`` (attack9 a1, a2: 60 bytes held the kernel 2.3 GB or 40 s). Called
+#: here, they are given only arguments whose cost the pickle's own size bounds; others go to the trial child.
+_BUILDS_FROM_ARGUMENT = {
+    *(("builtins", n) for n in ("list", "tuple", "set", "frozenset", "dict", "bytes", "bytearray", "str")),
+    ("collections", "deque"),
+    ("collections", "OrderedDict"),
+    ("torch", "Size"),
+    ("fractions", "Fraction"),
+    ("decimal", "Decimal"),
+}
+#: A ``range`` handed to one of them may hold at most this many numbers; an int at most this many bits (a
+#: ``bytes(N)``/``bytearray(N)`` of that size, a Fraction's terms).
+RANGE_KEPT, INT_BITS_KEPT = 1 << 16, 1 << 16
+
+
+def _costly(build, argument) -> bool:
+    """Whether ``build(argument)`` can cost more than the pickle that holds ``argument`` bounds."""
+    if isinstance(argument, range):
+        try:
+            return len(argument) > RANGE_KEPT
+        except OverflowError:  # more than sys.maxsize numbers
+            return True
+    if isinstance(argument, int):  # bytes(N) and bytearray(N) make N zero bytes; a Fraction reduces its terms
+        return argument.bit_length() > INT_BITS_KEPT or (build in (bytes, bytearray) and argument > RANGE_KEPT)
+    if isinstance(argument, str):  # Fraction("1e10000000") builds 10**10000000
+        return build.__name__ == "Fraction" and any(c in argument for c in "eE")
+    return False
+
+
+def _bounded(build):
+    """``build`` for the plain unpickler: called with cheap arguments only (see :data:`_BUILDS_FROM_ARGUMENT`);
+    a costly one sends the whole pickle to the trial child, which runs under a memory limit and the deadline."""
+
+    def guarded(*args, **kwargs):
+        for argument in (*args, *kwargs.values()):
+            if _costly(build, argument):
+                raise _NeedsIsolation(f"{getattr(build, '__qualname__', build)} of a costly argument")
+        return build(*args, **kwargs)
+
+    return guarded
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
+        if (module, name) in _BUILDS_FROM_ARGUMENT:
+            return _bounded(super().find_class(module, name))
         if (module, name) in _PLAIN:
             return super().find_class(module, name)
         if (module, name) == ("torch.storage", "_load_from_bytes"):
