@@ -362,3 +362,28 @@ def test_a_rank_whose_outcome_cannot_be_written_is_not_said_to_have_stopped_befo
     for r in run:
         assert r.status == Status.EXITED and r.exit_code == 74, r
         assert "before returning" not in r.summary() and "could not write" in r.summary(), r.summary()
+
+
+# --- attack9 a8: a notebook that holds a thousand files open ---------------------------------------------------
+def returns_one():
+    return 1
+
+
+def test_a_kernel_holding_more_than_1024_descriptors_still_runs():
+    """New descriptors then get numbers above 1024, which ``select.select`` refuses ("filedescriptor out of range
+    in select()"): every wait on a pipe or pidfd of the kernel's must take them (lazily opened images, h5py)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.skip(f"this machine allows {hard} open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400) if hard == resource.RLIM_INFINITY else hard, hard))
+    held = [open(os.devnull) for _ in range(1100)]
+    try:
+        assert held[-1].fileno() > 1024
+        run = bl.run(returns_one, 2, deadline=30)
+        assert run.values == [1, 1], run.diagnosis
+    finally:
+        for f in held:
+            f.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

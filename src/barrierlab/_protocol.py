@@ -367,6 +367,28 @@ def send(fd: int, message: Message) -> None:
         view = view[os.write(fd, view) :]
 
 
+_READY = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+
+def readable(fds, timeout: float | None) -> list[int]:
+    """Which of ``fds`` can be read (or are at end of file, or closed), waiting at most ``timeout`` seconds (None:
+    until one is). ``select.poll``, not ``select.select``: a notebook holding a thousand open files gives new
+    descriptors numbers above 1024, which ``select`` refuses (attack9 a8)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+    wait = None if timeout is None else max(0, math.ceil(timeout * 1000))
+    return [fd for fd, events in poller.poll(wait) if events & _READY]
+
+
+def writable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` can be written within ``timeout`` seconds (a broken pipe counts: the write says so)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    ready = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
+    return any(events & ready for _, events in poller.poll(max(0, math.ceil(timeout * 1000))))
+
+
 def _read_exactly(fd: int, n: int, until: float | None = None) -> bytes | bytearray | None:
     """``n`` bytes; None at end of file before the first byte. With ``until`` (a time.monotonic()), a frame
     still incomplete then raises ProtocolError instead of blocking."""
@@ -375,8 +397,7 @@ def _read_exactly(fd: int, n: int, until: float | None = None) -> bytes | bytear
     got = 0
     while got < n:
         if until is not None:
-            ready, _, _ = select.select([fd], [], [], max(0.0, until - time.monotonic()))
-            if not ready:
+            if not readable([fd], until - time.monotonic()):
                 raise ProtocolError(f"a frame stopped after {got} of its {n:,} bytes")
         count = os.readv(fd, [view[got:]])
         if not count:

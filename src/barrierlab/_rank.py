@@ -16,7 +16,6 @@ import importlib.util
 import inspect
 import os
 import re
-import select
 import signal
 import sys
 import threading
@@ -27,7 +26,7 @@ import cloudpickle
 import torch
 import torch.distributed as dist
 
-from barrierlab import record
+from barrierlab import _protocol, record
 from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
     OUTCOME_UNWRITTEN,
@@ -84,7 +83,7 @@ def _watch_parents(pids: list[int]) -> None:
             fds = []
             break
     if fds:
-        select.select(fds, [], [])
+        _protocol.readable(fds, None)
         os._exit(75)
     while True:  # no pidfd (macOS, old kernels): poll
         time.sleep(0.2)

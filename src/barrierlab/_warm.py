@@ -22,12 +22,11 @@ import fcntl
 import gc
 import math
 import os
-import select
 import signal
 import sys
 import time
 
-from barrierlab import _contain, _files
+from barrierlab import _contain, _files, _protocol
 from barrierlab._contain import libc
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
@@ -177,7 +176,7 @@ class WarmProcess:
                 timeout = 0.0 if self.eager else min(max(PRELOAD_AFTER_IDLE - kernel.idle_for(), 0.0), KERNEL_LOOK)
             elif may_refill:
                 timeout = max(0.0, self.swept_at + REFILL_AFTER - time.monotonic())
-            readable, _, _ = select.select([self.in_fd, self.wake_r], [], [], timeout)
+            readable = _protocol.readable([self.in_fd, self.wake_r], timeout)
             if not readable and may_preload:
                 if self.eager or kernel.idle_for() >= PRELOAD_AFTER_IDLE:
                     _preload(pending.pop(0))
@@ -381,7 +380,7 @@ class WarmProcess:
         held; the pipes are closed."""
         keys, give_up = [], time.monotonic() + KEY_TIMEOUT
         for fd in self.key_fds:
-            ready, _, _ = select.select([fd], [], [], max(0.0, give_up - time.monotonic()))
+            ready = _protocol.readable([fd], give_up - time.monotonic())
             key = os.read(fd, SEAL_KEY_SIZE) if ready else b""
             keys.append(key if len(key) == SEAL_KEY_SIZE else b"")
             os.close(fd)
@@ -619,7 +618,7 @@ def _write_within(fd: int, data: bytes, seconds: float) -> bool:
         except OSError:  # BrokenPipeError: the pooled rank has died
             return False
         remaining = give_up - time.monotonic()
-        if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+        if remaining <= 0 or not _protocol.writable(fd, remaining):
             return False
     return True
 

@@ -16,7 +16,6 @@ import numbers
 import operator
 import os
 import queue
-import select
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from typing import BinaryIO
 
 import cloudpickle
 
-from barrierlab import _contain, _files, _payload, _warmstart
+from barrierlab import _contain, _files, _payload, _protocol, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE,
     RUN_DIR_PREFIX,
@@ -216,8 +215,7 @@ class _WarmProcess:
 
     def receive(self, timeout: float) -> Message | None:
         """The next message, None after ``timeout`` seconds; LaunchError if the warm process died."""
-        readable, _, _ = select.select([self.from_fd], [], [], max(timeout, 0.0))
-        if not readable:
+        if not _protocol.readable([self.from_fd], timeout):
             return None
         try:
             with _interrupt_deferred():  # half a message would leave the pipe out of step
@@ -1269,7 +1267,7 @@ class _RunningGroup:
         """Ranks whose process has ended, as the kernel's pidfds tell (whether or not it was reaped)."""
         if not self.pidfds:
             return set()
-        ready, _, _ = select.select(list(self.pidfds.values()), [], [], 0)
+        ready = _protocol.readable(list(self.pidfds.values()), 0)
         return {rank for rank, fd in self.pidfds.items() if fd in ready}
 
     def ended(self) -> set[int]:

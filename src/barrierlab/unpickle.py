@@ -45,14 +45,13 @@ import io
 import os
 import pickle
 import pickletools
-import select
 import signal
 import struct
 import sys
 import time
 import types
 
-from barrierlab import _contain
+from barrierlab import _contain, _protocol
 from barrierlab._protocol import signal_name
 
 #: How long checking the returned values may take when no deadline is given (seconds).
@@ -715,7 +714,7 @@ def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd
             os.write(status_fd, _STATUS.pack(children.pop(pid), status))
 
         while children:
-            ready, _, _ = select.select([control_fd], [], [], 0.005)
+            ready = _protocol.readable([control_fd], 0.005)
             if ready:
                 break  # stop, or the kernel is gone
             while children:
@@ -767,7 +766,7 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
             remaining = give_up - time.monotonic()
             if remaining <= 0:
                 break
-            ready, _, _ = select.select(list(open_fds), [], [], remaining)
+            ready = _protocol.readable(list(open_fds), remaining)
             for fd in ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -837,7 +836,7 @@ def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, 
     try:
         while (remaining := give_up - time.monotonic()) > 0:
             try:
-                ready, _, _ = select.select([status_r], [], [], remaining)
+                ready = _protocol.readable([status_r], remaining)
             except KeyboardInterrupt:
                 interrupted = True
                 continue
