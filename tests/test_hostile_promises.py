@@ -387,3 +387,30 @@ def test_a_kernel_holding_more_than_1024_descriptors_still_runs():
         for f in held:
             f.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# --- attack9 a10: the notebook's working folder was removed ----------------------------------------------------
+def cwd_inode():
+    return os.stat(".").st_ino
+
+
+def test_a_removed_working_folder_still_runs_and_the_ranks_share_it(tmp_path):
+    """``with TemporaryDirectory() as d: os.chdir(d)`` leaves the kernel in a removed folder: a plain call and
+    forked workers still run there; so do the ranks (``os.getcwd()`` raised FileNotFoundError out of bl.run)."""
+    bl.run(returns_one, 2)  # torch loads oneMKL lazily, and cannot from a removed folder: not barrierlab's to fix
+    here = os.getcwd()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        run = bl.run(cwd_inode, 2, deadline=30)
+        assert run.values == [os.stat(".").st_ino] * 2, run.diagnosis
+        failing = bl.run(raises_here, 2, deadline=30)
+        assert "ValueError" in str(failing.diagnosis)
+    finally:
+        os.chdir(here)
+
+
+def raises_here():
+    raise ValueError("from a removed folder")

@@ -21,7 +21,19 @@ def start() -> subprocess.Popen:
         stdout=subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
+        cwd=None if _cwd_exists() else "/",
     )
+
+
+def _cwd_exists() -> bool:
+    """Whether this process's working folder still exists: in a removed one, torch cannot even be imported
+    (oneMKL: "Cannot load libtorch_cpu.so"), so the warm process starts in ``/`` and each rank enters the
+    kernel's folder through /proc (``launch.kernel_cwd``)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def start_early() -> None:

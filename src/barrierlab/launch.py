@@ -533,10 +533,20 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LEARNERS_FILES: dict[tuple[str, str], str | None] = {}
 
 
+def kernel_cwd() -> str:
+    """The kernel's working folder; one that was removed (``os.chdir`` into a temporary folder since deleted) is
+    named through /proc, so that the ranks enter the same folder, as forked workers would (attack9 a10:
+    ``os.getcwd()`` raised FileNotFoundError out of ``bl.run``)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        return f"/proc/{os.getpid()}/cwd"
+
+
 def _learners_file(path: str, cwd: str) -> str | None:
     key = (path, cwd)  # a relative file name means something else in another folder
     if key not in _LEARNERS_FILES:
-        full = os.path.abspath(path)
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
         mine = full.endswith(".py") and not full.startswith(_INSTALLED) and not full.startswith(_PACKAGE_DIR)
         _LEARNERS_FILES[key] = full if mine else None
     return _LEARNERS_FILES[key]
@@ -550,7 +560,7 @@ def learners_modules() -> tuple[tuple[str, str, bool], ...]:
     workers do: their module-level code runs in the rank, so ``RANK = int(os.getenv("RANK", -1))`` at the
     top of a module is that rank's rank. A module loaded from a file path with
     ``importlib.util.spec_from_file_location`` is found by its file."""
-    found, cwd = [], os.getcwd()
+    found, cwd = [], kernel_cwd()
     if _MODULE_VERDICTS.get("") != cwd:  # a relative __file__ means something else in another folder
         _MODULE_VERDICTS.clear()
         _MODULE_VERDICTS[""] = cwd
@@ -987,7 +997,7 @@ def _launch(
             t0=t0,
             kernel_pid=os.getpid(),
             kernel_env=tuple(os.environ.items()),
-            cwd=os.getcwd(),
+            cwd=kernel_cwd(),
             sys_path=tuple(p for p in sys.path if isinstance(p, str)),  # the import system skips the others
             payload_path=payload_path,
             start_ticks=_contain.ticks_now(),

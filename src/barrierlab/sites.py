@@ -137,11 +137,11 @@ def short_path(path: str) -> str:
 
     try:
         relative = os.path.relpath(path)
-    except ValueError:
+    except (ValueError, OSError):  # OSError: the working folder was removed
         relative = ".."
     if not relative.startswith(".."):
         return relative
-    roots = [os.path.abspath(p) + os.sep for p in sys.path if p and os.path.isdir(p)]
+    roots = [p + os.sep for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)]
     containing = [root for root in roots if path.startswith(root)]
     if containing:
         return path[len(max(containing, key=len)) :]
