@@ -314,3 +314,21 @@ def test_plain_constructors_of_costly_arguments_are_rebuilt_in_the_trial_child_o
 def test_plain_constructors_of_cheap_arguments_still_come_back():
     run = bl.run(returns, 2, args=("short",), live=False)
     assert run.values == [[0, 1, 2, 3, 4]] * 2
+
+
+def returns_stats():
+    return Stats(dist.get_rank(), [0.5])
+
+
+def test_a_notebook_that_ignores_sigchld_still_gets_its_values_checked():
+    """``signal.signal(SIGCHLD, SIG_IGN)`` in the kernel: children are reaped as they end, so ``os.waitpid`` raised
+    ChildProcessError out of the value check and every finished rank's result was lost (attack9 a12)."""
+    import signal
+
+    before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        run = bl.run(returns_stats, 2, deadline=30)
+    finally:
+        signal.signal(signal.SIGCHLD, before)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    assert all(type(v) is Stats for v in run.values), run.values
