@@ -414,3 +414,23 @@ def test_a_removed_working_folder_still_runs_and_the_ranks_share_it(tmp_path):
 
 def raises_here():
     raise ValueError("from a removed folder")
+
+
+# --- attack9 a13: the learner's own faulthandler on SIGUSR1 ------------------------------------------------------
+def stuck_with_own_stack_handler():
+    import faulthandler
+    import signal
+
+    import torch.distributed as dist
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # "kill -USR1 <pid> to see where it hangs"
+    if dist.get_rank() == 0:
+        while True:
+            time.sleep(0.05)  # the line rank 0 is stuck on
+    dist.barrier()
+
+
+def test_a_learners_own_sigusr1_handler_does_not_hide_where_a_rank_was_stuck():
+    run = bl.run(stuck_with_own_stack_handler, 2, timeout=1, deadline=3)
+    assert 0 in run.stuck, run.stuck
+    assert "the line rank 0 is stuck on" in str(run.stuck[0]), run.stuck

@@ -531,12 +531,18 @@ WRITTEN_PAGES_FILE = "written-pages"
 _RANK_FILE = re.compile(r"^rank(\d+)\.(stdout|stderr|events|stack|flight|outcome)$")
 
 
+#: The signal that makes a rank's faulthandler write its stacks at the deadline: a real-time signal, not SIGUSR1,
+#: which a learner's own ``faulthandler.register(signal.SIGUSR1)`` (the usual recipe for a hang) would take over,
+#: leaving ``run.stuck`` empty (attack9 a13). SIGUSR1 where there are no real-time signals (macOS).
+STACK_SIGNAL = signal.SIGRTMIN + 6 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR1
+
+
 @dataclass(frozen=True)
 class RankFiles:
     """The files of one rank in a run's (or a torchrun job's) folder.
 
     ``stdout``/``stderr`` (file descriptors 1 and 2, so C++ output is captured too), ``events`` (the
-    recorder), ``stack`` (faulthandler, on SIGUSR1), ``flight`` (torch's flight recorder) and ``outcome``
+    recorder), ``stack`` (faulthandler, on :data:`STACK_SIGNAL`), ``flight`` (torch's flight recorder) and ``outcome``
     (how the rank ended, written last and atomically).
     """
 

@@ -31,6 +31,7 @@ from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
     OUTCOME_UNWRITTEN,
     OUTCOME_UNWRITTEN_TEXT,
+    STACK_SIGNAL,
     Outcome,
     RankFiles,
     RankSpec,
@@ -43,8 +44,6 @@ from barrierlab._protocol import (
     format_error,
     write_new_file,
 )
-
-STACK_SIGNAL = signal.SIGUSR1
 
 
 @functools.cache

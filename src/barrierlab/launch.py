@@ -31,6 +31,7 @@ from barrierlab import _contain, _files, _payload, _protocol, _warmstart
 from barrierlab._protocol import (
     PAYLOAD_FILE,
     RUN_DIR_PREFIX,
+    STACK_SIGNAL,
     Exited,
     Launch,
     LaunchFailed,
@@ -1375,7 +1376,7 @@ class _RunningGroup:
         return {r for r in self.running() & self.reported() if r < len(self.pids) and _process_runs(self.pids[r])}
 
     def ask_stuck_ranks_for_stacks(self) -> None:
-        """At the deadline: SIGUSR1 makes faulthandler write each stuck rank's stack; wait a little for it.
+        """At the deadline: STACK_SIGNAL makes faulthandler write each stuck rank's stack; wait a little for it.
         A rank that reported its outcome and is still running is not stuck in the learner's code: it lingers,
         or (``teardown``) it hangs in torch's teardown after the function returned."""
         running = self.running() - self.dead()
@@ -1384,7 +1385,7 @@ class _RunningGroup:
             self.teardown = {r for r in self.in_teardown() if _status_of(self.spec, r, self.key(r)) is Status.FINISHED}
         if not self.stopped and not self.teardown:
             return
-        self.signal_directly(self.stopped, signal.SIGUSR1)
+        self.signal_directly(self.stopped, STACK_SIGNAL)
         grace_end = time.monotonic() + STACK_GRACE
         stacks = [RankFiles(self.spec.run_dir, r).stack for r in self.stopped]
         while time.monotonic() < grace_end and self.running():

@@ -1,4 +1,4 @@
-"""Read the Python stacks that faulthandler writes when a rank is asked for them (SIGUSR1).
+"""Read the Python stacks that faulthandler writes when a rank is asked for them (``_protocol.STACK_SIGNAL``).
 
 faulthandler runs in C, so it answers even while the rank's main thread is blocked inside a C++
 collective; the stack then shows the exact line of the learner's code that is waiting, and the chain of the
