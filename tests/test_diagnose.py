@@ -144,7 +144,7 @@ def barrier_of_the_default_group_while_the_others_wait_in_their_own():
 @pytest.mark.parametrize(
     "options, until",
     [
-        ({"timeout": 2}, "until rank 0's 2 s timeout ran out"),
+        ({"timeout": 2}, "until rank 0 gave up when its 2 s timeout ran out"),
         ({"timeout": 30, "deadline": 4}, "until the deadline stopped them"),
     ],
     ids=["timeout", "deadline"],
@@ -165,6 +165,30 @@ def test_ranks_waiting_in_different_groups_are_named_with_each_group_and_line(op
     assert f"test_diagnose.py:{wait}. " in d.headline, d.headline
     assert "a barrier in one group never pairs with a barrier in another" in d.headline
     assert d.headline.endswith(until + "."), d.headline
+
+
+def twice_in_a_subgroup_of_its_own():
+    """attack9 a11: pairs of ranks in groups of their own (whose timeout is torch's 30 min default: new_group does
+    not take init_process_group's), rank 0 reduces twice in its pair, then every rank meets in a barrier."""
+    rank = dist.get_rank()
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    mine = pairs[rank // 2]
+    dist.all_reduce(torch.ones(1), group=mine)
+    if rank == 0:
+        dist.all_reduce(torch.ones(1), group=mine)  # the extra reduce
+    dist.barrier()
+
+
+def test_ranks_waiting_in_different_groups_say_whose_timeout_ended_the_wait():
+    """Before: "until rank 0's 1800 s timeout ran out" about a run of 2 s: rank 1's 2 s timeout in the barrier
+    ended it, and rank 0 then failed on the closed connection."""
+    started = time.monotonic()
+    d = bl.run(twice_in_a_subgroup_of_its_own, 4, timeout=2, deadline=30).diagnosis
+    assert time.monotonic() - started < 20
+    assert d.kind == "different-groups", d
+    assert "1800 s timeout ran out" not in str(d), d
+    assert d.headline.endswith("until rank 1 gave up when its 2 s timeout ran out."), d.headline
+    assert "rank 0 failed after" in str(d) and "before its 1800 s timeout" in str(d), d
 
 
 def call_an_installed_library(folder):

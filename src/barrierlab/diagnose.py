@@ -1417,6 +1417,20 @@ def _group_text(run: Run, event: Event, short: bool = False) -> str:
     return "the other group" if short else f"another group, of ranks {_members(run, event)}"
 
 
+def _gave_up(call: Event) -> str:
+    """How a rank left a collective it waited in: its timeout ran out (it lasted about that long), or it failed
+    or returned sooner (a peer's process ended, a connection closed), as the record shows it."""
+    lasted = call.end - call.start
+    if call.timeout is not None and lasted >= 0.9 * call.timeout:
+        return f"gave up when its {call.timeout:g} s timeout ran out"
+    if call.error:
+        known = explain_error(call.error)
+        why = known[0] if known else _clip(call.error)
+        before = f", before its {call.timeout:g} s timeout" if call.timeout is not None else ""
+        return f"failed after {lasted:.1f} s{before} ({why})"
+    return f"left it after {lasted:.1f} s"
+
+
 def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     """Ranks each waiting in a collective of a different process group for the other: a barrier of one group
     never pairs with a barrier of another, so each waits until the timeout (a library's own group, e.g.
@@ -1428,12 +1442,12 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     run = f.run
     k_e = _group_calls(f, r, e.group).index(e) + 1
     k_g = _group_calls(f, q, g.group).index(g) + 1
-    if e.end is None:
+    ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
+    if not ended:
         until = "until the deadline stopped them"
-    elif e.timeout is not None:
-        until = f"until rank {r}'s {e.timeout:g} s timeout ran out"
     else:
-        until = f"until rank {r} gave up"
+        first, call = ended[0]
+        until = f"until rank {first} {_gave_up(call)}"
     headline = (
         f"Ranks waited for each other in different process groups: rank {r} in {e.name} #{k_e} of "
         f"{_group_text(run, e)} at {_place(e)}{_parts_at(e, None)}, rank {q} in {g.name} #{k_g} of "
@@ -1443,13 +1457,14 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     )
     evidence = [
         f"rank {r} called {e.name} #{k_e} of {_group_text(run, e)} {_called_at(e)}",
-        f"rank {q} called {g.name} #{k_g} of {_group_text(run, g)} {_called_at(g)}, and was still in it when "
-        f"rank {r} {'was stopped' if e.end is None else 'gave up'}",
+        f"rank {q} called {g.name} #{k_g} of {_group_text(run, g)} {_called_at(g)}",
         f"so neither call could complete: rank {q} "
         f"{'never made' if len(_group_calls(f, q, e.group)) < k_e else 'made only later'} its {ordinal(k_e)} "
         f"call of {_group_text(run, e, short=True)}, and rank {r} had not entered its {ordinal(k_g)} call of "
         f"{_group_text(run, g, short=True)}",
     ]
+    for x, call in ((r, e), (q, g)):
+        evidence.append(f"rank {x} " + ("was still in it at the deadline" if call.end is None else _gave_up(call)))
     evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x])}" for x in f.failed]
     evidence += _error_evidence(run, f.failed)
     return Diagnosis(
