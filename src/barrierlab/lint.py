@@ -1320,6 +1320,39 @@ def _target_names(target: ast.AST) -> list[str]:
     return [name] if name else []
 
 
+#: torch's factories: the loop over what they return runs once per row, and the row count is their first size.
+_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "randperm"})
+#: Keywords of a factory that say what the values are, not how many.
+_FACTORY_VALUE_KEYWORDS = frozenset({"generator", "dtype", "device", "requires_grad", "layout", "pin_memory"})
+
+
+def _factory_rows(call: ast.Call) -> ast.expr | None:
+    """The expression of the number of rows a torch factory call makes (``torch.randn(4, 8, generator=g)``: 4),
+    or None when it is not one or its size is not written out."""
+    dotted = _dotted(call.func) or ""
+    name = dotted.rpartition(".")[2]
+    if name not in _FACTORIES or not dotted.startswith(("torch.", "th.")):
+        return None
+    size = next((k.value for k in call.keywords if k.arg == "size"), None)
+    if any(k.arg not in _FACTORY_VALUE_KEYWORDS | {"size"} for k in call.keywords):
+        return None
+    if name in ("arange", "randperm"):
+        return call.args[0] if len(call.args) == 1 and size is None else None
+    if name == "randint":
+        if size is None and len(call.args) in (2, 3):
+            size = call.args[-1]
+        first = size
+    elif size is not None:
+        first = size
+    elif call.args:
+        first = call.args[0]
+    else:
+        return None
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return first.elts[0] if first.elts and not isinstance(first.elts[0], ast.Starred) else None
+    return first if name not in ("randint", "full") else None
+
+
 def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
     """(target names, value, position): position ``i`` means the names take element ``i`` of what the value
     returns (``rank, world_size = get_dist_info()``), None the whole value."""
@@ -4045,7 +4078,9 @@ class _Walker:
     def _equal_trips(self, bound: ast.expr) -> bool:
         """Whether a loop over ``bound`` runs as often on every rank although ``bound`` itself differs: its
         length is the same everywhere (``range(rank * n, rank * n + n)``, ``shards[rank::world]`` of a list
-        whose length is a multiple of ``world``, batches cut from such a slice), or it never ends by itself
+        whose length is a multiple of ``world``, batches cut from such a slice, the rows of ``torch.randn(4, 8,
+        generator=g)`` drawn per rank, a list a helper builds with one ``append`` per trip of a fixed loop), or it
+        never ends by itself
         (``itertools.cycle``/``count``: only its exits end it, and they are checked like any other)."""
         length = self._length(bound, 0)
         return length is not None and (length == "endless" or self._uniform(length))
@@ -4151,6 +4186,13 @@ class _Walker:
             return self._slice_length(node.value, node.slice, depth)
         if _splits_between_ranks(node):
             return self._split_length(node, depth)
+        if isinstance(node, ast.Call):
+            rows = _factory_rows(node)  # torch.randn(4, 8, 6, generator=g): 4 rows, whatever the generator
+            if rows is not None:
+                return self._poly(rows, depth + 1)
+            built = self._built_length(node, depth)
+            if built is not None:
+                return built
         if not isinstance(node, ast.Call) or node.keywords:
             return None
         name, args = _terminal(node.func), node.args
@@ -4190,6 +4232,55 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _built_length(self, call: ast.Call, depth: int) -> Any:
+        """The length of the list a function of the file returns when it builds it with one ``append`` per
+        iteration of a loop, and nothing else changes the list (``batches = []``, ``for step in range(STEPS):
+        batches.append(...)``, ``return batches``): the loop's length, whatever the items hold (round 10's
+        ``make_batches(rank)``: the rank seeds the data, not the count)."""
+        key = self.an._callee(call.func, self.self_class, self.unit)
+        func = self.an.table.get(key) if key is not None else None
+        if func is None:
+            return None
+        returns = [n for n in ast.walk(func.node) if isinstance(n, ast.Return)]
+        if len(returns) != 1 or not isinstance(returns[0].value, ast.Name):
+            return None
+        name = returns[0].value.id
+        made = [
+            n
+            for n in func.node.body
+            if isinstance(n, ast.Assign) and [_dotted(t) for t in n.targets] == [name] and isinstance(n.value, ast.List)
+        ]
+        uses = [
+            n
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _dotted(n.func.value) == name
+        ]
+        loops = [
+            n
+            for n in func.node.body
+            if isinstance(n, ast.For) and any(isinstance(u, ast.Expr) and u.value in uses for u in n.body)
+        ]
+        if len(made) != 1 or made[0].value.elts or len(uses) != 1 or len(loops) != 1:
+            return None
+        loop = loops[0]
+        if uses[0].func.attr != "append" or any(  # type: ignore[attr-defined]
+            isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in ast.walk(loop)
+        ):
+            return None
+        if any(
+            name in _target_names(t)
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if n is not made[0]
+        ):
+            return None
+        scope, self.scope = self.scope, key
+        try:
+            return self._length(loop.iter, depth + 1)
+        finally:
+            self.scope = scope
 
     def _split_length(self, call: ast.Call, depth: int) -> Any:
         """This rank's share of ``split_between_processes(x)``: contiguous chunks, the first ``len(x) % world``
