@@ -434,3 +434,28 @@ def test_a_learners_own_sigusr1_handler_does_not_hide_where_a_rank_was_stuck():
     run = bl.run(stuck_with_own_stack_handler, 2, timeout=1, deadline=3)
     assert 0 in run.stuck, run.stuck
     assert "the line rank 0 is stuck on" in str(run.stuck[0]), run.stuck
+
+
+# --- attack9 a6, a7: what a plain return does to the function's locals -----------------------------------------
+def leaves_a_file_open_and_a_temporary_folder(folder):
+    import json
+    import tempfile
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    f = open(os.path.join(folder, f"metrics-{rank}.json"), "w")  # never closed: a plain return closes it
+    json.dump({"rank": rank, "loss": 0.25}, f)
+    scratch = tempfile.TemporaryDirectory(prefix="barrierlab-test-scratch-")  # never cleaned up explicitly
+    return scratch.name
+
+
+def test_returning_frees_the_functions_locals_as_a_plain_call_does(tmp_path):
+    """Before: the rank ended with the function's frame alive (kept so that a hang in teardown cannot hide its
+    verdict), so a file it never closed stayed empty while every rank "finished", and its TemporaryDirectory
+    stayed in /tmp; a plain call, a forked worker and torchrun all write and remove them."""
+    run = bl.run(leaves_a_file_open_and_a_temporary_folder, 2, args=(str(tmp_path),), deadline=30)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    for rank in range(2):
+        assert json.loads((tmp_path / f"metrics-{rank}.json").read_text()) == {"rank": rank, "loss": 0.25}
+    assert not any(os.path.exists(name) for name in run.values), run.values
