@@ -151,6 +151,9 @@ def short_path(path: str) -> str:
 DYNAMIC = "<dynamic-code>"
 
 
+_PLAIN_SCALARS = frozenset({str, bytes, int, float, bool, complex, type(None)})
+
+
 class CodeIndex:
     """Where the functions sent to the ranks were defined.
 
@@ -158,23 +161,31 @@ class CodeIndex:
     ``<dynamic-code>``; the parent keeps the real names here, keyed by function name and line range.
     """
 
+    #: Objects one index looks at, at most: a call's arguments can hold a million-entry vocabulary, whose
+    #: entries hold no function (attack9 a9: 4.8-9.2 s before the ranks started, one Python call per entry).
+    VISITS = 10_000
+
     def __init__(self) -> None:
         self._entries: list[tuple[str, int, int, str]] = []
         self._seen: set[int] = set()
+        self._visits = self.VISITS
 
     def add(self, obj: object) -> CodeIndex:
         """Index the functions in ``obj`` (a function, a class of ``__main__``, a partial, or containers of
-        them). Any other object is passed over, whatever its ``__getattr__`` raises (an attribute-dict config
-        raises KeyError for a missing attribute)."""
-        if id(obj) in self._seen:
+        them), looking at :data:`VISITS` objects at most. Any other object is passed over, whatever its
+        ``__getattr__`` raises (an attribute-dict config raises KeyError for a missing attribute)."""
+        if id(obj) in self._seen or self._visits <= 0 or type(obj) in _PLAIN_SCALARS:
             return self
+        self._visits -= 1
         self._seen.add(id(obj))
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            for item in obj:
-                self.add(item)
-        elif isinstance(obj, dict):
-            for item in obj.values():
-                self.add(item)
+        if isinstance(obj, (list, tuple, set, frozenset, dict)):
+            for item in obj.values() if isinstance(obj, dict) else obj:
+                if self._visits <= 0:
+                    break
+                if type(item) not in _PLAIN_SCALARS:
+                    self.add(item)
+                else:
+                    self._visits -= 1
         elif isinstance(obj, type) and _attribute(obj, "__module__") == "__main__":
             for item in vars(obj).values():
                 self.add(_attribute(item, "__func__", item))
