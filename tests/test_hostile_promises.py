@@ -147,18 +147,19 @@ class DelInTheKernel:
     when the Run was dropped (the attacker's called os._exit; this one leaves a mark)."""
 
     mark = ""
+    kernel = -1
 
-    def __init__(self, mark: str) -> None:
-        self.mark = mark
+    def __init__(self, mark: str, kernel: int) -> None:
+        self.mark, self.kernel = mark, kernel
 
-    def __del__(self):
-        if os.getpid() == KERNEL_PID and self.mark:
+    def __del__(self):  # the kernel's pid is passed in: a rank imports this module afresh, with its own KERNEL_PID
+        if os.getpid() == self.kernel and self.mark:
             with open(self.mark, "w") as f:
                 f.write("__del__ ran in the kernel")
 
 
-def return_an_object_with_del(mark):
-    return DelInTheKernel(mark)
+def return_an_object_with_del(mark, kernel):
+    return DelInTheKernel(mark, kernel)
 
 
 @pytest.mark.timeout(120)
@@ -166,7 +167,7 @@ def test_a_returned_objects_del_never_runs_in_the_kernel(tmp_path):
     from barrierlab.unpickle import NotRebuilt
 
     mark = tmp_path / "mark"
-    run = bl.run(return_an_object_with_del, 1, args=(str(mark),), live=False)
+    run = bl.run(return_an_object_with_del, 1, args=(str(mark), os.getpid()), live=False)
     value = run[0].value
     assert run[0].status == Status.FINISHED and isinstance(value, NotRebuilt), run
     assert "__del__" in repr(value) and "DelInTheKernel" in repr(value)
