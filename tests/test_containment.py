@@ -408,3 +408,56 @@ def test_every_rank_runs_in_the_runs_cgroup_which_is_removed_after(containment):
     prefix = run_dir_prefix(os.getpid(), launch._my_start())
     left = [n for n in os.listdir(_contain._cgroup_parent) if n.startswith(prefix)]
     assert left == [os.path.basename(launch._warm.next_cgroup)]  # only the next run's, made ahead
+
+
+def dig(top: str, depth: int) -> None:
+    """A chain of ``depth`` folders named ``d`` below ``top``, made through descriptors (no long paths)."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+
+
+def test_the_cgroup_walker_goes_down_a_chain_too_deep_for_os_walk_and_removes_it(tmp_path):
+    """attack8 a4: ``os.walk`` (recursive in Python 3.11) raised RecursionError out of ``bl.run`` on a rank's chain
+    of 1,200 cgroups and left it. The walk is iterative: here on plain folders (cgroupfs removes a cgroup's
+    interface files with it; a plain folder must be empty, as the walk leaves it), 3,000 deep (past PATH_MAX)."""
+    top = tmp_path / "cg"
+    top.mkdir()
+    dig(str(top), 3000)
+    (top / "wide").mkdir()
+    for i in range(50):
+        (top / "wide" / f"w{i}").mkdir()
+    assert _contain.cgroup_processes(str(top)) == []
+    assert _contain.remove_cgroup(str(top)) and not top.exists()
+    assert _contain.remove_cgroup(str(top))  # gone already
+
+
+def test_the_cgroup_walker_is_bounded(tmp_path):
+    top = tmp_path / "cg"
+    top.mkdir()
+    dig(str(top), 100)
+    seen = []
+    assert _contain.walk_folders(str(top), lambda fd, parent, name: seen.append(name), most=10) is False
+    assert seen == [] and top.exists()  # stopped on the way down, nothing visited or removed
+    assert _contain.walk_folders(str(top / "missing"), lambda *_: True) is None
+
+
+def dig_cgroups_below_my_own(depth: int = 1100) -> str:
+    with open("/proc/self/cgroup") as f:
+        own = next(line[3:].strip() for line in f if line.startswith("0::"))
+    dig(_contain._cgroup2_parent(), depth)  # the folder of the rank's own cgroup: the run's
+    return os.path.basename(own)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_chain_of_cgroups_a_rank_made_is_removed_and_the_call_returns(containment):
+    """attack8 a4, in a real run (making 1,100 cgroups takes the rank about 5 s)."""
+    if containment == "no cgroup":
+        pytest.skip("only with a cgroup")
+    run = bl.run(dig_cgroups_below_my_own, 1, deadline=60).raise_if_failed()
+    assert not os.path.exists(os.path.join(_contain._cgroup_parent, run.values[0]))
