@@ -434,7 +434,87 @@ def make_run_cgroup(name: str) -> str:
         remove_cgroup(path)
         cgroup_unavailable = "cgroup.kill is missing (Linux 5.14 or later has it)"
         return ""
+    if _fresh_settings is None:
+        _note_fresh_settings(path)
     return path
+
+
+#: The files of a cgroup whose content says how the processes in it run, which a process outside it can write
+#: where it may write to cgroups (root, or the user the cgroup is delegated to): a rank of one run can write
+#: them in the next run's cgroup, made ahead (``cgroup.freeze`` 1 stopped the next run's ranks, attack8 a5).
+#: Those of the controllers enabled in the cgroup are checked too where they exist.
+GUARDED_FILES = (
+    "cgroup.freeze",
+    "cgroup.type",
+    "cgroup.subtree_control",
+    "cgroup.max.depth",
+    "cgroup.max.descendants",
+)
+GUARDED_LIMITS = {
+    "cpu": ("cpu.max", "cpu.max.burst", "cpu.weight", "cpu.idle", "cpu.uclamp.min", "cpu.uclamp.max"),
+    "cpuset": ("cpuset.cpus", "cpuset.mems", "cpuset.cpus.partition", "cpuset.cpus.exclusive"),
+    "io": ("io.max", "io.weight", "io.latency", "io.bfq.weight"),
+    "memory": (
+        "memory.max",
+        "memory.high",
+        "memory.low",
+        "memory.min",
+        "memory.swap.max",
+        "memory.swap.high",
+        "memory.zswap.max",
+        "memory.oom.group",
+    ),
+    "pids": ("pids.max",),
+    "rdma": ("rdma.max",),
+    "misc": ("misc.max",),
+}
+#: file name -> its content in a cgroup just made (read once, from the first this process makes: every cgroup
+#: it makes beside its own starts alike). None until then.
+_fresh_settings: dict[str, bytes] | None = None
+
+
+def _read_setting(path: str, name: str) -> bytes | None:
+    try:
+        with open(os.path.join(path, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _note_fresh_settings(path: str) -> None:
+    global _fresh_settings
+    names = list(GUARDED_FILES)
+    controllers = (_read_setting(path, "cgroup.controllers") or b"").decode(errors="replace").split()
+    for controller in controllers:
+        names += GUARDED_LIMITS.get(controller, ())
+    if controllers and "hugetlb" in controllers:
+        try:
+            names += [n for n in os.listdir(path) if n.startswith("hugetlb.") and n.endswith((".max", ".rsvd.max"))]
+        except OSError:
+            pass
+    settings = {name: _read_setting(path, name) for name in names}
+    _fresh_settings = {name: value for name, value in settings.items() if value is not None}
+
+
+def cgroup_untouched(path: str) -> bool:
+    """Whether the cgroup at ``path`` (made ahead by this process) is as it was made: its settings
+    (:data:`GUARDED_FILES`, and the limits of its controllers) as in a fresh cgroup, and no cgroup below it.
+    Where it is not, a rank of an earlier run changed it (frozen it, limited it): the kernel uses a fresh one
+    instead. A read per setting (5 here: about 0.1 ms)."""
+    if not path or _fresh_settings is None:
+        return True
+    for name, value in _fresh_settings.items():
+        if _read_setting(path, name) != value:
+            return False
+    return not _subfolders_of(path)
+
+
+def _subfolders_of(path: str) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return any(e.is_dir(follow_symlinks=False) for e in entries)
+    except OSError:
+        return True
 
 
 def run_cgroups_available() -> bool:

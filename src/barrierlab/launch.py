@@ -663,6 +663,13 @@ class _LoopbackStore:
             master_listen_fd=listener.detach(),
         )
 
+    def untouched(self) -> bool:
+        """Whether the store holds no key yet (a client's connection writes none; one round trip, ~20 us)."""
+        try:
+            return self.store is not None and self.store.num_keys() == 0
+        except Exception:  # noqa: BLE001 - a store that does not answer is not used
+            return False
+
     def close(self) -> None:
         """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
         store, self.store = self.store, None
@@ -1135,12 +1142,23 @@ def _launch(
     t0 = time.monotonic()
     group = store = next_store = None
     run_id = uuid.uuid4().hex
-    cgroup = next_cgroup = ""
+    cgroup = next_cgroup = changed_cgroup = ""
     try:
-        store = warm.take_next_store() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
+        # what was made ahead existed while the last run's ranks ran, and they could reach it (the store's port
+        # is in /proc/net/tcp, the cgroup beside theirs): each is taken only if it is as it was made
+        store = warm.take_next_store()
+        if store is not None and not store.untouched():
+            store.close()  # a rank wrote keys in it (its arrival counter: the next run never gathered, attack8 a8)
+            store = None
+        store = store or _LoopbackStore(STORE_TIMEOUT_FLOOR)
         next_store = _stores.take_spare() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
         prefix = run_dir_prefix(os.getpid(), _my_start())
-        cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
+        cgroup = warm.take_next_cgroup()
+        if cgroup and not _contain.cgroup_untouched(cgroup):
+            # frozen, limited or holding cgroups (attack8 a5): the warm process moves the pooled ranks out of it
+            # into a fresh one (they were put in it), and it is ended after the run
+            changed_cgroup, cgroup = cgroup, ""
+        cgroup = cgroup or _contain.make_run_cgroup(prefix + run_id[:16])
         next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
@@ -1218,10 +1236,11 @@ def _launch(
     finally:
         if group is not None:
             group.release()
-        if cgroup or next_cgroup:
+        if cgroup or next_cgroup or changed_cgroup:
             with _interrupt_deferred():
                 _end_cgroup(cgroup)
                 _end_cgroup(next_cgroup)  # made, but not handed to the warm process
+                _end_cgroup(changed_cgroup)  # the pooled ranks in it were moved out at the launch
         for made in (store, next_store):  # next_store: made, but not handed to the warm process
             if made is not None:
                 made.close()
