@@ -540,6 +540,9 @@ class RankFiles:
     stack = property(lambda self: self._path("stack"))
     flight = property(lambda self: self._path("flight"))
     outcome = property(lambda self: self._path("outcome"))
+    #: Written (an :class:`Outcome` naming the program, sealed) by a rank just before it replaces itself with
+    #: another program (``os.execv``): the program's exit status is then the rank's outcome.
+    replaced = property(lambda self: self._path("replaced"))
 
     @staticmethod
     def ranks_in(folder: str) -> list[int]:
@@ -687,6 +690,7 @@ _OUTCOME_TYPES = {
     "traceback": lambda v: isinstance(v, str),
     "value_repr": lambda v: isinstance(v, str),
     "send_error": lambda v: isinstance(v, str),
+    "replaced_by": lambda v: isinstance(v, str),
 }
 
 
@@ -714,6 +718,10 @@ class Outcome:
     traceback: str = ""
     value_repr: str = ""
     send_error: str = ""  # why the return value could not be pickled, if it could not
+    #: The command line of the program the rank replaced itself with (``os.execv`` and the like), written just
+    #: before the exec (in ``RankFiles.replaced``); "" if it did not. The process's exit status is then the
+    #: rank's outcome.
+    replaced_by: str = ""
     value: bytes | None = field(default=None, repr=False)
     exception: bytes | None = field(default=None, repr=False)
     #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.

@@ -136,6 +136,11 @@ def collect(
             result.record_notes.append(recovered[1])
         elif outcome is None and code is not None and sig is None and rank not in stopped and _removed(files):
             outcome = _removed_outcome(files, rank, world_size, code)
+        if outcome is None and (code is not None or sig is not None or rank in stopped):
+            replaced = _read_outcome(files.replaced, rank, world_size, key, pickles=False)
+            if replaced is not None and replaced.replaced_by:  # the rank became another program (os.execv)
+                outcome = _replaced_outcome(replaced, code, sig, rank in stopped)
+                result.record_notes.append(_replaced_note(outcome, code, sig))
         if outcome is not None:
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
@@ -165,6 +170,40 @@ def collect(
         deadline=deadline,
         hit_deadline=bool(stopped),
         linger=linger,
+    )
+
+
+def _replaced_outcome(outcome: Outcome, code: int | None, sig: int | None, stopped: bool) -> Outcome:
+    """The outcome of a rank that replaced itself with another program (``os.execv``: a script that re-executes
+    itself to set its environment before torch loads, as some launch wrappers do): it wrote the outcome just
+    before the exec, and the program (the same process, still the rank) ends as the rank ends. Its exit status
+    is the rank's outcome, as under torchrun: code 0 finished (the run said it "did not finish … after 0
+    collective calls", attack8 a9), another code exited, a signal killed it, the deadline stopped it."""
+    replaced = Outcome(
+        outcome.rank, outcome.world_size, Status.EXITED, pid=outcome.pid, t_start=outcome.t_start, clock=outcome.clock
+    )
+    replaced.replaced_by = outcome.replaced_by
+    if stopped:
+        replaced.status = Status.STOPPED
+    elif sig is not None:
+        replaced.status = Status.KILLED
+    elif code == 0:
+        replaced.status = Status.FINISHED
+    else:
+        replaced.exit_code = code
+    return replaced
+
+
+def _replaced_note(outcome: Outcome, code: int | None, sig: int | None) -> str:
+    how = (
+        "was stopped at the deadline"
+        if outcome.status == Status.STOPPED
+        else (f"was killed by signal {sig}" if sig is not None else f"exited with code {code}")
+    )
+    return (
+        f"the rank replaced itself with another program ({outcome.replaced_by}; os.exec*), which {how}: that is "
+        "the rank's outcome; barrierlab recorded nothing of what the program did (its collective calls, spans, "
+        "stack), only what it printed"
     )
 
 
@@ -306,6 +345,7 @@ _OUTCOME_TYPES = {
     "traceback": str,
     "value_repr": str,
     "send_error": str,
+    "replaced_by": str,
     "value": (bytes, type(None)),
     "exception": (bytes, type(None)),
 }
