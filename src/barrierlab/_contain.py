@@ -558,9 +558,9 @@ def enter_cgroup(path: str) -> bool:
     return join_cgroup(path)
 
 
-def cgroup_processes(path: str) -> list[int]:
+def cgroup_processes(path: str, within: float = 2.0) -> list[int]:
     """The processes in the cgroup at ``path`` and the cgroups below it (a nested run's), as far as
-    :func:`walk_folders` gets within its bounds."""
+    :func:`walk_folders` gets within its bounds (``within`` seconds)."""
     found: list[int] = []
 
     def read_procs(fd: int, _parent: int | None, _name: str | None) -> bool:
@@ -571,7 +571,7 @@ def cgroup_processes(path: str) -> list[int]:
             pass
         return True
 
-    walk_folders(path, read_procs)
+    walk_folders(path, read_procs, within=within)
     return found
 
 
@@ -655,7 +655,7 @@ def kill_cgroup(path: str, within: float = 1.0) -> int:
     it is empty. Returns how many processes it held."""
     if not path or not _populated(path):
         return 0
-    count = len(cgroup_processes(path))
+    count = len(cgroup_processes(path, within=0.05))  # a count, for the record: never long before the kill
     try:
         with open(os.path.join(path, "cgroup.kill"), "w") as f:
             f.write("1")

@@ -271,7 +271,7 @@ class _WarmProcess:
                 self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
-        _contain.end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
+        _end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
         store = self.take_next_store()
         if store is not None:
             store.close()
