@@ -460,6 +460,7 @@ def test_a_chain_of_cgroups_a_rank_made_is_removed_and_the_call_returns(containm
     if containment == "no cgroup":
         pytest.skip("only with a cgroup")
     run = bl.run(dig_cgroups_below_my_own, 1, deadline=60).raise_if_failed()
+    assert launch._removals.wait(60)  # a tree below the run's cgroup is removed in the background
     assert not os.path.exists(os.path.join(_contain._cgroup_parent, run.values[0]))
 
 
