@@ -541,5 +541,9 @@ def test_a_rank_that_freezes_the_next_runs_cgroup_does_not_stop_the_next_run(con
     time.sleep(0.5)  # the pool is refilled into the frozen cgroup
     started = time.monotonic()
     run = bl.run(barrier_and_rank, 2, deadline=4)
-    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, run
+    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, (
+        run,
+        [(r.exit_code, r.signal, r.stderr[-500:], r.pid) for r in run],
+        run.launcher_note,
+    )
     assert bl.run(barrier_and_rank, 2, deadline=4).values == [0, 1]

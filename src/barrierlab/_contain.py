@@ -509,6 +509,16 @@ def cgroup_untouched(path: str) -> bool:
     return not _subfolders_of(path)
 
 
+def thaw_cgroup(path: str) -> None:
+    """Write 0 to ``cgroup.freeze`` of the cgroup at ``path``: what a rank froze in it (the pooled ranks of the
+    next run, which may be frozen before they have handed the warm process their key) runs again at once."""
+    try:
+        with open(os.path.join(path, "cgroup.freeze"), "w") as f:
+            f.write("0")
+    except OSError:
+        pass
+
+
 def _subfolders_of(path: str) -> bool:
     try:
         with os.scandir(path) as entries:
@@ -558,7 +568,7 @@ def enter_cgroup(path: str) -> bool:
     return join_cgroup(path)
 
 
-def cgroup_processes(path: str, within: float = 2.0) -> list[int]:
+def cgroup_processes(path: str, within: float = 10.0) -> list[int]:
     """The processes in the cgroup at ``path`` and the cgroups below it (a nested run's), as far as
     :func:`walk_folders` gets within its bounds (``within`` seconds)."""
     found: list[int] = []
@@ -576,9 +586,10 @@ def cgroup_processes(path: str, within: float = 2.0) -> list[int]:
 
 
 #: Most folders :func:`walk_folders` visits in one walk, and for how long (seconds): a rank can make a cgroup
-#: tree below its run's (root may), 1,200 deep in 6 s here; removing that chain took 0.1 s.
+#: tree below its run's (root may), 1,200 deep in 6 s here; removing that chain took 0.1 s. The kernel walks
+#: such a tree only in the background (``launch._end_cgroup``), and to count what it kills for 50 ms at most.
 WALK_FOLDERS_MOST = 200_000
-WALK_SECONDS = 2.0
+WALK_SECONDS = 10.0
 
 
 def walk_folders(path: str, leave, most: int = WALK_FOLDERS_MOST, within: float = WALK_SECONDS) -> bool | None:

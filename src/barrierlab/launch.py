@@ -1156,7 +1156,9 @@ def _launch(
         cgroup = warm.take_next_cgroup()
         if cgroup and not _contain.cgroup_untouched(cgroup):
             # frozen, limited or holding cgroups (attack8 a5): the warm process moves the pooled ranks out of it
-            # into a fresh one (they were put in it), and it is ended after the run
+            # into a fresh one (they were put in it), and it is ended after the run. Thawed first: a pooled rank
+            # frozen before it wrote its key would write it only once moved, after the warm process gave up on it
+            _contain.thaw_cgroup(cgroup)
             changed_cgroup, cgroup = cgroup, ""
         cgroup = cgroup or _contain.make_run_cgroup(prefix + run_id[:16])
         next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
