@@ -1012,16 +1012,19 @@ class _Removals:
 
     def at_exit(self) -> None:
         """Hand what is being removed in the thread, and what is still queued, to ``rm -rf`` children not waited
-        for (the kernel is ending, and its daemon thread with it; a child already removing one goes on)."""
-        current = self.current
-        if current is not None and not current[1]:
-            _start_rm(current[0])
+        for (the kernel is ending, and its daemon thread with it; a child already removing one goes on); a cgroup
+        tree is removed here (``rm`` cannot), within :data:`_contain.WALK_SECONDS`: a kernel that ended right
+        after its run left a rank's chain of cgroups (attack8 a4)."""
+        left = [self.current] if self.current is not None else []
         while True:
             try:
-                path, cgroup = self.todo.get_nowait()
+                left.append(self.todo.get_nowait())
             except queue.Empty:
-                return
-            if not cgroup:
+                break
+        for path, cgroup in left:
+            if cgroup:
+                _contain.remove_cgroup(path)
+            else:
                 _start_rm(path)
 
 
