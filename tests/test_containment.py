@@ -408,3 +408,142 @@ def test_every_rank_runs_in_the_runs_cgroup_which_is_removed_after(containment):
     prefix = run_dir_prefix(os.getpid(), launch._my_start())
     left = [n for n in os.listdir(_contain._cgroup_parent) if n.startswith(prefix)]
     assert left == [os.path.basename(launch._warm.next_cgroup)]  # only the next run's, made ahead
+
+
+def dig(top: str, depth: int) -> None:
+    """A chain of ``depth`` folders named ``d`` below ``top``, made through descriptors (no long paths)."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+
+
+def test_the_cgroup_walker_goes_down_a_chain_too_deep_for_os_walk_and_removes_it(tmp_path):
+    """attack8 a4: ``os.walk`` (recursive in Python 3.11) raised RecursionError out of ``bl.run`` on a rank's chain
+    of 1,200 cgroups and left it. The walk is iterative: here on plain folders (cgroupfs removes a cgroup's
+    interface files with it; a plain folder must be empty, as the walk leaves it), 3,000 deep (past PATH_MAX)."""
+    top = tmp_path / "cg"
+    top.mkdir()
+    dig(str(top), 3000)
+    (top / "wide").mkdir()
+    for i in range(50):
+        (top / "wide" / f"w{i}").mkdir()
+    assert _contain.cgroup_processes(str(top)) == []
+    assert _contain.remove_cgroup(str(top)) and not top.exists()
+    assert _contain.remove_cgroup(str(top))  # gone already
+
+
+def test_the_cgroup_walker_is_bounded(tmp_path):
+    top = tmp_path / "cg"
+    top.mkdir()
+    dig(str(top), 100)
+    seen = []
+    assert _contain.walk_folders(str(top), lambda fd, parent, name: seen.append(name), most=10) is False
+    assert seen == [] and top.exists()  # stopped on the way down, nothing visited or removed
+    assert _contain.walk_folders(str(top / "missing"), lambda *_: True) is None
+
+
+def dig_cgroups_below_my_own(depth: int = 1100) -> str:
+    with open("/proc/self/cgroup") as f:
+        own = next(line[3:].strip() for line in f if line.startswith("0::"))
+    dig(_contain._cgroup2_parent(), depth)  # the folder of the rank's own cgroup: the run's
+    return os.path.basename(own)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_chain_of_cgroups_a_rank_made_is_removed_and_the_call_returns(containment):
+    """attack8 a4, in a real run (making 1,100 cgroups takes the rank about 5 s)."""
+    if containment == "no cgroup":
+        pytest.skip("only with a cgroup")
+    run = bl.run(dig_cgroups_below_my_own, 1, deadline=60).raise_if_failed()
+    assert launch._removals.wait(60)  # a tree below the run's cgroup is removed in the background
+    assert not os.path.exists(os.path.join(_contain._cgroup_parent, run.values[0]))
+
+
+def kernel_listening_ports() -> list[int]:
+    """In a rank: the ports the kernel (the warm process's parent) listens on at 127.0.0.1, found as any process
+    of the same user can (its socket descriptors, /proc/net/tcp): the stores it hosts."""
+    with open(f"/proc/{os.getppid()}/stat") as f:
+        kernel = int(f.read().rsplit(")", 1)[1].split()[1])
+    sockets = set()
+    for fd in os.listdir(f"/proc/{kernel}/fd"):
+        try:
+            target = os.readlink(f"/proc/{kernel}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            sockets.add(target[len("socket:[") : -1])
+    ports = []
+    with open("/proc/net/tcp") as f:
+        for line in f.read().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[1].startswith("0100007F:") and fields[9] in sockets:  # listening
+                ports.append(int(fields[1].split(":")[1], 16))
+    return ports
+
+
+def poison_the_other_stores() -> int:
+    """attack8 a8: count 1,000 arrivals in every store of the kernel but this run's (the next run's among them)."""
+    from datetime import timedelta
+
+    poisoned = 0
+    if dist.get_rank() == 0:
+        for port in kernel_listening_ports():
+            if port != int(os.environ["MASTER_PORT"]):
+                store = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=5), wait_for_workers=False)
+                store.add("barrierlab/arrived", 1000)
+                poisoned += 1
+    return poisoned
+
+
+def freeze_the_other_cgroups() -> int:
+    """attack8 a5: freeze every cgroup of this kernel's runs but this run's (the next run's, made ahead)."""
+    own = os.path.basename(where_am_i())
+    parent = os.path.dirname(_contain._cgroup2_parent())
+    prefix = own[: own.rindex("-") + 1]
+    frozen = 0
+    for name in os.listdir(parent):
+        if name.startswith(prefix) and name != own:
+            with open(os.path.join(parent, name, "cgroup.freeze"), "w") as f:
+                f.write("1")
+            frozen += 1
+    return frozen
+
+
+def barrier_and_rank() -> int:
+    dist.barrier()
+    return dist.get_rank()
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_poisons_the_next_runs_store_does_not_stop_the_next_run():
+    """The next run's store is made ahead (its ranks, pooled, connect to it as they wait): a rank of this run
+    reached it and counted 1,000 arrivals, and the next run's ranks waited for each other until its deadline."""
+    bl.run(barrier_and_rank, 2)  # a pool of 2, a store made ahead
+    assert bl.run(poison_the_other_stores, 2).values[0] >= 1
+    started = time.monotonic()
+    run = bl.run(barrier_and_rank, 2, deadline=4)
+    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, run
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_freezes_the_next_runs_cgroup_does_not_stop_the_next_run(containment):
+    """The next run's cgroup is made ahead (the pooled ranks wait in it): a rank of this run froze it, and the
+    next run was stopped at its deadline outside any collective."""
+    if containment == "no cgroup":
+        pytest.skip("only with a cgroup")
+    bl.run(barrier_and_rank, 2)  # a pool of 2, in the cgroup made ahead
+    assert bl.run(freeze_the_other_cgroups, 2).values[0] >= 1
+    time.sleep(0.5)  # the pool is refilled into the frozen cgroup
+    started = time.monotonic()
+    run = bl.run(barrier_and_rank, 2, deadline=4)
+    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, (
+        run,
+        [(r.exit_code, r.signal, r.stderr[-500:], r.pid) for r in run],
+        run.launcher_note,
+    )
+    assert bl.run(barrier_and_rank, 2, deadline=4).values == [0, 1]

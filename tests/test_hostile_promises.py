@@ -481,3 +481,18 @@ def test_a_shared_memory_segment_a_rank_forgot_is_unlinked_as_python_does_at_exi
     for name in left:
         os.unlink(os.path.join("/dev/shm", name.lstrip("/")))
     assert not left
+
+
+def replace_myself(code: int) -> None:
+    """A rank's function that replaces the rank with another program (os.execv), which exits with ``code``."""
+    os.execv("/bin/sh", ["sh", "-c", f"exit {code}"])
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_replaces_itself_with_another_program_ends_as_that_program_ends():
+    """attack8 a9: a rank that exec'd was "did not finish … after 0 collective calls" whatever the program did."""
+    run = bl.run(replace_myself, 2, args=(0,), deadline=30)
+    assert run.statuses == ["finished", "finished"], run
+    assert "replaced itself with another program (sh -c exit 0" in str(run), run
+    run = bl.run(replace_myself, 1, args=(5,), deadline=30)
+    assert run[0].status == "exited" and run[0].exit_code == 5, run

@@ -310,6 +310,40 @@ def test_report_reads_records_whose_first_line_has_no_wall_clock(tmp_path):
     assert run[0].status == Status.FINISHED, run
 
 
+@pytest.mark.parametrize(
+    "first, lines",
+    [
+        # attack8 a7: both finite JSON numbers, their difference (the rank's clock anchor) is inf
+        ({"t0": -1e308, "wall": 1e308}, ['{"id":1,"kind":"collective","name":"barrier","t":1.5,"seq":1}']),
+        # a believable clock, events at absurd times (1e308 - t0 is finite; the axis's margin made it inf)
+        (
+            {"t0": 1.0, "wall": 1000.0},
+            [
+                '{"id":1,"kind":"collective","name":"barrier","t":1e308,"seq":1}',
+                '{"id":2,"kind":"collective","name":"barrier","t":-1e308,"end":1e308,"seq":2}',
+            ],
+        ),
+    ],
+)
+def test_a_timeline_of_records_with_absurd_times_is_drawn_and_says_what_was_left_out(tmp_path, first, lines):
+    """``report --timeline`` on records of ±1e308: matplotlib raised "Axis limits cannot be NaN or Inf". The rank
+    whose times cannot be placed has them left out, by name; the other rank's record is drawn."""
+    folder = tmp_path / "records"
+    folder.mkdir()
+    meta = {"meta": "start", "rank": 0, "pid": 5, **first}
+    (folder / "rank0.events").write_text("\n".join([json.dumps(meta), *lines]) + "\n")
+    (folder / "rank1.events").write_text(
+        '{"meta":"start","rank":1,"t0":1.0,"pid":6,"wall":1000.0}\n'
+        '{"id":1,"kind":"collective","name":"barrier","t":1.5,"end":1.75,"seq":1}\n'
+    )
+    run = from_records(str(folder))
+    assert run[0].events == [] and run[0].record_notes, run[0].record_notes
+    assert "not a time" in str(run) or "not within" in str(run), run
+    assert [e.name for e in run[1].events] == ["barrier"]
+    run.timeline().savefig(tmp_path / "timeline.png")  # raised ValueError before
+    assert (tmp_path / "timeline.png").stat().st_size > 0
+
+
 def dig_deep_in_the_run_folder(depth=3000):
     """A chain of ``depth`` folders in the run's folder (where the rank's stdout file is), made through folder
     descriptors: the path is longer than PATH_MAX (modelled on attack8's a2)."""

@@ -316,3 +316,34 @@ def test_a_script_folder_with_its_own_hmac_and_traceback_modules_still_runs(tmp_
     done, _ = _cli("run", script, "-n", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "All 2 ranks finished" in done.stdout, done.stdout
+
+
+REEXEC = """\
+import os, sys
+if os.environ.get("TRAIN_REEXEC") != "1":  # set before torch loads, as some launch wrappers do
+    os.environ["TRAIN_REEXEC"] = "1"
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+rank = dist.get_rank()
+print("rank", rank, "ok after re-exec")
+dist.destroy_process_group()
+sys.exit(int(sys.argv[1]) if rank == 1 and sys.argv[1:] else 0)
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_script_that_re_executes_itself_is_judged_by_how_the_new_program_ends(tmp_path):
+    """attack8 a9: torchrun exits 0; the run said each rank "did not finish … after 0 collective calls" (the
+    exec'd program writes no outcome). The program is still the rank: its exit status is the rank's outcome,
+    and the run says the rank replaced itself (so nothing of the program was recorded)."""
+    script = tmp_path / "reexec.py"
+    script.write_text(REEXEC)
+    run = run_script(script, 2, deadline=120)
+    assert run.ok, run
+    assert all("ok after re-exec" in r.stdout for r in run), run
+    assert all(any("replaced itself with another program" in n for n in r.record_notes) for r in run)
+    run = run_script(script, 2, ["3"], deadline=120)
+    assert [r.status for r in run] == ["finished", "exited"] and run[1].exit_code == 3, run
+    assert "replaced itself" in str(run) and "reexec.py 3" in str(run), run

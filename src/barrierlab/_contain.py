@@ -434,7 +434,97 @@ def make_run_cgroup(name: str) -> str:
         remove_cgroup(path)
         cgroup_unavailable = "cgroup.kill is missing (Linux 5.14 or later has it)"
         return ""
+    if _fresh_settings is None:
+        _note_fresh_settings(path)
     return path
+
+
+#: The files of a cgroup whose content says how the processes in it run, which a process outside it can write
+#: where it may write to cgroups (root, or the user the cgroup is delegated to): a rank of one run can write
+#: them in the next run's cgroup, made ahead (``cgroup.freeze`` 1 stopped the next run's ranks, attack8 a5).
+#: Those of the controllers enabled in the cgroup are checked too where they exist.
+GUARDED_FILES = (
+    "cgroup.freeze",
+    "cgroup.type",
+    "cgroup.subtree_control",
+    "cgroup.max.depth",
+    "cgroup.max.descendants",
+)
+GUARDED_LIMITS = {
+    "cpu": ("cpu.max", "cpu.max.burst", "cpu.weight", "cpu.idle", "cpu.uclamp.min", "cpu.uclamp.max"),
+    "cpuset": ("cpuset.cpus", "cpuset.mems", "cpuset.cpus.partition", "cpuset.cpus.exclusive"),
+    "io": ("io.max", "io.weight", "io.latency", "io.bfq.weight"),
+    "memory": (
+        "memory.max",
+        "memory.high",
+        "memory.low",
+        "memory.min",
+        "memory.swap.max",
+        "memory.swap.high",
+        "memory.zswap.max",
+        "memory.oom.group",
+    ),
+    "pids": ("pids.max",),
+    "rdma": ("rdma.max",),
+    "misc": ("misc.max",),
+}
+#: file name -> its content in a cgroup just made (read once, from the first this process makes: every cgroup
+#: it makes beside its own starts alike). None until then.
+_fresh_settings: dict[str, bytes] | None = None
+
+
+def _read_setting(path: str, name: str) -> bytes | None:
+    try:
+        with open(os.path.join(path, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _note_fresh_settings(path: str) -> None:
+    global _fresh_settings
+    names = list(GUARDED_FILES)
+    controllers = (_read_setting(path, "cgroup.controllers") or b"").decode(errors="replace").split()
+    for controller in controllers:
+        names += GUARDED_LIMITS.get(controller, ())
+    if controllers and "hugetlb" in controllers:
+        try:
+            names += [n for n in os.listdir(path) if n.startswith("hugetlb.") and n.endswith((".max", ".rsvd.max"))]
+        except OSError:
+            pass
+    settings = {name: _read_setting(path, name) for name in names}
+    _fresh_settings = {name: value for name, value in settings.items() if value is not None}
+
+
+def cgroup_untouched(path: str) -> bool:
+    """Whether the cgroup at ``path`` (made ahead by this process) is as it was made: its settings
+    (:data:`GUARDED_FILES`, and the limits of its controllers) as in a fresh cgroup, and no cgroup below it.
+    Where it is not, a rank of an earlier run changed it (frozen it, limited it): the kernel uses a fresh one
+    instead. A read per setting (5 here: about 0.1 ms)."""
+    if not path or _fresh_settings is None:
+        return True
+    for name, value in _fresh_settings.items():
+        if _read_setting(path, name) != value:
+            return False
+    return not _subfolders_of(path)
+
+
+def thaw_cgroup(path: str) -> None:
+    """Write 0 to ``cgroup.freeze`` of the cgroup at ``path``: what a rank froze in it (the pooled ranks of the
+    next run, which may be frozen before they have handed the warm process their key) runs again at once."""
+    try:
+        with open(os.path.join(path, "cgroup.freeze"), "w") as f:
+            f.write("0")
+    except OSError:
+        pass
+
+
+def _subfolders_of(path: str) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return any(e.is_dir(follow_symlinks=False) for e in entries)
+    except OSError:
+        return True
 
 
 def run_cgroups_available() -> bool:
@@ -478,16 +568,88 @@ def enter_cgroup(path: str) -> bool:
     return join_cgroup(path)
 
 
-def cgroup_processes(path: str) -> list[int]:
-    """The processes in the cgroup at ``path`` and the cgroups below it (a nested run's)."""
-    found = []
-    for folder, _dirs, _files in os.walk(path):
+def cgroup_processes(path: str, within: float = 10.0) -> list[int]:
+    """The processes in the cgroup at ``path`` and the cgroups below it (a nested run's), as far as
+    :func:`walk_folders` gets within its bounds (``within`` seconds)."""
+    found: list[int] = []
+
+    def read_procs(fd: int, _parent: int | None, _name: str | None) -> bool:
         try:
-            with open(os.path.join(folder, "cgroup.procs")) as f:
-                found += [int(pid) for pid in f.read().split()]
+            with open(os.open("cgroup.procs", os.O_RDONLY, dir_fd=fd)) as f:
+                found.extend(int(pid) for pid in f.read().split())
         except (OSError, ValueError):
             pass
+        return True
+
+    walk_folders(path, read_procs, within=within)
     return found
+
+
+#: Most folders :func:`walk_folders` visits in one walk, and for how long (seconds): a rank can make a cgroup
+#: tree below its run's (root may), 1,200 deep in 6 s here; removing that chain took 0.1 s. The kernel walks
+#: such a tree only in the background (``launch._end_cgroup``), and to count what it kills for 50 ms at most.
+WALK_FOLDERS_MOST = 200_000
+WALK_SECONDS = 10.0
+
+
+def walk_folders(path: str, leave, most: int = WALK_FOLDERS_MOST, within: float = WALK_SECONDS) -> bool | None:
+    """Visit the folder ``path`` and every folder below it (symlinks not followed), each after the folders
+    below it: ``leave(fd, parent_fd, name)`` is called with the folder open at ``fd``, its parent open at
+    ``parent_fd`` and its ``name`` there (None, None for ``path`` itself), and stops the walk if it returns
+    False. Iterative, through descriptors (at most two open at a time, whatever the depth, and paths never longer
+    than a name): ``os.walk`` recursed once per level, so a rank's chain of 1,200 cgroups raised RecursionError out
+    of ``bl.run`` (attack8 a4). Returns True when every folder was visited, False if the walk stopped (``leave``,
+    or more than ``most`` folders, or ``within`` seconds), None if ``path`` could not be opened."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    give_up = time.monotonic() + within
+    names: list[str | None] = [None]  # the name of each folder on the way down, the top's None
+    pending = [_subfolders(fd)]  # each folder's subfolders not yet visited
+    visited = 0
+    try:
+        while True:
+            if pending[-1]:
+                name = pending[-1].pop()
+                try:
+                    child = os.open(name, flags, dir_fd=fd)
+                except OSError:
+                    continue
+                visited += 1
+                os.close(fd)
+                fd = child
+                names.append(name)
+                pending.append(_subfolders(fd))
+                if visited > most or time.monotonic() > give_up:
+                    return False
+                continue
+            name = names.pop()
+            pending.pop()
+            if name is None:
+                return leave(fd, None, None) is not False
+            try:
+                parent = os.open("..", flags, dir_fd=fd)
+            except OSError:
+                return False
+            try:
+                stop = leave(fd, parent, name) is False
+            finally:
+                os.close(fd)
+                fd = parent
+            if stop:
+                return False
+    finally:
+        os.close(fd)
+
+
+def _subfolders(fd: int) -> list[str]:
+    try:
+        with os.scandir(fd) as entries:
+            return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _populated(path: str) -> bool:
@@ -504,7 +666,7 @@ def kill_cgroup(path: str, within: float = 1.0) -> int:
     it is empty. Returns how many processes it held."""
     if not path or not _populated(path):
         return 0
-    count = len(cgroup_processes(path))
+    count = len(cgroup_processes(path, within=0.05))  # a count, for the record: never long before the kill
     try:
         with open(os.path.join(path, "cgroup.kill"), "w") as f:
             f.write("1")
@@ -517,17 +679,25 @@ def kill_cgroup(path: str, within: float = 1.0) -> int:
 
 
 def remove_cgroup(path: str) -> bool:
-    """Remove the (empty) cgroup at ``path`` and the cgroups below it; False if one still holds a process."""
+    """Remove the (empty) cgroup at ``path`` and the cgroups below it; False if one still holds a process or
+    the tree is beyond :func:`walk_folders`'s bounds (what is left stays for a later removal)."""
     if not path:
         return True
-    for folder, _dirs, _files in os.walk(path, topdown=False):
+
+    def remove(_fd: int, parent: int | None, name: str | None) -> bool:
         try:
-            os.rmdir(folder)
+            if parent is None:
+                os.rmdir(path)
+            else:
+                os.rmdir(name, dir_fd=parent)
         except FileNotFoundError:
             pass
         except OSError:
             return False
-    return True
+        return True
+
+    done = walk_folders(path, remove)
+    return done is not False and (done or not os.path.lexists(path))
 
 
 def end_cgroup(path: str, within: float = 1.0) -> int:

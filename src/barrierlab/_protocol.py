@@ -508,15 +508,24 @@ def receive(fd: int, within: float | None = None) -> Message | None:
 #: The environment variable naming the folder where ranks started by another launcher (torchrun) record.
 RECORD_DIR_VARIABLE = "BARRIERLAB_RECORD_DIR"
 RUN_DIR_PREFIX = "barrierlab-run-"
-_RUN_DIR = re.compile(r"^barrierlab-run-(\d+)-(\d+)-[A-Za-z0-9_]+$")
+#: A run folder set aside to be removed in the background (``launch._set_aside``) is renamed
+#: ``<its folder>/barrierlab-gone-<pid>-<start time>-<random>``, named for the kernel that removes it: if that
+#: kernel dies first, the next kernel's first run removes it as it does a dead kernel's run folders.
+GONE_DIR_PREFIX = "barrierlab-gone-"
+_RUN_DIR = re.compile(r"^barrierlab-(?:run|gone)-(\d+)-(\d+)-[A-Za-z0-9_]+$")
 
 
 def run_dir_prefix(pid: int, start_ticks: int) -> str:
     return f"{RUN_DIR_PREFIX}{pid}-{start_ticks}-"
 
 
+def gone_dir_prefix(pid: int, start_ticks: int) -> str:
+    return f"{GONE_DIR_PREFIX}{pid}-{start_ticks}-"
+
+
 def run_dir_owner(name: str) -> tuple[int, int] | None:
-    """(PID, start time) of the kernel that created a run folder named ``name``; None if it is not one."""
+    """(PID, start time) of the kernel that created a run folder named ``name`` (or set one aside under that
+    name to remove it); None if it is not one."""
     match = _RUN_DIR.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
@@ -558,6 +567,9 @@ class RankFiles:
     stack = property(lambda self: self._path("stack"))
     flight = property(lambda self: self._path("flight"))
     outcome = property(lambda self: self._path("outcome"))
+    #: Written (an :class:`Outcome` naming the program, sealed) by a rank just before it replaces itself with
+    #: another program (``os.execv``): the program's exit status is then the rank's outcome.
+    replaced = property(lambda self: self._path("replaced"))
 
     @staticmethod
     def ranks_in(folder: str) -> list[int]:
@@ -705,6 +717,7 @@ _OUTCOME_TYPES = {
     "traceback": lambda v: isinstance(v, str),
     "value_repr": lambda v: isinstance(v, str),
     "send_error": lambda v: isinstance(v, str),
+    "replaced_by": lambda v: isinstance(v, str),
 }
 
 
@@ -732,6 +745,10 @@ class Outcome:
     traceback: str = ""
     value_repr: str = ""
     send_error: str = ""  # why the return value could not be pickled, if it could not
+    #: The command line of the program the rank replaced itself with (``os.execv`` and the like), written just
+    #: before the exec (in ``RankFiles.replaced``); "" if it did not. The process's exit status is then the
+    #: rank's outcome.
+    replaced_by: str = ""
     value: bytes | None = field(default=None, repr=False)
     exception: bytes | None = field(default=None, repr=False)
     #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.

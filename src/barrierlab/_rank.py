@@ -646,6 +646,34 @@ def prepare(kernel_pid: int) -> None:
     _prepared = True
 
 
+def _say_before_exec(outcome: Outcome, path: str, key: bytes) -> None:
+    """Have the rank say which program it is replaced with (an outcome in ``path``, sealed with ``key``), just
+    before it replaces itself (``os.execv`` and the like raise the audit event ``os.exec`` first, which the
+    recorder's audit hook passes on, recording or not: no second hook on every audit event): the program,
+    the same process, is still the rank and its exit status is the rank's outcome (``collect._replaced_outcome``),
+    but it writes no outcome of its own, and the run said "did not finish … after 0 collective calls" (attack8
+    a9). Not the outcome file itself: the kernel takes a rank whose outcome is written for one that has
+    finished. An exec that fails leaves the rank running: its outcome at the end stands. A process the rank
+    forked that execs is not the rank (its own PID): nothing is written for it."""
+    me = os.getpid()
+
+    def before_exec(args: tuple) -> None:
+        if os.getpid() != me:
+            return
+        try:
+            words = [os.fsdecode(a) for a in (args[1] if len(args) > 1 and args[1] is not None else [args[0]])]
+            command = " ".join(words)
+            replaced = Outcome(outcome.rank, outcome.world_size, Status.EXITED, pid=me, t_start=outcome.t_start)
+            replaced.replaced_by = command if len(command) <= 300 else command[:297] + "..."
+            replaced.clock = clock_anchor()
+            flush_output()
+            replaced.write(path, key)
+        except BaseException:  # noqa: BLE001, S110 - an audit hook that raises would stop the exec
+            pass
+
+    record.before_exec = before_exec  # called by the recorder's audit hook, installed in every rank (prepare)
+
+
 def main(spec: RankSpec, key: bytes = b"") -> int:
     """Run one rank; return its exit code. Everything it reports goes to its :class:`RankFiles`; its outcome
     is sealed with ``key``, which only this rank and the kernel know."""
@@ -660,6 +688,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
+        _say_before_exec(outcome, files.replaced, key)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         if not options.init:

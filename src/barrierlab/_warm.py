@@ -46,6 +46,7 @@ from barrierlab._protocol import (
     Started,
     Swept,
     frame,
+    gone_dir_prefix,
     receive,
     run_dir_prefix,
     send,
@@ -511,7 +512,7 @@ class WarmProcess:
         import stat
         import tempfile
 
-        prefix = run_dir_prefix(pid, start)
+        prefix = (run_dir_prefix(pid, start), gone_dir_prefix(pid, start))  # gone: it was removing them
         removed = []
         for folder in {os.path.dirname(path) for path in self.run_dirs} | {tempfile.gettempdir()}:
             try:

@@ -136,6 +136,11 @@ def collect(
             result.record_notes.append(recovered[1])
         elif outcome is None and code is not None and sig is None and rank not in stopped and _removed(files):
             outcome = _removed_outcome(files, rank, world_size, code)
+        if outcome is None and (code is not None or sig is not None or rank in stopped):
+            replaced = _read_outcome(files.replaced, rank, world_size, key, pickles=False)
+            if replaced is not None and replaced.replaced_by:  # the rank became another program (os.execv)
+                outcome = _replaced_outcome(replaced, code, sig, rank in stopped)
+                result.record_notes.append(_replaced_note(outcome, code, sig))
         if outcome is not None:
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
@@ -165,6 +170,40 @@ def collect(
         deadline=deadline,
         hit_deadline=bool(stopped),
         linger=linger,
+    )
+
+
+def _replaced_outcome(outcome: Outcome, code: int | None, sig: int | None, stopped: bool) -> Outcome:
+    """The outcome of a rank that replaced itself with another program (``os.execv``: a script that re-executes
+    itself to set its environment before torch loads, as some launch wrappers do): it wrote the outcome just
+    before the exec, and the program (the same process, still the rank) ends as the rank ends. Its exit status
+    is the rank's outcome, as under torchrun: code 0 finished (the run said it "did not finish … after 0
+    collective calls", attack8 a9), another code exited, a signal killed it, the deadline stopped it."""
+    replaced = Outcome(
+        outcome.rank, outcome.world_size, Status.EXITED, pid=outcome.pid, t_start=outcome.t_start, clock=outcome.clock
+    )
+    replaced.replaced_by = outcome.replaced_by
+    if stopped:
+        replaced.status = Status.STOPPED
+    elif sig is not None:
+        replaced.status = Status.KILLED
+    elif code == 0:
+        replaced.status = Status.FINISHED
+    else:
+        replaced.exit_code = code
+    return replaced
+
+
+def _replaced_note(outcome: Outcome, code: int | None, sig: int | None) -> str:
+    how = (
+        "was stopped at the deadline"
+        if outcome.status == Status.STOPPED
+        else (f"was killed by signal {sig}" if sig is not None else f"exited with code {code}")
+    )
+    return (
+        f"the rank replaced itself with another program ({outcome.replaced_by}; os.exec*), which {how}: that is "
+        "the rank's outcome; barrierlab recorded nothing of what the program did (its collective calls, spans, "
+        "stack), only what it printed"
     )
 
 
@@ -306,6 +345,7 @@ _OUTCOME_TYPES = {
     "traceback": str,
     "value_repr": str,
     "send_error": str,
+    "replaced_by": str,
     "value": (bytes, type(None)),
     "exception": (bytes, type(None)),
 }
@@ -368,12 +408,20 @@ def from_records(folder: str) -> Run:
         )
     anchors: dict[int, float] = {}  # rank -> wall-clock time minus monotonic time on that rank
     starts = []  # wall-clock time at which each rank started recording (or its function)
+    refused: dict[int, str] = {}  # rank -> why its record's times were not believed
     for rank in ranks_found:
         meta, outcome = metas.get(rank), outcomes.get(rank)
         if meta and meta.get("wall") is not None and meta.get("t0") is not None:  # both optional in the grammar
+            if not _is_clock(meta["wall"], meta["t0"]):
+                refused[rank] = _clock_refused("its first line", meta["wall"], meta["t0"])
+                continue
             anchors[rank] = meta["wall"] - meta["t0"]
             starts.append(meta["wall"])
         elif outcome and outcome.clock:
+            start = outcome.t_start if outcome.t_start is not None else 0.0
+            if not _is_clock(outcome.clock + start, start):
+                refused[rank] = _clock_refused("its outcome", outcome.clock + start, start)
+                continue
             anchors[rank] = outcome.clock
             if outcome.t_start is not None:
                 starts.append(outcome.t_start + outcome.clock)
@@ -382,12 +430,19 @@ def from_records(folder: str) -> Run:
     for rank in range(world_size):
         t0 = base - anchors.get(rank, base)  # this rank's monotonic time at the run's time 0
         files = RankFiles(folder, rank)
-        recorded = bool(metas.get(rank))
+        recorded = bool(metas.get(rank)) and rank not in refused
         record = (
             event_files.read_record(files.events, rank=rank, t0=t0, keep_bytes=_bytes_kept(world_size))
             if recorded
             else None
         )
+        if record is not None:
+            record.events, strays = _within_span(record.events)
+            if strays:
+                refused[rank] = (
+                    f"{strays} of its events have times not within {MAX_RECORD_SPAN:g} s of the run's start: left "
+                    "out, the timeline could not place them"
+                )
         events = record.events if record else []
         for event in events:
             if event.file:
@@ -395,9 +450,13 @@ def from_records(folder: str) -> Run:
         flight = record.flight if record else None
         result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
         result.record_notes += _notes(record) if record else []
+        if rank in refused:
+            result.record_notes.append(refused[rank])
         outcome = outcomes.get(rank)
         if outcome:
             apply_outcome(result, outcome, t0)
+            if rank in refused and result.ended is not None and not abs(result.ended) <= MAX_RECORD_SPAN:
+                result.ended = None
             if result.ended is not None:
                 ends.append(result.ended)
         ranks.append(result)
@@ -405,3 +464,36 @@ def from_records(folder: str) -> Run:
     return Run(
         world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"), deadline=float("nan")
     )
+
+
+#: The wall clock a record may name (seconds since 1970): up to the year 2286. A rank's monotonic clock (seconds
+#: since boot) is believed up to as much.
+MAX_WALL_CLOCK = 1e10
+#: How far from the run's start (seconds) a record's event may lie, once placed: about 30 years. A record that
+#: names times beyond it (``barrierlab report`` reads folders it did not write: 1e308 is a finite JSON number)
+#: has those events left out, with a note: the timeline's axis cannot span them (matplotlib raised "Axis limits
+#: cannot be NaN or Inf", attack8 a7).
+MAX_RECORD_SPAN = 1e9
+
+
+def _is_clock(wall: float, t0: float) -> bool:
+    """Whether a record's (wall-clock, monotonic) pair at its start can be times of a real machine."""
+    return 0.0 <= wall <= MAX_WALL_CLOCK and abs(t0) <= MAX_WALL_CLOCK
+
+
+def _clock_refused(where: str, wall: float, t0: float) -> str:
+    return (
+        f"{where} names a clock that is not a time (wall {wall:.6g}, monotonic {t0:.6g}): its events are left "
+        "out (they cannot be placed beside the other ranks'); its outcome stands"
+    )
+
+
+def _within_span(events: list) -> tuple[list, int]:
+    """``events`` without those whose start, end or completion lies beyond :data:`MAX_RECORD_SPAN` of the run's
+    start, and how many were left out."""
+    kept = [
+        e
+        for e in events
+        if all(t is None or abs(t) <= MAX_RECORD_SPAN for t in (e.start, e.end, getattr(e, "done", None)))
+    ]
+    return kept, len(events) - len(kept)

@@ -29,6 +29,7 @@ import cloudpickle
 
 from barrierlab import _contain, _files, _payload, _protocol, _warmstart
 from barrierlab._protocol import (
+    GONE_DIR_PREFIX,
     PAYLOAD_FILE,
     RUN_DIR_PREFIX,
     STACK_SIGNAL,
@@ -49,6 +50,7 @@ from barrierlab._protocol import (
     Started,
     Status,
     Swept,
+    gone_dir_prefix,
     receive,
     run_dir_owner,
     run_dir_prefix,
@@ -268,7 +270,7 @@ class _WarmProcess:
                 self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
-        _contain.end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
+        _end_cgroup(self.take_next_cgroup())  # it held only pooled ranks, dead with this process
         store = self.take_next_store()
         if store is not None:
             store.close()
@@ -670,6 +672,13 @@ class _LoopbackStore:
             master_listen_fd=listener.detach(),
         )
 
+    def untouched(self) -> bool:
+        """Whether the store holds no key yet (a client's connection writes none; one round trip, ~20 us)."""
+        try:
+            return self.store is not None and self.store.num_keys() == 0
+        except Exception:  # noqa: BLE001 - a store that does not answer is not used
+            return False
+
     def close(self) -> None:
         """Stop the store in the background (its server thread takes ~0.1 s to stop)."""
         store, self.store = self.store, None
@@ -867,11 +876,18 @@ def _my_start() -> int:
 _START: int | None = None
 
 
+#: Most stale run folders one start sets aside (a temp folder may hold any number of names like theirs): the rest
+#: at a later start.
+STALE_PER_START = 100
+
+
 def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = None) -> list[str]:
-    """Remove run folders (``barrierlab-run-<pid>-<start>-*``) this user's kernels left when they died (a
-    SIGKILL leaves no chance to clean up); with ``owners``, only those of these PIDs (a run's ranks, which
-    may have called ``barrierlab.run`` themselves despite its refusal). Never one of a live process (its PID
-    and start time are checked), never a symlink, never another user's. Returns the folders removed."""
+    """Remove run folders (``barrierlab-run-<pid>-<start>-*``, and ``barrierlab-gone-*`` set aside to be removed)
+    this user's kernels left when they died (a SIGKILL leaves no chance to clean up); with ``owners``, only those
+    of these PIDs (a run's ranks, which may have called ``barrierlab.run`` themselves despite its refusal). Never
+    one of a live process (its PID and start time are checked), never a symlink, never another user's. Each is set
+    aside at once and removed in the background (:func:`_remove_later`), at most :data:`STALE_PER_START` a call:
+    removing them here cost the first run as long as they took (attack8 a3). Returns the folders set aside."""
     folder = folder or tempfile.gettempdir()
     removed = []
     try:
@@ -880,9 +896,13 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
         return removed
     # the temp folder holds other programs' files too (torchrun leaves a torchelastic_* folder a job): a name is
     # parsed only if it starts as a run folder's, and with ``owners`` as one of theirs
-    prefixes = RUN_DIR_PREFIX if owners is None else tuple(f"{RUN_DIR_PREFIX}{pid}-" for pid in owners)
+    if owners is None:
+        prefixes: tuple[str, ...] = (RUN_DIR_PREFIX, GONE_DIR_PREFIX)
+    else:
+        prefixes = tuple(f"{kind}{pid}-" for pid in owners for kind in (RUN_DIR_PREFIX, GONE_DIR_PREFIX))
+    mine = gone_dir_prefix(os.getpid(), _my_start())  # being removed by this process
     for name in names:
-        if not name.startswith(prefixes):
+        if not name.startswith(prefixes) or name.startswith(mine):
             continue
         owner = run_dir_owner(name)
         if owner is None or (owners is not None and owner[0] not in owners):
@@ -898,12 +918,14 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
             continue
         pid, start = owner
         if _contain.start_time(pid) == start:
-            continue  # its kernel is alive: the run may be going on
-        _files.remove_tree(path)
+            continue  # its kernel is alive: the run may be going on (or its folder is being removed)
+        _remove_later(path)
         removed.append(path)
+        if len(removed) >= STALE_PER_START:
+            break
     if owners is None:  # (a run's ranks' cgroups are inside the run's, and end with it)
         for path in _contain.stale_cgroups(lambda name: _owner_is_dead(run_dir_owner(name))):
-            _contain.end_cgroup(path)  # what a run started after its rank killed the warm process and the kernel
+            _end_cgroup(path)  # what a run started after its rank killed the warm process and the kernel
             removed.append(path)
     return removed
 
@@ -913,9 +935,164 @@ def _owner_is_dead(owner: tuple[int, int] | None) -> bool:
 
 
 def _remove_run_dir(path: str) -> None:
-    """Remove a run's folder; a Ctrl-C meanwhile is delivered only once it is gone."""
+    """Remove a run's folder: set aside at once (one rename, whatever it holds), removed in the background
+    (:func:`_remove_later`); a Ctrl-C meanwhile is delivered only once it is set aside."""
     with _interrupt_deferred():
+        _remove_later(path)
+
+
+def _remove_later(path: str) -> None:
+    """Rename ``path`` (a folder) aside, beside it, as ``barrierlab-gone-<this kernel>-<random>`` and have
+    :data:`_removals` remove it in the background. Removing a run folder inside the call cost the call as long
+    as removal took: a rank that made empty folders for 3.6 s held ``bl.run`` 1.6-6.2 s past its deadline
+    (attack8 a3); every call ends by its deadline + 1 s. Set aside under this kernel's name, a folder this kernel
+    did not finish removing (it died) is a dead kernel's, which the next kernel's first run removes."""
+    aside = os.path.join(os.path.dirname(path), gone_dir_prefix(os.getpid(), _my_start()) + uuid.uuid4().hex[:16])
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    except OSError:
+        aside = path  # removed under its own name
+    _removals.remove(aside)
+
+
+def _end_cgroup(path: str) -> None:
+    """End a run's cgroup: kill what it holds (here: the call returns only once it is dead), then remove it,
+    here if it is a single cgroup (one rmdir), else in the background: a rank may have made a tree of cgroups
+    below it (root may), which takes a while to walk."""
+    if not path:
+        return
+    _contain.kill_cgroup(path)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        _removals.remove(path, cgroup=True)
+
+
+class _Removals:
+    """A thread of the kernel's, started once, that removes what :func:`_remove_later` set aside and cgroup trees
+    (:func:`_end_cgroup`), one after the other, outside every call. A folder of at most :data:`SMALL` entries
+    and no subfolder (a run's ordinary files) is emptied by the thread; a larger one by ``rm -rf`` in a child
+    process (no limit of depth or size, nothing of the kernel's interpreter), which the thread waits for (so
+    reaps). At exit, what is still queued is handed to ``rm -rf`` children that outlive the kernel."""
+
+    SMALL = 256
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.todo: queue.SimpleQueue = queue.SimpleQueue()
+        self.pending = 0
+        self.idle = threading.Condition(self.lock)
+        self.thread: threading.Thread | None = None
+        self.current: tuple[str, bool] | None = None  # what the thread is removing
+
+    def remove(self, path: str, cgroup: bool = False) -> None:
+        with self.lock:
+            self.pending += 1
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._work, daemon=True, name="barrierlab-remover")
+                self.thread.start()
+        self.todo.put((path, cgroup))
+
+    def wait(self, timeout: float) -> bool:
+        """Until nothing is queued or being removed (True), at most ``timeout`` seconds (False)."""
+        with self.idle:
+            return self.idle.wait_for(lambda: self.pending == 0, timeout)
+
+    def _work(self) -> None:
+        while True:
+            path, cgroup = self.todo.get()
+            self.current = (path, cgroup)
+            try:
+                if cgroup:
+                    _contain.remove_cgroup(path)
+                else:
+                    _remove_folder(path, self.SMALL)
+            except Exception:  # noqa: BLE001 - what is left is a dead kernel's for the next kernel to remove
+                pass
+            finally:
+                self.current = None
+                with self.idle:
+                    self.pending -= 1
+                    self.idle.notify_all()
+
+    def at_exit(self) -> None:
+        """Hand what is being removed in the thread, and what is still queued, to ``rm -rf`` children not waited
+        for (the kernel is ending, and its daemon thread with it; a child already removing one goes on); a cgroup
+        tree is removed here (``rm`` cannot), within :data:`_contain.WALK_SECONDS`: a kernel that ended right
+        after its run left a rank's chain of cgroups (attack8 a4)."""
+        left = [self.current] if self.current is not None else []
+        while True:
+            try:
+                left.append(self.todo.get_nowait())
+            except queue.Empty:
+                break
+        for path, cgroup in left:
+            if cgroup:
+                _contain.remove_cgroup(path)
+            else:
+                _start_rm(path)
+
+
+def _remove_folder(path: str, small: int) -> None:
+    """Remove the folder ``path`` (a symlink put in its place: only the link): its entries here if they are at
+    most ``small`` files, else with ``rm -rf`` in a child process, waited for."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # not a folder (a symlink a rank left in its place)
+        return
+    try:
+        names = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if len(names) >= small or entry.is_dir(follow_symlinks=False):
+                    names = None
+                    break
+                names.append(entry.name)
+        if names is not None:
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd)
+            os.rmdir(path)
+            return
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    child = _start_rm(path)
+    if child is None:
         _files.remove_tree(path)
+    else:
+        child.wait()
+
+
+def _start_rm(path: str) -> subprocess.Popen | None:
+    """``rm -rf -- path`` in a child of its own session, at a lower priority; None if it could not start."""
+    try:
+        child = subprocess.Popen(
+            ["rm", "-rf", "--", path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, child.pid, 10)
+    return child
+
+
+_removals = _Removals()
+atexit.register(_removals.at_exit)
 
 
 def _write_payload(run_dir: str, payload: bytes) -> str:
@@ -932,7 +1109,7 @@ def _clear_failed_launch(run_dir: str) -> None:
             continue
         path = os.path.join(run_dir, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            _files.remove_tree(path)
+            _remove_later(path)  # set aside in the run's folder, removed in the background
         else:
             os.unlink(path)
 
@@ -977,12 +1154,25 @@ def _launch(
     t0 = time.monotonic()
     group = store = next_store = None
     run_id = uuid.uuid4().hex
-    cgroup = next_cgroup = ""
+    cgroup = next_cgroup = changed_cgroup = ""
     try:
-        store = warm.take_next_store() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
+        # what was made ahead existed while the last run's ranks ran, and they could reach it (the store's port
+        # is in /proc/net/tcp, the cgroup beside theirs): each is taken only if it is as it was made
+        store = warm.take_next_store()
+        if store is not None and not store.untouched():
+            store.close()  # a rank wrote keys in it (its arrival counter: the next run never gathered, attack8 a8)
+            store = None
+        store = store or _LoopbackStore(STORE_TIMEOUT_FLOOR)
         next_store = _stores.take_spare() or _LoopbackStore(STORE_TIMEOUT_FLOOR)
         prefix = run_dir_prefix(os.getpid(), _my_start())
-        cgroup = warm.take_next_cgroup() or _contain.make_run_cgroup(prefix + run_id[:16])
+        cgroup = warm.take_next_cgroup()
+        if cgroup and not _contain.cgroup_untouched(cgroup):
+            # frozen, limited or holding cgroups (attack8 a5): the warm process moves the pooled ranks out of it
+            # into a fresh one (they were put in it), and it is ended after the run. Thawed first: a pooled rank
+            # frozen before it wrote its key would write it only once moved, after the warm process gave up on it
+            _contain.thaw_cgroup(cgroup)
+            changed_cgroup, cgroup = cgroup, ""
+        cgroup = cgroup or _contain.make_run_cgroup(prefix + run_id[:16])
         next_cgroup = _contain.make_run_cgroup(prefix + uuid.uuid4().hex[:16]) if cgroup else ""
         payload_path = ""
         if len(payload) > PAYLOAD_INLINE:
@@ -1060,10 +1250,11 @@ def _launch(
     finally:
         if group is not None:
             group.release()
-        if cgroup or next_cgroup:
+        if cgroup or next_cgroup or changed_cgroup:
             with _interrupt_deferred():
-                _contain.end_cgroup(cgroup)
-                _contain.end_cgroup(next_cgroup)  # made, but not handed to the warm process
+                _end_cgroup(cgroup)
+                _end_cgroup(next_cgroup)  # made, but not handed to the warm process
+                _end_cgroup(changed_cgroup)  # the pooled ranks in it were moved out at the launch
         for made in (store, next_store):  # next_store: made, but not handed to the warm process
             if made is not None:
                 made.close()

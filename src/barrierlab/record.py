@@ -819,6 +819,8 @@ def _audit(event: str, args: tuple) -> None:
     the moments pending lines must be written (the rank is about to sleep, signal a process or exec)."""
     if event not in _AUDITED:
         return
+    if event == "os.exec" and before_exec is not None:
+        before_exec(args)
     recorder = _recorder
     if recorder is None:
         return
@@ -874,6 +876,9 @@ def _fspath_text(path) -> str:
 _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
 _AUDITED = frozenset({"open", "os.rename", "os.remove", "os.mkdir", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
 _audit_installed = False
+#: Called with the audit event's arguments (path, args, env) just before the process execs, whether or not it
+#: records (a rank sets it: ``_rank._say_before_exec``); it must not raise.
+before_exec = None
 
 
 def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_keyword: str):
