@@ -5273,13 +5273,8 @@ class _Agreement:
         root = _argument(call, position, word)
         if root is None or not self._own_rank(root, key):
             return
-        scope = self.an.table[key].node if key is not None else unit.tree
-        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
-        node: ast.AST = call
-        while id(node) in parents:  # ``if src == rank: broadcast(t, src=rank)``: the root of that round only
-            node = parents[id(node)]
-            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
-                return
+        if self._under_a_rank_test(call, key, unit):  # ``if src == rank: broadcast(t, src=rank)``: that round's root
+            return
         shown = unit.text(root)
         why = (
             f"`{word}={shown}` is this rank's own rank, so it differs on every rank: each rank takes itself for the "
@@ -5306,13 +5301,8 @@ class _Agreement:
             return
         if not self._from_global_rank(root, key, 0):
             return
-        scope = self.an.table[key].node
-        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
-        node: ast.AST = call
-        while id(node) in parents:
-            node = parents[id(node)]
-            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
-                return
+        if self._under_a_rank_test(call, key, unit):
+            return
         shown = unit.text(root)
         why = (
             f"`{word}={shown}` is computed from this rank's own rank, and the {name} has no `group=`: it is one "
@@ -5365,6 +5355,17 @@ class _Agreement:
                 and n.targets[0].value.id == "self"
             ]
             return len(found) == 1 and self._from_global_rank(found[0][1], found[0][0], depth + 1)
+        return False
+
+    def _under_a_rank_test(self, call: ast.Call, key: str | None, unit: _Unit) -> bool:
+        """Whether ``call`` sits under an ``if``/``while``/ternary whose test mentions the rank."""
+        scope = self.an.table[key].node if key is not None else unit.tree
+        parents = {id(child): node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+        node: ast.AST = call
+        while id(node) in parents:
+            node = parents[id(node)]
+            if isinstance(node, (ast.If, ast.IfExp, ast.While)) and self.an.mentions_rank(node.test, set()):
+                return True
         return False
 
     def _own_rank(self, node: ast.expr, key: str | None, depth: int = 0) -> bool:
