@@ -292,3 +292,11 @@ def test_env_that_cannot_be_encoded_is_refused_first_by_name(env, monkeypatch):
     what = "value" if key == "X" else "key"
     with pytest.raises(ValueError, match=re.escape(f"env[{key!r}]: its {what} cannot be encoded")):
         bl.run(rank, 2, env=env)
+
+
+def test_an_env_too_large_to_pass_is_refused_first_by_name(monkeypatch):
+    """attack9: 20 MB of env= was refused by the pipe's frame limit, a ProtocolError that did not name env."""
+    for started in ("_pack", "warm_up", "_launch"):
+        monkeypatch.setattr(launch, started, lambda *a, **k: pytest.fail("started before checking"))
+    with pytest.raises(ValueError, match=r"env holds 20,971,\d+ bytes"):
+        bl.run(rank, 2, env={"BIG": "x" * (20 << 20)})

@@ -457,7 +457,19 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
                 "(docs/torchrun.md)."
             )
         pairs.append((key, value))
+    size = sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in pairs)
+    if size > ENV_LIMIT:
+        raise ValueError(
+            f"env holds {size:,} bytes, more than the {ENV_LIMIT:,} barrierlab.run passes to the ranks (one "
+            "variable of a program started with exec may hold 128 KiB on Linux): pass large data as an argument "
+            "(args=) or in a file whose path you pass"
+        )
     return tuple(pairs)
+
+
+#: Bytes of ``env=`` (names and values) barrierlab.run passes to the ranks, at most (attack9: 20 MB was refused
+#: by the pipe's frame limit, in an error that did not name ``env``).
+ENV_LIMIT = 1 << 20
 
 
 def validate(
