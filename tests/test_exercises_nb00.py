@@ -218,3 +218,12 @@ def test_the_message_names_the_unordered_pair_and_its_lines(capsys):
     # the sleep made the creation come first, by the clock alone: the message says so
     assert "after rank" in out and "created `ready" in out and "by timing alone" in out, out
     assert "test_exercises_nb00.py, line" in out, out
+
+
+def test_the_check_leaves_no_folder_in_the_temp_folder(tmp_path, monkeypatch):
+    """Each check made a folder per run and left it: 17-19 a day on this machine, from notebook runs alone."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's own temp folder: others' checks run too
+    nb00.check_everyone_ready(with_sleep, seed=2, quiet=True)
+    assert not list(tmp_path.glob("barrierlab-ready-*"))

@@ -224,3 +224,12 @@ def test_wrong_fixes_fail(fn, says, capsys):
     out = capsys.readouterr().out
     assert not result and out.startswith("✗"), out
     assert any(option in out for option in says.split("|")), out
+
+
+def test_the_check_leaves_no_folder_in_the_temp_folder(tmp_path, monkeypatch):
+    """Each check made a folder per run and left it: 17-19 a day on this machine, from notebook runs alone."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's own temp folder: others' checks run too
+    nb01.check_vocab(sleep_instead, seed=2, quiet=True)
+    assert not list(tmp_path.glob("barrierlab-vocab-*"))

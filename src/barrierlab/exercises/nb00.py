@@ -14,6 +14,7 @@ rank is late each time), so no fixed sleep is safe.
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 
 import barrierlab as bl
@@ -92,8 +93,11 @@ def check_everyone_ready(fn, *, quiet: bool = False, seed: int | None = None) ->
     for late in lates:
         delays = random_delays(late, rng=rng)
         folder = tempfile.mkdtemp(prefix="barrierlab-ready-")
-        run = bl.run(fn, WORLD, args=(folder, delays), timeout=TIMEOUT)
-        ok, message = _judge_ready(run, late, folder)
+        try:
+            run = bl.run(fn, WORLD, args=(folder, delays), timeout=TIMEOUT)
+            ok, message = _judge_ready(run, late, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # each check made its own: none is left in the temp folder
         if not ok:
             return verdict(False, message, quiet)
     return verdict(True, message, quiet)

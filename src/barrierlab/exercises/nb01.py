@@ -13,6 +13,7 @@ building its own copy is rejected too (only rank 0 may build).
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 
 import barrierlab as bl
@@ -30,8 +31,11 @@ def check_vocab(fn, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     for _ in range(2):
         build_seconds = round(rng.uniform(0.2, 0.5), 3)
         folder = tempfile.mkdtemp(prefix="barrierlab-vocab-")
-        run = bl.run(fn, WORLD, args=(folder, build_seconds), timeout=TIMEOUT)
-        ok, message = _judge(run, folder)
+        try:
+            run = bl.run(fn, WORLD, args=(folder, build_seconds), timeout=TIMEOUT)
+            ok, message = _judge(run, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # each check made its own: none is left in the temp folder
         if not ok:
             return verdict(False, message, quiet)
     return verdict(True, message, quiet)
