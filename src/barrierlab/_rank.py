@@ -446,19 +446,17 @@ def finish_like_exit() -> None:
 
 
 def release_the_function(kept: list) -> None:
-    """What returning from the function does in a plain call, then what a worker's interpreter does as it exits,
-    once the rank's outcome is written: the function's frame and locals go (a file it left open closes and
-    flushes, a ``TemporaryDirectory`` it made removes itself), garbage is collected, and every file object still
-    open is flushed. The frame was kept until now so that a hang in a destructor cannot cost the rank its
-    verdict (:func:`call_the_function`); the run's deadline still stops one. Before, the rank ended with the
-    frame alive: a file written with ``json.dump(x, open(p, "w"))`` stayed empty while every rank "finished",
-    and temporary folders stayed behind (attack9 a6, a7). No ``atexit`` handler runs: those a bl.run rank has
-    are the kernel's, inherited. The process groups are kept (:func:`keep_every_process_group`)."""
+    """What a worker's interpreter does with the function's open files as it exits, once the rank's outcome is
+    written: every file object the rank made that is still open is flushed, so a file written with
+    ``json.dump(x, open(p, "w"))`` and never closed reaches the disk, as under a plain call or torchrun (it stayed
+    empty while every rank reported success: attack9 a7); and multiprocessing's resource tracker unlinks what
+    the rank left registered. The function's frame (``kept``) is not freed and nothing is collected: no
+    destructor of the learner's runs, so one that would hang cannot hold the rank (a ``TemporaryDirectory`` the
+    function never cleaned up stays, attack9 a6). No ``atexit`` handler runs: those a bl.run rank has are the
+    kernel's, inherited. The process groups are kept (:func:`keep_every_process_group`)."""
     import gc
     import io
 
-    kept.clear()
-    gc.collect()
     kinds = tuple(getattr(io, name) for name in _FILE_TYPES)
     for generation in range(3):  # what the rank made: the warm process's objects are frozen (gc.freeze)
         for obj in gc.get_objects(generation):
@@ -706,7 +704,6 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         value = call_the_function(fn, args, kwargs, kept)
         outcome.status = Status.FINISHED
         outcome.value, outcome.send_error = _pickled(value)
-        del value  # the caller of a plain call keeps it; here only its pickle is needed
         if outcome.value is None:
             outcome.status = Status.RAISED
             outcome.send_error = "its return value " + outcome.send_error

@@ -1443,7 +1443,7 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     k_e = _group_calls(f, r, e.group).index(e) + 1
     k_g = _group_calls(f, q, g.group).index(g) + 1
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
-    if not ended:
+    if len(ended) < 2:  # one was stopped at the deadline: the other's failure, if any, followed from it
         until = "until the deadline stopped them"
     else:
         first, call = ended[0]

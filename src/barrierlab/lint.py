@@ -1326,6 +1326,18 @@ _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "rand
 _FACTORY_VALUE_KEYWORDS = frozenset({"generator", "dtype", "device", "requires_grad", "layout", "pin_memory"})
 
 
+def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
+    """The indexes that lead to ``name`` in a tuple target (``(x, y), (xv, yv)``: x is (0, 0)); () if absent."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for i, element in enumerate(target.elts):
+            if isinstance(element, ast.Name) and element.id == name:
+                return (i,)
+            deeper = _unpack_path(element, name)
+            if deeper:
+                return (i, *deeper)
+    return ()
+
+
 def _factory_rows(call: ast.Call) -> ast.expr | None:
     """The expression of the number of rows a torch factory call makes (``torch.randn(4, 8, generator=g)``: 4),
     or None when it is not one or its size is not written out."""
@@ -1842,6 +1854,7 @@ class _Analysis:
         self.ddp_values: dict[str | None, set[str]] = {}
         self.laundered: dict[str | None, dict[str, int]] = {}
         self.same_result_calls: set[int] = set()
+        self._agreeing: dict[str, bool] = {}  # function key -> whether every return hands back an agreed value
         self.uneven_batches = _uneven_batches(units)  # the line of an ``even_batches=False``, if any
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
@@ -2088,8 +2101,8 @@ class _Analysis:
                 op = self._collective(node.func, unit)
                 entry = self._framework(node, unit, self_class, key)
                 equal = (op is not None and op.rpartition(".")[2] in _EQUALIZING) or bool(entry and entry.same_result)
-                if entry is not None and entry.same_result:
-                    self.same_result_calls.add(id(node))
+                if (entry is not None and entry.same_result) or self._agreeing_call(node, self_class, unit):
+                    self.same_result_calls.add(id(node))  # ``if should_stop(loss, rank): break`` too, not only x = ...
                 if equal and node.args and isinstance(node.args[0], ast.Name):
                     lines[node.args[0].id] = min(lines.get(node.args[0].id, node.lineno), node.lineno)
             for node in nodes:
@@ -2124,6 +2137,11 @@ class _Analysis:
         helper = self.table.get(target) if target is not None else None
         if helper is None:
             return False
+        if target not in self._agreeing:
+            self._agreeing[target] = self._returns_agreed(helper)
+        return self._agreeing[target]
+
+    def _returns_agreed(self, helper: _Func) -> bool:
         own = list(_own_nodes(helper.node.body))
         equal = self._equalized(own, helper.unit)
         returns = [n.value for n in own if isinstance(n, ast.Return)]
@@ -4172,7 +4190,9 @@ class _Walker:
             return None
         if isinstance(node, ast.Name):
             value = self._value(node.id)
-            return None if value is None else self._length(value, depth + 1)
+            if value is None:
+                return self._unpacked_length(node.id, depth)
+            return self._length(value, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
             return {(): len(node.elts)} if node.elts else {}, {}
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
@@ -4232,6 +4252,39 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _unpacked_length(self, name: str, depth: int) -> Any:
+        """The length of ``name`` unpacked from what a function of the file returns as a tuple it writes out
+        (``(x, y), (xv, yv) = make_shards(rank)``, ``return (x, y), (xv, yv)``), from the returned element's own
+        value in that function (round 10's ``make_shards``: ``x = torch.randn(32, 4, generator=g)``)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None:
+            return None
+        found = [
+            (n, path)
+            for n in _own_nodes(func.node.body)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
+            for path in [_unpack_path(n.targets[0], name)]
+            if path
+        ]
+        if len(found) != 1:
+            return None
+        (assign, path) = found[0]
+        key = self.an._callee(assign.value.func, self.self_class, self.unit)  # type: ignore[attr-defined]
+        helper = self.an.table.get(key) if key is not None else None
+        returns = [n for n in ast.walk(helper.node) if isinstance(n, ast.Return)] if helper is not None else []
+        if len(returns) != 1:
+            return None
+        element: ast.expr | None = returns[0].value
+        for index in path:
+            if not isinstance(element, (ast.Tuple, ast.List)) or index >= len(element.elts):
+                return None
+            element = element.elts[index]
+        scope, self.scope = self.scope, key
+        try:
+            return self._length(element, depth + 1)  # type: ignore[arg-type]
+        finally:
+            self.scope = scope
 
     def _built_length(self, call: ast.Call, depth: int) -> Any:
         """The length of the list a function of the file returns when it builds it with one ``append`` per

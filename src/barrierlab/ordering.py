@@ -102,6 +102,13 @@ class Race:
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
         said = f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={self._t(b)})"
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
+            if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
+                return (
+                    f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}): "
+                    f"nothing orders rank {b.rank}'s write before rank {a.rank}'s read on {self.backend} — a "
+                    "barrier, a blocking all_reduce on gloo, a store key or send/recv after the write and before "
+                    "the read would"
+                )
             return (
                 f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
                 f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"

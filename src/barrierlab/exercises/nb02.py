@@ -116,8 +116,9 @@ def _not_atomic(run, folder: str) -> str | None:
                 "directory, then os.replace(tmp, path)")
     e = renames[-1]
     if os.path.dirname(os.path.realpath(e.path)) != os.path.dirname(path):
-        return (f"the temporary file {e.path} is not in checkpoint.pt's directory: a rename across file systems "
-                "fails (EXDEV) or becomes a copy, which is not atomic. Put it next to the checkpoint")
+        return (f"the temporary file {e.path} is not in checkpoint.pt's directory: os.replace from another file "
+                "system fails with EXDEV (here it may share one; /tmp often does not), and shutil.move then copies, "
+                "which is not atomic. Put it next to the checkpoint")
     final = os.path.getsize(path) if os.path.exists(path) else None
     if e.value is not None and final is not None and int(e.value) < final:
         return (f"os.replace at line {e.line} renamed a temporary file that held {e.value} of its {final} bytes: "
