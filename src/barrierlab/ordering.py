@@ -105,9 +105,9 @@ class Race:
             if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
                 return (
                     f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}): "
-                    f"nothing orders rank {b.rank}'s write before rank {a.rank}'s read on {self.backend} — a "
-                    "barrier, a blocking all_reduce on gloo, a store key or send/recv after the write and before "
-                    "the read would"
+                    f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
+                    "blocking all_reduce on gloo, a store key or send/recv after the write and before the read "
+                    "would order it before the read"
                 )
             return (
                 f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
