@@ -430,30 +430,14 @@ def finish_like_exit() -> None:
     rank's function, so a handler that hangs is stopped at the run's deadline and shown where it waits."""
     import atexit
     import gc
-    import io
 
     atexit._run_exitfuncs()
     gc.collect()
-    kinds = tuple(getattr(io, name) for name in _FILE_TYPES)
-    for obj in gc.get_objects():
-        if type(obj) in kinds:
-            try:
-                if not obj.closed:
-                    obj.flush()
-            except Exception:  # noqa: BLE001 - a file whose disk is full, a pipe with no reader: as at exit
-                pass
-    flush_output()
+    _flush_open_files()
 
 
-def release_the_function(kept: list) -> None:
-    """What a worker's interpreter does with the function's open files as it exits, once the rank's outcome is
-    written: every file object the rank made that is still open is flushed, so a file written with
-    ``json.dump(x, open(p, "w"))`` and never closed reaches the disk, as under a plain call or torchrun (it stayed
-    empty while every rank reported success: attack9 a7); and multiprocessing's resource tracker unlinks what
-    the rank left registered. The function's frame (``kept``) is not freed and nothing is collected: no
-    destructor of the learner's runs, so one that would hang cannot hold the rank (a ``TemporaryDirectory`` the
-    function never cleaned up stays, attack9 a6). No ``atexit`` handler runs: those a bl.run rank has are the
-    kernel's, inherited. The process groups are kept (:func:`keep_every_process_group`)."""
+def _flush_open_files() -> None:
+    """Flush every file object the rank made that is still open, then the standard streams."""
     import gc
     import io
 
@@ -464,9 +448,21 @@ def release_the_function(kept: list) -> None:
                 try:
                     if not obj.closed:
                         obj.flush()
-                except Exception:  # noqa: BLE001 - a full disk, a pipe with no reader: as at exit
+                except Exception:  # noqa: BLE001 - a file whose disk is full, a pipe with no reader: as at exit
                     pass
     flush_output()
+
+
+def release_the_function() -> None:
+    """What a worker's interpreter does with the function's open files as it exits, once the rank's outcome is
+    written: every file object the rank made that is still open is flushed, so a file written with
+    ``json.dump(x, open(p, "w"))`` and never closed reaches the disk, as under a plain call or torchrun (it stayed
+    empty while every rank reported success: attack9 a7); and multiprocessing's resource tracker unlinks what
+    the rank left registered. The function's frame (kept by :func:`call_the_function`) is not freed and nothing is collected: no
+    destructor of the learner's runs, so one that would hang cannot hold the rank (a ``TemporaryDirectory`` the
+    function never cleaned up stays, attack9 a6). No ``atexit`` handler runs: those a bl.run rank has are the
+    kernel's, inherited. The process groups are kept (:func:`keep_every_process_group`)."""
+    _flush_open_files()
     _let_the_resource_tracker_finish()
 
 
@@ -746,6 +742,6 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)
-    release_the_function(kept)
+    release_the_function()
     end(outcome.exit_code or 0)  # every process group is kept: none is destroyed
     return outcome.exit_code or 0
