@@ -525,12 +525,12 @@ def test_a_rank_that_poisons_the_next_runs_store_does_not_stop_the_next_run():
     reached it and counted 1,000 arrivals, and the next run's ranks waited for each other until its deadline."""
     bl.run(barrier_and_rank, 2)  # a pool of 2, a store made ahead
     assert bl.run(poison_the_other_stores, 2).values[0] >= 1
-    started = time.monotonic()
-    run = bl.run(barrier_and_rank, 2, deadline=4)
-    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, run
+    # a generous deadline: the poisoned store held the ranks until it, and a busy machine must not look the same
+    run = bl.run(barrier_and_rank, 2, deadline=60)
+    assert run.values == [0, 1], run
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(200)
 def test_a_rank_that_freezes_the_next_runs_cgroup_does_not_stop_the_next_run(containment):
     """The next run's cgroup is made ahead (the pooled ranks wait in it): a rank of this run froze it, and the
     next run was stopped at its deadline outside any collective."""
@@ -539,11 +539,10 @@ def test_a_rank_that_freezes_the_next_runs_cgroup_does_not_stop_the_next_run(con
     bl.run(barrier_and_rank, 2)  # a pool of 2, in the cgroup made ahead
     assert bl.run(freeze_the_other_cgroups, 2).values[0] >= 1
     time.sleep(0.5)  # the pool is refilled into the frozen cgroup
-    started = time.monotonic()
-    run = bl.run(barrier_and_rank, 2, deadline=4)
-    assert run.values == [0, 1] and time.monotonic() - started < 4 + 1, (
+    run = bl.run(barrier_and_rank, 2, deadline=60)  # generous: the frozen cgroup held the ranks until it
+    assert run.values == [0, 1], (
         run,
         [(r.exit_code, r.signal, r.stderr[-500:], r.pid) for r in run],
         run.launcher_note,
     )
-    assert bl.run(barrier_and_rank, 2, deadline=4).values == [0, 1]
+    assert bl.run(barrier_and_rank, 2, deadline=60).values == [0, 1]
