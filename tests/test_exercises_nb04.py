@@ -178,6 +178,16 @@ def store_keys_to_rank0(steps=4):
     return sum(losses) / len(losses)
 
 
+def async_all_reduce_read_before_wait(steps=4):
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    work = dist.all_reduce(total, async_op=True)
+    time.sleep(0.3)  # the sum has arrived by now, on an idle machine
+    value = total.item() / dist.get_world_size()  # read before the wait: timing alone ordered it
+    work.wait()
+    return value if rank == 0 else None
+
+
 def async_all_reduce_waited(steps=4):
     model, rank = _trained(steps)
     total = torch.tensor([local_loss(model, rank)])
@@ -196,6 +206,7 @@ WRONG = [
     (rank0_evaluates_every_share, "rank 0 computed 4 shares itself"),
     (async_all_reduce_never_waited, "nothing orders rank"),
     (files_after_a_sleep, "nothing orders them"),
+    (async_all_reduce_read_before_wait, "held back"),
 ]
 RIGHT = [
     solution,

@@ -13,7 +13,9 @@ decides from what the runs recorded:
   result, and no file handoff races: an all_reduce, reduce, gather or all_gather (tensor or object),
   send/recv, store keys, an async call and its ``wait()``, or files read after a barrier all do; an
   ``async_op=True`` call never waited for, or files read after a sleep, do not;
-- rank 0's value equals the average of a reference run of the same steps.
+- rank 0's value equals the average of a reference run of the same steps, also in a last run where every
+  other rank is held back in ``local_loss`` for longer than rank 0 took after its own loss: a value read
+  before a ``wait()`` (which no event shows) arrived by timing, and is then wrong.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from barrierlab.exercises import Verdict, not_yet, race_words
 
 #: Steps the check trains for, chosen at random, so that no fixed number passes.
 STEPS = (3, 6)
+#: Seconds the check's last run holds every rank but 0 back in ``local_loss``: half a second plus 1.5 times what
+#: rank 0 took from its own loss to its end in the run before (a sleep that hid a read is within that), at most 3.
+HOLD_LEAST, HOLD_MOST = 0.5, 3.0
 #: The span ``find_the_bug.local_loss`` records around one rank's validation loss.
 LOSS_SPAN = "validation loss"
 
@@ -79,6 +84,9 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     if problem:
         return not_yet(problem)
     if math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6):
+        problem = _timing_only(train, run, steps, average, world_size)
+        if problem:
+            return not_yet(problem)
         return Verdict(
             True,
             f"✓ every rank finished, every rank's validation loss reached rank 0 through {_carriers(run)}, and "
@@ -87,6 +95,47 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     return not_yet(
         f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is {average:.4f} after "
         f"{steps} steps. Did every rank contribute its own validation loss, once?"
+    )
+
+
+def _timing_only(train, run, steps: int, average: float, world_size: int) -> str | None:
+    """None if rank 0 still returns the average when every other rank is held back in ``local_loss``, longer
+    than rank 0 took from its own loss to its end in ``run``; else what it returned, in words. What rank 0 read
+    before a wait (``async_op=True``, then the tensor, then ``wait()``) has no event of its own: holding the
+    others back is what shows that only the clock had put their sum there."""
+    import barrierlab as bl
+    from barrierlab.scenarios.find_the_bug import HOLD_BACK
+    from barrierlab.words import rank_list
+
+    mine = _computed(run)[0]
+    tail = run[0].ended - mine[-1].end if mine else 0.0
+    hold = min(HOLD_MOST, HOLD_LEAST + 1.5 * max(0.0, tail))
+    late = bl.run(
+        train,
+        world_size,
+        kwargs=dict(steps=steps),
+        timeout=1.0 + hold,
+        deadline=4.0 + hold,
+        env={HOLD_BACK: f"{hold:.3f}"},
+    )
+    others = rank_list(range(1, world_size))
+    if not late.ok:
+        return (
+            f"with {others} held back {hold:.1f} s in local_loss, not every rank finished ({late.diagnosis.headline})"
+        )
+    value = late[0].value
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6)
+    ):
+        return _unordered(late)
+    shown = f"{value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)[:80]
+    return (
+        f"rank 0 returned the average ({average:.4f}) only because the others were quick: with {others} held "
+        f"back {hold:.1f} s in local_loss, it returned {shown}. Rank 0 read the result before the call that "
+        "brings it had finished: an async_op=True call's result is in the tensor only after work.wait() "
+        "returns, so read it after the wait"
     )
 
 
