@@ -1301,6 +1301,18 @@ def _file_check(node: ast.AST) -> bool:
     )
 
 
+#: Questions to a logger about its level: many training stacks set it per rank (transformers' TrainingArguments
+#: logs at ``log_level`` on the main process and ``log_level_replica``, WARNING by default, elsewhere;
+#: ``get_process_log_level``), so a collective under ``logger.isEnabledFor(logging.INFO)`` runs on some ranks only.
+_LOG_LEVEL_CHECKS = frozenset({"isEnabledFor", "getEffectiveLevel"})
+_LOG_LEVEL_TEXT = re.compile(r"\b(?:" + "|".join(sorted(_LOG_LEVEL_CHECKS)) + r")\(")
+
+
+def _log_level_check(node: ast.AST) -> bool:
+    """``logger.isEnabledFor(level)`` or ``logger.getEffectiveLevel()``: a logger's level is each process's own."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LOG_LEVEL_CHECKS
+
+
 def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions, classes or lambdas."""
     stack = list(nodes)
@@ -2957,7 +2969,7 @@ class _Analysis:
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
                 return True
-            if _env_rank(node) or (files and _file_check(node)):
+            if _env_rank(node) or (files and _file_check(node)) or _log_level_check(node):
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
                 return True
@@ -3466,6 +3478,12 @@ def _explain(
             "file system's caches, a file still being written)"
         )
         fix = "check on one rank and broadcast the answer (broadcast_object_list or a tensor) before branching on it"
+    elif reason in ("branch", "early-exit") and _LOG_LEVEL_TEXT.search(cond):
+        why += (
+            "; a logger's level is each process's own, and training stacks often set it per rank (transformers "
+            "logs at WARNING on every rank but the main one: `log_level_replica`)"
+        )
+        fix = f"call `{call}` on every rank and keep only the logging under `{cond}`"
     if site.callee is not None:
         kind = "hidden-collective"
         why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
