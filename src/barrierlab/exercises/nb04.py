@@ -78,7 +78,8 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     if math.isclose(value, own, rel_tol=1e-5, abs_tol=1e-6):
         return not_yet(
             f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
-            f"({average:.4f}). The averaging must stay: make every rank take part in it."
+            f"({average:.4f}). Each rank must compute the loss of its own share (local_loss(model, rank)), and the "
+            "averaging must combine them."
         )
     problem = _skipped(run) or _not_delivered(run)
     if problem:
