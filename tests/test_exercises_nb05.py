@@ -165,7 +165,19 @@ def all_reduce_after_write(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, steps, delay, base_compute, after_write=[dummy_all_reduce])
 
 
+def no_training_loop(folder, steps=4, delay=0.15, base_compute=0.05):
+    """review 12b: the loop deleted, so nobody waits in it; the write, the barrier and the read are right."""
+    return _job(folder, 0, delay, base_compute, after_write=[dist.barrier])
+
+
+def fewer_steps_on_some_ranks(folder, steps=4, delay=0.15, base_compute=0.05):
+    """The loop cut short on the slow ranks: the straggler 'fixed' by skipping its work."""
+    return _job(folder, steps if dist.get_rank() == 0 else 1, delay, base_compute, after_write=[dist.barrier])
+
+
 WRONG = [
+    (no_training_loop, "keep the training loop"),
+    (fewer_steps_on_some_ranks, "keep the training loop"),
     (unsolved, "meet before writing"),
     (all_reduce_in_the_loop, "all_reduce"),
     (gather_in_the_loop, "meet before writing"),

@@ -63,7 +63,10 @@ def test_the_nccl_view_keeps_the_barrier_and_loses_the_all_reduce():
 def test_the_nccl_view_table_says_it_counts_only_the_calls_the_code_made():
     run = bl.run(straggler_all_reduce.scenario, 2, kwargs={"steps": 1, "delay": 0.1})
     header = str(ordering_table.nccl_view(run)).splitlines()[0]
-    assert header == "calls your code made that wait for other ranks (DDP's own all_reduces are not counted)"
+    assert (
+        header
+        == "calls your code made that wait for other ranks, added up over the ranks (DDP's own all_reduces are not counted)"
+    )
 
 
 def test_a_waited_barrier_names_every_other_rank():
@@ -96,7 +99,7 @@ def test_the_nccl_view_lists_the_file_handoffs_a_blocking_all_reduce_ordered(tmp
 def test_the_headline_counts_what_nccl_keeps():
     run = bl.run(straggler_all_reduce.scenario, 2, kwargs={"steps": 1, "delay": 0.1, "extra_barrier": True})
     assert ordering_table.nccl_view(run).headline() == (
-        "4 calls wait for other ranks on gloo (barrier 2, all_reduce 2), 2 still would on NCCL; "
+        "4 calls wait for other ranks on gloo, added up over the ranks (barrier 2, all_reduce 2), 2 still would on NCCL; "
         "file handoffs ordered on gloo, not on NCCL: none"
     )
 

@@ -118,13 +118,13 @@ class NcclView:
         files = len(self.files_lost) or "none"
         waiting = f"{len(self.gloo)} call{' waits' if len(self.gloo) == 1 else 's wait'} for other ranks on gloo"
         return (
-            f"{waiting}{f' ({calls})' if calls else ''}, {kept} still would on NCCL; "
+            f"{waiting}, added up over the ranks{f' ({calls})' if calls else ''}, {kept} still would on NCCL; "
             f"file handoffs ordered on gloo, not on NCCL: {files}"
         )
 
     def __str__(self) -> str:
         lines = [
-            "calls your code made that wait for other ranks (DDP's own all_reduces are not counted)",
+            "calls your code made that wait for other ranks, added up over the ranks (DDP's own all_reduces are not counted)",
             f"  {'call':<30} {'on gloo (this run)':>18}   {'still on NCCL (model)':>21}",
         ]
         for name, (n, kept) in self.by_call().items():

@@ -21,6 +21,8 @@ from barrierlab.exercises.nb00 import not_ordered, spans
 from barrierlab.waits import function_seconds
 
 _SYNC_KINDS = ("collective", "p2p", "store", "wait")
+#: Training steps the check asks for: every rank must record this many "compute" spans.
+STEPS = 4
 
 
 def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
@@ -28,7 +30,7 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
     rng = random.Random(seed)
     delay = round(rng.uniform(0.12, 0.25), 3)
     with tempfile.TemporaryDirectory() as folder:
-        run = bl.run(fn, world_size, args=(folder,), kwargs=dict(steps=4, delay=delay), timeout=3, deadline=15)
+        run = bl.run(fn, world_size, args=(folder,), kwargs=dict(steps=STEPS, delay=delay), timeout=3, deadline=15)
         return _judge(run, folder, world_size, delay)
 
 
@@ -64,6 +66,15 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
             False,
             "✗ not yet: keep the spans: every rank's 'write metrics' and rank 0's 'read metrics'"
             + (f" (ranks {missing} wrote nothing)" if missing else ""),
+        )
+    computed = {r: len(spans(run, "compute").get(r, [])) for r in range(world_size)}
+    short = {r: n for r, n in computed.items() if n != STEPS}
+    if short:
+        made = ", ".join(f"rank {r} {n}" for r, n in sorted(short.items()))
+        return Verdict(
+            False,
+            f"✗ not yet: keep the training loop: every rank computes its {STEPS} 'compute' steps ({made}). "
+            "Remove what makes the ranks wait, not their work.",
         )
     files = run[0].value or []
     if len(files) != world_size:
