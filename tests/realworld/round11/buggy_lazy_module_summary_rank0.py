@@ -11,8 +11,8 @@ minimal stand-in for it: hooks, one forward under ``no_grad``, a table of output
 Bug: the summary's forward is the model's first forward, and it runs on rank 0 only. Rank 0's ``LazyLinear``
 layers are materialised, rank 1's are still ``UninitializedParameter``. In the DDP constructor rank 1 raises
 ("Modules with uninitialized parameters can't be used with ``DistributedDataParallel``. Run a dummy forward pass
-...") before communicating, while rank 0 waits in DDP's parameter-shape check (an all-gather) for a rank that
-has left.
+...") while rank 0 waits in DDP's parameter-shape check (``_verify_param_shape_across_processes``, a
+collective) for a rank that has left.
 """
 
 import datetime
