@@ -86,6 +86,8 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "self-root",
         "different-roots",
         "set-order",
+        "unwaited-async",
+        "aliased-outputs",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 

@@ -57,6 +57,11 @@ Finding kinds:
   one, ``list(s)``), in the set's own order: under torchrun each worker has its own string hash seed, so the
   ranks' orders differ (``barrierlab.run``'s forked ranks share one and agree). ``sorted(s)`` is quiet.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
+* ``unwaited-async`` - a collective called with ``async_op=True`` as a statement of its own: its Work handle is
+  dropped, so nothing waits for it before its tensors are read (OpenNMT-py issue #2295).
+* ``aliased-outputs`` - an all_gather/gather/all_to_all output list of one tensor repeated
+  (``[torch.zeros_like(t)] * world_size``): every slot is the same tensor, so every slot shows the block written
+  last (pytorch/pytorch issue #14632); shown at the line that builds the list.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -70,7 +75,9 @@ whose identifier has a ``rank``/``ordinal`` word or reads ``is_main``, ``is_mast
 ``main_process``, ``master_process``, ``process_index``, ``is_global_zero``
 (case-insensitive, camelCase too), a question to the file system (``os.path.exists``,
 ``isfile``/``isdir``, ``Path.exists``/``is_file``/``is_dir``, ``os.access``: ranks on other
-nodes or behind a cache can see other files), a variable assigned (transitively, anywhere in
+nodes or behind a cache can see other files), a reading of the process's clock (``time.monotonic()``,
+``time.time()``, ``datetime.now()``: each rank reads its own, at its own moment), a logger's level
+(``logger.isEnabledFor(...)``: stacks set it per rank), a variable assigned (transitively, anywhere in
 the same function or at module level, flow-insensitively) from such an
 expression, ``self.<attr>`` assigned so in any method, or a call to a function of
 the file that returns such an expression. Arguments of ``.to()``/``.cuda()``/
@@ -629,6 +636,26 @@ _GLOBAL_SEEDS = frozenset(
         "accelerate.utils.set_seed",
     }
 )
+#: Collectives that write into a list of output tensors: (position, keyword) of that list.
+_OUTPUT_LISTS = {
+    "all_gather": (0, "tensor_list"),
+    "gather": (1, "gather_list"),
+    "all_to_all": (0, "output_tensor_list"),
+}
+#: Readings of the process's own clock (see ``_Analysis._clock_reading``).
+_CLOCKS = frozenset(
+    {
+        *(
+            f"time.{name}"
+            for name in ("time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "perf_counter_ns")
+        ),
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.now",
+        "datetime.utcnow",
+        "timeit.default_timer",
+    }
+)
 _TORCH_DRAWS = frozenset({"randperm", "randint", "rand", "randn", "multinomial", "normal", "bernoulli", "poisson"})
 _PY_DRAWS = frozenset(
     {"shuffle", "random", "randint", "choice", "choices", "sample", "permutation", "rand", "randn", "uniform"}
@@ -836,7 +863,8 @@ def report(findings: Sequence[Finding]) -> str:
 #: The command line's help: what lint checks, what it follows, what it cannot know (plain text).
 HELP = """\
 Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
-system (os.path.exists, Path.is_file: ranks can see different files), after a return, raise or break that
+system (os.path.exists, Path.is_file: ranks can see different files), on a clock reading (time.monotonic(),
+time.time(): each rank reads its own) or a logger's level (logger.isEnabledFor), after a return, raise or break that
 only some ranks take (also a raise inside a helper called there), in a loop whose trip count differs between
 ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
@@ -887,7 +915,10 @@ broadcast (and their object variants) given a rank within its group= (dist.get_r
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
 group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
-per worker (each has its own string hash seed); iterate sorted(...).
+per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
+with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
+read; keep the handle and call work.wait(). aliased-outputs: an all_gather/gather/all_to_all output list of
+one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor.
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -2973,6 +3004,8 @@ class _Analysis:
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
                 return True
+            if isinstance(node, ast.Call) and self._clock_reading(node):
+                return True
             if _splits_between_ranks(node):
                 return True
             if isinstance(node, ast.Call):
@@ -3039,6 +3072,17 @@ class _Analysis:
         if module == "torch":
             return name in _TORCH_DRAWS
         return module in ("random", "numpy.random", "np.random") and name in _PY_DRAWS
+
+    def _clock_reading(self, call: ast.Call) -> bool:
+        """A reading of this process's clock (``time.monotonic()``, ``time.time()``, ``datetime.now()``...): each
+        rank reads its own, at its own moment, so a decision taken on it ("save every 30 minutes", "stop before
+        the time limit") can differ between ranks (Lightning's ``ModelCheckpoint(train_time_interval=...)``
+        broadcasts rank 0's decision for this reason; Megatron-LM's ``--exit-duration-in-mins`` all-reduces it)."""
+        if call.args or not _dotted(call.func):
+            return False
+        unit = self.units[0] if self.units else None
+        full = self._resolve(call.func, unit) if unit is not None else ""
+        return full in _CLOCKS
 
     def _taint(self, nodes: list[ast.AST], inherited: set[str], laundered: dict[str, int] | None = None) -> set[str]:
         """Names (and ``self.x``/``bar.n`` attributes) whose value can differ between ranks. A progress bar
@@ -5328,7 +5372,63 @@ class _Agreement:
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
+                    self._unwaited(call, name, nodes, unit)
+                    self._aliased(call, name, nodes, unit)
                 self._padded(call, found, unit, nodes)
+
+    # -- an async call whose handle is dropped, an output list that holds one tensor many times
+
+    def _unwaited(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.all_reduce(t, async_op=True)`` as a statement of its own: the Work handle is dropped, so nothing
+        waits for the call to complete before ``t`` is read (OpenNMT-py issue #2295's rescale)."""
+        flag = next((k.value for k in call.keywords if k.arg == "async_op"), None)
+        if not (isinstance(flag, ast.Constant) and flag.value is True):
+            return
+        if not any(isinstance(n, ast.Expr) and n.value is call for n in nodes):
+            return
+        why = (
+            f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: nothing waits for "
+            "the call to complete, so the code after it reads its tensors while the backend may still be writing "
+            "them (on gloo a worker thread, on NCCL the communication stream), and an error in the call is never "
+            "raised"
+        )
+        fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` before the tensors are used"
+        self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
+
+    def _aliased(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
+        """An output list of one tensor repeated (``[torch.zeros_like(t)] * world_size``) handed to an
+        all_gather, gather or all_to_all: every slot is the same tensor, so every rank's block is written into
+        it and each slot ends up showing the last one (pytorch/pytorch issue #14632, Lightning issue #3253)."""
+        if name not in _OUTPUT_LISTS:
+            return
+        position, word = _OUTPUT_LISTS[name]
+        given = _argument(call, position, word)
+        built = given
+        if isinstance(given, ast.Name):
+            bound = [  # a None on the ranks that are not the root is no list
+                n.value
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == given.id for t in n.targets)
+                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+            ]
+            built = bound[0] if len(bound) == 1 else None
+        if not (
+            isinstance(built, ast.BinOp)
+            and isinstance(built.op, ast.Mult)
+            and isinstance(built.left, ast.List)
+            and len(built.left.elts) == 1
+            and not isinstance(built.left.elts[0], ast.Constant)
+        ):
+            return
+        shown = unit.text(built)
+        element = unit.text(built.left.elts[0])
+        why = (
+            f"`{shown}` is one tensor (`{element}`) in every slot, not one per rank: {name} writes each rank's data "
+            "into the same tensor, and every slot shows the block written last"
+        )
+        fix = f"build one tensor per slot: `[{element} for _ in range(...)]`"
+        self._add(call, "aliased-outputs", f"{word} = {shown}", why, fix, unit, at=built)
 
     # -- a root that is each rank itself
 
@@ -5792,16 +5892,26 @@ class _Agreement:
         return None
 
     def _add(
-        self, call: ast.Call, kind: str, cond: str, why: str, fix: str, unit: _Unit, name: str | None = None
+        self,
+        call: ast.Call,
+        kind: str,
+        cond: str,
+        why: str,
+        fix: str,
+        unit: _Unit,
+        name: str | None = None,
+        at: ast.AST | None = None,
     ) -> None:
+        """A finding about ``call``, shown at ``at`` (the line to change, if not the call's own)."""
         if id(call) in self.an.found:
             return
+        where = at if at is not None else call
         self.an.found[id(call)] = (
             kind,
             Finding(
                 path=self.an.path,
-                line=call.lineno + unit.offset,
-                col=call.col_offset + unit.indent + 1,
+                line=where.lineno + unit.offset,
+                col=where.col_offset + unit.indent + 1,
                 collective=name or _dotted(call.func) or unit.text(call.func),
                 condition=cond,
                 kind=kind,
