@@ -1344,6 +1344,52 @@ def _log_level_check(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LOG_LEVEL_CHECKS
 
 
+#: Builtins whose result depends only on their arguments: of values agreed on every rank, it is agreed too.
+_PLAIN_BUILTINS = frozenset(
+    {
+        "bool",
+        "int",
+        "float",
+        "len",
+        "tuple",
+        "list",
+        "sorted",
+        "sum",
+        "min",
+        "max",
+        "dict",
+        "set",
+        "abs",
+        "round",
+        "str",
+    }
+)
+
+
+def _plain_of(value: ast.expr, equal: set[str]) -> bool:
+    """Whether ``value`` is computed from the names in ``equal`` alone, through literals, operators, subscripts,
+    comprehensions over them and :data:`_PLAIN_BUILTINS` (``sorted(p for part in everyone for p in part)``)."""
+    bound = {
+        n.id
+        for c in ast.walk(value)
+        if isinstance(c, ast.comprehension)
+        for n in ast.walk(c.target)
+        if isinstance(n, ast.Name)
+    }
+    read = False
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            if node.id in equal:
+                read = True
+            elif node.id not in bound and node.id not in _PLAIN_BUILTINS:
+                return False
+        elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _PLAIN_BUILTINS):
+            return False
+        elif isinstance(node, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+            return False
+    return read
+
+
 def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions, classes or lambdas."""
     stack = list(nodes)
@@ -2181,18 +2227,45 @@ class _Analysis:
         if helper is None:
             return False
         if target not in self._agreeing:
+            self._agreeing[target] = False  # a helper that reaches itself again is not agreed through itself
             self._agreeing[target] = self._returns_agreed(helper)
         return self._agreeing[target]
 
+    def _agreed_names(self, helper: _Func, own: list[ast.AST]) -> set[str]:
+        """Names of ``helper`` that hold the same value on every rank: those a collective in it made equal, and
+        those every assignment of which takes the result of an agreeing helper (``everyone = gather(...)``) or a
+        plain builtin of agreed names (``merged = sorted(p for part in everyone for p in part)``)."""
+        equal = self._equalized(own, helper.unit)
+        values: dict[str, list[ast.expr]] = {}
+        for names, value, _ in _assignments(own):
+            for name in names:
+                values.setdefault(name, []).append(value)
+        grown = True
+        while grown:
+            grown = False
+            for name, assigned in values.items():
+                if name not in equal and all(
+                    self._agreeing_call(v, helper.self_class, helper.unit) or _plain_of(v, equal) for v in assigned
+                ):
+                    equal.add(name)
+                    grown = True
+        return equal
+
     def _returns_agreed(self, helper: _Func) -> bool:
         own = list(_own_nodes(helper.node.body))
-        equal = self._equalized(own, helper.unit)
         returns = [n.value for n in own if isinstance(n, ast.Return)]
+        if returns and all(self._agreeing_call(r, helper.self_class, helper.unit) for r in returns if r is not None):
+            return all(r is not None for r in returns)  # ``return gather_results(pairs)``
+        equal = self._agreed_names(helper, own)
         if not equal or not returns or any(r is None for r in returns):
             return False
-        ranked = {n for names, v, _ in _assignments(own) if self.mentions_rank(v, set()) for n in names}
+        ranked = {
+            n for names, v, _ in _assignments(own) if self.mentions_rank(v, set()) for n in names if n not in equal
+        }
         params = {a.arg for a in helper.node.args.args}
         for ret in returns:
+            if self._agreeing_call(ret, helper.self_class, helper.unit):
+                continue
             tests = {id(n) for e in ast.walk(ret) if isinstance(e, ast.IfExp) for n in ast.walk(e.test)}  # type: ignore[arg-type]
             # a name that only picks between agreed values (``... if all_ranks else ...``) is not returned
             read = {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and id(n) not in tests}  # type: ignore[arg-type]
@@ -2202,7 +2275,7 @@ class _Analysis:
                 on_equal = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
                 if not (
                     (on_equal and call.func.value.id in equal)  # type: ignore[attr-defined]
-                    or (isinstance(call.func, ast.Name) and call.func.id in ("bool", "int", "float", "len", "tuple"))
+                    or (isinstance(call.func, ast.Name) and call.func.id in _PLAIN_BUILTINS)
                 ):
                     return False  # ``t.item()`` of an all-reduced ``t`` is equal; another call's result may not be
         return True
