@@ -779,3 +779,52 @@ def test_a_broadcast_whose_ranks_name_different_roots_is_named():
     assert diagnosis.kind == "different-roots", diagnosis
     assert "broadcast #2 (ranks 0 and 1 passed src=0; ranks 2 and 3 passed src=2)" in diagnosis.headline, diagnosis
     assert "test_diagnose.py:" in str(diagnosis), diagnosis
+
+
+def sum_read_before_its_work_completes():
+    """OpenNMT-py issue #2295's shape: an async all-reduce whose handle is dropped; the sum is checked at once."""
+    total = torch.ones(1)
+    dist.all_reduce(total, async_op=True)  # the handle is dropped
+    if dist.get_rank() == 1:
+        raise RuntimeError("the sum is not in yet")
+    time.sleep(0.2)
+
+
+def gather_into_one_tensor_repeated():
+    """pytorch/pytorch issue #14632's shape: all_gather into [t] * world_size, checked at once."""
+    mine = torch.tensor([float(dist.get_rank())])
+    out = [torch.zeros(1)] * dist.get_world_size()
+    dist.all_gather(out, mine)
+    if sorted(t.item() for t in out) != list(range(dist.get_world_size())):
+        raise RuntimeError(f"gathered {[t.item() for t in out]}")
+
+
+def test_a_failed_run_names_an_async_call_never_waited_for():
+    run = bl.run(sum_read_before_its_work_completes, 2, timeout=5, deadline=20)
+    line = line_of(sum_read_before_its_work_completes, "async_op=True)")
+    text = str(run.diagnosis)
+    assert f"all_reduce(async_op=True) at {__file__.rsplit('/', 1)[1]}:{line}" in text.replace("tests/", ""), text
+    assert "never waited for" in text and "work.wait()" in text, text
+
+
+def test_a_failed_run_names_an_output_list_of_one_tensor_repeated():
+    run = bl.run(gather_into_one_tensor_repeated, 3, timeout=5, deadline=20)
+    line = line_of(gather_into_one_tensor_repeated, "dist.all_gather(out")
+    text = str(run.diagnosis)
+    assert not run.ok and "ranks 0–2's all_gather" in text, text
+    assert f":{line} was given one tensor in several slots" in text, text
+
+
+def test_a_right_gather_and_a_waited_async_call_name_no_hazard():
+    from barrierlab.diagnose import call_hazards
+
+    run = bl.run(gather_then_wait, 2, timeout=5, deadline=20)
+    assert run.ok and call_hazards(run) == [], run.diagnosis
+
+
+def gather_then_wait():
+    out = [torch.zeros(1) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, torch.tensor([float(dist.get_rank())]))
+    work = dist.all_reduce(torch.ones(1), async_op=True)
+    work.wait()
+    assert [t.item() for t in out] == list(range(dist.get_world_size()))

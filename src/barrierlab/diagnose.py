@@ -1673,6 +1673,42 @@ RULE_TABLE: tuple[Rule, ...] = (
 )
 
 
+#: Most calls named by :func:`call_hazards`.
+HAZARDS_SHOWN = 3
+
+
+def call_hazards(run: Run) -> list[str]:
+    """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
+    ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
+    read its tensors), and a list of output tensors that held one tensor in several slots (each slot then shows
+    the block written last). One line per call site, naming the ranks; at most :data:`HAZARDS_SHOWN`."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    for result in run.ranks:
+        waited = {e.of for e in result.events if e.kind == "wait" and e.of is not None}
+        for e in result.events:
+            if e.kind != "collective":
+                continue
+            if e.aliased:
+                found.setdefault(("aliased", e.name, _place(e)), []).append(result.rank)
+            elif e.is_async and e.id not in waited:
+                found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
+    lines = []
+    for (hazard, name, place), ranks in found.items():
+        who = f"{rank_list(sorted(set(ranks)))}'s"
+        if hazard == "aliased":
+            lines.append(
+                f"{who} {name} at {place} was given one tensor in several slots of its output list ([t] * n): "
+                "every slot shows the block written last, so what it gathered is wrong whatever the timing; "
+                "build one tensor per slot"
+            )
+        else:
+            lines.append(
+                f"{who} {name}(async_op=True) at {place} was never waited for: nothing made it complete before "
+                "the code after it read its tensors; keep the handle and call work.wait() first"
+            )
+    return lines[:HAZARDS_SHOWN]
+
+
 def diagnose(run: Run) -> Diagnosis:
     """Explain ``run``: the first disagreement between the ranks' collectives, and how each rank ended."""
     f = facts(run)
@@ -1681,6 +1717,8 @@ def diagnose(run: Run) -> Diagnosis:
         if diagnosis is not None:
             if rule is not rule_different_sizes and f.shapes and not diagnosis.ok:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
+            if not diagnosis.ok:
+                diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
             return diagnosis
     return Diagnosis("unexplained", "The run could not be explained from its records.", _failure_evidence(f))
 

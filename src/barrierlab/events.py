@@ -13,7 +13,7 @@ killed or hangs still leaves the record of what it entered and never left:
     inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
     length of an object collective's list), ``splits`` (an ``all_to_all_single``'s output and input split
     sizes as given, each a list of ints or null for equal blocks; absent when they could not be recorded), ``timeout`` (seconds: the call's own ``timeout=``, else its
-    group's), ``async``;
+    group's), ``async``, ``aliased`` (true: one tensor filled several slots of the call's output list);
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
@@ -110,6 +110,8 @@ class Event:
     #: ``async_op=True``: ``end`` is when the call returned, ``done`` when its work completed (None: never).
     is_async: bool = field(default=False, repr=False)
     done: float | None = field(default=None, repr=False)
+    #: One tensor filled several slots of the call's list of output tensors (``[t] * world_size``).
+    aliased: bool = field(default=False, repr=False)
     #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
     #: that called into the helper that made the call.
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
@@ -658,6 +660,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 splits=item.get("splits"),
                 timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
+                aliased=item.get("aliased") is True,
                 callers=callers,
                 left_out=max(0, item.get("left_out") or 0) + cut,
                 within=item.get("within"),

@@ -75,6 +75,9 @@ class Op:
     comparable across ranks.
     ``object_list``: the argument that holds the call's list of objects (the recorder records its length);
     ``same_length``: that list must have the same length on every rank.
+    ``outputs``: the argument that holds the list of tensors the call writes into, one per rank: the recorder
+    records when one tensor fills several of its slots (``[t] * world_size``: each slot shows what was written
+    last, pytorch/pytorch issue #14632).
     ``blocks``: an all-to-all: each rank sends one block to every rank of the group, and the block rank i sends
     rank j must have the size rank j expects from rank i. Its value names the arguments that give the blocks'
     sizes — ``("output_split_sizes", "input_split_sizes")``, rows per rank, equal blocks when not given — or is
@@ -95,6 +98,7 @@ class Op:
     in_place: bool = False
     object_list: str | None = None
     same_length: bool = False
+    outputs: str | None = None
     blocks: tuple[str, ...] = ()
     underlying: str | None = None
     inner: tuple[str, ...] = ()
@@ -160,7 +164,7 @@ OPS: tuple[Op, ...] = (
         source=f"{_C10D} broadcast; gloo sends along a tree and a send waits for its receiver: the root waits "
         "for its direct children (measured: with root 1 of 4, for ranks 2 and 3, not 0)",
     ),
-    _same("all_gather", equalizing=True, source=f"{_C10D} all_gather"),
+    _same("all_gather", equalizing=True, outputs="tensor_list", source=f"{_C10D} all_gather"),
     _same("all_gather_into_tensor", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_into_tensor"),
     _same("all_gather_single", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_single"),
     _same("all_gather_coalesced", equalizing=True, underlying="all_gather", source=f"{_C10D} all_gather_coalesced"),
@@ -180,6 +184,7 @@ OPS: tuple[Op, ...] = (
     _collective(
         "gather",
         roles=_ROOTED,
+        outputs="gather_list",
         gloo=_waits(root="all", non_root="root"),
         source=f"{_C10D} gather",
     ),
@@ -200,6 +205,7 @@ OPS: tuple[Op, ...] = (
     _collective(
         "all_to_all",
         blocks=("lists",),
+        outputs="output_tensor_list",
         source=f"{_C10D} all_to_all: input_tensor_list[j] goes to rank j, output_tensor_list[i] comes from rank i",
     ),
     _collective(

@@ -447,6 +447,7 @@ def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
         return ()
     op = ops.BY_NAME.get(name)
     wanted = (*PEER_ARGUMENTS, "group", "timeout") + ((op.object_list,) if op is not None and op.object_list else ())
+    wanted += (op.outputs,) if op is not None and op.outputs else ()
     if op is not None and op.blocks[:1] == ops.SPLIT_ARGUMENTS[:1]:
         wanted += ops.SPLIT_ARGUMENTS
     found = tuple((argument, parameters.index(argument)) for argument in wanted if argument in parameters)
@@ -525,6 +526,29 @@ def _split_text(value) -> str | None:
     return None
 
 
+#: The arguments that hold a call's list of output tensors (``Op.outputs``).
+OUTPUT_LISTS = frozenset(op.outputs for op in ops.OPS if op.outputs)
+
+
+def _aliased(value) -> bool:
+    """Whether one tensor fills two slots of a list of output tensors (the same object, or two views that start
+    at the same address with elements in them). Never raises."""
+    try:
+        if not isinstance(value, (list, tuple)) or len(value) > 65536:
+            return False
+        seen: set = set()
+        for tensor in value:
+            if not isinstance(tensor, torch.Tensor):
+                return False
+            key = tensor.data_ptr() if tensor.numel() and tensor.layout == torch.strided else id(tensor)
+            if key in seen:
+                return True
+            seen.add(key)
+    except Exception:  # noqa: BLE001 - a tensor subclass or device we cannot read: nothing recorded
+        return False
+    return False
+
+
 def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:
     extra, group, timeout, splits = "", None, None, []
     for name, index in positions:
@@ -533,6 +557,10 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
             splits.append(_split_text(value))
             continue
         if value is None:
+            continue
+        if name in OUTPUT_LISTS:
+            if _aliased(value):
+                extra += ',"aliased":true'
             continue
         if name == "group":
             group = value
