@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -78,3 +79,24 @@ def burst_then_fork():
 def test_a_forked_child_never_writes_the_lines_its_parent_recorded():
     ids = bl.run(burst_then_fork, 1, deadline=60).raise_if_failed().values[0]
     assert len(ids) == BURST and len(ids) == len(set(ids))
+
+
+def import_a_module_of_my_own(folder):
+    """Write a module, then import it: the import system lists the folder and reads the file."""
+    with open(os.path.join(folder, "freshly_written_helper.py"), "w") as f:  # code: never a handoff
+        f.write("VALUE = 7\n")
+    with open(os.path.join(folder, "numbers.txt"), "w") as f:
+        f.write("7\n")
+    sys.path.insert(0, folder)
+    import freshly_written_helper  # noqa: PLC0415 - imported while the rank records
+
+    return freshly_written_helper.VALUE
+
+
+def test_the_import_system_reading_modules_is_not_a_file_handoff(tmp_path):
+    """Only the learner's own write is recorded, not the import system's listing of the folder and its read of
+    the module (seen as a 'list' of tests/ when a test module's folder changed after the warm process cached it)."""
+    run = bl.run(import_a_module_of_my_own, 1, args=(str(tmp_path),), deadline=60)
+    assert run.values == [7], run
+    files = [(e.name, e.path) for e in run[0].events if e.kind == "file"]
+    assert files == [("write", str(tmp_path / "numbers.txt"))], files

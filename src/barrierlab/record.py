@@ -857,6 +857,8 @@ def _audit(event: str, args: tuple) -> None:
         return
     if recorder.depth or recorder.fd < 0 or threading.get_ident() != _main_thread:
         return
+    if sys._getframe(1).f_code.co_filename.startswith(_IMPORT_SYSTEM):
+        return  # the import system reading a module or listing a folder of sys.path: not the learner's handoff
     if event == "open":
         path = _quoted_path(args[0])
         if path is None:
@@ -904,6 +906,9 @@ def _fspath_text(path) -> str:
 _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
 _AUDITED = frozenset({"open", "os.rename", "os.remove", "os.mkdir", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
 _audit_installed = False
+#: Code of Python's import system (frozen in 3.11): a module imported while the rank records re-lists a folder
+#: of ``sys.path`` whose contents changed since the warm process cached it, and opens the module's files.
+_IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 #: Called with the audit event's arguments (path, args, env) just before the process execs, whether or not it
 #: records (a rank sets it: ``_rank._say_before_exec``); it must not raise.
 before_exec = None
