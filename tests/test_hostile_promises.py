@@ -417,6 +417,44 @@ def raises_here():
     raise ValueError("from a removed folder")
 
 
+def lists_its_working_folder():
+    import glob
+
+    listed = {}
+    for name, call in (
+        ("listdir('.')", lambda: os.listdir(".")),
+        ("listdir()", os.listdir),
+        ("scandir('.')", lambda: [entry.name for entry in os.scandir(".")]),
+        ("glob('*')", lambda: glob.glob("*")),
+    ):
+        try:
+            listed[name] = call()
+        except OSError as error:
+            listed[name] = f"{type(error).__name__}: {error}"
+    return listed
+
+
+def test_a_rank_lists_a_removed_working_folder_as_empty_as_the_kernel_does(tmp_path):
+    """glibc reads a removed folder as empty (the kernel's getdents says ENOENT; POSIX makes that the end of the
+    folder), so the kernel, a plain forked child and a rank entered through /proc/KERNEL/cwd all list []; but in
+    a rank the recorder's audit hook made the path absolute (``os.getcwd()``: FileNotFoundError) and its
+    exception failed the learner's os.listdir(".") with ENOENT."""
+    bl.run(returns_one, 2)  # torch loads oneMKL lazily, and cannot from a removed folder (as above)
+    here = os.getcwd()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        in_kernel = lists_its_working_folder()
+        assert all(v == [] for v in in_kernel.values()), in_kernel
+        for record in (True, False):
+            run = bl.run(lists_its_working_folder, 2, deadline=30, record=record)
+            assert run.values == [in_kernel, in_kernel], (record, run.values, run.diagnosis)
+    finally:
+        os.chdir(here)
+
+
 # --- attack9 a13: the learner's own faulthandler on SIGUSR1 ------------------------------------------------------
 def stuck_with_own_stack_handler():
     import faulthandler
