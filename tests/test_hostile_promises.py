@@ -524,6 +524,105 @@ def test_a_shared_memory_segment_a_rank_forgot_is_unlinked_as_python_does_at_exi
     assert not left
 
 
+def makes_segments_then_is_stopped_at_the_deadline(folder, notebooks):
+    from multiprocessing import resource_tracker, shared_memory
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    made = shared_memory.SharedMemory(create=True, size=1 << 20)  # never unlinked: the tracker's to unlink
+    kept = shared_memory.SharedMemory(create=True, size=4096)
+    resource_tracker.unregister(kept._name, "shared_memory")  # the usual way to keep one past the process
+    attached = shared_memory.SharedMemory(name=notebooks)  # the notebook's (attaching registers it too, in 3.11)
+    names = [made.name, kept.name]
+    if rank == 1:  # what the rank forks notes in the same file
+        read, write = os.pipe()
+        if os.fork() == 0:
+            child = shared_memory.SharedMemory(create=True, size=1 << 20)
+            os.write(write, child.name.encode())
+            time.sleep(3600)
+        names.append(os.read(read, 100).decode())
+    with open(os.path.join(folder, f"rank{rank}"), "w") as f:
+        f.write(" ".join(names))
+    time.sleep(3600)  # stopped at the deadline, with its process group: multiprocessing's tracker dies too
+    return attached
+
+
+def test_shared_memory_a_rank_made_is_unlinked_after_it_is_stopped_at_the_deadline(tmp_path):
+    """attack9 a4: a rank stopped at the deadline is killed with its process group, multiprocessing's resource
+    tracker with it, and the segments it made stayed in /dev/shm (RAM) for good. Each rank now notes the segments
+    it creates, and they are unlinked once the ranks are gone; never one the run did not create (the notebook's,
+    which a rank attached to) nor one the rank unregistered to keep it."""
+    from multiprocessing import shared_memory
+
+    from barrierlab import launch
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+
+    def present(name):
+        return os.path.exists(os.path.join("/dev/shm", name.lstrip("/")))
+
+    notebooks = shared_memory.SharedMemory(create=True, size=4096)
+    names = []
+    try:
+        run = bl.run(
+            makes_segments_then_is_stopped_at_the_deadline, 2, args=(str(tmp_path), notebooks.name), timeout=20,
+            deadline=4,
+        )  # fmt: skip
+        made = {rank: (tmp_path / f"rank{rank}").read_text().split() for rank in range(2)}
+        names = [name for rank_names in made.values() for name in rank_names]
+        assert run.statuses == [Status.STOPPED, Status.STOPPED], run.diagnosis
+        assert launch._removals.wait(30)  # with the run's folder, in the background
+        left = [name for name in names if present(name)]
+        kept = [made[0][1], made[1][1]]
+        assert sorted(left) == sorted(kept), (made, left)
+        assert present(notebooks.name)
+    finally:
+        for name in names:
+            if present(name):
+                os.unlink(os.path.join("/dev/shm", name.lstrip("/")))
+        notebooks.close()
+        notebooks.unlink()
+
+
+def test_segment_notes_are_bounded_and_name_only_what_the_rank_made(tmp_path):
+    """The notes are a rank's to write: a name that leaves /dev/shm, a symlink, a file whose inode is not the one
+    noted, or a name unregistered since, is never unlinked; a FIFO in the notes' place costs nothing."""
+    from barrierlab import _segments
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    mine = f"/barrierlab-test-{os.getpid()}"
+    other = f"/barrierlab-test-other-{os.getpid()}"
+    paths = {name: os.path.join("/dev/shm", name[1:]) for name in (mine, other)}
+    try:
+        for path in paths.values():
+            with open(path, "wb") as f:
+                f.write(b"x")
+        info = os.stat(paths[mine])
+        notes = [
+            ["+", "shared_memory", mine, info.st_dev, info.st_ino],
+            ["+", "shared_memory", other, info.st_dev, info.st_ino],  # the inode of another file
+            ["+", "shared_memory", "/../../tmp/x", info.st_dev, info.st_ino],
+            ["+", "shared_memory", "/psm_gone", 1, 2],
+        ]
+        text = "".join(json.dumps(n) + "\n" for n in notes) + "not json\n"
+        (tmp_path / _segments.NOTES_FILE).write_text(text + json.dumps(["-", "shared_memory", mine]) + "\n")
+        assert _segments.unlink_left(str(tmp_path)) == []  # unregistered: the learner keeps it
+        assert all(os.path.exists(p) for p in paths.values())
+        (tmp_path / _segments.NOTES_FILE).write_text(text)
+        assert _segments.unlink_left(str(tmp_path)) == [paths[mine]]
+        assert not os.path.exists(paths[mine]) and os.path.exists(paths[other])
+        (tmp_path / _segments.NOTES_FILE).unlink()
+        os.mkfifo(tmp_path / _segments.NOTES_FILE)
+        assert _segments.unlink_left(str(tmp_path)) == []  # (a blocking read would hang the pytest timeout)
+    finally:
+        for path in paths.values():
+            if os.path.exists(path):
+                os.unlink(path)
+
+
 def replace_myself(code: int) -> None:
     """A rank's function that replaces the rank with another program (os.execv), which exits with ``code``."""
     os.execv("/bin/sh", ["sh", "-c", f"exit {code}"])

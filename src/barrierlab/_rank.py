@@ -26,7 +26,7 @@ import cloudpickle
 import torch
 import torch.distributed as dist
 
-from barrierlab import _protocol, record
+from barrierlab import _protocol, _segments, record
 from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
     OUTCOME_UNWRITTEN,
@@ -635,6 +635,7 @@ def prepare(kernel_pid: int) -> None:
     ).start()
     keep_every_process_group()
     loopback_interface()
+    _segments.install()  # done in the warm process already (its ranks inherit it): then a flag's test
     record.prepare_wrappers()
     record.start_watch()
     _prepared = True
@@ -682,6 +683,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
+        _segments.note_to(os.path.join(spec.run.run_dir, _segments.NOTES_FILE))  # unlinked after the run if left
         _say_before_exec(outcome, files.replaced, key)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
