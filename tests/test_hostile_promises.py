@@ -492,15 +492,70 @@ def leaves_a_file_open_and_a_temporary_folder(folder):
 def test_a_file_the_function_never_closed_reaches_the_disk(tmp_path):
     """Before: the rank ended with the function's frame alive (kept so that no destructor of the learner's runs
     after the outcome), so a file it never closed stayed empty while every rank finished; a plain call, a forked
-    worker and torchrun all write it. Its TemporaryDirectory still stays (no destructor runs: the next test)."""
+    worker and torchrun all write it. Its TemporaryDirectory is removed too (the next tests)."""
     import shutil
 
     run = bl.run(leaves_a_file_open_and_a_temporary_folder, 2, args=(str(tmp_path),), deadline=30)
-    for name in run.values or ():
+    left = [name for name in run.values or () if os.path.exists(name)]
+    for name in left:
         shutil.rmtree(name, ignore_errors=True)
     assert run.statuses == ["finished", "finished"], run.diagnosis
     for rank in range(2):
         assert json.loads((tmp_path / f"metrics-{rank}.json").read_text()) == {"rank": rank, "loss": 0.25}
+    assert left == []
+
+
+def leaves_temporary_files(folder, hang_at_exit=False):
+    import tempfile
+    import weakref
+
+    scratch = tempfile.TemporaryDirectory(dir=folder, prefix="scratch-")  # never cleaned up explicitly
+    with open(os.path.join(scratch.name, "ckpt.bin"), "wb") as f:
+        f.write(b"\0" * 1024)
+    log = tempfile.NamedTemporaryFile(dir=folder, prefix="log-", delete=True)  # never closed
+    log.write(b"step 1\n")
+    kept = tempfile.NamedTemporaryFile(dir=folder, prefix="kept-", delete=False)  # the learner keeps this one
+    kept.write(b"keep me\n")
+
+    class Handle:
+        pass
+
+    handle = Handle()
+    weakref.finalize(handle, _raise_at_exit)  # printed on stderr; the others run still
+    if hang_at_exit:  # made last: run first (newest first, as at exit)
+        weakref.finalize(handle, time.sleep, 3600)
+    return scratch.name, log.name, kept.name, handle.__class__.__name__
+
+
+def _raise_at_exit():
+    raise RuntimeError("a finalizer that raises at exit")
+
+
+def test_temporary_files_the_function_left_are_removed_as_a_plain_return_or_torchrun_would(tmp_path):
+    """attack9 a6: a ``TemporaryDirectory`` or ``NamedTemporaryFile(delete=True)`` the function made without
+    ``with`` stayed in /tmp after bl.run (the rank keeps the function's frame and ends with os._exit); a plain call
+    removes them as its frame is freed, torchrun's worker as it returns or, for one still referenced, at exit
+    (``weakref.finalize``'s atexit run, the file's destructor). The rank now runs its own atexit finalizers and
+    closes its NamedTemporaryFiles after its outcome; a ``delete=False`` file stays, as it would."""
+    run = bl.run(leaves_temporary_files, 2, args=(str(tmp_path),), deadline=30)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(value[2]) for value in run.values)
+    assert all("a finalizer that raises at exit" in rank.stderr for rank in run), [r.stderr for r in run]
+
+
+@pytest.mark.timeout(120)
+def test_a_finalizer_that_hangs_at_exit_neither_holds_the_rank_nor_changes_its_outcome(tmp_path):
+    """Under torchrun a finalizer that hangs at exit holds the worker, and the job, for ever (checked: killed
+    after 45 s); here the rank's exit work is bounded (``_rank.EXIT_WORK_WAIT``), and what it had reported
+    stands."""
+    from barrierlab import _rank
+
+    run = bl.run(leaves_temporary_files, 2, args=(str(tmp_path), True), deadline=60)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    assert [rank.exit_code for rank in run] == [0, 0] and not any(rank.teardown_hung for rank in run), run
+    assert run.values[0][3] == "Handle"
+    assert run.elapsed < 30, (run.elapsed, _rank.EXIT_WORK_WAIT)  # not held until the 60 s deadline
+    assert all("the rank ended without waiting for it" in rank.stderr for rank in run), [r.stderr for r in run]
 
 
 def makes_a_shared_memory_segment_and_forgets_it():
