@@ -588,7 +588,10 @@ def makes_segments_then_is_stopped_at_the_deadline(folder, notebooks):
     made = shared_memory.SharedMemory(create=True, size=1 << 20)  # never unlinked: the tracker's to unlink
     kept = shared_memory.SharedMemory(create=True, size=4096)
     resource_tracker.unregister(kept._name, "shared_memory")  # the usual way to keep one past the process
-    attached = shared_memory.SharedMemory(name=notebooks)  # the notebook's (attaching registers it too, in 3.11)
+    attached = shared_memory.SharedMemory(name=notebooks)  # the notebook's, which the run did not create
+    # Python 3.11 registers an attached segment too, so its tracker would unlink it as its processes end (as the
+    # rank's may, if it reads the end of its pipe before it is killed): the usual guard against that
+    resource_tracker.unregister(attached._name, "shared_memory")
     names = [made.name, kept.name]
     if rank == 1:  # what the rank forks notes in the same file
         read, write = os.pipe()
