@@ -541,6 +541,11 @@ def _the_ranks_exit_finalizers() -> list:
     if _finalizers_from is None or not isinstance(registry, dict):
         return []
     try:
+        if next(weakref.finalize._index_iter) == _finalizers_from + 1:
+            return []  # none made since the mark: the registry (the warm process's, inherited) is not walked
+    except (AttributeError, TypeError):
+        return []
+    try:
         found = [(info.index, f) for f, info in list(registry.items()) if info.atexit and info.index > _finalizers_from]
     except (AttributeError, TypeError):
         return []
