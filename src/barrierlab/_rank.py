@@ -499,7 +499,9 @@ def release_the_function(code: int = 0, give_up: float | None = None) -> None:
             import gc
 
             done = threading.Event()
-            threading.Thread(target=_end_at, args=(until, code, done), daemon=True, name="barrierlab-exit-bound").start()
+            threading.Thread(
+                target=_end_at, args=(until, code, done), daemon=True, name="barrierlab-exit-bound"
+            ).start()
             collecting = gc.isenabled()
             gc.disable()  # as Python's exit does while finalizers run: no collection runs a learner's __del__
             try:
