@@ -417,6 +417,44 @@ def raises_here():
     raise ValueError("from a removed folder")
 
 
+def lists_its_working_folder():
+    import glob
+
+    listed = {}
+    for name, call in (
+        ("listdir('.')", lambda: os.listdir(".")),
+        ("listdir()", os.listdir),
+        ("scandir('.')", lambda: [entry.name for entry in os.scandir(".")]),
+        ("glob('*')", lambda: glob.glob("*")),
+    ):
+        try:
+            listed[name] = call()
+        except OSError as error:
+            listed[name] = f"{type(error).__name__}: {error}"
+    return listed
+
+
+def test_a_rank_lists_a_removed_working_folder_as_empty_as_the_kernel_does(tmp_path):
+    """glibc reads a removed folder as empty (the kernel's getdents says ENOENT; POSIX makes that the end of the
+    folder), so the kernel, a plain forked child and a rank entered through /proc/KERNEL/cwd all list []; but in
+    a rank the recorder's audit hook made the path absolute (``os.getcwd()``: FileNotFoundError) and its
+    exception failed the learner's os.listdir(".") with ENOENT."""
+    bl.run(returns_one, 2)  # torch loads oneMKL lazily, and cannot from a removed folder (as above)
+    here = os.getcwd()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        in_kernel = lists_its_working_folder()
+        assert all(v == [] for v in in_kernel.values()), in_kernel
+        for record in (True, False):
+            run = bl.run(lists_its_working_folder, 2, deadline=30, record=record)
+            assert run.values == [in_kernel, in_kernel], (record, run.values, run.diagnosis)
+    finally:
+        os.chdir(here)
+
+
 # --- attack9 a13: the learner's own faulthandler on SIGUSR1 ------------------------------------------------------
 def stuck_with_own_stack_handler():
     import faulthandler
@@ -454,15 +492,70 @@ def leaves_a_file_open_and_a_temporary_folder(folder):
 def test_a_file_the_function_never_closed_reaches_the_disk(tmp_path):
     """Before: the rank ended with the function's frame alive (kept so that no destructor of the learner's runs
     after the outcome), so a file it never closed stayed empty while every rank finished; a plain call, a forked
-    worker and torchrun all write it. Its TemporaryDirectory still stays (no destructor runs: the next test)."""
+    worker and torchrun all write it. Its TemporaryDirectory is removed too (the next tests)."""
     import shutil
 
     run = bl.run(leaves_a_file_open_and_a_temporary_folder, 2, args=(str(tmp_path),), deadline=30)
-    for name in run.values or ():
+    left = [name for name in run.values or () if os.path.exists(name)]
+    for name in left:
         shutil.rmtree(name, ignore_errors=True)
     assert run.statuses == ["finished", "finished"], run.diagnosis
     for rank in range(2):
         assert json.loads((tmp_path / f"metrics-{rank}.json").read_text()) == {"rank": rank, "loss": 0.25}
+    assert left == []
+
+
+def leaves_temporary_files(folder, hang_at_exit=False):
+    import tempfile
+    import weakref
+
+    scratch = tempfile.TemporaryDirectory(dir=folder, prefix="scratch-")  # never cleaned up explicitly
+    with open(os.path.join(scratch.name, "ckpt.bin"), "wb") as f:
+        f.write(b"\0" * 1024)
+    log = tempfile.NamedTemporaryFile(dir=folder, prefix="log-", delete=True)  # never closed
+    log.write(b"step 1\n")
+    kept = tempfile.NamedTemporaryFile(dir=folder, prefix="kept-", delete=False)  # the learner keeps this one
+    kept.write(b"keep me\n")
+
+    class Handle:
+        pass
+
+    handle = Handle()
+    weakref.finalize(handle, _raise_at_exit)  # printed on stderr; the others run still
+    if hang_at_exit:  # made last: run first (newest first, as at exit)
+        weakref.finalize(handle, time.sleep, 3600)
+    return scratch.name, log.name, kept.name, handle.__class__.__name__
+
+
+def _raise_at_exit():
+    raise RuntimeError("a finalizer that raises at exit")
+
+
+def test_temporary_files_the_function_left_are_removed_as_a_plain_return_or_torchrun_would(tmp_path):
+    """attack9 a6: a ``TemporaryDirectory`` or ``NamedTemporaryFile(delete=True)`` the function made without
+    ``with`` stayed in /tmp after bl.run (the rank keeps the function's frame and ends with os._exit); a plain call
+    removes them as its frame is freed, torchrun's worker as it returns or, for one still referenced, at exit
+    (``weakref.finalize``'s atexit run, the file's destructor). The rank now runs its own atexit finalizers and
+    closes its NamedTemporaryFiles after its outcome; a ``delete=False`` file stays, as it would."""
+    run = bl.run(leaves_temporary_files, 2, args=(str(tmp_path),), deadline=30)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(value[2]) for value in run.values)
+    assert all("a finalizer that raises at exit" in rank.stderr for rank in run), [r.stderr for r in run]
+
+
+@pytest.mark.timeout(120)
+def test_a_finalizer_that_hangs_at_exit_neither_holds_the_rank_nor_changes_its_outcome(tmp_path):
+    """Under torchrun a finalizer that hangs at exit holds the worker, and the job, for ever (checked: killed
+    after 45 s); here the rank's exit work is bounded (``_rank.EXIT_WORK_WAIT``), and what it had reported
+    stands."""
+    from barrierlab import _rank
+
+    run = bl.run(leaves_temporary_files, 2, args=(str(tmp_path), True), deadline=60)
+    assert run.statuses == ["finished", "finished"], run.diagnosis
+    assert [rank.exit_code for rank in run] == [0, 0] and not any(rank.teardown_hung for rank in run), run
+    assert run.values[0][3] == "Handle"
+    assert run.elapsed < 30, (run.elapsed, _rank.EXIT_WORK_WAIT)  # not held until the 60 s deadline
+    assert all("the rank ended without waiting for it" in rank.stderr for rank in run), [r.stderr for r in run]
 
 
 def makes_a_shared_memory_segment_and_forgets_it():
@@ -484,6 +577,108 @@ def test_a_shared_memory_segment_a_rank_forgot_is_unlinked_as_python_does_at_exi
     for name in left:
         os.unlink(os.path.join("/dev/shm", name.lstrip("/")))
     assert not left
+
+
+def makes_segments_then_is_stopped_at_the_deadline(folder, notebooks):
+    from multiprocessing import resource_tracker, shared_memory
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    made = shared_memory.SharedMemory(create=True, size=1 << 20)  # never unlinked: the tracker's to unlink
+    kept = shared_memory.SharedMemory(create=True, size=4096)
+    resource_tracker.unregister(kept._name, "shared_memory")  # the usual way to keep one past the process
+    attached = shared_memory.SharedMemory(name=notebooks)  # the notebook's, which the run did not create
+    # Python 3.11 registers an attached segment too, so its tracker would unlink it as its processes end (as the
+    # rank's may, if it reads the end of its pipe before it is killed): the usual guard against that
+    resource_tracker.unregister(attached._name, "shared_memory")
+    names = [made.name, kept.name]
+    if rank == 1:  # what the rank forks notes in the same file
+        read, write = os.pipe()
+        if os.fork() == 0:
+            child = shared_memory.SharedMemory(create=True, size=1 << 20)
+            os.write(write, child.name.encode())
+            time.sleep(3600)
+        names.append(os.read(read, 100).decode())
+    with open(os.path.join(folder, f"rank{rank}"), "w") as f:
+        f.write(" ".join(names))
+    time.sleep(3600)  # stopped at the deadline, with its process group: multiprocessing's tracker dies too
+    return attached
+
+
+def test_shared_memory_a_rank_made_is_unlinked_after_it_is_stopped_at_the_deadline(tmp_path):
+    """attack9 a4: a rank stopped at the deadline is killed with its process group, multiprocessing's resource
+    tracker with it, and the segments it made stayed in /dev/shm (RAM) for good. Each rank now notes the segments
+    it creates, and they are unlinked once the ranks are gone; never one the run did not create (the notebook's,
+    which a rank attached to) nor one the rank unregistered to keep it."""
+    from multiprocessing import shared_memory
+
+    from barrierlab import launch
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+
+    def present(name):
+        return os.path.exists(os.path.join("/dev/shm", name.lstrip("/")))
+
+    notebooks = shared_memory.SharedMemory(create=True, size=4096)
+    names = []
+    try:
+        run = bl.run(
+            makes_segments_then_is_stopped_at_the_deadline, 2, args=(str(tmp_path), notebooks.name), timeout=20,
+            deadline=4,
+        )  # fmt: skip
+        made = {rank: (tmp_path / f"rank{rank}").read_text().split() for rank in range(2)}
+        names = [name for rank_names in made.values() for name in rank_names]
+        assert run.statuses == [Status.STOPPED, Status.STOPPED], run.diagnosis
+        assert launch._removals.wait(30)  # with the run's folder, in the background
+        left = [name for name in names if present(name)]
+        kept = [made[0][1], made[1][1]]
+        assert sorted(left) == sorted(kept), (made, left)
+        assert present(notebooks.name)
+    finally:
+        for name in names:
+            if present(name):
+                os.unlink(os.path.join("/dev/shm", name.lstrip("/")))
+        notebooks.close()
+        notebooks.unlink()
+
+
+def test_segment_notes_are_bounded_and_name_only_what_the_rank_made(tmp_path):
+    """The notes are a rank's to write: a name that leaves /dev/shm, a symlink, a file whose inode is not the one
+    noted, or a name unregistered since, is never unlinked; a FIFO in the notes' place costs nothing."""
+    from barrierlab import _segments
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    mine = f"/barrierlab-test-{os.getpid()}"
+    other = f"/barrierlab-test-other-{os.getpid()}"
+    paths = {name: os.path.join("/dev/shm", name[1:]) for name in (mine, other)}
+    try:
+        for path in paths.values():
+            with open(path, "wb") as f:
+                f.write(b"x")
+        info = os.stat(paths[mine])
+        notes = [
+            ["+", "shared_memory", mine, info.st_dev, info.st_ino],
+            ["+", "shared_memory", other, info.st_dev, info.st_ino],  # the inode of another file
+            ["+", "shared_memory", "/../../tmp/x", info.st_dev, info.st_ino],
+            ["+", "shared_memory", "/psm_gone", 1, 2],
+        ]
+        text = "".join(json.dumps(n) + "\n" for n in notes) + "not json\n"
+        (tmp_path / _segments.NOTES_FILE).write_text(text + json.dumps(["-", "shared_memory", mine]) + "\n")
+        assert _segments.unlink_left(str(tmp_path)) == []  # unregistered: the learner keeps it
+        assert all(os.path.exists(p) for p in paths.values())
+        (tmp_path / _segments.NOTES_FILE).write_text(text)
+        assert _segments.unlink_left(str(tmp_path)) == [paths[mine]]
+        assert not os.path.exists(paths[mine]) and os.path.exists(paths[other])
+        (tmp_path / _segments.NOTES_FILE).unlink()
+        os.mkfifo(tmp_path / _segments.NOTES_FILE)
+        assert _segments.unlink_left(str(tmp_path)) == []  # (a blocking read would hang the pytest timeout)
+    finally:
+        for path in paths.values():
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def replace_myself(code: int) -> None:

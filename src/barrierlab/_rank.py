@@ -26,7 +26,7 @@ import cloudpickle
 import torch
 import torch.distributed as dist
 
-from barrierlab import _protocol, record
+from barrierlab import _protocol, _segments, record
 from barrierlab._contain import RUN_MARKER, enter_cgroup, mark_process
 from barrierlab._protocol import (
     OUTCOME_UNWRITTEN,
@@ -436,34 +436,165 @@ def finish_like_exit() -> None:
     _flush_open_files()
 
 
-def _flush_open_files() -> None:
-    """Flush every file object the rank made that is still open, then the standard streams."""
+def _flush_open_files(files: list | None = None) -> None:
+    """Flush every file object the rank made that is still open (``files``: those :func:`_made_by_the_rank`
+    found), then the standard streams."""
+    for obj in _made_by_the_rank()[0] if files is None else files:
+        try:
+            if not obj.closed:
+                obj.flush()
+        except Exception:  # noqa: BLE001 - a file whose disk is full, a pipe with no reader: as at exit
+            pass
+    flush_output()
+
+
+def _made_by_the_rank() -> tuple[list, list]:
+    """The open file objects (exact :data:`_FILE_TYPES`) and the ``NamedTemporaryFile`` objects (exact type) the
+    rank made, in one walk of the collector's generations: the warm process's objects are frozen (gc.freeze) and
+    not walked."""
     import gc
     import io
 
     kinds = tuple(getattr(io, name) for name in _FILE_TYPES)
-    for generation in range(3):  # what the rank made: the warm process's objects are frozen (gc.freeze)
+    temporary = getattr(sys.modules.get("tempfile"), "_TemporaryFileWrapper", None)
+    files, temporaries = [], []
+    for generation in range(3):
         for obj in gc.get_objects(generation):
-            if type(obj) in kinds:
-                try:
-                    if not obj.closed:
-                        obj.flush()
-                except Exception:  # noqa: BLE001 - a file whose disk is full, a pipe with no reader: as at exit
-                    pass
-    flush_output()
+            kind = type(obj)
+            if kind in kinds:
+                files.append(obj)
+            elif kind is temporary:
+                temporaries.append(obj)
+    return files, temporaries
 
 
-def release_the_function() -> None:
-    """What a worker's interpreter does with the function's open files as it exits, once the rank's outcome is
-    written: every file object the rank made that is still open is flushed, so a file written with
-    ``json.dump(x, open(p, "w"))`` and never closed reaches the disk, as under a plain call or torchrun (it stayed
-    empty while every rank reported success: attack9 a7); and multiprocessing's resource tracker unlinks what
-    the rank left registered. The function's frame (kept by :func:`call_the_function`) is not freed and nothing is collected: no
-    destructor of the learner's runs, so one that would hang cannot hold the rank (a ``TemporaryDirectory`` the
-    function never cleaned up stays, attack9 a6). No ``atexit`` handler runs: those a bl.run rank has are the
-    kernel's, inherited. The process groups are kept (:func:`keep_every_process_group`)."""
-    _flush_open_files()
+def release_the_function(code: int = 0, give_up: float | None = None) -> None:
+    """What a worker's interpreter does as it exits, once the rank's outcome is written, as far as it is safe:
+
+    - the ``weakref.finalize`` objects the rank made that are marked ``atexit`` run, newest first, as Python's
+      exit runs them (``weakref.finalize._exitfunc``, an ``atexit`` handler): a ``tempfile.TemporaryDirectory``
+      the function made and never cleaned up is removed (it stayed in /tmp, attack9 a6);
+    - a ``NamedTemporaryFile`` (``delete=True``) the rank made and never closed is closed and removed, as its
+      destructor would when a plain call's frame is freed, or at interpreter exit;
+    - every file object the rank made that is still open is flushed, so a file written with
+      ``json.dump(x, open(p, "w"))`` and never closed reaches the disk (it stayed empty while every rank reported
+      success: attack9 a7);
+    - multiprocessing's resource tracker unlinks what the rank left registered.
+
+    The first two within :data:`EXIT_WORK_WAIT` seconds and :data:`DEADLINE_MARGIN` before ``give_up`` (the
+    run's deadline, on this clock; none left: they do not run): a finalizer that hangs is cut short by a thread
+    that ends the rank with ``code``, its outcome (written already) standing; one that holds the GIL in C for
+    good is ended at the deadline, as a teardown hang. Not done: the function's frame (kept by
+    :func:`call_the_function`) is not freed and nothing is collected (the collector is off while finalizers
+    run, as at exit), so no destructor of the learner's runs and one that would hang cannot hold the rank; no
+    ``atexit`` handler runs but the finalizers' (those a bl.run rank has are the warm process's, inherited; a
+    script's run inside its function, :func:`finish_like_exit`); non-daemon threads are not waited for (they
+    hold a ``python`` process for ever). The process groups are kept (:func:`keep_every_process_group`)."""
+    files, temporaries = _made_by_the_rank()
+    finalizers = _the_ranks_exit_finalizers()
+    if finalizers or temporaries:
+        now = time.monotonic()
+        until = now + EXIT_WORK_WAIT if give_up is None else min(now + EXIT_WORK_WAIT, give_up - DEADLINE_MARGIN)
+        if until > now:
+            import gc
+
+            done = threading.Event()
+            threading.Thread(
+                target=_end_at, args=(until, code, done), daemon=True, name="barrierlab-exit-bound"
+            ).start()
+            collecting = gc.isenabled()
+            gc.disable()  # as Python's exit does while finalizers run: no collection runs a learner's __del__
+            try:
+                _run_exit_finalizers(finalizers, until)
+                _remove_temporary_files(temporaries, until)
+            finally:
+                done.set()
+                if collecting:
+                    gc.enable()
+    _flush_open_files(files)
     _let_the_resource_tracker_finish()
+
+
+#: Most seconds a rank spends on what an interpreter's exit would run (:func:`release_the_function`).
+EXIT_WORK_WAIT = 1.0
+#: That work ends at least this long before the run's deadline.
+DEADLINE_MARGIN = 0.25
+
+#: The index the next ``weakref.finalize`` gets, taken as the rank starts (before any of the learner's code):
+#: finalizers with a larger one are the rank's (the warm process's, inherited, are older). None: unknown.
+_finalizers_from: int | None = None
+
+
+def _mark_first_finalizer() -> None:
+    global _finalizers_from
+    import weakref
+
+    try:
+        _finalizers_from = next(weakref.finalize._index_iter)  # an itertools.count: one index is skipped
+    except (AttributeError, TypeError):
+        _finalizers_from = None
+
+
+def _the_ranks_exit_finalizers() -> list:
+    """The rank's live ``weakref.finalize`` objects marked ``atexit``, oldest first."""
+    import weakref
+
+    registry = getattr(weakref.finalize, "_registry", None)
+    if _finalizers_from is None or not isinstance(registry, dict):
+        return []
+    try:
+        if next(weakref.finalize._index_iter) == _finalizers_from + 1:
+            return []  # none made since the mark: the registry (the warm process's, inherited) is not walked
+    except (AttributeError, TypeError):
+        return []
+    try:
+        found = [(info.index, f) for f, info in list(registry.items()) if info.atexit and info.index > _finalizers_from]
+    except (AttributeError, TypeError):
+        return []
+    return [f for _index, f in sorted(found, key=lambda item: item[0])]
+
+
+def _run_exit_finalizers(finalizers: list, until: float) -> None:
+    """Call the finalizers newest first (a finalizer leaves the registry as it is called: each runs once); those
+    made meanwhile run too. An exception is printed on the rank's stderr, as Python's exit prints it, and the
+    next one runs."""
+    import traceback
+
+    while finalizers and time.monotonic() < until:
+        finalizer = finalizers.pop()
+        try:
+            finalizer()
+        except BaseException as error:  # noqa: BLE001 - as at exit: printed, then the next one
+            say("Exception ignored in a finalizer at exit:\n" + "".join(traceback.format_exception(error)).rstrip())
+        if not finalizers:
+            finalizers = _the_ranks_exit_finalizers()
+
+
+def _remove_temporary_files(temporaries: list, until: float) -> None:
+    """Close, and so remove, the ``NamedTemporaryFile`` objects the rank left with ``delete=True``, as their
+    destructor would (tempfile's own code: their type is exact)."""
+    for temporary in temporaries:
+        if time.monotonic() >= until:
+            return
+        closer = getattr(temporary, "_closer", None)
+        try:
+            if hasattr(closer, "cleanup"):  # Python 3.12+: what its __del__ calls (it honours delete=)
+                closer.cleanup()
+            elif getattr(temporary, "delete", False):
+                temporary.close()  # 3.11: closing one made with delete=True removes it
+        except Exception:  # noqa: BLE001, S110 - a full disk, a file removed already: as a destructor would
+            pass
+
+
+def _end_at(until: float, code: int, done: threading.Event) -> None:
+    """In a thread: end the rank with ``code`` at ``until`` unless its exit work is ``done`` by then."""
+    if done.wait(max(0.0, until - time.monotonic())):
+        return
+    say(
+        "barrierlab: what this rank ran as it ended (finalizers, temporary files) was still going on after "
+        f"{EXIT_WORK_WAIT:g} s or near the deadline; the rank ended without waiting for it"
+    )
+    os._exit(code)
 
 
 #: Seconds a rank waits for multiprocessing's resource tracker to unlink what the rank left registered.
@@ -635,6 +766,7 @@ def prepare(kernel_pid: int) -> None:
     ).start()
     keep_every_process_group()
     loopback_interface()
+    _segments.install()  # done in the warm process already (its ranks inherit it): then a flag's test
     record.prepare_wrappers()
     record.start_watch()
     _prepared = True
@@ -682,6 +814,8 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
+        _segments.note_to(os.path.join(spec.run.run_dir, _segments.NOTES_FILE))  # unlinked after the run if left
+        _mark_first_finalizer()  # the finalizers made from here on are the rank's: run as it ends
         _say_before_exec(outcome, files.replaced, key)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
@@ -742,6 +876,6 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     if options.linger:
         while True:  # like a rank that goes on with other work: the launcher ends it
             time.sleep(3600)
-    release_the_function()
+    release_the_function(outcome.exit_code or 0, give_up=spec.run.t0 + options.deadline)
     end(outcome.exit_code or 0)  # every process group is kept: none is destroyed
     return outcome.exit_code or 0

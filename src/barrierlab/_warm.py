@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 
-from barrierlab import _contain, _files, _protocol
+from barrierlab import _contain, _files, _protocol, _segments
 from barrierlab._contain import libc
 from barrierlab._protocol import (
     SEAL_KEY_SIZE,
@@ -526,6 +526,7 @@ class WarmProcess:
                 except OSError:
                     continue
                 if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+                    _segments.unlink_left(path)  # the run's ranks are dead: what they left in /dev/shm
                     _files.remove_tree(path)
                     removed.append(path)
         return removed
@@ -559,6 +560,7 @@ def main() -> None:
 
     record.prepare()
     barrierlab._rank.loopback_interface()  # looked up once, for every rank
+    _segments.install()  # once, inherited by every rank: a rank notes the shared memory it makes
 
     warm = WarmProcess(in_fd, out_fd)
     try:

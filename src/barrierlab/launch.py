@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import cloudpickle
 
-from barrierlab import _contain, _files, _payload, _protocol, _warmstart
+from barrierlab import _contain, _files, _payload, _protocol, _segments, _warmstart
 from barrierlab._protocol import (
     GONE_DIR_PREFIX,
     PAYLOAD_FILE,
@@ -1022,6 +1022,7 @@ class _Removals:
                 if cgroup:
                     _contain.remove_cgroup(path)
                 else:
+                    _segments.unlink_left(path)  # what a rank stopped at the deadline left in /dev/shm (attack9 a4)
                     _remove_folder(path, self.SMALL)
             except Exception:  # noqa: BLE001 - what is left is a dead kernel's for the next kernel to remove
                 pass
@@ -1046,6 +1047,7 @@ class _Removals:
             if cgroup:
                 _contain.remove_cgroup(path)
             else:
+                _segments.unlink_left(path)
                 _start_rm(path)
 
 

@@ -777,7 +777,13 @@ def _learner_path(path) -> str | None:
         path = path.decode(errors="replace")
     if path.endswith(_CODE_SUFFIXES):  # normalising never changes a name's suffix: no need to
         return None
-    path = os.path.abspath(path)
+    try:
+        path = os.path.abspath(path)
+    except OSError:
+        # a relative path while the working folder was removed (os.getcwd() raises FileNotFoundError): not
+        # recorded. Called from the audit hook, which must never raise: it made the learner's os.listdir(".")
+        # fail with ENOENT in a rank while a plain process (glibc reads a removed folder as empty) lists []
+        return None
     if path.startswith(_SYSTEM_PREFIXES) or any(part in path for part in _SYSTEM_PARTS):
         return None
     if _own_folder and _own_folder in (path, os.path.dirname(path)):
