@@ -1517,3 +1517,23 @@ def predict(model, loader, tokenizer):
         "        tokens = accelerator.gather_for_metrics(tokens)",
     )
     assert lint_source(padded) == []
+
+
+def test_a_notebook_with_a_huge_number_in_its_metadata_is_linted(tmp_path):
+    """attack10 a06: a 5,000-digit number in the metadata (valid JSON) is more than Python converts to an int;
+    lint crashed with a traceback (exit 1) and never linted the next file. Its cells are what lint reads."""
+    notebook = tmp_path / "seeded.ipynb"
+    cell = {"cell_type": "code", "metadata": {}, "source": BAD, "outputs": [], "execution_count": 1}
+    notebook.write_text(
+        '{"cells": [' + json.dumps(cell) + '], "metadata": {"seed": ' + "7" * 5000 + "}, "
+        '"nbformat": 4, "nbformat_minor": 5}'
+    )
+    deep = tmp_path / "deep.ipynb"
+    deep.write_text('{"cells": [], "metadata": ' + "[" * 100000 + "]" * 100000 + "}")
+    done = lint_command(notebook, deep, CORPUS / "bad_is_main_process_barrier.py")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        f"barrierlab lint: cannot lint {deep}: not a notebook: its JSON is nested too deeply"
+    ]
+    assert f"{notebook}:cell 1, line" in done.stdout and "bad_is_main_process_barrier.py" in done.stdout, done.stdout

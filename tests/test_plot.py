@@ -733,3 +733,26 @@ def test_the_first_timeline_of_a_fresh_interpreter_starts_when_the_ranks_start()
     assert took == pytest.approx(seen["elapsed"] - seen["ranks_start"], abs=0.006)
     assert seen["xlim"][0] == 0  # the first rank's function starts the axis
     assert seen["xlim"][1] == pytest.approx((seen["elapsed"] - seen["ranks_start"]) * 1.02, rel=1e-6)
+
+
+def span_named_like_shell_variables():
+    import torch.distributed as dist
+
+    import barrierlab as bl
+
+    with bl.span(r"copy $HOME\data to $SCRATCH"):
+        time.sleep(0.05)
+    dist.barrier()
+
+
+def test_span_names_with_dollar_signs_are_drawn_as_written():
+    """attack10 a13: two dollar signs made matplotlib parse a span name as math, and '\\data' is no TeX: the
+    timeline of a run that worked raised ValueError when saved."""
+    import barrierlab as bl
+
+    run = bl.run(span_named_like_shell_variables, 2, deadline=60)
+    assert run.ok, run
+    fig = run.timeline()
+    render(fig)
+    assert any(r"copy $HOME\data to $SCRATCH" in t for t in texts(fig)), texts(fig)
+    render(plot.compare_timelines({"one": run, "two": run}))

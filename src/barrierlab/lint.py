@@ -1001,11 +1001,19 @@ def run_command(paths: Sequence[str]) -> int:
 # --------------------------------------------------------------------------- inputs
 
 
+def _json_int(text: str) -> float:
+    return int(text) if len(text) <= 4000 else math.inf
+
+
 def _lint_notebook(path: Path) -> list[Finding]:
     try:
-        notebook = json.loads(_decode(_read_bytes(path), "utf-8", path))
+        # a 5,000-digit number in the metadata (valid JSON) is more than Python converts to an int (attack10 a06);
+        # lint reads only the cells' source, so such a number is kept as infinity
+        notebook = json.loads(_decode(_read_bytes(path), "utf-8", path), parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise LintError(f"cannot lint {path}: not a notebook: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise LintError(f"cannot lint {path}: not a notebook: its JSON is nested too deeply") from None
     cells = notebook.get("cells", []) if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise LintError(f"cannot lint {path}: not a notebook: no list of cells")

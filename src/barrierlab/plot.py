@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+import matplotlib
 from matplotlib.figure import Figure
 
 from barrierlab import ops, palette, waits
@@ -81,6 +82,13 @@ class TimelineFigure(Figure):
         return buffer.getvalue()
 
 
+#: Every text of a timeline is drawn as written: span names, titles and paths come from the learner's code
+#: (``bl.span(r"copy $HOME\data to $SCRATCH")``), and two dollar signs would make matplotlib parse them as math
+#: (and raise on what is no TeX).
+_AS_WRITTEN = {"text.parse_math": False}
+
+
+@matplotlib.rc_context(_AS_WRITTEN)
 def timeline(
     run,
     *,
@@ -820,6 +828,7 @@ def _ranks(ranks: list[int]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
 
 
+@matplotlib.rc_context(_AS_WRITTEN)
 def compare_timelines(runs: dict, *, height: float = 2.4, **options) -> Figure:
     """Timelines of several runs stacked on one time axis, each titled with its label and function time.
 
