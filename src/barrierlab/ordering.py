@@ -523,10 +523,13 @@ class Order:
             by_path.setdefault(access.path, []).append(access)
             if access.how == "list":
                 listed.append(access)
+        entries: dict[str, list[str]] = {}  # folder -> the paths in it (grouped once: a listing per write
+        for path in by_path:  # of a shared folder made this quadratic, compared by value, attack10 a10)
+            entries.setdefault(os.path.dirname(path), []).append(path)
         for folder in listed:
-            for path, accesses in list(by_path.items()):
-                if os.path.dirname(path) == folder.path:
-                    accesses.extend(a for a in [folder] if a not in accesses)
+            for path in entries.get(folder.path, ()):
+                if path != folder.path:  # the root folder is its own dirname: its listing is already its access
+                    by_path[path].append(folder)
         made = [a for a in self.accesses() if a.how == "mkdir"]
         for folder in made:  # a folder made is needed by every path inside it
             for path, accesses in by_path.items():
