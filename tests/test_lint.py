@@ -1537,3 +1537,15 @@ def test_a_notebook_with_a_huge_number_in_its_metadata_is_linted(tmp_path):
         f"barrierlab lint: cannot lint {deep}: not a notebook: its JSON is nested too deeply"
     ]
     assert f"{notebook}:cell 1, line" in done.stdout and "bad_is_main_process_barrier.py" in done.stdout, done.stdout
+
+
+def test_a_notebook_of_millions_of_json_lists_is_refused_before_it_is_parsed(tmp_path):
+    """attack10 a07: 57 MB of ``[]`` in a notebook peaked lint at 1.47 GB, parsed before the code-size bound."""
+    from barrierlab import lint
+
+    flood = tmp_path / "flood.ipynb"
+    flood.write_text('{"cells": [], "metadata": {"x": [' + "[]," * (lint.MAX_JSON_CONTAINERS + 1) + "[]]}}")
+    done = lint_command(flood, CORPUS / "bad_is_main_process_barrier.py")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.startswith(f"barrierlab lint: cannot lint {flood}: not a notebook lint reads:"), done.stderr
+    assert "bad_is_main_process_barrier.py" in done.stdout

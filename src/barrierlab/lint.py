@@ -1005,11 +1005,24 @@ def _json_int(text: str) -> float:
     return int(text) if len(text) <= 4000 else math.inf
 
 
+#: The most JSON arrays and objects lint reads from one notebook: each costs Python about 60 bytes once parsed,
+#: so 57 MB of ``[]`` took 1.47 GB before the code-size bound could apply (attack10 a07). A real notebook holds
+#: a few per cell (its outputs are mostly text); brackets inside strings count too, and stay far below this.
+MAX_JSON_CONTAINERS = 2_000_000
+
+
 def _lint_notebook(path: Path) -> list[Finding]:
+    data = _read_bytes(path)
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > MAX_JSON_CONTAINERS:
+        raise LintError(
+            f"cannot lint {path}: not a notebook lint reads: {containers:,} JSON arrays and objects (at most "
+            f"{MAX_JSON_CONTAINERS:,}); lint its code as a .py file (jupyter nbconvert --to script)"
+        )
     try:
         # a 5,000-digit number in the metadata (valid JSON) is more than Python converts to an int (attack10 a06);
         # lint reads only the cells' source, so such a number is kept as infinity
-        notebook = json.loads(_decode(_read_bytes(path), "utf-8", path), parse_int=_json_int)
+        notebook = json.loads(_decode(data, "utf-8", path), parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise LintError(f"cannot lint {path}: not a notebook: invalid JSON ({exc.msg}, line {exc.lineno})") from None
     except RecursionError:
