@@ -266,3 +266,25 @@ def test_a_notebook_saved_from_the_lab_keeps_no_live_view(tmp_path):
         ("stream", "before the run\n"),
         ("stream", "after the run\n"),
     ]
+
+
+def test_spans_never_closed_are_kept_only_up_to_a_bound(tmp_path) -> None:
+    """attack10 a01/a02: a rank that opened spans and never closed them had every one kept and drawn on every
+    refresh. The innermost (what the rank is doing) stays."""
+    path = tmp_path / "rank0.events"
+    record.start(str(path), 0)
+    opened = []
+    try:
+        for i in range(5_000):
+            span = record.span(f"open {i}")
+            span.__enter__()  # never left
+            opened.append(span)
+    finally:
+        record.stop()
+    state = live.RankLive(0)
+    tail = live.EventTail(str(path), 0.0)
+    for _ in range(100):
+        tail.poll(state)
+    assert 0 < len(state.open) <= live.OPEN_KEEP
+    assert "open 4999" in live.describe(state, now=1e9)
+    assert live.lane_svg(state, now=1e9, horizon=1e9).count("<rect") <= live.OPEN_KEEP + live.LANE_KEEP + 1
