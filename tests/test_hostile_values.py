@@ -400,3 +400,45 @@ def test_torch_distributed_errors_still_come_back_as_their_class():
     run = bl.run(raise_a_torch_distributed_error, 1, deadline=30, live=False)
     assert type(run[0].exception) is dist.DistBackendError, run[0].exception
     assert str(run[0].exception) == "the backend failed"
+
+
+# --- attack10 a09: a small pickle of a set whose ints all hash alike -----------------------------------------
+def colliding_set_pickle(n: int) -> bytes:
+    """A pickle of a set of n ints that all hash to 0 (multiples of 2**61 - 1): building it takes n**2 / 2
+    comparisons (20,000: 239 kB, under INLINE_LIMIT, about 10 s)."""
+    mersenne = (1 << 61) - 1
+    out = [b"\x80\x05\x8f"]  # PROTO 5, EMPTY_SET
+    for start in range(0, n, 1000):
+        out.append(b"(")  # MARK
+        for k in range(start, min(start + 1000, n)):
+            x = mersenne * (k + 1)
+            raw = x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True)
+            out.append(b"\x8a" + bytes([len(raw)]) + raw)  # LONG1
+        out.append(b"\x90")  # ADDITEMS
+    return b"".join(out) + b"."
+
+
+def return_a_colliding_set(n: int):
+    import cloudpickle
+
+    data = colliding_set_pickle(n)
+    cloudpickle.dumps = lambda value, *args, **kwargs: data  # the rank hands over this pickle as its value
+    return "a set"
+
+
+@pytest.mark.timeout(120)
+def test_a_small_pickle_of_keys_that_hash_alike_keeps_the_deadline():
+    """A 239 kB pickle, under INLINE_LIMIT, was unpickled in the kernel with no time limit: 4 ranks took 33-60 s
+    for an 8 s deadline (attack10 a09). It goes to the trial child, which has the deadline."""
+    bl.run(returns_stats, 1, live=False)  # warm
+    started = time.monotonic()
+    run = bl.run(return_a_colliding_set, 1, args=(20_000,), deadline=4, live=False)
+    took = time.monotonic() - started
+    assert took < 4 + 2.5, took
+    assert run.statuses == ["raised"], run.statuses
+    assert "cannot be unpickled in the notebook" in run[0].error_message, run[0].error_message
+
+
+def test_a_few_keys_that_hash_alike_still_come_back():
+    run = bl.run(return_a_colliding_set, 1, args=(300,), live=False)
+    assert run.ok and len(run.values[0]) == 300

@@ -8,7 +8,7 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   any module, attack10 a03), tensors, whose storage
   goes through torch's ``weights_only`` loader) in a pickle of at most :data:`INLINE_LIMIT` bytes is unpickled
   directly: no code of the learner's runs; so is a larger one of at most :data:`OPS_LIMIT` opcodes (a tensor's
-  storage is one of them). Any other larger plain pickle is unpickled in a throwaway child first (below),
+  storage is one of them); not one whose sets and dicts hold many keys a rank can make hash alike (``_direct``). Any other larger plain pickle is unpickled in a throwaway child first (below),
   which reports the memory and time it took, and then here only if both fit: at most :data:`VALUE_MEMORY` per
   value, :data:`RUN_MEMORY` for the run, and no later than the deadline (:data:`LOAD_GRACE`).
 * Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once,
@@ -62,7 +62,7 @@ UNPICKLE_TIMEOUT = 10.0
 #: can still grow about 35 times (two bytes make an empty list: 56 bytes and a slot), so a larger one is first
 #: unpickled in a throwaway child, which says how much memory it took and how long (see the module's docstring).
 INLINE_LIMIT = 256 << 10
-#: ... unless it ends within this many opcodes (:func:`_few_objects`): a tensor's storage is one long byte run.
+#: ... unless it ends within this many opcodes (:func:`_direct`): a tensor's storage is one long byte run.
 OPS_LIMIT = 10_000
 #: Most memory one returned value may take once unpickled here, and all of a run's values together: beyond,
 #: the rank fails with the figure (a 60 MiB pickle of empty lists takes 2 GiB and, with the collector on, a
@@ -225,7 +225,7 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
     results: list[tuple[bool, object] | None] = [None] * len(blobs)
     suspect = []
     for i, data in enumerate(blobs):
-        if len(data) > INLINE_LIMIT and not _few_objects(data):
+        if not _direct(data):
             suspect.append(i)
             continue
         try:
@@ -257,19 +257,64 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
     return results  # type: ignore[return-value]
 
 
-def _few_objects(data: bytes) -> bool:
-    """Whether the pickle ends within :data:`OPS_LIMIT` opcodes: then it makes at most that many objects, and
-    its size is in its long strings and byte runs (a tensor's storage: 44 opcodes for 4 MB), which take the
-    memory they take in the pickle. A pickle of many small objects is cut short after about 6 ms."""
+#: A pickle of at most this many bytes is unpickled here (when plain) without a look at its opcodes: it holds too
+#: few distinct keys that hash alike to make building its sets and dicts slow (each such int takes 9 bytes).
+SMALL_PICKLE = 4 << 10
+#: Most keys of hashes a rank can choose alike (ints of 61 bits and more, floats in tuples or other built values,
+#: Fractions and Decimals, and references to them) a pickle holding sets or dicts may have to be unpickled here:
+#: inserting n keys that hash alike takes n**2 / 2 comparisons (20,000 ints hashing to 0, a 239 kB pickle, took
+#: 10 s; attack10 a09); 1,024 take milliseconds. A pickle with more goes to the trial child, which has a deadline.
+HASHED_KEYS_KEPT = 1024
+_HASHED_OPS = frozenset(("EMPTY_SET", "ADDITEMS", "FROZENSET", "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS",
+                         "GLOBAL", "STACK_GLOBAL", "INST", "OBJ"))  # fmt: skip
+_BUILT_OPS = frozenset(("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "FROZENSET", "REDUCE", "NEWOBJ", "NEWOBJ_EX"))
+_LONG_OPS = frozenset(("LONG", "LONG1", "LONG4", "INT"))
+_GET_OPS = frozenset(("GET", "BINGET", "LONG_BINGET"))
+_STRING_OPS = frozenset(("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"))
+
+
+def _direct(data: bytes) -> bool:
+    """Whether a plain pickle may be unpickled here directly, in time bounded by its size. A larger one
+    (:data:`INLINE_LIMIT`) only if it ends within :data:`OPS_LIMIT` opcodes: then it makes at most that many objects,
+    and its size is in its long strings and byte runs (a tensor's storage: 44 opcodes for 4 MB), which take the
+    memory they take in the pickle. Any one larger than :data:`SMALL_PICKLE` only if it holds no sets or dicts, or
+    at most :data:`HASHED_KEYS_KEPT` keys whose hashes a rank can choose alike. The look at the opcodes takes about
+    1.4 microseconds each (6 ms for a state dict of 200 tensors)."""
+    if len(data) <= SMALL_PICKLE:
+        return True
+    ops_limit = OPS_LIMIT if len(data) > INLINE_LIMIT else None
+    hashed = built = numbers = False
+    chosen = floats = references = reduced = 0
+    strings = ["", ""]
     try:
-        for count, (opcode, _, _) in enumerate(pickletools.genops(data)):
-            if opcode.name == "STOP":
-                return True
-            if count >= OPS_LIMIT:
+        for count, (opcode, arg, _) in enumerate(pickletools.genops(data)):
+            name = opcode.name
+            if name == "STOP":
+                break
+            if ops_limit is not None and count >= ops_limit:
                 return False
+            if name in _HASHED_OPS:
+                hashed = True
+                if name == "GLOBAL" or name == "STACK_GLOBAL":
+                    module = str(arg).partition(" ")[0] if name == "GLOBAL" else strings[0]
+                    numbers = numbers or module in ("fractions", "decimal", "_pydecimal")
+            if name in _BUILT_OPS:
+                built = True
+                reduced += name == "REDUCE"
+            elif name in _LONG_OPS:
+                chosen += isinstance(arg, int) and abs(arg) >= 1 << 60  # distinct ints that hash alike are this large
+            elif name == "BINFLOAT" or name == "FLOAT":
+                floats += 1
+            elif name in _GET_OPS:
+                references += 1
+            elif name in _STRING_OPS:
+                strings = [strings[1], str(arg)]
+        else:
+            return False  # no STOP: malformed, the child's unpickling says how
     except Exception:  # noqa: BLE001 - malformed: the child's unpickling says how
         return False
-    return False
+    chosen += (floats if built else 0) + (reduced if numbers else 0)
+    return not (hashed and chosen and chosen + references > HASHED_KEYS_KEPT)
 
 
 def _too_costly(handed: tuple, taken: int, give_up: float) -> str:
