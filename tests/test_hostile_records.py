@@ -419,3 +419,31 @@ def test_a_ranks_own_flight_file_is_read_within_bounds():
     assert big.values[0] > collect.FLIGHT_LIMIT and big[0].flight is None, big.values
     many = bl.run(write_my_own_flight_record, 1, args=(60_000,), record=False, deadline=20).raise_if_failed()
     assert many.values[0] < collect.FLIGHT_LIMIT and len(many[0].flight) == collect.FLIGHT_ENTRIES, many.values
+
+
+def raise_a_huge_message(n: int):
+    missing = [f"/data/shards/train-{i:06d}-of-{n:06d}.parquet" for i in range(n)]
+    raise ValueError(f"{len(missing)} shards are missing: {missing}")
+
+
+@pytest.mark.timeout(120)
+def test_an_exception_with_a_huge_message_is_reported_clipped_not_as_a_damaged_file():
+    """A rank raising a ValueError with a 9 MB message wrote it whole into its outcome's header, which the kernel
+    refuses over 8 MiB: the report said "its outcome file is damaged" and the ValueError was lost (attack10 a16).
+    The rank writes the message's head and tail, and says how much it left out."""
+    run = bl.run(raise_a_huge_message, 1, args=(300_000,), deadline=60, live=False)
+    message = run[0].error_message
+    assert run.statuses == ["raised"], run.statuses
+    assert "damaged" not in message and "unreadable" not in message, message[:300]
+    assert message.startswith("ValueError: 300000 shards are missing: ['/data/shards/train-000000"), message[:300]
+    assert message.rstrip().endswith("train-299999-of-300000.parquet']"), message[-300:]
+    assert type(run[0].exception) is ValueError
+
+
+def test_an_outcome_clips_its_texts_to_head_and_tail(tmp_path):
+    text = "head " + "x" * (9 << 20) + " tail"
+    Outcome(rank=0, world_size=1, status=Status.RAISED, message=text, traceback=text).write(str(tmp_path / "o"))
+    read = Outcome.read(str(tmp_path / "o"))
+    assert read.message == read.traceback and len(read.message) < 100_000
+    assert read.message.startswith("head x") and read.message.endswith("x tail")
+    assert f"{len(text) - (64 << 10):,} characters left out" in read.message

@@ -332,3 +332,113 @@ def test_a_notebook_that_ignores_sigchld_still_gets_its_values_checked():
         signal.signal(signal.SIGCHLD, before)
     assert run.statuses == ["finished", "finished"], run.diagnosis
     assert all(type(v) is Stats for v in run.values), run.values
+
+
+# --- attack10 a03, a04, a08: a value that names a torch module, or a torch exception class -------------------
+NEVER_IMPORTED = "torch.utils.model_dump.__main__"  # its top level is sys.exit(main(sys.argv))
+
+
+def return_a_class_of_a_torch_module_the_kernel_lacks():
+    import types
+
+    module = types.ModuleType(NEVER_IMPORTED)
+    cls = type("Model", (Exception,), {"__module__": NEVER_IMPORTED})
+    module.Model = cls
+    sys.modules[NEVER_IMPORTED] = module  # the rank's own sys.modules: cloudpickle pickles the class by name
+    return cls("built in the rank")
+
+
+@pytest.mark.timeout(120)
+def test_a_value_naming_a_torch_module_is_never_imported_in_the_kernel():
+    """The kernel's plain unpickler imported any ``torch.*`` module a pickle named before it checked the type:
+    ``torch.utils.model_dump.__main__`` raised SystemExit(2) out of ``bl.run`` (attack10 a03)."""
+    assert NEVER_IMPORTED not in sys.modules
+    run = bl.run(return_a_class_of_a_torch_module_the_kernel_lacks, 1, deadline=30, live=False)
+    assert NEVER_IMPORTED not in sys.modules
+    assert run.statuses == ["raised"], run.statuses
+    assert "cannot be unpickled in the notebook" in run[0].error_message, run[0].error_message
+
+
+def return_a_torch_exception_with_its_own_init():
+    from torch.jit._trace import TracingCheckError
+
+    error = BaseException.__new__(TracingCheckError)  # its args, as a rank may set them; its __init__ not called
+    error.args = ("graph diff", "tensor diff")
+    error.note = "kept"
+    return error
+
+
+@pytest.mark.timeout(120)
+def test_a_torch_exception_class_is_never_called_with_the_ranks_arguments_in_the_kernel(monkeypatch):
+    """A torch exception's ``__init__`` ran in the kernel on the rank's arguments: ``CppCompileError`` joins its
+    ``cmd`` list, and a 230 kB value became a 1.5 GB string (attack10 a08). It comes back as its class, with the
+    rank's attributes, its ``__init__`` called only in the trial child (under its memory limit and the deadline)."""
+    from torch.jit._trace import TracingCheckError
+
+    kernel, calls = os.getpid(), []
+    original = TracingCheckError.__init__
+
+    def recording_init(self, *args, **kwargs):
+        if os.getpid() == kernel:
+            calls.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TracingCheckError, "__init__", recording_init)
+    run = bl.run(return_a_torch_exception_with_its_own_init, 1, deadline=30, live=False)
+    [value] = run.values
+    assert calls == []
+    assert type(value) is TracingCheckError, value
+    assert value.note == "kept"
+
+
+def raise_a_torch_distributed_error():
+    raise dist.DistBackendError("the backend failed")
+
+
+@pytest.mark.timeout(120)
+def test_torch_distributed_errors_still_come_back_as_their_class():
+    run = bl.run(raise_a_torch_distributed_error, 1, deadline=30, live=False)
+    assert type(run[0].exception) is dist.DistBackendError, run[0].exception
+    assert str(run[0].exception) == "the backend failed"
+
+
+# --- attack10 a09: a small pickle of a set whose ints all hash alike -----------------------------------------
+def colliding_set_pickle(n: int) -> bytes:
+    """A pickle of a set of n ints that all hash to 0 (multiples of 2**61 - 1): building it takes n**2 / 2
+    comparisons (20,000: 239 kB, under INLINE_LIMIT, about 10 s)."""
+    mersenne = (1 << 61) - 1
+    out = [b"\x80\x05\x8f"]  # PROTO 5, EMPTY_SET
+    for start in range(0, n, 1000):
+        out.append(b"(")  # MARK
+        for k in range(start, min(start + 1000, n)):
+            x = mersenne * (k + 1)
+            raw = x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True)
+            out.append(b"\x8a" + bytes([len(raw)]) + raw)  # LONG1
+        out.append(b"\x90")  # ADDITEMS
+    return b"".join(out) + b"."
+
+
+def return_a_colliding_set(n: int):
+    import cloudpickle
+
+    data = colliding_set_pickle(n)
+    cloudpickle.dumps = lambda value, *args, **kwargs: data  # the rank hands over this pickle as its value
+    return "a set"
+
+
+@pytest.mark.timeout(120)
+def test_a_small_pickle_of_keys_that_hash_alike_keeps_the_deadline():
+    """A 239 kB pickle, under INLINE_LIMIT, was unpickled in the kernel with no time limit: 4 ranks took 33-60 s
+    for an 8 s deadline (attack10 a09). It goes to the trial child, which has the deadline."""
+    bl.run(returns_stats, 1, live=False)  # warm
+    started = time.monotonic()
+    run = bl.run(return_a_colliding_set, 1, args=(20_000,), deadline=4, live=False)
+    took = time.monotonic() - started
+    assert took < 4 + 2.5, took
+    assert run.statuses == ["raised"], run.statuses
+    assert "cannot be unpickled in the notebook" in run[0].error_message, run[0].error_message
+
+
+def test_a_few_keys_that_hash_alike_still_come_back():
+    run = bl.run(return_a_colliding_set, 1, args=(300,), live=False)
+    assert run.ok and len(run.values[0]) == 300

@@ -28,7 +28,9 @@ import torch.distributed as dist
 RANK = int(os.getenv("RANK", -1))
 ENV = {name: os.environ.get(name) for name in (
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-    "TORCHELASTIC_USE_AGENT_STORE")}
+    "TORCHELASTIC_USE_AGENT_STORE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID")}
+ELASTIC = dist.is_torchelastic_launched()
 
 
 class Color(enum.Enum):
@@ -58,6 +60,10 @@ def module_rank():
 
 def environment():
     return ENV
+
+
+def elastic():
+    return ELASTIC, dist.is_torchelastic_launched()
 
 
 def work(config=Config()):
@@ -111,6 +117,21 @@ def test_every_rank_has_torchruns_environment_on_loopback(helper):
         assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
         assert env["MASTER_ADDR"] == "127.0.0.1" and int(env["MASTER_PORT"]) > 0
         assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True"
+
+
+def test_every_rank_has_the_rest_of_torch_elastics_worker_environment(helper):
+    """torch 2.13's elastic agent (``LocalElasticAgent._start_workers``) also sets GROUP_WORLD_SIZE, ROLE_NAME and
+    TORCHELASTIC_RUN_ID, whose presence ``dist.is_torchelastic_launched()`` checks (Lightning's
+    ``TorchElasticEnvironment.detected()`` calls it): it was False under barrierlab, True under torchrun (attack10
+    a15)."""
+    run = bl.run(helper.environment, 2)
+    assert run.ok, run
+    for rank, env in enumerate(run.values):
+        assert env["GROUP_RANK"] == "0" and env["GROUP_WORLD_SIZE"] == "1"
+        assert env["ROLE_NAME"] == "default" and env["ROLE_RANK"] == str(rank) and env["ROLE_WORLD_SIZE"] == "2"
+        assert env["TORCHELASTIC_RESTART_COUNT"] == env["TORCHELASTIC_MAX_RESTARTS"] == "0"
+    assert run.values[0]["TORCHELASTIC_RUN_ID"] and len({env["TORCHELASTIC_RUN_ID"] for env in run.values}) == 1
+    assert bl.run(helper.elastic, 2).values == [(True, True)] * 2
 
 
 def test_a_rank_zero_only_branch_at_module_level_runs_on_rank_zero_only(helper):

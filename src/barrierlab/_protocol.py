@@ -687,6 +687,20 @@ def _read_until(f: BinaryIO, n: int, until: float | None) -> bytes | None:
 _TIMES = ("t_start", "t_end", "clock")
 #: Longest header line of an outcome file read, in bytes (its texts: message, traceback, value's repr).
 OUTCOME_HEADER_LIMIT = 8 << 20
+#: Longest text an outcome holds per field (message, traceback, value's repr...), in characters: a longer one is
+#: written as its head and tail with a line saying how much was left out (:func:`clip_text`). JSON writes a
+#: character in at most 12 bytes, so the header's six texts stay under :data:`OUTCOME_HEADER_LIMIT`: a 9 MB message
+#: made the rank's outcome unreadable, and the report said the rank's files were damaged (attack10 a16).
+OUTCOME_TEXT_KEPT = 64 << 10
+
+
+def clip_text(text: str, keep: int = OUTCOME_TEXT_KEPT) -> str:
+    """``text`` if it has at most ``keep`` characters, else its first and last ``keep // 2`` with a line between
+    them saying how many characters were left out."""
+    if not isinstance(text, str) or len(text) <= keep:
+        return text
+    half = keep // 2
+    return f"{text[:half]}\n[… {len(text) - 2 * half:,} characters left out by barrierlab …]\n{text[-half:]}"
 
 
 def _is_int(value) -> bool:
@@ -762,7 +776,7 @@ class Outcome:
         (HMAC-SHA256 of the header line) that only this rank can make: the kernel reads an outcome only if its
         seal matches (other ranks can write into the run's folder), and a pickle only if its digest does; so the
         header is proven the rank's without reading a pickle the kernel leaves unread (too large, or too late)."""
-        header = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _BLOBS}
+        header = {f.name: clip_text(getattr(self, f.name)) for f in fields(self) if f.name not in _BLOBS}
         header["status"] = self.status.value
         if self.exit_code is not None:  # an int as the reader requires, whatever a writer was given (True)
             header["exit_code"] = exit_status(self.exit_code)

@@ -637,10 +637,16 @@ def _set_environment(spec: RankSpec) -> None:
             "LOCAL_RANK": str(spec.rank),
             "LOCAL_WORLD_SIZE": str(options.world_size),
             "GROUP_RANK": "0",
+            "GROUP_WORLD_SIZE": "1",
             "ROLE_RANK": str(spec.rank),
+            "ROLE_NAME": "default",
             "ROLE_WORLD_SIZE": str(options.world_size),
             "TORCHELASTIC_RESTART_COUNT": "0",
             "TORCHELASTIC_MAX_RESTARTS": "0",
+            # torchrun's rendezvous id: its presence is what dist.is_torchelastic_launched() checks (Lightning's
+            # TorchElasticEnvironment.detected() calls it; attack10 a15)
+            "TORCHELASTIC_RUN_ID": spec.run.run_id,
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
             RUN_MARKER: spec.run.run_id,
         }
     )  # the marker is inherited by every program the rank starts

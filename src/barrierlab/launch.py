@@ -820,7 +820,9 @@ def run(
       be the rank passed in and ``world_size``; ``timeout`` defaults to this run's.
 
     Every rank has torchrun's environment: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, and
-    MASTER_ADDR/MASTER_PORT (127.0.0.1 and the launcher's store) with TORCHELASTIC_USE_AGENT_STORE=True.
+    MASTER_ADDR/MASTER_PORT (127.0.0.1 and the launcher's store) with TORCHELASTIC_USE_AGENT_STORE=True, and the
+    rest of what torch elastic's agent sets for a worker (GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_NAME,
+    ROLE_WORLD_SIZE, TORCHELASTIC_RUN_ID, ...): ``dist.is_torchelastic_launched()`` is True in a rank.
     Functions from notebook cells are sent by value. Your own modules that have a file (anything outside
     installed packages) are sent by reference and **each rank imports them fresh from their files**, as
     torchrun workers do: module-level code runs in the rank and sees its RANK, and a file edited since the

@@ -2,7 +2,8 @@
 
 ``barrierlab run train.py -n 4 -- ARGS`` runs the script's ``__main__`` (``runpy.run_path`` with
 ``run_name="__main__"`` and ``sys.argv = [train.py, *ARGS]``) on every rank, with torchrun's environment
-(RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE).
+(RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE, GROUP_RANK,
+GROUP_WORLD_SIZE, ROLE_RANK, ROLE_NAME, ROLE_WORLD_SIZE, TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT/MAX_RESTARTS).
 The script calls ``init_process_group`` itself (``env://``) and ``destroy_process_group``; its group joins
 a TCPStore the launcher hosts on 127.0.0.1, as torchrun's workers join the agent's store, so nothing
 listens beyond loopback. barrierlab adds what torchrun does not: a deadline that always ends the run,

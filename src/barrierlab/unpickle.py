@@ -3,10 +3,12 @@
 A rank runs the learner's code, so the pickles of its return value and exception are untrusted: their
 unpickling may run any code (``__reduce__``), which may exit the process, crash it, hang, or take long.
 
-* Plain data (numbers, strings, containers of them, built-in and torch exceptions, tensors, whose storage
+* Plain data (numbers, strings, containers of them, built-in exceptions, torch exceptions of modules this process
+  has already imported whose classes add no code to the built-in one's (never an import here: a pickle may name
+  any module, attack10 a03), tensors, whose storage
   goes through torch's ``weights_only`` loader) in a pickle of at most :data:`INLINE_LIMIT` bytes is unpickled
   directly: no code of the learner's runs; so is a larger one of at most :data:`OPS_LIMIT` opcodes (a tensor's
-  storage is one of them). Any other larger plain pickle is unpickled in a throwaway child first (below),
+  storage is one of them); not one whose sets and dicts hold many keys a rank can make hash alike (``_direct``). Any other larger plain pickle is unpickled in a throwaway child first (below),
   which reports the memory and time it took, and then here only if both fit: at most :data:`VALUE_MEMORY` per
   value, :data:`RUN_MEMORY` for the run, and no later than the deadline (:data:`LOAD_GRACE`).
 * Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once,
@@ -60,7 +62,7 @@ UNPICKLE_TIMEOUT = 10.0
 #: can still grow about 35 times (two bytes make an empty list: 56 bytes and a slot), so a larger one is first
 #: unpickled in a throwaway child, which says how much memory it took and how long (see the module's docstring).
 INLINE_LIMIT = 256 << 10
-#: ... unless it ends within this many opcodes (:func:`_few_objects`): a tensor's storage is one long byte run.
+#: ... unless it ends within this many opcodes (:func:`_direct`): a tensor's storage is one long byte run.
 OPS_LIMIT = 10_000
 #: Most memory one returned value may take once unpickled here, and all of a run's values together: beyond,
 #: the rank fails with the figure (a 60 MiB pickle of empty lists takes 2 GiB and, with the collector on, a
@@ -171,12 +173,36 @@ class _PlainUnpickler(pickle.Unpickler):
         if (module, name) == ("torch.storage", "_load_from_bytes"):
             return _load_storage_weights_only
         if module == "builtins" or module == "torch" or module.startswith("torch."):
-            found = super().find_class(module, name)
-            if isinstance(found, type) and issubclass(found, BaseException):
+            found = _lookup_here(module, name)  # never an import: a rank may name any module (attack10 a03, a04)
+            if isinstance(found, type) and issubclass(found, BaseException) and _called_cheaply(found):
                 return found
             if module == "torch" and type(found).__name__ == "dtype":
                 return found
         raise _NeedsIsolation(f"{module}.{name}")
+
+
+#: What a library's exception class may define (it, or a class it derives from other than a built-in one) and
+#: still be called here with the rank's arguments: then calling it runs only the built-in exception's code, whose
+#: cost the pickle's size bounds. A torch exception whose ``__init__`` formats its arguments (``CppCompileError``
+#: joins a list: a 230 kB pickle made a 1.5 GB string, attack10 a08) is rebuilt by the trial child, and comes back
+#: as a shell whose class is set here, its ``__init__`` never called.
+_CALL_CODE = ("__init__", "__new__", "__setattr__", "__setstate__", "__getattribute__", "__getattr__",
+              "__reduce__", "__reduce_ex__", "__del__", "__init_subclass__")  # fmt: skip
+
+
+def _called_cheaply(cls: type) -> bool:
+    """Whether calling the exception class ``cls`` (and setting its state) runs no code but the built-in one's."""
+    if type(cls) is not type:
+        return False
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if klass.__module__ == "builtins":
+            continue
+        names = vars(klass)
+        if any(name in names for name in _CALL_CODE):
+            return False
+        if any(hasattr(type(v), "__set__") for k, v in names.items() if k not in ("__dict__", "__weakref__")):
+            return False  # a property or other data descriptor: setting the state would run it
+    return True
 
 
 def plain_loads(data: bytes):
@@ -199,7 +225,7 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
     results: list[tuple[bool, object] | None] = [None] * len(blobs)
     suspect = []
     for i, data in enumerate(blobs):
-        if len(data) > INLINE_LIMIT and not _few_objects(data):
+        if not _direct(data):
             suspect.append(i)
             continue
         try:
@@ -231,19 +257,64 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
     return results  # type: ignore[return-value]
 
 
-def _few_objects(data: bytes) -> bool:
-    """Whether the pickle ends within :data:`OPS_LIMIT` opcodes: then it makes at most that many objects, and
-    its size is in its long strings and byte runs (a tensor's storage: 44 opcodes for 4 MB), which take the
-    memory they take in the pickle. A pickle of many small objects is cut short after about 6 ms."""
+#: A pickle of at most this many bytes is unpickled here (when plain) without a look at its opcodes: it holds too
+#: few distinct keys that hash alike to make building its sets and dicts slow (each such int takes 9 bytes).
+SMALL_PICKLE = 4 << 10
+#: Most keys of hashes a rank can choose alike (ints of 61 bits and more, floats in tuples or other built values,
+#: Fractions and Decimals, and references to them) a pickle holding sets or dicts may have to be unpickled here:
+#: inserting n keys that hash alike takes n**2 / 2 comparisons (20,000 ints hashing to 0, a 239 kB pickle, took
+#: 10 s; attack10 a09); 1,024 take milliseconds. A pickle with more goes to the trial child, which has a deadline.
+HASHED_KEYS_KEPT = 1024
+_HASHED_OPS = frozenset(("EMPTY_SET", "ADDITEMS", "FROZENSET", "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS",
+                         "GLOBAL", "STACK_GLOBAL", "INST", "OBJ"))  # fmt: skip
+_BUILT_OPS = frozenset(("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "FROZENSET", "REDUCE", "NEWOBJ", "NEWOBJ_EX"))
+_LONG_OPS = frozenset(("LONG", "LONG1", "LONG4", "INT"))
+_GET_OPS = frozenset(("GET", "BINGET", "LONG_BINGET"))
+_STRING_OPS = frozenset(("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"))
+
+
+def _direct(data: bytes) -> bool:
+    """Whether a plain pickle may be unpickled here directly, in time bounded by its size. A larger one
+    (:data:`INLINE_LIMIT`) only if it ends within :data:`OPS_LIMIT` opcodes: then it makes at most that many objects,
+    and its size is in its long strings and byte runs (a tensor's storage: 44 opcodes for 4 MB), which take the
+    memory they take in the pickle. Any one larger than :data:`SMALL_PICKLE` only if it holds no sets or dicts, or
+    at most :data:`HASHED_KEYS_KEPT` keys whose hashes a rank can choose alike. The look at the opcodes takes about
+    1.4 microseconds each (6 ms for a state dict of 200 tensors)."""
+    if len(data) <= SMALL_PICKLE:
+        return True
+    ops_limit = OPS_LIMIT if len(data) > INLINE_LIMIT else None
+    hashed = built = numbers = False
+    chosen = floats = references = reduced = 0
+    strings = ["", ""]
     try:
-        for count, (opcode, _, _) in enumerate(pickletools.genops(data)):
-            if opcode.name == "STOP":
-                return True
-            if count >= OPS_LIMIT:
+        for count, (opcode, arg, _) in enumerate(pickletools.genops(data)):
+            name = opcode.name
+            if name == "STOP":
+                break
+            if ops_limit is not None and count >= ops_limit:
                 return False
+            if name in _HASHED_OPS:
+                hashed = True
+                if name == "GLOBAL" or name == "STACK_GLOBAL":
+                    module = str(arg).partition(" ")[0] if name == "GLOBAL" else strings[0]
+                    numbers = numbers or module in ("fractions", "decimal", "_pydecimal")
+            if name in _BUILT_OPS:
+                built = True
+                reduced += name == "REDUCE"
+            elif name in _LONG_OPS:
+                chosen += isinstance(arg, int) and abs(arg) >= 1 << 60  # distinct ints that hash alike are this large
+            elif name == "BINFLOAT" or name == "FLOAT":
+                floats += 1
+            elif name in _GET_OPS:
+                references += 1
+            elif name in _STRING_OPS:
+                strings = [strings[1], str(arg)]
+        else:
+            return False  # no STOP: malformed, the child's unpickling says how
     except Exception:  # noqa: BLE001 - malformed: the child's unpickling says how
         return False
-    return False
+    chosen += (floats if built else 0) + (reduced if numbers else 0)
+    return not (hashed and chosen and chosen + references > HASHED_KEYS_KEPT)
 
 
 def _too_costly(handed: tuple, taken: int, give_up: float) -> str:
@@ -421,11 +492,11 @@ def load_handed(data: bytes):
     return value
 
 
-def _find_class_here(module: str, qualname: str) -> type | None:
-    """The class ``module.qualname`` if this process has it already: never an import, never a module's
-    ``__getattr__``, only dictionary look-ups."""
-    found = sys.modules.get(module)
-    for part in qualname.split("."):
+def _lookup_here(module: str, qualname: str) -> object:
+    """The object ``module.qualname`` if this process has it already (else None): never an import, never a
+    module's ``__getattr__``, only dictionary look-ups."""
+    found = sys.modules.get(module) if isinstance(module, str) and isinstance(qualname, str) else None
+    for part in qualname.split(".") if found is not None else ():
         if found is None or part == "<locals>":
             return None
         try:
@@ -433,6 +504,12 @@ def _find_class_here(module: str, qualname: str) -> type | None:
         except AttributeError:
             return None
         found = namespace.get(part) if isinstance(namespace, (dict, types.MappingProxyType)) else None
+    return found
+
+
+def _find_class_here(module: str, qualname: str) -> type | None:
+    """The class ``module.qualname`` if this process has it already (see :func:`_lookup_here`)."""
+    found = _lookup_here(module, qualname)
     return found if isinstance(found, type) else None
 
 
@@ -603,18 +680,29 @@ def _child_repr(value: object) -> str:
         return f"<repr failed with {type(error).__name__}>"
 
 
-def _passes_as_is(obj: object) -> bool:
+def _kernel_takes(cls: type, known: set[str]) -> bool:
+    """Whether the kernel's loader takes the exception class ``cls`` by name: a built-in one, or a torch one from
+    a module the kernel has, whose calling runs no torch code (:func:`_called_cheaply`). Any other exception
+    goes as a shell (its ``__init__`` never called in the kernel) or a stand-in."""
+    module, qualname = getattr(cls, "__module__", ""), getattr(cls, "__qualname__", "")
+    if module == "builtins":
+        return True
+    return (
+        module.partition(".")[0] == "torch"
+        and module in known
+        and _find_class_here(module, qualname) is cls
+        and _called_cheaply(cls)
+    )
+
+
+def _passes_as_is(obj: object, known: set[str]) -> bool:
     """Objects the kernel's loader rebuilds with no code of the learner's: plain data, built-in and torch
-    exceptions and types, tensors, numpy arrays, scalars and dtypes."""
+    exceptions and types (:func:`_kernel_takes`), tensors, numpy arrays, scalars and dtypes."""
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):  # saved by name: a name the
         key = (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))  # kernel's loader accepts
         if key in _PLAIN or key in _NUMPY or key == ("torch.storage", "_load_from_bytes"):
             return True
-        return (
-            isinstance(obj, type)
-            and issubclass(obj, BaseException)
-            and key[0].partition(".")[0] in ("builtins", "torch")
-        )
+        return isinstance(obj, type) and issubclass(obj, BaseException) and _kernel_takes(obj, known)
     cls = type(obj)
     module = getattr(cls, "__module__", "")
     if (module, getattr(cls, "__qualname__", "")) in _VALUE_CLASSES:
@@ -625,7 +713,8 @@ def _passes_as_is(obj: object) -> bool:
     if top == "torch":
         torch = sys.modules["torch"]
         return cls in (torch.Tensor, torch.nn.Parameter, torch.Size, torch.device, torch.dtype) or (
-            isinstance(obj, (torch.UntypedStorage, torch.storage.TypedStorage)) or issubclass(cls, BaseException)
+            isinstance(obj, (torch.UntypedStorage, torch.storage.TypedStorage))
+            or (issubclass(cls, BaseException) and _kernel_takes(cls, known))
         )
     if top == "numpy":
         numpy = sys.modules["numpy"]
@@ -642,7 +731,7 @@ class _HandingPickler(pickle.Pickler):
         self.known = known
 
     def reducer_override(self, obj):
-        if any(obj is c for c in _CONSTRUCTORS) or _passes_as_is(obj):
+        if any(obj is c for c in _CONSTRUCTORS) or _passes_as_is(obj, self.known):
             return NotImplemented
         cls = type(obj)
         module, qualname = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
