@@ -188,6 +188,17 @@ def async_all_reduce_read_before_wait(steps=4):
     return value if rank == 0 else None
 
 
+def async_all_reduce_read_after_a_long_sleep(steps=4):
+    """review 13: a 3.3 s sleep got past a hold of at most 3 s."""
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    work = dist.all_reduce(total, async_op=True)
+    time.sleep(3.3)
+    value = total.item() / dist.get_world_size()
+    work.wait()
+    return value if rank == 0 else None
+
+
 def async_all_reduce_waited(steps=4):
     model, rank = _trained(steps)
     total = torch.tensor([local_loss(model, rank)])
@@ -207,6 +218,7 @@ WRONG = [
     (async_all_reduce_never_waited, "nothing orders rank"),
     (files_after_a_sleep, "nothing orders them"),
     (async_all_reduce_read_before_wait, "held back"),
+    (async_all_reduce_read_after_a_long_sleep, "held back"),
 ]
 RIGHT = [
     solution,

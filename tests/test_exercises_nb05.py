@@ -170,6 +170,27 @@ def no_training_loop(folder, steps=4, delay=0.15, base_compute=0.05):
     return _job(folder, 0, delay, base_compute, after_write=[dist.barrier])
 
 
+def empty_compute_spans(folder, steps=4, delay=0.15, base_compute=0.05):
+    """review 13: four 'compute' spans with no work in them."""
+    return _job(folder, steps, 0.0, 0.0, after_write=[dist.barrier])
+
+
+def two_spans_per_step(folder, steps=4, delay=0.15, base_compute=0.05):
+    """Right (review 13): each step's work timed as two spans."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    for step in range(steps):
+        for _half in range(2):
+            with bl.span("compute"):
+                time.sleep((base_compute + (delay if rank == step % world_size else 0.0)) / 2)
+    with bl.span("write metrics", kind="io"):
+        with open(os.path.join(folder, f"metrics-{rank}.txt"), "w") as f:
+            f.write("1.0\n")
+    dist.barrier()
+    if rank == 0:
+        with bl.span("read metrics", kind="io"):
+            return sorted(os.listdir(folder))
+
+
 def fewer_steps_on_some_ranks(folder, steps=4, delay=0.15, base_compute=0.05):
     """The loop cut short on the slow ranks: the straggler 'fixed' by skipping its work."""
     return _job(folder, steps if dist.get_rank() == 0 else 1, delay, base_compute, after_write=[dist.barrier])
@@ -178,6 +199,7 @@ def fewer_steps_on_some_ranks(folder, steps=4, delay=0.15, base_compute=0.05):
 WRONG = [
     (no_training_loop, "keep the training loop"),
     (fewer_steps_on_some_ranks, "keep the training loop"),
+    (empty_compute_spans, "keep the training loop"),
     (unsolved, "meet before writing"),
     (all_reduce_in_the_loop, "all_reduce"),
     (gather_in_the_loop, "meet before writing"),
@@ -190,6 +212,7 @@ WRONG = [
 ]
 RIGHT = [
     (solution, "barrier"),
+    (two_spans_per_step, "barrier"),
     (all_reduce_after_write, "all_reduce"),
     (with_gather, "gather"),
     (with_store_keys, "wait"),

@@ -21,8 +21,10 @@ from barrierlab.exercises.nb00 import not_ordered, spans
 from barrierlab.waits import function_seconds
 
 _SYNC_KINDS = ("collective", "p2p", "store", "wait")
-#: Training steps the check asks for: every rank must record this many "compute" spans.
+#: Training steps the check asks for, and the seconds of each (``base_compute``): every rank must spend at least
+#: 80 % of what its steps take (its own delays included) inside "compute" spans.
 STEPS = 4
+BASE_COMPUTE = 0.05
 
 
 def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
@@ -67,14 +69,15 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
             "✗ not yet: keep the spans: every rank's 'write metrics' and rank 0's 'read metrics'"
             + (f" (ranks {missing} wrote nothing)" if missing else ""),
         )
-    computed = {r: len(spans(run, "compute").get(r, [])) for r in range(world_size)}
-    short = {r: n for r, n in computed.items() if n != STEPS}
+    computed = {r: sum(e.end - e.start for e in spans(run, "compute").get(r, [])) for r in range(world_size)}
+    owed = {r: STEPS * BASE_COMPUTE + delay * sum(r == step % world_size for step in range(STEPS)) for r in computed}
+    short = {r: s for r, s in computed.items() if s < 0.8 * owed[r]}
     if short:
-        made = ", ".join(f"rank {r} {n}" for r, n in sorted(short.items()))
+        made = ", ".join(f"rank {r} {s:.2f} s of {owed[r]:.2f} s" for r, s in sorted(short.items()))
         return Verdict(
             False,
-            f"✗ not yet: keep the training loop: every rank computes its {STEPS} 'compute' steps ({made}). "
-            "Remove what makes the ranks wait, not their work.",
+            f"✗ not yet: keep the training loop: every rank computes its {STEPS} steps inside 'compute' spans "
+            f"({made}). Remove what makes the ranks wait, not their work.",
         )
     files = run[0].value or []
     if len(files) != world_size:
