@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import psutil
@@ -29,6 +30,12 @@ def _start_warm_process_preloading_pytest():
 
 _warmstart.start = _start_warm_process_preloading_pytest
 
+
+# A test run started in the background by a shell without job control inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: every Ctrl-C test would find nothing interrupted (seen when CI was started
+# with `cmd &`). The tests need Ctrl-C as a learner's kernel has it; processes they start get the default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 collect_ignore = ["lint_corpus", "realworld", "browser/notebooks"]  # corpora and notebooks the tests run
 
