@@ -44,7 +44,7 @@ $(LAB_OVERRIDES): labsettings/barrierlab.json
 test: setup browser-setup
 	$(BIN)/ruff format --check --quiet . && $(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --nbval --nbval-current-env --nbval-cell-timeout=120 \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -rxX tests $(wildcard notebooks/*.ipynb) $(PYTEST_ARGS)
 
 # While working: ruff and the tests that need neither a browser, torchrun nor many runs (no nbval).
 check: setup
