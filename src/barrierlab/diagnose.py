@@ -1684,13 +1684,11 @@ def call_hazards(run: Run) -> list[str]:
     the block written last). One line per call site, naming the ranks; at most :data:`HAZARDS_SHOWN`."""
     found: dict[tuple[str, str, str], list[int]] = {}
     for result in run.ranks:
-        waited = {e.of for e in result.events if e.kind == "wait" and e.of is not None}
         for e in result.events:
-            if e.kind != "collective":
-                continue
-            if e.aliased:
+            if e.kind == "collective" and e.aliased:
                 found.setdefault(("aliased", e.name, _place(e)), []).append(result.rank)
-            elif e.is_async and e.id not in waited:
+        for e in ordering.unwaited(result.events):
+            if e.kind == "collective":
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
     lines = []
     for (hazard, name, place), ranks in found.items():

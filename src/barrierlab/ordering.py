@@ -36,6 +36,7 @@ itself first: ``makedirs(..., exist_ok=True)`` on every rank needs no order. Onl
 
 from __future__ import annotations
 
+import math
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -46,6 +47,15 @@ from barrierlab.events import ranks_start
 from barrierlab.sites import Site
 
 BACKENDS = ("gloo", "nccl")
+
+
+def unwaited(events, before: float = math.inf) -> list:
+    """The ``async_op=True`` calls among one rank's ``events`` that started by ``before`` and whose ``Work.wait()``
+    had not returned by then (never, with the default): nothing made their work complete for what came after."""
+    waited = {e.of for e in events if e.kind == "wait" and e.of is not None and e.end is not None and e.end <= before}
+    return [e for e in events if e.is_async and e.start <= before and e.id not in waited]
+
+
 #: Kinds of recorded event the model orders (``wait`` only for ``Work.wait()``, not ``span(kind="wait")``).
 _ORDERED_KINDS = ("collective", "p2p", "store", "file")
 _ASYNC_P2P = {"isend": "send", "irecv": "recv"}

@@ -67,13 +67,11 @@ def not_ordered(run: Run, folder: str, before: dict[int, float], after: dict[int
 
 def _unwaited(run: Run, rank: int, before: float) -> str:
     """A hint about an ``async_op=True`` call on ``rank`` never waited for before ``before``."""
-    waited = {e.of for e in run[rank].events if e.kind == "wait" and e.of is not None and e.end is not None and e.end <= before}
-    for e in run[rank].events:
-        if e.is_async and e.start <= before and e.id not in waited:
-            return (
-                f" (rank {rank}'s {e.name}(async_op=True) at line {e.line} was never waited on before that: "
-                "it orders nothing until work.wait())"
-            )
+    for e in ordering.unwaited(run[rank].events, before):
+        return (
+            f" (rank {rank}'s {e.name}(async_op=True) at line {e.line} was never waited on before that: "
+            "it orders nothing until work.wait())"
+        )
     return ""
 
 

@@ -72,11 +72,11 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
         if problem:
             return not_yet(problem)
     value = run[0].value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not _a_number(value):
         return not_yet(f"rank 0 should return the validation loss (a number), got {value!r}")
     truth = bl.run(reference, world_size, kwargs=dict(steps=steps), timeout=5.0, check=True)
     average, own = truth[0].value
-    if math.isclose(value, own, rel_tol=1e-5, abs_tol=1e-6):
+    if _same(value, own):
         return not_yet(
             f"rank 0 returned its own validation loss ({value:.4f}), not the average over all ranks "
             f"({average:.4f}). Each rank must compute the loss of its own share (local_loss(model, rank)), and the "
@@ -85,7 +85,7 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     problem = _skipped(run) or _not_delivered(run)
     if problem:
         return not_yet(problem)
-    if math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6):
+    if _same(value, average):
         problem = _timing_only(train, run, steps, average, world_size)
         if problem:
             return not_yet(problem)
@@ -98,6 +98,15 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
         f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is {average:.4f} after "
         f"{steps} steps. Did every rank contribute its own validation loss, once?"
     )
+
+
+def _a_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _same(value: float, expected: float) -> bool:
+    """Equal up to float rounding (the ranks' sums may add in another order than the reference's)."""
+    return math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6)
 
 
 def _timing_only(train, run, steps: int, average: float, world_size: int) -> str | None:
@@ -126,13 +135,9 @@ def _timing_only(train, run, steps: int, average: float, world_size: int) -> str
             f"with {others} held back {hold:.1f} s in local_loss, not every rank finished ({late.diagnosis.headline})"
         )
     value = late[0].value
-    if (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isclose(value, average, rel_tol=1e-5, abs_tol=1e-6)
-    ):
+    if _a_number(value) and _same(value, average):
         return _unordered(late)
-    shown = f"{value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)[:80]
+    shown = f"{value:.4f}" if _a_number(value) else repr(value)[:80]
     return (
         f"rank 0 returned the average ({average:.4f}) only because the others were quick: with {others} held "
         f"back {hold:.1f} s in local_loss, it returned {shown}. Rank 0 read the result before the call that "
