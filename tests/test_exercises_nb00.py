@@ -58,6 +58,22 @@ def with_async_barrier_and_plain_wait(folder, delays):
     return _count(folder)
 
 
+def with_async_barrier_and_its_future(folder, delays):
+    """review 14a: a wait through the Work's future was rejected as never waited on."""
+    _write(folder, delays)
+    dist.barrier(async_op=True).get_future().wait()
+    return _count(folder)
+
+
+def with_async_barrier_polled(folder, delays):
+    """review 14a: polling work.is_completed() until True was rejected as never waited on."""
+    _write(folder, delays)
+    work = dist.barrier(async_op=True)
+    while not work.is_completed():
+        time.sleep(0.002)
+    return _count(folder)
+
+
 def with_store_keys(folder, delays):
     _write(folder, delays)
     store = dist.group.WORLD.get_group_store() if hasattr(dist.group.WORLD, "get_group_store") else None
@@ -177,6 +193,8 @@ RIGHT = [
     with_blocking_all_reduce,
     with_async_barrier_and_wait,
     with_async_barrier_and_plain_wait,
+    with_async_barrier_and_its_future,
+    with_async_barrier_polled,
     with_all_gather_object,
     with_store_keys,
     with_a_store_counter,

@@ -137,6 +137,26 @@ def extra_barrier_before(folder, build_seconds):
     return _read(path)
 
 
+def async_barrier_future_waited(folder, build_seconds):
+    """review 14a: a wait through the Work's future was rejected as never waited on."""
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    dist.barrier(async_op=True).get_future().wait()
+    return _read(path)
+
+
+def async_barrier_polled(folder, build_seconds):
+    """review 14a: polling work.is_completed() until True was rejected as never waited on."""
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    work = dist.barrier(async_op=True)
+    while not work.is_completed():
+        time.sleep(0.002)
+    return _read(path)
+
+
 def async_never_waited(folder, build_seconds):
     path = os.path.join(folder, "vocab.txt")
     if dist.get_rank() == 0:
@@ -193,6 +213,8 @@ RIGHT = [
     store_key,
     send_recv_from_rank0,
     async_barrier_waited,
+    async_barrier_future_waited,
+    async_barrier_polled,
     broadcast_object_of_the_path,
 ]
 WRONG = [

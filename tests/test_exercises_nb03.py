@@ -246,6 +246,30 @@ def async_barrier_waited(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save, wait_all)
 
 
+def async_barrier_future_waited(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
+    """review 14a: a wait through the Work's future was rejected as never waited on."""
+
+    def on_save(rank, state, path, delay):
+        if rank == 0:
+            write_checkpoint(state, path, delay)
+        dist.barrier(async_op=True).get_future().wait()
+
+    return _loop(ckpt_dir, steps, save_every, save_delay, on_save, lambda: None)
+
+
+def async_barrier_polled(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
+    """review 14a: polling work.is_completed() until True was rejected as never waited on."""
+
+    def on_save(rank, state, path, delay):
+        if rank == 0:
+            write_checkpoint(state, path, delay)
+        work = dist.barrier(async_op=True)
+        while not work.is_completed():
+            time.sleep(0.002)
+
+    return _loop(ckpt_dir, steps, save_every, save_delay, on_save, lambda: None)
+
+
 def with_main_process_first(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     def on_save(rank, state, path, delay):
         with main_process_first() as is_main:
@@ -289,6 +313,8 @@ RIGHT = [
     store_key_after_the_write,
     send_recv_before_the_load,
     async_barrier_waited,
+    async_barrier_future_waited,
+    async_barrier_polled,
     with_main_process_first,
     broadcast_the_step_from_rank0,
 ]

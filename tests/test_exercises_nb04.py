@@ -207,6 +207,24 @@ def async_all_reduce_waited(steps=4):
     return total.item() / dist.get_world_size() if rank == 0 else None
 
 
+def async_all_reduce_future_waited(steps=4):
+    """review 13: waiting through the Work's future was rejected (the recorder saw only Work.wait())."""
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    dist.all_reduce(total, async_op=True).get_future().wait()
+    return total.item() / dist.get_world_size() if rank == 0 else None
+
+
+def async_all_reduce_polled(steps=4):
+    """review 13: polling work.is_completed() until True, then reading, was rejected."""
+    model, rank = _trained(steps)
+    total = torch.tensor([local_loss(model, rank)])
+    work = dist.all_reduce(total, async_op=True)
+    while not work.is_completed():
+        time.sleep(0.001)
+    return total.item() / dist.get_world_size() if rank == 0 else None
+
+
 WRONG = [
     (as_given, "not every rank finished"),
     (with_a_sleep, "not every rank finished"),
@@ -230,6 +248,8 @@ RIGHT = [
     send_recv_to_rank0,
     store_keys_to_rank0,
     async_all_reduce_waited,
+    async_all_reduce_future_waited,
+    async_all_reduce_polled,
     files_after_a_barrier,
 ]
 

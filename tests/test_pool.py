@@ -111,6 +111,16 @@ def test_the_warm_process_killed_takes_its_pool_with_it():
     assert bl.run(barrier_then_ticks, 2).ok  # the next run starts a new warm process
 
 
+@pytest.mark.parametrize("pause", [0.0, 0.005, 0.05])
+def test_a_run_right_after_the_warm_process_was_killed_starts_a_new_one(pause):
+    """A warm process killed between runs (the OOM killer, a learner's kill) made the next run raise
+    WarmProcessLost or 'Broken pipe' (3 of 6 pauses), though none of its ranks had run; it is launched again."""
+    assert bl.run(barrier_then_ticks, 2).ok
+    os.kill(warm_pid(), signal.SIGKILL)
+    time.sleep(pause)
+    assert bl.run(barrier_then_ticks, 2).ok
+
+
 def threads_of_this_rank() -> list[str]:
     import threading
 

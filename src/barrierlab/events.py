@@ -17,7 +17,8 @@ killed or hangs still leaves the record of what it entered and never left:
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
-    the ``keys`` and an ``add``'s ``amount``; for a ``Work.wait()`` (kind "wait") the id it waited ``of``.
+    the ``keys`` and an ``add``'s ``amount``; for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()``, or the first
+    ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``.
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
     leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store
@@ -136,7 +137,8 @@ class Event:
     keys: list[str] | None = field(default=None, repr=False)
     value: str | None = field(default=None, repr=False)
     amount: int | None = field(default=None, repr=False)
-    #: ``kind == "wait"`` (``Work.wait()``): the id of the async call waited for, on this rank.
+    #: ``kind == "wait"`` (``Work.wait()``, ``Future.wait``, or a poll that saw it complete): the id of the async
+    #: call waited for, on this rank.
     of: int | None = field(default=None, repr=False)
     #: This event's id in its rank's file.
     id: int | None = field(default=None, repr=False)

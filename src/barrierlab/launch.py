@@ -140,6 +140,16 @@ class RanksNotForked(LaunchError):
     """The warm process could not fork a run's ranks (:class:`~barrierlab._protocol.LaunchFailed`); none runs."""
 
 
+class WarmLostBeforeLaunch(RanksNotForked):
+    """The warm process was gone when a run was handed to it (killed between runs: the OOM killer, a learner's
+    ``kill``, a rank of the run before); none of this run's ranks ran. The run is launched once more, on a
+    fresh warm process."""
+
+
+class _SendFailed(LaunchError):
+    """The launch could not be written to the warm process (its end of the pipe is closed: it died)."""
+
+
 class WarmPipeCorrupted(WarmProcessLost):
     """Bytes that are not a message came through the warm process's pipe (another process, a rank's code,
     wrote into it through /proc/<pid>/fd); the kernel stopped the warm process, as if it had died."""
@@ -1373,7 +1383,19 @@ class _RunningGroup:
         self.longest_look = 0.0  # seconds the longest reading of the heads took
 
     def start(self) -> None:
-        self.send(Launch(self.spec))
+        try:
+            self._start()
+        except (WarmProcessLost, _SendFailed) as error:
+            self.warm_broken = True
+            if self.started:
+                raise
+            raise WarmLostBeforeLaunch(str(error)) from None
+
+    def _start(self) -> None:
+        try:
+            self.send(Launch(self.spec))
+        except LaunchError as error:
+            raise _SendFailed(str(error)) from None
         self.launched = True
         give_up = time.monotonic() + self.start_timeout()
         while not self.started:

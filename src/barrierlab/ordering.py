@@ -11,7 +11,9 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   (:func:`_broadcast_parents`: the data comes down that chain) and of its direct children
   (:func:`_broadcast_children`: a send waits for its receiver), whatever its role; ``"children"`` gives none
   for other ops; ``"none"`` gives none. Calls pair by position in their process group. An async call
-  orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have;
+  orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have (so does a
+  ``wait()`` of its future, or the first ``work.is_completed()``/``future.done()`` that returned True: the rank
+  saw it complete);
 - ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A), and back
   where the column says the sender waits for its receiver (gloo);
 - a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it

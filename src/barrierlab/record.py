@@ -699,6 +699,92 @@ def _wrap_work_wait(original):
     return wait
 
 
+#: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the call's event id: a
+#: ``future.wait()`` is a wait of that call as ``work.wait()`` is.
+_async_futures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Event ids of async calls whose completion the rank has seen by polling (``work.is_completed()`` or
+#: ``future.done()`` returned True): recorded once each.
+_seen_complete: set[int] = set()
+
+
+def _wrap_get_future(original):
+    """``Work.get_future`` remembering which recorded async call the future it returns belongs to."""
+
+    @functools.wraps(original)
+    def get_future(self, *args, **kwargs):
+        future = original(self, *args, **kwargs)
+        of = _async_calls.get(self) if _recorder is not None else None
+        if of is not None:
+            try:
+                _async_futures[future] = of
+            except TypeError:  # a future that cannot be weakly held: its waits stay unrecorded
+                pass
+        return future
+
+    get_future.__barrierlab_original__ = original
+    return get_future
+
+
+def _wrap_future_wait(original):
+    """``Future.wait`` recording the wait of the async call whose future it is (as ``Work.wait``); the waits of
+    every other future (RPC, the learner's own) pass through untouched."""
+
+    @functools.wraps(original)
+    def wait(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(self, *args, **kwargs)
+        try:
+            of = _async_futures.get(self)
+        except TypeError:
+            of = None
+        if of is None:
+            return original(self, *args, **kwargs)
+        recorder.depth += 1
+        event_id = recorder.enter("wait", "Future.wait", False, call_site(callers=False), f',"of":{of}')
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as error:
+            recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        recorder.leave(event_id)
+        return result
+
+    wait.__barrierlab_original__ = original
+    return wait
+
+
+def _wrap_completion_poll(name: str, calls, original):
+    """``Work.is_completed`` / ``Future.done``: the first True for a recorded async call is recorded as a wait
+    of no length (the rank saw the work complete; reading its result after that is ordered, as after a
+    ``wait()``). A False is not recorded: a polling loop costs one lookup a poll."""
+
+    @functools.wraps(original)
+    def poll(self, *args, **kwargs):
+        done = original(self, *args, **kwargs)
+        recorder = _recorder
+        if done is not True or recorder is None or recorder.depth:
+            return done
+        try:
+            of = calls.get(self)
+        except TypeError:
+            of = None
+        if of is None or of in _seen_complete:
+            return done
+        _seen_complete.add(of)
+        recorder.depth += 1
+        try:
+            recorder.leave(recorder.enter("wait", name, False, call_site(callers=False), f',"of":{of}'))
+        finally:
+            recorder.depth -= 1
+        return done
+
+    poll.__barrierlab_original__ = original
+    return poll
+
+
 #: ``torch.distributed.Store`` methods recorded, and what each records besides the key(s): ``add`` its
 #: amount and the count it returned, ``get`` the first bytes of the value it returned.
 STORE_METHODS = ("set", "add", "get", "wait", "compare_set")
@@ -1293,6 +1379,10 @@ def _patch() -> None:
                     _originals[(module, name)] = original
                     setattr(module, name, wrapper)
     _replace(dist.Work, "wait", _wrap_work_wait)
+    _replace(dist.Work, "get_future", _wrap_get_future)
+    _replace(dist.Work, "is_completed", functools.partial(_wrap_completion_poll, "Work.is_completed", _async_calls))
+    _replace(torch._C.Future, "wait", _wrap_future_wait)
+    _replace(torch._C.Future, "done", functools.partial(_wrap_completion_poll, "Future.done", _async_futures))
     for name in GROUP_METHODS:
         if callable(getattr(dist.ProcessGroup, name, None)):
             _replace(dist.ProcessGroup, name, functools.partial(_wrap_group_method, name))
@@ -1332,6 +1422,7 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
     _quoted_paths.clear()  # their answers depend on the folder of the record
+    _seen_complete.clear()
     _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
     _patch()

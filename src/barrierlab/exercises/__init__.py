@@ -79,6 +79,16 @@ def accesses(run, folder: str, how: str | None = None) -> list:
     return [a for a in ordering.order(run).accesses() if _inside(a.path, root) and (how is None or a.how == how)]
 
 
+def call_words(event) -> str:
+    """A recorded call as the learner's code wrote it: 'barrier', 'store.set', 'work.wait()', 'future.done()'."""
+    if event.kind == "store":
+        return f"store.{event.name}"
+    if event.kind == "wait" and "." in event.name:  # Work.wait, Future.wait, Work.is_completed, Future.done
+        owner, _, method = event.name.partition(".")
+        return f"{owner.lower()}.{method}()"
+    return event.name
+
+
 def race_words(race) -> str:
     """A race in the words of a check: the pair, and that the order came from timing."""
     return f"{race}. This run's order came from timing, which a slower disk or a busier machine changes"

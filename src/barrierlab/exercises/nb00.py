@@ -20,7 +20,7 @@ import tempfile
 import barrierlab as bl
 from barrierlab import ordering
 from barrierlab.events import Event
-from barrierlab.exercises import PrintedVerdict, Verdict, race_words, unordered
+from barrierlab.exercises import PrintedVerdict, Verdict, call_words, race_words, unordered
 from barrierlab.result import Run
 
 __all__ = ["TIMEOUT", "Verdict", "check_everyone_ready", "not_ordered", "random_delays", "spans", "verdict"]
@@ -121,7 +121,7 @@ def _judge_ready(run: Run, late: int, folder: str) -> tuple[bool, str]:
         return False, f"every rank counted {run.world_size} this time, but {problem}"
     used = sorted(
         {
-            e.name if e.kind != "store" else f"store.{e.name}"
+            call_words(e)
             for r in run
             for e in r.events
             if e.kind in ("collective", "p2p", "store", "wait") and writes[r.rank][-1].end <= e.start

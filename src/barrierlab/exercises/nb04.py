@@ -11,7 +11,7 @@ decides from what the runs recorded:
   every share itself skip that work;
 - the ordering model (:mod:`barrierlab.ordering`, on gloo) orders every rank's loss before rank 0's
   result, and no file handoff races: an all_reduce, reduce, gather or all_gather (tensor or object),
-  send/recv, store keys, an async call and its ``wait()``, or files read after a barrier all do; an
+  send/recv, store keys, an async call and its ``wait()`` (or its future's, or a poll of ``is_completed()`` that saw it done), or files read after a barrier all do; an
   ``async_op=True`` call never waited for, or files read after a sleep, do not;
 - rank 0's value equals the average of a reference run of the same steps, also in a last run where every
   other rank is held back in ``local_loss`` for longer than rank 0 took after its own loss: a value read
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 
-from barrierlab.exercises import Verdict, not_yet, race_words
+from barrierlab.exercises import Verdict, call_words, not_yet, race_words
 
 #: Steps the check trains for, chosen at random, so that no fixed number passes.
 STEPS = (3, 6)
@@ -192,7 +192,7 @@ def _carriers(run) -> str:
     for e in run[0].events:
         ordering_call = e.kind in ("collective", "p2p", "store") or (e.kind == "wait" and e.of is not None)
         if ordering_call and e.start >= since:
-            name = f"store.{e.name}" if e.kind == "store" else "work.wait()" if e.kind == "wait" else e.name
+            name = call_words(e)
             if name not in names:
                 names.append(name)
     return ", ".join(names) or "what the ranks called"
