@@ -781,6 +781,25 @@ def test_a_broadcast_whose_ranks_name_different_roots_is_named():
     assert "test_diagnose.py:" in str(diagnosis), diagnosis
 
 
+def gather_whose_root_one_rank_leaves_out():
+    """Rank 0 leaves ``dst`` out (torch 2.13: then rank 0), the others name rank 1: each side waits for its own
+    root. The rule compared only arguments given, so it saw no second root."""
+    rank = dist.get_rank()
+    mine = torch.full((2,), float(rank))
+    if rank == 0:
+        dist.gather(mine, [torch.zeros(2) for _ in range(dist.get_world_size())])
+    else:
+        dist.gather(mine, [torch.zeros(2) for _ in range(dist.get_world_size())] if rank == 1 else None, dst=1)
+
+
+def test_a_root_left_out_is_the_default_root_when_the_roots_are_compared():
+    run = bl.run(gather_whose_root_one_rank_leaves_out, 3, timeout=2, deadline=20)
+    assert not run.ok, run.statuses
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "different-roots", diagnosis
+    assert "rank 0 passed no dst (so rank 0); ranks 1 and 2 passed dst=1" in diagnosis.headline, diagnosis
+
+
 def sum_read_before_its_work_completes():
     """OpenNMT-py issue #2295's shape: an async all-reduce whose handle is dropped; the sum is checked at once."""
     total = torch.ones(1)

@@ -56,6 +56,14 @@ def solution(folder):
     return box[0]
 
 
+def solution_with_the_source_left_out(folder):
+    """review 14b: torch 2.13 makes rank 0 the source of a broadcast_object_list that names none; the check
+    found no source, so no order, and said the order came from timing."""
+    box = [build_vocab() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box)
+    return box[0]
+
+
 def file_removed_afterwards(folder):
     """The file handoff, cleaned up: the folder ends empty, but the vocabulary still went through a file."""
     vocab = _through_a_file(folder, dist.barrier)
@@ -168,6 +176,7 @@ RIGHT = [
     on_a_group_with_group_src,
     rank0_keeps_its_own,
     solution_plus_a_cache_only_rank0_reads,
+    solution_with_the_source_left_out,
 ]
 
 

@@ -119,6 +119,23 @@ def one_writer_with_gather(workdir, seed=0):
     return accuracy
 
 
+def one_writer_with_gather_to_the_default_root(workdir, seed=0):
+    """review 14b: the solution with ``dst`` left out (torch 2.13: rank 0) was rejected as 'rank 0 wrote rank 1's
+    result without waiting for it'."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s + evaluate_s)
+    accuracy = round(0.9 + rank / 100, 2)
+    rows = [torch.zeros(1, dtype=torch.float64) for _ in range(world_size)] if rank == 0 else None
+    dist.gather(torch.tensor([accuracy], dtype=torch.float64), rows)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER] + [f"{r},{round(t.item(), 2)}" for r, t in enumerate(rows)]) + "\n")
+        return f"{world_size} of {world_size} results"
+    return accuracy
+
+
 def one_writer_with_gather_then_broadcast(workdir, seed=0):
     """The solution plus a broadcast of the saved count (review 9b): gloo's broadcast holds rank 1 until its child
     rank 3 has entered, so a rank waited for another than rank 0."""
@@ -396,6 +413,7 @@ RIGHT = [
     one_writer_with_store_values,
     one_writer_with_send_object_list,
     appends_counted_in_the_store,
+    one_writer_with_gather_to_the_default_root,
 ]
 
 

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import re
 import tempfile
+import time
 
 import pytest
 
@@ -36,6 +37,82 @@ def test_a_blocking_all_reduce_orders_the_delete_on_gloo_but_not_on_nccl(tmp_pat
     assert ordering.races(run, "gloo") == []
     lost = ordering.lost_on_nccl(run)
     assert {(a.how, b.how) for a, b in lost} <= {("read", "remove"), ("remove", "read")} and len(lost) == 3
+
+
+def handoff_through_a_rooted_call_that_names_no_root(folder, how):
+    """Rank 0 writes a file, then a rooted call whose root is left out (torch 2.13 makes it rank 0), then every
+    rank reads the file (review 14b: the model found no root and reported 3 races)."""
+    import torch
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(folder, "shared.txt")
+    if rank == 0:
+        time.sleep(0.2)
+        with open(path, "w") as f:
+            f.write("ready")
+    if how == "broadcast_object_list":
+        dist.broadcast_object_list([None])
+    elif how == "scatter_object_list":
+        dist.scatter_object_list([None], [rank] * world if rank == 0 else None)
+    elif how == "gather_object":  # every rank waits for every rank's size first (its inner all_gather)
+        dist.gather_object(rank, [None] * world if rank == 0 else None)
+    elif how == "scatter":
+        dist.scatter(torch.zeros(1), [torch.ones(1)] * world if rank == 0 else None)
+    with open(path) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("how", ["broadcast_object_list", "scatter_object_list", "gather_object", "scatter"])
+def test_a_rooted_call_that_names_no_root_has_rank_0_as_its_root(tmp_path, how):
+    run = bl.run(handoff_through_a_rooted_call_that_names_no_root, 3, args=(str(tmp_path), how), timeout=10)
+    assert run.ok and run.values == ["ready"] * 3, run
+    assert ordering.races(run) == [], ordering.races(run)
+
+
+def publish_then_wait_for_it(folder, atomic, how):
+    """Rank 1 writes a checkpoint, in place or to a temporary name it then os.replace()s; rank 0 waits for it to
+    appear (an os.path.exists poll, or retried opens) or sleeps, then reads it. Notebook 07 teaches that a file
+    published by os.replace is complete once it exists; the model reported its poll as a race (review 14b)."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "ckpt.txt")
+    if dist.get_rank() == 1:
+        time.sleep(0.3)
+        target = path + ".tmp" if atomic else path
+        with open(target, "w") as f:
+            f.write("weights")
+        if atomic:
+            os.replace(target, path)
+        return None
+    if how == "exists":
+        while not os.path.exists(path):
+            time.sleep(0.005)
+    elif how == "open":
+        while True:
+            try:
+                with open(path) as f:
+                    return f.read()
+            except FileNotFoundError:
+                time.sleep(0.005)
+    else:
+        time.sleep(0.6)
+    with open(path) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize(
+    "atomic, how, ordered",
+    [(True, "exists", True), (True, "open", True), (True, "sleep", False), (False, "exists", False)],
+)
+def test_a_rank_that_waits_for_a_file_published_by_a_rename_is_ordered_after_it(tmp_path, atomic, how, ordered):
+    """Only a wait for a file that a rename published orders the read: a file written in place may be found
+    half-written, and a sleep waits for nothing."""
+    run = bl.run(publish_then_wait_for_it, 2, args=(str(tmp_path), atomic, how), timeout=10)
+    assert run.ok, run
+    assert (ordering.races(run) == []) is ordered, ordering.races(run)
+    looks = [e for e in run[0].events if e.kind == "file" and e.name == "exists"]
+    assert len(looks) <= 2, looks  # a poll is recorded when its answer changes, not once a turn
 
 
 def test_a_race_is_told_in_words_with_both_lines(tmp_path):

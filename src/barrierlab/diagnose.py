@@ -1209,10 +1209,10 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     )
 
 
-def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event], str] | None:
+def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event], dict[int, int]] | None:
     """The first position where every rank made the same rooted collective (broadcast, reduce, gather, scatter
-    and their object variants) on the same group but the ranks named different roots: (its number, the calls,
-    the argument: ``src``, ``dst``, ``group_src`` or ``group_dst``)."""
+    and their object variants) on the same group but the ranks had different roots (:func:`ops.root_of`: as
+    named, or the op's default when a rank named none): (its number, the calls, each rank's root)."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = {r: c[i] for r, c in calls.items()}
@@ -1220,11 +1220,19 @@ def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]
             return None
         if next(iter(at.values())).name not in ops.ROOTED or len({e.group for e in at.values()}) > 1:
             continue
-        for key in PEER_ARGUMENTS:
-            roots = {r: e.peer.get(key) for r, e in at.items()}
-            if None not in roots.values() and len(set(roots.values())) > 1:
-                return i + 1, at, key
+        roots = {r: ops.root_of(e) for r, e in at.items()}
+        if None not in roots.values() and len(set(roots.values())) > 1:
+            return i + 1, at, roots
     return None
+
+
+def _root_words(event: Event) -> str:
+    """How a rooted call named its root: 'src=1', 'group_dst=0', or 'no dst (so rank 0)'."""
+    for key in PEER_ARGUMENTS:
+        if key in event.peer:
+            return f"{key}={event.peer[key]}"
+    op = ops.BY_NAME[event.name]
+    return f"no {op.root} (so rank {op.default_root})"
 
 
 def rule_different_roots(f: Facts) -> Diagnosis | None:
@@ -1233,12 +1241,13 @@ def rule_different_roots(f: Facts) -> Diagnosis | None:
     found = _root_mismatch(f.calls)
     if found is None:
         return None
-    number, at, key = found
-    by_root: dict[object, list[int]] = {}
+    number, at, roots = found
+    by_root: dict[str, list[int]] = {}
     for rank, event in sorted(at.items()):
-        by_root.setdefault(event.peer[key], []).append(rank)
+        by_root.setdefault(_root_words(event), []).append(rank)
     e0 = at[min(at)]
-    sides = "; ".join(f"{rank_list(ranks)} passed {key}={root}" for root, ranks in by_root.items())
+    key = ops.BY_NAME[e0.name].root
+    sides = "; ".join(f"{rank_list(ranks)} passed {words}" for words, ranks in by_root.items())
     evidence = [f"{e0.name} #{number}: " + "; ".join(f"rank {r} at {where_text(e)}" for r, e in sorted(at.items()))]
     evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
     return Diagnosis(

@@ -86,6 +86,10 @@ class Op:
     underlying ops match can pair silently. ``inner``: the tensor collectives an object collective makes, in
     order (why one call can take several positions in torch's flight record). ``gloo``/``nccl``: who a rank
     waits for, by role (see the module docstring). ``source``: where the facts of the row come from.
+    ``root``: a rooted call's argument that names its root (``src`` or ``dst``; ``group_src``/``group_dst``
+    in group ranks); ``default_root``: the global rank that is the root when the call names none (torch 2.13:
+    0 for gather, scatter and the rooted object collectives, ``if dst is None and group_dst is None: dst = 0``;
+    None where torch refuses the call: broadcast and reduce).
     """
 
     name: str
@@ -107,6 +111,8 @@ class Op:
     nccl: Mapping[str, str | None] = field(default_factory=lambda: _EMPTY)
     source: str = ""
     nccl_source: str = ""
+    root: str | None = None
+    default_root: int | None = None
 
 
 def _waits(**by_role: str | None) -> Mapping[str, str | None]:
@@ -157,6 +163,7 @@ OPS: tuple[Op, ...] = (
     _same("all_reduce_coalesced", equalizing=True, in_place=True, source=f"{_C10D} all_reduce_coalesced"),
     _same(
         "broadcast",
+        root="src",
         equalizing=True,
         in_place=True,
         roles=_ROOTED,
@@ -176,6 +183,7 @@ OPS: tuple[Op, ...] = (
     ),
     _same(
         "reduce",
+        root="dst",
         in_place=True,
         roles=_ROOTED,
         gloo=_waits(root="all", non_root="children"),
@@ -183,6 +191,8 @@ OPS: tuple[Op, ...] = (
     ),
     _collective(
         "gather",
+        root="dst",
+        default_root=0,
         roles=_ROOTED,
         outputs="gather_list",
         gloo=_waits(root="all", non_root="root"),
@@ -190,6 +200,8 @@ OPS: tuple[Op, ...] = (
     ),
     _collective(
         "scatter",
+        root="src",
+        default_root=0,
         roles=_ROOTED,
         gloo=_waits(root="all", non_root="root"),
         source=f"{_C10D} scatter",
@@ -233,6 +245,8 @@ OPS: tuple[Op, ...] = (
     Op(
         "gather_object",
         OBJECT_COLLECTIVE,
+        root="dst",
+        default_root=0,
         underlying="all_gather",
         inner=("all_gather", "gather"),
         roles=_ROOTED,
@@ -245,6 +259,8 @@ OPS: tuple[Op, ...] = (
     Op(
         "broadcast_object_list",
         OBJECT_COLLECTIVE,
+        root="src",
+        default_root=0,
         equalizing=True,
         object_list="object_list",
         same_length=True,
@@ -263,6 +279,8 @@ OPS: tuple[Op, ...] = (
     Op(
         "scatter_object_list",
         OBJECT_COLLECTIVE,
+        root="src",
+        default_root=0,
         object_list="scatter_object_output_list",
         underlying="broadcast",
         inner=("broadcast", "scatter", "scatter"),
@@ -420,6 +438,25 @@ EVERY_RANK = names(kinds=(COLLECTIVE, OBJECT_COLLECTIVE, GROUP), every_rank=True
 #: Collectives with one root for the whole group (``src`` of broadcast/scatter, ``dst`` of reduce/gather, and
 #: their object variants): every rank must name the same one.
 ROOTED = frozenset(op.name for op in OPS if op.roles == _ROOTED and op.kind in (COLLECTIVE, OBJECT_COLLECTIVE))
+
+
+def root_of(event) -> int | None:
+    """The global rank a recorded rooted call (an event: ``name``, ``peer``, ``group_ranks``) had as its root:
+    ``src``/``dst`` as given; ``group_src``/``group_dst`` through its group's ranks; else the op's
+    ``default_root`` (rank 0 for a ``gather`` or ``broadcast_object_list`` that names none); None if unknown."""
+    for key in ("src", "dst"):
+        if key in event.peer:
+            return event.peer[key]
+    for key in ("group_src", "group_dst"):
+        if key in event.peer:
+            ranks, index = event.group_ranks, event.peer[key]
+            if not ranks:  # the default group's ranks are the global ones; another group's are not known
+                return index if getattr(event, "group", None) is None else None
+            return ranks[index] if isinstance(index, int) and 0 <= index < len(ranks) else None
+    op = BY_NAME.get(event.name)
+    return op.default_root if op is not None else None
+
+
 #: Collectives whose tensors must have the same sizes and dtypes on every rank.
 SAME_SHAPE = names(same_shape=True)
 #: Calls whose list of objects must have the same length on every rank.

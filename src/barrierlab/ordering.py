@@ -236,6 +236,10 @@ class Order:
         self._collectives()
         self._point_to_point()
         self._store()
+        #: (rank, path) of each rank that waited for a published file (:meth:`_published`): its misses before
+        #: the find were the wait, not a race
+        self._waited_for: set[tuple[int, str]] = set()
+        self._published()
         self._reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
         self._vc: dict[tuple[int, int], list[int]] | None = None
         self._column: dict[int, int] = {}
@@ -301,13 +305,11 @@ class Order:
                         self._edge(self.enter(root, matched[root]), released)
 
     def _root(self, matched: dict) -> int | None:
+        """The root the matched calls name (:func:`ops.root_of`: as given, or the op's default)."""
         for e in matched.values():
-            for key in ("src", "dst"):
-                if key in e.peer:
-                    return e.peer[key]
-            for key in ("group_src", "group_dst"):
-                if key in e.peer and e.group_ranks:
-                    return e.group_ranks[e.peer[key]]
+            root = ops.root_of(e)
+            if root is not None:
+                return root
         return None
 
     def _point_to_point(self) -> None:
@@ -379,6 +381,44 @@ class Order:
                 if first:
                     w_rank, w = min(first, key=lambda item: item[1].start)
                     self._edge(self.enter(w_rank, w), done)
+
+    def _published(self) -> None:
+        """A file published whole by a rename (``os.replace(tmp, path)``) and waited for: a rank that looked for
+        the path and missed it (``os.path.exists``/``isfile``, ``Path.exists``/``is_file`` false, or an ``open``
+        that found no file), then found it, found what that rename made, if the rename is the only way the path
+        came to be in the run (no rank opened it for writing or appending, renamed another file onto it, or
+        removed it or renamed it away). The find comes after the rename. A file written in place gets no such
+        edge: a reader that finds it may read it half-written."""
+        made: dict[str, list] = {}
+        gone: set[str] = set()
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind != "file" or not e.path:
+                    continue
+                if e.name == "rename":
+                    gone.add(e.path)
+                    if e.to:
+                        made.setdefault(e.to, []).append((rank, e))
+                elif e.name in ("write", "append"):
+                    made.setdefault(e.path, []).append((rank, None))
+                elif e.name == "remove":
+                    gone.add(e.path)
+        for rank, events in self.events.items():
+            missed: set[str] = set()
+            for e in events:
+                if e.kind != "file" or e.name not in ("exists", "read") or not e.path:
+                    continue
+                if _found_no_file(e):
+                    missed.add(e.path)
+                    continue
+                if e.path not in missed:
+                    continue
+                missed.discard(e.path)
+                by = made.get(e.path, [])
+                if e.path in gone or len(by) != 1 or by[0][1] is None or by[0][0] == rank:
+                    continue
+                self._edge(self.leave(by[0][0], by[0][1]), self.enter(rank, e))
+                self._waited_for.add((rank, e.path))
 
     # --- queries
     def _successors(self, point: tuple[int, int]):
@@ -495,10 +535,13 @@ class Order:
         found = []
         for rank, events in self.events.items():
             for e in events:
-                if e.kind == "file" and e.path:
-                    found.append(Access(rank, e.name, e.path, e))
-                    if e.name == "rename" and e.to:
-                        found.append(Access(rank, "write", e.to, e))
+                if e.kind != "file" or not e.path or e.name == "exists":  # a look changes and hands over nothing
+                    continue
+                if (rank, e.path) in self._waited_for and _found_no_file(e):
+                    continue  # a miss of a rank that then found the published file: part of its wait, read nothing
+                found.append(Access(rank, e.name, e.path, e))
+                if e.name == "rename" and e.to:
+                    found.append(Access(rank, "write", e.to, e))
         return found
 
     def path(self, a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]] | None:

@@ -36,6 +36,7 @@ import inspect
 import itertools
 import json
 import os
+import pathlib
 import pickle
 import sys
 import sysconfig
@@ -922,10 +923,60 @@ def _file_event(name: str, path: str, to: str | None = None, renamed=None, missi
         recorder.depth -= 1
 
 
+#: ``os.path.exists`` as it was (the recorder's own checks are not the learner's polls).
+_path_exists = os.path.exists
+#: Path (JSON text) -> whether the last recorded look of this rank found it: a poll is recorded when what it
+#: finds changes (a loop of a thousand misses is one event).
+_looked: dict[str, bool] = {}
+
+
+def _wrap_exists(original):
+    """``os.path.exists``/``isfile`` and ``Path.exists``/``is_file``, recording a look at a learner's path
+    (kind "file", name "exists", with value "missing" when it was not there) when its answer differs from
+    this rank's last recorded look at that path. A rank that waits for a file to appear leaves a miss, then a
+    find: what :mod:`barrierlab.ordering` needs to order a file published by ``os.replace`` before its reader."""
+
+    @functools.wraps(original)
+    def look(*args, **kwargs):
+        found = original(*args, **kwargs)
+        recorder = _recorder
+        if (
+            recorder is None
+            or recorder.depth
+            or recorder.fd < 0
+            or not args
+            or threading.get_ident() != _main_thread
+            or not isinstance(found, bool)
+        ):
+            return found
+        try:
+            path = _quoted_path(os.path.abspath(os.fspath(args[0])))
+        except (TypeError, ValueError, OSError):
+            return found
+        if path is None or _looked.get(path) is found:
+            return found
+        if len(_looked) >= _PATHS_KEPT:
+            _looked.clear()
+        _looked[path] = found
+        recorder.depth += 1
+        try:
+            site = _learner_site_from(sys._getframe(1))
+            recorder.instant("file", "exists", site, ',"path":' + path + ("" if found else ',"value":"missing"'))
+        finally:
+            recorder.depth -= 1
+        return found
+
+    look.__barrierlab_original__ = original
+    return look
+
+
 def _learner_site() -> tuple | None:
     """The innermost frame that is the learner's (not torch, the standard library or barrierlab's
     machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``."""
-    frame = sys._getframe(3)
+    return _learner_site_from(sys._getframe(3))
+
+
+def _learner_site_from(frame) -> tuple | None:
     while frame is not None:
         code = frame.f_code  # read once per frame: each read of f_code is an audit event
         if is_learners(code.co_filename):
@@ -963,7 +1014,7 @@ def _audit(event: str, args: tuple) -> None:
         else:
             how = "write" if flags & _WRITE_FLAGS else "read"
         # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
-        missing = how == "read" and not os.path.exists(args[0])  # (a descriptor has no path: returned above)
+        missing = how == "read" and not _path_exists(args[0])  # (a descriptor has no path: returned above)
         _file_event(how, path, missing=missing)
     elif event == "os.rename":
         source, target = _quoted_path(args[0]), _quoted_path(args[1])
@@ -1403,6 +1454,8 @@ def _patch() -> None:
                 )
                 _replace(dcp, name, make)
     _replace(os, "_exit", _exit_after_writing)
+    for owner, name in ((os.path, "exists"), (os.path, "isfile"), (pathlib.Path, "exists"), (pathlib.Path, "is_file")):
+        _replace(owner, name, _wrap_exists)
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
         os.register_at_fork(before=_write_pending, after_in_child=_forked)
@@ -1422,6 +1475,7 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
     _quoted_paths.clear()  # their answers depend on the folder of the record
+    _looked.clear()
     _seen_complete.clear()
     _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
