@@ -88,7 +88,7 @@ def worker():
     model.train()
     for step in range(STEPS):
         loss = nn.functional.mse_loss(model(data), target)  # WAITS
-        loss.backward()
+        loss.backward()  # WAITS
         optimizer.step()
         optimizer.zero_grad()
         print(f"rank {rank} step {step} loss {loss.item():.4f}", flush=True)

@@ -57,6 +57,14 @@ def patch_trainer():
 
 def worker():
     rank = dist.get_rank()
+    cache.set_up_cache_dir()
+    try:
+        train(rank)
+    finally:
+        cache.remove_cache_dir()  # rank 0
+
+
+def train(rank):
     import_trainer_modules()
     loss_fn = patch_trainer()
     torch.manual_seed(0)
@@ -71,8 +79,6 @@ def worker():
         optimizer.zero_grad()
         print(f"rank {rank} step {step}: loss {loss.item():.4f}", flush=True)
     dist.barrier()
-    if rank == 0:
-        cache.remove_cache_dir()
 
 
 if __name__ == "__main__":

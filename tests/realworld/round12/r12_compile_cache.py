@@ -4,7 +4,8 @@ Modelled on unslothai/unsloth-zoo ``unsloth_zoo/utils.py`` (``is_main_process``,
 process runs the function, the others pass ``None``, ``torch.distributed.broadcast_object_list(object_list,
 src=0)`` hands the result to everyone - "broadcast_object_list auto blocks so no need for barrier") and
 ``unsloth_zoo/compiler.py`` (``write_file``, the generated source imported back from the cache directory). The
-cache directory is under the temp dir, named after ``MASTER_PORT``: one directory per job, shared by its ranks.
+cache directory is a fresh directory under the temp dir made by rank 0 and broadcast to the others (PR #967 also
+broadcasts rank 0's temp paths), so that no earlier job's files are found; rank 0 removes it at the end of the job.
 """
 
 import importlib.util
@@ -15,14 +16,24 @@ import tempfile
 import torch.distributed as dist
 
 
+_CACHE_DIR = None
+
+
+def set_up_cache_dir():
+    """Every rank calls this once at the start of the job: rank 0 makes the directory, the others learn its path."""
+    global _CACHE_DIR
+    path = [tempfile.mkdtemp(prefix="r12_compiled_cache_") if is_main_process() else None]
+    dist.broadcast_object_list(path, src=0)
+    _CACHE_DIR = path[0]
+
+
 def cache_dir():
-    path = os.path.join(tempfile.gettempdir(), f"r12_compiled_cache_{os.environ.get('MASTER_PORT', '0')}")
-    os.makedirs(path, exist_ok=True)
-    return path
+    return _CACHE_DIR
 
 
 def remove_cache_dir():
-    shutil.rmtree(cache_dir(), ignore_errors=True)
+    if is_main_process() and _CACHE_DIR is not None:
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 def is_main_process():
