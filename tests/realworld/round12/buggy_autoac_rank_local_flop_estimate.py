@@ -1,13 +1,13 @@
 """An activation-checkpointing plan chosen from data-dependent flop estimates on each rank, under context parallelism.
 
-Modelled on pytorch/pytorch issue #146707 ("AutoAC can cause deadlocks with tensor parallelism and data-dependent
-flop formulas": the memory-budget partitioner chooses what to save and what to recompute from ``FlopCounterMode``
-estimates; for varlen / document-causal attention the estimate depends on the sequence layout, the decisions are
-frozen at the first invocation, and "if ranks have different data this could lead to inconsistent decisions" that
-add or remove collectives from the backward) and its fix, pytorch PR #185820 ("Use worst-case data-dependent flops
-for AutoAC": ranks "with the same packed tensor shape but different rank-local sequence layouts can get different
-flop estimates"); ByteDance-Seed/VeOmni issue #979 (a collective inside a recomputed region, ranks out of step);
-context-parallel attention that all-gathers K and V over the sequence (Llama 3's all-gather CP).
+Source: modelled on pytorch/pytorch issue #146707 ("AutoAC can cause deadlocks with tensor parallelism and
+data-dependent flop formulas": the memory-budget partitioner chooses what to save and what to recompute from
+``FlopCounterMode`` estimates; for varlen / document-causal attention the estimate depends on the sequence layout,
+the decisions are frozen at the first invocation, and "if ranks have different data this could lead to inconsistent
+decisions" that add or remove collectives from the backward) and its fix, pytorch PR #185820 ("Use worst-case
+data-dependent flops for AutoAC": ranks "with the same packed tensor shape but different rank-local sequence layouts
+can get different flop estimates"); ByteDance-Seed/VeOmni issue #979 (a collective inside a recomputed region, ranks
+out of step); context-parallel attention that all-gathers K and V over the sequence (Llama 3's all-gather CP).
 
 Two ranks each hold half of one packed sequence of documents (rank 0: documents of 3, 3 and 2 tokens; rank 1: one
 document of 8). The planner may save one block's activations and recomputes the other, keeping the more expensive

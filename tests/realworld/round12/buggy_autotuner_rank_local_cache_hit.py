@@ -1,6 +1,6 @@
 """A kernel autotuner whose profiling all-reduces the per-tactic timings, skipped on a rank-local cache hit.
 
-Modelled on NVIDIA/TensorRT-LLM PR #14240 (``AutoTuner.choose_one``: "with ADP + MoE EP, different ranks see
+Source: modelled on NVIDIA/TensorRT-LLM PR #14240 (``AutoTuner.choose_one``: "with ADP + MoE EP, different ranks see
 different per-expert routing shapes -> ``is_cache_hit`` (``profiling_cache.search_cache``) diverges across ranks";
 the slow path ends in collectives; fix: a collective vote on the cache hit) and sgl-project/sglang PR #23317
 (FlashInfer's ``AutoTuner.choose_one`` runs on every TP rank; the per-tactic timings are all-reduced so that every

@@ -1,10 +1,10 @@
 """A compiled-source cache whose write (and the broadcast inside it) is guarded by each rank's own ``isfile``.
 
-Modelled on unslothai/unsloth-zoo PR #967 ("``create_new_function()`` performed distributed broadcasts and barriers
-behind rank-local filesystem and error conditions. Under ``torchrun``, rank 0 could write a compiled cache file
-before another rank evaluated the surrounding ``os.path.isfile()`` guard. The later rank would see the file, skip
-the collective, and continue while rank 0 remained blocked"; the fix evaluates file existence on rank 0 only and
-broadcasts the decision), ``unsloth_zoo/compiler.py`` ``create_new_function`` / ``write_file`` and
+Source: modelled on unslothai/unsloth-zoo PR #967 ("``create_new_function()`` performed distributed broadcasts and
+barriers behind rank-local filesystem and error conditions. Under ``torchrun``, rank 0 could write a compiled cache
+file before another rank evaluated the surrounding ``os.path.isfile()`` guard. The later rank would see the file,
+skip the collective, and continue while rank 0 remained blocked"; the fix evaluates file existence on rank 0 only
+and broadcasts the decision), ``unsloth_zoo/compiler.py`` ``create_new_function`` / ``write_file`` and
 ``unsloth_zoo/utils.py`` ``distributed_function`` (in the helper module ``r12_compile_cache.py``). The patched
 function is a loss used by the model; the model then trains under DDP.
 

@@ -1,6 +1,6 @@
 """Evaluation records gathered with ``all_gather_object`` while one rank's records hold an object pickle refuses.
 
-Modelled on NVIDIA/TensorRT-LLM PR #7507 (``tensorrt_llm/_torch/distributed/communicator.py`` ``safe_gather``:
+Source: modelled on NVIDIA/TensorRT-LLM PR #7507 (``tensorrt_llm/_torch/distributed/communicator.py`` ``safe_gather``:
 "Serialize locally" in a ``try``, and the review thread "Fix collective mismatch and potential hang in safe_gather on
 serialization failure": every rank must take part in the lengths exchange, with a sentinel length, and then abort or
 go on uniformly); pytorch/pytorch PR #150815 (the object collectives' steps: pickle the object, communicate its size -

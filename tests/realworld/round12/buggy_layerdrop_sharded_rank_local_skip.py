@@ -1,6 +1,6 @@
 """LayerDrop in an encoder whose layers are sharded with FSDP2, the "run in sync" guard keyed on DeepSpeed only.
 
-Modelled on huggingface/transformers ``Wav2Vec2Encoder.forward`` / ``HubertEncoder.forward`` (LayerDrop:
+Source: modelled on huggingface/transformers ``Wav2Vec2Encoder.forward`` / ``HubertEncoder.forward`` (LayerDrop:
 ``dropout_probability = torch.rand([])``, ``skip_the_layer = self.training and dropout_probability <
 self.config.layerdrop``, ``if not skip_the_layer or synced_gpus:  # under fsdp or deepspeed zero3 all gpus must run
 in sync``). Older versions of those encoders computed the guard as ``deepspeed_zero3_is_enabled =

@@ -1,11 +1,11 @@
 """A two-stage pipeline whose first stage splits each batch with ``torch.chunk`` while the last stage runs the
 schedule's fixed number of micro-batches.
 
-Modelled on fairscale ``fairscale/nn/pipe/microbatch.py`` ``scatter`` (``tensor.chunk(chunks)``; torchgpipe, which
-it comes from, documents that the actual number of micro-batches may be smaller than ``chunks``); pytorch/PiPPy
-PR #192 ("torch.chunk does not actually guarantee that we get ``chunks`` chunks in the output, so use
-torch.tensor_split instead"), PR #4 (``torch.chunk`` adopted "as in fairscale/nn/pipe/microbatch.py"); pytorch
-issue #126600 (stages disagreeing about uneven micro-batches); the hand-written send/recv pipeline of
+Source: modelled on fairscale ``fairscale/nn/pipe/microbatch.py`` ``scatter`` (``tensor.chunk(chunks)``; torchgpipe,
+which it comes from, documents that the actual number of micro-batches may be smaller than ``chunks``);
+pytorch/PiPPy PR #192 ("torch.chunk does not actually guarantee that we get ``chunks`` chunks in the output, so use
+torch.tensor_split instead"), PR #4 (``torch.chunk`` adopted "as in fairscale/nn/pipe/microbatch.py"); pytorch issue
+#126600 (stages disagreeing about uneven micro-batches); the hand-written send/recv pipeline of
 ``torch.distributed`` tutorials (stage 0 sends each micro-batch's activation with its shape first, the last stage
 computes the loss and sends the activation's gradient back).
 

@@ -1,19 +1,20 @@
 """Tensor-parallel batch broadcast whose receivers allocate the buffer from the configured sequence length.
 
-Modelled on NVIDIA/Megatron-LM ``pretrain_gpt.py`` ``get_batch`` (only tensor-parallel rank 0 reads the data
+Source: modelled on NVIDIA/Megatron-LM ``pretrain_gpt.py`` ``get_batch`` (only tensor-parallel rank 0 reads the data
 iterator; ``data = next(data_iterator) if mpu.get_tensor_model_parallel_rank() == 0 else None``) and
 ``megatron/core/tensor_parallel/data.py`` ``broadcast_data`` (the source first broadcasts the size of every key,
-``_build_key_size_numel_dictionaries``, then the flattened data); huggingface/transformers ``DataCollatorWithPadding``
-(``padding="longest"``: a batch is padded to its longest sample, not to ``max_length``); Megatron's
-``ColumnParallelLinear`` / ``RowParallelLinear`` (the row-parallel output all-reduced over the tensor-parallel group).
+``_build_key_size_numel_dictionaries``, then the flattened data); huggingface/transformers
+``DataCollatorWithPadding`` (``padding="longest"``: a batch is padded to its longest sample, not to ``max_length``);
+Megatron's ``ColumnParallelLinear`` / ``RowParallelLinear`` (the row-parallel output all-reduced over the
+tensor-parallel group).
 
 Two ranks form one tensor-parallel group. The bug: a hand-rolled ``broadcast_data`` skips the size broadcast, and
 the receivers allocate ``MICRO_BATCH x MAX_SEQ_LENGTH`` tokens per key, the shape the tokenizer's ``max_length``
-promises; the collator pads to the batch's longest sample (7 tokens here). gloo's broadcast delivers the smaller message into the larger buffer without complaint, so
-rank 1 unpacks a batch that is silently wrong: its "tokens" are the first 24 numbers of rank 0's flat message,
-i.e. both rows of tokens and part of the labels (``-100``). Rank 1 fails in its embedding lookup (``IndexError``)
-while rank 0 waits in the row-parallel all-reduce of the MLP; had the labels not been negative, the activations of
-different widths would have met in that all-reduce.
+promises; the collator pads to the batch's longest sample (7 tokens here). gloo's broadcast delivers the smaller
+message into the larger buffer without complaint, so rank 1 unpacks a batch that is silently wrong: its "tokens" are
+the first 24 numbers of rank 0's flat message, i.e. both rows of tokens and part of the labels (``-100``). Rank 1
+fails in its embedding lookup (``IndexError``) while rank 0 waits in the row-parallel all-reduce of the MLP; had the
+labels not been negative, the activations of different widths would have met in that all-reduce.
 """
 
 from datetime import timedelta

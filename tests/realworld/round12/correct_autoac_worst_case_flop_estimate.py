@@ -1,6 +1,6 @@
 """An activation-checkpointing plan chosen from worst-case (shape-only) flop estimates, under context parallelism.
 
-Modelled on pytorch/pytorch PR #185820 ("Use worst-case data-dependent flops for AutoAC": in worst-case mode the
+Source: modelled on pytorch/pytorch PR #185820 ("Use worst-case data-dependent flops for AutoAC": in worst-case mode the
 varlen attention formulas "ignore rank-local offsets and data-derived max sequence lengths, and instead estimate a
 shape-only worst case", so that partition choices are "independent of rank-local data"), fixing issue #146707
 (AutoAC deadlocks with data-dependent flop formulas and collectives in the graph); ByteDance-Seed/VeOmni issue #979

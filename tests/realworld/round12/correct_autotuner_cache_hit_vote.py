@@ -1,16 +1,17 @@
 """A kernel autotuner whose profiling all-reduces the per-tactic timings, with a collective vote on the cache hit.
 
-Modelled on NVIDIA/TensorRT-LLM PR #14240 (fix 2, "Collective vote on cache hit in ``AutoTuner.choose_one``": with
-attention data parallelism and MoE, ranks see different shapes, so the rank-local cache hit is all-reduced and every
-rank takes the slow path if any rank misses) and sgl-project/sglang PR #23317 (the per-tactic timings all-reduced
-across ranks so that every rank picks the same tactic). The tuned op is a fused MoE layer, tuned on the number of
-tokens the rank holds rounded up to a power of two; the replicas train under DDP on gloo.
+Source: modelled on NVIDIA/TensorRT-LLM PR #14240 (fix 2, "Collective vote on cache hit in
+``AutoTuner.choose_one``": with attention data parallelism and MoE, ranks see different shapes, so the rank-local
+cache hit is all-reduced and every rank takes the slow path if any rank misses) and sgl-project/sglang PR #23317
+(the per-tactic timings all-reduced across ranks so that every rank picks the same tactic). The tuned op is a fused
+MoE layer, tuned on the number of tokens the rank holds rounded up to a power of two; the replicas train under DDP
+on gloo.
 
 Correct, though it looks suspicious: each rank looks up its own shape bucket (the buckets differ across ranks, the
 table ``TOKENS_PER_STEP`` stands in for each rank's requests) and the profiling all-reduce sits under a condition on
-that rank-local lookup; but the condition is the all-reduced vote (MIN of the hit flags), the same on every rank, and
-the vote itself is made by every rank on every call. A rank whose bucket is cached profiles again when a peer misses
-(its tactic for that bucket may be re-chosen: that costs time, not correctness).
+that rank-local lookup; but the condition is the all-reduced vote (MIN of the hit flags), the same on every rank,
+and the vote itself is made by every rank on every call. A rank whose bucket is cached profiles again when a peer
+misses (its tactic for that bucket may be re-chosen: that costs time, not correctness).
 """
 
 from datetime import timedelta

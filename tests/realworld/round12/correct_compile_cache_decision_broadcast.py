@@ -1,7 +1,7 @@
 """A compiled-source cache whose "is the file there?" decision is taken on rank 0 and broadcast.
 
-Modelled on unslothai/unsloth-zoo PR #967 (the fix: "Rank 0 decides and writes"; file existence evaluated on rank 0
-only, the decision broadcast, so every rank takes the same branch), ``unsloth_zoo/compiler.py``
+Source: modelled on unslothai/unsloth-zoo PR #967 (the fix: "Rank 0 decides and writes"; file existence evaluated on
+rank 0 only, the decision broadcast, so every rank takes the same branch), ``unsloth_zoo/compiler.py``
 ``create_new_function`` / ``write_file`` and ``unsloth_zoo/utils.py`` ``distributed_function`` (in the helper module
 ``r12_compile_cache.py``). The patched function is a loss used by the model; the model then trains under DDP.
 

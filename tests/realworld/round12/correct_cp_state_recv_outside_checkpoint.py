@@ -1,6 +1,6 @@
 """Context parallelism with a serial state pass, the receive outside the activation-checkpointed region.
 
-Modelled on ByteDance-Seed/VeOmni PR #1076 (``veomni/distributed/context_parallel/gdn_lossless.py``: a linear
+Source: modelled on ByteDance-Seed/VeOmni PR #1076 (``veomni/distributed/context_parallel/gdn_lossless.py``: a linear
 recurrence split over the sequence; ``_StateReceive.forward`` calls ``dist.recv`` for the predecessor's final state,
 ``_StateSend.forward`` calls ``dist.send`` to the successor, and their backwards send / receive the state's
 gradient; the review thread "Confirm the blocking state P2P survives activation recomputation") and VeOmni PR #985

@@ -1,6 +1,6 @@
 """Evaluation records gathered by a "safe" object gather that agrees on serialization failures before the data.
 
-Modelled on NVIDIA/TensorRT-LLM PR #7507 (``tensorrt_llm/_torch/distributed/communicator.py`` ``safe_gather``:
+Source: modelled on NVIDIA/TensorRT-LLM PR #7507 (``tensorrt_llm/_torch/distributed/communicator.py`` ``safe_gather``:
 serialize locally in a ``try``; the review's fix, "Use a sentinel length and let every rank participate in the same
 lengths Allgather, then abort uniformly"); pytorch/pytorch PR #150815 (the object collectives' steps: pickle, size
 exchange, data); the GSM8K-style answer extraction of evaluation scripts (``re.search`` for ``#### <number>``).

@@ -1,6 +1,6 @@
 """LayerDrop in an encoder whose layers are sharded with FSDP2, with the "run in sync" guard that knows FSDP.
 
-Modelled on huggingface/transformers ``Wav2Vec2Encoder.forward`` / ``HubertEncoder.forward`` (LayerDrop:
+Source: modelled on huggingface/transformers ``Wav2Vec2Encoder.forward`` / ``HubertEncoder.forward`` (LayerDrop:
 ``dropout_probability = torch.rand([])``, ``skip_the_layer = self.training and dropout_probability <
 self.config.layerdrop``, ``synced_gpus = is_deepspeed_zero3_enabled() or is_fsdp_managed_module(self)``, ``if not
 skip_the_layer or synced_gpus:  # under fsdp or deepspeed zero3 all gpus must run in sync``). Per-rank seeds as

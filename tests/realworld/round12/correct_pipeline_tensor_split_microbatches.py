@@ -1,7 +1,7 @@
 """A two-stage pipeline that splits each batch with ``torch.tensor_split``, so the first stage always makes the
 schedule's number of micro-batches, even for a short last batch.
 
-Modelled on pytorch/PiPPy PR #192 (``torch.chunk`` replaced by ``torch.tensor_split``, which always returns the
+Source: modelled on pytorch/PiPPy PR #192 (``torch.chunk`` replaced by ``torch.tensor_split``, which always returns the
 number of pieces asked for), fairscale ``fairscale/nn/pipe/microbatch.py`` ``scatter``, pytorch issue #126600
 (uneven micro-batches across stages); the hand-written send/recv pipeline of ``torch.distributed`` tutorials (stage
 0 sends each micro-batch's activation with its shape first, the last stage computes the loss and sends the

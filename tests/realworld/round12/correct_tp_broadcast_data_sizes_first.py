@@ -1,6 +1,6 @@
 """Tensor-parallel batch broadcast that sends the sizes of every key first, as Megatron's ``broadcast_data`` does.
 
-Modelled on NVIDIA/Megatron-LM ``pretrain_gpt.py`` ``get_batch`` (only tensor-parallel rank 0 reads the data
+Source: modelled on NVIDIA/Megatron-LM ``pretrain_gpt.py`` ``get_batch`` (only tensor-parallel rank 0 reads the data
 iterator) and ``megatron/core/tensor_parallel/data.py`` ``broadcast_data`` / ``_build_key_size_numel_dictionaries``
 (the source packs each key's sizes into a fixed-length integer tensor, broadcasts it, and every rank allocates the
 flattened buffer from those sizes); huggingface/transformers ``DataCollatorWithPadding`` (``padding="longest"``);

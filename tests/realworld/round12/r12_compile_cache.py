@@ -1,10 +1,10 @@
 """Helper module of the compile-cache pair (not an item): a compiled-source cache shared by the ranks of one job.
 
-Modelled on unslothai/unsloth-zoo ``unsloth_zoo/utils.py`` (``is_main_process``, ``distributed_function``: the main
-process runs the function, the others pass ``None``, ``torch.distributed.broadcast_object_list(object_list,
+Source: modelled on unslothai/unsloth-zoo ``unsloth_zoo/utils.py`` (``is_main_process``, ``distributed_function``:
+the main process runs the function, the others pass ``None``, ``torch.distributed.broadcast_object_list(object_list,
 src=0)`` hands the result to everyone - "broadcast_object_list auto blocks so no need for barrier") and
-``unsloth_zoo/compiler.py`` (``write_file``, the generated source imported back from the cache directory). The
-cache directory is a fresh directory under the temp dir made by rank 0 and broadcast to the others (PR #967 also
+``unsloth_zoo/compiler.py`` (``write_file``, the generated source imported back from the cache directory). The cache
+directory is a fresh directory under the temp dir made by rank 0 and broadcast to the others (PR #967 also
 broadcasts rank 0's temp paths), so that no earlier job's files are found; rank 0 removes it at the end of the job.
 """
 
