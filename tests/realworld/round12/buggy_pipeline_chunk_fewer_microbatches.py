@@ -1,0 +1,98 @@
+"""A two-stage pipeline whose first stage splits each batch with ``torch.chunk`` while the last stage runs the
+schedule's fixed number of micro-batches.
+
+Source: modelled on fairscale ``fairscale/nn/pipe/microbatch.py`` ``scatter`` (``tensor.chunk(chunks)``; torchgpipe,
+which it comes from, documents that the actual number of micro-batches may be smaller than ``chunks``);
+pytorch/PiPPy PR #192 ("torch.chunk does not actually guarantee that we get ``chunks`` chunks in the output, so use
+torch.tensor_split instead"), PR #4 (``torch.chunk`` adopted "as in fairscale/nn/pipe/microbatch.py"); pytorch issue
+#126600 (stages disagreeing about uneven micro-batches); the hand-written send/recv pipeline of
+``torch.distributed`` tutorials (stage 0 sends each micro-batch's activation with its shape first, the last stage
+computes the loss and sends the activation's gradient back).
+
+Rank 0 is stage 0, rank 1 the last stage. The data set has 14 samples, batches of 8 (``drop_last=False``), 4
+micro-batches. The bug: ``torch.chunk`` cuts a batch of 6 rows into pieces of ``ceil(6 / 4) = 2`` rows, i.e. 3
+micro-batches, not 4. Stage 0 sends 3 activations and goes on to the end-of-epoch loss broadcast; stage 1 runs
+``range(N_MICROBATCHES)`` and waits for a 4th activation that never comes.
+"""
+
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+KIND = "buggy"
+WORLD_SIZE = 2
+TIMEOUT = 20
+
+N_MICROBATCHES = 4
+BATCH_SIZE = 8
+SAMPLES = 14  # batches of 8 and 6 rows
+
+
+def split_microbatches(batch):
+    return batch.chunk(N_MICROBATCHES)  # BUG
+
+
+def batches(tensor):
+    return [tensor[i:i + BATCH_SIZE] for i in range(0, len(tensor), BATCH_SIZE)]  # drop_last=False
+
+
+def send_activation(activation, dst):
+    dist.send(torch.tensor(activation.shape, dtype=torch.int64), dst=dst)  # shape first
+    dist.send(activation.contiguous(), dst=dst)
+
+
+def recv_activation(src):
+    shape = torch.empty(2, dtype=torch.int64)
+    dist.recv(shape, src=src)  # WAITS
+    activation = torch.empty(*shape.tolist())
+    dist.recv(activation, src=src)
+    return activation
+
+
+def first_stage_step(stage, inputs):
+    for micro in split_microbatches(inputs):
+        out = stage(micro)
+        send_activation(out.detach(), dst=1)
+        grad = torch.empty_like(out)
+        dist.recv(grad, src=1)
+        out.backward(grad)
+
+
+def last_stage_step(stage, targets):
+    target_micro = split_microbatches(targets)
+    total = 0.0
+    for i in range(N_MICROBATCHES):  # the schedule's number of micro-batches
+        activation = recv_activation(src=0).requires_grad_()  # WAITS
+        loss = nn.functional.mse_loss(stage(activation), target_micro[i]) / N_MICROBATCHES
+        loss.backward()
+        dist.send(activation.grad, dst=0)
+        total += loss.item()
+    return total
+
+
+def worker():
+    rank = dist.get_rank()
+    torch.manual_seed(0)  # the same data set and initial weights on both stages
+    inputs = torch.randn(SAMPLES, 4)
+    targets = inputs.sum(dim=1, keepdim=True)
+    stage = nn.Sequential(nn.Linear(4, 16), nn.ReLU()) if rank == 0 else nn.Linear(16, 1)
+    optimizer = torch.optim.SGD(stage.parameters(), lr=0.05)
+
+    epoch_loss = torch.zeros(1)
+    for x, y in zip(batches(inputs), batches(targets)):
+        if rank == 0:
+            first_stage_step(stage, x)
+        else:
+            epoch_loss += last_stage_step(stage, y)  # WAITS
+        optimizer.step()
+        optimizer.zero_grad()
+    dist.broadcast(epoch_loss, src=1)  # the last stage reports the loss  # WAITS
+    print(f"rank {rank}: epoch loss {epoch_loss.item():.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
