@@ -4360,6 +4360,8 @@ class _Walker:
             return "uniform" if all(x is not None and self._uniform(x) for x in lengths) else None
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             return self._slice_length(node.value, node.slice, depth)
+        if isinstance(node, ast.Subscript):
+            return self._entry_length(node.value, depth)
         if _splits_between_ranks(node):
             return self._split_length(node, depth)
         if isinstance(node, ast.Call):
@@ -4408,6 +4410,24 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _entry_length(self, table: ast.expr, depth: int) -> Any:
+        """The length of ``table[key]`` whatever the key (a rank): a dict, list or tuple literal (or a name bound
+        to one) whose entries all have the same known length (round 12's ``TOKENS_PER_STEP[rank]``, a table of
+        per-rank requests of 4 steps each); None when they differ or are unknown."""
+        if isinstance(table, ast.Name):
+            value = self._value(table.id)
+            table = value if value is not None else table
+        if isinstance(table, ast.Dict) and None not in table.keys:
+            entries = table.values
+        elif isinstance(table, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in table.elts):
+            entries = table.elts
+        else:
+            return None
+        lengths = [self._length(entry, depth + 1) for entry in entries]
+        if not lengths or any(x is None or x == "endless" or not self._uniform(x) for x in lengths):
+            return None
+        return lengths[0] if all(x == lengths[0] for x in lengths) else None
 
     def _unpacked_length(self, name: str, depth: int) -> Any:
         """The length of ``name`` unpacked from what a function of the file returns as a tuple it writes out
