@@ -49,6 +49,23 @@ def test_the_folder_is_removed_when_the_warm_process_dies_mid_run():
     assert bl.run(lambda: dist.get_rank(), 2).values == [0, 1]
 
 
+def test_a_ctrl_c_right_after_the_folder_is_made_leaves_no_folder(monkeypatch):
+    """A Ctrl-C that landed between making the run's folder and the block that removes it (a loaded machine's
+    Ctrl-C test) left the folder behind, and this file's later tests failed on it (the last CI)."""
+    made = tempfile.mkdtemp
+
+    def interrupted_after_making(*args, **kwargs):
+        path = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # delivered at the next bytecode: before the folder is in hand
+        return path
+
+    monkeypatch.setattr(tempfile, "mkdtemp", interrupted_after_making)
+    with pytest.raises(KeyboardInterrupt):
+        bl.run(lambda: 1, 2)
+    monkeypatch.undo()
+    assert my_run_dirs() == []
+
+
 @pytest.mark.parametrize("bad", [{"deadline": math.inf}, {"timeout": math.inf}, {"deadline": 1e10}])
 def test_refused_inputs_create_no_folder(bad):
     with pytest.raises(ValueError):

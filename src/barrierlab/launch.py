@@ -851,9 +851,12 @@ def run(
         fn, world_size, args, kwargs, timeout, deadline, env, threads, linger, record, check, init
     )
     view_kind = choose_view(None if live is None else _check_flag("live", live))
-    run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
+    run_dir = None
     collector = _CollectorPause()
     try:
+        # made and named in one step that a Ctrl-C cannot split: one arriving between them left the folder behind
+        with _interrupt_deferred():
+            run_dir = tempfile.mkdtemp(prefix=run_dir_prefix(os.getpid(), _my_start()))
         payload = _pack(fn, args, kwargs, folder=run_dir)  # refused here, before the warm process is asked
         with _lock:
             warm_up()
@@ -879,7 +882,8 @@ def run(
         collector.resume()
         raise
     finally:
-        _remove_run_dir(run_dir)
+        if run_dir is not None:
+            _remove_run_dir(run_dir)
     try:
         # only now, the run's bookkeeping done and its folder removed: whatever the values do, within the deadline
         result.unpickle(within=max(UNPICKLE_FLOOR, check_by - time.monotonic()))
