@@ -237,3 +237,21 @@ def test_a_forked_workers_events_never_replace_the_ranks_own(tmp_path):
         assert [e.name for e in r.events if e.kind == "collective"] == ["barrier"] * 3, r.events
     reads = [e for r in run for e in r.events if e.kind == "file" and e.name == "read"]
     assert reads, "the workers' reads are recorded too, under ids of their own"
+
+
+def every_rank_calls_a_barrier_of_a_group_of_two():
+    """attack11 a05 (lint's `non-member` shape): ranks 2 and 3 are not in ``leaders``; torch warns and returns."""
+    leaders = dist.new_group([0, 1])
+    dist.barrier(group=leaders)
+    dist.barrier()
+    return dist.get_rank()
+
+
+def test_a_call_on_a_group_the_rank_is_not_in_is_not_recorded():
+    """It was recorded as a barrier of the default group, and the diagnosis of this correct run said that it
+    paired silently with ranks 0 and 1's barrier at another line."""
+    run = bl.run(every_rank_calls_a_barrier_of_a_group_of_two, 4, timeout=10)
+    assert run.ok, run
+    barriers = {r.rank: [e.group for e in r.events if e.name == "barrier"] for r in run}
+    assert barriers[2] == barriers[3] == [None] and len(barriers[0]) == len(barriers[1]) == 2, barriers
+    assert run.diagnosis.kind == "ok", run.diagnosis

@@ -595,6 +595,17 @@ def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dic
     return extra
 
 
+def _not_a_member(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> bool:
+    """The call names a group this rank is not in (``new_group`` returned ``GroupMember.NON_GROUP_MEMBER``):
+    torch warns and returns without doing anything, so nothing is recorded (it was taken for a call on the
+    default group, which paired with other ranks' calls in the diagnosis, attack11 a05)."""
+    for argument, index in positions:
+        if argument == "group":
+            group = kwargs["group"] if "group" in kwargs else args[index] if index < len(args) else None
+            return group is c10d.GroupMember.NON_GROUP_MEMBER
+    return False
+
+
 def _wrap(name: str, original, numbered: bool):
     positions = _positions(original, name)
     returns_sender = name in _RETURNS_SENDER
@@ -602,7 +613,7 @@ def _wrap(name: str, original, numbered: bool):
     @functools.wraps(original)
     def recorded(*args, **kwargs):
         recorder = _recorder
-        if recorder is None or recorder.depth:
+        if recorder is None or recorder.depth or _not_a_member(positions, args, kwargs):
             return original(*args, **kwargs)
         recorder.depth += 1
         extra = call_fields(positions, args, kwargs)
