@@ -115,6 +115,34 @@ def test_a_rank_that_waits_for_a_file_published_by_a_rename_is_ordered_after_it(
     assert len(looks) <= 2, looks  # a poll is recorded when its answer changes, not once a turn
 
 
+def handoff_through_an_empty_all_reduce(folder, empty):
+    """attack11 a15: gloo returns at once from an all_reduce of an empty tensor, so it orders nothing."""
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "stats.txt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("done")
+    dist.all_reduce(torch.empty(0) if empty else torch.zeros(1))
+    if dist.get_rank() == 1:
+        try:
+            with open(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return "missing"
+    return None
+
+
+@pytest.mark.parametrize("empty", [True, False])
+def test_an_all_reduce_of_an_empty_tensor_orders_nothing_on_gloo(tmp_path, empty):
+    run = bl.run(handoff_through_an_empty_all_reduce, 2, args=(str(tmp_path), empty), timeout=10)
+    assert run.ok, run
+    assert run[1].value == ("missing" if empty else "done")  # what gloo did
+    assert bool(ordering.races(run)) is empty, ordering.races(run)
+
+
 def test_a_race_is_told_in_words_with_both_lines(tmp_path):
     run = bl.run(cases.rank0_prepares_data_race.scenario, 4, kwargs={"folder": str(tmp_path)}, timeout=10)
     text = str(ordering.races(run)[0])
