@@ -255,3 +255,24 @@ def test_a_call_on_a_group_the_rank_is_not_in_is_not_recorded():
     barriers = {r.rank: [e.group for e in r.events if e.name == "barrier"] for r in run}
     assert barriers[2] == barriers[3] == [None] and len(barriers[0]) == len(barriers[1]) == 2, barriers
     assert run.diagnosis.kind == "ok", run.diagnosis
+
+
+def only_members_make_a_locally_synchronised_group():
+    """attack11 a01: torch's docstring of new_group: with use_local_synchronization=True "non-member ranks don't
+    need to call into API"."""
+    if dist.get_rank() in (0, 1):
+        pair = dist.new_group([0, 1], use_local_synchronization=True)
+        dist.all_reduce(torch.ones(1), group=pair)
+    dist.barrier()
+    dist.barrier()
+    return dist.get_rank()
+
+
+def test_a_locally_synchronised_new_group_is_a_call_of_its_members_only():
+    """It was taken for a call of the default group: the diagnosis of this correct run said 'Different
+    collectives at the same position'."""
+    run = bl.run(only_members_make_a_locally_synchronised_group, 4, timeout=10)
+    assert run.ok, run
+    made = [e for e in run[0].events if e.name == "new_group"]
+    assert made and made[0].group_ranks == [0, 1], made
+    assert run.diagnosis.kind == "ok", run.diagnosis

@@ -606,8 +606,23 @@ def _not_a_member(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: d
     return False
 
 
+def _local_group_text(args: tuple, kwargs: dict) -> str:
+    """For ``new_group(ranks, use_local_synchronization=True)``: only the members call it (torch's docstring:
+    "non-member ranks don't need to call into API"), so it is recorded as a call of a group of its own, the
+    members', not of the default group, where it put every later call of theirs out of step (attack11 a01)."""
+    if not kwargs.get("use_local_synchronization"):
+        return ""
+    ranks = kwargs.get("ranks", args[0] if args else None)
+    try:
+        members = sorted({int(r) for r in ranks})
+    except (TypeError, ValueError):
+        return ""
+    return f',"group":{json.dumps("new_group " + str(members))},"ranks":{json.dumps(members)}'
+
+
 def _wrap(name: str, original, numbered: bool):
     positions = _positions(original, name)
+    local_sync = name == "new_group"
     returns_sender = name in _RETURNS_SENDER
 
     @functools.wraps(original)
@@ -616,7 +631,7 @@ def _wrap(name: str, original, numbered: bool):
         if recorder is None or recorder.depth or _not_a_member(positions, args, kwargs):
             return original(*args, **kwargs)
         recorder.depth += 1
-        extra = call_fields(positions, args, kwargs)
+        extra = call_fields(positions, args, kwargs) + (_local_group_text(args, kwargs) if local_sync else "")
         event_id = recorder.enter("collective" if numbered else "p2p", name, numbered, call_site(), extra)
         try:
             result = original(*args, **kwargs)
