@@ -89,3 +89,22 @@ def test_a_rank_that_raised_for_want_of_another_ranks_folder_leads_the_diagnosis
     assert "a barrier between them does" in text, text
     assert "after 0 collective" not in text, text
     assert re.search(r"after \d+ collectives \(0 from your own torch\.distributed calls, \d+ that torch", text), text
+
+
+def lock_file_in_a_folder_that_is_already_there(folder: str) -> str:
+    """attack11 a25's first half: every rank's makedirs(exist_ok=True) of a folder made before the run (what
+    FileLock does for its lock file's folder), then rank 0 writes into it late. The folder was taken as made by
+    each rank, and each 'made' raced with rank 0's write inside it."""
+    os.makedirs(folder, exist_ok=True)
+    if dist.get_rank() == 0:
+        time.sleep(0.2)
+        Path(folder, "rank0.txt").write_text("0")
+    dist.barrier()
+    return Path(folder, "rank0.txt").read_text()
+
+
+def test_a_makedirs_of_a_folder_already_there_makes_nothing(tmp_path):
+    run = bl.run(lock_file_in_a_folder_that_is_already_there, 3, args=(str(tmp_path),), timeout=10)
+    assert run.ok and run.values == ["0"] * 3, run
+    assert _folder_races(run, str(tmp_path)) == [] and run.races() == [], run.races()
+    assert not [e for r in run for e in r.events if e.kind == "file" and e.name == "mkdir"]

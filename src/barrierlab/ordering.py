@@ -175,9 +175,9 @@ class Handoff:
 
 
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
-_DOING.update(rename="renaming", list="listing", mkdir="making")
+_DOING.update(rename="renaming", list="listing", mkdir="making", ensure="making sure of")
 _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
-_DID.update(list="listed", mkdir="made")
+_DID.update(list="listed", mkdir="made", ensure="made sure of")
 
 
 def _found_no_file(event) -> bool:
@@ -599,7 +599,7 @@ class Order:
         """Each rank's folders made, with the index of the point where it made them."""
         found: dict[int, list[tuple[str, int]]] = {}
         for access in self.accesses():
-            if access.how == "mkdir":
+            if access.how in ("mkdir", "ensure"):
                 found.setdefault(access.rank, []).append((access.path, self.enter(access.rank, access.event)[1]))
         return found
 
@@ -721,6 +721,8 @@ def _first(items: list, test) -> int:
 
 
 def _conflict(a: str, b: str) -> bool:
+    if "ensure" in (a, b):
+        return False  # a mkdir of a folder already there changed nothing (the rank made sure it is there)
     if a == "mkdir" and b == "mkdir":
         return False  # makedirs(..., exist_ok=True) on several ranks: each made sure the folder is there
     if a == "append" and b == "append":

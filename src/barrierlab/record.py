@@ -1057,8 +1057,8 @@ def _audit(event: str, args: tuple) -> None:
             _file_event("remove", path)
     elif event == "os.mkdir":  # os.makedirs too, once per folder it makes (and for the last even if it exists)
         path = _quoted_path(args[0]) if args[2] in (-1, None) else None  # relative to a folder descriptor: not followed
-        if path is not None:
-            _file_event("mkdir", path)
+        if path is not None:  # one already there is not made: the call fails, or makedirs(exist_ok=True) goes on
+            _file_event("ensure" if _path_exists(args[0]) else "mkdir", path)
     else:  # os.listdir, os.scandir (glob, os.walk): a read of the folder's entries
         path = _quoted_path(args[0] if args and args[0] is not None else ".")
         if path is not None:
