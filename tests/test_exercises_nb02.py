@@ -116,6 +116,26 @@ def all_reduce_inside(obj, path):
     solution(obj, path)
 
 
+def remove_then_rename(obj, path):  # review 14a: accepted, though a crash between the two leaves no checkpoint
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    if os.path.exists(path):
+        os.remove(path)
+    os.rename(tmp, path)
+
+
+def old_one_renamed_away_first(obj, path):  # a backup taken by moving the old checkpoint: the same window
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+    if os.path.exists(path):
+        os.replace(path, path + ".bak")
+    os.replace(tmp, path)
+
+
 def saves_nothing(obj, path):  # "removing the failing rank's work"
     pass
 
@@ -131,6 +151,8 @@ WRONG = [
     (barrier_inside, "not every rank loaded step 2"),
     (all_reduce_inside, "was not killed"),
     (saves_nothing, "was not killed"),
+    (remove_then_rename, "removed the old checkpoint.pt"),
+    (old_one_renamed_away_first, "renamed away the old checkpoint.pt"),
 ]
 
 

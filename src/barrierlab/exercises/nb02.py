@@ -81,6 +81,7 @@ def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None)
                     return verdict(False, f"after a kill at {kill_at:.0%}, checkpoint.pt holds step {step}, not the "
                                    "old step 1", quiet)
         folder = tempfile.mkdtemp(dir=workdir)
+        torch.save({"step": 1}, os.path.join(folder, "checkpoint.pt"))  # an old one to replace, as in training
         run = bl.run(checked_save, WORLD, args=(folder, save), timeout=TIMEOUT)
         if run.values != [2] * WORLD:
             return verdict(False, "without a kill, not every rank loaded step 2 after the barrier: "
@@ -115,6 +116,14 @@ def _not_atomic(run, folder: str) -> str | None:
         return ("checkpoint.pt exists, but the record shows no rename onto it: write a temporary file in the same "
                 "directory, then os.replace(tmp, path)")
     e = renames[-1]
+    gone = [a.event for a in mine if a.event.start < e.start and os.path.realpath(a.path) == path
+            and (a.how == "remove" or (a.how == "rename" and a.event.to and os.path.realpath(a.event.to) != path))]
+    if gone:
+        g = gone[-1]
+        did = "removed" if g.name == "remove" else "renamed away"
+        return (f"save {did} the old checkpoint.pt (line {g.line}) before renaming the new one onto it (line {e.line}): "
+                "a crash between the two leaves no checkpoint at all, and a rank loading then finds none. "
+                "os.replace(tmp, path) replaces the old file in one step: drop the removal")
     if os.path.dirname(os.path.realpath(e.path)) != os.path.dirname(path):
         return (f"the temporary file {e.path} is not in checkpoint.pt's directory: os.replace from another file "
                 "system fails with EXDEV (here it may share one; /tmp often does not), and shutil.move then copies, "
