@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
-from barrierlab._protocol import _is_int, _is_number, _refuse_constant
+from barrierlab._protocol import _is_int, _is_number, _refuse_constant, encodable
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -414,6 +414,8 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
                 item, end = _loads(line), len(text)
             if end < len(text) and not _BLANK.issuperset(text[end:]):
                 raise ValueError("more than one value on the line")
+            if b"\\ud" in line or b"\\uD" in line:  # a lone surrogate (a file name that is not UTF-8) can be in it
+                item = encodable(item)
         except (ValueError, RecursionError):
             malformed += 1
             continue
