@@ -726,8 +726,10 @@ def _wrap_work_wait(original):
     return wait
 
 
-#: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the call's event id: a
-#: ``future.wait()`` is a wait of that call as ``work.wait()`` is.
+#: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the event ids of the calls
+#: whose completion the future's completing implies: its own call's, for a future chained to it
+#: (``future.then(f)``) the same, and for a future of several (``torch.futures.collect_all``, which
+#: ``wait_all`` uses) those of each of them. A ``future.wait()`` is a wait of each call as ``work.wait()`` is.
 _async_futures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Event ids of async calls whose completion the rank has seen by polling (``work.is_completed()`` or
 #: ``future.done()`` returned True): recorded once each.
@@ -742,41 +744,93 @@ def _wrap_get_future(original):
         future = original(self, *args, **kwargs)
         of = _async_calls.get(self) if _recorder is not None else None
         if of is not None:
-            try:
-                _async_futures[future] = of
-            except TypeError:  # a future that cannot be weakly held: its waits stay unrecorded
-                pass
+            _remember_future(future, (of,))
         return future
 
     get_future.__barrierlab_original__ = original
     return get_future
 
 
+def _remember_future(future, ids: tuple[int, ...]) -> None:
+    try:
+        _async_futures[future] = ids
+    except TypeError:  # a future that cannot be weakly held: its waits stay unrecorded
+        pass
+
+
+def _calls_of(future) -> tuple[int, ...]:
+    """The recorded async calls whose completion ``future`` completing implies (none: not the learner's)."""
+    try:
+        return _async_futures.get(future, ())
+    except TypeError:
+        return ()
+
+
+def _wrap_future_then(original):
+    """``Future.then``: the future it returns completes after the one it is chained to (its callback runs
+    then), so waiting for it is a wait of the same async calls (a DDP comm hook's, and torch's docs', idiom:
+    ``work.get_future().then(f).wait()``)."""
+
+    @functools.wraps(original)
+    def then(self, *args, **kwargs):
+        chained = original(self, *args, **kwargs)
+        ids = _calls_of(self) if _recorder is not None else ()
+        if ids:
+            _remember_future(chained, ids)
+        return chained
+
+    then.__barrierlab_original__ = original
+    return then
+
+
+def _wrap_collect_all(original):
+    """``torch._C._collect_all`` (under ``torch.futures.collect_all`` and ``wait_all``): the future it returns
+    completes once every future given has, so waiting for it is a wait of each of their async calls."""
+
+    @functools.wraps(original)
+    def collect_all(futures, *args, **kwargs):
+        collected = original(futures, *args, **kwargs)
+        if _recorder is not None:
+            try:
+                ids = tuple(dict.fromkeys(i for future in futures for i in _calls_of(future)))
+            except TypeError:  # not a list of futures: torch has already refused it
+                ids = ()
+            if ids:
+                _remember_future(collected, ids)
+        return collected
+
+    collect_all.__barrierlab_original__ = original
+    return collect_all
+
+
 def _wrap_future_wait(original):
-    """``Future.wait`` recording the wait of the async call whose future it is (as ``Work.wait``); the waits of
-    every other future (RPC, the learner's own) pass through untouched."""
+    """``Future.wait`` recording the wait of the async call whose future it is (as ``Work.wait``), or of each
+    call a chained or collected future stands for (the first waited for, the others seen complete as it
+    returns: a wait of no length each); the waits of every other future (RPC, the learner's own) pass through
+    untouched."""
 
     @functools.wraps(original)
     def wait(self, *args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth:
             return original(self, *args, **kwargs)
-        try:
-            of = _async_futures.get(self)
-        except TypeError:
-            of = None
-        if of is None:
+        ids = _calls_of(self)
+        if not ids:
             return original(self, *args, **kwargs)
         recorder.depth += 1
-        event_id = recorder.enter("wait", "Future.wait", False, call_site(callers=False), f',"of":{of}')
         try:
-            result = original(self, *args, **kwargs)
-        except BaseException as error:
-            recorder.leave(event_id, error)
-            raise
+            site = call_site(callers=False)
+            event_id = recorder.enter("wait", "Future.wait", False, site, f',"of":{ids[0]}')
+            try:
+                result = original(self, *args, **kwargs)
+            except BaseException as error:
+                recorder.leave(event_id, error)
+                raise
+            recorder.leave(event_id)
+            for of in ids[1:]:
+                recorder.leave(recorder.enter("wait", "Future.wait", False, site, f',"of":{of}'))
         finally:
             recorder.depth -= 1
-        recorder.leave(event_id)
         return result
 
     wait.__barrierlab_original__ = original
@@ -798,12 +852,15 @@ def _wrap_completion_poll(name: str, calls, original):
             of = calls.get(self)
         except TypeError:
             of = None
-        if of is None or of in _seen_complete:
+        ids = [i for i in (of if isinstance(of, tuple) else (of,)) if i is not None and i not in _seen_complete]
+        if not ids:
             return done
-        _seen_complete.add(of)
+        _seen_complete.update(ids)
         recorder.depth += 1
         try:
-            recorder.leave(recorder.enter("wait", name, False, call_site(callers=False), f',"of":{of}'))
+            site = call_site(callers=False)
+            for i in ids:
+                recorder.leave(recorder.enter("wait", name, False, site, f',"of":{i}'))
         finally:
             recorder.depth -= 1
         return done
@@ -1459,6 +1516,8 @@ def _patch() -> None:
     _replace(dist.Work, "get_future", _wrap_get_future)
     _replace(dist.Work, "is_completed", functools.partial(_wrap_completion_poll, "Work.is_completed", _async_calls))
     _replace(torch._C.Future, "wait", _wrap_future_wait)
+    _replace(torch._C.Future, "then", _wrap_future_then)
+    _replace(torch._C, "_collect_all", _wrap_collect_all)
     _replace(torch._C.Future, "done", functools.partial(_wrap_completion_poll, "Future.done", _async_futures))
     for name in GROUP_METHODS:
         if callable(getattr(dist.ProcessGroup, name, None)):
