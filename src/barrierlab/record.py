@@ -621,6 +621,8 @@ def _local_group_text(args: tuple, kwargs: dict) -> str:
 
 
 def _wrap(name: str, original, numbered: bool):
+    if name == "batch_isend_irecv":
+        return _wrap_batch_p2p(original)
     positions = _positions(original, name)
     local_sync = name == "new_group"
     returns_sender = name in _RETURNS_SENDER
@@ -653,6 +655,73 @@ def _wrap(name: str, original, numbered: bool):
                 result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
             except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
                 pass
+        return result
+
+    recorded.__barrierlab_original__ = original
+    return recorded
+
+
+def _batch_ops(p2p_op_list) -> list[tuple[str, str]] | None:
+    """``dist.batch_isend_irecv``'s list of ``P2POp`` as the isend/irecv calls torch makes of them, each (name,
+    the fields of its entry line): its tensor, its global peer (``P2POp.peer``) and its group. None when the
+    list is not one of P2POps (torch refuses it)."""
+    made = []
+    try:
+        for op in p2p_op_list:
+            function = getattr(op.op, "__barrierlab_original__", op.op)
+            name = getattr(function, "__name__", "")
+            if name not in ("isend", "irecv") or type(op.peer) is not int:
+                return None
+            peer = "dst" if name == "isend" else "src"
+            timeout = _group_timeout(op.group)
+            made.append(
+                (
+                    name,
+                    _shapes((op.tensor,), {})
+                    + f',"{peer}":{op.peer}'
+                    + _group_text(op.group)
+                    + (f',"timeout":{timeout!r}' if timeout is not None else ""),
+                )
+            )
+    except Exception:  # noqa: BLE001 - not a list of P2POps: torch says so
+        return None
+    return made or None
+
+
+def _wrap_batch_p2p(original):
+    """``dist.batch_isend_irecv(ops)`` recorded as the isend and irecv calls it makes, one event each (on
+    gloo it calls ``isend``/``irecv`` for each ``P2POp``, under the recorder's depth, so they were not seen), and
+    the Works it returns (one per op on gloo) as theirs, so that their ``wait()`` is recorded and the ordering
+    model pairs them as it pairs isend/irecv. A list that is not one of P2POps is recorded as the call itself."""
+
+    @functools.wraps(original)
+    def recorded(p2p_op_list, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(p2p_op_list, *args, **kwargs)
+        made = _batch_ops(p2p_op_list)
+        recorder.depth += 1
+        site = call_site()
+        if made is None:
+            made = [("batch_isend_irecv", "")]
+        ids = [recorder.enter("p2p", name, False, site, extra) for name, extra in made]
+        try:
+            result = original(p2p_op_list, *args, **kwargs)
+        except BaseException as error:
+            for event_id in ids:
+                recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        for event_id in ids:
+            recorder.leave(event_id)
+        if isinstance(result, list) and len(result) == len(ids) and made[0][0] != "batch_isend_irecv":
+            for work, event_id in zip(result, ids):
+                try:
+                    _async_calls[work] = event_id
+                    work.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
+                except Exception:  # noqa: BLE001 - a Work without a future: its wait() is still recorded
+                    pass
         return result
 
     recorded.__barrierlab_original__ = original
