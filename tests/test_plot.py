@@ -765,7 +765,7 @@ def span_named_after_a_file_whose_name_is_not_utf8():
 
     name = b"donn\xe9es.txt".decode("utf-8", "surrogateescape")  # os.fsdecode's name for it on a UTF-8 system
     with bl.span(f"load {name}"):
-        time.sleep(0.05)
+        time.sleep(0.5)  # long enough for its name to fit in its bar, however slow the start
     dist.barrier()
 
 
