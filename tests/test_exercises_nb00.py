@@ -65,6 +65,20 @@ def with_async_barrier_and_its_future(folder, delays):
     return _count(folder)
 
 
+def with_async_barrier_and_wait_all(folder, delays):
+    """attack11 a09b: torch.futures.wait_all of the barrier's future was rejected as never waited on."""
+    _write(folder, delays)
+    torch.futures.wait_all([dist.barrier(async_op=True).get_future()])
+    return _count(folder)
+
+
+def with_async_barrier_and_a_chained_future(folder, delays):
+    """attack11 a17: a future chained with then() completes after the barrier's: waiting for it waits for both."""
+    _write(folder, delays)
+    dist.barrier(async_op=True).get_future().then(lambda future: None).wait()
+    return _count(folder)
+
+
 def with_async_barrier_polled(folder, delays):
     """review 14a: polling work.is_completed() until True was rejected as never waited on."""
     _write(folder, delays)
@@ -142,6 +156,16 @@ def with_async_all_reduce_never_waited(folder, delays):
     return _count(folder)
 
 
+def with_async_all_reduce_and_wait_all_of_another_future(folder, delays):
+    _write(folder, delays)
+    dist.all_reduce(torch.zeros(1), async_op=True)  # never waited for: the future waited for is not its own
+    own = torch.futures.Future()
+    own.set_result(None)
+    torch.futures.wait_all([own])
+    time.sleep(0.8)
+    return _count(folder)
+
+
 def with_barrier_before_the_write_and_a_sleep(folder, delays):
     dist.barrier()  # an extra barrier, in the wrong place
     _write(folder, delays)
@@ -194,6 +218,8 @@ RIGHT = [
     with_async_barrier_and_wait,
     with_async_barrier_and_plain_wait,
     with_async_barrier_and_its_future,
+    with_async_barrier_and_wait_all,
+    with_async_barrier_and_a_chained_future,
     with_async_barrier_polled,
     with_all_gather_object,
     with_store_keys,
@@ -206,6 +232,7 @@ WRONG = [
     (with_sleep, "nothing orders them"),
     (with_broadcast, "nothing orders them"),
     (with_async_all_reduce_never_waited, "never waited on"),
+    (with_async_all_reduce_and_wait_all_of_another_future, "never waited on"),
     (with_barrier_before_the_write_and_a_sleep, "nothing orders them"),
     (with_gather_only, "nothing orders them"),
     (with_polling_the_folder, "nothing orders them"),

@@ -70,6 +70,87 @@ def test_a_rooted_call_that_names_no_root_has_rank_0_as_its_root(tmp_path, how):
     assert ordering.races(run) == [], ordering.races(run)
 
 
+def handoff_through_an_async_all_reduce(folder, how):
+    """Rank 0 writes a file, then every rank waits for an async all_reduce through its future (attack11 a17:
+    wait_all, then() and collect_all were reported as never waited for, with a race each), then reads it."""
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "shared.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("ready")
+    t = torch.ones(1)
+    future = dist.all_reduce(t, async_op=True).get_future()
+    own = torch.futures.Future()  # not a torch.distributed call's: its waits are no waits of the all_reduce
+    own.set_result(None)
+    if how == "wait_all":
+        torch.futures.wait_all([own, future])
+    elif how == "then":
+        t = future.then(lambda done: done.value()[0] / dist.get_world_size()).wait()
+    elif how == "collect_all":
+        torch.futures.collect_all([future, own]).wait()
+    elif how == "own future only":
+        torch.futures.wait_all([own])
+        time.sleep(0.3)
+    with open(path) as f:
+        return f.read(), float(t.sum())
+
+
+@pytest.mark.parametrize("how", ["wait_all", "then", "collect_all", "own future only"])
+def test_an_async_call_waited_for_through_a_chained_or_collected_future_orders_the_read(tmp_path, how):
+    from barrierlab import diagnose
+
+    run = bl.run(handoff_through_an_async_all_reduce, 3, args=(str(tmp_path), how), timeout=10)
+    assert run.ok, run
+    waits = [[e.of for e in rank.events if e.kind == "wait"] for rank in run]
+    hazards, races = diagnose.call_hazards(run), ordering.races(run)
+    if how == "own future only":
+        assert waits == [[], [], []] and len(races) == 2 and "never waited" in hazards[0], (waits, races, hazards)
+    else:
+        assert all(len(w) == 1 for w in waits) and races == [] and hazards == [], (waits, races, hazards)
+
+
+def handoff_through_batch_isend_irecv(folder, wait):
+    """Rank 0 writes a file, then each rank sends to the next and receives from the one before in one
+    dist.batch_isend_irecv (the pipeline-parallel idiom), waits for its requests (or sleeps), and rank 1 reads
+    the file (attack11 a12: the batch's sends and receives were unknown to the model, its Works unrecorded)."""
+    import torch
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(folder, "activations.txt")
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("x")
+    sent, received = torch.full((1,), float(rank)), torch.zeros(1)
+    requests = dist.batch_isend_irecv(
+        [dist.P2POp(dist.isend, sent, (rank + 1) % world), dist.P2POp(dist.irecv, received, (rank - 1) % world)]
+    )
+    if wait:
+        for request in requests:
+            request.wait()
+    else:
+        time.sleep(0.3)
+    if rank == 1:
+        with open(path) as f:
+            f.read()
+    return received.item() if wait else None
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_the_sends_and_receives_of_batch_isend_irecv_pair_like_isend_and_irecv(tmp_path, wait):
+    run = bl.run(handoff_through_batch_isend_irecv, 3, args=(str(tmp_path), wait), timeout=10)
+    assert run.ok, run
+    p2p = [[(e.name, e.peer) for e in rank.events if e.kind == "p2p"] for rank in run]
+    assert p2p == [[("isend", {"dst": (r + 1) % 3}), ("irecv", {"src": (r - 1) % 3})] for r in range(3)], p2p
+    races = ordering.races(run)
+    if wait:
+        assert run.values == [2.0, 0.0, 1.0] and races == [], races
+    else:  # a request never waited for orders nothing
+        assert [(r.first.rank, r.second.rank) for r in races] == [(0, 1)], races
+
+
 def publish_then_wait_for_it(folder, atomic, how):
     """Rank 1 writes a checkpoint, in place or to a temporary name it then os.replace()s; rank 0 waits for it to
     appear (an os.path.exists poll, or retried opens) or sleeps, then reads it. Notebook 07 teaches that a file

@@ -756,3 +756,27 @@ def test_span_names_with_dollar_signs_are_drawn_as_written():
     render(fig)
     assert any(r"copy $HOME\data to $SCRATCH" in t for t in texts(fig)), texts(fig)
     render(plot.compare_timelines({"one": run, "two": run}))
+
+
+def span_named_after_a_file_whose_name_is_not_utf8():
+    import torch.distributed as dist
+
+    import barrierlab as bl
+
+    name = b"donn\xe9es.txt".decode("utf-8", "surrogateescape")  # os.fsdecode's name for it on a UTF-8 system
+    with bl.span(f"load {name}"):
+        time.sleep(0.5)  # long enough for its name to fit in its bar, however slow the start
+    dist.barrier()
+
+
+def test_a_span_named_after_a_file_whose_name_is_not_utf8_is_drawn_escaped():
+    """attack11 a24: matplotlib cannot draw a lone surrogate (TypeError from set_text), so the timeline of a run
+    that worked could not be drawn; the name is drawn as repr shows it."""
+    import barrierlab as bl
+
+    run = bl.run(span_named_after_a_file_whose_name_is_not_utf8, 2, deadline=60)
+    assert run.ok, run
+    fig = run.timeline()
+    render(fig)
+    assert {e.name for e in run.events if e.kind == "compute"} == {"load donn\\udce9es.txt"}
+    assert any("load donn\\udce9es.txt" in t for t in texts(fig)), texts(fig)

@@ -64,10 +64,11 @@ def train(tmp_path):
     return path
 
 
-def _cli(*args, cwd=None):
+def _cli(*args, cwd=None, **variables):
     tests = os.path.dirname(os.path.abspath(__file__))  # for the script's `from proc_sockets import ...`
     env = dict(
         os.environ,
+        **variables,
         BL_TEST_KERNEL_PID="0",
         PYTHONPATH=os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p),
     )
@@ -172,6 +173,34 @@ def test_races_finds_none_when_a_barrier_orders_the_read_and_says_what_nccl_keep
     assert "file handoffs ordered on gloo, not on NCCL: none" in done.stdout, (
         done.stdout
     )  # a barrier blocks NCCL's host
+
+
+LATIN1_NAME = """\
+import os, sys, time
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+path = os.path.join(sys.argv[1], b"donn\\xe9es.txt".decode("utf-8", "surrogateescape"))  # os.fsdecode's name
+if dist.get_rank() == 0:
+    with open(path, "w") as f:  # the write
+        f.write("1 2 3")
+else:
+    time.sleep(0.3)
+    with open(path) as f:  # the read
+        f.read()
+    raise ValueError(f"could not parse {path}")
+"""
+
+
+def test_races_and_errors_naming_a_file_whose_name_is_not_utf8_print_on_a_utf8_terminal(tmp_path):
+    """attack11 a19: a race naming a file with a Latin-1 byte in its name (Python names it with a lone
+    surrogate) ended ``--races`` in a UnicodeEncodeError traceback; the surrogate is shown as repr shows it."""
+    script = tmp_path / "latin1.py"
+    script.write_text(LATIN1_NAME)
+    done, _ = _cli("run", script, "-n", "2", "--races", "--", tmp_path, PYTHONIOENCODING="utf-8")
+    assert done.returncode == 1 and "Traceback (most recent call last)" not in done.stderr, done.stdout + done.stderr
+    assert "rank 1 read `donn\\udce9es.txt` at latin1.py, line" in done.stdout, done.stdout
+    assert "ValueError: could not parse" in done.stdout and "donn\\udce9es.txt" in done.stdout, done.stdout
 
 
 def test_a_missing_script_is_a_clear_error(tmp_path):

@@ -91,9 +91,9 @@ def tidy(message: str) -> str:
 def error_message(error: BaseException) -> str:
     """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails, even with a
     KeyboardInterrupt or SystemExit), words that say so: the rank still reports the exception's type and its
-    traceback."""
+    traceback. A lone surrogate in it (a file name that is not UTF-8) is escaped (:func:`encodable`)."""
     try:
-        return str(error)
+        return encodable(str(error))
     except BaseException as failure:  # noqa: BLE001 - whatever __str__ raises, KeyboardInterrupt included
         return f"(its message could not be shown: str() raised {type(failure).__name__})"
 
@@ -131,7 +131,7 @@ def exit_text(code: object) -> str | None:
 
 def _text_of(value: object) -> str:
     try:
-        return str(value)
+        return encodable(str(value))
     except BaseException as failure:  # noqa: BLE001 - a learner's object whose __str__ raises
         return f"(the exit message could not be shown: str() raised {type(failure).__name__})"
 
@@ -155,14 +155,36 @@ def format_error(error: BaseException, tb) -> str:
     return text.replace("<exception str() failed>", message)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def terminal_text(text: str) -> str:
     """``text`` safe to print on a terminal: control characters other than newline and tab (ESC, BEL, carriage
     return, C1 codes), which a rank's output, span names or messages may hold, are shown as ``\\x1b``...
-    instead of being obeyed (clearing the screen, retitling the window, hiding the lines before them)."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    instead of being obeyed (clearing the screen, retitling the window, hiding the lines before them), and a
+    lone surrogate (see :func:`encodable`) as ``\\udce9``."""
+    return _CONTROL.sub(_escape, text)
+
+
+def encodable(value):
+    """``value`` (a str, or the lists and dicts of a rank's JSON record) with every lone surrogate shown as
+    ``\\udce9``, as ``repr`` shows it: Python names a file whose name is not UTF-8 with one
+    (``os.fsdecode(b"donn\\xe9es.txt")``), and a str holding one can be neither printed on a UTF-8 terminal
+    nor drawn by matplotlib nor written as UTF-8. Applied where a rank's text enters the kernel (its events'
+    lines, its outcome's header), so that every text made of it can be shown."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(_escape, value)
+    if isinstance(value, list):
+        return [encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    return value
 
 
 # --- what the kernel asks for --------------------------------------------------------------------------
@@ -845,7 +867,7 @@ class Outcome:
         if line is None:
             raise ValueError(f"{path}: its header is longer than {OUTCOME_HEADER_LIMIT:,} bytes")
         try:
-            header = json.loads(line)  # NaN and Infinity are read, then the times below are checked
+            header = encodable(json.loads(line))  # NaN and Infinity are read, then the times below are checked
         except (ValueError, RecursionError) as error:
             raise ValueError(f"{path}: its header is not JSON ({type(error).__name__})") from None
         if not isinstance(header, dict):
@@ -933,7 +955,7 @@ class Outcome:
             return None
         try:
             with os.fdopen(fd, "rb") as f:
-                header = finite_json(f.readline(limit))
+                header = encodable(finite_json(f.readline(limit)))
             known = {f.name for f in fields(cls)} - set(_BLOBS)
             values = {k: v for k, v in header.items() if k in known}
             values["status"] = Status(values["status"])

@@ -17,7 +17,8 @@ killed or hangs still leaves the record of what it entered and never left:
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
-    the ``keys`` and an ``add``'s ``amount``; for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()``, or the first
+    the ``keys`` and an ``add``'s ``amount``; for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()`` (or one chained to it by ``then`` or
+    collecting it: ``torch.futures.wait_all``/``collect_all``, one wait per call), or the first
     ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``.
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
@@ -53,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from barrierlab import _files
-from barrierlab._protocol import _is_int, _is_number, _refuse_constant
+from barrierlab._protocol import _is_int, _is_number, _refuse_constant, encodable
 from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
@@ -414,6 +415,8 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
                 item, end = _loads(line), len(text)
             if end < len(text) and not _BLANK.issuperset(text[end:]):
                 raise ValueError("more than one value on the line")
+            if b"\\ud" in line or b"\\uD" in line:  # a lone surrogate (a file name that is not UTF-8) can be in it
+                item = encodable(item)
         except (ValueError, RecursionError):
             malformed += 1
             continue

@@ -621,6 +621,8 @@ def _local_group_text(args: tuple, kwargs: dict) -> str:
 
 
 def _wrap(name: str, original, numbered: bool):
+    if name == "batch_isend_irecv":
+        return _wrap_batch_p2p(original)
     positions = _positions(original, name)
     local_sync = name == "new_group"
     returns_sender = name in _RETURNS_SENDER
@@ -653,6 +655,73 @@ def _wrap(name: str, original, numbered: bool):
                 result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
             except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
                 pass
+        return result
+
+    recorded.__barrierlab_original__ = original
+    return recorded
+
+
+def _batch_ops(p2p_op_list) -> list[tuple[str, str]] | None:
+    """``dist.batch_isend_irecv``'s list of ``P2POp`` as the isend/irecv calls torch makes of them, each (name,
+    the fields of its entry line): its tensor, its global peer (``P2POp.peer``) and its group. None when the
+    list is not one of P2POps (torch refuses it)."""
+    made = []
+    try:
+        for op in p2p_op_list:
+            function = getattr(op.op, "__barrierlab_original__", op.op)
+            name = getattr(function, "__name__", "")
+            if name not in ("isend", "irecv") or type(op.peer) is not int:
+                return None
+            peer = "dst" if name == "isend" else "src"
+            timeout = _group_timeout(op.group)
+            made.append(
+                (
+                    name,
+                    _shapes((op.tensor,), {})
+                    + f',"{peer}":{op.peer}'
+                    + _group_text(op.group)
+                    + (f',"timeout":{timeout!r}' if timeout is not None else ""),
+                )
+            )
+    except Exception:  # noqa: BLE001 - not a list of P2POps: torch says so
+        return None
+    return made or None
+
+
+def _wrap_batch_p2p(original):
+    """``dist.batch_isend_irecv(ops)`` recorded as the isend and irecv calls it makes, one event each (on
+    gloo it calls ``isend``/``irecv`` for each ``P2POp``, under the recorder's depth, so they were not seen), and
+    the Works it returns (one per op on gloo) as theirs, so that their ``wait()`` is recorded and the ordering
+    model pairs them as it pairs isend/irecv. A list that is not one of P2POps is recorded as the call itself."""
+
+    @functools.wraps(original)
+    def recorded(p2p_op_list, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth:
+            return original(p2p_op_list, *args, **kwargs)
+        made = _batch_ops(p2p_op_list)
+        recorder.depth += 1
+        site = call_site()
+        if made is None:
+            made = [("batch_isend_irecv", "")]
+        ids = [recorder.enter("p2p", name, False, site, extra) for name, extra in made]
+        try:
+            result = original(p2p_op_list, *args, **kwargs)
+        except BaseException as error:
+            for event_id in ids:
+                recorder.leave(event_id, error)
+            raise
+        finally:
+            recorder.depth -= 1
+        for event_id in ids:
+            recorder.leave(event_id)
+        if isinstance(result, list) and len(result) == len(ids) and made[0][0] != "batch_isend_irecv":
+            for work, event_id in zip(result, ids):
+                try:
+                    _async_calls[work] = event_id
+                    work.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
+                except Exception:  # noqa: BLE001 - a Work without a future: its wait() is still recorded
+                    pass
         return result
 
     recorded.__barrierlab_original__ = original
@@ -726,8 +795,10 @@ def _wrap_work_wait(original):
     return wait
 
 
-#: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the call's event id: a
-#: ``future.wait()`` is a wait of that call as ``work.wait()`` is.
+#: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the event ids of the calls
+#: whose completion the future's completing implies: its own call's, for a future chained to it
+#: (``future.then(f)``) the same, and for a future of several (``torch.futures.collect_all``, which
+#: ``wait_all`` uses) those of each of them. A ``future.wait()`` is a wait of each call as ``work.wait()`` is.
 _async_futures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Event ids of async calls whose completion the rank has seen by polling (``work.is_completed()`` or
 #: ``future.done()`` returned True): recorded once each.
@@ -742,41 +813,93 @@ def _wrap_get_future(original):
         future = original(self, *args, **kwargs)
         of = _async_calls.get(self) if _recorder is not None else None
         if of is not None:
-            try:
-                _async_futures[future] = of
-            except TypeError:  # a future that cannot be weakly held: its waits stay unrecorded
-                pass
+            _remember_future(future, (of,))
         return future
 
     get_future.__barrierlab_original__ = original
     return get_future
 
 
+def _remember_future(future, ids: tuple[int, ...]) -> None:
+    try:
+        _async_futures[future] = ids
+    except TypeError:  # a future that cannot be weakly held: its waits stay unrecorded
+        pass
+
+
+def _calls_of(future) -> tuple[int, ...]:
+    """The recorded async calls whose completion ``future`` completing implies (none: not the learner's)."""
+    try:
+        return _async_futures.get(future, ())
+    except TypeError:
+        return ()
+
+
+def _wrap_future_then(original):
+    """``Future.then``: the future it returns completes after the one it is chained to (its callback runs
+    then), so waiting for it is a wait of the same async calls (a DDP comm hook's, and torch's docs', idiom:
+    ``work.get_future().then(f).wait()``)."""
+
+    @functools.wraps(original)
+    def then(self, *args, **kwargs):
+        chained = original(self, *args, **kwargs)
+        ids = _calls_of(self) if _recorder is not None else ()
+        if ids:
+            _remember_future(chained, ids)
+        return chained
+
+    then.__barrierlab_original__ = original
+    return then
+
+
+def _wrap_collect_all(original):
+    """``torch._C._collect_all`` (under ``torch.futures.collect_all`` and ``wait_all``): the future it returns
+    completes once every future given has, so waiting for it is a wait of each of their async calls."""
+
+    @functools.wraps(original)
+    def collect_all(futures, *args, **kwargs):
+        collected = original(futures, *args, **kwargs)
+        if _recorder is not None:
+            try:
+                ids = tuple(dict.fromkeys(i for future in futures for i in _calls_of(future)))
+            except TypeError:  # not a list of futures: torch has already refused it
+                ids = ()
+            if ids:
+                _remember_future(collected, ids)
+        return collected
+
+    collect_all.__barrierlab_original__ = original
+    return collect_all
+
+
 def _wrap_future_wait(original):
-    """``Future.wait`` recording the wait of the async call whose future it is (as ``Work.wait``); the waits of
-    every other future (RPC, the learner's own) pass through untouched."""
+    """``Future.wait`` recording the wait of the async call whose future it is (as ``Work.wait``), or of each
+    call a chained or collected future stands for (the first waited for, the others seen complete as it
+    returns: a wait of no length each); the waits of every other future (RPC, the learner's own) pass through
+    untouched."""
 
     @functools.wraps(original)
     def wait(self, *args, **kwargs):
         recorder = _recorder
         if recorder is None or recorder.depth:
             return original(self, *args, **kwargs)
-        try:
-            of = _async_futures.get(self)
-        except TypeError:
-            of = None
-        if of is None:
+        ids = _calls_of(self)
+        if not ids:
             return original(self, *args, **kwargs)
         recorder.depth += 1
-        event_id = recorder.enter("wait", "Future.wait", False, call_site(callers=False), f',"of":{of}')
         try:
-            result = original(self, *args, **kwargs)
-        except BaseException as error:
-            recorder.leave(event_id, error)
-            raise
+            site = call_site(callers=False)
+            event_id = recorder.enter("wait", "Future.wait", False, site, f',"of":{ids[0]}')
+            try:
+                result = original(self, *args, **kwargs)
+            except BaseException as error:
+                recorder.leave(event_id, error)
+                raise
+            recorder.leave(event_id)
+            for of in ids[1:]:
+                recorder.leave(recorder.enter("wait", "Future.wait", False, site, f',"of":{of}'))
         finally:
             recorder.depth -= 1
-        recorder.leave(event_id)
         return result
 
     wait.__barrierlab_original__ = original
@@ -798,12 +921,15 @@ def _wrap_completion_poll(name: str, calls, original):
             of = calls.get(self)
         except TypeError:
             of = None
-        if of is None or of in _seen_complete:
+        ids = [i for i in (of if isinstance(of, tuple) else (of,)) if i is not None and i not in _seen_complete]
+        if not ids:
             return done
-        _seen_complete.add(of)
+        _seen_complete.update(ids)
         recorder.depth += 1
         try:
-            recorder.leave(recorder.enter("wait", name, False, call_site(callers=False), f',"of":{of}'))
+            site = call_site(callers=False)
+            for i in ids:
+                recorder.leave(recorder.enter("wait", name, False, site, f',"of":{i}'))
         finally:
             recorder.depth -= 1
         return done
@@ -1459,6 +1585,8 @@ def _patch() -> None:
     _replace(dist.Work, "get_future", _wrap_get_future)
     _replace(dist.Work, "is_completed", functools.partial(_wrap_completion_poll, "Work.is_completed", _async_calls))
     _replace(torch._C.Future, "wait", _wrap_future_wait)
+    _replace(torch._C.Future, "then", _wrap_future_then)
+    _replace(torch._C, "_collect_all", _wrap_collect_all)
     _replace(torch._C.Future, "done", functools.partial(_wrap_completion_poll, "Future.done", _async_futures))
     for name in GROUP_METHODS:
         if callable(getattr(dist.ProcessGroup, name, None)):

@@ -4,10 +4,10 @@ The exercise: each rank writes a ``ready<rank>`` file (a ``write`` span), then c
 span). The check does not stop at "every rank counted 4": a ``time.sleep`` gets that too, on a lucky run.
 It asks the ordering model (:mod:`barrierlab.ordering`, on gloo) whether every rank's write is ordered before
 every rank's count by what the run recorded: a barrier, a blocking all_reduce / all_gather, an async call
-and its ``work.wait()``, store keys set after the write and waited for before the count, send/recv. A sleep,
-a broadcast (its root may leave while a rank further down the tree is still absent), an ``async_op=True``
-call never waited for, or a barrier in the wrong place orders nothing, and the check names the pair of
-accesses that nothing ordered. The delays are random and change between the check's two runs (a different
+and its ``work.wait()`` (or its future's ``wait()``, ``torch.futures.wait_all``, a ``then()`` chain), store
+keys set after the write and waited for before the count, send/recv. A sleep, a broadcast (its root may
+leave while a rank further down the tree is still absent), an ``async_op=True`` call never waited for, or a
+barrier in the wrong place orders nothing, and the check names the pair of accesses that nothing ordered. The delays are random and change between the check's two runs (a different
 rank is late each time), so no fixed sleep is safe.
 """
 
