@@ -847,3 +847,23 @@ def gather_then_wait():
     work = dist.all_reduce(torch.ones(1), async_op=True)
     work.wait()
     assert [t.item() for t in out] == list(range(dist.get_world_size()))
+
+
+def a_long_loop_where_rank_0_alone_times_its_logging(steps=1500):
+    """attack11 a07: every rank all-reduces each step, rank 0 alone also records a span. Rank 0's record is cut
+    at another call than the others', so comparing calls by position across the cut found a difference."""
+    loss = torch.ones(1)
+    for _ in range(steps):
+        dist.all_reduce(loss)
+        if dist.get_rank() == 0:
+            with bl.span("log"):
+                pass
+    return steps
+
+
+def test_a_finished_run_whose_records_were_cut_is_not_compared_across_the_cut():
+    run = bl.run(a_long_loop_where_rank_0_alone_times_its_logging, 2, timeout=60, deadline=120)
+    assert run.ok and run.events_dropped, run
+    diagnosis = run.diagnosis
+    assert diagnosis.ok and diagnosis.kind == "ok", diagnosis
+    assert "records were cut in the middle" in diagnosis.headline, diagnosis
