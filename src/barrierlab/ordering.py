@@ -321,10 +321,13 @@ class Order:
             for e in events:
                 if e.kind != "p2p" or e.error:
                     continue
-                if e.name in _SENDS and "dst" in e.peer:
-                    sends.setdefault((rank, e.peer["dst"]), []).append(e)
+                if e.name in _SENDS:
+                    target = ops.root_of(e)  # dst, or group_dst through the group's ranks (attack11 a13)
+                    if target is not None:
+                        sends.setdefault((rank, target), []).append(e)
                 elif e.name in _RECVS:
-                    source = e.peer.get("from", e.peer.get("src"))
+                    source = e.peer.get("from")  # what recv returned: a global rank
+                    source = ops.root_of(e) if source is None else source
                     if source is not None:
                         recvs.setdefault((source, rank), []).append(e)
         waits = {rank: self._waits_of(rank) for rank in self.events}
