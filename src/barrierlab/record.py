@@ -813,8 +813,10 @@ def _wrap_completion_poll(name: str, calls, original):
 
 
 #: ``torch.distributed.Store`` methods recorded, and what each records besides the key(s): ``add`` its
-#: amount and the count it returned, ``get`` the first bytes of the value it returned.
-STORE_METHODS = ("set", "add", "get", "wait", "compare_set")
+#: amount and the count it returned, ``get`` the first bytes of the value it returned, ``check`` whether every
+#: key was there ("True"/"False"). ``delete_key`` ends a key's use (a key reused each step, attack11 a03),
+#: ``check`` polled until True orders like ``wait`` (a14).
+STORE_METHODS = ("set", "add", "get", "wait", "compare_set", "delete_key", "check")
 STORE_VALUE_KEPT = 64
 
 
@@ -848,6 +850,8 @@ def _wrap_store(method: str, original):
             recorder.depth -= 1
         if method == "add" and isinstance(result, int):
             recorder.leave(event_id, extra=f',"value":{json.dumps(str(result))}')
+        elif method == "check" and isinstance(result, bool):
+            recorder.leave(event_id, extra=f',"value":"{result}"')
         elif method == "get" and isinstance(result, bytes):
             value = result[:STORE_VALUE_KEPT].decode(errors="replace")
             recorder.leave(event_id, extra=f',"value":{json.dumps(value)}')
