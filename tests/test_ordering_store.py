@@ -198,3 +198,57 @@ def test_send_and_recv_naming_the_peer_by_its_rank_in_the_group_pair_up(tmp_path
     run = bl.run(send_by_group_rank, 3, args=(str(tmp_path / "activations.txt"), blocking), timeout=10)
     assert run.ok and run.values == [1.0, 0.0, 1.0], run
     assert ordering.races(run) == [], ordering.races(run)
+
+
+def prefix_store_per_step(folder, steps):
+    """One PrefixStore per step, each with its own "ready": rank 0 writes the step's shard, then sets it; the
+    others wait for it, then read."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    for i in range(steps):
+        store = dist.PrefixStore(f"step{i}", _store())
+        path = os.path.join(folder, f"shard{i}.txt")
+        if rank == 0:
+            with open(path, "w") as f:
+                f.write(str(i))
+            store.set("ready", "1")
+        else:
+            store.wait(["ready"])
+            with open(path) as f:
+                assert f.read() == str(i)
+    return rank
+
+
+def two_prefix_stores(path):
+    """Rank 0 writes a file and sets train/ready (read by nobody); rank 2 sets eval/ready later; rank 1 waits for
+    eval/ready, then reads rank 0's file: nothing orders the read after the write (a real race)."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    train, evaluation = dist.PrefixStore("train", _store()), dist.PrefixStore("eval", _store())
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("loss 0.1")
+        train.set("ready", "1")
+    elif rank == 2:
+        time.sleep(0.3)
+        evaluation.set("ready", "1")
+    else:
+        evaluation.wait(["ready"])
+        with open(path) as f:
+            f.read()
+    return rank
+
+
+def test_keys_of_prefix_stores_are_told_apart_by_their_prefix(tmp_path):
+    """Keys were matched by their bare name (a22, a22b): each step's "ready" of its own PrefixStore was linked to
+    the first step's set (false races), and eval/ready was taken for train/ready (a false order hid a race)."""
+    run = bl.run(prefix_store_per_step, 2, args=(str(tmp_path), 3), timeout=10)
+    assert run.ok, run
+    assert ordering.races(run) == [], ordering.races(run)
+    assert [e.keys for e in run[1].events if e.kind == "store"] == [[f"step{i}/ready"] for i in range(3)]
+    run = bl.run(two_prefix_stores, 3, args=(str(tmp_path / "train_stats.txt"),), timeout=10)
+    assert run.ok, run
+    races = ordering.races(run)
+    assert [(race.first.rank, race.second.rank) for race in races] == [(0, 1)], races

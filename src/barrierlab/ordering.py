@@ -22,7 +22,7 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   before that return; a ``get`` of a counter that read N, or an ``add`` that returned N, comes after the
   ``add``s of that key without which it could not have read N (:class:`_Counter`: those the other adds could
   not make up for, and with amounts of one sign those that returned a value no further than N; an ``add`` of
-  0 only reads the counter). Keys are matched by name across stores;
+  0 only reads the counter). Keys are matched by name, with the prefixes of the learner's ``PrefixStore``s;
 - ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``.
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
