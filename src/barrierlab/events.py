@@ -17,13 +17,14 @@ killed or hangs still leaves the record of what it entered and never left:
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
-    the ``keys`` and an ``add``'s ``amount``; for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()`` (or one chained to it by ``then`` or
-    collecting it: ``torch.futures.wait_all``/``collect_all``, one wait per call), or the first
+    the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready") and an ``add``'s ``amount``;
+    for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()`` (or one chained to it by
+    ``then`` or collecting it: ``torch.futures.wait_all``/``collect_all``, one wait per call), or the first
     ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``.
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
     leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store
-    ``add``/``get`` its ``value``.
+    ``add``/``get`` its ``value`` (a ``check`` "True" or "False").
 ``{"id": N, "done": T}`` / ``{"id": N, "done": T, "done_error": S}``
     an ``async_op=True`` call's work completed (or failed).
 ``{"flight": [...], "groups": {...}, "at": T}``

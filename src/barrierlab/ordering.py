@@ -14,12 +14,15 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have (so does a
   ``wait()`` of its future, or the first ``work.is_completed()``/``future.done()`` that returned True: the rank
   saw it complete);
-- ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A), and back
+- ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A; a peer named
+  by its rank in the group, ``group_dst``/``group_src``, is mapped through the group's ranks), and back
   where the column says the sender waits for its receiver (gloo);
 - a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it
-  returned is ordered before that return; a ``get`` of a counter that read N, or an ``add`` that returned N,
-  comes after the earliest ``add``s of that key whose amounts make N (an ``add`` of 0 only reads the counter).
-  Keys are matched by name across stores;
+  (or a ``check`` that found it) returned, unless a ``delete_key`` of it certainly came between, is ordered
+  before that return; a ``get`` of a counter that read N, or an ``add`` that returned N, comes after the
+  ``add``s of that key without which it could not have read N (:class:`_Counter`: those the other adds could
+  not make up for, and with amounts of one sign those that returned a value no further than N; an ``add`` of
+  0 only reads the counter). Keys are matched by name, with the prefixes of the learner's ``PrefixStore``s;
 - ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``.
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
@@ -38,6 +41,7 @@ itself first: ``makedirs(..., exist_ok=True)`` on every rank needs no order. Onl
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections import deque
@@ -228,6 +232,8 @@ class Order:
         self.origin = ranks_start(run)
         self.world = len(run.ranks)
         self.events = {r.rank: _sorted_events(run, r.rank) for r in run.ranks}
+        #: every rank's record was kept whole (no middle dropped): a counter's adds are all known
+        self._complete = not any(getattr(r, "events_dropped", None) for r in run.ranks)
         self._point: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, id(event)) -> (rank, index) of enter
         for rank, events in self.events.items():
             for i, e in enumerate(events):
@@ -321,10 +327,13 @@ class Order:
             for e in events:
                 if e.kind != "p2p" or e.error:
                     continue
-                if e.name in _SENDS and "dst" in e.peer:
-                    sends.setdefault((rank, e.peer["dst"]), []).append(e)
+                if e.name in _SENDS:
+                    target = ops.root_of(e)  # dst, or group_dst through the group's ranks (attack11 a13)
+                    if target is not None:
+                        sends.setdefault((rank, target), []).append(e)
                 elif e.name in _RECVS:
-                    source = e.peer.get("from", e.peer.get("src"))
+                    source = e.peer.get("from")  # what recv returned: a global rank
+                    source = ops.root_of(e) if source is None else source
                     if source is not None:
                         recvs.setdefault((source, rank), []).append(e)
         waits = {rank: self._waits_of(rank) for rank in self.events}
@@ -340,49 +349,64 @@ class Order:
                     self._edge(self.enter(b, r), released_s)
 
     def _store(self) -> None:
-        writers: dict[str, list] = {}
-        adds: dict[str, list] = {}
-        readers = []
+        """Store keys: each key's calls, linked by :meth:`_key_exists` and :meth:`_counter` (each sorts the key's
+        calls once and answers every read by binary search: a counter added to each step costs no pairwise
+        scan, attack11 a26)."""
+        calls: dict[str, list] = {}
         for rank, events in self.events.items():
             for e in events:
                 if e.kind != "store" or e.error or not e.keys:
                     continue
-                if e.name in ("set", "add", "compare_set"):
-                    writers.setdefault(e.keys[0], []).append((rank, e))
-                if e.name == "add":
-                    adds.setdefault(e.keys[0], []).append((rank, e))
-                if e.name in ("get", "wait", "add"):
-                    readers.append((rank, e))
-        for rank, e in readers:
-            done = self.leave(rank, e)
-            if e.name == "wait":
-                for key in e.keys:
-                    first = [w for w in writers.get(key, []) if w[1].start < e.end]
-                    if first:
-                        w_rank, w = min(first, key=lambda item: item[1].start)
-                        self._edge(self.enter(w_rank, w), done)
+                for key in dict.fromkeys(e.keys if e.name in ("wait", "check") else e.keys[:1]):
+                    calls.setdefault(key, []).append((rank, e))
+        for mine in calls.values():
+            mine.sort(key=lambda item: (item[1].start, item[0]))
+            counter = _Counter(mine, self._complete)
+            for rank, e in mine:
+                if e.end is None:
+                    continue
+                count = _count(e.value) if e.name in ("get", "add") else None
+                if count is not None and counter.adds:
+                    for a_rank, a in counter.before(rank, e, count):
+                        self._edge(self.enter(a_rank, a), self.leave(rank, e))
+            self._key_exists(mine, counter)
+
+    def _key_exists(self, calls: list, counter: _Counter) -> None:
+        """A ``wait``, a ``get`` (of no counter) or a ``check`` that said True returned once the key existed: after
+        the first ``set``/``add``/``compare_set`` of it that began before it returned and was not deleted before
+        it, by a ``delete_key`` that certainly came between (the writer's reply before the delete's call, the
+        delete's reply before the read's: a key reused each step is the last step's, attack11 a03). A writer
+        that was the only one a read could have seen was applied by that read's return."""
+        writers = [(rank, e) for rank, e in calls if e.name in ("set", "add", "compare_set")]
+        if not writers:
+            return
+        # when each writer was certainly applied by (its reply, or the return of a read only it could satisfy)
+        applied = [math.inf if e.end is None else e.end for _, e in writers]
+        deletes = sorted((e.end, e.start) for _, e in calls if e.name == "delete_key" and e.end is not None)
+        delete_ends = [end for end, _ in deletes]
+        latest_start, last = [], -math.inf  # the latest start of the deletes that ended by each
+        for _, start in deletes:
+            last = max(last, start)
+            latest_start.append(last)
+        first = 0  # writers before it are dead for every read from here on (reads go by their start)
+        for rank, e in calls:
+            if e.end is None or not (
+                e.name == "wait"
+                or (e.name == "get" and not (counter.adds and _count(e.value) is not None))
+                or (e.name == "check" and e.value == "True")
+            ):
                 continue
-            key = e.keys[0]
-            count = _count(e.value)
-            if count is not None and adds.get(key):
-                # a counter read N (a get, or an add that returned N) comes after the earliest increments that
-                # add up to N; an add of 0 reads the counter and increments nothing
-                own = _amount(e) if e.name == "add" else 0
-                earlier = sorted(
-                    (a for a in adds[key] if a[1] is not e and a[1].start < e.end and _amount(a[1]) != 0),
-                    key=lambda item: item[1].start,
-                )
-                total = own
-                for a_rank, a in earlier:
-                    if total >= count:
-                        break
-                    self._edge(self.enter(a_rank, a), done)
-                    total += _amount(a)
-            elif e.name == "get":
-                first = [w for w in writers.get(key, []) if w[1].start < e.end]
-                if first:
-                    w_rank, w = min(first, key=lambda item: item[1].start)
-                    self._edge(self.enter(w_rank, w), done)
+            k = bisect.bisect_left(delete_ends, e.start)
+            dead_by = latest_start[k - 1] if k else -math.inf  # a writer applied before this start is gone
+            while first < len(writers) and applied[first] < dead_by:
+                first += 1
+            if first == len(writers) or writers[first][1].start >= e.end:
+                continue
+            w_rank, w = writers[first]
+            self._edge(self.enter(w_rank, w), self.leave(rank, e))
+            later = writers[first + 1] if first + 1 < len(writers) else None
+            if later is None or later[1].start >= e.end:  # the only writer it could have seen
+                applied[first] = min(applied[first], e.end)
 
     def _published(self) -> None:
         """A file published whole by a rename (``os.replace(tmp, path)``) and waited for: a rank that looked for
@@ -751,6 +775,119 @@ def _count(value: str | None) -> int | None:
 def _amount(event) -> int:
     """What an ``add`` added: its recorded amount, else 1 (the usual counter)."""
     return 1 if event.amount is None else event.amount
+
+
+class _Counter:
+    """One store key's ``add``s, for what a counter's value proves (:meth:`before`). The key's calls come sorted by
+    start; a ``set``, ``compare_set`` or ``delete_key`` leaves the counter at a value of its own (a reset)."""
+
+    def __init__(self, calls: list, complete: bool) -> None:
+        self.complete = complete
+        self.adds = [(rank, e) for rank, e in calls if e.name == "add"]
+        moved = [(rank, e) for rank, e in self.adds if _amount(e) != 0]  # an add of 0 only reads the counter
+        self.resets = [(rank, e) for rank, e in calls if e.name in ("set", "compare_set", "delete_key")]
+        self.reset_starts = [e.start for _, e in self.resets]
+        self.reset_ended = _running_max(math.inf if e.end is None else e.end for _, e in self.resets)
+        self.moved = moved
+        self.starts = [e.start for _, e in moved]
+        self.ended = _running_max(math.inf if e.end is None else e.end for _, e in moved)
+        self.up, self.down = [0], [0]  # prefix sums of the positive and the negative amounts
+        for _, e in moved:
+            amount = _amount(e)
+            self.up.append(self.up[-1] + max(amount, 0))
+            self.down.append(self.down[-1] + min(amount, 0))
+        signs = {_amount(e) > 0 for _, e in moved}
+        #: every add moves the counter the same way (+1 or -1), or None: then the values the adds returned are in
+        #: the order the store applied them
+        self.sign = (1 if signs.pop() else -1) if len(signs) == 1 else None
+        self.mine: dict[int, list[int]] = {}  # rank -> indices into moved, in its program order
+        for i, (rank, _) in enumerate(moved):
+            self.mine.setdefault(rank, []).append(i)
+
+    def before(self, rank: int, read, count: int) -> list:
+        """The adds that certainly happened before ``read`` (a ``get`` that read ``count``, or an ``add`` that
+        returned it), the latest of each rank (program order gives the others).
+
+        The counter's value is the last reset's (0 if none) plus the amounts of the adds the store applied
+        since; the adds it could have applied are those that began after that reset ended and before ``read``
+        returned. An add is certain when the others could not make up the value without it (their positive
+        amounts cannot reach it, or their negative ones cannot bring it down to it: a countdown latch read at 0
+        needs every ``add(k, -1)``, attack11 a18); with every amount of one sign, also when it returned a value
+        no further from the reset than ``count`` (the counter only moves one way: it came first). Nothing is
+        concluded where it could go wrong: a reset that may have overlapped the read or an add, a reset of an
+        unknown value, or a value the known adds cannot make (a record whose middle was dropped: then only the
+        returned values count, on a key never reset)."""
+        k = bisect.bisect_left(self.reset_starts, read.end)  # the resets that began before the read returned
+        base, reset_end, next_reset = 0, -math.inf, math.inf
+        if k < len(self.resets):
+            next_reset = self.reset_starts[k]
+        low, high = 0, bisect.bisect_left(self.starts, read.end)  # [low, high): the adds it could have seen
+        if k:
+            _, reset = self.resets[k - 1]
+            if reset.end is None or reset.end >= read.start or (k > 1 and self.reset_ended[k - 2] >= reset.start):
+                return []  # which reset the read saw is not certain
+            base = 0 if reset.name == "delete_key" else _count(reset.value)
+            reset_end = reset.end
+            low = bisect.bisect_right(self.starts, reset_end)
+            if low and self.ended[low - 1] >= reset.start:
+                base = None  # an add overlapped the reset: applied before or after it, its amount may count
+        own = _amount(read) if read.name == "add" else 0
+        up, down = self.up[high] - self.up[low] - max(own, 0), self.down[high] - self.down[low] - min(own, 0)
+        need = None if base is None else count - base - own  # what the other adds applied before it add up to
+        # by their sum: the record holds every add, the reset's value is known, and they can make the value
+        by_sum = self.complete and need is not None and down <= need <= up
+        by_value = self.sign is not None and (self.complete or not self.resets)
+        positive = by_sum and self.largest > up - need  # some positive add cannot be spared
+        negative = by_sum and self.smallest < down - need
+        found = []
+        for a_rank, indices in self.mine.items():
+            if a_rank == rank:
+                continue  # program order
+            first = bisect.bisect_left(indices, low)
+            last = bisect.bisect_left(indices, high)
+            best = self._by_value(indices, first, last, count, next_reset) if by_value else -1
+            if positive or negative:
+                for j in range(last - 1, max(best, first - 1), -1):
+                    amount = _amount(self.moved[indices[j]][1])
+                    if (amount > 0 and amount > up - need) or (amount < 0 and amount < down - need):
+                        best = j
+                        break
+            if best >= first:
+                found.append(self.moved[indices[best]])
+        return found
+
+    @cached_property
+    def largest(self) -> int:
+        return max((_amount(e) for _, e in self.moved), default=0)
+
+    @cached_property
+    def smallest(self) -> int:
+        return min((_amount(e) for _, e in self.moved), default=0)
+
+    def _by_value(self, indices: list[int], first: int, last: int, count: int, next_reset: float) -> int:
+        """The last of one rank's adds ``indices[first:last]`` whose returned value is no further than ``count``
+        (the counter moving one way), among those that returned before the next reset began; -1 if none."""
+        low, high, found = first, last, -1
+        while low < high:  # the values of one rank's adds grow (or shrink) in its program order
+            middle = (low + high) // 2
+            e = self.moved[indices[middle]][1]
+            value = _count(e.value)
+            if e.end is None or e.end >= next_reset or value is None:
+                high = middle  # from here on not comparable
+                continue
+            if self.sign * value <= self.sign * count:
+                found, low = middle, middle + 1
+            else:
+                high = middle
+        return found
+
+
+def _running_max(values) -> list[float]:
+    found, top = [], -math.inf
+    for value in values:
+        top = max(top, value)
+        found.append(top)
+    return found
 
 
 def _broadcast_parents(rank: int, root: int | None, members) -> list[int]:

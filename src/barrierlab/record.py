@@ -939,8 +939,10 @@ def _wrap_completion_poll(name: str, calls, original):
 
 
 #: ``torch.distributed.Store`` methods recorded, and what each records besides the key(s): ``add`` its
-#: amount and the count it returned, ``get`` the first bytes of the value it returned.
-STORE_METHODS = ("set", "add", "get", "wait", "compare_set")
+#: amount and the count it returned, ``get`` the first bytes of the value it returned, ``check`` whether every
+#: key was there ("True"/"False"). ``delete_key`` ends a key's use (a key reused each step, attack11 a03),
+#: ``check`` polled until True orders like ``wait`` (a14).
+STORE_METHODS = ("set", "add", "get", "wait", "compare_set", "delete_key", "check")
 STORE_VALUE_KEPT = 64
 
 
@@ -951,6 +953,40 @@ def _called_by_torch() -> bool:
     return caller.startswith(_TORCH_PREFIX) or caller in _LAUNCHER
 
 
+#: The ``PrefixStore``s the learner's code made -> (their prefix, the store they wrap): a key is recorded with
+#: the prefixes it has in the store (one ``PrefixStore`` per step or per phase is what keeps keys apart,
+#: attack11 a22/a22b). The stores torch makes (the default group's) keep their keys bare.
+_PREFIXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _wrap_prefix_store_init(original):
+    @functools.wraps(original)
+    def recorded_init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if _recorder is None or _called_by_torch():
+            return
+        prefix = args[0] if args else kwargs.get("prefix")
+        store = args[1] if len(args) > 1 else kwargs.get("store")
+        if isinstance(prefix, str):
+            with contextlib.suppress(TypeError):  # a store that takes no weak reference keeps its keys bare
+                _PREFIXES[self] = (prefix, store)
+
+    recorded_init.__barrierlab_original__ = original
+    return recorded_init
+
+
+def _key_prefix(store) -> str:
+    """What a ``PrefixStore`` made by the learner puts before its keys ("train/step1/"), "" for other stores."""
+    found = ""
+    for _ in range(64):
+        try:
+            prefix, store = _PREFIXES[store]
+        except (KeyError, TypeError):
+            break
+        found = f"{prefix}/{found}"
+    return found
+
+
 def _wrap_store(method: str, original):
     @functools.wraps(original)
     def recorded_store(self, *args, **kwargs):
@@ -959,7 +995,8 @@ def _wrap_store(method: str, original):
             return original(self, *args, **kwargs)
         keys = args[0] if args else kwargs.get("keys", kwargs.get("key"))
         keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or ())
-        keys = [k.decode(errors="replace") if isinstance(k, bytes) else str(k) for k in keys[:16]]
+        prefix = _key_prefix(self) if _PREFIXES else ""
+        keys = [prefix + (k.decode(errors="replace") if isinstance(k, bytes) else str(k)) for k in keys[:16]]
         extra = ',"keys":' + json.dumps(keys)
         if method == "add" and len(args) > 1 and isinstance(args[1], int):
             extra += f',"amount":{args[1]}'
@@ -974,6 +1011,8 @@ def _wrap_store(method: str, original):
             recorder.depth -= 1
         if method == "add" and isinstance(result, int):
             recorder.leave(event_id, extra=f',"value":{json.dumps(str(result))}')
+        elif method == "check" and isinstance(result, bool):
+            recorder.leave(event_id, extra=f',"value":"{result}"')
         elif method == "get" and isinstance(result, bytes):
             value = result[:STORE_VALUE_KEPT].decode(errors="replace")
             recorder.leave(event_id, extra=f',"value":{json.dumps(value)}')
@@ -1593,6 +1632,7 @@ def _patch() -> None:
             _replace(dist.ProcessGroup, name, functools.partial(_wrap_group_method, name))
     for method in STORE_METHODS:
         _replace(dist.Store, method, functools.partial(_wrap_store, method))
+    _replace(dist.PrefixStore, "__init__", _wrap_prefix_store_init)
     _replace(
         torch, "save", functools.partial(_wrap_file_call, "torch.save", writes=True, path_index=1, path_keyword="f")
     )
