@@ -849,21 +849,33 @@ def gather_then_wait():
     assert [t.item() for t in out] == list(range(dist.get_world_size()))
 
 
-def a_long_loop_where_rank_0_alone_times_its_logging(steps=1500):
-    """attack11 a07: every rank all-reduces each step, rank 0 alone also records a span. Rank 0's record is cut
-    at another call than the others', so comparing calls by position across the cut found a difference."""
+def a_long_loop_where_rank_0_alone_times_its_logging(folder, steps=1500):
+    """attack11 a07 and a20: every rank all-reduces each step, rank 0 alone also records a span; then rank 0
+    writes the final metrics, a barrier, every rank reads them. Rank 0's record is cut at another call than the
+    others', so comparing calls (and pairing them for the ordering model) by index across the cut found a
+    difference, and false races."""
     loss = torch.ones(1)
     for _ in range(steps):
         dist.all_reduce(loss)
         if dist.get_rank() == 0:
             with bl.span("log"):
                 pass
-    return steps
+    path = os.path.join(folder, "final.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("done")
+    dist.barrier()
+    with open(path) as f:
+        return f.read()
 
 
-def test_a_finished_run_whose_records_were_cut_is_not_compared_across_the_cut():
-    run = bl.run(a_long_loop_where_rank_0_alone_times_its_logging, 2, timeout=60, deadline=120)
+def test_a_finished_run_whose_records_were_cut_is_compared_by_the_calls_positions(tmp_path):
+    run = bl.run(a_long_loop_where_rank_0_alone_times_its_logging, 2, args=(str(tmp_path),), timeout=60, deadline=120)
     assert run.ok and run.events_dropped, run
+    assert 0 in run.events_dropped, run.events_dropped  # rank 0's record is cut, at other calls than rank 1's
     diagnosis = run.diagnosis
     assert diagnosis.ok and diagnosis.kind == "ok", diagnosis
     assert "records were cut in the middle" in diagnosis.headline, diagnosis
+    assert "after the same 1501 collective calls" in diagnosis.headline, diagnosis
+    # the barrier orders rank 0's write before every read, on both sides of the cut
+    assert run.races() == [], run.races()

@@ -228,6 +228,10 @@ class Facts:
     #: every rank finished, but some rank's record was cut in the middle (too many events to keep): its calls'
     #: positions after the cut are unknown, so calls are not compared position by position (attack11 a07, a20)
     cut: bool = False
+    #: a cut run whose calls carry their positions in the group (``Event.pos``): how many collectives each rank
+    #: made when every rank made as many and the calls every rank kept agree position by position, else None
+    cut_count: int | None = None
+    cut_diff: str = ""  # a cut run: the first position every rank kept where their calls differ, in words
     mispaired: int | None = None
     at_k: dict[int, Event] = field(default_factory=dict)
     missing: list[int] = field(default_factory=list)
@@ -249,6 +253,8 @@ def facts(run: Run) -> Facts:
     cut = bool(run.events_dropped) and all(r.ok for r in run.ranks)
     f = Facts(run, calls, None if cut else _first_divergence(calls), cut=cut)
     f.mispaired = None if cut else _mispaired(calls, f.first_diff)
+    if cut:
+        f.cut_count, f.cut_diff = _cut_comparison(calls)
     if f.first_diff:
         f.at_k = {r: c[f.first_diff - 1] for r, c in calls.items() if len(c) >= f.first_diff}
         f.missing = sorted(set(calls) - set(f.at_k))
@@ -530,13 +536,19 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     run = f.run
     depth = max((len(c) for c in f.calls.values()), default=0)
     headline = f"All {run.world_size} ranks finished, after the same {depth} collective calls in the same order."
-    if f.cut:
+    if f.cut and f.cut_count is not None:
+        headline = (
+            f"All {run.world_size} ranks finished, after the same {f.cut_count} collective calls. Their records "
+            "were cut in the middle (the first and last events of each rank are kept): the calls every rank kept "
+            "agree position by position; file accesses are not checked for races."
+        )
+    elif f.cut:
         headline = (
             f"All {run.world_size} ranks finished. Their records were cut in the middle (the first and last events "
             "of each rank are kept), so their calls are not compared position by position, nor their file "
             "accesses checked for races."
         )
-    evidence = [] if not f.cut else [run.dropped_note()]
+    evidence = [] if not f.cut else [run.dropped_note()] + ([f.cut_diff] if f.cut_diff else [])
     if len(f.flights) == len(run.ranks) and run.ranks:
         entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
         issued = [e.issuer for e in entries if e.issuer]
@@ -1742,6 +1754,31 @@ def diagnose(run: Run) -> Diagnosis:
 
 def _site(event: Event) -> Site | None:
     return Site(event.file, event.line, event.func or "") if event.file else None
+
+
+def _cut_comparison(calls: dict[int, list[Event]]) -> tuple[int | None, str]:
+    """Calls of a run whose records were cut in the middle, compared by their position in the group (``pos``)
+    at the positions every rank kept: (how many calls each rank made, "") when they agree and every rank's last
+    call has the same position; (None, the first difference in words) when not; (None, "") when positions
+    were not recorded."""
+    if not calls or any(e.pos is None for c in calls.values() for e in c):
+        return None, ""
+    at = {rank: {e.pos: e for e in c} for rank, c in calls.items()}
+    kept = set.intersection(*(set(by_pos) for by_pos in at.values()))
+    for position in sorted(kept):
+        names: dict[str, list[int]] = {}
+        for rank, by_pos in at.items():
+            names.setdefault(by_pos[position].name, []).append(rank)
+        if len(names) > 1:
+            parts = [
+                f"{rank_list(rs)} called {name} at {where_text(at[rs[0]][position])}" for name, rs in names.items()
+            ]
+            return None, f"call #{position}: " + "; ".join(parts)
+    lasts = {rank: max(by_pos, default=0) for rank, by_pos in at.items()}
+    if len(set(lasts.values())) > 1:
+        parts = [f"rank {rank}: {last}" for rank, last in lasts.items()]
+        return None, "the ranks made different numbers of collective calls (" + ", ".join(parts) + ")"
+    return next(iter(lasts.values())), ""
 
 
 def _first_divergence(calls: dict[int, list[Event]]) -> int | None:

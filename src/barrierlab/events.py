@@ -7,7 +7,8 @@ killed or hangs still leaves the record of what it entered and never left:
     first line: the rank, its monotonic time at the start, its pid, and the wall-clock time at ``t0``.
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
-    the rank's collectives), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
+    the rank's collectives) and ``pos`` (its number among the rank's collectives on its process group: calls pair
+    by it, and it stays right where the middle of a long record is not kept), ``file``/``line``/``func`` (the learner's line), ``callers`` (``[file, line,
     func]`` further out, innermost first; ``left_out``: how many frames of a deeper chain were not kept — they lie
     between the two halves of ``callers``, its innermost and its outermost frames), ``within`` (the ``torch.distributed.checkpoint`` function, e.g. "save",
     inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
@@ -96,6 +97,9 @@ class Event:
     start: float
     end: float | None = None
     seq: int | None = None
+    #: A collective's number among this rank's calls on its process group (None in records written before it
+    #: was recorded): where the middle of a record was not kept, ``seq`` and list indices no longer pair calls.
+    pos: int | None = field(default=None, repr=False)
     error: str | None = None
     file: str | None = None
     line: int | None = None
@@ -327,6 +331,7 @@ def _are_frames(value) -> bool:
 #: The optional fields of an event's first line and the check each must pass when present and not null.
 _ENTER_FIELDS = {
     "seq": _is_int,
+    "pos": _is_int,
     "file": _is_str,
     "line": _is_int,
     "func": _is_str,
@@ -657,6 +662,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 name=item["name"],
                 start=item["t"] - t0,
                 seq=item.get("seq"),
+                pos=item.get("pos"),
                 file=item.get("file"),
                 line=item.get("line"),
                 func=item.get("func"),

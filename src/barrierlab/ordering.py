@@ -281,8 +281,7 @@ class Order:
                     calls.setdefault(e.group or "", {}).setdefault(rank, []).append(e)
         waits = {rank: self._waits_of(rank) for rank in self.events}
         for by_rank in calls.values():
-            for k in range(max(len(v) for v in by_rank.values())):
-                matched = {rank: v[k] for rank, v in by_rank.items() if len(v) > k}
+            for k, matched in enumerate(_paired(by_rank, self._complete)):
                 names = {e.name for e in matched.values()}
                 if len(names) != 1 or any(e.error or e.end is None for e in matched.values()):
                     continue  # mismatched or failed calls order nothing the model can vouch for
@@ -720,6 +719,24 @@ class Order:
             elif self.ordered(b.rank, b.event, a.rank, a.event):
                 found.append(Handoff(b, a, self))
         return sorted(found, key=lambda h: h.second.event.start)
+
+
+def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
+    """One group's collectives matched across ranks, in the group's order: each a dict rank -> that rank's call at
+    that position. Positions are the ones the recorder wrote (``pos``), right even where the middle of a long
+    record was not kept; a record without them (written by an older recorder) pairs by index, and only when no
+    record was cut: after a cut, index k of one rank is not index k of another (attack11 a20)."""
+    if all(e.pos is not None for v in by_rank.values() for e in v):
+        at: dict[int, dict] = {}
+        for rank, v in by_rank.items():
+            for e in v:
+                at.setdefault(e.pos, {})[rank] = e
+        return [at[position] for position in sorted(at)]
+    if not complete:
+        return []
+    return [
+        {rank: v[k] for rank, v in by_rank.items() if len(v) > k} for k in range(max(len(v) for v in by_rank.values()))
+    ]
 
 
 def _all_empty(events) -> bool:

@@ -151,6 +151,8 @@ class _Recorder:
         self.identity = (info.st_dev, info.st_ino)
         self.rank = rank
         self._seqs = itertools.count(1)  # next() of a count is atomic: threads never share a number
+        #: Per process group (its name; "" the default group), the count of this rank's collectives on it.
+        self._positions: dict[str, itertools.count] = {}
         self._ids = itertools.count(1)
         self._thread = _PerThread()
         self._quoted: dict[str, str] = {}
@@ -262,7 +264,10 @@ class _Recorder:
         event_id = next(self._ids)
         line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
         if numbered:
-            line += f',"seq":{next(self._seqs)}'
+            counter = self._positions.get(_group_key(extra))
+            if counter is None:  # setdefault keeps the one count a racing thread may have stored first
+                counter = self._positions.setdefault(_group_key(extra), itertools.count(1))
+            line += f',"seq":{next(self._seqs)},"pos":{next(counter)}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
             if len(site) > 3 and site[3]:
@@ -489,6 +494,22 @@ def _group_text(group) -> str:
             ranks = []
         text = _GROUP_TEXT[name] = f',"group":{json.dumps(name)},"ranks":{json.dumps(ranks)}'
     return text
+
+
+_GROUP_FIELD = ',"group":'
+_DECODER = json.JSONDecoder()
+
+
+def _group_key(extra: str) -> str:
+    """The process group named in a call's entry fields (as :func:`_group_text` or :func:`_local_group_text`
+    wrote it), "" for the default group: the key of the call's position count."""
+    at = extra.find(_GROUP_FIELD)
+    if at < 0:
+        return ""
+    try:
+        return str(_DECODER.raw_decode(extra, at + len(_GROUP_FIELD))[0])
+    except ValueError:
+        return ""
 
 
 def _seconds(value) -> float | None:
