@@ -879,3 +879,26 @@ def test_a_finished_run_whose_records_were_cut_is_compared_by_the_calls_position
     assert "after the same 1501 collective calls" in diagnosis.headline, diagnosis
     # the barrier orders rank 0's write before every read, on both sides of the cut
     assert run.races() == [], run.races()
+
+
+def waits_for_a_key_set_after_a_barrier(set_first):
+    """attack11 a04: rank 0 waits for a store key that rank 1 sets only after a barrier rank 0 never reaches."""
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 1 and set_first:
+        store.set("weights_ready", "1")
+    if dist.get_rank() == 0:
+        store.wait(["weights_ready"], timedelta(seconds=60))
+    dist.barrier()
+    if dist.get_rank() == 1 and not set_first:
+        store.set("weights_ready", "1")
+
+
+def test_a_store_wait_for_a_key_set_after_a_barrier_is_a_wait_cycle_not_a_slow_rank():
+    run = bl.run(waits_for_a_key_set_after_a_barrier, 2, args=(False,), timeout=3, deadline=6)
+    d = run.diagnosis
+    assert d.kind == "store-wait-cycle", d
+    assert "'weights_ready', which no rank had set" in d.headline and "barrier #1" in d.headline, d
+    assert "still busy" not in str(d) and "longer `deadline`" not in str(d), d
+    assert d.ranks == [0] and d.site is not None, d
+    fixed = bl.run(waits_for_a_key_set_after_a_barrier, 2, args=(True,), timeout=3, deadline=6)
+    assert fixed.ok and fixed.diagnosis.ok, fixed.diagnosis

@@ -1558,6 +1558,70 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     return None
 
 
+#: Store calls that wait for keys to be set (``get`` waits too, until the store's timeout).
+_STORE_WAITS = ("wait", "get")
+_STORE_SETS = ("set", "add", "compare_set", "multi_set")
+
+
+def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
+    """A rank stopped (or timed out) in a store ``wait``/``get`` for keys no rank had set, while the other ranks
+    wait in a collective it never reached: whatever would have set the key comes after that collective, so
+    neither side can go on (attack11 a04: rank 0 waits for a key rank 1 sets only after a barrier)."""
+    run = f.run
+    waiting: dict[int, Event] = {}
+    for r in f.failed:
+        stores = [e for e in run[r].events if e.kind == "store"]
+        last = stores[-1] if stores else None
+        if last is not None and last.name in _STORE_WAITS and last.keys and (last.end is None or last.error):
+            waiting[r] = last
+    if not waiting:
+        return None
+    set_keys = {
+        k for res in run.ranks for e in res.events if e.kind == "store" and e.name in _STORE_SETS for k in e.keys or ()
+    }
+    waiting = {r: e for r, e in waiting.items() if not set(e.keys) & set_keys}
+    if not waiting:
+        return None
+    made = {r: len(c) for r, c in f.calls.items()}
+    held = {}
+    for res in run.ranks:
+        if res.rank in waiting:
+            continue
+        calls = f.calls.get(res.rank, [])
+        last = calls[-1] if calls else None
+        if last is not None and (last.end is None or last.error) and all(made[r] < len(calls) for r in waiting):
+            held[res.rank] = last
+    rank, wait = min(waiting.items())
+    keys = ", ".join(repr(k) for k in wait.keys[:3]) + (" …" if len(wait.keys) > 3 else "")
+    them = rank_list(sorted(waiting))
+    how = "was stopped at the deadline in" if run[rank].status == STOPPED else "timed out in"
+    if held:
+        k = len(f.calls[min(held)])
+        call = held[min(held)]
+        headline = (
+            f"A wait cycle through the store: {them} {how} store.{wait.name} for {keys}, which no rank had set, "
+            f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: whatever "
+            "sets the key comes after that call, so neither side could go on."
+        )
+        advice = (
+            f"Set the key before any collective the waiting rank has not reached (here before {call.name} #{k} "
+            f"{_called_at(call)}), or wait for it after that call: a store wait and a collective each hold a rank "
+            "until the other side moves."
+        )
+    elif all(res.ok for res in run.ranks if res.rank not in waiting):
+        headline = f"{them} {how} store.{wait.name} for {keys}, which no rank set: the other ranks finished."
+        advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
+    else:
+        return None  # the others were busy elsewhere: another rule says where
+    evidence = [
+        f"rank {r} waited in store.{e.name} for {', '.join(map(repr, e.keys[:3]))} at {where_text(e)}"
+        for r, e in sorted(waiting.items())
+    ]
+    evidence += [f"rank {r} waited in {e.name} #{len(f.calls[r])} {_called_at(e)}" for r, e in sorted(held.items())]
+    evidence += _failure_evidence(f)
+    return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
+
+
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
     failed = f.failed
     stuck = [r for r in failed if f.run[r].status == STOPPED]
@@ -1687,6 +1751,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_paired_by_position,
     rule_mismatched_collectives,
     rule_p2p_cycle,
+    rule_store_wait_cycle,
     rule_refused_in_call,
     rule_rank_failed,
     rule_still_running,
