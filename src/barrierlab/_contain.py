@@ -202,14 +202,17 @@ def kill_descendants(root: int, keep: set[int] = frozenset(), within: float = 1.
         return 0  # nothing but the kept: every orphan of a dead rank would be the subreaper's child
     give_up = time.monotonic() + within
     me = os.getpid()
+    listed_before: set[int] = set()
     while True:
         alive = new = 0
+        listed: set[int] = set()
         todo = [root]
         while todo:
             parent = todo.pop()
             for pid in _children(parent) or ():
                 if pid in keep:
                     continue
+                listed.add(pid)
                 state = _kill_child(pid, parent, own=parent == root == me)
                 if state is None:
                     continue
@@ -218,8 +221,13 @@ def kill_descendants(root: int, keep: set[int] = frozenset(), within: float = 1.
                     alive += 1
                     new += pid not in killed
                     killed.add(pid)
-        if not alive or time.monotonic() >= give_up:
+        # Done when a pass found nothing alive and nothing the pass before had not listed: a process that
+        # exited (a zombie, or gone) between the listing of its parent's children and its check may have forked
+        # first, and its orphan joined the root's children after they were listed; the next pass finds it
+        # (a chain that forks and exits every millisecond escaped once, in a fresh-clone CI run).
+        if (not alive and listed <= listed_before) or time.monotonic() >= give_up:
             return len(killed)
+        listed_before = listed
         if not new:
             time.sleep(0.0005)  # only processes already killed, still on their way out
 

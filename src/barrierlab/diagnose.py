@@ -1231,10 +1231,10 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     )
 
 
-def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event], dict[int, int]] | None:
+def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]] | None:
     """The first position where every rank made the same rooted collective (broadcast, reduce, gather, scatter
     and their object variants) on the same group but the ranks had different roots (:func:`ops.root_of`: as
-    named, or the op's default when a rank named none): (its number, the calls, each rank's root)."""
+    named, or the op's default when a rank named none): (its number, the calls)."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = {r: c[i] for r, c in calls.items()}
@@ -1244,7 +1244,7 @@ def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]
             continue
         roots = {r: ops.root_of(e) for r, e in at.items()}
         if None not in roots.values() and len(set(roots.values())) > 1:
-            return i + 1, at, roots
+            return i + 1, at
     return None
 
 
@@ -1263,7 +1263,7 @@ def rule_different_roots(f: Facts) -> Diagnosis | None:
     found = _root_mismatch(f.calls)
     if found is None:
         return None
-    number, at, roots = found
+    number, at = found
     by_root: dict[str, list[int]] = {}
     for rank, event in sorted(at.items()):
         by_root.setdefault(_root_words(event), []).append(rank)
