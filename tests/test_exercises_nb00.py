@@ -204,6 +204,31 @@ def with_barrier_on_rank0_only(folder, delays):
     return _count(folder)
 
 
+def with_barrier_inside_the_count_span(folder, delays):
+    """review15a: the barrier as the first line inside the `count` span still comes before the listing."""
+    _write(folder, delays)
+    with bl.span("count", kind="io"):
+        dist.barrier()
+        return len(os.listdir(folder))
+
+
+def with_barrier_inside_the_write_span(folder, delays):
+    rank = dist.get_rank()
+    time.sleep(delays[rank])
+    with bl.span("write", kind="io"):
+        open(os.path.join(folder, f"ready{rank}"), "w").close()
+        dist.barrier()
+    return _count(folder)
+
+
+def with_barrier_inside_the_count_span_after_the_listing(folder, delays):
+    _write(folder, delays)
+    with bl.span("count", kind="io"):
+        found = len(os.listdir(folder))
+        dist.barrier()
+        return found
+
+
 def late_rank_skips_its_work(folder, delays):
     rank = dist.get_rank()
     if delays[rank] < 0.3:  # "removing the failing rank's work": the late rank neither waits nor writes
@@ -226,6 +251,8 @@ RIGHT = [
     with_a_store_counter,
     with_gather_then_broadcast,
     with_send_recv_through_rank0,
+    with_barrier_inside_the_count_span,
+    with_barrier_inside_the_write_span,
 ]
 WRONG = [
     (unsolved, "counted"),
@@ -239,6 +266,7 @@ WRONG = [
     (with_store_key_set_before_the_write, "nothing orders them"),
     (with_barrier_on_rank0_only, "did not finish"),
     (late_rank_skips_its_work, "no 'write'"),
+    (with_barrier_inside_the_count_span_after_the_listing, "counted|nothing orders them"),
 ]
 
 

@@ -205,6 +205,17 @@ def every_rank_builds(folder, build_seconds):  # "removing rank 0's work": no ra
     return _read(path)
 
 
+def barrier_inside_the_read_span(folder, build_seconds):
+    """review15a: the barrier as the first line inside the `read` span still comes before the read."""
+    path = os.path.join(folder, "vocab.txt")
+    if dist.get_rank() == 0:
+        _build(path, build_seconds)
+    with bl.span("read", kind="io"):
+        dist.barrier()
+        with open(path) as f:
+            return f.read().split()
+
+
 RIGHT = [
     barrier_after,
     with_main_process_first,
@@ -216,6 +227,7 @@ RIGHT = [
     async_barrier_future_waited,
     async_barrier_polled,
     broadcast_object_of_the_path,
+    barrier_inside_the_read_span,
 ]
 WRONG = [
     (unsolved, "before rank 0 had written it"),

@@ -23,7 +23,17 @@ from barrierlab.events import Event
 from barrierlab.exercises import PrintedVerdict, Verdict, call_words, race_words, unordered
 from barrierlab.result import Run
 
-__all__ = ["TIMEOUT", "Verdict", "check_everyone_ready", "not_ordered", "random_delays", "spans", "verdict"]
+__all__ = [
+    "TIMEOUT",
+    "Verdict",
+    "check_everyone_ready",
+    "not_ordered",
+    "random_delays",
+    "spans",
+    "verdict",
+    "work_end",
+    "work_start",
+]
 
 WORLD = 4
 TIMEOUT = 2.0  # seconds: a rank that waits for a peer that never comes fails quickly
@@ -44,6 +54,28 @@ def spans(run: Run, name: str) -> dict[int, list[Event]]:
         if mine:
             found[r.rank] = mine
     return found
+
+
+def _accesses_in(run: Run, rank: int, span: Event) -> list[Event]:
+    return [
+        e
+        for e in run[rank].events
+        if e.kind == "file" and span.start <= e.start and (span.end is None or e.start <= span.end)
+    ]
+
+
+def work_start(run: Run, rank: int, span: Event) -> float:
+    """When the work of ``span`` on ``rank`` began: its first file access, else the span's start. A barrier the
+    learner put inside the span, before that access, orders it too (review15a: the check measured from the
+    span's start and called such a barrier's order timing)."""
+    return min((e.start for e in _accesses_in(run, rank, span)), default=span.start)
+
+
+def work_end(run: Run, rank: int, span: Event) -> float:
+    """When the work of ``span`` on ``rank`` ended: its last file access, else the span's end (a barrier inside
+    the span, after that access, orders it too)."""
+    ends = [e.end if e.end is not None else e.start for e in _accesses_in(run, rank, span)]
+    return max(ends, default=span.end)
 
 
 def not_ordered(run: Run, folder: str, before: dict[int, float], after: dict[int, float]) -> str | None:
@@ -115,7 +147,10 @@ def _judge_ready(run: Run, late: int, folder: str) -> tuple[bool, str]:
         return False, f"the ranks counted {run.values} ready files; every rank should count {run.world_size}"
     ranks = [late] + [r for r in range(run.world_size) if r != late]  # the late rank's write first
     problem = not_ordered(
-        run, folder, {r: writes[r][-1].end for r in ranks}, {r: counts[r][0].start for r in range(run.world_size)}
+        run,
+        folder,
+        {r: work_end(run, r, writes[r][-1]) for r in ranks},
+        {r: work_start(run, r, counts[r][0]) for r in range(run.world_size)},
     )
     if problem:
         return False, f"every rank counted {run.world_size} this time, but {problem}"

@@ -18,7 +18,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab.exercises import accesses
-from barrierlab.exercises.nb00 import TIMEOUT, Verdict, not_ordered, spans, verdict
+from barrierlab.exercises.nb00 import TIMEOUT, Verdict, not_ordered, spans, verdict, work_end, work_start
 from barrierlab.result import Run
 
 WORLD = 4
@@ -66,7 +66,12 @@ def _judge(run: Run, folder: str) -> tuple[bool, str]:
         return False, f"rank {missing[0]} has no 'read' span: every rank must read the file (keep the span)"
     if run.values != [VOCAB] * run.world_size:
         return False, f"the ranks read {run.values}; each should read {VOCAB}"
-    problem = not_ordered(run, folder, {0: builds[0][-1].end}, {r: reads[r][0].start for r in range(1, run.world_size)})
+    problem = not_ordered(
+        run,
+        folder,
+        {0: work_end(run, 0, builds[0][-1])},
+        {r: work_start(run, r, reads[r][0]) for r in range(1, run.world_size)},
+    )
     if problem:
         return False, f"every rank read the vocabulary this time, but {problem}"
     before = [e for e in run[0].events if e.is_collective and e.end is not None and e.end <= builds[0][0].start]

@@ -17,7 +17,7 @@ import tempfile
 import barrierlab as bl
 from barrierlab import ordering
 from barrierlab.exercises import Verdict
-from barrierlab.exercises.nb00 import not_ordered, spans
+from barrierlab.exercises.nb00 import not_ordered, spans, work_end, work_start
 from barrierlab.waits import function_seconds
 
 _SYNC_KINDS = ("collective", "p2p", "store", "wait")
@@ -88,7 +88,12 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
         waits = [(a, b) for a, b in order.edges_into(rank) if order._time(b) <= start]
         if waits:
             return Verdict(False, f"✗ not yet: the ranks still meet before writing: {_meetings(order, rank, waits)}")
-    problem = not_ordered(run, folder, {r: writes[r][-1].end for r in range(world_size)}, {0: reads[0][0].start})
+    problem = not_ordered(
+        run,
+        folder,
+        {r: work_end(run, r, writes[r][-1]) for r in range(world_size)},
+        {0: work_start(run, 0, reads[0][0])},
+    )
     if problem:
         return Verdict(False, f"✗ not yet: rank 0 saw every file this time, but {problem}")
     after = [
