@@ -3,8 +3,8 @@
     python scripts/install_torch.py --python .venv/bin/python     # `make setup` runs this
     BARRIERLAB_TORCH=cuda make setup                               # a machine with an NVIDIA GPU: the CUDA build
 
-PyPI's Linux wheel of torch is the CUDA build: it pulls triton and about twenty ``nvidia-*`` packages (several
-GB). The lab runs on the CPU, so on a machine without an NVIDIA GPU this installs the same version from
+PyPI's Linux wheel of torch is the CUDA build: it pulls triton, 15 ``nvidia-*`` and 3 ``cuda-*`` packages (several
+GB; docs/install.md says how that was checked). The lab runs on the CPU, so on a machine without an NVIDIA GPU this installs the same version from
 PyTorch's CPU wheel index (``2.13.0+cpu``, which satisfies the ``==2.13.0`` pin). Which build:
 
 * ``BARRIERLAB_TORCH=cpu``: the CPU index; ``cuda``: the default index (PyPI: CUDA build on Linux);
