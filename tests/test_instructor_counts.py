@@ -45,4 +45,6 @@ def test_the_note_quotes_the_tests_count(note, pattern, test_file, name):
     assert found, f"{note} no longer says {pattern!r}: update COUNTS"
     quoted = found.group(1)
     number = int(quoted) if quoted.isdigit() else WORDS[quoted]
-    assert number == _length(test_file, name), f"{note} quotes {quoted}; {test_file} {name} has {_length(test_file, name)}"
+    assert number == _length(test_file, name), (
+        f"{note} quotes {quoted}; {test_file} {name} has {_length(test_file, name)}"
+    )

@@ -285,3 +285,29 @@ def test_many_listings_of_a_shared_folder_are_checked_in_seconds(tmp_path):
     headline = run.diagnosis.headline
     assert time.monotonic() - started < 60, headline
     assert "750000 pairs of file accesses raced" in headline, headline
+
+
+def read_after_a_removal(folder):
+    """review15b: rank 0 writes and removes a file; rank 1, later by the clock alone, tries to read it."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint.pt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("state")
+        os.remove(path)
+    else:
+        time.sleep(0.3)
+        try:
+            open(path).close()
+        except FileNotFoundError:
+            return "gone"
+    return "done"
+
+
+def test_a_read_that_found_no_file_after_a_removal_says_it_was_already_removed(tmp_path):
+    run = bl.run(read_after_a_removal, 2, args=(str(tmp_path),))
+    assert run.values == ["done", "gone"], run
+    texts = [str(race) for race in run.races() if race.second.how == "read"]
+    assert texts and "tried to read `checkpoint.pt` (already removed)" in texts[0], texts
+    assert "no file yet" not in texts[0], texts

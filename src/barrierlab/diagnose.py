@@ -875,7 +875,8 @@ def _pairing_rule(mismatched: bool) -> str:
     return (
         "Every rank must make the same collectives in the same order, counting those torch makes for you: the "
         "k-th collective of the group must be the same operation on every rank. On gloo, different operations at "
-        "one position do not pair, and each waits until the timeout (as here); on NCCL, which pairs calls by "
+        "one position do not pair: each waits until the timeout, or sees its connection closed by a peer that gave up "
+        "first; on NCCL, which pairs calls by "
         "position only, they can pair with each other and corrupt data or hang. "
     )
 

@@ -110,13 +110,16 @@ class Race:
     backend: str
 
     origin: float = 0.0  # the run's time zero (its ranks' start): times are printed from there
+    #: ``second`` is a read that found no file after a rank had removed the path or renamed it away (by the
+    #: clock): it was already gone, not "not there yet" (review15b)
+    gone: bool = False
 
     def __str__(self) -> str:
         a, b = self.first, self.second
         if self.made:
             return self._folder_text()
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
-        said = f"rank {b.rank} {_did(b, entry)} at {b.where()} (t={self._t(b)})"
+        said = f"rank {b.rank} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)})"
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
             if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
                 return (
@@ -192,7 +195,8 @@ def _found_no_file(event) -> bool:
     )
 
 
-def _did(access: Access, entry: bool, of_it: bool = False) -> str:
+def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -> str:
+    """What ``access`` did, in words (``gone``: a read that found no file came after the path was removed)."""
     if entry and access.how == "write":
         return f"created `{_name(access.path)}`"
     if access.how == "write" and getattr(access.event, "name", "") == "rename":  # os.replace(tmp, path) writes path
@@ -200,11 +204,8 @@ def _did(access: Access, entry: bool, of_it: bool = False) -> str:
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
     if access.how == "read" and _found_no_file(access.event):
-        return (
-            "tried to read it (no file yet)"
-            if of_it and not entry
-            else f"tried to read `{_name(access.path)}` (no file yet)"
-        )
+        why = "already removed" if gone else "no file yet"
+        return f"tried to read it ({why})" if of_it and not entry else f"tried to read `{_name(access.path)}` ({why})"
     if of_it and not entry:
         return f"{_DID[access.how]} it"
     return f"{_DID[access.how]} `{_name(access.path)}`"
@@ -683,7 +684,8 @@ class Order:
                             continue
                         seen.add(pair)
                         first, second = (a, b) if a.event.start <= b.event.start else (b, a)
-                        found.append(Race(first, second, self.backend, self.origin))
+                        gone = _gone_before(second, accesses)
+                        found.append(Race(first, second, self.backend, self.origin, gone))
         return sorted(found, key=lambda race: race.second.event.start)
 
     def handoff_count(self) -> int:
@@ -737,6 +739,18 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
     return [
         {rank: v[k] for rank, v in by_rank.items() if len(v) > k} for k in range(max(len(v) for v in by_rank.values()))
     ]
+
+
+def _gone_before(access: Access, accesses: list[Access]) -> bool:
+    """``access`` is a read that found no file, and some rank had removed its path or renamed it away before it
+    began, by the clock."""
+    if access.how != "read" or not _found_no_file(access.event):
+        return False
+    start = access.event.start
+    return any(
+        other.how in ("remove", "rename") and other.event.end is not None and other.event.end <= start
+        for other in accesses
+    )
 
 
 def _all_empty(events) -> bool:

@@ -720,9 +720,11 @@ def _wait_note(n: RankWaits, recorded: bool, lane: _Lane, waits_inside: Mapping[
             else f"its waits inside {len(hidden)} spans (legend) were not recorded"
         )
         return f"{unseen}\n(+ {_seconds(n.wait)} in recorded calls)" if waited else unseen
-    if lane.torch_calls:
+    if any(c.event is None for c in lane.torch_calls):  # issued from C++ (DDP's): only the flight record has it
         unseen = "waits in torch's own collectives not recorded"
-        return f"waited {_seconds(n.wait)} in your calls;\n{unseen}" if waited else unseen
+        return f"waited {_seconds(n.wait)} in recorded calls;\n{unseen}" if waited else unseen
+    if lane.torch_calls and waited:  # torch's Python code called the collective (dist.breakpoint's barrier)
+        return f"waited {_seconds(n.wait)} in recorded calls ({100 * n.idle_fraction:.0f}%)"
     if not waited:
         return "entered no collective"
     return f"waited {_seconds(n.wait)} ({100 * n.idle_fraction:.0f}%)"

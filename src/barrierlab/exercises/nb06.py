@@ -109,8 +109,10 @@ def _through_a_file(run, folder: str, files, calls) -> str:
     if races:
         what = f"nothing orders the handoff: {race_words(races[0])}"
     else:
+        # a barrier blocks the host on NCCL too; an all_reduce or a store key's order is the gloo model's (review15b)
+        scope = "" if used == ["barrier"] else " on gloo"
         what = (
-            f"{', '.join(used) or 'what the ranks called'} orders rank 0's write before every read, so the "
+            f"{', '.join(used) or 'what the ranks called'} orders rank 0's write before every read{scope}, so the "
             "handoff is safe, but the file is what this exercise removes"
         )
     return (
