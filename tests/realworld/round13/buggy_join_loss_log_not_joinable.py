@@ -7,7 +7,7 @@ section on making a class Joinable) and on ``torch/distributed/algorithms/join.p
 must call ``notify_join_context()`` before its own per-iteration collectives), with the DDP join hook of
 ``torch/nn/parallel/distributed.py`` (``_DDPJoinHook.main_hook`` shadows the forward's join notification and
 the backward's bucket all-reduces). PR pytorch/pytorch #42577's warning: join "does not support custom
-distributed collective operations".
+distributed collective operations" (there: in the model's forward pass).
 
 Rank 0 has 5 batches, rank 1 has 3 (the tutorial's uneven-inputs setting). ``Join([model])`` lets rank 1
 leave its loop early: its DDP join hook shadows exactly what DDP itself communicates in rank 0's remaining

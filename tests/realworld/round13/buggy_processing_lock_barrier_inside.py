@@ -1,12 +1,12 @@
 """Dataset preprocessing under a one-writer file lock, with a main-process-first barrier nested inside the lock.
 
-Modelled on modelscope/ms-swift's ``swift/utils`` ``processing_lock`` (a ``datasets`` ``FileLock``: the process
-that wins a non-blocking acquire does the writing, the others block on the lock, then acquire and release it
-at once and read; "specially designed for the scenario that one writing and multiple reading ... preprocess a
-dataset and generate cache files") and its barrier-based ``safe_ddp_context`` (non-main ranks wait in a barrier,
-the main rank runs the body and then enters the barrier), and on modelscope/twinkle's later
-``processing_lock`` docstring ("The store path assumes every rank of the group enters this the same number of
-times"). The ``FileLock`` is the real ``filelock`` package (the one ``datasets`` re-exports).
+Modelled on ModelScope's ``processing_lock`` (modelscope/twinkle and copies of it: a ``datasets`` ``FileLock``;
+the process that wins a non-blocking acquire does the writing, the others block on the lock, then acquire and
+release it at once and read; "specially designed for the scenario that one writing and multiple reading ...
+preprocess a dataset and generate cache files"; twinkle's later version: "The store path assumes every rank of
+the group enters this the same number of times") and on modelscope/ms-swift ``swift/utils`` ``safe_ddp_context``
+(barrier mode: non-main ranks wait in a barrier, the main rank runs the body and then enters the barrier).
+The ``FileLock`` is the real ``filelock`` package (the one ``datasets`` re-exports).
 
 ``prepare_dataset`` takes the lock and calls ``encode_dataset``, which a library helper already wraps in
 ``main_process_first`` (barrier-ordered). Whichever rank wins the lock enters that helper while holding it: as

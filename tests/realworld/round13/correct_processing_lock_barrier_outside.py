@@ -1,10 +1,10 @@
 """Dataset preprocessing under a one-writer file lock, the main-process-first barrier taken outside the lock.
 
-Modelled on modelscope/ms-swift's ``swift/utils`` ``processing_lock`` (a ``datasets`` ``FileLock``: the process
-that wins a non-blocking acquire writes, the others block on the lock, then acquire and release it at once and
-read) and its barrier-based ``safe_ddp_context``, and on modelscope/twinkle's ``processing_lock`` (ranks ordered
-"global master -> node masters -> everyone else", the body run on every rank). The ``FileLock`` is the real
-``filelock`` package (the one ``datasets`` re-exports).
+Modelled on ModelScope's ``processing_lock`` (modelscope/twinkle and copies of it: a ``datasets`` ``FileLock``;
+the winner of a non-blocking acquire writes, the others block on the lock, then acquire and release it and
+read) and modelscope/ms-swift ``swift/utils`` ``safe_ddp_context`` (barrier mode), and on twinkle's later
+``processing_lock`` (ranks ordered "global master -> node masters -> everyone else", the body run on every rank).
+The ``FileLock`` is the real ``filelock`` package (the one ``datasets`` re-exports).
 
 Same pieces as the buggy twin, nested the other way: ``prepare_dataset`` enters ``main_process_first`` (the
 barrier ordering) and only then takes the file lock around the cache file's check, write and read. Rank 0 takes
