@@ -5,9 +5,9 @@ stores the state under ``self._rank_id = f"dp_rank_{dp_rank}"`` and ``load_state
 ``torchtitan/datasets/hf_datasets.py`` (``HuggingFaceDataset``: documents packed into ``seq_len + 1`` token
 chunks, ``state_dict()`` returns ``{"sample_idx": ..., "token_buffer": ...}``, which differ per rank) and
 ``torchtitan/components/checkpoint.py`` (the data loader is one more entry of the state ``dcp.save`` writes and
-``dcp.load`` restores); and on ``torch/distributed/checkpoint/planner_helpers.py`` / ``default_planner.py``
-(``dedup_save_plans``: an item with the same fully qualified name on several ranks is treated as replicated
-and written once).
+``dcp.load`` restores); and on ``torch/distributed/checkpoint/_dedup_save_plans.py`` (``dedup_save_plans``,
+called by ``DefaultSavePlanner``: an item with the same fully qualified name on several ranks is treated as
+replicated and written once).
 
 Each rank packs its own shard of documents; after two steps rank 0 has consumed 4 documents and rank 1 six. A
 "preemption" is simulated in-process: save, build a fresh model and data loader as a restarted job would, load,
