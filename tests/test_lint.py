@@ -77,6 +77,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "p2p-order",
         "file-race",
         "except-path",
+        "lock-held",
         "size-mismatch",
         "dtype-mismatch",
         "group-rank",

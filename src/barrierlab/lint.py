@@ -59,6 +59,10 @@ Finding kinds:
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 * ``unwaited-async`` - a collective called with ``async_op=True`` as a statement of its own: its Work handle is
   dropped, so nothing waits for it before its tensors are read (OpenNMT-py issue #2295).
+* ``lock-held`` - a collective made while holding a cross-process file lock (``with FileLock(path):``, a lock
+  object assigned one, or a context manager of the file that takes one: ModelScope's ``processing_lock``): one rank
+  holds it at a time, so the others wait to take the lock, outside any collective, while the holder waits in the
+  collective for them. Quiet when the lock's path depends on the rank (each rank has its own lock).
 * ``aliased-outputs`` - an all_gather/gather/all_to_all output list of one tensor repeated
   (``[torch.zeros_like(t)] * world_size``): every slot is the same tensor, so every slot shows the block written
   last (pytorch/pytorch issue #14632); shown at the line that builds the list.
@@ -257,6 +261,10 @@ POINT_TO_POINT = ops.POINT_TO_POINT_OPS
 WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
 
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+#: Calls that end this rank's default process group: after them its collectives raise, so a rank that made one
+#: has left the group's sequence of collectives as if it had returned (accelerate's ``end_training`` destroys the
+#: group since accelerate PR #3012).
+_TEARDOWN_CALLS = frozenset({"destroy_process_group", "end_training"})
 
 
 @dataclass(frozen=True)
@@ -610,6 +618,8 @@ _RANK_DECORATORS = frozenset(
 )
 #: Calls that ask the file system whether a path exists or what it is (os.path, pathlib, fsspec/iopath).
 _FILE_CHECKS = frozenset({"exists", "lexists", "isfile", "isdir", "is_file", "is_dir", "access"})
+#: Cross-process file locks (``filelock``, ``fasteners``): one process of the machine holds one at a time.
+_FILE_LOCKS = frozenset({"FileLock", "SoftFileLock", "UnixFileLock", "WindowsFileLock", "InterProcessLock"})
 _FILE_CHECK_TEXT = re.compile(r"\b(?:" + "|".join(sorted(_FILE_CHECKS)) + r")\(")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
 _MAX_WORLDS = 4096
@@ -1310,6 +1320,28 @@ def _dotted(node: ast.AST) -> str | None:
         base = _dotted(node.value)
         return f"{base}.{node.attr}" if base else None
     return None
+
+
+def _ends_the_group(call: ast.Call) -> bool:
+    """``destroy_process_group()`` of the default group (no group named), or ``accelerator.end_training()``."""
+    name = _terminal(call.func)
+    if name == "end_training":
+        return isinstance(call.func, ast.Attribute)
+    return name == "destroy_process_group" and not call.args and not call.keywords
+
+
+def _takes_file_lock(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A ``@contextmanager`` function that makes a cross-process file lock (or calls ``fcntl.flock``/``lockf``)
+    before it yields: its ``with`` block may run holding it."""
+    if not any(
+        _terminal(d.func if isinstance(d, ast.Call) else d).endswith("contextmanager") for d in func.decorator_list
+    ):
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and (_terminal(node.func) in _FILE_LOCKS or _dotted(node.func) in ("fcntl.flock", "fcntl.lockf"))
+        for node in ast.walk(func)
+    )
 
 
 def _terminal(node: ast.AST) -> str:
@@ -3444,6 +3476,8 @@ class _Analysis:
             exit_node = leave.exit.node
             raised = isinstance(exit_node, ast.Call) and _dotted(exit_node.func) not in _EXIT_CALLS
             verb = ", which can raise" if raised else ""
+            if isinstance(exit_node, ast.Call) and _ends_the_group(exit_node):
+                verb = ", which ends this rank's default process group"
             home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
             exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
@@ -3586,6 +3620,17 @@ def _explain(
         kind = "branch"
         why = f"{framework} calls `{hook}()` on {runs_on}, so the others never reach this {short}"
         fix = hook_fix.format(call=call)
+    elif reason == "lock":
+        kind = "lock-held"
+        why = (
+            f"this {short} runs while this rank holds the file lock `{cond}`, which one process holds at a time: "
+            f"the other ranks wait to take the lock, outside any collective, while the holder waits in the {short} "
+            "for them, so neither goes on until the timeout"
+        )
+        fix = (
+            "hold the lock only around the file work (the check, the write, the read) and make the collective "
+            "outside the `with`, before or after it"
+        )
     elif reason == "except":
         kind = "except-path"
         why = (
@@ -3889,7 +3934,12 @@ class _Walker:
             return head + [loop]
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             self._first_raise(stmt)
-            return [i for w in stmt.items for i in self._expr(w.context_expr)] + self._stmts(stmt.body)
+            head = [i for w in stmt.items for i in self._expr(w.context_expr)]
+            body = self._stmts(stmt.body)
+            lock = next((text for w in stmt.items if (text := self._file_lock(w.context_expr))), None)
+            if lock:
+                self.flag(body, "lock", lock)
+            return head + body
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
@@ -3913,6 +3963,32 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _file_lock(self, expr: ast.expr) -> str | None:
+        """The text of a ``with`` item that takes a cross-process file lock, every rank the same one: a
+        ``FileLock(path)``, a name this function assigned one, or a call of a context manager of the file whose
+        body takes one (``fcntl.flock`` too); None otherwise, or when the lock's path depends on the rank."""
+        if self.an.mentions_rank(expr, self.taint, self.laundered):
+            return None
+        if isinstance(expr, ast.Call) and _terminal(expr.func) in _FILE_LOCKS:
+            return self.unit.text(expr)
+        if isinstance(expr, ast.Name) and self.scope in self.an.table:
+            for node in ast.walk(self.an.table[self.scope].node):
+                if (
+                    isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets)
+                    and isinstance(node.value, ast.Call)
+                    and _terminal(node.value.func) in _FILE_LOCKS
+                    and not self.an.mentions_rank(node.value, self.taint, self.laundered)
+                ):
+                    return f"{expr.id} = {self.unit.text(node.value)}"
+            return None
+        if isinstance(expr, ast.Call):
+            found = self.an.classify(expr, self.unit, self.self_class, self.scope)
+            func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+            if func is not None and _takes_file_lock(func.node):
+                return self.unit.text(expr)
+        return None
 
     def _generator(self, bound: ast.expr) -> bool:
         """Whether a loop iterates a call of a generator function of the file that reaches a collective (a
@@ -4072,7 +4148,7 @@ class _Walker:
         return items
 
     def _op(self, call: ast.Call) -> _Item | None:
-        if _dotted(call.func) in _EXIT_CALLS:
+        if _dotted(call.func) in _EXIT_CALLS or _ends_the_group(call):
             return _Item("exit", status="return", node=call)
         found = self.an.classify(call, self.unit, self.self_class, self.scope)
         if found is None:
