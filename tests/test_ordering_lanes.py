@@ -179,3 +179,33 @@ def test_a_forked_childs_write_is_ordered_before_the_join_that_reaped_it(tmp_pat
         assert races == [], races
     else:
         assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(0, "write", 1, "read")]
+
+
+def write_from_a_thread_threading_does_not_know(folder: str) -> int:
+    """Rank 1 writes from a thread started with ``_thread.start_new_thread`` (no ``Thread`` object, no
+    ``Thread.start``), waits for it, then the barrier; rank 0 reads after it. Nothing the model knows orders that
+    thread's write (the wait on a ``threading.Event`` is not modelled): a race, never a false order. Recording it
+    makes no dummy ``Thread`` object for it either."""
+    import _thread
+    import threading
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "raw.txt")
+    if dist.get_rank() == 1:
+        done = threading.Event()
+        _thread.start_new_thread(lambda: (_write(path), done.set()), ())
+        done.wait(10)
+    dummies = sum(isinstance(t, threading._DummyThread) for t in threading.enumerate())
+    dist.barrier()
+    if dist.get_rank() == 0:
+        _read(path)
+    return dummies
+
+
+def test_a_thread_threading_does_not_know_is_recorded_and_ordered_with_nothing(tmp_path):
+    run = bl.run(write_from_a_thread_threading_does_not_know, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok and run.values == [0, 0], run
+    races = run.races()
+    assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(1, "write", 0, "read")]
+    assert "not a Python thread" in races[0].first.event.lane, races[0].first.event

@@ -140,14 +140,21 @@ class _PerThread(threading.local):
 
     def __init__(self) -> None:
         self.lane = None
-        try:
-            self.depth = 1 if threading.current_thread().name.startswith(_MACHINERY_THREADS) else 0
-        except Exception:  # noqa: BLE001 - a thread torch made from C++, half-known to threading
-            self.depth = 0
+        thread = _current_thread()
+        self.depth = 1 if thread is not None and str(thread.name).startswith(_MACHINERY_THREADS) else 0
 
 
 #: The names of barrierlab's own threads start so.
 _MACHINERY_THREADS = "barrierlab"
+
+
+def _current_thread() -> threading.Thread | None:
+    """The calling thread's ``Thread`` object, or None for a thread ``threading`` does not know (one torch started
+    in C++): ``threading.current_thread()`` would make and keep a dummy object for it."""
+    try:
+        return threading._active.get(threading.get_ident())  # noqa: SLF001 - read only
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class _Recorder:
@@ -209,14 +216,16 @@ class _Recorder:
             if threading.get_ident() == _main_thread and not self.process:
                 text = ""
             else:
-                text = ',"lane":' + json.dumps(self.thread_lane(threading.current_thread()))
+                text = ',"lane":' + json.dumps(self.thread_lane(_current_thread()))
             self._thread.lane = text
         return text
 
-    def thread_lane(self, thread: threading.Thread) -> str:
+    def thread_lane(self, thread: threading.Thread | None) -> str:
         """The lane of ``thread``'s events: given once, when it starts (``Thread.start`` records it as the start
-        event's ``child``) or when it first records (a thread not started through ``Thread.start``: no start
-        event then, so nothing orders its events after the rank's)."""
+        event's ``child``) or when it first records (a thread not started through ``Thread.start``, or not known
+        to ``threading`` (None): no start event then, so nothing orders its events after the rank's)."""
+        if thread is None:
+            return f"{self.process + ', ' if self.process else ''}thread {next(self._lanes)} (not a Python thread)"
         label = getattr(thread, "_barrierlab_lane", None)
         if label is None or not label.startswith(self.process):  # a thread object of the parent, before a fork
             name = getattr(thread, "name", "?")
