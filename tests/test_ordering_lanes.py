@@ -209,3 +209,37 @@ def test_a_thread_threading_does_not_know_is_recorded_and_ordered_with_nothing(t
     races = run.races()
     assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(1, "write", 0, "read")]
     assert "not a Python thread" in races[0].first.event.lane, races[0].first.event
+
+
+def save_in_a_thread_pool(folder: str, result_first: bool) -> str:
+    """Rank 0 saves through a ``ThreadPoolExecutor`` (an async checkpointer's usual shape): with the future's
+    ``result()`` before the barrier, the save is ordered before the other rank's read after it; with it after,
+    the save is over before the barrier only by timing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint.txt")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        saved = None
+        if dist.get_rank() == 0:
+            saved = pool.submit(_write, path)
+            if result_first:
+                saved.result()
+            else:
+                time.sleep(0.3)
+        dist.barrier()
+        if saved is not None and not result_first:
+            saved.result()
+        return _read(path)
+
+
+@pytest.mark.parametrize("result_first", [True, False], ids=["result-before-the-barrier", "result-after-it"])
+def test_a_thread_pools_task_is_ordered_before_the_result_that_had_its_outcome(tmp_path, result_first):
+    run = bl.run(save_in_a_thread_pool, 2, args=(str(tmp_path), result_first), timeout=10)
+    assert run.ok and run.values == ["ready"] * 2, run
+    races = run.races()
+    if result_first:
+        assert races == [], races
+    else:
+        assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(0, "write", 1, "read")]

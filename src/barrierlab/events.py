@@ -26,7 +26,8 @@ killed or hangs still leaves the record of what it entered and never left:
     forked from the rank: "process PID"); for "sync" a "start" or "join" of a thread or child names its lane in
     ``child``, a child's first event "forked" the parent's "fork" in ``of``, and a file "lock" (``value``
     "exclusive" or "shared") or "unlock" the descriptor ``fd``, the file's ``inode`` ("device:inode") and
-    ``path``.
+    ``path``, a ``concurrent.futures`` future's "resolve" (its task ended) and "result" (a thread had its outcome)
+    its number ``future``.
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
     leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store
@@ -164,6 +165,9 @@ class Event:
     #: ``kind == "sync"``, a file "lock" or "unlock": the descriptor and the locked file ("device:inode").
     fd: int | None = field(default=None, repr=False)
     inode: str | None = field(default=None, repr=False)
+    #: ``kind == "sync"``, a ``concurrent.futures`` future's "resolve" (its task ended) or "result" (a thread had
+    #: its outcome): the future's number.
+    future: int | None = field(default=None, repr=False)
 
     @property
     def duration(self) -> float | None:
@@ -356,7 +360,7 @@ _ENTER_FIELDS = {
     "dtypes": _strings,
     "splits": _splits,
     "timeout": _is_number,
-    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd")},
+    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future")},
     "ranks": _is_int_list,
     **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode")},
     "keys": _strings,
@@ -706,6 +710,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 child=item.get("child"),
                 fd=item.get("fd"),
                 inode=item.get("inode"),
+                future=item.get("future"),
             )
             if item.get("end") is not None:  # an event with no duration: one line
                 event.end = item["end"] - t0

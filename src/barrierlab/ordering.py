@@ -27,7 +27,8 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 - a rank's threads and forked children (a ``DataLoader``'s workers) are lanes of their own: program order holds
   within a lane; a thread's lane comes after the ``Thread.start`` that began it and before a ``join`` that saw it
   end, a child's after the ``fork`` and before the ``os.waitpid`` (``Process.join``) that reaped it, and nothing
-  else orders a lane with the rest of its rank (:meth:`Order._lanes`);
+  else orders a lane with the rest of its rank but a ``concurrent.futures`` future's ``result()`` (after the task
+  that resolved it) (:meth:`Order._lanes`);
 - file locks (``fcntl.flock``/``lockf``, ``filelock.FileLock``): of two holds of one file on two ranks that
   exclude each other, the one granted first was released before the other was granted (:meth:`Order._locks`).
 
@@ -315,18 +316,22 @@ class Order:
     def _lanes(self) -> None:
         """A rank's threads and forked children: a thread's events come after the ``Thread.start`` that named its
         lane and before a ``join`` that saw it end; a child's after the parent's ``fork`` its first event names
-        (``forked``), and before a ``join`` (``os.waitpid``) that reaped it. Nothing else orders them with the
-        lane that started them (attack11 a11, a16)."""
+        (``forked``), and before a ``join`` (``os.waitpid``) that reaped it; a ``concurrent.futures`` task's events
+        (before its future's "resolve") before a ``result()`` that had its outcome. Nothing else orders them with
+        the lane that started them (attack11 a11, a16)."""
         for rank, events in self.events.items():
             first: dict = {}
             last: dict = {}
             forks: dict[int, int] = {}
+            resolved: dict[int, int] = {}  # a concurrent.futures future's number -> its "resolve"
             for i, e in enumerate(events):
                 lane = self._lane[rank][i]
                 first.setdefault(lane, i)
                 last[lane] = i
                 if e.kind == "sync" and e.name == "fork" and e.id is not None:
                     forks[e.id] = i
+                elif e.kind == "sync" and e.name == "resolve" and e.future is not None:
+                    resolved.setdefault(e.future, i)
             for i, e in enumerate(events):
                 if e.kind != "sync":
                     continue
@@ -336,6 +341,8 @@ class Order:
                 elif e.name == "join" and e.child is not None and e.child != e.lane and -1 < last.get(e.child, i) < i:
                     self._edge((rank, 2 * last[e.child] + 1), (rank, 2 * i))
                     self._joined.setdefault((rank, e.child), (e.lane, i))
+                elif e.name == "result" and resolved.get(e.future, i) < i:
+                    self._edge((rank, 2 * resolved[e.future] + 1), (rank, 2 * i))
                 elif e.name == "forked" and e.of in forks and forks[e.of] < i and self._first_in_lane[rank][i]:
                     self._edge((rank, 2 * forks[e.of] + 1), (rank, 2 * i))
                     self._started.setdefault((rank, e.lane), (self._lane[rank][forks[e.of]], forks[e.of]))

@@ -1407,6 +1407,70 @@ def _wrap_thread_join(original):
     return join
 
 
+#: Numbers given to ``concurrent.futures`` futures as their work ends (their "resolve" and "result" events name it).
+_future_numbers = itertools.count(1)
+
+
+def _wrap_future_resolve(original):
+    """``concurrent.futures.Future.set_result``/``set_exception`` (a ``ThreadPoolExecutor``'s worker ends a task): an
+    event "resolve" (kind "sync") in the worker's lane before the future is set, naming it (``future``)."""
+
+    @functools.wraps(original)
+    def resolve(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                if not self.done():
+                    number = self.__dict__.get("_barrierlab_future")
+                    if number is None:
+                        number = self._barrierlab_future = next(_future_numbers)
+                    recorder.instant("sync", "resolve", None, f',"future":{number}')
+            except Exception:  # noqa: BLE001
+                pass
+        return original(self, *args, **kwargs)
+
+    resolve.__barrierlab_original__ = original
+    return resolve
+
+
+def _wrap_future_result(original):
+    """``concurrent.futures.Future.result``/``exception``: once it has the outcome (returned it, or raised the
+    task's exception), an event "result" (kind "sync") in the caller's lane naming the future: the task's events
+    (before its "resolve") are ordered before it. The first such call per thread is recorded; a timeout or a
+    cancelled future records nothing. (``executor.submit(save).result()`` before a barrier orders the save.)"""
+
+    @functools.wraps(original)
+    def result(self, *args, **kwargs):
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            recorder = _recorder
+            if recorder is not None and not recorder.depth and recorder.fd >= 0:
+                try:
+                    _record_result(recorder, self)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    result.__barrierlab_original__ = original
+    return result
+
+
+def _record_result(recorder: _Recorder, future) -> None:
+    number = future.__dict__.get("_barrierlab_future")
+    if number is None or not future.done() or future.cancelled():
+        return
+    seen = future.__dict__.setdefault("_barrierlab_seen", set())
+    ident = threading.get_ident()
+    if ident in seen:
+        return
+    seen.add(ident)
+    recorder.depth += 1
+    try:
+        recorder.instant("sync", "result", _caller_site(3), f',"future":{number}')
+    finally:
+        recorder.depth -= 1
+
+
 def _before_fork() -> None:
     """Before ``os.fork`` (``multiprocessing``'s fork start method, a ``DataLoader``'s workers): an event "fork"
     (kind "sync") in the forking thread's lane, then the pending lines are written. The child's first event
@@ -1891,7 +1955,9 @@ def _write_pending() -> None:
 
 
 def _forked() -> None:
+    global _future_numbers
     _looked.clear()  # keyed by thread: the forking thread's looks were the parent's
+    _future_numbers = itertools.count((os.getpid() << 24) + 1)  # the child's futures never share the parent's
     if _recorder is not None:
         try:
             _recorder.forked()
@@ -1942,6 +2008,12 @@ def _patch() -> None:
     _replace(threading.Thread, "start", _wrap_thread_start)
     _replace(threading.Thread, "join", _wrap_thread_join)
     _replace(os, "waitpid", _wrap_waitpid)
+    import concurrent.futures
+
+    for name in ("set_result", "set_exception"):
+        _replace(concurrent.futures.Future, name, _wrap_future_resolve)
+    for name in ("result", "exception"):
+        _replace(concurrent.futures.Future, name, _wrap_future_result)
     import fcntl
 
     for name in ("flock", "lockf"):
