@@ -72,13 +72,17 @@ def burst_then_fork():
     os.waitpid(child, 0)
     record.stop()
     with open(events_file) as f:
-        return [json.loads(line)["id"] for line in f if '"kind"' in line]
+        return [(json.loads(line)["id"], json.loads(line)["name"]) for line in f if '"kind"' in line]
 
 
 @pytest.mark.timeout(120)
 def test_a_forked_child_never_writes_the_lines_its_parent_recorded():
-    ids = bl.run(burst_then_fork, 1, deadline=60).raise_if_failed().values[0]
-    assert len(ids) == BURST and len(ids) == len(set(ids))
+    lines = bl.run(burst_then_fork, 1, deadline=60).raise_if_failed().values[0]
+    ids = [i for i, _ in lines]
+    # the spans once each; and the fork, the child's first event (its own, naming the fork) and the parent's join
+    assert len(ids) == len(set(ids)), lines
+    assert sorted(name for _, name in lines if not name.startswith("before fork")) == ["fork", "forked", "join"]
+    assert len(lines) == BURST + 3, lines
 
 
 def import_a_module_of_my_own(folder):

@@ -21,7 +21,13 @@ killed or hangs still leaves the record of what it entered and never left:
     the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready") and an ``add``'s ``amount``;
     for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()`` (or one chained to it by
     ``then`` or collecting it: ``torch.futures.wait_all``/``collect_all``, one wait per call), or the first
-    ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``.
+    ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``;
+    ``lane`` when the event ran elsewhere than on the rank's own thread (a thread: "thread N (name)"; a child
+    forked from the rank: "process PID"); for "sync" a "start" or "join" of a thread or child names its lane in
+    ``child``, a child's first event "forked" the parent's "fork" in ``of``, and a file "lock" (``value``
+    "exclusive" or "shared") or "unlock" the descriptor ``fd``, the file's ``inode`` ("device:inode") and
+    ``path``, a ``concurrent.futures`` future's "resolve" (its task ended) and "result" (a thread had its outcome)
+    its number ``future``.
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
     leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store
@@ -63,8 +69,10 @@ from barrierlab.sites import Site
 CALL_KINDS = ("collective", "p2p")
 #: Kinds of span a learner marks with ``barrierlab.span(name, kind)``.
 SPAN_KINDS = ("compute", "io", "wait", "other")
-#: What orders ranks or hands data over besides collectives: store operations and file accesses.
-HANDOFF_KINDS = ("store", "file")
+#: What orders ranks or hands data over besides collectives: store operations and file accesses; and what orders
+#: a rank's threads and forked children with its own code, and file locks (kind "sync": a thread's start and
+#: join, a fork, a child's first event, a lock taken or released).
+HANDOFF_KINDS = ("store", "file", "sync")
 EVENT_KINDS = CALL_KINDS + SPAN_KINDS + HANDOFF_KINDS
 #: Arguments that name the other rank of a rooted or point-to-point call (global or group rank).
 PEER_ARGUMENTS = ("src", "dst", "group_src", "group_dst")
@@ -148,6 +156,18 @@ class Event:
     of: int | None = field(default=None, repr=False)
     #: This event's id in its rank's file.
     id: int | None = field(default=None, repr=False)
+    #: Where it ran, when not on the rank's own thread: a thread the rank started ("thread 1 (Thread-1
+    #: (save))"), or a child process forked from it ("process 4242", "process 4242, thread 1 (...)").
+    lane: str | None = field(default=None, repr=False)
+    #: ``kind == "sync"``, a thread's or child's "start" or "join": the lane of the thread or child it started
+    #: or joined. (A child's first event, "forked", names the parent's "fork" event in ``of``.)
+    child: str | None = field(default=None, repr=False)
+    #: ``kind == "sync"``, a file "lock" or "unlock": the descriptor and the locked file ("device:inode").
+    fd: int | None = field(default=None, repr=False)
+    inode: str | None = field(default=None, repr=False)
+    #: ``kind == "sync"``, a ``concurrent.futures`` future's "resolve" (its task ended) or "result" (a thread had
+    #: its outcome): the future's number.
+    future: int | None = field(default=None, repr=False)
 
     @property
     def duration(self) -> float | None:
@@ -340,9 +360,9 @@ _ENTER_FIELDS = {
     "dtypes": _strings,
     "splits": _splits,
     "timeout": _is_number,
-    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount")},
+    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future")},
     "ranks": _is_int_list,
-    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value")},
+    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode")},
     "keys": _strings,
 }
 
@@ -686,6 +706,11 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 amount=item.get("amount"),
                 of=item.get("of"),
                 id=item["id"],
+                lane=item.get("lane"),
+                child=item.get("child"),
+                fd=item.get("fd"),
+                inode=item.get("inode"),
+                future=item.get("future"),
             )
             if item.get("end") is not None:  # an event with no duration: one line
                 event.end = item["end"] - t0

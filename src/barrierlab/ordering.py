@@ -23,7 +23,14 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   ``add``s of that key without which it could not have read N (:class:`_Counter`: those the other adds could
   not make up for, and with amounts of one sign those that returned a value no further than N; an ``add`` of
   0 only reads the counter). Keys are matched by name, with the prefixes of the learner's ``PrefixStore``s;
-- ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``.
+- ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``;
+- a rank's threads and forked children (a ``DataLoader``'s workers) are lanes of their own: program order holds
+  within a lane; a thread's lane comes after the ``Thread.start`` that began it and before a ``join`` that saw it
+  end, a child's after the ``fork`` and before the ``os.waitpid`` (``Process.join``) that reaped it, and nothing
+  else orders a lane with the rest of its rank but a ``concurrent.futures`` future's ``result()`` (after the task
+  that resolved it) (:meth:`Order._lanes`);
+- file locks (``fcntl.flock``/``lockf``, ``filelock.FileLock``): of two holds of one file on two ranks that
+  exclude each other, the one granted first was released before the other was granted (:meth:`Order._locks`).
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
 another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
@@ -63,7 +70,7 @@ def unwaited(events, before: float = math.inf) -> list:
 
 
 #: Kinds of recorded event the model orders (``wait`` only for ``Work.wait()``, not ``span(kind="wait")``).
-_ORDERED_KINDS = ("collective", "p2p", "store", "file")
+_ORDERED_KINDS = ("collective", "p2p", "store", "file", "sync")
 _ASYNC_P2P = {"isend": "send", "irecv": "recv"}
 _SENDS = {"send": "recv", "isend": "recv", "send_object_list": "recv_object_list"}
 _RECVS = {"recv", "irecv", "recv_object_list"}
@@ -93,6 +100,18 @@ class Access:
     how: str
     path: str
     event: object
+    #: The event whose place in the rank's order the access takes, when not its own: an open of a file that the
+    #: same thread then locks (its lock file) is taken inside the hold it opened the file for (the reads and
+    #: writes through the descriptor happen there), unless the open truncated the file.
+    at: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def who(self) -> str:
+        """Who made the access: "rank 0", or its lane there ("rank 0's thread 1 (saver)", "rank 0's child process 9")."""
+        lane = getattr(self.event, "lane", None)
+        if not lane:
+            return f"rank {self.rank}"
+        return f"rank {self.rank}'s {'child ' if lane.startswith('process ') else ''}{lane}"
 
     def where(self) -> str:
         e = self.event
@@ -119,21 +138,21 @@ class Race:
         if self.made:
             return self._folder_text()
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
-        said = f"rank {b.rank} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)})"
+        said = f"{b.who} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)})"
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
             if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
                 return (
-                    f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}): "
+                    f"{said} after {a.who} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}): "
                     f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
                     "blocking all_reduce on gloo, a store key or send/recv after the write and before the read "
                     "would order it before the read"
                 )
             return (
-                f"{said} after rank {a.rank} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
+                f"{said} after {a.who} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
                 f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
             )
         return (
-            f"{said} while rank {a.rank} was {_doing(a, entry)} at {a.where()} (t={self._t(a)}); nothing orders "
+            f"{said} while {a.who} was {_doing(a, entry)} at {a.where()} (t={self._t(a)}); nothing orders "
             f"them on {self.backend} — {ORDERERS}"
         )
 
@@ -153,8 +172,8 @@ class Race:
         what = f"{what} of" if what else _DID[used.how]
         failed = " (it failed)" if used.event.error else ""
         return (
-            f"rank {made.rank} makes the folder `{_name(made.path)}` at {made.where()} (t={self._t(made)}) and "
-            f"nothing orders it before rank {used.rank}'s {what} `{_name(used.path)}` inside it at {used.where()} "
+            f"{made.who} makes the folder `{_name(made.path)}` at {made.where()} (t={self._t(made)}) and "
+            f"nothing orders it before {used.who}'s {what} `{_name(used.path)}` inside it at {used.where()} "
             f"(t={self._t(used)}){failed} on {self.backend}: {ORDERERS}, or a makedirs on every rank"
         )
 
@@ -173,7 +192,7 @@ class Handoff:
         """One shortest chain of points from the end of ``first`` to the start of ``second`` (points as
         :meth:`Order.enter`/:meth:`Order.leave` give them): the calls that order the handoff."""
         a, b = self.first, self.second
-        return tuple(self.order.path(self.order.leave(a.rank, a.event), self.order.enter(b.rank, b.event)) or ())
+        return tuple(self.order.path(self.order.access_leave(a), self.order.access_enter(b)) or ())
 
     @property
     def edges(self) -> tuple:
@@ -236,20 +255,45 @@ class Order:
         #: every rank's record was kept whole (no middle dropped): a counter's adds are all known
         self._complete = not any(getattr(r, "events_dropped", None) for r in run.ranks)
         self._point: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, id(event)) -> (rank, index) of enter
+        #: each rank's lanes (None: the rank's own thread; else a thread it started or a child it forked): the lane
+        #: of each of its events, and the index of the next event in the same lane (None: the lane's last)
+        self._lane: dict[int, list] = {}
+        self._next: dict[int, list[int | None]] = {}
+        self._first_in_lane: dict[int, list[bool]] = {}
         for rank, events in self.events.items():
+            lanes = [getattr(e, "lane", None) for e in events]
+            following: list[int | None] = [None] * len(events)
+            first = [True] * len(events)
+            last: dict = {}
             for i, e in enumerate(events):
                 self._point[(rank, id(e))] = (rank, 2 * i)
+                j = last.get(lanes[i])
+                if j is not None:
+                    following[j] = i
+                    first[i] = False
+                last[lanes[i]] = i
+            self._lane[rank], self._next[rank], self._first_in_lane[rank] = lanes, following, first
         self.edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        #: edges between two lanes of one rank (a thread's start and join, a fork): not between ranks
+        self.lane_edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        #: (rank, lane) -> (lane, index) of the event that started it (a thread's start, a child's fork) and of the
+        #: join that ended it, where the model has that edge
+        self._started: dict[tuple, tuple] = {}
+        self._joined: dict[tuple, tuple] = {}
+        self._lanes()
         self._collectives()
         self._point_to_point()
         self._store()
-        #: (rank, path) of each rank that waited for a published file (:meth:`_published`): its misses before
-        #: the find were the wait, not a race
-        self._waited_for: set[tuple[int, str]] = set()
+        #: (rank, lane, path) of each thread that waited for a published file (:meth:`_published`): its misses
+        #: before the find were the wait, not a race
+        self._waited_for: set[tuple[int, object, str]] = set()
         self._published()
+        #: id(open event) -> the lock event whose hold the open is taken in (:attr:`Access.at`)
+        self._at: dict[int, object] = {}
+        self._locks()
         self._reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
         self._vc: dict[tuple[int, int], list[int]] | None = None
-        self._column: dict[int, int] = {}
+        self._column: dict[tuple[int, object], int] = {}
 
     # --- points and edges
     def enter(self, rank: int, event) -> tuple[int, int]:
@@ -259,9 +303,49 @@ class Order:
         r, i = self._point[(rank, id(event))]
         return (r, i + 1)
 
+    def lane_of(self, point: tuple[int, int]):
+        """The lane of ``point``'s event: None for the rank's own thread, else the thread's or child's name."""
+        return self._lane[point[0]][point[1] // 2]
+
     def _edge(self, a: tuple[int, int], b: tuple[int, int]) -> None:
         if a[0] != b[0]:
             self.edges.setdefault(a, set()).add(b)
+        elif self.lane_of(a) != self.lane_of(b):
+            self.lane_edges.setdefault(a, set()).add(b)
+
+    def _lanes(self) -> None:
+        """A rank's threads and forked children: a thread's events come after the ``Thread.start`` that named its
+        lane and before a ``join`` that saw it end; a child's after the parent's ``fork`` its first event names
+        (``forked``), and before a ``join`` (``os.waitpid``) that reaped it; a ``concurrent.futures`` task's events
+        (before its future's "resolve") before a ``result()`` that had its outcome. Nothing else orders them with
+        the lane that started them (attack11 a11, a16)."""
+        for rank, events in self.events.items():
+            first: dict = {}
+            last: dict = {}
+            forks: dict[int, int] = {}
+            resolved: dict[int, int] = {}  # a concurrent.futures future's number -> its "resolve"
+            for i, e in enumerate(events):
+                lane = self._lane[rank][i]
+                first.setdefault(lane, i)
+                last[lane] = i
+                if e.kind == "sync" and e.name == "fork" and e.id is not None:
+                    forks[e.id] = i
+                elif e.kind == "sync" and e.name == "resolve" and e.future is not None:
+                    resolved.setdefault(e.future, i)
+            for i, e in enumerate(events):
+                if e.kind != "sync":
+                    continue
+                if e.name == "start" and e.child is not None and e.child != e.lane and first.get(e.child, -1) > i:
+                    self._edge((rank, 2 * i + 1), (rank, 2 * first[e.child]))
+                    self._started.setdefault((rank, e.child), (e.lane, i))
+                elif e.name == "join" and e.child is not None and e.child != e.lane and -1 < last.get(e.child, i) < i:
+                    self._edge((rank, 2 * last[e.child] + 1), (rank, 2 * i))
+                    self._joined.setdefault((rank, e.child), (e.lane, i))
+                elif e.name == "result" and resolved.get(e.future, i) < i:
+                    self._edge((rank, 2 * resolved[e.future] + 1), (rank, 2 * i))
+                elif e.name == "forked" and e.of in forks and forks[e.of] < i and self._first_in_lane[rank][i]:
+                    self._edge((rank, 2 * forks[e.of] + 1), (rank, 2 * i))
+                    self._started.setdefault((rank, e.lane), (self._lane[rank][forks[e.of]], forks[e.of]))
 
     def _waits_of(self, rank: int) -> dict[int, object]:
         return {e.of: e for e in self.events[rank] if e.kind == "wait"}
@@ -430,28 +514,99 @@ class Order:
                 elif e.name == "remove":
                     gone.add(e.path)
         for rank, events in self.events.items():
-            missed: set[str] = set()
+            missed: set[tuple] = set()  # (lane, path): each thread's misses are its own
             for e in events:
                 if e.kind != "file" or e.name not in ("exists", "read") or not e.path:
                     continue
+                key = (e.lane, e.path)
                 if _found_no_file(e):
-                    missed.add(e.path)
+                    missed.add(key)
                     continue
-                if e.path not in missed:
+                if key not in missed:
                     continue
-                missed.discard(e.path)
+                missed.discard(key)
                 by = made.get(e.path, [])
                 if e.path in gone or len(by) != 1 or by[0][1] is None or by[0][0] == rank:
                     continue
                 self._edge(self.leave(by[0][0], by[0][1]), self.enter(rank, e))
-                self._waited_for.add((rank, e.path))
+                self._waited_for.add((rank, e.lane, e.path))
+
+    def _locks(self) -> None:
+        """File locks (``fcntl.flock``/``lockf``; ``filelock.FileLock`` on Linux): an exclusive hold excludes every
+        other hold of the same file (device and inode), a shared one the exclusive ones. Of two such holds on two
+        ranks, the one taken first (its "lock" event, recorded once the lock was granted, began first) was released
+        before the other was granted: its "unlock" (entered before the release) is ordered before the other's
+        "lock". A hold whose release is not recorded (the descriptor closed, the release failed, a lock taken
+        again on the same descriptor) orders nothing after it. A file whose recorded holds overlap in time (one
+        began before an excluded one's release) is not taken as locked at all: something (a descriptor shared
+        with a forked child, a filesystem without locks) did not exclude them. The opens of the locked file made
+        by the same thread just before it locks it (no other call between) are taken inside the hold
+        (:attr:`Access.at`), unless they truncated it."""
+        holds: dict[str, list[tuple[int, object, object]]] = {}  # inode -> (rank, lock, unlock or None)
+        for rank, events in self.events.items():
+            held: dict[tuple, object] = {}  # (lane, fd) -> the lock event of a hold not yet released
+            opened: dict = {}  # lane -> {path: opens since the lane's last call that was not a file access}
+            for e in events:
+                if e.kind == "file":
+                    if e.name == "read" or (e.name == "write" and e.value == "update"):
+                        opened.setdefault(e.lane, {}).setdefault(e.path, []).append(e)
+                    continue
+                window = opened.pop(e.lane, {})
+                if e.kind != "sync" or e.name not in ("lock", "unlock") or e.fd is None or not e.inode:
+                    continue
+                key = (e.lane, e.fd)
+                if e.name == "lock":
+                    for opening in window.get(e.path, ()):
+                        self._at[id(opening)] = e
+                    before = held.pop(key, None)
+                    if before is not None:
+                        holds.setdefault(before.inode, []).append((rank, before, None))
+                    held[key] = e
+                    continue
+                before = held.pop(key, None)
+                if before is not None:
+                    released = e.error is None and e.end is not None and e.inode == before.inode
+                    holds.setdefault(before.inode, []).append((rank, before, e if released else None))
+            for before in held.values():
+                holds.setdefault(before.inode, []).append((rank, before, None))
+        for found in holds.values():
+            if len({rank for rank, _, _ in found}) < 2:
+                continue
+            found.sort(key=lambda hold: (hold[1].start, hold[0]))
+            released_any, released_exclusive = -math.inf, -math.inf  # the latest release begun, of earlier holds
+            for _, lock, unlock in found:
+                exclusive = lock.value == "exclusive"
+                if (released_any if exclusive else released_exclusive) >= lock.start:
+                    break  # an earlier hold it excludes was released after it was granted: no exclusion
+                if unlock is not None:
+                    released_any = max(released_any, unlock.start)
+                    if exclusive:
+                        released_exclusive = max(released_exclusive, unlock.start)
+            else:
+                latest_any: dict[tuple, tuple] = {}  # (rank, lane) -> (rank, unlock) of its latest released hold
+                latest_exclusive: dict[tuple, tuple] = {}
+                for rank, lock, unlock in found:
+                    exclusive = lock.value == "exclusive"
+                    for a_rank, a_unlock in (latest_any if exclusive else latest_exclusive).values():
+                        if a_rank != rank:
+                            self._edge(self.enter(a_rank, a_unlock), self.enter(rank, lock))
+                    if unlock is not None:
+                        latest_any[(rank, lock.lane)] = (rank, unlock)
+                        if exclusive:
+                            latest_exclusive[(rank, lock.lane)] = (rank, unlock)
 
     # --- queries
     def _successors(self, point: tuple[int, int]):
         rank, index = point
-        if index + 1 < 2 * len(self.events[rank]):
+        if index % 2 == 0:
             yield (rank, index + 1)
+        else:
+            following = self._next[rank][index // 2]
+            if following is not None:
+                yield (rank, 2 * following)
         yield from self.edges.get(point, ())
+        if self.lane_edges:
+            yield from self.lane_edges.get(point, ())
 
     def reachable(self, point: tuple[int, int]) -> set[tuple[int, int]]:
         """Every point ``point`` happens before (on other ranks: the earliest of each rank is enough)."""
@@ -467,29 +622,37 @@ class Order:
         return found
 
     def _clocks(self) -> dict[tuple[int, int], list[int]]:
-        """A vector clock per point: for each rank, the last of its points that happens before this one (or is
-        it), -1 for none — so a query is one comparison instead of a search (a run with thousands of file
+        """A vector clock per point: for each rank's chain of lanes (:meth:`_lane_columns`; one per rank when it
+        ran no thread or child), the last of its points that happens before this one (or is it), -1 for none — so a query is one comparison instead of a search (a run with thousands of file
         accesses asks millions). Points on a cycle of edges (none if the model is sound) get no clock: queries
         about them search."""
         if self._vc is not None:
             return self._vc
-        ranks = list(self.events)
-        column = {rank: i for i, rank in enumerate(ranks)}
+        column = self._lane_columns()
         waiting: dict[tuple[int, int], int] = {}
         for rank, events in self.events.items():
-            for index in range(1, 2 * len(events)):
-                waiting[(rank, index)] = 1  # its predecessor in program order
-        for targets in self.edges.values():
-            for b in targets:
-                waiting[b] = waiting.get(b, 0) + 1
+            first = self._first_in_lane[rank]
+            for index in range(2 * len(events)):
+                if index % 2 or not first[index // 2]:
+                    waiting[(rank, index)] = 1  # its predecessor in program order
+        for edges in (self.edges, self.lane_edges):
+            for targets in edges.values():
+                for b in targets:
+                    waiting[b] = waiting.get(b, 0) + 1
         clocks: dict[tuple[int, int], list[int]] = {}
-        ready = deque((rank, 0) for rank, events in self.events.items() if events and not waiting.get((rank, 0)))
+        ready = deque(
+            (rank, 2 * i)
+            for rank, events in self.events.items()
+            for i in range(len(events))
+            if self._first_in_lane[rank][i] and not waiting.get((rank, 2 * i))
+        )
+        width = max(column.values()) + 1
         for point in ready:
-            clocks[point] = [-1] * len(ranks)
+            clocks[point] = [-1] * width
         while ready:
             point = ready.popleft()
             clock = clocks[point]
-            clock[column[point[0]]] = point[1]
+            clock[column[(point[0], self.lane_of(point))]] = point[1]
             for nxt in self._successors(point):
                 mine = clocks.get(nxt)
                 if mine is None:
@@ -505,18 +668,54 @@ class Order:
         self._column = column
         return self._vc
 
+    def _lane_columns(self) -> dict[tuple, int]:
+        """A column of the vector clocks per chain of lanes: the rank's own thread, and its other lanes, one after
+        another where each ended (was joined) before the next was started by the same lane (a thread or a data
+        worker per step: one column, not thousands). The points of a chain are ordered, and their indices grow
+        along it, so the latest of them that happens before a point is one number."""
+        column: dict[tuple, int] = {}
+        count = 0
+        for rank, lanes in self._lane.items():
+            column[(rank, None)] = count
+            count += 1
+            tails: list[list] = []  # [column, the chain's last lane], most recent first
+            for lane in dict.fromkeys(lanes):
+                if lane is None:
+                    continue
+                started = self._started.get((rank, lane))
+                for tail in tails[:8] if started is not None else ():
+                    joined = self._joined.get((rank, tail[1]))
+                    if joined is not None and joined[0] == started[0] and joined[1] < started[1]:
+                        column[(rank, lane)] = tail[0]
+                        tail[1] = lane
+                        tails.remove(tail)
+                        tails.insert(0, tail)
+                        break
+                else:
+                    column[(rank, lane)] = count
+                    tails.insert(0, [count, lane])
+                    count += 1
+        return column
+
     def before(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         """Point ``a`` happens before point ``b``."""
-        if a[0] == b[0]:
+        if a[0] == b[0] and self.lane_of(a) == self.lane_of(b):
             return a[1] < b[1]
         clock = self._clocks().get(b)
         if clock is not None and a in self._vc:
-            return clock[self._column[a[0]]] >= a[1]
+            return clock[self._column[(a[0], self.lane_of(a))]] >= a[1]
         return b in self.reachable(a)
 
     def ordered(self, rank_a: int, event_a, rank_b: int, event_b) -> bool:
         """``event_a`` (on ``rank_a``) ended before ``event_b`` (on ``rank_b``) began."""
         return self.before(self.leave(rank_a, event_a), self.enter(rank_b, event_b))
+
+    def access_enter(self, access: Access) -> tuple[int, int]:
+        """Where ``access`` begins in its rank's order (inside a lock's hold for a lock file's open)."""
+        return self.enter(access.rank, access.at or access.event)
+
+    def access_leave(self, access: Access) -> tuple[int, int]:
+        return self.leave(access.rank, access.at or access.event)
 
     def ordered_at(self, rank_a: int, time_a: float, rank_b: int, time_b: float) -> bool:
         """What ``rank_a`` did up to ``time_a`` happens before what ``rank_b`` does from ``time_b`` on: a path of
@@ -526,10 +725,12 @@ class Order:
         if rank_a == rank_b:
             return time_a <= time_b
         events = self.events[rank_a]
+        lanes_a, lanes_b = self._lane[rank_a], self._lane[rank_b]  # the ranks' own threads: their programs
         start = next(
             (
                 (rank_a, 2 * i + side)
                 for i, e in enumerate(events)
+                if lanes_a[i] is None
                 for side, t in ((0, e.start), (1, e.end if e.end is not None else e.start))
                 if t >= time_a
             ),
@@ -540,7 +741,7 @@ class Order:
         return any(
             self.before(start, (rank_b, index))
             for index in range(2 * len(self.events[rank_b]))
-            if self._time((rank_b, index)) <= time_b
+            if lanes_b[index // 2] is None and self._time((rank_b, index)) <= time_b
         )
 
     def _time(self, point: tuple[int, int]) -> float:
@@ -563,9 +764,9 @@ class Order:
             for e in events:
                 if e.kind != "file" or not e.path or e.name == "exists":  # a look changes and hands over nothing
                     continue
-                if (rank, e.path) in self._waited_for and _found_no_file(e):
+                if (rank, e.lane, e.path) in self._waited_for and _found_no_file(e):
                     continue  # a miss of a rank that then found the published file: part of its wait, read nothing
-                found.append(Access(rank, e.name, e.path, e))
+                found.append(Access(rank, e.name, e.path, e, self._at.get(id(e))))
                 if e.name == "rename" and e.to:
                     found.append(Access(rank, "write", e.to, e))
         return found
@@ -619,22 +820,23 @@ class Order:
         return list(by_path.values())
 
     @cached_property
-    def _made(self) -> dict[int, list[tuple[str, int]]]:
-        """Each rank's folders made, with the index of the point where it made them."""
-        found: dict[int, list[tuple[str, int]]] = {}
+    def _made(self) -> dict[int, list[tuple[str, tuple[int, int]]]]:
+        """Each rank's folders made, with the point where it had made them."""
+        found: dict[int, list[tuple[str, tuple[int, int]]]] = {}
         for access in self.accesses():
             if access.how in ("mkdir", "ensure"):
-                found.setdefault(access.rank, []).append((access.path, self.enter(access.rank, access.event)[1]))
+                found.setdefault(access.rank, []).append((access.path, self.access_leave(access)))
         return found
 
     def _made_itself(self, access: Access) -> bool:
-        """Whether ``access``'s rank made the folder of its path (or one around it) before it: it needs no
-        other rank's folder then (``makedirs`` checks the folders around before it makes one)."""
-        at = self.enter(access.rank, access.event)[1]
+        """Whether ``access``'s rank made the folder of its path (or one around it) before it (in its order: the
+        same thread earlier, or one ordered before it): it needs no other rank's folder then (``makedirs`` checks
+        the folders around before it makes one)."""
+        at = self.access_enter(access)
         path = access.path
         return any(
-            index < at and (path == folder or _inside(path, folder))
-            for folder, index in self._made.get(access.rank, ())
+            (path == folder or _inside(path, folder)) and self.before(made, at)
+            for folder, made in self._made.get(access.rank, ())
         )
 
     def _conflict(self, a: Access, b: Access) -> bool:
@@ -661,23 +863,21 @@ class Order:
         found by two binary searches (a training loop's thousands of ordered accesses cost no pairwise test)."""
         found, seen = [], set()
         for accesses in self._by_path():
-            by_rank: dict[int, list[Access]] = {}
+            by_lane: dict[tuple, list[Access]] = {}  # each thread's accesses are in its program order
             for access in accesses:
-                by_rank.setdefault(access.rank, []).append(access)
-            for mine in by_rank.values():
-                mine.sort(key=lambda access: self.enter(access.rank, access.event)[1])
+                by_lane.setdefault((access.rank, getattr(access.event, "lane", None)), []).append(access)
+            for mine in by_lane.values():
+                mine.sort(key=lambda access: self.access_enter(access)[1])
             for a in accesses:
                 if a.how not in _CHANGES:
                     continue
-                enter_a, leave_a = self.enter(a.rank, a.event), self.leave(a.rank, a.event)
-                for rank, others in by_rank.items():
+                enter_a, leave_a = self.access_enter(a), self.access_leave(a)
+                for (rank, _), others in by_lane.items():
                     if rank == a.rank:
                         continue
                     # the first access a happens before, and the first that does not happen before a
-                    after = _first(others, lambda b, x=leave_a: self.before(x, self.enter(b.rank, b.event)))
-                    before = _first(
-                        others[:after], lambda b, x=enter_a: not self.before(self.leave(b.rank, b.event), x)
-                    )
+                    after = _first(others, lambda b, x=leave_a: self.before(x, self.access_enter(b)))
+                    before = _first(others[:after], lambda b, x=enter_a: not self.before(self.access_leave(b), x))
                     for b in others[before:after]:
                         pair = (id(a), id(b)) if id(a) < id(b) else (id(b), id(a))
                         if not self._conflict(a, b) or pair in seen:
@@ -716,9 +916,9 @@ class Order:
         :class:`Handoff` finds the chain that orders it when asked: what a timeline draws)."""
         found = []
         for a, b in self._conflicting():
-            if self.ordered(a.rank, a.event, b.rank, b.event):
+            if self.before(self.access_leave(a), self.access_enter(b)):
                 found.append(Handoff(a, b, self))
-            elif self.ordered(b.rank, b.event, a.rank, a.event):
+            elif self.before(self.access_leave(b), self.access_enter(a)):
                 found.append(Handoff(b, a, self))
         return sorted(found, key=lambda h: h.second.event.start)
 
@@ -831,9 +1031,9 @@ class _Counter:
         #: every add moves the counter the same way (+1 or -1), or None: then the values the adds returned are in
         #: the order the store applied them
         self.sign = (1 if signs.pop() else -1) if len(signs) == 1 else None
-        self.mine: dict[int, list[int]] = {}  # rank -> indices into moved, in its program order
-        for i, (rank, _) in enumerate(moved):
-            self.mine.setdefault(rank, []).append(i)
+        self.mine: dict[tuple, list[int]] = {}  # (rank, lane) -> indices into moved, in its program order
+        for i, (rank, e) in enumerate(moved):
+            self.mine.setdefault((rank, getattr(e, "lane", None)), []).append(i)
 
     def before(self, rank: int, read, count: int) -> list:
         """The adds that certainly happened before ``read`` (a ``get`` that read ``count``, or an ``add`` that
@@ -871,8 +1071,8 @@ class _Counter:
         positive = by_sum and self.largest > up - need  # some positive add cannot be spared
         negative = by_sum and self.smallest < down - need
         found = []
-        for a_rank, indices in self.mine.items():
-            if a_rank == rank:
+        for a_lane, indices in self.mine.items():
+            if a_lane == (rank, getattr(read, "lane", None)):
                 continue  # program order
             first = bisect.bisect_left(indices, low)
             last = bisect.bisect_left(indices, high)

@@ -15,6 +15,11 @@ rank killed while it runs Python code loses at most the last :data:`WRITE_EVERY`
 batch instead of two checked writes per event: see docs/performance.md.)  Times are ``time.monotonic()``
 seconds, one system-wide clock for every rank on a Linux machine.
 
+File accesses are recorded from every thread of the rank and from the children it forks (a ``DataLoader``'s
+workers), each event naming its lane (the thread or child) when it is not the rank's own thread; so are what
+orders lanes (a thread's ``start`` and ``join``, a ``fork``, an ``os.waitpid`` that reaped a child) and file locks
+(``fcntl.flock``/``lockf``, what ``filelock.FileLock`` uses).
+
 The recorder observes and never changes what torch does: the ``torch.distributed`` functions are
 replaced by wrappers that call the originals with the same arguments and return their results
 untouched (the very ``Work`` object of an ``async_op=True`` call, whose completion is recorded through
@@ -129,7 +134,27 @@ def _high_fd(fd: int) -> int:
 
 
 class _PerThread(threading.local):
-    depth = 0
+    """Per thread: how deep it is inside recorded calls, and the ``"lane"`` field of its events (``""`` for the
+    rank's own thread; None until its first event). barrierlab's own threads (named ``barrierlab-...``: the
+    watchdog, the flight-record watch) start one level deep, so nothing they do is recorded as the rank's."""
+
+    def __init__(self) -> None:
+        self.lane = None
+        thread = _current_thread()
+        self.depth = 1 if thread is not None and str(thread.name).startswith(_MACHINERY_THREADS) else 0
+
+
+#: The names of barrierlab's own threads start so.
+_MACHINERY_THREADS = "barrierlab"
+
+
+def _current_thread() -> threading.Thread | None:
+    """The calling thread's ``Thread`` object, or None for a thread ``threading`` does not know (one torch started
+    in C++): ``threading.current_thread()`` would make and keep a dummy object for it."""
+    try:
+        return threading._active.get(threading.get_ident())  # noqa: SLF001 - read only
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class _Recorder:
@@ -155,6 +180,12 @@ class _Recorder:
         self._positions: dict[str, itertools.count] = {}
         self._ids = itertools.count(1)
         self._thread = _PerThread()
+        #: The lanes of this process's threads other than the rank's own: numbered in the order they start.
+        self._lanes = itertools.count(1)
+        #: "" in the rank; ``"process PID"`` in a child forked from it (its events' lanes start with this).
+        self.process = ""
+        #: The id of the last "fork" event (a child forked from this process refers to it).
+        self.fork_event: int | None = None
         self._quoted: dict[str, str] = {}
         #: Lines not written yet (appended by any thread; taken from the left, in order, by one flush at a time).
         self.pending: collections.deque[bytes] = collections.deque()
@@ -175,6 +206,35 @@ class _Recorder:
     @depth.setter
     def depth(self, value: int) -> None:
         self._thread.depth = value
+
+    def lane(self) -> str:
+        """The ``"lane"`` field of the calling thread's events: ``""`` for the rank's own thread, else the name
+        the thread's events are ordered under (:meth:`thread_lane`; in a forked child ``"process PID"`` for the
+        thread that forked it). One attribute read per event once known."""
+        text = self._thread.lane
+        if text is None:
+            if threading.get_ident() == _main_thread and not self.process:
+                text = ""
+            else:
+                text = ',"lane":' + json.dumps(self.thread_lane(_current_thread()))
+            self._thread.lane = text
+        return text
+
+    def thread_lane(self, thread: threading.Thread | None) -> str:
+        """The lane of ``thread``'s events: given once, when it starts (``Thread.start`` records it as the start
+        event's ``child``) or when it first records (a thread not started through ``Thread.start``, or not known
+        to ``threading`` (None): no start event then, so nothing orders its events after the rank's)."""
+        if thread is None:
+            return f"{self.process + ', ' if self.process else ''}thread {next(self._lanes)} (not a Python thread)"
+        label = getattr(thread, "_barrierlab_lane", None)
+        if label is None or not label.startswith(self.process):  # a thread object of the parent, before a fork
+            name = getattr(thread, "name", "?")
+            label = f"{self.process + ', ' if self.process else ''}thread {next(self._lanes)} ({name})"
+            try:
+                thread._barrierlab_lane = label
+            except Exception:  # noqa: BLE001 - a thread object that takes no attribute: its joins are not seen
+                pass
+        return _clip_text(label)
 
     def _holds_its_file(self) -> bool:
         try:
@@ -201,7 +261,14 @@ class _Recorder:
 
     def _emit(self, data: bytes, flush: bool = False) -> None:
         self.pending.append(data)
-        if flush or len(self.pending) >= PENDING_KEPT or time.monotonic() - self.written_at >= WRITE_EVERY:
+        # a forked child (a data worker) writes each line at once: it has no helper thread to write what it left
+        # pending, and the rank's end may kill it (its reads were lost)
+        if (
+            flush
+            or self.process
+            or len(self.pending) >= PENDING_KEPT
+            or time.monotonic() - self.written_at >= WRITE_EVERY
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -242,6 +309,14 @@ class _Recorder:
         self.lock = threading.RLock()
         self.flushing = False
         self._ids = itertools.count((os.getpid() << 24) + 1)
+        depth = self._thread.depth
+        self._thread = _PerThread()  # the forking thread's lane and depth were the parent's
+        self._thread.depth = depth
+        self._lanes = itertools.count(1)
+        self.process = f"process {os.getpid()}"
+        self._thread.lane = ',"lane":' + json.dumps(self.process)
+        if self.fork_event is not None:  # the child's first event: it runs from the parent's fork on
+            self.instant("sync", "forked", None, f',"of":{self.fork_event}', flush=True)
 
     def write(self, event: dict) -> None:
         """One line written now (with the lines pending before it)."""
@@ -276,16 +351,18 @@ class _Recorder:
                 line += f',"left_out":{site[4]}'
             if len(site) > 5 and site[5]:
                 line += f',"within":{self.quote(site[5])}'
-        self._emit((line + extra + "}\n").encode(), flush)
+        self._emit((line + extra + self.lane() + "}\n").encode(), flush)
         return event_id
 
-    def instant(self, kind: str, name: str, site: tuple | None, extra: str = "") -> None:
+    def instant(self, kind: str, name: str, site: tuple | None, extra: str = "", flush: bool = False) -> int:
         """One line for an event with no duration (a file opened, renamed or removed): entry and end at once."""
         t = repr(time.monotonic())
-        line = f'{{"id":{next(self._ids)},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
+        event_id = next(self._ids)
+        line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
-        self._emit((line + extra + "}\n").encode())
+        self._emit((line + extra + self.lane() + "}\n").encode(), flush)
+        return event_id
 
     def leave(self, event_id: int, error: BaseException | None = None, extra: str = "") -> None:
         if error is None:
@@ -1060,6 +1137,7 @@ _SYSTEM_PREFIXES = tuple(
 _SYSTEM_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "__pycache__" + os.sep)
 _CODE_SUFFIXES = (".py", ".pyc", ".so")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_TMPFILE = getattr(os, "O_TMPFILE", 0) or -1  # -1: never all set (no O_TMPFILE on this system)
 _main_thread = threading.main_thread().ident
 _own_folder: str = ""
 
@@ -1110,14 +1188,19 @@ def _quoted_path(path) -> str | None:
     return None if learners is None else json.dumps(learners)
 
 
-def _file_event(name: str, path: str, to: str | None = None, renamed=None, missing: bool = False) -> None:
+def _file_event(
+    name: str, path: str, to: str | None = None, renamed=None, missing: bool = False, update: bool = False
+) -> None:
     """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``missing``: a read
-    of a path that did not exist when it was opened (value ``"missing"``)."""
+    of a path that did not exist when it was opened (value ``"missing"``); ``update``: an open for writing that
+    did not truncate the file (value ``"update"``)."""
     extra = ',"path":' + path
     if to is not None:
         extra += ',"to":' + to
     if missing:
         extra += ',"value":"missing"'
+    elif update:
+        extra += ',"value":"update"'
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
@@ -1137,8 +1220,8 @@ def _file_event(name: str, path: str, to: str | None = None, renamed=None, missi
 
 #: ``os.path.exists`` as it was (the recorder's own checks are not the learner's polls).
 _path_exists = os.path.exists
-#: Path (JSON text) -> whether the last recorded look of this rank found it: a poll is recorded when what it
-#: finds changes (a loop of a thousand misses is one event).
+#: (thread, path as JSON text) -> whether the last recorded look of that thread found it: a poll is recorded when
+#: what it finds changes (a loop of a thousand misses is one event).
 _looked: dict[str, bool] = {}
 
 
@@ -1152,30 +1235,27 @@ def _wrap_exists(original):
     def look(*args, **kwargs):
         found = original(*args, **kwargs)
         recorder = _recorder
-        if (
-            recorder is None
-            or recorder.depth
-            or recorder.fd < 0
-            or not args
-            or threading.get_ident() != _main_thread
-            or not isinstance(found, bool)
-        ):
+        if recorder is None or recorder.depth or recorder.fd < 0 or not args or not isinstance(found, bool):
             return found
         try:
             path = _quoted_path(os.path.abspath(os.fspath(args[0])))
         except (TypeError, ValueError, OSError):
             return found
-        if path is None or _looked.get(path) is found:
-            return found
-        if len(_looked) >= _PATHS_KEPT:
-            _looked.clear()
-        _looked[path] = found
-        recorder.depth += 1
         try:
-            site = _learner_site_from(sys._getframe(1))
-            recorder.instant("file", "exists", site, ',"path":' + path + ("" if found else ',"value":"missing"'))
-        finally:
-            recorder.depth -= 1
+            key = (threading.get_ident(), path)  # each thread's looks are its own (its lane's)
+            if path is None or _looked.get(key) is found:
+                return found
+            if len(_looked) >= _PATHS_KEPT:
+                _looked.clear()
+            _looked[key] = found
+            recorder.depth += 1
+            try:
+                site = _learner_site_from(sys._getframe(1))
+                recorder.instant("file", "exists", site, ',"path":' + path + ("" if found else ',"value":"missing"'))
+            finally:
+                recorder.depth -= 1
+        except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+            pass
         return found
 
     look.__barrierlab_original__ = original
@@ -1184,8 +1264,9 @@ def _wrap_exists(original):
 
 def _learner_site() -> tuple | None:
     """The innermost frame that is the learner's (not torch, the standard library or barrierlab's
-    machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``."""
-    return _learner_site_from(sys._getframe(3))
+    machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``. (Frames: this one,
+    ``_file_event``, ``_record_access``, the audit hook, then the call that opened.)"""
+    return _learner_site_from(sys._getframe(4))
 
 
 def _learner_site_from(frame) -> tuple | None:
@@ -1210,15 +1291,25 @@ def _audit(event: str, args: tuple) -> None:
     if event in _WRITE_BEFORE:
         recorder.flush()
         return
-    if recorder.depth or recorder.fd < 0 or threading.get_ident() != _main_thread:
+    if recorder.depth or recorder.fd < 0:
         return
-    if sys._getframe(1).f_code.co_filename.startswith(_IMPORT_SYSTEM):
+    try:
+        _record_access(event, args)
+    except Exception:  # noqa: BLE001 - an audit hook that raises makes the learner's call raise: never
+        pass
+
+
+def _record_access(event: str, args: tuple) -> None:
+    """A file access of the learner's, from any thread of the rank (each thread's events in its own lane)."""
+    if sys._getframe(2).f_code.co_filename.startswith(_IMPORT_SYSTEM):
         return  # the import system reading a module or listing a folder of sys.path: not the learner's handoff
     if event == "open":
         path = _quoted_path(args[0])
         if path is None:
             return
         mode, flags = args[1], args[2]
+        if not isinstance(mode, str) and isinstance(flags, int) and flags & _TMPFILE == _TMPFILE:
+            return  # O_TMPFILE: an unnamed file in that folder (FileLock's probe); the folder is not changed
         if isinstance(mode, str):
             how = "append" if "a" in mode else "write" if any(c in mode for c in "wx+") else "read"
         elif flags & os.O_APPEND and not flags & os.O_TRUNC:
@@ -1227,7 +1318,9 @@ def _audit(event: str, args: tuple) -> None:
             how = "write" if flags & _WRITE_FLAGS else "read"
         # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
         missing = how == "read" and not _path_exists(args[0])  # (a descriptor has no path: returned above)
-        _file_event(how, path, missing=missing)
+        # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
+        update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
+        _file_event(how, path, missing=missing, update=update)
     elif event == "os.rename":
         source, target = _quoted_path(args[0]), _quoted_path(args[1])
         if source is not None or target is not None:
@@ -1249,6 +1342,243 @@ def _audit(event: str, args: tuple) -> None:
         path = _quoted_path(args[0] if args and args[0] is not None else ".")
         if path is not None:
             _file_event("list", path)
+
+
+# --- what orders a rank's threads and forked children with its own code, and file locks -------------------
+
+
+def _caller_site(depth: int = 2) -> tuple | None:
+    try:
+        return _learner_site_from(sys._getframe(depth))
+    except ValueError:  # called from C with no Python frame above
+        return None
+
+
+def _wrap_thread_start(original):
+    """``Thread.start``: an event "start" (kind "sync") in the starting thread's lane, naming the lane of the
+    thread it starts (``child``): that thread's events are ordered after it, and nothing else orders them with
+    the starting thread's until a ``join`` (attack11 a11: a writer thread not joined before the barrier)."""
+
+    @functools.wraps(original)
+    def start(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                if self.ident is None and not self.name.startswith(_MACHINERY_THREADS):
+                    self._barrierlab_lane = None  # a lane of its own, numbered now
+                    label = recorder.thread_lane(self)
+                    recorder.depth += 1
+                    try:
+                        recorder.instant("sync", "start", _caller_site(), ',"child":' + json.dumps(label))
+                    finally:
+                        recorder.depth -= 1
+            except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+                pass
+        return original(self, *args, **kwargs)
+
+    start.__barrierlab_original__ = original
+    return start
+
+
+def _wrap_thread_join(original):
+    """``Thread.join``: once it returns with the thread ended, an event "join" (kind "sync") in the joining
+    thread's lane: every event of the joined thread is ordered before it. A join that timed out records
+    nothing."""
+
+    @functools.wraps(original)
+    def join(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                label = getattr(self, "_barrierlab_lane", None)
+                if label is not None and not getattr(self, "_barrierlab_joined", False) and not self.is_alive():
+                    self._barrierlab_joined = True
+                    recorder.depth += 1
+                    try:
+                        recorder.instant("sync", "join", _caller_site(), ',"child":' + json.dumps(label))
+                    finally:
+                        recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                pass
+        return result
+
+    join.__barrierlab_original__ = original
+    return join
+
+
+#: Numbers given to ``concurrent.futures`` futures as their work ends (their "resolve" and "result" events name it).
+_future_numbers = itertools.count(1)
+
+
+def _wrap_future_resolve(original):
+    """``concurrent.futures.Future.set_result``/``set_exception`` (a ``ThreadPoolExecutor``'s worker ends a task): an
+    event "resolve" (kind "sync") in the worker's lane before the future is set, naming it (``future``)."""
+
+    @functools.wraps(original)
+    def resolve(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                if not self.done():
+                    number = self.__dict__.get("_barrierlab_future")
+                    if number is None:
+                        number = self._barrierlab_future = next(_future_numbers)
+                    recorder.instant("sync", "resolve", None, f',"future":{number}')
+            except Exception:  # noqa: BLE001
+                pass
+        return original(self, *args, **kwargs)
+
+    resolve.__barrierlab_original__ = original
+    return resolve
+
+
+def _wrap_future_result(original):
+    """``concurrent.futures.Future.result``/``exception``: once it has the outcome (returned it, or raised the
+    task's exception), an event "result" (kind "sync") in the caller's lane naming the future: the task's events
+    (before its "resolve") are ordered before it. The first such call per thread is recorded; a timeout or a
+    cancelled future records nothing. (``executor.submit(save).result()`` before a barrier orders the save.)"""
+
+    @functools.wraps(original)
+    def result(self, *args, **kwargs):
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            recorder = _recorder
+            if recorder is not None and not recorder.depth and recorder.fd >= 0:
+                try:
+                    _record_result(recorder, self)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    result.__barrierlab_original__ = original
+    return result
+
+
+def _record_result(recorder: _Recorder, future) -> None:
+    number = future.__dict__.get("_barrierlab_future")
+    if number is None or not future.done() or future.cancelled():
+        return
+    seen = future.__dict__.setdefault("_barrierlab_seen", set())
+    ident = threading.get_ident()
+    if ident in seen:
+        return
+    seen.add(ident)
+    recorder.depth += 1
+    try:
+        recorder.instant("sync", "result", _caller_site(3), f',"future":{number}')
+    finally:
+        recorder.depth -= 1
+
+
+def _before_fork() -> None:
+    """Before ``os.fork`` (``multiprocessing``'s fork start method, a ``DataLoader``'s workers): an event "fork"
+    (kind "sync") in the forking thread's lane, then the pending lines are written. The child's first event
+    ("forked") names it: the child's events are ordered after the fork and with nothing the parent does later
+    (attack11 a16: a worker started before the barrier read what another rank wrote before it)."""
+    recorder = _recorder
+    if recorder is not None and recorder.fd >= 0:
+        try:
+            recorder.fork_event = recorder.instant("sync", "fork", _caller_site(2))
+        except Exception:  # noqa: BLE001
+            recorder.fork_event = None
+    _write_pending()
+
+
+def _wrap_waitpid(original):
+    """``os.waitpid`` (``Process.join``, ``Popen.wait``): when it reaps a child forked from this process, an
+    event "join" (kind "sync") naming the child's lane ("process PID"): the child's events are ordered before
+    it."""
+
+    @functools.wraps(original)
+    def waitpid(*args, **kwargs):
+        result = original(*args, **kwargs)
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                pid, status = result
+                if pid > 0 and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+                    label = f"process {pid}"
+                    recorder.depth += 1
+                    try:
+                        recorder.instant("sync", "join", _caller_site(), ',"child":' + json.dumps(label))
+                    finally:
+                        recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                pass
+        return result
+
+    waitpid.__barrierlab_original__ = original
+    return waitpid
+
+
+def _lock_target(fd) -> tuple[int, str, str] | None:
+    """(descriptor, JSON text of the file's path, "device:inode") of what ``fcntl.flock``/``lockf`` was given."""
+    number = fd if isinstance(fd, int) else fd.fileno()
+    info = os.fstat(number)
+    try:
+        path = os.readlink(f"/proc/self/fd/{number}")
+    except OSError:
+        path = "?"
+    return number, json.dumps(_clip_text(path)), f"{info.st_dev}:{info.st_ino}"
+
+
+def _wrap_file_lock(name: str, original):
+    """``fcntl.flock``/``fcntl.lockf`` (what ``filelock.FileLock`` uses on Linux): a lock taken is an event
+    "lock" (kind "sync", after it was granted; ``value`` "exclusive" or "shared") and a release an event
+    "unlock" (entered before the call); both name the descriptor (``fd``) and the file (``inode``: device and
+    inode, ``path``). Attempts refused (``LOCK_NB`` while another process holds it) record nothing. A ``lockf``
+    of a byte range takes no lock for the model (only its releases are recorded). The ordering model orders one
+    rank's hold before another rank's later hold of the same file (attack11 a25: the datasets/transformers
+    cache idiom)."""
+    import fcntl
+
+    @functools.wraps(original)
+    def locked(fd, operation, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth or recorder.fd < 0 or type(operation) is not int:
+            return original(fd, operation, *args, **kwargs)
+        event_id = None
+        if operation & fcntl.LOCK_UN:
+            try:
+                number, path, inode = _lock_target(fd)
+                recorder.depth += 1
+                try:
+                    extra = f',"path":{path},"inode":"{inode}","fd":{number},"call":"fcntl.{name}"'
+                    event_id = recorder.enter("sync", "unlock", False, _caller_site(), extra, flush=False)
+                finally:
+                    recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                event_id = None
+            try:
+                result = original(fd, operation, *args, **kwargs)
+            except BaseException as error:
+                if event_id is not None:
+                    with contextlib.suppress(Exception):
+                        recorder.leave(event_id, error)
+                raise
+            if event_id is not None:
+                with contextlib.suppress(Exception):
+                    recorder.leave(event_id)
+            return result
+        result = original(fd, operation, *args, **kwargs)
+        whole = not any(args) and not any(kwargs.values())  # lockf(fd, cmd, len=0, start=0, whence=0)
+        if operation & (fcntl.LOCK_EX | fcntl.LOCK_SH) and whole:
+            try:
+                number, path, inode = _lock_target(fd)
+                how = "exclusive" if operation & fcntl.LOCK_EX else "shared"
+                extra = f',"path":{path},"inode":"{inode}","fd":{number},"value":"{how}","call":"fcntl.{name}"'
+                recorder.depth += 1
+                try:
+                    recorder.instant("sync", "lock", _caller_site(), extra)
+                finally:
+                    recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                pass
+        return result
+
+    locked.__barrierlab_original__ = original
+    return locked
 
 
 def _fspath_text(path) -> str:
@@ -1625,8 +1955,14 @@ def _write_pending() -> None:
 
 
 def _forked() -> None:
+    global _future_numbers
+    _looked.clear()  # keyed by thread: the forking thread's looks were the parent's
+    _future_numbers = itertools.count((os.getpid() << 24) + 1)  # the child's futures never share the parent's
     if _recorder is not None:
-        _recorder.forked()
+        try:
+            _recorder.forked()
+        except Exception:  # noqa: BLE001 - the child runs on, its events without their fork
+            pass
 
 
 def _patch() -> None:
@@ -1669,11 +2005,24 @@ def _patch() -> None:
                 )
                 _replace(dcp, name, make)
     _replace(os, "_exit", _exit_after_writing)
+    _replace(threading.Thread, "start", _wrap_thread_start)
+    _replace(threading.Thread, "join", _wrap_thread_join)
+    _replace(os, "waitpid", _wrap_waitpid)
+    import concurrent.futures
+
+    for name in ("set_result", "set_exception"):
+        _replace(concurrent.futures.Future, name, _wrap_future_resolve)
+    for name in ("result", "exception"):
+        _replace(concurrent.futures.Future, name, _wrap_future_result)
+    import fcntl
+
+    for name in ("flock", "lockf"):
+        _replace(fcntl, name, functools.partial(_wrap_file_lock, name))
     for owner, name in ((os.path, "exists"), (os.path, "isfile"), (pathlib.Path, "exists"), (pathlib.Path, "is_file")):
         _replace(owner, name, _wrap_exists)
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
-        os.register_at_fork(before=_write_pending, after_in_child=_forked)
+        os.register_at_fork(before=_before_fork, after_in_child=_forked)
         atexit.register(_write_pending)
         _audit_installed = True
 

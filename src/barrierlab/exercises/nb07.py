@@ -102,6 +102,8 @@ def _judge(run, workdir: str, seed: int) -> str | None:
             e = order.event_at(target)
             if e.kind == "store" and e.name == "add":
                 continue  # an add that counted another rank's add saw it; it never waits for anyone
+            if e.kind == "sync":
+                continue  # a file lock granted after another rank's hold: it waits only while that rank holds it
             if e.name == "gather_object":
                 return (
                     f"every result is there, but rank {rank} waited for rank {source[0]} in gather_object at line "
