@@ -224,6 +224,78 @@ def test_an_all_reduce_of_an_empty_tensor_orders_nothing_on_gloo(tmp_path, empty
     assert bool(ordering.races(run)) is empty, ordering.races(run)
 
 
+def handoff_through_an_empty_collective(folder, kind):
+    """attack12 r2: gloo returns at once from these collectives of empty tensors too (reduce: at its root)."""
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "stats.txt")
+    if dist.get_rank() == 1:
+        time.sleep(0.5)
+        with open(path, "w") as f:
+            f.write("done")
+    empty = torch.empty(0)
+    if kind == "all_gather_into_tensor":
+        dist.all_gather_into_tensor(torch.empty(0), empty)
+    elif kind == "reduce_scatter_tensor":
+        dist.reduce_scatter_tensor(torch.empty(0), empty)
+    elif kind == "all_reduce_coalesced":
+        dist.all_reduce_coalesced([empty])
+    else:
+        dist.reduce(empty, dst=0)
+    if dist.get_rank() == 0:
+        try:
+            with open(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return "missing"
+    return None
+
+
+@pytest.mark.parametrize("kind", ["all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce_coalesced", "reduce"])
+def test_more_collectives_of_empty_tensors_order_nothing_on_gloo(tmp_path, kind):
+    run = bl.run(handoff_through_an_empty_collective, 2, args=(str(tmp_path), kind), timeout=10)
+    assert run.ok, run
+    assert run[0].value == "missing", run.values  # what gloo did: rank 0 read before rank 1 wrote
+    assert ordering.races(run), kind
+
+
+def object_broadcast_after_every_rank_wrote(folder):
+    """attack12 r1: at 8 ranks the root of broadcast_object_list leaves before a leaf of gloo's tree enters."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    if rank == 7:
+        time.sleep(1.0)
+    with open(os.path.join(folder, f"shard{rank}.txt"), "w") as f:
+        f.write(str(rank))
+    config = [{"lr": 0.1}] if rank == 0 else [None]
+    dist.broadcast_object_list(config, src=0)
+    found = None
+    if rank == 0:
+        try:
+            with open(os.path.join(folder, "shard7.txt")) as f:
+                found = f.read()
+        except FileNotFoundError:
+            found = "missing"
+    dist.barrier()
+    return found
+
+
+def test_an_object_broadcasts_root_waits_two_levels_of_the_tree_at_8_ranks(tmp_path):
+    run = bl.run(object_broadcast_after_every_rank_wrote, 8, args=(str(tmp_path),), timeout=20, deadline=60)
+    assert run.ok, run
+    races = [str(race) for race in ordering.races(run) if "shard7" in str(race)]
+    if run[0].value == "missing":  # gloo let the root go before rank 7 entered: the model must not order them
+        assert races, run.values
+    order = ordering.order(run)
+    near = {1, 2, 4, 3, 5, 6}  # rank 0's children and grandchildren in gloo's tree of 8
+    root_call = next(e for e in run[0].events if e.name == "broadcast_object_list")
+    for other in range(1, 8):
+        call = next(e for e in run[other].events if e.name == "broadcast_object_list")
+        assert order.before(order.enter(other, call), order.leave(0, root_call)) is (other in near), other
+
+
 def test_a_race_is_told_in_words_with_both_lines(tmp_path):
     run = bl.run(cases.rank0_prepares_data_race.scenario, 4, kwargs={"folder": str(tmp_path)}, timeout=10)
     text = str(ordering.races(run)[0])

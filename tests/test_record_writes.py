@@ -104,3 +104,21 @@ def test_the_import_system_reading_modules_is_not_a_file_handoff(tmp_path):
     assert run.values == [7], run
     files = [(e.name, e.path) for e in run[0].events if e.kind == "file"]
     assert files == [("write", str(tmp_path / "numbers.txt"))], files
+
+
+def pretty_json_then_barrier():
+    """attack12 r5: a rank makes json.dumps pretty-print for its own logs, then does nothing wrong."""
+    import functools
+
+    json.dumps = functools.partial(json.dumps, indent=2)
+    with open(os.devnull, "w") as f:
+        f.write(json.dumps({"step": 1}))  # recorded: a line barrierlab writes with its own json.dumps
+    dist.barrier()
+    return dist.get_rank()
+
+
+def test_a_rank_that_replaces_json_dumps_still_finishes_with_its_value():
+    run = bl.run(pretty_json_then_barrier, 2, timeout=5, deadline=20)
+    assert [str(s) for s in run.statuses] == ["finished", "finished"], run
+    assert run.values == [0, 1]
+    assert all(r.events and not r.events_dropped for r in run.ranks), run

@@ -385,7 +385,16 @@ class Order:
                     released = self.leave(rank, e) if forms else self._released(rank, e, waits[rank])
                     if released is None:
                         continue
-                    if word == "all":
+                    if word == "all" and op.name == "broadcast_object_list" and self.backend == "gloo" and not forms:
+                        # two broadcasts in a row hold the root for two levels of gloo's tree: every rank at 4
+                        # members, not the deeper ones at 8 (attack12 r1: rank 7 entered after the root left)
+                        members = e.group_ranks or sorted(self.events)
+                        near = _broadcast_children(rank, root, members)
+                        near += [c for child in near for c in _broadcast_children(child, root, members)]
+                        for other in near:
+                            if other in matched:
+                                self._edge(self.enter(other, matched[other]), released)
+                    elif word == "all":
                         for other, o in matched.items():
                             self._edge(self.enter(other, o), released)
                     elif op.name == "broadcast" and self.backend == "gloo" and word in ("parent", "children"):

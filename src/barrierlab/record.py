@@ -59,6 +59,10 @@ from barrierlab._protocol import RECORD_DIR_VARIABLE
 from barrierlab.events import SPAN_KINDS
 from barrierlab.sites import MACHINERY, installed_package, is_learners
 
+#: Captured when barrierlab is imported, before the learner's code runs: a rank that replaces ``json.dumps`` (a
+#: ``partial`` with ``indent=2`` for its logs) must not change the lines barrierlab writes (attack12 r5).
+_json_dumps = json.dumps
+
 #: What the recorder wraps, from the ops table: collectives (numbered per rank) and point-to-point calls.
 COLLECTIVES = tuple(sorted(ops.NUMBERED))
 POINT_TO_POINT = tuple(sorted(ops.RECORDED_P2P))
@@ -216,7 +220,7 @@ class _Recorder:
             if threading.get_ident() == _main_thread and not self.process:
                 text = ""
             else:
-                text = ',"lane":' + json.dumps(self.thread_lane(_current_thread()))
+                text = ',"lane":' + _json_dumps(self.thread_lane(_current_thread()))
             self._thread.lane = text
         return text
 
@@ -314,13 +318,13 @@ class _Recorder:
         self._thread.depth = depth
         self._lanes = itertools.count(1)
         self.process = f"process {os.getpid()}"
-        self._thread.lane = ',"lane":' + json.dumps(self.process)
+        self._thread.lane = ',"lane":' + _json_dumps(self.process)
         if self.fork_event is not None:  # the child's first event: it runs from the parent's fork on
             self.instant("sync", "forked", None, f',"of":{self.fork_event}', flush=True)
 
     def write(self, event: dict) -> None:
         """One line written now (with the lines pending before it)."""
-        self._emit((json.dumps(event, separators=(",", ":")) + "\n").encode(), flush=True)
+        self._emit((_json_dumps(event, separators=(",", ":")) + "\n").encode(), flush=True)
 
     def quote(self, text: str) -> str:
         """JSON string literal of ``text`` (at most :data:`MAX_TEXT` characters), cached: file names,
@@ -329,7 +333,7 @@ class _Recorder:
         if quoted is None:
             if len(self._quoted) >= _QUOTED_KEPT:
                 self._quoted.clear()
-            quoted = self._quoted[text] = json.dumps(_clip_text(str(text)))
+            quoted = self._quoted[text] = _json_dumps(_clip_text(str(text)))
         return quoted
 
     def enter(
@@ -569,7 +573,7 @@ def _group_text(group) -> str:
             ranks = c10d.get_process_group_ranks(group)
         except Exception:  # noqa: BLE001
             ranks = []
-        text = _GROUP_TEXT[name] = f',"group":{json.dumps(name)},"ranks":{json.dumps(ranks)}'
+        text = _GROUP_TEXT[name] = f',"group":{_json_dumps(name)},"ranks":{_json_dumps(ranks)}'
     return text
 
 
@@ -715,7 +719,7 @@ def _local_group_text(args: tuple, kwargs: dict) -> str:
         members = sorted({int(r) for r in ranks})
     except (TypeError, ValueError):
         return ""
-    return f',"group":{json.dumps("new_group " + str(members))},"ranks":{json.dumps(members)}'
+    return f',"group":{_json_dumps("new_group " + str(members))},"ranks":{_json_dumps(members)}'
 
 
 def _wrap(name: str, original, numbered: bool):
@@ -1095,7 +1099,7 @@ def _wrap_store(method: str, original):
         keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or ())
         prefix = _key_prefix(self) if _PREFIXES else ""
         keys = [prefix + (k.decode(errors="replace") if isinstance(k, bytes) else str(k)) for k in keys[:16]]
-        extra = ',"keys":' + json.dumps(keys)
+        extra = ',"keys":' + _json_dumps(keys)
         if method == "add" and len(args) > 1 and isinstance(args[1], int):
             extra += f',"amount":{args[1]}'
         recorder.depth += 1
@@ -1108,12 +1112,12 @@ def _wrap_store(method: str, original):
         finally:
             recorder.depth -= 1
         if method == "add" and isinstance(result, int):
-            recorder.leave(event_id, extra=f',"value":{json.dumps(str(result))}')
+            recorder.leave(event_id, extra=f',"value":{_json_dumps(str(result))}')
         elif method == "check" and isinstance(result, bool):
             recorder.leave(event_id, extra=f',"value":"{result}"')
         elif method == "get" and isinstance(result, bytes):
             value = result[:STORE_VALUE_KEPT].decode(errors="replace")
-            recorder.leave(event_id, extra=f',"value":{json.dumps(value)}')
+            recorder.leave(event_id, extra=f',"value":{_json_dumps(value)}')
         else:
             recorder.leave(event_id)
         return result
@@ -1182,10 +1186,10 @@ def _quoted_path(path) -> str | None:
             if len(_quoted_paths) >= _PATHS_KEPT:
                 _quoted_paths.clear()
             learners = _learner_path(path)
-            quoted = _quoted_paths[path] = "" if learners is None else json.dumps(learners)
+            quoted = _quoted_paths[path] = "" if learners is None else _json_dumps(learners)
         return quoted or None
     learners = _learner_path(path)
-    return None if learners is None else json.dumps(learners)
+    return None if learners is None else _json_dumps(learners)
 
 
 def _file_event(
@@ -1326,8 +1330,8 @@ def _record_access(event: str, args: tuple) -> None:
         if source is not None or target is not None:
             _file_event(
                 "rename",
-                source or json.dumps(_fspath_text(args[0])),
-                target or json.dumps(_fspath_text(args[1])),
+                source or _json_dumps(_fspath_text(args[0])),
+                target or _json_dumps(_fspath_text(args[1])),
                 renamed=args[0],
             )
     elif event == "os.remove":  # os.unlink too
@@ -1369,7 +1373,7 @@ def _wrap_thread_start(original):
                     label = recorder.thread_lane(self)
                     recorder.depth += 1
                     try:
-                        recorder.instant("sync", "start", _caller_site(), ',"child":' + json.dumps(label))
+                        recorder.instant("sync", "start", _caller_site(), ',"child":' + _json_dumps(label))
                     finally:
                         recorder.depth -= 1
             except Exception:  # noqa: BLE001 - recording never reaches the learner's code
@@ -1396,7 +1400,7 @@ def _wrap_thread_join(original):
                     self._barrierlab_joined = True
                     recorder.depth += 1
                     try:
-                        recorder.instant("sync", "join", _caller_site(), ',"child":' + json.dumps(label))
+                        recorder.instant("sync", "join", _caller_site(), ',"child":' + _json_dumps(label))
                     finally:
                         recorder.depth -= 1
             except Exception:  # noqa: BLE001
@@ -1501,7 +1505,7 @@ def _wrap_waitpid(original):
                     label = f"process {pid}"
                     recorder.depth += 1
                     try:
-                        recorder.instant("sync", "join", _caller_site(), ',"child":' + json.dumps(label))
+                        recorder.instant("sync", "join", _caller_site(), ',"child":' + _json_dumps(label))
                     finally:
                         recorder.depth -= 1
             except Exception:  # noqa: BLE001
@@ -1520,7 +1524,7 @@ def _lock_target(fd) -> tuple[int, str, str] | None:
         path = os.readlink(f"/proc/self/fd/{number}")
     except OSError:
         path = "?"
-    return number, json.dumps(_clip_text(path)), f"{info.st_dev}:{info.st_ino}"
+    return number, _json_dumps(_clip_text(path)), f"{info.st_dev}:{info.st_ino}"
 
 
 def _wrap_file_lock(name: str, original):
@@ -1621,7 +1625,7 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
             "write" if writes else "read",
             False,
             call_site(callers=False),
-            f',"path":{json.dumps(path)},"call":"{name}"',
+            f',"path":{_json_dumps(path)},"call":"{name}"',
         )
         try:
             result = original(*args, **kwargs)
@@ -1858,10 +1862,10 @@ def write_flight(recorder: _Recorder, data: dict) -> None:
     at = time.monotonic()  # "at", not "t": readers take a line with "t" for an event entry
     chunk, size, first = [], 0, True
     for entry in data["flight"]:
-        length = len(json.dumps(entry, separators=(",", ":")))
+        length = len(_json_dumps(entry, separators=(",", ":")))
         if length > limit // 4:
             entry = {**entry, "sizes": None, "dtypes": None, "out": None}
-            length = len(json.dumps(entry, separators=(",", ":")))
+            length = len(_json_dumps(entry, separators=(",", ":")))
         if chunk and size + length > limit:
             recorder.write({"flight": chunk, "groups": data["groups"] if first else {}, "at": at})
             chunk, size, first = [], 0, False
