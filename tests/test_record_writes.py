@@ -122,3 +122,32 @@ def test_a_rank_that_replaces_json_dumps_still_finishes_with_its_value():
     assert [str(s) for s in run.statuses] == ["finished", "finished"], run
     assert run.values == [0, 1]
     assert all(r.events and not r.events_dropped for r in run.ranks), run
+
+
+def remove_an_old_checkpoint_folder(folder):
+    """attack12 r9: shutil.rmtree removes each file by name in its folder's descriptor (os.unlink(name,
+    dir_fd=...)); rank 1 reads the run's own config.json, of the same name, in the working folder."""
+    import shutil
+
+    os.chdir(folder)
+    if dist.get_rank() == 0:
+        os.makedirs("checkpoint-100", exist_ok=True)
+        for name in ("checkpoint-100/config.json", "config.json"):
+            with open(name, "w") as f:
+                f.write("{}")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        shutil.rmtree(os.path.join(folder, "checkpoint-100"))
+    else:
+        time.sleep(0.2)
+        with open("config.json") as f:
+            f.read()
+    dist.barrier()
+
+
+def test_removals_by_name_in_a_folders_descriptor_are_recorded_at_their_own_path(tmp_path):
+    run = bl.run(remove_an_old_checkpoint_folder, 2, args=(str(tmp_path),), timeout=10, deadline=30)
+    assert run.ok, run
+    removed = [e.path for e in run[0].events if e.kind == "file" and e.name == "remove"]
+    assert removed == [str(tmp_path / "checkpoint-100" / "config.json")], removed
+    assert run.races() == [], run.races()

@@ -1303,6 +1303,25 @@ def _audit(event: str, args: tuple) -> None:
         pass
 
 
+def _at(path, dir_fd):
+    """``path`` as the call meant it: a relative path given with ``dir_fd`` (``os.unlink(name, dir_fd=fd)``, as
+    ``shutil.rmtree`` removes a folder's files) joined to that descriptor's folder (``/proc/self/fd``), not to the
+    working folder (attack12 r9: a removal inside a checkpoint folder was recorded as one of the working
+    folder's file of that name). None when the folder cannot be known."""
+    if dir_fd is None or dir_fd == -1 or not isinstance(dir_fd, int):
+        return path
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return None
+    if os.path.isabs(path):
+        return path
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+    except OSError:
+        return None
+
+
 def _record_access(event: str, args: tuple) -> None:
     """A file access of the learner's, from any thread of the rank (each thread's events in its own lane)."""
     if sys._getframe(2).f_code.co_filename.startswith(_IMPORT_SYSTEM):
@@ -1326,7 +1345,7 @@ def _record_access(event: str, args: tuple) -> None:
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
         _file_event(how, path, missing=missing, update=update)
     elif event == "os.rename":
-        source, target = _quoted_path(args[0]), _quoted_path(args[1])
+        source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
             _file_event(
                 "rename",
@@ -1334,12 +1353,12 @@ def _record_access(event: str, args: tuple) -> None:
                 target or _json_dumps(_fspath_text(args[1])),
                 renamed=args[0],
             )
-    elif event == "os.remove":  # os.unlink too
-        path = _quoted_path(args[0])
+    elif event == "os.remove":  # os.unlink too; shutil.rmtree removes each file by name in a folder's descriptor
+        path = _quoted_path(_at(args[0], args[1]))
         if path is not None:
             _file_event("remove", path)
     elif event == "os.mkdir":  # os.makedirs too, once per folder it makes (and for the last even if it exists)
-        path = _quoted_path(args[0]) if args[2] in (-1, None) else None  # relative to a folder descriptor: not followed
+        path = _quoted_path(_at(args[0], args[2]))
         if path is not None:  # one already there is not made: the call fails, or makedirs(exist_ok=True) goes on
             _file_event("ensure" if _path_exists(args[0]) else "mkdir", path)
     else:  # os.listdir, os.scandir (glob, os.walk): a read of the folder's entries
