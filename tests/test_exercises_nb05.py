@@ -210,6 +210,17 @@ WRONG = [
     (async_barrier_unwaited_and_sleep, "never waited on"),
     (store_key_only_for_rank0s_own_file, "nothing orders them"),
 ]
+
+
+def count_steps_on_the_store():
+    """A progress counter for a dashboard: store.add never waits for another rank (attack12 r11)."""
+    dist.distributed_c10d._get_default_store().add("steps done", 1)
+
+
+def solution_with_a_progress_counter(folder, steps=4, delay=0.15, base_compute=0.05):
+    return _job(folder, steps, delay, base_compute, in_loop=count_steps_on_the_store, after_write=(dist.barrier,))
+
+
 RIGHT = [
     (solution, "barrier"),
     (two_spans_per_step, "barrier"),
@@ -219,6 +230,7 @@ RIGHT = [
     (with_send_recv, "recv"),
     (with_async_barrier_waited, "Work.wait"),
     (two_broadcasts_from_0, "broadcast"),
+    (solution_with_a_progress_counter, "barrier"),
 ]
 
 
