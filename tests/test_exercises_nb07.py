@@ -297,6 +297,33 @@ def one_writer_with_store_values(workdir, seed=0):
     return accuracy
 
 
+def status_key_polled_until_created(workdir, seed=0):
+    """attack12 r7: rank 0 sets a status key to "starting", then to "created" once the header is written; every
+    rank polls store.get until it reads "created", then appends; rank 0 waits for every append's key."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    store = dist.FileStore(os.path.join(workdir, "results.store"), world_size)
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    if rank == 0:
+        store.set("results", "starting")
+    time.sleep(setup_s)
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(HEADER + "\n")
+        store.set("results", "created")
+    time.sleep(evaluate_s)
+    while store.get("results") != b"created":
+        time.sleep(0.01)
+    with open(path, "a") as f:
+        f.write(f"{rank},{round(0.9 + rank / 100, 2)}\n")
+    store.set(f"appended-{rank}", "1")
+    if rank == 0:
+        store.wait([f"appended-{r}" for r in range(world_size)], timedelta(seconds=5))
+        with open(path) as f:
+            return f"{len(f.read().splitlines()[1:])} of {world_size} results"
+    return rank
+
+
 def one_writer_with_send_object_list(workdir, seed=0):
     """Each rank sends its line as a Python object (send_object_list); rank 0 receives them in turn."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -443,6 +470,7 @@ RIGHT = [
     appends_counted_in_the_store,
     one_writer_with_gather_to_the_default_root,
     appends_under_a_file_lock,
+    status_key_polled_until_created,
 ]
 
 

@@ -252,3 +252,37 @@ def test_keys_of_prefix_stores_are_told_apart_by_their_prefix(tmp_path):
     assert run.ok, run
     races = ordering.races(run)
     assert [(race.first.rank, race.second.rank) for race in races] == [(0, 1)], races
+
+
+def status_key(folder, unique):
+    """attack12 r6: rank 0 sets a status key to "loading", rank 1 writes the data and sets it to "ready", rank 2
+    polls store.get until it reads "ready" and then reads the data. With ``unique`` False, rank 0 also wrote
+    "ready" first: the value no longer says which set the get read."""
+    import torch.distributed as dist
+
+    store, rank = _store(), dist.get_rank()
+    data = os.path.join(folder, "data.txt")
+    got = None
+    if rank == 0:
+        store.set("status", "loading" if unique else "ready")
+    elif rank == 1:
+        time.sleep(0.5)
+        with open(data, "w") as f:
+            f.write("42")
+        store.set("status", "ready")
+    else:
+        time.sleep(0.1)
+        while store.get("status") != b"ready" or not unique and not os.path.exists(data):
+            time.sleep(0.05)
+        with open(data) as f:
+            got = f.read()
+    dist.barrier()
+    return got
+
+
+@pytest.mark.parametrize("unique", [True, False], ids=["the value names its set", "two sets wrote it"])
+def test_a_get_that_read_a_value_is_ordered_after_the_set_that_wrote_it(tmp_path, unique):
+    run = bl.run(status_key, 3, args=(str(tmp_path), unique), timeout=10)
+    assert run.ok and run[2].value == "42", run
+    races = [race for race in ordering.races(run) if race.first.path.endswith("data.txt")]
+    assert bool(races) is not unique, races  # two sets of "ready": which one the get read is not known

@@ -18,7 +18,8 @@ killed or hangs still leaves the record of what it entered and never left:
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
-    the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready") and an ``add``'s ``amount``;
+    the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready"), an ``add``'s ``amount`` and
+    the value a ``set``/``compare_set`` wrote (``written``, when shorter than 64 characters);
     for a wait of an async call (kind "wait": ``Work.wait()``, its future's ``wait()`` (or one chained to it by
     ``then`` or collecting it: ``torch.futures.wait_all``/``collect_all``, one wait per call), or the first
     ``work.is_completed()``/``future.done()`` that returned True, with no duration) the call's id ``of``;
@@ -150,6 +151,8 @@ class Event:
     #: an ``add`` added (None: not recorded).
     keys: list[str] | None = field(default=None, repr=False)
     value: str | None = field(default=None, repr=False)
+    #: A store ``set``/``compare_set``: the value it wrote, when shorter than the 64 characters kept of a value.
+    written: str | None = field(default=None, repr=False)
     amount: int | None = field(default=None, repr=False)
     #: ``kind == "wait"`` (``Work.wait()``, ``Future.wait``, or a poll that saw it complete): the id of the async
     #: call waited for, on this rank.
@@ -362,7 +365,7 @@ _ENTER_FIELDS = {
     "timeout": _is_number,
     **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future")},
     "ranks": _is_int_list,
-    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode")},
+    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written")},
     "keys": _strings,
 }
 
@@ -704,6 +707,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 call=item.get("call"),
                 keys=item.get("keys"),
                 amount=item.get("amount"),
+                written=item.get("written"),
                 of=item.get("of"),
                 id=item["id"],
                 lane=item.get("lane"),

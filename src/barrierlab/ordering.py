@@ -489,6 +489,9 @@ class Order:
                 or (e.name == "check" and e.value == "True")
             ):
                 continue
+            read = _value_read(e, writers)
+            if read is not None:  # the one set that wrote what this get returned (attack12 r6: a status key)
+                self._edge(self.enter(*read), self.leave(rank, e))
             k = bisect.bisect_left(delete_ends, e.start)
             dead_by = latest_start[k - 1] if k else -math.inf  # a writer applied before this start is gone
             while first < len(writers) and applied[first] < dead_by:
@@ -948,6 +951,17 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
     return [
         {rank: v[k] for rank, v in by_rank.items() if len(v) > k} for k in range(max(len(v) for v in by_rank.values()))
     ]
+
+
+def _value_read(get, writers: list) -> tuple | None:
+    """(rank, event) of the one ``set``/``compare_set`` of the key that wrote the value ``get`` returned and began
+    before it returned: the get read that write, so it comes after it (a status key polled until it says
+    "ready"). None when the value is not known whole (64 characters or more) or several writes wrote it."""
+    value = get.value
+    if get.name != "get" or value is None or len(value) >= 64:
+        return None
+    found = [(rank, w) for rank, w in writers if w.written == value and w.start < get.end]
+    return found[0] if len(found) == 1 else None
 
 
 def _gone_before(access: Access, accesses: list[Access]) -> bool:

@@ -1102,6 +1102,16 @@ def _wrap_store(method: str, original):
         extra = ',"keys":' + _json_dumps(keys)
         if method == "add" and len(args) > 1 and isinstance(args[1], int):
             extra += f',"amount":{args[1]}'
+        written = (
+            args[1]
+            if method == "set" and len(args) > 1
+            else args[2]
+            if method == "compare_set" and len(args) > 2
+            else None
+        )
+        if isinstance(written, (str, bytes)) and len(written) < STORE_VALUE_KEPT:  # a short value, whole
+            text = written.decode(errors="replace") if isinstance(written, bytes) else written
+            extra += ',"written":' + _json_dumps(text)
         recorder.depth += 1
         event_id = recorder.enter("store", method, False, call_site(callers=False), extra)
         try:
