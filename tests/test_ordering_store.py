@@ -286,3 +286,40 @@ def test_a_get_that_read_a_value_is_ordered_after_the_set_that_wrote_it(tmp_path
     assert run.ok and run[2].value == "42", run
     races = [race for race in ordering.races(run) if race.first.path.endswith("data.txt")]
     assert bool(races) is not unique, races  # two sets of "ready": which one the get read is not known
+
+
+def signal_through(folder, how):
+    """attack12 r10: rank 0 writes the data, then signals with multi_set, append or queue_push; rank 1 waits for
+    the key (or pops the queue), then reads the data."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store, data, got = _store(), os.path.join(folder, "data.txt"), None
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(data, "w") as f:
+            f.write("42")
+        if how == "multi_set":
+            store.multi_set(["ready", "size"], ["1", "2"])
+        elif how == "append":
+            store.append("ready", "1")
+        else:
+            store.queue_push("work", "data.txt")
+    else:
+        if how == "queue_push":
+            store.queue_pop("work")
+        else:
+            store.wait(["ready"], timedelta(seconds=5))
+        with open(data) as f:
+            got = f.read()
+    dist.barrier()
+    return got
+
+
+@pytest.mark.parametrize("how", ["multi_set", "append", "queue_push"])
+def test_more_store_calls_order_a_handoff(tmp_path, how):
+    run = bl.run(signal_through, 2, args=(str(tmp_path), how), timeout=10)
+    assert run.ok and run[1].value == "42", run
+    assert ordering.races(run) == [], ordering.races(run)
+    assert any(e.kind == "store" and e.name == how for e in run[0].events)

@@ -17,12 +17,14 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 - ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A; a peer named
   by its rank in the group, ``group_dst``/``group_src``, is mapped through the group's ranks), and back
   where the column says the sender waits for its receiver (gloo);
-- a store key: the first ``set``/``add``/``compare_set`` of a key that began before a ``wait``/``get`` of it
-  (or a ``check`` that found it) returned, unless a ``delete_key`` of it certainly came between, is ordered
+- a store key: the first ``set``/``add``/``compare_set`` (``multi_set``, ``append``, ``queue_push``) of a key that
+  began before a ``wait``/``get`` of it (``multi_get``, a blocking ``queue_pop``, or a ``check`` that found it)
+  returned, unless a ``delete_key`` of it certainly came between, is ordered
   before that return; a ``get`` of a counter that read N, or an ``add`` that returned N, comes after the
   ``add``s of that key without which it could not have read N (:class:`_Counter`: those the other adds could
   not make up for, and with amounts of one sign those that returned a value no further than N; an ``add`` of
-  0 only reads the counter). Keys are matched by name, with the prefixes of the learner's ``PrefixStore``s;
+  0 only reads the counter); a ``get`` that returned a value one ``set`` alone wrote comes after that set.
+  Keys are matched by name, with the prefixes of the learner's ``PrefixStore``s;
 - ``isend``/``irecv`` return at once, like ``async_op=True`` calls: their edges go to their ``Work.wait()``;
 - a rank's threads and forked children (a ``DataLoader``'s workers) are lanes of their own: program order holds
   within a lane; a thread's lane comes after the ``Thread.start`` that began it and before a ``join`` that saw it
@@ -450,7 +452,7 @@ class Order:
             for e in events:
                 if e.kind != "store" or e.error or not e.keys:
                     continue
-                for key in dict.fromkeys(e.keys if e.name in ("wait", "check") else e.keys[:1]):
+                for key in dict.fromkeys(e.keys if e.name in _ALL_KEYS else e.keys[:1]):
                     calls.setdefault(key, []).append((rank, e))
         for mine in calls.values():
             mine.sort(key=lambda item: (item[1].start, item[0]))
@@ -470,7 +472,7 @@ class Order:
         it, by a ``delete_key`` that certainly came between (the writer's reply before the delete's call, the
         delete's reply before the read's: a key reused each step is the last step's, attack11 a03). A writer
         that was the only one a read could have seen was applied by that read's return."""
-        writers = [(rank, e) for rank, e in calls if e.name in ("set", "add", "compare_set")]
+        writers = [(rank, e) for rank, e in calls if e.name in _KEY_WRITERS]
         if not writers:
             return
         # when each writer was certainly applied by (its reply, or the return of a read only it could satisfy)
@@ -484,7 +486,7 @@ class Order:
         first = 0  # writers before it are dead for every read from here on (reads go by their start)
         for rank, e in calls:
             if e.end is None or not (
-                e.name == "wait"
+                e.name in ("wait", "multi_get", "queue_pop")
                 or (e.name == "get" and not (counter.adds and _count(e.value) is not None))
                 or (e.name == "check" and e.value == "True")
             ):
@@ -951,6 +953,12 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
     return [
         {rank: v[k] for rank, v in by_rank.items() if len(v) > k} for k in range(max(len(v) for v in by_rank.values()))
     ]
+
+
+#: Store calls that make a key exist (``append`` and ``queue_push`` too: a key's first append or push creates it).
+_KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")
+#: Store calls that name several keys, each of them written or waited for.
+_ALL_KEYS = ("wait", "check", "multi_set", "multi_get")
 
 
 def _value_read(get, writers: list) -> tuple | None:

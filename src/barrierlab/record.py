@@ -1044,7 +1044,21 @@ def _wrap_completion_poll(name: str, calls, original):
 #: amount and the count it returned, ``get`` the first bytes of the value it returned, ``check`` whether every
 #: key was there ("True"/"False"). ``delete_key`` ends a key's use (a key reused each step, attack11 a03),
 #: ``check`` polled until True orders like ``wait`` (a14).
-STORE_METHODS = ("set", "add", "get", "wait", "compare_set", "delete_key", "check")
+STORE_METHODS = (
+    "set",
+    "add",
+    "get",
+    "wait",
+    "compare_set",
+    "delete_key",
+    "check",
+    # attack12 r10: handoffs through these were reported as races (only the other side was recorded)
+    "multi_set",
+    "multi_get",
+    "append",
+    "queue_push",
+    "queue_pop",
+)
 STORE_VALUE_KEPT = 64
 
 
@@ -2021,7 +2035,8 @@ def _patch() -> None:
         if callable(getattr(dist.ProcessGroup, name, None)):
             _replace(dist.ProcessGroup, name, functools.partial(_wrap_group_method, name))
     for method in STORE_METHODS:
-        _replace(dist.Store, method, functools.partial(_wrap_store, method))
+        if callable(getattr(dist.Store, method, None)):
+            _replace(dist.Store, method, functools.partial(_wrap_store, method))
     _replace(dist.PrefixStore, "__init__", _wrap_prefix_store_init)
     _replace(
         torch, "save", functools.partial(_wrap_file_call, "torch.save", writes=True, path_index=1, path_keyword="f")
