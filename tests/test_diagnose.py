@@ -902,3 +902,19 @@ def test_a_store_wait_for_a_key_set_after_a_barrier_is_a_wait_cycle_not_a_slow_r
     assert d.ranks == [0] and d.site is not None, d
     fixed = bl.run(waits_for_a_key_set_after_a_barrier, 2, args=(True,), timeout=3, deadline=6)
     assert fixed.ok and fixed.diagnosis.ok, fixed.diagnosis
+
+
+def ring_of_pairwise_groups():
+    """attack12 r12: rank i meets the next rank in group (i, i+1), then the previous one: each waits for the next."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    groups = {i: dist.new_group([i, (i + 1) % world]) for i in range(world)}
+    dist.barrier(group=groups[rank])
+    dist.barrier(group=groups[(rank - 1) % world])
+
+
+def test_a_ring_of_waits_across_pairwise_groups_is_a_cycle_not_a_missing_member():
+    run = bl.run(ring_of_pairwise_groups, 3, timeout=2, deadline=5)
+    d = run.diagnosis
+    assert d.kind == "group-wait-cycle", d
+    assert "never did" not in d.headline, d
+    assert d.ranks == [0, 1, 2] and "for rank 1" in d.headline and "for rank 0" in d.headline, d

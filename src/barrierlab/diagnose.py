@@ -1514,6 +1514,65 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     )
 
 
+def _group_wait_cycle(f: Facts) -> list[tuple[int, Event, int]] | None:
+    """Three or more ranks each blocked in a collective of a process group for a member that never reached that
+    call, because it was blocked in a collective of another group, round to the first (a ring of pairwise
+    groups, each rank meeting the next before the previous: attack12 r12): [(rank, its call, the rank it waits
+    for), ...] in the cycle's order, or None. Two ranks are :func:`_cross_group_wait`'s."""
+    run = f.run
+    blocked: dict[int, Event] = {}
+    for r in f.failed:
+        if failed_by_itself(run[r]):
+            continue
+        calls = [c for c in run[r].events if c.is_collective and (c.error or c.end is None)]
+        if calls and calls[-1].name in ops.EVERY_RANK_ON_GLOO:
+            blocked[r] = calls[-1]
+    waits: dict[int, int] = {}
+    for r, e in blocked.items():
+        position = _group_calls(f, r, e.group).index(e) + 1
+        short = [q for q in _members(run, e) if q != r and q in blocked and len(_group_calls(f, q, e.group)) < position]
+        if short:
+            waits[r] = short[0]
+    for start in sorted(waits):
+        chain, r = [], start
+        while r in waits and r not in chain:
+            chain.append(r)
+            r = waits[r]
+        if r == start and len(chain) >= 3:
+            return [(x, blocked[x], waits[x]) for x in chain]
+    return None
+
+
+def rule_group_wait_cycle(f: Facts) -> Diagnosis | None:
+    """A cycle of waits across process groups, of three ranks or more: none of the calls can complete."""
+    cycle = _group_wait_cycle(f)
+    if cycle is None:
+        return None
+    run = f.run
+
+    def of(e: Event) -> str:
+        return "the default group" if e.group is None else f"the group of ranks {_members(run, e)}"
+
+    steps = [
+        f"rank {r} waits in {e.name} #{_group_calls(f, r, e.group).index(e) + 1} of {of(e)} at {_place(e)} for rank {q}"
+        for r, e, q in cycle
+    ]
+    evidence = [f"rank {r} called {e.name} of {of(e)} {_called_at(e)}" for r, e, _ in cycle]
+    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x])}" for x in f.failed]
+    evidence += _error_evidence(run, f.failed)
+    return Diagnosis(
+        "group-wait-cycle",
+        f"A cycle of waits across process groups: {'; '.join(steps)}. Each rank is blocked in its own call and "
+        "never reaches the one the rank before it waits in, so none completes.",
+        evidence,
+        "Collectives pair only within their own group, and a rank blocked in one group's call cannot reach another "
+        "group's: order the groups' calls the same way on every rank (all ranks meet in group (0, 1) first, then "
+        f"in (1, 2), ...), or use one collective on a group holding all of them; {DEFAULT_TIMEOUTS}.",
+        ranks=[r for r, _, _ in cycle],
+        site=_site(cycle[0][1]),
+    )
+
+
 def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     """Ranks each blocked in a send or recv to the next, round to the first: halo exchanges that all send
     first (NVIDIA/nccl #479), or all receive first."""
@@ -1747,6 +1806,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 RULE_TABLE: tuple[Rule, ...] = (
     rule_ok,
     rule_waits_in_different_groups,
+    rule_group_wait_cycle,
     rule_checkpoint_on_some_ranks,
     rule_torch_divergence,
     rule_paired_by_position,
