@@ -12,6 +12,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 import torch.distributed as dist
 
 import barrierlab as bl
@@ -108,3 +109,34 @@ def test_a_makedirs_of_a_folder_already_there_makes_nothing(tmp_path):
     assert run.ok and run.values == ["0"] * 3, run
     assert _folder_races(run, str(tmp_path)) == [] and run.races() == [], run.races()
     assert not [e for r in run for e in r.events if e.kind == "file" and e.name == "mkdir"]
+
+
+def publish_a_folder_by_rename(folder, ordered):
+    """attack12 r8: rank 0 writes ckpt.tmp/model.txt and publishes the folder by os.replace(ckpt.tmp, ckpt); rank 1
+    reads ckpt/model.txt, after a barrier that follows the rename or (``ordered`` False) by timing alone."""
+    import torch.distributed as dist
+
+    tmp, final = os.path.join(folder, "ckpt.tmp"), os.path.join(folder, "ckpt")
+    if dist.get_rank() == 0:
+        os.makedirs(tmp)
+        with open(os.path.join(tmp, "model.txt"), "w") as f:
+            f.write("weights")
+        os.replace(tmp, final)
+    if ordered:
+        dist.barrier()
+    else:
+        time.sleep(0.5)
+    if dist.get_rank() == 1:
+        with open(os.path.join(final, "model.txt")) as f:
+            return f.read()
+    return None
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_folder_renamed_into_place_changes_the_paths_inside_it(tmp_path, ordered):
+    run = bl.run(publish_a_folder_by_rename, 2, args=(str(tmp_path), ordered), timeout=10)
+    assert run.ok and run[1].value == "weights", run
+    races = run.races()
+    assert bool(races) is not ordered, races
+    if races:
+        assert "replaced `ckpt`" in str(races[0]) and "`model.txt`" in str(races[0]), str(races[0])

@@ -144,17 +144,17 @@ class Race:
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
             if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
                 return (
-                    f"{said} after {a.who} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}): "
+                    f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}): "
                     f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
                     "blocking all_reduce on gloo, a store key or send/recv after the write and before the read "
                     "would order it before the read"
                 )
             return (
-                f"{said} after {a.who} {_did(a, entry, of_it=True)} at {a.where()} (t={self._t(a)}), but "
+                f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}), but "
                 f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
             )
         return (
-            f"{said} while {a.who} was {_doing(a, entry)} at {a.where()} (t={self._t(a)}); nothing orders "
+            f"{said} while {a.who} was {_doing(a, entry, a.path == b.path)} at {a.where()} (t={self._t(a)}); nothing orders "
             f"them on {self.backend} — {ORDERERS}"
         )
 
@@ -232,10 +232,10 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
     return f"{_DID[access.how]} `{_name(access.path)}`"
 
 
-def _doing(access: Access, entry: bool) -> str:
+def _doing(access: Access, entry: bool, same: bool = True) -> str:
     if entry and access.how == "write":
         return f"creating `{_name(access.path)}`"
-    if entry or access.how == "list":
+    if entry or access.how == "list" or not same:  # another path than the other access's (a folder around it)
         return f"{_DOING[access.how]} `{_name(access.path)}`"
     return f"{_DOING[access.how]} it"
 
@@ -831,6 +831,19 @@ class Order:
             for path, accesses in by_path.items():
                 if _inside(path, folder.path):
                     accesses.append(folder)
+        # a folder renamed into place (or away) changes every path inside it: a checkpoint written in ckpt.tmp/
+        # and published by os.replace(ckpt.tmp, ckpt) (attack12 r8)
+        renamed = [a for a in self.accesses() if a.event.name == "rename" and a.how in ("write", "rename")]
+        if renamed:
+            below: dict[str, list[str]] = {}  # folder -> the paths somewhere inside it
+            for path in by_path:
+                folder = os.path.dirname(path)
+                while folder and folder != os.path.dirname(folder):
+                    below.setdefault(folder, []).append(path)
+                    folder = os.path.dirname(folder)
+            for moved in renamed:
+                for path in below.get(moved.path, ()):
+                    by_path[path].append(moved)
         return list(by_path.values())
 
     @cached_property
