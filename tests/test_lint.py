@@ -642,6 +642,20 @@ def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path, monkeypatch: py
 RANK_ZERO_ONLY = "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n"
 
 
+@pytest.mark.parametrize("expression", ["a" + "<a" * 350_000, "a" + " and a" * 170_000], ids=["compare", "and"])
+def test_an_expression_of_too_many_operands_is_refused_at_once(tmp_path: Path, expression: str) -> None:
+    """attack12 r4: one line within the size bound, one comparison chain or `and` of 170,000+ operands, cost lint
+    10-57 s of CPU and up to 1.4 GB; it is refused by name in about a second."""
+    import time
+
+    path = tmp_path / "flat.py"
+    path.write_text("import torch.distributed as dist\nx = " + expression + "\n")
+    started = time.process_time()
+    with pytest.raises(barrierlab.lint.LintError, match=r"flat\.py: the expression at line 2 has [\d,]+ operands"):
+        lint_file(path)
+    assert time.process_time() - started < 15  # generous: about 1 s here
+
+
 @pytest.mark.timeout(60)
 def test_a_notebook_with_more_code_than_lint_analyses_is_refused_by_name_before_analysis(tmp_path: Path) -> None:
     """attack4 A10c: a 13.5 MB notebook of rank-0-only barriers (well under MAX_FILE_BYTES) took 63 s of CPU here,

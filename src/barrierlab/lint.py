@@ -821,14 +821,33 @@ def _decode(data: bytes, encoding: str, path: Path) -> str:
         raise LintError(f"cannot lint {path}: unknown encoding {encoding!r}") from None
 
 
+#: Operands of one ``and``/``or`` or one comparison chain lint reads: real code has a handful; a line of 170,000
+#: (``a and a and ...``, within the size bound) cost lint minutes of CPU and a gigabyte (attack12 r4).
+MAX_OPERANDS = 1000
+
+
 def _parse(source: str, path: Path) -> ast.Module:
     try:
-        return ast.parse(source, filename=str(path))
+        tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         where = f" (line {exc.lineno})" if exc.lineno else ""
         raise LintError(f"cannot lint {path}: not valid Python: {exc.msg}{where}") from None
     except (ValueError, MemoryError) as exc:  # null bytes; too many nested parentheses
         raise LintError(f"cannot lint {path}: not valid Python: {exc}") from None
+    for node in ast.walk(tree):
+        operands = (
+            len(node.values)
+            if isinstance(node, ast.BoolOp)
+            else len(node.comparators) + 1
+            if isinstance(node, ast.Compare)
+            else 0
+        )
+        if operands > MAX_OPERANDS:
+            raise LintError(
+                f"cannot lint {path}: the expression at line {node.lineno} has {operands:,} operands (lint reads at "
+                f"most {MAX_OPERANDS:,} in one `and`/`or` or comparison chain); split it"
+            )
+    return tree
 
 
 def lint_function(fn: Callable[..., Any]) -> list[Finding]:
