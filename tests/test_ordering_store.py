@@ -323,3 +323,35 @@ def test_more_store_calls_order_a_handoff(tmp_path, how):
     assert run.ok and run[1].value == "42", run
     assert ordering.races(run) == [], ordering.races(run)
     assert any(e.kind == "store" and e.name == how for e in run[0].events)
+
+
+def failed_compare_set(folder):
+    """attack12 (noted): rank 0 writes the data, then a compare_set whose expected value does not match writes
+    nothing; rank 2 sets the key later; rank 1 waits for the key and reads. Only rank 2's set made the key."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store, rank, got = _store(), dist.get_rank(), None
+    data = os.path.join(folder, "data.txt")
+    if rank == 0:
+        with open(data, "w") as f:
+            f.write("0")
+        store.compare_set("ready", "expected-other", "1")
+    elif rank == 2:
+        time.sleep(0.4)
+        store.set("ready", "1")
+    else:
+        store.wait(["ready"], timedelta(seconds=5))
+        with open(data) as f:
+            got = f.read()
+    dist.barrier()
+    return got
+
+
+def test_a_compare_set_that_wrote_nothing_orders_nothing(tmp_path):
+    run = bl.run(failed_compare_set, 3, args=(str(tmp_path),), timeout=10)
+    assert run.ok and run[1].value == "0", run
+    cas = next(e for e in run[0].events if e.kind == "store" and e.name == "compare_set")
+    assert cas.value == "expected-other" and cas.written == "1", (cas.value, cas.written)
+    assert [race for race in ordering.races(run) if race.first.path.endswith("data.txt")], ordering.races(run)

@@ -472,7 +472,7 @@ class Order:
         it, by a ``delete_key`` that certainly came between (the writer's reply before the delete's call, the
         delete's reply before the read's: a key reused each step is the last step's, attack11 a03). A writer
         that was the only one a read could have seen was applied by that read's return."""
-        writers = [(rank, e) for rank, e in calls if e.name in _KEY_WRITERS]
+        writers = [(rank, e) for rank, e in calls if e.name in _KEY_WRITERS and _wrote(e)]
         if not writers:
             return
         # when each writer was certainly applied by (its reply, or the return of a read only it could satisfy)
@@ -972,6 +972,15 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
 _KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")
 #: Store calls that name several keys, each of them written or waited for.
 _ALL_KEYS = ("wait", "check", "multi_set", "multi_get")
+
+
+def _wrote(e) -> bool:
+    """A store call that wrote its key: every writer but a ``compare_set`` whose value after it is not the one it
+    offered (its expected value did not match: it wrote nothing), or whose success is not known (a value of 64
+    characters or more)."""
+    if e.name != "compare_set":
+        return True
+    return e.written is not None and e.value == e.written
 
 
 def _value_read(get, writers: list) -> tuple | None:

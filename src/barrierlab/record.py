@@ -1139,7 +1139,7 @@ def _wrap_store(method: str, original):
             recorder.leave(event_id, extra=f',"value":{_json_dumps(str(result))}')
         elif method == "check" and isinstance(result, bool):
             recorder.leave(event_id, extra=f',"value":"{result}"')
-        elif method == "get" and isinstance(result, bytes):
+        elif method in ("get", "compare_set") and isinstance(result, bytes):  # compare_set: the value after it
             value = result[:STORE_VALUE_KEPT].decode(errors="replace")
             recorder.leave(event_id, extra=f',"value":{_json_dumps(value)}')
         else:
