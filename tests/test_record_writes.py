@@ -151,3 +151,17 @@ def test_removals_by_name_in_a_folders_descriptor_are_recorded_at_their_own_path
     removed = [e.path for e in run[0].events if e.kind == "file" and e.name == "remove"]
     assert removed == [str(tmp_path / "checkpoint-100" / "config.json")], removed
     assert run.races() == [], run.races()
+
+
+def look_at_a_folder_with_isfile(folder):
+    """os.path.isfile of a folder is False because of what is there, not because nothing is: no miss to record."""
+    os.path.isfile(folder)
+    os.path.exists(os.path.join(folder, "nothing-here"))
+    dist.barrier()
+
+
+def test_isfile_of_a_folder_is_not_recorded_as_a_missing_file(tmp_path):
+    run = bl.run(look_at_a_folder_with_isfile, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    looks = [(e.path, e.value) for e in run[0].events if e.kind == "file" and e.name == "exists"]
+    assert looks == [(str(tmp_path / "nothing-here"), "missing")], looks

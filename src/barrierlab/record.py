@@ -1267,6 +1267,8 @@ def _wrap_exists(original):
             return found
         try:
             path = _quoted_path(os.path.abspath(os.fspath(args[0])))
+            if not found and os.path.lexists(args[0]):
+                return found  # isfile of a folder (or exists of a dangling link): something is there, not a miss
         except (TypeError, ValueError, OSError):
             return found
         try:
