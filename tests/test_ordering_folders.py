@@ -61,7 +61,7 @@ def test_a_folder_rank_0_made_before_rank_1_wrote_into_it_by_timing_alone_is_a_r
     assert races, run.races()
     text = str(races[0])
     assert "rank 0 makes the folder `global_step3`" in text and "rank 1's open for writing" in text, text
-    assert "test_ordering_folders.py, line 26" in text and "line 31" in text, text
+    assert "test_ordering_folders.py, line 27" in text and "line 32" in text, text
 
 
 def test_the_barrier_after_rank_0_made_the_folder_orders_every_write_into_it(tmp_path):
@@ -83,10 +83,10 @@ def test_a_rank_that_raised_for_want_of_another_ranks_folder_leads_the_diagnosis
     diagnosis = run.diagnosis
     headline = diagnosis.headline
     assert headline.startswith("rank 1 raised FileNotFoundError"), headline
-    assert "test_ordering_folders.py:31, in save_on_every_rank" in headline, headline
-    assert "called from" in headline and "test_ordering_folders.py:49, in ddp_then_save" in headline, headline
+    assert "test_ordering_folders.py:32, in save_on_every_rank" in headline, headline
+    assert "called from" in headline and "test_ordering_folders.py:50, in ddp_then_save" in headline, headline
     text = str(diagnosis)
-    assert "rank 0 makes the folder `global_step3`" in text and "test_ordering_folders.py:26" in text, text
+    assert "rank 0 makes the folder `global_step3`" in text and "test_ordering_folders.py:27" in text, text
     assert "a barrier between them does" in text, text
     assert "after 0 collective" not in text, text
     assert re.search(r"after \d+ collectives \(0 from your own torch\.distributed calls, \d+ that torch", text), text
