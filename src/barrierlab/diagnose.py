@@ -1618,11 +1618,6 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     return None
 
 
-#: Store calls that wait for keys to be set (``get`` waits too, until the store's timeout).
-_STORE_WAITS = ("wait", "get")
-_STORE_SETS = ("set", "add", "compare_set", "multi_set")
-
-
 def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     """A rank stopped (or timed out) in a store ``wait``/``get`` for keys no rank had set, while the other ranks
     wait in a collective it never reached: whatever would have set the key comes after that collective, so
@@ -1632,12 +1627,16 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     for r in f.failed:
         stores = [e for e in run[r].events if e.kind == "store"]
         last = stores[-1] if stores else None
-        if last is not None and last.name in _STORE_WAITS and last.keys and (last.end is None or last.error):
+        if last is not None and last.name in ordering.KEY_WAITS and last.keys and (last.end is None or last.error):
             waiting[r] = last
     if not waiting:
         return None
     set_keys = {
-        k for res in run.ranks for e in res.events if e.kind == "store" and e.name in _STORE_SETS for k in e.keys or ()
+        k
+        for res in run.ranks
+        for e in res.events
+        if e.kind == "store" and e.name in ordering.KEY_WRITERS
+        for k in e.keys or ()
     }
     waiting = {r: e for r, e in waiting.items() if not set(e.keys) & set_keys}
     if not waiting:

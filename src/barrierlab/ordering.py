@@ -472,7 +472,7 @@ class Order:
         it, by a ``delete_key`` that certainly came between (the writer's reply before the delete's call, the
         delete's reply before the read's: a key reused each step is the last step's, attack11 a03). A writer
         that was the only one a read could have seen was applied by that read's return."""
-        writers = [(rank, e) for rank, e in calls if e.name in _KEY_WRITERS and _wrote(e)]
+        writers = [(rank, e) for rank, e in calls if e.name in KEY_WRITERS and _wrote(e)]
         if not writers:
             return
         # when each writer was certainly applied by (its reply, or the return of a read only it could satisfy)
@@ -486,7 +486,7 @@ class Order:
         first = 0  # writers before it are dead for every read from here on (reads go by their start)
         for rank, e in calls:
             if e.end is None or not (
-                e.name in ("wait", "multi_get", "queue_pop")
+                (e.name in KEY_WAITS and e.name != "get")
                 or (e.name == "get" and not (counter.adds and _count(e.value) is not None))
                 or (e.name == "check" and e.value == "True")
             ):
@@ -969,7 +969,9 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
 
 
 #: Store calls that make a key exist (``append`` and ``queue_push`` too: a key's first append or push creates it).
-_KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")
+KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")
+#: Store calls that block until their key exists (a ``get`` too, until the store's timeout).
+KEY_WAITS = ("wait", "get", "multi_get", "queue_pop")
 #: Store calls that name several keys, each of them written or waited for.
 _ALL_KEYS = ("wait", "check", "multi_set", "multi_get")
 

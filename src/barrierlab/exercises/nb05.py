@@ -41,7 +41,7 @@ def _waits(event) -> bool:
     ``wait``/``get`` (it blocks until the key exists), a file lock. A store ``add``, ``set`` or ``check`` returns at once: the
     order the model gives a counter's adds is no meeting (attack12 r11: a progress counter in the loop)."""
     if event.kind == "store":
-        return event.name in ("wait", "get")
+        return event.name in ordering.KEY_WAITS
     if event.kind == "sync":
         return event.name == "lock"  # a file lock another rank held: the rank waited for its release
     return event.kind in ("collective", "p2p", "wait")
