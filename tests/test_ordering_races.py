@@ -383,3 +383,61 @@ def test_a_read_that_found_no_file_after_a_removal_says_it_was_already_removed(t
     texts = [str(race) for race in run.races() if race.second.how == "read"]
     assert texts and "tried to read `checkpoint.pt` (already removed)" in texts[0], texts
     assert "no file yet" not in texts[0], texts
+
+
+def resume_if_a_checkpoint_is_there(folder, sync):
+    """Rank 0 saves a checkpoint; rank 1 decides from ``os.path.exists`` whether to resume and never opens the
+    file: its look is the only access, and its answer depends on timing unless something orders it after the
+    save (an elastic resume that looks for the previous attempt's file, modelled on pytorch/elastic's imagenet
+    example's ``load_checkpoint``)."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint.pt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("weights")
+    if sync:
+        dist.barrier()
+    if dist.get_rank() == 1:
+        return "resume" if os.path.exists(path) else "fresh"
+    return None
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_a_look_whose_answer_decides_alone_races_with_the_write_it_may_miss(tmp_path, sync):
+    run = bl.run(resume_if_a_checkpoint_is_there, 2, args=(str(tmp_path), sync), timeout=10)
+    assert run.ok, run
+    assert run.values[1] == ("resume" if sync else "fresh"), run.values
+    races = run.races()
+    if sync:
+        assert races == [], races
+        return
+    assert len(races) == 1, races
+    text = str(races[0])
+    assert "rank 0 opened `checkpoint.pt` for writing" in text and "rank 1 looked for it (not there yet)" in text, text
+    assert text.endswith("after the write and before the look would order it before the look"), text
+
+
+def wait_for_a_file_then_read_it(folder):
+    """Rank 1 polls ``os.path.exists`` until rank 0's file (written in place) is there, then reads it: the read
+    races with the write (the file may be half-written); the looks before it add no race of their own."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "done.txt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("done")
+        return None
+    while not os.path.exists(path):
+        time.sleep(0.005)
+    with open(path) as f:
+        return f.read()
+
+
+def test_looks_followed_by_a_read_of_the_same_path_are_told_once_by_the_read(tmp_path):
+    run = bl.run(wait_for_a_file_then_read_it, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    races = run.races()
+    assert [(r.first.how, r.second.how) for r in races] == [("write", "read")], [str(r) for r in races]

@@ -142,12 +142,14 @@ class Race:
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
         said = f"{b.who} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)})"
         if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
-            if a.how == "read" and _found_no_file(a.event) and b.how == "write":  # too early: "between them" misleads
+            if (
+                a.how in ("read", "look") and _found_no_file(a.event) and b.how == "write"
+            ):  # too early: "between them" misleads
                 return (
                     f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}): "
                     f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
-                    "blocking all_reduce on gloo, a store key or send/recv after the write and before the read "
-                    "would order it before the read"
+                    f"blocking all_reduce on gloo, a store key or send/recv after the write and before the {a.how} "
+                    f"would order it before the {a.how}"
                 )
             return (
                 f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}), but "
@@ -203,9 +205,9 @@ class Handoff:
 
 
 _DOING = {"write": "writing", "append": "appending to", "read": "reading", "remove": "removing"}
-_DOING.update(rename="renaming", list="listing", mkdir="making", ensure="making sure of")
+_DOING.update(rename="renaming", list="listing", mkdir="making", ensure="making sure of", look="looking for")
 _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "removed", "rename": "renamed"}
-_DID.update(list="listed", mkdir="made", ensure="made sure of")
+_DID.update(list="listed", mkdir="made", ensure="made sure of", look="looked for")
 
 
 def _found_no_file(event) -> bool:
@@ -227,6 +229,9 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
     if access.how == "read" and _found_no_file(access.event):
         why = "already removed" if gone else "no file yet"
         return f"tried to read it ({why})" if of_it and not entry else f"tried to read `{_name(access.path)}` ({why})"
+    if access.how == "look":  # os.path.exists and kin: what it found is all the rank took from the path
+        why = "already removed" if gone else "not there yet" if _found_no_file(access.event) else "found it"
+        return f"looked for it ({why})" if of_it and not entry else f"looked for `{_name(access.path)}` ({why})"
     if of_it and not entry:
         return f"{_DID[access.how]} it"
     return f"{_DID[access.how]} `{_name(access.path)}`"
@@ -913,7 +918,49 @@ class Order:
                         first, second = (a, b) if a.event.start <= b.event.start else (b, a)
                         gone = _gone_before(second, accesses)
                         found.append(Race(first, second, self.backend, self.origin, gone))
+        found.extend(self._look_races())
         return sorted(found, key=lambda race: race.second.event.start)
+
+    def _looks(self) -> list[Access]:
+        """The looks (``os.path.exists``/``isfile``, ``Path.exists``/``is_file``) whose answer is all the rank took
+        from the path: its thread made no later access of the path (a read or write after a look is ordered, or
+        races, by itself), and the look was not part of a wait for a file published by a rename."""
+        found = []
+        for rank, events in self.events.items():
+            used: set[tuple] = set()  # (lane, path) the thread accessed after (the events read backwards)
+            for e in reversed(events):
+                if e.kind != "file" or not e.path:
+                    continue
+                if e.name != "exists":
+                    used.add((e.lane, e.path))
+                    if e.name == "rename" and e.to:
+                        used.add((e.lane, e.to))
+                elif (e.lane, e.path) not in used and (rank, e.lane, e.path) not in self._waited_for:
+                    found.append(Access(rank, "look", e.path, e))
+        return found
+
+    def _look_races(self) -> list[Race]:
+        """A look that nothing orders against another rank's write, removal, rename or making of the same path:
+        what it found (a checkpoint to resume from, a "done" flag, a cache) depends on timing alone."""
+        looks = self._looks()
+        if not looks:
+            return []
+        changes: dict[str, list[Access]] = {}
+        for access in self.accesses():
+            if access.how in ("write", "remove", "rename", "mkdir"):
+                changes.setdefault(access.path, []).append(access)
+        found = []
+        for look in looks:
+            for change in changes.get(look.path, ()):
+                if change.rank == look.rank:
+                    continue
+                if self.before(self.access_leave(change), self.access_enter(look)) or self.before(
+                    self.access_leave(look), self.access_enter(change)
+                ):
+                    continue
+                first, second = (look, change) if look.event.start <= change.event.start else (change, look)
+                found.append(Race(first, second, self.backend, self.origin, _gone_before(second, changes[look.path])))
+        return found
 
     def handoff_count(self) -> int:
         """How many pairs :meth:`handoffs` would list, counted without listing them: conflicting pairs (counted
@@ -999,7 +1046,7 @@ def _value_read(get, writers: list) -> tuple | None:
 def _gone_before(access: Access, accesses: list[Access]) -> bool:
     """``access`` is a read that found no file, and some rank had removed its path or renamed it away before it
     began, by the clock."""
-    if access.how != "read" or not _found_no_file(access.event):
+    if access.how not in ("read", "look") or not _found_no_file(access.event):
         return False
     start = access.event.start
     return any(
