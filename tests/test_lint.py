@@ -1188,6 +1188,36 @@ def test_a_return_inside_main_process_first_still_runs_its_closing_barrier() -> 
     assert lint_source(FIRST.format(leave="return []")) == []
 
 
+RAISE_INSIDE = """\
+{imports}
+
+def prepare(raw, rank, training_args):
+    with {receiver}main_process_first():
+        if rank == 0 and not raw:
+            raise ValueError("no data")
+        return [len(r) for r in raw]
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, receiver, reported",
+    [
+        ("from accelerate import PartialState", "PartialState().", True),
+        ("from accelerate.state import PartialState\nstate = PartialState()", "state.", True),
+        ("from accelerate import Accelerator\naccelerator = Accelerator()", "accelerator.", True),
+        ("import barrierlab as bl", "bl.", False),  # it tells the other ranks that the main process failed
+        ("from barrierlab import main_process_first", "", False),
+        ("import transformers", "training_args.", False),  # its closing barrier is in a finally
+    ],
+)
+def test_a_raise_inside_main_process_first_is_reported_only_for_accelerates(imports, receiver, reported) -> None:
+    """review16b: the closing barrier is skipped by an exception only in Accelerate's ``_goes_first``; barrierlab's
+    helper releases the others with the main process's error (they raise at once), transformers' makes its
+    closing barrier in a ``finally``."""
+    findings = lint_source(RAISE_INSIDE.format(imports=imports, receiver=receiver))
+    assert bool([f for f in findings if f.kind == "early-exit"]) is reported, findings
+
+
 PAYLOAD = """\
 import pickle
 import torch.distributed as dist

@@ -728,7 +728,8 @@ def rule_checkpoint_on_some_ranks(f: Facts) -> Diagnosis | None:
         headline,
         evidence,
         f"torch.distributed.checkpoint's save and load are collectives of the whole group: every rank writes "
-        f"(or reads) its own shards, and the coordinator rank gathers every rank's plan and writes the metadata "
+        f"(or reads) its own shards, and the coordinator rank gathers every rank's plan (and, for a save, writes the "
+        f"metadata) "
         f"— unlike torch.save, which one rank calls alone. Call {api} on every rank, not under `if rank == 0:`; "
         f"{DEFAULT_TIMEOUTS}, so a job waits that long before anything fails.",
         ranks=callers,

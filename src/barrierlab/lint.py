@@ -109,10 +109,11 @@ Collectives: ``torch.distributed`` ``barrier``, ``monitored_barrier``, ``all_red
 through imports: ``import torch.distributed as dist``, ``from torch import
 distributed``, ``from torch.distributed import barrier [as b]``, the full
 ``torch.distributed.barrier`` and an unimported ``dist.`` prefix. Two wrappers that
-contain a barrier are treated as collectives by name on any receiver:
-``main_process_first`` (barrierlab, Accelerate) and ``wait_for_everyone``
-(Accelerate); unconditional ``with main_process_first():`` is correct usage and
-quiet, inside ``if rank == 0:`` it is reported.
+make collectives are treated as collectives by name on any receiver:
+``main_process_first`` (barrierlab's makes an ``all_gather_object``, Accelerate's and
+transformers' barriers) and ``wait_for_everyone`` (Accelerate); unconditional ``with
+main_process_first():`` is correct usage and quiet, inside ``if rank == 0:`` it is
+reported.
 
 Framework collectives: :data:`FRAMEWORK_COLLECTIVES` is a documented, extendable table of library calls
 that issue collectives inside (Accelerate ``accelerator.save_state``/``gather_for_metrics``/``backward``...,
@@ -918,7 +919,8 @@ without generator=): a loop over an object whose __len__ then differs is reporte
 methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
 (callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
 rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
-with main_process_first() skips its closing barrier.
+Accelerate's with accelerator.main_process_first() skips its closing barrier (barrierlab's tells the others
+that the main process failed; transformers' makes its closing barrier in a finally).
 
 Sizes and counts from data: size-mismatch, a collective's tensor whose size comes from its values
 (torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
@@ -1361,6 +1363,23 @@ def _takes_file_lock(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         and (_terminal(node.func) in _FILE_LOCKS or _dotted(node.func) in ("fcntl.flock", "fcntl.lockf"))
         for node in ast.walk(func)
     )
+
+
+def _accelerate_receiver(func: ast.expr, aliases: dict[str, str]) -> bool:
+    """Whether a ``main_process_first`` call is Accelerate's (``accelerator.``, ``state.``, ``PartialState().``, a
+    name imported from accelerate): the one whose closing barrier an exception skips. Another library's, or one
+    of an unknown receiver (``training_args.``), is not assumed to be."""
+    if isinstance(func, ast.Name):
+        return aliases.get(func.id, "").startswith("accelerate")
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = func.value.func if isinstance(func.value, ast.Call) else func.value
+    root = _dotted(receiver) or ""
+    module = aliases.get(root.split(".")[0], "")
+    if module.startswith(("accelerate", "barrierlab", "transformers")):
+        return module.startswith("accelerate")
+    terminal = _terminal(receiver).lower()
+    return terminal in _STATE_RECEIVERS or "accelerator" in terminal or terminal in ("partialstate", "acceleratorstate")
 
 
 def _terminal(node: ast.AST) -> str:
@@ -3116,6 +3135,8 @@ class _Analysis:
             return full
         if name in WRAPPERS:
             return f"wrapper.{name}"
+        if isinstance(func, ast.Attribute) and func.attr in WRAPPERS:  # on a receiver made in place: PartialState()
+            return f"wrapper.{func.attr}"
         return None
 
     # -- rank dependence
@@ -3630,7 +3651,7 @@ def _explain(
             f"this {short} runs once per element of `{cond}`, a set, in the set's own order: for strings that order "
             "follows the process's hash seed, and under torchrun each worker is a fresh interpreter with a seed "
             "of its own, so ranks issue these calls in different orders: tensors of different sizes abort the "
-            "collective, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
+            "collective or leave part of a tensor unfilled with no error, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
             "by accident)"
         )
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
@@ -4066,15 +4087,18 @@ class _Walker:
         return None
 
     def _first_raise(self, stmt: ast.With | ast.AsyncWith) -> None:
-        """``with main_process_first():`` whose body raises on some ranks only: the main process makes the
-        closing barrier only if its body returns normally (an exception skips the code after the context
-        manager's ``yield``), so the other ranks, waiting in the opening barrier, wait forever. A ``return`` in
-        the body is fine: the context manager still runs its closing barrier."""
+        """Accelerate's ``with main_process_first():`` whose body raises on some ranks only: the main process
+        makes the closing barrier only if its body returns normally (``_goes_first`` has no ``try/finally``
+        around its ``yield``, so an exception skips the code after it), and the other ranks, waiting in the
+        opening barrier, wait until the timeout. A ``return`` in the body is fine: the context manager still runs
+        its closing barrier. barrierlab's own ``main_process_first`` tells the other ranks that the main process
+        failed, and transformers' ``TrainingArguments.main_process_first`` makes its closing barrier in a
+        ``finally``: neither is reported (review16b)."""
         calls = [i.context_expr for i in stmt.items if isinstance(i.context_expr, ast.Call)]
         wrapper = next(
             (c for c in calls if (self.an._collective(c.func, self.unit) or "") == "wrapper.main_process_first"), None
         )
-        if wrapper is None:
+        if wrapper is None or not _accelerate_receiver(wrapper.func, self.unit.aliases):
             return
         found = _ranked_raise(stmt.body, lambda test: self.an.mentions_rank(test, self.taint, self.laundered))
         if found is None:
@@ -5503,6 +5527,9 @@ _ROOT_ONLY_LIST = {
     "gather_object": ("object_gather_list", 1, "dst"),
     "scatter": ("scatter_list", 1, "src"),
 }
+#: The name torch's message uses where it differs from the parameter's: gather_object validates its
+#: ``object_gather_list`` with gather's ``_validate_output_list_for_rank`` (review16b).
+_TORCH_WORD = {"object_gather_list": "gather_list"}
 _RANK_ARGUMENT = {
     "gather": ("dst", 2),
     "gather_object": ("dst", 2),
@@ -5658,8 +5685,8 @@ class _Agreement:
         shown = unit.text(root)
         why = (
             f"`{word}={shown}` is this rank's own rank, so it differs on every rank: each rank takes itself for the "
-            f"{'source' if word == 'src' else 'destination'} of the {name}, and the ranks either keep their own data "
-            "or wait for each other as roots (NCCL hangs; results differ between ranks)"
+            f"{'source' if word == 'src' else 'destination'} of the {name}, so no rank receives from a root the others "
+            "agree on: on gloo every rank waits until the timeout (broadcast and reduce, measured on 2 and 3 ranks)"
         )
         fix = f"pass the same {word} on every rank (a constant such as 0, or a rank every rank computes alike)"
         self._add(call, "self-root", f"{word}={shown}", why, fix, unit)
@@ -5823,9 +5850,9 @@ class _Agreement:
         at = unit.text(_argument(call, position + 1, root) or ast.Constant(0))
         why = (
             f"`{shown}` is built on every rank, but torch.distributed accepts `{word}` only on the {root} rank "
-            f'({root}={at}): every other rank raises ValueError ("Argument ``{word}`` must NOT be specified on '
-            f'non-{"destination" if root == "dst" else "source"} ranks") before sending anything, and the {root} '
-            "rank waits for them"
+            f'({root}={at}): every other rank raises ValueError ("Argument ``{_TORCH_WORD.get(word, word)}`` must NOT '
+            f'be specified on non-{"destination" if root == "dst" else "source"} ranks.") before sending anything, '
+            f"and the {root} rank waits for them"
         )
         fix = f"pass `{word}={shown} if rank == {at} else None` (build the list on the {root} rank only)"
         self._add(call, "root-only-list", f"{word} on every rank", why, fix, unit)
