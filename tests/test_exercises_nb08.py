@@ -142,6 +142,17 @@ def assert_the_race_named_is_the_failing_ranks(message: str) -> None:
         assert f"rank {failed[1]} " in message.split("The record shows why: ", 1)[1], message
 
 
+def test_fixing_bug_1_alone_leaves_the_removal_unordered_after_the_reloads(tmp_path):
+    """The solution's "Bug 2" paragraph: with only the barrier moved, the record's races name rank 0's removal of
+    `checkpoint.pt` against the other ranks' reloads (review16b: the text was shown by no output)."""
+    verdict = nb08.check(str(script(tmp_path, BARRIER_BEFORE_RELOAD)))
+    assert not verdict.ok and "nothing orders them on gloo" in verdict.message, verdict.message
+    assert "removed `checkpoint.pt`" in verdict.message or "removing `checkpoint.pt`" in verdict.message, (
+        verdict.message
+    )
+    assert_the_race_named_is_the_failing_ranks(verdict.message)
+
+
 def test_a_sleep_before_the_removal_is_rejected(tmp_path):
     verdict = nb08.check(
         str(
