@@ -73,3 +73,38 @@ def test_a_read_outside_the_lock_still_races(tmp_path):
     assert run.ok and run.values == ["1 2 3"] * 2, run
     races = [r for r in run.races() if r.first.path.endswith("tokenized.txt")]
     assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(0, "write", 1, "read")]
+
+
+def count_under_a_lock_released_by_close(folder: str, unlock: str) -> int:
+    """Every rank adds one to a counter file under an ``fcntl.flock``, released by ``LOCK_UN`` or only by closing
+    the lock file's descriptor (leaving the ``with`` block), as many scripts do."""
+    import fcntl
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "count.txt")
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        count = 0
+        if os.path.exists(path):
+            with open(path) as f:
+                count = int(f.read())
+        time.sleep(0.05)
+        with open(path, "w") as f:
+            f.write(str(count + 1))
+        if unlock == "LOCK_UN":
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    dist.barrier()
+    with open(path) as f:
+        return int(f.read())
+
+
+@pytest.mark.parametrize("unlock", ["LOCK_UN", "close"])
+def test_a_lock_released_by_closing_its_descriptor_orders_the_next_hold(tmp_path, unlock):
+    """fix13a's limit: a hold whose release was not recorded ordered nothing, so a lock released by closing its
+    file (no ``LOCK_UN``) left every access under it racing."""
+    run = bl.run(count_under_a_lock_released_by_close, 3, args=(str(tmp_path), unlock), timeout=10)
+    assert run.ok and run.values == [3, 3, 3], run
+    assert run.races() == [], [str(r) for r in run.races()]
+    unlocks = [e for r in run for e in r.events if e.kind == "sync" and e.name == "unlock"]
+    assert len(unlocks) == 3 and {e.call for e in unlocks} == {"close" if unlock == "close" else "fcntl.flock"}

@@ -555,8 +555,9 @@ class Order:
         other hold of the same file (device and inode), a shared one the exclusive ones. Of two such holds on two
         ranks, the one taken first (its "lock" event, recorded once the lock was granted, began first) was released
         before the other was granted: its "unlock" (entered before the release) is ordered before the other's
-        "lock". A hold whose release is not recorded (the descriptor closed, the release failed, a lock taken
-        again on the same descriptor) orders nothing after it. A file whose recorded holds overlap in time (one
+        "lock". A lock released by closing its descriptor has an "unlock" the recorder writes at the holding
+        thread's last event seen inside the hold (``call`` "close"). A hold whose release is not recorded (the
+        release failed, a lock taken again on the same descriptor) orders nothing after it. A file whose recorded holds overlap in time (one
         began before an excluded one's release) is not taken as locked at all: something (a descriptor shared
         with a forked child, a filesystem without locks) did not exclude them. The opens of the locked file made
         by the same thread just before it locks it (no other call between) are taken inside the hold

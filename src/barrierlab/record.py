@@ -144,6 +144,9 @@ class _PerThread(threading.local):
 
     def __init__(self) -> None:
         self.lane = None
+        #: Whole-file locks this thread holds: descriptor -> [its file ("device:inode"), the fields of its
+        #: "unlock" line, when the descriptor was last seen open] (see :meth:`_Recorder.held`).
+        self.holds: dict[int, list] | None = None
         thread = _current_thread()
         self.depth = 1 if thread is not None and str(thread.name).startswith(_MACHINERY_THREADS) else 0
 
@@ -336,12 +339,59 @@ class _Recorder:
             quoted = self._quoted[text] = _json_dumps(_clip_text(str(text)))
         return quoted
 
+    def held(self, fd: int, inode: str, extra: str) -> None:
+        """This thread took a whole-file lock through descriptor ``fd`` (its "lock" event is written): until an
+        "unlock" releases it, each of the thread's events first checks that the descriptor is still that file
+        (:meth:`_check_holds`)."""
+        holds = self._thread.holds
+        if holds is None:
+            holds = self._thread.holds = {}
+        holds[fd] = [inode, extra, time.monotonic()]
+
+    def unheld(self, fd: int) -> None:
+        """The thread released the lock of ``fd`` itself (``LOCK_UN``: its "unlock" is recorded)."""
+        holds = self._thread.holds
+        if holds:
+            holds.pop(fd, None)
+
+    def _check_holds(self, holds: dict[int, list]) -> None:
+        """A lock released by closing its descriptor (``with open(path) as f: fcntl.flock(f, LOCK_EX)`` and no
+        ``LOCK_UN``: the close releases it; ``filelock`` unlocks first). Python records no close, so each event of
+        the holding thread first looks at the descriptor (``fstat``): while it is that file, the lock is held, and
+        the event is taken inside the hold (:meth:`_still_held`); once it is closed (or another file), an
+        "unlock" is written at the time of the thread's last event seen inside the hold, sorting right after it:
+        everything the thread did up to then came before the release, which is all the ordering model takes
+        from it."""
+        for fd, hold in list(holds.items()):
+            try:
+                info = os.fstat(fd)
+                if f"{info.st_dev}:{info.st_ino}" == hold[0]:
+                    continue
+            except OSError:
+                pass
+            del holds[fd]
+            seen = repr(hold[2])
+            line = f'{{"id":{next(self._ids)},"kind":"sync","name":"unlock","t":{seen},"end":{seen}{hold[1]}'
+            self._emit((line + self.lane() + "}\n").encode())
+
+    @staticmethod
+    def _still_held(holds: dict[int, list] | None, t: float) -> None:
+        """The thread's event at ``t`` (its start, or an end) came while its locks were still held."""
+        if holds:
+            for hold in holds.values():
+                hold[2] = t
+
     def enter(
         self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "", flush: bool = True
     ) -> int:
         """The entry line of an event; ``flush``: the call may block the rank, so the line is written now."""
+        holds = self._thread.holds
+        if holds:
+            self._check_holds(holds)
         event_id = next(self._ids)
-        line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{time.monotonic()!r}'
+        now = time.monotonic()
+        self._still_held(holds, now)
+        line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{now!r}'
         if numbered:
             counter = self._positions.get(_group_key(extra))
             if counter is None:  # setdefault keeps the one count a racing thread may have stored first
@@ -360,7 +410,12 @@ class _Recorder:
 
     def instant(self, kind: str, name: str, site: tuple | None, extra: str = "", flush: bool = False) -> int:
         """One line for an event with no duration (a file opened, renamed or removed): entry and end at once."""
-        t = repr(time.monotonic())
+        holds = self._thread.holds
+        if holds:
+            self._check_holds(holds)
+        now = time.monotonic()
+        self._still_held(holds, now)
+        t = repr(now)
         event_id = next(self._ids)
         line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
         if site:
@@ -369,10 +424,15 @@ class _Recorder:
         return event_id
 
     def leave(self, event_id: int, error: BaseException | None = None, extra: str = "") -> None:
+        holds = self._thread.holds
+        if holds:
+            self._check_holds(holds)
+        now = time.monotonic()
+        self._still_held(holds, now)
         if error is None:
-            self._emit(f'{{"id":{event_id},"end":{time.monotonic()!r}{extra}}}\n'.encode())
+            self._emit(f'{{"id":{event_id},"end":{now!r}{extra}}}\n'.encode())
         else:
-            self.write({"id": event_id, "end": time.monotonic(), "error": _error_text(error)})
+            self.write({"id": event_id, "end": now, "error": _error_text(error)})
 
     def completed(self, event_id: int, future) -> None:
         """Done callback of an async call's future (runs on torch's thread): when its work finished."""
@@ -387,7 +447,13 @@ class _Recorder:
 
     def close(self) -> None:
         """Write what is pending, then close the events file if the descriptor still is it (else it is the
-        rank's: left alone)."""
+        rank's: left alone). A lock the closing thread still holds is released as the process ends, after
+        everything it recorded: its "unlock" is written at the last time it was seen."""
+        holds = self._thread.holds
+        if holds:
+            for hold in holds.values():
+                hold[0] = None  # no file matches: each is written as released
+            self._check_holds(holds)
         self.flush()
         ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
@@ -1593,6 +1659,7 @@ def _wrap_file_lock(name: str, original):
                 number, path, inode = _lock_target(fd)
                 recorder.depth += 1
                 try:
+                    recorder.unheld(number)
                     extra = f',"path":{path},"inode":"{inode}","fd":{number},"call":"fcntl.{name}"'
                     event_id = recorder.enter("sync", "unlock", False, _caller_site(), extra, flush=False)
                 finally:
@@ -1620,6 +1687,7 @@ def _wrap_file_lock(name: str, original):
                 recorder.depth += 1
                 try:
                     recorder.instant("sync", "lock", _caller_site(), extra)
+                    recorder.held(number, inode, f',"path":{path},"inode":"{inode}","fd":{number},"call":"close"')
                 finally:
                     recorder.depth -= 1
             except Exception:  # noqa: BLE001
