@@ -355,3 +355,39 @@ def test_a_compare_set_that_wrote_nothing_orders_nothing(tmp_path):
     cas = next(e for e in run[0].events if e.kind == "store" and e.name == "compare_set")
     assert cas.value == "expected-other" and cas.written == "1", (cas.value, cas.written)
     assert [race for race in ordering.races(run) if race.first.path.endswith("data.txt")], ordering.races(run)
+
+
+def prepare_behind_torchs_store_barrier(folder, prefixes):
+    """Rank 0 writes each split, then every rank passes ``torch.distributed.elastic.utils.store.barrier`` (an
+    ``add`` per rank, a ``set`` by the last, a ``wait``) and reads it. Its docstring: usable "once per unique
+    key_prefix"; reused, the second barrier passes at once (round 14's store-barrier pair)."""
+    import torch.distributed as dist
+    from torch.distributed.elastic.utils import store as store_util
+
+    found = []
+    for split, prefix in zip(("train", "valid"), prefixes):
+        path = os.path.join(folder, f"{split}.txt")
+        if dist.get_rank() == 0:
+            time.sleep(0.3)
+            with open(path, "w") as f:
+                f.write(split)
+        store_util.barrier(_store(), dist.get_world_size(), key_prefix=prefix, barrier_timeout=10)
+        try:
+            with open(path) as f:
+                found.append(f.read())
+        except FileNotFoundError:
+            found.append("missing")
+    return found
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_torchs_elastic_store_barrier_orders_like_a_barrier_once_per_key_prefix(tmp_path, reused):
+    prefixes = ("ready/", "ready/") if reused else ("train/", "valid/")
+    run = bl.run(prepare_behind_torchs_store_barrier, 2, args=(str(tmp_path), prefixes), timeout=10)
+    assert run.ok, run
+    races = run.races()
+    if not reused:
+        assert run.values == [["train", "valid"]] * 2 and races == [], [str(r) for r in races]
+        return
+    assert run.values[1] == ["train", "missing"], run.values  # the reused barrier did not wait
+    assert [(r.first.rank, r.second.rank) for r in races if "valid.txt" in r.first.path] == [(1, 0)], races

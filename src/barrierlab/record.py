@@ -1128,11 +1128,20 @@ STORE_METHODS = (
 STORE_VALUE_KEPT = 64
 
 
+#: torch's store helpers that a learner calls as a barrier of their own (``torch.distributed.elastic.utils.store.
+#: barrier``: an ``add`` per rank, a ``set`` by the last, a ``wait`` on every rank): their store calls are the
+#: learner's (round 14: a file handed over through one was reported as a race).
+_STORE_HELPERS = (os.path.join("torch", "distributed", "elastic", "utils", "store.py"),)
+
+
 def _called_by_torch() -> bool:
     """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
-    launcher's (its start-up rendezvous, which is no edge of the learner's run)."""
+    launcher's (its start-up rendezvous, which is no edge of the learner's run) - not one of torch's store
+    helpers the learner called (:data:`_STORE_HELPERS`)."""
     caller = sys._getframe(2).f_code.co_filename
-    return caller.startswith(_TORCH_PREFIX) or caller in _LAUNCHER
+    if caller in _LAUNCHER:
+        return True
+    return caller.startswith(_TORCH_PREFIX) and not caller.endswith(_STORE_HELPERS)
 
 
 #: The ``PrefixStore``s the learner's code made -> (their prefix, the store they wrap): a key is recorded with
