@@ -1594,3 +1594,45 @@ def test_a_notebook_of_millions_of_json_lists_is_refused_before_it_is_parsed(tmp
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith(f"barrierlab lint: cannot lint {flood}: not a notebook lint reads:"), done.stderr
     assert "bad_is_main_process_barrier.py" in done.stdout
+
+
+def test_a_fixed_size_buffer_filled_by_slice_on_one_rank_is_no_data_keyed_dict() -> None:
+    """mmengine's ``collect_results_cpu`` (round 14): rank 0 writes a folder name into a 512-byte tensor every rank
+    made alike, then broadcasts it; a slice assignment adds no key, so the size is the same everywhere."""
+    source = """\
+import torch
+import torch.distributed as dist
+
+def shared_dir(path, rank):
+    buf = torch.full((512,), 32, dtype=torch.uint8)
+    if rank == 0:
+        encoded = torch.tensor(bytearray(path.encode()), dtype=torch.uint8)
+        buf[:len(encoded)] = encoded
+    dist.broadcast(buf, 0)
+    return buf
+"""
+    assert lint_source(source) == []
+
+
+STORE_BARRIER = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.utils import store as store_util
+
+def prepare(path, store):
+    if dist.get_rank() == 0:
+        torch.save(torch.zeros(3), path)
+    {between}
+    return torch.load(path)
+"""
+
+
+def test_torchs_store_barrier_orders_a_write_before_the_reads_and_is_a_collective_of_every_rank() -> None:
+    """round 14: ``torch.distributed.elastic.utils.store.barrier`` is a barrier through the store."""
+    between = "store_util.barrier(store, dist.get_world_size(), key_prefix='prep/')"
+    assert lint_source(STORE_BARRIER.format(between=between)) == []
+    [race] = lint_source(STORE_BARRIER.format(between="pass"))
+    assert race.kind == "file-race"
+    [branch] = lint_source(STORE_BARRIER.format(between="if dist.get_rank() == 0: " + between))
+    assert (branch.kind, branch.line) == ("branch", 9)

@@ -260,6 +260,9 @@ COLLECTIVES = ops.EVERY_RANK
 CHECKPOINT_COLLECTIVES = ops.CHECKPOINT_OPS
 POINT_TO_POINT = ops.POINT_TO_POINT_OPS
 WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
+#: torch's barrier through a store (an ``add`` per rank, a ``set`` by the last, a ``wait`` on every rank; once per
+#: ``key_prefix``): a collective of every rank for lint (round 14).
+_STORE_BARRIER = "torch.distributed.elastic.utils.store.barrier"
 
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 #: Calls that end this rank's default process group: after them its collectives raise, so a rank that made one
@@ -3130,6 +3133,8 @@ class _Analysis:
                 full = new + full[len(old) :]
         prefix, _, name = full.rpartition(".")
         if prefix == "torch.distributed" and name in COLLECTIVES:
+            return full
+        if full == _STORE_BARRIER:  # every rank adds, the last sets, all wait: a barrier through the store
             return full
         if prefix == "torch.distributed.checkpoint" and name in CHECKPOINT_COLLECTIVES:
             return full
@@ -6376,13 +6381,23 @@ def _typed(value: ast.expr) -> bool:
     return False
 
 
+def _sliced(target: ast.Subscript) -> bool:
+    """``x[a:b]`` or ``x[:, 0:n]``: a slice of a sequence or tensor, never a dict's key."""
+    index = target.slice
+    return isinstance(index, ast.Slice) or (
+        isinstance(index, ast.Tuple) and any(isinstance(e, ast.Slice) for e in index.elts)
+    )
+
+
 def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
-    """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``)."""
+    """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``). A slice
+    assigned (``buf[:n] = data``: a fixed-size buffer filled on one rank, mmengine's ``collect_results_cpu``)
+    adds no key: dicts are not sliced."""
     names: set[str] = set()
     for node in _own_nodes(stmts):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and not _sliced(target):
                     names.add(target.value.id)
         elif isinstance(node, ast.Delete):
             names.update(
