@@ -1636,3 +1636,29 @@ def test_torchs_store_barrier_orders_a_write_before_the_reads_and_is_a_collectiv
     assert race.kind == "file-race"
     [branch] = lint_source(STORE_BARRIER.format(between="if dist.get_rank() == 0: " + between))
     assert (branch.kind, branch.line) == ("branch", 9)
+
+
+FINALIZER = """\
+import torch
+import torch.distributed as dist
+
+class Meter:
+    def __init__(self):
+        self.total = torch.zeros(2)
+
+    def all_reduce(self):
+        dist.all_reduce(self.total)
+
+    def __del__(self):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    "body, line", [("self.all_reduce()", 12), ("dist.all_reduce(self.total)", 12), ("print(self.total)", None)]
+)
+def test_a_collective_in_del_runs_when_each_rank_frees_the_object(body, line) -> None:
+    """round 14 (pytorch/examples' AverageMeter.all_reduce moved into __del__): ranks free objects at moments of
+    their own."""
+    findings = lint_source(FINALIZER.format(body=body))
+    assert [(f.kind, f.line) for f in findings] == ([("finalizer", line)] if line else [])

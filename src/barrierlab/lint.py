@@ -63,6 +63,11 @@ Finding kinds:
   object assigned one, or a context manager of the file that takes one: ModelScope's ``processing_lock``): one rank
   holds it at a time, so the others wait to take the lock, outside any collective, while the holder waits in the
   collective for them. Quiet when the lock's path depends on the rank (each rank has its own lock).
+* ``finalizer`` - a collective made (directly or through functions of the file) by a ``__del__`` method: it runs
+  when the object's last reference goes, or when the garbage collector frees a cycle, at a moment of each
+  rank's own (one rank keeps the object in a list, another drops it), so ranks reach it at different points of
+  their programs, or one never does (pytorch/examples' ``AverageMeter.all_reduce`` moved into ``__del__``,
+  round 14).
 * ``aliased-outputs`` - an all_gather/gather/all_to_all output list of one tensor repeated
   (``[torch.zeros_like(t)] * world_size``): every slot is the same tensor, so every slot shows the block written
   last (pytorch/pytorch issue #14632); shown at the line that builds the list.
@@ -952,7 +957,9 @@ a set of names (set(...), a set literal, a - b of one) in the set's own order, w
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
 read; keep the handle and call work.wait(). aliased-outputs: an all_gather/gather/all_to_all output list of
-one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor.
+one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. finalizer: a
+collective made by a __del__ method (directly or through functions of the file): it runs when each rank
+frees the object, not at one point every rank reaches.
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -5601,10 +5608,13 @@ class _Agreement:
             if not unit.report or (key is not None and not self.an.table[key].unit.report):
                 continue
             self_class = self.an._class_of(key)
+            finalizer = key is not None and key.rpartition(".")[2] == "__del__"
             for call in (n for n in nodes if isinstance(n, ast.Call)):
                 found = self.an.classify(call, unit, self_class, key)
                 if found is None:
                     continue
+                if finalizer and (found.kind == "coll" or found.target in self.an.reach):
+                    self._finalizer(call, found, key, unit)
                 if found.kind == "coll" and found.target.startswith("torch.distributed."):
                     name = found.target.rpartition(".")[2]
                     self._group_rank(call, name, key, nodes, unit)
@@ -5616,6 +5626,27 @@ class _Agreement:
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
                 self._padded(call, found, unit, nodes)
+
+    # -- a collective in __del__
+
+    def _finalizer(self, call: ast.Call, found, key: str, unit: _Unit) -> None:
+        """A collective reached from ``__del__``: it runs when the rank frees the object (its last reference
+        dropped, or a garbage collection freeing a cycle), a moment of each rank's own."""
+        cls = key.rpartition(".")[0]
+        shown = _dotted(call.func) or unit.text(call.func)
+        via = "" if found.kind == "coll" else ", which reaches a collective,"
+        why = (
+            f"`{cls}.__del__` calls `{shown}`{via} and Python runs `__del__` when this rank drops the object's last "
+            "reference (or when its garbage collector frees a cycle holding it): a moment of each rank's own, so "
+            "the ranks reach this call at different points of their programs (one keeps the object in a list, "
+            "another drops it at a return) or not at all (objects alive at exit), and it pairs with another "
+            "collective or waits until the timeout"
+        )
+        fix = (
+            f"make the call explicitly where every rank reaches it (a method such as `{cls.rpartition('.')[2]}"
+            ".all_reduce()` called after the loop) and keep `__del__` free of collectives"
+        )
+        self._add(call, "finalizer", f"{cls}.__del__", why, fix, unit)
 
     # -- an async call whose handle is dropped, an output list that holds one tensor many times
 
