@@ -60,7 +60,8 @@ _ERRORS = (
     (
         re.compile(r"Timed out waiting (\d+)ms"),
         "gloo timeout",
-        "gloo gave up after {0} ms waiting for a peer's data: the peer did not reach the matching call within "
+        "gloo gave up after {0} ms waiting for a peer (its data, or for a send, its posted receive): the peer did "
+        "not reach the matching call within "
         "the timeout in force (the group's, or the call's own timeout=), or reached a call that does not match "
         "this one (another op, or other sizes).",
     ),

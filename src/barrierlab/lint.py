@@ -6127,7 +6127,8 @@ class _Agreement:
         )
         why = (
             f"`{shown}` {what}, so its width may differ per rank, and an all_gather needs the same shape on every "
-            "rank: gloo aborts on the byte count, NCCL hangs or returns garbage"
+            "rank: gloo aborts on the byte count; on NCCL mismatched collectives are undefined behavior, including hangs, "
+            "crashes or data corruption (NCCL's user guide, Collective Operations)"
         )
         fix = (
             f"gather what has a fixed shape: the count (`torch.tensor([{shown}.numel()], dtype=torch.int64)`), or "
