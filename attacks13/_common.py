@@ -1,4 +1,5 @@
 """Helpers for attack13 repros: run a script under `python -m barrierlab run` in a temp dir that is removed."""
+
 import os
 import shutil
 import subprocess
@@ -10,8 +11,9 @@ SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 def barrierlab(*args, timeout=120, cwd=None):
     env = {**os.environ, "PYTHONPATH": SRC, "BARRIERLAB_LIVE": "0"}
-    return subprocess.run([sys.executable, "-m", "barrierlab", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "barrierlab", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+    )
 
 
 class TempDir:

@@ -5,13 +5,14 @@ the interpreter exits (threading._shutdown), so work handed to a background thre
 completes. Checked under torchrun by hand: ckpt files written by both. Under `barrierlab run` the ranks end with
 os._exit after atexit handlers only: the files are never written, yet every rank is reported "finished".
 """
+
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import TempDir, barrierlab  # noqa: E402
 
-SCRIPT = r'''
+SCRIPT = r"""
 import sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 import torch.distributed as dist
@@ -24,7 +25,7 @@ def save(name):
 threading.Thread(target=save, args=("thread",)).start()
 ThreadPoolExecutor(1).submit(save, "pool")
 dist.destroy_process_group()
-'''
+"""
 
 with TempDir() as d:
     script = os.path.join(d, "train.py")

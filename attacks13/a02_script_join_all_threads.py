@@ -2,13 +2,14 @@
 idiom) finishes at once under torchrun (after init_process_group a worker has only MainThread; checked by hand)
 but under `barrierlab run` it joins barrierlab's own daemon threads (barrierlab-watchdog, barrierlab-flight)
 and is stopped at the deadline, reported as the script's hang."""
+
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import TempDir, barrierlab  # noqa: E402
 
-SCRIPT = r'''
+SCRIPT = r"""
 import threading
 import torch.distributed as dist
 dist.init_process_group("gloo")
@@ -17,7 +18,7 @@ for t in threading.enumerate():
     if t is not threading.main_thread():
         t.join()
 dist.destroy_process_group()
-'''
+"""
 
 with TempDir() as d:
     script = os.path.join(d, "train.py")

@@ -5,15 +5,17 @@ threading.Event, a queue.Queue, or a multiprocessing Queue, then calls dist.barr
 the barrier. The write is ordered before the read (write -> Event.set -> Event.wait -> barrier -> read), and the
 read always sees it. run.races() reports each as a race "it came first by timing alone".
 """
+
 import os
+import queue
 import shutil
 import sys
 import tempfile
 import threading
-import queue
+
+import torch.distributed as dist
 
 import barrierlab as bl
-import torch.distributed as dist
 
 
 def with_event(d):

@@ -6,12 +6,14 @@ nothing the readers need)": it tells the learner to delete the line that makes t
 Cause: exercises/nb01.py _judge counts every recorded collective that ended before the build as an extra barrier
 (`before = [e for e in run[0].events if e.is_collective and ...]`), new_group included.
 """
+
 import os
 import sys
 import time
 
-import barrierlab as bl
 import torch.distributed as dist
+
+import barrierlab as bl
 from barrierlab.exercises.nb01 import check_vocab
 
 

@@ -6,11 +6,13 @@ checkpoint's folder is on the same file system, so the rename is atomic (and the
 checkpoint intact). The check rejects it: "the temporary file ... is not in checkpoint.pt's directory: os.replace
 from another file system fails with EXDEV ... Put it next to the checkpoint".
 """
+
 import os
 import sys
 import tempfile
 
 import torch
+
 from barrierlab.exercises.nb02 import check_save_atomically
 
 

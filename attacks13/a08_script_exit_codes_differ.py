@@ -10,14 +10,17 @@ Cause: _rank.run_script's `if exit_.code not in (None, 0): raise` compares the c
 the status Python would exit with (_protocol.exit_status), and a re-raised SystemExit whose status is 0 is
 counted as an early exit.
 """
+
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import TempDir, barrierlab  # noqa: E402
 
-HEAD = 'import os, sys\nimport torch.distributed as dist\ndist.init_process_group("gloo")\ndist.barrier()\n' \
-       'dist.destroy_process_group()\n'
+HEAD = (
+    'import os, sys\nimport torch.distributed as dist\ndist.init_process_group("gloo")\ndist.barrier()\n'
+    "dist.destroy_process_group()\n"
+)
 CASES = {"sys.exit(os.system('exit 1'))": 0, "sys.exit(0.0)": 1}
 
 broken = []

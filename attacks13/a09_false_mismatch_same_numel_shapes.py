@@ -6,11 +6,13 @@ and NCCL move the bytes), or all-reduces a 2x3 tensor with a 6-element one. Ever
 ...: nothing failed, but the results are wrong." Cause: diagnose._shape_mismatches compares each call's
 (sizes, dtypes) as shapes (diagnose.py:408), not the element count and dtype the collective actually uses.
 """
+
 import sys
 
-import barrierlab as bl
 import torch
 import torch.distributed as dist
+
+import barrierlab as bl
 
 
 def broadcast_into_flat_buffer():

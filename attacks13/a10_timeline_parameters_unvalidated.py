@@ -6,13 +6,15 @@ run.timeline() checks `since` (a word), `waits_inside` (a str) and `handoffs` by
 - ax=5 fails with "AttributeError: 'int' object has no attribute 'get_figure'";
 none of them names the parameter. (since=-5 and since=1e300 are accepted and drawn.)
 """
+
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
-import barrierlab as bl  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+import barrierlab as bl  # noqa: E402
 
 
 def step():

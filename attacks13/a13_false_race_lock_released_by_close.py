@@ -7,14 +7,16 @@ it for writing ... nothing orders them"). The same code with an explicit flock(f
 with the lock file opened O_RDONLY, reports none: the release by close() of a descriptor opened for writing is
 not taken as the end of the hold the open belongs to.
 """
+
 import fcntl
 import os
 import shutil
 import sys
 import tempfile
 
-import barrierlab as bl
 import torch.distributed as dist
+
+import barrierlab as bl
 
 
 def append_under_lock(folder, unlock_first):

@@ -8,13 +8,15 @@ Cause: ops.py gives gloo's reduce non_root="children" ("a non-root waits for the
 adds no edge for "children" outside broadcast (ordering.Order._collectives), so nb07's check
 (exercises/nb07.py, the loop over order.edges_into) sees no wait between non-root ranks.
 """
+
 import os
 import sys
 import time
 
-import barrierlab as bl
 import torch
 import torch.distributed as dist
+
+import barrierlab as bl
 from barrierlab.exercises import nb07
 from barrierlab.scenarios import race_results_file
 

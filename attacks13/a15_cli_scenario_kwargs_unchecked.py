@@ -7,6 +7,7 @@ once with a one-line error and exit code 2."
   signature: the ranks are started, each raises "TypeError: scenario() got an unexpected keyword argument
   'bogus'", and the command prints a run, a diagnosis and a ledger and exits 1.
 """
+
 import os
 import sys
 

@@ -6,13 +6,15 @@ for writing ... after rank 0 opened it for writing ... nothing orders them": the
 and drops dir_fd, so both ranks' files look like one path. (The same code with os.chdir into each rank's folder
 reports none: relative paths are resolved against the cwd, not against dir_fd.)
 """
+
 import os
 import shutil
 import sys
 import tempfile
 
-import barrierlab as bl
 import torch.distributed as dist
+
+import barrierlab as bl
 
 
 def own_folder_by_fd(folder):

@@ -1404,6 +1404,26 @@ def _audit(event: str, args: tuple) -> None:
         pass
 
 
+#: The ``dir_fd`` of the ``os.open`` a thread is in: its audit event ("open") carries no ``dir_fd``, so a relative
+#: name opened in a folder's descriptor would be recorded as the working folder's file (attack13 a16).
+_open_dir_fd = threading.local()
+
+
+def _wrap_os_open(original):
+    @functools.wraps(original)
+    def opened(path, flags, mode=0o777, *, dir_fd=None):
+        if dir_fd is None:
+            return original(path, flags, mode)
+        _open_dir_fd.fd = dir_fd
+        try:
+            return original(path, flags, mode, dir_fd=dir_fd)
+        finally:
+            _open_dir_fd.fd = None
+
+    opened.__barrierlab_original__ = original
+    return opened
+
+
 def _at(path, dir_fd):
     """``path`` as the call meant it: a relative path given with ``dir_fd`` (``os.unlink(name, dir_fd=fd)``, as
     ``shutil.rmtree`` removes a folder's files) joined to that descriptor's folder (``/proc/self/fd``), not to the
@@ -1428,7 +1448,9 @@ def _record_access(event: str, args: tuple) -> None:
     if sys._getframe(2).f_code.co_filename.startswith(_IMPORT_SYSTEM):
         return  # the import system reading a module or listing a folder of sys.path: not the learner's handoff
     if event == "open":
-        path = _quoted_path(args[0])
+        dir_fd = getattr(_open_dir_fd, "fd", None)
+        name = _at(args[0], dir_fd) if dir_fd is not None else args[0]
+        path = _quoted_path(name) if name is not None else None
         if path is None:
             return
         mode, flags = args[1], args[2]
@@ -1441,7 +1463,7 @@ def _record_access(event: str, args: tuple) -> None:
         else:
             how = "write" if flags & _WRITE_FLAGS else "read"
         # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
-        missing = how == "read" and not _path_exists(args[0])  # (a descriptor has no path: returned above)
+        missing = how == "read" and not _path_exists(name)  # (a descriptor has no path: returned above)
         # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
         _file_event(how, path, missing=missing, update=update)
@@ -2132,6 +2154,7 @@ def _patch() -> None:
                 )
                 _replace(dcp, name, make)
     _replace(os, "_exit", _exit_after_writing)
+    _replace(os, "open", _wrap_os_open)
     _replace(threading.Thread, "start", _wrap_thread_start)
     _replace(threading.Thread, "join", _wrap_thread_join)
     _replace(os, "waitpid", _wrap_waitpid)

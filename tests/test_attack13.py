@@ -1,0 +1,32 @@
+"""attack13's repros (``attacks13/``: a new attacker given only the README, the docs and the source), each a script
+that exits 0 when the promise it attacks holds and 1 when it breaks. Those fixed are run here: each exited 1
+before its fix (see each script's docstring for what broke)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ATTACKS = ROOT / "attacks13"
+
+pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
+
+FIXED = [
+    "a13_false_race_lock_released_by_close",
+    "a16_false_race_dir_fd_relative_paths",
+]
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("name", FIXED)
+def test_the_attack_no_longer_breaks_its_promise(name):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, str(ATTACKS / f"{name}.py")], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
