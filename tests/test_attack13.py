@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
 FIXED = [
     "a13_false_race_lock_released_by_close",
     "a16_false_race_dir_fd_relative_paths",
+    "a01_script_threads_not_joined",
+    "a08_script_exit_codes_differ",
 ]
 
 

@@ -8,6 +8,7 @@ last, atomically. The set-up phases are functions whose names ``stacks.py`` know
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import faulthandler
 import functools
@@ -410,7 +411,9 @@ def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
         else:
             runpy.run_path(path, run_name="__main__")
     except SystemExit as exit_:
-        if exit_.code not in (None, 0):
+        # the status python would exit with (attack13 a08: sys.exit(os.system("exit 1")) exits 0, its wait status
+        # being 256; sys.exit(0.0) exits 1): only a failing one goes on to be the rank's outcome
+        if exit_status(exit_.code):
             raise
     finally:
         finish_like_exit()
@@ -431,6 +434,12 @@ def finish_like_exit() -> None:
     import atexit
     import gc
 
+    # first what Py_FinalizeEx does first: threading's own exit calls (a ThreadPoolExecutor's workers finish
+    # their queue), then every non-daemon thread joined (attack13 a01: work handed to threads was lost, while
+    # python and torchrun wait for it); a thread that never ends holds the rank until the run's deadline, as it
+    # would hold python
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # noqa: SLF001 - the interpreter's own exit step
     atexit._run_exitfuncs()
     gc.collect()
     _flush_open_files()
