@@ -21,6 +21,9 @@ FIXED = [
     "a16_false_race_dir_fd_relative_paths",
     "a01_script_threads_not_joined",
     "a08_script_exit_codes_differ",
+    "a05_lint_nbformat3_silently_clean",
+    "a10_timeline_parameters_unvalidated",
+    "a12_report_timeline_sparse_rank",
 ]
 
 

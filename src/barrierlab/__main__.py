@@ -106,6 +106,9 @@ def _show(run, timeline: str | None, races: bool = False) -> int:
                 f"barrierlab: the timeline was not written to {timeline!r}: {error.strerror or error}", file=sys.stderr
             )
             return max(code, 2)
+        except ValueError as error:  # too many ranks to draw (a folder can say it holds thousands)
+            print(f"barrierlab: the timeline was not drawn: {error}", file=sys.stderr)
+            return max(code, 2)
         print(f"\ntimeline written to {timeline}")
     return code
 

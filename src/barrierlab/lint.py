@@ -1068,7 +1068,7 @@ def _lint_notebook(path: Path) -> list[Finding]:
         raise LintError(f"cannot lint {path}: not a notebook: invalid JSON ({exc.msg}, line {exc.lineno})") from None
     except RecursionError:
         raise LintError(f"cannot lint {path}: not a notebook: its JSON is nested too deeply") from None
-    cells = notebook.get("cells", []) if isinstance(notebook, dict) else None
+    cells, key = _notebook_cells(notebook)
     if not isinstance(cells, list):
         raise LintError(f"cannot lint {path}: not a notebook: no list of cells")
     sources = []
@@ -1077,7 +1077,7 @@ def _lint_notebook(path: Path) -> list[Finding]:
             raise LintError(f"cannot lint {path}: not a notebook: cell {number} is not an object")
         if cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
+        source = cell.get(key, "")
         if isinstance(source, list) and all(isinstance(line, str) for line in source):
             source = "".join(source)
         elif not isinstance(source, str):
@@ -1095,6 +1095,22 @@ def _lint_notebook(path: Path) -> list[Finding]:
     for unit in units:
         unit.aliases = aliases
     return _Analysis(str(path), [*units, *_follow_imports(units, path.parent)]).run()
+
+
+def _notebook_cells(notebook: object) -> tuple[object, str]:
+    """The cells of a notebook and the key of a code cell's text: ``cells``/``source`` (nbformat 4), or the
+    cells of the worksheets with ``input`` (nbformat 3, which old notebooks still are: attack13 a05, linted as
+    empty before). None for anything else."""
+    if not isinstance(notebook, dict):
+        return None, "source"
+    if "cells" in notebook:
+        return notebook["cells"], "source"
+    worksheets = notebook.get("worksheets")
+    if isinstance(worksheets, list) and all(isinstance(w, dict) for w in worksheets):
+        cells = [w.get("cells") for w in worksheets]
+        if all(isinstance(c, list) for c in cells):
+            return [cell for sheet in cells for cell in sheet], "input"
+    return None, "source"
 
 
 #: How far lint follows the learner's own imports: modules found next to the linted file, at most this many

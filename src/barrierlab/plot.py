@@ -9,6 +9,7 @@ figure with pyplot.
 from __future__ import annotations
 
 import io
+import math
 import os
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
@@ -145,8 +146,15 @@ def timeline(
     collectives (torch's flight recorder, counting those torch issued itself) when every rank's record was
     read, else each rank's own call number.
     """
+    _check_timeline_arguments(ax, since, waits_inside)
+    lanes_asked = len(getattr(run, "ranks", run))
+    if lanes_asked > MAX_LANES:
+        raise ValueError(
+            f"timeline draws at most {MAX_LANES} ranks, one lane each, and this run has {lanes_asked}: read "
+            "run.diagnosis and run.ledger(), or draw a few ranks' events: timeline([run[r].events for r in ranks])"
+        )
     own_figure = ax is None
-    fig, ax = _figure_and_axes(ax, len(getattr(run, "ranks", run)))
+    fig, ax = _figure_and_axes(ax, lanes_asked)
     used = _draw(
         run,
         fig,
@@ -227,6 +235,31 @@ def _shift(lanes: list[_Lane], origin: float) -> list[_Lane]:
         )
         for lane in lanes
     ]
+
+
+#: Most ranks one timeline draws (a lane of 0.42 inch each): a run read from a folder can say it had 4,096
+#: (attack13 a12: a 206,714-pixel figure, 1.3 GB and two minutes for one rank's records).
+MAX_LANES = 64
+
+
+def _check_timeline_arguments(ax, since, waits_inside) -> None:
+    """Refuse a bad ``ax``, ``since`` or ``waits_inside`` by name, before anything is drawn (attack13 a10)."""
+    if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise TypeError(f"ax must be a matplotlib Axes (from plt.subplots()) or None, not {type(ax).__name__}")
+    if since is not None and since != "function":
+        if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
+            raise ValueError(f"since must be a finite number of seconds or 'function', not {since!r}")
+    if not isinstance(waits_inside, (Mapping, str)):
+        try:
+            iter(waits_inside)
+        except TypeError:
+            raise TypeError(
+                "waits_inside must be a list of span names or a mapping name -> reason, not "
+                f"{type(waits_inside).__name__}"
+            ) from None
 
 
 def _reasons(waits_inside: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
