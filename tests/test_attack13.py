@@ -24,6 +24,8 @@ FIXED = [
     "a05_lint_nbformat3_silently_clean",
     "a10_timeline_parameters_unvalidated",
     "a12_report_timeline_sparse_rank",
+    "a09_false_mismatch_same_numel_shapes",
+    "a15_cli_scenario_kwargs_unchecked",
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 
@@ -70,11 +71,20 @@ def _run(args) -> int:
             f"argument scenario: {where or 'no such scenario or script'}: {args.scenario!r} "
             "(barrierlab list names the scenarios; a script is a path to a .py file)"
         )
+    scenario = load(args.scenario)
+    try:  # attack13 a15: the arguments are checked against the scenario before any rank starts
+        kwargs = parse_kwargs(args.kwargs)
+        inspect.signature(scenario).bind(**kwargs)
+    except SystemExit as error:  # parse_kwargs: not key=value
+        args.parser.error(f"argument kwargs: {error}")
+    except TypeError as error:
+        names = ", ".join(inspect.signature(scenario).parameters) or "none"
+        args.parser.error(f"argument kwargs: {args.scenario} does not take these: {error} (it takes: {names})")
     try:
         run = bl.run(
-            load(args.scenario),
+            scenario,
             args.nproc,
-            kwargs=parse_kwargs(args.kwargs),
+            kwargs=kwargs,
             timeout=args.timeout,
             deadline=args.deadline,
             linger=args.linger,

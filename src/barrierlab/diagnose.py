@@ -305,6 +305,16 @@ def _flight_split(found: dict[int, Flight]) -> _Split | None:
     return None
 
 
+def _counts(sizes, dtypes) -> str:
+    """What the ranks of a collective must agree on: each tensor's number of elements and dtype. The backend
+    moves flat buffers, so a 2×3 tensor broadcast into a flat 6-element one on another rank arrives whole
+    (attack13 a09: that was diagnosed as wrong results)."""
+    try:
+        return repr(([math.prod(s) for s in sizes or ()], list(dtypes or ())))
+    except (TypeError, ValueError, OverflowError):  # a record's sizes that are not numbers: compared as written
+        return repr((sizes, dtypes))
+
+
 def _shape_text(sizes, dtypes) -> str:
     shapes = ", ".join("×".join(map(str, s)) or "scalar" for s in sizes or ())
     return f"{shapes} ({', '.join(dict.fromkeys(d.lower() for d in dtypes or ()))})" if shapes else "no tensors"
@@ -406,7 +416,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     "all-to-all blocks of sizes the receivers do not expect",
                 )
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
-            shapes = {repr((e.sizes, e.dtypes)) for e in at.values()}
+            shapes = {_counts(e.sizes, e.dtypes) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
                 return (
@@ -426,7 +436,7 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
         at = {r: s[position] for r, s in by_rank.items()}
         entry_ops = {e.op for e in at.values()}
         if len(entry_ops) == 1 and entry_ops <= ops.IN_PLACE and all(e.sizes for e in at.values()):
-            if len({repr((e.sizes, e.dtypes)) for e in at.values()}) > 1:
+            if len({_counts(e.sizes, e.dtypes) for e in at.values()}) > 1:
                 first = at[min(at)]
                 source = first.call or first
                 return (
