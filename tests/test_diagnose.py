@@ -918,3 +918,26 @@ def test_a_ring_of_waits_across_pairwise_groups_is_a_cycle_not_a_missing_member(
     assert d.kind == "group-wait-cycle", d
     assert "never did" not in d.headline, d
     assert d.ranks == [0, 1, 2] and "for rank 1" in d.headline and "for rank 0" in d.headline, d
+
+
+def object_list_against_a_small_tensor(elements):
+    """Rank 0 broadcasts an object list, rank 1 a plain tensor of ``elements`` int32s (review18b): the tensor
+    receives the object list's 8-byte size first; gloo aborts a receiver whose tensor holds fewer bytes."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.broadcast_object_list([{"lr": 0.1}], src=0)
+    else:
+        dist.broadcast(torch.zeros(elements, dtype=torch.int32), src=0)
+    return dist.get_rank()
+
+
+def test_a_receiver_gloo_aborted_is_told_as_killed_not_stopped_at_the_deadline():
+    run = bl.run(object_list_against_a_small_tensor, 2, args=(1,), timeout=5, deadline=20)
+    assert run[1].status == "killed by signal", run
+    text = str(run.diagnosis)
+    assert run.diagnosis.kind == "silently-paired", text
+    assert "stopped at the deadline" not in text, text
+    assert "rank 1 never left it (its process was killed by SIGABRT)" in text, text
+    assert "gloo aborted rank 1" in text, text

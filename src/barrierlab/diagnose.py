@@ -14,8 +14,10 @@ all_reduce and all_gather that is every rank, so on gloo everything before the c
 everything after it on every rank. For broadcast (a tree in gloo), scatter, gather and point-to-point calls it
 is not: a non-root rank waits only for the ranks it exchanges with, and the root of a broadcast waits only for
 its direct children in the tree, so it can leave before a late rank further down arrives; the root of a
-gather or scatter waits for every rank. With ``async_op=True`` nothing is ordered until ``wait()`` — which is
-how NCCL collectives look from the host on a GPU. The k-th collective of a group must be the same operation
+gather or scatter waits for every rank. With ``async_op=True`` nothing is ordered until ``wait()`` on gloo.
+On a GPU, NCCL collectives return to the host once queued (by default), and their ``wait()`` makes the current
+CUDA stream wait, not the host (``Work.wait``'s docstring): only a call that blocks the host (``barrier()``, an
+object collective's receive) orders host work there. The k-th collective of a group must be the same operation
 on every rank: on gloo, different operations at one position do not pair (each waits until the timeout); on
 NCCL, which pairs calls by position only, they can pair with each other.
 """
@@ -612,7 +614,7 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     if len(underlying) != 1:
         return None
     k = f.first_diff
-    evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k)
+    evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k) + _abort_evidence(f)
     return Diagnosis(
         "silently-paired",
         f"Different calls paired silently at call #{k}: "
@@ -623,8 +625,10 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
         "belong together" + (" and nothing failed." if not f.failed else "."),
         evidence,
         "Collectives pair by their position in the group's sequence, not by name: a broadcast_object_list "
-        "sends a size tensor and then the pickled bytes as two broadcasts, and a plain broadcast on another "
-        "rank receives the size instead of its data, with no error. Make every rank make the same call.",
+        "sends a size tensor (8 bytes per object) and then the pickled bytes as two broadcasts, and a plain "
+        "broadcast on another rank receives the size instead of its data: with no error when its tensor holds "
+        "at least those bytes (the rest is garbage), while gloo aborts the process when it holds fewer. Make "
+        "every rank make the same call.",
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
@@ -1964,9 +1968,12 @@ def _uneven_loop(calls, arrived, missing, k) -> bool:
 
 def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
     lines = []
-    never_left = [r for r, e in at_k.items() if e.end is None]
-    if never_left:
-        lines.append(f"{rank_list(never_left)} never left it (stopped at the deadline)")
+    never_left: dict[str, list[int]] = {}  # how each rank that never left the call ended (review18b)
+    for r, e in sorted(at_k.items()):
+        if e.end is None:
+            never_left.setdefault(_ended_inside(run[r]), []).append(r)
+    for how, ranks in never_left.items():
+        lines.append(f"{rank_list(ranks)} never left it ({how})")
     errors = {r: e.error for r, e in sorted(at_k.items()) if e.error}
     kinds = {r: (explain_error(m) or ("", ""))[0] for r, m in errors.items()}
     timeout_ms = next((re.search(r"(\d+)ms", errors[r]).group(1) for r in errors if kinds[r] == "gloo timeout"), None)
@@ -1986,6 +1993,17 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
     for text, ranks in failed.items():
         lines.append(f"{rank_list(ranks)} failed in it: {text}")
     return lines
+
+
+def _ended_inside(result) -> str:
+    """How a rank whose call never returned ended, in words."""
+    if result.status == STOPPED:
+        return "stopped at the deadline"
+    if result.status == KILLED:
+        return f"its process was killed by {_signal_name(result.signal)}"
+    if result.status == EXITED:
+        return f"its process exited with code {result.exit_code}"
+    return str(result.status)
 
 
 def _error_text(run: Run, message: str) -> str:
