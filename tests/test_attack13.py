@@ -26,6 +26,7 @@ FIXED = [
     "a12_report_timeline_sparse_rank",
     "a09_false_mismatch_same_numel_shapes",
     "a15_cli_scenario_kwargs_unchecked",
+    "a04_report_quadratic_ordering",
 ]
 
 

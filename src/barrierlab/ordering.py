@@ -1272,12 +1272,29 @@ def order(run, backend: str = "gloo", *, formed: bool = True) -> Order:
 
 
 def races(run, backend: str = "gloo") -> list[Race]:
-    """File accesses of ``run`` on different ranks that nothing orders (see :class:`Race`)."""
+    """File accesses of ``run`` on different ranks that nothing orders (see :class:`Race`). A run in which at most
+    one rank touched a file has none, and its model is not built (attack13 a04: 512 ranks of 150 all_reduces
+    each, no file, took a diagnosis 54 s and 2.6 GB)."""
+    if not _files_on_two_ranks(run):
+        return []
     return Order(run, backend).races()
+
+
+def _files_on_two_ranks(run) -> bool:
+    """Whether two or more ranks of ``run`` recorded a file access (what a race needs)."""
+    touched = 0
+    for result in run.ranks:
+        if any(e.kind == "file" for e in result.events):
+            touched += 1
+            if touched > 1:
+                return True
+    return False
 
 
 def lost_on_nccl(run) -> list[tuple[Access, Access]]:
     """Conflicting file accesses this run's gloo ordering keeps apart and NCCL's (host side) would not."""
+    if not _files_on_two_ranks(run):
+        return []
     gloo, nccl = Order(run, "gloo"), Order(run, "nccl")
     lost = []
     for race in nccl.races():
