@@ -119,6 +119,26 @@ def one_writer_with_gather(workdir, seed=0):
     return accuracy
 
 
+def one_writer_with_reduce(workdir, seed=0):
+    """attack13 a14: each rank puts its result in its own slot and a reduce to rank 0 sums them; gloo's reduce runs
+    along a ring of all the ranks, so one late rank holds a non-root neighbour too (the check said nobody waited)."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(workdir, "results.csv")
+    setup_s, evaluate_s = race_results_file.delays(seed, rank)
+    time.sleep(setup_s)
+    time.sleep(evaluate_s)
+    box = torch.zeros(world_size, dtype=torch.float64)
+    box[rank] = round(0.9 + rank / 100, 2)
+    dist.reduce(box, dst=0)
+    if rank == 0:
+        lines = [HEADER] + [f"{r},{round(v, 2)}" for r, v in enumerate(box.tolist())]
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
+        return f"{world_size} of {world_size} results"
+    return box[rank].item()
+
+
 def one_writer_with_gather_to_the_default_root(workdir, seed=0):
     """review 14b: the solution with ``dst`` left out (torch 2.13: rank 0) was rejected as 'rank 0 wrote rank 1's
     result without waiting for it'."""
@@ -454,6 +474,7 @@ WRONG = [
     (only_rank0_writes_everything, "skipped, not ordered"),
     (store_key_for_the_read_only, "nothing orders them"),
     (one_writer_with_all_gather, "lines all ranks up"),
+    (one_writer_with_reduce, "reduces along a ring"),
     # a line can be lost (rank 0's header written over another's line, at offset 0): rank 0 then polls until the
     # deadline (seen in CI at load 5-10), another way the answer fails
     (polling_the_file, "nothing orders them|stopped at deadline"),

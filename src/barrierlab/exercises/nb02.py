@@ -124,7 +124,10 @@ def _not_atomic(run, folder: str) -> str | None:
         return (f"save {did} the old checkpoint.pt (line {g.line}) before renaming the new one onto it (line {e.line}): "
                 "a crash between the two leaves no checkpoint at all, and a rank loading then finds none. "
                 "os.replace(tmp, path) replaces the old file in one step: drop the removal")
-    if os.path.dirname(os.path.realpath(e.path)) != os.path.dirname(path):
+    # in checkpoint.pt's folder or a folder made inside it (tempfile.mkdtemp(dir=...): attack13 a07): the same
+    # file system unless something is mounted there
+    folder, tmp_folder = os.path.dirname(path), os.path.dirname(os.path.realpath(e.path))
+    if os.path.commonpath([folder, tmp_folder]) != folder:
         return (f"the temporary file {e.path} is not in checkpoint.pt's directory: os.replace from another file "
                 "system fails with EXDEV (here it may share one; /tmp often does not), and shutil.move then copies, "
                 "which is not atomic. Put it next to the checkpoint")
