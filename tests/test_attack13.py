@@ -30,6 +30,7 @@ FIXED = [
     "a06_nb01_check_says_new_group_not_needed",
     "a07_nb02_rejects_tmpdir_inside_checkpoint_dir",
     "a14_nb07_check_passes_reduce_where_ranks_wait",
+    "a02_script_join_all_threads",
 ]
 
 

@@ -780,11 +780,34 @@ def prepare(kernel_pid: int) -> None:
         target=_watch_parents, args=([kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
     ).start()
     keep_every_process_group()
+    hide_machinery_threads()
     loopback_interface()
     _segments.install()  # done in the warm process already (its ranks inherit it): then a flag's test
     record.prepare_wrappers()
     record.start_watch()
     _prepared = True
+
+
+def hide_machinery_threads() -> None:
+    """``threading.enumerate()`` and ``threading.active_count()`` in a rank leave out barrierlab's own daemon
+    threads (named ``barrierlab-...``: the watchdog, the flight-record watch), which a process under torchrun does
+    not have: a script that joins every thread but the main one waited for them until the deadline (attack13
+    a02). The threads still run; only the listing the learner's code sees is what it would be under torchrun."""
+    if getattr(threading.enumerate, "__barrierlab_original__", None) is not None:
+        return
+    original = threading.enumerate
+
+    def enumerate_threads() -> list:
+        return [t for t in original() if not str(t.name).startswith("barrierlab-")]
+
+    def active_count() -> int:
+        return len(enumerate_threads())
+
+    enumerate_threads.__barrierlab_original__ = original
+    enumerate_threads.__doc__ = original.__doc__
+    active_count.__doc__ = threading.active_count.__doc__
+    threading.enumerate = enumerate_threads
+    threading.active_count = active_count
 
 
 def _say_before_exec(outcome: Outcome, path: str, key: bytes) -> None:
