@@ -941,3 +941,32 @@ def test_a_receiver_gloo_aborted_is_told_as_killed_not_stopped_at_the_deadline()
     assert "stopped at the deadline" not in text, text
     assert "rank 1 never left it (its process was killed by SIGABRT)" in text, text
     assert "gloo aborted rank 1" in text, text
+
+
+def store_server_whose_client_never_comes(port):
+    """Rank 0 makes a TCPStore server for 2 and waits for a client; rank 1 never connects (it sleeps, stuck at its
+    line until the deadline). Rank 0 raises DistStoreError, a consequence, outside any collective (round 14's
+    side-channel store, made deterministic)."""
+    import time
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.TCPStore("127.0.0.1", port, 2, is_master=True, timeout=timedelta(seconds=2))
+    else:
+        time.sleep(60)
+
+
+def test_ranks_waiting_outside_any_collective_are_told_where():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = bl.run(store_server_whose_client_never_comes, 2, args=(port,), deadline=8)
+    assert [r.status for r in run.ranks] == ["raised", "stopped at deadline"], run
+    headline = run.diagnosis.headline
+    # before: "ranks 0 and 1 did not finish, but every rank made the same collective calls.", no line
+    assert headline.startswith("ranks 0 and 1 did not finish, outside any collective: rank 1 was stopped at "), headline
+    assert "rank 0 raised DistStoreError at" in headline and "store_server_whose_client_never_comes" in headline

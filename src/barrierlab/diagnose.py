@@ -1698,17 +1698,53 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
 
 
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
+    """Ranks stopped at the deadline outside any collective, the others that failed having raised a consequence
+    of that (a store that waited for a client that never came) after their last collective: the headline says
+    where each was (round 14: a side-channel TCPStore every rank made on a port of its own was told as "did not
+    finish, but every rank made the same collective calls", no line named)."""
     failed = f.failed
     stuck = [r for r in failed if f.run[r].status == STOPPED]
-    if not failed or f.first_diff or len(stuck) != len(failed) or f.split:
+    if not failed or not stuck or f.first_diff or f.split:
         return None
+    raised = [r for r in failed if r not in stuck]
+    for r in raised:
+        result, calls = f.run[r], f.calls[r]
+        if (
+            result.status != RAISED
+            or failed_by_itself(result)
+            or (calls and (calls[-1].end is None or calls[-1].error))
+        ):
+            return None
+    places = []
+    for r in stuck:
+        where = f.run[r].stuck
+        if where is not None and where.site is not None:
+            places.append(f"rank {r} was stopped at {where.site.place}{_in_func(where.site)}")
+    for r in raised:
+        chain = _raised_chain(f.run[r])
+        kind = f.run[r].error_message.split(":", 1)[0].strip() or "an exception"
+        if chain.frames:
+            places.append(f"rank {r} raised {_clip(kind, 60)} at {chain.frames[-1].place}{_in_func(chain.frames[-1])}")
+    when = "before the deadline" if not raised else ""
+    headline = f"{rank_list(failed)} did not finish{' ' + when if when else ''}, outside any collective"
+    headline += (": " + "; ".join(places) + ".") if places else "."
     return Diagnosis(
         "stopped",
-        f"{rank_list(stuck)} did not finish before the deadline, outside any collective.",
+        headline,
         _failure_evidence(f),
-        "The function ran longer than the deadline; raise `deadline` or look at where it was (run.stuck).",
+        "The function ran longer than the deadline; raise `deadline` or look at where it was (run.stuck)."
+        + (
+            " A rank that raised waited for a peer outside any collective (a store, a rendezvous): read its "
+            "traceback (run[rank].traceback)."
+            if raised
+            else ""
+        ),
         ranks=stuck,
     )
+
+
+def _in_func(site) -> str:
+    return f", in {site.func}" if getattr(site, "func", None) and site.func != "<module>" else ""
 
 
 def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
