@@ -181,13 +181,15 @@ def test_a_forked_childs_write_is_ordered_before_the_join_that_reaped_it(tmp_pat
         assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(0, "write", 1, "read")]
 
 
-def write_from_a_thread_threading_does_not_know(folder: str) -> int:
+def write_from_a_thread_threading_does_not_know(folder: str, wait: str) -> int:
     """Rank 1 writes from a thread started with ``_thread.start_new_thread`` (no ``Thread`` object, no
-    ``Thread.start``), waits for it, then the barrier; rank 0 reads after it. Nothing the model knows orders that
-    thread's write (the wait on a ``threading.Event`` is not modelled): a race, never a false order. Recording it
-    makes no dummy ``Thread`` object for it either."""
+    ``Thread.start``), waits for it, then the barrier; rank 0 reads after it. Waited through a ``threading.Event``
+    (its ``set`` and a ``wait`` that found it set are recorded since attack13 a03), the write is ordered; waited by
+    sleeping, nothing the model knows orders it: a race, never a false order. Recording it makes no dummy
+    ``Thread`` object for it either."""
     import _thread
     import threading
+    import time
 
     import torch.distributed as dist
 
@@ -195,7 +197,10 @@ def write_from_a_thread_threading_does_not_know(folder: str) -> int:
     if dist.get_rank() == 1:
         done = threading.Event()
         _thread.start_new_thread(lambda: (_write(path), done.set()), ())
-        done.wait(10)
+        if wait == "event":
+            done.wait(10)
+        else:
+            time.sleep(0.5)
     dummies = sum(isinstance(t, threading._DummyThread) for t in threading.enumerate())
     dist.barrier()
     if dist.get_rank() == 0:
@@ -203,12 +208,17 @@ def write_from_a_thread_threading_does_not_know(folder: str) -> int:
     return dummies
 
 
-def test_a_thread_threading_does_not_know_is_recorded_and_ordered_with_nothing(tmp_path):
-    run = bl.run(write_from_a_thread_threading_does_not_know, 2, args=(str(tmp_path),), timeout=10)
+@pytest.mark.parametrize("wait", ["event", "sleep"])
+def test_a_thread_threading_does_not_know_is_recorded_and_ordered_only_by_what_it_recorded(tmp_path, wait):
+    run = bl.run(write_from_a_thread_threading_does_not_know, 2, args=(str(tmp_path), wait), timeout=10)
     assert run.ok and run.values == [0, 0], run
     races = run.races()
-    assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(1, "write", 0, "read")]
-    assert "not a Python thread" in races[0].first.event.lane, races[0].first.event
+    writes = [e for e in run[1].events if e.kind == "file" and e.name == "write"]
+    assert len(writes) == 1 and "not a Python thread" in writes[0].lane, writes
+    if wait == "event":
+        assert races == [], races
+    else:
+        assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(1, "write", 0, "read")]
 
 
 def save_in_a_thread_pool(folder: str, result_first: bool) -> str:
@@ -243,3 +253,26 @@ def test_a_thread_pools_task_is_ordered_before_the_result_that_had_its_outcome(t
         assert races == [], races
     else:
         assert [(r.first.rank, r.first.how, r.second.rank, r.second.how) for r in races] == [(0, "write", 1, "read")]
+
+
+def save_in_a_thread_then_queue(folder: str) -> str:
+    """attack13 a03: rank 0's saver thread writes, then puts "done" on a queue.Queue; rank 0 gets it, then the
+    barrier; rank 1 reads after the barrier. The put and the get that returned are recorded: ordered."""
+    import queue
+    import threading
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "queued.txt")
+    if dist.get_rank() == 0:
+        handed = queue.Queue()
+        threading.Thread(target=lambda: (_write(path), handed.put("done")), daemon=True).start()
+        handed.get(timeout=10)
+    dist.barrier()
+    return _read(path) if dist.get_rank() == 1 else ""
+
+
+def test_a_write_handed_over_through_a_queue_is_ordered(tmp_path):
+    run = bl.run(save_in_a_thread_then_queue, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    assert run.races() == [], run.races()

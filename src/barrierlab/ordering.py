@@ -30,7 +30,9 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   within a lane; a thread's lane comes after the ``Thread.start`` that began it and before a ``join`` that saw it
   end, a child's after the ``fork`` and before the ``os.waitpid`` (``Process.join``) that reaped it, and nothing
   else orders a lane with the rest of its rank but a ``concurrent.futures`` future's ``result()`` (after the task
-  that resolved it) (:meth:`Order._lanes`);
+  that resolved it), and a ``threading.Event`` or ``queue.Queue`` of the learner's: a ``wait``/``is_set`` that
+  found the event set, or a ``get`` that returned, comes after its first ``set`` or ``put`` (attack13 a03; a
+  ``multiprocessing`` queue between processes is not modelled) (:meth:`Order._lanes`);
 - file locks (``fcntl.flock``/``lockf``, ``filelock.FileLock``): of two holds of one file on two ranks that
   exclude each other, the one granted first was released before the other was granted (:meth:`Order._locks`).
 

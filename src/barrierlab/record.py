@@ -1617,6 +1617,75 @@ def _record_result(recorder: _Recorder, future) -> None:
         recorder.depth -= 1
 
 
+#: The standard library's folder: an Event or Queue that threading, multiprocessing or concurrent.futures use
+#: for themselves (a thread's "started" event, set before the thread is known to threading) is not a handoff of
+#: the learner's.
+_STDLIB_PREFIX = os.path.dirname(threading.__file__) + os.sep
+
+
+_OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _library_caller(depth: int = 2) -> bool:
+    """The wrapped call was made by the standard library's, torch's or barrierlab's own code, not the learner's."""
+    caller = sys._getframe(depth).f_code.co_filename
+    return caller.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX))
+
+
+def _wrap_handoff_give(original):
+    """``threading.Event.set`` and ``queue.Queue.put`` (one thread hands another what it finished): an event
+    "resolve" (kind "sync") in the giving thread's lane, naming the object (``future``: a number of its own),
+    before the call. The ordering model orders the first such event before a take that succeeded (attack13 a03:
+    a file a thread wrote before ``done.set()`` was a race for the rank that read it after ``done.wait()`` and a
+    barrier)."""
+
+    @functools.wraps(original)
+    def give(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0 and not _library_caller():
+            try:
+                number = self.__dict__.get("_barrierlab_future")
+                if number is None:
+                    number = self._barrierlab_future = next(_future_numbers)
+                recorder.instant("sync", "resolve", None, f',"future":{number}')
+            except Exception:  # noqa: BLE001
+                pass
+        return original(self, *args, **kwargs)
+
+    give.__barrierlab_original__ = original
+    return give
+
+
+def _wrap_handoff_take(original):
+    """``threading.Event.wait``/``is_set`` that found the event set, ``queue.Queue.get`` that returned an item:
+    an event "result" (kind "sync") in the taking thread's lane naming the object, once per thread. The first
+    give came before it: the event was set, or an item put, before the take could succeed."""
+
+    @functools.wraps(original)
+    def take(self, *args, **kwargs):
+        got = original(self, *args, **kwargs)
+        recorder = _recorder
+        if got is not False and recorder is not None and not recorder.depth and not _library_caller():
+            try:
+                if recorder.fd >= 0 and self.__dict__.get("_barrierlab_future") is not None:
+                    seen = self.__dict__.setdefault("_barrierlab_seen", set())
+                    ident = threading.get_ident()
+                    if ident not in seen:
+                        seen.add(ident)
+                        recorder.depth += 1
+                        try:
+                            number = self._barrierlab_future
+                            recorder.instant("sync", "result", _caller_site(2), f',"future":{number}')
+                        finally:
+                            recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                pass
+        return got
+
+    take.__barrierlab_original__ = original
+    return take
+
+
 def _before_fork() -> None:
     """Before ``os.fork`` (``multiprocessing``'s fork start method, a ``DataLoader``'s workers): an event "fork"
     (kind "sync") in the forking thread's lane, then the pending lines are written. The child's first event
@@ -2162,6 +2231,12 @@ def _patch() -> None:
 
     for name in ("set_result", "set_exception"):
         _replace(concurrent.futures.Future, name, _wrap_future_resolve)
+    import queue
+
+    _replace(threading.Event, "set", _wrap_handoff_give)
+    _replace(queue.Queue, "put", _wrap_handoff_give)
+    for owner, name in ((threading.Event, "wait"), (threading.Event, "is_set"), (queue.Queue, "get")):
+        _replace(owner, name, _wrap_handoff_take)
     for name in ("result", "exception"):
         _replace(concurrent.futures.Future, name, _wrap_future_result)
     import fcntl
