@@ -5677,8 +5677,9 @@ class _Agreement:
         why = (
             f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: nothing waits for "
             "the call to complete, so the code after it reads its tensors while the backend may still be writing "
-            "them (on gloo a worker thread, on NCCL the communication stream), and an error in the call is never "
-            "raised"
+            "them (on gloo a worker thread, on NCCL the communication stream), and an error in the call is not "
+            "raised here: on gloo a timeout in it closes the group's connections, so a later collective fails "
+            "instead; on NCCL the watchdog ends the process"
         )
         fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` before the tensors are used"
         self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
