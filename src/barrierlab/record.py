@@ -1567,10 +1567,7 @@ def _wrap_future_resolve(original):
         if recorder is not None and not recorder.depth and recorder.fd >= 0:
             try:
                 if not self.done():
-                    number = self.__dict__.get("_barrierlab_future")
-                    if number is None:
-                        number = self._barrierlab_future = next(_future_numbers)
-                    recorder.instant("sync", "resolve", None, f',"future":{number}')
+                    _record_resolve(recorder, self)
             except Exception:  # noqa: BLE001
                 pass
         return original(self, *args, **kwargs)
@@ -1601,20 +1598,34 @@ def _wrap_future_result(original):
     return result
 
 
-def _record_result(recorder: _Recorder, future) -> None:
-    number = future.__dict__.get("_barrierlab_future")
-    if number is None or not future.done() or future.cancelled():
+def _record_resolve(recorder: _Recorder, given) -> None:
+    """A "resolve" event naming ``given`` (a future, event or queue: a number of its own, kept on it)."""
+    number = given.__dict__.get("_barrierlab_future")
+    if number is None:
+        number = given._barrierlab_future = next(_future_numbers)
+    recorder.instant("sync", "resolve", None, f',"future":{number}')
+
+
+def _record_taken(recorder: _Recorder, given, site_depth: int) -> None:
+    """A "result" event naming ``given`` once it was taken (the first time per thread), if it was ever given."""
+    number = given.__dict__.get("_barrierlab_future")
+    if number is None:
         return
-    seen = future.__dict__.setdefault("_barrierlab_seen", set())
+    seen = given.__dict__.setdefault("_barrierlab_seen", set())
     ident = threading.get_ident()
     if ident in seen:
         return
     seen.add(ident)
     recorder.depth += 1
     try:
-        recorder.instant("sync", "result", _caller_site(3), f',"future":{number}')
+        recorder.instant("sync", "result", _caller_site(site_depth), f',"future":{number}')
     finally:
         recorder.depth -= 1
+
+
+def _record_result(recorder: _Recorder, future) -> None:
+    if future.done() and not future.cancelled():
+        _record_taken(recorder, future, 4)
 
 
 #: The standard library's folder: an Event or Queue that threading, multiprocessing or concurrent.futures use
@@ -1644,10 +1655,7 @@ def _wrap_handoff_give(original):
         recorder = _recorder
         if recorder is not None and not recorder.depth and recorder.fd >= 0 and not _library_caller():
             try:
-                number = self.__dict__.get("_barrierlab_future")
-                if number is None:
-                    number = self._barrierlab_future = next(_future_numbers)
-                recorder.instant("sync", "resolve", None, f',"future":{number}')
+                _record_resolve(recorder, self)
             except Exception:  # noqa: BLE001
                 pass
         return original(self, *args, **kwargs)
@@ -1667,17 +1675,8 @@ def _wrap_handoff_take(original):
         recorder = _recorder
         if got is not False and recorder is not None and not recorder.depth and not _library_caller():
             try:
-                if recorder.fd >= 0 and self.__dict__.get("_barrierlab_future") is not None:
-                    seen = self.__dict__.setdefault("_barrierlab_seen", set())
-                    ident = threading.get_ident()
-                    if ident not in seen:
-                        seen.add(ident)
-                        recorder.depth += 1
-                        try:
-                            number = self._barrierlab_future
-                            recorder.instant("sync", "result", _caller_site(2), f',"future":{number}')
-                        finally:
-                            recorder.depth -= 1
+                if recorder.fd >= 0:
+                    _record_taken(recorder, self, 3)
             except Exception:  # noqa: BLE001
                 pass
         return got
