@@ -1662,3 +1662,52 @@ def test_a_collective_in_del_runs_when_each_rank_frees_the_object(body, line) ->
     their own."""
     findings = lint_source(FINALIZER.format(body=body))
     assert [(f.kind, f.line) for f in findings] == ([("finalizer", line)] if line else [])
+
+
+RETRY = """\
+import functools
+import time
+import torch.distributed as dist
+
+def retry(times=3):
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for attempt in range(times):
+                try:
+                    return fn(*args, **kwargs)
+                except OSError:
+                    {handler}
+        return wrapper
+    return decorator
+
+@retry(times=3)
+def resume(storage):
+    box = [storage.latest() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return storage.read(box[0])
+
+def load(storage):
+    for attempt in range(3):
+        try:
+            box = [None]
+            dist.broadcast_object_list(box, src=0)
+            return storage.read(box[0])
+        except OSError:
+            {handler}
+"""
+
+
+@pytest.mark.parametrize(
+    "handler, lines",
+    [
+        ("time.sleep(0.1)", [20, 27]),
+        ("if attempt == 2: raise", [20, 27]),  # the last attempt raises; the earlier ones go on
+        ("raise", []),
+    ],
+)
+def test_a_collective_inside_a_retried_try_runs_again_on_the_rank_that_failed(handler, lines) -> None:
+    """round 14 (vjepa2's robust_checkpoint_loader): a retry decorator, or a retry loop, around a function that
+    makes a collective: the rank whose read failed makes the collective again, alone."""
+    findings = lint_source(RETRY.format(handler=handler))
+    assert sorted(f.line for f in findings if f.kind == "retry") == lines, findings

@@ -2119,6 +2119,7 @@ class _Analysis:
                 _Order(self, func.unit, self.func_taint[func.key], func.self_class, func.key).block(func.node.body, ())
         _Sizes(self).run()
         _Agreement(self).run()
+        _Retries(self).run()
         _StoreKeys(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -5588,6 +5589,105 @@ _TYPED_CALLS = frozenset({"float", "int", "bool", "len", "item", "numel", "round
 _TENSOR_RESULTS = frozenset(
     {"sum", "mean", "float", "double", "long", "int", "detach", "clone", "count_nonzero", "norm", "size", "nelement"}
 )
+
+
+class _Retries:
+    """``retry`` - a collective reached inside the ``try`` of a loop whose ``except`` lets the loop go on (a retry):
+    the rank whose attempt raised (a stale file handle, a flaky read) runs the collective again, alone, while the
+    ranks whose attempt succeeded have gone on, so it pairs with their next collective or waits until the timeout.
+    Also the collectives of a function of the file decorated with a retrying decorator: one whose wrapper calls
+    the function it wraps in such a loop (vjepa2's ``robust_checkpoint_loader``; round 14)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        retrying: dict[str, int] = {}  # name of a function whose wrapper retries what it wraps -> the except line
+        for key, func in self.an.table.items():
+            wrapped = self._params(key)
+            for handler, calls in self._retried_calls(func.node):
+                for call in calls:
+                    if isinstance(call.func, ast.Name) and call.func.id in wrapped:
+                        for name in self._enclosing(key):
+                            retrying.setdefault(name, handler.lineno + func.unit.offset)
+                        continue
+                    found = self.an.classify(call, func.unit, func.self_class, key)
+                    if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+                        self._add(call, func.unit, f"except at line {handler.lineno + func.unit.offset}", None)
+        if not retrying:
+            return
+        for key, func in self.an.table.items():
+            for deco in func.node.decorator_list:
+                name = _terminal(deco.func if isinstance(deco, ast.Call) else deco)
+                if name not in retrying:
+                    continue
+                for call in (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)):
+                    found = self.an.classify(call, func.unit, func.self_class, key)
+                    if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+                        self._add(call, func.unit, f"@{name}", (key, name, retrying[name]))
+
+    def _params(self, key: str) -> set[str]:
+        """Parameter names of ``key`` and of the functions around it (a decorator's ``fn``)."""
+        names: set[str] = set()
+        while key in self.an.table:
+            args = self.an.table[key].node.args
+            names |= {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            key = self.an.table[key].parent
+        return names
+
+    def _enclosing(self, key: str) -> list[str]:
+        """``key``'s enclosing functions' names (a decorator, and the factory that makes it)."""
+        names = []
+        parent = self.an.table[key].parent
+        while parent in self.an.table:
+            names.append(parent.rpartition(".")[2])
+            parent = self.an.table[parent].parent
+        return names
+
+    @staticmethod
+    def _retried_calls(node: ast.FunctionDef | ast.AsyncFunctionDef):
+        """(handler, the calls of its try body) for each ``try`` inside a loop of ``node`` (not of functions
+        inside it) one of whose handlers does not always raise (a raise under ``if attempt == times:`` still lets
+        the earlier attempts go on): the loop goes on after a failed attempt."""
+        for loop in (n for n in _own_nodes(node.body) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))):
+            for tried in (n for n in _own_nodes(loop.body) if isinstance(n, ast.Try)):
+                handler = next(
+                    (h for h in tried.handlers if not any(isinstance(st, ast.Raise) for st in h.body)),
+                    None,
+                )
+                if handler is not None:
+                    yield handler, [n for n in _own_nodes(tried.body) if isinstance(n, ast.Call)]
+
+    def _add(self, call: ast.Call, unit: _Unit, cond: str, decorated) -> None:
+        if id(call) in self.an.found:
+            return
+        shown = _dotted(call.func) or unit.text(call.func)
+        if decorated is None:
+            where = f"inside the `try` of a loop whose `{cond}` lets the loop go on"
+        else:
+            func, name, line = decorated
+            where = f"in `{func}`, which `@{name}` wraps in a loop that calls it again when it raises (except at line {line})"
+        why = (
+            f"`{shown}` runs {where}: a rank whose attempt raised (a stale file handle, a flaky read) makes this "
+            "collective again, alone, while the ranks whose attempt succeeded have gone on, so it pairs with their "
+            "next collective or waits until the timeout"
+        )
+        fix = (
+            "retry only the rank's own part (the read), outside the collective; or decide together: catch the error "
+            "into a flag, all_reduce it with ReduceOp.MAX, and retry on every rank when any rank failed"
+        )
+        finding = Finding(
+            path=self.an.path,
+            line=call.lineno + unit.offset,
+            col=call.col_offset + unit.indent + 1,
+            collective=shown,
+            condition=cond,
+            kind="retry",
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+        )
+        self.an.found[id(call)] = ("retry", finding)
 
 
 class _Agreement:
