@@ -1711,3 +1711,29 @@ def test_a_collective_inside_a_retried_try_runs_again_on_the_rank_that_failed(ha
     makes a collective: the rank whose read failed makes the collective again, alone."""
     findings = lint_source(RETRY.format(handler=handler))
     assert sorted(f.line for f in findings if f.kind == "retry") == lines, findings
+
+
+@pytest.mark.parametrize(
+    "test, reported",
+    [
+        ("rank == 0", True),
+        ("accelerator.is_main_process", True),
+        ("rank != 0", False),
+        ("not accelerator.is_main_process", False),
+    ],
+)
+def test_a_raise_only_the_other_ranks_can_make_inside_main_process_first_leaves_nobody_waiting(test, reported):
+    """review20b: in Accelerate's main_process_first the other ranks enter the block after the main process made
+    its closing barrier, so their raise leaves nobody waiting; a raise the main process can make does."""
+    source = f"""\\
+from accelerate import Accelerator
+
+def prepare(raw, rank):
+    accelerator = Accelerator()
+    with accelerator.main_process_first():
+        if {test}:
+            raise ValueError("no data")
+        return [len(r) for r in raw]
+"""
+    findings = [f for f in lint_source(source) if f.kind == "early-exit"]
+    assert bool(findings) is reported, findings

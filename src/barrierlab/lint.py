@@ -1391,6 +1391,14 @@ def _takes_file_lock(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     )
 
 
+#: A condition that cannot hold on the main process (rank 0): ``rank != 0``, ``rank > 0``, ``not
+#: accelerator.is_main_process``.
+_NOT_MAIN = re.compile(
+    r"^\s*not\s+[\w.()]*(?:is_main\w*|main_process\w*|is_global_zero|is_master\w*)\s*$"
+    r"|\b(?:rank|process_index|local_rank|global_rank)\s*(?:!=\s*0|>\s*0|>=\s*1)\b"
+)
+
+
 def _accelerate_receiver(func: ast.expr, aliases: dict[str, str]) -> bool:
     """Whether a ``main_process_first`` call is Accelerate's (``accelerator.``, ``state.``, ``PartialState().``, a
     name imported from accelerate): the one whose closing barrier an exception skips. Another library's, or one
@@ -3732,8 +3740,9 @@ def _explain(
         fix = "check on one rank and broadcast the answer (broadcast_object_list or a tensor) before branching on it"
     elif reason in ("branch", "early-exit") and _LOG_LEVEL_TEXT.search(cond):
         why += (
-            "; a logger's level is each process's own, and training stacks often set it per rank (transformers "
-            "logs at WARNING on every rank but the main one: `log_level_replica`)"
+            "; a logger's level is each process's own, and training stacks often set it per rank (transformers' "
+            "TrainingArguments use `log_level` on the main process and `log_level_replica` on the others: the "
+            "levels differ once either is set)"
         )
         fix = f"call `{call}` on every rank and keep only the logging under `{cond}`"
     if site.callee is not None:
@@ -4140,6 +4149,8 @@ class _Walker:
         if found is None:
             return
         cond, raised = found
+        if _NOT_MAIN.search(cond):  # only the other ranks raise: they passed their opening barrier already, and
+            return  # only the main process makes the closing one (review20b: no rank waits then)
         site = _Site(wrapper, f"{_dotted(wrapper.func) or 'main_process_first'} (its closing barrier)", None)
         exit_item = _Item("exit", status="return", node=raised)
         self.an.flag(self.unit, site, "first-raise", cond, _Leave(cond, exit_item, frozenset({"return"})))
@@ -5629,7 +5640,9 @@ class _Retries:
     def _params(self, key: str) -> set[str]:
         """Parameter names of ``key`` and of the functions around it (a decorator's ``fn``)."""
         names: set[str] = set()
-        while key in self.an.table:
+        seen: set[str] = set()
+        while key in self.an.table and key not in seen:  # a function nested in one of its own name: its own parent
+            seen.add(key)
             args = self.an.table[key].node.args
             names |= {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
             key = self.an.table[key].parent
@@ -5637,9 +5650,9 @@ class _Retries:
 
     def _enclosing(self, key: str) -> list[str]:
         """``key``'s enclosing functions' names (a decorator, and the factory that makes it)."""
-        names = []
+        names: list[str] = []
         parent = self.an.table[key].parent
-        while parent in self.an.table:
+        while parent in self.an.table and parent not in names and parent != key:
             names.append(parent.rpartition(".")[2])
             parent = self.an.table[parent].parent
         return names
@@ -5647,10 +5660,13 @@ class _Retries:
     @staticmethod
     def _retried_calls(node: ast.FunctionDef | ast.AsyncFunctionDef):
         """(handler, the calls of its try body) for each ``try`` inside a loop of ``node`` (not of functions
-        inside it) one of whose handlers does not always raise (a raise under ``if attempt == times:`` still lets
-        the earlier attempts go on): the loop goes on after a failed attempt."""
+        inside it) whose body leaves the loop on success (``return``, ``break``) and one of whose handlers does not
+        always raise (a raise under ``if attempt == times:`` still lets the earlier attempts go on): a failed
+        attempt runs the same body again."""
         for loop in (n for n in _own_nodes(node.body) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))):
             for tried in (n for n in _own_nodes(loop.body) if isinstance(n, ast.Try)):
+                if not any(isinstance(n, (ast.Return, ast.Break)) for n in _own_nodes(tried.body)):
+                    continue  # success does not leave the loop: the next turn does other work, not this again
                 handler = next(
                     (h for h in tried.handlers if not any(isinstance(st, ast.Raise) for st in h.body)),
                     None,
