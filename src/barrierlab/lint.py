@@ -74,9 +74,11 @@ Finding kinds:
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
-file returning such output) is rank-dependent unless that output went
-through an all_reduce/broadcast (or a function of the file that agrees it) first: greedy decoding that stops
-at each rank's own end-of-sequence under ZeRO-3/FSDP.
+file returning such output), or on what it computed from the batch of a ``for`` over a data loader (each
+rank draws its own shard: ``tokens_seen += (labels != pad).sum()`` then ``break`` on it), is rank-dependent
+unless that value went through an all_reduce/broadcast (or a function of the file that agrees it) first:
+greedy decoding that stops at each rank's own end-of-sequence under ZeRO-3/FSDP. The same test as the left
+operand of ``and``/``or`` (``bad or any_rank(bad)``) decides which ranks evaluate a collective on the right.
 
 A condition is rank-dependent when it mentions ``get_rank()`` (any receiver),
 ``os.environ["RANK"]``/``LOCAL_RANK``/``os.getenv(...)``, a name, attribute or call
@@ -943,7 +945,8 @@ it or inside another collective; names an except handler sets (failed = True) di
 finally: if not failed: barrier() is a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
-while loss > 1e-3) is rank-dependent unless the value went through an all_reduce or broadcast first, or a
+while loss > 1e-3), or a value computed from the batch of a for loop over a data loader (each rank's own
+shard), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
 function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
 value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
@@ -1734,6 +1737,30 @@ def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, i
         if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
         and not (isinstance(n.iter, ast.Call) and _terminal(n.iter.func) in _ENDLESS)
     ]
+
+
+_LOADER = re.compile(r"(?i)(?:loader|batches)$")
+
+
+def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int]]:
+    """(loop variables, loader, line) of ``for`` loops over a data loader (``for x, y in train_loader``,
+    ``for step, batch in enumerate(loader)``: the batch, not the step): in data-parallel training each rank
+    draws its own shard, so what is computed from the batch is this rank's own data."""
+    found = []
+    for n in nodes:
+        if not isinstance(n, (ast.For, ast.AsyncFor)):
+            continue
+        target, bound = n.target, n.iter
+        while isinstance(bound, ast.Call) and _terminal(bound.func) in ("enumerate", "tqdm", "iter") and bound.args:
+            if _terminal(bound.func) == "enumerate":
+                if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2):
+                    break
+                target = target.elts[1]
+            bound = bound.args[0]
+        name = _terminal(bound.func) if isinstance(bound, ast.Call) else _terminal(bound)
+        if name and (_LOADER.search(name) or name == "DataLoader"):
+            found.append((_target_names(target), bound, n.lineno))
+    return found
 
 
 def _changed_names(
@@ -3569,8 +3596,10 @@ class _Analysis:
                 "instead of skipping it, or use DDP (find_unused_parameters=True)"
             )
         elif cond in self.local_notes and reason in ("early-exit", "loop"):
+            note = self.local_notes[cond]
+            own = "batch" if note.startswith("the batch") else "model output"
             why += (
-                f"; `{cond}` is computed from this rank's own model output ({self.local_notes[cond]}), which "
+                f"; `{cond}` is computed from this rank's own {own} ({note}), which "
                 "differs between ranks (each rank's own data: its sequence ends, or its loss crosses a threshold, "
                 "at its own step) and is not agreed on by a broadcast or all_reduce"
             )
@@ -3815,8 +3844,14 @@ class _Walker:
         func = self.an.table.get(self.scope) if self.scope is not None else None
         if func is None:
             return {}
-        pairs = _assignments(_own_nodes(func.node.body))
+        own = list(_own_nodes(func.node.body))
+        pairs = _assignments(own)
         local = self.local  # filled in place: a forward fed a name found local is local too
+        for names, loader, line in _batch_targets(own):
+            for name in names:
+                local.setdefault(
+                    name, f"the batch `for … in {self.unit.text(loader)[:40]}` at line {line + self.unit.offset}"
+                )
         for _ in range(8):
             grew = False
             for names, value, _ in pairs:
@@ -4227,7 +4262,13 @@ class _Walker:
         rest = self._boolop(op, values[1:]) if len(values) > 1 else []
         if rest:
             body, orelse = (rest, []) if isinstance(op, ast.And) else ([], rest)
-            items.append(self._if(values[0], body, orelse))
+            # `bad or any_rank(bad)`: the collective on the right runs only on the ranks whose own data left
+            # the left operand false (true for `and`): each rank decides from its own batch.
+            local = self._local_test(values[0])
+            if local is not None:
+                items.append(self._if(None, body, orelse, text=local, rank=True))
+            else:
+                items.append(self._if(values[0], body, orelse))
         return items
 
     def _op(self, call: ast.Call) -> _Item | None:
