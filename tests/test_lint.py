@@ -239,7 +239,7 @@ def test_report_text() -> None:
     assert lines[0] == "2 rank-dependent collectives found:"
     assert "train.py:5: dist.barrier [branch]" in lines
     assert "train.py:8: dist.broadcast [branch]" in lines
-    assert "    condition: rank != 0" in lines
+    assert "    condition: rank != 0 (line 7)" in lines and "    condition: rank == 0 (line 4)" in lines
     assert sum(line.startswith("    fix: ") for line in lines) == 2
     assert report(findings[:1]).splitlines()[0] == "1 rank-dependent collective found:"
 
@@ -1737,3 +1737,29 @@ def prepare(raw, rank):
 """
     findings = [f for f in lint_source(source) if f.kind == "early-exit"]
     assert bool(findings) is reported, findings
+
+
+def test_a_finding_names_the_line_of_its_condition_when_it_is_another():
+    """The collective and the test that only some ranks take are often lines apart (an `if` above, a `break`
+    below): the finding says where the test is, and the report shows it."""
+    source = (
+        "import torch.distributed as dist\n"
+        "\n"
+        "def save(rank, loader):\n"
+        "    if rank == 0:\n"
+        "        print('saving')\n"
+        "        dist.barrier()\n"
+        "    seen = 0\n"
+        "    for x, y in loader:\n"
+        "        dist.all_reduce(x)\n"
+        "        seen += int(y.sum())\n"
+        "        if seen >= 10:\n"
+        "            break\n"
+        "    if rank == 1: dist.barrier()\n"
+    )
+    findings = {f.line: f for f in lint_source(source)}
+    assert findings[6].condition_line == 4
+    assert findings[9].condition_line == 11  # the loop's exit, below the collective
+    assert findings[13].condition_line is None  # the same line
+    text = report(list(findings.values()))
+    assert "condition: rank == 0 (line 4)" in text and "condition: seen >= 10 (line 11)" in text

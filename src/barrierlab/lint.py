@@ -709,6 +709,9 @@ class Finding:
     #: The library of a framework call (``FrameworkCollective.framework``: "Lightning", "torchmetrics"), or of
     #: the framework call a helper reaches; None for torch.distributed's own calls and DDP/FSDP models.
     framework: str | None = None
+    #: The line of the condition (the ``if``, loop or exit test that only some ranks take), when it is on
+    #: another line than the collective and found above it in the same file or cell; else None.
+    condition_line: int | None = None
 
     @property
     def location(self) -> str:
@@ -892,7 +895,7 @@ def report(findings: Sequence[Finding]) -> str:
     for f in findings:
         lines += [
             f"{f.location}: {f.collective} [{f.kind}]",
-            f"    condition: {f.condition}",
+            f"    condition: {f.condition}" + (f" (line {f.condition_line})" if f.condition_line is not None else ""),
             f"    why: {f.why}",
             f"    fix: {f.fix}",
             "",
@@ -1761,6 +1764,30 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
         if name and (_LOADER.search(name) or name == "DataLoader"):
             found.append((_target_names(target), bound, n.lineno))
     return found
+
+
+_NEGATED = re.compile(r"not \((.*)\)", re.S)
+
+
+def _condition_line(unit: _Unit, cond: str, node: ast.AST) -> int | None:
+    """The nearest line above ``node`` (else below it: a loop's exit test) in its unit that holds the
+    condition's text, when it is not ``node``'s own line: the ``if``/``for``/``while`` a reader should look at.
+    None when the condition is a description rather than source (``f() raises (line 4)``)."""
+    text = cond.strip()
+    negated = _NEGATED.fullmatch(text)
+    if negated is not None:
+        text = negated.group(1)
+    first = text.splitlines()[0].strip() if text else ""
+    if len(first) < 3:
+        return None
+    unit.text(node)  # splits the unit's lines once, as the parser counts them
+    lines = unit._lines or []
+    above = range(min(node.lineno, len(lines)), max(0, node.lineno - 400), -1)
+    below = range(node.lineno + 1, min(len(lines), node.lineno + 400) + 1)  # a loop's exit after the collective
+    for number in (*above, *below):
+        if first in lines[number - 1]:
+            return None if number == node.lineno else number + unit.offset
+    return None
 
 
 def _changed_names(
@@ -3640,6 +3667,7 @@ class _Analysis:
             fix=fix,
             cell=unit.cell,
             framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
+            condition_line=_condition_line(unit, cond, site.node),
         )
         self.found[id(site.node)] = (reason, finding)
 

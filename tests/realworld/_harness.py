@@ -249,4 +249,5 @@ def lint_item(item: Item) -> LintOutcome:
     from barrierlab.lint import lint_file
 
     findings = lint_file(item.path)
-    return LintOutcome(findings, {f.line for f in findings} & item.lines)
+    named = {f.line for f in findings} | {f.condition_line for f in findings if f.condition_line is not None}
+    return LintOutcome(findings, named & item.lines)
