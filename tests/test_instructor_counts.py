@@ -48,3 +48,26 @@ def test_the_note_quotes_the_tests_count(note, pattern, test_file, name):
     assert number == _length(test_file, name), (
         f"{note} quotes {quoted}; {test_file} {name} has {_length(test_file, name)}"
     )
+
+
+def test_the_capstone_note_counts_the_wrong_fixes_the_tests_reject():
+    """08's wrong fixes are one test each (a test asserting ``not verdict.ok``), not a list: the note's "ten
+    wrong ones" is their number (review21b: it said nine after a tenth was added)."""
+    tree = ast.parse((ROOT / "tests" / "test_exercises_nb08.py").read_text())
+    rejecting = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test_")
+        and any(
+            isinstance(n, ast.UnaryOp)
+            and isinstance(n.op, ast.Not)
+            and isinstance(n.operand, ast.Attribute)
+            and n.operand.attr == "ok"
+            for n in ast.walk(node)
+        )
+    ]
+    text = " ".join((NOTES / "08_capstone.md").read_text().split())
+    found = re.search(r"\) and (\w+) wrong ones", text)
+    assert found, "08_capstone.md no longer says 'and N wrong ones'"
+    assert WORDS[found.group(1)] == len(rejecting), (found.group(1), rejecting)
