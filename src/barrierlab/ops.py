@@ -17,8 +17,8 @@ rank in a given role waits for before the call returns to Python:
 ``"parent"``   its parent in the backend's broadcast tree has entered (and so, transitively, the root); in
                gloo's broadcast a non-root also sends to its own children, and waits for them
                (``ordering`` draws both from the tree)
-``"children"`` ranks below it in the backend's tree have entered (at least its direct children); nothing
-               is said of the root
+``"children"`` some ranks other than the root have entered (below it in a broadcast tree; its neighbours
+               in gloo's ring reduce, which ones depending on the tensor's size); nothing is said of the root
 ``"peer"``     the other side of a point-to-point call has posted its matching call
 ``"none"``     nothing: the call can return before any other rank arrives
 ``None``       not established yet (no measurement on gloo, no cited source for NCCL)
@@ -187,7 +187,9 @@ OPS: tuple[Op, ...] = (
         in_place=True,
         roles=_ROOTED,
         gloo=_waits(root="all", non_root="children"),
-        source=f"{_C10D} reduce; gloo reduces along a tree: a non-root waits for the ranks below it, not the root",
+        source=f"{_C10D} reduce; gloo/reduce.cc reduces along a ring (a reduce-scatter between neighbours, then each "
+        "rank sends its chunk to the root), skipping empty segments: a non-root waits for other non-roots (measured), "
+        "which ones depending on the tensor's size, so the ordering model gives it no edge",
     ),
     _collective(
         "gather",
