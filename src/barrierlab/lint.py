@@ -912,7 +912,8 @@ only some ranks take (also a raise inside a helper called there), in a loop whos
 ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
-called so. It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
+called so — reading a @property of a class of the file counts as calling its getter (a @cached_property's
+first read in a function only). It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
 (self.log with sync_dist=True too, unless rank_zero_only=True), torchmetrics (compute unless the metric was
 built with sync_on_compute=False, sync, and metric(...) itself when built with dist_sync_on_step=True),
 ZeroRedundancyOptimizer .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer. Rank
@@ -928,7 +929,9 @@ What differs between ranks also flows: through assignments, loop variables (for 
 an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
 method changes when called under such an if or loop, objects of your classes handed to other classes, and
 draws from a global random state seeded per rank (torch.manual_seed(seed + rank), then torch.randperm(n)
-without generator=): a loop over an object whose __len__ then differs is reported. Calls are followed into
+without generator=): a loop over an object whose __len__ then differs is reported; a zip whose range()
+argument every rank shares (zip(range(steps), loader), steps agreed by an all_reduce) is taken to stop all
+ranks after that many steps (their own loaders being at least as long). Calls are followed into
 methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
 (callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
 rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
@@ -1766,6 +1769,7 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
     return found
 
 
+_PROPERTIES = frozenset({"property", "cached_property"})
 _NEGATED = re.compile(r"not \((.*)\)", re.S)
 
 
@@ -2144,6 +2148,8 @@ class _Analysis:
         self.world_size = _world_size(units)
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
         self.local_funcs: set[str] = set()
+        self._property_calls: dict[int, ast.Call | None] = {}
+        self._cached_reads: set[int] = set()  # reads of a cached_property read before in the same function
         self.rank_params: dict[
             str, set[str]
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
@@ -2365,6 +2371,11 @@ class _Analysis:
             lines: dict[str, int] = {}
             self_class = self._class_of(key)
             for node in nodes:
+                if isinstance(node, ast.Attribute):
+                    getter = self.property_call(node, unit, self_class, key, cached=False)
+                    if getter is not None and self._agreeing_call(getter, self_class, unit, key):
+                        self.same_result_calls.add(id(node))  # a property returning what an all_reduce agreed
+                    continue
                 if not isinstance(node, ast.Call):
                     continue
                 op = self._collective(node.func, unit)
@@ -2395,7 +2406,7 @@ class _Analysis:
                             lines[name] = min(lines.get(name, node.lineno), node.lineno)
             self.laundered[key] = lines
 
-    def _agreeing_call(self, value: ast.expr, self_class: str | None, unit: _Unit) -> bool:
+    def _agreeing_call(self, value: ast.expr, self_class: str | None, unit: _Unit, scope: str | None = "") -> bool:
         """Whether ``value`` calls a function of the file whose every ``return`` hands back only what a broadcast
         or an all-reduce/all-gather in it made equal on every rank (pillar-pretrain's
         ``broadcast_object(args, obj)``, fairseq's ``all_gather_list``): its result is the same everywhere, so
@@ -2403,6 +2414,8 @@ class _Analysis:
         if not isinstance(value, ast.Call):
             return False
         target = self._callee(value.func, self_class, unit)
+        if target is None and scope != "":  # a method of an object built from a class of the file
+            target = self._indirect(value.func, self_class, scope)
         helper = self.table.get(target) if target is not None else None
         if helper is None:
             return False
@@ -2807,6 +2820,41 @@ class _Analysis:
                 if canonical:
                     return _Call("coll", f"{call.func.id} (= {_dotted(alias)})", canonical)
         return found
+
+    def property_call(
+        self, node: ast.Attribute, unit: _Unit, self_class: str | None, scope: str | None, cached: bool = True
+    ) -> ast.Call | None:
+        """Reading ``obj.name`` where ``name`` is a ``@property``/``@cached_property`` of a class of the file
+        runs its getter: the call it stands for (made once per node, so a finding is made once), or None —
+        also when ``cached`` and a ``cached_property`` was read before in the same function (the getter ran
+        then; ``cached=False`` asks what the read returns, whether or not the getter runs at it)."""
+        if id(node) not in self._property_calls:
+            made = None
+            if isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+                target = self._callee(node, self_class, unit) or self._indirect(node, self_class, scope)
+                func = self.table.get(target or "")
+                decorators = func.node.decorator_list if func is not None else []
+                kinds = {_terminal(d.func if isinstance(d, ast.Call) else d) for d in decorators}
+                if kinds & _PROPERTIES:
+                    made = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+                    made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
+                    if "cached_property" in kinds and self._read_before(node, unit, scope):
+                        self._cached_reads.add(id(node))
+            self._property_calls[id(node)] = made
+        made = self._property_calls[id(node)]
+        return None if cached and id(node) in self._cached_reads else made
+
+    def _read_before(self, node: ast.Attribute, unit: _Unit, scope: str | None) -> bool:
+        """Whether the same ``obj.name`` is read earlier in the same function (or module): a
+        ``cached_property`` runs its getter at the first read only."""
+        where = self.table[scope].node if scope in self.table else unit.tree
+        text = _dotted(node)
+        return any(
+            isinstance(n, ast.Attribute)
+            and _dotted(n) == text
+            and (n.lineno, n.col_offset) < (node.lineno, node.col_offset)
+            for n in ast.walk(where)
+        )
 
     def _alias(self, name: str, scope: str | None) -> ast.expr | None:
         """What a name assigned once stands for when it is called: ``fn = dist.all_reduce``,
@@ -4283,6 +4331,11 @@ class _Walker:
                     text = f"{found.display}() raises ({line}) when {ranked}"
                     items.insert(len(items) - (1 if op else 0), self._if(None, [leave], [], text=text, rank=True))
             return items
+        if isinstance(node, ast.Attribute):
+            getter = self.an.property_call(node, self.unit, self.self_class, self.scope)
+            if getter is not None:  # `data.steps_per_epoch`: a property whose getter reaches a collective
+                op = self._op(getter)
+                return self._expr(node.value) + ([op] if op else [])
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
 
     def _boolop(self, op: ast.boolop, values: list[ast.expr]) -> list[_Item]:
@@ -4356,6 +4409,7 @@ class _Walker:
         local: str | None = None,
     ) -> _Item:
         text = local or self.unit.text(bound)
+        bound = self._zip_cap(bound) or bound
         rank = local is not None or any(
             self.an.mentions_rank(e, self.taint, self.laundered) and not self._equal_trips(e) for e in (bound, *extra)
         )
@@ -4382,6 +4436,24 @@ class _Walker:
         elif local is None and self._set_order(bound, 0):
             self.flag([*body, *orelse], "set-order", text)
         return item
+
+    def _zip_cap(self, bound: ast.expr) -> ast.expr | None:
+        """``zip(range(steps), loader)`` (under ``enumerate``): a ``zip`` stops at its shortest argument, and
+        a ``range`` of a value every rank shares caps it — the recipe that runs every rank for the minimum
+        number of steps over the ranks (each rank's own loader being at least that long). That ``range``, or
+        None."""
+        bound = _unwrap_iter(bound)
+        if not (isinstance(bound, ast.Call) and _terminal(bound.func) == "zip"):
+            return None
+        for arg in bound.args:
+            if (
+                isinstance(arg, ast.Call)
+                and _terminal(arg.func) == "range"
+                and not self.an.mentions_rank(arg, self.taint, self.laundered)
+                and self._local_source(arg, self.local) is None
+            ):
+                return arg
+        return None
 
     def _set_order(self, bound: ast.expr, depth: int) -> bool:
         """Whether the loop goes through a set that may hold strings, in the set's own order: ``set(...)``,
