@@ -2394,8 +2394,18 @@ class _Analysis:
             # a name assigned only from values already equal on every rank is equal too from that line on
             # (``if rank != 0: stop = box[0]`` after ``broadcast_object_list(box)``)
             local = {n for names, _, _ in _assignments(nodes) for n in names}
+            # ... but not a call made on some ranks only (``if rank == 0: checkpoint = torch.load(path)``): what
+            # it returns there (a file's contents) is not what the other ranks hold, even from an agreed path; a
+            # plain copy under a rank test is (``if rank != 0: stop = box[0]`` after the broadcast)
+            ranked = {
+                id(inner)
+                for n in nodes
+                if isinstance(n, (ast.If, ast.While)) and self.mentions_rank(n.test, set())
+                for inner in _own_nodes([*n.body, *n.orelse])
+                if isinstance(inner, ast.Assign) and any(isinstance(c, ast.Call) for c in ast.walk(inner.value))
+            }
             copies = sorted(
-                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1),
+                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1 and id(n) not in ranked),
                 key=lambda n: n.lineno,
             )
             for node in copies:
