@@ -96,7 +96,8 @@ _ERRORS = (
     (
         re.compile(r"size doesn't match|EnforceNotMet"),
         "size mismatch",
-        "the ranks passed tensors of different sizes to the same collective; gloo cannot combine them.",
+        "the bytes this rank received do not match the size of its tensor: the ranks passed tensors of different "
+        "sizes or dtypes to the same collective, or different calls met at this position of the group's sequence.",
     ),
     (
         re.compile(r"rank (\d+) failed while preparing"),
