@@ -695,6 +695,18 @@ def test_since_leaves_out_the_torch_calls_before_it_from_picture_and_legend():
     assert "DDP all_reduce" in legend and "DDP broadcast" not in legend
 
 
+def test_until_ends_the_axis_early_and_keeps_the_whole_runs_notes():
+    """A close-up of one step (review22b: 06's no_sync figure drew its step in the left 4 % of the axis)."""
+    events = hand_made()
+    whole = plot.timeline(events)
+    close = plot.timeline(events, since=0.05, until=0.3)
+    assert close.axes[0].get_xlim() == pytest.approx((0.05, 0.3))
+    assert right_notes(close) == right_notes(whole)
+    for bad, message in ((float("nan"), "until must be a finite number"), (0.01, "must be later than since")):
+        with pytest.raises(ValueError, match=message):
+            plot.timeline(events, since=0.05, until=bad)
+
+
 FIRST_RUN = """
 import json, re, time
 import barrierlab as bl

@@ -101,6 +101,7 @@ def timeline(
     since: float | str | None = None,
     waits_inside: Mapping[str, str] | Iterable[str] = (),
     handoffs: bool = False,
+    until: float | None = None,
 ) -> Figure:
     """Draw one lane per rank (rank 0 on top) over seconds since the ranks started: spans, waits, releases, stuck ranks.
 
@@ -127,6 +128,8 @@ def timeline(
 
     ``since``: start the time axis later, to zoom past set-up: a number of seconds, or ``"function"``
     for the moment the first rank's function started (waits and idle fractions still cover the whole run).
+    ``until``: end the time axis earlier, in the same seconds as ``since`` (a close-up of one step; the
+    right-edge notes still cover the whole run).
 
     ``waits_inside``: names of spans (step numbers dropped: ``"backward"`` for ``"backward 2"``) that hold
     a wait the recorder cannot see, such as the gradient all_reduce DDP waits for in C++ at the end of
@@ -146,7 +149,7 @@ def timeline(
     collectives (torch's flight recorder, counting those torch issued itself) when every rank's record was
     read, else each rank's own call number.
     """
-    _check_timeline_arguments(ax, since, waits_inside)
+    _check_timeline_arguments(ax, since, waits_inside, until)
     lanes_asked = len(getattr(run, "ranks", run))
     if lanes_asked > MAX_LANES:
         raise ValueError(
@@ -166,13 +169,14 @@ def timeline(
         since=since,
         waits_inside=_reasons(waits_inside),
         handoffs=handoffs,
+        until=until,
     )
     _legend(fig, ax, used, own_figure)
     return fig
 
 
 def _draw(
-    run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside, handoffs=False
+    run, fig, ax, *, title, show_releases, annotate, ends, since, waits_inside, handoffs=False, until=None
 ) -> dict[str, tuple]:
     """Draw one run into ``ax``; return the legend entries it used."""
     if not isinstance(handoffs, bool):
@@ -186,7 +190,8 @@ def _draw(
     numbers = waits.from_lanes(lanes, total)
     used: dict[str, tuple] = {}
     start = _since(run, since)
-    scale = _Scale(ax, fig, total, left=start or 0.0)
+    right = None if until is None else until - origin
+    scale = _Scale(ax, fig, total, left=start or 0.0, right=right)
     _draw_running(ax, lanes, total, used)
     _draw_spans(ax, lanes, total, used, scale)
     _draw_waits(ax, lanes, total, used, scale)
@@ -203,6 +208,8 @@ def _draw(
     _set_axes(ax, lanes, total, releases_labelled=labelled)
     if start:
         ax.set_xlim(left=start)
+    if right is not None:
+        ax.set_xlim(right=right)
     if origin:
         ax.set_xlabel("seconds since the ranks started")
     _label_lanes(ax, lanes, numbers)
@@ -242,8 +249,9 @@ def _shift(lanes: list[_Lane], origin: float) -> list[_Lane]:
 MAX_LANES = 64
 
 
-def _check_timeline_arguments(ax, since, waits_inside) -> None:
-    """Refuse a bad ``ax``, ``since`` or ``waits_inside`` by name, before anything is drawn (attack13 a10)."""
+def _check_timeline_arguments(ax, since, waits_inside, until=None) -> None:
+    """Refuse a bad ``ax``, ``since``, ``until`` or ``waits_inside`` by name, before anything is drawn
+    (attack13 a10)."""
     if ax is not None:
         from matplotlib.axes import Axes
 
@@ -252,6 +260,11 @@ def _check_timeline_arguments(ax, since, waits_inside) -> None:
     if since is not None and since != "function":
         if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
             raise ValueError(f"since must be a finite number of seconds or 'function', not {since!r}")
+    if until is not None:
+        if isinstance(until, bool) or not isinstance(until, (int, float)) or not math.isfinite(until):
+            raise ValueError(f"until must be a finite number of seconds, not {until!r}")
+        if isinstance(since, (int, float)) and not isinstance(since, bool) and until <= since:
+            raise ValueError(f"until ({until!r}) must be later than since ({since!r})")
     if not isinstance(waits_inside, (Mapping, str)):
         try:
             iter(waits_inside)
@@ -310,11 +323,11 @@ class _Scale:
 
     CHAR_INCHES = 7 * 0.6 / 72
 
-    def __init__(self, ax, fig, total: float, left: float = 0.0) -> None:
+    def __init__(self, ax, fig, total: float, left: float = 0.0, right: float | None = None) -> None:
         width = fig.get_figwidth() * ax.get_position().width * 0.85
-        shown = total * 1.02 - left  # the visible seconds (``since`` moves the left edge)
+        self.right = total * 1.02 if right is None else right  # the axis' right edge, in seconds
+        shown = self.right - left  # the visible seconds (``since``/``until`` move the edges)
         self.inches_per_second = width / (shown if shown > 0 else 1.0)
-        self.right = total * 1.02  # the axis' right edge, in seconds
         self.labels_left = MAX_BAR_LABELS
         self.placed: dict[float, list[tuple[float, float]]] = {}  # lane -> (from, to) seconds of its labels
 
