@@ -701,6 +701,33 @@ def test_a_ring_of_ranks_that_all_send_first_is_a_cycle_named_at_the_send():
     assert "isend/irecv" in d.advice
 
 
+def ring_receiving_from_the_next(world_size_agrees: bool):
+    """Ring attention's exchange (zhuzilin/ring-flash-attention's RingComm, round 15's
+    buggy_ring_attention_recv_from_next) with the receive peer written like the send peer: on 3 ranks every
+    rank receives from the rank it sends to, and no receive is matched."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    send_to = (rank + 1) % size
+    recv_from = (rank - 1) % size if world_size_agrees else (rank + 1) % size  # the receive peer
+    out, got = torch.full((4,), float(rank)), torch.empty(4)
+    ops = [dist.P2POp(dist.isend, out, send_to), dist.P2POp(dist.irecv, got, recv_from)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    return int(got[0])
+
+
+def test_point_to_point_calls_that_do_not_pair_are_named_not_blind():
+    """Every rank made the same collective calls (none), so the fallback headline said nothing; the p2p
+    record says which send has no receive."""
+    fixed = bl.run(ring_receiving_from_the_next, 3, args=(True,), timeout=5)
+    assert fixed.ok and fixed.values == [2, 0, 1], fixed.diagnosis
+    d = bl.run(ring_receiving_from_the_next, 3, args=(False,), timeout=2).diagnosis
+    assert d.kind == "unmatched-p2p", d
+    assert (
+        "rank 0's isend to rank 1 (at " in d.headline and "which sends to rank 2 and receives from rank 2" in d.headline
+    )
+    assert d.site.line == line_of(ring_receiving_from_the_next, "for work in dist.batch_isend_irecv(ops)")
+
+
 def test_a_ring_ordered_by_rank_parity_finishes():
     run = bl.run(ring_exchange, 2, args=(False,), timeout=10)
     assert run.ok and run.values == [1, 0] and run.diagnosis.ok, run.diagnosis

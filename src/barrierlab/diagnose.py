@@ -1635,6 +1635,77 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     return None
 
 
+_SENDS, _RECEIVES = frozenset({"send", "isend"}), frozenset({"recv", "irecv"})
+
+
+def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
+    """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
+    pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
+    receive peer is computed like its send peer: every rank receives from the rank it sends to). Only for
+    calls that name their peer as a global rank (no ``group_dst``/``group_src``)."""
+    if not f.failed:
+        return None
+    sent: dict[tuple[int, int], list[Event]] = {}
+    received: dict[tuple[int, int], list[Event]] = {}
+    for r in f.run.ranks:
+        for e in r.events:
+            if e.kind != "p2p" or e.name not in _SENDS | _RECEIVES:
+                continue
+            peer = _p2p_peer(e)
+            if peer is None or set(e.peer) - {"dst", "src"}:
+                return None  # a peer given within a group: the pairs cannot be told here
+            if e.name in _SENDS:
+                sent.setdefault((r.rank, peer), []).append(e)
+            else:
+                received.setdefault((peer, r.rank), []).append(e)
+
+    def talks(rank: int) -> str:
+        to = sorted({b for (a, b) in sent if a == rank})
+        source = sorted({a for (a, b) in received if b == rank})
+        parts = ([f"sends to {rank_list(to)}"] if to else []) + (
+            [f"receives from {rank_list(source)}"] if source else []
+        )
+        return f", which {' and '.join(parts)}" if parts else ", which makes no point-to-point call"
+
+    unmatched = []  # (rank, its unmatched call, what the peer did instead)
+    for pair in sorted(set(sent) | set(received)):
+        sends, recvs = sent.get(pair, []), received.get(pair, [])
+        a, b = pair
+        if len(sends) > len(recvs):
+            unmatched.append((a, sends[len(recvs)], f"has no receive from rank {a} on rank {b}{talks(b)}"))
+        elif len(recvs) > len(sends):
+            unmatched.append((b, recvs[len(sends)], f"has no send to rank {b} from rank {a}{talks(a)}"))
+    if not unmatched:
+        return None
+    shown = unmatched[:2]
+    lines = [
+        f"rank {rank}'s {e.name} {'to' if e.name in _SENDS else 'from'} rank {_p2p_peer(e)} (at {where_text(e)}) {what}"
+        for rank, e, what in shown
+    ]
+    more = f" ({len(unmatched) - len(shown)} more)" if len(unmatched) > len(shown) else ""
+    waiting = {
+        r: next((e for e in reversed(f.run[r].events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
+        for r in f.failed
+    }
+    first = shown[0][1]
+    evidence = (
+        [f"rank {shown[0][0]}'s {first.name} was made {_called_at(first)}"]
+        + [f"rank {r} was waiting in {e.name} at {where_text(e)}" for r, e in sorted(waiting.items()) if e is not None]
+        + _failure_evidence(f)
+    )
+    return Diagnosis(
+        "unmatched-p2p",
+        f"{rank_list(f.failed)} did not finish: their point-to-point calls do not pair — {'; '.join(lines)}{more}. "
+        "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
+        "unmatched ones wait until the timeout.",
+        evidence,
+        "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
+        "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world).",
+        ranks=sorted({rank for rank, _, _ in unmatched}),
+        site=_site(shown[0][1]),
+    )
+
+
 def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     """A rank stopped (or timed out) in a store ``wait``/``get`` for keys no rank had set, while the other ranks
     wait in a collective it never reached: whatever would have set the key comes after that collective, so
@@ -1878,6 +1949,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_stopped_outside_collectives,
     rule_failed_by_itself,
     rule_raised_by_itself,
+    rule_unmatched_p2p,
     rule_same_calls,
 )
 
