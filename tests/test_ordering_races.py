@@ -441,3 +441,57 @@ def test_looks_followed_by_a_read_of_the_same_path_are_told_once_by_the_read(tmp
     assert run.ok, run
     races = run.races()
     assert [(r.first.how, r.second.how) for r in races] == [("write", "read")], [str(r) for r in races]
+
+
+def publish_then_mark(folder, marker, marker_first):
+    """Rank 0 publishes a file whole, then makes a DONE marker (an empty file, or a folder made with os.mkdir);
+    the others poll for the marker (``exists``, ``isdir``, ``os.stat``), then read the file (attack14 a02/a03:
+    a false race). ``marker_first``: the marker is made before the file is written — a real race."""
+    import torch.distributed as dist
+
+    data, done = os.path.join(folder, "vocab.txt"), os.path.join(folder, "DONE")
+
+    def mark():
+        if marker == "file":
+            open(done, "w").close()
+        else:
+            os.mkdir(done)
+
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        if marker_first:
+            mark()
+        with open(data + ".tmp", "w") as f:
+            f.write("<pad> <unk> the")
+        os.replace(data + ".tmp", data)
+        if not marker_first:
+            mark()
+        return None
+    while True:
+        try:
+            if marker == "file" and os.path.exists(done) or marker == "folder" and os.path.isdir(done):
+                break
+            if marker == "stat":
+                os.stat(done)
+                break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.005)
+    try:
+        with open(data) as f:
+            return f.read()
+    except FileNotFoundError:
+        return "missing"
+
+
+@pytest.mark.parametrize("marker", ["file", "folder", "stat"])
+def test_a_done_marker_made_after_the_publish_orders_the_read_and_one_made_before_races(tmp_path, marker):
+    """("stat": the marker is a folder, polled with os.stat.)"""
+    run = bl.run(publish_then_mark, 3, args=(str(tmp_path), marker, False), timeout=10)
+    assert run.ok, run
+    assert run.races() == [], run.races()
+    for path in tmp_path.iterdir():
+        path.rmdir() if path.is_dir() else path.unlink()
+    early = bl.run(publish_then_mark, 3, args=(str(tmp_path), marker, True), timeout=10)
+    assert early.ok, early
+    assert any("vocab.txt" in str(race) for race in early.races()), early.races()

@@ -519,8 +519,10 @@ class Order:
         that found no file), then found it, found what that rename made, if the rename is the only way the path
         came to be in the run (no rank opened it for writing or appending, renamed another file onto it, or
         removed it or renamed it away). The find comes after the rename. A file written in place gets no such
-        edge: a reader that finds it may read it half-written."""
-        made: dict[str, list] = {}
+        edge for what it holds (a reader that finds it may read it half-written), but a look (``exists``,
+        ``isdir``, ``os.stat``...) that finds a path one open for writing or one ``os.mkdir`` made comes after
+        that call began: a marker (an empty ``DONE`` file, a folder) orders what its maker did before it."""
+        made: dict[str, list] = {}  # path -> (rank, the event that made it, whether it was made whole)
         gone: set[str] = set()
         for rank, events in self.events.items():
             for e in events:
@@ -529,9 +531,9 @@ class Order:
                 if e.name == "rename":
                     gone.add(e.path)
                     if e.to:
-                        made.setdefault(e.to, []).append((rank, e))
-                elif e.name in ("write", "append"):
-                    made.setdefault(e.path, []).append((rank, None))
+                        made.setdefault(e.to, []).append((rank, e, True))
+                elif e.name in ("write", "append", "mkdir"):
+                    made.setdefault(e.path, []).append((rank, e, False))
                 elif e.name == "remove":
                     gone.add(e.path)
         for rank, events in self.events.items():
@@ -547,10 +549,18 @@ class Order:
                     continue
                 missed.discard(key)
                 by = made.get(e.path, [])
-                if e.path in gone or len(by) != 1 or by[0][1] is None or by[0][0] == rank:
+                if e.path in gone or len(by) != 1 or by[0][0] == rank:
                     continue
-                self._edge(self.leave(by[0][0], by[0][1]), self.enter(rank, e))
-                self._waited_for.add((rank, e.lane, e.path))
+                maker_rank, maker, whole = by[0]
+                if whole:
+                    self._edge(self.leave(maker_rank, maker), self.enter(rank, e))
+                    self._waited_for.add((rank, e.lane, e.path))
+                elif e.name == "exists" and maker.name in ("write", "mkdir"):
+                    # a marker (an empty DONE file, a folder made with os.mkdir): once a rank finds it, the
+                    # call that created it had begun, so all that rank did before it comes first (attack14
+                    # a02); what the file holds is not handed over: a read of it still races its write
+                    self._edge(self.enter(maker_rank, maker), self.enter(rank, e))
+                    self._waited_for.add((rank, e.lane, e.path))  # its misses and its find were the wait
 
     def _locks(self) -> None:
         """File locks (``fcntl.flock``/``lockf``; ``filelock.FileLock`` on Linux): an exclusive hold excludes every

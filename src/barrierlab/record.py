@@ -1340,31 +1340,62 @@ def _wrap_exists(original):
         recorder = _recorder
         if recorder is None or recorder.depth or recorder.fd < 0 or not args or not isinstance(found, bool):
             return found
-        try:
-            path = _quoted_path(os.path.abspath(os.fspath(args[0])))
-            if not found and os.path.lexists(args[0]):
-                return found  # isfile of a folder (or exists of a dangling link): something is there, not a miss
-        except (TypeError, ValueError, OSError):
-            return found
-        try:
-            key = (threading.get_ident(), path)  # each thread's looks are its own (its lane's)
-            if path is None or _looked.get(key) is found:
-                return found
-            if len(_looked) >= _PATHS_KEPT:
-                _looked.clear()
-            _looked[key] = found
-            recorder.depth += 1
-            try:
-                site = _learner_site_from(sys._getframe(1))
-                recorder.instant("file", "exists", site, ',"path":' + path + ("" if found else ',"value":"missing"'))
-            finally:
-                recorder.depth -= 1
-        except Exception:  # noqa: BLE001 - recording never reaches the learner's code
-            pass
+        if not _library_caller():  # not pathlib's own is_dir() inside mkdir(exist_ok=True)
+            _record_look(recorder, args[0], found)
         return found
 
     look.__barrierlab_original__ = original
     return look
+
+
+def _wrap_stat_look(original):
+    """``os.stat``/``os.path.getsize``/``getmtime`` called by the learner's own code (a wait for a file
+    written by ``while True: try: os.stat(p)``): a look like :func:`_wrap_exists`'s, missing when the call
+    raised ``FileNotFoundError`` (attack14 a03: the same wait through ``os.stat`` was a false race)."""
+
+    @functools.wraps(original)
+    def look(*args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth or recorder.fd < 0 or not args or _library_caller():
+            return original(*args, **kwargs)
+        if isinstance(args[0], int) or kwargs.get("dir_fd") is not None:
+            return original(*args, **kwargs)  # a descriptor, or a path relative to one: not a path we can key
+        try:
+            result = original(*args, **kwargs)
+        except FileNotFoundError:
+            _record_look(recorder, args[0], False)
+            raise
+        _record_look(recorder, args[0], True)
+        return result
+
+    look.__barrierlab_original__ = original
+    return look
+
+
+def _record_look(recorder, target, found: bool) -> None:
+    """Record that this thread looked for ``target`` and found it or not, when that differs from its last look
+    (frames: this one, the wrapper, then the learner's call)."""
+    try:
+        path = _quoted_path(os.path.abspath(os.fspath(target)))
+        if not found and os.path.lexists(target):
+            return  # isfile of a folder (or exists of a dangling link): something is there, not a miss
+    except (TypeError, ValueError, OSError):
+        return
+    try:
+        key = (threading.get_ident(), path)  # each thread's looks are its own (its lane's)
+        if path is None or _looked.get(key) is found:
+            return
+        if len(_looked) >= _PATHS_KEPT:
+            _looked.clear()
+        _looked[key] = found
+        recorder.depth += 1
+        try:
+            site = _learner_site_from(sys._getframe(2))
+            recorder.instant("file", "exists", site, ',"path":' + path + ("" if found else ',"value":"missing"'))
+        finally:
+            recorder.depth -= 1
+    except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+        pass
 
 
 def _learner_site() -> tuple | None:
@@ -1640,7 +1671,7 @@ _OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _library_caller(depth: int = 2) -> bool:
     """The wrapped call was made by the standard library's, torch's or barrierlab's own code, not the learner's."""
     caller = sys._getframe(depth).f_code.co_filename
-    return caller.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX))
+    return caller.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX, "<frozen "))  # frozen: genericpath, os
 
 
 def _wrap_handoff_give(original):
@@ -2242,8 +2273,17 @@ def _patch() -> None:
 
     for name in ("flock", "lockf"):
         _replace(fcntl, name, functools.partial(_wrap_file_lock, name))
-    for owner, name in ((os.path, "exists"), (os.path, "isfile"), (pathlib.Path, "exists"), (pathlib.Path, "is_file")):
+    for owner, name in (
+        (os.path, "exists"),
+        (os.path, "isfile"),
+        (os.path, "isdir"),
+        (pathlib.Path, "exists"),
+        (pathlib.Path, "is_file"),
+        (pathlib.Path, "is_dir"),
+    ):
         _replace(owner, name, _wrap_exists)
+    for owner, name in ((os, "stat"), (os.path, "getsize"), (os.path, "getmtime")):
+        _replace(owner, name, _wrap_stat_look)
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
         os.register_at_fork(before=_before_fork, after_in_child=_forked)
