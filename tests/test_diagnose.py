@@ -997,3 +997,24 @@ def test_ranks_waiting_outside_any_collective_are_told_where():
     # before: "ranks 0 and 1 did not finish, but every rank made the same collective calls.", no line
     assert headline.startswith("ranks 0 and 1 did not finish, outside any collective: rank 1 was stopped at "), headline
     assert "rank 0 raised DistStoreError at" in headline and "store_server_whose_client_never_comes" in headline
+
+
+def reduce_scatter_against_all_reduce(kind: str):
+    """Rank 0 reduce-scatters while rank 1 all-reduces (review23b: gloo runs reduce_scatter_tensor as an
+    all_reduce of a copy, ProcessGroupGloo::_reduce_scatter_base, so the two pair silently)."""
+    x = torch.ones(4)
+    if dist.get_rank() == 0:
+        out = torch.zeros(2)
+        getattr(dist, kind)(out, x)
+        return out.tolist()
+    dist.all_reduce(x)
+    return x.tolist()
+
+
+@pytest.mark.parametrize("kind", ["reduce_scatter_tensor", "reduce_scatter_single"])
+def test_a_reduce_scatter_against_an_all_reduce_pairs_silently_on_gloo(kind):
+    run = bl.run(reduce_scatter_against_all_reduce, 2, args=(kind,), timeout=3)
+    assert run.ok and run.values == [[2.0, 2.0], [2.0] * 4], run
+    d = run.diagnosis
+    assert d.kind == "silently-paired" and "gloo runs both as all_reduce" in d.headline, d
+    assert "broadcast_object_list" not in d.advice and "as all_reduce" in d.advice, d.advice

@@ -18,7 +18,8 @@ gather or scatter waits for every rank. With ``async_op=True`` nothing is ordere
 On a GPU, NCCL collectives return to the host once queued (by default), and their ``wait()`` makes the current
 CUDA stream wait, not the host (``Work.wait``'s docstring): only a call that blocks the host (``barrier()``, an
 object collective's receive) orders host work there. The k-th collective of a group must be the same operation
-on every rank: on gloo, different operations at one position do not pair (each waits until the timeout); on
+on every rank: on gloo, different operations at one position do not pair (each waits until the timeout) unless
+gloo runs both as one operation (``ops.underlying``); on
 NCCL, which pairs calls by position only, they can pair with each other.
 """
 
@@ -625,14 +626,24 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
         + ", so they exchanged data that does not "
         "belong together" + (" and nothing failed." if not f.failed else "."),
         evidence,
-        "Collectives pair by their position in the group's sequence, not by name: a broadcast_object_list "
-        "sends a size tensor (8 bytes per object) and then the pickled bytes as two broadcasts, and a plain "
-        "broadcast on another rank receives the size instead of its data: with no error when its tensor holds "
-        "at least those bytes (the rest is garbage), while gloo aborts the process when it holds fewer. Make "
-        "every rank make the same call.",
+        _silent_pairing_advice(next(iter(underlying))),
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
+
+
+def _silent_pairing_advice(underlying: str) -> str:
+    """What to do about two calls gloo ran as ``underlying``, with how that op's calls meet."""
+    how = (
+        "a broadcast_object_list sends a size tensor (8 bytes per object) and then the pickled bytes as two "
+        "broadcasts, and a plain broadcast on another rank receives the size instead of its data: with no error "
+        "when its tensor holds at least those bytes (the rest is garbage), while gloo aborts the process when it "
+        "holds fewer."
+        if underlying == "broadcast"
+        else f"gloo runs both calls as {underlying}, so each rank got a result computed from the other's input as "
+        "if it had made the same call (gloo aborts the process when the byte counts differ)."
+    )
+    return f"Collectives pair by their position in the group's sequence, not by name: {how} Make every rank make the same call."
 
 
 def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
@@ -892,7 +903,9 @@ def _pairing_rule(mismatched: bool) -> str:
     return (
         "Every rank must make the same collectives in the same order, counting those torch makes for you: the "
         "k-th collective of the group must be the same operation on every rank. On gloo, different operations at "
-        "one position do not pair: each waits until the timeout, or sees its connection closed by a peer that gave up "
+        "one position do not pair, unless gloo runs both as one operation (a broadcast_object_list's broadcasts "
+        "against a broadcast, a reduce_scatter_tensor, which gloo runs as an all_reduce, against an all_reduce): "
+        "each waits until the timeout, or sees its connection closed by a peer that gave up "
         "first; on NCCL, which pairs calls by "
         "position only, they can pair with each other and corrupt data or hang. "
     )

@@ -209,12 +209,22 @@ OPS: tuple[Op, ...] = (
         source=f"{_C10D} scatter",
     ),
     _collective("reduce_scatter", source=f"{_C10D} reduce_scatter"),
-    _same("reduce_scatter_tensor", underlying="reduce_scatter", source=f"{_C10D} reduce_scatter_tensor"),
-    _same("reduce_scatter_single", underlying="reduce_scatter", source=f"{_C10D} reduce_scatter_single"),
+    _same(
+        "reduce_scatter_tensor",
+        underlying="all_reduce",
+        source=f"{_C10D} reduce_scatter_tensor; ProcessGroupGloo::_reduce_scatter_base runs "
+        "reduce_scatter_tensor_coalesced: an allreduce of a copy of the input, then this rank's chunk",
+    ),
+    _same(
+        "reduce_scatter_single",
+        underlying="all_reduce",
+        source=f"{_C10D} reduce_scatter_single (on gloo an allreduce, as reduce_scatter_tensor: measured, it pairs with "
+        "an all_reduce and both finish)",
+    ),
     _same(
         "_reduce_scatter_base",
-        underlying="reduce_scatter",
-        source=f"{_C10D} _reduce_scatter_base (deprecated alias)",
+        underlying="all_reduce",
+        source=f"{_C10D} _reduce_scatter_base (deprecated alias; on gloo an allreduce, as reduce_scatter_tensor)",
     ),
     _collective(
         "all_to_all",
