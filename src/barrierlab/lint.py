@@ -3787,7 +3787,8 @@ def _explain(
         states, line, metric = detail
         kind = "rank-dependent-loop"
         why = (
-            f"this {short} gathers the list states {states} one element at a time, one all_gather per "
+            f"this {short} gathers the list states {states} one element at a time (torchmetrics' "
+            "gather_all_tensors: a barrier, then one or two all_gathers per element), one element per "
             f"`{metric}.update()`, and the update at line {line} runs once per iteration of a loop over `{cond}`, "
             "which differs between ranks: ranks make different numbers of all_gathers, and the extra ones wait "
             "until the timeout or pair silently with another collective"
@@ -6521,7 +6522,8 @@ class _StoreKeys:
             why = (
                 f"`store.{attr}` blocks until the key of every rank exists, but the `store.set` of that key (line "
                 f"{setter.lineno + unit.offset}) is skipped on the ranks where {skipped}: this rank waits until the "
-                "store's timeout (DistStoreError), and the other ranks wait for it in their next collective"
+                "store's timeout (a TCPStore raises DistStoreError, a FileStore a RuntimeError), and the other ranks "
+                "wait for it in their next collective"
             )
             fix = (
                 "let every rank set its key, whatever its data (publish 0 or an empty value for an empty shard), "

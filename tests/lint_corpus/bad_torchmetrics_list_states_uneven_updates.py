@@ -1,6 +1,6 @@
 # Metrics whose list states torchmetrics gathers one element at a time (dist_reduce_fx=None: only "cat"
 # lists are concatenated before the gather), updated once per batch of a per-rank list whose length differs
-# between ranks: compute() makes one all_gather per update, so the ranks make different numbers of them.
+# between ranks: compute() makes a barrier and one or two all_gathers per update, so the ranks make different numbers of them.
 # Models torchmetrics' retrieval metrics (Lightning-AI/torchmetrics src/torchmetrics/retrieval/base.py:
 # indexes, preds and target are list states with dist_reduce_fx=None, one element per update) and a custom
 # metric keeping raw values as the "Implementing a Metric" page describes (docs/source/pages/implement.rst),
