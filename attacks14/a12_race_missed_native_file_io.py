@@ -1,7 +1,8 @@
 """Promise 4: a real race is reported. The notebooks' first race (rank 0 saves, the others load, nothing orders
 them; they come out right by timing) is reported by run.races() when the file is written with torch.save, and missed
-when it is written and read by code that opens files outside Python's `open`: sqlite3 (standard library) and, if
-installed, safetensors' save_file/load_file (the format of Hugging Face's save_pretrained/from_pretrained). Exit 0 if
+when it is written by code that opens files outside Python's `open`: sqlite3 (standard library), a program rank 0
+runs and waits for (`subprocess.run(["sh", "-c", "... > path"])`, as data is often fetched or unpacked with wget/tar)
+and, if installed, safetensors' save_file/load_file (the format of Hugging Face's save_pretrained/from_pretrained). Exit 0 if
 run.races() reports every unordered handoff, 1 if it misses one."""
 
 import os
@@ -27,6 +28,10 @@ def save_then_load(kind, folder):
             from safetensors.torch import save_file
 
             save_file({"w": torch.ones(4)}, path)
+        elif kind == "shell":
+            import subprocess
+
+            subprocess.run(["sh", "-c", f"printf 4 > '{path}'"], check=True)  # data prepared by a tool, waited for
         else:
             import sqlite3
 
@@ -43,6 +48,9 @@ def save_then_load(kind, folder):
         from safetensors.torch import load_file
 
         value = float(load_file(path)["w"].sum())
+    elif kind == "shell":
+        with open(path) as f:
+            value = float(f.read())
     else:
         import sqlite3
 
@@ -54,7 +62,7 @@ def save_then_load(kind, folder):
 
 
 def main() -> int:
-    kinds = ["pt", "sqlite"]
+    kinds = ["pt", "sqlite", "shell"]
     try:
         import safetensors  # noqa: F401
 
