@@ -44,8 +44,10 @@ def main() -> int:
             print("BROKEN? the run did not finish as expected")
             return 1
         if not races:
-            print("BROKEN: rank 1 read snapshots/main/vocab.txt (a symlink rank 0 made to the blob it wrote) with "
-                  "nothing ordering it after rank 0's writes, and run.races() reported nothing")
+            print(
+                "BROKEN: rank 1 read snapshots/main/vocab.txt (a symlink rank 0 made to the blob it wrote) with "
+                "nothing ordering it after rank 0's writes, and run.races() reported nothing"
+            )
             return 1
         print("held: the race was reported")
         return 0

@@ -13,7 +13,6 @@ import barrierlab as bl
 
 
 def publish_then_signal(folder, marker_kind):
-    import os
     import time
 
     import torch.distributed as dist
@@ -45,8 +44,10 @@ def main() -> int:
         try:
             run = bl.run(publish_then_signal, 3, args=(folder, kind), live=False, timeout=10)
             races = run.races()
-            print(f"marker={kind}: statuses {run.statuses}, values ok: {run.values == [['<pad>', '<unk>', 'the', 'a', 'of']] * 3}, "
-                  f"{len(races)} race(s)")
+            print(
+                f"marker={kind}: statuses {run.statuses}, values ok: {run.values == [['<pad>', '<unk>', 'the', 'a', 'of']] * 3}, "
+                f"{len(races)} race(s)"
+            )
             for race in races:
                 print("   ", str(race).splitlines()[0][:300])
             if not run.ok:

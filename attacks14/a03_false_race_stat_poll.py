@@ -12,7 +12,6 @@ import barrierlab as bl
 
 
 def publish_then_poll(folder, how):
-    import os
     import time
 
     import torch.distributed as dist

@@ -27,8 +27,9 @@ def lint(source: str) -> tuple[int, str]:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
-        done = subprocess.run([sys.executable, "-m", "barrierlab", "lint", path], capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "barrierlab", "lint", path], capture_output=True, text=True, timeout=120
+        )
         return done.returncode, done.stdout + done.stderr
     finally:
         os.unlink(path)

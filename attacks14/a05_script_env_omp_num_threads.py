@@ -34,18 +34,28 @@ def main() -> int:
     try:
         torchrun = subprocess.run(
             [os.path.join(bindir, "torchrun"), "--standalone", "--nproc-per-node", "2", script],
-            capture_output=True, text=True, timeout=150, env=env, cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=150,
+            env=env,
+            cwd=folder,
         )
         ours = subprocess.run(
             [sys.executable, "-m", "barrierlab", "run", script, "-n", "2", "--timeout", "10"],
-            capture_output=True, text=True, timeout=100, env=env, cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=100,
+            env=env,
+            cwd=folder,
         )
     finally:
         for name in os.listdir(folder):
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
-    print(f"torchrun: exit {torchrun.returncode}; " + " | ".join(
-        line for line in torchrun.stdout.splitlines() if line.startswith("rank")))
+    print(
+        f"torchrun: exit {torchrun.returncode}; "
+        + " | ".join(line for line in torchrun.stdout.splitlines() if line.startswith("rank"))
+    )
     print(f"barrierlab run: exit {ours.returncode}")
     print("   " + "\n   ".join(ours.stdout.splitlines()[:4]))
     if torchrun.returncode == 0 and ours.returncode != 0:

@@ -29,14 +29,19 @@ def main() -> int:
     print(repr(run).splitlines()[0])
     time.sleep(1.0)
     pids = {r.pid for r in run if r.pid}
-    left = sorted(n for n in os.listdir("/dev/shm")
-                  if n.startswith("torch_") and n.split("_")[1].isdigit() and int(n.split("_")[1]) in pids)
+    left = sorted(
+        n
+        for n in os.listdir("/dev/shm")
+        if n.startswith("torch_") and n.split("_")[1].isdigit() and int(n.split("_")[1]) in pids
+    )
     sizes = sum(os.stat(os.path.join("/dev/shm", n)).st_size for n in left)
     for name in left:
         os.unlink(os.path.join("/dev/shm", name))
     if left:
-        print(f"BROKEN: {len(left)} /dev/shm files of the ranks (pids {sorted(pids)}) outlived the call, {sizes:,} bytes "
-              f"of RAM: {left[:4]}{' ...' if len(left) > 4 else ''} (removed now)")
+        print(
+            f"BROKEN: {len(left)} /dev/shm files of the ranks (pids {sorted(pids)}) outlived the call, {sizes:,} bytes "
+            f"of RAM: {left[:4]}{' ...' if len(left) > 4 else ''} (removed now)"
+        )
         return 1
     print("held")
     return 0

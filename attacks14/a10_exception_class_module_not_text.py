@@ -49,8 +49,10 @@ def main() -> int:
     print("rank 1 traceback:", repr(run[1].traceback[-200:]), "stderr:", repr(run[1].stderr[-200:]))
     print("diagnosis:", str(run.diagnosis).replace("\n", " | ")[:400])
     if run[1].status != "raised" or "shard 7 is empty" not in (run[1].error_message or ""):
-        print("BROKEN: rank 1 raised DataError('shard 7 is empty'); barrierlab reports it as "
-              f"{run[1].status!s} (code {run[1].exit_code}) with no message or traceback")
+        print(
+            "BROKEN: rank 1 raised DataError('shard 7 is empty'); barrierlab reports it as "
+            f"{run[1].status!s} (code {run[1].exit_code}) with no message or traceback"
+        )
         return 1
     print("held")
     return 0

@@ -17,14 +17,16 @@ import tempfile
 
 def run_in_own_group(command, timeout, **kwargs):
     """subprocess.run, in a session of its own: on timeout the whole group (torchrun's workers too) is killed."""
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                          **kwargs) as process:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs
+    ) as process:
         try:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
         return subprocess.CompletedProcess(command, process.returncode, out, err)
+
 
 SCRIPT = """\
 from datetime import timedelta
@@ -54,10 +56,14 @@ def main() -> int:
     try:
         torchrun = run_in_own_group(
             [os.path.join(bindir, "torchrun"), "--standalone", "--nproc-per-node", "3", script],
-            timeout=120, env=env, cwd=folder,
+            timeout=120,
+            env=env,
+            cwd=folder,
         )
         ours = run_in_own_group(
-            [sys.executable, "-m", "barrierlab", "run", script, "-n", "3", "--timeout", "5"], timeout=60, cwd=folder,
+            [sys.executable, "-m", "barrierlab", "run", script, "-n", "3", "--timeout", "5"],
+            timeout=60,
+            cwd=folder,
         )
     finally:
         os.unlink(script)
@@ -65,11 +71,15 @@ def main() -> int:
     seeds_torchrun = sorted({line.split()[-1] for line in torchrun.stdout.splitlines() if "initial_seed" in line})
     seeds_ours = sorted({line.split()[-1] for line in ours.stdout.splitlines() if "initial_seed" in line})
     print(f"torchrun: exit {torchrun.returncode}; distinct initial seeds on its 3 ranks: {len(seeds_torchrun)}")
-    print(f"barrierlab run: exit {ours.returncode}; distinct initial seeds on its 3 ranks: {len(seeds_ours)} {seeds_ours}")
+    print(
+        f"barrierlab run: exit {ours.returncode}; distinct initial seeds on its 3 ranks: {len(seeds_ours)} {seeds_ours}"
+    )
     print("   " + "\n   ".join(ours.stdout.splitlines()[:4]))
     if torchrun.returncode != 0 and ours.returncode == 0 and len(seeds_ours) == 1:
-        print("BROKEN: the random-collective deadlock fails under torchrun and passes under barrierlab run, whose ranks "
-              "all start from the same torch seed")
+        print(
+            "BROKEN: the random-collective deadlock fails under torchrun and passes under barrierlab run, whose ranks "
+            "all start from the same torch seed"
+        )
         return 1
     print("held")
     return 0

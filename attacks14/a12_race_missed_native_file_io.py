@@ -14,7 +14,6 @@ import barrierlab as bl
 
 
 def save_then_load(kind, folder):
-    import os
     import time
 
     import torch
@@ -81,7 +80,9 @@ def main() -> int:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     if missed:
-        print(f"BROKEN: rank 1 loaded what rank 0 saved with nothing ordering them, and run.races() missed it for {missed}")
+        print(
+            f"BROKEN: rank 1 loaded what rank 0 saved with nothing ordering them, and run.races() missed it for {missed}"
+        )
         return 1
     print("held")
     return 0

@@ -45,8 +45,10 @@ def main() -> int:
         try:
             run = bl.run(change_while_read, 2, args=(kind, folder), live=False, timeout=5)
             races = run.races()
-            print(f"{kind:12} statuses {run.statuses}: {len(races)} race(s)"
-                  + (f": {str(races[0]).splitlines()[0][:160]}" if races else ""))
+            print(
+                f"{kind:12} statuses {run.statuses}: {len(races)} race(s)"
+                + (f": {str(races[0]).splitlines()[0][:160]}" if races else "")
+            )
             if run.ok and not races:
                 missed.append(kind)
         finally:
