@@ -671,11 +671,17 @@ def _set_environment(spec: RankSpec) -> None:
     loopback = loopback_interface()
     if loopback:
         os.environ["GLOO_SOCKET_IFNAME"] = loopback
+    # torchrun sets OMP_NUM_THREADS=1 for its workers when it is not set (attack14 a05: a script reading it)
+    os.environ.setdefault("OMP_NUM_THREADS", str(options.threads))
     env = dict(options.env)
     os.environ.update(env)
     if "TORCH_DISTRIBUTED_DEBUG" in env:
         dist.set_debug_level_from_env()
     torch.set_num_threads(options.threads)
+    # A fresh interpreter (a torchrun worker) seeds torch's generator from the OS; a forked rank would share the
+    # warm process's state with every other rank (attack14 a11: an unseeded draw that differs between torchrun's
+    # ranks was the same on every rank here, hiding the mismatch it causes). Python's random reseeds at fork.
+    torch.seed()
 
 
 def _capture_output(files: RankFiles) -> None:

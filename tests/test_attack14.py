@@ -1,0 +1,51 @@
+"""attack14's repros (``attacks14/``: a new attacker given only the README, the docs and the source), each a script
+that exits 0 when the promise it attacks holds and 1 when it breaks. Those fixed are run here: each exited 1
+before its fix (see each script's docstring for what broke). a11 and a05 compare with plain torchrun, whose store
+listens beyond loopback: they are checked here on barrierlab's side alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import barrierlab as bl
+
+ROOT = Path(__file__).resolve().parent.parent
+ATTACKS = ROOT / "attacks14"
+
+FIXED = [
+    "a02_false_race_done_marker",
+    "a03_false_race_stat_poll",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("name", FIXED)
+def test_the_attack_no_longer_breaks_its_promise(name):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, str(ATTACKS / f"{name}.py")], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def seed_and_threads() -> tuple[int, str | None]:
+    return torch.initial_seed(), os.environ.get("OMP_NUM_THREADS")
+
+
+def test_each_rank_seeds_torch_from_the_os_and_sees_omp_num_threads_as_under_torchrun():
+    """a11: forked ranks shared the warm process's generator state (an unseeded draw was the same on every rank,
+    unlike torchrun's fresh workers); a05: torchrun sets OMP_NUM_THREADS=1 when unset."""
+    first, second = bl.run(seed_and_threads, 3), bl.run(seed_and_threads, 3)
+    seeds = [seed for seed, _ in first.values + second.values]
+    assert len(set(seeds)) == 6, seeds
+    assert {threads for _, threads in first.values} == {"1"}, first.values
+    mine = bl.run(seed_and_threads, 2, env={"OMP_NUM_THREADS": "2"})
+    assert {threads for _, threads in mine.values} == {"2"}, mine.values  # the caller's env= wins, as in torchrun
