@@ -21,6 +21,10 @@ ATTACKS = ROOT / "attacks14"
 FIXED = [
     "a02_false_race_done_marker",
     "a03_false_race_stat_poll",
+    "a06_races_backend_unvalidated",
+    "a07_span_kind_checked_only_when_recording",
+    "a10_exception_class_module_not_text",
+    "a13_env_overrides_rank_and_marker",
 ]
 
 

@@ -94,13 +94,22 @@ def _watch_parents(pids: list[int]) -> None:
                 os._exit(75)
 
 
+def type_name(kind: type, short: bool = False) -> str:
+    """``module.Qualname`` of a class, as text whatever its ``__module__``/``__qualname__`` hold (attack14 a10: a
+    class whose ``__module__`` could not be formatted cost the rank its whole report)."""
+    parts = (kind.__qualname__,) if short else (kind.__module__, kind.__qualname__)
+    texts = []
+    for part in parts:
+        texts.append(part if type(part) is str else "<unknown>")
+    return ".".join(texts)
+
+
 def _pickled(value: object) -> tuple[bytes | None, str]:
     """(pickle of value, "") or (None, why it cannot be pickled)."""
     try:
         return cloudpickle.dumps(value), ""
     except BaseException as error:  # noqa: BLE001 - a __reduce__ may raise anything, KeyboardInterrupt included
-        kind = type(value)
-        return None, f"{kind.__module__}.{kind.__qualname__} ({type(error).__name__}: {error_message(error)})"
+        return None, f"{type_name(type(value))} ({type_name(type(error), short=True)}: {error_message(error)})"
 
 
 def _save_flight_record(path: str) -> None:
@@ -893,7 +902,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         while skip and tb is not None and tb.tb_next is not None:
             tb, skip = tb.tb_next, skip - 1
         outcome.status = Status.RAISED if in_fn else Status.SETUP_FAILED
-        outcome.error_type = f"{type(error).__module__}.{type(error).__qualname__}"
+        outcome.error_type = type_name(type(error))
         outcome.message = error_message(error)  # a learner's __str__ may raise: the rank reports anyway
         outcome.traceback = format_error(error, tb)
         outcome.exception, _ = _pickled(error)

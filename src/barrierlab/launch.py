@@ -432,6 +432,26 @@ def _beyond_loopback(key: str, value: str) -> str | None:
     return None
 
 
+#: Variables every rank gets from barrierlab (``_rank._set_environment``): ``env=`` may not change them.
+_SET_FOR_EACH_RANK = frozenset(
+    {
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "GROUP_WORLD_SIZE",
+        "ROLE_RANK",
+        "ROLE_NAME",
+        "ROLE_WORLD_SIZE",
+        "TORCHELASTIC_RESTART_COUNT",
+        "TORCHELASTIC_MAX_RESTARTS",
+        "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_USE_AGENT_STORE",
+    }
+)
+
+
 def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     if env is None:
         return ()
@@ -443,6 +463,12 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
             raise TypeError(f"env keys must be str (variable names), got the key {_describe(key)}")
         if not key or "=" in key or "\0" in key:
             raise ValueError(f"env key {key!r} is not a valid variable name (empty, or contains '=' or NUL)")
+        if key in _SET_FOR_EACH_RANK or key.startswith("BARRIERLAB_"):
+            raise ValueError(
+                f"env[{key!r}]: barrierlab sets {key} in every rank itself, as torchrun does (a rank's number, the "
+                "group's size, the run it belongs to, which its clean-up relies on): leave it out of env= (attack14 "
+                "a13: a RANK that disagreed with dist.get_rank())"
+            )
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise TypeError(
                 f"env[{key!r}] must be a str (or an int or float, converted with str()), got {_describe(value)}"

@@ -251,8 +251,7 @@ class Order:
     """The happens-before relation of one run on one backend."""
 
     def __init__(self, run, backend: str = "gloo", *, formed: bool = True) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
+        _check_backend(backend)
         if not isinstance(formed, bool):
             raise TypeError(f"formed must be a bool, not {type(formed).__name__}")
         self.backend = backend
@@ -1286,10 +1285,16 @@ def order(run, backend: str = "gloo", *, formed: bool = True) -> Order:
 def races(run, backend: str = "gloo") -> list[Race]:
     """File accesses of ``run`` on different ranks that nothing orders (see :class:`Race`). A run in which at most
     one rank touched a file has none, and its model is not built (attack13 a04: 512 ranks of 150 all_reduces
-    each, no file, took a diagnosis 54 s and 2.6 GB)."""
+    each, no file, took a diagnosis 54 s and 2.6 GB). ``backend`` is checked first, files or not (attack14 a06)."""
+    _check_backend(backend)
     if not _files_on_two_ranks(run):
         return []
     return Order(run, backend).races()
+
+
+def _check_backend(backend: object) -> None:
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
 
 
 def _files_on_two_ranks(run) -> bool:

@@ -2363,12 +2363,14 @@ def span(name: str, kind: str = "compute") -> Iterator[None]:
     >>> with barrierlab.span("load data", kind="io"):
     ...     data = torch.load(path)
     """
+    # checked the same way recording or not, in a rank or not (attack14 a07)
+    if not isinstance(kind, str) or kind not in SPAN_KINDS:
+        raise ValueError(f"span kind must be one of {', '.join(SPAN_KINDS)}, not {kind!r}")
+    str(name)  # a name with no text fails here whether or not anything records it
     recorder = _recorder
     if recorder is None:
         yield
         return
-    if kind not in SPAN_KINDS:
-        raise ValueError(f"span kind must be one of {', '.join(SPAN_KINDS)}, not {kind!r}")
     event_id = recorder.enter(kind, name, False, call_site(callers=False), flush=False)
     try:
         yield
