@@ -25,6 +25,7 @@ FIXED = [
     "a07_span_kind_checked_only_when_recording",
     "a10_exception_class_module_not_text",
     "a13_env_overrides_rank_and_marker",
+    "a14_race_missed_os_truncate_rmdir",
 ]
 
 

@@ -448,6 +448,7 @@ _SET_FOR_EACH_RANK = frozenset(
         "TORCHELASTIC_MAX_RESTARTS",
         "TORCHELASTIC_RUN_ID",
         "TORCHELASTIC_USE_AGENT_STORE",
+        _contain.RUN_MARKER,
     }
 )
 
@@ -463,7 +464,7 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
             raise TypeError(f"env keys must be str (variable names), got the key {_describe(key)}")
         if not key or "=" in key or "\0" in key:
             raise ValueError(f"env key {key!r} is not a valid variable name (empty, or contains '=' or NUL)")
-        if key in _SET_FOR_EACH_RANK or key.startswith("BARRIERLAB_"):
+        if key in _SET_FOR_EACH_RANK:
             raise ValueError(
                 f"env[{key!r}]: barrierlab sets {key} in every rank itself, as torchrun does (a rank's number, the "
                 "group's size, the run it belongs to, which its clean-up relies on): leave it out of env= (attack14 "

@@ -1511,6 +1511,15 @@ def _record_access(event: str, args: tuple) -> None:
         path = _quoted_path(_at(args[0], args[1]))
         if path is not None:
             _file_event("remove", path)
+    elif event == "os.truncate":  # os.truncate(path, n) changes the file in place (a descriptor has no path)
+        if isinstance(args[0], (str, bytes, os.PathLike)):
+            path = _quoted_path(args[0])
+            if path is not None:
+                _file_event("write", path, update=True)
+    elif event == "os.rmdir":  # a folder removed (shutil.rmtree's last step too): attack14 a14
+        path = _quoted_path(_at(args[0], args[1]))
+        if path is not None:
+            _file_event("remove", path)
     elif event == "os.mkdir":  # os.makedirs too, once per folder it makes (and for the last even if it exists)
         path = _quoted_path(_at(args[0], args[2]))
         if path is not None:  # one already there is not made: the call fails, or makedirs(exist_ok=True) goes on
@@ -1836,7 +1845,10 @@ def _fspath_text(path) -> str:
 #: Audit events after which the rank may stop running Python for a while, or at all: pending lines go first.
 #: (``time.sleep`` where Python audits it: 3.11 does not, and there the helper thread writes them within WRITE_EVERY.)
 _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
-_AUDITED = frozenset({"open", "os.rename", "os.remove", "os.mkdir", "os.listdir", "os.scandir"}) | _WRITE_BEFORE
+_AUDITED = (
+    frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.mkdir", "os.listdir", "os.scandir"})
+    | _WRITE_BEFORE
+)
 _audit_installed = False
 #: Code of Python's import system (frozen in 3.11): a module imported while the rank records re-lists a folder
 #: of ``sys.path`` whose contents changed since the warm process cached it, and opens the module's files.
