@@ -1215,8 +1215,29 @@ def _imports(trees: Iterable[ast.Module]) -> dict[str, str]:
                         aliases[head] = head
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                    if a.name == "*" and node.module in _STAR_MODULES:
+                        # `from torch.distributed import *` brings the collectives and the rank helpers (attack14 a04)
+                        for name in _STAR_NAMES:
+                            aliases.setdefault(name, f"{node.module}.{name}")
+                    elif a.name != "*":
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
     return aliases
+
+
+_STAR_MODULES = frozenset({"torch.distributed", "torch.distributed.distributed_c10d"})
+#: What a star import of torch.distributed brings that lint reads: every op of the ops table, the rank helpers.
+_STAR_NAMES = frozenset(op.name for op in ops.OPS if not op.name.startswith("_")) | frozenset(
+    {
+        "get_rank",
+        "get_world_size",
+        "get_node_local_rank",
+        "init_process_group",
+        "destroy_process_group",
+        "new_group",
+        "new_subgroups",
+        "is_initialized",
+    }
+)
 
 
 # --------------------------------------------------------------------------- model
