@@ -26,6 +26,7 @@ FIXED = [
     "a13_env_overrides_rank_and_marker",
     "a14_race_missed_os_truncate_rmdir",
     "a04_lint_star_import_missed",
+    "a09_torch_file_system_shm_left",
 ]
 
 

@@ -530,6 +530,7 @@ def release_the_function(code: int = 0, give_up: float | None = None) -> None:
                 if collecting:
                     gc.enable()
     _flush_open_files(files)
+    _segments.note_own_torch_files()  # tensors shared with torch's "file_system" strategy (attack14 a09)
     _let_the_resource_tracker_finish()
 
 

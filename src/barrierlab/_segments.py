@@ -58,12 +58,14 @@ def _note(*fields) -> None:
 
 def _file_of(rtype: object, name: object) -> str | None:
     """The file in /dev/shm of a POSIX name (``/psm_1a2b``) the resource tracker knows, or None."""
-    if not isinstance(name, str) or not name.startswith("/") or rtype not in ("shared_memory", "semaphore"):
+    if not isinstance(name, str) or not name.startswith("/") or rtype not in ("shared_memory", "semaphore", "torch"):
+        return None
+    if rtype == "torch" and not name.startswith("/torch_"):
         return None
     rest = name[1:]
     if not rest or "/" in rest or "\0" in rest or rest in (".", "..") or len(rest) > 250:
         return None
-    return os.path.join(SHM_DIR, rest if rtype == "shared_memory" else "sem." + rest)
+    return os.path.join(SHM_DIR, "sem." + rest if rtype == "semaphore" else rest)
 
 
 def _note_created(rtype: str, name: str, fd: int | None = None) -> None:
@@ -109,6 +111,29 @@ def install() -> None:
 
     _send.__wrapped__ = send
     resource_tracker.ResourceTracker._send = _send
+
+
+#: Most /dev/shm entries :func:`note_own_torch_files` reads.
+_SHM_ENTRIES_READ = 100_000
+
+
+def note_own_torch_files() -> None:
+    """As a rank ends (with ``os._exit``: no storage destructor runs): note its files of torch's "file_system"
+    sharing strategy still in /dev/shm, ``torch_<this pid>_...`` (torch names them after the process that made
+    them), so that the run's clean-up unlinks them as a torchrun worker's exit would (attack14 a09: a
+    ``model.share_memory()`` left one file per parameter). Never raises."""
+    if not _notes_path:
+        return
+    prefix = f"torch_{os.getpid()}_"
+    try:
+        with os.scandir(SHM_DIR) as entries:
+            for count, entry in enumerate(entries):
+                if count >= _SHM_ENTRIES_READ:
+                    break
+                if entry.name.startswith(prefix):
+                    _note_created("torch", "/" + entry.name)
+    except OSError:
+        pass
 
 
 def unlink_left(folder: str) -> list[str]:
