@@ -637,8 +637,8 @@ def _silent_pairing_advice(underlying: str) -> str:
     how = (
         "a broadcast_object_list sends a size tensor (8 bytes per object) and then the pickled bytes as two "
         "broadcasts, and a plain broadcast on another rank receives the size instead of its data: with no error "
-        "when its tensor holds at least those bytes (the rest is garbage), while gloo aborts the process when it "
-        "holds fewer."
+        "when its tensor holds at least those bytes (its first bytes become the size, the rest keeps what it "
+        "held), while gloo aborts the process when it holds fewer."
         if underlying == "broadcast"
         else f"gloo runs both calls as {underlying}, so each rank got a result computed from the other's input as "
         "if it had made the same call (gloo aborts the process when the byte counts differ)."
