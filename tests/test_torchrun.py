@@ -192,7 +192,11 @@ def test_diagnosis_is_printed_once_when_every_rank_fails(tmp_path):
     script = tmp_path / "fail_everywhere.py"
     script.write_text(EVERY_RANK_FAILS)
     for attempt in range(2):
-        done = torchrun("", 4, tmp_path / f"records{attempt}", script=str(script))
+        for again in range(3):  # on a busy machine torchrun's own group can fail to form (gloo's connectFullMesh
+            # refused, before any rank recorded anything: fresh-clone CI of session 14); that is not this test's case
+            done = torchrun("", 4, tmp_path / f"records{attempt}-{again}", script=str(script))
+            if "connectFullMesh failed" not in done.stderr:
+                break
         assert done.returncode != 0
         assert done.stderr.count("diagnosis of the ranks recorded in") == 1, done.stderr[-4000:]
         assert "RuntimeError: rank 0 gives up" in done.stderr

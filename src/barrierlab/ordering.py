@@ -520,7 +520,9 @@ class Order:
         removed it or renamed it away). The find comes after the rename. A file written in place gets no such
         edge for what it holds (a reader that finds it may read it half-written), but a look (``exists``,
         ``isdir``, ``os.stat``...) that finds a path one open for writing or one ``os.mkdir`` made comes after
-        that call began: a marker (an empty ``DONE`` file, a folder) orders what its maker did before it."""
+        that call began: a marker (an empty ``DONE`` file, a folder) orders what its maker did before it — for a
+        file, only when the thread that found it does not open it (whose content it waited for is a file written in
+        place: the open that made it orders nothing of what is written after it; nb01's polling answer)."""
         made: dict[str, list] = {}  # path -> (rank, the event that made it, whether it was made whole)
         gone: set[str] = set()
         for rank, events in self.events.items():
@@ -537,6 +539,8 @@ class Order:
                     gone.add(e.path)
         for rank, events in self.events.items():
             missed: set[tuple] = set()  # (lane, path): each thread's misses are its own
+            # (lane, path) a thread opened: a file it reads is not a marker, its content is what it waited for
+            opened = {(e.lane, e.path) for e in events if e.kind == "file" and e.name != "exists" and e.path}
             for e in events:
                 if e.kind != "file" or e.name not in ("exists", "read") or not e.path:
                     continue
@@ -554,7 +558,9 @@ class Order:
                 if whole:
                     self._edge(self.leave(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))
-                elif e.name == "exists" and maker.name in ("write", "mkdir"):
+                elif e.name == "exists" and (
+                    maker.name == "mkdir" or (maker.name == "write" and (e.lane, e.path) not in opened)
+                ):
                     # a marker (an empty DONE file, a folder made with os.mkdir): once a rank finds it, the
                     # call that created it had begun, so all that rank did before it comes first (attack14
                     # a02); what the file holds is not handed over: a read of it still races its write
