@@ -495,3 +495,27 @@ def test_a_done_marker_made_after_the_publish_orders_the_read_and_one_made_befor
     early = bl.run(publish_then_mark, 3, args=(str(tmp_path), marker, True), timeout=10)
     assert early.ok, early
     assert any("vocab.txt" in str(race) for race in early.races()), early.races()
+
+
+def truncate_while_read(folder):
+    """attack14 a14: rank 0 empties a results file with os.truncate while rank 1, with nothing between, reads it."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "results.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("0.91")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        os.truncate(path, 0)
+        return None
+    with open(path) as f:
+        return f.read()
+
+
+def test_a_truncation_is_a_change_that_races_with_a_read_and_says_so(tmp_path):
+    run = bl.run(truncate_while_read, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    races = run.races()
+    assert len(races) == 1 and "rank 0 truncated `results.txt`" in str(races[0]), races

@@ -226,6 +226,8 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
         return f"created `{_name(access.path)}`"
     if access.how == "write" and getattr(access.event, "name", "") == "rename":  # os.replace(tmp, path) writes path
         return "replaced it" if of_it and not entry else f"replaced `{_name(access.path)}`"
+    if access.how == "write" and getattr(access.event, "value", None) == "truncate":  # os.truncate(path, n)
+        return "truncated it" if of_it and not entry else f"truncated `{_name(access.path)}`"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
     if access.how == "read" and _found_no_file(access.event):

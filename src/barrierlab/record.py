@@ -1292,7 +1292,13 @@ def _quoted_path(path) -> str | None:
 
 
 def _file_event(
-    name: str, path: str, to: str | None = None, renamed=None, missing: bool = False, update: bool = False
+    name: str,
+    path: str,
+    to: str | None = None,
+    renamed=None,
+    missing: bool = False,
+    update: bool = False,
+    truncated: bool = False,
 ) -> None:
     """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``missing``: a read
     of a path that did not exist when it was opened (value ``"missing"``); ``update``: an open for writing that
@@ -1304,6 +1310,8 @@ def _file_event(
         extra += ',"value":"missing"'
     elif update:
         extra += ',"value":"update"'
+    elif truncated:
+        extra += ',"value":"truncate"'
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
@@ -1515,7 +1523,7 @@ def _record_access(event: str, args: tuple) -> None:
         if isinstance(args[0], (str, bytes, os.PathLike)):
             path = _quoted_path(args[0])
             if path is not None:
-                _file_event("write", path, update=True)
+                _file_event("write", path, truncated=True)
     elif event == "os.rmdir":  # a folder removed (shutil.rmtree's last step too): attack14 a14
         path = _quoted_path(_at(args[0], args[1]))
         if path is not None:
