@@ -98,10 +98,7 @@ def type_name(kind: type, short: bool = False) -> str:
     """``module.Qualname`` of a class, as text whatever its ``__module__``/``__qualname__`` hold (attack14 a10: a
     class whose ``__module__`` could not be formatted cost the rank its whole report)."""
     parts = (kind.__qualname__,) if short else (kind.__module__, kind.__qualname__)
-    texts = []
-    for part in parts:
-        texts.append(part if type(part) is str else "<unknown>")
-    return ".".join(texts)
+    return ".".join(part if type(part) is str else "<unknown>" for part in parts)
 
 
 def _pickled(value: object) -> tuple[bytes | None, str]:

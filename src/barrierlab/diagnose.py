@@ -1648,29 +1648,14 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
     return None
 
 
-_SENDS, _RECEIVES = frozenset({"send", "isend"}), frozenset({"recv", "irecv"})
-
-
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
     pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
     receive peer is computed like its send peer: every rank receives from the rank it sends to). Only for
-    calls that name their peer as a global rank (no ``group_dst``/``group_src``)."""
+    calls are paired as the ordering model pairs them (:func:`ordering.point_to_point_calls`)."""
     if not f.failed:
         return None
-    sent: dict[tuple[int, int], list[Event]] = {}
-    received: dict[tuple[int, int], list[Event]] = {}
-    for r in f.run.ranks:
-        for e in r.events:
-            if e.kind != "p2p" or e.name not in _SENDS | _RECEIVES:
-                continue
-            peer = _p2p_peer(e)
-            if peer is None or set(e.peer) - {"dst", "src"}:
-                return None  # a peer given within a group: the pairs cannot be told here
-            if e.name in _SENDS:
-                sent.setdefault((r.rank, peer), []).append(e)
-            else:
-                received.setdefault((peer, r.rank), []).append(e)
+    sent, received = ordering.point_to_point_calls({r.rank: r.events for r in f.run.ranks}, failed=True)
 
     def talks(rank: int) -> str:
         to = sorted({b for (a, b) in sent if a == rank})
@@ -1680,21 +1665,24 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         )
         return f", which {' and '.join(parts)}" if parts else ", which makes no point-to-point call"
 
-    unmatched = []  # (rank, its unmatched call, what the peer did instead)
+    unmatched = []  # (rank, its unmatched call, its words)
     for pair in sorted(set(sent) | set(received)):
         sends, recvs = sent.get(pair, []), received.get(pair, [])
         a, b = pair
         if len(sends) > len(recvs):
-            unmatched.append((a, sends[len(recvs)], f"has no receive from rank {a} on rank {b}{talks(b)}"))
+            e = sends[len(recvs)]
+            unmatched.append(
+                (a, e, f"{e.name} to rank {b} (at {where_text(e)}) has no receive from rank {a} on rank {b}{talks(b)}")
+            )
         elif len(recvs) > len(sends):
-            unmatched.append((b, recvs[len(sends)], f"has no send to rank {b} from rank {a}{talks(a)}"))
+            e = recvs[len(sends)]
+            unmatched.append(
+                (b, e, f"{e.name} from rank {a} (at {where_text(e)}) has no send to rank {b} from rank {a}{talks(a)}")
+            )
     if not unmatched:
         return None
     shown = unmatched[:2]
-    lines = [
-        f"rank {rank}'s {e.name} {'to' if e.name in _SENDS else 'from'} rank {_p2p_peer(e)} (at {where_text(e)}) {what}"
-        for rank, e, what in shown
-    ]
+    lines = [f"rank {rank}'s {what}" for rank, _, what in shown]
     more = f" ({len(unmatched) - len(shown)} more)" if len(unmatched) > len(shown) else ""
     waiting = {
         r: next((e for e in reversed(f.run[r].events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)

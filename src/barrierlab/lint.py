@@ -1264,18 +1264,23 @@ class _Unit:
         made lint quadratic in the file's length (800 chained functions: 13 s in this one function)."""
         if getattr(node, "end_lineno", None) is None or getattr(node, "end_col_offset", None) is None:
             return None
-        if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.source)
-            self._lines = [a + b for a, b in zip(self._lines[::2], [*self._lines[1::2], ""])]
+        lines = self.lines()
         first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-        if not 0 <= first <= last < len(self._lines):
+        if not 0 <= first <= last < len(lines):
             return None
         start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
         if first == last:
-            return self._lines[first].encode()[start:end].decode(errors="replace")
-        head = self._lines[first].encode()[start:].decode(errors="replace")
-        tail = self._lines[last].encode()[:end].decode(errors="replace")
-        return "".join([head, *self._lines[first + 1 : last], tail])
+            return lines[first].encode()[start:end].decode(errors="replace")
+        head = lines[first].encode()[start:].decode(errors="replace")
+        tail = lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *lines[first + 1 : last], tail])
+
+    def lines(self) -> list[str]:
+        """The unit's lines as the parser counts them (split once, with their line ends)."""
+        if self._lines is None:
+            split = _LINE_BREAK.split(self.source)
+            self._lines = [a + b for a, b in zip(split[::2], [*split[1::2], ""])]
+        return self._lines
 
 
 @dataclass
@@ -1805,8 +1810,7 @@ def _condition_line(unit: _Unit, cond: str, node: ast.AST) -> int | None:
     first = text.splitlines()[0].strip() if text else ""
     if len(first) < 3:
         return None
-    unit.text(node)  # splits the unit's lines once, as the parser counts them
-    lines = unit._lines or []
+    lines = unit.lines()
     above = range(min(node.lineno, len(lines)), max(0, node.lineno - 400), -1)
     below = range(node.lineno + 1, min(len(lines), node.lineno + 400) + 1)  # a loop's exit after the collective
     for number in (*above, *below):

@@ -424,21 +424,7 @@ class Order:
         return None
 
     def _point_to_point(self) -> None:
-        sends: dict[tuple[int, int], list] = {}
-        recvs: dict[tuple[int, int], list] = {}
-        for rank, events in self.events.items():
-            for e in events:
-                if e.kind != "p2p" or e.error:
-                    continue
-                if e.name in _SENDS:
-                    target = ops.root_of(e)  # dst, or group_dst through the group's ranks (attack11 a13)
-                    if target is not None:
-                        sends.setdefault((rank, target), []).append(e)
-                elif e.name in _RECVS:
-                    source = e.peer.get("from")  # what recv returned: a global rank
-                    source = ops.root_of(e) if source is None else source
-                    if source is not None:
-                        recvs.setdefault((source, rank), []).append(e)
+        sends, recvs = point_to_point_calls(self.events)
         waits = {rank: self._waits_of(rank) for rank in self.events}
         for (a, b), sent in sends.items():
             for s, r in zip(sent, recvs.get((a, b), [])):
@@ -1298,6 +1284,29 @@ def races(run, backend: str = "gloo") -> list[Race]:
     if not _files_on_two_ranks(run):
         return []
     return Order(run, backend).races()
+
+
+def point_to_point_calls(events: dict[int, list], *, failed: bool = False) -> tuple[dict, dict]:
+    """Each rank's point-to-point calls by (sender, receiver), in program order: the k-th send from A to B pairs
+    with the k-th receive on B from A. A peer named in group ranks is mapped to its global rank; a receive counts
+    from the rank it returned. Calls that failed count only with ``failed`` (the diagnosis of a run that did not
+    finish asks which sends and receives have no partner; the model orders only calls that completed)."""
+    sends: dict[tuple[int, int], list] = {}
+    recvs: dict[tuple[int, int], list] = {}
+    for rank, mine in events.items():
+        for e in mine:
+            if e.kind != "p2p" or (e.error and not failed):
+                continue
+            if e.name in _SENDS:
+                target = ops.root_of(e)  # dst, or group_dst through the group's ranks (attack11 a13)
+                if target is not None:
+                    sends.setdefault((rank, target), []).append(e)
+            elif e.name in _RECVS:
+                source = e.peer.get("from")  # what recv returned: a global rank
+                source = ops.root_of(e) if source is None else source
+                if source is not None:
+                    recvs.setdefault((source, rank), []).append(e)
+    return sends, recvs
 
 
 def _check_backend(backend: object) -> None:

@@ -1291,27 +1291,15 @@ def _quoted_path(path) -> str | None:
     return None if learners is None else _json_dumps(learners)
 
 
-def _file_event(
-    name: str,
-    path: str,
-    to: str | None = None,
-    renamed=None,
-    missing: bool = False,
-    update: bool = False,
-    truncated: bool = False,
-) -> None:
-    """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``missing``: a read
-    of a path that did not exist when it was opened (value ``"missing"``); ``update``: an open for writing that
-    did not truncate the file (value ``"update"``)."""
+def _file_event(name: str, path: str, to: str | None = None, renamed=None, value: str | None = None) -> None:
+    """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``value``:
+    ``"missing"`` for a read of a path that did not exist when it was opened, ``"update"`` for an open for writing
+    that did not truncate the file, ``"truncate"`` for ``os.truncate``."""
     extra = ',"path":' + path
     if to is not None:
         extra += ',"to":' + to
-    if missing:
-        extra += ',"value":"missing"'
-    elif update:
-        extra += ',"value":"update"'
-    elif truncated:
-        extra += ',"value":"truncate"'
+    if value is not None:
+        extra += f',"value":"{value}"'
     recorder = _recorder
     recorder.depth += 1  # sys._getframe is audited too
     try:
@@ -1505,7 +1493,7 @@ def _record_access(event: str, args: tuple) -> None:
         missing = how == "read" and not _path_exists(name)  # (a descriptor has no path: returned above)
         # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
-        _file_event(how, path, missing=missing, update=update)
+        _file_event(how, path, value="missing" if missing else "update" if update else None)
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
@@ -1523,7 +1511,7 @@ def _record_access(event: str, args: tuple) -> None:
         if isinstance(args[0], (str, bytes, os.PathLike)):
             path = _quoted_path(args[0])
             if path is not None:
-                _file_event("write", path, truncated=True)
+                _file_event("write", path, value="truncate")
     elif event == "os.rmdir":  # a folder removed (shutil.rmtree's last step too): attack14 a14
         path = _quoted_path(_at(args[0], args[1]))
         if path is not None:
