@@ -35,3 +35,26 @@ def test_only_the_ranks_waiting_on_the_crashed_one_fail_at_once(crashing, elemen
     fast = sorted(e.rank for e in run.events if e.is_collective and e.duration < 1.5)
     slow = sorted(e.rank for e in run.events if e.is_collective and e.duration >= 1.5)
     assert (fast, slow) == (at_once, sorted(set(range(4)) - {crashing} - set(at_once))), run
+
+
+def rank_0_exits_before_the_barrier() -> None:
+    import os
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        os._exit(1)
+    dist.barrier()
+
+
+def test_the_closed_connection_error_blames_a_remote_worker_but_names_no_rank_or_error():
+    """Notebook 01 §4 (review23a): had rank 0 exited, the others' error would blame "a remote worker" (torch 2.13's
+    gloo message: "typically caused by a remote worker crashing" for a closed connection, "... hanging or bugs in
+    the application" for a reset) but name neither rank 0 nor why it ended."""
+    run = bl.run(rank_0_exits_before_the_barrier, 3, timeout=3, deadline=20)
+    fast = [r for r in run if r.rank and r.status == "raised" and "Connection" in r.error_message]
+    assert fast, run
+    for r in fast:  # torch's own message (barrierlab's error_message keeps only its first words)
+        message = str(r.exception)
+        assert "typically caused by a remote worker" in message, message
+        assert "rank 0" not in message and "exit" not in message.lower(), message
