@@ -1018,3 +1018,21 @@ def test_a_reduce_scatter_against_an_all_reduce_pairs_silently_on_gloo(kind):
     d = run.diagnosis
     assert d.kind == "silently-paired" and "gloo runs both as all_reduce" in d.headline, d
     assert "broadcast_object_list" not in d.advice and "as all_reduce" in d.advice, d.advice
+
+
+def object_list_against_a_wider_broadcast():
+    """Rank 1's broadcast meets the size broadcast of rank 0's broadcast_object_list (8 bytes, one int64)."""
+    if dist.get_rank() == 0:
+        dist.broadcast_object_list([{"lr": 0.1}], src=0)
+        return None
+    t = torch.full((4,), 7.0)  # 16 bytes: more than the 8 the size tensor carries
+    dist.broadcast(t, src=0)
+    return t.tolist()
+
+
+def test_a_broadcast_meeting_an_object_size_gets_it_in_its_first_bytes_and_keeps_the_rest():
+    """The silent-pairing advice (review24b: it said 'the rest is garbage')."""
+    run = bl.run(object_list_against_a_wider_broadcast, 2, timeout=3)
+    got = run[1].value
+    assert got is not None and got[2:] == [7.0, 7.0] and got[:2] != [7.0, 7.0], run
+    assert "its first bytes become the size, the rest keeps what it held" in run.diagnosis.advice, run.diagnosis
