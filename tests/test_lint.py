@@ -1763,3 +1763,108 @@ def test_a_finding_names_the_line_of_its_condition_when_it_is_another():
     assert findings[13].condition_line is None  # the same line
     text = report(list(findings.values()))
     assert "condition: rank == 0 (line 4)" in text and "condition: seen >= 10 (line 11)" in text
+
+
+# Modelled on Megatron-LM's megatron/core/timers.py: ``get_timers()`` hands back the global ``Timers``, whose
+# ``__call__`` returns ``self._timers[name]``, a ``Timer`` whose ``start(barrier=...)`` runs a barrier first.
+TIMERS = """\
+import torch.distributed as dist
+
+class Timer:
+    def start(self, barrier=False):
+        if barrier:
+            dist.barrier()
+
+class Timers:
+    def __init__(self):
+        self._timers = {}
+
+    def __call__(self, name):
+        if name not in self._timers:
+            self._timers[name] = Timer()
+        return self._timers[name]
+
+_GLOBAL = Timers()
+
+def get_timers():
+    return _GLOBAL
+
+def step(rank):
+    timers = get_timers()
+    if rank == 0:
+        timers("samples").start(barrier=BARRIER)
+"""
+
+
+def test_a_method_of_an_object_a_function_of_the_file_returns_is_followed() -> None:
+    [finding] = lint_source(TIMERS.replace("BARRIER", "True"))
+    assert (finding.line, finding.kind, finding.condition) == (25, "hidden-collective", "rank == 0")
+    assert finding.collective == "timers(...).start -> dist.barrier"
+
+
+@pytest.mark.parametrize("given", ["False", "None"])
+def test_a_call_that_turns_its_functions_collective_off_with_a_false_constant_is_quiet(given: str) -> None:
+    assert lint_source(TIMERS.replace("BARRIER", given)) == []
+    assert lint_source(TIMERS.replace("barrier=BARRIER", "")) == []  # the default, False
+
+
+def test_a_gate_parameter_given_a_value_lint_cannot_tell_is_still_followed() -> None:
+    [finding] = lint_source(TIMERS.replace("barrier=BARRIER", "barrier=rank > 0"))
+    assert finding.line == 25
+
+
+def test_an_object_a_returning_function_hands_back_kept_in_a_name_is_followed() -> None:
+    source = TIMERS.replace('        timers("samples").start(barrier=BARRIER)', "        timer.start(True)").replace(
+        "    if rank == 0:", '    timer = timers("samples")\n    if rank == 0:'
+    )
+    [finding] = lint_source(source)
+    assert (finding.line, finding.collective) == (26, "timer.start -> dist.barrier")
+
+
+# Modelled on the activation-statistics monitors of timm's and HF's training scripts: a forward hook that
+# all-reduces a statistic, registered through a helper method on some ranks only.
+HOOKS = """\
+import torch
+import torch.distributed as dist
+
+class Monitor:
+    def _hook(self, name):
+        def hook(module, inputs, output):
+            dist.all_reduce(output.detach().mean().reshape(1))
+        return hook
+
+    def attach(self, model):
+        for name, layer in model.named_modules():
+            layer.REGISTER(self._hook(name))
+
+def evaluate(model, rank):
+    monitor = Monitor()
+    if rank == 0:
+        monitor.attach(model)
+    model(torch.ones(2, 2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("register", "moment"),
+    [
+        ("register_forward_hook", "forward of the module"),
+        ("register_full_backward_hook", "backward through the module"),
+    ],
+)
+def test_a_hook_that_runs_a_collective_registered_on_some_ranks_is_found(register: str, moment: str) -> None:
+    [finding] = lint_source(HOOKS.replace("REGISTER", register))
+    assert (finding.line, finding.condition) == (17, "rank == 0")
+    assert finding.collective == f"monitor.attach -> layer.{register}(hook) -> dist.all_reduce"
+    assert f"in the hook registered here, run at every {moment}" in finding.why
+
+
+def test_a_hook_registered_on_every_rank_is_quiet() -> None:
+    assert (
+        lint_source(
+            HOOKS.replace("REGISTER", "register_forward_hook")
+            .replace("    if rank == 0:\n        monitor", "    monitor")
+            .replace("        monitor.attach", "    monitor.attach")
+        )
+        == []
+    )

@@ -2130,6 +2130,24 @@ def _int_compare(test: ast.AST) -> tuple[ast.expr, type, tuple[int, ...]] | None
 # --------------------------------------------------------------------------- analysis
 
 
+# ``module.register_forward_hook(fn)``, ``tensor.register_hook(fn)``, ``optimizer.register_step_post_hook(fn)``,
+# ``ddp_model.register_comm_hook(state, fn)``: the function runs later, each time the hooked event happens, on the
+# ranks that registered it. Group 1 is the event.
+_HOOK_REGISTRATION = re.compile(r"register_(?:module_)?(\w*?)_?hook")
+_HOOK_MOMENTS = {
+    "forward": "forward of the module",
+    "forward_pre": "forward of the module",
+    "full_backward": "backward through the module",
+    "full_backward_pre": "backward through the module",
+    "backward": "backward through the module",
+    "": "backward through the tensor",
+    "post_accumulate_grad": "backward through the tensor",
+    "step_pre": "optimizer step",
+    "step_post": "optimizer step",
+    "comm": "backward (DDP runs it for each gradient bucket)",
+}
+
+
 class _Analysis:
     """Whole-module facts (imports, functions, taint, call graph) and the findings."""
 
@@ -2161,6 +2179,9 @@ class _Analysis:
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, str] = {}  # function -> where its raise is ("line 14", "line 3 of helpers")
         self.gates: dict[str, bool] = {}
+        self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
+        self._return_classes: dict[str, str | None] = {}  # function -> the class of the file its objects are of
+        self._stored: dict[str, list[tuple[_Func, ast.Call]]] | None = None
         self.passed: dict[tuple[str, str], str] = {}
         self.rng_seeder: str | None = None  # the call that seeds a global random state per rank
         self.modules = frozenset(n for u in units for n in _imports([u.tree]))  # imported names (os, np...)
@@ -2775,16 +2796,16 @@ class _Analysis:
                 self.reach_notes[key] = first.note
                 frontier.append(key)
         while frontier:
-            found: dict[str, tuple[str, str]] = {}
+            found: dict[str, tuple[str, str, str]] = {}
             for done in frontier:
                 for key in callers.get(done, ()):
                     if key in self.reach or key in found:
                         continue
                     call = next(c for c in calls[key] if c.kind == "call" and c.target in self.reach)
-                    found[key] = (call.display, call.target)
-            for key, (display, target) in found.items():
+                    found[key] = (call.display, call.target, call.note)
+            for key, (display, target, note) in found.items():
                 self.reach[key] = (display, target)
-                self.reach_notes[key] = self.reach_notes.get(target, "")
+                self.reach_notes[key] = note or self.reach_notes.get(target, "")
             frontier = list(found)
 
     def _decorator_wrappers(self, func: _Func) -> list[_Call]:
@@ -2845,6 +2866,18 @@ class _Analysis:
             target = self._indirect(call.func, self_class, scope)
             if target:
                 return _Call("call", written, target)
+        if found is None and isinstance(call.func, ast.Attribute) and _HOOK_REGISTRATION.fullmatch(call.func.attr):
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                target = self._hook_function(arg, unit, self_class, scope)
+                if target is not None:
+                    when = _HOOK_REGISTRATION.fullmatch(call.func.attr).group(1)  # type: ignore[union-attr]
+                    note = f"in the hook registered here, run at every {_HOOK_MOMENTS.get(when, 'event it hooks')}"
+                    shown = f"{written or call.func.attr}({self.table[target].node.name})"
+                    return _Call("call", shown, target, note)
+        if found is None and written is None and isinstance(call.func, ast.Attribute):
+            target = self._method_of_returned(call.func, unit, self_class, scope)
+            if target:
+                return _Call("call", f"{_dotted(call.func.value.func)}(...).{call.func.attr}", target)  # type: ignore[attr-defined]
         if found is None and isinstance(call.func, ast.Name):
             alias = self._alias(call.func.id, scope)
             if alias is not None:
@@ -2907,6 +2940,181 @@ class _Analysis:
                 return value
             return None
         return None
+
+    def switched_off(self, call: ast.Call, key: str) -> bool:
+        """Whether ``call`` of function ``key`` turns its collectives off: every collective of ``key`` (and
+        every call of it that reaches one) sits under ``if <param>:`` for one parameter, and the call passes
+        that parameter a false constant or leaves it at a false default (Megatron-LM's
+        ``timer.start(barrier=False)``, whose ``start`` runs ``dist.barrier()`` only ``if barrier:``)."""
+        gate = self._gate(key)
+        if gate is None:
+            return False
+        name, position, default = gate
+        func = self.table[key]
+        skip = 1 if [a.arg for a in func.node.args.args[:1]] in (["self"], ["cls"]) else 0
+        given: ast.expr | None = next((k.value for k in call.keywords if k.arg == name), None)
+        if given is None and position is not None and 0 <= position - skip < len(call.args):
+            given = call.args[position - skip]
+            if any(isinstance(a, ast.Starred) for a in call.args[: position - skip + 1]):
+                return False
+        if given is None:
+            if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                return False  # ``**options`` may carry it
+            given = default
+        return isinstance(given, ast.Constant) and not given.value
+
+    def _gate(self, key: str) -> tuple[str, int | None, ast.expr | None] | None:
+        """(parameter, its position or None, its default) that gates every collective ``key`` makes or reaches,
+        or None (see :meth:`switched_off`)."""
+        if key in self._gates_of:
+            return self._gates_of[key]
+        self._gates_of[key] = None
+        func = self.table[key]
+        args = func.node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: dict[str, ast.expr | None] = {a.arg: None for a in [*positional, *args.kwonlyargs]}
+        for a, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+            defaults[a.arg] = d
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):
+            defaults[a.arg] = d
+        parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+        common: set[str] | None = None
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            found = self.classify(node, func.unit, func.self_class, func.key)
+            if found is None or (found.kind != "coll" and found.target not in self.reach):
+                continue
+            names: set[str] = set()
+            child: ast.AST = node
+            while id(child) in parents and parents[id(child)] is not func.node:
+                parent = parents[id(child)]
+                if isinstance(parent, ast.If) and any(child is b for b in parent.body):
+                    test = parent.test
+                    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+                    names |= {t.id for t in terms if isinstance(t, ast.Name)}
+                child = parent
+            common = names if common is None else common & names
+        for name in sorted(common or ()):
+            if name in defaults:
+                place = next((i for i, a in enumerate(positional) if a.arg == name), None)
+                self._gates_of[key] = (name, place, defaults[name])
+                break
+        return self._gates_of[key]
+
+    def _hook_function(self, arg: ast.expr, unit: _Unit, self_class: str | None, scope: str | None) -> str | None:
+        """The function of the file a hook argument stands for: a function or method named
+        (``self._on_forward``), one wrapped in ``functools.partial``, or the nested function a function of the
+        file builds and returns (``self._hook(name)`` returning its inner ``hook``)."""
+        if isinstance(arg, (ast.Name, ast.Attribute)):
+            key = self._callee(arg, self_class, unit)
+            return key if key is not None and not key.endswith(".__init__") else None
+        if not isinstance(arg, ast.Call) or _dotted(arg.func) is None:
+            return None
+        if _terminal(arg.func) == "partial" and arg.args:
+            return self._hook_function(arg.args[0], unit, self_class, scope)
+        maker = self.table.get(
+            self._callee(arg.func, self_class, unit) or self._indirect(arg.func, self_class, scope) or ""
+        )
+        if maker is None:
+            return None
+        nested = {n.name: n for n in maker.node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in _own_nodes(maker.node.body):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+                inner = next((f for f in self.funcs if f.node is nested[node.value.id]), None)
+                if inner is not None and self.table.get(inner.key) is inner:
+                    return inner.key
+        return None
+
+    def _method_of_returned(
+        self, func: ast.Attribute, unit: _Unit, self_class: str | None, scope: str | None
+    ) -> str | None:
+        """The method of the file ``func`` names on an object a call hands back (``timers("fwd").start(...)``,
+        ``get_logger().flush()``), when the class of that object is known (see :meth:`_returned_class`)."""
+        if not isinstance(func.value, ast.Call):
+            return None
+        cls = self._returned_class(func.value, unit, self_class, scope)
+        for name in self._ancestors(cls) if cls else ():
+            if f"{name}.{func.attr}" in self.table:
+                return f"{name}.{func.attr}"
+        return None
+
+    def _returned_class(
+        self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None, depth: int = 0
+    ) -> str | None:
+        """The class of the file whose object ``call`` hands back: the class itself called (``Timer()``), or a
+        function or method of the file whose every return is an object of one class of the file — one it
+        builds, one a name or ``self.`` attribute holds, or one out of a dict or list filled with them
+        (Megatron-LM's ``get_timers()`` and ``Timers.__call__``, which returns ``self._timers[name]``)."""
+        written = _dotted(call.func)
+        if written is None or depth > 4:
+            return None
+        if _terminal(call.func) in self.bases and not written.startswith("self."):
+            return _terminal(call.func)
+        target = self._callee(call.func, self_class, unit) or self._indirect(call.func, self_class, scope)
+        func = self.table.get(target or "")
+        if func is None or func.key.endswith(".__init__"):
+            return None
+        if func.key not in self._return_classes:
+            self._return_classes[func.key] = None  # a function that returns its own call's result stops here
+            classes = set()
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    if isinstance(node.value, ast.Constant) and node.value.value is None:
+                        continue
+                    classes.add(self._held_class(node.value, func, depth + 1))
+            self._return_classes[func.key] = classes.pop() if len(classes) == 1 else None
+        return self._return_classes[func.key]
+
+    def _held_class(self, value: ast.expr, func: _Func, depth: int) -> str | None:
+        """The class of the file of the object ``value`` (returned by ``func``) holds, or None."""
+        if depth > 4:
+            return None
+        if isinstance(value, ast.Call):
+            if _terminal(value.func) == "setdefault" and len(value.args) == 2:  # ``self._t.setdefault(k, Timer())``
+                return self._held_class(value.args[1], func, depth + 1)
+            return self._returned_class(value, func.unit, func.self_class, func.key, depth + 1)
+        if isinstance(value, ast.Subscript):
+            return self._filled_class(value.value, func, depth)
+        written = _dotted(value)
+        if written is None:
+            return None
+        built = self._constructed(written, func.key, func.self_class)
+        if built is not None and built.local is not None:
+            return built.local
+        if isinstance(value, ast.Name):  # ``timer = self._timers[name]; return timer``
+            held = {
+                self._held_class(v, func, depth + 1)
+                for names, v, index in _assignments(_own_nodes(func.node.body))
+                if index is None and value.id in names
+            }
+            return held.pop() if len(held) == 1 else None
+        return None
+
+    def _filled_class(self, container: ast.expr, func: _Func, depth: int) -> str | None:
+        """The class of the file of every object stored into ``container[...]`` (a dict or list of the
+        function's class, of the module, or of the function), or None when they differ or none is found."""
+        written = _dotted(container)
+        if written is None:
+            return None
+        built = self._constructed(f"{written}[]", func.key, func.self_class)
+        if built is not None and built.local is not None:
+            return built.local
+        if self._stored is None:  # ``container[key] = call`` in every function of the file, by container
+            self._stored = {}
+            for place in self.funcs:
+                for node in _own_nodes(place.node.body):
+                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                        for t in node.targets:
+                            if isinstance(t, ast.Subscript) and _dotted(t.value):
+                                self._stored.setdefault(_dotted(t.value), []).append((place, node.value))  # type: ignore[arg-type]
+        owners = set(self._ancestors(func.self_class)) if func.self_class else set()
+        classes = {
+            self._returned_class(value, place.unit, place.self_class, place.key, depth + 1)
+            for place, value in self._stored.get(written, [])
+            if not written.startswith("self.") or place.self_class in owners
+        }
+        return classes.pop() if len(classes) == 1 else None
 
     def _indirect(self, func: ast.expr, self_class: str | None, scope: str | None) -> str | None:
         """The function of the file a call reaches indirectly: a method of an object built from a class of the
@@ -3037,6 +3245,24 @@ class _Analysis:
                             changed = True
             if not changed:
                 break
+        returned = [  # ``timer = get_timer("fwd")``: an object of a class of the file, handed back by a call
+            (key, unit, names, value)
+            for key, nodes, unit in scopes
+            for names, value, index in _assignments(n for n in nodes if isinstance(n, ast.Assign))
+            if index is None and isinstance(value, ast.Call) and _terminal(value.func) not in self.bases
+        ]
+        for _ in range(3 if returned else 0):  # ``timers = get_timers()`` then ``timer = timers("fwd")``, any order
+            self._return_classes.clear()
+            for key, unit, names, value in returned:
+                self_class = self._class_of(key)
+                cls = self._returned_class(value, unit, self_class, key)
+                if cls is None:
+                    continue
+                classes = (cls, *(b for c in self._ancestors(cls) for b in self.base_names.get(c, [])))
+                for name in names:
+                    where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                    self.objects.setdefault(where, {})[name] = _Built(classes, cls)
+        self._return_classes.clear()
         self._prepare_metric_states()
 
     def _built(self, call: ast.Call, unit: _Unit) -> _Built:
@@ -4402,9 +4628,9 @@ class _Walker:
                 loop, line, states = self.fed[metric]
                 self.an.flag(self.unit, site, "uneven-state", loop, None, (states, line, metric))
             return _Item("op", key=("op", found.target), site=site, node=call)
-        if found.target not in self.an.reach:
+        if found.target not in self.an.reach or self.an.switched_off(call, found.target):
             return None
-        note = self.an.reach_notes.get(found.target, "")
+        note = found.note or self.an.reach_notes.get(found.target, "")
         site = _Site(call, " -> ".join((found.display, *self.an.chain(found.target))), found.display, note)
         return _Item("op", key=("call", found.target), site=site, node=call)
 
