@@ -1036,3 +1036,22 @@ def test_a_broadcast_meeting_an_object_size_gets_it_in_its_first_bytes_and_keeps
     got = run[1].value
     assert got is not None and got[2:] == [7.0, 7.0] and got[:2] != [7.0, 7.0], run
     assert "its first bytes become the size, the rest keeps what it held" in run.diagnosis.advice, run.diagnosis
+
+
+def all_reduce_of_sizes(n0: int, n1: int) -> list[float]:
+    x = torch.ones(n0 if dist.get_rank() == 0 else n1)
+    dist.all_reduce(x)
+    return x.tolist()[:4]
+
+
+def test_gloo_aborts_only_a_rank_that_receives_too_many_bytes_otherwise_one_waits_and_one_is_wrong():
+    """The silent-pairing advice's parenthesis (review25b: it said gloo aborts whenever the byte counts differ)."""
+    from barrierlab.diagnose import _silent_pairing_advice
+
+    small = bl.run(all_reduce_of_sizes, 2, args=(3, 2), timeout=2, linger=True, deadline=20)
+    assert small[1].status == "finished" and small[1].value == [1.0, 2.0], small  # not [2, 2]: no error
+    assert small[0].status == "raised" and "Timed out" in small[0].error_message, small
+    large = bl.run(all_reduce_of_sizes, 2, args=(1000, 1024), timeout=2, deadline=20)
+    assert large[0].status == "killed by signal", large  # gloo's enforce: it received more than it holds
+    advice = _silent_pairing_advice("all_reduce")
+    assert "gloo aborts a rank that receives more bytes than its tensor holds; otherwise one rank waits" in advice

@@ -1,7 +1,8 @@
-"""Notebook 04 §2 and its "On your own" answer (review17a): when a rank's process ends in the middle of a gloo
-all_reduce, only the ranks waiting on it at that moment fail at once (a closed connection); the others wait the
-group's timeout. Which ranks those are depends on gloo's algorithm and the tensor's size, so the lesson states
-the measured sets, and this test keeps them true."""
+"""Notebook 04 §2 and its "On your own" answer (review17a, review25a): when a rank's process ends, the ranks whose
+part of a gloo all_reduce exchanges data with it directly fail at once (a closed connection), whether they were
+already waiting on it or reach the all_reduce later; the others wait the group's timeout. Which ranks those are
+depends on gloo's algorithm and the tensor's size, so the lesson states the measured sets, and this test keeps
+them true."""
 
 from __future__ import annotations
 
@@ -12,25 +13,33 @@ import barrierlab as bl
 pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
 
 
-def crash_in_all_reduce(crashing_rank: int, elements: int) -> int:
+def crash_in_all_reduce(crashing_rank: int, elements: int, delay: float = 0.0) -> int:
     import os
+    import time
 
     import torch
     import torch.distributed as dist
 
     if dist.get_rank() == crashing_rank:
         os._exit(1)
+    time.sleep(delay)  # the survivors reach the all_reduce this long after the crash
     dist.all_reduce(torch.ones(elements))
     return elements
 
 
 @pytest.mark.parametrize(
-    "crashing, elements, at_once",
-    [(1, 1, [0, 2]), (3, 1, [2]), (3, 1024, [0, 2])],
-    ids=["rank 1, one element (04 §2)", "rank 3, one element", "rank 3, 1,024 elements"],
+    "crashing, elements, delay, at_once",
+    [(1, 1, 0.0, [0, 2]), (1, 1, 1.0, [0, 2]), (3, 1, 0.0, [2]), (3, 1024, 0.0, [0, 2])],
+    ids=[
+        "rank 1, one element (04 §2)",
+        "the same, survivors 1 s late",
+        "rank 3, one element",
+        "rank 3, 1,024 elements",
+    ],
 )
-def test_only_the_ranks_waiting_on_the_crashed_one_fail_at_once(crashing, elements, at_once):
-    run = bl.run(crash_in_all_reduce, 4, args=(crashing, elements), timeout=3, linger=True, deadline=20)
+def test_only_the_ranks_that_exchange_data_with_the_crashed_one_fail_at_once(crashing, elements, delay, at_once):
+    args = (crashing, elements, delay)
+    run = bl.run(crash_in_all_reduce, 4, args=args, timeout=3, linger=True, deadline=20)
     # a generous split: a closed connection fails within milliseconds, the timeout after 3 s
     fast = sorted(e.rank for e in run.events if e.is_collective and e.duration < 1.5)
     slow = sorted(e.rank for e in run.events if e.is_collective and e.duration >= 1.5)

@@ -641,7 +641,9 @@ def _silent_pairing_advice(underlying: str) -> str:
         "held), while gloo aborts the process when it holds fewer."
         if underlying == "broadcast"
         else f"gloo runs both calls as {underlying}, so each rank got a result computed from the other's input as "
-        "if it had made the same call (gloo aborts the process when the byte counts differ)."
+        "if it had made the same call (when the byte counts differ, gloo aborts a rank that receives more bytes "
+        "than its tensor holds; otherwise one rank waits until the timeout, or until the other's process ends, "
+        "and the other can return a wrong result with no error)."
     )
     return f"Collectives pair by their position in the group's sequence, not by name: {how} Make every rank make the same call."
 

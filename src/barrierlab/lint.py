@@ -4054,8 +4054,8 @@ def _explain(
         why = (
             f"this {short} runs once per element of `{cond}`, a set, in the set's own order: for strings that order "
             "follows the process's hash seed, and under torchrun each worker is a fresh interpreter with a seed "
-            "of its own, so ranks issue these calls in different orders: tensors of different sizes abort the "
-            "collective or leave part of a tensor unfilled with no error, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
+            "of its own, so ranks issue these calls in different orders: tensors of different sizes abort a rank, "
+            "hang until the timeout or leave part of a tensor unfilled with no error, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
             "by accident)"
         )
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"

@@ -12,7 +12,7 @@ def scenario(repeats=30, warmup=5, samples=False):
     """Call ``dist.barrier()`` back to back; return the median seconds one call took on this rank
     (``samples=True``: every call's seconds, to show the spread)."""
     for _ in range(warmup):
-        dist.barrier()  # the first calls pay for connecting and allocating
+        dist.barrier()  # the first calls absorb start-up skew between the ranks and first-use costs
     took = []
     for _ in range(repeats):
         start = time.perf_counter()
