@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = ROOT / "attacks14"
 
 FIXED = [
+    "a01_race_through_symlink_missed",
     "a02_false_race_done_marker",
     "a03_false_race_stat_poll",
     "a06_races_backend_unvalidated",
@@ -51,3 +52,39 @@ def test_each_rank_seeds_torch_from_the_os_and_sees_omp_num_threads_as_under_tor
     assert {threads for _, threads in first.values} == {"1"}, first.values
     mine = bl.run(seed_and_threads, 2, env={"OMP_NUM_THREADS": "2"})
     assert {threads for _, threads in mine.values} == {"2"}, mine.values  # the caller's env= wins, as in torchrun
+
+
+def link_then_load(folder: str, how: str, order: str) -> int:
+    """attack14 a01's twins: rank 0 writes a blob, renames it into place and links it into a snapshot folder
+    (huggingface_hub's cache); the others read the snapshot path after a barrier, or after polling for it."""
+    import time
+
+    import torch.distributed as dist
+
+    blob = os.path.join(folder, "blobs", "abc123")
+    snap = os.path.join(folder, "snapshots", "main", "vocab.txt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)  # the others look first and miss (a find with no miss before it may be an older file)
+        with open(blob + ".incomplete", "w") as f:
+            f.write("hello world\n")
+        os.replace(blob + ".incomplete", blob)
+        getattr(os, how)(blob, snap)
+    if order == "barrier":
+        dist.barrier()
+    else:
+        while not os.path.exists(snap):
+            time.sleep(0.01)
+    with open(snap) as f:
+        words = f.read().split()
+    dist.barrier()
+    return len(words)
+
+
+@pytest.mark.parametrize("how", ["symlink", "link"])
+@pytest.mark.parametrize("order", ["barrier", "poll"])
+def test_a_file_linked_into_place_is_ordered_before_a_reader_by_a_barrier_or_by_finding_it(tmp_path, how, order):
+    for name in ("blobs", "snapshots/main"):
+        (tmp_path / name).mkdir(parents=True)
+    run = bl.run(link_then_load, 3, args=(str(tmp_path), how, order), timeout=10)
+    assert run.ok and run.values == [2, 2, 2], run
+    assert run.races() == [], run.races()

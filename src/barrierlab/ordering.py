@@ -226,6 +226,8 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
         return f"created `{_name(access.path)}`"
     if access.how == "write" and getattr(access.event, "name", "") == "rename":  # os.replace(tmp, path) writes path
         return "replaced it" if of_it and not entry else f"replaced `{_name(access.path)}`"
+    if access.how == "write" and getattr(access.event, "value", None) == "link":  # os.symlink/os.link(src, path)
+        return "linked it into place" if of_it and not entry else f"linked `{_name(access.path)}` into place"
     if access.how == "write" and getattr(access.event, "value", None) == "truncate":  # os.truncate(path, n)
         return "truncated it" if of_it and not entry else f"truncated `{_name(access.path)}`"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
@@ -521,8 +523,8 @@ class Order:
                     gone.add(e.path)
                     if e.to:
                         made.setdefault(e.to, []).append((rank, e, True))
-                elif e.name in ("write", "append", "mkdir"):
-                    made.setdefault(e.path, []).append((rank, e, False))
+                elif e.name in ("write", "append", "mkdir"):  # a link (os.symlink, os.link) is made whole at once
+                    made.setdefault(e.path, []).append((rank, e, e.name == "write" and e.value == "link"))
                 elif e.name == "remove":
                     gone.add(e.path)
         for rank, events in self.events.items():

@@ -1512,6 +1512,10 @@ def _record_access(event: str, args: tuple) -> None:
             path = _quoted_path(args[0])
             if path is not None:
                 _file_event("write", path, value="truncate")
+    elif event in ("os.symlink", "os.link"):  # a new name made whole at once (huggingface_hub's cache): attack14 a01
+        path = _quoted_path(_at(args[1], args[2] if event == "os.symlink" else args[3]))
+        if path is not None:
+            _file_event("write", path, value="link")
     elif event == "os.rmdir":  # a folder removed (shutil.rmtree's last step too): attack14 a14
         path = _quoted_path(_at(args[0], args[1]))
         if path is not None:
@@ -1842,7 +1846,10 @@ def _fspath_text(path) -> str:
 #: (``time.sleep`` where Python audits it: 3.11 does not, and there the helper thread writes them within WRITE_EVERY.)
 _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread_kill", "os.exec"})
 _AUDITED = (
-    frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.mkdir", "os.listdir", "os.scandir"})
+    frozenset(
+        {"open", "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.mkdir", "os.listdir", "os.scandir"}
+        | {"os.symlink", "os.link"}
+    )
     | _WRITE_BEFORE
 )
 _audit_installed = False
