@@ -28,6 +28,7 @@ FIXED = [
     "a14_race_missed_os_truncate_rmdir",
     "a04_lint_star_import_missed",
     "a09_torch_file_system_shm_left",
+    "a08_gloo_beyond_loopback_direct_pg",
 ]
 
 
@@ -88,3 +89,27 @@ def test_a_file_linked_into_place_is_ordered_before_a_reader_by_a_barrier_or_by_
     run = bl.run(link_then_load, 3, args=(str(tmp_path), how, order), timeout=10)
     assert run.ok and run.values == [2, 2, 2], run
     assert run.races() == [], run.races()
+
+
+def own_gloo_group_on_a_named_device() -> float:
+    """attack14 a08's other door: a group of the rank's own on a device made for an interface by name."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    options = dist.ProcessGroupGloo._Options()
+    options._timeout = timedelta(seconds=5)
+    options._devices = [dist.ProcessGroupGloo.create_device(interface="eth0")]
+    store = dist.PrefixStore("own-group", c10d._get_default_store())
+    group = dist.ProcessGroupGloo(store, dist.get_rank(), dist.get_world_size(), options)
+    t = torch.ones(1)
+    group.allreduce([t]).wait()
+    return t.item()
+
+
+def test_a_gloo_device_made_for_another_interface_is_made_on_loopback_and_says_so():
+    run = bl.run(own_gloo_group_on_a_named_device, 2, timeout=10)
+    assert run.ok and run.values == [2.0, 2.0], run
+    for rank in run:
+        assert "[barrierlab] ProcessGroupGloo.create_device(interface='eth0') made on loopback" in rank.stderr, rank

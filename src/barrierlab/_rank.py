@@ -341,6 +341,45 @@ def keep_every_process_group() -> None:
             module.destroy_process_group = destroy_process_group
 
 
+def keep_own_gloo_groups_on_loopback() -> None:
+    """A group the learner's code makes by constructing ``ProcessGroupGloo`` itself (on a store of its own or a
+    ``PrefixStore`` of the run's) reads ``GLOO_SOCKET_IFNAME`` too, or is handed a device made for an interface
+    (``ProcessGroupGloo.create_device(interface="eth0")``): both are pointed back at loopback, as
+    :func:`keep_gloo_on_loopback` does for torch's own groups (attack14 a08). Not under torchrun."""
+    import torch.distributed as dist
+
+    gloo = getattr(dist, "ProcessGroupGloo", None)
+    loopback = loopback_interface()
+    if gloo is None or loopback is None:
+        return
+    init, create_device, create_default = gloo.__init__, gloo.create_device, gloo.create_default_device
+
+    def __init__(self, *args, **kwargs):
+        keep_gloo_on_loopback()
+        return init(self, *args, **kwargs)
+
+    def device(*args, **kwargs):
+        named = {**dict(zip(("hostname", "interface"), args)), **kwargs}
+        if named.get("hostname") or named.get("interface") not in (None, "", loopback):
+            print(
+                f"[barrierlab] ProcessGroupGloo.create_device({', '.join(f'{k}={v!r}' for k, v in named.items())}) "
+                f"made on loopback ({loopback}) instead: barrierlab.run starts every rank on this machine; for "
+                "ranks on several machines, use torchrun",
+                file=sys.stderr,
+            )
+            named.pop("hostname", None)
+            named["interface"] = loopback
+        return create_device(**named)
+
+    def default_device(*args, **kwargs):
+        keep_gloo_on_loopback()
+        return create_default(*args, **kwargs)
+
+    gloo.__init__ = __init__
+    gloo.create_device = staticmethod(device)
+    gloo.create_default_device = staticmethod(default_device)
+
+
 def flush_output() -> None:
     """Flush the rank's output streams, whatever the learner's code made of them: ``sys.stdout = None``, a
     closed ``sys.stderr`` or a writer without ``flush`` must not cost the rank its outcome (written next)."""
@@ -793,6 +832,7 @@ def prepare(kernel_pid: int) -> None:
         target=_watch_parents, args=([kernel_pid, os.getppid()],), daemon=True, name="barrierlab-watchdog"
     ).start()
     keep_every_process_group()
+    keep_own_gloo_groups_on_loopback()
     hide_machinery_threads()
     loopback_interface()
     _segments.install()  # done in the warm process already (its ranks inherit it): then a flag's test
