@@ -1868,3 +1868,28 @@ def test_a_hook_registered_on_every_rank_is_quiet() -> None:
         )
         == []
     )
+
+
+def test_a_loop_without_collectives_inside_one_ranks_branch_does_not_unbalance_it() -> None:
+    """Round 16's correct_tempdir_barrier_inside_with (modelled on mmcv's collect_results_cpu): rank 0 writes
+    the others' shards in a loop, then makes the same broadcast and barrier the others make on their own path."""
+    source = """\
+import torch.distributed as dist
+
+def prepare(rank, world_size, shards):
+    if rank == 0:
+        for r in range(1, world_size):
+            shards[r].save()
+        dist.broadcast_object_list([1], src=0)
+        dist.barrier()
+        return shards[0]
+    holder = [None]
+    dist.broadcast_object_list(holder, src=0)
+    dist.barrier()
+    return holder
+"""
+    assert lint_source(source) == []
+    [finding, *_] = lint_source(
+        source.replace("    holder = [None]\n    dist.broadcast_object_list(holder, src=0)\n", "")
+    )
+    assert finding.line == 7

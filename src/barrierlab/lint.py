@@ -5290,6 +5290,8 @@ class _Walker:
             elif item.kind == "loop":
                 body, status = self._run(item.body, world)
                 orelse, _ = self._run(item.orelse, world)
+                if not body and not orelse and status != "return":
+                    continue  # a loop that makes no collective and cannot return (writing shards) changes no trace
                 trace.append(("loop", item.text, body, status or "continue", orelse))
                 if status == "return":
                     return tuple(trace), status
