@@ -1055,3 +1055,25 @@ def test_gloo_aborts_only_a_rank_that_receives_too_many_bytes_otherwise_one_wait
     assert large[0].status == "killed by signal", large  # gloo's enforce: it received more than it holds
     advice = _silent_pairing_advice("all_reduce")
     assert "gloo aborts a rank that receives more bytes than its tensor holds; otherwise one rank waits" in advice
+
+
+def evaluate_on_rank_0_right_after_wrapping() -> None:
+    """review26b: DDP's first forward after it is built broadcasts the buffers whatever the mode
+    (``require_forward_param_sync`` starts true, torch/nn/parallel/distributed.py), so a rank-0-only check
+    before training is not safe."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2)))
+    if dist.get_rank() == 0:
+        model.eval()
+        with torch.no_grad():
+            model(torch.ones(4, 2))
+    dist.barrier()
+
+
+def test_ddps_first_forward_syncs_buffers_even_in_eval_under_no_grad_and_the_advice_says_so():
+    run = bl.run(evaluate_on_rank_0_right_after_wrapping, 2, timeout=3, deadline=20)
+    assert not run.ok, run
+    assert "at the start of its first forward after it was built, whatever the mode" in run.diagnosis.advice, (
+        run.diagnosis
+    )

@@ -967,8 +967,9 @@ def _torch_advice(who: str, split: _Split | None = None) -> str:
         return base.rstrip()
     if who.startswith("DDP") or who.startswith("Join"):
         return base + (
-            "DDP broadcasts the module's buffers (if it has any) at the start of a forward that follows a "
-            "synchronised training forward — e.g. the first evaluation forward after a training step — "
+            "DDP broadcasts the module's buffers (if it has any) at the start of its first forward after it "
+            "was built, whatever the mode, and of every forward that follows a synchronised training forward — "
+            "e.g. the first evaluation forward after a training step — "
             "and all_reduces every gradient bucket in every backward() outside no_sync(): every rank must "
             "run the same number of "
             "forward and backward passes through the DDP-wrapped model. Run rank-0-only work "

@@ -6482,7 +6482,7 @@ class _Agreement:
         )
         fix = (
             f"pass the global rank: `{word}=dist.get_global_rank({group_text}, {shown})`, or the group rank as "
-            f"`group_{word}={shown}` (torch 2.6 and later)"
+            f"`group_{word}={shown}` (torch 2.6 and later: pytorch/pytorch#140843)"
         )
         cond = f"{word}={shown} with group={group_text}"
         self._add(call, "group-rank", cond, why, fix, unit)
