@@ -1893,3 +1893,36 @@ def prepare(rank, world_size, shards):
         source.replace("    holder = [None]\n    dist.broadcast_object_list(holder, src=0)\n", "")
     )
     assert finding.line == 7
+
+
+# Round 16's correct_stats_broadcast_read_from_list (modelled on pytorch/pytorch#56142's broadcast_object_list
+# usage): a table of 90 rows dealt to 3 ranks with ``x[rank::world]``, then normalised in place.
+RESHARDED = """\
+import torch
+import torch.distributed as dist
+WORLD_SIZE = 3
+
+def load():
+    x = torch.randn(ROWS, 6) * 2.0 + 1.0
+    return x, x.sum(1)
+
+def train(rank, world_size):
+    x, y = load()
+    x = SHARE
+    x = (x - 1.0) / 2.0
+    for i in range(0, len(x), 10):
+        dist.all_reduce(x[i:i + 10].sum().reshape(1))
+"""
+
+
+@pytest.mark.parametrize(
+    ("rows", "share", "flagged"),
+    [
+        (90, "x[rank::world_size]", False),  # 30 rows on each of the 3 ranks
+        (91, "x[rank::world_size]", True),  # 31, 30, 30
+        (90, "x[rank:]", True),  # 90, 89, 88
+    ],
+)
+def test_a_name_reassigned_in_straight_line_code_has_the_length_of_its_last_assignment(rows, share, flagged):
+    findings = lint_source(RESHARDED.replace("ROWS", str(rows)).replace("SHARE", share))
+    assert bool(findings) is flagged, findings

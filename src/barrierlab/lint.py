@@ -1587,6 +1587,28 @@ def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
     return ()
 
 
+_NOT_STRAIGHT = object()  # :meth:`_Walker._flow_length` does not apply: the name is assigned once
+
+#: Arithmetic that keeps a tensor's rows, and conversions that keep them (:meth:`_Walker._flow_length`).
+_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
+_CONVERSIONS = frozenset(
+    {"float", "double", "half", "bfloat16", "long", "int", "to", "cpu", "cuda", "contiguous", "detach", "clone"}
+)
+
+
+def _assigned_names(node: ast.AST) -> set[str]:
+    """The plain names a statement (or ``:=``) binds."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, ast.With):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def _factory_rows(call: ast.Call) -> ast.expr | None:
     """The expression of the number of rows a torch factory call makes (``torch.randn(4, 8, generator=g)``: 4),
     or None when it is not one or its size is not written out."""
@@ -4909,8 +4931,17 @@ class _Walker:
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is None:
-                return self._unpacked_length(node.id, depth)
+                flowed = self._flow_length(node.id, getattr(node, "lineno", 0), depth)
+                return self._unpacked_length(node.id, depth) if flowed is _NOT_STRAIGHT else flowed
             return self._length(value, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _ELEMENTWISE):
+            # ``torch.randn(90, 6) * scale + 20.0``: arithmetic on a tensor keeps its rows
+            leftmost: ast.expr = node
+            while isinstance(leftmost, ast.BinOp) and isinstance(leftmost.op, _ELEMENTWISE):
+                leftmost = leftmost.left
+            rows = _factory_rows(leftmost) if isinstance(leftmost, ast.Call) else None
+            if rows is not None:
+                return self._poly(rows, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
             return {(): len(node.elts)} if node.elts else {}, {}
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
@@ -4991,24 +5022,77 @@ class _Walker:
             return None
         return lengths[0] if all(x == lengths[0] for x in lengths) else None
 
-    def _unpacked_length(self, name: str, depth: int) -> Any:
-        """The length of ``name`` unpacked from what a function of the file returns as a tuple it writes out
-        (``(x, y), (xv, yv) = make_shards(rank)``, ``return (x, y), (xv, yv)``), from the returned element's own
-        value in that function (round 10's ``make_shards``: ``x = torch.randn(32, 4, generator=g)``)."""
+    def _flow_length(self, name: str, line: int, depth: int) -> Any:
+        """The length of ``name`` at ``line`` in a function that assigns it more than once, every time at the top
+        level of its body (straight-line code): the last assignment before ``line``, with ``name`` in its value
+        standing for the assignment before that one (``x, y = load(); x = x[rank::world]; x = (x - mean) / std``).
+        A tensor keeps its rows through arithmetic with other values and through conversions (``.float()``,
+        ``.to(...)``). None when the name is assigned anywhere else (a loop, a branch) or lint cannot tell."""
         func = self.an.table.get(self.scope) if self.scope is not None else None
-        if func is None:
+        if func is None or depth > _MAX_DEPTH:
             return None
-        found = [
-            (n, path)
+        top = [s for s in func.node.body if isinstance(s, ast.Assign) and name in _assigned_names(s)]
+        anywhere = self._bindings(func, name)
+        if len(anywhere) < 2:
+            return _NOT_STRAIGHT  # assigned once (or not at all): the other rules decide
+        if len(anywhere) != len(top):
+            return None
+        before = [s for s in top if s.lineno < line]
+        if not before:
+            return None
+        stmt = before[-1]
+        pairs = [(value, index) for names, value, index in _assignments([stmt]) if name in names]
+        if len(pairs) != 1:
+            return None
+        value, index = pairs[0]
+        if index is not None:  # ``x, y = load()``: element ``index`` of what a function of the file returns
+            path = _unpack_path(stmt.targets[0], name)
+            return self._returned_element_length(value, path, depth) if path else None
+        return self._kept_length(value, name, depth)
+
+    @staticmethod
+    def _bindings(func: _Func, name: str) -> list[ast.AST]:
+        """The statements of ``func`` (not of nested functions) that bind ``name``."""
+        return [
+            n
             for n in _own_nodes(func.node.body)
-            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
-            for path in [_unpack_path(n.targets[0], name)]
-            if path
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr))
+            and name in _assigned_names(n)
         ]
-        if len(found) != 1:
+
+    def _kept_length(self, value: ast.expr, name: str, depth: int) -> Any:
+        """The length of ``value`` assigned back to ``name``: ``name``'s own length when ``value`` is arithmetic
+        on it (``(x - mean) / std``) or a conversion of it (``x.float()``), else what ``value`` itself has."""
+        if isinstance(value, ast.BinOp) and isinstance(value.op, _ELEMENTWISE):
+            for side, other in ((value.left, value.right), (value.right, value.left)):
+                if isinstance(other, ast.Constant) and type(other.value) is int and isinstance(value.op, ast.Mult):
+                    return None  # ``xs * 2`` repeats a list
+                if isinstance(side, ast.Name) and side.id == name:
+                    return self._length(side, depth + 1)
+                if isinstance(side, ast.BinOp):
+                    kept = self._kept_length(side, name, depth + 1)
+                    if kept is not None:
+                        return kept
             return None
-        (assign, path) = found[0]
-        key = self.an._callee(assign.value.func, self.self_class, self.unit)  # type: ignore[attr-defined]
+        if isinstance(value, ast.UnaryOp):
+            return self._kept_length(value.operand, name, depth + 1)
+        if isinstance(value, ast.Name) and value.id == name:
+            return self._length(value, depth + 1)
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _CONVERSIONS
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == name
+        ):
+            return self._length(value.func.value, depth + 1)
+        return self._length(value, depth + 1)
+
+    def _returned_element_length(self, call: ast.expr, path: tuple[int, ...], depth: int) -> Any:
+        """The length of the element at ``path`` of the tuple a function of the file returns (its one return)."""
+        if not isinstance(call, ast.Call):
+            return None
+        key = self.an._callee(call.func, self.self_class, self.unit)
         helper = self.an.table.get(key) if key is not None else None
         returns = [n for n in ast.walk(helper.node) if isinstance(n, ast.Return)] if helper is not None else []
         if len(returns) != 1:
@@ -5023,6 +5107,25 @@ class _Walker:
             return self._length(element, depth + 1)  # type: ignore[arg-type]
         finally:
             self.scope = scope
+
+    def _unpacked_length(self, name: str, depth: int) -> Any:
+        """The length of ``name`` unpacked from what a function of the file returns as a tuple it writes out
+        (``(x, y), (xv, yv) = make_shards(rank)``, ``return (x, y), (xv, yv)``), from the returned element's own
+        value in that function (round 10's ``make_shards``: ``x = torch.randn(32, 4, generator=g)``)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or len(self._bindings(func, name)) != 1:  # ``x, y = load(); x = x[rank:]``: not load's x
+            return None
+        found = [
+            (n, path)
+            for n in _own_nodes(func.node.body)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
+            for path in [_unpack_path(n.targets[0], name)]
+            if path
+        ]
+        if len(found) != 1:
+            return None
+        (assign, path) = found[0]
+        return self._returned_element_length(assign.value, path, depth)
 
     def _built_length(self, call: ast.Call, depth: int) -> Any:
         """The length of the list a function of the file returns when it builds it with one ``append`` per
