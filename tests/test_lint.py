@@ -89,6 +89,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "set-order",
         "unwaited-async",
         "aliased-outputs",
+        "discarded-output",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
@@ -283,7 +284,7 @@ def c():
     return d()
 
 def d():
-    dist.all_gather_object([None], 1)
+    dist.all_gather_object(OUTPUTS, 1)
 
 def run(rank):
     while rank > 0:

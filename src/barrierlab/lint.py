@@ -68,6 +68,9 @@ Finding kinds:
   rank's own (one rank keeps the object in a list, another drops it), so ranks reach it at different points of
   their programs, or one never does (pytorch/examples' ``AverageMeter.all_reduce`` moved into ``__del__``,
   round 14).
+* ``discarded-output`` - a broadcast/broadcast_object_list/all_gather/all_gather_object/scatter_object_list
+  whose output is a list or tensor made in the call (``broadcast_object_list([stats], src=0)``): what it receives is
+  lost, and on the other ranks the name inside keeps its own value (pytorch/pytorch issue #56142).
 * ``aliased-outputs`` - an all_gather/gather/all_to_all output list of one tensor repeated
   (``[torch.zeros_like(t)] * world_size``): every slot is the same tensor, so every slot shows the block written
   last (pytorch/pytorch issue #14632); shown at the line that builds the list.
@@ -658,6 +661,16 @@ _GLOBAL_SEEDS = frozenset(
     }
 )
 #: Collectives that write into a list of output tensors: (position, keyword) of that list.
+#: Collectives that write what they receive into an argument: (position, keyword) of that argument.
+_RECEIVED_INTO = {
+    "broadcast": (0, "tensor"),
+    "broadcast_object_list": (0, "object_list"),
+    "all_gather": (0, "tensor_list"),
+    "all_gather_object": (0, "object_list"),
+    "scatter_object_list": (0, "scatter_object_output_list"),
+}
+#: Calls that copy their data into a new tensor (``torch.as_tensor``/``from_numpy`` may share it).
+_COPYING_TENSORS = frozenset({"torch.tensor", "th.tensor"})
 _OUTPUT_LISTS = {
     "all_gather": (0, "tensor_list"),
     "gather": (1, "gather_list"),
@@ -966,7 +979,9 @@ a set of names (set(...), a set literal, a - b of one) in the set's own order, w
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
 read; keep the handle and call work.wait(). aliased-outputs: an all_gather/gather/all_to_all output list of
-one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. finalizer: a
+one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. discarded-output: a
+broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
+tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
 collective made by a __del__ method (directly or through functions of the file): it runs when each rank
 frees the object, not at one point every rank reaches.
 
@@ -6242,6 +6257,7 @@ class _Agreement:
 
     def __init__(self, an: _Analysis) -> None:
         self.an = an
+        self._parents: dict[int, dict[int, ast.AST]] = {}
 
     def run(self) -> None:
         for key, nodes, unit in self.an._scopes():
@@ -6265,6 +6281,7 @@ class _Agreement:
                     self._derived_root(call, name, key, nodes, unit)
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
+                    self._discarded(call, name, key, unit)
                 self._padded(call, found, unit, nodes)
 
     # -- a collective in __del__
@@ -6342,6 +6359,65 @@ class _Agreement:
         )
         fix = f"build one tensor per slot: `[{element} for _ in range(...)]`"
         self._add(call, "aliased-outputs", f"{word} = {shown}", why, fix, unit, at=built)
+
+    def _discarded(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
+        """A receiving call whose output is a temporary built in the call (``dist.broadcast_object_list([stats],
+        src=0)``, ``dist.broadcast(torch.tensor(flag), src=0)``, ``dist.all_gather([...], t)``): the call writes
+        what it receives into that list or tensor, which nothing keeps, so on the receiving ranks the name inside
+        still holds its own value (pytorch/pytorch issue #56142: ``stats`` stays None on ranks 1 and 2)."""
+        if name not in _RECEIVED_INTO or self._under_rank_test(call, key, unit):
+            return  # ``if rank == 0: dist.broadcast_object_list([stats], src=0)``: the source may pass a literal
+        position, word = _RECEIVED_INTO[name]
+        given = _argument(call, position, word)
+        if isinstance(given, (ast.List, ast.ListComp)) and name != "broadcast":
+            what = "a list made in the call"
+            inner = [e for e in given.elts if isinstance(e, ast.Name)] if isinstance(given, ast.List) else []
+        elif isinstance(given, ast.Call) and name == "broadcast" and _dotted(given.func) in _COPYING_TENSORS:
+            what = "a tensor made in the call"
+            inner = [a for a in given.args[:1] if isinstance(a, ast.Name)]
+        else:
+            return
+        where = self.an.table[key].node if key is not None else unit.tree
+        end = call.end_lineno or call.lineno
+        read_later = [
+            n.id
+            for n in ast.walk(where)
+            if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.lineno > end
+            and n.id in {i.id for i in inner}
+        ]
+        if not read_later:
+            return  # a call made for its timing or its wait (a lesson's demo): nothing expects the value back
+        shown = unit.text(given)
+        held = f"`{read_later[0]}` keeps its own value there"
+        why = (
+            f"{name} writes what it receives into its `{word}`, here {what} (`{shown}`"
+            + (", a copy" if name == "broadcast" else "")
+            + ") that nothing keeps: on "
+            + ("every rank" if name.startswith("all_gather") else "every rank but the source")
+            + f" {held}, as if the call had not been made, and it is read after the call"
+        )
+        fix = f"keep it in a name and read the result from it: `out = {shown}`, `dist.{name}(out, ...)`, then use `out`"
+        if name == "broadcast_object_list":
+            fix = f"`holder = [{read_later[0]}]`, `dist.broadcast_object_list(holder, src=...)`, then `{read_later[0]} = holder[0]`"
+        self._add(call, "discarded-output", f"{word} = {shown}", why, fix, unit)
+
+    def _under_rank_test(self, call: ast.Call, key: str | None, unit: _Unit) -> bool:
+        """Whether ``call`` sits in a branch of an ``if`` whose test differs between ranks."""
+        where = self.an.table[key].node if key is not None else unit.tree
+        if id(where) not in self._parents:
+            self._parents[id(where)] = {id(c): n for n in ast.walk(where) for c in ast.iter_child_nodes(n)}
+        parents = self._parents[id(where)]
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        node: ast.AST = call
+        while id(node) in parents:
+            parent = parents[id(node)]
+            if isinstance(parent, (ast.If, ast.IfExp)) and node is not parent.test:
+                if self.an.mentions_rank(parent.test, taint):
+                    return True
+            node = parent
+        return False
 
     # -- a root that is each rank itself
 
