@@ -6844,7 +6844,8 @@ class _Agreement:
         )
         why = (
             f"`{shown}` {what}, so its width may differ per rank, and an all_gather needs the same shape on every "
-            "rank: gloo aborts on the byte count; on NCCL mismatched collectives are undefined behavior, including hangs, "
+            "rank: on gloo a rank that receives more bytes than its tensor holds aborts, and another can return with "
+            "part of a slot never written, or wait until the timeout; on NCCL mismatched collectives are undefined behavior, including hangs, "
             "crashes or data corruption (NCCL's user guide, Collective Operations)"
         )
         fix = (

@@ -12,7 +12,7 @@ ROWS = 1000
 
 
 def download(path, chunks=4, seconds_per_chunk=0.2, fail_after=None):
-    """A slow download that writes straight into its final file, chunk by chunk, as many downloaders do."""
+    """A slow download that writes straight into its final file, chunk by chunk, as urllib.request.urlretrieve does."""
     time.sleep(seconds_per_chunk)  # connecting to the server
     with open(path, "w") as f:
         for chunk in range(chunks):
