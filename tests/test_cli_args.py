@@ -58,7 +58,15 @@ def test_a_bad_argument_is_one_line_and_exit_status_2(argv, says, capsys):
 
 def test_a_folder_given_as_scenario_is_refused_as_such(tmp_path, capsys):
     line = _refused(["run", str(tmp_path)], capsys)
-    assert "a folder, not a script" in line
+    assert "a folder without a __main__.py, not a script" in line
+
+
+def test_a_folder_with_a_main_is_a_script_as_for_python_and_torchrun(tmp_path):
+    """attack15 a12: `python appdir` and torchrun run a folder's __main__.py; barrierlab refused it."""
+    from barrierlab.script import check_script, is_script
+
+    (tmp_path / "__main__.py").write_text("pass\n")
+    assert is_script(str(tmp_path)) and check_script(str(tmp_path)) == str(tmp_path)
 
 
 @pytest.mark.parametrize("command", ["run", "report"])

@@ -66,7 +66,7 @@ def _run(args) -> int:
     from barrierlab.torchrun import parse_kwargs
 
     if args.scenario not in available():  # before anything starts: one line, as argparse says a bad argument
-        where = "a folder, not a script (a script is a .py file)" if os.path.isdir(args.scenario) else ""
+        where = "a folder without a __main__.py, not a script" if os.path.isdir(args.scenario) else ""
         args.parser.error(
             f"argument scenario: {where or 'no such scenario or script'}: {args.scenario!r} "
             "(barrierlab list names the scenarios; a script is a path to a .py file)"
@@ -295,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         help="run a scenario, or a training script as torchrun would (run train.py -n 4 -- ARGS), "
         "locally on N ranks and explain what happened",
     )
-    run.add_argument("scenario", help="a scenario name (see: barrierlab list) or the path of a script (train.py)")
+    run.add_argument(
+        "scenario",
+        help="a scenario name (see: barrierlab list) or the path of a script (train.py, or a folder or zip with a __main__.py)",
+    )
     run.add_argument(
         "kwargs",
         nargs="*",

@@ -20,8 +20,9 @@ from barrierlab.result import Run
 
 
 def is_script(name: str) -> bool:
-    """True when ``barrierlab run NAME`` names a script (a ``.py`` path or an existing file), not a scenario."""
-    return name.endswith(".py") or os.path.isfile(name)
+    """True when ``barrierlab run NAME`` names a script (a ``.py`` path or an existing file, a zip among them) or
+    a folder with a ``__main__.py`` (``python appdir`` runs it, and torchrun too: attack15 a12), not a scenario."""
+    return name.endswith(".py") or os.path.isfile(name) or os.path.isfile(os.path.join(name, "__main__.py"))
 
 
 def run_script(
@@ -89,8 +90,9 @@ def check_script(path, argv: Sequence[str] = ()) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be the path of a Python script (str), got {type(path).__name__}")
     path = os.path.abspath(os.fspath(path))
-    if not os.path.isfile(path):
-        raise ValueError(f"path: no such script {path!r}")
+    if not os.path.isfile(path) and not os.path.isfile(os.path.join(path, "__main__.py")):
+        what = "a folder without a __main__.py" if os.path.isdir(path) else "no such script"
+        raise ValueError(f"path: {what} {path!r}")
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
     return path

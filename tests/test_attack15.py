@@ -1,0 +1,73 @@
+"""attack15's repros (``attacks15/``: a new attacker given the README, the docs and the source, pointed at the
+exercise checks, scale, the script runner, resource limits and subgroups). Those fixed are run here: each exited 1
+before its fix. Repros that compare with plain torchrun (whose store listens beyond loopback) are checked here on
+barrierlab's side alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from repros import assert_the_promise_holds
+
+ROOT = Path(__file__).resolve().parent.parent
+ATTACKS = ROOT / "attacks15"
+
+FIXED: list[str] = []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("name", FIXED)
+def test_the_attack_no_longer_breaks_its_promise(name):
+    assert_the_promise_holds(ATTACKS / f"{name}.py")
+
+
+def barrierlab_run(target: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BARRIERLAB_LIVE": "0"}
+    command = [sys.executable, "-m", "barrierlab", "run", str(target), "-n", "2"]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=200, env=env, cwd=cwd, stdin=subprocess.DEVNULL
+    )
+
+
+ENDS_WITH_OS_EXIT = """\
+import os, sys
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+dist.destroy_process_group()
+sys.stdout.flush()
+os._exit(CODE)
+"""
+
+
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.parametrize("code, status", [(0, 0), (3, 1)])
+def test_a_script_that_ends_with_os_exit_ends_as_under_torchrun(tmp_path, code, status):
+    """a04: `os._exit(0)` at a script's end (to skip the interpreter's teardown) passes under torchrun; every rank
+    was reported "did not finish" and the command exited 1."""
+    script = tmp_path / "train.py"
+    script.write_text(ENDS_WITH_OS_EXIT.replace("CODE", str(code)))
+    done = barrierlab_run(script, tmp_path)
+    assert done.returncode == status, done.stdout + done.stderr
+    if code == 0:
+        assert "2 finished" in done.stdout, done.stdout
+    else:
+        assert "exited with code 3" in done.stdout, done.stdout
+
+
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_folder_with_a_main_runs_as_python_and_torchrun_run_it(tmp_path):
+    """a12: `python appdir` and torchrun run a folder's __main__.py; barrierlab run refused it."""
+    app = tmp_path / "appdir"
+    app.mkdir()
+    (app / "__main__.py").write_text(
+        'import torch.distributed as dist\ndist.init_process_group("gloo")\ndist.barrier()\n'
+    )
+    done = barrierlab_run(app, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
