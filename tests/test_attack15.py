@@ -16,7 +16,10 @@ from repros import assert_the_promise_holds
 ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = ROOT / "attacks15"
 
-FIXED: list[str] = []
+FIXED = [
+    "a07_races_unbounded",
+    "a10_timeline_handoffs_unbounded",
+]
 
 
 @pytest.mark.slow
@@ -71,3 +74,28 @@ def test_a_folder_with_a_main_runs_as_python_and_torchrun_run_it(tmp_path):
     )
     done = barrierlab_run(app, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def append_and_read_a_shared_log(folder: str, n: int) -> int:
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "log.txt")
+    for i in range(n):
+        with open(path, "a") as f:
+            f.write(f"{dist.get_rank()} {i}\n")
+        with open(path) as f:
+            f.read()
+    return dist.get_rank()
+
+
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_run_with_more_races_than_the_cap_lists_the_cap_and_says_at_least(tmp_path):
+    """a07/a10: 8 ranks appending to and reading one log made millions of races and minutes of diagnosis."""
+    import barrierlab as bl
+    from barrierlab.ordering import MAX_RACES
+
+    run = bl.run(append_and_read_a_shared_log, 4, args=(str(tmp_path), 120), timeout=30, live=False)
+    races = run.races()
+    assert len(races) == MAX_RACES and races.cut, len(races)
+    assert f"at least {MAX_RACES} pairs of file accesses raced" in run.diagnosis.headline
+    assert f"run.races() lists the first {MAX_RACES}" in str(run.diagnosis)

@@ -356,7 +356,8 @@ def test_many_listings_of_a_shared_folder_are_checked_in_seconds(tmp_path):
     started = time.monotonic()
     headline = run.diagnosis.headline
     assert time.monotonic() - started < 60, headline
-    assert "750000 pairs of file accesses raced" in headline, headline
+    # 750,000 pairs race (each listing against each other rank's files); the list stops at MAX_RACES (attack15 a07)
+    assert "at least 1000 pairs of file accesses raced" in headline, headline
 
 
 def read_after_a_removal(folder):

@@ -594,13 +594,19 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         )
     races = ordering.races(run) if not f.cut else []
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
+        count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
         headline += (
-            f" But {len(races)} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
+            f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
             "rank's use of a file after another rank's change of it, so this run came out right by timing."
         )
         evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
         if len(races) > MAX_RACES_SHOWN:
-            evidence.insert(MAX_RACES_SHOWN, f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all")
+            more = (
+                f"and more: run.races() lists the first {len(races)}"
+                if getattr(races, "cut", False)
+                else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
+            )
+            evidence.insert(MAX_RACES_SHOWN, more)
         return Diagnosis(
             "ok", headline, evidence, RACE_ADVICE, ranks=sorted({races[0].first.rank, races[0].second.rank})
         )
