@@ -25,6 +25,7 @@ _CELL = re.compile(r"cell:\s*(?P<nb>\d\d)\s*§\s*(?P<heading>[^`;+]+?)\s*(?:\(|`
 _SOURCE_PATH = re.compile(r"`(?P<path>torch/[A-Za-z0-9_./]+\.(?:py|pyi))`")
 _URL = re.compile(r"<(?P<url>https?://[^>]+)>")
 _PR = re.compile(r"pytorch/pytorch#(?P<n>\d+)")
+_TEST = re.compile(r"`(?P<file>tests/test_\w+\.py)::(?P<name>test_\w+)`")
 
 
 def _rows() -> list[dict]:
@@ -96,6 +97,12 @@ def test_every_claim_is_backed_by_an_existing_cell_or_source(row: dict) -> None:
             assert ALLOWED_URLS.match(m["url"]), f"{row['id']}: {m['url']} is not a source a reader can check"
             checked += 1
         checked += len(_PR.findall(part))
+        for m in _TEST.finditer(part):  # a test of this repository that runs the claim (and fails if it is false)
+            test_file = ROOT / m["file"]
+            assert test_file.exists() and f"def {m['name']}(" in test_file.read_text(), (
+                f"{row['id']}: no test {m['name']} in {m['file']}"
+            )
+            checked += 1
     assert checked, f"{row['id']}: no cell, torch file, URL or pytorch/pytorch#N in {backing!r}"
 
 
