@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = ROOT / "attacks15"
 
 FIXED = [
+    "a08_check_parameters_unvalidated",
+    "a09_lint_match_wildcard",
     "a07_races_unbounded",
     "a10_timeline_handoffs_unbounded",
 ]

@@ -1927,3 +1927,23 @@ def train(rank, world_size):
 def test_a_name_reassigned_in_straight_line_code_has_the_length_of_its_last_assignment(rows, share, flagged):
     findings = lint_source(RESHARDED.replace("ROWS", str(rows)).replace("SHARE", share))
     assert bool(findings) is flagged, findings
+
+
+@pytest.mark.parametrize("last", ["case _:", "case other:"])
+def test_a_match_whose_last_case_takes_the_rest_is_an_else(last: str) -> None:
+    """attack15 a09: a barrier in every case of `match rank:` ending in `case _:` was flagged; if/else was not."""
+    source = f"""\
+import torch.distributed as dist
+
+def sync(rank):
+    match rank:
+        case 0:
+            dist.barrier()
+        {last}
+            dist.barrier()
+"""
+    assert lint_source(source) == []
+    [finding] = lint_source(
+        source.replace("        case 0:\n            dist.barrier()", "        case 0:\n            pass")
+    )
+    assert finding.line == 8

@@ -4587,6 +4587,9 @@ class _Walker:
         rank = self.an.mentions_rank(stmt.subject, self.taint, self.laundered)
         orelse: list[_Item] = []
         for case in reversed(stmt.cases):
+            if isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None and case.guard is None:
+                orelse = self.block(case.body, None)  # ``case _:``/``case other:`` matches what is left: the else
+                continue
             text = f"{subject} matches {ast.unparse(case.pattern)}"
             if case.guard is not None:
                 text += f" if {self.unit.text(case.guard)}"

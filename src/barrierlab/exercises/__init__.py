@@ -11,6 +11,32 @@ import os
 from dataclasses import dataclass, field
 
 
+def check_arguments(**given) -> None:
+    """Refuse a check's bad argument before anything runs, naming it (attack15 a08: ``seeds=[]`` passed with
+    "0 of 0 runs", ``save_every=0`` ran the learner's code and blamed it). Known names: a function to run
+    (``fn``, ``train``, ``save``), a count of at least 1 (``steps``, ``save_every``, ``epochs``), ``world_size``
+    (at least 2: a check compares ranks), ``seed`` (an int or None), ``seeds`` (a non-empty list of ints)."""
+    for name, value in given.items():
+        if name in ("fn", "train", "save"):
+            if not callable(value):
+                raise TypeError(f"{name} must be your function to run on every rank, got {type(value).__name__}")
+        elif name in ("steps", "save_every", "epochs", "world_size"):
+            least = 2 if name == "world_size" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an int of at least {least}, got {value!r}")
+        elif name == "seed":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"seed must be an int or None, got {type(value).__name__}")
+        elif name == "seeds":
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise TypeError(f"seeds must be a list of ints, got {type(value).__name__}")
+            seeds = list(value)
+            if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+                raise ValueError(f"seeds must be a non-empty list of ints, got {value!r}")
+        else:  # pragma: no cover - a check passing a name this function does not know
+            raise AssertionError(f"check_arguments does not know {name!r}")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a check decided: ``ok`` (also ``passed``), and the ✓/✗ line with what to do, which is also how

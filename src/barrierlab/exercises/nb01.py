@@ -18,7 +18,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ops
-from barrierlab.exercises import accesses
+from barrierlab.exercises import accesses, check_arguments
 from barrierlab.exercises.nb00 import TIMEOUT, Verdict, not_ordered, spans, verdict, work_end, work_start
 from barrierlab.result import Run
 
@@ -28,6 +28,7 @@ VOCAB = ["<pad>", "<unk>", "the", "a", "of"]
 
 def check_vocab(fn, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run ``fn(folder, build_seconds)`` twice on 4 ranks with a random build time (0.2-0.5 s)."""
+    check_arguments(fn=fn, seed=seed)
     rng = random.Random(seed)
     for _ in range(2):
         build_seconds = round(rng.uniform(0.2, 0.5), 3)

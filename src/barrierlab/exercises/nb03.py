@@ -22,7 +22,7 @@ import random
 import shutil
 import tempfile
 
-from barrierlab.exercises import Verdict, accesses, not_yet, race_words, unordered
+from barrierlab.exercises import Verdict, accesses, check_arguments, not_yet, race_words, unordered
 
 #: Disk delays (seconds) of the two runs: the first fast, the second slow.
 FAST_DISK = (0.02, 0.08)
@@ -41,8 +41,7 @@ def check(train, steps: int = 4, save_every: int = 2, world_size: int = 4, seed:
     """Run ``train`` with a fast and a slow disk on ``world_size`` ranks and judge what the runs recorded."""
     import barrierlab as bl
 
-    if not callable(train):
-        raise TypeError(f"check needs the function to run on every rank, got {train!r}")
+    check_arguments(train=train, steps=steps, save_every=save_every, world_size=world_size, seed=seed)
     rng = random.Random(seed)
     delays = (rng.uniform(*FAST_DISK), rng.uniform(*SLOW_DISK))
     for delay in delays:

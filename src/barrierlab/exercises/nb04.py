@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 
-from barrierlab.exercises import Verdict, call_words, not_yet, race_words
+from barrierlab.exercises import Verdict, call_words, check_arguments, not_yet, race_words
 
 #: Steps the check trains for, chosen at random, so that no fixed number passes.
 STEPS = (3, 6)
@@ -54,8 +54,7 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
     """Run ``train`` and the reference for the same random number of steps and judge rank 0's result."""
     import barrierlab as bl
 
-    if not callable(train):
-        raise TypeError(f"check needs the function to run on every rank, got {train!r}")
+    check_arguments(train=train, world_size=world_size, seed=seed)
     steps = random.Random(seed).randint(*STEPS)
     for tried in (4, steps):  # the notebook's own step count first, so its feedback reads the same every time
         run = bl.run(train, world_size, kwargs=dict(steps=tried), timeout=1.0, deadline=4.0)

@@ -16,7 +16,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ordering
-from barrierlab.exercises import Verdict
+from barrierlab.exercises import Verdict, check_arguments
 from barrierlab.exercises.nb00 import not_ordered, spans, work_end, work_start
 from barrierlab.waits import function_seconds
 
@@ -29,6 +29,7 @@ BASE_COMPUTE = 0.05
 
 def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
     """Run ``fn(folder, steps=4, delay=...)`` on ``world_size`` ranks with a random delay and judge the run."""
+    check_arguments(fn=fn, world_size=world_size, seed=seed)
     rng = random.Random(seed)
     delay = round(rng.uniform(0.12, 0.25), 3)
     with tempfile.TemporaryDirectory() as folder:

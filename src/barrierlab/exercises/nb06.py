@@ -17,7 +17,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ops, ordering
-from barrierlab.exercises import Verdict, accesses, race_words, unordered
+from barrierlab.exercises import Verdict, accesses, check_arguments, race_words, unordered
 from barrierlab.words import rank_list
 
 EXPECTED = {"<pad>": 0, "<unk>": 1, "barrier": 2, "rank": 3, "store": 4}
@@ -30,6 +30,7 @@ def check_share_vocab(fn, world_size: int = 4) -> Verdict:
     """Run ``fn(folder)`` on ``world_size`` ranks: ✓ if every rank returns rank 0's vocabulary, built once
     on rank 0, handed over by ``broadcast_object_list`` alone (no file, no barrier, no other call), and the
     record orders the build before every rank's return."""
+    check_arguments(fn=fn, world_size=world_size)
     with tempfile.TemporaryDirectory() as folder:
         run = bl.run(fn, world_size, args=(folder,), timeout=3)
         message = _judge(run, folder)

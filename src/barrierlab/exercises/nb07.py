@@ -21,7 +21,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ops, ordering
-from barrierlab.exercises import Verdict, accesses, race_words, unordered
+from barrierlab.exercises import Verdict, accesses, check_arguments, race_words, unordered
 from barrierlab.scenarios import race_results_file
 
 #: The seeds the check runs by default (six runs). Each decides every rank's phase times; in seeds 1, 3, 14
@@ -54,6 +54,8 @@ def _incomplete(run, workdir: str) -> str | None:
 def check_results(fn, seeds=SEEDS, world_size: int = 4) -> Verdict:
     """Run ``fn(workdir=..., seed=...)`` once per seed; ✓ only if every run is complete, without barriers,
     ordered by what the ranks recorded, and no rank but 0 waited for another."""
+    check_arguments(fn=fn, seeds=seeds, world_size=world_size)
+    seeds = list(seeds)
     for seed in seeds:
         with tempfile.TemporaryDirectory() as workdir:
             run = bl.run(fn, world_size, kwargs=dict(workdir=workdir, seed=seed), timeout=2, deadline=60)

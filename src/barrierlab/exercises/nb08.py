@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from barrierlab.exercises import Verdict, accesses, not_yet, passed, race_words, unordered
+from barrierlab.exercises import Verdict, accesses, check_arguments, not_yet, passed, race_words, unordered
 from barrierlab.words import rank_list
 
 WORLD = 4
@@ -39,6 +39,7 @@ def check(path: str, *, world_size: int = WORLD, epochs: int = EPOCHS) -> Verdic
         raise TypeError(f"path must be the path of your copy of the script (str), got {type(path).__name__}")
     if not os.path.isfile(path):
         raise ValueError(f"path: no such script {os.fspath(path)!r}")
+    check_arguments(world_size=world_size, epochs=epochs)
     with tempfile.TemporaryDirectory(prefix="barrierlab-nb08-") as workdir:
         run = run_script(
             path, world_size, ["--workdir", workdir, "--epochs", str(epochs)], timeout=TIMEOUT, deadline=DEADLINE
