@@ -162,6 +162,38 @@ def _lines_of(chain, at: int | None) -> str:
     return "from " + " → ".join(parts)
 
 
+def _subgroup_tables(run: Run) -> list[str]:
+    """One table per subgroup the learner's code called collectives on: each member's calls by their position in
+    that group's own sequence (attack15 a06: a mismatch on a subgroup left the ledger saying no calls)."""
+    groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
+    for r in run.ranks:
+        for e in r.events:
+            if e.is_collective and e.group is not None:
+                members, mine = groups.setdefault(e.group, (tuple(e.group_ranks or ()), {}))
+                mine.setdefault(r.rank, []).append(e)
+    lines: list[str] = []
+    for members, mine in groups.values():
+        ranks = sorted(set(members) | set(mine)) if members else sorted(mine)
+        header = ["#"] + [f"rank {r}" for r in ranks]
+        rows = []
+        for k in range(max(len(v) for v in mine.values())):
+            row = [str(k + 1)]
+            for r in ranks:
+                calls = mine.get(r, [])
+                if k >= len(calls):
+                    row.append("—")
+                    continue
+                e = calls[k]
+                state = "" if e.end is not None and not e.error else (" (never left)" if e.end is None else " (failed)")
+                row.append(f"{e.name} @ line {e.line}{state}" if e.line else e.name + state)
+            rows.append(row)
+        widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+        lines.append(f"subgroup of ranks {list(members) if members else ranks} (its own sequence):")
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return lines
+
+
 def ledger(run: Run) -> str:
     """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
     recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
@@ -191,9 +223,15 @@ def ledger(run: Run) -> str:
     widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    subgroups = _subgroup_tables(run)
     if not rows:
-        return "no collective calls were recorded"
+        return (
+            "\n".join(["no collective calls on the default group were recorded", *subgroups])
+            if subgroups
+            else ("no collective calls were recorded")
+        )
     lines += _chain_note(by_rank, positions)
+    lines += subgroups
     found = flights(run)
     if len(found) == len(run.ranks):
         lines.append(

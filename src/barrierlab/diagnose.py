@@ -1186,18 +1186,61 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     )
 
 
-def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
-    """A collective on a subgroup that some of its members called and the others never reached (the default
-    group's calls agree: subgroups are numbered apart, so the default group's rules cannot see it)."""
-    if not f.failed or f.first_diff or f.split:
-        return None
+def _subgroup_calls(f: Facts) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
+    """Each subgroup's members and each member's calls on it, in order (subgroups are numbered apart)."""
     groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
     for result in f.run.ranks:
         for e in result.events:
             if e.is_collective and e.group is not None and e.group_ranks:
                 members, calls = groups.setdefault(e.group, (tuple(e.group_ranks), {}))
                 calls.setdefault(result.rank, []).append(e)
-    for members, calls in groups.values():
+    return groups
+
+
+def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
+    """Different ops at the same position of a subgroup's sequence (attack15 a06: rank 2's barrier and rank 3's
+    all_reduce on ``new_group([2, 3])`` were "the same collective calls": the default group's rules see no
+    subgroup call)."""
+    if not f.failed or f.first_diff or f.split:
+        return None
+    for members, calls in _subgroup_calls(f).values():
+        present = [m for m in members if m in calls]
+        for k in range(1, min((len(calls[m]) for m in present), default=0) + 1):
+            at = {m: calls[m][k - 1] for m in present}
+            if len({e.name for e in at.values()}) < 2:
+                continue
+            by_op: dict[str, list[int]] = {}
+            for m, e in sorted(at.items()):
+                by_op.setdefault(e.name, []).append(m)
+            ops = " and ".join(
+                f"{rank_list(rs)}'s {_op_name(at[rs[0]])} at {_place(at[rs[0]])}" for rs in by_op.values()
+            )
+            evidence = [
+                f"{rank_list(rs)} called {_op_name(at[rs[0]])} #{k} of the subgroup {_called_at(at[rs[0]])}"
+                for rs in by_op.values()
+            ]
+            evidence += _error_evidence(f.run, [m for m in at if m in f.failed])
+            return Diagnosis(
+                "mismatched-collectives",
+                f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
+                f"{list(members)} is {ops}.",
+                evidence,
+                "Collectives pair by their position in their group's sequence, not by name; ops that gloo runs "
+                "differently (barrier and all_reduce, for example) never pair, so each member waits for a partner "
+                f"that never comes until the group's timeout ({DEFAULT_TIMEOUTS}). Make every member of the group "
+                "call the same collectives on it in the same order.",
+                ranks=sorted(at),
+                site=_site(next(iter(at.values()))),
+            )
+    return None
+
+
+def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
+    """A collective on a subgroup that some of its members called and the others never reached (the default
+    group's calls agree: subgroups are numbered apart, so the default group's rules cannot see it)."""
+    if not f.failed or f.first_diff or f.split:
+        return None
+    for members, calls in _subgroup_calls(f).values():
         counts = {m: len(calls.get(m, ())) for m in members if 0 <= m < f.run.world_size}
         if len(set(counts.values())) < 2:
             continue
@@ -1955,6 +1998,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_different_sizes,
     rule_different_roots,
     rule_late_arrival,
+    rule_subgroup_mismatched,
     rule_subgroup_only_some,
     rule_stopped_outside_collectives,
     rule_failed_by_itself,
