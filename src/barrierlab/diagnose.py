@@ -534,7 +534,7 @@ FOLDER_ADVICE = (
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
     "Order each use of a file after the change it needs, with a call that holds the reading rank until the "
-    "writer has arrived: a barrier every rank reaches after the write, a blocking all_reduce on gloo, a store key "
+    "writer has arrived: a barrier every rank reaches after the write, a blocking all_reduce of a non-empty tensor on gloo, a store key "
     "the writer sets after closing the file, or send/recv. A sleep or a retry loop only makes the race rarer."
 )
 

@@ -86,7 +86,7 @@ NCCL_FORMED_NOTE = (
     "* once the group's NCCL communicator exists; without init_process_group(device_id=...) "
     "a group's first collective forms it and holds every rank"
 )
-ORDERERS = "a barrier, a blocking all_reduce on gloo, a store key or send/recv between them would order them"
+ORDERERS = "a barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv between them would order them"
 
 
 def _sorted_events(run, rank: int):
@@ -166,7 +166,7 @@ class Race:
                 return (
                     f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}): "
                     f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
-                    f"blocking all_reduce on gloo, a store key or send/recv after the write and before the {a.how} "
+                    f"blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the write and before the {a.how} "
                     f"would order it before the {a.how}"
                 )
             return (
