@@ -1,0 +1,63 @@
+"""Pre-sharded training rows and a ``DataLoader`` with ``drop_last=True``: no rank ever sees a one-row batch.
+
+Models: open-mmlab/mmpretrain issue #761 (a last batch of size 1 makes BatchNorm raise ``Expected more than 1
+value per channel when training``) and issue #1421; criteo/tf-yarn PR #79 (drop the last batch by default in
+distributed training); timm's ``create_loader`` (``drop_last=is_training``). The script is a learner's DDP tabular
+classifier whose rows were split across ranks with ``rows[rank::world_size]`` and loaded with a shuffling
+``DataLoader``.
+
+What it does: 2 ranks, 67 rows: rank 0 gets 34, rank 1 gets 33. ``DataLoader(batch_size=8, shuffle=True,
+drop_last=True)`` gives each rank 4 full batches; the model is ``Linear -> BatchNorm1d -> ReLU -> Linear`` under
+DDP; 2 epochs and a barrier.
+
+Why it is correct: the shards differ in size (34 and 33 rows), but with ``drop_last=True`` both ranks run exactly 4
+batches of 8 rows per epoch, so BatchNorm always has more than one row and the ranks make the same collectives.
+"""
+import datetime
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+KIND = "correct"
+WORLD_SIZE = 2
+TIMEOUT = 20
+
+
+def load_rows():
+    """Stand-in for the training CSV: 67 rows, 10 features, 3 classes."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(67, 10, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    return x, y
+
+
+def worker():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, y = load_rows()
+    x, y = x[rank::world], y[rank::world]  # pre-sharded: 34 and 33 rows
+    gen = torch.Generator().manual_seed(rank)
+    loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True, drop_last=True, generator=gen)
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 3)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for epoch in range(2):
+        model.train()
+        total, batches = 0.0, 0
+        for xb, yb in loader:
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total, batches = total + loss.item(), batches + 1
+        print(f"[rank {rank}] epoch {epoch}: {batches} batches, mean loss {total / batches:.3f}", flush=True)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
