@@ -1947,3 +1947,34 @@ def sync(rank):
         source.replace("        case 0:\n            dist.barrier()", "        case 0:\n            pass")
     )
     assert finding.line == 8
+
+
+def test_a_pipeline_stages_send_first_function_that_only_one_rank_runs_is_not_a_p2p_order_hang() -> None:
+    """Round 17's correct_pipeline_send_cast_to_pipeline_dtype (modelled on Megatron-LM's p2p_communication): stage 0
+    sends then receives, stage 1 receives then sends, each in its own function called under a rank test."""
+    source = """\
+import torch
+import torch.distributed as dist
+
+def run_stage0(h):
+    dist.send(h, dst=1)
+    dist.recv(h, src=1)
+
+def run_stage1(h):
+    dist.recv(h, src=0)
+    dist.send(h, dst=0)
+
+def step(rank):
+    h = torch.zeros(2)
+    if rank == 0:
+        run_stage0(h)
+    else:
+        run_stage1(h)
+"""
+    assert lint_source(source) == []
+    every_rank = lint_source(
+        source.replace(
+            "    if rank == 0:\n        run_stage0(h)\n    else:\n        run_stage1(h)", "    run_stage0(h)"
+        )
+    )
+    assert ("p2p-order", 5) in [(f.kind, f.line) for f in every_rank]  # every rank sends first: the hang

@@ -2217,6 +2217,8 @@ class _Analysis:
         self.raisers: dict[str, str] = {}  # function -> where its raise is ("line 14", "line 3 of helpers")
         self.gates: dict[str, bool] = {}
         self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
+        self._parent_maps: dict[int, dict[int, ast.AST]] = {}
+        self._rank_only_calls: dict[str, bool] = {}
         self._return_classes: dict[str, str | None] = {}  # function -> the class of the file its objects are of
         self._stored: dict[str, list[tuple[_Func, ast.Call]]] | None = None
         self.passed: dict[tuple[str, str], str] = {}
@@ -2977,6 +2979,40 @@ class _Analysis:
                 return value
             return None
         return None
+
+    def under_rank_test(self, call: ast.AST, key: str | None, unit: _Unit) -> bool:
+        """Whether ``call`` sits in a branch of an ``if`` (or conditional expression) whose test differs between
+        ranks, within its function (``key``) or module."""
+        where = self.table[key].node if key is not None else unit.tree
+        if id(where) not in self._parent_maps:
+            self._parent_maps[id(where)] = {id(c): n for n in ast.walk(where) for c in ast.iter_child_nodes(n)}
+        parents = self._parent_maps[id(where)]
+        taint = self.func_taint.get(key, set()) if key is not None else self.module_taint
+        node: ast.AST = call
+        while id(node) in parents:
+            parent = parents[id(node)]
+            if isinstance(parent, (ast.If, ast.IfExp)) and node is not parent.test:
+                if self.mentions_rank(parent.test, taint):
+                    return True
+            node = parent
+        return False
+
+    def called_only_under_rank_test(self, key: str) -> bool:
+        """Whether the file calls function ``key``, and every call sits under a rank test: a pipeline stage's
+        function (``if rank == 0: run_stage0(...)``) that not every rank runs."""
+        if key not in self._rank_only_calls:
+            sites = []
+            for scope, nodes, unit in self._scopes():
+                self_class = self._class_of(scope)
+                for node in nodes:
+                    if isinstance(node, ast.Call) and _dotted(node.func) is not None:
+                        target = self._callee(node.func, self_class, unit) or self._indirect(
+                            node.func, self_class, scope
+                        )
+                        if target == key:
+                            sites.append((node, scope, unit))
+            self._rank_only_calls[key] = bool(sites) and all(self.under_rank_test(n, s, u) for n, s, u in sites)
+        return self._rank_only_calls[key]
 
     def switched_off(self, call: ast.Call, key: str) -> bool:
         """Whether ``call`` of function ``key`` turns its collectives off: every collective of ``key`` (and
@@ -5579,6 +5615,8 @@ class _Order:
     def _p2p(self, kind: str, call: ast.Call, ctx: tuple[str, ...]) -> None:
         if ctx or self.conditional:  # `if not is_first_stage: recv(...)` may be a rank test by another name
             return
+        if self.scope is not None and self.an.called_only_under_rank_test(self.scope):
+            return  # a pipeline stage's function (round 17: `run_stage0` sends first, `run_stage1` receives first)
         if self.first_p2p is None:
             self.first_p2p = (kind, call)
             return
@@ -6260,7 +6298,6 @@ class _Agreement:
 
     def __init__(self, an: _Analysis) -> None:
         self.an = an
-        self._parents: dict[int, dict[int, ast.AST]] = {}
 
     def run(self) -> None:
         for key, nodes, unit in self.an._scopes():
@@ -6407,20 +6444,7 @@ class _Agreement:
         self._add(call, "discarded-output", f"{word} = {shown}", why, fix, unit)
 
     def _under_rank_test(self, call: ast.Call, key: str | None, unit: _Unit) -> bool:
-        """Whether ``call`` sits in a branch of an ``if`` whose test differs between ranks."""
-        where = self.an.table[key].node if key is not None else unit.tree
-        if id(where) not in self._parents:
-            self._parents[id(where)] = {id(c): n for n in ast.walk(where) for c in ast.iter_child_nodes(n)}
-        parents = self._parents[id(where)]
-        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
-        node: ast.AST = call
-        while id(node) in parents:
-            parent = parents[id(node)]
-            if isinstance(parent, (ast.If, ast.IfExp)) and node is not parent.test:
-                if self.an.mentions_rank(parent.test, taint):
-                    return True
-            node = parent
-        return False
+        return self.an.under_rank_test(call, key, unit)
 
     # -- a root that is each rank itself
 
