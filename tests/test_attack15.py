@@ -103,3 +103,27 @@ def test_a_run_with_more_races_than_the_cap_lists_the_cap_and_says_at_least(tmp_
     assert len(races) == MAX_RACES and races.cut, len(races)
     assert f"at least {MAX_RACES} pairs of file accesses raced" in run.diagnosis.headline
     assert f"run.races() lists the first {MAX_RACES}" in str(run.diagnosis)
+
+
+LOWERS_NOFILE = """\
+import os, resource
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+rank = dist.get_rank()
+dist.destroy_process_group()
+if rank == 1:  # a final phase that must open no new file
+    free = os.open(os.devnull, os.O_RDONLY)
+    os.close(free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (free, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+print("rank", rank, "done", flush=True)
+"""
+
+
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_script_that_lowers_its_open_file_limit_at_its_end_still_reports(tmp_path):
+    """a05: torchrun passes it; the rank was 'exited with code 74: could not write this rank's outcome'."""
+    script = tmp_path / "train.py"
+    script.write_text(LOWERS_NOFILE)
+    done = barrierlab_run(script, tmp_path)
+    assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr

@@ -380,6 +380,21 @@ def keep_own_gloo_groups_on_loopback() -> None:
     gloo.create_default_device = staticmethod(default_device)
 
 
+def room_to_report() -> None:
+    """Once the learner's code has ended, raise a soft limit on open files it lowered back to the hard limit, so
+    that the rank can open its flight record and outcome files (attack15 a05: a script that lowered RLIMIT_NOFILE
+    to its lowest free descriptor at its end, which torchrun passes, was "exited with code 74: ... Too many open
+    files"). Nothing of the learner's runs after this; a hard limit lowered too stays as it is."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
 def flush_output() -> None:
     """Flush the rank's output streams, whatever the learner's code made of them: ``sys.stdout = None``, a
     closed ``sys.stderr`` or a writer without ``flush`` must not cost the rank its outcome (written next)."""
@@ -491,6 +506,7 @@ def _outcome_at_os_exit(outcome: Outcome, spec: RankSpec, key: bytes, code: obje
         outcome.value, outcome.send_error = _pickled(None)
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
+    room_to_report()
     try:
         record.stop()
     except BaseException:  # noqa: BLE001, S110 - the outcome is written anyway
@@ -987,6 +1003,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         kept.append(error)
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
+    room_to_report()
     try:
         record.stop()
     except BaseException as error:  # noqa: B036 - the recorder's failure must not cost the rank its outcome
