@@ -3,6 +3,7 @@
 while the diagnosis itself says file accesses are not checked for races.
 Promise 4: no false race on correct code; a learner's correct answer is accepted.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import sys

@@ -3,6 +3,7 @@ answer that keeps the spans but moves the file write after the barrier (readers 
 "the record orders rank 0's build before every read", though run.races() on the same code names the race.
 Promise 4: a race that happens to pass this time is refused with an explanation.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import sys
@@ -77,7 +78,9 @@ def main() -> int:
     v0 = nb00.check_everyone_ready(ready_file_after_the_barrier, quiet=True, seed=5)
     print("nb00:", v0.message[:200])
     if v0:
-        broken.append("nb00.check_everyone_ready accepts ready files created after the barrier (a sleep saved the counts)")
+        broken.append(
+            "nb00.check_everyone_ready accepts ready files created after the barrier (a sleep saved the counts)"
+        )
     v5 = nb05.check(metrics_written_after_the_barrier, seed=1)
     print("nb05:", v5.message[:200])
     if v5:

@@ -3,6 +3,7 @@ a barrier and written after it are taken as ordered by the barrier. run.races() 
 check accepts a wrong answer whose readers are saved only by a sleep.
 Promise 4: the ordering model is right; a race that happens to pass is refused.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import sys

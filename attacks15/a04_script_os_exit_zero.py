@@ -3,6 +3,7 @@
 returning from the function" / "did not finish".
 Promise 3: a program that passes under torchrun passes under barrierlab run.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import subprocess
@@ -27,11 +28,24 @@ def main() -> int:
         with open(path, "w") as f:
             f.write(SCRIPT)
         env = {**os.environ, "BARRIERLAB_LIVE": "0"}
-        bl = subprocess.run([sys.executable, "-m", "barrierlab", "run", path, "-n", "4"], capture_output=True,
-                            text=True, timeout=200, stdin=subprocess.DEVNULL, env=env, cwd=folder)
+        bl = subprocess.run(
+            [sys.executable, "-m", "barrierlab", "run", path, "-n", "4"],
+            capture_output=True,
+            text=True,
+            timeout=200,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=folder,
+        )
         torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-        tr = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "4", path], capture_output=True, text=True,
-                            timeout=200, stdin=subprocess.DEVNULL, cwd=folder)
+        tr = subprocess.run(
+            [torchrun, "--standalone", "--nproc-per-node", "4", path],
+            capture_output=True,
+            text=True,
+            timeout=200,
+            stdin=subprocess.DEVNULL,
+            cwd=folder,
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print("torchrun exit code:", tr.returncode)

@@ -5,6 +5,7 @@ before the deadline, outside any collective" (subgroup with torch's default time
 collective calls were recorded", though each rank's events hold the barrier / all_reduce it was stuck in.
 Promise 4: diagnoses are right.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import datetime
 import sys
 
@@ -48,8 +49,10 @@ def main() -> int:
         print(f"== {fn.__name__}: {run.statuses}\n   {headline[:300]}\n   ledger: {ledger.splitlines()[0]}")
         said_same = "same collective calls" in headline or "outside any collective" in headline
         if said_same or "no collective calls were recorded" in ledger:
-            broken.append(f"{fn.__name__}: the diagnosis misses the barrier/all_reduce mismatch: {headline[:160]!r}; "
-                          f"ledger: {ledger.splitlines()[0]!r}")
+            broken.append(
+                f"{fn.__name__}: the diagnosis misses the barrier/all_reduce mismatch: {headline[:160]!r}; "
+                f"ledger: {ledger.splitlines()[0]!r}"
+            )
     for b in broken:
         print("BROKEN:", b)
     return 1 if broken else 0

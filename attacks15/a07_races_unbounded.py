@@ -3,6 +3,7 @@ rank, no record cut) -- makes run.diagnosis and run.races() take minutes and lis
 each must finish within 15 s (it is killed then).
 Promise: diagnosis and run.races() stay fast and bounded on a modest run (a call over ~10 s is a finding).
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import multiprocessing
 import os
 import shutil
@@ -30,7 +31,9 @@ def log_everything(folder, n):
 def _time(what, conn, folder):
     try:
         run = bl.run(log_everything, 8, args=(folder, 300), timeout=30, deadline=120, live=False)
-        conn.send(("run", run.ok, sum(len(r.events) for r in run), {r: d.events for r, d in run.events_dropped.items()}))
+        conn.send(
+            ("run", run.ok, sum(len(r.events) for r in run), {r: d.events for r, d in run.events_dropped.items()})
+        )
         t = time.monotonic()
         if what == "diagnosis":
             out = run.diagnosis.headline[:160]

@@ -4,6 +4,7 @@ save_every=0) and nb08.check(solution, epochs=0) run the learner's code and blam
 says rank 0 "was not killed" instead of naming the parameter.
 Promise 5: every parameter validated first, with a message naming it (and promise 4: no ✓ for a wrong answer).
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import sys
 

@@ -3,6 +3,7 @@
 if/else passes.
 Promise 4: no false mismatch on correct code.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import subprocess
@@ -35,8 +36,13 @@ def lint(folder, name, text):
     path = os.path.join(folder, name)
     with open(path, "w") as f:
         f.write(text)
-    done = subprocess.run([sys.executable, "-m", "barrierlab", "lint", path], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "barrierlab", "lint", path],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     return done.returncode, done.stdout
 
 

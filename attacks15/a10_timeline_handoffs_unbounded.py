@@ -3,6 +3,7 @@ text label per race, with no cap (handoffs are capped at MAX_HANDOFFS, races are
 reading one log file 60 times each (480 events, ~40k races) makes the figure take well over 20 s.
 Promise: plots stay fast and bounded on a modest run (a call over ~10 s is a finding).
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import multiprocessing
 import os
 import shutil
@@ -14,7 +15,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import torch.distributed as dist  # noqa: E402
 
 import barrierlab as bl  # noqa: E402
 

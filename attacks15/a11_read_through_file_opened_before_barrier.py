@@ -4,6 +4,7 @@ before the barrier and read it after: every reader sees the append (the values s
 reports "rank 0 appended ... after rank 1 read it ... nothing orders them".
 Promise 4: no false race on correct code.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import sys

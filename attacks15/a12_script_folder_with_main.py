@@ -2,6 +2,7 @@
 .zip with __main__.py works in both), but `barrierlab run appdir -n 2` refuses it ("a folder, not a script").
 Promise 3: a program that passes under torchrun passes under barrierlab run.
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import os
 import shutil
 import subprocess
@@ -24,11 +25,24 @@ def main() -> int:
         with open(os.path.join(app, "__main__.py"), "w") as f:
             f.write(MAIN)
         env = {**os.environ, "BARRIERLAB_LIVE": "0"}
-        bl = subprocess.run([sys.executable, "-m", "barrierlab", "run", app, "-n", "2"], capture_output=True,
-                            text=True, timeout=200, stdin=subprocess.DEVNULL, env=env, cwd=folder)
+        bl = subprocess.run(
+            [sys.executable, "-m", "barrierlab", "run", app, "-n", "2"],
+            capture_output=True,
+            text=True,
+            timeout=200,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=folder,
+        )
         torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-        tr = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", app], capture_output=True, text=True,
-                            timeout=200, stdin=subprocess.DEVNULL, cwd=folder)
+        tr = subprocess.run(
+            [torchrun, "--standalone", "--nproc-per-node", "2", app],
+            capture_output=True,
+            text=True,
+            timeout=200,
+            stdin=subprocess.DEVNULL,
+            cwd=folder,
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print("torchrun exit code:", tr.returncode)

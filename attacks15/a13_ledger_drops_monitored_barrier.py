@@ -5,6 +5,7 @@ shows the mismatch as row 3. (A clean run of monitored_barrier, barrier, monitor
 "the same 3 collective calls", the ledger shows one row, "3  barrier".)
 Promise 4: diagnoses are right (the ledger is printed with every diagnosis by `barrierlab run`).
 Exits 0 if the promise holds, 1 if it breaks."""
+
 import re
 import sys
 
@@ -43,9 +44,11 @@ def main() -> int:
     said = re.search(r"call #(\d+) is", headline)
     rows = {line.split()[0]: line for line in ledger.splitlines() if line[:1].isdigit()}
     if said and "all_reduce" not in rows.get(said.group(1), ""):
-        broken.append(f"the headline names call #{said.group(1)}; the ledger's row {said.group(1)} is "
-                      f"{rows.get(said.group(1), 'missing')!r} and the all_reduce is in row "
-                      f"{[k for k, v in rows.items() if 'all_reduce' in v]}")
+        broken.append(
+            f"the headline names call #{said.group(1)}; the ledger's row {said.group(1)} is "
+            f"{rows.get(said.group(1), 'missing')!r} and the all_reduce is in row "
+            f"{[k for k, v in rows.items() if 'all_reduce' in v]}"
+        )
     for b in broken:
         print("BROKEN:", b)
     return 1 if broken else 0
