@@ -669,8 +669,9 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         f"Different collectives at the same position: call #{k} is {_ops_at(f)}.",
         evidence,
         "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
-        "differently (barrier and all_reduce, for example) never pair, so each rank waits for a partner "
-        f"that never comes until the timeout ({DEFAULT_TIMEOUTS}). Make every rank call the same "
+        "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
+        f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
+        "an all_reduce of an empty tensor, returns at once). Make every rank call the same "
         "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch in "
         "milliseconds while you develop.",
         ranks=sorted(f.at_k),
@@ -1226,7 +1227,7 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 f"{list(members)} is {ops}.",
                 evidence,
                 "Collectives pair by their position in their group's sequence, not by name; ops that gloo runs "
-                "differently (barrier and all_reduce, for example) never pair, so each member waits for a partner "
+                "differently (barrier and all_reduce, for example) never pair, so a member left in one of them waits for a partner "
                 f"that never comes until the group's timeout ({DEFAULT_TIMEOUTS}). Make every member of the group "
                 "call the same collectives on it in the same order.",
                 ranks=sorted(at),
