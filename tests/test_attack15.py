@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = ROOT / "attacks15"
 
 FIXED = [
+    "a01_cut_record_false_race",
     "a06_subgroup_mismatch_diagnosis",
     "a02_check_trusts_spans_not_accesses",
     "a08_check_parameters_unvalidated",

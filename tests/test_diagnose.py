@@ -896,13 +896,21 @@ def a_long_loop_where_rank_0_alone_times_its_logging(folder, steps=1500):
         return f.read()
 
 
-def test_a_finished_run_whose_records_were_cut_is_compared_by_the_calls_positions(tmp_path):
+@pytest.mark.parametrize("sifted", [False, True], ids=["middle dropped whole", "spans alone dropped"])
+def test_a_finished_run_whose_records_were_cut_is_compared_by_the_calls_positions(tmp_path, monkeypatch, sifted):
+    """Without sifting (a middle too large to sift), the cut is said and calls are compared by position; with it
+    (attack15 a01), only rank 0's spans are dropped from the middle, so every call is kept and nothing is cut."""
+    from barrierlab import events as event_files
+
+    if not sifted:
+        monkeypatch.setattr(event_files, "_MIDDLE_SIFTED", 0)
     run = bl.run(a_long_loop_where_rank_0_alone_times_its_logging, 2, args=(str(tmp_path),), timeout=60, deadline=120)
     assert run.ok and run.events_dropped, run
     assert 0 in run.events_dropped, run.events_dropped  # rank 0's record is cut, at other calls than rank 1's
+    assert run.events_dropped[0].spans_only is sifted, run.events_dropped
     diagnosis = run.diagnosis
     assert diagnosis.ok and diagnosis.kind == "ok", diagnosis
-    assert "records were cut in the middle" in diagnosis.headline, diagnosis
+    assert ("records were cut in the middle" in diagnosis.headline) is not sifted, diagnosis
     assert "after the same 1501 collective calls" in diagnosis.headline, diagnosis
     # the barrier orders rank 0's write before every read, on both sides of the cut
     assert run.races() == [], run.races()

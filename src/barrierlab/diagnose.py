@@ -255,7 +255,8 @@ class Facts:
 
 def facts(run: Run) -> Facts:
     calls = collectives(run)
-    cut = bool(run.events_dropped) and all(r.ok for r in run.ranks)
+    # spans alone dropped from the middle of a record (attack15 a01) leave every call and access: not a cut
+    cut = any(d.cuts_order for d in run.events_dropped.values()) and all(r.ok for r in run.ranks)
     f = Facts(run, calls, None if cut else _first_divergence(calls), cut=cut)
     f.mispaired = None if cut else _mispaired(calls, f.first_diff)
     if cut:

@@ -281,7 +281,7 @@ class Order:
         self.world = len(run.ranks)
         self.events = {r.rank: _sorted_events(run, r.rank) for r in run.ranks}
         #: every rank's record was kept whole (no middle dropped): a counter's adds are all known
-        self._complete = not any(getattr(r, "events_dropped", None) for r in run.ranks)
+        self._complete = not any(getattr(getattr(r, "events_dropped", None), "cuts_order", False) for r in run.ranks)
         self._point: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, id(event)) -> (rank, index) of enter
         #: each rank's lanes (None: the rank's own thread; else a thread it started or a child it forked): the lane
         #: of each of its events, and the index of the next event in the same lane (None: the lane's last)
