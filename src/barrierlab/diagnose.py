@@ -10,7 +10,7 @@ recognises the run writes it.
 
 The model of ordering every text here teaches: a rank leaves a blocking collective only when it has what it
 needs and the ranks it sends to have posted their receives (a gloo send completes only then). For barrier,
-all_reduce and all_gather that is every rank, so on gloo everything before the call on any rank happens before
+and all_reduce and all_gather of a non-empty tensor, that is every rank, so on gloo everything before the call on any rank happens before
 everything after it on every rank. For broadcast (a tree in gloo), scatter, gather and point-to-point calls it
 is not: a non-root rank waits only for the ranks it exchanges with, and the root of a broadcast waits only for
 its direct children in the tree, so it can leave before a late rank further down arrives; the root of a
