@@ -162,35 +162,47 @@ def _lines_of(chain, at: int | None) -> str:
     return "from " + " → ".join(parts)
 
 
-def _subgroup_tables(run: Run) -> list[str]:
-    """One table per subgroup the learner's code called collectives on: each member's calls by their position in
-    that group's own sequence (attack15 a06: a mismatch on a subgroup left the ledger saying no calls)."""
+def subgroup_calls(run: Run) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
+    """Each subgroup the learner's code called collectives on: its members (as recorded, empty if never) and each
+    member's calls on it in order. Subgroups are numbered apart from the default group (:func:`collectives`)."""
     groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
     for r in run.ranks:
         for e in r.events:
             if e.is_collective and e.group is not None:
-                members, mine = groups.setdefault(e.group, (tuple(e.group_ranks or ()), {}))
+                members, mine = groups.get(e.group, ((), {}))
+                groups[e.group] = (members or tuple(e.group_ranks or ()), mine)
                 mine.setdefault(r.rank, []).append(e)
+    return groups
+
+
+def _state(e: Event | None) -> str:
+    """' (never left)' or ' (failed)' for a call that did not return, else ''."""
+    if e is None or (e.end is not None and not e.error):
+        return ""
+    return " (never left)" if e.end is None else " (failed)"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in (header, *rows)]
+
+
+def _subgroup_tables(run: Run) -> list[str]:
+    """One table per subgroup: each member's calls by their position in that group's own sequence (attack15 a06:
+    a mismatch on a subgroup left the ledger saying no calls)."""
     lines: list[str] = []
-    for members, mine in groups.values():
-        ranks = sorted(set(members) | set(mine)) if members else sorted(mine)
-        header = ["#"] + [f"rank {r}" for r in ranks]
+    for members, mine in subgroup_calls(run).values():
+        ranks = sorted(set(members) | set(mine))
         rows = []
         for k in range(max(len(v) for v in mine.values())):
             row = [str(k + 1)]
             for r in ranks:
                 calls = mine.get(r, [])
-                if k >= len(calls):
-                    row.append("—")
-                    continue
-                e = calls[k]
-                state = "" if e.end is not None and not e.error else (" (never left)" if e.end is None else " (failed)")
-                row.append(f"{e.name} @ line {e.line}{state}" if e.line else e.name + state)
+                e = calls[k] if k < len(calls) else None
+                row.append("—" if e is None else (f"{e.name} @ line {e.line}" if e.line else e.name) + _state(e))
             rows.append(row)
-        widths = [max(len(x) for x in col) for col in zip(header, *rows)]
         lines.append(f"subgroup of ranks {list(members) if members else ranks} (its own sequence):")
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        lines += _table(["#"] + [f"rank {r}" for r in ranks], rows)
     return lines
 
 
@@ -211,18 +223,12 @@ def ledger(run: Run) -> str:
                 row.append("—")
                 continue
             e = call.event
-            state = (
-                ""
-                if e is None or (e.end is not None and not e.error)
-                else (" (never left)" if e.end is None else " (failed)")
-            )
+            state = _state(e)
             source = e or call.entry
             text = call.name if not call.issuer else f"{call.op} · {issuer_phrase(call.issuer)}"
             row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
         rows.append(row)
-    widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines = _table(header, rows)
     subgroups = _subgroup_tables(run)
     if not rows:
         return (
@@ -231,7 +237,6 @@ def ledger(run: Run) -> str:
             else ("no collective calls were recorded")
         )
     lines += _chain_note(by_rank, positions)
-    lines += subgroups
     found = flights(run)
     if len(found) == len(run.ranks):
         lines.append(
@@ -243,4 +248,4 @@ def ledger(run: Run) -> str:
             f"(# is each rank's own call number: torch's flight recorder could not be read from "
             f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, *subgroups])

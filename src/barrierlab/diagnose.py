@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.calls import collectives, flights, ordinal, site_key, where_text
+from barrierlab.calls import collectives, flights, ordinal, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
@@ -1189,14 +1189,8 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
 
 
 def _subgroup_calls(f: Facts) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
-    """Each subgroup's members and each member's calls on it, in order (subgroups are numbered apart)."""
-    groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
-    for result in f.run.ranks:
-        for e in result.events:
-            if e.is_collective and e.group is not None and e.group_ranks:
-                members, calls = groups.setdefault(e.group, (tuple(e.group_ranks), {}))
-                calls.setdefault(result.rank, []).append(e)
-    return groups
+    """Each subgroup whose members were recorded, with each member's calls on it (:func:`calls.subgroup_calls`)."""
+    return {name: group for name, group in subgroup_calls(f.run).items() if group[0]}
 
 
 def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
