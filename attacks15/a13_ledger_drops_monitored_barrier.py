@@ -41,12 +41,16 @@ def main() -> int:
     headline, ledger = run.diagnosis.headline, run.ledger()
     print(headline)
     print(ledger)
-    said = re.search(r"call #(\d+) is", headline)
+    # the headline names the learner's call number and, where the ledger numbers it otherwise, the ledger's row
+    said = re.search(r"call #(\d+)(?: \(row (\d+) of the ledger\))? is", headline)
+    row = said and (said.group(2) or said.group(1))
     rows = {line.split()[0]: line for line in ledger.splitlines() if line[:1].isdigit()}
-    if said and "all_reduce" not in rows.get(said.group(1), ""):
+    if not said:
+        broken.append(f"the headline names no call: {headline!r}")
+    elif "all_reduce" not in rows.get(row, ""):
         broken.append(
-            f"the headline names call #{said.group(1)}; the ledger's row {said.group(1)} is "
-            f"{rows.get(said.group(1), 'missing')!r} and the all_reduce is in row "
+            f"the headline names call #{said.group(1)}, row {row}; the ledger's row {row} is "
+            f"{rows.get(row, 'missing')!r} and the all_reduce is in row "
             f"{[k for k, v in rows.items() if 'all_reduce' in v]}"
         )
     for b in broken:

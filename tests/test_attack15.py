@@ -24,6 +24,7 @@ FIXED = [
     "a09_lint_match_wildcard",
     "a07_races_unbounded",
     "a10_timeline_handoffs_unbounded",
+    "a13_ledger_drops_monitored_barrier",
 ]
 
 

@@ -427,6 +427,25 @@ def test_flight_recorder_is_compared_by_sequence_id_in_the_ledger():
     assert "position in the group's sequence" in run.ledger()
 
 
+def object_list_then_mismatch():
+    dist.broadcast_object_list([1, 2], src=0)  # torch runs it as two broadcasts: two positions
+    dist.monitored_barrier()  # two positions, and no flight-recorder entry
+    if dist.get_rank() == 0:
+        dist.all_reduce(torch.ones(1))
+    else:
+        dist.barrier()
+
+
+def test_headline_names_the_ledger_row_where_the_ledger_numbers_the_call_otherwise():
+    """attack15 a13: a monitored_barrier was missing from the ledger, and the headline's call #k was another
+    row of it. The learner's call #3 is the group's position 5 (two + two before it)."""
+    run = bl.run(object_list_then_mismatch, 3, timeout=2, deadline=10)
+    rows = {line.split()[0]: line for line in run.ledger().splitlines() if line[:1].isdigit()}
+    assert sorted(rows, key=int) == ["1", "2", "3", "5"]
+    assert "monitored_barrier" in rows["3"] and "all_reduce" in rows["5"]
+    assert "call #3 (row 5 of the ledger) is rank 0's all_reduce" in run.diagnosis.headline
+
+
 def test_flight_recorder_sees_collectives_issued_from_cpp_that_the_recorder_does_not():
     def ddp_step():
         model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))

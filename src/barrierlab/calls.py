@@ -102,14 +102,68 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
     out), else barrierlab's record of the learner's calls. This is what the ledger shows and what a
     timeline can draw: ``kind`` "torch" calls have a ``start`` (when torch issued them) and no ``end``."""
     found = flights(run)
+    learners = collectives(run)
     if run.ranks and len(found) == len(run.ranks):
         merged = {}
         for rank, flight in found.items():
-            merged[rank] = [
+            listed = [
                 Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e) for e in flight if not e.p2p and e.group == "0"
             ]
+            merged[rank] = _with_unlisted(rank, listed, learners.get(rank, []))
         return merged
-    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in collectives(run).items()}
+    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in learners.items()}
+
+
+#: Learner calls torch numbers in the group's sequence without a flight-recorder entry, and how many positions
+#: each takes: gloo's ``monitored_barrier`` sends and receives through the group, two sequence numbers
+#: (measured on 2.13: a barrier after one is the group's call #3).
+UNLISTED_WIDTH = {"monitored_barrier": 2}
+
+
+def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list[Call]:
+    """A rank's flight-recorded calls plus the learner's calls torch numbered but did not list (attack15 a13:
+    the ledger left out ``monitored_barrier``). Each takes the positions after the learner's call before it,
+    when they are free and come before the learner's next listed call; a call before the first listed one is
+    placed only when the record starts at the group's first position (else the flight recorder's buffer may
+    have dropped older calls, and where it stood is unknown)."""
+    at: dict[int, int] = {}  # id(learner's event) -> its last position in the flight record
+    for c in listed:
+        if c.event is not None:
+            at[id(c.event)] = max(at.get(id(c.event), 0), c.position)
+    if len(at) == len(learners):
+        return listed
+    taken = {c.position for c in listed}
+    first_listed = next((i for i, e in enumerate(learners) if id(e) in at), len(learners))
+    leading = sum(UNLISTED_WIDTH.get(e.name, 0) for e in learners[:first_listed])
+    added = []
+    before = 0
+    for i, event in enumerate(learners):
+        if id(event) in at:
+            before = at[id(event)]
+            continue
+        width = UNLISTED_WIDTH.get(event.name)
+        later = [at[id(e)] for e in learners[i + 1 :] if id(e) in at]
+        span = range(before + 1, before + 1 + (width or 0))
+        if (
+            width
+            and (before or min(taken, default=1) <= 1 + leading)
+            and not taken.intersection(span)
+            and (not later or span[-1] < min(later))
+        ):
+            added.append(Call(rank, span[0], event.name, event=event))
+            taken.update(span)
+            before = span[-1]
+    return sorted(listed + added, key=lambda c: c.position)
+
+
+def position_in_group(run: Run, rank: int, event: Event) -> int | None:
+    """Where the ledger puts one learner call: its position in the group's sequence (the first, for a call
+    torch runs as two, like ``broadcast_object_list``), or None when the ledger numbers calls by the
+    learner's call number (a flight record could not be read)."""
+    if len(flights(run)) != len(run.ranks):
+        return None
+    found = [c.position for c in collective_calls(run).get(rank, []) if c.event is event]
+    return min(found) if found else None
 
 
 def ordinal(n: int) -> str:
@@ -239,9 +293,19 @@ def ledger(run: Run) -> str:
     lines += _chain_note(by_rank, positions)
     found = flights(run)
     if len(found) == len(run.ranks):
+        unlisted = sorted({c.name for cs in calls.values() for c in cs if c.entry is None})
         lines.append(
             "(# is the position in the group's sequence, from torch's flight recorder; "
-            "'·' marks collectives torch issued itself, with the learner's line that led there)"
+            "'·' marks collectives torch issued itself, with the learner's line that led there"
+            + (
+                f"; {' and '.join(unlisted)} take{'s' if len(unlisted) == 1 else ''} two positions and "
+                "torch's flight recorder does not list "
+                + ("it" if len(unlisted) == 1 else "them")
+                + ", so barrierlab's record places it"
+                if unlisted
+                else ""
+            )
+            + ")"
         )
     elif found:
         lines.append(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.calls import collectives, flights, ordinal, site_key, subgroup_calls, where_text
+from barrierlab.calls import collectives, flights, ordinal, position_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
@@ -626,7 +626,7 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k) + _abort_evidence(f)
     return Diagnosis(
         "silently-paired",
-        f"Different calls paired silently at call #{k}: "
+        f"Different calls paired silently at {_call_no(f)}: "
         + _ops_at(f)
         + " — gloo runs both as "
         + next(iter(underlying))
@@ -667,7 +667,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
     return Diagnosis(
         "mismatched-collectives",
-        f"Different collectives at the same position: call #{k} is {_ops_at(f)}.",
+        f"Different collectives at the same position: {_call_no(f)} is {_ops_at(f)}.",
         evidence,
         "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
@@ -678,6 +678,18 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
+
+
+def _call_no(f: Facts) -> str:
+    """'call #k' (the ranks' k-th collective on the group), with the ledger's row when the ledger, which numbers
+    calls by their position in the group's sequence, puts it elsewhere (attack15 a13: a ``monitored_barrier``
+    or a ``broadcast_object_list`` before it takes two positions): "call #2 (row 3 of the ledger)"."""
+    k = f.first_diff
+    rows = sorted({p for r, e in f.at_k.items() if (p := position_in_group(f.run, r, e)) is not None})
+    if not rows or rows == [k]:
+        return f"call #{k}"
+    listed = " and ".join(map(str, rows))
+    return f"call #{k} (row{'s' if len(rows) > 1 else ''} {listed} of the ledger)"
 
 
 def _place(event) -> str:
@@ -1098,7 +1110,7 @@ def rule_still_running(f: Facts) -> Diagnosis | None:
     them = "them" if len(f.missing) > 1 else "it"
     return Diagnosis(
         "still-running",
-        f"{rank_list(f.missing)} had not reached call #{f.first_diff} ({event.name}) yet when the deadline stopped "
+        f"{rank_list(f.missing)} had not reached {_call_no(f)} ({event.name}) yet when the deadline stopped "
         f"{them}: still busy, not missing.",
         _arrival_evidence(f),
         "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, give the "
