@@ -44,8 +44,10 @@ forms it there, else an earlier collective did); with ``formed=False`` a group's
 and ``ncclCommInitRank`` "implicitly synchronizes with other ranks" (NCCL's API docs), so every member's host
 waits there for every member, whatever the op (``init_process_group``'s docstring on ``device_id``: "the
 communicator is immediately formed ... rather than the normal lazy call").
-A file open for writing is one point, when it was opened: a file kept open across a synchronising call is
-taken as written before it. A folder one rank makes (``os.mkdir``, ``os.makedirs``, ``Path.mkdir``) is needed
+A file access runs from its open to the last synchronising call of its thread after which the recorder saw
+the file still open (its "held" event), or is one point, the open, when it was closed before the next such call:
+bytes written through a file kept open past a barrier may land after it; a file opened for reading whose offset
+was still 0 when such a call returned is taken as read after it. A folder one rank makes (``os.mkdir``, ``os.makedirs``, ``Path.mkdir``) is needed
 by every access of a path inside it on another rank, unless that rank made the folder (or one around the path)
 itself first: ``makedirs(..., exist_ok=True)`` on every rank needs no order. Only the default group's members are known for calls without ``group``.
 """
@@ -108,6 +110,10 @@ class Access:
     #: same thread then locks (its lock file) is taken inside the hold it opened the file for (the reads and
     #: writes through the descriptor happen there), unless the open truncated the file.
     at: object = field(default=None, repr=False, compare=False)
+    #: The event where the access ends in the rank's order, when not where it begins: a file kept open across a
+    #: synchronising call may be read or written through up to the last call it was seen open after (its
+    #: "held" event; attack15 a03, a11).
+    until: object = field(default=None, repr=False, compare=False)
 
     @property
     def who(self) -> str:
@@ -158,28 +164,36 @@ class Race:
         if self.made:
             return self._folder_text()
         entry = a.how == "list" or b.how == "list"  # a folder's listing against a change of one of its entries
-        said = f"{b.who} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)})"
-        if a.event.end is not None and a.event.end <= b.event.start:  # over by then, but only by the clock
+        said = f"{b.who} {_did(b, entry, gone=self.gone)} at {b.where()} (t={self._t(b)}{self._kept(b)})"
+        a_end = (a.until or a.event).end
+        if a_end is not None and a_end <= b.event.start:  # over by then, but only by the clock
             if (
                 a.how in ("read", "look") and _found_no_file(a.event) and b.how == "write"
             ):  # too early: "between them" misleads
                 return (
-                    f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}): "
+                    f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}): "
                     f"nothing orders them on {self.backend}, and the write should come first — a barrier, a "
                     f"blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the write and before the {a.how} "
                     f"would order it before the {a.how}"
                 )
             return (
-                f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}), but "
+                f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}), but "
                 f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
             )
         return (
-            f"{said} while {a.who} was {_doing(a, entry, a.path == b.path)} at {a.where()} (t={self._t(a)}); nothing orders "
+            f"{said} while {a.who} was {_doing(a, entry, a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}); nothing orders "
             f"them on {self.backend} — {ORDERERS}"
         )
 
     def _t(self, access: Access) -> str:
         return f"{access.event.start - self.origin:.3f} s"
+
+    def _kept(self, access: Access) -> str:
+        """For a file kept open past a synchronising call, until when: its reads or writes may come that late."""
+        if access.until is None or access.until.start is None:
+            return ""
+        kept = f", and kept open past a call that returned at t={access.until.start - self.origin:.3f} s"
+        return kept + (": close it before that call" if access.how in ("write", "append") else "")
 
     @property
     def made(self) -> Access | None:
@@ -319,6 +333,9 @@ class Order:
         #: id(open event) -> the lock event whose hold the open is taken in (:attr:`Access.at`)
         self._at: dict[int, object] = {}
         self._locks()
+        #: id(open event) -> the "held" event where the access through it ends (:attr:`Access.until`)
+        self._until: dict[int, object] = {}
+        self._held()
         self._reach: dict[tuple[int, int], set[tuple[int, int]]] = {}
         self._vc: dict[tuple[int, int], list[int]] | None = None
         self._column: dict[tuple[int, object], int] = {}
@@ -573,6 +590,37 @@ class Order:
                     self._edge(self.enter(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))  # its misses and its find were the wait
 
+    def _held(self) -> None:
+        """Files kept open across a synchronising call (the recorder's "held" events, written once the file was
+        found closed): the accesses through the opens of that path since its previous "held" end at the last
+        one, and a read that had read nothing yet (value "unused") begins there, not at its open: a log opened
+        before a barrier and read after it is read after it (attack15 a11), while bytes written through a file
+        kept open past a barrier may land after it (a03)."""
+        for events in self.events.values():
+            opens: dict[tuple, list] = {}  # (lane, path) -> opens not yet ended by a "held"
+            unused: dict[tuple, object] = {}
+            for e in events:
+                if e.kind != "file" or not e.path or e.name in ("exists", "list", "mkdir", "ensure"):
+                    continue
+                key = (e.lane, e.path)
+                if e.name != "held":
+                    if e.name in ("read", "write", "append") and e.value != "missing":
+                        opens.setdefault(key, []).append(e)
+                    continue
+                if e.value == "unused":
+                    unused[key] = e
+                    continue
+                start = unused.pop(key, None)
+                for opening in opens.pop(key, ()):
+                    self._until[id(opening)] = e
+                    if start is not None and opening.name == "read" and id(opening) not in self._at:
+                        self._at[id(opening)] = start
+            for key, start in unused.items():  # an unused mark with no later "held": the file was last seen so
+                for opening in opens.pop(key, ()):
+                    self._until[id(opening)] = start
+                    if opening.name == "read" and id(opening) not in self._at:
+                        self._at[id(opening)] = start
+
     def _locks(self) -> None:
         """File locks (``fcntl.flock``/``lockf``; ``filelock.FileLock`` on Linux): an exclusive hold excludes every
         other hold of the same file (device and inode), a shared one the exclusive ones. Of two such holds on two
@@ -758,7 +806,7 @@ class Order:
         return self.enter(access.rank, access.at or access.event)
 
     def access_leave(self, access: Access) -> tuple[int, int]:
-        return self.leave(access.rank, access.at or access.event)
+        return self.leave(access.rank, access.until or access.at or access.event)
 
     def ordered_at(self, rank_a: int, time_a: float, rank_b: int, time_b: float) -> bool:
         """What ``rank_a`` did up to ``time_a`` happens before what ``rank_b`` does from ``time_b`` on: a path of
@@ -805,11 +853,11 @@ class Order:
         found = []
         for rank, events in self.events.items():
             for e in events:
-                if e.kind != "file" or not e.path or e.name == "exists":  # a look changes and hands over nothing
+                if e.kind != "file" or not e.path or e.name in ("exists", "held"):  # a look hands over nothing
                     continue
                 if (rank, e.lane, e.path) in self._waited_for and _found_no_file(e):
                     continue  # a miss of a rank that then found the published file: part of its wait, read nothing
-                found.append(Access(rank, e.name, e.path, e, self._at.get(id(e))))
+                found.append(Access(rank, e.name, e.path, e, self._at.get(id(e)), self._until.get(id(e))))
                 if e.name == "rename" and e.to:
                     found.append(Access(rank, "write", e.to, e))
         return found

@@ -147,6 +147,13 @@ class _PerThread(threading.local):
         #: Whole-file locks this thread holds: descriptor -> [its file ("device:inode"), the fields of its
         #: "unlock" line, when the descriptor was last seen open] (see :meth:`_Recorder.held`).
         self.holds: dict[int, list] | None = None
+        #: The learner's files this thread opened and has not been seen to close: their path as JSON text ->
+        #: [the path as the system names it, when last seen still open as a synchronising call of the thread
+        #: returned (or None), when last seen so with nothing read or written through it yet (or None), whether
+        #: it was seen read or written, the descriptors it was last found at] (see :meth:`_Recorder.opened`).
+        self.opened: dict[str, list] | None = None
+        #: Ids of the synchronising calls this thread is in while it has files open.
+        self.syncs: set[int] | None = None
         thread = _current_thread()
         self.depth = 1 if thread is not None and str(thread.name).startswith(_MACHINERY_THREADS) else 0
 
@@ -162,6 +169,46 @@ def _current_thread() -> threading.Thread | None:
         return threading._active.get(threading.get_ident())  # noqa: SLF001 - read only
     except Exception:  # noqa: BLE001
         return None
+
+
+def _names(fd: str) -> str | None:
+    """What this process's descriptor ``fd`` names (a path, ``socket:[…]``), None when it is closed."""
+    try:
+        return os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        return None
+
+
+def _descriptors() -> dict[str, list[str]] | None:
+    """Every open descriptor of this process by what it names; None without ``/proc``."""
+    found: dict[str, list[str]] = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        name = _names(fd)
+        if name is not None:
+            found.setdefault(name, []).append(fd)
+    return found
+
+
+def _offset(fd: str) -> int | None:
+    """The file offset of this process's descriptor ``fd`` (its ``pos`` in ``/proc/self/fdinfo``), None if unknown."""
+    try:
+        with open("/proc/self/fdinfo/" + fd, "rb") as info:
+            first = info.readline()
+    except OSError:
+        return None
+    return int(first.split()[1]) if first.startswith(b"pos:") else None
+
+
+#: The most files one thread's opens are followed for at once (see :meth:`_Recorder.opened`): a rank that opens
+#: thousands between two collectives has the rest taken at their open.
+_OPENED_KEPT = 256
+
+#: Kinds of call that may order this rank with others: a file kept open across one is looked at as it returns.
+_SYNCHRONISING = frozenset(("collective", "p2p", "store", "wait"))
 
 
 class _Recorder:
@@ -381,6 +428,62 @@ class _Recorder:
             for hold in holds.values():
                 hold[2] = t
 
+    def opened(self, path: str, name) -> None:
+        """This thread opened the learner's file ``path`` (JSON text; ``name`` as the rank gave it). Python records
+        no close and no write: bytes written through a file object kept open across a barrier may reach the file
+        after it (attack15 a03), and a file opened before a barrier may be read after it (a11). So as each
+        synchronising call of the thread returns, the files it still has open are looked up in
+        ``/proc/self/fd``; once one is found closed, a "held" event is written at the time it was last seen open
+        (sorting right after that call), and before it one with value "unused" at the last such time its file
+        offset (``/proc/self/fdinfo``) was still 0: nothing read or written through it yet. The ordering model
+        takes the access from the open (a read from the "unused" mark) to the last "held" one."""
+        opened = self._thread.opened
+        if opened is None:
+            opened = self._thread.opened = {}
+        if path not in opened and len(opened) < _OPENED_KEPT:
+            try:
+                opened[path] = [json.loads(path), None, None, False, None]
+            except ValueError:
+                pass
+
+    def _look_at_opened(self, opened: dict[str, list], now: float | None) -> None:
+        """Which of ``opened`` are still open (``now``: the time a synchronising call returned), and a "held"
+        line for each found closed after it was seen open past such a call; ``now`` None: the rank ends, every
+        file counts as closed. The descriptors a file was found at are looked at first (one ``readlink`` each:
+        a log kept open through a training loop costs microseconds per collective); the whole table only when
+        one of them no longer names it."""
+        names: dict[str, list[str]] | None = None  # the path a descriptor names -> those descriptors
+        for path, seen in list(opened.items()):
+            fds = None
+            if now is not None:
+                if seen[4] and all(_names(fd) == seen[0] for fd in seen[4]):
+                    fds = seen[4]
+                else:
+                    if names is None:
+                        names = _descriptors()
+                        if names is None:  # no /proc (not Linux): files kept open are taken at their open
+                            opened.clear()
+                            return
+                        bases = {os.path.basename(name) for name in names}
+                    fds = names.get(seen[0])
+                    if not fds and os.path.basename(seen[0]) in bases:  # through a symlink: resolved only then
+                        seen[0] = os.path.realpath(seen[0])
+                        fds = names.get(seen[0])
+                    seen[4] = fds
+            if fds:
+                seen[1] = now
+                if not seen[3]:
+                    if all(_offset(fd) == 0 for fd in fds):
+                        seen[2] = now
+                    else:
+                        seen[3] = True
+                continue
+            del opened[path]
+            for t, value in ((seen[2], ',"value":"unused"'), (seen[1] if seen[1] != seen[2] else None, "")):
+                if t is not None:
+                    line = f'{{"id":{next(self._ids)},"kind":"file","name":"held","t":{t!r},"end":{t!r},"path":{path}'
+                    self._emit((line + value + self.lane() + "}\n").encode())
+
     def enter(
         self, kind: str, name: str, numbered: bool, site: tuple | None, extra: str = "", flush: bool = True
     ) -> int:
@@ -389,6 +492,11 @@ class _Recorder:
         if holds:
             self._check_holds(holds)
         event_id = next(self._ids)
+        if kind in _SYNCHRONISING and self._thread.opened:
+            syncs = self._thread.syncs
+            if syncs is None:
+                syncs = self._thread.syncs = set()
+            syncs.add(event_id)
         now = time.monotonic()
         self._still_held(holds, now)
         line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{now!r}'
@@ -433,6 +541,18 @@ class _Recorder:
             self._emit(f'{{"id":{event_id},"end":{now!r}{extra}}}\n'.encode())
         else:
             self.write({"id": event_id, "end": now, "error": _error_text(error)})
+        syncs = self._thread.syncs
+        if syncs and event_id in syncs:
+            syncs.discard(event_id)
+            opened = self._thread.opened
+            if opened:
+                self.depth += 1  # listing /proc/self/fd is audited: not the learner's access
+                try:
+                    self._look_at_opened(opened, now)
+                except Exception:  # noqa: BLE001 - a failure to look never reaches the learner's call
+                    opened.clear()
+                finally:
+                    self.depth -= 1
 
     def completed(self, event_id: int, future) -> None:
         """Done callback of an async call's future (runs on torch's thread): when its work finished."""
@@ -454,6 +574,9 @@ class _Recorder:
             for hold in holds.values():
                 hold[0] = None  # no file matches: each is written as released
             self._check_holds(holds)
+        if self._thread.opened:
+            with contextlib.suppress(Exception):
+                self._look_at_opened(self._thread.opened, None)
         self.flush()
         ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
@@ -1494,6 +1617,8 @@ def _record_access(event: str, args: tuple) -> None:
         # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
         _file_event(how, path, value="missing" if missing else "update" if update else None)
+        if not missing:
+            _recorder.opened(path, name)
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
