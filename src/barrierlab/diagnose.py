@@ -91,8 +91,10 @@ _ERRORS = (
     (
         re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
         "monitored barrier",
-        "monitored_barrier on rank 0 waited for the other ranks and names the ones that never arrived: {0} "
-        "(only the first missing rank unless wait_all_ranks=True).",
+        "rank 0's monitored barrier (a monitored_barrier call, or the check TORCH_DISTRIBUTED_DEBUG=DETAIL makes "
+        "before every collective) waited for the other ranks until the timeout and names the ones that never "
+        "arrived: {0} (a monitored_barrier call names only the first unless wait_all_ranks=True; DETAIL's check "
+        "names them all).",
     ),
     (
         re.compile(r"size doesn't match|EnforceNotMet"),

@@ -139,8 +139,8 @@ lint another library.
 DDP and FSDP: a model wrapped with ``DistributedDataParallel``/``DDP``/``FSDP`` (or ``accelerator.prepare``,
 ``fabric.setup``, ``fully_shard(model)``) is tracked by name in its function, as a ``self.`` attribute across
 the class's methods, into nested functions and into the parameters of functions of the file it is passed
-to. Calling it is a collective (DDP's forward broadcasts buffers and rebuilds buckets; FSDP's forward
-all-gathers parameters), except inside ``with Join(...)`` and, for DDP, under ``torch.no_grad()`` /
+to. Calling it is taken as a collective (DDP's forward broadcasts the buffers, if any, and once rebuilds the
+buckets; FSDP's forward all-gathers parameters), except inside ``with Join(...)`` and, for DDP, under ``torch.no_grad()`` /
 ``inference_mode`` when the file defines no buffers (no BatchNorm, ``register_buffer``); ``.backward()`` on a
 value computed from its output is a collective (DDP's gradient all_reduce, issued from C++), except inside
 ``with Join(...)`` or ``with model.no_sync():``.
@@ -3536,8 +3536,8 @@ class _Analysis:
                 "coll",
                 f"{written}() (DDP forward)",
                 f"ddp.forward.{written}",
-                "DDP's forward broadcasts module buffers and, after the first backward, rebuilds its "
-                "gradient buckets with a broadcast",
+                "DDP's forward broadcasts the module's buffers when it has any, and its first forward after the "
+                "first backward rebuilds the gradient buckets with two broadcasts",
             )
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
