@@ -1,0 +1,83 @@
+"""ReduceLROnPlateau stepped with each rank's own validation loss, training stopped once the LR falls below a floor.
+
+Models: rmchurch/disruptcnn issue #3 ("ReduceLROnPlateau not reducing in certain scenarios": in distributed runs
+the scheduler was stepped with the local ``total_loss``, the global one existed only in the logging),
+Project-MONAI/tutorials issue #1458 / PR #1461 ("Reduce ... val loss across ranks for DDP"), and fairseq's
+``fairseq_cli/train.py`` main loop (``while lr > cfg.optimization.stop_min_lr and epoch_itr.next_epoch_idx <=
+max_epoch``, ``lr = trainer.lr_step(epoch, valid_losses[0])``), here with ``torch.optim.lr_scheduler.ReduceLROnPlateau``.
+
+What it does: two ranks train a small DDP regressor. After each epoch each rank evaluates its own validation
+shard, steps ``ReduceLROnPlateau(patience=1, factor=0.1)`` with the result, reads the LR back from the optimizer
+and trains another epoch while ``lr > STOP_MIN_LR`` (two reductions end the run). At the end every rank joins a
+barrier before rank 0 would save.
+
+The bug: the value given to ``scheduler.step`` is the rank's own shard loss (``# BUG``), not the all-reduced one.
+Rank 1's shard comes from a drifted domain, so its loss gets worse as the model fits the training data and its
+scheduler cuts the LR twice within five epochs while rank 0's loss is still improving: rank 1 leaves the epoch loop and waits in the final barrier, rank 0 starts another
+epoch and waits in DDP's gradient all-reduce (``loss.backward()``); both time out. (Before that the two replicas
+already trained with different learning rates, silently.)
+"""
+import datetime
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+KIND = "buggy"
+WORLD_SIZE = 2
+TIMEOUT = 20
+
+LR = 0.05
+STOP_MIN_LR = 1e-3
+MAX_EPOCH = 15
+
+
+def make_shards(rank, world):
+    g = torch.Generator().manual_seed(7)
+    w = torch.randn(8, 1, generator=g)
+    x = torch.randn(64 * world, 8, generator=g)
+    y = x @ w
+    vx = torch.randn(32 * world, 8, generator=g)
+    vy = vx @ w
+    # rows i % world == 1 (rank 1's validation shard) come from a drifted domain (stand-in for a harder split):
+    # their targets move away from what the training data teaches
+    drifted = torch.arange(32 * world) % world == 1
+    vy[drifted] = -0.5 * vy[drifted]
+    return x[rank::world], y[rank::world], vx[rank::world], vy[rank::world]
+
+
+@torch.no_grad()
+def evaluate(model, vx, vy):
+    return F.mse_loss(model.module(vx), vy).item()
+
+
+def worker():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.1, patience=1)
+    x, y, vx, vy = make_shards(rank, world)
+    epoch, lr = 0, opt.param_groups[0]["lr"]
+    while lr > STOP_MIN_LR and epoch < MAX_EPOCH:
+        for i in range(0, len(x), 16):
+            loss = F.mse_loss(model(x[i:i + 16]), y[i:i + 16])
+            opt.zero_grad()
+            loss.backward()  # WAITS
+            opt.step()
+        val_loss = evaluate(model, vx, vy)
+        scheduler.step(val_loss)  # BUG
+        lr = opt.param_groups[0]["lr"]
+        print(f"rank {rank} epoch {epoch}: val {val_loss:.4f} lr {lr:.0e}")
+        epoch += 1
+    dist.barrier()  # WAITS
+    if rank == 0:
+        print(f"finished after {epoch} epochs")
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
