@@ -30,13 +30,14 @@ def main() -> int:
     diagnosis, ledger = str(run.diagnosis), run.ledger()
     print(diagnosis.splitlines()[0])
     print(ledger)
-    said = re.search(r"call #(\d+)", diagnosis)
+    # the learner's call number, and the ledger's row where the ledger numbers the call otherwise
+    said = re.search(r"call #(\d+)(?: \(row (\d+) of the ledger\))?", diagnosis)
     row = next((line.split()[0] for line in ledger.splitlines() if "barrier @" in line), None)
     if said is None or row is None:
         print("could not read the numbers")
         return 1
-    if said.group(1) != row:
-        print(f"BROKEN: the diagnosis says call #{said.group(1)}, the ledger shows that call at #{row}")
+    if (said.group(2) or said.group(1)) != row:
+        print(f"BROKEN: the diagnosis says {said.group(0)}, the ledger shows that call at #{row}")
         return 1
     print("held")
     return 0

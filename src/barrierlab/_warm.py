@@ -96,6 +96,7 @@ PRELOAD = (
     "torch.nn.parallel",
     "torch._dynamo",
     "torch.distributed.checkpoint",
+    "torch.distributed._functional_collectives",
     "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
     "barrierlab.sync",
     "barrierlab.scenarios",

@@ -38,7 +38,11 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 
 It is a model of the *host*: which Python-level events of one rank must have happened before which of
 another's. On NCCL it follows the host's view (a collective returns once enqueued); what the GPU's CUDA
-streams order is not modelled, nor collectives torch issues from C++ (DDP's), nor ``TORCH_NCCL_BLOCKING_WAIT``.
+streams order is not modelled, nor ``TORCH_NCCL_BLOCKING_WAIT``. Collectives torch issues for the learner are:
+a functional collective (``_functional_collectives``: DTensor's, or the learner's own) is recorded as an async call
+whose ``wait_tensor`` is its wait; DDP's gradient all_reduce, issued from C++ and seen only in torch's flight record,
+orders on gloo what each rank did before issuing it before what every rank does after its ``backward()``
+(:meth:`Order._gradient_all_reduces`); other C++ collectives (DDP's buffer and bucket broadcasts) order nothing here.
 By default the NCCL model takes each group's communicator as already formed (``init_process_group(device_id=...)``
 forms it there, else an earlier collective did); with ``formed=False`` a group's first collective forms it,
 and ``ncclCommInitRank`` "implicitly synchronizes with other ranks" (NCCL's API docs), so every member's host
@@ -324,6 +328,7 @@ class Order:
         self._joined: dict[tuple, tuple] = {}
         self._lanes()
         self._collectives()
+        self._gradient_all_reduces(run)
         self._point_to_point()
         self._store()
         #: (rank, lane, path) of each thread that waited for a published file (:meth:`_published`): its misses
@@ -391,6 +396,61 @@ class Order:
                 elif e.name == "forked" and e.of in forks and forks[e.of] < i and self._first_in_lane[rank][i]:
                     self._edge((rank, 2 * forks[e.of] + 1), (rank, 2 * i))
                     self._started.setdefault((rank, e.lane), (self._lane[rank][forks[e.of]], forks[e.of]))
+
+    def _gradient_all_reduces(self, run) -> None:
+        """DDP's gradient all_reduces, which torch issues from C++ during ``backward()`` (the recorder sees them only
+        in torch's flight record, with the time each was issued): on gloo, ``backward()`` returns once every
+        bucket's all_reduce completed (``Reducer::finalize_backward`` waits on each), and an all_reduce of a
+        non-empty tensor completes on a rank only after every member entered it. So what each rank did before it
+        issued one happens before what every other rank does after it issued its own: the next event the rank
+        records, once its ``backward()`` returned (attack16 a03: a file ordered by a DDP step was a false race).
+        Every rank's flight record must be read; a learner's comm hook, or a call recorded inside ``backward()``,
+        is not modelled. On NCCL ``backward()`` returns with them queued: nothing."""
+        if self.backend != "gloo":
+            return
+        at_position: dict[int, dict[int, object]] = {}
+        for result in run.ranks:
+            flight = getattr(result, "flight", None)
+            if not flight or result.rank not in self.events:
+                return
+            for entry in flight:
+                if (
+                    getattr(entry, "op", None) == "all_reduce"
+                    and getattr(entry, "issuer", None) == "DDP backward's gradient all_reduce"
+                    and entry.group == "0"
+                    and not entry.p2p
+                    and entry.start is not None
+                    and any(math.prod(size) for size in entry.sizes or ())
+                ):
+                    at_position.setdefault(entry.seq, {})[result.rank] = entry
+        for matched in at_position.values():
+            if set(matched) != set(self.events):
+                continue
+            before = {rank: self._point_before(rank, entry.start) for rank, entry in matched.items()}
+            after = {rank: self._point_after(rank, entry.start) for rank, entry in matched.items()}
+            for rank, later in after.items():
+                if later is None:
+                    continue
+                for other, earlier in before.items():
+                    if other != rank and earlier is not None:
+                        self._edge(earlier, later)
+
+    def _point_before(self, rank: int, t: float) -> tuple[int, int] | None:
+        """The last point of the rank's own thread at or before ``t``."""
+        found = None
+        for i, e in enumerate(self.events[rank]):
+            if e.start > t:
+                break
+            if self._lane[rank][i] is None:
+                found = (rank, 2 * i + 1) if e.end is not None and e.end <= t else (rank, 2 * i)
+        return found
+
+    def _point_after(self, rank: int, t: float) -> tuple[int, int] | None:
+        """The first event the rank's own thread began after ``t``: its entry."""
+        for i, e in enumerate(self.events[rank]):
+            if e.start > t and self._lane[rank][i] is None:
+                return (rank, 2 * i)
+        return None
 
     def _waits_of(self, rank: int) -> dict[int, object]:
         return {e.of: e for e in self.events[rank] if e.kind == "wait"}
