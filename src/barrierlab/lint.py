@@ -1795,17 +1795,66 @@ def _splits_between_ranks(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and _terminal(node.func) == "split_between_processes" and bool(node.args)
 
 
+def _endless_generator(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A generator function of the file that never ends by itself: its body ends in ``while True:`` (or
+    ``while 1:``) with a ``yield`` in it and no ``return``, and no ``break`` out of that loop (round 18: a mixture
+    of data sources that restarts the one a rank used up; only the caller's exits end a loop over it)."""
+    if not func.body:
+        return False
+    last = func.body[-1]
+    if not (isinstance(last, ast.While) and isinstance(last.test, ast.Constant) and last.test.value in (True, 1)):
+        return False
+    inner = list(_own_nodes(last.body))
+    if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in inner):
+        return False
+    if any(isinstance(n, ast.Return) for n in _own_nodes(func.body)):
+        return False
+    return not any(isinstance(n, ast.Break) for n in _loop_own_nodes(last.body))
+
+
+def _loop_own_nodes(body: list[ast.stmt]):
+    """The nodes of a loop's ``body`` a ``break`` there would leave that loop from: not inside inner loops."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (*_SCOPES, ast.For, ast.AsyncFor, ast.While)):
+                stack.append(child)
+
+
 def _loop_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
     """(loop variables, iterable, None) of ``for`` loops and comprehensions: a loop variable takes the values of
     its iterable, so it differs between ranks when the iterable does (``for name in stages[rank]``). Not for an
     endless loop (``itertools.cycle``): that is the recipe in which every rank marks its own end of data and the
     ranks agree on leaving; its exits are checked instead."""
-    return [
-        (_target_names(n.target), n.iter, None)
-        for n in nodes
-        if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
-        and not (isinstance(n.iter, ast.Call) and _terminal(n.iter.func) in _ENDLESS)
-    ]
+    pairs: list[tuple[list[str], ast.expr, int | None]] = []
+    for n in nodes:
+        if not isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) or (
+            isinstance(n.iter, ast.Call) and _terminal(n.iter.func) in _ENDLESS
+        ):
+            continue
+        target, bound = n.target, n.iter
+        # `for step, batch in enumerate(source)`: the step counts 0, 1, 2, ... whatever the source holds (round 18's
+        # `if step >= MAX_STEPS: break` over a rank's own mixture was taken as a rank-dependent exit); it differs
+        # between ranks only through `start=`
+        while (
+            isinstance(bound, ast.Call)
+            and _terminal(bound.func) == "enumerate"
+            and bound.args
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == 2
+        ):
+            start = (
+                bound.args[1]
+                if len(bound.args) > 1
+                else next((k.value for k in bound.keywords if k.arg == "start"), None)
+            )
+            if start is not None:
+                pairs.append((_target_names(target.elts[0]), start, None))
+            target, bound = target.elts[1], bound.args[0]
+        pairs.append((_target_names(target), bound, None))
+    return pairs
 
 
 _LOADER = re.compile(r"(?i)(?:loader|batches)$")
@@ -5018,6 +5067,9 @@ class _Walker:
             built = self._built_length(node, depth)
             if built is not None:
                 return built
+            callee = self.an._callee(node.func, self.self_class, self.unit)
+            if callee is not None and _endless_generator(self.an.table[callee].node):
+                return "endless"
         if not isinstance(node, ast.Call) or node.keywords:
             return None
         name, args = _terminal(node.func), node.args
