@@ -675,8 +675,8 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
         f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
         "an all_reduce of an empty tensor, returns at once). Make every rank call the same "
-        "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch in "
-        "milliseconds while you develop.",
+        "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at "
+        "once while you develop.",
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
@@ -1174,8 +1174,8 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
         f"{event.name} calls at {_place(event)} than {rank_list(f.missing)}.",
         evidence,
-        "Give every rank the same number of iterations (pad or drop the uneven data, as "
-        "DistributedSampler(drop_last=True) does), or agree on the count first with an all_reduce(MIN); "
+        "Give every rank the same number of iterations (pad the uneven data, as DistributedSampler does by "
+        "default, or drop it, as it does with drop_last=True), or agree on the count first with an all_reduce(MIN); "
         "for DDP, torch.distributed.algorithms.Join handles uneven inputs.",
         ranks=arrived,
         site=_site(event),
