@@ -1104,3 +1104,18 @@ def test_ddps_first_forward_syncs_buffers_even_in_eval_under_no_grad_and_the_adv
     assert "at the start of its first forward after it was built, whatever the mode" in run.diagnosis.advice, (
         run.diagnosis
     )
+
+
+def send_a_transposed_view():
+    """Round 18's pipeline: a stage sends ``hidden.transpose(0, 1)`` without ``.contiguous()``; gloo refuses it."""
+    if dist.get_rank() == 0:
+        dist.send(torch.ones(2, 3).t(), dst=1)  # refused before anything is sent
+    else:
+        dist.recv(torch.empty(3, 2), src=0)
+
+
+def test_a_send_torch_refused_is_a_failure_not_a_cycle_of_waits():
+    run = bl.run(send_a_transposed_view, 2, timeout=5, deadline=20)
+    d = run.diagnosis
+    assert d.kind != "p2p-cycle", d
+    assert "rank 0 failed by itself" in d.headline and f"py:{line_of(send_a_transposed_view, 'refused')}," in d.headline

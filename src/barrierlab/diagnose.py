@@ -1470,15 +1470,31 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
 
 def _blocked_in_p2p(f: Facts) -> dict[int, Event]:
     """The ranks that did not finish whose last call was a blocking ``send``/``recv`` that never returned
-    normally (still inside it, or left with an error), with that call."""
+    normally (still inside it, or left with an error of waiting: a timeout, a peer gone), with that call. A call
+    torch refused before sending anything (round 18: gloo's "input tensor has to be contiguous") waited for no one."""
     found = {}
     for rank in f.failed:
         calls = [e for e in f.run[rank].events if e.kind in CALL_KINDS]
         last = calls[-1] if calls else None
         if last is not None and last.kind == "p2p" and last.name in ("send", "recv"):
-            if last.end is None or last.error:
+            if last.end is None or (last.error and _waited(last)):
                 found[rank] = last
     return found
+
+
+#: The kinds of error (:func:`explain_error`) a call raises after waiting for its peers.
+_WAITING_ERRORS = frozenset({"gloo timeout", "peer gone", "poisoned group", "monitored barrier"})
+#: A call that failed with an error of no known kind this fast refused its arguments rather than waited.
+_REFUSED_WITHIN = 0.1
+
+
+def _waited(event: Event) -> bool:
+    """Whether a call that failed had been waiting for its peers: its error is one of waiting, or of no known
+    kind after it had been in the call a while."""
+    explained = explain_error(event.error or "")
+    if explained is not None:
+        return explained[0] in _WAITING_ERRORS
+    return event.end is None or event.end - event.start >= _REFUSED_WITHIN
 
 
 def _p2p_peer(event: Event) -> int | None:
