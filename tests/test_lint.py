@@ -1978,3 +1978,66 @@ def step(rank):
         )
     )
     assert ("p2p-order", 5) in [(f.kind, f.line) for f in every_rank]  # every rank sends first: the hang
+
+
+# Round 18's correct_mixture_restart_exhausted_source (modelled on HF datasets' interleave_datasets): a mixture
+# generator that restarts a source this rank used up never ends by itself; the loop ends on a step cap that is the
+# same on every rank, although each rank mixes its own shard.
+MIXTURE = """\
+import random
+import torch
+import torch.distributed as dist
+
+def mixture(sources, seed):
+    rng = random.Random(seed)
+    iters = [iter(s) for s in sources]
+    while True:
+        i = rng.randrange(len(sources))
+        try:
+            batch = next(iters[i])
+        except StopIteration:
+            iters[i] = iter(sources[i])
+            batch = next(iters[i])
+        yield batch
+
+def train(rank, world):
+    mine = list(range(rank, 20, world))
+    for step, batch in enumerate(mixture([mine, mine[:2]], seed=1)):
+        if CAP:
+            break
+        dist.all_reduce(torch.ones(1))
+"""
+
+
+@pytest.mark.parametrize(
+    ("cap", "ending", "flagged"),
+    [
+        ("step >= 8", "", False),  # the enumerate counter is the same on every rank
+        ("batch > 10", "", True),  # this rank's own data decides
+        ("step >= 8", "        if i == 9:\n            return\n", True),  # a generator that can end is not endless
+    ],
+)
+def test_an_endless_generator_of_the_file_and_an_enumerate_counter(cap, ending, flagged):
+    source = MIXTURE.replace("CAP", cap).replace("        yield batch\n", "        yield batch\n" + ending)
+    assert bool(lint_source(source)) is flagged, lint_source(source)
+
+
+@pytest.mark.parametrize(
+    ("stop", "flagged"),
+    [
+        ("len(torch.randn(8 * world * 4, 6))", False),  # 32 * world rows in blocks of 4: 8 blocks each
+        ("30 * world", True),  # 60 rows on 2 ranks: 8 and 7 blocks
+        ("len(data)", True),  # unknown length
+    ],
+)
+def test_blocks_of_c_items_dealt_round_robin(stop, flagged):
+    """Round 18's correct_rng_resume_suppress_read_only: ``range(4 * rank, n, 4 * world)`` deals blocks of 4."""
+    source = f"""\
+import torch
+import torch.distributed as dist
+
+def train(rank, world, data):
+    for i in range(4 * rank, {stop}, 4 * world):
+        dist.all_reduce(torch.ones(1))
+"""
+    assert bool(lint_source(source)) is flagged, lint_source(source)

@@ -1812,6 +1812,17 @@ def _endless_generator(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return not any(isinstance(n, ast.Break) for n in _loop_own_nodes(last.body))
 
 
+def _scaled(node: ast.expr) -> tuple[int, ast.expr] | None:
+    """``c * x`` or ``x * c`` (``c`` an int literal) -> (c, x); a plain name -> (1, the name); else None."""
+    if isinstance(node, ast.Name):
+        return 1, node
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for const, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(const, ast.Constant) and type(const.value) is int and isinstance(other, ast.Name):
+                return const.value, other
+    return None
+
+
 def _loop_own_nodes(body: list[ast.stmt]):
     """The nodes of a loop's ``body`` a ``break`` there would leave that loop from: not inside inner loops."""
     stack = list(body)
@@ -5106,6 +5117,8 @@ class _Walker:
             decided = self._world_split(hi, args[2])
             if decided is not None:
                 return decided
+            if self._blocks_dealt_evenly(start, hi, args[2]):
+                return "uniform"
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
@@ -5356,6 +5369,29 @@ class _Walker:
                 return None  # a symbolic multiple of the world size: decided by the caller
             return "uniform"
         return None
+
+    def _blocks_dealt_evenly(self, start: ast.expr, total: Any, step: ast.expr) -> bool:
+        """``range(c * rank, n, c * world)``: blocks of ``c`` items dealt round-robin (round 18's
+        ``[data[i:i + 4] for i in range(4 * rank, len(data), 4 * world)]``). Every rank takes ``n / (c * world)``
+        of them when ``n`` is a multiple of ``c * world``: a constant with the world size the file states, or a
+        polynomial each of whose terms holds the world size with a coefficient that ``c`` divides
+        (``len(torch.randn(8 * world * 4, 6))``)."""
+        scaled_start, scaled_step = _scaled(start), _scaled(step)
+        if scaled_start is None or scaled_step is None or scaled_start[0] != scaled_step[0]:
+            return False
+        c, rank, world = scaled_start[0], scaled_start[1], scaled_step[1]
+        if c < 1 or not isinstance(rank, ast.Name) or not self._world_step(world) or not isinstance(total, tuple):
+            return False
+        terms = {key: coeff for key, coeff in total[0].items() if coeff}
+        if set(terms) <= {()}:
+            n, size = terms.get((), 0), self.an.world_size
+            return size is not None and n % (c * size) == 0
+        nodes = total[1]
+
+        def worldly(atom: str) -> bool:  # the world size, as written or as the name stands for
+            return atom == ast.unparse(world) or (atom in nodes and self._world_step(nodes[atom]))
+
+        return all(key and any(worldly(atom) for atom in key) and coeff % c == 0 for key, coeff in terms.items())
 
     def _world_step(self, node: ast.AST) -> bool:
         """Whether a slice step is the world size: ``get_world_size()`` (of the default group), or a name

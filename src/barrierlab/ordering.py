@@ -322,6 +322,9 @@ class Order:
         self.edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
         #: edges between two lanes of one rank (a thread's start and join, a fork): not between ranks
         self.lane_edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        #: edges of collectives torch issued that the record holds no call for (DDP's gradient all_reduce): they
+        #: order, but no recorded call waited there (:meth:`edges_into` leaves them out)
+        self.torch_edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
         #: (rank, lane) -> (lane, index) of the event that started it (a thread's start, a child's fork) and of the
         #: join that ended it, where the model has that edge
         self._started: dict[tuple, tuple] = {}
@@ -433,7 +436,7 @@ class Order:
                     continue
                 for other, earlier in before.items():
                     if other != rank and earlier is not None:
-                        self._edge(earlier, later)
+                        self.torch_edges.setdefault(earlier, set()).add(later)
 
     def _point_before(self, rank: int, t: float) -> tuple[int, int] | None:
         """The last point of the rank's own thread at or before ``t``."""
@@ -758,6 +761,8 @@ class Order:
         yield from self.edges.get(point, ())
         if self.lane_edges:
             yield from self.lane_edges.get(point, ())
+        if self.torch_edges:
+            yield from self.torch_edges.get(point, ())
 
     def reachable(self, point: tuple[int, int]) -> set[tuple[int, int]]:
         """Every point ``point`` happens before (on other ranks: the earliest of each rank is enough)."""
@@ -786,7 +791,7 @@ class Order:
             for index in range(2 * len(events)):
                 if index % 2 or not first[index // 2]:
                     waiting[(rank, index)] = 1  # its predecessor in program order
-        for edges in (self.edges, self.lane_edges):
+        for edges in (self.edges, self.lane_edges, self.torch_edges):
             for targets in edges.values():
                 for b in targets:
                     waiting[b] = waiting.get(b, 0) + 1
