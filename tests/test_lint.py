@@ -2041,3 +2041,41 @@ def train(rank, world, data):
         dist.all_reduce(torch.ones(1))
 """
     assert bool(lint_source(source)) is flagged, lint_source(source)
+
+
+@pytest.mark.parametrize(
+    ("guard", "buffers", "flagged"),
+    [
+        ("with torch.no_grad():", "", False),  # a forward without gradients of a model without buffers: nothing
+        ("if True:", "", True),  # with gradients the first forward after a backward rebuilds the buckets
+        ("with torch.no_grad():", "model.register_buffer('scale', torch.ones(1))\n    ", True),  # buffers: broadcast
+    ],
+)
+def test_a_helpers_ddp_forward_called_with_gradients_off(guard, buffers, flagged):
+    """Round 19's correct_eval_stats_fresh_dict: rank 0 previews ``evaluate(model, ...)``, which calls
+    ``task_loss(model, x)`` inside ``torch.no_grad()``; the helper's only collective is the DDP forward."""
+    source = f"""\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def task_loss(model, x):
+    return model(x).sum()
+
+def evaluate(model, batches):
+    total = 0.0
+    {guard}
+        for x in batches:
+            total += task_loss(model, x).item()
+    return total
+
+def train(rank, batches):
+    model = torch.nn.Linear(4, 1)
+    {buffers}model = DDP(model)
+    for x in batches:
+        task_loss(model, x).backward()
+    if rank == 0:
+        evaluate(model, batches)
+    dist.barrier()
+"""
+    assert bool(lint_source(source)) is flagged, lint_source(source)

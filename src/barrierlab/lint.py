@@ -2279,6 +2279,7 @@ class _Analysis:
         self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
         self._parent_maps: dict[int, dict[int, ast.AST]] = {}
         self._rank_only_calls: dict[str, bool] = {}
+        self._no_grad_calls: dict[str, bool] = {}
         self._return_classes: dict[str, str | None] = {}  # function -> the class of the file its objects are of
         self._stored: dict[str, list[tuple[_Func, ast.Call]]] | None = None
         self.passed: dict[tuple[str, str], str] = {}
@@ -2877,13 +2878,17 @@ class _Analysis:
         function found in an earlier round). Each function is scanned once: linear in the file's calls."""
         calls: dict[str, list[_Call]] = {}
         callers: dict[str, list[str]] = {}
+        placed: dict[str, list[tuple[ast.Call, _Call]]] = {}
         for func in self.table.values():
             nodes = sorted(
                 (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
                 key=lambda n: (n.lineno, n.col_offset),
             )
-            calls[func.key] = [c for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
-            calls[func.key] += self._decorator_wrappers(func)
+            placed[func.key] = [(n, c) for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
+        if not self.has_buffers:
+            self._drop_forwards_without_grad(placed)
+        for func in self.table.values():
+            calls[func.key] = [c for _, c in placed[func.key]] + self._decorator_wrappers(func)
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
@@ -2906,6 +2911,42 @@ class _Analysis:
                 self.reach[key] = (display, target)
                 self.reach_notes[key] = note or self.reach_notes.get(target, "")
             frontier = list(found)
+
+    def _drop_forwards_without_grad(self, placed: dict[str, list[tuple[ast.Call, _Call]]]) -> None:
+        """Calls made with gradients off (``with torch.no_grad():``) of functions of the file whose only
+        collectives are DDP forwards: for a model without buffers such a forward issues nothing (round 19's
+        ``evaluate`` calling ``task_loss(model, ...)`` under ``no_grad`` on rank 0 alone). Functions that reach
+        other collectives keep every call."""
+        own = {key: [c for _, c in seq if c.kind == "coll"] for key, seq in placed.items()}
+        callees = {key: {c.target for _, c in seq if c.kind == "call"} for key, seq in placed.items()}
+        reaching = {key for key, colls in own.items() if colls}
+        grown = True
+        while grown:
+            grown = False
+            for key, targets in callees.items():
+                if key not in reaching and targets & reaching:
+                    reaching.add(key)
+                    grown = True
+        forward_only = {key for key in reaching if all(c.target.startswith("ddp.forward.") for c in own[key])}
+        shrunk = True
+        while shrunk:
+            shrunk = False
+            for key in list(forward_only):
+                if any(t in reaching and t not in forward_only for t in callees[key]):
+                    forward_only.discard(key)
+                    shrunk = True
+        if not forward_only:
+            return
+        for key, seq in placed.items():
+            placed[key] = [
+                (node, c)
+                for node, c in seq
+                if not (
+                    c.kind == "call"
+                    and c.target in forward_only
+                    and "no_grad" in self.contexts.get(id(node), frozenset())
+                )
+            ]
 
     def _decorator_wrappers(self, func: _Func) -> list[_Call]:
         """A call of ``func`` runs the wrapper of each decorator of the file it carries (``@synced`` whose
@@ -3061,18 +3102,40 @@ class _Analysis:
         """Whether the file calls function ``key``, and every call sits under a rank test: a pipeline stage's
         function (``if rank == 0: run_stage0(...)``) that not every rank runs."""
         if key not in self._rank_only_calls:
-            sites = []
-            for scope, nodes, unit in self._scopes():
-                self_class = self._class_of(scope)
-                for node in nodes:
-                    if isinstance(node, ast.Call) and _dotted(node.func) is not None:
-                        target = self._callee(node.func, self_class, unit) or self._indirect(
-                            node.func, self_class, scope
-                        )
-                        if target == key:
-                            sites.append((node, scope, unit))
+            sites = self._call_sites(key)
             self._rank_only_calls[key] = bool(sites) and all(self.under_rank_test(n, s, u) for n, s, u in sites)
         return self._rank_only_calls[key]
+
+    def _call_sites(self, key: str) -> list[tuple[ast.Call, str | None, _Unit]]:
+        """Every call of function ``key`` in the file: (the call, the scope it is in, its unit)."""
+        sites = []
+        for scope, nodes, unit in self._scopes():
+            self_class = self._class_of(scope)
+            for node in nodes:
+                if isinstance(node, ast.Call) and _dotted(node.func) is not None:
+                    target = self._callee(node.func, self_class, unit) or self._indirect(node.func, self_class, scope)
+                    if target == key:
+                        sites.append((node, scope, unit))
+        return sites
+
+    def called_only_under_no_grad(self, key: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the file calls function ``key`` and every call runs with gradients off: inside ``with
+        torch.no_grad()`` (or ``inference_mode``, a decorator of either), or in a function itself only called so
+        (round 19: an ``evaluate`` that calls ``task_loss(model, ...)`` inside ``torch.no_grad()``, whose DDP
+        forward issues nothing for a model without buffers)."""
+        if key in self._no_grad_calls:
+            return self._no_grad_calls[key]
+        if key in seen:
+            return False
+        sites = self._call_sites(key)
+        found = bool(sites) and all(
+            "no_grad" in self.contexts.get(id(node), frozenset())
+            or (scope is not None and self.called_only_under_no_grad(scope, seen | {key}))
+            for node, scope, _ in sites
+        )
+        if not seen:
+            self._no_grad_calls[key] = found
+        return found
 
     def switched_off(self, call: ast.Call, key: str) -> bool:
         """Whether ``call`` of function ``key`` turns its collectives off: every collective of ``key`` (and
@@ -3583,7 +3646,8 @@ class _Analysis:
         written = _dotted(call.func) or ""
         if written in ddp:
             kind = ddp[written]
-            if "join" in ctx or (kind == "ddp" and "no_grad" in ctx and not self.has_buffers):
+            no_grad = "no_grad" in ctx or (scope is not None and self.called_only_under_no_grad(scope))
+            if "join" in ctx or (kind == "ddp" and no_grad and not self.has_buffers):
                 return None
             if kind == "fsdp":
                 return _Call(
