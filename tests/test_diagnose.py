@@ -1119,3 +1119,21 @@ def test_a_send_torch_refused_is_a_failure_not_a_cycle_of_waits():
     d = run.diagnosis
     assert d.kind != "p2p-cycle", d
     assert "rank 0 failed by itself" in d.headline and f"py:{line_of(send_a_transposed_view, 'refused')}," in d.headline
+
+
+def buffer_on_rank0_only():
+    """Round 19's lazy normaliser buffers: rank 0 fits them before wrapping, so DDP's construction-time broadcast
+    of parameters and buffers is bigger there; gloo aborts the rank that receives more than it holds."""
+    net = torch.nn.Linear(4, 4)
+    if dist.get_rank() == 0:
+        net.register_buffer("mean", torch.zeros(16))
+    return torch.nn.parallel.DistributedDataParallel(net) is not None  # wraps
+
+
+def test_a_gloo_abort_inside_ddps_construction_names_the_line_and_torchs_collective():
+    bl.warm_up(wait=True)
+    run = bl.run(buffer_on_rank0_only, 2, timeout=5, deadline=30)
+    d = run.diagnosis
+    assert d.kind == "different-sizes", d
+    assert d.headline.startswith("gloo aborted rank 1: in DDP's construction-time broadcast of parameters and buffers")
+    assert f"py:{line_of(buffer_on_rank0_only, '# wraps')}," in d.headline

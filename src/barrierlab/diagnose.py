@@ -39,7 +39,7 @@ from barrierlab.calls import collectives, flights, ordinal, position_in_group, s
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
-from barrierlab.stacks import traceback_frames
+from barrierlab.stacks import stuck_at, traceback_frames
 from barrierlab.words import issuer_word, library_of, rank_list
 
 if TYPE_CHECKING:
@@ -1898,6 +1898,56 @@ def _in_func(site) -> str:
     return f", in {site.func}" if getattr(site, "func", None) and site.func != "<module>" else ""
 
 
+#: gloo's words when a rank received more bytes than its tensor holds (its process is aborted).
+_SIZE_ABORT = re.compile(r"(\d+) vs (\d+)\. Received data size doesn't match expected size")
+
+
+def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
+    """gloo aborted a rank because the data it received did not fit its tensor, and no record of that rank's
+    calls says where (round 19: a buffer registered on rank 0 alone made DDP's construction-time broadcast of
+    parameters and buffers bigger there; the headline was "rank 1 failed by itself (killed by signal)"). The
+    stack faulthandler wrote to the rank's stderr as it aborted names the learner's line, and torch's frames
+    in it the collective torch was running."""
+    if f.first_diff or f.split or f.shapes:
+        return None
+    for rank, message in sorted(f.aborted.items()):
+        sizes = _SIZE_ABORT.search(f.run[rank].stderr or "") or _SIZE_ABORT.search(message)
+        stuck = stuck_at(f.run[rank].stderr or "")
+        if sizes is None or stuck is None or stuck.site is None:
+            continue
+        torch_frames = [(s.file, s.line, s.func) for s in stuck.frames if f"{os.sep}torch{os.sep}" in s.file]
+        what = _torch_call_phrase(torch_frames) or (f"dist.{stuck.call}()" if stuck.call else "a collective")
+        others = [r for r in f.failed if r != rank]
+        return Diagnosis(
+            "different-sizes",
+            f"gloo aborted rank {rank}: in {what}, reached from {stuck.site}{called_from(stuck.chain)}, it received "
+            f"{sizes.group(1)} bytes where its tensors hold {sizes.group(2)}: the ranks passed tensors of different "
+            "sizes" + (f", and {rank_list(others)} failed because of it." if others else "."),
+            _failure_evidence(f),
+            "Every rank must pass tensors of the same sizes to each collective, including those torch makes for "
+            "you: DDP broadcasts rank 0's parameters and buffers when it wraps the model, so every rank's module "
+            "must have the same parameters and buffers, of the same shapes, before DDP(...) (register buffers "
+            "in __init__ on every rank, then fill them).",
+            ranks=[rank],
+            site=stuck.site,
+        )
+    return None
+
+
+def _torch_call_phrase(torch_frames: list[tuple[str, int, str]]) -> str | None:
+    """Who in torch made the collective a stack is inside ("DDP's construction-time broadcast of parameters
+    and buffers"), from the same table the recorder names torch's collectives by."""
+    if not torch_frames:
+        return None
+    from barrierlab.record import ISSUERS  # noqa: PLC0415 - only on this path: the recorder imports torch
+
+    for fragment, name, phrase in ISSUERS:
+        for file, _line, func in torch_frames:
+            if fragment in file and (not name or name == func) and fragment != "distributed/distributed_c10d.py":
+                return phrase.format(op="collective", func=func)
+    return None
+
+
 def rule_failed_by_itself(f: Facts) -> Diagnosis | None:
     failed = f.failed
     if not failed or f.first_diff or f.split:
@@ -2027,6 +2077,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_subgroup_mismatched,
     rule_subgroup_only_some,
     rule_stopped_outside_collectives,
+    rule_aborted_on_size,
     rule_failed_by_itself,
     rule_raised_by_itself,
     rule_unmatched_p2p,
