@@ -411,23 +411,27 @@ class Order:
         is not modelled. On NCCL ``backward()`` returns with them queued: nothing."""
         if self.backend != "gloo":
             return
-        at_position: dict[int, dict[int, object]] = {}
+        at_position: dict[tuple[str, int], dict[int, object]] = {}
+        members: dict[str, set[int]] = {}
         for result in run.ranks:
             flight = getattr(result, "flight", None)
             if not flight or result.rank not in self.events:
                 return
+            for name, ranks in (getattr(flight, "groups", None) or {}).items():
+                members.setdefault(str(name), set(ranks))
             for entry in flight:
                 if (
                     getattr(entry, "op", None) == "all_reduce"
                     and getattr(entry, "issuer", None) == "DDP backward's gradient all_reduce"
-                    and entry.group == "0"
                     and not entry.p2p
                     and entry.start is not None
                     and any(math.prod(size) for size in entry.sizes or ())
                 ):
-                    at_position.setdefault(entry.seq, {})[result.rank] = entry
-        for matched in at_position.values():
-            if set(matched) != set(self.events):
+                    at_position.setdefault((entry.group, entry.seq), {})[result.rank] = entry
+        for (group, _), matched in at_position.items():
+            # every member of the group the model's process group holds (attack17 a10: DDP on a group of its own)
+            expected = members.get(group) if group != "0" else None
+            if set(matched) != (expected if expected else set(self.events)) or len(matched) < 2:
                 continue
             before = {rank: self._point_before(rank, entry.start) for rank, entry in matched.items()}
             after = {rank: self._point_after(rank, entry.start) for rank, entry in matched.items()}
@@ -655,34 +659,25 @@ class Order:
 
     def _held(self) -> None:
         """Files kept open across a synchronising call (the recorder's "held" events, written once the file was
-        found closed): the accesses through the opens of that path since its previous "held" end at the last
-        one, and a read that had read nothing yet (value "unused") begins there, not at its open: a log opened
-        before a barrier and read after it is read after it (attack15 a11), while bytes written through a file
-        kept open past a barrier may land after it (a03)."""
+        found closed, ``of`` its open): the access through that open ends at its last "held" event, and a read
+        that had read nothing yet (value "unused") begins at that mark, not at its open: a log opened before a
+        barrier and read after it is read after it (attack15 a11), while bytes written through a file kept
+        open past a barrier may land after it (a03). Each mark belongs to one open (attack17 a01: a write closed
+        before the barrier was stretched to a later open's mark of the same path)."""
         for events in self.events.values():
-            opens: dict[tuple, list] = {}  # (lane, path) -> opens not yet ended by a "held"
-            unused: dict[tuple, object] = {}
+            by_id = {e.id: e for e in events if e.kind == "file" and e.name != "held" and e.id is not None}
             for e in events:
-                if e.kind != "file" or not e.path or e.name in ("exists", "list", "mkdir", "ensure"):
+                if e.kind != "file" or e.name != "held" or e.of is None:
                     continue
-                key = (e.lane, e.path)
-                if e.name != "held":
-                    if e.name in ("read", "write", "append") and e.value != "missing":
-                        opens.setdefault(key, []).append(e)
+                opening = by_id.get(e.of)
+                if opening is None or opening.name not in ("read", "write", "append"):
                     continue
                 if e.value == "unused":
-                    unused[key] = e
-                    continue
-                start = unused.pop(key, None)
-                for opening in opens.pop(key, ()):
-                    self._until[id(opening)] = e
-                    if start is not None and opening.name == "read" and id(opening) not in self._at:
-                        self._at[id(opening)] = start
-            for key, start in unused.items():  # an unused mark with no later "held": the file was last seen so
-                for opening in opens.pop(key, ()):
-                    self._until[id(opening)] = start
                     if opening.name == "read" and id(opening) not in self._at:
-                        self._at[id(opening)] = start
+                        self._at[id(opening)] = e
+                    self._until.setdefault(id(opening), e)
+                else:
+                    self._until[id(opening)] = e
 
     def _locks(self) -> None:
         """File locks (``fcntl.flock``/``lockf``; ``filelock.FileLock`` on Linux): an exclusive hold excludes every

@@ -34,10 +34,12 @@ leaves them too).
 from __future__ import annotations
 
 import atexit
+import builtins
 import collections
 import contextlib
 import functools
 import inspect
+import io
 import itertools
 import json
 import os
@@ -147,11 +149,8 @@ class _PerThread(threading.local):
         #: Whole-file locks this thread holds: descriptor -> [its file ("device:inode"), the fields of its
         #: "unlock" line, when the descriptor was last seen open] (see :meth:`_Recorder.held`).
         self.holds: dict[int, list] | None = None
-        #: The learner's files this thread opened and has not been seen to close: their path as JSON text ->
-        #: [the path as the system names it, when last seen still open as a synchronising call of the thread
-        #: returned (or None), when last seen so with nothing read or written through it yet (or None), whether
-        #: it was seen read or written, the descriptors it was last found at] (see :meth:`_Recorder.opened`).
-        self.opened: dict[str, list] | None = None
+        #: The open event this thread recorded last whose file object ``open`` has not returned yet.
+        self.pending: int | None = None
         #: Ids of the synchronising calls this thread is in while it has files open.
         self.syncs: set[int] | None = None
         thread = _current_thread()
@@ -234,6 +233,9 @@ class _Recorder:
         self._positions: dict[str, itertools.count] = {}
         self._ids = itertools.count(1)
         self._thread = _PerThread()
+        #: The learner's files opened and not yet seen closed, by their open event's id (see :meth:`opened`):
+        #: any thread's, looked at as any thread's synchronising call returns (attack17 a04).
+        self.opened_files: dict[int, list] = {}
         #: The lanes of this process's threads other than the rank's own: numbered in the order they start.
         self._lanes = itertools.count(1)
         #: "" in the rank; ``"process PID"`` in a child forked from it (its events' lanes start with this).
@@ -428,35 +430,57 @@ class _Recorder:
             for hold in holds.values():
                 hold[2] = t
 
-    def opened(self, path: str, name) -> None:
-        """This thread opened the learner's file ``path`` (JSON text; ``name`` as the rank gave it). Python records
-        no close and no write: bytes written through a file object kept open across a barrier may reach the file
-        after it (attack15 a03), and a file opened before a barrier may be read after it (a11). So as each
-        synchronising call of the thread returns, the files it still has open are looked up in
-        ``/proc/self/fd``; once one is found closed, a "held" event is written at the time it was last seen open
-        (sorting right after that call), and before it one with value "unused" at the last such time its file
-        offset (``/proc/self/fdinfo``) was still 0: nothing read or written through it yet. The ordering model
-        takes the access from the open (a read from the "unused" mark) to the last "held" one."""
-        opened = self._thread.opened
-        if opened is None:
-            opened = self._thread.opened = {}
-        if path not in opened and len(opened) < _OPENED_KEPT:
+    def opened(self, path: str, name, event_id: int) -> None:
+        """The learner opened file ``path`` (JSON text; ``name`` as the rank gave it; ``event_id`` its open
+        event). Python records no close and no write: bytes written through a file object kept open across a
+        barrier may reach the file after it (attack15 a03), and a file opened before a barrier may be read after
+        it (a11). So as each synchronising call returns, the files still open are looked at (the file object
+        ``open`` returned, bound by :func:`_wrap_open`; else ``/proc/self/fd``); once one is found closed, a
+        "held" event (``of``: its open) is written at the time it was last seen open (sorting right after that
+        call), and before it one with value "unused" at the last such time its file offset was still 0 when the
+        file was not empty at its open: nothing read through it yet. The ordering model takes the access from
+        the open (a read from the "unused" mark) to the last "held" one."""
+        opened = self.opened_files
+        if len(opened) < _OPENED_KEPT:
             try:
-                opened[path] = [json.loads(path), None, None, False, None]
+                # [the path as the system names it, last seen open, last seen unused, seen used, descriptors,
+                #  path as JSON text, weak reference to the file object, not empty at its open]
+                opened[event_id] = [json.loads(path), None, None, False, None, path, None, False]
             except ValueError:
-                pass
+                return
+            self._thread.pending = event_id
 
-    def _look_at_opened(self, opened: dict[str, list], now: float | None) -> None:
+    def bind(self, file) -> None:
+        """``open`` returned ``file`` for the open this thread just recorded: follow that object (no system call
+        to tell whether it is closed, and renaming the path does not lose it, attack17 a13, a14)."""
+        event_id, self._thread.pending = self._thread.pending, None
+        entry = self.opened_files.get(event_id) if event_id is not None else None
+        if entry is None:
+            return
+        try:
+            name = file.name
+            if not isinstance(name, (str, bytes)) or os.path.abspath(os.fsdecode(name)) != entry[0]:
+                return  # not the file the open event names (opened by descriptor, or another open's)
+            fd = file.fileno()
+            entry[4] = [str(fd)]
+            entry[6] = weakref.ref(file)
+            entry[7] = os.fstat(fd).st_size > 0
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+
+    def _look_at_opened(self, opened: dict[int, list], now: float | None) -> None:
         """Which of ``opened`` are still open (``now``: the time a synchronising call returned), and a "held"
         line for each found closed after it was seen open past such a call; ``now`` None: the rank ends, every
-        file counts as closed. The descriptors a file was found at are looked at first (one ``readlink`` each:
-        a log kept open through a training loop costs microseconds per collective); the whole table only when
-        one of them no longer names it."""
+        file counts as closed. A bound file object tells it without a system call; an unbound descriptor
+        (``os.open``) is looked up in ``/proc/self/fd``, its last descriptors first."""
         names: dict[str, list[str]] | None = None  # the path a descriptor names -> those descriptors
-        for path, seen in list(opened.items()):
+        for event_id, seen in list(opened.items()):
             fds = None
             if now is not None:
-                if seen[4] and all(_names(fd) == seen[0] for fd in seen[4]):
+                if seen[6] is not None:
+                    file = seen[6]()
+                    fds = seen[4] if file is not None and not getattr(file, "closed", True) else None
+                elif seen[4] and all(_names(fd) == seen[0] for fd in seen[4]):
                     fds = seen[4]
                 else:
                     if names is None:
@@ -473,15 +497,18 @@ class _Recorder:
             if fds:
                 seen[1] = now
                 if not seen[3]:
-                    if all(_offset(fd) == 0 for fd in fds):
+                    if seen[7] and all(_offset(fd) == 0 for fd in fds):
                         seen[2] = now
                     else:
                         seen[3] = True
                 continue
-            del opened[path]
+            opened.pop(event_id, None)
             for t, value in ((seen[2], ',"value":"unused"'), (seen[1] if seen[1] != seen[2] else None, "")):
                 if t is not None:
-                    line = f'{{"id":{next(self._ids)},"kind":"file","name":"held","t":{t!r},"end":{t!r},"path":{path}'
+                    line = (
+                        f'{{"id":{next(self._ids)},"kind":"file","name":"held","t":{t!r},"end":{t!r},'
+                        f'"path":{seen[5]},"of":{event_id}'
+                    )
                     self._emit((line + value + self.lane() + "}\n").encode())
 
     def enter(
@@ -492,7 +519,7 @@ class _Recorder:
         if holds:
             self._check_holds(holds)
         event_id = next(self._ids)
-        if kind in _SYNCHRONISING and self._thread.opened:
+        if kind in _SYNCHRONISING and self.opened_files:
             syncs = self._thread.syncs
             if syncs is None:
                 syncs = self._thread.syncs = set()
@@ -544,7 +571,7 @@ class _Recorder:
         syncs = self._thread.syncs
         if syncs and event_id in syncs:
             syncs.discard(event_id)
-            opened = self._thread.opened
+            opened = self.opened_files
             if opened:
                 self.depth += 1  # listing /proc/self/fd is audited: not the learner's access
                 try:
@@ -574,9 +601,9 @@ class _Recorder:
             for hold in holds.values():
                 hold[0] = None  # no file matches: each is written as released
             self._check_holds(holds)
-        if self._thread.opened:
+        if self.opened_files:
             with contextlib.suppress(Exception):
-                self._look_at_opened(self._thread.opened, None)
+                self._look_at_opened(self.opened_files, None)
         self.flush()
         ours = self.fd >= 0 and self._holds_its_file()
         fd, self.fd = self.fd, -1
@@ -1414,10 +1441,10 @@ def _quoted_path(path) -> str | None:
     return None if learners is None else _json_dumps(learners)
 
 
-def _file_event(name: str, path: str, to: str | None = None, renamed=None, value: str | None = None) -> None:
+def _file_event(name: str, path: str, to: str | None = None, renamed=None, value: str | None = None) -> int | None:
     """``path``, ``to``: JSON text; ``renamed``: the path a rename moves, as the rank gave it; ``value``:
     ``"missing"`` for a read of a path that did not exist when it was opened, ``"update"`` for an open for writing
-    that did not truncate the file, ``"truncate"`` for ``os.truncate``."""
+    that did not truncate the file, ``"truncate"`` for ``os.truncate``. Returns the event's id (None for a rename)."""
     extra = ',"path":' + path
     if to is not None:
         extra += ',"to":' + to
@@ -1435,9 +1462,10 @@ def _file_event(name: str, path: str, to: str | None = None, renamed=None, value
             else:
                 recorder.leave(event_id, extra=f',"value":"{size}"')
         else:
-            recorder.instant("file", name, _learner_site(), extra)
+            return recorder.instant("file", name, _learner_site(), extra)
     finally:
         recorder.depth -= 1
+    return None
 
 
 #: ``os.path.exists`` as it was (the recorder's own checks are not the learner's polls).
@@ -1559,6 +1587,30 @@ def _audit(event: str, args: tuple) -> None:
 _open_dir_fd = threading.local()
 
 
+def _wrap_open(original):
+    """``open`` (``builtins.open``, ``io.open``), handing the file object it returns to the recorder for the open
+    its audit event just recorded (:meth:`_Recorder.bind`): what is returned is ``open``'s own object."""
+
+    @functools.wraps(original)
+    def opened(*args, **kwargs):
+        try:
+            file = original(*args, **kwargs)
+        except BaseException:
+            if _recorder is not None:
+                _recorder._thread.pending = None
+            raise
+        recorder = _recorder
+        if recorder is not None and recorder._thread.pending is not None:
+            try:
+                recorder.bind(file)
+            except Exception:  # noqa: BLE001 - following the file never reaches the learner's call
+                pass
+        return file
+
+    opened.__barrierlab_original__ = original
+    return opened
+
+
 def _wrap_os_open(original):
     @functools.wraps(original)
     def opened(path, flags, mode=0o777, *, dir_fd=None):
@@ -1616,9 +1668,9 @@ def _record_access(event: str, args: tuple) -> None:
         missing = how == "read" and not _path_exists(name)  # (a descriptor has no path: returned above)
         # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
-        _file_event(how, path, value="missing" if missing else "update" if update else None)
-        if not missing:
-            _recorder.opened(path, name)
+        event_id = _file_event(how, path, value="missing" if missing else "update" if update else None)
+        if not missing and event_id is not None:
+            _recorder.opened(path, name, event_id)
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
@@ -2359,16 +2411,27 @@ def _forked() -> None:
 #: a01: a funcol all_reduce then ``wait_tensor`` was a false race; a04: nb04's check refused such an answer).
 FUNCTIONAL = {
     "all_reduce": "all_reduce",
+    "all_reduce_coalesced": "all_reduce_coalesced",
     "all_gather_single": "all_gather_into_tensor",
     "all_gather_tensor": "all_gather_into_tensor",
     "reduce_scatter_single": "reduce_scatter_tensor",
     "reduce_scatter_tensor": "reduce_scatter_tensor",
     "all_to_all_single": "all_to_all_single",
+    "broadcast": "broadcast",
 }
-#: id(the tensor a recorded functional collective returned, inside its AsyncCollectiveTensor) -> (a weak
-#: reference to it, the call's event id): its ``wait_tensor`` is recorded as that call's wait.
-_functional_outputs: dict[int, tuple] = {}
+#: The storage of the tensor a recorded functional collective returned (inside its AsyncCollectiveTensor) ->
+#: the call's event id: the ``wait_tensor`` of that tensor, or of a view of it (``result[0]``, attack17 a06), is
+#: recorded as that call's wait.
+_functional_outputs: dict[tuple, int] = {}
 _FUNCTIONAL_KEPT = 4096
+
+
+def _storage_key(tensor) -> tuple | None:
+    """What identifies a tensor's memory, shared by its views: (device, its storage's address)."""
+    try:
+        return (str(tensor.device), tensor.untyped_storage().data_ptr())
+    except Exception:  # noqa: BLE001 - a tensor without storage (a meta or fake tensor): not followed
+        return None
 
 
 def _wrap_functional(name: str, original):
@@ -2391,8 +2454,13 @@ def _wrap_functional(name: str, original):
             return original(*args, **kwargs)
         if process_group is c10d._get_default_group():
             process_group = None
-        recorder.depth += 1
         extra = _shapes(args[:1], {}) + _group_text(process_group) + ',"async":true'
+        if op == "broadcast":  # its root: a rank of the default group (a subgroup's is left out: not known here)
+            src = kwargs["src"] if "src" in kwargs else args[1] if len(args) > 1 else None
+            if process_group is not None or type(src) is not int:
+                return original(*args, **kwargs)
+            extra += f',"src":{src}'
+        recorder.depth += 1
         event_id = recorder.enter("collective", op, True, call_site(), extra)
         try:
             result = original(*args, **kwargs)
@@ -2402,14 +2470,21 @@ def _wrap_functional(name: str, original):
         finally:
             recorder.depth -= 1
         recorder.leave(event_id)
-        elem = getattr(result, "elem", None)
-        if isinstance(elem, torch.Tensor):
-            if len(_functional_outputs) >= _FUNCTIONAL_KEPT:
-                _functional_outputs.clear()
+        outputs = result if isinstance(result, (list, tuple)) else [result]
+        waiting = [t.elem for t in outputs if isinstance(getattr(t, "elem", None), torch.Tensor)]
+        if not waiting:  # torch waited inside (a gather along another dimension): complete when it returned
+            recorder.depth += 1
             try:
-                _functional_outputs[id(elem)] = (weakref.ref(elem), event_id)
-            except TypeError:
-                pass
+                recorder.leave(recorder.enter("wait", "wait_tensor", False, None, f',"of":{event_id}'))
+            finally:
+                recorder.depth -= 1
+            return result
+        if len(_functional_outputs) >= _FUNCTIONAL_KEPT:
+            _functional_outputs.clear()
+        for elem in waiting:
+            key = _storage_key(elem)
+            if key is not None:
+                _functional_outputs[key] = event_id
         return result
 
     recorded.__barrierlab_original__ = original
@@ -2424,11 +2499,12 @@ def _wrap_wait_tensor(original):
         recorder = _recorder
         if recorder is None or recorder.depth:
             return original(tensor, *args, **kwargs)
-        found = _functional_outputs.pop(id(tensor), None)
-        if found is None or found[0]() is not tensor:
+        key = _storage_key(tensor)
+        found = _functional_outputs.pop(key, None) if key is not None else None
+        if found is None:
             return original(tensor, *args, **kwargs)
         recorder.depth += 1
-        event_id = recorder.enter("wait", "wait_tensor", False, call_site(callers=False), f',"of":{found[1]}')
+        event_id = recorder.enter("wait", "wait_tensor", False, call_site(callers=False), f',"of":{found}')
         try:
             result = original(tensor, *args, **kwargs)
         except BaseException as error:
@@ -2507,6 +2583,9 @@ def _patch() -> None:
                 _replace(dcp, name, make)
     _replace(os, "_exit", _exit_after_writing)
     _replace(os, "open", _wrap_os_open)
+    _replace(builtins, "open", _wrap_open)
+    if io.open is not builtins.open:  # the same function before the line above: then already wrapped
+        _replace(io, "open", _wrap_open)
     _replace(threading.Thread, "start", _wrap_thread_start)
     _replace(threading.Thread, "join", _wrap_thread_join)
     _replace(os, "waitpid", _wrap_waitpid)
