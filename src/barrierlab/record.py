@@ -1085,6 +1085,21 @@ def _wrap_group_method(name: str, original):
 # --- what orders ranks besides collectives: Work.wait(), store keys; and what they hand over: files -------
 
 
+def _recorded_wait(recorder, name: str, of: int, call, *args, **kwargs):
+    """``call(*args, **kwargs)`` recorded as a "wait" event named ``name`` of the async call ``of``."""
+    recorder.depth += 1
+    event_id = recorder.enter("wait", name, False, call_site(callers=False), f',"of":{of}')
+    try:
+        result = call(*args, **kwargs)
+    except BaseException as error:
+        recorder.leave(event_id, error)
+        raise
+    finally:
+        recorder.depth -= 1
+    recorder.leave(event_id)
+    return result
+
+
 def _wrap_work_wait(original):
     """``Work.wait`` recording the wait of an async call the learner made (waits of other Works, such as
     those torch makes inside its own functions, are not recorded)."""
@@ -1097,17 +1112,7 @@ def _wrap_work_wait(original):
         of = _async_calls.get(self)
         if of is None:
             return original(self, *args, **kwargs)
-        recorder.depth += 1
-        event_id = recorder.enter("wait", "Work.wait", False, call_site(callers=False), f',"of":{of}')
-        try:
-            result = original(self, *args, **kwargs)
-        except BaseException as error:
-            recorder.leave(event_id, error)
-            raise
-        finally:
-            recorder.depth -= 1
-        recorder.leave(event_id)
-        return result
+        return _recorded_wait(recorder, "Work.wait", of, original, self, *args, **kwargs)
 
     wait.__barrierlab_original__ = original
     return wait
@@ -2503,17 +2508,7 @@ def _wrap_wait_tensor(original):
         found = _functional_outputs.pop(key, None) if key is not None else None
         if found is None:
             return original(tensor, *args, **kwargs)
-        recorder.depth += 1
-        event_id = recorder.enter("wait", "wait_tensor", False, call_site(callers=False), f',"of":{found}')
-        try:
-            result = original(tensor, *args, **kwargs)
-        except BaseException as error:
-            recorder.leave(event_id, error)
-            raise
-        finally:
-            recorder.depth -= 1
-        recorder.leave(event_id)
-        return result
+        return _recorded_wait(recorder, "wait_tensor", found, original, tensor, *args, **kwargs)
 
     wait.__barrierlab_original__ = original
     return wait
