@@ -2079,3 +2079,34 @@ def train(rank, batches):
     dist.barrier()
 """
     assert bool(lint_source(source)) is flagged, lint_source(source)
+
+
+@pytest.mark.parametrize(("passed", "flagged"), [("-1", False), ("rank", True), ("0", True)])
+def test_constants_passed_down_turn_a_helpers_rank_tests_off(passed, flagged):
+    """Round 19's YOLOv5 twin: ``create_dataloader(..., rank=-1)`` on rank 0 alone enters
+    ``torch_distributed_zero_first(rank)``, whose barriers run only for ranks other than -1."""
+    source = f"""\
+import contextlib
+import torch.distributed as dist
+
+@contextlib.contextmanager
+def zero_first(local_rank):
+    if local_rank not in (-1, 0):
+        dist.barrier()
+    yield
+    if local_rank == 0:
+        dist.barrier()
+
+def create_dataloader(path, rank=-1):
+    with zero_first(rank):
+        data = list(range(10))
+    return data
+
+def train(rank):
+    loader = create_dataloader("train", rank=rank)
+    if rank in (-1, 0):
+        val = create_dataloader("val", rank={passed})
+    dist.barrier()
+"""
+    findings = lint_source(source)
+    assert any(f.line == 20 for f in findings) is flagged, findings

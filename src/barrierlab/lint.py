@@ -1823,6 +1823,46 @@ def _scaled(node: ast.expr) -> tuple[int, ast.expr] | None:
     return None
 
 
+_NOT_CONSTANT = object()
+_SAFE_TEST_NODES = (
+    ast.Compare,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.cmpop,
+    ast.boolop,
+    ast.unaryop,
+)
+
+
+def _constant(value: ast.expr) -> object:
+    """The value of a literal argument (``-1``, ``0``, ``None``, ``True``), else :data:`_NOT_CONSTANT`."""
+    if isinstance(value, ast.Constant):
+        return value.value
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant):
+        operand = value.operand.value
+        return -operand if type(operand) in (int, float) else _NOT_CONSTANT
+    return _NOT_CONSTANT
+
+
+def _false_with(test: ast.expr, given: dict[str, object]) -> bool:
+    """Whether ``test``, made of comparisons of the names in ``given`` with literals, is false for those values
+    (False when it reads anything else)."""
+    names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    if not names or not names <= set(given) or not all(isinstance(n, _SAFE_TEST_NODES) for n in ast.walk(test)):
+        return False
+    try:
+        value = eval(compile(ast.Expression(test), "<test>", "eval"), {"__builtins__": {}}, dict(given))  # noqa: S307 - literals and comparisons only
+    except Exception:  # noqa: BLE001 - a comparison of types that do not compare: not decided
+        return False
+    return value is False or value == 0 and not isinstance(value, bool) and value is not None and not value
+
+
 def _loop_own_nodes(body: list[ast.stmt]):
     """The nodes of a loop's ``body`` a ``break`` there would leave that loop from: not inside inner loops."""
     stack = list(body)
@@ -3136,6 +3176,59 @@ class _Analysis:
         if not seen:
             self._no_grad_calls[key] = found
         return found
+
+    def turned_off_by_constants(self, call: ast.Call, key: str) -> bool:
+        """Whether every collective ``key`` makes or reaches sits under an ``if`` test on its parameters alone that
+        the constants ``call`` passes make false, or in a call that passes them on to a function where they do
+        (round 19: YOLOv5's ``create_dataloader(..., rank=-1)`` enters ``torch_distributed_zero_first(rank)``,
+        whose barriers sit under ``local_rank not in (-1, 0)`` and ``local_rank == 0``: no barrier)."""
+        given = self._constants_passed(call, key, {})
+        return bool(given) and self._off_with(key, given, 0)
+
+    def _constants_passed(self, call: ast.Call, key: str, known: dict[str, object]) -> dict[str, object]:
+        """The parameters of ``key`` that ``call`` passes a literal (or a name of ``known``, the caller's own
+        constants) -> its value."""
+        args = self.table[key].node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        skip = 1 if positional[:1] in (["self"], ["cls"]) else 0
+        given: dict[str, object] = {}
+        for name, value in [*zip(positional[skip:], call.args), *((k.arg, k.value) for k in call.keywords if k.arg)]:
+            if isinstance(value, ast.Starred):
+                break
+            constant = known[value.id] if isinstance(value, ast.Name) and value.id in known else _constant(value)
+            if constant is not _NOT_CONSTANT:
+                given[name] = constant
+        return given
+
+    def _off_with(self, key: str, given: dict[str, object], depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        func = self.table[key]
+        parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+        reaching = 0
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            found = self.classify(node, func.unit, func.self_class, func.key)
+            if found is None or (found.kind != "coll" and found.target not in self.reach):
+                continue
+            reaching += 1
+            terms: list[ast.expr] = []
+            child: ast.AST = node
+            while id(child) in parents and parents[id(child)] is not func.node:
+                parent = parents[id(child)]
+                if isinstance(parent, ast.If) and any(child is b for b in parent.body):
+                    test = parent.test
+                    terms += test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+                child = parent
+            if any(_false_with(t, given) for t in terms):
+                continue
+            if found.kind == "call" and found.target in self.table:
+                passed = self._constants_passed(node, found.target, given)
+                if passed and self._off_with(found.target, passed, depth + 1):
+                    continue
+            return False
+        return reaching > 0
 
     def switched_off(self, call: ast.Call, key: str) -> bool:
         """Whether ``call`` of function ``key`` turns its collectives off: every collective of ``key`` (and
@@ -4828,7 +4921,11 @@ class _Walker:
                 loop, line, states = self.fed[metric]
                 self.an.flag(self.unit, site, "uneven-state", loop, None, (states, line, metric))
             return _Item("op", key=("op", found.target), site=site, node=call)
-        if found.target not in self.an.reach or self.an.switched_off(call, found.target):
+        if (
+            found.target not in self.an.reach
+            or self.an.switched_off(call, found.target)
+            or self.an.turned_off_by_constants(call, found.target)
+        ):
             return None
         note = found.note or self.an.reach_notes.get(found.target, "")
         site = _Site(call, " -> ".join((found.display, *self.an.chain(found.target))), found.display, note)
