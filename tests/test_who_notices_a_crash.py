@@ -29,11 +29,12 @@ def crash_in_all_reduce(crashing_rank: int, elements: int, delay: float = 0.0) -
 
 @pytest.mark.parametrize(
     "crashing, elements, delay, at_once",
-    [(1, 1, 0.0, [0, 2]), (1, 1, 1.0, [0, 2]), (3, 1, 0.0, [2]), (3, 1024, 0.0, [0, 2])],
+    [(1, 1, 0.0, [0, 2]), (1, 1, 1.0, [0, 2]), (3, 1, 0.0, [2]), (0, 1, 0.0, [1, 3]), (3, 1024, 0.0, [0, 2])],
     ids=[
         "rank 1, one element (04 §2)",
         "the same, survivors 1 s late",
         "rank 3, one element",
+        "rank 0, one element: rank 3 too (the ring's link 3 -> 0; review35a)",
         "rank 3, 1,024 elements",
     ],
 )

@@ -110,7 +110,9 @@ _ERRORS = (
     (
         re.compile(r"waiting for clients|Socket Timeout|connectFullMesh"),
         "rendezvous",
-        "the group could not be set up: a peer never connected (it exited, or was never started).",
+        "the group could not be set up: a peer never connected (it exited, or was never started), or could not "
+        "reach the store or the others (check MASTER_ADDR/MASTER_PORT and, with several network interfaces, "
+        "GLOO_SOCKET_IFNAME).",
     ),
 )
 

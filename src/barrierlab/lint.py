@@ -3200,19 +3200,16 @@ class _Analysis:
                 given[name] = constant
         return given
 
-    def _off_with(self, key: str, given: dict[str, object], depth: int) -> bool:
-        if depth > _MAX_DEPTH:
-            return False
-        func = self.table[key]
+    def _reaching_calls(self, func: _Func):
+        """Each call of ``func`` that is or reaches a collective: (the call, what it is, the terms of the ``if``
+        tests whose body it sits in, ``and`` split into its terms)."""
         parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
-        reaching = 0
         for node in _own_nodes(func.node.body):
             if not isinstance(node, ast.Call):
                 continue
             found = self.classify(node, func.unit, func.self_class, func.key)
             if found is None or (found.kind != "coll" and found.target not in self.reach):
                 continue
-            reaching += 1
             terms: list[ast.expr] = []
             child: ast.AST = node
             while id(child) in parents and parents[id(child)] is not func.node:
@@ -3221,6 +3218,14 @@ class _Analysis:
                     test = parent.test
                     terms += test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
                 child = parent
+            yield node, found, terms
+
+    def _off_with(self, key: str, given: dict[str, object], depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        reaching = 0
+        for node, found, terms in self._reaching_calls(self.table[key]):
+            reaching += 1
             if any(_false_with(t, given) for t in terms):
                 continue
             if found.kind == "call" and found.target in self.table:
@@ -3266,23 +3271,9 @@ class _Analysis:
             defaults[a.arg] = d
         for a, d in zip(args.kwonlyargs, args.kw_defaults):
             defaults[a.arg] = d
-        parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
         common: set[str] | None = None
-        for node in _own_nodes(func.node.body):
-            if not isinstance(node, ast.Call):
-                continue
-            found = self.classify(node, func.unit, func.self_class, func.key)
-            if found is None or (found.kind != "coll" and found.target not in self.reach):
-                continue
-            names: set[str] = set()
-            child: ast.AST = node
-            while id(child) in parents and parents[id(child)] is not func.node:
-                parent = parents[id(child)]
-                if isinstance(parent, ast.If) and any(child is b for b in parent.body):
-                    test = parent.test
-                    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-                    names |= {t.id for t in terms if isinstance(t, ast.Name)}
-                child = parent
+        for _node, _found, terms in self._reaching_calls(func):
+            names = {t.id for t in terms if isinstance(t, ast.Name)}
             common = names if common is None else common & names
         for name in sorted(common or ()):
             if name in defaults:

@@ -1085,10 +1085,11 @@ def _wrap_group_method(name: str, original):
 # --- what orders ranks besides collectives: Work.wait(), store keys; and what they hand over: files -------
 
 
-def _recorded_wait(recorder, name: str, of: int, call, *args, **kwargs):
-    """``call(*args, **kwargs)`` recorded as a "wait" event named ``name`` of the async call ``of``."""
+def _run_recorded(recorder, kind: str, name: str, numbered: bool, site, extra: str, call, *args, **kwargs):
+    """``call(*args, **kwargs)`` recorded as one event (its entry, then its end or error): (the event's id, what
+    the call returned)."""
     recorder.depth += 1
-    event_id = recorder.enter("wait", name, False, call_site(callers=False), f',"of":{of}')
+    event_id = recorder.enter(kind, name, numbered, site, extra)
     try:
         result = call(*args, **kwargs)
     except BaseException as error:
@@ -1097,7 +1098,14 @@ def _recorded_wait(recorder, name: str, of: int, call, *args, **kwargs):
     finally:
         recorder.depth -= 1
     recorder.leave(event_id)
-    return result
+    return event_id, result
+
+
+def _recorded_wait(recorder, name: str, of: int, call, *args, **kwargs):
+    """``call(*args, **kwargs)`` recorded as a "wait" event named ``name`` of the async call ``of``."""
+    return _run_recorded(recorder, "wait", name, False, call_site(callers=False), f',"of":{of}', call, *args, **kwargs)[
+        1
+    ]
 
 
 def _wrap_work_wait(original):
@@ -2465,16 +2473,9 @@ def _wrap_functional(name: str, original):
             if process_group is not None or type(src) is not int:
                 return original(*args, **kwargs)
             extra += f',"src":{src}'
-        recorder.depth += 1
-        event_id = recorder.enter("collective", op, True, call_site(), extra)
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as error:
-            recorder.leave(event_id, error)
-            raise
-        finally:
-            recorder.depth -= 1
-        recorder.leave(event_id)
+        event_id, result = _run_recorded(
+            recorder, "collective", op, True, call_site(), extra, original, *args, **kwargs
+        )
         outputs = result if isinstance(result, (list, tuple)) else [result]
         waiting = [t.elem for t in outputs if isinstance(getattr(t, "elem", None), torch.Tensor)]
         if not waiting:  # torch waited inside (a gather along another dimension): complete when it returned
