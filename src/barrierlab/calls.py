@@ -5,6 +5,7 @@ The diagnosis decides from these numbers and the timeline draws them; neither co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -135,6 +136,9 @@ def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list
     taken = {c.position for c in listed}
     first_listed = next((i for i, e in enumerate(learners) if id(e) in at), len(learners))
     leading = sum(UNLISTED_WIDTH.get(e.name, 0) for e in learners[:first_listed])
+    next_listed = [math.inf] * (len(learners) + 1)  # the least position of a listed call from index i on
+    for i in range(len(learners) - 1, -1, -1):
+        next_listed[i] = min(next_listed[i + 1], at.get(id(learners[i]), math.inf))
     added = []
     before = 0
     for i, event in enumerate(learners):
@@ -142,13 +146,13 @@ def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list
             before = at[id(event)]
             continue
         width = UNLISTED_WIDTH.get(event.name)
-        later = [at[id(e)] for e in learners[i + 1 :] if id(e) in at]
-        span = range(before + 1, before + 1 + (width or 0))
+        if not width:
+            continue
+        span = range(before + 1, before + 1 + width)
         if (
-            width
-            and (before or min(taken, default=1) <= 1 + leading)
+            (before or min(taken, default=1) <= 1 + leading)
             and not taken.intersection(span)
-            and (not later or span[-1] < min(later))
+            and span[-1] < next_listed[i + 1]
         ):
             added.append(Call(rank, span[0], event.name, event=event))
             taken.update(span)
@@ -156,14 +160,19 @@ def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list
     return sorted(listed + added, key=lambda c: c.position)
 
 
-def position_in_group(run: Run, rank: int, event: Event) -> int | None:
-    """Where the ledger puts one learner call: its position in the group's sequence (the first, for a call
-    torch runs as two, like ``broadcast_object_list``), or None when the ledger numbers calls by the
+def positions_in_group(run: Run, events: dict[int, Event]) -> dict[int, int]:
+    """Where the ledger puts each rank's given learner call: its position in the group's sequence (the first,
+    for a call torch runs as two, like ``broadcast_object_list``); empty when the ledger numbers calls by the
     learner's call number (a flight record could not be read)."""
     if len(flights(run)) != len(run.ranks):
-        return None
-    found = [c.position for c in collective_calls(run).get(rank, []) if c.event is event]
-    return min(found) if found else None
+        return {}
+    calls = collective_calls(run)
+    found = {}
+    for rank, event in events.items():
+        positions = [c.position for c in calls.get(rank, []) if c.event is event]
+        if positions:
+            found[rank] = min(positions)
+    return found
 
 
 def ordinal(n: int) -> str:
@@ -301,7 +310,8 @@ def ledger(run: Run) -> str:
                 f"; {' and '.join(unlisted)} take{'s' if len(unlisted) == 1 else ''} two positions and "
                 "torch's flight recorder does not list "
                 + ("it" if len(unlisted) == 1 else "them")
-                + ", so barrierlab's record places it"
+                + ", so barrierlab's record places "
+                + ("it" if len(unlisted) == 1 else "them")
                 if unlisted
                 else ""
             )

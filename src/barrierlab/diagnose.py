@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from barrierlab import ops, ordering
 from barrierlab._protocol import Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.calls import collectives, flights, ordinal, position_in_group, site_key, subgroup_calls, where_text
+from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
@@ -689,7 +689,7 @@ def _call_no(f: Facts) -> str:
     calls by their position in the group's sequence, puts it elsewhere (attack15 a13: a ``monitored_barrier``
     or a ``broadcast_object_list`` before it takes two positions): "call #2 (row 3 of the ledger)"."""
     k = f.first_diff
-    rows = sorted({p for r, e in f.at_k.items() if (p := position_in_group(f.run, r, e)) is not None})
+    rows = sorted(set(positions_in_group(f.run, f.at_k).values()))
     if not rows or rows == [k]:
         return f"call #{k}"
     listed = " and ".join(map(str, rows))

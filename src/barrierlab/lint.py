@@ -1860,7 +1860,7 @@ def _false_with(test: ast.expr, given: dict[str, object]) -> bool:
         value = eval(compile(ast.Expression(test), "<test>", "eval"), {"__builtins__": {}}, dict(given))  # noqa: S307 - literals and comparisons only
     except Exception:  # noqa: BLE001 - a comparison of types that do not compare: not decided
         return False
-    return value is False or value == 0 and not isinstance(value, bool) and value is not None and not value
+    return value is False or (type(value) is int and value == 0)
 
 
 def _loop_own_nodes(body: list[ast.stmt]):

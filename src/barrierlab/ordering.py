@@ -48,10 +48,10 @@ forms it there, else an earlier collective did); with ``formed=False`` a group's
 and ``ncclCommInitRank`` "implicitly synchronizes with other ranks" (NCCL's API docs), so every member's host
 waits there for every member, whatever the op (``init_process_group``'s docstring on ``device_id``: "the
 communicator is immediately formed ... rather than the normal lazy call").
-A file access runs from its open to the last synchronising call of its thread after which the recorder saw
-the file still open (its "held" event), or is one point, the open, when it was closed before the next such call:
-bytes written through a file kept open past a barrier may land after it; a file opened for reading whose offset
-was still 0 when such a call returned is taken as read after it. A folder one rank makes (``os.mkdir``, ``os.makedirs``, ``Path.mkdir``) is needed
+A file access runs from its open to the last synchronising call (of any of the rank's threads) after which the
+recorder saw the file still open (its "held" event), or is one point, the open, when it was closed before the next
+such call: bytes written through a file kept open past a barrier may land after it; a file not empty at its open
+whose offset was still 0 when such a call returned is taken as read after it. A folder one rank makes (``os.mkdir``, ``os.makedirs``, ``Path.mkdir``) is needed
 by every access of a path inside it on another rank, unless that rank made the folder (or one around the path)
 itself first: ``makedirs(..., exist_ok=True)`` on every rank needs no order. Only the default group's members are known for calls without ``group``.
 """
@@ -428,13 +428,17 @@ class Order:
                     and any(math.prod(size) for size in entry.sizes or ())
                 ):
                     at_position.setdefault((entry.group, entry.seq), {})[result.rank] = entry
+        own: dict[int, tuple[list[float], list[int]]] = {}  # each rank's own thread: its events' starts, indices
+        for rank, events in self.events.items():
+            indices = [i for i in range(len(events)) if self._lane[rank][i] is None]
+            own[rank] = ([events[i].start for i in indices], indices)
         for (group, _), matched in at_position.items():
             # every member of the group the model's process group holds (attack17 a10: DDP on a group of its own)
             expected = members.get(group) if group != "0" else None
             if set(matched) != (expected if expected else set(self.events)) or len(matched) < 2:
                 continue
-            before = {rank: self._point_before(rank, entry.start) for rank, entry in matched.items()}
-            after = {rank: self._point_after(rank, entry.start) for rank, entry in matched.items()}
+            before = {rank: self._point_before(rank, entry.start, own[rank]) for rank, entry in matched.items()}
+            after = {rank: self._point_after(rank, entry.start, own[rank]) for rank, entry in matched.items()}
             for rank, later in after.items():
                 if later is None:
                     continue
@@ -442,22 +446,20 @@ class Order:
                     if other != rank and earlier is not None:
                         self.torch_edges.setdefault(earlier, set()).add(later)
 
-    def _point_before(self, rank: int, t: float) -> tuple[int, int] | None:
-        """The last point of the rank's own thread at or before ``t``."""
-        found = None
-        for i, e in enumerate(self.events[rank]):
-            if e.start > t:
-                break
-            if self._lane[rank][i] is None:
-                found = (rank, 2 * i + 1) if e.end is not None and e.end <= t else (rank, 2 * i)
-        return found
+    def _point_before(self, rank: int, t: float, own: tuple[list[float], list[int]]) -> tuple[int, int] | None:
+        """The last point of the rank's own thread at or before ``t`` (``own``: that thread's event starts and
+        indices, in order)."""
+        at = bisect.bisect_right(own[0], t) - 1
+        if at < 0:
+            return None
+        i = own[1][at]
+        e = self.events[rank][i]
+        return (rank, 2 * i + 1) if e.end is not None and e.end <= t else (rank, 2 * i)
 
-    def _point_after(self, rank: int, t: float) -> tuple[int, int] | None:
+    def _point_after(self, rank: int, t: float, own: tuple[list[float], list[int]]) -> tuple[int, int] | None:
         """The first event the rank's own thread began after ``t``: its entry."""
-        for i, e in enumerate(self.events[rank]):
-            if e.start > t and self._lane[rank][i] is None:
-                return (rank, 2 * i)
-        return None
+        at = bisect.bisect_right(own[0], t)
+        return (rank, 2 * own[1][at]) if at < len(own[1]) else None
 
     def _waits_of(self, rank: int) -> dict[int, object]:
         return {e.of: e for e in self.events[rank] if e.kind == "wait"}

@@ -202,8 +202,9 @@ def _offset(fd: str) -> int | None:
     return int(first.split()[1]) if first.startswith(b"pos:") else None
 
 
-#: The most files one thread's opens are followed for at once (see :meth:`_Recorder.opened`): a rank that opens
-#: thousands between two collectives has the rest taken at their open.
+#: The most files the recorder follows at once (see :meth:`_Recorder.opened`): beyond it, files already closed
+#: before any synchronising call saw them open are dropped first; a rank that holds more open than this has the
+#: rest taken at their open.
 _OPENED_KEPT = 256
 
 #: Kinds of call that may order this rank with others: a file kept open across one is looked at as it returns.
@@ -441,6 +442,11 @@ class _Recorder:
         file was not empty at its open: nothing read through it yet. The ordering model takes the access from
         the open (a read from the "unused" mark) to the last "held" one."""
         opened = self.opened_files
+        if len(opened) >= _OPENED_KEPT:  # those closed before any synchronising call saw them need no "held" line
+            for key, seen in list(opened.items()):
+                file = seen[6]() if seen[6] is not None else None
+                if seen[1] is None and seen[6] is not None and (file is None or getattr(file, "closed", True)):
+                    opened.pop(key, None)
         if len(opened) < _OPENED_KEPT:
             try:
                 # [the path as the system names it, last seen open, last seen unused, seen used, descriptors,
@@ -2479,11 +2485,7 @@ def _wrap_functional(name: str, original):
         outputs = result if isinstance(result, (list, tuple)) else [result]
         waiting = [t.elem for t in outputs if isinstance(getattr(t, "elem", None), torch.Tensor)]
         if not waiting:  # torch waited inside (a gather along another dimension): complete when it returned
-            recorder.depth += 1
-            try:
-                recorder.leave(recorder.enter("wait", "wait_tensor", False, None, f',"of":{event_id}'))
-            finally:
-                recorder.depth -= 1
+            _run_recorded(recorder, "wait", "wait_tensor", False, None, f',"of":{event_id}', lambda: None)
             return result
         if len(_functional_outputs) >= _FUNCTIONAL_KEPT:
             _functional_outputs.clear()
@@ -2515,31 +2517,44 @@ def _wrap_wait_tensor(original):
     return wait
 
 
-def _holders_of(name: str, original) -> list:
-    """torch's own modules, already imported, that hold ``original`` under ``name`` (``device_mesh`` imports
-    ``new_group`` from ``distributed_c10d`` by name: attack16 a02, a mesh built with other shapes on one rank made
-    subgroups the record never saw). A module imported later takes the wrapper from ``distributed_c10d``."""
-    found = []
-    for module_name, module in list(sys.modules.items()):
-        if (
-            module is not None
-            and module_name.startswith("torch.distributed.")
-            and module not in (c10d, dist)
-            and getattr(module, name, None) is original
-        ):
-            found.append(module)
-    return found
+#: (how many modules were imported, {collective's name: torch's modules other than ``distributed_c10d`` and
+#: ``torch.distributed`` that hold it by that name}), computed once per set of imported modules: a rank forked from
+#: the warm process, which made its wrappers ahead of time, finds it ready (scanning every module for every name
+#: at each rank's start cost 25 ms).
+_holders: tuple[int, dict[str, list]] = (-1, {})
+
+
+def _holders_of(originals: dict[str, object]) -> dict[str, list]:
+    """torch's own modules, already imported, that hold each of ``originals`` (name -> c10d's function) under its
+    name (``device_mesh`` imports ``new_group`` from ``distributed_c10d`` by name: attack16 a02, a mesh built with
+    other shapes on one rank made subgroups the record never saw). A module imported later takes the wrapper from
+    ``distributed_c10d``."""
+    global _holders
+    count = len(sys.modules)
+    if _holders[0] != count:
+        found: dict[str, list] = {}
+        for module_name, module in list(sys.modules.items()):
+            if module is None or not module_name.startswith("torch.distributed.") or module in (c10d, dist):
+                continue
+            names = vars(module) if hasattr(module, "__dict__") else {}
+            for name, original in originals.items():
+                if names.get(name) is original:
+                    found.setdefault(name, []).append(module)
+        _holders = (count, found)
+    return _holders[1]
 
 
 def _patch() -> None:
     global _audit_installed
+    originals = {name: getattr(c10d, name) for name in (*COLLECTIVES, *POINT_TO_POINT) if hasattr(c10d, name)}
+    holders = _holders_of(originals)
     for names, numbered in ((COLLECTIVES, True), (POINT_TO_POINT, False)):
         for name in names:
-            original = getattr(c10d, name, None)
+            original = originals.get(name)
             if original is None:
                 continue
             wrapper = _wrapper(c10d, name, original, functools.partial(_wrap, name, numbered=numbered))
-            for module in (c10d, dist, *_holders_of(name, original)):
+            for module in (c10d, dist, *holders.get(name, ())):
                 if getattr(module, name, None) is original:
                     _originals[(module, name)] = original
                     setattr(module, name, wrapper)
@@ -2580,8 +2595,7 @@ def _patch() -> None:
     _replace(os, "_exit", _exit_after_writing)
     _replace(os, "open", _wrap_os_open)
     _replace(builtins, "open", _wrap_open)
-    if io.open is not builtins.open:  # the same function before the line above: then already wrapped
-        _replace(io, "open", _wrap_open)
+    _replace(io, "open", _wrap_open)  # pathlib and others call io.open (the same function as builtins.open)
     _replace(threading.Thread, "start", _wrap_thread_start)
     _replace(threading.Thread, "join", _wrap_thread_join)
     _replace(os, "waitpid", _wrap_waitpid)
