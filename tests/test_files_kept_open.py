@@ -126,3 +126,29 @@ def build_then_release_early(folder, build_seconds):
 def test_the_vocabulary_check_refuses_a_write_that_lands_after_the_barrier():
     verdict = nb01.check_vocab(build_then_release_early, quiet=True, seed=5)
     assert not verdict and "kept open past a call" in verdict.message
+
+
+def many_descriptor_files_then_one_kept_open(folder, path):
+    if dist.get_rank() == 0:
+        for i in range(300):  # os.open: no file object to tell when each was closed
+            os.close(os.open(os.path.join(folder, f"shard{i}"), os.O_WRONLY | os.O_CREAT, 0o600))
+        with open(path, "w") as f:
+            dist.barrier()
+            time.sleep(0.2)
+            f.write("<pad> <unk> the")
+    else:
+        dist.barrier()
+        time.sleep(0.5)
+    with open(path) as f:
+        return f.read()
+
+
+def test_a_file_kept_open_is_followed_after_hundreds_of_descriptor_files_closed_before_any_call(tmp_path):
+    """The recorder follows at most record._OPENED_KEPT files: when full, those closed before any synchronising
+    call saw them open are dropped, descriptor ones (``os.open``) too, looked up in ``/proc/self/fd`` (before,
+    300 of them filled the table for good and the file kept open past the barrier was taken at its open)."""
+    run = bl.run(
+        many_descriptor_files_then_one_kept_open, 2, args=(str(tmp_path), str(tmp_path / "vocab.txt")), live=False
+    )
+    assert run.ok and run.values == ["<pad> <unk> the"] * 2
+    assert {(r.first.rank, r.second.rank) for r in run.races()} == {(0, 1)}

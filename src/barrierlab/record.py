@@ -237,6 +237,9 @@ class _Recorder:
         #: The learner's files opened and not yet seen closed, by their open event's id (see :meth:`opened`):
         #: any thread's, looked at as any thread's synchronising call returns (attack17 a04).
         self.opened_files: dict[int, list] = {}
+        #: ``opened_files`` was full and nothing in it could be dropped: files opened until the next
+        #: synchronising call are taken at their open (one search of the table per call, not one per open).
+        self.opened_full = False
         #: The lanes of this process's threads other than the rank's own: numbered in the order they start.
         self._lanes = itertools.count(1)
         #: "" in the rank; ``"process PID"`` in a child forked from it (its events' lanes start with this).
@@ -442,11 +445,9 @@ class _Recorder:
         file was not empty at its open: nothing read through it yet. The ordering model takes the access from
         the open (a read from the "unused" mark) to the last "held" one."""
         opened = self.opened_files
-        if len(opened) >= _OPENED_KEPT:  # those closed before any synchronising call saw them need no "held" line
-            for key, seen in list(opened.items()):
-                file = seen[6]() if seen[6] is not None else None
-                if seen[1] is None and seen[6] is not None and (file is None or getattr(file, "closed", True)):
-                    opened.pop(key, None)
+        if len(opened) >= _OPENED_KEPT and not self.opened_full:
+            self._drop_closed_unseen(opened)
+            self.opened_full = len(opened) >= _OPENED_KEPT  # no second search until a synchronising call
         if len(opened) < _OPENED_KEPT:
             try:
                 # [the path as the system names it, last seen open, last seen unused, seen used, descriptors,
@@ -455,6 +456,26 @@ class _Recorder:
             except ValueError:
                 return
             self._thread.pending = event_id
+
+    @staticmethod
+    def _drop_closed_unseen(opened: dict[int, list]) -> None:
+        """Drop the files closed before any synchronising call saw them open: they need no "held" line. A bound
+        file object tells it; the others (``os.open``) are looked up in ``/proc/self/fd``, once for all."""
+        names: dict[str, list[str]] | None = None
+        for key, seen in list(opened.items()):
+            if seen[1] is not None:
+                continue
+            if seen[6] is not None:
+                file = seen[6]()
+                if file is None or getattr(file, "closed", True):
+                    opened.pop(key, None)
+                continue
+            if names is None:
+                names = _descriptors()
+                if names is None:
+                    return
+            if seen[0] not in names:
+                opened.pop(key, None)
 
     def bind(self, file) -> None:
         """``open`` returned ``file`` for the open this thread just recorded: follow that object (no system call
@@ -480,6 +501,7 @@ class _Recorder:
         file counts as closed. A bound file object tells it without a system call; an unbound descriptor
         (``os.open``) is looked up in ``/proc/self/fd``, its last descriptors first."""
         names: dict[str, list[str]] | None = None  # the path a descriptor names -> those descriptors
+        self.opened_full = False
         for event_id, seen in list(opened.items()):
             fds = None
             if now is not None:
