@@ -152,3 +152,35 @@ def test_a_file_kept_open_is_followed_after_hundreds_of_descriptor_files_closed_
     )
     assert run.ok and run.values == ["<pad> <unk> the"] * 2
     assert {(r.first.rank, r.second.rank) for r in run.races()} == {(0, 1)}
+
+
+def written_between_two_barriers(path, read_between):
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            dist.barrier()
+            f.write("step 1 done\n")
+            f.flush()  # in the file before the second barrier; closed only after it, nothing more written
+            dist.barrier()
+        return None
+    dist.barrier()
+    if read_between:
+        time.sleep(0.3)
+        with open(path) as f:
+            text = f.read()
+        dist.barrier()
+        return text
+    dist.barrier()
+    with open(path) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("read_between", [False, True])
+def test_a_file_written_only_before_the_last_barrier_it_was_kept_open_past_ends_there(tmp_path, read_between):
+    """attack17 a05: a file opened only for writing is compared (inode, size, modification time) at each
+    synchronising call it is kept open past: written after the first barrier, flushed, closed after the second
+    with nothing written in between, the write ends before the second barrier — a read after it is ordered, a
+    read between the two is not."""
+    run = bl.run(written_between_two_barriers, 2, args=(str(tmp_path / "log.txt"), read_between), live=False)
+    assert run.ok and run.values[1] == "step 1 done\n"
+    pairs = {(r.first.rank, r.second.rank) for r in run.races()}
+    assert pairs == ({(0, 1)} if read_between else set())

@@ -264,6 +264,9 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
         return "linked it into place" if of_it and not entry else f"linked `{_name(access.path)}` into place"
     if access.how == "write" and getattr(access.event, "value", None) == "truncate":  # os.truncate(path, n)
         return "truncated it" if of_it and not entry else f"truncated `{_name(access.path)}`"
+    if access.how in ("write", "append") and access.at is not None and getattr(access.at, "to", None) == access.path:
+        how = "writing" if access.how == "write" else "appending"  # renamed while open: attack17 a14
+        return f"opened `{_name(access.event.path)}` for {how} (renamed to `{_name(access.path)}` while open)"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
     if access.how == "read" and _found_no_file(access.event):
@@ -922,7 +925,31 @@ class Order:
                 found.append(Access(rank, e.name, e.path, e, self._at.get(id(e)), self._until.get(id(e))))
                 if e.name == "rename" and e.to:
                     found.append(Access(rank, "write", e.to, e))
-        return found
+        return found + self._moved_while_open(found)
+
+    @staticmethod
+    def _moved_while_open(found: list[Access]) -> list[Access]:
+        """A file renamed while its rank kept it open for writing (``f = open(tmp, "w")``, ``os.replace(tmp,
+        path)``, a barrier, then ``f.write``): what is written through it after the rename lands in the new name,
+        so the write is also an access of that name, from the rename to the last call it was seen open past
+        (attack17 a14)."""
+        held = [a for a in found if a.until is not None and a.how in ("write", "append")]
+        if not held:
+            return []
+        moved = []
+        for rename in found:
+            e = rename.event
+            if rename.how != "rename" or not e.to:
+                continue
+            for access in held:
+                if (
+                    access.rank == rename.rank
+                    and access.path == rename.path
+                    and access.event.start <= e.start
+                    and access.until.start > e.start
+                ):
+                    moved.append(Access(access.rank, access.how, e.to, access.event, e, access.until))
+        return moved
 
     def path(self, a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]] | None:
         """One shortest chain of points from ``a`` to ``b`` (program order and edges), or None if ``a`` does not

@@ -202,6 +202,24 @@ def _offset(fd: str) -> int | None:
     return int(first.split()[1]) if first.startswith(b"pos:") else None
 
 
+def _state(fd: str) -> tuple | None:
+    """What says whether a file was written to since: (device, inode, size, modification time) of descriptor ``fd``."""
+    try:
+        info = os.fstat(int(fd))
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _path_state(path: str) -> tuple | None:
+    """:func:`_state` of the file at ``path`` (None if it is gone or a link: then it cannot be compared)."""
+    try:
+        info = os.lstat(path)  # (os.stat is wrapped while recording: it would record a look)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 #: The most files the recorder follows at once (see :meth:`_Recorder.opened`): beyond it, files already closed
 #: before any synchronising call saw them open are dropped first; a rank that holds more open than this has the
 #: rest taken at their open.
@@ -434,7 +452,7 @@ class _Recorder:
             for hold in holds.values():
                 hold[2] = t
 
-    def opened(self, path: str, name, event_id: int) -> None:
+    def opened(self, path: str, name, event_id: int, write_only: bool = False) -> None:
         """The learner opened file ``path`` (JSON text; ``name`` as the rank gave it; ``event_id`` its open
         event). Python records no close and no write: bytes written through a file object kept open across a
         barrier may reach the file after it (attack15 a03), and a file opened before a barrier may be read after
@@ -443,7 +461,12 @@ class _Recorder:
         "held" event (``of``: its open) is written at the time it was last seen open (sorting right after that
         call), and before it one with value "unused" at the last such time its file offset was still 0 when the
         file was not empty at its open: nothing read through it yet. The ordering model takes the access from
-        the open (a read from the "unused" mark) to the last "held" one."""
+        the open (a read from the "unused" mark) to the last "held" one. A file opened only for writing is
+        fstat-ed at each look (inode, size, modification time): when it had not changed since a look when it is
+        found closed, nothing was written through it after that look, and its "held" line is written at the last
+        look that a change followed (none when no change did), not the last it was seen open: a file flushed
+        before a barrier and closed after it, nothing written in between, is not taken as written after the
+        barrier (attack17 a05)."""
         opened = self.opened_files
         if len(opened) >= _OPENED_KEPT and not self.opened_full:
             self._drop_closed_unseen(opened)
@@ -451,8 +474,21 @@ class _Recorder:
         if len(opened) < _OPENED_KEPT:
             try:
                 # [the path as the system names it, last seen open, last seen unused, seen used, descriptors,
-                #  path as JSON text, weak reference to the file object, not empty at its open]
-                opened[event_id] = [json.loads(path), None, None, False, None, path, None, False]
+                #  path as JSON text, weak reference to the file object, not empty at its open, opened only
+                #  for writing, (inode, size, mtime) at the last look, the last look that a change followed]
+                opened[event_id] = [
+                    json.loads(path),
+                    None,
+                    None,
+                    False,
+                    None,
+                    path,
+                    None,
+                    False,
+                    write_only,
+                    None,
+                    None,
+                ]
             except ValueError:
                 return
             self._thread.pending = event_id
@@ -523,6 +559,12 @@ class _Recorder:
                         fds = names.get(seen[0])
                     seen[4] = fds
             if fds:
+                if seen[8]:
+                    state = _state(fds[0])
+                    if state != seen[9]:
+                        if seen[9] is not None:
+                            seen[10] = seen[1]  # written through after that look
+                        seen[9] = state
                 seen[1] = now
                 if not seen[3]:
                     if seen[7] and all(_offset(fd) == 0 for fd in fds):
@@ -531,7 +573,10 @@ class _Recorder:
                         seen[3] = True
                 continue
             opened.pop(event_id, None)
-            for t, value in ((seen[2], ',"value":"unused"'), (seen[1] if seen[1] != seen[2] else None, "")):
+            last = seen[1]
+            if seen[8] and seen[9] is not None and _path_state(seen[0]) == seen[9]:
+                last = seen[10]  # nothing written through it after its last look
+            for t, value in ((seen[2], ',"value":"unused"'), (last if last != seen[2] else None, "")):
                 if t is not None:
                     line = (
                         f'{{"id":{next(self._ids)},"kind":"file","name":"held","t":{t!r},"end":{t!r},'
@@ -1711,7 +1756,11 @@ def _record_access(event: str, args: tuple) -> None:
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
         event_id = _file_event(how, path, value="missing" if missing else "update" if update else None)
         if not missing and event_id is not None:
-            _recorder.opened(path, name, event_id)
+            if isinstance(mode, str):
+                write_only = how != "read" and "+" not in mode and "r" not in mode
+            else:
+                write_only = isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
+            _recorder.opened(path, name, event_id, write_only)
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
