@@ -1507,6 +1507,9 @@ def _file_check(node: ast.AST) -> bool:
     )
 
 
+#: Calls that only report (a print, a logger's message): what may come before the raise of a sanity check.
+_REPORTING = frozenset(("print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log"))
+
 #: Questions to a logger about its level: many training stacks set it per rank (transformers' TrainingArguments
 #: logs at ``log_level`` on the main process and ``log_level_replica``, WARNING by default, elsewhere;
 #: ``get_process_log_level``), so a collective under ``logger.isEnabledFor(logging.INFO)`` runs on some ranks only.
@@ -2010,6 +2013,26 @@ def _controlled(nodes: list[ast.AST], modules: frozenset[str] = frozenset()) -> 
     return out
 
 
+def _assert_written_out(stmt: ast.If) -> bool:
+    """``if <check>: raise SomeError(...)`` (perhaps after a print or log call): a sanity check written out, as
+    ``assert`` would say it. With a check the same on every rank, lint takes it as it takes an ``assert``: not a
+    way out of the function. A check meant never to fail (a meter's count against the dataset's length, inside a
+    rank-0-only report: round 18's meter reset) is not a rank leaving early; a raise the rank's own test
+    decides still is."""
+    if stmt.orelse or not isinstance(stmt.body[-1], ast.Raise) or stmt.body[-1].exc is None:
+        return False
+    exc = stmt.body[-1].exc
+    name = _terminal(exc.func if isinstance(exc, ast.Call) else exc)
+    if not name or not name.endswith(("Error", "Exception")):
+        return False
+    return all(
+        isinstance(other, ast.Expr)
+        and isinstance(other.value, ast.Call)
+        and (_terminal(other.value.func) or "") in _REPORTING
+        for other in stmt.body[:-1]
+    )
+
+
 def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> tuple[str, ast.AST] | None:
     """The first ``raise`` (or ``sys.exit()``) of a block, outside a ``try`` with handlers, under an ``if`` whose
     test ``ranked`` accepts, as (the test's text, the raise)."""
@@ -2020,6 +2043,8 @@ def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> 
                 continue
             if isinstance(node, ast.Try) and node.handlers:
                 found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond)
+            elif isinstance(node, ast.If) and _assert_written_out(node) and not ranked(node.test):
+                found = None  # a sanity check: taken as an assert
             elif isinstance(node, ast.If):
                 inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
                 found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
@@ -4631,6 +4656,8 @@ class _Walker:
             return []
         if isinstance(stmt, ast.If):
             test = self._expr(stmt.test)
+            if self._spelled_assert(stmt):
+                return test  # `if bad: raise XError(...)`: an assert written out, which lint takes as asserts
             local = self._local_test(stmt.test) if self.loops and _leaves_loop(stmt.body + stmt.orelse) else None
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
             if local is not None:  # a loop exit each rank decides from its own data
@@ -4695,6 +4722,10 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _spelled_assert(self, stmt: ast.If) -> bool:
+        """A sanity check written out (:func:`_assert_written_out`) whose check is the same on every rank."""
+        return _assert_written_out(stmt) and not self.an.mentions_rank(stmt.test, self.taint, self.laundered)
 
     def _file_lock(self, expr: ast.expr) -> str | None:
         """The text of a ``with`` item that takes a cross-process file lock, every rank the same one: a
