@@ -3769,8 +3769,10 @@ class _Analysis:
                 "coll",
                 f"{written}() (DDP forward)",
                 f"ddp.forward.{written}",
-                "DDP's forward broadcasts the module's buffers when it has any, and its first forward after the "
-                "first backward rebuilds the gradient buckets with two broadcasts",
+                "DDP's forward issues collectives only at some calls: it broadcasts the module's buffers when it "
+                "has any (`broadcast_buffers=True`, the default), and its first grad-enabled forward after the "
+                "first backward rebuilds the gradient buckets with two broadcasts (not with "
+                "`find_unused_parameters=True`)",
             )
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
@@ -4400,11 +4402,17 @@ def _explain(
         fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
     else:
         kind = "branch"
+        what = "what it issues waits" if "(DDP forward)" in short else "it waits"
         why = (
             f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
-            "so it waits until the timeout or pairs with a different collective"
+            f"so {what} until the timeout or pairs with a different collective"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+        if "(DDP forward)" in short:  # review36b: a buffer-less model's forward after training issues nothing
+            fix += (
+                "; or, to evaluate or log on that rank alone, call the wrapped module (`model.module(...)` under "
+                "`torch.no_grad()`), which issues no collective"
+            )
     if reason in ("branch", "early-exit") and _FILE_CHECK_TEXT.search(cond):
         why += (
             "; a file-system check can answer differently on different ranks (node-local disks, a network "
@@ -5921,7 +5929,8 @@ class _Order:
             "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
         )
         fix = (
-            f"put dist.barrier() (on gloo a blocking all_reduce orders as well) after the write at line {line} "
+            f"put dist.barrier() (on gloo a blocking all_reduce of a non-empty tensor orders as well) after the "
+            f"write at line {line} "
             "and before this read, outside the condition"
         )
         self._add(read, "file-race", cond, why, fix)
@@ -6959,7 +6968,8 @@ class _Agreement:
         )
         fix = (
             f"pass the global rank: `{word}=dist.get_global_rank({group_text}, {shown})`, or the group rank as "
-            f"`group_{word}={shown}` (torch 2.6 and later: pytorch/pytorch#140843)"
+            f"`group_{word}={shown}` (torch 2.6 and later: pytorch/pytorch#140827 for gather and scatter, #140843 for "
+            "broadcast and reduce)"
         )
         cond = f"{word}={shown} with group={group_text}"
         self._add(call, "group-rank", cond, why, fix, unit)
