@@ -2110,3 +2110,59 @@ def train(rank):
 """
     findings = lint_source(source)
     assert any(f.line == 20 for f in findings) is flagged, findings
+
+
+SANITY_CHECK = """
+import torch.distributed as dist
+
+def validate(meter):
+    dist.all_reduce(meter)
+
+def worker(meter, expected):
+    rank = dist.get_rank()
+    for epoch in range(3):
+        validate(meter)
+        if rank == 0:
+            print("epoch", epoch)
+            if int(meter.sum()) != expected:
+                raise RuntimeError("the meter counted the wrong number of samples")
+    dist.barrier()
+"""
+
+
+def test_a_sanity_check_raise_under_a_rank_test_is_taken_as_an_assert():
+    """Round 18's meter reset: ``if <check>: raise XError(...)`` with a check the same on every rank is an assert
+    written out; lint takes asserts as no way out of the function, and so this too."""
+    assert lint_source(SANITY_CHECK, "train.py") == []
+    assert lint_source(SANITY_CHECK.replace("int(meter.sum()) != expected", "rank == 0"), "train.py") != []
+    as_assert = SANITY_CHECK.replace(
+        "            if int(meter.sum()) != expected:\n                raise RuntimeError(",
+        "            assert int(meter.sum()) == expected, (",
+    )
+    assert lint_source(as_assert, "train.py") == []
+
+
+SENTINEL = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def create_dataloader(dataset, batch_size, rank=-1):
+    sampler = None if rank == -1 else DistributedSampler(dataset)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler), dataset
+
+def worker(dataset, model):
+    rank = dist.get_rank()
+    loader, data = create_dataloader(dataset, 8, rank=rank)
+    for x in loader:
+        dist.all_reduce(x)
+"""
+
+
+def test_a_rank_compared_only_with_the_not_distributed_sentinel_does_not_make_a_value_rank_dependent():
+    """Round 19's YOLOv5 twin: ``rank == -1`` is false on every rank (or true on every rank, at the helper's
+    default), so a loader built with ``sampler=None if rank == -1 else DistributedSampler(...)`` has the same
+    length everywhere; a test of a real rank value (``rank == 0``) still makes it rank-dependent."""
+    assert lint_source(SENTINEL, "train.py") == []
+    [finding] = lint_source(SENTINEL.replace("rank == -1", "rank == 0"), "train.py")
+    assert finding.kind == "rank-dependent-loop"
+    assert lint_source(SENTINEL.replace("rank == -1", "rank - 1 == -1"), "train.py") != []

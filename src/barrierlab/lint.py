@@ -2289,6 +2289,26 @@ def _int_compare(test: ast.AST) -> tuple[ast.expr, type, tuple[int, ...]] | None
     return None
 
 
+def _sentinel_test(test: ast.AST) -> bool:
+    """``rank == -1``, ``local_rank != -1``, ``rank < 0``, ``rank in (-1,)``: a rank compared only with what no
+    rank is (-1 is the "not distributed" sentinel of YOLOv5, transformers and many scripts). The answer is the
+    same on every rank — false everywhere when the value is a real rank, true everywhere when it is the sentinel
+    itself (a helper's ``rank=-1`` default) — so the test does not make a value rank-dependent (round 19's
+    ``sampler = None if rank == -1 else DistributedSampler(dataset)``). Only a rank name itself, not an
+    expression made from one (``rank - 1 == -1`` is true on rank 0)."""
+    found = _int_compare(test)
+    if found is None:
+        return False
+    value, op, consts = found
+    if not (isinstance(value, ast.Name) and _rank_name(value.id)) and not (
+        isinstance(value, ast.Attribute) and _rank_name(value.attr)
+    ):
+        return False
+    if op in (ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.LtE, ast.Gt):
+        return all(c < 0 for c in consts)
+    return op in (ast.Lt, ast.GtE) and all(c <= 0 for c in consts)
+
+
 # --------------------------------------------------------------------------- analysis
 
 
@@ -2331,6 +2351,7 @@ class _Analysis:
         self.ddp_values: dict[str | None, set[str]] = {}
         self.laundered: dict[str | None, dict[str, int]] = {}
         self.same_result_calls: set[int] = set()
+        self._inert_cache: dict[str, frozenset] = {}
         self._agreeing: dict[str, bool] = {}  # function key -> whether every return hands back an agreed value
         self.uneven_batches = _uneven_batches(units)  # the line of an ``even_batches=False``, if any
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
@@ -3858,7 +3879,7 @@ class _Analysis:
         stack = [expr]
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.Lambda) or id(node) in self.same_result_calls:
+            if isinstance(node, ast.Lambda) or id(node) in self.same_result_calls or _sentinel_test(node):
                 continue
             if isinstance(node, ast.Subscript) and self._tuple_element(node) is not None:
                 position, call = self._tuple_element(node)  # type: ignore[misc]
@@ -3887,11 +3908,54 @@ class _Analysis:
                 called = _terminal(node.func)
                 if called not in _DATA_ONLY_CALLS and not self._sampler_class(called):
                     skip = _DATA_ONLY_KEYWORDS | (_DISPLAY_KEYWORDS if called in _PROGRESS_BARS else frozenset())
-                    stack += node.args
-                    stack += [k.value for k in node.keywords if k.arg not in skip]
+                    inert = self._inert_rank_params(node.func)
+                    stack += [a for i, a in enumerate(node.args) if i not in inert]
+                    stack += [k.value for k in node.keywords if k.arg not in skip and k.arg not in inert]
                 continue
             stack.extend(ast.iter_child_nodes(node))
         return False
+
+    def _inert_rank_params(self, func: ast.expr) -> frozenset:
+        """The parameters (names and positions) of the file's function ``func`` names whose value cannot reach
+        what it returns or what it decides: a rank parameter used only in sentinel tests (``rank == -1``, the same
+        on every rank: :func:`_sentinel_test`), in ``with`` items (``with torch_distributed_zero_first(rank):``)
+        and in calls made for their effect alone. YOLOv5's ``create_dataloader(..., rank=local_rank)`` returns a
+        loader whose sampler is a ``DistributedSampler`` on every rank (round 19): its result is not
+        rank-dependent. Empty when the function is not the file's or takes ``*args``/``**kwargs``."""
+        if not isinstance(func, ast.Name):
+            return frozenset()
+        key = func.id if func.id in self.table else None
+        if key is None:
+            return frozenset()
+        cached = self._inert_cache.get(key)
+        if cached is None:
+            cached = self._inert_cache[key] = self._find_inert_params(self.table[key].node)
+        return cached
+
+    @staticmethod
+    def _find_inert_params(node: ast.AST) -> frozenset:
+        args = node.args
+        if args.vararg or args.kwarg:
+            return frozenset()
+        params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        found: set = set()
+        for position, name in enumerate(params):
+            if not _rank_name(name):
+                continue
+            allowed: set[int] = set()
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Compare) and _sentinel_test(inner):
+                    allowed |= {id(n) for n in ast.walk(inner)}
+                elif isinstance(inner, ast.withitem) and inner.optional_vars is None:
+                    allowed |= {id(n) for n in ast.walk(inner.context_expr)}
+                elif isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call):
+                    allowed |= {id(n) for n in ast.walk(inner.value)}
+            uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
+            if any(isinstance(n.ctx, ast.Store) for n in uses):
+                continue
+            if all(id(n) in allowed for n in uses):
+                found |= {name, position}
+        return frozenset(found)
 
     @cached_property
     def signal_attrs(self) -> frozenset[str]:
@@ -4022,7 +4086,9 @@ class _Analysis:
         if index is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             positions = self.tuple_ranks.get(value.func.id)
             if positions is not None and 0 <= index < len(positions):
-                args = [*value.args, *(k.value for k in value.keywords)]
+                inert = self._inert_rank_params(value.func)
+                args = [a for i, a in enumerate(value.args) if i not in inert]
+                args += [k.value for k in value.keywords if k.arg not in inert]
                 return positions[index] or any(self.mentions_rank(a, taint, laundered) for a in args)
         return self.mentions_rank(value, taint, laundered)
 
