@@ -1461,9 +1461,9 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
         headline,
         evidence,
         "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
-        "or the call's own (barrier(timeout=...)) — then gloo raises, and the group cannot be used again. Raise "
-        "the timeout above the time the slow rank needs before it arrives (timeout= on init_process_group, or on "
-        "the call the others wait in), or move the long preparation before the group starts waiting (before "
+        "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's) — then "
+        "gloo raises, and the group cannot be used again. Raise the timeout above the time the slow rank needs "
+        "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the long preparation before the group starts waiting (before "
         f"init_process_group, or into a separate step that caches its result); {DEFAULT_TIMEOUTS}.",
         ranks=late,
         site=_site(event),

@@ -7218,8 +7218,9 @@ class _Agreement:
         )
         why = (
             f"`{shown}` {what}, so its width may differ per rank, and an all_gather needs the same shape on every "
-            "rank: on gloo a rank that receives more bytes than its tensor holds aborts, and another can return with "
-            "part of a slot never written, or wait until the timeout; on NCCL mismatched collectives are undefined behavior, including hangs, "
+            "rank: on gloo a rank that receives more bytes than its tensor holds aborts, and another can return "
+            "silently with a slot holding wrong values (the sender's bytes in the wrong places, not what it sent), "
+            "or wait until the timeout; on NCCL mismatched collectives are undefined behavior, including hangs, "
             "crashes or data corruption (NCCL's user guide, Collective Operations)"
         )
         fix = (
