@@ -8,18 +8,16 @@ from barrierlab import span
 from barrierlab.scenarios import torchrun_main
 
 
-def scenario(steps=4, delay=0.15, base_compute=0.05, prefetch=0.1, overlap=True, slow_rank=None):
-    """A different rank is slow each step (or always ``slow_rank``, when given); after computing, each rank
-    prefetches its next batch.
+def scenario(steps=4, delay=0.15, base_compute=0.05, prefetch=0.1, overlap=True):
+    """A different rank is slow each step; after computing, each rank prefetches its next batch.
 
     ``overlap=False``: wait at the barrier, then prefetch. ``overlap=True``: issue the barrier, prefetch
     while the others catch up, then ``wait()``.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     for step in range(steps):
-        slow = step % world_size if slow_rank is None else slow_rank
         with span("compute"):
-            time.sleep(base_compute + (delay if rank == slow else 0.0))
+            time.sleep(base_compute + (delay if rank == step % world_size else 0.0))
         if overlap:
             work = dist.barrier(async_op=True)  # returns at once: "I have arrived"
             with span("prefetch next batch", kind="io"):
