@@ -30,8 +30,10 @@ def main() -> int:
     verdict = check_save_atomically(save_atomically, quiet=True, seed=3)
     print(verdict)
     if not verdict.ok:
-        print("BROKEN: a correct symlink-swap save is refused" + (
-            " with a false claim that torch.save wrote checkpoint.pt in place" if "in place" in str(verdict) else ""))
+        print(
+            "BROKEN: a correct symlink-swap save is refused"
+            + (" with a false claim that torch.save wrote checkpoint.pt in place" if "in place" in str(verdict) else "")
+        )
         return 1
     return 0
 

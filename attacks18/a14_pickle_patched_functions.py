@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-SCRIPT = '''
+SCRIPT = """
 import multiprocessing, os, sys
 from concurrent.futures import ProcessPoolExecutor
 import torch, torch.distributed as dist
@@ -33,7 +33,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def probe():
@@ -42,8 +42,13 @@ def probe():
     import torch
 
     out = {}
-    for name, fn in [("open", open), ("os.path.exists", os.path.exists), ("os.stat", os.stat),
-                     ("torch.save", torch.save), ("torch.load", torch.load)]:
+    for name, fn in [
+        ("open", open),
+        ("os.path.exists", os.path.exists),
+        ("os.stat", os.stat),
+        ("torch.save", torch.save),
+        ("torch.load", torch.load),
+    ]:
         try:
             pickle.loads(pickle.dumps(fn))
             out[name] = "ok"
