@@ -1946,8 +1946,11 @@ _OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def _library_caller(depth: int = 2) -> bool:
     """The wrapped call was made by the standard library's, torch's or barrierlab's own code, not the learner's."""
-    caller = sys._getframe(depth).f_code.co_filename
-    return caller.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX, "<frozen "))  # frozen: genericpath, os
+    frame = sys._getframe(depth)
+    code = frame.f_code
+    if code is _STAND_IN_CALL:  # called through the wrapper's stand-in: its caller is the one asked about
+        code = frame.f_back.f_code
+    return code.co_filename.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX, "<frozen "))  # frozen: os
 
 
 def _wrap_handoff_give(original):
@@ -2436,10 +2439,62 @@ class _StallWatch(threading.Thread):
 
 
 def _replace(owner, name: str, make) -> None:
-    """Put ``make(original)`` in the place of ``owner.name``, remembering the original for :func:`_unpatch`."""
+    """Put ``make(original)`` in the place of ``owner.name``, remembering the original for :func:`_unpatch`. In a
+    module (``os.stat``, ``torch.save``, ``open``), the wrapper stands in as a :class:`_StandIn`."""
     original = getattr(owner, name)
     _originals[(owner, name)] = original
-    setattr(owner, name, _wrapper(owner, name, original, make))
+    stand_in = isinstance(owner, type(os)) and owner not in (funcol_module(), torch._C)
+    setattr(owner, name, _wrapper(owner, name, original, make, stand_in))
+
+
+def funcol_module():
+    return sys.modules.get("torch.distributed._functional_collectives")
+
+
+class _StandIn:
+    """A recorder's wrapper in a module's place (``torch.save``, ``open``, ``os.stat``...), behaving as the
+    original does where a plain Python function would not (attack18 a14, a18): it pickles as the original, by
+    its module and name, so ``ProcessPoolExecutor().submit(torch.save, ...)`` works in a rank and the other
+    process gets the original; kept as a class attribute it binds as a method only when the original would (a
+    Python function does, a builtin such as ``open`` or ``os.stat`` does not: :class:`_BindingStandIn`)."""
+
+    __slots__ = ("_call", "_module", "_name", "__dict__", "__weakref__")
+
+    def __init__(self, call, original, module: str, name: str) -> None:
+        functools.update_wrapper(self, call)
+        self.__wrapped__ = getattr(call, "__wrapped__", original)
+        self._call, self._module, self._name = call, module, name
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def __reduce__(self):
+        return getattr, (_ModuleByName(self._module), self._name)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+_STAND_IN_CALL = _StandIn.__call__.__code__
+
+
+class _BindingStandIn(_StandIn):
+    __slots__ = ()
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+class _ModuleByName:
+    """Pickles as ``importlib.import_module(name)``: the module, found by name where it is unpickled."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self):
+        import importlib
+
+        return importlib.import_module, (self.name,)
 
 
 #: (owner, name) -> (original, its wrapper): each wrapper is made once per original, so that a rank the warm
@@ -2448,10 +2503,14 @@ def _replace(owner, name: str, make) -> None:
 _WRAPPERS: dict = {}
 
 
-def _wrapper(owner, name: str, original, make):
+def _wrapper(owner, name: str, original, make, stand_in: bool = False):
     made = _WRAPPERS.get((owner, name))
     if made is None or made[0] is not original:
-        made = _WRAPPERS[(owner, name)] = (original, make(original))
+        wrapper = make(original)
+        if stand_in:
+            kind = _BindingStandIn if hasattr(type(original), "__get__") else _StandIn
+            wrapper = kind(wrapper, original, owner.__name__, name)
+        made = _WRAPPERS[(owner, name)] = (original, wrapper)
     return made[1]
 
 

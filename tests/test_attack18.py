@@ -1,0 +1,21 @@
+"""attack18's repros (``attacks18/``: a new attacker pointed at the ordering model on the file shapes real training
+code uses, ordering through stores, point-to-point calls and futures, the wrappers barrierlab puts in torch's and
+the standard library's place, and argument validation). Those fixed are run here: each exited 1 before its fix.
+The others are listed, with what each shows, in docs/reference.md ("What the ordering model does not see") and in
+the closing note of session 17."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repros import fixed_attacks
+
+ATTACKS = Path(__file__).resolve().parent.parent / "attacks18"
+
+FIXED = [
+    "a14_pickle_patched_functions",
+    "a18_builtin_as_class_attribute",
+]
+
+
+test_the_attack_no_longer_breaks_its_promise = fixed_attacks(ATTACKS, FIXED)
