@@ -13,8 +13,13 @@ from repros import fixed_attacks
 ATTACKS = Path(__file__).resolve().parent.parent / "attacks18"
 
 FIXED = [
+    "a08_irecv_any_source_unordered",
+    "a11_store_keys_across_stores",
     "a14_pickle_patched_functions",
+    "a16_ordering_api_unvalidated_run",
+    "a17_marker_poll_other_looks",
     "a18_builtin_as_class_attribute",
+    "a20_quiet_not_validated",
 ]
 
 

@@ -787,10 +787,10 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
             if item.get("end") is not None:
                 event.end = item["end"] - t0
                 event.error = item.get("error")
-                if item.get("from") is not None:
-                    event.peer["from"] = item["from"]
                 if item.get("value") is not None:
                     event.value = item["value"]
+            if item.get("from") is not None:  # a recv's return, or an irecv's sender known at its wait
+                event.peer["from"] = item["from"]
             if item.get("done") is not None:
                 event.done = item["done"] - t0
                 event.error = event.error or item.get("done_error")

@@ -292,6 +292,7 @@ class Order:
     """The happens-before relation of one run on one backend."""
 
     def __init__(self, run, backend: str = "gloo", *, formed: bool = True) -> None:
+        _check_run(run)
         _check_backend(backend)
         if not isinstance(formed, bool):
             raise TypeError(f"formed must be a bool, not {type(formed).__name__}")
@@ -1449,7 +1450,9 @@ def order(run, backend: str = "gloo", *, formed: bool = True) -> Order:
 def races(run, backend: str = "gloo") -> Races:
     """File accesses of ``run`` on different ranks that nothing orders (see :class:`Race`). A run in which at most
     one rank touched a file has none, and its model is not built (attack13 a04: 512 ranks of 150 all_reduces
-    each, no file, took a diagnosis 54 s and 2.6 GB). ``backend`` is checked first, files or not (attack14 a06)."""
+    each, no file, took a diagnosis 54 s and 2.6 GB). ``run`` and ``backend`` are checked first, files or not
+    (attack14 a06, attack18 a16)."""
+    _check_run(run)
     _check_backend(backend)
     if not _files_on_two_ranks(run):
         return Races()
@@ -1479,6 +1482,16 @@ def point_to_point_calls(events: dict[int, list], *, failed: bool = False) -> tu
     return sends, recvs
 
 
+def _check_run(run: object) -> None:
+    """``run`` is what ``bl.run`` (or ``barrierlab.report``) returned: refused by name otherwise (attack18 a16)."""
+    from barrierlab.result import Run
+
+    if not isinstance(run, Run):
+        raise TypeError(
+            f"run must be the Run that barrierlab.run (or barrierlab.collect.from_records) returned, got {type(run).__name__}"
+        )
+
+
 def _check_backend(backend: object) -> None:
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be 'gloo' or 'nccl', not {backend!r}")
@@ -1497,6 +1510,7 @@ def _files_on_two_ranks(run) -> bool:
 
 def lost_on_nccl(run) -> list[tuple[Access, Access]]:
     """Conflicting file accesses this run's gloo ordering keeps apart and NCCL's (host side) would not."""
+    _check_run(run)
     if not _files_on_two_ranks(run):
         return []
     gloo, nccl = Order(run, "gloo"), Order(run, "nccl")

@@ -1037,6 +1037,9 @@ def _wrap(name: str, original, numbered: bool):
             recorder.leave(event_id, extra=f',"from":{result}')
         else:
             recorder.leave(event_id)
+        if name == "irecv" and kwargs.get("src", args[1] if len(args) > 1 else None) is None:
+            if kwargs.get("group_src") is None and result is not None:
+                _any_source.add(event_id)  # its sender is known once it is waited for (attack18 a08)
         if result is not None and hasattr(result, "get_future"):
             # The caller gets torch's own Work back (C++ code such as DDP's Join hook casts it); its
             # completion is observed through its future, never by wrapping it. Its wait() is recorded even
@@ -1193,10 +1196,24 @@ def _wrap_work_wait(original):
         of = _async_calls.get(self)
         if of is None:
             return original(self, *args, **kwargs)
-        return _recorded_wait(recorder, "Work.wait", of, original, self, *args, **kwargs)
+        result = _recorded_wait(recorder, "Work.wait", of, original, self, *args, **kwargs)
+        if of in _any_source:  # an irecv from any source: the rank it received from, as recv returns it
+            _any_source.discard(of)
+            try:
+                source = self._source_rank()
+                if type(source) is int and source >= 0 and recorder.fd >= 0:
+                    recorder.write({"id": of, "done": time.monotonic(), "from": source})
+            except Exception:  # noqa: BLE001 - the sender stays unknown
+                pass
+        return result
 
     wait.__barrierlab_original__ = original
     return wait
+
+
+#: Event ids of ``irecv`` calls made without ``src`` whose wait has not returned yet: the sender is read from
+#: the Work (``_source_rank()``, what ``recv`` itself returns) once it has.
+_any_source: set[int] = set()
 
 
 #: The futures of recorded async calls' Works (``work.get_future()``), weakly held -> the event ids of the calls
@@ -1414,11 +1431,25 @@ def _key_prefix(store) -> str:
     return found
 
 
+def _process_local(store) -> bool:
+    """``store`` (or the store a ``PrefixStore`` of the learner's wraps) is a ``HashStore``: this process's own,
+    so its keys order nothing between ranks, whatever their names (attack18 a11: a key set in a rank's private
+    HashStore was taken as releasing another rank's wait on the group's store)."""
+    for _ in range(64):
+        if isinstance(store, dist.HashStore):
+            return True
+        try:
+            store = _PREFIXES[store][1]
+        except (KeyError, TypeError):
+            return False
+    return False
+
+
 def _wrap_store(method: str, original):
     @functools.wraps(original)
     def recorded_store(self, *args, **kwargs):
         recorder = _recorder
-        if recorder is None or recorder.depth or _called_by_torch():
+        if recorder is None or recorder.depth or _called_by_torch() or _process_local(self):
             return original(self, *args, **kwargs)
         keys = args[0] if args else kwargs.get("keys", kwargs.get("key"))
         keys = [keys] if isinstance(keys, (str, bytes)) else list(keys or ())
@@ -2747,14 +2778,16 @@ def _patch() -> None:
         _replace(fcntl, name, functools.partial(_wrap_file_lock, name))
     for owner, name in (
         (os.path, "exists"),
+        (os.path, "lexists"),
         (os.path, "isfile"),
         (os.path, "isdir"),
+        (os, "access"),  # os.access(path, os.F_OK) polled for a marker (attack18 a17)
         (pathlib.Path, "exists"),
         (pathlib.Path, "is_file"),
         (pathlib.Path, "is_dir"),
     ):
         _replace(owner, name, _wrap_exists)
-    for owner, name in ((os, "stat"), (os.path, "getsize"), (os.path, "getmtime")):
+    for owner, name in ((os, "stat"), (os.path, "getsize"), (os.path, "getmtime"), (pathlib.Path, "stat")):
         _replace(owner, name, _wrap_stat_look)
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records

@@ -15,7 +15,7 @@ def check_arguments(**given) -> None:
     """Refuse a check's bad argument before anything runs, naming it (attack15 a08: ``seeds=[]`` passed with
     "0 of 0 runs", ``save_every=0`` ran the learner's code and blamed it). Known names: a function to run
     (``fn``, ``train``, ``save``), a count of at least 1 (``steps``, ``save_every``, ``epochs``), ``world_size``
-    (at least 2: a check compares ranks), ``seed`` (an int or None), ``seeds`` (a non-empty list of ints)."""
+    (at least 2: a check compares ranks), ``seed`` (an int or None), ``seeds`` (a non-empty list of ints), ``quiet`` (a bool: attack18 a20)."""
     for name, value in given.items():
         if name in ("fn", "train", "save"):
             if not callable(value):
@@ -27,6 +27,9 @@ def check_arguments(**given) -> None:
         elif name == "seed":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"seed must be an int or None, got {type(value).__name__}")
+        elif name == "quiet":
+            if not isinstance(value, bool):
+                raise TypeError(f"quiet must be True or False, got {type(value).__name__} {value!r}")
         elif name == "seeds":
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
                 raise TypeError(f"seeds must be a list of ints, got {type(value).__name__}")

@@ -122,7 +122,7 @@ def random_delays(late: int, world: int = WORLD, rng: random.Random | None = Non
 def check_everyone_ready(fn, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run ``fn(folder, delays)`` twice on 4 ranks (a different rank late each time) and decide from the
     ordering model whether every rank's count was ordered after every rank's write."""
-    check_arguments(fn=fn, seed=seed)
+    check_arguments(fn=fn, seed=seed, quiet=quiet)
     rng = random.Random(seed)
     lates = rng.sample(range(WORLD), 2)
     for late in lates:

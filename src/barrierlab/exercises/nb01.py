@@ -28,7 +28,7 @@ VOCAB = ["<pad>", "<unk>", "the", "a", "of"]
 
 def check_vocab(fn, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run ``fn(folder, build_seconds)`` twice on 4 ranks with a random build time (0.2-0.5 s)."""
-    check_arguments(fn=fn, seed=seed)
+    check_arguments(fn=fn, seed=seed, quiet=quiet)
     rng = random.Random(seed)
     for _ in range(2):
         build_seconds = round(rng.uniform(0.2, 0.5), 3)

@@ -52,7 +52,7 @@ def checked_save(directory: str, save, kill_at: float | None = None) -> int:
 def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Three kills with an old step-1 checkpoint in place (at random shares of the bytes), one without, one
     run without a kill; see the module's docstring."""
-    check_arguments(save=save, seed=seed)
+    check_arguments(save=save, seed=seed, quiet=quiet)
     rng = random.Random(seed)
     shares = sorted(round(rng.uniform(0.05, 0.95), 2) for _ in range(3))
     workdir = tempfile.mkdtemp(prefix="barrierlab-save-")
