@@ -1470,6 +1470,45 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
     )
 
 
+def rule_p2p_late_arrival(f: Facts) -> Diagnosis | None:
+    """A send and the recv it pairs with, on two ranks, where one rank reached its call only after the other's
+    timeout had run out there (round 21: a pipeline stage still compiling while the next stage's recv, on a
+    subgroup made without timeout=, gave up)."""
+    blocked = _blocked_in_p2p(f)
+    for rank, call in sorted(blocked.items()):
+        peer = _p2p_peer(call)
+        other = blocked.get(peer) if peer is not None else None
+        if other is None or not _p2p_match(call, rank, other, peer) or call.start > other.start:
+            continue
+        timeout = call.timeout
+        gap = other.start - call.start
+        if not timeout or gap < 0.9 * timeout:
+            continue
+        to = "to" if other.name == "send" else "from"
+        headline = (
+            f"rank {peer} reached {other.name} {to} rank {rank} at {where_text(other)} {gap:.1f} s after rank "
+            f"{rank} began its {call.name} at {where_text(call)}; rank {rank}'s {timeout:g} s timeout ran out "
+            f"first, so it gave up before rank {peer} arrived."
+        )
+        evidence = [
+            f"rank {rank} waited with a timeout of {timeout:g} s in {call.name} {_called_at(call)}",
+            f"rank {peer} entered its {other.name} {gap:.1f} s later {_called_at(other)}",
+        ] + _outcomes(f.run, {rank: call, peer: other})
+        return Diagnosis(
+            "late-arrival",
+            headline,
+            evidence,
+            "A send or recv waits for its peer at most its group's timeout: the timeout= given when that group "
+            "was made — init_process_group's for the default group, new_group's for a subgroup, which does not "
+            "inherit init_process_group's (without one it gets torch's default) — then gloo raises. Give the "
+            "group a timeout above the time the late rank needs before it arrives (timeout= on new_group for a "
+            f"subgroup), or move the long work before the other rank starts waiting; {DEFAULT_TIMEOUTS}.",
+            ranks=[peer],
+            site=_site(other),
+        )
+    return None
+
+
 def _blocked_in_p2p(f: Facts) -> dict[int, Event]:
     """The ranks that did not finish whose last call was a blocking ``send``/``recv`` that never returned
     normally (still inside it, or left with an error of waiting: a timeout, a peer gone), with that call. A call
@@ -1694,6 +1733,10 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             rank = _p2p_peer(blocked[rank])
         if rank != start or len(cycle) < 2:
             continue
+        if any(_size_abort(f, r) for r in cycle):  # gloo aborted it: it was not waiting (round 21's pipeline)
+            continue
+        if any(_p2p_match(blocked[a], a, blocked[b], b) for a, b in zip(cycle, cycle[1:] + cycle[:1])):
+            continue  # a send and the recv it pairs with: they wait for each other's arrival, not in a cycle
         names = {blocked[r].name for r in cycle}
         first = blocked[cycle[0]]
         if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1:
@@ -1904,6 +1947,21 @@ def _in_func(site) -> str:
 _SIZE_ABORT = re.compile(r"(\d+) vs (\d+)\. Received data size doesn't match expected size")
 
 
+def _p2p_match(a, rank_a: int, b, rank_b: int) -> bool:
+    """Call ``a`` of ``rank_a`` (blocked, its peer ``rank_b``) and call ``b`` of ``rank_b`` are a send and the
+    recv it pairs with (either way round): the two would complete each other, so they are no link of a cycle of
+    waits — one of them came late (round 21: a pipeline stage's recv timed out while the sender still compiled)."""
+    names = {a.name, b.name}
+    return names == {"send", "recv"} and _p2p_peer(b) == rank_a and _p2p_peer(a) == rank_b
+
+
+def _size_abort(f: Facts, rank: int):
+    """gloo's "N vs M. Received data size doesn't match expected size" for ``rank``, if it aborted with it."""
+    if rank not in f.aborted:
+        return None
+    return _SIZE_ABORT.search(f.run[rank].stderr or "") or _SIZE_ABORT.search(f.aborted[rank])
+
+
 def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
     """gloo aborted a rank because the data it received did not fit its tensor, and no record of that rank's
     calls says where (round 19: a buffer registered on rank 0 alone made DDP's construction-time broadcast of
@@ -1920,16 +1978,29 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
         torch_frames = [(s.file, s.line, s.func) for s in stuck.frames if f"{os.sep}torch{os.sep}" in s.file]
         what = _torch_call_phrase(torch_frames) or (f"dist.{stuck.call}()" if stuck.call else "a collective")
         others = [r for r in f.failed if r != rank]
+        p2p = stuck.call in ("recv", "irecv")
+        cause = (
+            "the message sent to it was bigger than the tensor it received into"
+            if p2p
+            else "the ranks passed tensors of different sizes"
+        )
+        advice = (
+            "A recv's tensor must be as large as what the matching send sends: when the sizes change from one "
+            "message to the next (padded batches of different lengths), send the shape first (a small tensor "
+            "of its sizes) and allocate the receiving tensor from it, or pad every message to one fixed size."
+            if p2p
+            else "Every rank must pass tensors of the same sizes to each collective, including those torch makes "
+            "for you: DDP broadcasts rank 0's parameters and buffers when it wraps the model, so every rank's "
+            "module must have the same parameters and buffers, of the same shapes, before DDP(...) (register "
+            "buffers in __init__ on every rank, then fill them)."
+        )
         return Diagnosis(
             "different-sizes",
             f"gloo aborted rank {rank}: in {what}, reached from {stuck.site}{called_from(stuck.chain)}, it received "
-            f"{sizes.group(1)} bytes where its tensors hold {sizes.group(2)}: the ranks passed tensors of different "
-            "sizes" + (f", and {rank_list(others)} failed because of it." if others else "."),
+            f"{sizes.group(1)} bytes where its tensors hold {sizes.group(2)}: {cause}"
+            + (f", and {rank_list(others)} failed because of it." if others else "."),
             _failure_evidence(f),
-            "Every rank must pass tensors of the same sizes to each collective, including those torch makes for "
-            "you: DDP broadcasts rank 0's parameters and buffers when it wraps the model, so every rank's module "
-            "must have the same parameters and buffers, of the same shapes, before DDP(...) (register buffers "
-            "in __init__ on every rank, then fill them).",
+            advice,
             ranks=[rank],
             site=stuck.site,
         )
@@ -2066,6 +2137,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_paired_by_position,
     rule_mismatched_collectives,
     rule_p2p_cycle,
+    rule_p2p_late_arrival,
     rule_store_wait_cycle,
     rule_refused_in_call,
     rule_rank_failed,
