@@ -13,6 +13,8 @@ from repros import fixed_attacks
 ATTACKS = Path(__file__).resolve().parent.parent / "attacks18"
 
 FIXED = [
+    "a01_nb01_glob_poll_refused",
+    "a02_listdir_poll_false_races",
     "a08_irecv_any_source_unordered",
     "a11_store_keys_across_stores",
     "a14_pickle_patched_functions",

@@ -341,6 +341,8 @@ class Order:
         #: (rank, lane, path) of each thread that waited for a published file (:meth:`_published`): its misses
         #: before the find were the wait, not a race
         self._waited_for: set[tuple[int, object, str]] = set()
+        #: (rank, lane, folder) -> when the last wait that listed that folder found its file (see _waited_in)
+        self._waited_dirs: dict[tuple[int, object, str], float] = {}
         self._published()
         #: id(open event) -> the lock event whose hold the open is taken in (:attr:`Access.at`)
         self._at: dict[int, object] = {}
@@ -654,6 +656,7 @@ class Order:
                 if whole:
                     self._edge(self.leave(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))
+                    self._waited_in(rank, e)
                 elif e.name == "exists" and (
                     maker.name == "mkdir" or (maker.name == "write" and (e.lane, e.path) not in opened)
                 ):
@@ -662,6 +665,14 @@ class Order:
                     # a02); what the file holds is not handed over: a read of it still races its write
                     self._edge(self.enter(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))  # its misses and its find were the wait
+                    self._waited_in(rank, e)
+
+    def _waited_in(self, rank: int, find) -> None:
+        """``find`` ended a wait for its path: this thread's listings of the path's folder up to it were part of
+        that wait (a poll through ``os.listdir``/``glob``), not reads of the folder that race what others put
+        there meanwhile (attack18 a02: every poll was a race with the temporary file's creation)."""
+        key = (rank, find.lane, os.path.dirname(find.path))
+        self._waited_dirs[key] = max(self._waited_dirs.get(key, find.start), find.start)
 
     def _held(self) -> None:
         """Files kept open across a synchronising call (the recorder's "held" events, written once the file was
@@ -923,6 +934,8 @@ class Order:
                     continue
                 if (rank, e.lane, e.path) in self._waited_for and _found_no_file(e):
                     continue  # a miss of a rank that then found the published file: part of its wait, read nothing
+                if e.name == "list" and e.start <= self._waited_dirs.get((rank, e.lane, e.path), -1.0):
+                    continue  # a listing polled until a file appeared: part of that wait
                 found.append(Access(rank, e.name, e.path, e, self._at.get(id(e)), self._until.get(id(e))))
                 if e.name == "rename" and e.to:
                     found.append(Access(rank, "write", e.to, e))

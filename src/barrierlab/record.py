@@ -1662,6 +1662,82 @@ def _record_look(recorder, target, found: bool) -> None:
         pass
 
 
+#: (thread, folder) -> the names this thread's last listing of that folder found (folders of at most
+#: :data:`_LISTED_KEPT` entries; at most :data:`_PATHS_KEPT` folders, then forgotten).
+_listed: dict[tuple[int, str], frozenset] = {}
+_LISTED_KEPT = 256
+
+
+def _record_listing(recorder, folder, names, pattern: str = "") -> None:
+    """A listing of ``folder`` (``os.listdir``, ``glob.glob``) found ``names``. A listing polled until an entry
+    appears is a wait for that entry, as ``os.path.exists`` polled is: each entry that this thread's last
+    listing of the folder did not have is recorded as a miss, then a find, and one it had and this one lacks as
+    a miss (attack18 a01, a02: a marker waited for through a listing was a race). A thread's first listing of a
+    folder is only remembered."""
+    try:
+        folder = os.path.abspath(os.fspath(folder))
+        if len(names) > _LISTED_KEPT or not isinstance(folder, str):
+            return
+        now = frozenset(os.fsdecode(n) for n in names)
+        key = (threading.get_ident(), folder + "\0" + pattern)  # a glob's own pattern: its own listing
+        before = _listed.get(key)
+        if len(_listed) >= _PATHS_KEPT:
+            _listed.clear()
+        _listed[key] = now
+        if before is None or before == now:
+            return
+        site = _learner_site_from(sys._getframe(2))
+        recorder.depth += 1
+        try:
+            for name in sorted(now - before):
+                path = _quoted_path(os.path.join(folder, name))
+                if path is None:
+                    continue
+                for found in (False, True):
+                    _looked[(key[0], path)] = found
+                    value = "" if found else ',"value":"missing"'
+                    recorder.instant("file", "exists", site, ',"path":' + path + value)
+            for name in sorted(before - now):
+                path = _quoted_path(os.path.join(folder, name))
+                if path is not None and _looked.get((key[0], path)) is not False:
+                    _looked[(key[0], path)] = False
+                    recorder.instant("file", "exists", site, ',"path":' + path + ',"value":"missing"')
+        finally:
+            recorder.depth -= 1
+    except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+        pass
+
+
+def _wrap_listing(original):
+    """``os.listdir`` and ``glob.glob`` called by the learner's own code: what they found, for
+    :func:`_record_listing` (``glob``: the pattern's folder, when its last part alone has wildcards)."""
+
+    @functools.wraps(original)
+    def listing(*args, **kwargs):
+        found = original(*args, **kwargs)
+        recorder = _recorder
+        if recorder is None or recorder.depth or recorder.fd < 0 or _library_caller():
+            return found
+        try:
+            if original is _LISTDIR:
+                folder = args[0] if args else kwargs.get("path", ".")
+                if isinstance(folder, (str, bytes, os.PathLike)) and isinstance(found, list):
+                    _record_listing(recorder, folder, found)
+            elif args and isinstance(args[0], str) and isinstance(found, list):
+                folder, last = os.path.split(args[0])
+                if folder and not any(c in folder for c in "*?[") and all(isinstance(p, str) for p in found):
+                    _record_listing(recorder, folder, [os.path.basename(p) for p in found], last)
+        except Exception:  # noqa: BLE001
+            pass
+        return found
+
+    listing.__barrierlab_original__ = original
+    return listing
+
+
+_LISTDIR = os.listdir
+
+
 def _learner_site() -> tuple | None:
     """The innermost frame that is the learner's (not torch, the standard library or barrierlab's
     machinery): the line that called ``open`` even through ``shutil``/``json``/``pathlib``. (Frames: this one,
@@ -2789,6 +2865,10 @@ def _patch() -> None:
         _replace(owner, name, _wrap_exists)
     for owner, name in ((os, "stat"), (os.path, "getsize"), (os.path, "getmtime"), (pathlib.Path, "stat")):
         _replace(owner, name, _wrap_stat_look)
+    import glob
+
+    for owner, name in ((os, "listdir"), (glob, "glob")):
+        _replace(owner, name, _wrap_listing)
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
         os.register_at_fork(before=_before_fork, after_in_child=_forked)
