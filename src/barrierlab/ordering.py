@@ -622,19 +622,19 @@ class Order:
         file, only when the thread that found it does not open it (whose content it waited for is a file written in
         place: the open that made it orders nothing of what is written after it; nb01's polling answer)."""
         made: dict[str, list] = {}  # path -> (rank, the event that made it, whether it was made whole)
-        gone: set[str] = set()
+        gone: dict[str, float] = {}  # path -> when it was first removed or renamed away
         for rank, events in self.events.items():
             for e in events:
                 if e.kind != "file" or not e.path:
                     continue
                 if e.name == "rename":
-                    gone.add(e.path)
+                    gone[e.path] = min(gone.get(e.path, e.start), e.start)
                     if e.to:
                         made.setdefault(e.to, []).append((rank, e, True))
                 elif e.name in ("write", "append", "mkdir"):  # a link (os.symlink, os.link) is made whole at once
                     made.setdefault(e.path, []).append((rank, e, e.name == "write" and e.value == "link"))
                 elif e.name == "remove":
-                    gone.add(e.path)
+                    gone[e.path] = min(gone.get(e.path, e.start), e.start)
         for rank, events in self.events.items():
             missed: set[tuple] = set()  # (lane, path): each thread's misses are its own
             # (lane, path) a thread opened: a file it reads is not a marker, its content is what it waited for
@@ -650,7 +650,9 @@ class Order:
                     continue
                 missed.discard(key)
                 by = made.get(e.path, [])
-                if e.path in gone or len(by) != 1 or by[0][0] == rank:
+                # a removal after the find (the clean-up once every rank has loaded it) does not change what it
+                # found (attack18 a10)
+                if gone.get(e.path, e.start) < e.start or len(by) != 1 or by[0][0] == rank:
                     continue
                 maker_rank, maker, whole = by[0]
                 if whole:
