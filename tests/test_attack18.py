@@ -15,6 +15,8 @@ ATTACKS = Path(__file__).resolve().parent.parent / "attacks18"
 FIXED = [
     "a01_nb01_glob_poll_refused",
     "a02_listdir_poll_false_races",
+    "a06_nb02_symlink_swap_refused",
+    "a07_nb02_partial_rename_wrong_reason",
     "a08_irecv_any_source_unordered",
     "a10_published_then_removed_false_race",
     "a11_store_keys_across_stores",

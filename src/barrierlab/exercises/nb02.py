@@ -64,6 +64,13 @@ def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None)
                 torch.save({"step": 1}, path)
             run = bl.run(checked_save, WORLD, args=(folder, save, kill_at), timeout=TIMEOUT)
             if run[0].status != "killed by signal":
+                partial = _partial(path) if old else None
+                if partial is not None:  # a short write that returned instead of failing (attack18 a07)
+                    return verdict(False, f"rank 0 was not killed at {kill_at:.0%} of its bytes (it {run[0].status}), "
+                                   f"and checkpoint.pt is now partial ({partial}): save put an incomplete file in "
+                                   "place. A write can return having written fewer bytes than it was given "
+                                   "(os.write returns the count): loop until every byte is written, or use "
+                                   "torch.save or f.write, which do, and rename only then", quiet)
                 return verdict(False, f"rank 0 was not killed at {kill_at:.0%} of its bytes (it {run[0].status}"
                                + (f": {run[0].error_message[:120]}" if run[0].error_message else "")
                                + "): does save(obj, path) write the checkpoint, on rank 0 alone, without "
@@ -98,13 +105,32 @@ def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _partial(path: str) -> str | None:
+    """What is wrong with the checkpoint at ``path`` when it cannot be loaded ("4818 bytes; torch.load:
+    OSError"), or None when it loads (or is not there)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        torch.load(path, weights_only=True)
+    except Exception as error:  # noqa: BLE001 - any failure to load is what is reported
+        return f"{os.path.getsize(path)} bytes; torch.load: {type(error).__name__}"
+    return None
+
+
+def _named(path: str) -> str:
+    """``path`` with its folders' links resolved but not its own name: checkpoint.pt stays checkpoint.pt even
+    when it is a link the save swapped into place (attack18 a06: resolved, it named the temporary file the link
+    points to, and that file's write was taken as a write of checkpoint.pt in place)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
 def _not_atomic(run, folder: str) -> str | None:
     """What the recorded file operations of rank 0's save say is not atomic about it, or None."""
-    path = os.path.realpath(os.path.join(folder, "checkpoint.pt"))
+    path = _named(os.path.join(folder, "checkpoint.pt"))
     load = min((e.start for e in run[0].events if e.kind == "collective"), default=None)
     mine = [a for a in accesses(run, os.path.dirname(folder)) if a.rank == 0 and (load is None or a.event.start < load)]
     in_place = [a for a in mine if a.how in ("write", "append") and a.event.name != "rename"
-                and os.path.realpath(a.path) == path]
+                and _named(a.path) == path]
     if in_place:
         e = in_place[0].event
         how = f"{e.call}(..., path)" if e.call else "open(path) for writing"
@@ -112,13 +138,13 @@ def _not_atomic(run, folder: str) -> str | None:
                 "a kill in the middle of that write (or of a copy into place) leaves a partial file. Write a "
                 "temporary file in the same directory, then os.replace it onto the path")
     # by the rename's target: its source may be outside the folder (a temporary file in /tmp)
-    renames = [a.event for a in mine if a.event.name == "rename" and a.event.to and os.path.realpath(a.event.to) == path]
+    renames = [a.event for a in mine if a.event.name == "rename" and a.event.to and _named(a.event.to) == path]
     if not renames:
         return ("checkpoint.pt exists, but the record shows no rename onto it: write a temporary file in the same "
                 "directory, then os.replace(tmp, path)")
     e = renames[-1]
-    gone = [a.event for a in mine if a.event.start < e.start and os.path.realpath(a.path) == path
-            and (a.how == "remove" or (a.how == "rename" and a.event.to and os.path.realpath(a.event.to) != path))]
+    gone = [a.event for a in mine if a.event.start < e.start and _named(a.path) == path
+            and (a.how == "remove" or (a.how == "rename" and a.event.to and _named(a.event.to) != path))]
     if gone:
         g = gone[-1]
         did = "removed" if g.name == "remove" else "renamed away"
