@@ -15,6 +15,7 @@ ATTACKS = Path(__file__).resolve().parent.parent / "attacks18"
 FIXED = [
     "a01_nb01_glob_poll_refused",
     "a02_listdir_poll_false_races",
+    "a04_compare_set_poll_false_race",
     "a06_nb02_symlink_swap_refused",
     "a07_nb02_partial_rename_wrong_reason",
     "a08_irecv_any_source_unordered",

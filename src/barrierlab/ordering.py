@@ -589,6 +589,13 @@ class Order:
             latest_start.append(last)
         first = 0  # writers before it are dead for every read from here on (reads go by their start)
         for rank, e in calls:
+            if e.name == "compare_set" and e.end is not None and e.value is not None and e.value != e.written:
+                # a compare_set that did not write returned what was there: a read of the write that put it
+                # there (a status key polled with compare_set: attack18 a04)
+                read = _value_read(e, writers)
+                if read is not None and read[1] is not e:
+                    self._edge(self.enter(*read), self.leave(rank, e))
+                continue
             if e.end is None or not (
                 (e.name in KEY_WAITS and e.name != "get")
                 or (e.name == "get" and not (counter.adds and _count(e.value) is not None))
@@ -1229,7 +1236,7 @@ def _value_read(get, writers: list) -> tuple | None:
     before it returned: the get read that write, so it comes after it (a status key polled until it says
     "ready"). None when the value is not known whole (64 characters or more) or several writes wrote it."""
     value = get.value
-    if get.name != "get" or value is None or len(value) >= 64:
+    if get.name not in ("get", "compare_set") or value is None or len(value) >= 64:
         return None
     found = [(rank, w) for rank, w in writers if w.written == value and w.start < get.end]
     return found[0] if len(found) == 1 else None
