@@ -22,6 +22,7 @@ FIXED = [
     "a10_published_then_removed_false_race",
     "a11_store_keys_across_stores",
     "a14_pickle_patched_functions",
+    "a15_future_then_callback_false_race",
     "a16_ordering_api_unvalidated_run",
     "a17_marker_poll_other_looks",
     "a18_builtin_as_class_attribute",

@@ -103,7 +103,8 @@ def test_an_async_call_waited_for_through_a_chained_or_collected_future_orders_t
 
     run = bl.run(handoff_through_an_async_all_reduce, 3, args=(str(tmp_path), how), timeout=10)
     assert run.ok, run
-    waits = [[e.of for e in rank.events if e.kind == "wait"] for rank in run]
+    # (the then() callback's own wait, recorded as it runs on torch's thread, is not the rank's: attack18 a15)
+    waits = [[e.of for e in rank.events if e.kind == "wait" and e.name != "Future.then"] for rank in run]
     hazards, races = diagnose.call_hazards(run), ordering.races(run)
     if how == "own future only":
         assert waits == [[], [], []] and len(races) == 2 and "never waited" in hazards[0], (waits, races, hazards)

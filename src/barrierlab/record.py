@@ -1263,14 +1263,41 @@ def _wrap_future_then(original):
 
     @functools.wraps(original)
     def then(self, *args, **kwargs):
-        chained = original(self, *args, **kwargs)
         ids = _calls_of(self) if _recorder is not None else ()
+        if ids and args and callable(args[0]):
+            args = (_after_completion(args[0], ids), *args[1:])
+        elif ids and callable(kwargs.get("callback")):
+            kwargs = {**kwargs, "callback": _after_completion(kwargs["callback"], ids)}
+        chained = original(self, *args, **kwargs)
         if ids:
             _remember_future(chained, ids)
         return chained
 
     then.__barrierlab_original__ = original
     return then
+
+
+def _after_completion(callback, ids):
+    """``callback`` as given to ``Future.then``: torch runs it, on a thread of its own, once the future is
+    complete, so what it does comes after the async calls ``ids`` completed. Recorded as a wait of each of them
+    in that thread's lane, just before it runs (attack18 a15: a file read in such a callback was a race)."""
+
+    @functools.wraps(callback)
+    def completed(*args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            for of in ids:
+                try:
+                    _run_recorded(recorder, "wait", "Future.then", False, None, f',"of":{of}', _nothing)
+                except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+                    break
+        return callback(*args, **kwargs)
+
+    return completed
+
+
+def _nothing() -> None:
+    return None
 
 
 def _wrap_collect_all(original):
