@@ -445,7 +445,7 @@ def main(x):
     [finding] = lint_source(source)
     assert (finding.line, finding.kind) == (11, "hidden-collective")
     assert finding.collective == "predict -> net() (DDP forward)"
-    assert "it broadcasts the module's buffers when it has any" in finding.why
+    assert "if the module has buffers, it broadcasts them at its first forward" in finding.why
 
 
 def test_a_value_is_rank_independent_only_after_its_all_reduce() -> None:

@@ -3790,10 +3790,11 @@ class _Analysis:
                 "coll",
                 f"{written}() (DDP forward)",
                 f"ddp.forward.{written}",
-                "DDP's forward issues collectives only at some calls: it broadcasts the module's buffers when it "
-                "has any (`broadcast_buffers=True`, the default), and its first grad-enabled forward after the "
-                "first backward rebuilds the gradient buckets with two broadcasts (not with "
-                "`find_unused_parameters=True`)",
+                "DDP's forward issues collectives only at some calls: if the module has buffers, it broadcasts "
+                "them at its first forward after it was built and at every forward that follows a synchronised "
+                "training forward (`forward_sync_buffers`, formerly `broadcast_buffers`, on by default), and its "
+                "first grad-enabled forward after the first backward rebuilds the gradient buckets with two "
+                "broadcasts (not with `find_unused_parameters=True`)",
             )
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
