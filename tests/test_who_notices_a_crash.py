@@ -72,9 +72,12 @@ def test_the_closed_connection_error_blames_a_remote_worker_but_names_no_rank_or
 
 def test_at_eight_ranks_only_rank_0s_barrier_peers_fail_at_once_when_it_exits():
     """01 §4 and claims N03-4 (review36a): a barrier of 8 ranks whose rank 0 exits first. gloo's dissemination
-    barrier pairs rank 0 with ranks 0 ± 1, 2, 4 (mod 8): ranks 1, 2, 4, 6 and 7 fail at once on the closed
-    connection; ranks 3 and 5 never talk to rank 0 and wait the group's timeout, although its process is gone."""
+    barrier pairs rank 0 with ranks 0 ± 1, 2, 4 (mod 8). Ranks 1 and 7 talk to it in the first round and fail at
+    once on the closed connection; ranks 2, 4 and 6 talk to it later, and fail at once when they get that far
+    (on a quiet machine all three did; in a loaded CI run 2 and 4 still waited in an earlier round, for a peer
+    that had failed); ranks 3 and 5 never talk to rank 0 and wait the group's timeout, although its process is
+    gone."""
     run = bl.run(rank_0_exits_before_the_barrier, 8, timeout=3, linger=True, deadline=30)
-    fast = sorted(e.rank for e in run.events if e.is_collective and e.duration < 1.5)
-    slow = sorted(e.rank for e in run.events if e.is_collective and e.duration >= 1.5)
-    assert (fast, slow) == ([1, 2, 4, 6, 7], [3, 5]), run
+    fast = {e.rank for e in run.events if e.is_collective and e.duration < 1.5}
+    slow = {e.rank for e in run.events if e.is_collective and e.duration >= 1.5}
+    assert {1, 7} <= fast <= {1, 2, 4, 6, 7} and {3, 5} <= slow, run
