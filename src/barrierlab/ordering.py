@@ -335,6 +335,10 @@ class Order:
         self._joined: dict[tuple, tuple] = {}
         #: (rank, async call id) -> the waits recorded as its Future.then callbacks ran (see :meth:`_waits_of`)
         self._callback_waits: dict[tuple[int, int], list] = {}
+        for rank, events in self.events.items():
+            for e in events:
+                if e.kind == "wait" and e.name == "Future.then":
+                    self._callback_waits.setdefault((rank, e.of), []).append(e)
         self._lanes()
         self._collectives()
         self._gradient_all_reduces(run)
@@ -478,17 +482,10 @@ class Order:
     def _waits_of(self, rank: int) -> dict[int, object]:
         """Each async call's wait on ``rank``: the last one not made in a ``Future.then`` callback (those run on a
         torch thread once the call completed, attack18 a15: :meth:`_edge` gives them what the wait gets)."""
-        found = {}
-        for e in self.events[rank]:
-            if e.kind != "wait":
-                continue
-            if e.name == "Future.then":
-                self._callback_waits.setdefault((rank, e.of), []).append(e)
-            else:
-                found[e.of] = e
-        for of, callbacks in list(self._callback_waits.items()):
-            if of[0] == rank and of[1] not in found:  # no other wait: the first callback's stands for the call
-                found[of[1]] = callbacks[0]
+        found = {e.of: e for e in self.events[rank] if e.kind == "wait" and e.name != "Future.then"}
+        for (of_rank, of), callbacks in self._callback_waits.items():
+            if of_rank == rank and of not in found:  # no other wait: the first callback's stands for the call
+                found[of] = callbacks[0]
         return found
 
     def _released(self, rank: int, event, waits: dict) -> tuple[int, int] | None:

@@ -1735,8 +1735,8 @@ def _record_listing(recorder, folder, names, pattern: str = "") -> None:
         pass
 
 
-def _wrap_listing(original):
-    """``os.listdir`` and ``glob.glob`` called by the learner's own code: what they found, for
+def _wrap_listing(pattern: bool, original):
+    """``os.listdir`` and (``pattern``) ``glob.glob`` called by the learner's own code: what they found, for
     :func:`_record_listing` (``glob``: the pattern's folder, when its last part alone has wildcards)."""
 
     @functools.wraps(original)
@@ -1746,7 +1746,7 @@ def _wrap_listing(original):
         if recorder is None or recorder.depth or recorder.fd < 0 or _library_caller():
             return found
         try:
-            if original is _LISTDIR:
+            if not pattern:
                 folder = args[0] if args else kwargs.get("path", ".")
                 if isinstance(folder, (str, bytes, os.PathLike)) and isinstance(found, list):
                     _record_listing(recorder, folder, found)
@@ -1760,9 +1760,6 @@ def _wrap_listing(original):
 
     listing.__barrierlab_original__ = original
     return listing
-
-
-_LISTDIR = os.listdir
 
 
 def _learner_site() -> tuple | None:
@@ -2577,12 +2574,12 @@ def _replace(owner, name: str, make) -> None:
     module (``os.stat``, ``torch.save``, ``open``), the wrapper stands in as a :class:`_StandIn`."""
     original = getattr(owner, name)
     _originals[(owner, name)] = original
-    stand_in = isinstance(owner, type(os)) and owner not in (funcol_module(), torch._C)
+    # collectives (funcol's, torch._C's) stay plain functions: torch.compile traces them by what they are
+    stand_in = isinstance(owner, type(os)) and owner is not torch._C and not owner.__name__.startswith(_FUNCOL)
     setattr(owner, name, _wrapper(owner, name, original, make, stand_in))
 
 
-def funcol_module():
-    return sys.modules.get("torch.distributed._functional_collectives")
+_FUNCOL = "torch.distributed._functional_collectives"
 
 
 class _StandIn:
@@ -2894,8 +2891,8 @@ def _patch() -> None:
         _replace(owner, name, _wrap_stat_look)
     import glob
 
-    for owner, name in ((os, "listdir"), (glob, "glob")):
-        _replace(owner, name, _wrap_listing)
+    _replace(os, "listdir", functools.partial(_wrap_listing, False))
+    _replace(glob, "glob", functools.partial(_wrap_listing, True))
     if not _audit_installed:
         sys.addaudithook(_audit)  # for the life of the process: inert when nothing records
         os.register_at_fork(before=_before_fork, after_in_child=_forked)
