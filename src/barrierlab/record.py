@@ -477,7 +477,7 @@ class _Recorder:
                 #  path as JSON text, weak reference to the file object, not empty at its open, opened only
                 #  for writing, (inode, size, mtime) at the last look, the last look that a change followed]
                 opened[event_id] = [
-                    json.loads(path),
+                    _plain_paths.get(path) or json.loads(path),
                     None,
                     None,
                     False,
@@ -1568,6 +1568,8 @@ def _learner_path(path) -> str | None:
 #: Absolute path as the rank gave it -> the JSON text of the learner's path, or "" (not the learner's file):
 #: a path's answer depends on nothing else while one recording lasts, and ranks open the same files again.
 _quoted_paths: dict[str, str] = {}
+#: The JSON text of a learner's path (a value of ``_quoted_paths``) -> the path: an open need not parse it back.
+_plain_paths: dict[str, str] = {}
 _PATHS_KEPT = 4096
 
 
@@ -1578,8 +1580,11 @@ def _quoted_path(path) -> str | None:
         if quoted is None:
             if len(_quoted_paths) >= _PATHS_KEPT:
                 _quoted_paths.clear()
+                _plain_paths.clear()
             learners = _learner_path(path)
             quoted = _quoted_paths[path] = "" if learners is None else _json_dumps(learners)
+            if learners is not None:
+                _plain_paths[quoted] = learners
         return quoted or None
     learners = _learner_path(path)
     return None if learners is None else _json_dumps(learners)
@@ -1612,8 +1617,20 @@ def _file_event(name: str, path: str, to: str | None = None, renamed=None, value
     return None
 
 
-#: ``os.path.exists`` as it was (the recorder's own checks are not the learner's polls).
-_path_exists = os.path.exists
+#: ``os.stat`` as it was: the recorder's own checks are not the learner's polls, and they skip the stat wrapper's
+#: look for the learner's caller (a third of a recorded open's cost, benchmarks/record.py, 2026-12-05).
+_stat = os.stat
+
+
+def _path_exists(path) -> bool:
+    """``os.path.exists`` through the unwrapped ``os.stat``."""
+    try:
+        _stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 #: (thread, path as JSON text) -> whether the last recorded look of that thread found it: a poll is recorded when
 #: what it finds changes (a loop of a thousand misses is one event).
 _looked: dict[str, bool] = {}
@@ -2911,6 +2928,7 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     global _recorder, _watch, _own_folder, _main_thread, _idle_watch
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
+    _plain_paths.clear()
     _quoted_paths.clear()  # their answers depend on the folder of the record
     _looked.clear()
     _seen_complete.clear()
