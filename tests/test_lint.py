@@ -2166,3 +2166,77 @@ def test_a_rank_compared_only_with_the_not_distributed_sentinel_does_not_make_a_
     [finding] = lint_source(SENTINEL.replace("rank == -1", "rank == 0"), "train.py")
     assert finding.kind == "rank-dependent-loop"
     assert lint_source(SENTINEL.replace("rank == -1", "rank - 1 == -1"), "train.py") != []
+
+
+IMPLICIT = """
+from collections import defaultdict
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    @property
+    def global_total(self):
+        t = torch.tensor([self.total])
+        dist.all_reduce(t)
+        return t.item()
+
+    def __str__(self):
+        return f"{self.global_total:.3f}"
+
+
+class Logger:
+    def __init__(self):
+        self.meters = defaultdict(Meter)
+
+    def __str__(self):
+        return "  ".join(f"{name}: {meter}" for name, meter in self.meters.items())
+
+
+class Shards(IterableDataset):
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __len__(self):
+        n = torch.tensor([len(self.rows)])
+        dist.all_reduce(n, op=dist.ReduceOp.MIN)
+        return int(n)
+
+    def __iter__(self):
+        return iter(self.rows[: len(self)])
+
+
+def worker(rows):
+    logger = Logger()
+    loader = DataLoader(Shards(rows), batch_size=4)
+    if dist.get_rank() == 0:
+        print(f"{len(loader)} steps")
+    if dist.get_rank() == 0:
+        print(f"stats: {logger}")
+"""
+
+
+def test_methods_a_builtin_or_an_f_string_runs_are_calls_that_can_reach_a_collective():
+    """Round 20's torchvision MetricLogger (``f"{self}"`` runs ``__str__``, which reads a property that
+    all-reduces, through ``f"{meter}"`` of a ``defaultdict(SmoothedValue)``'s values) and its IterableDataset
+    whose ``__len__`` all-reduces (``len(loader)`` is ``len(dataset)`` for a DataLoader): under a rank test,
+    each is a collective on some ranks only, named by the line that runs it and the method it runs."""
+    findings = lint_source(IMPLICIT, "train.py")
+    assert [(f.line, f.kind) for f in findings] == [(48, "hidden-collective"), (50, "hidden-collective")]
+    assert "`len(loader)` reaches Shards.__len__ -> dist.all_reduce" in findings[0].why
+    assert "Logger.__str__ ->" in findings[1].why and "Meter.__str__ -> self.global_total" in findings[1].why
+    # on every rank: nothing to say
+    assert lint_source(IMPLICIT.replace("if dist.get_rank() == 0:", "if True:"), "train.py") == []
+    # classes whose methods make no collective, a builtin shadowed by the file's own len, a DataLoader with its
+    # own sampler (its length is the sampler's): not calls that reach one
+    quiet = IMPLICIT.replace("dist.all_reduce(", "print(")
+    assert lint_source(quiet, "train.py") == []
+    own_len = IMPLICIT.replace("def worker(rows):", "def len(x):\n    return 0\n\n\ndef worker(rows):")
+    assert all("len(loader)" not in f.why for f in lint_source(own_len, "train.py"))
+    sampled = IMPLICIT.replace("batch_size=4)", "batch_size=4, sampler=range(8))")
+    assert [f.line for f in lint_source(sampled, "train.py")] == [50]

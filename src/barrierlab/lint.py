@@ -1936,6 +1936,17 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+#: torch's data loader, whose ``len()`` is its dataset's.
+_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: Builtins that call a method of their argument's class (``len(loader)`` runs ``__len__``, ``print(meter)`` and
+#: ``str(meter)`` run ``__str__``): the methods tried, in order, for each argument.
+_DUNDER_BUILTINS = {
+    "len": ("__len__",),
+    "str": ("__str__", "__repr__"),
+    "print": ("__str__", "__repr__"),
+    "repr": ("__repr__",),
+    "format": ("__format__", "__str__", "__repr__"),
+}
 _NEGATED = re.compile(r"not \((.*)\)", re.S)
 
 
@@ -2188,6 +2199,11 @@ def _handler_names(nodes: Iterable[ast.AST]) -> set[str]:
 def _held_calls(value: ast.expr) -> list[ast.Call]:
     """The constructor calls a dict or list literal holds (``{"acc": Accuracy(...), "f1": F1Score(...)}``,
     ``nn.ModuleDict({...})``, ``[Accuracy(), ...]``), when it holds nothing else."""
+    if isinstance(value, ast.Call) and _terminal(value.func) == "defaultdict" and value.args:
+        factory = value.args[0]  # ``defaultdict(SmoothedValue)``: each missing key gets ``SmoothedValue()``
+        if isinstance(factory, (ast.Name, ast.Attribute)) and _dotted(factory):
+            return [ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory)]
+        return []
     if isinstance(value, ast.Call) and _terminal(value.func) in ("ModuleDict", "ModuleList", "dict") and value.args:
         value = value.args[0]
     elts = (
@@ -2381,6 +2397,8 @@ class _Analysis:
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
         self.local_funcs: set[str] = set()
         self._property_calls: dict[int, ast.Call | None] = {}
+        self._dunder_calls: dict[tuple[int, tuple[str, ...]], ast.Call | None] = {}
+        self._implicit: dict[int, _Call] = {}  # id of a call made by dunder_calls -> the method it runs
         self._cached_reads: set[int] = set()  # reads of a cached_property read before in the same function
         self.rank_params: dict[
             str, set[str]
@@ -2966,8 +2984,22 @@ class _Analysis:
         callers: dict[str, list[str]] = {}
         placed: dict[str, list[tuple[ast.Call, _Call]]] = {}
         for func in self.table.values():
+            own = list(_own_nodes(func.node.body))
+            implicit = [
+                c
+                for n in own
+                if isinstance(n, (ast.Call, ast.FormattedValue))
+                for c in self.dunder_calls(n, func.unit, func.self_class, func.key)
+            ]
+            # a property's getter runs where it is read (``self.global_avg`` in ``__str__``)
+            implicit += [
+                c
+                for n in own
+                if isinstance(n, ast.Attribute)
+                and (c := self.property_call(n, func.unit, func.self_class, func.key, cached=False)) is not None
+            ]
             nodes = sorted(
-                (n for n in _own_nodes(func.node.body) if isinstance(n, ast.Call)),
+                [*(n for n in own if isinstance(n, ast.Call)), *implicit],
                 key=lambda n: (n.lineno, n.col_offset),
             )
             placed[func.key] = [(n, c) for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
@@ -2978,6 +3010,7 @@ class _Analysis:
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
+        implicit = [*self._implicit.values()]  # ``len(x)`` runs ``x.__len__``: shown in the chain
         frontier = []
         for key, seq in calls.items():
             first = next((c for c in seq if c.kind == "coll"), None)
@@ -2992,7 +3025,8 @@ class _Analysis:
                     if key in self.reach or key in found:
                         continue
                     call = next(c for c in calls[key] if c.kind == "call" and c.target in self.reach)
-                    found[key] = (call.display, call.target, call.note)
+                    display = f"{call.display} -> {call.target}" if call in implicit else call.display
+                    found[key] = (display, call.target, call.note)
             for key, (display, target, note) in found.items():
                 self.reach[key] = (display, target)
                 self.reach_notes[key] = note or self.reach_notes.get(target, "")
@@ -3072,6 +3106,8 @@ class _Analysis:
     def classify(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None) -> _Call | None:
         """A call to a same-module function (``call``) or a collective (``coll``): torch.distributed, a
         framework call of FRAMEWORK_COLLECTIVES, or a DDP/FSDP-wrapped model's forward or backward."""
+        if id(call) in self._implicit:
+            return self._implicit[id(call)]
         written = _dotted(call.func)
         if written is not None:
             target = self._callee(call.func, self_class, unit)
@@ -3137,6 +3173,72 @@ class _Analysis:
             self._property_calls[id(node)] = made
         made = self._property_calls[id(node)]
         return None if cached and id(node) in self._cached_reads else made
+
+    def dunder_calls(self, node: ast.AST, unit: _Unit, self_class: str | None, scope: str | None) -> list[ast.Call]:
+        """The methods of a class of the file that ``node`` runs without naming them: ``len(x)`` its
+        ``__len__``, ``str(x)``/``print(x)`` its ``__str__``, ``repr(x)`` its ``__repr__``, and an f-string's
+        ``{x}`` its ``__format__`` (else ``__str__``; ``{x!r}``: ``__repr__``) -- each as the call it stands for
+        (``x.__len__()``, made once per node), when lint knows ``x``'s class (``self``, or an object built from a
+        class of the file). torchvision's ``MetricLogger`` all-reduces inside ``__str__`` (round 20)."""
+        if isinstance(node, ast.FormattedValue):
+            if node.conversion == ord("r"):
+                wanted: tuple[str, ...] = ("__repr__",)
+            else:
+                wanted = ("__format__", "__str__", "__repr__")
+            pairs = [(node.value, wanted)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DUNDER_BUILTINS:
+            if node.func.id in unit.aliases or self._callee(node.func, self_class, unit):
+                return []  # a name of the file's own, not the builtin
+            methods = _DUNDER_BUILTINS[node.func.id]
+            args = node.args if node.func.id == "print" else node.args[:1]
+            pairs = [(arg, methods) for arg in args if not isinstance(arg, ast.Starred)]
+        else:
+            return []
+        made: list[ast.Call] = []
+        for value, methods in pairs:
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                continue
+            key = (id(value), methods)
+            if key not in self._dunder_calls:
+                self._dunder_calls[key] = None
+                for method in methods:
+                    func = ast.copy_location(ast.Attribute(value=value, attr=method, ctx=ast.Load()), value)
+                    func.end_lineno, func.end_col_offset = value.end_lineno, value.end_col_offset
+                    target = self._callee(func, self_class, unit) or self._indirect(func, self_class, scope)
+                    if target is None and method == "__len__":
+                        target = self._loader_length(value, self_class, scope)
+                    if target is not None and self.table[target].self_class is not None:
+                        call = ast.copy_location(ast.Call(func=func, args=[], keywords=[]), value)
+                        call.end_lineno, call.end_col_offset = value.end_lineno, value.end_col_offset
+                        self._dunder_calls[key] = call
+                        shown = unit.text(value)
+                        if isinstance(node, ast.FormattedValue):
+                            shown = f'f"{{{shown}}}"'
+                        else:
+                            shown = f"{node.func.id}({shown})"  # type: ignore[union-attr]
+                        self._implicit[id(call)] = _Call("call", shown, target)
+                        break
+            if self._dunder_calls[key] is not None:
+                made.append(self._dunder_calls[key])  # type: ignore[arg-type]
+        return made
+
+    def _loader_length(self, value: ast.expr, self_class: str | None, scope: str | None) -> str | None:
+        """``len(loader)`` of a ``DataLoader`` built over a dataset of a class of the file: its ``__len__``
+        (a ``DataLoader`` answers with ``len(dataset)`` for an iterable dataset, and with ``len(sampler)``, by
+        default ``len(dataset)``, for a map-style one; torch/utils/data/dataloader.py ``__len__``)."""
+        built = self._constructed(_dotted(value), scope, self_class)
+        dataset = built.options.get("dataset") if built is not None and set(built.classes) & _LOADERS else None
+        if dataset is None or "sampler" in built.options or "batch_sampler" in built.options:  # type: ignore[union-attr]
+            return None
+        if isinstance(dataset, ast.Call):
+            local = _terminal(dataset.func) if _terminal(dataset.func) in self.bases else None
+        else:
+            inner = self._constructed(_dotted(dataset), scope, self_class)
+            local = inner.local if inner is not None else None
+        for cls in self._ancestors(local) if local else ():
+            if f"{cls}.__len__" in self.table:
+                return f"{cls}.__len__"
+        return None
 
     def _read_before(self, node: ast.Attribute, unit: _Unit, scope: str | None) -> bool:
         """Whether the same ``obj.name`` is read earlier in the same function (or module): a
@@ -3549,6 +3651,22 @@ class _Analysis:
                     cls = self._class_of(key)
                     where = f"class {cls}" if name.startswith("self.") and cls else key
                     self.objects.setdefault(where, {})[name] = built
+        for key, nodes, _unit in scopes:  # ``for _, meter in self.meters.items()``: an element of the container
+            self_class = self._class_of(key)
+            for loop in (n for n in nodes if isinstance(n, (ast.For, ast.comprehension))):
+                source, target = loop.iter, loop.target
+                if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and not source.args:
+                    if source.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                        source, target = source.func.value, target.elts[1]
+                    elif source.func.attr == "values":
+                        source = source.func.value
+                    else:
+                        continue
+                elif isinstance(source, ast.Call):
+                    continue
+                held = self._constructed(f"{_dotted(source)}[]", key, self_class) if _dotted(source) else None
+                if held is not None and isinstance(target, ast.Name):
+                    self.objects.setdefault(key, {}).setdefault(target.id, held)
         for _ in range(5):
             changed = False
             for key, nodes, unit in scopes:
@@ -3612,6 +3730,8 @@ class _Analysis:
                     ):
                         options.update({k.arg: k.value for k in node.keywords if k.arg and k.arg not in options})
         options.update({k.arg: k.value for k in call.keywords if k.arg})
+        if name in _LOADERS and call.args and "dataset" not in options:
+            options["dataset"] = call.args[0]
         return _Built(tuple(classes), local if local in self.bases else None, options)
 
     def share_evenness(self, built: _Built) -> bool | None:
@@ -4495,11 +4615,12 @@ def _explain(
         fix = f"call `{call}` on every rank and keep only the logging under `{cond}`"
     if site.callee is not None:
         kind = "hidden-collective"
-        why = f"`{site.callee}()` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
+        callee = site.callee if site.callee.endswith((")", '"')) else f"{site.callee}()"  # len(x), f"{x}"
+        why = f"`{callee}` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
         if reason in ("branch", "decorator"):
-            fix = f"call `{site.callee}()` on every rank and keep only its rank-specific work under `{cond}`"
+            fix = f"call `{callee}` on every rank and keep only its rank-specific work under `{cond}`"
         elif reason == "early-exit":
-            fix = f"call `{site.callee}()` on every rank before any rank leaves"
+            fix = f"call `{callee}` on every rank before any rank leaves"
     elif site.advice:
         fix += f"; {site.advice}"
     return kind, why, fix
@@ -4970,6 +5091,7 @@ class _Walker:
             return items + ([self._loop(gens[0].iter, body, [], extra=[g.iter for g in gens[1:]])] if body else [])
         if isinstance(node, ast.Call):
             items = [i for c in (node.func, *node.args, *(k.value for k in node.keywords)) for i in self._expr(c)]
+            items += self._dunders(node)
             op = self._op(node)
             items += [op] if op else []
             found = self.an.classify(node, self.unit, self.self_class, self.scope)
@@ -4983,12 +5105,19 @@ class _Walker:
                     text = f"{found.display}() raises ({line}) when {ranked}"
                     items.insert(len(items) - (1 if op else 0), self._if(None, [leave], [], text=text, rank=True))
             return items
+        if isinstance(node, ast.FormattedValue):
+            return self._expr(node.value) + self._dunders(node) + self._expr(node.format_spec)
         if isinstance(node, ast.Attribute):
             getter = self.an.property_call(node, self.unit, self.self_class, self.scope)
             if getter is not None:  # `data.steps_per_epoch`: a property whose getter reaches a collective
                 op = self._op(getter)
                 return self._expr(node.value) + ([op] if op else [])
         return [i for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _dunders(self, node: ast.AST) -> list[_Item]:
+        """The items of the methods ``node`` runs implicitly (:meth:`_Analysis.dunder_calls`)."""
+        ops = (self._op(c) for c in self.an.dunder_calls(node, self.unit, self.self_class, self.scope))
+        return [op for op in ops if op is not None]
 
     def _boolop(self, op: ast.boolop, values: list[ast.expr]) -> list[_Item]:
         items = self._expr(values[0])
@@ -5025,7 +5154,8 @@ class _Walker:
         ):
             return None
         note = found.note or self.an.reach_notes.get(found.target, "")
-        site = _Site(call, " -> ".join((found.display, *self.an.chain(found.target))), found.display, note)
+        runs = (found.target,) if id(call) in self.an._implicit else ()  # the method `len(x)` runs: x.__len__
+        site = _Site(call, " -> ".join((found.display, *runs, *self.an.chain(found.target))), found.display, note)
         return _Item("op", key=("call", found.target), site=site, node=call)
 
     # -- control flow
