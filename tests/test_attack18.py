@@ -26,8 +26,36 @@ FIXED = [
     "a16_ordering_api_unvalidated_run",
     "a17_marker_poll_other_looks",
     "a18_builtin_as_class_attribute",
+    "a19_devshm_and_py_files_unseen",
     "a20_quiet_not_validated",
 ]
 
 
 test_the_attack_no_longer_breaks_its_promise = fixed_attacks(ATTACKS, FIXED)
+
+
+def _raises_after_reading_its_source():
+    import inspect
+    import linecache
+    import traceback
+
+    linecache.checkcache()
+    inspect.getsource(_raises_after_reading_its_source)  # the standard library reading this .py file
+    try:
+        raise ValueError("on purpose")
+    except ValueError:
+        traceback.format_exc()
+    return 1
+
+
+def test_the_learners_own_source_read_by_the_standard_library_is_not_a_file_event():
+    """a19: a ``.py`` file the learner's code opens is recorded (a generated config handed between ranks), but
+    inspect, linecache and traceback reading the learner's source are not the learner's accesses."""
+    import barrierlab as bl
+
+    run = bl.run(_raises_after_reading_its_source, world_size=2, timeout=20)
+    assert run.ok, run
+    read = [
+        e for r in range(2) for e in run[r].events if e.get("kind") == "file" and str(e.get("path")).endswith(".py")
+    ]
+    assert read == []

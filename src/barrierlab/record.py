@@ -1532,7 +1532,11 @@ _SYSTEM_PREFIXES = tuple(
     }
 )
 _SYSTEM_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "__pycache__" + os.sep)
-_CODE_SUFFIXES = (".py", ".pyc", ".so")
+#: Compiled code, never a handoff (a generated ``.py`` file is: it is recorded when the learner's own code opens
+#: it, attack18 a19).
+_CODE_SUFFIXES = (".pyc", ".so")
+#: RAM-backed files, the usual place to stage data between processes of one machine: not "system" paths (a19).
+_SHARED_MEMORY = "/dev/shm/"
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _TMPFILE = getattr(os, "O_TMPFILE", 0) or -1  # -1: never all set (no O_TMPFILE on this system)
 _main_thread = threading.main_thread().ident
@@ -1558,7 +1562,9 @@ def _learner_path(path) -> str | None:
         # recorded. Called from the audit hook, which must never raise: it made the learner's os.listdir(".")
         # fail with ENOENT in a rank while a plain process (glibc reads a removed folder as empty) lists []
         return None
-    if path.startswith(_SYSTEM_PREFIXES) or any(part in path for part in _SYSTEM_PARTS):
+    if path.startswith(_SYSTEM_PREFIXES) and not path.startswith(_SHARED_MEMORY):
+        return None
+    if any(part in path for part in _SYSTEM_PARTS):
         return None
     if _own_folder and _own_folder in (path, os.path.dirname(path)):
         return None
@@ -1879,6 +1885,15 @@ def _at(path, dir_fd):
         return None
 
 
+def _opened_by_learner() -> bool:
+    """Whether the code that called ``open`` (the first frame above the audit hook that is not barrierlab's
+    recorder) is the learner's own, not the standard library's or a library's."""
+    frame = sys._getframe(3)  # this, _record_access, the audit hook, then the caller
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame is not None and is_learners(frame.f_code.co_filename)
+
+
 def _record_access(event: str, args: tuple) -> None:
     """A file access of the learner's, from any thread of the rank (each thread's events in its own lane)."""
     if sys._getframe(2).f_code.co_filename.startswith(_IMPORT_SYSTEM):
@@ -1889,6 +1904,8 @@ def _record_access(event: str, args: tuple) -> None:
         path = _quoted_path(name) if name is not None else None
         if path is None:
             return
+        if path.endswith('.py"') and not _opened_by_learner():
+            return  # a traceback, inspect or a compiler reading the learner's source: not a handoff
         mode, flags = args[1], args[2]
         if not isinstance(mode, str) and isinstance(flags, int) and flags & _TMPFILE == _TMPFILE:
             return  # O_TMPFILE: an unnamed file in that folder (FileLock's probe); the folder is not changed
