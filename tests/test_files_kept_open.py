@@ -184,3 +184,44 @@ def test_a_file_written_only_before_the_last_barrier_it_was_kept_open_past_ends_
     assert run.ok and run.values[1] == "step 1 done\n"
     pairs = {(r.first.rank, r.second.rank) for r in run.races()}
     assert pairs == ({(0, 1)} if read_between else set())
+
+
+def read_whole_then_keep_open(path, after):
+    """attack18 a13 and its twins: rank 1 reads ``data.bin`` (whole, or its first bytes of a big file) and keeps
+    the file object open across a barrier; after it, rank 0 rewrites or appends to the file, and rank 1 reads
+    what is left through the same object."""
+    rank = dist.get_rank()
+    if rank == 0:
+        with open(path, "wb") as f:
+            f.write(b"a" * (1 << 20 if after == "read the rest" else 100))
+    dist.barrier()
+    handle = open(path, "rb") if rank == 1 else None
+    first = handle.read(100 if after == "read the rest" else -1) if handle else b""
+    dist.barrier()
+    if rank == 0:
+        time.sleep(0.2)
+        with open(path, "wb" if after == "rewritten" else "ab") as f:
+            f.write(b"b" * 100)
+        return 0
+    time.sleep(0.5)  # after rank 0's write, by timing only
+    rest = handle.read()  # nothing (a13), the appended bytes, or the rest of the big file
+    handle.close()
+    return len(first) + len(rest)
+
+
+@pytest.mark.parametrize(
+    ("after", "racing"),
+    [("rewritten", False), ("appended", True), ("read the rest", True)],
+)
+def test_a_file_read_to_its_end_before_the_barrier_and_closed_after_it_is_not_read_after_it(tmp_path, after, racing):
+    """The descriptor's offset says which bytes were taken from the file: one read to its end before the barrier
+    and closed after it read nothing after it, unless the file grew past that offset (an append) or the read was
+    not at the end (a big file read in part): those still race rank 0's write after the barrier."""
+    run = bl.run(read_whole_then_keep_open, 2, args=(str(tmp_path / "data.bin"), after), live=False)
+    assert run.ok, run
+    expected = {"rewritten": 100, "appended": 200, "read the rest": (1 << 20) + 100}[after]
+    assert run.values == [0, expected]
+    races = run.races()
+    assert bool(races) is racing, races
+    if racing:
+        assert "kept open past a call" in str(races[0]), races[0]

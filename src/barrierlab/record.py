@@ -220,6 +220,29 @@ def _path_state(path: str) -> tuple | None:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+def _read_state(fd: str) -> tuple | None:
+    """What says whether a file open for reading was read through since: (device, inode, offset, whether the
+    offset is at the end of the file) of descriptor ``fd``."""
+    offset = _offset(fd)
+    try:
+        info = os.fstat(int(fd))
+    except (OSError, ValueError):
+        return None
+    if offset is None:
+        return None
+    return (info.st_dev, info.st_ino, offset, offset >= info.st_size)
+
+
+def _nothing_past(path: str, state: tuple) -> bool:
+    """Whether the file at ``path`` is the one ``state`` (:func:`_read_state`) was taken of and holds no byte
+    past its offset: a read through that descriptor would have found nothing."""
+    try:
+        info = os.lstat(path)  # (os.stat is wrapped while recording: it would record a look)
+    except (OSError, ValueError):
+        return False
+    return (info.st_dev, info.st_ino) == state[:2] and info.st_size <= state[2]
+
+
 #: The most files the recorder follows at once (see :meth:`_Recorder.opened`): beyond it, files already closed
 #: before any synchronising call saw them open are dropped first; a rank that holds more open than this has the
 #: rest taken at their open.
@@ -452,7 +475,7 @@ class _Recorder:
             for hold in holds.values():
                 hold[2] = t
 
-    def opened(self, path: str, name, event_id: int, write_only: bool = False) -> None:
+    def opened(self, path: str, name, event_id: int, write_only: bool = False, read_only: bool = False) -> None:
         """The learner opened file ``path`` (JSON text; ``name`` as the rank gave it; ``event_id`` its open
         event). Python records no close and no write: bytes written through a file object kept open across a
         barrier may reach the file after it (attack15 a03), and a file opened before a barrier may be read after
@@ -466,7 +489,12 @@ class _Recorder:
         found closed, nothing was written through it after that look, and its "held" line is written at the last
         look that a change followed (none when no change did), not the last it was seen open: a file flushed
         before a barrier and closed after it, nothing written in between, is not taken as written after the
-        barrier (attack17 a05)."""
+        barrier (attack17 a05). A file opened only for reading is followed by its descriptor's offset (the bytes
+        taken from the file, read-ahead included) and size at each look: when it is closed, and the offset had
+        not moved since a look at which it was at the end of the file, and the file holds no bytes past that
+        offset now, nothing was read through it after that look (attack18 a13: a file read whole before a
+        barrier and closed after it does not race a rewrite after the barrier; a read through ``seek`` back or
+        ``os.pread`` is not seen, as for attack17 a03)."""
         opened = self.opened_files
         if len(opened) >= _OPENED_KEPT and not self.opened_full:
             self._drop_closed_unseen(opened)
@@ -475,7 +503,8 @@ class _Recorder:
             try:
                 # [the path as the system names it, last seen open, last seen unused, seen used, descriptors,
                 #  path as JSON text, weak reference to the file object, not empty at its open, opened only
-                #  for writing, (inode, size, mtime) at the last look, the last look that a change followed]
+                #  for writing, (inode, size, mtime) at the last look -- for a file opened only for reading:
+                #  (inode, offset, at the end) --, the last look that a change followed, opened only for reading]
                 opened[event_id] = [
                     _plain_paths.get(path) or json.loads(path),
                     None,
@@ -488,6 +517,7 @@ class _Recorder:
                     write_only,
                     None,
                     None,
+                    read_only,
                 ]
             except ValueError:
                 return
@@ -559,8 +589,8 @@ class _Recorder:
                         fds = names.get(seen[0])
                     seen[4] = fds
             if fds:
-                if seen[8]:
-                    state = _state(fds[0])
+                if seen[8] or seen[11]:
+                    state = _state(fds[0]) if seen[8] else _read_state(fds[0])
                     if state != seen[9]:
                         if seen[9] is not None:
                             seen[10] = seen[1]  # written through after that look
@@ -576,6 +606,8 @@ class _Recorder:
             last = seen[1]
             if seen[8] and seen[9] is not None and _path_state(seen[0]) == seen[9]:
                 last = seen[10]  # nothing written through it after its last look
+            elif seen[11] and seen[9] is not None and seen[9][3] and _nothing_past(seen[0], seen[9]):
+                last = seen[10]  # at the end of the file at its last look, and nothing was added past it since
             for t, value in ((seen[2], ',"value":"unused"'), (last if last != seen[2] else None, "")):
                 if t is not None:
                     line = (
@@ -1925,7 +1957,7 @@ def _record_access(event: str, args: tuple) -> None:
                 write_only = how != "read" and "+" not in mode and "r" not in mode
             else:
                 write_only = isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
-            _recorder.opened(path, name, event_id, write_only)
+            _recorder.opened(path, name, event_id, write_only, how == "read")
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
