@@ -2240,3 +2240,90 @@ def test_methods_a_builtin_or_an_f_string_runs_are_calls_that_can_reach_a_collec
     assert all("len(loader)" not in f.why for f in lint_source(own_len, "train.py"))
     sampled = IMPLICIT.replace("batch_size=4)", "batch_size=4, sampler=range(8))")
     assert [f.line for f in lint_source(sampled, "train.py")] == [50]
+
+
+RESUME = """
+import os
+import torch
+import torch.distributed as dist
+
+
+def is_main_process():
+    return dist.get_rank() == 0
+
+
+class Checkpointer:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def resume(self):
+        box = [None]
+        if is_main_process() and os.path.exists(self.folder):
+            box[0] = torch.load(self.folder)
+        dist.broadcast_object_list(box, src=0)
+        if box[0] is None:
+            return 0
+        return box[0]["iteration"] + 1
+
+
+def train(folder, steps):
+    checkpointer = Checkpointer(os.path.join(folder, f"node{dist.get_rank() // 2}"))
+    start = checkpointer.resume()
+    for step in range(start, steps):
+        dist.barrier()
+"""
+
+
+def test_a_resume_point_broadcast_by_a_method_and_a_constant_returned_on_its_agreed_value_is_the_same_everywhere():
+    """Round 22's detectron2-style resume: ``resume_or_load`` of a ``Checkpointer`` broadcasts the checkpoint from
+    rank 0 and returns 0 when it holds none, its iteration + 1 otherwise; both are the same on every rank, so the
+    loop from there is not rank-dependent."""
+    assert lint_source(RESUME, "train.py") == []  # the checkpoint folder is each node's own: rank-dependent
+    differs = RESUME.replace("if box[0] is None:", "if dist.get_rank() == 1:")
+    assert [f.kind for f in lint_source(differs, "train.py")] == ["rank-dependent-loop"]
+
+
+ZERO_FIRST = """
+import os
+from contextlib import contextmanager
+import torch
+import torch.distributed as dist
+
+
+@contextmanager
+def local_main_first(local_rank):
+    if local_rank != 0:
+        dist.barrier()
+    yield
+    if local_rank == 0:
+        dist.barrier()
+
+
+def download(root):
+    torch.save(torch.zeros(3), root)
+
+
+def check_dataset(root, local_rank):
+    if not os.path.exists(root):
+        if local_rank == 0:
+            download(root)
+        else:
+            raise FileNotFoundError(f"dataset not found: {root} (made by local rank 0 first)")
+    return torch.load(root)
+
+
+def worker(root, local_rank):
+    with local_main_first(local_rank):
+        data = check_dataset(root, local_rank)
+    dist.all_reduce(data)
+"""
+
+
+def test_a_file_not_found_raised_where_a_file_check_found_it_missing_is_a_precondition_not_an_early_exit():
+    """Round 22's YOLOv5 ``check_dataset`` inside ``torch_distributed_zero_first``: local rank 0 makes the data, the
+    others raise ``FileNotFoundError`` if it is still missing -- an assert written out, not a way out of the
+    function that lint can judge (whether the file is there is what the run shows). Another exception there is
+    still a rank leaving early."""
+    assert lint_source(ZERO_FIRST, "train.py") == []
+    other = ZERO_FIRST.replace("raise FileNotFoundError(", "raise SystemExit(")
+    assert [f.kind for f in lint_source(other, "train.py")] == ["early-exit"]

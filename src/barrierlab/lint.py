@@ -2044,6 +2044,24 @@ def _assert_written_out(stmt: ast.If) -> bool:
     )
 
 
+def _missing_file_branch(stmt: ast.If) -> list[ast.stmt] | None:
+    """The branch of ``if [not] os.path.exists(p):`` taken when the file is missing, when every raise in it is a
+    ``FileNotFoundError`` (YOLOv5's ``check_dataset`` inside ``torch_distributed_zero_first``: local rank 0
+    downloads, the others raise if the dataset is still not there; round 22), else None."""
+    test = stmt.test
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if not _file_check(test.operand if negated else test):  # type: ignore[attr-defined]
+        return None
+    branch = stmt.body if negated else stmt.orelse
+    raises = [n for n in _own_nodes(branch) if isinstance(n, ast.Raise)]
+    if not raises or any(
+        n.exc is None or _terminal(n.exc.func if isinstance(n.exc, ast.Call) else n.exc) != "FileNotFoundError"
+        for n in raises
+    ):
+        return None
+    return branch
+
+
 def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> tuple[str, ast.AST] | None:
     """The first ``raise`` (or ``sys.exit()``) of a block, outside a ``try`` with handlers, under an ``if`` whose
     test ``ranked`` accepts, as (the test's text, the raise)."""
@@ -2056,6 +2074,11 @@ def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> 
                 found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond)
             elif isinstance(node, ast.If) and _assert_written_out(node) and not ranked(node.test):
                 found = None  # a sanity check: taken as an assert
+            elif isinstance(node, ast.If) and _missing_file_branch(node) is not None:
+                # ``if not os.path.exists(p): ... raise FileNotFoundError``: a precondition (the file another rank
+                # makes first is there), as an assert states it; the other branch is visited as usual
+                present = node.orelse if _missing_file_branch(node) is node.body else node.body
+                found = visit(present, cond)
             elif isinstance(node, ast.If):
                 inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
                 found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
@@ -2631,13 +2654,13 @@ class _Analysis:
                 op = self._collective(node.func, unit)
                 entry = self._framework(node, unit, self_class, key)
                 equal = (op is not None and op.rpartition(".")[2] in _EQUALIZING) or bool(entry and entry.same_result)
-                if (entry is not None and entry.same_result) or self._agreeing_call(node, self_class, unit):
+                if (entry is not None and entry.same_result) or self._agreeing_call(node, self_class, unit, key):
                     self.same_result_calls.add(id(node))  # ``if should_stop(loss, rank): break`` too, not only x = ...
                 if equal and node.args and isinstance(node.args[0], ast.Name):
                     lines[node.args[0].id] = min(lines.get(node.args[0].id, node.lineno), node.lineno)
             for node in nodes:
                 if isinstance(node, ast.Assign) and (
-                    id(node.value) in self.same_result_calls or self._agreeing_call(node.value, self_class, unit)
+                    id(node.value) in self.same_result_calls or self._agreeing_call(node.value, self_class, unit, key)
                 ):
                     for name in (n for t in node.targets for n in _target_names(t)):
                         lines[name] = min(lines.get(name, node.lineno), node.lineno)
@@ -2716,12 +2739,26 @@ class _Analysis:
             n for names, v, _ in _assignments(own) if self.mentions_rank(v, set()) for n in names if n not in equal
         }
         params = {a.arg for a in helper.node.args.args}
+        # constants returned as the first statement of an ``if`` on agreed names only (not after a ``try`` or a
+        # ``suppress`` that some ranks leave by an exception, round 18's RNG resume)
+        decided = {
+            id(n.body[0].value)
+            for n in own
+            if isinstance(n, ast.If)
+            and isinstance(n.body[0], ast.Return)
+            and n.body[0].value is not None
+            and {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)} <= equal
+            and not any(isinstance(x, ast.Call) for x in ast.walk(n.test))
+            and any(isinstance(x, ast.Name) for x in ast.walk(n.test))
+        }
         for ret in returns:
             if self._agreeing_call(ret, helper.self_class, helper.unit):
                 continue
             tests = {id(n) for e in ast.walk(ret) if isinstance(e, ast.IfExp) for n in ast.walk(e.test)}  # type: ignore[arg-type]
             # a name that only picks between agreed values (``... if all_ranks else ...``) is not returned
             read = {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and id(n) not in tests}  # type: ignore[arg-type]
+            if isinstance(ret, ast.Constant) and id(ret) in decided:
+                continue  # ``if box[0] is None: return 0`` after the broadcast: the same on every rank
             if not read & equal or any(r not in equal and (r in ranked or r in params) for r in read):
                 return False
             for call in (n for n in ast.walk(ret) if isinstance(n, ast.Call)):  # type: ignore[arg-type]
