@@ -431,7 +431,10 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         "DeepSpeed",
         {
             "backward": ("the gradient all_reduce", False),
-            "step": ("ZeRO's parameter all_gather", False),
+            "step": (
+                "the optimizer step's collectives (ZeRO-1/2's parameter all_gather; fp16's overflow all_reduce)",
+                False,
+            ),
             "save_checkpoint": ("barriers and all_reduces (all ranks must call it)", False),
             "load_checkpoint": ("barriers (all ranks must call it)", False),
         },
@@ -509,7 +512,10 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
     + _entries(
         "DTensor",
         {
-            "full_tensor": ("an all_gather (redistribute to Replicate)", True),
+            "full_tensor": (
+                "an all_gather of a Shard placement, an all_reduce of a Partial one (redistribute to Replicate)",
+                True,
+            ),
             "redistribute": ("collectives that move the shards", False),
         },
     )
@@ -3951,7 +3957,7 @@ class _Analysis:
                 "them at its first forward after it was built and at every forward that follows a synchronised "
                 "training forward (`forward_sync_buffers`, formerly `broadcast_buffers`, on by default), and its "
                 "first grad-enabled forward after the first backward rebuilds the gradient buckets with two "
-                "broadcasts (not with `find_unused_parameters=True`)",
+                "broadcasts (not with `find_unused_parameters=True` unless `static_graph=True`)",
             )
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
@@ -4494,7 +4500,7 @@ class _Analysis:
             )
             fix = (
                 f"agree on `{signalled[0]}` first (all_gather or all_reduce it every iteration, as Megatron-LM's "
-                "DistributedSignalHandler does), then branch on the agreed value"
+                "DistributedSignalHandler does, megatron/training/dist_signal_handler.py), then branch on the agreed value"
             )
         library = site.note.split(": ", 1)[0] if ": " in site.note else None
         finding = Finding(
@@ -4647,7 +4653,7 @@ def _explain(
         why += (
             "; a logger's level is each process's own, and training stacks often set it per rank (transformers' "
             "TrainingArguments use `log_level` on the main process and `log_level_replica` on the others: the "
-            "levels differ once either is set)"
+            "levels can differ once either is set)"
         )
         fix = f"call `{call}` on every rank and keep only the logging under `{cond}`"
     if site.callee is not None:
