@@ -307,11 +307,16 @@ def _arrival_counts(found: list[Release], lanes_: list[Lane]) -> tuple[dict[int,
     """How often each rank was last at a release the others had to wait for (arrivals > 20 ms apart)."""
     counts: dict[int, int] = {}
     telling = 0
+    first: dict[object, float] = {}  # a call's number -> the earliest arrival at it (one pass: attack19 a13)
+    for lane in lanes_:
+        for e in lane.events:
+            if e.kind == "collective":
+                seq = number(e, lane)
+                if seq not in first or e.start < first[seq]:
+                    first[seq] = e.start
     for release in found:
-        arrivals = [
-            e.start for lane in lanes_ for e in lane.events if e.kind == "collective" and number(e, lane) == release.seq
-        ]
-        if arrivals and release.time - min(arrivals) > STRAGGLER_MIN_GAP:
+        earliest = first.get(release.seq)
+        if earliest is not None and release.time - earliest > STRAGGLER_MIN_GAP:
             telling += 1
             counts[release.last_rank] = counts.get(release.last_rank, 0) + 1
     return counts, telling
