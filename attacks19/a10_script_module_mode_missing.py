@@ -9,11 +9,11 @@ without its package: every rank raises "ImportError: attempted relative import w
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
-from _common import barrierlab_run, env, PY
-import subprocess
+from _common import PY, barrierlab_run, env
 
 folder = tempfile.mkdtemp(prefix="a10-")
 try:
@@ -39,7 +39,7 @@ try:
     print(
         "barrierlab run pkg/train.py:",
         as_file.returncode,
-        [l for l in as_file.stdout.splitlines() if "raised" in l][:1],
+        [line for line in as_file.stdout.splitlines() if "raised" in line][:1],
     )
     if as_module.returncode != 0 and (as_file.returncode != 0 or "TRAINED 42" not in as_file.stdout):
         print("BROKEN: a module torchrun -m (and python -m) runs cannot be run by barrierlab run in any form")
