@@ -1188,6 +1188,11 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     """A collective some ranks called and the others never reached."""
     if not f.first_diff or not f.missing:
         return None
+    unmatched = rule_unmatched_p2p(f)
+    if unmatched is not None and set(f.missing) <= set(unmatched.ranks):
+        # the ranks that never reached it wait in a send or receive with no partner (a send to the wrong rank):
+        # that is the cause, not a rank-dependent branch around the collective (attack19 a07)
+        return unmatched
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     return Diagnosis(

@@ -1,0 +1,19 @@
+"""attack19's repros (``attacks19/``: a new attacker pointed at the exercise checks with learners' own answers,
+the script runner against python and torchrun, long and odd runs' timelines and summaries, and lint on public-style
+code). Those fixed are run here: each exited 1 before its fix. The others are listed, with what each shows, in the
+closing note of session 18."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repros import fixed_attacks
+
+ATTACKS = Path(__file__).resolve().parent.parent / "attacks19"
+
+FIXED = [
+    "a07_unmatched_send_diagnosed_as_skipped_barrier",
+]
+
+
+test_the_attack_no_longer_breaks_its_promise = fixed_attacks(ATTACKS, FIXED)
