@@ -13,6 +13,8 @@ ATTACKS = Path(__file__).resolve().parent.parent / "attacks19"
 
 FIXED = [
     "a07_unmatched_send_diagnosed_as_skipped_barrier",
+    "a09_lock_file_opened_w_false_race",
+    "a13_summary_quadratic_on_long_runs",
 ]
 
 

@@ -108,3 +108,38 @@ def test_a_lock_released_by_closing_its_descriptor_orders_the_next_hold(tmp_path
     assert run.races() == [], [str(r) for r in run.races()]
     unlocks = [e for r in run for e in r.events if e.kind == "sync" and e.name == "unlock"]
     assert len(unlocks) == 3 and {e.call for e in unlocks} == {"close" if unlock == "close" else "fcntl.flock"}
+
+
+def note_under_a_lock_opened_for_writing(folder: str, read_the_lock_file: bool):
+    """attack19 a09: ``with open(lock, "w") as lk: fcntl.flock(lk, LOCK_EX)`` around an append to a shared file,
+    then a barrier and rank 0 reads the appends (and, in the other case, what the holders wrote into the lock
+    file itself: a truncating open of a file some rank reads can clear a holder's bytes before it is granted)."""
+    import fcntl
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    path = os.path.join(folder, "results.csv")
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write(f"held by {rank}\n")
+        lock.flush()
+        with open(path, "a") as f:
+            f.write(f"{rank}\n")
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    dist.barrier()
+    if rank == 0:
+        if read_the_lock_file:
+            with open(path + ".lock") as f:
+                f.read()
+        with open(path) as f:
+            return sorted(f.read().split())
+    return None
+
+
+@pytest.mark.parametrize("read_the_lock_file", [False, True])
+def test_a_lock_file_opened_for_writing_orders_its_holds_unless_someone_reads_it(tmp_path, read_the_lock_file):
+    run = bl.run(note_under_a_lock_opened_for_writing, 3, args=(str(tmp_path), read_the_lock_file), timeout=5)
+    assert run.ok and run[0].value == ["0", "1", "2"], run
+    lock_races = [r for r in run.races() if r.first.path.endswith(".lock") and r.second.path.endswith(".lock")]
+    assert bool(lock_races) is read_the_lock_file, lock_races

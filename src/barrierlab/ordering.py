@@ -734,14 +734,21 @@ class Order:
         began before an excluded one's release) is not taken as locked at all: something (a descriptor shared
         with a forked child, a filesystem without locks) did not exclude them. The opens of the locked file made
         by the same thread just before it locks it (no other call between) are taken inside the hold
-        (:attr:`Access.at`), unless they truncated it."""
+        (:attr:`Access.at`), unless they truncated a file some rank reads."""
         holds: dict[str, list[tuple[int, object, object]]] = {}  # inode -> (rank, lock, unlock or None)
+        # files some rank reads: a truncating open of one stays outside the hold (it may clear what a holder wrote
+        # for a reader); of a file nobody reads (``open("x.lock", "w")`` then ``flock``: attack19 a09) it is in it
+        read = {e.path for events in self.events.values() for e in events if e.kind == "file" and e.name == "read"}
         for rank, events in self.events.items():
             held: dict[tuple, object] = {}  # (lane, fd) -> the lock event of a hold not yet released
             opened: dict = {}  # lane -> {path: opens since the lane's last call that was not a file access}
             for e in events:
                 if e.kind == "file":
-                    if e.name == "read" or (e.name == "write" and e.value == "update"):
+                    if (
+                        e.name == "read"
+                        or (e.name == "write" and e.value == "update")
+                        or (e.name == "write" and e.value is None and e.path not in read)
+                    ):
                         opened.setdefault(e.lane, {}).setdefault(e.path, []).append(e)
                     continue
                 window = opened.pop(e.lane, {})
