@@ -14,6 +14,10 @@ ATTACKS = Path(__file__).resolve().parent.parent / "attacks19"
 FIXED = [
     "a07_unmatched_send_diagnosed_as_skipped_barrier",
     "a09_lock_file_opened_w_false_race",
+    "a01_script_traceback_missing",
+    "a02_script_excepthook_skipped",
+    "a03_script_cwd_on_sys_path",
+    "a04_script_argv0_absolute",
     "a13_summary_quadratic_on_long_runs",
 ]
 

@@ -445,7 +445,46 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
             module.init_process_group = init_process_group
 
 
-def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
+def _script_path_entries(path: str) -> None:
+    """``sys.path`` as ``python train.py`` starts with it: the script's folder first, and not the entry the
+    launching process had prepended for itself (the working folder of ``python -m barrierlab`` or of a kernel, as
+    ``''`` or absolute; attack19 a03: a module of the working folder imported under ``barrierlab run`` and not
+    under torchrun), unless ``PYTHONPATH`` names it."""
+    named = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    here = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", here) or os.path.abspath(p or here) in named]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+
+
+def _report_uncaught(error: BaseException, path: str) -> None:
+    """What the interpreter does with an exception a script does not catch: ``sys.excepthook`` (by default, the
+    traceback on stderr), with the traceback starting at the script's own frame, before the ``atexit`` handlers
+    run (attack19 a01: no traceback was shown by ``barrierlab run``; a02: a script's own hook never ran)."""
+    import types
+
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep  # barrierlab's frames (its wrapper of open)
+    frames, tb, started = [], error.__traceback__, False
+    while tb is not None:
+        started = started or tb.tb_frame.f_code.co_filename == path
+        if started and not tb.tb_frame.f_code.co_filename.startswith(own):
+            frames.append(tb)
+        tb = tb.tb_next
+    shown = None
+    for tb in reversed(frames):
+        shown = types.TracebackType(shown, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    kept = error.__traceback__
+    try:
+        sys.excepthook(type(error), error.with_traceback(shown or kept), shown or kept)
+    except BaseException:  # noqa: BLE001 - as the interpreter does, a failing hook is reported and passed over
+        try:
+            sys.__excepthook__(*sys.exc_info())
+        except BaseException:  # noqa: BLE001, S110 - nothing more to say
+            pass
+    finally:
+        error.__traceback__ = kept  # the rank's outcome reads the whole traceback
+
+
+def run_script(rank: int, path: str, argv: tuple[str, ...], typed: str | None = None) -> None:
     """The script runner's function on each rank (``barrierlab run train.py``): run the script as
     ``python train.py ARGS`` would, as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` set.
 
@@ -468,8 +507,8 @@ def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
         real_exit(code)
 
     os._exit = _exit
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    sys.argv = [typed or path, *argv]  # as typed (attack19 a04); __main__.__file__ is absolute, as in python
+    _script_path_entries(path)
     try:
         if os.path.isfile(path) and path.endswith(".py"):
             with open(path, "rb") as f:
@@ -486,6 +525,9 @@ def run_script(rank: int, path: str, argv: tuple[str, ...]) -> None:
         # being 256; sys.exit(0.0) exits 1): only a failing one goes on to be the rank's outcome
         if exit_status(exit_.code):
             raise
+    except BaseException as error:
+        _report_uncaught(error, path)
+        raise
     finally:
         os._exit = real_exit
         finish_like_exit()

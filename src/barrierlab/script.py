@@ -46,13 +46,14 @@ def run_script(
     """
     from barrierlab import _rank
 
+    typed = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     path = check_script(path, argv)
     if timeout is not None:  # asked for: it replaces the script's own (checked by run() like any timeout)
         env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
     return run(
         _rank.run_script,
         world_size,
-        args=(path, tuple(argv)),
+        args=(path, tuple(argv), typed if isinstance(typed, str) else None),
         timeout=timeout,
         deadline=deadline,
         record=record,
