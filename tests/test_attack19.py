@@ -18,6 +18,9 @@ FIXED = [
     "a02_script_excepthook_skipped",
     "a03_script_cwd_on_sys_path",
     "a04_script_argv0_absolute",
+    "a06_nb04_wrong_explanation",
+    "a08_nb03_steps_not_multiple",
+    "a11_nb02_link_called_open_for_writing",
     "a13_summary_quadratic_on_long_runs",
 ]
 

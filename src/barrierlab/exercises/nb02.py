@@ -130,7 +130,7 @@ def _not_atomic(run, folder: str) -> str | None:
     load = min((e.start for e in run[0].events if e.kind == "collective"), default=None)
     mine = [a for a in accesses(run, os.path.dirname(folder)) if a.rank == 0 and (load is None or a.event.start < load)]
     in_place = [a for a in mine if a.how in ("write", "append") and a.event.name != "rename"
-                and _named(a.path) == path]
+                and a.event.value != "link" and _named(a.path) == path]
     if in_place:
         e = in_place[0].event
         how = f"{e.call}(..., path)" if e.call else "open(path) for writing"
@@ -138,7 +138,9 @@ def _not_atomic(run, folder: str) -> str | None:
                 "a kill in the middle of that write (or of a copy into place) leaves a partial file. Write a "
                 "temporary file in the same directory, then os.replace it onto the path")
     # by the rename's target: its source may be outside the folder (a temporary file in /tmp)
-    renames = [a.event for a in mine if a.event.name == "rename" and a.event.to and _named(a.event.to) == path]
+    # or a hard link made onto it (os.link, which makes the name whole at once: attack19 a11)
+    renames = [a.event for a in mine if (a.event.name == "rename" and a.event.to and _named(a.event.to) == path)
+               or (a.event.value == "link" and _named(a.path) == path)]
     if not renames:
         return ("checkpoint.pt exists, but the record shows no rename onto it: write a temporary file in the same "
                 "directory, then os.replace(tmp, path)")
@@ -148,9 +150,12 @@ def _not_atomic(run, folder: str) -> str | None:
     if gone:
         g = gone[-1]
         did = "removed" if g.name == "remove" else "renamed away"
-        return (f"save {did} the old checkpoint.pt (line {g.line}) before renaming the new one onto it (line {e.line}): "
+        onto = "linking" if e.value == "link" else "renaming"
+        return (f"save {did} the old checkpoint.pt (line {g.line}) before {onto} the new one onto it (line {e.line}): "
                 "a crash between the two leaves no checkpoint at all, and a rank loading then finds none. "
                 "os.replace(tmp, path) replaces the old file in one step: drop the removal")
+    if e.value == "link":  # a hard link is on the same file system; how much of its source was written by then is
+        return None  # not recorded (the rename's size is), so not judged
     # in checkpoint.pt's folder or a folder made inside it (tempfile.mkdtemp(dir=...): attack13 a07): the same
     # file system unless something is mounted there
     folder, tmp_folder = os.path.dirname(path), os.path.dirname(os.path.realpath(e.path))

@@ -42,6 +42,8 @@ def check(train, steps: int = 4, save_every: int = 2, world_size: int = 4, seed:
     import barrierlab as bl
 
     check_arguments(train=train, steps=steps, save_every=save_every, world_size=world_size, seed=seed)
+    if save_every > steps:  # attack19 a08: no checkpoint could be written, and the learner's code was blamed
+        raise ValueError(f"save_every must be at most steps ({steps}), got {save_every}: no checkpoint would be written")
     rng = random.Random(seed)
     delays = (rng.uniform(*FAST_DISK), rng.uniform(*SLOW_DISK))
     for delay in delays:
@@ -113,10 +115,11 @@ def _judge(run, folder: str, steps: int, save_every: int, delay: float) -> Verdi
         return not_yet(
             f"every rank finished, but nothing made the readers wait for rank 0's write: {race_words(races[0])}."
         )
-    wrong = {r.rank: r.value for r in run if r.value != steps}
+    last_step = steps // save_every * save_every  # the step of the last checkpoint (attack19 a08: steps=5, save_every=2)
+    wrong = {r.rank: r.value for r in run if r.value != last_step}
     if wrong:
         return not_yet(
-            f"{_ranks(wrong)} did not return the step of the last checkpoint ({steps}): "
+            f"{_ranks(wrong)} did not return the step of the last checkpoint ({last_step}): "
             f"got {sorted(set(map(repr, wrong.values())))}. Return what `load_checkpoint()` read."
         )
     return None

@@ -93,9 +93,15 @@ def check(train, world_size: int = 4, seed: int | None = None) -> Verdict:
             f"✓ every rank finished, every rank's validation loss reached rank 0 through {_carriers(run)}, and "
             f"rank 0 reports their average ({value:.4f} after {steps} steps, {world_size} ranks)",
         )
+    early = (  # attack19 a06: a read before the wait was only asked about every rank's contribution
+        " Or did rank 0 read an async_op=True call's tensor before work.wait() returned? Only then does it hold "
+        "the result."
+        if _async_on_rank_0(run)
+        else ""
+    )
     return not_yet(
         f"rank 0 returned {value:.4f}, but the validation loss averaged over all ranks is {average:.4f} after "
-        f"{steps} steps. Did every rank contribute its own validation loss, once?"
+        f"{steps} steps. Did every rank contribute its own validation loss, once?{early}"
     )
 
 
@@ -137,12 +143,25 @@ def _timing_only(train, run, steps: int, average: float, world_size: int) -> str
     if _a_number(value) and _same(value, average):
         return _unordered(late)
     shown = f"{value:.4f}" if _a_number(value) else repr(value)[:80]
-    return (
+    said = (
         f"rank 0 returned the average ({average:.4f}) only because the others were quick: with {others} held "
-        f"back {hold:.1f} s in local_loss, it returned {shown}. Rank 0 read the result before the call that "
-        "brings it had finished: an async_op=True call's result is in the tensor only after work.wait() "
-        "returns, so read it after the wait"
+        f"back {hold:.1f} s in local_loss, it returned {shown}. "
     )
+    if _async_on_rank_0(run):
+        return said + (
+            "Rank 0 read the result before the call that brings it had finished: an async_op=True call's result "
+            "is in the tensor only after work.wait() returns, so read it after the wait"
+        )
+    return said + (  # attack19 a06: a store read after a sleep makes no async call
+        "Nothing made rank 0 wait for the others' losses before it read them (a sleep is a guess, not an "
+        "ordering): use a call that returns only once every rank's loss is there (a blocking reduce or "
+        "all_reduce, a gather, or store.get, which waits for its key)"
+    )
+
+
+def _async_on_rank_0(run) -> bool:
+    """Whether rank 0 made an ``async_op=True`` collective: what a read before its ``wait()`` can get wrong."""
+    return any(e.kind == "collective" and e.is_async for e in run[0].events)
 
 
 def _unordered(run) -> str | None:
