@@ -21,6 +21,7 @@ FIXED = [
     "a06_nb04_wrong_explanation",
     "a08_nb03_steps_not_multiple",
     "a11_nb02_link_called_open_for_writing",
+    "a14_late_rank_init_timeout_masked",
     "a13_summary_quadratic_on_long_runs",
 ]
 

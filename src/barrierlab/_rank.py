@@ -267,8 +267,9 @@ def init_process_group_on_the_launchers_store(
             MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.run.store_port), TORCHELASTIC_USE_AGENT_STORE="True"
         )
         given["init_method"] = "env://"
-        # as in join_the_group: all ranks arrive before any starts gloo's connection timer
-        wait_for_every_rank(_launchers_store(spec), world_size, spec.run.options.deadline, step="arrived")
+        wait_here = True
+    else:
+        wait_here = False
     given["rank"], given["world_size"] = rank, world_size
     ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
     if theirs is None:
@@ -282,6 +283,19 @@ def init_process_group_on_the_launchers_store(
                 f"--timeout {ours.total_seconds():g} overrides it",
                 file=sys.stderr,
             )
+    if wait_here:
+        # as in join_the_group: all ranks arrive before any starts gloo's connection timer (ranks forked one
+        # after the other must not time out on each other), but for no longer than the group's own timeout: a
+        # rank whose code reaches init_process_group later than that fails the others' init, as under torchrun
+        # (attack19 a14: it was waited for until the run's deadline, and the script passed)
+        group = given["timeout"]
+        seconds = group.total_seconds() if isinstance(group, timedelta) else spec.run.options.timeout
+        try:
+            wait_for_every_rank(
+                _launchers_store(spec), world_size, min(spec.run.options.deadline, seconds), step="arrived"
+            )
+        except (dist.DistStoreError, RuntimeError):  # torch's own init now waits, and times out, as it would
+            pass
     result = original(*bound.args, **bound.kwargs)
     wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.deadline)
     return result
