@@ -22,6 +22,7 @@ FIXED = [
     "a08_nb03_steps_not_multiple",
     "a11_nb02_link_called_open_for_writing",
     "a14_late_rank_init_timeout_masked",
+    "a12_summary_idle_while_main_thread_computes",
     "a13_summary_quadratic_on_long_runs",
 ]
 

@@ -8,6 +8,7 @@ decides nothing; this module draws nothing.  Standard library only.
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -248,17 +249,51 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
     return length
 
 
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``intervals`` sorted and merged: disjoint, in order."""
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _outside(a: float, b: float, covered: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of ``[a, b]`` outside ``covered`` (disjoint intervals in order: :func:`_merged`)."""
+    pieces, at = [], a
+    for c, d in covered[max(0, bisect.bisect_left(covered, (a, a)) - 1) :]:
+        if d <= at:
+            continue
+        if c >= b:
+            break
+        if c > at:
+            pieces.append((at, c))
+        at = max(at, d)
+        if at >= b:
+            break
+    if at < b:
+        pieces.append((at, b))
+    return pieces
+
+
 def _rank_waits(lane: Lane, total: float) -> RankWaits:
     active_window = window(lane, total)
     active = 0.0 if active_window is None else active_window[1] - active_window[0]
-    waits = []
+    waits, working = [], []
     if active_window is not None:
         for e in lane.events:
-            if e.kind in WAITING_KINDS:
+            if e.kind in WAITING_KINDS or e.kind in WORK_KINDS:
                 a, b = max(e.start, active_window[0]), min(event_end(e, lane, total), active_window[1])
                 if b > a:
-                    waits.append((a, b))
-    wait = _union_length(waits)
+                    (waits if e.kind in WAITING_KINDS else working).append((a, b, e.lane))
+    # a thread's wait while another thread of the rank works in a span (a background barrier beside the main
+    # thread's compute: attack19 a12) is not the rank waiting: only time no other thread worked counts
+    covered: dict[object, list[tuple[float, float]]] = {}
+    for own in {own for _, _, own in waits}:
+        covered[own] = _merged([(c, d) for c, d, other in working if other != own])
+    wait = _union_length([piece for a, b, own in waits for piece in _outside(a, b, covered[own])])
     return RankWaits(
         busy=active - wait,
         wait=wait,
