@@ -2327,3 +2327,11 @@ def test_a_file_not_found_raised_where_a_file_check_found_it_missing_is_a_precon
     assert lint_source(ZERO_FIRST, "train.py") == []
     other = ZERO_FIRST.replace("raise FileNotFoundError(", "raise SystemExit(")
     assert [f.kind for f in lint_source(other, "train.py")] == ["early-exit"]
+
+
+def test_the_report_counts_rank_dependent_collectives_only_when_every_finding_is_one():
+    """review41b: a dropped async handle, which every rank reaches, was counted as a 'rank-dependent collective'."""
+    source = "import torch\nimport torch.distributed as dist\n\ndef step(t):\n    dist.all_reduce(t, async_op=True)\n"
+    findings = lint_source(source, "train.py")
+    assert [f.kind for f in findings] == ["unwaited-async"]
+    assert report(findings).splitlines()[0] == "1 problem found:"

@@ -516,7 +516,11 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
                 "an all_gather of a Shard placement, an all_reduce of a Partial one (redistribute to Replicate)",
                 True,
             ),
-            "redistribute": ("collectives that move the shards", False),
+            "redistribute": (
+                "collectives that move the shards (an all_gather, all_reduce, reduce_scatter or all_to_all for most "
+                "placement changes; Replicate to Shard is local)",
+                False,
+            ),
         },
     )
 )
@@ -905,12 +909,23 @@ def lint(obj: Any) -> list[Finding]:
     raise TypeError(f"cannot lint {type(obj).__name__!r}: pass a path, function, class or module")
 
 
+#: The kinds of finding that are a collective some ranks reach and others do not (or reach a different number of
+#: times): what the report's header counts as "rank-dependent collectives".
+RANK_DEPENDENT_KINDS = frozenset({"branch", "early-exit", "rank-dependent-loop", "hidden-collective", "except-path"})
+
+
 def report(findings: Sequence[Finding]) -> str:
-    """Render findings as a readable multi-line report."""
+    """Render findings as a readable multi-line report. The header says "rank-dependent collectives" only when
+    every finding is one (review41b: a dropped async handle and an aliased output list, which every rank
+    reaches, were counted as such)."""
     if not findings:
         return "No rank-dependent collectives found."
     count = len(findings)
-    lines = [f"{count} rank-dependent collective{'s' if count != 1 else ''} found:", ""]
+    if all(f.kind in RANK_DEPENDENT_KINDS for f in findings):
+        header = f"{count} rank-dependent collective{'s' if count != 1 else ''} found:"
+    else:
+        header = f"{count} problem{'s' if count != 1 else ''} found:"
+    lines = [header, ""]
     for f in findings:
         lines += [
             f"{f.location}: {f.collective} [{f.kind}]",
