@@ -2335,3 +2335,29 @@ def test_the_report_counts_rank_dependent_collectives_only_when_every_finding_is
     findings = lint_source(source, "train.py")
     assert [f.kind for f in findings] == ["unwaited-async"]
     assert report(findings).splitlines()[0] == "1 problem found:"
+
+
+NO_SYNC_FORWARD_OUTSIDE = """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def step(model, x):
+    ddp = DDP(model)
+    loss = ddp(x).sum()
+    if dist.get_rank() == 0:
+        with ddp.no_sync():
+            loss.backward()
+"""
+
+
+def test_a_backward_inside_no_sync_of_a_forward_made_outside_it_still_all_reduces():
+    """review41b: the forward decides (``no_sync``'s docstring: "The forward pass should be included inside the
+    context manager, or else gradients will still be synchronized"); a loss made inside the block does not."""
+    [finding] = lint_source(NO_SYNC_FORWARD_OUTSIDE, "train.py")
+    assert "DDP backward" in finding.collective and finding.line == 11
+    inside = NO_SYNC_FORWARD_OUTSIDE.replace(
+        "    loss = ddp(x).sum()\n    if dist.get_rank() == 0:\n        with ddp.no_sync():\n",
+        "    if dist.get_rank() == 0:\n        with ddp.no_sync():\n            loss = model(x).sum()\n",
+    )
+    assert lint_source(inside, "train.py") == []

@@ -143,7 +143,8 @@ to. Calling it is taken as a collective (DDP's forward broadcasts the buffers, i
 buckets; FSDP's forward all-gathers parameters), except inside ``with Join(...)`` and, for DDP, under ``torch.no_grad()`` /
 ``inference_mode`` when the file defines no buffers (no BatchNorm, ``register_buffer``); ``.backward()`` on a
 value computed from its output is a collective (DDP's gradient all_reduce, issued from C++), except inside
-``with Join(...)`` or ``with model.no_sync():``.
+``with Join(...)``, or inside ``with model.no_sync():`` when the loss was made in the same block (the forward
+decides: a loss made outside it still synchronises).
 
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
 ``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
@@ -2407,6 +2408,7 @@ class _Analysis:
         self.reach_notes: dict[str, str] = {}
         self.bases: dict[str, list[str]] = {}
         self.contexts: dict[int, frozenset[str]] = {}
+        self.no_sync_blocks: dict[int, ast.AST] = {}  # a call inside ``with model.no_sync():`` -> that block
         self.ddp: dict[str | None, dict[str, str]] = {}
         self.ddp_values: dict[str | None, set[str]] = {}
         self.laundered: dict[str | None, dict[str, int]] = {}
@@ -2520,9 +2522,13 @@ class _Analysis:
                 return {"join"}
             return {"no_sync"} if name == "no_sync" else set()
 
+        blocks: list[ast.AST] = []  # the no_sync() blocks the visit is inside, innermost last
+
         def visit(node: ast.AST, ctx: frozenset[str]) -> None:
             if isinstance(node, ast.Call):
                 self.contexts[id(node)] = ctx
+                if blocks:
+                    self.no_sync_blocks[id(node)] = blocks[-1]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for deco in node.decorator_list:
                     visit(deco, ctx)
@@ -2531,11 +2537,16 @@ class _Analysis:
                     visit(stmt, inner)
                 return
             if isinstance(node, (ast.With, ast.AsyncWith)):
-                inner = ctx | {k for item in node.items for k in kinds(item.context_expr)}
+                added = {k for item in node.items for k in kinds(item.context_expr)}
+                inner = ctx | added
                 for item in node.items:
                     visit(item, ctx)
+                if "no_sync" in added:
+                    blocks.append(node)
                 for stmt in node.body:
                     visit(stmt, frozenset(inner))
+                if "no_sync" in added:
+                    blocks.pop()
                 return
             for child in ast.iter_child_nodes(node):
                 visit(child, frozenset() if isinstance(child, ast.Lambda) else ctx)
@@ -3974,7 +3985,12 @@ class _Analysis:
                 "first grad-enabled forward after the first backward rebuilds the gradient buckets with two "
                 "broadcasts (not with `find_unused_parameters=True` unless `static_graph=True`)",
             )
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not ctx & {"join", "no_sync"}:
+        if (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+            and "join" not in ctx
+            and ("no_sync" not in ctx or not self._forward_in_block(call))
+        ):
             if self._ddp_output(call.func.value, ddp, self.ddp_values.get(scope, set())):
                 receiver = unit.text(call.func.value)
                 receiver = receiver if len(receiver) <= 30 else "loss"
@@ -3985,6 +4001,24 @@ class _Analysis:
                     "DDP's backward all-reduces the gradients, issued from C++",
                 )
         return None
+
+    def _forward_in_block(self, call: ast.Call) -> bool:
+        """Whether the loss ``call`` (``loss.backward()``) runs backward through was made inside the same
+        ``no_sync()`` block: the forward decides whether DDP all-reduces (``no_sync``'s docstring: "The forward
+        pass should be included inside the context manager, or else gradients will still be synchronized";
+        review41b). A loss made by a call in the block's body, or a backward of an expression, counts as made
+        there; a name the block does not assign was made outside it."""
+        block = self.no_sync_blocks.get(id(call))
+        value = call.func.value  # type: ignore[attr-defined]
+        if block is None or not isinstance(value, ast.Name):
+            return True
+        return any(
+            isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and value.id
+            in {n for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) for n in _target_names(t)}
+            for stmt in block.body  # type: ignore[attr-defined]
+            for node in ast.walk(stmt)
+        )
 
     def _callee(self, func: ast.expr, self_class: str | None, unit: _Unit | None = None) -> str | None:
         """The key of the function of the file (or of a followed module) that ``func`` calls."""
