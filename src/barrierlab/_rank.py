@@ -271,6 +271,7 @@ def init_process_group_on_the_launchers_store(
     else:
         wait_here = False
     given["rank"], given["world_size"] = rank, world_size
+    _inits[0] += 1  # each init of a default group waits on keys of its own (attack19 a05: made again after destroy)
     ours, theirs = timedelta(seconds=spec.run.options.timeout), given.get("timeout")
     if theirs is None:
         given["timeout"] = ours
@@ -292,14 +293,20 @@ def init_process_group_on_the_launchers_store(
         seconds = group.total_seconds() if isinstance(group, timedelta) else spec.run.options.timeout
         try:
             wait_for_every_rank(
-                _launchers_store(spec), world_size, min(spec.run.options.deadline, seconds), step="arrived"
+                _launchers_store(spec),
+                world_size,
+                min(spec.run.options.deadline, seconds),
+                step=f"arrived/{_inits[0]}",
             )
         except (dist.DistStoreError, RuntimeError):  # torch's own init now waits, and times out, as it would
             pass
     result = original(*bound.args, **bound.kwargs)
-    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.deadline)
+    wait_for_every_rank(c10d._get_default_store(), world_size, spec.run.options.deadline, f"initialised/{_inits[0]}")
     return result
 
+
+#: How many times this rank's learner called ``init_process_group`` (a default group destroyed and made again).
+_inits = [0]
 
 #: Every process group this rank created or destroyed (its own, the learner's, ``new_group``'s, ...), kept
 #: until the rank ends with ``os._exit``: see :func:`keep_every_process_group`.

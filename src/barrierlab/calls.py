@@ -107,9 +107,16 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
     if run.ranks and len(found) == len(run.ranks):
         merged = {}
         for rank, flight in found.items():
-            listed = [
-                Call(rank, e.seq, e.op, e.group, e.issuer, e.call, e) for e in flight if not e.p2p and e.group == "0"
-            ]
+            listed, offset, last = [], 0, 0
+            for e in flight:  # in the order torch recorded them
+                if e.p2p or e.group != "0":
+                    continue
+                if e.seq + offset <= last:
+                    # the default group was destroyed and made again: its sequence starts over at 1; its calls
+                    # follow the old group's (attack19 a05: the two groups' calls were merged by number)
+                    offset = last
+                last = e.seq + offset
+                listed.append(Call(rank, last, e.op, e.group, e.issuer, e.call, e))
             merged[rank] = _with_unlisted(rank, listed, learners.get(rank, []))
         return merged
     return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in learners.items()}
