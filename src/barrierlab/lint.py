@@ -437,7 +437,7 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
                 False,
             ),
             "save_checkpoint": ("barriers and all_reduces (all ranks must call it)", False),
-            "load_checkpoint": ("barriers (all ranks must call it)", False),
+            "load_checkpoint": ("collective loads (all ranks must call it)", False),
         },
         receivers={"model_engine", "engine", "ds_engine", "deepspeed_engine"},
     )
@@ -4615,7 +4615,8 @@ def _explain(
         why = (
             f"ranks where `{cond}` is true raise inside this block{exit_text}, and an exception skips the barrier "
             "main_process_first makes when its block ends (the code after its yield), so the other ranks wait in "
-            "the barrier it made them enter first until the timeout"
+            "the barrier it made them enter first until the timeout while the raising rank lives on (it catches "
+            "the error), or fail at once on gloo when its process ends"
         )
         fix = (
             "leave the block normally on every rank: catch the error inside it, and raise it after the block (or "
