@@ -23,6 +23,7 @@ FIXED = [
     "a11_nb02_link_called_open_for_writing",
     "a14_late_rank_init_timeout_masked",
     "a12_summary_idle_while_main_thread_computes",
+    "a10_script_module_mode_missing",
     "a13_summary_quadratic_on_long_runs",
 ]
 

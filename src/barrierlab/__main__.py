@@ -54,6 +54,12 @@ def _run(args) -> int:
     import barrierlab as bl
     from barrierlab.script import is_script
 
+    if args.module is not None:
+        if args.scenario is not None:  # `run -m pkg.train ARG`: like python -m, what follows is the module's
+            args.kwargs = [args.scenario, *args.kwargs]
+        return _run_script(args)
+    if args.scenario is None:
+        args.parser.error("the following arguments are required: scenario (or -m MODULE)")
     if is_script(args.scenario):
         return _run_script(args)
     if args.script_args:
@@ -146,20 +152,27 @@ def _run_script(args) -> int:
     """``barrierlab run train.py -n 4 -- ARGS``: the script's ``__main__`` on N ranks, as torchrun would
     run it; exit code 0 iff every rank finished."""
     from barrierlab.launch import warm_up
-    from barrierlab.script import check_script, needs_preloaded, run_script
+    from barrierlab.script import check_module, check_script, needs_preloaded, run_module, run_script
 
     argv = [*args.kwargs, *args.script_args]
     try:
-        check_script(args.scenario, argv)  # a missing script is refused before torch is imported anywhere
+        if args.module is not None:
+            check_module(args.module)  # before torch is imported anywhere
+        else:
+            check_script(args.scenario, argv)  # a missing script is refused before torch is imported anywhere
         # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the
         # ranks fork, rather than in every rank. Meanwhile this process imports what it sends the ranks
         # (barrierlab._rank, with torch) on the other core: 1.2 s that came after the wait before.
         warm_up()
         from barrierlab import _rank  # noqa: F401
 
-        if needs_preloaded(args.scenario):
-            warm_up(wait=True)
-        run = run_script(args.scenario, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
+        if args.module is not None:
+            warm_up(wait=True)  # what the module imports is not read here: let DDP/dynamo/DCP load once
+            run = run_module(args.module, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
+        else:
+            if needs_preloaded(args.scenario):
+                warm_up(wait=True)
+            run = run_script(args.scenario, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)
         return 2
@@ -297,7 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument(
         "scenario",
+        nargs="?",
         help="a scenario name (see: barrierlab list) or the path of a script (train.py, or a folder or zip with a __main__.py)",
+    )
+    run.add_argument(
+        "-m",
+        dest="module",
+        metavar="MODULE",
+        help="run a module of a package as python -m MODULE (torchrun -m) would, instead of a script",
     )
     run.add_argument(
         "kwargs",

@@ -466,6 +466,35 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
             module.init_process_group = init_process_group
 
 
+def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
+    """``barrierlab run -m pkg.train``'s function on each rank: run the module as ``python -m pkg.train ARGS``
+    (and ``torchrun -m``) would: ``runpy.run_module`` as ``__main__`` of its package, the working folder first
+    on ``sys.path``, ``sys.argv[0]`` the module's file (attack19 a10: a module with a relative import could
+    not be run at all). Ends as :func:`run_script` does."""
+    import importlib.util
+    import runpy
+
+    named = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    here = os.getcwd()
+    sys.path[:] = [here] + [p for p in sys.path if p not in ("", here) or os.path.abspath(p or here) in named]
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None and spec.origin else name
+    if spec is not None and spec.submodule_search_locations is not None:  # a package: python -m runs __main__
+        main = importlib.util.find_spec(f"{name}.__main__")
+        origin = main.origin if main is not None and main.origin else origin
+    sys.argv = [origin, *argv]
+    try:
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+    except SystemExit as exit_:
+        if exit_status(exit_.code):
+            raise
+    except BaseException as error:
+        _report_uncaught(error, origin)
+        raise
+    finally:
+        finish_like_exit()
+
+
 def _script_path_entries(path: str) -> None:
     """``sys.path`` as ``python train.py`` starts with it: the script's folder first, and not the entry the
     launching process had prepended for itself (the working folder of ``python -m barrierlab`` or of a kernel, as

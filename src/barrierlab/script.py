@@ -13,10 +13,63 @@ recording, the diagnosis, the ledger and the timeline.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 
 from barrierlab.launch import DEFAULT_WORLD_SIZE, run
 from barrierlab.result import Run
+
+
+def check_module(name) -> str:
+    """``name`` as ``python -m NAME`` takes it, after checking that the module can be found from the working
+    folder (a ``ValueError`` naming it otherwise, before anything is started)."""
+    import importlib.util
+
+    if not isinstance(name, str) or not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"module: not a module name (pkg.train): {name!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as error:  # a parent that is not a package
+        raise ValueError(f"module: {name!r} cannot be found from {os.getcwd()!r}: {error}") from None
+    finally:
+        sys.path.pop(0)
+    if found is None:
+        raise ValueError(f"module: no module named {name!r} from {os.getcwd()!r} (python -m looks there first)")
+    return name
+
+
+def run_module(
+    name: str,
+    world_size: int = DEFAULT_WORLD_SIZE,
+    argv: Sequence[str] = (),
+    *,
+    timeout: float | None = None,
+    deadline: float | None = None,
+    record: bool = True,
+    threads: int = 1,
+    env: dict[str, str] | None = None,
+) -> Run:
+    """Run module ``name`` as ``python -m name`` (``torchrun -m``) would, on ``world_size`` ranks: what
+    :func:`run_script` does for a file, for a module of a package (its relative imports work)."""
+    from barrierlab import _rank
+
+    check_module(name)
+    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a sequence of str (the module's command-line arguments)")
+    if timeout is not None:
+        env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
+    return run(
+        _rank.run_module,
+        world_size,
+        args=(name, tuple(argv)),
+        timeout=timeout,
+        deadline=deadline,
+        record=record,
+        threads=threads,
+        env=env,
+        init=False,
+    )
 
 
 def is_script(name: str) -> bool:
