@@ -63,3 +63,27 @@ def test_a_recv_whose_timeout_runs_out_before_its_sender_arrives_is_a_late_arriv
     assert d.headline.startswith("rank 0 reached send to rank 1 at "), d.headline
     assert "rank 1's 1 s timeout ran out first" in d.headline
     assert "new_group's for a subgroup" in d.advice
+
+
+def object_list_longer_than_the_receivers():
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.send_object_list([(4, 8), "padded"], dst=1)  # the metadata grew an entry on this batch
+        return None
+    meta = [None]  # sized for the first batch's metadata
+    dist.recv_object_list(meta, src=0)
+    return meta
+
+
+def test_a_send_object_list_longer_than_the_receivers_list_names_both_calls():
+    """Round 22 (ColossalAI-style pipeline metadata): send_object_list sends the list's sizes first, one per
+    object, so a receiver whose list is shorter gets more bytes than it allocated and gloo aborts it; the
+    diagnosis names the sender's call and says the lists must have one length."""
+    run = bl.run(object_list_longer_than_the_receivers, 2, timeout=10, deadline=40)
+    d = run.diagnosis
+    assert not run.ok
+    assert d.headline.startswith("gloo aborted rank 1: in dist.recv_object_list()"), d.headline
+    assert "16 bytes where its tensors hold 8" in d.headline
+    assert "rank 0's send_object_list at " in d.headline and "test_diagnose_p2p_pipelines.py:" in d.headline
+    assert "same length" in d.advice

@@ -1984,14 +1984,21 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
         torch_frames = [(s.file, s.line, s.func) for s in stuck.frames if f"{os.sep}torch{os.sep}" in s.file]
         what = _torch_call_phrase(torch_frames) or (f"dist.{stuck.call}()" if stuck.call else "a collective")
         others = [r for r in f.failed if r != rank]
-        p2p = stuck.call in ("recv", "irecv")
+        p2p = stuck.call in ("recv", "irecv", "recv_object_list")
         cause = (
             "the message sent to it was bigger than the tensor it received into"
             if p2p
             else "the ranks passed tensors of different sizes"
         )
+        sender = _last_send_to(f.run, rank) if p2p else None
+        if sender is not None:  # round 22: the list sent with send_object_list had grown on the sender
+            cause += f" (rank {sender.rank}'s {sender.name} at {where_text(sender)})"
         advice = (
-            "A recv's tensor must be as large as what the matching send sends: when the sizes change from one "
+            "recv_object_list receives into a list of the length it is given: the matching send_object_list "
+            "must send a list of that same length every time (send its length first if it can change, or keep "
+            "one fixed-length list, with None where there is nothing)."
+            if stuck.call == "recv_object_list"
+            else "A recv's tensor must be as large as what the matching send sends: when the sizes change from one "
             "message to the next (padded batches of different lengths), send the shape first (a small tensor "
             "of its sizes) and allocate the receiving tensor from it, or pad every message to one fixed size."
             if p2p
@@ -2010,6 +2017,18 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
             ranks=[rank],
             site=stuck.site,
         )
+    return None
+
+
+def _last_send_to(run, rank: int):
+    """The last send (``send``, ``isend``, ``send_object_list``) another rank made to ``rank``, as recorded, or
+    None. Its ``rank`` attribute is set to the sender's rank."""
+    for result in run.ranks:
+        if result.rank == rank:
+            continue
+        for e in reversed(result.events):
+            if e.kind == "p2p" and e.name in ("send", "isend", "send_object_list") and e.peer.get("dst") == rank:
+                return e
     return None
 
 
