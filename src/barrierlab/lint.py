@@ -449,7 +449,7 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
             "all_gather": ("an all_gather_object", True),
             "gather": ("a gather_object", False),
             "reduce_dict": ("a reduce", False),
-            "shared_random_seed": ("an all_gather", True),
+            "shared_random_seed": ("an all_gather_object (through comm.all_gather)", True),
         },
         modules={"detectron2.utils.comm"},
     )

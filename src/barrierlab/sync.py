@@ -32,7 +32,8 @@ def main_process_first(*, local: bool = False, group: dist.ProcessGroup | None =
       group must enter the block, and the wait is bounded by the group's timeout, so give
       ``init_process_group`` a timeout longer than the preparation takes.
 
-    The value bound by ``as`` is True on the main process(es), False elsewhere.
+    The value bound by ``as`` is True on the main process(es), False on the other ranks of ``group``, and True
+    on a rank outside ``group``: it waits for no one, so it runs the body itself, as without a process group.
     """
     if not (dist.is_available() and dist.is_initialized()):
         yield True
