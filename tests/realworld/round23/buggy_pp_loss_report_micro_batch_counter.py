@@ -1,0 +1,118 @@
+"""Two-stage GPipe pipeline; the loss hand-back to stage 0 is keyed to micro-batches on stage 0 and to steps on stage 1.
+
+Models the logging side of pipeline training: Megatron-LM computes the loss on the last stage
+(``is_pipeline_last_stage``; ``training.py`` ``training_log`` / ``print_rank_last``) while the logger of many
+hand-written pipelines (the PyTorch pipeline-parallelism tutorial, the ``dist.send`` / ``dist.recv`` pipelines of
+pytorch/tutorials ``dist_tuto.rst``) sits on rank 0, so the last stage hands the loss back with a point-to-point
+send on logging steps. The two stages run different loops: the first stage walks its micro-batch data loader
+(``enumerate``) and runs a step every ``MICRO_BATCHES`` micro-batches; the last stage runs a fixed number of
+steps.
+
+The bug: the first stage tests the logging interval on the loader index ``i + 1`` (micro-batches), the last
+stage on the optimizer step. Step 1 passes; at the end of step 2 stage 0 has seen 4 micro-batches and waits in
+``recv`` for a loss the last stage will only send after step 4; the last stage is already waiting in step 3's
+``recv`` for an activation. Both ``recv`` calls are correct in themselves; the two counters drift apart a
+factor of ``MICRO_BATCHES``, two steps after the start.
+
+Hand-written stand-ins: a GPipe schedule (all forwards, then all backwards) with blocking ``send``/``recv``,
+a two-layer regression model cut in two, the data set built identically on both stages (the last stage reads
+the targets).
+"""
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+KIND = "buggy"
+WORLD_SIZE = 2
+TIMEOUT = 20
+
+MICRO_BATCH = 4
+MICRO_BATCHES = 2
+LOG_INTERVAL = 4
+HIDDEN = 16
+
+
+def micro_batch_loader():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 8, generator=g)
+    return DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=MICRO_BATCH, shuffle=False)
+
+
+def report_loss(step, loss=None):
+    """Last stage: send its loss to rank 0; rank 0: receive and log it."""
+    if dist.get_rank() == 1:
+        dist.send(torch.tensor([loss]), dst=0)
+    else:
+        buf = torch.zeros(1)
+        dist.recv(buf, src=1)  # WAITS
+        print(f"step {step}: loss {buf.item():.4f}")
+
+
+def run_first_stage(model, opt):
+    pending = []
+    step = 0
+    for i, (x, _) in enumerate(micro_batch_loader()):
+        pending.append(x)
+        if len(pending) < MICRO_BATCHES:
+            continue
+        outs = []
+        for mb in pending:
+            out = model(mb)
+            dist.send(out.detach(), dst=1)
+            outs.append(out)
+        opt.zero_grad()
+        for out in outs:
+            grad = torch.empty_like(out)
+            dist.recv(grad, src=1)
+            out.backward(grad)
+        opt.step()
+        pending = []
+        step += 1
+        if (i + 1) % LOG_INTERVAL == 0:  # BUG
+            report_loss(step)  # WAITS
+    return step
+
+
+def run_last_stage(model, opt, num_steps):
+    targets = [y for _, y in micro_batch_loader()]
+    for step in range(1, num_steps + 1):
+        inputs, losses = [], []
+        for m in range(MICRO_BATCHES):
+            act = torch.empty(MICRO_BATCH, HIDDEN)
+            dist.recv(act, src=0)  # WAITS
+            act.requires_grad_()
+            y = targets[(step - 1) * MICRO_BATCHES + m]
+            losses.append(nn.functional.mse_loss(model(act), y) / MICRO_BATCHES)
+            inputs.append(act)
+        opt.zero_grad()
+        for act, loss in zip(inputs, losses):
+            loss.backward()
+            dist.send(act.grad, dst=0)
+        opt.step()
+        if step % LOG_INTERVAL == 0:
+            report_loss(step, sum(l.item() for l in losses))
+    return num_steps
+
+
+def worker():
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    num_steps = len(micro_batch_loader()) // MICRO_BATCHES
+    if rank == 0:
+        model = nn.Sequential(nn.Linear(8, HIDDEN), nn.Tanh())
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        done = run_first_stage(model, opt)  # WAITS
+    else:
+        model = nn.Linear(HIDDEN, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        done = run_last_stage(model, opt, num_steps)  # WAITS
+    print(f"[stage {rank}] trained {done} steps")
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    import datetime
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
