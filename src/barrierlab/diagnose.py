@@ -1462,18 +1462,73 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
         f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} {_called_at(first)}"
     )
     evidence += _outcomes(f.run, at)
-    return Diagnosis(
-        "late-arrival",
-        headline,
-        evidence,
-        "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
-        "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's) — then "
-        "gloo raises, and the group cannot be used again. Raise the timeout above the time the slow rank needs "
-        "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the long preparation before the group starts waiting (before "
-        f"init_process_group, or into a separate step that caches its result); {DEFAULT_TIMEOUTS}.",
-        ranks=late,
-        site=_site(event),
-    )
+    return Diagnosis("late-arrival", headline, evidence, _LATE_ADVICE, ranks=late, site=_site(event))
+
+
+#: What to do about a rank that reached a collective after the others' timeout had run out there.
+_LATE_ADVICE = (
+    "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
+    "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's) — then "
+    "gloo raises, and the group cannot be used again. Raise the timeout above the time the slow rank needs "
+    "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the "
+    "long preparation before the group starts waiting (before init_process_group, or into a separate step that "
+    f"caches its result); {DEFAULT_TIMEOUTS}."
+)
+_TIMED_OUT_MS = re.compile(r"Timed out waiting (\d+)ms")
+
+
+def rule_late_torch_arrival(f: Facts) -> Diagnosis | None:
+    """:func:`rule_late_arrival` for a collective torch issued (round 23, measured unseen: rank 0's 7 s download
+    before ``DDP(model)``, whose construction-time collective the other rank entered with the group's 4 s
+    timeout; no call of the learner's, so the headline was blind). The calls come from torch's flight record,
+    which says when each was issued; the timeout from gloo's message on the ranks that gave up."""
+    if not f.failed or f.first_diff:
+        return None
+    from barrierlab.calls import collective_calls  # noqa: PLC0415 - reads torch's flight record
+
+    merged = collective_calls(f.run)
+    if not merged or len(merged) < f.run.world_size:
+        return None
+    for i in range(min(len(c) for c in merged.values())):
+        at = {r: c[i] for r, c in merged.items()}
+        if len({c.op for c in at.values()}) > 1 or any(c.start is None for c in at.values()):
+            return None
+        if all(c.kind == "yours" for c in at.values()):
+            continue  # the learner's own calls: rule_late_arrival's
+        expiry = {}
+        for rank, call in at.items():
+            timed_out = _TIMED_OUT_MS.search(f.run[rank].error_message or "")
+            if timed_out and rank in f.failed and i == len(merged[rank]) - 1:
+                expiry[rank] = (call.start + int(timed_out.group(1)) / 1000, int(timed_out.group(1)) / 1000)
+        if not expiry:
+            continue
+        first, timeout = min(expiry.values())
+        late = sorted(r for r, c in at.items() if c.start > first)
+        gave_up = sorted(r for r in expiry if r not in late)
+        if not (late and gave_up):
+            continue
+        call = at[late[0]]
+        gap = max(at[r].start for r in late) - min(at[r].start for r in gave_up)
+        them, their = ("they", "their") if len(gave_up) > 1 else ("it", "its")
+        headline = (
+            f"{rank_list(late)} reached {call.label} #{i + 1}, reached from {call.where}, {gap:.1f} s after "
+            f"{rank_list(gave_up)}; {their} {timeout:g} s timeout ran out first, so {them} gave up before "
+            f"{rank_list(late)} arrived."
+        )
+        evidence = [
+            f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
+            f"started, before torch issued {call.label} #{i + 1}"
+            for r in late
+            if f.run[r].started is not None
+        ]
+        evidence.append(
+            f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {call.label} #{i + 1} (gloo: "
+            f'"Timed out waiting {round(timeout * 1000)}ms")'
+        )
+        return Diagnosis(
+            "late-arrival", headline, evidence + _failure_evidence(f), _LATE_ADVICE, ranks=late, site=call.site
+        )
+    return None
 
 
 def rule_p2p_late_arrival(f: Facts) -> Diagnosis | None:
@@ -2173,6 +2228,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_different_sizes,
     rule_different_roots,
     rule_late_arrival,
+    rule_late_torch_arrival,
     rule_subgroup_mismatched,
     rule_subgroup_only_some,
     rule_stopped_outside_collectives,
