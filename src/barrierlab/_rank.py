@@ -474,9 +474,7 @@ def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
     import importlib.util
     import runpy
 
-    named = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
-    here = os.getcwd()
-    sys.path[:] = [here] + [p for p in sys.path if p not in ("", here) or os.path.abspath(p or here) in named]
+    sys.path[:] = [os.getcwd(), *_without_launchers_entry()]
     spec = importlib.util.find_spec(name)
     origin = spec.origin if spec is not None and spec.origin else name
     if spec is not None and spec.submodule_search_locations is not None:  # a package: python -m runs __main__
@@ -500,10 +498,15 @@ def _script_path_entries(path: str) -> None:
     launching process had prepended for itself (the working folder of ``python -m barrierlab`` or of a kernel, as
     ``''`` or absolute; attack19 a03: a module of the working folder imported under ``barrierlab run`` and not
     under torchrun), unless ``PYTHONPATH`` names it."""
+    sys.path[:] = [os.path.dirname(os.path.abspath(path)), *_without_launchers_entry()]
+
+
+def _without_launchers_entry() -> list[str]:
+    """``sys.path`` without the working folder (``''`` or absolute) the launching process had prepended for
+    itself, unless ``PYTHONPATH`` names it."""
     named = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     here = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p not in ("", here) or os.path.abspath(p or here) in named]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    return [p for p in sys.path if p not in ("", here) or os.path.abspath(p or here) in named]
 
 
 def _report_uncaught(error: BaseException, path: str) -> None:

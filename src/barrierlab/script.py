@@ -57,12 +57,20 @@ def run_module(
     check_module(name)
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a sequence of str (the module's command-line arguments)")
+    return _launch(_rank.run_module, (name, tuple(argv)), world_size, timeout, deadline, record, threads, env)
+
+
+def _launch(entry, args: tuple, world_size, timeout, deadline, record, threads, env) -> Run:
+    """``run(entry, ...)`` for a script or module: its own ``init_process_group``, and ``timeout``, when given,
+    replacing the one it passes (checked by run() like any timeout)."""
+    from barrierlab import _rank
+
     if timeout is not None:
         env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
     return run(
-        _rank.run_module,
+        entry,
         world_size,
-        args=(name, tuple(argv)),
+        args=args,
         timeout=timeout,
         deadline=deadline,
         record=record,
@@ -101,19 +109,8 @@ def run_script(
 
     typed = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     path = check_script(path, argv)
-    if timeout is not None:  # asked for: it replaces the script's own (checked by run() like any timeout)
-        env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
-    return run(
-        _rank.run_script,
-        world_size,
-        args=(path, tuple(argv), typed if isinstance(typed, str) else None),
-        timeout=timeout,
-        deadline=deadline,
-        record=record,
-        threads=threads,
-        env=env,
-        init=False,
-    )
+    args = (path, tuple(argv), typed if isinstance(typed, str) else None)
+    return _launch(_rank.run_script, args, world_size, timeout, deadline, record, threads, env)
 
 
 #: What in a script's source says it builds DDP, FSDP or DCP, or uses a library that does: the modules the warm
