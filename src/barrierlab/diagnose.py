@@ -2430,6 +2430,20 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     # the learner's line they raised at, when every cause raised at the same one (one rank, or several)
     raised_at = {_raised_at(run[r]) for r in causes if run[r].status == RAISED}
     where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status == RAISED for r in causes) else ""
+    if where:  # the learner's whole chain down to it, as a traceback (round 23: a raise three calls deep)
+        chain = _raised_chain(run[causes[0]])
+        lines = traceback_lines(chain)
+        if lines:
+            evidence = [
+                f"{rank_list(causes[:1])} raised in its own code:" + "".join("\n    " + line for line in lines),
+                *evidence,
+            ]
+    for result in run.ranks:  # where the others were when it failed (the calls they waited in)
+        if result.rank in causes or result.status == "finished":
+            continue
+        last = next((e for e in reversed(result.events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
+        if last is not None and (last.error or last.end is None):
+            evidence.append(f"rank {result.rank} was waiting in {last.name} at {where_text(last)}")
     return Diagnosis(
         "rank-failed",
         f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
