@@ -180,13 +180,22 @@ def _launchers_store(spec: RankSpec):
     agent's (a wait on it is woken by the server; the FileStore ranks used before was polled every 10 ms, which
     cost each rendezvous step up to that). A pooled rank connected to it while it waited (:func:`connect_ahead`):
     that connection, once."""
-    global _store_ahead
+    global _store_ahead, _store_client
     deadline = timedelta(seconds=spec.run.options.deadline)
+    if _store_client is not None and _store_client[0] == spec.run.store_port:
+        return _store_client[1]  # this run's, connected before (the rank's start, then its init_process_group)
     ahead, _store_ahead = _store_ahead, None
     if ahead is not None and ahead[0] == spec.run.store_port:
         ahead[1].set_timeout(deadline)
-        return ahead[1]
-    return dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline, wait_for_workers=False)
+        client = ahead[1]
+    else:
+        client = dist.TCPStore("127.0.0.1", spec.run.store_port, None, False, deadline, wait_for_workers=False)
+    _store_client = (spec.run.store_port, client)
+    return client
+
+
+#: (port, client) of this run's store once a rank connected to it.
+_store_client: tuple[int, object] | None = None
 
 
 #: (port, client) of the store a pooled rank connected to while it waited: the next run's, made ahead by the kernel.
@@ -1068,6 +1077,10 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             wait_for_every_rank(store, options.world_size, options.deadline)
         else:
             args = (rank, *args)  # as mp.spawn calls it
+            # every rank has loaded the call before any runs the learner's code: barrierlab's own start-up
+            # (forking, unpickling the arguments) is not counted against the group's timeout when the learner's
+            # init_process_group waits for its peers, only the learner's own code is (attack19 a14)
+            wait_for_every_rank(_launchers_store(spec), options.world_size, options.deadline, step="started")
         outcome.t_start = time.monotonic()
         in_fn = True
         if fn is run_script:

@@ -2439,7 +2439,7 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
                 *evidence,
             ]
     for result in run.ranks:  # where the others were when it failed (the calls they waited in)
-        if result.rank in causes or result.status == "finished":
+        if result.rank in causes or result.status == FINISHED:
             continue
         last = next((e for e in reversed(result.events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
         if last is not None and (last.error or last.end is None):
