@@ -363,3 +363,24 @@ def test_object_lists_of_different_lengths_are_different_sizes_named_at_the_call
 def test_object_lists_of_the_same_length_are_not_a_mismatch():
     run = run_of(result(0, events=_objects(0, [["a", "b", "c"]])), result(1, events=_objects(1, [None])))
     assert d.facts(run).shapes == [] and d.diagnose(run).ok
+
+
+def test_a_flight_entry_is_linked_to_the_learners_call_at_its_line_when_the_clocks_disagree():
+    """A fresh-clone CI on a loaded machine: three back-to-back barriers at lines 42, 43, 44, and the ledger
+    named line 44 for every one. The flight recorder stamps entries with the wall clock, converted with the
+    wall-clock reading taken once at the rank's start; a rank preempted between its two clock reads shifts
+    every entry later than its call by that long (here 3 ms, with calls 1 ms apart). Each entry is linked to
+    the call at its own learner line, not to the last call begun by its shifted time."""
+    lines = (42, 43, 44)
+    record = rank_record(
+        0,
+        [
+            recorded_call("barrier", 1.0 + 0.001 * k, 1.0 + 0.001 * k + 0.0005, site=("train.py", n, "main"))
+            for k, n in enumerate(lines)
+        ],
+        [issued("barrier", 1.003 + 0.001 * k, site=("train.py", n, "main")) for k, n in enumerate(lines)],
+    )
+    assert [(e.seq, e.call.line) for e in record.flight] == [(1, 42), (2, 43), (3, 44)]
+    ledger = calls.ledger(run_of(RankResult(0, Status.FINISHED, events=record.events, flight=record.flight)))
+    assert [row.split()[1:4] for row in ledger.splitlines()[1:4]] == [["barrier", "@", "line"]] * 3, ledger
+    assert [row.split()[4] for row in ledger.splitlines()[1:4]] == ["42", "43", "44"], ledger

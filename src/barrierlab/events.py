@@ -865,13 +865,33 @@ def _flight(items: list[dict], meta, rank, t0, index, events: list[Event]) -> Fl
         if entry.file and entry.callers:
             entry.file = _placed(index, entry.file, entry.line or 0, entry.func or "", entry.callers)
         if e.get("mine") and start is not None and calls:
-            i = bisect.bisect_right(starts, start + 1e-6) - 1
-            if i >= 0:
-                entry.call = calls[i]
+            entry.call = _linked_call(calls, starts, start, line)
         if entry.file:
             entry.where = str(Site(entry.file, entry.line, entry.func or ""))
         result.append(entry)
     return Flight(result, groups)
+
+
+#: How far apart in time a flight entry and the learner's recorded call it is may be found: the wall clock the
+#: entry's time is converted with is read once at the rank's start, and a rank preempted between reading the
+#: two clocks shifts every entry by that long.
+_LINK_WINDOW = 0.05
+
+
+def _linked_call(calls: list[Event], starts: list[float], start: float, line) -> Event | None:
+    """The learner's recorded call that a flight entry of barrierlab's wrapper is: the last call begun by the
+    entry's creation time, unless that call is at another line than the entry's learner frame; then the
+    call at that line nearest in time, within :data:`_LINK_WINDOW` (a fresh-clone CI on a loaded machine
+    linked three back-to-back barriers at lines 42, 43, 44 all to line 44, and the ledger said so)."""
+    i = bisect.bisect_right(starts, start + 1e-6) - 1
+    if line is None or (i >= 0 and calls[i].line == line):
+        return calls[i] if i >= 0 else None
+    lo = bisect.bisect_left(starts, start - _LINK_WINDOW)
+    hi = bisect.bisect_right(starts, start + _LINK_WINDOW)
+    near = [j for j in range(lo, hi) if calls[j].line == line]
+    if near:
+        return calls[min(near, key=lambda j: abs(starts[j] - start))]
+    return calls[i] if i >= 0 else None
 
 
 # --- the incremental reader --------------------------------------------------------------------------------
