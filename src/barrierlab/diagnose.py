@@ -1360,7 +1360,8 @@ def _root_words(event: Event) -> str:
 
 def rule_different_roots(f: Facts) -> Diagnosis | None:
     """Every rank made the same rooted collective, but the ranks named different roots: each group of ranks waits
-    for a root of its own, and the collective pairs none of them (gloo waits until the timeout)."""
+    for a root of its own: ranks that share a root may receive its data, but no rank's call completes (gloo waits
+    until the timeout; review44b, roots 0, 0, 2, 2 on 4 ranks)."""
     found = _root_mismatch(f.calls)
     if found is None:
         return None

@@ -7064,8 +7064,8 @@ class _Agreement:
         why = (
             f"`{word}={shown}` is computed from this rank's own rank, and the {name} has no `group=`: it is one "
             f"collective of the whole world, whose ranks must all name the same {'source' if word == 'src' else 'destination'}. "
-            "Ranks that compute different roots each wait for a root of their own, and the call pairs none of them "
-            "(on gloo they wait until the timeout)"
+            "Ranks that compute different roots each wait for a root of their own: ranks that share a root may "
+            "receive its data, but no rank's call completes (on gloo every rank waits until the timeout)"
         )
         fix = (
             f"pass the group the root is meant for (`group=` with the global rank of its root), or a {word} every "
