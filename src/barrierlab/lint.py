@@ -4601,7 +4601,7 @@ def _explain(
         who = f"ranks whose own data makes the `try` raise (`{cond}`)" if cond.startswith("except") else ""
         why = (
             f"{who or f'ranks where `{cond}` is true'} leave early{exit_text} and never reach this {short}, "
-            "so the remaining ranks wait in it until the timeout, fail at once when a leaving rank's process "
+            "so the remaining ranks wait in it until the timeout, on gloo fail at once when a leaving rank's process "
             "ends, or pair it with a later collective"
         )
         fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
