@@ -376,3 +376,25 @@ def test_a_script_that_re_executes_itself_is_judged_by_how_the_new_program_ends(
     run = run_script(script, 2, ["3"], deadline=120)
     assert [r.status for r in run] == ["finished", "exited"] and run[1].exit_code == 3, run
     assert "replaced itself" in str(run) and "reexec.py 3" in str(run), run
+
+
+def test_a_module_run_with_m_ends_as_python_m_ends_it(tmp_path, monkeypatch):
+    """``barrierlab run -m pkg.train`` (attack19 a10) shares the script's ending: its own ``os._exit(0)`` is a
+    normal end with the outcome written (attack15 a04 for scripts), and an uncaught exception goes to
+    ``sys.excepthook`` with the traceback from the module's own frame."""
+    from barrierlab.script import run_module
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helper.py").write_text("X = 42\n")
+    (tmp_path / "pkg" / "quick.py").write_text(
+        "import os\nfrom . import helper\nprint('X', helper.X, flush=True)\nos._exit(0)\n"
+    )
+    (tmp_path / "pkg" / "fails.py").write_text("def load():\n    raise ValueError('no config')\n\nload()\n")
+    monkeypatch.chdir(tmp_path)
+    quick = run_module("pkg.quick", 2, deadline=60)
+    assert [str(r.status) for r in quick] == ["finished", "finished"], quick
+    assert all("X 42" in r.stdout for r in quick), quick
+    fails = run_module("pkg.fails", 2, deadline=60)
+    assert [str(r.status) for r in fails] == ["raised", "raised"], fails
+    assert all("in load" in r.stderr and "ValueError: no config" in r.stderr for r in fails), fails[0].stderr

@@ -156,22 +156,21 @@ def _run_script(args) -> int:
 
     argv = [*args.kwargs, *args.script_args]
     try:
-        if args.module is not None:
-            check_module(args.module)  # before torch is imported anywhere
+        if args.module is not None:  # a missing script or module is refused before torch is imported anywhere
+            source = check_module(args.module, argv)
         else:
-            check_script(args.scenario, argv)  # a missing script is refused before torch is imported anywhere
+            source = check_script(args.scenario, argv)
         # A training script usually builds DDP: let the warm process import DDP/dynamo/DCP once, before the
         # ranks fork, rather than in every rank. Meanwhile this process imports what it sends the ranks
         # (barrierlab._rank, with torch) on the other core: 1.2 s that came after the wait before.
         warm_up()
         from barrierlab import _rank  # noqa: F401
 
+        if needs_preloaded(source):
+            warm_up(wait=True)
         if args.module is not None:
-            warm_up(wait=True)  # what the module imports is not read here: let DDP/dynamo/DCP load once
             run = run_module(args.module, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
         else:
-            if needs_preloaded(args.scenario):
-                warm_up(wait=True)
             run = run_script(args.scenario, args.nproc, argv, timeout=args.timeout, deadline=args.deadline)
     except (TypeError, ValueError) as error:
         print(f"barrierlab run: {error}", file=sys.stderr)

@@ -479,7 +479,7 @@ def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
     """``barrierlab run -m pkg.train``'s function on each rank: run the module as ``python -m pkg.train ARGS``
     (and ``torchrun -m``) would: ``runpy.run_module`` as ``__main__`` of its package, the working folder first
     on ``sys.path``, ``sys.argv[0]`` the module's file (attack19 a10: a module with a relative import could
-    not be run at all). Ends as :func:`run_script` does."""
+    not be run at all). Ends as :func:`run_script` does (:func:`_as_the_interpreter`)."""
     import importlib.util
     import runpy
 
@@ -490,24 +490,7 @@ def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
         main = importlib.util.find_spec(f"{name}.__main__")
         origin = main.origin if main is not None and main.origin else origin
     sys.argv = [origin, *argv]
-    try:
-        runpy.run_module(name, run_name="__main__", alter_sys=True)
-    except SystemExit as exit_:
-        if exit_status(exit_.code):
-            raise
-    except BaseException as error:
-        _report_uncaught(error, origin)
-        raise
-    finally:
-        finish_like_exit()
-
-
-def _script_path_entries(path: str) -> None:
-    """``sys.path`` as ``python train.py`` starts with it: the script's folder first, and not the entry the
-    launching process had prepended for itself (the working folder of ``python -m barrierlab`` or of a kernel, as
-    ``''`` or absolute; attack19 a03: a module of the working folder imported under ``barrierlab run`` and not
-    under torchrun), unless ``PYTHONPATH`` names it."""
-    sys.path[:] = [os.path.dirname(os.path.abspath(path)), *_without_launchers_entry()]
+    _as_the_interpreter(lambda: runpy.run_module(name, run_name="__main__", alter_sys=True), origin)
 
 
 def _without_launchers_entry() -> list[str]:
@@ -558,20 +541,7 @@ def run_script(rank: int, path: str, argv: tuple[str, ...], typed: str | None = 
     import runpy
     import types
 
-    real_exit, me = os._exit, os.getpid()
-
-    def _exit(code, /):  # the script's own os._exit ends the rank as it ends `python train.py`
-        if os.getpid() == me and _script_exit is not None:
-            try:
-                _script_exit(code)
-            except BaseException:  # noqa: BLE001, S110 - the exit goes on
-                pass
-        real_exit(code)
-
-    os._exit = _exit
-    sys.argv = [typed or path, *argv]  # as typed (attack19 a04); __main__.__file__ is absolute, as in python
-    _script_path_entries(path)
-    try:
+    def body() -> None:
         if os.path.isfile(path) and path.endswith(".py"):
             with open(path, "rb") as f:
                 code = compile(f.read(), path, "exec", dont_inherit=True)
@@ -582,6 +552,32 @@ def run_script(rank: int, path: str, argv: tuple[str, ...], typed: str | None = 
             exec(code, module.__dict__)
         else:
             runpy.run_path(path, run_name="__main__")
+
+    sys.argv = [typed or path, *argv]  # as typed (attack19 a04); __main__.__file__ is absolute, as in python
+    # sys.path as `python train.py` starts with it: the script's folder first, without the working folder the
+    # launcher had prepended for itself (attack19 a03)
+    sys.path[:] = [os.path.dirname(os.path.abspath(path)), *_without_launchers_entry()]
+    _as_the_interpreter(body, path)
+
+
+def _as_the_interpreter(body, path: str) -> None:
+    """Run ``body`` (a script's or a module's ``__main__``, whose code is in file ``path``) as the interpreter
+    runs a program: ``sys.exit(0)`` (or ``sys.exit()``) is a normal end; an exception it does not catch goes to
+    ``sys.excepthook`` (:func:`_report_uncaught`); the program's own ``os._exit`` ends the rank with its outcome
+    written; however it ends, what the interpreter does as it exits follows (:func:`finish_like_exit`)."""
+    real_exit, me = os._exit, os.getpid()
+
+    def _exit(code, /):  # the program's own os._exit ends the rank as it ends `python train.py`
+        if os.getpid() == me and _script_exit is not None:
+            try:
+                _script_exit(code)
+            except BaseException:  # noqa: BLE001, S110 - the exit goes on
+                pass
+        real_exit(code)
+
+    os._exit = _exit
+    try:
+        body()
     except SystemExit as exit_:
         # the status python would exit with (attack13 a08: sys.exit(os.system("exit 1")) exits 0, its wait status
         # being 256; sys.exit(0.0) exits 1): only a failing one goes on to be the rank's outcome
@@ -1083,7 +1079,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             wait_for_every_rank(_launchers_store(spec), options.world_size, options.deadline, step="started")
         outcome.t_start = time.monotonic()
         in_fn = True
-        if fn is run_script:
+        if fn in (run_script, run_module):
             global _script_exit
             _script_exit = functools.partial(_outcome_at_os_exit, outcome, spec, key)
         value = call_the_function(fn, args, kwargs, kept)

@@ -20,9 +20,10 @@ from barrierlab.launch import DEFAULT_WORLD_SIZE, run
 from barrierlab.result import Run
 
 
-def check_module(name) -> str:
-    """``name`` as ``python -m NAME`` takes it, after checking that the module can be found from the working
-    folder (a ``ValueError`` naming it otherwise, before anything is started)."""
+def check_module(name, argv: Sequence[str] = ()) -> str:
+    """The file of module ``name`` as ``python -m NAME`` finds it from the working folder (a package's
+    ``__main__``), after checking it can be found and that ``argv`` is a sequence of str: the
+    ``TypeError``/``ValueError`` :func:`run_module` raises, before anything is started."""
     import importlib.util
 
     if not isinstance(name, str) or not name or not all(part.isidentifier() for part in name.split(".")):
@@ -30,13 +31,21 @@ def check_module(name) -> str:
     sys.path.insert(0, os.getcwd())
     try:
         found = importlib.util.find_spec(name)
+        if found is not None and found.submodule_search_locations is not None:
+            found = importlib.util.find_spec(f"{name}.__main__") or found
     except (ImportError, ValueError) as error:  # a parent that is not a package
         raise ValueError(f"module: {name!r} cannot be found from {os.getcwd()!r}: {error}") from None
     finally:
         sys.path.pop(0)
     if found is None:
         raise ValueError(f"module: no module named {name!r} from {os.getcwd()!r} (python -m looks there first)")
-    return name
+    _check_argv(argv, "module")
+    return found.origin or name
+
+
+def _check_argv(argv, what: str) -> None:
+    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError(f"argv must be a sequence of str (the {what}'s command-line arguments)")
 
 
 def run_module(
@@ -54,9 +63,7 @@ def run_module(
     :func:`run_script` does for a file, for a module of a package (its relative imports work)."""
     from barrierlab import _rank
 
-    check_module(name)
-    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
-        raise TypeError("argv must be a sequence of str (the module's command-line arguments)")
+    check_module(name, argv)
     return _launch(_rank.run_module, (name, tuple(argv)), world_size, timeout, deadline, record, threads, env)
 
 
@@ -144,6 +151,5 @@ def check_script(path, argv: Sequence[str] = ()) -> str:
     if not os.path.isfile(path) and not os.path.isfile(os.path.join(path, "__main__.py")):
         what = "a folder without a __main__.py" if os.path.isdir(path) else "no such script"
         raise ValueError(f"path: {what} {path!r}")
-    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
-        raise TypeError("argv must be a sequence of str (the script's command-line arguments)")
+    _check_argv(argv, "script")
     return path
