@@ -449,7 +449,10 @@ def test_labels_of_nested_waits_on_one_lane_do_not_overlap():
     from barrierlab.scenarios import async_barrier
 
     run = barrierlab.run(async_barrier.scenario, 4, check=True)
-    fig = plot.timeline(run)
+    # a close-up of the waits: whether a 0.1 s span's name fits depends on the seconds the figure shows, and on a
+    # loaded CI the whole run was long enough that only "Work.wait" fitted in the wait(timeout) spans
+    spans = [e for r in run if r.rank < 3 for e in r.events if e.name == "wait(timeout)"]
+    fig = plot.timeline(run, since=min(e.start for e in spans) - 0.1, until=max(e.end for e in spans) + 0.3)
     renderer = FigureCanvasAgg(fig).get_renderer()
     labels = [(t.get_position()[1], t.get_window_extent(renderer)) for t in fig.axes[0].texts]
     assert not [(a, b) for i, (y, a) in enumerate(labels) for z, b in labels[i + 1 :] if y == z and a.overlaps(b)], (
