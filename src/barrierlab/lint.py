@@ -20,7 +20,10 @@ Finding kinds:
 * ``rank-dependent-loop`` - inside a ``for``/``while``/comprehension whose iterable
   or condition is rank-dependent.
 * ``hidden-collective`` - a call, in any of the situations above, to a function
-  of the same file/notebook that reaches a collective.
+  of the same file/notebook that reaches a collective, or one that registers what
+  makes collectives later: an object of a class of the file whose methods reach one,
+  added to a list or a trainer (``callbacks.append(...)``, ``add_callback(...)``),
+  or, reported as a ``branch``, one of torch's DDP comm hooks (``register_comm_hook``).
 * ``p2p-order`` - every rank makes a blocking ``send`` before its ``recv`` (or a ``recv``
   before its ``send``) outside any ``if``/``while``: each waits for a peer that waits
   for it (on gloo a blocking send returns once the receiver has posted its receive, per
@@ -2377,6 +2380,22 @@ def _sentinel_test(test: ast.AST) -> bool:
 # ``ddp_model.register_comm_hook(state, fn)``: the function runs later, each time the hooked event happens, on the
 # ranks that registered it. Group 1 is the event.
 _HOOK_REGISTRATION = re.compile(r"register_(?:module_)?(\w*?)_?hook")
+#: Calls that register an object for later use: a callback list's ``append``, a trainer's ``add_callback``.
+_CALLBACK_REGISTRATION = re.compile(r"append|insert|add|add_callback|register_callback|add_handler|add_hook")
+#: torch's DDP communication hooks (torch/distributed/algorithms/ddp_comm_hooks/): each all_reduces (or
+#: all_gathers) the gradient bucket it is given.
+_COMM_HOOKS = "torch.distributed.algorithms.ddp_comm_hooks"
+_TORCH_COMM_HOOKS = frozenset(
+    {
+        "allreduce_hook",
+        "fp16_compress_hook",
+        "bf16_compress_hook",
+        "powerSGD_hook",
+        "batched_powerSGD_hook",
+        "quantization_pertensor_hook",
+        "quantization_perchannel_hook",
+    }
+)
 _HOOK_MOMENTS = {
     "forward": "forward of the module",
     "forward_pre": "forward of the module",
@@ -3205,6 +3224,10 @@ class _Analysis:
                     note = f"in the hook registered here, run at every {_HOOK_MOMENTS.get(when, 'event it hooks')}"
                     shown = f"{written or call.func.attr}({self.table[target].node.name})"
                     return _Call("call", shown, target, note)
+        if found is None and isinstance(call.func, ast.Attribute):
+            registered = self._registration(call, unit, self_class, scope)
+            if registered is not None:
+                return registered
         if found is None and written is None and isinstance(call.func, ast.Attribute):
             target = self._method_of_returned(call.func, unit, self_class, scope)
             if target:
@@ -3521,6 +3544,47 @@ class _Analysis:
                 inner = next((f for f in self.funcs if f.node is nested[node.value.id]), None)
                 if inner is not None and self.table.get(inner.key) is inner:
                     return inner.key
+        return None
+
+    def _registration(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None) -> _Call | None:
+        """A call that hands over something that makes collectives later, when other code runs it: one of
+        torch's DDP communication hooks given to ``register_comm_hook`` (DDP then runs it at every backward, in
+        place of its own gradient all_reduce), or an object of a class of the file whose methods reach a
+        collective added to a list or a registry (``callbacks.append(ThroughputMonitor())``,
+        ``trainer.add_callback(...)``): a rank that skips the registration skips those collectives (rounds 21
+        and 23 of the real-world corpus: a logging callback and an fp16 comm hook registered on rank 0 only)."""
+        attr = call.func.attr  # type: ignore[attr-defined]
+        values = [*call.args, *(k.value for k in call.keywords)]
+        if attr == "register_comm_hook":
+            hook = next(
+                (k.value for k in call.keywords if k.arg == "hook"), call.args[1] if len(call.args) > 1 else None
+            )
+            if hook is not None and self._hook_function(hook, unit, self_class, scope) is None:
+                named = _dotted(hook) or ""
+                if self._resolve(hook, unit).startswith(_COMM_HOOKS) or _terminal(hook) in _TORCH_COMM_HOOKS:
+                    return _Call(
+                        "coll",
+                        f"{_dotted(call.func) or attr}({named.rsplit('.', 1)[-1]})",
+                        "torch.distributed.algorithms.ddp_comm_hooks",
+                        "DDP runs the hook registered here at every backward, in place of its gradient all_reduce",
+                    )
+            return None
+        if not _CALLBACK_REGISTRATION.fullmatch(attr):
+            return None
+        for value in values:
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+                continue
+            cls = value.func.id
+            if cls not in self.class_nodes:
+                continue
+            for ancestor in self._ancestors(cls):
+                for key, func in self.table.items():
+                    if func.self_class == ancestor and key in self.reach and not key.endswith(".__init__"):
+                        shown = f"{_dotted(call.func) or attr}({cls}(...))"
+                        note = (
+                            f"in `{func.node.name}` of the {cls} registered here, run later by the code that holds it"
+                        )
+                        return _Call("call", shown, key, note)
         return None
 
     def _method_of_returned(
