@@ -2415,6 +2415,77 @@ def _error_text(run: Run, message: str) -> str:
     return text
 
 
+_NO_SUCH_FILE = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'\n]+)'")
+
+
+def _missing_path(result) -> str | None:
+    """The path of the FileNotFoundError a rank raised, if that is how it failed."""
+    error = result.exception
+    if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
+        return error.filename
+    lines = (result.traceback or "").strip().splitlines()
+    match = _NO_SUCH_FILE.search(lines[-1]) if lines else None
+    return match.group(1) if match else None
+
+
+def _missing_file_evidence(run: Run, rank: int) -> list[str]:
+    """For a rank that failed on a file that was not there: what the record says became of it — the rank that
+    removed it (or its folder) or renamed it away, else that no rank made it, with what they wrote into its
+    folder instead. The cause is far from the line that raised (round 24: keep-last-2 rotation on rank 0
+    deleted the checkpoint a stale tracker on rank 1 then loaded; part files named by the local rank)."""
+    path = _missing_path(run[rank])
+    if not path:
+        return []
+
+    def named(p: str | None) -> bool:
+        return bool(p) and (p == path or (not os.path.isabs(path) and p.endswith(os.sep + path)))
+
+    looks = [e.start for e in run[rank].events if e.kind == "file" and named(e.path) and ordering.found_no_file(e)]
+    looked = looks[-1] if looks else math.inf  # what happened after the rank looked (its clean-up) is no cause
+    gone, made, nearby = [], [], []
+    for result in run.ranks:
+        for e in result.events:
+            if e.kind != "file" or not e.path:
+                continue
+            if e.start > looked:
+                continue
+            if e.name == "remove" and (named(e.path) or any(named(p) for p in _parents_within(path, e.path))):
+                gone.append((e.start, result.rank, "removed", e))
+            elif e.name == "rename" and named(e.path):
+                gone.append((e.start, result.rank, f"renamed it to {e.to}", e))
+            elif e.name in ("write", "append") or (e.name == "rename" and e.to):
+                written = e.to if e.name == "rename" else e.path
+                if named(written):
+                    made.append(e)
+                    folder = os.path.dirname(written)
+                elif os.path.basename(written) != os.path.basename(path):
+                    nearby.append((result.rank, written, e))
+    if gone:
+        when, who, how, e = min(gone, key=lambda g: g[0])
+        what = "it" if named(e.path) else f"its folder {e.path}"
+        verb = f"removed {what}" if how == "removed" else how
+        return [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"]
+    if made:
+        return []  # made and not removed: gone by other means (another process, a mount) — the record cannot say
+    folder = os.path.dirname(path) if os.path.isabs(path) else None
+    others = sorted({(r, w, where_text(e)) for r, w, e in nearby if folder and os.path.dirname(w) == folder})
+    line = f"rank {rank} looked for {path}, and no rank wrote it during the run"
+    if others:
+        by_line: dict[str, list[str]] = {}
+        for r, w, where in others[:8]:
+            by_line.setdefault(where, []).append(f"rank {r} {os.path.basename(w)}")
+        shown = "; ".join(f"at {where}: {', '.join(files)}" for where, files in by_line.items())
+        line += f". Into that folder the ranks wrote, {shown}" + (
+            f" (and {len(others) - 8} more)" if len(others) > 8 else ""
+        )
+    return [line]
+
+
+def _parents_within(path: str, removed: str) -> list[str]:
+    """``removed`` as a parent folder of ``path``, if it is one (``shutil.rmtree`` of a checkpoint's folder)."""
+    return [path] if path.startswith(removed.rstrip(os.sep) + os.sep) else []
+
+
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
     statuses = ", ".join(sorted({run[r].status for r in causes}))
     advice = (
@@ -2439,6 +2510,8 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
                 f"{rank_list(causes[:1])} raised in its own code:" + "".join("\n    " + line for line in lines),
                 *evidence,
             ]
+    for rank in causes:
+        evidence += _missing_file_evidence(run, rank)
     for result in run.ranks:  # where the others were when it failed (the calls they waited in)
         if result.rank in causes or result.status == FINISHED:
             continue

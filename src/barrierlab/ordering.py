@@ -172,7 +172,7 @@ class Race:
         a_end = (a.until or a.event).end
         if a_end is not None and a_end <= b.event.start:  # over by then, but only by the clock
             if (
-                a.how in ("read", "look") and _found_no_file(a.event) and b.how == "write"
+                a.how in ("read", "look") and found_no_file(a.event) and b.how == "write"
             ):  # too early: "between them" misleads
                 return (
                     f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}): "
@@ -246,7 +246,7 @@ _DID = {"write": "wrote", "append": "appended to", "read": "read", "remove": "re
 _DID.update(list="listed", mkdir="made", ensure="made sure of", look="looked for")
 
 
-def _found_no_file(event) -> bool:
+def found_no_file(event) -> bool:
     """A read that found no file: an ``open`` of a path that did not exist (recorded ``value: "missing"``), or a
     wrapped call (``torch.load``) that failed with ``FileNotFoundError``."""
     return getattr(event, "value", None) == "missing" or (getattr(event, "error", None) or "").startswith(
@@ -269,11 +269,11 @@ def _did(access: Access, entry: bool, of_it: bool = False, gone: bool = False) -
         return f"opened `{_name(access.event.path)}` for {how} (renamed to `{_name(access.path)}` while open)"
     if access.how == "write":  # a write is recorded where the file was opened: the bytes come later
         return "opened it for writing" if of_it and not entry else f"opened `{_name(access.path)}` for writing"
-    if access.how == "read" and _found_no_file(access.event):
+    if access.how == "read" and found_no_file(access.event):
         why = "already removed" if gone else "no file yet"
         return f"tried to read it ({why})" if of_it and not entry else f"tried to read `{_name(access.path)}` ({why})"
     if access.how == "look":  # os.path.exists and kin: what it found is all the rank took from the path
-        why = "already removed" if gone else "not there yet" if _found_no_file(access.event) else "found it"
+        why = "already removed" if gone else "not there yet" if found_no_file(access.event) else "found it"
         return f"looked for it ({why})" if of_it and not entry else f"looked for `{_name(access.path)}` ({why})"
     if of_it and not entry:
         return f"{_DID[access.how]} it"
@@ -668,7 +668,7 @@ class Order:
                 if e.kind != "file" or e.name not in ("exists", "read") or not e.path:
                     continue
                 key = (e.lane, e.path)
-                if _found_no_file(e):
+                if found_no_file(e):
                     missed.add(key)
                     continue
                 if key not in missed:
@@ -966,7 +966,7 @@ class Order:
             for e in events:
                 if e.kind != "file" or not e.path or e.name in ("exists", "held"):  # a look hands over nothing
                     continue
-                if (rank, e.lane, e.path) in self._waited_for and _found_no_file(e):
+                if (rank, e.lane, e.path) in self._waited_for and found_no_file(e):
                     continue  # a miss of a rank that then found the published file: part of its wait, read nothing
                 if e.name == "list" and e.start <= self._waited_dirs.get((rank, e.lane, e.path), -1.0):
                     continue  # a listing polled until a file appeared: part of that wait
@@ -1270,7 +1270,7 @@ def _value_read(get, writers: list) -> tuple | None:
 def _gone_before(access: Access, accesses: list[Access]) -> bool:
     """``access`` is a read that found no file, and some rank had removed its path or renamed it away before it
     began, by the clock."""
-    if access.how not in ("read", "look") or not _found_no_file(access.event):
+    if access.how not in ("read", "look") or not found_no_file(access.event):
         return False
     start = access.event.start
     return any(

@@ -1,0 +1,71 @@
+"""A rank that fails on a file that is not there: the diagnosis says what the record shows became of it.
+
+Modelled on round 24 of the real-world corpus (Megatron-LM's checkpoint tracker with keep-last-N rotation;
+mmcv's ``collect_results_cpu`` part files), where the line that raised is far from the cause."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import torch
+import torch.distributed as dist
+
+import barrierlab as bl
+
+
+def rotation_deletes_what_rank1_loads(folder: str) -> None:
+    rank = dist.get_rank()
+    for step in range(3):
+        os.makedirs(os.path.join(folder, f"step{step}"), exist_ok=True)
+        torch.save({"step": step}, os.path.join(folder, f"step{step}", f"rank{rank}.pt"))
+        dist.barrier()
+        if rank == 0 and step >= 1:
+            shutil.rmtree(os.path.join(folder, f"step{step - 1}"))  # keep the last one  # REMOVES
+        dist.barrier()
+    torch.load(os.path.join(folder, "step0" if rank == 1 else "step2", f"rank{rank}.pt"))  # rank 1: a stale step
+    dist.barrier()
+
+
+def parts_named_by_local_rank(folder: str) -> None:
+    rank = dist.get_rank()
+    local_rank = rank % 2  # two "nodes" of two ranks on one file system
+    try:
+        with open(os.path.join(folder, f"part_{local_rank}.txt"), "w") as f:  # WRITES
+            f.write(str(rank))
+        dist.barrier()
+        if rank == 0:
+            for i in range(dist.get_world_size()):
+                with open(os.path.join(folder, f"part_{i}.txt")) as f:
+                    f.read()
+        dist.barrier()
+    finally:
+        if rank == 0:
+            shutil.rmtree(folder, ignore_errors=True)  # clean-up after the failure: no cause
+
+
+def line_of(fn, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_a_file_removed_by_another_rank_is_named_with_the_removal(tmp_path):
+    run = bl.run(rotation_deletes_what_rank1_loads, 2, args=(str(tmp_path),), timeout=5)
+    assert [str(r.status) for r in run] != ["finished", "finished"], run
+    text = str(run.diagnosis)
+    line = line_of(rotation_deletes_what_rank1_loads, "# REMOVES")
+    assert "rank 1 looked for" in text and "step0" in text, text
+    assert "rank 0 had removed it at" in text and f":{line}" in text, text  # rmtree removes each file
+
+
+def test_a_file_no_rank_wrote_is_named_with_what_they_wrote_instead(tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    run = bl.run(parts_named_by_local_rank, 4, args=(str(folder),), timeout=5)
+    text = str(run.diagnosis)
+    line = line_of(parts_named_by_local_rank, "# WRITES")
+    assert "part_2.txt, and no rank wrote it during the run" in text, text
+    assert f":{line}" in text and "rank 2 part_0.txt" in text and "rank 3 part_1.txt" in text, text
+    assert "had removed" not in text, text  # rank 0's clean-up came after it looked
