@@ -34,8 +34,9 @@ Finding kinds:
   made under such a condition that the other ranks write into or list.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
-  ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others.
-  See :class:`_Sizes`.
+  ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
+  output list with one slot per rank of the world for an ``all_gather(_object)``/``gather(_object)`` on a group
+  known to be smaller (``new_subgroups()``, ``new_group(ranks)``). See :class:`_Sizes` and :class:`_Agreement`.
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
 * ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
@@ -6760,6 +6761,13 @@ class _Sizes:
 #: The rank argument of torch.distributed calls that name one rank: (keyword, its position).
 #: Collectives whose receive (or send) list must be given on the root only: torch.distributed validates it on
 #: every rank before communicating and raises on the others (``_validate_output_list_for_rank``; ``scatter``).
+#: Calls whose output list torch sizes by their group: (parameter, its position, ``group``'s position).
+_GROUP_OUTPUT_LIST = {
+    "all_gather_object": ("object_list", 0, 2),
+    "all_gather": ("tensor_list", 0, 2),
+    "gather_object": ("object_gather_list", 1, 3),
+    "gather": ("gather_list", 1, 3),
+}
 _ROOT_ONLY_LIST = {
     "gather": ("gather_list", 1, "dst"),
     "gather_object": ("object_gather_list", 1, "dst"),
@@ -6950,6 +6958,7 @@ class _Agreement:
                     self._group_rank(call, name, key, nodes, unit)
                     self._dtype(call, name, key, nodes, unit, self_class)
                     self._root_only_list(call, name, key, nodes, unit)
+                    self._world_sized_list(call, name, key, nodes, unit)
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
@@ -7243,6 +7252,131 @@ class _Agreement:
         )
         fix = f"pass the group this rank belongs to, or call {name} on `{shown}` only where the rank is a member"
         self._add(call, "non-member", f"rank {rank} not in {shown}", why, fix, unit)
+
+    # -- an output list sized by the world for a call on a smaller group
+
+    def _world_sized_list(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.all_gather_object(out, obj, group=g)`` (also ``all_gather``, ``gather_object``, ``gather``)
+        where ``out`` was built with one slot per rank of the *world* (``[None] * dist.get_world_size()``):
+        torch sizes the exchange by the group (``get_world_size(group=group)``), so an object list keeps
+        ``None`` in the slots past the group's size, and a tensor list of the wrong length fails the call
+        (open_clip's ``all_gather_object`` helper on a node group, round 24 of the real-world corpus)."""
+        if name not in _GROUP_OUTPUT_LIST:
+            return
+        word, position, group_position = _GROUP_OUTPUT_LIST[name]
+        group = _argument(call, group_position, "group")
+        if group is None or (isinstance(group, ast.Constant) and group.value is None):
+            return
+        if (_dotted(group) or "").endswith(("group.WORLD", "GroupMember.WORLD")):
+            return
+        if not self._smaller_group(group, key, 0):
+            return  # only a group known to be smaller than the world (a helper's group=None is the world)
+        given = _argument(call, position, word)
+        built = given
+        if isinstance(given, ast.Name):
+            built = next(
+                (
+                    n.value
+                    for n in nodes
+                    if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == given.id for t in n.targets)
+                ),
+                None,
+            )
+        size = None
+        if isinstance(built, ast.BinOp) and isinstance(built.op, ast.Mult) and isinstance(built.left, ast.List):
+            size = built.right
+        elif isinstance(built, ast.ListComp) and len(built.generators) == 1:
+            over = built.generators[0].iter
+            if isinstance(over, ast.Call) and _terminal(over.func) == "range" and len(over.args) == 1:
+                size = over.args[0]
+        if size is None or not self._world_size(size, nodes):
+            return
+        shown, group_text = unit.text(given), unit.text(group)
+        if name.endswith("_object"):
+            outcome = (
+                f"torch fills the first `get_world_size({group_text})` slots and leaves the others as they were "
+                "(None): code that reads every slot meets them"
+            )
+        else:
+            outcome = "torch checks the list against the group's size, and the call fails"
+        why = (
+            f"`{shown}` has one slot per rank of the world, but this {name} runs on `{group_text}`, whose size "
+            f"torch.distributed uses (`get_world_size(group={group_text})`): {outcome}"
+        )
+        fix = f"size `{shown}` by the group: `dist.get_world_size(group={group_text})`"
+        self._add(call, "size-mismatch", f"{word} sized by the world", why, fix, unit, at=built)
+
+    def _smaller_group(self, group: ast.expr, key: str | None, depth: int) -> bool:
+        """Whether ``group`` is known to be a group smaller than the world: made by ``new_subgroups()``
+        (``new_subgroups_by_enumeration``), or by ``new_group(ranks)`` with ranks other than every rank, in
+        the function or handed to it as an argument by a call of the file (followed through 3 calls)."""
+        if isinstance(group, ast.Call):
+            made = _terminal(group.func)
+            if made in ("new_subgroups", "new_subgroups_by_enumeration"):
+                return True
+            if made == "new_group":
+                ranks = _argument(group, 0, "ranks")
+                if ranks is None or (isinstance(ranks, ast.Constant) and ranks.value is None):
+                    return False
+                over = (
+                    ranks.args[0]
+                    if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args
+                    else ranks
+                )
+                whole = isinstance(over, ast.Call) and _terminal(over.func) == "range" and len(over.args) == 1
+                return not (whole and self._world_size(over.args[0], []))
+            return False
+        if not isinstance(group, ast.Name) or depth > 3:
+            return False
+        nodes = list(_own_nodes(self.an.table[key].node.body)) if key is not None else []
+        for n in nodes:
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
+                    if isinstance(first, ast.Name) and first.id == group.id:
+                        return self._smaller_group(n.value, key, depth + 1)
+        if key is None:
+            return False
+        func = self.an.table[key]
+        names = [a.arg for a in [*func.node.args.posonlyargs, *func.node.args.args]]
+        keywords = names + [a.arg for a in func.node.args.kwonlyargs]
+        if group.id not in keywords:
+            return False
+        offset = 1 if func.self_class else 0
+        for call in self.an.calls_named(func.node.name):
+            given = next((k.value for k in call.keywords if k.arg == group.id), None)
+            if given is None and group.id in names and 0 <= names.index(group.id) - offset < len(call.args):
+                given = call.args[names.index(group.id) - offset]
+            if given is not None and self._smaller_group(given, self._enclosing(call), depth + 1):
+                return True
+        return False
+
+    def _enclosing(self, node: ast.AST) -> str | None:
+        """The key of the innermost function of the file that holds ``node`` (None: module level)."""
+        best, span = None, None
+        for key, func in self.an.table.items():
+            f = func.node
+            if f.lineno <= getattr(node, "lineno", -1) <= (f.end_lineno or f.lineno) and any(
+                n is node for n in ast.walk(f)
+            ):
+                size = (f.end_lineno or f.lineno) - f.lineno
+                if span is None or size < span:
+                    best, span = key, size
+        return best
+
+    def _world_size(self, node: ast.expr, nodes: list[ast.AST]) -> bool:
+        """Whether ``node`` is the world's size: ``get_world_size()`` with no group, or a name of the function
+        assigned from it."""
+        if isinstance(node, ast.Call):
+            return _terminal(node.func) == "get_world_size" and not node.args and not node.keywords
+        if isinstance(node, ast.Attribute) and node.attr == "world_size":  # args.world_size, self.world_size
+            return True
+        if isinstance(node, ast.Name):
+            for n in nodes:
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
+                    return isinstance(n.value, ast.Call) and self._world_size(n.value, [])
+        return False
 
     # -- lists given on the root only
 
