@@ -90,6 +90,7 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "unwaited-async",
         "aliased-outputs",
         "discarded-output",
+        "signal-handler",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 

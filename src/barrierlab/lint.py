@@ -67,6 +67,10 @@ Finding kinds:
   object assigned one, or a context manager of the file that takes one: ModelScope's ``processing_lock``): one rank
   holds it at a time, so the others wait to take the lock, outside any collective, while the holder waits in the
   collective for them. Quiet when the lock's path depends on the rank (each rank has its own lock).
+* ``signal-handler`` - a collective made (directly or through functions of the file) by a function installed
+  with ``signal.signal``: Python runs it in the process the signal reaches, between two bytecodes of whatever
+  that rank is doing, so only the signalled ranks make the call, each at a point of its own (old Lightning's
+  SLURM handler saved a checkpoint there; round 24).
 * ``finalizer`` - a collective made (directly or through functions of the file) by a ``__del__`` method: it runs
   when the object's last reference goes, or when the garbage collector frees a cycle, at a moment of each
   rank's own (one rank keeps the object in a list, another drops it), so ranks reach it at different points of
@@ -2885,6 +2889,19 @@ class _Analysis:
                     helper = _Func(name, defs[0], unit, None, None)
                     self.table[name] = helper
                     queue.append(helper)
+
+    def _enclosing_key(self, node: ast.AST) -> str | None:
+        """The key of the innermost function of the file that holds ``node`` (None: module level)."""
+        best, span = None, None
+        for key, func in self.table.items():
+            f = func.node
+            if f.lineno <= getattr(node, "lineno", -1) <= (f.end_lineno or f.lineno) and any(
+                n is node for n in ast.walk(f)
+            ):
+                size = (f.end_lineno or f.lineno) - f.lineno
+                if span is None or size < span:
+                    best, span = key, size
+        return best
 
     def calls_named(self, name: str) -> list[ast.Call]:
         """Every call in the analysed code whose callee's last identifier is ``name`` (indexed once)."""
@@ -6947,12 +6964,15 @@ class _Agreement:
                 continue
             self_class = self.an._class_of(key)
             finalizer = key is not None and key.rpartition(".")[2] == "__del__"
+            handled = self._signal_handlers().get(key or "")
             for call in (n for n in nodes if isinstance(n, ast.Call)):
                 found = self.an.classify(call, unit, self_class, key)
                 if found is None:
                     continue
                 if finalizer and (found.kind == "coll" or found.target in self.an.reach):
                     self._finalizer(call, found, key, unit)
+                if handled and (found.kind == "coll" or found.target in self.an.reach):
+                    self._in_signal_handler(call, found, key, handled, unit)
                 if found.kind == "coll" and found.target.startswith("torch.distributed."):
                     name = found.target.rpartition(".")[2]
                     self._group_rank(call, name, key, nodes, unit)
@@ -6987,6 +7007,45 @@ class _Agreement:
             ".all_reduce()` called after the loop) and keep `__del__` free of collectives"
         )
         self._add(call, "finalizer", f"{cls}.__del__", why, fix, unit)
+
+    # -- a collective in a signal handler
+
+    def _signal_handlers(self) -> dict[str, tuple[str, int]]:
+        """Functions of the file installed with ``signal.signal(SIG, handler)``: key -> (the signal as written,
+        the line that installs it)."""
+        if getattr(self, "_handlers", None) is None:
+            self._handlers: dict[str, tuple[str, int]] = {}
+            for call in self.an.calls_named("signal"):
+                if len(call.args) < 2 or not (_dotted(call.func) or "").endswith("signal.signal"):
+                    continue
+                scope = self.an._enclosing_key(call)
+                unit = self.an.table[scope].unit if scope else self.an.units[0]
+                target = self.an._hook_function(call.args[1], unit, self.an._class_of(scope), scope)
+                if target is not None:
+                    self._handlers[target] = (unit.text(call.args[0]), call.lineno + unit.offset)
+        return self._handlers
+
+    def _in_signal_handler(self, call: ast.Call, found, key: str, handled: tuple[str, int], unit: _Unit) -> None:
+        """A collective reached from a signal handler: Python runs the handler in the main thread of the
+        process the signal reaches, between two bytecodes of whatever that rank is doing (old Lightning's SLURM
+        ``sig_handler`` saved a checkpoint there; round 24 of the real-world corpus)."""
+        signal_name, line = handled
+        shown = _dotted(call.func) or unit.text(call.func)
+        via = "" if found.kind == "coll" else ", which reaches a collective,"
+        func = self.an.table[key].node.name
+        why = (
+            f"`{func}` is the handler of {signal_name} (installed at line {line}) and calls `{shown}`{via}: Python "
+            "runs a handler in the process the signal reaches, between two bytecodes of whatever that rank is "
+            "doing, so only the ranks that receive the signal make this call, each at a point of its own, and it "
+            "pairs with another collective or waits until the timeout (a scheduler's pre-emption signal often "
+            "reaches one process, or the ranks at different steps)"
+        )
+        fix = (
+            "only record the signal in the handler (`self.preempted = True`); at a point every rank reaches (the "
+            "end of a step) all_reduce that flag with ReduceOp.MAX and, if any rank got the signal, make the "
+            "collective save on every rank"
+        )
+        self._add(call, "signal-handler", f"{func} handles {signal_name}", why, fix, unit)
 
     # -- an async call whose handle is dropped, an output list that holds one tensor many times
 
@@ -7353,17 +7412,7 @@ class _Agreement:
         return False
 
     def _enclosing(self, node: ast.AST) -> str | None:
-        """The key of the innermost function of the file that holds ``node`` (None: module level)."""
-        best, span = None, None
-        for key, func in self.an.table.items():
-            f = func.node
-            if f.lineno <= getattr(node, "lineno", -1) <= (f.end_lineno or f.lineno) and any(
-                n is node for n in ast.walk(f)
-            ):
-                size = (f.end_lineno or f.lineno) - f.lineno
-                if span is None or size < span:
-                    best, span = key, size
-        return best
+        return self.an._enclosing_key(node)
 
     def _world_size(self, node: ast.expr, nodes: list[ast.AST]) -> bool:
         """Whether ``node`` is the world's size: ``get_world_size()`` with no group, or a name of the function
