@@ -8,6 +8,7 @@ last, atomically. The set-up phases are functions whose names ``stacks.py`` know
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import faulthandler
@@ -547,7 +548,7 @@ def run_script(rank: int, path: str, argv: tuple[str, ...], typed: str | None = 
                 code = compile(f.read(), path, "exec", dont_inherit=True)
             module = types.ModuleType("__main__")
             module.__file__ = path
-            module.__builtins__ = __builtins__
+            module.__builtins__ = builtins  # a module, as in python's __main__ (attack20 a19: a dict here)
             sys.modules["__main__"] = module
             exec(code, module.__dict__)
         else:
@@ -587,8 +588,10 @@ def _as_the_interpreter(body, path: str) -> None:
         _report_uncaught(error, path)
         raise
     finally:
-        os._exit = real_exit
-        finish_like_exit()
+        try:  # an atexit handler's own os._exit(0) ends the rank as it ends python (attack20 a13)
+            finish_like_exit()
+        finally:
+            os._exit = real_exit
 
 
 #: Set by :func:`main` while the script runner's script runs: writes the rank's outcome when the script calls
@@ -619,6 +622,24 @@ def _outcome_at_os_exit(outcome: Outcome, spec: RankSpec, key: bytes, code: obje
 
 #: Exact types of the open file objects :func:`finish_like_exit` flushes (a learner's subclass could run code).
 _FILE_TYPES = ("TextIOWrapper", "BufferedWriter", "BufferedRandom", "BufferedRWPair")
+
+
+def _end_forked_child(outcome: Outcome, program: bool) -> None:
+    """A process the learner's code forked that unwound out of the rank's function or script (attack20 a04:
+    it wrote its own exit as the rank's outcome, and its parent saw it end with 0 after an uncaught
+    exception): it ends as the interpreter ends a forked child, with the status its parent's ``waitpid``
+    expects (a ``SystemExit``'s, 1 after an uncaught exception, whose traceback is printed, else 0), writing
+    nothing of the rank's."""
+    if outcome.status == Status.EXITED:
+        code = outcome.exit_code or 0
+    elif outcome.status in (Status.RAISED, Status.SETUP_FAILED):
+        code = 1
+        if not program and outcome.traceback:  # the script runner printed it already, as sys.excepthook would
+            say(outcome.traceback.rstrip())
+    else:
+        code = 0
+    flush_output()
+    os._exit(code)
 
 
 def finish_like_exit() -> None:
@@ -1105,6 +1126,8 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         outcome.traceback = format_error(error, tb)
         outcome.exception, _ = _pickled(error)
         kept.append(error)
+    if os.getpid() != outcome.pid:
+        _end_forked_child(outcome, fn in (run_script, run_module))
     outcome.t_end = time.monotonic()
     outcome.clock = clock_anchor()
     room_to_report()

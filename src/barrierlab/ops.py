@@ -455,10 +455,12 @@ ROOTED = frozenset(op.name for op in OPS if op.roles == _ROOTED and op.kind in (
 #: Collectives from which gloo returns at once when every tensor is empty (no element): measured on 2.13 with
 #: one rank 1 s late, the others left an all_reduce or all_gather of ``torch.empty(0)`` at once; a broadcast of
 #: one, and a barrier, held them (attack11 a15); so did all_gather_into_tensor, reduce_scatter_tensor,
-#: all_reduce_coalesced, and reduce at its root (attack12 r2). The model gives those calls no edges.
+#: all_reduce_coalesced, and reduce at its root (attack12 r2), and reduce_scatter's list form (attack20 a20;
+#: all_to_all, all_to_all_single, gather and scatter of empty tensors do wait). The model gives those no edges.
 GLOO_EMPTY_RETURNS = frozenset(
     {
         "all_reduce",
+        "reduce_scatter",
         "all_gather",
         "all_gather_into_tensor",
         "_all_gather_base",

@@ -1,0 +1,23 @@
+"""attack20's repros (``attacks20/``: a new attacker pointed at the ordering model with orderings other than a
+barrier, the script runner's exits against torchrun, torchrun record folders, the live view and the timeline of
+subgroups and p2p, and parameter validation). Those fixed are run here: each exited 1 before its fix. The others
+are listed, with what each shows, in the closing note of session 19."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repros import fixed_attacks
+
+ATTACKS = Path(__file__).resolve().parent.parent / "attacks20"
+
+FIXED = [
+    "a03_module_os_exit0_not_finished",
+    "a04_fork_child_exit_writes_rank_outcome",
+    "a13_atexit_os_exit0_not_finished",
+    "a19_script_builtins_is_a_dict",
+    "a20_empty_reduce_scatter_missed_race",
+]
+
+
+test_the_attack_no_longer_breaks_its_promise = fixed_attacks(ATTACKS, FIXED)
