@@ -17,6 +17,9 @@ FIXED = [
     "a13_atexit_os_exit0_not_finished",
     "a19_script_builtins_is_a_dict",
     "a20_empty_reduce_scatter_missed_race",
+    "a10_unvalidated_parameters",
+    "a15_cli_key_value_after_options_unrecognized",
+    "a17_cli_module_package_without_main",
 ]
 
 

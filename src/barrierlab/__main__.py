@@ -376,7 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:  # everything after -- is the script's own (argparse's own -- does not reach a subcommand)
         cut = argv.index("--")
         argv, rest = argv[:cut], argv[cut + 1 :]
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "run" and not any(word.startswith("-") for word in extra):
+        # `run straggler -n 2 steps=2`: argparse leaves the words after an option out of the positional list
+        # once the scenario was read (attack20 a15); they are the scenario's keyword arguments all the same
+        args.kwargs = [*args.kwargs, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if rest and args.command != "run":
         parser.error(f"arguments after -- are only for: run SCRIPT: {' '.join(rest)}")
     args.script_args = rest

@@ -294,6 +294,8 @@ def warm_up(wait: bool = False) -> None:
     """Start the warm process now (it imports torch, then the modules the lessons use, in the background);
     ``wait=True`` blocks until all of that is done, so that a DDP or DCP demo launches at full speed."""
     global _warm
+    if not isinstance(wait, bool):
+        raise TypeError(f"wait must be True or False, not {wait!r}")
     with _lock:
         if _warm is None or not _warm.alive():
             if _warm is None:

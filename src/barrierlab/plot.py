@@ -152,6 +152,7 @@ def timeline(
     """
     _check_timeline_arguments(ax, since, waits_inside, until)
     lanes_asked = len(getattr(run, "ranks", run))
+    _check_drawing_options(title, show_releases, annotate, ends, lanes_asked)
     if lanes_asked > MAX_LANES:
         raise ValueError(
             f"timeline draws at most {MAX_LANES} ranks, one lane each, and this run has {lanes_asked}: read "
@@ -258,12 +259,11 @@ def _check_timeline_arguments(ax, since, waits_inside, until=None) -> None:
 
         if not isinstance(ax, Axes):
             raise TypeError(f"ax must be a matplotlib Axes (from plt.subplots()) or None, not {type(ax).__name__}")
-    if since is not None and since != "function":
-        if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
-            raise ValueError(f"since must be a finite number of seconds or 'function', not {since!r}")
+    if since is not None and since != "function" and not _finite_seconds(since):
+        raise ValueError(f"since must be a finite number of seconds or 'function', not {_shown(since)}")
     if until is not None:
-        if isinstance(until, bool) or not isinstance(until, (int, float)) or not math.isfinite(until):
-            raise ValueError(f"until must be a finite number of seconds, not {until!r}")
+        if not _finite_seconds(until):
+            raise ValueError(f"until must be a finite number of seconds, not {_shown(until)}")
         if isinstance(since, (int, float)) and not isinstance(since, bool) and until <= since:
             raise ValueError(f"until ({until!r}) must be later than since ({since!r})")
     if not isinstance(waits_inside, (Mapping, str)):
@@ -274,6 +274,39 @@ def _check_timeline_arguments(ax, since, waits_inside, until=None) -> None:
                 "waits_inside must be a list of span names or a mapping name -> reason, not "
                 f"{type(waits_inside).__name__}"
             ) from None
+
+
+def _finite_seconds(value) -> bool:
+    """A number of seconds a float can hold (attack20 a10: ``since=10**400`` raised OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_drawing_options(title, show_releases, annotate, ends, lanes: int) -> None:
+    """Refuse a bad ``title``, ``show_releases``, ``annotate`` or ``ends`` by name (attack20 a10: each drew)."""
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, not {type(title).__name__}")
+    for name, flag in (("show_releases", show_releases), ("annotate", annotate)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, not {_shown(flag)}")
+    if ends is None:
+        return
+    if isinstance(ends, (str, bytes)) or not hasattr(ends, "__len__"):
+        raise TypeError(f"ends must be a list of seconds (or None) per rank, not {type(ends).__name__}")
+    if len(ends) != lanes:
+        raise ValueError(f"ends must give one time (or None) per rank drawn: {lanes}, not {len(ends)}")
+    for end in ends:
+        if end is not None and not _finite_seconds(end):
+            raise ValueError(f"ends must hold finite numbers of seconds or None, not {_shown(end)}")
 
 
 def _reasons(waits_inside: Mapping[str, str] | Iterable[str]) -> dict[str, str]:

@@ -32,7 +32,12 @@ def check_module(name, argv: Sequence[str] = ()) -> str:
     try:
         found = importlib.util.find_spec(name)
         if found is not None and found.submodule_search_locations is not None:
-            found = importlib.util.find_spec(f"{name}.__main__") or found
+            main = importlib.util.find_spec(f"{name}.__main__")
+            if main is None:  # attack20 a17: refused before the ranks start, as python -m refuses it
+                raise ValueError(
+                    f"module: {name!r} is a package and cannot be directly executed (python -m needs its __main__.py)"
+                )
+            found = main
     except (ImportError, ValueError) as error:  # a parent that is not a package
         raise ValueError(f"module: {name!r} cannot be found from {os.getcwd()!r}: {error}") from None
     finally:

@@ -11,6 +11,8 @@ class Source:
     """The source of a function: displays as highlighted code in Jupyter, as plain text elsewhere."""
 
     def __init__(self, fn) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn must be a function, class or method written in Python, not {type(fn).__name__}")
         fn = inspect.unwrap(fn)  # a decorated function (e.g. a @contextmanager) lives where it was written
         self.fn = fn
         lines, self.first_line = inspect.getsourcelines(fn)

@@ -35,6 +35,11 @@ def main_process_first(*, local: bool = False, group: dist.ProcessGroup | None =
     The value bound by ``as`` is True on the main process(es), False on the other ranks of ``group``, and True
     on a rank outside ``group``: it waits for no one, so it runs the body itself, as without a process group.
     """
+    if not isinstance(local, bool):
+        raise TypeError(f"local must be True or False, not {local!r}")
+    # new_group() hands a rank outside the group torch's NON_GROUP_MEMBER (-100), which it accepts as a group
+    if group is not None and not isinstance(group, dist.ProcessGroup) and group != dist.GroupMember.NON_GROUP_MEMBER:
+        raise TypeError(f"group must be a process group (dist.new_group(...)) or None, not {type(group).__name__}")
     if not (dist.is_available() and dist.is_initialized()):
         yield True
         return
