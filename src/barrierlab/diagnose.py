@@ -1360,8 +1360,8 @@ def _root_words(event: Event) -> str:
 
 def rule_different_roots(f: Facts) -> Diagnosis | None:
     """Every rank made the same rooted collective, but the ranks named different roots: each group of ranks waits
-    for a root of its own: ranks that share a root may receive its data, but no rank's call completes (gloo waits
-    until the timeout; review44b, roots 0, 0, 2, 2 on 4 ranks)."""
+    for a root of its own: some calls may return with their own root's data, depending on the world size (review45b:
+    on gloo, roots 0 and 3 on 6 ranks, ranks 2 and 5 did), while the others wait until the timeout."""
     found = _root_mismatch(f.calls)
     if found is None:
         return None

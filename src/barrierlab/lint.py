@@ -715,8 +715,9 @@ _PY_DRAWS = frozenset(
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOP_FIX = (
-    "make every rank run the same number of iterations (pad or truncate the data, e.g. "
-    "DistributedSampler(drop_last=True)); or loop over an endless iterator and break on every rank together "
+    "make every rank run the same number of iterations (DistributedSampler pads every rank's share to the same "
+    "count by default, or truncates it with drop_last=True); or loop over an endless iterator and break on every "
+    "rank together "
     "when an all_reduce of a 'done' flag says so; for a DDP model, torch.distributed.algorithms.Join"
 )
 
@@ -7196,8 +7197,10 @@ class _Agreement:
         why = (
             f"`{word}={shown}` is computed from this rank's own rank, and the {name} has no `group=`: it is one "
             f"collective of the whole world, whose ranks must all name the same {'source' if word == 'src' else 'destination'}. "
-            "Ranks that compute different roots each wait for a root of their own: ranks that share a root may "
-            "receive its data, but no rank's call completes (on gloo every rank waits until the timeout)"
+            "Ranks that compute different roots each wait for a root of their own: depending on the world size and "
+            "the backend's algorithm some calls may return with their own root's data (on gloo with 6 ranks and "
+            "roots 0 and 3, ranks 2 and 5 did) while the others wait (on gloo until the timeout); no rank gets "
+            "what one root's broadcast would give"
         )
         fix = (
             f"pass the group the root is meant for (`group=` with the global rank of its root), or a {word} every "
