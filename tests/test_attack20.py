@@ -20,6 +20,8 @@ FIXED = [
     "a10_unvalidated_parameters",
     "a15_cli_key_value_after_options_unrecognized",
     "a17_cli_module_package_without_main",
+    "a18_store_append_queue_false_races",
+    "a21_nb07_check_refuses_store_queue_answer",
 ]
 
 

@@ -521,3 +521,46 @@ def test_a_truncation_is_a_change_that_races_with_a_read_and_says_so(tmp_path):
     assert run.ok, run
     races = run.races()
     assert len(races) == 1 and "rank 0 truncated `results.txt`" in str(races[0]), races
+
+
+def test_the_ordering_model_keeps_store_values_as_long_as_the_recorder_does():
+    from barrierlab import ordering, record
+
+    assert ordering._VALUE_KEPT == record.STORE_VALUE_KEPT
+
+
+def _push_then_or_before_write(folder, push_first):
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    store = dist.distributed_c10d._get_default_store()
+    if rank != 0:
+        if push_first:
+            store.queue_push("q", str(rank))  # signalled before the write: nothing orders the write
+            time.sleep(0.2)
+        with open(os.path.join(folder, f"r{rank}.txt"), "w") as f:
+            f.write("x")
+        if not push_first:
+            store.queue_push("q", str(rank))
+    else:
+        for _ in range(world - 1):
+            store.queue_pop("q")
+        time.sleep(0.4)
+        for r in range(1, world):
+            with open(os.path.join(folder, f"r{r}.txt")) as f:
+                f.read()
+
+
+def test_a_store_queue_pop_comes_after_the_push_whose_value_it_returned(tmp_path):
+    """attack20 a18: each rank writes its file, then pushes its rank to a store queue; rank 0 pops one item per
+    rank, then reads every file. Each pop came after the push it returned, not only after the first push: no
+    race. Pushing before writing is still a race."""
+    for name, push_first, races in (("right", False, 0), ("wrong", True, 2)):
+        folder = tmp_path / name
+        folder.mkdir()
+        run = bl.run(_push_then_or_before_write, 3, args=(str(folder), push_first))
+        assert [str(r.status) for r in run] == ["finished"] * 3, run
+        assert len(run.races()) == races, (name, run.races())

@@ -587,6 +587,33 @@ class Order:
                     for a_rank, a in counter.before(rank, e, count):
                         self._edge(self.enter(a_rank, a), self.leave(rank, e))
             self._key_exists(mine, counter)
+            self._appended_and_pushed(mine)
+
+    def _appended_and_pushed(self, calls: list) -> None:
+        """What a key's ``append``s and ``queue_push``es order beyond its first write (attack20 a18: a rank that
+        read every rank's file once a ``get`` showed every rank's append, or once it had popped every rank's push,
+        was ordered after the first writer only, and the others' files were races). A ``get`` whose value is the
+        whole of every append that began before it returned (a key only appended to, the value known whole) came
+        after each of them; a ``queue_pop`` that returned a value exactly one push of the key wrote came after that
+        push."""
+        appends = [(rank, e) for rank, e in calls if e.name == "append"]
+        others = any(e.name in ("set", "add", "compare_set", "multi_set", "delete_key") for _, e in calls)
+        if appends and not others and all(e.written is not None for _, e in appends):
+            for rank, e in calls:
+                if e.name != "get" or e.end is None or e.value is None or len(e.value) >= _VALUE_KEPT:
+                    continue
+                began = [(r, a) for r, a in appends if a.start < e.end]
+                if began and len(e.value) == sum(len(a.written) for _, a in began):
+                    if all(a.written in e.value for _, a in began):
+                        for r, a in began:
+                            self._edge(self.enter(r, a), self.leave(rank, e))
+        pushes = [(rank, e) for rank, e in calls if e.name == "queue_push" and e.written is not None]
+        for rank, e in calls:
+            if e.name != "queue_pop" or e.end is None or e.value is None or len(e.value) >= _VALUE_KEPT:
+                continue
+            found = [(r, p) for r, p in pushes if p.written == e.value and p.start < e.end]
+            if len(found) == 1:
+                self._edge(self.enter(*found[0]), self.leave(rank, e))
 
     def _key_exists(self, calls: list, counter: _Counter) -> None:
         """A ``wait``, a ``get`` (of no counter) or a ``check`` that said True returned once the key existed: after
@@ -1238,6 +1265,9 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
         {rank: v[k] for rank, v in by_rank.items() if len(v) > k} for k in range(max(len(v) for v in by_rank.values()))
     ]
 
+
+#: The longest store value a rank's record keeps whole (``record.STORE_VALUE_KEPT``: a longer one is cut).
+_VALUE_KEPT = 64
 
 #: Store calls that make a key exist (``append`` and ``queue_push`` too: a key's first append or push creates it).
 KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")

@@ -1519,7 +1519,7 @@ def _wrap_store(method: str, original):
             extra += f',"amount":{args[1]}'
         written = (
             args[1]
-            if method == "set" and len(args) > 1
+            if method in ("set", "append", "queue_push") and len(args) > 1  # what an append or a push adds
             else args[2]
             if method == "compare_set" and len(args) > 2
             else None
@@ -1540,7 +1540,7 @@ def _wrap_store(method: str, original):
             recorder.leave(event_id, extra=f',"value":{_json_dumps(str(result))}')
         elif method == "check" and isinstance(result, bool):
             recorder.leave(event_id, extra=f',"value":"{result}"')
-        elif method in ("get", "compare_set") and isinstance(result, bytes):  # compare_set: the value after it
+        elif method in ("get", "compare_set", "queue_pop") and isinstance(result, bytes):  # compare_set: after it
             value = result[:STORE_VALUE_KEPT].decode(errors="replace")
             recorder.leave(event_id, extra=f',"value":{_json_dumps(value)}')
         else:
