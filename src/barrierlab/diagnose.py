@@ -1843,8 +1843,8 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     sent, received = ordering.point_to_point_calls({r.rank: r.events for r in f.run.ranks}, failed=True)
 
     def talks(rank: int) -> str:
-        to = sorted({b for (a, b) in sent if a == rank})
-        source = sorted({a for (a, b) in received if b == rank})
+        to = sorted({b for (a, b, *_) in sent if a == rank})
+        source = sorted({a for (a, b, *_) in received if b == rank})
         parts = ([f"sends to {rank_list(to)}"] if to else []) + (
             [f"receives from {rank_list(source)}"] if source else []
         )
@@ -1853,16 +1853,27 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     unmatched = []  # (rank, its unmatched call, its words)
     for pair in sorted(set(sent) | set(received)):
         sends, recvs = sent.get(pair, []), received.get(pair, [])
-        a, b = pair
+        a, b, _, tag = pair
+        tagged = f" with tag {tag}" if tag else ""
         if len(sends) > len(recvs):
             e = sends[len(recvs)]
             unmatched.append(
-                (a, e, f"{e.name} to rank {b} (at {where_text(e)}) has no receive from rank {a} on rank {b}{talks(b)}")
+                (
+                    a,
+                    e,
+                    f"{e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive from rank {a}{tagged} on rank "
+                    f"{b}{talks(b)}",
+                )
             )
         elif len(recvs) > len(sends):
             e = recvs[len(sends)]
             unmatched.append(
-                (b, e, f"{e.name} from rank {a} (at {where_text(e)}) has no send to rank {b} from rank {a}{talks(a)}")
+                (
+                    b,
+                    e,
+                    f"{e.name} from rank {a}{tagged} (at {where_text(e)}) has no send to rank {b}{tagged} from rank "
+                    f"{a}{talks(a)}",
+                )
             )
     if not unmatched:
         return None

@@ -128,6 +128,9 @@ class Event:
     done: float | None = field(default=None, repr=False)
     #: One tensor filled several slots of the call's list of output tensors (``[t] * world_size``).
     aliased: bool = field(default=False, repr=False)
+    #: A point-to-point call's ``tag=`` when it was given one other than 0 (gloo pairs a send with a receive of
+    #: the same tag on the same group; attack20 a01).
+    tag: int | None = field(default=None, repr=False)
     #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
     #: that called into the helper that made the call.
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
@@ -371,7 +374,7 @@ _ENTER_FIELDS = {
     "dtypes": _strings,
     "splits": _splits,
     "timeout": _is_number,
-    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future")},
+    **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future", "tag")},
     "ranks": _is_int_list,
     **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written")},
     "keys": _strings,
@@ -756,6 +759,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 timeout=item.get("timeout"),
                 is_async=bool(item.get("async")),
                 aliased=item.get("aliased") is True,
+                tag=item.get("tag"),
                 callers=callers,
                 left_out=max(0, item.get("left_out") or 0) + cut,
                 within=item.get("within"),

@@ -554,8 +554,8 @@ class Order:
     def _point_to_point(self) -> None:
         sends, recvs = point_to_point_calls(self.events)
         waits = {rank: self._waits_of(rank) for rank in self.events}
-        for (a, b), sent in sends.items():
-            for s, r in zip(sent, recvs.get((a, b), [])):
+        for (a, b, group, tag), sent in sends.items():
+            for s, r in zip(sent, recvs.get((a, b, group, tag), [])):
                 column_s = _column(_ASYNC_P2P.get(s.name, s.name), self.backend)
                 column_r = _column(_ASYNC_P2P.get(r.name, r.name), self.backend)
                 released_r = self._released(b, r, waits[b])
@@ -1537,10 +1537,12 @@ def races(run, backend: str = "gloo") -> Races:
 
 
 def point_to_point_calls(events: dict[int, list], *, failed: bool = False) -> tuple[dict, dict]:
-    """Each rank's point-to-point calls by (sender, receiver), in program order: the k-th send from A to B pairs
-    with the k-th receive on B from A. A peer named in group ranks is mapped to its global rank; a receive counts
-    from the rank it returned. Calls that failed count only with ``failed`` (the diagnosis of a run that did not
-    finish asks which sends and receives have no partner; the model orders only calls that completed)."""
+    """Each rank's point-to-point calls by (sender, receiver, group, tag), in program order: the k-th send from A
+    to B on a group with a tag pairs with the k-th receive on B from A on that group with that tag (gloo pairs by
+    both; attack20 a01, a09: messages of two tags or two groups were paired by position). A peer named in group
+    ranks is mapped to its global rank; a receive counts from the rank it returned. Calls that failed count only
+    with ``failed`` (the diagnosis of a run that did not finish asks which sends and receives have no partner;
+    the model orders only calls that completed)."""
     sends: dict[tuple[int, int], list] = {}
     recvs: dict[tuple[int, int], list] = {}
     for rank, mine in events.items():
@@ -1550,12 +1552,12 @@ def point_to_point_calls(events: dict[int, list], *, failed: bool = False) -> tu
             if e.name in _SENDS:
                 target = ops.root_of(e)  # dst, or group_dst through the group's ranks (attack11 a13)
                 if target is not None:
-                    sends.setdefault((rank, target), []).append(e)
+                    sends.setdefault((rank, target, e.group or "", e.tag or 0), []).append(e)
             elif e.name in _RECVS:
                 source = e.peer.get("from")  # what recv returned: a global rank
                 source = ops.root_of(e) if source is None else source
                 if source is not None:
-                    recvs.setdefault((source, rank), []).append(e)
+                    recvs.setdefault((source, rank, e.group or "", e.tag or 0), []).append(e)
     return sends, recvs
 
 

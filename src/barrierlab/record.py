@@ -854,7 +854,9 @@ def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
     except (TypeError, ValueError):
         return ()
     op = ops.BY_NAME.get(name)
-    wanted = (*PEER_ARGUMENTS, "group", "timeout") + ((op.object_list,) if op is not None and op.object_list else ())
+    wanted = (*PEER_ARGUMENTS, "group", "timeout", "tag") + (
+        (op.object_list,) if op is not None and op.object_list else ()
+    )
     wanted += (op.outputs,) if op is not None and op.outputs else ()
     if op is not None and op.blocks[:1] == ops.SPLIT_ARGUMENTS[:1]:
         wanted += ops.SPLIT_ARGUMENTS
@@ -994,6 +996,9 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
         elif name in PEER_ARGUMENTS:
             if isinstance(value, int):
                 extra += f',"{name}":{int(value)}'
+        elif name == "tag":  # a send or receive pairs only with one of the same tag (attack20 a01)
+            if isinstance(value, int) and not isinstance(value, bool) and value != 0:
+                extra += f',"tag":{int(value)}'
         elif isinstance(value, (list, tuple)):
             extra += f',"objects":{len(value)}'
     if splits and None not in splits:
