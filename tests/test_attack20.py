@@ -26,6 +26,8 @@ FIXED = [
     "a02_p2p_tags_missed_race",
     "a05_p2p_tag_mismatch_diagnosis_names_no_line",
     "a09_p2p_groups_false_race",
+    "a06_timeline_fifo_without_extension",
+    "a14_live_view_numbers_differ_per_rank",
 ]
 
 

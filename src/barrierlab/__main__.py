@@ -255,6 +255,14 @@ def _timeline_file(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text!r} is a folder: give a file name, such as {os.path.join(text, 'timeline.png')!r}"
         )
+    try:  # a FIFO or device named without an extension: not a new figure.png beside it (attack20 a06)
+        given = os.stat(text).st_mode
+    except OSError:
+        given = None
+    if given is not None and not stat.S_ISREG(given) and path != text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} exists and is not a regular file: give a file name such as 'timeline.png'"
+        )
     if extension not in TIMELINE_FORMATS:
         raise argparse.ArgumentTypeError(
             f"{path!r}: .{extension} is not a figure format matplotlib writes (use one of: {', '.join(TIMELINE_FORMATS)})"

@@ -53,6 +53,7 @@ class _Open:
     seq: int | None
     start: float
     site: tuple[str, int, str] | None
+    subgroup: bool = False
 
 
 @dataclass
@@ -91,8 +92,11 @@ class EventTail:
             if event["kind"] in HANDOFF_KINDS:
                 return  # a store operation or a file access: the view shows the span or call around it
             site = (event["file"], event.get("line") or 0, event.get("func") or "") if event.get("file") else None
+            # a collective's number in its own group's sequence, as the ledger and the timeline number it, not
+            # the rank's count over every group (attack20 a14: one barrier was "#6" on two ranks, "#8" on another)
+            number = event.get("pos") if event.get("pos") is not None else event.get("seq")
             state.open[event["id"]] = _Open(
-                event["kind"], event["name"], event.get("seq"), event["t"] - self.launch_t0, site
+                event["kind"], event["name"], number, event["t"] - self.launch_t0, site, bool(event.get("group"))
             )
             while len(state.open) > OPEN_KEEP:  # ids grow: the first inserted is the outermost
                 del state.open[next(iter(state.open))]
@@ -111,6 +115,8 @@ def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None =
         return "running your code" if state.t0 is not None or state.done else "starting"
     current = state.open[max(state.open)]
     label = f"{current.name} #{current.seq}" if current.seq else current.name
+    if current.seq and current.subgroup:
+        label += " of its subgroup"
     if current.kind in CALL_KINDS:
         text = f"waiting in {label} since {now - current.start:.1f} s"
     elif current.kind == "wait":
