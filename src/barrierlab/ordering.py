@@ -14,12 +14,14 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
   orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have (so does a
   ``wait()`` of its future, or the first ``work.is_completed()``/``future.done()`` that returned True: the rank
   saw it complete);
-- ``send`` -> the matching ``recv`` (the k-th send from A to B with the k-th receive on B from A; a peer named
+- ``send`` -> the matching ``recv`` (the k-th send from A to B on a group with a tag, the k-th receive on B from
+  A on that group with that tag, as gloo pairs them; a peer named
   by its rank in the group, ``group_dst``/``group_src``, is mapped through the group's ranks), and back
   where the column says the sender waits for its receiver (gloo);
 - a store key: the first ``set``/``add``/``compare_set`` (``multi_set``, ``append``, ``queue_push``) of a key that
   began before a ``wait``/``get`` of it (``multi_get``, a blocking ``queue_pop``, or a ``check`` that found it)
-  returned, unless a ``delete_key`` of it certainly came between, is ordered
+  returned, unless a ``delete_key`` of it certainly came between, is ordered (and a ``get`` whose value holds
+  every append begun before it after each of them; a ``queue_pop`` after the one push of the value it returned)
   before that return; a ``get`` of a counter that read N, or an ``add`` that returned N, comes after the
   ``add``s of that key without which it could not have read N (:class:`_Counter`: those the other adds could
   not make up for, and with amounts of one sign those that returned a value no further than N; an ``add`` of
