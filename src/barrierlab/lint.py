@@ -2386,6 +2386,15 @@ def _sentinel_test(test: ast.AST) -> bool:
 # ``ddp_model.register_comm_hook(state, fn)``: the function runs later, each time the hooked event happens, on the
 # ranks that registered it. Group 1 is the event.
 _HOOK_REGISTRATION = re.compile(r"register_(?:module_)?(\w*?)_?hook")
+#: A module's hooks run by its ``load_state_dict``/``state_dict``: the method that registers one -> that method.
+_MODULE_HOOKS = {
+    "register_load_state_dict_pre_hook": "load_state_dict",
+    "_register_load_state_dict_pre_hook": "load_state_dict",
+    "register_load_state_dict_post_hook": "load_state_dict",
+    "register_state_dict_pre_hook": "state_dict",
+    "register_state_dict_post_hook": "state_dict",
+    "_register_state_dict_hook": "state_dict",
+}
 #: Calls that register an object for later use: a callback list's ``append``, a trainer's ``add_callback``.
 _CALLBACK_REGISTRATION = re.compile(r"append|insert|add|add_callback|register_callback|add_handler|add_hook")
 #: torch's DDP communication hooks (torch/distributed/algorithms/ddp_comm_hooks/): each all_reduces (or
@@ -2430,6 +2439,7 @@ class _Analysis:
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
         self.reach: dict[str, tuple[str, str | None]] = {}  # function -> (its call, the function it calls)
+        self._module_hooks: dict[tuple[str, str], str] | None = None  # (class, method) -> its load/state_dict hook
         self.reach_notes: dict[str, str] = {}
         self.bases: dict[str, list[str]] = {}
         self.contexts: dict[int, frozenset[str]] = {}
@@ -3247,6 +3257,17 @@ class _Analysis:
             registered = self._registration(call, unit, self_class, scope)
             if registered is not None:
                 return registered
+        if (
+            found is None
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("load_state_dict", "state_dict")
+        ):
+            built = self._constructed(_dotted(call.func.value), scope, self_class)
+            hooked = self._module_hook(built.local, call.func.attr) if built is not None and built.local else None
+            if hooked is not None:
+                cls, target = hooked
+                note = f"in the {call.func.attr} hook that {cls} registers, run by this call"
+                return _Call("call", written or f"{unit.text(call.func)}", target, note)
         if found is None and written is None and isinstance(call.func, ast.Attribute):
             target = self._method_of_returned(call.func, unit, self_class, scope)
             if target:
@@ -3564,6 +3585,70 @@ class _Analysis:
                 if inner is not None and self.table.get(inner.key) is inner:
                     return inner.key
         return None
+
+    def _module_hook(self, cls: str, method: str) -> tuple[str, str] | None:
+        """(class, hook function) of a ``load_state_dict``/``state_dict`` hook that ``cls`` or a module it holds
+        (``self.layer = ShardedLinear(...)``, followed through the classes of the file) registers on itself in
+        one of its methods (``self.register_load_state_dict_pre_hook(...)``): calling ``method`` on an object of
+        ``cls`` runs it. FSDP's full-state-dict pre-hook all-gathers the flat parameter: a ``load_state_dict``
+        made on rank 0 alone waits there (round 25 of the real-world corpus)."""
+        if self._module_hooks is None:
+            self._module_hooks = {}
+            for key, func in self.table.items():
+                if func.self_class is None:
+                    continue
+                for node in ast.walk(func.node):
+                    if not (
+                        isinstance(node, ast.Call)
+                        and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "self"
+                        and node.func.attr in _MODULE_HOOKS
+                        and node.args
+                    ):
+                        continue
+                    target = self._hook_function(node.args[0], func.unit, func.self_class, key)
+                    if target is not None:
+                        family = _MODULE_HOOKS[node.func.attr]
+                        self._module_hooks.setdefault((func.self_class, family), target)
+        seen: list[str] = []
+        queue = [cls]
+        while queue:
+            name = queue.pop(0)
+            if name in seen or len(seen) > 64:
+                continue
+            seen.append(name)
+            for ancestor in self._ancestors(name):
+                target = self._module_hooks.get((ancestor, method))
+                if target is not None:
+                    return ancestor, self._through_module_argument(target, ancestor)
+                held = self.objects.get(f"class {ancestor}", {})
+                queue += [b.local for b in held.values() if b.local]
+        return None
+
+    def _through_module_argument(self, hook: str, cls: str) -> str:
+        """A module hook is handed the module as its first argument (a static method's ``module``): the method of
+        ``cls`` it calls on it that reaches a collective (``module._full_flat()``), when the hook itself is not
+        known to reach one; else the hook."""
+        if hook in self.reach:
+            return hook
+        node = self.table[hook].node
+        params = [a.arg for a in node.args.args]
+        if not params:
+            return hook
+        first = params[1] if params[0] in ("self", "cls") and len(params) > 1 else params[0]
+        for inner in ast.walk(node):
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and isinstance(inner.func.value, ast.Name)
+                and inner.func.value.id == first
+            ):
+                for ancestor in self._ancestors(cls):
+                    method = f"{ancestor}.{inner.func.attr}"
+                    if method in self.reach:
+                        return method
+        return hook
 
     def _registration(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None) -> _Call | None:
         """A call that hands over something that makes collectives later, when other code runs it: one of
