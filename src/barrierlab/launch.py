@@ -618,7 +618,7 @@ def learners_modules() -> tuple[tuple[str, str, bool], ...]:
     if _MODULE_VERDICTS.get("") != cwd:  # a relative __file__ means something else in another folder
         _MODULE_VERDICTS.clear()
         _MODULE_VERDICTS[""] = cwd
-    for name, module in list(sys.modules.items()):
+    for name, module in sys.modules.copy().items():  # a copy: a finalizer that imports during the walk (CI)
         seen = _MODULE_VERDICTS.get(name)
         if seen is not None and seen[0] is module:  # the same module object as at the last run: its answer
             if seen[1] is not None:

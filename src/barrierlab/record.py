@@ -2865,7 +2865,7 @@ def _holders_of(originals: dict[str, object]) -> dict[str, list]:
     count = len(sys.modules)
     if _holders[0] != count:
         found: dict[str, list] = {}
-        for module_name, module in list(sys.modules.items()):
+        for module_name, module in sys.modules.copy().items():
             if module is None or not module_name.startswith("torch.distributed.") or module in (c10d, dist):
                 continue
             names = vars(module) if hasattr(module, "__dict__") else {}
