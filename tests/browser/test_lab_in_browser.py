@@ -466,11 +466,24 @@ def open_notebook(browser, lab, path: str):
     page.set_default_timeout(30_000)
     page.goto(lab.notebook_url(path), wait_until="domcontentloaded", timeout=60_000)
     wait_for(
-        lambda: (s := page.evaluate(NOTEBOOK_STATE_JS, path)) and s["ready"] and s["status"] == "idle",
-        90,
+        lambda: (s := _state_of(page, path)) and s["ready"] and s["status"] == "idle",
+        180,  # generous: at the end of a loaded CI run the lab took more than 90 s (session 19)
         f"{path} opened with an idle kernel",
     )
     return page
+
+
+def _state_of(page, path: str):
+    """NOTEBOOK_STATE_JS's answer, or None while the page is navigating (JupyterLab redirects as it loads: a
+    fresh-clone CI saw "Execution context was destroyed, most likely because of a navigation")."""
+    from playwright.sync_api import Error
+
+    try:
+        return page.evaluate(NOTEBOOK_STATE_JS, path)
+    except Error as error:
+        if "Execution context was destroyed" in str(error) or "navigat" in str(error):
+            return None
+        raise
 
 
 def wait_for(predicate, seconds: float, what: str, interval: float = 0.25):
