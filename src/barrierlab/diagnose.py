@@ -2460,19 +2460,18 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
                 continue
             if e.start > looked:
                 continue
-            if e.name == "remove" and (named(e.path) or any(named(p) for p in _parents_within(path, e.path))):
-                gone.append((e.start, result.rank, "removed", e))
+            if e.name == "remove" and (named(e.path) or path.startswith(e.path.rstrip(os.sep) + os.sep)):
+                gone.append((e.start, result.rank, "removed", e))  # the file, or a folder holding it (rmtree)
             elif e.name == "rename" and named(e.path):
                 gone.append((e.start, result.rank, f"renamed it to {e.to}", e))
             elif e.name in ("write", "append") or (e.name == "rename" and e.to):
                 written = e.to if e.name == "rename" else e.path
                 if named(written):
                     made.append(e)
-                    folder = os.path.dirname(written)
                 elif os.path.basename(written) != os.path.basename(path):
                     nearby.append((result.rank, written, e))
     if gone:
-        when, who, how, e = min(gone, key=lambda g: g[0])
+        _, who, how, e = min(gone, key=lambda g: g[0])
         what = "it" if named(e.path) else f"its folder {e.path}"
         verb = f"removed {what}" if how == "removed" else how
         return [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"]
@@ -2490,11 +2489,6 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
             f" (and {len(others) - 8} more)" if len(others) > 8 else ""
         )
     return [line]
-
-
-def _parents_within(path: str, removed: str) -> list[str]:
-    """``removed`` as a parent folder of ``path``, if it is one (``shutil.rmtree`` of a checkpoint's folder)."""
-    return [path] if path.startswith(removed.rstrip(os.sep) + os.sep) else []
 
 
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:

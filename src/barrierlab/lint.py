@@ -1685,6 +1685,12 @@ def _factory_rows(call: ast.Call) -> ast.expr | None:
     return first if name not in ("randint", "full") else None
 
 
+def _assigned_value(name: str, nodes: Iterable[ast.AST]) -> tuple[ast.expr, int | None] | None:
+    """The first value ``nodes`` assign to ``name``, with the element of it the name takes (see
+    :func:`_assignments`), or None."""
+    return next(((value, index) for names, value, index in _assignments(nodes) if name in names), None)
+
+
 def _assignments(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
     """(target names, value, position): position ``i`` means the names take element ``i`` of what the value
     returns (``rank, world_size = get_dist_info()``), None the whole value."""
@@ -7421,15 +7427,8 @@ class _Agreement:
         given = _argument(call, position, word)
         built = given
         if isinstance(given, ast.Name):
-            built = next(
-                (
-                    n.value
-                    for n in nodes
-                    if isinstance(n, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == given.id for t in n.targets)
-                ),
-                None,
-            )
+            assigned = _assigned_value(given.id, nodes)
+            built = assigned[0] if assigned is not None and assigned[1] is None else None
         size = None
         if isinstance(built, ast.BinOp) and isinstance(built.op, ast.Mult) and isinstance(built.left, ast.List):
             size = built.right
@@ -7477,12 +7476,9 @@ class _Agreement:
         if not isinstance(group, ast.Name) or depth > 3:
             return False
         nodes = list(_own_nodes(self.an.table[key].node.body)) if key is not None else []
-        for n in nodes:
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
-                    if isinstance(first, ast.Name) and first.id == group.id:
-                        return self._smaller_group(n.value, key, depth + 1)
+        assigned = _assigned_value(group.id, nodes)
+        if assigned is not None:  # `g = new_group(...)`, or `g, _ = new_subgroups()` (its first element)
+            return assigned[1] in (None, 0) and self._smaller_group(assigned[0], key, depth + 1)
         if key is None:
             return False
         func = self.an.table[key]
@@ -7495,12 +7491,9 @@ class _Agreement:
             given = next((k.value for k in call.keywords if k.arg == group.id), None)
             if given is None and group.id in names and 0 <= names.index(group.id) - offset < len(call.args):
                 given = call.args[names.index(group.id) - offset]
-            if given is not None and self._smaller_group(given, self._enclosing(call), depth + 1):
+            if given is not None and self._smaller_group(given, self.an._enclosing_key(call), depth + 1):
                 return True
         return False
-
-    def _enclosing(self, node: ast.AST) -> str | None:
-        return self.an._enclosing_key(node)
 
     def _world_size(self, node: ast.expr, nodes: list[ast.AST]) -> bool:
         """Whether ``node`` is the world's size: ``get_world_size()`` with no group, or a name of the function
@@ -7510,9 +7503,8 @@ class _Agreement:
         if isinstance(node, ast.Attribute) and node.attr == "world_size":  # args.world_size, self.world_size
             return True
         if isinstance(node, ast.Name):
-            for n in nodes:
-                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
-                    return isinstance(n.value, ast.Call) and self._world_size(n.value, [])
+            assigned = _assigned_value(node.id, nodes)
+            return assigned is not None and assigned[1] is None and self._world_size(assigned[0], [])
         return False
 
     # -- lists given on the root only

@@ -50,7 +50,7 @@ OPEN_KEEP = 200
 class _Open:
     kind: str
     name: str
-    seq: int | None
+    number: int | None  # its place in its group's sequence (older records: in the rank's calls)
     start: float
     site: tuple[str, int, str] | None
     subgroup: bool = False
@@ -114,8 +114,8 @@ def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None =
     if not state.open:
         return "running your code" if state.t0 is not None or state.done else "starting"
     current = state.open[max(state.open)]
-    label = f"{current.name} #{current.seq}" if current.seq else current.name
-    if current.seq and current.subgroup:
+    label = f"{current.name} #{current.number}" if current.number else current.name
+    if current.number and current.subgroup:
         label += " of its subgroup"
     if current.kind in CALL_KINDS:
         text = f"waiting in {label} since {now - current.start:.1f} s"

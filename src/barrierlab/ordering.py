@@ -1293,7 +1293,7 @@ def _value_read(get, writers: list) -> tuple | None:
     before it returned: the get read that write, so it comes after it (a status key polled until it says
     "ready"). None when the value is not known whole (64 characters or more) or several writes wrote it."""
     value = get.value
-    if get.name not in ("get", "compare_set") or value is None or len(value) >= 64:
+    if get.name not in ("get", "compare_set") or value is None or len(value) >= _VALUE_KEPT:
         return None
     found = [(rank, w) for rank, w in writers if w.written == value and w.start < get.end]
     return found[0] if len(found) == 1 else None
@@ -1545,8 +1545,8 @@ def point_to_point_calls(events: dict[int, list], *, failed: bool = False) -> tu
     ranks is mapped to its global rank; a receive counts from the rank it returned. Calls that failed count only
     with ``failed`` (the diagnosis of a run that did not finish asks which sends and receives have no partner;
     the model orders only calls that completed)."""
-    sends: dict[tuple[int, int], list] = {}
-    recvs: dict[tuple[int, int], list] = {}
+    sends: dict[tuple[int, int, str, int], list] = {}
+    recvs: dict[tuple[int, int, str, int], list] = {}
     for rank, mine in events.items():
         for e in mine:
             if e.kind != "p2p" or (e.error and not failed):
