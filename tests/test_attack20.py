@@ -28,6 +28,7 @@ FIXED = [
     "a09_p2p_groups_false_race",
     "a06_timeline_fifo_without_extension",
     "a14_live_view_numbers_differ_per_rank",
+    "a07_thread_handoff_false_races",
 ]
 
 

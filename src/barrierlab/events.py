@@ -28,7 +28,8 @@ killed or hangs still leaves the record of what it entered and never left:
     ``child``, a child's first event "forked" the parent's "fork" in ``of``, and a file "lock" (``value``
     "exclusive" or "shared") or "unlock" the descriptor ``fd``, the file's ``inode`` ("device:inode") and
     ``path``, a ``concurrent.futures`` future's "resolve" (its task ended) and "result" (a thread had its outcome)
-    its number ``future``.
+    its number ``future`` (also an Event's or Queue's give and take, and a Condition's or Queue's "signal":
+    ``notify``, ``task_done``).
     An event with no duration (a file opened, renamed, removed) carries its ``end`` on the same line.
 ``{"id": N, "end": T}`` / ``{"id": N, "end": T, "error": S}``
     leaving it (the call returned, or raised ``error``); a receive adds ``from`` (the sender), a store

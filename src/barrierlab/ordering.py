@@ -31,10 +31,14 @@ opened for writing or appending, read, renamed, removed; a folder listed or made
 - a rank's threads and forked children (a ``DataLoader``'s workers) are lanes of their own: program order holds
   within a lane; a thread's lane comes after the ``Thread.start`` that began it and before a ``join`` that saw it
   end, a child's after the ``fork`` and before the ``os.waitpid`` (``Process.join``) that reaped it, and nothing
-  else orders a lane with the rest of its rank but a ``concurrent.futures`` future's ``result()`` (after the task
-  that resolved it), and a ``threading.Event`` or ``queue.Queue`` of the learner's: a ``wait``/``is_set`` that
-  found the event set, or a ``get`` that returned, comes after its first ``set`` or ``put`` (attack13 a03; a
-  ``multiprocessing`` queue between processes is not modelled) (:meth:`Order._lanes`);
+  else orders a lane with the rest of its rank but a ``concurrent.futures`` future's ``result()``
+  (``concurrent.futures.wait``/``as_completed`` that returned it done; after the task that resolved it), a
+  ``ThreadPool``'s ``apply``/``apply_async(...).get()`` (after its task), a ``threading.Event`` or ``queue.Queue``
+  of the learner's: a ``wait``/``is_set`` that found the event set, or a ``get`` that returned, comes after its
+  first ``set`` or ``put`` (attack13 a03), and a ``threading.Condition``'s ``wait``/``wait_for`` or a Queue's
+  ``join`` that returned comes after every ``notify``/``notify_all`` or ``task_done`` before it (attack20 a07; a
+  ``multiprocessing`` queue between processes, ``ThreadPool.map`` and the lock of a plain ``with lock:`` are not
+  modelled) (:meth:`Order._lanes`);
 - file locks (``fcntl.flock``/``lockf``, ``filelock.FileLock``): of two holds of one file on two ranks that
   exclude each other, the one granted first was released before the other was granted (:meth:`Order._locks`).
 
@@ -390,13 +394,16 @@ class Order:
         """A rank's threads and forked children: a thread's events come after the ``Thread.start`` that named its
         lane and before a ``join`` that saw it end; a child's after the parent's ``fork`` its first event names
         (``forked``), and before a ``join`` (``os.waitpid``) that reaped it; a ``concurrent.futures`` task's events
-        (before its future's "resolve") before a ``result()`` that had its outcome. Nothing else orders them with
-        the lane that started them (attack11 a11, a16)."""
+        (before its future's "resolve") before a ``result()`` that had its outcome; every "signal" of a
+        ``Condition`` (``notify``) or ``Queue`` (``task_done``) before a wait on it that returned (``wait``,
+        ``wait_for``, ``Queue.join``: attack20 a07). Nothing else orders them with the lane that started them
+        (attack11 a11, a16)."""
         for rank, events in self.events.items():
             first: dict = {}
             last: dict = {}
             forks: dict[int, int] = {}
             resolved: dict[int, int] = {}  # a concurrent.futures future's number -> its "resolve"
+            signals: dict[int, list[int]] = {}  # a Condition's or Queue's signals' number -> each "signal"
             for i, e in enumerate(events):
                 lane = self._lane[rank][i]
                 first.setdefault(lane, i)
@@ -405,6 +412,8 @@ class Order:
                     forks[e.id] = i
                 elif e.kind == "sync" and e.name == "resolve" and e.future is not None:
                     resolved.setdefault(e.future, i)
+                elif e.kind == "sync" and e.name == "signal" and e.future is not None:
+                    signals.setdefault(e.future, []).append(i)
             for i, e in enumerate(events):
                 if e.kind != "sync":
                     continue
@@ -416,6 +425,10 @@ class Order:
                     self._joined.setdefault((rank, e.child), (e.lane, i))
                 elif e.name == "result" and resolved.get(e.future, i) < i:
                     self._edge((rank, 2 * resolved[e.future] + 1), (rank, 2 * i))
+                elif e.name == "result" and e.future in signals:
+                    for j in signals[e.future]:
+                        if j < i and self._lane[rank][j] != e.lane:
+                            self._edge((rank, 2 * j + 1), (rank, 2 * i))
                 elif e.name == "forked" and e.of in forks and forks[e.of] < i and self._first_in_lane[rank][i]:
                     self._edge((rank, 2 * forks[e.of] + 1), (rank, 2 * i))
                     self._started.setdefault((rank, e.lane), (self._lane[rank][forks[e.of]], forks[e.of]))

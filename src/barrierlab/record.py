@@ -49,6 +49,7 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 import weakref
 from collections.abc import Iterator
 
@@ -2197,6 +2198,151 @@ def _wrap_handoff_take(original):
     return take
 
 
+def _signals_of(given):
+    """The holder whose number names ``given``'s signals (a Condition's notifies, a Queue's ``task_done``s): kept
+    apart from the object's own number (a Queue's ``put`` is a give of another kind)."""
+    holder = given.__dict__.get("_barrierlab_signals")
+    if holder is None:
+        holder = given._barrierlab_signals = types.SimpleNamespace()
+    return holder
+
+
+def _wrap_signal_give(original):
+    """``threading.Condition.notify``/``notify_all`` and ``queue.Queue.task_done``: an event "signal" (kind "sync")
+    in the giving thread's lane naming the object's signals, before the call. Unlike a "resolve" (of which only
+    the first orders a take), every signal recorded before a take that the object's waiter returned from is
+    ordered before it: a notify is made holding the condition's lock that the waiter then takes, and
+    ``Queue.join`` returns once every ``task_done`` was called (attack20 a07)."""
+
+    @functools.wraps(original)
+    def give(self, *args, **kwargs):
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0 and not _library_caller():
+            try:
+                holder = _signals_of(self)
+                number = holder.__dict__.get("_barrierlab_future")
+                if number is None:
+                    number = holder._barrierlab_future = next(_future_numbers)
+                recorder.instant("sync", "signal", None, f',"future":{number}')
+            except Exception:  # noqa: BLE001
+                pass
+        return original(self, *args, **kwargs)
+
+    give.__barrierlab_original__ = original
+    return give
+
+
+def _wrap_signal_take(original):
+    """``threading.Condition.wait``/``wait_for`` that returned true, ``queue.Queue.join``: an event "result" (kind
+    "sync") naming the object's signals, each time (a later wait orders later signals), once any was given."""
+
+    @functools.wraps(original)
+    def take(self, *args, **kwargs):
+        got = original(self, *args, **kwargs)
+        recorder = _recorder
+        if (got or got is None) and recorder is not None and not recorder.depth and not _library_caller():
+            try:
+                number = _signals_of(self).__dict__.get("_barrierlab_future")
+                if number is not None and recorder.fd >= 0:
+                    recorder.depth += 1
+                    try:
+                        recorder.instant("sync", "result", _caller_site(3), f',"future":{number}')
+                    finally:
+                        recorder.depth -= 1
+            except Exception:  # noqa: BLE001
+                pass
+        return got
+
+    take.__barrierlab_original__ = original
+    return take
+
+
+def _wrap_futures_wait(original):
+    """``concurrent.futures.wait``: each future it returned as done had its outcome taken (as its ``result()``)."""
+
+    @functools.wraps(original)
+    def wait(*args, **kwargs):
+        got = original(*args, **kwargs)
+        recorder = _recorder
+        if recorder is not None and not recorder.depth and recorder.fd >= 0:
+            try:
+                for future in got.done:
+                    _record_result(recorder, future)
+            except Exception:  # noqa: BLE001
+                pass
+        return got
+
+    wait.__barrierlab_original__ = original
+    return wait
+
+
+def _wrap_as_completed(original):
+    """``concurrent.futures.as_completed``: each future it yields is done, its outcome taken as it is yielded."""
+
+    @functools.wraps(original)
+    def as_completed(*args, **kwargs):
+        for future in original(*args, **kwargs):
+            recorder = _recorder
+            if recorder is not None and not recorder.depth and recorder.fd >= 0:
+                try:
+                    _record_result(recorder, future)
+                except Exception:  # noqa: BLE001
+                    pass
+            yield future
+
+    as_completed.__barrierlab_original__ = original
+    return as_completed
+
+
+def _wrap_pool_apply_async(original):
+    """``multiprocessing.pool.ThreadPool.apply_async`` (and ``apply``, which calls it): the task, run in a pool
+    thread, ends with a "resolve" naming a number the returned ``AsyncResult`` keeps, so its ``get()`` orders the
+    task's events before it (attack20 a07). A process ``Pool``'s tasks are left as they are (they are pickled)."""
+    from multiprocessing.pool import ThreadPool
+
+    @functools.wraps(original)
+    def apply_async(self, func, *args, **kwargs):
+        recorder = _recorder
+        if recorder is None or recorder.depth or recorder.fd < 0 or not isinstance(self, ThreadPool):
+            return original(self, func, *args, **kwargs)
+        number = next(_future_numbers)
+
+        def task(*task_args, **task_kwargs):
+            try:
+                return func(*task_args, **task_kwargs)
+            finally:
+                now = _recorder
+                if now is not None and not now.depth and now.fd >= 0:
+                    now.instant("sync", "resolve", None, f',"future":{number}')
+
+        result = original(self, task, *args, **kwargs)
+        result._barrierlab_future = number
+        return result
+
+    apply_async.__barrierlab_original__ = original
+    return apply_async
+
+
+def _wrap_async_result_get(original):
+    """``AsyncResult.get`` of a task :func:`_wrap_pool_apply_async` numbered: its outcome taken once it is ready."""
+
+    @functools.wraps(original)
+    def get(self, *args, **kwargs):
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            recorder = _recorder
+            if recorder is not None and not recorder.depth and recorder.fd >= 0:
+                try:
+                    if self.ready():
+                        _record_taken(recorder, self, 3)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    get.__barrierlab_original__ = original
+    return get
+
+
 def _before_fork() -> None:
     """Before ``os.fork`` (``multiprocessing``'s fork start method, a ``DataLoader``'s workers): an event "fork"
     (kind "sync") in the forking thread's lane, then the pending lines are written. The child's first event
@@ -2943,6 +3089,20 @@ def _patch() -> None:
         _replace(owner, name, _wrap_handoff_take)
     for name in ("result", "exception"):
         _replace(concurrent.futures.Future, name, _wrap_future_result)
+    _replace(concurrent.futures, "wait", _wrap_futures_wait)
+    _replace(concurrent.futures, "as_completed", _wrap_as_completed)
+    for owner, name in (
+        (threading.Condition, "notify"),
+        (threading.Condition, "notify_all"),
+        (queue.Queue, "task_done"),
+    ):
+        _replace(owner, name, _wrap_signal_give)
+    for owner, name in ((threading.Condition, "wait"), (threading.Condition, "wait_for"), (queue.Queue, "join")):
+        _replace(owner, name, _wrap_signal_take)
+    import multiprocessing.pool
+
+    _replace(multiprocessing.pool.Pool, "apply_async", _wrap_pool_apply_async)
+    _replace(multiprocessing.pool.ApplyResult, "get", _wrap_async_result_get)
     import fcntl
 
     for name in ("flock", "lockf"):
