@@ -29,6 +29,7 @@ FIXED = [
     "a06_timeline_fifo_without_extension",
     "a14_live_view_numbers_differ_per_rank",
     "a07_thread_handoff_false_races",
+    "a12_reused_record_folder",
 ]
 
 

@@ -608,14 +608,16 @@ class RankFiles:
         return sorted(found)
 
 
+#: The file whose exclusive creation decides which failing rank prints a torchrun job's diagnosis.
+DIAGNOSIS_CLAIM = "diagnosis.claimed"
+
+
 def claim_diagnosis(folder: str) -> bool:
     """True for the first process to ask, per record folder, False for every later one: under torchrun only
     one failing rank prints the diagnosis."""
     try:
         os.close(
-            os.open(
-                os.path.join(folder, "diagnosis.claimed"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
-            )
+            os.open(os.path.join(folder, DIAGNOSIS_CLAIM), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         )
     except FileExistsError:
         return False

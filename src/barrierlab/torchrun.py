@@ -19,6 +19,7 @@ opened with ``O_NOFOLLOW``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import signal
 import stat
@@ -27,7 +28,9 @@ import tempfile
 import time
 from datetime import timedelta
 
+from barrierlab._files import UnsafeEntry, rank_files
 from barrierlab._protocol import (
+    DIAGNOSIS_CLAIM,
     RECORD_DIR_VARIABLE,
     Outcome,
     RankFiles,
@@ -45,6 +48,9 @@ from barrierlab._protocol import (
 #: scenario then fails within seconds and exits non-zero instead of waiting torch's 30 minutes.
 TORCHRUN_TIMEOUT = 10.0
 #: The environment variable that names the record folder.
+#: A rank record with no outcome, changed this recently (seconds), may be another job's at work: a new job
+#: leaves a named folder holding one as it is.
+LIVE_RECORD = 60.0
 #: How long a failing rank waits for the other ranks' outcomes before it prints the diagnosis.
 EXPLAIN_WAIT = 2.0
 
@@ -127,6 +133,55 @@ def _node_folder(local_rank: int, node: str, timeout: float) -> str:
     return folder
 
 
+def _fresh_named_folder(folder: str, rank: int, timeout: float) -> None:
+    """A named folder may hold an earlier job's records (``BARRIERLAB_RECORD_DIR=records/demo`` used twice): its
+    ranks beyond this job's world, and its ``diagnosis.claimed``, which would keep this job's failure from being
+    explained (attack20 a12). Rank 0 removes barrierlab's own files of an earlier job (``rankN.*`` and the claim,
+    nothing else) before any rank of this job writes; the others wait for it through the group's store (as
+    :func:`_node_folder` does), for at most ``timeout`` seconds."""
+    import torch.distributed as dist
+
+    store = dist.PrefixStore("barrierlab/record_dir/", dist.group.WORLD.get_group_store())
+    if rank != 0:
+        store.wait(["cleared"], timedelta(seconds=timeout))
+        return
+    earlier = rank_files(folder)
+    live = [r for r, kinds in earlier.items() if "outcome" not in kinds and _changed_within(folder, r, LIVE_RECORD)]
+    if live:  # another job may be writing there now: its files are left alone
+        print(
+            f"[barrierlab] rank 0: {folder} holds records of rank(s) {', '.join(map(str, live))} written in the last "
+            f"{LIVE_RECORD:g} s with no outcome yet (another job using the same folder?): they are left in place, "
+            "and the report may mix the two jobs; give each job its own folder",
+            file=sys.stderr,
+            flush=True,
+        )
+        store.set("cleared", "1")
+        return
+    for old_rank, kinds in earlier.items():
+        for kind in kinds:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, f"rank{old_rank}.{kind}"))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(folder, DIAGNOSIS_CLAIM))
+    if earlier:
+        ranks = sorted(earlier)
+        named = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+        print(
+            f"[barrierlab] rank 0: {folder} held an earlier job's records ({named}): removed them, so that the "
+            "folder holds this job's only (give each job its own folder to keep them)",
+            file=sys.stderr,
+            flush=True,
+        )
+    store.set("cleared", "1")
+
+
+def _changed_within(folder: str, rank: int, seconds: float) -> bool:
+    try:
+        return time.time() - os.lstat(RankFiles(folder, rank).events).st_mtime < seconds
+    except FileNotFoundError:
+        return False
+
+
 def _create_private_file(path: str) -> None:
     """Create (or empty) ``path`` without following a symlink planted in its place."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -190,10 +245,12 @@ def main(fn, argv: list[str] | None = None) -> None:
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
+        if folder:
+            _fresh_named_folder(folder, rank, timeout)
         folder = folder or _node_folder(local_rank, os.environ.get("GROUP_RANK", "0"), timeout)
         files = RankFiles(folder, rank)
         _create_private_file(files.events)
-    except (UnsafeRecordFolder, OSError) as error:
+    except (UnsafeRecordFolder, UnsafeEntry, OSError, dist.DistError) as error:
         print(f"[barrierlab] rank {rank}: cannot record: {error}", file=sys.stderr, flush=True)
         os._exit(2)
     record.start(files.events, rank)
