@@ -780,7 +780,7 @@ def test_peers_that_failed_at_once_are_not_said_to_have_waited():
     run = bl.run(rank0_raises_before_the_barrier, 3, timeout=3)
     assert run.statuses == ["raised"] * 3
     headline = run.diagnosis.headline
-    assert "rank 0 failed by itself" in headline and "failed there as connections closed, its first" in headline, (
+    assert "rank 0 failed by itself" in headline and "failed there when the connections to rank 0 closed" in headline, (
         headline
     )
     lingering = bl.run(rank0_raises_before_the_barrier, 3, timeout=1, deadline=6, linger=True)
@@ -844,6 +844,21 @@ def test_a_root_left_out_is_the_default_root_when_the_roots_are_compared():
     diagnosis = run.diagnosis
     assert diagnosis.kind == "different-roots", diagnosis
     assert "rank 0 passed no dst (so rank 0); ranks 1 and 2 passed dst=1" in diagnosis.headline, diagnosis
+
+
+def reduce_to_own_rank():
+    """review46b M2: each rank names itself as the reduce's destination."""
+    dist.reduce(torch.ones(2), dst=dist.get_rank())
+
+
+def test_the_advice_for_different_reduce_roots_speaks_of_a_reduce():
+    """The advice spoke of a broadcast "from that node's first rank" for a reduce too."""
+    run = bl.run(reduce_to_own_rank, 3, timeout=1.5, deadline=20)
+    assert not run.ok, run.statuses
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "different-roots", diagnosis
+    assert "reduce within it to that node's first rank" in diagnosis.advice, diagnosis.advice
+    assert "broadcast" not in diagnosis.advice, diagnosis.advice
 
 
 def sum_read_before_its_work_completes():
@@ -933,6 +948,38 @@ def test_a_finished_run_whose_records_were_cut_is_compared_by_the_calls_position
     assert "after the same 1501 collective calls" in diagnosis.headline, diagnosis
     # the barrier orders rank 0's write before every read, on both sides of the cut
     assert run.races() == [], run.races()
+
+
+def rank_3_raises_before_a_broadcast():
+    """review46b M4: with rank 3 gone, ranks 0 and 2 have what they need from the broadcast tree and finish."""
+    if dist.get_rank() == 3:
+        raise RuntimeError("data shard missing")
+    dist.broadcast(torch.ones(2), src=0)
+
+
+def test_ranks_that_left_a_rooted_call_are_not_said_to_have_waited():
+    run = bl.run(rank_3_raises_before_a_broadcast, 4, timeout=1.5, deadline=15, linger=True)
+    assert run.statuses == ["finished", "raised", "finished", "raised"], run.statuses
+    headline = run.diagnosis.headline
+    assert "so rank 1 waited for it in broadcast #1 (ranks 0 and 2 had what they needed" in headline, headline
+    assert "Fix the failing rank first: its traceback is in run[rank].traceback" in run.diagnosis.advice
+
+
+def each_waits_for_the_others_key():
+    """review46b C1: rank 0 waits for 'b' and then sets 'a'; rank 1 waits for 'a' and then sets 'b'."""
+    store = dist.group.WORLD.get_group_store()
+    mine, theirs = ("a", "b") if dist.get_rank() == 0 else ("b", "a")
+    store.wait([theirs], timedelta(seconds=1.5))
+    store.set(mine, "1")
+
+
+def test_a_store_wait_cycle_of_every_rank_names_each_ranks_keys_and_no_other_ranks():
+    run = bl.run(each_waits_for_the_others_key, 2, timeout=3, deadline=10)
+    assert run.statuses == ["raised", "raised"], run.statuses
+    d = run.diagnosis
+    assert d.kind == "store-wait-cycle", d
+    assert "rank 0 in store.wait for 'b'; rank 1 in store.wait for 'a'" in d.headline, d.headline
+    assert "other ranks" not in d.headline and "wait cycle" in d.headline, d.headline
 
 
 def waits_for_a_key_set_after_a_barrier(set_first):

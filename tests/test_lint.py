@@ -2362,3 +2362,29 @@ def test_a_backward_inside_no_sync_of_a_forward_made_outside_it_still_all_reduce
         "    if dist.get_rank() == 0:\n        with ddp.no_sync():\n            loss = model(x).sum()\n",
     )
     assert lint_source(inside, "train.py") == []
+
+
+STORE_SET_UNDER_A_TEST = """
+import torch.distributed as dist
+
+
+def store_key(store):
+    r = dist.get_rank()
+    if r != 0:
+        store.set(f"done-{r}", "1")
+    if r == 0:
+        store.wait([f"done-{i}" for i in range(dist.get_world_size())])
+"""
+
+
+def test_a_store_set_in_an_if_body_is_skipped_where_its_test_is_false():
+    """review46b C2: the set under ``if r != 0:`` is made where the test is true and skipped where it is false (the
+    text said the opposite); one in the ``else`` is skipped where the test is true."""
+    [finding] = lint_source(STORE_SET_UNDER_A_TEST, "train.py")
+    assert finding.kind == "store-key" and "skipped on the ranks where `r != 0` is false" in finding.why, finding.why
+    in_else = STORE_SET_UNDER_A_TEST.replace(
+        '    if r != 0:\n        store.set(f"done-{r}", "1")\n',
+        '    if r == 0:\n        pass\n    else:\n        store.set(f"done-{r}", "1")\n',
+    )
+    [finding] = lint_source(in_else, "train.py")
+    assert "skipped on the ranks where `r == 0` is true" in finding.why, finding.why

@@ -1056,11 +1056,22 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     if not crashed:
         return None
     event = f.at_k[min(f.at_k)]
-    it, its = ("them", "their") if len(crashed) > 1 else ("it", "its")
+    it = "them" if len(crashed) > 1 else "it"
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
-        then = f"so the others were in {event.name} #{f.first_diff} and failed there as connections closed, {its} first"
+        then = (
+            f"so the others were in {event.name} #{f.first_diff} and failed there when the connections to "
+            f"{rank_list(crashed)} closed"
+        )
     else:
-        then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
+        left = [r for r in sorted(f.at_k) if f.run[r].ok]  # a rooted call some had what they needed from
+        waited = [r for r in sorted(f.at_k) if not f.run[r].ok]
+        if left and waited:  # review46b M4: ranks that finished were said to have waited
+            then = (
+                f"so {rank_list(waited)} waited for {it} in {event.name} #{f.first_diff} ({rank_list(left)} had "
+                "what they needed from it and left)"
+            )
+        else:
+            then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
     return _rank_failed(f.run, crashed, then, _arrival_evidence(f), _site(event))
 
 
@@ -1379,8 +1390,8 @@ def rule_different_roots(f: Facts) -> Diagnosis | None:
         f"Ranks named different roots for the same collective: {e0.name} #{number} ({sides}).",
         evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed),
         f"A {e0.name} has one root for its whole group: every rank of the group passes the same {key} (a global "
-        "rank). To send from one rank per node, give each node its own group (dist.new_subgroups()) and broadcast "
-        "within it from that node's first rank.",
+        f"rank). To {'send from' if key == 'src' else 'collect on'} one rank per node, give each node its own group "
+        f"(dist.new_subgroups()) and {e0.name} within it {'from' if key == 'src' else 'to'} that node's first rank.",
         ranks=sorted(at),
         site=_site(e0),
     )
@@ -1953,7 +1964,18 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
             "until the other side moves."
         )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
-        headline = f"{them} {how} store.{wait.name} for {keys}, which no rank set: the other ranks finished."
+        if len(waiting) == 1:
+            headline = f"{them} {how} store.{wait.name} for {keys}, which no rank set"
+        else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
+            each = "; ".join(
+                f"rank {r} in store.{e.name} for {', '.join(map(repr, e.keys[:3]))}{' …' if len(e.keys) > 3 else ''}"
+                for r, e in sorted(waiting.items())
+            )
+            headline = f"{them} {how} a store wait for keys no rank set ({each})"
+        others = [res.rank for res in run.ranks if res.rank not in waiting]
+        headline += f": {rank_list(others)} finished." if others else "."
+        if len(waiting) > 1 and not others:
+            headline += " If each sets the key another waits for only after its own wait, that is a wait cycle."
         advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
     else:
         return None  # the others were busy elsewhere: another rule says where
@@ -2493,10 +2515,20 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
 
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
     statuses = ", ".join(sorted({run[r].status for r in causes}))
+    raised = [r for r in causes if run[r].traceback]
+    # a killed or exited rank has no traceback: its exit status and what it printed are what there is (review46b M3)
+    where = (
+        "its traceback is in run[rank].traceback"
+        if len(raised) == len(causes)
+        else "its exit code or signal is in run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
+        if not raised
+        else "run[rank].traceback holds a raised rank's traceback; a killed or exited rank's exit code or signal is in "
+        "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
+    )
     advice = (
-        "Fix the failing rank first: its traceback is in run[rank].traceback. When a rank's process "
-        "ends, the ranks talking to it directly fail at their next collective at once (closed connection), "
-        "while others can still wait the full timeout; if it stays alive but stops calling collectives "
+        f"Fix the failing rank first: {where}. When a rank's process "
+        "ends, the ranks whose current wait is on it fail at once (closed connection), while others, some of "
+        "its direct partners included, can still wait the full timeout; if it stays alive but stops calling collectives "
         f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS})."
     )
     if 0 in causes:

@@ -6770,7 +6770,11 @@ class _Sizes:
             other = next((v for v in values if v not in fixed or fixed[v] != fixed[first]), None)
             if other is None or (other not in fixed and isinstance(other, (ast.List, ast.Tuple))):
                 continue
-            size = f"{fixed[other]} elements" if other in fixed else "a length lint cannot see"
+            size = (
+                f"{fixed[other]} element{'s' if fixed[other] != 1 else ''}"
+                if other in fixed
+                else "a length lint cannot see"
+            )
             why = (
                 f"`{name}` holds {fixed[first]} element{'s' if fixed[first] != 1 else ''} on some ranks "
                 f"(`{unit.text(first)}`, line {first.lineno + unit.offset}) and {size} on others "
@@ -7242,6 +7246,13 @@ class _Agreement:
 
     # -- a root that is each rank itself
 
+    #: What a self-rooted call did on gloo (measured on 2 and 3 ranks; review46b C3: a reduce is not like a broadcast)
+    _SELF_ROOT_ON_GLOO = {
+        "broadcast": "on gloo every rank waits until the timeout (measured on 2 and 3 ranks)",
+        "reduce": "on gloo rank 0 returns with everyone's data and the other ranks wait until the timeout (measured "
+        "on 2 and 3 ranks)",
+    }
+
     def _self_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
         """``dist.broadcast(t, src=dist.get_rank())`` (also ``reduce``/``gather``/``scatter`` and the object
         variants): the root must be the same rank on every rank of the group, but here each rank names itself
@@ -7260,7 +7271,7 @@ class _Agreement:
         why = (
             f"`{word}={shown}` is this rank's own rank, so it differs on every rank: each rank takes itself for the "
             f"{'source' if word == 'src' else 'destination'} of the {name}, so no rank receives from a root the others "
-            "agree on: on gloo every rank waits until the timeout (broadcast and reduce, measured on 2 and 3 ranks)"
+            f"agree on: {self._SELF_ROOT_ON_GLOO.get(name, 'what each rank then waits for was not measured')}"
         )
         fix = f"pass the same {word} on every rank (a constant such as 0, or a rank every rank computes alike)"
         self._add(call, "self-root", f"{word}={shown}", why, fix, unit)
@@ -7972,14 +7983,16 @@ class _StoreKeys:
         laundered: dict[str, int] | None,
         unit: _Unit,
     ) -> str | None:
-        """Why some ranks do not reach ``call``: "`test`" of a rank-dependent ``if`` around it, or of one before
-        it (in an enclosing block) that leaves; None if every rank reaches it as far as lint can see."""
+        """Why some ranks do not reach ``call``: "`test` is false" of a rank-dependent ``if`` whose body holds it
+        (true for its ``else``), or "`test` is true" of one before it (in an enclosing block) that leaves; None if
+        every rank reaches it as far as lint can see."""
         node: ast.AST = call
         while id(node) in parents and node is not top:
             parent = parents[id(node)]
             if isinstance(parent, ast.If) and node is not parent.test:
                 if self.an.mentions_rank(parent.test, taint, laundered):
-                    return f"`{unit.text(parent.test)}` is {'false' if node in parent.orelse else 'true'}"
+                    # the call is made in one branch: it is skipped where the test takes the other (review46b C2)
+                    return f"`{unit.text(parent.test)}` is {'true' if node in parent.orelse else 'false'}"
             for block in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
                 if not isinstance(block, list) or node not in block:
                     continue
