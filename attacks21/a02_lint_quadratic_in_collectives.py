@@ -34,6 +34,10 @@ with tempfile.TemporaryDirectory(prefix="a21-a02-") as folder:
 ratio = cpu[2000] / cpu[500]
 print(f"4x the code cost {ratio:.1f}x the CPU (linear: about 4x)")
 extrapolated = cpu[2000] * (lint.MAX_CODE_CHARS / len(HEAD + BODY * 2000)) ** 2
-print(f"extrapolated to lint.MAX_CODE_CHARS ({lint.MAX_CODE_CHARS:,} characters) of the same code: about "
-      f"{extrapolated / 60:.0f} minutes of CPU (the docs: 5.3 s at the bound)")
-_common.finish(ratio > 8 or cpu[2000] > 5.3, f"lint time quadratic in collectives per unit (x{ratio:.1f} for 4x the code)")
+print(
+    f"extrapolated to lint.MAX_CODE_CHARS ({lint.MAX_CODE_CHARS:,} characters) of the same code: about "
+    f"{extrapolated / 60:.0f} minutes of CPU (the docs: 5.3 s at the bound)"
+)
+_common.finish(
+    ratio > 8 or cpu[2000] > 5.3, f"lint time quadratic in collectives per unit (x{ratio:.1f} for 4x the code)"
+)

@@ -41,5 +41,9 @@ try:
     print("files left in the cache folder:", os.listdir(CACHE))
 finally:
     shutil.rmtree(CACHE, ignore_errors=True)
-_common.finish(bool(verdict.ok), "nb06 accepts a file handoff (outside `folder`) ordered by broadcast_object_list"
-               if verdict.ok else "nb06 refused the file handoff")
+_common.finish(
+    bool(verdict.ok),
+    "nb06 accepts a file handoff (outside `folder`) ordered by broadcast_object_list"
+    if verdict.ok
+    else "nb06 refused the file handoff",
+)

@@ -41,11 +41,18 @@ with tempfile.TemporaryDirectory(prefix="a21-a05-") as folder:
         with open(path, "w") as f:
             f.write(source)
         compile(source, path, "exec")  # CPython accepts it
-        done = subprocess.run([sys.executable, "-m", "barrierlab", "lint", path], capture_output=True, text=True,
-                              timeout=100, env=os.environ)
+        done = subprocess.run(
+            [sys.executable, "-m", "barrierlab", "lint", path],
+            capture_output=True,
+            text=True,
+            timeout=100,
+            env=os.environ,
+        )
         found = "dist.barrier" in done.stdout
-        print(f"{name}: {len(source)} chars, compiles; lint exit {done.returncode}; the rank-0-only barrier "
-              f"{'reported' if found else 'NOT reported'}; {(done.stderr or done.stdout).strip().splitlines()[0][:150]}")
+        print(
+            f"{name}: {len(source)} chars, compiles; lint exit {done.returncode}; the rank-0-only barrier "
+            f"{'reported' if found else 'NOT reported'}; {(done.stderr or done.stdout).strip().splitlines()[0][:150]}"
+        )
         if name != "control.py" and not found:
             broken = True
 _common.finish(broken, "one deep (valid) expression makes lint refuse the file and miss its rank-0-only barrier")

@@ -43,10 +43,13 @@ RIGHT = {
     "module-level alias sync = dist.barrier": lambda: sync(),
     "functools.partial(dist.barrier)": lambda: psync(),
     "monitored_barrier": lambda: dist.monitored_barrier(),
-    "all_to_all_single": lambda: dist.all_to_all_single(torch.zeros(dist.get_world_size()), torch.ones(dist.get_world_size())),
+    "all_to_all_single": lambda: dist.all_to_all_single(
+        torch.zeros(dist.get_world_size()), torch.ones(dist.get_world_size())
+    ),
     "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(torch.zeros(dist.get_world_size()), torch.ones(1)),
     "elastic store barrier": lambda: __import__("torch.distributed.elastic.utils.store", fromlist=["barrier"]).barrier(
-        store(), dist.get_world_size(), key_prefix="ready"),
+        store(), dist.get_world_size(), key_prefix="ready"
+    ),
     "barrier in a joined thread": lambda: (lambda t: (t.start(), t.join()))(threading.Thread(target=dist.barrier)),
     "torch.futures.wait_all": lambda: torch.futures.wait_all([dist.barrier(async_op=True).get_future()]),
     "collect_all(...).wait()": lambda: torch.futures.collect_all([dist.barrier(async_op=True).get_future()]).wait(),
@@ -56,7 +59,8 @@ RIGHT = {
     "async all_reduce, future.wait()": lambda: dist.all_reduce(torch.zeros(1), async_op=True).get_future().wait(),
     "new_group() barrier": lambda: dist.barrier(group=dist.new_group()),
     "new_group(use_local_synchronization)": lambda: dist.barrier(
-        group=dist.new_group(list(range(dist.get_world_size())), use_local_synchronization=True)),
+        group=dist.new_group(list(range(dist.get_world_size())), use_local_synchronization=True)
+    ),
 }
 
 
@@ -103,9 +107,16 @@ def batch_p2p():
             q.wait()
 
 
-RIGHT.update({"gather then scatter": gather_scatter, "store.check poll": store_check_poll,
-              "store.add counter poll": store_add_poll, "store.wait": store_wait, "store.multi_get": store_multi_get,
-              "batch_isend_irecv to rank 0 and back": batch_p2p})
+RIGHT.update(
+    {
+        "gather then scatter": gather_scatter,
+        "store.check poll": store_check_poll,
+        "store.add counter poll": store_add_poll,
+        "store.wait": store_wait,
+        "store.multi_get": store_multi_get,
+        "batch_isend_irecv to rank 0 and back": batch_p2p,
+    }
+)
 
 
 def sleep_after(call):

@@ -28,7 +28,7 @@ def mkstemp_write_loop(obj, path):
     torch.save(obj, buf)
     view = memoryview(buf.getvalue())
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.fsync(fd)
     os.close(fd)
     os.rename(tmp, path)

@@ -53,10 +53,17 @@ for r in base:
 
 problems = []
 for name, run in runs.items():
-    for what, draw in (("timeline png", lambda: timeline(run)._repr_png_()),
-                       ("handoffs png", lambda: timeline(run, handoffs=True)._repr_png_()),
-                       ("waits", lambda: run.waits()), ("ledger", lambda: run.ledger()), ("repr", lambda: repr(run)),
-                       ("compare", lambda: compare_timelines({"a\n$x$ <i>": run, "b": run}).savefig("/dev/null", format="png"))):
+    for what, draw in (
+        ("timeline png", lambda run=run: timeline(run)._repr_png_()),
+        ("handoffs png", lambda run=run: timeline(run, handoffs=True)._repr_png_()),
+        ("waits", lambda run=run: run.waits()),
+        ("ledger", lambda run=run: run.ledger()),
+        ("repr", lambda run=run: repr(run)),
+        (
+            "compare",
+            lambda run=run: compare_timelines({"a\n$x$ <i>": run, "b": run}).savefig("/dev/null", format="png"),
+        ),
+    ):
         t = time.time()
         try:
             draw()
