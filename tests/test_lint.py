@@ -2388,3 +2388,47 @@ def test_a_store_set_in_an_if_body_is_skipped_where_its_test_is_false():
     )
     [finding] = lint_source(in_else, "train.py")
     assert "skipped on the ranks where `r == 0` is true" in finding.why, finding.why
+
+
+def _many_calls(n: int) -> str:
+    """A script of ``n`` blocks of different collectives at its top level (attack21 a02's shape, widened)."""
+    block = (
+        "dist.all_reduce(t)\nprint(t)\ndist.broadcast_object_list(objs, src=0)\ndist.all_gather(out, t)\n"
+        "x = t + 1\ndist.gather(t, out if dist.get_rank() == 0 else None, dst=0)\n"
+    )
+    head = (
+        "import torch\nimport torch.distributed as dist\nt = torch.ones(1)\nobjs = [None]\nout = [torch.zeros(1)] * 2\n"
+    )
+    return head + block * n
+
+
+def test_lint_time_grows_about_linearly_with_the_collectives_of_one_scope():
+    """attack21 a02: lint looked up a scope's assignments once per collective, scanning the whole scope each
+    time: 4x the calls cost 14x the CPU. CPU time of this process (not wall time), and a bound well under 16x."""
+    import time as clock
+
+    def cpu(n: int) -> float:
+        source = _many_calls(n)
+        start = clock.process_time()
+        lint_source(source, "many.py")
+        return clock.process_time() - start
+
+    cpu(20)  # warm caches and imports
+    small, large = cpu(150), cpu(600)
+    assert large < 8 * max(small, 0.05), (small, large)
+
+
+def test_valid_code_nested_deeper_than_the_recursion_limit_is_linted():
+    """attack21 a05: a 600-case ``elif`` dispatch (valid Python) made lint refuse the whole file as "nested too
+    deeply", and the rank-0-only barrier in another function went unreported. Lint now tries once more in a thread
+    with a deep stack."""
+    cases = "".join(f"    elif op == {i}:\n        return {i}\n" for i in range(1, 600))
+    source = (
+        "import torch.distributed as dist\n\n\ndef dispatch(op):\n    if op == 0:\n        return 0\n"
+        + cases
+        + "\n\ndef save():\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    )
+    compile(source, "deep.py", "exec")
+    findings = lint_source(source, "deep.py")
+    assert [f.line for f in findings] == [source.count("\n") - 0], findings
+    assert sys.getrecursionlimit() < 10_000  # put back

@@ -243,6 +243,7 @@ import re
 import stat
 import sys
 import textwrap
+import threading
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -762,7 +763,7 @@ def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     _check_code_size(len(source), path)
     tree = ast.parse(source, filename=path)
     unit = _Unit(tree, source, aliases=_imports([tree]))
-    return _Analysis(path, [unit]).run()
+    return _with_deep_stack(lambda: _Analysis(path, [unit]).run(), path)
 
 
 class LintError(ValueError):
@@ -792,7 +793,8 @@ def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
     """Lint a ``.py`` file or every code cell of a ``.ipynb`` notebook. Raises :class:`LintError` for a file
     it cannot read or parse (before reading anything from a FIFO, device or folder)."""
     path = Path(path)
-    try:
+
+    def analyse() -> list[Finding]:
         if path.suffix == ".ipynb":
             return _lint_notebook(path)
         source = _read_source(path)
@@ -800,8 +802,46 @@ def lint_file(path: str | os.PathLike[str]) -> list[Finding]:
         tree = _parse(source, path)
         unit = _Unit(tree, source, aliases=_imports([tree]))
         return _Analysis(str(path), [unit, *_follow_imports([unit], path.parent)]).run()
+
+    return _with_deep_stack(analyse, path)
+
+
+#: A second try for valid code nested deeper than Python's default recursion limit lets lint walk (a 600-case
+#: ``elif`` chain, a 600-term sum: attack21 a05): a thread of its own, with this much stack and this limit.
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 60_000
+
+
+def _with_deep_stack(analyse: Callable[[], list[Finding]], path: object) -> list[Finding]:
+    """``analyse()``; if it runs out of recursion depth, once more in a thread with a deep stack; if that is not
+    enough either, :class:`LintError` "nested too deeply"."""
+    try:
+        return analyse()
     except RecursionError:
+        pass
+    outcome: list = []
+
+    def deep() -> None:
+        try:
+            outcome.append(analyse())
+        except BaseException as error:  # noqa: BLE001 - handed back to the caller's thread
+            outcome.append(error)
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    try:
+        threading.stack_size(DEEP_STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+        worker = threading.Thread(target=deep, name="barrierlab-lint-deep")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if outcome and isinstance(outcome[0], RecursionError):
         raise LintError(f"cannot lint {path}: nested too deeply for lint") from None
+    if outcome and isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _file_kind(mode: int) -> str:
@@ -2053,9 +2093,22 @@ def _controlled(nodes: list[ast.AST], modules: frozenset[str] = frozenset()) -> 
         for n in nodes
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _dotted(n.func.value) not in containers
     }
+    memo: dict[int, set[str]] = {}
+
+    def changed_in(stmts: list[ast.stmt]) -> set[str]:
+        names: set[str] = set()
+        for stmt in stmts:
+            if isinstance(stmt, (ast.If, ast.While)):  # worked out once per branch (attack21 a05: elif chains)
+                if id(stmt) not in memo:
+                    memo[id(stmt)] = changed_in([*stmt.body, *stmt.orelse])
+                names |= memo[id(stmt)] | _changed_names([stmt.test], modules, calls)
+            else:
+                names |= _changed_names([stmt], modules, calls)
+        return names
+
     for node in nodes:
         if isinstance(node, (ast.If, ast.While)):
-            changed = _changed_names([*node.body, *node.orelse], modules, calls)
+            changed = changed_in([*node.body, *node.orelse])
             if changed:
                 out.append((node.test, changed))
     return out
@@ -4569,12 +4622,17 @@ class _Analysis:
         """Names a function hands to a collective that makes them equal on every rank (a broadcast or an
         all-reduce/gather fills them with the same data everywhere), so returning them is rank-independent."""
         names = set()
-        for node in nodes:
-            for call in ast.walk(node):
-                if isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Name):
-                    op = self._collective(call.func, unit)
-                    if op and op.rpartition(".")[2] in _EQUALIZING:
-                        names.add(call.args[0].id)
+        # ``nodes`` are a scope's own nodes, every one of them: each is looked at once, and only the nested
+        # scopes (lambdas, functions) they hold are walked (walking every node's subtree was quadratic in the
+        # depth of an ``elif`` chain: attack21 a05)
+        nested = (
+            n for node in nodes for c in ast.iter_child_nodes(node) if isinstance(c, _SCOPES) for n in ast.walk(c)
+        )
+        for call in itertools.chain(nodes, nested):
+            if isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Name):
+                op = self._collective(call.func, unit)
+                if op and op.rpartition(".")[2] in _EQUALIZING:
+                    names.add(call.args[0].id)
         return names
 
     def _walk_function(self, func: _Func) -> None:
@@ -6115,13 +6173,17 @@ class _Walker:
         return groups is not None and all(len(group) == 1 for group in groups)
 
     def _outcomes(self, items: list[_Item], end: str | None) -> list[set[tuple[tuple, str | None]]] | None:
-        """For each assignment of rank-independent conditions, the set of (trace, exit) over rank values."""
+        """For each assignment of rank-independent conditions, the set of (trace, exit) over rank values. With no
+        rank-dependent condition each such set holds one outcome, and no caller needs more than how many: none is
+        worked out (a 600-case ``elif`` dispatch on a plain value ran 600 worlds of 600 tests: attack21 a05)."""
         atoms: dict[str, tuple[bool, set[int]]] = {}
         self._atoms(items, atoms)
+        ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
+        if not ranked:
+            return []
         if math.prod(len(points) for _, points in atoms.values()) > _MAX_WORLDS:
             return None
         plain = sorted(k for k, (rank, _) in atoms.items() if not rank)
-        ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
         groups = []
         for plain_values in itertools.product(*(sorted(atoms[k][1]) for k in plain)):
             world = dict(zip(plain, plain_values))
@@ -6135,13 +6197,26 @@ class _Walker:
 
     def _atoms(self, items: list[_Item], atoms: dict[str, tuple[bool, set[int]]]) -> None:
         for item in items:
-            if item.kind == "if" and item.dynamic:
-                if item.test is None:
-                    atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
-                else:
-                    self._test_atoms(item.test, atoms)
-            self._atoms(item.body, atoms)
-            self._atoms(item.orelse, atoms)
+            for key, (rank, points) in self._item_atoms(item).items():
+                atoms.setdefault(key, (rank, set()))[1].update(points)
+
+    def _item_atoms(self, item: _Item) -> dict[str, tuple[bool, set[int]]]:
+        """The atoms of ``item`` and everything under it, worked out once per item (each ``if`` of a chain asked
+        for its whole subtree: quadratic in a 600-case ``elif``, attack21 a05)."""
+        cache = self.__dict__.setdefault("_atoms_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        atoms: dict[str, tuple[bool, set[int]]] = {}
+        if item.kind == "if" and item.dynamic:
+            if item.test is None:
+                atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
+            else:
+                self._test_atoms(item.test, atoms)
+        self._atoms(item.body, atoms)
+        self._atoms(item.orelse, atoms)
+        cache[id(item)] = (item, atoms)
+        return atoms
 
     def _test_atoms(self, test: ast.expr, atoms: dict[str, tuple[bool, set[int]]]) -> None:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -7053,6 +7128,28 @@ class _Agreement:
 
     def __init__(self, an: _Analysis) -> None:
         self.an = an
+        self._pairs_of: dict[int, tuple[list, list]] = {}  # id(nodes) -> (nodes, their assignments)
+        self._named_of: dict[int, tuple[list, dict]] = {}  # id(nodes) -> (nodes, name -> assigned values)
+
+    def _pairs(self, nodes: list[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
+        """:func:`_assignments` of a scope, worked out once per scope: once per collective, a long script's
+        thousand calls each scanned the whole script (attack21 a02: 2,000 calls took 14x the time of 500)."""
+        kept = self._pairs_of.get(id(nodes))
+        if kept is None or kept[0] is not nodes:
+            kept = self._pairs_of[id(nodes)] = (nodes, _assignments(nodes))
+        return kept[1]
+
+    def _named_values(self, nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+        """Name -> the values plain assignments of the scope give it (``out = ...``), in order, once per scope."""
+        kept = self._named_of.get(id(nodes))
+        if kept is None or kept[0] is not nodes:
+            found: dict[str, list[ast.expr]] = {}
+            for n in nodes:
+                if isinstance(n, ast.Assign):
+                    for name in {t.id for t in n.targets if isinstance(t, ast.Name)}:
+                        found.setdefault(name, []).append(n.value)
+            kept = self._named_of[id(nodes)] = (nodes, found)
+        return kept[1]
 
     def run(self) -> None:
         for key, nodes, unit in self.an._scopes():
@@ -7174,11 +7271,9 @@ class _Agreement:
         built = given
         if isinstance(given, ast.Name):
             bound = [  # a None on the ranks that are not the root is no list
-                n.value
-                for n in nodes
-                if isinstance(n, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == given.id for t in n.targets)
-                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                value
+                for value in self._named_values(nodes).get(given.id, [])
+                if not (isinstance(value, ast.Constant) and value.value is None)
             ]
             built = bound[0] if len(bound) == 1 else None
         if not (
@@ -7649,7 +7744,7 @@ class _Agreement:
             return None
         if not isinstance(rank, ast.Name):
             return None
-        for names, value, index in _assignments(nodes):
+        for names, value, index in self._pairs(nodes):
             if rank.id in names and index is None and any(group_rank(n) for n in ast.walk(value)):
                 return f"`{rank.id}` is assigned from `{unit.text(value)}`"
         for node in nodes:
@@ -7694,7 +7789,7 @@ class _Agreement:
         tensor = _argument(call, _TENSOR_ARGUMENT[name], "tensor")
         if not isinstance(tensor, ast.Name):
             return
-        made = [v for names, v, i in _assignments(nodes) if tensor.id in names and i is None]
+        made = [v for names, v, i in self._pairs(nodes) if tensor.id in names and i is None]
         if len(made) != 1 or not isinstance(made[0], ast.Call):
             return
         built = made[0]
@@ -7797,8 +7892,7 @@ class _Agreement:
         name = found.display if found.kind == "coll" else " -> ".join((found.display, *self.an.chain(found.target)))
         self._add(call, "size-mismatch", f"shape of {shown}", why, fix, unit, name)
 
-    @staticmethod
-    def _generated(tensor: ast.expr | None, nodes: list[ast.AST]) -> ast.Call | None:
+    def _generated(self, tensor: ast.expr | None, nodes: list[ast.AST]) -> ast.Call | None:
         """The ``model.generate(...)`` call a gathered name was last assigned from, above the gather's line and in
         its scope (``tokens = model.generate(...)``; ``tokens = pad_across_processes(tokens)`` in between is the
         fix)."""
@@ -7808,7 +7902,7 @@ class _Agreement:
             return None
         made = [
             v
-            for names, v, i in _assignments(nodes)
+            for names, v, i in self._pairs(nodes)
             if tensor.id in names
             and i is None
             and v.lineno <= tensor.lineno

@@ -496,8 +496,10 @@ class Order:
 
     def _waits_of(self, rank: int) -> dict[int, object]:
         """Each async call's wait on ``rank``: the last one not made in a ``Future.then`` callback (those run on a
-        torch thread once the call completed, attack18 a15: :meth:`_edge` gives them what the wait gets)."""
-        found = {e.of: e for e in self.events[rank] if e.kind == "wait" and e.name != "Future.then"}
+        torch thread once the call completed, attack18 a15: :meth:`_edge` gives them what the wait gets). A wait
+        that raised (``wait(timeout=...)`` expired: "Operation timed out!") returned before the call completed:
+        it orders nothing (attack21 a01)."""
+        found = {e.of: e for e in self.events[rank] if e.kind == "wait" and e.name != "Future.then" and not e.error}
         for (of_rank, of), callbacks in self._callback_waits.items():
             if of_rank == rank and of not in found:  # no other wait: the first callback's stands for the call
                 found[of] = callbacks[0]

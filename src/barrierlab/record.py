@@ -2207,6 +2207,17 @@ def _signals_of(given):
     return holder
 
 
+def _learners_caller(depth: int = 2) -> bool:
+    """The wrapped call was made by the learner's own code (:func:`is_learners`): not the standard library's,
+    torch's, barrierlab's or an installed package's (``filelock`` notifies a Condition of its own on every
+    attempt to take its lock: recorded, those signals came between its opens and its lock)."""
+    frame = sys._getframe(depth)
+    code = frame.f_code
+    if code is _STAND_IN_CALL:
+        code = frame.f_back.f_code
+    return is_learners(code.co_filename)
+
+
 def _wrap_signal_give(original):
     """``threading.Condition.notify``/``notify_all`` and ``queue.Queue.task_done``: an event "signal" (kind "sync")
     in the giving thread's lane naming the object's signals, before the call. Unlike a "resolve" (of which only
@@ -2217,7 +2228,7 @@ def _wrap_signal_give(original):
     @functools.wraps(original)
     def give(self, *args, **kwargs):
         recorder = _recorder
-        if recorder is not None and not recorder.depth and recorder.fd >= 0 and not _library_caller():
+        if recorder is not None and not recorder.depth and recorder.fd >= 0 and _learners_caller():
             try:
                 holder = _signals_of(self)
                 number = holder.__dict__.get("_barrierlab_future")
@@ -2240,7 +2251,7 @@ def _wrap_signal_take(original):
     def take(self, *args, **kwargs):
         got = original(self, *args, **kwargs)
         recorder = _recorder
-        if (got or got is None) and recorder is not None and not recorder.depth and not _library_caller():
+        if (got or got is None) and recorder is not None and not recorder.depth and _learners_caller():
             try:
                 number = _signals_of(self).__dict__.get("_barrierlab_future")
                 if number is not None and recorder.fd >= 0:

@@ -2,8 +2,9 @@
 
 The exercise asks for one tool, ``dist.broadcast_object_list``, and says so; the check says so too when a
 run used another one. It decides from what the run recorded: what every rank returned, which rank ran
-``build_vocab`` (it records a "build vocab" span), every file access in the folder (not only what is left
-in it: a file written and removed again is still a file handoff), which collectives, point-to-point calls
+``build_vocab`` (it records a "build vocab" span), every file access of the run, in the folder or anywhere else
+(not only what is left in it: a file written and removed again is still a file handoff; attack21 a03: one in a
+cache folder of the learner's is one too), which collectives, point-to-point calls
 and store calls each rank made, and the ordering model (:mod:`barrierlab.ordering`, on gloo): rank 0's
 build must happen before every rank's return. A handoff through a file names the write and the read, and
 whether anything ordered them; a store key or another collective that orders the handoff is told that its
@@ -17,7 +18,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ops, ordering
-from barrierlab.exercises import Verdict, accesses, check_arguments, race_words, unordered
+from barrierlab.exercises import Verdict, check_arguments, race_words
 from barrierlab.words import rank_list
 
 EXPECTED = {"<pad>": 0, "<unk>": 1, "barrier": 2, "rank": 3, "store": 4}
@@ -43,10 +44,19 @@ def check_share_vocab(fn, world_size: int = 4) -> Verdict:
     )
 
 
+def _every_access(run) -> list:
+    """Every file access the run recorded, wherever the file was (the recorder keeps the learner's own only)."""
+    return ordering.order(run).accesses()
+
+
+def _every_race(run) -> list:
+    return ordering.races(run, "gloo")
+
+
 def _judge(run, folder: str) -> str | None:
     if not run.ok:
-        if unordered(run, folder):  # a read of the file before it was written raised: the race is the cause
-            return _through_a_file(run, folder, accesses(run, folder), _calls(run))
+        if _every_race(run):  # a read of the file before it was written raised: the race is the cause
+            return _through_a_file(run, folder, _every_access(run), _calls(run))
         return f"{rank_list(run.failed)} did not finish: {run.diagnosis.headline}"
     builders = [r.rank for r in run if any(e.name == "build vocab" for e in r.events)]
     if builders != [0]:
@@ -57,7 +67,7 @@ def _judge(run, folder: str) -> str | None:
     wrong = [r.rank for r in run if r.value != EXPECTED]
     if wrong:
         return f"{rank_list(wrong)} did not return the vocabulary (rank {wrong[0]}: {run[wrong[0]].value!r})"
-    files = accesses(run, folder)
+    files = _every_access(run)
     calls = _calls(run)
     if _handed_over(files):
         return _through_a_file(run, folder, files, calls)
@@ -105,7 +115,7 @@ def _handed_over(files) -> bool:
 def _through_a_file(run, folder: str, files, calls) -> str:
     written = sorted({os.path.basename(a.path) for a in files if a.how in ("write", "append", "rename")})
     used = sorted({name for names in calls.values() for name in names})
-    races = unordered(run, folder)
+    races = _every_race(run)
     with_ = f" with {', '.join(used)}" if used else ""
     if races:
         what = f"nothing orders the handoff: {race_words(races[0])}"
