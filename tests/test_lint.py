@@ -2432,3 +2432,71 @@ def test_valid_code_nested_deeper_than_the_recursion_limit_is_linted():
     findings = lint_source(source, "deep.py")
     assert [f.line for f in findings] == [source.count("\n") - 0], findings
     assert sys.getrecursionlimit() < 10_000  # put back
+
+
+SEEDED_DATA_PER_RANK = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def make_data(rank, n, seed):
+    g = torch.Generator().manual_seed(seed + rank)
+    x = torch.randn(n, 6, generator=g)
+    return list(zip(x.split(8), (x[:, 0] > 0).long().split(8)))
+
+
+def train(model):
+    rank = dist.get_rank()
+    model = DDP(model)
+    for epoch in range(2):
+        for x, y in make_data(rank, 32, epoch):
+            model(x).sum().backward()
+"""
+
+
+def test_a_helper_whose_rank_only_seeds_the_data_returns_as_many_batches_on_every_rank():
+    """Round 26 (correct_logger_version_ckpt_dir_broadcast, correct_hparams_sanitize_copy_of_namespace: a
+    Lightning-style fit over ``make_data(rank, 32, epoch)``): the rank seeds the generator, the count is
+    ``32 / 8`` everywhere, so the DDP loop runs as often on every rank. Sized by the rank, it is flagged."""
+    assert lint_source(SEEDED_DATA_PER_RANK, "fit.py") == []
+    sized = SEEDED_DATA_PER_RANK.replace("torch.randn(n, 6, generator=g)", "torch.randn(n + rank, 6, generator=g)")
+    assert {f.kind for f in lint_source(sized, "fit.py")} == {"rank-dependent-loop"}
+
+
+RESUME_FROM_COMMITTED_STEP = """
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def load_latest(folder, rank):
+    for step in sorted(os.listdir(folder)):
+        extra = torch.load(os.path.join(folder, step, f"extra-rank{rank}.pt"))
+        return int(step), torch.load(os.path.join(folder, step, "model.pt")), extra
+    return 0, None, {}
+
+
+def resume(folder, model):
+    rank = dist.get_rank()
+    start, state, extra = load_latest(folder, rank)
+    model = DDP(model)
+    for step in range(start, 10):
+        model(torch.ones(1)).sum().backward()
+"""
+
+
+def test_a_tuple_element_the_rank_argument_does_not_reach_is_the_same_on_every_rank():
+    """Round 26 (correct_resume_committed_step_metadata, modelled on a DCP-style resume): ``rank`` names this
+    rank's extra-state file, the step comes from the folder: the loop from ``start`` is not rank-dependent. With a
+    per-rank fallback (``except ...: continue``, the buggy twin) the step a rank returns depends on its own
+    file, and the loop is flagged."""
+    assert lint_source(RESUME_FROM_COMMITTED_STEP, "resume.py") == []
+    fallback = RESUME_FROM_COMMITTED_STEP.replace(
+        '        extra = torch.load(os.path.join(folder, step, f"extra-rank{rank}.pt"))\n',
+        '        try:\n            extra = torch.load(os.path.join(folder, step, f"extra-rank{rank}.pt"))\n'
+        "        except OSError:\n            continue\n",
+    )
+    assert {f.kind for f in lint_source(fallback, "resume.py")} == {"rank-dependent-loop"}

@@ -1639,6 +1639,15 @@ def _plain_of(value: ast.expr, equal: set[str]) -> bool:
     return read
 
 
+#: Calls whose argument only seeds a random generator: ``manual_seed``, ``seed``, ``default_rng``, ``Random``,
+#: ``RandomState``, ``PCG64``.
+_SEEDING = frozenset({"manual_seed", "seed", "default_rng", "Random", "RandomState", "PCG64"})
+
+
+def _seeds(call: ast.Call) -> bool:
+    return _terminal(call.func) in _SEEDING
+
+
 def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions, classes or lambdas."""
     stack = list(nodes)
@@ -2511,6 +2520,9 @@ class _Analysis:
         self._agreeing: dict[str, bool] = {}  # function key -> whether every return hands back an agreed value
         self.uneven_batches = _uneven_batches(units)  # the line of an ``even_batches=False``, if any
         self.tuple_ranks: dict[str, tuple[bool, ...]] = {}
+        #: function name -> (its parameters, for each element of the tuples it returns the parameters that flow
+        #: into it), worked out when first asked (None while it is: a function reaching itself)
+        self._tuple_flows: dict[str, tuple[list[str], tuple[frozenset[str], ...]] | None] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
         self.objects: dict[str | None, dict[str, _Built]] = {}
         self.base_names: dict[str, list[str]] = {}  # class of the file -> its bases' dotted names (imports)
@@ -4390,6 +4402,10 @@ class _Analysis:
                     allowed |= {id(n) for n in ast.walk(inner.context_expr)}
                 elif isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call):
                     allowed |= {id(n) for n in ast.walk(inner.value)}
+                elif isinstance(inner, ast.Call) and _seeds(inner):
+                    # a seed (``torch.Generator().manual_seed(seed + rank)``): each rank draws other numbers, as
+                    # many of them as every other rank (round 26's make_data(rank, 32, epoch))
+                    allowed |= {id(n) for a in (*inner.args, *(k.value for k in inner.keywords)) for n in ast.walk(a)}
             uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
             if any(isinstance(n.ctx, ast.Store) for n in uses):
                 continue
@@ -4529,8 +4545,56 @@ class _Analysis:
                 inert = self._inert_rank_params(value.func)
                 args = [a for i, a in enumerate(value.args) if i not in inert]
                 args += [k.value for k in value.keywords if k.arg not in inert]
+                flows = self._tuple_flow(value.func.id)
+                if flows is not None and len(value.args) <= len(flows[0]):  # only the arguments whose parameters
+                    params, reach = flows  # reach this element (round 26's resume step)
+                    args = [a for i, a in enumerate(value.args) if i not in inert and params[i] in reach[index]]
+                    args += [k.value for k in value.keywords if k.arg not in inert and k.arg in reach[index]]
                 return positions[index] or any(self.mentions_rank(a, taint, laundered) for a in args)
         return self.mentions_rank(value, taint, laundered)
+
+    def _leaves_on_error(self, node: ast.Try, flowed: set[str]) -> bool:
+        """A ``try`` whose body uses ``flowed`` names and one of whose handlers leaves (``continue``, ``break``,
+        ``return``, ``raise``)."""
+        leaves = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+        return any(isinstance(n, leaves) for h in node.handlers for n in _own_nodes(h.body)) and any(
+            self.mentions_rank(stmt, flowed, files=False) for stmt in node.body
+        )
+
+    def _tuple_flow(self, name: str) -> tuple[list[str], tuple[frozenset[str], ...]] | None:
+        """For a function of the file returning tuples of one size (``tuple_ranks``): its positional parameters and,
+        per element, the parameters whose value can flow into it (through assignments, loops and the ``if``s that
+        set it): ``step, state, extra = load_latest(folder, rank)`` takes ``rank`` into ``extra`` only, so
+        ``step`` is the same on every rank. None when it cannot say (``*args``, a call with more positional
+        arguments than parameters is then left as it was, a function reaching itself)."""
+        if name in self._tuple_flows:
+            return self._tuple_flows[name]
+        self._tuple_flows[name] = None
+        func = self.table.get(name)
+        sizes = self.tuple_ranks.get(name)
+        if func is None or sizes is None or func.node.args.vararg or func.node.args.kwarg:
+            return None
+        args = func.node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        own = list(_own_nodes(func.node.body))
+        values = [n.value for n in own if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)]
+        if not values or any(len(v.elts) != len(sizes) for v in values):
+            return None
+        reach: list[set[str]] = [set() for _ in sizes]
+        for param in params:
+            flowed = self._taint(own, {param}, self.laundered.get(func.key))
+            if any(self._leaves_on_error(t, flowed) for t in own if isinstance(t, ast.Try)):
+                # an error the parameter can cause moves the loop on (``except OSError: continue``): which element
+                # is returned, and from which iteration, depends on it (round 26's per-rank resume fallback)
+                for i in range(len(sizes)):
+                    reach[i].add(param)
+                continue
+            for i in range(len(sizes)):
+                if any(self.mentions_rank(v.elts[i], flowed, files=False) for v in values):
+                    reach[i].add(param)
+        found = (params, tuple(frozenset(r) for r in reach))
+        self._tuple_flows[name] = found
+        return found
 
     def _prepare_taint(self) -> None:
         module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
@@ -5789,8 +5853,20 @@ class _Walker:
             if rows is not None:
                 return self._poly(rows, depth + 1)
             built = self._built_length(node, depth)
+            if built is None:
+                built = self._returned_length(node, depth)
             if built is not None:
                 return built
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("split", "chunk")
+                and len(node.args) == 1
+                and _const_ints(node.args[0])
+                and not node.keywords
+            ):
+                # ``x.split(8)`` of a tensor with the same rows on every rank: as many pieces on every rank
+                rows = self._length(node.func.value, depth + 1)
+                return "uniform" if rows is not None and rows != "endless" and self._uniform(rows) else None
             callee = self.an._callee(node.func, self.self_class, self.unit)
             if callee is not None and _endless_generator(self.an.table[callee].node):
                 return "endless"
@@ -6007,6 +6083,35 @@ class _Walker:
             return self._length(loop.iter, depth + 1)
         finally:
             self.scope = scope
+
+    def _returned_length(self, call: ast.Call, depth: int) -> Any:
+        """``"uniform"`` when a function of the file (not a method) returns, from its one ``return``, an expression
+        whose length is the same on every rank given the arguments of this call: judged in the function's own
+        scope, its parameters rank-dependent where this call passes a rank-dependent argument (round 26's
+        ``make_data(rank, 32, epoch)``: ``list(zip(x.split(8), ...))`` of ``x = torch.randn(n, 6, generator=g)``,
+        the rank seeding ``g`` only). None otherwise."""
+        key = self.an._callee(call.func, self.self_class, self.unit)
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or func.self_class is not None or not isinstance(call.func, ast.Name):
+            return None
+        returns = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.Return)]
+        if len(returns) != 1 or returns[0].value is None or isinstance(returns[0].value, ast.Name):
+            return None
+        args = func.node.args
+        if args.vararg or args.kwarg or len(call.args) > len(args.args):
+            return None
+        bound = {p.arg: a for p, a in zip(args.args, call.args)}
+        bound.update({k.arg: k.value for k in call.keywords if k.arg})
+        ranked = {p for p, a in bound.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        saved = self.scope, self.taint, self.laundered
+        self.scope = key
+        self.taint = (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked
+        self.laundered = self.an.laundered.get(key, {})
+        try:
+            length = self._length(returns[0].value, depth + 1)
+            return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+        finally:
+            self.scope, self.taint, self.laundered = saved
 
     def _split_length(self, call: ast.Call, depth: int) -> Any:
         """This rank's share of ``split_between_processes(x)``: contiguous chunks, the first ``len(x) % world``
