@@ -965,6 +965,26 @@ def test_ranks_that_left_a_rooted_call_are_not_said_to_have_waited():
     assert "Fix the failing rank first: its traceback is in run[rank].traceback" in run.diagnosis.advice
 
 
+def catches_the_timeout_and_calls_again():
+    """review46b M5: rank 0 catches its barrier's timeout and calls again; rank 1 makes no call."""
+    if dist.get_rank() == 0:
+        try:
+            dist.barrier()
+        except RuntimeError:
+            pass
+        dist.barrier()
+    else:
+        time.sleep(2.5)
+
+
+def test_a_later_call_that_failed_on_the_poisoned_group_is_said_too():
+    run = bl.run(catches_the_timeout_and_calls_again, 2, timeout=1.5, deadline=15)
+    assert run.statuses == ["raised", "finished"], run.statuses
+    text = str(run.diagnosis)
+    assert "rank 0 failed in it: gloo gave up after 1500 ms" in text, text
+    assert "then, at a later call, rank 0 raised: an earlier timeout on this rank closed every connection" in text
+
+
 def each_waits_for_the_others_key():
     """review46b C1: rank 0 waits for 'b' and then sets 'a'; rank 1 waits for 'a' and then sets 'b'."""
     store = dist.group.WORLD.get_group_store()

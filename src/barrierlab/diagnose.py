@@ -189,14 +189,23 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> s
 def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = None) -> list[str]:
     """Explain each rank's exception, unless it was already explained at the collective it failed in."""
     by_text: dict[str, list[int]] = {}
+    then: dict[str, list[int]] = {}
     for rank in ranks:
         result = run[rank]
-        if result.status != RAISED or (skip and rank in skip and skip[rank].error):
+        if result.status != RAISED:
             continue
         message = result.error_message.splitlines()[0] if result.error_message else ""
+        if skip and rank in skip and skip[rank].error:
+            # explained at the call it failed in; a later call that raised something else (the rank caught the
+            # timeout and called again: "Application timeout caused pair closure") is said too (review46b M5)
+            if message and explain_error(message) and tidy(message)[:60] not in tidy(skip[rank].error):
+                then.setdefault(_error_text(run, message), []).append(rank)
+            continue
         if explain_error(message):
             by_text.setdefault(_error_text(run, message), []).append(rank)
-    return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()]
+    return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()] + [
+        f"then, at a later call, {rank_list(rs)} raised: {text}" for text, rs in then.items()
+    ]
 
 
 def failed_by_itself(result) -> bool:
