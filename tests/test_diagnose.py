@@ -985,6 +985,26 @@ def test_a_later_call_that_failed_on_the_poisoned_group_is_said_too():
     assert "then, at a later call, rank 0 raised: an earlier timeout on this rank closed every connection" in text
 
 
+def reduce_ops_by_rank(same: bool):
+    """review46b M1: rank 0 passes op=SUM, rank 1 op=MAX (or, ``same``, leaves it out: the default, SUM)."""
+    t = torch.arange(4.0) + 10 * dist.get_rank()
+    if dist.get_rank() == 0:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    else:
+        dist.all_reduce(t) if same else dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def test_ranks_that_passed_different_reduce_ops_are_not_told_all_is_well():
+    run = bl.run(reduce_ops_by_rank, 2, args=(False,), timeout=5, deadline=20)
+    assert run.statuses == ["finished", "finished"], run.statuses
+    d = run.diagnosis
+    assert d.kind == "different-reduce-ops" and not d.ok, d
+    assert "all_reduce #1 (rank 0 passed op=SUM; rank 1 passed op=MAX)" in d.headline, d.headline
+    same = bl.run(reduce_ops_by_rank, 2, args=(True,), timeout=5, deadline=20)
+    assert same.diagnosis.kind == "ok" and same.values[0] == [10.0, 12.0, 14.0, 16.0], same.diagnosis
+
+
 def each_waits_for_the_others_key():
     """review46b C1: rank 0 waits for 'b' and then sets 'a'; rank 1 waits for 'a' and then sets 'b'."""
     store = dist.group.WORLD.get_group_store()

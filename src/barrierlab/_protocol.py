@@ -587,6 +587,10 @@ class RankFiles:
     def _path(self, kind: str) -> str:
         return os.path.join(self.folder, f"rank{self.rank}.{kind}")
 
+    def of_kind(self, kind: str) -> str:
+        """The path of this rank's file of ``kind`` (one of the kinds :func:`barrierlab._files.rank_files` finds)."""
+        return self._path(kind)
+
     stdout = property(lambda self: self._path("stdout"))
     stderr = property(lambda self: self._path("stderr"))
     events = property(lambda self: self._path("events"))

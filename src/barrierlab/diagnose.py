@@ -562,6 +562,9 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
     if f.failed or f.first_diff or f.split or f.shapes:
         return None
+    mixed = _different_reduce_ops(f)  # finished, but with a result no rank asked for
+    if mixed is not None:
+        return mixed
     run = f.run
     depth = max((len(c) for c in f.calls.values()), default=0)
     headline = f"All {run.world_size} ranks finished, after the same {depth} collective calls in the same order."
@@ -1376,6 +1379,43 @@ def _root_words(event: Event) -> str:
             return f"{key}={event.peer[key]}"
     op = ops.BY_NAME[event.name]
     return f"no {op.root} (so rank {op.default_root})"
+
+
+#: Collectives that reduce with an ``op=`` (SUM when it is not given).
+_REDUCING = frozenset({"all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced"})
+
+
+def _different_reduce_ops(f: Facts) -> Diagnosis | None:
+    """Every rank finished after the same calls, but at one reducing collective the ranks passed different
+    ``op=`` (one SUM, one MAX): gloo pairs them and each rank reduces its share of the tensor with its own op, so
+    every rank gets the same mix, which is what no rank asked for, and nothing fails (review46b M1: a 4-element
+    all_reduce of SUM and MAX summed one half and took the maximum of the other). Asked by :func:`rule_ok`."""
+    if f.cut:
+        return None
+    depth = min((len(c) for c in f.calls.values()), default=0)
+    for k in range(depth):
+        at = {r: c[k] for r, c in f.calls.items()}
+        first = next(iter(at.values()))
+        if first.name not in _REDUCING or any(e.name != first.name for e in at.values()):
+            continue
+        by_op: dict[str, list[int]] = {}
+        for rank, event in sorted(at.items()):
+            by_op.setdefault(event.reduce_op or "SUM", []).append(rank)
+        if len(by_op) < 2:
+            continue
+        sides = "; ".join(f"{rank_list(ranks)} passed op={op}" for op, ranks in by_op.items())
+        return Diagnosis(
+            "different-reduce-ops",
+            f"Ranks passed different reduce ops to {first.name} #{k + 1} ({sides}): every rank finished, but the "
+            "result is not what any rank asked for: on gloo each rank reduces its share of the tensor with its own "
+            "op, so the ranks get a mix of them.",
+            [f"rank {r} at {where_text(e)}" for r, e in sorted(at.items())],
+            "Pass the same op= on every rank: decide it from a value every rank shares, not from one rank's own "
+            "data or role.",
+            ranks=sorted(at),
+            site=_site(first),
+        )
+    return None
 
 
 def rule_different_roots(f: Facts) -> Diagnosis | None:

@@ -132,6 +132,10 @@ class Event:
     #: A point-to-point call's ``tag=`` when it was given one other than 0 (gloo pairs a send with a receive of
     #: the same tag on the same group; attack20 a01).
     tag: int | None = field(default=None, repr=False)
+    #: A reducing collective's ``op=`` when it was given (``"MAX"``, ``"AVG"``...; absent: the default, SUM): ranks
+    #: that pass different ops to one call get, on gloo, each part of the tensor reduced with one rank's op
+    #: (review46b M1).
+    reduce_op: str | None = field(default=None, repr=False)
     #: The learner's frames further out than ``file:line`` (file, line, func), innermost first: the lines
     #: that called into the helper that made the call.
     callers: list[tuple[str, int, str]] = field(default_factory=list, repr=False)
@@ -377,7 +381,10 @@ _ENTER_FIELDS = {
     "timeout": _is_number,
     **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future", "tag")},
     "ranks": _is_int_list,
-    **{key: _is_str for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written")},
+    **{
+        key: _is_str
+        for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written", "reduce_op")
+    },
     "keys": _strings,
 }
 
@@ -761,6 +768,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 is_async=bool(item.get("async")),
                 aliased=item.get("aliased") is True,
                 tag=item.get("tag"),
+                reduce_op=item.get("reduce_op"),
                 callers=callers,
                 left_out=max(0, item.get("left_out") or 0) + cut,
                 within=item.get("within"),

@@ -855,7 +855,7 @@ def _positions(original, name: str = "") -> tuple[tuple[str, int], ...]:
     except (TypeError, ValueError):
         return ()
     op = ops.BY_NAME.get(name)
-    wanted = (*PEER_ARGUMENTS, "group", "timeout", "tag") + (
+    wanted = (*PEER_ARGUMENTS, "group", "timeout", "tag", "op") + (
         (op.object_list,) if op is not None and op.object_list else ()
     )
     wanted += (op.outputs,) if op is not None and op.outputs else ()
@@ -997,6 +997,8 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
         elif name in PEER_ARGUMENTS:
             if isinstance(value, int):
                 extra += f',"{name}":{int(value)}'
+        elif name == "op":  # a reducing collective's op (review46b M1: ranks passing different ops mix results)
+            extra += f',"reduce_op":{_json_dumps(_reduce_op_name(value))}'
         elif name == "tag":  # a send or receive pairs only with one of the same tag (attack20 a01)
             if isinstance(value, int) and not isinstance(value, bool) and value != 0:
                 extra += f',"tag":{int(value)}'
@@ -1009,6 +1011,16 @@ def _arguments(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict
     if timeout is not None:
         extra += f',"timeout":{timeout!r}'
     return extra
+
+
+def _reduce_op_name(op) -> str:
+    """``ReduceOp.MAX`` -> "MAX"; a ``ReduceOp`` made by torch (premultiplied sum) -> its type's name; never raises."""
+    try:
+        name = getattr(op, "name", None)
+        text = name if isinstance(name, str) else str(op)
+    except Exception:  # noqa: BLE001 - the learner's own object: torch will say what it thinks of it
+        text = type(op).__name__
+    return text.rpartition(".")[2][:40]
 
 
 def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> str:

@@ -160,7 +160,7 @@ def _fresh_named_folder(folder: str, rank: int, timeout: float) -> None:
     for old_rank, kinds in earlier.items():
         for kind in kinds:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(folder, f"rank{old_rank}.{kind}"))
+                os.unlink(RankFiles(folder, old_rank).of_kind(kind))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(folder, DIAGNOSIS_CLAIM))
     if earlier:
