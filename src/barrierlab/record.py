@@ -2280,19 +2280,27 @@ def _wrap_signal_take(original):
     return take
 
 
+def _took(future) -> None:
+    """A ``concurrent.futures`` future a wait returned done: its outcome taken, as by its ``result()``."""
+    recorder = _recorder
+    if recorder is not None and not recorder.depth and recorder.fd >= 0:
+        try:
+            _record_result(recorder, future)
+        except Exception:  # noqa: BLE001 - recording never changes what the learner's call does
+            pass
+
+
 def _wrap_futures_wait(original):
     """``concurrent.futures.wait``: each future it returned as done had its outcome taken (as its ``result()``)."""
 
     @functools.wraps(original)
     def wait(*args, **kwargs):
         got = original(*args, **kwargs)
-        recorder = _recorder
-        if recorder is not None and not recorder.depth and recorder.fd >= 0:
-            try:
-                for future in got.done:
-                    _record_result(recorder, future)
-            except Exception:  # noqa: BLE001
-                pass
+        try:
+            for future in got.done:
+                _took(future)
+        except Exception:  # noqa: BLE001 - not what concurrent.futures returns: nothing to record
+            pass
         return got
 
     wait.__barrierlab_original__ = original
@@ -2305,12 +2313,7 @@ def _wrap_as_completed(original):
     @functools.wraps(original)
     def as_completed(*args, **kwargs):
         for future in original(*args, **kwargs):
-            recorder = _recorder
-            if recorder is not None and not recorder.depth and recorder.fd >= 0:
-                try:
-                    _record_result(recorder, future)
-                except Exception:  # noqa: BLE001
-                    pass
+            _took(future)
             yield future
 
     as_completed.__barrierlab_original__ = original
