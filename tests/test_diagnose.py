@@ -1005,6 +1005,20 @@ def test_ranks_that_passed_different_reduce_ops_are_not_told_all_is_well():
     assert same.diagnosis.kind == "ok" and same.values[0] == [10.0, 12.0, 14.0, 16.0], same.diagnosis
 
 
+def barriers_of_two_groups_of_the_same_ranks():
+    """review46b: two groups of ranks [0, 1]; rank 0 waits in the first's barrier, rank 1 in the second's."""
+    first, second = dist.new_group([0, 1]), dist.new_group([0, 1])
+    dist.barrier(group=first if dist.get_rank() == 0 else second)
+
+
+def test_two_groups_of_the_same_ranks_are_told_apart_by_torchs_names():
+    run = bl.run(barriers_of_two_groups_of_the_same_ranks, 2, timeout=1.5, deadline=6)
+    d = run.diagnosis
+    assert d.kind == "different-groups", d
+    assert "another group (torch's group '1'), of ranks [0, 1]" in d.headline, d.headline
+    assert "another group (torch's group '2'), of ranks [0, 1]" in d.headline, d.headline
+
+
 def each_waits_for_the_others_key():
     """review46b C1: rank 0 waits for 'b' and then sets 'a'; rank 1 waits for 'a' and then sets 'b'."""
     store = dist.group.WORLD.get_group_store()

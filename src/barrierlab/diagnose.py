@@ -1713,11 +1713,15 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
     return None
 
 
-def _group_text(run: Run, event: Event, short: bool = False) -> str:
-    """'the default group' or 'another group, of ranks [0, 1]' ('the other group' when ``short``)."""
+def _group_text(run: Run, event: Event, short: bool = False, named: bool = False) -> str:
+    """'the default group' or 'another group, of ranks [0, 1]' ('the other group' when ``short``); ``named``: with
+    torch's name of the group, for two groups of the same ranks (review46b: described alike)."""
     if event.group is None:
         return "the default group"
-    return "the other group" if short else f"another group, of ranks {_members(run, event)}"
+    if short:
+        return "the other group"
+    name = f" (torch's group {event.group!r})" if named else ""
+    return f"another group{name}, of ranks {_members(run, event)}"
 
 
 def _gave_up(call: Event) -> str:
@@ -1745,6 +1749,7 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     run = f.run
     k_e = _group_calls(f, r, e.group).index(e) + 1
     k_g = _group_calls(f, q, g.group).index(g) + 1
+    named = e.group is not None and g.group is not None and _members(run, e) == _members(run, g)
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
     if len(ended) < 2:  # one was stopped at the deadline: the other's failure, if any, followed from it
         until = "until the deadline stopped them"
@@ -1753,8 +1758,8 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         until = f"until rank {first} {_gave_up(call)}"
     headline = (
         f"Ranks waited for each other in different process groups: rank {r} in {e.name} #{k_e} of "
-        f"{_group_text(run, e)} at {_place(e)}{_parts_at(e, None)}, rank {q} in {g.name} #{k_g} of "
-        f"{_group_text(run, g)} at {_place(g)}{_parts_at(g, None)}. A collective pairs only with calls of its own "
+        f"{_group_text(run, e, named=named)} at {_place(e)}{_parts_at(e, None)}, rank {q} in {g.name} #{k_g} of "
+        f"{_group_text(run, g, named=named)} at {_place(g)}{_parts_at(g, None)}. A collective pairs only with calls of its own "
         f"group — a barrier in one group never pairs with a barrier in another — so each waited for the other "
         f"{until}."
     )
