@@ -389,6 +389,21 @@ def test_torch_error_messages_are_explained(message, name):
     assert explain_error(message)[0] == name
 
 
+def rank_0_alone_in_a_monitored_barrier():
+    """review47b M3: rank 0's monitored_barrier times out; ranks 1 and 2 never call it."""
+    if dist.get_rank() == 0:
+        dist.monitored_barrier(timeout=timedelta(seconds=0.5))
+
+
+def test_a_monitored_barrier_timeout_gets_the_monitored_barrier_explanation():
+    """Its message ends with gloo's "Timed out waiting 500ms": the generic timeout text matched first."""
+    run = bl.run(rank_0_alone_in_a_monitored_barrier, 3, timeout=3, deadline=15, linger=True)
+    assert "failed to pass monitoredBarrier" in run[0].error_message, run[0].error_message
+    assert "Timed out waiting" in run[0].error_message, run[0].error_message
+    assert explain_error(run[0].error_message)[0] == "monitored barrier"
+    assert "rank 0's monitored barrier" in str(run.diagnosis), run.diagnosis
+
+
 def test_monitored_barrier_explanation_names_the_missing_ranks():
     assert "never arrived: 2, 3" in explain_error("Ranks 2, 3 failed to pass monitoredBarrier in 2000 ms")[1]
 
@@ -974,11 +989,11 @@ def catches_the_timeout_and_calls_again():
             pass
         dist.barrier()
     else:
-        time.sleep(2.5)
+        time.sleep(6)  # alive well past rank 0's two calls, even on a loaded machine (the CI of 39d0f51)
 
 
 def test_a_later_call_that_failed_on_the_poisoned_group_is_said_too():
-    run = bl.run(catches_the_timeout_and_calls_again, 2, timeout=1.5, deadline=15)
+    run = bl.run(catches_the_timeout_and_calls_again, 2, timeout=1.5, deadline=20)
     assert run.statuses == ["raised", "finished"], run.statuses
     text = str(run.diagnosis)
     assert "rank 0 failed in it: gloo gave up after 1500 ms" in text, text

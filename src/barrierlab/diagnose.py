@@ -60,6 +60,15 @@ DEFAULT_TIMEOUTS = "torch's default timeout is 30 minutes on gloo and 10 minutes
 # (pattern, name, explanation) for torch / gloo messages a learner meets. Explanations must not depend
 # on details that vary between runs (which round of the barrier, send or recv, the peer's port).
 _ERRORS = (
+    # the monitored barrier's message also holds "Timed out waiting …ms": its own explanation first (review47b)
+    (
+        re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
+        "monitored barrier",
+        "rank 0's monitored barrier (a monitored_barrier call, or the check TORCH_DISTRIBUTED_DEBUG=DETAIL makes "
+        "before every collective) waited for the other ranks until the timeout and names the ones that never "
+        "arrived: {0} (a monitored_barrier call names only the first unless wait_all_ranks=True; DETAIL's check "
+        "names them all).",
+    ),
     (
         re.compile(r"Timed out waiting (\d+)ms"),
         "gloo timeout",
@@ -73,7 +82,7 @@ _ERRORS = (
         "peer gone",
         "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
         "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
-        "ranks that were not talking to that peer directly can still wait the full timeout.",
+        "ranks that were not waiting on that peer at the time can still wait the full timeout.",
     ),
     (
         re.compile(r"Application timeout caused pair closure"),
@@ -87,14 +96,6 @@ _ERRORS = (
         "TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' calls before running them and found calls that "
         "differ (op, sizes, dtypes or sequence number) at the same position. When the two calls' descriptions "
         "differ in length, the op name it reports for the *other* rank can be wrong: check that rank's own call.",
-    ),
-    (
-        re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
-        "monitored barrier",
-        "rank 0's monitored barrier (a monitored_barrier call, or the check TORCH_DISTRIBUTED_DEBUG=DETAIL makes "
-        "before every collective) waited for the other ranks until the timeout and names the ones that never "
-        "arrived: {0} (a monitored_barrier call names only the first unless wait_all_ranks=True; DETAIL's check "
-        "names them all).",
     ),
     (
         re.compile(r"size doesn't match|EnforceNotMet"),

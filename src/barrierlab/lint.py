@@ -7449,8 +7449,8 @@ class _Agreement:
     #: What a self-rooted call did on gloo (measured on 2 and 3 ranks; review46b C3: a reduce is not like a broadcast)
     _SELF_ROOT_ON_GLOO = {
         "broadcast": "on gloo every rank waits until the timeout (measured on 2 and 3 ranks)",
-        "reduce": "on gloo rank 0 returns with everyone's data and the other ranks wait until the timeout (measured "
-        "on 2 and 3 ranks)",
+        "reduce": "on gloo rank 0 returns with everyone's data and the other ranks wait until the timeout, or fail "
+        "at once when rank 0's process ends (measured on 2 and 3 ranks)",
     }
 
     def _self_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
@@ -7501,7 +7501,8 @@ class _Agreement:
             f"collective of the whole world, whose ranks must all name the same {'source' if word == 'src' else 'destination'}. "
             "Ranks that compute different roots each wait for a root of their own: depending on the world size and "
             "the backend's algorithm some calls may return with their own root's data (on gloo with 6 ranks and "
-            "roots 0 and 3, ranks 2 and 5 did) while the others wait (on gloo until the timeout); no rank gets "
+            "roots 0 and 3, ranks 2 and 5 did) while the others wait (on gloo until the timeout, or, when a rank that returned "
+            "ends its process, they fail at once); no rank gets "
             "what one root's broadcast would give"
         )
         fix = (
