@@ -997,7 +997,13 @@ def test_a_later_call_that_failed_on_the_poisoned_group_is_said_too():
     assert run.statuses == ["raised", "finished"], run.statuses
     text = str(run.diagnosis)
     assert "rank 0 failed in it: gloo gave up after 1500 ms" in text, text
-    assert "then, at a later call, rank 0 raised: an earlier timeout on this rank closed every connection" in text
+    second = [e for e in run[0].events if e.is_collective][1]
+    assert second.error, second  # the second barrier failed at once, on the group the timeout closed
+    # gloo raises either "Application timeout caused pair closure" or the first call's own "Timed out waiting"
+    # again, as the timing falls (seen 2 and 1 times in 3 loaded runs): only another kind of failure is said
+    later = "then, at a later call, rank 0 raised: an earlier timeout on this rank closed every connection"
+    assert (later in text) == ("pair closure" in run[0].error_message), (run[0].error_message, text)
+    assert text.count("gloo gave up after") == 1, text
 
 
 def reduce_ops_by_rank(same: bool):

@@ -199,7 +199,8 @@ def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = 
         if skip and rank in skip and skip[rank].error:
             # explained at the call it failed in; a later call that raised something else (the rank caught the
             # timeout and called again: "Application timeout caused pair closure") is said too (review46b M5)
-            if message and explain_error(message) and tidy(message)[:60] not in tidy(skip[rank].error):
+            known, first = explain_error(message), explain_error(skip[rank].error)
+            if known and (first is None or known[0] != first[0]):  # another kind of failure than the first
                 then.setdefault(_error_text(run, message), []).append(rank)
             continue
         if explain_error(message):
