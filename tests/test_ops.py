@@ -93,3 +93,16 @@ def test_the_table_is_standard_library_only():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == [str(len(ops.OPS)), "False"]
+
+
+def test_the_reducing_rows_are_the_calls_that_take_a_reduce_op():
+    """``reduces`` (the diagnosis compares the ranks' ``op=`` on these rows) is what torch's signatures say."""
+    for row in ops.OPS:
+        function = getattr(dist, row.name, None)
+        if function is None or not callable(function):
+            continue
+        try:
+            takes = "op" in inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        assert row.reduces == takes, row.name

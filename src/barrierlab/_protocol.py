@@ -584,22 +584,19 @@ class RankFiles:
     folder: str
     rank: int
 
-    def _path(self, kind: str) -> str:
-        return os.path.join(self.folder, f"rank{self.rank}.{kind}")
-
     def of_kind(self, kind: str) -> str:
         """The path of this rank's file of ``kind`` (one of the kinds :func:`barrierlab._files.rank_files` finds)."""
-        return self._path(kind)
+        return os.path.join(self.folder, f"rank{self.rank}.{kind}")
 
-    stdout = property(lambda self: self._path("stdout"))
-    stderr = property(lambda self: self._path("stderr"))
-    events = property(lambda self: self._path("events"))
-    stack = property(lambda self: self._path("stack"))
-    flight = property(lambda self: self._path("flight"))
-    outcome = property(lambda self: self._path("outcome"))
+    stdout = property(lambda self: self.of_kind("stdout"))
+    stderr = property(lambda self: self.of_kind("stderr"))
+    events = property(lambda self: self.of_kind("events"))
+    stack = property(lambda self: self.of_kind("stack"))
+    flight = property(lambda self: self.of_kind("flight"))
+    outcome = property(lambda self: self.of_kind("outcome"))
     #: Written (an :class:`Outcome` naming the program, sealed) by a rank just before it replaces itself with
     #: another program (``os.execv``): the program's exit status is then the rank's outcome.
-    replaced = property(lambda self: self._path("replaced"))
+    replaced = property(lambda self: self.of_kind("replaced"))
 
     @staticmethod
     def ranks_in(folder: str) -> list[int]:

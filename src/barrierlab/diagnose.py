@@ -1383,10 +1383,6 @@ def _root_words(event: Event) -> str:
     return f"no {op.root} (so rank {op.default_root})"
 
 
-#: Collectives that reduce with an ``op=`` (SUM when it is not given).
-_REDUCING = frozenset({"all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced"})
-
-
 def _different_reduce_ops(f: Facts) -> Diagnosis | None:
     """Every rank finished after the same calls, but at one reducing collective the ranks passed different
     ``op=`` (one SUM, one MAX): gloo pairs them and each rank reduces its share of the tensor with its own op, so
@@ -1398,7 +1394,8 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
     for k in range(depth):
         at = {r: c[k] for r, c in f.calls.items()}
         first = next(iter(at.values()))
-        if first.name not in _REDUCING or any(e.name != first.name for e in at.values()):
+        op = ops.BY_NAME.get(first.name)
+        if op is None or not op.reduces or any(e.name != first.name for e in at.values()):
             continue
         by_op: dict[str, list[int]] = {}
         for rank, event in sorted(at.items()):
@@ -2003,7 +2000,11 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         if last is not None and (last.end is None or last.error) and all(made[r] < len(calls) for r in waiting):
             held[res.rank] = last
     rank, wait = min(waiting.items())
-    keys = ", ".join(repr(k) for k in wait.keys[:3]) + (" …" if len(wait.keys) > 3 else "")
+
+    def keys_of(e: Event) -> str:
+        return ", ".join(repr(k) for k in e.keys[:3]) + (" …" if len(e.keys) > 3 else "")
+
+    keys = keys_of(wait)
     them = rank_list(sorted(waiting))
     how = "was stopped at the deadline in" if run[rank].status == STOPPED else "timed out in"
     if held:
@@ -2023,10 +2024,7 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         if len(waiting) == 1:
             headline = f"{them} {how} store.{wait.name} for {keys}, which no rank set"
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
-            each = "; ".join(
-                f"rank {r} in store.{e.name} for {', '.join(map(repr, e.keys[:3]))}{' …' if len(e.keys) > 3 else ''}"
-                for r, e in sorted(waiting.items())
-            )
+            each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
             headline = f"{them} {how} a store wait for keys no rank set ({each})"
         others = [res.rank for res in run.ranks if res.rank not in waiting]
         headline += f": {rank_list(others)} finished." if others else "."
@@ -2573,14 +2571,13 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     statuses = ", ".join(sorted({run[r].status for r in causes}))
     raised = [r for r in causes if run[r].traceback]
     # a killed or exited rank has no traceback: its exit status and what it printed are what there is (review46b M3)
-    where = (
-        "its traceback is in run[rank].traceback"
-        if len(raised) == len(causes)
-        else "its exit code or signal is in run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
-        if not raised
-        else "run[rank].traceback holds a raised rank's traceback; a killed or exited rank's exit code or signal is in "
-        "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
-    )
+    ended = "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
+    if len(raised) == len(causes):
+        where = "its traceback is in run[rank].traceback"
+    elif not raised:
+        where = f"its exit code or signal is in {ended}"
+    else:
+        where = f"run[rank].traceback holds a raised rank's traceback; a killed or exited rank's exit code or signal is in {ended}"
     advice = (
         f"Fix the failing rank first: {where}. When a rank's process "
         "ends, the ranks whose current wait is on it fail at once (closed connection), while others, some of "

@@ -113,6 +113,8 @@ class Op:
     nccl_source: str = ""
     root: str | None = None
     default_root: int | None = None
+    #: the call reduces with an ``op=`` (a ``ReduceOp``, SUM when not given): ranks must pass the same one
+    reduces: bool = False
 
 
 def _waits(**by_role: str | None) -> Mapping[str, str | None]:
@@ -159,8 +161,8 @@ OPS: tuple[Op, ...] = (
         nccl_source=f"{_C10D} monitored_barrier, its docstring: 'only supported with the GLOO backend'",
         source=f"{_C10D} monitored_barrier: rank 0 waits for every rank, the others for rank 0's answer; gloo only",
     ),
-    _same("all_reduce", equalizing=True, in_place=True, source=f"{_C10D} all_reduce"),
-    _same("all_reduce_coalesced", equalizing=True, in_place=True, source=f"{_C10D} all_reduce_coalesced"),
+    _same("all_reduce", equalizing=True, reduces=True, in_place=True, source=f"{_C10D} all_reduce"),
+    _same("all_reduce_coalesced", equalizing=True, reduces=True, in_place=True, source=f"{_C10D} all_reduce_coalesced"),
     _same(
         "broadcast",
         root="src",
@@ -183,6 +185,7 @@ OPS: tuple[Op, ...] = (
     ),
     _same(
         "reduce",
+        reduces=True,
         root="dst",
         in_place=True,
         roles=_ROOTED,
@@ -208,21 +211,24 @@ OPS: tuple[Op, ...] = (
         gloo=_waits(root="all", non_root="root"),
         source=f"{_C10D} scatter",
     ),
-    _collective("reduce_scatter", source=f"{_C10D} reduce_scatter"),
+    _collective("reduce_scatter", reduces=True, source=f"{_C10D} reduce_scatter"),
     _same(
         "reduce_scatter_tensor",
+        reduces=True,
         underlying="all_reduce",
         source=f"{_C10D} reduce_scatter_tensor; ProcessGroupGloo::_reduce_scatter_base runs "
         "reduce_scatter_tensor_coalesced: an allreduce of a copy of the input, then this rank's chunk",
     ),
     _same(
         "reduce_scatter_single",
+        reduces=True,
         underlying="all_reduce",
         source=f"{_C10D} reduce_scatter_single (on gloo an allreduce, as reduce_scatter_tensor: measured, it pairs with "
         "an all_reduce and both finish)",
     ),
     _same(
         "_reduce_scatter_base",
+        reduces=True,
         underlying="all_reduce",
         source=f"{_C10D} _reduce_scatter_base (deprecated alias; on gloo an allreduce, as reduce_scatter_tensor)",
     ),

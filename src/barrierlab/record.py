@@ -2120,24 +2120,27 @@ def _wrap_future_result(original):
     return result
 
 
-def _record_resolve(recorder: _Recorder, given) -> None:
-    """A "resolve" event naming ``given`` (a future, event or queue: a number of its own, kept on it)."""
+def _record_resolve(recorder: _Recorder, given, name: str = "resolve") -> None:
+    """A "resolve" event (or ``name``: "signal") naming ``given`` (a future, event or queue, or a Condition's or
+    Queue's signals: a number of its own, kept on it)."""
     number = given.__dict__.get("_barrierlab_future")
     if number is None:
         number = given._barrierlab_future = next(_future_numbers)
-    recorder.instant("sync", "resolve", None, f',"future":{number}')
+    recorder.instant("sync", name, None, f',"future":{number}')
 
 
-def _record_taken(recorder: _Recorder, given, site_depth: int) -> None:
-    """A "result" event naming ``given`` once it was taken (the first time per thread), if it was ever given."""
+def _record_taken(recorder: _Recorder, given, site_depth: int, once: bool = True) -> None:
+    """A "result" event naming ``given`` once it was taken (the first time per thread, or every time unless
+    ``once``), if it was ever given."""
     number = given.__dict__.get("_barrierlab_future")
     if number is None:
         return
-    seen = given.__dict__.setdefault("_barrierlab_seen", set())
-    ident = threading.get_ident()
-    if ident in seen:
-        return
-    seen.add(ident)
+    if once:
+        seen = given.__dict__.setdefault("_barrierlab_seen", set())
+        ident = threading.get_ident()
+        if ident in seen:
+            return
+        seen.add(ident)
     recorder.depth += 1
     try:
         recorder.instant("sync", "result", _caller_site(site_depth), f',"future":{number}')
@@ -2159,13 +2162,18 @@ _STDLIB_PREFIX = os.path.dirname(threading.__file__) + os.sep
 _OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _library_caller(depth: int = 2) -> bool:
-    """The wrapped call was made by the standard library's, torch's or barrierlab's own code, not the learner's."""
-    frame = sys._getframe(depth)
+def _caller_file(depth: int) -> str:
+    """The file of the code that made the wrapped call, ``depth`` frames up from the asker's caller."""
+    frame = sys._getframe(depth + 1)
     code = frame.f_code
     if code is _STAND_IN_CALL:  # called through the wrapper's stand-in: its caller is the one asked about
         code = frame.f_back.f_code
-    return code.co_filename.startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX, "<frozen "))  # frozen: os
+    return code.co_filename
+
+
+def _library_caller(depth: int = 2) -> bool:
+    """The wrapped call was made by the standard library's, torch's or barrierlab's own code, not the learner's."""
+    return _caller_file(depth).startswith((_STDLIB_PREFIX, _TORCH_PREFIX, _OWN_PREFIX, "<frozen "))  # frozen: os
 
 
 def _wrap_handoff_give(original):
@@ -2223,11 +2231,7 @@ def _learners_caller(depth: int = 2) -> bool:
     """The wrapped call was made by the learner's own code (:func:`is_learners`): not the standard library's,
     torch's, barrierlab's or an installed package's (``filelock`` notifies a Condition of its own on every
     attempt to take its lock: recorded, those signals came between its opens and its lock)."""
-    frame = sys._getframe(depth)
-    code = frame.f_code
-    if code is _STAND_IN_CALL:
-        code = frame.f_back.f_code
-    return is_learners(code.co_filename)
+    return is_learners(_caller_file(depth))
 
 
 def _wrap_signal_give(original):
@@ -2242,11 +2246,7 @@ def _wrap_signal_give(original):
         recorder = _recorder
         if recorder is not None and not recorder.depth and recorder.fd >= 0 and _learners_caller():
             try:
-                holder = _signals_of(self)
-                number = holder.__dict__.get("_barrierlab_future")
-                if number is None:
-                    number = holder._barrierlab_future = next(_future_numbers)
-                recorder.instant("sync", "signal", None, f',"future":{number}')
+                _record_resolve(recorder, _signals_of(self), "signal")
             except Exception:  # noqa: BLE001
                 pass
         return original(self, *args, **kwargs)
@@ -2265,13 +2265,8 @@ def _wrap_signal_take(original):
         recorder = _recorder
         if (got or got is None) and recorder is not None and not recorder.depth and _learners_caller():
             try:
-                number = _signals_of(self).__dict__.get("_barrierlab_future")
-                if number is not None and recorder.fd >= 0:
-                    recorder.depth += 1
-                    try:
-                        recorder.instant("sync", "result", _caller_site(3), f',"future":{number}')
-                    finally:
-                        recorder.depth -= 1
+                if recorder.fd >= 0:
+                    _record_taken(recorder, _signals_of(self), 3, once=False)
             except Exception:  # noqa: BLE001
                 pass
         return got

@@ -82,11 +82,14 @@ def not_yet(text: str, run=None) -> Verdict:
 # --- what the checks ask the ordering model (barrierlab.ordering) -----------------------------------------
 
 
-def unordered(run, folder: str, backend: str = "gloo") -> list:
+def unordered(run, folder: str | None, backend: str = "gloo") -> list:
     """The races (:class:`barrierlab.ordering.Race`) among the run's accesses of files in ``folder`` (or of
-    ``folder`` itself): pairs of accesses on two ranks, one changing the file, that nothing orders."""
+    ``folder`` itself; None: wherever the files are): pairs of accesses on two ranks, one changing the file, that
+    nothing orders."""
     from barrierlab import ordering
 
+    if folder is None:
+        return ordering.races(run, backend)
     root = os.path.realpath(folder)
     return [
         race
@@ -100,12 +103,17 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
-def accesses(run, folder: str, how: str | None = None) -> list:
-    """Every recorded access (:class:`barrierlab.ordering.Access`) of a file in ``folder`` (or of the folder)."""
+def accesses(run, folder: str | None, how: str | None = None) -> list:
+    """Every recorded access (:class:`barrierlab.ordering.Access`) of a file in ``folder`` (or of the folder;
+    None: wherever the file is)."""
     from barrierlab import ordering
 
-    root = os.path.realpath(folder)
-    return [a for a in ordering.order(run).accesses() if _inside(a.path, root) and (how is None or a.how == how)]
+    root = os.path.realpath(folder) if folder is not None else None
+    return [
+        a
+        for a in ordering.order(run).accesses()
+        if (root is None or _inside(a.path, root)) and (how is None or a.how == how)
+    ]
 
 
 def call_words(event) -> str:

@@ -18,7 +18,7 @@ import tempfile
 
 import barrierlab as bl
 from barrierlab import ops, ordering
-from barrierlab.exercises import Verdict, check_arguments, race_words
+from barrierlab.exercises import Verdict, accesses, check_arguments, race_words, unordered
 from barrierlab.words import rank_list
 
 EXPECTED = {"<pad>": 0, "<unk>": 1, "barrier": 2, "rank": 3, "store": 4}
@@ -44,19 +44,10 @@ def check_share_vocab(fn, world_size: int = 4) -> Verdict:
     )
 
 
-def _every_access(run) -> list:
-    """Every file access the run recorded, wherever the file was (the recorder keeps the learner's own only)."""
-    return ordering.order(run).accesses()
-
-
-def _every_race(run) -> list:
-    return ordering.races(run, "gloo")
-
-
 def _judge(run, folder: str) -> str | None:
     if not run.ok:
-        if _every_race(run):  # a read of the file before it was written raised: the race is the cause
-            return _through_a_file(run, folder, _every_access(run), _calls(run))
+        if unordered(run, None):  # a read of the file before it was written raised: the race is the cause
+            return _through_a_file(run, folder, accesses(run, None), _calls(run))
         return f"{rank_list(run.failed)} did not finish: {run.diagnosis.headline}"
     builders = [r.rank for r in run if any(e.name == "build vocab" for e in r.events)]
     if builders != [0]:
@@ -67,7 +58,7 @@ def _judge(run, folder: str) -> str | None:
     wrong = [r.rank for r in run if r.value != EXPECTED]
     if wrong:
         return f"{rank_list(wrong)} did not return the vocabulary (rank {wrong[0]}: {run[wrong[0]].value!r})"
-    files = _every_access(run)
+    files = accesses(run, None)
     calls = _calls(run)
     if _handed_over(files):
         return _through_a_file(run, folder, files, calls)
@@ -115,7 +106,7 @@ def _handed_over(files) -> bool:
 def _through_a_file(run, folder: str, files, calls) -> str:
     written = sorted({os.path.basename(a.path) for a in files if a.how in ("write", "append", "rename")})
     used = sorted({name for names in calls.values() for name in names})
-    races = _every_race(run)
+    races = unordered(run, None)
     with_ = f" with {', '.join(used)}" if used else ""
     if races:
         what = f"nothing orders the handoff: {race_words(races[0])}"
