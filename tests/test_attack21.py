@@ -1,7 +1,6 @@
 """attack21's repros (``attacks21/``: a campaign on the exercise checks, lint on hostile or unusual source, the
 diagnosis of unusual failures and timelines of extreme runs). Those fixed are run here: each exited 1 before its
-fix. The one left (a04: ``dist.group.WORLD.barrier().wait()``, the process group's own method, is not recorded) is
-in the closing note of session 20."""
+fix."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ FIXED = [
     "a01_nb00_timed_out_wait_accepted",
     "a02_lint_quadratic_in_collectives",
     "a03_nb06_file_outside_folder_accepted",
+    "a04_nb00_processgroup_barrier_refused",
     "a05_lint_nesting_hides_findings",
     # held when the campaign ran, kept as guards: other valid fixes accepted (nb00, nb02), hostile lint inputs,
     # unusual failures diagnosed, timelines of extreme runs

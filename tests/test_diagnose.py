@@ -1259,3 +1259,34 @@ def test_a_gloo_abort_inside_ddps_construction_names_the_line_and_torchs_collect
     assert d.kind == "different-sizes", d
     assert d.headline.startswith("gloo aborted rank 1: in DDP's construction-time broadcast of parameters and buffers")
     assert f"py:{line_of(buffer_on_rank0_only, '# wraps')}," in d.headline
+
+
+def the_process_groups_own_barrier_on_one_rank():
+    """attack21 a04: ``ProcessGroup.barrier()`` (what ``dist.barrier`` calls inside) called directly and waited
+    on, on rank 0 only; rank 1 pairs nothing with it."""
+    if dist.get_rank() == 0:
+        dist.group.WORLD.barrier().wait()  # the group's own barrier
+
+
+def test_a_process_groups_own_barrier_is_recorded_and_diagnosed():
+    run = bl.run(the_process_groups_own_barrier_on_one_rank, 2, timeout=2, deadline=20)
+    d = run.diagnosis
+    assert d.kind == "only-some-ranks", d
+    assert d.site.line == line_of(the_process_groups_own_barrier_on_one_rank, "# the group's own barrier")
+    assert "barrier #1" in d.headline and "rank 1" in d.headline, d.headline
+
+
+def mixing_the_function_and_the_method(group_method_on):
+    if dist.get_rank() == group_method_on:
+        dist.group.WORLD.barrier().wait()
+    else:
+        dist.barrier()
+    dist.all_reduce(torch.ones(1))
+
+
+def test_the_method_pairs_with_dist_barrier_in_the_ledger():
+    run = bl.run(mixing_the_function_and_the_method, 2, args=(1,), timeout=10, deadline=30)
+    assert run.ok, run.diagnosis
+    for rank in (0, 1):
+        names = [e.name for e in run.events if e.rank == rank and e.kind == "collective"]
+        assert names == ["barrier", "all_reduce"], (rank, names)

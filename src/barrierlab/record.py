@@ -1090,19 +1090,25 @@ def _wrap(name: str, original, numbered: bool):
         if name == "irecv" and kwargs.get("src", args[1] if len(args) > 1 else None) is None:
             if kwargs.get("group_src") is None and result is not None:
                 _any_source.add(event_id)  # its sender is known once it is waited for (attack18 a08)
-        if result is not None and hasattr(result, "get_future"):
-            # The caller gets torch's own Work back (C++ code such as DDP's Join hook casts it); its
-            # completion is observed through its future, never by wrapping it. Its wait() is recorded even
-            # without a future (gloo's isend/irecv Work has none): the wait is what orders them.
-            try:
-                _async_calls[result] = event_id
-                result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
-            except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
-                pass
+        _follow_work(recorder, result, event_id)
         return result
 
     recorded.__barrierlab_original__ = original
     return recorded
+
+
+def _follow_work(recorder, result, event_id: int) -> None:
+    """Remember the Work an async call returned, so that its ``wait()`` is recorded as that call's, and record
+    its completion. The caller gets torch's own Work back (C++ code such as DDP's Join hook casts it); its
+    completion is observed through its future, never by wrapping it. Its wait() is recorded even without a
+    future (gloo's isend/irecv Work has none): the wait is what orders them."""
+    if result is None or not hasattr(result, "get_future"):
+        return
+    try:
+        _async_calls[result] = event_id
+        result.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
+    except Exception:  # noqa: BLE001 - a Work without a future: completion stays unknown
+        pass
 
 
 def _batch_ops(p2p_op_list) -> list[tuple[str, str]] | None:
@@ -1161,11 +1167,7 @@ def _wrap_batch_p2p(original):
             recorder.leave(event_id)
         if isinstance(result, list) and len(result) == len(ids) and made[0][0] != "batch_isend_irecv":
             for work, event_id in zip(result, ids):
-                try:
-                    _async_calls[work] = event_id
-                    work.get_future().add_done_callback(functools.partial(recorder.completed, event_id))
-                except Exception:  # noqa: BLE001 - a Work without a future: its wait() is still recorded
-                    pass
+                _follow_work(recorder, work, event_id)
         return result
 
     recorded.__barrierlab_original__ = original
@@ -1176,12 +1178,19 @@ def _wrap_batch_p2p(original):
 #: nor torch's flight recorder show: gloo's ``monitored_barrier`` leaves no flight-recorder entry, so a rank
 #: waiting in ``group.monitored_barrier()`` (Lightning's ``_InfiniteBarrier`` around ``prepare_data``) would be
 #: seen waiting nowhere. ``dist.monitored_barrier`` calls the method inside and is recorded there, not again.
-GROUP_METHODS = ("monitored_barrier",)
+#: ``ProcessGroup.barrier`` is the c10d call under ``dist.barrier`` (which calls ``group.barrier(opts=opts)`` and
+#: then ``work.wait()``): called directly it returns a Work and is recorded as an async barrier whose
+#: ``work.wait()`` is what orders (attack21 a04: ``dist.group.WORLD.barrier().wait()`` was not seen at all).
+GROUP_METHODS = ("monitored_barrier", "barrier")
+#: The group methods that return a Work without waiting for it.
+_ASYNC_GROUP_METHODS = frozenset({"barrier"})
 
 
 def _wrap_group_method(name: str, original):
     """``ProcessGroup.<name>`` recorded as the collective ``name`` on that group (its members, and its
     timeout: the call's own ``timeout=``, else the group's)."""
+
+    returns_work = name in _ASYNC_GROUP_METHODS
 
     @functools.wraps(original)
     def recorded_method(self, *args, **kwargs):
@@ -1189,10 +1198,17 @@ def _wrap_group_method(name: str, original):
         if recorder is None or recorder.depth:
             return original(self, *args, **kwargs)
         recorder.depth += 1
-        given = args[0] if args else kwargs.get("timeout")
+        if returns_work:  # BarrierOptions: its timeout when set (unset, torch keeps a negative sentinel)
+            given = getattr(args[0] if args else kwargs.get("opts"), "timeout", None)
+        else:
+            given = args[0] if args else kwargs.get("timeout")
         timeout = _seconds(given) if given is not None else None
+        if returns_work and timeout is not None and timeout < 0:
+            timeout = None
         timeout = _group_timeout(self) if timeout is None else timeout
         extra = _group_text(self) + (f',"timeout":{timeout!r}' if timeout is not None else "")
+        if returns_work:
+            extra += ',"async":true'
         event_id = recorder.enter("collective", name, True, call_site(), extra)
         try:
             result = original(self, *args, **kwargs)
@@ -1202,6 +1218,8 @@ def _wrap_group_method(name: str, original):
         finally:
             recorder.depth -= 1
         recorder.leave(event_id)
+        if returns_work:
+            _follow_work(recorder, result, event_id)
         return result
 
     recorded_method.__barrierlab_original__ = original
@@ -2669,6 +2687,10 @@ def _flight_entries() -> dict | None:
     return compact_flight(dump)
 
 
+#: The names of the recorder's wrappers of the learner's collective calls (:func:`_wrap`, :func:`_wrap_group_method`).
+_CALL_WRAPPERS = frozenset({"recorded", "recorded_method"})
+
+
 def compact_flight(dump: dict) -> dict:
     """The line the events file keeps of torch's flight-recorder dump (``_dump_fr_trace``'s dict): per entry
     its op, group, sequence number, creation time, sizes, whether barrierlab's recorder made the call, who
@@ -2685,12 +2707,13 @@ def compact_flight(dump: dict) -> dict:
             (_clip_text(str(f.get("filename", "?"))), f.get("line", 0), _clip_text(str(f.get("name", "?"))))
             for f in e.get("frames") or ()
         ]
-        # "recorded" is the wrapper of a dist.* call; torch.save's and DCP's wrappers have names of their own
-        covered = any(f[0] == _THIS_FILE and f[2] == "recorded" for f in frames)
+        # "recorded" is the wrapper of a dist.* call, "recorded_method" of a ProcessGroup method's; torch.save's
+        # and DCP's wrappers have names of their own
+        covered = any(f[0] == _THIS_FILE and f[2] in _CALL_WRAPPERS for f in frames)
         torch_frames, user, outside = [], [], []  # outside: torch's frames that called the recorded dist.* call
         library = None  # the frame of the installed package the learner's code called into, if one led to it
         for frame in frames:
-            if frame[0] == _THIS_FILE and frame[2] == "recorded":
+            if frame[0] == _THIS_FILE and frame[2] in _CALL_WRAPPERS:
                 outside = []
                 torch_frames = outside  # from here on, the torch frames are the callers of the dist.* function
                 library = None
