@@ -1290,3 +1290,22 @@ def test_the_method_pairs_with_dist_barrier_in_the_ledger():
     for rank in (0, 1):
         names = [e.name for e in run.events if e.rank == rank and e.kind == "collective"]
         assert names == ["barrier", "all_reduce"], (rank, names)
+
+
+def reads_an_unwaited_all_reduce():
+    t = torch.ones(4)
+    dist.all_reduce(t, async_op=True)  # never waited for
+    return t.tolist()
+
+
+def test_a_finished_run_that_read_an_unwaited_result_says_so():
+    """review48b M1: both ranks returned the unreduced input, and the diagnosis said only 'All 2 ranks finished,
+    after the same 1 collective calls': the unwaited call was named only when a run failed."""
+    d = bl.run(reads_an_unwaited_all_reduce, 2, timeout=10, deadline=30).diagnosis
+    assert d.ok, d
+    assert d.headline.startswith(
+        "All 2 ranks finished, after the same 1 collective call in the same order. But the "
+    ), d
+    assert "a call whose result cannot be trusted, whatever the timing" in d.headline
+    line = line_of(reads_an_unwaited_all_reduce, "# never waited for")
+    assert any(f"test_diagnose.py:{line} was never waited for" in e for e in d.evidence), d.evidence

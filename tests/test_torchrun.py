@@ -341,3 +341,51 @@ def _quote(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
+
+
+SPLIT_JOB = """\
+import time
+import torch, torch.distributed as dist
+from barrierlab.torchrun import main
+
+
+def scenario():
+    dist.barrier()
+    dist.all_reduce(torch.ones(1))
+    if dist.get_rank() == 3:
+        time.sleep(0.3)
+        raise ValueError("rank 3 fails")
+    dist.barrier()
+
+
+main(scenario)
+"""
+
+
+def test_a_folder_of_one_machines_ranks_is_diagnosed_from_those_ranks_only(tmp_path):
+    """attack20 a11: with a record folder per machine (the default), each machine's diagnosis said the other
+    machine's ranks "never did" barrier #1 (their files were missing, so they were counted as ranks that made
+    no call). Four ranks record into one folder; each machine's half of the files is read alone."""
+    script = tmp_path / "split_job.py"
+    script.write_text(SPLIT_JOB)
+    folder = tmp_path / "records"
+    folder.mkdir(mode=0o700)
+    done = torchrun("", 4, folder, timeout=5.0, script=str(script))
+    assert done.returncode != 0, done.stderr[-3000:]
+    halves = {}
+    for machine, ranks in (("first", (0, 1)), ("second", (2, 3))):
+        half = tmp_path / machine
+        half.mkdir(mode=0o700)
+        for rank in ranks:
+            for item in folder.glob(f"rank{rank}.*"):
+                shutil.copy(item, half / item.name)
+        halves[machine] = run_from_records(str(half))
+    first, second = halves["first"], halves["second"]
+    assert [r.recorded for r in first] == [True, True, False, False]
+    assert "2 not recorded here" in repr(first) and "never did" not in str(first.diagnosis)
+    assert "nothing of ranks 2 and 3 is in this record folder" in str(first.diagnosis)
+    assert "every rank recorded here made the same collective calls" in first.diagnosis.headline
+    assert second.diagnosis.headline.startswith("rank 3 failed by itself (raised at "), second.diagnosis.headline
+    assert "nothing of ranks 0 and 1 is in this record folder" in str(second.diagnosis)
+    whole = run_from_records(str(folder))  # the whole job's folder: every rank known
+    assert all(r.recorded for r in whole) and "not recorded" not in str(whole.diagnosis)

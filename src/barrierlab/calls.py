@@ -21,10 +21,12 @@ if TYPE_CHECKING:  # for annotations only: this module never imports the Run it 
 def collectives(run: Run) -> dict[int, list[Event]]:
     """Each rank's collective calls on the default group made by the learner's code, in order. Calls pair by
     position within their own process group: a subgroup's calls (``Event.group``) are left out here, as the
-    flight record's positions leave them out, so ranks of different subgroups are never compared."""
+    flight record's positions leave them out, so ranks of different subgroups are never compared. A rank of
+    which nothing was read (``RankResult.recorded``) is left out: its calls are unknown, not none."""
     return {
         r.rank: sorted((e for e in r.events if e.is_collective and e.group is None), key=lambda e: e.seq)
         for r in run.ranks
+        if r.recorded
     }
 
 
@@ -325,8 +327,9 @@ def ledger(run: Run) -> str:
             + ")"
         )
     elif found:
-        lines.append(
-            f"(# is each rank's own call number: torch's flight recorder could not be read from "
-            f"{rank_list([r.rank for r in run.ranks if r.rank not in found])})"
-        )
+        unread = [r.rank for r in run.ranks if r.rank not in found and r.recorded]
+        missing = [r.rank for r in run.ranks if not r.recorded]
+        why = [f"torch's flight recorder could not be read from {rank_list(unread)}"] if unread else []
+        why += [f"nothing of {rank_list(missing)} is in the record folder"] if missing else []
+        lines.append(f"(# is each rank's own call number: {'; '.join(why)})")
     return "\n".join([*lines, *subgroups])

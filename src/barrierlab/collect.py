@@ -448,7 +448,7 @@ def from_records(folder: str) -> Run:
             if event.file:
                 event.where = str(Site(event.file, event.line, event.func or ""))
         flight = record.flight if record else None
-        result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight)
+        result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight, recorded=rank in ranks_found)
         result.record_notes += _notes(record) if record else []
         if rank in refused:
             result.record_notes.append(refused[rank])

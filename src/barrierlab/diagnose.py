@@ -265,7 +265,8 @@ class Facts:
 
     @property
     def failed(self) -> list[int]:
-        return [r.rank for r in self.run.ranks if not r.ok]
+        """The ranks that did not finish, of those whose record was read (of the others nothing is known)."""
+        return [r.rank for r in self.run.ranks if not r.ok and r.recorded]
 
 
 def facts(run: Run) -> Facts:
@@ -569,7 +570,10 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         return mixed
     run = f.run
     depth = max((len(c) for c in f.calls.values()), default=0)
-    headline = f"All {run.world_size} ranks finished, after the same {depth} collective calls in the same order."
+    headline = (
+        f"All {run.world_size} ranks finished, after the same {depth} collective call{'s' if depth != 1 else ''} "
+        "in the same order."
+    )
     if f.cut and f.cut_count is not None:
         headline = (
             f"All {run.world_size} ranks finished, after the same {f.cut_count} collective calls. Their records "
@@ -611,6 +615,11 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
         )
+    hazards = call_hazards(run)
+    if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
+        made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
+        headline += f" But the record shows {made} whose result cannot be trusted, whatever the timing."
+        evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
@@ -825,7 +834,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
             f"{rank_list([rank])} made only {last} collective{'s' if last != 1 else ''} in the group "
             f"and {_how_it_ended(run[rank], f.calls[rank])}"
         )
-    unread = [r.rank for r in run.ranks if r.rank not in f.flights]
+    unread = [rank for rank in f.calls if rank not in f.flights]
     if unread:
         evidence.append(
             f"torch's flight record could not be read from {rank_list(unread)} (stopped before it could be copied)"
@@ -1528,7 +1537,8 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
 #: What to do about a rank that reached a collective after the others' timeout had run out there.
 _LATE_ADVICE = (
     "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
-    "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's) — then "
+    "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's: "
+    "`ProcessGroupNCCL::barrier` in ProcessGroupNCCL.cpp) — then "
     "gloo raises, and the group cannot be used again. Raise the timeout above the time the slow rank needs "
     "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the "
     "long preparation before the group starts waiting (before init_process_group, or into a separate step that "
@@ -1956,7 +1966,8 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     )
     return Diagnosis(
         "unmatched-p2p",
-        f"{rank_list(f.failed)} did not finish: their point-to-point calls do not pair — {'; '.join(lines)}{more}. "
+        f"{rank_list(f.failed)} did not finish: {'a' if len(unmatched) == 1 else 'some'} point-to-point "
+        f"call{'' if len(unmatched) == 1 else 's'} had no partner — {'; '.join(lines)}{more}. "
         "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
         "unmatched ones wait until the timeout.",
         evidence,
@@ -2125,9 +2136,17 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
         if sizes is None or stuck is None or stuck.site is None:
             continue
         torch_frames = [(s.file, s.line, s.func) for s in stuck.frames if f"{os.sep}torch{os.sep}" in s.file]
-        what = _torch_call_phrase(torch_frames) or (f"dist.{stuck.call}()" if stuck.call else "a collective")
+        receive = _receiving(f.run[rank])  # an irecv's wait, or batch_isend_irecv's (attack22 a07)
+        call = stuck.call if stuck.call not in (None, "wait") or receive is None else receive.name
+        what = _torch_call_phrase(torch_frames) or (f"dist.{call}()" if call else "a collective")
+        if receive is not None and call != stuck.call:
+            what = f"the wait of its {receive.name}"
         others = [r for r in f.failed if r != rank]
-        p2p = stuck.call in ("recv", "irecv", "recv_object_list")
+        p2p = call in ("recv", "irecv", "recv_object_list", "batch_isend_irecv")
+        site, chain = (
+            _placed_by_record(f.run, stuck.site),
+            Chain(tuple(_placed_by_record(f.run, s) for s in stuck.chain.frames)),
+        )
         cause = (
             "the message sent to it was bigger than the tensor it received into"
             if p2p
@@ -2140,7 +2159,7 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
             "recv_object_list receives into a list of the length it is given: the matching send_object_list "
             "must send a list of that same length every time (send its length first if it can change, or keep "
             "one fixed-length list, with None where there is nothing)."
-            if stuck.call == "recv_object_list"
+            if call == "recv_object_list"
             else "A recv's tensor must be as large as what the matching send sends: when the sizes change from one "
             "message to the next (padded batches of different lengths), send the shape first (a small tensor "
             "of its sizes) and allocate the receiving tensor from it, or pad every message to one fixed size."
@@ -2152,15 +2171,44 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
         )
         return Diagnosis(
             "different-sizes",
-            f"gloo aborted rank {rank}: in {what}, reached from {stuck.site}{called_from(stuck.chain)}, it received "
+            f"gloo aborted rank {rank}: in {what}, reached from {site}{called_from(chain)}, it received "
             f"{sizes.group(1)} bytes where its tensors hold {sizes.group(2)}: {cause}"
             + (f", and {rank_list(others)} failed because of it." if others else "."),
             _failure_evidence(f),
             advice,
             ranks=[rank],
-            site=stuck.site,
+            site=site,
         )
     return None
+
+
+def _receiving(result) -> Event | None:
+    """The point-to-point receive ``result``'s rank was waiting for when it ended: its last call left unfinished,
+    an ``irecv`` (or ``batch_isend_irecv``) whose ``Work.wait()`` it was in, or a ``recv``; else None."""
+    open_calls = [e for e in result.events if e.end is None and (e.kind in CALL_KINDS or e.name == "Work.wait")]
+    if not open_calls:
+        return None
+    last = open_calls[-1]
+    if last.name == "Work.wait":
+        last = next((e for e in result.events if e.id == last.of), None) if last.of is not None else None
+    return (
+        last if last is not None and last.name in ("recv", "irecv", "recv_object_list", "batch_isend_irecv") else None
+    )
+
+
+def _placed_by_record(run, site: Site | None) -> Site | None:
+    """``site`` with its file as the ranks' records name it when the stack names code sent by value
+    (``<dynamic-code>``: a function of a script's ``__main__``): the file of a recorded call made in a function
+    of that name (attack22 a07: the receiver's line was "<dynamic-code>:24" while the sender's was named)."""
+    if site is None or not site.file.startswith("<"):
+        return site
+    for result in run.ranks:
+        for e in result.events:
+            frames = ([(e.file, e.line, e.func)] if e.file else []) + list(e.callers or ())
+            for file, _line, func in frames:
+                if func == site.func and file and not file.startswith("<"):
+                    return Site(file, site.line, site.func)
+    return site
 
 
 def _last_send_to(run, rank: int):
@@ -2273,15 +2321,16 @@ def rule_same_calls(f: Facts) -> Diagnosis | None:
     failed = f.failed
     if not failed or f.first_diff or f.split:
         return None
-    if len(f.flights) == len(f.run.ranks):
-        headline = f"{rank_list(failed)} did not finish, but every rank made the same collective calls."
+    unread = [rank for rank in f.calls if rank not in f.flights]
+    every = "every rank" if len(f.calls) == len(f.run.ranks) else "every rank recorded here"
+    if not unread:
+        headline = f"{rank_list(failed)} did not finish, but {every} made the same collective calls."
         evidence = _failure_evidence(f) + [
             "torch's flight recorder agrees, position by position, including the collectives torch issued itself"
         ]
     else:
-        unread = [r.rank for r in f.run.ranks if r.rank not in f.flights]
         headline = (
-            f"{rank_list(failed)} did not finish; the ranks' own torch.distributed calls match, but "
+            f"{rank_list(failed)} did not finish; the own torch.distributed calls of {every} match, but "
             f"torch's record of the collectives it issued itself could not be read from {rank_list(unread)}."
         )
         evidence = _failure_evidence(f)
@@ -2372,8 +2421,21 @@ def diagnose(run: Run) -> Diagnosis:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
                 diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
+            unrecorded = [r.rank for r in run.ranks if not r.recorded]
+            if unrecorded:
+                diagnosis.evidence.append(_unrecorded_text(unrecorded))
             return diagnosis
     return Diagnosis("unexplained", "The run could not be explained from its records.", _failure_evidence(f))
+
+
+def _unrecorded_text(ranks: list[int]) -> str:
+    """The evidence line for ranks of which no file was read: the diagnosis is of the other ranks only."""
+    return (
+        f"nothing of {rank_list(ranks)} is in this record folder, so what {'it' if len(ranks) == 1 else 'they'} "
+        "called is not known: the diagnosis compares the other ranks only. Under torchrun each machine keeps its "
+        "own ranks' records (docs/torchrun.md): copy every machine's folder into one and run "
+        "`python -m barrierlab report FOLDER` for the whole job"
+    )
 
 
 def _site(event: Event) -> Site | None:

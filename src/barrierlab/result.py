@@ -69,6 +69,10 @@ def _same_traceback(text: str) -> str:
     return "\n".join(frames + [re.sub(r"\d+", "N", lines[-1] if lines else "")])
 
 
+#: How a rank of which no file was read is shown in place of its status (its status is LOST: not known).
+NOT_RECORDED = "not recorded here"
+
+
 @dataclass
 class RankResult:
     """What one rank did: how it ended, what it returned or raised, what it printed, when it ran."""
@@ -95,6 +99,9 @@ class RankResult:
     #: What of this rank's files was left out as it was read (lines not barrierlab's, times that are not
     #: finite, an events file cut in bytes), in words.
     record_notes: list[str] = field(default_factory=list, repr=False)
+    #: Whether anything of this rank was read (False: a record folder without its files — under torchrun with a
+    #: folder per machine, a rank of another machine — so what it called is not known, not empty).
+    recorded: bool = True
     #: The rank returned (its value is kept, it counts as finished), then hung in torch's teardown
     #: (destroy_process_group, object destruction) and was ended by the launcher: torch's, not the learner's.
     teardown_hung: bool = False
@@ -122,6 +129,8 @@ class RankResult:
     def summary(self) -> str:
         """One line: status and the essential detail."""
         head = f"rank {self.rank}: {self.status}"
+        if not self.recorded:
+            return f"rank {self.rank}: {NOT_RECORDED}: no file of this rank in the record folder (another machine's?)"
         if self.status == Status.FINISHED:
             head += f", returned {short_repr(self.value, 80)}" if self.value is not None else ""
             return head + (
@@ -367,7 +376,8 @@ class Run:
     def headline(self) -> str:
         counts: dict[str, int] = {}
         for r in self.ranks:
-            counts[r.status] = counts.get(r.status, 0) + 1
+            status = r.status if r.recorded else NOT_RECORDED
+            counts[status] = counts.get(status, 0) + 1
         parts = ", ".join(f"{n} {status}" for status, n in counts.items())
         return f"{self.world_size} ranks in {self.elapsed:.2f} s: {parts}"
 
