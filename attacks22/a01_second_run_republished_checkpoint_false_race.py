@@ -15,9 +15,8 @@ import sys
 import tempfile
 import time
 
-from _h import bl, verdict
-
 import torch.distributed as dist
+from _h import bl, verdict
 
 
 def job(d):

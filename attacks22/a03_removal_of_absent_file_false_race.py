@@ -12,9 +12,8 @@ import contextlib
 import os
 import pathlib
 
-from _h import races_of, verdict
-
 import torch.distributed as dist
+from _h import races_of, verdict
 
 
 def with_os_remove(d):

@@ -9,9 +9,8 @@ the call changed nothing ("ensure"); for open "x" it does not. Exit 0 if no race
 
 import os
 
-from _h import races_of, verdict
-
 import torch.distributed as dist
+from _h import races_of, verdict
 
 
 def claim(d):

@@ -12,9 +12,8 @@ variant's race is reported.
 import os
 import time
 
-from _h import races_of, verdict
-
 import torch.distributed as dist
+from _h import races_of, verdict
 
 
 def via(save, load):

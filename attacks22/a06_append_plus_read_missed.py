@@ -10,9 +10,8 @@ compared. Control: the same read with "r". Exit 0 if the "a+" read's race is rep
 import os
 import time
 
-from _h import races_of, verdict
-
 import torch.distributed as dist
+from _h import races_of, verdict
 
 
 def reader(mode):

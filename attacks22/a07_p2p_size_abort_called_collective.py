@@ -11,11 +11,11 @@ construction-time broadcast of parameters and buffers, none of which applies; an
 
 import sys
 
-import barrierlab as bl  # noqa: F401  (from the tree via _h)
-from _h import verdict
-
 import torch
 import torch.distributed as dist
+from _h import verdict
+
+import barrierlab as bl  # noqa: F401  (from the tree via _h)
 
 
 def blocking():

@@ -15,10 +15,10 @@ import shutil
 import tempfile
 import time
 
-import barrierlab as bl
+import torch.distributed as dist
 from _h import verdict
 
-import torch.distributed as dist
+import barrierlab as bl
 from barrierlab.exercises import nb07
 from barrierlab.scenarios import race_results_file
 

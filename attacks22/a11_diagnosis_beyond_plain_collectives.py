@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 
-import barrierlab as bl
-from _h import verdict
-
 import torch
 import torch.distributed as dist
+from _h import verdict
+
+import barrierlab as bl
 
 
 def a2a_splits():

@@ -10,11 +10,11 @@ passes every one.
 import os
 import time
 
-import barrierlab as bl
-from _h import verdict
-
 import torch
 import torch.distributed as dist
+from _h import verdict
+
+import barrierlab as bl
 from barrierlab.exercises import nb05
 
 

@@ -15,9 +15,8 @@ import pathlib
 import shutil
 import time
 
-from _h import races_of, verdict
-
 import torch.distributed as dist
+from _h import races_of, verdict
 
 
 class Shards:

@@ -69,6 +69,10 @@ from barrierlab.sites import Site
 
 #: Kinds of call the recorder writes for ``torch.distributed`` functions.
 CALL_KINDS = ("collective", "p2p")
+#: The ``value`` of a file event of an exclusive create (``open(p, "x")``, ``O_CREAT | O_EXCL``): the write of the
+#: rank that created the file, or the look ("exists") of one that found it there and failed. Two ranks' exclusive
+#: creates of one path are an atomic claim whoever wins: the ordering model does not take them for a race.
+EXCLUSIVE = "exclusive"
 #: Kinds of span a learner marks with ``barrierlab.span(name, kind)``.
 SPAN_KINDS = ("compute", "io", "wait", "other")
 #: What orders ranks or hands data over besides collectives: store operations and file accesses; and what orders

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from barrierlab import ops
-from barrierlab.events import ranks_start
+from barrierlab.events import EXCLUSIVE, ranks_start
 from barrierlab.sites import Site
 
 BACKENDS = ("gloo", "nccl")
@@ -671,7 +671,14 @@ class Order:
             dead_by = latest_start[k - 1] if k else -math.inf  # a writer applied before this start is gone
             while first < len(writers) and applied[first] < dead_by:
                 first += 1
-            if first == len(writers) or writers[first][1].start >= e.end:
+            if first == len(writers):
+                continue
+            if writers[first][1].start >= e.end and (
+                writers[first][0] == rank or writers[first][1].start - e.end > CLOCK_SKEW or k
+            ):
+                # no write of the key began before this read returned: the read saw a write the record does not
+                # show. Within CLOCK_SKEW, on another rank and with no delete before, the first write is the
+                # one it saw: ranks of other machines are placed through their wall clocks (attack20 a08)
                 continue
             w_rank, w = writers[first]
             self._edge(self.enter(w_rank, w), self.leave(rank, e))
@@ -691,19 +698,19 @@ class Order:
         file, only when the thread that found it does not open it (whose content it waited for is a file written in
         place: the open that made it orders nothing of what is written after it; nb01's polling answer)."""
         made: dict[str, list] = {}  # path -> (rank, the event that made it, whether it was made whole)
-        gone: dict[str, float] = {}  # path -> when it was first removed or renamed away
+        gone: dict[str, list] = {}  # path -> (rank, the event) of each removal or rename away of it
         for rank, events in self.events.items():
             for e in events:
                 if e.kind != "file" or not e.path:
                     continue
                 if e.name == "rename":
-                    gone[e.path] = min(gone.get(e.path, e.start), e.start)
+                    gone.setdefault(e.path, []).append((rank, e))
                     if e.to:
                         made.setdefault(e.to, []).append((rank, e, True))
                 elif e.name in ("write", "append", "mkdir"):  # a link (os.symlink, os.link) is made whole at once
                     made.setdefault(e.path, []).append((rank, e, e.name == "write" and e.value == "link"))
                 elif e.name == "remove":
-                    gone[e.path] = min(gone.get(e.path, e.start), e.start)
+                    gone.setdefault(e.path, []).append((rank, e))
         for rank, events in self.events.items():
             missed: set[tuple] = set()  # (lane, path): each thread's misses are its own
             # (lane, path) a thread opened: a file it reads is not a marker, its content is what it waited for
@@ -719,11 +726,17 @@ class Order:
                     continue
                 missed.discard(key)
                 by = made.get(e.path, [])
-                # a removal after the find (the clean-up once every rank has loaded it) does not change what it
-                # found (attack18 a10)
-                if gone.get(e.path, e.start) < e.start or len(by) != 1 or by[0][0] == rank:
+                if len(by) != 1 or by[0][0] == rank:
                     continue
                 maker_rank, maker, whole = by[0]
+                # a removal after the find (the clean-up once every rank has loaded it) does not change what it
+                # found (attack18 a10), nor one the maker's thread made before it made the path (an earlier
+                # job's file cleared first: attack22 a01, a02)
+                if any(
+                    r.start < e.start and not (g_rank == maker_rank and r.lane == maker.lane and r.start < maker.start)
+                    for g_rank, r in gone.get(e.path, ())
+                ):
+                    continue
                 if whole:
                     self._edge(self.leave(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))
@@ -790,7 +803,7 @@ class Order:
                 if e.kind == "file":
                     if (
                         e.name == "read"
-                        or (e.name == "write" and e.value == "update")
+                        or (e.name == "write" and e.value in ("update", EXCLUSIVE))  # keeps (or makes) the file
                         or (e.name == "write" and e.value is None and e.path not in read)
                     ):
                         opened.setdefault(e.lane, {}).setdefault(e.path, []).append(e)
@@ -1092,14 +1105,18 @@ class Order:
         # a folder renamed into place (or away) changes every path inside it: a checkpoint written in ckpt.tmp/
         # and published by os.replace(ckpt.tmp, ckpt) (attack12 r8)
         renamed = [a for a in self.accesses() if a.event.name == "rename" and a.how in ("write", "rename")]
-        if renamed:
+        # and a folder removed (shutil.rmtree) takes every path inside it with it: a rank that writes into it,
+        # even one that made sure of it first (makedirs(exist_ok=True)), races with the removal unless ordered
+        # (attack18 a09: a fresh output folder made by rank 0 while the others write their shards into it)
+        changed = renamed + [a for a in self.accesses() if a.how == "remove"]
+        if changed:
             below: dict[str, list[str]] = {}  # folder -> the paths somewhere inside it
             for path in by_path:
                 folder = os.path.dirname(path)
                 while folder and folder != os.path.dirname(folder):
                     below.setdefault(folder, []).append(path)
                     folder = os.path.dirname(folder)
-            for moved in renamed:
+            for moved in changed:
                 for path in below.get(moved.path, ()):
                     by_path[path].append(moved)
         return list(by_path.values())
@@ -1126,6 +1143,8 @@ class Order:
 
     def _conflict(self, a: Access, b: Access) -> bool:
         if not _conflict(a.how, b.how):
+            return False
+        if _exclusive_pair(a, b):
             return False
         made, used = (a, b) if a.how == "mkdir" else (b, a)
         if made.how == "mkdir" and _inside(used.path, made.path):  # a folder against a path inside it
@@ -1220,7 +1239,7 @@ class Order:
         found = []
         for look in looks:
             for change in changes.get(look.path, ()):
-                if change.rank == look.rank:
+                if change.rank == look.rank or _exclusive_pair(look, change):
                     continue
                 if self.before(self.access_leave(change), self.access_enter(look)) or self.before(
                     self.access_leave(look), self.access_enter(change)
@@ -1286,6 +1305,11 @@ def _paired(by_rank: dict[int, list], complete: bool) -> list[dict]:
 #: The longest store value a rank's record keeps whole (``record.STORE_VALUE_KEPT``: a longer one is cut).
 _VALUE_KEPT = 64
 
+#: How far the wall clocks of two machines may disagree (seconds) for the model still to take a store key's first
+#: write, begun that much after another rank's read of the key returned, as the write the read saw (the read found
+#: the key, and no earlier write is recorded). docs/torchrun.md: "as good as the nodes' NTP sync, typically a
+#: millisecond"; this allows for a badly synchronised pair.
+CLOCK_SKEW = 0.25
 #: Store calls that make a key exist (``append`` and ``queue_push`` too: a key's first append or push creates it).
 KEY_WRITERS = ("set", "add", "compare_set", "multi_set", "append", "queue_push")
 #: Store calls that block until their key exists (a ``get`` too, until the store's timeout).
@@ -1346,6 +1370,28 @@ def _first(items: list, test) -> int:
         else:
             low = middle + 1
     return low
+
+
+def polled(events: list, event) -> bool:
+    """Whether ``event``, a store ``add`` of 0 (a read of a counter), is part of a poll: the same thread's store
+    call just before it read the same key(s) so too. A loop of such reads until the count is reached waits for
+    the ranks that add to it, as torch's ``_store_based_barrier`` does (add 1, then ``add(key, 0)`` until it is
+    the world size): the exercise checks count it as a wait (attack22 a08, a09), a lone ``add`` as none."""
+    if event.kind != "store" or event.name != "add" or event.amount != 0:
+        return False
+    before = None
+    for e in events:
+        if e is event:
+            break
+        if e.kind == "store" and e.lane == event.lane:
+            before = e
+    return before is not None and before.name == "add" and before.amount == 0 and before.keys == event.keys
+
+
+def _exclusive_pair(a: Access, b: Access) -> bool:
+    """Two ranks' exclusive creates of one path (``open(p, "x")``: the write of the one that created it, the look
+    of one that found it there): an atomic claim, one rank wins whatever the order (attack22 a04)."""
+    return getattr(a.event, "value", None) == EXCLUSIVE and getattr(b.event, "value", None) == EXCLUSIVE
 
 
 def _conflict(a: str, b: str) -> bool:

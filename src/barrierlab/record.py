@@ -59,7 +59,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from barrierlab import events, ops
 from barrierlab._protocol import RECORD_DIR_VARIABLE
-from barrierlab.events import SPAN_KINDS
+from barrierlab.events import EXCLUSIVE, SPAN_KINDS
 from barrierlab.sites import MACHINERY, installed_package, is_learners
 
 #: Captured when barrierlab is imported, before the learner's code runs: a rank that replaces ``json.dumps`` (a
@@ -152,6 +152,11 @@ class _PerThread(threading.local):
         self.holds: dict[int, list] | None = None
         #: The open event this thread recorded last whose file object ``open`` has not returned yet.
         self.pending: int | None = None
+        #: Inside the recorder's ``open`` wrapper: an exclusive create (mode "x") is recorded once it returned.
+        self.in_open = False
+        #: The exclusive create this thread's ``open`` is making: (path as JSON text, the name, opened only for
+        #: writing), recorded by the wrapper as a write when it succeeds, as a look that found the file when not.
+        self.exclusive: tuple | None = None
         #: Ids of the synchronising calls this thread is in while it has files open.
         self.syncs: set[int] | None = None
         thread = _current_thread()
@@ -251,6 +256,9 @@ _OPENED_KEPT = 256
 
 #: Kinds of call that may order this rank with others: a file kept open across one is looked at as it returns.
 _SYNCHRONISING = frozenset(("collective", "p2p", "store", "wait"))
+#: Kinds of event that may order this rank's later accesses after another rank's (threads' handoffs too): a look at
+#: a path repeated after one is recorded again, even with the same answer (attack18 a03).
+_ORDERING = _SYNCHRONISING | {"sync"}
 
 
 class _Recorder:
@@ -275,6 +283,8 @@ class _Recorder:
         #: Per process group (its name; "" the default group), the count of this rank's collectives on it.
         self._positions: dict[str, itertools.count] = {}
         self._ids = itertools.count(1)
+        #: How many events of the kinds in :data:`_ORDERING` this rank has begun (any thread).
+        self.orderings = 0
         self._thread = _PerThread()
         #: The learner's files opened and not yet seen closed, by their open event's id (see :meth:`opened`):
         #: any thread's, looked at as any thread's synchronising call returns (attack17 a04).
@@ -625,6 +635,8 @@ class _Recorder:
         if holds:
             self._check_holds(holds)
         event_id = next(self._ids)
+        if kind in _ORDERING:
+            self.orderings += 1
         if kind in _SYNCHRONISING and self.opened_files:
             syncs = self._thread.syncs
             if syncs is None:
@@ -658,6 +670,8 @@ class _Recorder:
         self._still_held(holds, now)
         t = repr(now)
         event_id = next(self._ids)
+        if kind in _ORDERING:
+            self.orderings += 1
         line = f'{{"id":{event_id},"kind":"{kind}","name":{self.quote(name)},"t":{t},"end":{t}'
         if site:
             line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
@@ -1696,6 +1710,15 @@ def _file_event(name: str, path: str, to: str | None = None, renamed=None, value
 _stat = os.stat
 
 
+def _path_lexists(path) -> bool:
+    """``os.path.lexists`` (a dangling link is there) through ``os.lstat``, which the recorder does not wrap."""
+    try:
+        os.lstat(path)
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
 def _path_exists(path) -> bool:
     """``os.path.exists`` through the unwrapped ``os.stat``."""
     try:
@@ -1705,9 +1728,11 @@ def _path_exists(path) -> bool:
     return True
 
 
-#: (thread, path as JSON text) -> whether the last recorded look of that thread found it: a poll is recorded when
-#: what it finds changes (a loop of a thousand misses is one event).
-_looked: dict[str, bool] = {}
+#: (thread, path as JSON text) -> whether the last recorded look of that thread found it, and the rank's count of
+#: ordering events then: a poll is recorded when what it finds changes (a loop of a thousand misses is one event),
+#: or when the rank made an ordering call since (attack18 a03: a racing look after an ordered one with the same
+#: answer was not recorded, so the race was missed).
+_looked: dict[tuple, tuple[bool, int]] = {}
 
 
 def _wrap_exists(original):
@@ -1765,11 +1790,12 @@ def _record_look(recorder, target, found: bool) -> None:
         return
     try:
         key = (threading.get_ident(), path)  # each thread's looks are its own (its lane's)
-        if path is None or _looked.get(key) is found:
+        state = (found, recorder.orderings)
+        if path is None or _looked.get(key) == state:
             return
         if len(_looked) >= _PATHS_KEPT:
             _looked.clear()
-        _looked[key] = found
+        _looked[key] = state
         recorder.depth += 1
         try:
             site = _learner_site_from(sys._getframe(2))
@@ -1812,14 +1838,14 @@ def _record_listing(recorder, folder, names, pattern: str = "") -> None:
                 if path is None:
                     continue
                 for found in (False, True):
-                    _looked[(key[0], path)] = found
                     value = "" if found else ',"value":"missing"'
                     recorder.instant("file", "exists", site, ',"path":' + path + value)
+                    _looked[(key[0], path)] = (found, recorder.orderings)
             for name in sorted(before - now):
                 path = _quoted_path(os.path.join(folder, name))
-                if path is not None and _looked.get((key[0], path)) is not False:
-                    _looked[(key[0], path)] = False
+                if path is not None and _looked.get((key[0], path)) != (False, recorder.orderings):
                     recorder.instant("file", "exists", site, ',"path":' + path + ',"value":"missing"')
+                    _looked[(key[0], path)] = (False, recorder.orderings)
         finally:
             recorder.depth -= 1
     except Exception:  # noqa: BLE001 - recording never reaches the learner's code
@@ -1901,13 +1927,23 @@ def _wrap_open(original):
 
     @functools.wraps(original)
     def opened(*args, **kwargs):
+        recorder = _recorder
+        thread = recorder._thread if recorder is not None else None
+        outer = thread is not None and not thread.in_open
+        if outer:
+            thread.in_open = True
         try:
             file = original(*args, **kwargs)
-        except BaseException:
-            if _recorder is not None:
-                _recorder._thread.pending = None
+        except BaseException as error:
+            if thread is not None and outer:
+                thread.pending = None
+                _exclusive_done(recorder, thread, None if isinstance(error, FileExistsError) else False)
             raise
-        recorder = _recorder
+        finally:
+            if outer:
+                thread.in_open = False
+        if outer and thread.exclusive is not None:
+            _exclusive_done(recorder, thread, True)
         if recorder is not None and recorder._thread.pending is not None:
             try:
                 recorder.bind(file)
@@ -1917,6 +1953,26 @@ def _wrap_open(original):
 
     opened.__barrierlab_original__ = original
     return opened
+
+
+def _exclusive_done(recorder, thread: _PerThread, created: bool | None) -> None:
+    """Record the exclusive create ``thread`` was making (``open(p, "x")``), now that it returned: a write of the
+    file it ``created``; a look that found it there when it failed with FileExistsError (None); nothing when it
+    failed otherwise (False). attack22 a04: the loser of two ranks' exclusive creates was "opened for writing",
+    racing the winner, although it changed nothing."""
+    made, thread.exclusive = thread.exclusive, None
+    if made is None or created is False or recorder.depth or recorder.fd < 0:
+        return
+    path, name, write_only = made
+    try:
+        if created is None:
+            _file_event("exists", path, value=EXCLUSIVE)
+            return
+        event_id = _file_event("write", path, value=EXCLUSIVE)
+        if event_id is not None:
+            recorder.opened(path, name, event_id, write_only, False)
+    except Exception:  # noqa: BLE001 - recording never reaches the learner's code
+        pass
 
 
 def _wrap_os_open(original):
@@ -1978,16 +2034,30 @@ def _record_access(event: str, args: tuple) -> None:
         if not isinstance(mode, str) and isinstance(flags, int) and flags & _TMPFILE == _TMPFILE:
             return  # O_TMPFILE: an unnamed file in that folder (FileLock's probe); the folder is not changed
         if isinstance(mode, str):
-            how = "append" if "a" in mode else "write" if any(c in mode for c in "wx+") else "read"
-        elif flags & os.O_APPEND and not flags & os.O_TRUNC:
-            how = "append"
+            exclusive = "x" in mode
+            # "a+" reads too: what it reads depends on the others' appends, so it is compared as a write that
+            # keeps the file (attack22 a06: a read through "a+" was an append, and appends never conflict)
+            how = "append" if "a" in mode and "+" not in mode else "write" if any(c in mode for c in "awx+") else "read"
+        elif flags & os.O_APPEND and not flags & os.O_TRUNC and flags & os.O_ACCMODE == os.O_WRONLY:
+            exclusive, how = False, "append"
         else:
+            exclusive = isinstance(flags, int) and flags & (os.O_CREAT | os.O_EXCL) == os.O_CREAT | os.O_EXCL
             how = "write" if flags & _WRITE_FLAGS else "read"
+        if exclusive and isinstance(mode, str) and _recorder._thread.in_open:
+            # recorded as the open returns (:func:`_exclusive_done`): whether it created the file is known then
+            _recorder._thread.exclusive = (path, name, "+" not in mode and "r" not in mode)
+            return
+        if exclusive and _path_lexists(name):
+            # an exclusive create of a path that is there fails and changes nothing: a look that found it
+            # (attack22 a04: the loser of open(p, "x") was "opened for writing", racing the winner)
+            _file_event("exists", path, value=EXCLUSIVE)
+            return
         # a read of a file that is not there yet (the open raises next): marked, so that a race says "tried to read"
         missing = how == "read" and not _path_exists(name)  # (a descriptor has no path: returned above)
         # an open for writing that keeps what the file holds ("r+", O_RDWR without O_TRUNC: a lock file's): marked
         update = how == "write" and ("w" not in mode if isinstance(mode, str) else not flags & os.O_TRUNC)
-        event_id = _file_event(how, path, value="missing" if missing else "update" if update else None)
+        value = EXCLUSIVE if exclusive else "missing" if missing else "update" if update else None
+        event_id = _file_event(how, path, value=value)
         if not missing and event_id is not None:
             if isinstance(mode, str):
                 write_only = how != "read" and "+" not in mode and "r" not in mode
@@ -2003,10 +2073,14 @@ def _record_access(event: str, args: tuple) -> None:
                 target or _json_dumps(_fspath_text(args[1])),
                 renamed=args[0],
             )
-    elif event == "os.remove":  # os.unlink too; shutil.rmtree removes each file by name in a folder's descriptor
-        path = _quoted_path(_at(args[0], args[1]))
+    elif event in ("os.remove", "os.rmdir"):  # os.unlink too; shutil.rmtree removes each file by name in a folder's
+        # descriptor, then the folder (attack14 a14)
+        name = _at(args[0], args[1])
+        path = _quoted_path(name) if name is not None else None
         if path is not None:
-            _file_event("remove", path)
+            # a path that is not there is not removed: the call fails (suppressed, or unlink(missing_ok=True)), a
+            # look that found nothing (attack22 a03: two ranks' clean-up of a file that never existed raced)
+            _file_event("remove", path) if _path_lexists(name) else _file_event("exists", path, value="missing")
     elif event == "os.truncate":  # os.truncate(path, n) changes the file in place (a descriptor has no path)
         if isinstance(args[0], (str, bytes, os.PathLike)):
             path = _quoted_path(args[0])
@@ -2016,10 +2090,6 @@ def _record_access(event: str, args: tuple) -> None:
         path = _quoted_path(_at(args[1], args[2] if event == "os.symlink" else args[3]))
         if path is not None:
             _file_event("write", path, value="link")
-    elif event == "os.rmdir":  # a folder removed (shutil.rmtree's last step too): attack14 a14
-        path = _quoted_path(_at(args[0], args[1]))
-        if path is not None:
-            _file_event("remove", path)
     elif event == "os.mkdir":  # os.makedirs too, once per folder it makes (and for the last even if it exists)
         path = _quoted_path(_at(args[0], args[2]))
         if path is not None:  # one already there is not made: the call fails, or makedirs(exist_ok=True) goes on
@@ -3100,12 +3170,14 @@ def _patch() -> None:
         if callable(getattr(dist.Store, method, None)):
             _replace(dist.Store, method, functools.partial(_wrap_store, method))
     _replace(dist.PrefixStore, "__init__", _wrap_prefix_store_init)
-    _replace(
-        torch, "save", functools.partial(_wrap_file_call, "torch.save", writes=True, path_index=1, path_keyword="f")
-    )
-    _replace(
-        torch, "load", functools.partial(_wrap_file_call, "torch.load", writes=False, path_index=0, path_keyword="f")
-    )
+    # torch.save is torch.serialization.save (code that calls it so, or imported it from there, wrote unseen:
+    # attack22 a05); torch.jit.save/load write and read in C++ and are recorded at their Python call
+    for module, prefix in ((torch, "torch"), (torch.serialization, "torch"), (torch.jit, "torch.jit")):
+        for name, writes, index in (("save", True, 1), ("load", False, 0)):
+            make = functools.partial(
+                _wrap_file_call, f"{prefix}.{name}", writes=writes, path_index=index, path_keyword="f"
+            )
+            _replace(module, name, make)
     dcp = sys.modules.get("torch.distributed.checkpoint")
     if dcp is not None:
         for name, writes in (("save", True), ("load", False), ("async_save", True)):

@@ -119,8 +119,8 @@ def _judge(run, workdir: str, seed: int) -> str | None:
             if source[0] in (0, rank):
                 continue
             e = order.event_at(target)
-            if e.kind == "store" and e.name == "add":
-                continue  # an add that counted another rank's add saw it; it never waits for anyone
+            if e.kind == "store" and e.name == "add" and not ordering.polled(run[rank].events, e):
+                continue  # an add that counted another rank's add saw it; alone it never waits for anyone
             if e.kind == "sync":
                 continue  # a file lock granted after another rank's hold: it waits only while that rank holds it
             if e.name == "gather_object":
