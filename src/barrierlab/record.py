@@ -2904,7 +2904,11 @@ def _replace(owner, name: str, make) -> None:
     """Put ``make(original)`` in the place of ``owner.name``, remembering the original for :func:`_unpatch`. In a
     module (``os.stat``, ``torch.save``, ``open``), the wrapper stands in as a :class:`_StandIn`."""
     original = getattr(owner, name)
-    _originals[(owner, name)] = original
+    # a class's own attribute is restored as it was: a pybind method is an ``instancemethod`` there, and what
+    # getattr returns (the function inside) put back on the class would no longer bind ``self``
+    # (``ProcessGroup.barrier`` after a run: "incompatible function arguments" in every later dist.barrier())
+    raw = owner.__dict__.get(name, original) if isinstance(owner, type) else original
+    _originals[(owner, name)] = raw
     # collectives (funcol's, torch._C's) stay plain functions: torch.compile traces them by what they are
     stand_in = isinstance(owner, type(os)) and owner is not torch._C and not owner.__name__.startswith(_FUNCOL)
     setattr(owner, name, _wrapper(owner, name, original, make, stand_in))
