@@ -400,7 +400,15 @@ def from_records(folder: str) -> Run:
     ranks_found = sorted(r for r, kinds in present.items() if kinds & {"events", "outcome"})
     outcomes = {r: _read_outcome(RankFiles(folder, r).outcome, r, 0, pickles=False) for r in ranks_found}
     metas = {r: event_files.read_meta(RankFiles(folder, r).events) for r in ranks_found}
-    claims = [o.world_size - 1 for o in outcomes.values() if o and o.world_size <= _files.MAX_RANKS]
+    # a record that names another rank than its file's is a copy (attack23 a03: rank3.* saved as rank5.*): beyond
+    # the world the other records agree on, it is left out rather than make up the ranks between
+    named = {r: _named_rank(r, outcomes.get(r), metas.get(r)) for r in ranks_found}
+    agreed = _agreed_world(outcomes, named)
+    copies = [r for r in ranks_found if named[r] not in (None, r) and agreed is not None and r >= agreed]
+    ranks_found = [r for r in ranks_found if r not in copies]
+    claims = [
+        o.world_size - 1 for r, o in outcomes.items() if o and o.world_size <= _files.MAX_RANKS and r not in copies
+    ]
     world_size = max(ranks_found + claims, default=-1) + 1  # a claim beyond the maximum is not believed
     if world_size == 0:
         raise FileNotFoundError(
@@ -450,6 +458,8 @@ def from_records(folder: str) -> Run:
         flight = record.flight if record else None
         result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight, recorded=rank in ranks_found)
         result.record_notes += _notes(record) if record else []
+        if rank in ranks_found:
+            result.record_notes += _mismatch_notes(rank, named.get(rank), outcomes.get(rank), agreed)
         if rank in refused:
             result.record_notes.append(refused[rank])
         outcome = outcomes.get(rank)
@@ -461,9 +471,49 @@ def from_records(folder: str) -> Run:
                 ends.append(result.ended)
         ranks.append(result)
     ends += [e.end for r in ranks for e in r.events if e.end is not None]
-    return Run(
+    run = Run(
         world_size=world_size, ranks=ranks, elapsed=max(ends, default=0.0), timeout=float("nan"), deadline=float("nan")
     )
+    if copies:
+        run.launcher_note = "; ".join(
+            f"rank{r}.* left out: its record names rank {named[r]} of a {agreed}-rank run (a copy of that rank's files?)"
+            for r in copies
+        )
+    return run
+
+
+def _named_rank(rank: int, outcome, meta) -> int | None:
+    """The rank a rank's own files say it is: another rank than ``rank`` if its events file's first line or its
+    outcome names one (an outcome that names another rank is read as damaged, world size 0), else ``rank`` when
+    either names it, else None."""
+    said = meta.get("rank") if meta else None
+    said = said if isinstance(said, int) and not isinstance(said, bool) else None
+    told = outcome.rank if outcome is not None and outcome.world_size > 0 else None
+    for name in (said, told):
+        if name is not None and name != rank:
+            return name
+    return rank if rank in (said, told) else None
+
+
+def _agreed_world(outcomes: dict, named: dict) -> int | None:
+    """The world size most of the outcomes that name their own file's rank give (None without any)."""
+    sizes: dict[int, int] = {}
+    for rank, outcome in outcomes.items():
+        if outcome is not None and named.get(rank) == rank and 0 < outcome.world_size <= _files.MAX_RANKS:
+            sizes[outcome.world_size] = sizes.get(outcome.world_size, 0) + 1
+    return max(sizes, key=lambda n: (sizes[n], n)) if sizes else None
+
+
+def _mismatch_notes(rank: int, named: int | None, outcome, agreed: int | None) -> list[str]:
+    """What in a rank's own files disagrees with the folder: the rank it names, the world size it was one of."""
+    notes = []
+    if named is not None and named != rank:
+        notes.append(f"its files name rank {named}, not rank {rank}: a copy of another rank's files?")
+    if outcome is not None and agreed is not None and outcome.world_size not in (0, agreed):
+        notes.append(
+            f"it was one of {outcome.world_size} ranks, the others' records of {agreed}: a file of another job?"
+        )
+    return notes
 
 
 #: The wall clock a record may name (seconds since 1970): up to the year 2286. A rank's monotonic clock (seconds

@@ -1116,7 +1116,11 @@ def _arrival_evidence(f: Facts) -> list[str]:
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
-    evidence.append(f"{rank_list(arrived)} called {_op_name(event)} #{k} {_called_at(event)}")
+    places: dict[tuple, list[int]] = {}
+    for rank in arrived:
+        places.setdefault(_chain_key(f.at_k[rank]), []).append(rank)
+    for ranks in places.values():
+        evidence.append(f"{rank_list(ranks)} called {_op_name(event)} #{k} {_called_at(f.at_k[ranks[0]])}")
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
@@ -1230,11 +1234,21 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         return unmatched
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
+    places: dict[tuple, list[int]] = {}  # where each arrived rank made it (attack23 a04: rank 0's line for all)
+    for rank in arrived:
+        places.setdefault(site_key(f.at_k[rank]), []).append(rank)
+    if len(places) == 1:
+        made = (
+            f"{rank_list(arrived)} called {_op_name(event)} #{f.first_diff} at {where_text(event)}"
+            f"{called_from(chain_of(event), _missing_parting(f, event))}"
+        )
+    else:
+        made = f"{_op_name(event)} #{f.first_diff} was called by " + ", and by ".join(
+            f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places.values()
+        )
     return Diagnosis(
         "only-some-ranks",
-        f"A collective reached by only some ranks: {rank_list(arrived)} called {_op_name(event)} #{f.first_diff} at "
-        f"{where_text(event)}{called_from(chain_of(event), _missing_parting(f, event))}; "
-        f"{rank_list(f.missing)} never did.",
+        f"A collective reached by only some ranks: {made}; {rank_list(f.missing)} never did.",
         _arrival_evidence(f),
         RULES + " Look for a rank-dependent `if`, an early `return`/`continue`, or a helper called on some "
         "ranks only that contains a collective; move the collective where every rank reaches it "
@@ -1414,9 +1428,10 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
         sides = "; ".join(f"{rank_list(ranks)} passed op={op}" for op, ranks in by_op.items())
         return Diagnosis(
             "different-reduce-ops",
-            f"Ranks passed different reduce ops to {first.name} #{k + 1} ({sides}): every rank finished, but the "
-            "result is not what any rank asked for: on gloo each rank reduces its share of the tensor with its own "
-            "op, so the ranks get a mix of them.",
+            f"Ranks passed different reduce ops to {first.name} #{k + 1} ({sides}): every rank finished, but gloo "
+            "does not check that the ops agree, and what comes back depends on the tensor's size and each rank's "
+            "part in the algorithm: one rank's op, neither (4 ranks, 1 element, SUM and MAX: a value that is "
+            "neither sum nor max), or a mix, element by element, on large tensors. It cannot be relied on.",
             [f"rank {r} at {where_text(e)}" for r, e in sorted(at.items())],
             "Pass the same op= on every rank: decide it from a value every rank shares, not from one rank's own "
             "data or role.",
@@ -1969,7 +1984,7 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         f"{rank_list(f.failed)} did not finish: {'a' if len(unmatched) == 1 else 'some'} point-to-point "
         f"call{'' if len(unmatched) == 1 else 's'} had no partner — {'; '.join(lines)}{more}. "
         "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
-        "unmatched ones wait until the timeout.",
+        "unmatched ones wait until the timeout, or fail at once when the peer they wait on has ended.",
         evidence,
         "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
         "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world).",
@@ -2271,10 +2286,26 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     where = chains[first].frames[-1]
     same = all(messages[r] == messages[first] and chains[r].frames[-1:] == (where,) for r in failed)
     who = rank_list(failed) if same else rank_list([first])
+    # the call that raised is itself a collective that refused its arguments (review49b M1: src=5, a group
+    # the root is not in): not "no collective is to blame"
+    refused = next(
+        (
+            e
+            for e in reversed(f.run[first].events)
+            if e.kind in CALL_KINDS and e.error and e.line == where.line and e.file and where.file.endswith(e.file)
+        ),
+        None,
+    )
+    blame = (
+        f"and {'their' if same and len(failed) > 1 else 'its'} own {refused.name} raised it, refusing its "
+        "arguments before it paired with any rank"
+        if refused is not None
+        else "so no collective is to blame"
+    )
     headline = (
         f"{who} raised {_clip(messages[first], 200)} at {where}{called_from(chains[first])}; "
         f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
-        "collective calls, so no collective is to blame."
+        f"collective calls, {blame}."
     )
     evidence = []
     races = [
