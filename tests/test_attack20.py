@@ -30,6 +30,9 @@ FIXED = [
     "a14_live_view_numbers_differ_per_rank",
     "a07_thread_handoff_false_races",
     "a12_reused_record_folder",
+    "a11_per_node_folder_blames_other_nodes_ranks",
+    "a08_report_races_clock_skew_store_handoff",
+    "a16_learner_tcpstore_listens_beyond_loopback",
 ]
 
 

@@ -474,6 +474,44 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     for module in (c10d, dist):
         if getattr(module, "init_process_group", None) is original:
             module.init_process_group = init_process_group
+    store = _loopback_tcp_store(dist.TCPStore)
+    for module in (c10d, dist):
+        if getattr(module, "TCPStore", None) is store.__mro__[1]:
+            module.TCPStore = store
+
+
+def _loopback_tcp_store(tcp_store: type) -> type:
+    """``dist.TCPStore`` for the learner's own stores (``init=False``): a master store listens on 127.0.0.1 only.
+    torch's server binds every interface whatever ``host_name`` says (``LibUVStoreDaemon::init`` binds ``::`` or
+    ``0.0.0.0``); given a socket already bound and listening (``master_listen_fd``), it serves that one. So the
+    master's socket is bound here, on 127.0.0.1 and the port asked for (attack20 a16: tutorial code's
+    ``TCPStore("0.0.0.0", PORT, ...)`` listened beyond the machine during the run). Clients, and a master given
+    its own ``master_listen_fd``, are left as they are; a subclass, so ``isinstance`` checks still hold."""
+    import socket
+
+    names = ("host_name", "port", "world_size", "is_master", "timeout", "wait_for_workers", "multi_tenant")
+
+    class TCPStore(tcp_store):
+        __doc__ = tcp_store.__doc__
+
+        def __init__(self, *args, **kwargs):
+            given = dict(zip(names, args)) | kwargs
+            port = given.get("port")
+            if given.get("is_master") and given.get("master_listen_fd") is None and isinstance(port, int):
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    listener.bind(("127.0.0.1", port))
+                    listener.listen()
+                except OSError:
+                    listener.close()  # the port is taken, or another oddity: torch's own error says so
+                else:
+                    kwargs["master_listen_fd"] = listener.detach()  # the store's from now on
+            super().__init__(*args, **kwargs)
+
+    TCPStore.__name__ = TCPStore.__qualname__ = "TCPStore"
+    TCPStore.__module__ = tcp_store.__module__
+    return TCPStore
 
 
 def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
