@@ -622,7 +622,12 @@ _DATA_ONLY_CALLS = frozenset(
         "FSDP",
     }
 )
-_DATA_ONLY_KEYWORDS = frozenset({"device", "device_ids", "output_device", "map_location", "src", "dst", "group"})
+#: Keyword arguments that never make a call's result differ in value or length between ranks: where tensors go,
+#: who sends, and whether a data set fetches its files first (``MNIST(download=fabric.is_global_zero)`` inside
+#: Fabric's ``rank_zero_first``: torchvision's data sets hold the same items either way; attack23 a06).
+_DATA_ONLY_KEYWORDS = frozenset(
+    {"device", "device_ids", "output_device", "map_location", "src", "dst", "group", "download"}
+)
 _RANK_TOKEN = re.compile(r"rank\d*|ordinal")
 _RANK_PAIRS = frozenset(
     {
@@ -2432,14 +2437,19 @@ def _sentinel_test(test: ast.AST) -> bool:
     rank is (-1 is the "not distributed" sentinel of YOLOv5, transformers and many scripts). The answer is the
     same on every rank — false everywhere when the value is a real rank, true everywhere when it is the sentinel
     itself (a helper's ``rank=-1`` default) — so the test does not make a value rank-dependent (round 19's
-    ``sampler = None if rank == -1 else DistributedSampler(dataset)``). Only a rank name itself, not an
-    expression made from one (``rank - 1 == -1`` is true on rank 0)."""
+    ``sampler = None if rank == -1 else DistributedSampler(dataset)``). Only a rank name itself, or the rank read
+    from the environment (``int(os.environ.get("RANK", -1)) != -1``, nanoGPT's ``ddp`` flag: attack23 a06), not
+    an expression made from one (``rank - 1 == -1`` is true on rank 0)."""
     found = _int_compare(test)
     if found is None:
         return False
     value, op, consts = found
-    if not (isinstance(value, ast.Name) and _rank_name(value.id)) and not (
-        isinstance(value, ast.Attribute) and _rank_name(value.attr)
+    if isinstance(value, ast.Call) and _terminal(value.func) == "int" and len(value.args) == 1:
+        value = value.args[0]  # nanoGPT's ``int(os.environ.get("RANK", -1)) != -1``: is this a distributed run?
+    if (
+        not (isinstance(value, ast.Name) and _rank_name(value.id))
+        and not (isinstance(value, ast.Attribute) and _rank_name(value.attr))
+        and not _env_rank(value)
     ):
         return False
     if op in (ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.LtE, ast.Gt):
@@ -4981,7 +4991,8 @@ def _explain(
         what = "what it issues waits" if "(DDP forward)" in short else "it waits"
         why = (
             f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
-            f"so {what} until the timeout or pairs with a different collective"
+            f"so {what} until the timeout, fails at once on gloo when a rank that skipped it ends its process, "
+            "or pairs with a different collective"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
         if "(DDP forward)" in short:  # review36b: a buffer-less model's forward after training issues nothing
@@ -6504,7 +6515,7 @@ class _Order:
             return
         for path in _used_paths(call, full):
             for folder, (mkdir, where) in list(self.folders.items()):
-                if where != ctx[: len(where)] and _inside(path, folder):
+                if not _implied(where, ctx) and _inside(path, folder):
                     self._folder_race(mkdir, folder, call, where)
                     del self.folders[folder]
         written = _written_path(call, full)
@@ -6614,6 +6625,16 @@ class _Order:
 
 _BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
 _WRITE_MODES = re.compile(r"[wax+]")
+
+
+def _implied(where: tuple[str, ...], ctx: tuple[str, ...]) -> bool:
+    """Whether the conditions ``ctx`` (texts, outermost first) hold only where ``where``'s do: ``where`` is a prefix
+    of ``ctx``, or each of its conditions is one of ``ctx``'s or a conjunct of one (``step % 5 == 0 and
+    master_process`` under ``master_process``: nanoGPT's checkpoint into the folder rank 0 made, attack23 a06)."""
+    if where == ctx[: len(where)]:
+        return True
+    conjuncts = {part.strip() for text in ctx for part in text.split(" and ")}
+    return all(cond in ctx or cond in conjuncts for cond in where)
 
 
 def _path_text(node: ast.expr | None) -> str | None:
