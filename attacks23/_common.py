@@ -23,6 +23,7 @@ def python(code, *, cwd=None, timeout=110, **extra):
 
 
 def cli(*args, cwd=None, timeout=110):
-    p = subprocess.run([PY, "-m", "barrierlab", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                       env=env())
+    p = subprocess.run(
+        [PY, "-m", "barrierlab", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env()
+    )
     return p.returncode, p.stdout, p.stderr

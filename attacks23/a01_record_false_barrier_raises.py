@@ -6,7 +6,7 @@ import sys
 
 from _common import python
 
-CODE = r'''
+CODE = r"""
 import torch.distributed as dist
 import barrierlab as bl
 
@@ -20,7 +20,7 @@ for record in (True, False):
     if not run.ok:
         print("   rank 0:", run[0].error_message.splitlines()[0][:200])
         print("   headline:", run.diagnosis.headline)
-'''
+"""
 
 rc, out, err = python(CODE)
 print(out, err[-2000:] if rc else "")

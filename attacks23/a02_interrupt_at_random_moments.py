@@ -8,7 +8,7 @@ import sys
 
 from _common import python
 
-CODE = r'''
+CODE = r"""
 import os, random, signal, threading, time, tempfile
 import torch, torch.distributed as dist
 import barrierlab as bl
@@ -97,7 +97,7 @@ print(f"check folders left in tmp: {len(leftover_dirs)}")
 import shutil; shutil.rmtree(PIDS, ignore_errors=True)
 bad = slow_stops or not values_ok or not verdict.ok
 print("RESULT", "BROKEN" if bad else "HELD")
-'''
+"""
 
 rc, out, err = python(CODE, timeout=115)
 print(out)

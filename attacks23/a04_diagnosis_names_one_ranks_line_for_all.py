@@ -8,7 +8,7 @@ import sys
 
 from _common import python
 
-CODE = r'''
+CODE = r"""
 import torch.distributed as dist
 import barrierlab as bl
 
@@ -26,11 +26,14 @@ run = bl.run(f, 4, timeout=2, live=False)
 print(run.diagnosis)
 print(run.ledger())
 print("SITES", {r.rank: [(e.name, e.line) for e in r.events if e.is_collective][:2] for r in run})
-'''
+"""
 rc, out, err = python(CODE)
 print(out, err[-1500:] if rc else "")
 head = out.splitlines()[0] if out else ""
 extra_line = next((i + 1 for i, l in enumerate(CODE.splitlines()[1:]) if "LINE_EXTRA" in l), None)
-wrong = f"ranks 0, 2 and 3 called barrier #1 at <string>:{extra_line}" in out or "ranks 0, 2 and 3 called barrier #1" in head
+wrong = (
+    f"ranks 0, 2 and 3 called barrier #1 at <string>:{extra_line}" in out
+    or "ranks 0, 2 and 3 called barrier #1" in head
+)
 print("BROKEN: the diagnosis puts ranks 2 and 3's first barrier at rank 0's extra line" if wrong else "held")
 sys.exit(1 if wrong or rc else 0)

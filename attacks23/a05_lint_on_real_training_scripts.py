@@ -41,7 +41,9 @@ for name in names:
     if fs:
         false_alarm_files.append(name)
         alarms += len(fs)
-    print(f"  {name}: rc={rc} " + ("; ".join(f"line {l} {what} [{kind}]" for l, what, kind, _ in fs) or "nothing found"))
+    print(
+        f"  {name}: rc={rc} " + ("; ".join(f"line {l} {what} [{kind}]" for l, what, kind, _ in fs) or "nothing found")
+    )
 print("planted copies (one bug each):")
 for name in names:
     path = os.path.join(PLANTED, name)
@@ -52,6 +54,8 @@ for name in names:
     if hit:
         found.append(name)
     print(f"  {name}: {'FOUND' if hit else 'missed'} " + "; ".join(f"line {l} {w} [{k}]" for l, w, k in hit))
-print(f"\nfalse alarms: {len(false_alarm_files)} of {len(names)} correct files ({alarms} findings): {false_alarm_files}")
+print(
+    f"\nfalse alarms: {len(false_alarm_files)} of {len(names)} correct files ({alarms} findings): {false_alarm_files}"
+)
 print(f"planted bugs found: {len(found)} of {len(names)}; missed: {sorted(set(names) - set(found))}")
 sys.exit(1 if false_alarm_files else 0)

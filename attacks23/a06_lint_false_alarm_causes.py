@@ -16,7 +16,7 @@ import tempfile
 from _common import PY, env
 
 SNIPPETS = {
-    "a_rank_env_presence": '''
+    "a_rank_env_presence": """
 import os
 import torch
 import torch.distributed as dist
@@ -31,8 +31,8 @@ if ddp:
 model = DDP(torch.nn.Linear(2, 2))
 for micro_step in range(steps):
     model(torch.ones(1, 2)).sum().backward()
-''',
-    "b_master_folder_master_writes": '''
+""",
+    "b_master_folder_master_writes": """
 import os
 import torch
 import torch.distributed as dist
@@ -49,8 +49,8 @@ while True:
     step += 1
     if step > 10:
         break
-''',
-    "c_seed_offset_after_broadcast": '''
+""",
+    "c_seed_offset_after_broadcast": """
 import torch
 import torch.distributed as dist
 
@@ -61,8 +61,8 @@ def set_determinism(seed, rank_in_pp):
         seed = seed_tensor.view(torch.int64).item()
     seed += rank_in_pp
     torch.manual_seed(seed)
-''',
-    "d_download_flag": '''
+""",
+    "d_download_flag": """
 import torch
 from lightning.fabric import Fabric
 from torchvision.datasets import MNIST
@@ -75,8 +75,8 @@ model, optimizer = fabric.setup(torch.nn.Linear(784, 10), torch.optim.SGD([torch
 for data, target in train_loader:
     loss = model(data.flatten(1)).sum()
     fabric.backward(loss)
-''',
-    "e_subgroup_ddp": '''
+""",
+    "e_subgroup_ddp": """
 import torch
 import torch.distributed as dist
 from lightning.fabric import Fabric
@@ -93,7 +93,7 @@ def main():
         pass  # the player: collects experience
     else:
         trainer(pg)
-''',
+""",
 }
 
 bad = []
@@ -102,8 +102,9 @@ with tempfile.TemporaryDirectory(prefix="a23-lint-") as tmp:
         path = os.path.join(tmp, name + ".py")
         with open(path, "w") as f:
             f.write(code.lstrip())
-        p = subprocess.run([PY, "-m", "barrierlab", "lint", path], capture_output=True, text=True, env=env(),
-                           timeout=60)
+        p = subprocess.run(
+            [PY, "-m", "barrierlab", "lint", path], capture_output=True, text=True, env=env(), timeout=60
+        )
         heads = [l for l in p.stdout.splitlines() if l.startswith(path)]
         print(f"{name}: rc={p.returncode}" + "".join("\n   " + h.replace(path, name) for h in heads))
         if p.returncode != 0:

@@ -8,9 +8,8 @@ broken if it says only that the run did not finish."""
 import sys
 
 import nbformat
-from nbclient import NotebookClient
-
 from _common import env
+from nbclient import NotebookClient
 
 CELLS = [
     """import functools, os, time, tempfile
@@ -46,6 +45,7 @@ text = "\n".join(o.get("text", "") or f"{o.get('ename')}: {o.get('evalue')}" for
 print(text)
 verdict = next((l for l in text.splitlines() if l.startswith("VERDICT")), "")
 broken = verdict.startswith("VERDICT False") and not any(
-    w in verdict for w in ("cache", "decorat", "Can't get attribute", "cannot be loaded", "cannot send", "setup"))
+    w in verdict for w in ("cache", "decorat", "Can't get attribute", "cannot be loaded", "cannot send", "setup")
+)
 print("BROKEN: a correct answer wrapped in functools.cache gets '✗ not yet' with no reason" if broken else "held")
 sys.exit(1 if broken else 0)

@@ -11,7 +11,7 @@ import sys
 
 from _common import python
 
-CODE = r'''
+CODE = r"""
 import datetime, os, signal, socket, subprocess, sys, tempfile, threading, time
 import torch, torch.distributed as dist
 import barrierlab as bl
@@ -138,7 +138,7 @@ if alive:
         os.kill(int(p), 9)
 import shutil; shutil.rmtree(PIDS, ignore_errors=True)
 print("PROBLEMS", problems)
-'''
+"""
 
 rc, out, err = python(CODE, timeout=115)
 print(out)

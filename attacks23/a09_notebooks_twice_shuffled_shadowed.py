@@ -10,13 +10,11 @@ import os
 import random
 import sys
 import time
-
 import warnings
 
 import nbformat
-from nbclient import NotebookClient
-
 from _common import ROOT, env
+from nbclient import NotebookClient
 
 os.environ.update(env(BARRIERLAB_LIVE="0"))
 warnings.filterwarnings("ignore")
@@ -31,8 +29,13 @@ def run(cells, label):
     nb.nbformat_minor = 4
     t = time.monotonic()
     try:
-        NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}}).execute()
+        NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}},
+        ).execute()
     except Exception as e:  # a cell that did not end
         problems.append(f"{label}: {type(e).__name__}: {str(e)[:300]}")
     print(f"{label}: {len(cells)} cells in {time.monotonic() - t:.0f}s")
@@ -61,9 +64,11 @@ if len(seen) != 2 or any(not v.startswith("✗") for v in seen):
 c01 = code_cells("01_barriers_at_initialization.ipynb")
 order = list(range(len(c01)))
 shuffled = random.Random(int(os.environ.get("A23_SEED", "7"))).sample(order, len(order))
-SHADOW = ("WORLD = 2\nVOCAB = ['x']\nTIMEOUT = 0.001\nspans = None\nverdict = print\nrandom = None\n"
-          "shutil = None\ntempfile = None\n")
-SOLVED = '''def build_vocab_then_read(folder, build_seconds):
+SHADOW = (
+    "WORLD = 2\nVOCAB = ['x']\nTIMEOUT = 0.001\nspans = None\nverdict = print\nrandom = None\n"
+    "shutil = None\ntempfile = None\n"
+)
+SOLVED = """def build_vocab_then_read(folder, build_seconds):
     rank = dist.get_rank()
     path = os.path.join(folder, "vocab.txt")
     if rank == 0:
@@ -75,14 +80,23 @@ SOLVED = '''def build_vocab_then_read(folder, build_seconds):
     with bl.span("read", kind="io"):
         with open(path) as f:
             return f.read().split()
-v = check_vocab(build_vocab_then_read)'''
+v = check_vocab(build_vocab_then_read)"""
 SLEEP = SOLVED.replace("    dist.barrier()\n", "    time.sleep(0.6)\n")
-cells = [copy.deepcopy(c01[i]) for i in order + shuffled] + [nbformat.v4.new_code_cell(s) for s in (SHADOW, SOLVED, SLEEP)]
+cells = [copy.deepcopy(c01[i]) for i in order + shuffled] + [
+    nbformat.v4.new_code_cell(s) for s in (SHADOW, SOLVED, SLEEP)
+]
 nb = run(cells, "01 in order, shuffled, shadowed, solved")
 unsolved = [v for c in nb.cells[: 2 * len(order)] for v in verdicts(c)]
 right, sleep = verdicts(nb.cells[-2]), verdicts(nb.cells[-1])
 errors = [o for o in nb.cells[-2].outputs + nb.cells[-1].outputs if o.get("output_type") == "error"]
-print("   unsolved:", [v[:90] for v in unsolved], "\n   right:", [v[:120] for v in right], "\n   sleep:", [v[:120] for v in sleep])
+print(
+    "   unsolved:",
+    [v[:90] for v in unsolved],
+    "\n   right:",
+    [v[:120] for v in right],
+    "\n   sleep:",
+    [v[:120] for v in sleep],
+)
 if errors:
     problems.append(f"01 check cells raised: {[e['ename'] + ': ' + e['evalue'][:200] for e in errors]}")
 if len(unsolved) != 2 or any(not v.startswith("✗") for v in unsolved):

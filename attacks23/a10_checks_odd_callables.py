@@ -10,7 +10,7 @@ import sys
 
 from _common import ROOT, python
 
-CODE = r'''
+CODE = r"""
 import functools, os, sys, time
 import torch, torch.distributed as dist
 import barrierlab as bl
@@ -71,7 +71,7 @@ for label, check, fn in [("nb04", lambda f: nb04.check(f, seed=2), t04.RIGHT[0])
         print(f"{label} {name}: {str(v)[:120]}")
         if not v: problems.append(f"{label} {name}: {v}")
 print("PROBLEMS", problems)
-'''.replace("ROOT", repr(ROOT))
+""".replace("ROOT", repr(ROOT))
 
 rc, out, err = python(CODE, timeout=115, BARRIERLAB_LIVE="0")
 print(out)
