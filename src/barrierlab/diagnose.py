@@ -1116,10 +1116,7 @@ def _arrival_evidence(f: Facts) -> list[str]:
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
-    places: dict[tuple, list[int]] = {}
-    for rank in arrived:
-        places.setdefault(_chain_key(f.at_k[rank]), []).append(rank)
-    for ranks in places.values():
+    for ranks in _by_place(f.at_k, _chain_key):
         evidence.append(f"{rank_list(ranks)} called {_op_name(event)} #{k} {_called_at(f.at_k[ranks[0]])}")
     missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
     for how in sorted(set(missing_how.values())):
@@ -1141,6 +1138,14 @@ def _arrival_evidence(f: Facts) -> list[str]:
         )
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, arrived, f.at_k)
     return evidence
+
+
+def _by_place(at: dict[int, Event], key) -> list[list[int]]:
+    """The ranks of ``at`` (rank -> its call) grouped by ``key`` of their call (where they made it), in rank order."""
+    places: dict[tuple, list[int]] = {}
+    for rank in sorted(at):
+        places.setdefault(key(at[rank]), []).append(rank)
+    return list(places.values())
 
 
 def rule_still_running(f: Facts) -> Diagnosis | None:
@@ -1234,9 +1239,7 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         return unmatched
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
-    places: dict[tuple, list[int]] = {}  # where each arrived rank made it (attack23 a04: rank 0's line for all)
-    for rank in arrived:
-        places.setdefault(site_key(f.at_k[rank]), []).append(rank)
+    places = _by_place(f.at_k, site_key)  # where each arrived rank made it (attack23 a04: rank 0's line for all)
     if len(places) == 1:
         made = (
             f"{rank_list(arrived)} called {_op_name(event)} #{f.first_diff} at {where_text(event)}"
@@ -1244,7 +1247,7 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         )
     else:
         made = f"{_op_name(event)} #{f.first_diff} was called by " + ", and by ".join(
-            f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places.values()
+            f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
         )
     return Diagnosis(
         "only-some-ranks",

@@ -1372,20 +1372,29 @@ def _first(items: list, test) -> int:
     return low
 
 
-def polled(events: list, event) -> bool:
-    """Whether ``event``, a store ``add`` of 0 (a read of a counter), is part of a poll: the same thread's store
-    call just before it read the same key(s) so too. A loop of such reads until the count is reached waits for
-    the ranks that add to it, as torch's ``_store_based_barrier`` does (add 1, then ``add(key, 0)`` until it is
-    the world size): the exercise checks count it as a wait (attack22 a08, a09), a lone ``add`` as none."""
-    if event.kind != "store" or event.name != "add" or event.amount != 0:
-        return False
-    before = None
+def polls(events: list) -> set[int]:
+    """The ids (``id(event)``) of ``events``' store ``add``s of 0 (reads of a counter) that are part of a poll: the
+    same thread's store call just before each read the same key(s) so too. A loop of such reads until the count is
+    reached waits for the ranks that add to it, as torch's ``_store_based_barrier`` does (add 1, then
+    ``add(key, 0)`` until it is the world size): the exercise checks count it as a wait (attack22 a08, a09), a
+    lone ``add`` as none. One pass over a rank's events."""
+    found: set[int] = set()
+    last: dict = {}  # lane -> that thread's last store call
     for e in events:
-        if e is event:
-            break
-        if e.kind == "store" and e.lane == event.lane:
-            before = e
-    return before is not None and before.name == "add" and before.amount == 0 and before.keys == event.keys
+        if e.kind != "store":
+            continue
+        before = last.get(e.lane)
+        if (
+            e.name == "add"
+            and e.amount == 0
+            and before is not None
+            and before.name == "add"
+            and before.amount == 0
+            and before.keys == e.keys
+        ):
+            found.add(id(e))
+        last[e.lane] = e
+    return found
 
 
 def _exclusive_pair(a: Access, b: Access) -> bool:

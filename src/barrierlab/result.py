@@ -128,9 +128,9 @@ class RankResult:
 
     def summary(self) -> str:
         """One line: status and the essential detail."""
-        head = f"rank {self.rank}: {self.status}"
         if not self.recorded:
             return f"rank {self.rank}: {NOT_RECORDED}: no file of this rank in the record folder (another machine's?)"
+        head = f"rank {self.rank}: {self.status}"
         if self.status == Status.FINISHED:
             head += f", returned {short_repr(self.value, 80)}" if self.value is not None else ""
             return head + (

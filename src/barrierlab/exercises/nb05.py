@@ -37,15 +37,15 @@ def check(fn, world_size: int = 4, seed: int | None = None) -> Verdict:
         return _judge(run, folder, world_size, delay)
 
 
-def _waits(event, events: list) -> bool:
-    """A call a rank can wait in for other ranks (``events``: its rank's): a collective, a point-to-point call, a
-    ``Work.wait()``, a store ``wait``/``get`` (it blocks until the key exists), a file lock, a counter polled with
+def _waits(event, polled: set[int]) -> bool:
+    """A call a rank can wait in for other ranks (``polled``: its rank's polls, :func:`ordering.polls`): a
+    collective, a point-to-point call, a ``Work.wait()``, a store ``wait``/``get`` (it blocks until the key exists), a file lock, a counter polled with
     ``add(key, 0)`` until it is reached, a file polled for until another rank made it. A store ``add``, ``set`` or
     ``check`` alone returns at once: the order the model gives a counter's adds is no meeting (attack12 r11: a
     progress counter in the loop); a poll of them is one (attack22 a08: torch's _store_based_barrier by hand, a
     barrier of marker files)."""
     if event.kind == "store":
-        return event.name in ordering.KEY_WAITS or ordering.polled(events, event)
+        return event.name in ordering.KEY_WAITS or id(event) in polled
     if event.kind == "sync":
         return event.name == "lock"  # a file lock another rank held: the rank waited for its release
     if event.kind == "file":  # the model orders a file only into a find after a miss: the end of a wait for it
@@ -63,14 +63,14 @@ def _meetings(order, rank: int, waits: list) -> str:
     else:
         who = ("ranks " if len(others) > 1 else "rank ") + ", ".join(map(str, others))
     sites: dict[str, int] = {}
-    polls: set[tuple] = set()  # a poll of one key is one wait, however many reads it took
+    counted: set[tuple] = set()  # a poll of one key is one wait, however many reads it took
     for b in sorted(calls):
         e = calls[b]
         if e.kind == "store":
             poll = (e.name, e.line, tuple(e.keys or ()))
-            if poll in polls:
+            if poll in counted:
                 continue
-            polls.add(poll)
+            counted.add(poll)
         site = f"{e.name} at line {e.line}"
         sites[site] = sites.get(site, 0) + 1
     where = "; ".join(f"{n} × {site}" for site, n in sites.items())
@@ -109,9 +109,9 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
     order = ordering.order(run)
     for rank in range(world_size):
         start = writes[rank][0].start
-        events = run[rank].events
+        polled = ordering.polls(run[rank].events)
         waits = [
-            (a, b) for a, b in order.edges_into(rank) if order._time(b) <= start and _waits(order.event_at(b), events)
+            (a, b) for a, b in order.edges_into(rank) if order._time(b) <= start and _waits(order.event_at(b), polled)
         ]
         if waits:
             return Verdict(False, f"✗ not yet: the ranks still meet before writing: {_meetings(order, rank, waits)}")
@@ -139,7 +139,8 @@ def _judge(run, folder: str, world_size: int, delay: float) -> Verdict:
     by = f"{after[needed].name} at line {after[needed].line}" if needed is not None else "what rank 0 waited for"
     # what can still make rank 0 wait after the call that ordered every write (a loop's last read of a counter
     # that was already reached, add(key, 0), waits for nobody: attack22 a13)
-    extra = [e for e in after[needed + 1 :] if _waits(e, run[0].events)] if needed is not None else []
+    polled = ordering.polls(run[0].events)
+    extra = [e for e in after[needed + 1 :] if _waits(e, polled)] if needed is not None else []
     if extra:
         names = ", ".join(sorted({e.name for e in extra}))
         return Verdict(

@@ -115,11 +115,12 @@ def _judge(run, workdir: str, seed: int) -> str | None:
                     f"every result is there, but rank {rank}'s {e.name} at line {e.line} can hold it for ranks other "
                     f"than rank 0 ({held_by}). Order only what needs ordering: who should own the file?"
                 )
+        polled = ordering.polls(run[rank].events)
         for source, target in order.edges_into(rank):
             if source[0] in (0, rank):
                 continue
             e = order.event_at(target)
-            if e.kind == "store" and e.name == "add" and not ordering.polled(run[rank].events, e):
+            if e.kind == "store" and e.name == "add" and id(e) not in polled:
                 continue  # an add that counted another rank's add saw it; alone it never waits for anyone
             if e.kind == "sync":
                 continue  # a file lock granted after another rank's hold: it waits only while that rank holds it
