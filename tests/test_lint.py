@@ -2500,3 +2500,15 @@ def test_a_tuple_element_the_rank_argument_does_not_reach_is_the_same_on_every_r
         "        except OSError:\n            continue\n",
     )
     assert {f.kind for f in lint_source(fallback, "resume.py")} == {"rank-dependent-loop"}
+
+
+def test_a_handler_that_goes_on_names_the_try_and_the_handler_of_the_skipped_collective() -> None:
+    [gathered, barrier, reduced] = lint_file(CORPUS / "bad_except_swallows_try_collectives.py")
+    assert barrier.condition == "except Exception" and barrier.condition_line == 31
+    assert "sits in the `try` at line 27, whose `except Exception` handler at line 31 goes on" in barrier.why
+    assert gathered.why.startswith("`gather()` reaches dist.all_gather_object; this all_gather_object sits in")
+    assert reduced.condition == "except torch.cuda.OutOfMemoryError" and reduced.condition_line == 43
+    assert "all_reduce the flag (ReduceOp.MAX)" in reduced.fix
+    source = (CORPUS / "bad_except_swallows_try_collectives.py").read_text()
+    reraised = lint_source(source.replace('print("task failed:", exc)', "raise"))
+    assert [(f.line, f.kind) for f in reraised] == [(reduced.line, "except-path")]

@@ -2294,6 +2294,55 @@ def _world_size(units: Sequence[_Unit]) -> int | None:
 _ENVIRONMENT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "NotImplementedError", "SyntaxError"})
 
 
+def _swallows(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` handler can go on after a rank's own error: it catches errors that are a rank's own
+    (not ``ImportError``-like ones every rank raises alike, not the end of an iterator or an interrupt), and
+    not every path through it raises or exits."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {_terminal(k) for k in kinds if k is not None}
+    if _environment_error(handler.type) or (names and names <= _NOT_OWN_ERRORS):
+        return False
+    return not _always_raises(handler.body)
+
+
+_NOT_OWN_ERRORS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"})
+
+
+def _always_raises(body: list[ast.stmt]) -> bool:
+    """Whether every path through ``body`` reaches a ``raise`` or an exit call."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _dotted(stmt.value.func) in _EXIT_CALLS:
+            return True
+        if isinstance(stmt, ast.If) and _always_raises(stmt.body) and _always_raises(stmt.orelse):
+            return True
+    return False
+
+
+def _after_raising(body: list[ast.stmt], per: list[list[_Item]]) -> list[_Item]:
+    """The collectives of a ``try`` body (``per``: each statement's trace) that a rank can skip by raising first:
+    every one after a statement that does work of its own (:func:`_does_work`), and calls of the file's functions
+    that reach a collective (their own work comes first). A collective the body starts with is made by every
+    rank before anything of the rank's own can raise."""
+    skipped: list[_Item] = []
+    worked = False
+    for stmt, items in zip(body, per):
+        skipped += items if worked else [i for i in items if i.site is not None and i.site.callee]
+        worked = worked or _does_work(stmt)
+    return skipped
+
+
+def _does_work(stmt: ast.stmt) -> bool:
+    """Whether a statement does something that can raise on one rank: a call other than a report, an index."""
+    for node in _own_nodes([stmt]):
+        if isinstance(node, ast.Subscript):
+            return True
+        if isinstance(node, ast.Call) and (_terminal(node.func) or "") not in _REPORTING | COLLECTIVES:
+            return True
+    return False
+
+
 def _environment_error(kind: ast.expr | None) -> bool:
     """Whether an ``except`` clause catches only errors that every rank raises alike (``ImportError``)."""
     if kind is None:
@@ -4869,7 +4918,7 @@ class _Analysis:
             fix=fix,
             cell=unit.cell,
             framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
-            condition_line=_condition_line(unit, cond, site.node),
+            condition_line=int(detail[1]) if reason == "swallow" else _condition_line(unit, cond, site.node),
         )
         self.found[id(site.node)] = (reason, finding)
 
@@ -4982,6 +5031,21 @@ def _explain(
             "keep collectives out of the handler: record the failure in a flag (`failed = True`), then, after the "
             "`try` and on every rank, all_reduce the flag (ReduceOp.MAX) and let every rank take the recovery "
             "path (retry, skip, raise) together"
+        )
+    elif reason == "swallow":
+        kind = "except-path"
+        tried, handled = detail
+        why = (
+            f"this {short} sits in the `try` at line {tried}, whose `{cond}` handler at line {handled} goes on "
+            "after the error: a rank whose own work in the `try` (its data, memory or files) raises before this "
+            "call jumps to the handler and never makes it, while the other ranks do, so they wait in it until the "
+            "timeout, fail at once on gloo when the raising rank ends its process, or pair it with that rank's "
+            "next collective (silently wrong data, or an abort for another size)"
+        )
+        fix = (
+            "let the `try` hold only the rank's own work and record a failure in a flag; after it, all_reduce the "
+            "flag (ReduceOp.MAX) and let every rank skip, retry or raise together before this call (or re-raise "
+            "in the handler)"
         )
     elif reason == "decorator":
         kind = "branch"
@@ -5308,7 +5372,17 @@ class _Walker:
                     # An exception is a rank's own event (its data, its memory, its files): a collective in the
                     # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
                     self.flag(body, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
-            return self._stmts(stmt.body) + handlers + self._stmts(stmt.orelse) + self._stmts(stmt.finalbody)
+            per = [self._stmt(s) for s in stmt.body]
+            body = [item for items in per for item in items]
+            orelse = self._stmts(stmt.orelse)
+            swallowing = next((h for h in stmt.handlers if _swallows(h)), None)
+            if swallowing is not None:
+                # A rank whose own work in the body raises jumps to a handler that goes on: it skips the body's
+                # collectives after that point (and the `else`), which the other ranks make.
+                text = f"except {self.unit.text(swallowing.type) if swallowing.type else ''}".strip()
+                where = (str(stmt.lineno + self.unit.offset), str(swallowing.lineno + self.unit.offset))
+                self.flag(_after_raising(stmt.body, per) + orelse, "swallow", text, detail=where)
+            return body + handlers + orelse + self._stmts(stmt.finalbody)
         if isinstance(stmt, ast.Match):
             return self._match(stmt)
         if isinstance(stmt, (ast.Return, ast.Raise)):
