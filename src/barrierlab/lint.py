@@ -1036,8 +1036,10 @@ self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the
 
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
 ImportError): only the ranks whose try raised (their data, memory or files) run it, while the others are past
-it or inside another collective; names an except handler sets (failed = True) differ between ranks, so a
-finally: if not failed: barrier() is a branch. A loop left by a break/return/continue, or a while, whose test
+it or inside another collective; also a collective in a try body after the rank's own work, when a handler
+goes on instead of raising (except Exception: log; results.append(None)): a rank whose work raised skips it;
+names an except handler sets (failed = True) differ between ranks, so a finally: if not failed: barrier() is
+a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
 while loss > 1e-3), or a value computed from the batch of a for loop over a data loader (each rank's own
