@@ -404,6 +404,23 @@ def test_a_monitored_barrier_timeout_gets_the_monitored_barrier_explanation():
     assert "rank 0's monitored barrier" in str(run.diagnosis), run.diagnosis
 
 
+def rank_2_skips_a_monitored_barrier():
+    """review51b: ranks 0 and 1 reach it, rank 2 never does."""
+    if dist.get_rank() != 2:
+        dist.monitored_barrier(timeout=timedelta(seconds=1))
+
+
+def test_a_rank_that_reached_a_monitored_barrier_is_told_it_waited_for_rank_0s_answer():
+    """Rank 1's error also ends with gloo's "Timed out waiting": it is not "the peer did not reach the call"
+    (rank 0 reached it, and answers only when every rank has arrived: ProcessGroupGloo::monitoredBarrier)."""
+    run = bl.run(rank_2_skips_a_monitored_barrier, 3, timeout=1, deadline=15, linger=True)
+    assert "successfully reached monitoredBarrier" in run[1].error_message, run[1].error_message
+    assert explain_error(run[1].error_message)[0] == "monitored barrier answer"
+    text = str(run.diagnosis)
+    assert "rank 1 failed in it: rank 1 reached the monitored barrier and waited for rank 0's answer" in text, text
+    assert "the peer did not reach the matching call" not in text, text
+
+
 def test_monitored_barrier_explanation_names_the_missing_ranks():
     assert "never arrived: 2, 3" in explain_error("Ranks 2, 3 failed to pass monitoredBarrier in 2000 ms")[1]
 

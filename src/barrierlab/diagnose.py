@@ -69,6 +69,15 @@ _ERRORS = (
         "arrived: {0} (a monitored_barrier call names only the first unless wait_all_ranks=True; DETAIL's check "
         "names them all).",
     ),
+    # a rank other than 0 sends to rank 0 and waits for its answer, which rank 0 sends after receiving from
+    # every rank (ProcessGroupGloo::monitoredBarrier); its error also holds "Timed out waiting" (review51b)
+    (
+        re.compile(r"Rank (\d+) successfully reached monitoredBarrier"),
+        "monitored barrier answer",
+        "rank {0} reached the monitored barrier and waited for rank 0's answer, which rank 0 sends only once "
+        "every rank has arrived: rank 0 gave up on the ranks that never came (its own error names them), and "
+        "rank {0} gave up waiting for that answer; it did not fail by itself.",
+    ),
     (
         re.compile(r"Timed out waiting (\d+)ms"),
         "gloo timeout",
@@ -118,7 +127,14 @@ _ERRORS = (
 )
 
 #: Errors that are consequences of another rank's problem, not causes.
-_SECONDARY = {"gloo timeout", "peer gone", "poisoned group", "main process failed", "rendezvous"}
+_SECONDARY = {
+    "gloo timeout",
+    "peer gone",
+    "poisoned group",
+    "main process failed",
+    "rendezvous",
+    "monitored barrier answer",
+}
 
 
 def explain_error(message: str) -> tuple[str, str] | None:
@@ -1673,7 +1689,9 @@ def _blocked_in_p2p(f: Facts) -> dict[int, Event]:
 
 
 #: The kinds of error (:func:`explain_error`) a call raises after waiting for its peers.
-_WAITING_ERRORS = frozenset({"gloo timeout", "peer gone", "poisoned group", "monitored barrier"})
+_WAITING_ERRORS = frozenset(
+    {"gloo timeout", "peer gone", "poisoned group", "monitored barrier", "monitored barrier answer"}
+)
 #: A call that failed with an error of no known kind this fast refused its arguments rather than waited.
 _REFUSED_WITHIN = 0.1
 
