@@ -1190,6 +1190,34 @@ def test_a_return_inside_main_process_first_still_runs_its_closing_barrier() -> 
     assert lint_source(FIRST.format(leave="return []")) == []
 
 
+HELPER_RAISES = """\
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+
+def check(path):
+    if not path.endswith(".json"):
+        raise ValueError(path)
+
+def prepare(path):
+    with accelerator.main_process_first():
+        if accelerator.is_main_process:
+            check(path)
+    accelerator.wait_for_everyone()
+    return path
+"""
+
+
+def test_a_helper_that_raises_on_the_main_process_inside_main_process_first_is_named_at_the_with() -> None:
+    """review51b: the raise came through a helper called under the rank test; lint said the others wait in the
+    later wait_for_everyone, but they wait in the block's opening barrier and never reach it."""
+    [finding] = lint_source(HELPER_RAISES)
+    assert (finding.line, finding.kind) == (10, "early-exit")
+    assert finding.collective == "accelerator.main_process_first (its closing barrier)"
+    assert "(`check(path)` at line 12, which can raise)" in finding.why
+    assert "wait in the barrier it made them enter first" in finding.why
+
+
 RAISE_INSIDE = """\
 {imports}
 

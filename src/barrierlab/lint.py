@@ -2168,9 +2168,15 @@ def _missing_file_branch(stmt: ast.If) -> list[ast.stmt] | None:
     return branch
 
 
-def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> tuple[str, ast.AST] | None:
-    """The first ``raise`` (or ``sys.exit()``) of a block, outside a ``try`` with handlers, under an ``if`` whose
-    test ``ranked`` accepts, as (the test's text, the raise)."""
+def _ranked_raise(
+    stmts: list[ast.stmt],
+    ranked: Callable[[ast.expr], bool],
+    raises: Callable[[ast.Call], bool] = lambda call: False,
+) -> tuple[str, ast.AST] | None:
+    """The first ``raise`` (or ``sys.exit()``, or a call ``raises`` accepts: a helper of the file that can
+    raise) of a block, outside a ``try`` with handlers, under an ``if`` whose test ``ranked`` accepts, as (the
+    test's text, the raise). A sanity check written out (``if bad: raise``) is taken as an assert, under a rank
+    test too (round18's correct_meter_reset_every_rank: rank 0 checks its validation count)."""
 
     def visit(nodes: list[ast.AST], cond: str | None) -> tuple[str, ast.AST] | None:
         for node in nodes:
@@ -2189,7 +2195,8 @@ def _ranked_raise(stmts: list[ast.stmt], ranked: Callable[[ast.expr], bool]) -> 
                 inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
                 found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
             elif cond is not None and (
-                isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS)
+                isinstance(node, ast.Raise)
+                or (isinstance(node, ast.Call) and (_dotted(node.func) in _EXIT_CALLS or raises(node)))
             ):
                 return cond, node
             else:
@@ -5114,6 +5121,7 @@ class _Walker:
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
+        self.first_raised: set[int] = set()  # raises a main_process_first finding explains (see _first_raise)
         self.loops = 0  # loops of this scope the walk is inside
         self.local: dict[str, str] = {}
         self._local_values()
@@ -5304,6 +5312,8 @@ class _Walker:
                     self.flag([item], "early-exit", leave.cond, leave)
                 elif item.dynamic:
                     leave = self._escape(item)
+                    if leave is not None and leave.exit is not None and id(leave.exit.node) in self.first_raised:
+                        leave = None
                     if leave is not None and end == "continue" and leave.statuses & {"break", "return"}:
                         self.flag(items, "early-exit", leave.cond, leave)
                 items.append(item)
@@ -5496,7 +5506,11 @@ class _Walker:
         )
         if wrapper is None or not _accelerate_receiver(wrapper.func, self.unit.aliases):
             return
-        found = _ranked_raise(stmt.body, lambda test: self.an.mentions_rank(test, self.taint, self.laundered))
+        found = _ranked_raise(
+            stmt.body,
+            lambda test: self.an.mentions_rank(test, self.taint, self.laundered),
+            lambda call: self.an._callee(call.func, self.self_class, self.unit) in self.an.raisers,
+        )
         if found is None:
             for call in (n for n in _own_nodes(stmt.body) if isinstance(n, ast.Call)):
                 target = self.an._callee(call.func, self.self_class, self.unit)
@@ -5512,6 +5526,9 @@ class _Walker:
         site = _Site(wrapper, f"{_dotted(wrapper.func) or 'main_process_first'} (its closing barrier)", None)
         exit_item = _Item("exit", status="return", node=raised)
         self.an.flag(self.unit, site, "first-raise", cond, _Leave(cond, exit_item, frozenset({"return"})))
+        # the other ranks wait in the block's opening barrier: they reach no collective after it either, so the
+        # raise is not also an early exit before those (review51b)
+        self.first_raised.add(id(raised))
 
     def _note_fed(self, stmts: list[ast.stmt], loop: _Item) -> None:
         """Remember the metrics whose list states torchmetrics gathers element by element that a rank-dependent
