@@ -387,6 +387,38 @@ def test_a_read_that_found_no_file_after_a_removal_says_it_was_already_removed(t
     assert "no file yet" not in texts[0], texts
 
 
+def read_after_a_replace_and_a_removal(folder):
+    """review51b: rank 0 replaces a checkpoint, then removes it; rank 1, later by the clock alone, finds none."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint.pt")
+    if dist.get_rank() == 0:
+        with open(path + ".tmp", "w") as f:
+            f.write("state")
+        os.replace(path + ".tmp", path)
+        time.sleep(0.05)
+        os.remove(path)
+    else:
+        time.sleep(0.4)
+        try:
+            open(path).close()
+        except FileNotFoundError:
+            return "gone"
+    return "done"
+
+
+def test_a_read_that_found_the_file_removed_is_not_told_after_the_replace(tmp_path):
+    """The replace came first and left the file there: the read's race with it must not read as its cause."""
+    run = bl.run(read_after_a_replace_and_a_removal, 2, args=(str(tmp_path),))
+    assert run.values == ["done", "gone"], run
+    texts = {race.first.event.name: str(race) for race in run.races() if race.second.how == "read"}
+    assert "after rank 0 removed it" in texts["remove"], texts
+    replaced = texts["rename"]
+    assert "after rank 0 replaced" not in replaced, replaced
+    assert "(already removed) at" in replaced and "; rank 0 replaced `checkpoint.pt` earlier, at" in replaced, replaced
+    assert "nothing orders that before the read on gloo" in replaced, replaced
+
+
 def resume_if_a_checkpoint_is_there(folder, sync):
     """Rank 0 saves a checkpoint; rank 1 decides from ``os.path.exists`` whether to resume and never opens the
     file: its look is the only access, and its answer depends on timing unless something orders it after the

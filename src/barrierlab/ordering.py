@@ -186,6 +186,13 @@ class Race:
                     f"blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the write and before the {a.how} "
                     f"would order it before the {a.how}"
                 )
+            if self.gone and b.how in ("read", "look") and a.how == "write":
+                # the removal, not this change, is why the file was missing: its own race says so (review51b)
+                return (
+                    f"{said}; {a.who} {_did(a, entry)} earlier, at {a.where()} (t={self._t(a)}{self._kept(a)}), "
+                    f"and nothing orders that before the {b.how} on {self.backend}: it came first by timing alone — "
+                    f"{ORDERERS}"
+                )
             return (
                 f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}), but "
                 f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
