@@ -2694,8 +2694,8 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         where = f"run[rank].traceback holds a raised rank's traceback; a killed or exited rank's exit code or signal is in {ended}"
     advice = (
         f"Fix the failing rank first: {where}. When a rank's process "
-        "ends, the ranks whose current wait is on it fail at once (closed connection), while others, some of "
-        "its direct partners included, can still wait the full timeout; if it stays alive but stops calling collectives "
+        "ends, the ranks whose current wait is on it fail at once (closed connection), while the others can "
+        "still wait the full timeout (notebook 04 §2 shows both); if it stays alive but stops calling collectives "
         f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS})."
     )
     if 0 in causes:
