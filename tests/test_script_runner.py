@@ -320,6 +320,40 @@ def test_a_script_saving_with_dcp_on_rank_0_only_is_named_at_its_dcp_save_line(t
     assert f"DCP's all_gather @ line {line}" in done.stdout, done.stdout
 
 
+DCP_EVERY_RANK = """
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+
+def main():
+    dist.init_process_group("gloo")
+    ckpt = os.path.join(sys.argv[1], "ckpt")
+    dcp.save({"model": torch.nn.Linear(4, 2).state_dict()}, checkpoint_id=ckpt)
+    restored = {"model": torch.nn.Linear(4, 2).state_dict()}
+    dcp.load(restored, checkpoint_id=ckpt)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_where_every_rank_saves_and_loads_with_dcp_has_no_races(tmp_path):
+    """attack24 a02: DCP imported before recording started wraps dcp.save as one write of the folder per rank,
+    which raced with the other ranks' (the shards and metadata inside are recorded one by one)."""
+    script = tmp_path / "train.py"
+    script.write_text(DCP_EVERY_RANK)
+    (tmp_path / "out").mkdir()
+    done, _ = _cli("run", script, "-n", "2", "--races", "--deadline", "60", "--", tmp_path / "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "that no call orders): none" in done.stdout and "raced" not in done.stdout, done.stdout
+
+
 def test_the_script_runner_waits_for_preloading_only_for_scripts_that_need_it(tmp_path):
     from barrierlab.script import needs_preloaded
 
