@@ -4,7 +4,6 @@ run of a DDP script) executed top to bottom with the project's own runner (scrip
 copy of the tree, inside taskset -c 0 and a 2 GB memory cgroup (swap off): every cell must end (the runner's
 180 s cell timeout is never hit, no cell errors), no OOM kill, and no process may be left once it exits."""
 
-import os
 import shutil
 import sys
 import tempfile

@@ -124,7 +124,8 @@ EXPECT = {  # case -> ranks the headline must name as the cause
     "dcp_missing_shard": [],
 }
 
-import json, os, tempfile  # noqa: E401,E402
+import json  # noqa: E401,E402
+import tempfile
 
 v = Verdict()
 with tempfile.TemporaryDirectory() as d:

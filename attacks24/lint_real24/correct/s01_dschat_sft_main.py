@@ -40,9 +40,7 @@ def main(args, model, tokenizer, train_dataset, eval_dataset, optimizer, lr_sche
     args.global_rank = torch.distributed.get_rank()
     train_dataloader = DataLoader(train_dataset, sampler=DistributedSampler(train_dataset), batch_size=4)
     eval_dataloader = DataLoader(eval_dataset, sampler=DistributedSampler(eval_dataset), batch_size=4)
-    model, optimizer, _, lr_scheduler = deepspeed.initialize(
-        model=model, optimizer=optimizer, lr_scheduler=lr_scheduler
-    )
+    model, optimizer, _, lr_scheduler = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=lr_scheduler)
 
     def evaluation(model, eval_dataloader):
         model.eval()

@@ -11,12 +11,7 @@ def get_data_parallel_rank(model_parallel_size):
 
 
 def save_checkpoint(iteration, model, optimizer, save_dir, model_parallel_size):
-    checkpoint_name = os.path.join(
-        save_dir,
-        f"iter_{iteration:07d}",
-        f"mp_rank_{torch.distributed.get_rank() % model_parallel_size:02d}",
-        "model_optim_rng.pt",
-    )
+    checkpoint_name = os.path.join(save_dir, f"iter_{iteration:07d}", f"mp_rank_{torch.distributed.get_rank() % model_parallel_size:02d}", "model_optim_rng.pt")
     if not torch.distributed.is_initialized() or get_data_parallel_rank(model_parallel_size) == 0:
         state_dict = {"iteration": iteration, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
         os.makedirs(os.path.dirname(checkpoint_name), exist_ok=True)
