@@ -2329,15 +2329,21 @@ def _always_raises(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _after_raising(body: list[ast.stmt], per: list[list[_Item]]) -> list[_Item]:
+def _after_raising(
+    body: list[ast.stmt], per: list[list[_Item]], works_first: Callable[[ast.Call], bool]
+) -> list[_Item]:
     """The collectives of a ``try`` body (``per``: each statement's trace) that a rank can skip by raising first:
     every one after a statement that does work of its own (:func:`_does_work`), and calls of the file's functions
-    that reach a collective (their own work comes first). A collective the body starts with is made by every
-    rank before anything of the rank's own can raise."""
+    that do work of their own before they reach a collective (``works_first``). A collective the body starts
+    with is made by every rank before anything of the rank's own can raise (DeepSpeed-Chat's ``try: losses =
+    get_all_reduce_mean(losses) except: pass``, whose helper starts with its all_reduce: attack24 a10)."""
     skipped: list[_Item] = []
     worked = False
     for stmt, items in zip(body, per):
-        skipped += items if worked else [i for i in items if i.site is not None and i.site.callee]
+        if worked:
+            skipped += items
+        else:
+            skipped += [i for i in items if i.site is not None and i.site.callee and works_first(i.site.node)]
         worked = worked or _does_work(stmt)
     return skipped
 
@@ -5393,7 +5399,8 @@ class _Walker:
                 # collectives after that point (and the `else`), which the other ranks make.
                 text = f"except {self.unit.text(swallowing.type) if swallowing.type else ''}".strip()
                 where = (str(stmt.lineno + self.unit.offset), str(swallowing.lineno + self.unit.offset))
-                self.flag(_after_raising(stmt.body, per) + orelse, "swallow", text, detail=where)
+                skipped = _after_raising(stmt.body, per, self._works_before_collective)
+                self.flag(skipped + orelse, "swallow", text, detail=where)
             return body + handlers + orelse + self._stmts(stmt.finalbody)
         if isinstance(stmt, ast.Match):
             return self._match(stmt)
@@ -5405,6 +5412,26 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _works_before_collective(self, call: ast.Call) -> bool:
+        """Whether a function of the file that ``call`` reaches does work of its own (:func:`_does_work`) before
+        its first statement that makes or reaches a collective; True when the function is not found."""
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if func is None:
+            return True
+        for stmt in func.node.body:
+            for node in _own_nodes([stmt]):
+                if not isinstance(node, ast.Call):
+                    continue
+                if _terminal(node.func) in COLLECTIVES:
+                    return False
+                inner = self.an.classify(node, self.unit, self.self_class, self.scope)
+                if inner is not None and inner.kind == "call" and inner.target in self.an.reach:
+                    return False
+            if _does_work(stmt):
+                return True
+        return False
 
     def _spelled_assert(self, stmt: ast.If) -> bool:
         """A sanity check written out (:func:`_assert_written_out`) whose check is the same on every rank."""

@@ -54,3 +54,18 @@ def drain(it):
             dist.all_reduce(batch)
         except StopIteration:
             break
+
+
+def get_all_reduce_mean(tensor):
+    dist.all_reduce(tensor)
+    return tensor / dist.get_world_size()
+
+
+def evaluation_loss(losses):
+    # DeepSpeed-Chat's evaluation (applications/DeepSpeed-Chat/training/step1_supervised_finetuning/main.py):
+    # the helper starts with its all_reduce, so nothing of the rank's own can raise before it (attack24 a10)
+    try:
+        losses = get_all_reduce_mean(losses)
+    except Exception:
+        pass
+    return losses
