@@ -1326,3 +1326,33 @@ def test_a_finished_run_that_read_an_unwaited_result_says_so():
     assert "a call whose result cannot be trusted, whatever the timing" in d.headline
     line = line_of(reads_an_unwaited_all_reduce, "# never waited for")
     assert any(f"test_diagnose.py:{line} was never waited for" in e for e in d.evidence), d.evidence
+
+
+def dcp_load_with_a_shard_removed(folder):
+    """attack24 a08: rank 0 removes rank 1's shard between dcp.save and dcp.load."""
+    import os
+
+    import torch.distributed.checkpoint as dcp
+
+    torch.manual_seed(0)
+    dcp.save({"model": torch.nn.Linear(4, 4).state_dict()}, checkpoint_id=folder)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        for name in os.listdir(folder):
+            if name.startswith("__1_"):
+                os.remove(os.path.join(folder, name))
+    dist.barrier()
+    dcp.load({"model": torch.nn.Linear(4, 4).state_dict()}, checkpoint_id=folder)
+
+
+def test_a_checkpoint_exception_names_the_error_its_ranks_tracebacks_end_in(tmp_path):
+    """Its str() formats the ranks' tracebacks, which raise TypeError once sent back: the rank's own text is
+    shown, cut to its first line and the errors the tracebacks end in (the missing shard)."""
+    run = bl.run(dcp_load_with_a_shard_removed, 4, args=(str(tmp_path / "ck"),), timeout=5, deadline=60)
+    assert run.statuses == ["raised"] * 4, run
+    message = run[1].error_message
+    assert "could not be shown" not in message, message
+    assert "CheckpointException ranks:" in message, message  # the exception, or its stand-in when not unpickled
+    assert "FileNotFoundError: [Errno 2] No such file or directory: " in message, message
+    assert "__1_0.distcp' (where the tracebacks it holds end" in message and "Traceback" not in message, message
+    assert "FileNotFoundError" in run.diagnosis.headline, run.diagnosis

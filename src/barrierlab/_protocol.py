@@ -92,6 +92,9 @@ def tidy(message: str) -> str:
     return re.sub(r"\.? This is typically caused by [^\n]*", "", message)
 
 
+UNSHOWN = "(its message could not be shown:"
+
+
 def error_message(error: BaseException) -> str:
     """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails, even with a
     KeyboardInterrupt or SystemExit), words that say so: the rank still reports the exception's type and its
@@ -99,7 +102,7 @@ def error_message(error: BaseException) -> str:
     try:
         return encodable(str(error))
     except BaseException as failure:  # noqa: BLE001 - whatever __str__ raises, KeyboardInterrupt included
-        return f"(its message could not be shown: str() raised {type(failure).__name__})"
+        return f"{UNSHOWN} str() raised {type(failure).__name__})"
 
 
 #: The range of a C ``long`` (64 bits on Linux and macOS): CPython takes an exit code beyond it as -1.

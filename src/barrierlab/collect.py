@@ -370,6 +370,7 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
     result.started = None if outcome.t_start is None else outcome.t_start - t0
     result.ended = None if outcome.t_end is None else outcome.t_end - t0
     result._pickled = (outcome.value, outcome.exception)
+    result._message = outcome.message
     if outcome.send_error:
         result.exception = TypeError(
             f"rank {result.rank} finished, but {outcome.send_error} cannot be sent back to the notebook. "

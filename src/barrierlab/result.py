@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from barrierlab import events as event_files
-from barrierlab._protocol import OUTCOME_UNWRITTEN, OUTCOME_UNWRITTEN_TEXT, Status, error_message, signal_name, tidy
+from barrierlab._protocol import (
+    OUTCOME_UNWRITTEN,
+    OUTCOME_UNWRITTEN_TEXT,
+    UNSHOWN,
+    Status,
+    error_message,
+    signal_name,
+    tidy,
+)
 from barrierlab.stacks import Stuck, fold_thread_dumps
 from barrierlab.unpickle import is_shell, unpickle_isolated
 from barrierlab.words import rank_list
@@ -107,6 +115,9 @@ class RankResult:
     teardown_hung: bool = False
     #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
     _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
+    #: The exception's message as the rank itself printed it: shown when the exception sent back cannot print
+    #: its own here (DCP's CheckpointException formats its ranks' tracebacks, which do not survive the trip).
+    _message: str = field(default="", repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -123,7 +134,10 @@ class RankResult:
     def error_message(self) -> str:
         """``"ValueError: bad shard"``, without gloo's build paths and peer addresses."""
         if self.exception is not None:
-            return tidy(f"{type(self.exception).__name__}: {error_message(self.exception)}")
+            text = error_message(self.exception)
+            if text.startswith(UNSHOWN) and self._message and not self._message.startswith(UNSHOWN):
+                text = self._message  # attack24 a08: its str() ran on the rank, not after the trip here
+            return tidy(f"{type(self.exception).__name__}: {_with_inner_errors(text)}")
         return tidy(self.traceback.strip().splitlines()[-1]) if self.traceback.strip() else ""
 
     def summary(self) -> str:
@@ -205,6 +219,29 @@ def _first_line(text: str, limit: int = 200) -> str:
     text = tidy(text)
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[:limit] + "…"
+
+
+_INNER_TRACEBACK = "Traceback (most recent call last)"
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*: \S")
+_STAND_IN = re.compile(r"^[A-Z]\w*(?:Exception|Error): ")
+
+
+def _with_inner_errors(message: str) -> str:
+    """A message that holds tracebacks of its own (DCP's CheckpointException: one per failed rank), as the
+    distinct errors those tracebacks end in, then its first line; any other message as it is."""
+    if _INNER_TRACEBACK not in message:
+        return message
+    lines = message.splitlines()
+    inner: list[str] = []
+    for previous, line in zip(lines, lines[1:]):
+        if previous.startswith((" ", "\t")) and _ERROR_LINE.match(line) and line not in inner:
+            inner.append(line)
+    if not inner:
+        return message
+    more = "; …" if len(inner) > 3 else ""
+    named = _STAND_IN.match(lines[0])  # a stand-in's "CheckpointException: ..." (the exception was not unpickled)
+    head, first = (named.group(0), lines[0][named.end() :]) if named else ("", lines[0])
+    return f"{head}{'; '.join(inner[:3])}{more} (where the tracebacks it holds end; it begins: {first})"
 
 
 def rebuild_exception(error_type: str, message: str) -> BaseException:
