@@ -1356,3 +1356,27 @@ def test_a_checkpoint_exception_names_the_error_its_ranks_tracebacks_end_in(tmp_
     assert "FileNotFoundError: [Errno 2] No such file or directory: " in message, message
     assert "__1_0.distcp' (where the tracebacks it holds end" in message and "Traceback" not in message, message
     assert "FileNotFoundError" in run.diagnosis.headline, run.diagnosis
+
+
+def no_sync_on_rank_0_only():
+    """attack24 a08: rank 0's backward runs inside no_sync(), the others' makes the gradient all_reduce."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp = DDP(torch.nn.Linear(4, 2))
+    x = torch.ones(8, 4)
+    for _ in range(3):
+        if dist.get_rank() == 0:
+            with ddp.no_sync():
+                ddp(x).sum().backward()
+        else:
+            ddp(x).sum().backward()
+    dist.barrier()
+
+
+def test_a_backward_inside_no_sync_on_one_rank_is_named_with_its_no_sync_line():
+    run = bl.run(no_sync_on_rank_0_only, 2, timeout=3, deadline=30)
+    assert not run.ok, run
+    line = no_sync_on_rank_0_only.__code__.co_firstlineno + 9  # the backward inside no_sync()
+    text = str(run.diagnosis)
+    assert f"the others make the same call at line {line}, inside `ddp.no_sync()`" in text, text
+    assert f"The same call at line {line} runs inside `ddp.no_sync()`: enter `no_sync()` on every rank" in text, text

@@ -2540,3 +2540,29 @@ def test_a_handler_that_goes_on_names_the_try_and_the_handler_of_the_skipped_col
     source = (CORPUS / "bad_except_swallows_try_collectives.py").read_text()
     reraised = lint_source(source.replace('print("task failed:", exc)', "raise"))
     assert [(f.line, f.kind) for f in reraised] == [(reduced.line, "except-path")]
+
+
+NO_SYNC_ON_ONE_RANK = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(x):
+    ddp = DDP(torch.nn.Linear(4, 2))
+    for step in range(3):
+        if dist.get_rank() == 0:
+            with ddp.no_sync():
+                ddp(x).sum().backward()
+        else:
+            ddp(x).sum().backward()
+"""
+
+
+def test_a_backward_whose_twin_runs_inside_no_sync_on_the_other_ranks_says_so() -> None:
+    """attack24 a08: lint said the others never call the backward and to move it out from under the test; they
+    call it at line 10, inside no_sync(), where DDP makes no gradient all_reduce."""
+    [finding] = lint_source(NO_SYNC_ON_ONE_RANK)
+    assert (finding.line, finding.kind) == (12, "branch")
+    assert "the others make the same call at line 10, inside `ddp.no_sync()`" in finding.why
+    assert "never call it" not in finding.why
+    assert finding.fix.startswith("the same call at line 10 runs inside `ddp.no_sync()`: enter `no_sync()` on every")

@@ -882,7 +882,18 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
             f"{_entry_where(torch_entry)}{called_from(chain_of(torch_entry))}; "
             f"{rank_list(split.absent)} never made it."
         )
+    evidence += _no_sync_evidence(split)
     return Diagnosis("torch-collective-diverged", headline, evidence, _torch_advice(who, split), ranks=made, site=site)
+
+
+def _no_sync_evidence(split: _Split) -> list[str]:
+    """Lint's account, as evidence, when the ranks that made no gradient all_reduce ran the same backward inside
+    ``no_sync()`` (attack24 a08: the record shows no call of theirs there, only the source does)."""
+    for entry in split.at.values():
+        found = _branch_on_stack(entry.call or entry)
+        if found is not None and "no_sync" in found[0].why:
+            return [f"barrierlab.lint, on {found[1].place}: {found[0].why}"]
+    return []
 
 
 def _letters(name: str) -> str:

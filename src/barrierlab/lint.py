@@ -4878,6 +4878,24 @@ class _Analysis:
             home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
             exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
+        synced = (
+            self._same_call_in_no_sync(unit, site)
+            if reason == "branch" and "(DDP backward)" in site.collective
+            else None
+        )
+        if synced is not None:  # attack24 a08: the other ranks do call it, where DDP makes no all_reduce
+            block, line = synced
+            why = (
+                f"only ranks where `{cond}` is true make this backward's gradient all_reduce: the others make the "
+                f"same call at line {line}, inside `{unit.text(block.items[0].context_expr)}`, where DDP's backward "
+                "makes no gradient all_reduce, so it waits until the timeout, fails at once on gloo when a rank that "
+                "made none ends its process, or pairs with a different collective"
+            )
+            fix = (
+                f"the same call at line {line} runs inside `{unit.text(block.items[0].context_expr)}`: enter "
+                "`no_sync()` on every rank at the same steps, or on none (decide when to synchronise from something "
+                "every rank agrees on, such as the step count), so every rank's backward makes the same all_reduces"
+            )
         if self.local_notes.get(cond) == _GRAD_PRESENCE and reason in ("early-exit", "loop"):
             why += (
                 f"; `{cond}` depends on which parameters this rank's own batch reached (a mixture-of-experts layer, "
@@ -4936,6 +4954,16 @@ class _Analysis:
             condition_line=int(detail[1]) if reason == "swallow" else _condition_line(unit, cond, site.node),
         )
         self.found[id(site.node)] = (reason, finding)
+
+    def _same_call_in_no_sync(self, unit: _Unit, site: _Site) -> tuple[ast.With, int] | None:
+        """A call of ``unit`` with the same text as ``site``'s, inside a ``with ... no_sync():`` block: that block
+        and the call's line."""
+        text = unit.text(site.node)
+        for node in ast.walk(unit.tree):
+            if isinstance(node, ast.Call) and node is not site.node and id(node) in self.no_sync_blocks:
+                if unit.text(node) == text:
+                    return self.no_sync_blocks[id(node)], node.lineno + unit.offset
+        return None
 
     def _unit_of(self, node: ast.AST, guess: _Unit) -> _Unit:
         """The unit whose tree holds ``node`` (``guess`` first)."""
