@@ -45,10 +45,11 @@ from barrierlab.words import issuer_word, library_of, rank_list
 if TYPE_CHECKING:
     from barrierlab.result import Run
 
-EXITED, FINISHED, KILLED, RAISED, SETUP_FAILED, STOPPED = (
+EXITED, FINISHED, KILLED, LOST, RAISED, SETUP_FAILED, STOPPED = (
     Status.EXITED,
     Status.FINISHED,
     Status.KILLED,
+    Status.LOST,
     Status.RAISED,
     Status.SETUP_FAILED,
     Status.STOPPED,
@@ -234,6 +235,17 @@ def failed_by_itself(result) -> bool:
         return False
     known = explain_error(result.error_message)
     return known is None or known[0] not in _SECONDARY
+
+
+def crashed(run: Run, ranks) -> list[int]:
+    """Those of ``ranks`` that failed by themselves; when no rank of the run did, those that ended without a
+    report (torchrun: a machine that died, its agent and ranks with it, attack24 a04), since then nothing else
+    can have stopped them. A rank its agent stopped because a local rank failed ends without a report too: the
+    rank that failed is the cause then."""
+    own = [r for r in ranks if failed_by_itself(run[r])]
+    if own or any(failed_by_itself(result) for result in run.ranks):
+        return own
+    return [r for r in ranks if run[r].status == LOST]
 
 
 def _clip(text: str, limit: int = 110) -> str:
@@ -577,6 +589,17 @@ RACE_ADVICE = (
 Rule = Callable[[Facts], "Diagnosis | None"]
 
 
+def _all_recorded(run: Run) -> str:
+    """The subject of "... finished": "All 4 ranks", or, for a folder that holds some ranks only (one machine's,
+    under torchrun), "Ranks 0 and 1, the ranks recorded here," (attack24 a03: "All 4 ranks finished" was said of a
+    folder with two of them, in a job whose other two hung)."""
+    recorded = [r.rank for r in run.ranks if r.recorded]
+    if len(recorded) == len(run.ranks):
+        return f"All {run.world_size} ranks"
+    listed = rank_list(recorded)
+    return f"{listed[0].upper()}{listed[1:]}, the only {'rank' if len(recorded) == 1 else 'ranks'} recorded here,"
+
+
 def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
     if f.failed or f.first_diff or f.split or f.shapes:
@@ -585,25 +608,25 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if mixed is not None:
         return mixed
     run = f.run
+    everyone = _all_recorded(run)
     depth = max((len(c) for c in f.calls.values()), default=0)
     headline = (
-        f"All {run.world_size} ranks finished, after the same {depth} collective call{'s' if depth != 1 else ''} "
-        "in the same order."
+        f"{everyone} finished, after the same {depth} collective call{'s' if depth != 1 else ''} in the same order."
     )
     if f.cut and f.cut_count is not None:
         headline = (
-            f"All {run.world_size} ranks finished, after the same {f.cut_count} collective calls. Their records "
+            f"{everyone} finished, after the same {f.cut_count} collective calls. Their records "
             "were cut in the middle (the first and last events of each rank are kept): the calls every rank kept "
             "agree position by position; file accesses are not checked for races."
         )
     elif f.cut:
         headline = (
-            f"All {run.world_size} ranks finished. Their records were cut in the middle (the first and last events "
+            f"{everyone} finished. Their records were cut in the middle (the first and last events "
             "of each rank are kept), so their calls are not compared position by position, nor their file "
             "accesses checked for races."
         )
     evidence = [] if not f.cut else [run.dropped_note()] + ([f.cut_diff] if f.cut_diff else [])
-    if len(f.flights) == len(run.ranks) and run.ranks:
+    if len(f.flights) == sum(r.recorded for r in run.ranks) and f.flights:
         entries = [e for e in next(iter(f.flights.values())) if not e.p2p and e.group == "0"]
         issued = [e.issuer for e in entries if e.issuer]
         if issued:
@@ -612,17 +635,21 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 "torch or your libraries issued" if any(library_of(i) for i in issued) else "torch issued itself"
             )
             headline = (
-                f"All {run.world_size} ranks finished, after the same {len(entries)} collectives in the same "
+                f"{everyone} finished, after the same {len(entries)} collectives in the same "
                 f"order: {len(entries) - len(issued)} from your own torch.distributed calls and "
                 f"{len(issued)} that {issued_by} ({who})."
             )
         evidence.append("torch's flight recorder agrees, position by position in the group's sequence")
     else:
-        unread = [r.rank for r in run.ranks if r.rank not in f.flights]
-        evidence.append(
-            f"barrierlab could not read torch's flight record on {rank_list(unread)} (torch keeps one by "
-            f"default; the rank ended before it was copied, or the dump failed); the collectives your code "
-            f"called are compared"
+        unread = [r.rank for r in run.ranks if r.rank not in f.flights and r.recorded]
+        evidence += (
+            []
+            if not unread
+            else [
+                f"barrierlab could not read torch's flight record on {rank_list(unread)} (torch keeps one by "
+                f"default; the rank ended before it was copied, or the dump failed); the collectives your code "
+                f"called are compared"
+            ]
         )
     hung = [r.rank for r in run.ranks if r.teardown_hung]
     if hung:
@@ -860,7 +887,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
     made = sorted(split.at)
     site = Site(torch_entry.file, torch_entry.line, torch_entry.func or "") if torch_entry.file else None
     who = torch_entry.issuer
-    causes = [r for r in split.absent if failed_by_itself(run[r])]
+    causes = crashed(run, split.absent)
     if causes:
         return _rank_failed(
             run,
@@ -1102,15 +1129,15 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     """Some ranks never reached call #k because they failed by themselves (raised, exited, were killed)."""
     if not f.first_diff or f.mispaired:
         return None
-    crashed = [r for r in f.missing if failed_by_itself(f.run[r])]
-    if not crashed:
+    failed = crashed(f.run, f.missing)
+    if not failed:
         return None
     event = f.at_k[min(f.at_k)]
-    it = "them" if len(crashed) > 1 else "it"
+    it = "them" if len(failed) > 1 else "it"
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
         then = (
             f"so the others were in {event.name} #{f.first_diff} and failed there when the connections to "
-            f"{rank_list(crashed)} closed"
+            f"{rank_list(failed)} closed"
         )
     else:
         left = [r for r in sorted(f.at_k) if f.run[r].ok]  # a rooted call some had what they needed from
@@ -1122,7 +1149,7 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
             )
         else:
             then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
-    return _rank_failed(f.run, crashed, then, _arrival_evidence(f), _site(event))
+    return _rank_failed(f.run, failed, then, _arrival_evidence(f), _site(event))
 
 
 def _peers_failed_when_connections_closed(f: Facts, at: dict[int, Event] | None = None) -> bool:
@@ -2697,7 +2724,12 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     raised = [r for r in causes if run[r].traceback]
     # a killed or exited rank has no traceback: its exit status and what it printed are what there is (review46b M3)
     ended = "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
-    if len(raised) == len(causes):
+    if all(run[r].status == LOST for r in causes):  # nothing of how it ended reached the record (attack24 a04)
+        where = (
+            "nothing of how it ended was recorded: torchrun's output on its machine says why (the machine or its "
+            "agent died, or the agent stopped it), and what it printed is in run[rank].stderr"
+        )
+    elif len(raised) == len(causes):
         where = "its traceback is in run[rank].traceback"
     elif not raised:
         where = f"its exit code or signal is in {ended}"
