@@ -136,26 +136,51 @@ def _node_folder(local_rank: int, node: str, timeout: float) -> str:
 def _fresh_named_folder(folder: str, rank: int, timeout: float) -> None:
     """A named folder may hold an earlier job's records (``BARRIERLAB_RECORD_DIR=records/demo`` used twice): its
     ranks beyond this job's world, and its ``diagnosis.claimed``, which would keep this job's failure from being
-    explained (attack20 a12). Rank 0 removes barrierlab's own files of an earlier job (``rankN.*`` and the claim,
-    nothing else) before any rank of this job writes; the others wait for it through the group's store (as
-    :func:`_node_folder` does), for at most ``timeout`` seconds."""
+    explained (attack20 a12). The first rank of each machine (``LOCAL_RANK`` 0: the folder may be on each
+    machine's own disk, attack24 a05) removes barrierlab's own files of an earlier job (``rankN.*`` and the claim,
+    nothing else) before any rank of this job writes; every rank waits for every machine's through the group's
+    store (as :func:`_node_folder` does), for at most ``timeout`` seconds. On a shared folder the machines'
+    first ranks remove the same files, before anyone writes."""
     import torch.distributed as dist
 
     store = dist.PrefixStore("barrierlab/record_dir/", dist.group.WORLD.get_group_store())
-    if rank != 0:
-        store.wait(["cleared"], timedelta(seconds=timeout))
+    node, nodes, first = _machine()
+    keys = [f"cleared/{n}" for n in range(nodes)]
+    if not (first or rank == 0 and nodes == 1):
+        store.wait(keys, timedelta(seconds=timeout))
         return
+    _clear_earlier_job(folder, rank)
+    store.set(f"cleared/{node}", "1")
+    store.wait(keys, timedelta(seconds=timeout))
+
+
+def _machine() -> tuple[int, int, bool]:
+    """(this machine's number, the number of machines, whether this rank is its machine's first), from the
+    variables torchrun's agent sets (``GROUP_RANK``, ``GROUP_WORLD_SIZE``, ``LOCAL_RANK``); one machine whose
+    first rank is rank 0 when they are missing or not numbers."""
+    try:
+        node, nodes = int(os.environ["GROUP_RANK"]), int(os.environ["GROUP_WORLD_SIZE"])
+        local = int(os.environ["LOCAL_RANK"])
+    except (KeyError, ValueError):
+        return 0, 1, False
+    if not 0 <= node < nodes <= 100_000:
+        return 0, 1, False
+    return node, nodes, local == 0
+
+
+def _clear_earlier_job(folder: str, rank: int) -> None:
+    """Remove an earlier job's rank files and claim from ``folder`` (this machine's), saying so; leave them
+    when a rank of them wrote in the last :data:`LIVE_RECORD` seconds with no outcome yet."""
     earlier = rank_files(folder)
     live = [r for r, kinds in earlier.items() if "outcome" not in kinds and _changed_within(folder, r, LIVE_RECORD)]
     if live:  # another job may be writing there now: its files are left alone
         print(
-            f"[barrierlab] rank 0: {folder} holds records of rank(s) {', '.join(map(str, live))} written in the last "
+            f"[barrierlab] rank {rank}: {folder} holds records of rank(s) {', '.join(map(str, live))} written in the last "
             f"{LIVE_RECORD:g} s with no outcome yet (another job using the same folder?): they are left in place, "
             "and the report may mix the two jobs; give each job its own folder",
             file=sys.stderr,
             flush=True,
         )
-        store.set("cleared", "1")
         return
     for old_rank, kinds in earlier.items():
         for kind in kinds:
@@ -167,12 +192,11 @@ def _fresh_named_folder(folder: str, rank: int, timeout: float) -> None:
         ranks = sorted(earlier)
         named = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
         print(
-            f"[barrierlab] rank 0: {folder} held an earlier job's records ({named}): removed them, so that the "
+            f"[barrierlab] rank {rank}: {folder} held an earlier job's records ({named}): removed them, so that the "
             "folder holds this job's only (give each job its own folder to keep them)",
             file=sys.stderr,
             flush=True,
         )
-    store.set("cleared", "1")
 
 
 def _changed_within(folder: str, rank: int, seconds: float) -> bool:
