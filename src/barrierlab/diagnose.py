@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -2719,8 +2720,15 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
     return [line]
 
 
+def _how_ended(result) -> str:
+    """A failed rank's status in words, with the signal that killed it (``killed by SIGKILL``)."""
+    if result.status == KILLED and result.signal is not None:
+        return f"killed by {_signal_name(result.signal)}"
+    return str(result.status)
+
+
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
-    statuses = ", ".join(sorted({run[r].status for r in causes}))
+    statuses = ", ".join(sorted({_how_ended(run[r]) for r in causes}))
     raised = [r for r in causes if run[r].traceback]
     # a killed or exited rank has no traceback: its exit status and what it printed are what there is (review46b M3)
     ended = "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
@@ -2741,6 +2749,12 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         "still wait the full timeout (notebook 04 §2 shows both); if it stays alive but stops calling collectives "
         f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS})."
     )
+    if any(run[r].status == KILLED and run[r].signal == signal.SIGKILL for r in causes):
+        advice += (  # attack24 a06: a rank the out-of-memory killer ended was only "killed by SIGKILL"
+            " SIGKILL comes from outside the process and cannot be caught: most often the kernel's out-of-memory "
+            "killer (the kernel log, `dmesg`, or the container's memory events say so; a Binder session has 2 GB), "
+            "otherwise a job scheduler or a `kill -9`."
+        )
     if 0 in causes:
         advice += (
             " For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
