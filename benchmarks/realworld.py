@@ -186,7 +186,11 @@ def judge_lint(item: harness.Item) -> Verdict:
     command = [sys.executable, "-m", "barrierlab", "lint", str(item.path)]
     code, output, elapsed = run_bounded(command, item, CLI_STARTUP)
     flagged = [int(n) for n in re.findall(rf"^\S*{re.escape(item.path.name)}:(\d+):", output, re.M)]
-    return Verdict(None, code is not None, False, False, set(flagged) & item.lines, flagged, "", elapsed)
+    # a finding's condition line counts too, as tests/realworld/_harness.py's lint_item counts it: the `if` that
+    # decides which ranks reach the call is often the bug ("condition: rank == 0 (line 90)")
+    own = rf"^\S*{re.escape(item.path.name)}:\d+:.*\n    condition: .* \(line (\d+)\)$"  # of the item's file
+    conditions = [int(n) for n in re.findall(own, output, re.M)]
+    return Verdict(None, code is not None, False, False, set(flagged + conditions) & item.lines, flagged, "", elapsed)
 
 
 def judge_torchrun(item: harness.Item) -> Verdict:
