@@ -140,6 +140,14 @@ def races_text(run, found: list) -> str:
         "Races (barrierlab's ordering model, on gloo: two ranks' accesses of a file, one changing it, that no "
         f"call orders): {len(found) or 'none'}",
         *(f"- {race}" for race in found),
+        *(
+            [
+                f"Not judged: {found.undecided} pair(s) of file accesses before the oldest collective torch's flight "
+                "record kept (raise TORCH_FR_BUFFER_SIZE): a DDP gradient all_reduce there may order them"
+            ]
+            if getattr(found, "undecided", 0)
+            else []
+        ),
         f"File handoffs the run's calls ordered (a change of a file before another rank's use of it): {handoffs}",
         "",
         "On GPUs (NCCL, as the host sees it; the model, not a measurement: CUDA streams are not modelled):",

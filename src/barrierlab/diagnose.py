@@ -665,6 +665,14 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         headline += f" But the record shows {made} whose result cannot be trusted, whatever the timing."
         evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
+    undecided = getattr(races, "undecided", 0)
+    if undecided:  # attack17 a11: a DDP all_reduce older than the flight record may order them
+        evidence.append(
+            f"{undecided} pair{'s' if undecided > 1 else ''} of file accesses {'were' if undecided > 1 else 'was'} "
+            "not judged: they came before the oldest collective torch's flight record kept (its last 2,000 by "
+            "default; raise TORCH_FR_BUFFER_SIZE), and a DDP gradient all_reduce there, which barrierlab sees only "
+            "in that record, may order them"
+        )
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
         headline += (
@@ -2407,6 +2415,87 @@ def _used(race) -> ordering.Access:
     return race.second if race.made is race.first else race.first
 
 
+#: Calls that make a process group: gloo connects its members as the group is made.
+_GROUP_MAKERS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"})
+
+
+def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
+    """A rank failed while making a process group because a member had already returned and its process ended
+    (attack24 a09, attack22 a11: rank 3 skipped its subgroup's all_reduce and returned while rank 2 was still
+    connecting the subgroup: "Gloo connectFullMesh failed with Connection closed by peer"; every rank had made
+    the same calls, so the record shows no divergence, only the early return)."""
+    failed = f.failed
+    if not failed or f.first_diff or f.split:
+        return None
+    for r in failed:
+        calls = f.calls.get(r) or []
+        last = calls[-1] if calls else None
+        if last is None or last.name not in _GROUP_MAKERS or not last.error:
+            continue
+        if not re.search(r"connectFullMesh|Connection closed by peer|Connection reset by peer", last.error):
+            continue
+        gone = [
+            q.rank
+            for q in f.run.ranks
+            if q.rank != r
+            and q.status == FINISHED
+            and q.ended is not None
+            and last.start is not None
+            and q.ended <= (last.end if last.end is not None else math.inf)
+        ]
+        # ranks that used a subgroup without rank r (ranks 0 and 1 on theirs) were not in the group being made
+        elsewhere = [set(members) for members, _ in subgroup_calls(f.run).values() if members and r not in members]
+        gone = [q for q in gone if not any(q in members for members in elsewhere)]
+        if not gone:
+            continue
+        k = sum(1 for e in calls if e.name == last.name)
+        made = {q: sum(1 for e in f.calls.get(q) or [] if e.name in _GROUP_MAKERS) for q in gone}
+        headline = (
+            f"rank {r} failed in {last.name} #{k} at {where_text(last)}: gloo could not connect the new group, "
+            f"because {rank_list(gone)} had already returned from the function and "
+            f"{'its process' if len(gone) == 1 else 'their processes'} ended while rank {r} was still connecting."
+        )
+        evidence = [
+            f"rank {q} returned after {len(f.calls.get(q) or [])} collective call"
+            f"{'s' if len(f.calls.get(q) or []) != 1 else ''} ({made[q]} of them making groups), at "
+            f"t={f.run[q].ended:.3f} s"
+            for q in gone
+        ] + _failure_evidence(f)
+        found = _lint_findings(last)
+        evidence += [f"barrierlab.lint, on {Site(x.path, x.line).place}: {x.why}" for x in found]
+        if found:  # the call the early return skipped, which the record cannot show (it was never made)
+            headline += (
+                f" {rank_list(gone)[0].upper()}{rank_list(gone)[1:]} never made the "
+                f"{found[0].collective.rsplit(' -> ', 1)[-1]} at {Site(found[0].path, found[0].line).place}: "
+                f"{_how_ranks_differ(found[0])} (barrierlab.lint)."
+            )
+        return Diagnosis(
+            "rank-failed",
+            headline,
+            evidence,
+            "A rank must not return while other ranks still make or use a group it belongs to: find why "
+            f"{rank_list(gone)} returned early (a rank-dependent `if`, `return` or `continue` that skips "
+            "collectives on the group; barrierlab.lint finds these statically), and let every member make the "
+            f"same calls on it. {RULES}",
+            ranks=[r, *gone],
+            site=_site(last),
+        )
+    return None
+
+
+def _lint_findings(event) -> list:
+    """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three)."""
+    from barrierlab.lint import lint_file
+
+    if not event.file or event.file.startswith("<") or not is_learners(event.file):
+        return []
+    try:
+        findings = lint_file(event.file)
+    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+        return []
+    return [x for x in findings if x.kind in _REACHED_BY_SOME][:3]
+
+
 def rule_same_calls(f: Facts) -> Diagnosis | None:
     """Ranks failed although both records show the same collectives on every rank."""
     failed = f.failed
@@ -2464,6 +2553,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_failed_by_itself,
     rule_raised_by_itself,
     rule_unmatched_p2p,
+    rule_group_setup_failed,
     rule_same_calls,
 )
 

@@ -147,9 +147,11 @@ MAX_RACES = 1000
 
 class Races(list):
     """The races of a run, in the order of their second access; ``cut`` when there were more than
-    :data:`MAX_RACES` (the first ones found, path by path, are kept)."""
+    :data:`MAX_RACES` (the first ones found, path by path, are kept); ``undecided``: pairs left out because a DDP
+    gradient all_reduce older than torch's flight record (its last 2,000 entries by default) may order them."""
 
     cut = False
+    undecided = 0
 
     def count_text(self) -> str:
         """``"3"``, or ``"at least 1000"`` for a cut list."""
@@ -349,6 +351,9 @@ class Order:
         #: edges of collectives torch issued that the record holds no call for (DDP's gradient all_reduce): they
         #: order, but no recorded call waited there (:meth:`edges_into` leaves them out)
         self.torch_edges: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        #: rank -> until when (run clock) its flight record lost its oldest entries, in a run with DDP's gradient
+        #: all_reduces: before then those that would order file accesses are not known (attack17 a11)
+        self.flight_blind: dict[int, float] = {}
         #: (rank, lane) -> (lane, index) of the event that started it (a thread's start, a child's fork) and of the
         #: join that ended it, where the model has that edge
         self._started: dict[tuple, tuple] = {}
@@ -464,6 +469,9 @@ class Order:
             flight = getattr(result, "flight", None)
             if not flight or result.rank not in self.events:
                 return
+            blind = _flight_blind_until(flight)
+            if blind is not None:
+                self.flight_blind[result.rank] = blind
             for name, ranks in (getattr(flight, "groups", None) or {}).items():
                 members.setdefault(str(name), set(ranks))
             for entry in flight:
@@ -1184,6 +1192,7 @@ class Order:
         found: list[Race] = []
         seen: set = set()
         cut = False
+        undecided = 0
         for accesses in self._by_path():
             if cut:
                 break
@@ -1208,6 +1217,9 @@ class Order:
                             continue
                         seen.add(pair)
                         first, second = (a, b) if a.event.start <= b.event.start else (b, a)
+                        if second.event.start < max(self.flight_blind.get(r, -math.inf) for r in (a.rank, b.rank)):
+                            undecided += 1  # a DDP all_reduce older than the flight record may order them
+                            continue
                         gone = _gone_before(second, accesses)
                         found.append(Race(first, second, self.backend, self.origin, gone))
                         if len(found) > MAX_RACES:
@@ -1222,6 +1234,7 @@ class Order:
             cut = len(found) > MAX_RACES
         listed = Races(sorted(found[:MAX_RACES], key=lambda race: race.second.event.start))
         listed.cut = cut
+        listed.undecided = undecided
         return listed
 
     def _looks(self) -> list[Access]:
@@ -1610,6 +1623,22 @@ def order(run, backend: str = "gloo", *, formed: bool = True) -> Order:
     """The happens-before relation of ``run`` as ``backend`` would order it, seen from the host (``formed``: see
     :class:`Order`)."""
     return Order(run, backend, formed=formed)
+
+
+def _flight_blind_until(flight) -> float | None:
+    """When a rank's flight record lost its oldest entries (the ring keeps the last ``TORCH_FR_BUFFER_SIZE``,
+    2,000 by default) in a run where DDP issued gradient all_reduces: the start of its oldest kept entry, before
+    which DDP's all_reduces are not known. None when nothing was lost (every group's kept entries start at
+    position 1) or DDP issued none."""
+    entries = [e for e in flight if not e.p2p and e.start is not None]
+    if not any(getattr(e, "issuer", None) == "DDP backward's gradient all_reduce" for e in entries):
+        return None
+    first: dict[str, int] = {}
+    for e in entries:
+        first[e.group] = min(first.get(e.group, e.seq), e.seq)
+    if all(seq <= 1 for seq in first.values()):
+        return None
+    return min(e.start for e in entries)
 
 
 def races(run, backend: str = "gloo") -> Races:
