@@ -17,6 +17,7 @@ FIXED = [
     "a02_listdir_poll_false_races",
     "a03_repeat_look_race_missed",
     "a04_compare_set_poll_false_race",
+    "a05_mmap_load_race_missed",
     "a06_nb02_symlink_swap_refused",
     "a07_nb02_partial_rename_wrong_reason",
     "a08_irecv_any_source_unordered",

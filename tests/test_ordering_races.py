@@ -596,3 +596,37 @@ def test_a_store_queue_pop_comes_after_the_push_whose_value_it_returned(tmp_path
         run = bl.run(_push_then_or_before_write, 3, args=(str(folder), push_first))
         assert [str(r.status) for r in run] == ["finished"] * 3, run
         assert len(run.races()) == races, (name, run.races())
+
+
+def mapped_then_changed(folder, how):
+    """attack18 a05: rank 1 loads with torch.load(mmap=True), whose tensors read the file whenever they are used;
+    after a barrier rank 0 changes the file: in place (torch.save), by a rename into place, or by removing it."""
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "last.pt")
+    if dist.get_rank() == 0:
+        torch.save({"w": torch.ones(8)}, path)
+    dist.barrier()
+    state = torch.load(path, mmap=True) if dist.get_rank() == 1 else None
+    dist.barrier()
+    if dist.get_rank() == 0:
+        if how == "in place":
+            torch.save({"w": torch.full((8,), 7.0)}, path)
+        elif how == "renamed":
+            torch.save({"w": torch.full((8,), 7.0)}, path + ".tmp")
+            os.replace(path + ".tmp", path)
+        else:
+            os.remove(path)
+        return 0.0
+    time.sleep(0.2)
+    return float(state["w"].sum())
+
+
+@pytest.mark.parametrize("how, raced", [("in place", True), ("renamed", False), ("removed", False)])
+def test_a_mapped_load_is_read_until_the_rank_ends_but_keeps_a_replaced_or_removed_file(tmp_path, how, raced):
+    run = bl.run(mapped_then_changed, 2, args=(str(tmp_path), how))
+    assert run.ok, run
+    found = [str(race) for race in run.races() if race.first.path.endswith("last.pt")]
+    assert bool(found) is raced, found
+    assert not found or "with mmap=True: its tensors read the file whenever they are used" in found[0], found

@@ -793,10 +793,10 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 inode=item.get("inode"),
                 future=item.get("future"),
             )
+            if item.get("value") is not None:  # a read that found no file ("missing"), one through a mapping
+                event.value = item["value"]
             if item.get("end") is not None:  # an event with no duration: one line
                 event.end = item["end"] - t0
-                if item.get("value") is not None:  # a read that found no file ("missing")
-                    event.value = item["value"]
             if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
                 event.file = _placed(index, event.file, event.line or 0, event.func or "", event.callers)
         elif "id" in item and item["id"] in events:

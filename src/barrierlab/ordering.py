@@ -209,6 +209,8 @@ class Race:
 
     def _kept(self, access: Access) -> str:
         """For a file kept open past a synchronising call, until when: its reads or writes may come that late."""
+        if getattr(access.event, "value", None) == "mmap" and access.how == "read":
+            return ", with mmap=True: its tensors read the file whenever they are used, after the load returned"
         if access.until is None or access.until.start is None:
             return ""
         kept = f", and kept open past a call that returned at t={access.until.start - self.origin:.3f} s"
@@ -1051,7 +1053,10 @@ class Order:
                     continue  # a miss of a rank that then found the published file: part of its wait, read nothing
                 if e.name == "list" and e.start <= self._waited_dirs.get((rank, e.lane, e.path), -1.0):
                     continue  # a listing polled until a file appeared: part of that wait
-                found.append(Access(rank, e.name, e.path, e, self._at.get(id(e)), self._until.get(id(e))))
+                until = self._until.get(id(e))
+                if e.name == "read" and getattr(e, "value", None) == "mmap":
+                    until = self._last_in_lane(rank, e) or until  # read whenever its tensors are used (attack18 a05)
+                found.append(Access(rank, e.name, e.path, e, self._at.get(id(e)), until))
                 if e.name == "rename" and e.to:
                     found.append(Access(rank, "write", e.to, e))
         return found + self._moved_while_open(found)
@@ -1165,8 +1170,21 @@ class Order:
             for folder, made in self._made.get(access.rank, ())
         )
 
+    def _last_in_lane(self, rank: int, event):
+        """The last event of ``event``'s lane on ``rank`` after it (None: it is the last)."""
+        lane = getattr(event, "lane", None)
+        last = None
+        for later in reversed(self.events[rank]):
+            if later is event:
+                return last
+            if getattr(later, "lane", None) == lane and last is None:
+                last = later
+        return None
+
     def _conflict(self, a: Access, b: Access) -> bool:
         if not _conflict(a.how, b.how):
+            return False
+        if _mapped_past(a, b) or _mapped_past(b, a):
             return False
         if _exclusive_pair(a, b):
             return False
@@ -1430,6 +1448,16 @@ def _exclusive_pair(a: Access, b: Access) -> bool:
     """Two ranks' exclusive creates of one path (``open(p, "x")``: the write of the one that created it, the look
     of one that found it there): an atomic claim, one rank wins whatever the order (attack22 a04)."""
     return getattr(a.event, "value", None) == EXCLUSIVE and getattr(b.event, "value", None) == EXCLUSIVE
+
+
+def _mapped_past(read: Access, change: Access) -> bool:
+    """A change that leaves a ``torch.load(mmap=True)`` read intact once the load returned: a removal, or a rename
+    into place (a new file), keeps the mapped file's data (the mapping holds the old file); only a write into the
+    same file changes what its tensors read."""
+    if getattr(read.event, "value", None) != "mmap" or read.event.end is None:
+        return False
+    kept = change.how == "remove" or getattr(change.event, "name", "") == "rename"
+    return kept and change.event.start >= read.event.end
 
 
 def _conflict(a: str, b: str) -> bool:

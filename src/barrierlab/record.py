@@ -2605,12 +2605,15 @@ def _wrap_file_call(name: str, original, writes: bool, path_index: int, path_key
         if path is None:
             return original(*args, **kwargs)
         recorder.depth += hides_inside
+        # torch.load(mmap=True) reads the tensors through a mapping of the file whenever they are used, after it
+        # returned: the ordering model keeps the read open (attack18 a05)
+        mapped = ',"value":"mmap"' if not writes and kwargs.get("mmap") is True else ""
         event_id = recorder.enter(
             "file",
             "write" if writes else "read",
             False,
             call_site(callers=False),
-            f',"path":{_json_dumps(path)},"call":"{name}"',
+            f',"path":{_json_dumps(path)},"call":"{name}"{mapped}',
         )
         try:
             result = original(*args, **kwargs)
