@@ -2705,13 +2705,19 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
     timeout_ms = next((re.search(r"(\d+)ms", errors[r]).group(1) for r in errors if kinds[r] == "gloo timeout"), None)
     failed: dict[str, list[int]] = {}
     for r, message in errors.items():
-        if timeout_ms and kinds[r] in ("gloo timeout", "peer gone"):
-            # Which rank gives up first, and so which ones see a closed connection instead, is a race.
+        if timeout_ms and kinds[r] == "gloo timeout":
             text = (
-                f"gloo gave up after {timeout_ms} ms waiting for a peer (a rank whose peer gave up first "
-                "sees the closed connection instead): the peer did not reach the matching call within the "
-                "timeout in force (the group's, or the call's own timeout=), or reached a call that does not "
-                "match it (another op, or other sizes)."
+                f"gloo gave up after {timeout_ms} ms waiting for a peer: the peer did not reach the matching call "
+                "within the timeout in force (the group's, or the call's own timeout=), or reached a call that "
+                "does not match it (another op, or other sizes)."
+            )
+        elif timeout_ms and kinds[r] == "peer gone":
+            # which rank gives up first, and so which ones see a closed connection instead, is a race (review52b:
+            # a late rank that failed at once was said to have waited the timeout with the others)
+            text = (
+                f"a peer closed its connection (a peer whose own {timeout_ms} ms timeout expired first closes its "
+                "connections, as does one whose process ended): gloo reports that at once, without waiting for "
+                "the timeout."
             )
         else:
             text = _error_text(run, message)

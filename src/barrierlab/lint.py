@@ -2057,10 +2057,25 @@ def _condition_line(unit: _Unit, cond: str, node: ast.AST) -> int | None:
     lines = unit.lines()
     above = range(min(node.lineno, len(lines)), max(0, node.lineno - 400), -1)
     below = range(node.lineno + 1, min(len(lines), node.lineno + 400) + 1)  # a loop's exit after the collective
+    # an `else:` branch's condition is the `if`'s test negated (`rank != 0` for `if rank == 0:`, review52b)
+    texts = [first, *_flipped(first), *([first[4:]] if first.startswith("not ") and len(first) > 7 else [])]
     for number in (*above, *below):
-        if first in lines[number - 1]:
+        if any(text in lines[number - 1] for text in texts):
             return None if number == node.lineno else number + unit.offset
     return None
+
+
+_FLIPS = (" != ", " == "), (" == ", " != "), (" >= ", " < "), (" <= ", " > "), (" > ", " <= "), (" < ", " >= ")
+_FLIPS += ((" is not ", " is "), (" not in ", " in "))
+
+
+def _flipped(text: str) -> list[str]:
+    """``text`` with its one comparison operator negated (``a != b`` -> ``a == b``), as the source spells the
+    test an `else:` branch negates; [] when it has none or several."""
+    found = [(op, other) for op, other in _FLIPS if op in text]
+    if len(found) == 1 and text.count(found[0][0]) == 1:
+        return [text.replace(*found[0])]
+    return []
 
 
 def _changed_names(
@@ -7525,14 +7540,25 @@ class _Agreement:
             return
         if not any(isinstance(n, ast.Expr) and n.value is call for n in nodes):
             return
+        if name in ("barrier", "monitored_barrier"):  # review52b M1: a barrier has no tensors; it orders nothing
+            effect = (
+                "so this line orders nothing: the code after it can run before the other ranks have arrived, as if "
+                "there were no barrier"
+            )
+            use = "before the code the barrier is meant to hold back"
+        else:
+            effect = (
+                "so the code after it reads its tensors while the backend may still be writing them (on gloo a "
+                "worker thread, on NCCL the communication stream)"
+            )
+            use = "before the tensors are used"
         why = (
             f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: nothing waits for "
-            "the call to complete, so the code after it reads its tensors while the backend may still be writing "
-            "them (on gloo a worker thread, on NCCL the communication stream), and an error in the call is not "
-            "raised here: on gloo a timeout in it closes the group's connections, so a later collective fails "
-            "instead; on NCCL the watchdog ends the process"
+            f"the call to complete, {effect}, and an error in the call is not raised here: on gloo a timeout in it "
+            "closes the group's connections, so a later collective fails instead; on NCCL the watchdog ends the "
+            "process"
         )
-        fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` before the tensors are used"
+        fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` {use}"
         self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
 
     def _aliased(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
