@@ -1,0 +1,117 @@
+"""mmcv's ``collect_results_cpu`` on two nodes, its temporary directory made by ``tempfile.mkdtemp()`` in the main node's ``/tmp``.
+
+Models open-mmlab/mmaction2 PR #292 ("Fix multi-node dist test": ``tmpdir = tempfile.mkdtemp()`` became
+``tempfile.mkdtemp(dir='.dist_test')``), open-mmlab/mmdetection PR #4017 and open-mmlab/mmpose PR #818 ("``/tmp`` dir
+is usually not shared in the cluster environment. Therefore it's better to use a local tmpdir to store the test
+result"), and the reports of the symptom: open-mmlab/mmpose issue #2622 (``FileNotFoundError`` at ``with
+open(osp.join(tmpdir, f'part_{rank}.pkl'), 'wb')`` inside ``collect_results_cpu``) and open-mmlab/mmdetection issue
+#12381 ("multi-node ... the main node can create the .pkl file, but the other nodes cannot"). The code modelled is
+mmcv's ``engine/test.py`` ``multi_gpu_test`` / ``collect_results_cpu``: rank 0 creates the directory and broadcasts
+its path as a 512-byte ``uint8`` tensor padded with spaces, every rank dumps ``part_{rank}.pkl`` there, a barrier,
+rank 0 loads the parts in order, truncates the padding and removes the directory.
+
+Written for this corpus (nothing copied). Four ranks play two nodes of two (node = ``rank // 2``) on one host:
+``host_path`` maps a path under ``/tmp`` to the node's own scratch directory and any other (relative) path to a
+directory shared by both nodes -- the cluster's shared work dir. The "model" is a fixed linear classifier evaluated
+on 10 samples split ``DistributedSampler``-style (padded to 12).
+
+The bug: the directory is made in rank 0's node-local ``/tmp``. The path is broadcast, but on node 1 it names
+nothing: ranks 2 and 3 raise ``FileNotFoundError`` when they open their part files, while ranks 0 and 1 wait in the
+barrier after their dumps.
+"""
+import datetime
+import os
+import pickle
+import shutil
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+KIND = "buggy"
+WORLD_SIZE = 4
+TIMEOUT = 20
+
+RANKS_PER_NODE = 2  # the job's --nproc-per-node on each emulated node
+NUM_SAMPLES = 10
+
+
+def run_root():
+    tag = os.environ.get("MASTER_PORT") or str(os.getppid())
+    return os.path.join(tempfile.gettempdir(), f"r29_mmcv_{tag}")
+
+
+def host_path(path, rank):
+    """Where a path lands on this rank's machine: /tmp is per node, the work dir is shared."""
+    if path == "/tmp" or path.startswith("/tmp/"):
+        node = rank // RANKS_PER_NODE
+        return os.path.join(run_root(), f"node{node}_tmp", path[len("/tmp/"):])
+    return os.path.join(run_root(), "shared_workdir", path)
+
+
+def mkdtemp_on_host(rank, dir):
+    """tempfile.mkdtemp(dir=dir) on this rank's machine; returns the path as the program sees it."""
+    real = tempfile.mkdtemp(dir=host_path(dir, rank))
+    return os.path.join(dir, os.path.basename(real))
+
+
+def collect_results_cpu(result_part, size, rank, world_size):
+    MAX_LEN = 512
+    dir_tensor = torch.full((MAX_LEN,), 32, dtype=torch.uint8)
+    if rank == 0:
+        tmpdir = mkdtemp_on_host(rank, "/tmp")  # BUG
+        encoded = torch.tensor(bytearray(tmpdir.encode()), dtype=torch.uint8)
+        dir_tensor[: len(encoded)] = encoded
+    dist.broadcast(dir_tensor, 0)
+    tmpdir = dir_tensor.numpy().tobytes().decode().rstrip()
+    with open(host_path(os.path.join(tmpdir, f"part_{rank}.pkl"), rank), "wb") as f:
+        pickle.dump(result_part, f)
+    dist.barrier()  # WAITS
+    if rank != 0:
+        return None
+    part_list = []
+    for i in range(world_size):
+        with open(host_path(os.path.join(tmpdir, f"part_{i}.pkl"), rank), "rb") as f:
+            part_list.append(pickle.load(f))
+    ordered_results = []
+    for res in zip(*part_list):
+        ordered_results.extend(list(res))
+    ordered_results = ordered_results[:size]
+    shutil.rmtree(host_path(tmpdir, rank))
+    return ordered_results
+
+
+def multi_gpu_test(weight, data, labels, rank, world_size):
+    per_rank = -(-len(data) // world_size)
+    indices = list(range(len(data))) + list(range(per_rank * world_size - len(data)))  # DistributedSampler padding
+    results = []
+    for idx in indices[rank::world_size]:
+        pred = int((data[idx] @ weight).argmax())
+        results.append({"idx": idx, "pred": pred, "correct": pred == int(labels[idx])})
+    return collect_results_cpu(results, len(data), rank, world_size)  # WAITS
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        shutil.rmtree(run_root(), ignore_errors=True)
+        for d in ("node0_tmp", "node1_tmp", "shared_workdir/.dist_test"):
+            os.makedirs(os.path.join(run_root(), d), exist_ok=True)
+    dist.barrier()
+    g = torch.Generator().manual_seed(0)
+    data = torch.randn(NUM_SAMPLES, 6, generator=g)
+    weight = torch.randn(6, 3, generator=g)
+    labels = (data @ weight + 0.5 * torch.randn(NUM_SAMPLES, 3, generator=g)).argmax(dim=1)
+    results = multi_gpu_test(weight, data, labels, rank, world_size)  # WAITS
+    if rank == 0:
+        acc = sum(r["correct"] for r in results) / len(results)
+        print(f"evaluated {len(results)} samples in order {[r['idx'] for r in results]}; accuracy {acc:.2f}", flush=True)
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(run_root(), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
