@@ -2209,6 +2209,8 @@ def _ranked_raise(
             elif isinstance(node, ast.If):
                 inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
                 found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
+            elif isinstance(node, ast.Raise) and node.exc is None:
+                found = None  # re-raising the error being handled: a crash path, not a rank leaving early
             elif cond is not None and (
                 isinstance(node, ast.Raise)
                 or (isinstance(node, ast.Call) and (_dotted(node.func) in _EXIT_CALLS or raises(node)))
@@ -2361,6 +2363,24 @@ def _after_raising(
             skipped += [i for i in items if i.site is not None and i.site.callee and works_first(i.site.node)]
         worked = worked or _does_work(stmt)
     return skipped
+
+
+def _op_keys(items: list[_Item]) -> list[tuple]:
+    """The keys of the collective calls of ``items``, in order, nested branches and loops included."""
+    return [_key(i) for i in _flat_ops(items)]
+
+
+def _flat_ops(items: list[_Item]) -> Iterator[_Item]:
+    for item in items:
+        if item.kind == "op":
+            yield item
+        yield from _flat_ops(item.body)
+        yield from _flat_ops(item.orelse)
+
+
+def _reraises(body: list[ast.stmt]) -> bool:
+    """A block that is a bare ``raise`` (re-raising the error being handled), after reports at most."""
+    return bool(body) and isinstance(body[-1], ast.Raise) and body[-1].exc is None
 
 
 def _does_work(stmt: ast.stmt) -> bool:
@@ -5171,6 +5191,7 @@ class _Walker:
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.first_raised: set[int] = set()  # raises a main_process_first finding explains (see _first_raise)
+        self.handling = 0  # except handlers the walk is inside
         self.loops = 0  # loops of this scope the walk is inside
         self.local: dict[str, str] = {}
         self._local_values()
@@ -5380,6 +5401,9 @@ class _Walker:
             test = self._expr(stmt.test)
             if self._spelled_assert(stmt):
                 return test  # `if bad: raise XError(...)`: an assert written out, which lint takes as asserts
+            if self.handling and _reraises(stmt.body) and not stmt.orelse:
+                return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
+                # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
             local = self._local_test(stmt.test) if self.loops and _leaves_loop(stmt.body + stmt.orelse) else None
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
             if local is not None:  # a loop exit each rank decides from its own data
@@ -5424,25 +5448,34 @@ class _Walker:
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
-            handlers = []
-            for h in stmt.handlers:
-                text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
-                body = self.block(h.body, None)
-                handlers.append(self._if(None, body, [], text=text, rank=self._handler_rank(stmt, h)))
-                if not _environment_error(h.type):
-                    # An exception is a rank's own event (its data, its memory, its files): a collective in the
-                    # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
-                    self.flag(body, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
             per = [self._stmt(s) for s in stmt.body]
             body = [item for items in per for item in items]
             orelse = self._stmts(stmt.orelse)
+            skipped = _after_raising(stmt.body, per, self._works_before_collective)
+            handlers, mirrored = [], False
+            for h in stmt.handlers:
+                text = f"except {self.unit.text(h.type) if h.type else ''}".strip()
+                self.handling += 1
+                try:
+                    traced = self.block(h.body, None)
+                finally:
+                    self.handling -= 1
+                handlers.append(self._if(None, traced, [], text=text, rank=self._handler_rank(stmt, h)))
+                if skipped and _op_keys(traced) == _op_keys(skipped):
+                    # the handler makes what the raising rank skipped (fairseq's dummy batch after an
+                    # out-of-memory error: every rank still joins DDP's all_reduce): nothing is left unpaired
+                    mirrored = True
+                    continue
+                if not _environment_error(h.type):
+                    # An exception is a rank's own event (its data, its memory, its files): a collective in the
+                    # handler runs on the ranks whose `try` raised, while the others are past it or in another one.
+                    self.flag(traced, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
             swallowing = next((h for h in stmt.handlers if _swallows(h)), None)
-            if swallowing is not None:
+            if swallowing is not None and not mirrored:
                 # A rank whose own work in the body raises jumps to a handler that goes on: it skips the body's
                 # collectives after that point (and the `else`), which the other ranks make.
                 text = f"except {self.unit.text(swallowing.type) if swallowing.type else ''}".strip()
                 where = (str(stmt.lineno + self.unit.offset), str(swallowing.lineno + self.unit.offset))
-                skipped = _after_raising(stmt.body, per, self._works_before_collective)
                 self.flag(skipped + orelse, "swallow", text, detail=where)
             return body + handlers + orelse + self._stmts(stmt.finalbody)
         if isinstance(stmt, ast.Match):
