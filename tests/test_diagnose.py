@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import torch
@@ -1380,3 +1381,20 @@ def test_a_backward_inside_no_sync_on_one_rank_is_named_with_its_no_sync_line():
     text = str(run.diagnosis)
     assert f"the others make the same call at line {line}, inside `ddp.no_sync()`" in text, text
     assert f"The same call at line {line} runs inside `ddp.no_sync()`: enter `no_sync()` on every rank" in text, text
+
+
+def test_a_rank_inside_ddps_all_reduce_is_not_said_to_have_run_its_loop_fewer_times():
+    """round 29's fairseq item (an out-of-memory recovery that skips the backward on rank 1): rank 0 was in DDP's
+    gradient all_reduce when rank 1 made the stats all_reduce; the headline said 'A loop ran a different number of
+    times' (its author's note), though both loops ran as often."""
+    import importlib.util
+
+    path = Path(__file__).parent / "realworld" / "round29" / "buggy_fairseq_oom_recover_skips_backward.py"
+    spec = importlib.util.spec_from_file_location("round29_fairseq_buggy", path)
+    item = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(item)
+    run = bl.run(item.worker, 2, timeout=5, deadline=40)
+    assert not run.ok, run
+    headline = run.diagnosis.headline
+    assert not headline.startswith("A loop ran a different number of times"), headline
+    assert "DDP backward's gradient all_reduce" in headline, headline

@@ -1273,6 +1273,20 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     if not _uneven_loop(f.calls, arrived, f.missing, f.first_diff):
         return None
     event = f.at_k[arrived[0]]
+    inside = {r: entry for r in f.missing if (entry := _torch_call_after_own(f, r)) is not None}
+    if inside:  # round 29's fairseq item: rank 0 was in DDP's gradient all_reduce, not past the loop's end
+        r, entry = next(iter(inside.items()))
+        return Diagnosis(
+            "torch-collective-diverged",
+            f"{rank_list(arrived)} made {event.name} #{f.first_diff} at {_place(event)} while "
+            f"{rank_list(sorted(inside))} {'was' if len(inside) == 1 else 'were'} in {_entry_origin(entry)} "
+            f"(a collective torch issued itself, seen in {'its' if len(inside) == 1 else 'their'} flight record), "
+            f"which {rank_list(arrived)} never made: the ranks are one collective apart from there.",
+            _arrival_evidence(f),
+            _torch_advice(entry.issuer or ""),
+            ranks=sorted(set(arrived) | set(inside)),
+            site=_site(event),
+        )
     counts = {r: sum(1 for e in f.calls[r] if site_key(e) == site_key(event)) for r in f.calls}
     evidence = _arrival_evidence(f)
     evidence.append(
@@ -1289,6 +1303,16 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         ranks=arrived,
         site=_site(event),
     )
+
+
+def _torch_call_after_own(f: Facts, rank: int) -> FlightEntry | None:
+    """The collective torch issued itself (DDP's gradient all_reduce) that ``rank``'s flight record shows after its
+    own last call, in the default group: where the rank was when its own calls stopped."""
+    own = f.calls.get(rank) or []
+    flight = f.flights.get(rank) or []
+    last = own[-1].start if own else -math.inf
+    later = [e for e in flight if e.issuer and not e.p2p and e.group == "0" and e.start is not None and e.start > last]
+    return later[0] if later else None
 
 
 def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
