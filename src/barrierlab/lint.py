@@ -2365,6 +2365,21 @@ def _after_raising(
     return skipped
 
 
+def _starts_as_float(written: str, scope: list[ast.AST]) -> bool:
+    """Whether ``written`` is given a float literal in ``scope`` (``total = 0.0``, ``steps, total = 0, 0.0``) and no
+    other plain value: an accumulator that starts as a Python float stays one when numbers are added to it."""
+    values: list[ast.expr] = []
+    for node in scope:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if _dotted(target) == written:
+                values.append(node.value)
+            elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                values += [v for t, v in zip(target.elts, node.value.elts) if _dotted(t) == written]
+    return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is float for v in values)
+
+
 def _op_keys(items: list[_Item]) -> list[tuple]:
     """The keys of the collective calls of ``items``, in order, nested branches and loops included."""
     return [_key(i) for i in _flat_ops(items)]
@@ -8169,6 +8184,8 @@ class _Agreement:
         if written.startswith("self.") and self_class:
             scopes = [list(_own_nodes(f.node.body)) for f in self.an.table.values() if f.self_class == self_class]
         for scope in scopes:
+            if _starts_as_float(written, scope):
+                continue  # `total = 0.0; total += seconds`: a Python float plus a number stays a float (round29)
             for node in scope:
                 if (
                     isinstance(node, ast.AugAssign)
