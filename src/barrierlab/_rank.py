@@ -249,7 +249,7 @@ def call_the_function(fn, args, kwargs, keep: list | None = None):
 
 
 def init_process_group_on_the_launchers_store(
-    spec: RankSpec, original, signature, args, kwargs, timeout_overrides: bool = False
+    spec: RankSpec, original, signature, args, kwargs, timeout_overrides: bool = False, script: bool = False
 ):
     """The learner's ``init_process_group`` call (``init=False``), re-pointed at the launcher's store.
 
@@ -266,6 +266,13 @@ def init_process_group_on_the_launchers_store(
     given = bound.arguments
     for name, ours in (("rank", rank), ("world_size", world_size)):
         theirs = given.get(name, -1)
+        if theirs not in (-1, None) and theirs != ours and script:  # attack25 a08: no bl.run advice for a script
+            fix = f"run it with -n {theirs}" if name == "world_size" else "let it take the rank torchrun gives"
+            raise ValueError(
+                f"init_process_group({name}={theirs!r}) in a script that `barrierlab run` started as rank {rank} "
+                f"of {world_size}: {fix}, or read the rank and world size from the environment (RANK, "
+                "WORLD_SIZE), which barrierlab run sets as torchrun does"
+            )
         if theirs not in (-1, None) and theirs != ours:
             raise ValueError(
                 f"init_process_group({name}={theirs!r}) on a rank that barrierlab started as rank {rank} of "
@@ -454,6 +461,9 @@ def end(code: int) -> None:
 #: Set to "1" in a run's ``env`` (``barrierlab run --timeout``): the run's timeout replaces one the script
 #: passes to ``init_process_group``. Read, and removed from the environment, before the learner's code runs.
 TIMEOUT_OVERRIDES = "BARRIERLAB_TIMEOUT_OVERRIDES"
+#: Set to "1" in a run's ``env`` by the script runner (``barrierlab run train.py``): errors speak of the script and
+#: its ``-n``, not of ``barrierlab.run``'s function. Read, and removed, like :data:`TIMEOUT_OVERRIDES`.
+SCRIPT_RUN = "BARRIERLAB_SCRIPT_RUN"
 
 
 def _leave_init_to_the_learner(spec: RankSpec) -> None:
@@ -465,9 +475,10 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     original = c10d.init_process_group
     signature = inspect.signature(original)
     overrides = os.environ.pop(TIMEOUT_OVERRIDES, "") == "1"
+    script = os.environ.pop(SCRIPT_RUN, "") == "1"
 
     def init_process_group(*args, **kwargs):
-        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs, overrides)
+        return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs, overrides, script)
 
     init_process_group.__wrapped__ = original
     init_process_group.__doc__ = original.__doc__

@@ -114,6 +114,13 @@ _ERRORS = (
         "the bytes this rank received do not match the size of its tensor: the ranks passed tensors of different "
         "sizes or dtypes to the same collective, or different calls met at this position of the group's sequence.",
     ),
+    (  # attack25 a07: input() on rank 0, which torchrun feeds from the terminal
+        re.compile(r"EOF when reading a line"),
+        "stdin",
+        "the rank read from stdin (input()), and barrierlab gives every rank an empty stdin (/dev/null), where "
+        "torchrun passes its own stdin to the ranks: pass the answer as an argument, an environment variable or a "
+        "file instead.",
+    ),
     (
         re.compile(r"rank (\d+) failed while preparing"),
         "main process failed",
@@ -2802,12 +2809,15 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
 
     looks = [e.start for e in run[rank].events if e.kind == "file" and named(e.path) and ordering.found_no_file(e)]
     looked = looks[-1] if looks else math.inf  # what happened after the rank looked (its clean-up) is no cause
-    gone, made, nearby = [], [], []
+    gone, made, nearby, later = [], [], [], []
     for result in run.ranks:
         for e in result.events:
             if e.kind != "file" or not e.path:
                 continue
             if e.start > looked:
+                written = e.to if e.name == "rename" and e.to else e.path
+                if result.rank != rank and e.name in ("write", "append", "rename") and named(written):
+                    later.append((e.start, result.rank, e))  # made after the look: too late (attack25 a02)
                 continue
             if e.name == "remove" and (named(e.path) or path.startswith(e.path.rstrip(os.sep) + os.sep)):
                 gone.append((e.start, result.rank, "removed", e))  # the file, or a folder holding it (rmtree)
@@ -2826,6 +2836,13 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
         return [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"]
     if made:
         return []  # made and not removed: gone by other means (another process, a mount) — the record cannot say
+    if later:  # the textbook missing barrier: the reader came first
+        t, who, e = min(later, key=lambda w: w[0])
+        return [
+            f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} wrote it at {where_text(e)} "
+            f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
+            "the writer sets once the file is complete)"
+        ]
     folder = os.path.dirname(path) if os.path.isabs(path) else None
     others = sorted({(r, w, where_text(e)) for r, w, e in nearby if folder and os.path.dirname(w) == folder})
     line = f"rank {rank} looked for {path}, and no rank wrote it during the run"
@@ -2893,6 +2910,9 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             ]
     for rank in causes:
         evidence += _missing_file_evidence(run, rank)
+    stdin = [r for r in causes if (explain_error(run[r].error_message) or ("",))[0] == "stdin"]
+    if stdin:
+        evidence.append(f"{rank_list(stdin)} raised: {explain_error(run[stdin[0]].error_message)[1]}")
     for result in run.ranks:  # where the others were when it failed (the calls they waited in)
         if result.rank in causes or result.status == FINISHED:
             continue

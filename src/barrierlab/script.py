@@ -77,8 +77,9 @@ def _launch(entry, args: tuple, world_size, timeout, deadline, record, threads, 
     replacing the one it passes (checked by run() like any timeout)."""
     from barrierlab import _rank
 
+    env = {**(env or {}), _rank.SCRIPT_RUN: "1"}
     if timeout is not None:
-        env = {**(env or {}), _rank.TIMEOUT_OVERRIDES: "1"}
+        env[_rank.TIMEOUT_OVERRIDES] = "1"
     return run(
         entry,
         world_size,
