@@ -2395,12 +2395,27 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         ),
         None,
     )
+    no_group = "process group has not been initialized" in messages[first]
     blame = (
         f"and {'their' if same and len(failed) > 1 else 'its'} own {refused.name} raised it, refusing its "
         "arguments before it paired with any rank"
-        if refused is not None
+        if refused is not None and not no_group
         else "so no collective is to blame"
     )
+    if no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group()
+        destroyed = next(
+            (e for e in reversed(f.run[first].events) if e.name == "destroy_process_group" and e.start is not None),
+            None,
+        )
+        blame = (
+            f"and no process group existed when {'they' if same and len(failed) > 1 else 'it'} made "
+            f"{refused.name if refused is not None else 'the call'}: "
+            + (
+                f"destroy_process_group() had ended it at {where_text(destroyed)}"
+                if destroyed is not None
+                else "init_process_group() had not made one yet (or destroy_process_group() had ended it)"
+            )
+        )
     headline = (
         f"{who} raised {_clip(messages[first], 200)} at {where}{called_from(chains[first])}; "
         f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
@@ -2414,6 +2429,12 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     ]
     races.sort(key=lambda race: (not _used(race).event.error, -len(race.made.path)))
     advice = "Read the traceback (run[rank].traceback) from its last line of your code."
+    if no_group:
+        advice = (
+            "Make every collective between init_process_group() and destroy_process_group(): call "
+            "destroy_process_group() last, after the final barrier, and init_process_group() before the first "
+            "collective (the default group exists only between the two)."
+        )
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
