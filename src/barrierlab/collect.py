@@ -8,6 +8,7 @@ read becomes a rank whose record is unreadable — the other ranks' results stan
 from __future__ import annotations
 
 import os
+import re
 from typing import BinaryIO
 
 from barrierlab import _files
@@ -145,6 +146,14 @@ def collect(
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
                 result.exit_code = code
+            if rank in stopped and result.status == Status.RAISED and _CUT_BY_STOPPING.search(outcome.message or ""):
+                # still waiting at the deadline, it saw a peer's connection close as the launcher stopped that
+                # peer first (attacks23 a08 on a loaded machine: rank 13 of 16 "raised"): stopped, not failed
+                result.status = Status.STOPPED
+                result.record_notes.append(
+                    f"it raised {outcome.message.splitlines()[0][:120]!r} as the launcher stopped the other ranks "
+                    "at the deadline: its wait was cut by the stopping, not by a failure of its own"
+                )
         elif rank in stopped:
             result.status = Status.STOPPED
         elif sig is not None:
@@ -171,6 +180,10 @@ def collect(
         hit_deadline=bool(stopped),
         linger=linger,
     )
+
+
+#: What a rank's wait raises when a peer's process ends: at the deadline, the launcher stopping that peer first.
+_CUT_BY_STOPPING = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
 
 
 def _replaced_outcome(outcome: Outcome, code: int | None, sig: int | None, stopped: bool) -> Outcome:
