@@ -94,6 +94,9 @@ def tidy(message: str) -> str:
 
 UNSHOWN = "(its message could not be shown:"
 
+#: What gloo raises on a rank whose peer's process ended (or closed its connections after its own timeout).
+PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
+
 
 def error_message(error: BaseException) -> str:
     """``str(error)``, or, when that raises (a learner's exception whose ``__str__`` fails, even with a

@@ -8,12 +8,20 @@ read becomes a rank whose record is unreadable — the other ranks' results stan
 from __future__ import annotations
 
 import os
-import re
 from typing import BinaryIO
 
 from barrierlab import _files
 from barrierlab import events as event_files
-from barrierlab._protocol import RECORD_DIR_VARIABLE, ForgedOutcome, Outcome, RankFiles, Status, finite_json, tidy
+from barrierlab._protocol import (
+    PEER_GONE,
+    RECORD_DIR_VARIABLE,
+    ForgedOutcome,
+    Outcome,
+    RankFiles,
+    Status,
+    finite_json,
+    tidy,
+)
 from barrierlab.result import RankResult, Run, rebuild_exception
 from barrierlab.sites import CodeIndex, Site
 from barrierlab.stacks import relabel_traceback, stuck_at
@@ -146,7 +154,7 @@ def collect(
             apply_outcome(result, outcome, t0, index)
             if outcome.exit_code is None:
                 result.exit_code = code
-            if rank in stopped and result.status == Status.RAISED and _CUT_BY_STOPPING.search(outcome.message or ""):
+            if rank in stopped and result.status == Status.RAISED and PEER_GONE.search(outcome.message or ""):
                 # still waiting at the deadline, it saw a peer's connection close as the launcher stopped that
                 # peer first (attacks23 a08 on a loaded machine: rank 13 of 16 "raised"): stopped, not failed
                 result.status = Status.STOPPED
@@ -180,10 +188,6 @@ def collect(
         hit_deadline=bool(stopped),
         linger=linger,
     )
-
-
-#: What a rank's wait raises when a peer's process ends: at the deadline, the launcher stopping that peer first.
-_CUT_BY_STOPPING = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
 
 
 def _replaced_outcome(outcome: Outcome, code: int | None, sig: int | None, stopped: bool) -> Outcome:

@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from barrierlab import ops, ordering
-from barrierlab._protocol import Status, tidy
+from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
-from barrierlab.words import issuer_word, library_of, rank_list
+from barrierlab.words import issuer_word, library_of, rank_list, sentence_start
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -89,7 +89,7 @@ _ERRORS = (
         "this one (another op, or other sizes).",
     ),
     (
-        re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe"),
+        PEER_GONE,
         "peer gone",
         "a peer closed its connection while this rank was waiting on it: the peer's process ended, or the peer "
         "gave up after its own timeout. gloo reports a closed connection at once, without waiting for the timeout; "
@@ -605,7 +605,7 @@ def _all_recorded(run: Run) -> str:
     if len(recorded) == len(run.ranks):
         return f"All {run.world_size} ranks"
     listed = rank_list(recorded)
-    return f"{listed[0].upper()}{listed[1:]}, the only {'rank' if len(recorded) == 1 else 'ranks'} recorded here,"
+    return f"{sentence_start(listed)}, the only {'rank' if len(recorded) == 1 else 'ranks'} recorded here,"
 
 
 def rule_ok(f: Facts) -> Diagnosis | None:
@@ -1006,7 +1006,7 @@ def _library_sync_on_some_ranks(f: Facts, entry: FlightEntry, finding, evidence:
         "only-some-ranks",
         headline,
         evidence,
-        f"{finding.fix[0].upper() + finding.fix[1:]}. A library call that synchronises across ranks (here "
+        f"{sentence_start(finding.fix)}. A library call that synchronises across ranks (here "
         f"{library}'s) must be made by every rank the same number of times, even when only one rank's value "
         f"matters; keep only the rank-specific work (printing, saving) under a condition. {RULES}",
         ranks=made,
@@ -1067,7 +1067,7 @@ def _branch_advice(split: _Split) -> tuple[str, bool]:
             what = f"{entry.op} at {line}"
         else:
             what = f"{entry.op} at {_entry_where(entry)}: it is reached from {line}"
-        fix = finding.fix[0].upper() + finding.fix[1:]
+        fix = sentence_start(finding.fix)
         return (
             f"Start at {rank_list(sorted(ranks))}'s {what}, where {_how_ranks_differ(finding)}. {fix}. ",
             not entry.issuer,
@@ -2010,7 +2010,7 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
         )
         return Diagnosis(
             "p2p-cycle",
-            f"A cycle of point-to-point waits: {'; '.join(waits)}. {why[0].upper() + why[1:]}, so each rank "
+            f"A cycle of point-to-point waits: {'; '.join(waits)}. {sentence_start(why)}, so each rank "
             "waits for the next and none can go on.",
             _outcomes(f.run, {r: blocked[r] for r in cycle}),
             "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
@@ -2402,19 +2402,12 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         if refused is not None and not no_group
         else "so no collective is to blame"
     )
-    if no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group()
-        destroyed = next(
-            (e for e in reversed(f.run[first].events) if e.name == "destroy_process_group" and e.start is not None),
-            None,
-        )
+    if no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group() (the
+        # recorder does not record either, so both are named)
         blame = (
             f"and no process group existed when {'they' if same and len(failed) > 1 else 'it'} made "
-            f"{refused.name if refused is not None else 'the call'}: "
-            + (
-                f"destroy_process_group() had ended it at {where_text(destroyed)}"
-                if destroyed is not None
-                else "init_process_group() had not made one yet (or destroy_process_group() had ended it)"
-            )
+            f"{refused.name if refused is not None else 'the call'}: init_process_group() had not made one yet, or "
+            "destroy_process_group() had ended it"
         )
     headline = (
         f"{who} raised {_clip(messages[first], 200)} at {where}{called_from(chains[first])}; "
@@ -2484,7 +2477,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         last = calls[-1] if calls else None
         if last is None or last.name not in _GROUP_MAKERS or not last.error:
             continue
-        if not re.search(r"connectFullMesh|Connection closed by peer|Connection reset by peer", last.error):
+        if (explain_error(last.error) or ("",))[0] not in ("peer gone", "rendezvous"):  # connectFullMesh failed
             continue
         gone = [
             q.rank
@@ -2517,7 +2510,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         evidence += [f"barrierlab.lint, on {Site(x.path, x.line).place}: {x.why}" for x in found]
         if found:  # the call the early return skipped, which the record cannot show (it was never made)
             headline += (
-                f" {rank_list(gone)[0].upper()}{rank_list(gone)[1:]} never made the "
+                f" {sentence_start(rank_list(gone))} never made the "
                 f"{found[0].collective.rsplit(' -> ', 1)[-1]} at {Site(found[0].path, found[0].line).place}: "
                 f"{_how_ranks_differ(found[0])} (barrierlab.lint)."
             )
@@ -2931,9 +2924,10 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             ]
     for rank in causes:
         evidence += _missing_file_evidence(run, rank)
-    stdin = [r for r in causes if (explain_error(run[r].error_message) or ("",))[0] == "stdin"]
+    explained = {r: explain_error(run[r].error_message) for r in causes}
+    stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
     if stdin:
-        evidence.append(f"{rank_list(stdin)} raised: {explain_error(run[stdin[0]].error_message)[1]}")
+        evidence.append(f"{rank_list(stdin)} raised: {explained[stdin[0]][1]}")
     for result in run.ranks:  # where the others were when it failed (the calls they waited in)
         if result.rank in causes or result.status == FINISHED:
             continue

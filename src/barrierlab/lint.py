@@ -1471,12 +1471,16 @@ def _skips(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Continue, ast.Break, ast.Return))
 
 
-def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
+def _walk_items(items: Iterable[_Item]) -> Iterator[_Item]:
+    """Every item of a trace, nested branches and loops included, in order."""
     for item in items:
-        if item.site is not None:
-            yield item.site
-        yield from _sites(item.body)
-        yield from _sites(item.orelse)
+        yield item
+        yield from _walk_items(item.body)
+        yield from _walk_items(item.orelse)
+
+
+def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
+    return (item.site for item in _walk_items(items) if item.site is not None)
 
 
 def _key(item: _Item) -> tuple:
@@ -2382,15 +2386,7 @@ def _starts_as_float(written: str, scope: list[ast.AST]) -> bool:
 
 def _op_keys(items: list[_Item]) -> list[tuple]:
     """The keys of the collective calls of ``items``, in order, nested branches and loops included."""
-    return [_key(i) for i in _flat_ops(items)]
-
-
-def _flat_ops(items: list[_Item]) -> Iterator[_Item]:
-    for item in items:
-        if item.kind == "op":
-            yield item
-        yield from _flat_ops(item.body)
-        yield from _flat_ops(item.orelse)
+    return [_key(i) for i in _walk_items(items) if i.kind == "op"]
 
 
 def _reraises(body: list[ast.stmt]) -> bool:

@@ -5,6 +5,11 @@ from __future__ import annotations
 import re
 
 
+def sentence_start(text: str) -> str:
+    """``text`` with its first letter in upper case (the rest as it is): "ranks 0 and 1" -> "Ranks 0 and 1"."""
+    return text[:1].upper() + text[1:]
+
+
 def rank_list(ranks: list[int]) -> str:
     """'rank 2', 'ranks 1 and 3', 'ranks 1–15', 'ranks 0, 2 and 5'."""
     ranks = sorted(ranks)
