@@ -217,9 +217,20 @@ def _needs_libraries(item) -> None:
         pytest.importorskip(name)
 
 
+#: What the diagnosis says when gloo failed to connect a group before any bug was reached (rule_group_connect_failed).
+CONNECT_FAILED = "gloo could not connect the new group"
+
+
 @functools.cache
 def lab2(name: str) -> harness.LabOutcome:
-    return round2.run_in_lab(next(i for i in ROUND2 if i.name == name))
+    """The item's run in the lab; run once more when gloo failed to connect a group before the item's bug was
+    reached (session 23's CI: the tensor-parallel item's rank 0 failed in new_group #1 on a busy machine, 1 run
+    in 75 under load): that run measured gloo, not the diagnosis of the bug."""
+    item = next(i for i in ROUND2 if i.name == name)
+    outcome = round2.run_in_lab(item)
+    if CONNECT_FAILED in outcome.headline and not outcome.named_lines:
+        outcome = round2.run_in_lab(item)
+    return outcome
 
 
 def _available(kind: str):

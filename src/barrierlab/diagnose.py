@@ -2566,6 +2566,52 @@ def rule_same_calls(f: Facts) -> Diagnosis | None:
     )
 
 
+def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
+    """A rank failed while gloo connected a group it was making, with no member gone and the same calls made
+    by every rank until then: the others went on to their next calls, so the record looks like calls only some
+    ranks made (session 23's CI: round 2's tensor-parallel item, rank 0 failed in new_group #1 with "Gloo
+    connectFullMesh failed with Connection closed by peer" on a busy machine with a 2 s timeout, and was told
+    as "ranks 1-3 called new_group #2; rank 0 never did"; seen once in 75 loaded runs)."""
+    for r in f.failed:
+        calls = f.calls.get(r) or []
+        last = calls[-1] if calls else None
+        if last is None or last.name not in _GROUP_MAKERS or not last.error or last.end is None:
+            continue
+        if (explain_error(last.error) or ("",))[0] not in ("peer gone", "rendezvous"):
+            continue
+        k = len(calls)
+        others = {q: c for q, c in f.calls.items() if q != r}
+        if not others or any(len(c) < k or [e.name for e in c[:k]] != [e.name for e in calls] for c in others.values()):
+            continue  # some rank made other calls, or fewer: the divergence rules say which
+        if any(q.rank != r and q.ended is not None and q.ended <= last.end for q in f.run.ranks):
+            continue  # a rank had ended first (rule_group_setup_failed, or that rank's own failure)
+        n = sum(1 for e in calls if e.name == last.name)
+        went_on = sorted(q for q, c in others.items() if len(c) > k)
+        timeout = last.timeout if last.timeout is not None else f.run.timeout
+        headline = (
+            f"rank {r} failed in {last.name} #{n} at {where_text(last)}: gloo could not connect the new group "
+            f"(“{_clip(tidy(last.error).strip().splitlines()[-1] if tidy(last.error).strip() else last.error)}”), "
+            "though no rank had ended and every rank had made the same "
+            f"{k} call{'s' if k != 1 else ''} until then."
+        )
+        if went_on:
+            headline += (
+                f" {sentence_start(rank_list(went_on))} went on to later calls without rank {r}: the calls rank {r} "
+                "never made follow from this failure, not from the code."
+            )
+        evidence = _failure_evidence(f)
+        advice = (
+            "Nothing in the ranks' calls explains it: gloo opens a connection between every two members of a new "
+            "group and waits for each as long as the group's timeout"
+            + (f" ({timeout:g} s here)" if isinstance(timeout, (int, float)) else "")
+            + "; a connection that breaks while it is made fails this way (on a busy machine it can happen with a "
+            "short timeout). Run it again; if it recurs, give init_process_group a longer timeout, and check that "
+            "no member's process ended or was stopped at that moment."
+        )
+        return Diagnosis("rank-failed", headline, evidence, advice, ranks=[r], site=_site(last))
+    return None
+
+
 def _failure_evidence(f: Facts) -> list[str]:
     evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r], f.flights.get(r))}" for r in f.failed]
     return evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed)
@@ -2587,6 +2633,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_rank_failed,
     rule_still_running,
     rule_silent_mispairing,
+    rule_group_connect_failed,
     rule_uneven_loop,
     rule_only_some_ranks,
     rule_different_sizes,
