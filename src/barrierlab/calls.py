@@ -248,10 +248,12 @@ def subgroup_calls(run: Run) -> dict[str, tuple[tuple[int, ...], dict[int, list[
 
 
 def _state(e: Event | None) -> str:
-    """' (never left)' or ' (failed)' for a call that did not return, else ''."""
+    """' (never left)', ' (end not read)' or ' (failed)' for a call that did not return, else ''."""
     if e is None or (e.end is not None and not e.error):
         return ""
-    return " (never left)" if e.end is None else " (failed)"
+    if e.end is None:
+        return " (never left)" if e.never_left else " (end not read)"
+    return " (failed)"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -2301,7 +2301,7 @@ def rule_aborted_on_size(f: Facts) -> Diagnosis | None:
 def _receiving(result) -> Event | None:
     """The point-to-point receive ``result``'s rank was waiting for when it ended: its last call left unfinished,
     an ``irecv`` (or ``batch_isend_irecv``) whose ``Work.wait()`` it was in, or a ``recv``; else None."""
-    open_calls = [e for e in result.events if e.end is None and (e.kind in CALL_KINDS or e.name == "Work.wait")]
+    open_calls = [e for e in result.events if e.never_left and (e.kind in CALL_KINDS or e.name == "Work.wait")]
     if not open_calls:
         return None
     last = open_calls[-1]

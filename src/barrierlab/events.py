@@ -183,10 +183,19 @@ class Event:
     #: ``kind == "sync"``, a ``concurrent.futures`` future's "resolve" (its task ended) or "result" (a thread had
     #: its outcome): the future's number.
     future: int | None = field(default=None, repr=False)
+    #: Its first line was read but the record's middle, which may hold its end, was not (a cut record,
+    #: :class:`Dropped`): ``end`` is None because its end was not read, not because the rank never left it
+    #: (attack25 a10: a finished run of 6,000 barriers drawn as stuck in the barrier before the cut).
+    end_not_read: bool = field(default=False, repr=False)
 
     @property
     def duration(self) -> float | None:
         return None if self.end is None else self.end - self.start
+
+    @property
+    def never_left(self) -> bool:
+        """The rank was still inside it when its record ended (not: its end is in a part of the record not read)."""
+        return self.end is None and not self.end_not_read
 
     @property
     def is_collective(self) -> bool:
@@ -579,15 +588,16 @@ class Head:
 
 def _read_kept(
     path: str, keep: int, keep_bytes: int = BYTES_KEPT, count_bytes: int | None = None, head: Head | None = None
-) -> tuple[list[dict], Dropped, int]:
+) -> tuple[list[dict], Dropped, int, int]:
     """The well-formed lines of an events file, at most ``keep`` lines and about ``keep_bytes`` bytes from its
     start and as many from its end, read incrementally (memory bounded by what is kept), what was dropped
     (counted in a middle of at most ``count_bytes`` bytes, default :data:`_MIDDLE_COUNTED`, else estimated),
-    and how many were malformed. ``head``: its start as already read (:class:`Head`), if it is still that file."""
+    how many were malformed, and how many of the items come before the part not read (all of them when
+    nothing was dropped). ``head``: its start as already read (:class:`Head`), if it is still that file."""
     count_bytes = _MIDDLE_COUNTED if count_bytes is None else count_bytes
     f = _open(path)
     if f is None:
-        return [], Dropped(), 0
+        return [], Dropped(), 0, 0
     with f:
         stat = os.fstat(f.fileno())
         size = stat.st_size
@@ -601,6 +611,7 @@ def _read_kept(
         items = head.items
         malformed = head.malformed
         dropped = Dropped()
+        before = len(items)
         if head_end < size:  # more than ``keep`` lines: find the last ``keep`` lines, reading backwards
             position, tail, lines = size, b"", 0
             floor = max(head_end, size - min(_TAIL_BYTES, keep_bytes))
@@ -622,6 +633,7 @@ def _read_kept(
                     f.seek(head_end)
                     kept, dropped = _sift_middle(f.read(middle), keep, keep_bytes)
                     malformed += parse_lines(kept, items)
+                    before = len(items)
                 elif middle <= count_bytes:
                     f.seek(head_end)
                     events, left, carried = 0, middle, b""
@@ -638,7 +650,9 @@ def _read_kept(
                     per_event = (head.size + len(tail)) / max(1, head.events + tail.count(_EVENT_KEY))
                     dropped = Dropped(int(middle / per_event), True)
             malformed += parse_lines(tail, items)
-    return items, dropped, malformed
+        if not dropped:
+            before = len(items)
+    return items, dropped, malformed, before
 
 
 #: A middle of a record up to this size is sifted: its events other than spans are kept (see :func:`_sift_middle`).
@@ -718,11 +732,18 @@ def read_record(
     file and as many from its end; ``Record.dropped`` says how many events in between were not read (counted
     in a middle of at most ``count_bytes`` bytes, else estimated from the lines read). ``head``: the file's first
     lines as read while the rank wrote it (:class:`Head`, with the same ``keep`` and ``keep_bytes``)."""
-    items, dropped, malformed = _read_kept(path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes, head)
+    items, dropped, malformed, before = _read_kept(
+        path, LINES_KEPT if keep is None else keep, keep_bytes, count_bytes, head
+    )
     meta = next((item for item in items if item.get("meta") == "start"), None)
     if meta is not None:
         rank = meta["rank"] if rank is None else rank
     events = _events(items, rank, t0 if t0 is not None else (meta["t0"] if meta else 0.0), index)
+    if before < len(items):  # an event begun before the part not read, with no end kept: its end was not read
+        begun = {item["id"] for item in items[:before] if "kind" in item and "id" in item}
+        for event in events:
+            if event.end is None and event.id in begun:
+                event.end_not_read = True
     flight = _flight(items, meta, rank, t0, index, events)
     return Record(meta, events, flight, dropped, malformed)
 

@@ -608,7 +608,7 @@ def _draw_never_left(ax, lanes: list[_Lane], total: float, used: dict, scale: _S
     """Mark each rank still inside a call (or still running) at the end with a red X at the right edge."""
     ends, texts = [], []
     for y, lane in enumerate(lanes):
-        open_events = [e for e in lane.events if e.end is None]
+        open_events = [e for e in lane.events if e.never_left]
         if open_events:
             inner = max(open_events, key=lambda e: (e.kind in WAITING_KINDS, e.start))
             label = _label(inner, lane)
@@ -898,7 +898,7 @@ def _default_title(lanes: list[_Lane], numbers: Waits) -> str:
     head = f"What each of {len(lanes)} ranks did ({numbers.total:.2f} s)"
     if not any(lane.events for lane in lanes):
         return head + "\nnothing was recorded inside the function (was it run with record=False?)"
-    stuck = [lane.rank for lane in lanes if any(e.end is None for e in lane.events)]
+    stuck = [lane.rank for lane in lanes if any(e.never_left for e in lane.events)]
     if stuck:
         return head + f"\n{_ranks(stuck)} never left a call: stuck until the run was stopped"
     failed = [lane.rank for lane in lanes if any(e.error and e.kind in WAITING_KINDS for e in lane.events)]

@@ -221,9 +221,9 @@ def _first(started: float | None, events: list[Event]) -> float | None:
 
 
 def _last_end(events: list[Event]) -> float | None:
-    if not events or any(e.end is None for e in events):
+    if not events or any(e.never_left for e in events):
         return None
-    return max(e.end for e in events)
+    return max((e.end for e in events if e.end is not None), default=None)
 
 
 def window(lane: Lane, total: float) -> tuple[float, float] | None:
@@ -237,6 +237,8 @@ def event_end(event: Event, lane: Lane, total: float) -> float:
     """Where an event stops in time; one never left lasts until its rank (or the run) ended."""
     if event.end is not None:
         return event.end
+    if event.end_not_read:  # it ended in the part of the record not read: when is not known, so no time is drawn
+        return event.start
     return lane.end if lane.end is not None else total
 
 
