@@ -69,3 +69,30 @@ def test_a_file_no_rank_wrote_is_named_with_what_they_wrote_instead(tmp_path):
     assert "part_2.txt, and no rank wrote it during the run" in text, text
     assert f":{line}" in text and "rank 2 part_0.txt" in text and "rank 3 part_1.txt" in text, text
     assert "had removed" not in text, text  # rank 0's clean-up came after it looked
+
+
+def read_before_the_write(folder: str) -> None:
+    path = os.path.join(folder, "x.txt")
+    if dist.get_rank() == 0:
+        import time
+
+        time.sleep(0.3)  # the reader comes first
+        with open(path, "w") as f:  # WRITES
+            f.write("done")
+    else:
+        with open(path) as f:  # nothing orders this read after the write: no collective at all
+            f.read()
+
+
+def test_a_read_before_another_ranks_write_blames_the_missing_ordering_not_no_collective(tmp_path):
+    # review53b M1: every rank made the same (no) collective calls, so the rule for a rank that raised by itself
+    # said "so no collective is to blame. What to do: Read the traceback", though the record shows rank 0 wrote
+    # the file after rank 1 looked (notebook 07 §1's own race told the same way)
+    run = bl.run(read_before_the_write, 2, args=(str(tmp_path),), timeout=5)
+    d = run.diagnosis
+    assert d.headline.startswith("rank 1 raised FileNotFoundError"), d.headline
+    assert "no collective is to blame" not in d.headline
+    assert "nothing ordered its read after rank 0's write of the file" in d.headline, d.headline
+    line = line_of(read_before_the_write, "# WRITES")
+    assert any("before rank 0 wrote it at" in e and f":{line}" in e for e in d.evidence), d.evidence
+    assert "barrier" in d.advice and "run.races()" in d.advice

@@ -583,6 +583,11 @@ FOLDER_ADVICE = (
     "it and then every rank reaches a barrier before the first write into it. A sleep or a retry loop only "
     "makes the race rarer."
 )
+UNORDERED_FILE_ADVICE = (
+    "Order the read after the write: the writer finishes the file, then every rank reaches the same barrier, and "
+    "only then do the others read it. A sleep or a retry loop only makes the race rarer; run.races() lists every "
+    "unordered pair of accesses of the run."
+)
 #: A finished run with file races shows this many of them in its evidence.
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
@@ -2398,12 +2403,23 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         None,
     )
     no_group = "process group has not been initialized" in messages[first]
+    # a file another rank wrote after this rank looked, or removed before: a missing ordering, which is a missing
+    # collective (review53b M1: "no collective is to blame" for notebook 07's own read-before-write race)
+    # (a file another rank removed first may have been removed in order, after a barrier: only named below)
+    missing = {r: _missing_file_cause(f.run, r) for r in failed}
+    unordered = {r: m for r, m in missing.items() if m[0] == "later"}
     blame = (
         f"and {'their' if same and len(failed) > 1 else 'its'} own {refused.name} raised it, refusing its "
         "arguments before it paired with any rank"
         if refused is not None and not no_group
         else "so no collective is to blame"
     )
+    if unordered and not no_group:
+        writers = rank_list(sorted({m[2] for m in unordered.values()}))
+        blame = (
+            f"but nothing ordered {'its' if len(unordered) == 1 else 'their'} read after {writers}'s write of the "
+            "file: a barrier (or another synchronising call) between the two is missing"
+        )
     if no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group() (the
         # recorder does not record either, so both are named)
         blame = (
@@ -2433,6 +2449,10 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
+    elif unordered and not no_group:
+        advice = UNORDERED_FILE_ADVICE
+    if not races:
+        evidence += [line for _, lines, _ in missing.values() for line in lines]
     evidence += _failure_evidence(f)
     return Diagnosis(
         "rank-failed",
@@ -2859,13 +2879,21 @@ def _missing_path(result) -> str | None:
 
 
 def _missing_file_evidence(run: Run, rank: int) -> list[str]:
+    """For a rank that failed on a file that was not there: what the record says became of it (see
+    :func:`_missing_file_cause`)."""
+    return _missing_file_cause(run, rank)[1]
+
+
+def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None]:
     """For a rank that failed on a file that was not there: what the record says became of it — the rank that
-    removed it (or its folder) or renamed it away, else that no rank made it, with what they wrote into its
-    folder instead. The cause is far from the line that raised (round 24: keep-last-2 rotation on rank 0
-    deleted the checkpoint a stale tracker on rank 1 then loaded; part files named by the local rank)."""
+    removed it (or its folder) or renamed it away ("gone"), the rank that wrote it after the look ("later"),
+    else that no rank made it, with what they wrote into its folder instead ("never"). The cause is far from the
+    line that raised (round 24: keep-last-2 rotation on rank 0 deleted the checkpoint a stale tracker on rank 1
+    then loaded; part files named by the local rank), and the rank that removed or wrote it. ("", [], None)
+    when the record cannot say."""
     path = _missing_path(run[rank])
     if not path:
-        return []
+        return "", [], None
 
     def named(p: str | None) -> bool:
         return bool(p) and (p == path or (not os.path.isabs(path) and p.endswith(os.sep + path)))
@@ -2896,16 +2924,24 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
         _, who, how, e = min(gone, key=lambda g: g[0])
         what = "it" if named(e.path) else f"its folder {e.path}"
         verb = f"removed {what}" if how == "removed" else how
-        return [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"]
+        return "gone", [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"], who
     if made:
-        return []  # made and not removed: gone by other means (another process, a mount) — the record cannot say
+        return (
+            "",
+            [],
+            None,
+        )  # made and not removed: gone by other means (another process, a mount) — the record cannot say
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
-        return [
-            f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} wrote it at {where_text(e)} "
-            f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
-            "the writer sets once the file is complete)"
-        ]
+        return (
+            "later",
+            [
+                f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} wrote it at {where_text(e)} "
+                f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
+                "the writer sets once the file is complete)"
+            ],
+            who,
+        )
     folder = os.path.dirname(path) if os.path.isabs(path) else None
     others = sorted({(r, w, where_text(e)) for r, w, e in nearby if folder and os.path.dirname(w) == folder})
     line = f"rank {rank} looked for {path}, and no rank wrote it during the run"
@@ -2917,7 +2953,7 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
         line += f". Into that folder the ranks wrote, {shown}" + (
             f" (and {len(others) - 8} more)" if len(others) > 8 else ""
         )
-    return [line]
+    return "never", [line], None
 
 
 def _how_ended(result) -> str:
