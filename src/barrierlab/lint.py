@@ -7851,7 +7851,9 @@ class _Agreement:
         shown = unit.text(group)
         listed = ", ".join(map(str, sorted(members)[:8])) + (", ..." if len(members) > 8 else "")
         why = (
-            f"in a world of {world} ranks, rank {rank} reaches this {name} but is not a member of `{shown}` (ranks "
+            f"run with {world} ranks (lint tries worlds of {', '.join(map(str, _Ranks.WORLDS[:-1]))} and "
+            f"{_Ranks.WORLDS[-1]} ranks; this is the first where it happens), rank {rank} reaches this {name} but is "
+            f"not a member of `{shown}` (ranks "
             f"{listed}): torch.distributed warns and returns at once on a rank outside the group, so there it neither "
             "waits for the members nor exchanges anything; what the call was meant to order or share is not ordered "
             "or shared on that rank"
@@ -7982,7 +7984,8 @@ class _Agreement:
             f"`{shown}` is built on every rank, but torch.distributed accepts `{word}` only on the {root} rank "
             f'({root}={at}): every other rank raises ValueError ("Argument ``{_TORCH_WORD.get(word, word)}`` must NOT '
             f'be specified on non-{"destination" if root == "dst" else "source"} ranks.") before sending anything, '
-            f"and the {root} rank waits for them"
+            f"and the {root} rank waits for them until the timeout, or fails at once with a closed connection (gloo) "
+            "when their processes end"
         )
         fix = f"pass `{word}={shown} if rank == {at} else None` (build the list on the {root} rank only)"
         self._add(call, "root-only-list", f"{word} on every rank", why, fix, unit)
