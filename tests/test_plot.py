@@ -796,3 +796,19 @@ def test_a_span_named_after_a_file_whose_name_is_not_utf8_is_drawn_escaped():
     render(fig)
     assert {e.name for e in run.events if e.kind == "compute"} == {"load donn\\udce9es.txt"}
     assert any("load donn\\udce9es.txt" in t for t in texts(fig)), texts(fig)
+
+
+def test_a_work_wait_is_one_legend_entry_whatever_name_the_recorder_gave_it():
+    # review53b: notebook 05 §8's legend read "waiting: Work.wait(), Work.wait" (an async barrier's
+    # wait(barrier#k) span and the recorder's Work.wait call)
+    import barrierlab as bl
+    from barrierlab.scenarios import overlap_async_barrier
+
+    run = bl.run(overlap_async_barrier.scenario, 2, kwargs=dict(overlap=True), timeout=10)
+    assert run.ok, run
+    names = {e.name for r in run.ranks for e in r.events if e.kind == "wait"}
+    fig = run.timeline()
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    legend += [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    waiting = [text for text in legend if "Work.wait" in text]
+    assert waiting and all(text.count("Work.wait") == 1 for text in waiting), (legend, names)

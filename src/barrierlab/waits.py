@@ -323,8 +323,9 @@ def _last_to_arrive(ranks: dict[int, RankWaits], slowest: int | None) -> int | N
 
 
 def work_name(name: str) -> str:
-    """A span's name without its step number: 'forward 2' -> 'forward', 'wait(barrier#3)' -> 'Work.wait()'."""
-    if name.startswith("wait(") and name.endswith(")"):
+    """A span's name without its step number: 'forward 2' -> 'forward', 'wait(barrier#3)' and the recorder's
+    'Work.wait' -> 'Work.wait()' (one legend entry: review53b saw "Work.wait(), Work.wait" in 05's figure)."""
+    if name == "Work.wait" or (name.startswith("wait(") and name.endswith(")")):
         return "Work.wait()"
     return re.sub(r"[\s,#:]*\d+$", "", name) or name
 
