@@ -613,6 +613,64 @@ def _all_recorded(run: Run) -> str:
     return f"{sentence_start(listed)}, the only {'rank' if len(recorded) == 1 else 'ranks'} recorded here,"
 
 
+def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
+    """The k-th ``new_group`` call (of the default group) asked for different members on different ranks:
+    torch requires every rank to make the same groups in the same order, members or not (new_group's
+    docstring), so each rank built its own group under the same number and what followed is not defined (attack25
+    a06, pytorch/pytorch#130102: each rank made only the subgroup it was in; of 12 runs, 4 finished, the others
+    hung in new_group or failed in the subgroup's barrier). Tried before every other rule: a run that finished
+    got there by chance."""
+    run = f.run
+    world = len(run.ranks)
+    made: dict[int, list[Event]] = {
+        r.rank: [e for e in r.events if e.kind == "collective" and e.name == "new_group" and e.group is None]
+        for r in run.ranks
+    }
+    if len(made) < 2:
+        return None
+    for k in range(min(len(calls) for calls in made.values())):
+        asked = {r: tuple(calls[k].made if calls[k].made is not None else range(world)) for r, calls in made.items()}
+        if len(set(asked.values())) < 2:
+            continue
+        by_members: dict[tuple, list[int]] = {}
+        for r, members in asked.items():
+            by_members.setdefault(members, []).append(r)
+        first = made[min(made)][k]
+        sites = {where_text(calls[k]) for calls in made.values()}
+        at = f" at {next(iter(sites))}" if len(sites) == 1 else ""
+        told = " and ".join(
+            f"{rank_list(ranks)} passed {list(members)}"
+            for members, ranks in sorted(by_members.items(), key=lambda x: x[1])
+        )
+        ended = (
+            " This run finished, by chance."
+            if not f.failed
+            else f" What followed is not defined; here {rank_list(f.failed)} did not finish."
+        )
+        headline = (
+            f"new_group #{k + 1}{at} was asked for different members on different ranks: {told}. Every rank must "
+            "make the same groups, in the same order, members or not (new_group's docstring): each call makes one "
+            f"group, and ranks that pass different lists build different groups under the same number.{ended}"
+        )
+        evidence = [
+            f"rank {r}: new_group #{k + 1} at {where_text(calls[k])}: ranks={list(asked[r])}"
+            for r, calls in made.items()
+        ]
+        if f.failed:
+            evidence += _failure_evidence(f)
+        groups = sorted(by_members, key=lambda members: by_members[members])
+        shown = ", ".join(str(list(m)) for m in groups)
+        advice = (
+            f"Make every group on every rank and keep the one the rank is in: `mine, _ = "
+            f"dist.new_subgroups_by_enumeration([{shown}])`, or `for members in ([{shown}]): g = "
+            "dist.new_group(members)` on every rank, keeping g where the rank is a member. Only with "
+            "new_group(members, use_local_synchronization=True) may each rank call it for its own group alone "
+            "(torch's docstring: non-member ranks don't need to call into API)."
+        )
+        return Diagnosis("different-group-members", headline, evidence, advice, ranks=sorted(made), site=_site(first))
+    return None
+
+
 def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
     if f.failed or f.first_diff or f.split or f.shapes:
@@ -2639,6 +2697,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 
 #: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
 RULE_TABLE: tuple[Rule, ...] = (
+    rule_new_group_members_differ,
     rule_ok,
     rule_waits_in_different_groups,
     rule_group_wait_cycle,

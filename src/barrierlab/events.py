@@ -16,7 +16,8 @@ killed or hangs still leaves the record of what it entered and never left:
     sizes as given, each a list of ints or null for equal blocks; absent when they could not be recorded), ``timeout`` (seconds: the call's own ``timeout=``, else its
     group's), ``async``, ``aliased`` (true: one tensor filled several slots of the call's output list);
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
-    ``group``/``ranks`` for a process group other than the default; for ``kind`` "file" the ``path`` (a
+    ``group``/``ranks`` for a process group other than the default; for ``new_group`` the members it was asked
+    for, ``made`` (sorted; absent for all ranks); for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
     the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready"), an ``add``'s ``amount`` and
     the value a ``set``/``compare_set`` wrote (``written``, when shorter than 64 characters);
@@ -154,6 +155,8 @@ class Event:
     #: A call on a process group other than the default one: its name and its members' global ranks.
     group: str | None = field(default=None, repr=False)
     group_ranks: list[int] | None = field(default=None, repr=False)
+    #: A ``new_group`` call: the members it asked for (sorted), as this rank passed them (None: all ranks).
+    made: list[int] | None = field(default=None, repr=False)
     #: ``kind == "file"``: the path written, read, renamed or removed (a rename's target in ``to``), and for
     #: ``torch.save``/``torch.load``/DCP the call that did it.
     path: str | None = field(default=None, repr=False)
@@ -394,6 +397,7 @@ _ENTER_FIELDS = {
     "timeout": _is_number,
     **{key: _is_int for key in (*PEER_ARGUMENTS, "of", "end", "objects", "left_out", "amount", "fd", "future", "tag")},
     "ranks": _is_int_list,
+    "made": _is_int_list,
     **{
         key: _is_str
         for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written", "reduce_op")
@@ -800,6 +804,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 peer={key: item[key] for key in PEER_ARGUMENTS if item.get(key) is not None},
                 group=item.get("group"),
                 group_ranks=item.get("ranks"),
+                made=item.get("made"),
                 path=item.get("path"),
                 to=item.get("to"),
                 call=item.get("call"),

@@ -1061,18 +1061,24 @@ def _not_a_member(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: d
     return False
 
 
-def _local_group_text(args: tuple, kwargs: dict) -> str:
-    """For ``new_group(ranks, use_local_synchronization=True)``: only the members call it (torch's docstring:
-    "non-member ranks don't need to call into API"), so it is recorded as a call of a group of its own, the
-    members', not of the default group, where it put every later call of theirs out of step (attack11 a01)."""
-    if not kwargs.get("use_local_synchronization"):
-        return ""
+def _new_group_text(args: tuple, kwargs: dict) -> str:
+    """The members a ``new_group`` call asked for, as ``"made"`` (every rank must make the same groups in the same
+    order, members or not: new_group's docstring; attack25 a06, pytorch/pytorch#130102: each rank made only its
+    own subgroup). For ``new_group(ranks, use_local_synchronization=True)`` only the members call it (torch's
+    docstring: "non-member ranks don't need to call into API"), so it is also recorded as a call of a group of
+    its own, the members', not of the default group, where it put every later call of theirs out of step
+    (attack11 a01)."""
     ranks = kwargs.get("ranks", args[0] if args else None)
+    if ranks is None:
+        return ""
     try:
         members = sorted({int(r) for r in ranks})
     except (TypeError, ValueError):
         return ""
-    return f',"group":{_json_dumps("new_group " + str(members))},"ranks":{_json_dumps(members)}'
+    made = f',"made":{_json_dumps(members)}'
+    if not kwargs.get("use_local_synchronization"):
+        return made
+    return made + f',"group":{_json_dumps("new_group " + str(members))},"ranks":{_json_dumps(members)}'
 
 
 def _wrap(name: str, original, numbered: bool):
@@ -1088,7 +1094,7 @@ def _wrap(name: str, original, numbered: bool):
         if recorder is None or recorder.depth or _not_a_member(positions, args, kwargs):
             return original(*args, **kwargs)
         recorder.depth += 1
-        extra = call_fields(positions, args, kwargs) + (_local_group_text(args, kwargs) if local_sync else "")
+        extra = call_fields(positions, args, kwargs) + (_new_group_text(args, kwargs) if local_sync else "")
         event_id = recorder.enter("collective" if numbered else "p2p", name, numbered, call_site(), extra)
         try:
             result = original(*args, **kwargs)

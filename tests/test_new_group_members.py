@@ -1,0 +1,66 @@
+"""Ranks that ask ``new_group`` for different members at the same call: torch requires every rank to make the
+same groups in the same order, members or not (new_group's docstring). Modelled on pytorch/pytorch#130102 (each
+rank made only the subgroup it belongs to, then a barrier on it; attack25 a06). The run may hang, fail or finish
+by chance: the diagnosis names the call and what each rank passed whichever happens, and the right ways stay
+quiet."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch.distributed as dist
+
+import barrierlab as bl
+
+
+def own_subgroup_only():
+    rank = dist.get_rank()
+    members = [0, 3] if rank in (0, 3) else [1, 2]
+    group = dist.new_group(ranks=members)  # THE CALL
+    dist.barrier(group=group)
+    return rank
+
+
+def every_group_on_every_rank():
+    mine = None
+    for members in ([0, 3], [1, 2]):
+        group = dist.new_group(members)
+        if dist.get_rank() in members:
+            mine = group
+    dist.barrier(group=mine)
+    return dist.get_process_group_ranks(mine)
+
+
+def by_enumeration():
+    mine, _ = dist.new_subgroups_by_enumeration([[0, 3], [1, 2]])
+    dist.barrier(group=mine)
+    return dist.get_process_group_ranks(mine)
+
+
+def local_synchronization():
+    rank = dist.get_rank()
+    members = [0, 3] if rank in (0, 3) else [1, 2]
+    group = dist.new_group(members, use_local_synchronization=True)
+    dist.barrier(group=group)
+    return dist.get_process_group_ranks(group)
+
+
+def test_ranks_that_ask_for_different_members_are_told_so_whatever_the_run_did():
+    run = bl.run(own_subgroup_only, 4, timeout=3, deadline=12)
+    d = run.diagnosis
+    line = inspect.getsourcelines(own_subgroup_only)[1] + 3
+    assert d.kind == "different-group-members", str(d)
+    assert d.headline.startswith("new_group #1 at "), d.headline
+    assert f"test_new_group_members.py:{line}" in d.headline
+    assert "ranks 0 and 3 passed [0, 3] and ranks 1 and 2 passed [1, 2]" in d.headline
+    assert "new_subgroups_by_enumeration([[0, 3], [1, 2]])" in d.advice
+    assert [e for e in d.evidence if e.startswith("rank 1: new_group #1") and e.endswith("ranks=[1, 2]")]
+
+
+@pytest.mark.parametrize("fn", [every_group_on_every_rank, by_enumeration, local_synchronization])
+def test_the_right_ways_to_make_subgroups_are_not_told_as_different_members(fn):
+    run = bl.run(fn, 4, timeout=5, deadline=20)
+    assert run.ok, run.diagnosis
+    assert run.diagnosis.kind == "ok", str(run.diagnosis)
+    assert [r.value for r in run.ranks] == [[0, 3], [1, 2], [1, 2], [0, 3]]
