@@ -14,8 +14,10 @@ FIXED = [
     "a02_missing_barrier_said_nobody_wrote",
     "a07_input_on_rank0_stdin",
     "a08_hardcoded_world_size_advice",
+    "a04_dataloader_worker_barrier",
     "a06_new_group_own_ranks",
     "a10_timeline_cut_record_drawn_stuck",
+    "a11_timeline_vs_diagnosis_worker_barrier",
 ]
 
 

@@ -2278,6 +2278,59 @@ def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
     )
 
 
+def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
+    """A child process forked from a rank (a DataLoader worker, a multiprocessing.Process) called a collective
+    and never returned from it, while its rank did not finish (attack25 a04 and a11: a barrier in a Dataset's
+    ``__getitem__`` with ``num_workers=1``; every rank stopped at ``for batch in loader:``, told as "outside any
+    collective ... raise `deadline`"). The child holds a copy of the rank's process group, but not the threads
+    that run its collectives: ProcessGroupGloo's constructor starts them (``runLoop``, ProcessGroupGloo.cpp), and
+    fork copies only the thread that called it. The child's call is queued and never run, not even to the
+    timeout (measured: timeout 3 s, still inside at a deadline of 8 s)."""
+    if not f.failed:
+        return None
+    found: dict[int, Event] = {}
+    for r in f.failed:
+        calls = [
+            e
+            for e in f.run[r].events
+            if e.kind in ("collective", "p2p") and e.lane and e.lane.startswith("process") and e.never_left
+        ]
+        if calls:
+            found[r] = calls[0]
+    if not found:
+        return None
+    first = found[min(found)]
+    sites = {where_text(e) for e in found.values()}
+    at = next(iter(sites)) if len(sites) == 1 else where_text(first)
+    forked = "forked a child process" if len(found) == 1 else "each forked a child process"
+    headline = (
+        f"{rank_list(sorted(found))} {forked} (a DataLoader worker, a multiprocessing.Process) that "
+        f"called {first.name} at {at} and never returned from it: a collective made in a forked child is queued "
+        "on a copy of the rank's process group whose threads were not copied, so it never runs, not even to the "
+        "timeout."
+    )
+    stuck = []
+    for r in sorted(found):
+        where = f.run[r].stuck
+        if f.run[r].status == STOPPED and where is not None and where.site is not None:
+            stuck.append(f"rank {r} was stopped at {where.site.place}{_in_func(where.site)}")
+    if stuck:
+        each = "" if len(stuck) == 1 else "each "
+        headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting for what its child would send."
+    evidence = [
+        f"rank {r}'s {e.lane} entered {e.name} at t={e.start:.3f} s, at {where_text(e)}, and never left"
+        for r, e in sorted(found.items())
+    ] + _failure_evidence(f)
+    advice = (
+        "Make collectives only in the rank's own process, never in __getitem__, a worker_init_fn, a collate_fn or "
+        "a child process: synchronise in the training loop (before the DataLoader is made, or between steps), or "
+        "use num_workers=0 where a worker must wait for other ranks. (Fork copies only the thread that called it "
+        "(POSIX fork); ProcessGroupGloo runs its collectives on threads its constructor started, runLoop in "
+        "ProcessGroupGloo.cpp.)"
+    )
+    return Diagnosis("stopped", headline, evidence, advice, ranks=sorted(found), site=_site(first))
+
+
 def _in_func(site) -> str:
     return f", in {site.func}" if getattr(site, "func", None) and site.func != "<module>" else ""
 
@@ -2699,6 +2752,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 RULE_TABLE: tuple[Rule, ...] = (
     rule_new_group_members_differ,
     rule_ok,
+    rule_collective_in_forked_child,
     rule_waits_in_different_groups,
     rule_group_wait_cycle,
     rule_checkpoint_on_some_ranks,

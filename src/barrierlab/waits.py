@@ -397,10 +397,17 @@ def find_releases(found: list[Lane]) -> list[Release]:
 
     Collectives are matched by their number: their position in the group's sequence when torch's flight
     recorder of every rank was read (as ``run.ledger()`` numbers them), else each rank's own call number
-    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them.
+    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them. Nor are
+    a forked child's calls (its own copy of the group), or a call no rank ever left: nothing released it
+    (attack25 a11: a DataLoader worker's barrier, which never returned, drawn as released).
     """
     per_rank = [
-        {number(e, lane): e for e in lane.events if e.kind == "collective" and number(e, lane)} for lane in found
+        {
+            number(e, lane): e
+            for e in lane.events
+            if e.kind == "collective" and number(e, lane) and not (e.lane or "").startswith("process")
+        }
+        for lane in found
     ]
     if not per_rank:
         return []
@@ -408,7 +415,7 @@ def find_releases(found: list[Lane]) -> list[Release]:
     for seq in sorted(set.intersection(*(set(numbered) for numbered in per_rank))):
         arrivals = [(numbered[seq].start, lane.rank) for numbered, lane in zip(per_rank, found)]
         names = {numbered[seq].name for numbered in per_rank}
-        if len(names) == 1:
+        if len(names) == 1 and any(numbered[seq].end is not None for numbered in per_rank):
             time, last = max(arrivals)
             released.append(Release(seq, names.pop(), time, last))
     return released
