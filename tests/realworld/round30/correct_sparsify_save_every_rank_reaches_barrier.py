@@ -1,0 +1,107 @@
+"""EleutherAI's SAE trainer after the fix: ``save()`` writes on rank 0 and every rank reaches its barrier.
+
+Models: EleutherAI/sparsify PR #5 ("Fix hang after calling ``SaeTrainer.save()`` w/ DDP"): the early
+``return`` for the non-zero ranks removed, the writing kept under ``rank == 0``, so that "all processes reach
+``dist.barrier()``". Code modelled (written here, not copied): ``sae/trainer.py`` ``SaeTrainer.fit`` (an SAE per
+hooked layer under DDP, the FVU metric all-reduced every step, ``save()`` every ``save_every`` steps) and
+``save()``.
+
+2 ranks, one SAE, 6 steps, ``save_every = 3``: both ranks meet in the barrier at steps 3 and 6.
+"""
+
+import datetime
+import os
+import shutil
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+KIND = "correct"
+WORLD_SIZE = 2
+TIMEOUT = 20
+
+D_IN = 16
+NUM_LATENTS = 64
+K = 8
+STEPS = 6
+SAVE_EVERY = 3
+
+
+class SparseCoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(D_IN, NUM_LATENTS)
+        self.W_dec = nn.Parameter(self.encoder.weight.detach().clone())
+        self.b_dec = nn.Parameter(torch.zeros(D_IN))
+
+    def forward(self, x):
+        pre = torch.relu(self.encoder(x - self.b_dec))
+        top = pre.topk(K, dim=-1)
+        acts = torch.zeros_like(pre).scatter(-1, top.indices, top.values)
+        recon = acts @ self.W_dec + self.b_dec
+        fvu = (recon - x).pow(2).sum() / (x - x.mean(0)).pow(2).sum()
+        return fvu
+
+
+def run_dir():
+    tag = os.environ.get("MASTER_PORT") or str(os.getppid())
+    return os.path.join(tempfile.gettempdir(), f"r30_sparsify_{tag}")
+
+
+class SaeTrainer:
+    def __init__(self, rank):
+        self.rank = rank
+        torch.manual_seed(0)
+        self.saes = {"layers.3": DDP(SparseCoder())}
+        self.optimizer = torch.optim.Adam([p for s in self.saes.values() for p in s.parameters()], lr=1e-3)
+        self.global_step = 0
+
+    def save(self):
+        if self.rank == 0:
+            for hookpoint, sae in self.saes.items():
+                path = os.path.join(run_dir(), hookpoint)
+                os.makedirs(path, exist_ok=True)
+                torch.save(sae.module.state_dict(), os.path.join(path, "sae.pt"))
+            print(f"saved SAEs at step {self.global_step}", flush=True)
+        if dist.is_initialized():
+            dist.barrier()
+
+    def fit(self, hidden_batches):
+        for hiddens in hidden_batches:
+            fvus = {}
+            for hookpoint, sae in self.saes.items():
+                fvu = sae(hiddens)
+                fvu.backward()
+                fvus[hookpoint] = fvu.detach()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            for hookpoint, fvu in fvus.items():
+                dist.all_reduce(fvu)
+                fvus[hookpoint] = fvu / dist.get_world_size()
+            self.global_step += 1
+            if self.rank == 0:
+                print(f"step {self.global_step}: fvu {fvus['layers.3'].item():.4f}", flush=True)
+            if self.global_step % SAVE_EVERY == 0:
+                self.save()
+
+
+def worker():
+    rank = dist.get_rank()
+    if rank == 0:
+        shutil.rmtree(run_dir(), ignore_errors=True)
+    dist.barrier()
+    g = torch.Generator().manual_seed(10 + rank)
+    hidden_batches = [torch.randn(32, D_IN, generator=g) for _ in range(STEPS)]
+    SaeTrainer(rank).fit(hidden_batches)
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(run_dir(), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
