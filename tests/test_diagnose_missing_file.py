@@ -96,3 +96,31 @@ def test_a_read_before_another_ranks_write_blames_the_missing_ordering_not_no_co
     line = line_of(read_before_the_write, "# WRITES")
     assert any("before rank 0 wrote it at" in e and f":{line}" in e for e in d.evidence), d.evidence
     assert "barrier" in d.advice and "run.races()" in d.advice
+
+
+def half_written_read(folder: str) -> None:
+    import json
+    import time
+
+    path = os.path.join(folder, "infos.json")
+    if dist.get_rank() == 1:
+        with open(path, "w") as f:  # WRITES
+            f.write('{"rows": ')
+            f.flush()
+            time.sleep(0.6)  # the reader comes in between
+            f.write("3}")
+    else:
+        time.sleep(0.3)
+        with open(path) as f:
+            json.load(f)  # raises: half of it is there
+    dist.barrier()
+
+
+def test_a_rank_that_raised_reading_a_file_another_rank_was_writing_is_shown_the_unordered_write(tmp_path):
+    # round 30's datasets item (huggingface/datasets PR #432): rank 0's json.load raised while rank 1 rewrote
+    # the file, and the diagnosis named rank 0's line only
+    run = bl.run(half_written_read, 2, args=(str(tmp_path),), timeout=5)
+    assert run[0].status == bl.Status.RAISED and "JSONDecodeError" in run[0].error_message, run
+    line = line_of(half_written_read, "# WRITES")
+    found = [e for e in run.diagnosis.evidence if "last read before it raised was not ordered" in e]
+    assert found and f"line {line}" in found[0] and "rank 1 opened it for writing" in found[0], run.diagnosis.evidence

@@ -2991,6 +2991,28 @@ def _missing_path(result) -> str | None:
     return match.group(1) if match else None
 
 
+def _unordered_read_evidence(run: Run, rank: int) -> list[str]:
+    """For a rank that raised: the ordering model's race between its last read of a file and another rank's
+    change of it, when nothing ordered the two (round 30's datasets item: rank 0's json.load raised while rank 1
+    rewrote dataset_infos.json; the diagnosis named rank 0's line only). What it read may have been half
+    written: the race names the other rank's line, the cause."""
+    result = run[rank]
+    if result.status != RAISED:
+        return []
+    reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
+    if not reads:
+        return []
+    last = reads[-1]
+    for race in ordering.races(run):
+        if race.made:
+            continue
+        mine = next((a for a in (race.first, race.second) if a.rank == rank and a.event is last), None)
+        other = race.second if mine is race.first else race.first
+        if mine is not None and other.rank != rank and other.how in ("write", "append", "rename", "remove"):
+            return [f"rank {rank}'s last read before it raised was not ordered against another rank's change: {race}"]
+    return []
+
+
 def _missing_file_evidence(run: Run, rank: int) -> list[str]:
     """For a rank that failed on a file that was not there: what the record says became of it (see
     :func:`_missing_file_cause`)."""
@@ -3121,7 +3143,8 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
                 *evidence,
             ]
     for rank in causes:
-        evidence += _missing_file_evidence(run, rank)
+        missing = _missing_file_evidence(run, rank)
+        evidence += missing or _unordered_read_evidence(run, rank)
     explained = {r: explain_error(run[r].error_message) for r in causes}
     stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
     if stdin:
