@@ -630,3 +630,50 @@ def test_a_mapped_load_is_read_until_the_rank_ends_but_keeps_a_replaced_or_remov
     found = [str(race) for race in run.races() if race.first.path.endswith("last.pt")]
     assert bool(found) is raced, found
     assert not found or "with mmap=True: its tensors read the file whenever they are used" in found[0], found
+
+
+def _content_marker(folder: str, read_data_first: bool):
+    import torch.distributed as dist
+
+    data, marker = os.path.join(folder, "data.txt"), os.path.join(folder, "READY")
+    if dist.get_rank() == 0:
+        time.sleep(0.2)
+        with open(data, "w") as f:
+            f.write("x" * 500)
+        with open(marker, "w") as f:  # the marker, written after the data file was closed
+            f.write("ok")
+        return "made"
+    early = None
+    if read_data_first:  # a read before the wait: nothing orders it
+        try:
+            with open(data) as f:
+                early = len(f.read())
+        except FileNotFoundError:
+            early = "missing"
+    while True:  # poll the marker by reading it until it says "ok" (attack26 a09)
+        try:
+            with open(marker) as f:
+                if f.read() == "ok":
+                    break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.002)
+    with open(data) as f:
+        return early, len(f.read())
+
+
+@pytest.mark.parametrize("read_data_first", [False, True])
+def test_a_marker_found_by_reading_it_orders_what_its_maker_did_before_it(tmp_path, read_data_first):
+    # attack26 a09: a marker polled by reading it until it said "ok" got 429 races, three of them on the data file
+    # the marker ordered; an empty marker polled with os.path.exists got none. Its own content stays unordered.
+    run = bl.run(_content_marker, 3, args=(str(tmp_path), read_data_first), timeout=10)
+    assert run.ok, run
+    races = ordering.races(run)
+    on_data = [r for r in races if os.path.basename(r.first.path) == "data.txt"]
+    on_marker = [r for r in races if os.path.basename(r.first.path) == "READY"]
+    assert all((r.first.how, r.second.how) == ("write", "read") for r in on_marker), races
+    assert len(on_marker) <= 2 * 2  # the found reads of its content, not every miss of the poll (was ~420)
+    if read_data_first:
+        assert {r.second.rank if r.second.how == "read" else r.first.rank for r in on_data} == {1, 2}, races
+    else:
+        assert on_data == [], on_data

@@ -720,7 +720,9 @@ class Order:
         ``isdir``, ``os.stat``...) that finds a path one open for writing or one ``os.mkdir`` made comes after
         that call began: a marker (an empty ``DONE`` file, a folder) orders what its maker did before it — for a
         file, only when the thread that found it does not open it (whose content it waited for is a file written in
-        place: the open that made it orders nothing of what is written after it; nb01's polling answer)."""
+        place: the open that made it orders nothing of what is written after it; nb01's polling answer), or when
+        it found it by an open retried at one line (a marker read until it says "ok": what the maker did before
+        making it comes first, while the marker's own content still races its write; attack26 a09)."""
         made: dict[str, list] = {}  # path -> (rank, the event that made it, whether it was made whole)
         gone: dict[str, list] = {}  # path -> (rank, the event) of each removal or rename away of it
         for rank, events in self.events.items():
@@ -736,7 +738,7 @@ class Order:
                 elif e.name == "remove":
                     gone.setdefault(e.path, []).append((rank, e))
         for rank, events in self.events.items():
-            missed: set[tuple] = set()  # (lane, path): each thread's misses are its own
+            missed: dict[tuple, int | None] = {}  # (lane, path) -> the line of the last miss: each thread's own
             # (lane, path) a thread opened: a file it reads is not a marker, its content is what it waited for
             opened = {(e.lane, e.path) for e in events if e.kind == "file" and e.name != "exists" and e.path}
             for e in events:
@@ -744,11 +746,11 @@ class Order:
                     continue
                 key = (e.lane, e.path)
                 if found_no_file(e):
-                    missed.add(key)
+                    missed[key] = e.line
                     continue
                 if key not in missed:
                     continue
-                missed.discard(key)
+                missed_at = missed.pop(key)
                 by = made.get(e.path, [])
                 if len(by) != 1 or by[0][0] == rank:
                     continue
@@ -765,12 +767,14 @@ class Order:
                     self._edge(self.leave(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))
                     self._waited_in(rank, e)
-                elif e.name == "exists" and (
-                    maker.name == "mkdir" or (maker.name == "write" and (e.lane, e.path) not in opened)
-                ):
-                    # a marker (an empty DONE file, a folder made with os.mkdir): once a rank finds it, the
-                    # call that created it had begun, so all that rank did before it comes first (attack14
-                    # a02); what the file holds is not handed over: a read of it still races its write
+                elif (
+                    e.name == "exists" and (maker.name == "mkdir" or (maker.name == "write" and key not in opened))
+                ) or (e.name == "read" and maker.name == "write" and e.line is not None and e.line == missed_at):
+                    # a marker (an empty DONE file, a folder made with os.mkdir, a file read until it says "ok"):
+                    # once a rank finds it, the call that created it had begun, so all that rank did before it
+                    # comes first (attack14 a02; attack26 a09 for a marker found by reading it: an open retried at
+                    # one line until it found the file, not a miss and a later read elsewhere); what the file
+                    # holds is not handed over: a read of it still races its write
                     self._edge(self.enter(maker_rank, maker), self.enter(rank, e))
                     self._waited_for.add((rank, e.lane, e.path))  # its misses and its find were the wait
                     self._waited_in(rank, e)
