@@ -43,9 +43,12 @@ def judge(cases):
         status = "OK " if agree else "BAD"
         if not agree:
             bad += 1
-        print(f"[{status}] {name}: expected race={expect}, races()={len(races)}, statuses={[str(s) for s in run.statuses]}, values={run.values}")
+        print(
+            f"[{status}] {name}: expected race={expect}, races()={len(races)}, statuses={[str(s) for s in run.statuses]}, values={run.values}"
+        )
         if not agree or os.environ.get("A26_VERBOSE"):
             import collections
+
             kinds = collections.Counter((os.path.basename(r.first.path), r.first.how, r.second.how) for r in races)
             print("    races by (path, first access, second access):", dict(kinds))
             for r in list(races)[:3]:
@@ -63,6 +66,7 @@ def check_cases(check, cases, **kw):
     """cases: (name, fn, expect_ok). Runs check(fn, quiet=True?) per case, prints its message, returns exit code.
     A wrong answer must get ✗ with a message; a right one ✓."""
     import time as _t
+
     bad = 0
     for name, fn, expect in cases:
         t0 = _t.monotonic()
@@ -74,7 +78,9 @@ def check_cases(check, cases, **kw):
         agree = ok is expect
         if not agree:
             bad += 1
-        print(f"[{'OK ' if agree else 'BAD'}] {name}: expected {'✓' if expect else '✗'}, got {msg[:700]!r} ({_t.monotonic() - t0:.1f} s)")
+        print(
+            f"[{'OK ' if agree else 'BAD'}] {name}: expected {'✓' if expect else '✗'}, got {msg[:700]!r} ({_t.monotonic() - t0:.1f} s)"
+        )
     bl.shutdown()
     print("BROKEN" if bad else "HELD", f"({bad} of {len(cases)} answers judged wrongly)")
     return 1 if bad else 0

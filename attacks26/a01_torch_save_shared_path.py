@@ -1,12 +1,19 @@
 """Ordering model vs torch.save/torch.load of one shared path (rank 0 saves, others load).
 good: save, barrier, load -> no race.  bad: others load after a sleep, no barrier -> race (timing only).
 bad2: others poll os.path.exists(path) then load: torch.save creates the file before writing it -> race."""
+
 import sys
+
 import _h
 
 
 def good(d):
-    import os, time, torch, torch.distributed as dist
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
     p = os.path.join(d, "ckpt.pt")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -16,7 +23,12 @@ def good(d):
 
 
 def bad(d):
-    import os, time, torch, torch.distributed as dist
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
     p = os.path.join(d, "ckpt.pt")
     if dist.get_rank() == 0:
         torch.save({"w": torch.arange(1000.0)}, p)
@@ -28,7 +40,12 @@ def bad(d):
 
 
 def bad2(d):
-    import os, time, torch, torch.distributed as dist
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
     p = os.path.join(d, "ckpt.pt")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -45,5 +62,12 @@ def bad2(d):
     return v
 
 
-sys.exit(_h.judge([("save-barrier-load", good, False, {}), ("load-after-sleep", bad, True, {}),
-                   ("poll-exists-then-load", bad2, True, {})]))
+sys.exit(
+    _h.judge(
+        [
+            ("save-barrier-load", good, False, {}),
+            ("load-after-sleep", bad, True, {}),
+            ("poll-exists-then-load", bad2, True, {}),
+        ]
+    )
+)

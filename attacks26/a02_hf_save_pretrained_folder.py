@@ -2,12 +2,19 @@
 good: save all, barrier, others list the folder and load -> no race.
 bad: others poll for config.json (written first), then list the folder and load what is there -> race with the
 weights' creation (the weights came later: the listing misses them)."""
+
 import sys
+
 import _h
 
 
 def _save(d):
-    import json, os, time, torch
+    import json
+    import os
+    import time
+
+    import torch
+
     os.makedirs(os.path.join(d, "model"), exist_ok=True)
     with open(os.path.join(d, "model", "config.json"), "w") as f:
         json.dump({"hidden": 8}, f)
@@ -16,7 +23,11 @@ def _save(d):
 
 
 def _load(d):
-    import json, os, torch
+    import json
+    import os
+
+    import torch
+
     m = os.path.join(d, "model")
     cfg = json.load(open(os.path.join(m, "config.json")))
     files = sorted(os.listdir(m))
@@ -26,6 +37,7 @@ def _load(d):
 
 def good(d):
     import torch.distributed as dist
+
     if dist.get_rank() == 0:
         _save(d)
     dist.barrier()
@@ -33,7 +45,11 @@ def good(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     if dist.get_rank() == 0:
         _save(d)
         v = "saved"

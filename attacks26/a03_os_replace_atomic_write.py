@@ -1,12 +1,15 @@
 """os.replace for atomic writes. good: rank 0 writes tmp (in two parts), os.replace into place; others poll
 exists(final) and read -> no race (published by a rename).  bad: rank 0 writes final directly in two parts; others
 poll exists(final) and read -> a partial read: race."""
+
 import sys
+
 import _h
 
 
 def _write(path, slow):
     import time
+
     with open(path, "w") as f:
         f.write("A" * 5000)
         f.flush()
@@ -15,7 +18,11 @@ def _write(path, slow):
 
 
 def good(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     final = os.path.join(d, "state.json")
     if dist.get_rank() == 0:
         _write(final + ".tmp", 0.3)
@@ -30,7 +37,11 @@ def good(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     final = os.path.join(d, "state.json")
     if dist.get_rank() == 0:
         _write(final, 0.3)

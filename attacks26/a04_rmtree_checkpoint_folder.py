@@ -1,11 +1,14 @@
 """shutil.rmtree of a checkpoint folder. good: rank 0 writes ckpt/, barrier, all read, barrier, rank 0 rmtree.
 bad: rank 0 rmtree's right after the first barrier while the others read after a sleep -> race (they find nothing)."""
+
 import sys
+
 import _h
 
 
 def _make(d):
     import os
+
     os.makedirs(os.path.join(d, "ckpt-1"))
     for i in range(3):
         with open(os.path.join(d, "ckpt-1", f"shard{i}.bin"), "wb") as f:
@@ -14,14 +17,21 @@ def _make(d):
 
 def _read(d):
     import os
+
     try:
-        return sum(len(open(os.path.join(d, "ckpt-1", n), "rb").read()) for n in sorted(os.listdir(os.path.join(d, "ckpt-1"))))
+        return sum(
+            len(open(os.path.join(d, "ckpt-1", n), "rb").read()) for n in sorted(os.listdir(os.path.join(d, "ckpt-1")))
+        )
     except FileNotFoundError:
         return "gone"
 
 
 def good(d):
-    import shutil, os, torch.distributed as dist
+    import os
+    import shutil
+
+    import torch.distributed as dist
+
     if dist.get_rank() == 0:
         _make(d)
     dist.barrier()
@@ -33,7 +43,12 @@ def good(d):
 
 
 def bad(d):
-    import shutil, os, time, torch.distributed as dist
+    import os
+    import shutil
+    import time
+
+    import torch.distributed as dist
+
     if dist.get_rank() == 0:
         _make(d)
     dist.barrier()

@@ -2,12 +2,17 @@
 good1: barrier, then glob -> no race.  good2: no barrier; rank 0 polls glob('part*') until all 4 parts are there
 (each published by a rename, found) -> no race.  bad: rank 0 polls until os.listdir shows 4 entries (the
 mkstemp files count too), then reads glob('part*') -> it may miss parts renamed later: race."""
+
 import sys
+
 import _h
 
 
 def _publish(d, rank, slow):
-    import os, tempfile, time
+    import os
+    import tempfile
+    import time
+
     fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(f"rank{rank}" * 100)
@@ -18,18 +23,24 @@ def _publish(d, rank, slow):
 
 def _gather(d):
     import glob
+
     return sorted((p[-5:], len(open(p).read())) for p in glob.glob(d + "/part*"))
 
 
 def good1(d):
     import torch.distributed as dist
+
     _publish(d, dist.get_rank(), 0.1)
     dist.barrier()
     return _gather(d) if dist.get_rank() == 0 else None
 
 
 def good2(d):
-    import glob, time, torch.distributed as dist
+    import glob
+    import time
+
+    import torch.distributed as dist
+
     r = dist.get_rank()
     _publish(d, r, 0.1 * r)
     v = None
@@ -42,7 +53,11 @@ def good2(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     r = dist.get_rank()
     _publish(d, r, 0.0 if r == 0 else 0.4)
     v = None
@@ -54,5 +69,12 @@ def bad(d):
     return v
 
 
-sys.exit(_h.judge([("barrier-then-glob", good1, False, {}), ("glob-poll-renamed-parts", good2, False, {}),
-                   ("listdir-count-includes-tmp", bad, True, {})]))
+sys.exit(
+    _h.judge(
+        [
+            ("barrier-then-glob", good1, False, {}),
+            ("glob-poll-renamed-parts", good2, False, {}),
+            ("listdir-count-includes-tmp", bad, True, {}),
+        ]
+    )
+)

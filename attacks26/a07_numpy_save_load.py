@@ -2,12 +2,19 @@
 bad (mmap): rank 1 np.load(mmap_mode='r') before a barrier, rank 0 np.save's new values into the same path after it,
 rank 1 reads the array after a sleep -> it sees rank 0's new values: its read (through the mapping) and rank 0's write
 come after the barrier, unordered: race."""
+
 import sys
+
 import _h
 
 
 def good(d):
-    import os, time, numpy as np, torch.distributed as dist
+    import os
+    import time
+
+    import numpy as np
+    import torch.distributed as dist
+
     p = os.path.join(d, "emb.npy")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -17,7 +24,12 @@ def good(d):
 
 
 def bad(d):
-    import os, time, numpy as np, torch.distributed as dist
+    import os
+    import time
+
+    import numpy as np
+    import torch.distributed as dist
+
     p = os.path.join(d, "emb.npy")
     if dist.get_rank() == 0:
         np.save(p, np.zeros(4096))

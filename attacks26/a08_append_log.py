@@ -1,17 +1,23 @@
 """open(..., 'a') logs. good: every rank appends lines, barrier, rank 0 reads the log -> no race.
 bad: rank 0 reads the log right away while the others append after a sleep -> it misses their lines: race."""
+
 import sys
+
 import _h
 
 
 def _append(d, r):
     import os
+
     with open(os.path.join(d, "train.log"), "a") as f:
         f.write(f"rank {r} step 1\n")
 
 
 def good(d):
-    import os, torch.distributed as dist
+    import os
+
+    import torch.distributed as dist
+
     r = dist.get_rank()
     _append(d, r)
     dist.barrier()
@@ -19,7 +25,11 @@ def good(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     r = dist.get_rank()
     if r == 0:
         _append(d, r)

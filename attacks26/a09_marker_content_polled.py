@@ -2,12 +2,16 @@
 -> no race.  good2: the marker carries a word: rank 0 writes data, then Path(m).write_text('ok'); the others poll
 `Path(m).read_text() == 'ok'` (a FileNotFoundError or an empty read means not yet) -> correct, no race on the data.
 bad: rank 0 writes the marker before it finishes the data -> the others read partial data: race."""
+
 import sys
+
 import _h
 
 
 def _data(d, slow):
-    import os, time
+    import os
+    import time
+
     with open(os.path.join(d, "data.txt"), "w") as f:
         f.write("x" * 1000)
         f.flush()
@@ -16,7 +20,11 @@ def _data(d, slow):
 
 
 def good1(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     m = os.path.join(d, "DONE")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -32,8 +40,12 @@ def good1(d):
 
 
 def good2(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
     from pathlib import Path
+
+    import torch.distributed as dist
+
     m = Path(d) / "READY"
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -54,7 +66,11 @@ def good2(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     m = os.path.join(d, "DONE")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -70,5 +86,13 @@ def bad(d):
     return v
 
 
-if __name__ == "__main__": sys.exit(_h.judge([("empty-DONE-polled", good1, False, {}), ("content-marker-read-polled", good2, False, {}),
-                   ("marker-before-data", bad, True, {})]))
+if __name__ == "__main__":
+    sys.exit(
+        _h.judge(
+            [
+                ("empty-DONE-polled", good1, False, {}),
+                ("content-marker-read-polled", good2, False, {}),
+                ("marker-before-data", bad, True, {}),
+            ]
+        )
+    )

@@ -3,13 +3,19 @@ good1: rank 0 writes the file, store.set('ready'); others store.wait(['ready']) 
 good2: each rank writes its part, then torch.distributed.elastic.utils.store.barrier(store, world, prefix); rank 0
 reads every part -> no race.  good3: a counting barrier: store.add('n', 1), then poll store.add('n', 0) until it is
 world -> no race.  bad: rank 0 sets the key before it writes the file -> race."""
+
 import sys
+
 import _h
 
 
 def good1(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     p = os.path.join(d, "vocab.txt")
     if dist.get_rank() == 0:
@@ -25,9 +31,12 @@ def good1(d):
 
 
 def good2(d):
-    import os, torch.distributed as dist
+    import os
+
+    import torch.distributed as dist
     from torch.distributed.distributed_c10d import _get_default_store
     from torch.distributed.elastic.utils.store import barrier as store_barrier
+
     r, w = dist.get_rank(), dist.get_world_size()
     open(os.path.join(d, f"part{r}"), "w").write(str(r) * 10)
     store_barrier(_get_default_store(), w, key_prefix="parts", barrier_timeout=5)
@@ -37,8 +46,12 @@ def good2(d):
 
 
 def good3(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     r, w = dist.get_rank(), dist.get_world_size()
     time.sleep(0.1 * r)
@@ -52,8 +65,12 @@ def good3(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     p = os.path.join(d, "vocab.txt")
     if dist.get_rank() == 0:
@@ -71,5 +88,13 @@ def bad(d):
     return v
 
 
-sys.exit(_h.judge([("set-then-wait", good1, False, {}), ("elastic-store-barrier", good2, False, {}),
-                   ("add-counter-polled", good3, False, {}), ("set-before-write", bad, True, {})]))
+sys.exit(
+    _h.judge(
+        [
+            ("set-then-wait", good1, False, {}),
+            ("elastic-store-barrier", good2, False, {}),
+            ("add-counter-polled", good3, False, {}),
+            ("set-before-write", bad, True, {}),
+        ]
+    )
+)

@@ -1,12 +1,18 @@
 """dist.barrier(async_op=True) waited later. good1: rank 0 writes then issues the barrier and waits; the others issue
 it, do other work, wait, then read -> no race.  good2: the others poll work.is_completed() instead of wait() -> a
 completed barrier orders the same: no race.  bad: the others read after issuing the barrier but before wait() -> race."""
+
 import sys
+
 import _h
 
 
 def good1(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     p = os.path.join(d, "x.txt")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -18,7 +24,11 @@ def good1(d):
 
 
 def good2(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     p = os.path.join(d, "x.txt")
     if dist.get_rank() == 0:
         time.sleep(0.2)
@@ -32,7 +42,11 @@ def good2(d):
 
 
 def bad(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     p = os.path.join(d, "x.txt")
     if dist.get_rank() == 0:
         time.sleep(0.3)
@@ -46,5 +60,12 @@ def bad(d):
     return v
 
 
-sys.exit(_h.judge([("wait-then-read", good1, False, {}), ("is_completed-polled", good2, False, {}),
-                   ("read-before-wait", bad, True, {})]))
+sys.exit(
+    _h.judge(
+        [
+            ("wait-then-read", good1, False, {}),
+            ("is_completed-polled", good2, False, {}),
+            ("read-before-wait", bad, True, {}),
+        ]
+    )
+)

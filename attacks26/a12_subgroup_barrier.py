@@ -2,12 +2,18 @@
 (ranks 2, 3 do not touch the file).  bad: ranks 2 and 3 also read after calling dist.barrier(group=g), which torch
 returns from at once on a non-member -> race for ranks 2, 3 (only).  bad2: new_subgroups() of 2: rank 0 writes,
 each rank barriers on its own subgroup, every rank reads -> ranks 2, 3 race (their subgroup lacks rank 0)."""
+
 import sys
+
 import _h
 
 
 def good(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     g = dist.new_group([0, 1])
     p = os.path.join(d, "x.txt")
     r = dist.get_rank()
@@ -23,7 +29,12 @@ def good(d):
 
 
 def bad(d):
-    import os, time, warnings, torch.distributed as dist
+    import os
+    import time
+    import warnings
+
+    import torch.distributed as dist
+
     g = dist.new_group([0, 1])
     p = os.path.join(d, "x.txt")
     r = dist.get_rank()
@@ -42,7 +53,11 @@ def bad(d):
 
 
 def bad2(d):
-    import os, time, torch.distributed as dist
+    import os
+    import time
+
+    import torch.distributed as dist
+
     sub, _ = dist.new_subgroups(2)
     p = os.path.join(d, "x.txt")
     r = dist.get_rank()
@@ -62,5 +77,12 @@ def check_bad(races, readers):
     return {int(getattr(r.second, "rank", -1)) for r in races}
 
 
-sys.exit(_h.judge([("member-barrier", good, False, {}), ("non-member-barrier", bad, True, {}),
-                   ("own-subgroup-barrier", bad2, True, {})]))
+sys.exit(
+    _h.judge(
+        [
+            ("member-barrier", good, False, {}),
+            ("non-member-barrier", bad, True, {}),
+            ("own-subgroup-barrier", bad2, True, {}),
+        ]
+    )
+)

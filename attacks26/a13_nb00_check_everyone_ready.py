@@ -1,14 +1,15 @@
 """Notebook 00's check_everyone_ready: wrong answers (right APIs, wrong order / wrong ranks) must get ✗ with a
 reason; right answers written differently from the model answer must get ✓."""
+
 import os
 import sys
 import time
 
+import _h
 import torch
 import torch.distributed as dist
-
-import _h
 from _h import bl
+
 from barrierlab.exercises.nb00 import check_everyone_ready
 
 
@@ -87,6 +88,7 @@ def r_all_reduce(folder, delays):
 
 def r_store_counter(folder, delays):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     time.sleep(delays[dist.get_rank()])
     _write(folder)
@@ -128,7 +130,21 @@ def r_monitored(folder, delays):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_barrier_before_write, w_async_not_waited, w_subgroup_without_late, w_own_subgroups, w_broadcast,
-        r_helper, r_all_reduce, r_store_counter, r_async_waited, r_group_of_all, r_all_gather_object, r_monitored]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_barrier_before_write,
+            w_async_not_waited,
+            w_subgroup_without_late,
+            w_own_subgroups,
+            w_broadcast,
+            r_helper,
+            r_all_reduce,
+            r_store_counter,
+            r_async_waited,
+            r_group_of_all,
+            r_all_gather_object,
+            r_monitored,
+        ]
+    ]
     sys.exit(_h.check_cases(check_everyone_ready, cases, quiet=True))

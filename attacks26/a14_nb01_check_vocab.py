@@ -1,14 +1,15 @@
 """Notebook 01's check_vocab: wrong answers (right APIs, wrong order / wrong ranks) must get ✗ with a reason;
 right answers written differently from the model answer must get ✓."""
+
 import os
 import sys
 import time
 
+import _h
 import torch
 import torch.distributed as dist
-
-import _h
 from _h import bl
+
 from barrierlab.exercises.nb01 import check_vocab
 from barrierlab.sync import main_process_first
 
@@ -101,6 +102,7 @@ def r_broadcast_from_builder(folder, build_seconds):
 
 def r_store_key(folder, build_seconds):
     from torch.distributed.distributed_c10d import _get_default_store
+
     rank, path, store = dist.get_rank(), os.path.join(folder, "vocab.txt"), _get_default_store()
     if rank == 0:
         _build(path, build_seconds)
@@ -143,8 +145,20 @@ def r_object_broadcast_of_path(folder, build_seconds):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_broadcast_from_reader, w_mpf_wraps_nothing, w_barrier_after_read, w_subgroup_of_readers,
-        w_async_allreduce_unwaited, r_main_process_first, r_broadcast_from_builder, r_store_key,
-        r_send_recv_loop, r_barrier_in_each_branch, r_object_broadcast_of_path]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_broadcast_from_reader,
+            w_mpf_wraps_nothing,
+            w_barrier_after_read,
+            w_subgroup_of_readers,
+            w_async_allreduce_unwaited,
+            r_main_process_first,
+            r_broadcast_from_builder,
+            r_store_key,
+            r_send_recv_loop,
+            r_barrier_in_each_branch,
+            r_object_broadcast_of_path,
+        ]
+    ]
     sys.exit(_h.check_cases(check_vocab, cases, quiet=True))

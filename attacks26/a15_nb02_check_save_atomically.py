@@ -1,5 +1,6 @@
 """Notebook 02's check_save_atomically: wrong answers (right APIs in the wrong order) must get ✗ with a reason;
 right answers written differently from the model answer must get ✓."""
+
 import contextlib
 import io
 import os
@@ -8,9 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _h
 import torch
 
-import _h
 from barrierlab.exercises.nb02 import check_save_atomically
 
 
@@ -23,7 +24,7 @@ def w_replace_before_flush(obj, path):
     data = buf.getvalue()
     with open(path + ".tmp", "wb") as f:
         for i in range(0, len(data), 1000):
-            f.write(data[i:i + 1000])
+            f.write(data[i : i + 1000])
         os.replace(path + ".tmp", path)  # renamed while the last bytes still sit in Python's buffer
 
 
@@ -114,8 +115,19 @@ def r_replace_inside_with_after_fsync(obj, path):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_replace_before_flush, w_remove_then_rename, w_copy_into_place, w_replace_then_save_again,
-        w_tmp_in_tmpdir_moved, r_named_temporary_file, r_mkstemp_pathlib, r_context_manager,
-        r_buffer_then_os_write_loop, r_replace_inside_with_after_fsync]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_replace_before_flush,
+            w_remove_then_rename,
+            w_copy_into_place,
+            w_replace_then_save_again,
+            w_tmp_in_tmpdir_moved,
+            r_named_temporary_file,
+            r_mkstemp_pathlib,
+            r_context_manager,
+            r_buffer_then_os_write_loop,
+            r_replace_inside_with_after_fsync,
+        ]
+    ]
     sys.exit(_h.check_cases(check_save_atomically, cases, quiet=True))

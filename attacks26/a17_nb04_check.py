@@ -1,11 +1,12 @@
 """Notebook 04's check: wrong answers (right APIs in the wrong order / on the wrong ranks) must get ✗ with a reason;
 right answers written differently from the model answer must get ✓."""
+
 import sys
 
+import _h
 import torch
 import torch.distributed as dist
 
-import _h
 from barrierlab.exercises import nb04
 from barrierlab.scenarios.find_the_bug import evaluate, local_loss, train_step
 
@@ -83,6 +84,7 @@ def r_gather(steps=4):
 
 def r_store_keys(steps=4):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     model, rank = _model(steps)
     store.set(f"loss/{rank}", repr(local_loss(model, rank)))
@@ -116,8 +118,20 @@ def r_async_waited_subgroup(steps=4):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_reduce_to_rank1, w_reduce_before_loss, w_async_read_before_wait, w_only_others_evaluate,
-        r_evaluate_everywhere, r_reduce_to_0, r_all_gather_object, r_gather, r_store_keys, r_send_recv,
-        r_async_waited_subgroup]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_reduce_to_rank1,
+            w_reduce_before_loss,
+            w_async_read_before_wait,
+            w_only_others_evaluate,
+            r_evaluate_everywhere,
+            r_reduce_to_0,
+            r_all_gather_object,
+            r_gather,
+            r_store_keys,
+            r_send_recv,
+            r_async_waited_subgroup,
+        ]
+    ]
     sys.exit(_h.check_cases(nb04.check, cases))

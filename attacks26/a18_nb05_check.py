@@ -1,14 +1,15 @@
 """Notebook 05's check: wrong answers (right APIs in the wrong order / on the wrong ranks) must get ✗ with a reason;
 right answers written differently from the model answer must get ✓."""
+
 import os
 import sys
 import time
 
+import _h
 import torch
 import torch.distributed as dist
-
-import _h
 from _h import bl
+
 from barrierlab.exercises import nb05
 
 
@@ -94,6 +95,7 @@ def r_gather_to_0(folder, steps=4, delay=0.15, base_compute=0.05):
 
 def r_store_keys(folder, steps=4, delay=0.15, base_compute=0.05):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store = _get_default_store()
     loss = _steps(steps, delay, base_compute)
     _write(folder, loss)
@@ -126,7 +128,18 @@ def r_all_reduce_of_loss(folder, steps=4, delay=0.15, base_compute=0.05):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_barrier_before_write, w_gather_to_rank1, w_async_unwaited, w_keep_step_barriers_drop_last,
-        r_helper_barrier, r_gather_to_0, r_store_keys, r_recv_loop, r_all_reduce_of_loss]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_barrier_before_write,
+            w_gather_to_rank1,
+            w_async_unwaited,
+            w_keep_step_barriers_drop_last,
+            r_helper_barrier,
+            r_gather_to_0,
+            r_store_keys,
+            r_recv_loop,
+            r_all_reduce_of_loss,
+        ]
+    ]
     sys.exit(_h.check_cases(nb05.check, cases))

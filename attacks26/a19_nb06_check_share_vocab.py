@@ -1,10 +1,11 @@
 """Notebook 06's check_share_vocab: wrong answers (right API in the wrong order / on the wrong ranks) must get ✗
 with a reason; right answers written differently from the model answer must get ✓."""
+
 import sys
 
+import _h
 import torch.distributed as dist
 
-import _h
 from barrierlab.exercises import nb06
 from barrierlab.scenarios.store_handoff import build_vocab
 
@@ -75,7 +76,17 @@ def r_two_objects(folder):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_src_1, w_build_after_broadcast, w_every_rank_builds, w_subgroup_without_2_3,
-        r_helper, r_placeholder_dict, r_group_of_all_group_src, r_two_objects]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_src_1,
+            w_build_after_broadcast,
+            w_every_rank_builds,
+            w_subgroup_without_2_3,
+            r_helper,
+            r_placeholder_dict,
+            r_group_of_all_group_src,
+            r_two_objects,
+        ]
+    ]
     sys.exit(_h.check_cases(nb06.check_share_vocab, cases))

@@ -1,13 +1,14 @@
 """Notebook 07's check_results: wrong answers (right APIs in the wrong order / on the wrong ranks) must get ✗ with a
 reason; right answers written differently from the model answer must get ✓."""
+
 import os
 import sys
 import time
 
+import _h
 import torch
 import torch.distributed as dist
 
-import _h
 from barrierlab.exercises import nb07
 from barrierlab.scenarios import race_results_file
 
@@ -28,6 +29,7 @@ def _acc(rank):
 # (a) wrong
 def w_set_key_before_append(workdir, seed=0):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store, rank, world = _get_default_store(), dist.get_rank(), dist.get_world_size()
     path = os.path.join(workdir, "results.csv")
     _, evaluate_s = _phases(seed)
@@ -140,12 +142,15 @@ def r_irecv_all(workdir, seed=0):
     reqs = [dist.irecv(bufs[r], src=r) for r in bufs]
     for q in reqs:
         q.wait()
-    rows = _own_file(os.path.join(workdir, "results.csv"), [(0, _acc(0))] + [(r, round(b.item(), 2)) for r, b in bufs.items()])
+    rows = _own_file(
+        os.path.join(workdir, "results.csv"), [(0, _acc(0))] + [(r, round(b.item(), 2)) for r, b in bufs.items()]
+    )
     return f"{len(rows)} of {world} results"
 
 
 def r_store_keys_shared_file(workdir, seed=0):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store, rank, world = _get_default_store(), dist.get_rank(), dist.get_world_size()
     path = os.path.join(workdir, "results.csv")
     _, evaluate_s = _phases(seed)
@@ -169,6 +174,7 @@ def r_store_keys_shared_file(workdir, seed=0):
 
 def r_store_values(workdir, seed=0):
     from torch.distributed.distributed_c10d import _get_default_store
+
     store, rank, world = _get_default_store(), dist.get_rank(), dist.get_world_size()
     _, evaluate_s = _phases(seed)
     time.sleep(evaluate_s)
@@ -181,7 +187,17 @@ def r_store_values(workdir, seed=0):
 
 
 if __name__ == "__main__":
-    cases = [(f.__name__, f, f.__name__.startswith("r_")) for f in [
-        w_set_key_before_append, w_recv_only_from_rank1, w_all_gather, w_gather_then_others_append,
-        r_gather, r_irecv_all, r_store_keys_shared_file, r_store_values]]
+    cases = [
+        (f.__name__, f, f.__name__.startswith("r_"))
+        for f in [
+            w_set_key_before_append,
+            w_recv_only_from_rank1,
+            w_all_gather,
+            w_gather_then_others_append,
+            r_gather,
+            r_irecv_all,
+            r_store_keys_shared_file,
+            r_store_values,
+        ]
+    ]
     sys.exit(_h.check_cases(nb07.check_results, cases))

@@ -5,6 +5,7 @@ record (ranks, statuses), does it go away when the run ends, is everything the k
 Playwright comes from a venv of this worktree (../.pwvenv, `pip install playwright==1.65.2`), the lab and kernel from
 sys.executable's environment with PYTHONPATH=<tree>/src, the server helpers from tests/browser/test_lab_in_browser.py.
 """
+
 import glob
 import json
 import os
@@ -25,9 +26,8 @@ sys.path.insert(0, str(TREE / "tests" / "browser"))
 
 import nbformat  # noqa: E402
 import psutil  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
-
 import test_lab_in_browser as T  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
 
 CELLS = [
     # 0
@@ -109,8 +109,13 @@ def main():
     chromium = T.find_chromium()
     try:
         with T.running_lab(home, root) as lab, sync_playwright() as pw:
-            ctx = pw.chromium.launch_persistent_context(str(home / "profile"), executable_path=chromium, headless=True,
-                                                        args=T.CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+            ctx = pw.chromium.launch_persistent_context(
+                str(home / "profile"),
+                executable_path=chromium,
+                headless=True,
+                args=T.CHROMIUM_ARGS,
+                viewport={"width": 1400, "height": 1000},
+            )
             try:
                 page = T.open_notebook(ctx, lab, path)
                 T.menu(page, "Run", "Run All Cells")
@@ -186,8 +191,10 @@ def main():
             print(f"  (note: live says rank 3 {last.get(3)!r}: it is unpickling its argument, code of the learner's)")
         claims = [r for r in (0, 1, 2) if "running your code" in last.get(r, "")]
         if claims:
-            problems.append(f"never-starting rank: live says ranks {claims} are 'running your code' while they wait in "
-                            "barrierlab's start-up for rank 3 (their function had not started)")
+            problems.append(
+                f"never-starting rank: live says ranks {claims} are 'running your code' while they wait in "
+                "barrierlab's start-up for rank 3 (their function had not started)"
+            )
     if "deadline in" in finals[2]:
         problems.append("never-starting rank: live lines left under the cell")
 

@@ -3,9 +3,9 @@
 waits (all 16 rows; whether they fit the screen was NOT measured: this script's slide navigation left a blank
 screen), does it give way to the result, and does an interrupt from the slide (the
 notebook's interrupt command) stop the ranks and take the view away? Also `scripts/slides.py --check` on the lessons."""
+
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,15 +22,18 @@ sys.path.insert(0, str(TREE / "src"))
 sys.path.insert(0, str(TREE / "tests" / "browser"))
 
 import nbformat  # noqa: E402
+import test_lab_in_browser as T  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-import test_lab_in_browser as T  # noqa: E402
-
 SETUP = "import time\nimport torch.distributed as dist\nimport barrierlab as bl"
-DEADLOCK = ("def stuck():\n    if dist.get_rank() != 7:\n        dist.barrier()\n    return dist.get_rank()\n\n"
-            "run = bl.run(stuck, 16, timeout=3, deadline=4, linger=True)\nprint(run.headline())")
-LONG = ("def long_stuck():\n    if dist.get_rank() != 7:\n        dist.barrier()\n    time.sleep(60)\n\n"
-        "run2 = bl.run(long_stuck, 16, timeout=60, deadline=65)")
+DEADLOCK = (
+    "def stuck():\n    if dist.get_rank() != 7:\n        dist.barrier()\n    return dist.get_rank()\n\n"
+    "run = bl.run(stuck, 16, timeout=3, deadline=4, linger=True)\nprint(run.headline())"
+)
+LONG = (
+    "def long_stuck():\n    if dist.get_rank() != 7:\n        dist.barrier()\n    time.sleep(60)\n\n"
+    "run2 = bl.run(long_stuck, 16, timeout=60, deadline=65)"
+)
 
 VIEW_JS = """(index) => {
   const cells = document.querySelectorAll('.jp-Notebook .jp-CodeCell');
@@ -55,23 +58,39 @@ def to_slide(page, code_index):
             return
         page.evaluate("() => { window.jupyterapp.commands.execute('deck:forward'); return null; }")
         time.sleep(0.5)
-    print(f"DEBUG code cell {code_index} not on screen after 6 presses; deck commands:",
-          page.evaluate("() => window.jupyterapp.commands.listCommands().filter(c => c.startsWith('deck'))"))
+    print(
+        f"DEBUG code cell {code_index} not on screen after 6 presses; deck commands:",
+        page.evaluate("() => window.jupyterapp.commands.listCommands().filter(c => c.startsWith('deck'))"),
+    )
 
 
 def main():
     problems = []
-    check = subprocess.run([sys.executable, str(TREE / "scripts" / "slides.py"), "--check", *sorted(glob.glob(str(TREE / "notebooks" / "*.ipynb")))],
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [
+            sys.executable,
+            str(TREE / "scripts" / "slides.py"),
+            "--check",
+            *sorted(glob.glob(str(TREE / "notebooks" / "*.ipynb"))),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     print("slides.py --check:", check.returncode, check.stdout.strip()[-200:], check.stderr.strip()[-200:])
     if check.returncode != 0:
         problems.append("scripts/slides.py --check failed on the lessons")
     home = Path(tempfile.mkdtemp(prefix="a26-deck-"))
     root = home / "root"
     (root / "deck").mkdir(parents=True)
-    cells = [nbformat.v4.new_markdown_cell("# Live view on a slide"), nbformat.v4.new_code_cell(SETUP),
-             nbformat.v4.new_markdown_cell("## A deadlock"), nbformat.v4.new_code_cell(DEADLOCK),
-             nbformat.v4.new_markdown_cell("## Interrupt it"), nbformat.v4.new_code_cell(LONG)]
+    cells = [
+        nbformat.v4.new_markdown_cell("# Live view on a slide"),
+        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_markdown_cell("## A deadlock"),
+        nbformat.v4.new_code_cell(DEADLOCK),
+        nbformat.v4.new_markdown_cell("## Interrupt it"),
+        nbformat.v4.new_code_cell(LONG),
+    ]
     kinds = ["slide", "skip", "slide", "-", "slide", "-"]
     for c, k in zip(cells, kinds):
         c.metadata["slideshow"] = {"slide_type": k}
@@ -82,15 +101,25 @@ def main():
     seen, seen2, alive = [], [], []
     try:
         with T.running_lab(home, root) as lab, sync_playwright() as pw:
-            ctx = pw.chromium.launch_persistent_context(str(home / "profile"), executable_path=T.find_chromium(),
-                                                        headless=True, args=T.CHROMIUM_ARGS,
-                                                        viewport={"width": 1280, "height": 720})
+            ctx = pw.chromium.launch_persistent_context(
+                str(home / "profile"),
+                executable_path=T.find_chromium(),
+                headless=True,
+                args=T.CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 720},
+            )
             try:
                 page = T.open_notebook(ctx, lab, path)
                 run = "(i) => { const p = window.jupyterapp.shell.currentWidget; p.content.activeCellIndex = i; window.jupyterapp.commands.execute('notebook:run-cell'); return null; }"
                 page.evaluate(run, 1)
-                T.wait_for(lambda: page.evaluate(T.NOTEBOOK_STATE_JS, path)["cells"][1]["count"] is not None
-                           and page.evaluate(T.NOTEBOOK_STATE_JS, path)["status"] == "idle", 60, "set-up ran")
+                T.wait_for(
+                    lambda: (
+                        page.evaluate(T.NOTEBOOK_STATE_JS, path)["cells"][1]["count"] is not None
+                        and page.evaluate(T.NOTEBOOK_STATE_JS, path)["status"] == "idle"
+                    ),
+                    60,
+                    "set-up ran",
+                )
                 page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 2; }")
                 page.evaluate("() => { window.jupyterapp.commands.execute('deck:start'); return null; }")
                 T.wait_for(lambda: page.evaluate("() => document.body.dataset.jpDeckMode") == "presenting", 20, "deck")
@@ -107,9 +136,16 @@ def main():
                     time.sleep(0.2)
                 final = page.evaluate(VIEW_JS, 1)
                 st = page.evaluate(T.NOTEBOOK_STATE_JS, path)
-                print("DEBUG state", st["status"], [(c or {}).get("count") for c in st["cells"]],
-                      [str((c or {}).get("outputs"))[:200] for c in st["cells"]])
-                print("DEBUG code cells in DOM", page.evaluate("() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length"))
+                print(
+                    "DEBUG state",
+                    st["status"],
+                    [(c or {}).get("count") for c in st["cells"]],
+                    [str((c or {}).get("outputs"))[:200] for c in st["cells"]],
+                )
+                print(
+                    "DEBUG code cells in DOM",
+                    page.evaluate("() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length"),
+                )
                 page.screenshot(path=str(home / "slide.png"))
                 # the interrupt, from the slide
                 to_slide(page, 2)
@@ -147,7 +183,12 @@ def main():
     print("  after:", (final or {}).get("text", "")[:200].replace("\n", " | "))
     if not final or "deadline in" in final["text"] or "ranks in" not in final["text"]:
         problems.append("slide: the result did not replace the live view")
-    print("interrupt on a slide: live snapshots", len(seen2), "| after:", (final2 or {}).get("text", "")[-160:].replace("\n", " | "))
+    print(
+        "interrupt on a slide: live snapshots",
+        len(seen2),
+        "| after:",
+        (final2 or {}).get("text", "")[-160:].replace("\n", " | "),
+    )
     print("  ranks alive 4 s after:", alive)
     if not seen2:
         problems.append("interrupt: no live view seen")

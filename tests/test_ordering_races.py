@@ -677,3 +677,30 @@ def test_a_marker_found_by_reading_it_orders_what_its_maker_did_before_it(tmp_pa
         assert {r.second.rank if r.second.how == "read" else r.first.rank for r in on_data} == {1, 2}, races
     else:
         assert on_data == [], on_data
+
+
+def _mapped_then_rewritten(folder: str):
+    import numpy as np
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "a.npy")
+    if dist.get_rank() == 0:
+        np.save(path, np.zeros(1024))
+    dist.barrier()
+    if dist.get_rank() == 1:
+        mapped = np.load(path, mmap_mode="r")  # MAPS: read whenever it is used
+    dist.barrier()
+    if dist.get_rank() == 0:
+        np.save(path, np.ones(1024))  # the same file rewritten in place (same size)
+        return "rewrote"
+    time.sleep(0.4)
+    return float(mapped.sum())
+
+
+def test_a_numpy_mapping_is_a_read_that_lasts_and_races_a_later_rewrite(tmp_path):
+    # attack26 a07: rank 1 read rank 0's new values through a mapping made before the barrier; no race was reported
+    pytest.importorskip("numpy")
+    run = bl.run(_mapped_then_rewritten, 2, args=(str(tmp_path),), timeout=10)
+    assert run.ok, run
+    races = ordering.races(run)
+    assert [(r.first.how, r.second.how) for r in races if r.first.path.endswith("a.npy")] == [("read", "write")], races

@@ -42,6 +42,7 @@ import inspect
 import io
 import itertools
 import json
+import mmap
 import os
 import pathlib
 import pickle
@@ -2070,6 +2071,19 @@ def _record_access(event: str, args: tuple) -> None:
             else:
                 write_only = isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
             _recorder.opened(path, name, event_id, write_only, how == "read")
+    elif event == "mmap.__new__":
+        # a file mapped for reading (numpy's np.load(mmap_mode="r"), np.memmap, mmap.mmap): its bytes are read
+        # whenever the mapping is used, after the open returned, so it is recorded as torch.load(mmap=True) is,
+        # a read through a mapping that lasts (attack26 a07: rank 0 rewrote the file after a barrier and rank 1
+        # read the new values through the mapping it made before, with no race reported). A mapping that can
+        # write (ACCESS_WRITE, or the default on a file opened for writing) is not modelled.
+        fileno, access = args[0], args[2]
+        if not isinstance(fileno, int) or fileno < 0 or access not in (mmap.ACCESS_READ, mmap.ACCESS_COPY):
+            return
+        name = _names(str(fileno))
+        path = _quoted_path(name) if name is not None and name.startswith("/") else None
+        if path is not None:
+            _file_event("read", path, value="mmap")
     elif event == "os.rename":
         source, target = _quoted_path(_at(args[0], args[2])), _quoted_path(_at(args[1], args[3]))
         if source is not None or target is not None:
@@ -2581,7 +2595,7 @@ _WRITE_BEFORE = frozenset({"time.sleep", "os.kill", "os.killpg", "signal.pthread
 _AUDITED = (
     frozenset(
         {"open", "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.mkdir", "os.listdir", "os.scandir"}
-        | {"os.symlink", "os.link"}
+        | {"os.symlink", "os.link", "mmap.__new__"}
     )
     | _WRITE_BEFORE
 )
