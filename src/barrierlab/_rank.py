@@ -1139,6 +1139,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             enter_cgroup(spec.run.cgroup)
         fn, args, kwargs = load_the_call(spec.run)
         if options.init:
+            record.phase("joining")
             store = join_the_group(spec)
             wait_for_every_rank(store, options.world_size, options.deadline)
         else:
@@ -1148,6 +1149,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             # init_process_group waits for its peers, only the learner's own code is (attack19 a14)
             wait_for_every_rank(_launchers_store(spec), options.world_size, options.deadline, step="started")
         outcome.t_start = time.monotonic()
+        record.phase("called")
         in_fn = True
         if fn in (run_script, run_module):
             global _script_exit

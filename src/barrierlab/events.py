@@ -5,6 +5,9 @@ killed or hangs still leaves the record of what it entered and never left:
 
 ``{"meta": "start", "rank": R, "t0": T, "pid": P, "wall": W}``
     first line: the rank, its monotonic time at the start, its pid, and the wall-clock time at ``t0``.
+``{"meta": "joining" | "called", "t": T}``
+    a start-up phase of a rank ``barrierlab.run`` launched: its call loaded and joining the group, then its
+    function called (the live view tells a rank waiting in barrierlab's start-up from one running the code).
 ``{"id": N, "kind": K, "name": S, "t": T, ...}``
     entering call or span N (``kind`` one of :data:`EVENT_KINDS`), with optionally ``seq`` (its number among
     the rank's collectives) and ``pos`` (its number among the rank's collectives on its process group: calls pair
@@ -371,6 +374,11 @@ def _is_meta(item: dict) -> bool:
     )
 
 
+def _is_phase(item: dict) -> bool:
+    """A start-up phase line (``record.phase``): ``{"meta": "joining" | "called", "t": T}``."""
+    return item.get("meta") in ("joining", "called") and _is_number(item.get("t"))
+
+
 def _is_str(value) -> bool:
     return isinstance(value, str)
 
@@ -485,7 +493,9 @@ def parse_lines(raw: bytes, items: list[dict]) -> int:
         except (ValueError, RecursionError):
             malformed += 1
             continue
-        if isinstance(item, dict) and (_is_enter(item) or _is_end(item) or _is_meta(item) or _is_flight(item)):
+        if isinstance(item, dict) and (
+            _is_enter(item) or _is_end(item) or _is_meta(item) or _is_phase(item) or _is_flight(item)
+        ):
             items.append(item)
         else:
             malformed += 1

@@ -62,6 +62,9 @@ class RankLive:
 
     rank: int
     t0: float | None = None
+    #: its start-up phase as the record says: None (starting), "joining" (waiting for the others to join the
+    #: group) or "called" (its function runs)
+    phase: str | None = None
     open: dict[int, _Open] = field(default_factory=dict)
     done: list[tuple[str, float, float]] = field(default_factory=list)  # (kind, start, end), since launch
     ended: str | None = None  # "finished", "raised RuntimeError", "exited with code 3", ...
@@ -86,7 +89,10 @@ class EventTail:
 
     def _apply(self, event: dict, state: RankLive) -> None:
         if "meta" in event:
-            state.t0 = event["t0"]
+            if event["meta"] == "start":
+                state.t0 = event.get("t0")
+            elif event["meta"] in ("joining", "called"):
+                state.phase = event["meta"]
             return
         if "kind" in event:
             if event["kind"] in HANDOFF_KINDS:
@@ -112,7 +118,9 @@ def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None =
     if state.ended:
         return state.ended
     if not state.open:
-        return "running your code" if state.t0 is not None or state.done else "starting"
+        if state.phase == "called" or state.done:
+            return "running your code"
+        return "waiting for the other ranks to join the group" if state.phase == "joining" else "starting"
     current = state.open[max(state.open)]
     label = f"{current.name} #{current.number}" if current.number else current.name
     if current.number and current.subgroup:

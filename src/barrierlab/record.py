@@ -3301,6 +3301,22 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     _idle_watch = None
 
 
+#: The rank's start-up phases after the start line, as :func:`phase` writes them: its call loaded and now joining
+#: the group (``bl.run``'s init), and its function called (the live view tells the three apart: attack26 a22
+#: showed ranks waiting for a peer that never finished unpickling its arguments as "running your code").
+PHASES = ("joining", "called")
+
+
+def phase(name: str) -> None:
+    """Write a start-up phase line (``{"meta": name, "t": ...}``, ``name`` one of :data:`PHASES`) at once."""
+    if name not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, not {name!r}")
+    recorder = _recorder
+    if recorder is None:
+        return
+    recorder._emit(_json_dumps({"meta": name, "t": time.monotonic()}).encode() + b"\n", flush=True)
+
+
 def start_watch() -> None:
     """Start the thread :func:`start` needs, idle until it is given the recorder: a rank the warm process forks
     ahead of time starts it while it waits for its run, since starting a thread waits until the thread has run
