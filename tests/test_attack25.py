@@ -15,6 +15,7 @@ FIXED = [
     "a07_input_on_rank0_stdin",
     "a08_hardcoded_world_size_advice",
     "a04_dataloader_worker_barrier",
+    "a05_mp_spawn_inside_rank",
     "a06_new_group_own_ranks",
     "a10_timeline_cut_record_drawn_stuck",
     "a11_timeline_vs_diagnosis_worker_barrier",

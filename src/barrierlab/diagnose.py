@@ -2331,6 +2331,45 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
     return Diagnosis("stopped", headline, evidence, advice, ranks=sorted(found), site=_site(first))
 
 
+def _in_spawn(result) -> bool:
+    """Whether ``result``'s rank was stopped inside ``torch.multiprocessing.spawn`` (or ``start_processes``)."""
+    where = result.stuck if result.status == STOPPED else None
+    frames = getattr(where, "frames", None) or ()
+    return any(
+        str(getattr(frame, "file", "")).replace(os.sep, "/").endswith("torch/multiprocessing/spawn.py")
+        for frame in frames
+    )
+
+
+def rule_spawn_inside_a_rank(f: Facts) -> Diagnosis | None:
+    """A rank stopped at the deadline inside ``torch.multiprocessing.spawn``: the script starts its own ranks
+    (the DDP tutorial's ``mp.spawn(demo_basic, nprocs=...)``) and was run inside a job that had launched its
+    ranks already (``barrierlab run``, torchrun). Its children are no ranks of this run: nothing of theirs is
+    recorded, and waiting longer does not help (attack25 a05: told "raise `deadline`"; under torchrun the
+    children retried a store nobody hosted)."""
+    spawning = [r for r in f.failed if _in_spawn(f.run[r])]
+    if not spawning:
+        return None
+    first = f.run[spawning[0]].stuck
+    site = first.site
+    at = f" at {site.place}{_in_func(site)}" if site is not None else ""
+    headline = (
+        f"{rank_list(spawning)} {'was' if len(spawning) == 1 else 'were'} stopped at the deadline inside "
+        f"torch.multiprocessing.spawn{at}: the program starts its own ranks, and it ran as a rank of a job already "
+        f"launched, so each rank started processes of its own and waited for them. They are no ranks of this run: "
+        "nothing they did is recorded here, and a longer deadline does not help."
+    )
+    evidence = _failure_evidence(f)
+    advice = (
+        "Launch the ranks once: run a script written for mp.spawn with plain `python script.py` (mp.spawn starts "
+        "the ranks), or give barrierlab the function mp.spawn would run, as mp.spawn calls it: "
+        "`barrierlab.run(fn, N, args=(...), init=False)` calls fn(rank, *args) on N ranks and points its own "
+        "init_process_group at barrierlab's group. To run the script under torchrun or `barrierlab run`, call the "
+        "per-rank function directly, with the rank and world size torchrun gives (RANK, WORLD_SIZE), not mp.spawn."
+    )
+    return Diagnosis("stopped", headline, evidence, advice, ranks=spawning, site=site)
+
+
 def _in_func(site) -> str:
     return f", in {site.func}" if getattr(site, "func", None) and site.func != "<module>" else ""
 
@@ -2753,6 +2792,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_new_group_members_differ,
     rule_ok,
     rule_collective_in_forked_child,
+    rule_spawn_inside_a_rank,
     rule_waits_in_different_groups,
     rule_group_wait_cycle,
     rule_checkpoint_on_some_ranks,
