@@ -8842,6 +8842,14 @@ class _Ranks:
             return self._eval(node.body if test else node.orelse, env, depth)
         if isinstance(node, ast.ListComp):
             return self._comprehension(node, env, depth)
+        if isinstance(node, ast.Dict):  # a table of groups (``{"dp": ..., "train": new_group(...)}``: round 30)
+            table: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values):
+                key = self._eval(k, env, depth) if k is not None else _OPAQUE  # ``**other``: unknown keys
+                if key is _OPAQUE or not isinstance(key, (str, int, bool)):
+                    return _OPAQUE
+                table[key] = self._eval(v, env, depth)
+            return table
         if isinstance(node, ast.Subscript):
             seq, key = self._eval(node.value, env, depth), self._eval(node.slice, env, depth)
             try:
