@@ -64,3 +64,36 @@ def test_the_right_ways_to_make_subgroups_are_not_told_as_different_members(fn):
     assert run.ok, run.diagnosis
     assert run.diagnosis.kind == "ok", str(run.diagnosis)
     assert [r.value for r in run.ranks] == [[0, 3], [1, 2], [1, 2], [0, 3]]
+
+
+def generator_of_ranks():
+    world = dist.get_world_size()
+    group = dist.new_group(r for r in range(world) if r % 2 == 0)  # an iterator torch reads once
+    if dist.get_rank() % 2 == 0:
+        dist.barrier(group=group)
+    return dist.get_world_size(group) if dist.get_rank() % 2 == 0 else None
+
+
+def own_pair_first(sort: bool):
+    rank = dist.get_rank()
+    first, second = (rank, rank ^ 1), (rank ^ 2, rank ^ 3)
+    members = [first, tuple(sorted(second))] if rank < 2 else [tuple(sorted(second)), first]
+    made = [dist.new_group(list(m), sort_ranks=sort) for m in members]
+    return len(made)
+
+
+def test_the_recorder_never_reads_the_ranks_torch_is_given():
+    # attack27 a14: a generator of ranks, which torch accepts (it sorts it), was read by the recorder first: every
+    # rank then raised TypeError under barrierlab, while torchrun finished
+    run = bl.run(generator_of_ranks, 4, timeout=5, deadline=20)
+    assert run.ok, run.diagnosis
+    assert run.values == [2, None, 2, None]
+
+
+def test_the_same_members_in_another_order_with_sort_ranks_false_are_another_group():
+    # attack27 a01: each rank listed itself first with sort_ranks=False; the recorder sorted the lists, so the
+    # hang was told as "still busy, give a longer deadline"
+    run = bl.run(own_pair_first, 4, args=(False,), timeout=3, deadline=10)
+    d = run.diagnosis
+    assert d.kind == "different-group-members", str(d)
+    assert "sort_ranks=False" in d.headline and "same order" in d.advice

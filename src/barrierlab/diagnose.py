@@ -647,10 +647,18 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             if not f.failed
             else f" What followed is not defined; here {rank_list(f.failed)} did not finish."
         )
+        same_members = len({frozenset(members) for members in by_members}) == 1  # only the order differs
         headline = (
-            f"new_group #{k + 1}{at} was asked for different members on different ranks: {told}. Every rank must "
+            f"new_group #{k + 1}{at} was given different ranks lists on different ranks: {told}. Every rank must "
             "make the same groups, in the same order, members or not (new_group's docstring): each call makes one "
-            f"group, and ranks that pass different lists build different groups under the same number.{ended}"
+            "group, and ranks that pass different lists build different groups under the same number"
+            + (
+                " (with sort_ranks=False the order of the list is the order of the group's ranks, so the same "
+                "members in another order are another group)"
+                if same_members
+                else ""
+            )
+            + f".{ended}"
         )
         evidence = [
             f"rank {r}: new_group #{k + 1} at {where_text(calls[k])}: ranks={list(asked[r])}"
@@ -660,13 +668,22 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             evidence += _failure_evidence(f)
         groups = sorted(by_members, key=lambda members: by_members[members])
         shown = ", ".join(str(list(m)) for m in groups)
-        advice = (
-            f"Make every group on every rank and keep the one the rank is in: `mine, _ = "
-            f"dist.new_subgroups_by_enumeration([{shown}])`, or `for members in ([{shown}]): g = "
-            "dist.new_group(members)` on every rank, keeping g where the rank is a member. Only with "
-            "new_group(members, use_local_synchronization=True) may each rank call it for its own group alone "
-            "(torch's docstring: non-member ranks don't need to call into API)."
-        )
+        disjoint = sum(len(m) for m in groups) == len(set().union(*groups))
+        if same_members:
+            advice = (
+                "Pass the same list, in the same order, on every rank (or leave sort_ranks at True): "
+                f"`dist.new_group({list(groups[0])})` everywhere."
+            )
+        else:
+            enumeration = (
+                f"`mine, _ = dist.new_subgroups_by_enumeration([{shown}])`, or " if disjoint else ""
+            )  # torch refuses lists that share a rank (attack27 a02)
+            advice = (
+                f"Make every group on every rank and keep the one the rank is in: {enumeration}`for members in "
+                f"([{shown}]): g = dist.new_group(members)` on every rank, keeping g where the rank is a member. Only "
+                "with new_group(members, use_local_synchronization=True) may each rank call it for its own group "
+                "alone (torch's docstring: non-member ranks don't need to call into API)."
+            )
         return Diagnosis("different-group-members", headline, evidence, advice, ranks=sorted(made), site=_site(first))
     return None
 
@@ -747,7 +764,8 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
         headline += (
             f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
-            "rank's use of a file after another rank's change of it, so this run came out right by timing."
+            "rank's use of a file after another rank's change of it, so what each rank found there depended on "
+            "timing (the record cannot tell whether it came out right: check what the ranks read)."
         )
         evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
         if len(races) > MAX_RACES_SHOWN:

@@ -1063,22 +1063,26 @@ def _not_a_member(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: d
 
 
 def _new_group_text(args: tuple, kwargs: dict) -> str:
-    """The members a ``new_group`` call asked for, as ``"made"`` (every rank must make the same groups in the same
+    """The members a ``new_group`` call asked for, as ``"made"`` (sorted, as torch sorts them, unless
+    ``sort_ranks=False``: then in the order given; every rank must make the same groups in the same
     order, members or not: new_group's docstring; attack25 a06, pytorch/pytorch#130102: each rank made only its
     own subgroup). For ``new_group(ranks, use_local_synchronization=True)`` only the members call it (torch's
     docstring: "non-member ranks don't need to call into API"), so it is also recorded as a call of a group of
     its own, the members', not of the default group, where it put every later call of theirs out of step
     (attack11 a01)."""
     ranks = kwargs.get("ranks", args[0] if args else None)
-    if ranks is None:
-        return ""
+    if not isinstance(ranks, (list, tuple, range)):
+        return ""  # None (every rank), or an iterator the recorder must not consume before torch (attack27 a14)
     try:
-        members = sorted({int(r) for r in ranks})
+        members = [int(r) for r in ranks]
     except (TypeError, ValueError):
         return ""
+    if kwargs.get("sort_ranks", True) is not False:  # torch sorts them unless told not to (attack27 a01)
+        members = sorted(members)
     made = f',"made":{_json_dumps(members)}'
     if not kwargs.get("use_local_synchronization"):
         return made
+    members = sorted(set(members))
     return made + f',"group":{_json_dumps("new_group " + str(members))},"ranks":{_json_dumps(members)}'
 
 
