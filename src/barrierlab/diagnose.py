@@ -765,7 +765,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         headline += (
             f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
             "rank's use of a file after another rank's change of it, so what each rank found there depended on "
-            "timing (the record cannot tell whether it came out right: check what the ranks read)."
+            "timing (the record cannot tell whether what they read was right: check it)."
         )
         evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
         if len(races) > MAX_RACES_SHOWN:
