@@ -2388,6 +2388,20 @@ def rule_spawn_inside_a_rank(f: Facts) -> Diagnosis | None:
     return Diagnosis("stopped", headline, evidence, advice, ranks=spawning, site=site)
 
 
+#: How a rank's traceback shows an exception raised in a child process and re-raised in the rank, and the child.
+_CHILD_TRACEBACKS = (
+    ("concurrent.futures.process._RemoteTraceback", "a process pool's task"),
+    ("multiprocessing.pool.RemoteTraceback", "a multiprocessing pool's task"),
+    ("in DataLoader worker process", "a DataLoader worker"),
+)
+
+
+def _raised_in_child(result) -> str:
+    """The kind of child process ``result``'s exception was raised in (re-raised in the rank), or ""."""
+    text = (result.traceback or "") + "\n" + (result.error_message or "")
+    return next((child for marker, child in _CHILD_TRACEBACKS if marker in text), "")
+
+
 def _in_func(site) -> str:
     return f", in {site.func}" if getattr(site, "func", None) and site.func != "<module>" else ""
 
@@ -2588,7 +2602,13 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             f"but nothing ordered {'its' if len(unordered) == 1 else 'their'} read after {writers}'s write of the "
             "file: a barrier (or another synchronising call) between the two is missing"
         )
-    if no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group() (the
+    child = no_group and _raised_in_child(f.run[first])
+    if child:  # attack27 a05, a13: a collective in a spawned child (a process pool's task, a DataLoader worker)
+        blame = (
+            f"and the call was made in {child}, a new Python process started with spawn or forkserver: it has none "
+            "of the rank's process group, whatever the rank initialised"
+        )
+    elif no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group() (the
         # recorder does not record either, so both are named)
         blame = (
             f"and no process group existed when {'they' if same and len(failed) > 1 else 'it'} made "
@@ -2608,7 +2628,13 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     ]
     races.sort(key=lambda race: (not _used(race).event.error, -len(race.made.path)))
     advice = "Read the traceback (run[rank].traceback) from its last line of your code."
-    if no_group:
+    if child:
+        advice = (
+            "Make collectives only in the rank's own process: give the child what it needs (the rank, the world "
+            "size, tensors) as arguments and return its result to the rank, which then makes the collective "
+            "(a DataLoader's worker_init_fn and a process pool's tasks run in such children)."
+        )
+    elif no_group:
         advice = (
             "Make every collective between init_process_group() and destroy_process_group(): call "
             "destroy_process_group() last, after the final barrier, and init_process_group() before the first "
