@@ -13,6 +13,7 @@ ATTACKS = Path(__file__).resolve().parent.parent / "attacks27"
 FIXED = [
     "a01_sort_ranks_false_order",
     "a02_overlapping_groups_advice",
+    "a04_forked_process_timeline",
     "a05_spawned_child_no_group_advice",
     "a11_rewrite_each_epoch_stale_read",
     "a13_spawn_dataloader_worker_init",

@@ -147,9 +147,12 @@ class Waits:
 
 
 def drawn(events) -> list[Event]:
-    """The events a lane holds: calls and spans. Store operations and file accesses are what the ordering
-    model reads (``barrierlab.ordering``); a lane shows the time they took inside the spans around them."""
-    return [e for e in events if e.kind not in HANDOFF_KINDS]
+    """The events a lane holds: calls and spans of the rank's own process (its threads included). Store
+    operations and file accesses are what the ordering model reads (``barrierlab.ordering``); a lane shows the
+    time they took inside the spans around them. A child process forked from the rank (a DataLoader worker, a
+    multiprocessing.Process) is not the rank: its calls are not the rank's waits (attack27 a04: a child stuck in
+    all_reduce drew its rank "stuck in all_reduce #1", idle 100 %, while the rank waited in p.join())."""
+    return [e for e in events if e.kind not in HANDOFF_KINDS and not (e.lane or "").startswith("process")]
 
 
 def lanes(
