@@ -15,6 +15,7 @@ FIXED = [
     "a02_overlapping_groups_advice",
     "a04_forked_process_timeline",
     "a05_spawned_child_no_group_advice",
+    "a09_long_run_mixed_op_numbering",
     "a11_rewrite_each_epoch_stale_read",
     "a13_spawn_dataloader_worker_init",
     "a14_new_group_ranks_generator",

@@ -1591,11 +1591,15 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
     ``op=`` (one SUM, one MAX): gloo pairs them and each rank reduces its share of the tensor with its own op, so
     every rank gets the same mix, which is what no rank asked for, and nothing fails (review46b M1: a 4-element
     all_reduce of SUM and MAX summed one half and took the maximum of the other). Asked by :func:`rule_ok`."""
-    if f.cut:
-        return None
-    depth = min((len(c) for c in f.calls.values()), default=0)
-    for k in range(depth):
-        at = {r: c[k] for r, c in f.calls.items()}
+    if f.cut:  # pair what every rank kept by its number in the group's sequence (attack27 a09: SUM against MAX
+        # at call #101 of 8,000, in the kept head, was told "the calls every rank kept agree")
+        kept = {r: {e.pos: e for e in c if e.pos is not None and e.group is None} for r, c in f.calls.items()}
+        common = sorted(set.intersection(*(set(by_pos) for by_pos in kept.values()))) if kept else []
+        pairs = [(pos, {r: kept[r][pos] for r in kept}) for pos in common]
+    else:
+        depth = min((len(c) for c in f.calls.values()), default=0)
+        pairs = [(k + 1, {r: c[k] for r, c in f.calls.items()}) for k in range(depth)]
+    for number, at in pairs:
         first = next(iter(at.values()))
         op = ops.BY_NAME.get(first.name)
         if op is None or not op.reduces or any(e.name != first.name for e in at.values()):
@@ -1608,7 +1612,7 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
         sides = "; ".join(f"{rank_list(ranks)} passed op={op}" for op, ranks in by_op.items())
         return Diagnosis(
             "different-reduce-ops",
-            f"Ranks passed different reduce ops to {first.name} #{k + 1} ({sides}): every rank finished, but gloo "
+            f"Ranks passed different reduce ops to {first.name} #{number} ({sides}): every rank finished, but gloo "
             "does not check that the ops agree, and what comes back depends on the tensor's size and each rank's "
             "part in the algorithm: one rank's op, neither (4 ranks, 1 element, SUM and MAX: a value that is "
             "neither sum nor max), or a mix, element by element, on large tensors. It cannot be relied on.",
