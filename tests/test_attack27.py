@@ -17,6 +17,7 @@ FIXED = [
     "a05_spawned_child_no_group_advice",
     "a09_long_run_mixed_op_numbering",
     "a11_rewrite_each_epoch_stale_read",
+    "a12_ledger_subgroup_labels",
     "a13_spawn_dataloader_worker_init",
     "a14_new_group_ranks_generator",
 ]

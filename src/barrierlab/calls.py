@@ -236,13 +236,17 @@ def _lines_of(chain, at: int | None) -> str:
 
 def subgroup_calls(run: Run) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
     """Each subgroup the learner's code called collectives on: its members (as recorded, empty if never) and each
-    member's calls on it in order. Subgroups are numbered apart from the default group (:func:`collectives`)."""
+    member's calls on it in order. Subgroups are numbered apart from the default group (:func:`collectives`).
+    A group is its name and its members as each rank saw them: ranks that made their groups in different orders
+    or from different lists hold different groups under one name (attack27 a12: a "subgroup of ranks [0, 1]"
+    table with a column for rank 3)."""
     groups: dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]] = {}
     for r in run.ranks:
         for e in r.events:
             if e.is_collective and e.group is not None:
-                members, mine = groups.get(e.group, ((), {}))
-                groups[e.group] = (members or tuple(e.group_ranks or ()), mine)
+                key = e.group if not e.group_ranks else f"{e.group} {sorted(e.group_ranks)}"
+                members, mine = groups.get(key, ((), {}))
+                groups[key] = (members or tuple(e.group_ranks or ()), mine)
                 mine.setdefault(r.rank, []).append(e)
     return groups
 
