@@ -832,16 +832,34 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
     evidence = list(f.evidence) + _calls_by_op(f, k)
     evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
-    return Diagnosis(
-        "mismatched-collectives",
-        f"Different collectives at the same position: {_call_no(f)} is {_ops_at(f)}.",
-        evidence,
+    headline = f"Different collectives at the same position: {_call_no(f)} is {_ops_at(f)}."
+    advice = (
         "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
         f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
         "an all_reduce of an empty tensor, returns at once). Make every rank call the same "
         "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at "
-        "once while you develop.",
+        "once while you develop."
+    )
+    threaded = {r: e.lane for r, e in sorted(f.at_k.items()) if (e.lane or "").startswith("thread")}
+    if threaded:  # attack27 a06: a thread's barrier took a place in the group's sequence the main thread used
+        r, lane = next(iter(threaded.items()))
+        headline += (
+            f" Rank {r}'s call came from its {lane}, while its main thread made collectives on the same group: "
+            "the two threads' calls take places in the group's sequence in whatever order they happen, which "
+            "differs from rank to rank."
+        )
+        advice = (
+            "Collectives of two threads on one group pair by the order they happen in, on each rank: torch asks "
+            "for explicit synchronization when several threads issue collectives (new_group's docstring). Give the "
+            "thread's collectives a group of their own (one more dist.new_group() made by every rank before the thread starts, used only "
+            "by that thread), or make them in the main thread (join the thread first)."
+        )
+    return Diagnosis(
+        "mismatched-collectives",
+        headline,
+        evidence,
+        advice,
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
