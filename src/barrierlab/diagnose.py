@@ -186,7 +186,9 @@ class Diagnosis:
 
 
 def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> str:
-    n = len(calls)
+    # the calls' own numbers, not how many were kept: a record cut in the middle keeps its first and last calls
+    # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
+    n = max([len(calls)] + [e.seq for e in calls if isinstance(e.seq, int)])
     after = f"after {n} collective call{'s' if n != 1 else ''}"
     entries = [e for e in flight or () if not e.p2p]
     issued = [e.issuer for e in entries if e.issuer]
