@@ -117,6 +117,8 @@ def test_ended_ranks_and_ranks_without_events_are_described_plainly() -> None:
         live.describe(live.RankLive(0, t0=0.0, phase="joining"), 1.0) == "waiting for the other ranks to join the group"
     )
     assert live.describe(live.RankLive(0, t0=0.0, phase="called"), 1.0) == "running your code"
+    assert live.describe(live.RankLive(0, recorded=False), 1.0).startswith("not recorded (record=False)")
+    assert live.describe(live.RankLive(0, recorded=False, ended="finished"), 1.0) == "finished"
 
 
 def test_the_view_follows_the_start_up_phases_the_recorder_writes(tmp_path) -> None:

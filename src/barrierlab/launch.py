@@ -1335,7 +1335,7 @@ def _show_live(kind: str, spec: RunSpec, group: _RunningGroup, index: CodeIndex)
 
     events = [RankFiles(folder, rank).events for rank in range(world_size)]
     deadline = spec.options.deadline + (group.started_at - spec.t0)  # as the kernel counts it: from the start
-    return LiveView(kind, events, spec.t0, deadline, endings, where)
+    return LiveView(kind, events, spec.t0, deadline, endings, where, recorded=spec.options.record)
 
 
 def _discard(warm: _WarmProcess) -> None:

@@ -65,6 +65,8 @@ class RankLive:
     #: its start-up phase as the record says: None (starting), "joining" (waiting for the others to join the
     #: group) or "called" (its function runs)
     phase: str | None = None
+    #: False when the run records nothing (``record=False``): no line of the rank's is written until it ends
+    recorded: bool = True
     open: dict[int, _Open] = field(default_factory=dict)
     done: list[tuple[str, float, float]] = field(default_factory=list)  # (kind, start, end), since launch
     ended: str | None = None  # "finished", "raised RuntimeError", "exited with code 3", ...
@@ -117,6 +119,8 @@ def describe(state: RankLive, now: float, where: Callable[[tuple], str] | None =
     """One line: what the rank is doing at ``now`` (seconds since launch)."""
     if state.ended:
         return state.ended
+    if not state.recorded:  # review54 C5: "starting" for the whole of a record=False run
+        return "not recorded (record=False): how it ends is shown when it ends"
     if not state.open:
         if state.phase == "called" or state.done:
             return "running your code"
@@ -264,13 +268,14 @@ class LiveView:
         deadline: float,
         endings: Callable[[], dict[int, str]],
         where: Callable[[tuple], str] | None = None,
+        recorded: bool = True,
     ) -> None:
         self.kind = kind
         self.deadline = deadline
         self.launch_t0 = launch_t0
         self.endings = endings
         self.where = where
-        self.states = [RankLive(rank) for rank in range(len(event_paths))]
+        self.states = [RankLive(rank, recorded=recorded) for rank in range(len(event_paths))]
         self.tails = [EventTail(p, launch_t0) for p in event_paths]
         self._stop = threading.Event()
         self._draw_lock = threading.Lock()
