@@ -124,3 +124,30 @@ def test_a_rank_that_raised_reading_a_file_another_rank_was_writing_is_shown_the
     line = line_of(half_written_read, "# WRITES")
     found = [e for e in run.diagnosis.evidence if "last read before it raised was not ordered" in e]
     assert found and f"line {line}" in found[0] and "rank 1 opened it for writing" in found[0], run.diagnosis.evidence
+
+
+def half_written_read_alone(folder: str) -> None:
+    import json
+    import time
+
+    path = os.path.join(folder, "infos.json")
+    if dist.get_rank() == 1:
+        with open(path, "w") as f:
+            f.write('{"rows": ')
+            f.flush()
+            time.sleep(0.6)
+            f.write("3}")
+    else:
+        time.sleep(0.3)
+        with open(path) as f:
+            json.load(f)  # no collective at all: the rule for a rank that raised by itself
+
+
+def test_a_half_written_read_with_no_collective_is_not_told_as_no_collective_to_blame(tmp_path):
+    # review54 C4: "so no collective is to blame. Read the traceback", while run.races() listed the pair
+    run = bl.run(half_written_read_alone, 2, args=(str(tmp_path),), timeout=5)
+    d = run.diagnosis
+    assert d.headline.startswith("rank 0 raised"), d.headline
+    assert "no collective is to blame" not in d.headline and "half written" in d.headline, d.headline
+    assert any("last read before it raised was not ordered" in e for e in d.evidence), d.evidence
+    assert "barrier" in d.advice

@@ -2399,7 +2399,8 @@ def rule_spawn_inside_a_rank(f: Facts) -> Diagnosis | None:
         f"{rank_list(spawning)} {'was' if len(spawning) == 1 else 'were'} stopped at the deadline inside "
         f"torch.multiprocessing.spawn{at}: the program starts its own ranks, and it ran as a rank of a job already "
         f"launched, so each rank started processes of its own and waited for them. They are no ranks of this run: "
-        "nothing they did is recorded here, and a longer deadline does not help."
+        "nothing they did is recorded here, and children that start a process group of their own wait for peers "
+        "this run never starts."
     )
     evidence = _failure_evidence(f)
     advice = (
@@ -2620,6 +2621,14 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         if refused is not None and not no_group
         else "so no collective is to blame"
     )
+    # a file read while another rank wrote it, nothing ordering the two (review54 C4: a half-written JSON)
+    half_read = {} if unordered or no_group else {r: _unordered_read_evidence(f.run, r) for r in failed}
+    half_read = {r: lines for r, lines in half_read.items() if lines}
+    if half_read:
+        blame = (
+            "but nothing ordered the file it read against another rank's write of it: it may have read it half "
+            "written; a barrier (or another synchronising call) after the write is complete is missing"
+        )
     if unordered and not no_group:
         writers = rank_list(sorted({m[2] for m in unordered.values()}))
         blame = (
@@ -2629,8 +2638,8 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     child = no_group and _raised_in_child(f.run[first])
     if child:  # attack27 a05, a13: a collective in a spawned child (a process pool's task, a DataLoader worker)
         blame = (
-            f"and the call was made in {child}, a new Python process started with spawn or forkserver: it has none "
-            "of the rank's process group, whatever the rank initialised"
+            f"and the call was made in {child}, a child process with no process group: one started with spawn or "
+            "forkserver, or forked before the rank's init_process_group"
         )
     elif no_group:  # attack25 a03: a barrier after destroy_process_group() or before init_process_group() (the
         # recorder does not record either, so both are named)
@@ -2640,7 +2649,8 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             "destroy_process_group() had ended it"
         )
     headline = (
-        f"{who} raised {_clip(messages[first], 200)} at {where}{called_from(chains[first])}; "
+        # a child's frames follow the rank's in the traceback: no "called from" between them (review54 C3)
+        f"{who} raised {_clip(messages[first], 200)} at {where}{'' if child else called_from(chains[first])}; "
         f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
         f"collective calls, {blame}."
     )
@@ -2656,7 +2666,8 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         advice = (
             "Make collectives only in the rank's own process: give the child what it needs (the rank, the world "
             "size, tensors) as arguments and return its result to the rank, which then makes the collective "
-            "(a DataLoader's worker_init_fn and a process pool's tasks run in such children)."
+            "(a DataLoader's workers and a process pool's tasks are such children when they are spawned, or forked "
+            "before the rank's init_process_group)."
         )
     elif no_group:
         advice = (
@@ -2667,10 +2678,11 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
-    elif unordered and not no_group:
+    elif (unordered or half_read) and not no_group:
         advice = UNORDERED_FILE_ADVICE
     if not races:
         evidence += [line for _, lines, _ in missing.values() for line in lines]
+        evidence += [line for lines in half_read.values() for line in lines]
     evidence += _failure_evidence(f)
     return Diagnosis(
         "rank-failed",
@@ -2825,7 +2837,6 @@ def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
             continue  # a rank had ended first (rule_group_setup_failed, or that rank's own failure)
         n = sum(1 for e in calls if e.name == last.name)
         went_on = sorted(q for q, c in others.items() if len(c) > k)
-        timeout = last.timeout if last.timeout is not None else f.run.timeout
         headline = (
             f"rank {r} failed in {last.name} #{n} at {where_text(last)}: gloo could not connect the new group "
             f"(“{_clip(tidy(last.error).strip().splitlines()[-1] if tidy(last.error).strip() else last.error)}”), "
@@ -2840,11 +2851,11 @@ def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
         evidence = _failure_evidence(f)
         advice = (
             "Nothing in the ranks' calls explains it: gloo opens a connection between every two members of a new "
-            "group and waits for each as long as the group's timeout"
-            + (f" ({timeout:g} s here)" if isinstance(timeout, (int, float)) else "")
-            + "; a connection that breaks while it is made fails this way (on a busy machine it can happen with a "
-            "short timeout). Run it again; if it recurs, give init_process_group a longer timeout, and check that "
-            "no member's process ended or was stopped at that moment."
+            "group, and a connection that breaks while it is made fails this way (barrierlab's tests saw it once in "
+            "75 runs of a 4-rank program on a busy machine). Run it again; if it recurs, check that no member's "
+            "process ended or was stopped at that moment."
+            # (no timeout advice: new_group waits with its own timeout=, torch's default when none is given, not
+            # init_process_group's; review54 C1, C2)
         )
         return Diagnosis("rank-failed", headline, evidence, advice, ranks=[r], site=_site(last))
     return None
