@@ -16,6 +16,7 @@ FIXED = [
     "a04_forked_process_timeline",
     "a05_spawned_child_no_group_advice",
     "a06_thread_collective_advice",
+    "a07_json_in_pieces_read_early",
     "a09_long_run_mixed_op_numbering",
     "a11_rewrite_each_epoch_stale_read",
     "a12_ledger_subgroup_labels",

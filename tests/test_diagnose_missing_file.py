@@ -151,3 +151,21 @@ def test_a_half_written_read_with_no_collective_is_not_told_as_no_collective_to_
     assert "no collective is to blame" not in d.headline and "half written" in d.headline, d.headline
     assert any("last read before it raised was not ordered" in e for e in d.evidence), d.evidence
     assert "barrier" in d.advice
+
+
+def raises_a_json_error() -> None:
+    import json
+
+    json.loads('{"rows": ')
+
+
+def test_an_exception_not_rebuilt_in_the_notebook_keeps_its_own_type_name():
+    # attack27 a07: json.JSONDecodeError (it has its own __reduce__, so it is not rebuilt here) was shown as
+    # "raised RuntimeError: JSONDecodeError: ..."
+    from barrierlab.result import RaisedElsewhere
+
+    run = bl.run(raises_a_json_error, 2, timeout=5)
+    assert isinstance(run[0].exception, RaisedElsewhere) and isinstance(run[0].exception, RuntimeError)
+    assert run[0].exception.type_name == "JSONDecodeError"
+    assert run[0].error_message.startswith("JSONDecodeError: Expecting value"), run[0].error_message
+    assert "raised JSONDecodeError" in run.diagnosis.headline and "RuntimeError" not in run.diagnosis.headline

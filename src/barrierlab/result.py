@@ -137,7 +137,11 @@ class RankResult:
             text = error_message(self.exception)
             if text.startswith(UNSHOWN) and self._message and not self._message.startswith(UNSHOWN):
                 text = self._message  # attack24 a08: its str() ran on the rank, not after the trip here
-            return tidy(f"{type(self.exception).__name__}: {_with_inner_errors(text)}")
+            if isinstance(self.exception, RaisedElsewhere) and self.exception.type_name:
+                kind, text = self.exception.type_name, self.exception.message
+            else:
+                kind = type(self.exception).__name__
+            return tidy(f"{kind}: {_with_inner_errors(text)}")
         return tidy(self.traceback.strip().splitlines()[-1]) if self.traceback.strip() else ""
 
     def summary(self) -> str:
@@ -244,9 +248,19 @@ def _with_inner_errors(message: str) -> str:
     return f"{head}{'; '.join(inner[:3])}{more} (where the tracebacks it holds end; it begins: {first})"
 
 
+class RaisedElsewhere(RuntimeError):
+    """The stand-in for an exception a rank raised whose class is not rebuilt in the notebook (one with its own
+    ``__reduce__``, such as ``json.JSONDecodeError``, or one not sent): a RuntimeError whose ``type_name`` is the
+    rank's exception's type, which the run's messages show (attack27 a07: "raised RuntimeError: JSONDecodeError")."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}" if type_name else message)
+        self.type_name, self.message = type_name, message
+
+
 def rebuild_exception(error_type: str, message: str) -> BaseException:
     """A stand-in for an exception that was not (or could not be) sent: the built-in type when it is one
-    (``builtins.ValueError`` -> ValueError(message)), else a RuntimeError naming the type."""
+    (``builtins.ValueError`` -> ValueError(message)), else a :class:`RaisedElsewhere` naming the type."""
     import builtins
 
     module, _, name = error_type.rpartition(".")
@@ -256,7 +270,7 @@ def rebuild_exception(error_type: str, message: str) -> BaseException:
             return kind(message)
         except Exception:
             pass
-    return RuntimeError(f"{name}: {message}" if name else message)
+    return RaisedElsewhere(name, message)
 
 
 @dataclass
