@@ -98,7 +98,12 @@ NCCL_FORMED_NOTE = (
     "* once the group's NCCL communicator exists; without init_process_group(device_id=...) "
     "a group's first collective forms it and holds every rank"
 )
-ORDERERS = "a barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv between them would order them"
+#: (review54 M4: "between them" is after the change is complete: a barrier after a write's open but before its
+#: close still let the reader find half the file)
+ORDERERS = (
+    "a barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv between them, once "
+    "the change is complete (the file written and closed), would order them"
+)
 
 
 def _sorted_events(run, rank: int):
