@@ -812,3 +812,20 @@ def test_a_work_wait_is_one_legend_entry_whatever_name_the_recorder_gave_it():
     legend += [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     waiting = [text for text in legend if "Work.wait" in text]
     assert waiting and all(text.count("Work.wait") == 1 for text in waiting), (legend, names)
+
+
+def test_a_timeline_of_cut_records_says_their_middle_was_not_drawn():
+    # attack27 a10: the dropped middle of 9,000 barriers was drawn as plain running, with nothing said
+    import barrierlab as bl
+
+    def many(n):
+        import torch.distributed as dist
+
+        for _ in range(n):
+            dist.barrier()
+
+    run = bl.run(many, 2, args=(6000,), timeout=30, deadline=90, live=False)
+    assert run.ok and run.events_dropped, run
+    title = run.timeline().axes[0].get_title()
+    assert "the middle of the records of ranks 0, 1 was not read" in title, title
+    assert "rank 0" not in run.timeline(title="mine").axes[0].get_title()
