@@ -110,13 +110,8 @@ def test_a_flooded_event_file_is_skipped_ahead_within_the_read_budget(tmp_path) 
 def test_ended_ranks_and_ranks_without_events_are_described_plainly() -> None:
     assert live.describe(live.RankLive(0, ended="raised RuntimeError"), 1.0) == "raised RuntimeError"
     assert live.describe(live.RankLive(0), 1.0) == "starting"
-    # a rank whose record has only its start line is still in barrierlab's start-up (loading its call, joining the
-    # group): not yet running the learner's code (attack26 a22)
-    assert live.describe(live.RankLive(0, t0=0.0), 1.0) == "starting"
-    assert (
-        live.describe(live.RankLive(0, t0=0.0, phase="joining"), 1.0) == "waiting for the other ranks to join the group"
-    )
-    assert live.describe(live.RankLive(0, t0=0.0, phase="called"), 1.0) == "running your code"
+    assert live.describe(live.RankLive(0, phase="joining"), 1.0) == "waiting for the other ranks to join the group"
+    assert live.describe(live.RankLive(0, phase="called"), 1.0) == "running your code"
     assert live.describe(live.RankLive(0, recorded=False), 1.0).startswith("not recorded (record=False)")
     assert live.describe(live.RankLive(0, recorded=False, ended="finished"), 1.0) == "finished"
 
@@ -129,20 +124,24 @@ def test_the_view_follows_the_start_up_phases_the_recorder_writes(tmp_path) -> N
     record.start(str(path), 0)
     try:
         tail = live.EventTail(str(path), 0.0)
+        # a rank whose record has only its start line is still in barrierlab's start-up (loading its call, joining
+        # the group): not yet running the learner's code (attack26 a22)
+        tail.poll(state)
+        seen.append(live.describe(state, 1.0))
         for step in ("joining", "called"):
             record.phase(step)
             tail.poll(state)
             seen.append(live.describe(state, 1.0))
     finally:
         record.stop()
-    assert seen == ["waiting for the other ranks to join the group", "running your code"]
+    assert seen == ["starting", "waiting for the other ranks to join the group", "running your code"]
     assert events.read_record(str(path)).malformed == 0
     with pytest.raises(ValueError, match="phase"):
         record.phase("running")
 
 
 def test_the_html_view_names_every_rank_and_the_time_left() -> None:
-    states = [live.RankLive(0, ended="finished"), live.RankLive(1, t0=0.0)]
+    states = [live.RankLive(0, ended="finished"), live.RankLive(1, phase="called")]
     page = live.render_html(states, now=2.0, deadline=5.0)
     assert "rank 0" in page and "rank 1" in page and "deadline in 3.0 s" in page and "<svg" in page
 

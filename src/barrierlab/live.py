@@ -61,7 +61,6 @@ class RankLive:
     """What the view knows of one rank: its open calls, the intervals it has finished, and how it ended."""
 
     rank: int
-    t0: float | None = None
     #: its start-up phase as the record says: None (starting), "joining" (waiting for the others to join the
     #: group) or "called" (its function runs)
     phase: str | None = None
@@ -90,10 +89,8 @@ class EventTail:
             self._apply(item, state)
 
     def _apply(self, event: dict, state: RankLive) -> None:
-        if "meta" in event:
-            if event["meta"] == "start":
-                state.t0 = event.get("t0")
-            elif event["meta"] in ("joining", "called"):
+        if "meta" in event:  # the start line says nothing the view shows; the phase lines do
+            if event["meta"] in ("joining", "called"):
                 state.phase = event["meta"]
             return
         if "kind" in event:
