@@ -2332,11 +2332,7 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
         return None
     found: dict[int, Event] = {}
     for r in f.failed:
-        calls = [
-            e
-            for e in f.run[r].events
-            if e.kind in ("collective", "p2p") and e.lane and e.lane.startswith("process") and e.never_left
-        ]
+        calls = [e for e in f.run[r].events if e.kind in ("collective", "p2p") and e.in_child_process and e.never_left]
         if calls:
             found[r] = calls[0]
     if not found:
@@ -2621,8 +2617,9 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         if refused is not None and not no_group
         else "so no collective is to blame"
     )
+    found_races = ordering.races(f.run)  # built once: the model of a long run is not cheap
     # a file read while another rank wrote it, nothing ordering the two (review54 C4: a half-written JSON)
-    half_read = {} if unordered or no_group else {r: _unordered_read_evidence(f.run, r) for r in failed}
+    half_read = {} if unordered or no_group else {r: _unordered_read_evidence(f.run[r], found_races) for r in failed}
     half_read = {r: lines for r, lines in half_read.items() if lines}
     if half_read:
         blame = (
@@ -2657,7 +2654,7 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     evidence = []
     races = [
         race
-        for race in ordering.races(f.run)
+        for race in found_races
         if race.made and race.made.rank not in failed and any(x.rank in failed for x in (race.first, race.second))
     ]
     races.sort(key=lambda race: (not _used(race).event.error, -len(race.made.path)))
@@ -2716,6 +2713,12 @@ def _used(race) -> ordering.Access:
 _GROUP_MAKERS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"})
 
 
+def _failed_connecting(error: str) -> bool:
+    """Whether a group-making call's error is gloo failing to connect the group (connectFullMesh: a closed
+    connection or a rendezvous that did not complete)."""
+    return (explain_error(error) or ("",))[0] in ("peer gone", "rendezvous")
+
+
 def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
     """A rank failed while making a process group because a member had already returned and its process ended
     (attack24 a09, attack22 a11: rank 3 skipped its subgroup's all_reduce and returned while rank 2 was still
@@ -2729,7 +2732,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         last = calls[-1] if calls else None
         if last is None or last.name not in _GROUP_MAKERS or not last.error:
             continue
-        if (explain_error(last.error) or ("",))[0] not in ("peer gone", "rendezvous"):  # connectFullMesh failed
+        if not _failed_connecting(last.error):
             continue
         gone = [
             q.rank
@@ -2827,7 +2830,7 @@ def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
         last = calls[-1] if calls else None
         if last is None or last.name not in _GROUP_MAKERS or not last.error or last.end is None:
             continue
-        if (explain_error(last.error) or ("",))[0] not in ("peer gone", "rendezvous"):
+        if not _failed_connecting(last.error):
             continue
         k = len(calls)
         others = {q: c for q, c in f.calls.items() if q != r}
@@ -2837,9 +2840,10 @@ def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
             continue  # a rank had ended first (rule_group_setup_failed, or that rank's own failure)
         n = sum(1 for e in calls if e.name == last.name)
         went_on = sorted(q for q, c in others.items() if len(c) > k)
+        said = tidy(last.error).strip()
         headline = (
             f"rank {r} failed in {last.name} #{n} at {where_text(last)}: gloo could not connect the new group "
-            f"(“{_clip(tidy(last.error).strip().splitlines()[-1] if tidy(last.error).strip() else last.error)}”), "
+            f"(“{_clip(said.splitlines()[-1] if said else last.error)}”), "
             "though no rank had ended and every rank had made the same "
             f"{k} call{'s' if k != 1 else ''} until then."
         )
@@ -3110,19 +3114,19 @@ def _missing_path(result) -> str | None:
     return match.group(1) if match else None
 
 
-def _unordered_read_evidence(run: Run, rank: int) -> list[str]:
-    """For a rank that raised: the ordering model's race between its last read of a file and another rank's
-    change of it, when nothing ordered the two (round 30's datasets item: rank 0's json.load raised while rank 1
+def _unordered_read_evidence(result, races: list) -> list[str]:
+    """For a rank that raised (``result``): the race of ``races`` (the run's ordering model) between its last read
+    of a file and another rank's change of it (round 30's datasets item: rank 0's json.load raised while rank 1
     rewrote dataset_infos.json; the diagnosis named rank 0's line only). What it read may have been half
     written: the race names the other rank's line, the cause."""
-    result = run[rank]
     if result.status != RAISED:
         return []
+    rank = result.rank
     reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
     if not reads:
         return []
     last = reads[-1]
-    for race in ordering.races(run):
+    for race in races:
         if race.made:
             continue
         mine = next((a for a in (race.first, race.second) if a.rank == rank and a.event is last), None)
@@ -3179,12 +3183,8 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         what = "it" if named(e.path) else f"its folder {e.path}"
         verb = f"removed {what}" if how == "removed" else how
         return "gone", [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"], who
-    if made:
-        return (
-            "",
-            [],
-            None,
-        )  # made and not removed: gone by other means (another process, a mount) — the record cannot say
+    if made:  # made and not removed: gone by other means (another process, a mount) — the record cannot say
+        return "", [], None
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
         return (
@@ -3261,9 +3261,13 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
                 f"{rank_list(causes[:1])} raised in its own code:" + "".join("\n    " + line for line in lines),
                 *evidence,
             ]
+    found_races = None  # the ordering model, built only when a cause raised with nothing missing to tell
     for rank in causes:
         missing = _missing_file_evidence(run, rank)
-        evidence += missing or _unordered_read_evidence(run, rank)
+        if not missing and run[rank].status == RAISED:
+            found_races = ordering.races(run) if found_races is None else found_races
+            missing = _unordered_read_evidence(run[rank], found_races)
+        evidence += missing
     explained = {r: explain_error(run[r].error_message) for r in causes}
     stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
     if stdin:

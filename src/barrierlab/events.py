@@ -20,7 +20,7 @@ killed or hangs still leaves the record of what it entered and never left:
     group's), ``async``, ``aliased`` (true: one tensor filled several slots of the call's output list);
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``new_group`` the members it was asked
-    for, ``made`` (sorted; absent for all ranks); for ``kind`` "file" the ``path`` (a
+    for, ``made`` (sorted, unless ``sort_ranks=False``; absent for all ranks); for ``kind`` "file" the ``path`` (a
     rename's target in ``to``) and the ``call`` (``torch.save``, ``dcp.save``) that opened it; for "store"
     the ``keys`` (with the prefixes of the learner's ``PrefixStore``s: "train/ready"), an ``add``'s ``amount`` and
     the value a ``set``/``compare_set`` wrote (``written``, when shorter than 64 characters);
@@ -158,7 +158,8 @@ class Event:
     #: A call on a process group other than the default one: its name and its members' global ranks.
     group: str | None = field(default=None, repr=False)
     group_ranks: list[int] | None = field(default=None, repr=False)
-    #: A ``new_group`` call: the members it asked for (sorted), as this rank passed them (None: all ranks).
+    #: A ``new_group`` call: the members it asked for as this rank passed them, sorted as torch sorts them
+    #: (unless ``sort_ranks=False``: in the order given); None: all ranks, or not given as a list.
     made: list[int] | None = field(default=None, repr=False)
     #: ``kind == "file"``: the path written, read, renamed or removed (a rename's target in ``to``), and for
     #: ``torch.save``/``torch.load``/DCP the call that did it.
@@ -197,6 +198,12 @@ class Event:
     @property
     def duration(self) -> float | None:
         return None if self.end is None else self.end - self.start
+
+    @property
+    def in_child_process(self) -> bool:
+        """Made in a child process forked from the rank (its lane "process 4242[, thread ...]"), not by the rank's
+        own process: a DataLoader worker, a multiprocessing.Process."""
+        return (self.lane or "").startswith("process")
 
     @property
     def never_left(self) -> bool:

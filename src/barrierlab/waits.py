@@ -152,7 +152,7 @@ def drawn(events) -> list[Event]:
     time they took inside the spans around them. A child process forked from the rank (a DataLoader worker, a
     multiprocessing.Process) is not the rank: its calls are not the rank's waits (attack27 a04: a child stuck in
     all_reduce drew its rank "stuck in all_reduce #1", idle 100 %, while the rank waited in p.join())."""
-    return [e for e in events if e.kind not in HANDOFF_KINDS and not (e.lane or "").startswith("process")]
+    return [e for e in events if e.kind not in HANDOFF_KINDS and not e.in_child_process]
 
 
 def lanes(
@@ -161,18 +161,20 @@ def lanes(
     """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
     if hasattr(run, "ranks"):
         positions, torch_calls = _numbering(run)
-        found = [
-            Lane(
-                r.rank,
-                drawn(r.events),
-                _first(r.started, drawn(r.events)),
-                r.ended,
-                r.status,
-                positions.get(r.rank),
-                torch_calls.get(r.rank, []),
+        found = []
+        for r in run.ranks:
+            events = drawn(r.events)  # once per rank: a long record holds tens of thousands
+            found.append(
+                Lane(
+                    r.rank,
+                    events,
+                    _first(r.started, events),
+                    r.ended,
+                    r.status,
+                    positions.get(r.rank),
+                    torch_calls.get(r.rank, []),
+                )
             )
-            for r in run.ranks
-        ]
         total = float(run.elapsed)
     else:
         found = []
@@ -400,17 +402,12 @@ def find_releases(found: list[Lane]) -> list[Release]:
 
     Collectives are matched by their number: their position in the group's sequence when torch's flight
     recorder of every rank was read (as ``run.ledger()`` numbers them), else each rank's own call number
-    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them. Nor are
-    a forked child's calls (its own copy of the group), or a call no rank ever left: nothing released it
-    (attack25 a11: a DataLoader worker's barrier, which never returned, drawn as released).
+    (``Event.seq``).  Collectives torch issued itself are not included: gloo records no end for them. Nor is a
+    call no rank ever left: nothing released it (attack25 a11: a DataLoader worker's barrier, which never
+    returned, drawn as released; a lane holds no forked child's calls, see :func:`drawn`).
     """
     per_rank = [
-        {
-            number(e, lane): e
-            for e in lane.events
-            if e.kind == "collective" and number(e, lane) and not (e.lane or "").startswith("process")
-        }
-        for lane in found
+        {number(e, lane): e for e in lane.events if e.kind == "collective" and number(e, lane)} for lane in found
     ]
     if not per_rank:
         return []
