@@ -18,6 +18,7 @@ FIXED = [
     "a06_thread_collective_advice",
     "a07_json_in_pieces_read_early",
     "a09_long_run_mixed_op_numbering",
+    "a10_long_run_straggler_cut_record",
     "a11_rewrite_each_epoch_stale_read",
     "a12_ledger_subgroup_labels",
     "a13_spawn_dataloader_worker_init",

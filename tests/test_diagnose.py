@@ -1398,3 +1398,28 @@ def test_a_rank_inside_ddps_all_reduce_is_not_said_to_have_run_its_loop_fewer_ti
     headline = run.diagnosis.headline
     assert not headline.startswith("A loop ran a different number of times"), headline
     assert "DDP backward's gradient all_reduce" in headline, headline
+
+
+def rank_1_blocks_before_barrier(stop, steps):
+    """attack27 a10, shortened: a long loop of barriers; before barrier ``stop + 1`` rank 1 blocks for good."""
+    for step in range(steps):
+        if dist.get_rank() == 1 and step == stop:
+            time.sleep(3600)
+        dist.barrier()
+
+
+def test_a_stuck_run_whose_records_were_cut_names_the_calls_by_their_own_numbers(monkeypatch):
+    """attack27 a10: with the middle of each record not read, the diagnosis said "call #4997" for the 8,501st
+    barrier (the position among the calls kept), and run.waits() counted the kept events without saying so."""
+    from barrierlab import collect
+
+    monkeypatch.setattr(collect, "EVENT_LINES_PER_RUN", 0)  # keep 500 lines at each end of a record
+    run = bl.run(rank_1_blocks_before_barrier, 2, args=(1500, 1800), timeout=60, deadline=8, live=False)
+    assert run.statuses == ["stopped at deadline"] * 2, run
+    assert set(run.events_dropped) == {0, 1}, run.events_dropped
+    text = str(run.diagnosis)
+    assert "call #1501 (barrier)" in text and "rank 0 called barrier #1501" in text, text
+    assert "its last was barrier #1500" in text and "after 1500 collective calls" in text, text
+    summary = run.waits().summary()
+    assert "the middle of the records of ranks 0, 1 was not read" in summary, summary
+    assert "was not read" in run.waits().table(), run.waits().table()

@@ -302,6 +302,17 @@ class Facts:
     evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
 
     @property
+    def number(self) -> int | None:
+        """The number to print for call #k: ``first_diff``, or the calls' own number (``Event.seq``) where some
+        rank's record was cut in the middle, so that the position among the calls kept is not the call's number
+        (attack27 a10: "call #4997" for the 8,501st barrier)."""
+        if self.first_diff and any(d.cuts_order for d in self.run.events_dropped.values()):
+            seqs = {e.seq for e in self.at_k.values()}
+            if len(seqs) == 1 and isinstance(seq := next(iter(seqs)), int) and seq > 0:
+                return seq
+        return self.first_diff
+
+    @property
     def failed(self) -> list[int]:
         """The ranks that did not finish, of those whose record was read (of the others nothing is known)."""
         return [r.rank for r in self.run.ranks if not r.ok and r.recorded]
@@ -791,7 +802,7 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     underlying = {ops.underlying(e.name) for e in f.at_k.values()}
     if len(underlying) != 1:
         return None
-    k = f.first_diff
+    k = f.number
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k) + _abort_evidence(f)
     return Diagnosis(
         "silently-paired",
@@ -830,7 +841,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         return None
     if f.split and f.split.from_torch:
         return None  # torch's own collectives diverged first: rule_torch_divergence explains it
-    k, run = f.first_diff, f.run
+    k, run = f.number, f.run
     evidence = list(f.evidence) + _calls_by_op(f, k)
     evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
@@ -871,7 +882,7 @@ def _call_no(f: Facts) -> str:
     """'call #k' (the ranks' k-th collective on the group), with the ledger's row when the ledger, which numbers
     calls by their position in the group's sequence, puts it elsewhere (attack15 a13: a ``monitored_barrier``
     or a ``broadcast_object_list`` before it takes two positions): "call #2 (row 3 of the ledger)"."""
-    k = f.first_diff
+    k = f.number
     rows = sorted(set(positions_in_group(f.run, f.at_k).values()))
     if not rows or rows == [k]:
         return f"call #{k}"
@@ -939,7 +950,7 @@ def rule_checkpoint_on_some_ranks(f: Facts) -> Diagnosis | None:
     if not elsewhere and not f.missing:
         return None
     callers = sorted(r for r, e in inside.items() if e.within == event.within)
-    k, run = f.first_diff, f.run
+    k, run = f.number, f.run
     others = []
     by_op: dict[str, list[int]] = {}
     for rank, e in sorted(elsewhere.items()):
@@ -1253,7 +1264,7 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     it = "them" if len(failed) > 1 else "it"
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
         then = (
-            f"so the others were in {event.name} #{f.first_diff} and failed there when the connections to "
+            f"so the others were in {event.name} #{f.number} and failed there when the connections to "
             f"{rank_list(failed)} closed"
         )
     else:
@@ -1261,11 +1272,11 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
         waited = [r for r in sorted(f.at_k) if not f.run[r].ok]
         if left and waited:  # review46b M4: ranks that finished were said to have waited
             then = (
-                f"so {rank_list(waited)} waited for {it} in {event.name} #{f.first_diff} ({rank_list(left)} had "
+                f"so {rank_list(waited)} waited for {it} in {event.name} #{f.number} ({rank_list(left)} had "
                 "what they needed from it and left)"
             )
         else:
-            then = f"so the others waited for {it} in {event.name} #{f.first_diff}"
+            then = f"so the others waited for {it} in {event.name} #{f.number}"
     return _rank_failed(f.run, failed, then, _arrival_evidence(f), _site(event))
 
 
@@ -1283,7 +1294,7 @@ def _peers_failed_when_connections_closed(f: Facts, at: dict[int, Event] | None 
 
 
 def _arrival_evidence(f: Facts) -> list[str]:
-    k, run = f.first_diff, f.run
+    k, run = f.number, f.run
     arrived = sorted(f.at_k)
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
@@ -1296,7 +1307,7 @@ def _arrival_evidence(f: Facts) -> list[str]:
         last = {r: f.calls[r][-1] for r in same if f.calls[r]}
         if last and len({_chain_key(e) for e in last.values()}) == 1 and len(last) == len(same):
             e = last[same[0]]
-            n = len(f.calls[same[0]])
+            n = e.seq if f.number != f.first_diff and isinstance(e.seq, int) else len(f.calls[same[0]])
             how += f"; {'their' if len(same) > 1 else 'its'} last was {_op_name(e)} #{n} {_called_at(e)}"
         evidence.append(f"{rank_list(same)} never made a {ordinal(k)} collective call: {they} {how}")
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
@@ -1388,7 +1399,7 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         r, entry = next(iter(inside.items()))
         return Diagnosis(
             "torch-collective-diverged",
-            f"{rank_list(arrived)} made {event.name} #{f.first_diff} at {_place(event)} while "
+            f"{rank_list(arrived)} made {event.name} #{f.number} at {_place(event)} while "
             f"{rank_list(sorted(inside))} {'was' if len(inside) == 1 else 'were'} in {_entry_origin(entry)} "
             f"(a collective torch issued itself, seen in {'its' if len(inside) == 1 else 'their'} flight record), "
             f"which {rank_list(arrived)} never made: the ranks are one collective apart from there.",
@@ -1439,11 +1450,11 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     places = _by_place(f.at_k, site_key)  # where each arrived rank made it (attack23 a04: rank 0's line for all)
     if len(places) == 1:
         made = (
-            f"{rank_list(arrived)} called {_op_name(event)} #{f.first_diff} at {where_text(event)}"
+            f"{rank_list(arrived)} called {_op_name(event)} #{f.number} at {where_text(event)}"
             f"{called_from(chain_of(event), _missing_parting(f, event))}"
         )
     else:
-        made = f"{_op_name(event)} #{f.first_diff} was called by " + ", and by ".join(
+        made = f"{_op_name(event)} #{f.number} was called by " + ", and by ".join(
             f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
         )
     return Diagnosis(

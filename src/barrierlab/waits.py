@@ -12,7 +12,7 @@ import bisect
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from barrierlab.calls import collective_calls
@@ -100,6 +100,19 @@ class Waits:
     releases: tuple[Release, ...]
     total: float
     wait_total: float
+    #: rank -> events in the middle of its record that were not read (a very long record): their time is not in
+    #: ``wait`` or ``releases`` (attack27 a10: waits counted from the kept events only, without saying so)
+    not_read: Mapping[int, str] = field(default_factory=dict)
+
+    def _not_read_note(self) -> str:
+        if not self.not_read:
+            return ""
+        ranks = sorted(self.not_read)
+        who = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+        return (
+            f" (the middle of the records of {who} was not read: {', '.join(self.not_read[r] for r in ranks)} "
+            "events; their waits are not counted)"
+        )
 
     @property
     def shown_last(self) -> int | None:
@@ -132,13 +145,15 @@ class Waits:
             elif n.end is None:
                 mark += "  (never ended)"
             rows.append(f"{rank:>4}  {active:>9.3f}  {n.wait:>9.3f}  {100 * n.idle_fraction:>5.0f}%{mark}")
-        rows.append(f"run: {self.total:.3f} s, all ranks waited {self.wait_total:.3f} s in total")
+        rows.append(
+            f"run: {self.total:.3f} s, all ranks waited {self.wait_total:.3f} s in total{self._not_read_note()}"
+        )
         return "\n".join(rows)
 
     def summary(self) -> str:
         """One line: how long the ranks waited, and for whom."""
         idle = ", ".join(f"{100 * n.idle_fraction:.0f}%" for n in self.ranks.values())
-        line = f"waited {self.wait_total:.3f} s in all (idle by rank: {idle})"
+        line = f"waited {self.wait_total:.3f} s in all (idle by rank: {idle}){self._not_read_note()}"
         if self.straggler is not None:
             return f"{line}; rank {self.straggler} was the straggler: the others waited for it"
         if self.shown_last is not None:
@@ -394,7 +409,9 @@ def measure(run, ends: Sequence[float | None] | None = None, *, starts: Sequence
     ``starts``) give when each rank's function ended (began): by default the last event's end (None if an
     event never ended) and the first event's start (0, the launch, if it has no events but an end).
     """
-    return from_lanes(*lanes(run, ends, starts))
+    found = from_lanes(*lanes(run, ends, starts))
+    dropped = {rank: str(d) for rank, d in (getattr(run, "events_dropped", None) or {}).items() if d}
+    return replace(found, not_read=dropped) if dropped else found
 
 
 def find_releases(found: list[Lane]) -> list[Release]:
