@@ -850,7 +850,8 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         "Collectives pair by their position in the group's sequence, not by name; ops that gloo runs "
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
         f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
-        "an all_reduce of an empty tensor, returns at once). Make every rank call the same "
+        "an all_reduce of an empty tensor, returns at once on gloo: tests/test_ordering_races.py measures it). Make "
+        "every rank call the same "
         "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at "
         "once while you develop."
     )
@@ -1769,7 +1770,7 @@ _LATE_ADVICE = (
     "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
     "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's: "
     "`ProcessGroupNCCL::barrier` in ProcessGroupNCCL.cpp) — then "
-    "gloo raises, and the group cannot be used again. Raise the timeout above the time the slow rank needs "
+    "gloo raises, and the group cannot be used again (notebook 04 §1 shows it). Raise the timeout above the time the slow rank needs "
     "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the "
     "long preparation before the group starts waiting (before init_process_group, or into a separate step that "
     f"caches its result); {DEFAULT_TIMEOUTS}."

@@ -786,6 +786,15 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_CODE_CHARS = 1024 * 1024
 
 
+def _ends_on_gloo(who: str, fail: str = "fail") -> str:
+    """How gloo ends that wait when ``who`` ends its process: at once only for ranks waiting on it at that moment
+    (review55b M1: at 8 ranks, with the failing ranks alive, ranks 2 and 4 waited the full timeout)."""
+    return (
+        f"{fail} on gloo when {who} ends its process (at once for the ranks waiting on it then; the others as "
+        "those fail and end, else at the timeout)"
+    )
+
+
 def _check_code_size(size: int, path: object) -> None:
     if size > MAX_CODE_CHARS:
         raise LintError(
@@ -4934,8 +4943,8 @@ class _Analysis:
             why = (
                 f"only ranks where `{cond}` is true make this backward's gradient all_reduce: the others make the "
                 f"same call at line {line}, inside `{unit.text(block.items[0].context_expr)}`, where DDP's backward "
-                "makes no gradient all_reduce, so it waits until the timeout, fails at once on gloo when a rank that "
-                "made none ends its process, or pairs with a different collective"
+                "makes no gradient all_reduce, so it waits until the timeout, "
+                f"{_ends_on_gloo('a rank that made none', 'fails')}, or pairs with a different collective"
             )
             fix = (
                 f"the same call at line {line} runs inside `{unit.text(block.items[0].context_expr)}`: enter "
@@ -5037,8 +5046,8 @@ def _explain(
         kind, fix = "rank-dependent-loop", _LOOP_FIX
         why = (
             f"this {short} runs once per iteration of a loop over `{cond}`, which differs between ranks, "
-            "so ranks call it a different number of times: the extra calls wait until the timeout, fail at once "
-            "on gloo when the ranks with fewer iterations end their processes, or pair silently with a later "
+            "so ranks call it a different number of times: the extra calls wait until the timeout, "
+            f"{_ends_on_gloo('a rank with fewer iterations')}, or pair silently with a later "
             "collective of the other ranks"
         )
     elif reason == "early-exit":
@@ -5046,8 +5055,8 @@ def _explain(
         who = f"ranks whose own data makes the `try` raise (`{cond}`)" if cond.startswith("except") else ""
         why = (
             f"{who or f'ranks where `{cond}` is true'} leave early{exit_text} and never reach this {short}, "
-            "so the remaining ranks wait in it until the timeout, on gloo fail at once when a leaving rank's process "
-            "ends, or pair it with a later collective"
+            f"so the remaining ranks wait in it until the timeout, {_ends_on_gloo('a leaving rank')}, or pair it "
+            "with a later collective"
         )
         fix = f"let every rank reach `{call}` before any rank leaves (or skip only the rank-specific work)"
         if who:
@@ -5061,7 +5070,7 @@ def _explain(
             f"ranks where `{cond}` is true raise inside this block{exit_text}, and an exception skips the barrier "
             "main_process_first makes when its block ends (the code after its yield), so the other ranks wait in "
             "the barrier it made them enter first until the timeout while the raising rank lives on (it catches "
-            "the error), or fail at once on gloo when its process ends"
+            f"the error), or {_ends_on_gloo('it')}"
         )
         fix = (
             "leave the block normally on every rank: catch the error inside it, and raise it after the block (or "
@@ -5128,7 +5137,7 @@ def _explain(
             f"this {short} sits in the `try` at line {tried}, whose `{cond}` handler at line {handled} goes on "
             "after the error: a rank whose own work in the `try` (its data, memory or files) raises before this "
             "call jumps to the handler and never makes it, while the other ranks do, so they wait in it until the "
-            "timeout, fail at once on gloo when the raising rank ends its process, or pair it with that rank's "
+            f"timeout, {_ends_on_gloo('the raising rank')}, or pair it with that rank's "
             "next collective (silently wrong data, or an abort for another size)"
         )
         fix = (
@@ -5145,7 +5154,7 @@ def _explain(
         what = "what it issues waits" if "(DDP forward)" in short else "it waits"
         why = (
             f"only ranks where `{cond}` is true reach this {short}; the others never call it, "
-            f"so {what} until the timeout, fails at once on gloo when a rank that skipped it ends its process, "
+            f"so {what} until the timeout, {_ends_on_gloo('a rank that skipped it', 'fails')}, "
             "or pairs with a different collective"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
