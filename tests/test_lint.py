@@ -2566,3 +2566,31 @@ def test_a_backward_whose_twin_runs_inside_no_sync_on_the_other_ranks_says_so() 
     assert "the others make the same call at line 10, inside `ddp.no_sync()`" in finding.why
     assert "never call it" not in finding.why
     assert finding.fix.startswith("the same call at line 10 runs inside `ddp.no_sync()`: enter `no_sync()` on every")
+
+
+SEED_BROADCAST_THEN_OFFSET = """\
+import torch
+import torch.distributed as dist
+
+def set_determinism(seed, rank_in_pp):
+    if seed is None:
+        seed_tensor = torch.get_rng_state()[:8]
+        dist.broadcast(seed_tensor, src=0)
+        seed = seed_tensor.view(torch.int64).item()
+    seed += rank_in_pp
+    torch.manual_seed(seed)
+"""
+
+
+def test_a_test_is_judged_by_what_was_assigned_before_it() -> None:
+    """attack23 a06 c (modelled on torchtitan's ``set_determinism``): the rank offset added to ``seed`` after the
+    ``if seed is None: broadcast(...)`` cannot change that test, so it is no branch on the rank. The same offset
+    before the test, or inside a loop around it, makes it one."""
+    assert lint_source(SEED_BROADCAST_THEN_OFFSET) == []
+    before = SEED_BROADCAST_THEN_OFFSET.replace(
+        "    if seed is None:", "    seed = None if rank_in_pp else seed\n    if seed is None:"
+    )
+    assert [(f.line, f.kind) for f in lint_source(before)] == [(8, "branch")]
+    looped = SEED_BROADCAST_THEN_OFFSET.replace("    if seed is None:", "    for _ in range(2):\n     if seed is None:")
+    looped = looped.replace("\n    seed += rank_in_pp", "\n     seed += rank_in_pp")
+    assert [f.kind for f in lint_source(looped)] == ["branch"], lint_source(looped)

@@ -2635,6 +2635,9 @@ class _Analysis:
         self.rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
+        #: what each function's taint started from (the module's, its class's attributes, its parent's): to
+        #: recompute it from the statements before a line (:meth:`taint_before`)
+        self.func_inherited: dict[str, set[str]] = {}
         self.reach: dict[str, tuple[str, str | None]] = {}  # function -> (its call, the function it calls)
         self._module_hooks: dict[tuple[str, str], str] | None = None  # (class, method) -> its load/state_dict hook
         self.reach_notes: dict[str, str] = {}
@@ -4637,6 +4640,17 @@ class _Analysis:
         }
         return _closure(pairs, names | counters, test) if counters - names else names
 
+    def taint_before(self, key: str, line: int) -> set[str] | None:
+        """The names of function ``key`` that can differ between ranks from its statements before ``line`` only
+        (what the function assigns later cannot reach a test at ``line`` outside a loop: attack23 a06 c,
+        torchtitan's ``if seed is None: broadcast(...)`` with ``seed += rank_in_pp`` after it); None when
+        unknown."""
+        func = next((f for f in self.funcs if f.key == key), None)
+        if func is None or key not in self.func_inherited:
+            return None
+        nodes = [n for n in _own_nodes(func.node.body) if getattr(n, "lineno", line) < line]
+        return self._taint(nodes, self.func_inherited[key], self.laundered.get(key))
+
     def _rank_bar(self, value: ast.expr, taint: set[str], laundered: dict[str, int] | None) -> bool:
         """A progress bar whose ``disable=`` differs between ranks."""
         return (
@@ -4736,6 +4750,7 @@ class _Analysis:
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
                 inherited |= self._typed_attributes(func, attrs)
+                self.func_inherited[func.key] = inherited
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 self._find_rng_seeder(func.key, own[func.key], taint)
                 attrs |= {n for n in taint if "." in n}
@@ -5787,6 +5802,9 @@ class _Walker:
     ) -> _Item:
         if rank is None:
             rank = test is not None and self.an.mentions_rank(test, self.taint, self.laundered)
+            if rank and not self.loops and self.scope is not None:  # only what was assigned before the test
+                before = self.an.taint_before(self.scope, test.lineno)  # type: ignore[union-attr]
+                rank = before is None or self.an.mentions_rank(test, before, self.laundered)
         text = text if text is not None else self.unit.text(test)  # type: ignore[arg-type]
         dynamic = rank or any(i.dynamic or i.kind == "exit" for i in (*body, *orelse))
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
