@@ -432,3 +432,49 @@ def test_a_module_run_with_m_ends_as_python_m_ends_it(tmp_path, monkeypatch):
     fails = run_module("pkg.fails", 2, deadline=60)
     assert [str(r.status) for r in fails] == ["raised", "raised"], fails
     assert all("in load" in r.stderr and "ValueError: no config" in r.stderr for r in fails), fails[0].stderr
+
+
+HANGS_AND_SAYS_WHO = """\
+import os
+import sys
+import time
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}"), "w") as f:
+    f.write(f"{os.getpid()} {os.getppid()}")
+if dist.get_rank() == 0:
+    time.sleep(3600)
+dist.barrier()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_command_killed_mid_run_takes_its_warm_process_and_ranks_with_it(tmp_path):
+    """The command line forks its warm process from itself (one torch import, not two at once): killed with
+    SIGKILL while its ranks hang, it must still leave no rank and no warm process behind."""
+    (tmp_path / "hang.py").write_text(HANGS_AND_SAYS_WHO)
+    command = [sys.executable, "-m", "barrierlab", "run", "hang.py", "-n", "2", "--deadline", "60", "--", str(tmp_path)]
+    cli = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        give_up = time.monotonic() + 60
+        while not all((tmp_path / f"rank{r}").exists() for r in (0, 1)) and time.monotonic() < give_up:
+            time.sleep(0.05)
+        time.sleep(0.2)  # both ranks have written their line
+        pids = {int(p) for r in (0, 1) for p in (tmp_path / f"rank{r}").read_text().split()}
+        assert len(pids) == 3 and cli.pid not in pids, pids  # two ranks and the warm process that forked them
+    finally:
+        cli.kill()
+        cli.wait(timeout=10)
+    give_up = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert not [p for p in pids if _alive(p)], "left behind after the command was killed"
