@@ -169,3 +169,38 @@ def test_an_exception_not_rebuilt_in_the_notebook_keeps_its_own_type_name():
     assert run[0].exception.type_name == "JSONDecodeError"
     assert run[0].error_message.startswith("JSONDecodeError: Expecting value"), run[0].error_message
     assert "raised JSONDecodeError" in run.diagnosis.headline and "RuntimeError" not in run.diagnosis.headline
+
+
+def rank0_removes_the_checkpoint_while_rank1_loads(folder: str) -> None:
+    """Modelled on round 32's post-localSGD item (pytorch#84886, torch's own test helper): rank 0 writes the
+    checkpoint, a barrier, then rank 0 removes it in its clean-up while rank 1 is still about to load it."""
+    path = os.path.join(folder, "checkpoint.pt")
+    if dist.get_rank() == 0:
+        torch.save({"step": 1}, path)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        os.remove(path)  # no barrier after the others' loads
+    else:
+        import time
+
+        time.sleep(0.3)
+        torch.load(path)
+    dist.barrier()
+
+
+def test_a_removal_nothing_ordered_after_the_read_is_told_as_a_file_hand_off(tmp_path):
+    """corpus32: three file races were headlined "rank 1 failed by itself"; the unordered removal (or write)
+    behind them was only in the evidence. The headline now says the rank failed on a file hand-off, and the
+    advice orders it; a removal that a barrier did order (rotation_deletes_what_rank1_loads) stays the rank's
+    own failure."""
+    run = bl.run(rank0_removes_the_checkpoint_while_rank1_loads, 2, args=(str(tmp_path),), timeout=3, deadline=20)
+    diagnosis = run.diagnosis
+    assert diagnosis.headline.startswith(
+        "rank 1 failed on a file hand-off (looked for a file rank 0 had removed, nothing ordering the two)"
+    ), diagnosis
+    assert diagnosis.advice.startswith("Order the hand-off on every rank: a barrier"), diagnosis.advice
+    assert any("rank 0 had removed it at" in line for line in diagnosis.evidence), diagnosis
+    (tmp_path / "ordered").mkdir()
+    ordered = bl.run(rotation_deletes_what_rank1_loads, 2, args=(str(tmp_path / "ordered"),), timeout=3, deadline=20)
+    assert "file hand-off" not in ordered.diagnosis.headline, ordered.diagnosis
+    assert not ordered.diagnosis.advice.startswith("Order the hand-off"), ordered.diagnosis

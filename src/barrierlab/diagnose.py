@@ -2690,7 +2690,7 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     elif (unordered or half_read) and not no_group:
         advice = UNORDERED_FILE_ADVICE
     if not races:
-        evidence += [line for _, lines, _ in missing.values() for line in lines]
+        evidence += [line for _, lines, _, _ in missing.values() for line in lines]
         evidence += [line for lines in half_read.values() for line in lines]
     evidence += _failure_evidence(f)
     return Diagnosis(
@@ -3154,16 +3154,16 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
     return _missing_file_cause(run, rank)[1]
 
 
-def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None]:
+def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None, object]:
     """For a rank that failed on a file that was not there: what the record says became of it — the rank that
     removed it (or its folder) or renamed it away ("gone"), the rank that wrote it after the look ("later"),
     else that no rank made it, with what they wrote into its folder instead ("never"). The cause is far from the
     line that raised (round 24: keep-last-2 rotation on rank 0 deleted the checkpoint a stale tracker on rank 1
-    then loaded; part files named by the local rank), and the rank that removed or wrote it. ("", [], None)
-    when the record cannot say."""
+    then loaded; part files named by the local rank), the rank that removed or wrote it, and its event.
+    ("", [], None, None) when the record cannot say."""
     path = _missing_path(run[rank])
     if not path:
-        return "", [], None
+        return "", [], None, None
 
     def named(p: str | None) -> bool:
         return bool(p) and (p == path or (not os.path.isabs(path) and p.endswith(os.sep + path)))
@@ -3194,9 +3194,9 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         _, who, how, e = min(gone, key=lambda g: g[0])
         what = "it" if named(e.path) else f"its folder {e.path}"
         verb = f"removed {what}" if how == "removed" else how
-        return "gone", [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"], who
+        return "gone", [f"rank {rank} looked for {path}: rank {who} had {verb} at {where_text(e)}"], who, e
     if made:  # made and not removed: gone by other means (another process, a mount) — the record cannot say
-        return "", [], None
+        return "", [], None, None
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
         return (
@@ -3207,6 +3207,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
                 "the writer sets once the file is complete)"
             ],
             who,
+            e,
         )
     folder = os.path.dirname(path) if os.path.isabs(path) else None
     others = sorted({(r, w, where_text(e)) for r, w, e in nearby if folder and os.path.dirname(w) == folder})
@@ -3219,7 +3220,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         line += f". Into that folder the ranks wrote, {shown}" + (
             f" (and {len(others) - 8} more)" if len(others) > 8 else ""
         )
-    return "never", [line], None
+    return "never", [line], None, None
 
 
 def _how_ended(result) -> str:
@@ -3245,8 +3246,9 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         where = f"its exit code or signal is in {ended}"
     else:
         where = f"run[rank].traceback holds a raised rank's traceback; a killed or exited rank's exit code or signal is in {ended}"
+    fix_first = f"Fix the failing rank first: {where}."
     advice = (
-        f"Fix the failing rank first: {where}. When a rank's process "
+        "When a rank's process "
         "ends, the ranks whose current wait is on it fail at once (closed connection), while the others can "
         "still wait the full timeout (notebook 04 §2 shows both); if it stays alive but stops calling collectives "
         f"(it caught the exception and moved on), they wait until the timeout ({DEFAULT_TIMEOUTS})."
@@ -3274,11 +3276,23 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
                 *evidence,
             ]
     found_races = None  # the ordering model, built only when a cause raised with nothing missing to tell
+    unordered: dict[int, str] = {}  # a cause whose failing file access nothing ordered against another rank's
     for rank in causes:
-        missing = _missing_file_evidence(run, rank)
-        if not missing and run[rank].status == RAISED:
+        kind, missing, who, change = _missing_file_cause(run, rank)
+        if run[rank].status == RAISED and kind in ("", "gone"):
             found_races = ordering.races(run) if found_races is None else found_races
+        if kind == "later":
+            unordered[rank] = f"read a file before rank {who} wrote it"
+        elif kind == "gone" and any(
+            change in (r.first.event, r.second.event) and rank in (r.first.rank, r.second.rank)
+            for r in found_races or ()
+        ):
+            gone = "removed" if getattr(change, "name", "") == "remove" else "renamed away"
+            unordered[rank] = f"looked for a file rank {who} had {gone}, nothing ordering the two"
+        if not missing and run[rank].status == RAISED:
             missing = _unordered_read_evidence(run[rank], found_races)
+            if missing:
+                unordered[rank] = "read a file another rank was changing, nothing ordering the two"
         evidence += missing
     explained = {r: explain_error(run[r].error_message) for r in causes}
     stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
@@ -3290,10 +3304,18 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         last = next((e for e in reversed(result.events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
         if last is not None and (last.error or last.end is None):
             evidence.append(f"rank {result.rank} was waiting in {last.name} at {where_text(last)}")
+    how = f"failed by {'themselves' if len(causes) > 1 else 'itself'}"
+    if unordered and set(unordered) == set(causes):  # corpus32: three file races told as "failed by itself"
+        how = f"failed on a file hand-off ({'; '.join(sorted(set(unordered.values())))})"
+        fix_first = (
+            "Order the hand-off on every rank: a barrier (or another synchronising call) after the write is "
+            "complete and before any read, and a removal only after every rank has read (the evidence names both "
+            "sides; the traceback is in run[rank].traceback)."
+        )
+    advice = f"{fix_first} {advice}"
     return Diagnosis(
         "rank-failed",
-        f"{rank_list(causes)} failed by {'themselves' if len(causes) > 1 else 'itself'} "
-        f"({statuses}{where}), {consequence}.",
+        f"{rank_list(causes)} {how} ({statuses}{where}), {consequence}.",
         evidence,
         advice,
         ranks=causes,
