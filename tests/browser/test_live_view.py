@@ -90,3 +90,63 @@ def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(
         page.close()
         if kernel:
             kernel_gone_after_shutdown(lab, kernel)
+
+
+STARTUP_PATH = "live/startup.ipynb"
+#: attack26 a22: rank 3's argument takes a minute to unpickle (its __reduce__ sleeps), so ranks 0-2 wait in
+#: barrierlab's start-up for it to join the group; their function has not started.
+STARTUP_CELLS = [
+    "import os, time\nimport torch.distributed as dist\nimport barrierlab as bl",
+    "def _stall():\n"
+    "    if os.environ.get('RANK') == '3':\n"
+    "        time.sleep(60)\n"
+    "    return 'arg'\n\n"
+    "class Stall:\n"
+    "    def __reduce__(self):\n"
+    "        return (_stall, ())\n\n"
+    "def quick(arg):\n"
+    "    dist.barrier()\n"
+    "    return dist.get_rank()\n\n"
+    "run = bl.run(quick, 4, args=(Stall(),), timeout=3, deadline=6)\n"
+    "print(run.headline())",
+]
+
+
+def test_the_live_view_says_the_ranks_wait_for_the_group_not_that_they_run_the_learners_code(
+    browser, lab, notebook_root, record_property
+):
+    """attack26 a22, in a real browser: while rank 3 never starts (its argument's unpickling hangs), the live
+    lines of ranks 0-2 said "running your code"; they wait in barrierlab's start-up for the group to form."""
+    target = notebook_root / STARTUP_PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in STARTUP_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, target)
+
+    page = open_notebook(browser, lab, STARTUP_PATH)
+    kernel = page.evaluate(NOTEBOOK_STATE_JS, STARTUP_PATH)["kernel"]
+    try:
+        menu(page, "Run", "Run All Cells")
+        seen: list[str] = []
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            text = page.evaluate(OUTPUT_TEXT_JS, 1)
+            if "deadline in" in text and (not seen or text != seen[-1]):
+                seen.append(text)
+            if "ranks in" in text:
+                break
+            time.sleep(0.2)
+        final = page.evaluate(OUTPUT_TEXT_JS, 1)
+        page.screenshot(path=str(ARTIFACTS / "live-view-startup-after.png"))
+        record_property("live_snapshots", len(seen))
+        assert seen, f"no live view while the run waited; final output {final!r}"
+        lines = [line for line in seen[-1].splitlines() if line.strip().startswith("rank ")]
+        waiting = [line for line in lines if "waiting for the other ranks to join the group" in line]
+        assert len(waiting) >= 3, f"ranks 0-2 should wait for the group to form: {lines!r}"
+        assert not any("running your code" in line for line in lines[:3]), lines
+        assert "4 ranks in" in final and "deadline in" not in final, final
+        wait_for(lambda: page.evaluate(NOTEBOOK_STATE_JS, STARTUP_PATH)["status"] == "idle", 30, "kernel idle")
+    finally:
+        page.close()
+        if kernel:
+            kernel_gone_after_shutdown(lab, kernel)
