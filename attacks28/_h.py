@@ -35,8 +35,17 @@ def env(**extra):
 def run(cmd, timeout=100, cwd=None, env_=None, stdin=subprocess.DEVNULL):
     """Run cmd in its own session; on timeout kill its whole group. Returns (rc, out, err, seconds)."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin, text=True,
-                         errors="replace", start_new_session=True, cwd=cwd, env=env_ or env())
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=stdin,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        cwd=cwd,
+        env=env_ or env(),
+    )
     try:
         out, err = p.communicate(timeout=timeout)
         rc = p.returncode

@@ -4,10 +4,12 @@ __str__/__repr__ hang or whose causes form a cycle; a giant traceback.
 Promise (reference, bl.run): nothing a rank sends back can make bl.run raise; every call ends by its deadline
 (+ about 0.5 s); nothing the run started outlives it. Also: a rank whose value cannot be sent is not 'finished'
 with a value it never sent."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+import sys
+
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, subprocess, sys, time, traceback
 import barrierlab as bl
 
@@ -83,7 +85,7 @@ def raise_kbd():
 cases = [("ret-" + k, ret(k)) for k in ("hang", "sysexit", "kbd", "odd", "exit0", "daemon")]
 cases += [("raise-strhang", raise_strhang), ("raise-cycle", raise_cycle),
           ("raise-deep", raise_deep), ("raise-base", raise_base), ("raise-kbd", raise_kbd)]
-only = sys.argv[1:] 
+only = sys.argv[1:]
 out = {}
 bl.run(lambda: 1, 2)  # the warm process is up: the deadline counts from the ranks' start
 
@@ -111,14 +113,16 @@ for name, fn in cases:
         out[name] = {"ok": False, "secs": round(time.monotonic() - t0, 2), "error": "bl.run raised " + type(e).__name__ + ": " + str(e)[:300]}
     print(name, out[name], flush=True)
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 broken = []
 only = sys.argv[1:]
 d = driver(CODE.replace("only = sys.argv[1:] ", f"only = {only!r}"), timeout=115, settle=2)
 res = result_line(d["out"])
 if res is None:
-    broken.append(f"driver gave no result: rc={d['rc']} after {d['seconds']:.1f}s; stdout: {d['out'][-1500:]} stderr tail: {d['err'][-1500:]}")
+    broken.append(
+        f"driver gave no result: rc={d['rc']} after {d['seconds']:.1f}s; stdout: {d['out'][-1500:]} stderr tail: {d['err'][-1500:]}"
+    )
 else:
     for name, r in res.items():
         print(name, r)
@@ -130,7 +134,9 @@ else:
         if name in ("ret-hang", "ret-sysexit", "ret-kbd", "ret-odd", "ret-exit0") and "finished" in r["status"]:
             vals = r["values"]
             if any(s == "finished" and v in ("None",) for s, v in zip(r["status"], vals)):
-                broken.append(f"{name}: a rank whose value was never sent is 'finished' with value None: {r['status']} {vals}")
+                broken.append(
+                    f"{name}: a rank whose value was never sent is 'finished' with value None: {r['status']} {vals}"
+                )
 if d["left"]:
     broken.append(f"processes left after the driver ended: {d['left']}")
 finish(broken, "rank-side pickling of hostile values/exceptions")

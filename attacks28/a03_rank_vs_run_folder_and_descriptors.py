@@ -5,10 +5,12 @@ of the user's (must not be emptied), replace its stdout/stderr files by FIFOs, l
 Promise (reference, containment.md): nothing a rank sends back (stderr, events file, outcome file) can hurt the
 caller or make bl.run raise; every call ends by its deadline (+ about 0.5 s); a run removes only its own folder;
 the next run works."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+import sys
+
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, stat, sys, time
 import barrierlab as bl
 
@@ -123,14 +125,16 @@ for name, fn in cases.items():
     print(name, rec, flush=True)
     out[name] = rec
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 only = sys.argv[1:]
 d = driver(CODE.replace("only = ONLY", f"only = {only!r}"), timeout=115)
 res = result_line(d["out"])
 broken = []
 if res is None:
-    broken.append(f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-1500:]} stderr: {d['err'][-800:]}")
+    broken.append(
+        f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-1500:]} stderr: {d['err'][-800:]}"
+    )
 else:
     for name, r in res.items():
         print(name, r)

@@ -5,10 +5,10 @@ that deadlocks or finishes. The kernel then reads every view of the run.
 Promise: nothing a rank sends back (its events file) can make bl.run raise or hurt the caller; every view of the
 run (repr, diagnosis, ledger, timeline, waits, races, order, summary, outputs) works on what it finds, within
 seconds."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, time, traceback
 import barrierlab as bl
 
@@ -84,13 +84,15 @@ for mode in ("finish", "hang"):
     out[mode] = rec
     print(mode, json.dumps(rec, indent=1)[:3000], flush=True)
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 d = driver(CODE, timeout=115)
 res = result_line(d["out"])
 broken = []
 if res is None:
-    broken.append(f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}")
+    broken.append(
+        f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}"
+    )
 else:
     for mode, r in res.items():
         if "error" in r:

@@ -6,10 +6,12 @@ with BARRIERLAB_CGROUP=0 (the subreaper, marks and sweep).
 Promise (containment.md): every process a rank starts ends with the run (documented gaps excluded: we never
 rename and close descriptors, never exec with an empty environment in a session of its own); every call ends by
 its deadline; the next run works; nothing is left after the caller exits."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+import sys
+
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, signal, subprocess, sys, time, threading
 import barrierlab as bl
 
@@ -109,7 +111,7 @@ for then in ("return", "stuck", "kill_warm", "stop_warm"):
         print(case, rec, flush=True)
         out[case] = rec
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 extra = {"BARRIERLAB_CGROUP": "0"} if "nocgroup" in sys.argv[1:] else {}
 d = driver(CODE, timeout=118, extra_env=extra, settle=3)
@@ -117,7 +119,9 @@ res = result_line(d["out"])
 broken = []
 label = "BARRIERLAB_CGROUP=0" if extra else "run cgroups"
 if res is None:
-    broken.append(f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}")
+    broken.append(
+        f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}"
+    )
 else:
     for case, r in res.items():
         print(case, r)
@@ -128,7 +132,9 @@ else:
         if r["started"] == 0:
             print(f"   (note: {case} started nothing)")
         if r["alive"]:
-            broken.append(f"{case}: {len(r['alive'])} of {r['started']} processes the ranks started alive 1 s after the call: {r['alive'][:5]}")
+            broken.append(
+                f"{case}: {len(r['alive'])} of {r['started']} processes the ranks started alive 1 s after the call: {r['alive'][:5]}"
+            )
         if r["next"] != ["finished", "finished"]:
             broken.append(f"{case}: next run {r['next']}")
 if d["left"]:

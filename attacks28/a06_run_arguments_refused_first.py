@@ -3,10 +3,10 @@ lambdas and closures over unpicklable state.
 Promise (reference): every argument is checked before anything starts, with the parameter named: TypeError for a
 wrong type, ValueError for a wrong value; fn's body never runs for a refused call. A value that is accepted works
 (the call returns a Run)."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import decimal, fractions, functools, json, os, threading, time
 import numpy as np
 import barrierlab as bl
@@ -114,18 +114,23 @@ for name, kw, want, word in cases:
 for name, fn, want, word in fn_cases:
     attempt(name, fn, {}, want, word)
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 d = driver(CODE, timeout=115)
 res = result_line(d["out"])
 broken = []
 if res is None:
-    broken.append(f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}")
+    broken.append(
+        f"no result within {d['seconds']:.0f} s (rc {d['rc']}); stdout: {d['out'][-2500:]} stderr: {d['err'][-1500:]}"
+    )
 else:
     print(d["out"].split("RESULT")[0][-6000:])
     for name, r in res.items():
         if not r["good"]:
-            broken.append(f"{name}: wanted {r['want']}, got {r['got']}: {r['msg'][:300]}" + (" (fn's body ran)" if r["ran"] else ""))
+            broken.append(
+                f"{name}: wanted {r['want']}, got {r['got']}: {r['msg'][:300]}"
+                + (" (fn's body ran)" if r["ran"] else "")
+            )
 if d["left"]:
     broken.append(f"left: {d['left']}")
 finish(broken, "bl.run arguments refused first, clearly")

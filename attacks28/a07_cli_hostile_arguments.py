@@ -5,11 +5,12 @@ Promise (reference, command line): every argument is checked before anything sta
 at once with a one-line error and exit code 2 (no traceback); a --timeline that names a folder, FIFO or device is
 refused; the script never runs for a refused command. A script that cannot be read ends the command (never hangs)
 without a traceback from barrierlab."""
+
 import os
 import shutil
-import sys
 import tempfile
-from _h import PY, run, finish
+
+from _h import PY, finish, run
 
 work = tempfile.mkdtemp(prefix="a28-cli-")
 broken = []
@@ -17,8 +18,10 @@ try:
     sentinel = os.path.join(work, "ran")
     good = os.path.join(work, "train.py")
     with open(good, "w") as f:
-        f.write("import os, torch.distributed as dist\nopen(%r, 'a').write('x')\ndist.init_process_group('gloo')\n"
-                "dist.barrier()\ndist.destroy_process_group()\n" % sentinel)
+        f.write(
+            "import os, torch.distributed as dist\nopen(%r, 'a').write('x')\ndist.init_process_group('gloo')\n"
+            "dist.barrier()\ndist.destroy_process_group()\n" % sentinel
+        )
     os.symlink("/dev/full", os.path.join(work, "full.png"))
     os.mkfifo(os.path.join(work, "fifo.png"))
     os.symlink(os.path.join(work, "nowhere", "x.png"), os.path.join(work, "dangling.png"))
@@ -36,12 +39,20 @@ try:
         return [PY, "-m", "barrierlab", "run", script, "-n", "2", "--timeout", "2", *extra]
 
     refused = {
-        "-n 1e1": base("-n", "1e1"), "-n 0x4": base("-n", "0x4"), "-n -1": base("-n", "-1"), "-n 17": base("-n", "17"),
-        "-n 10**20": base("-n", "1" + "0" * 20), "-n ''": base("-n", ""),
-        "--timeout inf": base("--timeout", "inf"), "--timeout nan": base("--timeout", "nan"),
-        "--timeout 0": base("--timeout", "0"), "--timeout -5": base("--timeout", "-5"),
-        "--timeout 1e-300": base("--timeout", "1e-300"), "--timeout 1e400": base("--timeout", "1e400"),
-        "--timeout 5s": base("--timeout", "5s"), "--deadline 3606": base("--deadline", "3606"),
+        "-n 1e1": base("-n", "1e1"),
+        "-n 0x4": base("-n", "0x4"),
+        "-n -1": base("-n", "-1"),
+        "-n 17": base("-n", "17"),
+        "-n 10**20": base("-n", "1" + "0" * 20),
+        "-n ''": base("-n", ""),
+        "--timeout inf": base("--timeout", "inf"),
+        "--timeout nan": base("--timeout", "nan"),
+        "--timeout 0": base("--timeout", "0"),
+        "--timeout -5": base("--timeout", "-5"),
+        "--timeout 1e-300": base("--timeout", "1e-300"),
+        "--timeout 1e400": base("--timeout", "1e400"),
+        "--timeout 5s": base("--timeout", "5s"),
+        "--deadline 3606": base("--deadline", "3606"),
         "--deadline 0x10": base("--deadline", "0x10"),
         "--timeline ->/dev/full": base("--timeline", os.path.join(work, "full.png")),
         "--timeline fifo.png": base("--timeline", os.path.join(work, "fifo.png")),
@@ -74,7 +85,9 @@ try:
     for name, cmd in unreadable.items():
         rc, out, err, secs = run(cmd, timeout=60, cwd=work)
         ok = rc not in (0, None) and "Traceback (most recent call last)" not in err.split("--- rank")[0] and secs < 40
-        print(("  " if ok else "XX"), f"{name}: rc={rc} {secs:.1f}s err={err.strip()[-300:]!r} out={out.strip()[-200:]!r}")
+        print(
+            ("  " if ok else "XX"), f"{name}: rc={rc} {secs:.1f}s err={err.strip()[-300:]!r} out={out.strip()[-200:]!r}"
+        )
         if not ok:
             broken.append(f"{name}: rc={rc} after {secs:.1f} s; stderr: {err.strip()[-500:]!r}")
 finally:

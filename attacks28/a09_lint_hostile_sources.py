@@ -4,18 +4,21 @@ hostile notebooks (JSON nested 100,000 deep, cells whose source is a number, a c
 and /dev/zero.
 Promise (reference): exit 0 nothing found, 1 found, 2 a file it could not read (one line on stderr each; the
 other files are still linted); its time grows about linearly with the code; no traceback."""
+
 import json
 import os
 import shutil
-import sys
 import tempfile
-from _h import PY, run, finish
+
+from _h import PY, finish, run
 
 HEAD = "import torch.distributed as dist\nrank = dist.get_rank()\n"
-TAIL = "if rank == 0:\n    dist.barrier()\n"   # a finding, so a linted file says 1
+TAIL = "if rank == 0:\n    dist.barrier()\n"  # a finding, so a linted file says 1
+
 
 def src(body):
     return HEAD + body + "\n" + TAIL
+
 
 cases = {
     "plus_chain.py": src("x = " + " + ".join(["rank"] * 60000)),
@@ -44,11 +47,23 @@ nb_cell = lambda s: {"cell_type": "code", "metadata": {}, "outputs": [], "execut
 notebooks = {
     "deep.ipynb": "[" * 100000 + "]" * 100000,
     "source_number.ipynb": json.dumps({"cells": [nb_cell(12345)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
-    "cells_dict.ipynb": json.dumps({"cells": {"a": nb_cell(src(""))}, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
-    "source_list_of_numbers.ipynb": json.dumps({"cells": [nb_cell([1, 2, None])], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
-    "nbformat_huge.ipynb": json.dumps({"cells": [nb_cell(src(""))], "metadata": {}, "nbformat": 10**400 if False else 1e308, "nbformat_minor": -1}),
-    "magics.ipynb": json.dumps({"cells": [nb_cell("%%bash\nexit 1\n"), nb_cell("!rm -rf /nothing\n" + src("")), nb_cell("x = %time 1\n")],
-                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
+    "cells_dict.ipynb": json.dumps(
+        {"cells": {"a": nb_cell(src(""))}, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    ),
+    "source_list_of_numbers.ipynb": json.dumps(
+        {"cells": [nb_cell([1, 2, None])], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    ),
+    "nbformat_huge.ipynb": json.dumps(
+        {"cells": [nb_cell(src(""))], "metadata": {}, "nbformat": 10**400 if False else 1e308, "nbformat_minor": -1}
+    ),
+    "magics.ipynb": json.dumps(
+        {
+            "cells": [nb_cell("%%bash\nexit 1\n"), nb_cell("!rm -rf /nothing\n" + src("")), nb_cell("x = %time 1\n")],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    ),
 }
 
 work = tempfile.mkdtemp(prefix="a28-lint-")
@@ -63,18 +78,26 @@ try:
         with open(os.path.join(work, name), "wb") as f:
             f.write(data)
         paths.append(name)
-    os.mkfifo(os.path.join(work, "fifo.py")); paths.append("fifo.py")
-    os.symlink("/dev/zero", os.path.join(work, "zero.py")); paths.append("zero.py")
+    os.mkfifo(os.path.join(work, "fifo.py"))
+    paths.append("fifo.py")
+    os.symlink("/dev/zero", os.path.join(work, "zero.py"))
+    paths.append("zero.py")
     for name in paths:
         rc, out, err, secs = run([PY, "-m", "barrierlab", "lint", name], timeout=90, cwd=work)
         errl = [ln for ln in err.strip().splitlines() if ln.strip()]
         ok = rc in (0, 1, 2) and "Traceback" not in err and secs < 30 and (rc != 2 or len(errl) == 1)
-        print(("  " if ok else "XX"), f"{name}: rc={rc} {secs:.1f}s out={out.strip()[:120]!r} err={err.strip()[-220:]!r}")
+        print(
+            ("  " if ok else "XX"), f"{name}: rc={rc} {secs:.1f}s out={out.strip()[:120]!r} err={err.strip()[-220:]!r}"
+        )
         if not ok:
-            broken.append(f"{name}: rc={rc} after {secs:.1f} s; stdout {out.strip()[:300]!r}; stderr: {err.strip()[-700:]}")
+            broken.append(
+                f"{name}: rc={rc} after {secs:.1f} s; stdout {out.strip()[:300]!r}; stderr: {err.strip()[-700:]}"
+            )
     # all together: a file it cannot read does not stop the others
     rc, out, err, secs = run([PY, "-m", "barrierlab", "lint", *paths], timeout=200, cwd=work)
-    print(f"all {len(paths)} at once: rc={rc} {secs:.1f}s, {len(out.splitlines())} stdout lines, {len(err.splitlines())} stderr lines")
+    print(
+        f"all {len(paths)} at once: rc={rc} {secs:.1f}s, {len(out.splitlines())} stdout lines, {len(err.splitlines())} stderr lines"
+    )
     if rc not in (1, 2) or "Traceback" in err:
         broken.append(f"all at once: rc={rc}; {err[-500:]}")
 finally:

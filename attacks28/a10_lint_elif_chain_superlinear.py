@@ -3,10 +3,12 @@ switch): 250, 500 and 1,000 branches (9-38 kB), nothing rank-dependent in it.
 Promise (reference): lint's time grows about linearly with the code (benchmarks/lint_scale.py: 800 chained
 functions, 65 kB, 0.4 s of CPU). Held if 4x the branches takes under 8x the time (linear: 4x) and 1,000
 branches take under 10 s."""
+
 import os
 import shutil
 import tempfile
-from _h import PY, run, finish
+
+from _h import PY, finish, run
 
 work = tempfile.mkdtemp(prefix="a28-elif-")
 broken = []
@@ -29,8 +31,10 @@ try:
         ratio = times[1000] / times[250]
         print(f"ratio 1000/250 branches: {ratio:.1f}x (linear: 4x)")
         if ratio > 8 or times[1000] > 10:
-            broken.append(f"250 branches {times[250]:.1f} s, 500 {times[500]:.1f} s, 1000 {times[1000]:.1f} s "
-                          f"(x{ratio:.1f} for 4x the code)")
+            broken.append(
+                f"250 branches {times[250]:.1f} s, 500 {times[500]:.1f} s, 1000 {times[1000]:.1f} s "
+                f"(x{ratio:.1f} for 4x the code)"
+            )
 finally:
     shutil.rmtree(work, ignore_errors=True)
 finish(broken, "lint time on a long if/elif chain")

@@ -4,9 +4,10 @@ Promise (containment.md, 'Whose outcome is it'): a rank can delete or replace fi
 removed before the kernel saw it is reported as 'rank N's record was removed before the run ended', never as a
 rank that exited early; the other ranks' results stand. Held if the run says rank 0's record was removed or
 replaced, or at least does not say rank 0 never made the barrier it completed."""
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, barrierlab as bl
 def mk(mode):
     def f():
@@ -27,7 +28,7 @@ for mode in ("unlink", "empty", "zero"):
     r = bl.run(mk(mode), 2, timeout=2, deadline=6)
     out[mode] = {"repr": repr(r), "diag": str(r.diagnosis), "status": [str(x.status) for x in r]}
 print("RESULT " + json.dumps(out))
-'''
+"""
 broken = []
 d = driver(CODE, timeout=100)
 res = result_line(d["out"])
@@ -41,8 +42,10 @@ else:
         print(f"== {mode}: status {r['status']}\n{r['repr']}\n{r['diag'][:420]}\n")
         if not said and false_claim:
             line = next((ln for ln in r["diag"].splitlines() if "rank 0 never" in ln), "")
-            broken.append(f"{mode}: both ranks finished the barrier, the run never says rank 0's record was "
-                          f"removed/replaced, and the diagnosis says: {line.strip()!r}")
+            broken.append(
+                f"{mode}: both ranks finished the barrier, the run never says rank 0's record was "
+                f"removed/replaced, and the diagnosis says: {line.strip()!r}"
+            )
 if d["left"]:
     broken.append(f"left: {d['left']}")
 finish(broken, "another rank's events file removed or replaced")

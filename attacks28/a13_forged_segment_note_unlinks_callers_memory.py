@@ -6,9 +6,10 @@ attaches to the segment (SharedMemory(name=...), careless code that reads the no
 Promise (containment.md, Shared memory): after the run, barrierlab unlinks the segments the ranks created and
 left, 'never a segment the run did not create (another notebook's, one a rank only attached to ...)'. Held if the
 caller's segment still exists after the forged-note run."""
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, time
 from multiprocessing import shared_memory
 import barrierlab as bl
@@ -38,7 +39,7 @@ for name, fn in (("forged note", forge), ("attach", attach)):
         mine.close(); mine = shared_memory.SharedMemory(create=True, size=4096, name=NAME)
 print("RESULT " + json.dumps(out))
 mine.close(); mine.unlink()
-'''
+"""
 broken = []
 d = driver(CODE, timeout=100)
 res = result_line(d["out"])
@@ -51,7 +52,9 @@ else:
             print("   (attach: not counted; a plain `python -c` that attaches and exits unlinks it too, bpo-39959)")
             continue
         if not r["exists"]:
-            broken.append(f"{name}: the caller's own segment /dev/shm/<name> was unlinked after the run (ranks: {r['status']})")
+            broken.append(
+                f"{name}: the caller's own segment /dev/shm/<name> was unlinked after the run (ranks: {r['status']})"
+            )
 if d["left"]:
     broken.append(f"left: {d['left']}")
 finish(broken, "the caller's shared memory after a run")

@@ -3,10 +3,10 @@ each child sleeps), then the rank blocks until the deadline stops it.
 Promise (reference, deadline): ranks still running at the deadline are asked for their stacks and killed; the
 call returns within the deadline + about 0.5 s. Held if each of 5 calls (deadline 4 s) returns within
 deadline + 1.0 s, and every child is gone 1 s later. Run with run cgroups, and with BARRIERLAB_CGROUP=0."""
-import sys
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import json, os, signal, threading, time
 import barrierlab as bl
 PIDS = WORK + "/pids"
@@ -46,7 +46,7 @@ for i in range(5):
     out.append({"secs": round(secs, 2), "started": len(pids), "alive": len(live), "status": [str(x.status) for x in r]})
     print(out[-1], flush=True)
 print("RESULT " + json.dumps(out))
-'''
+"""
 broken = []
 for label, extra in (("run cgroups", {}), ("BARRIERLAB_CGROUP=0", {"BARRIERLAB_CGROUP": "0"})):
     d = driver(CODE, timeout=100, extra_env=extra)
@@ -55,7 +55,9 @@ for label, extra in (("run cgroups", {}), ("BARRIERLAB_CGROUP=0", {"BARRIERLAB_C
         broken.append(f"{label}: no result (rc {d['rc']}): {d['err'][-600:]}")
         continue
     secs = [r["secs"] for r in res]
-    print(f"{label}: call times {secs} (deadline 4), children started {[r['started'] for r in res]}, alive 1 s later {[r['alive'] for r in res]}")
+    print(
+        f"{label}: call times {secs} (deadline 4), children started {[r['started'] for r in res]}, alive 1 s later {[r['alive'] for r in res]}"
+    )
     over = [s for s in secs if s > 5.0]
     if over:
         broken.append(f"{label}: {len(over)} of {len(secs)} calls past deadline + 1 s: {secs}")

@@ -4,9 +4,10 @@ an object whose __wrapped__ is itself, an object whose __wrapped__ raises, bytes
 a bound method of a builtin, lint_source of bytes/None/a huge string.
 Promise (prompt, reference): bad arguments are refused first with a clear error (TypeError/ValueError, LintError
 is a ValueError); never a hang, never an internal error (AttributeError, RecursionError, IndexError...)."""
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import functools, json, os, sys, types
 from barrierlab import lint as L
 ns = {}
@@ -54,7 +55,7 @@ for name, call in cases.items():
         out[name] = [type(e).__name__, str(e)[:200], isinstance(e, (TypeError, ValueError))]
     print(name, out[name], flush=True)
 print("RESULT " + json.dumps(out))
-'''
+"""
 broken = []
 d = driver(CODE, timeout=100)
 res = result_line(d["out"])

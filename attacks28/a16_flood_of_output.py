@@ -4,9 +4,10 @@ Promise: nothing a rank sends back (its output, stderr) can hurt the caller: the
 the output; the call ends by its deadline; the run's folder (and the gigabytes in it) is removed after the call.
 Held if the caller's peak memory grows by under 200 MB, the call ends by its deadline + 0.5 s and no run folder
 of the caller is left 20 s after the call."""
-from _h import driver, result_line, finish
 
-CODE = r'''
+from _h import driver, finish, result_line
+
+CODE = r"""
 import glob, json, os, resource, tempfile, time
 import barrierlab as bl
 def f():
@@ -31,7 +32,7 @@ for _ in range(40):
     time.sleep(0.5)
 print("RESULT " + json.dumps({"secs": secs, "status": [str(x.status) for x in r], "grew_mb": (after - before) / 1024,
                               "text_len": len(text), "left": left}))
-'''
+"""
 broken = []
 d = driver(CODE, timeout=110)
 res = result_line(d["out"])

@@ -765,6 +765,11 @@ class Finding:
 
 def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     """Lint Python source text; ``path`` only labels the findings."""
+    if not isinstance(source, str):  # attack28 a15: None or bytes failed deep inside with no parameter named
+        hint = " (decode it first, or give the file to lint_file)" if isinstance(source, (bytes, bytearray)) else ""
+        raise TypeError(f"lint_source: source must be Python source text (str), not {type(source).__name__}{hint}")
+    if not isinstance(path, str):
+        raise TypeError(f"lint_source: path must be a str (it labels the findings), not {type(path).__name__}")
     _check_code_size(len(source), path)
     tree = ast.parse(source, filename=path)
     unit = _Unit(tree, source, aliases=_imports([tree]))
@@ -982,6 +987,15 @@ def report(findings: Sequence[Finding]) -> str:
     """Render findings as a readable multi-line report. The header says "rank-dependent collectives" only when
     every finding is one (review41b: a dropped async handle and an aliased output list, which every rank
     reaches, were counted as such)."""
+    wrong = "report: findings must be a list of Finding, as lint(), lint_file() or lint_source() return"
+    if findings is None or isinstance(findings, (str, bytes)):  # attack28 a15: report(None) said nothing found
+        raise TypeError(wrong)
+    try:
+        findings = list(findings)
+    except TypeError:
+        raise TypeError(wrong) from None
+    if not all(isinstance(f, Finding) for f in findings):  # report([1, 2]) raised AttributeError
+        raise TypeError(wrong)
     if not findings:
         return "No rank-dependent collectives found."
     count = len(findings)
