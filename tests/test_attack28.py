@@ -11,6 +11,7 @@ from repros import fixed_attacks
 ATTACKS = Path(__file__).resolve().parent.parent / "attacks28"
 
 FIXED = [
+    "a02_huge_exception_message_slow_diagnosis",
     "a04_forged_event_lines_in_another_ranks_record",
     "a08_report_hostile_folders",
     "a15_lint_api_odd_objects",

@@ -14,6 +14,7 @@ from barrierlab._protocol import (
     OUTCOME_UNWRITTEN_TEXT,
     UNSHOWN,
     Status,
+    clip_text,
     error_message,
     signal_name,
     tidy,
@@ -132,9 +133,21 @@ class RankResult:
 
     @property
     def error_message(self) -> str:
-        """``"ValueError: bad shard"``, without gloo's build paths and peer addresses."""
+        """``"ValueError: bad shard"``, without gloo's build paths and peer addresses; a message longer than
+        :data:`~barrierlab._protocol.OUTCOME_TEXT_KEPT` characters as its head and tail. Worked out once per
+        exception (attack28 a02: an exception whose ``__str__`` builds 30 MB was asked again by every diagnosis
+        rule, and tidied whole each time: the diagnosis took 26-38 s)."""
+        key = (id(self.exception), self.traceback)
+        cached = self.__dict__.get("_error_message_cached")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = self._error_message()
+        self.__dict__["_error_message_cached"] = (key, text)
+        return text
+
+    def _error_message(self) -> str:
         if self.exception is not None:
-            text = error_message(self.exception)
+            text = clip_text(error_message(self.exception))
             if text.startswith(UNSHOWN) and self._message and not self._message.startswith(UNSHOWN):
                 text = self._message  # attack24 a08: its str() ran on the rank, not after the trip here
             if isinstance(self.exception, RaisedElsewhere) and self.exception.type_name:
@@ -142,7 +155,7 @@ class RankResult:
             else:
                 kind = type(self.exception).__name__
             return tidy(f"{kind}: {_with_inner_errors(text)}")
-        return tidy(self.traceback.strip().splitlines()[-1]) if self.traceback.strip() else ""
+        return tidy(clip_text(self.traceback.strip().splitlines()[-1])) if self.traceback.strip() else ""
 
     def summary(self) -> str:
         """One line: status and the essential detail."""
