@@ -179,9 +179,48 @@ def unlink_left(folder: str) -> list[str]:
             continue
         try:
             info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and info.st_uid == uid and (info.st_dev, info.st_ino) == identity:
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_uid == uid
+                and (info.st_dev, info.st_ino) == identity
+                and not _in_use(path, identity)
+            ):
                 os.unlink(path)
                 unlinked.append(path)
         except OSError:
             pass
     return unlinked
+
+
+def _in_use(path: str, identity: tuple[int, int]) -> bool:
+    """Whether a live process maps the file at ``path`` (device and inode ``identity``) or holds it open. The
+    run's ranks have all ended when their notes are read, so such a process is not the run's: the caller's
+    kernel, another notebook (attack28 a13: a rank noted the caller's own segment, from ``os.stat``, and the
+    clean-up unlinked it). Looked up only for segments the notes leave registered (a rank stopped at the
+    deadline), in /proc; a process whose maps or descriptors cannot be read counts as not using it."""
+    device, inode = identity
+    own_inode = str(inode).encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as maps:
+                for line in maps:
+                    fields = line.split(None, 5)
+                    if len(fields) >= 5 and fields[4] == own_inode and b":" in fields[3]:
+                        major, minor = fields[3].split(b":", 1)
+                        if os.makedev(int(major, 16), int(minor, 16)) == device:
+                            return True
+        except (OSError, ValueError):
+            pass
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in descriptors:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                    return True
+            except OSError:
+                continue
+    return False
