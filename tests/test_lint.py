@@ -2594,3 +2594,30 @@ def test_a_test_is_judged_by_what_was_assigned_before_it() -> None:
     looped = SEED_BROADCAST_THEN_OFFSET.replace("    if seed is None:", "    for _ in range(2):\n     if seed is None:")
     looped = looped.replace("\n    seed += rank_in_pp", "\n     seed += rank_in_pp")
     assert [f.kind for f in lint_source(looped)] == ["branch"], lint_source(looped)
+
+
+def test_an_elif_chain_is_walked_once_per_branch(monkeypatch) -> None:
+    """attack28 a10: lint's time grew as the square of a generated if/elif dispatcher (1,000 branches: 15-18 s),
+    each branch walking every branch after it. The work per branch is now bounded: counted, not timed."""
+    walked_nodes = 0
+    keyed = barrierlab.lint._keyed_names
+
+    def counting(stmts):
+        nonlocal walked_nodes
+        walked_nodes += sum(1 for _ in barrierlab.lint._own_nodes(stmts))
+        return keyed(stmts)
+
+    monkeypatch.setattr(barrierlab.lint, "_keyed_names", counting)
+    branches = "\n".join(f"    {'if' if i == 0 else 'elif'} op == {i}:\n        table[{i}] = x" for i in range(400))
+    source = f"import torch.distributed as dist\n\ndef dispatch(op, x, table):\n{branches}\n    dist.barrier()\n"
+    assert lint_source(source) == []
+    assert walked_nodes <= 40 * 400, walked_nodes  # each branch's few nodes, not every branch after it
+    walked = list(barrierlab.lint._walk_items([_nested_items(3000)]))  # no recursion: 3,000 levels deep
+    assert len(walked) == 3001
+
+
+def _nested_items(depth: int):
+    item = barrierlab.lint._Item("if")
+    for _ in range(depth):
+        item = barrierlab.lint._Item("if", orelse=[item])
+    return item

@@ -1495,11 +1495,18 @@ def _skips(body: list[ast.stmt]) -> bool:
 
 
 def _walk_items(items: Iterable[_Item]) -> Iterator[_Item]:
-    """Every item of a trace, nested branches and loops included, in order."""
-    for item in items:
+    """Every item of a trace, nested branches and loops included, in order. Iterative: nested generators cost
+    each item one step per level above it, and an if/elif chain of 1,000 branches is 1,000 levels (attack28
+    a10: lint's time grew as the square of such a chain)."""
+    stack = [iter(items)]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
         yield item
-        yield from _walk_items(item.body)
-        yield from _walk_items(item.orelse)
+        stack.append(iter(item.orelse))
+        stack.append(iter(item.body))
 
 
 def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
@@ -7132,6 +7139,20 @@ class _Sizes:
             lambda value, _, names: any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)),
         )
         found: dict[str, str] = {}
+        memo: dict[int, set[str]] = {}
+
+        def keyed(node: ast.If | ast.For | ast.AsyncFor) -> set[str]:
+            """``_keyed_names`` of the node's body and else, an elif chain's rest worked out once (attack28 a10:
+            each branch of a 1,000-branch chain walked every branch after it)."""
+            if id(node) not in memo:
+                rest = node.orelse
+                if isinstance(node, ast.If) and len(rest) == 1 and isinstance(rest[0], ast.If):
+                    test = [ast.Expr(value=rest[0].test)]  # the elif's own test (``elif d.pop(k):``)
+                    memo[id(node)] = _keyed_names(node.body) | _keyed_names(test) | keyed(rest[0])
+                else:
+                    memo[id(node)] = _keyed_names(node.body + rest)
+            return memo[id(node)]
+
         for node in nodes:
             if isinstance(node, ast.If):
                 reads = any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(node.test))
@@ -7145,7 +7166,7 @@ class _Sizes:
                 )
             else:
                 continue
-            for name in _keyed_names(node.body + node.orelse):
+            for name in keyed(node):
                 found.setdefault(name, how)
         return found
 
