@@ -14,6 +14,7 @@ FIXED = [
     "a02_huge_exception_message_slow_diagnosis",
     "a04_forged_event_lines_in_another_ranks_record",
     "a08_report_hostile_folders",
+    "a12_removed_events_file_diagnosed_as_skipped_call",
     "a13_forged_segment_note_unlinks_callers_memory",
     "a15_lint_api_odd_objects",
 ]

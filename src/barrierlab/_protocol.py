@@ -767,6 +767,7 @@ _OUTCOME_TYPES = {
     "value_repr": lambda v: isinstance(v, str),
     "send_error": lambda v: isinstance(v, str),
     "replaced_by": lambda v: isinstance(v, str),
+    "events_lost": lambda v: isinstance(v, str),
 }
 
 
@@ -798,6 +799,9 @@ class Outcome:
     #: before the exec (in ``RankFiles.replaced``); "" if it did not. The process's exit status is then the
     #: rank's outcome.
     replaced_by: str = ""
+    #: What became of the rank's events file while it ran, when it is no longer the one its recorder made
+    #: ("removed", "replaced by another file"); "" if it still is (``record.lost_record``).
+    events_lost: str = ""
     value: bytes | None = field(default=None, repr=False)
     exception: bytes | None = field(default=None, repr=False)
     #: What :meth:`read` left out of the file it read (a time that is not finite), in words; never written.

@@ -661,6 +661,7 @@ def _outcome_at_os_exit(outcome: Outcome, spec: RankSpec, key: bytes, code: obje
     room_to_report()
     try:
         record.stop()
+        outcome.events_lost = record.lost_record
     except BaseException:  # noqa: BLE001, S110 - the outcome is written anyway
         pass
     if spec.run.options.record:
@@ -1184,6 +1185,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     room_to_report()
     try:
         record.stop()
+        outcome.events_lost = record.lost_record
     except BaseException as error:  # noqa: B036 - the recorder's failure must not cost the rank its outcome
         say(f"barrierlab: the recorder failed while stopping: {type(error).__name__}: {error_message(error)}")
     if options.record:

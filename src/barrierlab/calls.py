@@ -22,11 +22,12 @@ def collectives(run: Run) -> dict[int, list[Event]]:
     """Each rank's collective calls on the default group made by the learner's code, in order. Calls pair by
     position within their own process group: a subgroup's calls (``Event.group``) are left out here, as the
     flight record's positions leave them out, so ranks of different subgroups are never compared. A rank of
-    which nothing was read (``RankResult.recorded``) is left out: its calls are unknown, not none."""
+    which nothing was read (``RankResult.recorded``), or whose events file another process removed or replaced
+    (``RankResult.events_lost``), is left out: its calls are unknown, not none."""
     return {
         r.rank: sorted((e for e in r.events if e.is_collective and e.group is None), key=lambda e: e.seq)
         for r in run.ranks
-        if r.recorded
+        if r.recorded and not r.events_lost
     }
 
 

@@ -363,6 +363,7 @@ _OUTCOME_TYPES = {
     "value_repr": str,
     "send_error": str,
     "replaced_by": str,
+    "events_lost": str,
     "value": (bytes, type(None)),
     "exception": (bytes, type(None)),
 }
@@ -388,6 +389,12 @@ def apply_outcome(result: RankResult, outcome: Outcome, t0: float, index: CodeIn
     result.ended = None if outcome.t_end is None else outcome.t_end - t0
     result._pickled = (outcome.value, outcome.exception)
     result._message = outcome.message
+    if outcome.events_lost:  # attack28 a12: read as a rank that made no call
+        result.events_lost = outcome.events_lost
+        result.record_notes.append(
+            f"its events file was {outcome.events_lost} while it ran (another process did it): what it called "
+            "and accessed is not known"
+        )
     if outcome.send_error:
         result.exception = TypeError(
             f"rank {result.rank} finished, but {outcome.send_error} cannot be sent back to the notebook. "

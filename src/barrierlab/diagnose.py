@@ -619,7 +619,7 @@ def _all_recorded(run: Run) -> str:
     """The subject of "... finished": "All 4 ranks", or, for a folder that holds some ranks only (one machine's,
     under torchrun), "Ranks 0 and 1, the ranks recorded here," (attack24 a03: "All 4 ranks finished" was said of a
     folder with two of them, in a job whose other two hung)."""
-    recorded = [r.rank for r in run.ranks if r.recorded]
+    recorded = [r.rank for r in run.ranks if r.recorded and not r.events_lost]
     if len(recorded) == len(run.ranks):
         return f"All {run.world_size} ranks"
     listed = rank_list(recorded)
@@ -2967,6 +2967,13 @@ def diagnose(run: Run) -> Diagnosis:
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
                 diagnosis.evidence.append(_unrecorded_text(unrecorded))
+            diagnosis.evidence += [  # attack28 a12: a rank whose record was removed is not one that made no call
+                f"rank {r.rank}'s events file was {r.events_lost} while it ran (by another process: a rank of the "
+                "run, a clean-up of /tmp): what it called is not known, and the diagnosis compares the other ranks "
+                "only"
+                for r in run.ranks
+                if r.events_lost
+            ]
             return diagnosis
     return Diagnosis("unexplained", "The run could not be explained from its records.", _failure_evidence(f))
 

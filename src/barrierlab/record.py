@@ -279,6 +279,8 @@ class _Recorder:
         )
         info = os.fstat(self.fd)
         self.identity = (info.st_dev, info.st_ino)
+        #: The file the recorder made (device and inode): what the kernel reads must still be it at the end.
+        self.made = self.identity
         self.rank = rank
         self._seqs = itertools.count(1)  # next() of a count is atomic: threads never share a number
         #: Per process group (its name; "" the default group), the count of this rank's collectives on it.
@@ -734,6 +736,18 @@ class _Recorder:
             except OSError:
                 pass
 
+    def lost(self) -> str:
+        """ "" if the events file at its path is still the one this recorder made, else what became of it, in
+        words (attack28 a12: another rank removed it, or put an empty file or a link to /dev/zero in its place, and
+        the kernel read the rank as one that made no call)."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return "removed"
+        except OSError as error:
+            return f"unreadable ({error.strerror})"
+        return "" if (info.st_dev, info.st_ino) == self.made else "replaced by another file"
+
 
 def _error_text(error: BaseException) -> str:
     try:
@@ -744,6 +758,8 @@ def _error_text(error: BaseException) -> str:
 
 
 _recorder: _Recorder | None = None
+#: Set by :func:`stop`: what became of the events file when it is no longer the recorder's ("" if it still is).
+lost_record = ""
 _watch: _StallWatch | None = None
 _idle_watch: _StallWatch | None = None  # started by start_watch, given the recorder by start
 _originals: dict[tuple[object, str], object] = {}
@@ -3338,11 +3354,13 @@ def stop() -> None:
         _watch.halt.set()
         _watch.join(timeout=5)
         _watch = None
+    global lost_record
     if _recorder is not None:
         _unpatch()
         recorder, _recorder = _recorder, None
         dump_flight(recorder)
         recorder.close()
+        lost_record = recorder.lost()
 
 
 def start_from_env() -> bool:

@@ -114,6 +114,9 @@ class RankResult:
     #: The rank returned (its value is kept, it counts as finished), then hung in torch's teardown
     #: (destroy_process_group, object destruction) and was ended by the launcher: torch's, not the learner's.
     teardown_hung: bool = False
+    #: What became of the rank's events file while it ran ("removed", "replaced by another file"), as the rank
+    #: saw at its end; "" if it was its own to the end. Its calls are then unknown, not none (attack28 a12).
+    events_lost: str = ""
     #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
     _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
     #: The exception's message as the rank itself printed it: shown when the exception sent back cannot print

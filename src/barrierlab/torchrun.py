@@ -302,6 +302,7 @@ def main(fn, argv: list[str] | None = None) -> None:
     termination.install()
     outcome.t_end, outcome.clock = time.monotonic(), clock_anchor()
     record.stop()
+    outcome.events_lost = record.lost_record
     outcome.write(files.outcome)
     code = 0 if outcome.status == Status.FINISHED else (outcome.exit_code if outcome.status == Status.EXITED else 1)
     if code:  # a folder of this machine only holds its local ranks' records, a shared one every rank's
