@@ -190,6 +190,8 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> s
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
     n = max([len(calls)] + [e.seq for e in calls if isinstance(e.seq, int)])
     after = f"after {n} collective call{'s' if n != 1 else ''}"
+    if getattr(result, "events_lost", ""):  # review56 C1: its calls are unknown, not none
+        after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
     entries = [e for e in flight or () if not e.p2p]
     issued = [e.issuer for e in entries if e.issuer]
     if issued and len(entries) > n:  # torch's own collectives (DDP's) count too: the flight record has them
@@ -1556,7 +1558,7 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     different lengths where every rank must pass the same length."""
     if not f.shapes:
         return None
-    evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []))}" for r in f.failed]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
     if f.shape_what.startswith("all-to-all"):
@@ -1672,7 +1674,7 @@ def rule_different_roots(f: Facts) -> Diagnosis | None:
     key = ops.BY_NAME[e0.name].root
     sides = "; ".join(f"{rank_list(ranks)} passed {words}" for words, ranks in by_root.items())
     evidence = [f"{e0.name} #{number}: " + "; ".join(f"rank {r} at {where_text(e)}" for r, e in sorted(at.items()))]
-    evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls[r])}" for r in f.failed]
+    evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []))}" for r in f.failed]
     return Diagnosis(
         "different-roots",
         f"Ranks named different roots for the same collective: {e0.name} #{number} ({sides}).",
@@ -2297,7 +2299,7 @@ def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
         return None
     raised = [r for r in failed if r not in stuck]
     for r in raised:
-        result, calls = f.run[r], f.calls[r]
+        result, calls = f.run[r], f.calls.get(r, [])
         if (
             result.status != RAISED
             or failed_by_itself(result)
@@ -2878,7 +2880,7 @@ def rule_group_connect_failed(f: Facts) -> Diagnosis | None:
 
 
 def _failure_evidence(f: Facts) -> list[str]:
-    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls[r], f.flights.get(r))}" for r in f.failed]
+    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []), f.flights.get(r))}" for r in f.failed]
     return evidence + _abort_evidence(f) + _error_evidence(f.run, f.failed)
 
 
@@ -2967,15 +2969,25 @@ def diagnose(run: Run) -> Diagnosis:
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
                 diagnosis.evidence.append(_unrecorded_text(unrecorded))
-            diagnosis.evidence += [  # attack28 a12: a rank whose record was removed is not one that made no call
-                f"rank {r.rank}'s events file was {r.events_lost} while it ran (by another process: a rank of the "
-                "run, a clean-up of /tmp): what it called is not known, and the diagnosis compares the other ranks "
-                "only"
-                for r in run.ranks
-                if r.events_lost
-            ]
+            diagnosis.evidence += _lost_records(run)
             return diagnosis
-    return Diagnosis("unexplained", "The run could not be explained from its records.", _failure_evidence(f))
+    lost = [r.rank for r in run.ranks if r.events_lost]
+    headline = "The run could not be explained from its records."
+    if lost:  # review56 C1
+        headline = f"The run could not be explained from its records: {rank_list(lost)}'s events file was lost."
+    return Diagnosis("unexplained", headline, _failure_evidence(f) + _lost_records(run))
+
+
+def _lost_records(run: Run) -> list[str]:
+    """Evidence for ranks whose events file another process removed or replaced while they ran: their calls are
+    unknown, not none (attack28 a12: "rank 0 never did" of a barrier rank 0 completed)."""
+    return [
+        f"rank {r.rank}'s events file was {r.events_lost} while it ran (by another process: a rank of the run, a "
+        "clean-up of /tmp): what it called is not known, and the diagnosis compares the other ranks only (the "
+        "ledger, from torch's flight recorder, still shows its collectives)"
+        for r in run.ranks
+        if r.events_lost
+    ]
 
 
 def _unrecorded_text(ranks: list[int]) -> str:
