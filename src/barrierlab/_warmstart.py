@@ -112,10 +112,14 @@ def fork_here() -> Forked:
 
 
 def fork_early() -> None:
-    """Hand :func:`fork_here`'s warm process to the launcher's next ``warm_up``."""
+    """Hand :func:`fork_here`'s warm process to the launcher's next ``warm_up``; in a process with other threads
+    (``main(["run", ...])`` called from a kernel or a test runner) a fresh one as :func:`start` makes it: a fork
+    copies only the forking thread, and a lock another thread held would stay held in the warm process."""
+    import threading
+
     global early
     if early is None:
-        early = fork_here()
+        early = fork_here() if threading.active_count() == 1 else start()
 
 
 def start_early() -> None:
