@@ -323,12 +323,20 @@ class Facts:
 def facts(run: Run) -> Facts:
     calls = collectives(run)
     # spans alone dropped from the middle of a record (attack15 a01) leave every call and access: not a cut
-    cut = any(d.cuts_order for d in run.events_dropped.values()) and all(r.ok for r in run.ranks)
-    f = Facts(run, calls, None if cut else _first_divergence(calls), cut=cut)
-    f.mispaired = None if cut else _mispaired(calls, f.first_diff)
+    cut_any = any(d.cuts_order for d in run.events_dropped.values())
+    cut = cut_any and all(r.ok for r in run.ranks)
+    # a run that did not finish, its records cut: calls are compared by their own numbers where they carry them
+    # (review56 M1: kept lines are as many on every rank, so a rank one call ahead was compared position by
+    # position with calls it made earlier: "could not be explained", or a false mis-pairing at the end)
+    by_number = _divergence_by_number(calls) if cut_any and not cut else None
+    f = Facts(run, calls, None if cut or by_number else _first_divergence(calls), cut=cut)
+    f.mispaired = None if cut or cut_any else _mispaired(calls, f.first_diff)
     if cut:
         f.cut_count, f.cut_diff = _cut_comparison(calls)
-    if f.first_diff:
+    if by_number is not None:
+        f.first_diff, f.at_k = by_number
+        f.missing = sorted(set(calls) - set(f.at_k))
+    elif f.first_diff:
         f.at_k = {r: c[f.first_diff - 1] for r, c in calls.items() if len(c) >= f.first_diff}
         f.missing = sorted(set(calls) - set(f.at_k))
     if f.mispaired:
@@ -3038,6 +3046,25 @@ def _first_divergence(calls: dict[int, list[Event]]) -> int | None:
     return None
 
 
+def _divergence_by_number(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]] | None:
+    """For a run that did not finish whose records were cut in the middle, each rank keeping as many calls: the
+    first call, by its own number (``Event.seq``), that some ranks made and others never did — (its index in the
+    first such rank's kept calls, each such rank's event) — or None. Kept lines are as many on every rank, so a
+    rank one call ahead was compared position by position with calls it made earlier (review56 M1: 30,000
+    barriers, rank 0 in a 30,001st: "could not be explained")."""
+    if not calls or not all(isinstance(e.seq, int) for c in calls.values() for e in c):
+        return None
+    last = {r: max((e.seq for e in c), default=0) for r, c in calls.items()}
+    if len(set(last.values())) == 1:
+        return None
+    number = min(last.values()) + 1
+    at = {r: next((e for e in c if e.seq == number), None) for r, c in calls.items() if last[r] >= number}
+    if not at or any(e is None for e in at.values()):
+        return None
+    first = min(at)
+    return calls[first].index(at[first]) + 1, at  # type: ignore[arg-type]
+
+
 def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     """The first call that ranks made from different lines although the op matched (and it completed)."""
     depth = min((len(c) for c in calls.values()), default=0)
@@ -3328,8 +3355,8 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         how = f"failed on a file hand-off ({'; '.join(sorted(set(unordered.values())))})"
         fix_first = (
             "Order the hand-off on every rank: a barrier (or another synchronising call) after the write is "
-            "complete and before any read, and a removal only after every rank has read (the evidence names both "
-            "sides; the traceback is in run[rank].traceback)."
+            "complete and before any read, and a removal (or a rename away) only after every rank has read (the "
+            "evidence names both sides; the traceback is in run[rank].traceback)."
         )
     advice = f"{fix_first} {advice}"
     return Diagnosis(
