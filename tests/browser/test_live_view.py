@@ -52,31 +52,39 @@ OUTPUT_TEXT_JS = """(index) => {
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(
-    browser, lab, notebook_root, record_property
-):
-    target = notebook_root / PATH
+def _write_notebook(target: Path, cells: list[str]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in CELLS])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, target)
 
+
+def _run_and_watch(page, screenshot: str | None = None) -> tuple[list[str], str]:
+    """Run all cells; every distinct live view of the second cell's output until the run's headline replaces it
+    (60 s at most), and that final output. ``screenshot``: saved at the second live view."""
+    menu(page, "Run", "Run All Cells")
+    seen: list[str] = []
+    give_up = time.monotonic() + 60
+    while time.monotonic() < give_up:
+        text = page.evaluate(OUTPUT_TEXT_JS, 1)
+        if "deadline in" in text and (not seen or text != seen[-1]):
+            seen.append(text)
+            if len(seen) == 2 and screenshot:
+                page.screenshot(path=str(ARTIFACTS / screenshot))
+        if "ranks in" in text:  # the run's headline: it has ended
+            break
+        time.sleep(0.2)
+    return seen, page.evaluate(OUTPUT_TEXT_JS, 1)
+
+
+def test_the_live_view_changes_during_a_deadlock_and_gives_way_to_the_result(
+    browser, lab, notebook_root, record_property
+):
+    _write_notebook(notebook_root / PATH, CELLS)
     page = open_notebook(browser, lab, PATH)
     kernel = page.evaluate(NOTEBOOK_STATE_JS, PATH)["kernel"]
     try:
-        menu(page, "Run", "Run All Cells")
-        seen: list[str] = []
-        give_up = time.monotonic() + 60
-        while time.monotonic() < give_up:
-            text = page.evaluate(OUTPUT_TEXT_JS, 1)
-            if "deadline in" in text and (not seen or text != seen[-1]):
-                seen.append(text)
-                if len(seen) == 2:
-                    page.screenshot(path=str(ARTIFACTS / "live-view-during.png"))
-            if "ranks in" in text:  # the run's headline: it has ended
-                break
-            time.sleep(0.2)
-        final = page.evaluate(OUTPUT_TEXT_JS, 1)
+        seen, final = _run_and_watch(page, "live-view-during.png")
         page.screenshot(path=str(ARTIFACTS / "live-view-after.png"))
         record_property("live_snapshots", len(seen))
 
@@ -117,26 +125,11 @@ def test_the_live_view_says_the_ranks_wait_for_the_group_not_that_they_run_the_l
 ):
     """attack26 a22, in a real browser: while rank 3 never starts (its argument's unpickling hangs), the live
     lines of ranks 0-2 said "running your code"; they wait in barrierlab's start-up for the group to form."""
-    target = notebook_root / STARTUP_PATH
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in STARTUP_CELLS])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nbformat.write(nb, target)
-
+    _write_notebook(notebook_root / STARTUP_PATH, STARTUP_CELLS)
     page = open_notebook(browser, lab, STARTUP_PATH)
     kernel = page.evaluate(NOTEBOOK_STATE_JS, STARTUP_PATH)["kernel"]
     try:
-        menu(page, "Run", "Run All Cells")
-        seen: list[str] = []
-        give_up = time.monotonic() + 60
-        while time.monotonic() < give_up:
-            text = page.evaluate(OUTPUT_TEXT_JS, 1)
-            if "deadline in" in text and (not seen or text != seen[-1]):
-                seen.append(text)
-            if "ranks in" in text:
-                break
-            time.sleep(0.2)
-        final = page.evaluate(OUTPUT_TEXT_JS, 1)
+        seen, final = _run_and_watch(page)
         page.screenshot(path=str(ARTIFACTS / "live-view-startup-after.png"))
         record_property("live_snapshots", len(seen))
         assert seen, f"no live view while the run waited; final output {final!r}"
