@@ -204,3 +204,34 @@ def test_a_removal_nothing_ordered_after_the_read_is_told_as_a_file_hand_off(tmp
     ordered = bl.run(rotation_deletes_what_rank1_loads, 2, args=(str(tmp_path / "ordered"),), timeout=3, deadline=20)
     assert "file hand-off" not in ordered.diagnosis.headline, ordered.diagnosis
     assert not ordered.diagnosis.advice.startswith("Order the hand-off"), ordered.diagnosis
+
+
+def rank1_loads_before_rank0_renames_the_folder(folder: str) -> None:
+    """Modelled on round 33's OLMo item (allenai/OLMo PR #234): each rank saves into ``step0-tmp``, a barrier, then
+    rank 0 alone renames the folder to ``step0`` while rank 1 already loads ``step0/rank1.pt``."""
+    import time
+    from pathlib import Path
+
+    tmp, final = Path(folder, "step0-tmp"), Path(folder, "step0")
+    if dist.get_rank() == 0:
+        tmp.mkdir()
+    dist.barrier()
+    torch.save({"rank": dist.get_rank()}, tmp / f"rank{dist.get_rank()}.pt")
+    dist.barrier()
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        tmp.replace(final)
+    torch.load(final / f"rank{dist.get_rank()}.pt")
+    dist.barrier()
+
+
+def test_a_folder_renamed_into_place_after_the_look_is_the_missing_ordering(tmp_path):
+    """corpus33: rank 1 was said to have looked for a file "no rank wrote during the run": rank 0 renamed its
+    folder into place after the look."""
+    run = bl.run(rank1_loads_before_rank0_renames_the_folder, 2, args=(str(tmp_path),), timeout=3, deadline=20)
+    diagnosis = run.diagnosis
+    assert "rank 1 failed on a file hand-off (read a file before rank 0 renamed its folder into place)" in (
+        diagnosis.headline
+    ), diagnosis
+    assert any("before rank 0 renamed its folder to" in line for line in diagnosis.evidence), diagnosis
+    assert not any("no rank wrote it during the run" in line for line in diagnosis.evidence), diagnosis

@@ -3225,6 +3225,13 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
                 written = e.to if e.name == "rename" and e.to else e.path
                 if result.rank != rank and e.name in ("write", "append", "rename") and named(written):
                     later.append((e.start, result.rank, e))  # made after the look: too late (attack25 a02)
+                elif (
+                    result.rank != rank
+                    and e.name == "rename"
+                    and e.to
+                    and path.startswith(e.to.rstrip(os.sep) + os.sep)
+                ):
+                    later.append((e.start, result.rank, e))  # its folder renamed into place after the look (round 33)
                 continue
             if e.name == "remove" and (named(e.path) or path.startswith(e.path.rstrip(os.sep) + os.sep)):
                 gone.append((e.start, result.rank, "removed", e))  # the file, or a folder holding it (rmtree)
@@ -3245,10 +3252,13 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         return "", [], None, None
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
+        made_it = (
+            "wrote it" if named(e.to if e.name == "rename" and e.to else e.path) else f"renamed its folder to {e.to}"
+        )
         return (
             "later",
             [
-                f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} wrote it at {where_text(e)} "
+                f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} {made_it} at {where_text(e)} "
                 f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
                 "the writer sets once the file is complete)"
             ],
@@ -3328,7 +3338,12 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         if run[rank].status == RAISED and kind in ("", "gone"):
             found_races = ordering.races(run) if found_races is None else found_races
         if kind == "later":
-            unordered[rank] = f"read a file before rank {who} wrote it"
+            made_it = (
+                "renamed its folder into place"
+                if change.name == "rename" and change.to != _missing_path(run[rank])
+                else "wrote it"
+            )
+            unordered[rank] = f"read a file before rank {who} {made_it}"
         elif kind == "gone" and any(
             change in (r.first.event, r.second.event) and rank in (r.first.rank, r.second.rank)
             for r in found_races or ()
