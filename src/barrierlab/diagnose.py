@@ -190,7 +190,7 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> s
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
     n = max([len(calls)] + [e.seq for e in calls if isinstance(e.seq, int)])
     after = f"after {n} collective call{'s' if n != 1 else ''}"
-    if getattr(result, "events_lost", ""):  # review56 C1: its calls are unknown, not none
+    if result.events_lost:  # review56 C1: its calls are unknown, not none
         after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
     entries = [e for e in flight or () if not e.p2p]
     issued = [e.issuer for e in entries if e.issuer]
@@ -3225,12 +3225,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
                 written = e.to if e.name == "rename" and e.to else e.path
                 if result.rank != rank and e.name in ("write", "append", "rename") and named(written):
                     later.append((e.start, result.rank, e))  # made after the look: too late (attack25 a02)
-                elif (
-                    result.rank != rank
-                    and e.name == "rename"
-                    and e.to
-                    and path.startswith(e.to.rstrip(os.sep) + os.sep)
-                ):
+                elif result.rank != rank and _renames_its_folder(e, path):
                     later.append((e.start, result.rank, e))  # its folder renamed into place after the look (round 33)
                 continue
             if e.name == "remove" and (named(e.path) or path.startswith(e.path.rstrip(os.sep) + os.sep)):
@@ -3252,9 +3247,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         return "", [], None, None
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
-        made_it = (
-            "wrote it" if named(e.to if e.name == "rename" and e.to else e.path) else f"renamed its folder to {e.to}"
-        )
+        made_it = f"renamed its folder to {e.to}" if _renames_its_folder(e, path) else "wrote it"
         return (
             "later",
             [
@@ -3277,6 +3270,11 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
             f" (and {len(others) - 8} more)" if len(others) > 8 else ""
         )
     return "never", [line], None, None
+
+
+def _renames_its_folder(event: Event, path: str) -> bool:
+    """Whether ``event`` is a rename whose new name is a folder holding ``path`` (``step0-tmp`` -> ``step0``)."""
+    return event.name == "rename" and bool(event.to) and path.startswith(event.to.rstrip(os.sep) + os.sep)
 
 
 def _how_ended(result) -> str:
@@ -3339,16 +3337,14 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             found_races = ordering.races(run) if found_races is None else found_races
         if kind == "later":
             made_it = (
-                "renamed its folder into place"
-                if change.name == "rename" and change.to != _missing_path(run[rank])
-                else "wrote it"
+                "renamed its folder into place" if _renames_its_folder(change, _missing_path(run[rank])) else "wrote it"
             )
             unordered[rank] = f"read a file before rank {who} {made_it}"
         elif kind == "gone" and any(
             change in (r.first.event, r.second.event) and rank in (r.first.rank, r.second.rank)
             for r in found_races or ()
         ):
-            gone = "removed" if getattr(change, "name", "") == "remove" else "renamed away"
+            gone = "removed" if change.name == "remove" else "renamed away"
             unordered[rank] = f"looked for a file rank {who} had {gone}, nothing ordering the two"
         if not missing and run[rank].status == RAISED:
             missing = _unordered_read_evidence(run[rank], found_races)

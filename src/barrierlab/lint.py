@@ -4666,7 +4666,7 @@ class _Analysis:
         (what the function assigns later cannot reach a test at ``line`` outside a loop: attack23 a06 c,
         torchtitan's ``if seed is None: broadcast(...)`` with ``seed += rank_in_pp`` after it); None when
         unknown."""
-        func = next((f for f in self.funcs if f.key == key), None)
+        func = self.table.get(key)
         if func is None or key not in self.func_inherited:
             return None
         nodes = [n for n in _own_nodes(func.node.body) if getattr(n, "lineno", line) < line]

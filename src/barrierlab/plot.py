@@ -220,10 +220,7 @@ def _draw(
     shown = title if title is not None else _default_title(lanes, numbers)
     dropped = getattr(run, "events_dropped", None) if title is None else None
     if dropped:  # attack27 a10: the middle of long records was drawn as plain running, and counted in the waits
-        shown += (
-            f"\nthe middle of the records of {_ranks(sorted(dropped))} was not read "
-            f"({', '.join(str(d) for d in dropped.values())} events): not drawn, and not in the waits"
-        )
+        shown += f"\n{waits.not_read(dropped)}: not drawn, and not in the waits"
     ax.set_title(shown, fontsize=11)
     return used
 

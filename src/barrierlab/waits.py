@@ -105,14 +105,7 @@ class Waits:
     not_read: Mapping[int, str] = field(default_factory=dict)
 
     def _not_read_note(self) -> str:
-        if not self.not_read:
-            return ""
-        ranks = sorted(self.not_read)
-        who = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
-        return (
-            f" (the middle of the records of {who} was not read: {', '.join(self.not_read[r] for r in ranks)} "
-            "events; their waits are not counted)"
-        )
+        return f" ({not_read(self.not_read)}; their waits are not counted)" if self.not_read else ""
 
     @property
     def shown_last(self) -> int | None:
@@ -159,6 +152,14 @@ class Waits:
         if self.shown_last is not None:
             return f"{line}; rank {self.shown_last} was {self.last_note()}: the others waited for it"
         return line
+
+
+def not_read(dropped: Mapping[int, object]) -> str:
+    """'the middle of the records of ranks 0, 1 was not read (3,504, 3,504 events)': what the timeline's title and
+    the waits say of records cut in the middle (``Run.events_dropped``: rank -> how many events, as words)."""
+    ranks = sorted(dropped)
+    who = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+    return f"the middle of the records of {who} was not read ({', '.join(str(dropped[r]) for r in ranks)} events)"
 
 
 def drawn(events) -> list[Event]:
