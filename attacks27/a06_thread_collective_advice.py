@@ -13,7 +13,7 @@ from _h import Workdir, cli, verdict
 broken = []
 for i in range(3):
     with Workdir() as wd:
-        rc, out, err = cli("p05_background_save.py", timeout=3, cwd=wd, wall=60)
+        rc, out, err = cli("p05_background_save.py", timeout=3, cwd=wd, wall=150)
     text = out + err
     lines = text.splitlines()
     head = next(
@@ -27,6 +27,8 @@ for i in range(3):
         print("  finished this time")
         continue
     if "thread" not in diag.lower().replace("threading", ""):
+        # The whole output, so that a run that went another way can be told from a wrong diagnosis.
+        print(f"  the whole output of run {i + 1}:\n" + text[-4000:])
         broken.append(
             f"run {i + 1}: the diagnosis never says the barrier was made by a background thread; advice: {advice[:120]}"
         )

@@ -17,7 +17,7 @@ def assert_the_promise_holds(script: Path) -> None:
     unless it exits 0."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-3000:]
 
 
 def fixed_attacks(folder: Path, names: list[str]):
