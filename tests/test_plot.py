@@ -416,6 +416,32 @@ def test_real_run_finds_the_last_rank_to_arrive():
     assert len(artists(fig, "releases")[0].get_segments()) == 1
 
 
+def one_rank_never_arrives():
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    dist.barrier()
+    dist.barrier()
+    if rank == 0:
+        dist.barrier()  # rank 1 never calls it
+    else:
+        time.sleep(60)
+
+
+def test_a_rank_that_never_reached_the_call_the_others_were_in_never_arrived():
+    """review56 M2: in a stuck run the rank the others waited for was called "last to arrive" although it never
+    arrived at the barrier rank 0 spent most of the run in."""
+    import barrierlab
+
+    run = barrierlab.run(one_rank_never_arrives, 2, timeout=30, deadline=4)
+    numbers = run.waits()
+    assert numbers.last_to_arrive == 1 and numbers.never_arrived == "barrier #3"
+    assert "rank 1 never arrived at barrier #3: the others waited for it" in numbers.summary()
+    assert "last to arrive" not in numbers.summary() + numbers.table()
+    assert "<- never arrived at barrier #3: the others waited for it" in numbers.table()
+    assert y_labels(plot.timeline(run))[1].startswith("rank 1 (never arrived at barrier #3")
+
+
 def barrier_then_work():
     import torch.distributed as dist
 

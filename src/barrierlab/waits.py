@@ -103,6 +103,9 @@ class Waits:
     #: rank -> events in the middle of its record that were not read (a very long record): their time is not in
     #: ``wait`` or ``releases`` (attack27 a10: waits counted from the kept events only, without saying so)
     not_read: Mapping[int, str] = field(default_factory=dict)
+    #: 'barrier #30001' when another rank was still in that call at the end and ``last_to_arrive`` never reached
+    #: it: the rank did not arrive late, it never arrived (review56 M2: a stuck run called it "last to arrive")
+    never_arrived: str | None = None
 
     def _not_read_note(self) -> str:
         return f" ({not_read(self.not_read)}; their waits are not counted)" if self.not_read else ""
@@ -117,7 +120,10 @@ class Waits:
         return last if n == 0 or 2 * k > n else None
 
     def last_note(self) -> str:
-        """'last to arrive', or 'last to arrive at 2 of 3' when it was not last every time."""
+        """'last to arrive', or 'last to arrive at 2 of 3' when it was not last every time, or 'never arrived at
+        barrier #3' when the others were still waiting in a call it never reached."""
+        if self.never_arrived is not None:
+            return f"never arrived at {self.never_arrived}"
         k, n = self.last_at
         return "last to arrive" if k == n or n == 0 else f"last to arrive at {k} of {n}"
 
@@ -126,8 +132,9 @@ class Waits:
         rows = [f"{'rank':>4}  {'active s':>9}  {'waited s':>9}  {'idle %':>6}"]
         for rank, n in self.ranks.items():
             active = n.busy + n.wait
+            never = f", and it never arrived at {self.never_arrived}" if self.never_arrived is not None else ""
             mark = (
-                "  <- straggler: the others waited for it"
+                f"  <- straggler: the others waited for it{never}"
                 if rank == self.straggler
                 else f"  <- {self.last_note()}: the others waited for it"
                 if rank == self.shown_last
@@ -148,9 +155,11 @@ class Waits:
         idle = ", ".join(f"{100 * n.idle_fraction:.0f}%" for n in self.ranks.values())
         line = f"waited {self.wait_total:.3f} s in all (idle by rank: {idle}){self._not_read_note()}"
         if self.straggler is not None:
-            return f"{line}; rank {self.straggler} was the straggler: the others waited for it"
+            never = f" and it never arrived at {self.never_arrived}" if self.never_arrived is not None else ""
+            return f"{line}; rank {self.straggler} was the straggler: the others waited for it{never}"
         if self.shown_last is not None:
-            return f"{line}; rank {self.shown_last} was {self.last_note()}: the others waited for it"
+            was = "" if self.never_arrived is not None else "was "
+            return f"{line}; rank {self.shown_last} {was}{self.last_note()}: the others waited for it"
         return line
 
 
@@ -381,6 +390,25 @@ def _arrival_counts(found: list[Release], lanes_: list[Lane]) -> tuple[dict[int,
     return counts, telling
 
 
+def _never_arrived(found: list[Lane], rank: int | None) -> str | None:
+    """'barrier #7' when another rank never left collective #7 and ``rank`` made no call numbered 7 or later."""
+    if rank is None:
+        return None
+    stuck = [
+        (e.start, seq, e.name)
+        for lane in found
+        if lane.rank != rank
+        for e in lane.events
+        if e.kind == "collective" and e.never_left and (seq := number(e, lane)) is not None
+    ]
+    if not stuck:
+        return None
+    _, seq, op = min(stuck)
+    mine = next(lane for lane in found if lane.rank == rank)
+    reached = [n for e in mine.events if e.kind == "collective" and (n := number(e, mine)) is not None]
+    return f"{op} #{seq}" if not reached or max(reached) < seq else None
+
+
 def from_lanes(found: list[Lane], total: float) -> Waits:
     """The numbers of lanes (see :func:`lanes`) over a run ``total`` seconds long."""
     ranks = {lane.rank: _rank_waits(lane, total) for lane in found}
@@ -400,6 +428,7 @@ def from_lanes(found: list[Lane], total: float) -> Waits:
         releases=tuple(released),
         total=total,
         wait_total=sum(n.wait for n in ranks.values()),
+        never_arrived=_never_arrived(found, last),
     )
 
 
