@@ -121,6 +121,13 @@ _ERRORS = (
         "torchrun passes its own stdin to the ranks: pass the answer as an argument, an environment variable or a "
         "file instead.",
     ),
+    (  # round 33's 3DETR item: "failed by itself", the DDP error's meaning left to the learner
+        re.compile(r"Expected to have finished reduction in the prior iteration"),
+        "ddp unused parameters",
+        "DDP found that this rank's previous backward gave no gradient to some parameters (its loss did not use "
+        "them): it never started the all_reduce of their bucket, which the other ranks waited in, and raised at "
+        "this rank's next forward.",
+    ),
     (
         re.compile(r"rank (\d+) failed while preparing"),
         "main process failed",
@@ -134,6 +141,9 @@ _ERRORS = (
         "GLOO_SOCKET_IFNAME).",
     ),
 )
+
+#: The parameter indices DDP's unused-parameter error names ("… did not receive grad for rank 1: 7 8 9 10").
+_UNUSED_INDICES = re.compile(r"did not receive grad for rank \d+: ([\d ]+)")
 
 #: Errors that are consequences of another rank's problem, not causes.
 _SECONDARY = {
@@ -185,7 +195,10 @@ class Diagnosis:
         return f"**{self.headline}**\n\n{body}{advice}"
 
 
-def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> str:
+def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, counted: bool = False) -> str:
+    """How a rank ended and after how many collective calls; ``counted``: the sentence has already said how many
+    (session 25: "made only 6 collectives in the group and raised … after 0 collective calls", its own calls
+    counted against torch's DDP all_reduces)."""
     # the calls' own numbers, not how many were kept: a record cut in the middle keeps its first and last calls
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
     n = max([len(calls)] + [e.seq for e in calls if isinstance(e.seq, int)])
@@ -194,25 +207,28 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None) -> s
         after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
     entries = [e for e in flight or () if not e.p2p]
     issued = [e.issuer for e in entries if e.issuer]
-    if issued and len(entries) > n:  # torch's own collectives (DDP's) count too: the flight record has them
+    if counted and not result.events_lost:
+        after = ""
+    elif issued and len(entries) > n:  # torch's own collectives (DDP's) count too: the flight record has them
         who = ", ".join(dict.fromkeys(issuer_word(i) for i in issued))
         after = (
             f"after {len(entries)} collective{'s' if len(entries) != 1 else ''} ({len(entries) - len(issued)} from "
             f"your own torch.distributed calls, {len(issued)} that torch or your libraries issued: {who})"
         )
+    tail = f" {after}" if after else ""
     if result.status == FINISHED:
-        return f"returned from the function {after}"
+        return f"returned from the function{tail}"
     if result.status == RAISED:
-        return f"raised {_clip(result.error_message.splitlines()[0], 200)} {after}"
+        return f"raised {_clip(result.error_message.splitlines()[0], 200)}{tail}"
     if result.status == SETUP_FAILED:
         return f"failed before the function started: {_clip(result.error_message.splitlines()[0], 200)}"
     if result.status == EXITED:
-        return f"exited (code {result.exit_code}) {after}"
+        return f"exited (code {result.exit_code}){tail}"
     if result.status == KILLED:
-        return f"was killed by {_signal_name(result.signal)} {after}"
+        return f"was killed by {_signal_name(result.signal)}{tail}"
     if result.status == STOPPED:
         stuck = f", stuck {result.stuck}" if result.stuck else ""
-        return f"was stopped at the deadline {after}{stuck}"
+        return f"was stopped at the deadline{tail}{stuck}"
     return result.status
 
 
@@ -853,7 +869,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         return None  # torch's own collectives diverged first: rule_torch_divergence explains it
     k, run = f.number, f.run
     evidence = list(f.evidence) + _calls_by_op(f, k)
-    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
+    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r], f.flights.get(r))}" for r in f.missing]
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
     headline = f"Different collectives at the same position: {_call_no(f)} is {_ops_at(f)}."
     advice = (
@@ -979,7 +995,7 @@ def rule_checkpoint_on_some_ranks(f: Facts) -> Diagnosis | None:
         f"then hands each rank its part), so {rank_list(callers)} waited there for {rank_list(waited)}"
     ]
     evidence += [f"{rank_list(rs)} called {op} #{k} {_called_at(elsewhere[rs[0]])}" for op, rs in by_op.items()]
-    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r])}" for r in f.missing]
+    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r], f.flights.get(r))}" for r in f.missing]
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, sorted(f.at_k), f.at_k)
     return Diagnosis(
         "checkpoint-on-some-ranks",
@@ -1014,7 +1030,7 @@ def rule_torch_divergence(f: Facts) -> Diagnosis | None:
         last = max((e.seq for e in f.flights[rank] if not e.p2p and e.group == "0"), default=0)
         evidence.append(
             f"{rank_list([rank])} made only {last} collective{'s' if last != 1 else ''} in the group "
-            f"and {_how_it_ended(run[rank], f.calls[rank])}"
+            f"and {_how_it_ended(run[rank], f.calls[rank], counted=True)}"
         )
     unread = [rank for rank in f.calls if rank not in f.flights]
     if unread:
@@ -1311,7 +1327,7 @@ def _arrival_evidence(f: Facts) -> list[str]:
     evidence = list(f.evidence)
     for ranks in _by_place(f.at_k, _chain_key):
         evidence.append(f"{rank_list(ranks)} called {_op_name(event)} #{k} {_called_at(f.at_k[ranks[0]])}")
-    missing_how = {r: _how_it_ended(run[r], f.calls[r]) for r in f.missing}
+    missing_how = {r: _how_it_ended(run[r], f.calls[r], f.flights.get(r)) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
         they = "they" if len(same) > 1 else "it"
@@ -1541,7 +1557,7 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup {_called_at(event)}"]
         for m in missing:
             last = calls.get(m, [])[-1:] or [None]
-            ended = _how_it_ended(f.run[m], f.calls[m])
+            ended = _how_it_ended(f.run[m], f.calls[m], f.flights.get(m))
             made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
             evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
         evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
@@ -1566,7 +1582,9 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     different lengths where every rank must pass the same length."""
     if not f.shapes:
         return None
-    evidence = list(f.shapes) + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []))}" for r in f.failed]
+    evidence = list(f.shapes) + [
+        f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []), f.flights.get(r))}" for r in f.failed
+    ]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
     if f.shape_what.startswith("all-to-all"):
@@ -1682,7 +1700,7 @@ def rule_different_roots(f: Facts) -> Diagnosis | None:
     key = ops.BY_NAME[e0.name].root
     sides = "; ".join(f"{rank_list(ranks)} passed {words}" for words, ranks in by_root.items())
     evidence = [f"{e0.name} #{number}: " + "; ".join(f"rank {r} at {where_text(e)}" for r, e in sorted(at.items()))]
-    evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []))}" for r in f.failed]
+    evidence += [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []), f.flights.get(r))}" for r in f.failed]
     return Diagnosis(
         "different-roots",
         f"Ranks named different roots for the same collective: {e0.name} #{number} ({sides}).",
@@ -2025,7 +2043,7 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     ]
     for x, call in ((r, e), (q, g)):
         evidence.append(f"rank {x} " + ("was still in it at the deadline" if call.end is None else _gave_up(call)))
-    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x])}" for x in f.failed]
+    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x], f.flights.get(x))}" for x in f.failed]
     evidence += _error_evidence(run, f.failed)
     return Diagnosis(
         "different-groups",
@@ -2086,7 +2104,7 @@ def rule_group_wait_cycle(f: Facts) -> Diagnosis | None:
         for r, e, q in cycle
     ]
     evidence = [f"rank {r} called {e.name} of {of(e)} {_called_at(e)}" for r, e, _ in cycle]
-    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x])}" for x in f.failed]
+    evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x], f.flights.get(x))}" for x in f.failed]
     evidence += _error_evidence(run, f.failed)
     return Diagnosis(
         "group-wait-cycle",
@@ -3362,6 +3380,26 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         if last is not None and (last.error or last.end is None):
             evidence.append(f"rank {result.rank} was waiting in {last.name} at {where_text(last)}")
     how = f"failed by {'themselves' if len(causes) > 1 else 'itself'}"
+    unused = [r for r in causes if (explained[r] or ("",))[0] == "ddp unused parameters"]
+    if unused and len(unused) == len(causes):
+        indices = {r: _UNUSED_INDICES.search(run[r].error_message or "") for r in unused}
+        listed = {r: ", ".join(m.group(1).split()) for r, m in indices.items() if m}
+        if len(unused) == 1:
+            gave = f"parameters {listed[unused[0]]}" if listed else "some parameters"
+        else:
+            gave = "some parameters" + (" (" + "; ".join(f"rank {r}: {p}" for r, p in listed.items()) + ")") * bool(
+                listed
+            )
+        its = "its" if len(unused) == 1 else "their"
+        how = f"failed in DDP: {its} previous step gave {gave} no gradient, which DDP found at the next forward"
+        fix_first = (
+            "Make the loss use every parameter of the model on every rank at every step: a branch that leaves a "
+            "head or a loss term out for some batches (an empty batch, a rank-dependent condition) leaves those "
+            "parameters without a gradient, DDP never starts their bucket's all_reduce, and the other ranks wait "
+            "in it. Keep them in the graph (add the skipped term times 0 to the loss), or pass "
+            "find_unused_parameters=True to DistributedDataParallel (it then looks for unused parameters after "
+            "every forward, at a cost); TORCH_DISTRIBUTED_DEBUG=INFO makes the error name the parameters."
+        )
     if unordered and set(unordered) == set(causes):  # corpus32: three file races told as "failed by itself"
         how = f"failed on a file hand-off ({'; '.join(sorted(set(unordered.values())))})"
         fix_first = (
