@@ -643,6 +643,14 @@ def _as_the_interpreter(body, path: str) -> None:
             os._exit = real_exit
 
 
+def _from_the_function(tb):
+    """A traceback from the learner's function on, without this launcher's two frames above it."""
+    skip = 2
+    while skip and tb is not None and tb.tb_next is not None:
+        tb, skip = tb.tb_next, skip - 1
+    return tb
+
+
 #: Set by :func:`main` while the script runner's script runs: writes the rank's outcome when the script calls
 #: ``os._exit(code)`` (attack15 a04: a script that ends with ``os._exit(0)`` to skip the interpreter's teardown
 #: passes under torchrun, and its ranks were reported "did not finish": no outcome was written).
@@ -1163,15 +1171,14 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             outcome.send_error = "its return value " + outcome.send_error
     except SystemExit as exit_:  # the status Python itself would exit with; a message is printed as it does
         outcome.status, outcome.exit_code = Status.EXITED, exit_status(exit_.code)
+        if in_fn:  # where the learner's code called sys.exit() (corpus34's Megatron item: "exited", no line named)
+            outcome.traceback = format_error(exit_, _from_the_function(exit_.__traceback__))
         text = exit_text(exit_.code)
         if text is not None:
             flush_output()
             say(text)
     except BaseException as error:
-        tb = error.__traceback__
-        skip = 2 if in_fn else 0  # start the traceback at the learner's function, not at this launcher
-        while skip and tb is not None and tb.tb_next is not None:
-            tb, skip = tb.tb_next, skip - 1
+        tb = _from_the_function(error.__traceback__) if in_fn else error.__traceback__
         outcome.status = Status.RAISED if in_fn else Status.SETUP_FAILED
         outcome.error_type = type_name(type(error))
         outcome.message = error_message(error)  # a learner's __str__ may raise: the rank reports anyway

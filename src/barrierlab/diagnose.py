@@ -1386,15 +1386,16 @@ def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
     op = f.at_k[arrived[0]].name
     evidence = _arrival_evidence(f)
     pairs = {r: c[f.mispaired - 1] for r, c in f.calls.items()}
-    lines: dict[str, list[int]] = {}
+    lines: dict[tuple, list[int]] = {}
     for rank, event in sorted(pairs.items()):
-        lines.setdefault(_place(event), []).append(rank)
+        lines.setdefault(_reached_from(event), []).append(rank)
     headline = (
         f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
         f"but it started at call #{f.mispaired}, where "
         + " paired with ".join(
-            f"{rank_list(rs)}'s {pairs[rs[0]].name} at {where}{_parts_at(pairs[rs[0]], _parting_of(pairs))}"
-            for where, rs in lines.items()
+            f"{rank_list(rs)}'s {pairs[rs[0]].name} at {_place(pairs[rs[0]])}"
+            f"{_parts_at(pairs[rs[0]], _parting_of(pairs))}"
+            for rs in lines.values()
         )
         + "."
     )
@@ -3083,13 +3084,21 @@ def _divergence_by_number(calls: dict[int, list[Event]]) -> tuple[int, dict[int,
     return calls[first].index(at[first]) + 1, at  # type: ignore[arg-type]
 
 
+def _reached_from(event: Event) -> tuple:
+    """A call's line and the learner's lines that led to it: a helper's one line reached from two call sites is
+    two places (corpus34's autocast item: Lightning's strategy.barrier() line, reached through save_checkpoint on
+    rank 0 and through the finalize step on rank 1, paired two different barriers)."""
+    return site_key(event), tuple((file, line) for file, line, _ in event.callers)
+
+
 def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
-    """The first call that ranks made from different lines although the op matched (and it completed)."""
+    """The first call that ranks made from different lines (or one helper's line reached from different lines)
+    although the op matched (and it completed)."""
     depth = min((len(c) for c in calls.values()), default=0)
     limit = depth if before is None else min(depth, before - 1)
     for i in range(limit):
         at = [c[i] for c in calls.values()]
-        if len({e.name for e in at}) == 1 and len({site_key(e) for e in at}) > 1:
+        if len({e.name for e in at}) == 1 and len({_reached_from(e) for e in at}) > 1:
             return i + 1
     return None
 
@@ -3098,7 +3107,7 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
     at = {r: c[k - 1] for r, c in calls.items()}
     groups: dict[tuple, list[int]] = {}
     for rank, event in sorted(at.items()):
-        groups.setdefault(site_key(event), []).append(rank)
+        groups.setdefault(_reached_from(event), []).append(rank)
     parting_at = _parting_of(at)
     parts = [
         f"{rank_list(rs)} at {where_text(at[rs[0]])}{called_from(chain_of(at[rs[0]]), parting_at)}"
@@ -3111,10 +3120,15 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
 
 
 def _uneven_loop(calls, arrived, missing, k) -> bool:
-    """The call that only some ranks made repeats a line every rank called before: a loop of uneven length."""
-    key = site_key(calls[arrived[0]][k - 1])
-    return all(any(site_key(e) == key for e in calls[r]) for r in missing) and any(
-        site_key(e) == key for e in calls[arrived[0]][: k - 1]
+    """The call that only some ranks made repeats a line every rank called before, reached through the same
+    lines of the learner's code: a loop of uneven length. A helper's line reached from a call site the others
+    never reached is no loop (corpus34's autocast item: Lightning's strategy.barrier() line, reached once more on
+    rank 0 through save_checkpoint under `if trainer.is_global_zero:`, was told as "a loop ran a different number
+    of times")."""
+
+    extra = _reached_from(calls[arrived[0]][k - 1])
+    return all(any(_reached_from(e) == extra for e in calls[r]) for r in missing) and any(
+        _reached_from(e) == extra for e in calls[arrived[0]][: k - 1]
     )
 
 
@@ -3304,7 +3318,7 @@ def _how_ended(result) -> str:
 
 def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[str], site) -> Diagnosis:
     statuses = ", ".join(sorted({_how_ended(run[r]) for r in causes}))
-    raised = [r for r in causes if run[r].traceback]
+    raised = [r for r in causes if run[r].traceback and run[r].status == RAISED]
     # a killed or exited rank has no traceback: its exit status and what it printed are what there is (review46b M3)
     ended = "run[rank].exit_code / run[rank].signal, what it printed in run[rank].stderr"
     if all(run[r].status == LOST for r in causes):  # nothing of how it ended reached the record (attack24 a04)
@@ -3337,14 +3351,16 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             "to every rank instead of leaving them waiting."
         )
     # the learner's line they raised at, when every cause raised at the same one (one rank, or several)
-    raised_at = {_raised_at(run[r]) for r in causes if run[r].status == RAISED}
-    where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status == RAISED for r in causes) else ""
+    # or where it called sys.exit() (an exited rank's traceback is its SystemExit's)
+    raised_at = {_raised_at(run[r]) for r in causes if run[r].status in (RAISED, EXITED)}
+    where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status in (RAISED, EXITED) for r in causes) else ""
     if where:  # the learner's whole chain down to it, as a traceback (round 23: a raise three calls deep)
         chain = _raised_chain(run[causes[0]])
         lines = traceback_lines(chain)
         if lines:
             evidence = [
-                f"{rank_list(causes[:1])} raised in its own code:" + "".join("\n    " + line for line in lines),
+                f"{rank_list(causes[:1])} {'raised' if run[causes[0]].status == RAISED else 'exited'} in its own code:"
+                + "".join("\n    " + line for line in lines),
                 *evidence,
             ]
     found_races = None  # the ordering model, built only when a cause raised with nothing missing to tell

@@ -1490,8 +1490,21 @@ def _grad_presence(test: ast.expr) -> str | None:
 
 def _skips(body: list[ast.stmt]) -> bool:
     """Whether an ``except`` body leaves the iteration or the function (``continue``/``break``/``return``) as
-    its last statement: the ranks that raised skip what follows, the others do not."""
-    return bool(body) and isinstance(body[-1], (ast.Continue, ast.Break, ast.Return))
+    its last statement, or ends the process as a success (``sys.exit()``, ``sys.exit(0)``: torchrun then waits
+    for the other ranks, corpus34's Megatron-LM item): the ranks that raised skip what follows, the others do not."""
+    if not body:
+        return False
+    last = body[-1]
+    return isinstance(last, (ast.Continue, ast.Break, ast.Return)) or (
+        isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and _quiet_exit(last.value)
+    )
+
+
+def _quiet_exit(call: ast.Call) -> bool:
+    """``sys.exit()``, ``exit(0)``, ``sys.exit(None)``: a call that ends the process with status 0."""
+    if _dotted(call.func) not in _EXIT_CALLS or call.keywords or len(call.args) > 1:
+        return False
+    return not call.args or (isinstance(call.args[0], ast.Constant) and call.args[0].value in (0, None, False))
 
 
 def _walk_items(items: Iterable[_Item]) -> Iterator[_Item]:
@@ -5616,7 +5629,9 @@ class _Walker:
         iteration is rank-dependent - except ``StopIteration`` from ``next(it)``: that is the end of the
         iterator, as rank-dependent as the iterator itself (``while True: try: x = next(it) except
         StopIteration: break`` is a ``for`` loop written out). Outside a loop a handler's exit stays quiet (see
-        good_oom_skip_flag_all_reduced.py: ``except FileNotFoundError: return None``)."""
+        good_oom_skip_flag_all_reduced.py: ``except FileNotFoundError: return None``) unless the ``try`` works
+        on something of the rank's own (a path or a value made from its rank: Megatron-LM's per-rank checkpoint
+        shard, whose failed load exits that rank alone, corpus34)."""
         if not _skips(handler.body):
             return None
         kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
@@ -5630,7 +5645,16 @@ class _Walker:
             if nexts and not any(self.an.mentions_rank(a, self.taint, self.laundered) for a in nexts):
                 return None
             return True if self.loops else None
-        return True if self.loops else None
+        return True if self.loops or self._tries_ranks_own(stmt) else None
+
+    def _tries_ranks_own(self, stmt: ast.Try) -> bool:
+        """Whether a ``try`` body's expressions mention the rank (directly or through names made from it)."""
+        return any(
+            self.an.mentions_rank(child, self.taint, self.laundered)
+            for inner in stmt.body
+            for child in ast.iter_child_nodes(inner)
+            if isinstance(child, ast.expr)
+        )
 
     def _raises_by_rank(self, call: ast.Call, target: str) -> str | None:
         """Whether a call of a function of the file raises on some ranks only: its raise sits under a test on the
