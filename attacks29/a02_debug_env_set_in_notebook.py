@@ -18,7 +18,12 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import barrierlab as bl
 
-os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"     # a later cell: debug the mismatch
+def first_cell():
+    return dist.get_rank()
+
+if __name__ == "__main__":
+    bl.run(first_cell, world_size=2, deadline=30)    # an earlier cell ran the group once
+    os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"     # a later cell: debug the mismatch
 
 def body(rank):
     t = torch.ones(4)
