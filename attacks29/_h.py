@@ -4,7 +4,6 @@ through bl.run from a notebook-like caller, each in a fresh temporary working fo
 killed by process group on timeout; temporary folders are removed."""
 
 import os
-import re
 import shutil
 import signal
 import subprocess

@@ -30,7 +30,7 @@ if rank == 1:
     raise RuntimeError("bad batch on rank 1")
 for i in range(200):            # rank 0: local work, no collective
     time.sleep(0.05)
-print("RESULT rank", rank, "finished local work", flush=True)
+print(f"RESULT rank {rank} finished local work", flush=True)
 """
 
 tr = _h.under("torchrun", PROG)

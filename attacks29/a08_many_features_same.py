@@ -56,7 +56,7 @@ def main():
         out["fsdp"] = round(l.item(), 5)
     except Exception as e:
         out["fsdp"] = type(e).__name__ + str(e)[:80]
-    print("RESULT", rank, json.dumps(out, sort_keys=True), flush=True)
+    print(f"RESULT {rank} {json.dumps(out, sort_keys=True)}", flush=True)
     dist.destroy_process_group()
 if __name__ == "__main__":
     main()

@@ -25,9 +25,9 @@ try:
                             timeout=datetime.timedelta(seconds=6))
     t = torch.ones(1)
     dist.all_reduce(t)
-    print("RESULT rank", rank, "joined", flush=True)
+    print(f"RESULT rank {rank} joined", flush=True)
 except Exception as e:
-    print("RESULT rank", rank, "failed:", type(e).__name__, flush=True)
+    print(f"RESULT rank {rank} failed: {type(e).__name__}", flush=True)
     raise SystemExit(1)
 """
 

@@ -21,7 +21,7 @@ if rank == 0:
     time.sleep(7)                     # download / tokenize once
     open("data.ready", "w").write("ok")
 dist.barrier()
-print("RESULT rank", rank, "sees", open("data.ready").read(), flush=True)
+print(f"RESULT rank {rank} sees {open('data.ready').read()}", flush=True)
 dist.barrier()
 if rank == 0:
     import os; os.remove("data.ready")

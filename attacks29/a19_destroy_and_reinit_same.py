@@ -37,7 +37,7 @@ dist.barrier()
 dist.destroy_process_group()
 res.append(dist.is_initialized())
 
-print("RESULT", rank, res, flush=True)
+print(f"RESULT {rank} {res}", flush=True)
 '''
 
 def twice(launcher, **kw):
