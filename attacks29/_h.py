@@ -19,8 +19,17 @@ TORCHRUN = os.path.join(os.path.dirname(PY), "torchrun")
 def _env(extra=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCH_DISTRIBUTED_DEBUG",
-              "OMP_NUM_THREADS", "TORCH_COMPILE_DISABLE", "BARRIERLAB_LIVE"):
+    for k in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCH_DISTRIBUTED_DEBUG",
+        "OMP_NUM_THREADS",
+        "TORCH_COMPILE_DISABLE",
+        "BARRIERLAB_LIVE",
+    ):
         env.pop(k, None)
     env["BARRIERLAB_LIVE"] = "0"
     env.update(extra or {})
@@ -28,8 +37,15 @@ def _env(extra=None):
 
 
 def _run(cmd, cwd, timeout, env=None, stdin=None):
-    p = subprocess.Popen(cmd, cwd=cwd, env=_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -84,7 +100,7 @@ def under(launcher, program, n=2, args=(), timeout=110, env=None, extra_files=No
             cmd = [PY, "-m", "barrierlab", "run", "prog.py", "-n", str(n), *bl_args, "--", *args]
         rc, out, err = _run(cmd, d, timeout, env, stdin)
         files = files_of(d)
-        for name in (extra_files or {}):
+        for name in extra_files or {}:
             files.pop(name, None)
         return {"rc": rc, "out": out, "err": err, "results": results(out + "\n" + err), "files": files}
     finally:

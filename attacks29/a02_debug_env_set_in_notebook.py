@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import os, sys, datetime
 import torch
 import torch.distributed as dist
@@ -52,7 +52,7 @@ if __name__ == "__main__":
     run = bl.run(in_bl, world_size=2, timeout=6, deadline=20)
     for r in range(2):
         print(f"RESULT bl.run rank {r} {run.values[r] if run.ok else run[r].status}", flush=True)
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 spawn = [line.replace("spawn ", "", 1) for line in got["results"] if line.startswith("spawn")]

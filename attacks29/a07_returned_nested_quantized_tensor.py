@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import pickle, warnings
 warnings.simplefilter("ignore")
 import torch
@@ -33,7 +33,7 @@ for kind in ("nested", "quantized"):
     print(f"RESULT {kind} pickle={type(ref).__name__}{sorted(ref)} bl.run={type(got).__name__} same={same}")
     if not same:
         print("RESULT   bl.run value:", repr(got)[:160].replace("\n", " "))
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 res = [line for line in got["results"]]

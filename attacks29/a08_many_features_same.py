@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-PROG = '''\
+PROG = """\
 import os, sys, json, threading, subprocess, multiprocessing as mp
 import torch, torch.nn as nn, torch.distributed as dist
 def sq(x): return x * x
@@ -60,7 +60,7 @@ def main():
     dist.destroy_process_group()
 if __name__ == "__main__":
     main()
-'''
+"""
 
 tr = _h.under("torchrun", PROG)
 bl = _h.under("barrierlab", PROG, bl_args=("--deadline", "100"))

@@ -34,8 +34,9 @@ dist.destroy_process_group()
 
 def on_pty(cmd, cwd):
     master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, cwd=cwd, env=_h._env(), stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd, cwd=cwd, env=_h._env(), stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True
+    )
     os.close(slave)
     chunks, end = [], time.monotonic() + 100
     while time.monotonic() < end:

@@ -34,8 +34,10 @@ dist.destroy_process_group()
 
 tr = _h.under("torchrun", PROG)
 bl = _h.under("barrierlab", PROG)
-want = "\rtrain:   0%|          |\rtrain:  25%|##        |\rtrain:  50%|#####     |\rtrain:  75%|#######   |" \
-       "\rtrain: 100%|##########|\nloss \x1b[32m0.125\x1b[0m\npayload:\x00\ufffd\ufffd\n"
+want = (
+    "\rtrain:   0%|          |\rtrain:  25%|##        |\rtrain:  50%|#####     |\rtrain:  75%|#######   |"
+    "\rtrain: 100%|##########|\nloss \x1b[32m0.125\x1b[0m\npayload:\x00\ufffd\ufffd\n"
+)
 m = re.search(r"--- rank 0 ---\n(.*?)(?=\n--- rank|\n\nAll 2 ranks|\Z)", bl["out"], re.S)
 shown = (m.group(1) + "\n") if m else "(no rank 0 section)"
 tr_ok = tr["out"] == want  # torchrun: exactly the bytes (decoded with replace here too)

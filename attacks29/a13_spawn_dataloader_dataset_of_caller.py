@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import socket
 import torch
 import torch.distributed as dist
@@ -46,7 +46,7 @@ if __name__ == "__main__":
         for r in range(2):
             what = run.values[r] if run[r].status == "finished" else f"{run[r].status}: {str(run[r].exception)[:90]}"
             print(f"RESULT bl.run {ctx} rank {r} {what}", flush=True)
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 spawn = sorted(line.split(" ", 1)[1] for line in got["results"] if line.startswith("mp.spawn"))

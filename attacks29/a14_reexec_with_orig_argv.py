@@ -34,7 +34,11 @@ dist.destroy_process_group()
 
 tr = _h.under("torchrun", PROG, args=("--lr", "1"))
 bl = _h.under("barrierlab", PROG, args=("--lr", "1"), bl_args=("--deadline", "60"))
-said = [line.strip()[:200] for line in bl["out"].splitlines() if "replaced itself" in line or "RuntimeError: barrierlab" in line][:2]
+said = [
+    line.strip()[:200]
+    for line in bl["out"].splitlines()
+    if "replaced itself" in line or "RuntimeError: barrierlab" in line
+][:2]
 _h.verdict(
     tr["rc"] == bl["rc"] == 0 and tr["results"] == bl["results"],
     "a script that re-executes itself with sys.orig_argv",

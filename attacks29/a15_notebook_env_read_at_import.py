@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import os, socket, time
 import torch
 import torch.distributed as dist
@@ -45,7 +45,7 @@ if __name__ == "__main__":
     run = bl.run(state, world_size=2, deadline=60)
     for r in range(2):
         print(f"RESULT bl.run rank {r} {run.values[r] if run.ok else run[r].status}", flush=True)
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 spawn = sorted(line.split(" ", 1)[1] for line in got["results"] if line.startswith("mp.spawn"))

@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import socket
 import torch
 import torch._dynamo
@@ -42,7 +42,7 @@ if __name__ == "__main__":
             print(f"RESULT bl.run rank {r} {run.values[r] if run.ok else run[r].status}", flush=True)
     except Exception as e:
         print(f"RESULT bl.run refused: {type(e).__name__}: {str(e)[:230]}", flush=True)
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 spawn = sorted(line.split(" ", 1)[1] for line in got["results"] if line.startswith("mp.spawn"))

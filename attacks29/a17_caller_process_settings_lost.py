@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-CALLER = r'''
+CALLER = r"""
 import logging, socket, warnings
 import torch
 import torch.distributed as dist
@@ -49,12 +49,15 @@ if __name__ == "__main__":
     for r in range(2):
         logged = "logged" if "RESULT-LOG" in run[r].stderr + run[r].stdout else "no log line"
         print(f"RESULT bl.run rank {r} {run.values[r] if run.ok else run[r].status} [{logged}]", flush=True)
-'''
+"""
 
 got = _h.bl_fn(CALLER)
 logged = got["out"] + got["err"]
-spawn = sorted(line.split(" ", 1)[1] + (" [logged]" if f"RESULT-LOG rank {line.split()[2]} logged" in logged else " [no log line]")
-               for line in got["results"] if line.startswith("mp.spawn"))
+spawn = sorted(
+    line.split(" ", 1)[1] + (" [logged]" if f"RESULT-LOG rank {line.split()[2]} logged" in logged else " [no log line]")
+    for line in got["results"]
+    if line.startswith("mp.spawn")
+)
 blrun = sorted(line.split(" ", 1)[1] for line in got["results"] if line.startswith("bl.run"))
 _h.verdict(
     got["rc"] == 0 and len(spawn) == 2 and spawn == blrun,

@@ -8,7 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-PROG = r'''
+PROG = r"""
 import sys, json, torch, torch.nn as nn, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.distributed.algorithms.join import Join
@@ -39,7 +39,7 @@ model(torch.ones(2, 4)).sum().backward(); opt.step()
 w = [round(v, 6) for v in model.module.a.weight.flatten().tolist()[:6]]
 print(f"RESULT rank {rank} losses {losses} w {w}", flush=True)
 dist.destroy_process_group()
-'''
+"""
 
 tr = _h.under("torchrun", PROG)
 bl = _h.under("barrierlab", PROG, bl_args=("--deadline", "100"))

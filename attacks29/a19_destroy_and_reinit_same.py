@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _h  # noqa: E402
 
-PROG = r'''
+PROG = r"""
 import os, sys, json, tempfile
 import torch, torch.distributed as dist
 res = []
@@ -38,7 +38,8 @@ dist.destroy_process_group()
 res.append(dist.is_initialized())
 
 print(f"RESULT {rank} {res}", flush=True)
-'''
+"""
+
 
 def twice(launcher, **kw):
     got = _h.under(launcher, PROG, timeout=28, **kw)

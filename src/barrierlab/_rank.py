@@ -478,6 +478,7 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     script = os.environ.pop(SCRIPT_RUN, "") == "1"
 
     def init_process_group(*args, **kwargs):
+        read_import_time_environment(threads=True)  # what the script set before its `import torch`
         return init_process_group_on_the_launchers_store(spec, original, signature, args, kwargs, overrides, script)
 
     init_process_group.__wrapped__ = original
@@ -540,6 +541,7 @@ def run_module(rank: int, name: str, argv: tuple[str, ...]) -> None:
         main = importlib.util.find_spec(f"{name}.__main__")
         origin = main.origin if main is not None and main.origin else origin
     sys.argv = [origin, *argv]
+    sys.orig_argv = [sys.executable, "-u", "-m", name, *argv]  # as torchrun starts a worker (see run_script)
     _as_the_interpreter(lambda: runpy.run_module(name, run_name="__main__", alter_sys=True), origin)
 
 
@@ -604,6 +606,10 @@ def run_script(rank: int, path: str, argv: tuple[str, ...], typed: str | None = 
             runpy.run_path(path, run_name="__main__")
 
     sys.argv = [typed or path, *argv]  # as typed (attack19 a04); __main__.__file__ is absolute, as in python
+    # the command line torchrun starts a worker with (`python -u train.py ARGS`), not barrierlab's own: a script
+    # that re-executes itself with os.execv(sys.executable, sys.orig_argv) started a nested barrierlab run
+    # (attack29 a14)
+    sys.orig_argv = [sys.executable, "-u", typed or path, *argv]
     # sys.path as `python train.py` starts with it: the script's folder first, without the working folder the
     # launcher had prepended for itself (attack19 a03)
     sys.path[:] = [os.path.dirname(os.path.abspath(path)), *_without_launchers_entry()]
@@ -907,6 +913,28 @@ def _let_the_resource_tracker_finish() -> None:
         pass
 
 
+#: OMP_NUM_THREADS as the rank was set up (see :func:`read_import_time_environment`).
+_threads_variable: str | None = None
+
+
+def read_import_time_environment(threads: bool = False) -> None:
+    """Apply the variables torch reads when it is imported, which the warm process imported before the rank's
+    environment existed (attack29 a01-a04, a15: a script's or a notebook's TORCH_DISTRIBUTED_DEBUG=DETAIL,
+    TORCH_COMPILE_DISABLE=1 and OMP_NUM_THREADS=2 were ignored, where torchrun's fresh workers and mp.spawn's
+    children honour them). Called as the rank is set up (the kernel's environment and ``env=``) and again when the
+    learner's code calls init_process_group (what a script set at its top, before its ``import torch``).
+    ``threads``: also a change of OMP_NUM_THREADS since the rank was set up (a script's own), which then wins
+    over ``threads=``."""
+    if os.environ.get("TORCH_DISTRIBUTED_DEBUG"):
+        dist.set_debug_level_from_env()
+    dynamo_config = sys.modules.get("torch._dynamo.config")
+    if dynamo_config is not None and "TORCH_COMPILE_DISABLE" in os.environ:
+        dynamo_config.disable = os.environ["TORCH_COMPILE_DISABLE"] == "1"  # torch/_dynamo/config.py's own test
+    wanted = os.environ.get("OMP_NUM_THREADS")
+    if threads and wanted != _threads_variable and wanted is not None and wanted.strip().isdigit() and int(wanted):
+        torch.set_num_threads(int(wanted))
+
+
 def _set_environment(spec: RankSpec) -> None:
     options = spec.run.options
     os.chdir(spec.run.cwd)
@@ -953,9 +981,10 @@ def _set_environment(spec: RankSpec) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", str(options.threads))
     env = dict(options.env)
     os.environ.update(env)
-    if "TORCH_DISTRIBUTED_DEBUG" in env:
-        dist.set_debug_level_from_env()
     torch.set_num_threads(options.threads)
+    global _threads_variable
+    _threads_variable = os.environ.get("OMP_NUM_THREADS")
+    read_import_time_environment()
     # A fresh interpreter (a torchrun worker) seeds torch's generator from the OS; a forked rank would share the
     # warm process's state with every other rank (attack14 a11: an unseeded draw that differs between torchrun's
     # ranks was the same on every rank here, hiding the mismatch it causes). Python's random reseeds at fork.
