@@ -788,7 +788,8 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     hazards = call_hazards(run)
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
-        headline += f" But the record shows {made} whose result cannot be trusted, whatever the timing."
+        what = "whose ordering" if all("barrier(async_op=True)" in h for h in hazards) else "whose result"
+        headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
         evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
     undecided = getattr(races, "undecided", 0)
@@ -1484,6 +1485,20 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
     else:
         made = f"{_op_name(event)} #{f.number} was called by " + ", and by ".join(
             f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
+        )
+    if event.name in _GROUP_MAKERS:  # review58b: a finished run told only "a collective reached by only some ranks"
+        finished = all(r.status == FINISHED for r in f.run.ranks)
+        return Diagnosis(
+            "only-some-ranks",
+            f"{'Every rank finished, but a' if finished else 'A'} group was made by only some ranks: {made}; "
+            f"{rank_list(f.missing)} never did.",
+            _arrival_evidence(f),
+            "torch wants every rank of the world to make every group, members or not, in the same order "
+            "(new_group's docstring). On gloo nothing waits at the call itself, but a rank that skips one numbers "
+            "the groups it makes later differently, so a later group every rank makes waits until the timeout. "
+            "Make the group on every rank, outside the condition, and use it under the condition.",
+            ranks=arrived,
+            site=_site(event),
         )
     return Diagnosis(
         "only-some-ranks",
@@ -2974,6 +2989,12 @@ def call_hazards(run: Run) -> list[str]:
                 f"{who} {name} at {place} was given one tensor in several slots of its output list ([t] * n): "
                 "every slot shows the block written last, so what it gathered is wrong whatever the timing; "
                 "build one tensor per slot"
+            )
+        elif name == "barrier":  # review58b: a barrier has no tensors; what is lost is the ordering
+            lines.append(
+                f"{who} barrier(async_op=True) at {place} was never waited for: it ordered nothing, and the code "
+                "after it ran without waiting for the other ranks to arrive; keep the handle and call work.wait() "
+                "where the order matters"
             )
         else:
             lines.append(

@@ -285,6 +285,8 @@ WRAPPERS = frozenset({"main_process_first", "wait_for_everyone"})
 _STORE_BARRIER = "torch.distributed.elastic.utils.store.barrier"
 
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+#: Calls that make a process group, which torch wants every rank of the world to make, members or not.
+_GROUP_MAKING = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 #: Calls that end this rank's default process group: after them its collectives raise, so a rank that made one
 #: has left the group's sequence of collectives as if it had returned (accelerate's ``end_training`` destroys the
 #: group since accelerate PR #3012).
@@ -5198,6 +5200,15 @@ def _explain(
         kind = "branch"
         why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
         fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
+    elif isinstance(site.node, ast.Call) and _terminal(site.node.func) in _GROUP_MAKING and reason == "branch":
+        kind = "branch"
+        why = (
+            f"only ranks where `{cond}` is true make this {short}, and torch wants every rank of the world to make "
+            "every group, members or not, in the same order (its docstring): a rank that skips one numbers the "
+            "groups it makes later differently, so a later group every rank makes waits until the timeout (on "
+            "gloo nothing waits at this call itself)"
+        )
+        fix = f"move `{call}` out from under `{cond}` so every rank calls it; use the group under the condition"
     else:
         kind = "branch"
         what = "what it issues waits" if "(DDP forward)" in short else "it waits"
@@ -5373,7 +5384,29 @@ class _Walker:
         for site in _sites(items):
             if within is not None and within[0] is not None and self._group_agrees(site, within[0]):
                 continue
+            if within is not None and within[0] is not None and self._group_made_in_branch(site, *within):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
+
+    def _group_made_in_branch(self, site: _Site, test: ast.expr, taken: bool) -> bool:
+        """Whether ``site`` runs on ``group=g`` where ``g`` is made (``g = new_group(...)``) in the same branch: the
+        finding is that ``new_group`` call, which torch wants every rank to make, and not the use of the group by
+        the ranks that made it (review58b: `if rank in (0, 1): g = new_group([0, 1]); barrier(group=g)` was two
+        findings, the second saying the others "never call it, so it waits", of a barrier only members make)."""
+        group = next((k.value for k in site.node.keywords if k.arg == "group"), None)
+        if not isinstance(group, ast.Name) or self.scope not in self.an.table:
+            return False
+        for node in ast.walk(self.an.table[self.scope].node):
+            if isinstance(node, ast.If) and node.test is test:
+                branch = node.body if taken else node.orelse
+                return any(
+                    isinstance(stmt, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == group.id for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Call)
+                    and _terminal(stmt.value.func) in _GROUP_MAKING
+                    for stmt in branch
+                )
+        return False
 
     def _group_agrees(self, site: _Site, test: ast.expr) -> bool:
         """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
