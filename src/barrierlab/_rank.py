@@ -1200,7 +1200,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             outcome.send_error = "its return value " + outcome.send_error
     except SystemExit as exit_:  # the status Python itself would exit with; a message is printed as it does
         outcome.status, outcome.exit_code = Status.EXITED, exit_status(exit_.code)
-        if in_fn:  # where the learner's code called sys.exit() (corpus34's Megatron item: "exited", no line named)
+        if in_fn:  # where the learner's code called sys.exit() (corpus34's Megatron item named no line)
             outcome.traceback = format_error(exit_, _from_the_function(exit_.__traceback__))
         text = exit_text(exit_.code)
         if text is not None:
