@@ -44,3 +44,27 @@ def test_a_helper_reached_from_two_call_sites_pairs_two_different_calls():
     assert f"(from tests/test_diagnose_helper_callers.py:{save_line})" in headline, headline
     assert f"(from tests/test_diagnose_helper_callers.py:{finalize_line})" in headline, headline
     assert "loop" not in headline
+
+
+def late_rank_meets_an_unwaited_barrier():
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        time.sleep(3)  # past the others' 1 s timeout
+        dist.barrier()
+        return
+    dist.barrier(async_op=True)  # never waited for
+    time.sleep(2)
+    dist.all_reduce(torch.ones(2))
+
+
+@pytest.mark.timeout(120)
+def test_calls_that_did_not_complete_on_every_rank_are_not_called_paired():
+    """review59b C1: a rank arriving after the others' timeout at a barrier they made unwaited from another line was
+    told "silently paired … the ranks passed it together"; the late rank failed inside it."""
+    run = bl.run(late_rank_meets_an_unwaited_barrier, 3, timeout=1, deadline=15)
+    text = str(run.diagnosis)
+    assert "silently paired" not in text and "passed it together" not in text, text

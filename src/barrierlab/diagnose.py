@@ -1494,7 +1494,8 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
             f"{rank_list(f.missing)} never did.",
             _arrival_evidence(f),
             "torch wants every rank of the world to make every group, members or not, in the same order "
-            "(new_group's docstring). On gloo nothing waits at the call itself, but a rank that skips one numbers "
+            "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
+            "other), but a rank that skips one numbers "
             "the groups it makes later differently, so a later group every rank makes waits until the timeout. "
             "Make the group on every rank, outside the condition, and use it under the condition.",
             ranks=arrived,
@@ -1621,7 +1622,7 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     else:
         advice = (
             "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
-            "a mismatch can hang until the timeout, abort, or return unreduced data on some ranks with no error "
+            "a mismatch can hang until the timeout, abort, or return wrong data (unreduced or partly reduced) on some ranks with no error "
             "(three of four in notebook 04 §4). "
             "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first)."
         )
@@ -1691,7 +1692,7 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
             f"Ranks passed different reduce ops to {first.name} #{number} ({sides}): every rank finished, but gloo "
             "does not check that the ops agree, and what comes back depends on the tensor's size and each rank's "
             "part in the algorithm: one rank's op, neither (4 ranks, 1 element, SUM and MAX: a value that is "
-            "neither sum nor max), or a mix, element by element, on large tensors. It cannot be relied on.",
+            "neither sum nor max), or a mix, element by element (4 elements on 2 ranks are enough). It cannot be relied on.",
             [f"rank {r} at {where_text(e)}" for r, e in sorted(at.items())],
             "Pass the same op= on every rank: decide it from a value every rank shares, not from one rank's own "
             "data or role.",
@@ -3112,6 +3113,14 @@ def _reached_from(event: Event) -> tuple:
     return site_key(event), tuple((file, line) for file, line, _ in event.callers)
 
 
+def _completed(event: Event) -> bool:
+    """Whether a call is known to have completed without an error (an ``async_op=True`` one: its work, which an
+    unwaited call never shows). review59b C1: a rank that failed in a barrier the others made unwaited from another
+    line was told "silently paired … the ranks passed it together"; it was a late arrival."""
+    done = event.done if event.is_async else event.end
+    return done is not None and not event.error
+
+
 def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     """The first call that ranks made from different lines (or one helper's line reached from different lines)
     although the op matched (and it completed)."""
@@ -3119,7 +3128,7 @@ def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     limit = depth if before is None else min(depth, before - 1)
     for i in range(limit):
         at = [c[i] for c in calls.values()]
-        if len({e.name for e in at}) == 1 and len({_reached_from(e) for e in at}) > 1:
+        if len({e.name for e in at}) == 1 and len({_reached_from(e) for e in at}) > 1 and all(map(_completed, at)):
             return i + 1
     return None
 

@@ -5206,7 +5206,7 @@ def _explain(
             f"only ranks where `{cond}` is true make this {short}, and torch wants every rank of the world to make "
             "every group, members or not, in the same order (its docstring): a rank that skips one numbers the "
             "groups it makes later differently, so a later group every rank makes waits until the timeout (on "
-            "gloo nothing waits at this call itself)"
+            "gloo the ranks that skip this call do not wait; its members wait only for each other)"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it; use the group under the condition"
     else:
