@@ -1389,7 +1389,7 @@ def rule_silent_mispairing(f: Facts) -> Diagnosis | None:
     pairs = {r: c[f.mispaired - 1] for r, c in f.calls.items()}
     lines: dict[tuple, list[int]] = {}
     for rank, event in sorted(pairs.items()):
-        lines.setdefault(_reached_from(event), []).append(rank)
+        lines.setdefault(_chain_key(event), []).append(rank)
     headline = (
         f"A collective was silently paired with a different call: the failure shows at {op} #{k}, "
         f"but it started at call #{f.mispaired}, where "
@@ -3106,13 +3106,6 @@ def _divergence_by_number(calls: dict[int, list[Event]]) -> tuple[int, dict[int,
     return calls[first].index(at[first]) + 1, at  # type: ignore[arg-type]
 
 
-def _reached_from(event: Event) -> tuple:
-    """A call's line and the learner's lines that led to it: a helper's one line reached from two call sites is
-    two places (corpus34's autocast item: Lightning's strategy.barrier() line, reached through save_checkpoint on
-    rank 0 and through the finalize step on rank 1, paired two different barriers)."""
-    return site_key(event), tuple((file, line) for file, line, _ in event.callers)
-
-
 def _completed(event: Event) -> bool:
     """Whether a call is known to have completed without an error (an ``async_op=True`` one: its work, which an
     unwaited call never shows). review59b C1: a rank that failed in a barrier the others made unwaited from another
@@ -3122,13 +3115,15 @@ def _completed(event: Event) -> bool:
 
 
 def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
-    """The first call that ranks made from different lines (or one helper's line reached from different lines)
-    although the op matched (and it completed)."""
+    """The first call that ranks made from different lines, or from one helper's line reached through different
+    lines (their whole chains: corpus34's autocast item, Lightning's strategy.barrier() line reached through
+    save_checkpoint on rank 0 and the finalize step on rank 1), although the op matched and every rank completed
+    it."""
     depth = min((len(c) for c in calls.values()), default=0)
     limit = depth if before is None else min(depth, before - 1)
     for i in range(limit):
         at = [c[i] for c in calls.values()]
-        if len({e.name for e in at}) == 1 and len({_reached_from(e) for e in at}) > 1 and all(map(_completed, at)):
+        if len({e.name for e in at}) == 1 and len({_chain_key(e) for e in at}) > 1 and all(map(_completed, at)):
             return i + 1
     return None
 
@@ -3137,7 +3132,7 @@ def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
     at = {r: c[k - 1] for r, c in calls.items()}
     groups: dict[tuple, list[int]] = {}
     for rank, event in sorted(at.items()):
-        groups.setdefault(_reached_from(event), []).append(rank)
+        groups.setdefault(_chain_key(event), []).append(rank)
     parting_at = _parting_of(at)
     parts = [
         f"{rank_list(rs)} at {where_text(at[rs[0]])}{called_from(chain_of(at[rs[0]]), parting_at)}"
@@ -3156,9 +3151,9 @@ def _uneven_loop(calls, arrived, missing, k) -> bool:
     rank 0 through save_checkpoint under `if trainer.is_global_zero:`, was told as "a loop ran a different number
     of times")."""
 
-    extra = _reached_from(calls[arrived[0]][k - 1])
-    return all(any(_reached_from(e) == extra for e in calls[r]) for r in missing) and any(
-        _reached_from(e) == extra for e in calls[arrived[0]][: k - 1]
+    extra = _chain_key(calls[arrived[0]][k - 1])
+    return all(any(_chain_key(e) == extra for e in calls[r]) for r in missing) and any(
+        _chain_key(e) == extra for e in calls[arrived[0]][: k - 1]
     )
 
 

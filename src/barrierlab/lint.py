@@ -9183,7 +9183,7 @@ class _Mesh:
         return _OPAQUE
 
 
-_GROUP_CALLS = frozenset({"get_rank", "get_world_size", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+_GROUP_CALLS = _GROUP_MAKING | {"get_rank", "get_world_size"}
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "range": range,
     "divmod": divmod,
