@@ -17,7 +17,9 @@ FIXED = [
     "a02_debug_env_set_in_notebook",
     "a03_omp_threads_set_by_script",
     "a04_compile_disable_set_by_script",
+    "a07_returned_nested_quantized_tensor",
     "a14_reexec_with_orig_argv",
+    "a16_fn_touching_dynamo_config_refused",
 ]
 
 

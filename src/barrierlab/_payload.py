@@ -14,6 +14,7 @@ the rank's line of every file access. A rank is not the kernel: it gets the buil
 from __future__ import annotations
 
 import builtins
+import importlib
 import io
 import os
 import sys
@@ -58,6 +59,21 @@ def _notebooks_cache(obj) -> bool:
     )
 
 
+def _library_module(obj) -> bool:
+    """``obj`` is an imported module of a class derived from the module type (torch's ``torch._dynamo.config`` and
+    ``torch._inductor.config`` are ``ConfigModuleInstance``): cloudpickle sends a plain module by name but tries to
+    copy such a one by value, and fails (attack29 a16: a function setting ``cache_size_limit`` was refused). The
+    rank imports it by name, as a rank under torchrun would."""
+    import types
+
+    return (
+        isinstance(obj, types.ModuleType)
+        and type(obj) is not types.ModuleType
+        and isinstance(getattr(obj, "__name__", None), str)
+        and sys.modules.get(obj.__name__) is obj
+    )
+
+
 def builtin_open():
     """In a rank: the builtin ``open``, for IPython's guard around it (see the module's docstring)."""
     return builtins.open
@@ -80,6 +96,8 @@ class _Pickler(cloudpickle.CloudPickler):
     def reducer_override(self, obj):
         if obj is self.ipython_open and obj is not None:
             return builtin_open, ()
+        if _library_module(obj):
+            return importlib.import_module, (obj.__name__,)
         if callable(obj) and _notebooks_cache(obj):
             parameters = obj.cache_parameters()
             return cached, (obj.__wrapped__, parameters["maxsize"], parameters["typed"])

@@ -415,6 +415,13 @@ _NUMPY = {
     for n in ("_reconstruct", "scalar", "_frombuffer", "ndarray", "dtype")
 }
 _PLAIN |= {("collections", "defaultdict"), ("collections", "Counter")}
+#: torch's rebuilders of nested, quantized and meta tensors (each one torch's own ``weights_only`` loader takes):
+#: in what a trial child hands back only, never in a rank's pickle unpickled here directly, since a quantized one
+#: allocates the size its pickle names before its storage is checked; the child has rebuilt it within its limits.
+_TORCH_REBUILDERS = {
+    ("torch._utils", n)
+    for n in ("_rebuild_nested_tensor", "_rebuild_qtensor", "_rebuild_tensor_v3", "_rebuild_meta_tensor_no_storage")
+}
 
 
 class _HandedUnpickler(_PlainUnpickler):
@@ -426,8 +433,10 @@ class _HandedUnpickler(_PlainUnpickler):
         self.shells: list[tuple[object, str, str]] = []
 
     def find_class(self, module: str, name: str):
-        if (module, name) in _NUMPY:
+        if (module, name) in _NUMPY or (module, name) in _TORCH_REBUILDERS:
             return super(_PlainUnpickler, self).find_class(module, name)
+        if module == "torch" and type(_lookup_here(module, name)).__name__ == "qscheme":
+            return _lookup_here(module, name)  # a quantized tensor's scheme, a constant of torch's
         if module == __name__:
             if name == "_not_rebuilt":
                 return _not_rebuilt
@@ -700,7 +709,7 @@ def _passes_as_is(obj: object, known: set[str]) -> bool:
     exceptions and types (:func:`_kernel_takes`), tensors, numpy arrays, scalars and dtypes."""
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):  # saved by name: a name the
         key = (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))  # kernel's loader accepts
-        if key in _PLAIN or key in _NUMPY or key == ("torch.storage", "_load_from_bytes"):
+        if key in _PLAIN or key in _NUMPY or key in _TORCH_REBUILDERS or key == ("torch.storage", "_load_from_bytes"):
             return True
         return isinstance(obj, type) and issubclass(obj, BaseException) and _kernel_takes(obj, known)
     cls = type(obj)
@@ -712,7 +721,7 @@ def _passes_as_is(obj: object, known: set[str]) -> bool:
     top = module.partition(".")[0]
     if top == "torch":
         torch = sys.modules["torch"]
-        return cls in (torch.Tensor, torch.nn.Parameter, torch.Size, torch.device, torch.dtype) or (
+        return cls in (torch.Tensor, torch.nn.Parameter, torch.Size, torch.device, torch.dtype, torch.qscheme) or (
             isinstance(obj, (torch.UntypedStorage, torch.storage.TypedStorage))
             or (issubclass(cls, BaseException) and _kernel_takes(cls, known))
         )
