@@ -708,3 +708,32 @@ def test_a_numpy_mapping_is_a_read_that_lasts_and_races_a_later_rewrite(tmp_path
     assert run.ok, run
     races = ordering.races(run)
     assert [(r.first.how, r.second.how) for r in races if r.first.path.endswith("a.npy")] == [("read", "write")], races
+
+
+def remove_after_a_read(folder):
+    """review60b M1: rank 1 reads a checkpoint; rank 0, later by the clock alone, removes it."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint.pt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("state")
+        dist.barrier()
+        time.sleep(0.3)
+        os.remove(path)
+    else:
+        dist.barrier()
+        with open(path) as f:
+            f.read()
+    return "done"
+
+
+def test_a_removal_after_a_read_is_ordered_after_the_read_not_after_a_write():
+    """The removal must come last: what would order it goes after the read is over and before the removal, not
+    'once the change is complete (the file written and closed)'."""
+    with tempfile.TemporaryDirectory() as folder:
+        run = bl.run(remove_after_a_read, 2, args=(folder,))
+    assert run.ok, run
+    texts = [str(race) for race in run.races()]
+    assert len(texts) == 1 and "rank 0 removed" in texts[0], texts
+    assert "and before the removal would order them" in texts[0] and "written and closed" not in texts[0], texts

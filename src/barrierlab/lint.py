@@ -7807,7 +7807,8 @@ class _Agreement:
 
     #: What a self-rooted call did on gloo (measured on 2 and 3 ranks; review46b C3: a reduce is not like a broadcast)
     _SELF_ROOT_ON_GLOO = {
-        "broadcast": "on gloo every rank waits until the timeout (measured on 2 and 3 ranks)",
+        "broadcast": "on gloo every rank waits until the timeout, or fails at once when a peer that timed out "
+        "closes its connection (measured on 2 and 3 ranks; review60b M2)",
         "reduce": "on gloo, for a one-element tensor, rank 0 returns with everyone's data and the other ranks wait "
         "until the timeout, or fail at once when rank 0's process ends; for larger tensors every rank waits until "
         "the timeout (measured on 2 ranks with 1 and 1,000 elements; review50b M1)",

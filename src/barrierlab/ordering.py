@@ -105,6 +105,13 @@ ORDERERS = (
     "the change is complete (the file written and closed), would order them"
 )
 
+#: For a removal, which must come last (review60b M1: "once the file is written and closed" read wrongly for a
+#: read that a removal must wait for).
+ORDERERS_BEFORE_REMOVAL = (
+    "a barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the other "
+    "rank's use of the file is over (a file it opened, closed) and before the removal would order them"
+)
+
 
 def _sorted_events(run, rank: int):
     events = [e for e in run[rank].events if e.kind in _ORDERED_KINDS or (e.kind == "wait" and e.of is not None)]
@@ -198,16 +205,21 @@ class Race:
                 return (
                     f"{said}; {a.who} {_did(a, entry)} earlier, at {a.where()} (t={self._t(a)}{self._kept(a)}), "
                     f"and nothing orders that before the {b.how} on {self.backend}: it came first by timing alone — "
-                    f"{ORDERERS}"
+                    f"{self._orderers}"
                 )
             return (
                 f"{said} after {a.who} {_did(a, entry, of_it=a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}), but "
-                f"nothing orders them on {self.backend}: it came first by timing alone — {ORDERERS}"
+                f"nothing orders them on {self.backend}: it came first by timing alone — {self._orderers}"
             )
         return (
             f"{said} while {a.who} was {_doing(a, entry, a.path == b.path)} at {a.where()} (t={self._t(a)}{self._kept(a)}); nothing orders "
-            f"them on {self.backend} — {ORDERERS}"
+            f"them on {self.backend} — {self._orderers}"
         )
+
+    @property
+    def _orderers(self) -> str:
+        """What would order the two accesses: after a change is complete, or before a removal."""
+        return ORDERERS_BEFORE_REMOVAL if "remove" in (self.first.how, self.second.how) else ORDERERS
 
     def _t(self, access: Access) -> str:
         return f"{access.event.start - self.origin:.3f} s"
