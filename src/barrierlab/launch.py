@@ -107,6 +107,11 @@ CONFIRM_TIMEOUT = 0.5
 #: The same while the warm process is still importing the lessons' modules (it imports one at a time between
 #: requests, torch._dynamo taking seconds, and answers only in between).
 PRELOADING_CONFIRM_TIMEOUT = 30.0
+#: How much longer the warm process may take to confirm the sweep once every rank's exit is confirmed: it is
+#: then killing what the ranks started, and hundreds of forked processes take a second to die (attack28 a14: a
+#: rank forking every 10 ms; given only CONFIRM_TIMEOUT, the warm process was replaced after every such run, and
+#: the next call paid for a new one). Its sweep is bounded (``_warm.WarmProcess.sweep``: two waits of 1 s).
+SWEEP_CONFIRM_EXTRA = 2.5
 #: While the kernel waits for the ranks it reads the start of their events files (what it reads then is not
 #: read after the deadline), at most this many lines of each per look, and never in the last
 #: ``HEAD_READ_MARGIN`` seconds before the deadline, nor in the last two of its longest looks so far (on a
@@ -1676,11 +1681,17 @@ class _RunningGroup:
                 return
         running = self.running()
         self.signal_directly(running, signal.SIGKILL)
+        if running and self.spec.cgroup:
+            _contain.kill_cgroup(self.spec.cgroup, within=0.0)  # what the ranks started dies with them, not after
         try:
             if running and not self.warm_broken:
                 self.signal_all(signal.SIGKILL)
-            give_up = time.monotonic() + self.confirm_timeout()
-            while not self.warm_broken and (self.running() or not self.swept) and time.monotonic() < give_up:
+            give_up, extended = time.monotonic() + self.confirm_timeout(), False
+            while not self.warm_broken and (self.running() or not self.swept):
+                if time.monotonic() >= give_up:
+                    if extended:
+                        break
+                    give_up, extended = give_up + SWEEP_CONFIRM_EXTRA, True  # it may be reaping hundreds
                 self.pump(min(0.05, max(0.0, give_up - time.monotonic())))
                 if (self.running() or not self.swept) and self.warm_stopped():
                     break  # a stopped warm process never confirms: replace it now, not after the wait
