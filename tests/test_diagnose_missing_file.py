@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import torch
 import torch.distributed as dist
@@ -235,3 +236,36 @@ def test_a_folder_renamed_into_place_after_the_look_is_the_missing_ordering(tmp_
     ), diagnosis
     assert any("before rank 0 renamed its folder to" in line for line in diagnosis.evidence), diagnosis
     assert not any("no rank wrote it during the run" in line for line in diagnosis.evidence), diagnosis
+
+
+def make_the_cache_folder(folder, same_rank_twice=False):
+    """Project-MONAI/MONAI #2374, as corpus round 33 modelled it: every rank checks that the cache folder is
+    missing, then makes it; the second rank to make it raises FileExistsError. With ``same_rank_twice``, rank 0
+    makes it twice (its own earlier make is the cause: no other rank's)."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "cache")
+    rank = dist.get_rank()
+    if same_rank_twice:
+        if rank == 0:
+            os.mkdir(path)
+            os.mkdir(path)
+    elif not os.path.exists(path):
+        time.sleep(0.2 * (rank + 1))
+        os.mkdir(path)
+    dist.barrier()
+
+
+def test_a_rank_that_makes_a_folder_another_rank_made_first_is_not_told_it_failed_by_itself(tmp_path):
+    run = bl.run(make_the_cache_folder, 2, args=(str(tmp_path),))
+    assert run.statuses == ["raised", "raised"], run
+    d = run.diagnosis
+    assert d.headline.startswith("rank 1 failed to make a path that rank 0 had made first"), d.headline
+    assert any(f"rank 1 tried to make {tmp_path}/cache, which rank 0 had made first at" in e for e in d.evidence), d
+    assert "exist_ok=True" in d.advice, d.advice
+
+
+def test_a_rank_that_makes_its_own_folder_twice_failed_by_itself(tmp_path):
+    run = bl.run(make_the_cache_folder, 2, args=(str(tmp_path), True))
+    assert run[0].status == "raised", run
+    assert run.diagnosis.headline.startswith("rank 0 failed by itself"), run.diagnosis.headline

@@ -3229,6 +3229,42 @@ def _missing_path(result) -> str | None:
     return match.group(1) if match else None
 
 
+_FILE_EXISTS = re.compile(r"FileExistsError: \[Errno 17\] File exists: '([^'\n]+)'")
+
+
+def _existing_path(result) -> str | None:
+    """The path of the FileExistsError a rank raised, if that is how it failed."""
+    error = result.exception
+    if isinstance(error, FileExistsError) and isinstance(error.filename, str):
+        return error.filename
+    lines = (result.traceback or "").strip().splitlines()
+    match = _FILE_EXISTS.search(lines[-1]) if lines else None
+    return match.group(1) if match else None
+
+
+def _made_first(run: Run, rank: int) -> tuple[int, object] | None:
+    """For a rank that failed making a path that was there (FileExistsError: ``os.mkdir``, ``os.makedirs``
+    without ``exist_ok``, ``Path.mkdir``, ``os.symlink``, an exclusive create): the other rank that made that
+    path first, and its event (Project-MONAI/MONAI #2374, corpus round 33: every rank checked that the cache
+    folder was missing, then made it; the second one failed, told as "failed by itself"). None when the record
+    names no other rank that made it."""
+    path = _existing_path(run[rank])
+    if not path:
+        return None
+    failed_at = next((e.start for e in reversed(run[rank].events) if e.kind == "file" and e.path == path), math.inf)
+    made = [
+        (e.start, other.rank, e)
+        for other in run.ranks
+        if other.rank != rank
+        for e in other.events
+        if e.kind == "file" and e.start <= failed_at and e.name in ("mkdir", "write") and e.path == path
+    ]
+    if not made:
+        return None
+    _, who, event = min(made, key=lambda m: m[0])
+    return who, event
+
+
 def _unordered_read_evidence(result, races: list) -> list[str]:
     """For a rank that raised (``result``): the race of ``races`` (the run's ordering model) between its last read
     of a file and another rank's change of it (round 30's datasets item: rank 0's json.load raised while rank 1
@@ -3441,7 +3477,23 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             "find_unused_parameters=True to DistributedDataParallel (it then looks for unused parameters after "
             "every forward, at a cost); TORCH_DISTRIBUTED_DEBUG=INFO makes the error name the parameters."
         )
-    if unordered and set(unordered) == set(causes):  # corpus32: three file races told as "failed by itself"
+    first = {r: _made_first(run, r) for r in causes if run[r].status == RAISED}
+    first = {r: made for r, made in first.items() if made is not None}
+    if first and set(first) == set(causes):
+        for r, (who, event) in first.items():
+            evidence.append(
+                f"rank {r} tried to make {_existing_path(run[r])}, which rank {who} had made first at "
+                f"{where_text(event)} (t={event.start:.3f} s)"
+            )
+        makers = sorted({who for who, _ in first.values()})
+        how = f"failed to make a path that {rank_list(makers)} had made first (each rank makes it)"
+        fix_first = (
+            "Every rank makes the same folder or file, and only the first to do so succeeds (a check that it is "
+            "missing, then a make, is no better: each rank can pass the check before any makes it). Make it with "
+            "os.makedirs(path, exist_ok=True) (Path.mkdir(parents=True, exist_ok=True)) on every rank, or on one "
+            "rank before a barrier that the others wait at before they use it."
+        )
+    elif unordered and set(unordered) == set(causes):  # corpus32: three file races told as "failed by itself"
         how = f"failed on a file hand-off ({'; '.join(sorted(set(unordered.values())))})"
         fix_first = (
             "Order the hand-off on every rank: a barrier (or another synchronising call) after the write is "
