@@ -1,0 +1,115 @@
+"""Lightning DDP: ``on_fit_start`` reads ``self.trainer.log_dir`` (a property that broadcasts the directory from
+rank 0) on every rank, and only the printing is ``@rank_zero_only``.
+
+Models: Lightning-AI/pytorch-lightning issue #18148 ("Calling `trainer.log_dir` in `rank_zero_only` with DDP makes the
+program freeze after first step": "this happens only when I call `trainer.log_dir` only in process 0, otherwise
+everything works as expected"). Code modelled (written here, not copied): ``lightning/pytorch/trainer/trainer.py`` --
+``Trainer.log_dir`` (the logger's ``log_dir``, then ``self.strategy.broadcast(dirpath)``),
+``lightning/pytorch/strategies/ddp.py`` -- ``DDPStrategy.broadcast`` (``broadcast_object_list(obj, src,
+group=WORLD)``), ``lightning_utilities``' ``rank_zero_only`` decorator, the ``on_fit_start`` hook called by ``fit``
+before the first training step (stand-ins: a CSV-logger-like ``log_dir``, a DDP loop, the BoringModel's linear layer
+and MSE-to-ones loss).
+
+Every rank makes the ``log_dir`` broadcast; the ``@rank_zero_only`` helper only prints. 2 ranks.
+"""
+
+import datetime
+import functools
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+KIND = "correct"
+WORLD_SIZE = 2
+TIMEOUT = 15
+
+
+def rank_zero_only(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        if dist.get_rank() == 0:
+            return fn(*args, **kwargs)
+        return None
+    return wrapped
+
+
+class DDPStrategy:
+    def broadcast(self, obj, src=0):
+        holder = [obj]
+        dist.broadcast_object_list(holder, src=src)
+        return holder[0]
+
+
+class CSVLogger:
+    def __init__(self, save_dir, name="lightning_logs", version=0):
+        self.save_dir, self.name, self.version = save_dir, name, version
+
+    @property
+    def log_dir(self):
+        return os.path.join(self.save_dir, self.name, f"version_{self.version}")
+
+
+class Trainer:
+    def __init__(self, logger, max_steps):
+        self.loggers = [logger]
+        self.strategy = DDPStrategy()
+        self.max_steps = max_steps
+
+    @property
+    def log_dir(self):
+        dirpath = self.loggers[0].log_dir
+        return self.strategy.broadcast(dirpath)
+
+    def fit(self, module, batches):
+        module.trainer = self
+        model = DDP(module)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        module.on_fit_start()
+        for step, batch in enumerate(batches[:self.max_steps]):
+            loss = module.loss(model(batch))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return loss.item()
+
+
+class BoringModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(32, 2)
+        self.trainer = None
+
+    def forward(self, x):
+        return self.layer(x)
+
+    def loss(self, prediction):
+        return F.mse_loss(prediction, torch.ones_like(prediction))
+
+    def on_fit_start(self):
+        log_dir = self.trainer.log_dir
+        self._announce(log_dir)
+
+    @rank_zero_only
+    def _announce(self, log_dir):
+        print(f"[rank 0] logging to {log_dir}", flush=True)
+
+
+def worker():
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(40 + rank)
+    batches = [torch.randn(8, 32, generator=gen) for _ in range(4)]
+    logger = CSVLogger(os.path.join(tempfile.gettempdir(), "r35_lightning_logs"))
+    loss = Trainer(logger, max_steps=4).fit(BoringModel(), batches)
+    print(f"[rank {rank}] trained 4 steps, loss {loss:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
