@@ -91,6 +91,8 @@ def test_corpus_covers_good_and_bad_code() -> None:
         "aliased-outputs",
         "discarded-output",
         "signal-handler",
+        "detached-loss",
+        "every-rank-mkdir",
     }
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
@@ -1443,6 +1445,25 @@ def gather_logits(x, group, dst=0):
     assert finding.kind == "group-rank" and "compares it with dist.get_rank(group)" in finding.why
     fixed = source.replace("dst=dst, group", "dst=dist.get_global_rank(group, dst), group")
     assert lint_source(fixed) == []
+
+
+def test_a_literal_root_tested_against_a_named_group_rank_is_group_local() -> None:
+    """verl-project/verl PR #5701 (corpus round 35): the replica leader (``tp_rank == 0``) fills the list, and every
+    replica's group broadcasts it from ``src=0``, global rank 0, which only the first replica's group holds."""
+    source = """
+import torch.distributed as dist
+
+def share_requests(prompts, group, tp_rank):
+    holder = [None]
+    if tp_rank == 0:
+        holder[0] = list(prompts)
+    dist.broadcast_object_list(holder, src=0, group=group)
+    return holder[0]
+"""
+    [finding] = lint_source(source)
+    assert finding.kind == "group-rank" and "tests `tp_rank == 0` at line 6" in finding.why, finding.why
+    assert lint_source(source.replace("src=0, group", "src=dist.get_global_rank(group, 0), group")) == []
+    assert lint_source(source.replace("tp_rank == 0", "dist.get_rank() == 0")) == []  # a global rank: not this kind
 
 
 def test_a_shard_of_a_constant_length_is_decided_by_the_stated_world_size() -> None:

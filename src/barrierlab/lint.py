@@ -61,6 +61,12 @@ Finding kinds:
   one, ``list(s)``), in the set's own order: under torchrun each worker has its own string hash seed, so the
   ranks' orders differ (``barrierlab.run``'s forked ranks share one and agree). ``sorted(s)`` is quiet.
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
+* ``every-rank-mkdir`` - a function every rank runs makes a folder whose path is the same on every rank, where it
+  must not exist yet (``os.makedirs(path)``, ``os.mkdir``, ``Path.mkdir()`` without ``exist_ok=True``): all but the
+  first rank raise FileExistsError. See :class:`_SharedMakes`.
+* ``detached-loss`` - a function whose result is backpropagated returns, under a branch on its data, a tensor
+  made from constants (``torch.tensor(0.0, requires_grad=True)``): on a rank that takes it, the backward skips the
+  collectives it makes on the others (DDP's gradient all_reduce). See :class:`_DetachedLosses`.
 * ``unwaited-async`` - a collective called with ``async_op=True`` as a statement of its own: its Work handle is
   dropped, so nothing waits for it before its tensors are read (OpenNMT-py issue #2295).
 * ``lock-held`` - a collective made while holding a cross-process file lock (``with FileLock(path):``, a lock
@@ -1086,7 +1092,13 @@ one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
 tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
 collective made by a __del__ method (directly or through functions of the file): it runs when each rank
-frees the object, not at one point every rank reaches.
+frees the object, not at one point every rank reaches. detached-loss: a function whose result goes into a
+loss.backward() returns, under a branch on its data (if labels.numel() == 0:), a tensor made from constants
+(torch.tensor(0.0, requires_grad=True), torch.zeros(())): on a rank that takes the branch the backward skips
+what it makes on the others (DDP's gradient all_reduce); return a zero built from the model's outputs.
+every-rank-mkdir: a function every rank runs makes one folder, the same path on every rank, with
+os.makedirs(path) or Path(path).mkdir() without exist_ok=True (a check that it is missing first is no guard):
+all but the first rank raise FileExistsError; pass exist_ok=True.
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -2759,6 +2771,8 @@ class _Analysis:
         _Agreement(self).run()
         _Retries(self).run()
         _StoreKeys(self).run()
+        _DetachedLosses(self).run()
+        _SharedMakes(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -7417,6 +7431,19 @@ _ROOT_ONLY_LIST = {
 #: The name torch's message uses where it differs from the parameter's: gather_object validates its
 #: ``object_gather_list`` with gather's ``_validate_output_list_for_rank`` (review16b).
 _TORCH_WORD = {"object_gather_list": "gather_list"}
+#: Names of a rank within a group (tensor-, data-, pipeline-parallel, a node's), never the global rank.
+_GROUP_RANK_NAME = re.compile(
+    r"^(?:tp|dp|pp|cp|ep|sp|mp|tensor_parallel|data_parallel|pipeline_parallel|model_parallel|"
+    r"replica|group|local|node_local|intra_node|shard)_rank$|^rank_in_(?:group|replica|node)$"
+)
+
+
+def _names_a_group_rank(node: ast.AST) -> bool:
+    """``tp_rank``, ``self.dp_rank``, ``args.local_rank``: a name that says it is a rank within a group."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return bool(name) and bool(_GROUP_RANK_NAME.match(name))
+
+
 _RANK_ARGUMENT = {
     "gather": ("dst", 2),
     "gather_object": ("dst", 2),
@@ -7683,8 +7710,8 @@ class _Agreement:
             f"`{func}` is the handler of {signal_name} (installed at line {line}) and calls `{shown}`{via}: Python "
             "runs a handler in the process the signal reaches, between two bytecodes of whatever that rank is "
             "doing, so only the ranks that receive the signal make this call, each at a point of its own, and it "
-            "pairs with another collective or waits until the timeout (a scheduler's pre-emption signal often "
-            "reaches one process, or the ranks at different steps)"
+            "pairs with another collective or waits until the timeout (a signal sent to one PID reaches that "
+            "process only; one sent to every rank reaches each at a step of its own)"
         )
         fix = (
             "only record the signal in the handler (`self.preempted = True`); at a point every rank reaches (the "
@@ -8211,6 +8238,13 @@ class _Agreement:
                             f"the function tests `{unit.text(node)}` at line {node.lineno + unit.offset}: "
                             f"{literal[0]} is the rank within the group"
                         )
+                    if any(_const_ints(x) == literal for x in sides) and any(_names_a_group_rank(x) for x in sides):
+                        # verl-project/verl PR #5701 (corpus round 35): `if tp_rank == 0:` fills the object list,
+                        # then `broadcast_object_list(..., src=0, group=group)` in every replica's group
+                        return (
+                            f"the function tests `{unit.text(node)}` at line {node.lineno + unit.offset}: "
+                            f"{literal[0]} is a rank within a group there, not a global rank"
+                        )
             return None
         if not isinstance(rank, ast.Name):
             return None
@@ -8416,6 +8450,273 @@ class _Agreement:
         )
 
 
+#: torch constructors and tensor methods whose result has no autograd history (a loss built with them reaches no
+#: parameter, whatever ``requires_grad=`` says).
+_FRESH_TENSORS = frozenset({"tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "scalar_tensor",
+                            "as_tensor", "empty"})  # fmt: skip
+_FRESH_METHODS = frozenset({"new_zeros", "new_ones", "new_full", "new_tensor", "new_empty"})
+#: What in a file says its backward makes collectives: DDP or FSDP, autograd collectives, gradients all-reduced.
+_BACKWARD_COLLECTIVES = re.compile(
+    r"DistributedDataParallel|\bDDP\(|FullyShardedDataParallel|fully_shard|distributed\.nn|"
+    r"all_reduce\([^)\n]*\.grad\b|DDPStrategy|strategy=\S*ddp"
+)
+
+
+class _DetachedLosses:
+    """``detached-loss`` - a function of the file whose result a caller backpropagates (``loss = f(...)``, then
+    ``loss.backward()``; or ``f(...).backward()``) returns, under an ``if``, a tensor made from constants
+    (``torch.tensor(0.0, requires_grad=True)``, ``torch.zeros(())``, ``x.new_zeros(())``) while its other returns
+    come from its inputs, in a file whose backward makes collectives (DDP, FSDP, ``torch.distributed.nn``, an
+    all_reduce of ``.grad``). On a rank whose data take that branch the backward reaches no parameter: it makes none
+    of those collectives, while the other ranks wait in theirs (Lightning-AI/pytorch-lightning #12190: "if one GPU
+    gets a batch like this, it causes the entire training process to hang"; corpus rounds 13 and 35)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        if not any(_BACKWARD_COLLECTIVES.search(u.source) for u in self.an.units):
+            return
+        backpropagated = self._backpropagated()
+        for func in self.an.funcs:
+            if not func.unit.report or func.node.name not in backpropagated:
+                continue
+            returns = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.Return) and n.value is not None]
+            fresh = [r for r in returns if self._fresh(r.value)]
+            if not fresh or len(fresh) == len(returns):
+                continue
+            parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+            inputs = self._from_inputs(func)
+            for ret in fresh:
+                test = self._branch(ret, parents, func.node)
+                if test is None or not any(isinstance(n, ast.Name) and n.id in inputs for n in ast.walk(test)):
+                    continue  # a branch on the configuration is taken alike on every rank
+                self._report(func, ret.value, test, backpropagated[func.node.name])
+
+    def _backpropagated(self) -> dict[str, int]:
+        """Names of functions whose result some function of the file calls ``.backward()`` on: name -> line."""
+        found: dict[str, int] = {}
+        scopes = [(u, list(_own_nodes(u.tree.body))) for u in self.an.units]
+        scopes += [(f.unit, list(_own_nodes(f.node.body))) for f in self.an.funcs]
+        for unit, nodes in scopes:
+            made: dict[str, set[str]] = {}  # a name -> the functions whose results went into it
+            assigns = sorted(
+                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            for node in assigns:  # `clip = contrastive_loss(...)`, `loss = ce + 0.5 * clip`
+                into = self._into(node.value, made)
+                for name in _target_names(node.targets[0]):
+                    made[name] = made.get(name, set()) | into
+            for node in nodes:
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                if node.func.attr != "backward" or node.args:
+                    continue
+                for name in self._into(node.func.value, made):
+                    found.setdefault(name, node.lineno + unit.offset)
+        return found
+
+    @staticmethod
+    def _into(value: ast.expr, made: dict[str, set[str]]) -> set[str]:
+        """The functions whose results ``value`` is computed from: the calls in it (not their arguments' calls,
+        which may be inputs only) and what the names in it were made from."""
+        into: set[str] = set()
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call):
+                into.add(_terminal(node.func))
+            elif isinstance(node, ast.Name):
+                into |= made.get(node.id, set())
+        return into
+
+    @staticmethod
+    def _from_inputs(func: _Func) -> set[str]:
+        """The function's parameters (``self`` and ``cls`` aside) and the names it computes from them: its data."""
+        arguments = func.node.args
+        names = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)} - {"self", "cls"}
+        assigns = sorted(
+            (n for n in _own_nodes(func.node.body) if isinstance(n, (ast.Assign, ast.AugAssign, ast.For))),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        for node in assigns:
+            value = node.iter if isinstance(node, ast.For) else node.value
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
+                targets = [node.target] if isinstance(node, (ast.AugAssign, ast.For)) else node.targets
+                names |= {t for target in targets for t in _target_names(target)}
+        return names
+
+    @staticmethod
+    def _fresh(value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        name = _terminal(value.func)
+        if name in _FRESH_METHODS and isinstance(value.func, ast.Attribute):
+            return True
+        if name not in _FRESH_TENSORS or _dotted(value.func) not in (f"torch.{name}", name):
+            return False
+        if name.endswith("_like"):
+            return True
+        return all(
+            isinstance(a, ast.Constant) or (isinstance(a, (ast.Tuple, ast.List)) and not a.elts) for a in value.args
+        )
+
+    @staticmethod
+    def _branch(node: ast.AST, parents: dict[int, ast.AST], top: ast.AST) -> ast.expr | None:
+        while node is not top:
+            parent = parents.get(id(node))
+            if parent is None:
+                return None
+            if isinstance(parent, ast.If):
+                return parent.test
+            node = parent
+        return None
+
+    def _report(self, func: _Func, value: ast.Call, test: ast.expr, line: int) -> None:
+        unit = func.unit
+        if id(value) in self.an.found:
+            return
+        shown, cond = unit.text(value), unit.text(test)
+        why = (
+            f"`{func.node.name}` returns `{shown}` when `{cond}`: a tensor made from constants, with no graph behind "
+            f"it, so in the backward of line {line} this term reaches no parameter. A rank whose data take this "
+            "branch skips the collectives that the term's backward makes on the other ranks (DDP's gradient "
+            "all_reduce of the parameters it reaches, an autograd all_gather's), and they wait in theirs until the "
+            "timeout or pair them with its next call (Lightning #12190)"
+        )
+        fix = (
+            "return a zero that keeps the graph, built from what the model computed (`logits.sum() * 0.0`), so the "
+            "backward reaches every parameter on every rank; or decide on every rank together to skip the step "
+            "(all_reduce a flag first)"
+        )
+        self.an.found[id(value)] = (
+            "detached-loss",
+            Finding(
+                path=self.an.path,
+                line=value.lineno + unit.offset,
+                col=value.col_offset + unit.indent + 1,
+                collective=_dotted(value.func) or unit.text(value.func),
+                condition=cond,
+                kind="detached-loss",
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+            ),
+        )
+
+
+class _SharedMakes:
+    """``every-rank-mkdir`` - a function that runs on every rank (it reaches a collective, or one that does calls
+    it, and not only under a rank test) makes a folder whose path is the same on every rank, with
+    ``os.makedirs(path)`` or ``Path(path).mkdir()`` without ``exist_ok=True``, or ``os.mkdir(path)``, not under a
+    rank test: the first rank to make it succeeds and every other raises FileExistsError, while the ranks that
+    succeeded wait for them in their next collective. A check before it (``if not os.path.exists(path):``) is no
+    guard: every rank can pass it before any makes the folder (Project-MONAI/MONAI #2374; allennlp #3841; corpus
+    rounds 19 and 33)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        if not self.an.reach:
+            return  # no collective in the file: not a program whose ranks lint can tell apart
+        for func in self.an.funcs:
+            if not func.unit.report:
+                continue
+            made = [(c, p) for c in _own_nodes(func.node.body) if isinstance(c, ast.Call) and (p := self._made(c))]
+            if not made or not self._on_every_rank(func):  # the call sites are looked up only for a maker
+                continue
+            taint = self.an.func_taint.get(func.key, set())
+            parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+            for call, path in made:
+                if self.an.mentions_rank(path, taint, files=False):
+                    continue
+                if self._guarded(call, parents, func.node, taint):
+                    continue
+                self._report(func, call, path)
+
+    def _on_every_rank(self, func: _Func) -> bool:
+        key = func.key
+        if self.an.called_only_under_rank_test(key):
+            return False
+        if key in self.an.reach:
+            return True
+        sites = self.an._call_sites(key)
+        if func.node.name == "__init__" and func.self_class:
+            sites += self.an._call_sites(func.self_class)
+        return any(scope in self.an.reach for _, scope, _ in sites)
+
+    @staticmethod
+    def _made(call: ast.Call) -> ast.expr | None:
+        """The path ``call`` makes a folder at, when it fails if the folder is there."""
+        name = _terminal(call.func)
+        exist_ok = next((k.value for k in call.keywords if k.arg == "exist_ok"), None)
+        if exist_ok is not None and not (isinstance(exist_ok, ast.Constant) and exist_ok.value is False):
+            return None
+        if name in ("makedirs", "mkdir") and _dotted(call.func) in (f"os.{name}", name) and call.args:
+            if name == "makedirs" and len(call.args) >= 3:
+                return None  # exist_ok given by position
+            return call.args[0]
+        if name == "mkdir" and isinstance(call.func, ast.Attribute) and _dotted(call.func) != "os.mkdir":
+            if len(call.args) >= 3:
+                return None
+            return call.func.value  # Path(...).mkdir(parents=True), self.cache_dir.mkdir()
+        return None
+
+    def _guarded(self, call: ast.Call, parents: dict[int, ast.AST], top: ast.AST, taint: set[str]) -> bool:
+        """Under an ``if`` (or in a ``try`` whose handler catches FileExistsError or OSError) that a rank test
+        decides: a check of the file system is not one."""
+        node: ast.AST = call
+        while node is not top and id(node) in parents:
+            parent = parents[id(node)]
+            if isinstance(parent, (ast.If, ast.IfExp)) and node is not parent.test:
+                if self.an.mentions_rank(parent.test, taint, files=False):
+                    return True
+            if isinstance(parent, ast.Try) and node in parent.body:
+                for handler in parent.handlers:
+                    caught = (
+                        {
+                            _terminal(t)
+                            for t in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type])
+                        }
+                        if handler.type
+                        else {"BaseException"}
+                    )
+                    if caught & {"FileExistsError", "OSError", "Exception", "BaseException", "IOError"}:
+                        return True
+            node = parent
+        return False
+
+    def _report(self, func: _Func, call: ast.Call, path: ast.expr) -> None:
+        unit = func.unit
+        if id(call) in self.an.found:
+            return
+        shown = unit.text(path)
+        why = (
+            f"every rank runs `{func.key}` and makes the folder `{shown}`, the same path on every rank, where the "
+            "folder must not exist yet: the first rank to make it succeeds and the others raise FileExistsError "
+            "(after a check that it is missing, whenever two ranks pass the check before either makes it: MONAI "
+            "#2374), while the first waits for them in its next collective"
+        )
+        fix = (
+            f"pass exist_ok=True (`os.makedirs({shown}, exist_ok=True)`, `.mkdir(parents=True, exist_ok=True)`) on "
+            "every rank, or make it on one rank before a barrier the others wait at"
+        )
+        self.an.found[id(call)] = (
+            "every-rank-mkdir",
+            Finding(
+                path=self.an.path,
+                line=call.lineno + unit.offset,
+                col=call.col_offset + unit.indent + 1,
+                collective=_dotted(call.func) or unit.text(call.func),
+                condition=f"{shown} on every rank",
+                kind="every-rank-mkdir",
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+            ),
+        )
+
+
 class _StoreKeys:
     """``store-key`` - a c10d store read that waits for one key per rank (``store.wait(keys)`` or ``store.get(k)``
     over ``range(world_size)``, torch/distributed/elastic/utils/store.py's ``get_all`` pattern) while the
@@ -8457,9 +8758,10 @@ class _StoreKeys:
             key = unit.text(call.args[0])
             why = (
                 f"`store.{attr}` blocks until the key of every rank exists, but the `store.set` of that key (line "
-                f"{setter.lineno + unit.offset}) is skipped on the ranks where {skipped}: this rank waits until the "
-                "store's timeout (a TCPStore raises DistStoreError, a FileStore a RuntimeError), and the other ranks "
-                "wait for it in their next collective"
+                f"{setter.lineno + unit.offset}) is skipped on the ranks where {skipped}: every rank that reaches "
+                "this wait blocks until the store's timeout (a TCPStore raises DistStoreError, a FileStore a "
+                "RuntimeError), and a rank that goes on without it waits for them in its next collective "
+                "(review61b M3)"
             )
             fix = (
                 "let every rank set its key, whatever its data (publish 0 or an empty value for an empty shard), "
