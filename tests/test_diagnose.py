@@ -1435,3 +1435,45 @@ def test_a_stuck_run_whose_records_were_cut_names_the_calls_by_their_own_numbers
     summary = run.waits().summary()
     assert "the middle of the records of ranks 0, 1 was not read" in summary, summary
     assert "was not read" in run.waits().table(), run.waits().table()
+
+
+def swapped_reductions():
+    """review61b M1: rank 0 all-reduces its loss, then its accuracy; the other ranks the accuracy first. Same sizes,
+    so gloo pairs them silently and rank 0's loss comes back as the sum of everyone else's accuracy."""
+    rank = dist.get_rank()
+    loss, acc = torch.ones(4) * (rank + 1), torch.ones(4) * 10 * (rank + 1)
+    if rank == 0:
+        dist.all_reduce(loss)
+        dist.all_reduce(acc)
+    else:
+        dist.all_reduce(acc)
+        dist.all_reduce(loss)
+    return loss[0].item(), acc[0].item()
+
+
+def test_calls_made_in_another_order_are_not_told_the_same_calls():
+    run = bl.run(swapped_reductions, 3, timeout=5, deadline=20)
+    assert run.values[0] == (51.0, 15.0) and run.values[1] == (15.0, 51.0), run.values  # what gloo did
+    d = run.diagnosis
+    assert "same 2 collective calls" not in d.headline, d.headline
+    assert "but all_reduce #1 came from different lines on different ranks" in d.headline, d.headline
+    assert any("rank 0 at" in e and "dist.all_reduce(loss)" in e and "dist.all_reduce(acc)" in e for e in d.evidence)
+
+
+def swapped_reductions_with_ops():
+    """review61b M2: as above, the accuracy reduced with MAX: the ops differ at each position."""
+    rank = dist.get_rank()
+    loss, acc = torch.ones(4) * (rank + 1), torch.ones(4) * 10 * (rank + 1)
+    if rank == 0:
+        dist.all_reduce(loss)
+        dist.all_reduce(acc, op=dist.ReduceOp.MAX)
+    else:
+        dist.all_reduce(acc, op=dist.ReduceOp.MAX)
+        dist.all_reduce(loss)
+    return loss[0].item()
+
+
+def test_different_ops_from_calls_in_another_order_ask_for_the_same_calls_in_order():
+    d = bl.run(swapped_reductions_with_ops, 3, timeout=5, deadline=20).diagnosis
+    assert d.kind == "different-reduce-ops", d
+    assert "came from different lines" in d.advice and "in the same order" in d.advice, d.advice

@@ -44,3 +44,24 @@ def test_a_barrier_in_a_dataloader_worker_is_named_with_the_rank_waiting_for_it(
     assert "not even to the timeout" in d.headline and "raise `deadline`" not in d.advice
     assert "num_workers=0" in d.advice
     assert run.waits().releases == ()  # nobody left the child's barrier: nothing released it
+    assert "waiting on its child" in d.headline, d.headline
+
+
+def forks_a_child_that_waits_in_a_barrier():
+    """review61b M4: the rank waits for its child to end (os.waitpid); the child's barrier is not the rank's call."""
+    import os
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            dist.barrier()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    dist.barrier()
+
+
+def test_a_childs_collective_is_not_counted_as_its_ranks():
+    d = bl.run(forks_a_child_that_waits_in_a_barrier, 2, timeout=2, deadline=6).diagnosis
+    assert d.headline.startswith("ranks 0 and 1 each forked a child process"), d.headline
+    assert any("stopped at the deadline after 0 collective calls" in e for e in d.evidence), d.evidence

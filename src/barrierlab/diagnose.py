@@ -201,7 +201,8 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
     counted against torch's DDP all_reduces)."""
     # the calls' own numbers, not how many were kept: a record cut in the middle keeps its first and last calls
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
-    n = max([len(calls)] + [e.seq for e in calls if isinstance(e.seq, int)])
+    own = [e for e in calls if not e.in_child_process]  # a forked child's call is not its rank's (review61b M4)
+    n = max([len(own)] + [e.seq for e in own if isinstance(e.seq, int)])
     after = f"after {n} collective call{'s' if n != 1 else ''}"
     if result.events_lost:  # review56 C1: its calls are unknown, not none
         after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
@@ -785,6 +786,16 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
         )
+    crossed = None if f.cut else _crossed_data_call(f.calls)
+    if crossed is not None:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
+        op = f.calls[min(f.calls)][crossed - 1].name
+        headline = (
+            f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops in the "
+            f"same order, but {op} #{crossed} came from different lines on different ranks, and gloo combined "
+            "them by position: check that they are the same values on every rank (two calls made in another "
+            "order on some ranks swap their results, silently)."
+        )
+        evidence = _mispairing_evidence(f.calls, crossed) + evidence
     hazards = call_hazards(run)
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
@@ -1687,6 +1698,16 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
         if len(by_op) < 2:
             continue
         sides = "; ".join(f"{rank_list(ranks)} passed op={op}" for op, ranks in by_op.items())
+        advice = (
+            "Pass the same op= on every rank: decide it from a value every rank shares, not from one rank's own "
+            "data or role."
+        )
+        if len({_chain_key(e) for e in at.values()}) > 1:  # review61b M2: calls of other lines, in another order
+            advice = (
+                f"The ranks' {first.name} #{number} came from different lines, so the ops differ because the ranks "
+                "made different calls at this position (another order of the same calls, or other calls): make "
+                "the same calls, in the same order, with the same op= on every rank."
+            )
         return Diagnosis(
             "different-reduce-ops",
             f"Ranks passed different reduce ops to {first.name} #{number} ({sides}): every rank finished, but gloo "
@@ -1694,8 +1715,7 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
             "part in the algorithm: one rank's op, neither (4 ranks, 1 element, SUM and MAX: a value that is "
             "neither sum nor max), or a mix, element by element (4 elements on 2 ranks are enough). It cannot be relied on.",
             [f"rank {r} at {where_text(e)}" for r, e in sorted(at.items())],
-            "Pass the same op= on every rank: decide it from a value every rank shares, not from one rank's own "
-            "data or role.",
+            advice,
             ranks=sorted(at),
             site=_site(first),
         )
@@ -2411,7 +2431,7 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
             stuck.append(f"rank {r} was stopped at {where.site.place}{_in_func(where.site)}")
     if stuck:
         each = "" if len(stuck) == 1 else "each "
-        headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting for what its child would send."
+        headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting on its child (for what it sends, or for it to end)."
     evidence = [
         f"rank {r}'s {e.lane} entered {e.name} at t={e.start:.3f} s, at {where_text(e)}, and never left"
         for r, e in sorted(found.items())
@@ -3124,6 +3144,30 @@ def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     for i in range(limit):
         at = [c[i] for c in calls.values()]
         if len({e.name for e in at}) == 1 and len({_chain_key(e) for e in at}) > 1 and all(map(_completed, at)):
+            return i + 1
+    return None
+
+
+#: Collectives that combine every rank's data with every other's, the same way on each: made from different lines
+#: at one position, the ranks' different tensors are combined (a barrier from two lines is main_process_first;
+#: a rooted call's root and receivers naturally differ).
+_SYMMETRIC_DATA = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                             "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object"})  # fmt: skip
+
+
+def _crossed_data_call(calls: dict[int, list[Event]]) -> int | None:
+    """In a finished run, the first symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
+    different lines (their whole chains) at the same position, every rank completing it: what each rank got
+    combines what the others passed from another line."""
+    depth = min((len(c) for c in calls.values()), default=0)
+    for i in range(depth):
+        at = [c[i] for c in calls.values()]
+        if (
+            len({e.name for e in at}) == 1
+            and at[0].name in _SYMMETRIC_DATA
+            and len({_chain_key(e) for e in at}) > 1
+            and all(map(_completed, at))
+        ):
             return i + 1
     return None
 
