@@ -855,3 +855,28 @@ def test_a_timeline_of_cut_records_says_their_middle_was_not_drawn():
     title = run.timeline().axes[0].get_title()
     assert "the middle of the records of ranks 0, 1 was not read" in title, title
     assert "rank 0" not in run.timeline(title="mine").axes[0].get_title()
+
+
+def waits_for_a_late_rank_with_a_timeout():
+    """review61a: notebook 00 §4's `wait(timeout)` that raised, then a second `wait()`."""
+    import datetime
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        time.sleep(0.6)
+    work = dist.barrier(async_op=True)
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=0.2))
+    except RuntimeError:
+        pass
+    work.wait()
+
+
+def test_the_title_names_the_call_the_ranks_left_with_an_error():
+    import barrierlab as bl
+
+    run = bl.run(waits_for_a_late_rank_with_a_timeout, 2)
+    assert run.ok, run
+    title = run.timeline().axes[0].get_title()
+    assert "rank 0 left Work.wait with an error" in title, title

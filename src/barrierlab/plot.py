@@ -905,9 +905,12 @@ def _default_title(lanes: list[_Lane], numbers: Waits) -> str:
     stuck = [lane.rank for lane in lanes if any(e.never_left for e in lane.events)]
     if stuck:
         return head + f"\n{_ranks(stuck)} never left a call: stuck until the run was stopped"
-    failed = [lane.rank for lane in lanes if any(e.error and e.kind in WAITING_KINDS for e in lane.events)]
+    erred = {lane.rank: {e.name for e in lane.events if e.error and e.kind in WAITING_KINDS} for lane in lanes}
+    failed = [rank for rank, names in erred.items() if names]
     if failed:
-        return head + f"\n{_ranks(failed)} left a call with an error (the red marks)"
+        names = set().union(*erred.values())  # review61a: 00's `wait(timeout)` was told "left a call"
+        what = f"left {names.pop()}" if len(names) == 1 else "left a call"
+        return head + f"\n{_ranks(failed)} {what} with an error (the red marks)"
     if numbers.straggler is not None:
         return head + f"\nrank {numbers.straggler} arrived last every time: the others waited for it"
     last = numbers.shown_last
