@@ -2642,3 +2642,45 @@ def _nested_items(depth: int):
     for _ in range(depth):
         item = barrierlab.lint._Item("if", orelse=[item])
     return item
+
+
+def test_a_raise_its_handler_catches_and_goes_on_from_is_no_early_exit() -> None:
+    """review62b C1: rank 1's `raise ValueError` under `except ValueError: pass` reaches the barrier after the try;
+    what it skips is the try's all_reduce (except-path), not the barrier."""
+    source = """
+import torch, torch.distributed as dist
+
+def f():
+    try:
+        if dist.get_rank() == 1:
+            raise ValueError("x")
+        dist.all_reduce(torch.ones(2))
+    except ValueError:
+        pass
+    dist.barrier()
+"""
+    assert [(f.line, f.kind) for f in lint_source(source)] == [(8, "except-path")]
+    reraised = source.replace("        pass", "        raise")
+    assert "early-exit" in {f.kind for f in lint_source(reraised)}
+    other = source.replace("except ValueError:", "except KeyError:")  # not caught: rank 1 leaves
+    assert (11, "early-exit") in [(f.line, f.kind) for f in lint_source(other)]
+
+
+def test_a_set_ordered_object_broadcast_says_the_receivers_take_the_sources_objects() -> None:
+    """review62b M1: with a fixed src, broadcast_object_list neither aborts nor hangs when the ranks' orders differ:
+    every rank gets the source's objects, and a rank's own loop element beside them is the mismatch."""
+    source = """
+import torch.distributed as dist
+
+def share(names):
+    out = {}
+    for name in set(names):
+        box = [name]
+        dist.broadcast_object_list(box, src=0)
+        out[name] = box[0]
+    return out
+"""
+    [finding] = lint_source(source)
+    assert finding.kind == "set-order", finding
+    assert "receives the source rank's objects in the source's order" in finding.why, finding.why
+    assert "abort" not in finding.why, finding.why

@@ -2392,6 +2392,38 @@ def _swallows(handler: ast.ExceptHandler) -> bool:
     return not _always_raises(handler.body)
 
 
+def _caught_raises(stmt: ast.Try) -> set[int]:
+    """The ``raise``s in a ``try``'s body (outside nested functions) that one of its handlers catches and goes on
+    from, to the statement after the ``try`` (no ``return``, ``raise``, ``break``, ``continue`` or exit call in
+    it): ``if rank == 1: raise ValueError(...)`` under ``except ValueError: pass`` leaves nothing early."""
+    going_on = [
+        h
+        for h in stmt.handlers
+        if not any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(h.body))
+        and not _always_raises(h.body)
+    ]
+    if not going_on:
+        return set()
+
+    def catches(handler: ast.ExceptHandler, raised: str | None) -> bool:
+        if handler.type is None:
+            return True
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = {_terminal(k) for k in kinds}
+        if "BaseException" in names:
+            return True
+        return raised is not None and (raised in names or ("Exception" in names and raised not in _NOT_OWN_ERRORS))
+
+    caught = set()
+    for node in _own_nodes(stmt.body):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            raised = _terminal(exc) if isinstance(exc, (ast.Name, ast.Attribute)) else None
+            if any(catches(h, raised) for h in going_on):
+                caught.add(id(node))
+    return caught
+
+
 _NOT_OWN_ERRORS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"})
 
 
@@ -5165,6 +5197,15 @@ def _explain(
             "hang until the timeout or leave part of a tensor unfilled with no error, tensors of the same size mix silently (barrierlab.run's ranks share one seed and agree "
             "by accident)"
         )
+        node = site.node
+        if isinstance(node, ast.Call) and _terminal(node.func) in ("broadcast_object_list", "scatter_object_list"):
+            why = (  # review62b M1: the receivers take the source's objects, whatever their own list held
+                f"this {short} runs once per element of `{cond}`, a set, in the set's own order: for strings that "
+                "order follows the process's hash seed, and under torchrun each worker is a fresh interpreter with a "
+                "seed of its own, so ranks issue these calls in different orders: every rank receives the source "
+                "rank's objects in the source's order, and a rank that uses its own loop element beside what it "
+                "received pairs them wrongly, silently (barrierlab.run's ranks share one seed and agree by accident)"
+            )
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
     elif reason == "hook":
         framework, hook, runs_on, hook_fix = detail
@@ -5285,6 +5326,7 @@ class _Walker:
         self.laundered = an.laundered.get(scope, {})
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.first_raised: set[int] = set()  # raises a main_process_first finding explains (see _first_raise)
+        self.caught: set[int] = set()  # raises a handler of their `try` catches and goes on from (review62b C1)
         self.handling = 0  # except handlers the walk is inside
         self.loops = 0  # loops of this scope the walk is inside
         self.local: dict[str, str] = {}
@@ -5564,6 +5606,7 @@ class _Walker:
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
+            self.caught |= _caught_raises(stmt)
             per = [self._stmt(s) for s in stmt.body]
             body = [item for items in per for item in items]
             orelse = self._stmts(stmt.orelse)
@@ -5598,6 +5641,8 @@ class _Walker:
             return self._match(stmt)
         if isinstance(stmt, (ast.Return, ast.Raise)):
             value = stmt.value if isinstance(stmt, ast.Return) else stmt.exc
+            if id(stmt) in self.caught:  # its handler goes on after the `try`: the rank does not leave
+                return self._expr(value)
             return self._expr(value) + [_Item("exit", status="return", node=stmt)]
         if isinstance(stmt, (ast.Continue, ast.Break)):
             return [_Item("exit", status="continue" if isinstance(stmt, ast.Continue) else "break", node=stmt)]
