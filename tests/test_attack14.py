@@ -50,6 +50,21 @@ def test_each_rank_seeds_torch_from_the_os_and_sees_omp_num_threads_as_under_tor
     assert {threads for _, threads in mine.values} == {"2"}, mine.values  # the caller's env= wins, as in torchrun
 
 
+def numpy_draw() -> int:
+    import numpy as np
+
+    return int(np.random.randint(1 << 30))
+
+
+def test_each_rank_seeds_numpy_from_the_os_as_under_torchrun():
+    """Corpus round 36 (mosaicml/streaming #145): once the warm process had imported numpy (its preload), every
+    forked rank drew the same unseeded numpy values, so a per-rank random name that collides only by chance under
+    torchrun always agreed here and the bug never showed. A fresh interpreter seeds numpy from the OS."""
+    bl.warm_up(wait=True)  # numpy imported in the warm process, as after the preload between runs
+    draws = bl.run(numpy_draw, 3).values + bl.run(numpy_draw, 3).values
+    assert len(set(draws)) == 6, draws
+
+
 def link_then_load(folder: str, how: str, order: str) -> int:
     """attack14 a01's twins: rank 0 writes a blob, renames it into place and links it into a snapshot folder
     (huggingface_hub's cache); the others read the snapshot path after a barrier, or after polling for it."""

@@ -989,6 +989,12 @@ def _set_environment(spec: RankSpec) -> None:
     # warm process's state with every other rank (attack14 a11: an unseeded draw that differs between torchrun's
     # ranks was the same on every rank here, hiding the mismatch it causes). Python's random reseeds at fork.
     torch.seed()
+    # numpy's global generator too, when the warm process has imported numpy (torch does): a fresh interpreter
+    # seeds it from the OS at import, a fork copies it (corpus round 36: MosaicML Streaming's unseeded shared-memory
+    # prefix, mosaicml/streaming #145, differed between torchrun's ranks and hung; here every rank drew the same)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
 
 
 def _capture_output(files: RankFiles) -> None:
