@@ -269,3 +269,24 @@ def test_a_rank_that_makes_its_own_folder_twice_failed_by_itself(tmp_path):
     run = bl.run(make_the_cache_folder, 2, args=(str(tmp_path), True))
     assert run[0].status == "raised", run
     assert run.diagnosis.headline.startswith("rank 0 failed by itself"), run.diagnosis.headline
+
+
+def save_into_the_checkpoint_folder(folder):
+    """huggingface/transformers #11618, as corpus round 36 modelled it: rank 0 makes the checkpoint folder (after
+    slow work of its own), every rank saves its RNG state into it; rank 1 gets there first."""
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "checkpoint-2")
+    if dist.get_rank() == 0:
+        time.sleep(0.4)
+        os.makedirs(path, exist_ok=True)
+    torch.save({"step": 2}, os.path.join(path, f"rng_state_{dist.get_rank()}.pth"))
+    dist.barrier()
+
+
+def test_a_save_into_a_folder_another_rank_makes_later_names_both(tmp_path):
+    run = bl.run(save_into_the_checkpoint_folder, 2, args=(str(tmp_path),))
+    assert run[1].status == "raised", run
+    d = run.diagnosis
+    assert "rank 1 failed on a file hand-off (used a folder before rank 0 made it)" in d.headline, d.headline
+    assert any("rank 1 used the folder" in e and "before rank 0 made it at" in e for e in d.evidence), d.evidence

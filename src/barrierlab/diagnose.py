@@ -3263,13 +3263,19 @@ def _error_text(run: Run, message: str) -> str:
 _NO_SUCH_FILE = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'\n]+)'")
 
 
+#: torch.save's own writer into a folder that is not there (transformers #11618: each rank saved its RNG state
+#: into the checkpoint folder rank 0 had not made yet; corpus round 36).
+_NO_PARENT = re.compile(r"RuntimeError: Parent directory (.+?) does not exist\.")
+
+
 def _missing_path(result) -> str | None:
-    """The path of the FileNotFoundError a rank raised, if that is how it failed."""
+    """The path of the FileNotFoundError a rank raised, if that is how it failed (or the folder torch.save found
+    missing)."""
     error = result.exception
     if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
         return error.filename
     lines = (result.traceback or "").strip().splitlines()
-    match = _NO_SUCH_FILE.search(lines[-1]) if lines else None
+    match = (_NO_SUCH_FILE.search(lines[-1]) or _NO_PARENT.search(lines[-1])) if lines else None
     return match.group(1) if match else None
 
 
@@ -3353,6 +3359,8 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
 
     looks = [e.start for e in run[rank].events if e.kind == "file" and named(e.path) and ordering.found_no_file(e)]
     looked = looks[-1] if looks else math.inf  # what happened after the rank looked (its clean-up) is no cause
+    if not looks and run[rank].ended is not None and _NO_PARENT.search(run[rank].traceback or ""):
+        looked = run[rank].ended  # torch.save's native writer is not recorded: the rank failed by then
     gone, made, nearby, later = [], [], [], []
     for result in run.ranks:
         for e in result.events:
@@ -3360,7 +3368,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
                 continue
             if e.start > looked:
                 written = e.to if e.name == "rename" and e.to else e.path
-                if result.rank != rank and e.name in ("write", "append", "rename") and named(written):
+                if result.rank != rank and e.name in ("write", "append", "rename", "mkdir") and named(written):
                     later.append((e.start, result.rank, e))  # made after the look: too late (attack25 a02)
                 elif result.rank != rank and _renames_its_folder(e, path):
                     later.append((e.start, result.rank, e))  # its folder renamed into place after the look (round 33)
@@ -3385,13 +3393,21 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
     if later:  # the textbook missing barrier: the reader came first
         t, who, e = min(later, key=lambda w: w[0])
         made_it = f"renamed its folder to {e.to}" if _renames_its_folder(e, path) else "wrote it"
-        return (
-            "later",
-            [
+        if e.name == "mkdir":
+            said = (
+                f"rank {rank} used the folder {path} (it failed by t={looked:.3f} s) before rank {who} made it at "
+                f"{where_text(e)} (t={t:.3f} s): nothing ordered the use after the making (a barrier after it, or "
+                "os.makedirs(..., exist_ok=True) on every rank before its own use)"
+            )
+        else:
+            said = (
                 f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} {made_it} at {where_text(e)} "
                 f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
                 "the writer sets once the file is complete)"
-            ],
+            )
+        return (
+            "later",
+            [said],
             who,
             e,
         )
@@ -3478,7 +3494,10 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             made_it = (
                 "renamed its folder into place" if _renames_its_folder(change, _missing_path(run[rank])) else "wrote it"
             )
-            unordered[rank] = f"read a file before rank {who} {made_it}"
+            if change.name == "mkdir":  # transformers #11618: a rank saved into a folder rank 0 made later
+                unordered[rank] = f"used a folder before rank {who} made it"
+            else:
+                unordered[rank] = f"read a file before rank {who} {made_it}"
         elif kind == "gone" and any(
             change in (r.first.event, r.second.event) and rank in (r.first.rank, r.second.rank)
             for r in found_races or ()
