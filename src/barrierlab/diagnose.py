@@ -786,7 +786,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
         )
-    crossed = None if f.cut else _crossed_data_call(f.calls)
+    crossed = None if f.cut else _crossed_data_call(f.calls, f.flights)
     if crossed is not None:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
         op = f.calls[min(f.calls)][crossed - 1].name
         headline = (
@@ -3155,10 +3155,13 @@ _SYMMETRIC_DATA = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor
                              "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object"})  # fmt: skip
 
 
-def _crossed_data_call(calls: dict[int, list[Event]]) -> int | None:
+def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | None:
     """In a finished run, the first symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
     different lines (their whole chains) at the same position, every rank completing it: what each rank got
-    combines what the others passed from another line."""
+    combines what the others passed from another line. Not one torch or a library issued on some rank (the flight
+    record's issuer: Join's shadow all_reduce on a rank that ran out of inputs pairs with DDP's on the others, by
+    design), nor one made inside a DCP call."""
+    issued = {(e.group, e.seq) for entries in (flights or {}).values() for e in entries if e.issuer and not e.p2p}
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = [c[i] for c in calls.values()]
@@ -3167,6 +3170,7 @@ def _crossed_data_call(calls: dict[int, list[Event]]) -> int | None:
             and at[0].name in _SYMMETRIC_DATA
             and len({_chain_key(e) for e in at}) > 1
             and all(map(_completed, at))
+            and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
         ):
             return i + 1
     return None
