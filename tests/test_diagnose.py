@@ -1477,3 +1477,16 @@ def test_different_ops_from_calls_in_another_order_ask_for_the_same_calls_in_ord
     d = bl.run(swapped_reductions_with_ops, 3, timeout=5, deadline=20).diagnosis
     assert d.kind == "different-reduce-ops", d
     assert "came from different lines" in d.advice and "in the same order" in d.advice, d.advice
+
+
+def dtypes_by_rank():
+    """review63b M2: rank 0 all-reduces an int64 scalar, rank 1 a float64 one: same shape, same bytes."""
+    t = torch.tensor(1) if dist.get_rank() == 0 else torch.tensor(1.0, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.item()
+
+
+def test_different_dtypes_of_one_shape_are_told_to_agree_on_the_dtype():
+    d = bl.run(dtypes_by_rank, 2, timeout=5, deadline=20).diagnosis
+    assert d.kind == "different-sizes", d
+    assert "the same dtype" in d.advice and "pad the tensor" not in d.advice, d.advice

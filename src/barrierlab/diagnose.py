@@ -1605,6 +1605,22 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
     return None
 
 
+def _dtypes_only(calls: dict[int, list[Event]]) -> bool:
+    """Whether the first call whose tensors differ between ranks differs in dtypes only (the shapes agree)."""
+    depth = min((len(c) for c in calls.values()), default=0)
+    for k in range(depth):
+        at = [c[k] for c in calls.values()]
+        if len({e.name for e in at}) != 1:
+            return False
+        sizes = {repr(e.sizes) for e in at}
+        dtypes = {repr(e.dtypes) for e in at}
+        if len(sizes) > 1:
+            return False
+        if len(dtypes) > 1:
+            return True
+    return False
+
+
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
     """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
     different lengths where every rank must pass the same length."""
@@ -1637,6 +1653,12 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
             "(three of four in notebook 04 §4). "
             "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first)."
         )
+        if _dtypes_only(f.calls):  # review63b M2: int64 against float64, the same shape
+            advice = advice.replace(
+                "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
+                "Here the shapes agree and the dtypes differ: make every rank pass the same dtype "
+                "(torch.tensor(x, dtype=torch.float64) rather than a dtype taken from each rank's Python value).",
+            )
     return Diagnosis(
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
