@@ -8495,6 +8495,24 @@ class _Agreement:
         )
 
 
+def _record_finding(an: _Analysis, node: ast.expr, unit: _Unit, kind: str, condition: str, why: str, fix: str) -> None:
+    """Record one finding of a whole-file check at ``node`` (its line, column and the call's name)."""
+    an.found[id(node)] = (
+        kind,
+        Finding(
+            path=an.path,
+            line=node.lineno + unit.offset,
+            col=node.col_offset + unit.indent + 1,
+            collective=_dotted(node.func) or unit.text(node.func),
+            condition=condition,
+            kind=kind,
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+        ),
+    )
+
+
 #: torch constructors and tensor methods whose result has no autograd history (a loss built with them reaches no
 #: parameter, whatever ``requires_grad=`` says).
 _FRESH_TENSORS = frozenset({"tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "scalar_tensor",
@@ -8633,20 +8651,7 @@ class _DetachedLosses:
             "backward reaches every parameter on every rank; or decide on every rank together to skip the step "
             "(all_reduce a flag first)"
         )
-        self.an.found[id(value)] = (
-            "detached-loss",
-            Finding(
-                path=self.an.path,
-                line=value.lineno + unit.offset,
-                col=value.col_offset + unit.indent + 1,
-                collective=_dotted(value.func) or unit.text(value.func),
-                condition=cond,
-                kind="detached-loss",
-                why=why,
-                fix=fix,
-                cell=unit.cell,
-            ),
-        )
+        _record_finding(self.an, value, unit, "detached-loss", cond, why, fix)
 
 
 class _SharedMakes:
@@ -8746,20 +8751,7 @@ class _SharedMakes:
             f"pass exist_ok=True (`os.makedirs({shown}, exist_ok=True)`, `.mkdir(parents=True, exist_ok=True)`) on "
             "every rank, or make it on one rank before a barrier the others wait at"
         )
-        self.an.found[id(call)] = (
-            "every-rank-mkdir",
-            Finding(
-                path=self.an.path,
-                line=call.lineno + unit.offset,
-                col=call.col_offset + unit.indent + 1,
-                collective=_dotted(call.func) or unit.text(call.func),
-                condition=f"{shown} on every rank",
-                kind="every-rank-mkdir",
-                why=why,
-                fix=fix,
-                cell=unit.cell,
-            ),
-        )
+        _record_finding(self.an, call, unit, "every-rank-mkdir", f"{shown} on every rank", why, fix)
 
 
 class _StoreKeys:
@@ -8812,20 +8804,7 @@ class _StoreKeys:
                 "let every rank set its key, whatever its data (publish 0 or an empty value for an empty shard), "
                 "or wait only for the keys of the ranks that set one"
             )
-            self.an.found[id(call)] = (
-                "store-key",
-                Finding(
-                    path=self.an.path,
-                    line=call.lineno + unit.offset,
-                    col=call.col_offset + unit.indent + 1,
-                    collective=_dotted(call.func) or unit.text(call.func),
-                    condition=f"{key} for every rank",
-                    kind="store-key",
-                    why=why,
-                    fix=fix,
-                    cell=unit.cell,
-                ),
-            )
+            _record_finding(self.an, call, unit, "store-key", f"{key} for every rank", why, fix)
 
     @staticmethod
     def _shape(key: ast.expr, is_slot: Callable[[ast.expr], bool]) -> tuple[str, int] | None:
