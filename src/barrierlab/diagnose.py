@@ -29,7 +29,7 @@ import math
 import os
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -1647,18 +1647,17 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
             "[None] elsewhere — or broadcast the length first."
         )
     else:
+        same = (  # review63b M2: int64 against float64, the same shape
+            "Here the shapes agree and the dtypes differ: make every rank pass the same dtype "
+            "(torch.tensor(x, dtype=torch.float64) rather than a dtype taken from each rank's Python value)."
+            if _dtypes_only(f.calls)
+            else "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first)."
+        )
         advice = (
             "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
             "a mismatch can hang until the timeout, abort, or return wrong data (unreduced or partly reduced) on some ranks with no error "
-            "(three of four in notebook 04 §4). "
-            "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first)."
+            f"(three of four in notebook 04 §4). {same}"
         )
-        if _dtypes_only(f.calls):  # review63b M2: int64 against float64, the same shape
-            advice = advice.replace(
-                "Make every rank pass the same shape (pad the tensor, or all_gather the sizes first).",
-                "Here the shapes agree and the dtypes differ: make every rank pass the same dtype "
-                "(torch.tensor(x, dtype=torch.float64) rather than a dtype taken from each rank's Python value).",
-            )
     return Diagnosis(
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
@@ -3161,13 +3160,17 @@ def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     lines (their whole chains: corpus34's autocast item, Lightning's strategy.barrier() line reached through
     save_checkpoint on rank 0 and the finalize step on rank 1), although the op matched and every rank completed
     it."""
+    return next((k for k, _ in _crossed(calls, None if before is None else before - 1)), None)
+
+
+def _crossed(calls: dict[int, list[Event]], limit: int | None = None) -> Iterator[tuple[int, list[Event]]]:
+    """Each position (numbered from 1, up to ``limit``) whose call every rank made with the same op from different
+    places (their whole chains of the learner's frames), every rank completing it, with the ranks' calls there."""
     depth = min((len(c) for c in calls.values()), default=0)
-    limit = depth if before is None else min(depth, before - 1)
-    for i in range(limit):
+    for i in range(depth if limit is None else min(depth, limit)):
         at = [c[i] for c in calls.values()]
         if len({e.name for e in at}) == 1 and len({_chain_key(e) for e in at}) > 1 and all(map(_completed, at)):
-            return i + 1
-    return None
+            yield i + 1, at
 
 
 #: Collectives that combine every rank's data with every other's, the same way on each: made from different lines
@@ -3184,18 +3187,14 @@ def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | No
     record's issuer: Join's shadow all_reduce on a rank that ran out of inputs pairs with DDP's on the others, by
     design), nor one made inside a DCP call."""
     issued = {(e.group, e.seq) for entries in (flights or {}).values() for e in entries if e.issuer and not e.p2p}
-    depth = min((len(c) for c in calls.values()), default=0)
-    for i in range(depth):
-        at = [c[i] for c in calls.values()]
-        if (
-            len({e.name for e in at}) == 1
-            and at[0].name in _SYMMETRIC_DATA
-            and len({_chain_key(e) for e in at}) > 1
-            and all(map(_completed, at))
-            and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
-        ):
-            return i + 1
-    return None
+    return next(
+        (
+            k
+            for k, at in _crossed(calls)
+            if at[0].name in _SYMMETRIC_DATA and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
+        ),
+        None,
+    )
 
 
 def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
@@ -3294,15 +3293,21 @@ _NO_SUCH_FILE = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or dire
 _NO_PARENT = re.compile(r"RuntimeError: Parent directory (.+?) does not exist\.")
 
 
+def _error_path(result, error_type: type, *texts: re.Pattern) -> str | None:
+    """The path of the ``error_type`` a rank raised, if that is how it failed: the rebuilt exception's filename,
+    else the first of ``texts`` that matches the traceback's last line."""
+    error = result.exception
+    if isinstance(error, error_type) and isinstance(error.filename, str):
+        return error.filename
+    lines = (result.traceback or "").strip().splitlines()
+    match = next((m for text in texts if lines and (m := text.search(lines[-1]))), None)
+    return match.group(1) if match else None
+
+
 def _missing_path(result) -> str | None:
     """The path of the FileNotFoundError a rank raised, if that is how it failed (or the folder torch.save found
     missing)."""
-    error = result.exception
-    if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
-        return error.filename
-    lines = (result.traceback or "").strip().splitlines()
-    match = (_NO_SUCH_FILE.search(lines[-1]) or _NO_PARENT.search(lines[-1])) if lines else None
-    return match.group(1) if match else None
+    return _error_path(result, FileNotFoundError, _NO_SUCH_FILE, _NO_PARENT)
 
 
 _FILE_EXISTS = re.compile(r"FileExistsError: \[Errno 17\] File exists: '([^'\n]+)'")
@@ -3310,12 +3315,7 @@ _FILE_EXISTS = re.compile(r"FileExistsError: \[Errno 17\] File exists: '([^'\n]+
 
 def _existing_path(result) -> str | None:
     """The path of the FileExistsError a rank raised, if that is how it failed."""
-    error = result.exception
-    if isinstance(error, FileExistsError) and isinstance(error.filename, str):
-        return error.filename
-    lines = (result.traceback or "").strip().splitlines()
-    match = _FILE_EXISTS.search(lines[-1]) if lines else None
-    return match.group(1) if match else None
+    return _error_path(result, FileExistsError, _FILE_EXISTS)
 
 
 def _made_first(run: Run, rank: int) -> tuple[int, object] | None:

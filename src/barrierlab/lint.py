@@ -2392,6 +2392,24 @@ def _swallows(handler: ast.ExceptHandler) -> bool:
     return not _always_raises(handler.body)
 
 
+def _from_parameters(func: _Func) -> dict[str, str]:
+    """A function's parameters (``self`` and ``cls`` aside) and the names computed from them, each with the
+    parameter it comes from: assigned from one, a loop variable over one, or a container filled with such values
+    (``for x, y in samples: ... outputs.append({"n": x.shape[0]})``)."""
+    args = func.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+    nodes = list(_own_nodes(func.node.body))
+    origin = {p: p for p in params}
+    flows = _assignments(nodes) + _loop_targets(nodes) + _filled(nodes)
+    for _ in range(3):
+        for names, value, _ in flows:
+            source = next((origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None)
+            for name in names:
+                if source is not None:
+                    origin.setdefault(name, source)
+    return origin
+
+
 def _caught_raises(stmt: ast.Try) -> set[int]:
     """The ``raise``s in a ``try``'s body (outside nested functions) that one of its handlers catches and goes on
     from, to the statement after the ``try`` (no ``return``, ``raise``, ``break``, ``continue`` or exit call in
@@ -3316,21 +3334,7 @@ class _Analysis:
         (those parameters, the test)."""
         datas: dict[str, dict[str, str]] = {}  # function -> name -> the parameter it comes from
         for key, func in self.table.items():
-            args = func.node.args
-            params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
-            nodes = list(_own_nodes(func.node.body))
-            origin = {p: p for p in params}
-            # values computed from a parameter: assigned from it, a loop variable over it, or a container filled
-            # with such values (``for x, y in samples: ... outputs.append({"n": x.shape[0]})``)
-            flows = _assignments(nodes) + _loop_targets(nodes) + _filled(nodes)
-            for _ in range(3):
-                for names, value, _ in flows:
-                    source = next(
-                        (origin[n.id] for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in origin), None
-                    )
-                    for name in names:
-                        if source is not None:
-                            origin.setdefault(name, source)
+            origin = _from_parameters(func)
             datas[key] = origin
             if key not in self.reach:
                 continue
@@ -8549,7 +8553,7 @@ class _DetachedLosses:
             if not fresh or len(fresh) == len(returns):
                 continue
             parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
-            inputs = self._from_inputs(func)
+            inputs = _from_parameters(func)  # the function's data
             for ret in fresh:
                 test = self._branch(ret, parents, func.node)
                 if test is None or not any(isinstance(n, ast.Name) and n.id in inputs for n in ast.walk(test)):
@@ -8591,22 +8595,6 @@ class _DetachedLosses:
             elif isinstance(node, ast.Name):
                 into |= made.get(node.id, set())
         return into
-
-    @staticmethod
-    def _from_inputs(func: _Func) -> set[str]:
-        """The function's parameters (``self`` and ``cls`` aside) and the names it computes from them: its data."""
-        arguments = func.node.args
-        names = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)} - {"self", "cls"}
-        assigns = sorted(
-            (n for n in _own_nodes(func.node.body) if isinstance(n, (ast.Assign, ast.AugAssign, ast.For))),
-            key=lambda n: (n.lineno, n.col_offset),
-        )
-        for node in assigns:
-            value = node.iter if isinstance(node, ast.For) else node.value
-            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
-                targets = [node.target] if isinstance(node, (ast.AugAssign, ast.For)) else node.targets
-                names |= {t for target in targets for t in _target_names(target)}
-        return names
 
     @staticmethod
     def _fresh(value: ast.expr) -> bool:
