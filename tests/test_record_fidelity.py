@@ -247,14 +247,23 @@ def every_rank_calls_a_barrier_of_a_group_of_two():
     return dist.get_rank()
 
 
-def test_a_call_on_a_group_the_rank_is_not_in_is_not_recorded():
-    """It was recorded as a barrier of the default group, and the diagnosis of this correct run said that it
-    paired silently with ranks 0 and 1's barrier at another line."""
+def test_a_call_on_a_group_the_rank_is_not_in_is_recorded_apart_and_named():
+    """It was recorded as a barrier of the default group, and the diagnosis of this run said that it paired
+    silently with ranks 0 and 1's barrier at another line (attack11 a05); then it was not recorded at all, and the
+    finished run said nothing of a barrier that waited for nobody on ranks 2 and 3 (review63b M3)."""
     run = bl.run(every_rank_calls_a_barrier_of_a_group_of_two, 4, timeout=10)
     assert run.ok, run
     barriers = {r.rank: [e.group for e in r.events if e.name == "barrier"] for r in run}
     assert barriers[2] == barriers[3] == [None] and len(barriers[0]) == len(barriers[1]) == 2, barriers
-    assert run.diagnosis.kind == "ok", run.diagnosis
+    outside = {r.rank: [(e.name, e.line) for e in r.outside] for r in run}
+    line = every_rank_calls_a_barrier_of_a_group_of_two.__code__.co_firstlineno + 3
+    assert outside == {0: [], 1: [], 2: [("barrier", line)], 3: [("barrier", line)]}, outside
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "ok", diagnosis
+    assert "naming a group the calling rank was not in" in diagnosis.headline, diagnosis
+    said = "\n".join(diagnosis.evidence)
+    assert f"ranks 2 and 3's barrier at tests/test_record_fidelity.py:{line}" in said, said
+    assert "waited for nobody and ordered nothing" in said, said
 
 
 def only_members_make_a_locally_synchronised_group():

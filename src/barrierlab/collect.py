@@ -135,6 +135,7 @@ def collect(
             events=events,
             events_dropped=dropped,
             flight=_load_flight(files.flight) if flight is None else flight,
+            outside=recorded.outside,
         )
         result.record_notes += _notes(recorded)
         key = keys[rank] if keys and rank < len(keys) else b""
@@ -170,7 +171,7 @@ def collect(
             result.status = Status.EXITED
         if result.status == Status.STOPPED or (rank in stopped and outcome is None):
             result.stuck = stuck_at(_read_output(files.stack), index)
-        for event in result.events:
+        for event in (*result.events, *result.outside):
             if event.file:
                 key = (event.file, event.line, event.func)
                 placed = sites.get(key)
@@ -477,11 +478,12 @@ def from_records(folder: str) -> Run:
                     "out, the timeline could not place them"
                 )
         events = record.events if record else []
-        for event in events:
+        for event in (*events, *(record.outside if record else ())):
             if event.file:
                 event.where = str(Site(event.file, event.line, event.func or ""))
         flight = record.flight if record else None
         result = RankResult(rank=rank, status=Status.LOST, events=events, flight=flight, recorded=rank in ranks_found)
+        result.outside = record.outside if record else []
         result.record_notes += _notes(record) if record else []
         if rank in ranks_found:
             result.record_notes += _mismatch_notes(rank, named.get(rank), outcomes.get(rank), agreed)

@@ -800,7 +800,13 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
         what = "whose ordering" if all("barrier(async_op=True)" in h for h in hazards) else "whose result"
-        headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
+        if all("not in (new_group" in h for h in hazards):
+            them = "it" if made == "a call" else "them"
+            headline += (
+                f" But the record shows {made} naming a group the calling rank was not in: torch skipped {them}."
+            )
+        else:
+            headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
         evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
     undecided = getattr(races, "undecided", 0)
@@ -3023,10 +3029,21 @@ def call_hazards(run: Run) -> list[str]:
         for e in ordering.unwaited(result.events):
             if e.kind == "collective":
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
+        for e in result.outside:
+            found.setdefault(("outside", e.name, _place(e)), []).append(result.rank)
     lines = []
     for (hazard, name, place), ranks in found.items():
         who = f"{rank_list(sorted(set(ranks)))}'s"
-        if hazard == "aliased":
+        if hazard == "outside":  # review63b M3: torch warns and returns; a finished run said nothing of it
+            alone = len(set(ranks)) == 1
+            lines.append(
+                f"{who} {name} at {place} named a group {'that rank is' if alone else 'those ranks are'} not in "
+                f"(new_group gives a non-member GroupMember.NON_GROUP_MEMBER): torch warned and returned at once, "
+                f"so it waited for nobody{' and ordered nothing' if 'barrier' in name else ' and changed nothing'}; "
+                "call it only where the rank is a member (`if dist.get_rank(g) >= 0:`; get_rank gives -1 outside "
+                "the group), or on a group the rank is in"
+            )
+        elif hazard == "aliased":
             lines.append(
                 f"{who} {name} at {place} was given one tensor in several slots of its output list ([t] * n): "
                 "every slot shows the block written last, so what it gathered is wrong whatever the timing; "

@@ -17,7 +17,9 @@ killed or hangs still leaves the record of what it entered and never left:
     inside which torch made the call), ``sizes``/``dtypes`` (the tensors it was given), ``objects`` (the
     length of an object collective's list), ``splits`` (an ``all_to_all_single``'s output and input split
     sizes as given, each a list of ints or null for equal blocks; absent when they could not be recorded), ``timeout`` (seconds: the call's own ``timeout=``, else its
-    group's), ``async``, ``aliased`` (true: one tensor filled several slots of the call's output list);
+    group's), ``async``, ``aliased`` (true: one tensor filled several slots of the call's output list),
+    ``outside`` (true: a call naming a group the rank is not in, which torch returned from at once; written whole,
+    with its ``end``, and read apart from the rank's calls: ``Record.outside``);
     for rooted and point-to-point calls ``src``/``dst``/``group_src``/``group_dst`` as given, and
     ``group``/``ranks`` for a process group other than the default; for ``new_group`` the members it was asked
     for, ``made`` (sorted, unless ``sort_ranks=False``; absent for all ranks); for ``kind`` "file" the ``path`` (a
@@ -178,6 +180,8 @@ class Event:
     of: int | None = field(default=None, repr=False)
     #: This event's id in its rank's file.
     id: int | None = field(default=None, repr=False)
+    #: A call naming a group this rank is not in: torch warned and returned at once (``Record.outside``).
+    outside: bool = field(default=False, repr=False)
     #: Where it ran, when not on the rank's own thread: a thread the rank started ("thread 1 (Thread-1
     #: (save))"), or a child process forked from it ("process 4242", "process 4242, thread 1 (...)").
     lane: str | None = field(default=None, repr=False)
@@ -315,6 +319,9 @@ class Record:
     flight: Flight | None
     dropped: Dropped = field(default_factory=Dropped)
     malformed: int = 0
+    #: Calls naming a group the rank is not in (``"outside": true``): torch returned at once, doing nothing.
+    #: Kept apart from ``events``, which pair across ranks.
+    outside: list[Event] = field(default_factory=list)
 
 
 # --- typed lines -------------------------------------------------------------------------------------------
@@ -419,6 +426,7 @@ _ENTER_FIELDS = {
         for key in ("group", "path", "to", "call", "within", "value", "lane", "child", "inode", "written", "reduce_op")
     },
     "keys": _strings,
+    "outside": lambda v: v is True,
 }
 
 
@@ -778,8 +786,11 @@ def read_record(
         for event in events:
             if event.end is None and event.id in begun:
                 event.end_not_read = True
+    outside = [e for e in events if e.outside]
+    if outside:
+        events = [e for e in events if not e.outside]
     flight = _flight(items, meta, rank, t0, index, events)
-    return Record(meta, events, flight, dropped, malformed)
+    return Record(meta, events, flight, dropped, malformed, outside)
 
 
 #: The fields of an event's first line that need no more than copying: an Event made of them is built directly.
@@ -853,6 +864,7 @@ def _events(items: list[dict], rank: int | None, t0: float, index) -> list[Event
                 event.value = item["value"]
             if item.get("end") is not None:  # an event with no duration: one line
                 event.end = item["end"] - t0
+            event.outside = item.get("outside") is True
             if event.file and event.callers:  # a helper cloudpickle sent by value: find its file
                 event.file = _placed(index, event.file, event.line or 0, event.func or "", event.callers)
         elif "id" in item and item["id"] in events:

@@ -288,6 +288,8 @@ class _Recorder:
         self._ids = itertools.count(1)
         #: How many events of the kinds in :data:`_ORDERING` this rank has begun (any thread).
         self.orderings = 0
+        #: How many calls on a group this rank is not in were recorded (:meth:`outside`, at most OUTSIDE_KEPT).
+        self.outsides = 0
         self._thread = _PerThread()
         #: The learner's files opened and not yet seen closed, by their open event's id (see :meth:`opened`):
         #: any thread's, looked at as any thread's synchronising call returns (attack17 a04).
@@ -681,6 +683,20 @@ class _Recorder:
         self._emit((line + extra + self.lane() + "}\n").encode(), flush)
         return event_id
 
+    def outside(self, name: str, site: tuple | None) -> None:
+        """One line for a call naming a group this rank is not in (torch warns and returns at once, doing
+        nothing): ``"outside": true`` keeps it apart from the rank's calls, which it must not pair with
+        (attack11 a05), while a finished run can still say it waited for nobody (review63b M3). The first
+        :data:`OUTSIDE_KEPT` of a rank only: a loop of them is one mistake."""
+        if self.outsides >= OUTSIDE_KEPT:
+            return
+        self.outsides += 1
+        t = repr(time.monotonic())
+        line = f'{{"id":{next(self._ids)},"kind":"collective","name":{self.quote(name)},"t":{t},"end":{t}'
+        if site:
+            line += f',"file":{self.quote(site[0])},"line":{site[1]},"func":{self.quote(site[2])}'
+        self._emit((line + ',"outside":true' + self.lane() + "}\n").encode())
+
     def leave(self, event_id: int, error: BaseException | None = None, extra: str = "") -> None:
         holds = self._thread.holds
         if holds:
@@ -1067,10 +1083,15 @@ def call_fields(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dic
     return extra
 
 
+#: Calls on a group the rank is not in recorded per rank (:meth:`_Recorder.outside`).
+OUTSIDE_KEPT = 16
+
+
 def _not_a_member(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> bool:
     """The call names a group this rank is not in (``new_group`` returned ``GroupMember.NON_GROUP_MEMBER``):
-    torch warns and returns without doing anything, so nothing is recorded (it was taken for a call on the
-    default group, which paired with other ranks' calls in the diagnosis, attack11 a05)."""
+    torch warns and returns without doing anything, so it is recorded apart from the rank's calls
+    (:meth:`_Recorder.outside`; taken for a call on the default group, it paired with other ranks' calls in the
+    diagnosis, attack11 a05)."""
     for argument, index in positions:
         if argument == "group":
             group = kwargs["group"] if "group" in kwargs else args[index] if index < len(args) else None
@@ -1112,7 +1133,10 @@ def _wrap(name: str, original, numbered: bool):
     @functools.wraps(original)
     def recorded(*args, **kwargs):
         recorder = _recorder
-        if recorder is None or recorder.depth or _not_a_member(positions, args, kwargs):
+        if recorder is None or recorder.depth:
+            return original(*args, **kwargs)
+        if _not_a_member(positions, args, kwargs):
+            recorder.outside(name, call_site())
             return original(*args, **kwargs)
         recorder.depth += 1
         extra = call_fields(positions, args, kwargs) + (_new_group_text(args, kwargs) if local_sync else "")

@@ -105,6 +105,9 @@ class RankResult:
     flight: list[tuple[str, int, str]] | None = field(default=None, repr=False)
     #: Events of this rank not kept (the middle of a flood of events; the first and last are kept).
     events_dropped: event_files.Dropped = field(default_factory=event_files.Dropped, repr=False)
+    #: Calls this rank made on a group it is not in (torch warned and returned at once, waiting for nobody):
+    #: not among ``events``, which pair across ranks.
+    outside: list[event_files.Event] = field(default_factory=list, repr=False)
     #: What of this rank's files was left out as it was read (lines not barrierlab's, times that are not
     #: finite, an events file cut in bytes), in words.
     record_notes: list[str] = field(default_factory=list, repr=False)
