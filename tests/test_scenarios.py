@@ -82,3 +82,18 @@ def test_torchrun_and_barrierlab_run_agree_on_the_outcome(name, nproc, kwargs, t
     # staggered_arrival's barrier waited more than 2 s for the others and timed out; a passing scenario gets 10 s
     done = torchrun(name, nproc, tmp_path, *kwargs, timeout=10.0 if expected_ok else 2.0)
     assert (done.returncode == 0) == expected_ok, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("numel", "at_once"), [(1, [2]), (1024, [0, 2])])
+def test_which_survivors_fail_at_once_depends_on_the_all_reduces_length(numel, at_once):
+    """Notebook 04's "On your own" asks whether the answer changes for 1,024 elements with rank 3 crashing:
+    it does (the scenario's docstring). A survivor that fails at once leaves in far less than the timeout."""
+    from barrierlab.scenarios import rank_exits_mid_job
+
+    timeout = 3
+    run = bl.run(
+        rank_exits_mid_job.scenario, 4, kwargs={"crashing_rank": 3, "numel": numel}, timeout=timeout, linger=True
+    )
+    left = {e.rank: e.duration for e in run.events if e.is_collective}
+    assert sorted(left) == [0, 1, 2], left
+    assert sorted(r for r, d in left.items() if d < timeout / 2) == at_once, left

@@ -8,11 +8,13 @@ import torch.distributed as dist
 from barrierlab.scenarios import torchrun_main
 
 
-def scenario(crashing_rank=1):
+def scenario(crashing_rank=1, numel=1):
+    """``numel``: the all_reduce's length; which survivors fail at once depends on it too (measured on gloo,
+    4 ranks, rank 3 crashing: rank 2 alone with 1 element, ranks 0 and 2 with 1,024)."""
     rank = dist.get_rank()
     if rank == crashing_rank:
         os._exit(1)  # the process dies (out of memory, a segfault, a killed node)
-    grad = torch.ones(1)
+    grad = torch.ones(numel)
     dist.all_reduce(grad)  # the survivors average their gradients
     return grad.item()
 
