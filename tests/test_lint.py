@@ -1362,6 +1362,42 @@ def test_a_loop_exit_on_the_ranks_own_model_output_says_so_and_suggests_synced_g
     assert "synced_gpus=True" in finding.fix and "all_reduce a 'done' flag" in finding.fix
 
 
+def test_an_early_return_on_the_ranks_own_loss_outside_a_loop_is_an_exit_too() -> None:
+    """Modelled on torchaudio's HuBERT ``training_step`` (pytorch/audio issue #3749, round 36): a step function
+    returns on an inf/NaN loss before the all_gather every rank makes; the loop is its caller's."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Module:
+    def __init__(self, model):
+        self.model = DDP(model)
+
+    def training_step(self, batch):
+        loss = self.model(batch).sum()
+        if torch.isnan(loss):
+            return None
+        count = torch.ones(1)
+        dist.all_reduce(count)
+        loss.backward()
+        return loss
+
+def fit(module, batches):
+    for batch in batches:
+        module.training_step(batch)
+"""
+    findings = lint_source(source)
+    assert [(f.line, f.kind) for f in findings] == [(15, "early-exit"), (16, "early-exit")], findings  # + DDP backward
+    finding = findings[0]
+    assert finding.condition == "torch.isnan(loss)" and "this rank's own model output" in finding.why
+    assert finding.fix.startswith("decide the return together: all_reduce a flag of `torch.isnan(loss)`")
+    agreed = source.replace(
+        "if torch.isnan(loss):", "bad = torch.isnan(loss).float()\n        dist.all_reduce(bad)\n        if bad.item():"
+    )
+    assert lint_source(agreed) == []
+
+
 def test_a_loop_exit_on_a_module_of_the_file_reaches_its_forward() -> None:
     source = """
 import torch

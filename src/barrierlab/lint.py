@@ -2787,6 +2787,7 @@ class _Analysis:
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
+        self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
             self.frameworks.setdefault(entry.name, []).append(entry)
@@ -5075,6 +5076,11 @@ class _Analysis:
                 "'done') every iteration and leave on every rank when it says so; ranks that finished early keep "
                 "calling the forward and discard its output (transformers' generate(synced_gpus=True))"
             )
+            if cond in self.local_returns:  # an early return from a step function, not a loop exit
+                fix = (
+                    f"decide the return together: all_reduce a flag of `{cond}` (ReduceOp.MAX: 1 where it holds) "
+                    "and return on every rank when the reduced flag is set, so every rank skips the same steps"
+                )
         flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
         if flags and reason == "branch":
             why += (
@@ -5428,6 +5434,8 @@ class _Walker:
             return None
         text = self.unit.text(test)
         self.an.local_notes[text] = source
+        if not self.loops:
+            self.an.local_returns.add(text)
         return text
 
     def flag(
@@ -5566,7 +5574,7 @@ class _Walker:
             if self.handling and _reraises(stmt.body) and not stmt.orelse:
                 return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
                 # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
-            local = self._local_test(stmt.test) if self.loops and _leaves_loop(stmt.body + stmt.orelse) else None
+            local = self._local_test(stmt.test) if _leaves_loop(stmt.body + stmt.orelse) else None
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
             if local is not None:  # a loop exit each rank decides from its own data
                 return test + [self._if(None, body, orelse, text=local, rank=True)]
