@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import time
@@ -1490,3 +1491,27 @@ def test_different_dtypes_of_one_shape_are_told_to_agree_on_the_dtype():
     d = bl.run(dtypes_by_rank, 2, timeout=5, deadline=20).diagnosis
     assert d.kind == "different-sizes", d
     assert "the same dtype" in d.advice and "pad the tensor" not in d.advice, d.advice
+
+
+def every_rank_but_one_sets_its_key():
+    """review64b M1: rank 2 skips its store.set; rank 0 waits for every rank's key."""
+    rank = dist.get_rank()
+    store = dist.group.WORLD.get_group_store()
+    if rank != 2:
+        store.set(f"done-{rank}", "1")  # SETS
+    if rank == 0:
+        store.wait([f"done-{r}" for r in range(dist.get_world_size())], timedelta(seconds=2))
+    return rank
+
+
+def test_a_store_wait_some_of_whose_keys_were_set_names_the_key_no_rank_set_and_who_set_none():
+    """It was "no collective is to blame / Read the traceback": a wait some of whose keys were set was not taken
+    for a wait on a missing key."""
+    run = bl.run(every_rank_but_one_sets_its_key, 4, timeout=5, deadline=15)
+    assert run.statuses == ["raised", "finished", "finished", "finished"], run.statuses
+    d = run.diagnosis
+    assert d.kind == "store-wait-cycle", d
+    assert d.headline.startswith("rank 0 timed out in store.wait for 4 keys, of which no rank set 'done-2'"), d
+    line = inspect.getsourcelines(every_rank_but_one_sets_its_key)[1] + 5
+    assert f"ranks 0, 1 and 3 set 'done-0', 'done-1', 'done-3' at tests/test_diagnose.py:{line}" in d.evidence, d
+    assert "rank 2 set none of the keys waited for" in d.evidence, d

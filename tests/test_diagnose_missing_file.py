@@ -207,6 +207,34 @@ def test_a_removal_nothing_ordered_after_the_read_is_told_as_a_file_hand_off(tmp
     assert not ordered.diagnosis.advice.startswith("Order the hand-off"), ordered.diagnosis
 
 
+def every_rank_reads_then_rank0_removes(folder: str) -> str:
+    """review64b C2 (the capstone's second bug): the write is ordered before the reads by a barrier, the removal
+    after them by nothing; rank 0 finishes, the others raise FileNotFoundError."""
+    path = os.path.join(folder, "ck.txt")
+    if dist.get_rank() == 0:
+        with open(path, "w") as f:
+            f.write("x")
+    dist.barrier()
+    if dist.get_rank() != 0:
+        time.sleep(0.3)
+    with open(path) as f:
+        data = f.read()
+    if dist.get_rank() == 0:
+        os.remove(path)  # REMOVES
+    return data
+
+
+def test_a_read_that_a_removal_beat_blames_the_unordered_removal_not_the_ordered_write(tmp_path):
+    """It said "it may have read it half written; a barrier ... after the write is complete is missing", and
+    advised the ordering the program already had."""
+    run = bl.run(every_rank_reads_then_rank0_removes, 3, args=(str(tmp_path),), timeout=5, deadline=20)
+    assert [r.status.value for r in run] == ["finished", "raised", "raised"], run
+    d = run.diagnosis
+    assert "nothing ordered their read of the file before rank 0's removal of it" in d.headline, d
+    assert "half written" not in d.headline and "after the write" not in d.headline, d
+    assert d.advice.startswith("Order the removal after every rank's use of the file"), d.advice
+
+
 def rank1_loads_before_rank0_renames_the_folder(folder: str) -> None:
     """Modelled on round 33's OLMo item (allenai/OLMo PR #234): each rank saves into ``step0-tmp``, a barrier, then
     rank 0 alone renames the folder to ``step0`` while rank 1 already loads ``step0/rank1.pt``."""

@@ -97,3 +97,40 @@ def test_the_same_members_in_another_order_with_sort_ranks_false_are_another_gro
     d = run.diagnosis
     assert d.kind == "different-group-members", str(d)
     assert "sort_ranks=False" in d.headline and "same order" in d.advice
+
+
+def members_only_make_the_group():
+    """review64b C1: rank 3 skips a new_group the others make; nothing later needs the groups to agree."""
+    rank = dist.get_rank()
+    if rank != 3:
+        dist.new_group([0, 1, 2])  # SKIPPED BY RANK 3
+    dist.barrier()
+    return rank
+
+
+def members_only_then_a_group_of_everyone():
+    rank = dist.get_rank()
+    if rank != 3:
+        dist.new_group([0, 1, 2])
+    everyone = dist.new_group([0, 1, 2, 3])
+    dist.barrier(group=everyone)
+    return rank
+
+
+def test_a_new_group_some_ranks_skip_is_named_not_taken_for_a_mismatch_with_the_next_call():
+    """It was diagnosed as 'Different collectives at the same position: call #1 is ranks 0-2's new_group ... and
+    rank 3's barrier', with advice about ranks that wait, of a run where every rank finished: on gloo new_group
+    takes no place in the group's sequence, and the barriers paired."""
+    run = bl.run(members_only_make_the_group, 4, timeout=5)
+    assert run.ok, run
+    d = run.diagnosis
+    line = inspect.getsourcelines(members_only_make_the_group)[1] + 4
+    assert d.kind == "only-some-ranks" and d.ranks == [0, 1, 2], str(d)
+    assert d.headline.startswith(
+        "Every rank finished, but a group was made by only some ranks: ranks 0–2 called new_group #1 at "
+        f"tests/test_new_group_members.py:{line}"
+    ), d
+    assert d.headline.endswith("rank 3 never did.") and "same position" not in str(d), str(d)
+    # the next group every rank makes has another name on rank 3 (torch counts new_group calls): it never connects
+    hung = bl.run(members_only_then_a_group_of_everyone, 4, timeout=3, deadline=10)
+    assert not hung.ok and hung.diagnosis.kind == "different-group-members", str(hung.diagnosis)

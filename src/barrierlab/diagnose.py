@@ -628,6 +628,11 @@ UNORDERED_FILE_ADVICE = (
     "only then do the others read it. A sleep or a retry loop only makes the race rarer; run.races() lists every "
     "unordered pair of accesses of the run."
 )
+REMOVAL_ADVICE = (
+    "Order the removal after every rank's use of the file: each rank finishes reading it (and closes it), then "
+    "every rank reaches the same barrier, and only then does one rank remove it. A sleep or a retry loop only "
+    "makes the race rarer; run.races() lists every unordered pair of accesses of the run."
+)
 #: A finished run with file races shows this many of them in its evidence.
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
@@ -726,6 +731,41 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             )
         return Diagnosis("different-group-members", headline, evidence, advice, ranks=sorted(made), site=_site(first))
     return None
+
+
+def rule_new_group_skipped(f: Facts) -> Diagnosis | None:
+    """Some ranks finished without making a ``new_group`` (of the default group) that the others made, the
+    groups made before it agreeing (else :func:`rule_new_group_members_differ`). On gloo ``new_group`` takes no
+    place in the group's sequence, so the calls after it still pair; compared position by position, the calls
+    were said to be a barrier meeting a new_group that would wait, of a run that finished (review64b C1). Told as
+    :func:`rule_only_some_ranks` tells a group made by only some ranks."""
+    run = f.run
+    made: dict[int, list[Event]] = {
+        r.rank: [e for e in r.events if e.kind == "collective" and e.name == "new_group" and e.group is None]
+        for r in run.ranks
+        if r.recorded
+    }
+    counts = {len(calls) for calls in made.values()}
+    if len(made) < 2 or len(counts) < 2:
+        return None
+    fewest = min(counts)
+    skipped = sorted(r for r, calls in made.items() if len(calls) == fewest)
+    if not all(run[r].ok for r in skipped):
+        return None  # a rank that stopped early did not skip the call: other rules say why it stopped
+    makers = sorted(r for r, calls in made.items() if len(calls) > fewest)
+    first = made[makers[0]][fewest]
+    places = {where_text(made[r][fewest]) for r in makers}
+    at = f" at {where_text(first)}" if len(places) == 1 else ""
+    evidence = [
+        f"{rank_list([r])}: {len(calls)} new_group call{'s' if len(calls) != 1 else ''}"
+        + (f", the last at {where_text(calls[-1])}" if calls else "")
+        for r, calls in sorted(made.items())
+    ]
+    if f.failed:
+        evidence += _failure_evidence(f)
+    return _group_made_by_some(
+        f, f"{rank_list(makers)} called new_group #{fewest + 1}{at}", skipped, makers, first, evidence
+    )
 
 
 def rule_ok(f: Facts) -> Diagnosis | None:
@@ -1504,20 +1544,7 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
             f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
         )
     if event.name in _GROUP_MAKERS:  # review58b: a finished run told only "a collective reached by only some ranks"
-        finished = all(r.status == FINISHED for r in f.run.ranks)
-        return Diagnosis(
-            "only-some-ranks",
-            f"{'Every rank finished, but a' if finished else 'A'} group was made by only some ranks: {made}; "
-            f"{rank_list(f.missing)} never did.",
-            _arrival_evidence(f),
-            "torch wants every rank of the world to make every group, members or not, in the same order "
-            "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
-            "other), but a rank that skips one numbers "
-            "the groups it makes later differently, so a later group every rank makes waits until the timeout. "
-            "Make the group on every rank, outside the condition, and use it under the condition.",
-            ranks=arrived,
-            site=_site(event),
-        )
+        return _group_made_by_some(f, made, f.missing, arrived, event, _arrival_evidence(f))
     return Diagnosis(
         "only-some-ranks",
         f"A collective reached by only some ranks: {made}; {rank_list(f.missing)} never did.",
@@ -1526,6 +1553,27 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         "ranks only that contains a collective; move the collective where every rank reaches it "
         "(barrierlab.lint finds these statically).",
         ranks=arrived,
+        site=_site(event),
+    )
+
+
+def _group_made_by_some(
+    f: Facts, made: str, missing: list[int], makers: list[int], event: Event, evidence: list[str]
+) -> Diagnosis:
+    """A group-making call some ranks made and ``missing`` never did (:func:`rule_only_some_ranks`,
+    :func:`rule_new_group_skipped`)."""
+    finished = all(r.status == FINISHED for r in f.run.ranks)
+    return Diagnosis(
+        "only-some-ranks",
+        f"{'Every rank finished, but a' if finished else 'A'} group was made by only some ranks: {made}; "
+        f"{rank_list(missing)} never did.",
+        evidence,
+        "torch wants every rank of the world to make every group, members or not, in the same order "
+        "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
+        "other), but a rank that skips one numbers "
+        "the groups it makes later differently, so a later group every rank makes waits until the timeout. "
+        "Make the group on every rank, outside the condition, and use it under the condition.",
+        ranks=makers,
         site=_site(event),
     )
 
@@ -2323,7 +2371,10 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         if e.kind == "store" and e.name in ordering.KEY_WRITERS
         for k in e.keys or ()
     }
-    waiting = {r: e for r, e in waiting.items() if not set(e.keys) & set_keys}
+    # the keys of each wait that no rank set (review64b M1: rank 0 waited for done-0..done-3, rank 2 never set
+    # done-2; a wait some of whose keys were set was not taken, and the run was "no collective is to blame")
+    unset = {r: [k for k in e.keys if k not in set_keys] for r, e in waiting.items()}
+    waiting = {r: e for r, e in waiting.items() if unset[r]}
     if not waiting:
         return None
     made = {r: len(c) for r, c in f.calls.items()}
@@ -2338,16 +2389,22 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     rank, wait = min(waiting.items())
 
     def keys_of(e: Event) -> str:
-        return ", ".join(repr(k) for k in e.keys[:3]) + (" …" if len(e.keys) > 3 else "")
+        named = unset.get(e.rank, e.keys)
+        return ", ".join(repr(k) for k in named[:3]) + (" …" if len(named) > 3 else "")
 
-    keys = keys_of(wait)
+    def for_keys(e: Event, verb: str = "set") -> str:
+        """``for 'a', 'b', which no rank set`` or ``for 4 keys, of which no rank set 'c'``."""
+        if len(unset.get(e.rank, e.keys)) == len(e.keys):
+            return f"for {keys_of(e)}, which no rank {verb}"
+        return f"for {len(e.keys)} keys, of which no rank {verb} {keys_of(e)}"
+
     them = rank_list(sorted(waiting))
     how = "was stopped at the deadline in" if run[rank].status == STOPPED else "timed out in"
     if held:
         k = len(f.calls[min(held)])
         call = held[min(held)]
         headline = (
-            f"A wait cycle through the store: {them} {how} store.{wait.name} for {keys}, which no rank had set, "
+            f"A wait cycle through the store: {them} {how} store.{wait.name} {for_keys(wait, 'had set')}, "
             f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: whatever "
             "sets the key comes after that call, so neither side could go on."
         )
@@ -2358,7 +2415,7 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
         if len(waiting) == 1:
-            headline = f"{them} {how} store.{wait.name} for {keys}, which no rank set"
+            headline = f"{them} {how} store.{wait.name} {for_keys(wait)}"
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
             each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
             headline = f"{them} {how} a store wait for keys no rank set ({each})"
@@ -2370,12 +2427,35 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     else:
         return None  # the others were busy elsewhere: another rule says where
     evidence = [
-        f"rank {r} waited in store.{e.name} for {', '.join(map(repr, e.keys[:3]))} at {where_text(e)}"
+        f"rank {r} waited in store.{e.name} for {', '.join(map(repr, e.keys[:3]))}{' …' if len(e.keys) > 3 else ''} "
+        f"at {where_text(e)}"
         for r, e in sorted(waiting.items())
     ]
     evidence += [f"rank {r} waited in {e.name} #{len(f.calls[r])} {_called_at(e)}" for r, e in sorted(held.items())]
+    evidence += _key_setters(run, {k for e in waiting.values() for k in e.keys})
     evidence += _failure_evidence(f)
     return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
+
+
+def _key_setters(run: Run, keys: set[str]) -> list[str]:
+    """Which ranks set which of ``keys`` (store set/add/compare_set), and where; and the ranks that set none of
+    them: a rank that skipped its set is the cause of a wait for its key."""
+    by_site: dict[str, dict[int, list[str]]] = {}
+    for res in run.ranks:
+        for e in res.events:
+            if e.kind == "store" and e.name in ordering.KEY_WRITERS and set(e.keys or ()) & keys:
+                mine = by_site.setdefault(_place(e), {}).setdefault(res.rank, [])
+                mine += [k for k in e.keys if k in keys and k not in mine]
+    setters = {r for ranks in by_site.values() for r in ranks}
+    lines = []
+    for place, ranks in list(by_site.items())[:4]:
+        written = [k for r in sorted(ranks) for k in ranks[r]]
+        shown = ", ".join(repr(k) for k in written[:4]) + (" …" if len(written) > 4 else "")
+        lines.append(f"{rank_list(sorted(ranks))} set {shown} at {place}")
+    silent = [res.rank for res in run.ranks if res.rank not in setters and res.recorded]
+    if silent and by_site:
+        lines.append(f"{rank_list(silent)} set none of the keys waited for")
+    return lines
 
 
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
@@ -2725,7 +2805,17 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     # a file read while another rank wrote it, nothing ordering the two (review54 C4: a half-written JSON)
     half_read = {} if unordered or no_group else {r: _unordered_read_evidence(f.run[r], found_races) for r in failed}
     half_read = {r: lines for r, lines in half_read.items() if lines}
-    if half_read:
+    # the file was removed (or renamed away) before the read, nothing ordering the read first (review64b C2:
+    # the write was ordered, by a barrier; the removal was not)
+    removed = half_read and all(missing[r][0] == "gone" for r in half_read)
+    if removed:
+        removers = rank_list(sorted({missing[r][2] for r in half_read if missing[r][2] is not None}))
+        blame = (
+            f"but nothing ordered {'its' if len(half_read) == 1 else 'their'} read of the file before {removers}'s "
+            "removal of it: a barrier (or another synchronising call) after every rank's read and before the "
+            "removal is missing"
+        )
+    elif half_read:
         blame = (
             "but nothing ordered the file it read against another rank's write of it: it may have read it half "
             "written; a barrier (or another synchronising call) after the write is complete is missing"
@@ -2779,6 +2869,8 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
+    elif removed and not unordered and not no_group:
+        advice = REMOVAL_ADVICE
     elif (unordered or half_read) and not no_group:
         advice = UNORDERED_FILE_ADVICE
     if not races:
@@ -2977,6 +3069,7 @@ def _failure_evidence(f: Facts) -> list[str]:
 #: The rules in the order they are tried (the first one that returns a Diagnosis explains the run).
 RULE_TABLE: tuple[Rule, ...] = (
     rule_new_group_members_differ,
+    rule_new_group_skipped,
     rule_ok,
     rule_collective_in_forked_child,
     rule_spawn_inside_a_rank,
