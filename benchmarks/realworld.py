@@ -98,7 +98,23 @@ def python_path(item: harness.Item) -> str:
     parts = [str(item.path.parent), str(ROOT / "src")]
     if corpus_of(item) is harness:
         parts.insert(0, str(harness.STANDINS))
-    return os.pathsep.join(filter(None, [*parts, os.environ.get("PYTHONPATH")]))
+    last = [str(harness.STANDINS)] if item.path.parent != round2.HERE and corpus_of(item) is not harness else []
+    # PYTHONPATH comes before site-packages: a later round's stand-ins are there only for what is not installed
+    last = [p for p in last if not _installed_standin(item)]
+    return os.pathsep.join(filter(None, [*parts, os.environ.get("PYTHONPATH"), *last]))
+
+
+def _installed_standin(item: harness.Item) -> bool:
+    """Whether a library of ``_standins`` that ``item`` imports is installed (then the real one must win)."""
+    from importlib.machinery import PathFinder
+
+    text = item.path.read_text()
+    names = [p.name for p in harness.STANDINS.iterdir() if p.is_dir()]
+    real = [p for p in sys.path if p != str(harness.STANDINS)]
+    return any(
+        re.search(rf"^\s*(from|import)\s+{n}\b", text, re.M) and PathFinder.find_spec(n, real) is not None
+        for n in names
+    )
 
 
 def run_bounded(command: list[str], item: harness.Item, wall: float) -> tuple[int | None, str, float]:
