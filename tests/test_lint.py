@@ -2720,3 +2720,51 @@ def share(names):
     assert finding.kind == "set-order", finding
     assert "receives the source rank's objects in the source's order" in finding.why, finding.why
     assert "abort" not in finding.why, finding.why
+
+
+ASYNC_BARRIER_RACE = """\
+import os
+import time
+import torch.distributed as dist
+
+
+def fn(folder):
+    rank = dist.get_rank()
+    path = os.path.join(folder, "data.txt")
+    if rank == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("hello")
+{barrier}
+    if rank != 0:
+        with open(path) as f:
+            data = f.read()
+{after}
+    return rank
+"""
+
+
+def test_an_async_barrier_waited_only_after_the_read_does_not_order_the_write_before_it() -> None:
+    """review64b M2: `work = dist.barrier(async_op=True)` between rank 0's write and the others' read, with
+    `work.wait()` only after the read: the barrier orders nothing until its wait returns."""
+    source = ASYNC_BARRIER_RACE.format(barrier="    work = dist.barrier(async_op=True)", after="    work.wait()")
+    [race] = lint_source(source, "p08.py")
+    assert (race.line, race.kind, race.condition) == (15, "file-race", "rank == 0")
+    assert "write `path` at line 11" in race.why
+    assert "`work = dist.barrier(async_op=True)` at line 13, is called with async_op=True" in race.why
+    assert "orders nothing until `work.wait()` returns, and none comes before this read" in race.why
+    assert "On gloo the other ranks pass line 13 without waiting for the writer" in race.why
+    assert race.fix.startswith("call `work.wait()` after line 13 and before this read")
+    dropped = ASYNC_BARRIER_RACE.format(barrier="    dist.barrier(async_op=True)", after="")
+    assert [(f.line, f.kind) for f in lint_source(dropped)] == [(13, "unwaited-async"), (15, "file-race")]
+    assert "its Work handle is dropped on that line" in lint_source(dropped)[1].why
+
+
+def test_an_async_barrier_waited_before_the_read_orders_the_write() -> None:
+    for barrier in (
+        "    dist.barrier(async_op=True).wait()",
+        "    work = dist.barrier(async_op=True)\n    work.wait()",
+        "    works = [dist.barrier(async_op=True)]\n    for w in works:\n        w.wait()",
+        "    dist.barrier()",
+    ):
+        assert lint_source(ASYNC_BARRIER_RACE.format(barrier=barrier, after="")) == [], barrier

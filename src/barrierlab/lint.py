@@ -30,7 +30,8 @@ Finding kinds:
   :mod:`barrierlab.ops`). See :class:`_Order`.
 * ``file-race`` - a file written under a rank-dependent condition and read by the other
   ranks with nothing between that orders the write before the read (the ordering model of
-  :mod:`barrierlab.ordering`, statically, for one function's straight-line code), or a folder
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code: a collective called with
+  ``async_op=True`` orders nothing until a ``wait()`` of its handle), or a folder
   made under such a condition that the other ranks write into or list.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
@@ -1103,7 +1104,8 @@ all but the first rank raise FileExistsError; pass exist_ok=True.
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them, or a
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
+called with async_op=True counts only from its work.wait() on), or a
 folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
@@ -6788,7 +6790,11 @@ class _Order:
       with nothing between them that orders the write before the read: no collective (or call of a function
       that reaches one), point-to-point call, store ``wait``/``get``, call of a parameter (a callback lint cannot
       see into) or ``while`` loop that polls the file; a write inside ``with main_process_first():`` (or any
-      context manager that makes a collective) is ordered before the other ranks enter.
+      context manager that makes a collective) is ordered before the other ranks enter. A collective called with
+      ``async_op=True`` orders nothing when it returns its Work handle (:mod:`barrierlab.ordering`: "an async call
+      orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have"): the
+      writes before it are ordered only from a ``wait()`` of that handle on (``work.wait()``,
+      ``dist.barrier(async_op=True).wait()``; any ``wait()`` once the handle went elsewhere than a plain name).
 
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
@@ -6799,6 +6805,12 @@ class _Order:
         self.folders: dict[str, tuple[ast.Call, tuple[str, ...]]] = {}  # made under a condition on the rank
         self.first_p2p: tuple[str, ast.Call] | None = None
         self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
+        #: async collectives whose wait has not come yet: the name their Work handle went to (None: elsewhere, a
+        #: list or a call; "": dropped), the call, and what was pending when it was called (the writes and
+        #: folders its wait orders)
+        self.unwaited: list[tuple[str | None, ast.Call, dict[str, dict]]] = []
+        self.handles: dict[int, str] = {}  # id of a call -> the plain name its result is assigned to
+        self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
         self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
@@ -6822,6 +6834,12 @@ class _Order:
     def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
         if isinstance(stmt, _SCOPES):
             return
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                self.handles[id(stmt.value)] = targets[0].id
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self.dropped.add(id(stmt.value))
         if isinstance(stmt, (ast.If, ast.While)):
             self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
@@ -6886,7 +6904,14 @@ class _Order:
         name = full.rpartition(".")[2]
         if full.startswith("torch.distributed.") and name in _BLOCKING_P2P:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
+        self._waits_async(call)
         if self._orders(call):
+            if _async_op(call):  # review64b M2: it orders nothing until its Work's wait() returns
+                pending = {"writes": dict(self.writes), "folders": dict(self.folders)}
+                # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
+                handle = "" if id(call) in self.dropped else self.handles.get(id(call))
+                self.unwaited.append((handle, call, pending))
+                return
             self.writes.clear()
             self.folders.clear()
             return
@@ -6908,9 +6933,38 @@ class _Order:
             return
         read = _read_path(call, full)
         if read is not None and read in self.writes:
-            write, where, how = self.writes[read]
+            entry = self.writes[read]
+            write, where, how = entry
             if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
-                self._race(call, read, write, where, how)
+                pending = next((u for u in self.unwaited if u[2]["writes"].get(read) is entry), None)
+                self._race(call, read, write, where, how, pending)
+
+    def _waits_async(self, call: ast.Call) -> bool:
+        """A ``wait()`` of the Work handle of an async collective of the scope (``work.wait()``,
+        ``work.get_future().wait()``, ``dist.barrier(async_op=True).wait()``; any ``wait()`` or
+        ``torch.futures.wait_all`` when a handle went elsewhere than a plain name): the writes pending when that
+        collective was called are ordered from here on. False for any other call."""
+        if not self.unwaited:
+            return False
+        name = _terminal(call.func)
+        if name not in ("wait", "wait_all"):
+            return False
+        inside = {id(n) for n in ast.walk(call)} - {id(call)}
+        named = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+        waited = [
+            entry
+            for entry in self.unwaited
+            if entry[0] != "" and (id(entry[1]) in inside or entry[0] is None or entry[0] in named)
+        ]
+        if not waited:
+            return False
+        for entry in waited:
+            self.unwaited.remove(entry)
+            for field_name, table in (("writes", self.writes), ("folders", self.folders)):
+                for path, value in entry[2][field_name].items():
+                    if table.get(path) is value:
+                        del table[path]
+        return True
 
     def _orders(self, call: ast.Call) -> bool:
         """A call that can order one rank's earlier write before another rank's later read: a collective, a
@@ -6959,9 +7013,43 @@ class _Order:
         )
         self._add(first, "p2p-order", "every rank", why, fix)
 
-    def _race(self, read: ast.Call, path: str, write: ast.Call, where: tuple[str, ...], how: str) -> None:
+    def _race(
+        self,
+        read: ast.Call,
+        path: str,
+        write: ast.Call,
+        where: tuple[str, ...],
+        how: str,
+        pending: tuple[str | None, ast.Call, dict] | None = None,
+    ) -> None:
         cond = where[-1]
         line = write.lineno + self.unit.offset
+        if pending is not None:  # review64b M2: an async_op=True collective between, not waited before the read
+            handle, call, _ = pending
+            name = _terminal(call.func)
+            at = call.lineno + self.unit.offset
+            shown = f"`{handle} = {self.unit.text(call)}`" if handle else f"`{self.unit.text(call)}`"
+            waited = f"`{handle}.wait()`" if handle else "wait() on its handle"
+            if handle == "":
+                waiting = " and its Work handle is dropped on that line, so it orders nothing: nothing waits for it"
+                fix = f"keep the handle (`work = {self.unit.text(call)}`) and call `work.wait()`"
+            else:
+                waiting = (
+                    f": it returns its Work handle at once and orders nothing until {waited} returns, and none comes"
+                )
+                fix = f"call {waited}"
+            why = (
+                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here; "
+                f"the {name} between them, {shown} at line {at}, is called with async_op=True{waiting} before "
+                f"this read. On gloo the other ranks pass line {at} without waiting for the writer, so a rank can "
+                "read a missing or half-written file (it works only when the writer is faster)"
+            )
+            fix += (
+                f" after line {at} and before this read, on every rank (or make the {name} blocking: drop "
+                "async_op=True)"
+            )
+            self._add(read, "file-race", cond, why, fix)
+            return
         why = (
             f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
             "with no barrier, collective, store wait or recv between them: nothing orders the write before the "
@@ -7005,6 +7093,12 @@ class _Order:
             cell=self.unit.cell,
         )
         self.an.found[id(node)] = (kind, finding)
+
+
+def _async_op(call: ast.Call) -> bool:
+    """``async_op=True`` given as a constant: the call returns a Work handle at once."""
+    flag = next((k.value for k in call.keywords if k.arg == "async_op"), None)
+    return isinstance(flag, ast.Constant) and flag.value is True
 
 
 _BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
