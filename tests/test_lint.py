@@ -2768,3 +2768,56 @@ def test_an_async_barrier_waited_before_the_read_orders_the_write() -> None:
         "    dist.barrier()",
     ):
         assert lint_source(ASYNC_BARRIER_RACE.format(barrier=barrier, after="")) == [], barrier
+
+
+REMOVAL_RACE = """\
+import os
+import shutil
+from pathlib import Path
+import torch.distributed as dist
+
+
+def fn(folder):
+    rank = dist.get_rank()
+    path = os.path.join(folder, "ck.txt")
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("x")
+    dist.barrier()
+    with open(path) as f:
+        data = f.read()
+{between}    if rank == 0:
+        {remove}
+    return data
+"""
+
+
+def test_a_removal_on_one_rank_after_every_rank_read_with_nothing_between_is_a_race() -> None:
+    """review64b M5: rank 0 writes, every rank passes a barrier and reads, then rank 0 removes the file with
+    nothing ordering the other ranks' reads before the removal."""
+    [race] = lint_source(REMOVAL_RACE.format(between="", remove="os.remove(path)"), "p19.py")
+    assert (race.line, race.kind, race.condition, race.collective) == (17, "file-race", "rank == 0", "os.remove")
+    assert "remove `path` here (os.remove), and other ranks read it at line 14 (`open`)" in race.why
+    assert "`dist.barrier()` at line 13, comes before the read" in race.why
+    assert "FileNotFoundError" in race.why and "on gloo" in race.why
+    assert race.fix.startswith("put dist.barrier() after the read at line 14 and before this removal")
+    for remove in ("os.unlink(path)", "Path(path).unlink()"):
+        [race] = lint_source(REMOVAL_RACE.format(between="", remove=remove))
+        assert (race.line, race.kind) == (17, "file-race"), remove
+    joined = REMOVAL_RACE.replace(
+        "with open(path) as f:\n        data", "with open(os.path.join(folder, 'ck.txt')) as f:\n        data"
+    )
+    [race] = lint_source(joined.format(between="", remove="shutil.rmtree(folder)"))
+    assert (race.line, race.kind) == (17, "file-race")
+    assert (
+        "remove `folder` here (shutil.rmtree), and other ranks read `os.path.join(folder, 'ck.txt')`, a path inside it, at line 14"
+        in race.why
+    )
+
+
+def test_a_removal_after_a_barrier_that_follows_the_reads_is_quiet() -> None:
+    assert lint_source(REMOVAL_RACE.format(between="    dist.barrier()\n", remove="os.remove(path)")) == []
+    only_rank0_reads = REMOVAL_RACE.replace(
+        "    with open(path) as f:\n        data", "    if rank == 0:\n        data"
+    )
+    assert lint_source(only_rank0_reads.format(between="", remove="os.remove(path)")) == []

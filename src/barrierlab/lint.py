@@ -32,7 +32,9 @@ Finding kinds:
   ranks with nothing between that orders the write before the read (the ordering model of
   :mod:`barrierlab.ordering`, statically, for one function's straight-line code: a collective called with
   ``async_op=True`` orders nothing until a ``wait()`` of its handle), or a folder
-  made under such a condition that the other ranks write into or list.
+  made under such a condition that the other ranks write into or list, or a file (``os.remove``, ``os.unlink``,
+  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition after the other ranks read it
+  with nothing between that orders their reads before the removal.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -1105,7 +1107,8 @@ Two checks of order, within one function: p2p-order, every rank making a blockin
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
 by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
-called with async_op=True counts only from its work.wait() on), or a
+called with async_op=True counts only from its work.wait() on), a file removed under such a condition
+(os.remove, os.unlink, Path.unlink, shutil.rmtree) after the other ranks read it with nothing between, or a
 folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
@@ -6796,6 +6799,10 @@ class _Order:
       writes before it are ordered only from a ``wait()`` of that handle on (``work.wait()``,
       ``dist.barrier(async_op=True).wait()``; any ``wait()`` once the handle went elsewhere than a plain name).
 
+    A removal (``os.remove``/``os.unlink``/``Path.unlink``, ``shutil.rmtree`` of a folder a read path is built on)
+    under a rank-dependent condition after reads by other ranks, with nothing that orders between them, is a
+    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`).
+
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
     def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None, scope: str | None):
@@ -6810,6 +6817,9 @@ class _Order:
         #: folders its wait orders)
         self.unwaited: list[tuple[str | None, ast.Call, dict[str, dict]]] = []
         self.handles: dict[int, str] = {}  # id of a call -> the plain name its result is assigned to
+        #: reads since the last call that orders: path -> (the read, its conditions), for a removal after them
+        self.reads: dict[str, list[tuple[ast.Call, tuple[str, ...]]]] = {}
+        self.last_orderer: ast.Call | None = None
         self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
         self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
@@ -6907,13 +6917,19 @@ class _Order:
         self._waits_async(call)
         if self._orders(call):
             if _async_op(call):  # review64b M2: it orders nothing until its Work's wait() returns
-                pending = {"writes": dict(self.writes), "folders": dict(self.folders)}
+                pending = {
+                    "writes": dict(self.writes),
+                    "folders": dict(self.folders),
+                    "reads": {path: list(found) for path, found in self.reads.items()},
+                }
                 # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
                 handle = "" if id(call) in self.dropped else self.handles.get(id(call))
                 self.unwaited.append((handle, call, pending))
                 return
             self.writes.clear()
             self.folders.clear()
+            self.reads.clear()
+            self.last_orderer = call
             return
         made = _made_folder(call, full)
         if made is not None:
@@ -6927,11 +6943,18 @@ class _Order:
                 if not _implied(where, ctx) and _inside(path, folder):
                     self._folder_race(mkdir, folder, call, where)
                     del self.folders[folder]
+        removed = _removed_path(call, full)
+        if removed is not None:
+            if ctx and not self.sheltered:
+                self._removal(call, ctx, *removed)
+            return
         written = _written_path(call, full)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
         read = _read_path(call, full)
+        if read is not None:
+            self.reads.setdefault(read, []).append((call, ctx))
         if read is not None and read in self.writes:
             entry = self.writes[read]
             write, where, how = entry
@@ -6964,7 +6987,51 @@ class _Order:
                 for path, value in entry[2][field_name].items():
                     if table.get(path) is value:
                         del table[path]
+            for path, found in entry[2]["reads"].items():
+                left = [r for r in self.reads.get(path, []) if not any(r is f for f in found)]
+                if left:
+                    self.reads[path] = left
+                else:
+                    self.reads.pop(path, None)
+            self.last_orderer = call
         return True
+
+    def _removal(self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, folder: bool) -> None:
+        """A file (or folder) removed under a rank-dependent condition after other ranks read it (or a path inside
+        it) with nothing between that orders their read before the removal (review64b M5; the run-time check is
+        :mod:`barrierlab.ordering`'s, whose advice is :data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`)."""
+        for read_path, found in list(self.reads.items()):
+            if not (read_path == path or (folder and _inside_text(read_path, path))):
+                continue
+            others = [(read, where) for read, where in found if not _implied(ctx, where)]
+            if others:
+                self._removal_race(call, ctx, path, how, read_path, others[-1][0])
+                return
+
+    def _removal_race(
+        self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, read_path: str, read: ast.Call
+    ) -> None:
+        cond = ctx[-1]
+        line = read.lineno + self.unit.offset
+        reader = _dotted(read.func) or self.unit.text(read.func)
+        inner = f" `{read_path}`, a path inside it," if read_path != path else ""
+        before = ""
+        if self.last_orderer is not None and self.last_orderer.lineno < read.lineno:
+            shown = self.unit.text(self.last_orderer)
+            before = f" (the last call that orders, `{shown}` at line {self.last_orderer.lineno + self.unit.offset}, comes before the read)"
+        why = (
+            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks read{inner or ' it'} at line {line} "
+            f"(`{reader}`) with no barrier, collective, store wait or recv between that read and this removal"
+            f"{before}: nothing holds the removing rank back until the others have read, so on gloo it removes the "
+            "file as soon as its own work is done, and a rank that opens it after that gets FileNotFoundError (it "
+            "works only when every reader is faster than the remover)"
+        )
+        fix = (
+            f"put dist.barrier() after the read at line {line} and before this removal, outside the condition: a "
+            "barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the other "
+            "ranks' use of the file is over (the file closed) and before the removal orders them"
+        )
+        self._add(call, "file-race", cond, why, fix)
 
     def _orders(self, call: ast.Call) -> bool:
         """A call that can order one rank's earlier write before another rank's later read: a collective, a
@@ -7093,6 +7160,30 @@ class _Order:
             cell=self.unit.cell,
         )
         self.an.found[id(node)] = (kind, finding)
+
+
+def _removed_path(call: ast.Call, full: str) -> tuple[str, str, bool] | None:
+    """(path, how, whether it is a folder) when ``call`` removes a file (``os.remove``, ``os.unlink``,
+    ``Path(p).unlink()``) or a folder with what is inside it (``shutil.rmtree``)."""
+    if full in ("os.remove", "os.unlink"):
+        text = _path_text(_argument(call, 0, "path"))
+        return (text, full, False) if text else None
+    if full == "shutil.rmtree":
+        text = _path_text(_argument(call, 0, "path"))
+        return (text, full, True) if text else None
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "unlink" and not full.startswith("os."):
+        text = _path_text(call.func.value)
+        return (text, ".unlink()", False) if text else None
+    return None
+
+
+def _inside_text(path: str, folder: str) -> bool:
+    """:func:`_inside` for a path given as its text."""
+    try:
+        node = ast.parse(path, mode="eval").body
+    except SyntaxError:
+        return False
+    return _inside(node, folder)
 
 
 def _async_op(call: ast.Call) -> bool:
