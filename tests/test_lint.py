@@ -2821,3 +2821,46 @@ def test_a_removal_after_a_barrier_that_follows_the_reads_is_quiet() -> None:
         "    with open(path) as f:\n        data", "    if rank == 0:\n        data"
     )
     assert lint_source(only_rank0_reads.format(between="", remove="os.remove(path)")) == []
+
+
+REDUCE_OP = """\
+import torch
+import torch.distributed as dist
+
+
+def fn(use_max):
+    rank = dist.get_rank()
+    t = torch.tensor([float(rank)])
+{op_line}    dist.all_reduce(t, op={op})
+    return t.item()
+"""
+
+
+def test_a_reduce_op_that_depends_on_the_rank_is_different_reduce_ops() -> None:
+    """review64b M4 (p16, p22): the ranks of one all_reduce pass different ops; gloo pairs them and every rank
+    finishes with one result that is not what every rank asked for."""
+    ternary = "dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM"
+    [finding] = lint_source(REDUCE_OP.format(op_line="", op=ternary), "p16.py")
+    assert (finding.line, finding.kind, finding.collective) == (8, "different-reduce-ops", "dist.all_reduce")
+    assert finding.condition == f"op={ternary}"
+    assert "gloo does not check that they agree, so every rank finishes with no error" in finding.why
+    assert "one rank's op" in finding.why and "a mix, element by element" in finding.why
+    assert finding.fix.startswith("pass the same op on every rank")
+    assigned = REDUCE_OP.format(op_line=f"    op = {ternary}\n", op="op")
+    [finding] = lint_source(assigned)
+    assert (finding.line, finding.kind, finding.condition) == (9, "different-reduce-ops", "op=op")
+    reduce = assigned.replace("dist.all_reduce(t, op=op)", "dist.reduce(t, 0, op)")
+    assert [(f.line, f.kind) for f in lint_source(reduce)] == [(9, "different-reduce-ops")]
+
+
+def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
+    for op_line, op in (
+        ("", "dist.ReduceOp.MAX"),
+        ("    op = dist.ReduceOp.MAX if use_max else dist.ReduceOp.SUM\n", "op"),
+        ("", "dist.ReduceOp.SUM if dist.get_world_size() > 1 else dist.ReduceOp.MAX"),
+    ):
+        assert lint_source(REDUCE_OP.format(op_line=op_line, op=op)) == [], op
+    per_group = REDUCE_OP.format(
+        op_line="    op = dist.ReduceOp.MAX if rank < 2 else dist.ReduceOp.SUM\n", op="op, group=groups[rank // 2]"
+    )
+    assert lint_source(per_group) == []

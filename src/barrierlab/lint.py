@@ -57,6 +57,10 @@ Finding kinds:
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
 * ``different-roots`` - one of those calls on the default group (no ``group=``) with a ``src``/``dst`` computed from
   the rank's own global rank (``src=node_rank * per_node``): the ranks of one world-wide call name different roots.
+* ``different-reduce-ops`` - a reducing collective (``all_reduce``, ``reduce``, ``reduce_scatter``...) whose ``op=``
+  is rank-dependent (``op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM``, or an ``op`` assigned so): gloo does not
+  check that the ranks' ops agree, so every rank finishes and gets one result made with one rank's op, neither, or
+  a mix, element by element (the diagnosis's ``different-reduce-ops``). Quiet when ``group=`` is rank-dependent too.
 * ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
   some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
   blocks until the store's timeout. See :class:`_StoreKeys`.
@@ -1086,7 +1090,10 @@ token batch (batch["input_ids"], attention_mask...) or of sequences from model.g
 across processes first. group-rank: dst/src of gather, reduce, scatter or
 broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
-group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. set-order: a collective in a loop over
+group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. different-reduce-ops: an all_reduce,
+reduce or reduce_scatter whose op= depends on the rank (op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM):
+gloo does not check that the ops agree, every rank finishes with a result of one rank's op, neither, or a
+mix; pass the same op on every rank. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
@@ -7695,6 +7702,17 @@ _RANK_ARGUMENT = {
     "broadcast": ("src", 1),
     "broadcast_object_list": ("src", 1),
 }
+#: Collectives that reduce with an ``op=`` every rank must pass alike (the ops table's ``reduces``).
+_REDUCING = frozenset(op.name for op in ops.OPS if op.reduces)
+#: Position of their ``op`` argument (torch 2.13's signatures; ``group`` follows it).
+_OP_POSITION = {
+    "all_reduce": 1,
+    "all_reduce_coalesced": 1,
+    "reduce": 2,
+    "reduce_scatter": 2,
+    "reduce_scatter_tensor": 2,
+    "_reduce_scatter_base": 2,
+}
 #: Collectives whose tensor's dtype and shape must be the same on every rank: name -> position of the tensor.
 _TENSOR_ARGUMENT = {
     "all_reduce": 0,
@@ -7897,6 +7915,7 @@ class _Agreement:
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
+                    self._reduce_op(call, name, key, unit)
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
                     self._discarded(call, name, key, unit)
@@ -8140,6 +8159,39 @@ class _Agreement:
             "rank of the world computes alike"
         )
         self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _reduce_op(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
+        """``dist.all_reduce(t, op=MAX if rank == 0 else SUM)`` (or an ``op`` assigned from a rank-dependent
+        expression): a reducing collective (:data:`ops.OPS`'s ``reduces``) whose ``op=`` can differ between the
+        ranks of one call. gloo does not check that they agree: every rank finishes, each reducing its share of
+        the tensor with its own op (review46b, review64b M4; the diagnosis's ``different-reduce-ops``). Quiet when
+        the group is itself rank-dependent (ranks of different groups may use different ops)."""
+        if name not in _REDUCING:
+            return
+        position = _OP_POSITION.get(name)
+        given = _argument(call, position, "op") if position is not None else _argument(call, 99, "op")
+        if given is None:
+            return
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        laundered = self.an.laundered.get(key, {})
+        if not self.an.mentions_rank(given, taint, laundered):
+            return
+        group = _argument(call, position + 1, "group") if position is not None else _argument(call, 99, "group")
+        if group is not None and self.an.mentions_rank(group, taint, laundered):
+            return
+        shown = unit.text(given)
+        why = (
+            f"`op={shown}` can differ between ranks, and every rank of one {name} must pass the same op: gloo does "
+            "not check that they agree, so every rank finishes with no error and the ranks get one result, but what "
+            "it is depends on the tensor's size and each rank's part in the algorithm: one rank's op (the ranks that "
+            "passed another get a reduction they did not ask for), neither (a value that is neither the sum nor the "
+            "max), or a mix, element by element. It cannot be relied on"
+        )
+        fix = (
+            f"pass the same op on every rank (decide it from a value every rank shares, not from the rank); if "
+            f"ranks need different reductions, make one {name} per op on every rank"
+        )
+        self._add(call, "different-reduce-ops", f"op={shown}", why, fix, unit)
 
     def _from_global_rank(self, node: ast.expr, key: str, depth: int) -> bool:
         """Whether ``node`` is computed from this rank's own global rank, through the function's names, the
