@@ -343,6 +343,8 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
         "extra_barrier",
         "find_the_bug",
         "hidden_collective",
+        # a tensor sized `size_on_rank0 if rank == 0 else size_elsewhere` handed to an all_reduce (review64b M3)
+        "mismatched_sizes",
         "monitored_barrier_missing",
         "object_vs_tensor_broadcast",
         # 01 §4: rank 0's download raises (fail_after) and the others wait in the bare barrier; lint sees the
@@ -2864,3 +2866,56 @@ def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
         op_line="    op = dist.ReduceOp.MAX if rank < 2 else dist.ReduceOp.SUM\n", op="op, group=groups[rank // 2]"
     )
     assert lint_source(per_group) == []
+
+
+RANK_SIZE = """\
+import torch
+import torch.distributed as dist
+
+
+def fn():
+    rank = dist.get_rank()
+{make}
+    dist.{call}
+    return t
+"""
+
+
+def test_a_tensor_sized_by_the_rank_handed_to_a_same_shape_collective_is_a_size_mismatch() -> None:
+    """review64b M3 (p13): `torch.ones(4 if rank == 0 else 8)` handed to an all_reduce."""
+    [finding] = lint_source(RANK_SIZE.format(make="    t = torch.ones(4 if rank == 0 else 8)", call="all_reduce(t)"))
+    assert (finding.line, finding.kind, finding.condition) == (8, "size-mismatch", "size of t")
+    assert "the size of `t` (`torch.ones(4 if rank == 0 else 8)`, line 7) comes from the rank" in finding.why
+    assert "all_reduce needs one shape on every rank: on gloo it can hang until the timeout, abort" in finding.why
+    assert "give the tensor a size every rank shares" in finding.fix and "ReduceOp.MAX" in finding.fix
+    for make, call in (
+        ("    t = torch.ones(rank + 1)", "all_reduce(t)"),
+        ("    n = 2 * rank + 1\n    t = torch.zeros(n).float()", "broadcast(t, 0)"),
+        ("    t = torch.zeros((2, rank + 1))", "all_gather([torch.zeros(2, 3) for _ in range(4)], t)"),
+        ("    t = torch.zeros([3, rank])", "all_reduce(t)"),
+        ("    t = torch.arange(rank + 1)", "all_reduce(t)"),
+    ):
+        [finding] = lint_source(RANK_SIZE.format(make=make, call=call))
+        assert (finding.kind, finding.condition) == ("size-mismatch", "size of t"), make
+    [finding] = lint_source(RANK_SIZE.format(make="    n = 2 * rank + 1\n    t = torch.zeros(n)", call="all_reduce(t)"))
+    assert "(`torch.zeros(n)`, line 8; `n = 2 * rank + 1`, line 7)" in finding.why
+
+
+def test_a_tensor_whose_size_every_rank_shares_is_quiet() -> None:
+    padded = (
+        "    local = torch.arange(rank + 1).float()\n"
+        "    n = torch.tensor([local.numel()])\n"
+        "    dist.all_reduce(n, op=dist.ReduceOp.MAX)\n"
+        "    t = torch.zeros(int(n.item()))\n"
+        "    t[: local.numel()] = local\n"
+        "    out = [torch.zeros_like(t) for _ in range(dist.get_world_size())]"
+    )
+    for make, call in (
+        ("    t = torch.tensor([float(rank)])", "all_reduce(t)"),  # its values differ, not its size
+        ("    v = torch.tensor([float(rank)])\n    t = torch.zeros(v.shape)", "all_reduce(t)"),
+        ("    t = torch.arange(rank * 4, rank * 4 + 4)", "all_reduce(t)"),
+        ("    t = torch.ones(4 if rank == 0 else 8)", "all_gather_object([None] * 4, t)"),  # no same-shape rule
+        ("    t = torch.ones(4 if rank == 0 else 8)", "all_to_all_single(torch.empty(8), t, [2] * 4, [2] * 4)"),
+        (padded, "all_gather(out, t)"),  # padded to the longest, agreed by an all_reduce MAX
+    ):
+        assert lint_source(RANK_SIZE.format(make=make, call=call)) == [], make

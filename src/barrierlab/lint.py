@@ -39,7 +39,10 @@ Finding kinds:
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
   output list with one slot per rank of the world for an ``all_gather(_object)``/``gather(_object)`` on a group
-  known to be smaller (``new_subgroups()``, ``new_group(ranks)``). See :class:`_Sizes` and :class:`_Agreement`.
+  known to be smaller (``new_subgroups()``, ``new_group(ranks)``), or a tensor whose size comes from the rank
+  (``torch.ones(4 if rank == 0 else 8)``, ``torch.zeros(n)`` with ``n`` assigned from the rank) handed to a
+  collective whose tensors must have one shape on every rank (``ops.SAME_SHAPE``). See :class:`_Sizes`,
+  :class:`_RankSizes` and :class:`_Agreement`.
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
 * ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
@@ -1069,7 +1072,9 @@ Sizes and counts from data: size-mismatch, a collective's tensor whose size come
 (torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
 under an if on the function's arguments, or per item of such a value), stacked into one all_reduce; and a
 broadcast_object_list given a literal placeholder list on some ranks and a list of another length on
-others. data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
+others; and a tensor whose size comes from the rank (torch.ones(4 if rank == 0 else 8), torch.zeros(n)
+with n assigned from the rank) handed to a collective whose tensors must have one shape on every rank
+(all_reduce, broadcast, all_gather...). data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
 self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
 
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
@@ -7581,6 +7586,7 @@ class _Sizes:
 
     def _check(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
         self._object_lists(key, nodes, unit)
+        _RankSizes(self, key, nodes, unit).check()
         keyed = self.keyed.get(key, {})
         pairs = _assignments(nodes)
         sized = _closure(pairs, set(), lambda value, _, names: self._sized(value, names, keyed))
@@ -7660,6 +7666,203 @@ class _Sizes:
             cell=unit.cell,
         )
         self.an.found[id(call)] = (kind, finding)
+
+
+#: torch factories whose size is given by their arguments.
+_SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
+_NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+#: Tensor arguments of the same-shape collectives (:data:`ops.SAME_SHAPE`), by keyword.
+_SHAPED_KEYWORDS = frozenset(
+    {"tensor", "tensors", "tensor_list", "input", "output", "input_tensor", "output_tensor", "input_tensor_list"}
+)
+
+
+class _RankSizes:
+    """``size-mismatch`` from the rank (review64b M3): a tensor whose size comes from the rank
+    (``torch.ones(4 if rank == 0 else 8)``, ``torch.zeros(rank + 1)``, ``torch.zeros(n)`` with ``n`` assigned from
+    a rank expression, a size given as a tuple or list) handed to a collective whose tensors must have one shape on
+    every rank (:data:`ops.SAME_SHAPE`: all_reduce, broadcast, all_gather's input and outputs...). Two sets of
+    names of one scope: ``ints``, whose value differs between ranks (the module's rank dependence,
+    :meth:`_Analysis.mentions_rank`, for what is not assigned in the scope; laundered names, agreed by an
+    all_reduce or broadcast before the line, are not), and ``sized``, tensors (or lists) whose size does. The
+    size of a tensor whose *values* differ (``torch.tensor([float(rank)])``) is not rank-dependent:
+    ``x.shape``, ``x.size()``, ``x.numel()`` and ``len(x)`` are rank-dependent only when ``x`` is in ``sized``."""
+
+    def __init__(self, sizes: _Sizes, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        self.sizes, self.an, self.key, self.nodes, self.unit = sizes, sizes.an, key, nodes, unit
+        self.taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        self.laundered = self.an.laundered.get(key, {})
+        self.pairs = [p for p in _assignments(nodes) + _loop_targets(nodes) if p[2] is None]
+        self.local = {n for names, _, _ in self.pairs for n in names}
+        self.ints: set[str] = set()
+        self.sized: set[str] = set()
+
+    def check(self) -> None:
+        if not any(isinstance(n, ast.Call) and self._shaped_collective(n) for n in self.nodes):
+            return
+        for _ in range(4):
+            before = (len(self.ints), len(self.sized))
+            self.ints = _closure(self.pairs, self.ints, lambda value, _, names: self._int(value))
+            self.sized = _closure(self.pairs, self.sized, lambda value, _, names: self._size(value))
+            if (len(self.ints), len(self.sized)) == before:
+                break
+        if not self.sized:
+            return
+        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
+            name = self._shaped_collective(call)
+            if not name:
+                continue
+            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+            arg = next((a for a in given if self._size(a)), None)
+            if arg is not None:
+                self._report(call, name, arg)
+
+    def _shaped_collective(self, call: ast.Call) -> str | None:
+        full = self.an._collective(call.func, self.unit) if _dotted(call.func) else None
+        if full and full.startswith("torch.distributed.") and full.rpartition(".")[2] in ops.SAME_SHAPE:
+            return full.rpartition(".")[2]
+        return None
+
+    def _laundered(self, node: ast.Name) -> bool:
+        return node.id in self.laundered and node.lineno > self.laundered[node.id]
+
+    def _int(self, node: ast.AST) -> bool:
+        """Whether the value of ``node`` (a size, a count) can differ between ranks."""
+        if isinstance(node, ast.Lambda):
+            return False
+        measured = _measured(node)
+        if measured is not None:
+            return self._size(measured)
+        if isinstance(node, ast.Name):
+            if self._laundered(node):
+                return False
+            if node.id in self.local:
+                return node.id in self.ints or (_rank_name(node.id) and node.id in self.taint)
+            return _rank_name(node.id) or node.id in self.taint
+        if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)) and not any(
+            isinstance(n, ast.Name) and n.id in self.local for n in ast.walk(node)
+        ):
+            return self.an.mentions_rank(node, self.taint, self.laundered)
+        children = [c.value if isinstance(c, ast.keyword) else c for c in ast.iter_child_nodes(node)]
+        return any(self._int(c) for c in children if isinstance(c, ast.expr))
+
+    def _size(self, node: ast.AST) -> bool:
+        """Whether the number of elements of ``node`` (a tensor or a list) can differ between ranks."""
+        if isinstance(node, ast.Name):
+            return node.id in self.sized
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return any(self._size(e.value if isinstance(e, ast.Starred) else e) for e in node.elts)
+        if isinstance(node, ast.ListComp):
+            return self._size(node.elt) or any(self._range(g.iter) for g in node.generators)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult) and isinstance(node.left, (ast.List, ast.Tuple)):
+                return self._int(node.right) or self._size(node.left)
+            if isinstance(node.op, ast.Mult) and isinstance(node.right, (ast.List, ast.Tuple)):
+                return self._int(node.left) or self._size(node.right)
+            return self._size(node.left) or self._size(node.right)
+        if not isinstance(node, ast.Call):
+            return False
+        name = _terminal(node.func)
+        full = self.an._resolve(node.func, self.unit) if _dotted(node.func) else ""
+        if full.startswith("torch.") and name in _SIZE_FACTORIES:
+            return any(self._int(a) for a in self._size_arguments(node, name)) or self._arange(node, name)
+        if isinstance(node.func, ast.Attribute) and name in _NEW_FACTORIES:
+            return any(self._int(a) for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "size")])
+        if name == "range":
+            return self._range(node)
+        if name in _SIZE_KEEPING:
+            if isinstance(node.func, ast.Attribute) and self._size(node.func.value):
+                return True
+            return bool(node.args) and self._size(node.args[0])
+        return False
+
+    @staticmethod
+    def _size_arguments(call: ast.Call, name: str) -> list[ast.expr]:
+        given = [k.value for k in call.keywords if k.arg == "size"]
+        if name in ("full",):
+            return given or call.args[:1]
+        if name == "randint":
+            return given or (call.args[-1:] if len(call.args) >= 2 else [])
+        if name == "arange":
+            return []
+        return given or list(call.args)
+
+    def _arange(self, call: ast.Call, name: str) -> bool:
+        """``torch.arange(n)`` with ``n`` rank-dependent, or ``arange(a, b)`` with one bound rank-dependent (both:
+        ``arange(rank * k, rank * k + k)`` may keep its size; with a step, left to the run)."""
+        return name == "arange" and self._range(call)
+
+    def _range(self, call: ast.AST) -> bool:
+        if not isinstance(call, ast.Call) or _terminal(call.func) not in ("range", "arange") or call.keywords:
+            return False
+        if len(call.args) == 1:
+            return self._int(call.args[0])
+        if len(call.args) == 2:
+            return self._int(call.args[0]) != self._int(call.args[1])
+        return False
+
+    def _origin(self, arg: ast.expr) -> ast.expr:
+        """The expression that makes ``arg``'s size rank-dependent, through the names assigned to it."""
+        seen: set[str] = set()
+        while isinstance(arg, ast.Name) and arg.id not in seen:
+            seen.add(arg.id)
+            value = next((v for names, v, _ in self.pairs if arg.id in names and self._size(v)), None)
+            if value is None:
+                break
+            arg = value
+            while True:
+                if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and self._size(arg.func.value):
+                    arg = arg.func.value  # t.float().cuda(): the tensor it converts
+                elif isinstance(arg, ast.BinOp) and not isinstance(arg.left, (ast.List, ast.Tuple)):
+                    arg = arg.left if self._size(arg.left) else arg.right  # arange(1.0, n + 1) * (rank + 1)
+                else:
+                    break
+        return arg
+
+    def _int_origin(self, node: ast.expr) -> ast.stmt | None:
+        """The assignment of a name of the scope that gives a size argument of ``node`` its rank dependence."""
+        if not isinstance(node, ast.Call):
+            return None
+        for arg in ast.walk(node):
+            if isinstance(arg, ast.Name) and arg.id in self.ints and arg.id in self.local and not _rank_name(arg.id):
+                for stmt in self.nodes:
+                    if isinstance(stmt, ast.Assign) and any(arg.id in _target_names(t) for t in stmt.targets):
+                        return stmt
+        return None
+
+    def _report(self, call: ast.Call, name: str, arg: ast.expr) -> None:
+        unit = self.unit
+        text = unit.text(arg)
+        origin = self._origin(arg)
+        where = "" if origin is arg else f" (`{unit.text(origin)}`, line {origin.lineno + unit.offset})"
+        assigned = self._int_origin(origin)
+        if assigned is not None and where:
+            where = f"{where[:-1]}; `{unit.text(assigned)}`, line {assigned.lineno + unit.offset})"
+        op = ops.BY_NAME.get(name)
+        wrong = "data that was not (or only partly) reduced" if op is not None and op.reduces else "wrong data"
+        why = (
+            f"the size of `{text}`{where} comes from the rank, so the ranks hand this {name} tensors of different "
+            f"sizes, and {name} needs one shape on every rank: on gloo it can hang until the timeout, abort, or "
+            f"return {wrong} on some ranks with no error, while the others fail when a rank that returned ends its "
+            "process"
+        )
+        fix = (
+            "give the tensor a size every rank shares (one that does not depend on the rank); for data of each "
+            "rank's own length, agree on the longest first (all_reduce of the length with ReduceOp.MAX), pad to it "
+            "and send the true length alongside, or use all_gather_object"
+        )
+        self.sizes._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
+
+
+def _measured(node: ast.AST) -> ast.expr | None:
+    """``x`` of ``x.shape``, ``x.size()``, ``x.numel()``, ``len(x)``: what a size is read from."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "numel"):
+        return node.func.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+        return node.args[0]
+    return None
 
 
 #: The rank argument of torch.distributed calls that name one rank: (keyword, its position).
