@@ -226,7 +226,10 @@ def test_polling_for_the_checkpoint_file_orders_nothing(tmp_path):
 
 
 def test_lint_finds_exactly_the_planted_barrier_in_train_py_and_nothing_in_the_solution():
-    [finding] = lint_file(CAPSTONE / "train.py")
+    finding, removal = lint_file(CAPSTONE / "train.py")
     assert (finding.collective, finding.kind) == ("save_checkpoint -> dist.barrier", "hidden-collective")
     assert TRAIN.splitlines()[finding.line - 1].strip() == SAVE.splitlines()[1].strip()
+    # bug 2, the removal nothing orders after the other ranks' reload (review64b M5: lint sees it too)
+    assert (removal.collective, removal.kind) == ("os.remove", "file-race")
+    assert TRAIN.splitlines()[removal.line - 1].strip() == REMOVE.strip()
     assert lint_file(CAPSTONE / "solution.py") == []

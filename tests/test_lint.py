@@ -343,6 +343,8 @@ def test_lint_flags_exactly_the_scenarios_that_are_bugs_on_purpose():
         "extra_barrier",
         "find_the_bug",
         "hidden_collective",
+        # a tensor sized `size_on_rank0 if rank == 0 else size_elsewhere` handed to an all_reduce (review64b M3)
+        "mismatched_sizes",
         "monitored_barrier_missing",
         "object_vs_tensor_broadcast",
         # 01 §4: rank 0's download raises (fail_after) and the others wait in the bare barrier; lint sees the
@@ -2720,3 +2722,200 @@ def share(names):
     assert finding.kind == "set-order", finding
     assert "receives the source rank's objects in the source's order" in finding.why, finding.why
     assert "abort" not in finding.why, finding.why
+
+
+ASYNC_BARRIER_RACE = """\
+import os
+import time
+import torch.distributed as dist
+
+
+def fn(folder):
+    rank = dist.get_rank()
+    path = os.path.join(folder, "data.txt")
+    if rank == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("hello")
+{barrier}
+    if rank != 0:
+        with open(path) as f:
+            data = f.read()
+{after}
+    return rank
+"""
+
+
+def test_an_async_barrier_waited_only_after_the_read_does_not_order_the_write_before_it() -> None:
+    """review64b M2: `work = dist.barrier(async_op=True)` between rank 0's write and the others' read, with
+    `work.wait()` only after the read: the barrier orders nothing until its wait returns."""
+    source = ASYNC_BARRIER_RACE.format(barrier="    work = dist.barrier(async_op=True)", after="    work.wait()")
+    [race] = lint_source(source, "p08.py")
+    assert (race.line, race.kind, race.condition) == (15, "file-race", "rank == 0")
+    assert "write `path` at line 11" in race.why
+    assert "`work = dist.barrier(async_op=True)` at line 13, is called with async_op=True" in race.why
+    assert "orders nothing until `work.wait()` returns, and none comes before this read" in race.why
+    assert "On gloo the other ranks pass line 13 without waiting for the writer" in race.why
+    assert race.fix.startswith("call `work.wait()` after line 13 and before this read")
+    dropped = ASYNC_BARRIER_RACE.format(barrier="    dist.barrier(async_op=True)", after="")
+    assert [(f.line, f.kind) for f in lint_source(dropped)] == [(13, "unwaited-async"), (15, "file-race")]
+    assert "its Work handle is dropped on that line" in lint_source(dropped)[1].why
+
+
+def test_an_async_barrier_waited_before_the_read_orders_the_write() -> None:
+    for barrier in (
+        "    dist.barrier(async_op=True).wait()",
+        "    work = dist.barrier(async_op=True)\n    work.wait()",
+        "    works = [dist.barrier(async_op=True)]\n    for w in works:\n        w.wait()",
+        "    dist.barrier()",
+    ):
+        assert lint_source(ASYNC_BARRIER_RACE.format(barrier=barrier, after="")) == [], barrier
+
+
+REMOVAL_RACE = """\
+import os
+import shutil
+from pathlib import Path
+import torch.distributed as dist
+
+
+def fn(folder):
+    rank = dist.get_rank()
+    path = os.path.join(folder, "ck.txt")
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write("x")
+    dist.barrier()
+    with open(path) as f:
+        data = f.read()
+{between}    if rank == 0:
+        {remove}
+    return data
+"""
+
+
+def test_a_removal_on_one_rank_after_every_rank_read_with_nothing_between_is_a_race() -> None:
+    """review64b M5: rank 0 writes, every rank passes a barrier and reads, then rank 0 removes the file with
+    nothing ordering the other ranks' reads before the removal."""
+    [race] = lint_source(REMOVAL_RACE.format(between="", remove="os.remove(path)"), "p19.py")
+    assert (race.line, race.kind, race.condition, race.collective) == (17, "file-race", "rank == 0", "os.remove")
+    assert "remove `path` here (os.remove), and other ranks read it at line 14 (`open`)" in race.why
+    assert "`dist.barrier()` at line 13, comes before the read" in race.why
+    assert "FileNotFoundError" in race.why and "on gloo" in race.why
+    assert race.fix.startswith("put dist.barrier() after the read at line 14 and before this removal")
+    for remove in ("os.unlink(path)", "Path(path).unlink()"):
+        [race] = lint_source(REMOVAL_RACE.format(between="", remove=remove))
+        assert (race.line, race.kind) == (17, "file-race"), remove
+    joined = REMOVAL_RACE.replace(
+        "with open(path) as f:\n        data", "with open(os.path.join(folder, 'ck.txt')) as f:\n        data"
+    )
+    [race] = lint_source(joined.format(between="", remove="shutil.rmtree(folder)"))
+    assert (race.line, race.kind) == (17, "file-race")
+    assert (
+        "remove `folder` here (shutil.rmtree), and other ranks read `os.path.join(folder, 'ck.txt')`, a path inside it, at line 14"
+        in race.why
+    )
+
+
+def test_a_removal_after_a_barrier_that_follows_the_reads_is_quiet() -> None:
+    assert lint_source(REMOVAL_RACE.format(between="    dist.barrier()\n", remove="os.remove(path)")) == []
+    only_rank0_reads = REMOVAL_RACE.replace(
+        "    with open(path) as f:\n        data", "    if rank == 0:\n        data"
+    )
+    assert lint_source(only_rank0_reads.format(between="", remove="os.remove(path)")) == []
+
+
+REDUCE_OP = """\
+import torch
+import torch.distributed as dist
+
+
+def fn(use_max):
+    rank = dist.get_rank()
+    t = torch.tensor([float(rank)])
+{op_line}    dist.all_reduce(t, op={op})
+    return t.item()
+"""
+
+
+def test_a_reduce_op_that_depends_on_the_rank_is_different_reduce_ops() -> None:
+    """review64b M4 (p16, p22): the ranks of one all_reduce pass different ops; gloo pairs them and every rank
+    finishes with one result that is not what every rank asked for."""
+    ternary = "dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM"
+    [finding] = lint_source(REDUCE_OP.format(op_line="", op=ternary), "p16.py")
+    assert (finding.line, finding.kind, finding.collective) == (8, "different-reduce-ops", "dist.all_reduce")
+    assert finding.condition == f"op={ternary}"
+    assert "gloo does not check that they agree, so every rank finishes with no error" in finding.why
+    assert "one rank's op" in finding.why and "a mix, element by element" in finding.why
+    assert finding.fix.startswith("pass the same op on every rank")
+    assigned = REDUCE_OP.format(op_line=f"    op = {ternary}\n", op="op")
+    [finding] = lint_source(assigned)
+    assert (finding.line, finding.kind, finding.condition) == (9, "different-reduce-ops", "op=op")
+    reduce = assigned.replace("dist.all_reduce(t, op=op)", "dist.reduce(t, 0, op)")
+    assert [(f.line, f.kind) for f in lint_source(reduce)] == [(9, "different-reduce-ops")]
+
+
+def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
+    for op_line, op in (
+        ("", "dist.ReduceOp.MAX"),
+        ("    op = dist.ReduceOp.MAX if use_max else dist.ReduceOp.SUM\n", "op"),
+        ("", "dist.ReduceOp.SUM if dist.get_world_size() > 1 else dist.ReduceOp.MAX"),
+    ):
+        assert lint_source(REDUCE_OP.format(op_line=op_line, op=op)) == [], op
+    per_group = REDUCE_OP.format(
+        op_line="    op = dist.ReduceOp.MAX if rank < 2 else dist.ReduceOp.SUM\n", op="op, group=groups[rank // 2]"
+    )
+    assert lint_source(per_group) == []
+
+
+RANK_SIZE = """\
+import torch
+import torch.distributed as dist
+
+
+def fn():
+    rank = dist.get_rank()
+{make}
+    dist.{call}
+    return t
+"""
+
+
+def test_a_tensor_sized_by_the_rank_handed_to_a_same_shape_collective_is_a_size_mismatch() -> None:
+    """review64b M3 (p13): `torch.ones(4 if rank == 0 else 8)` handed to an all_reduce."""
+    [finding] = lint_source(RANK_SIZE.format(make="    t = torch.ones(4 if rank == 0 else 8)", call="all_reduce(t)"))
+    assert (finding.line, finding.kind, finding.condition) == (8, "size-mismatch", "size of t")
+    assert "the size of `t` (`torch.ones(4 if rank == 0 else 8)`, line 7) comes from the rank" in finding.why
+    assert "all_reduce needs one shape on every rank: on gloo it can hang until the timeout, abort" in finding.why
+    assert "give the tensor a size every rank shares" in finding.fix and "ReduceOp.MAX" in finding.fix
+    for make, call in (
+        ("    t = torch.ones(rank + 1)", "all_reduce(t)"),
+        ("    n = 2 * rank + 1\n    t = torch.zeros(n).float()", "broadcast(t, 0)"),
+        ("    t = torch.zeros((2, rank + 1))", "all_gather([torch.zeros(2, 3) for _ in range(4)], t)"),
+        ("    t = torch.zeros([3, rank])", "all_reduce(t)"),
+        ("    t = torch.arange(rank + 1)", "all_reduce(t)"),
+    ):
+        [finding] = lint_source(RANK_SIZE.format(make=make, call=call))
+        assert (finding.kind, finding.condition) == ("size-mismatch", "size of t"), make
+    [finding] = lint_source(RANK_SIZE.format(make="    n = 2 * rank + 1\n    t = torch.zeros(n)", call="all_reduce(t)"))
+    assert "(`torch.zeros(n)`, line 8; `n = 2 * rank + 1`, line 7)" in finding.why
+
+
+def test_a_tensor_whose_size_every_rank_shares_is_quiet() -> None:
+    padded = (
+        "    local = torch.arange(rank + 1).float()\n"
+        "    n = torch.tensor([local.numel()])\n"
+        "    dist.all_reduce(n, op=dist.ReduceOp.MAX)\n"
+        "    t = torch.zeros(int(n.item()))\n"
+        "    t[: local.numel()] = local\n"
+        "    out = [torch.zeros_like(t) for _ in range(dist.get_world_size())]"
+    )
+    for make, call in (
+        ("    t = torch.tensor([float(rank)])", "all_reduce(t)"),  # its values differ, not its size
+        ("    v = torch.tensor([float(rank)])\n    t = torch.zeros(v.shape)", "all_reduce(t)"),
+        ("    t = torch.arange(rank * 4, rank * 4 + 4)", "all_reduce(t)"),
+        ("    t = torch.ones(4 if rank == 0 else 8)", "all_gather_object([None] * 4, t)"),  # no same-shape rule
+        ("    t = torch.ones(4 if rank == 0 else 8)", "all_to_all_single(torch.empty(8), t, [2] * 4, [2] * 4)"),
+        (padded, "all_gather(out, t)"),  # padded to the longest, agreed by an all_reduce MAX
+    ):
+        assert lint_source(RANK_SIZE.format(make=make, call=call)) == [], make

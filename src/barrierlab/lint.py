@@ -30,13 +30,19 @@ Finding kinds:
   :mod:`barrierlab.ops`). See :class:`_Order`.
 * ``file-race`` - a file written under a rank-dependent condition and read by the other
   ranks with nothing between that orders the write before the read (the ordering model of
-  :mod:`barrierlab.ordering`, statically, for one function's straight-line code), or a folder
-  made under such a condition that the other ranks write into or list.
+  :mod:`barrierlab.ordering`, statically, for one function's straight-line code: a collective called with
+  ``async_op=True`` orders nothing until a ``wait()`` of its handle), or a folder
+  made under such a condition that the other ranks write into or list, or a file (``os.remove``, ``os.unlink``,
+  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition after the other ranks read it
+  with nothing between that orders their reads before the removal.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
   output list with one slot per rank of the world for an ``all_gather(_object)``/``gather(_object)`` on a group
-  known to be smaller (``new_subgroups()``, ``new_group(ranks)``). See :class:`_Sizes` and :class:`_Agreement`.
+  known to be smaller (``new_subgroups()``, ``new_group(ranks)``), or a tensor whose size comes from the rank
+  (``torch.ones(4 if rank == 0 else 8)``, ``torch.zeros(n)`` with ``n`` assigned from the rank) handed to a
+  collective whose tensors must have one shape on every rank (``ops.SAME_SHAPE``). See :class:`_Sizes`,
+  :class:`_RankSizes` and :class:`_Agreement`.
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
 * ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
@@ -54,6 +60,10 @@ Finding kinds:
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
 * ``different-roots`` - one of those calls on the default group (no ``group=``) with a ``src``/``dst`` computed from
   the rank's own global rank (``src=node_rank * per_node``): the ranks of one world-wide call name different roots.
+* ``different-reduce-ops`` - a reducing collective (``all_reduce``, ``reduce``, ``reduce_scatter``...) whose ``op=``
+  is rank-dependent (``op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM``, or an ``op`` assigned so): gloo does not
+  check that the ranks' ops agree, so every rank finishes and gets one result made with one rank's op, neither, or
+  a mix, element by element (the diagnosis's ``different-reduce-ops``). Quiet when ``group=`` is rank-dependent too.
 * ``store-key`` - a c10d store ``wait``/``get`` of one key per rank (over ``range(world_size)``) whose ``store.set``
   some ranks skip (under a rank-dependent ``if``, or after a rank-dependent ``continue``/``return``): the reader
   blocks until the store's timeout. See :class:`_StoreKeys`.
@@ -1062,7 +1072,9 @@ Sizes and counts from data: size-mismatch, a collective's tensor whose size come
 (torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
 under an if on the function's arguments, or per item of such a value), stacked into one all_reduce; and a
 broadcast_object_list given a literal placeholder list on some ranks and a list of another length on
-others. data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
+others; and a tensor whose size comes from the rank (torch.ones(4 if rank == 0 else 8), torch.zeros(n)
+with n assigned from the rank) handed to a collective whose tensors must have one shape on every rank
+(all_reduce, broadcast, all_gather...). data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
 self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
 
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
@@ -1083,7 +1095,10 @@ token batch (batch["input_ids"], attention_mask...) or of sequences from model.g
 across processes first. group-rank: dst/src of gather, reduce, scatter or
 broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
-group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. set-order: a collective in a loop over
+group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. different-reduce-ops: an all_reduce,
+reduce or reduce_scatter whose op= depends on the rank (op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM):
+gloo does not check that the ops agree, every rank finishes with a result of one rank's op, neither, or a
+mix; pass the same op on every rank. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
@@ -1103,7 +1118,9 @@ all but the first rank raise FileExistsError; pass exist_ok=True.
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them, or a
+by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
+called with async_op=True counts only from its work.wait() on), a file removed under such a condition
+(os.remove, os.unlink, Path.unlink, shutil.rmtree) after the other ranks read it with nothing between, or a
 folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
@@ -6788,7 +6805,15 @@ class _Order:
       with nothing between them that orders the write before the read: no collective (or call of a function
       that reaches one), point-to-point call, store ``wait``/``get``, call of a parameter (a callback lint cannot
       see into) or ``while`` loop that polls the file; a write inside ``with main_process_first():`` (or any
-      context manager that makes a collective) is ordered before the other ranks enter.
+      context manager that makes a collective) is ordered before the other ranks enter. A collective called with
+      ``async_op=True`` orders nothing when it returns its Work handle (:mod:`barrierlab.ordering`: "an async call
+      orders nothing when it returns; its ``Work.wait()`` gets the edges the blocking call would have"): the
+      writes before it are ordered only from a ``wait()`` of that handle on (``work.wait()``,
+      ``dist.barrier(async_op=True).wait()``; any ``wait()`` once the handle went elsewhere than a plain name).
+
+    A removal (``os.remove``/``os.unlink``/``Path.unlink``, ``shutil.rmtree`` of a folder a read path is built on)
+    under a rank-dependent condition after reads by other ranks, with nothing that orders between them, is a
+    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`).
 
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
@@ -6799,6 +6824,15 @@ class _Order:
         self.folders: dict[str, tuple[ast.Call, tuple[str, ...]]] = {}  # made under a condition on the rank
         self.first_p2p: tuple[str, ast.Call] | None = None
         self.sheltered = 0  # inside a with block whose context manager orders (main_process_first)
+        #: async collectives whose wait has not come yet: the name their Work handle went to (None: elsewhere, a
+        #: list or a call; "": dropped), the call, and what was pending when it was called (the writes and
+        #: folders its wait orders)
+        self.unwaited: list[tuple[str | None, ast.Call, dict[str, dict]]] = []
+        self.handles: dict[int, str] = {}  # id of a call -> the plain name its result is assigned to
+        #: reads since the last call that orders: path -> (the read, its conditions), for a removal after them
+        self.reads: dict[str, list[tuple[ast.Call, tuple[str, ...]]]] = {}
+        self.last_orderer: ast.Call | None = None
+        self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
         self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
@@ -6822,6 +6856,12 @@ class _Order:
     def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
         if isinstance(stmt, _SCOPES):
             return
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                self.handles[id(stmt.value)] = targets[0].id
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self.dropped.add(id(stmt.value))
         if isinstance(stmt, (ast.If, ast.While)):
             self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
@@ -6886,9 +6926,22 @@ class _Order:
         name = full.rpartition(".")[2]
         if full.startswith("torch.distributed.") and name in _BLOCKING_P2P:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
+        self._waits_async(call)
         if self._orders(call):
+            if _async_op(call):  # review64b M2: it orders nothing until its Work's wait() returns
+                pending = {
+                    "writes": dict(self.writes),
+                    "folders": dict(self.folders),
+                    "reads": {path: list(found) for path, found in self.reads.items()},
+                }
+                # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
+                handle = "" if id(call) in self.dropped else self.handles.get(id(call))
+                self.unwaited.append((handle, call, pending))
+                return
             self.writes.clear()
             self.folders.clear()
+            self.reads.clear()
+            self.last_orderer = call
             return
         made = _made_folder(call, full)
         if made is not None:
@@ -6902,15 +6955,95 @@ class _Order:
                 if not _implied(where, ctx) and _inside(path, folder):
                     self._folder_race(mkdir, folder, call, where)
                     del self.folders[folder]
+        removed = _removed_path(call, full)
+        if removed is not None:
+            if ctx and not self.sheltered:
+                self._removal(call, ctx, *removed)
+            return
         written = _written_path(call, full)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
         read = _read_path(call, full)
+        if read is not None:
+            self.reads.setdefault(read, []).append((call, ctx))
         if read is not None and read in self.writes:
-            write, where, how = self.writes[read]
+            entry = self.writes[read]
+            write, where, how = entry
             if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
-                self._race(call, read, write, where, how)
+                pending = next((u for u in self.unwaited if u[2]["writes"].get(read) is entry), None)
+                self._race(call, read, write, where, how, pending)
+
+    def _waits_async(self, call: ast.Call) -> bool:
+        """A ``wait()`` of the Work handle of an async collective of the scope (``work.wait()``,
+        ``work.get_future().wait()``, ``dist.barrier(async_op=True).wait()``; any ``wait()`` or
+        ``torch.futures.wait_all`` when a handle went elsewhere than a plain name): the writes pending when that
+        collective was called are ordered from here on. False for any other call."""
+        if not self.unwaited:
+            return False
+        name = _terminal(call.func)
+        if name not in ("wait", "wait_all"):
+            return False
+        inside = {id(n) for n in ast.walk(call)} - {id(call)}
+        named = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+        waited = [
+            entry
+            for entry in self.unwaited
+            if entry[0] != "" and (id(entry[1]) in inside or entry[0] is None or entry[0] in named)
+        ]
+        if not waited:
+            return False
+        for entry in waited:
+            self.unwaited.remove(entry)
+            for field_name, table in (("writes", self.writes), ("folders", self.folders)):
+                for path, value in entry[2][field_name].items():
+                    if table.get(path) is value:
+                        del table[path]
+            for path, found in entry[2]["reads"].items():
+                left = [r for r in self.reads.get(path, []) if not any(r is f for f in found)]
+                if left:
+                    self.reads[path] = left
+                else:
+                    self.reads.pop(path, None)
+            self.last_orderer = call
+        return True
+
+    def _removal(self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, folder: bool) -> None:
+        """A file (or folder) removed under a rank-dependent condition after other ranks read it (or a path inside
+        it) with nothing between that orders their read before the removal (review64b M5; the run-time check is
+        :mod:`barrierlab.ordering`'s, whose advice is :data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`)."""
+        for read_path, found in list(self.reads.items()):
+            if not (read_path == path or (folder and _inside_text(read_path, path))):
+                continue
+            others = [(read, where) for read, where in found if not _implied(ctx, where)]
+            if others:
+                self._removal_race(call, ctx, path, how, read_path, others[-1][0])
+                return
+
+    def _removal_race(
+        self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, read_path: str, read: ast.Call
+    ) -> None:
+        cond = ctx[-1]
+        line = read.lineno + self.unit.offset
+        reader = _dotted(read.func) or self.unit.text(read.func)
+        inner = f" `{read_path}`, a path inside it," if read_path != path else ""
+        before = ""
+        if self.last_orderer is not None and self.last_orderer.lineno < read.lineno:
+            shown = self.unit.text(self.last_orderer)
+            before = f" (the last call that orders, `{shown}` at line {self.last_orderer.lineno + self.unit.offset}, comes before the read)"
+        why = (
+            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks read{inner or ' it'} at line {line} "
+            f"(`{reader}`) with no barrier, collective, store wait or recv between that read and this removal"
+            f"{before}: nothing holds the removing rank back until the others have read, so on gloo it removes the "
+            "file as soon as its own work is done, and a rank that opens it after that gets FileNotFoundError (it "
+            "works only when every reader is faster than the remover)"
+        )
+        fix = (
+            f"put dist.barrier() after the read at line {line} and before this removal, outside the condition: a "
+            "barrier, a blocking all_reduce of a non-empty tensor on gloo, a store key or send/recv after the other "
+            "ranks' use of the file is over (the file closed) and before the removal orders them"
+        )
+        self._add(call, "file-race", cond, why, fix)
 
     def _orders(self, call: ast.Call) -> bool:
         """A call that can order one rank's earlier write before another rank's later read: a collective, a
@@ -6959,9 +7092,43 @@ class _Order:
         )
         self._add(first, "p2p-order", "every rank", why, fix)
 
-    def _race(self, read: ast.Call, path: str, write: ast.Call, where: tuple[str, ...], how: str) -> None:
+    def _race(
+        self,
+        read: ast.Call,
+        path: str,
+        write: ast.Call,
+        where: tuple[str, ...],
+        how: str,
+        pending: tuple[str | None, ast.Call, dict] | None = None,
+    ) -> None:
         cond = where[-1]
         line = write.lineno + self.unit.offset
+        if pending is not None:  # review64b M2: an async_op=True collective between, not waited before the read
+            handle, call, _ = pending
+            name = _terminal(call.func)
+            at = call.lineno + self.unit.offset
+            shown = f"`{handle} = {self.unit.text(call)}`" if handle else f"`{self.unit.text(call)}`"
+            waited = f"`{handle}.wait()`" if handle else "wait() on its handle"
+            if handle == "":
+                waiting = " and its Work handle is dropped on that line, so it orders nothing: nothing waits for it"
+                fix = f"keep the handle (`work = {self.unit.text(call)}`) and call `work.wait()`"
+            else:
+                waiting = (
+                    f": it returns its Work handle at once and orders nothing until {waited} returns, and none comes"
+                )
+                fix = f"call {waited}"
+            why = (
+                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here; "
+                f"the {name} between them, {shown} at line {at}, is called with async_op=True{waiting} before "
+                f"this read. On gloo the other ranks pass line {at} without waiting for the writer, so a rank can "
+                "read a missing or half-written file (it works only when the writer is faster)"
+            )
+            fix += (
+                f" after line {at} and before this read, on every rank (or make the {name} blocking: drop "
+                "async_op=True)"
+            )
+            self._add(read, "file-race", cond, why, fix)
+            return
         why = (
             f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
             "with no barrier, collective, store wait or recv between them: nothing orders the write before the "
@@ -7005,6 +7172,36 @@ class _Order:
             cell=self.unit.cell,
         )
         self.an.found[id(node)] = (kind, finding)
+
+
+def _removed_path(call: ast.Call, full: str) -> tuple[str, str, bool] | None:
+    """(path, how, whether it is a folder) when ``call`` removes a file (``os.remove``, ``os.unlink``,
+    ``Path(p).unlink()``) or a folder with what is inside it (``shutil.rmtree``)."""
+    if full in ("os.remove", "os.unlink"):
+        text = _path_text(_argument(call, 0, "path"))
+        return (text, full, False) if text else None
+    if full == "shutil.rmtree":
+        text = _path_text(_argument(call, 0, "path"))
+        return (text, full, True) if text else None
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "unlink" and not full.startswith("os."):
+        text = _path_text(call.func.value)
+        return (text, ".unlink()", False) if text else None
+    return None
+
+
+def _inside_text(path: str, folder: str) -> bool:
+    """:func:`_inside` for a path given as its text."""
+    try:
+        node = ast.parse(path, mode="eval").body
+    except SyntaxError:
+        return False
+    return _inside(node, folder)
+
+
+def _async_op(call: ast.Call) -> bool:
+    """``async_op=True`` given as a constant: the call returns a Work handle at once."""
+    flag = next((k.value for k in call.keywords if k.arg == "async_op"), None)
+    return isinstance(flag, ast.Constant) and flag.value is True
 
 
 _BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
@@ -7389,6 +7586,7 @@ class _Sizes:
 
     def _check(self, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
         self._object_lists(key, nodes, unit)
+        _RankSizes(self, key, nodes, unit).check()
         keyed = self.keyed.get(key, {})
         pairs = _assignments(nodes)
         sized = _closure(pairs, set(), lambda value, _, names: self._sized(value, names, keyed))
@@ -7470,6 +7668,203 @@ class _Sizes:
         self.an.found[id(call)] = (kind, finding)
 
 
+#: torch factories whose size is given by their arguments.
+_SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
+_NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+#: Tensor arguments of the same-shape collectives (:data:`ops.SAME_SHAPE`), by keyword.
+_SHAPED_KEYWORDS = frozenset(
+    {"tensor", "tensors", "tensor_list", "input", "output", "input_tensor", "output_tensor", "input_tensor_list"}
+)
+
+
+class _RankSizes:
+    """``size-mismatch`` from the rank (review64b M3): a tensor whose size comes from the rank
+    (``torch.ones(4 if rank == 0 else 8)``, ``torch.zeros(rank + 1)``, ``torch.zeros(n)`` with ``n`` assigned from
+    a rank expression, a size given as a tuple or list) handed to a collective whose tensors must have one shape on
+    every rank (:data:`ops.SAME_SHAPE`: all_reduce, broadcast, all_gather's input and outputs...). Two sets of
+    names of one scope: ``ints``, whose value differs between ranks (the module's rank dependence,
+    :meth:`_Analysis.mentions_rank`, for what is not assigned in the scope; laundered names, agreed by an
+    all_reduce or broadcast before the line, are not), and ``sized``, tensors (or lists) whose size does. The
+    size of a tensor whose *values* differ (``torch.tensor([float(rank)])``) is not rank-dependent:
+    ``x.shape``, ``x.size()``, ``x.numel()`` and ``len(x)`` are rank-dependent only when ``x`` is in ``sized``."""
+
+    def __init__(self, sizes: _Sizes, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        self.sizes, self.an, self.key, self.nodes, self.unit = sizes, sizes.an, key, nodes, unit
+        self.taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        self.laundered = self.an.laundered.get(key, {})
+        self.pairs = [p for p in _assignments(nodes) + _loop_targets(nodes) if p[2] is None]
+        self.local = {n for names, _, _ in self.pairs for n in names}
+        self.ints: set[str] = set()
+        self.sized: set[str] = set()
+
+    def check(self) -> None:
+        if not any(isinstance(n, ast.Call) and self._shaped_collective(n) for n in self.nodes):
+            return
+        for _ in range(4):
+            before = (len(self.ints), len(self.sized))
+            self.ints = _closure(self.pairs, self.ints, lambda value, _, names: self._int(value))
+            self.sized = _closure(self.pairs, self.sized, lambda value, _, names: self._size(value))
+            if (len(self.ints), len(self.sized)) == before:
+                break
+        if not self.sized:
+            return
+        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
+            name = self._shaped_collective(call)
+            if not name:
+                continue
+            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+            arg = next((a for a in given if self._size(a)), None)
+            if arg is not None:
+                self._report(call, name, arg)
+
+    def _shaped_collective(self, call: ast.Call) -> str | None:
+        full = self.an._collective(call.func, self.unit) if _dotted(call.func) else None
+        if full and full.startswith("torch.distributed.") and full.rpartition(".")[2] in ops.SAME_SHAPE:
+            return full.rpartition(".")[2]
+        return None
+
+    def _laundered(self, node: ast.Name) -> bool:
+        return node.id in self.laundered and node.lineno > self.laundered[node.id]
+
+    def _int(self, node: ast.AST) -> bool:
+        """Whether the value of ``node`` (a size, a count) can differ between ranks."""
+        if isinstance(node, ast.Lambda):
+            return False
+        measured = _measured(node)
+        if measured is not None:
+            return self._size(measured)
+        if isinstance(node, ast.Name):
+            if self._laundered(node):
+                return False
+            if node.id in self.local:
+                return node.id in self.ints or (_rank_name(node.id) and node.id in self.taint)
+            return _rank_name(node.id) or node.id in self.taint
+        if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)) and not any(
+            isinstance(n, ast.Name) and n.id in self.local for n in ast.walk(node)
+        ):
+            return self.an.mentions_rank(node, self.taint, self.laundered)
+        children = [c.value if isinstance(c, ast.keyword) else c for c in ast.iter_child_nodes(node)]
+        return any(self._int(c) for c in children if isinstance(c, ast.expr))
+
+    def _size(self, node: ast.AST) -> bool:
+        """Whether the number of elements of ``node`` (a tensor or a list) can differ between ranks."""
+        if isinstance(node, ast.Name):
+            return node.id in self.sized
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return any(self._size(e.value if isinstance(e, ast.Starred) else e) for e in node.elts)
+        if isinstance(node, ast.ListComp):
+            return self._size(node.elt) or any(self._range(g.iter) for g in node.generators)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult) and isinstance(node.left, (ast.List, ast.Tuple)):
+                return self._int(node.right) or self._size(node.left)
+            if isinstance(node.op, ast.Mult) and isinstance(node.right, (ast.List, ast.Tuple)):
+                return self._int(node.left) or self._size(node.right)
+            return self._size(node.left) or self._size(node.right)
+        if not isinstance(node, ast.Call):
+            return False
+        name = _terminal(node.func)
+        full = self.an._resolve(node.func, self.unit) if _dotted(node.func) else ""
+        if full.startswith("torch.") and name in _SIZE_FACTORIES:
+            return any(self._int(a) for a in self._size_arguments(node, name)) or self._arange(node, name)
+        if isinstance(node.func, ast.Attribute) and name in _NEW_FACTORIES:
+            return any(self._int(a) for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "size")])
+        if name == "range":
+            return self._range(node)
+        if name in _SIZE_KEEPING:
+            if isinstance(node.func, ast.Attribute) and self._size(node.func.value):
+                return True
+            return bool(node.args) and self._size(node.args[0])
+        return False
+
+    @staticmethod
+    def _size_arguments(call: ast.Call, name: str) -> list[ast.expr]:
+        given = [k.value for k in call.keywords if k.arg == "size"]
+        if name in ("full",):
+            return given or call.args[:1]
+        if name == "randint":
+            return given or (call.args[-1:] if len(call.args) >= 2 else [])
+        if name == "arange":
+            return []
+        return given or list(call.args)
+
+    def _arange(self, call: ast.Call, name: str) -> bool:
+        """``torch.arange(n)`` with ``n`` rank-dependent, or ``arange(a, b)`` with one bound rank-dependent (both:
+        ``arange(rank * k, rank * k + k)`` may keep its size; with a step, left to the run)."""
+        return name == "arange" and self._range(call)
+
+    def _range(self, call: ast.AST) -> bool:
+        if not isinstance(call, ast.Call) or _terminal(call.func) not in ("range", "arange") or call.keywords:
+            return False
+        if len(call.args) == 1:
+            return self._int(call.args[0])
+        if len(call.args) == 2:
+            return self._int(call.args[0]) != self._int(call.args[1])
+        return False
+
+    def _origin(self, arg: ast.expr) -> ast.expr:
+        """The expression that makes ``arg``'s size rank-dependent, through the names assigned to it."""
+        seen: set[str] = set()
+        while isinstance(arg, ast.Name) and arg.id not in seen:
+            seen.add(arg.id)
+            value = next((v for names, v, _ in self.pairs if arg.id in names and self._size(v)), None)
+            if value is None:
+                break
+            arg = value
+            while True:
+                if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and self._size(arg.func.value):
+                    arg = arg.func.value  # t.float().cuda(): the tensor it converts
+                elif isinstance(arg, ast.BinOp) and not isinstance(arg.left, (ast.List, ast.Tuple)):
+                    arg = arg.left if self._size(arg.left) else arg.right  # arange(1.0, n + 1) * (rank + 1)
+                else:
+                    break
+        return arg
+
+    def _int_origin(self, node: ast.expr) -> ast.stmt | None:
+        """The assignment of a name of the scope that gives a size argument of ``node`` its rank dependence."""
+        if not isinstance(node, ast.Call):
+            return None
+        for arg in ast.walk(node):
+            if isinstance(arg, ast.Name) and arg.id in self.ints and arg.id in self.local and not _rank_name(arg.id):
+                for stmt in self.nodes:
+                    if isinstance(stmt, ast.Assign) and any(arg.id in _target_names(t) for t in stmt.targets):
+                        return stmt
+        return None
+
+    def _report(self, call: ast.Call, name: str, arg: ast.expr) -> None:
+        unit = self.unit
+        text = unit.text(arg)
+        origin = self._origin(arg)
+        where = "" if origin is arg else f" (`{unit.text(origin)}`, line {origin.lineno + unit.offset})"
+        assigned = self._int_origin(origin)
+        if assigned is not None and where:
+            where = f"{where[:-1]}; `{unit.text(assigned)}`, line {assigned.lineno + unit.offset})"
+        op = ops.BY_NAME.get(name)
+        wrong = "data that was not (or only partly) reduced" if op is not None and op.reduces else "wrong data"
+        why = (
+            f"the size of `{text}`{where} comes from the rank, so the ranks hand this {name} tensors of different "
+            f"sizes, and {name} needs one shape on every rank: on gloo it can hang until the timeout, abort, or "
+            f"return {wrong} on some ranks with no error, while the others fail when a rank that returned ends its "
+            "process"
+        )
+        fix = (
+            "give the tensor a size every rank shares (one that does not depend on the rank); for data of each "
+            "rank's own length, agree on the longest first (all_reduce of the length with ReduceOp.MAX), pad to it "
+            "and send the true length alongside, or use all_gather_object"
+        )
+        self.sizes._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
+
+
+def _measured(node: ast.AST) -> ast.expr | None:
+    """``x`` of ``x.shape``, ``x.size()``, ``x.numel()``, ``len(x)``: what a size is read from."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "numel"):
+        return node.func.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+        return node.args[0]
+    return None
+
+
 #: The rank argument of torch.distributed calls that name one rank: (keyword, its position).
 #: Collectives whose receive (or send) list must be given on the root only: torch.distributed validates it on
 #: every rank before communicating and raises on the others (``_validate_output_list_for_rank``; ``scatter``).
@@ -7509,6 +7904,17 @@ _RANK_ARGUMENT = {
     "scatter_object_list": ("src", 2),
     "broadcast": ("src", 1),
     "broadcast_object_list": ("src", 1),
+}
+#: Collectives that reduce with an ``op=`` every rank must pass alike (the ops table's ``reduces``).
+_REDUCING = frozenset(op.name for op in ops.OPS if op.reduces)
+#: Position of their ``op`` argument (torch 2.13's signatures; ``group`` follows it).
+_OP_POSITION = {
+    "all_reduce": 1,
+    "all_reduce_coalesced": 1,
+    "reduce": 2,
+    "reduce_scatter": 2,
+    "reduce_scatter_tensor": 2,
+    "_reduce_scatter_base": 2,
 }
 #: Collectives whose tensor's dtype and shape must be the same on every rank: name -> position of the tensor.
 _TENSOR_ARGUMENT = {
@@ -7712,6 +8118,7 @@ class _Agreement:
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
+                    self._reduce_op(call, name, key, unit)
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
                     self._discarded(call, name, key, unit)
@@ -7955,6 +8362,39 @@ class _Agreement:
             "rank of the world computes alike"
         )
         self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _reduce_op(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
+        """``dist.all_reduce(t, op=MAX if rank == 0 else SUM)`` (or an ``op`` assigned from a rank-dependent
+        expression): a reducing collective (:data:`ops.OPS`'s ``reduces``) whose ``op=`` can differ between the
+        ranks of one call. gloo does not check that they agree: every rank finishes, each reducing its share of
+        the tensor with its own op (review46b, review64b M4; the diagnosis's ``different-reduce-ops``). Quiet when
+        the group is itself rank-dependent (ranks of different groups may use different ops)."""
+        if name not in _REDUCING:
+            return
+        position = _OP_POSITION.get(name)
+        given = _argument(call, position, "op") if position is not None else _argument(call, 99, "op")
+        if given is None:
+            return
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        laundered = self.an.laundered.get(key, {})
+        if not self.an.mentions_rank(given, taint, laundered):
+            return
+        group = _argument(call, position + 1, "group") if position is not None else _argument(call, 99, "group")
+        if group is not None and self.an.mentions_rank(group, taint, laundered):
+            return
+        shown = unit.text(given)
+        why = (
+            f"`op={shown}` can differ between ranks, and every rank of one {name} must pass the same op: gloo does "
+            "not check that they agree, so every rank finishes with no error and the ranks get one result, but what "
+            "it is depends on the tensor's size and each rank's part in the algorithm: one rank's op (the ranks that "
+            "passed another get a reduction they did not ask for), neither (a value that is neither the sum nor the "
+            "max), or a mix, element by element. It cannot be relied on"
+        )
+        fix = (
+            f"pass the same op on every rank (decide it from a value every rank shares, not from the rank); if "
+            f"ranks need different reductions, make one {name} per op on every rank"
+        )
+        self._add(call, "different-reduce-ops", f"op={shown}", why, fix, unit)
 
     def _from_global_rank(self, node: ast.expr, key: str, depth: int) -> bool:
         """Whether ``node`` is computed from this rank's own global rank, through the function's names, the
