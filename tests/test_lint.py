@@ -2919,3 +2919,31 @@ def test_a_tensor_whose_size_every_rank_shares_is_quiet() -> None:
         (padded, "all_gather(out, t)"),  # padded to the longest, agreed by an all_reduce MAX
     ):
         assert lint_source(RANK_SIZE.format(make=make, call=call)) == [], make
+
+
+def test_a_raise_on_an_outcome_rank_0_broadcast_is_taken_by_every_rank_together() -> None:
+    """Modelled on round 38's correct cosmos and Marigold items (NVIDIA cosmos-framework PR #65, marigold-v2 PR #7):
+    rank 0 does the work and broadcasts its outcome; every rank raises on it together, so the collectives after
+    the raise are skipped by every rank or none."""
+    source = """
+import torch.distributed as dist
+
+def prepare(path):
+    outcome = [None]
+    if dist.get_rank() == 0:
+        try:
+            open(path, "w").close()
+        except OSError as exc:
+            outcome[0] = str(exc)
+    dist.broadcast_object_list(outcome, src=0)
+    if outcome[0] is not None:
+        raise RuntimeError(outcome[0])
+    return path
+
+def main(path):
+    prepare(path)
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    unshared = source.replace("    dist.broadcast_object_list(outcome, src=0)\n", "")
+    assert [f.kind for f in lint_source(unshared)] == ["early-exit"], lint_source(unshared)

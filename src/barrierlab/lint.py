@@ -3327,7 +3327,12 @@ class _Analysis:
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
             taint = self.func_taint.get(key, set())
-            found = _ranked_raise(func.node.body, lambda test, t=taint: self.mentions_rank(test, t, files=False))
+            # a test on what a broadcast or all_reduce handed every rank is the same on every rank (round 38's
+            # correct items: rank 0's download outcome broadcast, then every rank raises on it together)
+            laundered = self.laundered.get(key) or None
+            found = _ranked_raise(
+                func.node.body, lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False)
+            )
             if found is not None:
                 self.rank_raisers[key] = found
         self._prepare_param_raisers()
