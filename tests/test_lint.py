@@ -2947,3 +2947,34 @@ def main(path):
     assert lint_source(source) == []
     unshared = source.replace("    dist.broadcast_object_list(outcome, src=0)\n", "")
     assert [f.kind for f in lint_source(unshared)] == ["early-exit"], lint_source(unshared)
+
+
+def test_a_step_function_handed_the_ddp_model_and_the_bare_one_is_no_ddp_forward_for_the_bare_one() -> None:
+    """Modelled on round 37's correct RETURNN item (rwth-i6/returnn PR #1461, ``Engine._run_step``): the same
+    step function gets the DDP model in training and the bare module in rank 0's evaluation; the evaluation's
+    forward issues nothing."""
+    source = """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Engine:
+    def __init__(self, model):
+        self.bare = model
+        self.ddp = DDP(model)
+
+    def step(self, model, batch):
+        return model(batch).sum()
+
+    def train(self, batches):
+        for batch in batches:
+            self.step(self.ddp, batch).backward()
+
+    def evaluate(self, batches):
+        if dist.get_rank() != 0:
+            return
+        for batch in batches:
+            self.step(self.bare, batch)
+"""
+    assert lint_source(source) == []
+    ddp_only = source.replace("self.step(self.bare, batch)", "self.step(self.ddp, batch)")
+    assert [f.kind for f in lint_source(ddp_only)] == ["hidden-collective"], lint_source(ddp_only)

@@ -3008,6 +3008,31 @@ class _Analysis:
                             changed = True
             if not changed:
                 break
+        # then a parameter some call hands a wrapped model and another call a name holding something else
+        # (RETURNN's ``_run_step(model, batch)``: the DDP model in training, the bare module in rank 0's
+        # evaluation; round 37) holds no wrapped model for sure: its forward is not taken for a DDP forward
+        for _ in range(5):
+            dropped = False
+            for key, nodes, _ in scopes:
+                current = self.ddp[key]
+                for node in nodes:
+                    if not isinstance(node, ast.Call):
+                        continue
+                    callee = self._callee(node.func, self._class_of(key), self.table[key].unit if key else None)
+                    held = own.get(callee) if callee is not None else None
+                    if not held:
+                        continue
+                    params = [a.arg for a in self.table[callee].node.args.args]
+                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for param, arg in bound:
+                        name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+                        if param in held and name is not None and name not in current:
+                            del held[param]
+                            dropped = True
+            if not dropped:
+                break
+            self.ddp = {key: visible(key) for key, _, _ in scopes}
         for key, nodes, _ in scopes:
             ddp = self.ddp[key]
             self.ddp_values[key] = _closure(
