@@ -235,6 +235,30 @@ def test_a_read_that_a_removal_beat_blames_the_unordered_removal_not_the_ordered
     assert d.advice.startswith("Order the removal after every rank's use of the file"), d.advice
 
 
+def each_rank_names_its_own_output_folder(folder: str) -> None:
+    """Modelled on round 38's VLMEvalKit item (open-compass/VLMEvalKit #1540, PR #1546): each rank names the run's
+    folder from its own clock, so rank 1's shard lands in another folder than the one rank 0 merges from (a name
+    with the rank in it stands in for two clocks a second apart)."""
+    rank = dist.get_rank()
+    work = os.path.join(folder, f"T{rank}")
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, f"{rank}_shard.txt"), "w") as f:  # WRITES
+        f.write(str(rank))
+    dist.barrier()
+    if rank == 0:
+        for r in range(dist.get_world_size()):
+            with open(os.path.join(work, f"{r}_shard.txt")) as f:
+                f.read()
+
+
+def test_a_file_of_the_same_name_written_in_another_folder_is_named(tmp_path):
+    run = bl.run(each_rank_names_its_own_output_folder, 2, args=(str(tmp_path),), timeout=5, deadline=20)
+    assert run.statuses[0] == "raised", run
+    said = "\n".join(run.diagnosis.evidence)
+    assert f"rank 1 wrote {tmp_path}/T1/1_shard.txt at" in said, said
+    assert "the ranks built different paths for it" in said, said
+
+
 def rank1_loads_before_rank0_renames_the_folder(folder: str) -> None:
     """Modelled on round 33's OLMo item (allenai/OLMo PR #234): each rank saves into ``step0-tmp``, a barrier, then
     rank 0 alone renames the folder to ``step0`` while rank 1 already loads ``step0/rank1.pt``."""

@@ -3497,7 +3497,7 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
     looked = looks[-1] if looks else math.inf  # what happened after the rank looked (its clean-up) is no cause
     if not looks and run[rank].ended is not None and _NO_PARENT.search(run[rank].traceback or ""):
         looked = run[rank].ended  # torch.save's native writer is not recorded: the rank failed by then
-    gone, made, nearby, later = [], [], [], []
+    gone, made, nearby, later, elsewhere = [], [], [], [], []
     for result in run.ranks:
         for e in result.events:
             if e.kind != "file" or not e.path:
@@ -3519,6 +3519,8 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
                     made.append(e)
                 elif os.path.basename(written) != os.path.basename(path):
                     nearby.append((result.rank, written, e))
+                elif result.rank != rank:
+                    elsewhere.append((result.rank, written, e))  # its name, in another folder (round 38)
     if gone:
         _, who, how, e = min(gone, key=lambda g: g[0])
         what = "it" if named(e.path) else f"its folder {e.path}"
@@ -3558,7 +3560,15 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         line += f". Into that folder the ranks wrote, {shown}" + (
             f" (and {len(others) - 8} more)" if len(others) > 8 else ""
         )
-    return "never", [line], None, None
+    lines = [line]
+    if elsewhere:  # VLMEvalKit (round 38): each rank named the output folder from its own clock
+        r, written, e = elsewhere[0]
+        lines.append(
+            f"a file of that name was written in another folder: rank {r} wrote {written} at {where_text(e)}; the "
+            "ranks built different paths for it: check how each computes the folder (a clock, a random draw or the "
+            "rank in the name gives each rank its own; compute it on one rank and broadcast it)"
+        )
+    return "never", lines, None, None
 
 
 def _renames_its_folder(event: Event, path: str) -> bool:
