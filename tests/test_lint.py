@@ -2978,3 +2978,80 @@ class Engine:
     assert lint_source(source) == []
     ddp_only = source.replace("self.step(self.bare, batch)", "self.step(self.ddp, batch)")
     assert [f.kind for f in lint_source(ddp_only)] == ["hidden-collective"], lint_source(ddp_only)
+
+
+def test_a_broadcast_orders_only_its_roots_writes_before_the_others_reads() -> None:
+    """review65b M5 (notebook 06 §6): rank 3 writes, broadcast(src=0), rank 0 reads: rank 0 waits for nobody."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def prog(path):
+    rank = dist.get_rank()
+    if rank == 3:
+        with open(path, "w") as f:
+            f.write("3")
+    dist.broadcast(torch.zeros(1), src=0)
+    if rank == 0:
+        with open(path) as f:
+            return f.read()
+"""
+    [finding] = lint_source(source)
+    assert (finding.kind, finding.line) == ("file-race", 12), finding
+    assert "holds the other ranks until rank 0 has sent, not the readers until the writer has written" in finding.why
+    # the root's own write, read by the others after its broadcast: ordered
+    roots = source.replace("if rank == 3:", "if rank == 0:").replace(
+        "    if rank == 0:\n        with open(path) as f", "    if rank == 1:\n        with open(path) as f"
+    )
+    assert lint_source(roots) == [], lint_source(roots)
+    assert lint_source(source.replace("dist.broadcast(torch.zeros(1), src=0)", "dist.barrier()")) == []
+
+
+def test_two_branches_making_the_same_group_barriers_in_opposite_order_are_one_order_finding() -> None:
+    """review65b M6: four findings each said "the others never call it" of a barrier the other member calls."""
+    source = """
+import torch.distributed as dist
+
+def prog():
+    rank = dist.get_rank()
+    g1 = dist.new_group([0, 1])
+    g2 = dist.new_group([0, 1])
+    if rank == 0:
+        dist.barrier(group=g1)
+        dist.barrier(group=g2)
+    elif rank == 1:
+        dist.barrier(group=g2)
+        dist.barrier(group=g1)
+"""
+    [finding] = lint_source(source)
+    assert (finding.kind, finding.line, finding.condition) == ("branch", 9, "rank == 0"), finding
+    assert "ranks where `rank == 1` is true make the same ones in another (this barrier at line 13)" in finding.why
+    assert "never call" not in finding.why
+
+
+def test_an_unwaited_async_call_on_a_temporary_is_not_said_to_be_read() -> None:
+    """review65b C2: "the code after it reads its tensors" of `torch.zeros(1)`, which nothing can read."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def prog():
+    dist.all_reduce(torch.zeros(1), async_op=True)
+"""
+    [finding] = lint_source(source)
+    assert finding.kind == "unwaited-async" and "reads its tensors" not in finding.why, finding.why
+    assert "nothing after it is ordered after the call" in finding.why
+
+
+def test_a_skipped_new_group_says_the_later_group_waits_for_new_groups_own_timeout() -> None:
+    """review65b M4: new_group without timeout= waits torch's default (30 minutes on gloo), not the group's."""
+    source = """
+import torch.distributed as dist
+
+def prog():
+    if dist.get_rank() in (0, 1):
+        dist.new_group([0, 1])
+    dist.barrier(group=dist.new_group([0, 1, 2, 3]))
+"""
+    finding = lint_source(source)[0]
+    assert "until its own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo" in finding.why

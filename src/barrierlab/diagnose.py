@@ -1571,7 +1571,8 @@ def _group_made_by_some(
         "torch wants every rank of the world to make every group, members or not, in the same order "
         "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
         "other), but a rank that skips one numbers "
-        "the groups it makes later differently, so a later group every rank makes waits until the timeout. "
+        "the groups it makes later differently, so a later group every rank makes waits in new_group until its "
+        "own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo, not the default group's). "
         "Make the group on every rank, outside the condition, and use it under the condition.",
         ranks=makers,
         site=_site(event),
@@ -3119,7 +3120,9 @@ def call_hazards(run: Run) -> list[str]:
         for e in result.events:
             if e.kind == "collective" and e.aliased:
                 found.setdefault(("aliased", e.name, _place(e)), []).append(result.rank)
-        for e in ordering.unwaited(result.events):
+        # a rank that ended another way may have waited later, had it got there (review65b C1: it raised reading
+        # a file before its work.wait() line)
+        for e in ordering.unwaited(result.events) if result.ok else ():
             if e.kind == "collective":
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
         for e in result.outside:
@@ -3151,7 +3154,8 @@ def call_hazards(run: Run) -> list[str]:
         else:
             lines.append(
                 f"{who} {name}(async_op=True) at {place} was never waited for: nothing made it complete before "
-                "the code after it read its tensors; keep the handle and call work.wait() first"
+                "the rank returned, so a read of its tensors after the call may have seen them unfinished; keep the "
+                "handle and call work.wait() before the first read"
             )
     return lines[:HAZARDS_SHOWN]
 

@@ -1119,7 +1119,8 @@ Two checks of order, within one function: p2p-order, every rank making a blockin
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
 by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
-called with async_op=True counts only from its work.wait() on), a file removed under such a condition
+called with async_op=True counts only from its work.wait() on; a broadcast or scatter orders only its root's
+writes, a reduce or gather only the others'), a file removed under such a condition
 (os.remove, os.unlink, Path.unlink, shutil.rmtree) after the other ranks read it with nothing between, or a
 folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
@@ -2572,6 +2573,33 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
     )
     calls = [e for e in elts if isinstance(e, ast.Call) and _dotted(e.func)]
     return calls if calls and len(calls) == len(elts) else []
+
+
+#: Rooted collectives that, on gloo, hold some ranks only (the ops table: not in EVERY_RANK_ON_GLOO): a broadcast
+#: or scatter holds the others until the root has sent; a reduce or gather holds the root until the others have.
+_ROOT_SENDS = frozenset({"broadcast", "broadcast_object_list", "scatter"})
+_ROOT_RECEIVES = frozenset({"reduce", "gather"})
+
+
+def _literal_root(call: ast.Call, name: str) -> int | None:
+    """The root of a rooted collective that holds only some ranks, when given as a literal (``src=0``)."""
+    if name not in _ROOT_SENDS | _ROOT_RECEIVES:
+        return None
+    keyword = "src" if name in _ROOT_SENDS else "dst"
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if value is None and len(call.args) > 1:
+        value = call.args[1]
+    if isinstance(value, ast.Constant) and type(value.value) is int:
+        return value.value
+    return None
+
+
+def _written_by(ctx: tuple[str, ...], root: int, name: str) -> bool:
+    """Whether a write under the conditions ``ctx`` is ordered before the other ranks' reads by a rooted call of
+    ``name`` with ``root``: a root that sends orders its own writes (``rank == 0`` with ``src=0``); a root that
+    receives orders the others' (any write not under ``rank == root``)."""
+    mine = any(re.search(rf"(==|\bin\b)\s*\(?\s*{root}\b", c) or re.search(rf"\b{root}\s*==", c) for c in ctx)
+    return mine if name in _ROOT_SENDS else not mine
 
 
 def _leaves_loop(stmts: list[ast.stmt]) -> bool:
@@ -5264,6 +5292,16 @@ def _explain(
                 "received pairs them wrongly, silently (barrierlab.run's ranks share one seed and agree by accident)"
             )
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
+    elif reason == "order":
+        kind = "branch"
+        others, line = detail
+        why = (
+            f"ranks where `{cond}` is true make the collectives of this branch in one order, and ranks where "
+            f"`{others}` is true make the same ones in another (this {short} at line {line}): collectives pair by "
+            "their position in each group's sequence, so a call here meets another op, or waits in one group while "
+            "its peer waits in another's, until the timeout"
+        )
+        fix = "make the collectives in the same order on every rank (one code path, or the same order in each branch)"
     elif reason == "hook":
         framework, hook, runs_on, hook_fix = detail
         kind = "branch"
@@ -5317,8 +5355,9 @@ def _explain(
         why = (
             f"only ranks where `{cond}` is true make this {short}, and torch wants every rank of the world to make "
             "every group, members or not, in the same order (its docstring): a rank that skips one numbers the "
-            "groups it makes later differently, so a later group every rank makes waits until the timeout (on "
-            "gloo the ranks that skip this call do not wait; its members wait only for each other)"
+            "groups it makes later differently, so a later group every rank makes waits in new_group until its own "
+            "timeout (new_group's timeout=, else torch's default, 30 minutes on gloo, not the default group's; "
+            "on gloo the ranks that skip this call do not wait; its members wait only for each other)"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it; use the group under the condition"
     else:
@@ -6010,12 +6049,39 @@ class _Walker:
             self.an.retract([item])
             return item
         negated = self._negate(test, text)
+        if self._swapped_order(body, orelse, text):
+            return item
         matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
                 self.flag(body[i1:i2], "branch", text, within=(test, True))
                 self.flag(orelse[j1:j2], "branch", negated, within=(test, False))
         return item
+
+    def _swapped_order(self, body: list[_Item], orelse: list[_Item], text: str) -> bool:
+        """Two rank branches (an ``if`` and its ``else`` or ``elif``) that make the same collectives on the same
+        groups in another order (review65b M6: rank 0 enters g1's barrier then g2's, rank 1 g2's then g1's): one
+        finding, at the first call, naming both orders; the branches' own findings, each saying "the others never
+        call it" of a call the other branch makes, are withdrawn."""
+        other, other_text = orelse, None
+        if len(orelse) == 1 and orelse[0].kind == "if" and orelse[0].rank:
+            other, other_text = orelse[0].body, orelse[0].text
+        if not other or len(body) < 2 or any(i.kind != "op" for i in (*body, *other)):
+            return False
+
+        def keyed(item: _Item) -> tuple:
+            group = next((k.value for k in item.node.keywords if k.arg == "group"), None)  # type: ignore[union-attr]
+            return (*_key(item), self.unit.text(group) if group is not None else "")
+
+        mine, theirs = [keyed(i) for i in body], [keyed(i) for i in other]
+        if sorted(mine) != sorted(theirs) or mine == theirs or len(set(mine)) < 2:
+            return False
+        self.an.retract([*body, *other])
+        first = body[0]
+        where = next(o for o in other if keyed(o) == mine[0])
+        line = where.node.lineno + self.unit.offset  # type: ignore[union-attr]
+        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "the other ranks", str(line)))
+        return True
 
     def _loop(
         self,
@@ -6968,7 +7034,14 @@ class _Order:
                 handle = "" if id(call) in self.dropped else self.handles.get(id(call))
                 self.unwaited.append((handle, call, pending))
                 return
-            self.writes.clear()
+            # review65b M5: a broadcast or scatter holds the other ranks until the root has sent, so it orders the
+            # root's writes before their reads, and no other rank's (rank 3's write, then broadcast(src=0), then rank
+            # 0's read: rank 0 waits for nobody); a reduce or gather holds only the root
+            root = _literal_root(call, name)
+            if root is not None:
+                self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
+            else:
+                self.writes.clear()
             self.folders.clear()
             self.reads.clear()
             self.last_orderer = call
@@ -7159,9 +7232,22 @@ class _Order:
             )
             self._add(read, "file-race", cond, why, fix)
             return
+        between = "with no barrier, collective, store wait or recv between them"
+        last = self.last_orderer
+        if last is not None and line < last.lineno + self.unit.offset < read.lineno + self.unit.offset:
+            # review65b M5: a broadcast from another root between them holds the readers, not for this writer
+            holds = (
+                f"holds the other ranks until rank {_literal_root(last, _terminal(last.func) or '')} has sent"
+                if _terminal(last.func) in _ROOT_SENDS
+                else f"holds only rank {_literal_root(last, _terminal(last.func) or '')}, until the others have sent"
+            )
+            between = (
+                f"with only `{self.unit.text(last)}` (line {last.lineno + self.unit.offset}) between them, which "
+                f"{holds}, not the readers until the writer has written"
+            )
         why = (
             f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
-            "with no barrier, collective, store wait or recv between them: nothing orders the write before the "
+            f"{between}: nothing orders the write before the "
             "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
         )
         fix = (
@@ -8231,9 +8317,10 @@ class _Agreement:
             )
             use = "before the code the barrier is meant to hold back"
         else:
-            effect = (
-                "so the code after it reads its tensors while the backend may still be writing them (on gloo a "
-                "worker thread, on NCCL the communication stream)"
+            effect = (  # review65b C2: not "reads its tensors": a temporary (torch.zeros(1)) is read by nothing
+                "so nothing after it is ordered after the call, and a read of its tensors after this line may see "
+                "them while the backend is still writing them (on gloo a worker thread, on NCCL the communication "
+                "stream)"
             )
             use = "before the tensors are used"
         why = (
