@@ -1515,3 +1515,67 @@ def test_a_store_wait_some_of_whose_keys_were_set_names_the_key_no_rank_set_and_
     line = inspect.getsourcelines(every_rank_but_one_sets_its_key)[1] + 5
     assert f"ranks 0, 1 and 3 set 'done-0', 'done-1', 'done-3' at tests/test_diagnose.py:{line}" in d.evidence, d
     assert "rank 2 set none of the keys waited for" in d.evidence, d
+
+
+def loop_longer_on_odd_ranks():
+    """review65b M3: the loop runs 3 times on even ranks, 4 on odd ones, then a barrier."""
+    t = torch.ones(2)
+    for _ in range(3 + dist.get_rank() % 2):
+        dist.all_reduce(t)  # LOOPED
+    dist.barrier()
+
+
+def rank_2_returns_from_the_loop():
+    """review65b M2: every rank's loop is range(3); rank 2 returns from it at step 1."""
+    t = torch.ones(2)
+    for step in range(3):
+        if dist.get_rank() == 2 and step == 1:
+            return "done early"
+        dist.all_reduce(t)
+    return "done"
+
+
+def test_a_loop_that_ran_longer_on_some_ranks_is_named_as_a_loop_not_only_as_different_ops():
+    run = bl.run(loop_longer_on_odd_ranks, 4, timeout=2, deadline=10)
+    d = run.diagnosis
+    line = inspect.getsourcelines(loop_longer_on_odd_ranks)[1] + 4
+    assert d.kind == "uneven-loop", d
+    assert d.headline.startswith(
+        f"A loop ran a different number of times on different ranks: ranks 1 and 3 made all_reduce at "
+        f"tests/test_diagnose.py:{line} again (call #4, its 4th), while ranks 0 and 2, after 3, had gone on to barrier"
+    ), d.headline
+    assert (
+        "calls of all_reduce at line " + str(line) + " up to call #4: rank 0: 3, rank 1: 4, rank 2: 3, rank 3: 4"
+        in d.evidence
+    )
+    assert "ranks 1 and 3 called all_reduce #4" in str(d), d
+
+
+def test_an_early_return_from_a_loop_is_not_told_as_uneven_data_alone():
+    run = bl.run(rank_2_returns_from_the_loop, 4, timeout=2, deadline=10)
+    d = run.diagnosis
+    assert d.kind == "uneven-loop" and "that rank left it early: a break, a return, an exception" in d.headline, d
+    assert "where a rank leaves the loop on a test of its own (a break or return), decide that together" in d.advice
+
+
+def reads_a_file_before_waiting_for_its_async_all_reduce(folder):
+    """review65b C1: the handle is kept and waited for after the read; ranks 1-3 raise in the read first."""
+    import os
+
+    path = os.path.join(folder, "d.txt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("d")
+    t = torch.ones(1)
+    work = dist.all_reduce(t, async_op=True)
+    with open(path) as f:
+        text = f.read()
+    work.wait()
+    return text
+
+
+def test_an_async_call_a_rank_could_not_wait_for_because_it_raised_first_is_not_said_unwaited(tmp_path):
+    run = bl.run(reads_a_file_before_waiting_for_its_async_all_reduce, 4, args=(str(tmp_path),), timeout=3, deadline=15)
+    assert run.statuses[1:] == ["raised"] * 3, run
+    assert "never waited for" not in str(run.diagnosis), run.diagnosis

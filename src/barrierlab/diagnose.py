@@ -693,6 +693,34 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             else f" What followed is not defined; here {rank_list(f.failed)} did not finish."
         )
         same_members = len({frozenset(members) for members in by_members}) == 1  # only the order differs
+        # review65b M1: the lists differ because some ranks skipped a new_group the others made (under `if rank in
+        # (0, 1)`), so their next one took its number: say that, not that a call was given different lists
+        place = {r: _place(calls[k]) for r, calls in made.items()}
+        skipped = sorted(
+            r
+            for r, calls in made.items()
+            if any(len(o) > k + 1 and place[r] == _place(o[k + 1]) != _place(o[k]) for o in made.values())
+        )
+        makers = sorted(set(made) - set(skipped))
+        if skipped and makers and len({place[r] for r in makers}) == 1:
+            missed = made[makers[0]][k]
+            return Diagnosis(
+                "different-group-members",
+                f"{rank_list(skipped)} never made the new_group at {_place(missed)} ({list(asked[makers[0]])}) that "
+                f"{rank_list(makers)} made, so their next new_group, at {place[skipped[0]]} "
+                f"({list(asked[skipped[0]])}), took its number: new_group #{k + 1}. Every rank must make the same "
+                "groups, in the same order, members or not (new_group's docstring): torch numbers groups by the "
+                f"rank's count of new_group calls, so from here on the ranks' groups do not match.{ended}",
+                [
+                    f"rank {r}: new_group #{k + 1} at {where_text(calls[k])}: ranks={list(asked[r])}"
+                    for r, calls in made.items()
+                ]
+                + (_failure_evidence(f) if f.failed else []),
+                "Make the group on every rank, outside the condition, and use it under the condition: "
+                f"`g = dist.new_group({list(asked[makers[0]])})` on every rank.",
+                ranks=skipped,
+                site=_site(missed),
+            )
         headline = (
             f"new_group #{k + 1}{at} was given different ranks lists on different ranks: {told}. Every rank must "
             "make the same groups, in the same order, members or not (new_group's docstring): each call makes one "
@@ -1384,7 +1412,9 @@ def _arrival_evidence(f: Facts) -> list[str]:
     event = f.at_k[arrived[0]]
     evidence = list(f.evidence)
     for ranks in _by_place(f.at_k, _chain_key):
-        evidence.append(f"{rank_list(ranks)} called {_op_name(event)} #{k} {_called_at(f.at_k[ranks[0]])}")
+        # each group's own op: ranks at one position may have made different ones (review65b M3's evidence said
+        # "ranks 1 and 3 called barrier #4 at ...: dist.all_reduce(t)")
+        evidence.append(f"{rank_list(ranks)} called {_op_name(f.at_k[ranks[0]])} #{k} {_called_at(f.at_k[ranks[0]])}")
     missing_how = {r: _how_it_ended(run[r], f.calls[r], f.flights.get(r)) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
@@ -1502,12 +1532,55 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
-        f"{event.name} calls at {_place(event)} than {rank_list(f.missing)}.",
+        f"{event.name} calls at {_place(event)} than {rank_list(f.missing)} (the loop ran fewer times there, or "
+        f"{'that rank' if len(f.missing) == 1 else 'those ranks'} left it early: a break, a return, an exception).",
         evidence,
-        "Give every rank the same number of iterations (pad the uneven data, as DistributedSampler does by "
-        "default, or drop it, as it does with drop_last=True), or agree on the count first with an all_reduce(MIN); "
-        "for DDP, torch.distributed.algorithms.Join handles uneven inputs.",
+        LOOP_ADVICE,
         ranks=arrived,
+        site=_site(event),
+    )
+
+
+#: review65b M2: an early return inside a loop was sent to padding data and DistributedSampler alone.
+LOOP_ADVICE = (
+    "Give every rank the same number of iterations: where the loop's length comes from each rank's data, pad it "
+    "(as DistributedSampler does by default) or drop the rest (drop_last=True), or agree on the count first with an "
+    "all_reduce(MIN) (for DDP, torch.distributed.algorithms.Join handles uneven inputs); where a rank leaves the "
+    "loop on a test of its own (a break or return), decide that together (all_reduce a flag) so every rank leaves "
+    "at the same iteration. barrierlab.lint points at such a loop or exit in the source."
+)
+
+
+def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
+    """Every rank made a call #k, but some repeated the call they had just made (the same line) while the others
+    had gone on to the next line: a loop that ran more times on the first (review65b M3: `for _ in range(3 + rank
+    % 2)`, told only as "different collectives at the same position")."""
+    if not f.first_diff or f.missing or f.first_diff < 2 or f.mispaired:
+        return None
+    k = f.first_diff
+    before = {r: f.calls[r][k - 2] for r in f.at_k}
+    if len({site_key(e) for e in before.values()}) != 1:
+        return None
+    looped = site_key(next(iter(before.values())))
+    again = sorted(r for r, e in f.at_k.items() if site_key(e) == looped)
+    on = sorted(r for r in f.at_k if r not in again)
+    if not again or not on or len({site_key(f.at_k[r]) for r in on}) != 1:
+        return None
+    event, next_call = f.at_k[again[0]], f.at_k[on[0]]
+    counts = {r: sum(1 for e in f.calls[r][:k] if site_key(e) == looped) for r in f.at_k}
+    evidence = _arrival_evidence(f) + [
+        f"calls of {event.name} at line {event.line} up to call #{k}: "
+        + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
+    ]
+    return Diagnosis(
+        "uneven-loop",
+        f"A loop ran a different number of times on different ranks: {rank_list(again)} made {event.name} at "
+        f"{_place(event)} again (call #{f.number}, its {ordinal(counts[again[0]])}), while {rank_list(on)}, after "
+        f"{counts[on[0]]}, had gone on to {next_call.name} at {_place(next_call)}: from there their calls pair "
+        "with the wrong partners.",
+        evidence,
+        LOOP_ADVICE,
+        ranks=again,
         site=_site(event),
     )
 
@@ -3079,6 +3152,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_checkpoint_on_some_ranks,
     rule_torch_divergence,
     rule_paired_by_position,
+    rule_loop_ran_longer,
     rule_mismatched_collectives,
     rule_p2p_cycle,
     rule_p2p_late_arrival,
