@@ -1567,6 +1567,8 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
     if not again or not on or len({site_key(f.at_k[r]) for r in on}) != 1:
         return None
     event, next_call = f.at_k[again[0]], f.at_k[on[0]]
+    if not _after_the_loop(event, next_call):
+        return None  # notebook 03's hidden collective: rank 0 went into a helper's barrier inside the loop
     counts = {r: sum(1 for e in f.calls[r][:k] if site_key(e) == looped) for r in f.at_k}
     evidence = _arrival_evidence(f) + [
         f"calls of {event.name} at line {event.line} up to call #{k}: "
@@ -1583,6 +1585,30 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
         ranks=again,
         site=_site(event),
     )
+
+
+def _after_the_loop(looped: Event, after: Event) -> bool:
+    """Whether ``after`` is a call of the same function as ``looped``, after the end of the innermost ``for`` or
+    ``while`` around ``looped`` (read from the source, as linecache has it: a file, or a notebook cell): the ranks
+    that made it had left the loop. False when the source cannot say."""
+    import ast
+    import linecache
+
+    if not (looped.file and looped.line and after.line) or (looped.file, looped.func) != (after.file, after.func):
+        return False
+    try:
+        tree = ast.parse("".join(linecache.getlines(looped.file)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    loops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.lineno <= looped.line <= (node.end_lineno or 0)
+    ]
+    if not loops:
+        return False
+    inner = max(loops, key=lambda node: node.lineno)
+    return after.line > (inner.end_lineno or inner.lineno)
 
 
 def _torch_call_after_own(f: Facts, rank: int) -> FlightEntry | None:
