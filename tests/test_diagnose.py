@@ -1579,3 +1579,19 @@ def test_an_async_call_a_rank_could_not_wait_for_because_it_raised_first_is_not_
     run = bl.run(reads_a_file_before_waiting_for_its_async_all_reduce, 4, args=(str(tmp_path),), timeout=3, deadline=15)
     assert run.statuses[1:] == ["raised"] * 3, run
     assert "never waited for" not in str(run.diagnosis), run.diagnosis
+
+
+def sizes_by_rank():
+    """review65b note: rank 0's 4 elements against the others' 8; rank 0 finished with [2, 2, 2, 2]."""
+    t = torch.ones(4 if dist.get_rank() == 0 else 8)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def test_a_rank_that_finished_a_mismatched_collective_is_told_not_to_trust_its_result():
+    run = bl.run(sizes_by_rank, 4, timeout=3, deadline=15)
+    d = run.diagnosis
+    assert d.kind == "different-sizes", d
+    finished = [r.rank for r in run if r.ok]
+    if finished and not run.ok:  # which ranks finish is gloo's timing; rank 0 did in every run measured
+        assert any("finished anyway" in line and "cannot be trusted" in line for line in d.evidence), d

@@ -1785,6 +1785,13 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     ]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
+    returned = [r.rank for r in f.run.ranks if r.ok and r.rank in f.calls]
+    if f.failed and returned:  # review65b note: rank 0 finished with [2, 2, 2, 2] where the sum was 4 each
+        evidence.append(
+            f"{rank_list(returned)} finished anyway: {'its' if len(returned) == 1 else 'their'} result of that "
+            "collective, and what was computed from it, cannot be trusted: the ranks did not agree on what they "
+            "exchanged"
+        )
     if f.shape_what.startswith("all-to-all"):
         advice = (
             "An all-to-all sends rank j the j-th block of each rank's input and expects the i-th block of its "
