@@ -39,3 +39,33 @@ def test_an_unwaited_async_barrier_loses_its_ordering_not_a_result():
     text = str(run.diagnosis)
     assert "whose ordering cannot be trusted" in text and "it ordered nothing" in text, text
     assert "tensors" not in text and "whose result" not in text, text
+
+
+def readers_never_wait_for_their_async_barrier(folder):
+    """review66b M2: a barrier is there, called with async_op=True; nobody waits for it before reading."""
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "data.txt")
+    if dist.get_rank() == 0:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("d")
+    dist.barrier(async_op=True)
+    if dist.get_rank() != 0:
+        with open(path) as f:
+            return f.read()
+
+
+@pytest.mark.timeout(120)
+def test_readers_that_raised_past_an_unwaited_async_barrier_are_told_it_was_not_waited_for(tmp_path):
+    run = bl.run(readers_never_wait_for_their_async_barrier, 3, args=(str(tmp_path),), timeout=3, deadline=15)
+    d = run.diagnosis
+    assert run.statuses == ["finished", "raised", "raised"], run
+    assert "the barrier between them was called with async_op=True and not waited for before the read" in d.headline
+    assert any(
+        line.startswith("ranks 1 and 2's barrier(async_op=True)") and "had not been waited for" in line
+        for line in d.evidence
+    ), d

@@ -3025,8 +3025,28 @@ def prog():
 """
     [finding] = lint_source(source)
     assert (finding.kind, finding.line, finding.condition) == ("branch", 9, "rank == 0"), finding
-    assert "ranks where `rank == 1` is true make the same ones in another (this barrier at line 13)" in finding.why
+    assert (
+        "ranks where `rank == 1` is true make the same ones in another (they make this barrier at line 13)"
+        in finding.why
+    )
     assert "never call" not in finding.why
+    # review66b M1: a branch with no test of its own (an `else` holding the other order) is "the other ranks", not
+    # a test quoted in backticks; the same ops with the same groups in both branches are balanced, so lint reaches
+    # the order check only when the keys differ, as with an all_reduce and a barrier swapped
+    swapped = """
+import torch
+import torch.distributed as dist
+
+def prog():
+    if dist.get_rank() == 0:
+        dist.barrier()
+        dist.all_reduce(torch.ones(1))
+    else:
+        dist.all_reduce(torch.ones(1))
+        dist.barrier()
+"""
+    [other] = lint_source(swapped)
+    assert "and the other ranks make the same ones in another (they make this barrier at line 11)" in other.why
 
 
 def test_an_unwaited_async_call_on_a_temporary_is_not_said_to_be_read() -> None:

@@ -2929,9 +2929,14 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         )
     if unordered and not no_group:
         writers = rank_list(sorted({m[2] for m in unordered.values()}))
+        pending = [h for h in call_hazards(f.run) if "had not been waited for when" in h]
         blame = (
             f"but nothing ordered {'its' if len(unordered) == 1 else 'their'} read after {writers}'s write of the "
-            "file: a barrier (or another synchronising call) between the two is missing"
+            + (
+                "file: the barrier between them was called with async_op=True and not waited for before the read"
+                if pending
+                else "file: a barrier (or another synchronising call) between the two is missing"
+            )
         )
     child = no_group and _raised_in_child(f.run[first])
     if child:  # attack27 a05, a13: a collective in a spawned child (a process pool's task, a DataLoader worker)
@@ -3232,12 +3237,23 @@ def call_hazards(run: Run) -> list[str]:
         for e in ordering.unwaited(result.events) if result.ok else ():
             if e.kind == "collective":
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
+        if result.status == RAISED:  # review66b M2: the readers' own async barrier, not yet waited when they raised
+            for e in ordering.unwaited(result.events):
+                if e.kind == "collective" and e.name in ("barrier", "monitored_barrier"):
+                    found.setdefault(("pending", e.name, _place(e)), []).append(result.rank)
         for e in result.outside:
             found.setdefault(("outside", e.name, _place(e)), []).append(result.rank)
     lines = []
     for (hazard, name, place), ranks in found.items():
         who = f"{rank_list(sorted(set(ranks)))}'s"
-        if hazard == "outside":  # review63b M3: torch warns and returns; a finished run said nothing of it
+        if hazard == "pending":
+            lines.append(
+                f"{who} barrier(async_op=True) at {place} had not been waited for when "
+                f"{'it' if len(set(ranks)) == 1 else 'they'} raised: a barrier called with async_op=True holds a "
+                "rank only from its work.wait() on, so it held nothing before that; call work.wait() before the code "
+                "it must hold back"
+            )
+        elif hazard == "outside":  # review63b M3: torch warns and returns; a finished run said nothing of it
             alone = len(set(ranks)) == 1
             lines.append(
                 f"{who} {name} at {place} named a group {'that rank is' if alone else 'those ranks are'} not in "

@@ -5295,9 +5295,10 @@ def _explain(
     elif reason == "order":
         kind = "branch"
         others, line = detail
+        them = f"ranks where `{others}` is true" if others else "the other ranks"  # review66b M1: no test to quote
         why = (
-            f"ranks where `{cond}` is true make the collectives of this branch in one order, and ranks where "
-            f"`{others}` is true make the same ones in another (this {short} at line {line}): collectives pair by "
+            f"ranks where `{cond}` is true make the collectives of this branch in one order, and {them} make the "
+            f"same ones in another (they make this {short} at line {line}): collectives pair by "
             "their position in each group's sequence, so a call here meets another op, or waits in one group while "
             "its peer waits in another's, until the timeout"
         )
@@ -6080,7 +6081,7 @@ class _Walker:
         first = body[0]
         where = next(o for o in other if keyed(o) == mine[0])
         line = where.node.lineno + self.unit.offset  # type: ignore[union-attr]
-        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "the other ranks", str(line)))
+        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "", str(line)))
         return True
 
     def _loop(

@@ -82,9 +82,11 @@ def check_save_atomically(save, *, quiet: bool = False, seed: int | None = None)
                 try:
                     step = torch.load(path, weights_only=True)["step"]
                 except Exception as error:
-                    size = os.path.getsize(path) if os.path.exists(path) else 0
+                    if not os.path.exists(path):  # review66a M2: the old one deleted before the new one was whole
+                        return verdict(False, f"killed at {kill_at:.0%} of the bytes, checkpoint.pt was gone: the "
+                                       "old checkpoint was removed before the new one was complete", quiet)
                     return verdict(False, f"killed at {kill_at:.0%} of the bytes, checkpoint.pt was left partial "
-                                   f"({size} bytes; torch.load: {type(error).__name__})", quiet)
+                                   f"({os.path.getsize(path)} bytes; torch.load: {type(error).__name__})", quiet)
                 if step != 1:
                     return verdict(False, f"after a kill at {kill_at:.0%}, checkpoint.pt holds step {step}, not the "
                                    "old step 1", quiet)
