@@ -2978,3 +2978,59 @@ class Engine:
     assert lint_source(source) == []
     ddp_only = source.replace("self.step(self.bare, batch)", "self.step(self.ddp, batch)")
     assert [f.kind for f in lint_source(ddp_only)] == ["hidden-collective"], lint_source(ddp_only)
+
+
+def test_a_method_of_an_element_of_a_list_of_objects_of_several_classes_reaches_their_collectives() -> None:
+    """Modelled on round 36's AgileRL item (``buggy_agilerl_report_metrics_on_main_process_only``): the population
+    is handed a list of loggers of two classes of the file; its ``report_metrics`` calls ``write`` on each, and
+    one class's ``write`` waits for everyone. Calling ``report_metrics`` on the main process only hangs the
+    others' next collective; calling it on every rank is quiet."""
+    source = """
+import torch.distributed as dist
+
+class Accelerator:
+    @property
+    def is_main_process(self):
+        return dist.get_rank() == 0
+
+    def wait_for_everyone(self):
+        dist.barrier()
+
+class WandbLogger:
+    def __init__(self, accelerator):
+        self.accelerator = accelerator
+
+    def write(self, step, metrics):
+        self.accelerator.wait_for_everyone()
+
+class StdOutLogger:
+    def write(self, step, metrics):
+        print(step, metrics)
+
+class Population:
+    def __init__(self, agents, loggers):
+        self.agents, self.loggers = agents, loggers
+
+    def report_metrics(self, step):
+        for logger in self.loggers:
+            logger.write(step, {})
+
+def train(population, accelerator, steps):
+    for step in range(steps):
+        population.report_metrics(step)
+
+def main():
+    accelerator = Accelerator()
+    wandb_logger = WandbLogger(accelerator)
+    population = Population([], [StdOutLogger(), wandb_logger])
+    train(population, accelerator, 4)
+"""
+    assert lint_source(source) == []
+    main_only = source.replace(
+        "        population.report_metrics(step)",
+        "        if accelerator.is_main_process:\n            population.report_metrics(step)",
+    )
+    found = lint_source(main_only)
+    assert [(f.kind, f.line) for f in found] == [("hidden-collective", 34)], found
+    assert "logger.write -> self.accelerator.wait_for_everyone" in found[0].collective
+    assert "call `population.report_metrics()` on every rank" in found[0].fix

@@ -1465,6 +1465,9 @@ class _Built:
     classes: tuple[str, ...]
     local: str | None
     options: dict[str, ast.expr] = field(default_factory=dict, compare=False, hash=False)
+    #: for an element of a list of objects of several classes of the file (``[WandbLogger(a), StdOutLogger(a)]``),
+    #: the classes of the file of the other elements: a method called on the element may be any of theirs
+    alternatives: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
 
 def _switched_on(value: ast.expr | None, default: bool) -> bool:
@@ -3461,6 +3464,15 @@ class _Analysis:
             self._drop_forwards_without_grad(placed)
         for func in self.table.values():
             calls[func.key] = [c for _, c in placed[func.key]] + self._decorator_wrappers(func)
+            for node, call in placed[func.key]:  # ``logger.write(...)`` on an element of a list of several classes
+                if call.kind == "call" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    receiver = node.func.value
+                    if isinstance(receiver, ast.Name) and receiver.id not in ("self", "cls"):
+                        built = self._constructed(receiver.id, func.key, func.self_class)
+                        if built is not None and built.alternatives:
+                            for method in self._element_methods(built, node.func.attr):
+                                if method != call.target:
+                                    calls[func.key].append(_Call("call", call.display, method))
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
@@ -4130,9 +4142,10 @@ class _Analysis:
         ):
             built = self._constructed(func.value.id, scope, self_class)
             if built is not None and built.local is not None:
-                for cls in self._ancestors(built.local):
-                    if f"{cls}.{func.attr}" in self.table:
-                        return f"{cls}.{func.attr}"
+                methods = self._element_methods(built, func.attr)
+                # an element of a list of objects of several classes: the method that reaches a collective, once
+                # that is known (:meth:`_prepare_reach` follows every one)
+                return next((m for m in methods if m in self.reach), methods[0] if methods else None)
         name = _dotted(func)
         if name is None:
             return None
@@ -4152,6 +4165,18 @@ class _Analysis:
                 if (cls, name) in self.kept:
                     return self.kept[(cls, name)]
         return None
+
+    def _element_methods(self, built: _Built, attr: str) -> list[str]:
+        """The methods ``attr`` of the file an object ``built`` may run: of its class, or of any class of its
+        alternatives (see :meth:`_object_list`), nearest definition first."""
+        methods = []
+        for local in (built.local, *built.alternatives):
+            for cls in self._ancestors(local) if local else ():
+                if f"{cls}.{attr}" in self.table:
+                    if f"{cls}.{attr}" not in methods:
+                        methods.append(f"{cls}.{attr}")
+                    break
+        return methods
 
     def _prepare_callbacks(self) -> None:
         """Functions of the file passed as arguments: ``passed[(function, parameter)]`` is the function a call
@@ -4242,7 +4267,7 @@ class _Analysis:
                 if held is not None and isinstance(target, ast.Name):
                     self.objects.setdefault(key, {}).setdefault(target.id, held)
         for _ in range(5):
-            changed = False
+            changed = self._flow_object_lists(scopes)
             for key, nodes, unit in scopes:
                 self_class = self._class_of(key)
                 for node in nodes:
@@ -4255,6 +4280,12 @@ class _Analysis:
                     skip = 1 if params[:1] in (["self"], ["cls"]) else 0
                     bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
                     for param, arg in bound:
+                        if isinstance(arg, (ast.List, ast.Tuple)) and param in params:
+                            held = self._object_list(arg, key, self_class)
+                            if held is not None and f"{param}[]" not in self.objects.get(callee, {}):
+                                self.objects.setdefault(callee, {})[f"{param}[]"] = held
+                                changed = True
+                            continue
                         built = self._constructed(_dotted(arg), key, self_class)
                         if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
                             built = self._built(arg, unit)  # an object of a class of the file, built in place
@@ -4282,6 +4313,56 @@ class _Analysis:
                     self.objects.setdefault(where, {})[name] = _Built(classes, cls)
         self._return_classes.clear()
         self._prepare_metric_states()
+
+    def _object_list(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
+        """An element of a list or tuple literal every element of which is an object of a class of the file, built
+        in place or held by a name (``[wandb_logger, StdOutLogger(accelerator)]``): the first element's class,
+        with the classes of the others as its alternatives; None for anything else."""
+        if not isinstance(value, (ast.List, ast.Tuple)) or not value.elts:
+            return None
+        locals_: list[str] = []
+        for element in value.elts:
+            if isinstance(element, ast.Call) and _terminal(element.func) in self.bases:
+                cls = _terminal(element.func)
+            else:
+                built = self._constructed(_dotted(element), scope, self_class)
+                if built is None or built.local is None:
+                    return None
+                cls = built.local
+            if cls not in locals_:
+                locals_.append(cls)
+        classes = (locals_[0], *(b for c in self._ancestors(locals_[0]) for b in self.base_names.get(c, [])))
+        return _Built(classes, locals_[0], alternatives=tuple(locals_[1:]))
+
+    def _flow_object_lists(self, scopes: list[tuple[str | None, list[ast.AST], _Unit]]) -> bool:
+        """One round of following lists of objects of the file's classes (see :meth:`_object_list`): a name or
+        ``self.`` attribute assigned such a list, or a name that holds one (``self.loggers = loggers`` for a
+        parameter passed ``[WandbLogger(a), StdOutLogger(a)]``), holds its elements; the target of a ``for`` over
+        it holds one of them. True when something new was found."""
+        changed = False
+        for key, nodes, _unit in scopes:
+            self_class = self._class_of(key)
+            for names, value, index in _assignments(n for n in nodes if isinstance(n, ast.Assign)):
+                if index is not None:
+                    continue
+                held = self._object_list(value, key, self_class)
+                if held is None and isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value):
+                    held = self._constructed(f"{_dotted(value)}[]", key, self_class)
+                if held is None or not (held.alternatives or not _held_calls(value)):
+                    continue
+                for name in names:
+                    where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                    if f"{name}[]" not in self.objects.get(where, {}):
+                        self.objects.setdefault(where, {})[f"{name}[]"] = held
+                        changed = True
+            for loop in (n for n in nodes if isinstance(n, (ast.For, ast.comprehension))):
+                if not isinstance(loop.target, ast.Name) or _dotted(loop.iter) is None:
+                    continue
+                held = self._constructed(f"{_dotted(loop.iter)}[]", key, self_class)
+                if held is not None and loop.target.id not in self.objects.get(key, {}):
+                    self.objects.setdefault(key, {})[loop.target.id] = held
+                    changed = True
+        return changed
 
     def _built(self, call: ast.Call, unit: _Unit) -> _Built:
         """The classes a constructor call builds (for a class of the file, also the imported bases of it and
