@@ -3034,3 +3034,55 @@ def main():
     assert [(f.kind, f.line) for f in found] == [("hidden-collective", 34)], found
     assert "logger.write -> self.accelerator.wait_for_everyone" in found[0].collective
     assert "call `population.report_metrics()` on every rank" in found[0].fix
+
+
+def test_a_method_called_on_a_self_attribute_holding_an_object_of_the_file_reaches_its_collectives() -> None:
+    """Modelled on round 31's SpeechBrain pair (``buggy_speechbrain_ckpt_dir_broadcast_in_main_only_save`` and
+    its correct twin, speechbrain PR #2404): ``self.checkpointer.save_checkpoint()``, called in a
+    ``@main_process_only`` method, broadcasts the folder name from inside; the fix routes it through
+    ``ddp_broadcast``, which returns at once while the decorator's ``MAIN_PROC_ONLY`` count is set."""
+    source = """
+import torch.distributed as dist
+
+MAIN_PROC_ONLY = 0
+
+def main_process_only(function):
+    def wrapped(*args, **kwargs):
+        global MAIN_PROC_ONLY
+        MAIN_PROC_ONLY += 1
+        try:
+            if dist.get_rank() == 0:
+                return function(*args, **kwargs)
+        finally:
+            MAIN_PROC_ONLY -= 1
+    return wrapped
+
+def ddp_broadcast(obj, src=0):
+    if not dist.is_initialized() or MAIN_PROC_ONLY >= 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+class Checkpointer:
+    def save_checkpoint(self, name):
+        name = ddp_broadcast(name, src=0)
+        print(name)
+
+class Brain:
+    def __init__(self):
+        self.checkpointer = Checkpointer()
+
+    @main_process_only
+    def save(self):
+        self.checkpointer.save_checkpoint("ckpt")
+"""
+    assert lint_source(source) == []
+    bare = source.replace(
+        "        name = ddp_broadcast(name, src=0)\n", "        dist.broadcast_object_list([name], src=0)\n"
+    )
+    found = [(f.kind, f.line) for f in lint_source(bare) if f.kind == "hidden-collective"]
+    assert found == [("hidden-collective", 35)], lint_source(bare)
+    ungated = source.replace(" or MAIN_PROC_ONLY >= 1", "")
+    found = [(f.kind, f.line) for f in lint_source(ungated)]
+    assert found == [("hidden-collective", 35)], lint_source(ungated)

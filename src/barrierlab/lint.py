@@ -2577,6 +2577,30 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
     return calls if calls and len(calls) == len(elts) else []
 
 
+def _or_terms(test: ast.expr) -> list[ast.expr]:
+    """The terms of an ``or`` (any one true makes the test true), or the test itself."""
+    return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+
+
+def _flag_test(test: ast.expr, flags: set[str]) -> bool:
+    """Whether ``test`` is true when one of ``flags`` is set: the flag itself, or the flag compared with
+    ``>= 1``/``> 0``/``!= 0``."""
+    if isinstance(test, ast.Name):
+        return test.id in flags
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in flags
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        op, value = test.ops[0], test.comparators[0].value
+        return (isinstance(op, ast.GtE) and value == 1) or (
+            isinstance(op, (ast.Gt, ast.NotEq)) and value in (0, False, None)
+        )
+    return False
+
+
 def _leaves_loop(stmts: list[ast.stmt]) -> bool:
     """Whether a block leaves the loop around it or skips the rest of its body (``break``, ``continue``,
     ``return``), not counting what nested loops do. A ``raise`` on a rank's own data (a NaN loss) ends the job
@@ -4135,12 +4159,12 @@ class _Analysis:
         file (``monitor = LayerMonitor(...)``; ``monitor.gather()``), or a function of the file handed over as an
         argument and called through the parameter or the ``self.`` attribute that keeps it
         (``LayerMonitor(gather_fn=all_gather_objects)``; ``self._gather_fn(...)``)."""
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id not in ("self", "cls")
+        held = _dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if held is not None and (
+            (isinstance(func.value, ast.Name) and held not in ("self", "cls"))
+            or (held.startswith("self.") and held.count(".") == 1 and self_class)  # ``self.meter.sync()``
         ):
-            built = self._constructed(func.value.id, scope, self_class)
+            built = self._constructed(held, scope, self_class)
             if built is not None and built.local is not None:
                 methods = self._element_methods(built, func.attr)
                 # an element of a list of objects of several classes: the method that reaches a collective, once
@@ -5068,13 +5092,58 @@ class _Analysis:
                 or self._process_decorator(target)
                 or self._gating_decorator(target, func.unit)
             ):
-                walker.flag(items, "decorator", "@" + func.unit.text(deco))
+                flags = self._flags_set(target, func.unit)
+                for site in _sites(items):
+                    found = self.classify(site.node, func.unit, func.self_class, func.key) if flags else None
+                    target = found.target if found is not None and found.kind == "call" else None
+                    if not (flags and self._chain_off_while(target, flags)):
+                        self.flag(func.unit, site, "decorator", "@" + func.unit.text(deco), None)
         bases = set(self._ancestors(func.self_class)) if func.self_class else set()
         for hook in RANK_HOOKS:
             if hook.name == func.node.name and hook.bases & bases:
                 cond = f"{hook.framework} runs {hook.name}() on some ranks only"
                 walker.flag(items, "hook", cond, detail=(hook.framework, hook.name, hook.runs_on, hook.fix))
                 break
+
+    def _flags_set(self, target: ast.expr, unit: _Unit) -> set[str]:
+        """The module globals a decorator of the file sets (``global MAIN_PROC_ONLY``; ``MAIN_PROC_ONLY += 1``)
+        while it runs the function it wraps: SpeechBrain's ``main_process_only`` counts the main-process-only
+        sections it is in."""
+        key = self._callee(target, None, unit)
+        if key is None:
+            return set()
+        nodes = list(ast.walk(self.table[key].node))
+        declared = {name for n in nodes if isinstance(n, ast.Global) for name in n.names}
+        return {
+            t.id
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name) and t.id in declared
+        }
+
+    def _chain_off_while(self, key: str | None, flags: set[str]) -> bool:
+        """Whether a function on the chain by which ``key`` reaches its collective returns, before any call that
+        makes or reaches one, when one of ``flags`` is set: ``if not dist.is_initialized() or MAIN_PROC_ONLY >= 1:
+        return obj`` at the top of SpeechBrain's ``ddp_broadcast`` (PR #2404) keeps the broadcast out of a
+        main-process-only section."""
+        seen: set[str] = set()
+        while key is not None and key in self.table and key not in seen:
+            seen.add(key)
+            func = self.table[key]
+            first = min((n.lineno for n, _found, _terms in self._reaching_calls(func)), default=None)
+            for stmt in func.node.body:
+                if first is None or stmt.lineno >= first:
+                    break
+                if (
+                    isinstance(stmt, ast.If)
+                    and not stmt.orelse
+                    and all(isinstance(b, ast.Return) for b in stmt.body)
+                    and any(_flag_test(t, flags) for t in _or_terms(stmt.test))
+                ):
+                    return True
+            key = self.reach.get(key, (None, None))[1]
+        return False
 
     @staticmethod
     def _process_decorator(target: ast.expr) -> bool:
