@@ -3086,3 +3086,58 @@ class Brain:
     ungated = source.replace(" or MAIN_PROC_ONLY >= 1", "")
     found = [(f.kind, f.line) for f in lint_source(ungated)]
     assert found == [("hidden-collective", 35)], lint_source(ungated)
+
+
+def test_an_object_stored_on_another_object_from_outside_is_followed_into_its_methods() -> None:
+    """Modelled on round 29's PEFT item (``buggy_peft_prompt_tuning_zero3_save_main_only``, transformers PR
+    #29980): the trainer keeps the model it is handed (``self.model = model``), the ZeRO-3 stand-in is stored on
+    the model's prompt encoder from outside (``model.prompt_encoder.zero = Zero3Params(...)``), and
+    ``save_pretrained`` runs the encoder's forward, which all-gathers its weight: called on the saving rank only,
+    it waits for ranks that never call it."""
+    source = """
+import torch.distributed as dist
+import torch.nn as nn
+
+class Zero3Params:
+    def gather(self, tensor):
+        parts = [tensor.clone() for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, tensor)
+        return parts
+
+class PromptEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.zero = None
+
+    def forward(self, x):
+        return self.zero.gather(x)
+
+class PromptModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.prompt_encoder = PromptEncoder()
+
+    def save_pretrained(self, x):
+        return self.prompt_encoder(x)
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.should_save = dist.get_rank() == 0
+
+    def save(self, x):
+        self.model.save_pretrained(x)
+
+def main(x):
+    model = PromptModel()
+    model.prompt_encoder.zero = Zero3Params()
+    Trainer(model).save(x)
+"""
+    assert lint_source(source) == []
+    main_only = source.replace(
+        "        self.model.save_pretrained(x)",
+        "        if self.should_save:\n            self.model.save_pretrained(x)",
+    )
+    found = lint_source(main_only)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 34, 33)], found
+    assert "self.prompt_encoder -> self.zero.gather -> dist.all_gather" in found[0].collective

@@ -4358,6 +4358,36 @@ class _Analysis:
         classes = (locals_[0], *(b for c in self._ancestors(locals_[0]) for b in self.base_names.get(c, [])))
         return _Built(classes, locals_[0], alternatives=tuple(locals_[1:]))
 
+    def _held_object(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
+        """The object of a class of the file ``value`` is: built in place (``Zero3Params(module)``), or held by a
+        name or ``self.`` attribute (see :meth:`_constructed`); None for anything else."""
+        if isinstance(value, ast.Call) and _terminal(value.func) in self.bases and _dotted(value.func):
+            cls = _terminal(value.func)
+            return _Built((cls, *(b for c in self._ancestors(cls) for b in self.base_names.get(c, []))), cls)
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            built = self._constructed(_dotted(value), scope, self_class)
+            if built is not None and built.local is not None:
+                return built
+        return None
+
+    def _chain_class(self, dotted: str, scope: str | None, self_class: str | None) -> str | None:
+        """The class of the file of the object a dotted name reaches through objects of the file's classes
+        (``model.prompt_encoder``: ``model`` holds a ``PromptTuningModel``, whose ``self.prompt_encoder`` holds a
+        ``PromptEncoder``), or None."""
+        head, *rest = dotted.split(".")
+        if head in ("self", "cls"):
+            if not rest or not self_class:
+                return None
+            head, rest = f"self.{rest[0]}", rest[1:]
+        built = self._constructed(head, scope, self_class)
+        cls = built.local if built is not None else None
+        for attr in rest:
+            if cls is None:
+                return None
+            built = self._constructed(f"self.{attr}", None, cls)
+            cls = built.local if built is not None else None
+        return cls
+
     def _flow_object_lists(self, scopes: list[tuple[str | None, list[ast.AST], _Unit]]) -> bool:
         """One round of following lists of objects of the file's classes (see :meth:`_object_list`): a name or
         ``self.`` attribute assigned such a list, or a name that holds one (``self.loggers = loggers`` for a
@@ -4372,12 +4402,22 @@ class _Analysis:
                 held = self._object_list(value, key, self_class)
                 if held is None and isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value):
                     held = self._constructed(f"{_dotted(value)}[]", key, self_class)
-                if held is None or not (held.alternatives or not _held_calls(value)):
+                if held is not None and (held.alternatives or not _held_calls(value)):
+                    for name in names:
+                        where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                        if f"{name}[]" not in self.objects.get(where, {}):
+                            self.objects.setdefault(where, {})[f"{name}[]"] = held
+                            changed = True
+                one = self._held_object(value, key, self_class)
+                if one is None:
                     continue
-                for name in names:
+                for name in names:  # ``self.model = model`` of a parameter passed a model of the file
                     where = f"class {self_class}" if name.startswith("self.") and self_class else key
-                    if f"{name}[]" not in self.objects.get(where, {}):
-                        self.objects.setdefault(where, {})[f"{name}[]"] = held
+                    if "." in name and not name.startswith("self."):  # ``model.encoder.zero = Zero3Params(...)``
+                        owner = self._chain_class(name.rpartition(".")[0], key, self_class)
+                        where, name = (f"class {owner}", f"self.{name.rpartition('.')[2]}") if owner else (None, "")
+                    if where is not None and name and name not in self.objects.get(where, {}):
+                        self.objects.setdefault(where, {})[name] = one
                         changed = True
             for loop in (n for n in nodes if isinstance(n, (ast.For, ast.comprehension))):
                 if not isinstance(loop.target, ast.Name) or _dotted(loop.iter) is None:
