@@ -3141,3 +3141,34 @@ def main(x):
     found = lint_source(main_only)
     assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 34, 33)], found
     assert "self.prompt_encoder -> self.zero.gather -> dist.all_gather" in found[0].collective
+
+
+def test_a_tensor_indexed_with_a_boolean_mask_handed_to_accelerates_gather_is_a_size_mismatch() -> None:
+    """Modelled on round 32's TRL pair (``buggy_trl_grpo_entropy_mask_gathers_unequal_lengths`` and
+    ``correct_trl_grpo_entropy_mask_padded_before_gather``, huggingface/trl PR #3964): the non-pad entropies,
+    ``entropies[mask.bool()]``, have as many elements as the rank's completions have tokens, and Accelerate's
+    ``gather`` all-gathers them as they are; padding them to the largest count first is quiet."""
+    source = """
+import torch
+
+def high_entropy_threshold(accelerator, entropies, mask):
+    non_pad = entropies[mask.bool()].float()
+    everyone = accelerator.gather(non_pad)
+    return torch.quantile(everyone, 0.8)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line) for f in found] == [("size-mismatch", 6)], found
+    assert "indexed with a boolean mask" in found[0].why
+    assert "pad_across_processes" in found[0].fix
+    padded = """
+import torch
+
+def high_entropy_threshold(accelerator, entropies, mask):
+    non_pad = entropies[mask.bool()].float()
+    counts = accelerator.gather(torch.tensor([non_pad.numel()]))
+    padded = torch.full((int(counts.max()),), -1.0)
+    padded[: non_pad.numel()] = non_pad
+    everyone = accelerator.gather(padded)
+    return torch.quantile(everyone[everyone != -1.0], 0.8)
+"""
+    assert lint_source(padded) == []

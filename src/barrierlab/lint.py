@@ -7595,8 +7595,42 @@ _SIZED_COLLECTIVES = frozenset(
         "_reduce_scatter_base",
     }
 )
+#: Framework calls (framework, name) that hand their tensor argument to a collective whose tensors must have one
+#: size on every rank: Accelerate's ``gather``/``gather_for_metrics`` all-gather it as it is (padding is
+#: ``pad_across_processes``'s job), its ``reduce`` all-reduces it; Lightning's and mmengine's ``all_gather`` and
+#: ``all_reduce`` are torch's.
+_SAME_SHAPE_FRAMEWORK = frozenset(
+    {
+        ("Accelerate", "gather"),
+        ("Accelerate", "gather_for_metrics"),
+        ("Accelerate", "reduce"),
+        ("Lightning", "all_gather"),
+        ("Lightning", "all_reduce"),
+        ("Lightning", "reduce"),
+        ("mmengine", "all_gather"),
+        ("mmengine", "all_reduce"),
+    }
+)
 #: Framework calls that make one collective per key of a dict argument: (name, keyword that switches it on).
 _PER_KEY_CALLS = {"log_dict": "sync_dist"}
+
+
+def _boolean_mask(index: ast.expr) -> bool:
+    """Whether a subscript's index is evidently a boolean mask (``x[mask.bool()]``, ``x[ids != pad]``,
+    ``x[~done]``), whose result has as many elements as the mask has true values."""
+    if isinstance(index, ast.Compare):
+        return True
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+        return True
+    return isinstance(index, ast.Call) and isinstance(index.func, ast.Attribute) and index.func.attr == "bool"
+
+
+def _whole(index: ast.expr) -> bool:
+    """Whether a subscript's index keeps the whole first dimension (``x[:]``, ``x[:, 0]``, ``x[..., 1]``)."""
+    first = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+    if isinstance(first, ast.Constant) and first.value is Ellipsis:
+        return True
+    return isinstance(first, ast.Slice) and first.lower is None and first.upper is None and first.step is None
 
 
 class _Sizes:
@@ -7730,6 +7764,8 @@ class _Sizes:
             return False
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
             return any(self._sized(g.iter, sized, keyed) for g in expr.generators)
+        if isinstance(expr, ast.Subscript):
+            return _boolean_mask(expr.slice) or self._sized(expr.value, sized, keyed) and _whole(expr.slice)
         if isinstance(expr, ast.BinOp):
             return self._sized(expr.left, sized, keyed) or self._sized(expr.right, sized, keyed)
         if isinstance(expr, (ast.List, ast.Tuple)):
@@ -7747,6 +7783,11 @@ class _Sizes:
                 return (
                     f"`{unit.text(node)}` (line {node.lineno + unit.offset}), whose length depends on the values of "
                     "each rank's data"
+                )
+            if isinstance(node, ast.Subscript) and _boolean_mask(node.slice):
+                return (
+                    f"`{unit.text(node)}` (line {node.lineno + unit.offset}), indexed with a boolean mask: it keeps "
+                    "as many elements as the mask has true values in each rank's data"
                 )
         if depth < _MAX_DEPTH:
             for node in ast.walk(expr):
@@ -7830,7 +7871,16 @@ class _Sizes:
                 arg = next((a for a in args if self._sized(a, sized, keyed)), None)
                 if arg is not None:
                     self._size(node, arg, unit, self._root(arg, values, keyed, unit))
-            elif name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
+            elif (
+                not full
+                and node.args
+                and isinstance(node.func, ast.Attribute)
+                and self._sized(node.args[0], sized, keyed)
+            ):
+                entry = self.an._framework(node, unit, self_class, key)
+                if entry is not None and (entry.framework, entry.name) in _SAME_SHAPE_FRAMEWORK:
+                    self._size(node, node.args[0], unit, self._root(node.args[0], values, keyed, unit))
+            if name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
                 entry = self.an._framework(node, unit, self_class, key)
                 if entry is not None and entry.name == name and self._sized(node.args[0], sized, keyed):
                     origin = self._root(node.args[0], values, keyed, unit)
@@ -7848,6 +7898,11 @@ class _Sizes:
             fix = (
                 "agree on the keys first: all_gather_object every rank's key set and stack the sorted union, with a "
                 "zero for a key a rank lacks (or always fill every key)"
+            )
+        elif "boolean mask" in origin:
+            fix = (
+                "pad it to a length every rank shares before the collective (gather the counts and pad to the largest, "
+                "as Accelerate's pad_across_processes does), and drop the padding afterwards"
             )
         else:
             fix = "give the tensor a size every rank knows in advance (torch.bincount(..., minlength=num_classes), padding)"
