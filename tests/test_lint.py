@@ -3172,3 +3172,46 @@ def high_entropy_threshold(accelerator, entropies, mask):
     return torch.quantile(everyone[everyone != -1.0], 0.8)
 """
     assert lint_source(padded) == []
+
+
+def test_an_object_of_a_class_of_a_followed_module_is_followed_into_its_methods(tmp_path: Path) -> None:
+    """Modelled on round 26's reward-timeout pair (``buggy_reward_timeout_continue_skips_stats`` and
+    ``correct_reward_timeout_scored_as_zero``): the reward statistics are an object of a class of the learner's
+    own ``_helpers_rewards.py``, whose ``add`` all-reduces every few rewards; a ``continue`` from the handler of
+    the verifier's timeout skips it on the ranks whose completion timed out. Scoring the timeout instead is quiet."""
+    (tmp_path / "stats_helpers.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\nclass RunningStats:\n"
+        "    def __init__(self, every):\n        self.every, self.pending = every, []\n\n"
+        "    def add(self, value):\n        self.pending.append(value)\n"
+        "        if len(self.pending) == self.every:\n            self._flush()\n\n"
+        "    def _flush(self):\n        dist.all_reduce(torch.tensor([sum(self.pending)]))\n        self.pending.clear()\n"
+    )
+    script = """
+from stats_helpers import RunningStats
+
+class Timeout(Exception):
+    pass
+
+def verify(completion):
+    if len(completion) > 500:
+        raise Timeout(completion[:10])
+    return 1.0
+
+def rollout(stats, completions):
+    for completion in completions:
+        try:
+            reward = verify(completion)
+        except Timeout:
+            continue
+        stats.add(reward)
+
+def main(completions):
+    stats = RunningStats(4)
+    rollout(stats, completions)
+"""
+    (tmp_path / "skips.py").write_text(script)
+    found = lint_file(tmp_path / "skips.py")
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 18, 16)], found
+    assert found[0].collective == "stats.add -> self._flush -> dist.all_reduce"
+    (tmp_path / "scores.py").write_text(script.replace("            continue\n", "            reward = 0.0\n"))
+    assert lint_file(tmp_path / "scores.py") == []

@@ -4435,6 +4435,8 @@ class _Analysis:
         name = self._resolve(call.func, unit)
         classes, options = [name], {}
         local = _terminal(call.func)
+        if local not in self.bases and name in self.bases:  # a class of a followed module (``_helpers.Stats``)
+            local = name
         if local in self.bases:
             for cls in self._ancestors(local):
                 classes += self.base_names.get(cls, [])
