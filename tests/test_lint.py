@@ -3215,3 +3215,106 @@ def main(completions):
     assert found[0].collective == "stats.add -> self._flush -> dist.all_reduce"
     (tmp_path / "scores.py").write_text(script.replace("            continue\n", "            reward = 0.0\n"))
     assert lint_file(tmp_path / "scores.py") == []
+
+
+def test_a_forward_that_runs_a_gathering_submodule_only_under_a_test_on_the_batch_it_is_handed() -> None:
+    """Modelled on round 25's vision-tower pair (``buggy_vision_tower_skipped_text_only_batch`` and
+    ``correct_vision_tower_dummy_image_text_only_batch``): under ZeRO-3 every submodule's forward all-gathers its
+    partitioned weight (an autograd Function's ``apply`` runs its ``forward``), and the model runs the vision tower
+    only ``if pixel_values is not None``, a test on the batch of each rank's own loader. Feeding a dummy image to a
+    text-only batch keeps every rank's gathers in step."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+class _Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, part):
+        parts = [torch.empty_like(part) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, part)
+        return torch.cat(parts)
+
+class Partitioned(torch.nn.Module):
+    def __init__(self, part):
+        super().__init__()
+        self.part = torch.nn.Parameter(part)
+
+    def full(self):
+        return _Gather.apply(self.part)
+
+class TinyVLM(torch.nn.Module):
+    def __init__(self, part):
+        super().__init__()
+        self.vision_tower = Partitioned(part)
+        self.lm_head = Partitioned(part)
+
+    def forward(self, input_ids, pixel_values):
+        embeds = input_ids.float()
+        if pixel_values is not None:
+            embeds = embeds + pixel_values @ self.vision_tower.full()
+        return embeds @ self.lm_head.full()
+
+def train(dataset, part):
+    model = TinyVLM(part)
+    loader = DataLoader(dataset, batch_size=2, sampler=DistributedSampler(dataset))
+    for input_ids, pixel_values in loader:
+        model(input_ids, pixel_values).sum().backward()
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 37, 29)], found
+    assert found[0].collective == "model -> self.vision_tower.full -> _Gather.apply -> dist.all_gather"
+    assert "computed from this rank's own batch" in found[0].why
+    assert "placeholder input" in found[0].fix
+    dummy = source.replace(
+        "        if pixel_values is not None:\n            embeds = embeds + pixel_values @ self.vision_tower.full()",
+        "        if pixel_values is None:\n            pixel_values = torch.zeros_like(embeds)\n"
+        "        embeds = embeds + pixel_values @ self.vision_tower.full()",
+    )
+    assert lint_source(dummy) == []
+
+
+def test_a_collective_under_an_if_on_the_batch_of_a_loader_is_a_branch() -> None:
+    """The in-function form of the vision-tower item above: a test on each rank's own batch decides which ranks
+    make the collective; the same test deciding only local work is quiet."""
+    source = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def train(dataset, stats):
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    for ids, pixels in loader:
+        if pixels is not None:
+            dist.all_reduce(stats)
+        dist.barrier()
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("branch", 9, 8)], found
+    assert "computed from this rank's own batch" in found[0].why
+    quiet = source.replace("            dist.all_reduce(stats)", "            stats.add_(1)")
+    assert lint_source(quiet) == []
+
+
+def test_a_loop_over_a_data_sized_selection_calling_an_autograd_function_is_a_data_dependent_count() -> None:
+    """Modelled on round 33's DeepSpeed item (``buggy_deepspeed_zero3_head_called_per_rank_count``): ``Fn.apply`` of
+    a ``torch.autograd.Function`` of the file runs its ``forward``, here an all-gather of a ZeRO-3 parameter, once per
+    row the rank's own scores select."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class GatherParams(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, part):
+        parts = [torch.empty_like(part) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, part)
+        return torch.cat(parts)
+
+def score_heads(part, scores):
+    selected = (scores > 0.5).nonzero()
+    for i in selected:
+        GatherParams.apply(part)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line) for f in found] == [("data-dependent-count", 15)], found
+    assert lint_source(source.replace("(scores > 0.5).nonzero()", "range(4)")) == []

@@ -2830,6 +2830,7 @@ class _Analysis:
             str, set[str]
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
+        self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -3447,6 +3448,45 @@ class _Analysis:
                     if mine:
                         self.param_raisers[key] = (frozenset(mine), f"{cond} in {_dotted(node.func)}()")
                         break
+
+    def data_gate(self, key: str) -> tuple[frozenset[str], str, str, str] | None:
+        """(parameters, the test's text, the function the gated call reaches, that call as written) when ``key`` makes a call that
+        reaches a collective under an ``if`` on its parameters (or values computed from them) with no such call
+        in the other branch: ``if pixel_values is not None: image_embeds = self.encode_images(pixel_values)``.
+        None otherwise, or when the test also reads the rank."""
+        if key in self._data_gates:
+            return self._data_gates[key]
+        self._data_gates[key] = None
+        func = self.table.get(key)
+        if func is None or key not in self.reach:
+            return None
+        origin = _from_parameters(func)
+
+        def reaching(stmts: list[ast.stmt]) -> ast.Call | None:
+            for node in _own_nodes(stmts):
+                if isinstance(node, ast.Call):
+                    found = self.classify(node, func.unit, func.self_class, func.key)
+                    if found is not None and found.kind == "call" and found.target in self.reach:
+                        return node
+            return None
+
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.If):
+                continue
+            read = {origin[n.id] for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id in origin}
+            if not read or self.mentions_rank(node.test, self.func_taint.get(key, set())):
+                continue
+            inside, other = reaching(node.body), reaching(node.orelse)
+            if (inside is None) == (other is None):
+                continue
+            gated = inside or other
+            found = self.classify(gated, func.unit, func.self_class, func.key)  # type: ignore[arg-type]
+            text = func.unit.text(node.test)
+            if other is not None:
+                text = f"not ({text})"
+            self._data_gates[key] = (frozenset(read), text, found.target, found.display)  # type: ignore[union-attr]
+            break
+        return self._data_gates[key]
 
     def _before_collective(self, func: _Func, raised: ast.AST) -> bool:
         """Whether a collective (or a call reaching one) of ``func`` comes after the line of ``raised``."""
@@ -4685,6 +4725,11 @@ class _Analysis:
                     if key in self.table:
                         return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.attr == "apply" and func.value.id in self.class_nodes and self._autograd_function(func.value.id):
+                # ``_Gather.apply(x)``: torch runs the Function's forward (its backward runs in the backward pass)
+                for cls in self._ancestors(func.value.id):
+                    if f"{cls}.forward" in self.table:
+                        return f"{cls}.forward"
             if func.value.id in self.class_nodes and func.value.id not in ("self", "cls"):
                 for cls in self._ancestors(func.value.id):  # ``Comm.barrier()``: a static or class method
                     if f"{cls}.{func.attr}" in self.table:
@@ -4698,6 +4743,14 @@ class _Analysis:
                 if key in self.table and self.table[key].unit.prefix:
                     return key
         return None
+
+    def _autograd_function(self, cls: str) -> bool:
+        """Whether a class of the file derives from ``torch.autograd.Function``."""
+        return any(
+            base in ("torch.autograd.Function", "torch.autograd.function.Function")
+            for c in self._ancestors(cls)
+            for base in self.base_names.get(c, [])
+        )
 
     def _resolve(self, node: ast.expr, unit: _Unit) -> str:
         """The dotted name of ``node`` through the file's imports (``dist.barrier`` ->
@@ -5320,6 +5373,18 @@ class _Analysis:
                     f"decide the return together: all_reduce a flag of `{cond}` (ReduceOp.MAX: 1 where it holds) "
                     "and return on every rank when the reduced flag is set, so every rank skips the same steps"
                 )
+        elif cond in self.local_notes and reason == "branch":
+            note = self.local_notes[cond]
+            own = "batch" if "batch" in note else "model output"
+            why += (
+                f"; `{cond}` is computed from this rank's own {own} ({note}), which differs between ranks and is not "
+                "agreed on by a broadcast or all_reduce, so each rank takes the branch on its own"
+            )
+            fix = (
+                "make this call on every rank whatever its own data holds (run the branch on a placeholder input and "
+                "discard the result: under ZeRO-3/FSDP every rank must run every submodule's forward), or agree on "
+                f"the test first (all_reduce a flag of `{cond}` with ReduceOp.MAX) and branch on the agreed value"
+            )
         flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
         if flags and reason == "branch":
             why += (
@@ -5813,8 +5878,9 @@ class _Walker:
             if self.handling and _reraises(stmt.body) and not stmt.orelse:
                 return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
                 # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
-            local = self._local_test(stmt.test) if _leaves_loop(stmt.body + stmt.orelse) else None
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
+            leaves = _leaves_loop(stmt.body + stmt.orelse)
+            local = self._local_test(stmt.test) if leaves or any(i.site for i in _walk_items(body + orelse)) else None
             if local is not None:  # a loop exit each rank decides from its own data
                 return test + [self._if(None, body, orelse, text=local, rank=True)]
             return test + [self._if(stmt.test, body, orelse)]
@@ -6176,7 +6242,38 @@ class _Walker:
         note = found.note or self.an.reach_notes.get(found.target, "")
         runs = (found.target,) if id(call) in self.an._implicit else ()  # the method `len(x)` runs: x.__len__
         site = _Site(call, " -> ".join((found.display, *runs, *self.an.chain(found.target))), found.display, note)
-        return _Item("op", key=("call", found.target), site=site, node=call)
+        item = _Item("op", key=("call", found.target), site=site, node=call)
+        return self._fed_own_data(call, found, item) or item
+
+    def _fed_own_data(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function of the file that makes a collective only under a test on a parameter (see
+        :meth:`_Analysis.data_gate`), handed there a value of this rank's own batch or model output (see
+        :meth:`_local_values`): each rank's data decides whether the callee makes it (a ZeRO-3 model's vision
+        tower run only ``if pixel_values is not None``, round 25). The call is reported under that test."""
+        if not self.local:
+            return None
+        gate = self.an.data_gate(found.target)
+        if gate is None:
+            return None
+        params, test, inner, shown = gate
+        func = self.an.table[found.target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        if isinstance(call.func, (ast.Name, ast.Attribute)) and found.target.endswith((".__call__", ".forward")):
+            skip = 1 if names[:1] == ["self"] else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        for param, arg in bound:
+            source = self._local_source(arg, self.local) if param in params else None
+            if source is None or self.an.mentions_rank(arg, self.taint, self.laundered):
+                continue
+            text = test
+            self.an.local_notes.setdefault(
+                text, f"`{self.unit.text(arg)[:40]}`, handed to `{func.node.name}()` by this call, from {source}"
+            )
+            chain = " -> ".join((found.display, shown, *self.an.chain(inner)))
+            gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+            return self._if(None, [gated], [], text=text, rank=True)
+        return None
 
     # -- control flow
 
