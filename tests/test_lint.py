@@ -3318,3 +3318,37 @@ def score_heads(part, scores):
     found = lint_source(source)
     assert [(f.kind, f.line) for f in found] == [("data-dependent-count", 15)], found
     assert lint_source(source.replace("(scores > 0.5).nonzero()", "range(4)")) == []
+
+
+def test_a_step_handed_the_batch_that_returns_before_its_collective_on_a_test_of_the_batch() -> None:
+    """Modelled on round 36's torchaudio HuBERT pair (``buggy_torchaudio_hubert_nan_loss_return_before_all_gather``
+    and ``correct_torchaudio_hubert_nan_loss_skip_decided_together``): the training step, handed each rank's own
+    batch, returns on a non-finite loss before it all-gathers the frame counts; all-reducing the flag first makes
+    every rank return together, and is quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def training_step(model, batch):
+    feats, labels = batch
+    loss = torch.nn.functional.cross_entropy(model(feats), labels)
+    invalid = torch.tensor(float(torch.isnan(loss)))
+    if invalid.item() > 0:
+        return None
+    frames = [torch.zeros(1) for _ in range(dist.get_world_size())]
+    dist.all_gather(frames, torch.tensor([float(len(labels))]))
+    return loss
+
+def fit(model, dataset):
+    loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset))
+    for batch in loader:
+        training_step(model, batch)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 19, 10)], found
+    assert found[0].condition == "not (invalid.item() > 0)"
+    agreed = source.replace(
+        "    if invalid.item() > 0:", "    dist.all_reduce(invalid, op=dist.ReduceOp.MAX)\n    if invalid.item() > 0:"
+    )
+    assert lint_source(agreed) == []

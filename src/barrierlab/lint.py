@@ -2430,6 +2430,27 @@ def _from_parameters(func: _Func) -> dict[str, str]:
     return origin
 
 
+def _parameter_sources(func: _Func) -> dict[str, set[str]]:
+    """Like :func:`_from_parameters`, but each name with every parameter it is computed from
+    (``loss = cross_entropy(model(feats), labels)`` with ``feats, labels = batch``: ``model`` and ``batch``)."""
+    args = func.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+    nodes = list(_own_nodes(func.node.body))
+    sources: dict[str, set[str]] = {p: {p} for p in params}
+    flows = _assignments(nodes) + _loop_targets(nodes) + _filled(nodes)
+    for _ in range(4):
+        grew = False
+        for names, value, _ in flows:
+            found = {q for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in sources for q in sources[n.id]}
+            for name in names:
+                if found - sources.setdefault(name, set()):
+                    sources[name] |= found
+                    grew = True
+        if not grew:
+            break
+    return {name: found for name, found in sources.items() if found}
+
+
 def _caught_raises(stmt: ast.Try) -> set[int]:
     """The ``raise``s in a ``try``'s body (outside nested functions) that one of its handlers catches and goes on
     from, to the statement after the ``try`` (no ``return``, ``raise``, ``break``, ``continue`` or exit call in
@@ -3460,31 +3481,47 @@ class _Analysis:
         func = self.table.get(key)
         if func is None or key not in self.reach:
             return None
-        origin = _from_parameters(func)
+        origin = _parameter_sources(func)
+        agreed = self.laundered.get(key, {})  # names a broadcast or all_reduce made the same everywhere, by line
 
-        def reaching(stmts: list[ast.stmt]) -> ast.Call | None:
+        def reaching(stmts: list[ast.stmt], after: int = 0) -> tuple[ast.Call, _Call] | None:
             for node in _own_nodes(stmts):
-                if isinstance(node, ast.Call):
+                if isinstance(node, ast.Call) and node.lineno > after:
                     found = self.classify(node, func.unit, func.self_class, func.key)
-                    if found is not None and found.kind == "call" and found.target in self.reach:
-                        return node
+                    if found is not None and (found.kind == "coll" or found.target in self.reach):
+                        return node, found
             return None
 
         for node in _own_nodes(func.node.body):
             if not isinstance(node, ast.If):
                 continue
-            read = {origin[n.id] for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id in origin}
+            read = {
+                param
+                for n in ast.walk(node.test)
+                if isinstance(n, ast.Name) and n.id in origin and not (n.id in agreed and node.lineno > agreed[n.id])
+                for param in origin[n.id]
+            }
             if not read or self.mentions_rank(node.test, self.func_taint.get(key, set())):
                 continue
-            inside, other = reaching(node.body), reaching(node.orelse)
-            if (inside is None) == (other is None):
-                continue
-            gated = inside or other
-            found = self.classify(gated, func.unit, func.self_class, func.key)  # type: ignore[arg-type]
             text = func.unit.text(node.test)
-            if other is not None:
-                text = f"not ({text})"
-            self._data_gates[key] = (frozenset(read), text, found.target, found.display)  # type: ignore[union-attr]
+            negated = (
+                func.unit.text(node.test.operand)
+                if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+                else f"not ({text})"
+            )
+            inside, other = reaching(node.body), reaching(node.orelse)
+            if (inside is None) != (other is None):
+                gated, text = (inside, text) if inside is not None else (other, negated)
+            elif inside is None and _skips(node.body) and not node.orelse and node in func.node.body:
+                # ``if not rows: return`` before the function's collective: the ranks the test holds on leave
+                gated, text = reaching(func.node.body, node.end_lineno or node.lineno), negated
+            else:
+                continue
+            if gated is None:
+                continue
+            call, found = gated
+            shown = found.display
+            self._data_gates[key] = (frozenset(read), text, found.target if found.kind == "call" else "", shown)
             break
         return self._data_gates[key]
 
@@ -6270,7 +6307,7 @@ class _Walker:
             self.an.local_notes.setdefault(
                 text, f"`{self.unit.text(arg)[:40]}`, handed to `{func.node.name}()` by this call, from {source}"
             )
-            chain = " -> ".join((found.display, shown, *self.an.chain(inner)))
+            chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
             gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
             return self._if(None, [gated], [], text=text, rank=True)
         return None
