@@ -3352,3 +3352,37 @@ def fit(model, dataset):
         "    if invalid.item() > 0:", "    dist.all_reduce(invalid, op=dist.ReduceOp.MAX)\n    if invalid.item() > 0:"
     )
     assert lint_source(agreed) == []
+
+
+def test_a_collective_inside_a_main_process_first_block_meets_the_others_opening_barrier() -> None:
+    """Modelled on round 29's Accelerate item (``buggy_accelerate_main_first_zero3_model_load``): the ZeRO-3 model is
+    built inside ``with state.main_process_first():``, and its construction broadcasts each parameter, which the
+    main process makes while the others wait in the block's opening barrier. Downloading inside the block and
+    building after it is quiet; a barrier inside the block is quiet too (the counts agree)."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class Zero3Params:
+    def __init__(self, tensors):
+        for t in tensors:
+            dist.broadcast(t, src=0)
+
+def download(path):
+    return path
+
+def load(state, path, tensors):
+    with state.main_process_first():
+        path = download(path)
+        zero = Zero3Params(tensors)
+    return path, zero
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 16, 14)], found
+    assert "waits" not in found[0].fix and "outside the `state.main_process_first()` block" in found[0].fix
+    after = source.replace(
+        "        zero = Zero3Params(tensors)\n    return", "    zero = Zero3Params(tensors)\n    return"
+    )
+    assert lint_source(after) == []
+    barrier = source.replace("        zero = Zero3Params(tensors)\n", "        dist.barrier()\n        zero = None\n")
+    assert lint_source(barrier) == []

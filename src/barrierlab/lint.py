@@ -233,9 +233,11 @@ rank-dependent length is not (most such loops have equal trips); framework recei
 by name, so an Accelerator held in a variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
 a DDP model has buffers is guessed from the file's text; laundering is by line, not by
 control flow; ``raise`` is assumed to leave the function;
-``match`` cases are opaque conditions; a collective inside a
-``with main_process_first():`` body is not reported (rank 0 reaches it while the
-others wait in the context manager); collectives in lambdas, reached through
+``match`` cases are opaque conditions; a barrier inside a
+``with main_process_first():`` body is not reported (the main process's meets the others'
+opening barrier, and theirs its closing one: the counts agree), any other collective there
+is a ``branch`` (the main process makes it while the others wait in the opening barrier,
+so the ranks make the same calls in different orders); collectives in lambdas, reached through
 higher-order calls (``map(f, xs)``; a function of the file handed over as an argument is
 followed) or defined in installed modules are not seen (the learner's own modules next to a
 linted file are: see :data:`HELP`); taint follows a container only when it is changed in place
@@ -2596,6 +2598,17 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
     )
     calls = [e for e in elts if isinstance(e, ast.Call) and _dotted(e.func)]
     return calls if calls and len(calls) == len(elts) else []
+
+
+#: The last call of a chain that is a barrier: inside a main-process-first block it meets the others' barrier.
+_BARRIER_LIKE = re.compile(r"barrier|wait_for_everyone|synchronize")
+
+
+def _main_first(expr: ast.expr) -> bool:
+    """Whether a ``with`` item is a main-process-first context manager (Accelerate's or transformers'
+    ``main_process_first()``, ``local_main_process_first()``): the main process runs the block first, the others
+    wait in a barrier until it is done."""
+    return isinstance(expr, ast.Call) and _terminal(expr.func) in ("main_process_first", "local_main_process_first")
 
 
 def _or_terms(test: ast.expr) -> list[ast.expr]:
@@ -5602,6 +5615,18 @@ def _explain(
             "flag (ReduceOp.MAX) and let every rank skip, retry or raise together before this call (or re-raise "
             "in the handler)"
         )
+    elif reason == "main-first":
+        kind = "branch"
+        why = (
+            f"the main process runs this block of `{cond}` while the other ranks wait in the barrier it makes them "
+            f"enter first, so its {short} meets their barrier, and their {short}, made after they are let in, meets "
+            "the barrier it makes when the block ends: the ranks make the same calls in different orders, so they "
+            "wait until the timeout, fail on mismatched sizes, or exchange the wrong data"
+        )
+        fix = (
+            f"make `{call}` outside the `{cond}` block, on every rank (keep only the file work, such as the download "
+            "or the cache write, inside it)"
+        )
     elif reason == "decorator":
         kind = "branch"
         why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
@@ -5956,6 +5981,14 @@ class _Walker:
             lock = next((text for w in stmt.items if (text := self._file_lock(w.context_expr))), None)
             if lock:
                 self.flag(body, "lock", lock)
+            first = next((w.context_expr for w in stmt.items if _main_first(w.context_expr)), None)
+            if first is not None:  # the main process makes these while the others wait in the opening barrier
+                ordered = [
+                    item
+                    for item in _walk_items(body)
+                    if item.site is not None and not _BARRIER_LIKE.search(item.site.collective.rsplit(" -> ", 1)[-1])
+                ]
+                self.flag(ordered, "main-first", self.unit.text(first))
             return head + body
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
