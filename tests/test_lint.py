@@ -3075,3 +3075,411 @@ def prog():
 """
     finding = lint_source(source)[0]
     assert "until its own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo" in finding.why
+
+
+def test_a_method_of_an_element_of_a_list_of_objects_of_several_classes_reaches_their_collectives() -> None:
+    """Modelled on round 36's AgileRL item (``buggy_agilerl_report_metrics_on_main_process_only``): the population
+    is handed a list of loggers of two classes of the file; its ``report_metrics`` calls ``write`` on each, and
+    one class's ``write`` waits for everyone. Calling ``report_metrics`` on the main process only hangs the
+    others' next collective; calling it on every rank is quiet."""
+    source = """
+import torch.distributed as dist
+
+class Accelerator:
+    @property
+    def is_main_process(self):
+        return dist.get_rank() == 0
+
+    def wait_for_everyone(self):
+        dist.barrier()
+
+class WandbLogger:
+    def __init__(self, accelerator):
+        self.accelerator = accelerator
+
+    def write(self, step, metrics):
+        self.accelerator.wait_for_everyone()
+
+class StdOutLogger:
+    def write(self, step, metrics):
+        print(step, metrics)
+
+class Population:
+    def __init__(self, agents, loggers):
+        self.agents, self.loggers = agents, loggers
+
+    def report_metrics(self, step):
+        for logger in self.loggers:
+            logger.write(step, {})
+
+def train(population, accelerator, steps):
+    for step in range(steps):
+        population.report_metrics(step)
+
+def main():
+    accelerator = Accelerator()
+    wandb_logger = WandbLogger(accelerator)
+    population = Population([], [StdOutLogger(), wandb_logger])
+    train(population, accelerator, 4)
+"""
+    assert lint_source(source) == []
+    main_only = source.replace(
+        "        population.report_metrics(step)",
+        "        if accelerator.is_main_process:\n            population.report_metrics(step)",
+    )
+    found = lint_source(main_only)
+    assert [(f.kind, f.line) for f in found] == [("hidden-collective", 34)], found
+    assert "logger.write -> self.accelerator.wait_for_everyone" in found[0].collective
+    assert "call `population.report_metrics()` on every rank" in found[0].fix
+
+
+def test_a_method_called_on_a_self_attribute_holding_an_object_of_the_file_reaches_its_collectives() -> None:
+    """Modelled on round 31's SpeechBrain pair (``buggy_speechbrain_ckpt_dir_broadcast_in_main_only_save`` and
+    its correct twin, speechbrain PR #2404): ``self.checkpointer.save_checkpoint()``, called in a
+    ``@main_process_only`` method, broadcasts the folder name from inside; the fix routes it through
+    ``ddp_broadcast``, which returns at once while the decorator's ``MAIN_PROC_ONLY`` count is set."""
+    source = """
+import torch.distributed as dist
+
+MAIN_PROC_ONLY = 0
+
+def main_process_only(function):
+    def wrapped(*args, **kwargs):
+        global MAIN_PROC_ONLY
+        MAIN_PROC_ONLY += 1
+        try:
+            if dist.get_rank() == 0:
+                return function(*args, **kwargs)
+        finally:
+            MAIN_PROC_ONLY -= 1
+    return wrapped
+
+def ddp_broadcast(obj, src=0):
+    if not dist.is_initialized() or MAIN_PROC_ONLY >= 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+class Checkpointer:
+    def save_checkpoint(self, name):
+        name = ddp_broadcast(name, src=0)
+        print(name)
+
+class Brain:
+    def __init__(self):
+        self.checkpointer = Checkpointer()
+
+    @main_process_only
+    def save(self):
+        self.checkpointer.save_checkpoint("ckpt")
+"""
+    assert lint_source(source) == []
+    bare = source.replace(
+        "        name = ddp_broadcast(name, src=0)\n", "        dist.broadcast_object_list([name], src=0)\n"
+    )
+    found = [(f.kind, f.line) for f in lint_source(bare) if f.kind == "hidden-collective"]
+    assert found == [("hidden-collective", 35)], lint_source(bare)
+    ungated = source.replace(" or MAIN_PROC_ONLY >= 1", "")
+    found = [(f.kind, f.line) for f in lint_source(ungated)]
+    assert found == [("hidden-collective", 35)], lint_source(ungated)
+
+
+def test_an_object_stored_on_another_object_from_outside_is_followed_into_its_methods() -> None:
+    """Modelled on round 29's PEFT item (``buggy_peft_prompt_tuning_zero3_save_main_only``, transformers PR
+    #29980): the trainer keeps the model it is handed (``self.model = model``), the ZeRO-3 stand-in is stored on
+    the model's prompt encoder from outside (``model.prompt_encoder.zero = Zero3Params(...)``), and
+    ``save_pretrained`` runs the encoder's forward, which all-gathers its weight: called on the saving rank only,
+    it waits for ranks that never call it."""
+    source = """
+import torch.distributed as dist
+import torch.nn as nn
+
+class Zero3Params:
+    def gather(self, tensor):
+        parts = [tensor.clone() for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, tensor)
+        return parts
+
+class PromptEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.zero = None
+
+    def forward(self, x):
+        return self.zero.gather(x)
+
+class PromptModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.prompt_encoder = PromptEncoder()
+
+    def save_pretrained(self, x):
+        return self.prompt_encoder(x)
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.should_save = dist.get_rank() == 0
+
+    def save(self, x):
+        self.model.save_pretrained(x)
+
+def main(x):
+    model = PromptModel()
+    model.prompt_encoder.zero = Zero3Params()
+    Trainer(model).save(x)
+"""
+    assert lint_source(source) == []
+    main_only = source.replace(
+        "        self.model.save_pretrained(x)",
+        "        if self.should_save:\n            self.model.save_pretrained(x)",
+    )
+    found = lint_source(main_only)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 34, 33)], found
+    assert "self.prompt_encoder -> self.zero.gather -> dist.all_gather" in found[0].collective
+
+
+def test_a_tensor_indexed_with_a_boolean_mask_handed_to_accelerates_gather_is_a_size_mismatch() -> None:
+    """Modelled on round 32's TRL pair (``buggy_trl_grpo_entropy_mask_gathers_unequal_lengths`` and
+    ``correct_trl_grpo_entropy_mask_padded_before_gather``, huggingface/trl PR #3964): the non-pad entropies,
+    ``entropies[mask.bool()]``, have as many elements as the rank's completions have tokens, and Accelerate's
+    ``gather`` all-gathers them as they are; padding them to the largest count first is quiet."""
+    source = """
+import torch
+
+def high_entropy_threshold(accelerator, entropies, mask):
+    non_pad = entropies[mask.bool()].float()
+    everyone = accelerator.gather(non_pad)
+    return torch.quantile(everyone, 0.8)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line) for f in found] == [("size-mismatch", 6)], found
+    assert "indexed with a boolean mask" in found[0].why
+    assert "pad_across_processes" in found[0].fix
+    padded = """
+import torch
+
+def high_entropy_threshold(accelerator, entropies, mask):
+    non_pad = entropies[mask.bool()].float()
+    counts = accelerator.gather(torch.tensor([non_pad.numel()]))
+    padded = torch.full((int(counts.max()),), -1.0)
+    padded[: non_pad.numel()] = non_pad
+    everyone = accelerator.gather(padded)
+    return torch.quantile(everyone[everyone != -1.0], 0.8)
+"""
+    assert lint_source(padded) == []
+
+
+def test_an_object_of_a_class_of_a_followed_module_is_followed_into_its_methods(tmp_path: Path) -> None:
+    """Modelled on round 26's reward-timeout pair (``buggy_reward_timeout_continue_skips_stats`` and
+    ``correct_reward_timeout_scored_as_zero``): the reward statistics are an object of a class of the learner's
+    own ``_helpers_rewards.py``, whose ``add`` all-reduces every few rewards; a ``continue`` from the handler of
+    the verifier's timeout skips it on the ranks whose completion timed out. Scoring the timeout instead is quiet."""
+    (tmp_path / "stats_helpers.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\nclass RunningStats:\n"
+        "    def __init__(self, every):\n        self.every, self.pending = every, []\n\n"
+        "    def add(self, value):\n        self.pending.append(value)\n"
+        "        if len(self.pending) == self.every:\n            self._flush()\n\n"
+        "    def _flush(self):\n        dist.all_reduce(torch.tensor([sum(self.pending)]))\n        self.pending.clear()\n"
+    )
+    script = """
+from stats_helpers import RunningStats
+
+class Timeout(Exception):
+    pass
+
+def verify(completion):
+    if len(completion) > 500:
+        raise Timeout(completion[:10])
+    return 1.0
+
+def rollout(stats, completions):
+    for completion in completions:
+        try:
+            reward = verify(completion)
+        except Timeout:
+            continue
+        stats.add(reward)
+
+def main(completions):
+    stats = RunningStats(4)
+    rollout(stats, completions)
+"""
+    (tmp_path / "skips.py").write_text(script)
+    found = lint_file(tmp_path / "skips.py")
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 18, 16)], found
+    assert found[0].collective == "stats.add -> self._flush -> dist.all_reduce"
+    (tmp_path / "scores.py").write_text(script.replace("            continue\n", "            reward = 0.0\n"))
+    assert lint_file(tmp_path / "scores.py") == []
+
+
+def test_a_forward_that_runs_a_gathering_submodule_only_under_a_test_on_the_batch_it_is_handed() -> None:
+    """Modelled on round 25's vision-tower pair (``buggy_vision_tower_skipped_text_only_batch`` and
+    ``correct_vision_tower_dummy_image_text_only_batch``): under ZeRO-3 every submodule's forward all-gathers its
+    partitioned weight (an autograd Function's ``apply`` runs its ``forward``), and the model runs the vision tower
+    only ``if pixel_values is not None``, a test on the batch of each rank's own loader. Feeding a dummy image to a
+    text-only batch keeps every rank's gathers in step."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+class _Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, part):
+        parts = [torch.empty_like(part) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, part)
+        return torch.cat(parts)
+
+class Partitioned(torch.nn.Module):
+    def __init__(self, part):
+        super().__init__()
+        self.part = torch.nn.Parameter(part)
+
+    def full(self):
+        return _Gather.apply(self.part)
+
+class TinyVLM(torch.nn.Module):
+    def __init__(self, part):
+        super().__init__()
+        self.vision_tower = Partitioned(part)
+        self.lm_head = Partitioned(part)
+
+    def forward(self, input_ids, pixel_values):
+        embeds = input_ids.float()
+        if pixel_values is not None:
+            embeds = embeds + pixel_values @ self.vision_tower.full()
+        return embeds @ self.lm_head.full()
+
+def train(dataset, part):
+    model = TinyVLM(part)
+    loader = DataLoader(dataset, batch_size=2, sampler=DistributedSampler(dataset))
+    for input_ids, pixel_values in loader:
+        model(input_ids, pixel_values).sum().backward()
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 37, 29)], found
+    assert found[0].collective == "model -> self.vision_tower.full -> _Gather.apply -> dist.all_gather"
+    assert "computed from this rank's own batch" in found[0].why
+    assert "placeholder input" in found[0].fix
+    dummy = source.replace(
+        "        if pixel_values is not None:\n            embeds = embeds + pixel_values @ self.vision_tower.full()",
+        "        if pixel_values is None:\n            pixel_values = torch.zeros_like(embeds)\n"
+        "        embeds = embeds + pixel_values @ self.vision_tower.full()",
+    )
+    assert lint_source(dummy) == []
+
+
+def test_a_collective_under_an_if_on_the_batch_of_a_loader_is_a_branch() -> None:
+    """The in-function form of the vision-tower item above: a test on each rank's own batch decides which ranks
+    make the collective; the same test deciding only local work is quiet."""
+    source = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def train(dataset, stats):
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    for ids, pixels in loader:
+        if pixels is not None:
+            dist.all_reduce(stats)
+        dist.barrier()
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("branch", 9, 8)], found
+    assert "computed from this rank's own batch" in found[0].why
+    quiet = source.replace("            dist.all_reduce(stats)", "            stats.add_(1)")
+    assert lint_source(quiet) == []
+
+
+def test_a_loop_over_a_data_sized_selection_calling_an_autograd_function_is_a_data_dependent_count() -> None:
+    """Modelled on round 33's DeepSpeed item (``buggy_deepspeed_zero3_head_called_per_rank_count``): ``Fn.apply`` of
+    a ``torch.autograd.Function`` of the file runs its ``forward``, here an all-gather of a ZeRO-3 parameter, once per
+    row the rank's own scores select."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class GatherParams(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, part):
+        parts = [torch.empty_like(part) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, part)
+        return torch.cat(parts)
+
+def score_heads(part, scores):
+    selected = (scores > 0.5).nonzero()
+    for i in selected:
+        GatherParams.apply(part)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line) for f in found] == [("data-dependent-count", 15)], found
+    assert lint_source(source.replace("(scores > 0.5).nonzero()", "range(4)")) == []
+
+
+def test_a_step_handed_the_batch_that_returns_before_its_collective_on_a_test_of_the_batch() -> None:
+    """Modelled on round 36's torchaudio HuBERT pair (``buggy_torchaudio_hubert_nan_loss_return_before_all_gather``
+    and ``correct_torchaudio_hubert_nan_loss_skip_decided_together``): the training step, handed each rank's own
+    batch, returns on a non-finite loss before it all-gathers the frame counts; all-reducing the flag first makes
+    every rank return together, and is quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+def training_step(model, batch):
+    feats, labels = batch
+    loss = torch.nn.functional.cross_entropy(model(feats), labels)
+    invalid = torch.tensor(float(torch.isnan(loss)))
+    if invalid.item() > 0:
+        return None
+    frames = [torch.zeros(1) for _ in range(dist.get_world_size())]
+    dist.all_gather(frames, torch.tensor([float(len(labels))]))
+    return loss
+
+def fit(model, dataset):
+    loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset))
+    for batch in loader:
+        training_step(model, batch)
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 19, 10)], found
+    assert found[0].condition == "not (invalid.item() > 0)"
+    agreed = source.replace(
+        "    if invalid.item() > 0:", "    dist.all_reduce(invalid, op=dist.ReduceOp.MAX)\n    if invalid.item() > 0:"
+    )
+    assert lint_source(agreed) == []
+
+
+def test_a_collective_inside_a_main_process_first_block_meets_the_others_opening_barrier() -> None:
+    """Modelled on round 29's Accelerate item (``buggy_accelerate_main_first_zero3_model_load``): the ZeRO-3 model is
+    built inside ``with state.main_process_first():``, and its construction broadcasts each parameter, which the
+    main process makes while the others wait in the block's opening barrier. Downloading inside the block and
+    building after it is quiet; a barrier inside the block is quiet too (the counts agree)."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class Zero3Params:
+    def __init__(self, tensors):
+        for t in tensors:
+            dist.broadcast(t, src=0)
+
+def download(path):
+    return path
+
+def load(state, path, tensors):
+    with state.main_process_first():
+        path = download(path)
+        zero = Zero3Params(tensors)
+    return path, zero
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 16, 14)], found
+    assert "waits" not in found[0].fix and "outside the `state.main_process_first()` block" in found[0].fix
+    after = source.replace(
+        "        zero = Zero3Params(tensors)\n    return", "    zero = Zero3Params(tensors)\n    return"
+    )
+    assert lint_source(after) == []
+    barrier = source.replace("        zero = Zero3Params(tensors)\n", "        dist.barrier()\n        zero = None\n")
+    assert lint_source(barrier) == []

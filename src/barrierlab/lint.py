@@ -233,9 +233,11 @@ rank-dependent length is not (most such loops have equal trips); framework recei
 by name, so an Accelerator held in a variable named ``acc`` is missed and an unrelated ``engine.step()`` is reported; whether
 a DDP model has buffers is guessed from the file's text; laundering is by line, not by
 control flow; ``raise`` is assumed to leave the function;
-``match`` cases are opaque conditions; a collective inside a
-``with main_process_first():`` body is not reported (rank 0 reaches it while the
-others wait in the context manager); collectives in lambdas, reached through
+``match`` cases are opaque conditions; a barrier inside a
+``with main_process_first():`` body is not reported (the main process's meets the others'
+opening barrier, and theirs its closing one: the counts agree), any other collective there
+is a ``branch`` (the main process makes it while the others wait in the opening barrier,
+so the ranks make the same calls in different orders); collectives in lambdas, reached through
 higher-order calls (``map(f, xs)``; a function of the file handed over as an argument is
 followed) or defined in installed modules are not seen (the learner's own modules next to a
 linted file are: see :data:`HELP`); taint follows a container only when it is changed in place
@@ -1466,6 +1468,9 @@ class _Built:
     classes: tuple[str, ...]
     local: str | None
     options: dict[str, ast.expr] = field(default_factory=dict, compare=False, hash=False)
+    #: for an element of a list of objects of several classes of the file (``[WandbLogger(a), StdOutLogger(a)]``),
+    #: the classes of the file of the other elements: a method called on the element may be any of theirs
+    alternatives: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
 
 def _switched_on(value: ast.expr | None, default: bool) -> bool:
@@ -2428,6 +2433,27 @@ def _from_parameters(func: _Func) -> dict[str, str]:
     return origin
 
 
+def _parameter_sources(func: _Func) -> dict[str, set[str]]:
+    """Like :func:`_from_parameters`, but each name with every parameter it is computed from
+    (``loss = cross_entropy(model(feats), labels)`` with ``feats, labels = batch``: ``model`` and ``batch``)."""
+    args = func.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+    nodes = list(_own_nodes(func.node.body))
+    sources: dict[str, set[str]] = {p: {p} for p in params}
+    flows = _assignments(nodes) + _loop_targets(nodes) + _filled(nodes)
+    for _ in range(4):
+        grew = False
+        for names, value, _ in flows:
+            found = {q for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in sources for q in sources[n.id]}
+            for name in names:
+                if found - sources.setdefault(name, set()):
+                    sources[name] |= found
+                    grew = True
+        if not grew:
+            break
+    return {name: found for name, found in sources.items() if found}
+
+
 def _caught_raises(stmt: ast.Try) -> set[int]:
     """The ``raise``s in a ``try``'s body (outside nested functions) that one of its handlers catches and goes on
     from, to the statement after the ``try`` (no ``return``, ``raise``, ``break``, ``continue`` or exit call in
@@ -2600,6 +2626,41 @@ def _written_by(ctx: tuple[str, ...], root: int, name: str) -> bool:
     receives orders the others' (any write not under ``rank == root``)."""
     mine = any(re.search(rf"(==|\bin\b)\s*\(?\s*{root}\b", c) or re.search(rf"\b{root}\s*==", c) for c in ctx)
     return mine if name in _ROOT_SENDS else not mine
+
+
+#: The last call of a chain that is a barrier: inside a main-process-first block it meets the others' barrier.
+_BARRIER_LIKE = re.compile(r"barrier|wait_for_everyone|synchronize")
+
+
+def _main_first(expr: ast.expr) -> bool:
+    """Whether a ``with`` item is a main-process-first context manager (Accelerate's or transformers'
+    ``main_process_first()``, ``local_main_process_first()``): the main process runs the block first, the others
+    wait in a barrier until it is done."""
+    return isinstance(expr, ast.Call) and _terminal(expr.func) in ("main_process_first", "local_main_process_first")
+
+
+def _or_terms(test: ast.expr) -> list[ast.expr]:
+    """The terms of an ``or`` (any one true makes the test true), or the test itself."""
+    return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+
+
+def _flag_test(test: ast.expr, flags: set[str]) -> bool:
+    """Whether ``test`` is true when one of ``flags`` is set: the flag itself, or the flag compared with
+    ``>= 1``/``> 0``/``!= 0``."""
+    if isinstance(test, ast.Name):
+        return test.id in flags
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in flags
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        op, value = test.ops[0], test.comparators[0].value
+        return (isinstance(op, ast.GtE) and value == 1) or (
+            isinstance(op, (ast.Gt, ast.NotEq)) and value in (0, False, None)
+        )
+    return False
 
 
 def _leaves_loop(stmts: list[ast.stmt]) -> bool:
@@ -2831,6 +2892,7 @@ class _Analysis:
             str, set[str]
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
+        self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -3449,6 +3511,61 @@ class _Analysis:
                         self.param_raisers[key] = (frozenset(mine), f"{cond} in {_dotted(node.func)}()")
                         break
 
+    def data_gate(self, key: str) -> tuple[frozenset[str], str, str, str] | None:
+        """(parameters, the test's text, the function the gated call reaches, that call as written) when ``key`` makes a call that
+        reaches a collective under an ``if`` on its parameters (or values computed from them) with no such call
+        in the other branch: ``if pixel_values is not None: image_embeds = self.encode_images(pixel_values)``.
+        None otherwise, or when the test also reads the rank."""
+        if key in self._data_gates:
+            return self._data_gates[key]
+        self._data_gates[key] = None
+        func = self.table.get(key)
+        if func is None or key not in self.reach:
+            return None
+        origin = _parameter_sources(func)
+        agreed = self.laundered.get(key, {})  # names a broadcast or all_reduce made the same everywhere, by line
+
+        def reaching(stmts: list[ast.stmt], after: int = 0) -> tuple[ast.Call, _Call] | None:
+            for node in _own_nodes(stmts):
+                if isinstance(node, ast.Call) and node.lineno > after:
+                    found = self.classify(node, func.unit, func.self_class, func.key)
+                    if found is not None and (found.kind == "coll" or found.target in self.reach):
+                        return node, found
+            return None
+
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.If):
+                continue
+            read = {
+                param
+                for n in ast.walk(node.test)
+                if isinstance(n, ast.Name) and n.id in origin and not (n.id in agreed and node.lineno > agreed[n.id])
+                for param in origin[n.id]
+            }
+            if not read or self.mentions_rank(node.test, self.func_taint.get(key, set())):
+                continue
+            text = func.unit.text(node.test)
+            negated = (
+                func.unit.text(node.test.operand)
+                if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+                else f"not ({text})"
+            )
+            inside, other = reaching(node.body), reaching(node.orelse)
+            if (inside is None) != (other is None):
+                gated, text = (inside, text) if inside is not None else (other, negated)
+            elif inside is None and _skips(node.body) and not node.orelse and node in func.node.body:
+                # ``if not rows: return`` before the function's collective: the ranks the test holds on leave
+                gated, text = reaching(func.node.body, node.end_lineno or node.lineno), negated
+            else:
+                continue
+            if gated is None:
+                continue
+            call, found = gated
+            shown = found.display
+            self._data_gates[key] = (frozenset(read), text, found.target if found.kind == "call" else "", shown)
+            break
+        return self._data_gates[key]
+
     def _before_collective(self, func: _Func, raised: ast.AST) -> bool:
         """Whether a collective (or a call reaching one) of ``func`` comes after the line of ``raised``."""
         for node in _own_nodes(func.node.body):
@@ -3489,6 +3606,15 @@ class _Analysis:
             self._drop_forwards_without_grad(placed)
         for func in self.table.values():
             calls[func.key] = [c for _, c in placed[func.key]] + self._decorator_wrappers(func)
+            for node, call in placed[func.key]:  # ``logger.write(...)`` on an element of a list of several classes
+                if call.kind == "call" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    receiver = node.func.value
+                    if isinstance(receiver, ast.Name) and receiver.id not in ("self", "cls"):
+                        built = self._constructed(receiver.id, func.key, func.self_class)
+                        if built is not None and built.alternatives:
+                            for method in self._element_methods(built, node.func.attr):
+                                if method != call.target:
+                                    calls[func.key].append(_Call("call", call.display, method))
             for call in calls[func.key]:
                 if call.kind == "call":
                     callers.setdefault(call.target, []).append(func.key)
@@ -4151,16 +4277,17 @@ class _Analysis:
         file (``monitor = LayerMonitor(...)``; ``monitor.gather()``), or a function of the file handed over as an
         argument and called through the parameter or the ``self.`` attribute that keeps it
         (``LayerMonitor(gather_fn=all_gather_objects)``; ``self._gather_fn(...)``)."""
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id not in ("self", "cls")
+        held = _dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if held is not None and (
+            (isinstance(func.value, ast.Name) and held not in ("self", "cls"))
+            or (held.startswith("self.") and held.count(".") == 1 and self_class)  # ``self.meter.sync()``
         ):
-            built = self._constructed(func.value.id, scope, self_class)
+            built = self._constructed(held, scope, self_class)
             if built is not None and built.local is not None:
-                for cls in self._ancestors(built.local):
-                    if f"{cls}.{func.attr}" in self.table:
-                        return f"{cls}.{func.attr}"
+                methods = self._element_methods(built, func.attr)
+                # an element of a list of objects of several classes: the method that reaches a collective, once
+                # that is known (:meth:`_prepare_reach` follows every one)
+                return next((m for m in methods if m in self.reach), methods[0] if methods else None)
         name = _dotted(func)
         if name is None:
             return None
@@ -4180,6 +4307,18 @@ class _Analysis:
                 if (cls, name) in self.kept:
                     return self.kept[(cls, name)]
         return None
+
+    def _element_methods(self, built: _Built, attr: str) -> list[str]:
+        """The methods ``attr`` of the file an object ``built`` may run: of its class, or of any class of its
+        alternatives (see :meth:`_object_list`), nearest definition first."""
+        methods = []
+        for local in (built.local, *built.alternatives):
+            for cls in self._ancestors(local) if local else ():
+                if f"{cls}.{attr}" in self.table:
+                    if f"{cls}.{attr}" not in methods:
+                        methods.append(f"{cls}.{attr}")
+                    break
+        return methods
 
     def _prepare_callbacks(self) -> None:
         """Functions of the file passed as arguments: ``passed[(function, parameter)]`` is the function a call
@@ -4270,7 +4409,7 @@ class _Analysis:
                 if held is not None and isinstance(target, ast.Name):
                     self.objects.setdefault(key, {}).setdefault(target.id, held)
         for _ in range(5):
-            changed = False
+            changed = self._flow_object_lists(scopes)
             for key, nodes, unit in scopes:
                 self_class = self._class_of(key)
                 for node in nodes:
@@ -4283,6 +4422,12 @@ class _Analysis:
                     skip = 1 if params[:1] in (["self"], ["cls"]) else 0
                     bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
                     for param, arg in bound:
+                        if isinstance(arg, (ast.List, ast.Tuple)) and param in params:
+                            held = self._object_list(arg, key, self_class)
+                            if held is not None and f"{param}[]" not in self.objects.get(callee, {}):
+                                self.objects.setdefault(callee, {})[f"{param}[]"] = held
+                                changed = True
+                            continue
                         built = self._constructed(_dotted(arg), key, self_class)
                         if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
                             built = self._built(arg, unit)  # an object of a class of the file, built in place
@@ -4311,6 +4456,96 @@ class _Analysis:
         self._return_classes.clear()
         self._prepare_metric_states()
 
+    def _object_list(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
+        """An element of a list or tuple literal every element of which is an object of a class of the file, built
+        in place or held by a name (``[wandb_logger, StdOutLogger(accelerator)]``): the first element's class,
+        with the classes of the others as its alternatives; None for anything else."""
+        if not isinstance(value, (ast.List, ast.Tuple)) or not value.elts:
+            return None
+        locals_: list[str] = []
+        for element in value.elts:
+            if isinstance(element, ast.Call) and _terminal(element.func) in self.bases:
+                cls = _terminal(element.func)
+            else:
+                built = self._constructed(_dotted(element), scope, self_class)
+                if built is None or built.local is None:
+                    return None
+                cls = built.local
+            if cls not in locals_:
+                locals_.append(cls)
+        classes = (locals_[0], *(b for c in self._ancestors(locals_[0]) for b in self.base_names.get(c, [])))
+        return _Built(classes, locals_[0], alternatives=tuple(locals_[1:]))
+
+    def _held_object(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
+        """The object of a class of the file ``value`` is: built in place (``Zero3Params(module)``), or held by a
+        name or ``self.`` attribute (see :meth:`_constructed`); None for anything else."""
+        if isinstance(value, ast.Call) and _terminal(value.func) in self.bases and _dotted(value.func):
+            cls = _terminal(value.func)
+            return _Built((cls, *(b for c in self._ancestors(cls) for b in self.base_names.get(c, []))), cls)
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            built = self._constructed(_dotted(value), scope, self_class)
+            if built is not None and built.local is not None:
+                return built
+        return None
+
+    def _chain_class(self, dotted: str, scope: str | None, self_class: str | None) -> str | None:
+        """The class of the file of the object a dotted name reaches through objects of the file's classes
+        (``model.prompt_encoder``: ``model`` holds a ``PromptTuningModel``, whose ``self.prompt_encoder`` holds a
+        ``PromptEncoder``), or None."""
+        head, *rest = dotted.split(".")
+        if head in ("self", "cls"):
+            if not rest or not self_class:
+                return None
+            head, rest = f"self.{rest[0]}", rest[1:]
+        built = self._constructed(head, scope, self_class)
+        cls = built.local if built is not None else None
+        for attr in rest:
+            if cls is None:
+                return None
+            built = self._constructed(f"self.{attr}", None, cls)
+            cls = built.local if built is not None else None
+        return cls
+
+    def _flow_object_lists(self, scopes: list[tuple[str | None, list[ast.AST], _Unit]]) -> bool:
+        """One round of following lists of objects of the file's classes (see :meth:`_object_list`): a name or
+        ``self.`` attribute assigned such a list, or a name that holds one (``self.loggers = loggers`` for a
+        parameter passed ``[WandbLogger(a), StdOutLogger(a)]``), holds its elements; the target of a ``for`` over
+        it holds one of them. True when something new was found."""
+        changed = False
+        for key, nodes, _unit in scopes:
+            self_class = self._class_of(key)
+            for names, value, index in _assignments(n for n in nodes if isinstance(n, ast.Assign)):
+                if index is not None:
+                    continue
+                held = self._object_list(value, key, self_class)
+                if held is None and isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value):
+                    held = self._constructed(f"{_dotted(value)}[]", key, self_class)
+                if held is not None and (held.alternatives or not _held_calls(value)):
+                    for name in names:
+                        where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                        if f"{name}[]" not in self.objects.get(where, {}):
+                            self.objects.setdefault(where, {})[f"{name}[]"] = held
+                            changed = True
+                one = self._held_object(value, key, self_class)
+                if one is None:
+                    continue
+                for name in names:  # ``self.model = model`` of a parameter passed a model of the file
+                    where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                    if "." in name and not name.startswith("self."):  # ``model.encoder.zero = Zero3Params(...)``
+                        owner = self._chain_class(name.rpartition(".")[0], key, self_class)
+                        where, name = (f"class {owner}", f"self.{name.rpartition('.')[2]}") if owner else (None, "")
+                    if where is not None and name and name not in self.objects.get(where, {}):
+                        self.objects.setdefault(where, {})[name] = one
+                        changed = True
+            for loop in (n for n in nodes if isinstance(n, (ast.For, ast.comprehension))):
+                if not isinstance(loop.target, ast.Name) or _dotted(loop.iter) is None:
+                    continue
+                held = self._constructed(f"{_dotted(loop.iter)}[]", key, self_class)
+                if held is not None and loop.target.id not in self.objects.get(key, {}):
+                    self.objects.setdefault(key, {})[loop.target.id] = held
+                    changed = True
+        return changed
+
     def _built(self, call: ast.Call, unit: _Unit) -> _Built:
         """The classes a constructor call builds (for a class of the file, also the imported bases of it and
         of its ancestors) and the keywords it is given (a class of the file's ``super().__init__(...)``
@@ -4318,6 +4553,8 @@ class _Analysis:
         name = self._resolve(call.func, unit)
         classes, options = [name], {}
         local = _terminal(call.func)
+        if local not in self.bases and name in self.bases:  # a class of a followed module (``_helpers.Stats``)
+            local = name
         if local in self.bases:
             for cls in self._ancestors(local):
                 classes += self.base_names.get(cls, [])
@@ -4566,6 +4803,11 @@ class _Analysis:
                     if key in self.table:
                         return key
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.attr == "apply" and func.value.id in self.class_nodes and self._autograd_function(func.value.id):
+                # ``_Gather.apply(x)``: torch runs the Function's forward (its backward runs in the backward pass)
+                for cls in self._ancestors(func.value.id):
+                    if f"{cls}.forward" in self.table:
+                        return f"{cls}.forward"
             if func.value.id in self.class_nodes and func.value.id not in ("self", "cls"):
                 for cls in self._ancestors(func.value.id):  # ``Comm.barrier()``: a static or class method
                     if f"{cls}.{func.attr}" in self.table:
@@ -4579,6 +4821,14 @@ class _Analysis:
                 if key in self.table and self.table[key].unit.prefix:
                     return key
         return None
+
+    def _autograd_function(self, cls: str) -> bool:
+        """Whether a class of the file derives from ``torch.autograd.Function``."""
+        return any(
+            base in ("torch.autograd.Function", "torch.autograd.function.Function")
+            for c in self._ancestors(cls)
+            for base in self.base_names.get(c, [])
+        )
 
     def _resolve(self, node: ast.expr, unit: _Unit) -> str:
         """The dotted name of ``node`` through the file's imports (``dist.barrier`` ->
@@ -5015,13 +5265,58 @@ class _Analysis:
                 or self._process_decorator(target)
                 or self._gating_decorator(target, func.unit)
             ):
-                walker.flag(items, "decorator", "@" + func.unit.text(deco))
+                flags = self._flags_set(target, func.unit)
+                for site in _sites(items):
+                    found = self.classify(site.node, func.unit, func.self_class, func.key) if flags else None
+                    target = found.target if found is not None and found.kind == "call" else None
+                    if not (flags and self._chain_off_while(target, flags)):
+                        self.flag(func.unit, site, "decorator", "@" + func.unit.text(deco), None)
         bases = set(self._ancestors(func.self_class)) if func.self_class else set()
         for hook in RANK_HOOKS:
             if hook.name == func.node.name and hook.bases & bases:
                 cond = f"{hook.framework} runs {hook.name}() on some ranks only"
                 walker.flag(items, "hook", cond, detail=(hook.framework, hook.name, hook.runs_on, hook.fix))
                 break
+
+    def _flags_set(self, target: ast.expr, unit: _Unit) -> set[str]:
+        """The module globals a decorator of the file sets (``global MAIN_PROC_ONLY``; ``MAIN_PROC_ONLY += 1``)
+        while it runs the function it wraps: SpeechBrain's ``main_process_only`` counts the main-process-only
+        sections it is in."""
+        key = self._callee(target, None, unit)
+        if key is None:
+            return set()
+        nodes = list(ast.walk(self.table[key].node))
+        declared = {name for n in nodes if isinstance(n, ast.Global) for name in n.names}
+        return {
+            t.id
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name) and t.id in declared
+        }
+
+    def _chain_off_while(self, key: str | None, flags: set[str]) -> bool:
+        """Whether a function on the chain by which ``key`` reaches its collective returns, before any call that
+        makes or reaches one, when one of ``flags`` is set: ``if not dist.is_initialized() or MAIN_PROC_ONLY >= 1:
+        return obj`` at the top of SpeechBrain's ``ddp_broadcast`` (PR #2404) keeps the broadcast out of a
+        main-process-only section."""
+        seen: set[str] = set()
+        while key is not None and key in self.table and key not in seen:
+            seen.add(key)
+            func = self.table[key]
+            first = min((n.lineno for n, _found, _terms in self._reaching_calls(func)), default=None)
+            for stmt in func.node.body:
+                if first is None or stmt.lineno >= first:
+                    break
+                if (
+                    isinstance(stmt, ast.If)
+                    and not stmt.orelse
+                    and all(isinstance(b, ast.Return) for b in stmt.body)
+                    and any(_flag_test(t, flags) for t in _or_terms(stmt.test))
+                ):
+                    return True
+            key = self.reach.get(key, (None, None))[1]
+        return False
 
     @staticmethod
     def _process_decorator(target: ast.expr) -> bool:
@@ -5156,6 +5451,18 @@ class _Analysis:
                     f"decide the return together: all_reduce a flag of `{cond}` (ReduceOp.MAX: 1 where it holds) "
                     "and return on every rank when the reduced flag is set, so every rank skips the same steps"
                 )
+        elif cond in self.local_notes and reason == "branch":
+            note = self.local_notes[cond]
+            own = "batch" if "batch" in note else "model output"
+            why += (
+                f"; `{cond}` is computed from this rank's own {own} ({note}), which differs between ranks and is not "
+                "agreed on by a broadcast or all_reduce, so each rank takes the branch on its own"
+            )
+            fix = (
+                "make this call on every rank whatever its own data holds (run the branch on a placeholder input and "
+                "discard the result: under ZeRO-3/FSDP every rank must run every submodule's forward), or agree on "
+                f"the test first (all_reduce a flag of `{cond}` with ReduceOp.MAX) and branch on the agreed value"
+            )
         flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
         if flags and reason == "branch":
             why += (
@@ -5346,6 +5653,18 @@ def _explain(
             "let the `try` hold only the rank's own work and record a failure in a flag; after it, all_reduce the "
             "flag (ReduceOp.MAX) and let every rank skip, retry or raise together before this call (or re-raise "
             "in the handler)"
+        )
+    elif reason == "main-first":
+        kind = "branch"
+        why = (
+            f"the main process runs this block of `{cond}` while the other ranks wait in the barrier it makes them "
+            f"enter first, so its {short} meets their barrier, and their {short}, made after they are let in, meets "
+            "the barrier it makes when the block ends: the ranks make the same calls in different orders, so they "
+            "wait until the timeout, fail on mismatched sizes, or exchange the wrong data"
+        )
+        fix = (
+            f"make `{call}` outside the `{cond}` block, on every rank (keep only the file work, such as the download "
+            "or the cache write, inside it)"
         )
     elif reason == "decorator":
         kind = "branch"
@@ -5661,8 +5980,9 @@ class _Walker:
             if self.handling and _reraises(stmt.body) and not stmt.orelse:
                 return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
                 # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
-            local = self._local_test(stmt.test) if _leaves_loop(stmt.body + stmt.orelse) else None
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
+            leaves = _leaves_loop(stmt.body + stmt.orelse)
+            local = self._local_test(stmt.test) if leaves or any(i.site for i in _walk_items(body + orelse)) else None
             if local is not None:  # a loop exit each rank decides from its own data
                 return test + [self._if(None, body, orelse, text=local, rank=True)]
             return test + [self._if(stmt.test, body, orelse)]
@@ -5701,6 +6021,14 @@ class _Walker:
             lock = next((text for w in stmt.items if (text := self._file_lock(w.context_expr))), None)
             if lock:
                 self.flag(body, "lock", lock)
+            first = next((w.context_expr for w in stmt.items if _main_first(w.context_expr)), None)
+            if first is not None:  # the main process makes these while the others wait in the opening barrier
+                ordered = [
+                    item
+                    for item in _walk_items(body)
+                    if item.site is not None and not _BARRIER_LIKE.search(item.site.collective.rsplit(" -> ", 1)[-1])
+                ]
+                self.flag(ordered, "main-first", self.unit.text(first))
             return head + body
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
@@ -6024,7 +6352,38 @@ class _Walker:
         note = found.note or self.an.reach_notes.get(found.target, "")
         runs = (found.target,) if id(call) in self.an._implicit else ()  # the method `len(x)` runs: x.__len__
         site = _Site(call, " -> ".join((found.display, *runs, *self.an.chain(found.target))), found.display, note)
-        return _Item("op", key=("call", found.target), site=site, node=call)
+        item = _Item("op", key=("call", found.target), site=site, node=call)
+        return self._fed_own_data(call, found, item) or item
+
+    def _fed_own_data(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function of the file that makes a collective only under a test on a parameter (see
+        :meth:`_Analysis.data_gate`), handed there a value of this rank's own batch or model output (see
+        :meth:`_local_values`): each rank's data decides whether the callee makes it (a ZeRO-3 model's vision
+        tower run only ``if pixel_values is not None``, round 25). The call is reported under that test."""
+        if not self.local:
+            return None
+        gate = self.an.data_gate(found.target)
+        if gate is None:
+            return None
+        params, test, inner, shown = gate
+        func = self.an.table[found.target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        if isinstance(call.func, (ast.Name, ast.Attribute)) and found.target.endswith((".__call__", ".forward")):
+            skip = 1 if names[:1] == ["self"] else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        for param, arg in bound:
+            source = self._local_source(arg, self.local) if param in params else None
+            if source is None or self.an.mentions_rank(arg, self.taint, self.laundered):
+                continue
+            text = test
+            self.an.local_notes.setdefault(
+                text, f"`{self.unit.text(arg)[:40]}`, handed to `{func.node.name}()` by this call, from {source}"
+            )
+            chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
+            gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+            return self._if(None, [gated], [], text=text, rank=True)
+        return None
 
     # -- control flow
 
@@ -7492,8 +7851,42 @@ _SIZED_COLLECTIVES = frozenset(
         "_reduce_scatter_base",
     }
 )
+#: Framework calls (framework, name) that hand their tensor argument to a collective whose tensors must have one
+#: size on every rank: Accelerate's ``gather``/``gather_for_metrics`` all-gather it as it is (padding is
+#: ``pad_across_processes``'s job), its ``reduce`` all-reduces it; Lightning's and mmengine's ``all_gather`` and
+#: ``all_reduce`` are torch's.
+_SAME_SHAPE_FRAMEWORK = frozenset(
+    {
+        ("Accelerate", "gather"),
+        ("Accelerate", "gather_for_metrics"),
+        ("Accelerate", "reduce"),
+        ("Lightning", "all_gather"),
+        ("Lightning", "all_reduce"),
+        ("Lightning", "reduce"),
+        ("mmengine", "all_gather"),
+        ("mmengine", "all_reduce"),
+    }
+)
 #: Framework calls that make one collective per key of a dict argument: (name, keyword that switches it on).
 _PER_KEY_CALLS = {"log_dict": "sync_dist"}
+
+
+def _boolean_mask(index: ast.expr) -> bool:
+    """Whether a subscript's index is evidently a boolean mask (``x[mask.bool()]``, ``x[ids != pad]``,
+    ``x[~done]``), whose result has as many elements as the mask has true values."""
+    if isinstance(index, ast.Compare):
+        return True
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+        return True
+    return isinstance(index, ast.Call) and isinstance(index.func, ast.Attribute) and index.func.attr == "bool"
+
+
+def _whole(index: ast.expr) -> bool:
+    """Whether a subscript's index keeps the whole first dimension (``x[:]``, ``x[:, 0]``, ``x[..., 1]``)."""
+    first = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+    if isinstance(first, ast.Constant) and first.value is Ellipsis:
+        return True
+    return isinstance(first, ast.Slice) and first.lower is None and first.upper is None and first.step is None
 
 
 class _Sizes:
@@ -7627,6 +8020,8 @@ class _Sizes:
             return False
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
             return any(self._sized(g.iter, sized, keyed) for g in expr.generators)
+        if isinstance(expr, ast.Subscript):
+            return _boolean_mask(expr.slice) or self._sized(expr.value, sized, keyed) and _whole(expr.slice)
         if isinstance(expr, ast.BinOp):
             return self._sized(expr.left, sized, keyed) or self._sized(expr.right, sized, keyed)
         if isinstance(expr, (ast.List, ast.Tuple)):
@@ -7644,6 +8039,11 @@ class _Sizes:
                 return (
                     f"`{unit.text(node)}` (line {node.lineno + unit.offset}), whose length depends on the values of "
                     "each rank's data"
+                )
+            if isinstance(node, ast.Subscript) and _boolean_mask(node.slice):
+                return (
+                    f"`{unit.text(node)}` (line {node.lineno + unit.offset}), indexed with a boolean mask: it keeps "
+                    "as many elements as the mask has true values in each rank's data"
                 )
         if depth < _MAX_DEPTH:
             for node in ast.walk(expr):
@@ -7727,7 +8127,16 @@ class _Sizes:
                 arg = next((a for a in args if self._sized(a, sized, keyed)), None)
                 if arg is not None:
                     self._size(node, arg, unit, self._root(arg, values, keyed, unit))
-            elif name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
+            elif (
+                not full
+                and node.args
+                and isinstance(node.func, ast.Attribute)
+                and self._sized(node.args[0], sized, keyed)
+            ):
+                entry = self.an._framework(node, unit, self_class, key)
+                if entry is not None and (entry.framework, entry.name) in _SAME_SHAPE_FRAMEWORK:
+                    self._size(node, node.args[0], unit, self._root(node.args[0], values, keyed, unit))
+            if name in _PER_KEY_CALLS and node.args and isinstance(node.func, ast.Attribute):
                 entry = self.an._framework(node, unit, self_class, key)
                 if entry is not None and entry.name == name and self._sized(node.args[0], sized, keyed):
                     origin = self._root(node.args[0], values, keyed, unit)
@@ -7745,6 +8154,11 @@ class _Sizes:
             fix = (
                 "agree on the keys first: all_gather_object every rank's key set and stack the sorted union, with a "
                 "zero for a key a rank lacks (or always fill every key)"
+            )
+        elif "boolean mask" in origin:
+            fix = (
+                "pad it to a length every rank shares before the collective (gather the counts and pad to the largest, "
+                "as Accelerate's pad_across_processes does), and drop the padding afterwards"
             )
         else:
             fix = "give the tensor a size every rank knows in advance (torch.bincount(..., minlength=num_classes), padding)"
