@@ -3077,25 +3077,17 @@ class _Analysis:
             out.update(own.get(key, {}))
             return out
 
+        calls = list(self._calls_of_file_functions(scopes))
         for _ in range(5):
             self.ddp = {key: visible(key) for key, _, _ in scopes}
             changed = False
-            for key, nodes, _ in scopes:
+            for key, callee, params, bound in calls:
                 current = self.ddp[key]
-                for node in nodes:
-                    if not isinstance(node, ast.Call):
-                        continue
-                    callee = self._callee(node.func, self._class_of(key), self.table[key].unit if key else None)
-                    if callee is None:
-                        continue
-                    params = [a.arg for a in self.table[callee].node.args.args]
-                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
-                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
-                    for param, arg in bound:
-                        kind = current.get(_dotted(arg) or "")
-                        if kind and param in params and own.setdefault(callee, {}).get(param) != kind:
-                            own[callee][param] = kind
-                            changed = True
+                for param, arg in bound:
+                    kind = current.get(_dotted(arg) or "")
+                    if kind and param in params and own.setdefault(callee, {}).get(param) != kind:
+                        own[callee][param] = kind
+                        changed = True
             if not changed:
                 break
         # then a parameter some call hands a wrapped model and another call a name holding something else
@@ -3103,23 +3095,15 @@ class _Analysis:
         # evaluation; round 37) holds no wrapped model for sure: its forward is not taken for a DDP forward
         for _ in range(5):
             dropped = False
-            for key, nodes, _ in scopes:
-                current = self.ddp[key]
-                for node in nodes:
-                    if not isinstance(node, ast.Call):
-                        continue
-                    callee = self._callee(node.func, self._class_of(key), self.table[key].unit if key else None)
-                    held = own.get(callee) if callee is not None else None
-                    if not held:
-                        continue
-                    params = [a.arg for a in self.table[callee].node.args.args]
-                    skip = 1 if params[:1] in (["self"], ["cls"]) else 0
-                    bound = list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
-                    for param, arg in bound:
-                        name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
-                        if param in held and name is not None and name not in current:
-                            del held[param]
-                            dropped = True
+            for key, callee, _params, bound in calls:
+                held = own.get(callee)
+                if not held:
+                    continue
+                for param, arg in bound:
+                    name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+                    if param in held and name is not None and name not in self.ddp[key]:
+                        del held[param]
+                        dropped = True
             if not dropped:
                 break
             self.ddp = {key: visible(key) for key, _, _ in scopes}
@@ -3128,6 +3112,25 @@ class _Analysis:
             self.ddp_values[key] = _closure(
                 _assignments(nodes), set(), lambda value, _, values, ddp=ddp: self._ddp_output(value, ddp, values)
             )
+
+    def _calls_of_file_functions(self, scopes) -> Iterator[tuple[str | None, str, list[str], list[tuple]]]:
+        """Each call in ``scopes`` of a function of the file: the calling scope, the callee's key, its parameter
+        names and the (parameter, argument) pairs the call binds (``self``/``cls`` skipped)."""
+        for key, nodes, _ in scopes:
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = self._callee(node.func, self._class_of(key), self.table[key].unit if key else None)
+                if callee is None:
+                    continue
+                params = [a.arg for a in self.table[callee].node.args.args]
+                skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+                yield (
+                    key,
+                    callee,
+                    params,
+                    list(zip(params[skip:], node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg],
+                )
 
     @staticmethod
     def _ddp_output(expr: ast.AST, ddp: dict[str, str], values: set[str]) -> bool:
