@@ -69,3 +69,21 @@ def test_readers_that_raised_past_an_unwaited_async_barrier_are_told_it_was_not_
         line.startswith("ranks 1 and 2's barrier(async_op=True)") and "had not been waited for" in line
         for line in d.evidence
     ), d
+
+
+def rank_3_skips_the_monitored_barrier():
+    """review67b C1: rank 3's process ends without the call; rank 0 fails on its closed connection at once."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    if dist.get_rank() != 3:
+        dist.monitored_barrier(timeout=timedelta(seconds=5))
+
+
+@pytest.mark.timeout(120)
+def test_a_monitored_barrier_whose_missing_rank_ended_is_not_said_to_have_waited_the_timeout():
+    run = bl.run(rank_3_skips_the_monitored_barrier, 4, timeout=10)
+    text = str(run.diagnosis)
+    assert "waited for the other ranks until the timeout and" not in text, text
+    assert "when a missing rank's process had ended, only until its closed connection told it so" in text, text

@@ -67,9 +67,10 @@ _ERRORS = (
         re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier"),
         "monitored barrier",
         "rank 0's monitored barrier (a monitored_barrier call, or the check TORCH_DISTRIBUTED_DEBUG=DETAIL makes "
-        "before every collective) waited for the other ranks until the timeout and names the ones that never "
-        "arrived: {0} (a monitored_barrier call names only the first unless wait_all_ranks=True; DETAIL's check "
-        "names them all).",
+        "before every collective) waited for the other ranks, until the timeout or, when a missing rank's process "
+        "had ended, only until its closed connection told it so (at once, whatever time torch's message gives), "
+        "and names the ones that never arrived: {0} (a monitored_barrier call names only the first unless "
+        "wait_all_ranks=True; DETAIL's check names them all).",
     ),
     # a rank other than 0 sends to rank 0 and waits for its answer, which rank 0 sends after receiving from
     # every rank (ProcessGroupGloo::monitoredBarrier); its error also holds "Timed out waiting" (review51b)
