@@ -659,6 +659,15 @@ def _all_recorded(run: Run) -> str:
     return f"{sentence_start(listed)}, the only {'rank' if len(recorded) == 1 else 'ranks'} recorded here,"
 
 
+def _groups_made(run: Run) -> dict[int, list[Event]]:
+    """Each rank's ``new_group`` calls of the default group (a locally synchronised one is recorded as its
+    members' group, not among these)."""
+    return {
+        r.rank: [e for e in r.events if e.kind == "collective" and e.name == "new_group" and e.group is None]
+        for r in run.ranks
+    }
+
+
 def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
     """The k-th ``new_group`` call (of the default group) asked for different members on different ranks:
     torch requires every rank to make the same groups in the same order, members or not (new_group's
@@ -668,10 +677,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
     got there by chance."""
     run = f.run
     world = len(run.ranks)
-    made: dict[int, list[Event]] = {
-        r.rank: [e for e in r.events if e.kind == "collective" and e.name == "new_group" and e.group is None]
-        for r in run.ranks
-    }
+    made = _groups_made(run)
     if len(made) < 2:
         return None
     for k in range(min(len(calls) for calls in made.values())):
@@ -769,11 +775,7 @@ def rule_new_group_skipped(f: Facts) -> Diagnosis | None:
     were said to be a barrier meeting a new_group that would wait, of a run that finished (review64b C1). Told as
     :func:`rule_only_some_ranks` tells a group made by only some ranks."""
     run = f.run
-    made: dict[int, list[Event]] = {
-        r.rank: [e for e in r.events if e.kind == "collective" and e.name == "new_group" and e.group is None]
-        for r in run.ranks
-        if r.recorded
-    }
+    made = {r: calls for r, calls in _groups_made(run).items() if run[r].recorded}
     counts = {len(calls) for calls in made.values()}
     if len(made) < 2 or len(counts) < 2:
         return None
@@ -2930,7 +2932,11 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         )
     if unordered and not no_group:
         writers = rank_list(sorted({m[2] for m in unordered.values()}))
-        pending = [h for h in call_hazards(f.run) if "had not been waited for when" in h]
+        pending = any(  # a reader's own async barrier, not waited for when it raised (call_hazards says so too)
+            e.kind == "collective" and e.name in ("barrier", "monitored_barrier")
+            for r in unordered
+            for e in ordering.unwaited(f.run[r].events)
+        )
         blame = (
             f"but nothing ordered {'its' if len(unordered) == 1 else 'their'} read after {writers}'s write of the "
             + (
