@@ -87,3 +87,25 @@ def test_a_monitored_barrier_whose_missing_rank_ended_is_not_said_to_have_waited
     text = str(run.diagnosis)
     assert "waited for the other ranks until the timeout and" not in text, text
     assert "when a missing rank's process had ended, only until its closed connection told it so" in text, text
+
+
+def pair_barrier_on_a_group_every_rank_made():
+    """review69b C1: correct code (every rank makes the group, its members use it), once told as "after the same 1
+    collective call in the same order" though ranks 2 and 3 made no call but new_group."""
+    import torch.distributed as dist
+
+    pair = dist.new_group([0, 1])
+    if dist.get_rank() in (0, 1):
+        dist.barrier(group=pair)
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_runs_headline_counts_the_default_groups_and_each_subgroups_calls_apart():
+    run = bl.run(pair_barrier_on_a_group_every_rank_made, 4, timeout=5)
+    assert run.statuses == ["finished"] * 4
+    headline = run.diagnosis.headline
+    assert headline.startswith("All 4 ranks finished: every rank made the same 1 collective call"), headline
+    assert "on the default group and the same 1 new_group call" in headline, headline
+    assert "on the subgroup of ranks [0, 1], ranks 0 and 1 made 1 collective call each" in headline, headline
+    assert "ranks 2" not in headline, headline

@@ -799,6 +799,41 @@ def rule_new_group_skipped(f: Facts) -> Diagnosis | None:
     )
 
 
+def _calls_made(f: Facts, depth: int) -> str:
+    """How many collective calls the ranks of a finished run made, by group: "after the same 3 collective calls
+    in the same order." when there were no groups; else the default group's new_group calls (which the ledger
+    does not list) apart from its other calls, and each subgroup's members' calls on it (review69b C1: ranks 0
+    and 1 made one barrier on their subgroup and ranks 2 and 3 none, told as "the same 1 collective call")."""
+    made = {r: len(v) for r, v in _groups_made(f.run).items() if r in f.calls}
+    subgroups = list(subgroup_calls(f.run).values())
+    if not subgroups and not any(made.values()):
+        return f"after the same {depth} collective call{'s' if depth != 1 else ''} in the same order."
+    parts = []
+    counts = set(made.values())
+    other = {len([e for e in calls if e.name != "new_group"]) for calls in f.calls.values()}
+    groups = f"{max(counts)} new_group call{'s' if max(counts) != 1 else ''}"
+    made_text = f"the same {groups}" if len(counts) == 1 else f"up to {groups}"
+    if other == {0}:
+        parts.append(f"every rank made {made_text} and no other collective call on the default group")
+    else:
+        n = max(other, default=0)
+        parts.append(
+            f"every rank made the same {n} collective call{'s' if n != 1 else ''} in the same order on the default "
+            + (f"group and {made_text}" if max(counts) else "group")
+        )
+    for members, mine in subgroups:
+        ranks = sorted(set(members) | set(mine))
+        by_count: dict[int, list[int]] = {}
+        for r in ranks:
+            by_count.setdefault(len(mine.get(r, [])), []).append(r)
+        told = ", ".join(
+            f"{rank_list(rs)} made {k} collective call{'s' if k != 1 else ''}{' each' if len(rs) > 1 else ''}"
+            for k, rs in sorted(by_count.items(), reverse=True)
+        )
+        parts.append(f"on the subgroup of ranks {list(members) if members else ranks}, {told}")
+    return "; ".join(parts) + "."
+
+
 def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
     if f.failed or f.first_diff or f.split or f.shapes:
@@ -809,9 +844,8 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     run = f.run
     everyone = _all_recorded(run)
     depth = max((len(c) for c in f.calls.values()), default=0)
-    headline = (
-        f"{everyone} finished, after the same {depth} collective call{'s' if depth != 1 else ''} in the same order."
-    )
+    made = _calls_made(f, depth)
+    headline = f"{everyone} finished{', ' if made.startswith('after') else ': '}{made}"
     if f.cut and f.cut_count is not None:
         headline = (
             f"{everyone} finished, after the same {f.cut_count} collective calls. Their records "
