@@ -109,3 +109,32 @@ def test_a_finished_runs_headline_counts_the_default_groups_and_each_subgroups_c
     assert "on the default group and the same 1 new_group call" in headline, headline
     assert "on the subgroup of ranks [0, 1], ranks 0 and 1 made 1 collective call each" in headline, headline
     assert "ranks 2" not in headline, headline
+
+
+def rank_0_raises_while_rank_2_waits_on_it_in_a_subgroup():
+    """Round 39's ART item (OpenPipe/ART #919) at times: rank 0 raised while rank 2 was still in a call with it, so
+    rank 2 never made the next group; once told as "a group was made by only some ranks: rank 2 never did"."""
+    import time
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    g = dist.new_group([0, 2])
+    if rank == 2:
+        dist.barrier(group=g)  # waits for rank 0's, below
+    dist.new_group([0, 1])
+    if rank == 0:
+        time.sleep(0.3)
+        raise ValueError("bad batch")  # before its barrier on g
+    if rank == 0:
+        dist.barrier(group=g)
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_broken_by_a_peers_failure_before_a_group_is_not_said_to_have_skipped_it():
+    run = bl.run(rank_0_raises_while_rank_2_waits_on_it_in_a_subgroup, 3, timeout=5)
+    assert run.statuses == ["raised", "finished", "raised"], run.statuses
+    headline = run.diagnosis.headline
+    assert headline.startswith("rank 0 failed by itself (raised at"), headline
+    assert "rank 2 failed in barrier at" in headline and "when its connection closed" in headline, headline
+    assert "before reaching new_group #2" in headline and "only some ranks" not in headline, headline

@@ -1408,9 +1408,9 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     if not f.first_diff or f.mispaired:
         return None
     failed = crashed(f.run, f.missing)
-    if not failed:
-        return None
     event = f.at_k[min(f.at_k)]
+    if not failed:
+        return _broken_before_the_call(f, event)
     it = "them" if len(failed) > 1 else "it"
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
         then = (
@@ -1428,6 +1428,31 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
         else:
             then = f"so the others waited for {it} in {event.name} #{f.number}"
     return _rank_failed(f.run, failed, then, _arrival_evidence(f), _site(event))
+
+
+def _broken_before_the_call(f: Facts, event: Event) -> Diagnosis | None:
+    """The ranks that never reached call #k failed in their call before it when a connection closed, and another
+    rank failed by itself: its end broke their call (round 39, OpenPipe ART #919: rank 0 raised ValueError at a
+    broadcast while rank 2 was still connecting a group with it in new_group #3; told as "a group made by only
+    some ranks: rank 2 never did" new_group #4, which it never had the chance to make)."""
+    causes = [r for r in f.failed if failed_by_itself(f.run[r])]
+    if not causes:
+        return None
+    broken = {}
+    for r in f.missing:  # the call it raised in: a group-making call, or a subgroup's, after its last counted one
+        last = next((e for e in reversed(f.run[r].events) if e.kind in CALL_KINDS and e.error), None)
+        known = explain_error(last.error) if last is not None else None
+        if f.run[r].status != RAISED or known is None or known[0] != "peer gone":
+            return None
+        broken[r] = last
+    its = "its" if len(causes) == 1 else "their"
+    then = (
+        f"and {rank_list(sorted(broken))} failed in "
+        + ", ".join(f"{_op_name(e)} at {_place(e)}" for e in broken.values())
+        + f" when {its} connection closed, before reaching {_op_name(event)} #{f.number}, which the others made"
+    )
+    evidence = [f"rank {r} failed in {_op_name(e)} at {_place(e)}: {_clip(e.error)}" for r, e in broken.items()]
+    return _rank_failed(f.run, causes, then, evidence + _arrival_evidence(f), _site(event))
 
 
 def _peers_failed_when_connections_closed(f: Facts, at: dict[int, Event] | None = None) -> bool:
