@@ -20,6 +20,7 @@ import barrierlab.lint
 from barrierlab.lint import Finding, lint, lint_file, lint_function, lint_source, main, report
 
 CORPUS = Path(__file__).parent / "lint_corpus"
+REALWORLD = Path(__file__).parent / "realworld"
 SNIPPETS = sorted(p for p in CORPUS.iterdir() if p.name.startswith(("bad_", "good_")))
 
 # Stand-in for torch.distributed so that these tests never import torch: the linter
@@ -3483,3 +3484,83 @@ def load(state, path, tensors):
     assert lint_source(after) == []
     barrier = source.replace("        zero = Zero3Params(tensors)\n", "        dist.barrier()\n        zero = None\n")
     assert lint_source(barrier) == []
+
+
+LOOK_RACE = """\
+import os
+import time
+import torch.distributed as dist
+
+
+def async_no_wait(folder):
+    rank = dist.get_rank()
+    p = os.path.join(folder, "y.txt")
+    if rank == 1:
+        time.sleep(0.2)
+        with open(p, "w") as f:
+            f.write("hi")
+    w = dist.barrier(async_op=True)
+{wait}    if rank == 0:
+        ok = {look}
+        w.wait()
+        return ok
+    w.wait()
+    return 1
+"""
+
+
+def test_a_look_for_a_file_another_rank_writes_before_the_async_barrier_is_waited_is_a_race() -> None:
+    """review68b M1: rank 1 writes, every rank calls `w = dist.barrier(async_op=True)`, rank 0 asks
+    `os.path.exists(p)` before `w.wait()`: the look is a read of the file's state, and rank 0 saw no file."""
+    for look in ("os.path.exists(p)", "os.path.isfile(p)", "os.path.getsize(p) > 0", "Path(p).exists()"):
+        [race] = lint_source(LOOK_RACE.format(wait="", look=look), "rankfns.py")
+        assert (race.line, race.kind, race.condition) == (15, "file-race", "rank == 1"), look
+        assert "write `p` at line 11 (open for writing), and other ranks look for it here" in race.why
+        assert "orders nothing until `w.wait()` returns, and none comes before this read" in race.why
+        assert "get False from its look and go the way a missing file takes" in race.why
+        assert race.fix.startswith("call `w.wait()` after line 13 and before this read")
+    # the twin: the wait before the look orders rank 1's write before it
+    assert lint_source(LOOK_RACE.format(wait="    w.wait()\n", look="os.path.exists(p)")) == []
+    # a look whose answer only goes to a print decides nothing
+    printed = LOOK_RACE.format(wait="", look="1\n        print(os.path.exists(p))")
+    assert lint_source(printed) == []
+
+
+def test_a_look_that_guards_the_lookers_own_removal_is_not_a_read_of_another_rank() -> None:
+    """The two correct items treating every look as a read flagged: round28's `if rank == 0 and
+    os.path.exists(cache_path()): os.remove(cache_path())` and round37's `if rank == 0: ... if
+    os.path.exists(stale): os.unlink(stale)`: the look decides only whether the looking rank removes the file."""
+    for name in (
+        "round28/correct_main_first_ctx_finally_caught_error.py",
+        "round37/correct_rtg_early_stop_flag_checked_after_checkpoint_barrier.py",
+    ):
+        assert lint_file(REALWORLD / name) == [], name
+    guarded = """\
+import os
+import torch.distributed as dist
+
+
+def clean(p):
+    rank = dist.get_rank()
+    if rank == 0 and os.path.exists(p):
+        os.remove(p)
+"""
+    assert lint_source(guarded) == []
+    # every rank looks, and the answer decides what the other ranks do: rank 0 can remove the file first
+    looked = """\
+import os
+import torch.distributed as dist
+
+
+def clean(p):
+    rank = dist.get_rank()
+    found = os.path.exists(p)
+    if rank == 0:
+        os.remove(p)
+    return found
+"""
+    [race] = lint_source(looked)
+    assert (race.line, race.kind, race.condition) == (9, "file-race", "rank == 0")
+    assert "other ranks look for it at line 7 (`os.path.exists`)" in race.why
+    assert "a rank that looks after that (`os.path.exists`) finds no file" in race.why
+    assert race.fix.startswith("put dist.barrier() after the read at line 7 and before this removal")

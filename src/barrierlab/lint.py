@@ -7292,6 +7292,12 @@ class _Order:
         self.reads: dict[str, list[tuple[ast.Call, tuple[str, ...]]]] = {}
         self.last_orderer: ast.Call | None = None
         self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
+        #: the ifs being walked, outermost first: the ids of the calls in the test, the conditions outside the if and
+        #: the test's text. A look there (``if rank == 0 and os.path.exists(p): os.remove(p)``) decides only whether
+        #: the looking rank removes the file itself, not what a reader of the file finds
+        self.guards: list[tuple[set[int], tuple[str, ...], str]] = []
+        self.reported: set[int] = set()  # ids of nodes inside a print or a logger's call: their answer decides nothing
+        self.looks: set[int] = set()  # ids of the reads that only ask whether the file is there (os.path.exists)
         self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
@@ -7322,10 +7328,12 @@ class _Order:
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             self.dropped.add(id(stmt.value))
         if isinstance(stmt, (ast.If, ast.While)):
-            self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
                 self.folders.clear()
+            self._expr(stmt.test, ctx)
+            calls = {id(n) for n in ast.walk(stmt.test) if isinstance(n, ast.Call)}
+            self.guards.append((calls, ctx, self.unit.text(stmt.test)))
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
             self.conditional += 1  # p2p-order looks only at calls under no condition at all
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
@@ -7336,6 +7344,7 @@ class _Order:
                 self.block(stmt.body, ctx)
                 self.block(stmt.orelse, ctx)
             self.conditional -= 1
+            self.guards.pop()
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._expr(stmt.iter, ctx)
             rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
@@ -7369,6 +7378,8 @@ class _Order:
         """Calls in the order they run: arguments before the call that takes them."""
         if isinstance(node, ast.Lambda):
             return
+        if isinstance(node, ast.Call) and (_terminal(node.func) or "") in _REPORTING:
+            self.reported |= {id(n) for n in ast.walk(node)}
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self._expr(child, ctx)
@@ -7431,6 +7442,10 @@ class _Order:
             self.writes[written[0]] = (call, ctx, written[1])
             return
         read = _read_path(call, full)
+        if read is None and id(call) not in self.reported:
+            read = _looked_path(call, full)  # review68b M1: rank 0's os.path.exists(p) saw no file
+            if read is not None:
+                self.looks.add(id(call))
         if read is not None:
             self.reads.setdefault(read, []).append((call, ctx))
         if read is not None and read in self.writes:
@@ -7481,10 +7496,25 @@ class _Order:
         for read_path, found in list(self.reads.items()):
             if not (read_path == path or (folder and _inside_text(read_path, path))):
                 continue
-            others = [(read, where) for read, where in found if not _implied(ctx, where)]
+            others = [
+                (read, where) for read, where in found if not _implied(ctx, where) and not self._own_look(read, ctx)
+            ]
             if others:
                 self._removal_race(call, ctx, path, how, read_path, others[-1][0])
                 return
+
+    def _own_look(self, read: ast.Call, ctx: tuple[str, ...]) -> bool:
+        """Whether ``read`` is a look in the test of an if around the removal whose conditions ``ctx`` adds nothing
+        to that if's own beyond the test (round37's ``if rank == 0: ... if os.path.exists(stale): os.unlink(stale)``,
+        round28's ``if rank == 0 and os.path.exists(p): os.remove(p)``): the look decides only whether the looking
+        rank removes the file, and a rank where the rest of the test is false does nothing either way."""
+        if id(read) not in self.looks:
+            return False
+        for calls, outer, text in self.guards:
+            if id(read) in calls:
+                extra = ctx[len(outer) :] if ctx[: len(outer)] == outer else None
+                return extra is not None and all(c in (text, f"not ({text})") for c in extra)
+        return False
 
     def _removal_race(
         self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, read_path: str, read: ast.Call
@@ -7493,16 +7523,20 @@ class _Order:
         line = read.lineno + self.unit.offset
         reader = _dotted(read.func) or self.unit.text(read.func)
         inner = f" `{read_path}`, a path inside it," if read_path != path else ""
+        opens, verb = "a rank that opens it after that gets FileNotFoundError", "read"
+        if id(read) in self.looks:
+            verb = "look for"
+            opens = f"a rank that looks after that (`{reader}`) finds no file and goes the way a missing file takes"
         before = ""
         if self.last_orderer is not None and self.last_orderer.lineno < read.lineno:
             shown = self.unit.text(self.last_orderer)
             before = f" (the last call that orders, `{shown}` at line {self.last_orderer.lineno + self.unit.offset}, comes before the read)"
         why = (
-            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks read{inner or ' it'} at line {line} "
+            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks {verb}{inner or ' it'} at line {line} "
             f"(`{reader}`) with no barrier, collective, store wait or recv between that read and this removal"
             f"{before}: nothing holds the removing rank back until the others have read, so on gloo it removes the "
-            "file as soon as its own work is done, and a rank that opens it after that gets FileNotFoundError (it "
-            "works only when every reader is faster than the remover)"
+            f"file as soon as its own work is done, and {opens} (it works only when every reader is faster than the "
+            "remover)"
         )
         fix = (
             f"put dist.barrier() after the read at line {line} and before this removal, outside the condition: a "
@@ -7569,6 +7603,11 @@ class _Order:
     ) -> None:
         cond = where[-1]
         line = write.lineno + self.unit.offset
+        reads, finds = "read it here", "read a missing or half-written file"
+        if id(read) in self.looks:
+            looked = _dotted(read.func) or self.unit.text(read.func)
+            reads = f"look for it here (`{looked}`)"
+            finds = "get False from its look and go the way a missing file takes"
         if pending is not None:  # review64b M2: an async_op=True collective between, not waited before the read
             handle, call, _ = pending
             name = _terminal(call.func)
@@ -7584,10 +7623,10 @@ class _Order:
                 )
                 fix = f"call {waited}"
             why = (
-                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here; "
+                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks {reads}; "
                 f"the {name} between them, {shown} at line {at}, is called with async_op=True{waiting} before "
                 f"this read. On gloo the other ranks pass line {at} without waiting for the writer, so a rank can "
-                "read a missing or half-written file (it works only when the writer is faster)"
+                f"{finds} (it works only when the writer is faster)"
             )
             fix += (
                 f" after line {at} and before this read, on every rank (or make the {name} blocking: drop "
@@ -7609,9 +7648,9 @@ class _Order:
                 f"{holds}, not the readers until the writer has written"
             )
         why = (
-            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
+            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks {reads} "
             f"{between}: nothing orders the write before the "
-            "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
+            f"read, so a rank can {finds} (it works only when the writer is faster)"
         )
         fix = (
             f"put dist.barrier() (on gloo a blocking all_reduce of a non-empty tensor orders as well) after the "
@@ -7772,6 +7811,25 @@ def _inside(path: ast.expr, folder: str) -> bool:
         isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ast.unparse(node) == folder
         for node in ast.walk(path)
     )
+
+
+_LOOKS = frozenset({"os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists", "os.path.getsize"})
+_PATH_LOOKS = frozenset({"exists", "is_file", "is_dir"})
+
+
+def _looked_path(call: ast.Call, full: str) -> str | None:
+    """The path whose state a call asks about (``os.path.exists(p)``, ``os.path.getsize(p)``, ``Path(p).is_file()``):
+    a read of the file's state, whose answer depends on whether the writer has got there."""
+    if full in _LOOKS:
+        return _path_text(_argument(call, 0, "path"))
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in _PATH_LOOKS
+        and not call.args
+        and not full.startswith("os.")
+    ):
+        return _path_text(call.func.value)
+    return None
 
 
 def _read_path(call: ast.Call, full: str) -> str | None:
