@@ -3564,3 +3564,58 @@ def clean(p):
     assert "other ranks look for it at line 7 (`os.path.exists`)" in race.why
     assert "a rank that looks after that (`os.path.exists`) finds no file" in race.why
     assert race.fix.startswith("put dist.barrier() after the read at line 7 and before this removal")
+
+
+REMOVE_OR_READ = """\
+import os
+import time
+import torch
+import torch.distributed as dist
+
+
+def f16_remove_before_read(folder):
+    p = os.path.join(folder, "ck.pt")
+    if dist.get_rank() == 0:
+        torch.save({{"a": 1}}, p)
+    dist.barrier()
+{body}    return 0
+"""
+
+
+def test_a_removal_and_the_reads_in_the_two_branches_of_one_rank_test_are_a_race() -> None:
+    """review67b M2: after the barrier, `if rank == 0: os.remove(p)` / `else: torch.load(p)`: the removal and the
+    reads run at once on different ranks; in the run ranks 1-3 raised FileNotFoundError."""
+    branches = (
+        "    if dist.get_rank() == 0:\n        os.remove(p)\n"
+        "    else:\n        time.sleep(0.1)\n        torch.load(p)\n"
+    )
+    [race] = lint_source(REMOVE_OR_READ.format(body=branches), "fns.py")
+    assert (race.line, race.kind, race.condition, race.collective) == (
+        13,
+        "file-race",
+        "dist.get_rank() == 0",
+        "os.remove",
+    )
+    assert "remove `p` here (os.remove), and the other ranks read it at line 16 (`torch.load`)" in race.why
+    assert "in the else branch of the same test" in race.why
+    assert "on gloo it removes the file while they are still on their way to line 16" in race.why
+    assert "FileNotFoundError" in race.why
+    assert race.fix.startswith("let every rank read first: do the read at line 16, then dist.barrier()")
+    # the read in an if of its own after the removal's: the same race
+    separate = branches.replace("    else:\n", "    if dist.get_rank() != 0:\n")
+    [race] = lint_source(REMOVE_OR_READ.format(body=separate))
+    assert (race.line, race.kind) == (13, "file-race") and "later in the program" in race.why
+    # the twin: the reads, then a barrier, then the removal
+    twin = (
+        "    if dist.get_rank() != 0:\n        torch.load(p)\n"
+        "    dist.barrier()\n    if dist.get_rank() == 0:\n        os.remove(p)\n"
+    )
+    assert lint_source(REMOVE_OR_READ.format(body=twin)) == []
+    # rank 0 reading after its own removal is no race between ranks
+    own = "    if dist.get_rank() == 0:\n        os.remove(p)\n        torch.load(p)\n"
+    assert lint_source(REMOVE_OR_READ.format(body=own)) == []
+    # written again before the others read it: the race is the write's, named at the read
+    again = "    if dist.get_rank() == 0:\n        os.remove(p)\n        torch.save(1, p)\n    torch.load(p)\n"
+    [race] = lint_source(REMOVE_OR_READ.format(body=again))
+    assert (race.line, race.kind, race.collective) == (15, "file-race", "torch.load")
+    assert "write `p` at line 14 (torch.save)" in race.why

@@ -7291,6 +7291,9 @@ class _Order:
         #: reads since the last call that orders: path -> (the read, its conditions), for a removal after them
         self.reads: dict[str, list[tuple[ast.Call, tuple[str, ...]]]] = {}
         self.last_orderer: ast.Call | None = None
+        #: removals under a condition on the rank since the last call that orders: path -> (the removal, its
+        #: conditions, how, whether a folder), for a read by the other ranks after it (review67b M2)
+        self.removals: dict[str, tuple[ast.Call, tuple[str, ...], str, bool]] = {}
         self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
         #: the ifs being walked, outermost first: the ids of the calls in the test, the conditions outside the if and
         #: the test's text. A look there (``if rank == 0 and os.path.exists(p): os.remove(p)``) decides only whether
@@ -7402,6 +7405,7 @@ class _Order:
                 pending = {
                     "writes": dict(self.writes),
                     "folders": dict(self.folders),
+                    "removals": dict(self.removals),
                     "reads": {path: list(found) for path, found in self.reads.items()},
                 }
                 # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
@@ -7414,8 +7418,10 @@ class _Order:
             root = _literal_root(call, name)
             if root is not None:
                 self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
+                self.removals = {path: r for path, r in self.removals.items() if not _written_by(r[1], root, name)}
             else:
                 self.writes.clear()
+                self.removals.clear()
             self.folders.clear()
             self.reads.clear()
             self.last_orderer = call
@@ -7436,8 +7442,11 @@ class _Order:
         if removed is not None:
             if ctx and not self.sheltered:
                 self._removal(call, ctx, *removed)
+                self.removals[removed[0]] = (call, ctx, removed[1], removed[2])
             return
         written = _written_path(call, full)
+        if written is not None:
+            self.removals.pop(written[0], None)  # written again: a read after it races with the write, if at all
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
@@ -7448,6 +7457,7 @@ class _Order:
                 self.looks.add(id(call))
         if read is not None:
             self.reads.setdefault(read, []).append((call, ctx))
+            self._read_after_removal(call, ctx, read)
         if read is not None and read in self.writes:
             entry = self.writes[read]
             write, where, how = entry
@@ -7476,7 +7486,7 @@ class _Order:
             return False
         for entry in waited:
             self.unwaited.remove(entry)
-            for field_name, table in (("writes", self.writes), ("folders", self.folders)):
+            for field_name, table in (("writes", self.writes), ("folders", self.folders), ("removals", self.removals)):
                 for path, value in entry[2][field_name].items():
                     if table.get(path) is value:
                         del table[path]
@@ -7502,6 +7512,39 @@ class _Order:
             if others:
                 self._removal_race(call, ctx, path, how, read_path, others[-1][0])
                 return
+
+    def _read_after_removal(self, read: ast.Call, ctx: tuple[str, ...], read_path: str) -> None:
+        """A read by other ranks after a removal under a condition on the rank, with nothing between that orders
+        (review67b M2: ``if rank == 0: os.remove(p)`` / ``else: torch.load(p)``, the two branches of one test):
+        the removing rank does not wait for the readers, so the removal can come first."""
+        for path, (removal, where, how, folder) in list(self.removals.items()):
+            if not (read_path == path or (folder and _inside_text(read_path, path))) or _implied(where, ctx):
+                continue
+            del self.removals[path]
+            if id(removal) in self.an.found:
+                continue
+            cond = where[-1]
+            line = read.lineno + self.unit.offset
+            reader = _dotted(read.func) or self.unit.text(read.func)
+            inner = f" `{read_path}`, a path inside it," if read_path != path else " it"
+            branch = ctx[:-1] == where[:-1] and ctx[-1:] == (f"not ({cond})",)
+            place = "in the else branch of the same test" if branch else "later in the program"
+            verb, fails = "read", "gets FileNotFoundError"
+            if id(read) in self.looks:
+                verb, fails = "look for", "finds no file and goes the way a missing file takes"
+            why = (
+                f"ranks where `{cond}` is true remove `{path}` here ({how}), and the other ranks {verb}{inner} at line "
+                f"{line} (`{reader}`), {place}, with no barrier, collective, store wait or recv between this removal "
+                "and that read: nothing holds the removing rank back until the others have read, so on gloo it removes "
+                f"the file while they are still on their way to line {line}, and a rank that gets there after the "
+                f"removal {fails} (it works only when every reader is faster than the remover)"
+            )
+            fix = (
+                f"let every rank read first: do the read at line {line}, then dist.barrier() outside the condition, "
+                f"then the removal under `{cond}` (a blocking all_reduce of a non-empty tensor on gloo, a store key "
+                "or send/recv after the other ranks' use of the file orders them too)"
+            )
+            self._add(removal, "file-race", cond, why, fix)
 
     def _own_look(self, read: ast.Call, ctx: tuple[str, ...]) -> bool:
         """Whether ``read`` is a look in the test of an if around the removal whose conditions ``ctx`` adds nothing
