@@ -3027,7 +3027,7 @@ def prog():
     [finding] = lint_source(source)
     assert (finding.kind, finding.line, finding.condition) == ("branch", 9, "rank == 0"), finding
     assert (
-        "ranks where `rank == 1` is true make the same ones in another (they make this barrier at line 13)"
+        "ranks where `rank == 1` is true make the same ones on `g2` first (they make this barrier at line 13)"
         in finding.why
     )
     assert "never call" not in finding.why
@@ -3619,3 +3619,45 @@ def test_a_removal_and_the_reads_in_the_two_branches_of_one_rank_test_are_a_race
     [race] = lint_source(REMOVE_OR_READ.format(body=again))
     assert (race.line, race.kind, race.collective) == (15, "file-race", "torch.load")
     assert "write `p` at line 14 (torch.save)" in race.why
+
+
+CROSSED_GROUPS = """\
+import torch
+import torch.distributed as dist
+
+
+def crossed_groups():
+    rank = dist.get_rank()
+    world = list(range(dist.get_world_size()))
+    g1 = dist.new_group(world)
+    g2 = dist.new_group(world)
+    t = torch.ones(4)
+    if rank < 2:
+        dist.all_reduce(t, group=g1)
+        dist.all_reduce(t, group=g2)
+    else:
+        dist.all_reduce(t, group={first})
+        dist.all_reduce(t, group={second})
+    return t.sum().item()
+"""
+
+
+def test_an_if_and_its_else_making_the_same_collectives_on_two_groups_in_opposite_order_is_an_order_finding() -> None:
+    """lintfix28 C: without the groups the branches look balanced. Run with barrierlab.run (4 ranks, timeout 10):
+    ranks 0 and 1 stuck in g1's all_reduce (line 12), ranks 2 and 3 in g2's (line 15), until the deadline (the
+    groups got torch's 30-minute default); with new_group(..., timeout=5 s) every rank raised RuntimeError
+    'Timed out waiting 5000ms' after 5 s."""
+    [finding] = lint_source(CROSSED_GROUPS.format(first="g2", second="g1"), "crossed.py")
+    assert (finding.kind, finding.line, finding.condition) == ("branch", 12, "rank < 2"), finding
+    assert "on `g1` first, and the other ranks make the same ones on `g2` first" in finding.why
+    assert "(they make this all_reduce at line 16)" in finding.why
+    assert "each group pairs only its own calls" in finding.why and "no call returns" in finding.why
+    assert "until the groups' timeout" in finding.why and "30 minutes" in finding.why
+    assert "raises RuntimeError" in finding.why
+    assert finding.fix.startswith("make the collectives on `g1` and `g2` in the same order on every rank")
+    elif_branch = CROSSED_GROUPS.format(first="g2", second="g1").replace("    else:", "    elif rank >= 2:")
+    [finding] = lint_source(elif_branch)
+    assert (finding.kind, finding.line) == ("branch", 12)
+    assert "ranks where `rank >= 2` is true make the same ones on `g2` first" in finding.why
+    # the twin: the same order in both branches
+    assert lint_source(CROSSED_GROUPS.format(first="g1", second="g2")) == []

@@ -33,8 +33,9 @@ Finding kinds:
   :mod:`barrierlab.ordering`, statically, for one function's straight-line code: a collective called with
   ``async_op=True`` orders nothing until a ``wait()`` of its handle), or a folder
   made under such a condition that the other ranks write into or list, or a file (``os.remove``, ``os.unlink``,
-  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition after the other ranks read it
-  with nothing between that orders their reads before the removal.
+  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition with nothing between it and
+  the other ranks' reads (before it, or after it: the ``else`` of the same test). A look at the file
+  (``os.path.exists``, ``Path.is_file()``) is a read of its state.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -1120,11 +1121,12 @@ all but the first rank raise FileExistsError; pass exist_ok=True.
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
-called with async_op=True counts only from its work.wait() on; a broadcast or scatter orders only its root's
-writes, a reduce or gather only the others'), a file removed under such a condition
-(os.remove, os.unlink, Path.unlink, shutil.rmtree) after the other ranks read it with nothing between, or a
-folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
+by the other ranks (torch.load, open, or a look: os.path.exists, isfile, getsize, Path.exists) with no
+barrier, collective, store wait or recv between them (one called with async_op=True counts only from its
+work.wait() on; a broadcast or scatter orders only its root's writes, a reduce or gather only the others'), a
+file removed under such a condition (os.remove, os.unlink, Path.unlink, shutil.rmtree) with nothing between
+it and the other ranks' reads, before or after it (the else branch of the same test), or a folder made under
+such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -5604,7 +5606,7 @@ def _explain(
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
     elif reason == "order":
         kind = "branch"
-        others, line = detail
+        others, line, mine, theirs = detail
         them = f"ranks where `{others}` is true" if others else "the other ranks"  # review66b M1: no test to quote
         why = (
             f"ranks where `{cond}` is true make the collectives of this branch in one order, and {them} make the "
@@ -5613,6 +5615,20 @@ def _explain(
             "its peer waits in another's, until the timeout"
         )
         fix = "make the collectives in the same order on every rank (one code path, or the same order in each branch)"
+        if mine:  # the same calls on other groups (lintfix28 C): the branches wait for each other in two groups
+            why = (
+                f"ranks where `{cond}` is true make the collectives of this branch on `{mine}` first, and {them} make "
+                f"the same ones on `{theirs}` first (they make this {short} at line {line}): each group pairs only "
+                f"its own calls, so the members of `{mine}` that took this branch wait here for those that took the "
+                f"other, which wait in their {short} on `{theirs}` for these, and no call returns. On gloo every rank "
+                "stays in its first call until the groups' timeout (a group from new_group() without timeout= has "
+                "torch's default, 30 minutes, whatever init_process_group was given), then raises RuntimeError "
+                "('Timed out waiting ... ms')"
+            )
+            fix = (
+                f"make the collectives on `{mine}` and `{theirs}` in the same order on every rank (one code path, or "
+                "the same order in each branch)"
+            )
     elif reason == "hook":
         framework, hook, runs_on, hook_fix = detail
         kind = "branch"
@@ -6408,12 +6424,14 @@ class _Walker:
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if not rank:
             return item
+        # an if and its else making the same collectives on different groups in opposite orders look balanced
+        # when the groups are left out: the order check comes first
+        if self._swapped_order(body, orelse, text):
+            return item
         if self._balanced([item], None):
             self.an.retract([item])
             return item
         negated = self._negate(test, text)
-        if self._swapped_order(body, orelse, text):
-            return item
         matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
@@ -6443,7 +6461,12 @@ class _Walker:
         first = body[0]
         where = next(o for o in other if keyed(o) == mine[0])
         line = where.node.lineno + self.unit.offset  # type: ignore[union-attr]
-        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "", str(line)))
+        # the same calls in the same order but on other groups: each group pairs its own calls, and the branches
+        # wait in different groups for each other (lintfix28 C, run on gloo: every rank stuck in its first call)
+        groups = ("", "")
+        if [i[:-1] for i in mine] == [i[:-1] for i in theirs] and mine[0][-1] and theirs[0][-1]:
+            groups = (mine[0][-1], theirs[0][-1])
+        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "", str(line), *groups))
         return True
 
     def _loop(
@@ -7272,7 +7295,13 @@ class _Order:
 
     A removal (``os.remove``/``os.unlink``/``Path.unlink``, ``shutil.rmtree`` of a folder a read path is built on)
     under a rank-dependent condition after reads by other ranks, with nothing that orders between them, is a
-    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`).
+    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`);
+    so is a read by the other ranks after it with nothing between (``if rank == 0: os.remove(p)`` / ``else:
+    torch.load(p)``, review67b M2): the remover does not wait for them.
+
+    A look at a file (``os.path.exists/isfile/isdir/lexists/getsize``, ``Path.exists()/is_file()/is_dir()``) is a
+    read of its state (review68b M1), except inside a print or a logger's call, and in the test of an ``if``
+    around the looking rank's own removal of it (``if rank == 0 and os.path.exists(p): os.remove(p)``).
 
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
