@@ -3661,3 +3661,63 @@ def test_an_if_and_its_else_making_the_same_collectives_on_two_groups_in_opposit
     assert "ranks where `rank >= 2` is true make the same ones on `g2` first" in finding.why
     # the twin: the same order in both branches
     assert lint_source(CROSSED_GROUPS.format(first="g1", second="g2")) == []
+
+
+LOOKED_UP = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def cached_file(folder, name):
+    path = os.path.join(folder, name)
+    return path if os.path.isfile(path) else None
+
+
+def load(folder):
+    resolved = cached_file(folder, "model.pt")
+    if resolved is None:
+        raise OSError("no file named model.pt")
+    return torch.load(resolved)
+
+
+def worker(folder):
+{setup}    state = load(folder)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return state
+"""
+
+
+def test_a_look_every_rank_makes_of_a_file_nobody_writes_is_not_rank_dependent() -> None:
+    """lintfix28 D: round38's correct llm-compressor item raised on the None a helper returns when `os.path.isfile`
+    does not find a shard every rank looks up and nobody writes, and lint counted that look as rank-dependent. A
+    raise's test counts a look (directly or through a helper's result) only when the program changes the file:
+    rank 0 writing `model.pt` before the others look makes the raise rank-dependent. A look an if tests to choose
+    its collectives still counts (tests/lint_corpus/bad_isfile_tracker_then_all_reduce.py: node-local disks)."""
+    assert lint_file(REALWORLD / "round38/correct_llmcompressor_revision_resolved_once_and_broadcast.py") == []
+    assert lint_source(LOOKED_UP.format(setup="")) == []
+    written = '    if dist.get_rank() == 0:\n        torch.save({}, os.path.join(folder, "model.pt"))\n'
+    [finding] = lint_source(LOOKED_UP.format(setup=written))
+    assert (finding.kind, finding.line) == ("early-exit", 23), finding
+    assert finding.condition == "load() raises (line 14) when resolved is None"
+    assert "leave early (`load(folder)` at line 21, which can raise) and never reach this all_reduce" in finding.why
+    # check, then make: the first rank there makes the file, the others find it and skip the barrier
+    made = """\
+import os
+import torch.distributed as dist
+
+
+def prepare(path):
+    if not os.path.exists(path):
+        build_cache(path)
+        dist.barrier()
+
+
+def build_cache(path):
+    open(path, "w").close()
+"""
+    [finding] = lint_source(made)
+    assert (finding.kind, finding.line, finding.condition) == ("branch", 8, "not os.path.exists(path)"), finding
+    assert "a file-system check can answer differently on different ranks" in finding.why
+    assert finding.fix.startswith("check on one rank and broadcast the answer")

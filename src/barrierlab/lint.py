@@ -1671,6 +1671,39 @@ def _file_check(node: ast.AST) -> bool:
     )
 
 
+def _looked_at(node: ast.Call) -> ast.expr | None:
+    """The path a file check asks about (``os.path.exists(p)``: ``p``; ``Path(p).is_file()``: ``Path(p)``)."""
+    if not _file_check(node):
+        return None
+    if node.args:
+        return node.args[0]
+    return node.func.value if isinstance(node.func, ast.Attribute) else None
+
+
+def _path_keys(node: ast.expr, assigns: dict[str, list[ast.expr]], depth: int = 0) -> set[str]:
+    """Texts a path is matched by (:meth:`_Analysis._prepare_looks`): the whole path, its last component
+    (``os.path.join(d, NAME)``, ``d / NAME``), ``get_path(name)`` for a call whatever its receiver, and those of
+    the value a name was assigned in its scope."""
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath") and len(node.args) == 1:
+        node = node.args[0]
+    keys = {ast.unparse(node)}
+    if isinstance(node, ast.Call) and _terminal(node.func) == "join" and node.args:
+        keys.add(ast.unparse(node.args[-1]))
+    elif isinstance(node, ast.Call):
+        keys.add(f"{_terminal(node.func)}({', '.join(ast.unparse(a) for a in node.args)})")
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        keys.add(ast.unparse(node.right))
+    elif isinstance(node, ast.Name) and depth < 2:
+        for value in assigns.get(node.id, ()):
+            keys |= _path_keys(value, assigns, depth + 1)
+    if isinstance(node, ast.Call) and _terminal(node.func) == "join" and node.args and depth < 2:
+        last = node.args[-1]
+        if isinstance(last, ast.Name):  # join(folder, name), name a parameter: what the callers hand it
+            for value in assigns.get(last.id, ()):
+                keys.add(ast.unparse(value))
+    return keys
+
+
 #: Calls that only report (a print, a logger's message): what may come before the raise of a sanity check.
 _REPORTING = frozenset(("print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log"))
 
@@ -2839,6 +2872,12 @@ class _Analysis:
         self.table: dict[str, _Func] = {}
         self.found: dict[int, tuple[str, Finding]] = {}
         self.rank_funcs: set[str] = set()
+        #: while True, a look at a file counts as rank-dependent only when the program changes that file
+        #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
+        self.strict_looks = False
+        self.changing_looks: set[int] = set()
+        self.strict_taint: dict[str, set[str]] = {}
+        self.strict_rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
         #: what each function's taint started from (the module's, its class's attributes, its parent's): to
@@ -2905,6 +2944,7 @@ class _Analysis:
         for unit in self.units:
             self._collect_functions(unit)
             self._mark_contexts(unit)
+        self._prepare_looks()
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
@@ -2912,6 +2952,7 @@ class _Analysis:
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
+        self._prepare_strict_taint()
         self._prepare_reach()
         self._prepare_raisers()
         self._prepare_local_funcs()
@@ -2935,6 +2976,161 @@ class _Analysis:
         _SharedMakes(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
+
+    # -- looks at files
+
+    def _prepare_looks(self) -> None:
+        """The looks at a file (:func:`_file_check`) whose answer can differ between ranks: a look every rank makes
+        of the same path is not rank-dependent by itself (round38's correct llm-compressor item: every rank asks
+        `os.path.isfile` of a shard nobody writes). It is when the program changes that file while the ranks
+        run: the branch the look decides passes the path on (``if not os.path.isfile(p): make(p)``, the first
+        rank there makes it), or the program writes, removes or creates a path with the same name (matched by
+        text: the whole path, its last component, ``get_path(name)`` calls whatever their receiver, one local
+        assignment followed), directly or through a function of the file that writes its parameter. A path
+        that differs between ranks counts through its own text (:meth:`mentions_rank` reads the arguments)."""
+        scopes: list[tuple[_Unit, list[ast.AST], str, list[str]]] = []  # (unit, body, function, parameters)
+        for unit in self.units:
+            scopes.append((unit, list(unit.tree.body), "", []))
+            scopes += [
+                (unit, list(n.body), n.name, [a.arg for a in (*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs)])
+                for n in ast.walk(unit.tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        #: (function name, parameter) -> the arguments the file's calls hand it: a path built from a parameter
+        #: is matched by what the callers pass too
+        handed: dict[tuple[str, str], list[ast.expr]] = {}
+        params_of = {
+            n.name: [a.arg for a in (*n.args.posonlyargs, *n.args.args)]
+            for unit in self.units
+            for n in ast.walk(unit.tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for unit in self.units:
+            for call in (n for n in ast.walk(unit.tree) if isinstance(n, ast.Call)):
+                name = _terminal(call.func) or ""
+                if name not in params_of:
+                    continue
+                params = params_of[name]
+                offset = 1 if params[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+                for i, arg in enumerate(call.args):
+                    if i + offset < len(params):
+                        handed.setdefault((name, params[i + offset]), []).append(arg)
+                for keyword in call.keywords:
+                    if keyword.arg:
+                        handed.setdefault((name, keyword.arg), []).append(keyword.value)
+        writers: dict[str, set[int]] = {}  # function of the file -> positions of the parameters it writes
+        for unit in self.units:
+            for func in (n for n in ast.walk(unit.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+                offset = 1 if params[:1] in (["self"], ["cls"]) else 0
+                for node in _own_nodes(func.body):
+                    if isinstance(node, ast.Call):
+                        for path in self._changed_paths(node, unit):
+                            if isinstance(path, ast.Name) and path.id in params[offset:]:
+                                writers.setdefault(func.name, set()).add(params.index(path.id) - offset)
+        changed: set[str] = set()
+        looks: list[tuple[ast.Call, set[str]]] = []
+        for unit, body, owner, params in scopes:
+            assigns: dict[str, list[ast.expr]] = {}
+            nodes = list(_own_nodes(body))
+            for param in params:
+                assigns[param] = list(handed.get((owner, param), ()))
+            for node in nodes:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    assigns.setdefault(node.targets[0].id, []).append(node.value)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                paths = self._changed_paths(node, unit)
+                paths += [node.args[i] for i in writers.get(_terminal(node.func) or "", ()) if i < len(node.args)]
+                for path in paths:
+                    changed |= _path_keys(path, assigns)
+                looked = _looked_at(node)
+                if looked is not None:
+                    looks.append((node, _path_keys(looked, assigns)))
+            for node in nodes:  # the branch a look decides passes the path on: check, then make
+                test = node.test if isinstance(node, (ast.If, ast.While, ast.IfExp)) else None
+                if test is None:
+                    continue
+                branches = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [*node.body, *node.orelse]
+                used = {
+                    ast.unparse(arg)
+                    for call in _own_nodes(branches)
+                    if isinstance(call, ast.Call)
+                    for arg in (*call.args, *(k.value for k in call.keywords))
+                }
+                for look in ast.walk(test):
+                    looked = _looked_at(look) if isinstance(look, ast.Call) else None
+                    if looked is not None and ast.unparse(looked) in used:
+                        self.changing_looks.add(id(look))
+        self.changing_looks |= {id(node) for node, keys in looks if keys & changed}
+
+    def _strictly(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` with looks counted as :meth:`_prepare_strict_taint` counts them."""
+        kept = self.rank_funcs
+        self.rank_funcs, self.strict_looks = self.strict_rank_funcs, True
+        try:
+            return work(*args)
+        finally:
+            self.rank_funcs, self.strict_looks = kept, False
+
+    def _counted_look(self, node: ast.AST) -> bool:
+        return _file_check(node) and (not self.strict_looks or id(node) in self.changing_looks)
+
+    def _prepare_strict_taint(self) -> None:
+        """The taint and the functions whose result differs between ranks, with a look at a file counted only when
+        the program changes that file: what a ``raise``'s test is read with. A look tested by the raise itself
+        (``if not os.path.exists(p): raise``) is a precondition, as an assert states it (files=False), and so is
+        one handed back by a helper every rank calls (round38's correct llm-compressor item:
+        ``try_to_load_from_cache`` returns the shard's path if ``os.path.isfile`` finds it, else None, and
+        ``from_pretrained`` raises on None: every rank looks up the same shard, which nobody writes)."""
+        kept = (
+            self.rank_funcs,
+            self.rank_returns,
+            self.module_taint,
+            self.func_taint,
+            self.func_inherited,
+            self.tuple_ranks,
+            self.rng_seeder,
+            self._tuple_flows,
+            self._inert_cache,
+        )
+        if not any(_FILE_CHECK_TEXT.search(u.source) for u in self.units):
+            self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
+            return
+        self.rank_funcs, self.rank_returns, self.module_taint = set(), set(), set()
+        self.func_taint, self.func_inherited, self.tuple_ranks = {}, {}, {}
+        self._tuple_flows, self._inert_cache = {}, {}  # worked out from rank-dependence: not shared between the two
+        self.strict_looks = True
+        try:
+            self._prepare_taint()
+            self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
+        finally:
+            self.strict_looks = False
+            (
+                self.rank_funcs,
+                self.rank_returns,
+                self.module_taint,
+                self.func_taint,
+                self.func_inherited,
+                self.tuple_ranks,
+                self.rng_seeder,
+                self._tuple_flows,
+                self._inert_cache,
+            ) = kept
+
+    def _changed_paths(self, call: ast.Call, unit: _Unit) -> list[ast.expr]:
+        """The paths a call writes, removes or creates (as expressions)."""
+        full = self._resolve(call.func, unit) if _dotted(call.func) else ""
+        if _written_path(call, full) is None and _removed_path(call, full) is None and _made_folder(call, full) is None:
+            return []
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("write_text", "write_bytes", "unlink", "mkdir"):
+            return [call.func.value]
+        index, names = (1, ("f", "dst")) if full in ("torch.save", "os.replace", "os.rename") else (0, ("file", "path"))
+        if full.startswith("shutil.") and full != "shutil.rmtree":
+            index, names = 1, ("dst",)
+        path = _argument(call, index, *names)
+        return [path] if path is not None else []
 
     # -- functions and call graph
 
@@ -3446,12 +3642,14 @@ class _Analysis:
         for key, func in self.table.items():
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
-            taint = self.func_taint.get(key, set())
+            taint = self.strict_taint.get(key, set())
             # a test on what a broadcast or all_reduce handed every rank is the same on every rank (round 38's
             # correct items: rank 0's download outcome broadcast, then every rank raises on it together)
             laundered = self.laundered.get(key) or None
-            found = _ranked_raise(
-                func.node.body, lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False)
+            found = self._strictly(
+                _ranked_raise,
+                func.node.body,
+                lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False),
             )
             if found is not None:
                 self.rank_raisers[key] = found
@@ -4896,7 +5094,7 @@ class _Analysis:
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
                 return True
-            if _env_rank(node) or (files and _file_check(node)) or _log_level_check(node):
+            if _env_rank(node) or (files and self._counted_look(node)) or _log_level_check(node):
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
                 return True
