@@ -20,6 +20,7 @@ import barrierlab.lint
 from barrierlab.lint import Finding, lint, lint_file, lint_function, lint_source, main, report
 
 CORPUS = Path(__file__).parent / "lint_corpus"
+REALWORLD = Path(__file__).parent / "realworld"
 SNIPPETS = sorted(p for p in CORPUS.iterdir() if p.name.startswith(("bad_", "good_")))
 
 # Stand-in for torch.distributed so that these tests never import torch: the linter
@@ -3026,7 +3027,7 @@ def prog():
     [finding] = lint_source(source)
     assert (finding.kind, finding.line, finding.condition) == ("branch", 9, "rank == 0"), finding
     assert (
-        "ranks where `rank == 1` is true make the same ones in another (they make this barrier at line 13)"
+        "ranks where `rank == 1` is true make the same ones on `g2` first (they make this barrier at line 13)"
         in finding.why
     )
     assert "never call" not in finding.why
@@ -3483,3 +3484,240 @@ def load(state, path, tensors):
     assert lint_source(after) == []
     barrier = source.replace("        zero = Zero3Params(tensors)\n", "        dist.barrier()\n        zero = None\n")
     assert lint_source(barrier) == []
+
+
+LOOK_RACE = """\
+import os
+import time
+import torch.distributed as dist
+
+
+def async_no_wait(folder):
+    rank = dist.get_rank()
+    p = os.path.join(folder, "y.txt")
+    if rank == 1:
+        time.sleep(0.2)
+        with open(p, "w") as f:
+            f.write("hi")
+    w = dist.barrier(async_op=True)
+{wait}    if rank == 0:
+        ok = {look}
+        w.wait()
+        return ok
+    w.wait()
+    return 1
+"""
+
+
+def test_a_look_for_a_file_another_rank_writes_before_the_async_barrier_is_waited_is_a_race() -> None:
+    """review68b M1: rank 1 writes, every rank calls `w = dist.barrier(async_op=True)`, rank 0 asks
+    `os.path.exists(p)` before `w.wait()`: the look is a read of the file's state, and rank 0 saw no file."""
+    for look in ("os.path.exists(p)", "os.path.isfile(p)", "os.path.getsize(p) > 0", "Path(p).exists()"):
+        [race] = lint_source(LOOK_RACE.format(wait="", look=look), "rankfns.py")
+        assert (race.line, race.kind, race.condition) == (15, "file-race", "rank == 1"), look
+        assert "write `p` at line 11 (open for writing), and other ranks look for it here" in race.why
+        assert "orders nothing until `w.wait()` returns, and none comes before this read" in race.why
+        assert "get False from its look and go the way a missing file takes" in race.why
+        assert race.fix.startswith("call `w.wait()` after line 13 and before this read")
+    # the twin: the wait before the look orders rank 1's write before it
+    assert lint_source(LOOK_RACE.format(wait="    w.wait()\n", look="os.path.exists(p)")) == []
+    # a look whose answer only goes to a print decides nothing
+    printed = LOOK_RACE.format(wait="", look="1\n        print(os.path.exists(p))")
+    assert lint_source(printed) == []
+
+
+def test_a_look_that_guards_the_lookers_own_removal_is_not_a_read_of_another_rank() -> None:
+    """The two correct items treating every look as a read flagged: round28's `if rank == 0 and
+    os.path.exists(cache_path()): os.remove(cache_path())` and round37's `if rank == 0: ... if
+    os.path.exists(stale): os.unlink(stale)`: the look decides only whether the looking rank removes the file."""
+    for name in (
+        "round28/correct_main_first_ctx_finally_caught_error.py",
+        "round37/correct_rtg_early_stop_flag_checked_after_checkpoint_barrier.py",
+    ):
+        assert lint_file(REALWORLD / name) == [], name
+    guarded = """\
+import os
+import torch.distributed as dist
+
+
+def clean(p):
+    rank = dist.get_rank()
+    if rank == 0 and os.path.exists(p):
+        os.remove(p)
+"""
+    assert lint_source(guarded) == []
+    # every rank looks, and the answer decides what the other ranks do: rank 0 can remove the file first
+    looked = """\
+import os
+import torch.distributed as dist
+
+
+def clean(p):
+    rank = dist.get_rank()
+    found = os.path.exists(p)
+    if rank == 0:
+        os.remove(p)
+    return found
+"""
+    [race] = lint_source(looked)
+    assert (race.line, race.kind, race.condition) == (9, "file-race", "rank == 0")
+    assert "other ranks look for it at line 7 (`os.path.exists`)" in race.why
+    assert "a rank that looks after that (`os.path.exists`) finds no file" in race.why
+    assert race.fix.startswith("put dist.barrier() after the read at line 7 and before this removal")
+
+
+REMOVE_OR_READ = """\
+import os
+import time
+import torch
+import torch.distributed as dist
+
+
+def f16_remove_before_read(folder):
+    p = os.path.join(folder, "ck.pt")
+    if dist.get_rank() == 0:
+        torch.save({{"a": 1}}, p)
+    dist.barrier()
+{body}    return 0
+"""
+
+
+def test_a_removal_and_the_reads_in_the_two_branches_of_one_rank_test_are_a_race() -> None:
+    """review67b M2: after the barrier, `if rank == 0: os.remove(p)` / `else: torch.load(p)`: the removal and the
+    reads run at once on different ranks; in the run ranks 1-3 raised FileNotFoundError."""
+    branches = (
+        "    if dist.get_rank() == 0:\n        os.remove(p)\n"
+        "    else:\n        time.sleep(0.1)\n        torch.load(p)\n"
+    )
+    [race] = lint_source(REMOVE_OR_READ.format(body=branches), "fns.py")
+    assert (race.line, race.kind, race.condition, race.collective) == (
+        13,
+        "file-race",
+        "dist.get_rank() == 0",
+        "os.remove",
+    )
+    assert "remove `p` here (os.remove), and the other ranks read it at line 16 (`torch.load`)" in race.why
+    assert "in the else branch of the same test" in race.why
+    assert "on gloo it removes the file while they are still on their way to line 16" in race.why
+    assert "FileNotFoundError" in race.why
+    assert race.fix.startswith("let every rank read first: do the read at line 16, then dist.barrier()")
+    # the read in an if of its own after the removal's: the same race
+    separate = branches.replace("    else:\n", "    if dist.get_rank() != 0:\n")
+    [race] = lint_source(REMOVE_OR_READ.format(body=separate))
+    assert (race.line, race.kind) == (13, "file-race") and "later in the program" in race.why
+    # the twin: the reads, then a barrier, then the removal
+    twin = (
+        "    if dist.get_rank() != 0:\n        torch.load(p)\n"
+        "    dist.barrier()\n    if dist.get_rank() == 0:\n        os.remove(p)\n"
+    )
+    assert lint_source(REMOVE_OR_READ.format(body=twin)) == []
+    # rank 0 reading after its own removal is no race between ranks
+    own = "    if dist.get_rank() == 0:\n        os.remove(p)\n        torch.load(p)\n"
+    assert lint_source(REMOVE_OR_READ.format(body=own)) == []
+    # written again before the others read it: the race is the write's, named at the read
+    again = "    if dist.get_rank() == 0:\n        os.remove(p)\n        torch.save(1, p)\n    torch.load(p)\n"
+    [race] = lint_source(REMOVE_OR_READ.format(body=again))
+    assert (race.line, race.kind, race.collective) == (15, "file-race", "torch.load")
+    assert "write `p` at line 14 (torch.save)" in race.why
+
+
+CROSSED_GROUPS = """\
+import torch
+import torch.distributed as dist
+
+
+def crossed_groups():
+    rank = dist.get_rank()
+    world = list(range(dist.get_world_size()))
+    g1 = dist.new_group(world)
+    g2 = dist.new_group(world)
+    t = torch.ones(4)
+    if rank < 2:
+        dist.all_reduce(t, group=g1)
+        dist.all_reduce(t, group=g2)
+    else:
+        dist.all_reduce(t, group={first})
+        dist.all_reduce(t, group={second})
+    return t.sum().item()
+"""
+
+
+def test_an_if_and_its_else_making_the_same_collectives_on_two_groups_in_opposite_order_is_an_order_finding() -> None:
+    """lintfix28 C: without the groups the branches look balanced. Run with barrierlab.run (4 ranks, timeout 10):
+    ranks 0 and 1 stuck in g1's all_reduce (line 12), ranks 2 and 3 in g2's (line 15), until the deadline (the
+    groups got torch's 30-minute default); with new_group(..., timeout=5 s) every rank raised RuntimeError
+    'Timed out waiting 5000ms' after 5 s."""
+    [finding] = lint_source(CROSSED_GROUPS.format(first="g2", second="g1"), "crossed.py")
+    assert (finding.kind, finding.line, finding.condition) == ("branch", 12, "rank < 2"), finding
+    assert "on `g1` first, and the other ranks make the same ones on `g2` first" in finding.why
+    assert "(they make this all_reduce at line 16)" in finding.why
+    assert "each group pairs only its own calls" in finding.why and "no call returns" in finding.why
+    assert "until the groups' timeout" in finding.why and "30 minutes" in finding.why
+    assert "raises RuntimeError" in finding.why
+    assert finding.fix.startswith("make the collectives on `g1` and `g2` in the same order on every rank")
+    elif_branch = CROSSED_GROUPS.format(first="g2", second="g1").replace("    else:", "    elif rank >= 2:")
+    [finding] = lint_source(elif_branch)
+    assert (finding.kind, finding.line) == ("branch", 12)
+    assert "ranks where `rank >= 2` is true make the same ones on `g2` first" in finding.why
+    # the twin: the same order in both branches
+    assert lint_source(CROSSED_GROUPS.format(first="g1", second="g2")) == []
+
+
+LOOKED_UP = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def cached_file(folder, name):
+    path = os.path.join(folder, name)
+    return path if os.path.isfile(path) else None
+
+
+def load(folder):
+    resolved = cached_file(folder, "model.pt")
+    if resolved is None:
+        raise OSError("no file named model.pt")
+    return torch.load(resolved)
+
+
+def worker(folder):
+{setup}    state = load(folder)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return state
+"""
+
+
+def test_a_look_every_rank_makes_of_a_file_nobody_writes_is_not_rank_dependent() -> None:
+    """lintfix28 D: round38's correct llm-compressor item raised on the None a helper returns when `os.path.isfile`
+    does not find a shard every rank looks up and nobody writes, and lint counted that look as rank-dependent. A
+    raise's test counts a look (directly or through a helper's result) only when the program changes the file:
+    rank 0 writing `model.pt` before the others look makes the raise rank-dependent. A look an if tests to choose
+    its collectives still counts (tests/lint_corpus/bad_isfile_tracker_then_all_reduce.py: node-local disks)."""
+    assert lint_file(REALWORLD / "round38/correct_llmcompressor_revision_resolved_once_and_broadcast.py") == []
+    assert lint_source(LOOKED_UP.format(setup="")) == []
+    written = '    if dist.get_rank() == 0:\n        torch.save({}, os.path.join(folder, "model.pt"))\n'
+    [finding] = lint_source(LOOKED_UP.format(setup=written))
+    assert (finding.kind, finding.line) == ("early-exit", 23), finding
+    assert finding.condition == "load() raises (line 14) when resolved is None"
+    assert "leave early (`load(folder)` at line 21, which can raise) and never reach this all_reduce" in finding.why
+    # check, then make: the first rank there makes the file, the others find it and skip the barrier
+    made = """\
+import os
+import torch.distributed as dist
+
+
+def prepare(path):
+    if not os.path.exists(path):
+        build_cache(path)
+        dist.barrier()
+
+
+def build_cache(path):
+    open(path, "w").close()
+"""
+    [finding] = lint_source(made)
+    assert (finding.kind, finding.line, finding.condition) == ("branch", 8, "not os.path.exists(path)"), finding
+    assert "a file-system check can answer differently on different ranks" in finding.why
+    assert finding.fix.startswith("check on one rank and broadcast the answer")

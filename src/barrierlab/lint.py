@@ -33,8 +33,9 @@ Finding kinds:
   :mod:`barrierlab.ordering`, statically, for one function's straight-line code: a collective called with
   ``async_op=True`` orders nothing until a ``wait()`` of its handle), or a folder
   made under such a condition that the other ranks write into or list, or a file (``os.remove``, ``os.unlink``,
-  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition after the other ranks read it
-  with nothing between that orders their reads before the removal.
+  ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition with nothing between it and
+  the other ranks' reads (before it, or after it: the ``else`` of the same test). A look at the file
+  (``os.path.exists``, ``Path.is_file()``) is a read of its state.
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -1120,11 +1121,12 @@ all but the first rank raise FileExistsError; pass exist_ok=True.
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open) with no barrier, collective, store wait or recv between them (one
-called with async_op=True counts only from its work.wait() on; a broadcast or scatter orders only its root's
-writes, a reduce or gather only the others'), a file removed under such a condition
-(os.remove, os.unlink, Path.unlink, shutil.rmtree) after the other ranks read it with nothing between, or a
-folder made under such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
+by the other ranks (torch.load, open, or a look: os.path.exists, isfile, getsize, Path.exists) with no
+barrier, collective, store wait or recv between them (one called with async_op=True counts only from its
+work.wait() on; a broadcast or scatter orders only its root's writes, a reduce or gather only the others'), a
+file removed under such a condition (os.remove, os.unlink, Path.unlink, shutil.rmtree) with nothing between
+it and the other ranks' reads, before or after it (the else branch of the same test), or a folder made under
+such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -1667,6 +1669,39 @@ def _file_check(node: ast.AST) -> bool:
         and _terminal(node.func) in _FILE_CHECKS
         and (isinstance(node.func, ast.Attribute) or node.func.id in ("exists", "isfile", "isdir", "lexists"))
     )
+
+
+def _looked_at(node: ast.Call) -> ast.expr | None:
+    """The path a file check asks about (``os.path.exists(p)``: ``p``; ``Path(p).is_file()``: ``Path(p)``)."""
+    if not _file_check(node):
+        return None
+    if node.args:
+        return node.args[0]
+    return node.func.value if isinstance(node.func, ast.Attribute) else None
+
+
+def _path_keys(node: ast.expr, assigns: dict[str, list[ast.expr]], depth: int = 0) -> set[str]:
+    """Texts a path is matched by (:meth:`_Analysis._prepare_looks`): the whole path, its last component
+    (``os.path.join(d, NAME)``, ``d / NAME``), ``get_path(name)`` for a call whatever its receiver, and those of
+    the value a name was assigned in its scope."""
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath") and len(node.args) == 1:
+        node = node.args[0]
+    keys = {ast.unparse(node)}
+    if isinstance(node, ast.Call) and _terminal(node.func) == "join" and node.args:
+        keys.add(ast.unparse(node.args[-1]))
+    elif isinstance(node, ast.Call):
+        keys.add(f"{_terminal(node.func)}({', '.join(ast.unparse(a) for a in node.args)})")
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        keys.add(ast.unparse(node.right))
+    elif isinstance(node, ast.Name) and depth < 2:
+        for value in assigns.get(node.id, ()):
+            keys |= _path_keys(value, assigns, depth + 1)
+    if isinstance(node, ast.Call) and _terminal(node.func) == "join" and node.args and depth < 2:
+        last = node.args[-1]
+        if isinstance(last, ast.Name):  # join(folder, name), name a parameter: what the callers hand it
+            for value in assigns.get(last.id, ()):
+                keys.add(ast.unparse(value))
+    return keys
 
 
 #: Calls that only report (a print, a logger's message): what may come before the raise of a sanity check.
@@ -2837,6 +2872,12 @@ class _Analysis:
         self.table: dict[str, _Func] = {}
         self.found: dict[int, tuple[str, Finding]] = {}
         self.rank_funcs: set[str] = set()
+        #: while True, a look at a file counts as rank-dependent only when the program changes that file
+        #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
+        self.strict_looks = False
+        self.changing_looks: set[int] = set()
+        self.strict_taint: dict[str, set[str]] = {}
+        self.strict_rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
         #: what each function's taint started from (the module's, its class's attributes, its parent's): to
@@ -2903,6 +2944,7 @@ class _Analysis:
         for unit in self.units:
             self._collect_functions(unit)
             self._mark_contexts(unit)
+        self._prepare_looks()
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
@@ -2910,6 +2952,7 @@ class _Analysis:
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
+        self._prepare_strict_taint()
         self._prepare_reach()
         self._prepare_raisers()
         self._prepare_local_funcs()
@@ -2933,6 +2976,161 @@ class _Analysis:
         _SharedMakes(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
+
+    # -- looks at files
+
+    def _prepare_looks(self) -> None:
+        """The looks at a file (:func:`_file_check`) whose answer can differ between ranks: a look every rank makes
+        of the same path is not rank-dependent by itself (round38's correct llm-compressor item: every rank asks
+        `os.path.isfile` of a shard nobody writes). It is when the program changes that file while the ranks
+        run: the branch the look decides passes the path on (``if not os.path.isfile(p): make(p)``, the first
+        rank there makes it), or the program writes, removes or creates a path with the same name (matched by
+        text: the whole path, its last component, ``get_path(name)`` calls whatever their receiver, one local
+        assignment followed), directly or through a function of the file that writes its parameter. A path
+        that differs between ranks counts through its own text (:meth:`mentions_rank` reads the arguments)."""
+        scopes: list[tuple[_Unit, list[ast.AST], str, list[str]]] = []  # (unit, body, function, parameters)
+        for unit in self.units:
+            scopes.append((unit, list(unit.tree.body), "", []))
+            scopes += [
+                (unit, list(n.body), n.name, [a.arg for a in (*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs)])
+                for n in ast.walk(unit.tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        #: (function name, parameter) -> the arguments the file's calls hand it: a path built from a parameter
+        #: is matched by what the callers pass too
+        handed: dict[tuple[str, str], list[ast.expr]] = {}
+        params_of = {
+            n.name: [a.arg for a in (*n.args.posonlyargs, *n.args.args)]
+            for unit in self.units
+            for n in ast.walk(unit.tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for unit in self.units:
+            for call in (n for n in ast.walk(unit.tree) if isinstance(n, ast.Call)):
+                name = _terminal(call.func) or ""
+                if name not in params_of:
+                    continue
+                params = params_of[name]
+                offset = 1 if params[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+                for i, arg in enumerate(call.args):
+                    if i + offset < len(params):
+                        handed.setdefault((name, params[i + offset]), []).append(arg)
+                for keyword in call.keywords:
+                    if keyword.arg:
+                        handed.setdefault((name, keyword.arg), []).append(keyword.value)
+        writers: dict[str, set[int]] = {}  # function of the file -> positions of the parameters it writes
+        for unit in self.units:
+            for func in (n for n in ast.walk(unit.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+                offset = 1 if params[:1] in (["self"], ["cls"]) else 0
+                for node in _own_nodes(func.body):
+                    if isinstance(node, ast.Call):
+                        for path in self._changed_paths(node, unit):
+                            if isinstance(path, ast.Name) and path.id in params[offset:]:
+                                writers.setdefault(func.name, set()).add(params.index(path.id) - offset)
+        changed: set[str] = set()
+        looks: list[tuple[ast.Call, set[str]]] = []
+        for unit, body, owner, params in scopes:
+            assigns: dict[str, list[ast.expr]] = {}
+            nodes = list(_own_nodes(body))
+            for param in params:
+                assigns[param] = list(handed.get((owner, param), ()))
+            for node in nodes:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    assigns.setdefault(node.targets[0].id, []).append(node.value)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                paths = self._changed_paths(node, unit)
+                paths += [node.args[i] for i in writers.get(_terminal(node.func) or "", ()) if i < len(node.args)]
+                for path in paths:
+                    changed |= _path_keys(path, assigns)
+                looked = _looked_at(node)
+                if looked is not None:
+                    looks.append((node, _path_keys(looked, assigns)))
+            for node in nodes:  # the branch a look decides passes the path on: check, then make
+                test = node.test if isinstance(node, (ast.If, ast.While, ast.IfExp)) else None
+                if test is None:
+                    continue
+                branches = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [*node.body, *node.orelse]
+                used = {
+                    ast.unparse(arg)
+                    for call in _own_nodes(branches)
+                    if isinstance(call, ast.Call)
+                    for arg in (*call.args, *(k.value for k in call.keywords))
+                }
+                for look in ast.walk(test):
+                    looked = _looked_at(look) if isinstance(look, ast.Call) else None
+                    if looked is not None and ast.unparse(looked) in used:
+                        self.changing_looks.add(id(look))
+        self.changing_looks |= {id(node) for node, keys in looks if keys & changed}
+
+    def _strictly(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` with looks counted as :meth:`_prepare_strict_taint` counts them."""
+        kept = self.rank_funcs
+        self.rank_funcs, self.strict_looks = self.strict_rank_funcs, True
+        try:
+            return work(*args)
+        finally:
+            self.rank_funcs, self.strict_looks = kept, False
+
+    def _counted_look(self, node: ast.AST) -> bool:
+        return _file_check(node) and (not self.strict_looks or id(node) in self.changing_looks)
+
+    def _prepare_strict_taint(self) -> None:
+        """The taint and the functions whose result differs between ranks, with a look at a file counted only when
+        the program changes that file: what a ``raise``'s test is read with. A look tested by the raise itself
+        (``if not os.path.exists(p): raise``) is a precondition, as an assert states it (files=False), and so is
+        one handed back by a helper every rank calls (round38's correct llm-compressor item:
+        ``try_to_load_from_cache`` returns the shard's path if ``os.path.isfile`` finds it, else None, and
+        ``from_pretrained`` raises on None: every rank looks up the same shard, which nobody writes)."""
+        kept = (
+            self.rank_funcs,
+            self.rank_returns,
+            self.module_taint,
+            self.func_taint,
+            self.func_inherited,
+            self.tuple_ranks,
+            self.rng_seeder,
+            self._tuple_flows,
+            self._inert_cache,
+        )
+        if not any(_FILE_CHECK_TEXT.search(u.source) for u in self.units):
+            self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
+            return
+        self.rank_funcs, self.rank_returns, self.module_taint = set(), set(), set()
+        self.func_taint, self.func_inherited, self.tuple_ranks = {}, {}, {}
+        self._tuple_flows, self._inert_cache = {}, {}  # worked out from rank-dependence: not shared between the two
+        self.strict_looks = True
+        try:
+            self._prepare_taint()
+            self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
+        finally:
+            self.strict_looks = False
+            (
+                self.rank_funcs,
+                self.rank_returns,
+                self.module_taint,
+                self.func_taint,
+                self.func_inherited,
+                self.tuple_ranks,
+                self.rng_seeder,
+                self._tuple_flows,
+                self._inert_cache,
+            ) = kept
+
+    def _changed_paths(self, call: ast.Call, unit: _Unit) -> list[ast.expr]:
+        """The paths a call writes, removes or creates (as expressions)."""
+        full = self._resolve(call.func, unit) if _dotted(call.func) else ""
+        if _written_path(call, full) is None and _removed_path(call, full) is None and _made_folder(call, full) is None:
+            return []
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("write_text", "write_bytes", "unlink", "mkdir"):
+            return [call.func.value]
+        index, names = (1, ("f", "dst")) if full in ("torch.save", "os.replace", "os.rename") else (0, ("file", "path"))
+        if full.startswith("shutil.") and full != "shutil.rmtree":
+            index, names = 1, ("dst",)
+        path = _argument(call, index, *names)
+        return [path] if path is not None else []
 
     # -- functions and call graph
 
@@ -3444,12 +3642,14 @@ class _Analysis:
         for key, func in self.table.items():
             for stmt in func.node.body:
                 visit(stmt, key, func, False)
-            taint = self.func_taint.get(key, set())
+            taint = self.strict_taint.get(key, set())
             # a test on what a broadcast or all_reduce handed every rank is the same on every rank (round 38's
             # correct items: rank 0's download outcome broadcast, then every rank raises on it together)
             laundered = self.laundered.get(key) or None
-            found = _ranked_raise(
-                func.node.body, lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False)
+            found = self._strictly(
+                _ranked_raise,
+                func.node.body,
+                lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False),
             )
             if found is not None:
                 self.rank_raisers[key] = found
@@ -4894,7 +5094,7 @@ class _Analysis:
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
                 return True
-            if _env_rank(node) or (files and _file_check(node)) or _log_level_check(node):
+            if _env_rank(node) or (files and self._counted_look(node)) or _log_level_check(node):
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
                 return True
@@ -5604,7 +5804,7 @@ def _explain(
         fix = f"iterate in one order on every rank: `for ... in sorted({cond})`"
     elif reason == "order":
         kind = "branch"
-        others, line = detail
+        others, line, mine, theirs = detail
         them = f"ranks where `{others}` is true" if others else "the other ranks"  # review66b M1: no test to quote
         why = (
             f"ranks where `{cond}` is true make the collectives of this branch in one order, and {them} make the "
@@ -5613,6 +5813,20 @@ def _explain(
             "its peer waits in another's, until the timeout"
         )
         fix = "make the collectives in the same order on every rank (one code path, or the same order in each branch)"
+        if mine:  # the same calls on other groups (lintfix28 C): the branches wait for each other in two groups
+            why = (
+                f"ranks where `{cond}` is true make the collectives of this branch on `{mine}` first, and {them} make "
+                f"the same ones on `{theirs}` first (they make this {short} at line {line}): each group pairs only "
+                f"its own calls, so the members of `{mine}` that took this branch wait here for those that took the "
+                f"other, which wait in their {short} on `{theirs}` for these, and no call returns. On gloo every rank "
+                "stays in its first call until the groups' timeout (a group from new_group() without timeout= has "
+                "torch's default, 30 minutes, whatever init_process_group was given), then raises RuntimeError "
+                "('Timed out waiting ... ms')"
+            )
+            fix = (
+                f"make the collectives on `{mine}` and `{theirs}` in the same order on every rank (one code path, or "
+                "the same order in each branch)"
+            )
     elif reason == "hook":
         framework, hook, runs_on, hook_fix = detail
         kind = "branch"
@@ -6408,12 +6622,14 @@ class _Walker:
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
         if not rank:
             return item
+        # an if and its else making the same collectives on different groups in opposite orders look balanced
+        # when the groups are left out: the order check comes first
+        if self._swapped_order(body, orelse, text):
+            return item
         if self._balanced([item], None):
             self.an.retract([item])
             return item
         negated = self._negate(test, text)
-        if self._swapped_order(body, orelse, text):
-            return item
         matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
@@ -6443,7 +6659,12 @@ class _Walker:
         first = body[0]
         where = next(o for o in other if keyed(o) == mine[0])
         line = where.node.lineno + self.unit.offset  # type: ignore[union-attr]
-        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "", str(line)))
+        # the same calls in the same order but on other groups: each group pairs its own calls, and the branches
+        # wait in different groups for each other (lintfix28 C, run on gloo: every rank stuck in its first call)
+        groups = ("", "")
+        if [i[:-1] for i in mine] == [i[:-1] for i in theirs] and mine[0][-1] and theirs[0][-1]:
+            groups = (mine[0][-1], theirs[0][-1])
+        self.an.flag(self.unit, first.site, "order", text, None, (other_text or "", str(line), *groups))
         return True
 
     def _loop(
@@ -7272,7 +7493,13 @@ class _Order:
 
     A removal (``os.remove``/``os.unlink``/``Path.unlink``, ``shutil.rmtree`` of a folder a read path is built on)
     under a rank-dependent condition after reads by other ranks, with nothing that orders between them, is a
-    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`).
+    ``file-race`` too: the reads must come before the removal (:data:`barrierlab.ordering.ORDERERS_BEFORE_REMOVAL`);
+    so is a read by the other ranks after it with nothing between (``if rank == 0: os.remove(p)`` / ``else:
+    torch.load(p)``, review67b M2): the remover does not wait for them.
+
+    A look at a file (``os.path.exists/isfile/isdir/lexists/getsize``, ``Path.exists()/is_file()/is_dir()``) is a
+    read of its state (review68b M1), except inside a print or a logger's call, and in the test of an ``if``
+    around the looking rank's own removal of it (``if rank == 0 and os.path.exists(p): os.remove(p)``).
 
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
@@ -7291,7 +7518,16 @@ class _Order:
         #: reads since the last call that orders: path -> (the read, its conditions), for a removal after them
         self.reads: dict[str, list[tuple[ast.Call, tuple[str, ...]]]] = {}
         self.last_orderer: ast.Call | None = None
+        #: removals under a condition on the rank since the last call that orders: path -> (the removal, its
+        #: conditions, how, whether a folder), for a read by the other ranks after it (review67b M2)
+        self.removals: dict[str, tuple[ast.Call, tuple[str, ...], str, bool]] = {}
         self.dropped: set[int] = set()  # ids of calls made as statements of their own (the result dropped)
+        #: the ifs being walked, outermost first: the ids of the calls in the test, the conditions outside the if and
+        #: the test's text. A look there (``if rank == 0 and os.path.exists(p): os.remove(p)``) decides only whether
+        #: the looking rank removes the file itself, not what a reader of the file finds
+        self.guards: list[tuple[set[int], tuple[str, ...], str]] = []
+        self.reported: set[int] = set()  # ids of nodes inside a print or a logger's call: their answer decides nothing
+        self.looks: set[int] = set()  # ids of the reads that only ask whether the file is there (os.path.exists)
         self.conditional = 0  # inside an if or while, whatever its test
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
@@ -7322,10 +7558,12 @@ class _Order:
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             self.dropped.add(id(stmt.value))
         if isinstance(stmt, (ast.If, ast.While)):
-            self._expr(stmt.test, ctx)
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
                 self.folders.clear()
+            self._expr(stmt.test, ctx)
+            calls = {id(n) for n in ast.walk(stmt.test) if isinstance(n, ast.Call)}
+            self.guards.append((calls, ctx, self.unit.text(stmt.test)))
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
             self.conditional += 1  # p2p-order looks only at calls under no condition at all
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
@@ -7336,6 +7574,7 @@ class _Order:
                 self.block(stmt.body, ctx)
                 self.block(stmt.orelse, ctx)
             self.conditional -= 1
+            self.guards.pop()
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._expr(stmt.iter, ctx)
             rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
@@ -7369,6 +7608,8 @@ class _Order:
         """Calls in the order they run: arguments before the call that takes them."""
         if isinstance(node, ast.Lambda):
             return
+        if isinstance(node, ast.Call) and (_terminal(node.func) or "") in _REPORTING:
+            self.reported |= {id(n) for n in ast.walk(node)}
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self._expr(child, ctx)
@@ -7391,6 +7632,7 @@ class _Order:
                 pending = {
                     "writes": dict(self.writes),
                     "folders": dict(self.folders),
+                    "removals": dict(self.removals),
                     "reads": {path: list(found) for path, found in self.reads.items()},
                 }
                 # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
@@ -7403,8 +7645,10 @@ class _Order:
             root = _literal_root(call, name)
             if root is not None:
                 self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
+                self.removals = {path: r for path, r in self.removals.items() if not _written_by(r[1], root, name)}
             else:
                 self.writes.clear()
+                self.removals.clear()
             self.folders.clear()
             self.reads.clear()
             self.last_orderer = call
@@ -7425,14 +7669,22 @@ class _Order:
         if removed is not None:
             if ctx and not self.sheltered:
                 self._removal(call, ctx, *removed)
+                self.removals[removed[0]] = (call, ctx, removed[1], removed[2])
             return
         written = _written_path(call, full)
+        if written is not None:
+            self.removals.pop(written[0], None)  # written again: a read after it races with the write, if at all
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
         read = _read_path(call, full)
+        if read is None and id(call) not in self.reported:
+            read = _looked_path(call, full)  # review68b M1: rank 0's os.path.exists(p) saw no file
+            if read is not None:
+                self.looks.add(id(call))
         if read is not None:
             self.reads.setdefault(read, []).append((call, ctx))
+            self._read_after_removal(call, ctx, read)
         if read is not None and read in self.writes:
             entry = self.writes[read]
             write, where, how = entry
@@ -7461,7 +7713,7 @@ class _Order:
             return False
         for entry in waited:
             self.unwaited.remove(entry)
-            for field_name, table in (("writes", self.writes), ("folders", self.folders)):
+            for field_name, table in (("writes", self.writes), ("folders", self.folders), ("removals", self.removals)):
                 for path, value in entry[2][field_name].items():
                     if table.get(path) is value:
                         del table[path]
@@ -7481,10 +7733,58 @@ class _Order:
         for read_path, found in list(self.reads.items()):
             if not (read_path == path or (folder and _inside_text(read_path, path))):
                 continue
-            others = [(read, where) for read, where in found if not _implied(ctx, where)]
+            others = [
+                (read, where) for read, where in found if not _implied(ctx, where) and not self._own_look(read, ctx)
+            ]
             if others:
                 self._removal_race(call, ctx, path, how, read_path, others[-1][0])
                 return
+
+    def _read_after_removal(self, read: ast.Call, ctx: tuple[str, ...], read_path: str) -> None:
+        """A read by other ranks after a removal under a condition on the rank, with nothing between that orders
+        (review67b M2: ``if rank == 0: os.remove(p)`` / ``else: torch.load(p)``, the two branches of one test):
+        the removing rank does not wait for the readers, so the removal can come first."""
+        for path, (removal, where, how, folder) in list(self.removals.items()):
+            if not (read_path == path or (folder and _inside_text(read_path, path))) or _implied(where, ctx):
+                continue
+            del self.removals[path]
+            if id(removal) in self.an.found:
+                continue
+            cond = where[-1]
+            line = read.lineno + self.unit.offset
+            reader = _dotted(read.func) or self.unit.text(read.func)
+            inner = f" `{read_path}`, a path inside it," if read_path != path else " it"
+            branch = ctx[:-1] == where[:-1] and ctx[-1:] == (f"not ({cond})",)
+            place = "in the else branch of the same test" if branch else "later in the program"
+            verb, fails = "read", "gets FileNotFoundError"
+            if id(read) in self.looks:
+                verb, fails = "look for", "finds no file and goes the way a missing file takes"
+            why = (
+                f"ranks where `{cond}` is true remove `{path}` here ({how}), and the other ranks {verb}{inner} at line "
+                f"{line} (`{reader}`), {place}, with no barrier, collective, store wait or recv between this removal "
+                "and that read: nothing holds the removing rank back until the others have read, so on gloo it removes "
+                f"the file while they are still on their way to line {line}, and a rank that gets there after the "
+                f"removal {fails} (it works only when every reader is faster than the remover)"
+            )
+            fix = (
+                f"let every rank read first: do the read at line {line}, then dist.barrier() outside the condition, "
+                f"then the removal under `{cond}` (a blocking all_reduce of a non-empty tensor on gloo, a store key "
+                "or send/recv after the other ranks' use of the file orders them too)"
+            )
+            self._add(removal, "file-race", cond, why, fix)
+
+    def _own_look(self, read: ast.Call, ctx: tuple[str, ...]) -> bool:
+        """Whether ``read`` is a look in the test of an if around the removal whose conditions ``ctx`` adds nothing
+        to that if's own beyond the test (round37's ``if rank == 0: ... if os.path.exists(stale): os.unlink(stale)``,
+        round28's ``if rank == 0 and os.path.exists(p): os.remove(p)``): the look decides only whether the looking
+        rank removes the file, and a rank where the rest of the test is false does nothing either way."""
+        if id(read) not in self.looks:
+            return False
+        for calls, outer, text in self.guards:
+            if id(read) in calls:
+                extra = ctx[len(outer) :] if ctx[: len(outer)] == outer else None
+                return extra is not None and all(c in (text, f"not ({text})") for c in extra)
+        return False
 
     def _removal_race(
         self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str, read_path: str, read: ast.Call
@@ -7493,16 +7793,20 @@ class _Order:
         line = read.lineno + self.unit.offset
         reader = _dotted(read.func) or self.unit.text(read.func)
         inner = f" `{read_path}`, a path inside it," if read_path != path else ""
+        opens, verb = "a rank that opens it after that gets FileNotFoundError", "read"
+        if id(read) in self.looks:
+            verb = "look for"
+            opens = f"a rank that looks after that (`{reader}`) finds no file and goes the way a missing file takes"
         before = ""
         if self.last_orderer is not None and self.last_orderer.lineno < read.lineno:
             shown = self.unit.text(self.last_orderer)
             before = f" (the last call that orders, `{shown}` at line {self.last_orderer.lineno + self.unit.offset}, comes before the read)"
         why = (
-            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks read{inner or ' it'} at line {line} "
+            f"ranks where `{cond}` is true remove `{path}` here ({how}), and other ranks {verb}{inner or ' it'} at line {line} "
             f"(`{reader}`) with no barrier, collective, store wait or recv between that read and this removal"
             f"{before}: nothing holds the removing rank back until the others have read, so on gloo it removes the "
-            "file as soon as its own work is done, and a rank that opens it after that gets FileNotFoundError (it "
-            "works only when every reader is faster than the remover)"
+            f"file as soon as its own work is done, and {opens} (it works only when every reader is faster than the "
+            "remover)"
         )
         fix = (
             f"put dist.barrier() after the read at line {line} and before this removal, outside the condition: a "
@@ -7569,6 +7873,11 @@ class _Order:
     ) -> None:
         cond = where[-1]
         line = write.lineno + self.unit.offset
+        reads, finds = "read it here", "read a missing or half-written file"
+        if id(read) in self.looks:
+            looked = _dotted(read.func) or self.unit.text(read.func)
+            reads = f"look for it here (`{looked}`)"
+            finds = "get False from its look and go the way a missing file takes"
         if pending is not None:  # review64b M2: an async_op=True collective between, not waited before the read
             handle, call, _ = pending
             name = _terminal(call.func)
@@ -7584,10 +7893,10 @@ class _Order:
                 )
                 fix = f"call {waited}"
             why = (
-                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here; "
+                f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks {reads}; "
                 f"the {name} between them, {shown} at line {at}, is called with async_op=True{waiting} before "
                 f"this read. On gloo the other ranks pass line {at} without waiting for the writer, so a rank can "
-                "read a missing or half-written file (it works only when the writer is faster)"
+                f"{finds} (it works only when the writer is faster)"
             )
             fix += (
                 f" after line {at} and before this read, on every rank (or make the {name} blocking: drop "
@@ -7609,9 +7918,9 @@ class _Order:
                 f"{holds}, not the readers until the writer has written"
             )
         why = (
-            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks read it here "
+            f"ranks where `{cond}` is true write `{path}` at line {line} ({how}), and other ranks {reads} "
             f"{between}: nothing orders the write before the "
-            "read, so a rank can read a missing or half-written file (it works only when the writer is faster)"
+            f"read, so a rank can {finds} (it works only when the writer is faster)"
         )
         fix = (
             f"put dist.barrier() (on gloo a blocking all_reduce of a non-empty tensor orders as well) after the "
@@ -7772,6 +8081,25 @@ def _inside(path: ast.expr, folder: str) -> bool:
         isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and ast.unparse(node) == folder
         for node in ast.walk(path)
     )
+
+
+_LOOKS = frozenset({"os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.lexists", "os.path.getsize"})
+_PATH_LOOKS = frozenset({"exists", "is_file", "is_dir"})
+
+
+def _looked_path(call: ast.Call, full: str) -> str | None:
+    """The path whose state a call asks about (``os.path.exists(p)``, ``os.path.getsize(p)``, ``Path(p).is_file()``):
+    a read of the file's state, whose answer depends on whether the writer has got there."""
+    if full in _LOOKS:
+        return _path_text(_argument(call, 0, "path"))
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in _PATH_LOOKS
+        and not call.args
+        and not full.startswith("os.")
+    ):
+        return _path_text(call.func.value)
+    return None
 
 
 def _read_path(call: ast.Call, full: str) -> str | None:
