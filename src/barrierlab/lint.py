@@ -3077,6 +3077,19 @@ class _Analysis:
     def _counted_look(self, node: ast.AST) -> bool:
         return _file_check(node) and (not self.strict_looks or id(node) in self.changing_looks)
 
+    #: What the taint pass works out; :meth:`_prepare_strict_taint` runs it a second time and puts these back.
+    _TAINT_STATE = (
+        "rank_funcs",
+        "rank_returns",
+        "module_taint",
+        "func_taint",
+        "func_inherited",
+        "tuple_ranks",
+        "rng_seeder",
+        "_tuple_flows",
+        "_inert_cache",
+    )
+
     def _prepare_strict_taint(self) -> None:
         """The taint and the functions whose result differs between ranks, with a look at a file counted only when
         the program changes that file: what a ``raise``'s test is read with. A look tested by the raise itself
@@ -3084,17 +3097,7 @@ class _Analysis:
         one handed back by a helper every rank calls (round38's correct llm-compressor item:
         ``try_to_load_from_cache`` returns the shard's path if ``os.path.isfile`` finds it, else None, and
         ``from_pretrained`` raises on None: every rank looks up the same shard, which nobody writes)."""
-        kept = (
-            self.rank_funcs,
-            self.rank_returns,
-            self.module_taint,
-            self.func_taint,
-            self.func_inherited,
-            self.tuple_ranks,
-            self.rng_seeder,
-            self._tuple_flows,
-            self._inert_cache,
-        )
+        kept = {name: getattr(self, name) for name in self._TAINT_STATE}
         if not any(_FILE_CHECK_TEXT.search(u.source) for u in self.units):
             self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
             return
@@ -3107,17 +3110,8 @@ class _Analysis:
             self.strict_taint, self.strict_rank_funcs = self.func_taint, self.rank_funcs
         finally:
             self.strict_looks = False
-            (
-                self.rank_funcs,
-                self.rank_returns,
-                self.module_taint,
-                self.func_taint,
-                self.func_inherited,
-                self.tuple_ranks,
-                self.rng_seeder,
-                self._tuple_flows,
-                self._inert_cache,
-            ) = kept
+            for name, value in kept.items():
+                setattr(self, name, value)
 
     def _changed_paths(self, call: ast.Call, unit: _Unit) -> list[ast.expr]:
         """The paths a call writes, removes or creates (as expressions)."""
