@@ -83,8 +83,16 @@ class Result:
             print("--- files left in the driver's TMPDIR:", *self.leftover_files[:20], sep="\n  ")
 
 
-def run_driver(code: str, *, timeout: float = 120, files: dict[str, str] | None = None, argv: list[str] | None = None,
-               env: dict[str, str] | None = None, settle: float = 1.0, check_after=None) -> Result:
+def run_driver(
+    code: str,
+    *,
+    timeout: float = 120,
+    files: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    settle: float = 1.0,
+    check_after=None,
+) -> Result:
     """Run ``code`` as driver.py (or ``argv``) in a fresh temporary folder. TMPDIR points inside that folder, so
     barrierlab's run folders land there and can be checked. ``check_after(folder)`` runs before the folder is
     removed (while leftovers still exist)."""
@@ -101,13 +109,13 @@ def run_driver(code: str, *, timeout: float = 120, files: dict[str, str] | None 
             with open(path, "w") as f:
                 f.write(textwrap.dedent(text))
         environ = dict(os.environ)
-        environ.update({MARK: token, "PYTHONPATH": SRC, "TMPDIR": tmp, "BARRIERLAB_LIVE": "0",
-                        "PYTHONUNBUFFERED": "1"})
+        environ.update({MARK: token, "PYTHONPATH": SRC, "TMPDIR": tmp, "BARRIERLAB_LIVE": "0", "PYTHONUNBUFFERED": "1"})
         environ.update(env or {})
         command = ["timeout", "-s", "KILL", str(timeout)] + (argv or [PY, "driver.py"])
         start = time.monotonic()
-        proc = subprocess.run(command, cwd=folder, env=environ, capture_output=True, text=True,
-                              start_new_session=True, errors="replace")
+        proc = subprocess.run(
+            command, cwd=folder, env=environ, capture_output=True, text=True, start_new_session=True, errors="replace"
+        )
         elapsed = time.monotonic() - start
         time.sleep(settle)
         extra = check_after(folder) if check_after else None

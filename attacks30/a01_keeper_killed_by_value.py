@@ -4,6 +4,7 @@ stays the keeper's descendant and is killed when the children end ... or the ker
 Attack: a rank returns a value whose unpickling (in the trial child) forks a detached daemon and then SIGKILLs
 its parent, the keeper. The daemon is re-parented past the dead keeper (to init): does it outlive the call, and
 the kernel?"""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''
@@ -41,4 +42,7 @@ time.sleep(1)
 
 r = run_driver(DRIVER, timeout=90)
 r.show()
-verdict(bool(r.leftovers), f"{len(r.leftovers)} process(es) started by the value's unpickling outlived the call and the kernel")
+verdict(
+    bool(r.leftovers),
+    f"{len(r.leftovers)} process(es) started by the value's unpickling outlived the call and the kernel",
+)

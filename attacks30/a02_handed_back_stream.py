@@ -4,6 +4,7 @@ Attack: a rank returns a value whose unpickling, in the trial child, writes into
 handed-back value from: a frame header claiming 1.5 GB, then 400 MB streamed from one 1 MiB buffer (the child's
 own memory limit never bites). The kernel's reader (unpickle._trials: received[i] += chunk) keeps all of it.
 Measured: the kernel's peak RSS (ru_maxrss) before and after the call."""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''
@@ -47,6 +48,7 @@ print(f"KERNEL peak RSS before {peak0:.0f} MiB, after {peak1:.0f} MiB: +{peak1 -
 r = run_driver(DRIVER, timeout=120)
 r.show()
 import re
+
 m = re.search(r"\+(\d+) MiB", r.out)
 grew = int(m.group(1)) if m else None
 verdict(grew is None or grew > 256, f"the kernel's peak memory grew by {grew} MiB for one value (bound 256 MiB)")

@@ -6,6 +6,7 @@ unpickling writes the report itself: "handed back, 0 bytes, 0 seconds", followed
 dict of 40,000 int keys that all hash to 0 (quadratic to build; unpickle._direct, which guards the kernel against
 exactly this, looks only at the rank's pickle, never at what the child hands back). Measured: how long the call
 takes past its deadline (deadline=3 s)."""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''
@@ -52,6 +53,7 @@ print(f"call took {took:.2f} s with deadline 3 s (run.elapsed {run.elapsed:.2f} 
 r = run_driver(DRIVER, timeout=180)
 r.show()
 import re
+
 m = re.search(r"call took ([\d.]+) s", r.out)
 took = float(m.group(1)) if m else None
 verdict(took is None or took > 3.5 + 1.0, f"the call took {took} s against a 3 s deadline")

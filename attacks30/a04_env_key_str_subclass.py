@@ -3,9 +3,10 @@ TypeError for a wrong type, ValueError for a wrong value"; "env values are str";
 Attack: env={K("FOO"): "1"} where K is a plain subclass of str. _check_env accepts the key (isinstance) and keeps the
 subclass object; the protocol refuses it only when the Launch is sent, after the warm process has been started
 (seconds) and the run folder made. Does the call refuse it first, naming env?"""
+
 from _h import run_driver, verdict
 
-DRIVER = r'''
+DRIVER = r"""
 import time, barrierlab as bl
 class K(str):
     pass
@@ -19,7 +20,7 @@ print(f"after {time.monotonic() - t:.2f} s")
 t = time.monotonic()
 r = bl.run(lambda: 1, 2)
 print(f"next run: {r!r} after {time.monotonic() - t:.2f} s")
-'''
+"""
 
 r = run_driver(DRIVER, timeout=120)
 r.show()

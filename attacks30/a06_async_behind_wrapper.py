@@ -3,9 +3,10 @@
 Attack: async def / generator functions behind the wrappers Python itself makes and marks with __wrapped__
 (functools.lru_cache, a functools.wraps decorator), and staticmethod(). Each is an async def (or generator)
 function whose body never runs in the ranks. Refused before anything starts, or run?"""
+
 from _h import run_driver, verdict
 
-DRIVER = r'''
+DRIVER = r"""
 import functools, barrierlab as bl
 
 async def train():
@@ -33,7 +34,7 @@ for name, fn in cases.items():
         print(f"RAN: {name}: {' | '.join(repr(run).splitlines()[:2])[:260]}")
     except TypeError as e:
         print(f"REFUSED: {name}: {str(e)[:120]}")
-'''
+"""
 
 r = run_driver(DRIVER, timeout=120)
 r.show()

@@ -5,6 +5,7 @@ Attack: the rank function's code is compiled with a file name that is a FIFO (lo
 a loop one more time on rank 0 than on rank 1 (the uneven-loop rule). diagnose._after_the_loop reads that file with
 linecache.getlines(), which opens it: open() of a FIFO with no writer blocks for ever. Does the kernel get the
 Run and its diagnosis back?"""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''
@@ -39,5 +40,12 @@ r = run_driver(DRIVER, timeout=90)
 r.show(6000)
 ok = "repr(run) after" in r.out
 hung_in = "linecache" in r.err
-verdict(not ok, ("the kernel got its Run and diagnosis" if ok else
-                 "the kernel never got past the diagnosis: it blocked opening the FIFO" + (" in linecache (stack above)" if hung_in else "")))
+verdict(
+    not ok,
+    (
+        "the kernel got its Run and diagnosis"
+        if ok
+        else "the kernel never got past the diagnosis: it blocked opening the FIFO"
+        + (" in linecache (stack above)" if hung_in else "")
+    ),
+)

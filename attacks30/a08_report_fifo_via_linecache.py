@@ -4,10 +4,10 @@ it shows the line of code itself only from a regular .py file of at most 2 MiB .
 Attack: a real torchrun job (2 ranks, barrierlab's torchrun entry) whose function, in a file loop.py, runs a loop one
 more time on rank 0 (the uneven-loop rule). After the job, loop.py is replaced by a FIFO (as a folder from
 elsewhere names whatever it likes). Does `barrierlab report FOLDER` finish?"""
-import os
-from _h import PY, run_driver, verdict
 
-MODULE = r'''
+from _h import run_driver, verdict
+
+MODULE = r"""
 import torch, torch.distributed as dist
 from barrierlab.torchrun import main
 
@@ -21,9 +21,9 @@ def body():
 
 if __name__ == "__main__":
     main(body)
-'''
+"""
 
-DRIVER = r'''
+DRIVER = r"""
 import os, subprocess, sys, time
 env = dict(os.environ, BARRIERLAB_RECORD_DIR=os.path.abspath("records"), BARRIERLAB_TIMEOUT="3")
 job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
@@ -42,9 +42,13 @@ try:
     print("report's stderr:", rep.stderr[-1500:])
 except subprocess.TimeoutExpired as e:
     print(f"REPORT still running after {time.monotonic() - t:.1f} s: killed")
-'''
+"""
 
 r = run_driver(DRIVER, files={"loop.py": MODULE}, timeout=200)
 r.show()
 hung = "Timeout (0:00:12)" in r.out or "REPORT still running" in r.out
-verdict(hung, "barrierlab report " + ("hung for 12 s on the FIFO (faulthandler's stack above) and was ended" if hung else "finished"))
+verdict(
+    hung,
+    "barrierlab report "
+    + ("hung for 12 s on the FIFO (faulthandler's stack above) and was ended" if hung else "finished"),
+)

@@ -6,6 +6,7 @@ Attack: the rank function is compiled under the name of a text file, big.txt (no
 on rank 0 (the uneven-loop rule). When the kernel asks for the diagnosis, big.txt holds 36 MB of 6 million short
 lines. diagnose._after_the_loop reads it with linecache.getlines(), which keeps every line in linecache's cache,
 for good. Measured: the kernel's RSS before and after run.diagnosis, and what linecache holds."""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''
@@ -45,6 +46,10 @@ print(f"linecache holds {held:,} lines; big.txt in linecache: {path in linecache
 r = run_driver(DRIVER, timeout=150)
 r.show()
 import re
+
 m = re.search(r": \+(-?\d+) MiB", r.out)
 grew = int(m.group(1)) if m else None
-verdict(grew is None or grew > 64, f"the kernel kept {grew} MiB more after reading the diagnosis of a run naming a 36 MB text file")
+verdict(
+    grew is None or grew > 64,
+    f"the kernel kept {grew} MiB more after reading the diagnosis of a run naming a 36 MB text file",
+)

@@ -4,7 +4,13 @@ the bound, a notebook whose every third line is a finding took 5.3 s of CPU"; th
 untrusted.
 Attack: two small files. (1) a rank dispatch, `if r == 0: ... elif r == 1: dist.barrier() ...` with 400 branches
 (13.5 kB); (2) one expression `a.b.b.b...` 4,000 attributes deep (8 kB). Each linted alone, 60 s allowed."""
-import os, subprocess, tempfile, time, shutil
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
 from _h import PY, SRC, verdict
 
 folder = tempfile.mkdtemp(prefix="attack30-lint-")
@@ -25,12 +31,19 @@ try:
         with open(path, "w") as f:
             f.write(text)
         start = time.monotonic()
-        p = subprocess.run(["timeout", "-s", "KILL", "60", PY, "-m", "barrierlab", "lint", path], capture_output=True,
-                           text=True, env=dict(os.environ, PYTHONPATH=SRC))
+        p = subprocess.run(
+            ["timeout", "-s", "KILL", "60", PY, "-m", "barrierlab", "lint", path],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=SRC),
+        )
         took = time.monotonic() - start
         results.append((name, len(text), p.returncode, took))
         print(f"{name:16s} {len(text):7,d} bytes  exit {p.returncode:4d}  {took:6.1f} s")
 finally:
     shutil.rmtree(folder, ignore_errors=True)
 slow = [(n, s, rc, t) for n, s, rc, t in results if t > 10 or rc not in (0, 1, 2)]
-verdict(bool(slow), "over 10 s or killed at 60 s: " + ", ".join(f"{n} ({s:,} bytes, {t:.0f} s, exit {rc})" for n, s, rc, t in slow))
+verdict(
+    bool(slow),
+    "over 10 s or killed at 60 s: " + ", ".join(f"{n} ({s:,} bytes, {t:.0f} s, exit {rc})" for n, s, rc, t in slow),
+)

@@ -4,9 +4,10 @@ display").
 Attack: records of a real torchrun job (2 ranks, an uneven loop) edited by hand: the file name of every call becomes
 "/x<ESC>]0;PWNED<BEL><ESC>[2J/loop.py" (set the terminal's title, clear the screen), the function name carries
 <ESC>[31m, the error message <ESC>[2J. Does `barrierlab report` print any raw control character?"""
+
 from _h import run_driver, verdict
 
-MODULE = r'''
+MODULE = r"""
 import torch, torch.distributed as dist
 from barrierlab.torchrun import main
 
@@ -20,9 +21,9 @@ def body():
 
 if __name__ == "__main__":
     main(body)
-'''
+"""
 
-DRIVER = r'''
+DRIVER = r"""
 import os, re, subprocess, sys
 env = dict(os.environ, BARRIERLAB_RECORD_DIR=os.path.abspath("records"), BARRIERLAB_TIMEOUT="3")
 job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
@@ -41,10 +42,11 @@ for extra in ([], ["--races"]):
     esc = rep.stdout.count(b"\\x1b")
     print(f"report {extra} exit {rep.returncode}: raw ESC/BEL bytes in its output: {raw}; escaped forms: {esc}")
     print(rep.stdout.decode(errors="replace")[:700])
-'''
+"""
 
 r = run_driver(DRIVER, files={"loop.py": MODULE}, timeout=200)
 r.show()
 import re
+
 raws = [int(x) for x in re.findall(r"raw ESC/BEL bytes in its output: (\d+)", r.out)]
 verdict(len(raws) != 2 or any(raws), f"raw control bytes printed by report: {raws}")

@@ -2,6 +2,7 @@
 starts, "however it detaches, stays the keeper's descendant and is killed when the children end".
 Attack: a value whose unpickling double-forks a daemon in a session of its own, renames it (PR_SET_NAME), closes
 every descriptor it inherited and sleeps; the keeper is left alone. Anything left after the call?"""
+
 from _h import run_driver, verdict
 
 DRIVER = r'''

@@ -3,9 +3,10 @@ what they started"; docs/reference.md: "Ranks exit within a second if the kernel
 started outlives the kernel.
 Attack: a kernel process runs bl.run; each rank starts a detached daemon (double fork, setsid, renamed, descriptors
 closed) and a plain `sleep 60` child, then waits. The kernel is SIGKILLed mid-run. After 3 s, is anything left?"""
+
 from _h import run_driver, verdict
 
-KERNEL = r'''
+KERNEL = r"""
 import barrierlab as bl
 def fn():
     import os, time, ctypes, subprocess
@@ -24,9 +25,9 @@ def fn():
     time.sleep(60)
 bl.run(lambda: 0, 2)
 bl.run(fn, 2, timeout=30, deadline=60)
-'''
+"""
 
-DRIVER = r'''
+DRIVER = r"""
 import os, signal, subprocess, sys, time
 k = subprocess.Popen([sys.executable, "kernel.py"])
 t = time.monotonic()
@@ -37,8 +38,11 @@ os.kill(k.pid, signal.SIGKILL)
 k.wait()
 print("kernel SIGKILLed; waiting 3 s")
 time.sleep(3)
-'''
+"""
 
 r = run_driver(DRIVER, files={"kernel.py": KERNEL}, timeout=120, settle=0.5)
 r.show()
-verdict(bool(r.leftovers), f"{len(r.leftovers)} process(es) left 3 s after the kernel was SIGKILLed; run folders left: {len(r.leftover_files)}")
+verdict(
+    bool(r.leftovers),
+    f"{len(r.leftovers)} process(es) left 3 s after the kernel was SIGKILLed; run folders left: {len(r.leftover_files)}",
+)
