@@ -138,3 +138,26 @@ def test_a_rank_broken_by_a_peers_failure_before_a_group_is_not_said_to_have_ski
     assert headline.startswith("rank 0 failed by itself (raised at"), headline
     assert "rank 2 failed in barrier at" in headline and "when its connection closed" in headline, headline
     assert "before reaching new_group #2" in headline and "only some ranks" not in headline, headline
+
+
+def half_the_ranks_raise_before_their_subgroups_all_reduce():
+    """Round 39's ART item (OpenPipe/ART #919): ranks 0 and 2 raised by themselves before their tensor-parallel
+    all_reduce, whose other members waited; once told as "a collective of a subgroup reached by only some of its
+    members", with advice about a condition around the subgroup's collective."""
+    import torch
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    tp = [dist.new_group([0, 1]), dist.new_group([2, 3])][rank // 2]
+    if rank % 2 == 0:
+        raise ValueError("bad shard")
+    dist.all_reduce(torch.ones(1), group=tp)
+
+
+@pytest.mark.timeout(120)
+def test_subgroup_members_that_raised_by_themselves_are_the_cause_not_a_skipped_call():
+    run = bl.run(half_the_ranks_raise_before_their_subgroups_all_reduce, 4, timeout=5)
+    headline = run.diagnosis.headline
+    assert headline.startswith("ranks 0 and 2 failed by themselves (raised at"), headline
+    assert 'raise ValueError("bad shard")' in headline and "ranks 1 and 3 failed because of it" in headline, headline
+    assert "reached by only some of its members" not in str(run.diagnosis)

@@ -1797,6 +1797,8 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         missing = [m for m in counts if counts[m] < k]
         if not any(m in f.failed for m in made):
             continue
+        if all(m in f.failed and failed_by_itself(f.run[m]) for m in missing):
+            continue  # they failed by themselves before it (round 39, ART #919: a ValueError): not a condition
         event = calls[made[0]][k - 1]
         evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup {_called_at(event)}"]
         for m in missing:
