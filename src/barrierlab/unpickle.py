@@ -9,8 +9,8 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   goes through torch's ``weights_only`` loader) in a pickle of at most :data:`INLINE_LIMIT` bytes is unpickled
   directly: no code of the learner's runs; so is a larger one of at most :data:`OPS_LIMIT` opcodes (a tensor's
   storage is one of them); not one whose sets and dicts hold many keys a rank can make hash alike (``_direct``). Any other larger plain pickle is unpickled in a throwaway child first (below),
-  which reports the memory and time it took, and then here only if both fit: at most :data:`VALUE_MEMORY` per
-  value, :data:`RUN_MEMORY` for the run, and no later than the deadline (:data:`LOAD_GRACE`).
+  and then here only if it fits: at most :data:`VALUE_MEMORY` per value, :data:`RUN_MEMORY` for the run, and no
+  later than the deadline (:data:`LOAD_GRACE`).
 * Anything else is unpickled in a throwaway child forked from this process, one per distinct value, all at once,
   within what remains of the run's deadline (``within``). The child keeps what it unpickled alive until it
   exits with ``os._exit`` (a ``__del__`` that hangs costs nothing), and hands the value back in a restricted
@@ -22,12 +22,20 @@ unpickling may run any code (``__reduce__``), which may exit the process, crash 
   exceptions: the class's own code is never called); anything else as a :class:`NotRebuilt` stand-in that
   shows the value's ``repr`` as the child saw it. So a value that runs code when unpickled runs it in the
   child only: it can end or slow the child, never this process, and there is no second unpickling here.
+* What a trial child writes back is untrusted too (the value's code runs in it: it may write the frame, and the
+  report of its cost, itself; attack30 a02, a03): it is read only up to the length its frame announces, and a
+  frame longer than :data:`FRAME_MOST` (or the run's :data:`RUN_MEMORY`) is refused at its header. The memory and
+  time rebuilding the value here takes are then measured by a *measuring* child forked from this process, which
+  runs none of the value's code (``plain_loads`` of the rank's pickle, or ``load_handed`` of what was handed
+  back), under the same memory limit and the deadline (``_measure_here``); a handed-back pickle whose size bounds
+  its cost (``_direct``, naming only plain constructors and shells: ``_loads_at_once``) is loaded at once.
 * The children are forked by a *keeper* (forked from this process, running none of the learner's code), a
   child subreaper: whatever a child starts, however it detaches (``setsid``, a double fork, a shell's ``&``),
   stays the keeper's descendant, and the keeper kills all of it when the children have ended, when this
   process says stop, or when this process dies (its control pipe closes). The children die with the keeper
   (``PR_SET_PDEATHSIG``), ignore SIGINT, and are killed and reaped on every way out of the check, so Ctrl-C
-  ends it at once.
+  ends it at once. A child can kill the keeper (its parent, the same user): where run cgroups are made, the
+  keeper is in a cgroup of the check's own, which this process kills when the check ends (attack30 a01).
 
 A class that defines ``__del__`` (it, or a class it derives from, other than a built-in one) is not rebuilt either:
 its ``__del__`` would run in the kernel when the value is dropped (a re-run cell drops the previous Run), with no
@@ -240,7 +248,8 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
             verdicts = dict(zip(distinct, _trials(distinct, give_up, budget)))
         else:
             verdicts = dict.fromkeys(distinct, ("it cannot be checked safely here (no fork)", None))
-        taken = 0  # memory the values rebuilt here take, by the children's measure
+        _measure_here(verdicts, give_up, budget)
+        taken = 0  # memory the values rebuilt here take, by the measure of the children that ran no code of theirs
         for i in suspect:
             verdict, handed = verdicts[blobs[i]]
             if not verdict:
@@ -255,6 +264,152 @@ def unpickle_isolated(blobs: list[bytes], within: float | None = None) -> list[t
             except Exception as error:  # noqa: BLE001 - what the child handed back is untrusted too
                 results[i] = (False, f"what the check handed back cannot be read ({_failure(error)})")
     return results  # type: ignore[return-value]
+
+
+def _measure_here(verdicts: dict, give_up: float, budget: float) -> None:
+    """Replace the memory and time each trial child said its value took by what rebuilding it the way this
+    process would (``plain_loads`` of the rank's pickle, or ``load_handed`` of what the child handed back)
+    takes in a *measuring* child forked from this process, all at once, until ``give_up``. The trial child ran
+    the value's code, which may write any report it likes (attack30 a03: "0 bytes, 0 s", then 40,000 keys
+    hashing alike that took the kernel 14 s past a 3 s deadline); the measuring child runs none of it, under the
+    same memory limit, so its figures are this process's. A value whose child's own report is already too
+    costly, or whose measuring child fails, runs out of memory or of time, is not rebuilt here."""
+    jobs = []  # (the rank's pickle, kind, what is rebuilt here)
+    for blob, (verdict, handed) in verdicts.items():
+        if verdict:
+            continue
+        if why := _too_costly(handed, 0, give_up):  # too costly by its own child's word: no need to measure
+            verdicts[blob] = (why, None)
+            continue
+        kind, _, _, body = handed
+        if kind == _HANDED and _loads_at_once(body):
+            continue  # its size bounds what loading it here costs
+        jobs.append((blob, kind, blob if kind == _PLAIN_DATA else body))
+    if not jobs:
+        return
+    for (blob, kind, _), (why, cost) in zip(jobs, _measurements([(k, d) for _, k, d in jobs], give_up, budget)):
+        body = verdicts[blob][1][3]
+        verdicts[blob] = (why, None) if why else ("", (kind, cost[0], cost[1], body))
+
+
+#: What a handed-back pickle may name and still be loaded here without a measuring child, when :func:`_direct`
+#: bounds its cost by its size: plain data's constructors and the shells'; never numpy's or torch's rebuilders of
+#: other tensors (a quantized tensor allocates the size its pickle names before its storage is checked).
+_AT_ONCE_NAMES = _PLAIN | {(__name__, n) for n in ("_not_rebuilt", "_instance", "_exception", "_tuple_instance")}
+_AT_ONCE_NAMES |= {("torch.storage", "_load_from_bytes")}
+_PUT_OPS = frozenset(("PUT", "BINPUT", "LONG_BINPUT"))
+
+
+def _loads_at_once(body: bytes) -> bool:
+    """Whether what a trial child handed back may be loaded here at once: :func:`_direct` says its size bounds
+    its cost, and every global it names is in :data:`_AT_ONCE_NAMES` (a name not followed through the memo is
+    taken as any name). A small dataclass then costs no second fork (about 30 ms with torch loaded)."""
+    if not _direct(body):
+        return False
+    pushed: list[str | None] = [None, None]  # the last two values pushed, where they are strings
+    memo: dict[int, str | None] = {}
+    try:
+        for opcode, arg, _ in pickletools.genops(body):
+            name = opcode.name
+            if name == "STOP":
+                return True
+            if name == "GLOBAL" or name == "INST":
+                module, _, qualname = str(arg).partition(" ")
+                if (module, qualname) not in _AT_ONCE_NAMES:
+                    return False
+            elif name == "STACK_GLOBAL":
+                if (pushed[0], pushed[1]) not in _AT_ONCE_NAMES:
+                    return False
+            elif name == "MEMOIZE":
+                memo[len(memo)] = pushed[1]
+            elif name in _PUT_OPS:
+                memo[arg] = pushed[1]
+            elif name in _GET_OPS:
+                pushed = [pushed[1], memo.get(arg)]
+            elif name in _STRING_OPS:
+                pushed = [pushed[1], str(arg)]
+            elif name not in ("FRAME", "PROTO"):
+                pushed = [pushed[1], None]
+    except Exception:  # noqa: BLE001 - malformed: measured, and its loading says how
+        return False
+    return False
+
+
+def _measurements(jobs: list[tuple[int, bytes]], give_up: float, budget: float) -> list[tuple[str, tuple]]:
+    """For each ``(kind, data)``: ``("", (memory, seconds))`` that rebuilding it here takes, measured in a child
+    forked from this process (:func:`_measure`), or ``(why not, ())``."""
+    me = os.getpid()
+    children: list[int] = []  # unreaped
+    read_fds: dict[int, int] = {}  # read end -> job index
+    frames = _Frames(len(jobs))
+    try:
+        for i, (kind, data) in enumerate(jobs):
+            read_fd, write_fd = os.pipe()
+            read_fds[read_fd] = i
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    for fd in read_fds:
+                        os.close(fd)
+                    _measure(kind, data, write_fd, me)
+                children.append(pid)
+            finally:
+                os.close(write_fd)
+        reading = dict(read_fds)
+        while reading and (remaining := give_up - time.monotonic()) > 0:
+            for fd in _protocol.readable(list(reading), remaining):
+                if frames.read(reading[fd], fd) or frames[reading[fd]].done():
+                    del reading[fd]
+    finally:
+        for pid in children:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    os.kill(pid, signal.SIGKILL)  # our unreaped child: its PID cannot be anyone else's yet
+                    os.waitpid(pid, 0)
+            except ChildProcessError:  # the notebook ignores SIGCHLD: reaped as it ended
+                pass
+        for fd in read_fds:
+            os.close(fd)
+    results: list[tuple[str, tuple]] = []
+    for i in range(len(jobs)):
+        frame = frames[i]
+        body = frame.body()[1] if frame.done() and not frame.refused else b""
+        if frame.kind == _HANDED and len(body) == _COST.size:
+            results.append(("", _COST.unpack(body)))
+        elif frame.kind == _FAILED and body:
+            results.append((body.decode("utf-8", "replace"), ()))
+        elif time.monotonic() >= give_up:
+            results.append((f"rebuilding what the check handed back took longer than the {budget:.3g} s it had", ()))
+        else:
+            results.append(("what the check handed back could not be measured", ()))
+    return results
+
+
+def _measure(kind: int, data: bytes, write_fd: int, parent: int) -> None:
+    """In a child forked from the kernel, which runs no code of the learner's: rebuild ``data`` as the kernel
+    would, under the trial child's memory limit, and write the memory and time it took, or why it failed."""
+    try:
+        _contain.die_with_parent(parent)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _silence()
+        gc.disable()
+        if "torch" in sys.modules:  # a child forked after torch's thread pool ran hangs on its first parallel op
+            sys.modules["torch"].set_num_threads(1)
+        _limit_memory()
+        kept = []
+        before, started = _resident(), time.perf_counter()
+        try:
+            kept.append(plain_loads(data) if kind == _PLAIN_DATA else load_handed(data))
+            body, kind = _COST.pack(max(_resident() - before, 0), time.perf_counter() - started), _HANDED
+        except MemoryError:
+            body, kind = f"unpickling it took more than {VALUE_MEMORY >> 20} MiB of memory".encode(), _FAILED
+        except BaseException as error:  # noqa: B036 - what the trial child handed back is untrusted
+            body, kind = f"what the check handed back cannot be read ({_failure(error)})"[:2000].encode(), _FAILED
+        view = memoryview(_FRAME.pack(kind, len(body)) + body)
+        while view:
+            view = view[os.write(write_fd, view) :]
+    finally:
+        os._exit(0)
 
 
 #: A pickle of at most this many bytes is unpickled here (when plain) without a look at its opcodes: it holds too
@@ -784,12 +939,15 @@ def _enum_member(*args):
 _CONSTRUCTORS = (_instance, _exception, _tuple_instance, _enum_member, _not_rebuilt)
 
 
-def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd: int) -> None:
-    """In the forked keeper, which runs no code of the learner's: fork one trial child per blob, be the child
-    subreaper of everything they start (however it detaches: ``setsid``, double fork), report each child's
-    exit status, and once every child has ended, or the kernel says stop (or dies: ``control_fd`` closes),
-    kill every child and every process they started, then exit."""
+def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd: int, cgroup: str = "") -> None:
+    """In the forked keeper, which runs no code of the learner's: join the check's ``cgroup`` (where one is
+    made), fork one trial child per blob, be the child subreaper of everything they start (however it
+    detaches: ``setsid``, double fork), report each child's exit status, and once every child has ended, or
+    the kernel says stop (or dies: ``control_fd`` closes), kill every child and every process they started,
+    then exit."""
     try:
+        if cgroup:  # before any fork: all a child starts is born in it, and ends with it even if it kills us
+            _contain.join_cgroup(cgroup)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel that ignores SIGCHLD would have them auto-reaped
         gc.disable()
@@ -833,12 +991,23 @@ def _keeper(blobs: list[bytes], write_fds: list[int], status_fd: int, control_fd
 def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str, tuple | None]]:
     """Unpickle each blob in its own throwaway child, all at once, until ``give_up``: per blob ``("", (kind,
     memory, seconds, what the child handed back))`` if it unpickled (kind ``_PLAIN_DATA``: plain data, nothing
-    handed back: the blob itself may be unpickled here), else ``(why it failed, None)``. The children are forked by a keeper
-    (:func:`_keeper`) that ends every process they start before it exits."""
+    handed back: the blob itself may be unpickled here), else ``(why it failed, None)``. The children are forked
+    by a keeper (:func:`_keeper`) that ends every process they start before it exits; where run cgroups are
+    made, the keeper and all they start are in a cgroup of the check's own, killed when the check ends, so
+    what a child started ends even if the value's code killed the keeper (attack30 a01). What a child writes
+    is read only up to the length its frame says, and a frame longer than a value may be is refused at its
+    header (:class:`_Frame`, attack30 a02)."""
     pipes = [os.pipe() for _ in blobs]
     status_r, status_w = os.pipe()
     control_r, control_w = os.pipe()
-    keeper = os.fork()
+    cgroup = _check_cgroup()
+    try:
+        keeper = os.fork()
+    except BaseException:
+        for fd in (*(fd for pair in pipes for fd in pair), status_r, status_w, control_r, control_w):
+            os.close(fd)
+        _end_cgroup(cgroup)
+        raise
     if keeper == 0:
         try:
             for read_fd, _ in pipes:
@@ -846,49 +1015,52 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
             os.close(status_r)
             os.close(control_w)
         finally:
-            _keeper(blobs, [w for _, w in pipes], status_w, control_r)
+            _keeper(blobs, [w for _, w in pipes], status_w, control_r, cgroup)
     for _, write_fd in pipes:
         os.close(write_fd)
     os.close(status_w)
     os.close(control_r)
     index = {read_fd: i for i, (read_fd, _) in enumerate(pipes)}
-    received: dict[int, bytearray] = {i: bytearray() for i in range(len(blobs))}
+    frames = _Frames(len(blobs))
     statuses: dict[int, int] = {}
     reports = bytearray()
     try:
         open_fds = set(index) | {status_r}
-        while (pending := [i for i in range(len(blobs)) if not _complete(received[i]) and i not in statuses]) or (
-            status_r in open_fds and len(statuses) < len(blobs)
-        ):
-            if not pending:
-                break
+        while [i for i in range(len(blobs)) if not frames[i].done() and i not in statuses]:
             remaining = give_up - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or not open_fds:
                 break
             ready = _protocol.readable(list(open_fds), remaining)
             for fd in ready:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    open_fds.discard(fd)
-                elif fd == status_r:
+                if fd == status_r:
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        open_fds.discard(fd)
+                        continue
                     reports += chunk
-                    _take_reports(reports, statuses, pipes, received)
-                else:
-                    received[index[fd]] += chunk
+                    _take_reports(reports, statuses, pipes, frames)
+                    open_fds -= {read_fd for read_fd, i in index.items() if frames[i].done()}
+                elif frames.read(index[fd], fd) or frames[index[fd]].done():
+                    open_fds.discard(fd)  # at its end, or its frame is whole (or refused): nothing more is read
     finally:
         os.close(control_w)  # stop: the keeper kills what is left and reports it
-        _end_keeper(keeper, status_r, reports, statuses, pipes, received)
-    verdicts: list[tuple[str, bytes | None]] = []
+        try:
+            _end_keeper(keeper, status_r, reports, statuses, pipes, frames)
+        finally:
+            _end_cgroup(cgroup)  # what the children started, even if the keeper is gone (killed by a value)
+    verdicts: list[tuple[str, tuple | None]] = []
     for i in range(len(blobs)):
-        data = bytes(received[i])
-        if _complete(data):
-            kind, length = _FRAME.unpack_from(data)
-            body = data[_FRAME.size : _FRAME.size + length]
-            if kind in (_HANDED, _PLAIN_DATA) and len(body) >= _COST.size:
-                memory, seconds = _COST.unpack_from(body)
-                verdicts.append(("", (kind, memory, seconds, body[_COST.size :])))
+        frame = frames[i]
+        if frame.refused:
+            verdicts.append((frame.refused, None))
+            continue
+        if frame.done():
+            cost, body = frame.body(_COST.size if frame.kind in (_HANDED, _PLAIN_DATA) else 0)
+            if frame.kind in (_HANDED, _PLAIN_DATA) and len(cost) == _COST.size:
+                memory, seconds = _COST.unpack(cost)
+                verdicts.append(("", (frame.kind, memory, seconds, body)))
             else:
-                verdicts.append((body.decode("utf-8", "replace") or "unpickling it failed", None))
+                verdicts.append((body[:2000].decode("utf-8", "replace") or "unpickling it failed", None))
             continue
         status = statuses.get(i)
         if status is None:
@@ -902,32 +1074,141 @@ def _trials(blobs: list[bytes], give_up: float, budget: float) -> list[tuple[str
     return verdicts
 
 
-def _complete(data: bytes | bytearray) -> bool:
-    """Whether ``data`` holds a whole frame."""
-    return len(data) >= _FRAME.size and len(data) >= _FRAME.size + _FRAME.unpack_from(data)[1]
+def _check_cgroup() -> str:
+    """A cgroup of the check's own where run cgroups are made (``_contain.make_run_cgroup``), else "". Named as
+    this kernel's runs' are, so that if this kernel dies before it ends it, the next kernel's first run does."""
+    prefix = _protocol.run_dir_prefix(os.getpid(), _contain.start_time(os.getpid()) or 0)
+    return _contain.make_run_cgroup(f"{prefix}check{os.urandom(6).hex()}")
 
 
-def _take_reports(reports: bytearray, statuses: dict, pipes: list, received: dict) -> None:
+def _end_cgroup(path: str) -> None:
+    """Kill what the cgroup at ``path`` holds (one write to ``cgroup.kill``), then remove it: here if it is a
+    single cgroup (one rmdir), else in the background (a value's code running as root may have made cgroups
+    below it, which takes a while to walk)."""
+    if not path:
+        return
+    _contain.kill_cgroup(path)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        import threading
+
+        threading.Thread(target=_contain.remove_cgroup, args=(path,), daemon=True, name="barrierlab-check").start()
+
+
+#: Most bytes a trial child's frame may say it holds: what it hands back of a value (which may take at most
+#: :data:`VALUE_MEMORY` here) and its cost; a reason it failed is at most :data:`REASON_BYTES`.
+FRAME_MOST = VALUE_MEMORY + _COST.size
+REASON_BYTES = 64 << 10
+
+
+class _Frame:
+    """What one trial child writes, read here: its header (kind, length), then exactly that many bytes, never
+    more. The child runs the value's code, which may write anything there (attack30 a02: a header saying
+    1.5 GB, then 400 MB): a frame longer than a value may be (:data:`FRAME_MOST`), or than what is left of the
+    run's :data:`RUN_MEMORY`, is refused at its header, before any of its body is read."""
+
+    def __init__(self, frames: _Frames) -> None:
+        self.frames = frames
+        self.head = bytearray()
+        self.kind: int | None = None
+        self.length = 0
+        self.chunks: list[bytes] = []
+        self.got = 0
+        self.refused = ""
+
+    def done(self) -> bool:
+        return bool(self.refused) or (self.kind is not None and self.got >= self.length)
+
+    def wanted(self) -> int:
+        return _FRAME.size - len(self.head) if self.kind is None else self.length - self.got
+
+    def take(self, chunk: bytes) -> None:
+        if self.kind is not None:
+            self.chunks.append(chunk)
+            self.got += len(chunk)
+            return
+        self.head += chunk
+        if len(self.head) < _FRAME.size:
+            return
+        self.kind, self.length = _FRAME.unpack(self.head)
+        most = REASON_BYTES if self.kind == _FAILED else FRAME_MOST
+        if self.length > most:
+            self.refused = (
+                f"what the check handed back says it holds {self.length / 2**20:.0f} MiB, over the "
+                f"{VALUE_MEMORY >> 20} MiB a returned value may take in the notebook; write large results to a "
+                "file and return its path"
+            )
+        elif self.frames.held + self.length > RUN_MEMORY:
+            self.refused = (
+                f"with the values handed back before it, the check would hold "
+                f"{(self.frames.held + self.length) / 2**20:.0f} MiB of the notebook's memory, over "
+                f"{RUN_MEMORY >> 20} MiB; write large results to a file and return its path"
+            )
+        else:
+            self.frames.held += self.length
+
+    def body(self, skip: int = 0) -> tuple[bytes, bytes]:
+        """The frame's first ``skip`` bytes, and the rest, joined once (the chunks are dropped here)."""
+        chunks, self.chunks = self.chunks, []
+        first = bytearray()
+        while chunks and len(first) < skip:
+            taken = chunks[0][: skip - len(first)]
+            first += taken
+            chunks[0] = chunks[0][len(taken) :]
+            if not chunks[0]:
+                chunks.pop(0)
+        return bytes(first), b"".join(chunks)
+
+
+class _Frames:
+    """The :class:`_Frame` of each trial child, and how many bytes their accepted headers say they hold."""
+
+    def __init__(self, count: int) -> None:
+        self.held = 0
+        self.frames = [_Frame(self) for _ in range(count)]
+
+    def __getitem__(self, i: int) -> _Frame:
+        return self.frames[i]
+
+    def read(self, i: int, fd: int) -> bool:
+        """Read once from ``fd`` into frame ``i`` (never past its end); True at the pipe's end of file."""
+        frame = self.frames[i]
+        if frame.done():
+            return False
+        chunk = os.read(fd, min(frame.wanted(), 1 << 20))
+        if not chunk:
+            return True
+        frame.take(chunk)
+        return False
+
+
+def _take_reports(reports: bytearray, statuses: dict, pipes: list, frames: _Frames) -> None:
     """Take each whole (child, wait status) report the keeper sent off ``reports``; read what that child
     wrote before it ended."""
     while len(reports) >= _STATUS.size:
         i, status = _STATUS.unpack_from(reports)
         del reports[: _STATUS.size]
+        if not 0 <= i < len(frames.frames):
+            continue
         statuses[i] = status
-        _drain(pipes[i][0], received[i])
+        _drain(pipes[i][0], frames, i)
 
 
-def _drain(fd: int, into: bytearray) -> None:
-    """Read what a child that has ended left in its pipe (at most a pipe's buffer: it could not end sooner)."""
+def _drain(fd: int, frames: _Frames, i: int) -> None:
+    """Read what a child that has ended left in its pipe, up to its frame's end (at most a pipe's buffer when
+    nothing else holds the pipe: the child could not end sooner)."""
     os.set_blocking(fd, False)
     try:
-        while chunk := os.read(fd, 1 << 20):
-            into += chunk
+        while not frames[i].done() and not frames.read(i, fd):
+            pass
     except BlockingIOError:
         pass
 
 
-def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, pipes: list, received: dict) -> None:
+def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, pipes: list, frames: _Frames) -> None:
     """After the stop: the keeper's last reports, then the keeper itself, within :data:`KEEPER_GRACE`
     (SIGKILLed past it; its trial children die with it). Ctrl-C meanwhile is delivered once this is done."""
     interrupted = False
@@ -945,7 +1226,7 @@ def _end_keeper(keeper: int, status_r: int, reports: bytearray, statuses: dict, 
             if not chunk:
                 break
             reports += chunk
-            _take_reports(reports, statuses, pipes, received)
+            _take_reports(reports, statuses, pipes, frames)
         try:
             while os.waitpid(keeper, os.WNOHANG)[0] == 0:
                 if time.monotonic() >= give_up:
