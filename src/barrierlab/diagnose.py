@@ -1651,26 +1651,58 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
 
 def _after_the_loop(looped: Event, after: Event) -> bool:
     """Whether ``after`` is a call of the same function as ``looped``, after the end of the innermost ``for`` or
-    ``while`` around ``looped`` (read from the source, as linecache has it: a file, or a notebook cell): the ranks
-    that made it had left the loop. False when the source cannot say."""
-    import ast
-    import linecache
-
+    ``while`` around ``looped``: the ranks that made it had left the loop. The source is a name a rank's record
+    gave, so it is read only as :func:`barrierlab._files.source` allows (a notebook cell in memory, or a regular
+    ``*.py`` file of bounded size, within the time budget; never through ``linecache``, which opened a FIFO and
+    blocked the kernel and ``report`` for ever, and kept a 36 MB text file's 6 million lines: attack30 a07-a09).
+    False when the source cannot say."""
     if not (looped.file and looped.line and after.line) or (looped.file, looped.func) != (after.file, after.func):
         return False
+    around = [(first, last) for first, last in _loops(looped.file) if first <= looped.line <= last]
+    if not around:
+        return False
+    inner = max(around)
+    return after.line > inner[1]
+
+
+#: Loops found per source file, kept for this many files: (stamp of the text read, (first, last line) of each).
+_LOOPS_KEPT = 64
+_loops_found: dict[str, tuple[tuple, tuple[tuple[int, int], ...]]] = {}
+
+
+def _loops(path: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of every ``for``, ``async for`` and ``while`` in the source at ``path``, read only
+    as :func:`barrierlab._files.source` allows; parsing it counts against the same time budget (as
+    :func:`barrierlab.events.functions` does). None found when it may not be read."""
+    import ast
+    import time
+
+    from barrierlab import _files
+
+    read = _files.source(path)
+    if read is None:
+        return ()
+    stamp, lines = read
+    kept = _loops_found.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    if not _files.within_budget():
+        return ()
+    started = time.perf_counter()
     try:
-        tree = ast.parse("".join(linecache.getlines(looped.file)))
+        found = tuple(
+            (node.lineno, node.end_lineno or node.lineno)
+            for node in ast.walk(ast.parse("".join(lines)))
+            if isinstance(node, (ast.For, ast.While, ast.AsyncFor))
+        )
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    loops = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.lineno <= looped.line <= (node.end_lineno or 0)
-    ]
-    if not loops:
-        return False
-    inner = max(loops, key=lambda node: node.lineno)
-    return after.line > (inner.end_lineno or inner.lineno)
+        found = ()
+    finally:
+        _files.charge(time.perf_counter() - started)
+    if len(_loops_found) >= _LOOPS_KEPT:
+        _loops_found.clear()
+    _loops_found[path] = (stamp, found)
+    return found
 
 
 def _torch_call_after_own(f: Facts, rank: int) -> FlightEntry | None:

@@ -385,19 +385,131 @@ def _check_function(fn: object) -> None:
             f"barrierlab.run needs a function to run on every rank (fn), got {_describe(fn)}. "
             "Pass the function itself: run(train, world_size=4), not run(train(), ...)."
         )
-    # an object whose __call__ is async or a generator (functools.partial of one is unwrapped by inspect itself)
-    call = fn if inspect.isroutine(fn) or inspect.isclass(fn) else type(fn).__call__  # callable: checked above
-    if any(inspect.isasyncgenfunction(f) or inspect.iscoroutinefunction(f) for f in (fn, call)):
-        raise TypeError(
-            f"fn must be an ordinary function, got the async function {getattr(fn, '__qualname__', fn)!r}: calling it "
-            "only creates a coroutine, so its body would never run. Wrap it: "
-            "def fn(): return asyncio.run(your_async_fn())"
+    hops: list[str] = []
+    for layer in _what_it_calls(fn, hops):
+        # an object whose __call__ is async or a generator (functools.partial of one is unwrapped by inspect itself)
+        call = layer if inspect.isroutine(layer) or inspect.isclass(layer) else type(layer).__call__
+        if any(inspect.isasyncgenfunction(f) or inspect.iscoroutinefunction(f) for f in (layer, call)):
+            kind, made, hint = "async", "a coroutine", "def fn(): return asyncio.run(your_async_fn())"
+        elif inspect.isgeneratorfunction(layer) or inspect.isgeneratorfunction(call):
+            kind, made, hint = "generator", "a generator", "def fn(): return list(your_fn())"
+        else:
+            continue
+        if layer is fn:
+            raise TypeError(
+                f"fn must be an ordinary function, got the {kind} function {_name_of(fn)!r}: calling it only "
+                f"creates {made}, so its body would never run. Wrap it: {hint}"
+            )
+        runs_it = (
+            " (if your wrapper does run it to the end, pass a plain function that calls the wrapper: "
+            "lambda: your_wrapped_fn())"
+            if any(hop.startswith("a functools.wraps") for hop in hops)
+            else ""
         )
-    if inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(call):
         raise TypeError(
-            f"fn must be an ordinary function, got the generator function {getattr(fn, '__qualname__', fn)!r}: calling "
-            "it only creates a generator, so its body would never run. Wrap it: def fn(): return list(your_fn())"
+            f"fn must be an ordinary function, got {_name_of(fn)!r}, which hands its call on to the {kind} "
+            f"function {_name_of(layer)!r} ({', then '.join(hops)}) and gives back what that returns: calling it "
+            f"only creates {made}, so its body would never run. Wrap it: {hint}{runs_it}"
         )
+
+
+def _name_of(fn: object) -> str:
+    try:
+        name = getattr(fn, "__qualname__", None)
+    except Exception:  # noqa: BLE001 - a learner's __getattr__ that raises: the type names it
+        name = None
+    return name if isinstance(name, str) else type(fn).__name__
+
+
+#: Layers of wrapping followed from ``fn`` to what it calls, at most (a ``__wrapped__`` chain may be a cycle).
+_MAX_WRAPPING = 64
+#: Names a wrapper's own code refers to when it may run what it wraps to the end itself (``asyncio.run``, a loop's
+#: ``run_until_complete``, ``list(gen)``, ``next(...)``): such a wrapper is not a pass-through, and is not refused.
+_DRIVERS = frozenset(
+    {
+        "run",
+        "run_until_complete",
+        "run_coroutine_threadsafe",
+        "run_sync",
+        "result",
+        "send",
+        "throw",
+        "gather",
+        "wait",
+        "wait_for",
+        "ensure_future",
+        "create_task",
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "dict",
+        "sorted",
+        "sum",
+        "min",
+        "max",
+        "any",
+        "all",
+        "next",
+        "deque",
+        "join",
+    }
+)
+
+
+def _what_it_calls(fn: object, hops: list[str]):
+    """``fn``, then each callable it hands its call straight on to, giving back what that returns: the function
+    of a ``staticmethod``, ``classmethod``, bound method or ``functools.partial``, and the ``__wrapped__`` of a
+    ``functools.lru_cache`` (or ``cache``) or of a ``functools.wraps`` decorator whose own code does not run what
+    it wraps (no loop, none of :data:`_DRIVERS`). ``hops`` gets how each was reached (attack30 a06: these were
+    run, and every rank raised that a coroutine cannot be pickled)."""
+    seen = set()
+    layer = fn
+    while layer is not None and id(layer) not in seen and len(seen) < _MAX_WRAPPING:
+        seen.add(id(layer))
+        yield layer
+        try:
+            layer, how = _passes_on(layer)
+        except Exception:  # noqa: BLE001 - a learner's object whose attributes raise: not followed further
+            return
+        if not callable(layer):  # staticmethod(42) is callable; what it holds is not, and is not followed
+            return
+        hops.append(how)
+
+
+def _passes_on(layer: object) -> tuple[object | None, str]:
+    """(the callable ``layer`` hands its call straight on to, how), or (None, "") where it may do more."""
+    import functools
+
+    if isinstance(layer, (staticmethod, classmethod)):
+        return layer.__func__, f"{type(layer).__name__}()"
+    if isinstance(layer, functools.partial):
+        return layer.func, "functools.partial"
+    if inspect.ismethod(layer):
+        return layer.__func__, "a bound method"
+    inner = getattr(layer, "__wrapped__", None)
+    if inner is None or not callable(inner):
+        return None, ""
+    if type(layer) is getattr(functools, "_lru_cache_wrapper", None):
+        return inner, "functools.lru_cache"
+    own = layer if inspect.isfunction(layer) else type(layer).__call__  # callable: checked by the caller
+    if inspect.isfunction(own) and not _may_run_it(own.__code__):
+        return (
+            inner,
+            f"a functools.wraps decorator, {own.__code__.co_qualname!r}, whose code hands back what it returns",
+        )
+    return None, ""
+
+
+def _may_run_it(code, depth: int = 0) -> bool:
+    """Whether a wrapper's code (or a function defined in it) has a loop or refers to one of :data:`_DRIVERS`."""
+    import dis
+
+    if set(code.co_names) & _DRIVERS:
+        return True
+    if any(op.opname in ("GET_ITER", "GET_AITER", "FOR_ITER") for op in dis.get_instructions(code)):
+        return True
+    return depth < 8 and any(_may_run_it(const, depth + 1) for const in code.co_consts if isinstance(const, type(code)))
 
 
 #: Variables that choose the network interface a backend's sockets listen on (gloo, TensorPipe, NCCL).
@@ -469,6 +581,11 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
     for key, value in env.items():
         if not isinstance(key, str):
             raise TypeError(f"env keys must be str (variable names), got the key {_describe(key)}")
+        if type(key) is not str:  # attack30 a04: one passed every check here, then sending the run failed
+            raise TypeError(
+                f"env keys must be plain str (variable names), got the key {_describe(key)}, a subclass of str "
+                "whose own methods would decide what the ranks see: pass str(key)"
+            )
         if not key or "=" in key or "\0" in key:
             raise ValueError(f"env key {key!r} is not a valid variable name (empty, or contains '=' or NUL)")
         if key in _SET_FOR_EACH_RANK:
@@ -481,7 +598,13 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
             raise TypeError(
                 f"env[{key!r}] must be a str (or an int or float, converted with str()), got {_describe(value)}"
             )
-        value = str(value)
+        try:
+            value = str.__str__(value) if isinstance(value, str) else str.__str__(str(value))
+        except Exception as error:  # noqa: BLE001 - attack30 a05: str() of an int of 5,000 digits raises
+            raise ValueError(
+                f"env[{key!r}]: {_describe(value)} could not be converted with str() ({type(error).__name__}: "
+                f"{str(error)[:200]})"
+            ) from None
         if "\0" in value:
             raise ValueError(f"env[{key!r}] contains a NUL character, which no environment variable can hold")
         for what, text in (("key", key), ("value", value)):
@@ -833,7 +956,8 @@ def run(
 
     The group is initialised before ``fn`` starts, so ``fn`` is ordinary torch.distributed code.
 
-    - ``fn``: an ordinary function (not a generator or ``async def`` function: their bodies would not run).
+    - ``fn``: an ordinary function (not a generator or ``async def`` function, nor one behind a ``staticmethod``,
+      ``functools.partial``, ``lru_cache`` or pass-through ``functools.wraps`` decorator: their bodies would not run).
     - ``world_size``: 1 to :data:`MAX_WORLD_SIZE` ranks.
     - ``args``: a tuple (or list) of positional arguments; ``kwargs``: a dict with str keys.
     - ``timeout``: torch's timeout for each collective (seconds, at most :data:`MAX_TIMEOUT`), after which
@@ -843,7 +967,8 @@ def run(
       ``None`` means ``timeout + 5``. Ranks still running then are asked for their stacks and killed, and
       the call returns.
     - ``env``: environment variables set in every rank before the group starts, as a dict of str to str
-      (int and float values are converted with ``str()``; None, bool and other types are refused).
+      (plain str keys; int and float values are converted with ``str()``; None, bool and other types are
+      refused).
       ``TORCH_DISTRIBUTED_DEBUG`` is re-read, as ``dist.set_debug_level_from_env()`` would. Every socket of a
       run stays on loopback: ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` naming another
       interface, or a ``MASTER_ADDR`` that is not a loopback address, is refused (ValueError).
