@@ -3008,6 +3008,144 @@ def prog(path):
     assert lint_source(source.replace("dist.broadcast(torch.zeros(1), src=0)", "dist.barrier()")) == []
 
 
+PEER_FILES = """\
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def f15_broadcast_handoff(folder):
+    rank = dist.get_rank()
+    if rank == 3:
+        time.sleep(0.3)
+    with open(os.path.join(folder, f"s{rank}"), "w") as f:
+        f.write("x")
+    dist.broadcast(torch.ones(1), src=0)
+    if rank == 0:
+        return sorted(os.listdir(folder))
+    return rank
+"""
+
+
+def test_every_ranks_own_file_listed_by_one_rank_after_a_broadcast_is_a_file_race(tmp_path: Path) -> None:
+    """review69b M2 (notebook 06 §6, notebook 05's exercise): every rank writes its own file, broadcast(src=0),
+    rank 0 lists the folder. Run on 4 ranks, rank 0 listed ['s0', 's1', 's2']: the broadcast does not hold rank 0
+    until rank 3 has written."""
+    program = tmp_path / "gaps.py"
+    program.write_text(PEER_FILES)
+    [race] = lint_file(program)
+    assert (race.line, race.kind, race.condition, race.collective) == (16, "file-race", "rank == 0", "os.listdir")
+    assert "every rank writes a file of its own into `folder` at line 12" in race.why
+    assert "list `folder` here (`os.listdir`)" in race.why
+    assert "`dist.broadcast(torch.ones(1), src=0)` (line 14)" in race.why
+    assert "holds the ranks other than 0 until rank 0 has sent" in race.why
+    assert "nothing holds the reading rank until the other ranks have written" in race.why
+    assert "on gloo it lists the folder before a slower rank has created its file there, and the list lacks it" in (
+        race.why
+    )
+    assert race.fix.startswith("put dist.barrier() after the write at line 12 and before this listing, on every rank")
+    assert (
+        "a gather whose dst is the reading rank" in race.fix and "a broadcast orders only its root's write" in race.fix
+    )
+    # the twins: a barrier instead of the broadcast; a gather to rank 0
+    barrier = PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")
+    assert lint_source(barrier) == [], lint_source(barrier)
+    gather = PEER_FILES.replace(
+        "dist.broadcast(torch.ones(1), src=0)",
+        "dist.gather(torch.ones(1), [torch.zeros(1)] * 4 if rank == 0 else None, dst=0)",
+    )
+    assert lint_source(gather) == [], lint_source(gather)
+    assert lint_source(PEER_FILES.replace("src=0)", "src=0)\n    dist.all_reduce(torch.ones(1))")) == []
+    # a gather to another rank than the reader's holds only that rank
+    [race] = lint_source(gather.replace("dst=0", "dst=1"))
+    assert (race.line, race.kind) == (16, "file-race") and "holds only rank 1 until the others have sent" in race.why
+    # nothing between: the same race; rank 0 reading rank 3's file by name
+    [race] = lint_source(PEER_FILES.replace("    dist.broadcast(torch.ones(1), src=0)\n", ""))
+    assert (race.line, race.kind) == (15, "file-race") and "with no barrier, collective, store wait or recv" in race.why
+    peer = PEER_FILES.replace("return sorted(os.listdir(folder))", "return open(os.path.join(folder, 's3')).read()")
+    [race] = lint_source(peer)
+    assert (race.line, race.kind, race.collective) == (16, "file-race", "open")
+    assert "read another rank's file here (`os.path.join(folder, 's3')`)" in race.why
+    assert "FileNotFoundError" in race.why
+    # quiet: rank 0 reads only its own file; every rank reads its own; the listing is of a folder nobody writes
+    own = PEER_FILES.replace(
+        "return sorted(os.listdir(folder))", "return open(os.path.join(folder, f's{rank}')).read()"
+    )
+    assert lint_source(own) == [], lint_source(own)
+    every = PEER_FILES.replace("    if rank == 0:\n        return sorted(", "    if True:\n        return sorted(")
+    every = every.replace("sorted(os.listdir(folder))", "open(os.path.join(folder, f's{rank}')).read()")
+    assert lint_source(every) == [], lint_source(every)
+    other = PEER_FILES.replace("(folder):", "(folder, logs):").replace("os.listdir(folder)", "os.listdir(logs)")
+    assert lint_source(other) == [], lint_source(other)
+    # an async barrier orders from its wait() on, not before
+    unwaited = PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "work = dist.barrier(async_op=True)")
+    [race] = lint_source(unwaited)
+    assert (race.line, race.kind) == (
+        16,
+        "file-race",
+    ) and "async_op=True and not waited before this listing (it orders nothing until its wait() returns)" in race.why
+    waited = unwaited.replace("async_op=True)", "async_op=True)\n    work.wait()")
+    assert lint_source(waited) == [], lint_source(waited)
+    # written after the async call: its wait() does not order that write
+    late = PEER_FILES.replace("    with open(", "    work = dist.barrier(async_op=True)\n    with open(").replace(
+        "    dist.broadcast(torch.ones(1), src=0)\n", "    work.wait()\n"
+    )
+    [race] = lint_source(late)
+    assert (race.line, race.kind) == (17, "file-race") and "`work.wait()` (line 15)" in race.why
+    assert "waits for a collective called before line 13 (it orders nothing done after that call)" in race.why
+
+
+def test_peer_files_by_path_name_pathlib_and_glob_are_read_after_no_order() -> None:
+    """review69b M2: the path through a name assigned once, pathlib, f-string folders and glob patterns."""
+    source = """\
+import glob
+import os
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def shards(folder):
+    rank = dist.get_rank()
+    path = f"{folder}/part_{rank}.json"
+    with open(path, "w") as f:
+        f.write("{}")
+    if dist.get_rank() == 0:
+        return glob.glob(os.path.join(folder, "part_*.json"))
+
+
+def loads(folder):
+    rank = dist.get_rank()
+    torch.save(rank, Path(folder) / f"{rank}.pt")
+    if rank == 0:
+        return [torch.load(Path(folder) / f"{r}.pt") for r in range(dist.get_world_size())]
+
+
+def others(folder):
+    rank = dist.get_rank()
+    if rank != 0:
+        torch.save(rank, os.path.join(folder, f"{rank}.pt"))
+    if rank == 0:
+        return (Path(folder) / "1.pt").exists()
+"""
+    found = lint_source(source)
+    assert [(f.line, f.kind, f.collective) for f in found] == [
+        (15, "file-race", "glob.glob"),
+        (22, "file-race", "torch.load"),
+        (30, "file-race", '(Path(folder) / "1.pt").exists'),
+    ], found
+    assert "every rank writes a file of its own into `folder` at line 12 (`path`, open for writing)" in found[0].why
+    assert "ranks where `rank != 0` is true each write a file of its own" in found[2].why
+    assert "look for another rank's file here" in found[2].why and "finds no file" in found[2].why
+    ordered = source.replace("    if rank == 0:", "    dist.barrier()\n    if rank == 0:").replace(
+        "    if dist.get_rank() == 0:", "    dist.barrier()\n    if dist.get_rank() == 0:"
+    )
+    assert lint_source(ordered) == [], lint_source(ordered)
+
+
 def test_two_branches_making_the_same_group_barriers_in_opposite_order_are_one_order_finding() -> None:
     """review65b M6: four findings each said "the others never call it" of a barrier the other member calls."""
     source = """

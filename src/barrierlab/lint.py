@@ -35,7 +35,11 @@ Finding kinds:
   made under such a condition that the other ranks write into or list, or a file (``os.remove``, ``os.unlink``,
   ``Path.unlink``) or folder (``shutil.rmtree``) removed under such a condition with nothing between it and
   the other ranks' reads (before it, or after it: the ``else`` of the same test). A look at the file
-  (``os.path.exists``, ``Path.is_file()``) is a read of its state.
+  (``os.path.exists``, ``Path.is_file()``) is a read of its state. Also every rank's write to a file of its own in
+  one folder (``os.path.join(folder, f"s{rank}")``) and, under a rank-dependent condition, a listing of the folder
+  (``os.listdir``, ``glob.glob``, ``Path.iterdir``) or a read of another rank's file there, with nothing between that
+  orders every rank's write (a ``broadcast(src=0)`` orders only rank 0's; a gather or reduce only for a reader on
+  its ``dst``).
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -268,7 +272,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from barrierlab import ops
 
@@ -1126,7 +1130,11 @@ barrier, collective, store wait or recv between them (one called with async_op=T
 work.wait() on; a broadcast or scatter orders only its root's writes, a reduce or gather only the others'), a
 file removed under such a condition (os.remove, os.unlink, Path.unlink, shutil.rmtree) with nothing between
 it and the other ranks' reads, before or after it (the else branch of the same test), or a folder made under
-such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list.
+such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list; also every rank writing a file
+of its own into one folder (os.path.join(folder, f"s{rank}")) and a rank under such a condition listing the folder
+(os.listdir, glob.glob, Path.iterdir) or reading another rank's file with nothing between that orders every
+rank's write: a broadcast(src=0) holds the others until rank 0 has sent, not rank 0 until they have written (on
+gloo rank 0 lists the folder before a slower rank's file is there); put dist.barrier() between.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -2659,8 +2667,14 @@ def _written_by(ctx: tuple[str, ...], root: int, name: str) -> bool:
     """Whether a write under the conditions ``ctx`` is ordered before the other ranks' reads by a rooted call of
     ``name`` with ``root``: a root that sends orders its own writes (``rank == 0`` with ``src=0``); a root that
     receives orders the others' (any write not under ``rank == root``)."""
-    mine = any(re.search(rf"(==|\bin\b)\s*\(?\s*{root}\b", c) or re.search(rf"\b{root}\s*==", c) for c in ctx)
+    mine = _names_rank(ctx, root)
     return mine if name in _ROOT_SENDS else not mine
+
+
+def _names_rank(ctx: tuple[str, ...], root: int) -> bool:
+    """Whether one of the conditions ``ctx`` holds on rank ``root`` only or among a few (``rank == 0``,
+    ``rank in (0, 1)``), by text."""
+    return any(re.search(rf"(==|\bin\b)\s*\(?\s*{root}\b", c) or re.search(rf"\b{root}\s*==", c) for c in ctx)
 
 
 #: The last call of a chain that is a barrier: inside a main-process-first block it meets the others' barrier.
@@ -7495,6 +7509,14 @@ class _Order:
     read of its state (review68b M1), except inside a print or a logger's call, and in the test of an ``if``
     around the looking rank's own removal of it (``if rank == 0 and os.path.exists(p): os.remove(p)``).
 
+    Every rank's write to a file of its own in one folder (``os.path.join(folder, f"s{rank}")``, ``Path(folder) /
+    f"{rank}.pt"``, ``f"{folder}/part_{rank}.json"``; names assigned once in the scope followed) is a ``file-race``
+    with a read under a rank-dependent condition that lists the folder (``os.listdir``, ``os.scandir``, ``os.walk``,
+    ``glob.glob`` of a pattern in it, ``Path.iterdir()``/``glob()``) or reads or looks at another rank's file there
+    (a name the write's pattern makes, ``"s3"`` or ``f"s{r}"``, not the write's own ``f"s{rank}"``), with nothing
+    between that orders every rank's write before it (review69b M2): a broadcast or scatter orders only its root's
+    write, a gather or reduce every rank's but only for a reader on its ``dst``, an async call only from its wait.
+
     Paths are matched by their text within the scope; writes and reads in other functions are not followed."""
 
     def __init__(self, an: _Analysis, unit: _Unit, taint: set[str], self_class: str | None, scope: str | None):
@@ -7526,6 +7548,21 @@ class _Order:
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
         self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
+        #: review69b M2: files each rank writes to a path of its own in one folder (``os.path.join(folder,
+        #: f"s{rank}")``), since the last call that orders every rank's write: write path -> (the write, its
+        #: conditions, how, the folder, the pattern of the file's name, the roots of gathers/reduces since, which
+        #: order the writes before a read on that root only)
+        self.peer_writes: dict[str, _PeerWrite] = {}
+        body = func.node.body if func is not None else unit.tree.body
+        counts: dict[str, int] = {}
+        values: dict[str, ast.expr] = {}
+        for names, value, position in _assignments(_own_nodes(body)):
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+                if position is None and len(names) == 1:
+                    values[name] = value
+        #: names assigned once in the scope (``path = os.path.join(folder, f"s{rank}")``): a path's parts
+        self.once = {name: value for name, value in values.items() if counts[name] == 1}
 
     def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
         guarded = 0  # statements after `if test: ... return` run only where the test is false
@@ -7555,6 +7592,7 @@ class _Order:
             if isinstance(stmt, ast.While) and any(_file_check(n) for n in ast.walk(stmt.test)):
                 self.writes.clear()  # the readers poll until the file is there
                 self.folders.clear()
+                self.peer_writes.clear()
             self._expr(stmt.test, ctx)
             calls = {id(n) for n in ast.walk(stmt.test) if isinstance(n, ast.Call)}
             self.guards.append((calls, ctx, self.unit.text(stmt.test)))
@@ -7627,6 +7665,7 @@ class _Order:
                     "writes": dict(self.writes),
                     "folders": dict(self.folders),
                     "removals": dict(self.removals),
+                    "peer_writes": dict(self.peer_writes),
                     "reads": {path: list(found) for path, found in self.reads.items()},
                 }
                 # a dropped handle (a statement of its own) is never waited: unwaited-async names the call
@@ -7640,9 +7679,16 @@ class _Order:
             if root is not None:
                 self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
                 self.removals = {path: r for path, r in self.removals.items() if not _written_by(r[1], root, name)}
+                if name in _ROOT_SENDS:  # only the root's own write is ordered: the others' still race
+                    self.peer_writes = {
+                        path: w for path, w in self.peer_writes.items() if not _written_by(w.where, root, name)
+                    }
+                else:  # a reduce or gather holds its root until every rank has sent: ordered for a reader there
+                    self.peer_writes = {p: w._replace(roots=w.roots | {root}) for p, w in self.peer_writes.items()}
             else:
                 self.writes.clear()
                 self.removals.clear()
+                self.peer_writes.clear()
             self.folders.clear()
             self.reads.clear()
             self.last_orderer = call
@@ -7668,6 +7714,8 @@ class _Order:
         written = _written_path(call, full)
         if written is not None:
             self.removals.pop(written[0], None)  # written again: a read after it races with the write, if at all
+        if written is not None and not self.sheltered:
+            self._peer_write(call, ctx, *written)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
             return
@@ -7685,6 +7733,118 @@ class _Order:
             if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
                 pending = next((u for u in self.unwaited if u[2]["writes"].get(read) is entry), None)
                 self._race(call, read, write, where, how, pending)
+        if ctx and self.peer_writes:
+            self._peer_read(call, full, ctx)
+
+    def _peer_write(self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str) -> None:
+        """A write to a path of this rank's own in a folder of every rank's (``os.path.join(folder, f"s{rank}")``):
+        a reader on one rank that lists the folder or opens another rank's path races with it (review69b M2)."""
+        nodes = self.an._changed_paths(call, self.unit)
+        split = _split_path(nodes[0], self.once) if nodes else None
+        if split is None:
+            return
+        folder, name = split
+        if not self.an.mentions_rank(name, self.taint, self.laundered, files=False):
+            return
+        if self.an.mentions_rank(folder, self.taint, self.laundered, files=False):
+            return  # a folder of each rank's own: nobody else lists it
+        own = ast.unparse(_followed(name, self.once))
+        pattern = _name_pattern(name, self.once)
+        self.peer_writes[path] = _PeerWrite(call, ctx, how, _path_text(folder) or "", own, pattern, frozenset())
+
+    def _peer_read(self, call: ast.Call, full: str, ctx: tuple[str, ...]) -> None:
+        """A read under a rank-dependent condition of another rank's file of :meth:`_peer_write`, or a listing of
+        their folder, with nothing between that orders every rank's write before it (review69b M2)."""
+        listed = _listed(call, full)
+        target = None if listed is not None else _read_target(call, full)
+        if target is not None and id(call) in self.reported and _read_path(call, full) is None:
+            target = None  # a look inside a print or a logger's call decides nothing
+        if listed is None and target is None:
+            return
+        split = _split_path(target, self.once) if target is not None else None
+        for path, entry in self.peer_writes.items():
+            where, folder = entry.where, entry.folder
+            if where and where == ctx[: len(where)]:
+                continue  # only the writing ranks, after their own writes
+            if any(_names_rank(ctx, root) for root in entry.roots):
+                continue  # a gather or reduce to this rank came after every rank's write
+            if listed is not None:
+                glob_pattern = listed[1]
+                if not (_path_text(listed[0]) == folder or (glob_pattern and _inside(listed[0], folder))):
+                    continue
+            elif split is None or _path_text(split[0]) != folder or not _peer_name(split[1], entry, self.once):
+                continue
+            pending = next((u for u in self.unwaited if u[2]["peer_writes"].get(path) is entry), None)
+            self._peer_race(call, ctx, path, entry, target, pending)
+            return
+
+    def _peer_race(
+        self,
+        read: ast.Call,
+        ctx: tuple[str, ...],
+        path: str,
+        entry: _PeerWrite,
+        target: ast.expr | None,
+        pending: tuple[str | None, ast.Call, dict] | None,
+    ) -> None:
+        """The finding of :meth:`_peer_read`: ``target`` is the path read, None for a listing."""
+        write, where, how, folder = entry.call, entry.where, entry.how, entry.folder
+        cond = ctx[-1]
+        line = write.lineno + self.unit.offset
+        at = read.lineno + self.unit.offset
+        reader = _dotted(read.func) or self.unit.text(read.func)
+        writers = "every rank writes" if not where else f"ranks where `{where[-1]}` is true each write"
+        if target is None:
+            act, does = "listing", f"list `{folder}` here (`{reader}`)"
+            outcome = "lists the folder before a slower rank has created its file there, and the list lacks it"
+        else:
+            shown = self.unit.text(target)
+            if id(read) in self.looks:
+                how_look = _dotted(read.func) or f".{_terminal(read.func)}()"
+                act, does = "look", f"look for another rank's file here (`{shown}`, {how_look})"
+                outcome = (
+                    "looks before a slower rank has written it, finds no file and goes the way a missing file takes"
+                )
+            else:
+                act, does = "read", f"read another rank's file here (`{shown}`)"
+                outcome = (
+                    "opens it before a slower rank has written it and gets FileNotFoundError, or only the part "
+                    "written so far"
+                )
+        between = "with no barrier, collective, store wait or recv between them"
+        last = self.last_orderer
+        if pending is not None:
+            handle, call, _ = pending
+            shown_call = f"`{handle} = {self.unit.text(call)}`" if handle else f"`{self.unit.text(call)}`"
+            between = (
+                f"with only {shown_call} (line {call.lineno + self.unit.offset}) between them, called with "
+                f"async_op=True and not waited before this {act} (it orders nothing until its wait() returns)"
+            )
+        elif last is not None and line < last.lineno + self.unit.offset < at:
+            name = _terminal(last.func) or ""
+            root = _literal_root(last, name)
+            if name in _ROOT_SENDS:
+                holds = (
+                    f"holds the ranks other than {root} until rank {root} has sent (it orders rank {root}'s write "
+                    "before their reads, and no other rank's)"
+                )
+            elif name in _ROOT_RECEIVES:
+                holds = f"holds only rank {root} until the others have sent, not the reading rank"
+            else:  # the wait() of an async collective called before the write
+                holds = f"waits for a collective called before line {line} (it orders nothing done after that call)"
+            between = f"with only `{self.unit.text(last)}` (line {last.lineno + self.unit.offset}) between them, which {holds}"
+        why = (
+            f"{writers} a file of its own into `{folder}` at line {line} (`{path}`, {how}), and ranks where "
+            f"`{cond}` is true {does} {between}: nothing holds the reading rank until the other ranks have "
+            f"written, so on gloo it {outcome} (it works only when every writer is faster than the reader)"
+        )
+        fix = (
+            f"put dist.barrier() after the write at line {line} and before this {act}, on every rank (outside the "
+            "condition): the reading rank passes it only once every rank has written. On gloo a blocking "
+            "all_reduce of a non-empty tensor, or a gather whose dst is the reading rank, orders them too; a "
+            "broadcast orders only its root's write"
+        )
+        self._add(read, "file-race", cond, why, fix)
 
     def _waits_async(self, call: ast.Call) -> bool:
         """A ``wait()`` of the Work handle of an async collective of the scope (``work.wait()``,
@@ -7707,7 +7867,12 @@ class _Order:
             return False
         for entry in waited:
             self.unwaited.remove(entry)
-            for field_name, table in (("writes", self.writes), ("folders", self.folders), ("removals", self.removals)):
+            for field_name, table in (
+                ("writes", self.writes),
+                ("folders", self.folders),
+                ("removals", self.removals),
+                ("peer_writes", self.peer_writes),
+            ):
                 for path, value in entry[2][field_name].items():
                     if table.get(path) is value:
                         del table[path]
@@ -8106,6 +8271,126 @@ def _read_path(call: ast.Call, full: str) -> str | None:
     if isinstance(call.func, ast.Attribute) and name in ("read_text", "read_bytes"):
         return _path_text(call.func.value)
     return None
+
+
+_LISTERS = frozenset({"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"})
+
+
+def _listed(call: ast.Call, full: str) -> tuple[ast.expr, bool] | None:
+    """(the folder or pattern, whether a glob pattern) a call lists (``os.listdir(folder)``,
+    ``glob.glob(os.path.join(folder, "*"))``, ``Path(folder).iterdir()``/``.glob("*")``)."""
+    if full in _LISTERS:
+        node = _argument(call, 0, "path", "pathname", "top")
+        return (node, full.startswith("glob.")) if node is not None else None
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("iterdir", "glob", "rglob")
+        and not full.startswith(("os.", "glob."))
+    ):
+        return call.func.value, False
+    return None
+
+
+def _read_target(call: ast.Call, full: str) -> ast.expr | None:
+    """The path expression a call reads or looks at (see :func:`_read_path` and :func:`_looked_path`)."""
+    full = full or (_dotted(call.func) or "")
+    name = _terminal(call.func)
+    if full in ("torch.load", "numpy.load", "np.load"):
+        return _argument(call, 0, "f", "file")
+    if full in ("open", "io.open") and not _WRITE_MODES.search(_open_mode(call)):
+        return _argument(call, 0, "file")
+    if full in _LOOKS:
+        return _argument(call, 0, "path")
+    if isinstance(call.func, ast.Attribute) and not full.startswith("os."):
+        if name in ("read_text", "read_bytes") or (name in _PATH_LOOKS and not call.args):
+            return call.func.value
+    return None
+
+
+def _split_path(node: ast.expr, once: dict[str, ast.expr], depth: int = 0) -> tuple[ast.expr, ast.expr] | None:
+    """(folder, file name) of a path built from its folder: ``os.path.join(folder, name)``, ``Path(folder) /
+    name``, ``f"{folder}/s{rank}"``; names assigned once in the scope are followed."""
+    if depth > 4:
+        return None
+    if isinstance(node, ast.Name) and node.id in once:
+        return _split_path(once[node.id], once, depth + 1)
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath", "str") and len(node.args) == 1:
+        return _split_path(node.args[0], once, depth + 1)
+    if isinstance(node, ast.Call) and _terminal(node.func) in ("Path", "PurePath") and len(node.args) >= 2:
+        if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            return None
+        folder = node.args[0] if len(node.args) == 2 else ast.Call(func=node.func, args=node.args[:-1], keywords=[])
+        return folder, node.args[-1]
+    if isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith("path.join") and len(node.args) >= 2:
+        if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            return None
+        folder = node.args[0] if len(node.args) == 2 else ast.Call(func=node.func, args=node.args[:-1], keywords=[])
+        return folder, node.args[-1]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return node.left, node.right
+    if isinstance(node, ast.JoinedStr):
+        parts = node.values
+        for index in range(len(parts) - 1, 0, -1):
+            part = parts[index]
+            if isinstance(part, ast.Constant) and isinstance(part.value, str) and "/" in part.value:
+                head, _, tail = part.value.rpartition("/")
+                before = [*parts[:index], *([ast.Constant(head)] if head else [])]
+                only = before[0] if len(before) == 1 else None
+                if isinstance(only, ast.FormattedValue) and only.conversion == -1 and only.format_spec is None:
+                    folder: ast.expr = only.value
+                else:
+                    folder = ast.JoinedStr(values=before)
+                return folder, ast.JoinedStr(values=[*([ast.Constant(tail)] if tail else []), *parts[index + 1 :]])
+    return None
+
+
+def _name_pattern(node: ast.expr, once: dict[str, ast.expr], depth: int = 0) -> str:
+    """A regular expression for the file names ``node`` can make: its constant parts, ``.*`` for the rest
+    (``f"s{rank}.pt"`` -> ``s.*\\.pt``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.escape(node.value)
+    if isinstance(node, ast.Name) and node.id in once and depth < 4:
+        return _name_pattern(once[node.id], once, depth + 1)
+    if isinstance(node, ast.JoinedStr):
+        out = "".join(_name_pattern(v, once, depth + 1) if isinstance(v, ast.Constant) else ".*" for v in node.values)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        out = _name_pattern(node.left, once, depth + 1) + _name_pattern(node.right, once, depth + 1)
+    else:
+        out = ".*"
+    return re.sub(r"(\.\*)+", ".*", out)
+
+
+class _PeerWrite(NamedTuple):
+    """A write of :meth:`_Order._peer_write`: each rank's own file in a folder of every rank's."""
+
+    call: ast.Call
+    where: tuple[str, ...]  # its conditions on the rank
+    how: str
+    folder: str  # the folder's text
+    name: str  # the file name's text (names assigned once followed)
+    pattern: str  # :func:`_name_pattern` of the file name
+    roots: frozenset[int]  # roots of gathers/reduces since: ordered for a reader on one of them
+
+
+def _followed(node: ast.expr, once: dict[str, ast.expr]) -> ast.expr:
+    """``node``, or what the name assigned once in the scope stands for."""
+    for _ in range(4):
+        if not (isinstance(node, ast.Name) and node.id in once):
+            break
+        node = once[node.id]
+    return node
+
+
+def _peer_name(name: ast.expr, entry: _PeerWrite, once: dict[str, ast.expr]) -> bool:
+    """Whether the file name ``name`` is another rank's of the write ``entry``: not the same expression (each
+    rank's own), and a name the write's pattern makes (``"s3"``, ``f"s{r}"`` for ``f"s{rank}"``)."""
+    pattern = entry.pattern
+    name = _followed(name, once)
+    if ast.unparse(name) == entry.name:
+        return False
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return bool(re.fullmatch(pattern, name.value)) and (pattern != ".*" or name.value.isdigit())
+    return _name_pattern(name, once) == pattern
 
 
 # --------------------------------------------------------------------------- sizes and counts from data
