@@ -161,3 +161,32 @@ def test_subgroup_members_that_raised_by_themselves_are_the_cause_not_a_skipped_
     assert headline.startswith("ranks 0 and 2 failed by themselves (raised at"), headline
     assert 'raise ValueError("bad shard")' in headline and "ranks 1 and 3 failed because of it" in headline, headline
     assert "reached by only some of its members" not in str(run.diagnosis)
+
+
+def member_fails_on_the_refusers_closed_connection():
+    """review70b M2: a group-local src=0 on new_group([2, 3]); rank 3 fails on rank 2's closed connection before it
+    reaches the broadcast (in the review's run it was still connecting in new_group; here it waits in a recv)."""
+    import torch
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    g = dist.new_group([2, 3])
+    t = torch.full((2,), float(rank))
+    if rank == 3:
+        dist.recv(t, src=2)
+    if rank in (2, 3):
+        dist.broadcast(t, src=0, group=g)
+
+
+@pytest.mark.timeout(120)
+def test_a_refused_subgroup_broadcast_is_the_cause_not_a_condition():
+    run = bl.run(member_fails_on_the_refusers_closed_connection, 4, timeout=3)
+    assert run.statuses == ["finished", "finished", "raised", "raised"], run
+    d = run.diagnosis
+    assert d.headline.startswith("rank 2 failed by itself"), d
+    assert (
+        "inside its broadcast #1 on the group of ranks [2, 3], before sending anything: ValueError: Global rank 0"
+        in (d.headline)
+    ), d
+    assert "rank 3, a member too, failed before reaching that call, on a closed connection" in d.headline, d
+    assert "reached by only some of its members" not in str(d) and "condition" not in d.advice, d

@@ -87,3 +87,28 @@ def test_a_send_object_list_longer_than_the_receivers_list_names_both_calls():
     assert "16 bytes where its tensors hold 8" in d.headline
     assert "rank 0's send_object_list at " in d.headline and "test_diagnose_p2p_pipelines.py:" in d.headline
     assert "same length" in d.advice
+
+
+def pair_cycle_on_four_ranks():
+    """review70b M6: other = 1 - rank; ranks 0 and 1 send to each other first (a cycle), ranks 2 and 3 send to
+    ranks -1 and -2 and fail in the store."""
+    import torch
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    t = torch.ones(4)
+    other = 1 - rank
+    dist.send(t, dst=other)
+    dist.recv(t, src=other)
+
+
+@pytest.mark.timeout(120)
+def test_ranks_outside_a_p2p_cycle_are_accounted_for():
+    run = bl.run(pair_cycle_on_four_ranks, 4, timeout=2)
+    assert run.statuses == ["raised"] * 4, run
+    d = run.diagnosis
+    assert d.headline.startswith("A cycle of point-to-point waits: ranks 0 and 1 each wait in send"), d
+    assert "Also, outside the cycle, rank 2 failed in send to rank -1 (no such rank" in d.headline, d
+    assert "rank 3 failed in send to rank -2 (no such rank" in d.headline, d
+    assert any(line.startswith("rank 2 raised DistStoreError") for line in d.evidence), d
+    assert any(line.startswith("rank 3 raised DistStoreError") for line in d.evidence), d

@@ -1831,6 +1831,23 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
             continue
         if all(m in f.failed and failed_by_itself(f.run[m]) for m in missing):
             continue  # they failed by themselves before it (round 39, ART #919: a ValueError): not a condition
+        refused = [m for m in made if _refused(f.run[m], calls[m][k - 1])]
+        if refused and all(m in f.failed and _peer_gone(f.run[m]) for m in missing):
+            # review70b M2: a member's own call raised (torch refused src=0, not a member of the group) and the
+            # missing member failed when its process ended, before reaching the call (still connecting in
+            # new_group, or waiting on it elsewhere): the ValueError is the cause, not a condition
+            event = calls[refused[0]][k - 1]
+            message = _clip(f.run[refused[0]].error_message.splitlines()[0], 200).rstrip(".")
+            ended = "; ".join(f"rank {m}: {_clip(f.run[m].error_message.splitlines()[0])}" for m in missing)
+            return _rank_failed(
+                f.run,
+                refused,
+                f"inside its {_op_name(event)} #{k} on the group of ranks {list(members)}, before sending anything: "
+                f"{message}; {rank_list(missing)}, a member too, failed before reaching that call, on a closed "
+                f"connection ({ended})",
+                _failure_evidence(f),
+                _site(event),
+            )
         event = calls[made[0]][k - 1]
         evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup {_called_at(event)}"]
         for m in missing:
@@ -1853,6 +1870,20 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
             site=_site(event),
         )
     return None
+
+
+def _peer_gone(result) -> bool:
+    """Whether a rank raised on a closed connection (a peer's process ended), not by itself."""
+    known = explain_error(result.error_message or "") if result.status == RAISED else None
+    return known is not None and known[0] == "peer gone"
+
+
+def _refused(result, event: Event) -> bool:
+    """Whether ``result``'s rank failed by itself inside ``event``, with an error of its own (torch refusing the
+    call's arguments, review70b M2: ``ValueError: Global rank 0 is not part of group``), not one of waiting."""
+    if not (result.status == RAISED and failed_by_itself(result) and event.error):
+        return False
+    return event.error.splitlines()[0] == (result.error_message or "").splitlines()[0] and not _waited(event)
 
 
 def _dtypes_only(calls: dict[int, list[Event]]) -> bool:
@@ -2470,17 +2501,46 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             if names == {"recv"}
             else "each call waits for its peer's matching call"
         )
+        others = _outside_the_cycle(f, cycle)
+        also = ""
+        if others:  # review70b M6: ranks 2 and 3 sent to ranks -1 and -2 and failed in the store, unmentioned
+            also = f" Also, outside the cycle, {'; '.join(others)}."
         return Diagnosis(
             "p2p-cycle",
             f"A cycle of point-to-point waits: {'; '.join(waits)}. {sentence_start(why)}, so each rank "
-            "waits for the next and none can go on.",
-            _outcomes(f.run, {r: blocked[r] for r in cycle}),
+            f"waits for the next and none can go on.{also}",
+            _outcomes(f.run, {r: blocked[r] for r in cycle})
+            + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r) or [])}" for r in f.failed if r not in cycle],
             "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
-            "with isend/irecv (or dist.batch_isend_irecv) and then wait on all of them.",
+            "with isend/irecv (or dist.batch_isend_irecv) and then wait on all of them."
+            + (" The ranks outside the cycle failed otherwise: fix them too." if others else ""),
             ranks=cycle,
             site=_site(blocked[cycle[0]]),
         )
     return None
+
+
+def _outside_the_cycle(f: Facts, cycle: list[int]) -> list[str]:
+    """How each failed rank outside a p2p cycle failed: in which call, to or from which rank (one that does not
+    exist named so), with what error."""
+    lines = []
+    for r in f.failed:
+        if r in cycle:
+            continue
+        result = f.run[r]
+        last = next((e for e in reversed(result.events) if e.kind in CALL_KINDS), None)
+        if last is None or not (last.error or last.end is None):
+            lines.append(f"rank {r} {_how_it_ended(result, f.calls.get(r) or [])}")
+            continue
+        peer = _p2p_peer(last) if last.kind == "p2p" else None
+        to = ""
+        if peer is not None:
+            to = f" {'to' if 'send' in last.name else 'from'} rank {peer}"
+            if not 0 <= peer < f.run.world_size:
+                to += f" (no such rank: the ranks are 0 to {f.run.world_size - 1})"
+        error = _clip((result.error_message or str(result.status)).splitlines()[0])
+        lines.append(f"rank {r} failed in {last.name}{to} at {_place(last)}: {error}")
+    return lines
 
 
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
