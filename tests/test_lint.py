@@ -2856,6 +2856,51 @@ def test_a_reduce_op_that_depends_on_the_rank_is_different_reduce_ops() -> None:
     assert [(f.line, f.kind) for f in lint_source(reduce)] == [(9, "different-reduce-ops")]
 
 
+CHOSEN_ROOT = """\
+import torch
+import torch.distributed as dist
+
+
+def fn(world):
+    rank = dist.get_rank()
+    t = torch.full((2,), float(rank))
+{root_line}    dist.broadcast(t, src={root})
+    return t.tolist()
+"""
+
+
+def test_a_root_the_rank_picks_is_different_roots() -> None:
+    """review70b M3: `src=0 if rank < 2 else 1` got "No rank-dependent collectives found."; run on 4 ranks,
+    ranks 1 and 3 returned rank 0's tensor and ranks 0 and 2 raised "Connection closed by peer"."""
+    [finding] = lint_source(CHOSEN_ROOT.format(root_line="", root="0 if rank < 2 else 1"), "bsrc.py")
+    assert (finding.line, finding.kind, finding.collective) == (8, "different-roots", "dist.broadcast")
+    assert finding.condition == "src=0 if rank < 2 else 1"
+    assert "chosen by a test on this rank's own rank (`rank < 2`)" in finding.why
+    assert "different roots (0, 1)" in finding.why
+    assert finding.fix.startswith("pass the same src on every rank")
+    assigned = CHOSEN_ROOT.format(root_line="    root = 0 if rank < 2 else 1\n", root="root")
+    assert [(f.line, f.kind, f.condition) for f in lint_source(assigned)] == [(9, "different-roots", "src=root")]
+    branches = "    if rank < 2:\n        root = 0\n    else:\n        root = 1\n"
+    [finding] = lint_source(CHOSEN_ROOT.format(root_line=branches, root="root"))
+    assert (finding.line, finding.kind) == (12, "different-roots")
+    reduce = assigned.replace("dist.broadcast(t, src=root)", "dist.reduce(t, dst=root)")
+    assert [(f.line, f.kind, f.condition) for f in lint_source(reduce)] == [(9, "different-roots", "dst=root")]
+
+
+def test_a_root_every_rank_picks_alike_is_quiet() -> None:
+    for root_line, root in (
+        ("", "0 if rank < 2 else 0"),
+        ("", "0 if world < 4 else 1"),
+        ("    root = 1 if world > 2 else 0\n", "root"),
+        ("    root = 0\n    if world > 2:\n        root = 1\n", "root"),
+        ("", "0 if rank < 2 else 2, group=groups[rank // 2]"),
+        ("    if rank < 2:\n        root = 0\n    else:\n        root = 0\n", "root"),
+    ):
+        assert lint_source(CHOSEN_ROOT.format(root_line=root_line, root=root)) == [], root_line + root
+    each_round = CHOSEN_ROOT.format(root_line="    if rank == 1:\n    ", root="1 if rank == 1 else 0")
+    assert "different-roots" not in {f.kind for f in lint_source(each_round)}
+
+
 def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
     for op_line, op in (
         ("", "dist.ReduceOp.MAX"),

@@ -64,7 +64,9 @@ Finding kinds:
 * ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
 * ``different-roots`` - one of those calls on the default group (no ``group=``) with a ``src``/``dst`` computed from
-  the rank's own global rank (``src=node_rank * per_node``): the ranks of one world-wide call name different roots.
+  the rank's own global rank (``src=node_rank * per_node``), or chosen by a test on the rank (``src=0 if rank < 2
+  else 1``, or a name assigned so, or given different constants under ``if rank ...``): the ranks of one world-wide
+  call name different roots. Quiet when every choice is the same root.
 * ``different-reduce-ops`` - a reducing collective (``all_reduce``, ``reduce``, ``reduce_scatter``...) whose ``op=``
   is rank-dependent (``op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM``, or an ``op`` assigned so): gloo does not
   check that the ranks' ops agree, so every rank finishes and gets one result made with one rank's op, neither, or
@@ -1105,7 +1107,9 @@ with it, or a literal the function tests as the group's leader): torch takes a g
 group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. different-reduce-ops: an all_reduce,
 reduce or reduce_scatter whose op= depends on the rank (op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM):
 gloo does not check that the ops agree, every rank finishes with a result of one rank's op, neither, or a
-mix; pass the same op on every rank. set-order: a collective in a loop over
+mix; pass the same op on every rank. different-roots: a broadcast/reduce/gather/scatter without group= whose
+src/dst is computed from the rank or chosen by a test on it (src=0 if rank < 2 else 1): the ranks name different
+roots; pass the same root on every rank, or a group per root. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
@@ -9259,6 +9263,7 @@ class _Agreement:
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
+                    self._chosen_root(call, name, key, nodes, unit)
                     self._reduce_op(call, name, key, unit)
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
@@ -9504,6 +9509,94 @@ class _Agreement:
             "rank of the world computes alike"
         )
         self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _chosen_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.broadcast(t, src=0 if rank < 2 else 1)`` on the default group: the root is picked by a test on
+        this rank's own rank (``get_rank()``, ``RANK``, ``.local_rank``, or a name assigned from one of those),
+        directly, through a name assigned once from such a ternary, or through a name given different constants
+        under ``if``s on the rank before the call. The ranks of one world-wide call then name different roots
+        (review70b M3; run on 4 ranks, ranks 0 and 2 raised "Connection closed by peer" and ranks 1 and 3
+        returned rank 0's tensor). Quiet when both choices are the same, with ``group=``, or under an ``if`` on
+        the rank (that round's root)."""
+        if name not in _RANK_ARGUMENT:
+            return
+        word, position = _RANK_ARGUMENT[name]
+        root = _argument(call, position, word)
+        if root is None or len(call.args) > position + 1:
+            return
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is not None and not (
+            (isinstance(group, ast.Constant) and group.value is None) or _terminal(group) == "WORLD"
+        ):
+            return
+        picked = self._rank_pick(root, call, key, nodes)
+        if picked is None or self._under_a_rank_test(call, key, unit):
+            return
+        test, choices = picked
+        shown = unit.text(root)
+        what = "source" if word == "src" else "destination"
+        why = (
+            f"`{word}={shown}` is chosen by a test on this rank's own rank (`{test}`), so ranks name different "
+            f"roots ({', '.join(choices)}) for one {name} of the whole world (no `group=`), whose ranks must all "
+            f"name the same {what}: each rank waits for, or acts as, a root of its own. Run on gloo with 4 ranks "
+            "(`src=0 if rank < 2 else 1`), ranks 1 and 3 returned rank 0's tensor and ranks 0 and 2 raised "
+            '"Connection closed by peer" once those had ended; with other worlds and sizes ranks can wait until the '
+            "timeout"
+        )
+        fix = (
+            f"pass the same {word} on every rank (a constant, or a rank every rank computes alike); if each part "
+            f"of the world has its own root, make a group per part on every rank and pass `group=` with it"
+        )
+        self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _rank_pick(
+        self, root: ast.expr, call: ast.Call, key: str | None, nodes: list[ast.AST]
+    ) -> tuple[str, list[str]] | None:
+        """(the test's text, the choices' texts) when ``root`` is chosen by a test on this rank's own rank."""
+        if isinstance(root, ast.Name) and key is not None:
+            func = self.an.table.get(key)
+            if func is not None and root.id in {a.arg for a in func.node.args.args}:
+                return None
+        if isinstance(root, ast.Name):
+            value = self.an.values.get(key, {}).get(root.id)
+            if isinstance(value, ast.IfExp):
+                root = value
+        if isinstance(root, ast.IfExp):
+            if ast.dump(root.body) == ast.dump(root.orelse) or not self._tests_own_rank(root.test, key):
+                return None
+            return ast.unparse(root.test), [ast.unparse(root.body), ast.unparse(root.orelse)]
+        if not isinstance(root, ast.Name):
+            return None
+        # `if rank < 2: root = 0` / `else: root = 1` before the call: every assignment a constant, one under a
+        # test on the rank
+        parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        given: list[ast.Assign] = [
+            n
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and root.id
+            in {t.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        ]
+        if not given or any(not isinstance(n, ast.Assign) or not isinstance(n.value, ast.Constant) for n in given):
+            return None
+        before = [n for n in given if n.lineno < call.lineno]
+        values = {repr(n.value.value) for n in before}  # type: ignore[attr-defined]
+        if len(before) != len(given) or len(values) < 2:
+            return None
+        for n in before:
+            node: ast.AST = n
+            while id(node) in parents:
+                node = parents[id(node)]
+                if isinstance(node, ast.If) and self._tests_own_rank(node.test, key):
+                    return ast.unparse(node.test), sorted(values)
+        return None
+
+    def _tests_own_rank(self, test: ast.expr, key: str | None) -> bool:
+        """Whether ``test`` reads this rank's own rank (:meth:`_own_rank`), somewhere inside it."""
+        return any(
+            isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) and self._own_rank(n, key)
+            for n in ast.walk(test)
+        )
 
     def _reduce_op(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
         """``dist.all_reduce(t, op=MAX if rank == 0 else SUM)`` (or an ``op`` assigned from a rank-dependent
