@@ -2901,6 +2901,54 @@ def test_a_root_every_rank_picks_alike_is_quiet() -> None:
     assert "different-roots" not in {f.kind for f in lint_source(each_round)}
 
 
+GROUP_ORDER = """\
+import torch.distributed as dist
+
+
+def groups_in_rank_order():
+    rank = dist.get_rank()
+    if rank == 0:
+        a = dist.new_group([0, 1]{extra})
+        b = dist.new_group([2, 3]{extra})
+    else:
+{other}
+    dist.barrier()
+    return rank
+"""
+
+
+def test_groups_made_in_a_rank_dependent_order_are_flagged() -> None:
+    """review70b M4: both sides of `if rank == 0` make the same two groups, in other orders; lint saw one
+    new_group on each side and said "No rank-dependent collectives found." Run on 4 ranks the ranks waited in
+    new_group until the deadline or raised gloo's 2000 ms timeout."""
+    swapped = "        b = dist.new_group([2, 3]{extra})\n        a = dist.new_group([0, 1]{extra})"
+    source = GROUP_ORDER.format(other=swapped, extra="").format(extra="")
+    [finding] = lint_source(source, "ngorder.py")
+    assert (finding.line, finding.kind, finding.collective, finding.condition) == (
+        7,
+        "branch",
+        "dist.new_group",
+        "rank == 0",
+    )
+    assert "the others make `dist.new_group([2, 3])` (line 10): the same groups in another order" in finding.why
+    assert "in the same order (its docstring)" in finding.why and "On gloo" in finding.why
+    assert finding.fix.startswith("make every group on every rank, in one order, before the test")
+    own_only = "        a = dist.new_group([2, 3])\n        b = dist.new_group([0, 1, 2, 3])"
+    [finding] = lint_source(GROUP_ORDER.format(other=own_only, extra=""))
+    assert (finding.line, finding.kind) == (7, "branch") and ": other groups." in finding.why
+
+
+def test_groups_made_in_one_order_on_every_rank_are_quiet() -> None:
+    same = "        a = dist.new_group([0, 1])\n        b = dist.new_group([2, 3])"
+    assert lint_source(GROUP_ORDER.format(other=same, extra="")) == []
+    local = "        b = dist.new_group([2, 3]{extra})\n        a = dist.new_group([0, 1]{extra})"
+    extra = ", use_local_synchronization=True"
+    assert lint_source(GROUP_ORDER.format(other=local, extra=extra).format(extra=extra)) == []
+    not_rank = GROUP_ORDER.replace("if rank == 0:", "if use_tp:").replace("():", "(use_tp):", 1)
+    swapped = "        b = dist.new_group([2, 3])\n        a = dist.new_group([0, 1])"
+    assert lint_source(not_rank.format(other=swapped, extra="")) == []
+
+
 def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
     for op_line, op in (
         ("", "dist.ReduceOp.MAX"),

@@ -9246,6 +9246,8 @@ class _Agreement:
             self_class = self.an._class_of(key)
             finalizer = key is not None and key.rpartition(".")[2] == "__del__"
             handled = self._signal_handlers().get(key or "")
+            for test in (n for n in nodes if isinstance(n, ast.If)):
+                self._group_order(test, key, unit, self_class)
             for call in (n for n in nodes if isinstance(n, ast.Call)):
                 found = self.an.classify(call, unit, self_class, key)
                 if found is None:
@@ -9597,6 +9599,72 @@ class _Agreement:
             isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) and self._own_rank(n, key)
             for n in ast.walk(test)
         )
+
+    def _made_groups(self, body: list[ast.stmt], key: str | None, unit: _Unit, self_class) -> list[ast.Call]:
+        """The ``new_group``/``new_subgroups`` calls of ``body`` (not of nested functions), in source order."""
+        calls = [
+            n
+            for n in _own_nodes(body)
+            if isinstance(n, ast.Call)
+            and _terminal(n.func) in _GROUP_MAKING
+            and (found := self.an.classify(n, unit, self_class, key)) is not None
+            and found.kind == "coll"
+        ]
+        return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+    def _group_order(self, stmt: ast.If, key: str | None, unit: _Unit, self_class) -> None:
+        """``if rank == 0: a = new_group([0, 1]); b = new_group([2, 3])`` / ``else: b = new_group([2, 3]); a =
+        new_group([0, 1])``: both sides of a test on the rank make groups, as many, but not the same ones in the
+        same order. torch numbers groups by each rank's count of new_group calls and wants every rank to make
+        every group in the same order, so the ranks' n-th groups differ (review70b M4: lint saw one new_group
+        on each side and said nothing; run on 4 ranks, twice, ranks 1 and 2 stuck in new_group until the
+        deadline and the others raised gloo's 2000 ms timeouts). Quiet when both sides make the same calls
+        with the same arguments in the same order, or when one is made with ``use_local_synchronization=``
+        (each rank may then make its own groups alone)."""
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        if not stmt.orelse or not self.an.mentions_rank(stmt.test, taint, self.an.laundered.get(key, {})):
+            return
+        body = self._made_groups(stmt.body, key, unit, self_class)
+        orelse = self._made_groups(stmt.orelse, key, unit, self_class)
+        if not body or len(body) != len(orelse):
+            return
+        if any(k.arg == "use_local_synchronization" for c in body + orelse for k in c.keywords):
+            return
+
+        def made(c: ast.Call) -> str:
+            return ast.dump(ast.Call(ast.Name(_terminal(c.func)), c.args, c.keywords))
+
+        first = next((i for i, (a, b) in enumerate(zip(body, orelse)) if made(a) != made(b)), None)
+        if first is None:
+            return
+        cond = unit.text(stmt.test)
+        here, there = body[first], orelse[first]
+        reordered = sorted(map(made, body)) == sorted(map(made, orelse))
+        shown, other = unit.text(here), unit.text(there)
+        if reordered:
+            how = "the same groups in another order"
+            seen = (
+                "On gloo each new_group waits for its members to connect: run on 4 ranks (rank 0 making [0, 1] "
+                "then [2, 3], the others [2, 3] then [0, 1]; twice), ranks waited in new_group until the deadline "
+                'and the others raised gloo\'s timeout ("Timed out waiting 2000ms for send operation to complete")'
+            )
+        else:
+            how = "other groups"
+            seen = (
+                "What follows is not defined: with each rank making only its own group (pytorch/pytorch#130102) "
+                "runs hang in new_group or fail in the group's first collective, and some finish by chance"
+            )
+        why = (
+            f"ranks where `{cond}` is true make `{shown}` as their new_group #{first + 1}, the others make "
+            f"`{other}` (line {there.lineno + unit.offset}): {how}. torch numbers a group by the rank's count of "
+            "new_group calls and wants every rank of the world to make every group, members or not, in the same "
+            f"order (its docstring), so the ranks' groups of one number do not match. {seen}"
+        )
+        fix = (
+            f"make every group on every rank, in one order, before the test (`{shown}` and `{other}` on every "
+            f"rank, members or not), and use the rank's own group under `{cond}`"
+        )
+        self._add(here, "branch", cond, why, fix, unit)
 
     def _reduce_op(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
         """``dist.all_reduce(t, op=MAX if rank == 0 else SUM)`` (or an ``op`` assigned from a rank-dependent
