@@ -38,8 +38,8 @@ Finding kinds:
   (``os.path.exists``, ``Path.is_file()``) is a read of its state. Also every rank's write to a file of its own in
   one folder (``os.path.join(folder, f"s{rank}")``) and, under a rank-dependent condition, a listing of the folder
   (``os.listdir``, ``glob.glob``, ``Path.iterdir``) or a read of another rank's file there, with nothing between that
-  orders every rank's write (a ``broadcast(src=0)`` orders only rank 0's; a gather or reduce only for a reader on
-  its ``dst``).
+  orders every rank's write (of a ``broadcast(src=0)`` torch guarantees only rank 0's; a gather or reduce orders
+  them only for a reader on its ``dst``).
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -7677,8 +7677,9 @@ class _Order:
                 self.unwaited.append((handle, call, pending))
                 return
             # review65b M5: a broadcast or scatter holds the other ranks until the root has sent, so it orders the
-            # root's writes before their reads, and no other rank's (rank 3's write, then broadcast(src=0), then rank
-            # 0's read: rank 0 waits for nobody); a reduce or gather holds only the root
+            # root's writes before their reads; that is all torch guarantees (rank 3's write, then broadcast(src=0),
+            # then rank 0's read: rank 0 waits for nobody; gloo's tree orders more, rank 1's write before rank 3's
+            # read on 4 ranks, review70b M5, but no program should count on it); a reduce or gather holds only the root
             root = _literal_root(call, name)
             if root is not None:
                 self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
@@ -7828,9 +7829,11 @@ class _Order:
             name = _terminal(last.func) or ""
             root = _literal_root(last, name)
             if name in _ROOT_SENDS:
+                seen = ", with src=0 on 4 ranks rank 1's write before rank 3's read" if root == 0 else ""
                 holds = (
-                    f"holds the ranks other than {root} until rank {root} has sent (it orders rank {root}'s write "
-                    "before their reads, and no other rank's)"
+                    f"holds the ranks other than {root} until rank {root} has sent (what torch guarantees is only "
+                    f"that rank {root}'s write comes before their reads; gloo's broadcast tree can order more{seen}, "
+                    "but that is the backend's algorithm, not a promise)"
                 )
             elif name in _ROOT_RECEIVES:
                 holds = f"holds only rank {root} until the others have sent, not the reading rank"
@@ -7845,8 +7848,8 @@ class _Order:
         fix = (
             f"put dist.barrier() after the write at line {line} and before this {act}, on every rank (outside the "
             "condition): the reading rank passes it only once every rank has written. On gloo a blocking "
-            "all_reduce of a non-empty tensor, or a gather whose dst is the reading rank, orders them too; a "
-            "broadcast orders only its root's write"
+            "all_reduce of a non-empty tensor, or a gather whose dst is the reading rank, orders them too; of a "
+            "broadcast torch guarantees only that its root's write comes first"
         )
         self._add(read, "file-race", cond, why, fix)
 
