@@ -2856,6 +2856,99 @@ def test_a_reduce_op_that_depends_on_the_rank_is_different_reduce_ops() -> None:
     assert [(f.line, f.kind) for f in lint_source(reduce)] == [(9, "different-reduce-ops")]
 
 
+CHOSEN_ROOT = """\
+import torch
+import torch.distributed as dist
+
+
+def fn(world):
+    rank = dist.get_rank()
+    t = torch.full((2,), float(rank))
+{root_line}    dist.broadcast(t, src={root})
+    return t.tolist()
+"""
+
+
+def test_a_root_the_rank_picks_is_different_roots() -> None:
+    """review70b M3: `src=0 if rank < 2 else 1` got "No rank-dependent collectives found."; run on 4 ranks,
+    ranks 1 and 3 returned rank 0's tensor and ranks 0 and 2 raised "Connection closed by peer"."""
+    [finding] = lint_source(CHOSEN_ROOT.format(root_line="", root="0 if rank < 2 else 1"), "bsrc.py")
+    assert (finding.line, finding.kind, finding.collective) == (8, "different-roots", "dist.broadcast")
+    assert finding.condition == "src=0 if rank < 2 else 1"
+    assert "chosen by a test on this rank's own rank (`rank < 2`)" in finding.why
+    assert "different roots (0, 1)" in finding.why
+    assert finding.fix.startswith("pass the same src on every rank")
+    assigned = CHOSEN_ROOT.format(root_line="    root = 0 if rank < 2 else 1\n", root="root")
+    assert [(f.line, f.kind, f.condition) for f in lint_source(assigned)] == [(9, "different-roots", "src=root")]
+    branches = "    if rank < 2:\n        root = 0\n    else:\n        root = 1\n"
+    [finding] = lint_source(CHOSEN_ROOT.format(root_line=branches, root="root"))
+    assert (finding.line, finding.kind) == (12, "different-roots")
+    reduce = assigned.replace("dist.broadcast(t, src=root)", "dist.reduce(t, dst=root)")
+    assert [(f.line, f.kind, f.condition) for f in lint_source(reduce)] == [(9, "different-roots", "dst=root")]
+
+
+def test_a_root_every_rank_picks_alike_is_quiet() -> None:
+    for root_line, root in (
+        ("", "0 if rank < 2 else 0"),
+        ("", "0 if world < 4 else 1"),
+        ("    root = 1 if world > 2 else 0\n", "root"),
+        ("    root = 0\n    if world > 2:\n        root = 1\n", "root"),
+        ("", "0 if rank < 2 else 2, group=groups[rank // 2]"),
+        ("    if rank < 2:\n        root = 0\n    else:\n        root = 0\n", "root"),
+    ):
+        assert lint_source(CHOSEN_ROOT.format(root_line=root_line, root=root)) == [], root_line + root
+    each_round = CHOSEN_ROOT.format(root_line="    if rank == 1:\n    ", root="1 if rank == 1 else 0")
+    assert "different-roots" not in {f.kind for f in lint_source(each_round)}
+
+
+GROUP_ORDER = """\
+import torch.distributed as dist
+
+
+def groups_in_rank_order():
+    rank = dist.get_rank()
+    if rank == 0:
+        a = dist.new_group([0, 1]{extra})
+        b = dist.new_group([2, 3]{extra})
+    else:
+{other}
+    dist.barrier()
+    return rank
+"""
+
+
+def test_groups_made_in_a_rank_dependent_order_are_flagged() -> None:
+    """review70b M4: both sides of `if rank == 0` make the same two groups, in other orders; lint saw one
+    new_group on each side and said "No rank-dependent collectives found." Run on 4 ranks the ranks waited in
+    new_group until the deadline or raised gloo's 2000 ms timeout."""
+    swapped = "        b = dist.new_group([2, 3]{extra})\n        a = dist.new_group([0, 1]{extra})"
+    source = GROUP_ORDER.format(other=swapped, extra="").format(extra="")
+    [finding] = lint_source(source, "ngorder.py")
+    assert (finding.line, finding.kind, finding.collective, finding.condition) == (
+        7,
+        "branch",
+        "dist.new_group",
+        "rank == 0",
+    )
+    assert "the others make `dist.new_group([2, 3])` (line 10): the same groups in another order" in finding.why
+    assert "in the same order (its docstring)" in finding.why and "On gloo" in finding.why
+    assert finding.fix.startswith("make every group on every rank, in one order, before the test")
+    own_only = "        a = dist.new_group([2, 3])\n        b = dist.new_group([0, 1, 2, 3])"
+    [finding] = lint_source(GROUP_ORDER.format(other=own_only, extra=""))
+    assert (finding.line, finding.kind) == (7, "branch") and ": other groups." in finding.why
+
+
+def test_groups_made_in_one_order_on_every_rank_are_quiet() -> None:
+    same = "        a = dist.new_group([0, 1])\n        b = dist.new_group([2, 3])"
+    assert lint_source(GROUP_ORDER.format(other=same, extra="")) == []
+    local = "        b = dist.new_group([2, 3]{extra})\n        a = dist.new_group([0, 1]{extra})"
+    extra = ", use_local_synchronization=True"
+    assert lint_source(GROUP_ORDER.format(other=local, extra=extra).format(extra=extra)) == []
+    not_rank = GROUP_ORDER.replace("if rank == 0:", "if use_tp:").replace("():", "(use_tp):", 1)
+    swapped = "        b = dist.new_group([2, 3])\n        a = dist.new_group([0, 1])"
+    assert lint_source(not_rank.format(other=swapped, extra="")) == []
+
+
 def test_a_reduce_op_every_rank_shares_is_quiet() -> None:
     for op_line, op in (
         ("", "dist.ReduceOp.MAX"),
@@ -3041,14 +3134,21 @@ def test_every_ranks_own_file_listed_by_one_rank_after_a_broadcast_is_a_file_rac
     assert "list `folder` here (`os.listdir`)" in race.why
     assert "`dist.broadcast(torch.ones(1), src=0)` (line 14)" in race.why
     assert "holds the ranks other than 0 until rank 0 has sent" in race.why
+    # review70b M5: on gloo the broadcast's tree ordered rank 1's write before rank 3's read; torch promises only
+    # the root's write, and the text must not say that no other rank's write is ordered
+    assert "what torch guarantees is only that rank 0's write comes before their reads" in race.why
+    assert "gloo's broadcast tree can order more, with src=0 on 4 ranks rank 1's write before rank 3's read" in race.why
+    assert "and no other rank's" not in race.why
+    assert "of a broadcast torch guarantees only that its root's write comes first" in race.fix
+    [other_root] = lint_source(PEER_FILES.replace("src=0", "src=2"))
+    assert "what torch guarantees is only that rank 2's write comes before their reads" in other_root.why
+    assert "tree can order more, but that is the backend's algorithm, not a promise" in other_root.why
     assert "nothing holds the reading rank until the other ranks have written" in race.why
     assert "on gloo it lists the folder before a slower rank has created its file there, and the list lacks it" in (
         race.why
     )
     assert race.fix.startswith("put dist.barrier() after the write at line 12 and before this listing, on every rank")
-    assert (
-        "a gather whose dst is the reading rank" in race.fix and "a broadcast orders only its root's write" in race.fix
-    )
+    assert "a gather whose dst is the reading rank" in race.fix and "torch guarantees only that its root's" in race.fix
     # the twins: a barrier instead of the broadcast; a gather to rank 0
     barrier = PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")
     assert lint_source(barrier) == [], lint_source(barrier)

@@ -38,8 +38,8 @@ Finding kinds:
   (``os.path.exists``, ``Path.is_file()``) is a read of its state. Also every rank's write to a file of its own in
   one folder (``os.path.join(folder, f"s{rank}")``) and, under a rank-dependent condition, a listing of the folder
   (``os.listdir``, ``glob.glob``, ``Path.iterdir``) or a read of another rank's file there, with nothing between that
-  orders every rank's write (a ``broadcast(src=0)`` orders only rank 0's; a gather or reduce only for a reader on
-  its ``dst``).
+  orders every rank's write (of a ``broadcast(src=0)`` torch guarantees only rank 0's; a gather or reduce orders
+  them only for a reader on its ``dst``).
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -64,7 +64,9 @@ Finding kinds:
 * ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
 * ``different-roots`` - one of those calls on the default group (no ``group=``) with a ``src``/``dst`` computed from
-  the rank's own global rank (``src=node_rank * per_node``): the ranks of one world-wide call name different roots.
+  the rank's own global rank (``src=node_rank * per_node``), or chosen by a test on the rank (``src=0 if rank < 2
+  else 1``, or a name assigned so, or given different constants under ``if rank ...``): the ranks of one world-wide
+  call name different roots. Quiet when every choice is the same root.
 * ``different-reduce-ops`` - a reducing collective (``all_reduce``, ``reduce``, ``reduce_scatter``...) whose ``op=``
   is rank-dependent (``op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM``, or an ``op`` assigned so): gloo does not
   check that the ranks' ops agree, so every rank finishes and gets one result made with one rank's op, neither, or
@@ -1105,7 +1107,9 @@ with it, or a literal the function tests as the group's leader): torch takes a g
 group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. different-reduce-ops: an all_reduce,
 reduce or reduce_scatter whose op= depends on the rank (op=ReduceOp.MAX if rank == 0 else ReduceOp.SUM):
 gloo does not check that the ops agree, every rank finishes with a result of one rank's op, neither, or a
-mix; pass the same op on every rank. set-order: a collective in a loop over
+mix; pass the same op on every rank. different-roots: a broadcast/reduce/gather/scatter without group= whose
+src/dst is computed from the rank or chosen by a test on it (src=0 if rank < 2 else 1): the ranks name different
+roots; pass the same root on every rank, or a group per root. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
@@ -7673,8 +7677,9 @@ class _Order:
                 self.unwaited.append((handle, call, pending))
                 return
             # review65b M5: a broadcast or scatter holds the other ranks until the root has sent, so it orders the
-            # root's writes before their reads, and no other rank's (rank 3's write, then broadcast(src=0), then rank
-            # 0's read: rank 0 waits for nobody); a reduce or gather holds only the root
+            # root's writes before their reads; that is all torch guarantees (rank 3's write, then broadcast(src=0),
+            # then rank 0's read: rank 0 waits for nobody; gloo's tree orders more, rank 1's write before rank 3's
+            # read on 4 ranks, review70b M5, but no program should count on it); a reduce or gather holds only the root
             root = _literal_root(call, name)
             if root is not None:
                 self.writes = {path: w for path, w in self.writes.items() if not _written_by(w[1], root, name)}
@@ -7824,9 +7829,11 @@ class _Order:
             name = _terminal(last.func) or ""
             root = _literal_root(last, name)
             if name in _ROOT_SENDS:
+                seen = ", with src=0 on 4 ranks rank 1's write before rank 3's read" if root == 0 else ""
                 holds = (
-                    f"holds the ranks other than {root} until rank {root} has sent (it orders rank {root}'s write "
-                    "before their reads, and no other rank's)"
+                    f"holds the ranks other than {root} until rank {root} has sent (what torch guarantees is only "
+                    f"that rank {root}'s write comes before their reads; gloo's broadcast tree can order more{seen}, "
+                    "but that is the backend's algorithm, not a promise)"
                 )
             elif name in _ROOT_RECEIVES:
                 holds = f"holds only rank {root} until the others have sent, not the reading rank"
@@ -7841,8 +7848,8 @@ class _Order:
         fix = (
             f"put dist.barrier() after the write at line {line} and before this {act}, on every rank (outside the "
             "condition): the reading rank passes it only once every rank has written. On gloo a blocking "
-            "all_reduce of a non-empty tensor, or a gather whose dst is the reading rank, orders them too; a "
-            "broadcast orders only its root's write"
+            "all_reduce of a non-empty tensor, or a gather whose dst is the reading rank, orders them too; of a "
+            "broadcast torch guarantees only that its root's write comes first"
         )
         self._add(read, "file-race", cond, why, fix)
 
@@ -9242,6 +9249,8 @@ class _Agreement:
             self_class = self.an._class_of(key)
             finalizer = key is not None and key.rpartition(".")[2] == "__del__"
             handled = self._signal_handlers().get(key or "")
+            for test in (n for n in nodes if isinstance(n, ast.If)):
+                self._group_order(test, key, unit, self_class)
             for call in (n for n in nodes if isinstance(n, ast.Call)):
                 found = self.an.classify(call, unit, self_class, key)
                 if found is None:
@@ -9259,6 +9268,7 @@ class _Agreement:
                     self._non_member(call, name, key, nodes, unit)
                     self._self_root(call, name, key, nodes, unit)
                     self._derived_root(call, name, key, nodes, unit)
+                    self._chosen_root(call, name, key, nodes, unit)
                     self._reduce_op(call, name, key, unit)
                     self._unwaited(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
@@ -9504,6 +9514,160 @@ class _Agreement:
             "rank of the world computes alike"
         )
         self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _chosen_root(self, call: ast.Call, name: str, key: str | None, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``dist.broadcast(t, src=0 if rank < 2 else 1)`` on the default group: the root is picked by a test on
+        this rank's own rank (``get_rank()``, ``RANK``, ``.local_rank``, or a name assigned from one of those),
+        directly, through a name assigned once from such a ternary, or through a name given different constants
+        under ``if``s on the rank before the call. The ranks of one world-wide call then name different roots
+        (review70b M3; run on 4 ranks, ranks 0 and 2 raised "Connection closed by peer" and ranks 1 and 3
+        returned rank 0's tensor). Quiet when both choices are the same, with ``group=``, or under an ``if`` on
+        the rank (that round's root)."""
+        if name not in _RANK_ARGUMENT:
+            return
+        word, position = _RANK_ARGUMENT[name]
+        root = _argument(call, position, word)
+        if root is None or len(call.args) > position + 1:
+            return
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is not None and not (
+            (isinstance(group, ast.Constant) and group.value is None) or _terminal(group) == "WORLD"
+        ):
+            return
+        picked = self._rank_pick(root, call, key, nodes)
+        if picked is None or self._under_a_rank_test(call, key, unit):
+            return
+        test, choices = picked
+        shown = unit.text(root)
+        what = "source" if word == "src" else "destination"
+        why = (
+            f"`{word}={shown}` is chosen by a test on this rank's own rank (`{test}`), so ranks name different "
+            f"roots ({', '.join(choices)}) for one {name} of the whole world (no `group=`), whose ranks must all "
+            f"name the same {what}: each rank waits for, or acts as, a root of its own. Run on gloo with 4 ranks "
+            "(`src=0 if rank < 2 else 1`), ranks 1 and 3 returned rank 0's tensor and ranks 0 and 2 raised "
+            '"Connection closed by peer" once those had ended; with other worlds and sizes ranks can wait until the '
+            "timeout"
+        )
+        fix = (
+            f"pass the same {word} on every rank (a constant, or a rank every rank computes alike); if each part "
+            f"of the world has its own root, make a group per part on every rank and pass `group=` with it"
+        )
+        self._add(call, "different-roots", f"{word}={shown}", why, fix, unit)
+
+    def _rank_pick(
+        self, root: ast.expr, call: ast.Call, key: str | None, nodes: list[ast.AST]
+    ) -> tuple[str, list[str]] | None:
+        """(the test's text, the choices' texts) when ``root`` is chosen by a test on this rank's own rank."""
+        if isinstance(root, ast.Name) and key is not None:
+            func = self.an.table.get(key)
+            if func is not None and root.id in {a.arg for a in func.node.args.args}:
+                return None
+        if isinstance(root, ast.Name):
+            value = self.an.values.get(key, {}).get(root.id)
+            if isinstance(value, ast.IfExp):
+                root = value
+        if isinstance(root, ast.IfExp):
+            if ast.dump(root.body) == ast.dump(root.orelse) or not self._tests_own_rank(root.test, key):
+                return None
+            return ast.unparse(root.test), [ast.unparse(root.body), ast.unparse(root.orelse)]
+        if not isinstance(root, ast.Name):
+            return None
+        # `if rank < 2: root = 0` / `else: root = 1` before the call: every assignment a constant, one under a
+        # test on the rank
+        parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        given: list[ast.Assign] = [
+            n
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and root.id
+            in {t.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        ]
+        if not given or any(not isinstance(n, ast.Assign) or not isinstance(n.value, ast.Constant) for n in given):
+            return None
+        before = [n for n in given if n.lineno < call.lineno]
+        values = {repr(n.value.value) for n in before}  # type: ignore[attr-defined]
+        if len(before) != len(given) or len(values) < 2:
+            return None
+        for n in before:
+            node: ast.AST = n
+            while id(node) in parents:
+                node = parents[id(node)]
+                if isinstance(node, ast.If) and self._tests_own_rank(node.test, key):
+                    return ast.unparse(node.test), sorted(values)
+        return None
+
+    def _tests_own_rank(self, test: ast.expr, key: str | None) -> bool:
+        """Whether ``test`` reads this rank's own rank (:meth:`_own_rank`), somewhere inside it."""
+        return any(
+            isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) and self._own_rank(n, key)
+            for n in ast.walk(test)
+        )
+
+    def _made_groups(self, body: list[ast.stmt], key: str | None, unit: _Unit, self_class) -> list[ast.Call]:
+        """The ``new_group``/``new_subgroups`` calls of ``body`` (not of nested functions), in source order."""
+        calls = [
+            n
+            for n in _own_nodes(body)
+            if isinstance(n, ast.Call)
+            and _terminal(n.func) in _GROUP_MAKING
+            and (found := self.an.classify(n, unit, self_class, key)) is not None
+            and found.kind == "coll"
+        ]
+        return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+    def _group_order(self, stmt: ast.If, key: str | None, unit: _Unit, self_class) -> None:
+        """``if rank == 0: a = new_group([0, 1]); b = new_group([2, 3])`` / ``else: b = new_group([2, 3]); a =
+        new_group([0, 1])``: both sides of a test on the rank make groups, as many, but not the same ones in the
+        same order. torch numbers groups by each rank's count of new_group calls and wants every rank to make
+        every group in the same order, so the ranks' n-th groups differ (review70b M4: lint saw one new_group
+        on each side and said nothing; run on 4 ranks, twice, ranks 1 and 2 stuck in new_group until the
+        deadline and the others raised gloo's 2000 ms timeouts). Quiet when both sides make the same calls
+        with the same arguments in the same order, or when one is made with ``use_local_synchronization=``
+        (each rank may then make its own groups alone)."""
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        if not stmt.orelse or not self.an.mentions_rank(stmt.test, taint, self.an.laundered.get(key, {})):
+            return
+        body = self._made_groups(stmt.body, key, unit, self_class)
+        orelse = self._made_groups(stmt.orelse, key, unit, self_class)
+        if not body or len(body) != len(orelse):
+            return
+        if any(k.arg == "use_local_synchronization" for c in body + orelse for k in c.keywords):
+            return
+
+        def made(c: ast.Call) -> str:
+            return ast.dump(ast.Call(ast.Name(_terminal(c.func)), c.args, c.keywords))
+
+        first = next((i for i, (a, b) in enumerate(zip(body, orelse)) if made(a) != made(b)), None)
+        if first is None:
+            return
+        cond = unit.text(stmt.test)
+        here, there = body[first], orelse[first]
+        reordered = sorted(map(made, body)) == sorted(map(made, orelse))
+        shown, other = unit.text(here), unit.text(there)
+        if reordered:
+            how = "the same groups in another order"
+            seen = (
+                "On gloo each new_group waits for its members to connect: run on 4 ranks (rank 0 making [0, 1] "
+                "then [2, 3], the others [2, 3] then [0, 1]; twice), ranks waited in new_group until the deadline "
+                'and the others raised gloo\'s timeout ("Timed out waiting 2000ms for send operation to complete")'
+            )
+        else:
+            how = "other groups"
+            seen = (
+                "What follows is not defined: with each rank making only its own group (pytorch/pytorch#130102) "
+                "runs hang in new_group or fail in the group's first collective, and some finish by chance"
+            )
+        why = (
+            f"ranks where `{cond}` is true make `{shown}` as their new_group #{first + 1}, the others make "
+            f"`{other}` (line {there.lineno + unit.offset}): {how}. torch numbers a group by the rank's count of "
+            "new_group calls and wants every rank of the world to make every group, members or not, in the same "
+            f"order (its docstring), so the ranks' groups of one number do not match. {seen}"
+        )
+        fix = (
+            f"make every group on every rank, in one order, before the test (`{shown}` and `{other}` on every "
+            f"rank, members or not), and use the rank's own group under `{cond}`"
+        )
+        self._add(here, "branch", cond, why, fix, unit)
 
     def _reduce_op(self, call: ast.Call, name: str, key: str | None, unit: _Unit) -> None:
         """``dist.all_reduce(t, op=MAX if rank == 0 else SUM)`` (or an ``op`` assigned from a rank-dependent
