@@ -1578,21 +1578,55 @@ def _sites(items: Iterable[_Item]) -> Iterator[_Site]:
 
 
 def _key(item: _Item) -> tuple:
+    """What ``item`` does, to compare traces by; an ``if``'s or loop's worked out once and kept on the item (an
+    ``elif`` chain asks each case for its tail's: quadratic in the cases, attack30 a10)."""
     if item.kind == "op":
         return item.key
     if item.kind == "exit":
         return ("exit", item.status)
-    tag = "rankif" if item.kind == "if" and item.rank else item.kind
-    return (tag, item.text, tuple(map(_key, item.body)), tuple(map(_key, item.orelse)))
+    kept = item.__dict__.get("_kept_key")
+    if kept is None:
+        tag = "rankif" if item.kind == "if" and item.rank else item.kind
+        kept = item.__dict__["_kept_key"] = (tag, item.text, tuple(map(_key, item.body)), tuple(map(_key, item.orelse)))
+    return kept
+
+
+#: How many attributes deep a dotted name lint reads may be (``a.b.c`` is 2): a deeper chain is no name to lint
+#: (None), so that the names of one chain's nodes, each asked for, take memory and time linear in the code
+#: (an 8 kB ``a.b.b...`` chain 4,000 deep took 14-24 s, its names built and rebuilt: attack30 a10).
+MAX_DOTTED_DEPTH = 64
 
 
 def _dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` of a Name or a chain of attributes on one, at most :data:`MAX_DOTTED_DEPTH` deep; else None.
+    Worked out once per node and kept on it (every node of a chain is asked, often several times)."""
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+    if not isinstance(node, ast.Attribute):
+        return None
+    kept = node.__dict__.get("_barrierlab_dotted", _dotted)
+    if kept is not _dotted:
+        return kept
+    chain = [node]  # down to a node whose name is known: a Name, a kept name, or no name at all
+    base: str | None = None
+    while True:
+        inner = chain[-1].value
+        if isinstance(inner, ast.Name):
+            base = inner.id
+            break
+        if not isinstance(inner, ast.Attribute):
+            break
+        kept = inner.__dict__.get("_barrierlab_dotted", _dotted)
+        if kept is not _dotted:
+            base = kept
+            break
+        chain.append(inner)
+    depth = base.count(".") if base is not None else 0
+    for link in reversed(chain):
+        depth += 1
+        base = f"{base}.{link.attr}" if base is not None and depth <= MAX_DOTTED_DEPTH else None
+        link._barrierlab_dotted = base  # type: ignore[attr-defined]
+    return base
 
 
 def _ends_the_group(call: ast.Call) -> bool:
@@ -2724,9 +2758,12 @@ def _leaves_loop(stmts: list[ast.stmt]) -> bool:
         if isinstance(stmt, (ast.Break, ast.Continue, ast.Return)):
             return True
         if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
-            parts = [getattr(stmt, "body", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])]
-            parts += [h.body for h in getattr(stmt, "handlers", [])]
-            if any(_leaves_loop(part) for part in parts):
+            kept = stmt.__dict__.get("_barrierlab_leaves")  # once per statement: an `elif` chain asks each case
+            if kept is None:  # for its tail (quadratic in the cases, attack30 a10)
+                parts = [getattr(stmt, "body", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])]
+                parts += [h.body for h in getattr(stmt, "handlers", [])]
+                kept = stmt._barrierlab_leaves = any(_leaves_loop(part) for part in parts)  # type: ignore[union-attr]
+            if kept:
                 return True
     return False
 
@@ -2879,6 +2916,17 @@ _HOOK_MOMENTS = {
 }
 
 
+class _Found(dict):
+    """The findings of an analysis by the id of their call: (kind, finding). ``recorded`` counts the findings
+    ever recorded, withdrawn ones too (see :meth:`_Analysis.retract`)."""
+
+    recorded = 0
+
+    def __setitem__(self, key: int, value: tuple[str, Finding]) -> None:
+        self.recorded += 1
+        super().__setitem__(key, value)
+
+
 class _Analysis:
     """Whole-module facts (imports, functions, taint, call graph) and the findings."""
 
@@ -2888,7 +2936,7 @@ class _Analysis:
         self.module = module
         self.funcs: list[_Func] = []
         self.table: dict[str, _Func] = {}
-        self.found: dict[int, tuple[str, Finding]] = {}
+        self.found: _Found = _Found()
         self.rank_funcs: set[str] = set()
         #: while True, a look at a file counts as rank-dependent only when the program changes that file
         #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
@@ -3070,6 +3118,13 @@ class _Analysis:
                 test = node.test if isinstance(node, (ast.If, ast.While, ast.IfExp)) else None
                 if test is None:
                     continue
+                tested = [
+                    (look, looked)
+                    for look in ast.walk(test)
+                    if isinstance(look, ast.Call) and (looked := _looked_at(look)) is not None
+                ]
+                if not tested:  # the branches are read only for a test that looks (attack30 a10: a 400-case
+                    continue  # `elif` dispatch read each case's tail, quadratic in the cases)
                 branches = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [*node.body, *node.orelse]
                 used = {
                     ast.unparse(arg)
@@ -3077,9 +3132,8 @@ class _Analysis:
                     if isinstance(call, ast.Call)
                     for arg in (*call.args, *(k.value for k in call.keywords))
                 }
-                for look in ast.walk(test):
-                    looked = _looked_at(look) if isinstance(look, ast.Call) else None
-                    if looked is not None and ast.unparse(looked) in used:
+                for look, looked in tested:
+                    if ast.unparse(looked) in used:
                         self.changing_looks.add(id(look))
         self.changing_looks |= {id(node) for node, keys in looks if keys & changed}
 
@@ -5732,10 +5786,21 @@ class _Analysis:
         return guess
 
     def retract(self, items: Iterable[_Item]) -> None:
-        for site in _sites(items):
-            entry = self.found.get(id(site.node))
-            if entry and entry[0] in ("branch", "early-exit"):
-                del self.found[id(site.node)]
+        """Withdraw the "branch" and "early-exit" findings of the collectives of ``items``. An item withdrawn
+        from with no finding recorded since is skipped with all under it: each case of a balanced ``elif`` chain
+        withdraws its tail's (attack30 a10: quadratic in the cases)."""
+        stack = list(items)
+        while stack:
+            item = stack.pop()
+            if item.__dict__.get("_retracted_at") == self.found.recorded:
+                continue
+            item.__dict__["_retracted_at"] = self.found.recorded
+            if item.site is not None:
+                entry = self.found.get(id(item.site.node))
+                if entry and entry[0] in ("branch", "early-exit"):
+                    del self.found[id(item.site.node)]
+            stack += item.body
+            stack += item.orelse
 
 
 def _explain(
@@ -6085,6 +6150,8 @@ class _Walker:
         """Report the collectives of ``items``; ``within``: the ``if`` test they sit under and the branch,
         so that a collective on a subgroup holding exactly the ranks that take the branch stays quiet."""
         for site in _sites(items):
+            if id(site.node) in self.an.found:
+                continue  # flagged already (by an inner `if` of an `elif` chain): the checks below change nothing
             if within is not None and within[0] is not None and self._group_agrees(site, within[0]):
                 continue
             if within is not None and within[0] is not None and self._group_made_in_branch(site, *within):
@@ -7344,7 +7411,11 @@ class _Walker:
     # -- simulation over rank values
 
     def _escape(self, item: _Item) -> _Leave | None:
-        """Whether some ranks leave the enclosing block at ``item`` while others go on."""
+        """Whether some ranks leave the enclosing block at ``item`` while others go on. With no ``return``,
+        ``break``, ``continue`` or exit under ``item`` none does, and no world is run (attack30 a10: a 400-case
+        rank dispatch ran every world of every case's tail)."""
+        if not self._exits(item):
+            return None
         groups = self._outcomes([item], None)
         if groups is None:
             found = self._find_exit([item], None)
@@ -7378,13 +7449,27 @@ class _Walker:
         return None
 
     def _balanced(self, items: list[_Item], end: str | None) -> bool:
-        groups = self._outcomes(items, end)
+        groups = self._outcomes(items, end, until_two=True)
         return groups is not None and all(len(group) == 1 for group in groups)
 
-    def _outcomes(self, items: list[_Item], end: str | None) -> list[set[tuple[tuple, str | None]]] | None:
+    def _exits(self, item: _Item) -> bool:
+        """Whether an exit (``return``, ``break``, ``continue``, ``raise``, ``sys.exit``) is in ``item`` or under
+        it; worked out once per item."""
+        cache = self.__dict__.setdefault("_exits_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        found = item.kind == "exit" or any(self._exits(i) for i in (*item.body, *item.orelse))
+        cache[id(item)] = (item, found)
+        return found
+
+    def _outcomes(
+        self, items: list[_Item], end: str | None, until_two: bool = False
+    ) -> list[set[tuple[tuple, str | None]]] | None:
         """For each assignment of rank-independent conditions, the set of (trace, exit) over rank values. With no
         rank-dependent condition each such set holds one outcome, and no caller needs more than how many: none is
-        worked out (a 600-case ``elif`` dispatch on a plain value ran 600 worlds of 600 tests: attack21 a05)."""
+        worked out (a 600-case ``elif`` dispatch on a plain value ran 600 worlds of 600 tests: attack21 a05).
+        ``until_two``: stop at the first group of two outcomes (enough to tell the items are not balanced)."""
         atoms: dict[str, tuple[bool, set[int]]] = {}
         self._atoms(items, atoms)
         ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
@@ -7392,6 +7477,13 @@ class _Walker:
             return []
         if math.prod(len(points) for _, points in atoms.values()) > _MAX_WORLDS:
             return None
+        # the worlds are told apart by the atoms outside the items' constant `if`s only (:meth:`_constant`): an
+        # atom's values change nothing else, and the sets of outcomes, over fewer worlds, are the same
+        atoms = {}
+        for item in items:
+            for key, (rank, points) in self._reduced_atoms(item).items():
+                atoms.setdefault(key, (rank, set()))[1].update(points)
+        ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
         plain = sorted(k for k, (rank, _) in atoms.items() if not rank)
         groups = []
         for plain_values in itertools.product(*(sorted(atoms[k][1]) for k in plain)):
@@ -7401,8 +7493,59 @@ class _Walker:
                 world.update(zip(ranked, rank_values))
                 trace, status = self._run(items, world)
                 group.add((trace, status or end))
+                if until_two and len(group) > 1:
+                    return [group]
             groups.append(group)
         return groups
+
+    def _reduced_atoms(self, item: _Item, own: bool = False) -> dict[str, tuple[bool, set[int]]]:
+        """The atoms :meth:`_run` of ``item`` reads: those of :meth:`_item_atoms` less what lies under a constant
+        ``if`` (none, when ``item`` is one, unless ``own``); once per item."""
+        if not own and self._constant(item) is not None:
+            return {}
+        cache = self.__dict__.setdefault("_reduced_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        atoms: dict[str, tuple[bool, set[int]]] = {}
+        if item.kind == "if" and item.dynamic:
+            if item.test is None:
+                atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
+            else:
+                self._test_atoms(item.test, atoms)
+        for child in (*item.body, *item.orelse):
+            for key, (rank, points) in self._reduced_atoms(child).items():
+                atoms.setdefault(key, (rank, set()))[1].update(points)
+        cache[id(item)] = (item, atoms)
+        return atoms
+
+    def _constant(self, item: _Item) -> tuple[tuple, str | None] | None:
+        """The one outcome (trace, exit) of a rank-dependent ``if`` that has the same in every world, else None;
+        worked out once per item, over the worlds of its own test and of what under it is not constant. An
+        ``elif`` chain whose cases all make the same collectives is one outcome at each case, and the case
+        above runs only its own test's worlds (attack30 a10: each case ran every world of its tail, cubic in the
+        cases)."""
+        if item.kind != "if" or not item.dynamic:
+            return None
+        cache = self.__dict__.setdefault("_constant_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        atoms = self._reduced_atoms(item, own=True)
+        names = sorted(atoms)
+        found: tuple[tuple, str | None] | None = None
+        if math.prod(len(points) for _, points in atoms.values()) <= _MAX_WORLDS:
+            seen: set[tuple[tuple, str | None]] = set()
+            for values in itertools.product(*(sorted(atoms[k][1]) for k in names)):
+                world = dict(zip(names, values))
+                taken = world[item.text] if item.test is None else self._eval(item.test, world)
+                seen.add(self._run(item.body if taken else item.orelse, world))
+                if len(seen) > 1:
+                    break
+            if len(seen) == 1:
+                [found] = seen
+        cache[id(item)] = (item, found)
+        return found
 
     def _atoms(self, items: list[_Item], atoms: dict[str, tuple[bool, set[int]]]) -> None:
         for item in items:
@@ -7449,11 +7592,39 @@ class _Walker:
         if isinstance(test, ast.BoolOp):
             values = [self._eval(v, world) for v in test.values]
             return all(values) if isinstance(test.op, ast.And) else any(values)
-        compare = _int_compare(test)
+        cache = self.__dict__.setdefault("_tests_of", {})  # the atom and comparison of a test, worked out once
+        kept = cache.get(id(test))
+        if kept is None or kept[0] is not test:
+            compare = _int_compare(test)
+            kept = cache[id(test)] = (test, ast.unparse(compare[0] if compare else test), compare)
+        _, atom, compare = kept
         if compare:
-            expr, op, consts = compare
-            return _COMPARE[op](world[ast.unparse(expr)], consts)
-        return bool(world[ast.unparse(test)])
+            return _COMPARE[compare[1]](world[atom], compare[2])
+        return bool(world[atom])
+
+    #: How many (item, world) outcomes of ``if`` items :meth:`_run` keeps at most (about 200 bytes each); past
+    #: that it forgets the least recently used
+    _KEPT_RUNS = 200_000
+
+    def _run_if(self, item: _Item, world: dict[str, int]) -> tuple[tuple, str | None]:
+        """:meth:`_run` of one rank-dependent ``if``, kept per item and values of the atoms under it: a chain
+        ``if r == 0 ... elif r == n`` asks each case's tail for the same worlds again (attack30 a10: without this
+        the worlds of a 400-case dispatch ran every case's tail, cubic in the cases)."""
+        constant = self._constant(item)
+        if constant is not None:
+            return constant
+        runs = self.__dict__.setdefault("_runs_of", collections.OrderedDict())
+        key = (id(item), *(world[a] for a in self._reduced_atoms(item)))
+        kept = runs.get(key)
+        if kept is not None and kept[0] is item:
+            runs.move_to_end(key)
+            return kept[1]
+        taken = world[item.text] if item.test is None else self._eval(item.test, world)
+        outcome = self._run(item.body if taken else item.orelse, world)
+        if len(runs) >= self._KEPT_RUNS:
+            runs.popitem(last=False)
+        runs[key] = (item, outcome)
+        return outcome
 
     def _run(self, items: list[_Item], world: dict[str, int]) -> tuple[tuple, str | None]:
         """The trace of ``items`` in one world, and how it leaves (None: falls through)."""
@@ -7466,8 +7637,7 @@ class _Walker:
             elif item.kind == "if" and not item.dynamic:
                 trace.append(_key(item))
             elif item.kind == "if":
-                taken = world[item.text] if item.test is None else self._eval(item.test, world)
-                sub, status = self._run(item.body if taken else item.orelse, world)
+                sub, status = self._run_if(item, world)
                 trace.extend(sub)
                 if status:
                     return tuple(trace), status
