@@ -708,6 +708,21 @@ def remove_cgroup(path: str) -> bool:
     return done is not False and (done or not os.path.lexists(path))
 
 
+def end_cgroup_here_or(path: str, later) -> None:
+    """Kill what the cgroup at ``path`` holds (waiting up to 1 s for it to empty), then remove it here if it is a
+    single cgroup (one rmdir), else hand it to ``later(path)``: a tree of cgroups below it (root may make them)
+    takes a while to walk."""
+    if not path:
+        return
+    kill_cgroup(path)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        later(path)
+
+
 def end_cgroup(path: str, within: float = 1.0) -> int:
     """:func:`kill_cgroup`, then :func:`remove_cgroup`. Returns how many processes it killed."""
     killed = kill_cgroup(path, within)

@@ -1148,15 +1148,7 @@ def _end_cgroup(path: str) -> None:
     """End a run's cgroup: kill what it holds (here: the call returns only once it is dead), then remove it,
     here if it is a single cgroup (one rmdir), else in the background: a rank may have made a tree of cgroups
     below it (root may), which takes a while to walk."""
-    if not path:
-        return
-    _contain.kill_cgroup(path)
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        _removals.remove(path, cgroup=True)
+    _contain.end_cgroup_here_or(path, lambda tree: _removals.remove(tree, cgroup=True))
 
 
 class _Removals:

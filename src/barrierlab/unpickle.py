@@ -1085,17 +1085,13 @@ def _end_cgroup(path: str) -> None:
     """Kill what the cgroup at ``path`` holds (one write to ``cgroup.kill``), then remove it: here if it is a
     single cgroup (one rmdir), else in the background (a value's code running as root may have made cgroups
     below it, which takes a while to walk)."""
-    if not path:
-        return
-    _contain.kill_cgroup(path)
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        import threading
+    _contain.end_cgroup_here_or(path, _remove_cgroup_in_background)
 
-        threading.Thread(target=_contain.remove_cgroup, args=(path,), daemon=True, name="barrierlab-check").start()
+
+def _remove_cgroup_in_background(path: str) -> None:
+    import threading
+
+    threading.Thread(target=_contain.remove_cgroup, args=(path,), daemon=True, name="barrierlab-check").start()
 
 
 #: Most bytes a trial child's frame may say it holds: what it hands back of a value (which may take at most
