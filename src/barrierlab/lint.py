@@ -7508,11 +7508,7 @@ class _Walker:
         if kept is not None and kept[0] is item:
             return kept[1]
         atoms: dict[str, tuple[bool, set[int]]] = {}
-        if item.kind == "if" and item.dynamic:
-            if item.test is None:
-                atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
-            else:
-                self._test_atoms(item.test, atoms)
+        self._own_test_atoms(item, atoms)
         for child in (*item.body, *item.orelse):
             for key, (rank, points) in self._reduced_atoms(child).items():
                 atoms.setdefault(key, (rank, set()))[1].update(points)
@@ -7547,6 +7543,14 @@ class _Walker:
         cache[id(item)] = (item, found)
         return found
 
+    def _own_test_atoms(self, item: _Item, atoms: dict[str, tuple[bool, set[int]]]) -> None:
+        """The atoms of ``item``'s own test, when it is a rank-dependent ``if`` (not what lies under it)."""
+        if item.kind == "if" and item.dynamic:
+            if item.test is None:
+                atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
+            else:
+                self._test_atoms(item.test, atoms)
+
     def _atoms(self, items: list[_Item], atoms: dict[str, tuple[bool, set[int]]]) -> None:
         for item in items:
             for key, (rank, points) in self._item_atoms(item).items():
@@ -7560,11 +7564,7 @@ class _Walker:
         if kept is not None and kept[0] is item:
             return kept[1]
         atoms: dict[str, tuple[bool, set[int]]] = {}
-        if item.kind == "if" and item.dynamic:
-            if item.test is None:
-                atoms.setdefault(item.text, (item.rank, set()))[1].update((0, 1))
-            else:
-                self._test_atoms(item.test, atoms)
+        self._own_test_atoms(item, atoms)
         self._atoms(item.body, atoms)
         self._atoms(item.orelse, atoms)
         cache[id(item)] = (item, atoms)
