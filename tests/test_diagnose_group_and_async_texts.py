@@ -149,6 +149,7 @@ def half_the_ranks_raise_before_their_subgroups_all_reduce():
 
     rank = dist.get_rank()
     tp = [dist.new_group([0, 1]), dist.new_group([2, 3])][rank // 2]
+    dist.barrier()  # every group is connected before a rank raises (else rank 1 may fail still in new_group)
     if rank % 2 == 0:
         raise ValueError("bad shard")
     dist.all_reduce(torch.ones(1), group=tp)

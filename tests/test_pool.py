@@ -162,8 +162,10 @@ def test_the_warm_process_collapses_its_heap_into_huge_pages_where_linux_can():
     collapsed_kib, grown_kib = map(int, out.split())
     if collapsed_kib == 0:
         pytest.skip("this kernel collapses nothing (MADV_COLLAPSE needs Linux 6.1)")
-    assert collapsed_kib >= 32 << 10
-    assert grown_kib >= 32 << 10
+    # How much of the 64 MiB is collapsed depends on the free huge pages the kernel can find: all of it on a quiet
+    # machine (63-66 MiB), 6 MiB once in CI beside a full test run. What is reported must be in huge pages.
+    assert collapsed_kib >= 2 << 10  # at least one huge page
+    assert grown_kib >= collapsed_kib
 
 
 def test_pages_to_copy_keeps_whole_pages_of_the_warm_process_own_private_writable_memory(tmp_path):
