@@ -3959,3 +3959,22 @@ def build_cache(path):
     assert (finding.kind, finding.line, finding.condition) == ("branch", 8, "not os.path.exists(path)"), finding
     assert "a file-system check can answer differently on different ranks" in finding.why
     assert finding.fix.startswith("check on one rank and broadcast the answer")
+
+
+def test_a_tensor_used_before_the_wait_of_its_async_collective_is_read_before_wait():
+    """review70b M1: each rank returned its own t[0].item() (1, 2, 3, 4) where the all_reduce's sum was 10."""
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef f():\n    t = torch.ones(4)\n"
+    buggy = (
+        head
+        + "    work = dist.all_reduce(t, async_op=True)\n    early = t[0].item()\n    work.wait()\n    return early\n"
+    )
+    [found] = lint_source(buggy, "f.py")
+    assert (found.kind, found.line) == ("read-before-wait", 7), found
+    assert "line 8 uses `t` before `work.wait()`" in found.why and "may not have written it yet" in found.why
+    assert "call `work.wait()` before line 8" in found.fix
+    quiet = [
+        "    work = dist.all_reduce(t, async_op=True)\n    work.wait()\n    return t[0].item()\n",
+        "    work = dist.all_reduce(t, async_op=True)\n    n = t.shape[0] + len(t)\n    work.wait()\n    return n\n",
+    ]
+    for body in quiet:
+        assert lint_source(head + body, "f.py") == [], body

@@ -86,6 +86,9 @@ Finding kinds:
   collectives it makes on the others (DDP's gradient all_reduce). See :class:`_DetachedLosses`.
 * ``unwaited-async`` - a collective called with ``async_op=True`` as a statement of its own: its Work handle is
   dropped, so nothing waits for it before its tensors are read (OpenNMT-py issue #2295).
+* ``read-before-wait`` - ``work = dist.all_reduce(t, async_op=True)`` and then a use of ``t`` in the same block
+  before ``work.wait()``: the call may not have written ``t`` yet (on gloo a worker thread does it), so each rank
+  reads its own value, the other ranks' contribution, or a mix (review70b M1: 1, 2, 3, 4 where the sum was 10).
 * ``lock-held`` - a collective made while holding a cross-process file lock (``with FileLock(path):``, a lock
   object assigned one, or a context manager of the file that takes one: ModelScope's ``processing_lock``): one rank
   holds it at a time, so the others wait to take the lock, outside any collective, while the holder waits in the
@@ -1113,7 +1116,8 @@ roots; pass the same root on every rank, or a group per root. set-order: a colle
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
-read; keep the handle and call work.wait(). aliased-outputs: an all_gather/gather/all_to_all output list of
+read; keep the handle and call work.wait(). read-before-wait: work = <collective>(t, async_op=True), then a use of
+t before work.wait() in the same block: t may not be written yet; wait first. aliased-outputs: an all_gather/gather/all_to_all output list of
 one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. discarded-output: a
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
 tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
@@ -8322,6 +8326,49 @@ def _inside_text(path: str, folder: str) -> bool:
     return _inside(node, folder)
 
 
+#: Collectives whose first argument is the tensor (or list of tensors) they write: what a use before the wait of
+#: their Work handle may read unwritten (:meth:`_Agreement._read_before_wait`).
+_WRITES_FIRST_ARGUMENT = frozenset(
+    (
+        "all_reduce",
+        "broadcast",
+        "reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+        "scatter",
+    )
+)
+#: What may be asked of a tensor an async collective is still writing: its metadata, not its values.
+_METADATA = frozenset(("shape", "dtype", "device", "size", "numel", "dim", "ndim", "is_cuda", "requires_grad"))
+
+
+def _bare_use(statement: ast.stmt, name: str) -> ast.Name | None:
+    """The first load of ``name`` in ``statement`` that may read its values (not ``name.shape``, ``name.size()``,
+    ``len(name)``, ...)."""
+    meta: set[int] = set()
+    for n in ast.walk(statement):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr in _METADATA:
+            meta.add(id(n.value))
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "len"
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+        ):
+            meta.add(id(n.args[0]))
+    found = [
+        n
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in meta
+    ]
+    return min(found, key=lambda n: (n.lineno, n.col_offset)) if found else None
+
+
 def _async_op(call: ast.Call) -> bool:
     """``async_op=True`` given as a constant: the call returns a Work handle at once."""
     flag = next((k.value for k in call.keywords if k.arg == "async_op"), None)
@@ -9441,6 +9488,7 @@ class _Agreement:
                     self._chosen_root(call, name, key, nodes, unit)
                     self._reduce_op(call, name, key, unit)
                     self._unwaited(call, name, nodes, unit)
+                    self._read_before_wait(call, name, nodes, unit)
                     self._aliased(call, name, nodes, unit)
                     self._discarded(call, name, key, unit)
                 self._padded(call, found, unit, nodes)
@@ -9536,6 +9584,65 @@ class _Agreement:
         )
         fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` {use}"
         self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
+
+    def _read_before_wait(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
+        """``work = dist.all_reduce(t, async_op=True)``, then a statement of the same block that uses ``t`` before
+        one that calls ``work.wait()`` (review70b M1: each rank returned its own ``t[0].item()``, 1, 2, 3, 4, where
+        the sum was 10). Only the tensor a collective writes (its first argument, a name); a use of its shape,
+        dtype or device is no read; the look stops at a statement that names the handle in any other way (it may
+        be waited there, or later by whoever it is handed to)."""
+        if name not in _WRITES_FIRST_ARGUMENT or not _async_op(call) or not call.args:
+            return
+        tensor = call.args[0]
+        if not isinstance(tensor, ast.Name):
+            return
+        assign = next(
+            (
+                n
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and n.value is call
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+            ),
+            None,
+        )
+        if assign is None:
+            return
+        handle = assign.targets[0].id
+        nested: set[int] = set()
+        block = None
+        for n in nodes:
+            for part in ("body", "orelse", "finalbody"):
+                body = getattr(n, part, None)
+                if isinstance(body, list):
+                    nested.update(id(st) for st in body)
+                    if any(st is assign for st in body):
+                        block = body
+        if block is None:  # the function's own body: the statements of ``nodes`` inside no other
+            block = sorted(
+                (n for n in nodes if isinstance(n, ast.stmt) and id(n) not in nested),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            if not any(st is assign for st in block):
+                return
+        for statement in block[block.index(assign) + 1 :]:
+            if any(isinstance(n, ast.Name) and n.id == handle for n in ast.walk(statement)):
+                return  # waited here (or handed on): ordered from here on
+            use = _bare_use(statement, tensor.id)
+            if use is not None:
+                line = use.lineno + unit.offset
+                why = (
+                    f"`{handle} = dist.{name}({tensor.id}, ..., async_op=True)` returns at once, and line "
+                    f"{line} uses `{tensor.id}` before `{handle}.wait()`: the collective may not have written "
+                    f"it yet (on gloo a worker thread writes it; on NCCL the communication stream), so each rank "
+                    "reads its own value, the result, or a mix, from run to run"
+                )
+                fix = f"call `{handle}.wait()` before line {line}, or use `{tensor.id}` only after the wait"
+                self._add(call, "read-before-wait", f"{tensor.id} used at line {line}", why, fix, unit)
+            return_if_compound = isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.Try))
+            if use is not None or return_if_compound:
+                return
 
     def _aliased(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
         """An output list of one tensor repeated (``[torch.zeros_like(t)] * world_size``) handed to an
