@@ -9580,7 +9580,7 @@ class _Agreement:
             f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: nothing waits for "
             f"the call to complete, {effect}, and an error in the call is not raised here: on gloo a timeout in it "
             "closes the group's connections, so a later collective fails instead; on NCCL the watchdog ends the "
-            "process"
+            "process (TORCH_NCCL_ASYNC_ERROR_HANDLING's default, 3, tears it down: torch's ProcessGroupNCCL.hpp)"
         )
         fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` {use}"
         self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
