@@ -38,7 +38,7 @@ from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
-from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines
+from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
 from barrierlab.words import issuer_word, library_of, rank_list, sentence_start
@@ -809,17 +809,17 @@ def _calls_made(f: Facts, depth: int) -> str:
     if not subgroups and not any(made.values()):
         return f"after the same {depth} collective call{'s' if depth != 1 else ''} in the same order."
     parts = []
-    counts = set(made.values())
+    most = max(made.values(), default=0)  # (no rank's calls may be readable: their records removed, attack28 a12)
     other = {len([e for e in calls if e.name != "new_group"]) for calls in f.calls.values()}
-    groups = f"{max(counts)} new_group call{'s' if max(counts) != 1 else ''}"
-    made_text = f"the same {groups}" if len(counts) == 1 else f"up to {groups}"
+    groups = f"{most} new_group call{'s' if most != 1 else ''}"
+    made_text = f"the same {groups}" if len(set(made.values())) <= 1 else f"up to {groups}"
     if other == {0}:
         parts.append(f"every rank made {made_text} and no other collective call on the default group")
     else:
         n = max(other, default=0)
         parts.append(
             f"every rank made the same {n} collective call{'s' if n != 1 else ''} in the same order on the default "
-            + (f"group and {made_text}" if max(counts) else "group")
+            + (f"group and {made_text}" if most else "group")
         )
     for members, mine in subgroups:
         ranks = sorted(set(members) | set(mine))
@@ -1658,51 +1658,11 @@ def _after_the_loop(looped: Event, after: Event) -> bool:
     False when the source cannot say."""
     if not (looped.file and looped.line and after.line) or (looped.file, looped.func) != (after.file, after.func):
         return False
-    around = [(first, last) for first, last in _loops(looped.file) if first <= looped.line <= last]
+    around = [(first, last) for first, last in loops(looped.file) if first <= looped.line <= last]
     if not around:
         return False
     inner = max(around)
     return after.line > inner[1]
-
-
-#: Loops found per source file, kept for this many files: (stamp of the text read, (first, last line) of each).
-_LOOPS_KEPT = 64
-_loops_found: dict[str, tuple[tuple, tuple[tuple[int, int], ...]]] = {}
-
-
-def _loops(path: str) -> tuple[tuple[int, int], ...]:
-    """(first line, last line) of every ``for``, ``async for`` and ``while`` in the source at ``path``, read only
-    as :func:`barrierlab._files.source` allows; parsing it counts against the same time budget (as
-    :func:`barrierlab.events.functions` does). None found when it may not be read."""
-    import ast
-    import time
-
-    from barrierlab import _files
-
-    read = _files.source(path)
-    if read is None:
-        return ()
-    stamp, lines = read
-    kept = _loops_found.get(path)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    if not _files.within_budget():
-        return ()
-    started = time.perf_counter()
-    try:
-        found = tuple(
-            (node.lineno, node.end_lineno or node.lineno)
-            for node in ast.walk(ast.parse("".join(lines)))
-            if isinstance(node, (ast.For, ast.While, ast.AsyncFor))
-        )
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        found = ()
-    finally:
-        _files.charge(time.perf_counter() - started)
-    if len(_loops_found) >= _LOOPS_KEPT:
-        _loops_found.clear()
-    _loops_found[path] = (stamp, found)
-    return found
 
 
 def _torch_call_after_own(f: Facts, rank: int) -> FlightEntry | None:

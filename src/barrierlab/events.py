@@ -1024,41 +1024,57 @@ class Tail:
 # --- where a frame's code lives ----------------------------------------------------------------------------
 
 
-#: Functions found per source file, kept for this many files: (stamp of the text read, the functions).
-_FUNCTIONS_KEPT = 256
-_functions: dict[str, tuple[tuple, tuple[tuple[str, int, int], ...]]] = {}
+#: What is found per source file, kept for this many files: (stamp of the text read, its functions, its loops).
+_OUTLINES_KEPT = 256
+_outlines: dict[str, tuple[tuple, tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]] = {}
+
+
+def _outline(path: str) -> tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]:
+    """The functions and loops of the Python source at ``path``, from one parse. ``path`` comes from a rank's
+    record: its text is read only as :func:`barrierlab._files.source` allows (a regular ``*.py`` file of bounded
+    size, or a notebook cell in memory; never ``linecache``, which opened a FIFO and kept a 36 MB text file:
+    attack30 a07-a09), and parsing it counts against the same time budget; otherwise there are none."""
+    read = _files.source(path)
+    if read is None:
+        return (), ()
+    stamp, lines = read
+    kept = _outlines.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1], kept[2]
+    if not _files.within_budget():
+        return (), ()
+    started = time.perf_counter()
+    try:
+        nodes = list(ast.walk(ast.parse("".join(lines))))
+        found = tuple(
+            (node.name, node.lineno, node.end_lineno or node.lineno)
+            for node in nodes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        loops = tuple(
+            (node.lineno, node.end_lineno or node.lineno)
+            for node in nodes
+            if isinstance(node, (ast.For, ast.While, ast.AsyncFor))
+        )
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found, loops = (), ()
+    finally:
+        _files.charge(time.perf_counter() - started)
+    if len(_outlines) >= _OUTLINES_KEPT:
+        _outlines.clear()
+    _outlines[path] = (stamp, found, loops)
+    return found, loops
 
 
 def functions(path: str) -> tuple[tuple[str, int, int], ...]:
-    """(name, first line, last line) of every function the Python file at ``path`` defines. ``path`` comes
-    from a rank's record: its text is read only as :func:`barrierlab._files.source` allows (a regular
-    ``*.py`` file of bounded size, or a notebook cell in memory), and parsing it counts against the same time
-    budget; otherwise there are none."""
-    read = _files.source(path)
-    if read is None:
-        return ()
-    stamp, lines = read
-    kept = _functions.get(path)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    if not _files.within_budget():
-        return ()
-    started = time.perf_counter()
-    try:
-        tree = ast.parse("".join(lines))
-        found = tuple(
-            (node.name, node.lineno, node.end_lineno or node.lineno)
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        )
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        found = ()
-    finally:
-        _files.charge(time.perf_counter() - started)
-    if len(_functions) >= _FUNCTIONS_KEPT:
-        _functions.clear()
-    _functions[path] = (stamp, found)
-    return found
+    """(name, first line, last line) of every function the Python source at ``path`` defines (:func:`_outline`)."""
+    return _outline(path)[0]
+
+
+def loops(path: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of every ``for``, ``async for`` and ``while`` in the source at ``path``
+    (:func:`_outline`)."""
+    return _outline(path)[1]
 
 
 def defines(path: str, func: str, line: int) -> bool:

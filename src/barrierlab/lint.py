@@ -9640,9 +9640,9 @@ class _Agreement:
                 )
                 fix = f"call `{handle}.wait()` before line {line}, or use `{tensor.id}` only after the wait"
                 self._add(call, "read-before-wait", f"{tensor.id} used at line {line}", why, fix, unit)
-            return_if_compound = isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.Try))
-            if use is not None or return_if_compound:
                 return
+            if isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                return  # what a compound statement runs is not followed
 
     def _aliased(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
         """An output list of one tensor repeated (``[torch.zeros_like(t)] * world_size``) handed to an
