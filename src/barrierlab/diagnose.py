@@ -20,7 +20,8 @@ CUDA stream wait, not the host (``Work.wait``'s docstring): only a call that blo
 object collective's receive) orders host work there. The k-th collective of a group must be the same operation
 on every rank: on gloo, different operations at one position do not pair (each waits until the timeout) unless
 gloo runs both as one operation (``ops.underlying``); on
-NCCL, which pairs calls by position only, they can pair with each other.
+NCCL it is undefined behaviour, "including hangs, crashes, or data corruption" (NCCL's user guide, Collective
+Operations: calls must form one complete collective with the same count and datatype on every rank).
 """
 
 from __future__ import annotations
@@ -1287,8 +1288,9 @@ def _pairing_rule(mismatched: bool) -> str:
         "one position do not pair, unless gloo runs both as one operation (a broadcast_object_list's broadcasts "
         "against a broadcast, a reduce_scatter_tensor, which gloo runs as an all_reduce, against an all_reduce): "
         "each waits until the timeout, or sees its connection closed by a peer that gave up "
-        "first; on NCCL, which pairs calls by "
-        "position only, they can pair with each other and corrupt data or hang. "
+        "first; on NCCL the result is undefined: its user guide (Collective Operations) says calls that do not "
+        "form one complete collective, with the same count and datatype on every rank, can hang, crash or "
+        "corrupt data. "
     )
 
 
