@@ -76,8 +76,8 @@ def past_first_barrier(hold: float = 0.0) -> float:
     return passed
 
 
-def bench_barrierlab(n: int, record: bool = False) -> tuple[float, float]:
-    time.sleep(GAP)
+def bench_barrierlab(n: int, record: bool = False, gap: float = GAP) -> tuple[float, float]:
+    time.sleep(gap)
     start = time.monotonic()
     run = bl.run(past_first_barrier, n, record=record)
     end = time.monotonic()
@@ -87,6 +87,11 @@ def bench_barrierlab(n: int, record: bool = False) -> tuple[float, float]:
 
 def bench_recording(n: int) -> tuple[float, float]:
     return bench_barrierlab(n, record=True)
+
+
+def bench_back_to_back(n: int) -> tuple[float, float]:
+    """A call made as soon as the last returned (a loop in one cell): its ranks are forked while it waits."""
+    return bench_barrierlab(n, record=True, gap=0.0)
 
 
 def pss_barrierlab() -> int:
@@ -338,6 +343,7 @@ def main() -> None:
     for name, fn, repeat in (
         ("barrierlab.run (warm)", bench_barrierlab, args.repeat),
         ("barrierlab.run (warm, recording: the default)", bench_recording, args.repeat),
+        ("barrierlab.run (recording, calls back to back)", bench_back_to_back, args.repeat),
         ("torch.multiprocessing.spawn", bench_spawn, args.slow_repeat),
         ("torchrun --standalone", bench_torchrun, args.slow_repeat),
     ):
@@ -346,6 +352,7 @@ def main() -> None:
     pss = {
         "barrierlab.run (warm)": pss_barrierlab(),
         "barrierlab.run (warm, recording: the default)": 0,
+        "barrierlab.run (recording, calls back to back)": 0,
         "torch.multiprocessing.spawn": pss_spawn(),
         "torchrun --standalone": pss_torchrun(),
     }
@@ -358,6 +365,10 @@ def main() -> None:
     ours = {n: first for name, n, first, _ in rows if name == "barrierlab.run (warm)"}
     spawn = {n: first for name, n, first, _ in rows if name.startswith("torch.multi")}
     print(f"\nbarrierlab vs spawn, 4 ranks to first barrier: {spawn[4] / ours[4]:.0f}x faster")
+    whole = {(name, n): exited for name, n, _, exited in rows}
+    spawn_whole = whole[("torch.multiprocessing.spawn", 4)]
+    for name in ("barrierlab.run (warm, recording: the default)", "barrierlab.run (recording, calls back to back)"):
+        print(f"{name}, 4 ranks, whole call vs spawn's: {spawn_whole / whole[(name, 4)]:.0f}x faster")
 
 
 if __name__ == "__main__":

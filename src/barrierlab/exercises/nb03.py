@@ -12,7 +12,8 @@ a fast disk and with a slow one (random delays), and decides from what the runs 
   before every other rank's read of it: a barrier, a blocking all_reduce, ``main_process_first``, a store
   key set after the write, send/recv or a broadcast from rank 0, an async call and its ``wait()`` all do.
   A sleep of any length, polling for the file, an ``async_op=True`` call never waited for, or a barrier
-  before the write does not, and the message names the read and the write that nothing ordered.
+  before the write does not, and the message names the read and the write that nothing ordered (a sleep
+  long enough to make the run time out, or to outlast its deadline, is told as that instead).
 """
 
 from __future__ import annotations
