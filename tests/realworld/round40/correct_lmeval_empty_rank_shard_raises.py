@@ -1,0 +1,73 @@
+"""lm-evaluation-harness distributed evaluation where a rank with an empty document shard carries it as a no-op.
+
+Source: EleutherAI/lm-evaluation-harness issue #3511 and the fix proposed there and in PRs #3746 / #3818 ("only raise
+ValueError on rank 0 when no docs found in distributed eval"): rank 0 always receives a document when the task is
+non-empty, so an empty ``_instances`` on rank 0 still signals a genuinely empty task, while higher ranks may carry an
+empty shard. Modelled on ``lm_eval/api/task.py`` ``Task.build_all_requests`` and ``lm_eval/evaluator.py``.
+
+A subtask with 2 documents on 3 ranks: rank 2 has no instances, takes part in the count gather, the result gather
+and the barrier with an empty list, and rank 0 scores both documents.
+"""
+
+from itertools import islice
+
+import torch
+import torch.distributed as dist
+
+KIND = "correct"
+WORLD_SIZE = 3
+TIMEOUT = 15
+
+DOCS = [{"query": "2 + 2 =", "choices": [" 3", " 4"], "gold": 1},
+        {"query": "The sky is", "choices": [" blue", " green"], "gold": 0}]
+
+
+class Task:
+    def build_all_requests(self, rank, world_size):
+        self._instances = []
+        for doc_id, doc in islice(enumerate(DOCS), rank, None, world_size):
+            for i, choice in enumerate(doc["choices"]):
+                self._instances.append({"doc_id": doc_id, "idx": i, "context": doc["query"], "cont": choice})
+        if len(self._instances) == 0 and rank == 0:
+            raise ValueError("task.build_requests() did not find any docs!")
+
+
+def loglikelihood(context, continuation):
+    """Stand-in scorer: deterministic per (context, continuation)."""
+    g = torch.Generator().manual_seed(sum(map(ord, context + continuation)))
+    return -float(torch.rand(1, generator=g).item()) * len(continuation)
+
+
+def evaluate(task, rank, world_size):
+    task.build_all_requests(rank, world_size)
+    counts = [torch.zeros(1, dtype=torch.long) for _ in range(world_size)]
+    dist.all_gather(counts, torch.tensor([len(task._instances)]))
+    numpad = max(int(c.item()) for c in counts) - len(task._instances)
+    results = [(inst["doc_id"], inst["idx"], loglikelihood(inst["context"], inst["cont"])) for inst in task._instances]
+    results += [results[-1]] * numpad if results else []
+    gathered = [None] * world_size if rank == 0 else None
+    dist.gather_object(results[:len(task._instances)], gathered, dst=0)
+    dist.barrier()
+    if rank == 0:
+        scores = {}
+        for doc_id, idx, ll in (r for part in gathered for r in part):
+            scores.setdefault(doc_id, {})[idx] = ll
+        acc = sum(max(s, key=s.get) == DOCS[d]["gold"] for d, s in scores.items()) / len(DOCS)
+        return acc
+    return None
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    acc = evaluate(Task(), rank, world_size)
+    if rank == 0:
+        print(f"[rank 0] acc = {acc:.2f}", flush=True)
+    print(f"[rank {rank}] evaluation done", flush=True)
+
+
+if __name__ == "__main__":
+    from datetime import timedelta
+
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT))
+    worker()
+    dist.destroy_process_group()
