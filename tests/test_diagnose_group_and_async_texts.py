@@ -191,3 +191,27 @@ def test_a_refused_subgroup_broadcast_is_the_cause_not_a_condition():
     ), d
     assert "rank 3, a member too, failed before reaching that call, on a closed connection" in d.headline, d
     assert "reached by only some of its members" not in str(d) and "condition" not in d.advice, d
+
+
+def half_the_ranks_make_a_pair_group():
+    """review71b M1 (its c11): ranks 0 and 1 make new_group([0, 1]) and use it; ranks 2 and 3 skip it. The advice
+    says what a later group every rank makes would do; measured with plain torch (4 ranks, new_group(timeout=2/4/8
+    s) after this): ranks 0, 1 raised a store timeout after 2/4/8 s; ranks 2, 3 either raised "Connect timeout"
+    after 20/40 s (five times 4/8 s) or made the group and timed out in its barrier after 2/4/8 s."""
+    import torch.distributed as dist
+
+    if dist.get_rank() < 2:
+        dist.barrier(group=dist.new_group([0, 1]))
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_skipped_group_is_told_what_a_later_group_does_on_each_side():
+    run = bl.run(half_the_ranks_make_a_pair_group, 4, timeout=5)
+    assert run.statuses == ["finished"] * 4, run
+    d = run.diagnosis
+    assert d.headline.startswith("Every rank finished, but a group was made by only some ranks"), d
+    assert "ranks 2 and 3 never did" in d.headline, d
+    assert "the ranks that made the skipped group wait in new_group until its timeout" in d.advice, d
+    assert "the ranks that skipped it" in d.advice and "'Connect timeout' after five times that timeout" in d.advice
+    assert "gloo/transport/tcp/pair.h" in d.advice and "their first collective on the group fails" in d.advice, d

@@ -41,7 +41,7 @@ from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_l
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
-from barrierlab.words import issuer_word, library_of, rank_list, sentence_start
+from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -1724,8 +1724,7 @@ def _group_made_by_some(
         "torch wants every rank of the world to make every group, members or not, in the same order "
         "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
         "other), but a rank that skips one numbers "
-        "the groups it makes later differently, so a later group every rank makes waits in new_group until its "
-        "own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo, not the default group's). "
+        "the groups it makes later differently, so a later group every rank makes fails: " + LATER_GROUP_FAILS + ". "
         "Make the group on every rank, outside the condition, and use it under the condition.",
         ranks=makers,
         site=_site(event),
