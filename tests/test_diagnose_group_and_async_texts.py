@@ -5,6 +5,8 @@ none, what it loses is the ordering)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import barrierlab as bl
@@ -215,3 +217,63 @@ def test_a_skipped_group_is_told_what_a_later_group_does_on_each_side():
     assert "the ranks that made the skipped group wait in new_group until its timeout" in d.advice, d
     assert "the ranks that skipped it" in d.advice and "'Connect timeout' after five times that timeout" in d.advice
     assert "gloo/transport/tcp/pair.h" in d.advice and "their first collective on the group fails" in d.advice, d
+
+
+def each_waits_then_sets_its_own_key():
+    """review71b M2 (its c25): rank 0 waits for 'k_from_1' then sets 'k_from_0'; rank 1 the other way round;
+    ranks 2 and 3 return. Each key is set in the source, only after the setter's own wait: a cycle, once told as
+    "keys no rank set" with advice to add a missing set."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        store.wait(["k_from_1"], timedelta(seconds=2))
+        store.set("k_from_0", "x")
+    elif dist.get_rank() == 1:
+        store.wait(["k_from_0"], timedelta(seconds=2))
+        store.set("k_from_1", "x")
+
+
+def each_waits_then_sets_a_computed_key():
+    """The same cycle with keys the source computes: it cannot say which key a rank sets."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()
+    if rank < 2:
+        store.wait([f"k_from_{1 - rank}"], timedelta(seconds=2))
+        store.set(f"k_from_{rank}", "x")
+
+
+@pytest.mark.timeout(120)
+def test_a_store_wait_cycle_the_source_shows_is_told_as_a_cycle_with_its_lines():
+    run = bl.run(each_waits_then_sets_its_own_key, 4, timeout=5, deadline=20)
+    assert run.statuses == ["raised", "raised", "finished", "finished"], run
+    d = run.diagnosis
+    first = inspect.getsourcelines(each_waits_then_sets_its_own_key)[1]
+    here = "tests/test_diagnose_group_and_async_texts.py"
+    assert d.headline.startswith("A wait cycle through the store: ranks 0 and 1 timed out in store waits"), d
+    assert (
+        f"rank 0 in store.wait for 'k_from_1', which the source sets after rank 1's wait, at {here}:{first + 14}"
+        in (d.headline)
+    ), d
+    assert (
+        f"rank 1 in store.wait for 'k_from_0', which the source sets after rank 0's wait, at {here}:{first + 11}"
+        in (d.headline)
+    ), d
+    assert "no rank set" not in str(d) and "Make sure some rank sets" not in d.advice, d
+    assert d.advice.startswith("Break the cycle"), d
+
+
+@pytest.mark.timeout(120)
+def test_a_store_wait_cycle_the_source_cannot_show_does_not_call_the_keys_missing():
+    run = bl.run(each_waits_then_sets_a_computed_key, 4, timeout=5, deadline=20)
+    assert run.statuses == ["raised", "raised", "finished", "finished"], run
+    d = run.diagnosis
+    assert "for keys no rank had set when the waits timed out" in d.headline, d
+    assert "no rank set" not in d.headline, d
+    assert "a wait cycle" in d.advice and "make sure some rank sets every key" in d.advice, d

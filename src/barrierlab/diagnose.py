@@ -25,15 +25,17 @@ NCCL, which pairs calls by position only, they can pair with each other.
 
 from __future__ import annotations
 
+import ast
 import math
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from barrierlab import ops, ordering
+from barrierlab import _files, ops, ordering
 from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
@@ -2636,16 +2638,41 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
             "until the other side moves."
         )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
-        if len(waiting) == 1:
+        others = [res.rank for res in run.ranks if res.rank not in waiting]
+        cycle = _cycle_of_waits(waiting, unset) if len(waiting) > 1 else []
+        if cycle:  # review71b M2: each key is set in the source, after the setter's own wait
+            ranks = sorted(r for r, *_ in cycle)
+            each = "; ".join(
+                f"rank {r} in store.{waiting[r].name} for {k!r}, which the source sets after rank {s}'s wait, at "
+                f"{Site(waiting[s].file or '', line, waiting[s].func or '').place}"
+                for r, k, s, line in cycle
+            )
+            them = rank_list(ranks)
+            headline = (
+                f"A wait cycle through the store: {them} {how} store waits, each for a key another of them sets "
+                f"only after its own wait ({each})"
+            )
+            r, k, s, line = cycle[0]
+            advice = (
+                f"Break the cycle: let a rank set its key before it waits for another's (here rank {s}'s "
+                f"store.set of {k!r} at line {line} comes after its wait at line {waiting[s].line}), or have every "
+                "rank set its own key first and only then wait for the others'."
+            )
+        elif len(waiting) == 1:
             headline = f"{them} {how} store.{wait.name} {for_keys(wait)}"
+            advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
             each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
-            headline = f"{them} {how} a store wait for keys no rank set ({each})"
-        others = [res.rank for res in run.ranks if res.rank not in waiting]
+            # review71b M2: a key a waiter sets only after its own wait is not missing; the record cannot tell
+            headline = f"{them} {how} store waits for keys no rank had set when the waits timed out ({each})"
+            advice = (
+                "Either no rank sets a key waited for on the path it takes (make sure some rank sets every key a rank "
+                "waits for, store.set/add, on every path), or a rank sets it only after a wait of its own for "
+                "another rank's key, a wait cycle (let each rank set its own key before it waits for the others')."
+            )
         headline += f": {rank_list(others)} finished." if others else "."
-        if len(waiting) > 1 and not others:
+        if len(waiting) > 1 and not cycle:
             headline += " If each sets the key another waits for only after its own wait, that is a wait cycle."
-        advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
     else:
         return None  # the others were busy elsewhere: another rule says where
     evidence = [
@@ -2657,6 +2684,98 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     evidence += _key_setters(run, {k for e in waiting.values() for k in e.keys})
     evidence += _failure_evidence(f)
     return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
+
+
+def _keys_set_after(wait: Event) -> list[tuple[str, int]]:
+    """(key, line) of each store set/add/compare_set with a literal key that the source of the function at
+    ``wait``'s frame makes after the statement of the wait: the rest of its block, then the rest of each block
+    around it (not an ``else`` of an ``if`` it is in). Such a set runs only after the wait returns (review71b M2:
+    rank 0 waits for 'k_from_1', then sets 'k_from_0'; rank 1 the other way round). The source is read only as
+    :func:`barrierlab._files.source` allows, within its time budget; [] when it cannot be read or parsed, or
+    when the keys are not literals (then the source cannot say which key a rank sets)."""
+    if not (wait.file and wait.line) or wait.file.startswith("<") or not _files.within_budget():
+        return []
+    text = _files.source_text(wait.file)
+    if text is None:
+        return []
+    started = time.perf_counter()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    finally:
+        _files.charge(time.perf_counter() - started)
+    line = wait.line
+    func = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == wait.func
+            and n.lineno <= line <= (n.end_lineno or n.lineno)
+        ),
+        tree if wait.func == "<module>" else None,
+    )
+    if func is None:
+        return []
+    following: list[ast.stmt] = []
+    block: list[ast.stmt] | None = func.body
+    while block:
+        here = next((i for i, st in enumerate(block) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+        if here is None:
+            break
+        statement = block[here]
+        following = block[here + 1 :] + following
+        block = next(
+            (
+                part
+                for name in ("body", "orelse", "finalbody", "handlers")
+                for part in [getattr(statement, name, None)]
+                if isinstance(part, list)
+                and any(st.lineno <= line <= (st.end_lineno or st.lineno) for st in part)
+                and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ),
+            None,
+        )
+        if block and isinstance(block[0], ast.ExceptHandler):
+            block = next(h.body for h in block if h.lineno <= line <= (h.end_lineno or h.lineno))
+    found = []
+    for statement in following:
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("set", "add", "compare_set")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append((node.args[0].value, node.lineno))
+    return sorted(found, key=lambda kl: kl[1])
+
+
+def _cycle_of_waits(waiting: dict[int, Event], unset: dict[int, list[str]]) -> list[tuple[int, str, int, int]]:
+    """A cycle of store waits the source shows: [(rank, key it waits for, the rank that sets that key only after
+    its own wait, the line of that set)...], each rank's key set by the next; [] when the source shows none."""
+    sets = {r: _keys_set_after(e) for r, e in waiting.items()}
+    unblocker: dict[int, tuple[str, int, int]] = {}
+    for r in sorted(waiting):
+        for s in sorted(waiting):
+            if s == r:
+                continue
+            hit = next(((k, line) for k, line in sets[s] if k in unset[r]), None)
+            if hit is not None:
+                unblocker[r] = (hit[0], s, hit[1])
+                break
+    for start in sorted(unblocker):
+        path = [start]
+        while unblocker.get(path[-1]) and unblocker[path[-1]][1] not in path:
+            path.append(unblocker[path[-1]][1])
+        last = unblocker.get(path[-1])
+        if last is not None and last[1] in path:
+            cycle = path[path.index(last[1]) :]
+            return [(r, unblocker[r][0], unblocker[r][1], unblocker[r][2]) for r in cycle]
+    return []
 
 
 def _key_setters(run: Run, keys: set[str]) -> list[str]:
