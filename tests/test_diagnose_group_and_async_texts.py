@@ -277,3 +277,47 @@ def test_a_store_wait_cycle_the_source_cannot_show_does_not_call_the_keys_missin
     assert "for keys no rank had set when the waits timed out" in d.headline, d
     assert "no rank set" not in d.headline, d
     assert "a wait cycle" in d.advice and "make sure some rank sets every key" in d.advice, d
+
+
+def reads_before_waiting():
+    """review71b M3 (its c26): each rank reads t before work.wait(); every rank returned its own value."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(100000) * (dist.get_rank() + 1)
+    w = dist.all_reduce(t, async_op=True)
+    first = float(t[0])
+    w.wait()
+    return first
+
+
+def waits_then_reads():
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(100000) * (dist.get_rank() + 1)
+    w = dist.all_reduce(t, async_op=True)
+    w.wait()
+    return float(t[0])
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_whose_source_reads_before_the_wait_says_so_with_both_lines():
+    run = bl.run(reads_before_waiting, 4, timeout=5)
+    assert run.statuses == ["finished"] * 4, run
+    d = run.diagnosis
+    first = inspect.getsourcelines(reads_before_waiting)[1]
+    here = "tests/test_diagnose_group_and_async_texts.py"
+    assert "But in the source, a line reads the tensor of an async_op=True collective before its work.wait()" in (
+        d.headline
+    ), d
+    line = next(x for x in d.evidence if x.startswith("In the source:"))
+    assert f"ranks 0–3's all_reduce(async_op=True) at {here}:{first + 6}" in line, line
+    assert f"line {first + 7} uses `t` before its work.wait() at line {first + 8}" in line, line
+    assert "the record holds no reads of tensors" in line and "the rank's own value, not the result" in line, line
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_that_waits_before_reading_gets_no_read_hazard():
+    d = bl.run(waits_then_reads, 4, timeout=5).diagnosis
+    assert "In the source" not in str(d) and "But" not in d.headline, d

@@ -907,13 +907,21 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
         what = "whose ordering" if all("barrier(async_op=True)" in h for h in hazards) else "whose result"
-        if all("not in (new_group" in h for h in hazards):
+        if all(h.startswith(READ_BEFORE_WAIT) for h in hazards):  # review71b M3: the source shows it, not the record
+            headline += (
+                f" But in the source, {'a line reads' if made == 'a call' else 'lines read'} the tensor of an "
+                "async_op=True collective before its work.wait(): what was read depended on timing."
+            )
+        elif all("not in (new_group" in h for h in hazards):
             them = "it" if made == "a call" else "them"
             headline += (
                 f" But the record shows {made} naming a group the calling rank was not in: torch skipped {them}."
             )
         else:
-            headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
+            if any(h.startswith(READ_BEFORE_WAIT) for h in hazards):
+                headline += f" But the record and the source show {made} {what} cannot be trusted."
+            else:
+                headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
         evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
     undecided = getattr(races, "undecided", 0)
@@ -3460,12 +3468,48 @@ RULE_TABLE: tuple[Rule, ...] = (
 HAZARDS_SHOWN = 3
 
 
+#: How a hazard line from the source (a read before work.wait()) starts: not a fact of the record.
+READ_BEFORE_WAIT = "In the source:"
+
+
+def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int, int]]]:
+    """Each ``async_op=True`` collective of one rank that was waited for (its ``Work.wait()`` is in the record, at
+    a later line of the same file) and whose tensor lint's read-before-wait check finds used, in the source,
+    between the call and the wait: (the call, (tensor, line of the use, line of the wait)). The record holds no
+    reads of tensors (review71b M3: each rank returned its own t[0], 1, 2, 3, 4, where the sum was 10, and the
+    run was "All 4 ranks finished"), so only the source can show it; nothing when it cannot be read."""
+    from barrierlab.lint import lint_file
+
+    waits = {e.of: e for e in events if e.kind == "wait" and e.of is not None}
+    found = []
+    for e in events:
+        wait = waits.get(e.id) if e.is_async and e.kind == "collective" else None
+        if wait is None or not (e.file and e.line and wait.line) or wait.file != e.file or wait.line <= e.line:
+            continue
+        if e.file.startswith("<") or not e.file.endswith(".py") or not is_learners(e.file):
+            continue
+        try:
+            findings = _LINTED.get(e.file) or _LINTED.setdefault(e.file, lint_file(e.file))
+        except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+            continue
+        for x in findings:
+            used = re.fullmatch(r"(.+) used at line (\d+)", x.condition) if x.kind == "read-before-wait" else None
+            if used and x.line == e.line and e.line < int(used[2]) < wait.line:
+                found.append((e, (used[1], int(used[2]), wait.line)))
+    return found
+
+
+#: lint's findings per file, for the hazards of one diagnosis (cleared by :func:`call_hazards`).
+_LINTED: dict[str, list] = {}
+
+
 def call_hazards(run: Run) -> list[str]:
     """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
     ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
     read its tensors), and a list of output tensors that held one tensor in several slots (each slot then shows
     the block written last). One line per call site, naming the ranks; at most :data:`HAZARDS_SHOWN`."""
-    found: dict[tuple[str, str, str], list[int]] = {}
+    found: dict[tuple, list[int]] = {}
+    _LINTED.clear()
     for result in run.ranks:
         for e in result.events:
             if e.kind == "collective" and e.aliased:
@@ -3481,10 +3525,20 @@ def call_hazards(run: Run) -> list[str]:
                     found.setdefault(("pending", e.name, _place(e)), []).append(result.rank)
         for e in result.outside:
             found.setdefault(("outside", e.name, _place(e)), []).append(result.rank)
+        for e, read in _reads_before_wait(result.events):  # review71b M3
+            found.setdefault(("read", e.name, _place(e), read), []).append(result.rank)
     lines = []
-    for (hazard, name, place), ranks in found.items():
+    for (hazard, name, place, *more), ranks in found.items():
         who = f"{rank_list(sorted(set(ranks)))}'s"
-        if hazard == "pending":
+        if hazard == "read":
+            tensor, read_line, wait_line = more[0]
+            lines.append(
+                f"{READ_BEFORE_WAIT} {who} {name}(async_op=True) at {place}: line {read_line} uses `{tensor}` "
+                f"before its work.wait() at line {wait_line} (barrierlab.lint, read-before-wait, on the source; "
+                "the record holds no reads of tensors): the call may not have written it yet, so what that line "
+                "read may be the rank's own value, not the result; call work.wait() before the read"
+            )
+        elif hazard == "pending":
             lines.append(
                 f"{who} barrier(async_op=True) at {place} had not been waited for when "
                 f"{'it' if len(set(ranks)) == 1 else 'they'} raised: a barrier called with async_op=True holds a "
@@ -3518,6 +3572,7 @@ def call_hazards(run: Run) -> list[str]:
                 "the rank returned, so a read of its tensors after the call may have seen them unfinished; keep the "
                 "handle and call work.wait() before the first read"
             )
+    _LINTED.clear()
     return lines[:HAZARDS_SHOWN]
 
 
