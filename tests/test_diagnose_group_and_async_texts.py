@@ -5,6 +5,8 @@ none, what it loses is the ordering)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import barrierlab as bl
@@ -191,3 +193,131 @@ def test_a_refused_subgroup_broadcast_is_the_cause_not_a_condition():
     ), d
     assert "rank 3, a member too, failed before reaching that call, on a closed connection" in d.headline, d
     assert "reached by only some of its members" not in str(d) and "condition" not in d.advice, d
+
+
+def half_the_ranks_make_a_pair_group():
+    """review71b M1 (its c11): ranks 0 and 1 make new_group([0, 1]) and use it; ranks 2 and 3 skip it. The advice
+    says what a later group every rank makes would do; measured with plain torch (4 ranks, new_group(timeout=2/4/8
+    s) after this): ranks 0, 1 raised a store timeout after 2/4/8 s; ranks 2, 3 either raised "Connect timeout"
+    after 20/40 s (five times 4/8 s) or made the group and timed out in its barrier after 2/4/8 s."""
+    import torch.distributed as dist
+
+    if dist.get_rank() < 2:
+        dist.barrier(group=dist.new_group([0, 1]))
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_skipped_group_is_told_what_a_later_group_does_on_each_side():
+    run = bl.run(half_the_ranks_make_a_pair_group, 4, timeout=5)
+    assert run.statuses == ["finished"] * 4, run
+    d = run.diagnosis
+    assert d.headline.startswith("Every rank finished, but a group was made by only some ranks"), d
+    assert "ranks 2 and 3 never did" in d.headline, d
+    assert "the ranks that made the skipped group wait in new_group until its timeout" in d.advice, d
+    assert "the ranks that skipped it" in d.advice and "'Connect timeout' after five times that timeout" in d.advice
+    assert "gloo/transport/tcp/pair.h" in d.advice and "their first collective on the group fails" in d.advice, d
+
+
+def each_waits_then_sets_its_own_key():
+    """review71b M2 (its c25): rank 0 waits for 'k_from_1' then sets 'k_from_0'; rank 1 the other way round;
+    ranks 2 and 3 return. Each key is set in the source, only after the setter's own wait: a cycle, once told as
+    "keys no rank set" with advice to add a missing set."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        store.wait(["k_from_1"], timedelta(seconds=2))
+        store.set("k_from_0", "x")
+    elif dist.get_rank() == 1:
+        store.wait(["k_from_0"], timedelta(seconds=2))
+        store.set("k_from_1", "x")
+
+
+def each_waits_then_sets_a_computed_key():
+    """The same cycle with keys the source computes: it cannot say which key a rank sets."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()
+    if rank < 2:
+        store.wait([f"k_from_{1 - rank}"], timedelta(seconds=2))
+        store.set(f"k_from_{rank}", "x")
+
+
+@pytest.mark.timeout(120)
+def test_a_store_wait_cycle_the_source_shows_is_told_as_a_cycle_with_its_lines():
+    run = bl.run(each_waits_then_sets_its_own_key, 4, timeout=5, deadline=20)
+    assert run.statuses == ["raised", "raised", "finished", "finished"], run
+    d = run.diagnosis
+    first = inspect.getsourcelines(each_waits_then_sets_its_own_key)[1]
+    here = "tests/test_diagnose_group_and_async_texts.py"
+    assert d.headline.startswith("A wait cycle through the store: ranks 0 and 1 timed out in store waits"), d
+    assert (
+        f"rank 0 in store.wait for 'k_from_1', which the source sets after rank 1's wait, at {here}:{first + 14}"
+        in (d.headline)
+    ), d
+    assert (
+        f"rank 1 in store.wait for 'k_from_0', which the source sets after rank 0's wait, at {here}:{first + 11}"
+        in (d.headline)
+    ), d
+    assert "no rank set" not in str(d) and "Make sure some rank sets" not in d.advice, d
+    assert d.advice.startswith("Break the cycle"), d
+
+
+@pytest.mark.timeout(120)
+def test_a_store_wait_cycle_the_source_cannot_show_does_not_call_the_keys_missing():
+    run = bl.run(each_waits_then_sets_a_computed_key, 4, timeout=5, deadline=20)
+    assert run.statuses == ["raised", "raised", "finished", "finished"], run
+    d = run.diagnosis
+    assert "for keys no rank had set when the waits timed out" in d.headline, d
+    assert "no rank set" not in d.headline, d
+    assert "a wait cycle" in d.advice and "make sure some rank sets every key" in d.advice, d
+
+
+def reads_before_waiting():
+    """review71b M3 (its c26): each rank reads t before work.wait(); every rank returned its own value."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(100000) * (dist.get_rank() + 1)
+    w = dist.all_reduce(t, async_op=True)
+    first = float(t[0])
+    w.wait()
+    return first
+
+
+def waits_then_reads():
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(100000) * (dist.get_rank() + 1)
+    w = dist.all_reduce(t, async_op=True)
+    w.wait()
+    return float(t[0])
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_whose_source_reads_before_the_wait_says_so_with_both_lines():
+    run = bl.run(reads_before_waiting, 4, timeout=5)
+    assert run.statuses == ["finished"] * 4, run
+    d = run.diagnosis
+    first = inspect.getsourcelines(reads_before_waiting)[1]
+    here = "tests/test_diagnose_group_and_async_texts.py"
+    assert "But in the source, a line reads the tensor of an async_op=True collective before its work.wait()" in (
+        d.headline
+    ), d
+    line = next(x for x in d.evidence if x.startswith("In the source:"))
+    assert f"ranks 0–3's all_reduce(async_op=True) at {here}:{first + 6}" in line, line
+    assert f"line {first + 7} uses `t` before its work.wait() at line {first + 8}" in line, line
+    assert "the record holds no reads of tensors" in line and "the rank's own value, not the result" in line, line
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_that_waits_before_reading_gets_no_read_hazard():
+    d = bl.run(waits_then_reads, 4, timeout=5).diagnosis
+    assert "In the source" not in str(d) and "But" not in d.headline, d

@@ -3313,7 +3313,11 @@ def prog():
     dist.barrier(group=dist.new_group([0, 1, 2, 3]))
 """
     finding = lint_source(source)[0]
-    assert "until its own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo" in finding.why
+    assert "until its timeout (new_group's timeout=, else torch's default, 30 minutes on gloo" in finding.why
+    # review71b M1: each side of the later group, true for any timeout= (the skippers' connect waits five times it)
+    assert "the ranks that made the skipped group wait in new_group" in finding.why, finding.why
+    assert "the ranks that skipped it" in finding.why and "'Connect timeout' after five times" in finding.why
+    assert "gloo/transport/tcp/pair.h" in finding.why and "their first collective on the group fails" in finding.why
 
 
 def test_a_method_of_an_element_of_a_list_of_objects_of_several_classes_reaches_their_collectives() -> None:

@@ -26,15 +26,17 @@ Operations: calls must form one complete collective with the same count and data
 
 from __future__ import annotations
 
+import ast
 import math
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from barrierlab import ops, ordering
+from barrierlab import _files, ops, ordering
 from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
@@ -42,7 +44,7 @@ from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_l
 from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
-from barrierlab.words import issuer_word, library_of, rank_list, sentence_start
+from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -906,13 +908,21 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
         what = "whose ordering" if all("barrier(async_op=True)" in h for h in hazards) else "whose result"
-        if all("not in (new_group" in h for h in hazards):
+        if all(h.startswith(READ_BEFORE_WAIT) for h in hazards):  # review71b M3: the source shows it, not the record
+            headline += (
+                f" But in the source, {'a line reads' if made == 'a call' else 'lines read'} the tensor of an "
+                "async_op=True collective before its work.wait(): what was read depended on timing."
+            )
+        elif all("not in (new_group" in h for h in hazards):
             them = "it" if made == "a call" else "them"
             headline += (
                 f" But the record shows {made} naming a group the calling rank was not in: torch skipped {them}."
             )
         else:
-            headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
+            if any(h.startswith(READ_BEFORE_WAIT) for h in hazards):
+                headline += f" But the record and the source show {made} {what} cannot be trusted."
+            else:
+                headline += f" But the record shows {made} {what} cannot be trusted, whatever the timing."
         evidence = hazards + evidence
     races = ordering.races(run) if not f.cut else []
     undecided = getattr(races, "undecided", 0)
@@ -1726,8 +1736,7 @@ def _group_made_by_some(
         "torch wants every rank of the world to make every group, members or not, in the same order "
         "(new_group's docstring). On gloo the ranks that skip the call do not wait (its members wait only for each "
         "other), but a rank that skips one numbers "
-        "the groups it makes later differently, so a later group every rank makes waits in new_group until its "
-        "own timeout (new_group's timeout=, else torch's default, 30 minutes on gloo, not the default group's). "
+        "the groups it makes later differently, so a later group every rank makes fails: " + LATER_GROUP_FAILS + ". "
         "Make the group on every rank, outside the condition, and use it under the condition.",
         ranks=makers,
         site=_site(event),
@@ -2639,16 +2648,41 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
             "until the other side moves."
         )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
-        if len(waiting) == 1:
+        others = [res.rank for res in run.ranks if res.rank not in waiting]
+        cycle = _cycle_of_waits(waiting, unset) if len(waiting) > 1 else []
+        if cycle:  # review71b M2: each key is set in the source, after the setter's own wait
+            ranks = sorted(r for r, *_ in cycle)
+            each = "; ".join(
+                f"rank {r} in store.{waiting[r].name} for {k!r}, which the source sets after rank {s}'s wait, at "
+                f"{Site(waiting[s].file or '', line, waiting[s].func or '').place}"
+                for r, k, s, line in cycle
+            )
+            them = rank_list(ranks)
+            headline = (
+                f"A wait cycle through the store: {them} {how} store waits, each for a key another of them sets "
+                f"only after its own wait ({each})"
+            )
+            r, k, s, line = cycle[0]
+            advice = (
+                f"Break the cycle: let a rank set its key before it waits for another's (here rank {s}'s "
+                f"store.set of {k!r} at line {line} comes after its wait at line {waiting[s].line}), or have every "
+                "rank set its own key first and only then wait for the others'."
+            )
+        elif len(waiting) == 1:
             headline = f"{them} {how} store.{wait.name} {for_keys(wait)}"
+            advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
             each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
-            headline = f"{them} {how} a store wait for keys no rank set ({each})"
-        others = [res.rank for res in run.ranks if res.rank not in waiting]
+            # review71b M2: a key a waiter sets only after its own wait is not missing; the record cannot tell
+            headline = f"{them} {how} store waits for keys no rank had set when the waits timed out ({each})"
+            advice = (
+                "Either no rank sets a key waited for on the path it takes (make sure some rank sets every key a rank "
+                "waits for, store.set/add, on every path), or a rank sets it only after a wait of its own for "
+                "another rank's key, a wait cycle (let each rank set its own key before it waits for the others')."
+            )
         headline += f": {rank_list(others)} finished." if others else "."
-        if len(waiting) > 1 and not others:
+        if len(waiting) > 1 and not cycle:
             headline += " If each sets the key another waits for only after its own wait, that is a wait cycle."
-        advice = "Make sure some rank sets every key a rank waits for (store.set/add), on every path it can take."
     else:
         return None  # the others were busy elsewhere: another rule says where
     evidence = [
@@ -2660,6 +2694,98 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
     evidence += _key_setters(run, {k for e in waiting.values() for k in e.keys})
     evidence += _failure_evidence(f)
     return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
+
+
+def _keys_set_after(wait: Event) -> list[tuple[str, int]]:
+    """(key, line) of each store set/add/compare_set with a literal key that the source of the function at
+    ``wait``'s frame makes after the statement of the wait: the rest of its block, then the rest of each block
+    around it (not an ``else`` of an ``if`` it is in). Such a set runs only after the wait returns (review71b M2:
+    rank 0 waits for 'k_from_1', then sets 'k_from_0'; rank 1 the other way round). The source is read only as
+    :func:`barrierlab._files.source` allows, within its time budget; [] when it cannot be read or parsed, or
+    when the keys are not literals (then the source cannot say which key a rank sets)."""
+    if not (wait.file and wait.line) or wait.file.startswith("<") or not _files.within_budget():
+        return []
+    text = _files.source_text(wait.file)
+    if text is None:
+        return []
+    started = time.perf_counter()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    finally:
+        _files.charge(time.perf_counter() - started)
+    line = wait.line
+    func = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == wait.func
+            and n.lineno <= line <= (n.end_lineno or n.lineno)
+        ),
+        tree if wait.func == "<module>" else None,
+    )
+    if func is None:
+        return []
+    following: list[ast.stmt] = []
+    block: list[ast.stmt] | None = func.body
+    while block:
+        here = next((i for i, st in enumerate(block) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+        if here is None:
+            break
+        statement = block[here]
+        following = block[here + 1 :] + following
+        block = next(
+            (
+                part
+                for name in ("body", "orelse", "finalbody", "handlers")
+                for part in [getattr(statement, name, None)]
+                if isinstance(part, list)
+                and any(st.lineno <= line <= (st.end_lineno or st.lineno) for st in part)
+                and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ),
+            None,
+        )
+        if block and isinstance(block[0], ast.ExceptHandler):
+            block = next(h.body for h in block if h.lineno <= line <= (h.end_lineno or h.lineno))
+    found = []
+    for statement in following:
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("set", "add", "compare_set")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append((node.args[0].value, node.lineno))
+    return sorted(found, key=lambda kl: kl[1])
+
+
+def _cycle_of_waits(waiting: dict[int, Event], unset: dict[int, list[str]]) -> list[tuple[int, str, int, int]]:
+    """A cycle of store waits the source shows: [(rank, key it waits for, the rank that sets that key only after
+    its own wait, the line of that set)...], each rank's key set by the next; [] when the source shows none."""
+    sets = {r: _keys_set_after(e) for r, e in waiting.items()}
+    unblocker: dict[int, tuple[str, int, int]] = {}
+    for r in sorted(waiting):
+        for s in sorted(waiting):
+            if s == r:
+                continue
+            hit = next(((k, line) for k, line in sets[s] if k in unset[r]), None)
+            if hit is not None:
+                unblocker[r] = (hit[0], s, hit[1])
+                break
+    for start in sorted(unblocker):
+        path = [start]
+        while unblocker.get(path[-1]) and unblocker[path[-1]][1] not in path:
+            path.append(unblocker[path[-1]][1])
+        last = unblocker.get(path[-1])
+        if last is not None and last[1] in path:
+            cycle = path[path.index(last[1]) :]
+            return [(r, unblocker[r][0], unblocker[r][1], unblocker[r][2]) for r in cycle]
+    return []
 
 
 def _key_setters(run: Run, keys: set[str]) -> list[str]:
@@ -3344,12 +3470,48 @@ RULE_TABLE: tuple[Rule, ...] = (
 HAZARDS_SHOWN = 3
 
 
+#: How a hazard line from the source (a read before work.wait()) starts: not a fact of the record.
+READ_BEFORE_WAIT = "In the source:"
+
+
+def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int, int]]]:
+    """Each ``async_op=True`` collective of one rank that was waited for (its ``Work.wait()`` is in the record, at
+    a later line of the same file) and whose tensor lint's read-before-wait check finds used, in the source,
+    between the call and the wait: (the call, (tensor, line of the use, line of the wait)). The record holds no
+    reads of tensors (review71b M3: each rank returned its own t[0], 1, 2, 3, 4, where the sum was 10, and the
+    run was "All 4 ranks finished"), so only the source can show it; nothing when it cannot be read."""
+    from barrierlab.lint import lint_file
+
+    waits = {e.of: e for e in events if e.kind == "wait" and e.of is not None}
+    found = []
+    for e in events:
+        wait = waits.get(e.id) if e.is_async and e.kind == "collective" else None
+        if wait is None or not (e.file and e.line and wait.line) or wait.file != e.file or wait.line <= e.line:
+            continue
+        if e.file.startswith("<") or not e.file.endswith(".py") or not is_learners(e.file):
+            continue
+        try:
+            findings = _LINTED.get(e.file) or _LINTED.setdefault(e.file, lint_file(e.file))
+        except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+            continue
+        for x in findings:
+            used = re.fullmatch(r"(.+) used at line (\d+)", x.condition) if x.kind == "read-before-wait" else None
+            if used and x.line == e.line and e.line < int(used[2]) < wait.line:
+                found.append((e, (used[1], int(used[2]), wait.line)))
+    return found
+
+
+#: lint's findings per file, for the hazards of one diagnosis (cleared by :func:`call_hazards`).
+_LINTED: dict[str, list] = {}
+
+
 def call_hazards(run: Run) -> list[str]:
     """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
     ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
     read its tensors), and a list of output tensors that held one tensor in several slots (each slot then shows
     the block written last). One line per call site, naming the ranks; at most :data:`HAZARDS_SHOWN`."""
-    found: dict[tuple[str, str, str], list[int]] = {}
+    found: dict[tuple, list[int]] = {}
+    _LINTED.clear()
     for result in run.ranks:
         for e in result.events:
             if e.kind == "collective" and e.aliased:
@@ -3365,10 +3527,20 @@ def call_hazards(run: Run) -> list[str]:
                     found.setdefault(("pending", e.name, _place(e)), []).append(result.rank)
         for e in result.outside:
             found.setdefault(("outside", e.name, _place(e)), []).append(result.rank)
+        for e, read in _reads_before_wait(result.events):  # review71b M3
+            found.setdefault(("read", e.name, _place(e), read), []).append(result.rank)
     lines = []
-    for (hazard, name, place), ranks in found.items():
+    for (hazard, name, place, *more), ranks in found.items():
         who = f"{rank_list(sorted(set(ranks)))}'s"
-        if hazard == "pending":
+        if hazard == "read":
+            tensor, read_line, wait_line = more[0]
+            lines.append(
+                f"{READ_BEFORE_WAIT} {who} {name}(async_op=True) at {place}: line {read_line} uses `{tensor}` "
+                f"before its work.wait() at line {wait_line} (barrierlab.lint, read-before-wait, on the source; "
+                "the record holds no reads of tensors): the call may not have written it yet, so what that line "
+                "read may be the rank's own value, not the result; call work.wait() before the read"
+            )
+        elif hazard == "pending":
             lines.append(
                 f"{who} barrier(async_op=True) at {place} had not been waited for when "
                 f"{'it' if len(set(ranks)) == 1 else 'they'} raised: a barrier called with async_op=True holds a "
@@ -3402,6 +3574,7 @@ def call_hazards(run: Run) -> list[str]:
                 "the rank returned, so a read of its tensors after the call may have seen them unfinished; keep the "
                 "handle and call work.wait() before the first read"
             )
+    _LINTED.clear()
     return lines[:HAZARDS_SHOWN]
 
 

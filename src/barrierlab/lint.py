@@ -280,6 +280,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from barrierlab import ops
+from barrierlab.words import LATER_GROUP_FAILS
 
 __all__ = [
     "COLLECTIVES",
@@ -5973,9 +5974,8 @@ def _explain(
         why = (
             f"only ranks where `{cond}` is true make this {short}, and torch wants every rank of the world to make "
             "every group, members or not, in the same order (its docstring): a rank that skips one numbers the "
-            "groups it makes later differently, so a later group every rank makes waits in new_group until its own "
-            "timeout (new_group's timeout=, else torch's default, 30 minutes on gloo, not the default group's; "
-            "on gloo the ranks that skip this call do not wait; its members wait only for each other)"
+            "groups it makes later differently, so a later group every rank makes fails: " + LATER_GROUP_FAILS + " "
+            "(on gloo the ranks that skip this call do not wait here; its members wait only for each other)"
         )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it; use the group under the condition"
     else:
