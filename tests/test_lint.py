@@ -3978,3 +3978,35 @@ def test_a_tensor_used_before_the_wait_of_its_async_collective_is_read_before_wa
     ]
     for body in quiet:
         assert lint_source(head + body, "f.py") == [], body
+
+
+def test_a_loop_over_a_self_attribute_bound_once_in_init_takes_that_values_length() -> None:
+    """Modelled on round 31's ``correct_transformers_barrier_before_loading_best_model`` (lintfp29): the Trainer
+    keeps ``self.train_x = torch.randn(64, 6)[rank::world]`` from ``__init__`` and ``train`` loops over
+    ``range(0, len(self.train_x), 8)``: 32 rows on each of the file's 2 ranks, the same DDP steps everywhere. 63
+    rows split 32/31: the loop is rank-dependent and stays flagged, as is an attribute bound twice."""
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+
+class Trainer:
+    def __init__(self, rank, world):
+        self.model = DDP(torch.nn.Linear(6, 1))
+        self.train_x = torch.randn(64, 6)[rank::world]
+
+    def train(self):
+        for start in range(0, len(self.train_x), 8):
+            self.model(self.train_x[start : start + 8]).sum().backward()
+"""
+    assert lint_source(source) == []
+    uneven = lint_source(source.replace("randn(64", "randn(63"))
+    assert [(f.kind, f.line) for f in uneven] == [("rank-dependent-loop", 15)] * 2, uneven
+    rebound = source.replace(
+        "    def train(self):\n",
+        "    def reload(self, rank):\n        self.train_x = load(rank)\n\n    def train(self):\n",
+    )
+    assert {f.kind for f in lint_source(rebound)} == {"rank-dependent-loop"}

@@ -7010,6 +7010,8 @@ class _Walker:
                 return self._poly(rows, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
             return {(): len(node.elts)} if node.elts else {}, {}
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return self._attribute_length(node.attr, depth)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
             if any(g.ifs for g in node.generators):
                 return None
@@ -7086,6 +7088,53 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _attribute_length(self, attr: str, depth: int) -> Any:
+        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
+        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
+        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
+        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
+        if self.self_class is None:
+            return None
+        classes = set(self.an._ancestors(self.self_class))
+        methods = [f for f in self.an.funcs if f.self_class in classes]
+
+        def own(node: ast.AST) -> bool:
+            return isinstance(node, ast.Attribute) and node.attr == attr and _dotted(node.value) == "self"
+
+        binds: list[tuple[_Func, ast.stmt, ast.expr]] = []
+        for func in methods:
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Assign):
+                    for target, value in _paired_targets(node):
+                        if own(target):
+                            binds.append((func, node, value))
+                        elif any(own(n) for n in ast.walk(target)):
+                            return None  # ``self.a, rest = ...``, ``self.a[i] = ...``: not followed
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.Delete)):
+                    targets = node.targets if isinstance(node, ast.Delete) else [node.target]
+                    if any(own(n) for t in targets for n in ast.walk(t)):
+                        return None
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _MUTATORS
+                    and own(node.func.value)
+                ):
+                    return None
+        if len(binds) != 1:
+            return None
+        func, stmt, value = binds[0]
+        if func.node.name != "__init__" or stmt not in func.node.body:
+            return None
+        saved = self.scope, self.taint, self.laundered, self.self_class
+        self.scope, self.self_class = func.key, func.self_class
+        self.taint = self.an.func_taint.get(func.key, set())
+        self.laundered = self.an.laundered.get(func.key, {})
+        try:
+            return self._length(value, depth + 1)
+        finally:
+            self.scope, self.taint, self.laundered, self.self_class = saved
 
     def _entry_length(self, table: ast.expr, depth: int) -> Any:
         """The length of ``table[key]`` whatever the key (a rank): a dict, list or tuple literal (or a name bound
