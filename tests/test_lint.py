@@ -4010,3 +4010,31 @@ class Trainer:
         "    def reload(self, rank):\n        self.train_x = load(rank)\n\n    def train(self):\n",
     )
     assert {f.kind for f in lint_source(rebound)} == {"rank-dependent-loop"}
+
+
+def test_a_rank_named_parameter_every_call_passes_a_constant_is_not_rank_dependent() -> None:
+    """Modelled on round 33's ``correct_lightning_checkpoint_topk_on_synced_monitor`` (lintfp29): a Lightning-style
+    ``log(self, name, value, sync_dist=False, rank_zero_only=False)`` all-reduces ``if sync_dist and not
+    rank_zero_only``, and the file only calls it ``self.log("val_loss", loss, sync_dist=True)``: the flag holds its
+    default on every rank, so every rank takes the branch or none. A call handing it a rank-dependent value, or the
+    function passed on where lint cannot see its calls, keeps the finding."""
+    source = """\
+import torch.distributed as dist
+
+
+class Module:
+    def log(self, name, value, sync_dist=False, rank_zero_only=False):
+        if sync_dist and not rank_zero_only:
+            dist.all_reduce(value)
+        self.metrics[name] = value
+
+    def validation_epoch(self, loss):
+        self.log("val_loss", loss, sync_dist=True)
+"""
+    assert lint_source(source) == []
+    for change in (
+        'self.log("val_loss", loss, sync_dist=True, rank_zero_only=dist.get_rank() == 0)',
+        'self.log("val_loss", loss, sync_dist=True)\n        hooks.append(self.log)',
+    ):
+        found = lint_source(source.replace('self.log("val_loss", loss, sync_dist=True)', change))
+        assert [(f.kind, f.line) for f in found] == [("branch", 7)], (change, found)

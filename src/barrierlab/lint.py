@@ -2994,6 +2994,7 @@ class _Analysis:
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
+        self._constant_params_cache: dict[str, frozenset[str]] = {}
         self.local_funcs: set[str] = set()
         self._property_calls: dict[int, ast.Call | None] = {}
         self._dunder_calls: dict[tuple[int, tuple[str, ...]], ast.Call | None] = {}
@@ -3620,6 +3621,72 @@ class _Analysis:
                 if span is None or size < span:
                     best, span = key, size
         return best
+
+    def constant_rank_params(self, key: str | None) -> frozenset[str]:
+        """The rank-named parameters of the function ``key`` (``rank_zero_only``, ``is_main``) that hold the same
+        value on every rank: the function is only ever called, directly, by calls of the analysed code that each
+        hand that parameter a literal constant or leave it to its literal default, and the function never rebinds
+        it. The name says "rank", the value does not differ (round 33's Lightning-style ``def log(self, name,
+        value, sync_dist=False, rank_zero_only=False)``, called ``self.log("val_loss", loss, sync_dist=True)``:
+        ``if sync_dist and not rank_zero_only: dist.all_reduce(value)`` is taken by every rank or none)."""
+        func = self.table.get(key) if key is not None else None
+        if func is None:
+            return frozenset()
+        cached = self._constant_params_cache.get(key)  # type: ignore[arg-type]
+        if cached is None:
+            cached = self._constant_params_cache[key] = self._find_constant_rank_params(func)  # type: ignore[index]
+        return cached
+
+    def _find_constant_rank_params(self, func: _Func) -> frozenset[str]:
+        node = func.node
+        args = node.args
+        if node.decorator_list or args.vararg or args.kwarg:
+            return frozenset()
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        wanted = [p for p in (*positional, *(a.arg for a in args.kwonlyargs)) if _rank_name(p)]
+        if not wanted:
+            return frozenset()
+        stored = {n.id for n in _own_nodes(node.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        wanted = [p for p in wanted if p not in stored]
+        name = node.name
+        calls = self.calls_named(name)
+        # the function's name anywhere but as the callee of a call (``Thread(target=self.log)``, ``map(log, xs)``):
+        # calls lint cannot see
+        if not calls or not wanted or name in self._uncalled_references:
+            return frozenset()
+        defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        skip = 1 if func.self_class is not None and positional[:1] == ["self"] else 0
+        found = set()
+        for param in wanted:
+            index = positional.index(param) - skip if param in positional else None
+            for call in calls:
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    break
+                given = next((k.value for k in call.keywords if k.arg == param), None)
+                if given is None and index is not None and 0 <= index < len(call.args):
+                    given = call.args[index]
+                given = given if given is not None else defaults.get(param)
+                if not isinstance(given, ast.Constant):
+                    break
+            else:
+                found.add(param)
+        return frozenset(found)
+
+    @cached_property
+    def _uncalled_references(self) -> frozenset[str]:
+        """Identifiers used somewhere as a name or attribute other than a call's callee (``target=self.log``)."""
+        callees = {id(n.func) for unit in self.units for n in ast.walk(unit.tree) if isinstance(n, ast.Call)}
+        found = set()
+        for unit in self.units:
+            for n in ast.walk(unit.tree):
+                if id(n) in callees:
+                    continue
+                if isinstance(n, ast.Name):
+                    found.add(n.id)
+                elif isinstance(n, ast.Attribute):
+                    found.add(n.attr)
+        return frozenset(found)
 
     def calls_named(self, name: str) -> list[ast.Call]:
         """Every call in the analysed code whose callee's last identifier is ``name`` (indexed once)."""
@@ -5157,7 +5224,12 @@ class _Analysis:
                 stack += [*call.args, *(k.value for k in call.keywords)]
                 continue
             if isinstance(node, ast.Name) and (_rank_name(node.id) or node.id in taint or node.id in self.rank_funcs):
-                if laundered and node.id in laundered and node.lineno > laundered[node.id] and not _rank_name(node.id):
+                if (
+                    laundered
+                    and node.id in laundered
+                    and node.lineno > laundered[node.id]
+                    and (laundered[node.id] < 0 or not _rank_name(node.id))  # -1: a constant_rank_params name
+                ):
                     continue
                 return True
             if isinstance(node, ast.Attribute) and (
@@ -6038,6 +6110,9 @@ class _Walker:
         self.self_class = self_class
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
+        fixed = an.constant_rank_params(scope)
+        if fixed:  # a rank-named parameter every call hands a constant: the same on every rank from the start
+            self.laundered = {**self.laundered, **dict.fromkeys(fixed, -1)}
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.first_raised: set[int] = set()  # raises a main_process_first finding explains (see _first_raise)
         self.caught: set[int] = set()  # raises a handler of their `try` catches and goes on from (review62b C1)
