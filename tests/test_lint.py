@@ -4038,3 +4038,38 @@ class Module:
     ):
         found = lint_source(source.replace('self.log("val_loss", loss, sync_dist=True)', change))
         assert [(f.kind, f.line) for f in found] == [("branch", 7)], (change, found)
+
+
+def test_a_loop_over_a_generator_counts_its_one_yield_per_trip_with_the_calls_arguments() -> None:
+    """Modelled on round 16's ``correct_vocab_tempfile_closed_before_broadcast`` (lintfp29): ``batches(CORPUS, vocab,
+    rank, world_size)`` yields one batch per ``range(0, len(mine), batch_size)`` of ``mine = corpus[rank::world_size]``;
+    12 sentences on the file's 2 ranks give every rank 3 DDP steps. 13 sentences (7 and 6 rows: 4 and 3 batches)
+    stay flagged, and so does a corpus whose length lint cannot count on the calling side (round 34's
+    ``shard_batches(dataset, ...)`` of a parameter, whose buggy twin ``buggy_deepdewedge_subtomo_rewrite_on_every_rank``
+    keeps its finding)."""
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+CORPUS = [("a b", 0), ("c d", 1), ("e f", 0), ("g h", 1), ("i j", 0), ("k l", 1),
+          ("m n", 0), ("o p", 1), ("q r", 0), ("s t", 1), ("u v", 0), ("w x", 1)]
+
+
+def batches(corpus, rank, world_size, batch_size=2):
+    mine = corpus[rank::world_size]
+    for i in range(0, len(mine), batch_size):
+        yield mine[i:i + batch_size]
+
+
+def worker(corpus_in):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(torch.nn.Linear(2, 2))
+    for batch in batches(CORPUS, rank, world_size):
+        model(encode(batch)).sum().backward()
+"""
+    assert lint_source(source) == []
+    for uneven in (source.replace('("w x", 1)]', '("w x", 1), ("y z", 0)]'), source.replace("(CORPUS,", "(corpus_in,")):
+        found = lint_source(uneven)
+        assert [(f.kind, f.line) for f in found] == [("rank-dependent-loop", 20)] * 2, found

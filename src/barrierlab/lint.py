@@ -1863,6 +1863,12 @@ def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
 
 _NOT_STRAIGHT = object()  # :meth:`_Walker._flow_length` does not apply: the name is assigned once
 
+
+class _UncountedArgument(Exception):
+    """A helper's parameter (see :meth:`_Walker._yielded_length`) whose argument's length or value lint cannot
+    count on the calling side: the helper's count is not known either."""
+
+
 #: Arithmetic that keeps a tensor's rows, and conversions that keep them (:meth:`_Walker._flow_length`).
 _ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
 _CONVERSIONS = frozenset(
@@ -6119,6 +6125,8 @@ class _Walker:
         self.handling = 0  # except handlers the walk is inside
         self.loops = 0  # loops of this scope the walk is inside
         self.local: dict[str, str] = {}
+        # a helper's parameters while its count is judged: the argument and the caller's state (_yielded_length)
+        self.bound: dict[str, tuple[ast.expr, tuple]] = {}
         self._local_values()
 
     def _module_output(self, call: ast.Call) -> bool:
@@ -7027,6 +7035,8 @@ class _Walker:
         their values and ``len(x)`` by the length of ``x`` when it is known as a polynomial."""
         if depth > _MAX_DEPTH:
             return _linear(node)
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self._bound_poly(node.id, depth)
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is not None:
@@ -7069,6 +7079,8 @@ class _Walker:
         (rank-independent but not polynomial), ``"endless"``, or None (unknown)."""
         if depth > _MAX_DEPTH:
             return None
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self._bound_length(node.id, depth)
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is None:
@@ -7107,6 +7119,8 @@ class _Walker:
             built = self._built_length(node, depth)
             if built is None:
                 built = self._returned_length(node, depth)
+            if built is None:
+                built = self._yielded_length(node, depth)
             if built is not None:
                 return built
             if (
@@ -7383,6 +7397,95 @@ class _Walker:
         finally:
             self.scope = scope
 
+    def _state(self, state: tuple) -> Any:
+        """A context in which the length rules read names as in ``state`` (see :meth:`_yielded_length`)."""
+        walker = self
+
+        class _Swap:
+            def __enter__(self) -> None:
+                self.saved = walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound
+                walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound = state
+
+            def __exit__(self, *exc: object) -> None:
+                walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound = self.saved
+
+        return _Swap()
+
+    def _bound_length(self, name: str, depth: int) -> Any:
+        """The length of a helper's parameter ``name``: that of the argument the call hands it, counted on the
+        calling side; a constant length as such, one the same on every rank but unknown as ``"uniform"``."""
+        arg, caller = self.bound[name]
+        with self._state(caller):
+            length = self._length(arg, depth + 1)
+            if length is None or (length not in ("uniform", "endless") and not self._uniform(length)):
+                raise _UncountedArgument(name)
+            if isinstance(length, tuple) and set(length[0]) - {()}:
+                return "uniform"
+            return length
+
+    def _bound_poly(self, name: str, depth: int) -> Any:
+        """A helper's parameter ``name`` as a polynomial: the argument's value on the calling side when it is a
+        constant, an opaque atom when it is the same on every rank."""
+        arg, caller = self.bound[name]
+        with self._state(caller):
+            poly = self._poly(arg, depth + 1)
+            if poly is None or not self._uniform(poly):
+                raise _UncountedArgument(name)
+        if set(poly[0]) <= {()}:
+            return poly
+        return {(name,): 1}, {name: ast.Name(id=name, ctx=ast.Load(), lineno=0, col_offset=0)}
+
+    def _yielded_length(self, call: ast.Call, depth: int) -> Any:
+        """``"uniform"`` when a generator function of the file (not a method) yields once per trip of one ``for``
+        loop of its body (the statements before it assignments, no ``break``/``continue``/``return``/``raise`` in
+        it, no other ``yield``), and that loop's length is the same on every rank given this call's arguments,
+        each parameter counted as its argument on the calling side (round 16's ``batches(CORPUS, vocab, rank,
+        world_size)``: ``mine = corpus[rank::world_size]``, one batch per ``range(0, len(mine), batch_size)``, 12
+        sentences on 2 ranks). A parameter whose argument lint cannot count leaves the count unknown. None
+        otherwise."""
+        key = self.an._callee(call.func, self.self_class, self.unit)
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or func.self_class is not None or not isinstance(call.func, ast.Name):
+            return None
+        body = func.node.body
+        yields = [n for n in _own_nodes(body) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        loops = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.For)]
+        if len(yields) != 1 or len(loops) != 1 or not isinstance(yields[0], ast.Yield):
+            return None
+        loop = body[loops[0]]
+        before = body[: loops[0]]
+        if any(not isinstance(s, (ast.Assign, ast.Expr)) for s in before) or loop.orelse:
+            return None
+        if not any(isinstance(s, ast.Expr) and s.value is yields[0] for s in loop.body):
+            return None
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in _own_nodes(loop.body)):
+            return None
+        args = func.node.args
+        if args.vararg or args.kwarg or len(call.args) > len(args.args) or args.posonlyargs or args.kwonlyargs:
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        given = {p.arg: a for p, a in zip(args.args, call.args)}
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        changed = _changed_names(body) | {n for names, _, _ in _assignments(list(_own_nodes(body))) for n in names}
+        if set(given) & changed:
+            return None
+        caller = self.scope, self.taint, self.laundered, self.self_class, self.bound
+        ranked = {p for p, a in given.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        callee = (
+            key,
+            (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked,  # type: ignore[arg-type]
+            self.an.laundered.get(key, {}),
+            None,
+            {p: (a, caller) for p, a in given.items()},
+        )
+        with self._state(callee):
+            try:
+                length = self._length(loop.iter, depth + 1)
+            except _UncountedArgument:
+                return None
+            return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+
     def _returned_length(self, call: ast.Call, depth: int) -> Any:
         """``"uniform"`` when a function of the file (not a method) returns, from its one ``return``, an expression
         whose length is the same on every rank given the arguments of this call: judged in the function's own
@@ -7520,6 +7623,10 @@ class _Walker:
                 return False
             if node.id in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
                 return True
+            if node.id in self.bound:  # a helper's parameter: what the call hands it
+                arg, caller = self.bound[node.id]
+                with self._state(caller):
+                    return self._world_step(arg)
             value = self._value(node.id)
             if value is None:
                 return False
