@@ -3982,3 +3982,98 @@ def test_a_tensor_used_before_the_wait_of_its_async_collective_is_read_before_wa
     ]
     for body in quiet:
         assert lint_source(head + body, "f.py") == [], body
+
+
+def test_a_loop_over_a_self_attribute_bound_once_in_init_takes_that_values_length() -> None:
+    """Modelled on round 31's ``correct_transformers_barrier_before_loading_best_model`` (lintfp29): the Trainer
+    keeps ``self.train_x = torch.randn(64, 6)[rank::world]`` from ``__init__`` and ``train`` loops over
+    ``range(0, len(self.train_x), 8)``: 32 rows on each of the file's 2 ranks, the same DDP steps everywhere. 63
+    rows split 32/31: the loop is rank-dependent and stays flagged, as is an attribute bound twice."""
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+
+class Trainer:
+    def __init__(self, rank, world):
+        self.model = DDP(torch.nn.Linear(6, 1))
+        self.train_x = torch.randn(64, 6)[rank::world]
+
+    def train(self):
+        for start in range(0, len(self.train_x), 8):
+            self.model(self.train_x[start : start + 8]).sum().backward()
+"""
+    assert lint_source(source) == []
+    uneven = lint_source(source.replace("randn(64", "randn(63"))
+    assert [(f.kind, f.line) for f in uneven] == [("rank-dependent-loop", 15)] * 2, uneven
+    rebound = source.replace(
+        "    def train(self):\n",
+        "    def reload(self, rank):\n        self.train_x = load(rank)\n\n    def train(self):\n",
+    )
+    assert {f.kind for f in lint_source(rebound)} == {"rank-dependent-loop"}
+
+
+def test_a_rank_named_parameter_every_call_passes_a_constant_is_not_rank_dependent() -> None:
+    """Modelled on round 33's ``correct_lightning_checkpoint_topk_on_synced_monitor`` (lintfp29): a Lightning-style
+    ``log(self, name, value, sync_dist=False, rank_zero_only=False)`` all-reduces ``if sync_dist and not
+    rank_zero_only``, and the file only calls it ``self.log("val_loss", loss, sync_dist=True)``: the flag holds its
+    default on every rank, so every rank takes the branch or none. A call handing it a rank-dependent value, or the
+    function passed on where lint cannot see its calls, keeps the finding."""
+    source = """\
+import torch.distributed as dist
+
+
+class Module:
+    def log(self, name, value, sync_dist=False, rank_zero_only=False):
+        if sync_dist and not rank_zero_only:
+            dist.all_reduce(value)
+        self.metrics[name] = value
+
+    def validation_epoch(self, loss):
+        self.log("val_loss", loss, sync_dist=True)
+"""
+    assert lint_source(source) == []
+    for change in (
+        'self.log("val_loss", loss, sync_dist=True, rank_zero_only=dist.get_rank() == 0)',
+        'self.log("val_loss", loss, sync_dist=True)\n        hooks.append(self.log)',
+    ):
+        found = lint_source(source.replace('self.log("val_loss", loss, sync_dist=True)', change))
+        assert [(f.kind, f.line) for f in found] == [("branch", 7)], (change, found)
+
+
+def test_a_loop_over_a_generator_counts_its_one_yield_per_trip_with_the_calls_arguments() -> None:
+    """Modelled on round 16's ``correct_vocab_tempfile_closed_before_broadcast`` (lintfp29): ``batches(CORPUS, vocab,
+    rank, world_size)`` yields one batch per ``range(0, len(mine), batch_size)`` of ``mine = corpus[rank::world_size]``;
+    12 sentences on the file's 2 ranks give every rank 3 DDP steps. 13 sentences (7 and 6 rows: 4 and 3 batches)
+    stay flagged, and so does a corpus whose length lint cannot count on the calling side (round 34's
+    ``shard_batches(dataset, ...)`` of a parameter, whose buggy twin ``buggy_deepdewedge_subtomo_rewrite_on_every_rank``
+    keeps its finding)."""
+    source = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+CORPUS = [("a b", 0), ("c d", 1), ("e f", 0), ("g h", 1), ("i j", 0), ("k l", 1),
+          ("m n", 0), ("o p", 1), ("q r", 0), ("s t", 1), ("u v", 0), ("w x", 1)]
+
+
+def batches(corpus, rank, world_size, batch_size=2):
+    mine = corpus[rank::world_size]
+    for i in range(0, len(mine), batch_size):
+        yield mine[i:i + batch_size]
+
+
+def worker(corpus_in):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(torch.nn.Linear(2, 2))
+    for batch in batches(CORPUS, rank, world_size):
+        model(encode(batch)).sum().backward()
+"""
+    assert lint_source(source) == []
+    for uneven in (source.replace('("w x", 1)]', '("w x", 1), ("y z", 0)]'), source.replace("(CORPUS,", "(corpus_in,")):
+        found = lint_source(uneven)
+        assert [(f.kind, f.line) for f in found] == [("rank-dependent-loop", 20)] * 2, found

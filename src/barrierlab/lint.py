@@ -1864,6 +1864,12 @@ def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
 
 _NOT_STRAIGHT = object()  # :meth:`_Walker._flow_length` does not apply: the name is assigned once
 
+
+class _UncountedArgument(Exception):
+    """A helper's parameter (see :meth:`_Walker._yielded_length`) whose argument's length or value lint cannot
+    count on the calling side: the helper's count is not known either."""
+
+
 #: Arithmetic that keeps a tensor's rows, and conversions that keep them (:meth:`_Walker._flow_length`).
 _ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
 _CONVERSIONS = frozenset(
@@ -2995,6 +3001,7 @@ class _Analysis:
         self.has_buffers = any(_BUFFERS.search(u.source) for u in units)
         self.world_size = _world_size(units)
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
+        self._constant_params_cache: dict[str, frozenset[str]] = {}
         self.local_funcs: set[str] = set()
         self._property_calls: dict[int, ast.Call | None] = {}
         self._dunder_calls: dict[tuple[int, tuple[str, ...]], ast.Call | None] = {}
@@ -3621,6 +3628,72 @@ class _Analysis:
                 if span is None or size < span:
                     best, span = key, size
         return best
+
+    def constant_rank_params(self, key: str | None) -> frozenset[str]:
+        """The rank-named parameters of the function ``key`` (``rank_zero_only``, ``is_main``) that hold the same
+        value on every rank: the function is only ever called, directly, by calls of the analysed code that each
+        hand that parameter a literal constant or leave it to its literal default, and the function never rebinds
+        it. The name says "rank", the value does not differ (round 33's Lightning-style ``def log(self, name,
+        value, sync_dist=False, rank_zero_only=False)``, called ``self.log("val_loss", loss, sync_dist=True)``:
+        ``if sync_dist and not rank_zero_only: dist.all_reduce(value)`` is taken by every rank or none)."""
+        func = self.table.get(key) if key is not None else None
+        if func is None:
+            return frozenset()
+        cached = self._constant_params_cache.get(key)  # type: ignore[arg-type]
+        if cached is None:
+            cached = self._constant_params_cache[key] = self._find_constant_rank_params(func)  # type: ignore[index]
+        return cached
+
+    def _find_constant_rank_params(self, func: _Func) -> frozenset[str]:
+        node = func.node
+        args = node.args
+        if node.decorator_list or args.vararg or args.kwarg:
+            return frozenset()
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        wanted = [p for p in (*positional, *(a.arg for a in args.kwonlyargs)) if _rank_name(p)]
+        if not wanted:
+            return frozenset()
+        stored = {n.id for n in _own_nodes(node.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        wanted = [p for p in wanted if p not in stored]
+        name = node.name
+        calls = self.calls_named(name)
+        # the function's name anywhere but as the callee of a call (``Thread(target=self.log)``, ``map(log, xs)``):
+        # calls lint cannot see
+        if not calls or not wanted or name in self._uncalled_references:
+            return frozenset()
+        defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        skip = 1 if func.self_class is not None and positional[:1] == ["self"] else 0
+        found = set()
+        for param in wanted:
+            index = positional.index(param) - skip if param in positional else None
+            for call in calls:
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    break
+                given = next((k.value for k in call.keywords if k.arg == param), None)
+                if given is None and index is not None and 0 <= index < len(call.args):
+                    given = call.args[index]
+                given = given if given is not None else defaults.get(param)
+                if not isinstance(given, ast.Constant):
+                    break
+            else:
+                found.add(param)
+        return frozenset(found)
+
+    @cached_property
+    def _uncalled_references(self) -> frozenset[str]:
+        """Identifiers used somewhere as a name or attribute other than a call's callee (``target=self.log``)."""
+        callees = {id(n.func) for unit in self.units for n in ast.walk(unit.tree) if isinstance(n, ast.Call)}
+        found = set()
+        for unit in self.units:
+            for n in ast.walk(unit.tree):
+                if id(n) in callees:
+                    continue
+                if isinstance(n, ast.Name):
+                    found.add(n.id)
+                elif isinstance(n, ast.Attribute):
+                    found.add(n.attr)
+        return frozenset(found)
 
     def calls_named(self, name: str) -> list[ast.Call]:
         """Every call in the analysed code whose callee's last identifier is ``name`` (indexed once)."""
@@ -5158,7 +5231,12 @@ class _Analysis:
                 stack += [*call.args, *(k.value for k in call.keywords)]
                 continue
             if isinstance(node, ast.Name) and (_rank_name(node.id) or node.id in taint or node.id in self.rank_funcs):
-                if laundered and node.id in laundered and node.lineno > laundered[node.id] and not _rank_name(node.id):
+                if (
+                    laundered
+                    and node.id in laundered
+                    and node.lineno > laundered[node.id]
+                    and (laundered[node.id] < 0 or not _rank_name(node.id))  # -1: a constant_rank_params name
+                ):
                     continue
                 return True
             if isinstance(node, ast.Attribute) and (
@@ -6038,12 +6116,17 @@ class _Walker:
         self.self_class = self_class
         self.scope = scope
         self.laundered = an.laundered.get(scope, {})
+        fixed = an.constant_rank_params(scope)
+        if fixed:  # a rank-named parameter every call hands a constant: the same on every rank from the start
+            self.laundered = {**self.laundered, **dict.fromkeys(fixed, -1)}
         self.fed: dict[str, tuple[str, str, str]] = {}  # metric -> (loop, line of its update, its list states)
         self.first_raised: set[int] = set()  # raises a main_process_first finding explains (see _first_raise)
         self.caught: set[int] = set()  # raises a handler of their `try` catches and goes on from (review62b C1)
         self.handling = 0  # except handlers the walk is inside
         self.loops = 0  # loops of this scope the walk is inside
         self.local: dict[str, str] = {}
+        # a helper's parameters while its count is judged: the argument and the caller's state (_yielded_length)
+        self.bound: dict[str, tuple[ast.expr, tuple]] = {}
         self._local_values()
 
     def _module_output(self, call: ast.Call) -> bool:
@@ -6952,6 +7035,8 @@ class _Walker:
         their values and ``len(x)`` by the length of ``x`` when it is known as a polynomial."""
         if depth > _MAX_DEPTH:
             return _linear(node)
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self._bound_poly(node.id, depth)
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is not None:
@@ -6994,6 +7079,8 @@ class _Walker:
         (rank-independent but not polynomial), ``"endless"``, or None (unknown)."""
         if depth > _MAX_DEPTH:
             return None
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self._bound_length(node.id, depth)
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is None:
@@ -7010,6 +7097,8 @@ class _Walker:
                 return self._poly(rows, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
             return {(): len(node.elts)} if node.elts else {}, {}
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return self._attribute_length(node.attr, depth)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
             if any(g.ifs for g in node.generators):
                 return None
@@ -7030,6 +7119,8 @@ class _Walker:
             built = self._built_length(node, depth)
             if built is None:
                 built = self._returned_length(node, depth)
+            if built is None:
+                built = self._yielded_length(node, depth)
             if built is not None:
                 return built
             if (
@@ -7086,6 +7177,53 @@ class _Walker:
         if self._uniform(span) and not self.an.mentions_rank(args[2], self.taint, self.laundered):
             return "uniform"
         return None
+
+    def _attribute_length(self, attr: str, depth: int) -> Any:
+        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
+        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
+        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
+        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
+        if self.self_class is None:
+            return None
+        classes = set(self.an._ancestors(self.self_class))
+        methods = [f for f in self.an.funcs if f.self_class in classes]
+
+        def own(node: ast.AST) -> bool:
+            return isinstance(node, ast.Attribute) and node.attr == attr and _dotted(node.value) == "self"
+
+        binds: list[tuple[_Func, ast.stmt, ast.expr]] = []
+        for func in methods:
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Assign):
+                    for target, value in _paired_targets(node):
+                        if own(target):
+                            binds.append((func, node, value))
+                        elif any(own(n) for n in ast.walk(target)):
+                            return None  # ``self.a, rest = ...``, ``self.a[i] = ...``: not followed
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.Delete)):
+                    targets = node.targets if isinstance(node, ast.Delete) else [node.target]
+                    if any(own(n) for t in targets for n in ast.walk(t)):
+                        return None
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _MUTATORS
+                    and own(node.func.value)
+                ):
+                    return None
+        if len(binds) != 1:
+            return None
+        func, stmt, value = binds[0]
+        if func.node.name != "__init__" or stmt not in func.node.body:
+            return None
+        saved = self.scope, self.taint, self.laundered, self.self_class
+        self.scope, self.self_class = func.key, func.self_class
+        self.taint = self.an.func_taint.get(func.key, set())
+        self.laundered = self.an.laundered.get(func.key, {})
+        try:
+            return self._length(value, depth + 1)
+        finally:
+            self.scope, self.taint, self.laundered, self.self_class = saved
 
     def _entry_length(self, table: ast.expr, depth: int) -> Any:
         """The length of ``table[key]`` whatever the key (a rank): a dict, list or tuple literal (or a name bound
@@ -7259,6 +7397,95 @@ class _Walker:
         finally:
             self.scope = scope
 
+    def _state(self, state: tuple) -> Any:
+        """A context in which the length rules read names as in ``state`` (see :meth:`_yielded_length`)."""
+        walker = self
+
+        class _Swap:
+            def __enter__(self) -> None:
+                self.saved = walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound
+                walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound = state
+
+            def __exit__(self, *exc: object) -> None:
+                walker.scope, walker.taint, walker.laundered, walker.self_class, walker.bound = self.saved
+
+        return _Swap()
+
+    def _bound_length(self, name: str, depth: int) -> Any:
+        """The length of a helper's parameter ``name``: that of the argument the call hands it, counted on the
+        calling side; a constant length as such, one the same on every rank but unknown as ``"uniform"``."""
+        arg, caller = self.bound[name]
+        with self._state(caller):
+            length = self._length(arg, depth + 1)
+            if length is None or (length not in ("uniform", "endless") and not self._uniform(length)):
+                raise _UncountedArgument(name)
+            if isinstance(length, tuple) and set(length[0]) - {()}:
+                return "uniform"
+            return length
+
+    def _bound_poly(self, name: str, depth: int) -> Any:
+        """A helper's parameter ``name`` as a polynomial: the argument's value on the calling side when it is a
+        constant, an opaque atom when it is the same on every rank."""
+        arg, caller = self.bound[name]
+        with self._state(caller):
+            poly = self._poly(arg, depth + 1)
+            if poly is None or not self._uniform(poly):
+                raise _UncountedArgument(name)
+        if set(poly[0]) <= {()}:
+            return poly
+        return {(name,): 1}, {name: ast.Name(id=name, ctx=ast.Load(), lineno=0, col_offset=0)}
+
+    def _yielded_length(self, call: ast.Call, depth: int) -> Any:
+        """``"uniform"`` when a generator function of the file (not a method) yields once per trip of one ``for``
+        loop of its body (the statements before it assignments, no ``break``/``continue``/``return``/``raise`` in
+        it, no other ``yield``), and that loop's length is the same on every rank given this call's arguments,
+        each parameter counted as its argument on the calling side (round 16's ``batches(CORPUS, vocab, rank,
+        world_size)``: ``mine = corpus[rank::world_size]``, one batch per ``range(0, len(mine), batch_size)``, 12
+        sentences on 2 ranks). A parameter whose argument lint cannot count leaves the count unknown. None
+        otherwise."""
+        key = self.an._callee(call.func, self.self_class, self.unit)
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or func.self_class is not None or not isinstance(call.func, ast.Name):
+            return None
+        body = func.node.body
+        yields = [n for n in _own_nodes(body) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        loops = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.For)]
+        if len(yields) != 1 or len(loops) != 1 or not isinstance(yields[0], ast.Yield):
+            return None
+        loop = body[loops[0]]
+        before = body[: loops[0]]
+        if any(not isinstance(s, (ast.Assign, ast.Expr)) for s in before) or loop.orelse:
+            return None
+        if not any(isinstance(s, ast.Expr) and s.value is yields[0] for s in loop.body):
+            return None
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in _own_nodes(loop.body)):
+            return None
+        args = func.node.args
+        if args.vararg or args.kwarg or len(call.args) > len(args.args) or args.posonlyargs or args.kwonlyargs:
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        given = {p.arg: a for p, a in zip(args.args, call.args)}
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        changed = _changed_names(body) | {n for names, _, _ in _assignments(list(_own_nodes(body))) for n in names}
+        if set(given) & changed:
+            return None
+        caller = self.scope, self.taint, self.laundered, self.self_class, self.bound
+        ranked = {p for p, a in given.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        callee = (
+            key,
+            (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked,  # type: ignore[arg-type]
+            self.an.laundered.get(key, {}),
+            None,
+            {p: (a, caller) for p, a in given.items()},
+        )
+        with self._state(callee):
+            try:
+                length = self._length(loop.iter, depth + 1)
+            except _UncountedArgument:
+                return None
+            return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+
     def _returned_length(self, call: ast.Call, depth: int) -> Any:
         """``"uniform"`` when a function of the file (not a method) returns, from its one ``return``, an expression
         whose length is the same on every rank given the arguments of this call: judged in the function's own
@@ -7396,6 +7623,10 @@ class _Walker:
                 return False
             if node.id in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
                 return True
+            if node.id in self.bound:  # a helper's parameter: what the call hands it
+                arg, caller = self.bound[node.id]
+                with self._state(caller):
+                    return self._world_step(arg)
             value = self._value(node.id)
             if value is None:
                 return False
