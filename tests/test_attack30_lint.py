@@ -66,3 +66,62 @@ def test_dotted_names_of_attribute_chains():
     too_deep = ast.parse("a" + ".b" * (MAX_DOTTED_DEPTH + 1), mode="eval").body
     assert _dotted(too_deep) is None
     assert _dotted(too_deep.value) == "a" + ".b" * MAX_DOTTED_DEPTH
+
+
+def dispatch_in_function(n: int) -> str:
+    """The shape lintquad29 made about linear: a rank dispatch inside a function, ``rank == i`` for i < n, a
+    ``return`` in each case, a barrier in every other one, and a collective after the chain."""
+    source = f"{HEAD}\n\ndef main(x):\n    rank = dist.get_rank()\n    if rank == 0:\n        dist.barrier()\n        return\n"
+    for i in range(1, n):
+        work = "        dist.barrier()\n" if i % 2 else "        x = x + 1\n"
+        source += f"    elif rank == {i}:\n{work}        return\n"
+    return source + "    dist.all_reduce(x)\n"
+
+
+def test_a_dispatch_inside_a_function_takes_about_linear_time():
+    def cpu(n: int) -> float:
+        source = dispatch_in_function(n)
+        start = time.process_time()
+        findings = lint_source(source, "d.py")
+        spent = time.process_time() - start
+        assert len(findings) == n // 2 + 2  # a branch for each barrier, the all_reduce's early exit (+ rank 0's)
+        return spent
+
+    small, large = cpu(200), cpu(800)
+    assert large < 2 + 8 * small  # quadratic was 16 times (200 cases 2.7 s, 800 cases 23 s), cubic 64
+
+
+def test_the_taint_before_a_test_is_what_it_was(monkeypatch):
+    """rank_before (two sweeps per function) against taint_before (the taint recomputed for each test): equal
+    for every test, including one where a call after the test counts (``out.append`` under the other branch,
+    :class:`_PrefixTaint`) and the two sweeps disagree."""
+    import barrierlab.lint as lint
+
+    asked, exact = [], []
+    swept, recomputed = lint._Analysis.rank_before, lint._Analysis.taint_before
+
+    def checked(self, key, test, laundered):
+        got = swept(self, key, test, laundered)
+        before = recomputed(self, key, test.lineno)
+        asked.append((got, before is None or self.mentions_rank(test, before, laundered)))
+        return got
+
+    def counted(self, key, line):
+        exact.append(line)
+        return recomputed(self, key, line)
+
+    monkeypatch.setattr(lint._Analysis, "rank_before", checked)
+    monkeypatch.setattr(lint._Analysis, "taint_before", counted)
+    late = (
+        f"{HEAD}def main(x, y, out):\n    if dist.get_rank() == 0:\n        if out:\n            dist.barrier()\n"
+        "    else:\n        out.append(1)\n    out = dist.get_rank()\n    if y == 1:\n        dist.barrier()\n"
+    )
+    before_assigned = f"{HEAD}def main(x, y):\n    if y == 1:\n        dist.barrier()\n    y = dist.get_rank()\n"
+    mutated = (
+        f"{HEAD}def main(x, out):\n    r = dist.get_rank()\n    seen = []\n    if r == 0:\n        seen.append(1)\n"
+        "    if seen:\n        dist.barrier()\n    if out:\n        dist.barrier()\n    if r > 1:\n        out.append(2)\n"
+    )
+    for source in (late, before_assigned, mutated, _dispatch(30), dispatch_in_function(30)):
+        lint_source(source, "d.py")
+    assert asked and all(got == want for got, want in asked)
+    assert exact  # the late shape needed the recomputed taint

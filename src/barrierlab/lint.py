@@ -260,6 +260,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import bisect
 import collections
 import difflib
 import inspect
@@ -1835,6 +1836,23 @@ def _own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
             stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
+def _own_nodes_once(lists: Iterable[Iterable[list[ast.stmt]]]) -> Iterator[ast.AST]:
+    """The nodes of ``_own_nodes([*a, *b])`` for each ``[a, b]`` of ``lists``, each node once: a subtree met
+    again is not walked again (an ``elif`` chain's every ``else`` holds the rest of the chain: walking each
+    one whole was quadratic in its cases)."""
+    seen: set[int] = set()
+    for branches in lists:
+        stack = [node for branch in branches for node in branch]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield node
+            if not isinstance(node, _SCOPES):
+                stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+
+
 def _target_names(target: ast.AST) -> list[str]:
     if isinstance(target, (ast.Tuple, ast.List)):
         return [n for elt in target.elts for n in _target_names(elt)]
@@ -2927,15 +2945,175 @@ _HOOK_MOMENTS = {
 }
 
 
+class _PrefixTaint:
+    """What :meth:`_Analysis.taint_before` works out for a function, for every line at once: one sweep of the
+    function's own nodes in line order, growing the taint with a worklist as each line's nodes join, and
+    noting the line at which each name joins (a rank ``elif`` dispatch of n cases inside a function took n
+    recomputations of the whole taint: quadratic). The taint before a line is not quite monotone in the line:
+    ``_controlled`` counts a mutating call (``out.append(x)``) under a rank test when its receiver is a list,
+    dict or set assigned before the line, or when the call itself is at or after the line. So two sweeps bound
+    it: ``every_call`` False counts the first kind only (a subset of the taint at every line), True every such
+    call (a superset); :meth:`_Analysis.rank_before` recomputes the exact taint only when the two disagree
+    about a test."""
+
+    def __init__(self, an: _Analysis, func: _Func, every_call: bool) -> None:
+        self.an, self.every_call = an, every_call
+        self.laundered = an.laundered.get(func.key)
+        self.lam: set[str] = set(an.func_inherited[func.key])  # the taint with the implicit flow of the ifs
+        self.omega: set[str] = set(self.lam)  # ... and with the counters of progress bars it disables
+        self.joined: dict[str, int] = {}  # name -> the line of the nodes that brought it in (absent: inherited)
+        self.pairs: list[tuple[list[str], ast.expr, int | None]] = []
+        self.controls: list[ast.If | ast.While] = []
+        self.bars: list[int] = []  # pairs whose value is a progress bar (see _rank_bar)
+        self.readers: dict[str, list[tuple[str, int]]] = {}
+        self.covered: set[int] = set()  # ifs and whiles whose branches' changes are in the taint
+        self.counted: set[int] = set()  # progress bars whose counters are in it
+        self.containers: set[str] = set()
+        self.pending: dict[str, list[list[str]]] = {}  # container-to-be -> what its mutating calls change
+        self.queue: list[tuple[str, int]] = []
+        self.omega_queue: list[int] = []
+        self.line = -1
+        nodes = [n for n in _own_nodes(func.node.body) if isinstance(getattr(n, "lineno", None), int)]
+        nodes.sort(key=lambda n: n.lineno)  # type: ignore[attr-defined]
+        for line, group in itertools.groupby(nodes, key=lambda n: n.lineno):  # type: ignore[attr-defined]
+            self.line = line
+            for node in group:
+                self._add(node)
+            self._settle()
+
+    def holds(self, test: ast.expr, line: int) -> set[str]:
+        """The names ``test`` reads that are in the taint from the statements before ``line``."""
+        out = set()
+        for node in ast.walk(test):
+            name = node.id if isinstance(node, ast.Name) else _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name and name in self.omega and self.joined.get(name, line - 1) < line:
+                out.add(name)
+        return out
+
+    def _read(self, expr: ast.AST, kind: str, index: int) -> None:
+        for node in ast.walk(expr):
+            name = node.id if isinstance(node, ast.Name) else _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name:
+                self.readers.setdefault(name, []).append((kind, index))
+
+    def _add(self, node: ast.AST) -> None:
+        an = self.an
+        for pair in _assignments([node]) + _loop_targets([node]):
+            index = len(self.pairs)
+            self.pairs.append(pair)
+            self._read(pair[1], "pair", index)
+            self.queue.append(("pair", index))
+            self.omega_queue.append(index)
+            value = pair[1]
+            if pair[2] is None and isinstance(value, ast.Call) and _terminal(value.func) in _PROGRESS_BARS:
+                self.bars.append(index)
+                self._read(value, "bar", index)
+                self.queue.append(("bar", index))
+        if not self.every_call:
+            for name in _containers([node]) - self.containers:
+                self.containers.add(name)
+                for names in self.pending.pop(name, ()):
+                    for changed in names:
+                        self._join(changed)
+        flags = _handler_names([node])
+        an.handler_flags |= flags
+        for name in flags | an._signal_reads([node]):
+            self._join(name)
+        if isinstance(node, (ast.If, ast.While)):
+            index = len(self.controls)
+            self.controls.append(node)
+            self._read(node.test, "control", index)
+            self.queue.append(("control", index))
+
+    def _join(self, name: str) -> None:
+        if name in self.lam:
+            return
+        self.lam.add(name)
+        self.queue.extend(self.readers.get(name, ()))
+        self._join_omega(name)
+
+    def _join_omega(self, name: str) -> None:
+        if name in self.omega:
+            return
+        self.omega.add(name)
+        self.joined[name] = self.line
+        self.omega_queue.extend(i for kind, i in self.readers.get(name, ()) if kind == "pair")
+
+    def _settle(self) -> None:
+        an, queue = self.an, self.queue
+        while queue:
+            kind, index = queue.pop()
+            if kind == "pair":
+                targets, value, position = self.pairs[index]
+                if not set(targets) <= self.lam and an._value_rank(value, position, self.lam, self.laundered):
+                    for name in targets:
+                        self._join(name)
+            elif kind == "control":
+                node = self.controls[index]
+                if id(node) not in self.covered and an.mentions_rank(node.test, self.lam, self.laundered, files=False):
+                    self._cover(node)
+            elif index not in self.counted:
+                targets, value, _ = self.pairs[index]
+                if an._rank_bar(value, self.lam, self.laundered):
+                    self.counted.add(index)
+                    for name in (f"{target}.{counter}" for target in targets for counter in _BAR_COUNTERS):
+                        self._join_omega(name)
+        while self.omega_queue:
+            targets, value, position = self.pairs[self.omega_queue.pop()]
+            if not set(targets) <= self.omega and an._value_rank(value, position, self.omega, self.laundered):
+                for name in targets:
+                    self._join_omega(name)
+
+    def _cover(self, node: ast.If | ast.While) -> None:
+        """Join what ``node``'s branches change (as :func:`_controlled` finds it), once per branch: an if or
+        while inside it that is covered already adds only its test."""
+        self.covered.add(id(node))
+        stack: list[ast.AST] = [*node.body, *node.orelse]
+        while stack:
+            inner = stack.pop()
+            if isinstance(inner, (ast.If, ast.While)):
+                stack.append(inner.test)
+                if id(inner) not in self.covered:
+                    self.covered.add(id(inner))
+                    stack += [*inner.body, *inner.orelse]
+                continue
+            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
+                    while isinstance(target, ast.Subscript):
+                        target = target.value
+                    for name in _target_names(target):
+                        self._join(name)
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in _MUTATORS:
+                names = [n for n in _target_names(inner.func.value) if n.partition(".")[0] not in self.an.modules]
+                receiver = _dotted(inner.func.value)
+                if self.every_call or receiver in self.containers:
+                    for name in names:
+                        self._join(name)
+                elif receiver is not None and names:
+                    self.pending.setdefault(receiver, []).append(names)
+            if not isinstance(inner, _SCOPES):
+                stack.extend(c for c in ast.iter_child_nodes(inner) if not isinstance(c, _SCOPES))
+
+
 class _Found(dict):
     """The findings of an analysis by the id of their call: (kind, finding). ``recorded`` counts the findings
     ever recorded, withdrawn ones too (see :meth:`_Analysis.retract`)."""
 
     recorded = 0
+    #: the findings ever withdrawn: a ``_found_at`` mark on an item (:meth:`_Walker._unflagged`) holds until then
+    removed = 0
 
     def __setitem__(self, key: int, value: tuple[str, Finding]) -> None:
         self.recorded += 1
         super().__setitem__(key, value)
+
+    def __delitem__(self, key: int) -> None:
+        self.removed += 1
+        super().__delitem__(key)
+
+    def pop(self, *args: Any) -> Any:
+        self.removed += 1
+        return super().pop(*args)
 
 
 class _Analysis:
@@ -2960,6 +3138,8 @@ class _Analysis:
         #: what each function's taint started from (the module's, its class's attributes, its parent's): to
         #: recompute it from the statements before a line (:meth:`taint_before`)
         self.func_inherited: dict[str, set[str]] = {}
+        #: (function, strict looks) -> its two :class:`_PrefixTaint` sweeps, made by :meth:`rank_before`
+        self._prefix_taints: dict[tuple[str, bool], dict[bool, _PrefixTaint]] = {}
         self.reach: dict[str, tuple[str, str | None]] = {}  # function -> (its call, the function it calls)
         self._module_hooks: dict[tuple[str, str], str] | None = None  # (class, method) -> its load/state_dict hook
         self.reach_notes: dict[str, str] = {}
@@ -3454,9 +3634,11 @@ class _Analysis:
             # plain copy under a rank test is (``if rank != 0: stop = box[0]`` after the broadcast)
             ranked = {
                 id(inner)
-                for n in nodes
-                if isinstance(n, (ast.If, ast.While)) and self.mentions_rank(n.test, set())
-                for inner in _own_nodes([*n.body, *n.orelse])
+                for inner in _own_nodes_once(
+                    [n.body, n.orelse]
+                    for n in nodes
+                    if isinstance(n, (ast.If, ast.While)) and self.mentions_rank(n.test, set())
+                )
                 if isinstance(inner, ast.Assign) and any(isinstance(c, ast.Call) for c in ast.walk(inner.value))
             }
             copies = sorted(
@@ -5415,6 +5597,22 @@ class _Analysis:
         nodes = [n for n in _own_nodes(func.node.body) if getattr(n, "lineno", line) < line]
         return self._taint(nodes, self.func_inherited[key], self.laundered.get(key))
 
+    def rank_before(self, key: str, test: ast.expr, laundered: dict[str, int] | None) -> bool:
+        """``mentions_rank(test, taint_before(key, test.lineno), laundered)``, from the function's two
+        :class:`_PrefixTaint` sweeps (made once per function), with :meth:`taint_before` itself only where they
+        disagree: True when the function is unknown."""
+        func = self.table.get(key)
+        if func is None or key not in self.func_inherited:
+            return True
+        sweeps = self._prefix_taints.setdefault((key, self.strict_looks), {})
+        for every_call in (False, True):
+            if every_call not in sweeps:
+                sweeps[every_call] = _PrefixTaint(self, func, every_call)
+            rank = self.mentions_rank(test, sweeps[every_call].holds(test, test.lineno), laundered)
+            if rank != every_call:  # rank in the smaller taint, or not in the larger one: the same in between
+                return rank
+        return self.mentions_rank(test, self.taint_before(key, test.lineno), laundered)  # type: ignore[arg-type]
+
     def _rank_bar(self, value: ast.expr, taint: set[str], laundered: dict[str, int] | None) -> bool:
         """A progress bar whose ``disable=`` differs between ranks."""
         return (
@@ -6236,14 +6434,37 @@ class _Walker:
     ) -> None:
         """Report the collectives of ``items``; ``within``: the ``if`` test they sit under and the branch,
         so that a collective on a subgroup holding exactly the ranks that take the branch stays quiet."""
-        for site in _sites(items):
-            if id(site.node) in self.an.found:
-                continue  # flagged already (by an inner `if` of an `elif` chain): the checks below change nothing
+        for site in self._unflagged(items):
             if within is not None and within[0] is not None and self._group_agrees(site, within[0]):
                 continue
             if within is not None and within[0] is not None and self._group_made_in_branch(site, *within):
                 continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
+
+    def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
+        """The sites of ``items`` (as :func:`_sites`, in order) not flagged already (by an inner ``if`` of an
+        ``elif`` chain: the checks of :meth:`flag` change nothing for them). An item whose every site was found
+        is marked, and skipped with all under it until a finding is withdrawn: each case of a 1,600-case chain
+        walked its whole tail (quadratic in the cases)."""
+        found = self.an.found
+        frames: list[tuple[_Item | None, Iterator[_Item], list[bool]]] = [(None, iter(items), [True])]
+        while frames:
+            owner, rest, done = frames[-1]
+            item = next(rest, None)
+            if item is None:
+                frames.pop()
+                if owner is not None and done[0]:
+                    owner.__dict__["_found_at"] = found.removed
+                elif owner is not None:
+                    frames[-1][2][0] = False
+                continue
+            if item.__dict__.get("_found_at") == found.removed:
+                continue
+            mine = [True]
+            if item.site is not None and id(item.site.node) not in found:
+                yield item.site
+                mine[0] = id(item.site.node) in found
+            frames.append((item, itertools.chain(item.body, item.orelse), mine))
 
     def _group_made_in_branch(self, site: _Site, test: ast.expr, taken: bool) -> bool:
         """Whether ``site`` runs on ``group=g`` where ``g`` is made (``g = new_group(...)``) in the same branch: the
@@ -6335,10 +6556,14 @@ class _Walker:
         """Trace of a block; ``end`` is how falling off its end leaves (function/loop body)."""
         items: list[_Item] = []
         leave: _Leave | None = None
-        for stmt in stmts:
-            for item in self._stmt(stmt):
+        for index, stmt in enumerate(stmts):
+            made = self._stmt(stmt)
+            for position, item in enumerate(made):
                 if leave is not None:
                     self.flag([item], "early-exit", leave.cond, leave)
+                elif item.dynamic and end != "continue" and index == len(stmts) - 1 and position == len(made) - 1:
+                    pass  # the block's last item: no item after it to flag, so whether ranks leave at it is not
+                    # needed (an elif chain's every case asked it of the rest of the chain, quadratic in the cases)
                 elif item.dynamic:
                     leave = self._escape(item)
                     if leave is not None and leave.exit is not None and id(leave.exit.node) in self.first_raised:
@@ -6781,8 +7006,7 @@ class _Walker:
         if rank is None:
             rank = test is not None and self.an.mentions_rank(test, self.taint, self.laundered)
             if rank and not self.loops and self.scope is not None:  # only what was assigned before the test
-                before = self.an.taint_before(self.scope, test.lineno)  # type: ignore[union-attr]
-                rank = before is None or self.an.mentions_rank(test, before, self.laundered)
+                rank = self.an.rank_before(self.scope, test, self.laundered)  # type: ignore[arg-type]
         text = text if text is not None else self.unit.text(test)  # type: ignore[arg-type]
         dynamic = rank or any(i.dynamic or i.kind == "exit" for i in (*body, *orelse))
         item = _Item("if", test=test, text=text, rank=rank, body=body, orelse=orelse, dynamic=dynamic)
@@ -7848,6 +8072,13 @@ class _Walker:
         constant = self._constant(item)
         if constant is not None:
             return constant
+        chain = self._chain_of(item)
+        if chain is not None and chain[1] > 0:  # an elif case with cases after it: straight to the one taken
+            atom, place, shared = chain
+            places = shared["cases"].get(world[atom], ())
+            at = bisect.bisect_right(places, place) - 1
+            taken_item = shared["at"][places[at]] if at >= 0 else None
+            return self._run(taken_item.body if taken_item else shared["last"].orelse, world)
         runs = self.__dict__.setdefault("_runs_of", collections.OrderedDict())
         key = (id(item), *(world[a] for a in self._reduced_atoms(item)))
         kept = runs.get(key)
@@ -7860,6 +8091,45 @@ class _Walker:
             runs.popitem(last=False)
         runs[key] = (item, outcome)
         return outcome
+
+    @staticmethod
+    def _equality_case(item: _Item) -> tuple[str, int] | None:
+        """(atom, constant) of a rank-dependent ``if atom == constant``."""
+        if item.kind != "if" or not item.dynamic or item.test is None:
+            return None
+        compare = _int_compare(item.test)
+        if compare is None or compare[1] is not ast.Eq or len(compare[2]) != 1:
+            return None
+        return ast.unparse(compare[0]), compare[2][0]
+
+    def _chain_of(self, item: _Item) -> tuple[str, int, dict] | None:
+        """For a case of an ``elif`` chain ``if a == c0: ... elif a == c1: ...`` (each ``else`` the next case
+        alone): (the atom, how many cases come after it, what the chain shares: the places of the cases by
+        constant, the case at each place, the last case). The first case whose constant is the atom's value is
+        the branch :meth:`_run` takes, else the last case's ``else``: a world run from the top of an n-case
+        chain went through every case above its own (quadratic in the cases). Worked out once per case."""
+        if "_chain" in item.__dict__:
+            return item.__dict__["_chain"]
+        path, current = [], item
+        while "_chain" not in current.__dict__:
+            case = self._equality_case(current)
+            if case is None:
+                current.__dict__["_chain"] = None
+                break
+            path.append((current, case))
+            if len(current.orelse) != 1 or current.orelse[0].kind != "if":
+                break
+            current = current.orelse[0]
+        for member, (atom, constant) in reversed(path):
+            after = member.orelse[0].__dict__.get("_chain") if len(member.orelse) == 1 else None
+            if after is not None and after[0] == atom:
+                place, shared = after[1] + 1, after[2]
+            else:
+                place, shared = 0, {"last": member, "cases": {}, "at": {}}
+            shared["cases"].setdefault(constant, []).append(place)
+            shared["at"][place] = member
+            member.__dict__["_chain"] = (atom, place, shared)
+        return item.__dict__["_chain"]
 
     def _run(self, items: list[_Item], world: dict[str, int]) -> tuple[tuple, str | None]:
         """The trace of ``items`` in one world, and how it leaves (None: falls through)."""
@@ -9669,6 +9939,7 @@ class _Agreement:
         self.an = an
         self._pairs_of: dict[int, tuple[list, list]] = {}  # id(nodes) -> (nodes, their assignments)
         self._named_of: dict[int, tuple[list, dict]] = {}  # id(nodes) -> (nodes, name -> assigned values)
+        self._group_counts: dict[int, int] = {}  # id(node) -> the group-making calls under it (_groups_under)
 
     def _pairs(self, nodes: list[ast.AST]) -> list[tuple[list[str], ast.expr, int | None]]:
         """:func:`_assignments` of a scope, worked out once per scope: once per collective, a long script's
@@ -10123,6 +10394,31 @@ class _Agreement:
         ]
         return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
+    def _groups_under(self, stmts: list[ast.stmt], key: str | None, unit: _Unit, self_class) -> int:
+        """``len(self._made_groups(stmts, ...))``, with the count kept per node: an ``elif`` chain's every
+        ``else`` holds the rest of the chain (counting each one whole was quadratic in its cases)."""
+        counts = self._group_counts
+        for root in stmts:
+            if id(root) in counts:
+                continue
+            order, stack = [], [root]
+            while stack:
+                node = stack.pop()
+                if id(node) not in counts:
+                    order.append(node)
+                    if not isinstance(node, _SCOPES):
+                        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+            for node in reversed(order):  # each node after the nodes under it
+                own = (
+                    isinstance(node, ast.Call)
+                    and _terminal(node.func) in _GROUP_MAKING
+                    and (found := self.an.classify(node, unit, self_class, key)) is not None
+                    and found.kind == "coll"
+                )
+                inner = () if isinstance(node, _SCOPES) else ast.iter_child_nodes(node)
+                counts[id(node)] = int(own) + sum(counts[id(c)] for c in inner if not isinstance(c, _SCOPES))
+        return sum(counts[id(root)] for root in stmts)
+
     def _group_order(self, stmt: ast.If, key: str | None, unit: _Unit, self_class) -> None:
         """``if rank == 0: a = new_group([0, 1]); b = new_group([2, 3])`` / ``else: b = new_group([2, 3]); a =
         new_group([0, 1])``: both sides of a test on the rank make groups, as many, but not the same ones in the
@@ -10134,6 +10430,9 @@ class _Agreement:
         (each rank may then make its own groups alone)."""
         taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
         if not stmt.orelse or not self.an.mentions_rank(stmt.test, taint, self.an.laundered.get(key, {})):
+            return
+        made = self._groups_under(stmt.body, key, unit, self_class)
+        if not made or made != self._groups_under(stmt.orelse, key, unit, self_class):
             return
         body = self._made_groups(stmt.body, key, unit, self_class)
         orelse = self._made_groups(stmt.orelse, key, unit, self_class)
