@@ -91,6 +91,12 @@ def test_a_dispatch_inside_a_function_takes_about_linear_time():
     assert large < 2 + 8 * small  # quadratic was 16 times (200 cases 2.7 s, 800 cases 23 s), cubic 64
 
 
+def test_lint_source_parses_a_deep_dispatch_on_the_deep_stack():
+    """lint_source parsed outside the deep-stack retry, so 3,200 cases raised RecursionError from ast.parse
+    (lintquad29); the command line did not."""
+    assert len(lint_source(dispatch_in_function(3200), "d.py")) == 3200 // 2 + 2
+
+
 def test_the_taint_before_a_test_is_what_it_was(monkeypatch):
     """rank_before (two sweeps per function) against taint_before (the taint recomputed for each test): equal
     for every test, including one where a call after the test counts (``out.append`` under the other branch,

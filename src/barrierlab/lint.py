@@ -803,9 +803,12 @@ def lint_source(source: str, path: str = "<string>") -> list[Finding]:
     if not isinstance(path, str):
         raise TypeError(f"lint_source: path must be a str (it labels the findings), not {type(path).__name__}")
     _check_code_size(len(source), path)
-    tree = ast.parse(source, filename=path)
-    unit = _Unit(tree, source, aliases=_imports([tree]))
-    return _with_deep_stack(lambda: _Analysis(path, [unit]).run(), path)
+
+    def analyse() -> list[Finding]:  # parsed on the deep stack too (a 3,200-case dispatch: lintquad29)
+        tree = ast.parse(source, filename=path)
+        return _Analysis(path, [_Unit(tree, source, aliases=_imports([tree]))]).run()
+
+    return _with_deep_stack(analyse, path)
 
 
 class LintError(ValueError):
