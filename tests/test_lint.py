@@ -3299,7 +3299,126 @@ def prog():
 """
     [finding] = lint_source(source)
     assert finding.kind == "unwaited-async" and "reads its tensors" not in finding.why, finding.why
-    assert "nothing after it is ordered after the call" in finding.why
+    assert "no line waits for the call itself" in finding.why
+
+
+def test_an_elif_on_a_subgroup_taken_by_exactly_its_members_is_not_a_branch() -> None:
+    """review72c C1: `if rank == 2: barrier(group=g) elif rank in (0, 1): barrier(group=g)` with g = ranks 0, 1 ran
+    with 4 finished; the elif's barrier (every member of g calls it) was flagged [branch] "move it out so every rank
+    calls it". An elif's condition is its test AND NOT the earlier ones; an inner `if` under an outer one the same.
+    An elif that a member of g cannot reach (rank 0 takes the `if`) stays flagged."""
+    source = """
+import torch.distributed as dist
+
+def prog():
+    g = dist.new_group([0, 1])
+    if dist.get_rank() == 2:
+        dist.barrier(group=g)
+    elif dist.get_rank() in (0, 1):
+        dist.barrier(group=g)
+"""
+    assert [(f.kind, f.line) for f in lint_source(source)] == [("non-member", 7)]
+    nested = source.replace(
+        "if dist.get_rank() == 2:\n        dist.barrier(group=g)\n    elif", "if dist.get_rank() < 2:\n        if"
+    )
+    nested = nested.replace("\n        dist.barrier(group=g)\n", "\n            dist.barrier(group=g)\n")
+    assert "        if dist.get_rank() in (0, 1):" in nested
+    assert lint_source(nested) == []
+    wrong = source.replace(
+        "dist.get_rank() == 2:\n        dist.barrier(group=g)", "dist.get_rank() == 0:\n        pass"
+    )
+    [found] = lint_source(wrong)
+    assert (found.kind, found.line, found.condition) == ("branch", 9, "dist.get_rank() in (0, 1)"), found
+
+
+def test_an_unwaited_async_call_before_a_barrier_of_its_group_is_said_to_complete_there_on_gloo() -> None:
+    """review72c M1: "nothing after it is ordered after the call" of `dist.all_reduce(t, async_op=True)` followed
+    by `dist.barrier()`: on gloo the barrier waits for all earlier work of its group (ProcessGroupGloo.hpp; lint72's
+    run: 4.0 and is_completed() True on every rank). The finding stays (the handle, and an error in it, is
+    dropped) and says so; a read between the call and the barrier is named as the unordered one; a barrier of
+    another group, or none, keeps the general text."""
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef f(g):\n    t = torch.ones(4)\n"
+    quiet = head + "    dist.all_reduce(t, async_op=True)\n    dist.barrier()\n    return t[0].item()\n"
+    [found] = lint_source(quiet, "f.py")
+    assert (found.kind, found.line) == ("unwaited-async", 7), found
+    assert "On gloo the blocking barrier at line 8 completes it" in found.why, found.why
+    assert "no line between reads `t`" in found.why and "nothing after it is ordered" not in found.why
+    assert found.fix.endswith(
+        "before the barrier at line 8: wait() completes the call on every backend and raises its error here"
+    )
+    read = (
+        head + "    dist.all_reduce(t, async_op=True)\n    early = t[0].item()\n    dist.barrier()\n    return early\n"
+    )
+    [found] = lint_source(read, "f.py")
+    assert "but line 8 reads `t` before that barrier" in found.why, found.why
+    assert "call `work.wait()` before line 8, or read `t` only after the barrier at line 9" in found.fix
+    for other in ("    dist.barrier(group=g)\n", "    dist.barrier(async_op=True)\n", ""):
+        source = head + "    dist.all_reduce(t, async_op=True)\n" + other + "    return t[0].item()\n"
+        [found] = [f for f in lint_source(source, "f.py") if f.line == 7]
+        assert "completes it" not in found.why and "no line waits for the call itself" in found.why, other
+
+
+def test_a_dropped_isend_or_irecv_handle_is_unwaited_async() -> None:
+    """review72c M5: rank 0 `dist.isend(t, dst=1)` with the handle dropped, rank 1 `dist.recv(t, src=0)`: on gloo
+    rank 1 timed out (lint72: 2 of 4 runs with a barrier after, 4 of 4 without), while keeping the handle finished
+    8 of 8. Lint was silent; the correct twin keeps the handle and waits."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def prog():
+    t = torch.ones(1)
+    r = dist.get_rank()
+    if r == 0:
+        dist.isend(t, dst=1)
+    elif r == 1:
+        dist.irecv(t, src=0)
+    dist.barrier()
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition) for f in found] == [
+        ("unwaited-async", 9, "isend, handle dropped"),
+        ("unwaited-async", 11, "irecv, handle dropped"),
+    ], found
+    assert "a message not yet written out can be lost" in found[0].why
+    assert 'the unbound buffer "to synchronize on completion of the send"' in found[0].why
+    assert found[0].fix.endswith("or use the blocking `dist.send`")
+    assert found[1].fix.endswith("or use the blocking `dist.recv`")
+    kept = source.replace("dist.isend(t, dst=1)", "work = dist.isend(t, dst=1)\n        work.wait()")
+    kept = kept.replace("dist.irecv(t, src=0)", "dist.irecv(t, src=0).wait()")
+    assert lint_source(kept) == []
+
+
+def test_a_dtype_chosen_by_the_rank_is_a_dtype_mismatch() -> None:
+    """review72c M4: `torch.ones(4, dtype=torch.float32 if rank == 0 else torch.float64)` all_reduced: rank 0
+    SIGABRT ("op.preamble.length <= op.nbytes"); lint was silent, though it flags the same shape with a
+    rank-dependent size. Also a dtype name chosen by the rank (`.to(dt)`), `.double()` under a rank test, and a
+    conditional expression converting on one side; the correct twins (one dtype, a device chosen by the rank, the
+    same conversion on both sides, a conversion on every rank afterwards) stay quiet."""
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef f():\n    rank = dist.get_rank()\n"
+    buggy = {
+        "    t = torch.ones(4, dtype=torch.float32 if rank == 0 else torch.float64)\n": "`torch.ones(4, dtype=",
+        "    dt = torch.float32 if rank == 0 else torch.float64\n    t = torch.zeros(4).to(dt)\n": "`torch.zeros(4).to(dt)`",
+        "    t = torch.ones(4)\n    if rank == 0:\n        t = t.double()\n": "converted under `rank == 0`",
+        "    t = torch.ones(4).half() if rank == 0 else torch.ones(4)\n": "`torch.ones(4).half() if rank == 0",
+    }
+    for body, shown in buggy.items():
+        [found] = lint_source(head + body + "    dist.all_reduce(t)\n")
+        assert (found.kind, found.condition) == ("dtype-mismatch", "dtype of t"), (body, found)
+        assert f"the dtype of `t` ({shown}" in found.why, found.why
+        assert "aborted rank 0 (SIGABRT" in found.why and found.fix.startswith(
+            "give the tensor one dtype on every rank"
+        )
+    correct = [
+        "    t = torch.ones(4, dtype=torch.float64)\n",
+        "    t = torch.ones(4).to(f'cuda:{rank}')\n",
+        "    t = torch.ones(4)\n    if rank == 0:\n        t = t.double()\n    else:\n        t = t.double()\n",
+        "    t = torch.ones(4)\n    if rank == 0:\n        t = t.double()\n    t = t.to(torch.float32)\n",
+        "    t = torch.ones(4)\n    if rank == 0:\n        t = t.float()\n",
+        "    t = torch.zeros(4)\n    if rank == 0:\n        t = torch.tensor([1.0, 2, 3, 4], dtype=torch.float32)\n",
+    ]
+    for body in correct:
+        assert lint_source(head + body + "    dist.all_reduce(t)\n") == [], body
 
 
 def test_a_skipped_new_group_says_the_later_group_waits_for_new_groups_own_timeout() -> None:

@@ -85,7 +85,10 @@ Finding kinds:
   made from constants (``torch.tensor(0.0, requires_grad=True)``): on a rank that takes it, the backward skips the
   collectives it makes on the others (DDP's gradient all_reduce). See :class:`_DetachedLosses`.
 * ``unwaited-async`` - a collective called with ``async_op=True`` as a statement of its own: its Work handle is
-  dropped, so nothing waits for it before its tensors are read (OpenNMT-py issue #2295).
+  dropped, so no line waits for it before its tensors are read (OpenNMT-py issue #2295); on gloo a blocking
+  barrier of its group later in the block completes it, which the finding then says. Also ``dist.isend``/
+  ``dist.irecv`` as a statement of its own: on gloo the Work holds the message's buffer, and dropping it can lose
+  the message (review72c M5).
 * ``read-before-wait`` - ``work = dist.all_reduce(t, async_op=True)`` and then a use of ``t`` in the same block
   before ``work.wait()``: the call may not have written ``t`` yet (on gloo a worker thread does it), so each rank
   reads its own value, the other ranks' contribution, or a mix (review70b M1: 1, 2, 3, 4 where the sum was 10).
@@ -182,7 +185,7 @@ decides: a loss made outside it still synchronises).
 
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
 ``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
-programmer's job; only the cycle of ``p2p-order`` is reported), ``init_process_group``/``destroy_process_group``, and calls on
+programmer's job; only the cycle of ``p2p-order`` and a dropped ``isend``/``irecv`` handle are reported), ``init_process_group``/``destroy_process_group``, and calls on
 arbitrary objects such as ``self.group.barrier()`` that no table entry names: their
 receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
 Route them through a function of the file, or add a table entry, to have them checked.
@@ -1120,8 +1123,9 @@ src/dst is computed from the rank or chosen by a test on it (src=0 if rank < 2 e
 roots; pass the same root on every rank, or a group per root. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
 per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
-with async_op=True whose handle is dropped (a statement of its own): nothing waits before its tensors are
-read; keep the handle and call work.wait(). read-before-wait: work = <collective>(t, async_op=True), then a use of
+with async_op=True whose handle is dropped (a statement of its own): no line waits before its tensors are
+read (on gloo a later blocking barrier of its group does); also an isend/irecv whose handle is dropped, which on
+gloo can lose the message; keep the handle and call work.wait(). read-before-wait: work = <collective>(t, async_op=True), then a use of
 t before work.wait() in the same block: t may not be written yet; wait first. aliased-outputs: an all_gather/gather/all_to_all output list of
 one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. discarded-output: a
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
@@ -8873,6 +8877,22 @@ def _bare_use(statement: ast.stmt, name: str) -> ast.Name | None:
     return min(found, key=lambda n: (n.lineno, n.col_offset)) if found else None
 
 
+def _holding_block(statement: ast.stmt, nodes: list[ast.AST]) -> list[ast.stmt] | None:
+    """The list of statements (a body, an else, a finally, or the scope's own top level) that holds ``statement``."""
+    nested: set[int] = set()
+    for n in nodes:
+        for part in ("body", "orelse", "finalbody"):
+            body = getattr(n, part, None)
+            if isinstance(body, list):
+                nested.update(id(st) for st in body)
+                if any(st is statement for st in body):
+                    return body
+    top = sorted(
+        (n for n in nodes if isinstance(n, ast.stmt) and id(n) not in nested), key=lambda n: (n.lineno, n.col_offset)
+    )
+    return top if any(st is statement for st in top) else None
+
+
 def _async_op(call: ast.Call) -> bool:
     """``async_op=True`` given as a constant: the call returns a Work handle at once."""
     flag = next((k.value for k in call.keywords if k.arg == "async_op"), None)
@@ -9569,6 +9589,7 @@ class _RankSizes:
     def check(self) -> None:
         if not any(isinstance(n, ast.Call) and self._shaped_collective(n) for n in self.nodes):
             return
+        _RankDtypes(self).check()
         for _ in range(4):
             before = (len(self.ints), len(self.sized))
             self.ints = _closure(self.pairs, self.ints, lambda value, _, names: self._int(value))
@@ -9721,6 +9742,237 @@ class _RankSizes:
             "and send the true length alongside, or use all_gather_object"
         )
         self.sizes._add(call, "size-mismatch", f"size of {text}", why, fix, unit)
+
+
+#: torch's dtype names (``torch.float32``...) and the tensor methods that convert to a fixed dtype.
+_DTYPE_NAMES = frozenset(
+    {
+        "float16",
+        "float32",
+        "float64",
+        "bfloat16",
+        "half",
+        "float",
+        "double",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "int",
+        "long",
+        "short",
+        "bool",
+        "complex64",
+        "complex128",
+    }
+)
+_DTYPE_METHODS = frozenset({"double", "float", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char"})
+#: tensor methods whose result keeps the receiver's dtype
+_DTYPE_KEEPING = frozenset(
+    {"cuda", "cpu", "contiguous", "clone", "detach", "view", "reshape", "flatten", "squeeze", "unsqueeze", "t"}
+)
+
+
+def _dtype_key(written: str) -> str | None:
+    """A dtype as written (``torch.float64``, ``double``) -> torch's name of it; None if not a plain one."""
+    name = written.removeprefix("torch.")
+    aliases = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32"}
+    name = aliases.get(name, name)
+    return name if name in _DTYPE_NAMES else None
+
+
+def _receiver_root(node: ast.AST) -> str | None:
+    """``t`` of ``t.double().cuda()``: the name a chain of method calls starts from."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _names_dtype(node: ast.AST) -> bool:
+    """Whether ``node`` mentions a torch dtype (``torch.float64``), so a rank-dependent ``.to(x)`` converts the
+    dtype and not the device (``.to(f"cuda:{rank}")``)."""
+    return any(
+        isinstance(n, ast.Attribute) and n.attr in _DTYPE_NAMES and _dotted(n.value) == "torch" for n in ast.walk(node)
+    )
+
+
+class _RankDtypes:
+    """``dtype-mismatch`` from the rank (review72c M4): a tensor whose dtype the rank chooses
+    (``torch.ones(4, dtype=torch.float32 if rank == 0 else torch.float64)``, ``t.to(dt)`` with ``dt`` such a
+    choice, ``if rank == 0: t = t.double()``) handed to a same-shape collective. lint72's gloo runs (4 ranks): float32
+    on rank 0 and float64 elsewhere, rank 0 aborted (SIGABRT, "op.preamble.length <= op.nbytes. 8 vs 4") and the
+    others raised; float32 and int32 (the same 4 bytes), every rank finished, rank 0 with 1.0000003576278687 and
+    the others with 1065353219: one type's bytes added as the other's."""
+
+    def __init__(self, sizes: _RankSizes) -> None:
+        self.s = sizes
+        self.typed: dict[str, ast.AST] = {}  # tensor name -> the expression or statement that makes its dtype per rank
+        self.dtypes: set[str] = set()  # names assigned a dtype chosen by the rank (`dt = torch.float32 if ...`)
+
+    def check(self) -> None:
+        s = self.s
+        for _ in range(4):
+            before = len(self.typed) + len(self.dtypes)
+            for names, value, _ in s.pairs:
+                if not isinstance(value, ast.Call) and self._choice(value):
+                    self.dtypes.update(names)
+                origin = self._origin(value)
+                if origin is not None:
+                    for name in names:
+                        self.typed.setdefault(name, origin)
+            for stmt in (n for n in s.nodes if isinstance(n, ast.If)):
+                self._converted_under_rank_test(stmt)
+            if len(self.typed) + len(self.dtypes) == before:
+                break
+        if not self.typed:
+            return
+        for call in (n for n in s.nodes if isinstance(n, ast.Call)):
+            name = s._shaped_collective(call)
+            if not name:
+                continue
+            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+            for arg in given:
+                origin = self._origin(arg)
+                if origin is not None and not self._reassigned(arg, origin, call):
+                    self._report(call, name, arg, origin)
+                    break
+
+    def _choice(self, node: ast.AST) -> bool:
+        """Whether ``node`` is a dtype that can differ between ranks: it names a torch dtype and depends on the
+        rank, or is a name assigned one."""
+        if isinstance(node, ast.Name):
+            return node.id in self.dtypes
+        return _names_dtype(node) and self.s._int(node)
+
+    def _origin(self, node: ast.AST) -> ast.AST | None:
+        """What makes the dtype of ``node`` (a tensor) rank-dependent, or None."""
+        if isinstance(node, ast.Name):
+            return self.typed.get(node.id)
+        if isinstance(node, ast.IfExp) and self.s.an.mentions_rank(node.test, self.s.taint, self.s.laundered):
+            if self._conversion(node.body) != self._conversion(node.orelse):
+                return node
+        if not isinstance(node, ast.Call):
+            return None
+        dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+        if dtype is not None and self._choice(dtype):
+            return node
+        if isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method in ("to", "type"):
+                target = dtype or (node.args[0] if node.args else None)
+                if target is not None and self._choice(target):
+                    return node
+                if target is not None and _names_dtype(target):
+                    return None  # converted to one dtype on every rank
+            if method in _DTYPE_KEEPING or (method == "to" and not _names_dtype(node)):
+                return self._origin(node.func.value)
+        return None
+
+    @staticmethod
+    def _conversion(node: ast.AST) -> str:
+        """The dtype conversion ``node`` applies last, as written ("" for none): ``t.double()`` -> "double"."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _DTYPE_METHODS and not node.args:
+                return node.func.attr
+            if node.func.attr in ("to", "type") and _names_dtype(node):
+                return ast.unparse(node.args[0] if node.args else node.keywords[0].value)
+            if node.func.attr in _DTYPE_KEEPING:
+                return _RankDtypes._conversion(node.func.value)
+        if isinstance(node, ast.Call):
+            dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            if dtype is not None:
+                return ast.unparse(dtype)
+        return ""
+
+    def _converted_under_rank_test(self, stmt: ast.If) -> None:
+        """``if rank == 0: t = t.double()``: a plain assignment in one branch of a rank test that converts the
+        dtype, where the other branch does not make the same conversion of that name."""
+        s = self.s
+        if not s.an.mentions_rank(stmt.test, s.taint, s.laundered):
+            return
+        for branch, other in ((stmt.body, stmt.orelse), (stmt.orelse, stmt.body)):
+            for assign in (a for a in branch if isinstance(a, ast.Assign) and len(a.targets) == 1):
+                target = assign.targets[0]
+                kind = self._conversion(assign.value)
+                if not isinstance(target, ast.Name) or not kind or target.id in self.typed:
+                    continue
+                if _receiver_root(assign.value) != target.id:
+                    continue  # a tensor made afresh (`labels = torch.empty(n, dtype=torch.int64)`): its dtype
+                    # against the other path's value is not followed (load_once_and_broadcast's labels agree)
+                if _dtype_key(kind) is not None and _dtype_key(kind) == self._made_as(target.id):
+                    continue  # `t = torch.ones(4)` then `t = t.float()`: already float32, nothing changes
+                same = any(
+                    isinstance(a, ast.Assign)
+                    and len(a.targets) == 1
+                    and isinstance(a.targets[0], ast.Name)
+                    and a.targets[0].id == target.id
+                    and self._conversion(a.value) == kind
+                    for a in other
+                )
+                if not same:
+                    self.typed[target.id] = stmt
+
+    def _made_as(self, name: str) -> str | None:
+        """The dtype every plain assignment of ``name`` in the scope outside conversions gives it, when each is a
+        torch factory of floats without dtype= (float32) or with a written dtype; None if lint cannot tell."""
+        made: set[str | None] = set()
+        for names, value, _ in self.s.pairs:
+            if name not in names or _receiver_root(value) == name:
+                continue
+            dtype = (
+                next((k.value for k in value.keywords if k.arg == "dtype"), None)
+                if isinstance(value, ast.Call)
+                else None
+            )
+            if dtype is not None:
+                made.add(_dtype_key(ast.unparse(dtype)))
+            elif (
+                isinstance(value, ast.Call)
+                and _terminal(value.func) in ("ones", "zeros", "rand", "randn", "empty")
+                and (_dotted(value.func) or "").startswith("torch.")
+            ):
+                made.add("float32")
+            else:
+                made.add(None)
+        return made.pop() if len(made) == 1 else None
+
+    def _reassigned(self, arg: ast.expr, origin: ast.AST, call: ast.Call) -> bool:
+        """Whether the name ``arg`` is assigned again after ``origin`` and before ``call`` (outside it): lint
+        then cannot tell which value reaches the call."""
+        if not isinstance(arg, ast.Name):
+            return False
+        start = getattr(origin, "end_lineno", None) or getattr(origin, "lineno", 0)
+        return any(
+            isinstance(n, ast.Assign)
+            and any(arg.id in _target_names(t) for t in n.targets)
+            and start < n.lineno < call.lineno
+            and not (isinstance(origin, ast.stmt) and any(m is n for m in ast.walk(origin)))
+            for n in self.s.nodes
+        )
+
+    def _report(self, call: ast.Call, name: str, arg: ast.expr, origin: ast.AST) -> None:
+        unit = self.s.unit
+        text = unit.text(arg)
+        shown = unit.text(origin.test) if isinstance(origin, ast.If) else unit.text(origin)
+        if isinstance(origin, ast.If):
+            where = f" (converted under `{shown}`, line {origin.lineno + unit.offset})"
+        elif origin is arg:
+            where = ""
+        else:
+            where = f" (`{shown}`, line {origin.lineno + unit.offset})"
+        why = (
+            f"the dtype of `{text}`{where} comes from the rank, so the ranks hand this {name} tensors of different "
+            f"dtypes, and {name} needs one dtype on every rank; gloo checks neither: an all_reduce of float32 on "
+            "rank 0 and float64 on the others aborted rank 0 (SIGABRT, gloo's \"op.preamble.length <= "
+            'op.nbytes") and the others failed as its connections closed, and one of float32 and int32 (the same '
+            "4 bytes) finished on every rank with no error, one type's bytes added as the other's"
+        )
+        fix = (
+            "give the tensor one dtype on every rank: pass the same dtype= everywhere, or convert it on every rank "
+            "(`t.to(torch.float64)`) before the call"
+        )
+        self.s.sizes._add(call, "dtype-mismatch", f"dtype of {text}", why, fix, unit)
 
 
 def _measured(node: ast.AST) -> ast.expr | None:
@@ -9974,6 +10226,7 @@ class _Agreement:
             for test in (n for n in nodes if isinstance(n, ast.If)):
                 self._group_order(test, key, unit, self_class)
             for call in (n for n in nodes if isinstance(n, ast.Call)):
+                self._unwaited_p2p(call, nodes, unit)
                 found = self.an.classify(call, unit, self_class, key)
                 if found is None:
                     continue
@@ -10075,19 +10328,138 @@ class _Agreement:
             )
             use = "before the code the barrier is meant to hold back"
         else:
+            barrier = self._later_barrier(call, nodes, unit)
+            if barrier is not None:
+                self._unwaited_before_barrier(call, name, unit, *barrier)
+                return
             effect = (  # review65b C2: not "reads its tensors": a temporary (torch.zeros(1)) is read by nothing
-                "so nothing after it is ordered after the call, and a read of its tensors after this line may see "
-                "them while the backend is still writing them (on gloo a worker thread, on NCCL the communication "
-                "stream)"
+                "so a read of its tensors after this line may see them while the backend is still writing them (on "
+                "gloo a worker thread, on NCCL the communication stream) until something waits for the call; on "
+                "gloo a later blocking barrier() of the same group does (gloo's barrier first waits for all earlier "
+                "work of its group: torch's ProcessGroupGloo.hpp); on NCCL the handle's wait() is what makes the "
+                "current stream wait for it (torch's ProcessGroupNCCL.hpp)"
             )
             use = "before the tensors are used"
         why = (
-            f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: nothing waits for "
-            f"the call to complete, {effect}, and an error in the call is not raised here: on gloo a timeout in it "
+            f"`async_op=True` makes {name} return a Work handle at once, and this line drops it: no line waits for "
+            f"the call itself, {effect}, and an error in the call is not raised here: on gloo a timeout in it "
             "closes the group's connections, so a later collective fails instead; on NCCL the watchdog ends the "
             "process (TORCH_NCCL_ASYNC_ERROR_HANDLING's default, 3, tears it down: torch's ProcessGroupNCCL.hpp)"
         )
         fix = f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` {use}"
+        self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
+
+    def _unwaited_p2p(self, call: ast.Call, nodes: list[ast.AST], unit: _Unit) -> None:
+        """review72c M5: ``dist.isend(t, dst=1)`` (or ``irecv``) as a statement of its own. On gloo the Work holds
+        the transport buffer of the message (torch's ProcessGroupGloo.cpp, send(): "The work captures the tensor
+        ... and the unbound buffer to synchronize on completion of the send"); dropping it can lose the message.
+        lint72's runs, 4 ranks, rank 0 `dist.isend(t, dst=1)` and rank 1 `dist.recv(t, src=0)`: with the handle
+        dropped, rank 1 timed out in 2 of 4 runs (a barrier after) and failed in 4 of 4 (none); with it kept, 8 of
+        8 finished with rank 0's value. A dropped ``irecv``: rank 1 raised "Timed out waiting 3000ms for recv
+        operation to complete"."""
+        if not _dotted(call.func):
+            return
+        full = self.an._resolve(call.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+        name = full.rpartition(".")[2]
+        if full.rpartition(".")[0] != "torch.distributed" or name not in ("isend", "irecv"):
+            return
+        if not any(isinstance(n, ast.Expr) and n.value is call for n in nodes):
+            return
+        if name == "isend":
+            lost = (
+                "so no line waits for the send, and on gloo the Work is what holds the buffer gloo sends from "
+                "(torch's ProcessGroupGloo.cpp: the work captures the tensor and the unbound buffer \"to synchronize "
+                'on completion of the send"): with it dropped, a message not yet written out can be lost, and the '
+                "matching recv waits until the timeout, or fails when this rank ends its process (the same code "
+                "keeping the handle finishes)"
+            )
+            fix = (
+                "keep the handle (`work = dist.isend(...)`) and call `work.wait()` before the tensor is changed or "
+                "the rank moves on, or use the blocking `dist.send`"
+            )
+        else:
+            lost = (
+                "so no line waits for the receive: a read of the tensor after this line may see it unwritten, and "
+                "on gloo the Work is what holds the buffer gloo receives into (torch's ProcessGroupGloo.cpp: the "
+                'work captures the tensor and the unbound buffer "to synchronize on completion of the recv"): '
+                "with it dropped, the message can go unreceived, and ranks then wait until the timeout"
+            )
+            fix = (
+                "keep the handle (`work = dist.irecv(...)`) and call `work.wait()` before the tensor is read, or "
+                "use the blocking `dist.recv`"
+            )
+        why = (
+            f"`dist.{name}` returns a Work handle at once, and this line drops it, {lost}; an error in the call is "
+            "not raised here"
+        )
+        self._add(call, "unwaited-async", f"{name}, handle dropped", why, fix, unit)
+
+    def _later_barrier(
+        self, call: ast.Call, nodes: list[ast.AST], unit: _Unit
+    ) -> tuple[int, tuple[int, str] | None] | None:
+        """review72c M1: the line of a blocking ``dist.barrier()`` on the same group (the same ``group=`` as
+        written, or none on both) later in the block of the dropped async call, and the first statement between
+        them that uses the call's tensor (its line and the tensor's name), if any. None when no such barrier
+        comes first, or a compound statement comes before it (what it runs is not followed)."""
+        statement = next((n for n in nodes if isinstance(n, ast.Expr) and n.value is call), None)
+        if statement is None:
+            return None
+        block = _holding_block(statement, nodes)
+        if block is None:
+            return None
+        group = next((ast.unparse(k.value) for k in call.keywords if k.arg == "group"), None)
+        tensor = call.args[0] if call.args and isinstance(call.args[0], ast.Name) else None
+        read: tuple[int, str] | None = None
+        for later in block[block.index(statement) + 1 :]:
+            value = later.value if isinstance(later, ast.Expr) else None
+            if (
+                isinstance(value, ast.Call)
+                and _dotted(value.func)
+                and self.an._collective(value.func, unit) == "torch.distributed.barrier"
+                and not _async_op(value)
+                and next((ast.unparse(k.value) for k in value.keywords if k.arg == "group"), None) == group
+            ):
+                return later.lineno + unit.offset, read
+            if isinstance(later, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                return None
+            if read is None and tensor is not None:
+                use = _bare_use(later, tensor.id)
+                if use is not None:
+                    read = (use.lineno + unit.offset, tensor.id)
+        return None
+
+    def _unwaited_before_barrier(
+        self, call: ast.Call, name: str, unit: _Unit, barrier: int, read: tuple[int, str] | None
+    ) -> None:
+        read_checked = bool(call.args) and isinstance(call.args[0], ast.Name)
+        """The dropped async call of :meth:`_unwaited` followed, in its block, by a blocking barrier of its group
+        at line ``barrier``: on gloo that barrier completes it (review72c t14b, lint72's m1_barrier_after: 4.0 on
+        every rank, ``is_completed()`` True), so only a read between the two is unordered there
+        (m1_read_before_barrier: 1.0 on every rank)."""
+        if read is not None:
+            line, tensor = read
+            between = (
+                f"; but line {line} reads `{tensor}` before that barrier, while the backend may still be writing it "
+                "(on gloo a worker thread), so there each rank reads its own value, the result, or a mix"
+            )
+            fix = (
+                f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` before line "
+                f"{line}, or read `{tensor}` only after the barrier at line {barrier}"
+            )
+        else:
+            between = f", and no line between reads `{call.args[0].id}`" if read_checked else ""
+            fix = (
+                f"keep the handle (`work = dist.{name}(..., async_op=True)`) and call `work.wait()` before the "
+                f"barrier at line {barrier}: wait() completes the call on every backend and raises its error here"
+            )
+        why = (
+            f"`async_op=True` makes {name} return a Work handle at once, and this line drops it. On gloo the "
+            f"blocking barrier at line {barrier} completes it: gloo's barrier first waits for all earlier work of "
+            f"its group (torch's ProcessGroupGloo.hpp), so its tensors are written when line {barrier} returns"
+            f"{between}. On NCCL each call runs on the communication stream, and the handle's wait() is what makes "
+            "the current stream wait for it (torch's ProcessGroupNCCL.hpp). An error in the call is not raised at "
+            "this line: the handle that would raise it is gone"
+        )
         self._add(call, "unwaited-async", "async_op=True, handle dropped", why, fix, unit)
 
     def _read_before_wait(self, call: ast.Call, name: str, nodes: list[ast.AST], unit: _Unit) -> None:
@@ -11738,6 +12110,26 @@ class _Ranks:
                     if self._contains_target(stmt):
                         raise _Stop
                     continue
+                skipped = stmt.orelse if taken else stmt.body
+                if (
+                    not self.strict
+                    and isinstance(self.target[0], ast.expr)
+                    and any(self._contains_target(s) for s in skipped)
+                    and self._bound(self.target[1], env)
+                    and not {
+                        n.id
+                        for s in skipped
+                        for n in ast.walk(s)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    }
+                    & {n.id for n in ast.walk(self.target[1]) if isinstance(n, ast.Name)}
+                ):  # a group assigned on the way to the test is not the one bound here
+                    # review72c C1: the target test sits in the branch this rank does not take (an `elif` after
+                    # a test this rank passed, an inner `if` under one it failed): the rank never reaches the
+                    # test, so it does not take its branch either (an elif's condition is its test AND NOT the
+                    # earlier ones)
+                    self.found = (False, self._eval(self.target[1], env, depth))
+                    raise _Stop
                 self._exec(stmt.body if taken else stmt.orelse, env, depth)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 value = self._eval(stmt.value, env, depth)
