@@ -3978,3 +3978,47 @@ def test_a_tensor_used_before_the_wait_of_its_async_collective_is_read_before_wa
     ]
     for body in quiet:
         assert lint_source(head + body, "f.py") == [], body
+
+
+def test_torch_distributed_nn_all_gather_under_a_rank_test_and_an_else_branch_turned_off_by_a_constant() -> None:
+    """Modelled on round 37's MedARC voxel2clip pair (``buggy_medarc_voxel2clip_rank0_val_distributed_loss`` and
+    its correct twin): the contrastive losses gather the targets with ``torch.distributed.nn.all_gather`` (the
+    autograd-aware all_gather) when ``distributed`` is true; local rank 0's validation calls them with
+    ``distributed=distributed`` (True), so it alone enters the all_gather while the others wait in the epoch's
+    barrier. Passing ``distributed=False`` is quiet, both for ``if distributed: gather`` and for
+    ``if not distributed: ... else: gather``."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def gather_features(x):
+    return torch.cat(torch.distributed.nn.all_gather(x), dim=0)
+
+def nce(preds, targs, distributed=False):
+    if distributed:
+        targs = gather_features(targs)
+    return (preds @ targs.T).mean()
+
+def soft_loss(preds, targs, distributed=False):
+    if not distributed:
+        clip = targs @ targs.T
+    else:
+        clip = targs @ gather_features(targs).T
+    return clip.mean()
+
+def train(local_rank, distributed, batches):
+    for x, y in batches:
+        loss = nce(x, y, distributed=distributed) + soft_loss(x, y, distributed=distributed)
+    if local_rank == 0:
+        for x, y in batches:
+            val = nce(x, y, distributed=VALUE) + soft_loss(x, y, distributed=VALUE)
+    dist.barrier()
+"""
+    found = lint_source(source.replace("VALUE", "distributed"))
+    assert [(f.kind, f.line) for f in found] == [("hidden-collective", 25)] * 2, found
+    assert {f.collective for f in found} == {
+        "nce -> gather_features -> torch.distributed.nn.all_gather",
+        "soft_loss -> gather_features -> torch.distributed.nn.all_gather",
+    }
+    assert "torch.distributed.nn: an all_gather" in found[0].why
+    assert lint_source(source.replace("VALUE", "False")) == []

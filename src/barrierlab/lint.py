@@ -513,6 +513,20 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         modules=_MMENGINE_DIST,
     )
     + _entries(
+        "torch.distributed.nn",
+        {
+            "all_gather": ("an all_gather (one that autograd differentiates)", True),
+            "all_reduce": ("an all_reduce (one that autograd differentiates)", True),
+            "broadcast": ("a broadcast (one that autograd differentiates)", True),
+            "reduce": ("a reduce (one that autograd differentiates)", False),
+            "gather": ("a gather (one that autograd differentiates)", False),
+            "scatter": ("a scatter (one that autograd differentiates)", False),
+            "all_to_all": ("an all_to_all (one that autograd differentiates)", False),
+            "all_to_all_single": ("an all_to_all_single (one that autograd differentiates)", False),
+        },
+        modules={"torch.distributed.nn", "torch.distributed.nn.functional"},
+    )
+    + _entries(
         "Lightning",
         {
             "log": ("an all_reduce of the value (sync_dist=True), now or at the epoch's end", False),
@@ -2113,6 +2127,13 @@ def _constant(value: ast.expr) -> object:
         operand = value.operand.value
         return -operand if type(operand) in (int, float) else _NOT_CONSTANT
     return _NOT_CONSTANT
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """The test an ``else`` branch of ``if test:`` runs under: ``x`` for ``not x``, else ``not (test)``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
 
 
 def _false_with(test: ast.expr, given: dict[str, object]) -> bool:
@@ -4261,6 +4282,8 @@ class _Analysis:
                 if isinstance(parent, ast.If) and any(child is b for b in parent.body):
                     test = parent.test
                     terms += test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+                elif isinstance(parent, ast.If) and any(child is b for b in parent.orelse):
+                    terms.append(_negated(parent.test))  # ``if not distributed: ... else: gather(...)``
                 child = parent
             yield node, found, terms
 
