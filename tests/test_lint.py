@@ -4022,3 +4022,27 @@ def train(local_rank, distributed, batches):
     }
     assert "torch.distributed.nn: an all_gather" in found[0].why
     assert lint_source(source.replace("VALUE", "False")) == []
+
+
+def test_a_broadcast_root_computed_from_the_groups_size_is_a_group_local_rank() -> None:
+    """Modelled on round 39's ART pair (``buggy_art_fla_cp_broadcast_group_local_src``, OpenPipe/ART PR #920): the
+    last member of the context-parallel group broadcasts the chain's state with ``src=cp_size - 1``, an index within
+    the group, where torch wants a global rank: on the CP group {0, 2} it raises "not part of group". The global
+    rank of that member, and Megatron's ``(rank // size) * size`` (a global rank), are quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def broadcast_final_state(state, cp_group):
+    cp_size = dist.get_world_size(cp_group)
+    dist.broadcast(state, src=SRC, group=cp_group)
+    return state
+"""
+    found = lint_source(source.replace("SRC", "cp_size - 1"))
+    assert [(f.kind, f.line) for f in found] == [("group-rank", 7)], found
+    assert "computed from the group's size (dist.get_world_size(cp_group)) alone" in found[0].why
+    assert "dist.get_global_rank(cp_group, cp_size - 1)" in found[0].fix
+    found = lint_source(source.replace("SRC", "dist.get_world_size(cp_group) - 1"))
+    assert [(f.kind, f.line) for f in found] == [("group-rank", 7)], found
+    for quiet in ("dist.get_global_rank(cp_group, cp_size - 1)", "(dist.get_rank() // cp_size) * cp_size"):
+        assert lint_source(source.replace("SRC", quiet)) == [], quiet

@@ -10325,6 +10325,36 @@ class _Agreement:
 
         if any(group_rank(n) for n in ast.walk(rank)):
             return f"`{unit.text(rank)}` is dist.get_rank({group})"
+
+        def group_size(node: ast.AST) -> bool:
+            """``dist.get_world_size(group)`` or ``group.size()``: a count of the group's members, so a rank
+            computed from it (``size - 1``, ``step % size``) is an index within the group (round 39's ART item)."""
+            if not isinstance(node, ast.Call) or _terminal(node.func) not in ("get_world_size", "size"):
+                return False
+            if _terminal(node.func) == "size":
+                return isinstance(node.func, ast.Attribute) and unit.text(node.func.value) == group and not node.args
+            return any(
+                unit.text(a) == group for a in [*node.args, *(k.value for k in node.keywords if k.arg == "group")]
+            )
+
+        def of_sizes(node: ast.expr, sized: set[str]) -> bool:
+            """``node`` is arithmetic on the group's size and literals alone (``cp_size - 1``), nothing global:
+            ``(rank // tp_size) * tp_size`` is Megatron's global rank of the group's first member."""
+            if isinstance(node, ast.BinOp):
+                return of_sizes(node.left, sized) and of_sizes(node.right, sized)
+            if isinstance(node, ast.UnaryOp):
+                return of_sizes(node.operand, sized)
+            if isinstance(node, ast.Constant):
+                return isinstance(node.value, int)
+            return (isinstance(node, ast.Name) and node.id in sized) or group_size(node)
+
+        sized = {
+            names[0]
+            for names, value, index in self._pairs(nodes)
+            if index is None and len(names) == 1 and group_size(value)
+        }
+        if not isinstance(rank, ast.Constant) and of_sizes(rank, sized):
+            return f"`{unit.text(rank)}` is computed from the group's size (dist.get_world_size({group})) alone"
         literal = _const_ints(rank)
         if literal is not None and len(literal) == 1:
             if self._holds(group, literal[0], unit):
