@@ -4046,3 +4046,35 @@ def broadcast_final_state(state, cp_group):
     assert [(f.kind, f.line) for f in found] == [("group-rank", 7)], found
     for quiet in ("dist.get_global_rank(cp_group, cp_size - 1)", "(dist.get_rank() // cp_size) * cp_size"):
         assert lint_source(source.replace("SRC", quiet)) == [], quiet
+
+
+def test_a_device_mesh_built_only_on_the_ranks_of_a_modality_skips_new_group_calls() -> None:
+    """Modelled on round 39's Cornstarch pair (``buggy_cornstarch_modal_mesh_built_on_members_only``, Cornstarch PR
+    #76): each modality's ``DeviceMesh`` makes a ``new_group`` per sub-group of every dimension, a call every rank
+    of the world makes; ``materialize`` skipped (``continue``) the modalities a rank is not in. Building every
+    modality's mesh on every rank is quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+
+MODALITIES = {"vision": [0], "language": [1, 2]}
+
+class ModalMesh:
+    def __init__(self, ranks):
+        self.device_mesh = DeviceMesh("cpu", torch.tensor(ranks).reshape(1, -1), mesh_dim_names=("dp", "tp"))
+
+def materialize():
+    meshes = {}
+    for name, ranks in MODALITIES.items():
+        if dist.get_rank() not in ranks:
+            continue
+        meshes[name] = ModalMesh(ranks)
+    return meshes
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 17, 15)], found
+    assert found[0].collective == "ModalMesh -> DeviceMesh"
+    assert "a new_group for every sub-group of each mesh dimension" in found[0].why
+    assert "`continue` at line 16" in found[0].why
+    assert lint_source(source.replace("        if dist.get_rank() not in ranks:\n            continue\n", "")) == []

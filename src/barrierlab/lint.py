@@ -527,6 +527,19 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         modules={"torch.distributed.nn", "torch.distributed.nn.functional"},
     )
     + _entries(
+        "torch DeviceMesh",
+        {
+            name: (
+                "a new_group for every sub-group of each mesh dimension, which every rank of the world makes in the "
+                "same order, members or not; only a one-dimensional mesh of the whole world may reuse the default "
+                "group instead (torch/distributed/device_mesh.py, _init_one_process_group)",
+                False,
+            )
+            for name in ("DeviceMesh", "init_device_mesh")
+        },
+        modules={"torch.distributed.device_mesh", "torch.distributed"},
+    )
+    + _entries(
         "Lightning",
         {
             "log": ("an all_reduce of the value (sync_dist=True), now or at the epoch's end", False),
