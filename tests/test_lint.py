@@ -4078,3 +4078,65 @@ def materialize():
     assert "a new_group for every sub-group of each mesh dimension" in found[0].why
     assert "`continue` at line 16" in found[0].why
     assert lint_source(source.replace("        if dist.get_rank() not in ranks:\n            continue\n", "")) == []
+
+
+def test_a_sharded_optimizer_step_skipped_on_a_nan_loss_unless_the_switch_is_off() -> None:
+    """Modelled on round 37's MMF pair (``buggy_mmf_nan_loss_skips_sharded_optimizer_step`` and its correct twin,
+    facebookresearch/mmf PR #1073): the training loop holds a ``ZeroRedundancyOptimizer`` handed to its
+    constructor, whose ``step`` broadcasts every rank's updated shard; a rank whose batch gave a NaN loss skips the
+    step when ``skip_batch_on_nan_losses`` is on. With the switch off by default and never passed, the skip never
+    runs: quiet. Inside ``with Join([model, optim])`` the step's broadcasts are shadowed: quiet too."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+class TrainingLoop:
+    def __init__(self, model, optimizer, skip_batch_on_nan_losses=SWITCH):
+        self.model, self.optimizer = model, optimizer
+        self.skip_batch_on_nan_losses = skip_batch_on_nan_losses
+
+    def _finish_update(self):
+        self.optimizer.step()
+
+    def run_training_epoch(self, batches):
+        for batch in batches:
+            loss = self.model(batch).sum()
+            loss.backward()
+            nan = not torch.isfinite(loss).item()
+            if nan and self.skip_batch_on_nan_losses:
+                continue
+            self._finish_update()
+
+def worker(model, batches):
+    optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-2)
+    TrainingLoop(model, optimizer).run_training_epoch(batches)
+"""
+    found = lint_source(source.replace("SWITCH", "True"))
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 21, 19)], found
+    assert found[0].collective == "self._finish_update -> self.optimizer.step"
+    assert "torch ZeroRedundancyOptimizer: a broadcast of every rank's updated parameter shard" in found[0].why
+    assert lint_source(source.replace("SWITCH", "False")) == []
+    # a construction that turns the switch on is seen
+    turned_on = source.replace("SWITCH", "False").replace(
+        "TrainingLoop(model, optimizer)", "TrainingLoop(model, optimizer, skip_batch_on_nan_losses=True)"
+    )
+    assert [(f.kind, f.line) for f in lint_source(turned_on)] == [("hidden-collective", 21)]
+    joined = """
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+def worker(model, rank):
+    optim = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=0.01)
+    inputs = [torch.ones(4)] * (5 + rank)
+    with Join([model, optim]):
+        for x in inputs:
+            model(x).sum().backward()
+            optim.step()
+"""
+    assert lint_source(joined) == []
+    assert [f.kind for f in lint_source(joined.replace("with Join([model, optim]):", "if True:"))] == [
+        "rank-dependent-loop"
+    ]

@@ -261,6 +261,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import copy
 import difflib
 import inspect
 import itertools
@@ -370,6 +371,7 @@ def _entries(
 
 
 _ACCELERATOR = {"accelerator"}
+_ZERO = "torch ZeroRedundancyOptimizer"
 _ACCELERATE_UTILS = {"accelerate.utils", "accelerate.utils.operations"}
 _MMENGINE_DIST = {"mmengine.dist", "mmengine.dist.dist", "mmengine.dist.utils"}
 
@@ -569,8 +571,11 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         advice="or leave dist_sync_on_step off (the default): the metric then syncs once, in compute()",
     )
     + _entries(
-        "torch ZeroRedundancyOptimizer",
-        {"consolidate_state_dict": ("a broadcast of every rank's optimizer state shard", False)},
+        _ZERO,
+        {
+            "consolidate_state_dict": ("a broadcast of every rank's optimizer state shard", False),
+            "step": ("a broadcast of every rank's updated parameter shard to the others (_sync_params)", False),
+        },
         constructors={
             "torch.distributed.optim.ZeroRedundancyOptimizer",
             "torch.distributed.optim.zero_redundancy_optimizer.ZeroRedundancyOptimizer",
@@ -2149,6 +2154,15 @@ def _negated(test: ast.expr) -> ast.expr:
     return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
 
 
+class _RenameSelf(ast.NodeTransformer):
+    """``self.flag`` -> the name ``self__flag``, for :func:`_false_with`."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            return ast.copy_location(ast.Name(id=f"self__{node.attr}", ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
 def _false_with(test: ast.expr, given: dict[str, object]) -> bool:
     """Whether ``test``, made of comparisons of the names in ``given`` with literals, is false for those values
     (False when it reads anything else)."""
@@ -3040,6 +3054,7 @@ class _Analysis:
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
+        self._constant_attrs: dict[str, dict[str, set[object]]] = {}
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
             self.frameworks.setdefault(entry.name, []).append(entry)
@@ -3309,6 +3324,104 @@ class _Analysis:
 
     def _class_of(self, key: str | None) -> str | None:
         return self.table[key].self_class if key in self.table else None
+
+    def constant_attributes(self, cls: str) -> dict[str, set[object]]:
+        """``self.`` attributes of class ``cls`` (or its bases in the file) that only ever hold literals: assigned
+        once in the file, in ``__init__``, from a literal or from a parameter with a literal default, and every
+        construction of the class in the file leaves that parameter at its default or passes a literal (a
+        config switch: round 37's MMF loop, ``skip_batch_on_nan_losses=False`` by default and never passed).
+        Attribute -> the values it can hold."""
+        if cls in self._constant_attrs:
+            return self._constant_attrs[cls]
+        self._constant_attrs[cls] = found = {}
+        stores: dict[str, int] = {}
+        for unit in self.units:
+            for node in ast.walk(unit.tree):
+                targets: list[ast.expr] = []
+                if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        targets += list(ast.walk(target))
+                elif isinstance(node, ast.Call) and _terminal(node.func) in ("setattr", "delattr"):
+                    return found  # attributes set by name: nothing is known
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store):
+                        stores[t.attr] = stores.get(t.attr, 0) + 1
+        if any(other != cls and cls in self._ancestors(other) for other in self.class_nodes):
+            return found  # a subclass may hand its own values up through super().__init__
+        for owner in [cls]:
+            init = self.table.get(f"{owner}.__init__")
+            if init is None:
+                continue
+            args = init.node.args
+            if args.vararg or args.kwarg:
+                continue
+            positional = [*args.posonlyargs, *args.args]
+            names = [a.arg for a in positional]
+            defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
+            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+            sites = self._call_sites(init.key)
+            for names_, value, index in _assignments(
+                n for n in _own_nodes(init.node.body) if isinstance(n, ast.Assign)
+            ):
+                if index is not None or len(names_) != 1 or not names_[0].startswith("self."):
+                    continue
+                attr = names_[0][5:]
+                if "." in attr or stores.get(attr) != 1:
+                    continue
+                literal = _constant(value)
+                if literal is not _NOT_CONSTANT:
+                    found[attr] = {literal}
+                    continue
+                if not isinstance(value, ast.Name) or value.id not in defaults:
+                    continue
+                default = _constant(defaults[value.id])
+                if default is _NOT_CONSTANT:
+                    continue
+                place = names.index(value.id) - 1 if value.id in names else None
+                values: set[object] = set() if sites else {default}
+                for call, _scope, _unit in sites:
+                    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                        break
+                    given = next((k.value for k in call.keywords if k.arg == value.id), None)
+                    if given is None and place is not None and 0 <= place < len(call.args):
+                        given = call.args[place]
+                    literal = _constant(given) if given is not None else default
+                    if literal is _NOT_CONSTANT:
+                        break
+                    values.add(literal)
+                else:
+                    found[attr] = values
+        return found
+
+    def never_true(self, test: ast.expr, self_class: str | None) -> bool:
+        """Whether ``test`` is false for every value the constant ``self.`` attributes it reads can hold (see
+        :meth:`constant_attributes`), through ``and``/``or``/``not``: ``if nan_keys and self.skip_batch:``."""
+        if self_class is None or "self" not in {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}:
+            return False
+        known = self.constant_attributes(self_class)
+        if not known:
+            return False
+
+        def never(node: ast.expr) -> bool:
+            if isinstance(node, ast.BoolOp):
+                return (any if isinstance(node.op, ast.And) else all)(never(v) for v in node.values)
+            attrs = [
+                n
+                for n in ast.walk(node)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+            ]
+            if not attrs or any(a.attr not in known for a in attrs):
+                return False
+            choices = sorted({a.attr for a in attrs})
+            if len(choices) > 2 or any(len(known[a]) > 4 for a in choices):
+                return False
+            renamed = _RenameSelf().visit(copy.deepcopy(node))
+            combos: list[dict[str, object]] = [{}]
+            for attr in choices:
+                combos = [{**c, f"self__{attr}": v} for c in combos for v in known[attr]]
+            return all(_false_with(renamed, combo) for combo in combos)
+
+        return never(test)
 
     def _sampler_class(self, name: str | None) -> bool:
         """Whether ``name`` is a class of the file derived from ``DistributedSampler``: like it, it takes the
@@ -4032,6 +4145,9 @@ class _Analysis:
             if canonical:
                 return _Call("coll", written, canonical)
         entry = self._framework(call, unit, self_class, scope)
+        if entry is not None and entry.framework == _ZERO and "join" in self.contexts.get(id(call), frozenset()):
+            entry = None  # ZeroRedundancyOptimizer is Joinable: inside ``with Join([...])`` a finished rank's join
+            # hook shadows the broadcasts of the others' steps (torch's generic_join tutorial)
         if entry is not None:
             shown = written or f"{unit.text(call.func)}"
             if entry.name == "forward" and _terminal(call.func) != "forward":
@@ -4836,6 +4952,10 @@ class _Analysis:
                             self.objects.setdefault(where, {})[f"{name}[]"] = held
                             changed = True
                 one = self._held_object(value, key, self_class)
+                if one is None and isinstance(value, ast.Name) and all(n.startswith("self.") for n in names):
+                    # ``self.optimizer = optimizer`` of a parameter every call passes a library's object (round 37's
+                    # MMF loop is handed a ZeroRedundancyOptimizer): the attribute holds it too
+                    one = self._constructed(value.id, key, self_class)
                 if one is None:
                     continue
                 for name in names:  # ``self.model = model`` of a parameter passed a model of the file
@@ -6316,6 +6436,8 @@ class _Walker:
             if self.handling and _reraises(stmt.body) and not stmt.orelse:
                 return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
                 # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
+            if self.an.never_true(stmt.test, self.self_class):
+                return test + self.block(stmt.orelse, None)  # a switch the file never turns on: the body never runs
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
             leaves = _leaves_loop(stmt.body + stmt.orelse)
             local = self._local_test(stmt.test) if leaves or any(i.site for i in _walk_items(body + orelse)) else None
