@@ -4140,3 +4140,56 @@ def worker(model, rank):
     assert [f.kind for f in lint_source(joined.replace("with Join([model, optim]):", "if True:"))] == [
         "rank-dependent-loop"
     ]
+
+
+def test_a_property_of_the_trainer_a_module_is_handed_reaches_its_broadcast_from_a_rank_zero_only_hook() -> None:
+    """Modelled on round 35's Lightning item (``buggy_lightning_log_dir_in_rank_zero_only_hook``, Lightning issue
+    #18148): ``Trainer(...).fit(module)`` sets ``module.trainer = self``; the module's ``@rank_zero_only``
+    ``on_fit_start`` reads ``self.trainer.log_dir``, a property that broadcasts the folder from rank 0, so rank 0
+    alone enters the broadcast. Reading it on every rank is quiet."""
+    source = """
+import functools
+import torch.distributed as dist
+
+def rank_zero_only(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        if dist.get_rank() == 0:
+            return fn(*args, **kwargs)
+        return None
+    return wrapped
+
+class Strategy:
+    def broadcast(self, obj, src=0):
+        holder = [obj]
+        dist.broadcast_object_list(holder, src=src)
+        return holder[0]
+
+class Trainer:
+    def __init__(self, save_dir):
+        self.save_dir = save_dir
+        self.strategy = Strategy()
+
+    @property
+    def log_dir(self):
+        return self.strategy.broadcast(self.save_dir)
+
+    def fit(self, module):
+        module.trainer = self
+        module.on_fit_start()
+
+class Model:
+    def __init__(self):
+        self.trainer = None
+
+    @rank_zero_only
+    def on_fit_start(self):
+        print(self.trainer.log_dir)
+
+def worker():
+    Trainer("logs").fit(Model())
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition) for f in found] == [("hidden-collective", 38, "@rank_zero_only")], found
+    assert found[0].collective == "self.trainer.log_dir -> self.strategy.broadcast"
+    assert lint_source(source.replace("    @rank_zero_only\n", "")) == []

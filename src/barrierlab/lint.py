@@ -4206,7 +4206,12 @@ class _Analysis:
         then; ``cached=False`` asks what the read returns, whether or not the getter runs at it)."""
         if id(node) not in self._property_calls:
             made = None
-            if isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            held = (  # ``self.trainer.log_dir``: a property of the object a ``self.`` attribute holds (round 35)
+                isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"
+            )
+            if isinstance(node.ctx, ast.Load) and (isinstance(node.value, ast.Name) or held):
                 target = self._callee(node, self_class, unit) or self._indirect(node, self_class, scope)
                 func = self.table.get(target or "")
                 decorators = func.node.decorator_list if func is not None else []
@@ -4841,6 +4846,10 @@ class _Analysis:
                     if not isinstance(node, ast.Call):
                         continue
                     callee = self._callee(node.func, self_class, unit)
+                    if callee is None and isinstance(node.func, ast.Attribute) and _dotted(node.func):
+                        callee = self._indirect(node.func, self_class, key)  # ``trainer.fit(module)``
+                    if callee is None and isinstance(node.func, ast.Attribute):
+                        callee = self._method_of_built(node.func)  # ``Trainer(logger).fit(module)``
                     if callee is None:
                         continue
                     params = [a.arg for a in self.table[callee].node.args.args]
@@ -4881,6 +4890,15 @@ class _Analysis:
         self._return_classes.clear()
         self._prepare_metric_states()
 
+    def _method_of_built(self, func: ast.Attribute) -> str | None:
+        """The method ``func`` names on an object of a class of the file built in place (``Trainer(...).fit``)."""
+        made = func.value
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.bases):
+            return None
+        return next(
+            (f"{c}.{func.attr}" for c in self._ancestors(made.func.id) if f"{c}.{func.attr}" in self.table), None
+        )
+
     def _object_list(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
         """An element of a list or tuple literal every element of which is an object of a class of the file, built
         in place or held by a name (``[wandb_logger, StdOutLogger(accelerator)]``): the first element's class,
@@ -4907,6 +4925,11 @@ class _Analysis:
         if isinstance(value, ast.Call) and _terminal(value.func) in self.bases and _dotted(value.func):
             cls = _terminal(value.func)
             return _Built((cls, *(b for c in self._ancestors(cls) for b in self.base_names.get(c, []))), cls)
+        if isinstance(value, ast.Name) and value.id == "self" and self_class in self.bases:
+            # ``module.trainer = self`` in a method of Trainer: the object of the method's own class
+            return _Built(
+                (self_class, *(b for c in self._ancestors(self_class) for b in self.base_names.get(c, []))), self_class
+            )
         if isinstance(value, (ast.Name, ast.Attribute)):
             built = self._constructed(_dotted(value), scope, self_class)
             if built is not None and built.local is not None:
