@@ -4193,3 +4193,55 @@ def worker():
     assert [(f.kind, f.line, f.condition) for f in found] == [("hidden-collective", 38, "@rank_zero_only")], found
     assert found[0].collective == "self.trainer.log_dir -> self.strategy.broadcast"
     assert lint_source(source.replace("    @rank_zero_only\n", "")) == []
+
+
+def test_a_callback_handed_the_trainer_runs_its_ddp_model_forward_on_some_ranks_only() -> None:
+    """Modelled on round 28's node-preview item (``buggy_node_preview_forward_through_ddp_wrapper``): the trainer
+    hands itself to each callback (``cb.on_train_batch_end(self, ...)``); a callback decorated to run on each
+    node's local rank 0 calls ``trainer.model(batch)``, the DDP-wrapped model, whose forward broadcasts the
+    BatchNorm buffers. Calling the bare module (``pl_module``) is quiet."""
+    source = """
+import functools
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def local_rank_zero_only(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        if dist.get_rank() % 2 == 0:
+            return fn(*args, **kwargs)
+        return None
+    return wrapped
+
+class Preview:
+    def __init__(self, batch):
+        self.batch = batch
+
+    @local_rank_zero_only
+    def on_train_batch_end(self, trainer, pl_module):
+        with torch.no_grad():
+            out = MODEL(self.batch)
+        print(out)
+
+class Trainer:
+    def __init__(self, module, callbacks):
+        self.lightning_module = module
+        self.model = DDP(module)
+        self.callbacks = callbacks
+
+    def fit(self, batches):
+        for x in batches:
+            self.model(x).sum().backward()
+            for cb in self.callbacks:
+                cb.on_train_batch_end(self, self.lightning_module)
+
+def worker(batches, preview):
+    module = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8))
+    Trainer(module, [Preview(preview)]).fit(batches)
+"""
+    found = lint_source(source.replace("MODEL", "trainer.model"))
+    assert [(f.kind, f.line, f.condition) for f in found] == [("branch", 23, "@local_rank_zero_only")], found
+    assert found[0].collective == "trainer.model() (DDP forward)"
+    assert lint_source(source.replace("MODEL", "pl_module")) == []

@@ -3067,6 +3067,7 @@ class _Analysis:
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
+        self._ddp_through_objects()
         self._prepare_callbacks()
         self._prepare_laundering()
         self._prepare_values()
@@ -3451,6 +3452,32 @@ class _Analysis:
             if _terminal(call.func.value).lower() in ("accelerator", "fabric"):
                 return "ddp"
         return None
+
+    def _ddp_through_objects(self) -> None:
+        """``trainer.model`` holds the wrapped model when ``trainer`` holds an object of a class of the file whose
+        methods set ``self.model = DDP(...)`` (round 28's node preview: a callback handed the trainer runs
+        ``trainer.model(batch)``, a DDP forward)."""
+        wrapped: dict[str, dict[str, str]] = {}
+        for func in self.table.values():
+            if func.self_class is not None:
+                attrs = wrapped.setdefault(func.self_class, {})
+                attrs.update(
+                    {
+                        n[5:]: k
+                        for n, k in self.ddp.get(func.key, {}).items()
+                        if n.count(".") == 1 and n.startswith("self.")
+                    }
+                )
+        for key, held in self.objects.items():
+            if key is not None and key.startswith("class "):
+                continue
+            names = self.ddp.setdefault(key, {})
+            for name, built in held.items():
+                if built.local is None or name.endswith("[]") or name == "self" or "." in name:
+                    continue
+                for cls in self._ancestors(built.local):
+                    for attr, kind in wrapped.get(cls, {}).items():
+                        names.setdefault(f"{name}.{attr}", kind)
 
     def _prepare_ddp(self) -> None:
         """Which names hold a DDP/FSDP-wrapped model in each scope: assigned from the wrapper, sharded with
@@ -4865,6 +4892,8 @@ class _Analysis:
                         built = self._constructed(_dotted(arg), key, self_class)
                         if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
                             built = self._built(arg, unit)  # an object of a class of the file, built in place
+                        if built is None and isinstance(arg, ast.Name) and arg.id == "self":
+                            built = self._held_object(arg, key, self_class)  # ``cb.on_batch_end(self, ...)``
                         if built is not None and param in params and param not in self.objects.get(callee, {}):
                             self.objects.setdefault(callee, {})[param] = built
                             changed = True
