@@ -4245,3 +4245,37 @@ def worker(batches, preview):
     assert [(f.kind, f.line, f.condition) for f in found] == [("branch", 23, "@local_rank_zero_only")], found
     assert found[0].collective == "trainer.model() (DDP forward)"
     assert lint_source(source.replace("MODEL", "pl_module")) == []
+
+
+def test_a_new_iterator_over_a_dataloader_of_an_iterdatapipe_on_rank_zero_only_is_a_collective() -> None:
+    """Modelled on round 37's RETURNN pair (``buggy_returnn_eval_loader_iter_rank0_new_group``, rwth-i6/returnn
+    issue #1454): a ``DataLoader`` over an ``IterDataPipe`` makes a gloo ``new_group`` and broadcasts a seed at
+    each new iterator; rank 0 alone iterates the dev loaders (held in a dict comprehension), so its group pairs
+    with the others' next training iterator. Evaluating on every rank is quiet, and so is a plain list dataset."""
+    source = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.datapipes.iter import IterableWrapper
+
+class Engine:
+    def __init__(self, train, dev_sets):
+        self._train_dataloader = DataLoader(IterableWrapper(train), batch_size=None)
+        self._eval_dataloaders = {name: DataLoader(IterableWrapper(d), batch_size=None) for name, d in dev_sets.items()}
+
+    def train_epoch(self):
+        for batch in self._train_dataloader:
+            pass
+        if dist.get_rank() == 0:
+            self.eval_model()
+
+    def eval_model(self):
+        for name, loader in self._eval_dataloaders.items():
+            for batch in loader:
+                pass
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 15, 14)], found
+    assert found[0].collective == "self.eval_model -> iter(loader)"
+    assert "each new iterator makes a gloo new_group and broadcasts a shared seed" in found[0].why
+    assert lint_source(source.replace("        if dist.get_rank() == 0:\n            self", "        self")) == []
+    assert lint_source(source.replace("IterableWrapper(d)", "list(d)")) == []

@@ -2248,6 +2248,11 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
 _PROPERTIES = frozenset({"property", "cached_property"})
 #: torch's data loader, whose ``len()`` is its dataset's.
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: Modules whose classes are ``IterDataPipe``s: a ``DataLoader`` over one makes, at each new iterator, a gloo
+#: ``new_group`` and a broadcast of a shared seed in it once the default group is up (torch/utils/data/dataloader.py,
+#: ``_BaseDataLoaderIter.__init__`` and ``_share_dist_seed``; round 37's RETURNN item).
+_DATAPIPE_MODULES = ("torch.utils.data.datapipes.iter", "torchdata.datapipes.iter")
+_DATAPIPE_BASES = frozenset({"IterDataPipe"})
 #: Builtins that call a method of their argument's class (``len(loader)`` runs ``__len__``, ``print(meter)`` and
 #: ``str(meter)`` run ``__str__``): the methods tried, in order, for each argument.
 _DUNDER_BUILTINS = {
@@ -2727,6 +2732,9 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
         return []
     if isinstance(value, ast.Call) and _terminal(value.func) in ("ModuleDict", "ModuleList", "dict") and value.args:
         value = value.args[0]
+    made = value.value if isinstance(value, ast.DictComp) else value.elt if isinstance(value, ast.ListComp) else None
+    if isinstance(made, ast.Call) and _dotted(made.func):
+        return [made]  # ``{name: DataLoader(...) for name, data in sets.items()}``: every element built by one call
     elts = (
         value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, (ast.List, ast.Tuple)) else []
     )
@@ -4034,7 +4042,7 @@ class _Analysis:
             implicit = [
                 c
                 for n in own
-                if isinstance(n, (ast.Call, ast.FormattedValue))
+                if isinstance(n, (ast.Call, ast.FormattedValue, ast.For, ast.AsyncFor, ast.comprehension))
                 for c in self.dunder_calls(n, func.unit, func.self_class, func.key)
             ]
             # a property's getter runs where it is read (``self.global_avg`` in ``__str__``)
@@ -4258,6 +4266,9 @@ class _Analysis:
         ``{x}`` its ``__format__`` (else ``__str__``; ``{x!r}``: ``__repr__``) -- each as the call it stands for
         (``x.__len__()``, made once per node), when lint knows ``x``'s class (``self``, or an object built from a
         class of the file). torchvision's ``MetricLogger`` all-reduces inside ``__str__`` (round 20)."""
+        iterated = self._iterated(node, unit)
+        if iterated is not None:
+            return self.loader_iteration(iterated, unit, self_class, scope)
         if isinstance(node, ast.FormattedValue):
             if node.conversion == ord("r"):
                 wanted: tuple[str, ...] = ("__repr__",)
@@ -4299,6 +4310,68 @@ class _Analysis:
             if self._dunder_calls[key] is not None:
                 made.append(self._dunder_calls[key])  # type: ignore[arg-type]
         return made
+
+    @staticmethod
+    def _iterated(node: ast.AST, unit: _Unit) -> ast.expr | None:
+        """What ``node`` starts an iterator over: the iterable of a ``for`` or of a comprehension, the argument of
+        a builtin ``iter(x)``."""
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return node.iter
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "iter"
+            and "iter" not in unit.aliases
+            and len(node.args) == 1
+        ):
+            return node.args[0]
+        return None
+
+    def loader_iteration(
+        self, value: ast.expr, unit: _Unit, self_class: str | None, scope: str | None
+    ) -> list[ast.Call]:
+        """A new iterator over a ``DataLoader`` whose dataset is an ``IterDataPipe`` (``IterableWrapper(rows)``):
+        a gloo ``new_group`` and a broadcast, as a call made once per node (see :data:`_DATAPIPE_MODULES`)."""
+        if not isinstance(value, (ast.Name, ast.Attribute)) or _dotted(value) is None:
+            return []
+        key = (id(value), ("__iter__",))
+        if key not in self._dunder_calls:
+            self._dunder_calls[key] = None
+            built = self._constructed(_dotted(value), scope, self_class)
+            if (
+                built is not None
+                and set(built.classes) & _LOADERS
+                and self._datapipe(built.options.get("dataset"), unit)
+            ):
+                func = ast.copy_location(ast.Attribute(value=value, attr="__iter__", ctx=ast.Load()), value)
+                func.end_lineno, func.end_col_offset = value.end_lineno, value.end_col_offset
+                call = ast.copy_location(ast.Call(func=func, args=[], keywords=[]), value)
+                call.end_lineno, call.end_col_offset = value.end_lineno, value.end_col_offset
+                self._dunder_calls[key] = call
+                self._implicit[id(call)] = _Call(
+                    "coll",
+                    f"iter({unit.text(value)})",
+                    "torch.utils.data.DataLoader.__iter__",
+                    "a DataLoader over an IterDataPipe: each new iterator makes a gloo new_group and broadcasts a "
+                    "shared seed in it (torch/utils/data/dataloader.py, _BaseDataLoaderIter.__init__)",
+                )
+        made = self._dunder_calls[key]
+        return [made] if made is not None else []
+
+    def _datapipe(self, dataset: ast.expr | None, unit: _Unit) -> bool:
+        """Whether ``dataset`` is built from an ``IterDataPipe`` class: one of torch's or torchdata's iter
+        datapipes, or a class of the file deriving from ``IterDataPipe``."""
+        if not isinstance(dataset, ast.Call) or _dotted(dataset.func) is None:
+            return False
+        name = _terminal(dataset.func)
+        if name in self.bases:
+            return any(
+                b.rpartition(".")[2] in _DATAPIPE_BASES
+                for c in self._ancestors(name)
+                for b in self.base_names.get(c, [])
+            )
+        full = self._resolve(dataset.func, unit)
+        return any(full.startswith(m + ".") for m in _DATAPIPE_MODULES)
 
     def _loader_length(self, value: ast.expr, self_class: str | None, scope: str | None) -> str | None:
         """``len(loader)`` of a ``DataLoader`` built over a dataset of a class of the file: its ``__len__``
@@ -6497,7 +6570,7 @@ class _Walker:
                 return test + [self._if(None, body, orelse, text=local, rank=True)]
             return test + [self._if(stmt.test, body, orelse)]
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            head = self._expr(stmt.iter)
+            head = self._expr(stmt.iter) + self._dunders(stmt)  # a new iterator over a DataPipe loader
             self.loops += 1
             try:
                 body = self.block(stmt.body, "continue")
@@ -6786,7 +6859,7 @@ class _Walker:
             return self._boolop(node.op, node.values)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             gens = node.generators
-            items = self._expr(gens[0].iter)
+            items = self._expr(gens[0].iter) + self._dunders(gens[0])
             body = [i for g in gens[1:] for i in self._expr(g.iter)]
             body += [i for g in gens for c in g.ifs for i in self._expr(c)]
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
