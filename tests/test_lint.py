@@ -4279,3 +4279,45 @@ class Engine:
     assert "each new iterator makes a gloo new_group and broadcasts a shared seed" in found[0].why
     assert lint_source(source.replace("        if dist.get_rank() == 0:\n            self", "        self")) == []
     assert lint_source(source.replace("IterableWrapper(d)", "list(d)")) == []
+
+
+def test_a_main_process_first_context_manager_decorating_a_generator_function_is_generator_decorated() -> None:
+    """Modelled on round 18's pair (``buggy_main_first_decorates_generator`` and
+    ``correct_main_first_decorates_list_loader``): a ``@contextmanager`` "main process first" helper, whose
+    barriers order the replicas after the main process, decorates a generator function; the decorator wraps only
+    the call that creates the generator, so both barriers pass before anything is tokenised. The same decorator on
+    a function that returns a list is quiet."""
+    source = """
+import contextlib
+import torch
+import torch.distributed as dist
+
+@contextlib.contextmanager
+def main_process_first(desc):
+    is_main = dist.get_rank() == 0
+    if not is_main:
+        dist.barrier()
+    try:
+        yield
+    finally:
+        if is_main:
+            dist.barrier()
+
+@main_process_first("tokenizing")
+def tokenized_records(raw, cache_path):
+    if dist.get_rank() != 0:
+        yield from torch.load(cache_path)
+        return
+    done = [r for r in raw]
+    torch.save(done, cache_path)
+    yield from done
+"""
+    [found] = lint_source(source)
+    assert (found.kind, found.line) == ("generator-decorated", 17), found
+    assert found.condition == "@main_process_first on a generator function"
+    assert "wraps only the call `tokenized_records(...)`" in found.why
+    assert found.fix.startswith("use `with main_process_first(...):`")
+    as_list = source.replace(
+        "        yield from torch.load(cache_path)\n        return\n", "        return torch.load(cache_path)\n"
+    ).replace("    yield from done\n", "    return done\n")
+    assert lint_source(as_list) == []

@@ -102,6 +102,9 @@ Finding kinds:
   rank's own (one rank keeps the object in a list, another drops it), so ranks reach it at different points of
   their programs, or one never does (pytorch/examples' ``AverageMeter.all_reduce`` moved into ``__del__``,
   round 14).
+* ``generator-decorated`` - a context manager that makes a collective (a ``@contextmanager`` function of the file
+  that reaches one, or ``main_process_first``) decorating a generator function: it wraps only the call that creates
+  the generator, so its collectives run and its block ends before any of the body runs (round 18).
 * ``discarded-output`` - a broadcast/broadcast_object_list/all_gather/all_gather_object/scatter_object_list
   whose output is a list or tensor made in the call (``broadcast_object_list([stats], src=0)``): what it receives is
   lost, and on the other ranks the name inside keeps its own value (pytorch/pytorch issue #56142).
@@ -1154,7 +1157,10 @@ one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
 tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
 collective made by a __del__ method (directly or through functions of the file): it runs when each rank
-frees the object, not at one point every rank reaches. detached-loss: a function whose result goes into a
+frees the object, not at one point every rank reaches. generator-decorated: a context manager that makes a
+collective (a @contextmanager function of the file reaching one, or main_process_first) decorating a generator
+function: it wraps only the call that creates the generator, so its collectives run and its block ends before
+any of the body runs; put the with block around the code that consumes the generator. detached-loss: a function whose result goes into a
 loss.backward() returns, under a branch on its data (if labels.numel() == 0:), a tensor made from constants
 (torch.tensor(0.0, requires_grad=True), torch.zeros(())): on a rank that takes the branch the backward skips
 what it makes on the others (DDP's gradient all_reduce); return a zero built from the model's outputs.
@@ -9743,6 +9749,7 @@ class _Agreement:
         return kept[1]
 
     def run(self) -> None:
+        self._decorated_generators()
         for key, nodes, unit in self.an._scopes():
             if not unit.report or (key is not None and not self.an.table[key].unit.report):
                 continue
@@ -9777,6 +9784,47 @@ class _Agreement:
                 self._padded(call, found, unit, nodes)
 
     # -- a collective in __del__
+
+    def _decorated_generators(self) -> None:
+        """``generator-decorated``: a context manager that makes a collective (a ``@contextmanager`` function of
+        the file whose body reaches one, or ``main_process_first``) used as the decorator of a generator function.
+        A context manager used as a decorator wraps the call (``ContextDecorator``), and calling a generator
+        function only creates the generator: the collectives run, and the block ends, before any of the body
+        does, so the order the manager sets up holds for nothing (round 18: the replicas, released at once,
+        read a cache the main process writes only when its generator is exhausted)."""
+        for func in self.an.funcs:
+            if not func.unit.report or not any(
+                isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body)
+            ):
+                continue
+            for decorator in func.node.decorator_list:
+                if not isinstance(decorator, ast.Call) or _dotted(decorator.func) is None:
+                    continue
+                found = self.an.classify(decorator, func.unit, None, func.parent)
+                if found is None:
+                    continue
+                if found.kind == "call":
+                    manager = self.an.table.get(found.target)
+                    if manager is None or found.target not in self.an.reach:
+                        continue
+                    kinds = {_terminal(d.func if isinstance(d, ast.Call) else d) for d in manager.node.decorator_list}
+                    if "contextmanager" not in kinds:
+                        continue
+                elif not found.target.startswith("wrapper."):
+                    continue
+                name = func.node.name
+                shown = _dotted(decorator.func) or func.unit.text(decorator.func)
+                why = (
+                    f"`{name}` is a generator function, and `@{shown}(...)` wraps only the call `{name}(...)`, which "
+                    "creates the generator without running any of its body: the manager's collectives run and its "
+                    f"block ends before the first item is made, so nothing of `{name}`'s body runs in the order the "
+                    "manager sets up (a rank it releases reads what the others have not written yet)"
+                )
+                fix = (
+                    f"use `with {shown}(...):` around the code that consumes the generator (or around a list built "
+                    f"from it: `records = list({name}(...))`), or make `{name}` return a list"
+                )
+                self._add(decorator, "generator-decorated", f"@{shown} on a generator function", why, fix, func.unit)
 
     def _finalizer(self, call: ast.Call, found, key: str, unit: _Unit) -> None:
         """A collective reached from ``__del__``: it runs when the rank frees the object (its last reference
