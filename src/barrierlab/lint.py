@@ -167,7 +167,10 @@ that issue collectives inside (Accelerate ``accelerator.save_state``/``gather_fo
 Lightning ``trainer.strategy.barrier()``, ``self.all_gather`` in a ``LightningModule``,
 ``trainer.save_checkpoint``, ``fabric.barrier``, DeepSpeed ``model_engine.save_checkpoint``/``backward``,
 detectron2 ``comm.synchronize``/``all_gather``/``gather``, mmengine ``mmengine.dist`` functions, HF
-``trainer.evaluate``/``train``, DTensor ``full_tensor``/``redistribute``). An entry matches by the receiver's
+``trainer.evaluate``/``train``, DTensor ``full_tensor``/``redistribute``, ``torch.distributed.nn``'s autograd
+collectives, ``DeviceMesh``/``init_device_mesh`` (a ``new_group`` per sub-group), ``ZeroRedundancyOptimizer.step``
+outside ``with Join(...)``). A new iterator over a ``DataLoader`` whose dataset is an ``IterDataPipe`` counts as a
+collective too (a gloo ``new_group`` and a seed broadcast). An entry matches by the receiver's
 last identifier (``accelerator``, ``strategy``, ``trainer``, ``fabric``, ``model_engine``...), by the module
 it is imported from, or by ``self`` in a subclass (within the file) of a named base; the finding says what
 the call issues (``Accelerate: a barrier (wait_for_everyone) ...``). Append a ``FrameworkCollective`` to teach
