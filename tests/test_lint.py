@@ -4196,3 +4196,346 @@ def worker(corpus_in):
     for uneven in (source.replace('("w x", 1)]', '("w x", 1), ("y z", 0)]'), source.replace("(CORPUS,", "(corpus_in,")):
         found = lint_source(uneven)
         assert [(f.kind, f.line) for f in found] == [("rank-dependent-loop", 20)] * 2, found
+
+
+def test_torch_distributed_nn_all_gather_under_a_rank_test_and_an_else_branch_turned_off_by_a_constant() -> None:
+    """Modelled on round 37's MedARC voxel2clip pair (``buggy_medarc_voxel2clip_rank0_val_distributed_loss`` and
+    its correct twin): the contrastive losses gather the targets with ``torch.distributed.nn.all_gather`` (the
+    autograd-aware all_gather) when ``distributed`` is true; local rank 0's validation calls them with
+    ``distributed=distributed`` (True), so it alone enters the all_gather while the others wait in the epoch's
+    barrier. Passing ``distributed=False`` is quiet, both for ``if distributed: gather`` and for
+    ``if not distributed: ... else: gather``."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def gather_features(x):
+    return torch.cat(torch.distributed.nn.all_gather(x), dim=0)
+
+def nce(preds, targs, distributed=False):
+    if distributed:
+        targs = gather_features(targs)
+    return (preds @ targs.T).mean()
+
+def soft_loss(preds, targs, distributed=False):
+    if not distributed:
+        clip = targs @ targs.T
+    else:
+        clip = targs @ gather_features(targs).T
+    return clip.mean()
+
+def train(local_rank, distributed, batches):
+    for x, y in batches:
+        loss = nce(x, y, distributed=distributed) + soft_loss(x, y, distributed=distributed)
+    if local_rank == 0:
+        for x, y in batches:
+            val = nce(x, y, distributed=VALUE) + soft_loss(x, y, distributed=VALUE)
+    dist.barrier()
+"""
+    found = lint_source(source.replace("VALUE", "distributed"))
+    assert [(f.kind, f.line) for f in found] == [("hidden-collective", 25)] * 2, found
+    assert {f.collective for f in found} == {
+        "nce -> gather_features -> torch.distributed.nn.all_gather",
+        "soft_loss -> gather_features -> torch.distributed.nn.all_gather",
+    }
+    assert "torch.distributed.nn: an all_gather" in found[0].why
+    assert lint_source(source.replace("VALUE", "False")) == []
+
+
+def test_a_broadcast_root_computed_from_the_groups_size_is_a_group_local_rank() -> None:
+    """Modelled on round 39's ART pair (``buggy_art_fla_cp_broadcast_group_local_src``, OpenPipe/ART PR #920): the
+    last member of the context-parallel group broadcasts the chain's state with ``src=cp_size - 1``, an index within
+    the group, where torch wants a global rank: on the CP group {0, 2} it raises "not part of group". The global
+    rank of that member, and Megatron's ``(rank // size) * size`` (a global rank), are quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+
+def broadcast_final_state(state, cp_group):
+    cp_size = dist.get_world_size(cp_group)
+    dist.broadcast(state, src=SRC, group=cp_group)
+    return state
+"""
+    found = lint_source(source.replace("SRC", "cp_size - 1"))
+    assert [(f.kind, f.line) for f in found] == [("group-rank", 7)], found
+    assert "computed from the group's size (dist.get_world_size(cp_group)) alone" in found[0].why
+    assert "dist.get_global_rank(cp_group, cp_size - 1)" in found[0].fix
+    found = lint_source(source.replace("SRC", "dist.get_world_size(cp_group) - 1"))
+    assert [(f.kind, f.line) for f in found] == [("group-rank", 7)], found
+    for quiet in ("dist.get_global_rank(cp_group, cp_size - 1)", "(dist.get_rank() // cp_size) * cp_size"):
+        assert lint_source(source.replace("SRC", quiet)) == [], quiet
+
+
+def test_a_device_mesh_built_only_on_the_ranks_of_a_modality_skips_new_group_calls() -> None:
+    """Modelled on round 39's Cornstarch pair (``buggy_cornstarch_modal_mesh_built_on_members_only``, Cornstarch PR
+    #76): each modality's ``DeviceMesh`` makes a ``new_group`` per sub-group of every dimension, a call every rank
+    of the world makes; ``materialize`` skipped (``continue``) the modalities a rank is not in. Building every
+    modality's mesh on every rank is quiet."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+
+MODALITIES = {"vision": [0], "language": [1, 2]}
+
+class ModalMesh:
+    def __init__(self, ranks):
+        self.device_mesh = DeviceMesh("cpu", torch.tensor(ranks).reshape(1, -1), mesh_dim_names=("dp", "tp"))
+
+def materialize():
+    meshes = {}
+    for name, ranks in MODALITIES.items():
+        if dist.get_rank() not in ranks:
+            continue
+        meshes[name] = ModalMesh(ranks)
+    return meshes
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 17, 15)], found
+    assert found[0].collective == "ModalMesh -> DeviceMesh"
+    assert "a new_group for every sub-group of each mesh dimension" in found[0].why
+    assert "`continue` at line 16" in found[0].why
+    assert lint_source(source.replace("        if dist.get_rank() not in ranks:\n            continue\n", "")) == []
+
+
+def test_a_sharded_optimizer_step_skipped_on_a_nan_loss_unless_the_switch_is_off() -> None:
+    """Modelled on round 37's MMF pair (``buggy_mmf_nan_loss_skips_sharded_optimizer_step`` and its correct twin,
+    facebookresearch/mmf PR #1073): the training loop holds a ``ZeroRedundancyOptimizer`` handed to its
+    constructor, whose ``step`` broadcasts every rank's updated shard; a rank whose batch gave a NaN loss skips the
+    step when ``skip_batch_on_nan_losses`` is on. With the switch off by default and never passed, the skip never
+    runs: quiet. Inside ``with Join([model, optim])`` the step's broadcasts are shadowed: quiet too."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+class TrainingLoop:
+    def __init__(self, model, optimizer, skip_batch_on_nan_losses=SWITCH):
+        self.model, self.optimizer = model, optimizer
+        self.skip_batch_on_nan_losses = skip_batch_on_nan_losses
+
+    def _finish_update(self):
+        self.optimizer.step()
+
+    def run_training_epoch(self, batches):
+        for batch in batches:
+            loss = self.model(batch).sum()
+            loss.backward()
+            nan = not torch.isfinite(loss).item()
+            if nan and self.skip_batch_on_nan_losses:
+                continue
+            self._finish_update()
+
+def worker(model, batches):
+    optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-2)
+    TrainingLoop(model, optimizer).run_training_epoch(batches)
+"""
+    found = lint_source(source.replace("SWITCH", "True"))
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 21, 19)], found
+    assert found[0].collective == "self._finish_update -> self.optimizer.step"
+    assert "torch ZeroRedundancyOptimizer: a broadcast of every rank's updated parameter shard" in found[0].why
+    assert lint_source(source.replace("SWITCH", "False")) == []
+    # a construction that turns the switch on is seen
+    turned_on = source.replace("SWITCH", "False").replace(
+        "TrainingLoop(model, optimizer)", "TrainingLoop(model, optimizer, skip_batch_on_nan_losses=True)"
+    )
+    assert [(f.kind, f.line) for f in lint_source(turned_on)] == [("hidden-collective", 21)]
+    joined = """
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+def worker(model, rank):
+    optim = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=0.01)
+    inputs = [torch.ones(4)] * (5 + rank)
+    with Join([model, optim]):
+        for x in inputs:
+            model(x).sum().backward()
+            optim.step()
+"""
+    assert lint_source(joined) == []
+    assert [f.kind for f in lint_source(joined.replace("with Join([model, optim]):", "if True:"))] == [
+        "rank-dependent-loop"
+    ]
+
+
+def test_a_property_of_the_trainer_a_module_is_handed_reaches_its_broadcast_from_a_rank_zero_only_hook() -> None:
+    """Modelled on round 35's Lightning item (``buggy_lightning_log_dir_in_rank_zero_only_hook``, Lightning issue
+    #18148): ``Trainer(...).fit(module)`` sets ``module.trainer = self``; the module's ``@rank_zero_only``
+    ``on_fit_start`` reads ``self.trainer.log_dir``, a property that broadcasts the folder from rank 0, so rank 0
+    alone enters the broadcast. Reading it on every rank is quiet."""
+    source = """
+import functools
+import torch.distributed as dist
+
+def rank_zero_only(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        if dist.get_rank() == 0:
+            return fn(*args, **kwargs)
+        return None
+    return wrapped
+
+class Strategy:
+    def broadcast(self, obj, src=0):
+        holder = [obj]
+        dist.broadcast_object_list(holder, src=src)
+        return holder[0]
+
+class Trainer:
+    def __init__(self, save_dir):
+        self.save_dir = save_dir
+        self.strategy = Strategy()
+
+    @property
+    def log_dir(self):
+        return self.strategy.broadcast(self.save_dir)
+
+    def fit(self, module):
+        module.trainer = self
+        module.on_fit_start()
+
+class Model:
+    def __init__(self):
+        self.trainer = None
+
+    @rank_zero_only
+    def on_fit_start(self):
+        print(self.trainer.log_dir)
+
+def worker():
+    Trainer("logs").fit(Model())
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition) for f in found] == [("hidden-collective", 38, "@rank_zero_only")], found
+    assert found[0].collective == "self.trainer.log_dir -> self.strategy.broadcast"
+    assert lint_source(source.replace("    @rank_zero_only\n", "")) == []
+
+
+def test_a_callback_handed_the_trainer_runs_its_ddp_model_forward_on_some_ranks_only() -> None:
+    """Modelled on round 28's node-preview item (``buggy_node_preview_forward_through_ddp_wrapper``): the trainer
+    hands itself to each callback (``cb.on_train_batch_end(self, ...)``); a callback decorated to run on each
+    node's local rank 0 calls ``trainer.model(batch)``, the DDP-wrapped model, whose forward broadcasts the
+    BatchNorm buffers. Calling the bare module (``pl_module``) is quiet."""
+    source = """
+import functools
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def local_rank_zero_only(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        if dist.get_rank() % 2 == 0:
+            return fn(*args, **kwargs)
+        return None
+    return wrapped
+
+class Preview:
+    def __init__(self, batch):
+        self.batch = batch
+
+    @local_rank_zero_only
+    def on_train_batch_end(self, trainer, pl_module):
+        with torch.no_grad():
+            out = MODEL(self.batch)
+        print(out)
+
+class Trainer:
+    def __init__(self, module, callbacks):
+        self.lightning_module = module
+        self.model = DDP(module)
+        self.callbacks = callbacks
+
+    def fit(self, batches):
+        for x in batches:
+            self.model(x).sum().backward()
+            for cb in self.callbacks:
+                cb.on_train_batch_end(self, self.lightning_module)
+
+def worker(batches, preview):
+    module = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8))
+    Trainer(module, [Preview(preview)]).fit(batches)
+"""
+    found = lint_source(source.replace("MODEL", "trainer.model"))
+    assert [(f.kind, f.line, f.condition) for f in found] == [("branch", 23, "@local_rank_zero_only")], found
+    assert found[0].collective == "trainer.model() (DDP forward)"
+    assert lint_source(source.replace("MODEL", "pl_module")) == []
+
+
+def test_a_new_iterator_over_a_dataloader_of_an_iterdatapipe_on_rank_zero_only_is_a_collective() -> None:
+    """Modelled on round 37's RETURNN pair (``buggy_returnn_eval_loader_iter_rank0_new_group``, rwth-i6/returnn
+    issue #1454): a ``DataLoader`` over an ``IterDataPipe`` makes a gloo ``new_group`` and broadcasts a seed at
+    each new iterator; rank 0 alone iterates the dev loaders (held in a dict comprehension), so its group pairs
+    with the others' next training iterator. Evaluating on every rank is quiet, and so is a plain list dataset."""
+    source = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.datapipes.iter import IterableWrapper
+
+class Engine:
+    def __init__(self, train, dev_sets):
+        self._train_dataloader = DataLoader(IterableWrapper(train), batch_size=None)
+        self._eval_dataloaders = {name: DataLoader(IterableWrapper(d), batch_size=None) for name, d in dev_sets.items()}
+
+    def train_epoch(self):
+        for batch in self._train_dataloader:
+            pass
+        if dist.get_rank() == 0:
+            self.eval_model()
+
+    def eval_model(self):
+        for name, loader in self._eval_dataloaders.items():
+            for batch in loader:
+                pass
+"""
+    found = lint_source(source)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [("hidden-collective", 15, 14)], found
+    assert found[0].collective == "self.eval_model -> iter(loader)"
+    assert "each new iterator makes a gloo new_group and broadcasts a shared seed" in found[0].why
+    assert lint_source(source.replace("        if dist.get_rank() == 0:\n            self", "        self")) == []
+    assert lint_source(source.replace("IterableWrapper(d)", "list(d)")) == []
+
+
+def test_a_main_process_first_context_manager_decorating_a_generator_function_is_generator_decorated() -> None:
+    """Modelled on round 18's pair (``buggy_main_first_decorates_generator`` and
+    ``correct_main_first_decorates_list_loader``): a ``@contextmanager`` "main process first" helper, whose
+    barriers order the replicas after the main process, decorates a generator function; the decorator wraps only
+    the call that creates the generator, so both barriers pass before anything is tokenised. The same decorator on
+    a function that returns a list is quiet."""
+    source = """
+import contextlib
+import torch
+import torch.distributed as dist
+
+@contextlib.contextmanager
+def main_process_first(desc):
+    is_main = dist.get_rank() == 0
+    if not is_main:
+        dist.barrier()
+    try:
+        yield
+    finally:
+        if is_main:
+            dist.barrier()
+
+@main_process_first("tokenizing")
+def tokenized_records(raw, cache_path):
+    if dist.get_rank() != 0:
+        yield from torch.load(cache_path)
+        return
+    done = [r for r in raw]
+    torch.save(done, cache_path)
+    yield from done
+"""
+    [found] = lint_source(source)
+    assert (found.kind, found.line) == ("generator-decorated", 17), found
+    assert found.condition == "@main_process_first on a generator function"
+    assert "wraps only the call `tokenized_records(...)`" in found.why
+    assert found.fix.startswith("use `with main_process_first(...):`")
+    as_list = source.replace(
+        "        yield from torch.load(cache_path)\n        return\n", "        return torch.load(cache_path)\n"
+    ).replace("    yield from done\n", "    return done\n")
+    assert lint_source(as_list) == []

@@ -105,6 +105,9 @@ Finding kinds:
   rank's own (one rank keeps the object in a list, another drops it), so ranks reach it at different points of
   their programs, or one never does (pytorch/examples' ``AverageMeter.all_reduce`` moved into ``__del__``,
   round 14).
+* ``generator-decorated`` - a context manager that makes a collective (a ``@contextmanager`` function of the file
+  that reaches one, or ``main_process_first``) decorating a generator function: it wraps only the call that creates
+  the generator, so its collectives run and its block ends before any of the body runs (round 18).
 * ``discarded-output`` - a broadcast/broadcast_object_list/all_gather/all_gather_object/scatter_object_list
   whose output is a list or tensor made in the call (``broadcast_object_list([stats], src=0)``): what it receives is
   lost, and on the other ranks the name inside keeps its own value (pytorch/pytorch issue #56142).
@@ -167,7 +170,10 @@ that issue collectives inside (Accelerate ``accelerator.save_state``/``gather_fo
 Lightning ``trainer.strategy.barrier()``, ``self.all_gather`` in a ``LightningModule``,
 ``trainer.save_checkpoint``, ``fabric.barrier``, DeepSpeed ``model_engine.save_checkpoint``/``backward``,
 detectron2 ``comm.synchronize``/``all_gather``/``gather``, mmengine ``mmengine.dist`` functions, HF
-``trainer.evaluate``/``train``, DTensor ``full_tensor``/``redistribute``). An entry matches by the receiver's
+``trainer.evaluate``/``train``, DTensor ``full_tensor``/``redistribute``, ``torch.distributed.nn``'s autograd
+collectives, ``DeviceMesh``/``init_device_mesh`` (a ``new_group`` per sub-group), ``ZeroRedundancyOptimizer.step``
+outside ``with Join(...)``). A new iterator over a ``DataLoader`` whose dataset is an ``IterDataPipe`` counts as a
+collective too (a gloo ``new_group`` and a seed broadcast). An entry matches by the receiver's
 last identifier (``accelerator``, ``strategy``, ``trainer``, ``fabric``, ``model_engine``...), by the module
 it is imported from, or by ``self`` in a subclass (within the file) of a named base; the finding says what
 the call issues (``Accelerate: a barrier (wait_for_everyone) ...``). Append a ``FrameworkCollective`` to teach
@@ -265,6 +271,7 @@ import argparse
 import ast
 import bisect
 import collections
+import copy
 import difflib
 import inspect
 import itertools
@@ -375,6 +382,7 @@ def _entries(
 
 
 _ACCELERATOR = {"accelerator"}
+_ZERO = "torch ZeroRedundancyOptimizer"
 _ACCELERATE_UTILS = {"accelerate.utils", "accelerate.utils.operations"}
 _MMENGINE_DIST = {"mmengine.dist", "mmengine.dist.dist", "mmengine.dist.utils"}
 
@@ -518,6 +526,33 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         modules=_MMENGINE_DIST,
     )
     + _entries(
+        "torch.distributed.nn",
+        {
+            "all_gather": ("an all_gather (one that autograd differentiates)", True),
+            "all_reduce": ("an all_reduce (one that autograd differentiates)", True),
+            "broadcast": ("a broadcast (one that autograd differentiates)", True),
+            "reduce": ("a reduce (one that autograd differentiates)", False),
+            "gather": ("a gather (one that autograd differentiates)", False),
+            "scatter": ("a scatter (one that autograd differentiates)", False),
+            "all_to_all": ("an all_to_all (one that autograd differentiates)", False),
+            "all_to_all_single": ("an all_to_all_single (one that autograd differentiates)", False),
+        },
+        modules={"torch.distributed.nn", "torch.distributed.nn.functional"},
+    )
+    + _entries(
+        "torch DeviceMesh",
+        {
+            name: (
+                "a new_group for every sub-group of each mesh dimension, which every rank of the world makes in the "
+                "same order, members or not; only a one-dimensional mesh of the whole world may reuse the default "
+                "group instead (torch/distributed/device_mesh.py, _init_one_process_group)",
+                False,
+            )
+            for name in ("DeviceMesh", "init_device_mesh")
+        },
+        modules={"torch.distributed.device_mesh", "torch.distributed"},
+    )
+    + _entries(
         "Lightning",
         {
             "log": ("an all_reduce of the value (sync_dist=True), now or at the epoch's end", False),
@@ -547,8 +582,11 @@ FRAMEWORK_COLLECTIVES: tuple[FrameworkCollective, ...] = tuple(
         advice="or leave dist_sync_on_step off (the default): the metric then syncs once, in compute()",
     )
     + _entries(
-        "torch ZeroRedundancyOptimizer",
-        {"consolidate_state_dict": ("a broadcast of every rank's optimizer state shard", False)},
+        _ZERO,
+        {
+            "consolidate_state_dict": ("a broadcast of every rank's optimizer state shard", False),
+            "step": ("a broadcast of every rank's updated parameter shard to the others (_sync_params)", False),
+        },
         constructors={
             "torch.distributed.optim.ZeroRedundancyOptimizer",
             "torch.distributed.optim.zero_redundancy_optimizer.ZeroRedundancyOptimizer",
@@ -1131,7 +1169,10 @@ one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
 tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
 collective made by a __del__ method (directly or through functions of the file): it runs when each rank
-frees the object, not at one point every rank reaches. detached-loss: a function whose result goes into a
+frees the object, not at one point every rank reaches. generator-decorated: a context manager that makes a
+collective (a @contextmanager function of the file reaching one, or main_process_first) decorating a generator
+function: it wraps only the call that creates the generator, so its collectives run and its block ends before
+any of the body runs; put the with block around the code that consumes the generator. detached-loss: a function whose result goes into a
 loss.backward() returns, under a branch on its data (if labels.numel() == 0:), a tensor made from constants
 (torch.tensor(0.0, requires_grad=True), torch.zeros(())): on a rank that takes the branch the backward skips
 what it makes on the others (DDP's gradient all_reduce); return a zero built from the model's outputs.
@@ -2147,6 +2188,22 @@ def _constant(value: ast.expr) -> object:
     return _NOT_CONSTANT
 
 
+def _negated(test: ast.expr) -> ast.expr:
+    """The test an ``else`` branch of ``if test:`` runs under: ``x`` for ``not x``, else ``not (test)``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
+
+
+class _RenameSelf(ast.NodeTransformer):
+    """``self.flag`` -> the name ``self__flag``, for :func:`_false_with`."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            return ast.copy_location(ast.Name(id=f"self__{node.attr}", ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
 def _false_with(test: ast.expr, given: dict[str, object]) -> bool:
     """Whether ``test``, made of comparisons of the names in ``given`` with literals, is false for those values
     (False when it reads anything else)."""
@@ -2232,6 +2289,11 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
 _PROPERTIES = frozenset({"property", "cached_property"})
 #: torch's data loader, whose ``len()`` is its dataset's.
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: Modules whose classes are ``IterDataPipe``s: a ``DataLoader`` over one makes, at each new iterator, a gloo
+#: ``new_group`` and a broadcast of a shared seed in it once the default group is up (torch/utils/data/dataloader.py,
+#: ``_BaseDataLoaderIter.__init__`` and ``_share_dist_seed``; round 37's RETURNN item).
+_DATAPIPE_MODULES = ("torch.utils.data.datapipes.iter", "torchdata.datapipes.iter")
+_DATAPIPE_BASES = frozenset({"IterDataPipe"})
 #: Builtins that call a method of their argument's class (``len(loader)`` runs ``__len__``, ``print(meter)`` and
 #: ``str(meter)`` run ``__str__``): the methods tried, in order, for each argument.
 _DUNDER_BUILTINS = {
@@ -2711,6 +2773,9 @@ def _held_calls(value: ast.expr) -> list[ast.Call]:
         return []
     if isinstance(value, ast.Call) and _terminal(value.func) in ("ModuleDict", "ModuleList", "dict") and value.args:
         value = value.args[0]
+    made = value.value if isinstance(value, ast.DictComp) else value.elt if isinstance(value, ast.ListComp) else None
+    if isinstance(made, ast.Call) and _dotted(made.func):
+        return [made]  # ``{name: DataLoader(...) for name, data in sets.items()}``: every element built by one call
     elts = (
         value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, (ast.List, ast.Tuple)) else []
     )
@@ -3201,6 +3266,7 @@ class _Analysis:
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
+        self._constant_attrs: dict[str, dict[str, set[object]]] = {}
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
         for entry in FRAMEWORK_COLLECTIVES:
             self.frameworks.setdefault(entry.name, []).append(entry)
@@ -3213,6 +3279,7 @@ class _Analysis:
         self._expand_namespace()
         self._prepare_ddp()
         self._prepare_objects()
+        self._ddp_through_objects()
         self._prepare_callbacks()
         self._prepare_laundering()
         self._prepare_values()
@@ -3471,6 +3538,104 @@ class _Analysis:
     def _class_of(self, key: str | None) -> str | None:
         return self.table[key].self_class if key in self.table else None
 
+    def constant_attributes(self, cls: str) -> dict[str, set[object]]:
+        """``self.`` attributes of class ``cls`` (or its bases in the file) that only ever hold literals: assigned
+        once in the file, in ``__init__``, from a literal or from a parameter with a literal default, and every
+        construction of the class in the file leaves that parameter at its default or passes a literal (a
+        config switch: round 37's MMF loop, ``skip_batch_on_nan_losses=False`` by default and never passed).
+        Attribute -> the values it can hold."""
+        if cls in self._constant_attrs:
+            return self._constant_attrs[cls]
+        self._constant_attrs[cls] = found = {}
+        stores: dict[str, int] = {}
+        for unit in self.units:
+            for node in ast.walk(unit.tree):
+                targets: list[ast.expr] = []
+                if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        targets += list(ast.walk(target))
+                elif isinstance(node, ast.Call) and _terminal(node.func) in ("setattr", "delattr"):
+                    return found  # attributes set by name: nothing is known
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store):
+                        stores[t.attr] = stores.get(t.attr, 0) + 1
+        if any(other != cls and cls in self._ancestors(other) for other in self.class_nodes):
+            return found  # a subclass may hand its own values up through super().__init__
+        for owner in [cls]:
+            init = self.table.get(f"{owner}.__init__")
+            if init is None:
+                continue
+            args = init.node.args
+            if args.vararg or args.kwarg:
+                continue
+            positional = [*args.posonlyargs, *args.args]
+            names = [a.arg for a in positional]
+            defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
+            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+            sites = self._call_sites(init.key)
+            for names_, value, index in _assignments(
+                n for n in _own_nodes(init.node.body) if isinstance(n, ast.Assign)
+            ):
+                if index is not None or len(names_) != 1 or not names_[0].startswith("self."):
+                    continue
+                attr = names_[0][5:]
+                if "." in attr or stores.get(attr) != 1:
+                    continue
+                literal = _constant(value)
+                if literal is not _NOT_CONSTANT:
+                    found[attr] = {literal}
+                    continue
+                if not isinstance(value, ast.Name) or value.id not in defaults:
+                    continue
+                default = _constant(defaults[value.id])
+                if default is _NOT_CONSTANT:
+                    continue
+                place = names.index(value.id) - 1 if value.id in names else None
+                values: set[object] = set() if sites else {default}
+                for call, _scope, _unit in sites:
+                    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                        break
+                    given = next((k.value for k in call.keywords if k.arg == value.id), None)
+                    if given is None and place is not None and 0 <= place < len(call.args):
+                        given = call.args[place]
+                    literal = _constant(given) if given is not None else default
+                    if literal is _NOT_CONSTANT:
+                        break
+                    values.add(literal)
+                else:
+                    found[attr] = values
+        return found
+
+    def never_true(self, test: ast.expr, self_class: str | None) -> bool:
+        """Whether ``test`` is false for every value the constant ``self.`` attributes it reads can hold (see
+        :meth:`constant_attributes`), through ``and``/``or``/``not``: ``if nan_keys and self.skip_batch:``."""
+        if self_class is None or "self" not in {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}:
+            return False
+        known = self.constant_attributes(self_class)
+        if not known:
+            return False
+
+        def never(node: ast.expr) -> bool:
+            if isinstance(node, ast.BoolOp):
+                return (any if isinstance(node.op, ast.And) else all)(never(v) for v in node.values)
+            attrs = [
+                n
+                for n in ast.walk(node)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+            ]
+            if not attrs or any(a.attr not in known for a in attrs):
+                return False
+            choices = sorted({a.attr for a in attrs})
+            if len(choices) > 2 or any(len(known[a]) > 4 for a in choices):
+                return False
+            renamed = _RenameSelf().visit(copy.deepcopy(node))
+            combos: list[dict[str, object]] = [{}]
+            for attr in choices:
+                combos = [{**c, f"self__{attr}": v} for c in combos for v in known[attr]]
+            return all(_false_with(renamed, combo) for combo in combos)
+
+        return never(test)
+
     def _sampler_class(self, name: str | None) -> bool:
         """Whether ``name`` is a class of the file derived from ``DistributedSampler``: like it, it takes the
         rank to pick each rank's share, the same number of items on every rank (its arguments place data)."""
@@ -3499,6 +3664,32 @@ class _Analysis:
             if _terminal(call.func.value).lower() in ("accelerator", "fabric"):
                 return "ddp"
         return None
+
+    def _ddp_through_objects(self) -> None:
+        """``trainer.model`` holds the wrapped model when ``trainer`` holds an object of a class of the file whose
+        methods set ``self.model = DDP(...)`` (round 28's node preview: a callback handed the trainer runs
+        ``trainer.model(batch)``, a DDP forward)."""
+        wrapped: dict[str, dict[str, str]] = {}
+        for func in self.table.values():
+            if func.self_class is not None:
+                attrs = wrapped.setdefault(func.self_class, {})
+                attrs.update(
+                    {
+                        n[5:]: k
+                        for n, k in self.ddp.get(func.key, {}).items()
+                        if n.count(".") == 1 and n.startswith("self.")
+                    }
+                )
+        for key, held in self.objects.items():
+            if key is not None and key.startswith("class "):
+                continue
+            names = self.ddp.setdefault(key, {})
+            for name, built in held.items():
+                if built.local is None or name.endswith("[]") or name == "self" or "." in name:
+                    continue
+                for cls in self._ancestors(built.local):
+                    for attr, kind in wrapped.get(cls, {}).items():
+                        names.setdefault(f"{name}.{attr}", kind)
 
     def _prepare_ddp(self) -> None:
         """Which names hold a DDP/FSDP-wrapped model in each scope: assigned from the wrapper, sharded with
@@ -4123,7 +4314,7 @@ class _Analysis:
             implicit = [
                 c
                 for n in own
-                if isinstance(n, (ast.Call, ast.FormattedValue))
+                if isinstance(n, (ast.Call, ast.FormattedValue, ast.For, ast.AsyncFor, ast.comprehension))
                 for c in self.dunder_calls(n, func.unit, func.self_class, func.key)
             ]
             # a property's getter runs where it is read (``self.global_avg`` in ``__str__``)
@@ -4261,6 +4452,9 @@ class _Analysis:
             if canonical:
                 return _Call("coll", written, canonical)
         entry = self._framework(call, unit, self_class, scope)
+        if entry is not None and entry.framework == _ZERO and "join" in self.contexts.get(id(call), frozenset()):
+            entry = None  # ZeroRedundancyOptimizer is Joinable: inside ``with Join([...])`` a finished rank's join
+            # hook shadows the broadcasts of the others' steps (torch's generic_join tutorial)
         if entry is not None:
             shown = written or f"{unit.text(call.func)}"
             if entry.name == "forward" and _terminal(call.func) != "forward":
@@ -4319,7 +4513,12 @@ class _Analysis:
         then; ``cached=False`` asks what the read returns, whether or not the getter runs at it)."""
         if id(node) not in self._property_calls:
             made = None
-            if isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            held = (  # ``self.trainer.log_dir``: a property of the object a ``self.`` attribute holds (round 35)
+                isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"
+            )
+            if isinstance(node.ctx, ast.Load) and (isinstance(node.value, ast.Name) or held):
                 target = self._callee(node, self_class, unit) or self._indirect(node, self_class, scope)
                 func = self.table.get(target or "")
                 decorators = func.node.decorator_list if func is not None else []
@@ -4339,6 +4538,9 @@ class _Analysis:
         ``{x}`` its ``__format__`` (else ``__str__``; ``{x!r}``: ``__repr__``) -- each as the call it stands for
         (``x.__len__()``, made once per node), when lint knows ``x``'s class (``self``, or an object built from a
         class of the file). torchvision's ``MetricLogger`` all-reduces inside ``__str__`` (round 20)."""
+        iterated = self._iterated(node, unit)
+        if iterated is not None:
+            return self.loader_iteration(iterated, unit, self_class, scope)
         if isinstance(node, ast.FormattedValue):
             if node.conversion == ord("r"):
                 wanted: tuple[str, ...] = ("__repr__",)
@@ -4380,6 +4582,68 @@ class _Analysis:
             if self._dunder_calls[key] is not None:
                 made.append(self._dunder_calls[key])  # type: ignore[arg-type]
         return made
+
+    @staticmethod
+    def _iterated(node: ast.AST, unit: _Unit) -> ast.expr | None:
+        """What ``node`` starts an iterator over: the iterable of a ``for`` or of a comprehension, the argument of
+        a builtin ``iter(x)``."""
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return node.iter
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "iter"
+            and "iter" not in unit.aliases
+            and len(node.args) == 1
+        ):
+            return node.args[0]
+        return None
+
+    def loader_iteration(
+        self, value: ast.expr, unit: _Unit, self_class: str | None, scope: str | None
+    ) -> list[ast.Call]:
+        """A new iterator over a ``DataLoader`` whose dataset is an ``IterDataPipe`` (``IterableWrapper(rows)``):
+        a gloo ``new_group`` and a broadcast, as a call made once per node (see :data:`_DATAPIPE_MODULES`)."""
+        if not isinstance(value, (ast.Name, ast.Attribute)) or _dotted(value) is None:
+            return []
+        key = (id(value), ("__iter__",))
+        if key not in self._dunder_calls:
+            self._dunder_calls[key] = None
+            built = self._constructed(_dotted(value), scope, self_class)
+            if (
+                built is not None
+                and set(built.classes) & _LOADERS
+                and self._datapipe(built.options.get("dataset"), unit)
+            ):
+                func = ast.copy_location(ast.Attribute(value=value, attr="__iter__", ctx=ast.Load()), value)
+                func.end_lineno, func.end_col_offset = value.end_lineno, value.end_col_offset
+                call = ast.copy_location(ast.Call(func=func, args=[], keywords=[]), value)
+                call.end_lineno, call.end_col_offset = value.end_lineno, value.end_col_offset
+                self._dunder_calls[key] = call
+                self._implicit[id(call)] = _Call(
+                    "coll",
+                    f"iter({unit.text(value)})",
+                    "torch.utils.data.DataLoader.__iter__",
+                    "a DataLoader over an IterDataPipe: each new iterator makes a gloo new_group and broadcasts a "
+                    "shared seed in it (torch/utils/data/dataloader.py, _BaseDataLoaderIter.__init__)",
+                )
+        made = self._dunder_calls[key]
+        return [made] if made is not None else []
+
+    def _datapipe(self, dataset: ast.expr | None, unit: _Unit) -> bool:
+        """Whether ``dataset`` is built from an ``IterDataPipe`` class: one of torch's or torchdata's iter
+        datapipes, or a class of the file deriving from ``IterDataPipe``."""
+        if not isinstance(dataset, ast.Call) or _dotted(dataset.func) is None:
+            return False
+        name = _terminal(dataset.func)
+        if name in self.bases:
+            return any(
+                b.rpartition(".")[2] in _DATAPIPE_BASES
+                for c in self._ancestors(name)
+                for b in self.base_names.get(c, [])
+            )
+        full = self._resolve(dataset.func, unit)
+        return any(full.startswith(m + ".") for m in _DATAPIPE_MODULES)
 
     def _loader_length(self, value: ast.expr, self_class: str | None, scope: str | None) -> str | None:
         """``len(loader)`` of a ``DataLoader`` built over a dataset of a class of the file: its ``__len__``
@@ -4524,6 +4788,8 @@ class _Analysis:
                 if isinstance(parent, ast.If) and any(child is b for b in parent.body):
                     test = parent.test
                     terms += test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+                elif isinstance(parent, ast.If) and any(child is b for b in parent.orelse):
+                    terms.append(_negated(parent.test))  # ``if not distributed: ... else: gather(...)``
                 child = parent
             yield node, found, terms
 
@@ -4952,6 +5218,10 @@ class _Analysis:
                     if not isinstance(node, ast.Call):
                         continue
                     callee = self._callee(node.func, self_class, unit)
+                    if callee is None and isinstance(node.func, ast.Attribute) and _dotted(node.func):
+                        callee = self._indirect(node.func, self_class, key)  # ``trainer.fit(module)``
+                    if callee is None and isinstance(node.func, ast.Attribute):
+                        callee = self._method_of_built(node.func)  # ``Trainer(logger).fit(module)``
                     if callee is None:
                         continue
                     params = [a.arg for a in self.table[callee].node.args.args]
@@ -4967,6 +5237,8 @@ class _Analysis:
                         built = self._constructed(_dotted(arg), key, self_class)
                         if built is None and isinstance(arg, ast.Call) and _terminal(arg.func) in self.bases:
                             built = self._built(arg, unit)  # an object of a class of the file, built in place
+                        if built is None and isinstance(arg, ast.Name) and arg.id == "self":
+                            built = self._held_object(arg, key, self_class)  # ``cb.on_batch_end(self, ...)``
                         if built is not None and param in params and param not in self.objects.get(callee, {}):
                             self.objects.setdefault(callee, {})[param] = built
                             changed = True
@@ -4991,6 +5263,15 @@ class _Analysis:
                     self.objects.setdefault(where, {})[name] = _Built(classes, cls)
         self._return_classes.clear()
         self._prepare_metric_states()
+
+    def _method_of_built(self, func: ast.Attribute) -> str | None:
+        """The method ``func`` names on an object of a class of the file built in place (``Trainer(...).fit``)."""
+        made = func.value
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.bases):
+            return None
+        return next(
+            (f"{c}.{func.attr}" for c in self._ancestors(made.func.id) if f"{c}.{func.attr}" in self.table), None
+        )
 
     def _object_list(self, value: ast.expr, scope: str | None, self_class: str | None) -> _Built | None:
         """An element of a list or tuple literal every element of which is an object of a class of the file, built
@@ -5018,6 +5299,11 @@ class _Analysis:
         if isinstance(value, ast.Call) and _terminal(value.func) in self.bases and _dotted(value.func):
             cls = _terminal(value.func)
             return _Built((cls, *(b for c in self._ancestors(cls) for b in self.base_names.get(c, []))), cls)
+        if isinstance(value, ast.Name) and value.id == "self" and self_class in self.bases:
+            # ``module.trainer = self`` in a method of Trainer: the object of the method's own class
+            return _Built(
+                (self_class, *(b for c in self._ancestors(self_class) for b in self.base_names.get(c, []))), self_class
+            )
         if isinstance(value, (ast.Name, ast.Attribute)):
             built = self._constructed(_dotted(value), scope, self_class)
             if built is not None and built.local is not None:
@@ -5063,6 +5349,10 @@ class _Analysis:
                             self.objects.setdefault(where, {})[f"{name}[]"] = held
                             changed = True
                 one = self._held_object(value, key, self_class)
+                if one is None and isinstance(value, ast.Name) and all(n.startswith("self.") for n in names):
+                    # ``self.optimizer = optimizer`` of a parameter every call passes a library's object (round 37's
+                    # MMF loop is handed a ZeroRedundancyOptimizer): the attribute holds it too
+                    one = self._constructed(value.id, key, self_class)
                 if one is None:
                     continue
                 for name in names:  # ``self.model = model`` of a parameter passed a model of the file
@@ -6595,6 +6885,8 @@ class _Walker:
             if self.handling and _reraises(stmt.body) and not stmt.orelse:
                 return test  # `if "out of memory" not in str(e): raise` in a handler: the error was going to end
                 # the rank anyway (round29's fairseq twin); the raise is a crash, not a rank leaving early
+            if self.an.never_true(stmt.test, self.self_class):
+                return test + self.block(stmt.orelse, None)  # a switch the file never turns on: the body never runs
             body, orelse = self.block(stmt.body, None), self.block(stmt.orelse, None)
             leaves = _leaves_loop(stmt.body + stmt.orelse)
             local = self._local_test(stmt.test) if leaves or any(i.site for i in _walk_items(body + orelse)) else None
@@ -6602,7 +6894,7 @@ class _Walker:
                 return test + [self._if(None, body, orelse, text=local, rank=True)]
             return test + [self._if(stmt.test, body, orelse)]
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            head = self._expr(stmt.iter)
+            head = self._expr(stmt.iter) + self._dunders(stmt)  # a new iterator over a DataPipe loader
             self.loops += 1
             try:
                 body = self.block(stmt.body, "continue")
@@ -6891,7 +7183,7 @@ class _Walker:
             return self._boolop(node.op, node.values)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             gens = node.generators
-            items = self._expr(gens[0].iter)
+            items = self._expr(gens[0].iter) + self._dunders(gens[0])
             body = [i for g in gens[1:] for i in self._expr(g.iter)]
             body += [i for g in gens for c in g.ifs for i in self._expr(c)]
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
@@ -10217,6 +10509,7 @@ class _Agreement:
         return kept[1]
 
     def run(self) -> None:
+        self._decorated_generators()
         for key, nodes, unit in self.an._scopes():
             if not unit.report or (key is not None and not self.an.table[key].unit.report):
                 continue
@@ -10252,6 +10545,47 @@ class _Agreement:
                 self._padded(call, found, unit, nodes)
 
     # -- a collective in __del__
+
+    def _decorated_generators(self) -> None:
+        """``generator-decorated``: a context manager that makes a collective (a ``@contextmanager`` function of
+        the file whose body reaches one, or ``main_process_first``) used as the decorator of a generator function.
+        A context manager used as a decorator wraps the call (``ContextDecorator``), and calling a generator
+        function only creates the generator: the collectives run, and the block ends, before any of the body
+        does, so the order the manager sets up holds for nothing (round 18: the replicas, released at once,
+        read a cache the main process writes only when its generator is exhausted)."""
+        for func in self.an.funcs:
+            if not func.unit.report or not any(
+                isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body)
+            ):
+                continue
+            for decorator in func.node.decorator_list:
+                if not isinstance(decorator, ast.Call) or _dotted(decorator.func) is None:
+                    continue
+                found = self.an.classify(decorator, func.unit, None, func.parent)
+                if found is None:
+                    continue
+                if found.kind == "call":
+                    manager = self.an.table.get(found.target)
+                    if manager is None or found.target not in self.an.reach:
+                        continue
+                    kinds = {_terminal(d.func if isinstance(d, ast.Call) else d) for d in manager.node.decorator_list}
+                    if "contextmanager" not in kinds:
+                        continue
+                elif not found.target.startswith("wrapper."):
+                    continue
+                name = func.node.name
+                shown = _dotted(decorator.func) or func.unit.text(decorator.func)
+                why = (
+                    f"`{name}` is a generator function, and `@{shown}(...)` wraps only the call `{name}(...)`, which "
+                    "creates the generator without running any of its body: the manager's collectives run and its "
+                    f"block ends before the first item is made, so nothing of `{name}`'s body runs in the order the "
+                    "manager sets up (a rank it releases reads what the others have not written yet)"
+                )
+                fix = (
+                    f"use `with {shown}(...):` around the code that consumes the generator (or around a list built "
+                    f"from it: `records = list({name}(...))`), or make `{name}` return a list"
+                )
+                self._add(decorator, "generator-decorated", f"@{shown} on a generator function", why, fix, func.unit)
 
     def _finalizer(self, call: ast.Call, found, key: str, unit: _Unit) -> None:
         """A collective reached from ``__del__``: it runs when the rank frees the object (its last reference
@@ -11207,6 +11541,36 @@ class _Agreement:
 
         if any(group_rank(n) for n in ast.walk(rank)):
             return f"`{unit.text(rank)}` is dist.get_rank({group})"
+
+        def group_size(node: ast.AST) -> bool:
+            """``dist.get_world_size(group)`` or ``group.size()``: a count of the group's members, so a rank
+            computed from it (``size - 1``, ``step % size``) is an index within the group (round 39's ART item)."""
+            if not isinstance(node, ast.Call) or _terminal(node.func) not in ("get_world_size", "size"):
+                return False
+            if _terminal(node.func) == "size":
+                return isinstance(node.func, ast.Attribute) and unit.text(node.func.value) == group and not node.args
+            return any(
+                unit.text(a) == group for a in [*node.args, *(k.value for k in node.keywords if k.arg == "group")]
+            )
+
+        def of_sizes(node: ast.expr, sized: set[str]) -> bool:
+            """``node`` is arithmetic on the group's size and literals alone (``cp_size - 1``), nothing global:
+            ``(rank // tp_size) * tp_size`` is Megatron's global rank of the group's first member."""
+            if isinstance(node, ast.BinOp):
+                return of_sizes(node.left, sized) and of_sizes(node.right, sized)
+            if isinstance(node, ast.UnaryOp):
+                return of_sizes(node.operand, sized)
+            if isinstance(node, ast.Constant):
+                return isinstance(node.value, int)
+            return (isinstance(node, ast.Name) and node.id in sized) or group_size(node)
+
+        sized = {
+            names[0]
+            for names, value, index in self._pairs(nodes)
+            if index is None and len(names) == 1 and group_size(value)
+        }
+        if not isinstance(rank, ast.Constant) and of_sizes(rank, sized):
+            return f"`{unit.text(rank)}` is computed from the group's size (dist.get_world_size({group})) alone"
         literal = _const_ints(rank)
         if literal is not None and len(literal) == 1:
             if self._holds(group, literal[0], unit):
