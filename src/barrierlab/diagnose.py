@@ -3317,7 +3317,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
             f"t={f.run[q].ended:.3f} s"
             for q in gone
         ] + _failure_evidence(f)
-        found = _lint_findings(last)
+        found = _lint_findings(last, f.run)
         evidence += [f"barrierlab.lint, on {Site(x.path, x.line).place}: {x.why}" for x in found]
         if found:  # the call the early return skipped, which the record cannot show (it was never made)
             headline += (
@@ -3339,8 +3339,10 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
     return None
 
 
-def _lint_findings(event) -> list:
-    """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three)."""
+def _lint_findings(event, run: Run) -> list:
+    """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three), in code the
+    run executed (:func:`_ran`; review72c C2: a barrier under `if rank == 0` in a function no rank called was
+    quoted as the call "rank 0 never made")."""
     from barrierlab.lint import lint_file
 
     if not event.file or event.file.startswith("<") or not is_learners(event.file):
@@ -3349,7 +3351,77 @@ def _lint_findings(event) -> list:
         findings = lint_file(event.file)
     except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
         return []
-    return [x for x in findings if x.kind in _REACHED_BY_SOME][:3]
+    return [x for x in findings if x.kind in _REACHED_BY_SOME and _ran(run, x.path, x.line)][:3]
+
+
+def _ran(run: Run, path: str, line: int) -> bool:
+    """Whether ``line`` of ``path`` lies in code the run executed, as far as the record shows: in a function one
+    of the recorded frames (every event's file, line and function, and its callers) is in, or in a function of
+    the same file such a function calls by name (a helper that made no recorded call itself); top-level code
+    only when a frame of the file's ``<module>`` was recorded. False when the source cannot be read."""
+    executed = _executed_functions(run, path)
+    if executed is None:
+        return False
+    spans, module = executed
+    inner = _innermost_function(path, line)
+    if inner is None:
+        return module
+    return inner in spans
+
+
+def _function_spans(path: str) -> list[tuple[int, int, str, ast.AST]] | None:
+    """(first line, last line, name, node) of every function defined in the source at ``path``, or None."""
+    text = _files.source_text(path)
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    return [
+        (node.lineno, node.end_lineno or node.lineno, node.name, node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+
+
+def _innermost_function(path: str, line: int) -> tuple[int, int] | None:
+    """(first line, last line) of the innermost function of ``path`` around ``line``, or None (top level)."""
+    around = [(first, last) for first, last, _, _ in _function_spans(path) or () if first <= line <= last]
+    return max(around) if around else None
+
+
+def _executed_functions(run: Run, path: str) -> tuple[set[tuple[int, int]], bool] | None:
+    """The functions of ``path`` (their (first, last) lines) the record shows executed, with those they call by
+    name, and whether its top level ran; None when the source cannot be read."""
+    spans = _function_spans(path)
+    if spans is None:
+        return None
+    module = False
+    found: set[tuple[int, int]] = set()
+    for result in run.ranks:
+        for e in result.events:
+            for site in chain_of(e).frames:
+                if site.file != path:
+                    continue
+                if site.func == "<module>":
+                    module = True
+                around = [(a, b) for a, b, name, _ in spans if a <= site.line <= b and name == site.func]
+                if around:
+                    found.add(max(around))
+    nodes = {(a, b): node for a, b, _, node in spans}
+    todo = list(found)
+    while todo:
+        called = {
+            n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+            for n in ast.walk(nodes[todo.pop()])
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+        }
+        for a, b, name, _ in spans:
+            if name in called and (a, b) not in found:
+                found.add((a, b))
+                todo.append((a, b))
+    return found, module
 
 
 def rule_same_calls(f: Facts) -> Diagnosis | None:
