@@ -1603,6 +1603,21 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     evidence.append(
         f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     )
+    skip = _continue_before(f.run, event)
+    if skip is not None:  # review72c M3: the loop ran 3 times on every rank; one rank's `continue` skipped a call
+        finding, line = skip
+        evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
+        return Diagnosis(
+            "uneven-loop",
+            f"{sentence_start(rank_list(arrived))} made more {event.name} calls at {_place(event)} inside the loop "
+            f"than {rank_list(f.missing)}: the `continue` at line {line} skips it on ranks where "
+            f"`{finding.condition}` is true (barrierlab.lint), so {'that rank' if len(f.missing) == 1 else 'those ranks'} "
+            f"made fewer {event.name} calls there even if the loop ran as often on every rank.",
+            evidence,
+            _continue_advice(event.name, finding.condition),
+            ranks=arrived,
+            site=_site(event),
+        )
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
@@ -1612,6 +1627,33 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         LOOP_ADVICE,
         ranks=arrived,
         site=_site(event),
+    )
+
+
+def _continue_before(run: Run, event: Event) -> tuple[object, int] | None:
+    """Lint's early-exit finding on ``event``'s line whose exit is a ``continue`` (the loop goes on, the call is
+    skipped), in code the run executed (:func:`_ran`), with the line of the ``continue``; None without one."""
+    from barrierlab.lint import lint_file
+
+    if not event.file or not event.line or event.file.startswith("<") or not is_learners(event.file):
+        return None
+    try:
+        findings = lint_file(event.file)
+    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+        return None
+    for x in findings:
+        found = re.search(r"\(`continue` at line (\d+)\)", x.why) if x.kind == "early-exit" else None
+        if found and x.line == event.line and _ran(run, x.path, x.line):
+            return x, int(found[1])
+    return None
+
+
+def _continue_advice(name: str, condition: str) -> str:
+    """What to do about a ``continue`` under ``condition`` that skips the collective ``name`` in a loop."""
+    neutral = "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
+    return (
+        f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put only "
+        f"the rank's own work under `{condition}` and let the collective run on every rank{neutral}. {RULES}"
     )
 
 
@@ -1648,6 +1690,23 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
         f"calls of {event.name} at line {event.line} up to call #{k}: "
         + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     ]
+    skip = _continue_before(f.run, event)
+    if skip is not None:  # review72c M3: a `continue` skipped the call on some ranks; the loop ran as often
+        finding, line = skip
+        evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
+        return Diagnosis(
+            "uneven-loop",
+            f"{sentence_start(rank_list(again))} made {event.name} at {_place(event)} again (call #{f.number}, its "
+            f"{ordinal(counts[again[0]])}), while {rank_list(on)}, after {counts[on[0]]}, had gone on to "
+            f"{next_call.name} at {_place(next_call)}: the `continue` at line {line} skips the {event.name} inside "
+            f"the loop on ranks where `{finding.condition}` is true (barrierlab.lint), so those ranks made fewer "
+            "of them even if the loop ran as often on every rank; from there their calls pair with the wrong "
+            "partners.",
+            evidence,
+            _continue_advice(event.name, finding.condition),
+            ranks=again,
+            site=_site(event),
+        )
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(again)} made {event.name} at "
