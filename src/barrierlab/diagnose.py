@@ -2573,6 +2573,81 @@ def _outside_the_cycle(f: Facts, cycle: list[int]) -> list[str]:
     return lines
 
 
+def _lost_isend(f: Facts) -> tuple[int, Event, int, Event] | None:
+    """(receiving rank, its receive that failed or never returned, sending rank, the isend that pairs with it),
+    when that isend, the k-th send of the sender to that rank as the k-th receive from it is, returned and was
+    never waited for: on gloo its message may be lost (:func:`rule_isend_never_waited`)."""
+    for r in f.failed:
+        events = f.run[r].events
+        waits = {e.of: e for e in events if e.kind == "wait" and e.of is not None}
+        for e in events:
+            if e.kind != "p2p" or e.name not in ("recv", "irecv") or type(e.peer.get("src")) is not int:
+                continue
+            wait = waits.get(e.id) if e.name == "irecv" else e
+            if wait is not None and wait.end is not None and not wait.error:
+                continue  # it got its message
+            if e.name == "irecv" and wait is None:
+                continue  # never waited for: not where the rank stopped
+            a = e.peer["src"]
+            if a == r or a not in {q.rank for q in f.run.ranks}:
+                continue
+            mine = [x for x in events if x.kind == "p2p" and x.name in ("recv", "irecv") and x.peer.get("src") == a]
+            k = mine.index(e)
+            sends = [
+                x
+                for x in f.run[a].events
+                if x.kind == "p2p" and x.name in ("send", "isend") and x.peer.get("dst") == r and x.group == e.group
+            ]
+            if k >= len(sends) or sends[k].name != "isend" or sends[k].end is None or sends[k].error:
+                continue
+            if not any(x.kind == "wait" and x.of == sends[k].id for x in f.run[a].events):
+                return r, e, a, sends[k]  # (an isend is no async_op=True call: its Work.wait() is its "wait")
+    return None
+
+
+def rule_isend_never_waited(f: Facts) -> Diagnosis | None:
+    """A rank's receive got no message, and the isend that pairs with it was never waited for (review72c M2:
+    rank 0's `dist.isend(t, dst=1)`, its handle dropped; rank 1's recv timed out and the barrier after it was
+    told as "a collective reached by only some ranks"). gloo sends an isend's message once the receiver has
+    posted its receive, from the buffer its Work owns (ProcessGroupGloo.hpp: SendWork holds the UnboundBuffer;
+    gloo's tcp pair keeps only a weak pointer to a pending send's buffer): a handle dropped at once frees it, and
+    the message is lost. Measured (2 ranks, gloo, torch 2.13): dropped, receiver not yet in recv: rank 1 "Timed
+    out waiting 2000ms for recv operation"; the same with rank 1 already in its recv, or the handle kept in a
+    variable (not waited): delivered."""
+    found = _lost_isend(f)
+    if found is None:
+        return None
+    r, recv, a, send = found
+    how = "it never returned" if recv.end is None else "it failed"
+    others = [q for q in f.failed if q != r]
+    follow = (
+        f" {sentence_start(rank_list(others))}'s failure{'s' if len(others) > 1 else ''} followed from it."
+        if others
+        else ""
+    )
+    headline = (
+        f"rank {r}'s {recv.name} from rank {a} at {where_text(recv)} got no message ({how}), and the isend that "
+        f"pairs with it, rank {a}'s at {where_text(send)}, was never waited for: on gloo an isend's Work handle "
+        "owns the buffer its message is sent from, and the message goes out only once the receiver has posted "
+        "its receive, so a handle dropped before that (`dist.isend(...)` as a statement, its result not kept) "
+        f"frees the buffer and the message is lost.{follow}"
+    )
+    evidence = [
+        f"rank {a}'s isend to rank {r} was made {_called_at(send)}; the record shows no work.wait() of it",
+        f"rank {r}'s {recv.name} from rank {a} was made {_called_at(recv)}",
+    ] + _failure_evidence(f)
+    return Diagnosis(
+        "isend-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.isend(t, dst=...)`, then `work.wait()` before the tensor is "
+        "changed or the rank goes on to code that depends on the receiver (or use the blocking dist.send); "
+        "keep every handle of several isends (dist.batch_isend_irecv returns them in a list) and wait() on each.",
+        ranks=sorted({r, a}),
+        site=_site(send),
+    )
+
+
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
     pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
@@ -3564,6 +3639,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_ok,
     rule_collective_in_forked_child,
     rule_spawn_inside_a_rank,
+    rule_isend_never_waited,
     rule_waits_in_different_groups,
     rule_group_wait_cycle,
     rule_checkpoint_on_some_ranks,
