@@ -3726,7 +3726,7 @@ def call_hazards(run: Run) -> list[str]:
         # a rank that ended another way may have waited later, had it got there (review65b C1: it raised reading
         # a file before its work.wait() line)
         for e in ordering.unwaited(result.events) if result.ok else ():
-            if e.kind == "collective":
+            if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
         if result.status == RAISED:  # review66b M2: the readers' own async barrier, not yet waited when they raised
             for e in ordering.unwaited(result.events):
@@ -3785,6 +3785,50 @@ def call_hazards(run: Run) -> list[str]:
     return lines[:HAZARDS_SHOWN]
 
 
+def _barrier_after(events: list[Event], call: Event) -> Event | None:
+    """The first blocking barrier on ``call``'s group that the rank made after ``call`` (an ``async_op=True``
+    collective) and that returned without an error, or None. On gloo a barrier completes all earlier work of its
+    group before it returns (ProcessGroupGloo.hpp: "When executing a barrier, we need to ensure that all prior
+    work has completed before completing itself"; review72c C3: rank 0's never-waited all_reduce had completed
+    when its barrier returned). Other collectives do not: a blocking all_reduce or broadcast after an async
+    all_reduce of 16M floats returned with the async one's is_completed() still False on every rank (gloo runs
+    the group's work on two worker threads)."""
+    if call.name in ("barrier", "monitored_barrier"):
+        return None
+    waited = {e.of for e in events if e.kind == "wait" and e.of is not None and e.end is not None and not e.error}
+    for e in events:
+        if (
+            e.kind == "collective"
+            and e.name == "barrier"
+            and e.group == call.group
+            and e.start > call.start
+            and e.end is not None
+            and not e.error
+            and (not e.is_async or e.id in waited)
+        ):
+            return e
+    return None
+
+
+def completed_by_a_barrier(run: Run) -> list[str]:
+    """One line per ``async_op=True`` collective never waited for that a later barrier of the rank on the same
+    group completed (:func:`_barrier_after`): its result held on this gloo run, though no wait() ordered it."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    for result in run.ranks:
+        for e in ordering.unwaited(result.events) if result.ok else ():
+            barrier = _barrier_after(result.events, e) if e.kind == "collective" else None
+            if barrier is not None:
+                found.setdefault((e.name, _place(e), _place(barrier)), []).append(result.rank)
+    return [
+        f"{rank_list(sorted(set(ranks)))}'s {name}(async_op=True) at {place} was never waited for, but the "
+        f"barrier at {at}, on the same group, completed it: on gloo a barrier waits for all earlier work of its "
+        "group before it returns, so its result was there after that line (not between the two lines). Other "
+        "collectives do not complete it on gloo (a blocking all_reduce or broadcast can return while it is still "
+        "running); keep the handle and call work.wait() before the first read rather than rely on the barrier"
+        for (name, place, at), ranks in found.items()
+    ]
+
+
 def diagnose(run: Run) -> Diagnosis:
     """Explain ``run``: the first disagreement between the ranks' collectives, and how each rank ended."""
     f = facts(run)
@@ -3795,6 +3839,7 @@ def diagnose(run: Run) -> Diagnosis:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
                 diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
+            diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
                 diagnosis.evidence.append(_unrecorded_text(unrecorded))
