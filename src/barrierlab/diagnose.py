@@ -3459,6 +3459,20 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
                 f"{found[0].collective.rsplit(' -> ', 1)[-1]} at {Site(found[0].path, found[0].line).place}: "
                 f"{_how_ranks_differ(found[0])} (barrierlab.lint)."
             )
+        same = all([e.name for e in f.calls.get(q) or []] == [e.name for e in calls] for q in gone)
+        if not found and same:  # review72c C2: every rank ran the same lines; the others finished first
+            headline += (
+                f" {sentence_start(rank_list(gone))} had made the same {len(calls)} call"
+                f"{'s' if len(calls) != 1 else ''} as rank {r}: none skipped a call, "
+                f"{'it' if len(gone) == 1 else 'they'} finished making the group first and returned."
+            )
+            advice = (
+                "A rank's process must not end while another member is still making or using a group: after the "
+                "group's last call, let every rank make one more call that waits for all of them (a "
+                "dist.barrier() before the function returns), so no rank returns before the others are done with "
+                "the group."
+            )
+            return Diagnosis("rank-failed", headline, evidence, advice, ranks=[r, *gone], site=_site(last))
         return Diagnosis(
             "rank-failed",
             headline,
