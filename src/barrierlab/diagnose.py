@@ -1603,6 +1603,21 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     evidence.append(
         f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     )
+    skip = _continue_before(f.run, event)
+    if skip is not None:  # review72c M3: the loop ran 3 times on every rank; one rank's `continue` skipped a call
+        finding, line = skip
+        evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
+        return Diagnosis(
+            "uneven-loop",
+            f"{sentence_start(rank_list(arrived))} made more {event.name} calls at {_place(event)} inside the loop "
+            f"than {rank_list(f.missing)}: the `continue` at line {line} skips it on ranks where "
+            f"`{finding.condition}` is true (barrierlab.lint), so {'that rank' if len(f.missing) == 1 else 'those ranks'} "
+            f"made fewer {event.name} calls there even if the loop ran as often on every rank.",
+            evidence,
+            _continue_advice(event.name, finding.condition),
+            ranks=arrived,
+            site=_site(event),
+        )
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(arrived)} made more "
@@ -1612,6 +1627,33 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
         LOOP_ADVICE,
         ranks=arrived,
         site=_site(event),
+    )
+
+
+def _continue_before(run: Run, event: Event) -> tuple[object, int] | None:
+    """Lint's early-exit finding on ``event``'s line whose exit is a ``continue`` (the loop goes on, the call is
+    skipped), in code the run executed (:func:`_ran`), with the line of the ``continue``; None without one."""
+    from barrierlab.lint import lint_file
+
+    if not event.file or not event.line or event.file.startswith("<") or not is_learners(event.file):
+        return None
+    try:
+        findings = lint_file(event.file)
+    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+        return None
+    for x in findings:
+        found = re.search(r"\(`continue` at line (\d+)\)", x.why) if x.kind == "early-exit" else None
+        if found and x.line == event.line and _ran(run, x.path, x.line):
+            return x, int(found[1])
+    return None
+
+
+def _continue_advice(name: str, condition: str) -> str:
+    """What to do about a ``continue`` under ``condition`` that skips the collective ``name`` in a loop."""
+    neutral = "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
+    return (
+        f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put only "
+        f"the rank's own work under `{condition}` and let the collective run on every rank{neutral}. {RULES}"
     )
 
 
@@ -1648,6 +1690,23 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
         f"calls of {event.name} at line {event.line} up to call #{k}: "
         + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     ]
+    skip = _continue_before(f.run, event)
+    if skip is not None:  # review72c M3: a `continue` skipped the call on some ranks; the loop ran as often
+        finding, line = skip
+        evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
+        return Diagnosis(
+            "uneven-loop",
+            f"{sentence_start(rank_list(again))} made {event.name} at {_place(event)} again (call #{f.number}, its "
+            f"{ordinal(counts[again[0]])}), while {rank_list(on)}, after {counts[on[0]]}, had gone on to "
+            f"{next_call.name} at {_place(next_call)}: the `continue` at line {line} skips the {event.name} inside "
+            f"the loop on ranks where `{finding.condition}` is true (barrierlab.lint), so those ranks made fewer "
+            "of them even if the loop ran as often on every rank; from there their calls pair with the wrong "
+            "partners.",
+            evidence,
+            _continue_advice(event.name, finding.condition),
+            ranks=again,
+            site=_site(event),
+        )
     return Diagnosis(
         "uneven-loop",
         f"A loop ran a different number of times on different ranks: {rank_list(again)} made {event.name} at "
@@ -2514,6 +2573,81 @@ def _outside_the_cycle(f: Facts, cycle: list[int]) -> list[str]:
     return lines
 
 
+def _lost_isend(f: Facts) -> tuple[int, Event, int, Event] | None:
+    """(receiving rank, its receive that failed or never returned, sending rank, the isend that pairs with it),
+    when that isend, the k-th send of the sender to that rank as the k-th receive from it is, returned and was
+    never waited for: on gloo its message may be lost (:func:`rule_isend_never_waited`)."""
+    for r in f.failed:
+        events = f.run[r].events
+        waits = {e.of: e for e in events if e.kind == "wait" and e.of is not None}
+        for e in events:
+            if e.kind != "p2p" or e.name not in ("recv", "irecv") or type(e.peer.get("src")) is not int:
+                continue
+            wait = waits.get(e.id) if e.name == "irecv" else e
+            if wait is not None and wait.end is not None and not wait.error:
+                continue  # it got its message
+            if e.name == "irecv" and wait is None:
+                continue  # never waited for: not where the rank stopped
+            a = e.peer["src"]
+            if a == r or a not in {q.rank for q in f.run.ranks}:
+                continue
+            mine = [x for x in events if x.kind == "p2p" and x.name in ("recv", "irecv") and x.peer.get("src") == a]
+            k = mine.index(e)
+            sends = [
+                x
+                for x in f.run[a].events
+                if x.kind == "p2p" and x.name in ("send", "isend") and x.peer.get("dst") == r and x.group == e.group
+            ]
+            if k >= len(sends) or sends[k].name != "isend" or sends[k].end is None or sends[k].error:
+                continue
+            if not any(x.kind == "wait" and x.of == sends[k].id for x in f.run[a].events):
+                return r, e, a, sends[k]  # (an isend is no async_op=True call: its Work.wait() is its "wait")
+    return None
+
+
+def rule_isend_never_waited(f: Facts) -> Diagnosis | None:
+    """A rank's receive got no message, and the isend that pairs with it was never waited for (review72c M2:
+    rank 0's `dist.isend(t, dst=1)`, its handle dropped; rank 1's recv timed out and the barrier after it was
+    told as "a collective reached by only some ranks"). gloo sends an isend's message once the receiver has
+    posted its receive, from the buffer its Work owns (ProcessGroupGloo.hpp: SendWork holds the UnboundBuffer;
+    gloo's tcp pair keeps only a weak pointer to a pending send's buffer): a handle dropped at once frees it, and
+    the message is lost. Measured (2 ranks, gloo, torch 2.13): dropped, receiver not yet in recv: rank 1 "Timed
+    out waiting 2000ms for recv operation"; the same with rank 1 already in its recv, or the handle kept in a
+    variable (not waited): delivered."""
+    found = _lost_isend(f)
+    if found is None:
+        return None
+    r, recv, a, send = found
+    how = "it never returned" if recv.end is None else "it failed"
+    others = [q for q in f.failed if q != r]
+    follow = (
+        f" {sentence_start(rank_list(others))}'s failure{'s' if len(others) > 1 else ''} followed from it."
+        if others
+        else ""
+    )
+    headline = (
+        f"rank {r}'s {recv.name} from rank {a} at {where_text(recv)} got no message ({how}), and the isend that "
+        f"pairs with it, rank {a}'s at {where_text(send)}, was never waited for: on gloo an isend's Work handle "
+        "owns the buffer its message is sent from, and the message goes out only once the receiver has posted "
+        "its receive, so a handle dropped before that (`dist.isend(...)` as a statement, its result not kept) "
+        f"frees the buffer and the message is lost.{follow}"
+    )
+    evidence = [
+        f"rank {a}'s isend to rank {r} was made {_called_at(send)}; the record shows no work.wait() of it",
+        f"rank {r}'s {recv.name} from rank {a} was made {_called_at(recv)}",
+    ] + _failure_evidence(f)
+    return Diagnosis(
+        "isend-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.isend(t, dst=...)`, then `work.wait()` before the tensor is "
+        "changed or the rank goes on to code that depends on the receiver (or use the blocking dist.send); "
+        "keep every handle of several isends (dist.batch_isend_irecv returns them in a list) and wait() on each.",
+        ranks=sorted({r, a}),
+        site=_site(send),
+    )
+
+
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
     pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
@@ -3317,7 +3451,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
             f"t={f.run[q].ended:.3f} s"
             for q in gone
         ] + _failure_evidence(f)
-        found = _lint_findings(last)
+        found = _lint_findings(last, f.run)
         evidence += [f"barrierlab.lint, on {Site(x.path, x.line).place}: {x.why}" for x in found]
         if found:  # the call the early return skipped, which the record cannot show (it was never made)
             headline += (
@@ -3325,6 +3459,20 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
                 f"{found[0].collective.rsplit(' -> ', 1)[-1]} at {Site(found[0].path, found[0].line).place}: "
                 f"{_how_ranks_differ(found[0])} (barrierlab.lint)."
             )
+        same = all([e.name for e in f.calls.get(q) or []] == [e.name for e in calls] for q in gone)
+        if not found and same:  # review72c C2: every rank ran the same lines; the others finished first
+            headline += (
+                f" {sentence_start(rank_list(gone))} had made the same {len(calls)} call"
+                f"{'s' if len(calls) != 1 else ''} as rank {r}: none skipped a call, "
+                f"{'it' if len(gone) == 1 else 'they'} finished making the group first and returned."
+            )
+            advice = (
+                "A rank's process must not end while another member is still making or using a group: after the "
+                "group's last call, let every rank make one more call that waits for all of them (a "
+                "dist.barrier() before the function returns), so no rank returns before the others are done with "
+                "the group."
+            )
+            return Diagnosis("rank-failed", headline, evidence, advice, ranks=[r, *gone], site=_site(last))
         return Diagnosis(
             "rank-failed",
             headline,
@@ -3339,8 +3487,10 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
     return None
 
 
-def _lint_findings(event) -> list:
-    """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three)."""
+def _lint_findings(event, run: Run) -> list:
+    """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three), in code the
+    run executed (:func:`_ran`; review72c C2: a barrier under `if rank == 0` in a function no rank called was
+    quoted as the call "rank 0 never made")."""
     from barrierlab.lint import lint_file
 
     if not event.file or event.file.startswith("<") or not is_learners(event.file):
@@ -3349,7 +3499,77 @@ def _lint_findings(event) -> list:
         findings = lint_file(event.file)
     except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
         return []
-    return [x for x in findings if x.kind in _REACHED_BY_SOME][:3]
+    return [x for x in findings if x.kind in _REACHED_BY_SOME and _ran(run, x.path, x.line)][:3]
+
+
+def _ran(run: Run, path: str, line: int) -> bool:
+    """Whether ``line`` of ``path`` lies in code the run executed, as far as the record shows: in a function one
+    of the recorded frames (every event's file, line and function, and its callers) is in, or in a function of
+    the same file such a function calls by name (a helper that made no recorded call itself); top-level code
+    only when a frame of the file's ``<module>`` was recorded. False when the source cannot be read."""
+    executed = _executed_functions(run, path)
+    if executed is None:
+        return False
+    spans, module = executed
+    inner = _innermost_function(path, line)
+    if inner is None:
+        return module
+    return inner in spans
+
+
+def _function_spans(path: str) -> list[tuple[int, int, str, ast.AST]] | None:
+    """(first line, last line, name, node) of every function defined in the source at ``path``, or None."""
+    text = _files.source_text(path)
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    return [
+        (node.lineno, node.end_lineno or node.lineno, node.name, node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+
+
+def _innermost_function(path: str, line: int) -> tuple[int, int] | None:
+    """(first line, last line) of the innermost function of ``path`` around ``line``, or None (top level)."""
+    around = [(first, last) for first, last, _, _ in _function_spans(path) or () if first <= line <= last]
+    return max(around) if around else None
+
+
+def _executed_functions(run: Run, path: str) -> tuple[set[tuple[int, int]], bool] | None:
+    """The functions of ``path`` (their (first, last) lines) the record shows executed, with those they call by
+    name, and whether its top level ran; None when the source cannot be read."""
+    spans = _function_spans(path)
+    if spans is None:
+        return None
+    module = False
+    found: set[tuple[int, int]] = set()
+    for result in run.ranks:
+        for e in result.events:
+            for site in chain_of(e).frames:
+                if site.file != path:
+                    continue
+                if site.func == "<module>":
+                    module = True
+                around = [(a, b) for a, b, name, _ in spans if a <= site.line <= b and name == site.func]
+                if around:
+                    found.add(max(around))
+    nodes = {(a, b): node for a, b, _, node in spans}
+    todo = list(found)
+    while todo:
+        called = {
+            n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+            for n in ast.walk(nodes[todo.pop()])
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+        }
+        for a, b, name, _ in spans:
+            if name in called and (a, b) not in found:
+                found.add((a, b))
+                todo.append((a, b))
+    return found, module
 
 
 def rule_same_calls(f: Facts) -> Diagnosis | None:
@@ -3433,6 +3653,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_ok,
     rule_collective_in_forked_child,
     rule_spawn_inside_a_rank,
+    rule_isend_never_waited,
     rule_waits_in_different_groups,
     rule_group_wait_cycle,
     rule_checkpoint_on_some_ranks,
@@ -3519,7 +3740,7 @@ def call_hazards(run: Run) -> list[str]:
         # a rank that ended another way may have waited later, had it got there (review65b C1: it raised reading
         # a file before its work.wait() line)
         for e in ordering.unwaited(result.events) if result.ok else ():
-            if e.kind == "collective":
+            if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
         if result.status == RAISED:  # review66b M2: the readers' own async barrier, not yet waited when they raised
             for e in ordering.unwaited(result.events):
@@ -3578,6 +3799,50 @@ def call_hazards(run: Run) -> list[str]:
     return lines[:HAZARDS_SHOWN]
 
 
+def _barrier_after(events: list[Event], call: Event) -> Event | None:
+    """The first blocking barrier on ``call``'s group that the rank made after ``call`` (an ``async_op=True``
+    collective) and that returned without an error, or None. On gloo a barrier completes all earlier work of its
+    group before it returns (ProcessGroupGloo.hpp: "When executing a barrier, we need to ensure that all prior
+    work has completed before completing itself"; review72c C3: rank 0's never-waited all_reduce had completed
+    when its barrier returned). Other collectives do not: a blocking all_reduce or broadcast after an async
+    all_reduce of 16M floats returned with the async one's is_completed() still False on every rank (gloo runs
+    the group's work on two worker threads)."""
+    if call.name in ("barrier", "monitored_barrier"):
+        return None
+    waited = {e.of for e in events if e.kind == "wait" and e.of is not None and e.end is not None and not e.error}
+    for e in events:
+        if (
+            e.kind == "collective"
+            and e.name == "barrier"
+            and e.group == call.group
+            and e.start > call.start
+            and e.end is not None
+            and not e.error
+            and (not e.is_async or e.id in waited)
+        ):
+            return e
+    return None
+
+
+def completed_by_a_barrier(run: Run) -> list[str]:
+    """One line per ``async_op=True`` collective never waited for that a later barrier of the rank on the same
+    group completed (:func:`_barrier_after`): its result held on this gloo run, though no wait() ordered it."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    for result in run.ranks:
+        for e in ordering.unwaited(result.events) if result.ok else ():
+            barrier = _barrier_after(result.events, e) if e.kind == "collective" else None
+            if barrier is not None:
+                found.setdefault((e.name, _place(e), _place(barrier)), []).append(result.rank)
+    return [
+        f"{rank_list(sorted(set(ranks)))}'s {name}(async_op=True) at {place} was never waited for, but the "
+        f"barrier at {at}, on the same group, completed it: on gloo a barrier waits for all earlier work of its "
+        "group before it returns, so its result was there after that line (not between the two lines). Other "
+        "collectives do not complete it on gloo (a blocking all_reduce or broadcast can return while it is still "
+        "running); keep the handle and call work.wait() before the first read rather than rely on the barrier"
+        for (name, place, at), ranks in found.items()
+    ]
+
+
 def diagnose(run: Run) -> Diagnosis:
     """Explain ``run``: the first disagreement between the ranks' collectives, and how each rank ended."""
     f = facts(run)
@@ -3588,6 +3853,7 @@ def diagnose(run: Run) -> Diagnosis:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
                 diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
+            diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
                 diagnosis.evidence.append(_unrecorded_text(unrecorded))
