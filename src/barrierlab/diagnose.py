@@ -1653,7 +1653,7 @@ def _continue_advice(name: str, condition: str) -> str:
     neutral = "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
     return (
         f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put only "
-        f"the rank's own work under `{condition}` and let the collective run on every rank{neutral}. {RULES}"
+        f"the rank's own work under `{condition}` and let every rank run the collective{neutral}. {RULES}"
     )
 
 
