@@ -2512,12 +2512,10 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             continue  # a send and the recv it pairs with: they wait for each other's arrival, not in a cycle
         names = {blocked[r].name for r in cycle}
         first = blocked[cycle[0]]
-        if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1:
-            other = "the other" if len(cycle) == 2 else "the next rank"
-            waits = [
-                f"{rank_list(cycle)} each wait in {first.name} {'to' if first.name == 'send' else 'from'} {other} "
-                f"{_called_at(first)}"
-            ]
+        to_from = "to" if first.name == "send" else "from"
+        other = _cycle_peer_words(f.run.world_size, cycle, {r: _p2p_peer(blocked[r]) for r in cycle}, to_from)
+        if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1 and other:
+            waits = [f"{rank_list(cycle)} each wait in {first.name} {to_from} {other} {_called_at(first)}"]
         else:
             waits = [
                 f"rank {r} waits in {blocked[r].name} {'to' if blocked[r].name == 'send' else 'from'} rank "
@@ -2538,7 +2536,7 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
         return Diagnosis(
             "p2p-cycle",
             f"A cycle of point-to-point waits: {'; '.join(waits)}. {sentence_start(why)}, so each rank "
-            f"waits for the next and none can go on.{also}",
+            f"waits for one that is itself waiting and none can go on.{also}",
             _outcomes(f.run, {r: blocked[r] for r in cycle})
             + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r) or [])}" for r in f.failed if r not in cycle],
             "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
@@ -2547,6 +2545,23 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             ranks=cycle,
             site=_site(blocked[cycle[0]]),
         )
+    return None
+
+
+def _cycle_peer_words(world_size: int, cycle: list[int], peers: dict[int, int | None], to_from: str) -> str | None:
+    """Which rank each rank of a p2p cycle waits on, as the record shows it (review73c M1: "from the next rank"
+    was said of recv(src=(r - 1) % n), which waits on the previous rank): "the other" for two ranks, "the next
+    rank (rank + 1; rank 3 to rank 0)" or "the previous rank (rank - 1; rank 0 from rank 3)" when every rank's
+    peer is one step round the world that way, else None (the caller names each rank's peer)."""
+    if len(cycle) == 2:
+        return "the other"
+    steps = {(p - r) % world_size if isinstance(p, int) else None for r, p in peers.items()}
+    if steps == {1}:
+        last = max(cycle)
+        return f"the next rank (rank + 1; rank {last} {to_from} rank {peers[last]})"
+    if steps == {world_size - 1}:
+        first = min(cycle)
+        return f"the previous rank (rank - 1; rank {first} {to_from} rank {peers[first]})"
     return None
 
 
