@@ -637,6 +637,15 @@ REMOVAL_ADVICE = (
     "every rank reaches the same barrier, and only then does one rank remove it. A sleep or a retry loop only "
     "makes the race rarer; run.races() lists every unordered pair of accesses of the run."
 )
+#: A finished run whose races are a removal against other ranks' use of the file (review73c M2: the write->read
+#: advice, hold the readers until the writer arrives, told the learner to hold the wrong rank).
+RACE_REMOVAL_ADVICE = (
+    "Hold the rank that removes the file until every other rank has used it: each rank finishes reading it "
+    "(and closes it), then every rank reaches the same barrier (or a blocking all_reduce of a non-empty tensor "
+    "on gloo), and only then does the removing rank remove it; a store key each reader sets after closing the "
+    "file, which the remover waits for, does too. Holding the readers until the remover arrives does not order "
+    "the removal after their reads. A sleep or a retry loop only makes the race rarer."
+)
 #: A finished run with file races shows this many of them in its evidence.
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
@@ -935,11 +944,27 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         )
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
-        headline += (
-            f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
-            "rank's use of a file after another rank's change of it, so what each rank found there depended on "
-            "timing (the record cannot tell whether what they read was right: check it)."
-        )
+        removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
+        if removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
+            what = (
+                "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
+                "rank still found it there depended on timing"
+            )
+            advice = RACE_REMOVAL_ADVICE
+        elif removals:
+            what = (
+                "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
+                "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
+                "whether what they read was right: check it)"
+            )
+            advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
+        else:
+            what = (
+                "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
+                "found there depended on timing (the record cannot tell whether what they read was right: check it)"
+            )
+            advice = RACE_ADVICE
+        headline += f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: {what}."
         evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
         if len(races) > MAX_RACES_SHOWN:
             more = (
@@ -948,9 +973,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
             )
             evidence.insert(MAX_RACES_SHOWN, more)
-        return Diagnosis(
-            "ok", headline, evidence, RACE_ADVICE, ranks=sorted({races[0].first.rank, races[0].second.rank})
-        )
+        return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
     return Diagnosis("ok", headline, evidence)
 
 
