@@ -922,6 +922,12 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 f" But in the source, {'a line reads' if made == 'a call' else 'lines read'} the tensor of an "
                 "async_op=True collective before its work.wait(): what was read depended on timing."
             )
+        elif all(P2P_NEVER_WAITED in h for h in hazards):
+            headline += (
+                f" But the record shows {'an isend or irecv' if made == 'a call' else 'isends or irecvs'} never "
+                "waited for: what was sent or received got there by timing alone (on gloo a message whose isend "
+                "handle is dropped before the receiver posts its recv is lost)."
+            )
         elif all("not in (new_group" in h for h in hazards):
             them = "it" if made == "a call" else "them"
             headline += (
@@ -3764,6 +3770,10 @@ def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int,
 _LINTED: dict[str, list] = {}
 
 
+#: The words of a hazard line for an isend or irecv the record shows never waited for (review73c M3).
+P2P_NEVER_WAITED = "was never waited for (the record shows no work.wait() of it)"
+
+
 def call_hazards(run: Run) -> list[str]:
     """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
     ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
@@ -3780,6 +3790,12 @@ def call_hazards(run: Run) -> list[str]:
         for e in ordering.unwaited(result.events) if result.ok else ():
             if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
+        if result.ok:  # review73c M3: said only when a message was lost (an isend is no async_op=True call: its
+            # Work.wait() is its "wait", as in :func:`_lost_isend`)
+            waited = {e.of for e in result.events if e.kind == "wait" and e.of is not None}
+            for e in result.events:
+                if e.kind == "p2p" and e.name in ("isend", "irecv") and not e.error and e.id not in waited:
+                    found.setdefault(("p2p", e.name, _place(e)), []).append(result.rank)
         if result.status == RAISED:  # review66b M2: the readers' own async barrier, not yet waited when they raised
             for e in ordering.unwaited(result.events):
                 if e.kind == "collective" and e.name in ("barrier", "monitored_barrier"):
@@ -3814,6 +3830,20 @@ def call_hazards(run: Run) -> list[str]:
                 f"so it waited for nobody{' and ordered nothing' if 'barrier' in name else ' and changed nothing'}; "
                 "call it only where the rank is a member (`if dist.get_rank(g) >= 0:`; get_rank gives -1 outside "
                 "the group), or on a group the rank is in"
+            )
+        elif hazard == "p2p" and name == "isend":
+            lines.append(
+                f"{who} isend at {place} {P2P_NEVER_WAITED}: on gloo an isend's Work handle owns the buffer its "
+                "message is sent from, and the message goes out only once the receiver has posted its recv, so a "
+                "handle dropped before then (`dist.isend(...)` as a statement) loses the message and the receiver "
+                "waits until its timeout; where it arrived, it did so by timing alone. Keep the handle and call "
+                "work.wait() (or use the blocking dist.send)"
+            )
+        elif hazard == "p2p":
+            lines.append(
+                f"{who} irecv at {place} {P2P_NEVER_WAITED}: nothing made its message arrive before the rank "
+                "returned, so a read of its tensor after the call may have seen it unfilled. Keep the handle and "
+                "call work.wait() before the first read (or use the blocking dist.recv)"
             )
         elif hazard == "aliased":
             lines.append(
@@ -3890,7 +3920,10 @@ def diagnose(run: Run) -> Diagnosis:
             if rule is not rule_different_sizes and f.shapes and not diagnosis.ok:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
-                diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
+                hazards = call_hazards(run)
+                if diagnosis.kind == "isend-never-waited":  # its headline says it already
+                    hazards = [h for h in hazards if P2P_NEVER_WAITED not in h]
+                diagnosis.evidence += [h for h in hazards if h not in diagnosis.evidence]
             diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
