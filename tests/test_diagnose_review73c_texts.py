@@ -130,3 +130,28 @@ def test_a_finished_run_with_an_isend_never_waited_says_the_message_may_be_lost(
     text = str(d)
     assert "rank 0's isend at" in text and "was never waited for" in text, text
     assert "loses the message" in text and "Keep the handle and call work.wait()" in text, text
+
+
+def subgroup_mismatch():
+    """review73c M5 (p32): ranks 0 and 1 make different collectives on new_group([0, 1]) (no timeout=)."""
+    import torch
+    import torch.distributed as dist
+
+    g = dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        dist.barrier(group=g)
+    elif dist.get_rank() == 1:
+        dist.all_reduce(torch.ones(1), group=g)
+
+
+@pytest.mark.timeout(180)
+def test_a_subgroup_mismatch_stopped_at_the_deadline_says_so_and_names_the_subgroups_timeout():
+    run = bl.run(subgroup_mismatch, 4, timeout=2)
+    assert [str(s) for s in run.statuses[:2]] == ["stopped at deadline"] * 2, run
+    d = run.diagnosis
+    text = str(d)
+    assert "Ranks 0 and 1 waited in them until the run's deadline stopped them." in d.headline, d
+    assert "ranks 0 and 1 were stopped by the run's deadline" in text, text
+    assert "the subgroup's own timeout (1800 s, 30 minutes here" in text, text
+    assert "the run's timeout (2 s) is the default group's, not the subgroup's" in text, text
+    assert "until the group's timeout" not in text, text

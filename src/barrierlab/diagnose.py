@@ -1831,6 +1831,14 @@ def _group_made_by_some(
     )
 
 
+def _seconds_words(seconds: float) -> str:
+    """1800 -> "1800 s, 30 minutes"; 2 -> "2 s"."""
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{seconds:g} s, {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} s"
+
+
 def _subgroup_calls(f: Facts) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
     """Each subgroup whose members were recorded, with each member's calls on it (:func:`calls.subgroup_calls`)."""
     return {name: group for name, group in subgroup_calls(f.run).items() if group[0]}
@@ -1858,16 +1866,36 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 f"{rank_list(rs)} called {_op_name(at[rs[0]])} #{k} of the subgroup {_called_at(at[rs[0]])}"
                 for rs in by_op.values()
             ]
-            evidence += _error_evidence(f.run, [m for m in at if m in f.failed])
+            evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
+            timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
+            own = (
+                f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
+                if len(timeouts) == 1
+                else "the subgroup's own timeout"
+            )
+            stopped = [m for m in sorted(at) if f.run[m].status == STOPPED]
+            if stopped:  # review73c M5: "until the group's timeout" next to timeout=2, and the deadline unsaid
+                evidence.append(
+                    f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
+                    f"({f.run.deadline:g} s) before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
+                    "default group's, not the subgroup's"
+                )
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
-                f"{list(members)} is {ops}.",
+                f"{list(members)} is {ops}."
+                + (
+                    f" {sentence_start(rank_list(stopped))} waited in {'it' if len(stopped) == 1 else 'them'} "
+                    "until the run's deadline stopped them."
+                    if stopped
+                    else ""
+                ),
                 evidence,
                 "Collectives pair by their position in their group's sequence, not by name; ops that gloo runs "
-                "differently (barrier and all_reduce, for example) never pair, so a member left in one of them waits for a partner "
-                f"that never comes until the group's timeout ({DEFAULT_TIMEOUTS}). Make every member of the group "
-                "call the same collectives on it in the same order.",
+                "differently (barrier and all_reduce, for example) never pair, so a member left in one of them "
+                f"waits for a partner that never comes until {own}: new_group's timeout= if it was given, else "
+                f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS}). Make every member "
+                "of the group call the same collectives on it in the same order.",
                 ranks=sorted(at),
                 site=_site(next(iter(at.values()))),
             )
