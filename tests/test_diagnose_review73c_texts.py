@@ -155,3 +155,33 @@ def test_a_subgroup_mismatch_stopped_at_the_deadline_says_so_and_names_the_subgr
     assert "the subgroup's own timeout (1800 s, 30 minutes here" in text, text
     assert "the run's timeout (2 s) is the default group's, not the subgroup's" in text, text
     assert "until the group's timeout" not in text, text
+
+
+def look_before_the_write(folder):
+    """review73c M4: rank 0 looks for a file rank 1 writes later (notebook 07's race_shared_file, cut down)."""
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "shard.txt")
+    if dist.get_rank() == 1:
+        time.sleep(0.3)
+        with open(path, "w") as f:
+            f.write("s")
+    else:
+        with open(path) as f:
+            f.read()
+
+
+@pytest.mark.timeout(120)
+def test_the_diagnosis_and_races_give_one_access_the_same_time(tmp_path):
+    import re
+
+    run = bl.run(look_before_the_write, 2, args=(str(tmp_path),), timeout=2)
+    races = " ".join(map(str, run.races()))
+    text = str(run.diagnosis)
+    looked = re.search(r"rank 0 looked for \S+ at t=(\d+\.\d+) s", text)
+    tried = re.search(r"rank 0 tried to read it \(no file yet\) at [^(]*\(t=(\d+\.\d+) s", races)
+    assert looked and tried, (text, races)
+    assert looked.group(1) == tried.group(1), (text, races)

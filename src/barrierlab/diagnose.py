@@ -41,7 +41,7 @@ from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
-from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops
+from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops, ranks_start
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
 from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
@@ -3097,7 +3097,7 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
         each = "" if len(stuck) == 1 else "each "
         headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting on its child (for what it sends, or for it to end)."
     evidence = [
-        f"rank {r}'s {e.lane} entered {e.name} at t={e.start:.3f} s, at {where_text(e)}, and never left"
+        f"rank {r}'s {e.lane} entered {e.name} at {_t(f.run, e.start)}, at {where_text(e)}, and never left"
         for r, e in sorted(found.items())
     ] + _failure_evidence(f)
     advice = (
@@ -3520,7 +3520,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         evidence = [
             f"rank {q} returned after {len(f.calls.get(q) or [])} collective call"
             f"{'s' if len(f.calls.get(q) or []) != 1 else ''} ({made[q]} of them making groups), at "
-            f"t={f.run[q].ended:.3f} s"
+            f"{_t(f.run, f.run[q].ended)}"
             for q in gone
         ] + _failure_evidence(f)
         found = _lint_findings(last, f.run)
@@ -4266,6 +4266,13 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
     return _missing_file_cause(run, rank)[1]
 
 
+def _t(run: Run, seconds: float) -> str:
+    """A moment of the run as the diagnosis prints it: counted from the first rank's start of its function
+    (:func:`events.ranks_start`), as run.races() and the timelines count (review73c M4: one file access was
+    t=0.409 s here and t=0.302 s in run.races(), the diagnosis counting from the launch)."""
+    return f"t={seconds - ranks_start(run):.3f} s"
+
+
 def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None, object]:
     """For a rank that failed on a file that was not there: what the record says became of it — the rank that
     removed it (or its folder) or renamed it away ("gone"), the rank that wrote it after the look ("later"),
@@ -4320,14 +4327,14 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         made_it = f"renamed its folder to {e.to}" if _renames_its_folder(e, path) else "wrote it"
         if e.name == "mkdir":
             said = (
-                f"rank {rank} used the folder {path} (it failed by t={looked:.3f} s) before rank {who} made it at "
-                f"{where_text(e)} (t={t:.3f} s): nothing ordered the use after the making (a barrier after it, or "
+                f"rank {rank} used the folder {path} (it failed by {_t(run, looked)}) before rank {who} made it at "
+                f"{where_text(e)} ({_t(run, t)}): nothing ordered the use after the making (a barrier after it, or "
                 "os.makedirs(..., exist_ok=True) on every rank before its own use)"
             )
         else:
             said = (
-                f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} {made_it} at {where_text(e)} "
-                f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
+                f"rank {rank} looked for {path} at {_t(run, looked)}, before rank {who} {made_it} at {where_text(e)} "
+                f"({_t(run, t)}): nothing ordered the read after the write (a barrier after the write, or a store key "
                 "the writer sets once the file is complete)"
             )
         return (
@@ -4479,7 +4486,7 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         for r, (who, event) in first.items():
             evidence.append(
                 f"rank {r} tried to make {_existing_path(run[r])}, which rank {who} had made first at "
-                f"{where_text(event)} (t={event.start:.3f} s)"
+                f"{where_text(event)} ({_t(run, event.start)})"
             )
         makers = sorted({who for who, _ in first.values()})
         how = f"failed to make a path that {rank_list(makers)} had made first (each rank makes it)"
