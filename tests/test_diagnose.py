@@ -749,7 +749,8 @@ def ring_exchange(send_first_everywhere: bool):
 def test_a_ring_of_ranks_that_all_send_first_is_a_cycle_named_at_the_send():
     d = bl.run(ring_exchange, 3, args=(True,), timeout=2).diagnosis
     assert d.kind == "p2p-cycle" and d.ranks == [0, 1, 2], d
-    assert f"ranks 0–2 each wait in send to the next rank at {os.path.relpath(__file__)}:" in d.headline, d.headline
+    assert "ranks 0–2 each wait in send to the next rank (rank + 1; rank 2 to rank 0) at " in d.headline, d.headline
+    assert f" at {os.path.relpath(__file__)}:" in d.headline, d.headline
     assert d.site.line == line_of(ring_exchange, "# the ring's send")
     assert "isend/irecv" in d.advice
 

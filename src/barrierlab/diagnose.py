@@ -41,7 +41,7 @@ from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
-from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops
+from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops, ranks_start
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
 from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
@@ -637,6 +637,15 @@ REMOVAL_ADVICE = (
     "every rank reaches the same barrier, and only then does one rank remove it. A sleep or a retry loop only "
     "makes the race rarer; run.races() lists every unordered pair of accesses of the run."
 )
+#: A finished run whose races are a removal against other ranks' use of the file (review73c M2: the write->read
+#: advice, hold the readers until the writer arrives, told the learner to hold the wrong rank).
+RACE_REMOVAL_ADVICE = (
+    "Hold the rank that removes the file until every other rank has used it: each rank finishes reading it "
+    "(and closes it), then every rank reaches the same barrier (or a blocking all_reduce of a non-empty tensor "
+    "on gloo), and only then does the removing rank remove it; a store key each reader sets after closing the "
+    "file, which the remover waits for, does too. Holding the readers until the remover arrives does not order "
+    "the removal after their reads. A sleep or a retry loop only makes the race rarer."
+)
 #: A finished run with file races shows this many of them in its evidence.
 MAX_RACES_SHOWN = 3
 RACE_ADVICE = (
@@ -913,6 +922,12 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 f" But in the source, {'a line reads' if made == 'a call' else 'lines read'} the tensor of an "
                 "async_op=True collective before its work.wait(): what was read depended on timing."
             )
+        elif all(P2P_NEVER_WAITED in h for h in hazards):
+            headline += (
+                f" But the record shows {'an isend or irecv' if made == 'a call' else 'isends or irecvs'} never "
+                "waited for: what was sent or received got there by timing alone (on gloo a message whose isend "
+                "handle is dropped before the receiver posts its recv is lost)."
+            )
         elif all("not in (new_group" in h for h in hazards):
             them = "it" if made == "a call" else "them"
             headline += (
@@ -935,11 +950,27 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         )
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
-        headline += (
-            f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: nothing ordered a "
-            "rank's use of a file after another rank's change of it, so what each rank found there depended on "
-            "timing (the record cannot tell whether what they read was right: check it)."
-        )
+        removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
+        if removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
+            what = (
+                "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
+                "rank still found it there depended on timing"
+            )
+            advice = RACE_REMOVAL_ADVICE
+        elif removals:
+            what = (
+                "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
+                "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
+                "whether what they read was right: check it)"
+            )
+            advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
+        else:
+            what = (
+                "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
+                "found there depended on timing (the record cannot tell whether what they read was right: check it)"
+            )
+            advice = RACE_ADVICE
+        headline += f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: {what}."
         evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
         if len(races) > MAX_RACES_SHOWN:
             more = (
@@ -948,9 +979,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
             )
             evidence.insert(MAX_RACES_SHOWN, more)
-        return Diagnosis(
-            "ok", headline, evidence, RACE_ADVICE, ranks=sorted({races[0].first.rank, races[0].second.rank})
-        )
+        return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
     return Diagnosis("ok", headline, evidence)
 
 
@@ -1802,6 +1831,14 @@ def _group_made_by_some(
     )
 
 
+def _seconds_words(seconds: float) -> str:
+    """1800 -> "1800 s, 30 minutes"; 2 -> "2 s"."""
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{seconds:g} s, {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} s"
+
+
 def _subgroup_calls(f: Facts) -> dict[str, tuple[tuple[int, ...], dict[int, list[Event]]]]:
     """Each subgroup whose members were recorded, with each member's calls on it (:func:`calls.subgroup_calls`)."""
     return {name: group for name, group in subgroup_calls(f.run).items() if group[0]}
@@ -1829,16 +1866,36 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 f"{rank_list(rs)} called {_op_name(at[rs[0]])} #{k} of the subgroup {_called_at(at[rs[0]])}"
                 for rs in by_op.values()
             ]
-            evidence += _error_evidence(f.run, [m for m in at if m in f.failed])
+            evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
+            timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
+            own = (
+                f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
+                if len(timeouts) == 1
+                else "the subgroup's own timeout"
+            )
+            stopped = [m for m in sorted(at) if f.run[m].status == STOPPED]
+            if stopped:  # review73c M5: "until the group's timeout" next to timeout=2, and the deadline unsaid
+                evidence.append(
+                    f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
+                    f"({f.run.deadline:g} s) before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
+                    "default group's, not the subgroup's"
+                )
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
-                f"{list(members)} is {ops}.",
+                f"{list(members)} is {ops}."
+                + (
+                    f" {sentence_start(rank_list(stopped))} waited in {'it' if len(stopped) == 1 else 'them'} "
+                    "until the run's deadline stopped them."
+                    if stopped
+                    else ""
+                ),
                 evidence,
                 "Collectives pair by their position in their group's sequence, not by name; ops that gloo runs "
-                "differently (barrier and all_reduce, for example) never pair, so a member left in one of them waits for a partner "
-                f"that never comes until the group's timeout ({DEFAULT_TIMEOUTS}). Make every member of the group "
-                "call the same collectives on it in the same order.",
+                "differently (barrier and all_reduce, for example) never pair, so a member left in one of them "
+                f"waits for a partner that never comes until {own}: new_group's timeout= if it was given, else "
+                f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS}). Make every member "
+                "of the group call the same collectives on it in the same order.",
                 ranks=sorted(at),
                 site=_site(next(iter(at.values()))),
             )
@@ -2512,12 +2569,10 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             continue  # a send and the recv it pairs with: they wait for each other's arrival, not in a cycle
         names = {blocked[r].name for r in cycle}
         first = blocked[cycle[0]]
-        if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1:
-            other = "the other" if len(cycle) == 2 else "the next rank"
-            waits = [
-                f"{rank_list(cycle)} each wait in {first.name} {'to' if first.name == 'send' else 'from'} {other} "
-                f"{_called_at(first)}"
-            ]
+        to_from = "to" if first.name == "send" else "from"
+        other = _cycle_peer_words(f.run.world_size, cycle, {r: _p2p_peer(blocked[r]) for r in cycle}, to_from)
+        if len(names) == 1 and len({where_text(blocked[r]) for r in cycle}) == 1 and other:
+            waits = [f"{rank_list(cycle)} each wait in {first.name} {to_from} {other} {_called_at(first)}"]
         else:
             waits = [
                 f"rank {r} waits in {blocked[r].name} {'to' if blocked[r].name == 'send' else 'from'} rank "
@@ -2538,7 +2593,7 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
         return Diagnosis(
             "p2p-cycle",
             f"A cycle of point-to-point waits: {'; '.join(waits)}. {sentence_start(why)}, so each rank "
-            f"waits for the next and none can go on.{also}",
+            f"waits for one that is itself waiting and none can go on.{also}",
             _outcomes(f.run, {r: blocked[r] for r in cycle})
             + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r) or [])}" for r in f.failed if r not in cycle],
             "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
@@ -2547,6 +2602,23 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             ranks=cycle,
             site=_site(blocked[cycle[0]]),
         )
+    return None
+
+
+def _cycle_peer_words(world_size: int, cycle: list[int], peers: dict[int, int | None], to_from: str) -> str | None:
+    """Which rank each rank of a p2p cycle waits on, as the record shows it (review73c M1: "from the next rank"
+    was said of recv(src=(r - 1) % n), which waits on the previous rank): "the other" for two ranks, "the next
+    rank (rank + 1; rank 3 to rank 0)" or "the previous rank (rank - 1; rank 0 from rank 3)" when every rank's
+    peer is one step round the world that way, else None (the caller names each rank's peer)."""
+    if len(cycle) == 2:
+        return "the other"
+    steps = {(p - r) % world_size if isinstance(p, int) else None for r, p in peers.items()}
+    if steps == {1}:
+        last = max(cycle)
+        return f"the next rank (rank + 1; rank {last} {to_from} rank {peers[last]})"
+    if steps == {world_size - 1}:
+        first = min(cycle)
+        return f"the previous rank (rank - 1; rank {first} {to_from} rank {peers[first]})"
     return None
 
 
@@ -3025,7 +3097,7 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
         each = "" if len(stuck) == 1 else "each "
         headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting on its child (for what it sends, or for it to end)."
     evidence = [
-        f"rank {r}'s {e.lane} entered {e.name} at t={e.start:.3f} s, at {where_text(e)}, and never left"
+        f"rank {r}'s {e.lane} entered {e.name} at {_t(f.run, e.start)}, at {where_text(e)}, and never left"
         for r, e in sorted(found.items())
     ] + _failure_evidence(f)
     advice = (
@@ -3448,7 +3520,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         evidence = [
             f"rank {q} returned after {len(f.calls.get(q) or [])} collective call"
             f"{'s' if len(f.calls.get(q) or []) != 1 else ''} ({made[q]} of them making groups), at "
-            f"t={f.run[q].ended:.3f} s"
+            f"{_t(f.run, f.run[q].ended)}"
             for q in gone
         ] + _failure_evidence(f)
         found = _lint_findings(last, f.run)
@@ -3726,6 +3798,10 @@ def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int,
 _LINTED: dict[str, list] = {}
 
 
+#: The words of a hazard line for an isend or irecv the record shows never waited for (review73c M3).
+P2P_NEVER_WAITED = "was never waited for (the record shows no work.wait() of it)"
+
+
 def call_hazards(run: Run) -> list[str]:
     """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
     ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
@@ -3742,6 +3818,12 @@ def call_hazards(run: Run) -> list[str]:
         for e in ordering.unwaited(result.events) if result.ok else ():
             if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
+        if result.ok:  # review73c M3: said only when a message was lost (an isend is no async_op=True call: its
+            # Work.wait() is its "wait", as in :func:`_lost_isend`)
+            waited = {e.of for e in result.events if e.kind == "wait" and e.of is not None}
+            for e in result.events:
+                if e.kind == "p2p" and e.name in ("isend", "irecv") and not e.error and e.id not in waited:
+                    found.setdefault(("p2p", e.name, _place(e)), []).append(result.rank)
         if result.status == RAISED:  # review66b M2: the readers' own async barrier, not yet waited when they raised
             for e in ordering.unwaited(result.events):
                 if e.kind == "collective" and e.name in ("barrier", "monitored_barrier"):
@@ -3776,6 +3858,20 @@ def call_hazards(run: Run) -> list[str]:
                 f"so it waited for nobody{' and ordered nothing' if 'barrier' in name else ' and changed nothing'}; "
                 "call it only where the rank is a member (`if dist.get_rank(g) >= 0:`; get_rank gives -1 outside "
                 "the group), or on a group the rank is in"
+            )
+        elif hazard == "p2p" and name == "isend":
+            lines.append(
+                f"{who} isend at {place} {P2P_NEVER_WAITED}: on gloo an isend's Work handle owns the buffer its "
+                "message is sent from, and the message goes out only once the receiver has posted its recv, so a "
+                "handle dropped before then (`dist.isend(...)` as a statement) loses the message and the receiver "
+                "waits until its timeout; where it arrived, it did so by timing alone. Keep the handle and call "
+                "work.wait() (or use the blocking dist.send)"
+            )
+        elif hazard == "p2p":
+            lines.append(
+                f"{who} irecv at {place} {P2P_NEVER_WAITED}: nothing made its message arrive before the rank "
+                "returned, so a read of its tensor after the call may have seen it unfilled. Keep the handle and "
+                "call work.wait() before the first read (or use the blocking dist.recv)"
             )
         elif hazard == "aliased":
             lines.append(
@@ -3852,7 +3948,10 @@ def diagnose(run: Run) -> Diagnosis:
             if rule is not rule_different_sizes and f.shapes and not diagnosis.ok:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
-                diagnosis.evidence += [h for h in call_hazards(run) if h not in diagnosis.evidence]
+                hazards = call_hazards(run)
+                if diagnosis.kind == "isend-never-waited":  # its headline says it already
+                    hazards = [h for h in hazards if P2P_NEVER_WAITED not in h]
+                diagnosis.evidence += [h for h in hazards if h not in diagnosis.evidence]
             diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
             if unrecorded:
@@ -4167,6 +4266,13 @@ def _missing_file_evidence(run: Run, rank: int) -> list[str]:
     return _missing_file_cause(run, rank)[1]
 
 
+def _t(run: Run, seconds: float) -> str:
+    """A moment of the run as the diagnosis prints it: counted from the first rank's start of its function
+    (:func:`events.ranks_start`), as run.races() and the timelines count (review73c M4: one file access was
+    t=0.409 s here and t=0.302 s in run.races(), the diagnosis counting from the launch)."""
+    return f"t={seconds - ranks_start(run):.3f} s"
+
+
 def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None, object]:
     """For a rank that failed on a file that was not there: what the record says became of it — the rank that
     removed it (or its folder) or renamed it away ("gone"), the rank that wrote it after the look ("later"),
@@ -4221,14 +4327,14 @@ def _missing_file_cause(run: Run, rank: int) -> tuple[str, list[str], int | None
         made_it = f"renamed its folder to {e.to}" if _renames_its_folder(e, path) else "wrote it"
         if e.name == "mkdir":
             said = (
-                f"rank {rank} used the folder {path} (it failed by t={looked:.3f} s) before rank {who} made it at "
-                f"{where_text(e)} (t={t:.3f} s): nothing ordered the use after the making (a barrier after it, or "
+                f"rank {rank} used the folder {path} (it failed by {_t(run, looked)}) before rank {who} made it at "
+                f"{where_text(e)} ({_t(run, t)}): nothing ordered the use after the making (a barrier after it, or "
                 "os.makedirs(..., exist_ok=True) on every rank before its own use)"
             )
         else:
             said = (
-                f"rank {rank} looked for {path} at t={looked:.3f} s, before rank {who} {made_it} at {where_text(e)} "
-                f"(t={t:.3f} s): nothing ordered the read after the write (a barrier after the write, or a store key "
+                f"rank {rank} looked for {path} at {_t(run, looked)}, before rank {who} {made_it} at {where_text(e)} "
+                f"({_t(run, t)}): nothing ordered the read after the write (a barrier after the write, or a store key "
                 "the writer sets once the file is complete)"
             )
         return (
@@ -4380,7 +4486,7 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         for r, (who, event) in first.items():
             evidence.append(
                 f"rank {r} tried to make {_existing_path(run[r])}, which rank {who} had made first at "
-                f"{where_text(event)} (t={event.start:.3f} s)"
+                f"{where_text(event)} ({_t(run, event.start)})"
             )
         makers = sorted({who for who, _ in first.values()})
         how = f"failed to make a path that {rank_list(makers)} had made first (each rank makes it)"
