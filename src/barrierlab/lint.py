@@ -9890,14 +9890,17 @@ class _RankSizes:
                 break
         if not self.sized:
             return
-        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
-            name = self._shaped_collective(call)
-            if not name:
-                continue
-            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+        for call, name, given in self.shaped_calls():
             arg = next((a for a in given if self._size(a)), None)
             if arg is not None:
                 self._report(call, name, arg)
+
+    def shaped_calls(self) -> Iterator[tuple[ast.Call, str, list[ast.expr]]]:
+        """Each call of a same-shape collective in the function: the call, its name, its tensor arguments."""
+        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
+            name = self._shaped_collective(call)
+            if name:
+                yield call, name, [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
 
     def _shaped_collective(self, call: ast.Call) -> str | None:
         full = self.an._collective(call.func, self.unit) if _dotted(call.func) else None
@@ -10119,11 +10122,7 @@ class _RankDtypes:
                 break
         if not self.typed:
             return
-        for call in (n for n in s.nodes if isinstance(n, ast.Call)):
-            name = s._shaped_collective(call)
-            if not name:
-                continue
-            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+        for call, name, given in s.shaped_calls():
             for arg in given:
                 origin = self._origin(arg)
                 if origin is not None and not self._reassigned(arg, origin, call):
