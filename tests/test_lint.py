@@ -4539,3 +4539,40 @@ def tokenized_records(raw, cache_path):
         "        yield from torch.load(cache_path)\n        return\n", "        return torch.load(cache_path)\n"
     ).replace("    yield from done\n", "    return done\n")
     assert lint_source(as_list) == []
+
+
+def test_a_barrier_of_the_same_group_orders_an_async_result_before_its_read():
+    """review74c C1: work = all_reduce(t, async_op=True); dist.barrier(); t.tolist(): on gloo the barrier waits for
+    all earlier work of its group (0 of 3 stale reads with it, 3 of 3 without); a barrier of another group does
+    not count."""
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef f(g):\n    t = torch.ones(4)\n"
+    call = "    work = dist.all_reduce(t, async_op=True)\n"
+    ordered = head + call + "    dist.barrier()\n    return t.tolist()\n"
+    other = head + call + "    dist.barrier(group=g)\n    return t.tolist()\n"
+    plain = head + call + "    return t.tolist()\n"
+    assert not [x for x in lint_source(ordered) if x.kind == "read-before-wait"]
+    assert [x.kind for x in lint_source(other) if x.kind == "read-before-wait"] == ["read-before-wait"]
+    assert [x.kind for x in lint_source(plain) if x.kind == "read-before-wait"] == ["read-before-wait"]
+
+
+def test_a_branch_around_an_empty_all_reduce_says_it_returns_at_once():
+    """review74c C2: `if rank == 0: dist.all_reduce(torch.empty(0))` returned at once on gloo and rank 0
+    finished; the finding says so, and a non-empty one keeps the plain text."""
+    source = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef f():\n"
+        "    if dist.get_rank() == 0:\n        dist.all_reduce(torch.empty(0))\n"
+        "    if dist.get_rank() == 1:\n        dist.all_reduce(torch.ones(2))\n"
+    )
+    found = {x.line: x.why for x in lint_source(source) if x.kind == "branch"}
+    assert "returns at once on gloo" in found[7], found
+    assert "returns at once" not in found[9], found
+
+
+def test_different_roots_text_does_not_say_no_rank_gets_a_roots_data():
+    """review74c M1: with roots 0 and 3 on 6 ranks, ranks 2 and 5 got exactly their root's data."""
+    source = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef f():\n    rank = dist.get_rank()\n"
+        "    t = torch.ones(2)\n    dist.broadcast(t, src=rank // 3 * 3)\n"
+    )
+    (finding,) = [x for x in lint_source(source) if x.kind == "different-roots"]
+    assert "no rank gets" not in finding.why and "no single root's data" in finding.why, finding.why

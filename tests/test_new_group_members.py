@@ -141,3 +141,29 @@ def test_a_new_group_some_ranks_skip_is_named_not_taken_for_a_mismatch_with_the_
         f"made, so their next new_group, at tests/test_new_group_members.py:{first + 4} ([0, 1, 2, 3]), took its "
         "number: new_group #1."
     ), hung.diagnosis.headline
+
+
+def skipped_group_errors_caught():
+    """review74c M2: ranks 0 and 1 make a group the others skip, then every rank makes one more and a barrier on
+    it, catching what they raise: every function returns, though every rank's call on the later group failed."""
+    from datetime import timedelta
+
+    rank = dist.get_rank()
+    if rank < 2:
+        dist.new_group([0, 1])
+    try:
+        g = dist.new_group([0, 1, 2, 3], timeout=timedelta(seconds=1))
+        dist.barrier(group=g)
+    except Exception as error:  # noqa: BLE001 - the point of the program
+        return type(error).__name__
+    return "ok"
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_with_differing_groups_does_not_say_it_finished_by_chance_alone():
+    run = bl.run(skipped_group_errors_caught, 4, timeout=1, deadline=60)
+    assert run.statuses == ["finished"] * 4, run
+    d = run.diagnosis
+    assert d.kind == "different-group-members", d
+    assert "the ranks' own code caught the errors of their calls" in d.headline, d.headline
+    assert "This run finished, by chance." not in d.headline, d.headline

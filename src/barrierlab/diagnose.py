@@ -707,7 +707,8 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             for members, ranks in sorted(by_members.items(), key=lambda x: x[1])
         )
         ended = (
-            " This run finished, by chance."
+            " Every rank's function returned, but what followed is not defined: it finished only by chance, or"
+            " because the ranks' own code caught the errors of their calls on these groups."  # review74c M2
             if not f.failed
             else f" What followed is not defined; here {rank_list(f.failed)} did not finish."
         )

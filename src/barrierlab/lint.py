@@ -867,6 +867,26 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_CODE_CHARS = 1024 * 1024
 
 
+def _barrier_of(statement: ast.stmt) -> tuple[str | None] | None:
+    """For a statement that is a ``dist.barrier(...)`` call, a 1-tuple of its ``group=`` (dumped; None for the
+    default group); else None. ProcessGroupGloo's barrier completes all earlier work of its group first."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or _terminal(call.func) != "barrier":
+        return None
+    return (next((ast.dump(k.value) for k in call.keywords if k.arg == "group"), None),)
+
+
+def _visibly_empty(node: ast.AST) -> bool:
+    """``torch.empty(0)``, ``torch.zeros(0)``, ``torch.ones(0)`` or ``torch.tensor([])``: a tensor with no
+    elements, from its literal."""
+    if not isinstance(node, ast.Call) or len(node.args) != 1:
+        return False
+    factory, arg = _terminal(node.func), node.args[0]
+    if factory in ("empty", "zeros", "ones"):
+        return isinstance(arg, ast.Constant) and arg.value == 0 and not isinstance(arg.value, bool)
+    return factory == "tensor" and isinstance(arg, (ast.List, ast.Tuple)) and not arg.elts
+
+
 def _ends_on_gloo(who: str, fail: str = "fail") -> str:
     """How gloo ends that wait when ``who`` ends its process: at once only for ranks waiting on it at that moment
     (review55b M1: at 8 ranks, with the failing ranks alive, ranks 2 and 4 waited the full timeout)."""
@@ -6559,6 +6579,11 @@ def _explain(
             f"so {what} until the timeout, {_ends_on_gloo('a rank that skipped it', 'fails')}, "
             "or pairs with a different collective"
         )
+        if isinstance(site.node, ast.Call) and site.node.args and _visibly_empty(site.node.args[0]):
+            why += (  # review74c C2: rank 0's all_reduce(torch.empty(0)) returned at once and rank 0 finished
+                "; with an empty tensor, as here, it has nothing to exchange and returns at once on gloo, and "
+                "the ranks' later collectives are out of step instead"
+            )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
         if "(DDP forward)" in short:  # review36b: a buffer-less model's forward after training issues nothing
             fix += (
@@ -10836,9 +10861,12 @@ class _Agreement:
             )
             if not any(st is assign for st in block):
                 return
+        group = next((ast.dump(k.value) for k in call.keywords if k.arg == "group"), None)
         for statement in block[block.index(assign) + 1 :]:
             if any(isinstance(n, ast.Name) and n.id == handle for n in ast.walk(statement)):
                 return  # waited here (or handed on): ordered from here on
+            if _barrier_of(statement) == (group,):
+                return  # review74c C1: a barrier of the same group waits for all earlier work of it (gloo)
             use = _bare_use(statement, tensor.id)
             if use is not None:
                 line = use.lineno + unit.offset
@@ -10993,8 +11021,7 @@ class _Agreement:
             "Ranks that compute different roots each wait for a root of their own: depending on the world size and "
             "the backend's algorithm some calls may return with their own root's data (on gloo with 6 ranks and "
             "roots 0 and 3, ranks 2 and 5 did) while the others wait (on gloo until the timeout, or, when a rank that returned "
-            "ends its process, they fail at once); no rank gets "
-            "what one root's broadcast would give"
+            "ends its process, they fail at once); the group as a whole gets no single root's data"
         )
         fix = (
             f"pass the group the root is meant for (`group=` with the global rank of its root), or a {word} every "
