@@ -185,3 +185,26 @@ def test_the_diagnosis_and_races_give_one_access_the_same_time(tmp_path):
     tried = re.search(r"rank 0 tried to read it \(no file yet\) at [^(]*\(t=(\d+\.\d+) s", races)
     assert looked and tried, (text, races)
     assert looked.group(1) == tried.group(1), (text, races)
+
+
+def rank_0_catches_its_barriers_error():
+    """review75c C1: rank 0 waits in a barrier the others skip and catches the error when their processes end."""
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        try:
+            dist.barrier()
+        except RuntimeError:
+            return "gave up"
+    return "skipped"
+
+
+@pytest.mark.timeout(120)
+def test_the_waiting_rank_is_not_listed_among_the_processes_that_had_ended():
+    run = bl.run(rank_0_catches_its_barriers_error, 4, timeout=5)
+    assert run.values == ["gave up", "skipped", "skipped", "skipped"], run
+    lines = [line for line in run.diagnosis.evidence if "Processes that had ended" in line]
+    assert lines, run.diagnosis.evidence
+    for line in lines:
+        ended = line.split("Processes that had ended:", 1)[1]
+        assert "rank 0 " not in ended and "rank 1 " in ended, line

@@ -3434,7 +3434,7 @@ def prog():
     finding = lint_source(source)[0]
     assert "until its timeout (new_group's timeout=, else torch's default, 30 minutes on gloo" in finding.why
     # review71b M1: each side of the later group, true for any timeout= (the skippers' connect waits five times it)
-    assert "the ranks that made the skipped group wait in new_group" in finding.why, finding.why
+    assert "or wait in the later new_group until its timeout" in finding.why, finding.why
     assert "the ranks that skipped it" in finding.why and "'Connect timeout' after five times" in finding.why
     assert "gloo/transport/tcp/pair.h" in finding.why and "their first collective on the group fails" in finding.why
 
@@ -4576,3 +4576,25 @@ def test_different_roots_text_does_not_say_no_rank_gets_a_roots_data():
     )
     (finding,) = [x for x in lint_source(source) if x.kind == "different-roots"]
     assert "no rank gets" not in finding.why and "no single root's data" in finding.why, finding.why
+
+
+def test_a_subgroup_barrier_under_a_rank_test_is_fixed_for_the_groups_members():
+    """review75c M1: `if rank == 0: dist.barrier(group=group)` on a group of ranks 0 and 1 was told "so every rank
+    calls it", which made ranks 2 and 3 call it as non-members (flagged next); the fix names the group's members."""
+    source = (
+        "import torch.distributed as dist\n\n\ndef f():\n    group = dist.new_group([0, 1])\n"
+        "    if dist.get_rank() == 0:\n        dist.barrier(group=group)\n"
+    )
+    (finding,) = [x for x in lint_source(source) if x.kind == "branch"]
+    assert "every member of `group`" in finding.fix and "every rank calls it" not in finding.fix, finding.fix
+
+
+def test_crossed_subgroups_say_their_members_stay_not_every_rank():
+    """review75c M2: ranks outside both groups returned at once; only the members hung."""
+    source = (
+        "import torch.distributed as dist\n\n\ndef f():\n    a = dist.new_group([0, 1])\n    b = dist.new_group([0, 1])\n"
+        "    if dist.get_rank() == 0:\n        dist.barrier(group=a)\n        dist.barrier(group=b)\n"
+        "    else:\n        dist.barrier(group=b)\n        dist.barrier(group=a)\n"
+    )
+    whys = [x.why for x in lint_source(source) if "no call returns" in x.why]
+    assert whys and all("every member of the groups stays" in w for w in whys), whys

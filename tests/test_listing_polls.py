@@ -21,6 +21,10 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 def publish_then_poll(folder, how, in_place):
     path = os.path.join(folder, "model.txt")
+    # both ranks start together, so rank 1's first poll comes before the publish (its miss is what orders the
+    # read; a rank 1 that started 0.3 s late, beside the full suite, found the file at once: a race). A barrier
+    # before the write orders nothing about the write and the read.
+    dist.barrier()
     if dist.get_rank() == 0:
         time.sleep(0.3)
         target = path if in_place else path + ".tmp"

@@ -4152,7 +4152,7 @@ def _outcomes(run: Run, at_k: dict[int, Event]) -> list[str]:
                 "the timeout."
             )
         else:
-            text = _error_text(run, message)
+            text = _error_text(run, message, waiting=set(errors))
         failed.setdefault(text, []).append(r)
     for text, ranks in failed.items():
         lines.append(f"{rank_list(ranks)} failed in it: {text}")
@@ -4170,14 +4170,16 @@ def _ended_inside(result) -> str:
     return str(result.status)
 
 
-def _error_text(run: Run, message: str) -> str:
-    """A known error as its explanation (stable across runs); an unknown one quoted, tidied."""
+def _error_text(run: Run, message: str, waiting: set[int] = frozenset()) -> str:
+    """A known error as its explanation (stable across runs); an unknown one quoted, tidied. For a closed
+    connection, the ranks whose processes ended by the end of the run, but for ``waiting``, the ranks that got
+    the error in the call (a rank that caught it and returned is no peer that closed it: review75c C1)."""
     known = explain_error(message)
     if not known:
         return f"“{_clip(message)}”"
     text = known[1]
     if known[0] == "peer gone" and not run.linger:
-        gone = [r.rank for r in run.ranks if r.status == FINISHED or failed_by_itself(r)]
+        gone = [r.rank for r in run.ranks if (r.status == FINISHED or failed_by_itself(r)) and r.rank not in waiting]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text

@@ -6493,8 +6493,8 @@ def _explain(
                 f"ranks where `{cond}` is true make the collectives of this branch on `{mine}` first, and {them} make "
                 f"the same ones on `{theirs}` first (they make this {short} at line {line}): each group pairs only "
                 f"its own calls, so the members of `{mine}` that took this branch wait here for those that took the "
-                f"other, which wait in their {short} on `{theirs}` for these, and no call returns. On gloo every rank "
-                "stays in its first call until the groups' timeout (a group from new_group() without timeout= has "
+                f"other, which wait in their {short} on `{theirs}` for these, and no call returns. On gloo every member "
+                "of the groups stays in its first call until the groups' timeout (a group from new_group() without timeout= has "
                 "torch's default, 30 minutes, whatever init_process_group was given), then raises RuntimeError "
                 "('Timed out waiting ... ms')"
             )
@@ -6585,6 +6585,14 @@ def _explain(
                 "the ranks' later collectives are out of step instead"
             )
         fix = f"move `{call}` out from under `{cond}` so every rank calls it"
+        group = next(
+            (k.value for k in getattr(site.node, "keywords", ()) if k.arg == "group" and _dotted(k.value)), None
+        )
+        if group is not None:  # review75c M1: "every rank" made non-members call it, which lint then flagged
+            fix = (
+                f"make `{call}` on every member of `{_dotted(group)}`: change `{cond}` so it selects all of the "
+                "group's members or none of them (a rank outside the group need not call it)"
+            )
         if "(DDP forward)" in short:  # review36b: a buffer-less model's forward after training issues nothing
             fix += (
                 "; or, to evaluate or log on that rank alone, call the wrapped module (`model.module(...)` under "

@@ -11,7 +11,8 @@ import re
 #: (gloo/transport/tcp/pair.h, Pair::waitUntil, "Use a longer timeout when waiting for initial connect"), and
 #: ProcessGroupGloo gives the context new_group's timeout.
 LATER_GROUP_FAILS = (
-    "the ranks that made the skipped group wait in new_group until its timeout (new_group's timeout=, else "
+    "what happens varies from run to run: the ranks that made the skipped group may stay in its own new_group, "
+    "or wait in the later new_group until its timeout (new_group's timeout=, else "
     "torch's default, 30 minutes on gloo, not the default group's) and raise a store timeout; the ranks that "
     "skipped it give the new group the skipped one's number and look for their peers under that group's store "
     "keys, so on gloo their new_group either raises 'Connect timeout' after five times that timeout (gloo waits five times the "
