@@ -1459,6 +1459,8 @@ def test_calls_made_in_another_order_are_not_told_the_same_calls():
     d = run.diagnosis
     assert "same 2 collective calls" not in d.headline, d.headline
     assert "but all_reduce #1 came from different lines on different ranks" in d.headline, d.headline
+    # review77c C1: on 2 ranks both results were a + b, not swapped
+    assert "swap" not in d.headline and "with the other call's from the rest" in d.headline, d.headline
     assert any("rank 0 at" in e and "dist.all_reduce(loss)" in e and "dist.all_reduce(acc)" in e for e in d.evidence)
 
 

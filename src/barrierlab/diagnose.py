@@ -911,7 +911,8 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops in the "
             f"same order, but {op} #{crossed} came from different lines on different ranks, and gloo combined "
             "them by position: check that they are the same values on every rank (two calls made in another "
-            "order on some ranks swap their results, silently)."
+            "order on some ranks combine one call's values from some ranks with the other call's from the rest, "
+            "silently)."
         )
         evidence = _mispairing_evidence(f.calls, crossed) + evidence
     hazards = call_hazards(run)
