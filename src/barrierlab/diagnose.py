@@ -41,7 +41,17 @@ from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
 from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
-from barrierlab.events import CALL_KINDS, PEER_ARGUMENTS, Event, Flight, FlightEntry, defines, loops, ranks_start
+from barrierlab.events import (
+    CALL_KINDS,
+    PEER_ARGUMENTS,
+    Event,
+    Flight,
+    FlightEntry,
+    defines,
+    functions,
+    loops,
+    ranks_start,
+)
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
 from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
@@ -1663,18 +1673,13 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
 
 def _continue_before(run: Run, event: Event) -> tuple[object, int] | None:
     """Lint's early-exit finding on ``event``'s line whose exit is a ``continue`` (the loop goes on, the call is
-    skipped), in code the run executed (:func:`_ran`), with the line of the ``continue``; None without one."""
-    from barrierlab.lint import lint_file
-
-    if not event.file or not event.line or event.file.startswith("<") or not is_learners(event.file):
+    skipped), in code the run executed (:func:`_in_executed_code`), with the line of the ``continue``; None without one."""
+    if not event.line:
         return None
-    try:
-        findings = lint_file(event.file)
-    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
-        return None
-    for x in findings:
-        found = re.search(r"\(`continue` at line (\d+)\)", x.why) if x.kind == "early-exit" else None
-        if found and x.line == event.line and _ran(run, x.path, x.line):
+    exits = [x for x in _learner_lint(event.file) if x.kind == "early-exit" and x.line == event.line]
+    for x in _in_executed_code(run, exits):
+        found = re.search(r"\(`continue` at line (\d+)\)", x.why)
+        if found:
             return x, int(found[1])
     return None
 
@@ -3563,43 +3568,74 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
 
 def _lint_findings(event, run: Run) -> list:
     """Lint's findings of only some ranks reaching a call in the file of ``event`` (at most three), in code the
-    run executed (:func:`_ran`; review72c C2: a barrier under `if rank == 0` in a function no rank called was
+    run executed (:func:`_in_executed_code`; review72c C2: a barrier under `if rank == 0` in a function no rank called was
     quoted as the call "rank 0 never made")."""
+    return _in_executed_code(run, [x for x in _learner_lint(event.file) if x.kind in _REACHED_BY_SOME])[:3]
+
+
+#: lint's findings per learner's file during one diagnosis (:func:`diagnose` empties it), with the file's
+#: (mtime, size) when linted; kept for this many files.
+_LINTS_KEPT = 64
+_lints: dict[str, tuple[tuple[int, int], list]] = {}
+
+
+def _learner_lint(path: str | None) -> list:
+    """lint's findings on the learner's file ``path`` (none for a frame of a library, a notebook cell or a file
+    lint cannot read), linted once per version of the file."""
     from barrierlab.lint import lint_file
 
-    if not event.file or event.file.startswith("<") or not is_learners(event.file):
+    if not path or path.startswith("<") or not is_learners(path):
         return []
     try:
-        findings = lint_file(event.file)
-    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+        st = os.stat(path)
+    except OSError:
         return []
-    return [x for x in findings if x.kind in _REACHED_BY_SOME and _ran(run, x.path, x.line)][:3]
+    stamp = (st.st_mtime_ns, st.st_size)
+    kept = _lints.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    try:
+        findings = lint_file(path)
+    except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
+        findings = []
+    if len(_lints) >= _LINTS_KEPT:
+        _lints.clear()
+    _lints[path] = (stamp, findings)
+    return findings
 
 
-def _ran(run: Run, path: str, line: int) -> bool:
-    """Whether ``line`` of ``path`` lies in code the run executed, as far as the record shows: in a function one
-    of the recorded frames (every event's file, line and function, and its callers) is in, or in a function of
-    the same file such a function calls by name (a helper that made no recorded call itself); top-level code
-    only when a frame of the file's ``<module>`` was recorded. False when the source cannot be read."""
-    executed = _executed_functions(run, path)
-    if executed is None:
-        return False
-    spans, module = executed
-    inner = _innermost_function(path, line)
-    if inner is None:
-        return module
-    return inner in spans
+def _in_executed_code(run: Run, findings: list) -> list:
+    """The findings whose line lies in code the run executed, as far as the record shows: in a function one of
+    the recorded frames (every event's file, line and function, and its callers) is in, or in a function of the
+    same file such a function calls by name (a helper that made no recorded call itself); top-level code only
+    when a frame of the file's ``<module>`` was recorded. None where the source cannot be read. What the record
+    shows is worked out once per file."""
+    executed: dict[str, tuple[set[tuple[int, int]], bool] | None] = {}
+    kept = []
+    for x in findings:
+        if x.path not in executed:
+            executed[x.path] = _executed_functions(run, x.path)
+        if executed[x.path] is None:
+            continue
+        spans, module = executed[x.path]
+        inner = _innermost_function(x.path, x.line)
+        if module if inner is None else inner in spans:
+            kept.append(x)
+    return kept
 
 
 def _function_spans(path: str) -> list[tuple[int, int, str, ast.AST]] | None:
     """(first line, last line, name, node) of every function defined in the source at ``path``, or None."""
     text = _files.source_text(path)
-    if text is None:
+    if text is None or not _files.within_budget():
         return None
+    started = time.perf_counter()
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    finally:
+        _files.charge(time.perf_counter() - started)
     return [
         (node.lineno, node.end_lineno or node.lineno, node.name, node)
         for node in ast.walk(tree)
@@ -3609,7 +3645,7 @@ def _function_spans(path: str) -> list[tuple[int, int, str, ast.AST]] | None:
 
 def _innermost_function(path: str, line: int) -> tuple[int, int] | None:
     """(first line, last line) of the innermost function of ``path`` around ``line``, or None (top level)."""
-    around = [(first, last) for first, last, _, _ in _function_spans(path) or () if first <= line <= last]
+    around = [(first, last) for _, first, last in functions(path) if first <= line <= last]
     return max(around) if around else None
 
 
@@ -3775,29 +3811,19 @@ def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int,
     between the call and the wait: (the call, (tensor, line of the use, line of the wait)). The record holds no
     reads of tensors (review71b M3: each rank returned its own t[0], 1, 2, 3, 4, where the sum was 10, and the
     run was "All 4 ranks finished"), so only the source can show it; nothing when it cannot be read."""
-    from barrierlab.lint import lint_file
-
     waits = {e.of: e for e in events if e.kind == "wait" and e.of is not None}
     found = []
     for e in events:
         wait = waits.get(e.id) if e.is_async and e.kind == "collective" else None
         if wait is None or not (e.file and e.line and wait.line) or wait.file != e.file or wait.line <= e.line:
             continue
-        if e.file.startswith("<") or not e.file.endswith(".py") or not is_learners(e.file):
+        if not e.file.endswith(".py"):
             continue
-        try:
-            findings = _LINTED.get(e.file) or _LINTED.setdefault(e.file, lint_file(e.file))
-        except Exception:  # noqa: BLE001 - a file lint cannot read says nothing here
-            continue
-        for x in findings:
+        for x in _learner_lint(e.file):
             used = re.fullmatch(r"(.+) used at line (\d+)", x.condition) if x.kind == "read-before-wait" else None
             if used and x.line == e.line and e.line < int(used[2]) < wait.line:
                 found.append((e, (used[1], int(used[2]), wait.line)))
     return found
-
-
-#: lint's findings per file, for the hazards of one diagnosis (cleared by :func:`call_hazards`).
-_LINTED: dict[str, list] = {}
 
 
 #: The words of a hazard line for an isend or irecv the record shows never waited for (review73c M3).
@@ -3810,7 +3836,6 @@ def call_hazards(run: Run) -> list[str]:
     read its tensors), and a list of output tensors that held one tensor in several slots (each slot then shows
     the block written last). One line per call site, naming the ranks; at most :data:`HAZARDS_SHOWN`."""
     found: dict[tuple, list[int]] = {}
-    _LINTED.clear()
     for result in run.ranks:
         for e in result.events:
             if e.kind == "collective" and e.aliased:
@@ -3893,7 +3918,6 @@ def call_hazards(run: Run) -> list[str]:
                 "the rank returned, so a read of its tensors after the call may have seen them unfinished; keep the "
                 "handle and call work.wait() before the first read"
             )
-    _LINTED.clear()
     return lines[:HAZARDS_SHOWN]
 
 
@@ -3943,6 +3967,7 @@ def completed_by_a_barrier(run: Run) -> list[str]:
 
 def diagnose(run: Run) -> Diagnosis:
     """Explain ``run``: the first disagreement between the ranks' collectives, and how each rank ended."""
+    _lints.clear()  # lint follows the learner's imports: a module edited since the last run is read again
     f = facts(run)
     for rule in RULE_TABLE:
         diagnosis = rule(f)
