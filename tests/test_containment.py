@@ -100,7 +100,9 @@ def test_ranks_holding_the_gil_die_with_the_warm_process(tmp_path):
     def hold_the_gil(folder):
         import re
 
-        open(os.path.join(folder, f"pid{dist.get_rank()}"), "w").write(str(os.getpid()))
+        part = os.path.join(folder, f"part{dist.get_rank()}")  # filled, then renamed: never read half-written
+        open(part, "w").write(str(os.getpid()))
+        os.replace(part, os.path.join(folder, f"pid{dist.get_rank()}"))
         re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking: C code that never releases the GIL
 
     outcome = []

@@ -397,7 +397,10 @@ def test_ranks_exit_soon_after_the_kernel_dies(tmp_path):
     script = textwrap.dedent(f"""
         import os, barrierlab as bl, torch.distributed as dist
         def hang():
-            open(os.path.join({str(tmp_path)!r}, f"pid{{dist.get_rank()}}"), "w").write(str(os.getpid()))
+            # written whole, then renamed: the test never reads a file a rank has created but not yet filled
+            part = os.path.join({str(tmp_path)!r}, f"part{{dist.get_rank()}}")
+            open(part, "w").write(str(os.getpid()))
+            os.replace(part, os.path.join({str(tmp_path)!r}, f"pid{{dist.get_rank()}}"))
             if dist.get_rank() == 0:
                 dist.barrier()
         bl.run(hang, 3, timeout=60, deadline=60, linger=True)
