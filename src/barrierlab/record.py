@@ -2941,17 +2941,17 @@ class _StallWatch(threading.Thread):
         super().__init__(daemon=True, name="barrierlab-flight")
         self.recorder, self.main, self.poll = recorder, main, poll
         self.halt = threading.Event()
-        self.attached = threading.Event()  # a recorder to watch (set at once when made with one)
-        if recorder is not None:
-            self.attached.set()
 
     def attach(self, recorder: _Recorder) -> None:
-        """Watch ``recorder`` (a watch started without one, by :func:`start_watch`)."""
+        """Watch ``recorder`` (a watch started without one, by :func:`start_watch`). The thread is not woken: it
+        finds the recorder at its next poll. Waking it (an event's ``set``) handed it the GIL on the launch's
+        path, 3-12 ms of a pool rank's start on a busy 2-core machine (cProfile)."""
         self.recorder = recorder
-        self.attached.set()
 
     def run(self) -> None:
-        self.attached.wait()
+        while self.recorder is None:  # idle, in a rank forked ahead of its run
+            if self.halt.wait(self.poll):
+                return
         last, since, dumped = None, time.monotonic(), None
         while not self.halt.wait(self.poll):
             if self.recorder.pending and time.monotonic() - self.recorder.written_at >= WRITE_EVERY:
@@ -3184,27 +3184,44 @@ def _wrap_wait_tensor(original):
 #: ``torch.distributed`` that hold it by that name}), computed once per set of imported modules: a rank forked from
 #: the warm process, which made its wrappers ahead of time, finds it ready (scanning every module for every name
 #: at each rank's start cost 25 ms).
-_holders: tuple[int, dict[str, list]] = (-1, {})
+#: What :func:`_holders_of` found: the originals it looked for (their ids), each torch.distributed module it looked
+#: in (name -> the module object's id and its count of names), and the holders found (name -> modules).
+_holders: tuple[tuple[int, ...], dict[str, tuple[int, int]], dict[str, list]] = ((), {}, {})
 
 
 def _holders_of(originals: dict[str, object]) -> dict[str, list]:
     """torch's own modules, already imported, that hold each of ``originals`` (name -> c10d's function) under its
     name (``device_mesh`` imports ``new_group`` from ``distributed_c10d`` by name: attack16 a02, a mesh built with
     other shapes on one rank made subgroups the record never saw). A module imported later takes the wrapper from
-    ``distributed_c10d``."""
+    ``distributed_c10d``. Only modules not looked in before are read: a rank's start looked in every
+    torch.distributed module each time the count of imported modules had changed since the pool forked it
+    (13 ms of a rank's CPU under cProfile; most of what recording added to a launch)."""
     global _holders
-    count = len(sys.modules)
-    if _holders[0] != count:
-        found: dict[str, list] = {}
-        for module_name, module in sys.modules.copy().items():
-            if module is None or not module_name.startswith("torch.distributed.") or module in (c10d, dist):
-                continue
-            names = vars(module) if hasattr(module, "__dict__") else {}
-            for name, original in originals.items():
-                if names.get(name) is original:
-                    found.setdefault(name, []).append(module)
-        _holders = (count, found)
-    return _holders[1]
+    key = tuple(map(id, originals.values()))
+    if _holders[0] != key:
+        _holders = (key, {}, {})
+    _, seen, found = _holders
+    for module_name, module in sys.modules.copy().items():
+        if module is None or not module_name.startswith("torch.distributed."):
+            continue
+        names = vars(module) if hasattr(module, "__dict__") else {}
+        # the module object and how many names it holds: a module looked in while it was being imported, or
+        # imported again under its name, is looked in afresh
+        state = (id(module), len(names))
+        if seen.get(module_name) == state:
+            continue
+        if module_name in seen:
+            for holders in found.values():
+                holders[:] = [held for held in holders if getattr(held, "__name__", None) != module_name]
+        seen[module_name] = state
+        if module in (c10d, dist):
+            continue
+        for name, original in originals.items():
+            held = names.get(name)
+            # looked in while recording: the module holds the wrapper in the original's place
+            if held is not None and (held is original or held is _WRAPPERS.get((c10d, name), (None, None))[1]):
+                found.setdefault(name, []).append(module)
+    return found
 
 
 def _patch() -> None:
