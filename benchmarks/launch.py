@@ -1,7 +1,7 @@
 """Launch cost of a local gloo group: barrierlab.run (warm) vs torch.multiprocessing.spawn vs torchrun.
 
     python benchmarks/launch.py [--repeat 10] [--slow-repeat 3]
-    python benchmarks/launch.py --compare HEAD~1 [--pairs 50]
+    python benchmarks/launch.py --compare HEAD~1 [--pairs 50] [--record]
 
 
 For world sizes 2, 4 and 8 it prints the median time from the launch call to (a) every rank past a
@@ -14,7 +14,8 @@ barrier in turn, in alternating order, ``--pairs`` times; it prints each one's m
 per-pair ratios (new / old), the same for the whole call (launch to return), the machine's load average before
 and after, and the PSS and USS of each one's live 4-rank group (USS, the memory only that group uses, is the
 fairer comparison: PSS splits torch's shared pages among every process using them, other jobs' included). It
-also times ``result.unpickle_isolated`` for the values 4 ranks typically return.
+also times ``result.unpickle_isolated`` for the values 4 ranks typically return. The runs record nothing unless
+``--record`` is given (then as ``bl.run``'s default does).
 """
 
 from __future__ import annotations
@@ -221,17 +222,21 @@ for line in sys.stdin:
         continue
     time.sleep(float(line))  # the gap a learner leaves between cells (the pool refills in it)
     start = time.monotonic()
-    run = bl.run(past_first_barrier, 4, record=False)
+    run = bl.run(past_first_barrier, 4, record=sys.argv[2] == "record")
     end = time.monotonic()
     assert run.ok, run
     print(max(run.values) - start, end - start, flush=True)
 """
 
 
-def _kernel(src: str) -> subprocess.Popen:
+def _kernel(src: str, record: bool) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     kernel = subprocess.Popen(
-        [sys.executable, "-c", KERNEL, src], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", KERNEL, src, "record" if record else "plain"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert kernel.stdout.readline().strip() == "ready"
     return kernel
@@ -243,7 +248,7 @@ def _ask(kernel: subprocess.Popen, line: str) -> list[float]:
     return [float(x) for x in kernel.stdout.readline().split()]
 
 
-def compare(revision: str, pairs: int) -> None:
+def compare(revision: str, pairs: int, record: bool = False) -> None:
     root = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -251,7 +256,10 @@ def compare(revision: str, pairs: int) -> None:
     with tempfile.TemporaryDirectory() as old_tree:
         archive = subprocess.run(["git", "archive", revision, "src"], cwd=root, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
-        kernels = {"new": _kernel(os.path.join(root, "src")), "old": _kernel(os.path.join(old_tree, "src"))}
+        kernels = {
+            "new": _kernel(os.path.join(root, "src"), record),
+            "old": _kernel(os.path.join(old_tree, "src"), record),
+        }
         try:
             times: dict[str, list[float]] = {"new": [], "old": []}
             whole: dict[str, list[float]] = {"new": [], "old": []}
@@ -325,9 +333,10 @@ def main() -> None:
     parser.add_argument("--slow-repeat", type=int, default=3, help="runs per size for spawn and torchrun")
     parser.add_argument("--compare", metavar="REV", help="compare with the launcher of git revision REV instead")
     parser.add_argument("--pairs", type=int, default=50, help="interleaved pairs for --compare")
+    parser.add_argument("--record", action="store_true", help="--compare runs with recording on (bl.run's default)")
     args = parser.parse_args()
     if args.compare:
-        compare(args.compare, args.pairs)
+        compare(args.compare, args.pairs, args.record)
         unpickle_costs()
         return
 
