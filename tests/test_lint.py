@@ -4598,3 +4598,61 @@ def test_crossed_subgroups_say_their_members_stay_not_every_rank():
     )
     whys = [x.why for x in lint_source(source) if "no call returns" in x.why]
     assert whys and all("every member of the groups stays" in w for w in whys), whys
+
+
+_LEARNER_HEAD = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def shard(rows, rank, world):
+    per, extra = divmod(rows.shape[0], world)
+    start = rank * per + min(rank, extra)
+    return rows[start:start + per + (1 if rank < extra else 0)]
+
+
+def minibatches(batch):
+    return [batch[i:i + 2] for i in range(0, batch.shape[0] - 1, 2)]
+
+
+def agreed(local):
+    n = torch.tensor([local])
+    dist.all_reduce(n, op=dist.ReduceOp.MIN)
+    return int(n.item())
+"""
+
+_LEARNER_TAIL = """
+def worker():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    module = DDP(torch.nn.Linear(3, 2))
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.05)
+    for rows in (8, 3):
+        stats = update(module, optimizer, shard(torch.randn(rows, 3), rank, world))
+    dist.barrier()
+"""
+
+
+def test_a_helper_handed_the_ranks_own_uneven_share_skips_its_ddp_steps_on_an_empty_one():
+    """round40 buggy_ray_rllib_learner_skips_empty_batch (ray PR #66030): `update(module, optimizer, shard(...))`
+    hands each Learner its own share of 3 rows (2 and 1); `update` returns early `if not mbs` and skips the DDP
+    backward the other Learner makes. Reported at the call, under the callee's test; the twin that all-reduces the
+    minibatch count (MIN) first is quiet, and so is a test on the share's content rather than its length."""
+    skipping = (
+        "\n\ndef update(module, optimizer, batch):\n    mbs = minibatches(batch)\n    if not mbs:\n        return {}\n"
+        "    for mb in mbs:\n        optimizer.zero_grad()\n        module(mb).pow(2).mean().backward()\n"
+        "        optimizer.step()\n    return {}\n"
+    )
+    found = [x for x in lint_source(_LEARNER_HEAD + skipping + _LEARNER_TAIL) if x.kind == "hidden-collective"]
+    assert [(x.line, x.condition) for x in found] == [(38, "mbs")], found
+    assert "own share of the data" in found[0].why and "update()" in found[0].why, found[0].why
+    assert "ReduceOp.MIN" in found[0].fix, found[0].fix
+    agreeing = (
+        "\n\ndef update(module, optimizer, batch):\n    mbs = minibatches(batch)\n    n = agreed(len(mbs))\n"
+        "    if n == 0:\n        return {}\n    for mb in mbs[:n]:\n        optimizer.zero_grad()\n"
+        "        module(mb).pow(2).mean().backward()\n        optimizer.step()\n    return {}\n"
+    )
+    assert lint_source(_LEARNER_HEAD + agreeing + _LEARNER_TAIL) == []
+    content = skipping.replace("if not mbs:", "if batch.sum() > 1e9:").replace("    mbs = minibatches(batch)\n", "")
+    content = content.replace("for mb in mbs:", "for mb in [batch]:")
+    assert lint_source(_LEARNER_HEAD + content + _LEARNER_TAIL) == []

@@ -2653,6 +2653,28 @@ def _parameter_sources(func: _Func) -> dict[str, set[str]]:
     return {name: found for name, found in sources.items() if found}
 
 
+def _length_test(test: ast.expr, names: set[str]) -> bool:
+    """Whether ``test`` reads ``names`` only for their length: ``not rows``, ``rows`` alone, ``len(rows) == 0``,
+    ``x.shape[0] < 2``, ``x.size(0)``, ``x.numel()`` (and reads one of them so at least once)."""
+    sized: set[int] = set()
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    for node in ast.walk(test):
+        if isinstance(node, ast.BoolOp):
+            for value in node.values:
+                inner = value.operand if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not) else value
+                if isinstance(inner, ast.Name):
+                    sized.add(id(inner))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+            sized.add(id(node.args[0]))
+        elif isinstance(node, ast.Attribute) and node.attr in ("shape", "size", "numel"):
+            sized.add(id(node.value))
+    if isinstance(test, ast.Name):
+        sized.add(id(test))
+    uses = [n for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in names]
+    return bool(uses) and all(id(n) in sized for n in uses)
+
+
 def _caught_raises(stmt: ast.Try) -> set[int]:
     """The ``raise``s in a ``try``'s body (outside nested functions) that one of its handlers catches and goes on
     from, to the statement after the ``try`` (no ``return``, ``raise``, ``break``, ``continue`` or exit call in
@@ -3284,7 +3306,11 @@ class _Analysis:
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
+        self._gate_tests: dict[str, ast.expr] = {}  # function -> the test of its data_gate
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
+        #: a callee's test on a parameter -> (the argument, the callee, the parameter, the call's line) of a call
+        #: that hands it this rank's own share of the data (see _Walker._fed_rank_share)
+        self.share_notes: dict[str, tuple[str, str, str, int]] = {}
         self.local_returns: set[str] = set()  # those tests that return from a function outside any loop
         self._constant_attrs: dict[str, dict[str, set[object]]] = {}
         self.frameworks: dict[str, list[FrameworkCollective]] = {}
@@ -4310,6 +4336,7 @@ class _Analysis:
             call, found = gated
             shown = found.display
             self._data_gates[key] = (frozenset(read), text, found.target if found.kind == "call" else "", shown)
+            self._gate_tests[key] = node.test
             break
         return self._data_gates[key]
 
@@ -6330,6 +6357,18 @@ class _Analysis:
                 "discard the result: under ZeRO-3/FSDP every rank must run every submodule's forward), or agree on "
                 f"the test first (all_reduce a flag of `{cond}` with ReduceOp.MAX) and branch on the agreed value"
             )
+        elif cond in self.share_notes and reason == "branch":
+            arg, callee, param, line = self.share_notes[cond]
+            why += (
+                f"; the call at line {line} hands `{callee}()`'s parameter `{param}` this rank's own share of the "
+                f"data, `{arg}`, which differs between ranks and whose length lint cannot show to be the same on "
+                f"every rank, so `{cond}` inside `{callee}()` comes out differently on different ranks"
+            )
+            fix = (
+                f"agree on the test first: all_reduce what `{cond}` reads (the share's length, with ReduceOp.MIN, or a "
+                f"flag with ReduceOp.MAX) and decide on the agreed value on every rank, or give every rank a share of "
+                "the same length (pad it, or drop the remainder before splitting)"
+            )
         flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
         if flags and reason == "branch":
             why += (
@@ -7293,7 +7332,7 @@ class _Walker:
         runs = (found.target,) if id(call) in self.an._implicit else ()  # the method `len(x)` runs: x.__len__
         site = _Site(call, " -> ".join((found.display, *runs, *self.an.chain(found.target))), found.display, note)
         item = _Item("op", key=("call", found.target), site=site, node=call)
-        return self._fed_own_data(call, found, item) or item
+        return self._fed_own_data(call, found, item) or self._fed_rank_share(call, found, item) or item
 
     def _fed_own_data(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
         """A call of a function of the file that makes a collective only under a test on a parameter (see
@@ -7323,6 +7362,37 @@ class _Walker:
             chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
             gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
             return self._if(None, [gated], [], text=text, rank=True)
+        return None
+
+    def _fed_rank_share(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function of the file that makes a collective only under a test on a parameter (see
+        :meth:`_Analysis.data_gate`), handed there this rank's own share of the data: a value that differs
+        between ranks (``shard(batch, rank, world)``) and whose length lint cannot show to be the same on every
+        rank. The callee's test (``if not mbs: return`` over the share's minibatches) then comes out differently
+        on different ranks, although no name in the callee says rank: RLlib's Learner that skipped its DDP steps
+        on an empty shard (ray PR #66030, round 40). The call is reported under that test."""
+        gate = self.an.data_gate(found.target)
+        if gate is None:
+            return None
+        params, test, inner, shown = gate
+        func = self.an.table[found.target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        sources = _parameter_sources(func)
+        for param, arg in bound:
+            if param not in params or _rank_name(param) or isinstance(arg, ast.Constant):
+                continue
+            if not _length_test(self.an._gate_tests[found.target], {n for n, p in sources.items() if param in p}):
+                continue  # a test on the share's content may agree (a config every rank of a group shares)
+            if not self.an.mentions_rank(arg, self.taint, self.laundered) or self._equal_trips(arg):
+                continue
+            self.an.share_notes.setdefault(
+                test, (self.unit.text(arg)[:60], func.node.name, param, call.lineno + self.unit.offset)
+            )
+            chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
+            gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+            return self._if(None, [gated], [], text=test, rank=True)
         return None
 
     # -- control flow
