@@ -391,3 +391,47 @@ def test_torchs_elastic_store_barrier_orders_like_a_barrier_once_per_key_prefix(
         return
     assert run.values[1] == ["train", "missing"], run.values  # the reused barrier did not wait
     assert [(r.first.rank, r.second.rank) for r in races if "valid.txt" in r.first.path] == [(1, 0)], races
+
+
+def prepare_behind_torchs_store_based_barrier(folder, names):
+    """As above, through ``distributed_c10d._store_based_barrier`` called by the learner's own code with a group
+    name of its own (checkpoint-engine's ``ParameterServer.store_based_barrier``, corpus round 41; its issue #106
+    is the reused name): torch's store calls inside it are the learner's hand-off, not torch's start-up."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    found = []
+    for split, name in zip(("train", "valid"), names):
+        path = os.path.join(folder, f"{split}.txt")
+        if dist.get_rank() == 0:
+            time.sleep(0.3)
+            with open(path, "w") as f:
+                f.write(split)
+        dist.distributed_c10d._store_based_barrier(
+            rank=dist.get_rank(),
+            store=_store(),
+            group_name=name,
+            rendezvous_count=dist.get_world_size(),
+            timeout=timedelta(seconds=10),
+        )
+        try:
+            with open(path) as f:
+                found.append(f.read())
+        except FileNotFoundError:
+            found.append("missing")
+    return found
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_torchs_store_based_barrier_called_by_the_learner_orders_like_a_barrier_once_per_name(tmp_path, reused):
+    names = ("ps_barrier", "ps_barrier") if reused else ("ps_barrier-1", "ps_barrier-2")
+    run = bl.run(prepare_behind_torchs_store_based_barrier, 2, args=(str(tmp_path), names), timeout=10)
+    assert run.ok, run
+    races = run.races()
+    if not reused:  # the store calls were recorded (before: none, and both reads raced their writes)
+        assert any(e.kind == "store" for r in run.ranks for e in r.events), run
+        assert run.values == [["train", "valid"]] * 2 and races == [], [str(r) for r in races]
+        return
+    assert run.values[1] == ["train", "missing"], run.values  # the reused barrier did not wait
+    assert [(r.first.rank, r.second.rank) for r in races if "valid.txt" in r.first.path] == [(1, 0)], races

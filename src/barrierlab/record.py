@@ -1547,14 +1547,36 @@ STORE_VALUE_KEPT = 64
 _STORE_HELPERS = (os.path.join("torch", "distributed", "elastic", "utils", "store.py"),)
 
 
+#: torch functions that make a barrier of store calls: called by torch (init_process_group, new_group) their calls
+#: are torch's; called by the learner's code itself (checkpoint-engine's ``ParameterServer.store_based_barrier``
+#: calls ``distributed_c10d._store_based_barrier`` with a group name of its own, corpus round 41) they are the
+#: learner's hand-off, and the ordering model orders by them as by the learner's own store calls.
+_STORE_BARRIERS = frozenset({"_store_based_barrier"})
+
+
 def _called_by_torch() -> bool:
     """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
     launcher's (its start-up rendezvous, which is no edge of the learner's run) - not one of torch's store
-    helpers the learner called (:data:`_STORE_HELPERS`)."""
-    caller = sys._getframe(2).f_code.co_filename
+    helpers the learner called (:data:`_STORE_HELPERS`, :data:`_STORE_BARRIERS`)."""
+    frame = sys._getframe(2)
+    caller = frame.f_code.co_filename
     if caller in _LAUNCHER:
         return True
-    return caller.startswith(_TORCH_PREFIX) and not caller.endswith(_STORE_HELPERS)
+    if not caller.startswith(_TORCH_PREFIX) or caller.endswith(_STORE_HELPERS):
+        return False
+    if frame.f_code.co_name in _STORE_BARRIERS:
+        outer = frame.f_back
+        while outer is not None and outer.f_code.co_filename.endswith(_TORCH_LOGGERS):  # its logging decorator
+            outer = outer.f_back
+        return (
+            outer is None or outer.f_code.co_filename.startswith(_TORCH_PREFIX) or outer.f_code.co_filename in _LAUNCHER
+        )
+    return True
+
+
+#: torch's logging decorators (``_time_logger`` around ``_store_based_barrier``): a frame between a torch function
+#: and its caller.
+_TORCH_LOGGERS = (os.path.join("torch", "distributed", "c10d_logger.py"),)
 
 
 #: The ``PrefixStore``s the learner's code made -> (their prefix, the store they wrap): a key is recorded with
