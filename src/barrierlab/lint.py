@@ -114,6 +114,21 @@ Finding kinds:
 * ``aliased-outputs`` - an all_gather/gather/all_to_all output list of one tensor repeated
   (``[torch.zeros_like(t)] * world_size``): every slot is the same tensor, so every slot shows the block written
   last (pytorch/pytorch issue #14632); shown at the line that builds the list.
+* ``group-arguments`` - ``new_group``/``new_subgroups``/``new_subgroups_by_enumeration`` given arguments built
+  from the rank (``get_rank()``, ``RANK``, a rank parameter, followed through the scope's names): torch wants every
+  rank to pass the same ones. Quiet with ``use_local_synchronization=True``. See :class:`_GroupArguments`.
+* ``collective-order`` - the branches of an ``if``/``elif``/``else`` on the rank make the same collectives with the
+  same arguments in different orders: torch pairs them by position. ``file-race`` also covers a write (or folder)
+  made after the writer's k-th collective and read by other ranks after at most k of theirs
+  (``barrier(); save(p)`` / ``barrier(); load(p)``), and ``store-key`` a store wait cycle between branches. See
+  :class:`_BranchPairs`.
+* ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`).
+* ``p2p-unmatched`` - a ``send``/``recv`` (or ``isend``/``irecv``, object variants) to or from a peer the code
+  names when that peer's way through the same function (its rank tests evaluated per rank) makes no matching call;
+  ``unwaited-async`` also covers an ``isend``/``irecv`` handle kept but never used again, and ``read-before-wait``
+  a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
+* ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
+  ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -190,8 +205,9 @@ value computed from its output is a collective (DDP's gradient all_reduce, issue
 decides: a loss made outside it still synchronises).
 
 Deliberately not flagged: point-to-point ``send``/``recv``/``isend``/``irecv``/
-``batch_isend_irecv`` (they are meant to differ per rank; pairing them is the
-programmer's job; only the cycle of ``p2p-order`` and a dropped ``isend``/``irecv`` handle are reported), ``init_process_group``/``destroy_process_group``, and calls on
+``batch_isend_irecv`` (they are meant to differ per rank; only the cycle of ``p2p-order``, a dropped or never-waited ``isend``/``irecv``
+handle and, within one function, a named peer with no matching call on its side (``p2p-unmatched``) are
+reported: peers computed from data or a loop, and exchanges split across functions, are not checked), ``init_process_group``/``destroy_process_group``, and calls on
 arbitrary objects such as ``self.group.barrier()`` that no table entry names: their
 receiver type is unknown and ``threading.Barrier``-like objects would be false positives.
 Route them through a function of the file, or add a table entry, to have them checked.
@@ -1076,6 +1092,15 @@ def lint(obj: Any) -> list[Finding]:
 
 #: The kinds of finding that are a collective some ranks reach and others do not (or reach a different number of
 #: times): what the report's header counts as "rank-dependent collectives".
+#: What :func:`report` says when lint finds nothing: what it checked and what it cannot (learners read a bare
+#: "nothing found" as "this file is clean"). ``{where}`` is "" or " in the files lint could read".
+NOTHING_FOUND_TEMPLATE = (
+    "No problems found{where} by lint's static checks (collectives only some ranks reach or make in another order, "
+    "group arguments, files, store keys and point-to-point calls between ranks: barrierlab lint --help).\n"
+    "Lint runs nothing: timeouts, sizes from data and code it cannot read show only when it runs (barrierlab run)."
+)
+NOTHING_FOUND = NOTHING_FOUND_TEMPLATE.format(where="")
+
 RANK_DEPENDENT_KINDS = frozenset({"branch", "early-exit", "rank-dependent-loop", "hidden-collective", "except-path"})
 
 
@@ -1093,7 +1118,7 @@ def report(findings: Sequence[Finding]) -> str:
     if not all(isinstance(f, Finding) for f in findings):  # report([1, 2]) raised AttributeError
         raise TypeError(wrong)
     if not findings:
-        return "No rank-dependent collectives found."
+        return NOTHING_FOUND
     count = len(findings)
     if all(f.kind in RANK_DEPENDENT_KINDS for f in findings):
         header = f"{count} rank-dependent collective{'s' if count != 1 else ''} found:"
@@ -1199,6 +1224,17 @@ what it makes on the others (DDP's gradient all_reduce); return a zero built fro
 every-rank-mkdir: a function every rank runs makes one folder, the same path on every rank, with
 os.makedirs(path) or Path(path).mkdir() without exist_ok=True (a check that it is missing first is no guard):
 all but the first rank raise FileExistsError; pass exist_ok=True.
+group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given ranks built from the rank
+(get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
+collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
+in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
+position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
+file sets (set, add, compare_set), and a store wait cycle between branches (each waits for a key the other sets
+after its own wait). p2p-unmatched: a send/recv (isend, irecv, object variants) to or from a peer the code names
+(src=0) when that peer's way through the same function, its tests on the rank evaluated on the world size the
+file states (else 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
+starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
+init_process_group).
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -1208,7 +1244,10 @@ barrier, collective, store wait or recv between them (one called with async_op=T
 work.wait() on; a broadcast or scatter orders only its root's writes, a reduce or gather only the others'), a
 file removed under such a condition (os.remove, os.unlink, Path.unlink, shutil.rmtree) with nothing between
 it and the other ranks' reads, before or after it (the else branch of the same test), or a folder made under
-such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list; also every rank writing a file
+such a condition (os.makedirs, Path.mkdir) that the other ranks write into or list, or a write or folder made in
+a branch on the rank after the writer's k-th collective and read, looked at or listed by the other ranks after no
+more than k of theirs (rank 0: barrier(), then save; the others: barrier(), then load: the barriers pair with
+each other, before the write); also every rank writing a file
 of its own into one folder (os.path.join(folder, f"s{rank}")) and a rank under such a condition listing the folder
 (os.listdir, glob.glob, Path.iterdir) or reading another rank's file with nothing between that orders every
 rank's write: a broadcast(src=0) holds the others until rank 0 has sent, not rank 0 until they have written (on
@@ -1243,7 +1282,10 @@ model's output, lint does not treat each rank's batch as different); which proce
 when it cannot work it out (then it reports as if the group were every rank), and a src/dst that is a
 global rank outside its group without a test that names it a group rank; installed libraries' own code
 (beyond the table and master_only); calls through lambdas, containers or objects whose type it cannot see;
-point-to-point peers (which rank a send goes to) and orders across functions; file and folder writes and
+point-to-point peers computed from data or a loop, functions that make only one side of an exchange (the other
+side in another function), batch_isend_irecv, and orders across functions; store keys built by a helper or from
+data, and keys set by another program; children made by multiprocessing.Pool, concurrent.futures or
+subprocess, and threads that make collectives; file and folder writes and
 reads in different functions, or paths written differently; random state seeded per rank that reaches a
 collective other than through a rank-dependent loop length or condition.
 An exception caught inside a loop whose handler skips the iteration (except ...: continue) is taken to come
@@ -1282,7 +1324,7 @@ def run_command(paths: Sequence[str]) -> int:
             failed += 1
     if findings or failed < len(paths):
         text = report(findings)
-        print(text[:-1] + " in the files lint could read." if failed and not findings else text)
+        print(NOTHING_FOUND_TEMPLATE.format(where=" in the files lint could read") if failed and not findings else text)
     return 2 if failed else 1 if findings else 0
 
 
@@ -3352,6 +3394,11 @@ class _Analysis:
         _StoreKeys(self).run()
         _DetachedLosses(self).run()
         _SharedMakes(self).run()
+        _GroupArguments(self).run()
+        _BranchPairs(self).run()
+        _StoreUnset(self).run()
+        _PointToPoint(self).run()
+        _Forked(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -12313,6 +12360,1167 @@ class _StoreKeys:
                 continue
             stack.extend(ast.iter_child_nodes(node))
         return False
+
+
+# --------------------------------------------------------------------------- lintgap30: gaps between ranks
+
+
+def _gap_scopes(
+    an: _Analysis,
+) -> Iterator[tuple[_Unit, list[ast.stmt], set[str], dict[str, int], str | None, str | None]]:
+    """(unit, body, taint, laundered, self class, function key) of every module body and function lint reports on."""
+    for unit in an.units:
+        if unit.report:
+            yield unit, unit.tree.body, an.module_taint, an.laundered.get(None, {}), None, None
+    for func in an.funcs:
+        if func.unit.report:
+            taint = an.func_taint.get(func.key, set())
+            yield func.unit, func.node.body, taint, an.laundered.get(func.key, {}), func.self_class, func.key
+
+
+def _calls_in_order(node: ast.AST) -> Iterator[ast.Call]:
+    """The calls of an expression or simple statement in the order they run (arguments before the call that
+    takes them), lambdas and nested scopes left out."""
+    if isinstance(node, (ast.Lambda, *_SCOPES)):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _calls_in_order(child)
+    if isinstance(node, ast.Call):
+        yield node
+
+
+#: A group-making call's arguments that may differ between ranks (``use_local_synchronization=True`` lets only the
+#: members call it, each member with the same ranks).
+_GROUP_SAME_ARGUMENTS_EXEMPT = frozenset({"use_local_synchronization", "timeout", "group_desc"})
+
+
+_RANK_CALLS = frozenset({"get_rank", "get_local_rank", "get_node_local_rank", "get_group_rank"})
+
+
+def _rank_sourced(expr: ast.expr, body: list[ast.stmt], params: set[str]) -> bool:
+    """Whether ``expr`` is built, through the names the scope assigns, from a reading of this process's rank:
+    ``get_rank()``, ``os.environ["RANK"]``, a rank-named parameter or attribute (``rank``, ``args.local_rank``).
+    Stricter than :meth:`_Analysis.mentions_rank`: a name of the scope is followed to its values, not judged by
+    its own identifier (``by_local_rank = [... for local in range(n)]`` holds the same lists on every rank)."""
+    values: dict[str, list[ast.AST]] = {}
+    for node in _own_nodes(body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            for name in _assigned_names(node):
+                values.setdefault(name, []).append(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            for name in _assigned_names(node):
+                values.setdefault(name, []).append(node.iter)
+    seen: set[str] = set()
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and _terminal(node.func) in _RANK_CALLS or _env_rank(node):
+            return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in seen:
+                continue
+            if node.id in values:
+                seen.add(node.id)
+                stack += values[node.id]
+            elif node.id in params and _rank_name(node.id):
+                return True
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _rank_name(node.attr):
+            return True
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            bound = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            for child in ast.walk(node):
+                if isinstance(child, ast.Name) and child.id in bound:
+                    seen.add(child.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+class _GroupArguments:
+    """``group-arguments`` - ``new_group``/``new_subgroups``/``new_subgroups_by_enumeration`` given an argument
+    whose value differs between ranks (``ranks = [0, 1] if rank < 2 else [0, 1, 2]; new_group(ranks)``). torch wants
+    every rank of the world to make every group, in the same order, with the same ranks (its ``new_group``
+    docstring); ranks that pass different lists build groups that do not agree. Quiet with
+    ``use_local_synchronization=True`` (then only the members call it; each group's members pass the same list)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, taint, laundered, _, key in _gap_scopes(self.an):
+            node = self.an.table[key].node if key in self.an.table else None
+            params = (
+                {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} if node else set()
+            )
+            for call in (n for n in _own_nodes(body) if isinstance(n, ast.Call)):
+                if not _dotted(call.func):
+                    continue
+                full = self.an._resolve(call.func, unit)
+                name = full.rpartition(".")[2]
+                if name not in _GROUP_MAKING or not full.startswith("torch.distributed"):
+                    continue
+                local = next((k.value for k in call.keywords if k.arg == "use_local_synchronization"), None)
+                if local is not None and not (isinstance(local, ast.Constant) and local.value is False):
+                    continue
+                given = [*call.args, *(k.value for k in call.keywords if k.arg not in _GROUP_SAME_ARGUMENTS_EXEMPT)]
+                ranked = next(
+                    (
+                        a
+                        for a in given
+                        if self.an.mentions_rank(a, taint, laundered, files=False) and _rank_sourced(a, body, params)
+                    ),
+                    None,
+                )
+                if ranked is None or id(call) in self.an.found:
+                    continue
+                shown = unit.text(ranked)
+                why = (
+                    f"`{shown}` differs between ranks, but torch wants every rank of the world to call {name} with "
+                    "the same arguments, in the same order (members of the group or not): ranks that pass different "
+                    "ranks build groups that do not agree, so a rank waits in the group's creation or in its next "
+                    "collective until the timeout (barrierlab run on 3 ranks of `ranks = [0, 1] if rank < 2 else "
+                    "[0, 1, 2]`: rank 2 waited in new_group until the deadline and ranks 0 and 1 timed out; on 4 "
+                    "ranks of `new_group([rank // 2 * 2, rank // 2 * 2 + 1])`: rank 2 waited in new_group and rank 3 "
+                    "failed)"
+                )
+                fix = (
+                    f"pass the same {('ranks' if name == 'new_group' else 'arguments')} on every rank (make every "
+                    "group on every rank, in one order, and keep the one this rank belongs to), or pass "
+                    "use_local_synchronization=True with the same list on every member and call it only on them"
+                )
+                _record_finding(self.an, call, unit, "group-arguments", f"{shown} differs between ranks", why, fix)
+
+
+class _Unknown(Exception):
+    """What one rank does cannot be worked out statically."""
+
+
+def _rank_chain(
+    an: _Analysis, stmt: ast.If, taint: set[str], laundered: dict[str, int]
+) -> list[tuple[str, list[ast.stmt]]] | None:
+    """The branches of ``if``/``elif``/``else`` on the rank, as (the condition that leads to it, its body); None when
+    the first test is not rank-dependent. The last branch is the ``else`` (empty when there is none)."""
+    if not an.mentions_rank(stmt.test, taint, laundered, files=False):
+        return None
+    branches: list[tuple[str, list[ast.stmt]]] = []
+    node: ast.If = stmt
+    while True:
+        text = ast.unparse(node.test)
+        branches.append((text, node.body))
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            if not an.mentions_rank(node.orelse[0].test, taint, laundered, files=False):
+                branches.append((f"not ({text})", node.orelse))
+                return branches
+            node = node.orelse[0]
+            continue
+        branches.append((f"not ({text})", node.orelse))
+        return branches
+
+
+class _BranchPairs:
+    """Checks of what the branches of one ``if``/``elif``/``else`` on the rank do relative to each other, when torch
+    pairs their collectives by position (the k-th collective of every rank of a group is one collective):
+
+    * ``collective-order`` - the branches make the same collectives with the same arguments in different orders
+      (``if rank == 0: all_reduce(a); all_reduce(b) else: all_reduce(b); all_reduce(a)``): the first call of one
+      branch pairs with the first of the other, so values of different tensors are combined (silently on gloo
+      when their sizes agree).
+    * ``file-race`` - a file written (or a folder made) in one branch after its k-th collective, and read, looked at
+      or listed by the ranks of another branch (or after the ``if``) after no more than k collectives: the
+      collectives before the write pair with the readers' collectives before the read, so nothing orders the write
+      before the read (``if rank == 0: barrier(); save(p) else: barrier(); load(p)``).
+    * ``store-key`` - a store wait cycle: each branch waits (``store.wait([k])``/``store.get(k)``) for a key that
+      only another branch sets, after its own wait.
+
+    Only branches of straight-line calls are compared: a nested ``if`` on the rank, a loop that makes a collective,
+    a point-to-point call, an ``async_op=True`` call or a store call (for the first two checks) leaves the ``if``
+    alone."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, taint, laundered, self_class, key in _gap_scopes(self.an):
+            self.unit, self.taint, self.laundered = unit, taint, laundered
+            self.self_class, self.key = self_class, key
+            self.order = _Order(self.an, unit, taint, self_class, key)
+            self._block(body, [])
+
+    def _block(self, stmts: list[ast.stmt], before: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, _SCOPES):
+                continue
+            if isinstance(stmt, ast.If):
+                chain = _rank_chain(self.an, stmt, self.taint, self.laundered)
+                if chain is not None:
+                    self._chain(stmt, chain, stmts[i + 1 :], [*before, *stmts[:i]])
+            for part in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, part, None)
+                if isinstance(inner, list):
+                    self._block(inner, [])
+            for handler in getattr(stmt, "handlers", ()):
+                self._block(handler.body, [])
+            for case in getattr(stmt, "cases", ()):
+                self._block(case.body, [])
+
+    # -- events
+
+    def _events(self, stmts: list[ast.stmt], tail: bool = False) -> tuple[list[tuple], bool] | None:
+        """The events of straight-line ``stmts`` in order, and whether they leave (return, raise, break, continue);
+        None when lint cannot tell them apart per rank. In a tail, a statement that does not fit ends the events."""
+        events: list[tuple] = []
+        for stmt in stmts:
+            if isinstance(stmt, _SCOPES):
+                continue
+            if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+                for node in ast.iter_child_nodes(stmt):
+                    got = self._call_events(node)
+                    if got is None:
+                        return (events, True) if tail else None
+                    events += got
+                return events, True
+            if isinstance(
+                stmt, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+            ):
+                inner = self._compound(stmt)
+                if inner is None:
+                    return (events, True) if tail else None
+                events += inner
+                continue
+            got = self._call_events(stmt)
+            if got is None:
+                return (events, True) if tail else None
+            events += got
+        return events, False
+
+    def _compound(self, stmt: ast.stmt) -> list[tuple] | None:
+        """A compound statement's events when it holds no rank test, no leaving and no collective in a loop or under
+        a test (its file events count, in source order)."""
+        if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes([stmt])):
+            return None
+        if isinstance(stmt, (ast.If, ast.While)) and self.an.mentions_rank(
+            stmt.test, self.taint, self.laundered, files=False
+        ):
+            return None
+        if isinstance(stmt, ast.While):
+            return None  # a reader polling for the file orders by itself
+        events: list[tuple] = []
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                got = self._call_events(item.context_expr)
+                if got is None:
+                    return None
+                events += got
+            inner = self._events(stmt.body)
+            if inner is None or inner[1]:
+                return None
+            return events + inner[0]
+        heads = (
+            [stmt.test]
+            if isinstance(stmt, ast.If)
+            else [stmt.iter]
+            if isinstance(stmt, (ast.For, ast.AsyncFor))
+            else []
+        )
+        for head in heads:
+            got = self._call_events(head)
+            if got is None:
+                return None
+            events += got
+        blocks = [getattr(stmt, p, []) for p in ("body", "orelse", "finalbody")]
+        blocks += [h.body for h in getattr(stmt, "handlers", ())] + [c.body for c in getattr(stmt, "cases", ())]
+        for block in blocks:
+            inner = self._events(block)
+            if inner is None:
+                return None
+            if any(e[0] == "order" for e in inner[0]):
+                return None  # a collective under a test or in a loop: its count is not the statement's
+            events += inner[0]
+        return events
+
+    def _call_events(self, node: ast.AST) -> list[tuple] | None:
+        events: list[tuple] = []
+        for call in _calls_in_order(node):
+            full = self.an._resolve(call.func, self.unit) if _dotted(call.func) else ""
+            name = full.rpartition(".")[2]
+            if full.startswith("torch.distributed.") and name in POINT_TO_POINT:
+                return None
+            if isinstance(call.func, ast.Attribute) and "store" in (_dotted(call.func.value) or "").lower():
+                if call.func.attr in ("wait", "get", "set", "add", "compare_set", "multi_set", "multi_get"):
+                    events.append(("store", call.func.attr, call))
+                    continue
+            if self.order._orders(call):
+                if _async_op(call):
+                    return None
+                found = self.an.classify(call, self.unit, self.self_class, self.key)
+                coll = found is not None and found.kind == "coll"
+                events.append(("order", call, coll))
+                continue
+            made = _made_folder(call, full)
+            if made is not None:
+                events.append(("made", made, call))
+                continue
+            written = _written_path(call, full)
+            if written is not None:
+                events.append(("write", written[0], call, written[1]))
+                continue
+            read = _read_path(call, full)
+            look = read is None and _looked_path(call, full) is not None
+            if look:
+                read = _looked_path(call, full)
+            if read is not None:
+                events.append(("read", read, call, look))
+            listed = _listed(call, full)
+            if listed is not None:
+                events.append(("list", listed[0], call))
+        return events
+
+    # -- the checks
+
+    def _chain(
+        self, stmt: ast.If, chain: list[tuple[str, list[ast.stmt]]], after: list[ast.stmt], before: list[ast.stmt]
+    ) -> None:
+        own = [self._events(body) for _, body in chain]
+        tail = self._events(after, tail=True)
+        if tail is None:
+            tail = ([], True)
+        if any(o is None for o in own):
+            return
+        self._orders(stmt, chain, own)
+        stores = any(e[0] == "store" for o in own for e in o[0])
+        if stores:
+            self._store_cycle(stmt, chain, own, before)
+            return
+        seqs = [o[0] + ([] if o[1] else [e for e in tail[0] if e[0] != "store"]) for o in own]
+        for x, (cond, _) in enumerate(chain):
+            writes = [(k, e) for k, e in enumerate(own[x][0]) if e[0] in ("write", "made")]
+            for k, write in writes:
+                i = sum(e[0] == "order" for e in own[x][0][:k])
+                if i == 0:
+                    continue  # nothing before the write pairs with anything: the file-race of :class:`_Order`
+                n = sum(e[0] == "order" for e in seqs[x])
+                last = next(e for e in reversed(own[x][0][:k]) if e[0] == "order")
+                for y in range(len(chain)):
+                    if y == x:
+                        continue
+                    orders = 0
+                    for e in seqs[y]:
+                        if e[0] == "order":
+                            orders += 1
+                            continue
+                        if not self._reads(write, e):
+                            continue
+                        if orders <= i or n <= i:
+                            self._race(stmt, cond, write, last, i, e, orders)
+                        break
+
+    @staticmethod
+    def _reads(write: tuple, event: tuple) -> bool:
+        if write[0] == "write":
+            return event[0] == "read" and event[1] == write[1]
+        folder = write[1]
+        if event[0] == "read":
+            return event[1] == folder or _inside(event[2].args[0] if event[2].args else event[2].func, folder)
+        if event[0] == "list":
+            return _inside(event[1], folder)
+        if event[0] == "write":
+            return _inside(event[2].args[0] if event[2].args else event[2].func, folder) or event[1].startswith(folder)
+        return False
+
+    def _race(self, stmt: ast.If, cond: str, write: tuple, last: tuple, i: int, read: tuple, orders: int) -> None:
+        call = read[2]
+        if id(call) in self.an.found:
+            return
+        unit = self.unit
+        at = write[2].lineno + unit.offset
+        paired = last[1]
+        paired_line = paired.lineno + unit.offset
+        paired_name = _dotted(paired.func) or unit.text(paired.func)
+        what = "write" if write[0] == "write" else "make"
+        thing = f"`{write[1]}`" if write[0] == "write" else f"the folder `{write[1]}`"
+        nth = {1: "first", 2: "second", 3: "third"}.get(i, f"{i}th")
+        if read[0] == "read" and read[3]:
+            reads, finds = (
+                f"look at it (`{_dotted(call.func) or unit.text(call.func)}`)",
+                "get False and go the way a missing file takes",
+            )
+        elif read[0] == "list":
+            reads, finds = "list it", "miss what is not there yet"
+        elif read[0] == "write":
+            reads, finds = "write into it", "fail with 'No such file or directory'"
+        else:
+            reads, finds = "read it", "read a missing or half-written file"
+        why = (
+            f"ranks where `{cond}` is true {what} {thing} at line {at}, after their {nth} collective "
+            f"(`{paired_name}` at line {paired_line}); the other ranks {reads} here after {orders} "
+            f"collective{'s' if orders != 1 else ''} of their own. torch pairs the ranks' collectives by position, so "
+            f"the collective before the {what} is the one the readers have already passed: it orders what came before "
+            f"it, not the {what} after it, and nothing later pairs with a collective before this line. A rank can "
+            f"{finds} (it works only when the writer is faster)"
+        )
+        fix = (
+            f"{what} before the collective at line {paired_line}, or add a dist.barrier() after line {at} that every "
+            "rank reaches before this line (outside the condition)"
+        )
+        finding = Finding(
+            path=self.an.path,
+            line=call.lineno + unit.offset,
+            col=call.col_offset + unit.indent + 1,
+            collective=_dotted(call.func) or unit.text(call.func),
+            condition=cond,
+            kind="file-race",
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+            condition_line=stmt.lineno + unit.offset,
+        )
+        self.an.found[id(call)] = ("file-race", finding)
+
+    def _orders(self, stmt: ast.If, chain: list[tuple[str, list[ast.stmt]]], own: list) -> None:
+        keyed = []
+        for events, _ in own:
+            calls = [e[1] for e in events if e[0] == "order"]
+            if not all(e[2] for e in events if e[0] == "order"):
+                return  # a function of the file that reaches a collective: its own order is not read here
+            targets = [(self.an.classify(c, self.unit, self.self_class, self.key).target, c) for c in calls]
+            # groups made in another order are the branch check's (review70b M4), members-only ones quiet there
+            keyed.append([(t, self._arguments(c), c) for t, c in targets if t.rpartition(".")[2] not in _GROUP_MAKING])
+        for x in range(len(keyed)):
+            for y in range(x + 1, len(keyed)):
+                a, b = keyed[x], keyed[y]
+                if len(a) < 2 or sorted(k[:2] for k in a) != sorted(k[:2] for k in b):
+                    continue
+                diff = next((k for k in range(len(a)) if a[k][:2] != b[k][:2]), None)
+                if diff is None:
+                    continue
+                self._swap(stmt, chain[x][0], chain[y][0], a, b, diff)
+
+    @staticmethod
+    def _arguments(call: ast.Call) -> str:
+        return ast.dump(ast.Tuple(elts=list(call.args), ctx=ast.Load())) + "".join(
+            sorted(f"{k.arg}={ast.dump(k.value)}" for k in call.keywords)
+        )
+
+    def _swap(self, stmt: ast.If, cond_a: str, cond_b: str, a: list, b: list, k: int) -> None:
+        unit = self.unit
+        call = b[k][2]
+        if id(call) in self.an.found or id(a[k][2]) in self.an.found:
+            return
+        shown_a = [unit.text(c[2]) for c in a]
+        shown_b = [unit.text(c[2]) for c in b]
+        same_kind = a[k][0] == b[k][0]
+        mixed = (
+            "each rank finishes with no error but gets values of different tensors combined (barrierlab run on 2 "
+            "ranks of `if rank == 0: all_reduce(a); all_reduce(b) else: all_reduce(b); all_reduce(a)`: each rank's "
+            "`a` came out as its own a plus the other rank's b)"
+            if same_kind
+            else "the ranks are in different collectives at once, which fails or waits until the timeout"
+        )
+        why = (
+            f"ranks where `{cond_a}` is true make {'; '.join(shown_a)}, and ranks where `{cond_b}` is true make "
+            f"{'; '.join(shown_b)}: the same calls in another order. torch pairs each rank's collectives by "
+            f"position, not by tensor, so call {k + 1} here (`{unit.text(call)}`) meets "
+            f"`{unit.text(a[k][2])}` (line {a[k][2].lineno + unit.offset}) on the other ranks: {mixed}"
+        )
+        fix = "make the collectives in one order on every rank (move them out of the if, or write both branches alike)"
+        finding = Finding(
+            path=self.an.path,
+            line=call.lineno + unit.offset,
+            col=call.col_offset + unit.indent + 1,
+            collective=_dotted(call.func) or unit.text(call.func),
+            condition=cond_b,
+            kind="collective-order",
+            why=why,
+            fix=fix,
+            cell=unit.cell,
+            condition_line=stmt.lineno + unit.offset,
+        )
+        self.an.found[id(call)] = ("collective-order", finding)
+
+    def _store_cycle(
+        self, stmt: ast.If, chain: list[tuple[str, list[ast.stmt]]], own: list, before: list[ast.stmt]
+    ) -> None:
+        """Each branch in turn: a set adds its key; a wait or get goes on only when its key is set. Stuck branches
+        whose keys only stuck branches set later wait for each other: every rank waits until the store's timeout."""
+        steps: list[list[tuple[str, str, ast.Call]]] = []
+        for events, _ in own:
+            seq = []
+            for e in events:
+                if e[0] != "store":
+                    continue
+                keys = _store_keys(e[2])
+                if keys is None:
+                    return
+                seq.append((e[1], keys, e[2]))
+            steps.append(seq)
+        done: set[str] = set()
+        for call in (n for n in _own_nodes(before) if isinstance(n, ast.Call)):
+            if isinstance(call.func, ast.Attribute) and call.func.attr in _STORE_SETS:
+                keys = _store_keys(call)
+                if keys is None:
+                    return
+                done |= set(keys)
+        at = [0] * len(steps)
+        moved = True
+        while moved:
+            moved = False
+            for b, seq in enumerate(steps):
+                while at[b] < len(seq):
+                    attr, keys, _ = seq[at[b]]
+                    if attr in _STORE_SETS:
+                        done |= set(keys)
+                    elif not set(keys) <= done:
+                        break
+                    at[b] += 1
+                    moved = True
+        stuck = [b for b, seq in enumerate(steps) if at[b] < len(seq)]
+        later = {k for b in stuck for attr, keys, _ in steps[b][at[b] :] if attr in _STORE_SETS for k in keys}
+        cycle = [b for b in stuck if set(steps[b][at[b]][1]) - done <= later and set(steps[b][at[b]][1]) - done]
+        if len(cycle) < 2:
+            return
+        unit = self.unit
+        for b in cycle:
+            attr, keys, call = steps[b][at[b]]
+            if id(call) in self.an.found:
+                continue
+            missing = sorted(set(keys) - done)
+            setters = [
+                f"line {c.lineno + unit.offset} (where `{chain[o][0]}`)"
+                for o in cycle
+                if o != b
+                for a2, k2, c in steps[o][at[o] :]
+                if a2 in _STORE_SETS and set(k2) & set(missing)
+            ]
+            why = (
+                f"ranks where `{chain[b][0]}` is true wait here for {', '.join(repr(k) for k in missing)}, which only "
+                f"{', '.join(setters)} sets, after that branch's own wait for a key this branch sets only after this "
+                "line: each rank waits for the other, a store wait cycle, until the store's timeout (a TCPStore raises "
+                "DistStoreError)"
+            )
+            fix = "set the keys a rank publishes before it waits for the others' keys, in every branch"
+            finding = Finding(
+                path=self.an.path,
+                line=call.lineno + unit.offset,
+                col=call.col_offset + unit.indent + 1,
+                collective=_dotted(call.func) or unit.text(call.func),
+                condition=chain[b][0],
+                kind="store-key",
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+                condition_line=stmt.lineno + unit.offset,
+            )
+            self.an.found[id(call)] = ("store-key", finding)
+
+
+_STORE_SETS = frozenset({"set", "add", "compare_set", "multi_set"})
+_STORE_READS = frozenset({"get", "wait", "multi_get"})
+
+
+def _store_keys(call: ast.Call) -> list[str] | None:
+    """The constant keys a store call names (``store.set("k", v)``, ``store.wait(["a", "b"])``), or None."""
+    if not call.args:
+        return None
+    arg = call.args[0]
+    items = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+    keys = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return keys if len(keys) == len(items) and keys else None
+
+
+def _key_pattern(node: ast.expr) -> re.Pattern[str] | None:
+    """A pattern of the keys ``node`` can be (a constant, or an f-string whose holes match anything); None for a key
+    lint cannot read (a name, a call)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.compile(re.escape(node.value) + r"\Z")
+    if isinstance(node, ast.JoinedStr):
+        parts = [re.escape(str(p.value)) if isinstance(p, ast.Constant) else ".*" for p in node.values]
+        return re.compile("".join(parts) + r"\Z", re.S)
+    return None
+
+
+class _StoreUnset:
+    """``store-key`` - a store ``get``/``wait`` of a constant key that no line of the file sets (``set``, ``add``,
+    ``compare_set``, ``multi_set``, by the key's text or an f-string that can make it): it blocks until the store's
+    timeout unless a process outside the file sets it. Quiet when some set's key cannot be read (a name, a call)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        setters: list[re.Pattern[str]] = []
+        readers: list[tuple[ast.Call, _Unit, list[str]]] = []
+        for unit in self.an.units:
+            for call in (n for n in ast.walk(unit.tree) if isinstance(n, ast.Call)):
+                if not isinstance(call.func, ast.Attribute) or not call.args:
+                    continue
+                attr = call.func.attr
+                if attr in _STORE_SETS:
+                    arg = call.args[0]
+                    items = arg.elts if attr == "multi_set" and isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+                    for item in items:
+                        pattern = _key_pattern(item)
+                        if pattern is None:
+                            if attr != "add" or "store" in (_dotted(call.func.value) or "").lower():
+                                return  # a key lint cannot read may be any key
+                            continue
+                        setters.append(pattern)
+                elif attr in _STORE_READS and unit.report and "store" in (_dotted(call.func.value) or "").lower():
+                    keys = _store_keys(call)
+                    if keys is not None:
+                        readers.append((call, unit, keys))
+        for call, unit, keys in readers:
+            unset = [k for k in keys if not any(p.match(k) for p in setters)]
+            if not unset or id(call) in self.an.found:
+                continue
+            attr = call.func.attr  # type: ignore[union-attr]
+            shown = ", ".join(repr(k) for k in unset)
+            why = (
+                f"`store.{attr}` blocks until {shown} exists, and no line of this file sets "
+                f"{'it' if len(unset) == 1 else 'them'} (store.set, add, compare_set): unless a process outside this "
+                "file does, every rank that gets here waits until the store's timeout (a TCPStore raises "
+                "DistStoreError), and the other ranks wait for it in their next collective"
+            )
+            fix = f"set {shown} on the rank that publishes it (`store.set({unset[0]!r}, value)`) before the others read it, or read the key that rank sets"
+            _record_finding(self.an, call, unit, "store-key", f"{shown} never set", why, fix)
+
+
+_P2P_KIND = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
+             "recv_object_list": "recv"}  # fmt: skip
+_P2P_PEER = {"send": "dst", "recv": "src"}
+_P2P_GROUPED = frozenset({"group", "group_dst", "group_src", "group_peer"})
+_RANK_PARAMETERS = frozenset({"rank", "global_rank"})
+_WORLD_PARAMETERS = frozenset({"world_size", "world"})
+
+
+def _rank_value(node: ast.AST, env: dict[str, int]) -> object:
+    """The value of ``node`` on one rank: ints, booleans and tuples from constants, the names of ``env`` and
+    ``get_rank()``/``get_world_size()`` (as ``env["<rank>"]``/``env["<world>"]``); :class:`_Unknown` otherwise."""
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, bool))
+        or (isinstance(node, ast.Constant) and node.value is None)
+    ):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
+    if isinstance(node, ast.Call) and not node.keywords:
+        name = _terminal(node.func)
+        if name in ("get_rank", "get_world_size") and not node.args:
+            return env["<rank>" if name == "get_rank" else "<world>"]
+        if name == "int" and isinstance(node.func, ast.Name) and len(node.args) == 1:
+            value = _rank_value(node.args[0], env)
+            if isinstance(value, int):
+                return int(value)
+    if isinstance(node, ast.BinOp):
+        left, right = _rank_value(node.left, env), _rank_value(node.right, env)
+        if isinstance(left, int) and isinstance(right, int):
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right:
+                return left // right if isinstance(node.op, ast.FloorDiv) else left % right
+    if isinstance(node, ast.UnaryOp):
+        value = _rank_value(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return not value
+        if isinstance(node.op, ast.USub) and isinstance(value, int):
+            return -value
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            got = _rank_value(value, env)
+            if isinstance(node.op, ast.And) and not got or isinstance(node.op, ast.Or) and got:
+                return got
+        return got
+    if isinstance(node, ast.IfExp):
+        return _rank_value(node.body if _rank_value(node.test, env) else node.orelse, env)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return tuple(_rank_value(e, env) for e in node.elts)
+    if isinstance(node, ast.Compare):
+        left = _rank_value(node.left, env)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _rank_value(comparator, env)
+            table: dict[type, Callable[[Any, Any], bool]] = {
+                ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+                ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+                ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+                ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+            }  # fmt: skip
+            try:
+                if not table[type(op)](left, right):
+                    return False
+            except (TypeError, KeyError):
+                raise _Unknown from None
+            left = right
+        return True
+    raise _Unknown
+
+
+class _PointToPoint:
+    """Point-to-point calls one function makes, rank by rank:
+
+    * ``p2p-unmatched`` - a ``send``/``isend``/``recv``/``irecv`` (or an object-list variant) to or from a peer the
+      code names (``dist.recv(t, src=0)``) when the peer's own way through the same function makes no matching
+      call: lint evaluates the function's tests on the rank (``rank == 0``, ``dist.get_rank() != 0``) for every
+      rank of the world the file states (else 2 ranks, or as many as the largest peer named needs), and leaves
+      alone a function with a test, loop bound or helper it cannot evaluate around a point-to-point call, one
+      called only under a rank test (another function makes the other side), ``batch_isend_irecv`` and calls
+      with ``group=``. A peer it cannot evaluate (``dst=i`` of a loop) matches anything.
+    * ``unwaited-async`` - a ``work = dist.isend(...)``/``irecv``/``batch_isend_irecv`` whose handle (or the list it
+      is appended to) the function never uses again: nothing waits for it before the function returns.
+    * ``read-before-wait`` - ``work = dist.irecv(t, ...)`` and a use of ``t`` in the same block before the statement
+      that names ``work``: the message may not have arrived yet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._p2p_keys: set[str] | None = None
+
+    def _p2p_kind(self, call: ast.Call, unit: _Unit) -> str | None:
+        if not _dotted(call.func):
+            return None
+        full = self.an._resolve(call.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+        if full.rpartition(".")[0] != "torch.distributed":
+            return None
+        return full.rpartition(".")[2]
+
+    def run(self) -> None:
+        found = False
+        for func in self.an.funcs:
+            calls = [
+                (c, name)
+                for c in _own_nodes(func.node.body)
+                if isinstance(c, ast.Call)
+                and (name := self._p2p_kind(c, func.unit)) in (*_P2P_KIND, "batch_isend_irecv")
+            ]
+            if not calls:
+                continue
+            found = True
+            if func.unit.report:
+                self._handles(func, calls)
+        if not found:
+            return
+        for func in self.an.funcs:
+            if func.unit.report:
+                self._peers(func)
+
+    # -- handles
+
+    def _handles(self, func: _Func, calls: list[tuple[ast.Call, str]]) -> None:
+        nodes = list(_own_nodes(func.node.body))
+        everything = list(ast.walk(func.node))
+        for call, name in calls:
+            kept = next(
+                (
+                    n
+                    for n in nodes
+                    if isinstance(n, ast.Assign)
+                    and n.value is call
+                    and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name)
+                ),
+                None,
+            )
+            listed = next(
+                (
+                    n.func.value.id
+                    for n in nodes
+                    if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "append"
+                    and isinstance(n.func.value, ast.Name)
+                    and n.args
+                    and n.args[0] is call
+                ),
+                None,
+            )
+            handle = kept.targets[0].id if kept is not None else listed  # type: ignore[union-attr]
+            if handle is None:
+                continue
+            uses = [
+                n
+                for n in everything
+                if isinstance(n, ast.Name)
+                and n.id == handle
+                and isinstance(n.ctx, ast.Load)
+                and not (listed is not None and self._appends(n, everything))
+            ]
+            if not uses:
+                self._never_waited(func, call, name, handle, listed is not None)
+            elif name == "irecv" and kept is not None and call.args and isinstance(call.args[0], ast.Name):
+                self._read_before_wait(func, call, kept, handle, call.args[0].id, nodes)
+
+    @staticmethod
+    def _appends(name: ast.Name, everything: list[ast.AST]) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.value is name and n.attr == "append" for n in everything)
+
+    def _never_waited(self, func: _Func, call: ast.Call, name: str, handle: str, listed: bool) -> None:
+        unit = func.unit
+        if id(call) in self.an.found:
+            return
+        held = f"appends its Work handle to `{handle}`" if listed else f"keeps its Work handle in `{handle}`"
+        why = (
+            f"`dist.{name}` returns at once and this line {held}, but no line of `{func.key}` uses `{handle}` again: "
+            "nothing waits for the "
+            + ("send" if name == "isend" else "receive" if name == "irecv" else "calls")
+            + " before the function returns and drops the handle: a read of a received tensor may see it unwritten, "
+            "a change of a sent one before the send completes may be what is sent, and an error in the call is never "
+            "raised (barrierlab run on 2 ranks of an isend kept and never waited: the message arrived that time; "
+            "nothing in the program makes sure of it)"
+        )
+        fix = (
+            f"call `{handle}.wait()` (for a list: `for work in {handle}: work.wait()`) before the tensor is read or "
+            "changed and before the function returns"
+        )
+        _record_finding(self.an, call, unit, "unwaited-async", f"{handle} never waited", why, fix)
+
+    def _read_before_wait(
+        self, func: _Func, call: ast.Call, assign: ast.Assign, handle: str, tensor: str, nodes: list[ast.AST]
+    ) -> None:
+        block = _holding_block(assign, nodes)
+        if block is None:
+            return
+        unit = func.unit
+        for statement in block[block.index(assign) + 1 :]:
+            if any(isinstance(n, ast.Name) and n.id == handle for n in ast.walk(statement)):
+                return
+            use = _bare_use(statement, tensor)
+            if use is not None:
+                if id(call) in self.an.found:
+                    return
+                line = use.lineno + unit.offset
+                why = (
+                    f"`{handle} = dist.irecv({tensor}, ...)` returns at once, and line {line} uses `{tensor}` before "
+                    f"`{handle}.wait()`: the message may not have arrived yet, so the rank reads the tensor's old "
+                    "values or a mix, from run to run"
+                )
+                fix = f"call `{handle}.wait()` before line {line}"
+                _record_finding(self.an, call, unit, "read-before-wait", f"{tensor} used at line {line}", why, fix)
+                return
+            if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                return
+
+    # -- peers
+
+    def _keys_with_p2p(self) -> set[str]:
+        """Functions of the file that make a point-to-point call, themselves or through functions they call."""
+        if self._p2p_keys is not None:
+            return self._p2p_keys
+        callees: dict[str, set[str]] = {}
+        keys: set[str] = set()
+        for func in self.an.funcs:
+            targets = set()
+            for call in (c for c in _own_nodes(func.node.body) if isinstance(c, ast.Call)):
+                kind = self._p2p_kind(call, func.unit)
+                if kind in _P2P_KIND or kind == "batch_isend_irecv":
+                    keys.add(func.key)
+                found = self.an.classify(call, func.unit, func.self_class, func.key)
+                if found is not None and found.kind == "call":
+                    targets.add(found.target)
+            callees[func.key] = targets
+        changed = True
+        while changed:
+            changed = False
+            for key, targets in callees.items():
+                if key not in keys and targets & keys:
+                    keys.add(key)
+                    changed = True
+        self._p2p_keys = keys
+        return keys
+
+    def _peers(self, func: _Func) -> None:
+        unit = func.unit
+        nodes = list(_own_nodes(func.node.body))
+        p2p = [(c, k) for c in nodes if isinstance(c, ast.Call) and (k := self._p2p_kind(c, unit)) is not None]
+        if not any(k in _P2P_KIND for _, k in p2p):
+            return
+        if any(k not in _P2P_KIND and k in ("batch_isend_irecv", "P2POp") for _, k in p2p):
+            return
+        if any(kw.arg in _P2P_GROUPED for c, k in p2p if k in _P2P_KIND for kw in c.keywords):
+            return
+        if self.an.called_only_under_rank_test(func.key):
+            return
+        if len({_P2P_KIND[k] for _, k in p2p if k in _P2P_KIND}) < 2 and any(
+            scope is not None for _, scope, _ in self.an._call_sites(func.key)
+        ):
+            return  # one side of an exchange, called by another function: the other side is elsewhere
+        params = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args, *func.node.args.kwonlyargs)]
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in nodes:
+            for name in (
+                _assigned_names(node)
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr))
+                else ()
+            ):
+                assigned.setdefault(name, []).append(getattr(node, "value", None))
+        ranks = {p for p in params if p in _RANK_PARAMETERS and p not in assigned}
+        worlds = {p for p in params if p in _WORLD_PARAMETERS and p not in assigned}
+        for name, values in assigned.items():
+            if len(values) == 1 and isinstance(values[0], ast.Call) and not values[0].args:
+                called = _terminal(values[0].func)
+                if called == "get_rank":
+                    ranks.add(name)
+                elif called == "get_world_size":
+                    worlds.add(name)
+        peers = []
+        for call, kind in p2p:
+            if kind in _P2P_KIND:
+                peer = _argument(call, 1, _P2P_PEER[_P2P_KIND[kind]])
+                if isinstance(peer, ast.Constant) and isinstance(peer.value, int):
+                    peers.append(peer.value)
+        world = self.an.world_size or max([2, *(p + 1 for p in peers)])
+        if world > 64:
+            return
+        paths: list[list[tuple[str, object, ast.Call]]] = []
+        for rank in range(world):
+            env: dict[str, object] = {"<rank>": rank, "<world>": world}
+            env.update({n: rank for n in ranks})
+            env.update({n: world for n in worlds})
+            out: list[tuple[str, object, ast.Call]] = []
+            try:
+                self._walk(func, func.node.body, env, out)
+            except _Unknown:
+                return
+            paths.append(out)
+        for rank, path in enumerate(paths):
+            for kind, peer, call in path:
+                if not isinstance(peer, int) or isinstance(peer, bool) or peer == rank or not 0 <= peer < world:
+                    continue
+                want = "recv" if kind == "send" else "send"
+                if any(k == want and (p is None or p == rank or not isinstance(p, int)) for k, p, _ in paths[peer]):
+                    continue
+                self._unmatched(func, call, kind, rank, peer, world, paths[peer])
+
+    def _walk(self, func: _Func, stmts: list[ast.stmt], env: dict[str, object], out: list) -> bool:
+        """Append this rank's point-to-point calls in ``stmts`` to ``out``; True when the statements leave."""
+        for stmt in stmts:
+            if isinstance(stmt, _SCOPES):
+                continue
+            if isinstance(stmt, ast.If):
+                try:
+                    taken = _rank_value(stmt.test, env)
+                except _Unknown:
+                    if self._matters(func, stmt):
+                        raise
+                    continue
+                self._collect(func, stmt.test, env, out)
+                if self._walk(func, stmt.body if taken else stmt.orelse, env, out):
+                    return True
+            elif isinstance(stmt, (ast.Return, ast.Raise)):
+                self._collect(func, stmt, env, out)
+                return True
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                head = stmt.test if isinstance(stmt, ast.While) else stmt.iter
+                self._collect(func, head, env, out)
+                changed = {name for n in ast.walk(stmt) for name in _assigned_names(n)}
+                inner = {k: v for k, v in env.items() if k not in changed}
+                self._walk(func, stmt.body, inner, out)
+                self._walk(func, stmt.orelse, inner, out)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                for item in stmt.items:
+                    self._collect(func, item.context_expr, env, out)
+                if self._walk(func, stmt.body, env, out):
+                    return True
+            elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                if any(self._matters(func, h) for h in stmt.handlers):
+                    raise _Unknown
+                if self._walk(func, stmt.body, env, out) or self._walk(func, stmt.orelse, env, out):
+                    return True
+                if self._walk(func, stmt.finalbody, env, out):
+                    return True
+            elif isinstance(stmt, ast.Match):
+                if self._matters(func, stmt):
+                    raise _Unknown
+            else:
+                self._collect(func, stmt, env, out)
+        return False
+
+    def _matters(self, func: _Func, node: ast.AST) -> bool:
+        """Whether ``node`` holds a point-to-point call (or a call of a function that makes one) or a leaving."""
+        for n in _own_nodes([node]):
+            if isinstance(n, (ast.Return, ast.Raise)):
+                return True
+            if isinstance(n, ast.Call):
+                if self._p2p_kind(n, func.unit) is not None and self._p2p_kind(n, func.unit) in (
+                    *_P2P_KIND,
+                    "batch_isend_irecv",
+                ):
+                    return True
+                found = self.an.classify(n, func.unit, func.self_class, func.key)
+                if found is not None and found.kind == "call" and found.target in self._keys_with_p2p():
+                    return True
+        return False
+
+    def _collect(self, func: _Func, node: ast.AST, env: dict[str, object], out: list) -> None:
+        for call in _calls_in_order(node):
+            kind = self._p2p_kind(call, func.unit)
+            if kind in _P2P_KIND:
+                direction = _P2P_KIND[kind]
+                peer_node = _argument(call, 1, _P2P_PEER[direction])
+                try:
+                    peer = _rank_value(peer_node, env) if peer_node is not None else None
+                except _Unknown:
+                    peer = "?"
+                out.append((direction, peer, call))
+                continue
+            found = self.an.classify(call, func.unit, func.self_class, func.key)
+            if found is not None and found.kind == "call" and found.target in self._keys_with_p2p():
+                raise _Unknown
+
+    def _unmatched(
+        self, func: _Func, call: ast.Call, kind: str, rank: int, peer: int, world: int, theirs: list
+    ) -> None:
+        if id(call) in self.an.found:
+            return
+        unit = func.unit
+        made = sorted({f"{k} ({'any' if p is None else p})" for k, p, _ in theirs})
+        did = f"only {', '.join(made)}" if made else "no point-to-point call"
+        states = f"the world size the file states ({world})" if self.an.world_size else f"{world} ranks"
+        if kind == "recv":
+            why = (
+                f"on {states}, rank {rank} waits here for a message from rank {peer}, but rank {peer}'s way "
+                f"through `{func.key}` (its tests on the rank evaluated) makes {did}, no send to rank {rank}: the "
+                f"receive waits until the timeout, or fails on gloo when rank {peer} ends its process ('Connection "
+                "closed by peer')"
+            )
+            fix = f"make rank {peer} send to rank {rank} (dist.send(t, dst={rank})) on its branch, or receive from the rank that sends"
+        else:
+            why = (
+                f"on {states}, rank {rank} sends here to rank {peer}, but rank {peer}'s way through "
+                f"`{func.key}` (its tests on the rank evaluated) makes {did}, no receive from rank {rank}: nothing "
+                "takes the message, so a blocking send (or the wait of an isend) waits until the timeout on gloo, or "
+                f"fails when rank {peer} ends its process"
+            )
+            fix = f"make rank {peer} receive from rank {rank} (dist.recv(t, src={rank})) on its branch, or send to the rank that receives"
+        _record_finding(
+            self.an,
+            call,
+            unit,
+            "p2p-unmatched",
+            f"rank {rank} {kind} {'from' if kind == 'recv' else 'to'} rank {peer}",
+            why,
+            fix,
+        )
+
+
+_FORK_TARGETS = frozenset({"Process"})
+
+
+class _Forked:
+    """``forked-collective`` - a collective made in a child process this rank starts: ``os.fork()`` and a
+    collective in the child's branch (``if pid == 0:``), or ``multiprocessing.Process(target=f)`` (any context's
+    ``Process``) where ``f`` reaches a collective and never calls ``init_process_group`` itself (a launcher's child
+    that joins a group of its own is quiet)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._inits: dict[str, bool] = {}
+
+    def run(self) -> None:
+        if not self.an.reach:
+            return
+        for unit, body, _, _, self_class, key in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            forks = {
+                n.targets[0].id
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Call)
+                and _dotted(n.value.func)
+                and self.an._resolve(n.value.func, unit) == "os.fork"
+            }
+            for node in nodes:
+                if isinstance(node, ast.Call) and _terminal(node.func) in _FORK_TARGETS:
+                    self._process(node, unit, self_class, key)
+                if forks and isinstance(node, ast.If):
+                    child = self._child_block(node, forks)
+                    if child is not None:
+                        self._fork_child(child, unit, self_class, key)
+
+    def _initialises(self, key: str, seen: set[str] | None = None) -> bool:
+        if key in self._inits:
+            return self._inits[key]
+        seen = seen if seen is not None else set()
+        if key in seen or key not in self.an.table:
+            return False
+        seen.add(key)
+        func = self.an.table[key]
+        result = False
+        for call in (c for c in _own_nodes(func.node.body) if isinstance(c, ast.Call)):
+            if _terminal(call.func) == "init_process_group":
+                result = True
+                break
+            found = self.an.classify(call, func.unit, func.self_class, func.key)
+            if found is not None and found.kind == "call" and self._initialises(found.target, seen):
+                result = True
+                break
+        self._inits[key] = result
+        return result
+
+    def _process(self, call: ast.Call, unit: _Unit, self_class: str | None, key: str | None) -> None:
+        target = next((k.value for k in call.keywords if k.arg == "target"), None)
+        if target is None or not _dotted(target):
+            return
+        callee = self.an._callee(target, self_class, unit)
+        if not callee or callee not in self.an.reach or self._initialises(callee):
+            return
+        if id(call) in self.an.found:
+            return
+        shown = unit.text(target)
+        why = (
+            f"`{shown}` reaches a collective ({' -> '.join(self.an.chain(callee))}) and "
+            "runs in a child process this rank starts, which is not a rank of the group: with the fork start method "
+            "(Linux's default before Python 3.14) the child holds a copy of this rank's connections, so its "
+            "collective takes the place of one of the parent's on the wire, and the ranks wait (barrierlab run on 2 "
+            "ranks: every rank waited in p.join() until the deadline); with spawn or forkserver it has no process "
+            "group at all and raises that the default process group has not been initialized"
+        )
+        fix = (
+            "make the collective in the rank itself, before starting the child or after joining it, and hand the "
+            "child only the data (a child that needs a group of its own must call init_process_group with its own "
+            "rendezvous)"
+        )
+        _record_finding(self.an, call, unit, "forked-collective", f"{shown} in a child process", why, fix)
+
+    @staticmethod
+    def _child_block(node: ast.If, forks: set[str]) -> list[ast.stmt] | None:
+        test = node.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name):
+            return node.body if test.operand.id in forks else None
+        if isinstance(test, ast.Name):
+            return node.orelse if test.id in forks else None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.left, ast.Name)
+            and test.left.id in forks
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == 0
+        ):
+            if isinstance(test.ops[0], ast.Eq):
+                return node.body
+            if isinstance(test.ops[0], (ast.NotEq, ast.Gt)):
+                return node.orelse
+        return None
+
+    def _fork_child(self, block: list[ast.stmt], unit: _Unit, self_class: str | None, key: str | None) -> None:
+        for call in (c for c in _own_nodes(block) if isinstance(c, ast.Call)):
+            found = self.an.classify(call, unit, self_class, key)
+            if found is None or not (found.kind == "coll" or found.target in self.an.reach):
+                continue
+            if id(call) in self.an.found:
+                continue
+            why = (
+                "this line runs in the child process os.fork() made, which is not a rank of the group but holds a "
+                "copy of this rank's connections to the others: its collective takes the place of one of the "
+                "parent's on the wire, so the ranks' collectives pair wrongly and wait (or the parent's next one "
+                "never completes)"
+            )
+            fix = "make the collective in the parent (the rank) before forking or after waiting for the child; let the child only compute"
+            _record_finding(self.an, call, unit, "forked-collective", "in the child of os.fork()", why, fix)
 
 
 def _padded_key(node: ast.AST | None) -> str | None:
