@@ -435,3 +435,14 @@ def test_torchs_store_based_barrier_called_by_the_learner_orders_like_a_barrier_
         return
     assert run.values[1] == ["train", "missing"], run.values  # the reused barrier did not wait
     assert [(r.first.rank, r.second.rank) for r in races if "valid.txt" in r.first.path] == [(1, 0)], races
+
+
+def test_a_store_barrier_used_again_with_the_same_name_is_named_in_the_diagnosis(tmp_path):
+    """checkpoint-engine issue #106 (corpus round 41): the second wait for a key set in the first round returns
+    at once; the diagnosis says which wait, where, and that the key was already set."""
+    run = bl.run(prepare_behind_torchs_store_based_barrier, 2, args=(str(tmp_path), ("ps_barrier",) * 2), timeout=10)
+    said = [line for line in run.diagnosis.evidence if "found it already set" in line]
+    assert said, run.diagnosis
+    assert "store_based_barrier_key:ps_barrier:last_worker" in said[0] and "test_ordering_store.py" in said[0], said
+    fresh = bl.run(prepare_behind_torchs_store_based_barrier, 2, args=(str(tmp_path), ("a", "b")), timeout=10)
+    assert not [line for line in fresh.diagnosis.evidence if "already set" in line], fresh.diagnosis

@@ -991,6 +991,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
                 else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
             )
             evidence.insert(MAX_RACES_SHOWN, more)
+        evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
         return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
     return Diagnosis("ok", headline, evidence)
 
@@ -3830,6 +3831,53 @@ def _reads_before_wait(events: list[Event]) -> list[tuple[Event, tuple[str, int,
 P2P_NEVER_WAITED = "was never waited for (the record shows no work.wait() of it)"
 
 
+#: Most lines :func:`reused_store_waits` gives.
+REUSED_WAITS_SHOWN = 3
+
+
+def reused_store_waits(run: Run) -> list[str]:
+    """Store waits that could hold nothing: every key a rank's wait named, that rank had already waited for (its
+    earlier wait returned), and no rank deleted it in between. A key once set stays set, so such a wait returns
+    at once: a barrier of store calls reused with the same key (checkpoint-engine issue #106, corpus round 41: the
+    second ``_store_based_barrier`` with one group name let rank 1 read last round's weights) passes without
+    waiting for anyone. One line per rank and place, at most :data:`REUSED_WAITS_SHOWN`."""
+    deleted: dict[str, list[float]] = {}
+    for result in run.ranks:
+        for e in result.events:
+            if e.kind == "store" and e.name == "delete_key":
+                for key in e.keys or ():
+                    deleted.setdefault(key, []).append(e.start)
+    lines: list[str] = []
+    for result in run.ranks:
+        waited: dict[str, Event] = {}  # key -> this rank's last wait for it that returned
+        said: set[str] = set()
+        for e in result.events:
+            if e.kind != "store" or e.name != "wait" or not e.keys:
+                continue
+            earlier = [waited.get(key) for key in e.keys]
+            if all(w is not None and w.end is not None for w in earlier) and not any(
+                w.end <= t <= e.start for key, w in zip(e.keys, earlier) for t in deleted.get(key, ())
+            ):
+                place = _place(e)
+                if place not in said and len(lines) < REUSED_WAITS_SHOWN:
+                    said.add(place)
+                    first = earlier[0]
+                    keys = ", ".join(f"'{key}'" for key in e.keys[:3])
+                    lines.append(
+                        f"rank {result.rank}'s store.wait for {keys} at {place} ({_t(run, e.start)}) found "
+                        f"{'it' if len(e.keys) == 1 else 'them'} already set: rank {result.rank} had waited for "
+                        f"{'it' if len(e.keys) == 1 else 'them'} before, at {_place(first)} ({_t(run, first.start)}), "
+                        "and no rank deleted it since, so this wait held the rank for nothing. A store key stays set: "
+                        "a barrier of store calls used again with the same key (torch's _store_based_barrier with "
+                        "one group name, a key without a round number) passes at once; use a new key for each round "
+                        "(a counter in its name) or delete the key once every rank has passed"
+                    )
+            if e.end is not None and not e.error:
+                for key in e.keys:
+                    waited[key] = e
+    return lines
+
+
 def call_hazards(run: Run) -> list[str]:
     """Calls the record shows were made so that their result could not be trusted, whatever the timing: an
     ``async_op=True`` collective never waited for (nothing made its work complete before what came after it
@@ -3975,7 +4023,7 @@ def diagnose(run: Run) -> Diagnosis:
             if rule is not rule_different_sizes and f.shapes and not diagnosis.ok:
                 diagnosis.evidence += [s for s in f.shapes if s not in diagnosis.evidence]
             if not diagnosis.ok:
-                hazards = call_hazards(run)
+                hazards = call_hazards(run) + reused_store_waits(run)
                 if diagnosis.kind == "isend-never-waited":  # its headline says it already
                     hazards = [h for h in hazards if P2P_NEVER_WAITED not in h]
                 diagnosis.evidence += [h for h in hazards if h not in diagnosis.evidence]
