@@ -2978,8 +2978,12 @@ class _StallWatch(threading.Thread):
         while not self.halt.wait(self.poll):
             if self.recorder.pending and time.monotonic() - self.recorder.written_at >= WRITE_EVERY:
                 self.recorder.flush()  # lines the main thread left behind before it went quiet
+            # the frame object is let go at once: one held when its call returns keeps that call's locals alive
+            # (CPython hands them to it), and a file the call opened stays open, unflushed, until it is let go
+            # (`open(p, "w").write(...)` read back empty 1 run in 2 on 2 ranks while this held it for a poll)
             frame = sys._current_frames().get(self.main)
             key = None if frame is None else (id(frame), frame.f_lasti)
+            frame = None
             now = time.monotonic()
             if key != last:
                 last, since = key, now
