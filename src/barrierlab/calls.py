@@ -18,6 +18,31 @@ if TYPE_CHECKING:  # for annotations only: this module never imports the Run it 
     from barrierlab.result import Run
 
 
+#: Calls that make a process group. torch 2.13 runs no collective on the parent group for them
+#: (``_new_group_with_tag``: on gloo the new group's members connect to each other through the store, with the new
+#: group's timeout, and the other ranks return at once; a store barrier only under TORCH_DIST_INIT_BARRIER=1), so
+#: they take no place in the group's sequence and the flight recorder does not list them: torch names the groups
+#: a rank makes by its count of these calls.
+GROUP_MAKERS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"})
+
+
+def call_numbers(calls: list[Event]) -> list[int]:
+    """The number the ledger, the timeline and the diagnosis give each of a rank's calls on one group (given in
+    order, as :func:`collectives` lists them): a collective's place among the rank's collectives on the group, a
+    group-making call's (:data:`GROUP_MAKERS`) among its group-making calls, which torch numbers apart (review78d
+    D1: "barrier #3" in the diagnosis for the ledger's row 1, two ``new_group`` calls counted before it)."""
+    made = other = 0
+    numbers = []
+    for e in calls:
+        if e.name in GROUP_MAKERS:
+            made += 1
+            numbers.append(made)
+        else:
+            other += 1
+            numbers.append(other)
+    return numbers
+
+
 def collectives(run: Run) -> dict[int, list[Event]]:
     """Each rank's collective calls on the default group made by the learner's code, in order. Calls pair by
     position within their own process group: a subgroup's calls (``Event.group``) are left out here, as the
@@ -122,7 +147,14 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
                 listed.append(Call(rank, last, e.op, e.group, e.issuer, e.call, e))
             merged[rank] = _with_unlisted(rank, listed, learners.get(rank, []))
         return merged
-    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in learners.items()}
+    cut = {r for r, d in (getattr(run, "events_dropped", None) or {}).items() if d and d.cuts_order}
+    numbered = {}
+    for rank, calls in learners.items():
+        calls = [e for e in calls if e.name not in GROUP_MAKERS]  # no place in the sequence, as in the flight record
+        # a record cut in the middle keeps its first and last calls: their own numbers say where they stood
+        numbers = [e.seq for e in calls] if rank in cut else call_numbers(calls)
+        numbered[rank] = [Call(rank, n, e.name, event=e) for n, e in zip(numbers, calls)]
+    return numbered
 
 
 #: Learner calls torch numbers in the group's sequence without a flight-recorder entry, and how many positions
