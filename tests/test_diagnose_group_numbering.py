@@ -94,3 +94,56 @@ def test_the_summary_blames_no_non_member_for_a_call_of_a_subgroup():
     assert "never arrived" not in summary and "#2" not in summary, summary
     assert "rank 2" not in summary and "rank 3" not in summary, summary
     assert "call #1 on the group of ranks [0, 1]" in run.diagnosis.headline, run.diagnosis
+
+
+def order_swapped():
+    """review78d f25 under TORCH_DISTRIBUTED_DEBUG=DETAIL: its check of each collective fails before the call
+    reaches the group, so torch's flight recorder lists none of the learner's calls."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(1)
+    if dist.get_rank() == 0:
+        dist.all_reduce(t)
+    else:
+        dist.barrier()
+
+
+@pytest.mark.timeout(180)
+def test_the_ledger_of_a_detail_run_shows_the_calls_its_check_refused():
+    run = bl.run(order_swapped, 2, timeout=4, live=False, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    ledger = run.ledger()
+    # D3: "no collective calls were recorded" beside a diagnosis naming both ranks' call #1
+    assert "no collective calls" not in ledger, ledger
+    row = ledger.splitlines()[1]
+    assert row.startswith("1  all_reduce @ line") and "(failed)" in row and "barrier @ line" in row, ledger
+    assert "has no entry there: barrierlab's record places it after the rank's last listed call" in ledger, ledger
+    assert "call #1" in run.diagnosis.headline, run.diagnosis
+
+
+def rank0_barriers_while_the_others_reduce_gradients():
+    """review78d D4 (the capstone's bug, small): rank 0 calls barrier where ranks 1 and 2 are in DDP's gradient
+    all_reduce, which torch issues itself."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = DistributedDataParallel(torch.nn.Linear(2, 1))
+    if dist.get_rank() == 0:
+        dist.barrier()
+    else:
+        model(torch.ones(1, 2)).sum().backward()  # THE BACKWARD
+
+
+@pytest.mark.timeout(180)
+def test_the_ledger_marks_a_collective_torch_issued_that_failed():
+    run = bl.run(rank0_barriers_while_the_others_reduce_gradients, 3, timeout=2, deadline=8, live=False)
+    lines, first = inspect.getsourcelines(rank0_barriers_while_the_others_reduce_gradients)
+    backward = first + next(i for i, line in enumerate(lines) if "THE BACKWARD" in line)
+    raised = [r.rank for r in run.ranks if r.status == "raised"]
+    assert 1 in raised and 2 in raised, run
+    ledger = run.ledger()
+    rows = [line for line in ledger.splitlines() if f"gradient all_reduce @ line {backward}" in line]
+    assert rows, ledger
+    # D4: ranks 1 and 2 raised in it, and the row showed their all_reduce as if it had completed
+    assert rows[-1].count(f"gradient all_reduce @ line {backward} (failed)") == 2, ledger
