@@ -18,6 +18,31 @@ if TYPE_CHECKING:  # for annotations only: this module never imports the Run it 
     from barrierlab.result import Run
 
 
+#: Calls that make a process group. torch 2.13 runs no collective on the parent group for them
+#: (``_new_group_with_tag``: on gloo the new group's members connect to each other through the store, with the new
+#: group's timeout, and the other ranks return at once; a store barrier only under TORCH_DIST_INIT_BARRIER=1), so
+#: they take no place in the group's sequence and the flight recorder does not list them: torch names the groups
+#: a rank makes by its count of these calls.
+GROUP_MAKERS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"})
+
+
+def call_numbers(calls: list[Event]) -> list[int]:
+    """The number the ledger, the timeline and the diagnosis give each of a rank's calls on one group (given in
+    order, as :func:`collectives` lists them): a collective's place among the rank's collectives on the group, a
+    group-making call's (:data:`GROUP_MAKERS`) among its group-making calls, which torch numbers apart (review78d
+    D1: "barrier #3" in the diagnosis for the ledger's row 1, two ``new_group`` calls counted before it)."""
+    made = other = 0
+    numbers = []
+    for e in calls:
+        if e.name in GROUP_MAKERS:
+            made += 1
+            numbers.append(made)
+        else:
+            other += 1
+            numbers.append(other)
+    return numbers
+
+
 def collectives(run: Run) -> dict[int, list[Event]]:
     """Each rank's collective calls on the default group made by the learner's code, in order. Calls pair by
     position within their own process group: a subgroup's calls (``Event.group``) are left out here, as the
@@ -122,7 +147,14 @@ def collective_calls(run: Run) -> dict[int, list[Call]]:
                 listed.append(Call(rank, last, e.op, e.group, e.issuer, e.call, e))
             merged[rank] = _with_unlisted(rank, listed, learners.get(rank, []))
         return merged
-    return {rank: [Call(rank, e.seq, e.name, event=e) for e in calls] for rank, calls in learners.items()}
+    cut = {r for r, d in (getattr(run, "events_dropped", None) or {}).items() if d and d.cuts_order}
+    numbered = {}
+    for rank, calls in learners.items():
+        calls = [e for e in calls if e.name not in GROUP_MAKERS]  # no place in the sequence, as in the flight record
+        # a record cut in the middle keeps its first and last calls: their own numbers say where they stood
+        numbers = [e.seq for e in calls] if rank in cut else call_numbers(calls)
+        numbered[rank] = [Call(rank, n, e.name, event=e) for n, e in zip(numbers, calls)]
+    return numbered
 
 
 #: Learner calls torch numbers in the group's sequence without a flight-recorder entry, and how many positions
@@ -155,7 +187,7 @@ def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list
         if id(event) in at:
             before = at[id(event)]
             continue
-        width = UNLISTED_WIDTH.get(event.name)
+        width = UNLISTED_WIDTH.get(event.name) or (1 if _never_reached_group(event, next_listed[i + 1]) else 0)
         if not width:
             continue
         span = range(before + 1, before + 1 + width)
@@ -168,6 +200,15 @@ def _with_unlisted(rank: int, listed: list[Call], learners: list[Event]) -> list
             taken.update(span)
             before = span[-1]
     return sorted(listed + added, key=lambda c: c.position)
+
+
+def _never_reached_group(event: Event, next_listed: float) -> bool:
+    """A learner's call after the rank's last one torch's flight recorder lists, that did not return: it failed or
+    waited before reaching the group, which then gave it no entry (review78d D3: under TORCH_DISTRIBUTED_DEBUG=DETAIL
+    the check of every collective against the other ranks' raised, or waited, first; the ledger said "no
+    collective calls were recorded" beside a diagnosis naming every rank's call)."""
+    returned = event.end is not None and not event.error
+    return next_listed == math.inf and not returned and event.name not in GROUP_MAKERS
 
 
 def positions_in_group(run: Run, events: dict[int, Event]) -> dict[int, int]:
@@ -285,6 +326,23 @@ def _subgroup_tables(run: Run) -> list[str]:
     return lines
 
 
+def _torch_call_state(run: Run, call: Call, mine: list[Call]) -> str:
+    """' (failed)' or ' (never left)' for a collective torch issued itself (DDP's gradient all_reduce) that is the
+    rank's last on the group, when the rank raised through, or was stopped at, the learner's line that led there:
+    gloo's flight recorder says nothing of a call's end (review78d D4: the ledger showed torch's all_reduce of ranks
+    that raised in it as if it had completed)."""
+    entry = call.entry
+    if entry is None or not entry.file or not entry.line or call is not mine[-1]:
+        return ""
+    result = run[call.rank]
+    if result.status == "raised":
+        return " (failed)" if f'File "{entry.file}", line {entry.line},' in result.traceback else ""
+    stuck = result.stuck
+    if result.status == "stopped at deadline" and stuck is not None:
+        return " (never left)" if any((s.file, s.line) == (entry.file, entry.line) for s in stuck.frames) else ""
+    return ""
+
+
 def ledger(run: Run) -> str:
     """A table of every rank's collectives side by side, by position in the group's sequence (torch's flight
     recorder, so collectives torch issued from C++ appear too), or by the learner's call number when a
@@ -302,7 +360,7 @@ def ledger(run: Run) -> str:
                 row.append("—")
                 continue
             e = call.event
-            state = _state(e)
+            state = _state(e) if e is not None else _torch_call_state(run, call, calls[rank])
             source = e or call.entry
             text = call.name if not call.issuer else f"{call.op} · {issuer_phrase(call.issuer)}"
             row.append(f"{text} @ line {source.line}{state}" if source is not None and source.line else text + state)
@@ -318,10 +376,19 @@ def ledger(run: Run) -> str:
     lines += _chain_note(by_rank, positions)
     found = flights(run)
     if len(found) == len(run.ranks):
-        unlisted = sorted({c.name for cs in calls.values() for c in cs if c.entry is None})
+        unplaced = {c.name for cs in calls.values() for c in cs if c.entry is None}
+        unlisted = sorted(n for n in unplaced if n in UNLISTED_WIDTH)
+        before = sorted(unplaced - set(unlisted))
         lines.append(
             "(# is the position in the group's sequence, from torch's flight recorder; "
             "'·' marks collectives torch issued itself, with the learner's line that led there"
+            + (
+                "; a call that failed or waited before it reached the group (TORCH_DISTRIBUTED_DEBUG=DETAIL's check "
+                "of each collective against the other ranks', for one) has no entry there: barrierlab's record "
+                "places it after the rank's last listed call"
+                if before
+                else ""
+            )
             + (
                 f"; {' and '.join(unlisted)} take{'s' if len(unlisted) == 1 else ''} two positions and "
                 "torch's flight recorder does not list "

@@ -39,7 +39,17 @@ from typing import TYPE_CHECKING
 from barrierlab import _files, ops, ordering
 from barrierlab._protocol import PEER_GONE, Status, tidy
 from barrierlab._protocol import signal_name as _signal_name
-from barrierlab.calls import collectives, flights, ordinal, positions_in_group, site_key, subgroup_calls, where_text
+from barrierlab.calls import (
+    GROUP_MAKERS,
+    call_numbers,
+    collectives,
+    flights,
+    ordinal,
+    positions_in_group,
+    site_key,
+    subgroup_calls,
+    where_text,
+)
 from barrierlab.chains import Chain, called_from, chain_of, parting, traceback_lines
 from barrierlab.events import (
     CALL_KINDS,
@@ -343,6 +353,16 @@ class Facts:
             seqs = {e.seq for e in self.at_k.values()}
             if len(seqs) == 1 and isinstance(seq := next(iter(seqs)), int) and seq > 0:
                 return seq
+        if self.first_diff and self.at_k:
+            # the number the ledger gives the call (calls.call_numbers): a new_group before it takes no place in the
+            # group's sequence (review78d D1: "barrier #3" for the ledger's row 1); the collectives' own, where some
+            # ranks made a new_group there and others a collective
+            k = self.first_diff
+            mine = {r: call_numbers(self.calls[r][:k])[-1] for r in self.at_k if len(self.calls.get(r, [])) >= k}
+            ops = [r for r in mine if self.at_k[r].name not in GROUP_MAKERS] or list(mine)
+            numbers = {mine[r] for r in ops}
+            if len(numbers) == 1:
+                return numbers.pop()
         return self.first_diff
 
     @property
@@ -1043,6 +1063,8 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         return None
     if f.split and f.split.from_torch:
         return None  # torch's own collectives diverged first: rule_torch_divergence explains it
+    if any(e.name in GROUP_MAKERS for e in f.at_k.values()):
+        return _group_maker_met_collective(f)
     k, run = f.number, f.run
     evidence = list(f.evidence) + _calls_by_op(f, k)
     evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r], f.flights.get(r))}" for r in f.missing]
@@ -1079,6 +1101,53 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
     )
+
+
+def _group_maker_met_collective(f: Facts) -> Diagnosis:
+    """At the first call where the ranks differ, some made a group (``new_group``) and others a collective. torch
+    2.13 runs no collective on the default group for new_group (:data:`calls.GROUP_MAKERS`), so the two do not
+    pair: the makers wait for the new group's other members to connect, and those members wait in their collective
+    for the makers (review78d M1: told as "Different collectives at the same position: call #1 is rank 0's
+    new_group and ranks 1-3's barrier", collectives that "pair by position", while the ledger, from torch's flight
+    recorder, showed rank 0 with no call at #1)."""
+    run = f.run
+    numbers = {r: call_numbers(f.calls[r][: f.first_diff])[-1] for r in f.at_k}
+    makers = sorted(r for r, e in f.at_k.items() if e.name in GROUP_MAKERS)
+    others = sorted(r for r in f.at_k if r not in makers)
+    evidence = list(f.evidence)
+    for ranks in _by_place(f.at_k, _chain_key):
+        e = f.at_k[ranks[0]]
+        members = f" (the group of ranks {list(e.made)})" if e.made is not None else ""
+        evidence.append(f"{rank_list(ranks)} called {_op_name(e)} #{numbers[ranks[0]]}{members} {_called_at(e)}")
+    evidence += [f"{rank_list([r])} {_how_it_ended(run[r], f.calls[r], f.flights.get(r))}" for r in f.missing]
+    evidence += _outcomes(run, f.at_k) + _error_evidence(run, list(f.at_k), f.at_k)
+    made = [f.at_k[r] for r in makers]
+    waited_for = sorted({m for e in made for m in (e.made if e.made is not None else f.at_k) if m in others})
+    first = f.at_k[others[0]] if others else made[0]
+    theirs = " and ".join(
+        f"{rank_list(rs)}'s {_op_name(f.at_k[rs[0]])} #{numbers[rs[0]]} at {_place(f.at_k[rs[0]])}"
+        for rs in _by_place(f.at_k, site_key)
+    )
+    waits = (
+        f" Here {rank_list(makers)} waited in {made[0].name} for {rank_list(waited_for)} to join the group, while "
+        f"{rank_list(others)} waited in {_op_name(first)} #{numbers[others[0]]} for {rank_list(makers)}."
+        if waited_for and others
+        else ""
+    )
+    headline = (
+        f"A group made by only some ranks while the others called a collective: {theirs}. {made[0].name} is no "
+        "collective of the default group and does not pair with one: torch runs none for it (on gloo the new "
+        "group's members connect to each other, waiting up to the new group's timeout, and the other ranks return "
+        f"at once), so it takes no place in the group's sequence and run.ledger() does not list it.{waits}"
+    )
+    members = list(made[0].made) if made[0].made is not None else None
+    advice = (
+        "Every rank must make every group, in the same order, members or not (new_group's docstring): make the "
+        "group on every rank before the condition"
+        + (f" (`g = dist.new_group({members})`)" if members is not None else "")
+        + " and use it under the condition."
+    )
+    return Diagnosis("mismatched-collectives", headline, evidence, advice, ranks=sorted(f.at_k), site=_site(made[0]))
 
 
 def _call_no(f: Facts) -> str:
@@ -1531,16 +1600,27 @@ def _arrival_evidence(f: Facts) -> list[str]:
         # each group's own op: ranks at one position may have made different ones (review65b M3's evidence said
         # "ranks 1 and 3 called barrier #4 at ...: dist.all_reduce(t)")
         evidence.append(f"{rank_list(ranks)} called {_op_name(f.at_k[ranks[0]])} #{k} {_called_at(f.at_k[ranks[0]])}")
-    missing_how = {r: _how_it_ended(run[r], f.calls[r], f.flights.get(r)) for r in f.missing}
+    made = {r: _calls_of_every_group(run, r) for r in f.missing}
+    missing_how = {r: _how_it_ended(run[r], made[r] or f.calls[r], f.flights.get(r)) for r in f.missing}
     for how in sorted(set(missing_how.values())):
         same = [r for r in f.missing if missing_how[r] == how]
         they = "they" if len(same) > 1 else "it"
-        last = {r: f.calls[r][-1] for r in same if f.calls[r]}
+        # a rank's last call of any group (review78d C5: "their last was new_group #2", the last of the default
+        # group's list, for ranks whose last call was a barrier on their subgroup, made after it)
+        last = {r: made[r][-1] for r in same if made[r]}
+        elsewhere = any(e.group is not None or e.name in GROUP_MAKERS for r in same for e in made[r])
         if last and len({_chain_key(e) for e in last.values()}) == 1 and len(last) == len(same):
             e = last[same[0]]
-            n = e.seq if f.number != f.first_diff and isinstance(e.seq, int) else len(f.calls[same[0]])
-            how += f"; {'their' if len(same) > 1 else 'its'} last was {_op_name(e)} #{n} {_called_at(e)}"
-        evidence.append(f"{rank_list(same)} never made a {ordinal(k)} collective call: {they} {how}")
+            if e.group is not None:
+                n = sum(1 for x in made[same[0]] if x.group == e.group)
+                on = _subgroup_words(e)
+            elif f.number != f.first_diff and isinstance(e.seq, int) and e.name not in GROUP_MAKERS:
+                n, on = e.seq, ""
+            else:
+                n, on = call_numbers(f.calls[same[0]])[-1], ""
+            how += f"; {'their' if len(same) > 1 else 'its'} last was {_op_name(e)} #{n}{on} {_called_at(e)}"
+        default = " on the default group" if elsewhere else ""
+        evidence.append(f"{rank_list(same)} never made a {ordinal(k)} collective call{default}: {they} {how}")
     left = [r for r, e in f.at_k.items() if e.end is not None and not e.error]
     if left and event.name not in ops.EVERY_RANK_ON_GLOO:
         evidence.append(
@@ -1551,6 +1631,21 @@ def _arrival_evidence(f: Facts) -> list[str]:
         )
     evidence += _outcomes(run, f.at_k) + _error_evidence(run, arrived, f.at_k)
     return evidence
+
+
+def _calls_of_every_group(run: Run, rank: int) -> list[Event]:
+    """A rank's collective calls on every group, ``new_group`` included, in the order it made them (a forked
+    child's left out: they are not the rank's)."""
+    return sorted(
+        (e for e in run[rank].events if e.is_collective and not e.in_child_process),
+        key=lambda e: (e.seq if isinstance(e.seq, int) else 0, e.start),
+    )
+
+
+def _subgroup_words(event: Event) -> str:
+    """' of the subgroup of ranks [0, 1]' for a call on a subgroup, as the ledger names its table."""
+    members = sorted(event.group_ranks) if event.group_ranks else None
+    return f" of the subgroup of ranks {members}" if members else " of a subgroup"
 
 
 def _by_place(at: dict[int, Event], key) -> list[list[int]]:
@@ -3480,7 +3575,7 @@ def _used(race) -> ordering.Access:
 
 
 #: Calls that make a process group: gloo connects its members as the group is made.
-_GROUP_MAKERS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration", "init_device_mesh"})
+_GROUP_MAKERS = GROUP_MAKERS
 
 
 def _failed_connecting(error: str) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from barrierlab.calls import collective_calls
+from barrierlab.calls import GROUP_MAKERS, collective_calls
 from barrierlab.events import HANDOFF_KINDS, WAITING_KINDS, Event
 
 #: A straggler's wait must be below the others' median by more than this many seconds...
@@ -41,6 +41,9 @@ class Lane:
     positions: dict[int, int] | None = None
     #: collectives torch issued itself on this rank (calls.Call, kind "torch"), with a start time
     torch_calls: list = field(default_factory=list)
+    #: the learner's call number (Event.seq) -> the number run.ledger() gives the call (``calls.collective_calls``,
+    #: with or without a flight record); None for lanes not made from a Run (then Event.seq numbers them)
+    numbers: dict[int, int] | None = None
 
 
 class Release(NamedTuple):
@@ -185,7 +188,7 @@ def lanes(
 ) -> tuple[list[Lane], float]:
     """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
     if hasattr(run, "ranks"):
-        positions, torch_calls = _numbering(run)
+        positions, torch_calls, numbers = _numbering(run)
         found = []
         for r in run.ranks:
             events = drawn(r.events)  # once per rank: a long record holds tens of thousands
@@ -198,6 +201,7 @@ def lanes(
                     r.status,
                     positions.get(r.rank),
                     torch_calls.get(r.rank, []),
+                    numbers.get(r.rank, {}),
                 )
             )
         total = float(run.elapsed)
@@ -217,31 +221,37 @@ def lanes(
     return found, max([total, *times])
 
 
-def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list]]:
+def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list], dict[int, dict[int, int]]]:
     """From ``calls.collective_calls``: each rank's map from its call number to the call's position in the
-    group's sequence (only when torch's flight recorder of every rank was read), and the calls torch issued."""
+    group's sequence (only when torch's flight recorder of every rank was read), the calls torch issued, and
+    each rank's map from its call number to the ledger's number for the call, with or without a flight record
+    (a subgroup's call and a ``new_group`` have none: review78d C3, a subgroup's all_reduce numbered #2 of the
+    default group, after the new_group)."""
     calls = collective_calls(run)
-    if not any(c.entry is not None for cs in calls.values() for c in cs):
-        return {}, {}
-    positions: dict[int, dict[int, int]] = {}
+    numbers: dict[int, dict[int, int]] = {}
     for rank, cs in calls.items():
-        mine = positions[rank] = {}
+        mine = numbers[rank] = {}
         for c in cs:
             if c.event is not None and c.event.seq:  # an object collective spans positions: its last names it
                 mine[c.event.seq] = max(c.position, mine.get(c.event.seq, c.position))
+    if not any(c.entry is not None for cs in calls.values() for c in cs):
+        return {}, {}, numbers
+    positions = numbers
     issued = {
         rank: sorted((c for c in cs if c.kind == "torch" and c.start is not None), key=lambda c: c.start)
         for rank, cs in calls.items()
     }
-    return positions, issued
+    return positions, issued, numbers
 
 
 def number(event: Event, lane: Lane) -> int | None:
-    """A collective's number: its position in the group's sequence when known (as in ``run.ledger()``), else
-    the rank's own call number."""
-    if lane.positions is None:
+    """A collective's number, as ``run.ledger()`` gives it (``calls.collective_calls``): its position in the
+    group's sequence when known, else the rank's own count of its collectives on the default group; None for a
+    call the ledger does not number on the default group (a subgroup's, a ``new_group``)."""
+    numbers = lane.numbers if lane.numbers is not None else lane.positions
+    if numbers is None:
         return event.seq
-    return lane.positions.get(event.seq) if event.seq else None
+    return numbers.get(event.seq) if event.seq else None
 
 
 def _first(started: float | None, events: list[Event]) -> float | None:
@@ -332,7 +342,9 @@ def _rank_waits(lane: Lane, total: float) -> RankWaits:
         idle_fraction=wait / active if active > 0 else 0.0,
         start=lane.start,
         end=lane.end,
-        collectives=sum(e.kind == "collective" for e in lane.events),
+        # a group-making call is no collective of a group's sequence: a rank that made only a new_group took part in
+        # none (review78d C3: a non-member of the subgroup, blamed as the rank the members waited for)
+        collectives=sum(e.kind == "collective" and e.name not in GROUP_MAKERS for e in lane.events),
     )
 
 
