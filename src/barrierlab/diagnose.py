@@ -91,8 +91,9 @@ _ERRORS = (
         re.compile(r"Rank (\d+) successfully reached monitoredBarrier"),
         "monitored barrier answer",
         "rank {0} reached the monitored barrier and waited for rank 0's answer, which rank 0 sends only once "
-        "every rank has arrived: rank 0 gave up on the ranks that never came (its own error names them), and "
-        "rank {0} gave up waiting for that answer; it did not fail by itself.",
+        "every rank has arrived; the answer never came (rank 0 gave up on ranks that never came, and its own "
+        "error names them, or rank 0 never reached the monitored barrier itself), and rank {0} gave up waiting "
+        "for it; it did not fail by itself.",
     ),
     (
         re.compile(r"Timed out waiting (\d+)ms"),
@@ -4204,11 +4205,25 @@ def _error_text(run: Run, message: str, waiting: set[int] = frozenset()) -> str:
     if not known:
         return f"“{_clip(message)}”"
     text = known[1]
+    if known[0] == "monitored barrier answer" and len(run.ranks) > 0:
+        text = _monitored_answer_text(run, known[1])
     if known[0] == "peer gone" and not run.linger:
         gone = [r.rank for r in run.ranks if (r.status == FINISHED or failed_by_itself(r)) and r.rank not in waiting]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
+
+
+def _monitored_answer_text(run: Run, text: str) -> str:
+    """The monitored barrier's answer that never came, said of what rank 0 did (review78d C1: a rank 0 that
+    skipped the barrier and finished was said to have given up on the others, with an error naming them)."""
+    zero = run[0]
+    mine = explain_error(zero.error_message or "") if zero.status == RAISED else None
+    if mine is not None and mine[0] == "monitored barrier":
+        why = "rank 0 gave up on the ranks that never came (its own error names them)"
+    else:
+        why = f"rank 0 never reached the monitored barrier itself (rank 0 {zero.status})"
+    return re.sub(r"the answer never came \(.*?\), and", f"the answer never came: {why}, and", text, count=1)
 
 
 _NO_SUCH_FILE = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'\n]+)'")

@@ -1,0 +1,45 @@
+"""Texts review78d found wrong or misleading, each on a real run: the monitored barrier's missing answer blamed on
+a rank 0 that never came (C1), store waits stopped at the deadline said to have timed out (C2), an irecv never
+waited for before a barrier left unsaid (C4/M3), store waits left out of the summary's "waited" (M2), a
+collective made in a forked child blamed on a rank-dependent `if` (M4)."""
+
+from __future__ import annotations
+
+import pytest
+
+import barrierlab as bl
+
+DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+
+def rank0_skips_the_barrier():
+    import torch.distributed as dist
+
+    if dist.get_rank() != 0:
+        dist.barrier()
+
+
+def last_rank_skips_the_barrier():
+    import torch.distributed as dist
+
+    if dist.get_rank() != dist.get_world_size() - 1:
+        dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_missing_rank_0_is_not_said_to_have_given_up_on_the_others():
+    run = bl.run(rank0_skips_the_barrier, 3, timeout=4, env=DETAIL)
+    assert run.statuses == ["finished", "raised", "raised"], run
+    text = str(run.diagnosis)
+    assert "rank 0 never reached the monitored barrier itself (rank 0 finished)" in text, text
+    assert "gave up on" not in text and "its own error" not in text, text
+
+
+@pytest.mark.timeout(120)
+def test_a_present_rank_0_gave_up_on_the_missing_rank():
+    run = bl.run(last_rank_skips_the_barrier, 3, timeout=2, env=DETAIL)
+    text = str(run.diagnosis)
+    assert run[0].status == "raised", run
+    if "successfully reached monitoredBarrier" in (run[1].error_message or ""):
+        assert "rank 0 gave up on the ranks that never came (its own error names them)" in text, text
+    assert "never reached the monitored barrier itself" not in text, text
