@@ -43,3 +43,24 @@ def test_a_present_rank_0_gave_up_on_the_missing_rank():
     if "successfully reached monitoredBarrier" in (run[1].error_message or ""):
         assert "rank 0 gave up on the ranks that never came (its own error names them)" in text, text
     assert "never reached the monitored barrier itself" not in text, text
+
+
+def each_waits_for_a_computed_key_forever():
+    """review78d f22: each rank waits (torch's store timeout, far past the deadline) for a key another sets after
+    its own wait; the deadline stops them all in their waits."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()
+    store.wait([f"k{(rank + 1) % 2}"])
+    store.set(f"k{rank}", "1")
+
+
+@pytest.mark.timeout(120)
+def test_store_waits_stopped_at_the_deadline_are_not_said_to_have_timed_out():
+    run = bl.run(each_waits_for_a_computed_key_forever, 3, timeout=2, deadline=5)
+    assert run.statuses == ["stopped at deadline"] * 3, run
+    headline = run.diagnosis.headline
+    assert "ranks 0–2 were stopped at the deadline in store waits" in headline, headline
+    assert "when the waits were stopped" in headline, headline
+    assert "timed out" not in headline and " was " not in headline, headline

@@ -2847,7 +2847,16 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         return f"for {len(e.keys)} keys, of which no rank {verb} {keys_of(e)}"
 
     them = rank_list(sorted(waiting))
-    how = "was stopped at the deadline in" if run[rank].status == STOPPED else "timed out in"
+    # review78d C2: how the waits ended, said of every waiting rank ("ranks 0–3 was stopped … when the waits
+    # timed out" was said of four ranks the deadline stopped in their waits)
+    stopped = {run[r].status == STOPPED for r in waiting}
+    if stopped == {True}:
+        how = ("were" if len(waiting) > 1 else "was") + " stopped at the deadline in"
+        ended = "were stopped"
+    elif stopped == {False}:
+        how, ended = "timed out in", "timed out"
+    else:
+        how, ended = "timed out or were stopped at the deadline in", "ended"
     if held:
         k = len(f.calls[min(held)])
         call = held[min(held)]
@@ -2888,7 +2897,7 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
             each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
             # review71b M2: a key a waiter sets only after its own wait is not missing; the record cannot tell
-            headline = f"{them} {how} store waits for keys no rank had set when the waits timed out ({each})"
+            headline = f"{them} {how} store waits for keys no rank had set when the waits {ended} ({each})"
             advice = (
                 "Either no rank sets a key waited for on the path it takes (make sure some rank sets every key a rank "
                 "waits for, store.set/add, on every path), or a rank sets it only after a wait of its own for "
