@@ -64,3 +64,27 @@ def test_store_waits_stopped_at_the_deadline_are_not_said_to_have_timed_out():
     assert "ranks 0–2 were stopped at the deadline in store waits" in headline, headline
     assert "when the waits were stopped" in headline, headline
     assert "timed out" not in headline and " was " not in headline, headline
+
+
+def others_wait_for_rank_0s_key():
+    """review78d f37: a right store hand-off; ranks 1 and 2 wait in store.wait until rank 0 sets the key."""
+    import time
+
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == 0:
+        time.sleep(0.5)
+        store.set("ready", "1")
+    store.wait(["ready"])
+
+
+@pytest.mark.timeout(120)
+def test_the_summary_says_how_long_the_ranks_waited_in_the_store():
+    run = bl.run(others_wait_for_rank_0s_key, 3, timeout=5)
+    assert run.statuses == ["finished"] * 3, run
+    line = run.summary()
+    assert "in collectives, send/recv and work.wait()" in line, line
+    assert "s in store waits (store.wait/get), which those figures leave out" in line, line
+    store = run.waits().store_wait
+    assert store[1] > 0.3 and store[2] > 0.3, store
