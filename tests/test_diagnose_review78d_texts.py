@@ -88,3 +88,35 @@ def test_the_summary_says_how_long_the_ranks_waited_in_the_store():
     assert "s in store waits (store.wait/get), which those figures leave out" in line, line
     store = run.waits().store_wait
     assert store[1] > 0.3 and store[2] > 0.3, store
+
+
+def rank0_forks_a_child_that_calls_barrier():
+    """review78d f60: rank 0's forked child calls barrier, which never runs; rank 0 waits for it, kills it and
+    returns; no rank's own process makes a collective call."""
+    import multiprocessing as mp
+
+    import torch.distributed as dist
+
+    def child():
+        dist.barrier()
+
+    if dist.get_rank() == 0:
+        p = mp.get_context("fork").Process(target=child)
+        p.start()
+        p.join(2)
+        alive = p.is_alive()
+        if alive:
+            p.kill()
+        return alive
+    return None
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_ranks_forked_child_call_is_not_blamed_on_a_rank_dependent_if():
+    run = bl.run(rank0_forks_a_child_that_calls_barrier, 2, timeout=1, deadline=15)
+    assert run.statuses == ["finished", "finished"] and run[0].value is True, run
+    d = run.diagnosis
+    text = str(d)
+    assert "forked a child process" in d.headline and "never runs" in d.headline, text
+    assert "rank 0 finished all the same, its own process having made no collective call" in d.headline, text
+    assert "reached by only some ranks" not in text and "rank-dependent" not in text, text

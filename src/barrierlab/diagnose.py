@@ -3085,11 +3085,11 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
     collective ... raise `deadline`"). The child holds a copy of the rank's process group, but not the threads
     that run its collectives: ProcessGroupGloo's constructor starts them (``runLoop``, ProcessGroupGloo.cpp), and
     fork copies only the thread that called it. The child's call is queued and never run, not even to the
-    timeout (measured: timeout 3 s, still inside at a deadline of 8 s)."""
-    if not f.failed:
-        return None
+    timeout (measured: timeout 3 s, still inside at a deadline of 8 s). A rank that finished all the same (it
+    waited for its child a while, then killed it) is told so too (review78d M4: the child's barrier was said to
+    be its rank's, "reached by only some ranks", with a rank-dependent `if` to look for)."""
     found: dict[int, Event] = {}
-    for r in f.failed:
+    for r in [res.rank for res in f.run.ranks]:
         calls = [e for e in f.run[r].events if e.kind in ("collective", "p2p") and e.in_child_process and e.never_left]
         if calls:
             found[r] = calls[0]
@@ -3113,6 +3113,13 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
     if stuck:
         each = "" if len(stuck) == 1 else "each "
         headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting on its child (for what it sends, or for it to end)."
+    done = [r for r in sorted(found) if f.run[r].status == FINISHED]
+    if done:
+        own = any(e.kind == "collective" and not e.in_child_process for r in done for e in f.run[r].events)
+        its = "its" if len(done) == 1 else "their"
+        headline += f" {rank_list(done)} finished all the same" + (
+            "." if own else f", {its} own process having made no collective call: the child's call was not {its}."
+        )
     evidence = [
         f"rank {r}'s {e.lane} entered {e.name} at {_t(f.run, e.start)}, at {where_text(e)}, and never left"
         for r, e in sorted(found.items())
