@@ -120,3 +120,30 @@ def test_a_finished_ranks_forked_child_call_is_not_blamed_on_a_rank_dependent_if
     assert "forked a child process" in d.headline and "never runs" in d.headline, text
     assert "rank 0 finished all the same, its own process having made no collective call" in d.headline, text
     assert "reached by only some ranks" not in text and "rank-dependent" not in text, text
+
+
+def irecv_dropped_before_a_barrier():
+    """review78d f43: rank 1's irecv handle is dropped at once; every rank then calls barrier."""
+    import torch
+    import torch.distributed as dist
+
+    rank, t = dist.get_rank(), torch.zeros(1)
+    if rank == 0:
+        dist.send(torch.ones(1), dst=1)
+    elif rank == 1:
+        dist.irecv(t, src=0)
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_an_irecv_never_waited_for_before_a_failing_barrier_is_named():
+    run = bl.run(irecv_dropped_before_a_barrier, 4, timeout=3, deadline=20)
+    assert run[1].status == "raised", run
+    d = run.diagnosis
+    text = str(d)
+    assert d.headline.startswith("rank 1's irecv from rank 0 at tests/test_diagnose_review78d_texts.py:"), text
+    assert "was never waited for, and the rank then failed in barrier #1" in d.headline, text
+    assert "although every rank made the same collective calls" in d.headline, text
+    assert d.advice.startswith("Keep the handle and wait on it: `work = dist.irecv(t, src=...)`"), text
+    assert "Read each failing rank's traceback" not in text, text
+    assert "the peer did not reach the matching call" not in text, text

@@ -2728,6 +2728,87 @@ def rule_isend_never_waited(f: Facts) -> Diagnosis | None:
     )
 
 
+def _dropped_irecv(f: Facts) -> tuple[int, Event, Event] | None:
+    """(rank, an irecv of its never waited for, the first later call of the rank that failed or never returned):
+    the first such irecv of a rank that did not finish (:func:`rule_irecv_never_waited`)."""
+    for r in f.failed:
+        events = f.run[r].events
+        waited = {e.of for e in events if e.kind == "wait" and e.of is not None}
+        for e in events:
+            if e.kind != "p2p" or e.name != "irecv" or e.error or e.id in waited or e.in_child_process:
+                continue
+            later = next(
+                (
+                    x
+                    for x in events
+                    if x.kind in ("collective", "p2p")
+                    and x.start > e.start
+                    and (x.error or x.end is None)
+                    and not x.in_child_process
+                ),
+                None,
+            )
+            if later is not None:
+                return r, e, later
+    return None
+
+
+def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
+    """A rank failed in a call made after an irecv of its that the record shows never waited for (review78d C4:
+    rank 1's `dist.irecv(t, src=0)` as a statement, then a barrier that timed out on ranks 1 and 3, told as "every
+    rank made the same collective calls … the peer did not reach the matching call", with "Read each failing
+    rank's traceback" for advice). An irecv's Work owns the buffer its message is received into
+    (ProcessGroupGloo.hpp: RecvWork holds the UnboundBuffer), so a handle dropped at once frees it while the
+    receive is posted. Measured (4 ranks, gloo, torch 2.13, timeout 3 s): rank 0 `send`s to rank 1, rank 1's
+    irecv handle is dropped, every rank then calls barrier: ranks 1 and 3 "Timed out waiting 3000ms for recv
+    operation"; an all_reduce instead of the barrier: all four ranks time out; the handle kept in a variable,
+    waited after the barrier or never: every rank finished, rank 1 with the message."""
+    if f.first_diff or f.split:
+        return None  # calls that differ explain a failure by themselves: other rules say so
+    found = _dropped_irecv(f)
+    if found is None:
+        return None
+    r, recv, later = found
+    src = recv.peer.get("src")
+    source = f" from rank {src}" if isinstance(src, int) else ""
+    how = "never returned from" if later.end is None else "failed in"
+    calls = f.calls.get(r, [])
+    which = f"{later.name} #{calls.index(later) + 1}" if later in calls else later.name
+    others = [q for q in f.failed if q != r]
+    also = f" ({rank_list(others)} did not finish either)" if others else ""
+    headline = (
+        f"rank {r}'s irecv{source} at {where_text(recv)} was never waited for, and the rank then {how} {which} "
+        f"at {where_text(later)}{also}, although every rank made the same collective calls. An irecv's Work "
+        "handle owns the buffer its message is received into; a handle dropped at once (`dist.irecv(...)` as a "
+        "statement, its result not kept) frees that buffer at once, whether or not its message has come, and on "
+        "gloo the rank's later calls can then wait until their timeout."
+    )
+    # the timeout's usual causes (a peer missing from the call, or in another) are not this run's (review78d C4)
+    timed_out = re.compile(r"^(.+) raised: gloo gave up after (\d+) ms waiting for a peer\b.*$")
+    evidence = [
+        f"rank {r}'s irecv{source} was made {_called_at(recv)}; the record shows no work.wait() of it",
+        f"rank {r} then made {which} {_called_at(later)} and {how} it",
+    ] + [
+        timed_out.sub(
+            r"\1 raised: gloo gave up after \2 ms waiting for a peer, although no call was missing or different: "
+            f"what the record shows before the timeout is rank {r}'s irecv never waited for",
+            line,
+        )
+        for line in _failure_evidence(f)
+    ]
+    return Diagnosis(
+        "irecv-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
+        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
+        "(dist.batch_isend_irecv returns them in a list) and wait() on each. Measured on gloo: the same program "
+        "with the handle kept in a variable finished on every rank.",
+        ranks=[r],
+        site=_site(recv),
+    )
+
+
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
     pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
@@ -3810,6 +3891,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_raised_by_itself,
     rule_unmatched_p2p,
     rule_group_setup_failed,
+    rule_irecv_never_waited,
     rule_same_calls,
 )
 
