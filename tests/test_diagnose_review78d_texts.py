@@ -64,6 +64,10 @@ def test_store_waits_stopped_at_the_deadline_are_not_said_to_have_timed_out():
     assert "ranks 0–2 were stopped at the deadline in store waits" in headline, headline
     assert "when the waits were stopped" in headline, headline
     assert "timed out" not in headline and " was " not in headline, headline
+    # review78d M2: the summary said "waited 0.000 s in all" of ranks stopped in their store waits
+    line = run.summary()
+    assert "s in store waits (store.wait/get), which those figures leave out" in line, line
+    assert all(seconds > 1.0 for seconds in run.waits().store_wait.values()), line
 
 
 def others_wait_for_rank_0s_key():

@@ -462,16 +462,20 @@ def measure(run, ends: Sequence[float | None] | None = None, *, starts: Sequence
 
 def _store_seconds(lane: Lane, events: list[Event], total: float) -> float:
     """Seconds the rank's own process spent in store calls that wait for a key, clipped to its active time (a
-    call never left counts until the rank ended, or the run did)."""
+    call never left counts until the rank ended, or the run did). A rank whose lane has no start (no call of its
+    own drawn, its function's start not known: stopped in its first store wait) is active from its first wait."""
+    waits = [e for e in events if e.kind == "store" and e.name in KEY_WAITS and not e.in_child_process]
+    if not waits:
+        return 0.0
     active = window(lane, total)
     if active is None:
-        return 0.0
+        first = min(e.start for e in waits)
+        active = (first, max(first, lane.end if lane.end is not None else total))
     spans = []
-    for e in events:
-        if e.kind == "store" and e.name in KEY_WAITS and not e.in_child_process:
-            a, b = max(e.start, active[0]), min(event_end(e, lane, total), active[1])
-            if b > a:
-                spans.append((a, b))
+    for e in waits:
+        a, b = max(e.start, active[0]), min(event_end(e, lane, total), active[1])
+        if b > a:
+            spans.append((a, b))
     return _union_length(spans)
 
 
