@@ -3199,7 +3199,11 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
         own = any(e.kind == "collective" and not e.in_child_process for r in done for e in f.run[r].events)
         its = "its" if len(done) == 1 else "their"
         headline += f" {rank_list(done)} finished all the same" + (
-            "." if own else f", {its} own process having made no collective call: the child's call was not {its}."
+            "."
+            if own
+            else f", {its} own process having made no collective call: the call was the child's, not the rank's."
+            if len(done) == 1
+            else ", their own processes having made no collective call: the calls were the children's, not the ranks'."
         )
     evidence = [
         f"rank {r}'s {e.lane} entered {e.name} at {_t(f.run, e.start)}, at {where_text(e)}, and never left"
