@@ -127,12 +127,16 @@ def test_a_finished_ranks_forked_child_call_is_not_blamed_on_a_rank_dependent_if
 
 
 def irecv_dropped_before_a_barrier():
-    """review78d f43: rank 1's irecv handle is dropped at once; every rank then calls barrier."""
+    """review78d f43: rank 1's irecv handle is dropped at once; every rank then calls barrier. Rank 0 sends after
+    the drop: sent at once, the message sometimes got through (a race), and every rank finished (2 runs of 11)."""
+    import time
+
     import torch
     import torch.distributed as dist
 
     rank, t = dist.get_rank(), torch.zeros(1)
     if rank == 0:
+        time.sleep(0.3)
         dist.send(torch.ones(1), dst=1)
     elif rank == 1:
         dist.irecv(t, src=0)

@@ -2759,10 +2759,11 @@ def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
     rank made the same collective calls … the peer did not reach the matching call", with "Read each failing
     rank's traceback" for advice). An irecv's Work owns the buffer its message is received into
     (ProcessGroupGloo.hpp: RecvWork holds the UnboundBuffer), so a handle dropped at once frees it while the
-    receive is posted. Measured (4 ranks, gloo, torch 2.13, timeout 3 s): rank 0 `send`s to rank 1, rank 1's
-    irecv handle is dropped, every rank then calls barrier: ranks 1 and 3 "Timed out waiting 3000ms for recv
-    operation"; an all_reduce instead of the barrier: all four ranks time out; the handle kept in a variable,
-    waited after the barrier or never: every rank finished, rank 1 with the message."""
+    receive is posted. Measured (4 ranks, gloo, torch 2.13, timeout 2-3 s): rank 0 `send`s to rank 1, rank 1's
+    irecv handle is dropped, every rank then calls barrier: ranks 1 and 3 "Timed out waiting …ms for recv
+    operation" in 9 runs of 11 (the other 2 finished: a race with the message), and in 9 runs of 9 when rank 0
+    sent 0.3 s after the drop; an all_reduce instead of the barrier: all four ranks timed out; the handle kept in
+    a variable, waited after the barrier or never: every rank finished (7 runs), rank 1 with the message."""
     if f.first_diff or f.split:
         return None  # calls that differ explain a failure by themselves: other rules say so
     found = _dropped_irecv(f)
@@ -2780,8 +2781,8 @@ def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
         f"rank {r}'s irecv{source} at {where_text(recv)} was never waited for, and the rank then {how} {which} "
         f"at {where_text(later)}{also}, although every rank made the same collective calls. An irecv's Work "
         "handle owns the buffer its message is received into; a handle dropped at once (`dist.irecv(...)` as a "
-        "statement, its result not kept) frees that buffer at once, whether or not its message has come, and on "
-        "gloo the rank's later calls can then wait until their timeout."
+        "statement, its result not kept) frees that buffer at once, and on gloo the rank's later calls can then "
+        "wait until their timeout (measured: every time the message was sent after the handle was dropped)."
     )
     # the timeout's usual causes (a peer missing from the call, or in another) are not this run's (review78d C4)
     timed_out = re.compile(r"^(.+) raised: gloo gave up after (\d+) ms waiting for a peer\b.*$")
