@@ -103,6 +103,15 @@ def every_rank_writes(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
 
 
+def every_rank_writes_its_own_file(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
+    """review78d M5: ranks 1-3 write files of their own (last1.pt ...), rank 0 last.pt; no file is shared."""
+
+    def on_save(rank, state, path, delay):
+        save_checkpoint(state, path if rank == 0 else path.replace("last.pt", f"last{rank}.pt"), delay)
+
+    return _loop(ckpt_dir, steps, save_every, save_delay, on_save)
+
+
 def solution(ckpt_dir, steps=4, save_every=2, save_delay=0.0):
     def on_save(rank, state, path, delay):
         if rank == 0:
@@ -333,6 +342,13 @@ def test_the_check_rejects_a_wrong_fix(wrong, says):
 def test_the_check_accepts_a_right_fix(right):
     verdict = nb03.check(right, seed=2)
     assert verdict.ok and verdict.message.startswith("✓"), verdict
+
+
+def test_ranks_writing_files_of_their_own_are_not_said_to_race_on_one():
+    message = nb03.check(every_rank_writes_its_own_file, seed=1).message
+    assert message.startswith("✗ not yet: ranks 1–3 wrote checkpoint files of their own"), message
+    assert "`last1.pt`, `last2.pt`, `last3.pt`" in message and "Only rank 0 should write" in message, message
+    assert "race" not in message and "one file" not in message, message
 
 
 def test_a_sleep_is_told_which_read_nothing_ordered_after_the_write():

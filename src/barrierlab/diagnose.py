@@ -101,8 +101,9 @@ _ERRORS = (
         re.compile(r"Rank (\d+) successfully reached monitoredBarrier"),
         "monitored barrier answer",
         "rank {0} reached the monitored barrier and waited for rank 0's answer, which rank 0 sends only once "
-        "every rank has arrived: rank 0 gave up on the ranks that never came (its own error names them), and "
-        "rank {0} gave up waiting for that answer; it did not fail by itself.",
+        "every rank has arrived; the answer never came (rank 0 gave up on ranks that never came, and its own "
+        "error names them, or rank 0 never reached the monitored barrier itself), and rank {0} gave up waiting "
+        "for it; it did not fail by itself.",
     ),
     (
         re.compile(r"Timed out waiting (\d+)ms"),
@@ -2823,6 +2824,88 @@ def rule_isend_never_waited(f: Facts) -> Diagnosis | None:
     )
 
 
+def _dropped_irecv(f: Facts) -> tuple[int, Event, Event] | None:
+    """(rank, an irecv of its never waited for, the first later call of the rank that failed or never returned):
+    the first such irecv of a rank that did not finish (:func:`rule_irecv_never_waited`)."""
+    for r in f.failed:
+        events = f.run[r].events
+        waited = {e.of for e in events if e.kind == "wait" and e.of is not None}
+        for e in events:
+            if e.kind != "p2p" or e.name != "irecv" or e.error or e.id in waited or e.in_child_process:
+                continue
+            later = next(
+                (
+                    x
+                    for x in events
+                    if x.kind in ("collective", "p2p")
+                    and x.start > e.start
+                    and (x.error or x.end is None)
+                    and not x.in_child_process
+                ),
+                None,
+            )
+            if later is not None:
+                return r, e, later
+    return None
+
+
+def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
+    """A rank failed in a call made after an irecv of its that the record shows never waited for (review78d C4:
+    rank 1's `dist.irecv(t, src=0)` as a statement, then a barrier that timed out on ranks 1 and 3, told as "every
+    rank made the same collective calls … the peer did not reach the matching call", with "Read each failing
+    rank's traceback" for advice). An irecv's Work owns the buffer its message is received into
+    (ProcessGroupGloo.hpp: RecvWork holds the UnboundBuffer), so a handle dropped at once frees it while the
+    receive is posted. Measured (4 ranks, gloo, torch 2.13, timeout 2-3 s): rank 0 `send`s to rank 1, rank 1's
+    irecv handle is dropped, every rank then calls barrier: ranks 1 and 3 "Timed out waiting …ms for recv
+    operation" in 9 runs of 11 (the other 2 finished: a race with the message), and in 9 runs of 9 when rank 0
+    sent 0.3 s after the drop; an all_reduce instead of the barrier: all four ranks timed out; the handle kept in
+    a variable, waited after the barrier or never: every rank finished (7 runs), rank 1 with the message."""
+    if f.first_diff or f.split:
+        return None  # calls that differ explain a failure by themselves: other rules say so
+    found = _dropped_irecv(f)
+    if found is None:
+        return None
+    r, recv, later = found
+    src = recv.peer.get("src")
+    source = f" from rank {src}" if isinstance(src, int) else ""
+    how = "never returned from" if later.end is None else "failed in"
+    calls = f.calls.get(r, [])
+    which = f"{later.name} #{calls.index(later) + 1}" if later in calls else later.name
+    others = [q for q in f.failed if q != r]
+    also = f" ({rank_list(others)} did not finish either)" if others else ""
+    headline = (
+        f"rank {r}'s irecv{source} at {where_text(recv)} was never waited for, and the rank then {how} {which} "
+        f"at {where_text(later)}{also}, although every rank made the same collective calls. An irecv's Work "
+        "handle owns the buffer its message is received into; a handle dropped at once (`dist.irecv(...)` as a "
+        "statement, its result not kept) frees that buffer at once, and on gloo the rank's later calls can then "
+        "wait until their timeout (measured: every time the message was sent after the handle was dropped)."
+    )
+    # the timeout's usual causes (a peer missing from the call, or in another) are not this run's (review78d C4)
+    timed_out = re.compile(r"^(.+) raised: gloo gave up after (\d+) ms waiting for a peer\b.*$")
+    evidence = [
+        f"rank {r}'s irecv{source} was made {_called_at(recv)}; the record shows no work.wait() of it",
+        f"rank {r} then made {which} {_called_at(later)} and {how} it",
+    ] + [
+        timed_out.sub(
+            r"\1 raised: gloo gave up after \2 ms waiting for a peer, although no call was missing or different: "
+            f"what the record shows before the timeout is rank {r}'s irecv never waited for",
+            line,
+        )
+        for line in _failure_evidence(f)
+    ]
+    return Diagnosis(
+        "irecv-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
+        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
+        "(dist.batch_isend_irecv returns them in a list) and wait() on each. Measured on gloo: the same program "
+        "with the handle kept in a variable finished on every rank.",
+        ranks=[r],
+        site=_site(recv),
+    )
+
+
 def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
     """Ranks did not finish and their point-to-point calls do not pair: the k-th send from rank A to rank B
     pairs with the k-th receive on B from A, and some send or receive has no partner (ring code whose
@@ -2942,7 +3025,16 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         return f"for {len(e.keys)} keys, of which no rank {verb} {keys_of(e)}"
 
     them = rank_list(sorted(waiting))
-    how = "was stopped at the deadline in" if run[rank].status == STOPPED else "timed out in"
+    # review78d C2: how the waits ended, said of every waiting rank ("ranks 0–3 was stopped … when the waits
+    # timed out" was said of four ranks the deadline stopped in their waits)
+    stopped = {run[r].status == STOPPED for r in waiting}
+    if stopped == {True}:
+        how = ("were" if len(waiting) > 1 else "was") + " stopped at the deadline in"
+        ended = "were stopped"
+    elif stopped == {False}:
+        how, ended = "timed out in", "timed out"
+    else:
+        how, ended = "timed out or were stopped at the deadline in", "ended"
     if held:
         k = len(f.calls[min(held)])
         call = held[min(held)]
@@ -2983,7 +3075,7 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         else:  # each rank's own keys (review46b C1: rank 1's were said to be rank 0's)
             each = "; ".join(f"rank {r} in store.{e.name} for {keys_of(e)}" for r, e in sorted(waiting.items()))
             # review71b M2: a key a waiter sets only after its own wait is not missing; the record cannot tell
-            headline = f"{them} {how} store waits for keys no rank had set when the waits timed out ({each})"
+            headline = f"{them} {how} store waits for keys no rank had set when the waits {ended} ({each})"
             advice = (
                 "Either no rank sets a key waited for on the path it takes (make sure some rank sets every key a rank "
                 "waits for, store.set/add, on every path), or a rank sets it only after a wait of its own for "
@@ -3171,11 +3263,11 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
     collective ... raise `deadline`"). The child holds a copy of the rank's process group, but not the threads
     that run its collectives: ProcessGroupGloo's constructor starts them (``runLoop``, ProcessGroupGloo.cpp), and
     fork copies only the thread that called it. The child's call is queued and never run, not even to the
-    timeout (measured: timeout 3 s, still inside at a deadline of 8 s)."""
-    if not f.failed:
-        return None
+    timeout (measured: timeout 3 s, still inside at a deadline of 8 s). A rank that finished all the same (it
+    waited for its child a while, then killed it) is told so too (review78d M4: the child's barrier was said to
+    be its rank's, "reached by only some ranks", with a rank-dependent `if` to look for)."""
     found: dict[int, Event] = {}
-    for r in f.failed:
+    for r in [res.rank for res in f.run.ranks]:
         calls = [e for e in f.run[r].events if e.kind in ("collective", "p2p") and e.in_child_process and e.never_left]
         if calls:
             found[r] = calls[0]
@@ -3199,6 +3291,17 @@ def rule_collective_in_forked_child(f: Facts) -> Diagnosis | None:
     if stuck:
         each = "" if len(stuck) == 1 else "each "
         headline += f" Meanwhile {'; '.join(stuck)}, {each}waiting on its child (for what it sends, or for it to end)."
+    done = [r for r in sorted(found) if f.run[r].status == FINISHED]
+    if done:
+        own = any(e.kind == "collective" and not e.in_child_process for r in done for e in f.run[r].events)
+        its = "its" if len(done) == 1 else "their"
+        headline += f" {rank_list(done)} finished all the same" + (
+            "."
+            if own
+            else f", {its} own process having made no collective call: the call was the child's, not the rank's."
+            if len(done) == 1
+            else ", their own processes having made no collective call: the calls were the children's, not the ranks'."
+        )
     evidence = [
         f"rank {r}'s {e.lane} entered {e.name} at {_t(f.run, e.start)}, at {where_text(e)}, and never left"
         for r, e in sorted(found.items())
@@ -3889,6 +3992,7 @@ RULE_TABLE: tuple[Rule, ...] = (
     rule_raised_by_itself,
     rule_unmatched_p2p,
     rule_group_setup_failed,
+    rule_irecv_never_waited,
     rule_same_calls,
 )
 
@@ -4347,11 +4451,25 @@ def _error_text(run: Run, message: str, waiting: set[int] = frozenset()) -> str:
     if not known:
         return f"“{_clip(message)}”"
     text = known[1]
+    if known[0] == "monitored barrier answer" and len(run.ranks) > 0:
+        text = _monitored_answer_text(run, known[1])
     if known[0] == "peer gone" and not run.linger:
         gone = [r.rank for r in run.ranks if (r.status == FINISHED or failed_by_itself(r)) and r.rank not in waiting]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
+
+
+def _monitored_answer_text(run: Run, text: str) -> str:
+    """The monitored barrier's answer that never came, said of what rank 0 did (review78d C1: a rank 0 that
+    skipped the barrier and finished was said to have given up on the others, with an error naming them)."""
+    zero = run[0]
+    mine = explain_error(zero.error_message or "") if zero.status == RAISED else None
+    if mine is not None and mine[0] == "monitored barrier":
+        why = "rank 0 gave up on the ranks that never came (its own error names them)"
+    else:
+        why = f"rank 0 never reached the monitored barrier itself (rank 0 {zero.status})"
+    return re.sub(r"the answer never came \(.*?\), and", f"the answer never came: {why}, and", text, count=1)
 
 
 _NO_SUCH_FILE = re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'\n]+)'")

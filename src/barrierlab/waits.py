@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from barrierlab.calls import GROUP_MAKERS, collective_calls
 from barrierlab.events import HANDOFF_KINDS, WAITING_KINDS, Event
+from barrierlab.ordering import KEY_WAITS
 
 #: A straggler's wait must be below the others' median by more than this many seconds...
 STRAGGLER_MIN_GAP = 0.020
@@ -109,6 +110,10 @@ class Waits:
     #: 'barrier #30001' when another rank was still in that call at the end and ``last_to_arrive`` never reached
     #: it: the rank did not arrive late, it never arrived (review56 M2: a stuck run called it "last to arrive")
     never_arrived: str | None = None
+    #: rank -> seconds in store calls that wait for a key (store.wait/get), which ``wait`` leaves out: a store
+    #: wait is a hand-off, not a collective (review78d M2: "waited 0.000 s in all" of ranks stopped after 9 s in
+    #: store.wait)
+    store_wait: Mapping[int, float] = field(default_factory=dict)
 
     def _not_read_note(self) -> str:
         return f" ({not_read(self.not_read)}; their waits are not counted)" if self.not_read else ""
@@ -157,6 +162,13 @@ class Waits:
         """One line: how long the ranks waited, and for whom."""
         idle = ", ".join(f"{100 * n.idle_fraction:.0f}%" for n in self.ranks.values())
         line = f"waited {self.wait_total:.3f} s in all (idle by rank: {idle}){self._not_read_note()}"
+        store = sum(self.store_wait.values())
+        if store >= 0.0005:
+            line = (
+                f"waited {self.wait_total:.3f} s in all in collectives, send/recv and work.wait() (idle by rank: "
+                f"{idle}){self._not_read_note()}, and {store:.3f} s in store waits (store.wait/get), which those "
+                "figures leave out"
+            )
         if self.straggler is not None:
             never = f" and it never arrived at {self.never_arrived}" if self.never_arrived is not None else ""
             return f"{line}; rank {self.straggler} was the straggler: the others waited for it{never}"
@@ -451,9 +463,32 @@ def measure(run, ends: Sequence[float | None] | None = None, *, starts: Sequence
     ``starts``) give when each rank's function ended (began): by default the last event's end (None if an
     event never ended) and the first event's start (0, the launch, if it has no events but an end).
     """
-    found = from_lanes(*lanes(run, ends, starts))
+    laid, total = lanes(run, ends, starts)
+    found = from_lanes(laid, total)
     dropped = {rank: str(d) for rank, d in (getattr(run, "events_dropped", None) or {}).items() if d}
-    return replace(found, not_read=dropped) if dropped else found
+    found = replace(found, not_read=dropped) if dropped else found
+    events = [r.events for r in run.ranks] if hasattr(run, "ranks") else list(run)
+    store = {lane.rank: _store_seconds(lane, own, total) for lane, own in zip(laid, events)}
+    return replace(found, store_wait=store) if any(store.values()) else found
+
+
+def _store_seconds(lane: Lane, events: list[Event], total: float) -> float:
+    """Seconds the rank's own process spent in store calls that wait for a key, clipped to its active time (a
+    call never left counts until the rank ended, or the run did). A rank whose lane has no start (no call of its
+    own drawn, its function's start not known: stopped in its first store wait) is active from its first wait."""
+    waits = [e for e in events if e.kind == "store" and e.name in KEY_WAITS and not e.in_child_process]
+    if not waits:
+        return 0.0
+    active = window(lane, total)
+    if active is None:
+        first = min(e.start for e in waits)
+        active = (first, max(first, lane.end if lane.end is not None else total))
+    spans = []
+    for e in waits:
+        a, b = max(e.start, active[0]), min(event_end(e, lane, total), active[1])
+        if b > a:
+            spans.append((a, b))
+    return _union_length(spans)
 
 
 def find_releases(found: list[Lane]) -> list[Release]:
