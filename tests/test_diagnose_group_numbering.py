@@ -40,7 +40,7 @@ def test_a_call_after_new_groups_has_the_ledgers_number_and_the_ranks_last_call_
     # C5: their last call was the barrier on their subgroup, made after the new_group calls
     assert (
         "ranks 0 and 1 never made a 1st collective call on the default group: they returned from the function after "
-        f"3 collective calls; their last was barrier #1 of the subgroup of ranks [0, 1] at "
+        f"1 collective call and 2 new_group calls; their last was barrier #1 of the subgroup of ranks [0, 1] at "
         f"tests/test_diagnose_group_numbering.py:{last}"
     ) in text, text
     assert "last was new_group" not in text, text
@@ -147,3 +147,22 @@ def test_the_ledger_marks_a_collective_torch_issued_that_failed():
     assert rows, ledger
     # D4: ranks 1 and 2 raised in it, and the row showed their all_reduce as if it had completed
     assert rows[-1].count(f"gradient all_reduce @ line {backward} (failed)") == 2, ledger
+
+
+def only_rank_0_reaches_a_barrier_after_two_new_groups():
+    import torch.distributed as dist
+
+    dist.new_group([0, 1])
+    dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_ranks_count_of_collective_calls_leaves_its_new_group_calls_apart():
+    """diag78b left "it returned from the function after 2 collective calls" for a rank whose only calls were two
+    new_group (no collective on the default group in torch 2.13): the count says so."""
+    run = bl.run(only_rank_0_reaches_a_barrier_after_two_new_groups, 2, timeout=3, live=False)
+    text = str(run.diagnosis)
+    assert "after 0 collective calls and 2 new_group calls" in text, text
+    assert "after 2 collective calls" not in text, text

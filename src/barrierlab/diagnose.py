@@ -32,6 +32,7 @@ import os
 import re
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -227,8 +228,16 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
     # the calls' own numbers, not how many were kept: a record cut in the middle keeps its first and last calls
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
     own = [e for e in calls if not e.in_child_process]  # a forked child's call is not its rank's (review61b M4)
-    n = max([len(own)] + [e.seq for e in own if isinstance(e.seq, int)])
+    # group-making calls are no collective of the default group on torch 2.13 (calls.GROUP_MAKERS) and are
+    # counted apart, as the ledger numbers them (review78d D1: "after 3 collective calls", two of them new_group)
+    makers = [e for e in own if e.name in GROUP_MAKERS]
+    made_before = [e.seq for e in makers if isinstance(e.seq, int)]
+    own = [e for e in own if e.name not in GROUP_MAKERS]
+    n = max([len(own)] + [e.seq - sum(m < e.seq for m in made_before) for e in own if isinstance(e.seq, int)])
     after = f"after {n} collective call{'s' if n != 1 else ''}"
+    if makers:
+        named = Counter(e.name for e in makers)
+        after += " and " + " and ".join(f"{k} {name} call{'s' if k != 1 else ''}" for name, k in named.items())
     if result.events_lost:  # review56 C1: its calls are unknown, not none
         after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
     entries = [e for e in flight or () if not e.p2p]
