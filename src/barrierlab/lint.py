@@ -54,7 +54,7 @@ Finding kinds:
   rank meets alike): only the ranks whose ``try`` raised run it. Names a handler assigns (``failed = True``) are
   rank-dependent, so ``finally: if not failed: barrier()`` is a ``branch``.
 * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
-  where ``x`` adds up per-rank values or is a numpy value. See :class:`_Agreement`.
+  where ``x`` adds up per-rank values or is a numpy scalar whose type a rank test picks. See :class:`_Agreement`.
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
 * ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
   on every rank but the root). See :class:`_Agreement`.
@@ -1192,7 +1192,9 @@ while loss > 1e-3), or a value computed from the batch of a for loop over a data
 shard), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
 function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
-value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
+value) or is a numpy scalar whose type a test on the rank picks (np.float32(a) if rank == 0 else
+np.float64(b), in place or through a name): its type, so the dtype, may differ per rank (a numpy call alone,
+np.mean(...), is not reported). size-mismatch also: an all_gather
 (torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
 token batch (batch["input_ids"], attention_mask...) or of sequences from model.generate(...) not padded
 across processes first. group-rank: dst/src of gather, reduce, scatter or
@@ -10667,7 +10669,8 @@ class _Agreement:
       members of a group that does not hold that global rank raise, or the call waits for a rank that never
       joins (vLLM PR #2528, pytorch PR #118359);
     * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
-      where ``x`` is an accumulator that adds up per-rank values (``self.total += value``) or a numpy value: its
+      where ``x`` is an accumulator that adds up per-rank values (``self.total += value``) or a numpy scalar whose
+      type a test on the rank picks (``np.float32(a) if rank == 0 else np.float64(b)``): its
       Python type, and so the tensor's dtype, can differ between ranks (an int on one, a float or a numpy
       ``float64``/``bool_`` on another), and the collective then fails on a byte-count mismatch or hangs
       (ms-swift issue #9550);
