@@ -54,7 +54,7 @@ Finding kinds:
   rank meets alike): only the ranks whose ``try`` raised run it. Names a handler assigns (``failed = True``) are
   rank-dependent, so ``finally: if not failed: barrier()`` is a ``branch``.
 * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
-  where ``x`` adds up per-rank values or is a numpy value. See :class:`_Agreement`.
+  where ``x`` adds up per-rank values or is a numpy scalar whose type a rank test picks. See :class:`_Agreement`.
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
 * ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
   on every rank but the root). See :class:`_Agreement`.
@@ -1192,7 +1192,9 @@ while loss > 1e-3), or a value computed from the batch of a for loop over a data
 shard), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
 function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
-value) or is a numpy value: its type, so the dtype, may differ per rank. size-mismatch also: an all_gather
+value) or is a numpy scalar whose type a test on the rank picks (np.float32(a) if rank == 0 else
+np.float64(b), in place or through a name): its type, so the dtype, may differ per rank (a numpy call alone,
+np.mean(...), is not reported). size-mismatch also: an all_gather
 (torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
 token batch (batch["input_ids"], attention_mask...) or of sequences from model.generate(...) not padded
 across processes first. group-rank: dst/src of gather, reduce, scatter or
@@ -1221,7 +1223,8 @@ any of the body runs; put the with block around the code that consumes the gener
 loss.backward() returns, under a branch on its data (if labels.numel() == 0:), a tensor made from constants
 (torch.tensor(0.0, requires_grad=True), torch.zeros(())): on a rank that takes the branch the backward skips
 what it makes on the others (DDP's gradient all_reduce); return a zero built from the model's outputs.
-every-rank-mkdir: a function every rank runs makes one folder, the same path on every rank, with
+every-rank-mkdir: a function every rank runs (or a script's top level that calls init_process_group) makes one
+folder, the same path on every rank, with
 os.makedirs(path) or Path(path).mkdir() without exist_ok=True (a check that it is missing first is no guard):
 all but the first rank raise FileExistsError; pass exist_ok=True.
 group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given ranks built from the rank
@@ -1231,8 +1234,8 @@ in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce
 position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
 file sets (set, add, compare_set), and a store wait cycle between branches (each waits for a key the other sets
 after its own wait). p2p-unmatched: a send/recv (isend, irecv, object variants) to or from a peer the code names
-(src=0) when that peer's way through the same function, its tests on the rank evaluated on the world size the
-file states (else 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
+(src=0) when that peer's way through the same function (or the same script's top level), its tests on the rank
+evaluated on the world size the file states (else 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
 
@@ -6700,14 +6703,56 @@ def _explain(
     if site.callee is not None:
         kind = "hidden-collective"
         callee = site.callee if site.callee.endswith((")", '"')) else f"{site.callee}()"  # len(x), f"{x}"
+        verb = "call"
+        if _property_read(site.node):  # review79l C3: a @property read; `m.total()` would call its value
+            callee, verb = site.callee, "read"
         why = f"`{callee}` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
         if reason in ("branch", "decorator"):
-            fix = f"call `{callee}` on every rank and keep only its rank-specific work under `{cond}`"
+            fix = f"{verb} `{callee}` on every rank and keep only its rank-specific work under `{cond}`"
         elif reason == "early-exit":
-            fix = f"call `{callee}` on every rank before any rank leaves"
+            fix = f"{verb} `{callee}` on every rank before any rank leaves"
     elif site.advice:
         fix += f"; {site.advice}"
     return kind, why, fix
+
+
+_NUMPY_SCALARS = frozenset(
+    {"float16", "float32", "float64", "half", "single", "double", "longdouble", "int8", "int16", "int32", "int64"}
+    | {"uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128", "intc", "intp"}
+)
+
+
+def _scalar_type(node: ast.expr) -> str | None:
+    """The type a value visibly has: ``np.float32(x)``/``x.astype(np.float32)`` a numpy.float32, a literal or
+    ``float(x)`` its Python type; None when lint cannot tell (``np.mean(x)`` follows ``x``'s dtype)."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool, complex):
+        return type(node.value).__name__
+    if not isinstance(node, ast.Call):
+        return None
+    written = _dotted(node.func) or ""
+    head, _, name = written.partition(".")
+    if head in ("np", "numpy") and name in _NUMPY_SCALARS:
+        return f"numpy.{name}"
+    if written in ("float", "int", "bool", "complex"):
+        return written
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and len(node.args) == 1:
+        dtype = _dotted(node.args[0]) or ""
+        head, _, name = dtype.partition(".")
+        if head in ("np", "numpy") and name in _NUMPY_SCALARS:
+            return f"numpy.{name}"
+    return None
+
+
+def _property_read(node: ast.AST) -> bool:
+    """Whether ``node`` is the call :meth:`_Analysis.property_call` makes for reading a ``@property``
+    (``m.total``): a call without arguments that ends where its attribute ends (no parentheses written)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and not node.args
+        and not node.keywords
+        and (node.end_lineno, node.end_col_offset) == (node.func.end_lineno, node.func.end_col_offset)
+    )
 
 
 def _object_name(obj: Any) -> str | None:
@@ -6906,14 +6951,17 @@ class _Walker:
         """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
         branch together: decided by running the enclosing function on sample world sizes (see _Ranks)."""
         call = site.node
-        if self.scope not in self.an.table:
+        if self.scope is not None and self.scope not in self.an.table:
             return False
         group = next((k.value for k in call.keywords if k.arg == "group"), None)
         if site.callee is not None:
             group = self._helper_group(call)
         if group is None:
             return False
-        func = self.an.table[self.scope]
+        if self.scope is None:  # review79l C1: a script's top level, run by the interpreter as a function's body
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
         return _Ranks(self.an, func).agrees(test, group)
 
     def _helper_group(self, call: ast.Call) -> ast.expr | None:
@@ -8859,11 +8907,18 @@ class _Order:
         if read is not None and read in self.writes:
             entry = self.writes[read]
             write, where, how = entry
-            if where != ctx[: len(where)]:  # not the writing ranks themselves, after their own write
+            if where != ctx[: len(where)] and not self._own_file(write):  # not the writers, after their write
                 pending = next((u for u in self.unwaited if u[2]["writes"].get(read) is entry), None)
                 self._race(call, read, write, where, how, pending)
         if ctx and self.peer_writes:
             self._peer_read(call, full, ctx)
+
+    def _own_file(self, write: ast.Call) -> bool:
+        """Whether the path ``write`` writes names the rank (``f"cache{rank}.pt"``): each rank that reads the same
+        path text reads its own file, which no other rank writes (review79l C2: `if not os.path.exists(path):
+        torch.save(x, path)`, then `torch.load(path)`, on a path of each rank's own)."""
+        nodes = self.an._changed_paths(write, self.unit)
+        return bool(nodes) and self.an.mentions_rank(nodes[0], self.taint, self.laundered, files=False)
 
     def _peer_write(self, call: ast.Call, ctx: tuple[str, ...], path: str, how: str) -> None:
         """A write to a path of this rank's own in a folder of every rank's (``os.path.join(folder, f"s{rank}")``):
@@ -10614,7 +10669,8 @@ class _Agreement:
       members of a group that does not hold that global rank raise, or the call waits for a rank that never
       joins (vLLM PR #2528, pytorch PR #118359);
     * ``dtype-mismatch`` - ``torch.tensor(x)`` without ``dtype=`` handed to an all_reduce/all_gather/broadcast,
-      where ``x`` is an accumulator that adds up per-rank values (``self.total += value``) or a numpy value: its
+      where ``x`` is an accumulator that adds up per-rank values (``self.total += value``) or a numpy scalar whose
+      type a test on the rank picks (``np.float32(a) if rank == 0 else np.float64(b)``): its
       Python type, and so the tensor's dtype, can differ between ranks (an int on one, a float or a numpy
       ``float64``/``bool_`` on another), and the collective then fails on a byte-count mismatch or hangs
       (ms-swift issue #9550);
@@ -11649,6 +11705,8 @@ class _Agreement:
         evidence = self._group_local(rank, group_text, nodes, unit)
         if evidence is None:
             return
+        if key is None:  # review79l M1: a script's top level is no function
+            evidence = evidence.replace("the function tests", "the script's top level tests")
         shown = unit.text(rank)
         why = (
             f"`{word}={shown}` is a rank within `{group_text}` ({evidence}), but torch.distributed takes `{word}` as a "
@@ -11818,9 +11876,10 @@ class _Agreement:
     ) -> str | None:
         """Why the Python type of ``value``'s elements may differ between ranks, or None if lint sees a fixed one.
         An element converted with ``float(...)``, ``int(...)``, ``bool(...)`` or ``complex(...)`` has that type."""
+        chosen = self._numpy_choice(value, key, nodes, unit)
+        if chosen is not None:
+            return chosen
         for node in _walk_unconverted(value):
-            if isinstance(node, ast.Call) and (_dotted(node.func) or "").split(".")[0] in ("np", "numpy"):
-                return f"`{unit.text(node)}` is a numpy value (numpy scalars keep their own dtype)"
             if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(getattr(node, "ctx", None), ast.Del):
                 written = _dotted(node)
                 if written is None or (isinstance(node, ast.Attribute) and not written.startswith("self.")):
@@ -11828,6 +11887,30 @@ class _Agreement:
                 source = self._accumulated(written, key, nodes, self_class)
                 if source is not None:
                     return f"`{written}` adds up per-rank values (`{unit.text(source)}`, line {source.lineno + unit.offset})"
+        return None
+
+    def _numpy_choice(
+        self, value: ast.expr, key: str | None, nodes: list[ast.AST], unit: _Unit, depth: int = 0
+    ) -> str | None:
+        """Why ``value`` holds a numpy value whose type a test on the rank picks: ``np.float32(a) if rank == 0 else
+        np.float64(b)``, written in place or assigned once to a name it reads (review79l C5). A numpy call alone is
+        not enough: ``np.mean(np.ones(3) * rank)`` is a numpy.float64 on every rank (review79l C4)."""
+        taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
+        for node in _walk_unconverted(value):
+            if isinstance(node, ast.IfExp) and self.an.mentions_rank(node.test, taint, files=False):
+                kinds = [_scalar_type(node.body), _scalar_type(node.orelse)]
+                if None not in kinds and kinds[0] != kinds[1] and any(k.startswith("numpy.") for k in kinds):
+                    return (
+                        f"`{unit.text(node)}` (line {node.lineno + unit.offset}) is a {kinds[0]} on the ranks where "
+                        f"`{unit.text(node.test)}` is true and a {kinds[1]} on the others (numpy scalars keep their "
+                        "own dtype)"
+                    )
+            if isinstance(node, ast.Name) and depth < 3:
+                assigned = [v for names, v, i in self._pairs(nodes) if node.id in names and i is None]
+                if len(assigned) == 1 and assigned[0] is not value:
+                    found = self._numpy_choice(assigned[0], key, nodes, unit, depth + 1)
+                    if found is not None:
+                        return f"`{node.id}`, {found}"
         return None
 
     def _accumulated(self, written: str, key: str | None, nodes: list[ast.AST], self_class: str | None) -> Any:
@@ -12106,15 +12189,16 @@ class _SharedMakes:
         self.an = an
 
     def run(self) -> None:
-        if not self.an.reach:
+        tops = [f for f in _top_levels(self.an) if _starts_group(f.node.body)]
+        if not self.an.reach and not tops:
             return  # no collective in the file: not a program whose ranks lint can tell apart
-        for func in self.an.funcs:
+        for func in [*self.an.funcs, *tops]:
             if not func.unit.report:
                 continue
             made = [(c, p) for c in _own_nodes(func.node.body) if isinstance(c, ast.Call) and (p := self._made(c))]
             if not made or not self._on_every_rank(func):  # the call sites are looked up only for a maker
                 continue
-            taint = self.an.func_taint.get(func.key, set())
+            taint = self.an.func_taint.get(func.key, set()) if func.key != _TOP else self.an.module_taint
             parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
             for call, path in made:
                 if self.an.mentions_rank(path, taint, files=False):
@@ -12125,6 +12209,8 @@ class _SharedMakes:
 
     def _on_every_rank(self, func: _Func) -> bool:
         key = func.key
+        if key == _TOP:  # a script whose top level starts the process group: every rank runs it (review79l M1)
+            return _starts_group(func.node.body)
         if self.an.called_only_under_rank_test(key):
             return False
         if key in self.an.reach:
@@ -12180,8 +12266,9 @@ class _SharedMakes:
         if id(call) in self.an.found:
             return
         shown = unit.text(path)
+        runs = "the script's top level" if func.key == _TOP else f"`{func.key}`"
         why = (
-            f"every rank runs `{func.key}` and makes the folder `{shown}`, the same path on every rank, where the "
+            f"every rank runs {runs} and makes the folder `{shown}`, the same path on every rank, where the "
             "folder must not exist yet: the first rank to make it succeeds and the others raise FileExistsError "
             "(after a check that it is missing, whenever two ranks pass the check before either makes it: MONAI "
             "#2374), while the first waits for them in its next collective"
@@ -12477,11 +12564,13 @@ class _GroupArguments:
                 why = (
                     f"`{shown}` differs between ranks, but torch wants every rank of the world to call {name} with "
                     "the same arguments, in the same order (members of the group or not): ranks that pass different "
-                    "ranks build groups that do not agree, so a rank waits in the group's creation or in its next "
-                    "collective until the timeout (barrierlab run on 3 ranks of `ranks = [0, 1] if rank < 2 else "
-                    "[0, 1, 2]`: rank 2 waited in new_group until the deadline and ranks 0 and 1 timed out; on 4 "
-                    "ranks of `new_group([rank // 2 * 2, rank // 2 * 2 + 1])`: rank 2 waited in new_group and rank 3 "
-                    "failed)"
+                    "ranks build groups that do not agree: torch names a group by how many groups the rank made "
+                    "before it, not by its members, so each rank's n-th group meets the others' n-th groups in one "
+                    "rendezvous whatever ranks they hold, and a rank can wait in the group's creation or its next "
+                    "collective until the timeout, fail when a rank it connected to ends its process ('Connection "
+                    "reset by peer'), or finish; which rank does which changes from run to run (barrierlab run of "
+                    "one such program on 3 and 4 ranks ended each of these ways in different runs), and a list "
+                    "naming a rank outside the world raises ValueError at once"
                 )
                 fix = (
                     f"pass the same {('ranks' if name == 'new_group' else 'arguments')} on every rank (make every "
@@ -13099,9 +13188,14 @@ class _PointToPoint:
             found = True
             if func.unit.report:
                 self._handles(func, calls)
-        if not found:
+        tops = _top_levels(self.an)
+        if not found and not any(
+            isinstance(c, ast.Call) and self._p2p_kind(c, f.unit) in _P2P_KIND
+            for f in tops
+            for c in _own_nodes(f.node.body)
+        ):
             return
-        for func in self.an.funcs:
+        for func in [*self.an.funcs, *tops]:  # a script's top level too (review79l M1)
             if func.unit.report:
                 self._peers(func)
 
@@ -13374,13 +13468,14 @@ class _PointToPoint:
         if id(call) in self.an.found:
             return
         unit = func.unit
+        where = "the script's top level" if func.key == _TOP else f"`{func.key}`"
         made = sorted({f"{k} ({'any' if p is None else p})" for k, p, _ in theirs})
         did = f"only {', '.join(made)}" if made else "no point-to-point call"
         states = f"the world size the file states ({world})" if self.an.world_size else f"{world} ranks"
         if kind == "recv":
             why = (
                 f"on {states}, rank {rank} waits here for a message from rank {peer}, but rank {peer}'s way "
-                f"through `{func.key}` (its tests on the rank evaluated) makes {did}, no send to rank {rank}: the "
+                f"through {where} (its tests on the rank evaluated) makes {did}, no send to rank {rank}: the "
                 f"receive waits until the timeout, or fails on gloo when rank {peer} ends its process ('Connection "
                 "closed by peer')"
             )
@@ -13388,7 +13483,7 @@ class _PointToPoint:
         else:
             why = (
                 f"on {states}, rank {rank} sends here to rank {peer}, but rank {peer}'s way through "
-                f"`{func.key}` (its tests on the rank evaluated) makes {did}, no receive from rank {rank}: nothing "
+                f"{where} (its tests on the rank evaluated) makes {did}, no receive from rank {rank}: nothing "
                 "takes the message, so a blocking send (or the wait of an isend) waits until the timeout on gloo, or "
                 f"fails when rank {peer} ends its process"
             )
@@ -14054,6 +14149,32 @@ class _Ranks:
             groups = [_Group(frozenset(r)) for r in lists]
             return next((g for g in groups if self.rank in g.members), None), groups
         return _OPAQUE
+
+
+#: The key of :func:`_top_levels`' functions (a space: no function of a file has it).
+_TOP = " module"
+
+
+def _top_levels(an: _Analysis) -> list[_Func]:
+    """Each reported unit's top level as a function without parameters (key :data:`_TOP`), for the checks that
+    look at one function's body at a time (review79l M1: a script's top-level mkdir and recv were not looked at)."""
+    return [  # not a notebook's cells: one cell's send can pair with another cell's recv
+        _Func(_TOP, _module_function(u.tree), u, None, None)
+        for u in an.units
+        if u.report and u.prefix is None and u.cell is None
+    ]
+
+
+def _starts_group(body: list[ast.stmt]) -> bool:
+    """Whether ``body``'s own code (not a function it defines) calls init_process_group: each rank runs it."""
+    return any(isinstance(n, ast.Call) and _terminal(n.func) == "init_process_group" for n in _own_nodes(body))
+
+
+def _module_function(tree: ast.Module) -> ast.FunctionDef:
+    """The top level of a module as the body of a function without parameters (for :class:`_Ranks`, which runs
+    a function's body: a script's ``g = new_group([0, 1])`` ... ``if rank < 2: all_reduce(t, group=g)``)."""
+    args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    return ast.FunctionDef(name=" module", args=args, body=tree.body, decorator_list=[], returns=None, type_params=[])
 
 
 class _Return(Exception):
