@@ -2752,6 +2752,54 @@ def _caught_raises(stmt: ast.Try) -> set[int]:
 _NOT_OWN_ERRORS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"})
 
 
+def _filtered_messages(handler: ast.ExceptHandler) -> list[str]:
+    """The texts a handler's first statement asks the error's message for, re-raising the rest: ``if "no
+    samples" not in str(error): raise`` (``and``-ed/``or``-ed texts too); empty otherwise."""
+    if handler.name is None or not handler.body:
+        return []
+    first = handler.body[0]
+    if not (isinstance(first, ast.If) and not first.orelse and _reraises(first.body)):
+        return []
+    tests = (
+        first.test.values if isinstance(first.test, ast.BoolOp) and isinstance(first.test.op, ast.And) else [first.test]
+    )
+    texts = []
+    for test in tests:
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.NotIn)
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+            and test.left.value
+        ):
+            return []
+        message = test.comparators[0]
+        if not (
+            isinstance(message, ast.Call)
+            and _terminal(message.func) == "str"
+            and len(message.args) == 1
+            and isinstance(message.args[0], ast.Name)
+            and message.args[0].id == handler.name
+        ):
+            return []
+        texts.append(test.left.value)
+    return texts
+
+
+def _raise_messages(node: ast.Raise) -> list[str]:
+    """The literal text of a ``raise``'s message (the parts of an f-string written out)."""
+    exc = node.exc
+    if not (isinstance(exc, ast.Call) and exc.args):
+        return []
+    first = exc.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return [first.value]
+    if isinstance(first, ast.JoinedStr):
+        return [v.value for v in first.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return []
+
+
 def _always_raises(body: list[ast.stmt]) -> bool:
     """Whether every path through ``body`` reaches a ``raise`` or an exit call."""
     for stmt in body:
@@ -3280,6 +3328,7 @@ class _Analysis:
         self.units = units
         self.module = module
         self.funcs: list[_Func] = []
+        self._off_alone: dict[str, bool] = {}  # turned_off_by_constants of a call handing no constants, per callee
         self.table: dict[str, _Func] = {}
         self.found: _Found = _Found()
         self.rank_funcs: set[str] = set()
@@ -4848,7 +4897,14 @@ class _Analysis:
         (round 19: YOLOv5's ``create_dataloader(..., rank=-1)`` enters ``torch_distributed_zero_first(rank)``,
         whose barriers sit under ``local_rank not in (-1, 0)`` and ``local_rank == 0``: no barrier)."""
         given = self._constants_passed(call, key, {})
-        return bool(given) and self._off_with(key, given, 0)
+        if given:
+            return self._off_with(key, given, 0)
+        # no constant handed in: the callee's own calls may hand theirs (run_glue's ``evaluate()`` calls
+        # ``load_and_cache_examples(args, evaluate=True)``, whose barriers sit under ``not evaluate``: round 31)
+        if key not in self._off_alone:
+            self._off_alone[key] = False  # a function reaching itself
+            self._off_alone[key] = self._off_with(key, {}, 0)
+        return self._off_alone[key]
 
     def _constants_passed(self, call: ast.Call, key: str, known: dict[str, object]) -> dict[str, object]:
         """The parameters of ``key`` that ``call`` passes a literal (or a name of ``known``, the caller's own
@@ -6106,7 +6162,7 @@ class _Analysis:
                 self.func_inherited[func.key] = inherited
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 self._find_rng_seeder(func.key, own[func.key], taint)
-                attrs |= {n for n in taint if "." in n}
+                attrs |= {n for n in taint if "." in n} - self._settled_attributes(func, own[func.key], taint)
                 attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
@@ -6121,6 +6177,33 @@ class _Analysis:
                     )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _settled_attributes(self, func: _Func, nodes: list[ast.AST], taint: set[str]) -> set[str]:
+        """The attributes (``trainer.should_stop``, ``self.stop``) that ``func`` leaves the same on every rank
+        whatever it did to them before: its last write of the attribute is a statement of the function's own
+        body (under no ``if``, loop or ``try``) assigning a value an all-reduce or broadcast made equal (sleap-nn's
+        ``trainer.should_stop = bool(decision.item())`` after ``all_reduce(decision, op=MAX)``, round 41), and no
+        ``return`` or ``yield`` before it lets a rank out with the old value. Inside ``func`` the attribute
+        stays rank-dependent (taint is not ordered by line); the callers see the settled value."""
+        laundered = self.laundered.get(func.key)
+        if not laundered or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
+            return set()
+        settled: set[str] = set()
+        body = func.node.body
+        for index, stmt in enumerate(body):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            name = _dotted(stmt.targets[0])
+            if not name or "." not in name or name not in taint:
+                continue
+            if self.mentions_rank(stmt.value, taint, laundered):
+                continue
+            if name in _changed_names(body[index + 1 :]):
+                continue
+            if any(isinstance(n, ast.Return) for n in _own_nodes(body[:index])):
+                continue
+            settled.add(name)
+        return settled
 
     def _find_rng_seeder(self, key: str | None, nodes: list[ast.AST], taint: set[str]) -> None:
         """Remember the first call that seeds a global random state with a value that differs between ranks
@@ -7084,6 +7167,9 @@ class _Walker:
                     self.flag(traced, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
             swallowing = next((h for h in stmt.handlers if _swallows(h)), None)
             if swallowing is not None and not mirrored:
+                narrowed = self._message_raises(stmt, swallowing, per)
+                if narrowed is not None:
+                    skipped = narrowed
                 # A rank whose own work in the body raises jumps to a handler that goes on: it skips the body's
                 # collectives after that point (and the `else`), which the other ranks make.
                 text = f"except {self.unit.text(swallowing.type) if swallowing.type else ''}".strip()
@@ -7102,6 +7188,70 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
+        """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
+        (``if "no samples" not in str(error): raise``), when every ``raise`` of the file with that text in its
+        message is in the ``try`` body or in a function of the file that a statement of the body calls, after all
+        of that function's collectives: the collectives a rank can skip by that error, those of the body's
+        statements after the one that raises. DeepForest's metric (round 41) raises its "no samples" error from
+        ``compute()`` only after both all-gathers, from values every rank gathered alike. None when the handler
+        is not of that shape or a matching ``raise`` is elsewhere (a library's error, or deeper in the file)."""
+        texts = _filtered_messages(handler)
+        if not texts:
+            return None
+        raises = [
+            (func, node)
+            for func in self.an.funcs
+            for node in _own_nodes(func.node.body)
+            if isinstance(node, ast.Raise) and any(t in m for m in _raise_messages(node) for t in texts)
+        ]
+        direct = [
+            n
+            for n in _own_nodes(stmt.body)
+            if isinstance(n, ast.Raise) and any(t in m for m in _raise_messages(n) for t in texts)
+        ]
+        if not raises and not direct:
+            return None
+        starts: list[int] = []
+        for index, part in enumerate(stmt.body):
+            if any(n in direct for n in _own_nodes([part])):
+                starts.append(index)
+        for func, node in raises:
+            if node in direct:
+                continue
+            body = func.node.body
+            top = next((i for i, part in enumerate(body) if any(n is node for n in _own_nodes([part]))), None)
+            if top is None or any(self._reaches_collective(part, func) for part in body[top:]):
+                return None
+            callers = [
+                index
+                for index, part in enumerate(stmt.body)
+                if any(
+                    isinstance(n, ast.Call)
+                    and (found := self.an.classify(n, self.unit, self.self_class, self.scope)) is not None
+                    and found.kind == "call"
+                    and found.target == func.key
+                    for n in _own_nodes([part])
+                )
+            ]
+            if not callers:
+                return None
+            starts.append(min(callers) + 1)
+        first = min(starts)
+        return [item for items in per[first:] for item in items]
+
+    def _reaches_collective(self, stmt: ast.stmt, func: _Func) -> bool:
+        """Whether ``stmt`` of ``func`` makes a collective or calls a function of the file that reaches one."""
+        for node in _own_nodes([stmt]):
+            if not isinstance(node, ast.Call):
+                continue
+            if _terminal(node.func) in COLLECTIVES:
+                return True
+            found = self.an.classify(node, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
+                return True
+        return False
 
     def _works_before_collective(self, call: ast.Call) -> bool:
         """Whether a function of the file that ``call`` reaches does work of its own (:func:`_does_work`) before
@@ -7794,6 +7944,8 @@ class _Walker:
                 built = self._returned_length(node, depth)
             if built is None:
                 built = self._yielded_length(node, depth)
+            if built is None:
+                built = self._steady_yields(node)
             if built is not None:
                 return built
             if (
@@ -8158,6 +8310,75 @@ class _Walker:
             except _UncountedArgument:
                 return None
             return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+
+    def _steady_yields(self, call: ast.Call) -> Any:
+        """``"uniform"`` when ``call`` calls a generator of the file (a method of an object built from a class of
+        the file too) whose number of yields is decided by nothing that differs between ranks, judged in the
+        generator's own scope: every ``yield`` is a statement under loops and ``with`` only (no ``if``, no
+        ``try``); each enclosing ``for`` runs over, and each ``while`` tests, values that are the same on every
+        rank; and every ``break``, ``continue``, ``return`` and ``raise`` sits under tests that are the same on
+        every rank (names an all-reduce or broadcast made equal count from the line after it), the generator's
+        parameters rank-dependent where this call passes rank-dependent arguments. gpt-oss's ``generate()``
+        (round 41): the object holds the rank's weight shard and sampler, but the token that ends the loop is
+        the one rank 0 broadcast. None otherwise."""
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if func is None:
+            return None
+        nodes = list(_own_nodes(func.node.body))
+        if not any(isinstance(n, ast.Yield) for n in nodes) or any(
+            isinstance(n, (ast.YieldFrom, ast.Try)) for n in nodes
+        ):
+            return None
+        args = func.node.args
+        if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        if params[:1] == ["self"] and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        given = dict(zip(params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        if any(k.arg is None for k in call.keywords):
+            return None
+        ranked = {p for p, a in given.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        taint = (self.an.func_taint.get(func.key, set()) - set(params)) | ranked
+        laundered = self.an.laundered.get(func.key)
+
+        def rank(expr: ast.expr) -> bool:
+            return self.an.mentions_rank(expr, taint, laundered)
+
+        def steady(stmts: list[ast.stmt], tests: list[ast.expr], looped: bool) -> bool:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                if isinstance(stmt, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+                    if any(rank(t) for t in tests):
+                        return False
+                    continue
+                if isinstance(stmt, ast.If):
+                    if any(isinstance(n, ast.Yield) for n in _own_nodes([stmt])):
+                        return False
+                    if not steady(stmt.body + stmt.orelse, [*tests, stmt.test], looped):
+                        return False
+                    continue
+                if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                    head = stmt.test if isinstance(stmt, ast.While) else stmt.iter
+                    if rank(head) or stmt.orelse or any(rank(t) for t in tests):
+                        return False
+                    if not steady(stmt.body, tests, True):
+                        return False
+                    continue
+                if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                    if not steady(stmt.body, tests, looped):
+                        return False
+                    continue
+                if any(isinstance(n, ast.Yield) for n in _own_nodes([stmt])) and not (
+                    isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Yield)
+                ):
+                    return False  # a yield inside an expression: conditional or repeated
+            return True
+
+        return "uniform" if steady(func.node.body, [], False) else None
 
     def _returned_length(self, call: ast.Call, depth: int) -> Any:
         """``"uniform"`` when a function of the file (not a method) returns, from its one ``return``, an expression
