@@ -5209,3 +5209,53 @@ def test_a_helper_whose_own_call_hands_a_constant_that_turns_its_barriers_off_is
         "load_and_cache_examples(args, evaluate=True).sum()", "load_and_cache_examples(args, evaluate).sum()"
     )
     assert handed != correct and _kinds(handed) == [(23, "hidden-collective")]
+
+
+def test_a_method_called_right_after_the_one_that_broadcasts_the_state_finds_it_settled() -> None:
+    """round27 mmrazor NAS search resumed on rank 0 (correct_nas_resumed_pool_single_object): `_resume()` loads the
+    candidate pool on rank 0 only; `sample_candidates()` broadcasts it as one object and ends with
+    `self.candidates = box[0]`, so `update_candidates_scores()`, called right after it, loops as often on every
+    rank. Called without the broadcast before it, or named as a hook, the loop is reported."""
+    correct = """\
+        import pickle
+        import torch
+        import torch.distributed as dist
+
+        class Search:
+            def __init__(self, resume_from):
+                self.resume_from = resume_from
+                self.candidates = []
+
+            def run(self):
+                if self.resume_from:
+                    self._resume()
+                for epoch in range(2):
+                    self.run_epoch()
+
+            def _resume(self):
+                if dist.get_rank() == 0:
+                    with open(self.resume_from, "rb") as f:
+                        self.candidates = pickle.load(f)
+
+            def run_epoch(self):
+                self.sample_candidates()
+                self.update_candidates_scores()
+
+            def sample_candidates(self):
+                box = [self.candidates if dist.get_rank() == 0 else None]
+                dist.broadcast_object_list(box, src=0)
+                self.candidates = box[0]
+
+            def update_candidates_scores(self):
+                for i, subnet in enumerate(self.candidates):
+                    t = torch.ones(1)
+                    dist.all_reduce(t)
+        """
+    assert _kinds(correct) == []
+    unsettled = correct.replace("                self.sample_candidates()\n", "                print(epoch)\n")
+    assert unsettled != correct and _kinds(unsettled) == [(33, "rank-dependent-loop")]
+    hooked = correct.replace(
+        "                self.update_candidates_scores()\n",
+        "                self.update_candidates_scores()\n                hooks.append(self.update_candidates_scores)\n",
+    )
+    assert hooked != correct and _kinds(hooked) == [(34, "rank-dependent-loop")]

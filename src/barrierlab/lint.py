@@ -2403,6 +2403,21 @@ def _flipped(text: str) -> list[str]:
     return []
 
 
+def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """``body`` and every statement block nested in it (``if``/loop/``with``/``try`` bodies), not inside nested
+    functions or classes."""
+    yield body
+    for stmt in body:
+        if isinstance(stmt, _SCOPES):
+            continue
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _blocks(inner)
+        for handler in getattr(stmt, "handlers", []):
+            yield from _blocks(handler.body)
+
+
 def _changed_names(
     stmts: Iterable[ast.AST],
     modules: frozenset[str] = frozenset(),
@@ -6152,6 +6167,7 @@ class _Analysis:
         module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
         attrs: set[str] = set()
+        settled_by: dict[str, set[str]] = {}
         for _ in range(6):
             before = (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder)
             self.module_taint = self._taint(module_nodes, attrs, self.laundered.get(None))
@@ -6159,10 +6175,12 @@ class _Analysis:
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
                 inherited |= self._typed_attributes(func, attrs)
+                inherited -= self._entered_settled(func, settled_by, inherited)
                 self.func_inherited[func.key] = inherited
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 self._find_rng_seeder(func.key, own[func.key], taint)
-                attrs |= {n for n in taint if "." in n} - self._settled_attributes(func, own[func.key], taint)
+                settled_by[func.key] = self._settled_attributes(func, own[func.key], taint)
+                attrs |= {n for n in taint if "." in n} - settled_by[func.key]
                 attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
@@ -6204,6 +6222,47 @@ class _Analysis:
                 continue
             settled.add(name)
         return settled
+
+    def _entered_settled(self, func: _Func, settled_by: dict[str, set[str]], inherited: set[str]) -> set[str]:
+        """The ``self.`` attributes of ``inherited`` that every call of the method ``func`` finds settled: each
+        call is a statement ``self.<func>()`` of a method of its class, and the statement before it in the same
+        block is ``self.<other>()`` of a method that settles the attribute (:meth:`_settled_attributes`), with
+        nothing between them. mmrazor's ``EvolutionSearchLoop`` (round 27): ``sample_candidates()`` ends with
+        ``self.candidates = box[0]`` after broadcasting the list, and ``update_candidates_scores()``, called
+        right after it, loops over the candidates. Empty when the method is named anywhere else (a hook, a
+        callback) or not called at all."""
+        wanted = {a for a in inherited if a.startswith("self.") and a.count(".") == 1}
+        if func.self_class is None or not wanted or not any(wanted & s for s in settled_by.values()):
+            return set()
+        name = func.node.name
+        if name in self._uncalled_references:
+            return set()
+        calls = self.calls_named(name)
+        if not calls:
+            return set()
+        found: set[int] = set()
+        for caller in self.funcs:
+            if caller.self_class != func.self_class:
+                continue
+            for block in _blocks(caller.node.body):
+                for index, stmt in enumerate(block):
+                    call = stmt.value if isinstance(stmt, ast.Expr) else None
+                    if not (isinstance(call, ast.Call) and _dotted(call.func) == f"self.{name}"):
+                        continue
+                    before = block[index - 1] if index else None
+                    prior = before.value if isinstance(before, ast.Expr) else None
+                    if not (isinstance(prior, ast.Call) and isinstance(prior.func, ast.Attribute)):
+                        return set()
+                    if _dotted(prior.func.value) != "self":
+                        return set()
+                    other = self._callee(prior.func, caller.self_class, caller.unit)
+                    if other is None:
+                        return set()
+                    wanted &= settled_by.get(other, set())
+                    found.add(id(call))
+        if any(id(c) not in found for c in calls):
+            return set()  # called elsewhere, on another object or inside an expression
+        return wanted
 
     def _find_rng_seeder(self, key: str | None, nodes: list[ast.AST], taint: set[str]) -> None:
         """Remember the first call that seeds a global random state with a value that differs between ranks
