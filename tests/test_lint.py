@@ -5259,3 +5259,37 @@ def test_a_method_called_right_after_the_one_that_broadcasts_the_state_finds_it_
         "                self.update_candidates_scores()\n                hooks.append(self.update_candidates_scores)\n",
     )
     assert hooked != correct and _kinds(hooked) == [(34, "rank-dependent-loop")]
+
+
+def test_a_flag_a_bound_method_registered_as_a_signal_handler_sets_differs_between_ranks() -> None:
+    """round40 pocket-tts (buggy_pockettts_sigterm_stop_flag_rank_local): `signal.signal(SIGTERM, self._handler)`
+    sets `self.requested` on the one process the signal reaches; leaving the loop on it leaves the others in
+    DDP's next all_reduce (buggy). Leaving on the flag all-reduced with MAX (correct) is quiet."""
+    buggy = """\
+        import signal
+        import torch
+        import torch.distributed as dist
+
+        class StopRequest:
+            def __init__(self):
+                self.requested = False
+                signal.signal(signal.SIGTERM, self._handler)
+
+            def _handler(self, signum, frame):
+                self.requested = True
+
+            def agreed(self):
+                flag = torch.tensor([int(self.requested)])
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                return bool(flag.item())
+
+        def train():
+            stop = StopRequest()
+            for step in range(6):
+                dist.all_reduce(torch.ones(1))
+                if stop.requested:
+                    return step
+        """
+    assert _kinds(buggy) == [(21, "early-exit")]
+    correct = buggy.replace("                if stop.requested:\n", "                if stop.agreed():\n")
+    assert correct != buggy and _kinds(correct) == []

@@ -5967,8 +5967,10 @@ class _Analysis:
                     and _dotted(node.func) in ("signal.signal", "signal")
                     and len(node.args) > 1
                 ):
-                    if isinstance(node.args[1], ast.Name):
-                        handlers.add(node.args[1].id)
+                    if isinstance(node.args[1], (ast.Name, ast.Attribute)):  # a function, or a bound method
+                        handlers.add(
+                            _terminal(node.args[1])
+                        )  # (pocket-tts's ``signal.signal(SIGTERM, self._handler)``)
         found: set[str] = set()
         for tree in trees:
             for func in ast.walk(tree):
