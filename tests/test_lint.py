@@ -5293,3 +5293,69 @@ def test_a_flag_a_bound_method_registered_as_a_signal_handler_sets_differs_betwe
     assert _kinds(buggy) == [(21, "early-exit")]
     correct = buggy.replace("                if stop.requested:\n", "                if stop.agreed():\n")
     assert correct != buggy and _kinds(correct) == []
+
+
+def test_a_store_based_barrier_with_a_constant_key_in_code_that_runs_twice_waits_only_once() -> None:
+    """round41 checkpoint-engine (ParameterServer.store_based_barrier, PR #107) and round14's store barrier around
+    data preparation: a constant `group_name`/`key_prefix` in a barrier that runs again (a loop, two calls) lets
+    every rank through at once from the second use on (torch: "the barrier can be used once per unique
+    key_prefix"); a key with a generation counter or the split in it waits every time."""
+    looped = """\
+        from datetime import timedelta
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d
+
+        class ParameterServer:
+            def __init__(self, store):
+                self._store = store
+
+            def store_based_barrier(self):
+                distributed_c10d._store_based_barrier(
+                    rank=dist.get_rank(),
+                    store=self._store,
+                    group_name="parameter_server_barrier",
+                    rendezvous_count=dist.get_world_size(),
+                    timeout=timedelta(seconds=15),
+                )
+
+            def update(self, version):
+                self.store_based_barrier()
+
+        def worker(store):
+            ps = ParameterServer(store)
+            for version in (1, 2):
+                ps.update(version)
+        """
+    [finding] = lint_source(textwrap.dedent(looped))
+    assert (finding.line, finding.kind) == (13, "store-key")
+    assert "called in a loop, at line 24" in finding.why and "once per unique key_prefix" in finding.why
+    counted = looped.replace(
+        '                    group_name="parameter_server_barrier",\n',
+        '                    group_name=f"parameter_server_barrier-{self._count}",\n',
+    ).replace(
+        "                self._store = store\n",
+        "                self._store = store\n                self._count = 0\n",
+    )
+    assert counted != looped and _kinds(counted) == []
+    once = looped.replace(
+        "            for version in (1, 2):\n                ps.update(version)\n", "            ps.update(1)\n"
+    )
+    assert once != looped and _kinds(once) == []
+    twice = """\
+        import torch.distributed as dist
+        from torch.distributed.elastic.utils import store as store_util
+
+        def wait_for_everyone():
+            store = dist.distributed_c10d._get_default_store()
+            store_util.barrier(store, dist.get_world_size(), key_prefix="prepare_done", barrier_timeout=300)
+
+        def prepare_split(name):
+            wait_for_everyone()
+            return name
+
+        def worker():
+            train = prepare_split("train")
+            valid = prepare_split("valid")
+        """
+    [finding] = lint_source(textwrap.dedent(twice))
+    assert (finding.line, finding.kind) == (6, "store-key") and "called at lines 13, 14" in finding.why

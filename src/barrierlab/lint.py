@@ -122,7 +122,9 @@ Finding kinds:
   made after the writer's k-th collective and read by other ranks after at most k of theirs
   (``barrier(); save(p)`` / ``barrier(); load(p)``), and ``store-key`` a store wait cycle between branches. See
   :class:`_BranchPairs`.
-* ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`).
+* ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`),
+  and a store-based barrier (``elastic.utils.store.barrier``, ``_store_based_barrier``) with a constant key in code
+  that runs more than once: only its first use waits (:class:`_ReusedStoreBarrier`).
 * ``p2p-unmatched`` - a ``send``/``recv`` (or ``isend``/``irecv``, object variants) to or from a peer the code
   names when that peer's way through the same function (its rank tests evaluated per rank) makes no matching call;
   ``unwaited-async`` also covers an ``isend``/``irecv`` handle kept but never used again, and ``read-before-wait``
@@ -1229,8 +1231,9 @@ group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given 
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
 position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
-file sets (set, add, compare_set), and a store wait cycle between branches (each waits for a key the other sets
-after its own wait). p2p-unmatched: a send/recv (isend, irecv, object variants) to or from a peer the code names
+file sets (set, add, compare_set), a store wait cycle between branches (each waits for a key the other sets
+after its own wait), and a store-based barrier (elastic.utils.store.barrier, _store_based_barrier) with a constant
+key in code that runs more than once (a loop, two calls): only its first use waits. p2p-unmatched: a send/recv (isend, irecv, object variants) to or from a peer the code names
 (src=0) when that peer's way through the same function, its tests on the rank evaluated on the world size the
 file states (else 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
@@ -3461,6 +3464,7 @@ class _Analysis:
         _GroupArguments(self).run()
         _BranchPairs(self).run()
         _StoreUnset(self).run()
+        _ReusedStoreBarrier(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
         findings = [f for _, f in self.found.values()]
@@ -13338,6 +13342,145 @@ def _rank_value(node: ast.AST, env: dict[str, int]) -> object:
             left = right
         return True
     raise _Unknown
+
+
+class _ReusedStoreBarrier:
+    """``store-key`` - torch's store-based barriers (``torch.distributed.elastic.utils.store.barrier(store,
+    world_size, key_prefix)``, ``distributed_c10d._store_based_barrier(rank, store, group_name, ...)``) count the
+    ranks that arrive under their key and set a "last member" key when the count reaches the world size, and leave
+    both in the store: "the barrier can be used once per unique ``key_prefix``" (torch's docstring). A call with a
+    constant key in code that runs more than once (in a loop, or a function called from a loop or from two places)
+    waits only the first time; from the second use on every rank passes at once (rounds 14 and 41: a file or
+    weights rank 0 is still writing are read by the others)."""
+
+    _KEYED = {
+        "torch.distributed.elastic.utils.store.barrier": ("key_prefix", 2),
+        "torch.distributed.distributed_c10d._store_based_barrier": ("group_name", 2),
+        "torch.distributed._store_based_barrier": ("group_name", 2),
+    }
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._callers: dict[str, list[tuple[str | None, ast.Call, bool]]] | None = None
+
+    def run(self) -> None:
+        for func in self.an.funcs:
+            if not func.unit.report:
+                continue
+            for node in _own_nodes(func.node.body):
+                if not isinstance(node, ast.Call):
+                    continue
+                spec = self._KEYED.get(self.an._resolve(node.func, func.unit))
+                if spec is None:
+                    continue
+                name, position = spec
+                key = next((k.value for k in node.keywords if k.arg == name), None)
+                if key is None and len(node.args) > position:
+                    key = node.args[position]
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or id(node) in self.an.found:
+                    continue
+                again = self._again(func.key, _loop_around(node, func.node), set())
+                if again is None:
+                    continue
+                unit = func.unit
+                why = (
+                    f"this store-based barrier's key {key.value!r} is a constant, and the barrier runs more than once "
+                    f"({again}): the barrier counts the ranks that arrive under the key and, at the last one, sets a "
+                    "key that lets every rank through, and both stay in the store (torch: 'the barrier can be used "
+                    "once per unique key_prefix'), so from the second use on every rank passes at once without "
+                    "waiting for the others, and what it was to order (a file or weights one rank is still writing) "
+                    "is read before it is ready"
+                )
+                fix = (
+                    "give every use its own key (a generation counter, or the step or split in it: "
+                    f'f"{key.value}/{{step}}"), or wait with dist.barrier() (monitored_barrier) instead'
+                )
+                self.an.found[id(node)] = (
+                    "store-key",
+                    Finding(
+                        path=self.an.path,
+                        line=key.lineno + unit.offset,
+                        col=key.col_offset + unit.indent + 1,
+                        collective=_dotted(node.func) or unit.text(node.func),
+                        condition=f"{name}={key.value!r} on every call",
+                        kind="store-key",
+                        why=why,
+                        fix=fix,
+                        cell=unit.cell,
+                    ),
+                )
+
+    def _again(self, key: str, loop: ast.AST | None, seen: set[str]) -> str | None:
+        """Why function ``key``'s code at hand runs more than once (``loop``: a loop around it in the function), or
+        None when lint sees it run at most once."""
+        if loop is not None:
+            return f"in the loop at line {loop.lineno + self.an.table[key].unit.offset}"
+        if key in seen or len(seen) > _MAX_DEPTH:
+            return None
+        seen = seen | {key}
+        sites = self.callers().get(key, [])
+        if len(sites) > 1:
+            lines = ", ".join(
+                sorted({str(call.lineno + self._unit(caller).offset) for caller, call, _ in sites}, key=int)
+            )
+            return f"`{self.an.table[key].node.name}()` is called at lines {lines}"
+        for caller, call, looped in sites:
+            if looped:
+                return f"`{self.an.table[key].node.name}()` is called in a loop, at line {call.lineno + self._unit(caller).offset}"
+            if caller is not None:
+                found = self._again(caller, None, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def _unit(self, caller: str | None) -> _Unit:
+        return self.an.table[caller].unit if caller is not None else next(u for u in self.an.units if u.report)
+
+    def callers(self) -> dict[str, list[tuple[str | None, ast.Call, bool]]]:
+        """Each function of the file -> the calls of it: (calling function or None for module level, the call,
+        whether a loop of the caller surrounds it)."""
+        if self._callers is None:
+            self._callers = {}
+            scopes: list[tuple[str | None, ast.AST, _Unit, str | None]] = [
+                (f.key, f.node, f.unit, f.self_class) for f in self.an.funcs
+            ]
+            scopes += [(None, u.tree, u, None) for u in self.an.units]
+            for caller, root, unit, self_class in scopes:
+                body = root.body  # type: ignore[attr-defined]
+                for node in _own_nodes(body):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    found = self.an.classify(node, unit, self_class, caller)
+                    if found is not None and found.kind == "call":
+                        looped = _loop_around(node, root) is not None
+                        self._callers.setdefault(found.target, []).append((caller, node, looped))
+        return self._callers
+
+
+def _loop_around(node: ast.AST, root: ast.AST) -> ast.AST | None:
+    """The innermost ``for``/``while`` loop (or comprehension) of ``root`` (not inside nested functions) whose body
+    holds ``node``, or None."""
+    found: ast.AST | None = None
+
+    def visit(current: ast.AST, loop: ast.AST | None) -> bool:
+        nonlocal found
+        for child in ast.iter_child_nodes(current):
+            if child is node:
+                found = loop
+                return True
+            if isinstance(child, _SCOPES) and child is not root:
+                continue
+            inner = loop
+            if isinstance(current, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(current, "iter", None):
+                inner = current if child not in getattr(current, "orelse", []) else loop
+            if isinstance(current, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                inner = current
+            if visit(child, inner):
+                return True
+        return False
+
+    visit(root, None)
+    return found
 
 
 class _PointToPoint:
