@@ -5170,3 +5170,370 @@ def main():
     assert "by how many groups the rank made before it, not by its members" in finding.why
     assert "changes from run to run" in finding.why
     assert lint_source(source.replace("[0, 1] if rank < 2 else [0, 1, 2]", "[0, 1, 2]")) == []
+
+
+def test_an_attribute_a_method_last_sets_from_an_all_reduce_is_settled_for_its_callers() -> None:
+    """round41 sleap-nn (talmolab/sleap-nn PR #471): rank 0 sets `trainer.should_stop` from its socket; a
+    barrier after it carries no value (buggy: rank 0 leaves the loop, rank 1 waits in the next backward), an
+    all_reduce of the flag whose result is written back last settles it on every rank (correct)."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+
+        class Trainer:
+            def __init__(self):
+                self.is_global_zero = dist.get_rank() == 0
+                self.should_stop = False
+
+        class Controller:
+            def on_train_batch_end(self, trainer, step):
+                if trainer.is_global_zero and step == 2:
+                    trainer.should_stop = True
+                dist.barrier()
+
+        def fit(trainer, controller):
+            for step in range(6):
+                dist.all_reduce(torch.ones(1))
+                controller.on_train_batch_end(trainer, step)
+                if trainer.should_stop:
+                    break
+            dist.barrier()
+        """
+    assert (17, "early-exit") in _kinds(buggy)
+    settled = buggy.replace(
+        "                dist.barrier()\n\n        def fit",
+        "                decision = torch.tensor([int(trainer.should_stop)])\n"
+        "                dist.all_reduce(decision, op=dist.ReduceOp.MAX)\n"
+        "                trainer.should_stop = bool(decision.item())\n\n        def fit",
+    )
+    assert settled != buggy and _kinds(settled) == []
+    # written back under a test, or with a return before it, some ranks keep their own value
+    guarded = settled.replace(
+        "                trainer.should_stop = bool(decision.item())\n",
+        "                if step > 0:\n                    trainer.should_stop = bool(decision.item())\n",
+    )
+    assert guarded != settled and "early-exit" in {kind for _, kind in _kinds(guarded)}
+    returned = settled.replace(
+        "                decision = torch.tensor",
+        "                if trainer.should_stop:\n                    return\n                decision = torch.tensor",
+    )
+    assert returned != settled and "early-exit" in {kind for _, kind in _kinds(returned)}
+
+
+def test_a_loop_over_a_generator_method_whose_stop_rank_zero_broadcast_runs_as_often_on_every_rank() -> None:
+    """round41 gpt-oss (openai/gpt-oss PR #285): the generator object holds the rank's weight shard and its own
+    sampler; each rank sampling its own token stops at a different step (buggy), the token rank 0 samples and
+    broadcasts stops every rank at the same step (correct)."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+
+        class TokenGenerator:
+            def __init__(self, rank):
+                self.weight = torch.randn(4, 4)[rank::2]
+                self.rng = torch.Generator().manual_seed(1000 + rank)
+
+            def forward(self, tokens):
+                t = torch.ones(4)
+                dist.all_reduce(t)
+                return t
+
+            def generate(self, stop_tokens, max_tokens=12):
+                done = 0
+                while done < max_tokens:
+                    probs = torch.softmax(self.forward(done), dim=-1)
+                    token = int(torch.multinomial(probs, 1, generator=self.rng).item())
+                    done += 1
+                    yield token
+                    if token in stop_tokens:
+                        break
+
+        def worker():
+            generator = TokenGenerator(dist.get_rank())
+            for token in generator.generate(stop_tokens=[3]):
+                print(token)
+        """
+    assert "hidden-collective" in {kind for _, kind in _kinds(buggy)}
+    correct = buggy.replace(
+        "                    token = int(torch.multinomial(probs, 1, generator=self.rng).item())\n",
+        "                    chosen = torch.zeros(1, dtype=torch.int64)\n"
+        "                    if dist.get_rank() == 0:\n"
+        "                        chosen[0] = torch.multinomial(probs, 1, generator=self.rng).item()\n"
+        "                    dist.broadcast(chosen, src=0)\n"
+        "                    token = int(chosen.item())\n",
+    )
+    assert correct != buggy and _kinds(correct) == []
+    # the number of tokens handed in from the rank: the loop's trips differ again
+    ranked = correct.replace("generator.generate(stop_tokens=[3])", "generator.generate([3], dist.get_rank() + 4)")
+    assert ranked != correct and _kinds(ranked) == [(30, "hidden-collective")]
+    # a yield under a test on the rank's own sample
+    chosen = correct.replace(
+        "                    yield token\n", "                    if token % 2:\n                        yield token\n"
+    )
+    assert chosen != correct and _kinds(chosen) == [(31, "hidden-collective")]
+
+
+def test_a_handler_that_goes_on_only_after_an_error_raised_past_every_collective_skips_none() -> None:
+    """round41 DeepForest (weecology/DeepForest PR #1426): gating the metric's all-gathering compute() on the
+    rank's own labels skips it on a rank with an empty shard (buggy); calling it on every rank and going on only
+    after its own "no samples" error, raised after both all-gathers, skips nothing (correct)."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+
+        class IoUMetric:
+            def __init__(self):
+                self.labels = []
+                self.ious = []
+
+            def compute(self):
+                local = torch.tensor(self.ious, dtype=torch.float64)
+                size = torch.tensor([local.numel()])
+                sizes = [torch.zeros_like(size) for _ in range(dist.get_world_size())]
+                dist.all_gather(sizes, size)
+                if int(sum(s.item() for s in sizes)) == 0:
+                    raise ValueError("IoU: no samples to compute")
+                return {"iou": local.mean().item()}
+
+            def update(self, pred, targets):
+                for target in targets:
+                    self.labels.append(0)
+                    self.ious.append(pred * target)
+
+        class Module:
+            def __init__(self):
+                self.iou_metric = IoUMetric()
+
+            def validation_step(self, pred, targets):
+                if targets:
+                    self.iou_metric.update(pred, targets)
+
+            def epoch_metrics(self):
+                metrics = {}
+                if len(self.iou_metric.labels) > 0:
+                    metrics.update(self.iou_metric.compute())
+                dist.barrier()
+                return metrics
+
+        IMAGES = [(1.0, [1.0]), (0.5, []), (0.2, [0.3]), (0.1, [])]
+
+        def worker():
+            module = Module()
+            for index in range(dist.get_rank(), len(IMAGES), dist.get_world_size()):
+                pred, targets = IMAGES[index]
+                module.validation_step(pred, targets)
+            return module.epoch_metrics()
+        """
+    assert _kinds(buggy) == [(34, "hidden-collective"), (35, "early-exit")]
+    correct = buggy.replace(
+        "                if len(self.iou_metric.labels) > 0:\n                    metrics.update(self.iou_metric.compute())\n",
+        "                try:\n                    metrics.update(self.iou_metric.compute())\n"
+        "                except ValueError as error:\n"
+        '                    if "no samples" not in str(error):\n                        raise\n',
+    )
+    assert correct != buggy and _kinds(correct) == []
+    # the text raised before the all-gather: a rank with no values of its own skips it
+    early = correct.replace(
+        "                local = torch.tensor(self.ious, dtype=torch.float64)\n",
+        "                if not self.ious:\n                    raise ValueError('no samples here')\n"
+        "                local = torch.tensor(self.ious, dtype=torch.float64)\n",
+    )
+    assert early != correct and _kinds(early) == [(36, "hidden-collective")]
+    # any ValueError goes on: the rank's own work in compute() may raise before the all-gather
+    broad = correct.replace(
+        '                    if "no samples" not in str(error):\n                        raise\n',
+        "                    pass\n",
+    )
+    assert broad != correct and _kinds(broad) == [(34, "hidden-collective")]
+
+
+def test_a_helper_whose_own_call_hands_a_constant_that_turns_its_barriers_off_is_quiet_on_one_rank() -> None:
+    """round31 transformers run_glue (huggingface/transformers PR #1081): evaluation on the master process only
+    loads the dev features through the cache helper; with barriers under `local_rank == 0` alone it waits for a
+    rank that has gone (buggy), with `and not evaluate` and `evaluate=True` handed in, it makes none (correct)."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+
+        class Args:
+            def __init__(self):
+                self.local_rank = dist.get_rank()
+
+        def load_and_cache_examples(args, evaluate=False):
+            if args.local_rank not in [-1, 0]:
+                dist.barrier()
+            features = torch.zeros(4)
+            if args.local_rank == 0:
+                dist.barrier()
+            return features
+
+        def evaluate(args):
+            return load_and_cache_examples(args, evaluate=True).sum()
+
+        def worker():
+            args = Args()
+            train = load_and_cache_examples(args)
+            if args.local_rank in [-1, 0]:
+                print(evaluate(args))
+        """
+    assert _kinds(buggy) == [(23, "hidden-collective")]
+    correct = buggy.replace(
+        "            if args.local_rank not in [-1, 0]:\n",
+        "            if args.local_rank not in [-1, 0] and not evaluate:\n",
+    ).replace("            if args.local_rank == 0:\n", "            if args.local_rank == 0 and not evaluate:\n")
+    assert correct != buggy and _kinds(correct) == []
+    # the helper handing on what its own caller passed: no constant, the barriers stay
+    handed = correct.replace("def evaluate(args):", "def evaluate(args, evaluate=True):").replace(
+        "load_and_cache_examples(args, evaluate=True).sum()", "load_and_cache_examples(args, evaluate).sum()"
+    )
+    assert handed != correct and _kinds(handed) == [(23, "hidden-collective")]
+
+
+def test_a_method_called_right_after_the_one_that_broadcasts_the_state_finds_it_settled() -> None:
+    """round27 mmrazor NAS search resumed on rank 0 (correct_nas_resumed_pool_single_object): `_resume()` loads the
+    candidate pool on rank 0 only; `sample_candidates()` broadcasts it as one object and ends with
+    `self.candidates = box[0]`, so `update_candidates_scores()`, called right after it, loops as often on every
+    rank. Called without the broadcast before it, or named as a hook, the loop is reported."""
+    correct = """\
+        import pickle
+        import torch
+        import torch.distributed as dist
+
+        class Search:
+            def __init__(self, resume_from):
+                self.resume_from = resume_from
+                self.candidates = []
+
+            def run(self):
+                if self.resume_from:
+                    self._resume()
+                for epoch in range(2):
+                    self.run_epoch()
+
+            def _resume(self):
+                if dist.get_rank() == 0:
+                    with open(self.resume_from, "rb") as f:
+                        self.candidates = pickle.load(f)
+
+            def run_epoch(self):
+                self.sample_candidates()
+                self.update_candidates_scores()
+
+            def sample_candidates(self):
+                box = [self.candidates if dist.get_rank() == 0 else None]
+                dist.broadcast_object_list(box, src=0)
+                self.candidates = box[0]
+
+            def update_candidates_scores(self):
+                for i, subnet in enumerate(self.candidates):
+                    t = torch.ones(1)
+                    dist.all_reduce(t)
+        """
+    assert _kinds(correct) == []
+    unsettled = correct.replace("                self.sample_candidates()\n", "                print(epoch)\n")
+    assert unsettled != correct and _kinds(unsettled) == [(33, "rank-dependent-loop")]
+    hooked = correct.replace(
+        "                self.update_candidates_scores()\n",
+        "                self.update_candidates_scores()\n                hooks.append(self.update_candidates_scores)\n",
+    )
+    assert hooked != correct and _kinds(hooked) == [(34, "rank-dependent-loop")]
+
+
+def test_a_flag_a_bound_method_registered_as_a_signal_handler_sets_differs_between_ranks() -> None:
+    """round40 pocket-tts (buggy_pockettts_sigterm_stop_flag_rank_local): `signal.signal(SIGTERM, self._handler)`
+    sets `self.requested` on the one process the signal reaches; leaving the loop on it leaves the others in
+    DDP's next all_reduce (buggy). Leaving on the flag all-reduced with MAX (correct) is quiet."""
+    buggy = """\
+        import signal
+        import torch
+        import torch.distributed as dist
+
+        class StopRequest:
+            def __init__(self):
+                self.requested = False
+                signal.signal(signal.SIGTERM, self._handler)
+
+            def _handler(self, signum, frame):
+                self.requested = True
+
+            def agreed(self):
+                flag = torch.tensor([int(self.requested)])
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                return bool(flag.item())
+
+        def train():
+            stop = StopRequest()
+            for step in range(6):
+                dist.all_reduce(torch.ones(1))
+                if stop.requested:
+                    return step
+        """
+    assert _kinds(buggy) == [(21, "early-exit")]
+    correct = buggy.replace("                if stop.requested:\n", "                if stop.agreed():\n")
+    assert correct != buggy and _kinds(correct) == []
+
+
+def test_a_store_based_barrier_with_a_constant_key_in_code_that_runs_twice_waits_only_once() -> None:
+    """round41 checkpoint-engine (ParameterServer.store_based_barrier, PR #107) and round14's store barrier around
+    data preparation: a constant `group_name`/`key_prefix` in a barrier that runs again (a loop, two calls) lets
+    every rank through at once from the second use on (torch: "the barrier can be used once per unique
+    key_prefix"); a key with a generation counter or the split in it waits every time."""
+    looped = """\
+        from datetime import timedelta
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d
+
+        class ParameterServer:
+            def __init__(self, store):
+                self._store = store
+
+            def store_based_barrier(self):
+                distributed_c10d._store_based_barrier(
+                    rank=dist.get_rank(),
+                    store=self._store,
+                    group_name="parameter_server_barrier",
+                    rendezvous_count=dist.get_world_size(),
+                    timeout=timedelta(seconds=15),
+                )
+
+            def update(self, version):
+                self.store_based_barrier()
+
+        def worker(store):
+            ps = ParameterServer(store)
+            for version in (1, 2):
+                ps.update(version)
+        """
+    [finding] = lint_source(textwrap.dedent(looped))
+    assert (finding.line, finding.kind) == (13, "store-key")
+    assert "called in a loop, at line 24" in finding.why and "once per unique key_prefix" in finding.why
+    counted = looped.replace(
+        '                    group_name="parameter_server_barrier",\n',
+        '                    group_name=f"parameter_server_barrier-{self._count}",\n',
+    ).replace(
+        "                self._store = store\n",
+        "                self._store = store\n                self._count = 0\n",
+    )
+    assert counted != looped and _kinds(counted) == []
+    once = looped.replace(
+        "            for version in (1, 2):\n                ps.update(version)\n", "            ps.update(1)\n"
+    )
+    assert once != looped and _kinds(once) == []
+    twice = """\
+        import torch.distributed as dist
+        from torch.distributed.elastic.utils import store as store_util
+
+        def wait_for_everyone():
+            store = dist.distributed_c10d._get_default_store()
+            store_util.barrier(store, dist.get_world_size(), key_prefix="prepare_done", barrier_timeout=300)
+
+        def prepare_split(name):
+            wait_for_everyone()
+            return name
+
+        def worker():
+            train = prepare_split("train")
+            valid = prepare_split("valid")
+        """
+    [finding] = lint_source(textwrap.dedent(twice))
+    assert (finding.line, finding.kind) == (6, "store-key") and "called at lines 13, 14" in finding.why

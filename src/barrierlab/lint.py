@@ -122,7 +122,9 @@ Finding kinds:
   made after the writer's k-th collective and read by other ranks after at most k of theirs
   (``barrier(); save(p)`` / ``barrier(); load(p)``), and ``store-key`` a store wait cycle between branches. See
   :class:`_BranchPairs`.
-* ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`).
+* ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`),
+  and a store-based barrier (``elastic.utils.store.barrier``, ``_store_based_barrier``) with a constant key in code
+  that runs more than once: only its first use waits (:class:`_ReusedStoreBarrier`).
 * ``p2p-unmatched`` - a ``send``/``recv`` (or ``isend``/``irecv``, object variants) to or from a peer the code
   names when that peer's way through the same function (its rank tests evaluated per rank) makes no matching call;
   ``unwaited-async`` also covers an ``isend``/``irecv`` handle kept but never used again, and ``read-before-wait``
@@ -1232,10 +1234,12 @@ group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given 
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
 position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
-file sets (set, add, compare_set), and a store wait cycle between branches (each waits for a key the other sets
-after its own wait). p2p-unmatched: a send/recv (isend, irecv, object variants) to or from a peer the code names
-(src=0) when that peer's way through the same function (or the same script's top level), its tests on the rank
-evaluated on the world size the file states (else 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
+file sets (set, add, compare_set), a store wait cycle between branches (each waits for a key the other sets
+after its own wait), and a store-based barrier (elastic.utils.store.barrier, _store_based_barrier) with a constant
+key in code that runs more than once (a loop, two calls): only its first use waits. p2p-unmatched: a send/recv
+(isend, irecv, object variants) to or from a peer the code names (src=0) when that peer's way through the same
+function (or the same script's top level), its tests on the rank evaluated on the world size the file states (else
+2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
 
@@ -2406,6 +2410,21 @@ def _flipped(text: str) -> list[str]:
     return []
 
 
+def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """``body`` and every statement block nested in it (``if``/loop/``with``/``try`` bodies), not inside nested
+    functions or classes."""
+    yield body
+    for stmt in body:
+        if isinstance(stmt, _SCOPES):
+            continue
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _blocks(inner)
+        for handler in getattr(stmt, "handlers", []):
+            yield from _blocks(handler.body)
+
+
 def _changed_names(
     stmts: Iterable[ast.AST],
     modules: frozenset[str] = frozenset(),
@@ -2753,6 +2772,54 @@ def _caught_raises(stmt: ast.Try) -> set[int]:
 
 
 _NOT_OWN_ERRORS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"})
+
+
+def _filtered_messages(handler: ast.ExceptHandler) -> list[str]:
+    """The texts a handler's first statement asks the error's message for, re-raising the rest: ``if "no
+    samples" not in str(error): raise`` (``and``-ed/``or``-ed texts too); empty otherwise."""
+    if handler.name is None or not handler.body:
+        return []
+    first = handler.body[0]
+    if not (isinstance(first, ast.If) and not first.orelse and _reraises(first.body)):
+        return []
+    tests = (
+        first.test.values if isinstance(first.test, ast.BoolOp) and isinstance(first.test.op, ast.And) else [first.test]
+    )
+    texts = []
+    for test in tests:
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.NotIn)
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+            and test.left.value
+        ):
+            return []
+        message = test.comparators[0]
+        if not (
+            isinstance(message, ast.Call)
+            and _terminal(message.func) == "str"
+            and len(message.args) == 1
+            and isinstance(message.args[0], ast.Name)
+            and message.args[0].id == handler.name
+        ):
+            return []
+        texts.append(test.left.value)
+    return texts
+
+
+def _raise_messages(node: ast.Raise) -> list[str]:
+    """The literal text of a ``raise``'s message (the parts of an f-string written out)."""
+    exc = node.exc
+    if not (isinstance(exc, ast.Call) and exc.args):
+        return []
+    first = exc.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return [first.value]
+    if isinstance(first, ast.JoinedStr):
+        return [v.value for v in first.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return []
 
 
 def _always_raises(body: list[ast.stmt]) -> bool:
@@ -3283,6 +3350,7 @@ class _Analysis:
         self.units = units
         self.module = module
         self.funcs: list[_Func] = []
+        self._off_alone: dict[str, bool] = {}  # turned_off_by_constants of a call handing no constants, per callee
         self.table: dict[str, _Func] = {}
         self.found: _Found = _Found()
         self.rank_funcs: set[str] = set()
@@ -3400,6 +3468,7 @@ class _Analysis:
         _GroupArguments(self).run()
         _BranchPairs(self).run()
         _StoreUnset(self).run()
+        _ReusedStoreBarrier(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
         findings = [f for _, f in self.found.values()]
@@ -4851,7 +4920,14 @@ class _Analysis:
         (round 19: YOLOv5's ``create_dataloader(..., rank=-1)`` enters ``torch_distributed_zero_first(rank)``,
         whose barriers sit under ``local_rank not in (-1, 0)`` and ``local_rank == 0``: no barrier)."""
         given = self._constants_passed(call, key, {})
-        return bool(given) and self._off_with(key, given, 0)
+        if given:
+            return self._off_with(key, given, 0)
+        # no constant handed in: the callee's own calls may hand theirs (run_glue's ``evaluate()`` calls
+        # ``load_and_cache_examples(args, evaluate=True)``, whose barriers sit under ``not evaluate``: round 31)
+        if key not in self._off_alone:
+            self._off_alone[key] = False  # a function reaching itself
+            self._off_alone[key] = self._off_with(key, {}, 0)
+        return self._off_alone[key]
 
     def _constants_passed(self, call: ast.Call, key: str, known: dict[str, object]) -> dict[str, object]:
         """The parameters of ``key`` that ``call`` passes a literal (or a name of ``known``, the caller's own
@@ -5899,8 +5975,10 @@ class _Analysis:
                     and _dotted(node.func) in ("signal.signal", "signal")
                     and len(node.args) > 1
                 ):
-                    if isinstance(node.args[1], ast.Name):
-                        handlers.add(node.args[1].id)
+                    if isinstance(node.args[1], (ast.Name, ast.Attribute)):  # a function, or a bound method
+                        handlers.add(
+                            _terminal(node.args[1])
+                        )  # (pocket-tts's ``signal.signal(SIGTERM, self._handler)``)
         found: set[str] = set()
         for tree in trees:
             for func in ast.walk(tree):
@@ -6099,6 +6177,7 @@ class _Analysis:
         module_nodes = [n for u in self.units if u.report for n in _own_nodes(u.tree.body)]
         own = {f.key: list(_own_nodes(f.node.body)) for f in self.funcs}
         attrs: set[str] = set()
+        settled_by: dict[str, set[str]] = {}
         for _ in range(6):
             before = (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder)
             self.module_taint = self._taint(module_nodes, attrs, self.laundered.get(None))
@@ -6106,10 +6185,12 @@ class _Analysis:
             for func in self.funcs:
                 inherited = self.module_taint | attrs | self.func_taint.get(func.parent or "", set())
                 inherited |= self._typed_attributes(func, attrs)
+                inherited -= self._entered_settled(func, settled_by, inherited)
                 self.func_inherited[func.key] = inherited
                 taint = self.func_taint[func.key] = self._taint(own[func.key], inherited, self.laundered.get(func.key))
                 self._find_rng_seeder(func.key, own[func.key], taint)
-                attrs |= {n for n in taint if "." in n}
+                settled_by[func.key] = self._settled_attributes(func, own[func.key], taint)
+                attrs |= {n for n in taint if "." in n} - settled_by[func.key]
                 attrs |= self._effects(func, taint)
                 returned = taint - self._equalized(own[func.key], func.unit)
                 values = [n.value for n in own[func.key] if isinstance(n, ast.Return) and n.value is not None]
@@ -6124,6 +6205,74 @@ class _Analysis:
                     )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _settled_attributes(self, func: _Func, nodes: list[ast.AST], taint: set[str]) -> set[str]:
+        """The attributes (``trainer.should_stop``, ``self.stop``) that ``func`` leaves the same on every rank
+        whatever it did to them before: its last write of the attribute is a statement of the function's own
+        body (under no ``if``, loop or ``try``) assigning a value an all-reduce or broadcast made equal (sleap-nn's
+        ``trainer.should_stop = bool(decision.item())`` after ``all_reduce(decision, op=MAX)``, round 41), and no
+        ``return`` or ``yield`` before it lets a rank out with the old value. Inside ``func`` the attribute
+        stays rank-dependent (taint is not ordered by line); the callers see the settled value."""
+        laundered = self.laundered.get(func.key)
+        if not laundered or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
+            return set()
+        settled: set[str] = set()
+        body = func.node.body
+        for index, stmt in enumerate(body):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            name = _dotted(stmt.targets[0])
+            if not name or "." not in name or name not in taint:
+                continue
+            if self.mentions_rank(stmt.value, taint, laundered):
+                continue
+            if name in _changed_names(body[index + 1 :]):
+                continue
+            if any(isinstance(n, ast.Return) for n in _own_nodes(body[:index])):
+                continue
+            settled.add(name)
+        return settled
+
+    def _entered_settled(self, func: _Func, settled_by: dict[str, set[str]], inherited: set[str]) -> set[str]:
+        """The ``self.`` attributes of ``inherited`` that every call of the method ``func`` finds settled: each
+        call is a statement ``self.<func>()`` of a method of its class, and the statement before it in the same
+        block is ``self.<other>()`` of a method that settles the attribute (:meth:`_settled_attributes`), with
+        nothing between them. mmrazor's ``EvolutionSearchLoop`` (round 27): ``sample_candidates()`` ends with
+        ``self.candidates = box[0]`` after broadcasting the list, and ``update_candidates_scores()``, called
+        right after it, loops over the candidates. Empty when the method is named anywhere else (a hook, a
+        callback) or not called at all."""
+        wanted = {a for a in inherited if a.startswith("self.") and a.count(".") == 1}
+        if func.self_class is None or not wanted or not any(wanted & s for s in settled_by.values()):
+            return set()
+        name = func.node.name
+        if name in self._uncalled_references:
+            return set()
+        calls = self.calls_named(name)
+        if not calls:
+            return set()
+        found: set[int] = set()
+        for caller in self.funcs:
+            if caller.self_class != func.self_class:
+                continue
+            for block in _blocks(caller.node.body):
+                for index, stmt in enumerate(block):
+                    call = stmt.value if isinstance(stmt, ast.Expr) else None
+                    if not (isinstance(call, ast.Call) and _dotted(call.func) == f"self.{name}"):
+                        continue
+                    before = block[index - 1] if index else None
+                    prior = before.value if isinstance(before, ast.Expr) else None
+                    if not (isinstance(prior, ast.Call) and isinstance(prior.func, ast.Attribute)):
+                        return set()
+                    if _dotted(prior.func.value) != "self":
+                        return set()
+                    other = self._callee(prior.func, caller.self_class, caller.unit)
+                    if other is None:
+                        return set()
+                    wanted &= settled_by.get(other, set())
+                    found.add(id(call))
+        if any(id(c) not in found for c in calls):
+            return set()  # called elsewhere, on another object or inside an expression
+        return wanted
 
     def _find_rng_seeder(self, key: str | None, nodes: list[ast.AST], taint: set[str]) -> None:
         """Remember the first call that seeds a global random state with a value that differs between ranks
@@ -7132,6 +7281,9 @@ class _Walker:
                     self.flag(traced, "except", text, detail=(str(stmt.lineno + self.unit.offset),))
             swallowing = next((h for h in stmt.handlers if _swallows(h)), None)
             if swallowing is not None and not mirrored:
+                narrowed = self._message_raises(stmt, swallowing, per)
+                if narrowed is not None:
+                    skipped = narrowed
                 # A rank whose own work in the body raises jumps to a handler that goes on: it skips the body's
                 # collectives after that point (and the `else`), which the other ranks make.
                 text = f"except {self.unit.text(swallowing.type) if swallowing.type else ''}".strip()
@@ -7150,6 +7302,70 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
+        """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
+        (``if "no samples" not in str(error): raise``), when every ``raise`` of the file with that text in its
+        message is in the ``try`` body or in a function of the file that a statement of the body calls, after all
+        of that function's collectives: the collectives a rank can skip by that error, those of the body's
+        statements after the one that raises. DeepForest's metric (round 41) raises its "no samples" error from
+        ``compute()`` only after both all-gathers, from values every rank gathered alike. None when the handler
+        is not of that shape or a matching ``raise`` is elsewhere (a library's error, or deeper in the file)."""
+        texts = _filtered_messages(handler)
+        if not texts:
+            return None
+        raises = [
+            (func, node)
+            for func in self.an.funcs
+            for node in _own_nodes(func.node.body)
+            if isinstance(node, ast.Raise) and any(t in m for m in _raise_messages(node) for t in texts)
+        ]
+        direct = [
+            n
+            for n in _own_nodes(stmt.body)
+            if isinstance(n, ast.Raise) and any(t in m for m in _raise_messages(n) for t in texts)
+        ]
+        if not raises and not direct:
+            return None
+        starts: list[int] = []
+        for index, part in enumerate(stmt.body):
+            if any(n in direct for n in _own_nodes([part])):
+                starts.append(index)
+        for func, node in raises:
+            if node in direct:
+                continue
+            body = func.node.body
+            top = next((i for i, part in enumerate(body) if any(n is node for n in _own_nodes([part]))), None)
+            if top is None or any(self._reaches_collective(part, func) for part in body[top:]):
+                return None
+            callers = [
+                index
+                for index, part in enumerate(stmt.body)
+                if any(
+                    isinstance(n, ast.Call)
+                    and (found := self.an.classify(n, self.unit, self.self_class, self.scope)) is not None
+                    and found.kind == "call"
+                    and found.target == func.key
+                    for n in _own_nodes([part])
+                )
+            ]
+            if not callers:
+                return None
+            starts.append(min(callers) + 1)
+        first = min(starts)
+        return [item for items in per[first:] for item in items]
+
+    def _reaches_collective(self, stmt: ast.stmt, func: _Func) -> bool:
+        """Whether ``stmt`` of ``func`` makes a collective or calls a function of the file that reaches one."""
+        for node in _own_nodes([stmt]):
+            if not isinstance(node, ast.Call):
+                continue
+            if _terminal(node.func) in COLLECTIVES:
+                return True
+            found = self.an.classify(node, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
+                return True
+        return False
 
     def _works_before_collective(self, call: ast.Call) -> bool:
         """Whether a function of the file that ``call`` reaches does work of its own (:func:`_does_work`) before
@@ -7842,6 +8058,8 @@ class _Walker:
                 built = self._returned_length(node, depth)
             if built is None:
                 built = self._yielded_length(node, depth)
+            if built is None:
+                built = self._steady_yields(node)
             if built is not None:
                 return built
             if (
@@ -8206,6 +8424,75 @@ class _Walker:
             except _UncountedArgument:
                 return None
             return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+
+    def _steady_yields(self, call: ast.Call) -> Any:
+        """``"uniform"`` when ``call`` calls a generator of the file (a method of an object built from a class of
+        the file too) whose number of yields is decided by nothing that differs between ranks, judged in the
+        generator's own scope: every ``yield`` is a statement under loops and ``with`` only (no ``if``, no
+        ``try``); each enclosing ``for`` runs over, and each ``while`` tests, values that are the same on every
+        rank; and every ``break``, ``continue``, ``return`` and ``raise`` sits under tests that are the same on
+        every rank (names an all-reduce or broadcast made equal count from the line after it), the generator's
+        parameters rank-dependent where this call passes rank-dependent arguments. gpt-oss's ``generate()``
+        (round 41): the object holds the rank's weight shard and sampler, but the token that ends the loop is
+        the one rank 0 broadcast. None otherwise."""
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if func is None:
+            return None
+        nodes = list(_own_nodes(func.node.body))
+        if not any(isinstance(n, ast.Yield) for n in nodes) or any(
+            isinstance(n, (ast.YieldFrom, ast.Try)) for n in nodes
+        ):
+            return None
+        args = func.node.args
+        if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        if params[:1] == ["self"] and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        given = dict(zip(params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        if any(k.arg is None for k in call.keywords):
+            return None
+        ranked = {p for p, a in given.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        taint = (self.an.func_taint.get(func.key, set()) - set(params)) | ranked
+        laundered = self.an.laundered.get(func.key)
+
+        def rank(expr: ast.expr) -> bool:
+            return self.an.mentions_rank(expr, taint, laundered)
+
+        def steady(stmts: list[ast.stmt], tests: list[ast.expr], looped: bool) -> bool:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                if isinstance(stmt, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+                    if any(rank(t) for t in tests):
+                        return False
+                    continue
+                if isinstance(stmt, ast.If):
+                    if any(isinstance(n, ast.Yield) for n in _own_nodes([stmt])):
+                        return False
+                    if not steady(stmt.body + stmt.orelse, [*tests, stmt.test], looped):
+                        return False
+                    continue
+                if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                    head = stmt.test if isinstance(stmt, ast.While) else stmt.iter
+                    if rank(head) or stmt.orelse or any(rank(t) for t in tests):
+                        return False
+                    if not steady(stmt.body, tests, True):
+                        return False
+                    continue
+                if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                    if not steady(stmt.body, tests, looped):
+                        return False
+                    continue
+                if any(isinstance(n, ast.Yield) for n in _own_nodes([stmt])) and not (
+                    isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Yield)
+                ):
+                    return False  # a yield inside an expression: conditional or repeated
+            return True
+
+        return "uniform" if steady(func.node.body, [], False) else None
 
     def _returned_length(self, call: ast.Call, depth: int) -> Any:
         """``"uniform"`` when a function of the file (not a method) returns, from its one ``return``, an expression
@@ -13145,6 +13432,145 @@ def _rank_value(node: ast.AST, env: dict[str, int]) -> object:
             left = right
         return True
     raise _Unknown
+
+
+class _ReusedStoreBarrier:
+    """``store-key`` - torch's store-based barriers (``torch.distributed.elastic.utils.store.barrier(store,
+    world_size, key_prefix)``, ``distributed_c10d._store_based_barrier(rank, store, group_name, ...)``) count the
+    ranks that arrive under their key and set a "last member" key when the count reaches the world size, and leave
+    both in the store: "the barrier can be used once per unique ``key_prefix``" (torch's docstring). A call with a
+    constant key in code that runs more than once (in a loop, or a function called from a loop or from two places)
+    waits only the first time; from the second use on every rank passes at once (rounds 14 and 41: a file or
+    weights rank 0 is still writing are read by the others)."""
+
+    _KEYED = {
+        "torch.distributed.elastic.utils.store.barrier": ("key_prefix", 2),
+        "torch.distributed.distributed_c10d._store_based_barrier": ("group_name", 2),
+        "torch.distributed._store_based_barrier": ("group_name", 2),
+    }
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._callers: dict[str, list[tuple[str | None, ast.Call, bool]]] | None = None
+
+    def run(self) -> None:
+        for func in self.an.funcs:
+            if not func.unit.report:
+                continue
+            for node in _own_nodes(func.node.body):
+                if not isinstance(node, ast.Call):
+                    continue
+                spec = self._KEYED.get(self.an._resolve(node.func, func.unit))
+                if spec is None:
+                    continue
+                name, position = spec
+                key = next((k.value for k in node.keywords if k.arg == name), None)
+                if key is None and len(node.args) > position:
+                    key = node.args[position]
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or id(node) in self.an.found:
+                    continue
+                again = self._again(func.key, _loop_around(node, func.node), set())
+                if again is None:
+                    continue
+                unit = func.unit
+                why = (
+                    f"this store-based barrier's key {key.value!r} is a constant, and the barrier runs more than once "
+                    f"({again}): the barrier counts the ranks that arrive under the key and, at the last one, sets a "
+                    "key that lets every rank through, and both stay in the store (torch: 'the barrier can be used "
+                    "once per unique key_prefix'), so from the second use on every rank passes at once without "
+                    "waiting for the others, and what it was to order (a file or weights one rank is still writing) "
+                    "is read before it is ready"
+                )
+                fix = (
+                    "give every use its own key (a generation counter, or the step or split in it: "
+                    f'f"{key.value}/{{step}}"), or wait with dist.barrier() (monitored_barrier) instead'
+                )
+                self.an.found[id(node)] = (
+                    "store-key",
+                    Finding(
+                        path=self.an.path,
+                        line=key.lineno + unit.offset,
+                        col=key.col_offset + unit.indent + 1,
+                        collective=_dotted(node.func) or unit.text(node.func),
+                        condition=f"{name}={key.value!r} on every call",
+                        kind="store-key",
+                        why=why,
+                        fix=fix,
+                        cell=unit.cell,
+                    ),
+                )
+
+    def _again(self, key: str, loop: ast.AST | None, seen: set[str]) -> str | None:
+        """Why function ``key``'s code at hand runs more than once (``loop``: a loop around it in the function), or
+        None when lint sees it run at most once."""
+        if loop is not None:
+            return f"in the loop at line {loop.lineno + self.an.table[key].unit.offset}"
+        if key in seen or len(seen) > _MAX_DEPTH:
+            return None
+        seen = seen | {key}
+        sites = self.callers().get(key, [])
+        if len(sites) > 1:
+            lines = ", ".join(
+                sorted({str(call.lineno + self._unit(caller).offset) for caller, call, _ in sites}, key=int)
+            )
+            return f"`{self.an.table[key].node.name}()` is called at lines {lines}"
+        for caller, call, looped in sites:
+            if looped:
+                return f"`{self.an.table[key].node.name}()` is called in a loop, at line {call.lineno + self._unit(caller).offset}"
+            if caller is not None:
+                found = self._again(caller, None, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def _unit(self, caller: str | None) -> _Unit:
+        return self.an.table[caller].unit if caller is not None else next(u for u in self.an.units if u.report)
+
+    def callers(self) -> dict[str, list[tuple[str | None, ast.Call, bool]]]:
+        """Each function of the file -> the calls of it: (calling function or None for module level, the call,
+        whether a loop of the caller surrounds it)."""
+        if self._callers is None:
+            self._callers = {}
+            scopes: list[tuple[str | None, ast.AST, _Unit, str | None]] = [
+                (f.key, f.node, f.unit, f.self_class) for f in self.an.funcs
+            ]
+            scopes += [(None, u.tree, u, None) for u in self.an.units]
+            for caller, root, unit, self_class in scopes:
+                body = root.body  # type: ignore[attr-defined]
+                for node in _own_nodes(body):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    found = self.an.classify(node, unit, self_class, caller)
+                    if found is not None and found.kind == "call":
+                        looped = _loop_around(node, root) is not None
+                        self._callers.setdefault(found.target, []).append((caller, node, looped))
+        return self._callers
+
+
+def _loop_around(node: ast.AST, root: ast.AST) -> ast.AST | None:
+    """The innermost ``for``/``while`` loop (or comprehension) of ``root`` (not inside nested functions) whose body
+    holds ``node``, or None."""
+    found: ast.AST | None = None
+
+    def visit(current: ast.AST, loop: ast.AST | None) -> bool:
+        nonlocal found
+        for child in ast.iter_child_nodes(current):
+            if child is node:
+                found = loop
+                return True
+            if isinstance(child, _SCOPES) and child is not root:
+                continue
+            inner = loop
+            if isinstance(current, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(current, "iter", None):
+                inner = current if child not in getattr(current, "orelse", []) else loop
+            if isinstance(current, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                inner = current
+            if visit(child, inner):
+                return True
+        return False
+
+    visit(root, None)
+    return found
 
 
 class _PointToPoint:
