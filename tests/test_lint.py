@@ -3169,7 +3169,8 @@ def test_every_ranks_own_file_listed_by_one_rank_after_a_broadcast_is_a_file_rac
     [other_root] = lint_source(PEER_FILES.replace("src=0", "src=2"))
     assert "what torch guarantees is only that rank 2's write comes before their reads" in other_root.why
     assert "tree can order more, but that is the backend's algorithm, not a promise" in other_root.why
-    assert "nothing holds the reading rank until the other ranks have written" in race.why
+    # review81l M4: on gloo the root was held by some ranks' writes (rank 1's), so not "nothing holds" it
+    assert "nothing torch promises holds the reading rank until every other rank has written" in race.why
     assert "on gloo it lists the folder before a slower rank has created its file there, and the list lacks it" in (
         race.why
     )
@@ -5537,3 +5538,178 @@ def test_a_store_based_barrier_with_a_constant_key_in_code_that_runs_twice_waits
         """
     [finding] = lint_source(textwrap.dedent(twice))
     assert (finding.line, finding.kind) == (6, "store-key") and "called at lines 13, 14" in finding.why
+
+
+# -- review81l: what the findings say is what runs
+
+
+def _src(text: str) -> list[Finding]:
+    return lint_source(textwrap.dedent(text))
+
+
+def test_review81l_c1_fork_child_collective_is_queued_and_never_runs() -> None:
+    buggy = """\
+        import os
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            dist.init_process_group("gloo")
+            pid = os.fork()
+            if pid == 0:
+                dist.all_reduce(torch.ones(1))
+                os._exit(0)
+            os.waitpid(pid, 0)
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "forked-collective"
+    assert "queued and never runs" in finding.why and "on the wire" not in finding.why
+    fixed = buggy.replace("                dist.all_reduce(torch.ones(1))\n", "                print(1)\n")
+    assert fixed != buggy and _src(fixed) == []
+
+
+def test_review81l_c2_process_child_collective_is_queued_and_never_runs() -> None:
+    buggy = """\
+        import multiprocessing as mp
+        import torch.distributed as dist
+
+        def child():
+            dist.barrier()
+
+        def main():
+            dist.init_process_group("gloo")
+            p = mp.Process(target=child)
+            p.start()
+            p.join()
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "forked-collective"
+    assert "queued and never runs" in finding.why and "on the wire" not in finding.why
+    fixed = buggy.replace("            dist.barrier()\n", "            print(1)\n")
+    assert fixed != buggy and _src(fixed) == []
+
+
+def test_review81l_c3_local_synchronization_group_made_by_its_members_only() -> None:
+    correct = """\
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            t = torch.ones(1)
+            if rank in (0, 1):
+                g = dist.new_group([0, 1], use_local_synchronization=True)
+                dist.all_reduce(t, group=g)
+        """
+    assert _src(correct) == []
+    buggy = correct.replace("if rank in (0, 1):", "if rank == 0:")
+    [finding] = _src(buggy)
+    assert finding.kind == "branch" and "use_local_synchronization=True only the group's members" in finding.why
+    assert "numbers the groups" not in finding.why
+    counted = correct.replace(", use_local_synchronization=True", "")
+    [finding] = _src(counted)
+    assert "numbers the groups" in finding.why
+
+
+def test_review81l_m1_dtype_mismatch_names_the_dtypes_the_code_makes() -> None:
+    buggy = """\
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            rank = dist.get_rank()
+            x = np.float32(1.5) if rank == 0 else np.float64(2.5)
+            t = torch.tensor(x)
+            dist.all_reduce(t)
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "dtype-mismatch"
+    assert "torch.float32 on one, torch.float64 on another" in finding.why and "int64" not in finding.why
+    fixed = buggy.replace("torch.tensor(x)", "torch.tensor(x, dtype=torch.float64)")
+    assert _src(fixed) == []
+
+
+def test_review81l_m2_scatter_object_list_source_loses_its_slice_too() -> None:
+    buggy = """\
+        import torch.distributed as dist
+
+        def main():
+            rank = dist.get_rank()
+            x = None
+            dist.scatter_object_list([x], [1, 2] if rank == 0 else None, src=0)
+            print(x)
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "discarded-output"
+    assert "on every rank `x` keeps its own value" in finding.why and "but the source" not in finding.why
+    fixed = buggy.replace("x = None\n", "out = [None]\n").replace("[x], [1, 2]", "out, [1, 2]")
+    fixed = fixed.replace("print(x)", "print(out[0])")
+    assert _src(fixed) == []
+    broadcast = buggy.replace(
+        "dist.scatter_object_list([x], [1, 2] if rank == 0 else None, src=0)", "dist.broadcast_object_list([x], src=0)"
+    )
+    [finding] = _src(broadcast)
+    assert "every rank but the source" in finding.why
+
+
+def test_review81l_m3_help_says_a_throwaway_output_is_not_reported() -> None:
+    assert "is taken for a wait and not reported" in barrierlab.lint.HELP
+    throwaway = """\
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            dist.broadcast(torch.zeros(2), src=0)
+            dist.broadcast_object_list([None, None], src=0)
+        """
+    assert _src(throwaway) == []
+
+
+def test_review81l_m4_file_race_after_broadcast_says_the_root_is_held_by_some() -> None:
+    buggy = """\
+        import os
+        import torch
+        import torch.distributed as dist
+
+        def main(folder):
+            rank = dist.get_rank()
+            open(os.path.join(folder, f"s{rank}"), "w").close()
+            t = torch.zeros(1)
+            dist.broadcast(t, src=0)
+            if rank == 0:
+                print(os.listdir(folder))
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "file-race"
+    assert (
+        "nothing torch promises holds the reading rank" in finding.why and "held by some ranks' writes" in finding.why
+    )
+    fixed = buggy.replace("dist.broadcast(t, src=0)", "dist.barrier()")
+    assert _src(fixed) == []
+
+
+def test_review81l_f2_non_member_uses_the_world_size_the_file_states() -> None:
+    correct = """\
+        import torch
+        import torch.distributed as dist
+
+        WORLD_SIZE = 4
+
+        def main():
+            dist.init_process_group("gloo", world_size=WORLD_SIZE)
+            rank = dist.get_rank()
+            tp_rank = rank % 2
+            dp0 = dist.new_group([0, 2])
+            dp1 = dist.new_group([1, 3])
+            dp_group = dp0 if tp_rank == 0 else dp1
+            t = torch.ones(1)
+            if tp_rank == 0:
+                dist.all_reduce(t, group=dp_group)
+        """
+    assert [f.kind for f in _src(correct)] == []
+    buggy = correct.replace("WORLD_SIZE = 4", "WORLD_SIZE = 8")
+    [finding] = _src(buggy)
+    assert finding.kind == "non-member" and "the world size the file states (8)" in finding.why
+    assert "non-member:" in barrierlab.lint.HELP

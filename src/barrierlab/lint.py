@@ -1216,7 +1216,9 @@ gloo can lose the message; keep the handle and call work.wait(). read-before-wai
 t before work.wait() in the same block: t may not be written yet; wait first. aliased-outputs: an all_gather/gather/all_to_all output list of
 one tensor repeated ([torch.zeros_like(t)] * world_size): every slot is that one tensor. discarded-output: a
 broadcast, broadcast_object_list, all_gather, all_gather_object or scatter_object_list whose output is a list or
-tensor made in the call (broadcast_object_list([stats], src=0)): what it receives is lost. finalizer: a
+tensor made in the call around a name the code reads after it (broadcast_object_list([stats], src=0), then
+stats): what it receives is lost; one into a throwaway that holds no such name (broadcast(torch.zeros(2), src=0),
+[None] * n) is taken for a wait and not reported. finalizer: a
 collective made by a __del__ method (directly or through functions of the file): it runs when each rank
 frees the object, not at one point every rank reaches. generator-decorated: a context manager that makes a
 collective (a @contextmanager function of the file reaching one, or main_process_first) decorating a generator
@@ -1231,6 +1233,9 @@ os.makedirs(path) or Path(path).mkdir() without exist_ok=True (a check that it i
 all but the first rank raise FileExistsError; pass exist_ok=True.
 group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given ranks built from the rank
 (get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
+non-member: a collective on group=g that a rank outside g provably reaches (lint runs the function in the world
+size the file states, else in worlds of 4, 8 and 12 ranks): torch.distributed warns and returns at once on that
+rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
 position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
@@ -6800,6 +6805,23 @@ def _explain(
         kind = "branch"
         why = f"`{cond}` runs this function on some ranks only, so the others never reach this {short}"
         fix = f"call `{call}` from code that every rank runs, outside the `{cond}` function"
+    elif (
+        isinstance(site.node, ast.Call)
+        and _terminal(site.node.func) == "new_group"
+        and reason == "branch"
+        and any(
+            k.arg == "use_local_synchronization" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in site.node.keywords
+        )
+    ):  # review81l C3: with local synchronization only the members make it, and no group counter moves
+        kind = "branch"
+        why = (
+            f"with use_local_synchronization=True only the group's members need make this {short} (torch's "
+            f"docstring), but the ranks where `{cond}` is true are not exactly its members: a member that makes it "
+            "waits in it for the members that do not (barrierlab run, 4 ranks, `if rank == 0: new_group([0, 1], "
+            "use_local_synchronization=True)`: rank 0 waited in new_group until the deadline)"
+        )
+        fix = f"make `{call}` on exactly the ranks it lists: test the rank against the same list (`if rank in ranks:`)"
     elif isinstance(site.node, ast.Call) and _terminal(site.node.func) in _GROUP_MAKING and reason == "branch":
         kind = "branch"
         why = (
@@ -6890,6 +6912,17 @@ def _scalar_type(node: ast.expr) -> str | None:
         if head in ("np", "numpy") and name in _NUMPY_SCALARS:
             return f"numpy.{name}"
     return None
+
+
+#: The dtype torch.tensor(...) gives a value of each type _scalar_type names (a Python float: the default float32).
+_TORCH_DTYPE_OF = {"int": "int64", "float": "float32", "bool": "bool", "complex": "complex64", "half": "float16"}
+_TORCH_DTYPE_OF |= {"single": "float32", "double": "float64", "intc": "int32", "intp": "int64", "bool_": "bool"}
+
+
+def _torch_dtype(kind: str) -> str:
+    """``numpy.float32`` -> ``float32``, ``float`` -> ``float32``: the dtype of torch.tensor(value of that type)."""
+    name = kind.removeprefix("numpy.")
+    return _TORCH_DTYPE_OF.get(name, name)
 
 
 def _property_read(node: ast.AST) -> bool:
@@ -7049,6 +7082,8 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._group_made_in_branch(site, *within):
                 continue
+            if within is not None and within[0] is not None and self._local_group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
@@ -7095,6 +7130,26 @@ class _Walker:
                     for stmt in branch
                 )
         return False
+
+    def _local_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` is ``new_group(ranks, use_local_synchronization=True)`` made exactly by its members
+        (the ranks that take the branch of ``test``, run on sample worlds): torch's docstring says non-members need
+        not call it, and such a group is named by a hash of its ranks without advancing the group counter
+        (distributed_c10d.py, _process_group_name), so the ranks that skip it number later groups alike
+        (review81l C3)."""
+        call = site.node
+        if not (isinstance(call, ast.Call) and _terminal(call.func) == "new_group"):
+            return False
+        local = next((k.value for k in call.keywords if k.arg == "use_local_synchronization"), None)
+        if not (isinstance(local, ast.Constant) and local.value is True):
+            return False
+        if self.scope is not None and self.scope not in self.an.table:
+            return False
+        if self.scope is None:
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
+        return _Ranks(self.an, func).agrees(test, call)
 
     def _group_agrees(self, site: _Site, test: ast.expr) -> bool:
         """Whether ``site`` is a torch.distributed collective on a ``group=`` whose members all take the
@@ -9306,10 +9361,19 @@ class _Order:
             else:  # the wait() of an async collective called before the write
                 holds = f"waits for a collective called before line {line} (it orders nothing done after that call)"
             between = f"with only `{self.unit.text(last)}` (line {last.lineno + self.unit.offset}) between them, which {holds}"
+        held = "nothing holds the reading rank until the other ranks have written"
+        if last is not None and pending is None and line < last.lineno + self.unit.offset < at:
+            if (_terminal(last.func) or "") in _ROOT_SENDS:  # review81l M4: gloo's tree holds the root for some
+                held = (
+                    "nothing torch promises holds the reading rank until every other rank has written (on gloo a "
+                    "broadcast's root is held by some ranks' writes, not all: barrierlab run, 4 ranks, "
+                    "src=0, one slow writer before the broadcast: rank 0 listed rank 1's file when rank 1 was slow "
+                    "but not rank 3's when rank 3 was)"
+                )
         why = (
             f"{writers} a file of its own into `{folder}` at line {line} (`{path}`, {how}), and ranks where "
-            f"`{cond}` is true {does} {between}: nothing holds the reading rank until the other ranks have "
-            f"written, so on gloo it {outcome} (it works only when every writer is faster than the reader)"
+            f"`{cond}` is true {does} {between}: {held}, so on gloo it {outcome} (it works only when every writer "
+            "is faster than the reader)"
         )
         fix = (
             f"put dist.barrier() after the write at line {line} and before this {act}, on every rank (outside the "
@@ -11418,7 +11482,8 @@ class _Agreement:
             f"{name} writes what it receives into its `{word}`, here {what} (`{shown}`"
             + (", a copy" if name == "broadcast" else "")
             + ") that nothing keeps: on "
-            + ("every rank" if name.startswith("all_gather") else "every rank but the source")
+            # review81l M2: scatter_object_list's source receives a slice too, and loses it like the others
+            + ("every rank but the source" if name.startswith("broadcast") else "every rank")
             + f" {held}, as if the call had not been made, and it is read after the call"
         )
         fix = f"keep it in a name and read the result from it: `out = {shown}`, `dist.{name}(out, ...)`, then use `out`"
@@ -11810,10 +11875,14 @@ class _Agreement:
         world, rank, members = witness
         shown = unit.text(group)
         listed = ", ".join(map(str, sorted(members)[:8])) + (", ..." if len(members) > 8 else "")
+        tried = (
+            f"run with the world size the file states ({world})"
+            if self.an.world_size
+            else f"run with {world} ranks (lint tries worlds of {', '.join(map(str, _Ranks.WORLDS[:-1]))} and "
+            f"{_Ranks.WORLDS[-1]} ranks; this is the first where it happens)"
+        )
         why = (
-            f"run with {world} ranks (lint tries worlds of {', '.join(map(str, _Ranks.WORLDS[:-1]))} and "
-            f"{_Ranks.WORLDS[-1]} ranks; this is the first where it happens), rank {rank} reaches this {name} but is "
-            f"not a member of `{shown}` (ranks "
+            f"{tried}, rank {rank} reaches this {name} but is not a member of `{shown}` (ranks "
             f"{listed}): torch.distributed warns and returns at once on a rank outside the group, so there it neither "
             "waits for the members nor exchanges anything; what the call was meant to order or share is not ordered "
             "or shared on that rank"
@@ -12146,24 +12215,38 @@ class _Agreement:
             return
         if any(k.arg == "dtype" for k in built.keywords) or len(built.args) != 1:
             return
-        reason = self._untyped(built.args[0], key, nodes, unit, self_class)
+        kinds: list[str] = []
+        reason = self._untyped(built.args[0], key, nodes, unit, self_class, kinds)
         if reason is None:
             return
         shown = unit.text(built)
+        # review81l M1: name only the dtypes this code can make (the numpy pair picked by the rank test, or an
+        # accumulator's int64 / float32 / float64)
+        dtypes = (
+            f"torch.{_torch_dtype(kinds[0])} on one, torch.{_torch_dtype(kinds[1])} on another"
+            if len(kinds) == 2
+            else "int64 on one, float32 or float64 on another"
+        )
         why = (
             f"`{tensor.id}` is `{shown}` (line {built.lineno + unit.offset}), whose dtype torch infers from the Python "
-            f"value: {reason}, so its type, and the tensor's dtype, may differ per rank (int64 on one, float32 or "
-            f"float64 on another): the {name} then fails on a byte-count mismatch, hangs, or mixes garbage"
+            f"value: {reason}, so its type, and the tensor's dtype, may differ per rank ({dtypes}): the {name} then "
+            "fails on a byte-count mismatch, hangs, or mixes garbage"
         )
         fix = "pin the dtype: `torch.tensor(..., dtype=torch.float64)` (or convert each value with float())"
         self._add(call, "dtype-mismatch", f"dtype of {shown}", why, fix, unit)
 
     def _untyped(
-        self, value: ast.expr, key: str | None, nodes: list[ast.AST], unit: _Unit, self_class: str | None
+        self,
+        value: ast.expr,
+        key: str | None,
+        nodes: list[ast.AST],
+        unit: _Unit,
+        self_class: str | None,
+        kinds: list[str] | None = None,
     ) -> str | None:
         """Why the Python type of ``value``'s elements may differ between ranks, or None if lint sees a fixed one.
         An element converted with ``float(...)``, ``int(...)``, ``bool(...)`` or ``complex(...)`` has that type."""
-        chosen = self._numpy_choice(value, key, nodes, unit)
+        chosen = self._numpy_choice(value, key, nodes, unit, kinds=kinds)
         if chosen is not None:
             return chosen
         for node in _walk_unconverted(value):
@@ -12177,16 +12260,25 @@ class _Agreement:
         return None
 
     def _numpy_choice(
-        self, value: ast.expr, key: str | None, nodes: list[ast.AST], unit: _Unit, depth: int = 0
+        self,
+        value: ast.expr,
+        key: str | None,
+        nodes: list[ast.AST],
+        unit: _Unit,
+        depth: int = 0,
+        kinds: list[str] | None = None,
     ) -> str | None:
         """Why ``value`` holds a numpy value whose type a test on the rank picks: ``np.float32(a) if rank == 0 else
         np.float64(b)``, written in place or assigned once to a name it reads (review79l C5). A numpy call alone is
         not enough: ``np.mean(np.ones(3) * rank)`` is a numpy.float64 on every rank (review79l C4)."""
+        picked = kinds
         taint = self.an.func_taint.get(key, set()) if key is not None else self.an.module_taint
         for node in _walk_unconverted(value):
             if isinstance(node, ast.IfExp) and self.an.mentions_rank(node.test, taint, files=False):
                 kinds = [_scalar_type(node.body), _scalar_type(node.orelse)]
                 if None not in kinds and kinds[0] != kinds[1] and any(k.startswith("numpy.") for k in kinds):
+                    if picked is not None:
+                        picked[:] = kinds
                     return (
                         f"`{unit.text(node)}` (line {node.lineno + unit.offset}) is a {kinds[0]} on the ranks where "
                         f"`{unit.text(node.test)}` is true and a {kinds[1]} on the others (numpy scalars keep their "
@@ -12195,7 +12287,7 @@ class _Agreement:
             if isinstance(node, ast.Name) and depth < 3:
                 assigned = [v for names, v, i in self._pairs(nodes) if node.id in names and i is None]
                 if len(assigned) == 1 and assigned[0] is not value:
-                    found = self._numpy_choice(assigned[0], key, nodes, unit, depth + 1)
+                    found = self._numpy_choice(assigned[0], key, nodes, unit, depth + 1, picked)
                     if found is not None:
                         return f"`{node.id}`, {found}"
         return None
@@ -13994,9 +14086,11 @@ class _Forked:
         why = (
             f"`{shown}` reaches a collective ({' -> '.join(self.an.chain(callee))}) and "
             "runs in a child process this rank starts, which is not a rank of the group: with the fork start method "
-            "(Linux's default before Python 3.14) the child holds a copy of this rank's connections, so its "
-            "collective takes the place of one of the parent's on the wire, and the ranks wait (barrierlab run on 2 "
-            "ranks: every rank waited in p.join() until the deadline); with spawn or forkserver it has no process "
+            "(Linux's default before Python 3.14) the child holds a copy of this rank's process group but not the "
+            "threads gloo runs its collectives on (fork copies only the calling thread), so its collective is "
+            "queued and never runs, not even to the timeout, and a rank that joins the child waits for ever "
+            "(barrierlab run on 2 ranks: every rank waited in p.join() until the deadline; with a join timeout the "
+            "ranks went on and their next barrier completed without the child); with spawn or forkserver it has no process "
             "group at all and raises that the default process group has not been initialized"
         )
         fix = (
@@ -14035,10 +14129,12 @@ class _Forked:
             if id(call) in self.an.found:
                 continue
             why = (
-                "this line runs in the child process os.fork() made, which is not a rank of the group but holds a "
-                "copy of this rank's connections to the others: its collective takes the place of one of the "
-                "parent's on the wire, so the ranks' collectives pair wrongly and wait (or the parent's next one "
-                "never completes)"
+                "this line runs in the child process os.fork() made, which is not a rank of the group: it holds a "
+                "copy of this rank's process group but not the threads gloo runs its collectives on (fork copies "
+                "only the calling thread), so its collective is queued and never runs, not even to the timeout, and "
+                "a parent that waits for the child (os.waitpid) waits for ever (barrierlab run on 2 ranks: the "
+                "children's all_reduce never returned and the ranks waited in os.waitpid until the deadline; the "
+                "parents' own all_reduce and barrier completed without the child's value)"
             )
             fix = "make the collective in the parent (the rank) before forking or after waiting for the child; let the child only compute"
             _record_finding(self.an, call, unit, "forked-collective", "in the child of os.fork()", why, fix)
@@ -14225,7 +14321,8 @@ class _Ranks:
             funcs = self._callers()
         for entry in funcs:
             self.entry, self.values, self._seen = entry, {}, []
-            for world in self.WORLDS:
+            # review81l F2: a file that states its world size (WORLD_SIZE = 4) runs in that world only
+            for world in (self.an.world_size,) if self.an.world_size else self.WORLDS:
                 self.world = world
                 for rank in range(world):
                     self.rank = rank
