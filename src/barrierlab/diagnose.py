@@ -2567,8 +2567,15 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     k_g = _group_calls(f, q, g.group).index(g) + 1
     named = e.group is not None and g.group is not None and _members(run, e) == _members(run, g)
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
-    if len(ended) < 2:  # one was stopped at the deadline: the other's failure, if any, followed from it
-        until = "until the deadline stopped them"
+    if not ended:
+        until = (
+            "until the deadline stopped them"
+            if run[r].status == STOPPED and run[q].status == STOPPED
+            else f"until their calls ended (rank {r} {_ended_inside(run[r])}, rank {q} {_ended_inside(run[q])})"
+        )
+    elif len(ended) == 1:  # review80d C3: one side's own timeout ended its wait; only the other one outlasted it
+        (first, call), still = ended[0], (q if ended[0][0] == r else r)
+        until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
     else:
         first, call = ended[0]
         until = f"until rank {first} {_gave_up(call)}"
@@ -2588,7 +2595,9 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         f"{_group_text(run, g, short=True)}",
     ]
     for x, call in ((r, e), (q, g)):
-        evidence.append(f"rank {x} " + ("was still in it at the deadline" if call.end is None else _gave_up(call)))
+        evidence.append(
+            f"rank {x} " + (f"never left it ({_ended_inside(run[x])})" if call.end is None else _gave_up(call))
+        )
     evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x], f.flights.get(x))}" for x in f.failed]
     evidence += _error_evidence(run, f.failed)
     return Diagnosis(
@@ -3044,19 +3053,37 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         how, ended = "timed out in", "timed out"
     else:
         how, ended = "timed out or were stopped at the deadline in", "ended"
+    after: list[tuple[str, int]] = []
     if held:
         k = len(f.calls[min(held)])
         call = held[min(held)]
-        headline = (
-            f"A wait cycle through the store: {them} {how} store.{wait.name} {for_keys(wait, 'had set')}, "
-            f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: whatever "
-            "sets the key comes after that call, so neither side could go on."
-        )
-        advice = (
-            f"Set the key before any collective the waiting rank has not reached (here before {call.name} #{k} "
-            f"{_called_at(call)}), or wait for it after that call: a store wait and a collective each hold a rank "
-            "until the other side moves."
-        )
+        # review80d C1: a cycle only when the source sets a waited-for key after the held call; a key no line
+        # sets (a misspelt name, set before the barrier under another) is no cycle, and "set it before" no advice
+        waited = {key for keys in unset.values() for key in keys}
+        after = sorted({(key, line) for e in held.values() for key, line in _keys_set_after(e) if key in waited})
+        if after:
+            headline = (
+                f"A wait cycle through the store: {them} {how} store.{wait.name} {for_keys(wait, 'had set')}, "
+                f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: the "
+                f"source sets the key only after that call (line {after[0][1]}), so neither side could go on."
+            )
+            advice = (
+                f"Set the key before any collective the waiting rank has not reached (here before {call.name} #{k} "
+                f"{_called_at(call)}), or wait for it after that call: a store wait and a collective each hold a "
+                "rank until the other side moves."
+            )
+        else:
+            headline = (
+                f"{them} {how} store.{wait.name} {for_keys(wait, 'had set')}, while "
+                f"{rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: no rank set the "
+                "key before that call, and the source shows no set of it after the call either."
+            )
+            advice = (
+                "Make sure some rank sets every key a rank waits for (store.set/add), under the very name waited "
+                f"for, on every path it can take, and before any collective the waiting rank has not reached (here "
+                f"{call.name} #{k} {_called_at(call)}): a store wait and a collective each hold a rank until the "
+                "other side moves."
+            )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
         others = [res.rank for res in run.ranks if res.rank not in waiting]
         cycle = _cycle_of_waits(waiting, unset) if len(waiting) > 1 else []
@@ -3101,7 +3128,10 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         for r, e in sorted(waiting.items())
     ]
     evidence += [f"rank {r} waited in {e.name} #{len(f.calls[r])} {_called_at(e)}" for r, e in sorted(held.items())]
+    evidence += [f"the source sets {key!r} at line {line}, after that call" for key, line in after[:3]]
     evidence += _key_setters(run, {k for e in waiting.values() for k in e.keys})
+    if held and not after:
+        evidence += _keys_nobody_waited_for(run)
     evidence += _failure_evidence(f)
     return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
 
@@ -3217,6 +3247,34 @@ def _key_setters(run: Run, keys: set[str]) -> list[str]:
     if silent and by_site:
         lines.append(f"{rank_list(silent)} set none of the keys waited for")
     return lines
+
+
+def _keys_nobody_waited_for(run: Run) -> list[str]:
+    """The keys ranks set (store set/add/compare_set) that no rank waited for or read, and where: next to a wait
+    for a key nobody set, such a key may be the same one misspelt (review80d C1: 'ready_a' set, 'ready_b' waited
+    for)."""
+    read = {
+        k
+        for res in run.ranks
+        for e in res.events
+        if e.kind == "store" and e.name not in ordering.KEY_WRITERS
+        for k in e.keys or ()
+    }
+    by_site: dict[str, dict[int, list[str]]] = {}
+    for res in run.ranks:
+        for e in res.events:
+            if e.kind == "store" and e.name in ordering.KEY_WRITERS:
+                mine = by_site.setdefault(_place(e), {}).setdefault(res.rank, [])
+                mine += [k for k in e.keys or () if k not in read and k not in mine]
+    lines = []
+    for place, ranks in by_site.items():
+        written = list(dict.fromkeys(k for r in sorted(ranks) for k in ranks[r]))
+        if written:
+            shown = ", ".join(repr(k) for k in written[:4]) + (" …" if len(written) > 4 else "")
+            lines.append(
+                f"{rank_list(sorted(r for r in ranks if ranks[r]))} set {shown} at {place}, which no rank waited for"
+            )
+    return lines[:4]
 
 
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
@@ -4474,8 +4532,20 @@ def _monitored_answer_text(run: Run, text: str) -> str:
     skipped the barrier and finished was said to have given up on the others, with an error naming them)."""
     zero = run[0]
     mine = explain_error(zero.error_message or "") if zero.status == RAISED else None
-    if mine is not None and mine[0] == "monitored barrier":
+    # review80d C2: rank 0's own record, not only its status: its check's error may have been caught (DETAIL,
+    # rank 0 returned it), or rank 0 may still have been in the monitored barrier (a monitored_barrier without
+    # timeout= waits torch's default timeout, not the group's, and outlives the others' wait for its answer)
+    caught = [e for e in zero.events if e.is_collective and e.error]
+    last = next((e for e in reversed(zero.events) if e.is_collective), None)
+    if (mine is not None and mine[0] == "monitored barrier") or any(
+        (explain_error(e.error) or ("",))[0] == "monitored barrier" for e in caught
+    ):
         why = "rank 0 gave up on the ranks that never came (its own error names them)"
+    elif last is not None and last.name == "monitored_barrier" and last.end is None:
+        why = (
+            "rank 0 was in the monitored barrier too, still waiting for a rank that had not arrived "
+            f"({_ended_inside(zero)} there)"
+        )
     else:
         why = f"rank 0 never reached the monitored barrier itself (rank 0 {zero.status})"
     return re.sub(r"the answer never came \(.*?\), and", f"the answer never came: {why}, and", text, count=1)
