@@ -1,14 +1,18 @@
 """Texts review80d found wrong or misleading, each on a real run: a store wait for a key nothing sets told as a
 wait cycle (C1), a rank 0 that was in the monitored barrier said never to have reached it (C2), one side's own
-timeout told as "until the deadline stopped them" (C3)."""
+timeout told as "until the deadline stopped them" (C3), a run whose collectives failed and were caught told as
+plain "finished" (M1), a gather's non-root ranks that left at once said to have waited (M2), the ranks of a script
+said to have "returned from the function" (M3)."""
 
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 import pytest
 
 import barrierlab as bl
+from barrierlab.script import run_script
 
 DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 
@@ -138,3 +142,75 @@ def test_one_sides_timeout_is_not_told_as_the_deadline_stopping_both():
         "until rank 1 gave up when its 1.5 s timeout ran out (rank 0 was still waiting in its call: stopped at "
         "the deadline)."
     ), d
+
+
+def late_rank_and_swallowed_timeout():
+    """M1: rank 1 comes after the timeout; every rank's except swallows the barrier's error."""
+    import time
+
+    import torch.distributed as dist
+
+    try:
+        if dist.get_rank() == 1:
+            time.sleep(2.0)
+        dist.barrier()
+    except RuntimeError:
+        pass
+    return "done"
+
+
+@pytest.mark.timeout(120)
+def test_collectives_that_failed_and_were_caught_are_said_on_a_finished_run():
+    run = bl.run(late_rank_and_swallowed_timeout, 2, timeout=1, deadline=10)
+    d = run.diagnosis
+    assert run.statuses == ["finished", "finished"], run
+    assert d.kind == "caught-errors" and not d.ok, d
+    assert "But a collective call failed (barrier #1 on ranks 0 and 1)" in d.headline, d
+    assert "caught the error and went on: a failed collective ordered nothing" in d.headline, d
+    assert any("barrier #1" in e and "which was caught" in e for e in d.evidence), d
+    assert "`except`" in d.advice, d
+
+
+def gather_with_a_rank_naming_itself_the_root():
+    """M2: rank 1 names itself the root without a gather_list and raises; rank 2 sends to rank 0 and leaves."""
+    import torch
+    import torch.distributed as dist
+
+    rank, t = dist.get_rank(), torch.ones(1)
+    if rank == 0:
+        dist.gather(t, [torch.zeros(1) for _ in range(3)], dst=0)
+    elif rank == 1:
+        dist.gather(t, dst=1)
+    else:
+        dist.gather(t, dst=0)
+
+
+@pytest.mark.timeout(120)
+def test_a_gathers_non_root_rank_that_left_is_not_said_to_have_waited():
+    run = bl.run(gather_with_a_rank_naming_itself_the_root, 3, timeout=1.5, deadline=10, linger=True)
+    d = run.diagnosis
+    assert run.statuses == ["raised", "raised", "finished"], run
+    assert "so rank 0 waited in gather #1 (rank 2 left it, needing nothing from rank 1)" in d.headline, d
+    assert "ranks 0 and 2 waited" not in d.headline, d
+
+
+@pytest.mark.timeout(120)
+def test_the_ranks_of_a_script_ran_it_to_its_end(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import os
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            if int(os.environ["RANK"]) == 0:
+                dist.barrier()
+            dist.destroy_process_group()
+            """
+        )
+    )
+    run = run_script(script, 3, timeout=2, deadline=15)
+    text = str(run.diagnosis)
+    assert run.statuses[1:] == ["finished", "finished"], run
+    assert "ranks 1 and 2 never made a 1st collective call: they ran the script to its end" in text, text
+    assert "returned from the function" not in text, text

@@ -252,7 +252,7 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         )
     tail = f" {after}" if after else ""
     if result.status == FINISHED:
-        return f"returned from the function{tail}"
+        return f"{_finished_words(result)}{tail}"
     if result.status == RAISED:
         return f"raised {_clip(result.error_message.splitlines()[0], 200)}{tail}"
     if result.status == SETUP_FAILED:
@@ -265,6 +265,14 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         stuck = f", stuck {result.stuck}" if result.stuck else ""
         return f"was stopped at the deadline{tail}{stuck}"
     return result.status
+
+
+def _finished_words(result, done: bool = False) -> str:
+    """How a finished rank ended: it returned from the function, or ran the script to its end (review80d M3:
+    "returned from the function" of the ranks of a script); ``done``: as a past participle ("had ...")."""
+    if getattr(result, "script", False):
+        return f"{'run' if done else 'ran'} the script to its end"
+    return "returned from the function"
 
 
 def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = None) -> list[str]:
@@ -955,6 +963,10 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             "silently)."
         )
         evidence = _mispairing_evidence(f.calls, crossed) + evidence
+    caught = _caught_errors(f)
+    if caught is not None:  # review80d M1: every rank finished, but a collective failed and its error was caught
+        headline += " " + caught[0]
+        evidence = caught[1] + evidence
     hazards = call_hazards(run)
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
@@ -1022,8 +1034,76 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             )
             evidence.insert(MAX_RACES_SHOWN, more)
         evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
+        if caught is not None:
+            return Diagnosis("caught-errors", headline, evidence, f"{caught[2]} {advice}", ranks=caught[3])
         return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
+    if caught is not None:
+        return Diagnosis("caught-errors", headline, evidence, caught[2], ranks=caught[3])
     return Diagnosis("ok", headline, evidence)
+
+
+def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
+    """On a run whose ranks all finished: the collective calls that failed all the same, their errors caught by
+    the learner's code, which went on (review80d M1: a barrier that timed out on every rank, each rank's
+    ``except`` swallowing it, was "All 4 ranks finished, after the same 1 collective call in the same order"):
+    (the headline's sentence, evidence, advice, the ranks), or None when no call failed."""
+    run = f.run
+    failed: dict[tuple, dict[int, tuple[Event, str]]] = {}
+    for res in run.ranks:
+        by_id = {e.id: e for e in res.events if e.is_async}
+        for event in res.events:
+            # the learner's code got the error: a call's own, or the wait of an async call (an async call never
+            # waited for may fail as the ranks end, its error reaching no code: call_hazards says that one)
+            if event.kind == "wait" and event.error and event.of in by_id:
+                e, error = by_id[event.of], event.error
+            elif event.is_collective and event.error and not event.is_async:
+                e, error = event, event.error
+            else:
+                continue
+            if e.in_child_process:
+                continue
+            mine = _group_calls(f, res.rank, e.group)
+            k = mine.index(e) + 1 if e in mine else 0
+            failed.setdefault((e.name, k, e.group, _place(e)), {})[res.rank] = (event, error)
+    if not failed:
+        return None
+    ranks = sorted({r for at in failed.values() for r in at})
+    calls = [
+        f"{name}{f' #{k}' if k else ''}"
+        f"{'' if group is None else ' of ' + _group_text(run, next(iter(at.values()))[0])} on {rank_list(sorted(at))}"
+        for (name, k, group, _), at in list(failed.items())[:3]
+    ] + ([f"{len(failed) - 3} more"] if len(failed) > 3 else [])
+    kinds = {(explain_error(error) or ("",))[0] for at in failed.values() for _, error in at.values()}
+    after = (
+        " (after a gloo timeout the group is unusable: every later collective of it fails at once)"
+        if kinds & {"gloo timeout", "poisoned group"}
+        else ""
+    )
+    barriers = {"barrier", "monitored_barrier"}
+    tensors = "" if all(name in barriers for name, *_ in failed) else ", and its tensors cannot be trusted"
+    sentence = (
+        f"But {'a collective call' if len(failed) == 1 else 'collective calls'} failed ({'; '.join(calls)}), and "
+        f"the {'rank' if len(ranks) == 1 else 'ranks'} caught the error and went on: a failed collective ordered "
+        f"nothing{tensors}{after}."
+    )
+    evidence = []
+    for (name, k, _, place), at in list(failed.items())[:3]:
+        by_error: dict[str, list[int]] = {}
+        for r, (_, error) in sorted(at.items()):
+            by_error.setdefault(_clip(error.splitlines()[0], 120), []).append(r)
+        for error, rs in by_error.items():
+            lasted = max((at[r][0].end - at[r][0].start for r in rs if at[r][0].end is not None), default=None)
+            took = f" after {lasted:.2f} s" if lasted is not None else ""
+            evidence.append(
+                f"{rank_list(rs)}'s {name}{f' #{k}' if k else ''} at {place} raised “{error}”{took}, which was "
+                f"caught: {'the rank' if len(rs) == 1 else 'they'} finished all the same"
+            )
+    advice = (
+        "Do not let an `except` swallow a collective's error and go on: the code after it runs on no "
+        "synchronisation. Find why the call failed (a rank that came after the timeout, a call some ranks did "
+        "not make, other sizes), fix that, and let the error end the rank (or re-raise it)."
+    )
+    return sentence, evidence, advice, ranks
 
 
 def rule_paired_by_position(f: Facts) -> Diagnosis | None:
@@ -1520,13 +1600,26 @@ def rule_refused_in_call(f: Facts) -> Diagnosis | None:
         e.name != event.name or len(f.calls.get(r) or []) != len(f.calls[split.absent[0]]) for r, e in refused.items()
     ):
         return None
-    others = sorted(split.at)
     k = len(f.calls[split.absent[0]])
+    # review80d M2: the others that left call #k without an error did not wait in it (a gather's non-root ranks
+    # only send to the root, and left at once while the root waited): said apart
+    left = sorted(
+        r
+        for r in split.at
+        if len(f.calls.get(r) or []) >= k and (c := f.calls[r][k - 1]).end is not None and not c.error
+    )
+    others = sorted(r for r in split.at if r not in left)
     message = _clip(f.run[split.absent[0]].error_message.splitlines()[0], 200).rstrip(".")
-    if _peers_failed_when_connections_closed(f, {r: f.calls[r][-1] for r in others if f.calls.get(r)}):
+    if not others:
+        then = (
+            f"{rank_list(left)} left {event.name} #{k} all the same, needing nothing from {rank_list(sorted(refused))}"
+        )
+    elif _peers_failed_when_connections_closed(f, {r: f.calls[r][-1] for r in others if f.calls.get(r)}):
         then = f"so {rank_list(others)} {'were' if len(others) > 1 else 'was'} in {event.name} #{k} and failed there as connections closed"
     else:
         then = f"so {rank_list(others)} waited in {event.name} #{k}"
+    if left and others:
+        then += f" ({rank_list(left)} left it, needing nothing from {rank_list(sorted(refused))})"
     return _rank_failed(
         f.run,
         sorted(refused),
@@ -3787,7 +3880,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         made = {q: sum(1 for e in f.calls.get(q) or [] if e.name in _GROUP_MAKERS) for q in gone}
         headline = (
             f"rank {r} failed in {last.name} #{k} at {where_text(last)}: gloo could not connect the new group, "
-            f"because {rank_list(gone)} had already returned from the function and "
+            f"because {rank_list(gone)} had already {_finished_words(f.run[gone[0]], done=True)} and "
             f"{'its process' if len(gone) == 1 else 'their processes'} ended while rank {r} was still connecting."
         )
         evidence = [
