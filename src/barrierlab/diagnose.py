@@ -1068,11 +1068,14 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
     if not failed:
         return None
     ranks = sorted({r for at in failed.values() for r in at})
+    by_call: dict[tuple, dict[int, tuple[Event, str]]] = {}  # one call at different lines on different ranks
+    for (name, k, group, _), at in failed.items():
+        by_call.setdefault((name, k, group), {}).update(at)
     calls = [
         f"{name}{f' #{k}' if k else ''}"
         f"{'' if group is None else ' of ' + _group_text(run, next(iter(at.values()))[0])} on {rank_list(sorted(at))}"
-        for (name, k, group, _), at in list(failed.items())[:3]
-    ] + ([f"{len(failed) - 3} more"] if len(failed) > 3 else [])
+        for (name, k, group), at in sorted(by_call.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
+    ] + ([f"{len(by_call) - 3} more"] if len(by_call) > 3 else [])
     kinds = {(explain_error(error) or ("",))[0] for at in failed.values() for _, error in at.values()}
     after = (
         " (after a gloo timeout the group is unusable: every later collective of it fails at once)"
@@ -1082,12 +1085,12 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
     barriers = {"barrier", "monitored_barrier"}
     tensors = "" if all(name in barriers for name, *_ in failed) else ", and its tensors cannot be trusted"
     sentence = (
-        f"But {'a collective call' if len(failed) == 1 else 'collective calls'} failed ({'; '.join(calls)}), and "
+        f"But {'a collective call' if len(by_call) == 1 else 'collective calls'} failed ({'; '.join(calls)}), and "
         f"the {'rank' if len(ranks) == 1 else 'ranks'} caught the error and went on: a failed collective ordered "
         f"nothing{tensors}{after}."
     )
     evidence = []
-    for (name, k, _, place), at in list(failed.items())[:3]:
+    for (name, k, _, place), at in sorted(failed.items(), key=lambda item: (item[0][1], item[0][0]))[:4]:
         by_error: dict[str, list[int]] = {}
         for r, (_, error) in sorted(at.items()):
             by_error.setdefault(_clip(error.splitlines()[0], 120), []).append(r)
