@@ -252,7 +252,7 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         )
     tail = f" {after}" if after else ""
     if result.status == FINISHED:
-        return f"returned from the function{tail}"
+        return f"{_finished_words(result)}{tail}"
     if result.status == RAISED:
         return f"raised {_clip(result.error_message.splitlines()[0], 200)}{tail}"
     if result.status == SETUP_FAILED:
@@ -265,6 +265,14 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         stuck = f", stuck {result.stuck}" if result.stuck else ""
         return f"was stopped at the deadline{tail}{stuck}"
     return result.status
+
+
+def _finished_words(result, done: bool = False) -> str:
+    """How a finished rank ended: it returned from the function, or ran the script to its end (review80d M3:
+    "returned from the function" of the ranks of a script); ``done``: as a past participle ("had ...")."""
+    if getattr(result, "script", False):
+        return f"{'run' if done else 'ran'} the script to its end"
+    return "returned from the function"
 
 
 def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = None) -> list[str]:
@@ -955,6 +963,10 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             "silently)."
         )
         evidence = _mispairing_evidence(f.calls, crossed) + evidence
+    caught = _caught_errors(f)
+    if caught is not None:  # review80d M1: every rank finished, but a collective failed and its error was caught
+        headline += " " + caught[0]
+        evidence = caught[1] + evidence
     hazards = call_hazards(run)
     if hazards:  # finished, but with a result nothing made right (review48b M1: unwaited async, said only on failure)
         made = "a call" if len(hazards) == 1 else f"{len(hazards)} calls"
@@ -1031,7 +1043,11 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             )
             evidence.insert(MAX_RACES_SHOWN, more)
         evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
+        if caught is not None:
+            return Diagnosis("caught-errors", headline, evidence, f"{caught[2]} {advice}", ranks=caught[3])
         return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
+    if caught is not None:
+        return Diagnosis("caught-errors", headline, evidence, caught[2], ranks=caught[3])
     return Diagnosis("ok", headline, evidence)
 
 
@@ -1058,6 +1074,73 @@ def _removed_by_every_rank_at_one_line(run: Run, races) -> str | None:
     if len(ranks) < 2 or not removers:  # a rank whose clean-up found everything gone already removed nothing
         return None
     return _place(races[0].first.event)
+
+
+def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
+    """On a run whose ranks all finished: the collective calls that failed all the same, their errors caught by
+    the learner's code, which went on (review80d M1: a barrier that timed out on every rank, each rank's
+    ``except`` swallowing it, was "All 4 ranks finished, after the same 1 collective call in the same order"):
+    (the headline's sentence, evidence, advice, the ranks), or None when no call failed."""
+    run = f.run
+    failed: dict[tuple, dict[int, tuple[Event, str]]] = {}
+    for res in run.ranks:
+        by_id = {e.id: e for e in res.events if e.is_async}
+        for event in res.events:
+            # the learner's code got the error: a call's own, or the wait of an async call (an async call never
+            # waited for may fail as the ranks end, its error reaching no code: call_hazards says that one)
+            if event.kind == "wait" and event.error and event.of in by_id:
+                e, error = by_id[event.of], event.error
+            elif event.is_collective and event.error and not event.is_async:
+                e, error = event, event.error
+            else:
+                continue
+            if e.in_child_process:
+                continue
+            mine = _group_calls(f, res.rank, e.group)
+            k = mine.index(e) + 1 if e in mine else 0
+            failed.setdefault((e.name, k, e.group, _place(e)), {})[res.rank] = (event, error)
+    if not failed:
+        return None
+    ranks = sorted({r for at in failed.values() for r in at})
+    by_call: dict[tuple, dict[int, tuple[Event, str]]] = {}  # one call at different lines on different ranks
+    for (name, k, group, _), at in failed.items():
+        by_call.setdefault((name, k, group), {}).update(at)
+    calls = [
+        f"{name}{f' #{k}' if k else ''}"
+        f"{'' if group is None else ' of ' + _group_text(run, next(iter(at.values()))[0])} on {rank_list(sorted(at))}"
+        for (name, k, group), at in sorted(by_call.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
+    ] + ([f"{len(by_call) - 3} more"] if len(by_call) > 3 else [])
+    kinds = {(explain_error(error) or ("",))[0] for at in failed.values() for _, error in at.values()}
+    after = (
+        " (after a gloo timeout the group is unusable: every later collective of it fails at once)"
+        if kinds & {"gloo timeout", "poisoned group"}
+        else ""
+    )
+    barriers = {"barrier", "monitored_barrier"}
+    tensors = "" if all(name in barriers for name, *_ in failed) else ", and its tensors cannot be trusted"
+    sentence = (
+        f"But {'a collective call' if len(by_call) == 1 else 'collective calls'} failed ({'; '.join(calls)}), and "
+        f"the {'rank' if len(ranks) == 1 else 'ranks'} caught the error and went on: a failed collective ordered "
+        f"nothing{tensors}{after}."
+    )
+    evidence = []
+    for (name, k, _, place), at in sorted(failed.items(), key=lambda item: (item[0][1], item[0][0]))[:4]:
+        by_error: dict[str, list[int]] = {}
+        for r, (_, error) in sorted(at.items()):
+            by_error.setdefault(_clip(error.splitlines()[0], 120), []).append(r)
+        for error, rs in by_error.items():
+            lasted = max((at[r][0].end - at[r][0].start for r in rs if at[r][0].end is not None), default=None)
+            took = f" after {lasted:.2f} s" if lasted is not None else ""
+            evidence.append(
+                f"{rank_list(rs)}'s {name}{f' #{k}' if k else ''} at {place} raised “{error}”{took}, which was "
+                f"caught: {'the rank' if len(rs) == 1 else 'they'} finished all the same"
+            )
+    advice = (
+        "Do not let an `except` swallow a collective's error and go on: the code after it runs on no "
+        "synchronisation. Find why the call failed (a rank that came after the timeout, a call some ranks did "
+        "not make, other sizes), fix that, and let the error end the rank (or re-raise it)."
+    )
+    return sentence, evidence, advice, ranks
 
 
 def rule_paired_by_position(f: Facts) -> Diagnosis | None:
@@ -1554,13 +1637,26 @@ def rule_refused_in_call(f: Facts) -> Diagnosis | None:
         e.name != event.name or len(f.calls.get(r) or []) != len(f.calls[split.absent[0]]) for r, e in refused.items()
     ):
         return None
-    others = sorted(split.at)
     k = len(f.calls[split.absent[0]])
+    # review80d M2: the others that left call #k without an error did not wait in it (a gather's non-root ranks
+    # only send to the root, and left at once while the root waited): said apart
+    left = sorted(
+        r
+        for r in split.at
+        if len(f.calls.get(r) or []) >= k and (c := f.calls[r][k - 1]).end is not None and not c.error
+    )
+    others = sorted(r for r in split.at if r not in left)
     message = _clip(f.run[split.absent[0]].error_message.splitlines()[0], 200).rstrip(".")
-    if _peers_failed_when_connections_closed(f, {r: f.calls[r][-1] for r in others if f.calls.get(r)}):
+    if not others:
+        then = (
+            f"{rank_list(left)} left {event.name} #{k} all the same, needing nothing from {rank_list(sorted(refused))}"
+        )
+    elif _peers_failed_when_connections_closed(f, {r: f.calls[r][-1] for r in others if f.calls.get(r)}):
         then = f"so {rank_list(others)} {'were' if len(others) > 1 else 'was'} in {event.name} #{k} and failed there as connections closed"
     else:
         then = f"so {rank_list(others)} waited in {event.name} #{k}"
+    if left and others:
+        then += f" ({rank_list(left)} left it, needing nothing from {rank_list(sorted(refused))})"
     return _rank_failed(
         f.run,
         sorted(refused),
@@ -2601,8 +2697,15 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     k_g = _group_calls(f, q, g.group).index(g) + 1
     named = e.group is not None and g.group is not None and _members(run, e) == _members(run, g)
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
-    if len(ended) < 2:  # one was stopped at the deadline: the other's failure, if any, followed from it
-        until = "until the deadline stopped them"
+    if not ended:
+        until = (
+            "until the deadline stopped them"
+            if run[r].status == STOPPED and run[q].status == STOPPED
+            else f"until their calls ended (rank {r} {_ended_inside(run[r])}, rank {q} {_ended_inside(run[q])})"
+        )
+    elif len(ended) == 1:  # review80d C3: one side's own timeout ended its wait; only the other one outlasted it
+        (first, call), still = ended[0], (q if ended[0][0] == r else r)
+        until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
     else:
         first, call = ended[0]
         until = f"until rank {first} {_gave_up(call)}"
@@ -2622,7 +2725,9 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         f"{_group_text(run, g, short=True)}",
     ]
     for x, call in ((r, e), (q, g)):
-        evidence.append(f"rank {x} " + ("was still in it at the deadline" if call.end is None else _gave_up(call)))
+        evidence.append(
+            f"rank {x} " + (f"never left it ({_ended_inside(run[x])})" if call.end is None else _gave_up(call))
+        )
     evidence += [f"rank {x} {_how_it_ended(run[x], f.calls[x], f.flights.get(x))}" for x in f.failed]
     evidence += _error_evidence(run, f.failed)
     return Diagnosis(
@@ -3078,19 +3183,37 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         how, ended = "timed out in", "timed out"
     else:
         how, ended = "timed out or were stopped at the deadline in", "ended"
+    after: list[tuple[str, int]] = []
     if held:
         k = len(f.calls[min(held)])
         call = held[min(held)]
-        headline = (
-            f"A wait cycle through the store: {them} {how} store.{wait.name} {for_keys(wait, 'had set')}, "
-            f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: whatever "
-            "sets the key comes after that call, so neither side could go on."
-        )
-        advice = (
-            f"Set the key before any collective the waiting rank has not reached (here before {call.name} #{k} "
-            f"{_called_at(call)}), or wait for it after that call: a store wait and a collective each hold a rank "
-            "until the other side moves."
-        )
+        # review80d C1: a cycle only when the source sets a waited-for key after the held call; a key no line
+        # sets (a misspelt name, set before the barrier under another) is no cycle, and "set it before" no advice
+        waited = {key for keys in unset.values() for key in keys}
+        after = sorted({(key, line) for e in held.values() for key, line in _keys_set_after(e) if key in waited})
+        if after:
+            headline = (
+                f"A wait cycle through the store: {them} {how} store.{wait.name} {for_keys(wait, 'had set')}, "
+                f"while {rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: the "
+                f"source sets the key only after that call (line {after[0][1]}), so neither side could go on."
+            )
+            advice = (
+                f"Set the key before any collective the waiting rank has not reached (here before {call.name} #{k} "
+                f"{_called_at(call)}), or wait for it after that call: a store wait and a collective each hold a "
+                "rank until the other side moves."
+            )
+        else:
+            headline = (
+                f"{them} {how} store.{wait.name} {for_keys(wait, 'had set')}, while "
+                f"{rank_list(sorted(held))} waited in {call.name} #{k}, which {them} never reached: no rank set the "
+                "key before that call, and the source shows no set of it after the call either."
+            )
+            advice = (
+                "Make sure some rank sets every key a rank waits for (store.set/add), under the very name waited "
+                f"for, on every path it can take, and before any collective the waiting rank has not reached (here "
+                f"{call.name} #{k} {_called_at(call)}): a store wait and a collective each hold a rank until the "
+                "other side moves."
+            )
     elif all(res.ok for res in run.ranks if res.rank not in waiting):
         others = [res.rank for res in run.ranks if res.rank not in waiting]
         cycle = _cycle_of_waits(waiting, unset) if len(waiting) > 1 else []
@@ -3135,7 +3258,10 @@ def rule_store_wait_cycle(f: Facts) -> Diagnosis | None:
         for r, e in sorted(waiting.items())
     ]
     evidence += [f"rank {r} waited in {e.name} #{len(f.calls[r])} {_called_at(e)}" for r, e in sorted(held.items())]
+    evidence += [f"the source sets {key!r} at line {line}, after that call" for key, line in after[:3]]
     evidence += _key_setters(run, {k for e in waiting.values() for k in e.keys})
+    if held and not after:
+        evidence += _keys_nobody_waited_for(run)
     evidence += _failure_evidence(f)
     return Diagnosis("store-wait-cycle", headline, evidence, advice, ranks=sorted(waiting), site=_site(wait))
 
@@ -3251,6 +3377,34 @@ def _key_setters(run: Run, keys: set[str]) -> list[str]:
     if silent and by_site:
         lines.append(f"{rank_list(silent)} set none of the keys waited for")
     return lines
+
+
+def _keys_nobody_waited_for(run: Run) -> list[str]:
+    """The keys ranks set (store set/add/compare_set) that no rank waited for or read, and where: next to a wait
+    for a key nobody set, such a key may be the same one misspelt (review80d C1: 'ready_a' set, 'ready_b' waited
+    for)."""
+    read = {
+        k
+        for res in run.ranks
+        for e in res.events
+        if e.kind == "store" and e.name not in ordering.KEY_WRITERS
+        for k in e.keys or ()
+    }
+    by_site: dict[str, dict[int, list[str]]] = {}
+    for res in run.ranks:
+        for e in res.events:
+            if e.kind == "store" and e.name in ordering.KEY_WRITERS:
+                mine = by_site.setdefault(_place(e), {}).setdefault(res.rank, [])
+                mine += [k for k in e.keys or () if k not in read and k not in mine]
+    lines = []
+    for place, ranks in by_site.items():
+        written = list(dict.fromkeys(k for r in sorted(ranks) for k in ranks[r]))
+        if written:
+            shown = ", ".join(repr(k) for k in written[:4]) + (" …" if len(written) > 4 else "")
+            lines.append(
+                f"{rank_list(sorted(r for r in ranks if ranks[r]))} set {shown} at {place}, which no rank waited for"
+            )
+    return lines[:4]
 
 
 def rule_stopped_outside_collectives(f: Facts) -> Diagnosis | None:
@@ -3763,7 +3917,7 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
         made = {q: sum(1 for e in f.calls.get(q) or [] if e.name in _GROUP_MAKERS) for q in gone}
         headline = (
             f"rank {r} failed in {last.name} #{k} at {where_text(last)}: gloo could not connect the new group, "
-            f"because {rank_list(gone)} had already returned from the function and "
+            f"because {rank_list(gone)} had already {_finished_words(f.run[gone[0]], done=True)} and "
             f"{'its process' if len(gone) == 1 else 'their processes'} ended while rank {r} was still connecting."
         )
         evidence = [
@@ -4508,8 +4662,20 @@ def _monitored_answer_text(run: Run, text: str) -> str:
     skipped the barrier and finished was said to have given up on the others, with an error naming them)."""
     zero = run[0]
     mine = explain_error(zero.error_message or "") if zero.status == RAISED else None
-    if mine is not None and mine[0] == "monitored barrier":
+    # review80d C2: rank 0's own record, not only its status: its check's error may have been caught (DETAIL,
+    # rank 0 returned it), or rank 0 may still have been in the monitored barrier (a monitored_barrier without
+    # timeout= waits torch's default timeout, not the group's, and outlives the others' wait for its answer)
+    caught = [e for e in zero.events if e.is_collective and e.error]
+    last = next((e for e in reversed(zero.events) if e.is_collective), None)
+    if (mine is not None and mine[0] == "monitored barrier") or any(
+        (explain_error(e.error) or ("",))[0] == "monitored barrier" for e in caught
+    ):
         why = "rank 0 gave up on the ranks that never came (its own error names them)"
+    elif last is not None and last.name == "monitored_barrier" and last.end is None:
+        why = (
+            "rank 0 was in the monitored barrier too, still waiting for a rank that had not arrived "
+            f"({_ended_inside(zero)} there)"
+        )
     else:
         why = f"rank 0 never reached the monitored barrier itself (rank 0 {zero.status})"
     return re.sub(r"the answer never came \(.*?\), and", f"the answer never came: {why}, and", text, count=1)

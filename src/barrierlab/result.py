@@ -120,6 +120,9 @@ class RankResult:
     #: What became of the rank's events file while it ran ("removed", "replaced by another file"), as the rank
     #: saw at its end; "" if it was its own to the end. Its calls are then unknown, not none (attack28 a12).
     events_lost: str = ""
+    #: The rank ran a script's or module's ``__main__`` (:func:`barrierlab.script.run_script`, ``barrierlab run
+    #: SCRIPT``), not a function: finishing is running it to its end, not returning (review80d M3).
+    script: bool = field(default=False, repr=False)
     #: (pickled return value, pickled exception) until :meth:`Run.unpickle` turns them into objects.
     _pickled: tuple[bytes | None, bytes | None] = field(default=(None, None), repr=False, compare=False)
     #: The exception's message as the rank itself printed it: shown when the exception sent back cannot print

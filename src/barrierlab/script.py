@@ -80,7 +80,7 @@ def _launch(entry, args: tuple, world_size, timeout, deadline, record, threads, 
     env = {**(env or {}), _rank.SCRIPT_RUN: "1"}
     if timeout is not None:
         env[_rank.TIMEOUT_OVERRIDES] = "1"
-    return run(
+    ran = run(
         entry,
         world_size,
         args=args,
@@ -91,6 +91,9 @@ def _launch(entry, args: tuple, world_size, timeout, deadline, record, threads, 
         env=env,
         init=False,
     )
+    for rank in ran.ranks:  # its ranks ran __main__ to its end, not a function (review80d M3)
+        rank.script = True
+    return ran
 
 
 def is_script(name: str) -> bool:
