@@ -5713,3 +5713,173 @@ def test_review81l_f2_non_member_uses_the_world_size_the_file_states() -> None:
     [finding] = _src(buggy)
     assert finding.kind == "non-member" and "the world size the file states (8)" in finding.why
     assert "non-member:" in barrierlab.lint.HELP
+
+
+def test_review82l_c1_forked_collective_at_a_scripts_top_level() -> None:
+    # barrierlab run -n 2 (reviewer's p24_fork.py): both ranks stuck in os.waitpid to the deadline
+    buggy = """\
+        import os
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        pid = os.fork()
+        if pid == 0:
+            t = torch.ones(1)
+            dist.all_reduce(t)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        dist.barrier()
+        """
+    assert _kinds(buggy) == [(8, "forked-collective")]
+    correct = buggy.replace("    dist.all_reduce(t)\n", "    t.add_(1)\n")
+    assert _kinds(correct) == []
+
+
+def test_review82l_c2_forked_collective_under_a_direct_fork_test() -> None:
+    buggy = """\
+        import os
+        import torch
+        import torch.distributed as dist
+        def main():
+            dist.init_process_group("gloo")
+            if os.fork() == 0:
+                t = torch.ones(1)
+                dist.all_reduce(t)
+                os._exit(0)
+            dist.barrier()
+        main()
+        """
+    assert _kinds(buggy) == [(8, "forked-collective")]
+    assert _kinds(buggy.replace("if os.fork() == 0:", "if not os.fork():")) == [(8, "forked-collective")]
+    correct = buggy.replace("    dist.all_reduce(t)\n", "    t.add_(1)\n")
+    assert _kinds(correct) == []
+
+
+def test_review82l_c3_store_barrier_in_a_top_level_loop() -> None:
+    # barrierlab run -n 2 (reviewer's p21): rank 1 passed steps 1 and 2 at once while rank 0 still slept
+    buggy = """\
+        import time
+        import torch.distributed as dist
+        from torch.distributed.elastic.utils.store import barrier as sbar
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        store = dist.distributed_c10d._get_default_store()
+        for step in range(3):
+            if rank == 0:
+                time.sleep(0.3)
+            sbar(store, 2, key_prefix="sync")
+        """
+    assert _kinds(buggy) == [(10, "store-key")]
+    correct = buggy.replace('key_prefix="sync"', 'key_prefix=f"sync/{step}"')
+    assert _kinds(correct) == []
+
+
+def test_review82l_c4_self_state_followed_inside_functions_as_help_says() -> None:
+    # the help now says where it holds: inside a function; not a script's top level or a direct m.n = 3
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "changes when called under such an if or loop inside a function (not at a script's top level" in help_text
+    buggy = """\
+        import torch.distributed as dist
+        class M:
+            def __init__(self):
+                self.items = []
+            def add(self, x):
+                self.items.append(x)
+            def __len__(self):
+                return len(self.items)
+        def main():
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            m = M()
+            if rank == 0:
+                m.add(1)
+            for _ in m.items:
+                dist.barrier()
+        main()
+        """
+    assert [k for _, k in _kinds(buggy)] == ["rank-dependent-loop"]
+    correct = buggy.replace("if rank == 0:\n                m.add(1)", "m.add(1)")
+    assert _kinds(correct) == []
+
+
+def test_review82l_c5_accumulator_of_an_object_read_outside_its_class() -> None:
+    # barrierlab run -n 2 (reviewer's r04): rank 0 got garbage int64, rank 1 was killed by a signal
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        class Acc:
+            def __init__(self):
+                self.total = 0
+            def add(self, v):
+                self.total += v
+        a = Acc()
+        a.add(1 if rank == 0 else 0.5)
+        t = torch.tensor(a.total)
+        dist.all_reduce(t)
+        """
+    assert _kinds(buggy) == [(13, "dtype-mismatch")]
+    assert _kinds(buggy.replace("torch.tensor(a.total)", "torch.tensor(a.total, dtype=torch.float64)")) == []
+    assert _kinds(buggy.replace("t = torch.tensor(a.total)", "t = torch.tensor(float(a.total))")) == []
+
+
+def test_review82l_m1_non_member_help_names_where_it_is_checked() -> None:
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "non-member: a collective on group=g, inside a function," in help_text
+    assert "not checked at a script's top level" in help_text
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+        WORLD_SIZE = 4
+        def main():
+            dist.init_process_group("gloo", world_size=WORLD_SIZE)
+            g = dist.new_group([0, 1])
+            t = torch.ones(1)
+            dist.all_reduce(t, group=g)
+        main()
+        """
+    assert [k for _, k in _kinds(buggy)] == ["non-member"]
+    correct = buggy.replace(
+        "dist.all_reduce(t, group=g)", "if dist.get_rank() < 2:\n                dist.all_reduce(t, group=g)"
+    )
+    assert _kinds(correct) == []
+
+
+def test_review82l_m2_lambda_bound_to_a_name_is_followed_as_help_says() -> None:
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "calls through lambdas (except a lambda bound to a name and called by that name" in help_text
+    buggy = """\
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        f = lambda: dist.barrier()
+        if rank == 0:
+            f()
+        """
+    assert [k for _, k in _kinds(buggy)] == ["branch"]
+    assert _kinds(buggy.replace("if rank == 0:\n            f()", "f()")) == []
+
+
+def test_review82l_u1_listing_finding_keeps_only_what_holds_in_general() -> None:
+    buggy = """\
+        import os
+        import time
+        import torch.distributed as dist
+        def main():
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            time.sleep(0.5 if rank == 3 else 0)
+            open(os.path.join("d", f"s{rank}"), "w").close()
+            obj = [None]
+            dist.broadcast_object_list(obj, src=0)
+            if rank == 0:
+                print(os.listdir("d"))
+        main()
+        """
+    [finding] = _src(buggy)
+    assert finding.kind == "file-race"
+    assert "rank 0 listed" not in finding.why and "but not rank 3's when rank 3 was" not in finding.why
+    assert "may be held by some ranks' writes" in finding.why
+    assert "can list the folder before a slower rank's file is there" in " ".join(barrierlab.lint.HELP.split())
+    assert _src(buggy.replace("dist.broadcast_object_list(obj, src=0)", "dist.barrier()")) == []

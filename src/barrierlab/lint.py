@@ -58,8 +58,8 @@ Finding kinds:
 * ``group-rank`` - a ``dst``/``src`` that is a rank within its ``group=`` (torch wants a global rank).
 * ``root-only-list`` - a ``gather_list``/``object_gather_list``/``scatter_list`` built on every rank (torch raises
   on every rank but the root). See :class:`_Agreement`.
-* ``non-member`` - a collective on ``group=g`` that a rank outside ``g`` provably reaches (lint runs the function on
-  sample worlds): torch.distributed warns and returns at once there, so the call orders and shares nothing on that
+* ``non-member`` - a collective on ``group=g`` in a function that a rank outside ``g`` provably reaches (lint runs
+  the function on sample worlds; a script's top level is not checked): torch.distributed warns and returns at once there, so the call orders and shares nothing on that
   rank (``dist.barrier(group=leaders)`` called by every rank). Quiet when membership or reachability is unknown.
 * ``self-root`` - a ``broadcast``/``reduce``/``gather``/``scatter`` (or object variant) whose ``src``/``dst`` is
   each rank's own rank (``src=dist.get_rank()``, ``src=args.local_rank``): every rank takes itself for the root.
@@ -1162,7 +1162,8 @@ differs between ranks, is reported at its compute().
 
 What differs between ranks also flows: through assignments, loop variables (for name in stages[rank]), what
 an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
-method changes when called under such an if or loop, objects of your classes handed to other classes, and
+method changes when called under such an if or loop inside a function (not at a script's top level, and not an
+attribute set directly, m.n = 3), objects of your classes handed to other classes, and
 draws from a global random state seeded per rank (torch.manual_seed(seed + rank), then torch.randperm(n)
 without generator=): a loop over an object whose __len__ then differs is reported; a zip whose range()
 argument every rank shares (zip(range(steps), loader), steps agreed by an all_reduce) is taken to stop all
@@ -1233,8 +1234,9 @@ os.makedirs(path) or Path(path).mkdir() without exist_ok=True (a check that it i
 all but the first rank raise FileExistsError; pass exist_ok=True.
 group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given ranks built from the rank
 (get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
-non-member: a collective on group=g that a rank outside g provably reaches (lint runs the function in the world
-size the file states, else in worlds of 4, 8 and 12 ranks): torch.distributed warns and returns at once on that
+non-member: a collective on group=g, inside a function, that a rank outside g provably reaches (lint runs the
+function in the world size the file states, else in worlds of 4, 8 and 12 ranks; not checked at a script's top
+level): torch.distributed warns and returns at once on that
 rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
@@ -1263,7 +1265,7 @@ each other, before the write); also every rank writing a file
 of its own into one folder (os.path.join(folder, f"s{rank}")) and a rank under such a condition listing the folder
 (os.listdir, glob.glob, Path.iterdir) or reading another rank's file with nothing between that orders every
 rank's write: a broadcast(src=0) holds the others until rank 0 has sent, not rank 0 until they have written (on
-gloo rank 0 lists the folder before a slower rank's file is there); put dist.barrier() between.
+gloo rank 0 can list the folder before a slower rank's file is there); put dist.barrier() between.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -1293,7 +1295,8 @@ a batch, a data-dependent raise or early return in code every rank runs with its
 model's output, lint does not treat each rank's batch as different); which process group a collective uses
 when it cannot work it out (then it reports as if the group were every rank), and a src/dst that is a
 global rank outside its group without a test that names it a group rank; installed libraries' own code
-(beyond the table and master_only); calls through lambdas, containers or objects whose type it cannot see;
+(beyond the table and master_only); calls through lambdas (except a lambda bound to a name and called by that
+name: f = lambda: dist.barrier(); f()), containers or objects whose type it cannot see;
 point-to-point peers computed from data or a loop, functions that make only one side of an exchange (the other
 side in another function), batch_isend_irecv, and orders across functions; store keys built by a helper or from
 data, and keys set by another program; children made by multiprocessing.Pool, concurrent.futures or
@@ -9365,10 +9368,9 @@ class _Order:
         if last is not None and pending is None and line < last.lineno + self.unit.offset < at:
             if (_terminal(last.func) or "") in _ROOT_SENDS:  # review81l M4: gloo's tree holds the root for some
                 held = (
+                    # review82l U1: only what holds in general (which late writer rank 0 misses varies by run)
                     "nothing torch promises holds the reading rank until every other rank has written (on gloo a "
-                    "broadcast's root is held by some ranks' writes, not all: barrierlab run, 4 ranks, "
-                    "src=0, one slow writer before the broadcast: rank 0 listed rank 1's file when rank 1 was slow "
-                    "but not rank 3's when rank 3 was)"
+                    "broadcast's root may be held by some ranks' writes, never by a promise that covers all)"
                 )
         why = (
             f"{writers} a file of its own into `{folder}` at line {line} (`{path}`, {how}), and ranks where "
@@ -12252,9 +12254,16 @@ class _Agreement:
         for node in _walk_unconverted(value):
             if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(getattr(node, "ctx", None), ast.Del):
                 written = _dotted(node)
-                if written is None or (isinstance(node, ast.Attribute) and not written.startswith("self.")):
+                if written is None:
                     continue
-                source = self._accumulated(written, key, nodes, self_class)
+                owner, holder = self_class, written
+                if isinstance(node, ast.Attribute) and not written.startswith("self."):
+                    # review82l C5: `a.total` of an object of the file's class whose method does `self.total += v`
+                    owner = self.an._chain_class(written.rpartition(".")[0], key, self_class)
+                    if owner is None:
+                        continue
+                    holder = f"self.{node.attr}"
+                source = self._accumulated(holder, key, nodes, owner)
                 if source is not None:
                     return f"`{written}` adds up per-rank values (`{unit.text(source)}`, line {source.lineno + unit.offset})"
         return None
@@ -13546,13 +13555,16 @@ class _ReusedStoreBarrier:
         self._callers: dict[str, list[tuple[str | None, ast.Call, bool]]] | None = None
 
     def run(self) -> None:
-        for func in self.an.funcs:
-            if not func.unit.report:
+        # functions, and (review82l C3) each reported module body: a script's top-level loop runs it again too
+        scopes: list[tuple[_Unit, ast.AST, str | None]] = [(f.unit, f.node, f.key) for f in self.an.funcs]
+        scopes += [(u, u.tree, None) for u in self.an.units]
+        for unit, root, func_key in scopes:
+            if not unit.report:
                 continue
-            for node in _own_nodes(func.node.body):
+            for node in _own_nodes(root.body):
                 if not isinstance(node, ast.Call):
                     continue
-                spec = self._KEYED.get(self.an._resolve(node.func, func.unit))
+                spec = self._KEYED.get(self.an._resolve(node.func, unit))
                 if spec is None:
                     continue
                 name, position = spec
@@ -13561,10 +13573,13 @@ class _ReusedStoreBarrier:
                     key = node.args[position]
                 if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or id(node) in self.an.found:
                     continue
-                again = self._again(func.key, _loop_around(node, func.node), set())
+                loop = _loop_around(node, root)
+                if func_key is not None:
+                    again = self._again(func_key, loop, set())
+                else:
+                    again = f"in the loop at line {loop.lineno + unit.offset}" if loop is not None else None
                 if again is None:
                     continue
-                unit = func.unit
                 why = (
                     f"this store-based barrier's key {key.value!r} is a constant, and the barrier runs more than once "
                     f"({again}): the barrier counts the ranks that arrive under the key and, at the last one, sets a "
@@ -14031,8 +14046,7 @@ class _Forked:
         self._inits: dict[str, bool] = {}
 
     def run(self) -> None:
-        if not self.an.reach:
-            return
+        # review82l C1: no early return on an empty ``reach`` (a script with no functions still forks at its top level)
         for unit, body, _, _, self_class, key in _gap_scopes(self.an):
             nodes = list(_own_nodes(body))
             forks = {
@@ -14048,8 +14062,8 @@ class _Forked:
             for node in nodes:
                 if isinstance(node, ast.Call) and _terminal(node.func) in _FORK_TARGETS:
                     self._process(node, unit, self_class, key)
-                if forks and isinstance(node, ast.If):
-                    child = self._child_block(node, forks)
+                if isinstance(node, ast.If):
+                    child = self._child_block(node, forks, lambda call, u=unit: self.an._resolve(call.func, u))
                     if child is not None:
                         self._fork_child(child, unit, self_class, key)
 
@@ -14101,17 +14115,23 @@ class _Forked:
         _record_finding(self.an, call, unit, "forked-collective", f"{shown} in a child process", why, fix)
 
     @staticmethod
-    def _child_block(node: ast.If, forks: set[str]) -> list[ast.stmt] | None:
+    def _child_block(node: ast.If, forks: set[str], resolve) -> list[ast.stmt] | None:
         test = node.test
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name):
-            return node.body if test.operand.id in forks else None
-        if isinstance(test, ast.Name):
-            return node.orelse if test.id in forks else None
+
+        def forked(expr: ast.expr) -> bool:
+            # a name bound from os.fork(), or os.fork() itself (review82l C2: ``if os.fork() == 0:``)
+            if isinstance(expr, ast.Name):
+                return expr.id in forks
+            return isinstance(expr, ast.Call) and not expr.args and _dotted(expr.func) and resolve(expr) == "os.fork"
+
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return node.body if forked(test.operand) else None
+        if isinstance(test, (ast.Name, ast.Call)):
+            return node.orelse if forked(test) else None
         if (
             isinstance(test, ast.Compare)
             and len(test.ops) == 1
-            and isinstance(test.left, ast.Name)
-            and test.left.id in forks
+            and forked(test.left)
             and isinstance(test.comparators[0], ast.Constant)
             and test.comparators[0].value == 0
         ):
