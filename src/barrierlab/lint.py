@@ -13239,19 +13239,24 @@ class _BranchPairs:
             f"{what} before the collective at line {paired_line}, or add a dist.barrier() after line {at} that every "
             "rank reaches before this line (outside the condition)"
         )
+        self._report(call, stmt, cond, "file-race", why, fix)
+
+    def _report(self, call: ast.Call, stmt: ast.If, condition: str, kind: str, why: str, fix: str) -> None:
+        """A finding of ``kind`` at ``call`` under the if ``stmt`` (its branch's ``condition``)."""
+        unit = self.unit
         finding = Finding(
             path=self.an.path,
             line=call.lineno + unit.offset,
             col=call.col_offset + unit.indent + 1,
             collective=_dotted(call.func) or unit.text(call.func),
-            condition=cond,
-            kind="file-race",
+            condition=condition,
+            kind=kind,
             why=why,
             fix=fix,
             cell=unit.cell,
             condition_line=stmt.lineno + unit.offset,
         )
-        self.an.found[id(call)] = ("file-race", finding)
+        self.an.found[id(call)] = (kind, finding)
 
     def _orders(self, stmt: ast.If, chain: list[tuple[str, list[ast.stmt]]], own: list) -> None:
         keyed = []
@@ -13300,19 +13305,7 @@ class _BranchPairs:
             f"`{unit.text(a[k][2])}` (line {a[k][2].lineno + unit.offset}) on the other ranks: {mixed}"
         )
         fix = "make the collectives in one order on every rank (move them out of the if, or write both branches alike)"
-        finding = Finding(
-            path=self.an.path,
-            line=call.lineno + unit.offset,
-            col=call.col_offset + unit.indent + 1,
-            collective=_dotted(call.func) or unit.text(call.func),
-            condition=cond_b,
-            kind="collective-order",
-            why=why,
-            fix=fix,
-            cell=unit.cell,
-            condition_line=stmt.lineno + unit.offset,
-        )
-        self.an.found[id(call)] = ("collective-order", finding)
+        self._report(call, stmt, cond_b, "collective-order", why, fix)
 
     def _store_cycle(
         self, stmt: ast.If, chain: list[tuple[str, list[ast.stmt]]], own: list, before: list[ast.stmt]
@@ -13375,19 +13368,7 @@ class _BranchPairs:
                 "DistStoreError)"
             )
             fix = "set the keys a rank publishes before it waits for the others' keys, in every branch"
-            finding = Finding(
-                path=self.an.path,
-                line=call.lineno + unit.offset,
-                col=call.col_offset + unit.indent + 1,
-                collective=_dotted(call.func) or unit.text(call.func),
-                condition=chain[b][0],
-                kind="store-key",
-                why=why,
-                fix=fix,
-                cell=unit.cell,
-                condition_line=stmt.lineno + unit.offset,
-            )
-            self.an.found[id(call)] = ("store-key", finding)
+            self._report(call, stmt, chain[b][0], "store-key", why, fix)
 
 
 _STORE_SETS = frozenset({"set", "add", "compare_set", "multi_set"})
