@@ -219,6 +219,7 @@ def test_a_skipped_group_is_told_what_a_later_group_does_on_each_side():
         in d.advice
     ), d
     assert "the ranks that skipped it" in d.advice and "'Connect timeout' after five times that timeout" in d.advice
+    assert "raises a store timeout (DistStoreError) after that timeout" in d.advice, d  # review83d C2
     assert "gloo/transport/tcp/pair.h" in d.advice and "their first collective on the group fails" in d.advice, d
 
 

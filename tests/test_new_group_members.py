@@ -138,7 +138,7 @@ def test_a_new_group_some_ranks_skip_is_named_not_taken_for_a_mismatch_with_the_
     first = inspect.getsourcelines(members_only_then_a_group_of_everyone)[1]
     assert hung.diagnosis.headline.startswith(
         f"rank 3 never made the new_group at tests/test_new_group_members.py:{first + 3} ([0, 1, 2]) that ranks 0–2 "
-        f"made, so their next new_group, at tests/test_new_group_members.py:{first + 4} ([0, 1, 2, 3]), took its "
+        f"made, so rank 3's next new_group, at tests/test_new_group_members.py:{first + 4} ([0, 1, 2, 3]), took its "
         "number: new_group #1."
     ), hung.diagnosis.headline
 

@@ -775,7 +775,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             return Diagnosis(
                 "different-group-members",
                 f"{rank_list(skipped)} never made the new_group at {_place(missed)} ({list(asked[makers[0]])}) that "
-                f"{rank_list(makers)} made, so their next new_group, at {place[skipped[0]]} "
+                f"{rank_list(makers)} made, so {rank_list(skipped)}'s next new_group, at {place[skipped[0]]} "
                 f"({list(asked[skipped[0]])}), took its number: new_group #{k + 1}. Every rank must make the same "
                 "groups, in the same order, members or not (new_group's docstring): torch numbers groups by the "
                 f"rank's count of new_group calls, so from here on the ranks' groups do not match.{ended}",

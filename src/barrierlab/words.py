@@ -7,7 +7,8 @@ import re
 #: What a group every rank makes does after some ranks skipped an earlier one (review71b M1, measured with plain
 #: torch 2.13 on gloo, 4 ranks, new_group(timeout=2/4/8 s): the makers raised DistStoreError after 2/4/8 s; a
 #: skipper either raised "Connect timeout" after 20/40 s or made the group and timed out in its first collective
-#: after 2/4/8 s). The five times: gloo waits for a pair's first connection five times the context's timeout
+#: after 2/4/8 s; review83d: a lone skipper among 4 ranks raised DistStoreError after one timeout, 3 runs of 3). The
+#: five times: gloo waits for a pair's first connection five times the context's timeout
 #: (gloo/transport/tcp/pair.h, Pair::waitUntil, "Use a longer timeout when waiting for initial connect"), and
 #: ProcessGroupGloo gives the context new_group's timeout.
 LATER_GROUP_FAILS = (
@@ -15,9 +16,10 @@ LATER_GROUP_FAILS = (
     "or wait in the later new_group until its timeout (new_group's timeout=, else "
     "torch's default, 30 minutes on gloo, not the default group's) and raise a store timeout; the ranks that "
     "skipped it give the new group the skipped one's number and look for their peers under that group's store "
-    "keys, so on gloo their new_group either raises 'Connect timeout' after five times that timeout (gloo waits five times the "
-    "timeout for a first connection: gloo/transport/tcp/pair.h, Pair::waitUntil) or returns, and their first "
-    "collective on the group fails after the timeout"
+    "keys, so on gloo their new_group raises a store timeout (DistStoreError) after that timeout, or 'Connect "
+    "timeout' after five times that timeout (gloo waits five times the timeout for a first connection: "
+    "gloo/transport/tcp/pair.h, Pair::waitUntil), or returns, and their first collective on the group fails after "
+    "the timeout"
 )
 
 
