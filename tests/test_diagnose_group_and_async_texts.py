@@ -125,6 +125,10 @@ def rank_0_raises_while_rank_2_waits_on_it_in_a_subgroup():
     if rank == 2:
         dist.barrier(group=g)  # waits for rank 0's, below
     dist.new_group([0, 1])
+    if rank == 1:
+        # alive until rank 0's new_group([0, 1]) has connected to it: in a CI run at load 9, rank 1 returned and
+        # exited first, and rank 0 failed in that new_group on the closed connection, never reaching its raise
+        time.sleep(3.0)
     if rank == 0:
         time.sleep(1.0)  # rank 1 finishes new_group([0, 1]) first (0.3 s was too little once, beside the suite)
         raise ValueError("bad batch")  # before its barrier on g

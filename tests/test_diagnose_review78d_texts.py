@@ -31,7 +31,10 @@ def test_a_missing_rank_0_is_not_said_to_have_given_up_on_the_others():
     run = bl.run(rank0_skips_the_barrier, 3, timeout=4, env=DETAIL)
     assert run.statuses == ["finished", "raised", "raised"], run
     text = str(run.diagnosis)
-    assert "rank 0 never reached the monitored barrier itself (rank 0 finished)" in text, text
+    # the ranks reach the monitored barrier while rank 0 still runs (on a quiet machine, every time): else they
+    # fail on its closed connection, outside the monitored barrier's wait (once in a CI run at load 9)
+    if "successfully reached monitoredBarrier" in (run[1].error_message or ""):
+        assert "rank 0 never reached the monitored barrier itself (rank 0 finished)" in text, text
     assert "gave up on" not in text and "its own error" not in text, text
 
 
@@ -41,7 +44,12 @@ def test_a_present_rank_0_gave_up_on_the_missing_rank():
     text = str(run.diagnosis)
     assert run[0].status == "raised", run
     if "successfully reached monitoredBarrier" in (run[1].error_message or ""):
-        assert "rank 0 gave up on the ranks that never came (its own error names them)" in text, text
+        # rank 0's own check gave up (quiet machine), or it failed in the barrier on the skipping rank's closed
+        # connection first (a CI run at load 9): either way it reached the barrier
+        assert (
+            "rank 0 gave up on the ranks that never came (its own error names them)" in text
+            or "rank 0 reached the monitored barrier too, and failed in it" in text
+        ), text
     assert "never reached the monitored barrier itself" not in text, text
 
 
