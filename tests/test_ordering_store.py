@@ -357,7 +357,7 @@ def test_a_compare_set_that_wrote_nothing_orders_nothing(tmp_path):
     assert [race for race in ordering.races(run) if race.first.path.endswith("data.txt")], ordering.races(run)
 
 
-def prepare_behind_torchs_store_barrier(folder, prefixes):
+def prepare_behind_torchs_store_barrier(folder, prefixes, barrier=None):
     """Rank 0 writes each split, then every rank passes ``torch.distributed.elastic.utils.store.barrier`` (an
     ``add`` per rank, a ``set`` by the last, a ``wait``) and reads it. Its docstring: usable "once per unique
     key_prefix"; reused, the second barrier passes at once (round 14's store-barrier pair)."""
@@ -371,7 +371,10 @@ def prepare_behind_torchs_store_barrier(folder, prefixes):
             time.sleep(0.3)
             with open(path, "w") as f:
                 f.write(split)
-        store_util.barrier(_store(), dist.get_world_size(), key_prefix=prefix, barrier_timeout=10)
+        if barrier is None:
+            store_util.barrier(_store(), dist.get_world_size(), key_prefix=prefix, barrier_timeout=10)
+        else:
+            barrier(prefix)
         try:
             with open(path) as f:
                 found.append(f.read())
@@ -401,13 +404,7 @@ def prepare_behind_torchs_store_based_barrier(folder, names):
 
     import torch.distributed as dist
 
-    found = []
-    for split, name in zip(("train", "valid"), names):
-        path = os.path.join(folder, f"{split}.txt")
-        if dist.get_rank() == 0:
-            time.sleep(0.3)
-            with open(path, "w") as f:
-                f.write(split)
+    def store_based_barrier(name):
         dist.distributed_c10d._store_based_barrier(
             rank=dist.get_rank(),
             store=_store(),
@@ -415,12 +412,8 @@ def prepare_behind_torchs_store_based_barrier(folder, names):
             rendezvous_count=dist.get_world_size(),
             timeout=timedelta(seconds=10),
         )
-        try:
-            with open(path) as f:
-                found.append(f.read())
-        except FileNotFoundError:
-            found.append("missing")
-    return found
+
+    return prepare_behind_torchs_store_barrier(folder, names, store_based_barrier)
 
 
 @pytest.mark.parametrize("reused", [False, True])
