@@ -322,3 +322,41 @@ def test_a_file_written_through_a_temporary_object_is_closed_as_the_statement_en
     for _ in range(3):
         on, off = both_ways(lambda: write_through_a_temporary_file_object(str(tmp_path), 500))
         assert on.values == off.values == [0, 0], (on.values, off.values)
+
+
+def _which_functions_are_wrapped() -> list[str]:
+    import builtins
+    import os
+    import threading
+
+    import torch
+    import torch.distributed as dist
+
+    checked = {
+        "dist.barrier": dist.barrier,
+        "dist.all_reduce": dist.all_reduce,
+        "open": builtins.open,
+        "os.stat": os.stat,
+        "torch.save": torch.save,
+        "Thread.start": threading.Thread.start,
+        "ProcessGroup.barrier": dist.ProcessGroup.__dict__["barrier"],
+    }
+    return sorted(name for name, f in checked.items() if hasattr(f, "__barrierlab_original__"))
+
+
+def test_a_run_that_records_nothing_sees_torchs_own_functions_in_a_rank_forked_ahead():
+    """A rank the warm process forks ahead of time puts the recorder's wrappers in place while it waits
+    (record.arm, off the launch's path): a run with record=False takes them away before any of the learner's code
+    runs, and a recording run finds them there. Runs alternate, so ranks forked ahead serve both kinds."""
+    wrapped = {True: [], False: []}
+    for record in (True, False, False, True, False):
+        run = bl.run(_which_functions_are_wrapped, 2, record=record, timeout=10, deadline=30).raise_if_failed()
+        wrapped[record].extend(run.values)
+    assert all(v == [] for v in wrapped[False]), wrapped
+    assert all(
+        v
+        == sorted(
+            ["dist.barrier", "dist.all_reduce", "open", "os.stat", "torch.save", "Thread.start", "ProcessGroup.barrier"]
+        )
+        for v in wrapped[True]
+    ), wrapped

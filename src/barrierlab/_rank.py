@@ -1105,6 +1105,7 @@ def prepare(kernel_pid: int) -> None:
     _segments.install()  # done in the warm process already (its ranks inherit it): then a flag's test
     record.prepare_wrappers()
     record.start_watch()
+    record.arm()  # after the threads above start: they run none of the learner's code
     _prepared = True
 
 
@@ -1177,6 +1178,8 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
         _say_before_exec(outcome, files.replaced, key)
         if options.record:
             record.start(files.events, rank=rank, t0=spec.run.t0)
+        else:
+            record.disarm()
         if not options.init:
             _leave_init_to_the_learner(spec)
         if spec.run.cgroup:  # in the run's cgroup before any of the learner's code runs (unpickling included)
