@@ -11,9 +11,11 @@ import sys
 import time
 
 import pytest
+import torch.distributed as dist
 from matplotlib.figure import Figure
 from recorded import BACKWARD, DDP_BROADCAST, call, issued, rank_record, ranks, span
 
+import barrierlab as bl
 from barrierlab import plot, waits
 from barrierlab._protocol import Status
 from barrierlab.events import Event
@@ -632,7 +634,7 @@ def test_collectives_are_numbered_as_in_the_ledger():
     assert any(line.startswith("3  barrier") for line in run.ledger().splitlines())
     fig = plot.timeline(run)
     assert "barrier #3" in texts(fig) and "barrier #1" not in texts(fig)
-    assert any("the group's k-th collective" in label for label in legend_labels(fig))
+    assert any("the default group's k-th collective" in label for label in legend_labels(fig))
 
 
 def test_calls_close_together_share_one_label():
@@ -880,3 +882,22 @@ def test_the_title_names_the_call_the_ranks_left_with_an_error():
     assert run.ok, run
     title = run.timeline().axes[0].get_title()
     assert "rank 0 left Work.wait with an error" in title, title
+
+
+def _subgroup_then_barrier():
+    group = dist.new_group([0, 1])
+    if dist.get_rank() in (0, 1):
+        dist.barrier(group=group)
+    time.sleep(0.05 * dist.get_rank())
+    dist.barrier()
+
+
+def test_the_release_legend_says_the_numbers_leave_group_makers_and_subgroup_calls_out():
+    """run.ledger() numbers a rank's collectives on the default group, without its new_group calls and a
+    subgroup's collectives: the default barrier after both is #1, and the legend says what #k counts (it said
+    "each rank's k-th collective", which a rank's third call is not called here)."""
+    run = bl.run(_subgroup_then_barrier, 3, timeout=20, deadline=60).raise_if_failed()
+    fig = plot.timeline(run)
+    assert "barrier #1" in texts(fig), texts(fig)
+    (legend,) = [label for label in legend_labels(fig) if label.startswith("op #k")]
+    assert "on the default group, as in run.ledger()" in legend or "default group's k-th" in legend, legend

@@ -748,11 +748,13 @@ def _draw_releases(
         zorder=4,
         gid="releases",
     )
-    numbering = (
-        "the group's k-th collective"
-        if any(lane.positions is not None for lane in lanes)
-        else "each rank's k-th collective"
-    )
+    if any(lane.positions is not None for lane in lanes):
+        numbering = "the default group's k-th collective, as in run.ledger()"
+    elif any(lane.numbers is not None for lane in lanes):
+        # run.ledger()'s numbers leave new_group calls and a subgroup's collectives out (calls.call_numbers)
+        numbering = "each rank's k-th collective on the default group, as in run.ledger()"
+    else:
+        numbering = "each rank's k-th collective"
     used["release"] = (f"op #k ({numbering}) released: the last rank arrived", BLACK, "line")
     if len(found) > MAX_RELEASE_LABELS:
         return False
