@@ -2473,7 +2473,8 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
 _LATE_ADVICE = (
     "A rank waits in a collective at most the timeout in force — its group's (init_process_group(timeout=...)) "
     "or, on gloo, the call's own (barrier(timeout=...); NCCL's barrier ignores it and waits the group's: "
-    "`ProcessGroupNCCL::barrier` in ProcessGroupNCCL.cpp) — then "
+    "`ProcessGroupNCCL::barrier` in pytorch's torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp passes its "
+    "all_reduce only asyncOp) — then "
     "gloo raises, and the group cannot be used again (notebook 04 §1 shows it). Raise the timeout above the time the slow rank needs "
     "before it arrives (timeout= on init_process_group, or on gloo on the call the others wait in), or move the "
     "long preparation before the group starts waiting (before init_process_group, or into a separate step that "

@@ -652,7 +652,7 @@ RANK_HOOKS: tuple[RankHook, ...] = tuple(
         "in Lightning's own barrier on another process group",
         "move `{call}` out of prepare_data: Lightning already holds the other ranks until prepare_data "
         "returns; make calls every rank needs in setup(), which runs on every rank",
-        "lightning/pytorch/trainer/connectors/data_connector.py _DataConnector.prepare_data (under "
+        "Lightning 2.6.5 src/lightning/pytorch/trainer/connectors/data_connector.py _DataConnector.prepare_data (under "
         "_InfiniteBarrier, 'if (prepare_data_per_node and local_rank_zero) or ...')",
     )
     for base in ("LightningDataModule", "LightningModule")
@@ -660,7 +660,7 @@ RANK_HOOKS: tuple[RankHook, ...] = tuple(
 
 #: torchmetrics metrics (by class name) with list states reduced with ``dist_reduce_fx=None``: ``_sync_dist``
 #: concatenates only ``"cat"`` lists before gathering, so these gather their lists one element at a time, one
-#: element per ``update()`` call (torchmetrics 1.9 src/torchmetrics/metric.py ``_sync_dist``; the states in
+#: element per ``update()`` call (torchmetrics v1.9.0 src/torchmetrics/metric.py ``Metric._sync_dist``; the states in
 #: each class's ``add_state`` calls). A metric class of the file that calls ``add_state`` so is found by itself.
 PER_ELEMENT_METRICS: dict[str, str] = {
     **dict.fromkeys(
@@ -674,10 +674,12 @@ PER_ELEMENT_METRICS: dict[str, str] = {
             "RetrievalNormalizedDCG",
             "RetrievalRPrecision",
             "RetrievalAUROC",
-            "RetrievalPrecisionRecallCurve",
-            "RetrievalRecallAtFixedPrecision",
         ),
         "indexes, preds, target (retrieval/base.py)",
+    ),
+    **dict.fromkeys(
+        ("RetrievalPrecisionRecallCurve", "RetrievalRecallAtFixedPrecision"),
+        "indexes, preds, target (retrieval/precision_recall_curve.py)",
     ),
     "KernelInceptionDistance": "real_features, fake_features (image/kid.py)",
     "InceptionScore": "features (image/inception.py)",
@@ -1154,11 +1156,12 @@ built with sync_on_compute=False, sync, and metric(...) itself when built with d
 ZeroRedundancyOptimizer .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer. Rank
 tests include is_global_zero, is_main_process, is_local_main_process, is_last_process, local_rank and
 global_rank on any object, and Accelerate's @accelerator.on_main_process / on_process / on_last_process.
-Library hooks that run on some ranks only: Lightning's prepare_data (local rank 0 of each node), so a
-collective made in it, or in a function it calls, is reported. Data-dependent numbers of syncs: a
-torchmetrics metric whose list states are gathered one element at a time (dist_reduce_fx=None in a metric of
-your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE), updated in a loop whose length
-differs between ranks, is reported at its compute().
+Library hooks that run on some ranks only: Lightning's prepare_data (local rank 0 of each node: Lightning
+2.6.5's _DataConnector.prepare_data), so a collective made in it, or in a function it calls, is reported.
+Data-dependent numbers of syncs: a torchmetrics metric whose list states are gathered one element at a time
+(dist_reduce_fx=None in a metric of your file; the retrieval metrics, KID, InceptionScore, LPIPS, VIF, ROUGE:
+torchmetrics 1.9.0's Metric._sync_dist), updated in a loop whose length differs between ranks, is reported at
+its compute().
 
 What differs between ranks also flows: through assignments, loop variables (for name in stages[rank]), what
 an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
@@ -1171,8 +1174,9 @@ ranks after that many steps (their own loaders being at least as long). Calls ar
 methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
 (callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
 rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
-Accelerate's with accelerator.main_process_first() skips its closing barrier (barrierlab's tells the others
-that the main process failed; transformers' makes its closing barrier in a finally).
+Accelerate's with accelerator.main_process_first() skips its closing barrier (accelerate 1.14.0's
+PartialState._goes_first has no try/finally; barrierlab's tells the others that the main process failed;
+transformers' TrainingArguments.main_process_first makes its closing barrier in a finally).
 
 Sizes and counts from data: size-mismatch, a collective's tensor whose size comes from its values
 (torch.bincount without minlength, unique, nonzero) or from the keys of a dict filled from data (a key added
@@ -12658,8 +12662,8 @@ class _SharedMakes:
         why = (
             f"every rank runs {runs} and makes the folder `{shown}`, the same path on every rank, where the "
             "folder must not exist yet: the first rank to make it succeeds and the others raise FileExistsError "
-            "(after a check that it is missing, whenever two ranks pass the check before either makes it: MONAI "
-            "#2374), while the first waits for them in its next collective"
+            "(after a check that it is missing, whenever two ranks pass the check before either makes it: "
+            "Project-MONAI/MONAI issue #2374), while the first waits for them in its next collective"
         )
         fix = (
             f"pass exist_ok=True (`os.makedirs({shown}, exist_ok=True)`, `.mkdir(parents=True, exist_ok=True)`) on "

@@ -9,17 +9,20 @@ import re
 #: skipper either raised "Connect timeout" after 20/40 s or made the group and timed out in its first collective
 #: after 2/4/8 s; review83d: a lone skipper among 4 ranks raised DistStoreError after one timeout, 3 runs of 3). The
 #: five times: gloo waits for a pair's first connection five times the context's timeout
-#: (gloo/transport/tcp/pair.h, Pair::waitUntil, "Use a longer timeout when waiting for initial connect"), and
-#: ProcessGroupGloo gives the context new_group's timeout.
+#: (facebookincubator/gloo gloo/transport/tcp/pair.h, Pair::waitUntil, `timeout_ * 5`, "Use a longer timeout when
+#: waiting for initial connect", there since gloo 9a2d11d (2017) and still at cc44198 (2025); torch 2.13's message names
+#: pair.h:311, the line it has there), and ProcessGroupGloo gives the context new_group's timeout. Measured with
+#: torch 2.13 (tests/test_gloo_connect_timeout.py): 2 ranks, timeout 0.5/1/2 s, the listening rank of a pair whose
+#: connecting rank never connects raised 'Connect timeout' after 2.52/5.00/10.01 s.
 LATER_GROUP_FAILS = (
     "what happens varies from run to run: the ranks that made the skipped group may stay in its own new_group, "
     "or wait in the later new_group until its timeout (new_group's timeout=, else "
     "torch's default, 30 minutes on gloo, not the default group's) and raise a store timeout; the ranks that "
     "skipped it give the new group the skipped one's number and look for their peers under that group's store "
     "keys, so on gloo their new_group raises a store timeout (DistStoreError) after that timeout, or 'Connect "
-    "timeout' after five times that timeout (gloo waits five times the timeout for a first connection: "
-    "gloo/transport/tcp/pair.h, Pair::waitUntil), or returns, and their first collective on the group fails after "
-    "the timeout"
+    "timeout' after five times that timeout (gloo waits five times the timeout for a pair's first connection: "
+    "Pair::waitUntil in facebookincubator/gloo's gloo/transport/tcp/pair.h, as torch 2.13 builds it), or "
+    "returns, and their first collective on the group fails after the timeout"
 )
 
 
