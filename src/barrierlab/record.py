@@ -1553,6 +1553,10 @@ _STORE_HELPERS = (os.path.join("torch", "distributed", "elastic", "utils", "stor
 #: learner's hand-off, and the ordering model orders by them as by the learner's own store calls.
 _STORE_BARRIERS = frozenset({"_store_based_barrier"})
 
+#: torch's logging decorators (``_time_logger`` around ``_store_based_barrier``): a frame between a torch function
+#: and its caller.
+_TORCH_LOGGERS = (os.path.join("torch", "distributed", "c10d_logger.py"),)
+
 
 def _called_by_torch() -> bool:
     """The store method's caller is torch's own Python code (init_process_group, new_group, DCP) or the
@@ -1572,11 +1576,6 @@ def _called_by_torch() -> bool:
             outer is None or outer.f_code.co_filename.startswith(_TORCH_PREFIX) or outer.f_code.co_filename in _LAUNCHER
         )
     return True
-
-
-#: torch's logging decorators (``_time_logger`` around ``_store_based_barrier``): a frame between a torch function
-#: and its caller.
-_TORCH_LOGGERS = (os.path.join("torch", "distributed", "c10d_logger.py"),)
 
 
 #: The ``PrefixStore``s the learner's code made -> (their prefix, the store they wrap): a key is recorded with
