@@ -1117,6 +1117,17 @@ def remove_stale_run_dirs(folder: str | None = None, owners: set[int] | None = N
     return removed
 
 
+def _temp_folder_state() -> tuple | None:
+    """What changes when an entry of the temporary folder is made, removed or renamed (its modification time in
+    ns, its count of links, which counts the folders in it, and which folder it is); None if it cannot be read
+    (then it counts as changed)."""
+    try:
+        info = os.stat(tempfile.gettempdir())
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_nlink, info.st_ino, info.st_dev
+
+
 def _owner_is_dead(owner: tuple[int, int] | None) -> bool:
     return owner is not None and _contain.start_time(owner[0]) != owner[1]
 
@@ -1383,6 +1394,7 @@ def _launch(
         warm.next_store, next_store = next_store, None
         del payload
         group = _RunningGroup(warm, spec)
+        temp_before = _temp_folder_state()
         view = None
         try:
             try:
@@ -1425,7 +1437,10 @@ def _launch(
             read_until=max(group.started_at + options.deadline, time.monotonic() + VALUE_READ_GRACE),
         )
         _mark_teardown_hangs(run, group.teardown)
-        if group.pids:  # a rank's own run folder (every rank has ended)
+        # a rank's own run folder (every rank has ended), looked for only if the temporary folder changed while the
+        # ranks ran: listing it took 5-6 ms of the kernel's CPU at the end of every call (3,500 entries)
+        temp_after = _temp_folder_state()
+        if group.pids and (temp_after is None or temp_after != temp_before):
             remove_stale_run_dirs(owners=set(group.pids))
         run.launcher_note = group.lost_warm_note()
     finally:
