@@ -329,3 +329,65 @@ def test_a_finished_run_whose_source_reads_before_the_wait_says_so_with_both_lin
 def test_a_finished_run_that_waits_before_reading_gets_no_read_hazard():
     d = bl.run(waits_then_reads, 4, timeout=5).diagnosis
     assert "In the source" not in str(d) and "But" not in d.headline, d
+
+
+def rank_2_never_calls_the_barrier_rank_1_waits_in(folder):
+    """review83d C1/M4: rank 0 waits in a barrier of [0, 1] for rank 1, which waits in a barrier of [1, 2] that
+    rank 2 never calls; once told as rank 1 never calling the first ("after 0 collective calls"), the subgroup
+    [1, 2] and rank 2 unsaid."""
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    pair = dist.new_group([0, 1])
+    other = dist.new_group([1, 2])
+    rank = dist.get_rank()
+    if rank in (0, 1):
+        open(os.path.join(folder, f"rank{rank}"), "w").close()  # about to enter its barrier
+    if rank == 0:
+        dist.barrier(group=pair)
+    elif rank == 1:
+        dist.barrier(group=other)  # rank 2 never calls it: the bug
+        dist.barrier(group=pair)
+    elif rank == 2:
+        # alive until ranks 0 and 1 are at their barriers (on a loaded machine, a rank 2 that returned at once
+        # could exit before rank 1's new_group([1, 2]) had connected to it): its exit then ends rank 1's wait
+        while not all(os.path.exists(os.path.join(folder, f"rank{r}")) for r in (0, 1)):
+            time.sleep(0.05)
+        time.sleep(0.5)
+
+
+@pytest.mark.timeout(120)
+def test_a_wait_on_a_rank_held_in_another_subgroups_barrier_names_the_call_never_made(tmp_path):
+    run = bl.run(rank_2_never_calls_the_barrier_rank_1_waits_in, 4, args=(str(tmp_path),), timeout=20, deadline=60)
+    assert run.statuses == ["raised", "raised", "finished", "finished"], run
+    d = run.diagnosis
+    assert d.kind == "only-some-ranks", d
+    assert "rank 1 called barrier #1 on the group of ranks [1, 2]" in d.headline, d
+    assert "rank 2, in that group too, never did" in d.headline, d
+    assert "Rank 0 waited in turn for rank 1 in barrier #1 on the group of ranks [0, 1]" in d.headline, d
+    text = str(d)
+    assert "after 0 collective calls on the default group, 1 on the group of ranks [1, 2]" in text, text
+    assert "Connection closed by peer after 0 collective calls and" not in text, text  # rank 1's, as told before
+    ended = [line for line in d.evidence if line.startswith("rank 0 raised:")]
+    assert ended and "Processes that had ended: rank 1 (raised)" in ended[0], d
+
+
+@pytest.mark.timeout(120)
+def test_the_others_of_a_failed_rank_are_not_all_said_to_have_failed_on_its_connections():
+    """review83d M1 (notebook 03 §7): "so the others were in all_reduce #3 and failed there when the connections to
+    rank 1 closed", though rank 3 waited on ranks 0 and 2 and failed only when one of them ended."""
+    from barrierlab.scenarios import exception_mid_loop
+
+    run = bl.run(exception_mid_loop.scenario, 4, timeout=20)
+    assert run.statuses == ["raised"] * 4, run
+    d = run.diagnosis
+    assert d.headline.startswith("rank 1 failed by itself (raised at"), d
+    assert "so ranks 0, 2 and 3, in all_reduce #3, failed there on closed connections" in d.headline, d
+    assert "those waiting on rank 1 at once, as its connections closed" in d.headline, d
+    assert "and any waiting on another of them when that one failed and ended in turn" in d.headline, d
+    assert "when the connections to rank 1 closed" not in d.headline, d
+    order = next(line for line in d.evidence if line.startswith("when each failed: "))
+    # the first to fail failed before any other had ended: that one is told as failing on rank 1's connection
+    assert "failed before any of the others had ended, so on a connection of rank 1" in order, order

@@ -40,7 +40,8 @@ def test_a_call_after_new_groups_has_the_ledgers_number_and_the_ranks_last_call_
     # C5: their last call was the barrier on their subgroup, made after the new_group calls
     assert (
         "ranks 0 and 1 never made a 1st collective call on the default group: they returned from the function after "
-        f"1 collective call and 2 new_group calls; their last was barrier #1 of the subgroup of ranks [0, 1] at "
+        "0 collective calls on the default group, 1 on the group of ranks [0, 1] and 2 new_group calls; their last "
+        f"was barrier #1 of the subgroup of ranks [0, 1] at "
         f"tests/test_diagnose_group_numbering.py:{last}"
     ) in text, text
     assert "last was new_group" not in text, text

@@ -227,17 +227,33 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
     counted against torch's DDP all_reduces)."""
     # the calls' own numbers, not how many were kept: a record cut in the middle keeps its first and last calls
     # (attack27 a10: "after 4997 collective calls" for a rank whose last call was #8501)
-    own = [e for e in calls if not e.in_child_process]  # a forked child's call is not its rank's (review61b M4)
-    # group-making calls are no collective of the default group on torch 2.13 (calls.GROUP_MAKERS) and are
-    # counted apart, as the ledger numbers them (review78d D1: "after 3 collective calls", two of them new_group)
+    # its calls on subgroups too, which a caller's list of the default group's leaves out (review83d C1: "after 0
+    # collective calls" of a rank that raised in its barrier on a subgroup of ranks [1, 2]), each call once
+    subgroups = [e for e in result.events if e.is_collective and e.group is not None]
+    own = list({id(e): e for e in [*calls, *subgroups] if not e.in_child_process}.values())  # a forked child's
+    # call is not its rank's (review61b M4); group-making calls are no collective of the default group on torch
+    # 2.13 (calls.GROUP_MAKERS) and are counted apart, as the ledger numbers them (review78d D1: "after 3
+    # collective calls", two of them new_group)
     makers = [e for e in own if e.name in GROUP_MAKERS]
     made_before = [e.seq for e in makers if isinstance(e.seq, int)]
     own = [e for e in own if e.name not in GROUP_MAKERS]
+    # ``seq`` numbers a rank's collectives of every group (new_group's too)
     n = max([len(own)] + [e.seq - sum(m < e.seq for m in made_before) for e in own if isinstance(e.seq, int)])
-    after = f"after {n} collective call{'s' if n != 1 else ''}"
+    on_subgroups: Counter = Counter()
+    for e in own:
+        if e.group is not None:  # ``pos`` numbers them on their group: a record cut in the middle keeps the last
+            members = tuple(sorted(e.group_ranks)) if e.group_ranks else ()
+            on_subgroups[members] = max(on_subgroups[members] + 1, e.pos if isinstance(e.pos, int) else 0)
+    default = max(n - sum(on_subgroups.values()), 0)
+    after = f"after {default} collective call{'s' if default != 1 else ''}"
+    parts = [after + (" on the default group" if on_subgroups else "")] + [
+        f"{k} on the group of ranks {list(members)}" if members else f"{k} on a subgroup"
+        for members, k in on_subgroups.items()
+    ]
     if makers:
         named = Counter(e.name for e in makers)
-        after += " and " + " and ".join(f"{k} {name} call{'s' if k != 1 else ''}" for name, k in named.items())
+        parts += [f"{k} {name} call{'s' if k != 1 else ''}" for name, k in named.items()]
+    after = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if result.events_lost:  # review56 C1: its calls are unknown, not none
         after = f"(what it called is not known: its events file was {result.events_lost} while it ran)"
     entries = [e for e in flight or () if not e.p2p]
@@ -289,10 +305,10 @@ def _error_evidence(run: Run, ranks: list[int], skip: dict[int, Event] | None = 
             # timeout and called again: "Application timeout caused pair closure") is said too (review46b M5)
             known, first = explain_error(message), explain_error(skip[rank].error)
             if known and (first is None or known[0] != first[0]):  # another kind of failure than the first
-                then.setdefault(_error_text(run, message), []).append(rank)
+                then.setdefault(_error_text(run, message, of=set(ranks)), []).append(rank)
             continue
         if explain_error(message):
-            by_text.setdefault(_error_text(run, message), []).append(rank)
+            by_text.setdefault(_error_text(run, message, of=set(ranks)), []).append(rank)
     return [f"{rank_list(rs)} raised: {text}" for text, rs in by_text.items()] + [
         f"then, at a later call, {rank_list(rs)} raised: {text}" for text, rs in then.items()
     ]
@@ -1675,11 +1691,24 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
     if not failed:
         return _broken_before_the_call(f, event)
     it = "them" if len(failed) > 1 else "it"
+    evidence = _arrival_evidence(f)
     if _peers_failed_when_connections_closed(f):  # they did not wait: gloo reports a closed connection at once
-        then = (
-            f"so the others were in {event.name} #{f.number} and failed there when the connections to "
-            f"{rank_list(failed)} closed"
-        )
+        if len(f.at_k) == 1:
+            then = (
+                f"so the other was in {event.name} #{f.number} and failed there when the connections to "
+                f"{rank_list(failed)} closed"
+            )
+        else:
+            # review83d M1: "the others ... failed there when the connections to rank 1 closed", of a rank 3 that
+            # waited on ranks 0 and 2 and failed only when one of them ended; which peer's connection a rank met,
+            # gloo's error does not say, and when each rank failed varies from run to run
+            its = "their" if len(failed) > 1 else "its"
+            then = (
+                f"so {rank_list(sorted(f.at_k))}, in {event.name} #{f.number}, failed there on closed connections: "
+                f"those waiting on {rank_list(failed)} at once, as {its} connections closed, and any waiting on "
+                "another of them when that one failed and ended in turn"
+            )
+            evidence.append(_closed_connection_order(f, failed))
     else:
         left = [r for r in sorted(f.at_k) if f.run[r].ok]  # a rooted call some had what they needed from
         waited = [r for r in sorted(f.at_k) if not f.run[r].ok]
@@ -1690,7 +1719,38 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
             )
         else:
             then = f"so the others waited for {it} in {event.name} #{f.number}"
-    return _rank_failed(f.run, failed, then, _arrival_evidence(f), _site(event))
+    return _rank_failed(f.run, failed, then, evidence, _site(event))
+
+
+def _closed_connection_order(f: Facts, causes: list[int]) -> str:
+    """When each rank of call #k failed on a closed connection, and when the other ranks' functions had ended (a
+    process closes its connections as it ends, after its function): the ranks that failed before any other rank
+    but ``causes`` had ended failed on a connection of theirs; of a later one the record cannot tell whose."""
+    run = f.run
+    when = {r: e.end for r, e in f.at_k.items() if e.end is not None}
+    order = sorted(when, key=lambda r: when[r])
+    ended = {r.rank: r.ended for r in run.ranks if r.rank not in causes and r.ended is not None and r.rank in f.at_k}
+    first = [r for r in order if not any(x != r and t < when[r] for x, t in ended.items())]
+    later = [r for r in order if r not in first]
+    text = "when each failed: " + ", ".join(f"rank {r} at {_t(run, when[r])}" for r in order)
+    gone = [r for r in causes if run[r].ended is not None]
+    if gone:
+        text += "; " + ", ".join(f"rank {r} had ended at {_t(run, run[r].ended)}" for r in gone)
+    if ended:
+        text += "; " + ", ".join(
+            f"rank {r} ended at {_t(run, t)}" for r, t in sorted(ended.items(), key=lambda x: x[1])
+        )
+    if first:
+        text += (
+            f". {sentence_start(rank_list(first))} failed before any of the others had ended, so on a connection of "
+            f"{rank_list(causes)}"
+        )
+        if later:
+            text += (
+                f"; {rank_list(later)} failed after some of them had (the connection of {rank_list(causes)}, or of "
+                "one that had ended: gloo's error does not say whose)"
+            )
+    return text
 
 
 def _broken_before_the_call(f: Facts, event: Event) -> Diagnosis | None:
@@ -2145,11 +2205,11 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
     return None
 
 
-def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
-    """A collective on a subgroup that some of its members called and the others never reached (the default
-    group's calls agree: subgroups are numbered apart, so the default group's rules cannot see it)."""
-    if not f.failed or f.first_diff or f.split:
-        return None
+def _subgroup_shortfalls(f: Facts) -> list[tuple[tuple[int, ...], dict[int, list[Event]], int, list[int], list[int]]]:
+    """Each subgroup position some members called and the others never reached, a member that called it having
+    failed: (members, each member's calls on the group, position k, the members that made call #k, those that
+    did not), in the order of :func:`_subgroup_calls`."""
+    found = []
     for members, calls in _subgroup_calls(f).values():
         counts = {m: len(calls.get(m, ())) for m in members if 0 <= m < f.run.world_size}
         if len(set(counts.values())) < 2:
@@ -2161,45 +2221,131 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
             continue
         if all(m in f.failed and failed_by_itself(f.run[m]) for m in missing):
             continue  # they failed by themselves before it (round 39, ART #919: a ValueError): not a condition
-        refused = [m for m in made if _refused(f.run[m], calls[m][k - 1])]
-        if refused and all(m in f.failed and _peer_gone(f.run[m]) for m in missing):
-            # review70b M2: a member's own call raised (torch refused src=0, not a member of the group) and the
-            # missing member failed when its process ended, before reaching the call (still connecting in
-            # new_group, or waiting on it elsewhere): the ValueError is the cause, not a condition
-            event = calls[refused[0]][k - 1]
-            message = _clip(f.run[refused[0]].error_message.splitlines()[0], 200).rstrip(".")
-            ended = "; ".join(f"rank {m}: {_clip(f.run[m].error_message.splitlines()[0])}" for m in missing)
-            return _rank_failed(
-                f.run,
-                refused,
-                f"inside its {_op_name(event)} #{k} on the group of ranks {list(members)}, before sending anything: "
-                f"{message}; {rank_list(missing)}, a member too, failed before reaching that call, on a closed "
-                f"connection ({ended})",
-                _failure_evidence(f),
-                _site(event),
-            )
-        event = calls[made[0]][k - 1]
-        evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup {_called_at(event)}"]
-        for m in missing:
-            last = calls.get(m, [])[-1:] or [None]
-            ended = _how_it_ended(f.run[m], f.calls[m], f.flights.get(m))
-            made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
-            evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
-        evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
-        return Diagnosis(
-            "only-some-ranks",
-            f"A collective of a subgroup reached by only some of its members: {rank_list(made)} called "
-            f"{_op_name(event)} #{k} on the group of ranks {list(members)} at {where_text(event)}"
-            f"{called_from(chain_of(event))}; {rank_list(missing)}, in that group too, never did.",
-            evidence,
-            "Every member of a process group must call each of its collectives, in the same order. A condition "
-            "around a subgroup's collective (`if tp_rank == 0:`) must select the whole subgroup or none of it; "
-            "to involve only some ranks, use a group of exactly those ranks (barrierlab.lint checks the "
-            "members of groups it can see).",
-            ranks=made,
-            site=_site(event),
-        )
+        found.append((members, calls, k, made, missing))
+    return found
+
+
+def _left_waiting_in(f: Facts, rank: int) -> Event | None:
+    """The collective call, of any group, a rank that did not finish was left waiting in: its last, if that
+    never returned or failed after waiting for its peers."""
+    if rank not in f.failed:
+        return None
+    made = [e for e in _calls_of_every_group(f.run, rank) if e.name not in GROUP_MAKERS]
+    last = made[-1] if made else None
+    if last is not None and (last.end is None or (last.error and _waited(last))):
+        return last
     return None
+
+
+def _shortfall_root(f: Facts, found: list) -> tuple[int, list[tuple[int, dict[int, Event]]]]:
+    """Follow the first shortfall of ``found`` to the one its chain of waits started from (review83d C1/M4: rank 0
+    waited in a barrier of ranks [0, 1] for rank 1, which waited in a barrier of ranks [1, 2] that rank 2 never
+    called; told as rank 1 never calling the first, rank 2's missing call unsaid): the index of that root, and
+    each link before it (the index of the shortfall whose missing members waited elsewhere, and the call each
+    of them was left waiting in), in the chain's order."""
+    links: list[tuple[int, dict[int, Event]]] = []
+    i = 0
+    while True:
+        members, _, _, _, missing = found[i]
+        waiting = {m: _left_waiting_in(f, m) for m in missing}
+        following = None
+        for j, (_, calls, k, made, _) in enumerate(found):
+            if j == i or j in (x for x, _ in links):
+                continue
+            if all(
+                e is not None and m in made and e.group is not None and len(calls[m]) >= k and calls[m][k - 1] is e
+                for m, e in waiting.items()
+            ):
+                following = j
+                break
+        if following is None:
+            return i, links
+        links.append((i, waiting))
+        i = following
+
+
+def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
+    """A collective on a subgroup that some of its members called and the others never reached (the default
+    group's calls agree: subgroups are numbered apart, so the default group's rules cannot see it)."""
+    if not f.failed or f.first_diff or f.split:
+        return None
+    found = _subgroup_shortfalls(f)
+    if not found:
+        return None
+    members, calls, k, made, missing = found[0]
+    refused = [m for m in made if _refused(f.run[m], calls[m][k - 1])]
+    if refused and all(m in f.failed and _peer_gone(f.run[m]) for m in missing):
+        # review70b M2: a member's own call raised (torch refused src=0, not a member of the group) and the
+        # missing member failed when its process ended, before reaching the call (still connecting in
+        # new_group, or waiting on it elsewhere): the ValueError is the cause, not a condition
+        event = calls[refused[0]][k - 1]
+        message = _clip(f.run[refused[0]].error_message.splitlines()[0], 200).rstrip(".")
+        ended = "; ".join(f"rank {m}: {_clip(f.run[m].error_message.splitlines()[0])}" for m in missing)
+        return _rank_failed(
+            f.run,
+            refused,
+            f"inside its {_op_name(event)} #{k} on the group of ranks {list(members)}, before sending anything: "
+            f"{message}; {rank_list(missing)}, a member too, failed before reaching that call, on a closed "
+            f"connection ({ended})",
+            _failure_evidence(f),
+            _site(event),
+        )
+    root, links = _shortfall_root(f, found)
+    members, calls, k, made, missing = found[root]
+    event = calls[made[0]][k - 1]
+    of = f" of ranks {list(members)}" if links else ""  # two subgroups are told of: which one
+    evidence = [f"{rank_list(made)} called {_op_name(event)} #{k} of the subgroup{of} {_called_at(event)}"]
+    for m in missing:
+        last = calls.get(m, [])[-1:] or [None]
+        ended = _how_it_ended(f.run[m], f.calls[m], f.flights.get(m))
+        made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
+        evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
+    evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
+    chain = []  # the ranks that waited, in turn, for the ones left waiting in it, nearest first
+    for i, waiting in reversed(links):
+        members_i, calls_i, k_i, made_i, missing_i = found[i]
+        call = calls_i[made_i[0]][k_i - 1]
+        theirs = next(iter(waiting.values()))
+        number = _group_calls(f, missing_i[0], theirs.group).index(theirs) + 1
+        they = "it was" if len(missing_i) == 1 else "they were"
+        chain.append(
+            f"{sentence_start(rank_list(made_i))} waited in turn for {rank_list(missing_i)} in {_op_name(call)} "
+            f"#{k_i} on the group of ranks {list(members_i)} at {_place(call)}, which {rank_list(missing_i)} never "
+            f"reached: {they} waiting in {_op_name(theirs)} #{number} on the group of ranks "
+            f"{_members(f.run, theirs)}."
+        )
+        evidence.append(
+            f"{rank_list(made_i)} called {_op_name(call)} #{k_i} of the subgroup of ranks {list(members_i)} "
+            f"{_called_at(call)} and waited in it for {rank_list(missing_i)}, which never made a {ordinal(k_i)} "
+            f"call on that group: "
+            + "; ".join(
+                f"rank {m} {_how_it_ended(f.run[m], f.calls[m], f.flights.get(m))}, while in "
+                f"{_op_name(e)} #{number} on the group of ranks {_members(f.run, e)}"
+                for m, e in waiting.items()
+            )
+        )
+        evidence += _error_evidence(f.run, [m for m in made_i if m in f.failed])
+    return Diagnosis(
+        "only-some-ranks",
+        f"A collective of a subgroup reached by only some of its members: {rank_list(made)} called "
+        f"{_op_name(event)} #{k} on the group of ranks {list(members)} at {where_text(event)}"
+        f"{called_from(chain_of(event))}; {rank_list(missing)}, in that group too, never did."
+        + "".join(" " + sentence for sentence in chain),
+        evidence,
+        "Every member of a process group must call each of its collectives, in the same order. A condition "
+        "around a subgroup's collective (`if tp_rank == 0:`) must select the whole subgroup or none of it; "
+        "to involve only some ranks, use a group of exactly those ranks (barrierlab.lint checks the "
+        "members of groups it can see)."
+        + (
+            f" The call to add is {rank_list(missing)}'s: "
+            f"{rank_list(sorted({r for i, _ in links for r in found[i][3]}))} only waited, in another group, for "
+            f"{rank_list(made)}, held up by it."
+            if chain
+            else ""
+        ),
+        ranks=made,
+        site=_site(event),
+    )
 
 
 def _peer_gone(result) -> bool:
@@ -4641,10 +4787,13 @@ def _ended_inside(result) -> str:
     return str(result.status)
 
 
-def _error_text(run: Run, message: str, waiting: set[int] = frozenset()) -> str:
+def _error_text(run: Run, message: str, waiting: set[int] = frozenset(), of: set[int] = frozenset()) -> str:
     """A known error as its explanation (stable across runs); an unknown one quoted, tidied. For a closed
     connection, the ranks whose processes ended by the end of the run, but for ``waiting``, the ranks that got
-    the error in the call (a rank that caught it and returned is no peer that closed it: review75c C1)."""
+    the error in the call (a rank that caught it and returned is no peer that closed it: review75c C1); with
+    ``of``, the ranks the text is said of, also the ranks that raised on a closed connection themselves before
+    the last of them did (review83d C1: rank 0 waited only on rank 1, whose process had ended so, and was told
+    of ranks 2 and 3 only)."""
     known = explain_error(message)
     if not known:
         return f"“{_clip(message)}”"
@@ -4652,7 +4801,23 @@ def _error_text(run: Run, message: str, waiting: set[int] = frozenset()) -> str:
     if known[0] == "monitored barrier answer" and len(run.ranks) > 0:
         text = _monitored_answer_text(run, known[1])
     if known[0] == "peer gone" and not run.linger:
-        gone = [r.rank for r in run.ranks if (r.status == FINISHED or failed_by_itself(r)) and r.rank not in waiting]
+        last = max((run[r].ended for r in of if run[r].ended is not None), default=None)
+        gone = [
+            r.rank
+            for r in run.ranks
+            if r.rank not in waiting
+            and (
+                r.status == FINISHED
+                or failed_by_itself(r)
+                or (
+                    r.status == RAISED
+                    and r.rank not in of
+                    and last is not None
+                    and r.ended is not None
+                    and r.ended < last
+                )
+            )
+        ]
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
