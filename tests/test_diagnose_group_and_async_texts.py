@@ -385,8 +385,8 @@ def test_the_others_of_a_failed_rank_are_not_all_said_to_have_failed_on_its_conn
     d = run.diagnosis
     assert d.headline.startswith("rank 1 failed by itself (raised at"), d
     assert "so ranks 0, 2 and 3, in all_reduce #3, failed there on closed connections" in d.headline, d
-    assert "those waiting on rank 1 at once, as its connections closed" in d.headline, d
-    assert "and any waiting on another of them when that one failed and ended in turn" in d.headline, d
+    assert "at once if waiting on rank 1, as its connections closed" in d.headline, d
+    assert "else when the one they were waiting on failed and ended in turn" in d.headline, d
     assert "when the connections to rank 1 closed" not in d.headline, d
     order = next(line for line in d.evidence if line.startswith("when each failed: "))
     # the first to fail failed before any other had ended: that one is told as failing on rank 1's connection

@@ -1705,8 +1705,8 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
             its = "their" if len(failed) > 1 else "its"
             then = (
                 f"so {rank_list(sorted(f.at_k))}, in {event.name} #{f.number}, failed there on closed connections: "
-                f"those waiting on {rank_list(failed)} at once, as {its} connections closed, and any waiting on "
-                "another of them when that one failed and ended in turn"
+                f"at once if waiting on {rank_list(failed)}, as {its} connections closed, else when the one they were "
+                "waiting on failed and ended in turn"
             )
             evidence.append(_closed_connection_order(f, failed))
     else:
