@@ -2375,6 +2375,11 @@ _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloade
 #: ``_BaseDataLoaderIter.__init__`` and ``_share_dist_seed``; round 37's RETURNN item).
 _DATAPIPE_MODULES = ("torch.utils.data.datapipes.iter", "torchdata.datapipes.iter")
 _DATAPIPE_BASES = frozenset({"IterDataPipe"})
+#: ``dataclasses.replace(obj, **changes)`` ends ``return obj.__class__(**changes)``: it builds a new object through
+#: the class's ``__init__``, which for a ``@dataclass`` runs ``__post_init__`` again (CPython Lib/dataclasses.py,
+#: ``replace``/``_replace``: "Create the new object, which calls __init__() and __post_init__() (if defined)").
+_DATACLASS_COPIES = frozenset({"dataclasses.replace"})
+_DATACLASS_DECORATORS = frozenset({"dataclass", "dataclasses.dataclass"})
 #: Builtins that call a method of their argument's class (``len(loader)`` runs ``__len__``, ``print(meter)`` and
 #: ``str(meter)`` run ``__str__``): the methods tried, in order, for each argument.
 _DUNDER_BUILTINS = {
@@ -4641,6 +4646,10 @@ class _Analysis:
             return _Call("coll", shown, target, f"{entry.framework}: {entry.issues}", entry.advice)
         found = self._ddp_op(call, unit, scope)
         if found is None and written is not None:
+            made = self._dataclass_init(call, unit, self_class, scope)
+            if made is not None:
+                return made
+        if found is None and written is not None:
             target = self._indirect(call.func, self_class, scope)
             if target:
                 return _Call("call", written, target)
@@ -5374,6 +5383,8 @@ class _Analysis:
                     continue
                 if index is not None or not isinstance(value, ast.Call) or _dotted(value.func) is None:
                     continue
+                if self._resolve(value.func, unit) in _DATACLASS_COPIES:
+                    continue  # a copy of its first argument, of the same class: see _prepare_dataclass_copies
                 built = self._built(value, unit)
                 for name in names:
                     cls = self._class_of(key)
@@ -5447,7 +5458,51 @@ class _Analysis:
                     where = f"class {self_class}" if name.startswith("self.") and self_class else key
                     self.objects.setdefault(where, {})[name] = _Built(classes, cls)
         self._return_classes.clear()
+        self._prepare_dataclass_copies(scopes)
         self._prepare_metric_states()
+
+    def _prepare_dataclass_copies(self, scopes: list[tuple[str | None, list[ast.AST], _Unit]]) -> None:
+        """``b = dataclasses.replace(a, ...)``: ``b`` is an object of ``a``'s class (when lint knows it), unless the
+        scope already knows ``b`` (a parameter handed such an object, then rebound to its copy)."""
+        for key, nodes, unit in scopes:
+            self_class = self._class_of(key)
+            for names, value, index in _assignments(n for n in nodes if isinstance(n, ast.Assign)):
+                if index is not None or not isinstance(value, ast.Call) or not value.args:
+                    continue
+                if self._resolve(value.func, unit) not in _DATACLASS_COPIES or _dotted(value.args[0]) is None:
+                    continue
+                built = self._constructed(_dotted(value.args[0]), key, self_class)
+                for name in names if built is not None else ():
+                    where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                    self.objects.setdefault(where, {}).setdefault(name, built)
+
+    def _dataclass(self, cls: str) -> bool:
+        """Whether the class ``cls`` of the file is decorated ``@dataclass`` / ``@dataclasses.dataclass(...)``."""
+        node, _unit = self.class_nodes[cls]
+        return any(
+            _dotted(d.func if isinstance(d, ast.Call) else d) in _DATACLASS_DECORATORS for d in node.decorator_list
+        )
+
+    def _dataclass_init(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None) -> _Call | None:
+        """A call that builds an object of a ``@dataclass`` of the file whose ``__post_init__`` the generated
+        ``__init__`` runs: the class called (``ParallelDims(...)``, when the class writes no ``__init__`` of its
+        own) or ``dataclasses.replace(dims, ...)`` of an object of such a class (see :data:`_DATACLASS_COPIES`)."""
+        cls, shown = None, _dotted(call.func) or ""
+        if isinstance(call.func, ast.Name) and call.func.id in self.class_nodes:
+            cls = call.func.id
+        elif self._resolve(call.func, unit) in _DATACLASS_COPIES and call.args and _dotted(call.args[0]):
+            built = self._constructed(_dotted(call.args[0]), scope, self_class)
+            cls = built.local if built is not None else None
+        if cls is None or cls not in self.class_nodes:
+            return None
+        for c in self._ancestors(cls):
+            if f"{c}.__init__" in self.table:
+                return _Call("call", shown, f"{c}.__init__") if shown != cls else None
+            if f"{c}.__post_init__" in self.table and c in self.class_nodes and self._dataclass(c):
+                how = "builds a new" if shown != cls else "builds a"
+                note = f"`{shown}()` {how} {cls} through the __init__ @dataclass writes, which runs {c}.__post_init__"
+                return _Call("call", shown, f"{c}.__post_init__", note)
+        return None
 
     def _method_of_built(self, func: ast.Attribute) -> str | None:
         """The method ``func`` names on an object of a class of the file built in place (``Trainer(...).fit``)."""
