@@ -5934,3 +5934,55 @@ def test_dataclasses_replace_reruns_post_init_and_its_new_group_in_an_except_han
     assert _src(correct) == []
     # a class that is not a dataclass: replace() is no constructor call lint follows, and Dims() runs no hook
     assert _src(buggy.replace("@dataclasses.dataclass\n        ", "")) == []
+
+
+def test_a_plain_all_reduce_in_the_loop_under_join_is_shadowed_by_no_joinable() -> None:
+    """Round 13's ``buggy_join_loss_log_not_joinable`` (the generic_join tutorial's uneven inputs): ``Join([model])``
+    shadows DDP's own all-reduces for a rank that has run out of batches, not the loop's loss all-reduce."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join
+
+        def train(model, batches):
+            with Join([model]):
+                for x in batches:
+                    loss = model(x).sum()
+                    loss.backward()
+                    logged = loss.detach().clone()
+                    dist.all_reduce(logged)
+        """
+    [finding] = _src(buggy)
+    assert (finding.line, finding.kind, finding.condition_line) == (11, "rank-dependent-loop", 7)
+    assert "runs only the join hooks of the Joinables handed to Join" in finding.why
+    assert "move `dist.all_reduce` out of the `with Join([model]):` block" in finding.fix
+    # the correct twin: the all-reduce after the block, where every rank has joined
+    correct = buggy.replace("            dist.all_reduce(logged)\n", "        dist.all_reduce(logged)\n")
+    assert _src(correct) == []
+    # ... or the loss log made a Joinable whose own join hook shadows its all-reduce (round 13's correct twin)
+    joinable = """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join, Joinable, JoinHook
+
+        class LogHook(JoinHook):
+            def main_hook(self):
+                dist.all_reduce(torch.zeros(1))
+
+        class LossLog(Joinable):
+            def __call__(self, loss):
+                Join.notify_join_context(self)
+                dist.all_reduce(loss)
+
+            def join_hook(self, **kwargs):
+                return LogHook()
+
+        def train(model, batches):
+            log = LossLog()
+            with Join([model, log]):
+                for x in batches:
+                    loss = model(x).sum()
+                    loss.backward()
+                    log(loss.detach())
+        """
+    assert _src(joinable) == []

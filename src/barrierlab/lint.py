@@ -3488,6 +3488,7 @@ class _Analysis:
         _ReusedStoreBarrier(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
+        _JoinShadows(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -14089,6 +14090,93 @@ class _PointToPoint:
 
 
 _FORK_TARGETS = frozenset({"Process"})
+
+
+#: ``Join(joinables)`` of torch.distributed.algorithms.join: its context managers. A rank that has run out of
+#: inputs leaves its loop and, until every rank has, runs the join hooks of the Joinables it was given, which
+#: "shadow the collective communications of non-joined processes" (torch/distributed/algorithms/join.py, ``Join``'s
+#: docstring; DDP's ``_DDPJoinHook`` shadows its forward's and backward's all-reduces, ZeroRedundancyOptimizer's its
+#: step's broadcasts). A plain torch.distributed collective in the loop belongs to no Joinable: nothing shadows it.
+_JOIN_MANAGERS = frozenset({"torch.distributed.algorithms.join.Join", "torch.distributed.algorithms.Join"})
+_JOINABLE_BASES = frozenset({"Joinable"})
+
+
+class _JoinShadows:
+    """``rank-dependent-loop`` under ``with Join([...]):`` - a torch.distributed collective made directly in a loop
+    inside the block (round 13's ``buggy_join_loss_log_not_joinable``). ``Join`` is there because the ranks' loops
+    run different numbers of times; once one rank has left its loop, the others' collective has no partner (or
+    pairs with a join hook's all-reduce). Quiet for collectives in a method of a class of the file that derives
+    from ``Joinable`` (its own join hook shadows them) and for DDP, ZeRO and framework calls."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, self_class, key in _gap_scopes(self.an):
+            if self_class is not None and any(
+                b.rpartition(".")[2] in _JOINABLE_BASES
+                for c in self.an._ancestors(self_class)
+                for b in self.an.base_names.get(c, [])
+            ):
+                continue
+            for node in _own_nodes(body):
+                if not isinstance(node, (ast.With, ast.AsyncWith)):
+                    continue
+                managers = [
+                    i.context_expr
+                    for i in node.items
+                    if isinstance(i.context_expr, ast.Call)
+                    and _dotted(i.context_expr.func)
+                    and self.an._resolve(i.context_expr.func, unit) in _JOIN_MANAGERS
+                ]
+                if managers:
+                    self._block(node, managers[0], unit, self_class, key)
+
+    def _block(self, block: ast.With | ast.AsyncWith, manager: ast.Call, unit: _Unit, self_class, key) -> None:
+        loops = [n for n in _own_nodes(block.body) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        for loop in loops:
+            for stmt in loop.body:
+                for call in _calls_in_order(stmt):
+                    if id(call) in self.an.found:
+                        continue
+                    found = self.an.classify(call, unit, self_class, key)
+                    if found is None or found.kind != "coll" or not found.target.startswith("torch.distributed."):
+                        continue
+                    if found.target.rpartition(".")[2] not in COLLECTIVES:
+                        continue
+                    shown = _dotted(call.func) or unit.text(call.func)
+                    joined = unit.text(manager)
+                    why = (
+                        f"`{shown}` runs in every iteration of the loop at line {loop.lineno + unit.offset}, inside "
+                        f"`with {joined}:` (line {block.lineno + unit.offset}), which is there because the ranks' "
+                        "loops run different numbers of times. A rank that has run out of inputs leaves the loop and "
+                        "runs only the join hooks of the Joinables handed to Join, which shadow their own "
+                        f"collectives (DDP's forward and backward all-reduces), not this `{shown}`: the ranks still "
+                        "in the loop wait in it for a rank that never calls it, or it pairs with a join hook's "
+                        "all-reduce, and from there on the ranks' collectives are out of step "
+                        "(torch/distributed/algorithms/join.py)"
+                    )
+                    fix = (
+                        f"move `{shown}` out of the `with {joined}:` block (after it every rank has joined), or make "
+                        "it a Joinable's: a class deriving from Joinable that calls Join.notify_join_context(self) "
+                        "before the collective and whose join_hook's main_hook makes the same collective, handed "
+                        "to Join with the model"
+                    )
+                    self.an.found[id(call)] = (
+                        "rank-dependent-loop",
+                        Finding(
+                            path=self.an.path,
+                            line=call.lineno + unit.offset,
+                            col=call.col_offset + unit.indent + 1,
+                            collective=shown,
+                            condition=f"the loop under `with {joined}:`",
+                            kind="rank-dependent-loop",
+                            why=why,
+                            fix=fix,
+                            cell=unit.cell,
+                            condition_line=loop.lineno + unit.offset,
+                        ),
+                    )
 
 
 class _Forked:
