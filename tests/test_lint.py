@@ -5883,3 +5883,106 @@ def test_review82l_u1_listing_finding_keeps_only_what_holds_in_general() -> None
     assert "may be held by some ranks' writes" in finding.why
     assert "can list the folder before a slower rank's file is there" in " ".join(barrierlab.lint.HELP.split())
     assert _src(buggy.replace("dist.broadcast_object_list(obj, src=0)", "dist.barrier()")) == []
+
+
+def test_dataclasses_replace_reruns_post_init_and_its_new_group_in_an_except_handler() -> None:
+    """Round 26's ``buggy_parallel_dims_replace_rebuilds_group`` (torchtitan ``ParallelDims``): a ``@dataclass``
+    whose ``__post_init__`` makes a ``new_group``; ``dataclasses.replace`` builds the copy through ``__init__``, so
+    ``__post_init__`` (and its ``new_group``) runs again, here only on the rank whose micro-batch was too big."""
+    buggy = """\
+        import dataclasses
+        import torch.distributed as dist
+
+        class Budget(RuntimeError):
+            pass
+
+        @dataclasses.dataclass
+        class Dims:
+            world_size: int
+            micro: int = 8
+            group: object = dataclasses.field(default=None, init=False)
+
+            def __post_init__(self):
+                self.group = dist.new_group(list(range(self.world_size)))
+
+        def forward(x, micro):
+            if len(x) > micro:
+                raise Budget()
+            return x
+
+        def evaluate(batches, dims):
+            for x in batches:
+                try:
+                    forward(x, dims.micro)
+                except Budget:
+                    dims = dataclasses.replace(dims, micro=dims.micro // 2)
+            dist.barrier(group=dims.group)
+
+        def worker(batches):
+            dims = Dims(dist.get_world_size())
+            evaluate(batches, dims)
+        """
+    [finding] = _src(buggy)
+    assert (finding.line, finding.kind, finding.condition_line) == (26, "hidden-collective", 25)
+    assert "dataclasses.replace() reaches dist.new_group" in finding.why.replace("`", "")
+    assert "builds a new Dims through the __init__ @dataclass writes, which runs Dims.__post_init__" in finding.why
+    assert "keep collectives out of the handler" in finding.fix
+    # the correct twin builds the group once, in a method every rank calls: the copy makes no group
+    correct = buggy.replace("def __post_init__(self):", "def build(self):").replace(
+        "dims = Dims(dist.get_world_size())", "dims = Dims(dist.get_world_size())\n            dims.build()"
+    )
+    assert _src(correct) == []
+    # a class that is not a dataclass: replace() is no constructor call lint follows, and Dims() runs no hook
+    assert _src(buggy.replace("@dataclasses.dataclass\n        ", "")) == []
+
+
+def test_a_plain_all_reduce_in_the_loop_under_join_is_shadowed_by_no_joinable() -> None:
+    """Round 13's ``buggy_join_loss_log_not_joinable`` (the generic_join tutorial's uneven inputs): ``Join([model])``
+    shadows DDP's own all-reduces for a rank that has run out of batches, not the loop's loss all-reduce."""
+    buggy = """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join
+
+        def train(model, batches):
+            with Join([model]):
+                for x in batches:
+                    loss = model(x).sum()
+                    loss.backward()
+                    logged = loss.detach().clone()
+                    dist.all_reduce(logged)
+        """
+    [finding] = _src(buggy)
+    assert (finding.line, finding.kind, finding.condition_line) == (11, "rank-dependent-loop", 7)
+    assert "runs only the join hooks of the Joinables handed to Join" in finding.why
+    assert "move `dist.all_reduce` out of the `with Join([model]):` block" in finding.fix
+    # the correct twin: the all-reduce after the block, where every rank has joined
+    correct = buggy.replace("            dist.all_reduce(logged)\n", "        dist.all_reduce(logged)\n")
+    assert _src(correct) == []
+    # ... or the loss log made a Joinable whose own join hook shadows its all-reduce (round 13's correct twin)
+    joinable = """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join, Joinable, JoinHook
+
+        class LogHook(JoinHook):
+            def main_hook(self):
+                dist.all_reduce(torch.zeros(1))
+
+        class LossLog(Joinable):
+            def __call__(self, loss):
+                Join.notify_join_context(self)
+                dist.all_reduce(loss)
+
+            def join_hook(self, **kwargs):
+                return LogHook()
+
+        def train(model, batches):
+            log = LossLog()
+            with Join([model, log]):
+                for x in batches:
+                    loss = model(x).sum()
+                    loss.backward()
+                    log(loss.detach())
+        """
+    assert _src(joinable) == []

@@ -2375,6 +2375,11 @@ _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloade
 #: ``_BaseDataLoaderIter.__init__`` and ``_share_dist_seed``; round 37's RETURNN item).
 _DATAPIPE_MODULES = ("torch.utils.data.datapipes.iter", "torchdata.datapipes.iter")
 _DATAPIPE_BASES = frozenset({"IterDataPipe"})
+#: ``dataclasses.replace(obj, **changes)`` ends ``return obj.__class__(**changes)``: it builds a new object through
+#: the class's ``__init__``, which for a ``@dataclass`` runs ``__post_init__`` again (CPython Lib/dataclasses.py,
+#: ``replace``/``_replace``: "Create the new object, which calls __init__() and __post_init__() (if defined)").
+_DATACLASS_COPIES = frozenset({"dataclasses.replace"})
+_DATACLASS_DECORATORS = frozenset({"dataclass", "dataclasses.dataclass"})
 #: Builtins that call a method of their argument's class (``len(loader)`` runs ``__len__``, ``print(meter)`` and
 #: ``str(meter)`` run ``__str__``): the methods tried, in order, for each argument.
 _DUNDER_BUILTINS = {
@@ -3483,6 +3488,7 @@ class _Analysis:
         _ReusedStoreBarrier(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
+        _JoinShadows(self).run()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -4641,6 +4647,10 @@ class _Analysis:
             return _Call("coll", shown, target, f"{entry.framework}: {entry.issues}", entry.advice)
         found = self._ddp_op(call, unit, scope)
         if found is None and written is not None:
+            made = self._dataclass_init(call, unit, self_class, scope)
+            if made is not None:
+                return made
+        if found is None and written is not None:
             target = self._indirect(call.func, self_class, scope)
             if target:
                 return _Call("call", written, target)
@@ -5374,6 +5384,8 @@ class _Analysis:
                     continue
                 if index is not None or not isinstance(value, ast.Call) or _dotted(value.func) is None:
                     continue
+                if self._resolve(value.func, unit) in _DATACLASS_COPIES:
+                    continue  # a copy of its first argument, of the same class: see _prepare_dataclass_copies
                 built = self._built(value, unit)
                 for name in names:
                     cls = self._class_of(key)
@@ -5447,7 +5459,51 @@ class _Analysis:
                     where = f"class {self_class}" if name.startswith("self.") and self_class else key
                     self.objects.setdefault(where, {})[name] = _Built(classes, cls)
         self._return_classes.clear()
+        self._prepare_dataclass_copies(scopes)
         self._prepare_metric_states()
+
+    def _prepare_dataclass_copies(self, scopes: list[tuple[str | None, list[ast.AST], _Unit]]) -> None:
+        """``b = dataclasses.replace(a, ...)``: ``b`` is an object of ``a``'s class (when lint knows it), unless the
+        scope already knows ``b`` (a parameter handed such an object, then rebound to its copy)."""
+        for key, nodes, unit in scopes:
+            self_class = self._class_of(key)
+            for names, value, index in _assignments(n for n in nodes if isinstance(n, ast.Assign)):
+                if index is not None or not isinstance(value, ast.Call) or not value.args:
+                    continue
+                if self._resolve(value.func, unit) not in _DATACLASS_COPIES or _dotted(value.args[0]) is None:
+                    continue
+                built = self._constructed(_dotted(value.args[0]), key, self_class)
+                for name in names if built is not None else ():
+                    where = f"class {self_class}" if name.startswith("self.") and self_class else key
+                    self.objects.setdefault(where, {}).setdefault(name, built)
+
+    def _dataclass(self, cls: str) -> bool:
+        """Whether the class ``cls`` of the file is decorated ``@dataclass`` / ``@dataclasses.dataclass(...)``."""
+        node, _unit = self.class_nodes[cls]
+        return any(
+            _dotted(d.func if isinstance(d, ast.Call) else d) in _DATACLASS_DECORATORS for d in node.decorator_list
+        )
+
+    def _dataclass_init(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None) -> _Call | None:
+        """A call that builds an object of a ``@dataclass`` of the file whose ``__post_init__`` the generated
+        ``__init__`` runs: the class called (``ParallelDims(...)``, when the class writes no ``__init__`` of its
+        own) or ``dataclasses.replace(dims, ...)`` of an object of such a class (see :data:`_DATACLASS_COPIES`)."""
+        cls, shown = None, _dotted(call.func) or ""
+        if isinstance(call.func, ast.Name) and call.func.id in self.class_nodes:
+            cls = call.func.id
+        elif self._resolve(call.func, unit) in _DATACLASS_COPIES and call.args and _dotted(call.args[0]):
+            built = self._constructed(_dotted(call.args[0]), scope, self_class)
+            cls = built.local if built is not None else None
+        if cls is None or cls not in self.class_nodes:
+            return None
+        for c in self._ancestors(cls):
+            if f"{c}.__init__" in self.table:
+                return _Call("call", shown, f"{c}.__init__") if shown != cls else None
+            if f"{c}.__post_init__" in self.table and c in self.class_nodes and self._dataclass(c):
+                how = "builds a new" if shown != cls else "builds a"
+                note = f"`{shown}()` {how} {cls} through the __init__ @dataclass writes, which runs {c}.__post_init__"
+                return _Call("call", shown, f"{c}.__post_init__", note)
+        return None
 
     def _method_of_built(self, func: ast.Attribute) -> str | None:
         """The method ``func`` names on an object of a class of the file built in place (``Trainer(...).fit``)."""
@@ -14034,6 +14090,93 @@ class _PointToPoint:
 
 
 _FORK_TARGETS = frozenset({"Process"})
+
+
+#: ``Join(joinables)`` of torch.distributed.algorithms.join: its context managers. A rank that has run out of
+#: inputs leaves its loop and, until every rank has, runs the join hooks of the Joinables it was given, which
+#: "shadow the collective communications of non-joined processes" (torch/distributed/algorithms/join.py, ``Join``'s
+#: docstring; DDP's ``_DDPJoinHook`` shadows its forward's and backward's all-reduces, ZeroRedundancyOptimizer's its
+#: step's broadcasts). A plain torch.distributed collective in the loop belongs to no Joinable: nothing shadows it.
+_JOIN_MANAGERS = frozenset({"torch.distributed.algorithms.join.Join", "torch.distributed.algorithms.Join"})
+_JOINABLE_BASES = frozenset({"Joinable"})
+
+
+class _JoinShadows:
+    """``rank-dependent-loop`` under ``with Join([...]):`` - a torch.distributed collective made directly in a loop
+    inside the block (round 13's ``buggy_join_loss_log_not_joinable``). ``Join`` is there because the ranks' loops
+    run different numbers of times; once one rank has left its loop, the others' collective has no partner (or
+    pairs with a join hook's all-reduce). Quiet for collectives in a method of a class of the file that derives
+    from ``Joinable`` (its own join hook shadows them) and for DDP, ZeRO and framework calls."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, self_class, key in _gap_scopes(self.an):
+            if self_class is not None and any(
+                b.rpartition(".")[2] in _JOINABLE_BASES
+                for c in self.an._ancestors(self_class)
+                for b in self.an.base_names.get(c, [])
+            ):
+                continue
+            for node in _own_nodes(body):
+                if not isinstance(node, (ast.With, ast.AsyncWith)):
+                    continue
+                managers = [
+                    i.context_expr
+                    for i in node.items
+                    if isinstance(i.context_expr, ast.Call)
+                    and _dotted(i.context_expr.func)
+                    and self.an._resolve(i.context_expr.func, unit) in _JOIN_MANAGERS
+                ]
+                if managers:
+                    self._block(node, managers[0], unit, self_class, key)
+
+    def _block(self, block: ast.With | ast.AsyncWith, manager: ast.Call, unit: _Unit, self_class, key) -> None:
+        loops = [n for n in _own_nodes(block.body) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        for loop in loops:
+            for stmt in loop.body:
+                for call in _calls_in_order(stmt):
+                    if id(call) in self.an.found:
+                        continue
+                    found = self.an.classify(call, unit, self_class, key)
+                    if found is None or found.kind != "coll" or not found.target.startswith("torch.distributed."):
+                        continue
+                    if found.target.rpartition(".")[2] not in COLLECTIVES:
+                        continue
+                    shown = _dotted(call.func) or unit.text(call.func)
+                    joined = unit.text(manager)
+                    why = (
+                        f"`{shown}` runs in every iteration of the loop at line {loop.lineno + unit.offset}, inside "
+                        f"`with {joined}:` (line {block.lineno + unit.offset}), which is there because the ranks' "
+                        "loops run different numbers of times. A rank that has run out of inputs leaves the loop and "
+                        "runs only the join hooks of the Joinables handed to Join, which shadow their own "
+                        f"collectives (DDP's forward and backward all-reduces), not this `{shown}`: the ranks still "
+                        "in the loop wait in it for a rank that never calls it, or it pairs with a join hook's "
+                        "all-reduce, and from there on the ranks' collectives are out of step "
+                        "(torch/distributed/algorithms/join.py)"
+                    )
+                    fix = (
+                        f"move `{shown}` out of the `with {joined}:` block (after it every rank has joined), or make "
+                        "it a Joinable's: a class deriving from Joinable that calls Join.notify_join_context(self) "
+                        "before the collective and whose join_hook's main_hook makes the same collective, handed "
+                        "to Join with the model"
+                    )
+                    self.an.found[id(call)] = (
+                        "rank-dependent-loop",
+                        Finding(
+                            path=self.an.path,
+                            line=call.lineno + unit.offset,
+                            col=call.col_offset + unit.indent + 1,
+                            collective=shown,
+                            condition=f"the loop under `with {joined}:`",
+                            kind="rank-dependent-loop",
+                            why=why,
+                            fix=fix,
+                            cell=unit.cell,
+                            condition_line=loop.lineno + unit.offset,
+                        ),
+                    )
 
 
 class _Forked:
