@@ -5883,3 +5883,77 @@ def test_review82l_u1_listing_finding_keeps_only_what_holds_in_general() -> None
     assert "may be held by some ranks' writes" in finding.why
     assert "can list the folder before a slower rank's file is there" in " ".join(barrierlab.lint.HELP.split())
     assert _src(buggy.replace("dist.broadcast_object_list(obj, src=0)", "dist.barrier()")) == []
+
+
+_ULTRALYTICS_EPOCHS = textwrap.dedent(
+    """\
+    import torch
+    import torch.distributed as dist
+
+    class Trainer:
+        def __init__(self, rank):
+            self.rank = rank
+            self.epochs = 3
+            self.stop = False
+            self.model = torch.nn.Linear(4, 1)
+
+        def optimizer_step(self):
+            for p in self.model.parameters():
+                dist.all_reduce(p.data)
+
+        def _do_train(self):
+            RANK = self.rank
+            epoch = 0
+            while True:
+                self.optimizer_step()
+                if RANK in {-1, 0}:
+                    final_epoch = epoch + 1 >= self.epochs
+                if final_epoch:
+                    print("validating")
+                if RANK in {-1, 0}:
+                    self.stop |= final_epoch
+                broadcast_list = [self.stop if RANK == 0 else None]
+                dist.broadcast_object_list(broadcast_list, 0)
+                self.stop = broadcast_list[0]
+                if self.stop:
+                    break
+                epoch += 1
+            return epoch
+    """
+)
+
+
+def test_an_attribute_set_from_a_broadcast_is_agreed_and_a_local_set_only_on_rank_0_is_unbound_elsewhere() -> None:
+    """Modelled on round 42's ultralytics items (PR: "Moves final_epoch calculation outside the rank-restricted
+    block"): the buggy twin assigns ``final_epoch`` inside the rank-0 block and reads it on every rank (rank 1 raises
+    UnboundLocalError, rank 0 waits in the stop-flag broadcast); the correct twin computes it on every rank. Both
+    end each epoch with ``self.stop = broadcast_list[0]`` after ``broadcast_object_list``: the ``if self.stop:
+    break`` after it is the same on every rank (it was reported in both twins)."""
+    buggy = _src(_ULTRALYTICS_EPOCHS)
+    assert [(f.line, f.kind, f.condition_line) for f in buggy] == [(22, "early-exit", 20)]
+    assert "`final_epoch` is assigned only inside `if RANK in {-1, 0}:`" in buggy[0].why
+    assert "UnboundLocalError" in buggy[0].why and "`dist.broadcast_object_list(...)` at line 27" in buggy[0].why
+    assert "assign `final_epoch` on every rank" in buggy[0].fix
+    correct = _ULTRALYTICS_EPOCHS.replace(
+        "            if RANK in {-1, 0}:\n                final_epoch = epoch + 1 >= self.epochs\n",
+        "            final_epoch = epoch + 1 >= self.epochs\n",
+    )
+    assert correct != _ULTRALYTICS_EPOCHS and _src(correct) == []
+    # an else that assigns it, or a read only under the same test, leaves no rank without it
+    with_else = _ULTRALYTICS_EPOCHS.replace(
+        "final_epoch = epoch + 1 >= self.epochs\n",
+        "final_epoch = epoch + 1 >= self.epochs\n            else:\n                final_epoch = False\n",
+    )
+    assert _src(with_else) == []
+    same_test = _ULTRALYTICS_EPOCHS.replace("if final_epoch:", "if RANK == 0 and final_epoch:")
+    assert _src(same_test) == []
+    # without the write-back from the broadcast, rank 0's own stop decides the break: reported
+    no_write_back = correct.replace("            self.stop = broadcast_list[0]\n", "")
+    assert no_write_back != correct
+    assert "early-exit" in {f.kind for f in _src(no_write_back)}
+    # the break read before the write-back still reads rank 0's own decision
+    early_break = correct.replace(
+        "            broadcast_list = [",
+        "            if self.stop:\n                break\n            broadcast_list = [",
+    )
+    assert early_break != correct and "early-exit" in {f.kind for f in _src(early_break)}

@@ -3477,6 +3477,7 @@ class _Analysis:
         _BranchPairs(self).run()
         _StoreUnset(self).run()
         _ReusedStoreBarrier(self).run()
+        _RankUnbound(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
         findings = [f for _, f in self.found.values()]
@@ -5902,6 +5903,15 @@ class _Analysis:
             if isinstance(node, ast.Attribute) and (
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
+                dotted = _dotted(node)
+                if (
+                    laundered
+                    and dotted in laundered
+                    and node.lineno > laundered[dotted] >= 0
+                    and not _rank_name(node.attr)
+                    and node.attr not in self.rank_funcs
+                ):
+                    continue  # ``self.stop = box[0]`` after ``broadcast_object_list(box)``: agreed from there on
                 return True
             if _env_rank(node) or (files and self._counted_look(node)) or _log_level_check(node):
                 return True
@@ -13649,6 +13659,171 @@ class _ReusedStoreBarrier:
                         looped = _loop_around(node, root) is not None
                         self._callers.setdefault(found.target, []).append((caller, node, looped))
         return self._callers
+
+
+class _RankUnbound:
+    """``early-exit`` - a local name a function assigns only inside an ``if`` on the rank (nowhere else in the
+    function, not a parameter, no ``else`` that assigns it) and then reads on every rank, outside any test on the
+    rank or ``try``: on the ranks that skip the ``if`` the read raises ``UnboundLocalError`` and the rank leaves,
+    while the others wait in the function's next collective (round 42's ultralytics item: ``final_epoch`` set
+    inside the rank-0 block of the epoch loop, read by the validation test of every rank before the epoch-end
+    broadcast of ``stop``)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for func in self.an.funcs:
+            if func.unit.report:
+                self._function(func)
+
+    def _function(self, func: _Func) -> None:
+        nodes = list(_own_nodes(func.node.body))
+        ifs = [n for n in nodes if isinstance(n, ast.If) and self.an.mentions_rank(n.test, set(), files=False)]
+        if not ifs:
+            return
+        args = func.node.args
+        fixed = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        fixed |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        fixed |= {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        for stmt in ifs:
+            inside = {id(n) for n in _own_nodes(stmt.body)}
+            bound = {n.id for n in _own_nodes(stmt.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            elsewhere = {name for n in nodes if id(n) not in inside for name in _bound_names(n)}
+            for name in sorted(bound - elsewhere - fixed):
+                read = next(
+                    (
+                        n
+                        for n in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+                        if isinstance(n, ast.Name)
+                        and n.id == name
+                        and isinstance(n.ctx, ast.Load)
+                        and n.lineno > (stmt.end_lineno or stmt.lineno)
+                        and not self._guarded(n, func, parents)
+                    ),
+                    None,
+                )
+                if read is None or self._left_before(stmt, read, nodes, func):
+                    continue
+                after = self._collective_after(read, func, nodes)
+                if after is not None:
+                    self._report(func, stmt, read, after, self._short_circuit(read, parents, func.unit))
+
+    def _guarded(self, node: ast.AST, func: _Func, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``node`` sits under a test that can differ between ranks, or in a ``try`` (a handler may catch
+        the ``NameError``), within the function."""
+        taint = self.an.func_taint.get(func.key, set())
+        child = node
+        while id(child) in parents:
+            parent = parents[id(child)]
+            if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                return True
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+                if self.an.mentions_rank(parent.test, taint):
+                    return True
+            if isinstance(parent, ast.BoolOp) and child is not parent.values[0]:  # ``rank == 0 and name``
+                before = parent.values[: parent.values.index(child)]  # type: ignore[arg-type]
+                if any(self.an.mentions_rank(v, taint) for v in before):
+                    return True
+            child = parent
+        return False
+
+    def _left_before(self, stmt: ast.If, read: ast.AST, nodes: list[ast.AST], func: _Func) -> bool:
+        """Whether the ranks that skip ``stmt`` may leave before ``read``: its ``else`` (or a later test on the rank
+        before the read) returns, raises, breaks or continues."""
+        exits = (ast.Return, ast.Raise, ast.Break, ast.Continue)
+        if any(isinstance(n, exits) for n in _own_nodes(stmt.orelse)):
+            return True
+        taint = self.an.func_taint.get(func.key, set())
+        return any(
+            isinstance(n, ast.If)
+            and n is not stmt
+            and (stmt.end_lineno or stmt.lineno) < n.lineno < read.lineno  # type: ignore[attr-defined]
+            and self.an.mentions_rank(n.test, taint)
+            and any(isinstance(e, exits) for e in _own_nodes([n]))
+            for n in nodes
+        )
+
+    def _collective_after(self, read: ast.AST, func: _Func, nodes: list[ast.AST]) -> ast.Call | None:
+        """The first collective (or call of the file's that reaches one) the function makes after ``read`` (or in
+        a loop around it), which the ranks that raised never reach."""
+        loop = _loop_around(read, func.node)
+        span = range(loop.lineno, (loop.end_lineno or loop.lineno) + 1) if loop is not None else range(0)
+        calls = sorted(
+            (n for n in nodes if isinstance(n, ast.Call) and (n.lineno > read.lineno or n.lineno in span)),  # type: ignore[attr-defined]
+            key=lambda n: (n.lineno <= read.lineno, n.lineno, n.col_offset),  # type: ignore[attr-defined]
+        )
+        for call in calls:
+            found = self.an.classify(call, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
+                return call
+        return None
+
+    @staticmethod
+    def _short_circuit(read: ast.AST, parents: dict[int, ast.AST], unit: _Unit) -> str:
+        """`` (when `a` is false)`` for a read on the right of ``a or name`` (true for ``and``): only then is it
+        made; empty otherwise."""
+        child = read
+        while id(child) in parents and not isinstance(parents[id(child)], ast.stmt):
+            parent = parents[id(child)]
+            if isinstance(parent, ast.BoolOp) and child is not parent.values[0]:
+                before = parent.values[: parent.values.index(child)]  # type: ignore[arg-type]
+                word = "false" if isinstance(parent.op, ast.Or) else "true"
+                return f" (when `{' and '.join(unit.text(v) for v in before)}` is {word})"
+            child = parent
+        return ""
+
+    def _report(self, func: _Func, stmt: ast.If, read: ast.Name, call: ast.Call, when: str) -> None:
+        if id(read) in self.an.found:
+            return
+        unit = func.unit
+        test = unit.text(stmt.test)
+        collective = _dotted(call.func) or unit.text(call.func)
+        why = (
+            f"`{read.id}` is assigned only inside `if {test}:` at line {stmt.lineno + unit.offset} (nowhere else in "
+            f"`{func.node.name}()`), and read at line {read.lineno + unit.offset} on every rank{when}: on the ranks where "
+            f"`{test}` is false the read raises UnboundLocalError and the rank leaves, so the others wait in "
+            f"`{collective}(...)` at line {call.lineno + unit.offset} until the timeout or "
+            f"{_ends_on_gloo('the leaving rank', 'fail')}"
+        )
+        fix = (
+            f"assign `{read.id}` on every rank (compute it before or outside `if {test}:`, or give it a value in an "
+            "else), or read it only under the same test"
+        )
+        self.an.found[id(read)] = (
+            "early-exit",
+            Finding(
+                path=self.an.path,
+                line=read.lineno + unit.offset,
+                col=read.col_offset + unit.indent + 1,
+                collective=collective,
+                condition=f"not ({test})",
+                kind="early-exit",
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+                condition_line=stmt.lineno + unit.offset,
+            ),
+        )
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names a node binds in its scope: assignment and loop targets, ``as`` names, imports, nested ``def``s and
+    classes, names a ``match`` pattern captures."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    return []
 
 
 def _loop_around(node: ast.AST, root: ast.AST) -> ast.AST | None:
