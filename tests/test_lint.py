@@ -5957,3 +5957,86 @@ def test_an_attribute_set_from_a_broadcast_is_agreed_and_a_local_set_only_on_ran
         "            if self.stop:\n                break\n            broadcast_list = [",
     )
     assert early_break != correct and "early-exit" in {f.kind for f in _src(early_break)}
+
+
+_SGLANG_PROBE = textwrap.dedent(
+    """\
+    import contextlib
+    import torch
+    import torch.distributed as dist
+
+    def create_shm(name):
+        if len(name) > 31:
+            raise OSError(63, "File name too long", name)
+        return open(name, "wb")
+
+    def in_the_same_node_as(pg, source_rank=0):
+        rank = dist.get_rank(group=pg)
+        is_in_the_same_node = torch.tensor([0] * dist.get_world_size(group=pg), dtype=torch.int32)
+        shm = None
+        try:
+            with contextlib.suppress(OSError):
+                if rank == source_rank:
+                    shm = create_shm("sglang_node_probe_0123456789abcdef")
+                    dist.broadcast_object_list([shm.name], src=source_rank, group=pg)
+                    is_in_the_same_node[rank] = 1
+                else:
+                    recv = [None]
+                    dist.broadcast_object_list(recv, src=source_rank, group=pg)
+                    if recv[0] is not None:
+                        is_in_the_same_node[rank] = 1
+        except Exception as e:
+            print(f"rank {rank}: error ignored: {e}")
+        dist.barrier(group=pg)
+        dist.all_reduce(is_in_the_same_node, group=pg)
+        return is_in_the_same_node.tolist()
+    """
+)
+
+
+def test_a_broadcast_inside_suppress_after_a_raising_probe_is_skipped_and_a_caught_raise_leaves_no_rank() -> None:
+    """Modelled on round 42's sglang items (PR: "Limit the OSError suppression to local shared-memory
+    creation/opening"): the buggy twin wraps the probe and the broadcast in one ``contextlib.suppress(OSError)``, so
+    the source rank whose ``shm_open`` fails skips its broadcast while the others wait in theirs; the correct twin
+    suppresses around the probe only and broadcasts ``None``. Both wrap it all in ``try: ... except Exception:
+    print(...)``: the raising helper does not make the source rank leave before the barrier (it was reported in
+    both twins), and ``is_in_the_same_node[rank] = 1`` sets an element of a tensor, it adds no key to a dict."""
+    [finding] = _src(_SGLANG_PROBE)
+    assert (finding.line, finding.kind, finding.condition_line) == (18, "except-path", 15)
+    assert "sits in `with contextlib.suppress(OSError):` at line 15" in finding.why
+    assert "goes on after the `with` without making this call" in finding.why
+    assert "make this call after the `with` on every rank" in finding.fix
+    probe_and_broadcast = """\
+        with contextlib.suppress(OSError):
+            if rank == source_rank:
+                shm = create_shm("sglang_node_probe_0123456789abcdef")
+                dist.broadcast_object_list([shm.name], src=source_rank, group=pg)
+    """
+    probe_only = """\
+        if True:
+            if rank == source_rank:
+                name = None
+                with contextlib.suppress(OSError):
+                    shm = create_shm("sglang_node_probe_0123456789abcdef")
+                    name = shm.name
+                dist.broadcast_object_list([name], src=source_rank, group=pg)
+    """
+    correct = _SGLANG_PROBE.replace(probe_and_broadcast, probe_only)
+    assert correct != _SGLANG_PROBE and _src(correct) == []
+    # without the handler that goes on, the source rank's raise does leave before the barrier
+    unhandled = correct.replace(
+        "    except Exception as e:\n        print(", "    except Exception as e:\n        raise RuntimeError("
+    )
+    assert unhandled != correct and "early-exit" in {f.kind for f in _src(unhandled)}
+    # a handler that catches only ValueError does not catch the OSError: still reported
+    narrow = correct.replace("except Exception as e:", "except ValueError as e:")
+    assert narrow != correct and "early-exit" in {f.kind for f in _src(narrow)}
+    # a suppress of ImportError alone swallows nothing of the rank's own
+    imports = _SGLANG_PROBE.replace("contextlib.suppress(OSError)", "contextlib.suppress(ImportError)")
+    assert "except-path" not in {f.kind for f in _src(imports)}
+    # a dict keyed under the test on the parameter still changes size between ranks
+    keyed = correct.replace("torch.tensor([0] * dist.get_world_size(group=pg), dtype=torch.int32)", "{}").replace(
+        "dist.all_reduce(is_in_the_same_node, group=pg)",
+        "dist.all_reduce(torch.tensor(list(is_in_the_same_node.values())), group=pg)",
+    )
+    assert "size-mismatch" in {f.kind for f in _src(keyed)}

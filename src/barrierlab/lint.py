@@ -2886,6 +2886,26 @@ def _reraises(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Raise) and body[-1].exc is None
 
 
+def _after_own_work(body: list[ast.stmt]) -> set[int]:
+    """The calls of a block (and of the ``if``/``with``/``try`` blocks and loop bodies in it) made after a statement
+    of the same block, or of a block around it, that does work of its own (:func:`_does_work`): where an error
+    of that work leaves the block first."""
+    found: set[int] = set()
+    worked = False
+    for stmt in body:
+        if worked:
+            found.update(id(n) for n in _own_nodes([stmt]) if isinstance(n, ast.Call))
+            continue
+        if isinstance(stmt, ast.If):
+            found |= _after_own_work(stmt.body) | _after_own_work(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
+            found |= _after_own_work(stmt.body)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            found |= _after_own_work(stmt.body)
+        worked = _does_work(stmt)
+    return found
+
+
 def _does_work(stmt: ast.stmt) -> bool:
     """Whether a statement does something that can raise on one rank: a call other than a report, an index."""
     for node in _own_nodes([stmt]):
@@ -3398,6 +3418,7 @@ class _Analysis:
         self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, str] = {}  # function -> where its raise is ("line 14", "line 3 of helpers")
+        self._exits_cache: dict[str, bool] = {}  # function -> whether it can end the process (exits_process)
         self.gates: dict[str, bool] = {}
         self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
         self._parent_maps: dict[int, dict[int, ast.AST]] = {}
@@ -4366,6 +4387,32 @@ class _Analysis:
                         found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
             self.raisers.update(found)
             frontier = list(found)
+
+    def exits_process(self, key: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether function ``key`` of the file, or one it calls, can end the process past ``except Exception``:
+        an exit call (``sys.exit()``) or a raise of ``SystemExit``/``KeyboardInterrupt``/... (True when lint loses
+        track: deeper than ``_MAX_DEPTH`` calls)."""
+        if key in self._exits_cache:
+            return self._exits_cache[key]
+        if len(seen) > _MAX_DEPTH:
+            return True
+        func = self.table[key]
+        found = False
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Call):
+                if _dotted(node.func) in _EXIT_CALLS:
+                    found = True
+                else:
+                    callee = self._callee(node.func, func.self_class, func.unit)
+                    found = callee is not None and callee in self.table and callee not in seen | {key}
+                    found = found and self.exits_process(callee, seen | {key})  # type: ignore[arg-type]
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                found = _terminal(exc) in _NOT_OWN_ERRORS if isinstance(exc, (ast.Name, ast.Attribute)) else False
+            if found:
+                break
+        self._exits_cache[key] = found
+        return found
 
     def _prepare_param_raisers(self) -> None:
         """Functions whose raise sits under a test on their parameters (or values computed from them), before a
@@ -6618,7 +6665,9 @@ class _Analysis:
             fix=fix,
             cell=unit.cell,
             framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
-            condition_line=int(detail[1]) if reason == "swallow" else _condition_line(unit, cond, site.node),
+            condition_line=(
+                int(detail[1]) if reason in ("swallow", "suppress") else _condition_line(unit, cond, site.node)
+            ),
         )
         self.found[id(site.node)] = (reason, finding)
 
@@ -6801,6 +6850,21 @@ def _explain(
             "let the `try` hold only the rank's own work and record a failure in a flag; after it, all_reduce the "
             "flag (ReduceOp.MAX) and let every rank skip, retry or raise together before this call (or re-raise "
             "in the handler)"
+        )
+    elif reason == "suppress":
+        kind = "except-path"
+        line = detail[0]
+        why = (
+            f"this {short} sits in `with {cond}:` at line {line}, after work of the rank's own (its data, memory or "
+            "files) that can raise one of those errors: a rank whose work raises leaves the block there, the error "
+            "is swallowed and the rank goes on after the `with` without making this call, while the other ranks "
+            f"make it, so they wait in it until the timeout, {_ends_on_gloo('the raising rank')}, or pair it with "
+            "that rank's next collective (silently wrong data, or an abort for another size)"
+        )
+        fix = (
+            f"keep only the rank's own work inside `{cond}` and make this call after the `with` on every rank, "
+            "handing on what the work made (None when it failed), or all_reduce a failure flag (ReduceOp.MAX) and let "
+            "every rank skip together"
         )
     elif reason == "main-first":
         kind = "branch"
@@ -7312,6 +7376,12 @@ class _Walker:
             lock = next((text for w in stmt.items if (text := self._file_lock(w.context_expr))), None)
             if lock:
                 self.flag(body, "lock", lock)
+            suppressed = next((w.context_expr for w in stmt.items if self._suppresses(w.context_expr)), None)
+            if suppressed is not None:  # like ``try: ... except OSError: pass`` (round 42's sglang probe)
+                after = _after_own_work(stmt.body)
+                line = str(stmt.lineno + self.unit.offset)
+                swallowed = [i for i in _walk_items(body) if i.site is not None and id(i.site.node) in after]
+                self.flag(swallowed, "suppress", self.unit.text(suppressed), detail=(line, line))
             first = next((w.context_expr for w in stmt.items if _main_first(w.context_expr)), None)
             if first is not None:  # the main process makes these while the others wait in the opening barrier
                 ordered = [
@@ -7324,7 +7394,7 @@ class _Walker:
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
-            self.caught |= _caught_raises(stmt)
+            self.caught |= _caught_raises(stmt) | self._caught_calls(stmt)
             per = [self._stmt(s) for s in stmt.body]
             body = [item for items in per for item in items]
             orelse = self._stmts(stmt.orelse)
@@ -7370,6 +7440,52 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _suppresses(self, expr: ast.expr) -> bool:
+        """``contextlib.suppress(...)`` of errors that can be a rank's own (not only ``ImportError``-like ones every
+        rank raises alike, nor only ``StopIteration``/``KeyboardInterrupt``)."""
+        if not isinstance(expr, ast.Call) or self.an._resolve(expr.func, self.unit) != "contextlib.suppress":
+            return False
+        if not expr.args or any(isinstance(a, ast.Starred) for a in expr.args):
+            return False
+        kinds = ast.Tuple(elts=list(expr.args))
+        names = {_terminal(k) for k in expr.args}
+        return not _environment_error(kinds) and not names <= _NOT_OWN_ERRORS
+
+    def _caught_calls(self, stmt: ast.Try) -> set[int]:
+        """The calls in a ``try``'s body of the file's functions that can raise (:attr:`_Analysis.raisers`) when a
+        handler of the ``try`` catches every error and goes on to the statement after it (``except Exception:``
+        that logs, with no ``return``, ``raise``, ``break`` or ``continue``): the rank does not leave there (round
+        42's correct sglang item: ``create_shm`` raises ``OSError`` inside ``try: ... except Exception as e:
+        print(...)``, and every rank goes on to the ``barrier`` after the ``try``). ``except Exception`` does not
+        catch ``sys.exit()``: a function that can exit the process is still a leave there."""
+        catch_all = None
+        for handler in stmt.handlers:
+            if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
+                continue
+            if _always_raises(handler.body) or any(
+                isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
+            ):
+                continue
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            names = {_terminal(k) for k in kinds if k is not None}
+            if handler.type is None or "BaseException" in names:
+                catch_all = "base"
+                break
+            if "Exception" in names:
+                catch_all = "exception"
+        if catch_all is None:
+            return set()
+        caught = set()
+        for node in _own_nodes(stmt.body):
+            if not isinstance(node, ast.Call):
+                continue
+            found = self.an.classify(node, self.unit, self.self_class, self.scope)
+            if found is None or found.kind != "call" or found.target not in self.an.raisers:
+                continue
+            if catch_all == "base" or not self.an.exits_process(found.target):
+                caught.add(id(node))
+        return caught
 
     def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
         """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
@@ -7650,6 +7766,8 @@ class _Walker:
             items += [op] if op else []
             found = self.an.classify(node, self.unit, self.self_class, self.scope)
             line = self.an.raisers.get(found.target) if found is not None and found.kind == "call" else None
+            if id(node) in self.caught:  # a handler of its `try` catches whatever it raises and goes on
+                line = None
             if line is not None:
                 leave = _Item("exit", status="return", node=node)
                 ranked = self._raises_by_rank(node, found.target)
@@ -10221,6 +10339,13 @@ class _Sizes:
                 continue
             for name in keyed(node):
                 found.setdefault(name, how)
+        if found:  # a list or tensor gets no key from ``t[rank] = 1``: only a dict grows that way (round 42 sglang)
+            values: dict[str, list[ast.expr]] = {}
+            for names, value, index in _assignments(nodes):
+                for name in names:
+                    values.setdefault(name, []).append(value if index is None else ast.Dict(keys=[], values=[]))
+            for name in [n for n in found if values.get(n) and all(_not_a_dict(v) for v in values[n])]:
+                del found[name]
         return found
 
     def _sized(self, expr: ast.AST, sized: set[str], keyed: dict[str, str]) -> bool:
@@ -14378,6 +14503,30 @@ def _sliced(target: ast.Subscript) -> bool:
     return isinstance(index, ast.Slice) or (
         isinstance(index, ast.Tuple) and any(isinstance(e, ast.Slice) for e in index.elts)
     )
+
+
+#: Calls whose result is a tensor or list: assigning to one of its items changes a value, not the size.
+_FIXED_SIZE_CALLS = _FACTORIES | {
+    "tensor",
+    "as_tensor",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "list",
+}
+
+
+def _not_a_dict(value: ast.expr) -> bool:
+    """Whether ``value`` is plainly a list or a tensor (``[0] * world_size``, ``torch.tensor([...])``,
+    ``torch.zeros(n)``, a list comprehension), not a dict: ``value[k] = v`` adds no key to it."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    return isinstance(value, ast.Call) and _terminal(value.func) in _FIXED_SIZE_CALLS
 
 
 def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
