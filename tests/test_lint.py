@@ -6040,3 +6040,75 @@ def test_a_broadcast_inside_suppress_after_a_raising_probe_is_skipped_and_a_caug
         "dist.all_reduce(torch.tensor(list(is_in_the_same_node.values())), group=pg)",
     )
     assert "size-mismatch" in {f.kind for f in _src(keyed)}
+
+
+_TORCHREC_FIT = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+    import torch.distributed as dist
+
+    TRAIN_ROWS = {0: 12, 1: 12}
+    EVAL_ROWS = {0: 20, 1: 16}
+    BATCH_SIZE = 4
+
+    class ShardedEmbedding(nn.Module):
+        def __init__(self, rank):
+            super().__init__()
+            torch.manual_seed(100 + rank)
+            self.local_table = nn.Embedding(10, 4)
+
+    class DistributedModelParallel(nn.Module):
+        def __init__(self, rank):
+            super().__init__()
+            self.sparse_arch = ShardedEmbedding(rank)
+            self.over_arch = nn.Sequential(nn.Linear(11, 16), nn.ReLU(), nn.Linear(16, 1))
+
+    class Wrapper:
+        def __init__(self, rank):
+            self.rank = rank
+            self.dist_model = DistributedModelParallel(rank)
+
+        def training_step(self, batch):
+            self.dist_model.over_arch(batch).sum().backward()
+            for p in self.dist_model.over_arch.parameters():
+                dist.all_reduce(p.grad)
+
+    def make_rows(rank, n):
+        g = torch.Generator().manual_seed(rank)
+        data = torch.randn(n, 11, generator=g)
+        return [data[i : i + BATCH_SIZE] for i in range(0, n, BATCH_SIZE)]
+
+    def fit(module):
+        rank = module.rank
+        for batch in make_rows(rank, TRAIN_ROWS[rank]):
+            module.training_step(batch)
+
+    fit(Wrapper(dist.get_rank()))
+    """
+)
+
+
+def test_parameters_of_a_module_built_alike_and_rows_from_a_table_of_equal_counts_are_as_many_on_every_rank() -> None:
+    """Modelled on round 32's torchrec items (torchrec issue: evaluation hangs with unequal batches per rank): both
+    twins train on ``make_rows(rank, TRAIN_ROWS[rank])`` with ``TRAIN_ROWS = {0: 12, 1: 12}`` and average the
+    gradients of ``self.dist_model.over_arch.parameters()``, where ``DistributedModelParallel(rank)`` takes the
+    rank for its embedding shard only; the dense tower is built alike on every rank. Lint reported both loops in
+    both twins; the buggy twin's own bug, a loop over the rank's unequal ``EVAL_ROWS`` batches, stays reported."""
+    assert _src(_TORCHREC_FIT) == []
+    # unequal counts in the table: the training loop is reported
+    uneven = _TORCHREC_FIT.replace("TRAIN_ROWS[rank]", "EVAL_ROWS[rank]")
+    assert [(f.line, f.kind) for f in _src(uneven)] == [(39, "hidden-collective")]
+    # a tower whose size comes from the rank: its parameters are not as many everywhere
+    ranked_tower = _TORCHREC_FIT.replace("nn.Linear(16, 1))", "*[nn.Linear(16, 16) for _ in range(rank)])")
+    assert ranked_tower != _TORCHREC_FIT
+    assert [(f.line, f.kind) for f in _src(ranked_tower)] == [(29, "rank-dependent-loop")]
+    # a tower another line of the file replaces is not followed
+    replaced = _TORCHREC_FIT.replace(
+        "    def training_step(self, batch):",
+        "    def grow(self):\n        self.dist_model.over_arch = nn.Linear(11, self.rank + 1)\n\n    def training_step(self, batch):",
+    )
+    assert replaced != _TORCHREC_FIT and "rank-dependent-loop" in {f.kind for f in _src(replaced)}
+    # a table someone changes is not read as constant
+    changed = _TORCHREC_FIT.replace("def fit(module):\n", "def fit(module):\n    TRAIN_ROWS[1] = 13\n")
+    assert changed != _TORCHREC_FIT and "hidden-collective" in {f.kind for f in _src(changed)}

@@ -8166,6 +8166,10 @@ class _Walker:
                 inner = self._poly(value, depth + 1)
                 if inner is not None:
                     return inner
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            same = self._same_entries(node.value)
+            if same is not None:  # ``TRAIN_ROWS[rank]`` of ``{0: 12, 1: 12}``: 12 whatever the index
+                return ({(): same} if same else {}), {}
         sized = _sized_of(node)
         if sized is not None:
             length = self._length(sized, depth + 1)
@@ -8239,6 +8243,12 @@ class _Walker:
             rows = _factory_rows(node)  # torch.randn(4, 8, 6, generator=g): 4 rows, whatever the generator
             if rows is not None:
                 return self._poly(rows, depth + 1)
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MODULE_WALKS
+                and self._same_module(node.func.value)
+            ):
+                return "uniform"  # ``self.model.head.parameters()`` of a module built alike on every rank
             built = self._built_length(node, depth)
             if built is None:
                 built = self._returned_length(node, depth)
@@ -8303,14 +8313,55 @@ class _Walker:
             return "uniform"
         return None
 
-    def _attribute_length(self, attr: str, depth: int) -> Any:
-        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
-        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
-        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
-        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
-        if self.self_class is None:
+    def _constant_value(self, node: ast.expr, depth: int) -> bool:
+        """Whether ``node`` is one constant number on every rank although it reads the rank (``ROWS[rank]`` of
+        ``{0: 12, 1: 12}``: :meth:`_same_entries`)."""
+        try:
+            poly = self._poly(node, depth + 1)
+        except _UncountedArgument:
+            return False
+        return poly is not None and set(poly[0]) <= {()}
+
+    def _same_entries(self, container: ast.expr) -> int | None:
+        """The one value of a constant list, tuple or dict of ints whose entries are all equal (``TRAIN_ROWS = {0:
+        12, 1: 12}``), bound once and never changed (no item assigned, no ``update``/``append``...): indexing it
+        gives that value on every rank, whatever the index (round 32's torchrec item: ``make_rows(rank,
+        TRAIN_ROWS[rank])`` makes as many batches on each rank). None otherwise."""
+        if not isinstance(container, ast.Name):
             return None
-        classes = set(self.an._ancestors(self.self_class))
+        value = self._value(container.id)
+        entries = (
+            value.values
+            if isinstance(value, ast.Dict)
+            else value.elts
+            if isinstance(value, (ast.List, ast.Tuple))
+            else None
+        )
+        ints = [_const_ints(e) for e in entries or []]
+        if not ints or any(i is None or len(i) != 1 for i in ints) or len({i[0] for i in ints}) != 1:  # type: ignore[index]
+            return None
+        name = container.id
+        for unit in self.an.units:
+            for n in ast.walk(unit.tree):
+                if (
+                    isinstance(n, ast.Subscript)
+                    and isinstance(n.ctx, (ast.Store, ast.Del))
+                    and _dotted(n.value) == name
+                ):
+                    return None
+                if (
+                    isinstance(n, ast.Attribute)
+                    and n.attr in _MUTATORS | {"update", "setdefault", "pop"}
+                    and _dotted(n.value) == name
+                ):
+                    return None
+        return ints[0][0]  # type: ignore[index]
+
+    def _init_binding(self, self_class: str, attr: str) -> tuple[_Func, ast.expr] | None:
+        """``(__init__, value)`` when class ``self_class`` (with its bases of the file) binds ``self.<attr>`` once, at
+        the top level of ``__init__``, and no method changes it later (no other binding, ``+=``, ``append``, item
+        or tuple target); None otherwise."""
+        classes = set(self.an._ancestors(self_class))
         methods = [f for f in self.an.funcs if f.self_class in classes]
 
         def own(node: ast.AST) -> bool:
@@ -8341,6 +8392,64 @@ class _Walker:
         func, stmt, value = binds[0]
         if func.node.name != "__init__" or stmt not in func.node.body:
             return None
+        return func, value
+
+    def _same_module(self, receiver: ast.expr) -> bool:
+        """Whether ``receiver`` (``self.model.head``) is a module built alike on every rank: each attribute of the
+        chain bound once in its class's ``__init__`` (:meth:`_init_binding`), the inner ones to objects of classes
+        of the file, the last one from torch's own modules with arguments that read neither that ``__init__``'s
+        parameters nor the rank, and no other line of the file assigns that attribute. Its ``parameters()`` are as
+        many on every rank (round 32's torchrec item: ``DistributedModelParallel(rank)`` takes the rank for its
+        embedding shard, but its dense ``over_arch = nn.Sequential(nn.Linear(...), ...)`` is the same
+        everywhere)."""
+        chain: list[str] = []
+        while isinstance(receiver, ast.Attribute):
+            chain.append(receiver.attr)
+            receiver = receiver.value
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self") or not chain or self.self_class is None:
+            return False
+        cls = self.self_class
+        for position, attr in enumerate(reversed(chain)):
+            found = self._init_binding(cls, attr)
+            if found is None or not isinstance(found[1], ast.Call):
+                return False
+            func, value = found
+            if position < len(chain) - 1:
+                cls = _terminal(value.func) or ""
+                if not isinstance(value.func, ast.Name) or cls not in self.an.class_nodes:
+                    return False
+                continue
+            args = func.node.args
+            params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(value)):
+                return False
+            if self.an.mentions_rank(value, set(), files=False):
+                return False
+            for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+                if (
+                    self.an._callee(call.func, func.self_class, func.unit)
+                    or _terminal(call.func) in self.an.class_nodes
+                ):
+                    return False  # a function or class of the file may build it from the rank
+            assigned = sum(
+                isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store)
+                for unit in self.an.units
+                for n in ast.walk(unit.tree)
+            )
+            return assigned == 1
+        return False
+
+    def _attribute_length(self, attr: str, depth: int) -> Any:
+        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
+        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
+        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
+        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
+        if self.self_class is None:
+            return None
+        found = self._init_binding(self.self_class, attr)
+        if found is None:
+            return None
+        func, value = found
         saved = self.scope, self.taint, self.laundered, self.self_class
         self.scope, self.self_class = func.key, func.self_class
         self.taint = self.an.func_taint.get(func.key, set())
@@ -8698,7 +8807,11 @@ class _Walker:
             return None
         bound = {p.arg: a for p, a in zip(args.args, call.args)}
         bound.update({k.arg: k.value for k in call.keywords if k.arg})
-        ranked = {p for p, a in bound.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        ranked = {
+            p
+            for p, a in bound.items()
+            if self.an.mentions_rank(a, self.taint, self.laundered) and not self._constant_value(a, depth)
+        }
         saved = self.scope, self.taint, self.laundered
         self.scope = key
         self.taint = (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked
@@ -14504,6 +14617,20 @@ def _sliced(target: ast.Subscript) -> bool:
         isinstance(index, ast.Tuple) and any(isinstance(e, ast.Slice) for e in index.elts)
     )
 
+
+#: ``nn.Module`` methods that walk its parameters, buffers or submodules: as many on every rank built alike.
+_MODULE_WALKS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "children",
+        "named_children",
+        "modules",
+        "named_modules",
+    }
+)
 
 #: Calls whose result is a tensor or list: assigning to one of its items changes a value, not the size.
 _FIXED_SIZE_CALLS = _FACTORIES | {
