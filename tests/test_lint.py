@@ -5934,6 +5934,7 @@ def test_an_attribute_set_from_a_broadcast_is_agreed_and_a_local_set_only_on_ran
     assert "`final_epoch` is assigned only inside `if RANK in {-1, 0}:`" in buggy[0].why
     assert "UnboundLocalError" in buggy[0].why and "`dist.broadcast_object_list(...)` at line 27" in buggy[0].why
     assert "assign `final_epoch` on every rank" in buggy[0].fix
+    assert "UnboundLocalError on the others" in " ".join(barrierlab.lint.HELP.split())
     correct = _ULTRALYTICS_EPOCHS.replace(
         "            if RANK in {-1, 0}:\n                final_epoch = epoch + 1 >= self.epochs\n",
         "            final_epoch = epoch + 1 >= self.epochs\n",
@@ -6006,6 +6007,7 @@ def test_a_broadcast_inside_suppress_after_a_raising_probe_is_skipped_and_a_caug
     assert "sits in `with contextlib.suppress(OSError):` at line 15" in finding.why
     assert "goes on after the `with` without making this call" in finding.why
     assert "make this call after the `with` on every rank" in finding.fix
+    assert "inside with contextlib.suppress(OSError):" in " ".join(barrierlab.lint.HELP.split())
     probe_and_broadcast = """\
         with contextlib.suppress(OSError):
             if rank == source_rank:

@@ -1143,7 +1143,8 @@ HELP = """\
 Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
 system (os.path.exists, Path.is_file: ranks can see different files), on a clock reading (time.monotonic(),
 time.time(): each rank reads its own) or a logger's level (logger.isEnabledFor), after a return, raise or break that
-only some ranks take (also a raise inside a helper called there), in a loop whose trip count differs between
+only some ranks take (also a raise inside a helper called there, and a local assigned only under an if on
+the rank, then read on every rank: UnboundLocalError on the others), in a loop whose trip count differs between
 ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
@@ -1186,8 +1187,9 @@ self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
 ImportError): only the ranks whose try raised (their data, memory or files) run it, while the others are past
 it or inside another collective; also a collective in a try body after the rank's own work, when a handler
-goes on instead of raising (except Exception: log; results.append(None)): a rank whose work raised skips it;
-names an except handler sets (failed = True) differ between ranks, so a finally: if not failed: barrier() is
+goes on instead of raising (except Exception: log; results.append(None)): a rank whose work raised skips it,
+and the same inside with contextlib.suppress(OSError): (the block is left at the error); a raising helper
+called in a try whose handler catches every error and goes on leaves no rank early; names an except handler sets (failed = True) differ between ranks, so a finally: if not failed: barrier() is
 a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
