@@ -5986,3 +5986,234 @@ def test_a_plain_all_reduce_in_the_loop_under_join_is_shadowed_by_no_joinable() 
                     log(loss.detach())
         """
     assert _src(joinable) == []
+
+
+_ULTRALYTICS_EPOCHS = textwrap.dedent(
+    """\
+    import torch
+    import torch.distributed as dist
+
+    class Trainer:
+        def __init__(self, rank):
+            self.rank = rank
+            self.epochs = 3
+            self.stop = False
+            self.model = torch.nn.Linear(4, 1)
+
+        def optimizer_step(self):
+            for p in self.model.parameters():
+                dist.all_reduce(p.data)
+
+        def _do_train(self):
+            RANK = self.rank
+            epoch = 0
+            while True:
+                self.optimizer_step()
+                if RANK in {-1, 0}:
+                    final_epoch = epoch + 1 >= self.epochs
+                if final_epoch:
+                    print("validating")
+                if RANK in {-1, 0}:
+                    self.stop |= final_epoch
+                broadcast_list = [self.stop if RANK == 0 else None]
+                dist.broadcast_object_list(broadcast_list, 0)
+                self.stop = broadcast_list[0]
+                if self.stop:
+                    break
+                epoch += 1
+            return epoch
+    """
+)
+
+
+def test_an_attribute_set_from_a_broadcast_is_agreed_and_a_local_set_only_on_rank_0_is_unbound_elsewhere() -> None:
+    """Modelled on round 42's ultralytics items (PR: "Moves final_epoch calculation outside the rank-restricted
+    block"): the buggy twin assigns ``final_epoch`` inside the rank-0 block and reads it on every rank (rank 1 raises
+    UnboundLocalError, rank 0 waits in the stop-flag broadcast); the correct twin computes it on every rank. Both
+    end each epoch with ``self.stop = broadcast_list[0]`` after ``broadcast_object_list``: the ``if self.stop:
+    break`` after it is the same on every rank (it was reported in both twins)."""
+    buggy = _src(_ULTRALYTICS_EPOCHS)
+    assert [(f.line, f.kind, f.condition_line) for f in buggy] == [(22, "early-exit", 20)]
+    assert "`final_epoch` is assigned only inside `if RANK in {-1, 0}:`" in buggy[0].why
+    assert "UnboundLocalError" in buggy[0].why and "`dist.broadcast_object_list(...)` at line 27" in buggy[0].why
+    assert "assign `final_epoch` on every rank" in buggy[0].fix
+    assert "UnboundLocalError on the others" in " ".join(barrierlab.lint.HELP.split())
+    correct = _ULTRALYTICS_EPOCHS.replace(
+        "            if RANK in {-1, 0}:\n                final_epoch = epoch + 1 >= self.epochs\n",
+        "            final_epoch = epoch + 1 >= self.epochs\n",
+    )
+    assert correct != _ULTRALYTICS_EPOCHS and _src(correct) == []
+    # an else that assigns it, or a read only under the same test, leaves no rank without it
+    with_else = _ULTRALYTICS_EPOCHS.replace(
+        "final_epoch = epoch + 1 >= self.epochs\n",
+        "final_epoch = epoch + 1 >= self.epochs\n            else:\n                final_epoch = False\n",
+    )
+    assert _src(with_else) == []
+    same_test = _ULTRALYTICS_EPOCHS.replace("if final_epoch:", "if RANK == 0 and final_epoch:")
+    assert _src(same_test) == []
+    # without the write-back from the broadcast, rank 0's own stop decides the break: reported
+    no_write_back = correct.replace("            self.stop = broadcast_list[0]\n", "")
+    assert no_write_back != correct
+    assert "early-exit" in {f.kind for f in _src(no_write_back)}
+    # the break read before the write-back still reads rank 0's own decision
+    early_break = correct.replace(
+        "            broadcast_list = [",
+        "            if self.stop:\n                break\n            broadcast_list = [",
+    )
+    assert early_break != correct and "early-exit" in {f.kind for f in _src(early_break)}
+
+
+_SGLANG_PROBE = textwrap.dedent(
+    """\
+    import contextlib
+    import torch
+    import torch.distributed as dist
+
+    def create_shm(name):
+        if len(name) > 31:
+            raise OSError(63, "File name too long", name)
+        return open(name, "wb")
+
+    def in_the_same_node_as(pg, source_rank=0):
+        rank = dist.get_rank(group=pg)
+        is_in_the_same_node = torch.tensor([0] * dist.get_world_size(group=pg), dtype=torch.int32)
+        shm = None
+        try:
+            with contextlib.suppress(OSError):
+                if rank == source_rank:
+                    shm = create_shm("sglang_node_probe_0123456789abcdef")
+                    dist.broadcast_object_list([shm.name], src=source_rank, group=pg)
+                    is_in_the_same_node[rank] = 1
+                else:
+                    recv = [None]
+                    dist.broadcast_object_list(recv, src=source_rank, group=pg)
+                    if recv[0] is not None:
+                        is_in_the_same_node[rank] = 1
+        except Exception as e:
+            print(f"rank {rank}: error ignored: {e}")
+        dist.barrier(group=pg)
+        dist.all_reduce(is_in_the_same_node, group=pg)
+        return is_in_the_same_node.tolist()
+    """
+)
+
+
+def test_a_broadcast_inside_suppress_after_a_raising_probe_is_skipped_and_a_caught_raise_leaves_no_rank() -> None:
+    """Modelled on round 42's sglang items (PR: "Limit the OSError suppression to local shared-memory
+    creation/opening"): the buggy twin wraps the probe and the broadcast in one ``contextlib.suppress(OSError)``, so
+    the source rank whose ``shm_open`` fails skips its broadcast while the others wait in theirs; the correct twin
+    suppresses around the probe only and broadcasts ``None``. Both wrap it all in ``try: ... except Exception:
+    print(...)``: the raising helper does not make the source rank leave before the barrier (it was reported in
+    both twins), and ``is_in_the_same_node[rank] = 1`` sets an element of a tensor, it adds no key to a dict."""
+    [finding] = _src(_SGLANG_PROBE)
+    assert (finding.line, finding.kind, finding.condition_line) == (18, "except-path", 15)
+    assert "sits in `with contextlib.suppress(OSError):` at line 15" in finding.why
+    assert "goes on after the `with` without making this call" in finding.why
+    assert "make this call after the `with` on every rank" in finding.fix
+    assert "inside with contextlib.suppress(OSError):" in " ".join(barrierlab.lint.HELP.split())
+    probe_and_broadcast = """\
+        with contextlib.suppress(OSError):
+            if rank == source_rank:
+                shm = create_shm("sglang_node_probe_0123456789abcdef")
+                dist.broadcast_object_list([shm.name], src=source_rank, group=pg)
+    """
+    probe_only = """\
+        if True:
+            if rank == source_rank:
+                name = None
+                with contextlib.suppress(OSError):
+                    shm = create_shm("sglang_node_probe_0123456789abcdef")
+                    name = shm.name
+                dist.broadcast_object_list([name], src=source_rank, group=pg)
+    """
+    correct = _SGLANG_PROBE.replace(probe_and_broadcast, probe_only)
+    assert correct != _SGLANG_PROBE and _src(correct) == []
+    # without the handler that goes on, the source rank's raise does leave before the barrier
+    unhandled = correct.replace(
+        "    except Exception as e:\n        print(", "    except Exception as e:\n        raise RuntimeError("
+    )
+    assert unhandled != correct and "early-exit" in {f.kind for f in _src(unhandled)}
+    # a handler that catches only ValueError does not catch the OSError: still reported
+    narrow = correct.replace("except Exception as e:", "except ValueError as e:")
+    assert narrow != correct and "early-exit" in {f.kind for f in _src(narrow)}
+    # a suppress of ImportError alone swallows nothing of the rank's own
+    imports = _SGLANG_PROBE.replace("contextlib.suppress(OSError)", "contextlib.suppress(ImportError)")
+    assert "except-path" not in {f.kind for f in _src(imports)}
+    # a dict keyed under the test on the parameter still changes size between ranks
+    keyed = correct.replace("torch.tensor([0] * dist.get_world_size(group=pg), dtype=torch.int32)", "{}").replace(
+        "dist.all_reduce(is_in_the_same_node, group=pg)",
+        "dist.all_reduce(torch.tensor(list(is_in_the_same_node.values())), group=pg)",
+    )
+    assert "size-mismatch" in {f.kind for f in _src(keyed)}
+
+
+_TORCHREC_FIT = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+    import torch.distributed as dist
+
+    TRAIN_ROWS = {0: 12, 1: 12}
+    EVAL_ROWS = {0: 20, 1: 16}
+    BATCH_SIZE = 4
+
+    class ShardedEmbedding(nn.Module):
+        def __init__(self, rank):
+            super().__init__()
+            torch.manual_seed(100 + rank)
+            self.local_table = nn.Embedding(10, 4)
+
+    class DistributedModelParallel(nn.Module):
+        def __init__(self, rank):
+            super().__init__()
+            self.sparse_arch = ShardedEmbedding(rank)
+            self.over_arch = nn.Sequential(nn.Linear(11, 16), nn.ReLU(), nn.Linear(16, 1))
+
+    class Wrapper:
+        def __init__(self, rank):
+            self.rank = rank
+            self.dist_model = DistributedModelParallel(rank)
+
+        def training_step(self, batch):
+            self.dist_model.over_arch(batch).sum().backward()
+            for p in self.dist_model.over_arch.parameters():
+                dist.all_reduce(p.grad)
+
+    def make_rows(rank, n):
+        g = torch.Generator().manual_seed(rank)
+        data = torch.randn(n, 11, generator=g)
+        return [data[i : i + BATCH_SIZE] for i in range(0, n, BATCH_SIZE)]
+
+    def fit(module):
+        rank = module.rank
+        for batch in make_rows(rank, TRAIN_ROWS[rank]):
+            module.training_step(batch)
+
+    fit(Wrapper(dist.get_rank()))
+    """
+)
+
+
+def test_parameters_of_a_module_built_alike_and_rows_from_a_table_of_equal_counts_are_as_many_on_every_rank() -> None:
+    """Modelled on round 32's torchrec items (torchrec issue: evaluation hangs with unequal batches per rank): both
+    twins train on ``make_rows(rank, TRAIN_ROWS[rank])`` with ``TRAIN_ROWS = {0: 12, 1: 12}`` and average the
+    gradients of ``self.dist_model.over_arch.parameters()``, where ``DistributedModelParallel(rank)`` takes the
+    rank for its embedding shard only; the dense tower is built alike on every rank. Lint reported both loops in
+    both twins; the buggy twin's own bug, a loop over the rank's unequal ``EVAL_ROWS`` batches, stays reported."""
+    assert _src(_TORCHREC_FIT) == []
+    # unequal counts in the table: the training loop is reported
+    uneven = _TORCHREC_FIT.replace("TRAIN_ROWS[rank]", "EVAL_ROWS[rank]")
+    assert [(f.line, f.kind) for f in _src(uneven)] == [(39, "hidden-collective")]
+    # a tower whose size comes from the rank: its parameters are not as many everywhere
+    ranked_tower = _TORCHREC_FIT.replace("nn.Linear(16, 1))", "*[nn.Linear(16, 16) for _ in range(rank)])")
+    assert ranked_tower != _TORCHREC_FIT
+    assert [(f.line, f.kind) for f in _src(ranked_tower)] == [(29, "rank-dependent-loop")]
+    # a tower another line of the file replaces is not followed
+    replaced = _TORCHREC_FIT.replace(
+        "    def training_step(self, batch):",
+        "    def grow(self):\n        self.dist_model.over_arch = nn.Linear(11, self.rank + 1)\n\n    def training_step(self, batch):",
+    )
+    assert replaced != _TORCHREC_FIT and "rank-dependent-loop" in {f.kind for f in _src(replaced)}
+    # a table someone changes is not read as constant
+    changed = _TORCHREC_FIT.replace("def fit(module):\n", "def fit(module):\n    TRAIN_ROWS[1] = 13\n")
+    assert changed != _TORCHREC_FIT and "hidden-collective" in {f.kind for f in _src(changed)}

@@ -1145,7 +1145,8 @@ HELP = """\
 Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
 system (os.path.exists, Path.is_file: ranks can see different files), on a clock reading (time.monotonic(),
 time.time(): each rank reads its own) or a logger's level (logger.isEnabledFor), after a return, raise or break that
-only some ranks take (also a raise inside a helper called there), in a loop whose trip count differs between
+only some ranks take (also a raise inside a helper called there, and a local assigned only under an if on
+the rank, then read on every rank: UnboundLocalError on the others), in a loop whose trip count differs between
 ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
@@ -1190,8 +1191,9 @@ self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
 ImportError): only the ranks whose try raised (their data, memory or files) run it, while the others are past
 it or inside another collective; also a collective in a try body after the rank's own work, when a handler
-goes on instead of raising (except Exception: log; results.append(None)): a rank whose work raised skips it;
-names an except handler sets (failed = True) differ between ranks, so a finally: if not failed: barrier() is
+goes on instead of raising (except Exception: log; results.append(None)): a rank whose work raised skips it,
+and the same inside with contextlib.suppress(OSError): (the block is left at the error); a raising helper
+called in a try whose handler catches every error and goes on leaves no rank early; names an except handler sets (failed = True) differ between ranks, so a finally: if not failed: barrier() is
 a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
@@ -2895,6 +2897,26 @@ def _reraises(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Raise) and body[-1].exc is None
 
 
+def _after_own_work(body: list[ast.stmt]) -> set[int]:
+    """The calls of a block (and of the ``if``/``with``/``try`` blocks and loop bodies in it) made after a statement
+    of the same block, or of a block around it, that does work of its own (:func:`_does_work`): where an error
+    of that work leaves the block first."""
+    found: set[int] = set()
+    worked = False
+    for stmt in body:
+        if worked:
+            found.update(id(n) for n in _own_nodes([stmt]) if isinstance(n, ast.Call))
+            continue
+        if isinstance(stmt, ast.If):
+            found |= _after_own_work(stmt.body) | _after_own_work(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
+            found |= _after_own_work(stmt.body)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            found |= _after_own_work(stmt.body)
+        worked = _does_work(stmt)
+    return found
+
+
 def _does_work(stmt: ast.stmt) -> bool:
     """Whether a statement does something that can raise on one rank: a call other than a report, an index."""
     for node in _own_nodes([stmt]):
@@ -3407,6 +3429,7 @@ class _Analysis:
         self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
         self.list_states: dict[str, list[tuple[str, int]]] = {}  # metric class of the file -> (state, line)
         self.raisers: dict[str, str] = {}  # function -> where its raise is ("line 14", "line 3 of helpers")
+        self._exits_cache: dict[str, bool] = {}  # function -> whether it can end the process (exits_process)
         self.gates: dict[str, bool] = {}
         self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
         self._parent_maps: dict[int, dict[int, ast.AST]] = {}
@@ -3486,6 +3509,7 @@ class _Analysis:
         _BranchPairs(self).run()
         _StoreUnset(self).run()
         _ReusedStoreBarrier(self).run()
+        _RankUnbound(self).run()
         _PointToPoint(self).run()
         _Forked(self).run()
         _JoinShadows(self).run()
@@ -4375,6 +4399,32 @@ class _Analysis:
                         found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
             self.raisers.update(found)
             frontier = list(found)
+
+    def exits_process(self, key: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether function ``key`` of the file, or one it calls, can end the process past ``except Exception``:
+        an exit call (``sys.exit()``) or a raise of ``SystemExit``/``KeyboardInterrupt``/... (True when lint loses
+        track: deeper than ``_MAX_DEPTH`` calls)."""
+        if key in self._exits_cache:
+            return self._exits_cache[key]
+        if len(seen) > _MAX_DEPTH:
+            return True
+        func = self.table[key]
+        found = False
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Call):
+                if _dotted(node.func) in _EXIT_CALLS:
+                    found = True
+                else:
+                    callee = self._callee(node.func, func.self_class, func.unit)
+                    found = callee is not None and callee in self.table and callee not in seen | {key}
+                    found = found and self.exits_process(callee, seen | {key})  # type: ignore[arg-type]
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                found = _terminal(exc) in _NOT_OWN_ERRORS if isinstance(exc, (ast.Name, ast.Attribute)) else False
+            if found:
+                break
+        self._exits_cache[key] = found
+        return found
 
     def _prepare_param_raisers(self) -> None:
         """Functions whose raise sits under a test on their parameters (or values computed from them), before a
@@ -5962,6 +6012,15 @@ class _Analysis:
             if isinstance(node, ast.Attribute) and (
                 _rank_name(node.attr) or node.attr in self.rank_funcs or _dotted(node) in taint
             ):
+                dotted = _dotted(node)
+                if (
+                    laundered
+                    and dotted in laundered
+                    and node.lineno > laundered[dotted] >= 0
+                    and not _rank_name(node.attr)
+                    and node.attr not in self.rank_funcs
+                ):
+                    continue  # ``self.stop = box[0]`` after ``broadcast_object_list(box)``: agreed from there on
                 return True
             if _env_rank(node) or (files and self._counted_look(node)) or _log_level_check(node):
                 return True
@@ -6668,7 +6727,9 @@ class _Analysis:
             fix=fix,
             cell=unit.cell,
             framework=library if library in {entry.framework for entry in FRAMEWORK_COLLECTIVES} else None,
-            condition_line=int(detail[1]) if reason == "swallow" else _condition_line(unit, cond, site.node),
+            condition_line=(
+                int(detail[1]) if reason in ("swallow", "suppress") else _condition_line(unit, cond, site.node)
+            ),
         )
         self.found[id(site.node)] = (reason, finding)
 
@@ -6851,6 +6912,21 @@ def _explain(
             "let the `try` hold only the rank's own work and record a failure in a flag; after it, all_reduce the "
             "flag (ReduceOp.MAX) and let every rank skip, retry or raise together before this call (or re-raise "
             "in the handler)"
+        )
+    elif reason == "suppress":
+        kind = "except-path"
+        line = detail[0]
+        why = (
+            f"this {short} sits in `with {cond}:` at line {line}, after work of the rank's own (its data, memory or "
+            "files) that can raise one of those errors: a rank whose work raises leaves the block there, the error "
+            "is swallowed and the rank goes on after the `with` without making this call, while the other ranks "
+            f"make it, so they wait in it until the timeout, {_ends_on_gloo('the raising rank')}, or pair it with "
+            "that rank's next collective (silently wrong data, or an abort for another size)"
+        )
+        fix = (
+            f"keep only the rank's own work inside `{cond}` and make this call after the `with` on every rank, "
+            "handing on what the work made (None when it failed), or all_reduce a failure flag (ReduceOp.MAX) and let "
+            "every rank skip together"
         )
     elif reason == "main-first":
         kind = "branch"
@@ -7362,6 +7438,12 @@ class _Walker:
             lock = next((text for w in stmt.items if (text := self._file_lock(w.context_expr))), None)
             if lock:
                 self.flag(body, "lock", lock)
+            suppressed = next((w.context_expr for w in stmt.items if self._suppresses(w.context_expr)), None)
+            if suppressed is not None:  # like ``try: ... except OSError: pass`` (round 42's sglang probe)
+                after = _after_own_work(stmt.body)
+                line = str(stmt.lineno + self.unit.offset)
+                swallowed = [i for i in _walk_items(body) if i.site is not None and id(i.site.node) in after]
+                self.flag(swallowed, "suppress", self.unit.text(suppressed), detail=(line, line))
             first = next((w.context_expr for w in stmt.items if _main_first(w.context_expr)), None)
             if first is not None:  # the main process makes these while the others wait in the opening barrier
                 ordered = [
@@ -7374,7 +7456,7 @@ class _Walker:
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             # In a loop, an exception comes from the item in hand (a rank's own batch): a handler that skips
             # the rest of the iteration runs on the ranks whose data raised, not on every rank.
-            self.caught |= _caught_raises(stmt)
+            self.caught |= _caught_raises(stmt) | self._caught_calls(stmt)
             per = [self._stmt(s) for s in stmt.body]
             body = [item for items in per for item in items]
             orelse = self._stmts(stmt.orelse)
@@ -7420,6 +7502,52 @@ class _Walker:
         if isinstance(stmt, ast.Assign):
             return self._expr(stmt.value) + [i for t in stmt.targets for i in self._expr(t)]
         return [i for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr) for i in self._expr(c)]
+
+    def _suppresses(self, expr: ast.expr) -> bool:
+        """``contextlib.suppress(...)`` of errors that can be a rank's own (not only ``ImportError``-like ones every
+        rank raises alike, nor only ``StopIteration``/``KeyboardInterrupt``)."""
+        if not isinstance(expr, ast.Call) or self.an._resolve(expr.func, self.unit) != "contextlib.suppress":
+            return False
+        if not expr.args or any(isinstance(a, ast.Starred) for a in expr.args):
+            return False
+        kinds = ast.Tuple(elts=list(expr.args))
+        names = {_terminal(k) for k in expr.args}
+        return not _environment_error(kinds) and not names <= _NOT_OWN_ERRORS
+
+    def _caught_calls(self, stmt: ast.Try) -> set[int]:
+        """The calls in a ``try``'s body of the file's functions that can raise (:attr:`_Analysis.raisers`) when a
+        handler of the ``try`` catches every error and goes on to the statement after it (``except Exception:``
+        that logs, with no ``return``, ``raise``, ``break`` or ``continue``): the rank does not leave there (round
+        42's correct sglang item: ``create_shm`` raises ``OSError`` inside ``try: ... except Exception as e:
+        print(...)``, and every rank goes on to the ``barrier`` after the ``try``). ``except Exception`` does not
+        catch ``sys.exit()``: a function that can exit the process is still a leave there."""
+        catch_all = None
+        for handler in stmt.handlers:
+            if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
+                continue
+            if _always_raises(handler.body) or any(
+                isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
+            ):
+                continue
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            names = {_terminal(k) for k in kinds if k is not None}
+            if handler.type is None or "BaseException" in names:
+                catch_all = "base"
+                break
+            if "Exception" in names:
+                catch_all = "exception"
+        if catch_all is None:
+            return set()
+        caught = set()
+        for node in _own_nodes(stmt.body):
+            if not isinstance(node, ast.Call):
+                continue
+            found = self.an.classify(node, self.unit, self.self_class, self.scope)
+            if found is None or found.kind != "call" or found.target not in self.an.raisers:
+                continue
+            if catch_all == "base" or not self.an.exits_process(found.target):
+                caught.add(id(node))
+        return caught
 
     def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
         """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
@@ -7700,6 +7828,8 @@ class _Walker:
             items += [op] if op else []
             found = self.an.classify(node, self.unit, self.self_class, self.scope)
             line = self.an.raisers.get(found.target) if found is not None and found.kind == "call" else None
+            if id(node) in self.caught:  # a handler of its `try` catches whatever it raises and goes on
+                line = None
             if line is not None:
                 leave = _Item("exit", status="return", node=node)
                 ranked = self._raises_by_rank(node, found.target)
@@ -8098,6 +8228,10 @@ class _Walker:
                 inner = self._poly(value, depth + 1)
                 if inner is not None:
                     return inner
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            same = self._same_entries(node.value)
+            if same is not None:  # ``TRAIN_ROWS[rank]`` of ``{0: 12, 1: 12}``: 12 whatever the index
+                return ({(): same} if same else {}), {}
         sized = _sized_of(node)
         if sized is not None:
             length = self._length(sized, depth + 1)
@@ -8171,6 +8305,12 @@ class _Walker:
             rows = _factory_rows(node)  # torch.randn(4, 8, 6, generator=g): 4 rows, whatever the generator
             if rows is not None:
                 return self._poly(rows, depth + 1)
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MODULE_WALKS
+                and self._same_module(node.func.value)
+            ):
+                return "uniform"  # ``self.model.head.parameters()`` of a module built alike on every rank
             built = self._built_length(node, depth)
             if built is None:
                 built = self._returned_length(node, depth)
@@ -8235,14 +8375,55 @@ class _Walker:
             return "uniform"
         return None
 
-    def _attribute_length(self, attr: str, depth: int) -> Any:
-        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
-        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
-        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
-        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
-        if self.self_class is None:
+    def _constant_value(self, node: ast.expr, depth: int) -> bool:
+        """Whether ``node`` is one constant number on every rank although it reads the rank (``ROWS[rank]`` of
+        ``{0: 12, 1: 12}``: :meth:`_same_entries`)."""
+        try:
+            poly = self._poly(node, depth + 1)
+        except _UncountedArgument:
+            return False
+        return poly is not None and set(poly[0]) <= {()}
+
+    def _same_entries(self, container: ast.expr) -> int | None:
+        """The one value of a constant list, tuple or dict of ints whose entries are all equal (``TRAIN_ROWS = {0:
+        12, 1: 12}``), bound once and never changed (no item assigned, no ``update``/``append``...): indexing it
+        gives that value on every rank, whatever the index (round 32's torchrec item: ``make_rows(rank,
+        TRAIN_ROWS[rank])`` makes as many batches on each rank). None otherwise."""
+        if not isinstance(container, ast.Name):
             return None
-        classes = set(self.an._ancestors(self.self_class))
+        value = self._value(container.id)
+        entries = (
+            value.values
+            if isinstance(value, ast.Dict)
+            else value.elts
+            if isinstance(value, (ast.List, ast.Tuple))
+            else None
+        )
+        ints = [_const_ints(e) for e in entries or []]
+        if not ints or any(i is None or len(i) != 1 for i in ints) or len({i[0] for i in ints}) != 1:  # type: ignore[index]
+            return None
+        name = container.id
+        for unit in self.an.units:
+            for n in ast.walk(unit.tree):
+                if (
+                    isinstance(n, ast.Subscript)
+                    and isinstance(n.ctx, (ast.Store, ast.Del))
+                    and _dotted(n.value) == name
+                ):
+                    return None
+                if (
+                    isinstance(n, ast.Attribute)
+                    and n.attr in _MUTATORS | {"update", "setdefault", "pop"}
+                    and _dotted(n.value) == name
+                ):
+                    return None
+        return ints[0][0]  # type: ignore[index]
+
+    def _init_binding(self, self_class: str, attr: str) -> tuple[_Func, ast.expr] | None:
+        """``(__init__, value)`` when class ``self_class`` (with its bases of the file) binds ``self.<attr>`` once, at
+        the top level of ``__init__``, and no method changes it later (no other binding, ``+=``, ``append``, item
+        or tuple target); None otherwise."""
+        classes = set(self.an._ancestors(self_class))
         methods = [f for f in self.an.funcs if f.self_class in classes]
 
         def own(node: ast.AST) -> bool:
@@ -8273,6 +8454,64 @@ class _Walker:
         func, stmt, value = binds[0]
         if func.node.name != "__init__" or stmt not in func.node.body:
             return None
+        return func, value
+
+    def _same_module(self, receiver: ast.expr) -> bool:
+        """Whether ``receiver`` (``self.model.head``) is a module built alike on every rank: each attribute of the
+        chain bound once in its class's ``__init__`` (:meth:`_init_binding`), the inner ones to objects of classes
+        of the file, the last one from torch's own modules with arguments that read neither that ``__init__``'s
+        parameters nor the rank, and no other line of the file assigns that attribute. Its ``parameters()`` are as
+        many on every rank (round 32's torchrec item: ``DistributedModelParallel(rank)`` takes the rank for its
+        embedding shard, but its dense ``over_arch = nn.Sequential(nn.Linear(...), ...)`` is the same
+        everywhere)."""
+        chain: list[str] = []
+        while isinstance(receiver, ast.Attribute):
+            chain.append(receiver.attr)
+            receiver = receiver.value
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self") or not chain or self.self_class is None:
+            return False
+        cls = self.self_class
+        for position, attr in enumerate(reversed(chain)):
+            found = self._init_binding(cls, attr)
+            if found is None or not isinstance(found[1], ast.Call):
+                return False
+            func, value = found
+            if position < len(chain) - 1:
+                cls = _terminal(value.func) or ""
+                if not isinstance(value.func, ast.Name) or cls not in self.an.class_nodes:
+                    return False
+                continue
+            args = func.node.args
+            params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(value)):
+                return False
+            if self.an.mentions_rank(value, set(), files=False):
+                return False
+            for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+                if (
+                    self.an._callee(call.func, func.self_class, func.unit)
+                    or _terminal(call.func) in self.an.class_nodes
+                ):
+                    return False  # a function or class of the file may build it from the rank
+            assigned = sum(
+                isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store)
+                for unit in self.an.units
+                for n in ast.walk(unit.tree)
+            )
+            return assigned == 1
+        return False
+
+    def _attribute_length(self, attr: str, depth: int) -> Any:
+        """The length of ``self.<attr>`` when its class (with its bases of the file) binds it once, at the top level
+        of ``__init__``, and nothing changes it in place (``append``, ``+=``): the length of that value, judged in
+        ``__init__``'s own scope (round 31's transformers Trainer: ``self.train_x = torch.randn(64, 6)[rank::world]``
+        read by ``range(0, len(self.train_x), 8)`` in ``train``: 32 rows on each of 2 ranks). None otherwise."""
+        if self.self_class is None:
+            return None
+        found = self._init_binding(self.self_class, attr)
+        if found is None:
+            return None
+        func, value = found
         saved = self.scope, self.taint, self.laundered, self.self_class
         self.scope, self.self_class = func.key, func.self_class
         self.taint = self.an.func_taint.get(func.key, set())
@@ -8630,7 +8869,11 @@ class _Walker:
             return None
         bound = {p.arg: a for p, a in zip(args.args, call.args)}
         bound.update({k.arg: k.value for k in call.keywords if k.arg})
-        ranked = {p for p, a in bound.items() if self.an.mentions_rank(a, self.taint, self.laundered)}
+        ranked = {
+            p
+            for p, a in bound.items()
+            if self.an.mentions_rank(a, self.taint, self.laundered) and not self._constant_value(a, depth)
+        }
         saved = self.scope, self.taint, self.laundered
         self.scope = key
         self.taint = (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked
@@ -10271,6 +10514,13 @@ class _Sizes:
                 continue
             for name in keyed(node):
                 found.setdefault(name, how)
+        if found:  # a list or tensor gets no key from ``t[rank] = 1``: only a dict grows that way (round 42 sglang)
+            values: dict[str, list[ast.expr]] = {}
+            for names, value, index in _assignments(nodes):
+                for name in names:
+                    values.setdefault(name, []).append(value if index is None else ast.Dict(keys=[], values=[]))
+            for name in [n for n in found if values.get(n) and all(_not_a_dict(v) for v in values[n])]:
+                del found[name]
         return found
 
     def _sized(self, expr: ast.AST, sized: set[str], keyed: dict[str, str]) -> bool:
@@ -13711,6 +13961,171 @@ class _ReusedStoreBarrier:
         return self._callers
 
 
+class _RankUnbound:
+    """``early-exit`` - a local name a function assigns only inside an ``if`` on the rank (nowhere else in the
+    function, not a parameter, no ``else`` that assigns it) and then reads on every rank, outside any test on the
+    rank or ``try``: on the ranks that skip the ``if`` the read raises ``UnboundLocalError`` and the rank leaves,
+    while the others wait in the function's next collective (round 42's ultralytics item: ``final_epoch`` set
+    inside the rank-0 block of the epoch loop, read by the validation test of every rank before the epoch-end
+    broadcast of ``stop``)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for func in self.an.funcs:
+            if func.unit.report:
+                self._function(func)
+
+    def _function(self, func: _Func) -> None:
+        nodes = list(_own_nodes(func.node.body))
+        ifs = [n for n in nodes if isinstance(n, ast.If) and self.an.mentions_rank(n.test, set(), files=False)]
+        if not ifs:
+            return
+        args = func.node.args
+        fixed = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        fixed |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        fixed |= {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        for stmt in ifs:
+            inside = {id(n) for n in _own_nodes(stmt.body)}
+            bound = {n.id for n in _own_nodes(stmt.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            elsewhere = {name for n in nodes if id(n) not in inside for name in _bound_names(n)}
+            for name in sorted(bound - elsewhere - fixed):
+                read = next(
+                    (
+                        n
+                        for n in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+                        if isinstance(n, ast.Name)
+                        and n.id == name
+                        and isinstance(n.ctx, ast.Load)
+                        and n.lineno > (stmt.end_lineno or stmt.lineno)
+                        and not self._guarded(n, func, parents)
+                    ),
+                    None,
+                )
+                if read is None or self._left_before(stmt, read, nodes, func):
+                    continue
+                after = self._collective_after(read, func, nodes)
+                if after is not None:
+                    self._report(func, stmt, read, after, self._short_circuit(read, parents, func.unit))
+
+    def _guarded(self, node: ast.AST, func: _Func, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``node`` sits under a test that can differ between ranks, or in a ``try`` (a handler may catch
+        the ``NameError``), within the function."""
+        taint = self.an.func_taint.get(func.key, set())
+        child = node
+        while id(child) in parents:
+            parent = parents[id(child)]
+            if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                return True
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+                if self.an.mentions_rank(parent.test, taint):
+                    return True
+            if isinstance(parent, ast.BoolOp) and child is not parent.values[0]:  # ``rank == 0 and name``
+                before = parent.values[: parent.values.index(child)]  # type: ignore[arg-type]
+                if any(self.an.mentions_rank(v, taint) for v in before):
+                    return True
+            child = parent
+        return False
+
+    def _left_before(self, stmt: ast.If, read: ast.AST, nodes: list[ast.AST], func: _Func) -> bool:
+        """Whether the ranks that skip ``stmt`` may leave before ``read``: its ``else`` (or a later test on the rank
+        before the read) returns, raises, breaks or continues."""
+        exits = (ast.Return, ast.Raise, ast.Break, ast.Continue)
+        if any(isinstance(n, exits) for n in _own_nodes(stmt.orelse)):
+            return True
+        taint = self.an.func_taint.get(func.key, set())
+        return any(
+            isinstance(n, ast.If)
+            and n is not stmt
+            and (stmt.end_lineno or stmt.lineno) < n.lineno < read.lineno  # type: ignore[attr-defined]
+            and self.an.mentions_rank(n.test, taint)
+            and any(isinstance(e, exits) for e in _own_nodes([n]))
+            for n in nodes
+        )
+
+    def _collective_after(self, read: ast.AST, func: _Func, nodes: list[ast.AST]) -> ast.Call | None:
+        """The first collective (or call of the file's that reaches one) the function makes after ``read`` (or in
+        a loop around it), which the ranks that raised never reach."""
+        loop = _loop_around(read, func.node)
+        span = range(loop.lineno, (loop.end_lineno or loop.lineno) + 1) if loop is not None else range(0)
+        calls = sorted(
+            (n for n in nodes if isinstance(n, ast.Call) and (n.lineno > read.lineno or n.lineno in span)),  # type: ignore[attr-defined]
+            key=lambda n: (n.lineno <= read.lineno, n.lineno, n.col_offset),  # type: ignore[attr-defined]
+        )
+        for call in calls:
+            found = self.an.classify(call, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
+                return call
+        return None
+
+    @staticmethod
+    def _short_circuit(read: ast.AST, parents: dict[int, ast.AST], unit: _Unit) -> str:
+        """`` (when `a` is false)`` for a read on the right of ``a or name`` (true for ``and``): only then is it
+        made; empty otherwise."""
+        child = read
+        while id(child) in parents and not isinstance(parents[id(child)], ast.stmt):
+            parent = parents[id(child)]
+            if isinstance(parent, ast.BoolOp) and child is not parent.values[0]:
+                before = parent.values[: parent.values.index(child)]  # type: ignore[arg-type]
+                word = "false" if isinstance(parent.op, ast.Or) else "true"
+                return f" (when `{' and '.join(unit.text(v) for v in before)}` is {word})"
+            child = parent
+        return ""
+
+    def _report(self, func: _Func, stmt: ast.If, read: ast.Name, call: ast.Call, when: str) -> None:
+        if id(read) in self.an.found:
+            return
+        unit = func.unit
+        test = unit.text(stmt.test)
+        collective = _dotted(call.func) or unit.text(call.func)
+        why = (
+            f"`{read.id}` is assigned only inside `if {test}:` at line {stmt.lineno + unit.offset} (nowhere else in "
+            f"`{func.node.name}()`), and read at line {read.lineno + unit.offset} on every rank{when}: on the ranks where "
+            f"`{test}` is false the read raises UnboundLocalError and the rank leaves, so the others wait in "
+            f"`{collective}(...)` at line {call.lineno + unit.offset} until the timeout or "
+            f"{_ends_on_gloo('the leaving rank', 'fail')}"
+        )
+        fix = (
+            f"assign `{read.id}` on every rank (compute it before or outside `if {test}:`, or give it a value in an "
+            "else), or read it only under the same test"
+        )
+        self.an.found[id(read)] = (
+            "early-exit",
+            Finding(
+                path=self.an.path,
+                line=read.lineno + unit.offset,
+                col=read.col_offset + unit.indent + 1,
+                collective=collective,
+                condition=f"not ({test})",
+                kind="early-exit",
+                why=why,
+                fix=fix,
+                cell=unit.cell,
+                condition_line=stmt.lineno + unit.offset,
+            ),
+        )
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names a node binds in its scope: assignment and loop targets, ``as`` names, imports, nested ``def``s and
+    classes, names a ``match`` pattern captures."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    return []
+
+
 def _loop_around(node: ast.AST, root: ast.AST) -> ast.AST | None:
     """The innermost ``for``/``while`` loop (or comprehension) of ``root`` (not inside nested functions) whose body
     holds ``node``, or None."""
@@ -14350,6 +14765,44 @@ def _sliced(target: ast.Subscript) -> bool:
     return isinstance(index, ast.Slice) or (
         isinstance(index, ast.Tuple) and any(isinstance(e, ast.Slice) for e in index.elts)
     )
+
+
+#: ``nn.Module`` methods that walk its parameters, buffers or submodules: as many on every rank built alike.
+_MODULE_WALKS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "children",
+        "named_children",
+        "modules",
+        "named_modules",
+    }
+)
+
+#: Calls whose result is a tensor or list: assigning to one of its items changes a value, not the size.
+_FIXED_SIZE_CALLS = _FACTORIES | {
+    "tensor",
+    "as_tensor",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "list",
+}
+
+
+def _not_a_dict(value: ast.expr) -> bool:
+    """Whether ``value`` is plainly a list or a tensor (``[0] * world_size``, ``torch.tensor([...])``,
+    ``torch.zeros(n)``, a list comprehension), not a dict: ``value[k] = v`` adds no key to it."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    return isinstance(value, ast.Call) and _terminal(value.func) in _FIXED_SIZE_CALLS
 
 
 def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
