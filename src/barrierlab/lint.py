@@ -18,7 +18,8 @@ Finding kinds:
   take. For ``break`` and ``return`` inside a loop the earlier part of the loop
   body is flagged too: the leaving ranks miss it on later iterations.
 * ``rank-dependent-loop`` - inside a ``for``/``while``/comprehension whose iterable
-  or condition is rank-dependent.
+  or condition is rank-dependent, or a plain collective in a loop under ``with Join([...])``
+  (Join shadows only the collectives of the Joinables handed to it).
 * ``hidden-collective`` - a call, in any of the situations above, to a function
   of the same file/notebook that reaches a collective, or one that registers what
   makes collectives later: an object of a class of the file whose methods reach one,
@@ -1147,7 +1148,7 @@ system (os.path.exists, Path.is_file: ranks can see different files), on a clock
 time.time(): each rank reads its own) or a logger's level (logger.isEnabledFor), after a return, raise or break that
 only some ranks take (also a raise inside a helper called there, and a local assigned only under an if on
 the rank, then read on every rank: UnboundLocalError on the others), in a loop whose trip count differs between
-ranks, in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
+ranks (and a plain collective in a loop under with Join([...]): Join shadows only its Joinables'), in a function whose decorator calls it on some ranks only (rank_zero_only, mmcv's master_only, or a
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
 called so — reading a @property of a class of the file counts as calling its getter (a @cached_property's
