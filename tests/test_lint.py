@@ -5883,3 +5883,225 @@ def test_review82l_u1_listing_finding_keeps_only_what_holds_in_general() -> None
     assert "may be held by some ranks' writes" in finding.why
     assert "can list the folder before a slower rank's file is there" in " ".join(barrierlab.lint.HELP.split())
     assert _src(buggy.replace("dist.broadcast_object_list(obj, src=0)", "dist.barrier()")) == []
+
+
+# --------------------------------------------------------------------------- lintrecall31: shares counted per rank
+
+
+def test_a_helper_looping_over_a_share_dealt_by_chunk_index_counts_different_trips_per_rank() -> None:
+    """round41 buggy_litdata_chunks_to_ranks_uneven_batches (litdata: chunks dealt `index % world_size == rank`):
+    chunks of 6, 3, 5 and 4 items give rank 0 11 items and rank 1 7, so 5 and 3 batches of 2 (drop_last), and
+    `train_epoch` makes one DDP backward per batch. Lint counts the trips of the helper's loop for each rank and
+    reports the call. The twin that deals items (not chunks) round-robin, cut to a multiple of the world size, is
+    quiet; so is a share read from a file (its length is unknown) and one whose count is all-reduced first."""
+    head = textwrap.dedent(
+        """\
+        import json
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        WORLD_SIZE = 2
+        CHUNK_SIZES = [6, 3, 5, 4]
+
+        def build_chunks():
+            chunks, start = [], 0
+            for size in CHUNK_SIZES:
+                chunks.append(list(range(start, start + size)))
+                start += size
+            return chunks
+
+        def items_for_rank(rank, world_size):
+            chunks = build_chunks()
+            my_chunks = [chunk for index, chunk in enumerate(chunks) if index % world_size == rank]
+            return [item for chunk in my_chunks for item in chunk]
+
+        def batches(items, batch_size):
+            full = len(items) // batch_size
+            return [items[i * batch_size:(i + 1) * batch_size] for i in range(full)]
+
+        def train_epoch(model, optimizer, loader):
+            for batch in loader:
+                loss = model(torch.tensor([[float(i)] for i in batch])).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        def worker():
+            rank, world_size = dist.get_rank(), dist.get_world_size()
+            model = DDP(torch.nn.Linear(1, 1))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        """
+    )
+    buggy = (
+        head + "    loader = batches(items_for_rank(rank, world_size), 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(37, "hidden-collective")], found
+    assert "rank 0: 5, rank 1: 3" in found[0].condition and "train_epoch()" in found[0].condition, found[0].condition
+    assert "different number of times" in found[0].why, found[0].why
+    assert "same number of iterations" in found[0].fix, found[0].fix
+    items = "    items = [i for chunk in build_chunks() for i in chunk]\n    items = items[: len(items) // world_size * world_size]\n"
+    even = (
+        head + items + "    loader = batches(items[rank::world_size], 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    assert lint_source(even) == []
+    unknown = (
+        head
+        + "    loader = batches(json.load(open('shards.json'))[rank::world_size], 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    assert lint_source(unknown) == []
+    agreed = head + (
+        "    loader = batches(items_for_rank(rank, world_size), 2)\n    n = torch.tensor(len(loader))\n"
+        "    dist.all_reduce(n, op=dist.ReduceOp.MIN)\n    train_epoch(model, optimizer, loader[: int(n)])\n"
+    )
+    assert lint_source(agreed) == []
+
+
+def test_a_sampler_of_the_file_split_by_ceil_gives_the_last_rank_fewer_batches() -> None:
+    """round29 buggy_dlio_sampler_ceil_split_step_barrier (mlcommons/storage #455): `dlio_sampler` gives each of
+    3 ranks `ceil(19 / 3) = 7` samples, the last one 5; a `DataLoader(batch_size=3, drop_last=True)` over it
+    runs 2, 2 and 1 steps, and `train_epoch` makes a barrier per step. Lint runs the sampler's `__init__` and
+    `__len__` for each rank. The twin with a DistributedSampler (padded to the same count on every rank) is quiet,
+    and so is a capped loop (`if step >= 1: break`) that every rank runs as often."""
+    head = textwrap.dedent(
+        """\
+        import math
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+
+        WORLD_SIZE = 3
+        NUM_SAMPLES = 19
+
+        class Samples(Dataset):
+            def __init__(self, n):
+                self.data = torch.randn(n, 16)
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, idx):
+                return self.data[idx]
+
+        class CeilSampler(Sampler):
+            def __init__(self, rank, size, num_samples):
+                per_proc = int(math.ceil(num_samples / size))
+                start = rank * per_proc
+                end = min((rank + 1) * per_proc, num_samples)
+                self.indices = list(range(start, end))
+
+            def __len__(self):
+                return len(self.indices)
+
+            def __iter__(self):
+                yield from self.indices
+
+        def train_epoch(loader):
+            for step, batch in enumerate(loader):
+                batch.sum()
+                dist.barrier()
+
+        def worker():
+            rank, size = dist.get_rank(), dist.get_world_size()
+            dataset = Samples(NUM_SAMPLES)
+        """
+    )
+    buggy = (
+        head
+        + "    sampler = CeilSampler(rank, size, NUM_SAMPLES)\n"
+        + ("    loader = DataLoader(dataset, batch_size=3, sampler=sampler, drop_last=True)\n    train_epoch(loader)\n")
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
+    assert "rank 0: 2, rank 1: 2, rank 2: 1" in found[0].condition, found[0].condition
+    padded = buggy.replace(
+        "CeilSampler(rank, size, NUM_SAMPLES)", "DistributedSampler(dataset, num_replicas=size, rank=rank)"
+    )
+    assert lint_source(padded) == []
+    capped = buggy.replace("        batch.sum()\n", "        if step >= 1:\n            break\n        batch.sum()\n")
+    assert lint_source(capped) == []
+
+
+def test_a_loop_over_a_share_of_data_a_helper_returns_is_counted_per_rank() -> None:
+    """round37's allennlp reading (`read_instances()[rank::world]`, 11 instances: 6 and 5 on 2 ranks): lint's
+    length rules cannot see the length of data a function returns, but the share counter runs the helper. A
+    loop with a DDP backward per item in the same function is reported; with 12 instances it is quiet, and so
+    is a loop that leaves when an all-reduced `done` flag says so (AllenNLP's own guard)."""
+    source = """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        NUM_INSTANCES = 11
+
+        def read_instances():
+            return [torch.randn(1, 4) for _ in range(NUM_INSTANCES)]
+
+        def worker():
+            rank, world = dist.get_rank(), dist.get_world_size()
+            model = DDP(torch.nn.Linear(4, 1))
+            for x in read_instances()[rank::world]:
+                model(x).sum().backward()
+        """
+    found = lint_source(textwrap.dedent(source))
+    assert {(f.line, f.kind) for f in found} == {(14, "rank-dependent-loop")}, found  # DDP forward and backward
+    assert all("rank 0: 6, rank 1: 5" in f.condition for f in found), found
+    assert lint_source(textwrap.dedent(source.replace("= 11", "= 24"))) == []
+    guarded = source.replace(
+        "            model(x).sum().backward()\n",
+        "            done = torch.tensor(0)\n            dist.all_reduce(done)\n            if done.item():\n"
+        "                break\n            model(x).sum().backward()\n",
+    )
+    assert [f for f in lint_source(textwrap.dedent(guarded)) if "rank 0: 6" in f.condition] == []
+
+
+def test_a_plain_all_reduce_in_a_join_loop_over_uneven_batches_is_not_shadowed() -> None:
+    """round13 buggy_join_loss_log_not_joinable: `make_batches(rank)` gives rank 0 five batches and rank 1 three
+    (`BATCHES_PER_RANK = {0: 5, 1: 3}`); `Join([model])` shadows DDP's all-reduces for the rank that ran out, but
+    not the loss log's plain `dist.all_reduce`, which rank 0 makes twice more. The twin whose log is a Joinable
+    handed to Join (its all_reduce made inside the Joinable's call) is quiet, and so is the DDP step alone."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        BATCHES_PER_RANK = {0: 5, 1: 3}
+
+        def make_batches(rank):
+            return [torch.randn(4, 6) for _ in range(BATCHES_PER_RANK[rank])]
+
+        def worker():
+            rank = dist.get_rank()
+            model = DDP(torch.nn.Linear(6, 1))
+            train(model, make_batches(rank))
+
+        def train(model, batches):
+            with Join([model]):
+                for x in batches:
+                    loss = model(x).pow(2).mean()
+                    loss.backward()
+        """
+    )
+    buggy = head + "            logged = loss.detach().clone()\n            dist.all_reduce(logged)\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(14, "hidden-collective")], found
+    assert "rank 0: 5, rank 1: 3" in found[0].condition and found[0].collective == "train -> dist.all_reduce", found
+    assert lint_source(head) == []
+    joinable = (
+        head.replace("Join([model])", "Join([model, log])").replace(
+            "    with Join", "    log = LossLog()\n    with Join"
+        )
+        + "            log(loss.detach())\n"
+    )
+    joinable += textwrap.dedent(
+        """\
+
+        class LossLog:
+            def __call__(self, loss):
+                dist.all_reduce(loss)
+        """
+    )
+    assert lint_source(joinable) == []
