@@ -6105,3 +6105,98 @@ def test_a_plain_all_reduce_in_a_join_loop_over_uneven_batches_is_not_shadowed()
         """
     )
     assert lint_source(joinable) == []
+
+
+def test_a_batch_size_each_rank_detects_for_itself_gives_different_numbers_of_batches() -> None:
+    """round14 buggy_auto_batch_size_per_rank (huggingface/lighteval #896): `detect_batch_size()` halves 16 until
+    the rank's memory budget (8 rows on rank 0, 4 on rank 1) fits, so 12 requests make 2 batches on rank 0 and 3
+    on rank 1, each a row-parallel forward with an all_reduce. Lint runs the `while` loop for each rank. The twin
+    that takes the minimum over the ranks (an all_reduce with MIN) is quiet."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+
+        BUDGET = {0: 8, 1: 4}
+
+        class RowParallel(torch.nn.Module):
+            def forward(self, x):
+                dist.all_reduce(x)
+                return x
+
+        def fits(batch_size):
+            return batch_size <= BUDGET[dist.get_rank()]
+
+        def detect_batch_size(start=16):
+            batch_size = start
+            while batch_size > 1 and not fits(batch_size):
+                batch_size //= 2
+            return batch_size
+
+        def score(layer, requests, batch_size):
+            for i in range(0, len(requests), batch_size):
+                layer(requests[i : i + batch_size])
+
+        def worker():
+            layer = RowParallel()
+            requests = torch.randn(12, 8)
+            batch_size = detect_batch_size()
+        """
+    )
+    buggy = head + "    score(layer, requests, batch_size)\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(28, "hidden-collective")], found
+    assert "given `batch_size` by this call" in found[0].condition, found[0].condition
+    assert "rank 0: 2, rank 1: 3" in found[0].condition, found[0].condition
+    agreed = head + (
+        "    size = torch.tensor(batch_size)\n    dist.all_reduce(size, op=dist.ReduceOp.MIN)\n"
+        "    score(layer, requests, int(size))\n"
+    )
+    assert lint_source(agreed) == []
+
+
+def test_an_unpadded_eval_sampler_gives_ranks_different_numbers_of_gathered_batches() -> None:
+    """round11 buggy_eval_sampler_per_batch_gather (DeepDeblur-PyTorch #44: 10 samples on 3 GPUs): an eval sampler
+    without DistributedSampler's padding gives 4, 3 and 3 samples, so 2, 1 and 1 batches of 3 out of a
+    `DataLoader` over a `TensorDataset`, and `evaluate` all-gathers once per batch. The twin that gathers once
+    after the loop is quiet, and so is the loop over a DistributedSampler's padded share."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
+
+        WORLD_SIZE = 3
+
+        class EvalSampler(Sampler):
+            def __init__(self, dataset, num_replicas, rank):
+                self.total_size = len(dataset)
+                self.num_samples = len(range(rank, self.total_size, num_replicas))
+
+            def __len__(self):
+                return self.num_samples
+
+        def gather_rows(tensor):
+            out = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+            dist.all_gather(out, tensor)
+            return torch.cat(out)
+
+        def evaluate(loader):
+            rows = []
+            for idx, x in loader:
+                rows.append(gather_rows(idx))
+            return rows
+
+        def worker():
+            rank, world = dist.get_rank(), dist.get_world_size()
+            dataset = TensorDataset(torch.arange(10), torch.randn(10, 6))
+        """
+    )
+    buggy = head + "    evaluate(DataLoader(dataset, batch_size=3, sampler=EvalSampler(dataset, world, rank)))\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(29, "hidden-collective")], found
+    assert "rank 0: 2, rank 1: 1, rank 2: 1" in found[0].condition, found[0].condition
+    # with no world size stated lint tries 2, 4 and 8 ranks: 10 samples make the same number of batches of 3 on each
+    assert lint_source(buggy.replace("WORLD_SIZE = 3\n", "")) == []
+    padded = buggy.replace("EvalSampler(dataset, world, rank)", "DistributedSampler(dataset, world, rank)")
+    assert lint_source(padded) == []

@@ -7317,8 +7317,15 @@ class _ShareCounter:
         name = _terminal(node.func)
         if name in ("DataLoader", "DistributedSampler") and node.args:
             return self._loader(name, node, scope, env, depth)
-        if isinstance(node.func, ast.Name) and node.func.id in self.an.class_nodes:
-            return self._build(node.func.id, node, scope, env, depth)
+        if name == "TensorDataset" and node.args and not node.keywords:  # as long as its first tensor
+            return list(self._rows(self.value(node.args[0], scope, env, depth)))
+        if isinstance(node.func, ast.Name):
+            key = self.an._callee(node.func, None, self.unit)
+            init = self.an.table.get(key) if key is not None and key.endswith(".__init__") else None
+            if init is not None and init.self_class is not None:
+                return self._build(init.self_class, node, scope, env, depth)
+            if node.func.id in self.an.class_nodes:  # a class of the file without an __init__ of its own
+                raise _NoCount
         if name == "len" and isinstance(node.func, ast.Name) and len(node.args) == 1 and not node.keywords:
             return self._len(self.value(node.args[0], scope, env, depth), depth)
         if node.keywords and not all(k.arg in ("dim", "generator", "dtype", "device") for k in node.keywords):
@@ -7378,9 +7385,11 @@ class _ShareCounter:
         last one dropped with ``drop_last=True``), a ``DistributedSampler`` as its rank's indices (padded to
         ``ceil(n / world)``, or cut to ``n // world`` with ``drop_last=True``)."""
         given = {k.arg: k.value for k in node.keywords}
+        if name == "DistributedSampler":  # DistributedSampler(dataset, num_replicas, rank, shuffle, seed, drop_last)
+            given.update(zip(("num_replicas", "rank", "shuffle", "seed", "drop_last"), node.args[1:]))
         if (
             None in given
-            or len(node.args) > 1
+            or (len(node.args) > 1 and name != "DistributedSampler")
             or set(given)
             - {
                 "batch_size",
@@ -7426,6 +7435,12 @@ class _ShareCounter:
         obj = _Obj(cls)
         self._run(init, node, scope, env, depth, obj)
         return obj
+
+    @staticmethod
+    def _rows(value: Any) -> list:
+        if not isinstance(value, list):
+            raise _NoCount
+        return value
 
     def _builtin(self, name: str, args: list) -> Any:
         if name == "len" and len(args) == 1 and isinstance(args[0], (list, tuple, range, str)):
@@ -7612,6 +7627,14 @@ class _ShareCounter:
                     raise _NoCount
                 for item in self._iterate(self.value(stmt.iter, scope, env, depth)):
                     self._bind(stmt.target, item, env)
+                    done, result = self._block(stmt.body, scope, env, depth)
+                    if done:
+                        return True, result
+            elif isinstance(stmt, ast.While) and not stmt.orelse:
+                if any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_nodes(stmt.body)):
+                    raise _NoCount
+                while self._truth(self.value(stmt.test, scope, env, depth)):
+                    self._tick()
                     done, result = self._block(stmt.body, scope, env, depth)
                     if done:
                         return True, result
@@ -8531,11 +8554,11 @@ class _Walker:
                 for p, a in bound
                 if p in read and not _rank_name(p) and self.an.mentions_rank(a, self.taint, self.laundered)
             )
-            or "data"
+            or "its arguments"
         )
         text = (
-            f"{func.unit.text(loop.iter)} (in {func.node.name}(), over this rank's own share of the data, from {handed} "
-            f"handed by this call: on {world} ranks its trips are {shown_counts})"
+            f"{func.unit.text(loop.iter)} (in {func.node.name}(), given {handed} by this call: on {world} ranks its "
+            f"trips are {shown_counts})"
         )
         chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
         looped = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
