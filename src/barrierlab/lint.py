@@ -3428,6 +3428,7 @@ class _Analysis:
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self._loop_gates: dict[str, tuple[ast.For, str, str] | None] = {}  # see loop_gate
+        self._count_spent = 0  # steps the share counter took in this file (see _Walker._trip_counts)
         self._gate_tests: dict[str, ast.expr] = {}  # function -> the test of its data_gate
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         #: a callee's test on a parameter -> (the argument, the callee, the parameter, the call's line) of a call
@@ -7045,6 +7046,8 @@ class _Obj:
 
 #: what the share counter evaluates, at most, for one (rank, world size): past it, the count is unknown
 _COUNT_BUDGET = 20000
+#: what the share counter evaluates, at most, in one file (20 counts at their full budget)
+_FILE_COUNT_BUDGET = 20 * _COUNT_BUDGET
 _COUNT_BUILTINS = frozenset(
     {"len", "range", "min", "max", "sum", "divmod", "int", "abs", "list", "tuple", "sorted", "enumerate", "zip"}
 )
@@ -8470,10 +8473,14 @@ class _Walker:
     ) -> tuple[int, list[int]] | None:
         """(world size, trips per rank) of ``loop`` in ``scope`` when :class:`_ShareCounter` can count them on
         every rank and they differ, for the world size the file states (else for 2, 4 or 8 ranks); ``bound``
-        gives the loop's function's parameters, as this scope's expressions. None otherwise."""
+        gives the loop's function's parameters, as this scope's expressions. A count that fails on one rank stops
+        the search (what lint cannot evaluate does not depend on the world size), and the whole file's counting
+        stops after :data:`_FILE_COUNT_BUDGET` steps. None otherwise."""
         for world in (self.an.world_size,) if self.an.world_size else _USUAL_WORLDS:
             counts = []
             for rank in range(world):
+                if self.an._count_spent > _FILE_COUNT_BUDGET:
+                    return None
                 counter = _ShareCounter(self.an, self.unit, rank, world)
                 env: dict[str, Any] = {}
                 for param, arg in bound:
@@ -8484,8 +8491,10 @@ class _Walker:
                 try:
                     counts.append(counter.trips(loop, scope, env))
                 except _NoCount:
-                    break
-            if len(counts) == world and len(set(counts)) > 1:
+                    return None
+                finally:
+                    self.an._count_spent += counter.steps
+            if len(set(counts)) > 1:
                 return world, counts
         return None
 
