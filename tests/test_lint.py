@@ -6200,3 +6200,61 @@ def test_an_unpadded_eval_sampler_gives_ranks_different_numbers_of_gathered_batc
     assert lint_source(buggy.replace("WORLD_SIZE = 3\n", "")) == []
     padded = buggy.replace("EvalSampler(dataset, world, rank)", "DistributedSampler(dataset, world, rank)")
     assert lint_source(padded) == []
+
+
+def test_a_finite_stream_object_yields_fewer_blocks_on_the_rank_with_fewer_files() -> None:
+    """round41 buggy_parcae_finite_stream_silent_exit (sandyresearch/parcae #12): each rank streams its own parquet
+    files (2 on rank 0, 3 on rank 1, 2 rows each) through iterable classes whose `__iter__` are generators, with
+    `repetitions=None` (one pass); `zip(range(MAX_STEPS), loader)` then runs 4 DDP steps on rank 0 and 6 on rank 1.
+    Lint runs the generators for each rank. With `repetitions=2` the stream wraps around and both ranks reach
+    MAX_STEPS: quiet."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        MAX_STEPS = 6
+        FILES_PER_RANK = {0: 2, 1: 3}
+
+        class Stream:
+            def __init__(self, files, repetitions):
+                self.files = files
+                self.repetitions = repetitions
+
+            def __iter__(self):
+                self._state = {"pass": 0}
+                while True:
+                    for rows in self.files:
+                        yield from rows
+                    self._state["pass"] += 1
+                    if self.repetitions is None or self._state["pass"] >= self.repetitions:
+                        return
+
+        class Packed:
+            def __init__(self, stream):
+                self.stream = stream
+
+            def __iter__(self):
+                for row in self.stream:
+                    yield torch.tensor(row)
+
+        def build_stream(rank, repetitions):
+            files = [[[1.0, 2.0], [3.0, 4.0]] for f in range(FILES_PER_RANK[rank])]
+            return Stream(files, repetitions=repetitions)
+
+        def train(model, loader):
+            for step, block in zip(range(MAX_STEPS), loader):
+                model(block).sum().backward()
+
+        def worker():
+            rank = dist.get_rank()
+            model = DDP(torch.nn.Linear(2, 1))
+            stream = build_stream(rank, repetitions=None)
+            train(model, Packed(stream))
+        """
+    )
+    found = lint_source(source)
+    assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
+    assert "rank 0: 4, rank 1: 6" in found[0].condition and "`Packed(stream)`" in found[0].condition, found
+    assert lint_source(source.replace("repetitions=None)", "repetitions=2)")) == []

@@ -7056,6 +7056,12 @@ _COUNT_RANK_NAME = re.compile(r"(?:local_|global_|my_|proc_|process_)?rank(?:_id
 _COUNT_SHAPES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor"})
 
 
+def _clip(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _loop_caps(loop: ast.For) -> list[ast.If]:
     """The ``if <test>: break`` statements a loop's body opens with (``if k >= max_iters: break``): they cap its
     trips."""
@@ -7111,6 +7117,8 @@ class _ShareCounter:
                 done, result = self._block(func.node.body, func.key, {func.node.args.args[0].arg: value}, depth + 1)
                 if done and isinstance(result, int):
                     return result
+                raise _NoCount
+            return len(self._iterate(value))  # an iterable without __len__: a loop over it runs once per item
         raise _NoCount
 
     def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
@@ -7118,7 +7126,7 @@ class _ShareCounter:
         if depth > _MAX_DEPTH:
             raise _NoCount
         d = depth + 1
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, str, bool, float)):
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, str, bool, float))):
             return node.value
         if isinstance(node, ast.Name):
             return self._name(node.id, scope, env, d)
@@ -7142,10 +7150,11 @@ class _ShareCounter:
                 raise _NoCount
             return -operand
         if isinstance(node, ast.BoolOp):
-            values = [self.value(v, scope, env, d) for v in node.values]
-            if not all(isinstance(v, (int, bool)) for v in values):
-                raise _NoCount
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+            want = isinstance(node.op, ast.Or)  # evaluated left to right, stopping as Python does
+            for v in node.values:
+                if self._truth(self.value(v, scope, env, d)) == want:
+                    return want
+            return not want
         if isinstance(node, ast.Compare):
             return self._compare(node, scope, env, d)
         if isinstance(node, ast.IfExp):
@@ -7220,7 +7229,11 @@ class _ShareCounter:
         left = self.value(node.left, scope, env, depth)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.value(right_node, scope, env, depth)
-            if isinstance(op, (ast.In, ast.NotIn)):
+            if left is _NoCount or right is _NoCount:
+                raise _NoCount
+            if isinstance(op, (ast.Is, ast.IsNot)) and (left is None or right is None):
+                ok = (left is right) == isinstance(op, ast.Is)
+            elif isinstance(op, (ast.In, ast.NotIn)):
                 if not isinstance(right, (list, tuple, range, str)) or left is _NoCount or _NoCount in right:
                     raise _NoCount
                 ok = (left in right) == isinstance(op, ast.In)
@@ -7284,6 +7297,14 @@ class _ShareCounter:
         return out
 
     def _iterate(self, value: Any) -> list:
+        if isinstance(value, _Obj):  # an iterable of the file: what its __iter__ yields or returns an iterator over
+            func = next(
+                (self.an.table[k] for c in self.an._ancestors(value.cls) if (k := f"{c}.__iter__") in self.an.table),
+                None,
+            )
+            if func is None:
+                raise _NoCount
+            value = self._call_with(func, {func.node.args.args[0].arg: value}, 0)
         if not isinstance(value, (list, tuple, range, str)) or len(value) > _COUNT_BUDGET:
             raise _NoCount
         self.steps += len(value)
@@ -7293,13 +7314,22 @@ class _ShareCounter:
 
     @staticmethod
     def _truth(value: Any) -> bool:
-        if isinstance(value, _Row) or value is _NoCount:
+        if isinstance(value, (_Row, _Obj)) or value is _NoCount:
             raise _NoCount
         return bool(value)
 
-    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any]) -> None:
+    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any], scope: str | None = None, depth: int = 0) -> None:
         if isinstance(target, ast.Name):
             env[target.id] = value
+        elif isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
+            held = self.value(target.value, scope, env, depth)  # `self._state["file_idx"] = 0`
+            key = self.value(target.slice, scope, env, depth)
+            if isinstance(held, dict) and isinstance(key, (int, str)):
+                held[key] = value
+            elif isinstance(held, list) and isinstance(key, int) and -len(held) <= key < len(held):
+                held[key] = value
+            else:
+                raise _NoCount
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
             owner = env.get(target.value.id)
             if not isinstance(owner, _Obj):
@@ -7328,7 +7358,9 @@ class _ShareCounter:
             if init is not None and init.self_class is not None:
                 return self._build(init.self_class, node, scope, env, depth)
             if node.func.id in self.an.class_nodes:  # a class of the file without an __init__ of its own
-                raise _NoCount
+                if node.args or node.keywords or not self._plain_class(node.func.id):
+                    raise _NoCount
+                return _Obj(node.func.id)
         if name == "len" and isinstance(node.func, ast.Name) and len(node.args) == 1 and not node.keywords:
             return self._len(self.value(node.args[0], scope, env, depth), depth)
         if node.keywords and not all(k.arg in ("dim", "generator", "dtype", "device") for k in node.keywords):
@@ -7370,9 +7402,7 @@ class _ShareCounter:
                         ),
                         None,
                     )
-                    if method is None or any(
-                        isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(method.node.body)
-                    ):
+                    if method is None:
                         raise _NoCount
                     return self._run(method, node, scope, env, depth, base, built=False)
                 if name in ("chunk", "tensor_split", "split") and isinstance(base, list):
@@ -7426,6 +7456,14 @@ class _ShareCounter:
         if not isinstance(size, int) or size <= 0:
             raise _NoCount
         return [_ROW] * (n // size if drop else -(-n // size))
+
+    def _plain_class(self, cls: str) -> bool:
+        """Whether every base of ``cls`` is a class of the file or ``object`` (no library ``__init__`` runs)."""
+        node = self.an.class_nodes[cls][0]
+        return all(
+            isinstance(b, ast.Name) and (b.id == "object" or (b.id in self.an.class_nodes and self._plain_class(b.id)))
+            for b in node.bases
+        )
 
     def _build(self, cls: str, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> _Obj:
         """An object of a class of the file, its ``__init__`` run (a class without one in the file: unknown)."""
@@ -7521,8 +7559,6 @@ class _ShareCounter:
         func = self.an.table.get(key) if key is not None else None
         if func is None or func.self_class is not None or isinstance(func.node, ast.AsyncFunctionDef):
             return None
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body)):
-            return None
         return func
 
     def _run(
@@ -7561,17 +7597,38 @@ class _ShareCounter:
                     raise _NoCount
             except _NoCount:
                 local[param] = _NoCount  # read only if the helper uses it
-        done, result = self._block(func.node.body, func.key, local, depth)
-        if obj is not None and built:
-            return obj
-        if not done:
-            raise _NoCount
-        return result
+        return self._call_with(func, local, depth, obj if built else None)
 
-    def _block(self, stmts: list[ast.stmt], scope: str, env: dict[str, Any], depth: int) -> tuple[bool, Any]:
-        """Runs ``stmts`` in ``env``: (whether a ``return`` ran, its value)."""
+    def _call_with(self, func: _Func, local: dict[str, Any], depth: int, obj: _Obj | None = None) -> Any:
+        """Runs ``func``'s body with its parameters bound in ``local``: its return value, the list of what it
+        yields (a generator, run to its end: one that never ends runs past the budget), or ``obj`` (an
+        ``__init__``)."""
+        generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
+        yields: list | None = [] if generator else None
+        done, result = self._block(func.node.body, func.key, local, depth, yields)
+        if obj is not None:
+            return obj
+        if yields is not None:
+            return yields
+        return result  # None when no return ran, as in Python
+
+    def _block(
+        self, stmts: list[ast.stmt], scope: str, env: dict[str, Any], depth: int, yields: list | None = None
+    ) -> tuple[bool, Any]:
+        """Runs ``stmts`` in ``env``: (whether a ``return`` ran, its value); a generator's yields go to ``yields``."""
         for stmt in stmts:
             self._tick()
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+                if yields is None:
+                    raise _NoCount
+                inner = stmt.value.value
+                if isinstance(stmt.value, ast.YieldFrom):
+                    yields.extend(self._iterate(self.value(inner, scope, env, depth)))  # type: ignore[arg-type]
+                else:
+                    yields.append(None if inner is None else self._item(inner, scope, env, depth))
+                if len(yields) > _COUNT_BUDGET:
+                    raise _NoCount
+                continue
             if isinstance(stmt, ast.Return):
                 return True, None if stmt.value is None else self.value(stmt.value, scope, env, depth)
             if isinstance(stmt, ast.Assign):
@@ -7580,14 +7637,16 @@ class _ShareCounter:
                 except _NoCount:
                     value = _NoCount  # unknown: an error only where it is read
                 for target in stmt.targets:
-                    self._bind(target, value, env)
+                    self._bind(target, value, env, scope, depth)
             elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
                 value = self.value(stmt.value, scope, env, depth)
                 if isinstance(stmt, ast.AugAssign):
-                    if not isinstance(stmt.target, ast.Name):
-                        raise _NoCount
-                    value = self._binop(stmt.op, self._name(stmt.target.id, scope, env, depth), value)
-                self._bind(stmt.target, value, env)
+                    if isinstance(stmt.target, ast.Name):
+                        held = self._name(stmt.target.id, scope, env, depth)
+                    else:
+                        held = self.value(stmt.target, scope, env, depth)
+                    value = self._binop(stmt.op, held, value)
+                self._bind(stmt.target, value, env, scope, depth)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
                 continue
             elif (
@@ -7608,12 +7667,17 @@ class _ShareCounter:
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 call = stmt.value
                 target = call.func.value if isinstance(call.func, ast.Attribute) else None
+                if target is not None and isinstance(self.value(target, scope, env, depth), _Obj):
+                    self.value(call, scope, env, depth)  # a method of an object of the file: run for its effects
+                    continue
                 if not (
-                    isinstance(target, ast.Name) and call.func.attr in ("append", "extend") and len(call.args) == 1
-                ):  # type: ignore[union-attr]
+                    isinstance(target, (ast.Name, ast.Attribute))
+                    and call.func.attr in ("append", "extend")  # type: ignore[union-attr]
+                    and len(call.args) == 1
+                ):
                     raise _NoCount
-                held = self._name(target.id, scope, env, depth)
-                if not isinstance(held, list) or target.id not in env:
+                held = self.value(target, scope, env, depth)
+                if not isinstance(held, list) or (isinstance(target, ast.Name) and target.id not in env):
                     raise _NoCount
                 item = self.value(call.args[0], scope, env, depth)
                 if call.func.attr == "append":  # type: ignore[union-attr]
@@ -7622,7 +7686,7 @@ class _ShareCounter:
                     held.extend(self._iterate(item))
             elif isinstance(stmt, ast.If):
                 test = self.value(stmt.test, scope, env, depth)
-                done, result = self._block(stmt.body if self._truth(test) else stmt.orelse, scope, env, depth)
+                done, result = self._block(stmt.body if self._truth(test) else stmt.orelse, scope, env, depth, yields)
                 if done:
                     return True, result
             elif isinstance(stmt, ast.For) and not stmt.orelse:
@@ -7630,7 +7694,7 @@ class _ShareCounter:
                     raise _NoCount
                 for item in self._iterate(self.value(stmt.iter, scope, env, depth)):
                     self._bind(stmt.target, item, env)
-                    done, result = self._block(stmt.body, scope, env, depth)
+                    done, result = self._block(stmt.body, scope, env, depth, yields)
                     if done:
                         return True, result
             elif isinstance(stmt, ast.While) and not stmt.orelse:
@@ -7638,7 +7702,7 @@ class _ShareCounter:
                     raise _NoCount
                 while self._truth(self.value(stmt.test, scope, env, depth)):
                     self._tick()
-                    done, result = self._block(stmt.body, scope, env, depth)
+                    done, result = self._block(stmt.body, scope, env, depth, yields)
                     if done:
                         return True, result
             elif isinstance(stmt, ast.Pass):
@@ -8559,7 +8623,7 @@ class _Walker:
         read = {q for n in ast.walk(loop.iter) if isinstance(n, ast.Name) for q in sources.get(n.id, ())}
         handed = (
             ", ".join(
-                f"`{self.unit.text(a)[:40]}`"
+                f"`{_clip(self.unit.text(a), 60)}`"
                 for p, a in bound
                 if p in read and not _rank_name(p) and self.an.mentions_rank(a, self.taint, self.laundered)
             )
