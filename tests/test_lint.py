@@ -6258,3 +6258,50 @@ def test_a_finite_stream_object_yields_fewer_blocks_on_the_rank_with_fewer_files
     assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
     assert "rank 0: 4, rank 1: 6" in found[0].condition and "`Packed(stream)`" in found[0].condition, found
     assert lint_source(source.replace("repetitions=None)", "repetitions=2)")) == []
+
+
+def test_a_trainer_method_looping_over_the_loader_its_constructor_stored_is_counted_per_rank() -> None:
+    """round34 buggy_composer_rank_dependent_dataloader_length (mosaicml/composer #3415): `Trainer(model,
+    ShardDataLoader(rank), ...)` stores a loader over the rank's own shard (40 rows on rank 0, 32 on rank 1, batches
+    of 8), and `_train_loop` runs a DDP step per batch of `self._iter_dataloader()`: 5 and 4 steps. Lint builds the
+    object at its construction call for each rank and counts the method's loop. With shards of the same size it is
+    quiet."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        SHARD_SIZES = {0: 40, 1: 32}
+        BATCH_SIZE = 8
+
+        class ShardDataLoader:
+            def __init__(self, rank):
+                self.x = torch.randn(SHARD_SIZES[rank], 10)
+
+            def __iter__(self):
+                for i in range(0, len(self.x), BATCH_SIZE):
+                    yield self.x[i : i + BATCH_SIZE]
+
+        class Trainer:
+            def __init__(self, model, train_dataloader):
+                self.model = DDP(model)
+                self.train_dataloader = train_dataloader
+
+            def _iter_dataloader(self):
+                for batch in self.train_dataloader:
+                    yield batch
+
+            def fit(self):
+                for batch in self._iter_dataloader():
+                    self.model(batch).sum().backward()
+
+        def worker():
+            rank = dist.get_rank()
+            Trainer(torch.nn.Linear(10, 1), ShardDataLoader(rank)).fit()
+        """
+    )
+    found = lint_source(source)
+    assert {(f.line, f.kind) for f in found} == {(27, "rank-dependent-loop")}, found  # DDP forward and backward
+    assert all("rank 0: 5, rank 1: 4; `self` built at line 31" in f.condition for f in found), found
+    assert lint_source(source.replace("{0: 40, 1: 32}", "{0: 40, 1: 40}")) == []

@@ -8533,11 +8533,17 @@ class _Walker:
         return None
 
     def _trip_counts(
-        self, loop: ast.For, scope: str | None, bound: list[tuple[str, ast.expr]]
+        self,
+        loop: ast.For,
+        scope: str | None,
+        bound: list[tuple[str, ast.expr]],
+        built: tuple[ast.Call, str | None, str, str] | None = None,
     ) -> tuple[int, list[int]] | None:
         """(world size, trips per rank) of ``loop`` in ``scope`` when :class:`_ShareCounter` can count them on
         every rank and they differ, for the world size the file states (else for 2, 4 or 8 ranks); ``bound``
-        gives the loop's function's parameters, as this scope's expressions. A count that fails on one rank stops
+        gives the loop's function's parameters, as this scope's expressions; ``built`` (a construction call of the
+        loop's class, the scope it is in, the class, the method's ``self``) binds ``self`` to the object that call
+        builds. A count that fails on one rank stops
         the search (what lint cannot evaluate does not depend on the world size), and the whole file's counting
         stops after :data:`_FILE_COUNT_BUDGET` steps. None otherwise."""
         for world in (self.an.world_size,) if self.an.world_size else _USUAL_WORLDS:
@@ -8547,6 +8553,13 @@ class _Walker:
                     return None
                 counter = _ShareCounter(self.an, self.unit, rank, world)
                 env: dict[str, Any] = {}
+                if built is not None:
+                    call, where, cls, me = built
+                    try:
+                        env[me] = counter._build(cls, call, where, {}, 0)
+                    except _NoCount:
+                        self.an._count_spent += counter.steps
+                        return None
                 for param, arg in bound:
                     try:
                         env[param] = counter.value(arg, self.scope, {}, 0)
@@ -8568,12 +8581,7 @@ class _Walker:
         those of any rank-dependent loop. Only loops without exits but their leading caps (see
         :func:`_loop_caps`), so that no agreed ``break`` evens them out (allennlp's all-reduced ``done`` flag).
         AllenNLP's ``read_instances()[rank::world]`` of 11 instances is 6 and 5 on 2 ranks."""
-        if (
-            loop.rank
-            or not isinstance(stmt, ast.For)
-            or stmt.orelse
-            or not self.an.mentions_rank(stmt.iter, self.taint, self.laundered)
-        ):
+        if loop.rank or not isinstance(stmt, ast.For) or stmt.orelse:
             return
         caps = _loop_caps(stmt)
         if any(
@@ -8582,15 +8590,48 @@ class _Walker:
             return
         if not any(i.site for i in _walk_items(loop.body)):
             return
-        counted = self._trip_counts(stmt, self.scope, [])
+        counted, where = None, ""
+        if self.an.mentions_rank(stmt.iter, self.taint, self.laundered):
+            counted = self._trip_counts(stmt, self.scope, [])
+        else:
+            for built in self._built_here(stmt):
+                counted = self._trip_counts(stmt, self.scope, [], built)
+                if counted is not None:
+                    where = f"; `self` built at line {built[0].lineno + self.unit.offset}"
+                    break
         if counted is None:
             return
         world, counts = counted
         loop.rank = loop.dynamic = True
-        loop.text = (
-            f"{loop.text} (on {world} ranks its trips are {', '.join(f'rank {r}: {n}' for r, n in enumerate(counts))})"
-        )
+        shown = ", ".join(f"rank {r}: {n}" for r, n in enumerate(counts))
+        loop.text = f"{loop.text} (on {world} ranks its trips are {shown}{where})"
         self.flag(loop.body, "loop", loop.text)
+
+    def _built_here(self, stmt: ast.For) -> list[tuple[ast.Call, str | None, str, str]]:
+        """For a loop of a method that reads ``self``: the calls of the file that build an object of the method's
+        class (or of a subclass), each with its scope, the class built and the method's ``self`` parameter (at
+        most 4). Object state (a loader the constructor stored) decides the loop's length: composer's Trainer
+        handed ``ShardDataLoader(rank)`` (round 34)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or self.self_class is None or not func.node.args.args:
+            return []
+        me = func.node.args.args[0].arg
+        if not any(isinstance(n, ast.Name) and n.id == me for n in ast.walk(stmt.iter)):
+            return []
+        sites: list[tuple[ast.Call, str | None, str, str]] = []
+        scopes = [(f.key, f.unit, list(_own_nodes(f.node.body))) for f in self.an.funcs]
+        scopes += [(None, u, list(_own_nodes(u.tree.body))) for u in self.an.units if u.report]
+        for key, unit, nodes in scopes:
+            for node in nodes:
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                callee = self.an._callee(node.func, None, unit)
+                init = self.an.table.get(callee) if callee is not None and callee.endswith(".__init__") else None
+                if init is not None and init.self_class and self.self_class in self.an._ancestors(init.self_class):
+                    sites.append((node, key, init.self_class, me))
+                    if len(sites) >= 4:
+                        return sites
+        return sites
 
     def _looped_uneven_share(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
         """A call of a function of the file that loops over a parameter and reaches a collective on every trip
