@@ -6146,7 +6146,7 @@ def test_a_batch_size_each_rank_detects_for_itself_gives_different_numbers_of_ba
     buggy = head + "    score(layer, requests, batch_size)\n"
     found = lint_source(buggy)
     assert [(f.line, f.kind) for f in found] == [(28, "hidden-collective")], found
-    assert "given `batch_size` by this call" in found[0].condition, found[0].condition
+    assert "given batch_size by this call" in found[0].condition, found[0].condition
     assert "rank 0: 2, rank 1: 3" in found[0].condition, found[0].condition
     agreed = head + (
         "    size = torch.tensor(batch_size)\n    dist.all_reduce(size, op=dist.ReduceOp.MIN)\n"
@@ -6256,7 +6256,7 @@ def test_a_finite_stream_object_yields_fewer_blocks_on_the_rank_with_fewer_files
     )
     found = lint_source(source)
     assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
-    assert "rank 0: 4, rank 1: 6" in found[0].condition and "`Packed(stream)`" in found[0].condition, found
+    assert "rank 0: 4, rank 1: 6" in found[0].condition and "given Packed(stream) by" in found[0].condition, found
     assert lint_source(source.replace("repetitions=None)", "repetitions=2)")) == []
 
 
@@ -6303,5 +6303,5 @@ def test_a_trainer_method_looping_over_the_loader_its_constructor_stored_is_coun
     )
     found = lint_source(source)
     assert {(f.line, f.kind) for f in found} == {(27, "rank-dependent-loop")}, found  # DDP forward and backward
-    assert all("rank 0: 5, rank 1: 4; `self` built at line 31" in f.condition for f in found), found
+    assert all("rank 0: 5, rank 1: 4; self built at line 31" in f.condition for f in found), found
     assert lint_source(source.replace("{0: 40, 1: 32}", "{0: 40, 1: 40}")) == []

@@ -8597,7 +8597,7 @@ class _Walker:
             for built in self._built_here(stmt):
                 counted = self._trip_counts(stmt, self.scope, [], built)
                 if counted is not None:
-                    where = f"; `self` built at line {built[0].lineno + self.unit.offset}"
+                    where = f"; self built at line {built[0].lineno + self.unit.offset}"
                     break
         if counted is None:
             return
@@ -8664,7 +8664,7 @@ class _Walker:
         read = {q for n in ast.walk(loop.iter) if isinstance(n, ast.Name) for q in sources.get(n.id, ())}
         handed = (
             ", ".join(
-                f"`{_clip(self.unit.text(a), 60)}`"
+                _clip(self.unit.text(a), 60)
                 for p, a in bound
                 if p in read and not _rank_name(p) and self.an.mentions_rank(a, self.taint, self.laundered)
             )
