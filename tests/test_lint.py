@@ -6217,3 +6217,425 @@ def test_parameters_of_a_module_built_alike_and_rows_from_a_table_of_equal_count
     # a table someone changes is not read as constant
     changed = _TORCHREC_FIT.replace("def fit(module):\n", "def fit(module):\n    TRAIN_ROWS[1] = 13\n")
     assert changed != _TORCHREC_FIT and "hidden-collective" in {f.kind for f in _src(changed)}
+
+
+# --------------------------------------------------------------------------- lintrecall31: shares counted per rank
+
+
+def test_a_helper_looping_over_a_share_dealt_by_chunk_index_counts_different_trips_per_rank() -> None:
+    """round41 buggy_litdata_chunks_to_ranks_uneven_batches (litdata: chunks dealt `index % world_size == rank`):
+    chunks of 6, 3, 5 and 4 items give rank 0 11 items and rank 1 7, so 5 and 3 batches of 2 (drop_last), and
+    `train_epoch` makes one DDP backward per batch. Lint counts the trips of the helper's loop for each rank and
+    reports the call. The twin that deals items (not chunks) round-robin, cut to a multiple of the world size, is
+    quiet; so is a share read from a file (its length is unknown) and one whose count is all-reduced first."""
+    head = textwrap.dedent(
+        """\
+        import json
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        WORLD_SIZE = 2
+        CHUNK_SIZES = [6, 3, 5, 4]
+
+        def build_chunks():
+            chunks, start = [], 0
+            for size in CHUNK_SIZES:
+                chunks.append(list(range(start, start + size)))
+                start += size
+            return chunks
+
+        def items_for_rank(rank, world_size):
+            chunks = build_chunks()
+            my_chunks = [chunk for index, chunk in enumerate(chunks) if index % world_size == rank]
+            return [item for chunk in my_chunks for item in chunk]
+
+        def batches(items, batch_size):
+            full = len(items) // batch_size
+            return [items[i * batch_size:(i + 1) * batch_size] for i in range(full)]
+
+        def train_epoch(model, optimizer, loader):
+            for batch in loader:
+                loss = model(torch.tensor([[float(i)] for i in batch])).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        def worker():
+            rank, world_size = dist.get_rank(), dist.get_world_size()
+            model = DDP(torch.nn.Linear(1, 1))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        """
+    )
+    buggy = (
+        head + "    loader = batches(items_for_rank(rank, world_size), 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(37, "hidden-collective")], found
+    assert "rank 0: 5, rank 1: 3" in found[0].condition and "train_epoch()" in found[0].condition, found[0].condition
+    assert "different number of times" in found[0].why, found[0].why
+    assert "same number of iterations" in found[0].fix, found[0].fix
+    items = "    items = [i for chunk in build_chunks() for i in chunk]\n    items = items[: len(items) // world_size * world_size]\n"
+    even = (
+        head + items + "    loader = batches(items[rank::world_size], 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    assert lint_source(even) == []
+    unknown = (
+        head
+        + "    loader = batches(json.load(open('shards.json'))[rank::world_size], 2)\n    train_epoch(model, optimizer, loader)\n"
+    )
+    assert lint_source(unknown) == []
+    agreed = head + (
+        "    loader = batches(items_for_rank(rank, world_size), 2)\n    n = torch.tensor(len(loader))\n"
+        "    dist.all_reduce(n, op=dist.ReduceOp.MIN)\n    train_epoch(model, optimizer, loader[: int(n)])\n"
+    )
+    assert lint_source(agreed) == []
+
+
+def test_a_sampler_of_the_file_split_by_ceil_gives_the_last_rank_fewer_batches() -> None:
+    """round29 buggy_dlio_sampler_ceil_split_step_barrier (mlcommons/storage #455): `dlio_sampler` gives each of
+    3 ranks `ceil(19 / 3) = 7` samples, the last one 5; a `DataLoader(batch_size=3, drop_last=True)` over it
+    runs 2, 2 and 1 steps, and `train_epoch` makes a barrier per step. Lint runs the sampler's `__init__` and
+    `__len__` for each rank. The twin with a DistributedSampler (padded to the same count on every rank) is quiet,
+    and so is a capped loop (`if step >= 1: break`) that every rank runs as often."""
+    head = textwrap.dedent(
+        """\
+        import math
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+
+        WORLD_SIZE = 3
+        NUM_SAMPLES = 19
+
+        class Samples(Dataset):
+            def __init__(self, n):
+                self.data = torch.randn(n, 16)
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, idx):
+                return self.data[idx]
+
+        class CeilSampler(Sampler):
+            def __init__(self, rank, size, num_samples):
+                per_proc = int(math.ceil(num_samples / size))
+                start = rank * per_proc
+                end = min((rank + 1) * per_proc, num_samples)
+                self.indices = list(range(start, end))
+
+            def __len__(self):
+                return len(self.indices)
+
+            def __iter__(self):
+                yield from self.indices
+
+        def train_epoch(loader):
+            for step, batch in enumerate(loader):
+                batch.sum()
+                dist.barrier()
+
+        def worker():
+            rank, size = dist.get_rank(), dist.get_world_size()
+            dataset = Samples(NUM_SAMPLES)
+        """
+    )
+    buggy = (
+        head
+        + "    sampler = CeilSampler(rank, size, NUM_SAMPLES)\n"
+        + ("    loader = DataLoader(dataset, batch_size=3, sampler=sampler, drop_last=True)\n    train_epoch(loader)\n")
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
+    assert "rank 0: 2, rank 1: 2, rank 2: 1" in found[0].condition, found[0].condition
+    padded = buggy.replace(
+        "CeilSampler(rank, size, NUM_SAMPLES)", "DistributedSampler(dataset, num_replicas=size, rank=rank)"
+    )
+    assert lint_source(padded) == []
+    capped = buggy.replace("        batch.sum()\n", "        if step >= 1:\n            break\n        batch.sum()\n")
+    assert lint_source(capped) == []
+
+
+def test_a_loop_over_a_share_of_data_a_helper_returns_is_counted_per_rank() -> None:
+    """round37's allennlp reading (`read_instances()[rank::world]`, 11 instances: 6 and 5 on 2 ranks): lint's
+    length rules cannot see the length of data a function returns, but the share counter runs the helper. A
+    loop with a DDP backward per item in the same function is reported; with 12 instances it is quiet, and so
+    is a loop that leaves when an all-reduced `done` flag says so (AllenNLP's own guard)."""
+    source = """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        NUM_INSTANCES = 11
+
+        def read_instances():
+            return [torch.randn(1, 4) for _ in range(NUM_INSTANCES)]
+
+        def worker():
+            rank, world = dist.get_rank(), dist.get_world_size()
+            model = DDP(torch.nn.Linear(4, 1))
+            for x in read_instances()[rank::world]:
+                model(x).sum().backward()
+        """
+    found = lint_source(textwrap.dedent(source))
+    assert {(f.line, f.kind) for f in found} == {(14, "rank-dependent-loop")}, found  # DDP forward and backward
+    assert all("rank 0: 6, rank 1: 5" in f.condition for f in found), found
+    assert lint_source(textwrap.dedent(source.replace("= 11", "= 24"))) == []
+    guarded = source.replace(
+        "            model(x).sum().backward()\n",
+        "            done = torch.tensor(0)\n            dist.all_reduce(done)\n            if done.item():\n"
+        "                break\n            model(x).sum().backward()\n",
+    )
+    assert [f for f in lint_source(textwrap.dedent(guarded)) if "rank 0: 6" in f.condition] == []
+
+
+def test_a_plain_all_reduce_in_a_join_loop_over_uneven_batches_is_not_shadowed() -> None:
+    """round13 buggy_join_loss_log_not_joinable: `make_batches(rank)` gives rank 0 five batches and rank 1 three
+    (`BATCHES_PER_RANK = {0: 5, 1: 3}`); `Join([model])` shadows DDP's all-reduces for the rank that ran out, but
+    not the loss log's plain `dist.all_reduce`, which rank 0 makes twice more. The twin whose log is a Joinable
+    handed to Join (its all_reduce made inside the Joinable's call) is quiet, and so is the DDP step alone."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        BATCHES_PER_RANK = {0: 5, 1: 3}
+
+        def make_batches(rank):
+            return [torch.randn(4, 6) for _ in range(BATCHES_PER_RANK[rank])]
+
+        def worker():
+            rank = dist.get_rank()
+            model = DDP(torch.nn.Linear(6, 1))
+            train(model, make_batches(rank))
+
+        def train(model, batches):
+            with Join([model]):
+                for x in batches:
+                    loss = model(x).pow(2).mean()
+                    loss.backward()
+        """
+    )
+    buggy = head + "            logged = loss.detach().clone()\n            dist.all_reduce(logged)\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(14, "hidden-collective")], found
+    assert "rank 0: 5, rank 1: 3" in found[0].condition and found[0].collective == "train -> dist.all_reduce", found
+    assert lint_source(head) == []
+    joinable = (
+        head.replace("Join([model])", "Join([model, log])").replace(
+            "    with Join", "    log = LossLog()\n    with Join"
+        )
+        + "            log(loss.detach())\n"
+    )
+    joinable += textwrap.dedent(
+        """\
+
+        class LossLog:
+            def __call__(self, loss):
+                dist.all_reduce(loss)
+        """
+    )
+    assert lint_source(joinable) == []
+
+
+def test_a_batch_size_each_rank_detects_for_itself_gives_different_numbers_of_batches() -> None:
+    """round14 buggy_auto_batch_size_per_rank (huggingface/lighteval #896): `detect_batch_size()` halves 16 until
+    the rank's memory budget (8 rows on rank 0, 4 on rank 1) fits, so 12 requests make 2 batches on rank 0 and 3
+    on rank 1, each a row-parallel forward with an all_reduce. Lint runs the `while` loop for each rank. The twin
+    that takes the minimum over the ranks (an all_reduce with MIN) is quiet."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+
+        BUDGET = {0: 8, 1: 4}
+
+        class RowParallel(torch.nn.Module):
+            def forward(self, x):
+                dist.all_reduce(x)
+                return x
+
+        def fits(batch_size):
+            return batch_size <= BUDGET[dist.get_rank()]
+
+        def detect_batch_size(start=16):
+            batch_size = start
+            while batch_size > 1 and not fits(batch_size):
+                batch_size //= 2
+            return batch_size
+
+        def score(layer, requests, batch_size):
+            for i in range(0, len(requests), batch_size):
+                layer(requests[i : i + batch_size])
+
+        def worker():
+            layer = RowParallel()
+            requests = torch.randn(12, 8)
+            batch_size = detect_batch_size()
+        """
+    )
+    buggy = head + "    score(layer, requests, batch_size)\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(28, "hidden-collective")], found
+    assert "given batch_size by this call" in found[0].condition, found[0].condition
+    assert "rank 0: 2, rank 1: 3" in found[0].condition, found[0].condition
+    agreed = head + (
+        "    size = torch.tensor(batch_size)\n    dist.all_reduce(size, op=dist.ReduceOp.MIN)\n"
+        "    score(layer, requests, int(size))\n"
+    )
+    assert lint_source(agreed) == []
+
+
+def test_an_unpadded_eval_sampler_gives_ranks_different_numbers_of_gathered_batches() -> None:
+    """round11 buggy_eval_sampler_per_batch_gather (DeepDeblur-PyTorch #44: 10 samples on 3 GPUs): an eval sampler
+    without DistributedSampler's padding gives 4, 3 and 3 samples, so 2, 1 and 1 batches of 3 out of a
+    `DataLoader` over a `TensorDataset`, and `evaluate` all-gathers once per batch. The twin that gathers once
+    after the loop is quiet, and so is the loop over a DistributedSampler's padded share."""
+    head = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
+
+        WORLD_SIZE = 3
+
+        class EvalSampler(Sampler):
+            def __init__(self, dataset, num_replicas, rank):
+                self.total_size = len(dataset)
+                self.num_samples = len(range(rank, self.total_size, num_replicas))
+
+            def __len__(self):
+                return self.num_samples
+
+        def gather_rows(tensor):
+            out = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+            dist.all_gather(out, tensor)
+            return torch.cat(out)
+
+        def evaluate(loader):
+            rows = []
+            for idx, x in loader:
+                rows.append(gather_rows(idx))
+            return rows
+
+        def worker():
+            rank, world = dist.get_rank(), dist.get_world_size()
+            dataset = TensorDataset(torch.arange(10), torch.randn(10, 6))
+        """
+    )
+    buggy = head + "    evaluate(DataLoader(dataset, batch_size=3, sampler=EvalSampler(dataset, world, rank)))\n"
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(29, "hidden-collective")], found
+    assert "rank 0: 2, rank 1: 1, rank 2: 1" in found[0].condition, found[0].condition
+    # with no world size stated lint tries 2, 4 and 8 ranks: 10 samples make the same number of batches of 3 on each
+    assert lint_source(buggy.replace("WORLD_SIZE = 3\n", "")) == []
+    padded = buggy.replace("EvalSampler(dataset, world, rank)", "DistributedSampler(dataset, world, rank)")
+    assert lint_source(padded) == []
+
+
+def test_a_finite_stream_object_yields_fewer_blocks_on_the_rank_with_fewer_files() -> None:
+    """round41 buggy_parcae_finite_stream_silent_exit (sandyresearch/parcae #12): each rank streams its own parquet
+    files (2 on rank 0, 3 on rank 1, 2 rows each) through iterable classes whose `__iter__` are generators, with
+    `repetitions=None` (one pass); `zip(range(MAX_STEPS), loader)` then runs 4 DDP steps on rank 0 and 6 on rank 1.
+    Lint runs the generators for each rank. With `repetitions=2` the stream wraps around and both ranks reach
+    MAX_STEPS: quiet."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        MAX_STEPS = 6
+        FILES_PER_RANK = {0: 2, 1: 3}
+
+        class Stream:
+            def __init__(self, files, repetitions):
+                self.files = files
+                self.repetitions = repetitions
+
+            def __iter__(self):
+                self._state = {"pass": 0}
+                while True:
+                    for rows in self.files:
+                        yield from rows
+                    self._state["pass"] += 1
+                    if self.repetitions is None or self._state["pass"] >= self.repetitions:
+                        return
+
+        class Packed:
+            def __init__(self, stream):
+                self.stream = stream
+
+            def __iter__(self):
+                for row in self.stream:
+                    yield torch.tensor(row)
+
+        def build_stream(rank, repetitions):
+            files = [[[1.0, 2.0], [3.0, 4.0]] for f in range(FILES_PER_RANK[rank])]
+            return Stream(files, repetitions=repetitions)
+
+        def train(model, loader):
+            for step, block in zip(range(MAX_STEPS), loader):
+                model(block).sum().backward()
+
+        def worker():
+            rank = dist.get_rank()
+            model = DDP(torch.nn.Linear(2, 1))
+            stream = build_stream(rank, repetitions=None)
+            train(model, Packed(stream))
+        """
+    )
+    found = lint_source(source)
+    assert [(f.line, f.kind) for f in found] == [(42, "hidden-collective")], found
+    assert "rank 0: 4, rank 1: 6" in found[0].condition and "given Packed(stream) by" in found[0].condition, found
+    assert lint_source(source.replace("repetitions=None)", "repetitions=2)")) == []
+
+
+def test_a_trainer_method_looping_over_the_loader_its_constructor_stored_is_counted_per_rank() -> None:
+    """round34 buggy_composer_rank_dependent_dataloader_length (mosaicml/composer #3415): `Trainer(model,
+    ShardDataLoader(rank), ...)` stores a loader over the rank's own shard (40 rows on rank 0, 32 on rank 1, batches
+    of 8), and `_train_loop` runs a DDP step per batch of `self._iter_dataloader()`: 5 and 4 steps. Lint builds the
+    object at its construction call for each rank and counts the method's loop. With shards of the same size it is
+    quiet."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        SHARD_SIZES = {0: 40, 1: 32}
+        BATCH_SIZE = 8
+
+        class ShardDataLoader:
+            def __init__(self, rank):
+                self.x = torch.randn(SHARD_SIZES[rank], 10)
+
+            def __iter__(self):
+                for i in range(0, len(self.x), BATCH_SIZE):
+                    yield self.x[i : i + BATCH_SIZE]
+
+        class Trainer:
+            def __init__(self, model, train_dataloader):
+                self.model = DDP(model)
+                self.train_dataloader = train_dataloader
+
+            def _iter_dataloader(self):
+                for batch in self.train_dataloader:
+                    yield batch
+
+            def fit(self):
+                for batch in self._iter_dataloader():
+                    self.model(batch).sum().backward()
+
+        def worker():
+            rank = dist.get_rank()
+            Trainer(torch.nn.Linear(10, 1), ShardDataLoader(rank)).fit()
+        """
+    )
+    found = lint_source(source)
+    assert {(f.line, f.kind) for f in found} == {(27, "rank-dependent-loop")}, found  # DDP forward and backward
+    assert all("rank 0: 5, rank 1: 4; self built at line 31" in f.condition for f in found), found
+    assert lint_source(source.replace("{0: 40, 1: 32}", "{0: 40, 1: 40}")) == []

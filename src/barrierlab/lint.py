@@ -3460,6 +3460,8 @@ class _Analysis:
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
         self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
+        self._loop_gates: dict[str, tuple[ast.For, str, str] | None] = {}  # see loop_gate
+        self._count_spent = 0  # steps the share counter took in this file (see _Walker._trip_counts)
         self._gate_tests: dict[str, ast.expr] = {}  # function -> the test of its data_gate
         self.local_notes: dict[str, str] = {}  # test on a rank's own model output -> where that output comes from
         #: a callee's test on a parameter -> (the argument, the callee, the parameter, the call's line) of a call
@@ -4527,6 +4529,75 @@ class _Analysis:
             self._gate_tests[key] = node.test
             break
         return self._data_gates[key]
+
+    def loop_gate(self, key: str) -> tuple[ast.For, str, str] | None:
+        """(the loop, the function the call in its body reaches, that call as written) when ``key`` runs a ``for``
+        loop over its parameters (``for batch in loader:``, ``range(0, len(shard), bs)``, or a name computed from
+        a parameter) whose body makes, on every trip, a call that reaches a collective: no ``break``, ``return``,
+        ``raise`` or ``continue`` in it (but for leading ``if k >= max_iters: break`` caps, see :func:`_loop_caps`),
+        the call not under an ``if`` or an inner loop; inside ``with Join(...)``/``model.join()`` (which shadows
+        the DDP and Joinable collectives of ranks that ran out) only a plain ``dist.*`` collective counts. The
+        number of those calls is then the number of items the loop runs over. None otherwise."""
+        if key in self._loop_gates:
+            return self._loop_gates[key]
+        self._loop_gates[key] = None
+        func = self.table.get(key)
+        if func is None or key not in self.reach:
+            return None
+        origin = _parameter_sources(func)
+        agreed = self.laundered.get(key, {})
+        joined = [
+            n
+            for n in _own_nodes(func.node.body)
+            if isinstance(n, ast.With)
+            and any(
+                isinstance(i.context_expr, ast.Call) and _terminal(i.context_expr.func) in ("Join", "join")
+                for i in n.items
+            )
+        ]
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.For) or node.orelse:
+                continue
+            read = [
+                n.id
+                for n in ast.walk(node.iter)
+                if isinstance(n, ast.Name) and n.id in origin and not (n.id in agreed and node.lineno > agreed[n.id])
+            ]
+            if not read:
+                continue
+            # under `with Join([...])` the Joinables shadow the collectives of the ranks that ran out: DDP's, and a
+            # Joinable's own; a plain torch.distributed call in the loop is shadowed by none (round 13's loss log)
+            under_join = any(w.lineno <= node.lineno <= (w.end_lineno or w.lineno) for w in joined)
+            caps = _loop_caps(node)
+            if any(
+                isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+                for n in _own_nodes(node.body[len(caps) :])
+            ):
+                continue
+            stmts = list(node.body[len(caps) :])
+            while stmts:
+                stmt = stmts.pop(0)
+                if isinstance(stmt, ast.With):
+                    stmts = list(stmt.body) + stmts
+                    continue
+                if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    continue
+                for inner in ast.walk(stmt):
+                    if not isinstance(inner, ast.Call):
+                        continue
+                    found = self.classify(inner, func.unit, func.self_class, func.key)
+                    if under_join and not (
+                        found is not None
+                        and found.kind == "coll"
+                        and isinstance(inner.func, ast.Attribute)
+                        and _dotted(inner.func.value) in ("dist", "torch.distributed")
+                    ):
+                        continue
+                    if found is not None and (found.kind == "coll" or found.target in self.reach):
+                        target = found.target if found.kind == "call" else ""
+                        self._loop_gates[key] = (node, target, found.display)
+                        return self._loop_gates[key]
+        return None
 
     def _before_collective(self, func: _Func, raised: ast.AST) -> bool:
         """Whether a collective (or a call reaching one) of ``func`` comes after the line of ``raised``."""
@@ -7087,6 +7158,697 @@ def _object_name(obj: Any) -> str | None:
 # --------------------------------------------------------------------------- walking
 
 
+class _NoCount(Exception):
+    """The share counter met something it cannot evaluate (see :class:`_ShareCounter`)."""
+
+
+class _Row:
+    """One opaque item of a sequence whose length the share counter knows (a row of ``torch.randn(13, 5)``)."""
+
+    __slots__ = ()
+
+
+_ROW = _Row()
+
+
+class _Obj:
+    """An object of a class of the file built by the share counter: its class and the attributes its
+    ``__init__`` set on ``self``."""
+
+    __slots__ = ("cls", "attrs")
+
+    def __init__(self, cls: str) -> None:
+        self.cls, self.attrs = cls, {}
+
+
+#: what the share counter evaluates, at most, for one (rank, world size): past it, the count is unknown
+_COUNT_BUDGET = 20000
+#: what the share counter evaluates, at most, in one file (20 counts at their full budget)
+_FILE_COUNT_BUDGET = 20 * _COUNT_BUDGET
+_COUNT_BUILTINS = frozenset(
+    {"len", "range", "min", "max", "sum", "divmod", "int", "abs", "list", "tuple", "sorted", "enumerate", "zip"}
+)
+_COUNT_WORLD_NAMES = frozenset({"world", "world_size", "num_replicas", "num_processes", "nprocs"})
+_COUNT_RANK_NAME = re.compile(r"(?:local_|global_|my_|proc_|process_)?rank(?:_id)?|process_index")
+_COUNT_SHAPES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor"})
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _loop_caps(loop: ast.For) -> list[ast.If]:
+    """The ``if <test>: break`` statements a loop's body opens with (``if k >= max_iters: break``): they cap its
+    trips."""
+    caps = []
+    for stmt in loop.body:
+        if not (
+            isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Break)
+        ):
+            break
+        caps.append(stmt)
+    return caps
+
+
+class _ShareCounter:
+    """Evaluates, with the rank and the world size given as numbers, the expressions and the plain helpers of the
+    file that build a rank's share of the data, to count the items of that share. Values are Python ints, bools,
+    strings, lists, tuples and ranges; a tensor is a list of opaque rows (``torch.randint(0, 32, (13, 5))`` has 13).
+    A name is read from the function's or the module's names assigned once (:attr:`_Analysis.values`), from a
+    helper's parameters, or, for ``get_rank()``/``get_world_size()`` and names that say rank or world, from the
+    numbers given. A helper of the file (not a method) is run statement by statement: assignments, ``for``,
+    ``if``, ``append``/``extend``, ``return``. Anything else (a file, a random draw, an object, a loop that runs
+    too long) raises :class:`_NoCount`: the count is then unknown, and lint says nothing (a proof, not a guess)."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int) -> None:
+        self.an, self.unit, self.rank, self.world, self.steps = an, unit, rank, world, 0
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > _COUNT_BUDGET:
+            raise _NoCount
+
+    def trips(self, loop: ast.For, scope: str | None, env: dict[str, Any]) -> int:
+        """How many trips ``loop`` runs past its leading ``if ...: break`` caps (see :func:`_loop_caps`)."""
+        value = self.value(loop.iter, scope, env, 0)
+        caps = _loop_caps(loop)
+        if not caps:
+            return self._len(value, 0)
+        n = 0
+        for item in self._iterate(value):
+            local = dict(env)
+            self._bind(loop.target, item, local)
+            if any(self._truth(self.value(cap.test, scope, local, 0)) for cap in caps):
+                break
+            n += 1
+        return n
+
+    def _len(self, value: Any, depth: int) -> int:
+        if isinstance(value, (list, tuple, range, str)):
+            return len(value)
+        if isinstance(value, _Obj):  # a Dataset or Sampler of the file: its __len__
+            func = next((self.an.table.get(f"{c}.__len__") for c in self.an._ancestors(value.cls)), None)
+            if func is not None:
+                done, result = self._block(func.node.body, func.key, {func.node.args.args[0].arg: value}, depth + 1)
+                if done and isinstance(result, int):
+                    return result
+                raise _NoCount
+            return len(self._iterate(value))  # an iterable without __len__: a loop over it runs once per item
+        raise _NoCount
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        self._tick()
+        if depth > _MAX_DEPTH:
+            raise _NoCount
+        d = depth + 1
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, str, bool, float))):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self._name(node.id, scope, env, d)
+        if isinstance(node, ast.Dict):  # `{0: 5, 1: 3}`: keys that are numbers or strings
+            keys = [self.value(k, scope, env, d) if k is not None else None for k in node.keys]
+            if not all(isinstance(k, (int, str)) for k in keys):
+                raise _NoCount
+            return {k: self._item(v, scope, env, d) for k, v in zip(keys, node.values)}
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                raise _NoCount
+            items = [self._item(e, scope, env, d) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.BinOp):
+            return self._binop(node.op, self.value(node.left, scope, env, d), self.value(node.right, scope, env, d))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+            operand = self.value(node.operand, scope, env, d)
+            if isinstance(node.op, ast.Not):
+                return not operand
+            if not isinstance(operand, int):
+                raise _NoCount
+            return -operand
+        if isinstance(node, ast.BoolOp):
+            want = isinstance(node.op, ast.Or)  # evaluated left to right, stopping as Python does
+            for v in node.values:
+                if self._truth(self.value(v, scope, env, d)) == want:
+                    return want
+            return not want
+        if isinstance(node, ast.Compare):
+            return self._compare(node, scope, env, d)
+        if isinstance(node, ast.IfExp):
+            test = self.value(node.test, scope, env, d)
+            if not isinstance(test, (int, bool)):
+                raise _NoCount
+            return self.value(node.body if test else node.orelse, scope, env, d)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node, scope, env, d)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self._comprehension(node, scope, env, d)
+        if isinstance(node, ast.Attribute):
+            base = self.value(node.value, scope, env, d)
+            if isinstance(base, _Obj) and node.attr in base.attrs and base.attrs[node.attr] is not _NoCount:
+                return base.attrs[node.attr]
+            if isinstance(base, list) and node.attr == "shape":
+                return (len(base),)
+            raise _NoCount
+        if isinstance(node, ast.Call):
+            return self._call(node, scope, env, d)
+        raise _NoCount
+
+    def _item(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """An element of a list or tuple: unknown (:class:`_NoCount` itself, an error where it is read) when it
+        cannot be evaluated, since the list's length does not depend on it."""
+        try:
+            return self.value(node, scope, env, depth)
+        except _NoCount:
+            if self.steps > _COUNT_BUDGET:
+                raise
+            return _NoCount
+
+    def _name(self, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if name in env:
+            value = env[name]
+            if value is _NoCount:
+                raise _NoCount
+            return value
+        for where in (scope, None) if scope is not None else (None,):
+            value = self.an.values.get(where, {}).get(name)
+            if value is not None:
+                try:
+                    return self.value(value, where, env if where == scope else {}, depth)
+                except _NoCount:
+                    if name in _COUNT_WORLD_NAMES or _COUNT_RANK_NAME.fullmatch(name):
+                        break  # `local_rank = int(os.environ["LOCAL_RANK"])`: the rank, whatever reads it
+                    raise
+        if name in _COUNT_WORLD_NAMES:
+            return self.world
+        if _COUNT_RANK_NAME.fullmatch(name):
+            return self.rank
+        raise _NoCount
+
+    @staticmethod
+    def _binop(op: ast.operator, left: Any, right: Any) -> Any:
+        numbers = isinstance(left, int) and isinstance(right, int)
+        if isinstance(op, ast.Add) and (numbers or type(left) is type(right) and isinstance(left, (list, tuple))):
+            return left + right
+        if isinstance(op, ast.Mult) and isinstance(right, int) and (numbers or isinstance(left, (list, tuple))):
+            if abs(right) > _COUNT_BUDGET:
+                raise _NoCount
+            return left * right
+        if numbers and isinstance(op, ast.Sub):
+            return left - right
+        if numbers and isinstance(op, (ast.FloorDiv, ast.Mod)) and right:
+            return left // right if isinstance(op, ast.FloorDiv) else left % right
+        if numbers and isinstance(op, ast.Div) and right:
+            return left / right
+        raise _NoCount
+
+    def _compare(self, node: ast.Compare, scope: str | None, env: dict[str, Any], depth: int) -> bool:
+        left = self.value(node.left, scope, env, depth)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.value(right_node, scope, env, depth)
+            if left is _NoCount or right is _NoCount:
+                raise _NoCount
+            if isinstance(op, (ast.Is, ast.IsNot)) and (left is None or right is None):
+                ok = (left is right) == isinstance(op, ast.Is)
+            elif isinstance(op, (ast.In, ast.NotIn)):
+                if not isinstance(right, (list, tuple, range, str)) or left is _NoCount or _NoCount in right:
+                    raise _NoCount
+                ok = (left in right) == isinstance(op, ast.In)
+            elif isinstance(left, (int, float)) and isinstance(right, (int, float)):
+                ok = {
+                    ast.Eq: left == right,
+                    ast.NotEq: left != right,
+                    ast.Lt: left < right,
+                    ast.LtE: left <= right,
+                    ast.Gt: left > right,
+                    ast.GtE: left >= right,
+                }.get(type(op))  # type: ignore[assignment]
+                if ok is None:
+                    raise _NoCount
+            else:
+                raise _NoCount
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _subscript(self, node: ast.Subscript, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        base = self.value(node.value, scope, env, depth)
+        if isinstance(base, dict) and not isinstance(node.slice, ast.Slice):
+            key = self.value(node.slice, scope, env, depth)
+            if not isinstance(key, (int, str)) or key not in base or base[key] is _NoCount:
+                raise _NoCount
+            return base[key]
+        if not isinstance(base, (list, tuple, range, str)):
+            raise _NoCount
+        cut = node.slice
+        if isinstance(cut, ast.Slice):
+            parts = [None if p is None else self.value(p, scope, env, depth) for p in (cut.lower, cut.upper, cut.step)]
+            if any(p is not None and not isinstance(p, int) for p in parts) or parts[2] == 0:
+                raise _NoCount
+            return base[slice(*parts)]
+        index = self.value(cut, scope, env, depth)
+        if not isinstance(index, int) or not -len(base) <= index < len(base):
+            raise _NoCount
+        return base[index]
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.GeneratorExp, scope: str | None, env: dict[str, Any], depth: int
+    ) -> list:
+        out: list = []
+
+        def run(level: int, inner: dict[str, Any]) -> None:
+            if level == len(node.generators):
+                out.append(self._item(node.elt, scope, inner, depth))
+                return
+            gen = node.generators[level]
+            if gen.is_async:
+                raise _NoCount
+            for item in self._iterate(self.value(gen.iter, scope, inner, depth)):
+                bound = dict(inner)
+                self._bind(gen.target, item, bound)
+                if all(self._truth(self.value(t, scope, bound, depth)) for t in gen.ifs):
+                    run(level + 1, bound)
+
+        run(0, dict(env))
+        return out
+
+    def _iterate(self, value: Any) -> list:
+        if isinstance(value, _Obj):  # an iterable of the file: what its __iter__ yields or returns an iterator over
+            func = next(
+                (self.an.table[k] for c in self.an._ancestors(value.cls) if (k := f"{c}.__iter__") in self.an.table),
+                None,
+            )
+            if func is None:
+                raise _NoCount
+            value = self._call_with(func, {func.node.args.args[0].arg: value}, 0)
+        if not isinstance(value, (list, tuple, range, str)) or len(value) > _COUNT_BUDGET:
+            raise _NoCount
+        self.steps += len(value)
+        if self.steps > _COUNT_BUDGET:
+            raise _NoCount
+        return list(value)
+
+    @staticmethod
+    def _truth(value: Any) -> bool:
+        if isinstance(value, (_Row, _Obj)) or value is _NoCount:
+            raise _NoCount
+        return bool(value)
+
+    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any], scope: str | None = None, depth: int = 0) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
+            held = self.value(target.value, scope, env, depth)  # `self._state["file_idx"] = 0`
+            key = self.value(target.slice, scope, env, depth)
+            if isinstance(held, dict) and isinstance(key, (int, str)):
+                held[key] = value
+            elif isinstance(held, list) and isinstance(key, int) and -len(held) <= key < len(held):
+                held[key] = value
+            else:
+                raise _NoCount
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            owner = env.get(target.value.id)
+            if not isinstance(owner, _Obj):
+                raise _NoCount
+            owner.attrs[target.attr] = value
+        elif isinstance(target, (ast.Tuple, ast.List)) and value is _NoCount:
+            for t in target.elts:
+                self._bind(t, _NoCount, env)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (list, tuple)) or len(value) != len(target.elts):
+                raise _NoCount
+            for t, v in zip(target.elts, value):
+                self._bind(t, v, env)
+        else:
+            raise _NoCount
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        name = _terminal(node.func)
+        if name in ("DataLoader", "DistributedSampler") and node.args:
+            return self._loader(name, node, scope, env, depth)
+        if name == "TensorDataset" and node.args and not node.keywords:  # as long as its first tensor
+            return list(self._rows(self.value(node.args[0], scope, env, depth)))
+        if isinstance(node.func, ast.Name):
+            key = self.an._callee(node.func, None, self.unit)
+            init = self.an.table.get(key) if key is not None and key.endswith(".__init__") else None
+            if init is not None and init.self_class is not None:
+                return self._build(init.self_class, node, scope, env, depth)
+            if node.func.id in self.an.class_nodes:  # a class of the file without an __init__ of its own
+                if node.args or node.keywords or not self._plain_class(node.func.id):
+                    raise _NoCount
+                return _Obj(node.func.id)
+        if name == "len" and isinstance(node.func, ast.Name) and len(node.args) == 1 and not node.keywords:
+            return self._len(self.value(node.args[0], scope, env, depth), depth)
+        if node.keywords and not all(k.arg in ("dim", "generator", "dtype", "device") for k in node.keywords):
+            if not (isinstance(node.func, ast.Name) and self._helper(node, scope) is not None):
+                if not isinstance(node.func, ast.Attribute) or not isinstance(
+                    self.value(node.func.value, scope, env, depth), _Obj
+                ):
+                    raise _NoCount
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _NoCount
+        if name in ("get_rank", "get_local_rank", "get_global_rank") and not node.args:
+            return self.rank
+        if name == "get_world_size" and not node.args:
+            return self.world
+        helper = self._helper(node, scope) if isinstance(node.func, ast.Name) else None
+        if helper is not None:
+            return self._run(helper, node, scope, env, depth)
+        args = [self.value(a, scope, env, depth) for a in node.args]
+        if isinstance(node.func, ast.Name) and name in _COUNT_BUILTINS:
+            return self._builtin(name, args)
+        if isinstance(node.func, ast.Attribute):
+            owner = _dotted(node.func.value) or ""
+            if owner in ("math",) and name in ("ceil", "floor") and len(args) == 1:
+                return math.ceil(args[0]) if name == "ceil" else math.floor(args[0])
+            if owner in ("torch", "np", "numpy") and name in _COUNT_SHAPES:
+                return self._shaped(name, args)
+            if owner in ("torch", "np", "numpy") and name in ("chunk", "tensor_split", "array_split", "split"):
+                if not args:
+                    raise _NoCount
+                return self._pieces(name, args[0], args[1:])
+            if owner not in ("torch", "np", "numpy", "math"):
+                base = self.value(node.func.value, scope, env, depth)
+                if isinstance(base, _Obj):  # a method of a class of the file, run with `self` the object
+                    method = next(
+                        (
+                            self.an.table[k]
+                            for c in self.an._ancestors(base.cls)
+                            if (k := f"{c}.{name}") in self.an.table
+                        ),
+                        None,
+                    )
+                    if method is None:
+                        raise _NoCount
+                    return self._run(method, node, scope, env, depth, base, built=False)
+                if name in ("chunk", "tensor_split", "split") and isinstance(base, list):
+                    return self._pieces(name, base, args)
+                if name in ("tolist", "clone", "contiguous", "copy") and not args and isinstance(base, list):
+                    return list(base)
+                if name == "size" and args == [0] and isinstance(base, list):
+                    return len(base)
+        raise _NoCount
+
+    def _loader(self, name: str, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> list:
+        """A torch ``DataLoader`` as its batches (``len(sampler or dataset)`` items, ``batch_size`` a batch, the
+        last one dropped with ``drop_last=True``), a ``DistributedSampler`` as its rank's indices (padded to
+        ``ceil(n / world)``, or cut to ``n // world`` with ``drop_last=True``)."""
+        given = {k.arg: k.value for k in node.keywords}
+        if name == "DistributedSampler":  # DistributedSampler(dataset, num_replicas, rank, shuffle, seed, drop_last)
+            given.update(zip(("num_replicas", "rank", "shuffle", "seed", "drop_last"), node.args[1:]))
+        if (
+            None in given
+            or (len(node.args) > 1 and name != "DistributedSampler")
+            or set(given)
+            - {
+                "batch_size",
+                "sampler",
+                "drop_last",
+                "shuffle",
+                "num_workers",
+                "collate_fn",
+                "pin_memory",
+                "num_replicas",
+                "rank",
+                "seed",
+                "generator",
+            }
+        ):
+            raise _NoCount
+
+        def read(key: str, default: Any) -> Any:
+            return self.value(given[key], scope, env, depth) if key in given else default
+
+        drop = read("drop_last", False)
+        if not isinstance(drop, bool):
+            raise _NoCount
+        if name == "DistributedSampler":
+            n, world = self._len(self.value(node.args[0], scope, env, depth), depth), read("num_replicas", self.world)
+            if not isinstance(world, int) or world <= 0:
+                raise _NoCount
+            return [_ROW] * (n // world if drop and n % world else -(-n // world))
+        source = given.get("sampler", node.args[0])
+        n, size = self._len(self.value(source, scope, env, depth), depth), read("batch_size", 1)
+        if not isinstance(size, int) or size <= 0:
+            raise _NoCount
+        return [_ROW] * (n // size if drop else -(-n // size))
+
+    def _plain_class(self, cls: str) -> bool:
+        """Whether every base of ``cls`` is a class of the file or ``object`` (no library ``__init__`` runs)."""
+        node = self.an.class_nodes[cls][0]
+        return all(
+            isinstance(b, ast.Name) and (b.id == "object" or (b.id in self.an.class_nodes and self._plain_class(b.id)))
+            for b in node.bases
+        )
+
+    def _build(self, cls: str, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> _Obj:
+        """An object of a class of the file, its ``__init__`` run (a class without one in the file: unknown)."""
+        init = next(
+            (self.an.table.get(f"{c}.__init__") for c in self.an._ancestors(cls) if f"{c}.__init__" in self.an.table),
+            None,
+        )
+        if init is None:
+            raise _NoCount
+        obj = _Obj(cls)
+        self._run(init, node, scope, env, depth, obj)
+        return obj
+
+    @staticmethod
+    def _rows(value: Any) -> list:
+        if not isinstance(value, list):
+            raise _NoCount
+        return value
+
+    def _builtin(self, name: str, args: list) -> Any:
+        if name == "len" and len(args) == 1 and isinstance(args[0], (list, tuple, range, str)):
+            return len(args[0])
+        if name == "range" and 1 <= len(args) <= 3 and all(isinstance(a, int) for a in args):
+            r = range(*args)
+            if len(r) > _COUNT_BUDGET:
+                raise _NoCount
+            return r
+        if name in ("min", "max"):
+            items = args[0] if len(args) == 1 else args
+            if not isinstance(items, (list, tuple, range)) or not items or not all(isinstance(i, int) for i in items):
+                raise _NoCount
+            return min(items) if name == "min" else max(items)
+        if name == "sum" and len(args) == 1 and all(isinstance(i, int) for i in self._iterate(args[0])):
+            return sum(args[0])
+        if name == "divmod" and len(args) == 2 and all(isinstance(a, int) for a in args) and args[1]:
+            return divmod(*args)
+        if name in ("int", "abs") and len(args) == 1 and isinstance(args[0], (int, float)):
+            return int(args[0]) if name == "int" else abs(args[0])
+        if name in ("list", "tuple", "sorted") and len(args) == 1:
+            items = self._iterate(args[0])
+            if name == "sorted":
+                if not all(isinstance(i, int) for i in items):
+                    raise _NoCount
+                return sorted(items)
+            return items if name == "list" else tuple(items)
+        if name == "enumerate" and len(args) == 1:
+            return [(i, v) for i, v in enumerate(self._iterate(args[0]))]
+        if name == "zip" and args:
+            return [tuple(t) for t in zip(*(self._iterate(a) for a in args))]
+        raise _NoCount
+
+    def _shaped(self, name: str, args: list) -> list:
+        if name == "arange":
+            return list(self._builtin("range", args))
+        if name == "tensor":
+            if len(args) != 1 or not isinstance(args[0], list):
+                raise _NoCount
+            return list(args[0])
+        if name == "randint":
+            shape = args[2] if len(args) == 3 else args[1] if len(args) == 2 else None
+        elif name == "full":
+            shape = args[0] if args else None
+        else:
+            shape = args[0] if len(args) == 1 else args[0] if args else None
+        if isinstance(shape, (tuple, list)) and shape:
+            shape = shape[0]
+        if not isinstance(shape, int) or not 0 <= shape <= _COUNT_BUDGET:
+            raise _NoCount
+        return [_ROW] * shape
+
+    def _pieces(self, name: str, base: Any, args: list) -> list:
+        if not isinstance(base, list) or len(args) != 1:
+            raise _NoCount
+        n, k = len(base), args[0]
+        if name == "split" and isinstance(k, list) and all(isinstance(s, int) for s in k):
+            if sum(k) != n:
+                raise _NoCount
+            starts = [sum(k[:i]) for i in range(len(k))]
+            return [base[s : s + size] for s, size in zip(starts, k)]
+        if not isinstance(k, int) or k <= 0:
+            raise _NoCount
+        if name == "split":
+            return [base[i : i + k] for i in range(0, n, k)]
+        if name == "chunk":  # torch.chunk: pieces of ceil(n / k), possibly fewer than k
+            size = -(-n // k) if n else 0
+            return [base[i : i + size] for i in range(0, n, size)] if size else []
+        per, extra = divmod(n, k)  # tensor_split / array_split: the first n % k pieces one longer
+        starts = [i * per + min(i, extra) for i in range(k + 1)]
+        return [base[starts[i] : starts[i + 1]] for i in range(k)]
+
+    def _helper(self, node: ast.Call, scope: str | None) -> _Func | None:
+        key = self.an._callee(node.func, None, self.unit)
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or func.self_class is not None or isinstance(func.node, ast.AsyncFunctionDef):
+            return None
+        return func
+
+    def _run(
+        self,
+        func: _Func,
+        node: ast.Call,
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        obj: _Obj | None = None,
+        built: bool = True,
+    ) -> Any:
+        args = func.node.args
+        params = list(args.args)
+        local: dict[str, Any] = {}
+        if obj is not None:
+            if not params:
+                raise _NoCount
+            local[params[0].arg] = obj
+            params = params[1:]
+        if args.vararg or args.kwarg or args.posonlyargs or len(node.args) > len(params):
+            raise _NoCount
+        given = {p.arg: a for p, a in zip(params, node.args)}
+        given.update({k.arg: k.value for k in node.keywords if k.arg})
+        if any(k.arg is None for k in node.keywords):
+            raise _NoCount
+        defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        for param in [a.arg for a in (*params, *args.kwonlyargs)]:
+            try:
+                if param in given:
+                    local[param] = self.value(given[param], scope, env, depth)
+                elif param in defaults:
+                    local[param] = self.value(defaults[param], None, {}, depth)
+                else:
+                    raise _NoCount
+            except _NoCount:
+                local[param] = _NoCount  # read only if the helper uses it
+        return self._call_with(func, local, depth, obj if built else None)
+
+    def _call_with(self, func: _Func, local: dict[str, Any], depth: int, obj: _Obj | None = None) -> Any:
+        """Runs ``func``'s body with its parameters bound in ``local``: its return value, the list of what it
+        yields (a generator, run to its end: one that never ends runs past the budget), or ``obj`` (an
+        ``__init__``)."""
+        generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
+        yields: list | None = [] if generator else None
+        done, result = self._block(func.node.body, func.key, local, depth, yields)
+        if obj is not None:
+            return obj
+        if yields is not None:
+            return yields
+        return result  # None when no return ran, as in Python
+
+    def _block(
+        self, stmts: list[ast.stmt], scope: str, env: dict[str, Any], depth: int, yields: list | None = None
+    ) -> tuple[bool, Any]:
+        """Runs ``stmts`` in ``env``: (whether a ``return`` ran, its value); a generator's yields go to ``yields``."""
+        for stmt in stmts:
+            self._tick()
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+                if yields is None:
+                    raise _NoCount
+                inner = stmt.value.value
+                if isinstance(stmt.value, ast.YieldFrom):
+                    yields.extend(self._iterate(self.value(inner, scope, env, depth)))  # type: ignore[arg-type]
+                else:
+                    yields.append(None if inner is None else self._item(inner, scope, env, depth))
+                if len(yields) > _COUNT_BUDGET:
+                    raise _NoCount
+                continue
+            if isinstance(stmt, ast.Return):
+                return True, None if stmt.value is None else self.value(stmt.value, scope, env, depth)
+            if isinstance(stmt, ast.Assign):
+                try:
+                    value = self.value(stmt.value, scope, env, depth)
+                except _NoCount:
+                    value = _NoCount  # unknown: an error only where it is read
+                for target in stmt.targets:
+                    self._bind(target, value, env, scope, depth)
+            elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+                value = self.value(stmt.value, scope, env, depth)
+                if isinstance(stmt, ast.AugAssign):
+                    if isinstance(stmt.target, ast.Name):
+                        held = self._name(stmt.target.id, scope, env, depth)
+                    else:
+                        held = self.value(stmt.target, scope, env, depth)
+                    value = self._binop(stmt.op, held, value)
+                self._bind(stmt.target, value, env, scope, depth)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue
+            elif (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Call)
+                and _terminal(stmt.value.func) == "print"
+            ):
+                continue
+            elif (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr == "__init__"
+                and isinstance(stmt.value.func.value, ast.Call)
+                and _terminal(stmt.value.func.value.func) == "super"
+            ):
+                continue
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                target = call.func.value if isinstance(call.func, ast.Attribute) else None
+                if target is not None and isinstance(self.value(target, scope, env, depth), _Obj):
+                    self.value(call, scope, env, depth)  # a method of an object of the file: run for its effects
+                    continue
+                if not (
+                    isinstance(target, (ast.Name, ast.Attribute))
+                    and call.func.attr in ("append", "extend")  # type: ignore[union-attr]
+                    and len(call.args) == 1
+                ):
+                    raise _NoCount
+                held = self.value(target, scope, env, depth)
+                if not isinstance(held, list) or (isinstance(target, ast.Name) and target.id not in env):
+                    raise _NoCount
+                item = self.value(call.args[0], scope, env, depth)
+                if call.func.attr == "append":  # type: ignore[union-attr]
+                    held.append(item)
+                else:
+                    held.extend(self._iterate(item))
+            elif isinstance(stmt, ast.If):
+                test = self.value(stmt.test, scope, env, depth)
+                done, result = self._block(stmt.body if self._truth(test) else stmt.orelse, scope, env, depth, yields)
+                if done:
+                    return True, result
+            elif isinstance(stmt, ast.For) and not stmt.orelse:
+                if any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_nodes(stmt.body)):
+                    raise _NoCount
+                for item in self._iterate(self.value(stmt.iter, scope, env, depth)):
+                    self._bind(stmt.target, item, env)
+                    done, result = self._block(stmt.body, scope, env, depth, yields)
+                    if done:
+                        return True, result
+            elif isinstance(stmt, ast.While) and not stmt.orelse:
+                if any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_nodes(stmt.body)):
+                    raise _NoCount
+                while self._truth(self.value(stmt.test, scope, env, depth)):
+                    self._tick()
+                    done, result = self._block(stmt.body, scope, env, depth, yields)
+                    if done:
+                        return True, result
+            elif isinstance(stmt, ast.Pass):
+                continue
+            else:
+                raise _NoCount
+        return False, None
+
+
 class _Walker:
     """Builds the collective trace of one scope and flags unbalanced parts of it."""
 
@@ -7418,6 +8180,7 @@ class _Walker:
                 self._note_fed(stmt.body, loop)
                 return [loop]
             loop = self._loop(stmt.iter, body, orelse)
+            self._counted_uneven(stmt, loop)
             self._note_fed(stmt.body, loop)
             return head + [loop]
         if isinstance(stmt, ast.While):
@@ -7892,7 +8655,12 @@ class _Walker:
         runs = (found.target,) if id(call) in self.an._implicit else ()  # the method `len(x)` runs: x.__len__
         site = _Site(call, " -> ".join((found.display, *runs, *self.an.chain(found.target))), found.display, note)
         item = _Item("op", key=("call", found.target), site=site, node=call)
-        return self._fed_own_data(call, found, item) or self._fed_rank_share(call, found, item) or item
+        return (
+            self._fed_own_data(call, found, item)
+            or self._fed_rank_share(call, found, item)
+            or self._looped_uneven_share(call, found, item)
+            or item
+        )
 
     def _fed_own_data(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
         """A call of a function of the file that makes a collective only under a test on a parameter (see
@@ -7954,6 +8722,153 @@ class _Walker:
             gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
             return self._if(None, [gated], [], text=test, rank=True)
         return None
+
+    def _trip_counts(
+        self,
+        loop: ast.For,
+        scope: str | None,
+        bound: list[tuple[str, ast.expr]],
+        built: tuple[ast.Call, str | None, str, str] | None = None,
+    ) -> tuple[int, list[int]] | None:
+        """(world size, trips per rank) of ``loop`` in ``scope`` when :class:`_ShareCounter` can count them on
+        every rank and they differ, for the world size the file states (else for 2, 4 or 8 ranks); ``bound``
+        gives the loop's function's parameters, as this scope's expressions; ``built`` (a construction call of the
+        loop's class, the scope it is in, the class, the method's ``self``) binds ``self`` to the object that call
+        builds. A count that fails on one rank stops
+        the search (what lint cannot evaluate does not depend on the world size), and the whole file's counting
+        stops after :data:`_FILE_COUNT_BUDGET` steps. None otherwise."""
+        for world in (self.an.world_size,) if self.an.world_size else _USUAL_WORLDS:
+            counts = []
+            for rank in range(world):
+                if self.an._count_spent > _FILE_COUNT_BUDGET:
+                    return None
+                counter = _ShareCounter(self.an, self.unit, rank, world)
+                env: dict[str, Any] = {}
+                if built is not None:
+                    call, where, cls, me = built
+                    try:
+                        env[me] = counter._build(cls, call, where, {}, 0)
+                    except _NoCount:
+                        self.an._count_spent += counter.steps
+                        return None
+                for param, arg in bound:
+                    try:
+                        env[param] = counter.value(arg, self.scope, {}, 0)
+                    except _NoCount:
+                        env[param] = _NoCount
+                try:
+                    counts.append(counter.trips(loop, scope, env))
+                except _NoCount:
+                    return None
+                finally:
+                    self.an._count_spent += counter.steps
+            if len(set(counts)) > 1:
+                return world, counts
+        return None
+
+    def _counted_uneven(self, stmt: ast.For | ast.AsyncFor, loop: _Item) -> None:
+        """A loop over a rank-dependent value that lint's length rules let pass (a length they cannot see), when
+        :class:`_ShareCounter` counts its trips on every rank and they differ: its collectives are reported like
+        those of any rank-dependent loop. Only loops without exits but their leading caps (see
+        :func:`_loop_caps`), so that no agreed ``break`` evens them out (allennlp's all-reduced ``done`` flag).
+        AllenNLP's ``read_instances()[rank::world]`` of 11 instances is 6 and 5 on 2 ranks."""
+        if loop.rank or not isinstance(stmt, ast.For) or stmt.orelse:
+            return
+        caps = _loop_caps(stmt)
+        if any(
+            isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in _own_nodes(stmt.body[len(caps) :])
+        ):
+            return
+        if not any(i.site for i in _walk_items(loop.body)):
+            return
+        counted, where = None, ""
+        if self.an.mentions_rank(stmt.iter, self.taint, self.laundered):
+            counted = self._trip_counts(stmt, self.scope, [])
+        else:
+            for built in self._built_here(stmt):
+                counted = self._trip_counts(stmt, self.scope, [], built)
+                if counted is not None:
+                    where = f"; self built at line {built[0].lineno + self.unit.offset}"
+                    break
+        if counted is None:
+            return
+        world, counts = counted
+        loop.rank = loop.dynamic = True
+        shown = ", ".join(f"rank {r}: {n}" for r, n in enumerate(counts))
+        loop.text = f"{loop.text} (on {world} ranks its trips are {shown}{where})"
+        self.flag(loop.body, "loop", loop.text)
+
+    def _built_here(self, stmt: ast.For) -> list[tuple[ast.Call, str | None, str, str]]:
+        """For a loop of a method that reads ``self``: the calls of the file that build an object of the method's
+        class (or of a subclass), each with its scope, the class built and the method's ``self`` parameter (at
+        most 4). Object state (a loader the constructor stored) decides the loop's length: composer's Trainer
+        handed ``ShardDataLoader(rank)`` (round 34)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or self.self_class is None or not func.node.args.args:
+            return []
+        me = func.node.args.args[0].arg
+        if not any(isinstance(n, ast.Name) and n.id == me for n in ast.walk(stmt.iter)):
+            return []
+        sites: list[tuple[ast.Call, str | None, str, str]] = []
+        scopes = [(f.key, f.unit, list(_own_nodes(f.node.body))) for f in self.an.funcs]
+        scopes += [(None, u, list(_own_nodes(u.tree.body))) for u in self.an.units if u.report]
+        for key, unit, nodes in scopes:
+            for node in nodes:
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                callee = self.an._callee(node.func, None, unit)
+                init = self.an.table.get(callee) if callee is not None and callee.endswith(".__init__") else None
+                if init is not None and init.self_class and self.self_class in self.an._ancestors(init.self_class):
+                    sites.append((node, key, init.self_class, me))
+                    if len(sites) >= 4:
+                        return sites
+        return sites
+
+    def _looped_uneven_share(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function of the file that loops over a parameter and reaches a collective on every trip
+        (see :meth:`_Analysis.loop_gate`), handed there this rank's own share of the data, when lint can count
+        the loop's trips on each rank (:class:`_ShareCounter`: the share built by rank-dependent slicing or
+        filtering of data of a length lint can see, then batched) and the counts differ for the world size the
+        file states (else for 2, 4 or 8 ranks): ranks make different numbers of the callee's collectives. A share
+        whose length lint cannot count (read from a file, a parameter of the caller) stays quiet, and so does one
+        padded or cut to the same length on every rank. litdata's chunks dealt ``index % world_size == rank`` (6,
+        3, 5 and 4 items: 11 and 7, so 5 and 3 batches of 2) to a DDP training loop (round 41)."""
+        gate = self.an.loop_gate(found.target)
+        if gate is None:
+            return None
+        loop, inner, shown = gate
+        func = self.an.table[found.target]
+        args = func.node.args
+        if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        names = [a.arg for a in (*args.posonlyargs, *args.args)]
+        skip = 1 if names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        if not any(self.an.mentions_rank(arg, self.taint, self.laundered) for _, arg in bound):
+            return None
+        counted = self._trip_counts(loop, func.key, bound)
+        if counted is None:
+            return None
+        world, counts = counted
+        shown_counts = ", ".join(f"rank {r}: {n}" for r, n in enumerate(counts))
+        sources = _parameter_sources(func)
+        read = {q for n in ast.walk(loop.iter) if isinstance(n, ast.Name) for q in sources.get(n.id, ())}
+        handed = (
+            ", ".join(
+                _clip(self.unit.text(a), 60)
+                for p, a in bound
+                if p in read and not _rank_name(p) and self.an.mentions_rank(a, self.taint, self.laundered)
+            )
+            or "its arguments"
+        )
+        text = (
+            f"{func.unit.text(loop.iter)} (in {func.node.name}(), given {handed} by this call: on {world} ranks its "
+            f"trips are {shown_counts})"
+        )
+        chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
+        looped = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+        self.flag([looped], "loop", text)
+        return _Item("loop", text=text, rank=True, body=[looped], orelse=[], dynamic=True)
 
     # -- control flow
 
