@@ -11,6 +11,84 @@ import barrierlab as bl
 from barrierlab import ordering
 
 
+def wait_gives_up_then_waits_again():
+    """review86d a1: rank 0 comes 1.5 s late; the others' wait(timeout=0.3 s) gives up, they wait again."""
+    import datetime
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        time.sleep(1.5)
+    t = torch.ones(1)
+    work = dist.all_reduce(t, async_op=True)
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=0.3))
+        first = "waited"
+    except RuntimeError:
+        first = "gave up"
+    work.wait()
+    return first, t.item()
+
+
+@pytest.mark.timeout(120)
+def test_a_wait_that_gave_up_then_waited_again_is_no_failed_collective():
+    run = bl.run(wait_gives_up_then_waits_again, 3, timeout=10, linger=True)
+    assert run.statuses == ["finished"] * 3, run
+    assert [v[1] for v in run.values] == [3.0] * 3 and [v[0] for v in run.values][1:] == ["gave up"] * 2, run
+    d = run.diagnosis
+    text = str(d)
+    assert d.ok, text
+    assert "failed" not in text and "ordered nothing" not in text and "cannot be trusted" not in text, text
+    assert "work.wait(timeout=" in d.headline and "gave up" in d.headline, text
+    assert "stops only the waiting, not the all_reduce" in d.headline, text
+    assert any(
+        line.startswith("ranks 1 and 2's work.wait(timeout=) of all_reduce #1")
+        and "Operation timed out!" in line
+        and "their next wait of it" in line
+        for line in d.evidence
+    ), text
+
+
+def wait_gives_up_and_goes_on():
+    """review86d scen2 53: the others' wait(timeout=0.3 s) gives up and they return without waiting again; rank
+    0's all_reduce then fails on their closed connections."""
+    import datetime
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        time.sleep(1.5)
+    work = dist.all_reduce(torch.ones(1), async_op=True)
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=0.3))
+        return "waited"
+    except RuntimeError as error:
+        return str(error)[:40]
+
+
+@pytest.mark.timeout(120)
+def test_a_wait_that_gave_up_for_good_is_told_apart_from_the_collective_that_failed():
+    run = bl.run(wait_gives_up_and_goes_on, 3, timeout=10)
+    assert run.statuses == ["finished"] * 3, run
+    d = run.diagnosis
+    text = str(d)
+    assert d.kind == "caught-errors", text
+    # the others' waits gave up: not "all_reduce #1 on ranks 0–2 failed"
+    assert "ranks 1 and 2 gave up waiting for all_reduce #1" in d.headline, text
+    assert "never waited for it again" in d.headline, text
+    assert "a collective call failed (all_reduce #1 on rank 0)" in d.headline, text
+    assert not any(line.startswith("ranks 1 and 2's all_reduce #1") and "raised" in line for line in d.evidence), text
+    assert any(
+        line.startswith("ranks 1 and 2's work.wait(timeout=) of all_reduce #1") and "never waited for it again" in line
+        for line in d.evidence
+    ), text
+    assert "Wait for it again" in d.advice, text
+
+
 def rank_0_writes_while_the_others_look(folder):
     """review86d C2 (scen 16): rank 0 writes a file late; the others look for it, nothing ordering them."""
     import os
