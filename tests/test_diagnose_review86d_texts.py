@@ -139,3 +139,53 @@ def test_ordered_handoffs_are_counted_as_listed(tmp_path):
     run = bl.run(handoff_after_a_barrier, 3, args=(str(tmp_path),), timeout=10)
     order = ordering.order(run)
     assert order.handoff_count() == len(order.handoffs()) == 2 and not order.races()
+
+
+def extra_barrier_evened_out(steps=3):
+    """Notebook 03's extra_barrier_evened_out (cell e7a1c3d5): rank 0's extra barrier, evened out later."""
+    import time
+
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    if rank == 0:
+        dist.barrier()  # the extra barrier
+    for _ in range(steps):
+        time.sleep(0.05)  # a training step
+        dist.barrier()  # end of the step
+    if rank != 0:
+        dist.barrier()  # the others: one more barrier later, "before saving"
+    return steps
+
+
+@pytest.mark.timeout(120)
+def test_a_finished_run_names_the_calls_that_paired_across_different_lines():
+    run = bl.run(extra_barrier_evened_out, 3, timeout=10)
+    assert run.statuses == ["finished"] * 3, run
+    d = run.diagnosis
+    text = str(d)
+    assert d.ok, text  # the rule stands: calls from different lines that pair and never diverge finish
+    assert "Barrier #1 and barrier #4 paired calls made from different lines on different ranks" in d.headline, text
+    assert "pair by their position in the group's sequence, not by their line" in d.headline, text
+    assert any(line.startswith("call #1 (barrier) came from different lines") for line in d.evidence), text
+    assert any(line.startswith("call #4 (barrier) came from different lines") for line in d.evidence), text
+
+
+def main_process_first():
+    """The pattern the rule keeps: rank 0 works first, the others wait at another line."""
+    import torch.distributed as dist
+
+    if dist.get_rank() != 0:
+        dist.barrier()  # the others wait for rank 0
+    if dist.get_rank() == 0:
+        dist.barrier()  # rank 0 is done: it releases them
+    return "ok"
+
+
+@pytest.mark.timeout(120)
+def test_main_process_first_stays_ok_and_is_told_as_pairing_by_position():
+    run = bl.run(main_process_first, 3, timeout=10)
+    d = run.diagnosis
+    assert d.ok, d
+    assert "Barrier #1 paired calls made from different lines" in d.headline, d
+    assert "main_process_first" in d.headline, d

@@ -979,6 +979,23 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             "silently)."
         )
         evidence = _mispairing_evidence(f.calls, crossed) + evidence
+    paired = [] if f.cut else _paired_across_lines(f, crossed)
+    if paired:  # review86d M1: an extra barrier on rank 0, evened out by one more on the others, said nothing
+        first = min(f.calls)
+        named = [f"{f.calls[first][k - 1].name} #{call_numbers(f.calls[first][:k])[-1]}" for k in paired[:3]]
+        more = len(paired) - len(named)
+        listed = (
+            named[0]
+            if len(named) == 1
+            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
+        )
+        headline += (
+            f" {sentence_start(listed)} paired calls made from different lines on different ranks: collectives "
+            "pair by their position in the group's sequence, not by their line. That is how main_process_first's "
+            "two barriers meet; an extra call on some ranks that one more on the others evened out later pairs "
+            "this way too, shifting every call in between by one: check that the calls that met were meant to."
+        )
+        evidence = [line for k in paired[:3] for line in _mispairing_evidence(f.calls, k)] + evidence
     caught = _caught_errors(f)
     if caught is not None:  # review80d M1: every rank finished, but a collective failed and its error was caught
         # (or review86d C1: a wait gave up on its own timeout, which is no failure of the call)
@@ -4802,6 +4819,19 @@ def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | No
         ),
         None,
     )
+
+
+def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
+    """In a finished run, the positions (from 1) other than ``crossed`` (the symmetric data call the headline
+    names already) where every rank completed the same collective made from different lines: what the ranks'
+    calls met is their position, not their line (main_process_first, or an extra call evened out later). Not a
+    group-making call, nor one torch or a library issued on some rank (Join's shadow all_reduce, by design)."""
+    issued = {(e.group, e.seq) for entries in (f.flights or {}).values() for e in entries if e.issuer and not e.p2p}
+    return [
+        k
+        for k, at in _crossed(f.calls)
+        if k != crossed and at[0].name not in GROUP_MAKERS and not any((e.group or "0", e.seq) in issued for e in at)
+    ]
 
 
 def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:
