@@ -979,8 +979,26 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             "silently)."
         )
         evidence = _mispairing_evidence(f.calls, crossed) + evidence
+    paired = [] if f.cut else _paired_across_lines(f, crossed)
+    if paired:  # review86d M1: an extra barrier on rank 0, evened out by one more on the others, said nothing
+        first = min(f.calls)
+        named = [f"{f.calls[first][k - 1].name} #{call_numbers(f.calls[first][:k])[-1]}" for k in paired[:3]]
+        more = len(paired) - len(named)
+        listed = (
+            named[0]
+            if len(named) == 1
+            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
+        )
+        headline += (
+            f" {sentence_start(listed)} paired calls made from different lines on different ranks: collectives "
+            "pair by their position in the group's sequence, not by their line. That is how main_process_first's "
+            "two barriers meet; an extra call on some ranks that one more on the others evened out later pairs "
+            "this way too, shifting every call in between by one: check that the calls that met were meant to."
+        )
+        evidence = [line for k in paired[:3] for line in _mispairing_evidence(f.calls, k)] + evidence
     caught = _caught_errors(f)
     if caught is not None:  # review80d M1: every rank finished, but a collective failed and its error was caught
+        # (or review86d C1: a wait gave up on its own timeout, which is no failure of the call)
         headline += " " + caught[0]
         evidence = caught[1] + evidence
     hazards = call_hazards(run)
@@ -1059,10 +1077,10 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             )
             evidence.insert(MAX_RACES_SHOWN, more)
         evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
-        if caught is not None:
+        if caught is not None and caught[2]:
             return Diagnosis("caught-errors", headline, evidence, f"{caught[2]} {advice}", ranks=caught[3])
         return Diagnosis("ok", headline, evidence, advice, ranks=sorted({races[0].first.rank, races[0].second.rank}))
-    if caught is not None:
+    if caught is not None and caught[2]:  # (no advice: only waits that gave up on their own timeout, then returned)
         return Diagnosis("caught-errors", headline, evidence, caught[2], ranks=caught[3])
     return Diagnosis("ok", headline, evidence)
 
@@ -1092,71 +1110,162 @@ def _removed_by_every_rank_at_one_line(run: Run, races) -> str | None:
     return _place(races[0].first.event)
 
 
+#: What c10d's ``Work::wait(timeout)`` raises when its own timeout runs out before the work completed: only the
+#: waiting stopped, and the collective goes on (notebook 00 §4; review86d C1: told as a collective that failed).
+WAIT_GAVE_UP = "Operation timed out!"
+
+
 def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
     """On a run whose ranks all finished: the collective calls that failed all the same, their errors caught by
     the learner's code, which went on (review80d M1: a barrier that timed out on every rank, each rank's
-    ``except`` swallowing it, was "All 4 ranks finished, after the same 1 collective call in the same order"):
-    (the headline's sentence, evidence, advice, the ranks), or None when no call failed."""
+    ``except`` swallowing it, was "All 4 ranks finished, after the same 1 collective call in the same order"), and
+    the waits of async calls that gave up on their own ``timeout=`` (:data:`WAIT_GAVE_UP`), which are no failure of
+    the call: (the headline's sentence, evidence, advice (empty when the only errors were such waits, each followed
+    by a wait of the call that returned), the ranks), or None when no call failed and no wait gave up."""
     run = f.run
     failed: dict[tuple, dict[int, tuple[Event, str]]] = {}
+    # a wait that gave up: then a later wait of the call returned (resumed), or none came (went_on)
+    resumed: dict[tuple, dict[int, tuple[Event, Event]]] = {}
+    went_on: dict[tuple, dict[int, Event]] = {}
     for res in run.ranks:
         by_id = {e.id: e for e in res.events if e.is_async}
+        gave_up: dict[int, Event] = {}  # async call id -> its first wait that gave up, no later wait seen yet
         for event in res.events:
             # the learner's code got the error: a call's own, or the wait of an async call (an async call never
             # waited for may fail as the ranks end, its error reaching no code: call_hazards says that one)
+            if event.kind == "wait" and event.of in by_id and event.of in gave_up and not event.error:
+                if event.end is not None and not by_id[event.of].in_child_process:
+                    e = by_id[event.of]
+                    key = (e.name, _number_in_group(f, res.rank, e), e.group, _place(e))
+                    resumed.setdefault(key, {})[res.rank] = (gave_up.pop(event.of), event)
+                continue
             if event.kind == "wait" and event.error and event.of in by_id:
                 e, error = by_id[event.of], event.error
+                if WAIT_GAVE_UP in error:
+                    gave_up.setdefault(event.of, event)
+                    continue
+                gave_up.pop(event.of, None)  # a later wait that failed: the call's failure, said below
             elif event.is_collective and event.error and not event.is_async:
                 e, error = event, event.error
             else:
                 continue
             if e.in_child_process:
                 continue
-            mine = _group_calls(f, res.rank, e.group)
-            k = mine.index(e) + 1 if e in mine else 0
-            failed.setdefault((e.name, k, e.group, _place(e)), {})[res.rank] = (event, error)
-    if not failed:
-        return None
-    ranks = sorted({r for at in failed.values() for r in at})
-    by_call: dict[tuple, dict[int, tuple[Event, str]]] = {}  # one call at different lines on different ranks
-    for (name, k, group, _), at in failed.items():
-        by_call.setdefault((name, k, group), {}).update(at)
-    calls = [
-        f"{name}{f' #{k}' if k else ''}"
-        f"{'' if group is None else ' of ' + _group_text(run, next(iter(at.values()))[0])} on {rank_list(sorted(at))}"
-        for (name, k, group), at in sorted(by_call.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
-    ] + ([f"{len(by_call) - 3} more"] if len(by_call) > 3 else [])
-    kinds = {(explain_error(error) or ("",))[0] for at in failed.values() for _, error in at.values()}
-    after = (
-        " (after a gloo timeout the group is unusable: every later collective of it fails at once)"
-        if kinds & {"gloo timeout", "poisoned group"}
-        else ""
-    )
-    barriers = {"barrier", "monitored_barrier"}
-    tensors = "" if all(name in barriers for name, *_ in failed) else ", and its tensors cannot be trusted"
-    sentence = (
-        f"But {'a collective call' if len(by_call) == 1 else 'collective calls'} failed ({'; '.join(calls)}), and "
-        f"the {'rank' if len(ranks) == 1 else 'ranks'} caught the error and went on: a failed collective ordered "
-        f"nothing{tensors}{after}."
-    )
-    evidence = []
-    for (name, k, _, place), at in sorted(failed.items(), key=lambda item: (item[0][1], item[0][0]))[:4]:
-        by_error: dict[str, list[int]] = {}
-        for r, (_, error) in sorted(at.items()):
-            by_error.setdefault(_clip(error.splitlines()[0], 120), []).append(r)
-        for error, rs in by_error.items():
-            lasted = max((at[r][0].end - at[r][0].start for r in rs if at[r][0].end is not None), default=None)
-            took = f" after {lasted:.2f} s" if lasted is not None else ""
-            evidence.append(
-                f"{rank_list(rs)}'s {name}{f' #{k}' if k else ''} at {place} raised “{error}”{took}, which was "
-                f"caught: {'the rank' if len(rs) == 1 else 'they'} finished all the same"
+            failed.setdefault((e.name, _number_in_group(f, res.rank, e), e.group, _place(e)), {})[res.rank] = (
+                event,
+                error,
             )
-    advice = (
-        "Do not let an `except` swallow a collective's error and go on: the code after it runs on no "
-        "synchronisation. Find why the call failed (a rank that came after the timeout, a call some ranks did "
-        "not make, other sizes), fix that, and let the error end the rank (or re-raise it)."
-    )
-    return sentence, evidence, advice, ranks
+        for of, wait in gave_up.items():
+            e = by_id[of]
+            if not e.in_child_process:
+                went_on.setdefault((e.name, _number_in_group(f, res.rank, e), e.group, _place(e)), {})[res.rank] = wait
+    if not failed and not resumed and not went_on:
+        return None
+    ranks = sorted({r for at in (*failed.values(), *went_on.values()) for r in at})
+    sentences, evidence, advice = [], [], []
+
+    def call_text(name: str, k: int, group, event: Event) -> str:
+        return f"{name}{f' #{k}' if k else ''}{'' if group is None else ' of ' + _group_text(run, event)}"
+
+    def waited(rs: list[int]) -> str:
+        return "its" if len(rs) == 1 else "their"
+
+    for (name, k, group, place), at in sorted(resumed.items(), key=lambda item: (item[0][1], item[0][0]))[:3]:
+        rs = sorted(at)
+        call = call_text(name, k, group, next(iter(at.values()))[0])
+        sentences.append(
+            f"{sentence_start(rank_list(rs))}'s work.wait(timeout=…) of {call} gave up before it completed, and the "
+            f"error was caught: a wait's own timeout stops only the waiting, not the {name}, and {waited(rs)} next "
+            "wait of it returned."
+        )
+        for error, who in _by_first_line({r: at[r][0] for r in rs}).items():
+            first, again = at[who[0]]
+            lasted = max((at[r][0].end - at[r][0].start for r in who if at[r][0].end is not None), default=None)
+            evidence.append(
+                f"{rank_list(who)}'s work.wait(timeout=) of {name}{f' #{k}' if k else ''} (made at {place}) at "
+                f"{_place(first)} gave up{f' after {lasted:.2f} s' if lasted is not None else ''} with “{error}”; "
+                f"{waited(who)} next wait of it, at {_place(again)}, returned"
+            )
+    for (name, k, group, place), at in sorted(went_on.items(), key=lambda item: (item[0][1], item[0][0]))[:3]:
+        rs = sorted(at)
+        call = call_text(name, k, group, next(iter(at.values())))
+        they = "it" if len(rs) == 1 else "they"
+        tensors = (
+            "" if name in ("barrier", "monitored_barrier") else ", and its tensors were not known to hold its result"
+        )
+        sentences.append(
+            f"{'But ' + rank_list(rs) if not sentences else sentence_start(rank_list(rs))} gave up waiting for "
+            f"{call} ({waited(rs)} work.wait(timeout=…) ran out, and the error was caught) and never waited for it "
+            f"again: a wait's own timeout stops only the waiting, not the {name}, so nothing of the {name} "
+            f"ordered the code after it{tensors}."
+        )
+        for error, who in _by_first_line(at).items():
+            lasted = max((at[r].end - at[r].start for r in who if at[r].end is not None), default=None)
+            evidence.append(
+                f"{rank_list(who)}'s work.wait(timeout=) of {name}{f' #{k}' if k else ''} (made at {place}) at "
+                f"{_place(at[who[0]])} gave up{f' after {lasted:.2f} s' if lasted is not None else ''} with "
+                f"“{error}”, which was caught: {they} never waited for it again"
+            )
+        advice.append(
+            "A work.wait(timeout=…) that gives up only stops waiting: the collective still runs, and orders nothing "
+            "until a wait of it returns. Wait for it again (work.wait()) before going on, or let the error end the "
+            "rank."
+        )
+    if failed:
+        failed_ranks = sorted({r for at in failed.values() for r in at})
+        by_call: dict[tuple, dict[int, tuple[Event, str]]] = {}  # one call at different lines on different ranks
+        for (name, k, group, _), at in failed.items():
+            by_call.setdefault((name, k, group), {}).update(at)
+        calls = [
+            f"{name}{f' #{k}' if k else ''}"
+            f"{'' if group is None else ' of ' + _group_text(run, next(iter(at.values()))[0])} on {rank_list(sorted(at))}"
+            for (name, k, group), at in sorted(by_call.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
+        ] + ([f"{len(by_call) - 3} more"] if len(by_call) > 3 else [])
+        kinds = {(explain_error(error) or ("",))[0] for at in failed.values() for _, error in at.values()}
+        after = (
+            " (after a gloo timeout the group is unusable: every later collective of it fails at once)"
+            if kinds & {"gloo timeout", "poisoned group"}
+            else ""
+        )
+        barriers = {"barrier", "monitored_barrier"}
+        tensors = "" if all(name in barriers for name, *_ in failed) else ", and its tensors cannot be trusted"
+        sentences.append(
+            f"{'And' if went_on else 'But'} {'a collective call' if len(by_call) == 1 else 'collective calls'} failed "
+            f"({'; '.join(calls)}), and the {'rank' if len(failed_ranks) == 1 else 'ranks'} caught the error and "
+            f"went on: a failed collective ordered nothing{tensors}{after}."
+        )
+        for (name, k, _, place), at in sorted(failed.items(), key=lambda item: (item[0][1], item[0][0]))[:4]:
+            by_error: dict[str, list[int]] = {}
+            for r, (_, error) in sorted(at.items()):
+                by_error.setdefault(_clip(error.splitlines()[0], 120), []).append(r)
+            for error, rs in by_error.items():
+                lasted = max((at[r][0].end - at[r][0].start for r in rs if at[r][0].end is not None), default=None)
+                took = f" after {lasted:.2f} s" if lasted is not None else ""
+                evidence.append(
+                    f"{rank_list(rs)}'s {name}{f' #{k}' if k else ''} at {place} raised “{error}”{took}, which was "
+                    f"caught: {'the rank' if len(rs) == 1 else 'they'} finished all the same"
+                )
+        advice.insert(
+            0,
+            "Do not let an `except` swallow a collective's error and go on: the code after it runs on no "
+            "synchronisation. Find why the call failed (a rank that came after the timeout, a call some ranks did "
+            "not make, other sizes), fix that, and let the error end the rank (or re-raise it).",
+        )
+    return " ".join(sentences), evidence, " ".join(advice), ranks
+
+
+def _number_in_group(f: Facts, rank: int, event: Event) -> int:
+    """``event``'s number among ``rank``'s calls of its group (0: not found)."""
+    mine = _group_calls(f, rank, event.group)
+    return mine.index(event) + 1 if event in mine else 0
+
+
+def _by_first_line(waits: dict[int, Event]) -> dict[str, list[int]]:
+    """The ranks of ``waits`` by the first line of their error (clipped)."""
+    found: dict[str, list[int]] = {}
+    for r, wait in sorted(waits.items()):
+        found.setdefault(_clip((wait.error or "").splitlines()[0] if wait.error else "", 120), []).append(r)
+    return found
 
 
 def rule_paired_by_position(f: Facts) -> Diagnosis | None:
@@ -4710,6 +4819,19 @@ def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | No
         ),
         None,
     )
+
+
+def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
+    """In a finished run, the positions (from 1) other than ``crossed`` (the symmetric data call the headline
+    names already) where every rank completed the same collective made from different lines: what the ranks'
+    calls met is their position, not their line (main_process_first, or an extra call evened out later). Not a
+    group-making call, nor one torch or a library issued on some rank (Join's shadow all_reduce, by design)."""
+    issued = {(e.group, e.seq) for entries in (f.flights or {}).values() for e in entries if e.issuer and not e.p2p}
+    return [
+        k
+        for k, at in _crossed(f.calls)
+        if k != crossed and at[0].name not in GROUP_MAKERS and not any((e.group or "0", e.seq) in issued for e in at)
+    ]
 
 
 def _mispairing_evidence(calls: dict[int, list[Event]], k: int) -> list[str]:

@@ -1319,7 +1319,9 @@ class Order:
 
     def handoff_count(self) -> int:
         """How many pairs :meth:`handoffs` would list, counted without listing them: conflicting pairs (counted
-        per rank and kind of access) less the races."""
+        per rank and kind of access) less those of them that raced or were not judged. A look's races are not
+        taken off: a look is no access of :meth:`accesses`, so it was never counted (review86d C2: a write and
+        three unordered looks gave -3)."""
         total = 0
         for accesses in self._by_path():
             folders = any(access.how == "mkdir" for access in accesses)
@@ -1338,7 +1340,9 @@ class Order:
                     if "mkdir" in (how_a, how_b) and _inside(made[1], made[0]) and used:
                         continue
                     total += n_a * n_b
-        return total - len(self.races())
+        found = self.races()
+        counted = [race for race in found if "look" not in (race.first.how, race.second.how)]
+        return total - len(counted) - getattr(found, "undecided", 0)
 
     def handoffs(self) -> list[Handoff]:
         """Every pair of conflicting accesses on two ranks that the model orders, earlier first (each
