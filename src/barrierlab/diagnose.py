@@ -672,6 +672,21 @@ def _raised_at(result) -> str:
     return f" at {chain.frames[-1]}" if chain.frames else ""
 
 
+def _own_code_traceback(run: Run, rank: int) -> list[str]:
+    """The evidence line holding the learner's whole chain down to where ``rank`` raised (or called sys.exit()),
+    as a traceback, outermost first; none for a chain of one or two frames (the headline names those). A
+    headline's "reached from a.py:112 through 1 more call" leaves out the frames between: round 44's capi item
+    raised in a sort key (line 48) called from the listing it sorts (line 98, the bug), reached from line 112,
+    and bl.run's text named no line of 98 while the CLI, which prints the rank's traceback, did."""
+    lines = traceback_lines(_raised_chain(run[rank]))
+    if not lines:
+        return []
+    return [
+        f"rank {rank} {'raised' if run[rank].status == RAISED else 'exited'} in its own code:"
+        + "".join("\n    " + line for line in lines)
+    ]
+
+
 def _raised_chain(result) -> Chain:
     """The learner's frames of a rank's traceback, outermost first, down to the innermost one (the line that
     raised, or called the library that did). A frame cloudpickle renamed is looked up in the files around it."""
@@ -3922,6 +3937,11 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             "removal of it: a barrier (or another synchronising call) after every rank's read and before the "
             "removal is missing"
         )
+    elif half_read and all(USED_IN_THE_RAISING_CALL in lines[0] for lines in half_read.values()):
+        blame = (
+            "but nothing ordered its use of a file against another rank's change of it: a barrier (or another "
+            "synchronising call) between the two is missing"
+        )
     elif half_read:
         blame = (
             "but nothing ordered the file it read against another rank's write of it: it may have read it half "
@@ -3961,7 +3981,7 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
         f"collective calls, {blame}."
     )
-    evidence = []
+    evidence = [] if child else _own_code_traceback(f.run, first)
     races = [
         race
         for race in found_races
@@ -4917,16 +4937,64 @@ def _unordered_read_evidence(result, races: list) -> list[str]:
         return []
     rank = result.rank
     reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
-    if not reads:
-        return []
-    last = reads[-1]
-    for race in races:
+    last = reads[-1] if reads else None
+    for race in races if reads else ():
         if race.made:
             continue
         mine = next((a for a in (race.first, race.second) if a.rank == rank and a.event is last), None)
         other = race.second if mine is race.first else race.first
         if mine is not None and other.rank != rank and other.how in ("write", "append", "rename", "remove"):
             return [f"rank {rank}'s last read before it raised was not ordered against another rank's change: {race}"]
+    return _unordered_use_in_the_raising_call(result, races)
+
+
+#: How :func:`_unordered_use_in_the_raising_call`'s evidence begins (after "rank N"): a use of a file that is not a
+#: read (a write, a look), told as such.
+USED_IN_THE_RAISING_CALL = "'s use of a file in the call that raised"
+
+
+def _unordered_use_in_the_raising_call(result, races: list) -> list[str]:
+    """For a rank that raised an exception of its own after a file it was using changed under it (round 43's
+    PufferDrive item: rank 0 wrote `./visualize`, rank 1 removed it and wrote its own, rank 0's build checked the
+    size and raised RuntimeError; told as "rank 0 failed by itself"): the race, of ``races``, between a file access
+    the rank made inside the call that raised and another rank's change of that file made before the rank's last
+    such access. A file access records its own line, not its callers: inside the call means after the rank's last
+    collective, in the function that raised or in one the traceback does not pass through (a helper it called
+    that returned), not in the functions that called it (a ``finally:`` there runs after the raise). The latest
+    access first."""
+    chain = _raised_chain(result)
+    if len(chain.frames) < 2:
+        return []
+    caller = chain.frames[-2]
+    inner = chain.frames[-1].func
+    outer = {site.func for site in chain.frames[:-1]} - {inner}
+    calls = [e.end or e.start for e in result.events if e.kind in CALL_KINDS and (e.end or e.start) is not None]
+    after = max(calls, default=None)
+    inside = [
+        e
+        for e in result.events
+        if e.kind == "file"
+        and (e.func == inner or e.func not in outer)
+        and (after is None or (e.start is not None and e.start >= after))
+    ]
+    if not inside:
+        return []
+    last = max((e.start for e in inside if e.start is not None), default=None)
+    for event in reversed(inside):
+        for race in races:
+            if race.made:
+                continue
+            mine = next((a for a in (race.first, race.second) if a.rank == result.rank and a.event is event), None)
+            other = race.second if mine is race.first else race.first
+            if mine is None or other.rank == result.rank or other.how not in ("write", "append", "rename", "remove"):
+                continue
+            start = getattr(other.event, "start", None)
+            if last is not None and start is not None and start > last:
+                continue  # a change after the rank's last use (its peers' clean-up once it had failed)
+            return [
+                f"rank {result.rank}{USED_IN_THE_RAISING_CALL} ({caller.place}, in {caller.func}) was not ordered "
+                f"against another rank's change: {race}"
+            ]
     return []
 
 
@@ -5086,14 +5154,7 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     raised_at = {_raised_at(run[r]) for r in causes if run[r].status in (RAISED, EXITED)}
     where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status in (RAISED, EXITED) for r in causes) else ""
     if where:  # the learner's whole chain down to it, as a traceback (round 23: a raise three calls deep)
-        chain = _raised_chain(run[causes[0]])
-        lines = traceback_lines(chain)
-        if lines:
-            evidence = [
-                f"{rank_list(causes[:1])} {'raised' if run[causes[0]].status == RAISED else 'exited'} in its own code:"
-                + "".join("\n    " + line for line in lines),
-                *evidence,
-            ]
+        evidence = _own_code_traceback(run, causes[0]) + evidence
     found_races = None  # the ordering model, built only when a cause raised with nothing missing to tell
     unordered: dict[int, str] = {}  # a cause whose failing file access nothing ordered against another rank's
     for rank in causes:
@@ -5117,7 +5178,11 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         if not missing and run[rank].status == RAISED:
             missing = _unordered_read_evidence(run[rank], found_races)
             if missing:
-                unordered[rank] = "read a file another rank was changing, nothing ordering the two"
+                unordered[rank] = (
+                    "used a file another rank was changing, nothing ordering the two"
+                    if USED_IN_THE_RAISING_CALL in missing[0]
+                    else "read a file another rank was changing, nothing ordering the two"
+                )
         evidence += missing
     explained = {r: explain_error(run[r].error_message) for r in causes}
     stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
