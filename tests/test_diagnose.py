@@ -712,6 +712,56 @@ def test_object_lists_of_different_lengths_are_named_before_the_rank_gloo_aborte
     assert all(any(f"gloo aborted rank {r}" in e for e in d.evidence) for r in aborted)
 
 
+class _HostCache:
+    """Round 44's SGLang item (sgl-project/sglang PR #26923): HiMambaRadixCache.writing_check() returns before its
+    all_reduce(MIN) when this rank has no write-through in flight; rank 1's host pool is full, so it has none."""
+
+    def __init__(self, rank: int):
+        self.ongoing_write_through = {0: 2} if rank == 0 else {}
+
+    def writing_check(self) -> None:
+        if not self.ongoing_write_through:
+            return  # the early return
+        finish_count = torch.tensor(len(self.ongoing_write_through), dtype=torch.int64)
+        dist.all_reduce(finish_count, op=dist.ReduceOp.MIN)  # WRITING_CHECK
+
+
+def _tp_forward(step: int) -> None:
+    dist.all_reduce(torch.full((4,), float(step)))  # FORWARD
+
+
+def sglang_writing_check_early_return():
+    cache = _HostCache(dist.get_rank())
+    for step in range(3):
+        cache.writing_check()
+        _tp_forward(step)
+
+
+def test_a_rank_gloo_aborted_on_a_call_made_from_different_lines_is_told_as_the_ranks_calls_differing():
+    """The headline was "rank 1 failed by itself (killed by SIGABRT), so the other was in all_reduce #2 ...": the
+    ranks' all_reduce #1 came from different lines with different tensors (rank 0's writing_check, rank 1's
+    forward), which gloo aborted rank 1 on; its evidence named rank 0's line alone."""
+    run = bl.run(sglang_writing_check_early_return, 2, timeout=10, deadline=60)
+    d = run.diagnosis
+    checks = f"test_diagnose.py:{line_of(_HostCache.writing_check, '# WRITING_CHECK')}"
+    forward = f"test_diagnose.py:{line_of(_tp_forward, '# FORWARD')}"
+    aborted = [r.rank for r in run if r.status == "killed by signal"]
+    assert aborted, run
+    assert d.kind == "different-sizes", d
+    assert "failed by itself" not in d.headline, d.headline
+    assert "(all_reduce #1, made from different lines: rank 0's at " in d.headline, d.headline
+    assert checks in d.headline and forward in d.headline, d.headline
+    assert f"gloo aborted {rank_list(aborted)} in it" in d.headline, d.headline
+    assert any(
+        line.startswith("all_reduce #1 came from different lines and got different tensors")
+        and checks in line
+        and forward in line
+        for line in d.evidence
+    ), d
+    assert d.advice.startswith("Here the ranks made the call from different lines"), d.advice
+    assert "pad the tensor" not in d.advice, d.advice
+
+
 def test_one_object_holding_a_list_of_any_length_is_fine():
     run = bl.run(one_object_holding_a_rank_dependent_list, 2, timeout=2)
     assert run.ok and run.diagnosis.ok, run.diagnosis

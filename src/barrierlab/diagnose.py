@@ -375,6 +375,10 @@ class Facts:
     shapes: list[str] = field(default_factory=list)  # evidence of different sizes / dtypes at one position
     shape_at: str = ""  # which collective that was, and where
     shape_what: str = "tensors of different sizes or dtypes"  # or "lists of different lengths"
+    #: the learner's call number (1-based) of that collective, when it is one of the recorded calls (not only
+    #: torch's flight record), and whether the ranks made it from different lines (their whole chains)
+    shape_k: int | None = None
+    shape_crossed: bool = False
     aborted: dict[int, str] = field(default_factory=dict)  # ranks gloo aborted, and its message
     evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
 
@@ -428,8 +432,10 @@ def facts(run: Run) -> Facts:
         f.evidence = _mispairing_evidence(calls, f.mispaired)
     f.flights = flights(run)
     f.split = _flight_split(f.flights)
-    f.shapes, f.shape_at, what = _shape_mismatches(calls, f.flights)
+    f.shapes, f.shape_at, what, f.shape_k = _shape_mismatches(calls, f.flights)
     f.shape_what = what or f.shape_what
+    if f.shape_k is not None:
+        f.shape_crossed = len({_chain_key(c[f.shape_k - 1]) for c in calls.values()}) > 1
     f.aborted = _gloo_aborts(run)
     return f
 
@@ -540,10 +546,22 @@ def _blocks(name: str, at: dict[int, Event], members: list[int]) -> dict[tuple[i
     return differ
 
 
-def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str, str]:
+def _made_at(name: str, k: int, at: dict[int, Event]) -> str:
+    """'all_reduce #3 at a.py:37', or, when the ranks made it from different lines, 'all_reduce #3, made from
+    different lines: rank 0's at a.py:35 and rank 1's at a.py:40'."""
+    sides = _sides(at)
+    if len({_place(e) for e in at.values()}) > 1:
+        return f"{name} #{k}, made from different lines: {sides}"
+    return f"{name} #{k} at {sides}"
+
+
+def _shape_mismatches(
+    calls: dict[int, list[Event]], found: dict[int, Flight]
+) -> tuple[list[str], str, str, int | None]:
     """Evidence of the first collective the ranks made together with different sizes or dtypes, or with
     object lists of different lengths where the ops table requires the same (``broadcast_object_list``);
-    which call that was, and where; and what differed."""
+    which call that was, and where; what differed; and its number among the learner's calls (None when only
+    torch's flight record shows it)."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = {r: c[i] for r, c in calls.items()}
@@ -560,9 +578,10 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                             f"rank {r}: {_objects_text(e.objects)}, at {where_text(e)}" for r, e in sorted(at.items())
                         )
                     ],
-                    f"{e0.name} #{i + 1} at {_sides(at)}: "
+                    f"{_made_at(e0.name, i + 1, at)}: "
                     + ", ".join(f"rank {r} passed {_objects_text(e.objects)}" for r, e in sorted(at.items())),
                     "lists of objects of different lengths",
+                    i + 1,
                 )
         e0 = next(iter(at.values()))
         if e0.name in ops.BLOCKS and names == {e0.name} and len({e.group for e in at.values()}) == 1:
@@ -577,21 +596,23 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                 given = "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
                 return (
                     [f"{e0.name} #{i + 1} at {where_text(e0)}: the blocks do not fit: {shown} ({given})"],
-                    f"{e0.name} #{i + 1} at {_sides(at)}",
+                    _made_at(e0.name, i + 1, at),
                     "all-to-all blocks of sizes the receivers do not expect",
+                    i + 1,
                 )
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
             shapes = {_counts(e.sizes, e.dtypes) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
-                return (
-                    [
-                        f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: "
-                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
-                    ],
-                    f"{e0.name} #{i + 1} at {_sides(at)}",
-                    "",
-                )
+                if len({_place(e) for e in at.values()}) > 1:  # round 44's SGLang item: rank 1's line went unnamed
+                    given = f"{e0.name} #{i + 1} came from different lines and got different tensors: " + "; ".join(
+                        f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, at {where_text(e)}" for r, e in sorted(at.items())
+                    )
+                else:
+                    given = f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: " + "; ".join(
+                        f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items())
+                    )
+                return [given], _made_at(e0.name, i + 1, at), "", i + 1
     split = _flight_split(found)
     by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
     common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
@@ -615,8 +636,9 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, "
                     f"at {_place(source)}",
                     "",
+                    None,
                 )
-    return [], "", ""
+    return [], "", "", None
 
 
 def _entry_where(entry: FlightEntry) -> str:
@@ -1734,6 +1756,15 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
             )
         else:
             then = f"so the others waited for {it} in {event.name} #{f.number}"
+    if f.shape_k is not None and f.shape_k < f.first_diff and set(failed) <= set(_aborted_in_shape_call(f)):
+        # round 44's SGLang item: "rank 1 failed by itself (killed by SIGABRT)", of a rank gloo aborted in an
+        # earlier call whose tensors differed between the ranks (rank 0 made it from writing_check, rank 1 from
+        # forward, having skipped writing_check's all_reduce): the ranks' calls differed, which is the bug
+        sized = rule_different_sizes(f)
+        if sized is not None:
+            sized.headline = sized.headline.rstrip(".") + f", {then}."
+            sized.evidence += [line for line in evidence if line not in sized.evidence]
+            return sized
     return _rank_failed(f.run, failed, then, evidence, _site(event))
 
 
@@ -2393,6 +2424,14 @@ def _dtypes_only(calls: dict[int, list[Event]]) -> bool:
     return False
 
 
+def _aborted_in_shape_call(f: Facts) -> list[int]:
+    """The ranks gloo aborted on a size mismatch in the call whose tensors differed between the ranks (their last
+    recorded call)."""
+    if f.shape_k is None:
+        return []
+    return [r for r in f.failed if _size_abort(f, r) and len(f.calls.get(r, [])) == f.shape_k]
+
+
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
     """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
     different lengths where every rank must pass the same length."""
@@ -2403,6 +2442,7 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     ]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
+    aborted = _aborted_in_shape_call(f)
     returned = [r.rank for r in f.run.ranks if r.ok and r.rank in f.calls]
     if f.failed and returned:  # review65b note: rank 0 finished with [2, 2, 2, 2] where the sum was 4 each
         evidence.append(
@@ -2435,11 +2475,20 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         advice = (
             "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
             "a mismatch can hang until the timeout, abort, or return wrong data (unreduced or partly reduced) on some ranks with no error "
-            f"(three of four in notebook 04 §4). {same}"
+            "(three of four in notebook 04 §4)." + ("" if f.shape_crossed else f" {same}")
+        )
+    if f.shape_crossed:
+        advice = (
+            f"Here the ranks made {'it' if silent else 'the call'} from different lines: the calls that paired are "
+            "different calls of the program, so some rank skipped a collective before it (or made one more), on a "
+            "condition that differed between the ranks, and each later call paired with another rank's different "
+            "one. Make every rank make the same collectives in the same order: enter the collective on every rank, "
+            "a rank with nothing to contribute passing a value that leaves the result right. " + advice
         )
     return Diagnosis(
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
+        + (f": gloo aborted {rank_list(aborted)} in it" if aborted else "")
         + (": nothing failed, but the results are wrong." if silent else "."),
         evidence,
         advice,
