@@ -682,6 +682,38 @@ def test_a_rank_arriving_after_the_others_timeout_is_named_with_both_lines_and_t
     assert "timeout=" in d.advice
 
 
+def _fetch_from_host(folder: str) -> None:
+    """Round 43's CIFAR-10 item (facebookresearch/optimizers PR #270): the host throttles a second, parallel pull."""
+    lock = os.path.join(folder, "connection.lock")
+    os.path.exists(lock)  # LOOKS
+    time.sleep(3.0)  # throttled
+    with open(os.path.join(folder, f"cifar-{dist.get_rank()}.npz"), "w") as f:  # SAVES
+        f.write("images")
+
+
+def cifar_download_on_every_rank(folder: str) -> None:
+    if dist.get_rank() == 0:
+        _fetch_from_host(folder)  # the rank that got the throttled connection
+    dist.barrier()
+
+
+def test_a_late_rank_is_told_where_its_time_went_between_recorded_events(tmp_path):
+    """Round 43's CIFAR-10 item: "rank 0 reached all_reduce #6 ... 19.0 s after rank 1", its evidence "rank 0 ran
+    its own code for 22.3 s": the 20 s it spent in the throttled download, between two file accesses the record
+    held (the lock's look and the archive's write), went unnamed."""
+    run = bl.run(cifar_download_on_every_rank, 2, args=(str(tmp_path),), timeout=1, deadline=30)
+    d = run.diagnosis
+    assert d.kind == "late-arrival" and d.ranks == [0], d
+    looks = line_of(_fetch_from_host, "# LOOKS")
+    saves = line_of(_fetch_from_host, "# SAVES")
+    quiet = [e for e in d.evidence if e.startswith("rank 0's longest stretch with nothing recorded before it arrived")]
+    assert quiet, d
+    assert f"test_diagnose.py:{looks}" in quiet[0] and f"test_diagnose.py:{saves}" in quiet[0], quiet[0]
+    assert "both in _fetch_from_host" in quiet[0], quiet[0]
+    seconds = float(re.search(r"arrived: ([\d.]+) s", quiet[0]).group(1))
+    assert seconds >= 2.9, quiet[0]
+
+
 def test_a_rank_arriving_within_the_calls_own_timeout_is_not_late():
     run = bl.run(rank0_prepares_within_the_barriers_own_timeout, 2, timeout=1)
     assert run.ok and run.diagnosis.ok, run.diagnosis

@@ -2671,12 +2671,48 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
                 f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
                 f"{event.name} #{k} {_called_at(at[rank])}"
             )
+            quiet = _longest_quiet(f.run, rank, before, at[rank].start)
+            if quiet:
+                evidence.append(quiet)
     first = waiting[gave_up[0]]
     evidence.append(
         f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} {_called_at(first)}"
     )
     evidence += _outcomes(f.run, at)
     return Diagnosis("late-arrival", headline, evidence, _LATE_ADVICE, ranks=late, site=_site(event))
+
+
+#: A stretch with nothing recorded shorter than this is not told as where a late rank spent its time.
+QUIET_SHOWN = 1.0
+
+
+def _longest_quiet(run: Run, rank: int, since: float | None, until: float) -> str | None:
+    """Where a late rank spent its time (round 43's CIFAR-10 item: "rank 0 ran its own code for 22.3 s", the 20 s
+    it spent in the throttled download unnamed): the longest stretch between two of its recorded events (calls,
+    file accesses) from ``since`` to ``until`` (its late call), and the lines on each side of it; None when no
+    stretch of :data:`QUIET_SHOWN` seconds or more lies between two events of the learner's lines."""
+    events = sorted(
+        (e for e in run[rank].events if e.start is not None and e.file and (since is None or e.start >= since)),
+        key=lambda e: e.start,
+    )
+    events = [e for e in events if e.start < until]
+    best = None
+    for a, b in zip(events, events[1:]):
+        left = a.end if a.end is not None and a.end >= a.start else a.start
+        gap = b.start - left
+        if best is None or gap > best[0]:
+            best = (gap, a, left, b)
+    if best is None or best[0] < QUIET_SHOWN:
+        return None
+    gap, a, left, b = best
+    same = (a.file, a.func) == (b.file, b.func)
+    return (
+        f"rank {rank}'s longest stretch with nothing recorded before it arrived: {gap:.1f} s, from {a.name} at "
+        f"{where_text(a)} ({_t(run, left)}) to {b.name} at {where_text(b)} ({_t(run, b.start)})"
+        + (f", both in {a.func}" if same and a.func else "")
+        + " (the record holds collectives and file accesses, not what ran between them: a computation, a sleep, "
+        "a download)"
+    )
 
 
 #: What to do about a rank that reached a collective after the others' timeout had run out there.
@@ -2731,12 +2767,17 @@ def rule_late_torch_arrival(f: Facts) -> Diagnosis | None:
             f"{rank_list(gave_up)}; {their} {timeout:g} s timeout ran out first, so {them} gave up before "
             f"{rank_list(late)} arrived."
         )
-        evidence = [
-            f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
-            f"started, before torch issued {call.label} #{i + 1}"
-            for r in late
-            if f.run[r].started is not None
-        ]
+        evidence = []
+        for r in late:
+            if f.run[r].started is None:
+                continue
+            evidence.append(
+                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
+                f"started, before torch issued {call.label} #{i + 1}"
+            )
+            quiet = _longest_quiet(f.run, r, f.run[r].started, at[r].start)
+            if quiet:
+                evidence.append(quiet)
         evidence.append(
             f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {call.label} #{i + 1} (gloo: "
             f'"Timed out waiting {round(timeout * 1000)}ms")'
