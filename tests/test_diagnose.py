@@ -682,6 +682,38 @@ def test_a_rank_arriving_after_the_others_timeout_is_named_with_both_lines_and_t
     assert "timeout=" in d.advice
 
 
+def _fetch_from_host(folder: str) -> None:
+    """Round 43's CIFAR-10 item (facebookresearch/optimizers PR #270): the host throttles a second, parallel pull."""
+    lock = os.path.join(folder, "connection.lock")
+    os.path.exists(lock)  # LOOKS
+    time.sleep(3.0)  # throttled
+    with open(os.path.join(folder, f"cifar-{dist.get_rank()}.npz"), "w") as f:  # SAVES
+        f.write("images")
+
+
+def cifar_download_on_every_rank(folder: str) -> None:
+    if dist.get_rank() == 0:
+        _fetch_from_host(folder)  # the rank that got the throttled connection
+    dist.barrier()
+
+
+def test_a_late_rank_is_told_where_its_time_went_between_recorded_events(tmp_path):
+    """Round 43's CIFAR-10 item: "rank 0 reached all_reduce #6 ... 19.0 s after rank 1", its evidence "rank 0 ran
+    its own code for 22.3 s": the 20 s it spent in the throttled download, between two file accesses the record
+    held (the lock's look and the archive's write), went unnamed."""
+    run = bl.run(cifar_download_on_every_rank, 2, args=(str(tmp_path),), timeout=1, deadline=30)
+    d = run.diagnosis
+    assert d.kind == "late-arrival" and d.ranks == [0], d
+    looks = line_of(_fetch_from_host, "# LOOKS")
+    saves = line_of(_fetch_from_host, "# SAVES")
+    quiet = [e for e in d.evidence if e.startswith("rank 0's longest stretch with nothing recorded before it arrived")]
+    assert quiet, d
+    assert f"test_diagnose.py:{looks}" in quiet[0] and f"test_diagnose.py:{saves}" in quiet[0], quiet[0]
+    assert "both in _fetch_from_host" in quiet[0], quiet[0]
+    seconds = float(re.search(r"arrived: ([\d.]+) s", quiet[0]).group(1))
+    assert seconds >= 2.9, quiet[0]
+
+
 def test_a_rank_arriving_within_the_calls_own_timeout_is_not_late():
     run = bl.run(rank0_prepares_within_the_barriers_own_timeout, 2, timeout=1)
     assert run.ok and run.diagnosis.ok, run.diagnosis
@@ -710,6 +742,56 @@ def test_object_lists_of_different_lengths_are_named_before_the_rank_gloo_aborte
     assert "failed by itself" not in d.headline
     aborted = [r.rank for r in run if r.status == "killed by signal"]
     assert all(any(f"gloo aborted rank {r}" in e for e in d.evidence) for r in aborted)
+
+
+class _HostCache:
+    """Round 44's SGLang item (sgl-project/sglang PR #26923): HiMambaRadixCache.writing_check() returns before its
+    all_reduce(MIN) when this rank has no write-through in flight; rank 1's host pool is full, so it has none."""
+
+    def __init__(self, rank: int):
+        self.ongoing_write_through = {0: 2} if rank == 0 else {}
+
+    def writing_check(self) -> None:
+        if not self.ongoing_write_through:
+            return  # the early return
+        finish_count = torch.tensor(len(self.ongoing_write_through), dtype=torch.int64)
+        dist.all_reduce(finish_count, op=dist.ReduceOp.MIN)  # WRITING_CHECK
+
+
+def _tp_forward(step: int) -> None:
+    dist.all_reduce(torch.full((4,), float(step)))  # FORWARD
+
+
+def sglang_writing_check_early_return():
+    cache = _HostCache(dist.get_rank())
+    for step in range(3):
+        cache.writing_check()
+        _tp_forward(step)
+
+
+def test_a_rank_gloo_aborted_on_a_call_made_from_different_lines_is_told_as_the_ranks_calls_differing():
+    """The headline was "rank 1 failed by itself (killed by SIGABRT), so the other was in all_reduce #2 ...": the
+    ranks' all_reduce #1 came from different lines with different tensors (rank 0's writing_check, rank 1's
+    forward), which gloo aborted rank 1 on; its evidence named rank 0's line alone."""
+    run = bl.run(sglang_writing_check_early_return, 2, timeout=10, deadline=60)
+    d = run.diagnosis
+    checks = f"test_diagnose.py:{line_of(_HostCache.writing_check, '# WRITING_CHECK')}"
+    forward = f"test_diagnose.py:{line_of(_tp_forward, '# FORWARD')}"
+    aborted = [r.rank for r in run if r.status == "killed by signal"]
+    assert aborted, run
+    assert d.kind == "different-sizes", d
+    assert "failed by itself" not in d.headline, d.headline
+    assert "(all_reduce #1, made from different lines: rank 0's at " in d.headline, d.headline
+    assert checks in d.headline and forward in d.headline, d.headline
+    assert f"gloo aborted {rank_list(aborted)} in it" in d.headline, d.headline
+    assert any(
+        line.startswith("all_reduce #1 came from different lines and got different tensors")
+        and checks in line
+        and forward in line
+        for line in d.evidence
+    ), d
+    assert d.advice.startswith("Here the ranks made the call from different lines"), d.advice
+    assert "pad the tensor" not in d.advice, d.advice
 
 
 def test_one_object_holding_a_list_of_any_length_is_fine():

@@ -6,6 +6,7 @@ mmcv's ``collect_results_cpu`` part files), where the line that raised is far fr
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
@@ -342,3 +343,113 @@ def test_a_save_into_a_folder_another_rank_makes_later_names_both(tmp_path):
     d = run.diagnosis
     assert "rank 1 failed on a file hand-off (used a folder before rank 0 made it)" in d.headline, d.headline
     assert any("rank 1 used the folder" in e and "before rank 0 made it at" in e for e in d.evidence), d.evidence
+
+
+def _mtime_on_a_slow_shared_fs(path) -> float:
+    """capi's sort key: one metadata round trip per stat. Rank 1's trips are slow: its first answer comes after
+    rank 0 has removed the oldest checkpoint (polled, so the order does not depend on the machine's load)."""
+    if dist.get_rank() == 1:
+        oldest = path.parent / "model_0.pth"
+        deadline = time.monotonic() + 30
+        while oldest.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return path.stat().st_mtime
+
+
+def _capi_eval_model(ckpt_dir) -> None:
+    listed = list(ckpt_dir.glob("*.pth"))  # every rank lists the checkpoints
+    dist.barrier()
+    for ckpt in sorted(listed, key=_mtime_on_a_slow_shared_fs)[:-1]:  # SORTS
+        if dist.get_rank() == 0:
+            ckpt.unlink()
+
+
+def capi_checkpoint_cleanup_listed_on_every_rank(folder: str) -> None:
+    """Round 44's capi item (facebookresearch/capi issue #9): every rank lists and stats the checkpoints to sort
+    them, rank 0 alone deletes them; rank 1 raises FileNotFoundError in the sort key, two calls below the rank's
+    own function."""
+    from pathlib import Path
+
+    ckpt_dir = Path(folder)
+    if dist.get_rank() == 0:
+        for i in range(3):
+            torch.save({"iteration": i}, ckpt_dir / f"model_{i}.pth")
+            time.sleep(0.01)
+    dist.barrier()
+    _capi_eval_model(ckpt_dir)
+
+
+def test_a_raise_in_a_sort_key_names_the_line_that_sorts(tmp_path):
+    """Round 44's capi item under bl.run: the headline said "at ...:48, in mtime_on_shared_fs ..., reached from
+    ...:112, in worker ... through 1 more call" and no text named line 98, the listing sorted by the key (the bug);
+    the CLI named it only because it prints the rank's traceback. The learner's chain is now in the evidence."""
+    run = bl.run(capi_checkpoint_cleanup_listed_on_every_rank, 2, args=(str(tmp_path),), timeout=10, deadline=60)
+    assert run[1].status == "raised" and "FileNotFoundError" in run[1].error_message, run
+    text = str(run.diagnosis)
+    sorts = line_of(_capi_eval_model, "# SORTS")
+    assert "rank 1 raised in its own code:" in text, text
+    assert f"test_diagnose_missing_file.py:{sorts}, in _capi_eval_model" in text, text
+
+
+def _wait_for(condition, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _build_visualize(out: str, log: str) -> int:
+    """A stand-in for PufferDrive's ``build_ocean.sh``: write the binary in two parts, then the link step checks
+    its size and writes its log. Rank 0's second part waits until another build has replaced the file at
+    ``out`` (polled, so the order does not depend on the machine's load); rank 1's until rank 0's link step
+    logged."""
+    rank = dist.get_rank()
+    with open(out, "wb") as f:
+        f.write(b"\x7fELF")
+        f.flush()
+        if rank == 0:
+            _wait_for(lambda: os.path.exists(out) and os.stat(out).st_ino != os.fstat(f.fileno()).st_ino)
+        else:
+            _wait_for(lambda: os.path.exists(log))
+        f.write(bytes(12))
+    size = os.path.getsize(out)
+    with open(log, "a") as f:
+        f.write(f"rank {rank}: {size} bytes\n")
+    return 0 if size == 16 else 1
+
+
+def _ensure_drive_binary(workdir: str) -> None:
+    path, log = os.path.join(workdir, "visualize"), os.path.join(workdir, "link.log")
+    if dist.get_rank() == 1:
+        _wait_for(lambda: os.path.exists(path))  # rank 1's first reset loads its map shard longer
+    if os.path.exists(path):
+        os.remove(path)  # REBUILDS
+    if _build_visualize(path, log) != 0:
+        raise RuntimeError("Failed to build visualize binary for rendering")
+
+
+def pufferdrive_visualize_rebuilt_by_every_rank(workdir: str) -> None:
+    """Round 43's PufferDrive item (Emerge-Lab/PufferDrive issue #281): every rank deletes and rebuilds the same
+    ``./visualize``; rank 1 removes rank 0's half-written binary and writes its own, rank 0's link step finds the
+    wrong file and raises RuntimeError; rank 1 goes on to the gradient all_reduce."""
+    dist.barrier()
+    _ensure_drive_binary(workdir)
+    dist.all_reduce(torch.ones(3))
+
+
+def test_a_rank_whose_file_another_rank_replaced_during_the_call_that_raised_is_told_the_hand_off(tmp_path):
+    """Round 43's PufferDrive item: "rank 0 failed by itself (raised at ...: raise RuntimeError(...))"; the record
+    held the race (rank 1 removed `visualize` while rank 0 was building it), but only a rank's last read was
+    looked at, and rank 0 had read nothing."""
+    run = bl.run(pufferdrive_visualize_rebuilt_by_every_rank, 2, args=(str(tmp_path),), timeout=10, deadline=60)
+    d = run.diagnosis
+    assert run[0].status == "raised" and "Failed to build visualize" in run[0].error_message, run
+    assert d.headline.startswith(
+        "rank 0 failed on a file hand-off (used a file another rank was changing, nothing ordering the two)"
+    ), d.headline
+    line = line_of(_ensure_drive_binary, "# REBUILDS")
+    assert any(
+        e.startswith("rank 0's use of a file in the call that raised")
+        and re.search(rf"rank 1 removed (it|`visualize`) at test_diagnose_missing_file\.py, line {line} ", e)
+        for e in d.evidence
+    ), d
+    assert d.advice.startswith("Order the hand-off on every rank"), d.advice

@@ -375,6 +375,10 @@ class Facts:
     shapes: list[str] = field(default_factory=list)  # evidence of different sizes / dtypes at one position
     shape_at: str = ""  # which collective that was, and where
     shape_what: str = "tensors of different sizes or dtypes"  # or "lists of different lengths"
+    #: the learner's call number (1-based) of that collective, when it is one of the recorded calls (not only
+    #: torch's flight record), and whether the ranks made it from different lines (their whole chains)
+    shape_k: int | None = None
+    shape_crossed: bool = False
     aborted: dict[int, str] = field(default_factory=dict)  # ranks gloo aborted, and its message
     evidence: list[str] = field(default_factory=list)  # shared opening evidence (mis-pairing)
 
@@ -428,8 +432,10 @@ def facts(run: Run) -> Facts:
         f.evidence = _mispairing_evidence(calls, f.mispaired)
     f.flights = flights(run)
     f.split = _flight_split(f.flights)
-    f.shapes, f.shape_at, what = _shape_mismatches(calls, f.flights)
+    f.shapes, f.shape_at, what, f.shape_k = _shape_mismatches(calls, f.flights)
     f.shape_what = what or f.shape_what
+    if f.shape_k is not None:
+        f.shape_crossed = len({_chain_key(c[f.shape_k - 1]) for c in calls.values()}) > 1
     f.aborted = _gloo_aborts(run)
     return f
 
@@ -540,10 +546,22 @@ def _blocks(name: str, at: dict[int, Event], members: list[int]) -> dict[tuple[i
     return differ
 
 
-def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -> tuple[list[str], str, str]:
+def _made_at(name: str, k: int, at: dict[int, Event]) -> str:
+    """'all_reduce #3 at a.py:37', or, when the ranks made it from different lines, 'all_reduce #3, made from
+    different lines: rank 0's at a.py:35 and rank 1's at a.py:40'."""
+    sides = _sides(at)
+    if len({_place(e) for e in at.values()}) > 1:
+        return f"{name} #{k}, made from different lines: {sides}"
+    return f"{name} #{k} at {sides}"
+
+
+def _shape_mismatches(
+    calls: dict[int, list[Event]], found: dict[int, Flight]
+) -> tuple[list[str], str, str, int | None]:
     """Evidence of the first collective the ranks made together with different sizes or dtypes, or with
     object lists of different lengths where the ops table requires the same (``broadcast_object_list``);
-    which call that was, and where; and what differed."""
+    which call that was, and where; what differed; and its number among the learner's calls (None when only
+    torch's flight record shows it)."""
     depth = min((len(c) for c in calls.values()), default=0)
     for i in range(depth):
         at = {r: c[i] for r, c in calls.items()}
@@ -560,9 +578,10 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                             f"rank {r}: {_objects_text(e.objects)}, at {where_text(e)}" for r, e in sorted(at.items())
                         )
                     ],
-                    f"{e0.name} #{i + 1} at {_sides(at)}: "
+                    f"{_made_at(e0.name, i + 1, at)}: "
                     + ", ".join(f"rank {r} passed {_objects_text(e.objects)}" for r, e in sorted(at.items())),
                     "lists of objects of different lengths",
+                    i + 1,
                 )
         e0 = next(iter(at.values()))
         if e0.name in ops.BLOCKS and names == {e0.name} and len({e.group for e in at.values()}) == 1:
@@ -577,21 +596,23 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                 given = "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
                 return (
                     [f"{e0.name} #{i + 1} at {where_text(e0)}: the blocks do not fit: {shown} ({given})"],
-                    f"{e0.name} #{i + 1} at {_sides(at)}",
+                    _made_at(e0.name, i + 1, at),
                     "all-to-all blocks of sizes the receivers do not expect",
+                    i + 1,
                 )
         if names <= ops.SAME_SHAPE and all(e.sizes is not None for e in at.values()):
             shapes = {_counts(e.sizes, e.dtypes) for e in at.values()}
             if len(shapes) > 1:
                 e0 = next(iter(at.values()))
-                return (
-                    [
-                        f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: "
-                        + "; ".join(f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items()))
-                    ],
-                    f"{e0.name} #{i + 1} at {_sides(at)}",
-                    "",
-                )
+                if len({_place(e) for e in at.values()}) > 1:  # round 44's SGLang item: rank 1's line went unnamed
+                    given = f"{e0.name} #{i + 1} came from different lines and got different tensors: " + "; ".join(
+                        f"rank {r}: {_shape_text(e.sizes, e.dtypes)}, at {where_text(e)}" for r, e in sorted(at.items())
+                    )
+                else:
+                    given = f"{e0.name} #{i + 1} at {where_text(e0)} got different tensors: " + "; ".join(
+                        f"rank {r}: {_shape_text(e.sizes, e.dtypes)}" for r, e in sorted(at.items())
+                    )
+                return [given], _made_at(e0.name, i + 1, at), "", i + 1
     split = _flight_split(found)
     by_rank = {r: {e.seq: e for e in fl if not e.p2p and e.group == "0"} for r, fl in found.items()}
     common = sorted(set.intersection(*(set(s) for s in by_rank.values()))) if len(by_rank) > 1 else []
@@ -615,8 +636,9 @@ def _shape_mismatches(calls: dict[int, list[Event]], found: dict[int, Flight]) -
                     f"{first.issuer or (first.call.name if first.call else first.op)}, collective #{position}, "
                     f"at {_place(source)}",
                     "",
+                    None,
                 )
-    return [], "", ""
+    return [], "", "", None
 
 
 def _entry_where(entry: FlightEntry) -> str:
@@ -670,6 +692,21 @@ def _raised_at(result) -> str:
     A frame cloudpickle renamed is looked up in the files of the frames around it."""
     chain = _raised_chain(result)
     return f" at {chain.frames[-1]}" if chain.frames else ""
+
+
+def _own_code_traceback(run: Run, rank: int) -> list[str]:
+    """The evidence line holding the learner's whole chain down to where ``rank`` raised (or called sys.exit()),
+    as a traceback, outermost first; none for a chain of one or two frames (the headline names those). A
+    headline's "reached from a.py:112 through 1 more call" leaves out the frames between: round 44's capi item
+    raised in a sort key (line 48) called from the listing it sorts (line 98, the bug), reached from line 112,
+    and bl.run's text named no line of 98 while the CLI, which prints the rank's traceback, did."""
+    lines = traceback_lines(_raised_chain(run[rank]))
+    if not lines:
+        return []
+    return [
+        f"rank {rank} {'raised' if run[rank].status == RAISED else 'exited'} in its own code:"
+        + "".join("\n    " + line for line in lines)
+    ]
 
 
 def _raised_chain(result) -> Chain:
@@ -1828,6 +1865,15 @@ def rule_rank_failed(f: Facts) -> Diagnosis | None:
             )
         else:
             then = f"so the others waited for {it} in {event.name} #{f.number}"
+    if f.shape_k is not None and f.shape_k < f.first_diff and set(failed) <= set(_aborted_in_shape_call(f)):
+        # round 44's SGLang item: "rank 1 failed by itself (killed by SIGABRT)", of a rank gloo aborted in an
+        # earlier call whose tensors differed between the ranks (rank 0 made it from writing_check, rank 1 from
+        # forward, having skipped writing_check's all_reduce): the ranks' calls differed, which is the bug
+        sized = rule_different_sizes(f)
+        if sized is not None:
+            sized.headline = sized.headline.rstrip(".") + f", {then}."
+            sized.evidence += [line for line in evidence if line not in sized.evidence]
+            return sized
     return _rank_failed(f.run, failed, then, evidence, _site(event))
 
 
@@ -2487,6 +2533,14 @@ def _dtypes_only(calls: dict[int, list[Event]]) -> bool:
     return False
 
 
+def _aborted_in_shape_call(f: Facts) -> list[int]:
+    """The ranks gloo aborted on a size mismatch in the call whose tensors differed between the ranks (their last
+    recorded call)."""
+    if f.shape_k is None:
+        return []
+    return [r for r in f.failed if _size_abort(f, r) and len(f.calls.get(r, [])) == f.shape_k]
+
+
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
     """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
     different lengths where every rank must pass the same length."""
@@ -2497,6 +2551,7 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
     ]
     evidence += _abort_evidence(f) + _error_evidence(f.run, f.failed)
     silent = not f.failed
+    aborted = _aborted_in_shape_call(f)
     returned = [r.rank for r in f.run.ranks if r.ok and r.rank in f.calls]
     if f.failed and returned:  # review65b note: rank 0 finished with [2, 2, 2, 2] where the sum was 4 each
         evidence.append(
@@ -2529,11 +2584,20 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         advice = (
             "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
             "a mismatch can hang until the timeout, abort, or return wrong data (unreduced or partly reduced) on some ranks with no error "
-            f"(three of four in notebook 04 §4). {same}"
+            "(three of four in notebook 04 §4)." + ("" if f.shape_crossed else f" {same}")
+        )
+    if f.shape_crossed:
+        advice = (
+            f"Here the ranks made {'it' if silent else 'the call'} from different lines: the calls that paired are "
+            "different calls of the program, so some rank skipped a collective before it (or made one more), on a "
+            "condition that differed between the ranks, and each later call paired with another rank's different "
+            "one. Make every rank make the same collectives in the same order: enter the collective on every rank, "
+            "a rank with nothing to contribute passing a value that leaves the result right. " + advice
         )
     return Diagnosis(
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
+        + (f": gloo aborted {rank_list(aborted)} in it" if aborted else "")
         + (": nothing failed, but the results are wrong." if silent else "."),
         evidence,
         advice,
@@ -2716,12 +2780,48 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
                 f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
                 f"{event.name} #{k} {_called_at(at[rank])}"
             )
+            quiet = _longest_quiet(f.run, rank, before, at[rank].start)
+            if quiet:
+                evidence.append(quiet)
     first = waiting[gave_up[0]]
     evidence.append(
         f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {event.name} #{k} {_called_at(first)}"
     )
     evidence += _outcomes(f.run, at)
     return Diagnosis("late-arrival", headline, evidence, _LATE_ADVICE, ranks=late, site=_site(event))
+
+
+#: A stretch with nothing recorded shorter than this is not told as where a late rank spent its time.
+QUIET_SHOWN = 1.0
+
+
+def _longest_quiet(run: Run, rank: int, since: float | None, until: float) -> str | None:
+    """Where a late rank spent its time (round 43's CIFAR-10 item: "rank 0 ran its own code for 22.3 s", the 20 s
+    it spent in the throttled download unnamed): the longest stretch between two of its recorded events (calls,
+    file accesses) from ``since`` to ``until`` (its late call), and the lines on each side of it; None when no
+    stretch of :data:`QUIET_SHOWN` seconds or more lies between two events of the learner's lines."""
+    events = sorted(
+        (e for e in run[rank].events if e.start is not None and e.file and (since is None or e.start >= since)),
+        key=lambda e: e.start,
+    )
+    events = [e for e in events if e.start < until]
+    best = None
+    for a, b in zip(events, events[1:]):
+        left = a.end if a.end is not None and a.end >= a.start else a.start
+        gap = b.start - left
+        if best is None or gap > best[0]:
+            best = (gap, a, left, b)
+    if best is None or best[0] < QUIET_SHOWN:
+        return None
+    gap, a, left, b = best
+    same = (a.file, a.func) == (b.file, b.func)
+    return (
+        f"rank {rank}'s longest stretch with nothing recorded before it arrived: {gap:.1f} s, from {a.name} at "
+        f"{where_text(a)} ({_t(run, left)}) to {b.name} at {where_text(b)} ({_t(run, b.start)})"
+        + (f", both in {a.func}" if same and a.func else "")
+        + " (the record holds collectives and file accesses, not what ran between them: a computation, a sleep, "
+        "a download)"
+    )
 
 
 #: What to do about a rank that reached a collective after the others' timeout had run out there.
@@ -2776,12 +2876,17 @@ def rule_late_torch_arrival(f: Facts) -> Diagnosis | None:
             f"{rank_list(gave_up)}; {their} {timeout:g} s timeout ran out first, so {them} gave up before "
             f"{rank_list(late)} arrived."
         )
-        evidence = [
-            f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
-            f"started, before torch issued {call.label} #{i + 1}"
-            for r in late
-            if f.run[r].started is not None
-        ]
+        evidence = []
+        for r in late:
+            if f.run[r].started is None:
+                continue
+            evidence.append(
+                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
+                f"started, before torch issued {call.label} #{i + 1}"
+            )
+            quiet = _longest_quiet(f.run, r, f.run[r].started, at[r].start)
+            if quiet:
+                evidence.append(quiet)
         evidence.append(
             f"{rank_list(gave_up)} waited with a timeout of {timeout:g} s in {call.label} #{i + 1} (gloo: "
             f'"Timed out waiting {round(timeout * 1000)}ms")'
@@ -4031,6 +4136,11 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             "removal of it: a barrier (or another synchronising call) after every rank's read and before the "
             "removal is missing"
         )
+    elif half_read and all(USED_IN_THE_RAISING_CALL in lines[0] for lines in half_read.values()):
+        blame = (
+            "but nothing ordered its use of a file against another rank's change of it: a barrier (or another "
+            "synchronising call) between the two is missing"
+        )
     elif half_read:
         blame = (
             "but nothing ordered the file it read against another rank's write of it: it may have read it half "
@@ -4070,7 +4180,7 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         f"{'until then every rank made' if len(f.flights) == len(f.run.ranks) else 'the ranks made'} the same "
         f"collective calls, {blame}."
     )
-    evidence = []
+    evidence = [] if child else _own_code_traceback(f.run, first)
     races = [
         race
         for race in found_races
@@ -5039,16 +5149,64 @@ def _unordered_read_evidence(result, races: list) -> list[str]:
         return []
     rank = result.rank
     reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
-    if not reads:
-        return []
-    last = reads[-1]
-    for race in races:
+    last = reads[-1] if reads else None
+    for race in races if reads else ():
         if race.made:
             continue
         mine = next((a for a in (race.first, race.second) if a.rank == rank and a.event is last), None)
         other = race.second if mine is race.first else race.first
         if mine is not None and other.rank != rank and other.how in ("write", "append", "rename", "remove"):
             return [f"rank {rank}'s last read before it raised was not ordered against another rank's change: {race}"]
+    return _unordered_use_in_the_raising_call(result, races)
+
+
+#: How :func:`_unordered_use_in_the_raising_call`'s evidence begins (after "rank N"): a use of a file that is not a
+#: read (a write, a look), told as such.
+USED_IN_THE_RAISING_CALL = "'s use of a file in the call that raised"
+
+
+def _unordered_use_in_the_raising_call(result, races: list) -> list[str]:
+    """For a rank that raised an exception of its own after a file it was using changed under it (round 43's
+    PufferDrive item: rank 0 wrote `./visualize`, rank 1 removed it and wrote its own, rank 0's build checked the
+    size and raised RuntimeError; told as "rank 0 failed by itself"): the race, of ``races``, between a file access
+    the rank made inside the call that raised and another rank's change of that file made before the rank's last
+    such access. A file access records its own line, not its callers: inside the call means after the rank's last
+    collective, in the function that raised or in one the traceback does not pass through (a helper it called
+    that returned), not in the functions that called it (a ``finally:`` there runs after the raise). The latest
+    access first."""
+    chain = _raised_chain(result)
+    if len(chain.frames) < 2:
+        return []
+    caller = chain.frames[-2]
+    inner = chain.frames[-1].func
+    outer = {site.func for site in chain.frames[:-1]} - {inner}
+    calls = [e.end or e.start for e in result.events if e.kind in CALL_KINDS and (e.end or e.start) is not None]
+    after = max(calls, default=None)
+    inside = [
+        e
+        for e in result.events
+        if e.kind == "file"
+        and (e.func == inner or e.func not in outer)
+        and (after is None or (e.start is not None and e.start >= after))
+    ]
+    if not inside:
+        return []
+    last = max((e.start for e in inside if e.start is not None), default=None)
+    for event in reversed(inside):
+        for race in races:
+            if race.made:
+                continue
+            mine = next((a for a in (race.first, race.second) if a.rank == result.rank and a.event is event), None)
+            other = race.second if mine is race.first else race.first
+            if mine is None or other.rank == result.rank or other.how not in ("write", "append", "rename", "remove"):
+                continue
+            start = getattr(other.event, "start", None)
+            if last is not None and start is not None and start > last:
+                continue  # a change after the rank's last use (its peers' clean-up once it had failed)
+            return [
+                f"rank {result.rank}{USED_IN_THE_RAISING_CALL} ({caller.place}, in {caller.func}) was not ordered "
+                f"against another rank's change: {race}"
+            ]
     return []
 
 
@@ -5208,14 +5366,7 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     raised_at = {_raised_at(run[r]) for r in causes if run[r].status in (RAISED, EXITED)}
     where = raised_at.pop() if len(raised_at) == 1 and all(run[r].status in (RAISED, EXITED) for r in causes) else ""
     if where:  # the learner's whole chain down to it, as a traceback (round 23: a raise three calls deep)
-        chain = _raised_chain(run[causes[0]])
-        lines = traceback_lines(chain)
-        if lines:
-            evidence = [
-                f"{rank_list(causes[:1])} {'raised' if run[causes[0]].status == RAISED else 'exited'} in its own code:"
-                + "".join("\n    " + line for line in lines),
-                *evidence,
-            ]
+        evidence = _own_code_traceback(run, causes[0]) + evidence
     found_races = None  # the ordering model, built only when a cause raised with nothing missing to tell
     unordered: dict[int, str] = {}  # a cause whose failing file access nothing ordered against another rank's
     for rank in causes:
@@ -5239,7 +5390,11 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
         if not missing and run[rank].status == RAISED:
             missing = _unordered_read_evidence(run[rank], found_races)
             if missing:
-                unordered[rank] = "read a file another rank was changing, nothing ordering the two"
+                unordered[rank] = (
+                    "used a file another rank was changing, nothing ordering the two"
+                    if USED_IN_THE_RAISING_CALL in missing[0]
+                    else "read a file another rank was changing, nothing ordering the two"
+                )
         evidence += missing
     explained = {r: explain_error(run[r].error_message) for r in causes}
     stdin = [r for r, known in explained.items() if known and known[0] == "stdin"]
