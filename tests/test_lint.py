@@ -6217,3 +6217,45 @@ def test_parameters_of_a_module_built_alike_and_rows_from_a_table_of_equal_count
     # a table someone changes is not read as constant
     changed = _TORCHREC_FIT.replace("def fit(module):\n", "def fit(module):\n    TRAIN_ROWS[1] = 13\n")
     assert changed != _TORCHREC_FIT and "hidden-collective" in {f.kind for f in _src(changed)}
+
+
+_PUFFERDRIVE_GUARD = """\
+    import os
+    import torch.distributed as dist
+
+    def build_ocean(path):
+        with open(path, "wb") as f:
+            f.write(b"ELF")
+        return 0
+
+    def ensure_drive_binary(workdir):
+        if dist.is_initialized():
+            if dist.get_rank() != 0:
+                dist.barrier()
+                return
+        path = os.path.join(workdir, "visualize")
+        if os.path.exists(path):
+            os.remove(path)
+        if build_ocean(path) != 0:
+            raise RuntimeError("Failed to build visualize binary for rendering")
+        if dist.is_initialized():
+            dist.barrier()
+    """
+
+
+def test_a_plain_test_repeated_around_the_early_barrier_and_the_closing_one_goes_the_same_way() -> None:
+    """Modelled on round 43's PufferDrive items (Emerge-Lab/PufferDrive issue #281, the guard its maintainer
+    accepted): under ``if dist.is_initialized():`` the ranks other than 0 enter a barrier and return; rank 0
+    builds the binary and reaches the closing ``barrier()`` under the same ``if dist.is_initialized():``. The
+    test does not depend on the rank, so both ``if``s go the same way on every rank and each rank makes one
+    barrier; lint read the second ``if`` as an opaque step and reported both barriers."""
+    assert _src(_PUFFERDRIVE_GUARD) == []
+    # rank 0 never reaches a barrier: the others' early one waits for it
+    close = "        if dist.is_initialized():\n            dist.barrier()\n"
+    no_close = _PUFFERDRIVE_GUARD.replace(close, "")
+    assert no_close != _PUFFERDRIVE_GUARD
+    assert {f.kind for f in _src(no_close)} == {"branch"}
+    # the closing barrier under another test (the render switch): not the same way on every path
+    other = _PUFFERDRIVE_GUARD.replace(close, close.replace("dist.is_initialized()", "os.environ.get('RENDER')"))
+    assert other != _PUFFERDRIVE_GUARD and _src(other) != []
+

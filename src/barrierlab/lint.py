@@ -9215,7 +9215,7 @@ class _Walker:
         ``if r == 0 ... elif r == n`` asks each case's tail for the same worlds again (attack30 a10: without this
         the worlds of a 400-case dispatch ran every case's tail, cubic in the cases)."""
         constant = self._constant(item)
-        if constant is not None:
+        if constant is not None and not self._foreign_reads(item, world):
             return constant
         chain = self._chain_of(item)
         if chain is not None and chain[1] > 0:  # an elif case with cases after it: straight to the one taken
@@ -9225,7 +9225,11 @@ class _Walker:
             taken_item = shared["at"][places[at]] if at >= 0 else None
             return self._run(taken_item.body if taken_item else shared["last"].orelse, world)
         runs = self.__dict__.setdefault("_runs_of", collections.OrderedDict())
-        key = (id(item), *(world[a] for a in self._reduced_atoms(item)))
+        key = (
+            id(item),
+            *(world[a] for a in self._reduced_atoms(item)),
+            *(world.get(a) for a in self._plain_reads(item)),
+        )
         kept = runs.get(key)
         if kept is not None and kept[0] is item:
             runs.move_to_end(key)
@@ -9236,6 +9240,53 @@ class _Walker:
             runs.popitem(last=False)
         runs[key] = (item, outcome)
         return outcome
+
+    def _plain_atoms(self, test: ast.expr) -> tuple[str, ...]:
+        """The atoms of the test of a plain ``if`` (one whose test is not on the rank and under which no rank
+        leaves or branches), worked out once per test."""
+        cache = self.__dict__.setdefault("_plain_atoms_of", {})
+        kept = cache.get(id(test))
+        if kept is None or kept[0] is not test:
+            atoms: dict[str, tuple[bool, set[int]]] = {}
+            self._test_atoms(test, atoms)
+            kept = cache[id(test)] = (test, tuple(sorted(atoms)))
+        return kept[1]
+
+    def _plain_taken(self, item: _Item, world: dict[str, int]) -> bool | None:
+        """Which way a plain ``if`` goes in ``world``, when every atom of its test is one the world sets (the
+        same test as a rank-dependent ``if``'s, PufferDrive's ``if dist.is_initialized():`` around both the
+        early ``barrier(); return`` of the ranks other than 0 and rank 0's closing ``barrier()``): the value of a
+        test that does not depend on the rank is the same on every rank, so both ``if``s go the same way in one
+        world. Else None: the ``if`` is one opaque step of the trace, alike on every rank."""
+        if item.test is None:
+            return None
+        atoms = self._plain_atoms(item.test)
+        if not atoms or any(a not in world for a in atoms):
+            return None
+        return self._eval(item.test, world)
+
+    def _plain_reads(self, item: _Item) -> tuple[str, ...]:
+        """The atoms of the tests of the plain ``if``s under ``item`` (:meth:`_plain_taken` reads them when the
+        world sets them), once per item."""
+        cache = self.__dict__.setdefault("_plain_reads_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        found: set[str] = set()
+        for child in (*item.body, *item.orelse):
+            if child.kind == "if" and not child.dynamic and child.test is not None:
+                found.update(self._plain_atoms(child.test))
+            found.update(self._plain_reads(child))
+        reads = tuple(sorted(found))
+        cache[id(item)] = (item, reads)
+        return reads
+
+    def _foreign_reads(self, item: _Item, world: dict[str, int]) -> bool:
+        """Whether ``world`` sets an atom a plain ``if`` under ``item`` reads that ``item``'s own worlds (those
+        its constant outcome was worked out over) do not, while it sets every atom of ``item``'s own: the
+        constant outcome then has that ``if`` as an opaque step where this world takes its branch."""
+        own = self._reduced_atoms(item, own=True)
+        return any(a in world and a not in own for a in self._plain_reads(item)) and all(a in world for a in own)
 
     @staticmethod
     def _equality_case(item: _Item) -> tuple[str, int] | None:
@@ -9285,7 +9336,11 @@ class _Walker:
             elif item.kind == "exit":
                 return tuple(trace), item.status
             elif item.kind == "if" and not item.dynamic:
-                trace.append(_key(item))
+                taken = self._plain_taken(item, world)
+                if taken is None:
+                    trace.append(_key(item))
+                else:  # no exit under a plain if: it falls through
+                    trace.extend(self._run(item.body if taken else item.orelse, world)[0])
             elif item.kind == "if":
                 sub, status = self._run_if(item, world)
                 trace.extend(sub)
