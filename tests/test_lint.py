@@ -6259,3 +6259,67 @@ def test_a_plain_test_repeated_around_the_early_barrier_and_the_closing_one_goes
     other = _PUFFERDRIVE_GUARD.replace(close, close.replace("dist.is_initialized()", "os.environ.get('RENDER')"))
     assert other != _PUFFERDRIVE_GUARD and _src(other) != []
 
+
+_MINERVA_CACHE = """\
+    import pickle
+    import torch.distributed as dist
+
+    def create_subdataset(params):
+        return {"features": list(range(params["n"]))}
+
+    def cache_dataset(dataset, cached_dataset_path):
+        with open(cached_dataset_path, "xb") as fp:
+            pickle.dump(dataset, fp)
+
+    def load_dataset_from_cache(cached_dataset_path):
+        with open(cached_dataset_path, "rb") as fp:
+            return pickle.load(fp)
+
+    def get_subdataset(params, cache_dir):
+        cached_dataset_path = cache_dir / f"{params['n']}.obj"
+        if cached_dataset_path.exists():
+            sub_dataset = load_dataset_from_cache(cached_dataset_path)
+        elif dist.is_available() and dist.is_initialized():
+            rank = dist.get_rank()
+            dist.barrier()
+            if rank == 0:
+                sub_dataset = create_subdataset(params)
+                cache_dataset(sub_dataset, cached_dataset_path)
+            else:
+                sub_dataset = None
+            dist.barrier()
+            if rank != 0:
+                sub_dataset = load_dataset_from_cache(cached_dataset_path)
+        else:
+            sub_dataset = create_subdataset(params)
+            cache_dataset(sub_dataset, cached_dataset_path)
+        return sub_dataset
+    """
+
+
+def test_a_look_at_a_file_whose_every_change_is_fenced_by_two_barriers_answers_alike() -> None:
+    """Modelled on round 44's Minerva items (Pale-Blue-Dot-97/Minerva issue #421, fix commit fc61c317): the
+    ranks that do not find the cache enter a barrier, rank 0 builds and caches the dataset, a second barrier, then
+    the others load it; without a process group the one process builds and caches it. No rank can create the
+    file before every rank has looked (the first barrier waits for all of them), and every rank that looks again
+    comes after the second: on ranks that share the file system the look answers alike. Lint reported both
+    barriers as reached only where the file was missing."""
+    assert _src(_MINERVA_CACHE) == []
+    # rank 0 caches with no barrier before it: a slower rank can find the file rank 0 just wrote
+    first = "            dist.barrier()\n            if rank == 0:"
+    early = _MINERVA_CACHE.replace(first, "            if rank == 0:")
+    assert early != _MINERVA_CACHE and {f.kind for f in _src(early)} == {"branch"}
+    # a helper every rank calls also writes the file, with no barrier around it
+    unfenced = _MINERVA_CACHE.replace(
+        "            sub_dataset = load_dataset_from_cache(cached_dataset_path)\n        elif",
+        "            sub_dataset = load_dataset_from_cache(cached_dataset_path)\n"
+        "            cache_dataset(sub_dataset, cached_dataset_path)\n        elif",
+    )
+    assert unfenced != _MINERVA_CACHE and {f.kind for f in _src(unfenced)} == {"branch"}
+    # the writer handed on as a callback: lint does not see where it writes
+    handed = _MINERVA_CACHE.replace(
+        "cache_dataset(sub_dataset, cached_dataset_path)\n            else:",
+        "run(cache_dataset, sub_dataset, cached_dataset_path)\n            else:",
+    )
+    assert handed != _MINERVA_CACHE and {f.kind for f in _src(handed)} == {"branch"}
+

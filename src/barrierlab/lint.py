@@ -1863,6 +1863,116 @@ def _looked_at(node: ast.Call) -> ast.expr | None:
     return node.func.value if isinstance(node.func, ast.Attribute) else None
 
 
+#: Collectives after which no rank goes on before every rank of the group has entered them: a rank's change of a
+#: file between two of them is done before any rank leaves the second (:func:`_fenced_look`).
+_FENCES = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "wait_for_everyone",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+    }
+)
+
+
+def _fence(stmt: ast.stmt) -> bool:
+    """``dist.barrier()`` (or another of :data:`_FENCES`) as a statement of its own."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _terminal(stmt.value.func) in _FENCES
+
+
+def _test_names_rank(test: ast.expr) -> bool:
+    """Whether a test names the rank (``rank``, ``self.local_rank``, ``dist.get_rank()``): the name alone."""
+    return any(
+        (isinstance(n, ast.Name) and _rank_name(n.id)) or (isinstance(n, ast.Attribute) and _rank_name(n.attr))
+        for n in ast.walk(test)
+    )
+
+
+def _group_test(test: ast.expr) -> bool | None:
+    """True for ``dist.is_initialized()`` (or ``is_available() and is_initialized()``), False for its negation,
+    else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _group_test(test.operand)
+        return None if inner is None else not inner
+    values = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    if any(isinstance(v, ast.Call) and _terminal(v.func) == "is_initialized" for v in values):
+        return True
+    return None
+
+
+def _fenced(branch: list[ast.stmt], call: ast.Call) -> bool | None:
+    """Whether ``call``, in ``branch``, runs only between two fences (:func:`_fence`) of a block every rank in
+    ``branch`` goes through (``dist.barrier()``, then ``if rank == 0: make(path)``, then ``dist.barrier()``),
+    reached through ``if``s that do not name the rank and ``with`` blocks; or only where no process group is
+    set up (the ``else`` of ``if dist.is_initialized():``). None when ``call`` is not in ``branch``."""
+    block = branch
+    while True:
+        index = next((i for i, stmt in enumerate(block) if any(n is call for n in ast.walk(stmt))), None)
+        if index is None:
+            return None if block is branch else False
+        if any(_fence(s) for s in block[:index]) and any(_fence(s) for s in block[index + 1 :]):
+            return True
+        stmt = block[index]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            block = stmt.body
+        elif isinstance(stmt, ast.If) and not _test_names_rank(stmt.test):
+            inside = any(n is call for s in stmt.body for n in ast.walk(s))
+            if _group_test(stmt.test) is (not inside):  # no process group there: no other rank to race
+                return True
+            block = stmt.body if inside else stmt.orelse
+        else:
+            return False
+
+
+def _fenced_look(
+    test: ast.If,
+    look: ast.Call,
+    keys: set[str],
+    changes: list[tuple[ast.Call, set[str], bool]],
+    writers: dict[str, set[int]],
+    functions: Iterable[str],
+) -> bool:
+    """Whether a look at a file in the test of ``test`` gets the same answer on every rank that shares the file
+    system: every change of the file the program makes is in a branch of ``test`` between two collectives that
+    every rank of that branch makes (Minerva's fix, commit fc61c317: ``if path.exists(): load`` / ``else:
+    dist.barrier(); if rank == 0: create and cache; dist.barrier()``), or where no process group is set up, and
+    every call a branch hands the path to either is such a change or is a function of the file that does not
+    write it. No rank can change the file before every rank has looked (the first fence waits for all of them,
+    and a rank that found the file skips it only if the file was there before any change), and every rank that
+    looks again after the change comes after the second fence. A file a rank writes with no such fence (every
+    rank's own ``if not exists: make``) is still a look whose answer differs, and so is one at a file the program
+    never makes (node-local disks: Megatron-LM's tracker file, tests/lint_corpus); one the program makes behind
+    fences, for the other ranks to read after the second, it already takes for a file every rank sees."""
+    looked = _looked_at(look)
+    text = ast.unparse(looked) if looked is not None else None
+    fenced = False
+    for call, changed, own in changes:
+        if not (changed & keys) or own:
+            continue
+        if not any(_fenced(branch, call) for branch in (test.body, test.orelse)):
+            return False
+        fenced = True
+    if not fenced:  # a file the program does not make: each rank's own file system answers (node-local disks)
+        return False
+    for call in _own_nodes([*test.body, *test.orelse]):
+        if not isinstance(call, ast.Call) or text is None:
+            continue
+        handed = [
+            i for i, arg in enumerate((*call.args, *(k.value for k in call.keywords))) if ast.unparse(arg) == text
+        ]
+        if not handed or any(_fenced(branch, call) for branch in (test.body, test.orelse)):
+            continue
+        name = _terminal(call.func) or ""
+        if name in _REPORTING:
+            continue
+        if name not in functions or any(i in writers.get(name, ()) for i in handed):
+            return False  # a call that may write the file (one lint cannot see into, or a writer of the file's)
+    return True
+
+
 def _path_keys(node: ast.expr, assigns: dict[str, list[ast.expr]], depth: int = 0) -> set[str]:
     """Texts a path is matched by (:meth:`_Analysis._prepare_looks`): the whole path, its last component
     (``os.path.join(d, NAME)``, ``d / NAME``), ``get_path(name)`` for a call whatever its receiver, and those of
@@ -3397,6 +3507,8 @@ class _Analysis:
         #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
         self.strict_looks = False
         self.changing_looks: set[int] = set()
+        #: looks at a file whose every change the program orders between two collectives (:func:`_fenced_look`)
+        self.fenced_looks: set[int] = set()
         self.strict_taint: dict[str, set[str]] = {}
         self.strict_rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
@@ -3569,6 +3681,10 @@ class _Analysis:
                                 writers.setdefault(func.name, set()).add(params.index(path.id) - offset)
         changed: set[str] = set()
         looks: list[tuple[ast.Call, set[str]]] = []
+        #: each change: the call, the keys of its path, and, for a write of a function of the file to its own
+        #: parameter (made where that function is called, which counts as a change too), that function's name
+        changes: list[tuple[ast.Call, set[str], str | None]] = []
+        tests: dict[int, tuple[ast.If, set[str]]] = {}  # a look in an if's test -> that if, the keys of its path
         for unit, body, owner, params in scopes:
             assigns: dict[str, list[ast.expr]] = {}
             nodes = list(_own_nodes(body))
@@ -3583,7 +3699,10 @@ class _Analysis:
                 paths = self._changed_paths(node, unit)
                 paths += [node.args[i] for i in writers.get(_terminal(node.func) or "", ()) if i < len(node.args)]
                 for path in paths:
-                    changed |= _path_keys(path, assigns)
+                    keys = _path_keys(path, assigns)
+                    changed |= keys
+                    own = isinstance(path, ast.Name) and path.id in params and owner in writers
+                    changes.append((node, keys, owner if own else None))
                 looked = _looked_at(node)
                 if looked is not None:
                     looks.append((node, _path_keys(looked, assigns)))
@@ -3608,7 +3727,26 @@ class _Analysis:
                 for look, looked in tested:
                     if ast.unparse(looked) in used:
                         self.changing_looks.add(id(look))
+                    if isinstance(node, ast.If):
+                        tests[id(look)] = (node, _path_keys(looked, assigns))
         self.changing_looks |= {id(node) for node, keys in looks if keys & changed}
+        if not tests:
+            return
+        # a writer of the file's called only by name counts where it is called; one handed on as a value (a
+        # callback: `distributed_function(1, write_file, path)`) counts where it writes
+        named: collections.Counter[str] = collections.Counter()
+        if writers:
+            for unit in self.units:
+                for n in ast.walk(unit.tree):
+                    if isinstance(n, ast.Call) and _terminal(n.func) in writers:
+                        named[_terminal(n.func)] -= 1
+                    elif isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+                        if _terminal(n) in writers:
+                            named[_terminal(n)] += 1
+        fenced_changes = [(c, k, owner is not None and named[owner] <= 0) for c, k, owner in changes]
+        for node, keys in looks:
+            if id(node) in tests and _fenced_look(tests[id(node)][0], node, keys, fenced_changes, writers, params_of):
+                self.fenced_looks.add(id(node))
 
     def _strictly(self, work: Callable[..., Any], *args: Any) -> Any:
         """``work(*args)`` with looks counted as :meth:`_prepare_strict_taint` counts them."""
@@ -3620,6 +3758,8 @@ class _Analysis:
             self.rank_funcs, self.strict_looks = kept, False
 
     def _counted_look(self, node: ast.AST) -> bool:
+        if id(node) in self.fenced_looks:
+            return False
         return _file_check(node) and (not self.strict_looks or id(node) in self.changing_looks)
 
     #: What the taint pass works out; :meth:`_prepare_strict_taint` runs it a second time and puts these back.
