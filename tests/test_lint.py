@@ -6323,3 +6323,57 @@ def test_a_look_at_a_file_whose_every_change_is_fenced_by_two_barriers_answers_a
     )
     assert handed != _MINERVA_CACHE and {f.kind for f in _src(handed)} == {"branch"}
 
+
+_TRAIN_LLM_FINAL_EVAL = """\
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    class TinyLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 4)
+            self.register_buffer("causal_mask", torch.tril(torch.ones(4, 4)))
+
+        def forward(self, x):
+            return self.head(x) * self.causal_mask[0]
+
+    def unwrap(model):
+        return model.module if isinstance(model, DDP) else model
+
+    @torch.no_grad()
+    def eval_dev(model, rows):
+        return sum(model(x).sum().item() for x in rows)
+
+    def worker(rows):
+        is_main = dist.get_rank() == 0
+        model = DDP(TinyLM())
+        for x in rows:
+            model(x).sum().backward()
+            dev = torch.tensor([eval_dev(model, rows)])
+            dist.all_reduce(dev)
+        if is_main:
+            dev = eval_dev(unwrap(model), rows)
+    """
+
+
+def test_a_model_handed_through_a_function_that_returns_its_module_is_no_ddp_model() -> None:
+    """Modelled on round 43's train-llm-from-scratch items (FareedKhan-dev/train-llm-from-scratch PR #32): the
+    periodic evaluation hands every rank's DDP model to ``eval_dev``; the final one, on the main rank only, hands
+    it ``unwrap(model)``, ``model.module if isinstance(model, DDP) else model``, whose forward issues no
+    collective. Lint took ``eval_dev``'s parameter for the DDP model at every call and reported the final one."""
+    assert _src(_TRAIN_LLM_FINAL_EVAL) == []
+    # the bug the PR fixes: the final evaluation through the wrapper on the main rank alone
+    buggy = _TRAIN_LLM_FINAL_EVAL.replace("eval_dev(unwrap(model), rows)", "eval_dev(model, rows)")
+    assert buggy != _TRAIN_LLM_FINAL_EVAL
+    assert [(f.line, f.kind) for f in _src(buggy)] == [(30, "hidden-collective")]
+    # a helper that hands the wrapper back (a flag, not the wrapper's type, picks the module) is no unwrapper
+    flagged = _TRAIN_LLM_FINAL_EVAL.replace("if isinstance(model, DDP) else model", "if False else model")
+    assert flagged != _TRAIN_LLM_FINAL_EVAL
+    assert [(f.line, f.kind) for f in _src(flagged)] == [(30, "hidden-collective")]
+    # getattr(model, "module", model) unwraps too
+    via_getattr = _TRAIN_LLM_FINAL_EVAL.replace(
+        "model.module if isinstance(model, DDP) else model", 'getattr(model, "module", model)'
+    )
+    assert via_getattr != _TRAIN_LLM_FINAL_EVAL and _src(via_getattr) == []

@@ -1863,6 +1863,63 @@ def _looked_at(node: ast.Call) -> ast.expr | None:
     return node.func.value if isinstance(node.func, ast.Attribute) else None
 
 
+def _unwrapper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function of one parameter ``p`` returns the module a wrapper holds: every ``return`` hands back
+    ``p.module``, ``getattr(p, "module", p)``, ``p.module if <test of p> else p`` (the test ``isinstance(p, ...)``
+    or ``hasattr(p, "module")``), or ``p`` after ``if <that test>: return p.module``. The result holds no DDP
+    wrapper: the ``else`` returns ``p`` only where ``p`` is not one."""
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    if params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    if len(params) != 1:
+        return False
+    [p] = params
+
+    def is_p(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id == p
+
+    def module_of_p(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "module" and is_p(node.value)
+
+    def tests_p(test: ast.expr) -> bool:
+        return (
+            isinstance(test, ast.Call)
+            and _terminal(test.func) in ("isinstance", "hasattr")
+            and len(test.args) == 2
+            and is_p(test.args[0])
+            and (_terminal(test.func) == "isinstance" or ast.unparse(test.args[1]) in ("'module'", '"module"'))
+        )
+
+    def unwraps(value: ast.expr | None) -> bool:
+        if module_of_p(value):
+            return True
+        if isinstance(value, ast.IfExp):
+            return tests_p(value.test) and module_of_p(value.body) and is_p(value.orelse)
+        return (
+            isinstance(value, ast.Call)
+            and _terminal(value.func) == "getattr"
+            and len(value.args) == 3
+            and is_p(value.args[0])
+            and ast.unparse(value.args[1]) in ("'module'", '"module"')
+            and is_p(value.args[2])
+        )
+
+    body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return unwraps(body[0].value)
+    return (
+        len(body) == 2
+        and isinstance(body[0], ast.If)
+        and not body[0].orelse
+        and tests_p(body[0].test)
+        and len(body[0].body) == 1
+        and isinstance(body[0].body[0], ast.Return)
+        and module_of_p(body[0].body[0].value)
+        and isinstance(body[1], ast.Return)
+        and is_p(body[1].value)
+    )
+
+
 #: Collectives after which no rank goes on before every rank of the group has entered them: a rank's change of a
 #: file between two of them is done before any rank leaves the second (:func:`_fenced_look`).
 _FENCES = frozenset(
@@ -4102,7 +4159,9 @@ class _Analysis:
                     continue
                 for param, arg in bound:
                     name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
-                    if param in held and name is not None and name not in self.ddp[key]:
+                    if param in held and (
+                        (name is not None and name not in self.ddp[key]) or self._unwrapping_call(arg, key)
+                    ):
                         del held[param]
                         dropped = True
             if not dropped:
@@ -4113,6 +4172,16 @@ class _Analysis:
             self.ddp_values[key] = _closure(
                 _assignments(nodes), set(), lambda value, _, values, ddp=ddp: self._ddp_output(value, ddp, values)
             )
+
+    def _unwrapping_call(self, arg: ast.expr, key: str | None) -> bool:
+        """Whether ``arg`` calls a function of the file that hands back the module a DDP/FSDP wrapper holds
+        (train-llm-from-scratch's ``unwrap(model)``, ``return model.module if isinstance(model, DDP) else
+        model``; see :func:`_unwrapper`): what it returns is no wrapped model, whatever the caller hands it."""
+        if not (isinstance(arg, ast.Call) and len(arg.args) == 1 and not arg.keywords):
+            return False
+        unit = self.table[key].unit if key is not None and key in self.table else None
+        callee = self._callee(arg.func, self._class_of(key), unit)
+        return callee is not None and callee in self.table and _unwrapper(self.table[callee].node)
 
     def _calls_of_file_functions(self, scopes) -> Iterator[tuple[str | None, str, list[str], list[tuple]]]:
         """Each call in ``scopes`` of a function of the file: the calling scope, the callee's key, its parameter
