@@ -6377,3 +6377,40 @@ def test_a_model_handed_through_a_function_that_returns_its_module_is_no_ddp_mod
         "model.module if isinstance(model, DDP) else model", 'getattr(model, "module", model)'
     )
     assert via_getattr != _TRAIN_LLM_FINAL_EVAL and _src(via_getattr) == []
+
+
+_SGLANG_TP_GROUP = """\
+    import torch.distributed as dist
+
+    class Scheduler:
+        def __init__(self, tp_rank, tp_group):
+            self.tp_rank, self.tp_group = tp_rank, tp_group
+            self.waiting_queue = []
+
+        def abort_on_waiting_timeout(self, waited):
+            decision = [None]
+            if self.tp_rank == 0:
+                decision[0] = [rid for rid, seconds in waited.items() if seconds > 1.0]
+            dist.broadcast_object_list(decision, src=0, group=self.tp_group)
+            return decision[0]
+
+    def worker(waited):
+        rank = dist.get_rank()
+        tp_group = dist.new_group(ranks=list(range(dist.get_world_size())))
+        return Scheduler(rank, tp_group).abort_on_waiting_timeout(waited)
+    """
+
+
+def test_src_0_on_a_group_of_every_rank_handed_to_the_constructor_is_global_rank_0() -> None:
+    """Modelled on round 43's SGLang items (sgl-project/sglang PR #27164): rank 0 of the TP group decides which
+    waiting requests to abort and broadcasts the list with ``src=0, group=self.tp_group``. The scheduler gets
+    its group through ``__init__``, from ``new_group(ranks=list(range(dist.get_world_size())))``, which holds
+    every rank: global rank 0 is its rank 0. Lint followed only a group assigned from ``new_group`` in the same
+    scope, and reported ``src=0`` as a group rank."""
+    assert _src(_SGLANG_TP_GROUP) == []
+    # a TP group of the ranks after 0: src=0 names a rank outside it
+    later = _SGLANG_TP_GROUP.replace("list(range(dist.get_world_size()))", "list(range(1, dist.get_world_size()))")
+    assert later != _SGLANG_TP_GROUP and [f.kind for f in _src(later)] == ["group-rank"]
+    # a second scheduler built on a group lint cannot read: not every call hands a group holding rank 0
+    other = _SGLANG_TP_GROUP + "\n    def replica(group):\n        return Scheduler(dist.get_rank(), group)\n"
+    assert [f.kind for f in _src(other)] == ["group-rank"]

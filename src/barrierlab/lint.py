@@ -11434,6 +11434,20 @@ _GROUP_RANK_NAME = re.compile(
 )
 
 
+def _group_holds(made: ast.Call, rank: int) -> bool:
+    """Whether ``new_group(...)`` holds global rank ``rank``: no ranks (every rank), ``range(n)`` or
+    ``list(range(n))`` for rank 0, or a literal list holding it."""
+    ranks = _argument(made, 0, "ranks")
+    if ranks is None:
+        return True  # new_group() holds every rank
+    if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args:
+        ranks = ranks.args[0]
+    if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "range" and len(ranks.args) == 1:
+        return rank == 0  # range(n) starts at global rank 0
+    found = _const_ints(ranks)
+    return found is not None and rank in found
+
+
 def _names_a_group_rank(node: ast.AST) -> bool:
     """``tp_rank``, ``self.dp_rank``, ``args.local_rank``: a name that says it is a rank within a group."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
@@ -12751,21 +12765,43 @@ class _Agreement:
         return None
 
     def _holds(self, group: str, rank: int, unit: _Unit) -> bool:
-        """Whether ``group`` is a name assigned once from ``new_group`` of a literal list that holds ``rank``."""
-        for scope in self.an.values.values():
+        """Whether ``group`` is a name assigned once from ``new_group`` of a literal list that holds ``rank``; or
+        one assigned from a parameter (``self.tp_group = tp_group`` in ``__init__``) that every call of the
+        function (of the class, for ``__init__``) hands such a group (round 43's SGLang items: the scheduler
+        gets the TP group ``new_group(ranks=list(range(dist.get_world_size())))``, which holds every rank)."""
+        for key, scope in self.an.values.items():
             value = scope.get(group)
-            if isinstance(value, ast.Call) and _terminal(value.func) == "new_group":
-                ranks = _argument(value, 0, "ranks")
-                if ranks is None:
-                    return True  # new_group() holds every rank
-                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args:
-                    ranks = ranks.args[0]
-                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "range" and len(ranks.args) == 1:
-                    return rank == 0  # range(n) starts at global rank 0
-                found = _const_ints(ranks)
-                if found is not None and rank in found:
-                    return True
+            if isinstance(value, ast.Name) and self._handed_groups_hold(key, value.id, rank):
+                return True
+            if isinstance(value, ast.Call) and _terminal(value.func) == "new_group" and _group_holds(value, rank):
+                return True
         return False
+
+    def _handed_groups_hold(self, key: str | None, param: str, rank: int) -> bool:
+        """Whether every call of function ``key`` hands its parameter ``param`` a group that holds ``rank``: a name
+        the calling function assigns once from ``new_group`` (see :meth:`_holds`)."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None:
+            return False
+        names = [a.arg for a in [*func.node.args.posonlyargs, *func.node.args.args]]
+        if param not in names:
+            return False
+        offset = 1 if func.self_class else 0
+        callee = func.self_class if func.node.name == "__init__" and func.self_class else func.node.name
+        calls = self.an.calls_named(callee.rpartition(".")[2])
+        if not calls:
+            return False
+        for call in calls:
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            index = names.index(param) - offset
+            if given is None and 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+                given = call.args[index]
+            if not isinstance(given, ast.Name):
+                return False
+            made = self.an.values.get(self.an._enclosing_key(call), {}).get(given.id)
+            if not (isinstance(made, ast.Call) and _terminal(made.func) == "new_group" and _group_holds(made, rank)):
+                return False
+        return True
 
     # -- dtypes inferred from per-rank values
 
