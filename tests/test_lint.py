@@ -6641,3 +6641,200 @@ def test_a_trainer_method_looping_over_the_loader_its_constructor_stored_is_coun
     assert {(f.line, f.kind) for f in found} == {(27, "rank-dependent-loop")}, found  # DDP forward and backward
     assert all("rank 0: 5, rank 1: 4; self built at line 31" in f.condition for f in found), found
     assert lint_source(source.replace("{0: 40, 1: 32}", "{0: 40, 1: 40}")) == []
+
+
+_PUFFERDRIVE_GUARD = """\
+    import os
+    import torch.distributed as dist
+
+    def build_ocean(path):
+        with open(path, "wb") as f:
+            f.write(b"ELF")
+        return 0
+
+    def ensure_drive_binary(workdir):
+        if dist.is_initialized():
+            if dist.get_rank() != 0:
+                dist.barrier()
+                return
+        path = os.path.join(workdir, "visualize")
+        if os.path.exists(path):
+            os.remove(path)
+        if build_ocean(path) != 0:
+            raise RuntimeError("Failed to build visualize binary for rendering")
+        if dist.is_initialized():
+            dist.barrier()
+    """
+
+
+def test_a_plain_test_repeated_around_the_early_barrier_and_the_closing_one_goes_the_same_way() -> None:
+    """Modelled on round 43's PufferDrive items (Emerge-Lab/PufferDrive issue #281, the guard its maintainer
+    accepted): under ``if dist.is_initialized():`` the ranks other than 0 enter a barrier and return; rank 0
+    builds the binary and reaches the closing ``barrier()`` under the same ``if dist.is_initialized():``. The
+    test does not depend on the rank, so both ``if``s go the same way on every rank and each rank makes one
+    barrier; lint read the second ``if`` as an opaque step and reported both barriers."""
+    assert _src(_PUFFERDRIVE_GUARD) == []
+    # rank 0 never reaches a barrier: the others' early one waits for it
+    close = "        if dist.is_initialized():\n            dist.barrier()\n"
+    no_close = _PUFFERDRIVE_GUARD.replace(close, "")
+    assert no_close != _PUFFERDRIVE_GUARD
+    assert {f.kind for f in _src(no_close)} == {"branch"}
+    # the closing barrier under another test (the render switch): not the same way on every path
+    other = _PUFFERDRIVE_GUARD.replace(close, close.replace("dist.is_initialized()", "os.environ.get('RENDER')"))
+    assert other != _PUFFERDRIVE_GUARD and _src(other) != []
+
+
+_MINERVA_CACHE = """\
+    import pickle
+    import torch.distributed as dist
+
+    def create_subdataset(params):
+        return {"features": list(range(params["n"]))}
+
+    def cache_dataset(dataset, cached_dataset_path):
+        with open(cached_dataset_path, "xb") as fp:
+            pickle.dump(dataset, fp)
+
+    def load_dataset_from_cache(cached_dataset_path):
+        with open(cached_dataset_path, "rb") as fp:
+            return pickle.load(fp)
+
+    def get_subdataset(params, cache_dir):
+        cached_dataset_path = cache_dir / f"{params['n']}.obj"
+        if cached_dataset_path.exists():
+            sub_dataset = load_dataset_from_cache(cached_dataset_path)
+        elif dist.is_available() and dist.is_initialized():
+            rank = dist.get_rank()
+            dist.barrier()
+            if rank == 0:
+                sub_dataset = create_subdataset(params)
+                cache_dataset(sub_dataset, cached_dataset_path)
+            else:
+                sub_dataset = None
+            dist.barrier()
+            if rank != 0:
+                sub_dataset = load_dataset_from_cache(cached_dataset_path)
+        else:
+            sub_dataset = create_subdataset(params)
+            cache_dataset(sub_dataset, cached_dataset_path)
+        return sub_dataset
+    """
+
+
+def test_a_look_at_a_file_whose_every_change_is_fenced_by_two_barriers_answers_alike() -> None:
+    """Modelled on round 44's Minerva items (Pale-Blue-Dot-97/Minerva issue #421, fix commit fc61c317): the
+    ranks that do not find the cache enter a barrier, rank 0 builds and caches the dataset, a second barrier, then
+    the others load it; without a process group the one process builds and caches it. No rank can create the
+    file before every rank has looked (the first barrier waits for all of them), and every rank that looks again
+    comes after the second: on ranks that share the file system the look answers alike. Lint reported both
+    barriers as reached only where the file was missing."""
+    assert _src(_MINERVA_CACHE) == []
+    # rank 0 caches with no barrier before it: a slower rank can find the file rank 0 just wrote
+    first = "            dist.barrier()\n            if rank == 0:"
+    early = _MINERVA_CACHE.replace(first, "            if rank == 0:")
+    assert early != _MINERVA_CACHE and {f.kind for f in _src(early)} == {"branch"}
+    # a helper every rank calls also writes the file, with no barrier around it
+    unfenced = _MINERVA_CACHE.replace(
+        "            sub_dataset = load_dataset_from_cache(cached_dataset_path)\n        elif",
+        "            sub_dataset = load_dataset_from_cache(cached_dataset_path)\n"
+        "            cache_dataset(sub_dataset, cached_dataset_path)\n        elif",
+    )
+    assert unfenced != _MINERVA_CACHE and {f.kind for f in _src(unfenced)} == {"branch"}
+    # the writer handed on as a callback: lint does not see where it writes
+    handed = _MINERVA_CACHE.replace(
+        "cache_dataset(sub_dataset, cached_dataset_path)\n            else:",
+        "run(cache_dataset, sub_dataset, cached_dataset_path)\n            else:",
+    )
+    assert handed != _MINERVA_CACHE and {f.kind for f in _src(handed)} == {"branch"}
+
+
+_TRAIN_LLM_FINAL_EVAL = """\
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    class TinyLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 4)
+            self.register_buffer("causal_mask", torch.tril(torch.ones(4, 4)))
+
+        def forward(self, x):
+            return self.head(x) * self.causal_mask[0]
+
+    def unwrap(model):
+        return model.module if isinstance(model, DDP) else model
+
+    @torch.no_grad()
+    def eval_dev(model, rows):
+        return sum(model(x).sum().item() for x in rows)
+
+    def worker(rows):
+        is_main = dist.get_rank() == 0
+        model = DDP(TinyLM())
+        for x in rows:
+            model(x).sum().backward()
+            dev = torch.tensor([eval_dev(model, rows)])
+            dist.all_reduce(dev)
+        if is_main:
+            dev = eval_dev(unwrap(model), rows)
+    """
+
+
+def test_a_model_handed_through_a_function_that_returns_its_module_is_no_ddp_model() -> None:
+    """Modelled on round 43's train-llm-from-scratch items (FareedKhan-dev/train-llm-from-scratch PR #32): the
+    periodic evaluation hands every rank's DDP model to ``eval_dev``; the final one, on the main rank only, hands
+    it ``unwrap(model)``, ``model.module if isinstance(model, DDP) else model``, whose forward issues no
+    collective. Lint took ``eval_dev``'s parameter for the DDP model at every call and reported the final one."""
+    assert _src(_TRAIN_LLM_FINAL_EVAL) == []
+    # the bug the PR fixes: the final evaluation through the wrapper on the main rank alone
+    buggy = _TRAIN_LLM_FINAL_EVAL.replace("eval_dev(unwrap(model), rows)", "eval_dev(model, rows)")
+    assert buggy != _TRAIN_LLM_FINAL_EVAL
+    assert [(f.line, f.kind) for f in _src(buggy)] == [(30, "hidden-collective")]
+    # a helper that hands the wrapper back (a flag, not the wrapper's type, picks the module) is no unwrapper
+    flagged = _TRAIN_LLM_FINAL_EVAL.replace("if isinstance(model, DDP) else model", "if False else model")
+    assert flagged != _TRAIN_LLM_FINAL_EVAL
+    assert [(f.line, f.kind) for f in _src(flagged)] == [(30, "hidden-collective")]
+    # getattr(model, "module", model) unwraps too
+    via_getattr = _TRAIN_LLM_FINAL_EVAL.replace(
+        "model.module if isinstance(model, DDP) else model", 'getattr(model, "module", model)'
+    )
+    assert via_getattr != _TRAIN_LLM_FINAL_EVAL and _src(via_getattr) == []
+
+
+_SGLANG_TP_GROUP = """\
+    import torch.distributed as dist
+
+    class Scheduler:
+        def __init__(self, tp_rank, tp_group):
+            self.tp_rank, self.tp_group = tp_rank, tp_group
+            self.waiting_queue = []
+
+        def abort_on_waiting_timeout(self, waited):
+            decision = [None]
+            if self.tp_rank == 0:
+                decision[0] = [rid for rid, seconds in waited.items() if seconds > 1.0]
+            dist.broadcast_object_list(decision, src=0, group=self.tp_group)
+            return decision[0]
+
+    def worker(waited):
+        rank = dist.get_rank()
+        tp_group = dist.new_group(ranks=list(range(dist.get_world_size())))
+        return Scheduler(rank, tp_group).abort_on_waiting_timeout(waited)
+    """
+
+
+def test_src_0_on_a_group_of_every_rank_handed_to_the_constructor_is_global_rank_0() -> None:
+    """Modelled on round 43's SGLang items (sgl-project/sglang PR #27164): rank 0 of the TP group decides which
+    waiting requests to abort and broadcasts the list with ``src=0, group=self.tp_group``. The scheduler gets
+    its group through ``__init__``, from ``new_group(ranks=list(range(dist.get_world_size())))``, which holds
+    every rank: global rank 0 is its rank 0. Lint followed only a group assigned from ``new_group`` in the same
+    scope, and reported ``src=0`` as a group rank."""
+    assert _src(_SGLANG_TP_GROUP) == []
+    # a TP group of the ranks after 0: src=0 names a rank outside it
+    later = _SGLANG_TP_GROUP.replace("list(range(dist.get_world_size()))", "list(range(1, dist.get_world_size()))")
+    assert later != _SGLANG_TP_GROUP and [f.kind for f in _src(later)] == ["group-rank"]
+    # a second scheduler built on a group lint cannot read: not every call hands a group holding rank 0
+    other = _SGLANG_TP_GROUP + "\n    def replica(group):\n        return Scheduler(dist.get_rank(), group)\n"
+    assert [f.kind for f in _src(other)] == ["group-rank"]

@@ -1864,6 +1864,173 @@ def _looked_at(node: ast.Call) -> ast.expr | None:
     return node.func.value if isinstance(node.func, ast.Attribute) else None
 
 
+def _unwrapper(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function of one parameter ``p`` returns the module a wrapper holds: every ``return`` hands back
+    ``p.module``, ``getattr(p, "module", p)``, ``p.module if <test of p> else p`` (the test ``isinstance(p, ...)``
+    or ``hasattr(p, "module")``), or ``p`` after ``if <that test>: return p.module``. The result holds no DDP
+    wrapper: the ``else`` returns ``p`` only where ``p`` is not one."""
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    if params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    if len(params) != 1:
+        return False
+    [p] = params
+
+    def is_p(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id == p
+
+    def module_of_p(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "module" and is_p(node.value)
+
+    def tests_p(test: ast.expr) -> bool:
+        return (
+            isinstance(test, ast.Call)
+            and _terminal(test.func) in ("isinstance", "hasattr")
+            and len(test.args) == 2
+            and is_p(test.args[0])
+            and (_terminal(test.func) == "isinstance" or ast.unparse(test.args[1]) in ("'module'", '"module"'))
+        )
+
+    def unwraps(value: ast.expr | None) -> bool:
+        if module_of_p(value):
+            return True
+        if isinstance(value, ast.IfExp):
+            return tests_p(value.test) and module_of_p(value.body) and is_p(value.orelse)
+        return (
+            isinstance(value, ast.Call)
+            and _terminal(value.func) == "getattr"
+            and len(value.args) == 3
+            and is_p(value.args[0])
+            and ast.unparse(value.args[1]) in ("'module'", '"module"')
+            and is_p(value.args[2])
+        )
+
+    body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return unwraps(body[0].value)
+    return (
+        len(body) == 2
+        and isinstance(body[0], ast.If)
+        and not body[0].orelse
+        and tests_p(body[0].test)
+        and len(body[0].body) == 1
+        and isinstance(body[0].body[0], ast.Return)
+        and module_of_p(body[0].body[0].value)
+        and isinstance(body[1], ast.Return)
+        and is_p(body[1].value)
+    )
+
+
+#: Collectives after which no rank goes on before every rank of the group has entered them: a rank's change of a
+#: file between two of them is done before any rank leaves the second (:func:`_fenced_look`).
+_FENCES = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "wait_for_everyone",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+    }
+)
+
+
+def _fence(stmt: ast.stmt) -> bool:
+    """``dist.barrier()`` (or another of :data:`_FENCES`) as a statement of its own."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _terminal(stmt.value.func) in _FENCES
+
+
+def _test_names_rank(test: ast.expr) -> bool:
+    """Whether a test names the rank (``rank``, ``self.local_rank``, ``dist.get_rank()``): the name alone."""
+    return any(
+        (isinstance(n, ast.Name) and _rank_name(n.id)) or (isinstance(n, ast.Attribute) and _rank_name(n.attr))
+        for n in ast.walk(test)
+    )
+
+
+def _group_test(test: ast.expr) -> bool | None:
+    """True for ``dist.is_initialized()`` (or ``is_available() and is_initialized()``), False for its negation,
+    else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _group_test(test.operand)
+        return None if inner is None else not inner
+    values = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    if any(isinstance(v, ast.Call) and _terminal(v.func) == "is_initialized" for v in values):
+        return True
+    return None
+
+
+def _fenced(branch: list[ast.stmt], call: ast.Call) -> bool | None:
+    """Whether ``call``, in ``branch``, runs only between two fences (:func:`_fence`) of a block every rank in
+    ``branch`` goes through (``dist.barrier()``, then ``if rank == 0: make(path)``, then ``dist.barrier()``),
+    reached through ``if``s that do not name the rank and ``with`` blocks; or only where no process group is
+    set up (the ``else`` of ``if dist.is_initialized():``). None when ``call`` is not in ``branch``."""
+    block = branch
+    while True:
+        index = next((i for i, stmt in enumerate(block) if any(n is call for n in ast.walk(stmt))), None)
+        if index is None:
+            return None if block is branch else False
+        if any(_fence(s) for s in block[:index]) and any(_fence(s) for s in block[index + 1 :]):
+            return True
+        stmt = block[index]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            block = stmt.body
+        elif isinstance(stmt, ast.If) and not _test_names_rank(stmt.test):
+            inside = any(n is call for s in stmt.body for n in ast.walk(s))
+            if _group_test(stmt.test) is (not inside):  # no process group there: no other rank to race
+                return True
+            block = stmt.body if inside else stmt.orelse
+        else:
+            return False
+
+
+def _fenced_look(
+    test: ast.If,
+    look: ast.Call,
+    keys: set[str],
+    changes: list[tuple[ast.Call, set[str], bool]],
+    writers: dict[str, set[int]],
+    functions: Iterable[str],
+) -> bool:
+    """Whether a look at a file in the test of ``test`` gets the same answer on every rank that shares the file
+    system: every change of the file the program makes is in a branch of ``test`` between two collectives that
+    every rank of that branch makes (Minerva's fix, commit fc61c317: ``if path.exists(): load`` / ``else:
+    dist.barrier(); if rank == 0: create and cache; dist.barrier()``), or where no process group is set up, and
+    every call a branch hands the path to either is such a change or is a function of the file that does not
+    write it. No rank can change the file before every rank has looked (the first fence waits for all of them,
+    and a rank that found the file skips it only if the file was there before any change), and every rank that
+    looks again after the change comes after the second fence. A file a rank writes with no such fence (every
+    rank's own ``if not exists: make``) is still a look whose answer differs, and so is one at a file the program
+    never makes (node-local disks: Megatron-LM's tracker file, tests/lint_corpus); one the program makes behind
+    fences, for the other ranks to read after the second, it already takes for a file every rank sees."""
+    looked = _looked_at(look)
+    text = ast.unparse(looked) if looked is not None else None
+    fenced = False
+    for call, changed, own in changes:
+        if not (changed & keys) or own:
+            continue
+        if not any(_fenced(branch, call) for branch in (test.body, test.orelse)):
+            return False
+        fenced = True
+    if not fenced:  # a file the program does not make: each rank's own file system answers (node-local disks)
+        return False
+    for call in _own_nodes([*test.body, *test.orelse]):
+        if not isinstance(call, ast.Call) or text is None:
+            continue
+        handed = [
+            i for i, arg in enumerate((*call.args, *(k.value for k in call.keywords))) if ast.unparse(arg) == text
+        ]
+        if not handed or any(_fenced(branch, call) for branch in (test.body, test.orelse)):
+            continue
+        name = _terminal(call.func) or ""
+        if name in _REPORTING:
+            continue
+        if name not in functions or any(i in writers.get(name, ()) for i in handed):
+            return False  # a call that may write the file (one lint cannot see into, or a writer of the file's)
+    return True
+
+
 def _path_keys(node: ast.expr, assigns: dict[str, list[ast.expr]], depth: int = 0) -> set[str]:
     """Texts a path is matched by (:meth:`_Analysis._prepare_looks`): the whole path, its last component
     (``os.path.join(d, NAME)``, ``d / NAME``), ``get_path(name)`` for a call whatever its receiver, and those of
@@ -3398,6 +3565,8 @@ class _Analysis:
         #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
         self.strict_looks = False
         self.changing_looks: set[int] = set()
+        #: looks at a file whose every change the program orders between two collectives (:func:`_fenced_look`)
+        self.fenced_looks: set[int] = set()
         self.strict_taint: dict[str, set[str]] = {}
         self.strict_rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
@@ -3572,6 +3741,10 @@ class _Analysis:
                                 writers.setdefault(func.name, set()).add(params.index(path.id) - offset)
         changed: set[str] = set()
         looks: list[tuple[ast.Call, set[str]]] = []
+        #: each change: the call, the keys of its path, and, for a write of a function of the file to its own
+        #: parameter (made where that function is called, which counts as a change too), that function's name
+        changes: list[tuple[ast.Call, set[str], str | None]] = []
+        tests: dict[int, tuple[ast.If, set[str]]] = {}  # a look in an if's test -> that if, the keys of its path
         for unit, body, owner, params in scopes:
             assigns: dict[str, list[ast.expr]] = {}
             nodes = list(_own_nodes(body))
@@ -3586,7 +3759,10 @@ class _Analysis:
                 paths = self._changed_paths(node, unit)
                 paths += [node.args[i] for i in writers.get(_terminal(node.func) or "", ()) if i < len(node.args)]
                 for path in paths:
-                    changed |= _path_keys(path, assigns)
+                    keys = _path_keys(path, assigns)
+                    changed |= keys
+                    own = isinstance(path, ast.Name) and path.id in params and owner in writers
+                    changes.append((node, keys, owner if own else None))
                 looked = _looked_at(node)
                 if looked is not None:
                     looks.append((node, _path_keys(looked, assigns)))
@@ -3611,7 +3787,26 @@ class _Analysis:
                 for look, looked in tested:
                     if ast.unparse(looked) in used:
                         self.changing_looks.add(id(look))
+                    if isinstance(node, ast.If):
+                        tests[id(look)] = (node, _path_keys(looked, assigns))
         self.changing_looks |= {id(node) for node, keys in looks if keys & changed}
+        if not tests:
+            return
+        # a writer of the file's called only by name counts where it is called; one handed on as a value (a
+        # callback: `distributed_function(1, write_file, path)`) counts where it writes
+        named: collections.Counter[str] = collections.Counter()
+        if writers:
+            for unit in self.units:
+                for n in ast.walk(unit.tree):
+                    if isinstance(n, ast.Call) and _terminal(n.func) in writers:
+                        named[_terminal(n.func)] -= 1
+                    elif isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+                        if _terminal(n) in writers:
+                            named[_terminal(n)] += 1
+        fenced_changes = [(c, k, owner is not None and named[owner] <= 0) for c, k, owner in changes]
+        for node, keys in looks:
+            if id(node) in tests and _fenced_look(tests[id(node)][0], node, keys, fenced_changes, writers, params_of):
+                self.fenced_looks.add(id(node))
 
     def _strictly(self, work: Callable[..., Any], *args: Any) -> Any:
         """``work(*args)`` with looks counted as :meth:`_prepare_strict_taint` counts them."""
@@ -3623,6 +3818,8 @@ class _Analysis:
             self.rank_funcs, self.strict_looks = kept, False
 
     def _counted_look(self, node: ast.AST) -> bool:
+        if id(node) in self.fenced_looks:
+            return False
         return _file_check(node) and (not self.strict_looks or id(node) in self.changing_looks)
 
     #: What the taint pass works out; :meth:`_prepare_strict_taint` runs it a second time and puts these back.
@@ -3965,7 +4162,9 @@ class _Analysis:
                     continue
                 for param, arg in bound:
                     name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
-                    if param in held and name is not None and name not in self.ddp[key]:
+                    if param in held and (
+                        (name is not None and name not in self.ddp[key]) or self._unwrapping_call(arg, key)
+                    ):
                         del held[param]
                         dropped = True
             if not dropped:
@@ -3976,6 +4175,16 @@ class _Analysis:
             self.ddp_values[key] = _closure(
                 _assignments(nodes), set(), lambda value, _, values, ddp=ddp: self._ddp_output(value, ddp, values)
             )
+
+    def _unwrapping_call(self, arg: ast.expr, key: str | None) -> bool:
+        """Whether ``arg`` calls a function of the file that hands back the module a DDP/FSDP wrapper holds
+        (train-llm-from-scratch's ``unwrap(model)``, ``return model.module if isinstance(model, DDP) else
+        model``; see :func:`_unwrapper`): what it returns is no wrapped model, whatever the caller hands it."""
+        if not (isinstance(arg, ast.Call) and len(arg.args) == 1 and not arg.keywords):
+            return False
+        unit = self.table[key].unit if key is not None and key in self.table else None
+        callee = self._callee(arg.func, self._class_of(key), unit)
+        return callee is not None and callee in self.table and _unwrapper(self.table[callee].node)
 
     def _calls_of_file_functions(self, scopes) -> Iterator[tuple[str | None, str, list[str], list[tuple]]]:
         """Each call in ``scopes`` of a function of the file: the calling scope, the callee's key, its parameter
@@ -10131,7 +10340,7 @@ class _Walker:
         ``if r == 0 ... elif r == n`` asks each case's tail for the same worlds again (attack30 a10: without this
         the worlds of a 400-case dispatch ran every case's tail, cubic in the cases)."""
         constant = self._constant(item)
-        if constant is not None:
+        if constant is not None and not self._foreign_reads(item, world):
             return constant
         chain = self._chain_of(item)
         if chain is not None and chain[1] > 0:  # an elif case with cases after it: straight to the one taken
@@ -10141,7 +10350,11 @@ class _Walker:
             taken_item = shared["at"][places[at]] if at >= 0 else None
             return self._run(taken_item.body if taken_item else shared["last"].orelse, world)
         runs = self.__dict__.setdefault("_runs_of", collections.OrderedDict())
-        key = (id(item), *(world[a] for a in self._reduced_atoms(item)))
+        key = (
+            id(item),
+            *(world[a] for a in self._reduced_atoms(item)),
+            *(world.get(a) for a in self._plain_reads(item)),
+        )
         kept = runs.get(key)
         if kept is not None and kept[0] is item:
             runs.move_to_end(key)
@@ -10152,6 +10365,53 @@ class _Walker:
             runs.popitem(last=False)
         runs[key] = (item, outcome)
         return outcome
+
+    def _plain_atoms(self, test: ast.expr) -> tuple[str, ...]:
+        """The atoms of the test of a plain ``if`` (one whose test is not on the rank and under which no rank
+        leaves or branches), worked out once per test."""
+        cache = self.__dict__.setdefault("_plain_atoms_of", {})
+        kept = cache.get(id(test))
+        if kept is None or kept[0] is not test:
+            atoms: dict[str, tuple[bool, set[int]]] = {}
+            self._test_atoms(test, atoms)
+            kept = cache[id(test)] = (test, tuple(sorted(atoms)))
+        return kept[1]
+
+    def _plain_taken(self, item: _Item, world: dict[str, int]) -> bool | None:
+        """Which way a plain ``if`` goes in ``world``, when every atom of its test is one the world sets (the
+        same test as a rank-dependent ``if``'s, PufferDrive's ``if dist.is_initialized():`` around both the
+        early ``barrier(); return`` of the ranks other than 0 and rank 0's closing ``barrier()``): the value of a
+        test that does not depend on the rank is the same on every rank, so both ``if``s go the same way in one
+        world. Else None: the ``if`` is one opaque step of the trace, alike on every rank."""
+        if item.test is None:
+            return None
+        atoms = self._plain_atoms(item.test)
+        if not atoms or any(a not in world for a in atoms):
+            return None
+        return self._eval(item.test, world)
+
+    def _plain_reads(self, item: _Item) -> tuple[str, ...]:
+        """The atoms of the tests of the plain ``if``s under ``item`` (:meth:`_plain_taken` reads them when the
+        world sets them), once per item."""
+        cache = self.__dict__.setdefault("_plain_reads_of", {})
+        kept = cache.get(id(item))
+        if kept is not None and kept[0] is item:
+            return kept[1]
+        found: set[str] = set()
+        for child in (*item.body, *item.orelse):
+            if child.kind == "if" and not child.dynamic and child.test is not None:
+                found.update(self._plain_atoms(child.test))
+            found.update(self._plain_reads(child))
+        reads = tuple(sorted(found))
+        cache[id(item)] = (item, reads)
+        return reads
+
+    def _foreign_reads(self, item: _Item, world: dict[str, int]) -> bool:
+        """Whether ``world`` sets an atom a plain ``if`` under ``item`` reads that ``item``'s own worlds (those
+        its constant outcome was worked out over) do not, while it sets every atom of ``item``'s own: the
+        constant outcome then has that ``if`` as an opaque step where this world takes its branch."""
+        own = self._reduced_atoms(item, own=True)
+        return any(a in world and a not in own for a in self._plain_reads(item)) and all(a in world for a in own)
 
     @staticmethod
     def _equality_case(item: _Item) -> tuple[str, int] | None:
@@ -10201,7 +10461,11 @@ class _Walker:
             elif item.kind == "exit":
                 return tuple(trace), item.status
             elif item.kind == "if" and not item.dynamic:
-                trace.append(_key(item))
+                taken = self._plain_taken(item, world)
+                if taken is None:
+                    trace.append(_key(item))
+                else:  # no exit under a plain if: it falls through
+                    trace.extend(self._run(item.body if taken else item.orelse, world)[0])
             elif item.kind == "if":
                 sub, status = self._run_if(item, world)
                 trace.extend(sub)
@@ -12086,6 +12350,20 @@ _GROUP_RANK_NAME = re.compile(
 )
 
 
+def _group_holds(made: ast.Call, rank: int) -> bool:
+    """Whether ``new_group(...)`` holds global rank ``rank``: no ranks (every rank), ``range(n)`` or
+    ``list(range(n))`` for rank 0, or a literal list holding it."""
+    ranks = _argument(made, 0, "ranks")
+    if ranks is None:
+        return True  # new_group() holds every rank
+    if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args:
+        ranks = ranks.args[0]
+    if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "range" and len(ranks.args) == 1:
+        return rank == 0  # range(n) starts at global rank 0
+    found = _const_ints(ranks)
+    return found is not None and rank in found
+
+
 def _names_a_group_rank(node: ast.AST) -> bool:
     """``tp_rank``, ``self.dp_rank``, ``args.local_rank``: a name that says it is a rank within a group."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
@@ -13403,21 +13681,43 @@ class _Agreement:
         return None
 
     def _holds(self, group: str, rank: int, unit: _Unit) -> bool:
-        """Whether ``group`` is a name assigned once from ``new_group`` of a literal list that holds ``rank``."""
-        for scope in self.an.values.values():
+        """Whether ``group`` is a name assigned once from ``new_group`` of a literal list that holds ``rank``; or
+        one assigned from a parameter (``self.tp_group = tp_group`` in ``__init__``) that every call of the
+        function (of the class, for ``__init__``) hands such a group (round 43's SGLang items: the scheduler
+        gets the TP group ``new_group(ranks=list(range(dist.get_world_size())))``, which holds every rank)."""
+        for key, scope in self.an.values.items():
             value = scope.get(group)
-            if isinstance(value, ast.Call) and _terminal(value.func) == "new_group":
-                ranks = _argument(value, 0, "ranks")
-                if ranks is None:
-                    return True  # new_group() holds every rank
-                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "list" and ranks.args:
-                    ranks = ranks.args[0]
-                if isinstance(ranks, ast.Call) and _terminal(ranks.func) == "range" and len(ranks.args) == 1:
-                    return rank == 0  # range(n) starts at global rank 0
-                found = _const_ints(ranks)
-                if found is not None and rank in found:
-                    return True
+            if isinstance(value, ast.Name) and self._handed_groups_hold(key, value.id, rank):
+                return True
+            if isinstance(value, ast.Call) and _terminal(value.func) == "new_group" and _group_holds(value, rank):
+                return True
         return False
+
+    def _handed_groups_hold(self, key: str | None, param: str, rank: int) -> bool:
+        """Whether every call of function ``key`` hands its parameter ``param`` a group that holds ``rank``: a name
+        the calling function assigns once from ``new_group`` (see :meth:`_holds`)."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None:
+            return False
+        names = [a.arg for a in [*func.node.args.posonlyargs, *func.node.args.args]]
+        if param not in names:
+            return False
+        offset = 1 if func.self_class else 0
+        callee = func.self_class if func.node.name == "__init__" and func.self_class else func.node.name
+        calls = self.an.calls_named(callee.rpartition(".")[2])
+        if not calls:
+            return False
+        for call in calls:
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            index = names.index(param) - offset
+            if given is None and 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+                given = call.args[index]
+            if not isinstance(given, ast.Name):
+                return False
+            made = self.an.values.get(self.an._enclosing_key(call), {}).get(given.id)
+            if not (isinstance(made, ast.Call) and _terminal(made.func) == "new_group" and _group_holds(made, rank)):
+                return False
+        return True
 
     # -- dtypes inferred from per-rank values
 
