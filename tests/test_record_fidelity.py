@@ -200,8 +200,11 @@ def test_a_full_flight_record_is_read_whole():
     line they were 400 kB, over the reader's line limit, and the whole record was dropped)."""
     run = bl.run(many_barriers, 2, args=(2100,), deadline=120, timeout=30).raise_if_failed()
     for rank in run:
-        assert len(rank.flight.entries) == 2000
-        assert max(e.seq for e in rank.flight) == 2100
+        seqs = [e.seq for e in rank.flight]
+        # the last 2,000, each once; a dump the flight watch made earlier, when a barrier stalled on a busy machine
+        # (CI at load 10: 2,020 entries, from #81), is merged in too and adds the older entries it held
+        assert len(seqs) == len(set(seqs)) and set(range(101, 2101)) <= set(seqs), (len(seqs), min(seqs), max(seqs))
+        assert max(seqs) == 2100 and sorted(seqs) == list(range(min(seqs), 2101))
 
 
 def _read_files(folder):

@@ -15203,20 +15203,27 @@ class _RankUnbound:
         fixed |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
         fixed |= {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
         parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
+        # each name's binding nodes and its reads in source order, once per function: looked up per ``if`` (a
+        # walk of every node for every ``if`` made a dispatch of n cases quadratic: 800 cases 1.1 -> 3.6 s)
+        binders: dict[str, list[int]] = {}
+        reads: dict[str, list[ast.Name]] = {}
+        for n in nodes:
+            for name in _bound_names(n):
+                binders.setdefault(name, []).append(id(n))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(n)
+        for found in reads.values():
+            found.sort(key=lambda n: (n.lineno, n.col_offset))
         for stmt in ifs:
             inside = {id(n) for n in _own_nodes(stmt.body)}
             bound = {n.id for n in _own_nodes(stmt.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            elsewhere = {name for n in nodes if id(n) not in inside for name in _bound_names(n)}
+            elsewhere = {name for name in bound if any(b not in inside for b in binders.get(name, ()))}
             for name in sorted(bound - elsewhere - fixed):
                 read = next(
                     (
                         n
-                        for n in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
-                        if isinstance(n, ast.Name)
-                        and n.id == name
-                        and isinstance(n.ctx, ast.Load)
-                        and n.lineno > (stmt.end_lineno or stmt.lineno)
-                        and not self._guarded(n, func, parents)
+                        for n in reads.get(name, ())
+                        if n.lineno > (stmt.end_lineno or stmt.lineno) and not self._guarded(n, func, parents)
                     ),
                     None,
                 )
