@@ -3171,7 +3171,7 @@ def test_every_ranks_own_file_listed_by_one_rank_after_a_broadcast_is_a_file_rac
     assert "tree can order more, but that is the backend's algorithm, not a promise" in other_root.why
     # review81l M4: on gloo the root was held by some ranks' writes (rank 1's), so not "nothing holds" it
     assert "nothing torch promises holds the reading rank until every other rank has written" in race.why
-    assert "on gloo it lists the folder before a slower rank has created its file there, and the list lacks it" in (
+    assert "on gloo it can list the folder before a slower rank has created its file there, and the list then" in (
         race.why
     )
     assert race.fix.startswith("put dist.barrier() after the write at line 12 and before this listing, on every rank")
@@ -3266,7 +3266,7 @@ def others(folder):
     ], found
     assert "every rank writes a file of its own into `folder` at line 12 (`path`, open for writing)" in found[0].why
     assert "ranks where `rank != 0` is true each write a file of its own" in found[2].why
-    assert "look for another rank's file here" in found[2].why and "finds no file" in found[2].why
+    assert "look for another rank's file here" in found[2].why and "find no file" in found[2].why
     ordered = source.replace("    if rank == 0:", "    dist.barrier()\n    if rank == 0:").replace(
         "    if dist.get_rank() == 0:", "    dist.barrier()\n    if dist.get_rank() == 0:"
     )
@@ -5506,7 +5506,8 @@ def test_a_store_based_barrier_with_a_constant_key_in_code_that_runs_twice_waits
                 ps.update(version)
         """
     [finding] = lint_source(textwrap.dedent(looped))
-    assert (finding.line, finding.kind) == (13, "store-key")
+    # review87l M2: the header is at the call it names (line 10); the key's line is the condition's
+    assert (finding.line, finding.kind, finding.condition_line) == (10, "store-key", 13)
     assert "called in a loop, at line 24" in finding.why and "once per unique key_prefix" in finding.why
     counted = looped.replace(
         '                    group_name="parameter_server_barrier",\n',
@@ -6033,7 +6034,8 @@ def test_an_attribute_set_from_a_broadcast_is_agreed_and_a_local_set_only_on_ran
     end each epoch with ``self.stop = broadcast_list[0]`` after ``broadcast_object_list``: the ``if self.stop:
     break`` after it is the same on every rank (it was reported in both twins)."""
     buggy = _src(_ULTRALYTICS_EPOCHS)
-    assert [(f.line, f.kind, f.condition_line) for f in buggy] == [(22, "early-exit", 20)]
+    # review87l M2: the header is at the broadcast the others wait in (line 27); the read is in `why`
+    assert [(f.line, f.kind, f.condition_line) for f in buggy] == [(27, "early-exit", 20)]
     assert "`final_epoch` is assigned only inside `if RANK in {-1, 0}:`" in buggy[0].why
     assert "UnboundLocalError" in buggy[0].why and "`dist.broadcast_object_list(...)` at line 27" in buggy[0].why
     assert "assign `final_epoch` on every rank" in buggy[0].fix
@@ -6838,3 +6840,99 @@ def test_src_0_on_a_group_of_every_rank_handed_to_the_constructor_is_global_rank
     # a second scheduler built on a group lint cannot read: not every call hands a group holding rank 0
     other = _SGLANG_TP_GROUP + "\n    def replica(group):\n        return Scheduler(dist.get_rank(), group)\n"
     assert [f.kind for f in _src(other)] == ["group-rank"]
+
+
+REVIEW87L_HELPERS = """\
+import torch
+import torch.distributed as dist
+
+
+def sync():
+    dist.barrier()
+
+
+def save_and_sync(p):
+    torch.save({"a": 1}, p)
+    dist.barrier()
+
+
+def main():
+    dist.init_process_group("gloo")
+    p = "/tmp/r01.pt"
+    if dist.get_rank() == 0:
+        save_and_sync(p)
+    else:
+        sync()
+    x = torch.load(p)
+    dist.destroy_process_group()
+"""
+
+
+def test_branches_making_the_same_collectives_through_different_helpers_are_quiet() -> None:
+    """review87l C1: rank 0 calls save_and_sync() (a save, then dist.barrier()), the others sync()
+    (dist.barrier()): every rank makes one barrier (run on 2 and 4 ranks: all finished, 1 barrier each), so
+    lint compares what the branches' calls reach, not which function they call."""
+    assert lint_source(REVIEW87L_HELPERS) == []
+    # the twins: a helper that makes one more collective, or a barrier only under a test, is another trace
+    extra = REVIEW87L_HELPERS.replace(
+        'torch.save({"a": 1}, p)\n    dist.barrier()', 'torch.save({"a": 1}, p)\n    dist.barrier()\n    dist.barrier()'
+    )
+    assert [f.kind for f in lint_source(extra)] == ["hidden-collective", "hidden-collective"]
+    other = REVIEW87L_HELPERS.replace(
+        "def sync():\n    dist.barrier()", "def sync():\n    dist.all_reduce(torch.ones(1))"
+    )
+    assert {f.collective for f in lint_source(other)} == {"save_and_sync -> dist.barrier", "sync -> dist.all_reduce"}
+    gated = REVIEW87L_HELPERS.replace(
+        "def sync():\n    dist.barrier()", "def sync(flag=False):\n    if flag:\n        dist.barrier()"
+    )
+    assert [f.collective for f in lint_source(gated)] == ["save_and_sync -> dist.barrier"]
+    # a collective the helper-calling branch makes beyond the helper's: only that one is reported
+    more = REVIEW87L_HELPERS.replace(
+        "        save_and_sync(p)\n", "        save_and_sync(p)\n        dist.all_reduce(x)\n"
+    )
+    more = more.replace("    p = ", "    x = torch.ones(1)\n    p = ")
+    [only] = lint_source(more)
+    assert (only.collective, only.kind, only.line) == ("dist.all_reduce", "branch", 20)
+
+
+def test_header_line_holds_the_call_it_names() -> None:
+    """review87l M2: `FILE:LINE: CALL` named the line of the cause (the aliased list, the unbound read), where
+    the call is not; the header is at the call, and the cause's line is the condition's."""
+    aliased = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef main():\n    rank = dist.get_rank()\n"
+        "    t = torch.tensor([float(rank)])\n    out = [torch.zeros_like(t)] * dist.get_world_size()\n"
+        "    dist.all_gather(out, t)\n    return out\n"
+    )
+    [found] = lint_source(aliased)
+    assert (found.kind, found.collective, found.line, found.condition_line) == (
+        "aliased-outputs",
+        "dist.all_gather",
+        9,
+        8,
+    )
+    assert "condition: tensor_list = [torch.zeros_like(t)] * dist.get_world_size() (line 8)" in report([found])
+    # the twin: one tensor per slot is quiet
+    assert lint_source(aliased.replace("] * dist.get_world_size()", " for _ in range(dist.get_world_size())]")) == []
+    unbound = (
+        "import torch.distributed as dist\n\n\ndef main():\n    rank = dist.get_rank()\n    if rank == 0:\n"
+        "        cfg = {'a': 1}\n    print(cfg)\n    dist.barrier()\n"
+    )
+    [found] = lint_source(unbound)
+    assert (found.kind, found.collective, found.line, found.condition_line) == ("early-exit", "dist.barrier", 9, 6)
+    assert "read at line 8 on every rank" in found.why
+    assert lint_source(unbound.replace("    print(cfg)\n", "")) == []
+
+
+def test_file_race_says_what_can_happen_and_when() -> None:
+    """review87l M1: the listing after a broadcast missed the slow rank's file on 4 ranks (slow rank 3), never on
+    2: the finding says the reader *can* miss it, and when."""
+    [race] = lint_source(PEER_FILES)
+    assert "so on gloo it can list the folder before a slower rank has created its file there" in race.why
+    assert "on 2 ranks gloo's broadcast orders the other rank's write before the read either way" in race.why
+    assert "it lists the folder before" not in race.why and "it works only when" not in race.why
+    plain = PEER_FILES.replace("    dist.broadcast(torch.ones(1), src=0)\n", "")
+    [race] = lint_source(plain)
+    assert race.kind == "file-race" and "on 2 ranks" not in race.why
+    assert "it does when a writer is still writing as the reader gets there" in race.why
+    assert "works when every writer is faster than the reader" in race.why
+    assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []

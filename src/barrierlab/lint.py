@@ -1279,7 +1279,9 @@ only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 o
 declares, that parse as Python or as a notebook; each file it refuses gets one line on stderr, and the other
 files are still linted and reported.
 
-Quiet on purpose: if/else branches that make the same calls; a loop whose length is the same on every
+Quiet on purpose: if/else branches that make the same calls, directly or through functions of the file
+that always make the same collectives (rank 0: save_and_sync(), a save then barrier(); the others:
+sync(), a barrier()); a loop whose length is the same on every
 rank (range(rank * n, rank * n + n), shards[rank::world] or range(rank, n, world) where n is a multiple of
 world, batches cut from such a slice; a constant n is checked against the world size the file states -
 WORLD_SIZE = 2, nprocs=2, --nproc-per-node 2 - or else against 2, 4 and 8 ranks; a list whose length lint
@@ -4846,6 +4848,7 @@ class _Analysis:
             placed[func.key] = [(n, c) for n in nodes if (c := self.classify(n, func.unit, func.self_class, func.key))]
         if not self.has_buffers:
             self._drop_forwards_without_grad(placed)
+        self._placed = placed  # for :meth:`fixed_collectives`
         for func in self.table.values():
             calls[func.key] = [c for _, c in placed[func.key]] + self._decorator_wrappers(func)
             for node, call in placed[func.key]:  # ``logger.write(...)`` on an element of a list of several classes
@@ -4952,6 +4955,61 @@ class _Analysis:
             keep = _MAX_CHAIN // 2
             shown = [*shown[:keep], f"... ({len(shown) - 2 * keep} calls)", *shown[-keep:]]
         return tuple(shown)
+
+    def fixed_collectives(self, key: str, depth: int = 0) -> tuple[tuple, ...] | None:
+        """The collectives function ``key`` of the file makes on every call, in order, whatever its arguments and
+        the rank (their trace keys, as :meth:`_Walker._op` makes them), or None when lint cannot tell: each one is
+        made by a statement of its own at the top level of the function's body (no test, loop, ``try`` or
+        ``with`` around it), directly or through a function of the file that is fixed too, and nothing in the
+        function leaves it early (``return``, ``raise`` or an exit other than its last statement, a call that
+        raises). Two branches calling different such functions make the same collectives when these agree
+        (review87l C1: rank 0 calls ``save_and_sync()``, a save then ``dist.barrier()``, the others ``sync()``,
+        which is ``dist.barrier()``). Worked out once per function."""
+        cache: dict[str, tuple[tuple, ...] | None] = self.__dict__.setdefault("_fixed_of", {})
+        if key in cache:
+            return cache[key]
+        if depth > 20:  # a long chain of helpers: not followed (and not kept, so a shorter way in may still tell)
+            return None
+        cache[key] = None  # a function that reaches itself is not fixed
+        func = self.table.get(key)
+        placed = getattr(self, "_placed", {}).get(key)
+        found = None
+        if func is not None and placed is not None and key not in self.raisers and not func.node.decorator_list:
+            found = self._fixed(func, placed, depth)
+        cache[key] = found
+        return found
+
+    def _fixed(self, func: _Func, placed: list[tuple[ast.AST, _Call]], depth: int) -> tuple[tuple, ...] | None:
+        body = func.node.body
+        top: dict[int, ast.stmt] = {}
+        for i, stmt in enumerate(body):
+            for node in _own_nodes([stmt]):
+                top[id(node)] = stmt
+                leaves = isinstance(node, (ast.Return, ast.Raise)) or (
+                    isinstance(node, ast.Call) and (_dotted(node.func) in _EXIT_CALLS or _ends_the_group(node))
+                )
+                if leaves and i != len(body) - 1:
+                    return None
+        seq: list[tuple] = []
+        used: set[int] = set()
+        for node, call in placed:
+            if call.kind == "call" and call.target not in self.reach:
+                continue
+            stmt = top.get(id(node))
+            simple = isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return))
+            if not simple or id(stmt) in used or not isinstance(node, ast.Call):
+                return None
+            used.add(id(stmt))
+            if call.kind == "coll":
+                seq.append(("op", call.target))
+                continue
+            if call.target in self.raisers or self.switched_off(node, call.target):
+                return None
+            inner = self.fixed_collectives(call.target, depth + 1)
+            if inner is None:
+                return None
+            seq.extend(inner)
+        return tuple(seq) or None
 
     def classify(self, call: ast.Call, unit: _Unit, self_class: str | None, scope: str | None = None) -> _Call | None:
         """A call to a same-module function (``call``) or a collective (``coll``): torch.distributed, a
@@ -9106,12 +9164,23 @@ class _Walker:
             self.an.retract([item])
             return item
         negated = self._negate(test, text)
-        matcher = difflib.SequenceMatcher(None, list(map(_key, body)), list(map(_key, orelse)), autojunk=False)
+        matcher = difflib.SequenceMatcher(
+            None, list(map(self._made, body)), list(map(self._made, orelse)), autojunk=False
+        )
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
                 self.flag(body[i1:i2], "branch", text, within=(test, True))
                 self.flag(orelse[j1:j2], "branch", negated, within=(test, False))
         return item
+
+    def _made(self, item: _Item) -> tuple:
+        """What ``item`` makes, to match an if's branches by: a call of a function of the file that always makes
+        one collective counts as that collective (see :meth:`_Analysis.fixed_collectives`)."""
+        if item.kind == "op" and item.key[0] == "call":
+            fixed = self.an.fixed_collectives(item.key[1])
+            if fixed is not None and len(fixed) == 1:
+                return fixed[0]
+        return _key(item)
 
     def _swapped_order(self, body: list[_Item], orelse: list[_Item], text: str) -> bool:
         """Two rank branches (an ``if`` and its ``else`` or ``elif``) that make the same collectives on the same
@@ -10457,7 +10526,10 @@ class _Walker:
         trace: list[Any] = []
         for item in items:
             if item.kind == "op":
-                trace.append(item.key)
+                # a call of a function of the file that always makes the same collectives counts as those
+                # (review87l C1: `save_and_sync()` on rank 0 and `sync()` elsewhere both make one barrier)
+                fixed = self.an.fixed_collectives(item.key[1]) if item.key[0] == "call" else None
+                trace.extend(fixed) if fixed is not None else trace.append(item.key)
             elif item.kind == "exit":
                 return tuple(trace), item.status
             elif item.kind == "if" and not item.dynamic:
@@ -10808,19 +10880,19 @@ class _Order:
         writers = "every rank writes" if not where else f"ranks where `{where[-1]}` is true each write"
         if target is None:
             act, does = "listing", f"list `{folder}` here (`{reader}`)"
-            outcome = "lists the folder before a slower rank has created its file there, and the list lacks it"
+            outcome = "can list the folder before a slower rank has created its file there, and the list then lacks it"
         else:
             shown = self.unit.text(target)
             if id(read) in self.looks:
                 how_look = _dotted(read.func) or f".{_terminal(read.func)}()"
                 act, does = "look", f"look for another rank's file here (`{shown}`, {how_look})"
                 outcome = (
-                    "looks before a slower rank has written it, finds no file and goes the way a missing file takes"
+                    "can look before a slower rank has written it, find no file and go the way a missing file takes"
                 )
             else:
                 act, does = "read", f"read another rank's file here (`{shown}`)"
                 outcome = (
-                    "opens it before a slower rank has written it and gets FileNotFoundError, or only the part "
+                    "can open it before a slower rank has written it and get FileNotFoundError, or only the part "
                     "written so far"
                 )
         between = "with no barrier, collective, store wait or recv between them"
@@ -10848,6 +10920,11 @@ class _Order:
                 holds = f"waits for a collective called before line {line} (it orders nothing done after that call)"
             between = f"with only `{self.unit.text(last)}` (line {last.lineno + self.unit.offset}) between them, which {holds}"
         held = "nothing holds the reading rank until the other ranks have written"
+        # review87l M1: what can happen, and when; not what always does
+        when = (
+            "it does when a writer is still writing as the reader gets there (a rank slowed by its data, its disk "
+            "or the machine's load), and works when every writer is faster than the reader"
+        )
         if last is not None and pending is None and line < last.lineno + self.unit.offset < at:
             if (_terminal(last.func) or "") in _ROOT_SENDS:  # review81l M4: gloo's tree holds the root for some
                 held = (
@@ -10855,10 +10932,17 @@ class _Order:
                     "nothing torch promises holds the reading rank until every other rank has written (on gloo a "
                     "broadcast's root may be held by some ranks' writes, never by a promise that covers all)"
                 )
+                when = (
+                    "it does when a writer the broadcast does not hold the reader for is still writing as the reader "
+                    "gets there; on 2 ranks gloo's broadcast orders the other rank's write before the read either "
+                    "way (the root waits for the rank it sends to, the receiver for the root), so the loss shows "
+                    "only on more ranks (barrierlab run, 4 ranks, src=0, one rank sleeping 1 s before its write: "
+                    "rank 0's listing lacked rank 3's file when rank 3 was the slow one, and was whole when rank 1 "
+                    "or rank 2 was)"
+                )
         why = (
             f"{writers} a file of its own into `{folder}` at line {line} (`{path}`, {how}), and ranks where "
-            f"`{cond}` is true {does} {between}: {held}, so on gloo it {outcome} (it works only when every writer "
-            "is faster than the reader)"
+            f"`{cond}` is true {does} {between}: {held}, so on gloo it {outcome}: {when}"
         )
         fix = (
             f"put dist.barrier() after the write at line {line} and before this {act}, on every rank (outside the "
@@ -13927,22 +14011,24 @@ class _Agreement:
         name: str | None = None,
         at: ast.AST | None = None,
     ) -> None:
-        """A finding about ``call``, shown at ``at`` (the line to change, if not the call's own)."""
+        """A finding about ``call``, shown at the call (the header's ``FILE:LINE: CALL`` names the line that holds
+        it, review87l M2); ``at``, the line to change when it is another (the output list built above), is the
+        condition's line."""
         if id(call) in self.an.found:
             return
-        where = at if at is not None else call
         self.an.found[id(call)] = (
             kind,
             Finding(
                 path=self.an.path,
-                line=where.lineno + unit.offset,
-                col=where.col_offset + unit.indent + 1,
+                line=call.lineno + unit.offset,
+                col=call.col_offset + unit.indent + 1,
                 collective=name or _dotted(call.func) or unit.text(call.func),
                 condition=cond,
                 kind=kind,
                 why=why,
                 fix=fix,
                 cell=unit.cell,
+                condition_line=at.lineno + unit.offset if at is not None and at.lineno != call.lineno else None,
             ),
         )
 
@@ -15119,14 +15205,15 @@ class _ReusedStoreBarrier:
                     "store-key",
                     Finding(
                         path=self.an.path,
-                        line=key.lineno + unit.offset,
-                        col=key.col_offset + unit.indent + 1,
+                        line=node.lineno + unit.offset,  # the call the header names (review87l M2)
+                        col=node.col_offset + unit.indent + 1,
                         collective=_dotted(node.func) or unit.text(node.func),
                         condition=f"{name}={key.value!r} on every call",
                         kind="store-key",
                         why=why,
                         fix=fix,
                         cell=unit.cell,
+                        condition_line=key.lineno + unit.offset if key.lineno != node.lineno else None,
                     ),
                 )
 
@@ -15318,8 +15405,8 @@ class _RankUnbound:
             "early-exit",
             Finding(
                 path=self.an.path,
-                line=read.lineno + unit.offset,
-                col=read.col_offset + unit.indent + 1,
+                line=call.lineno + unit.offset,  # the call the header names (review87l M2): the read is in why
+                col=call.col_offset + unit.indent + 1,
                 collective=collective,
                 condition=f"not ({test})",
                 kind="early-exit",

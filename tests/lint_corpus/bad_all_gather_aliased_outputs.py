@@ -1,8 +1,8 @@
 # all_gather into `[torch.zeros_like(t)] * world_size`: one tensor in every slot, so each slot shows the
 # block written last and the gathered predictions are one rank's, repeated (pytorch/pytorch issue #14632,
 # Lightning issue #3253's gather_all_tensors). Also a gather to rank 0 into an aliased list. Written here.
-# expect: 12 aliased-outputs dist.all_gather
-# expect: 19 aliased-outputs dist.gather
+# expect: 13 aliased-outputs dist.all_gather
+# expect: 22 aliased-outputs dist.gather
 import torch
 import torch.distributed as dist
 

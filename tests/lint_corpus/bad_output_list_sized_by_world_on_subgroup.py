@@ -3,8 +3,8 @@
 # sums every slot then fails) and all_gather fails on the list's length. The helper takes `group=` like
 # open_clip's `all_gather_object(args, obj, group=None)` (src/open_clip_train/distributed.py); a direct call on a
 # node group from `dist.new_subgroups()` too. Written here.
-# expect: 20 size-mismatch dist.all_gather_object
-# expect: 30 size-mismatch dist.all_gather
+# expect: 21 size-mismatch dist.all_gather_object
+# expect: 31 size-mismatch dist.all_gather
 import torch
 import torch.distributed as dist
 
