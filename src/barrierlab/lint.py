@@ -14033,20 +14033,35 @@ class _Agreement:
         )
 
 
-def _record_finding(an: _Analysis, node: ast.expr, unit: _Unit, kind: str, condition: str, why: str, fix: str) -> None:
-    """Record one finding of a whole-file check at ``node`` (its line, column and the call's name)."""
-    an.found[id(node)] = (
+def _record_finding(
+    an: _Analysis,
+    node: ast.expr,
+    unit: _Unit,
+    kind: str,
+    condition: str,
+    why: str,
+    fix: str,
+    *,
+    key: ast.AST | None = None,
+    collective: str | None = None,
+    condition_line: int | None = None,
+) -> None:
+    """Record one finding of a whole-file check at ``node`` (its line, column and, unless ``collective`` is given,
+    the call's name), keyed by ``key`` (default ``node``); ``condition_line``: the line of the condition, as the
+    file numbers it."""
+    an.found[id(node if key is None else key)] = (
         kind,
         Finding(
             path=an.path,
             line=node.lineno + unit.offset,
             col=node.col_offset + unit.indent + 1,
-            collective=_dotted(node.func) or unit.text(node.func),
+            collective=collective if collective is not None else (_dotted(node.func) or unit.text(node.func)),
             condition=condition,
             kind=kind,
             why=why,
             fix=fix,
             cell=unit.cell,
+            condition_line=condition_line,
         ),
     )
 
@@ -15401,20 +15416,18 @@ class _RankUnbound:
             f"assign `{read.id}` on every rank (compute it before or outside `if {test}:`, or give it a value in an "
             "else), or read it only under the same test"
         )
-        self.an.found[id(read)] = (
+        # at the call the header names (review87l M2): the read is in why
+        _record_finding(
+            self.an,
+            call,
+            unit,
             "early-exit",
-            Finding(
-                path=self.an.path,
-                line=call.lineno + unit.offset,  # the call the header names (review87l M2): the read is in why
-                col=call.col_offset + unit.indent + 1,
-                collective=collective,
-                condition=f"not ({test})",
-                kind="early-exit",
-                why=why,
-                fix=fix,
-                cell=unit.cell,
-                condition_line=stmt.lineno + unit.offset,
-            ),
+            f"not ({test})",
+            why,
+            fix,
+            key=read,
+            collective=collective,
+            condition_line=stmt.lineno + unit.offset,
         )
 
 
@@ -15887,20 +15900,16 @@ class _JoinShadows:
                         "before the collective and whose join_hook's main_hook makes the same collective, handed "
                         "to Join with the model"
                     )
-                    self.an.found[id(call)] = (
+                    _record_finding(
+                        self.an,
+                        call,
+                        unit,
                         "rank-dependent-loop",
-                        Finding(
-                            path=self.an.path,
-                            line=call.lineno + unit.offset,
-                            col=call.col_offset + unit.indent + 1,
-                            collective=shown,
-                            condition=f"the loop under `with {joined}:`",
-                            kind="rank-dependent-loop",
-                            why=why,
-                            fix=fix,
-                            cell=unit.cell,
-                            condition_line=loop.lineno + unit.offset,
-                        ),
+                        f"the loop under `with {joined}:`",
+                        why,
+                        fix,
+                        collective=shown,
+                        condition_line=loop.lineno + unit.offset,
                     )
 
 

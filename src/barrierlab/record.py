@@ -3391,7 +3391,7 @@ def _unpatch() -> None:
 
 def start(path: str, rank: int, t0: float | None = None) -> None:
     """Record this process's collectives and spans to ``path`` (JSON lines) until :func:`stop`."""
-    global _recorder, _watch, _own_folder, _main_thread, _idle_watch
+    global _recorder, _watch, _own_folder, _main_thread, _idle_watch, _armed
     stop()
     _own_folder = os.path.dirname(os.path.abspath(path))
     _plain_paths.clear()
@@ -3400,7 +3400,6 @@ def start(path: str, rank: int, t0: float | None = None) -> None:
     _seen_complete.clear()
     _main_thread = threading.main_thread().ident
     _recorder = _Recorder(path, rank, time.monotonic() if t0 is None else t0)
-    global _armed
     if _armed:  # the wrappers are in place already (a rank forked ahead of time): they record from now on
         _armed = False
     else:
