@@ -3045,6 +3045,20 @@ def _gave_up(call: Event) -> str:
     return f"left it after {lasted:.1f} s"
 
 
+#: How close to the run's deadline (seconds, on the run's clock) a call's failure counts as the stop's doing.
+AT_THE_DEADLINE = 0.25
+
+
+def _failed_at_the_deadline(run: Run, call: Event) -> bool:
+    """Whether ``call`` failed (not by its own timeout) when the run's deadline stopped the ranks: ranks are
+    killed one after another, and one whose peer died first can see the closed connection and record the failure
+    before its own kill lands."""
+    if not run.hit_deadline or not call.error or call.end is None:
+        return False
+    timed_out = call.timeout is not None and call.end - call.start >= 0.9 * call.timeout
+    return not timed_out and call.end >= run.deadline - AT_THE_DEADLINE
+
+
 def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
     """Ranks each waiting in a collective of a different process group for the other: a barrier of one group
     never pairs with a barrier of another, so each waits until the timeout (a library's own group, e.g.
@@ -3066,7 +3080,15 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         )
     elif len(ended) == 1:  # review80d C3: one side's own timeout ended its wait; only the other one outlasted it
         (first, call), still = ended[0], (q if ended[0][0] == r else r)
-        until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
+        if _failed_at_the_deadline(run, call) and run[still].status == STOPPED:
+            # the other rank's process was killed at the deadline and this one's call failed on the closed
+            # connection before its own kill landed (a race of the stop, seen under load): the deadline ended both
+            until = (
+                f"until the deadline stopped them (rank {first}'s call failed {call.end:.1f} s into the run, as rank "
+                f"{still} was stopped)"
+            )
+        else:
+            until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
     else:
         first, call = ended[0]
         until = f"until rank {first} {_gave_up(call)}"
