@@ -6936,3 +6936,81 @@ def test_file_race_says_what_can_happen_and_when() -> None:
     assert "it does when a writer is still writing as the reader gets there" in race.why
     assert "works when every writer is faster than the reader" in race.why
     assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []
+
+
+# --- lintrecall32: point-to-point pairing and early exits
+
+
+EXPORT_BATON = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 4
+DOC_LENGTHS = [5, 9, 7, 11, 6, 8, 20, 17, 25, 4, 10, 12]
+
+
+def load_shard(rank, world_size):
+    docs = [{"id": i, "tokens": torch.randint(0, 50, (n,))} for i, n in enumerate(DOC_LENGTHS)]
+    per_rank = len(docs) // world_size
+    shard = docs[rank * per_rank:(rank + 1) * per_rank]
+    return [d for d in shard if len(d["tokens"]) <= 12]
+
+
+def predict(model, shard):
+    rows = []
+    with torch.no_grad():
+        for doc in shard:
+            score = model(doc["tokens"]).mean().item()
+            rows.append({"id": doc["id"], "score": score})
+    return rows
+
+
+def export_in_rank_order(rows, path):
+    if not rows:
+        return
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    baton = torch.zeros(1)
+    if rank > 0:
+        dist.recv(baton, src=rank - 1)
+    with open(path, "a") as f:
+        f.write(str(rows))
+    if rank < world_size - 1:
+        dist.send(baton, dst=rank + 1)
+
+
+def worker(model, path):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    rows = predict(model, load_shard(rank, world_size))
+    export_in_rank_order(rows, path)
+    dist.barrier()
+"""
+
+
+def test_a_baton_chain_skipped_by_the_rank_whose_filtered_shard_is_empty_leaves_its_neighbours_waiting() -> None:
+    """Modelled on round 25's ``buggy_ordered_export_empty_shard_skips_baton``: ``if not rows: return`` before a
+    recv-from-the-previous-rank / send-to-the-next-rank chain. lint evaluates the helper's data test on each rank
+    with what the file's only call hands it: the length filter leaves rank 2's three documents (20, 17, 25 tokens)
+    all out, so rank 2 passes no baton and rank 3's receive (and rank 1's send) has no partner. The twin that
+    passes the baton whatever the rows, and one whose shard is read from a file (unknown), are quiet."""
+    found = lint_source(EXPORT_BATON)
+    assert [(f.line, f.kind, f.condition_line, f.condition) for f in found] == [
+        (30, "p2p-unmatched", 25, "rank 3 recv from rank 2"),
+        (34, "p2p-unmatched", 25, "rank 1 send to rank 2"),
+    ]
+    assert "rank 3 waits here for a message from rank 2" in found[0].why
+    assert "on rank 2, `not rows` (line 25) is True, evaluated on what the file's only call of" in found[0].why
+    assert "`export_in_rank_order` (line 40) hands it on that rank" in found[0].why
+    assert "let rank 2 make its point-to-point calls whatever its data" in found[0].fix
+    # every rank passes the baton, rows or not (the corpus item's correct twin)
+    assert lint_source(EXPORT_BATON.replace("    if not rows:\n        return\n", "")) == []
+    # a length filter that keeps every document: no rank's rows are empty
+    assert lint_source(EXPORT_BATON.replace("<= 12]", "<= 30]")) == []
+    # the share read from a file: unknown, so nothing is said
+    unknown = EXPORT_BATON.replace(
+        "    rows = predict(model, load_shard(rank, world_size))\n",
+        "    rows = predict(model, torch.load(path))\n",
+    )
+    assert lint_source(unknown) == []
+    # two calls of the helper: which one's data the test reads is not one thing, so nothing is said
+    twice = EXPORT_BATON.replace("    dist.barrier()\n", "    export_in_rank_order(rows, path)\n    dist.barrier()\n")
+    assert lint_source(twice) == []

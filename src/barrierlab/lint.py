@@ -8111,9 +8111,30 @@ class _ShareCounter:
                         return True, result
             elif isinstance(stmt, ast.Pass):
                 continue
+            elif _grad_mode_only(stmt):  # lintrecall32: `with torch.no_grad():` changes no value it counts
+                done, result = self._block(stmt.body, scope, env, depth, yields)  # type: ignore[attr-defined]
+                if done:
+                    return True, result
             else:
                 raise _NoCount
         return False, None
+
+
+#: lintrecall32: context managers that switch autograd's mode and nothing else (no value, length or order of the
+#: data changes inside them).
+_GRAD_MODES = frozenset({"no_grad", "inference_mode", "enable_grad"})
+
+
+def _grad_mode_only(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is ``with torch.no_grad():`` (or ``inference_mode()``/``enable_grad()``, no ``as``)."""
+    return isinstance(stmt, ast.With) and all(
+        item.optional_vars is None
+        and isinstance(item.context_expr, ast.Call)
+        and not item.context_expr.args
+        and not item.context_expr.keywords
+        and _dotted(item.context_expr.func) in {f"torch.{m}" for m in _GRAD_MODES} | _GRAD_MODES
+        for item in stmt.items
+    )
 
 
 class _Walker:
@@ -15493,6 +15514,8 @@ class _PointToPoint:
     def __init__(self, an: _Analysis) -> None:
         self.an = an
         self._p2p_keys: set[str] | None = None
+        #: lintrecall32: (function, rank) -> the data tests :meth:`_counted_test` decided on that rank's walk
+        self._decided: dict[tuple[str, int], list[tuple[ast.expr, bool, int]]] = {}
 
     def _p2p_kind(self, call: ast.Call, unit: _Unit) -> str | None:
         if not _dotted(call.func):
@@ -15685,6 +15708,7 @@ class _PointToPoint:
                     ranks.add(name)
                 elif called == "get_world_size":
                     worlds.add(name)
+        _paired_rank_names(nodes, assigned, ranks, worlds)  # lintrecall32
         peers = []
         for call, kind in p2p:
             if kind in _P2P_KIND:
@@ -15724,8 +15748,9 @@ class _PointToPoint:
                     taken = _rank_value(stmt.test, env)
                 except _Unknown:
                     if self._matters(func, stmt):
-                        raise
-                    continue
+                        taken = self._counted_test(func, stmt.test, env)  # lintrecall32: raises _Unknown if unproved
+                    else:
+                        continue
                 self._collect(func, stmt.test, env, out)
                 if self._walk(func, stmt.body if taken else stmt.orelse, env, out):
                     return True
@@ -15757,6 +15782,62 @@ class _PointToPoint:
             else:
                 self._collect(func, stmt, env, out)
         return False
+
+    # -- lintrecall32: a test on the data a function is handed, evaluated on each rank
+
+    def _counted_test(self, func: _Func, test: ast.expr, env: dict[str, object]) -> bool:
+        """The value, on the rank of ``env``, of an ``if`` test that reads only parameters of ``func`` the function
+        never rebinds (round 25's ``if not rows: return`` before a baton ``recv``/``send`` chain), when the file
+        calls ``func`` from exactly one place and :class:`_ShareCounter` evaluates that call's arguments there with
+        the rank and the world size as numbers (``rows = predict(model, load_shard(rank, world_size))``: a list
+        whose length it counts). Anything else raises :class:`_Unknown`: the walk then says nothing."""
+        node = func.node
+        if func.self_class is not None or isinstance(node, ast.AsyncFunctionDef):
+            raise _Unknown
+        args = node.args
+        if args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs:
+            raise _Unknown
+        params = [a.arg for a in args.args]
+        read = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        if not read or not read <= set(params) or any(isinstance(n, ast.Call) for n in ast.walk(test)):
+            raise _Unknown
+        rebound = {name for n in _own_nodes(node.body) for name in _assigned_names(n)}
+        if read & rebound:
+            raise _Unknown
+        sites = self.an._call_sites(func.key)
+        if len(sites) != 1:
+            raise _Unknown
+        call, scope, unit = sites[0]
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            raise _Unknown
+        given: dict[str, ast.expr] = dict(zip(params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg in params})
+        rank, world = env.get("<rank>"), env.get("<world>")
+        if not isinstance(rank, int) or not isinstance(world, int) or not read <= set(given):
+            raise _Unknown
+        counter = _ShareCounter(self.an, unit, rank, world)
+        try:
+            local = {name: counter.value(given[name], scope, {}, 0) for name in read}
+            taken = counter._truth(counter.value(test, func.key, local, 0))
+        except (_NoCount, RecursionError):
+            raise _Unknown from None
+        self._decided.setdefault((func.key, rank), []).append((test, taken, call.lineno + unit.offset))
+        return taken
+
+    def _decided_note(self, func: _Func, rank: int) -> tuple[str, int | None]:
+        """What :meth:`_unmatched` adds when rank ``rank``'s way was decided by data tests (lintrecall32): a
+        sentence and the line of the first such test."""
+        decided = self._decided.get((func.key, rank))
+        if not decided:
+            return "", None
+        unit = func.unit
+        test, taken, site = decided[0]
+        return (
+            f"; on rank {rank}, `{unit.text(test)}` (line {test.lineno + unit.offset}) is {taken}, evaluated on what "
+            f"the file's only call of `{func.key}` (line {site}) hands it on that rank, so rank {rank} takes the "
+            f"{'if' if taken else 'else'} branch",
+            test.lineno + unit.offset,
+        )
 
     def _matters(self, func: _Func, node: ast.AST) -> bool:
         """Whether ``node`` holds a point-to-point call (or a call of a function that makes one) or a leaving."""
@@ -15816,6 +15897,10 @@ class _PointToPoint:
                 f"fails when rank {peer} ends its process"
             )
             fix = f"make rank {peer} receive from rank {rank} (dist.recv(t, src={rank})) on its branch, or send to the rank that receives"
+        note, test_line = self._decided_note(func, peer)  # lintrecall32
+        if note:
+            why += note
+            fix += f", or let rank {peer} make its point-to-point calls whatever its data (an empty share too)"
         _record_finding(
             self.an,
             call,
@@ -15824,7 +15909,33 @@ class _PointToPoint:
             f"rank {rank} {kind} {'from' if kind == 'recv' else 'to'} rank {peer}",
             why,
             fix,
+            condition_line=test_line,
         )
+
+
+def _paired_rank_names(
+    nodes: list[ast.AST], assigned: dict[str, list[ast.expr | None]], ranks: set[str], worlds: set[str]
+) -> None:
+    """lintrecall32: ``rank, world_size = dist.get_rank(), dist.get_world_size()`` - names bound once, by a tuple
+    assignment, to ``get_rank()``/``get_world_size()`` with no arguments, added to ``ranks``/``worlds``."""
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+            and len(node.targets[0].elts) == len(node.value.elts)
+        ):
+            continue
+        for target, value in zip(node.targets[0].elts, node.value.elts):
+            if not isinstance(target, ast.Name) or len(assigned.get(target.id, [])) != 1:
+                continue
+            if isinstance(value, ast.Call) and not value.args and not value.keywords:
+                called = _terminal(value.func)
+                if called == "get_rank":
+                    ranks.add(target.id)
+                elif called == "get_world_size":
+                    worlds.add(target.id)
 
 
 _FORK_TARGETS = frozenset({"Process"})
