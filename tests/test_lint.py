@@ -7014,3 +7014,60 @@ def test_a_baton_chain_skipped_by_the_rank_whose_filtered_shard_is_empty_leaves_
     # two calls of the helper: which one's data the test reads is not one thing, so nothing is said
     twice = EXPORT_BATON.replace("    dist.barrier()\n", "    export_in_rank_order(rows, path)\n    dist.barrier()\n")
     assert lint_source(twice) == []
+
+
+RING_COMM = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 3
+
+
+class RingComm:
+    def __init__(self, process_group=None):
+        self._process_group = process_group
+        self._ops = []
+        self.rank = dist.get_rank(process_group)
+        self.world_size = dist.get_world_size(process_group)
+        self.send_rank = (self.rank + 1) % self.world_size
+        self.recv_rank = (self.rank + 1) % self.world_size
+
+    def send_recv(self, to_send):
+        res = torch.empty_like(to_send)
+        self._ops.append(dist.P2POp(dist.isend, to_send, self.send_rank, group=self._process_group))
+        self._ops.append(dist.P2POp(dist.irecv, res, self.recv_rank, group=self._process_group))
+        return res
+
+    def commit_and_wait(self):
+        for req in dist.batch_isend_irecv(self._ops):
+            req.wait()
+        self._ops = []
+
+
+def ring_pass(k):
+    comm = RingComm()
+    for _ in range(comm.world_size - 1):
+        k = comm.send_recv(k)
+        comm.commit_and_wait()
+    return k
+"""
+
+
+def test_a_ring_whose_receive_peer_is_the_rank_it_sends_to_waits_for_a_message_nobody_sends() -> None:
+    """Modelled on round 15's ``buggy_ring_attention_recv_from_next`` (ring-flash-attention's ``RingComm``): the
+    receive peer ``(rank + 1) % world_size`` is the rank this one sends to; on 3 ranks rank 1 sends to rank 2, not
+    to rank 0, so rank 0's irecv never completes. The finding is at the irecv, its condition line the
+    ``self.recv_rank`` assignment. Quiet: the previous rank (the correct twin), 2 ranks (there the next rank is the
+    previous one), a group lint cannot see is the default one, and a file with a send it cannot account for."""
+    [found] = lint_source(RING_COMM)
+    assert (found.line, found.kind, found.condition_line) == (19, "p2p-unmatched", 14)
+    assert found.condition == "rank 0 receives from rank 1, which sends to rank 2"
+    assert "every send of the file is this class's, and rank 1 sends to rank 2, not to rank 0" in found.why
+    assert "(and the same receive on ranks 1, 2)" in found.why
+    assert found.fix.startswith("set `self.recv_rank` to the rank that sends to this one (on rank 0: rank 2)")
+    previous = RING_COMM.replace("self.recv_rank = (self.rank + 1)", "self.recv_rank = (self.rank - 1)")
+    assert lint_source(previous) == []
+    assert lint_source(RING_COMM.replace("WORLD_SIZE = 3", "WORLD_SIZE = 2")) == []
+    assert lint_source(RING_COMM.replace("comm = RingComm()", "comm = RingComm(dist.new_group([0, 1, 2]))")) == []
+    extra = RING_COMM + "\n\ndef hand_back(t, peer):\n    dist.send(t, dst=peer)\n"
+    assert lint_source(extra) == []
