@@ -6936,3 +6936,138 @@ def test_file_race_says_what_can_happen_and_when() -> None:
     assert "it does when a writer is still writing as the reader gets there" in race.why
     assert "works when every writer is faster than the reader" in race.why
     assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []
+
+
+# --- lintrecall32: point-to-point pairing and early exits
+
+
+EXPORT_BATON = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 4
+DOC_LENGTHS = [5, 9, 7, 11, 6, 8, 20, 17, 25, 4, 10, 12]
+
+
+def load_shard(rank, world_size):
+    docs = [{"id": i, "tokens": torch.randint(0, 50, (n,))} for i, n in enumerate(DOC_LENGTHS)]
+    per_rank = len(docs) // world_size
+    shard = docs[rank * per_rank:(rank + 1) * per_rank]
+    return [d for d in shard if len(d["tokens"]) <= 12]
+
+
+def predict(model, shard):
+    rows = []
+    with torch.no_grad():
+        for doc in shard:
+            score = model(doc["tokens"]).mean().item()
+            rows.append({"id": doc["id"], "score": score})
+    return rows
+
+
+def export_in_rank_order(rows, path):
+    if not rows:
+        return
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    baton = torch.zeros(1)
+    if rank > 0:
+        dist.recv(baton, src=rank - 1)
+    with open(path, "a") as f:
+        f.write(str(rows))
+    if rank < world_size - 1:
+        dist.send(baton, dst=rank + 1)
+
+
+def worker(model, path):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    rows = predict(model, load_shard(rank, world_size))
+    export_in_rank_order(rows, path)
+    dist.barrier()
+"""
+
+
+def test_a_baton_chain_skipped_by_the_rank_whose_filtered_shard_is_empty_leaves_its_neighbours_waiting() -> None:
+    """Modelled on round 25's ``buggy_ordered_export_empty_shard_skips_baton``: ``if not rows: return`` before a
+    recv-from-the-previous-rank / send-to-the-next-rank chain. lint evaluates the helper's data test on each rank
+    with what the file's only call hands it: the length filter leaves rank 2's three documents (20, 17, 25 tokens)
+    all out, so rank 2 passes no baton and rank 3's receive (and rank 1's send) has no partner. The twin that
+    passes the baton whatever the rows, and one whose shard is read from a file (unknown), are quiet."""
+    found = lint_source(EXPORT_BATON)
+    assert [(f.line, f.kind, f.condition_line, f.condition) for f in found] == [
+        (30, "p2p-unmatched", 25, "rank 3 recv from rank 2"),
+        (34, "p2p-unmatched", 25, "rank 1 send to rank 2"),
+    ]
+    assert "rank 3 waits here for a message from rank 2" in found[0].why
+    assert "on rank 2, `not rows` (line 25) is True, evaluated on what the file's only call of" in found[0].why
+    assert "`export_in_rank_order` (line 40) hands it on that rank" in found[0].why
+    assert "let rank 2 make its point-to-point calls whatever its data" in found[0].fix
+    # every rank passes the baton, rows or not (the corpus item's correct twin)
+    assert lint_source(EXPORT_BATON.replace("    if not rows:\n        return\n", "")) == []
+    # a length filter that keeps every document: no rank's rows are empty
+    assert lint_source(EXPORT_BATON.replace("<= 12]", "<= 30]")) == []
+    # the share read from a file: unknown, so nothing is said
+    unknown = EXPORT_BATON.replace(
+        "    rows = predict(model, load_shard(rank, world_size))\n",
+        "    rows = predict(model, torch.load(path))\n",
+    )
+    assert lint_source(unknown) == []
+    # two calls of the helper: which one's data the test reads is not one thing, so nothing is said
+    twice = EXPORT_BATON.replace("    dist.barrier()\n", "    export_in_rank_order(rows, path)\n    dist.barrier()\n")
+    assert lint_source(twice) == []
+
+
+RING_COMM = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 3
+
+
+class RingComm:
+    def __init__(self, process_group=None):
+        self._process_group = process_group
+        self._ops = []
+        self.rank = dist.get_rank(process_group)
+        self.world_size = dist.get_world_size(process_group)
+        self.send_rank = (self.rank + 1) % self.world_size
+        self.recv_rank = (self.rank + 1) % self.world_size
+
+    def send_recv(self, to_send):
+        res = torch.empty_like(to_send)
+        self._ops.append(dist.P2POp(dist.isend, to_send, self.send_rank, group=self._process_group))
+        self._ops.append(dist.P2POp(dist.irecv, res, self.recv_rank, group=self._process_group))
+        return res
+
+    def commit_and_wait(self):
+        for req in dist.batch_isend_irecv(self._ops):
+            req.wait()
+        self._ops = []
+
+
+def ring_pass(k):
+    comm = RingComm()
+    for _ in range(comm.world_size - 1):
+        k = comm.send_recv(k)
+        comm.commit_and_wait()
+    return k
+"""
+
+
+def test_a_ring_whose_receive_peer_is_the_rank_it_sends_to_waits_for_a_message_nobody_sends() -> None:
+    """Modelled on round 15's ``buggy_ring_attention_recv_from_next`` (ring-flash-attention's ``RingComm``): the
+    receive peer ``(rank + 1) % world_size`` is the rank this one sends to; on 3 ranks rank 1 sends to rank 2, not
+    to rank 0, so rank 0's irecv never completes. The finding is at the irecv, its condition line the
+    ``self.recv_rank`` assignment. Quiet: the previous rank (the correct twin), 2 ranks (there the next rank is the
+    previous one), a group lint cannot see is the default one, and a file with a send it cannot account for."""
+    [found] = lint_source(RING_COMM)
+    assert (found.line, found.kind, found.condition_line) == (19, "p2p-unmatched", 14)
+    assert found.condition == "rank 0 receives from rank 1, which sends to rank 2"
+    assert "every send of the file is this class's, and rank 1 sends to rank 2, not to rank 0" in found.why
+    assert "(and the same receive on ranks 1, 2)" in found.why
+    assert found.fix.startswith("set `self.recv_rank` to the rank that sends to this one (on rank 0: rank 2)")
+    previous = RING_COMM.replace("self.recv_rank = (self.rank + 1)", "self.recv_rank = (self.rank - 1)")
+    assert lint_source(previous) == []
+    assert lint_source(RING_COMM.replace("WORLD_SIZE = 3", "WORLD_SIZE = 2")) == []
+    assert lint_source(RING_COMM.replace("comm = RingComm()", "comm = RingComm(dist.new_group([0, 1, 2]))")) == []
+    extra = RING_COMM + "\n\ndef hand_back(t, peer):\n    dist.send(t, dst=peer)\n"
+    assert lint_source(extra) == []

@@ -3687,6 +3687,7 @@ class _Analysis:
         _PointToPoint(self).run()
         _Forked(self).run()
         _JoinShadows(self).run()
+        _RingPeers(self).run()  # lintrecall32
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -8111,9 +8112,30 @@ class _ShareCounter:
                         return True, result
             elif isinstance(stmt, ast.Pass):
                 continue
+            elif _grad_mode_only(stmt):  # lintrecall32: `with torch.no_grad():` changes no value it counts
+                done, result = self._block(stmt.body, scope, env, depth, yields)  # type: ignore[attr-defined]
+                if done:
+                    return True, result
             else:
                 raise _NoCount
         return False, None
+
+
+#: lintrecall32: context managers that switch autograd's mode and nothing else (no value, length or order of the
+#: data changes inside them).
+_GRAD_MODES = frozenset({"no_grad", "inference_mode", "enable_grad"})
+
+
+def _grad_mode_only(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is ``with torch.no_grad():`` (or ``inference_mode()``/``enable_grad()``, no ``as``)."""
+    return isinstance(stmt, ast.With) and all(
+        item.optional_vars is None
+        and isinstance(item.context_expr, ast.Call)
+        and not item.context_expr.args
+        and not item.context_expr.keywords
+        and _dotted(item.context_expr.func) in {f"torch.{m}" for m in _GRAD_MODES} | _GRAD_MODES
+        for item in stmt.items
+    )
 
 
 class _Walker:
@@ -15493,6 +15515,8 @@ class _PointToPoint:
     def __init__(self, an: _Analysis) -> None:
         self.an = an
         self._p2p_keys: set[str] | None = None
+        #: lintrecall32: (function, rank) -> the data tests :meth:`_counted_test` decided on that rank's walk
+        self._decided: dict[tuple[str, int], list[tuple[ast.expr, bool, int]]] = {}
 
     def _p2p_kind(self, call: ast.Call, unit: _Unit) -> str | None:
         if not _dotted(call.func):
@@ -15685,6 +15709,7 @@ class _PointToPoint:
                     ranks.add(name)
                 elif called == "get_world_size":
                     worlds.add(name)
+        _paired_rank_names(nodes, assigned, ranks, worlds)  # lintrecall32
         peers = []
         for call, kind in p2p:
             if kind in _P2P_KIND:
@@ -15724,8 +15749,9 @@ class _PointToPoint:
                     taken = _rank_value(stmt.test, env)
                 except _Unknown:
                     if self._matters(func, stmt):
-                        raise
-                    continue
+                        taken = self._counted_test(func, stmt.test, env)  # lintrecall32: raises _Unknown if unproved
+                    else:
+                        continue
                 self._collect(func, stmt.test, env, out)
                 if self._walk(func, stmt.body if taken else stmt.orelse, env, out):
                     return True
@@ -15757,6 +15783,62 @@ class _PointToPoint:
             else:
                 self._collect(func, stmt, env, out)
         return False
+
+    # -- lintrecall32: a test on the data a function is handed, evaluated on each rank
+
+    def _counted_test(self, func: _Func, test: ast.expr, env: dict[str, object]) -> bool:
+        """The value, on the rank of ``env``, of an ``if`` test that reads only parameters of ``func`` the function
+        never rebinds (round 25's ``if not rows: return`` before a baton ``recv``/``send`` chain), when the file
+        calls ``func`` from exactly one place and :class:`_ShareCounter` evaluates that call's arguments there with
+        the rank and the world size as numbers (``rows = predict(model, load_shard(rank, world_size))``: a list
+        whose length it counts). Anything else raises :class:`_Unknown`: the walk then says nothing."""
+        node = func.node
+        if func.self_class is not None or isinstance(node, ast.AsyncFunctionDef):
+            raise _Unknown
+        args = node.args
+        if args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs:
+            raise _Unknown
+        params = [a.arg for a in args.args]
+        read = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        if not read or not read <= set(params) or any(isinstance(n, ast.Call) for n in ast.walk(test)):
+            raise _Unknown
+        rebound = {name for n in _own_nodes(node.body) for name in _assigned_names(n)}
+        if read & rebound:
+            raise _Unknown
+        sites = self.an._call_sites(func.key)
+        if len(sites) != 1:
+            raise _Unknown
+        call, scope, unit = sites[0]
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            raise _Unknown
+        given: dict[str, ast.expr] = dict(zip(params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg in params})
+        rank, world = env.get("<rank>"), env.get("<world>")
+        if not isinstance(rank, int) or not isinstance(world, int) or not read <= set(given):
+            raise _Unknown
+        counter = _ShareCounter(self.an, unit, rank, world)
+        try:
+            local = {name: counter.value(given[name], scope, {}, 0) for name in read}
+            taken = counter._truth(counter.value(test, func.key, local, 0))
+        except (_NoCount, RecursionError):
+            raise _Unknown from None
+        self._decided.setdefault((func.key, rank), []).append((test, taken, call.lineno + unit.offset))
+        return taken
+
+    def _decided_note(self, func: _Func, rank: int) -> tuple[str, int | None]:
+        """What :meth:`_unmatched` adds when rank ``rank``'s way was decided by data tests (lintrecall32): a
+        sentence and the line of the first such test."""
+        decided = self._decided.get((func.key, rank))
+        if not decided:
+            return "", None
+        unit = func.unit
+        test, taken, site = decided[0]
+        return (
+            f"; on rank {rank}, `{unit.text(test)}` (line {test.lineno + unit.offset}) is {taken}, evaluated on what "
+            f"the file's only call of `{func.key}` (line {site}) hands it on that rank, so rank {rank} takes the "
+            f"{'if' if taken else 'else'} branch",
+            test.lineno + unit.offset,
+        )
 
     def _matters(self, func: _Func, node: ast.AST) -> bool:
         """Whether ``node`` holds a point-to-point call (or a call of a function that makes one) or a leaving."""
@@ -15816,6 +15898,10 @@ class _PointToPoint:
                 f"fails when rank {peer} ends its process"
             )
             fix = f"make rank {peer} receive from rank {rank} (dist.recv(t, src={rank})) on its branch, or send to the rank that receives"
+        note, test_line = self._decided_note(func, peer)  # lintrecall32
+        if note:
+            why += note
+            fix += f", or let rank {peer} make its point-to-point calls whatever its data (an empty share too)"
         _record_finding(
             self.an,
             call,
@@ -15824,7 +15910,259 @@ class _PointToPoint:
             f"rank {rank} {kind} {'from' if kind == 'recv' else 'to'} rank {peer}",
             why,
             fix,
+            condition_line=test_line,
         )
+
+
+def _paired_rank_names(
+    nodes: list[ast.AST], assigned: dict[str, list[ast.expr | None]], ranks: set[str], worlds: set[str]
+) -> None:
+    """lintrecall32: ``rank, world_size = dist.get_rank(), dist.get_world_size()`` - names bound once, by a tuple
+    assignment, to ``get_rank()``/``get_world_size()`` with no arguments, added to ``ranks``/``worlds``."""
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+            and len(node.targets[0].elts) == len(node.value.elts)
+        ):
+            continue
+        for target, value in zip(node.targets[0].elts, node.value.elts):
+            if not isinstance(target, ast.Name) or len(assigned.get(target.id, [])) != 1:
+                continue
+            if isinstance(value, ast.Call) and not value.args and not value.keywords:
+                called = _terminal(value.func)
+                if called == "get_rank":
+                    ranks.add(target.id)
+                elif called == "get_world_size":
+                    worlds.add(target.id)
+
+
+class _RingPeers:
+    """lintrecall32: ``p2p-unmatched`` for a ring exchange whose peers a communicator class of the file keeps
+    (round 15's ``buggy_ring_attention_recv_from_next``, modelled on ring-flash-attention's ``RingComm``):
+    ``self.send_rank``/``self.recv_rank`` set once in ``__init__`` from the rank and the world size, and a
+    method that makes both ``P2POp(dist.isend, t, self.send_rank)`` and ``P2POp(dist.irecv, t, self.recv_rank)``
+    (or ``dist.isend``/``dist.irecv``) at its top level, so every rank that posts the receive posts its send too.
+    lint evaluates both peers on every rank of the world the file states (else 2). When every send-kind call of
+    the file is one of these sends, rank ``s``'s receive from ``p = recv(s)`` has a partner only if ``send(p) ==
+    s``; when that fails the receive (and the wait on it) never completes. Quiet on anything it cannot evaluate:
+    a group argument, a peer read from elsewhere, a send of the file it cannot account for."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _kind(self, call: ast.Call, unit: _Unit) -> str | None:
+        full = self.an._resolve(call.func, unit) if _dotted(call.func) else ""
+        full = full.replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+        module, _, name = full.rpartition(".")
+        if module != "torch.distributed":
+            return None
+        if name == "P2POp" and call.args and _dotted(call.args[0]):
+            op = self.an._resolve(call.args[0], unit).replace(
+                "torch.distributed.distributed_c10d.", "torch.distributed."
+            )
+            return {"torch.distributed.isend": "send", "torch.distributed.irecv": "recv"}.get(op, "other")
+        return _P2P_KIND.get(name)  # batch_isend_irecv posts the P2POps counted where they are built
+
+    @staticmethod
+    def _peer(call: ast.Call) -> ast.expr | None:
+        if _terminal(call.func) == "P2POp":
+            given = (
+                call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "peer"), None)
+            )
+        else:
+            given = _argument(call, 1, "dst" if _terminal(call.func) in ("send", "isend") else "src")
+        if any(k.arg in ("group_peer", "group_src", "group_dst") for k in call.keywords) or (
+            _terminal(call.func) == "P2POp" and len(call.args) > 3
+        ):
+            return None
+        return given
+
+    @staticmethod
+    def _default_group(call: ast.Call, sets: dict, defaults: set[str]) -> bool:
+        """Whether the call's ``group=`` is absent, ``None``, or ``self.<attr>`` set once from a parameter of
+        ``__init__`` whose default is ``None`` (which :meth:`_built_plain` checks no construction passes)."""
+        for k in call.keywords:
+            if k.arg != "group":
+                continue
+            v = k.value
+            if isinstance(v, ast.Constant) and v.value is None:
+                continue
+            if isinstance(v, ast.Attribute) and _dotted(v.value) == "self":
+                held = sets.get(v.attr, [])
+                if len(held) == 1 and isinstance(held[0], ast.Name) and held[0].id in defaults:
+                    continue
+            return False
+        return True
+
+    def run(self) -> None:
+        sends: list[tuple[ast.Call, _Func]] = []
+        pairs: list[tuple[_Func, ast.Call]] = []
+        for func in self.an.funcs:
+            found = [
+                (c, k)
+                for c in _own_nodes(func.node.body)
+                if isinstance(c, ast.Call) and (k := self._kind(c, func.unit))
+            ]
+            sends += [(c, func) for c, k in found if k == "send"]
+            if any(k == "other" for _, k in found):
+                return  # an exchange lint does not model (send_object_list, batch of ops built elsewhere)
+            top = [
+                c
+                for stmt in func.node.body
+                if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return))
+                for c in _calls_in_order(stmt)
+            ]
+            s_calls = [c for c, k in found if k == "send" and c in top]
+            r_calls = [c for c, k in found if k == "recv" and c in top]
+            if len(s_calls) + len(r_calls) == len(found) and s_calls and r_calls:  # every call at the top level
+                pairs.extend((func, r) for r in r_calls)
+        if not pairs or any(not isinstance(self._peer(c), ast.Attribute) for c, _ in sends):
+            return
+        world = self.an.world_size or 2
+        if not 2 <= world <= 64:
+            return
+        for func, recv in pairs:
+            if func.self_class is None or not func.unit.report or id(recv) in self.an.found:
+                continue
+            if self.an.called_only_under_rank_test(func.key):
+                continue
+            peers = self._values(
+                func, [self._peer(c) for c, _ in sends] + [self._peer(recv)], world, [c for c, _ in sends] + [recv]
+            )
+            if peers is None:
+                continue
+            *send_to, recv_from = peers
+            if not all(isinstance(p, int) and 0 <= p < world for p in recv_from):
+                continue
+            lonely = [s for s in range(world) if recv_from[s] != s and not any(to[recv_from[s]] == s for to in send_to)]
+            if lonely:
+                self._report(func, recv, lonely, recv_from, send_to, world)
+
+    def _values(
+        self, func: _Func, peers: list[ast.expr | None], world: int, calls: list[ast.Call]
+    ) -> list[list[object]] | None:
+        """Each peer, ``self.<attr>`` set once in the class's ``__init__``, on every rank; None if any is unknown."""
+        cls = func.self_class
+        init = self.an.table.get(f"{cls}.__init__")
+        if init is None or not all(isinstance(p, ast.Attribute) and _dotted(p.value) == "self" for p in peers):
+            return None
+        sets: dict[str, list[ast.expr]] = {}
+        for key, other in self.an.table.items():
+            if other.self_class != cls:
+                continue
+            for n in _own_nodes(other.node.body):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+                for t in targets:
+                    for e in t.elts if isinstance(t, ast.Tuple) else [t]:
+                        if isinstance(e, ast.Attribute) and _dotted(e.value) == "self":
+                            sets.setdefault(e.attr, []).append(
+                                n.value
+                                if key == init.key and isinstance(n, ast.Assign) and not isinstance(t, ast.Tuple)
+                                else None
+                            )  # type: ignore[arg-type]
+        defaults = _none_defaults(init.node)
+        if not self._built_plain(cls, defaults) or not all(self._default_group(c, sets, defaults) for c in calls):
+            return None
+        out = []
+        for peer in peers:
+            row = []
+            for rank in range(world):
+                try:
+                    row.append(self._eval(peer, sets, defaults, {"<rank>": rank, "<world>": world}, 0))
+                except _Unknown:
+                    return None
+            out.append(row)
+        return out
+
+    def _eval(self, node: ast.expr, sets: dict, defaults: set[str], env: dict[str, int], depth: int) -> object:
+        if depth > 8:
+            raise _Unknown
+        if isinstance(node, ast.Attribute) and _dotted(node.value) == "self":
+            values = sets.get(node.attr, [])
+            if len(values) != 1 or values[0] is None:
+                raise _Unknown
+            return self._eval(values[0], sets, defaults, env, depth + 1)
+        if isinstance(node, ast.Call) and _terminal(node.func) in ("get_rank", "get_world_size"):
+            if (
+                node.keywords
+                or len(node.args) > 1
+                or (node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id in defaults))
+            ):
+                raise _Unknown  # a group lint cannot see is None
+            return env["<rank>" if _terminal(node.func) == "get_rank" else "<world>"]
+        if isinstance(node, ast.BinOp):
+            left = self._eval(node.left, sets, defaults, env, depth + 1)
+            right = self._eval(node.right, sets, defaults, env, depth + 1)
+            if not isinstance(left, int) or not isinstance(right, int):
+                raise _Unknown
+            copy = ast.BinOp(left=ast.Constant(left), op=node.op, right=ast.Constant(right))
+            return _rank_value(copy, env)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        raise _Unknown
+
+    def _built_plain(self, cls: str, defaults: set[str]) -> bool:
+        """Whether every construction of ``cls`` in the file leaves the ``None``-default parameters ``defaults``
+        (the group its rank and world size are read from) unset, and there is at least one."""
+        sites = self.an._call_sites(f"{cls}.__init__")
+        return bool(sites) and all(not c.args and not c.keywords for c, _, _ in sites) if defaults else bool(sites)
+
+    def _report(
+        self, func: _Func, recv: ast.Call, lonely: list[int], recv_from: list, send_to: list[list], world: int
+    ) -> None:
+        unit = func.unit
+        peer = self._peer(recv)
+        assert isinstance(peer, ast.Attribute)
+        cls = func.self_class
+        states = f"the world size the file states ({world})" if self.an.world_size else f"{world} ranks"
+        line = next(
+            (
+                n.lineno + unit.offset
+                for n in ast.walk(self.an.table[f"{cls}.__init__"].node)
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Attribute) and t.attr == peer.attr for t in n.targets)
+            ),
+            None,
+        )
+        s = lonely[0]
+        p = recv_from[s]
+        sent = " and ".join(sorted({f"rank {to[p]}" for to in send_to}))
+        senders = sorted({r for r in range(world) for to in send_to if to[r] == s})
+        others = f" (and the same receive on ranks {', '.join(map(str, lonely[1:]))})" if len(lonely) > 1 else ""
+        why = (
+            f"on {states}, rank {s} posts this receive from `{unit.text(peer)}` = rank {p}, but every send of the "
+            f"file is this class's, and rank {p} sends to {sent}, not to rank {s}: rank {s}'s receive{others} waits "
+            "for a message no rank sends, so the wait on it blocks until the timeout (a ring's receive must come "
+            "from the rank that sends to it)"
+        )
+        fix = (
+            f"set `{unit.text(peer)}` to the rank that sends to this one"
+            + (f" (on rank {s}: rank {', '.join(map(str, senders))})" if senders else "")
+            + ", or send to the rank that receives from this one"
+        )
+        _record_finding(
+            self.an,
+            recv,
+            unit,
+            "p2p-unmatched",
+            f"rank {s} receives from rank {p}, which sends to {sent}",
+            why,
+            fix,
+            condition_line=line,
+        )
+
+
+def _none_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """lintrecall32: the parameters of ``node`` whose default is ``None``."""
+    args = node.args
+    positional = [a.arg for a in args.args][len(args.args) - len(args.defaults) :]
+    names = {a for a, d in zip(positional, args.defaults) if isinstance(d, ast.Constant) and d.value is None}
+    return names | {
+        a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if isinstance(d, ast.Constant) and d.value is None
+    }
 
 
 _FORK_TARGETS = frozenset({"Process"})
