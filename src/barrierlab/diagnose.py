@@ -2095,18 +2095,19 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     evidence.append(
         f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     )
-    skip = _continue_before(f.run, event)
+    skip = _skip_in_loop(f.run, event)
     if skip is not None:  # review72c M3: the loop ran 3 times on every rank; one rank's `continue` skipped a call
-        finding, line = skip
+        # (review89d C1: or its `except ...: continue`)
+        finding = skip.finding
         evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
         return Diagnosis(
             "uneven-loop",
             f"{sentence_start(rank_list(arrived))} made more {event.name} calls at {_place(event)} inside the loop "
-            f"than {rank_list(f.missing)}: the `continue` at line {line} skips it on ranks where "
-            f"`{finding.condition}` is true (barrierlab.lint), so {'that rank' if len(f.missing) == 1 else 'those ranks'} "
+            f"than {rank_list(f.missing)}: {skip.how('it')} (barrierlab.lint), so "
+            f"{'that rank' if len(f.missing) == 1 else 'those ranks'} "
             f"made fewer {event.name} calls there even if the loop ran as often on every rank.",
             evidence,
-            _continue_advice(event.name, finding.condition),
+            skip.advice(event.name),
             ranks=arrived,
             site=_site(event),
         )
@@ -2122,26 +2123,74 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     )
 
 
-def _continue_before(run: Run, event: Event) -> tuple[object, int] | None:
-    """Lint's early-exit finding on ``event``'s line whose exit is a ``continue`` (the loop goes on, the call is
-    skipped), in code the run executed (:func:`_in_executed_code`), with the line of the ``continue``; None without one."""
+@dataclass(frozen=True)
+class _Skip:
+    """How a call inside a loop is skipped in some iterations on some ranks while the loop goes on (barrierlab.lint's
+    finding on the call's line): ``how(it)`` says it of the call named ``it``; ``advice`` for the call ``name``."""
+
+    finding: object
+    line: int
+    kind: str  # "continue", "try" (an ``except`` that goes on) or "with" (``with suppress(...)``)
+
+    def how(self, it: str) -> str:
+        cond = self.finding.condition
+        if self.kind == "continue":
+            return f"the `continue` at line {self.line} skips {it} on ranks where `{cond}` is true"
+        if self.kind == "try":
+            return (
+                f"the `{cond}` handler at line {self.finding.condition_line or '?'} of the `try` at line {self.line} "
+                f"around {it} goes on after an error, skipping it on a rank whose own work in the `try` raised "
+                "first"
+            )
+        return (
+            f"`with {cond}:` at line {self.line} around {it} swallows an error and goes on, skipping it on a rank "
+            "whose own work in the block raised first"
+        )
+
+    def advice(self, name: str) -> str:
+        cond = self.finding.condition
+        neutral = (
+            "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
+        )
+        if self.kind == "continue":
+            return (
+                f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put "
+                f"only the rank's own work under `{cond}` and let every rank run the collective{neutral}. {RULES}"
+            )
+        where = "`try`" if self.kind == "try" else f"`with {cond}:`"
+        return (
+            f"Let every rank make {name} in every iteration: keep only the rank's own work in the {where} and make "
+            f"{name} after it on every rank{neutral.replace('with nothing to contribute', 'whose work failed')}, or "
+            "record the failure in a flag, all_reduce the flag (ReduceOp.MAX) and let every rank skip the iteration "
+            f"together. {RULES}"
+        )
+
+
+def _skip_in_loop(run: Run, event: Event) -> _Skip | None:
+    """Lint's finding on ``event``'s line of a way to skip it while the loop around it goes on, in code the run
+    executed (:func:`_in_executed_code`): an early exit by ``continue``, or a ``try`` (or ``with suppress(...)``)
+    inside the innermost loop around the call whose handler goes on after a rank's own error (review89d C1: an
+    ``except ValueError: continue`` was told as "a loop ran a different number of times", the loop having run
+    3 times on every rank). None without one."""
     if not event.line:
         return None
-    exits = [x for x in _learner_lint(event.file) if x.kind == "early-exit" and x.line == event.line]
-    for x in _in_executed_code(run, exits):
-        found = re.search(r"\(`continue` at line (\d+)\)", x.why)
-        if found:
-            return x, int(found[1])
+    found = [x for x in _learner_lint(event.file) if x.line == event.line and x.kind in ("early-exit", "except-path")]
+    around = [(first, last) for first, last in loops(event.file) if first <= event.line <= last]
+    inner = max(around) if around else None
+    for x in _in_executed_code(run, found):
+        if x.kind == "early-exit":
+            match = re.search(r"\(`continue` at line (\d+)\)", x.why)
+            if match:
+                return _Skip(x, int(match[1]), "continue")
+            continue
+        match = re.search(r"sits in the `try` at line (\d+), whose", x.why) or re.search(
+            r"sits in `with .*?:` at line (\d+), after", x.why
+        )
+        # the `try` inside the innermost loop around the call: its handler goes on within the loop (a `try`
+        # around the loop is a rank leaving the loop early through an exception)
+        if match and inner is not None and inner[0] < int(match[1]) <= inner[1]:
+            return _Skip(x, int(match[1]), "try" if "`try`" in match[0] else "with")
     return None
-
-
-def _continue_advice(name: str, condition: str) -> str:
-    """What to do about a ``continue`` under ``condition`` that skips the collective ``name`` in a loop."""
-    neutral = "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
-    return (
-        f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put only "
-        f"the rank's own work under `{condition}` and let every rank run the collective{neutral}. {RULES}"
-    )
 
 
 #: review65b M2: an early return inside a loop was sent to padding data and DistributedSampler alone.
@@ -2177,20 +2226,20 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
         f"calls of {event.name} at line {event.line} up to call #{k}: "
         + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     ]
-    skip = _continue_before(f.run, event)
+    skip = _skip_in_loop(f.run, event)
     if skip is not None:  # review72c M3: a `continue` skipped the call on some ranks; the loop ran as often
-        finding, line = skip
+        finding = skip.finding
         evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
         return Diagnosis(
             "uneven-loop",
             f"{sentence_start(rank_list(again))} made {event.name} at {_place(event)} again (call #{f.number}, its "
             f"{ordinal(counts[again[0]])}), while {rank_list(on)}, after {counts[on[0]]}, had gone on to "
-            f"{next_call.name} at {_place(next_call)}: the `continue` at line {line} skips the {event.name} inside "
-            f"the loop on ranks where `{finding.condition}` is true (barrierlab.lint), so those ranks made fewer "
+            f"{next_call.name} at {_place(next_call)}: {skip.how(f'the {event.name} inside the loop')} "
+            "(barrierlab.lint), so those ranks made fewer "
             "of them even if the loop ran as often on every rank; from there their calls pair with the wrong "
             "partners.",
             evidence,
-            _continue_advice(event.name, finding.condition),
+            skip.advice(event.name),
             ranks=again,
             site=_site(event),
         )
