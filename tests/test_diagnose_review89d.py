@@ -14,6 +14,7 @@ import inspect
 import pytest
 
 import barrierlab as bl
+from barrierlab._protocol import Status
 
 
 def _line_of(func, text: str) -> int:
@@ -90,3 +91,28 @@ def test_an_exception_that_leaves_the_loop_is_still_a_rank_leaving_it_early():
     d = run.diagnosis
     assert d.headline.startswith("A loop ran a different number of times"), d
     assert "left it early" in d.headline and "pad it" in d.advice, d
+
+
+def endless_loop_before_the_barrier():
+    import time
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        while True:
+            time.sleep(0.05)
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_the_deadline_stopped_in_its_own_code_is_not_told_it_would_have_arrived():
+    run = bl.run(endless_loop_before_the_barrier, 2, timeout=2, deadline=5)
+    assert run[0].status == Status.STOPPED, run
+    d = run.diagnosis
+    assert d.kind == "still-running", d
+    assert "not missing" not in d.headline and "still busy" not in d.headline, d
+    line = _line_of(endless_loop_before_the_barrier, "time.sleep(0.05)")
+    assert "the record shows where it was (at " in d.headline, d
+    assert f"test_diagnose_review89d.py:{line}, in endless_loop_before_the_barrier" in d.headline, d
+    assert "not whether it would have got there with more time" in d.headline, d
+    assert "if the code there never ends, fix it" in d.advice, d

@@ -2012,20 +2012,32 @@ def _by_place(at: dict[int, Event], key) -> list[list[int]]:
 
 
 def rule_still_running(f: Facts) -> Diagnosis | None:
-    """The ranks that never reached call #k were still busy when the deadline stopped them."""
+    """The ranks that never reached call #k were still running when the deadline stopped them: the record shows
+    where, not whether they would have got there (review89d M2: "still busy, not missing" of a rank in an endless
+    loop)."""
     if not f.first_diff or f.mispaired or not f.missing:
         return None
     if not all(f.run[r].status == STOPPED for r in f.missing):
         return None
     event = f.at_k[min(f.at_k)]
-    them = "them" if len(f.missing) > 1 else "it"
+    one = len(f.missing) == 1
+    them, it, was = ("it", "it", "was") if one else ("them", "they", "were")
+    stuck = [f.run[r].stuck for r in f.missing]
+    if one and stuck[0] is not None and stuck[0].site is not None:
+        where = f" ({stuck[0]})"
+    elif all(s is not None and s.site is not None and not s.call for s in stuck):
+        where = " (outside any torch.distributed call: run.stuck)"
+    else:
+        where = " (run.stuck)"
     return Diagnosis(
         "still-running",
         f"{rank_list(f.missing)} had not reached {_call_no(f)} ({event.name}) yet when the deadline stopped "
-        f"{them}: still busy, not missing.",
+        f"{them}: the record shows where {it} {was}{where}, not whether {it} would have got there with more time "
+        "(slow work, or code that never ends: a loop whose exit never comes, a wait for something no rank does).",
         _arrival_evidence(f),
-        "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, give the "
-        f"run a longer `deadline` (and `timeout`: {DEFAULT_TIMEOUTS}).",
+        f"Look at where {'the rank was' if one else 'the ranks were'} (run.stuck): if the code there never ends, fix "
+        "it; if it is work expected to take this long, give the run a longer `deadline` (and `timeout`: "
+        f"{DEFAULT_TIMEOUTS}).",
         ranks=f.missing,
         site=_site(event),
     )
