@@ -93,6 +93,37 @@ def test_an_exception_that_leaves_the_loop_is_still_a_rank_leaving_it_early():
     assert "left it early" in d.headline and "pad it" in d.advice, d
 
 
+def remove_after_the_others_read_then_read_again(folder):
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "ck.pt")
+    if dist.get_rank() == 0:
+        torch.save(torch.ones(1), path)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        time.sleep(0.5)  # the others read first, by timing alone
+        os.remove(path)
+    return torch.load(path).tolist()
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_reading_a_file_it_removed_itself_names_the_removal_race_of_the_same_run(tmp_path):
+    run = bl.run(remove_after_the_others_read_then_read_again, 3, args=(str(tmp_path),), timeout=3)
+    assert run.statuses == ["raised", "finished", "finished"], run
+    races = run.races()
+    assert races and all({race.first.how, race.second.how} == {"read", "remove"} for race in races), races
+    d = run.diagnosis
+    assert d.headline.startswith("rank 0 raised FileNotFoundError"), d
+    assert f"{len(races)} pairs of file accesses of this run raced" in d.headline, d
+    assert "nothing ordered a rank's removal of a file after the other ranks' use of it" in d.headline, d
+    assert any("rank 0 removed `ck.pt`" in line and "after rank 1 read it" in line for line in d.evidence), d
+    assert "Hold the rank that removes the file" in d.advice, d
+
+
 def endless_loop_before_the_barrier():
     import time
 

@@ -1075,44 +1075,9 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         )
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
-        removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
-        every_rank_removes = _removed_by_every_rank_at_one_line(run, races)
-        if every_rank_removes is not None:  # corpus round 42: each rank's clean-up rmtree of one temporary folder
-            what = (
-                f"every rank removed the same files at {every_rank_removes} (a clean-up each rank runs), and the "
-                "ranks' removals were ordered against nothing of each other's, so which rank removed which entry, "
-                "and whether the others still found it there, depended on timing (harmless only where every "
-                "removal ignores what is already gone)"
-            )
-            advice = RACE_SHARED_REMOVAL_ADVICE
-        elif removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
-            what = (
-                "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
-                "rank still found it there depended on timing"
-            )
-            advice = RACE_REMOVAL_ADVICE
-        elif removals:
-            what = (
-                "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
-                "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
-                "whether what they read was right: check it)"
-            )
-            advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
-        else:
-            what = (
-                "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
-                "found there depended on timing (the record cannot tell whether what they read was right: check it)"
-            )
-            advice = RACE_ADVICE
+        what, advice = _race_words(run, races)
         headline += f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: {what}."
-        evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
-        if len(races) > MAX_RACES_SHOWN:
-            more = (
-                f"and more: run.races() lists the first {len(races)}"
-                if getattr(races, "cut", False)
-                else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
-            )
-            evidence.insert(MAX_RACES_SHOWN, more)
+        evidence = _race_lines(races) + evidence
         evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
         if caught is not None and caught[2]:
             return Diagnosis("caught-errors", headline, evidence, f"{caught[2]} {advice}", ranks=caught[3])
@@ -1120,6 +1085,53 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if caught is not None and caught[2]:  # (no advice: only waits that gave up on their own timeout, then returned)
         return Diagnosis("caught-errors", headline, evidence, caught[2], ranks=caught[3])
     return Diagnosis("ok", headline, evidence)
+
+
+def _race_words(run: Run, races) -> tuple[str, str]:
+    """What the run's ``races`` (:func:`ordering.races`, none of them a folder made late) say, as a clause after
+    "N pairs of file accesses raced: ", and the advice for them."""
+    removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
+    every_rank_removes = _removed_by_every_rank_at_one_line(run, races)
+    if every_rank_removes is not None:  # corpus round 42: each rank's clean-up rmtree of one temporary folder
+        what = (
+            f"every rank removed the same files at {every_rank_removes} (a clean-up each rank runs), and the "
+            "ranks' removals were ordered against nothing of each other's, so which rank removed which entry, "
+            "and whether the others still found it there, depended on timing (harmless only where every "
+            "removal ignores what is already gone)"
+        )
+        advice = RACE_SHARED_REMOVAL_ADVICE
+    elif removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
+        what = (
+            "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
+            "rank still found it there depended on timing"
+        )
+        advice = RACE_REMOVAL_ADVICE
+    elif removals:
+        what = (
+            "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
+            "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
+            "whether what they read was right: check it)"
+        )
+        advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
+    else:
+        what = (
+            "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
+            "found there depended on timing (the record cannot tell whether what they read was right: check it)"
+        )
+        advice = RACE_ADVICE
+    return what, advice
+
+
+def _race_lines(races) -> list[str]:
+    """The first :data:`MAX_RACES_SHOWN` of ``races``, each as a line of evidence, and how many more."""
+    lines = [str(race) for race in races[:MAX_RACES_SHOWN]]
+    if len(races) > MAX_RACES_SHOWN:
+        lines.append(
+            f"and more: run.races() lists the first {len(races)}"
+            if getattr(races, "cut", False)
+            else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
+        )
+    return lines
 
 
 RACE_SHARED_REMOVAL_ADVICE = (
@@ -4244,6 +4256,17 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
                 else "file: a barrier (or another synchronising call) between the two is missing"
             )
         )
+    # the run's own races, when nothing above told one (review89d M1: rank 0 read the file it had removed itself,
+    # told with "no collective is to blame", while run.races() listed ranks 1-3's reads of it unordered against
+    # that removal: ranks 1-3 read first by timing alone)
+    told = (refused is not None and not no_group) or removed or half_read or unordered or no_group
+    untold = [] if told else [race for race in found_races if not race.made]
+    if untold:
+        what, race_advice = _race_words(f.run, untold)
+        blame = (
+            f"so no collective is to blame for that error; but {len(untold)} pair{'s' if len(untold) > 1 else ''} "
+            f"of file accesses of this run raced: {what}"
+        )
     child = no_group and _raised_in_child(f.run[first])
     if child:  # attack27 a05, a13: a collective in a spawned child (a process pool's task, a DataLoader worker)
         blame = (
@@ -4287,6 +4310,9 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
+    elif untold:
+        evidence += _race_lines(untold)
+        advice = f"{advice} The race is a bug of its own, whatever the traceback shows. {race_advice}"
     elif removed and not unordered and not no_group:
         advice = REMOVAL_ADVICE
     elif (unordered or half_read) and not no_group:
