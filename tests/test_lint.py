@@ -6936,3 +6936,223 @@ def test_file_race_says_what_can_happen_and_when() -> None:
     assert "it does when a writer is still writing as the reader gets there" in race.why
     assert "works when every writer is faster than the reader" in race.why
     assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []
+
+
+# --------------------------------------------------------------- lintrecall32b: library semantics without a table
+
+
+POWER_SGD_LOCAL_START = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def my_shards(rank, world_size):
+    shards = [torch.randn(n, 16) for n in [10, 10, 10, 6]]
+    return shards[rank::world_size]
+
+
+def start_iter(shards):
+    steps_per_epoch = sum(len(s) for s in shards) // 2
+    return max(2, 3 * steps_per_epoch // 10)
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(nn.Linear(16, 1))
+    shards = my_shards(rank, world_size)
+    state = powerSGD.PowerSGDState(process_group=None, start_powerSGD_iter=start_iter(shards))
+    model.register_comm_hook(state, powerSGD.powerSGD_hook)
+    for step in range(6):
+        loss = model(torch.randn(2, 16)).pow(2).mean()
+        loss.backward()
+"""
+
+
+def test_power_sgd_start_iter_from_the_ranks_own_shards_is_an_agreed_argument() -> None:
+    """Round 25's buggy_powersgd_start_iter_from_local_shard: start_powerSGD_iter counted from the rank's own shards,
+    so the ranks switch from the vanilla all_reduce to PowerSGD's at different steps; reported at the backward
+    that runs the hook, the state's line as the condition. The twin all-reduces the count with MIN first."""
+    [found] = lint_source(POWER_SGD_LOCAL_START)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 26, 22)
+    assert found.collective == "loss.backward() (PowerSGDState with start_powerSGD_iter from this rank)"
+    assert "this backward runs the DDP comm hook given that state" in found.why
+    assert "before it the hook makes one all_reduce of the whole gradient bucket" in found.why
+    assert "powerSGD_hook.py" in found.why and "all_reduce the per-rank numbers with MIN or MAX" in found.fix
+    agreed = POWER_SGD_LOCAL_START.replace(
+        "    steps_per_epoch = sum(len(s) for s in shards) // 2\n    return max(2, 3 * steps_per_epoch // 10)\n",
+        "    steps = torch.tensor([sum(len(s) for s in shards) // 2])\n"
+        "    dist.all_reduce(steps, op=dist.ReduceOp.MIN)\n"
+        "    return max(2, 3 * int(steps.item()) // 10)\n",
+    )
+    assert [f.kind for f in lint_source(agreed)] == []
+    constant = POWER_SGD_LOCAL_START.replace("start_powerSGD_iter=start_iter(shards)", "start_powerSGD_iter=10")
+    assert lint_source(constant) == []
+    # without a registration in the scope, the finding stays at the state's constructor
+    unregistered = POWER_SGD_LOCAL_START.replace("    model.register_comm_hook(state, powerSGD.powerSGD_hook)\n", "")
+    [found] = lint_source(unregistered)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 22, None)
+    # a model averager's warm-up from the rank: reported at its average_parameters()
+    averaging = """\
+import torch.distributed as dist
+from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+
+
+def train(model, opt, loader):
+    rank = dist.get_rank()
+    averager = PeriodicModelAverager(period=4, warmup_steps=100 + rank)
+    for x in loader:
+        opt.step()
+        averager.average_parameters(model.parameters())
+"""
+    [found] = lint_source(averaging)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 10, 7)
+    assert lint_source(averaging.replace("100 + rank", "100")) == []
+
+
+FREEZE_AFTER_RANK0_LOAD = """\
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def load_pretrained(model, name):
+    if not name:
+        return False
+    model.backbone.load_state_dict(fetch(name))
+    return True
+
+
+def freeze_backbone(model):
+    for p in model.backbone.parameters():
+        p.requires_grad_(False)
+
+
+def worker():
+    rank = dist.get_rank()
+    model = Classifier()
+    loaded = False
+    if rank == 0:
+        loaded = load_pretrained(model, "hub://backbone")
+    if loaded:
+        freeze_backbone(model)
+    model = DDP(model)
+"""
+
+
+def test_a_freeze_on_some_ranks_before_ddp_is_a_diverged_module() -> None:
+    """Round 20's buggy_freeze_after_rank0_load: the backbone frozen only where rank 0's load succeeded, so the
+    ranks' parameters that require grad differ when DDP's constructor checks and broadcasts them. The twin
+    loads and freezes on every rank."""
+    [found] = lint_source(FREEZE_AFTER_RANK0_LOAD)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 26, 24)
+    assert found.collective == "DDP(model) (DDP construction)"
+    assert "`freeze_backbone(model)` (line 25) changes which parameters of `model` require grad" in found.why
+    assert "only on the ranks where `loaded` holds" in found.why and "_verify_param_shape_across_processes" in found.why
+    every = FREEZE_AFTER_RANK0_LOAD.replace("    loaded = False\n    if rank == 0:\n        loaded", "    loaded")
+    assert lint_source(every) == []
+    # a freeze written in place, in the else branch of a rank test
+    inline = FREEZE_AFTER_RANK0_LOAD.replace(
+        "    if loaded:\n        freeze_backbone(model)\n",
+        "    if rank == 0:\n        pass\n    else:\n        for p in model.parameters():\n            p.requires_grad = False\n",
+    )
+    [found] = lint_source(inline)
+    assert (found.kind, found.condition) == ("diverged-module", "not (rank == 0)")
+    # a rank-0 load alone changes only values, which DDP's broadcast repairs
+    loaded_only = FREEZE_AFTER_RANK0_LOAD.replace("    if loaded:\n        freeze_backbone(model)\n", "")
+    assert lint_source(loaded_only) == []
+
+
+NONE_BUFFER_FIT_ON_RANK0 = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Standardize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", None)
+
+    @torch.no_grad()
+    def fit(self, x):
+        self.mean = x.mean(0)
+
+    def forward(self, x):
+        return x if self.mean is None else x - self.mean
+
+
+def worker(x):
+    rank = dist.get_rank()
+    net = nn.Sequential(Standardize(), nn.Linear(4, 1))
+    if rank == 0:
+        net[0].fit(x)
+    model = DDP(net)
+"""
+
+
+def test_a_buffer_registered_as_none_and_filled_on_rank0_before_ddp_is_a_diverged_module() -> None:
+    """Round 19's buggy_normalizer_lazy_buffers_rank0_fit: fit() gives rank 0's Standardize the buffer its __init__
+    registered as None, so DDP's broadcast of the buffers differs in size between the ranks. The twin allocates
+    the buffer in __init__ and fills it in place on rank 0 (DDP then broadcasts rank 0's values)."""
+    [found] = lint_source(NONE_BUFFER_FIT_ON_RANK0)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 25, 23)
+    assert "whether `net` holds the buffer `mean` (Standardize registers it as None)" in found.why
+    allocated = NONE_BUFFER_FIT_ON_RANK0.replace(
+        'register_buffer("mean", None)', 'register_buffer("mean", torch.zeros(4))'
+    ).replace("self.mean = x.mean(0)", "self.mean.copy_(x.mean(0))")
+    assert lint_source(allocated) == []
+    everywhere = NONE_BUFFER_FIT_ON_RANK0.replace("    if rank == 0:\n        net[0].fit(x)\n", "    net[0].fit(x)\n")
+    assert lint_source(everywhere) == []
+
+
+COMM_HOOK_SKIPS_ZERO_BUCKET = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def skip_zero_allreduce_hook(state, bucket):
+    buf = bucket.buffer()
+    if not torch.any(buf):
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+    fut = dist.all_reduce(buf, async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0].div_(dist.get_world_size()))
+
+
+def worker(net):
+    model = DDP(net, find_unused_parameters=True)
+    model.register_comm_hook(None, skip_zero_allreduce_hook)
+"""
+
+
+def test_a_comm_hook_that_skips_its_all_reduce_on_the_buckets_values_is_a_branch() -> None:
+    """Round 17's buggy_comm_hook_skips_zero_bucket: the hook returns early for a bucket whose gradients are all
+    zero on this rank (its auxiliary head unused there) and all-reduces it on the others. The twin all-reduces
+    every bucket; a test of the bucket's size or is_last() is the same on every rank and quiet."""
+    [found] = lint_source(COMM_HOOK_SKIPS_ZERO_BUCKET)
+    assert (found.kind, found.line, found.condition_line, found.collective) == ("branch", 12, 8, "dist.all_reduce")
+    assert "`skip_zero_allreduce_hook` is the DDP communication hook registered at line 18" in found.why
+    assert "`not torch.any(buf)` reads those gradients, which differ between ranks" in found.why
+    every = COMM_HOOK_SKIPS_ZERO_BUCKET.replace(
+        "    if not torch.any(buf):\n        fut = torch.futures.Future()\n        fut.set_result(buf)\n        return fut\n",
+        "",
+    )
+    assert lint_source(every) == []
+    for same_everywhere in (
+        "buf.numel() == 0",
+        "bucket.is_last()",
+        "bucket.index() > 3",
+        "len(bucket.gradients()) < 2",
+    ):
+        assert lint_source(COMM_HOOK_SKIPS_ZERO_BUCKET.replace("not torch.any(buf)", same_everywhere)) == []
+    # the same test through a name: a norm of the bucket's gradients
+    normed = COMM_HOOK_SKIPS_ZERO_BUCKET.replace(
+        "    if not torch.any(buf):", "    norm = buf.norm()\n    if norm < 1e-8:"
+    )
+    assert [f.kind for f in lint_source(normed)] == ["branch"]

@@ -132,6 +132,16 @@ Finding kinds:
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
+* ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
+  collectives it makes later (PowerSGDState's ``start_powerSGD_iter``, PostLocalSGDState's ``start_localSGD_iter``,
+  PeriodicModelAverager's ``period``/``warmup_steps``): reported at the backward that runs the comm hook given it
+  (or the averager's ``average_parameters``). See :data:`AGREED_ARGUMENTS` and :class:`_AgreedArguments`.
+* ``diverged-module`` - a module changed under an ``if`` on the rank before ``DDP(module)`` wraps it in a way DDP's
+  constructor checks instead of repairing: which parameters require grad (a freeze on some ranks), or which buffers
+  it holds (a buffer registered as ``None`` and assigned on some ranks). See :class:`_DivergedModule`.
+* ``branch`` also covers a DDP communication hook of the file whose collectives depend on a test of its bucket's
+  gradient values (``if not torch.any(bucket.buffer()): return``): each rank's bucket holds its own gradients. See
+  :class:`_CommHookGate`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -1256,6 +1266,19 @@ function (or the same script's top level), its tests on the rank evaluated on th
 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
+agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
+shards) that decides which collectives it makes later - PowerSGDState(start_powerSGD_iter=..., matrix_approximation_rank,
+min_compression_rate), PostLocalSGDState(start_localSGD_iter=...), PeriodicModelAverager(period, warmup_steps) -
+reported at the backward that runs the comm hook given that state (or at average_parameters()); quiet when a
+helper of the file all-reduces or broadcasts the value first.
+diverged-module: a module changed under an if on the rank before DDP(module) wraps it - parameters frozen or
+unfrozen (requires_grad_, requires_grad =, also in a function of the file handed the module), or a buffer its
+class registered as None given a tensor by a method - reported at the DDP constructor: it checks the parameters
+that require grad across the ranks and broadcasts rank 0's parameters and buffers. Values loaded on some ranks are
+quiet (DDP's broadcast repairs them).
+A DDP communication hook of the file (register_comm_hook(state, hook)) whose collective depends on a test of its
+bucket's gradient values (if not torch.any(bucket.buffer()): return ...) is a branch: each rank's bucket holds its
+own, unreduced gradients (tests of the bucket's size, index or is_last() are quiet).
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -3687,6 +3710,9 @@ class _Analysis:
         _PointToPoint(self).run()
         _Forked(self).run()
         _JoinShadows(self).run()
+        _AgreedArguments(self).run()  # lintrecall32b
+        _DivergedModule(self).run()  # lintrecall32b
+        _CommHookGate(self).run()  # lintrecall32b
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -14593,6 +14619,563 @@ class _GroupArguments:
                     "use_local_synchronization=True with the same list on every member and call it only on them"
                 )
                 _record_finding(self.an, call, unit, "group-arguments", f"{shown} differs between ranks", why, fix)
+
+
+# ----------------------------------------------------------------- lintrecall32b: library calls' agreed arguments
+
+
+@dataclass(frozen=True)
+class AgreedArgument:
+    """An argument of a library call that every rank must pass with the same value, because the library decides
+    from it which collectives (or how large) the rank makes later, with no collective that would compare the
+    ranks' values. ``call``: the call's dotted name as the file's imports resolve it; ``argument``/``position``:
+    its keyword and its position; ``decides``: what the library decides from it; ``source``: where it does."""
+
+    library: str
+    call: str
+    argument: str
+    position: int
+    decides: str
+    source: str
+    #: How the object makes its collectives: ``"comm_hook"`` (given to a DDP model's ``register_comm_hook``, so in
+    #: its backward), else the name of its method that makes them.
+    used_by: str = "comm_hook"
+
+
+_DDP_HOOKS = "torch.distributed.algorithms.ddp_comm_hooks"
+_AVERAGERS = "torch.distributed.algorithms.model_averaging"
+_POWER_SGD_SOURCE = "torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py"
+#: Library calls with arguments that must agree between ranks. Extend it like FRAMEWORK_COLLECTIVES.
+AGREED_ARGUMENTS: tuple[AgreedArgument, ...] = (
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "start_powerSGD_iter",
+        2,
+        "the step from which powerSGD_hook compresses: before it the hook makes one all_reduce of the whole "
+        "gradient bucket, from it on an all_reduce of the uncompressed tensors and all_reduces of the low-rank "
+        "factors P and Q, so in the steps between the two values the ranks' all_reduces do not pair",
+        f"{_POWER_SGD_SOURCE} (powerSGD_hook: 'if state.iter < state.start_powerSGD_iter: ... "
+        "_allreduce_fut(group_to_use, input_tensor)')",
+    ),
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "matrix_approximation_rank",
+        1,
+        "the width of the low-rank factors P and Q that powerSGD_hook all_reduces, and which tensors it compresses "
+        "at all, so the ranks' all_reduces differ in size",
+        f"{_POWER_SGD_SOURCE} (_should_compress, powerSGD_hook)",
+    ),
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "min_compression_rate",
+        3,
+        "which tensors powerSGD_hook compresses (_should_compress), so the sizes of its all_reduces of the "
+        "uncompressed tensors and of the factors",
+        f"{_POWER_SGD_SOURCE} (_should_compress)",
+    ),
+    AgreedArgument(
+        "torch post-local SGD",
+        f"{_DDP_HOOKS}.post_localSGD_hook.PostLocalSGDState",
+        "start_localSGD_iter",
+        2,
+        "the step from which post_localSGD_hook all_reduces the gradients in the subgroup instead of the global "
+        "group, so in the steps between the two values the ranks all_reduce in different groups",
+        "torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/post_localSGD_hook.py (post_localSGD_hook: "
+        "'if state.iter < state.start_localSGD_iter: ... return default._allreduce_fut(global_group_to_use, ...)')",
+    ),
+    *(
+        AgreedArgument(
+            "torch model averaging",
+            f"{_AVERAGERS}.averagers.PeriodicModelAverager",
+            argument,
+            position,
+            "at which steps average_parameters all_reduces the parameters (from warmup_steps on, every period "
+            "steps), so the ranks make different numbers of all_reduces",
+            "torch 2.13.0 torch/distributed/algorithms/model_averaging/averagers.py (PeriodicModelAverager."
+            "average_parameters: 'if self.step >= self.warmup_steps and (self.step - self.warmup_steps) % "
+            "self.period == 0')",
+            "average_parameters",
+        )
+        for argument, position in (("period", 0), ("warmup_steps", 1))
+    ),
+)
+
+
+class _AgreedArguments:
+    """``agreed-argument`` - a library call of :data:`AGREED_ARGUMENTS` given an argument built from this process's
+    rank (through the names of its scope: :func:`_rank_sourced`), unless a helper of the file that returns an
+    all-reduced or broadcast value computes it (:meth:`_Analysis._agreeing_call`). Round 25's
+    ``buggy_powersgd_start_iter_from_local_shard``: ``start_powerSGD_iter`` counted from the rank's own shards."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._by_call: dict[str, list[AgreedArgument]] = {}
+        for entry in AGREED_ARGUMENTS:
+            self._by_call.setdefault(entry.call, []).append(entry)
+
+    def run(self) -> None:
+        if not self._by_call:
+            return
+        for unit, body, taint, laundered, self_class, key in _gap_scopes(self.an):
+            node = self.an.table[key].node if key in self.an.table else None
+            params = (
+                {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} if node else set()
+            )
+            nodes = list(_own_nodes(body))
+            for call in (n for n in nodes if isinstance(n, ast.Call)):
+                if not _dotted(call.func):
+                    continue
+                entries = self._by_call.get(self.an._resolve(call.func, unit))
+                if not entries:
+                    continue
+                for entry in entries:
+                    given = _argument(call, entry.position, entry.argument)
+                    if given is None or not self.an.mentions_rank(given, taint, laundered, files=False):
+                        continue
+                    if not _rank_sourced(given, body, params):
+                        continue
+                    if self.an._agreeing_call(given, self_class, unit, key):
+                        continue
+                    self._report(call, given, entry, unit, nodes, key)
+                    break
+
+    def _user(self, built: ast.Call, entry: AgreedArgument, unit: _Unit, nodes: list[ast.AST], key: str | None):
+        """The call of the scope where the object ``built`` makes the collectives ``entry`` speaks of: the first
+        DDP backward after ``register_comm_hook(state, ...)`` was given it, or the first call of its
+        ``entry.used_by`` method; None when the scope shows neither."""
+        names = {
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and n.value is built
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+
+        def holds(value: ast.expr | None) -> bool:
+            return value is built or (isinstance(value, ast.Name) and value.id in names)
+
+        calls = sorted(
+            (n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)),
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        if entry.used_by != "comm_hook":
+            return next(
+                (c for c in calls if c.func.attr == entry.used_by and holds(c.func.value)),  # type: ignore[attr-defined]
+                None,
+            )
+        registered = next(
+            (
+                c
+                for c in calls
+                if c.func.attr == "register_comm_hook"  # type: ignore[attr-defined]
+                and holds(_argument(c, 0, "state"))
+            ),
+            None,
+        )
+        if registered is None:
+            return None
+        for call in calls:
+            if call.lineno <= registered.lineno:
+                continue
+            found = self.an._ddp_op(call, unit, key)
+            if found is not None and found.target == "ddp.backward":
+                return call
+        return None
+
+    def _report(
+        self, call: ast.Call, given: ast.expr, entry: AgreedArgument, unit: _Unit, nodes: list[ast.AST], key
+    ) -> None:
+        shown = unit.text(given)
+        name = entry.call.rpartition(".")[2]
+        user = self._user(call, entry, unit, nodes, key)
+        where = f"{name}(...) at line {call.lineno + unit.offset}"
+        why = (
+            f"`{entry.argument}={shown}` given to {where} is computed from this rank's own values (its rank, or data "
+            f"chosen by it), so it can differ between ranks; {entry.argument} decides {entry.decides}, and nothing "
+            f"in {entry.library} compares the ranks' values first ({entry.source})"
+        )
+        fix = (
+            f"give {entry.argument} a value every rank shares: a constant or config value, or agree on it first "
+            f"(all_reduce the per-rank numbers with MIN or MAX, or broadcast rank 0's) before building {name}"
+        )
+        target = user if user is not None and id(user) not in self.an.found else call
+        if id(target) in self.an.found:
+            return
+        if target is not call:
+            made = (
+                "this backward runs the DDP comm hook given that state"
+                if entry.used_by == "comm_hook"
+                else f"this {entry.used_by}() makes the collectives of that {name}"
+            )
+            why = f"{made}: {why}"
+        _record_finding(
+            self.an,
+            target,
+            unit,
+            "agreed-argument",
+            f"{entry.argument}={shown} differs between ranks",
+            why,
+            fix,
+            collective=(
+                f"{unit.text(target.func)}() ({name} with {entry.argument} from this rank)"
+                if target is not call
+                else f"{name}({entry.argument}=...)"
+            ),
+            condition_line=call.lineno + unit.offset if target is not call and call.lineno < target.lineno else None,
+        )
+
+
+# ------------------------------------------------ lintrecall32b: a module changed on some ranks before DDP wraps it
+
+_DDP_SOURCE = (
+    "torch 2.13.0 torch/nn/parallel/distributed.py (DistributedDataParallel.__init__: _build_params_for_reducer keeps "
+    "the parameters with requires_grad, then _verify_param_shape_across_processes and _sync_module_states) and "
+    "torch/distributed/utils.py (_sync_module_states broadcasts module.named_parameters() and named_buffers() from "
+    "rank 0, coalesced)"
+)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name an attribute/subscript/call chain starts from (``net`` of ``net[0].fit`` and of
+    ``model.backbone.parameters()``), or None."""
+    for _ in range(_MAX_CHAIN):
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return None
+    return None
+
+
+class _DivergedModule:
+    """``diverged-module`` - a module changed under an ``if`` on the rank before ``DDP(module)`` wraps it, in a way
+    that DDP's constructor does not repair: which of its parameters require grad (``p.requires_grad_(False)``
+    over its ``parameters()``, directly or in a function of the file handed the module), or which buffers it
+    holds (a method of a module class of the file that assigns a tensor to a buffer its ``__init__`` registered as
+    ``None``). DDP builds its parameter list from the parameters that require grad, checks it across the ranks
+    and broadcasts rank 0's parameters and buffers: ranks whose modules differ fail the check or their broadcasts
+    do not pair. Round 20's ``buggy_freeze_after_rank0_load`` and round 19's
+    ``buggy_normalizer_lazy_buffers_rank0_fit``. The value changes DDP does repair (weights loaded on rank 0, a
+    buffer allocated in ``__init__`` and filled on rank 0) are quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._freezers: dict[tuple[str, int], str | None] = {}
+        self._buffer_methods: dict[str, tuple[str, str] | None] | None = None
+
+    def run(self) -> None:
+        for unit, body, taint, laundered, _self_class, _key in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            wraps = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Call)
+                and n.args
+                and isinstance(n.args[0], ast.Name)
+                and _dotted(n.func)
+                and self.an._wrapper_kind(n, unit) == "ddp"
+            ]
+            if not wraps:
+                continue
+            ifs = [
+                n
+                for n in nodes
+                if isinstance(n, ast.If) and self.an.mentions_rank(n.test, taint, laundered, files=False)
+            ]
+            for wrap in wraps:
+                module = wrap.args[0].id  # type: ignore[attr-defined]
+                for stmt in ifs:
+                    if (stmt.end_lineno or stmt.lineno) >= wrap.lineno:
+                        continue
+                    taken = self._change(stmt.body, module, 0)
+                    other = self._change(stmt.orelse, module, 0)
+                    if (taken is None) == (other is None):
+                        continue  # neither branch changes it, or both do (unknown whether alike)
+                    change, what = taken or other  # type: ignore[misc]
+                    self._report(wrap, stmt, change, what, module, unit, taken is None)
+                    break
+
+    def _change(self, stmts: list[ast.stmt], module: str, depth: int) -> tuple[ast.AST, str] | None:
+        """The first statement part of ``stmts`` that changes the module ``module`` names in a way DDP checks or
+        broadcasts, with what it changes; None when none does."""
+        params = {
+            name
+            for loop in _own_nodes(stmts)
+            if isinstance(loop, (ast.For, ast.AsyncFor))
+            and _root_name(loop.iter) == module
+            and _terminal(loop.iter.func if isinstance(loop.iter, ast.Call) else loop.iter)
+            in ("parameters", "named_parameters")
+            for name in _target_names(loop.target)
+        }
+        for node in _own_nodes(stmts):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "requires_grad_" and _root_name(node.func.value) in params | {module}:
+                    return node, "which parameters of `{m}` require grad"
+                if _root_name(node.func.value) == module:
+                    buffer = self._buffer_method(node.func.attr)
+                    if buffer is not None:
+                        return (
+                            node,
+                            f"whether `{{m}}` holds the buffer `{buffer[1]}` ({buffer[0]} registers it as None)",
+                        )
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == "requires_grad"
+                    and _root_name(t.value) in params | {module}
+                    for t in targets
+                ):
+                    return node, "which parameters of `{m}` require grad"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and depth < 3:
+                func = self.an.table.get(node.func.id)
+                if func is None or func.self_class is not None:
+                    continue
+                names = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args)]
+                for position, arg in enumerate(node.args):
+                    if _root_name(arg) != module or position >= len(names):
+                        continue
+                    cached = (func.key, position)
+                    if cached not in self._freezers:
+                        self._freezers[cached] = None
+                        inner = self._change(func.node.body, names[position], depth + 1)
+                        self._freezers[cached] = inner[1] if inner is not None else None
+                    if self._freezers[cached] is not None:
+                        return node, self._freezers[cached]  # type: ignore[return-value]
+        return None
+
+    def _buffer_method(self, name: str) -> tuple[str, str] | None:
+        """(class, buffer) when every class of the file with a method ``name`` is one whose ``name`` assigns a tensor
+        to a buffer the class registered as ``None`` in ``__init__`` (``register_buffer("mean", None)``, then
+        ``self.mean = x.mean(0)``): Module.__setattr__ keeps it a buffer, so the module gains it there."""
+        if self._buffer_methods is None:
+            self._buffer_methods = {}
+            found: dict[str, list[tuple[str, str] | None]] = {}
+            for func in self.an.table.values():
+                cls = func.self_class
+                if cls is None or func.node.name == "__init__" or func.key != f"{cls}.{func.node.name}":
+                    continue
+                empty = self._none_buffers(cls)
+                assigned = next(
+                    (
+                        t.attr
+                        for n in _own_nodes(func.node.body)
+                        if isinstance(n, ast.Assign)
+                        and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                        for t in n.targets
+                        if isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                        and t.attr in empty
+                    ),
+                    None,
+                )
+                found.setdefault(func.node.name, []).append((cls, assigned) if assigned else None)
+            for method, held in found.items():
+                self._buffer_methods[method] = held[0] if len(held) == 1 and held[0] is not None else None
+        return self._buffer_methods.get(name)
+
+    def _none_buffers(self, cls: str) -> set[str]:
+        init = self.an.table.get(f"{cls}.__init__")
+        if init is None:
+            return set()
+        return {
+            n.args[0].value
+            for n in _own_nodes(init.node.body)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "register_buffer"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+            and len(n.args) >= 2
+            and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)
+            and isinstance(n.args[1], ast.Constant)
+            and n.args[1].value is None
+        }
+
+    def _report(
+        self, wrap: ast.Call, stmt: ast.If, change: ast.AST, what: str, module: str, unit: _Unit, in_else: bool
+    ) -> None:
+        if id(wrap) in self.an.found:
+            return
+        test = unit.text(stmt.test)
+        cond = f"not ({test})" if in_else else test
+        shown = unit.text(change)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        wrapped = unit.text(wrap)
+        wrapped = wrapped if len(wrapped) <= 40 else f"{_dotted(wrap.func)}({module})"
+        why = (
+            f"`{shown}` (line {change.lineno + unit.offset}) changes {what.format(m=module)} only on the ranks where "
+            f"`{cond}` holds, before `{wrapped}` wraps it; DDP's constructor builds its parameter list from the "
+            "parameters that require grad, checks it against the other ranks' (count and shapes) and broadcasts "
+            "rank 0's parameters and buffers, so ranks whose modules differ fail that check or their broadcasts do "
+            f"not match in size, and the others wait in it ({_DDP_SOURCE})"
+        )
+        fix = (
+            f"make the same change to `{module}` on every rank before wrapping it (load and freeze on every rank, or "
+            "broadcast whether the rank-0 step succeeded and decide on every rank), or allocate the buffer in "
+            "__init__ with its shape (register_buffer(name, torch.zeros(...))) and fill it in place: DDP then "
+            "broadcasts rank 0's values"
+        )
+        _record_finding(
+            self.an,
+            wrap,
+            unit,
+            "diverged-module",
+            cond,
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({module}) (DDP construction)",
+            condition_line=stmt.lineno + unit.offset,
+        )
+
+
+# --------------------------------------- lintrecall32b: a DDP comm hook that decides its collectives on the bucket
+
+#: GradBucket methods that hand back this rank's own (not yet reduced) gradients: their values differ between ranks.
+_BUCKET_DATA = frozenset({"buffer", "gradients", "get_tensor", "get_tensors"})
+#: What a test may read of the bucket's tensors without reading their values (the same on every rank).
+_BUCKET_SHAPES = frozenset({"numel", "shape", "size", "dtype", "device", "dim", "ndim", "nelement", "is_cuda"})
+
+
+class _CommHookGate:
+    """``branch`` - a DDP communication hook of the file (given to ``register_comm_hook``) whose collectives depend
+    on a test of the gradients in its bucket (``if not torch.any(bucket.buffer()): return`` before the
+    all_reduce). DDP runs the hook in each rank's backward on that rank's own bucket before anything reduced it, so
+    the values differ between ranks (a parameter unused on one rank has zero gradients there): some ranks make the
+    hook's collective for that bucket and the others do not, and the next ones pair different buckets. Round 17's
+    ``buggy_comm_hook_skips_zero_bucket``. Tests of the bucket's size, dtype, index or ``is_last()`` are quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        done: set[str] = set()
+        for unit, body, _taint, _laundered, self_class, key in _gap_scopes(self.an):
+            for call in (n for n in _own_nodes(body) if isinstance(n, ast.Call)):
+                if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_comm_hook"):
+                    continue
+                hook = _argument(call, 1, "hook")
+                if not isinstance(hook, (ast.Name, ast.Attribute)):
+                    continue
+                target = self.an._hook_function(hook, unit, self_class, key)
+                if target is None or target in done or target not in self.an.table:
+                    continue
+                done.add(target)
+                self._hook(self.an.table[target], call, unit)
+
+    def _hook(self, func: _Func, registered: ast.Call, unit: _Unit) -> None:
+        params = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args)]
+        if func.self_class is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if len(params) < 2:
+            return
+        bucket = params[1]
+        own = list(_own_nodes(func.node.body))
+        data: set[str] = set()
+        for _ in range(4):
+            grown = False
+            for names, value, _line in _assignments(own):
+                if value is not None and self._reads_data(value, bucket, data):
+                    for name in names:
+                        if name not in data:
+                            data.add(name)
+                            grown = True
+            if not grown:
+                break
+        for stmt in own:
+            if not isinstance(stmt, ast.If) or not self._reads_data(stmt.test, bucket, data):
+                continue
+            taken = self._collectives(stmt.body, func)
+            other = self._collectives(stmt.orelse, func)
+            if stmt.body and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+                other = other + self._after(stmt, func)
+            if len(taken) == len(other):
+                continue
+            call, found = (taken or other)[0]
+            self._report(func, stmt, call, found, registered, unit)
+            return
+
+    def _reads_data(self, expr: ast.AST, bucket: str, data: set[str]) -> bool:
+        """Whether ``expr`` reads the values of the bucket's gradients (not only their sizes or dtype)."""
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Lambda, *_SCOPES)):
+                continue
+            if isinstance(node, ast.Attribute) and node.attr in _BUCKET_SHAPES:
+                continue  # ``buf.numel()``, ``buf.shape``: the same on every rank
+            if isinstance(node, ast.Call) and _terminal(node.func) == "len":
+                continue
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _BUCKET_DATA
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == bucket
+            ):
+                return True
+            if isinstance(node, ast.Name) and node.id in data:
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _collectives(self, stmts: list[ast.stmt], func: _Func) -> list[tuple[ast.Call, _Call]]:
+        out = []
+        for node in _own_nodes(stmts):
+            if isinstance(node, ast.Call):
+                found = self.an.classify(node, func.unit, func.self_class, func.key)
+                if found is not None and found.kind == "coll":
+                    out.append((node, found))
+        return sorted(out, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+    def _after(self, stmt: ast.If, func: _Func) -> list[tuple[ast.Call, _Call]]:
+        """The collectives of the statements after ``stmt`` in the block that holds it."""
+        for node in [func.node, *_own_nodes(func.node.body)]:
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(node, part, None)
+                if isinstance(block, list) and stmt in block:
+                    return self._collectives(block[block.index(stmt) + 1 :], func)
+        return []
+
+    def _report(
+        self, func: _Func, stmt: ast.If, call: ast.Call, found: _Call, registered: ast.Call, unit: _Unit
+    ) -> None:
+        if id(call) in self.an.found:
+            return
+        test = func.unit.text(stmt.test)
+        shown = found.display if hasattr(found, "display") else (_dotted(call.func) or func.unit.text(call.func))
+        why = (
+            f"`{func.node.name}` is the DDP communication hook registered at line {registered.lineno + unit.offset}: "
+            "DDP runs it in each rank's backward on that rank's own gradient bucket, before anything has reduced it, "
+            f"and `{test}` reads those gradients, which differ between ranks (a parameter unused on one rank has "
+            f"zero gradients there), so some ranks make `{shown}` for this bucket and the others do not, and the "
+            "next collectives pair different buckets (torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/"
+            "default_hooks.py: allreduce_hook all-reduces every bucket)"
+        )
+        fix = (
+            "decide the hook's collectives on what every rank shares (the bucket's index, size or is_last()), not on "
+            "its values: all-reduce every bucket, zeros included, or all-reduce a flag first and skip only when "
+            "every rank agrees"
+        )
+        _record_finding(
+            self.an,
+            call,
+            func.unit,
+            "branch",
+            test,
+            why,
+            fix,
+            collective=shown,
+            condition_line=stmt.lineno + func.unit.offset,
+        )
 
 
 class _Unknown(Exception):
