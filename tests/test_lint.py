@@ -7156,3 +7156,108 @@ def test_a_comm_hook_that_skips_its_all_reduce_on_the_buckets_values_is_a_branch
         "    if not torch.any(buf):", "    norm = buf.norm()\n    if norm < 1e-8:"
     )
     assert [f.kind for f in lint_source(normed)] == ["branch"]
+
+
+RANK_ZERO_ONLY_SIZE = """\
+import functools
+
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def rank_zero_only(fn, default=None):
+    @functools.wraps(fn)
+    def wrapped_fn(*args, **kwargs):
+        if dist.get_rank() == 0:
+            return fn(*args, **kwargs)
+        return default
+    return wrapped_fn
+
+
+@rank_zero_only
+def prepare_data(data_dir):
+    vocab = build_vocab(data_dir)
+    return len(vocab)
+
+
+class TextClassifier(nn.Module):
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab_size, 16)
+        self.fc = nn.Linear(16, 2)
+
+
+def worker(data_dir):
+    vocab_size = prepare_data(data_dir)
+    model = DDP(TextClassifier(vocab_size))
+"""
+
+
+def test_a_module_sized_by_a_rank_zero_only_result_is_a_diverged_module() -> None:
+    """Round 15's buggy_rank_zero_only_return_value: the vocabulary size comes back from a @rank_zero_only function,
+    None on rank 1, and sizes the EmbeddingBag, so the ranks' parameters differ in shape when DDP checks them. The
+    twin writes the vocabulary on rank 0 and reads its size on every rank after a barrier."""
+    [found] = lint_source(RANK_ZERO_ONLY_SIZE)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 32, 31)
+    assert found.collective == "DDP(TextClassifier(vocab_size)) (DDP construction)"
+    assert "`prepare_data` runs only on the ranks its decorator `@rank_zero_only` lets through" in found.why
+    assert "passes it as a size to `nn.EmbeddingBag(vocab_size, 16)`" in found.why
+    shared = RANK_ZERO_ONLY_SIZE.replace(
+        "    vocab_size = prepare_data(data_dir)\n",
+        "    prepare_data(data_dir)\n    dist.barrier()\n    vocab_size = len(build_vocab(data_dir))\n",
+    )
+    assert lint_source(shared) == []
+    # a torch.nn layer sized from the rank directly, and a size that is no parameter's (quiet)
+    direct = "import torch.distributed as dist\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef worker():\n    width = 8 * (dist.get_rank() + 1)\n    model = DDP(nn.Linear(4, width))\n"
+    [found] = lint_source(direct)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 8, 7)
+    unsized = RANK_ZERO_ONLY_SIZE.replace("nn.EmbeddingBag(vocab_size, 16)", "nn.EmbeddingBag(100, 16)")
+    assert lint_source(unsized) == []
+    # the decorated function's result decides a collective too: a branch
+    branch = RANK_ZERO_ONLY_SIZE.replace(
+        "    model = DDP(TextClassifier(vocab_size))\n", "    if vocab_size:\n        dist.barrier()\n"
+    )
+    assert [f.kind for f in lint_source(branch)] == ["branch"]
+
+
+UNFREEZE_AFTER_WRAP = """\
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def worker(net, loader):
+    for p in net.backbone.parameters():
+        p.requires_grad_(False)
+    model = DDP(net)
+    for epoch in range(3):
+        if epoch == 1:
+            for p in net.backbone.parameters():
+                p.requires_grad_(True)
+        for x, y in loader:
+            nn.functional.mse_loss(model(x), y).backward()
+"""
+
+
+def test_parameters_unfrozen_after_the_ddp_wrap_are_never_all_reduced() -> None:
+    """Round 19's buggy_unfreeze_backbone_after_ddp_wrap: the backbone is frozen when DDP builds its reducer and
+    unfrozen at epoch 1, so its gradients stay each rank's own. The twin unfreezes before the wrap and keeps the
+    backbone out of the optimizer until epoch 1."""
+    [found] = lint_source(UNFREEZE_AFTER_WRAP)
+    assert (found.kind, found.line, found.condition_line) == ("unfrozen-after-wrap", 13, 9)
+    assert "registers its gradient all_reduce only for the parameters that require grad at that moment" in found.why
+    twin = UNFREEZE_AFTER_WRAP.replace(
+        "        p.requires_grad_(False)\n    model = DDP(net)", "        p.requires_grad_(True)\n    model = DDP(net)"
+    )
+    assert lint_source(twin) == []
+    never_frozen = UNFREEZE_AFTER_WRAP.replace(
+        "    for p in net.backbone.parameters():\n        p.requires_grad_(False)\n", ""
+    )
+    assert lint_source(never_frozen) == []
+    # through the wrapper's .module, with an assignment
+    through_module = UNFREEZE_AFTER_WRAP.replace(
+        "            for p in net.backbone.parameters():\n                p.requires_grad_(True)\n",
+        "            for p in model.module.backbone.parameters():\n                p.requires_grad = True\n",
+    )
+    assert [f.kind for f in lint_source(through_module)] == ["unfrozen-after-wrap"]

@@ -138,7 +138,13 @@ Finding kinds:
   (or the averager's ``average_parameters``). See :data:`AGREED_ARGUMENTS` and :class:`_AgreedArguments`.
 * ``diverged-module`` - a module changed under an ``if`` on the rank before ``DDP(module)`` wraps it in a way DDP's
   constructor checks instead of repairing: which parameters require grad (a freeze on some ranks), or which buffers
-  it holds (a buffer registered as ``None`` and assigned on some ranks). See :class:`_DivergedModule`.
+  it holds (a buffer registered as ``None`` and assigned on some ranks); or a module built from a size that differs
+  between ranks (``DDP(TextClassifier(vocab_size))`` whose ``__init__`` passes it to ``nn.EmbeddingBag``). See
+  :class:`_DivergedModule`. A function of the file under a decorator that runs it on some ranks only
+  (``@rank_zero_only``) returns a rank-dependent value: the decorator's default on the other ranks.
+* ``unfrozen-after-wrap`` - parameters frozen before ``DDP(module)`` and set to require grad again after it: DDP
+  registered its gradient all_reduce only for the parameters that required grad when it was built, so theirs stay
+  each rank's own. See :class:`_UnfrozenAfterWrap`.
 * ``branch`` also covers a DDP communication hook of the file whose collectives depend on a test of its bucket's
   gradient values (``if not torch.any(bucket.buffer()): return``): each rank's bucket holds its own gradients. See
   :class:`_CommHookGate`.
@@ -1275,7 +1281,11 @@ diverged-module: a module changed under an if on the rank before DDP(module) wra
 unfrozen (requires_grad_, requires_grad =, also in a function of the file handed the module), or a buffer its
 class registered as None given a tensor by a method - reported at the DDP constructor: it checks the parameters
 that require grad across the ranks and broadcasts rank 0's parameters and buffers. Values loaded on some ranks are
-quiet (DDP's broadcast repairs them).
+quiet (DDP's broadcast repairs them). Also a module built from a size that differs between ranks
+(DDP(Model(n)) where Model.__init__ passes n to nn.Linear/nn.Embedding/...), such as the result of a function
+under @rank_zero_only (None on the other ranks: the decorator's default).
+unfrozen-after-wrap: parameters frozen before DDP(module) and set to require grad again after it
+(p.requires_grad_(True) over module.parameters()): DDP's reducer never all-reduces them.
 A DDP communication hook of the file (register_comm_hook(state, hook)) whose collective depends on a test of its
 bucket's gradient values (if not torch.any(bucket.buffer()): return ...) is a branch: each rank's bucket holds its
 own, unreduced gradients (tests of the bucket's size, index or is_last() are quiet).
@@ -3677,6 +3687,7 @@ class _Analysis:
         self._prepare_objects()
         self._ddp_through_objects()
         self._prepare_callbacks()
+        self._seed_gated_returns()  # lintrecall32b
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
@@ -3713,6 +3724,7 @@ class _Analysis:
         _AgreedArguments(self).run()  # lintrecall32b
         _DivergedModule(self).run()  # lintrecall32b
         _CommHookGate(self).run()  # lintrecall32b
+        _UnfrozenAfterWrap(self).run()  # lintrecall32b
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -4292,6 +4304,8 @@ class _Analysis:
             )
             for node in copies:
                 read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if read & self.rank_funcs:  # lintrecall32b: a @rank_zero_only function's result is not a copy
+                    continue
                 if read and all((lines.get(r, node.lineno) < node.lineno) or r not in local for r in read):
                     if any(r in lines for r in read):
                         for name in _target_names(node.targets[0]):
@@ -6697,6 +6711,34 @@ class _Analysis:
                     )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _seed_gated_returns(self) -> None:
+        """lintrecall32b. A function of the file whose decorator runs it on some ranks only (``@rank_zero_only``,
+        ``@master_only``, Accelerate's ``on_main_process``, a decorator of the file that tests the rank) and that
+        returns a value: its call gives that value on those ranks and the decorator's default elsewhere
+        (lightning_utilities 0.15 src/lightning_utilities/core/rank_zero.py ``rank_zero_only``: ``if rank == 0:
+        return fn(*args, **kwargs); return default``), so the result differs between ranks (round 15's
+        ``buggy_rank_zero_only_return_value``: ``vocab_size = prepare_data(...)`` is None on rank 1)."""
+        self.gated_returns: dict[str, str] = {}
+        for func in self.funcs:
+            if not any(
+                isinstance(n, ast.Return)
+                and n.value is not None
+                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                for n in _own_nodes(func.node.body)
+            ):
+                continue
+            for deco in func.node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else deco
+                if (
+                    _terminal(target) in _GATING_DECORATOR_NAMES
+                    or self._process_decorator(target)
+                    or self._gating_decorator(target, func.unit)
+                ):
+                    self.rank_funcs.add(func.node.name)
+                    self.rank_returns.add(func.key)
+                    self.gated_returns[func.node.name] = func.unit.text(deco)
+                    break
 
     def _settled_attributes(self, func: _Func, nodes: list[ast.AST], taint: set[str]) -> set[str]:
         """The attributes (``trainer.should_stop``, ``self.stop``) that ``func`` leaves the same on every rank
@@ -14836,6 +14878,24 @@ _DDP_SOURCE = (
     "torch/distributed/utils.py (_sync_module_states broadcasts module.named_parameters() and named_buffers() from "
     "rank 0, coalesced)"
 )
+#: Library decorators that run the function on some ranks only and return a default (None unless given) on the
+#: others: lightning_utilities' rank_zero_only (src/lightning_utilities/core/rank_zero.py), mmcv/mmengine's
+#: master_only (which returns None on the others), Accelerate's on_main_process/on_local_main_process.
+_GATING_DECORATOR_NAMES = frozenset({"rank_zero_only", "master_only", "on_main_process", "on_local_main_process"})
+#: torch.nn layers whose first two positional arguments (or these keywords) are sizes of their parameters.
+_SIZED_LAYERS = frozenset(
+    {
+        "Linear", "Bilinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+        "ConvTranspose2d", "ConvTranspose3d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
+        "LSTM", "GRU", "RNN", "MultiheadAttention", "SyncBatchNorm", "RMSNorm",
+    }
+)  # fmt: skip
+_SIZE_KEYWORDS = frozenset(
+    {
+        "in_features", "out_features", "num_embeddings", "embedding_dim", "in_channels", "out_channels",
+        "normalized_shape", "num_features", "input_size", "hidden_size", "embed_dim", "num_channels", "num_groups",
+    }
+)  # fmt: skip
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -14868,6 +14928,7 @@ class _DivergedModule:
         self.an = an
         self._freezers: dict[tuple[str, int], str | None] = {}
         self._buffer_methods: dict[str, tuple[str, str] | None] | None = None
+        self._origins: list[ast.AST] = []
 
     def run(self) -> None:
         for unit, body, taint, laundered, _self_class, _key in _gap_scopes(self.an):
@@ -14877,7 +14938,7 @@ class _DivergedModule:
                 for n in nodes
                 if isinstance(n, ast.Call)
                 and n.args
-                and isinstance(n.args[0], ast.Name)
+                and isinstance(n.args[0], (ast.Name, ast.Call))
                 and _dotted(n.func)
                 and self.an._wrapper_kind(n, unit) == "ddp"
             ]
@@ -14889,7 +14950,10 @@ class _DivergedModule:
                 if isinstance(n, ast.If) and self.an.mentions_rank(n.test, taint, laundered, files=False)
             ]
             for wrap in wraps:
-                module = wrap.args[0].id  # type: ignore[attr-defined]
+                self._built_apart(wrap, nodes, taint, laundered, unit)
+                if not isinstance(wrap.args[0], ast.Name):
+                    continue
+                module = wrap.args[0].id
                 for stmt in ifs:
                     if (stmt.end_lineno or stmt.lineno) >= wrap.lineno:
                         continue
@@ -14900,6 +14964,166 @@ class _DivergedModule:
                     change, what = taken or other  # type: ignore[misc]
                     self._report(wrap, stmt, change, what, module, unit, taken is None)
                     break
+
+    def _built_apart(self, wrap: ast.Call, nodes: list[ast.AST], taint: set[str], laundered, unit: _Unit) -> None:
+        """``DDP(Cls(n))`` (or ``m = Cls(n)`` ... ``DDP(m)``) where ``n`` differs between ranks and ``Cls`` (a module
+        class of the file, or a torch.nn layer) passes it as a size to a torch.nn layer: the ranks' parameters have
+        different shapes when DDP's constructor checks them."""
+        built = wrap.args[0]
+        if isinstance(built, ast.Name):
+            made = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and n.lineno < wrap.lineno
+                and any(isinstance(t, ast.Name) and t.id == built.id for t in n.targets)
+            ]
+            built = made[-1].value if made else None  # type: ignore[assignment]
+        if not isinstance(built, ast.Call) or not _dotted(built.func):
+            return
+        for arg in [*built.args, *(k.value for k in built.keywords)]:
+            if not self.an.mentions_rank(arg, taint, laundered, files=False):
+                continue
+            if not self._proved_ranked(arg, nodes):
+                continue  # "may differ" is not enough here: a helper handed the rank may return what all share
+            layer = self._sized_by(built, arg, unit)
+            if layer is None:
+                continue
+            origin = self._assigned_line(arg, nodes, built.lineno)
+            self._origins = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign))]
+            self._report_sizes(wrap, built, arg, layer, origin, unit)
+            return
+
+    def _proved_ranked(self, expr: ast.expr, nodes: list[ast.AST]) -> bool:
+        """Whether ``expr`` is built, through the scope's assignments and plain builtins only, from a reading of
+        the rank (``get_rank()``, a rank-named name) or from the call of a function under a decorator that runs it
+        on some ranks only (``@rank_zero_only``: the default elsewhere). Any other call leaves it unknown."""
+        values: dict[str, list[ast.AST]] = {}
+        for node in nodes:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                for name in _assigned_names(node):
+                    values.setdefault(name, []).append(node.value)
+        seen: set[str] = set()
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call):
+                called = _terminal(node.func)
+                if called in _RANK_CALLS or (isinstance(node.func, ast.Name) and called in self.an.gated_returns):
+                    return True
+                if not (isinstance(node.func, ast.Name) and called in _PLAIN_BUILTINS):
+                    continue  # another call's result: unknown
+                stack += [*node.args, *(k.value for k in node.keywords)]
+                continue
+            if isinstance(node, ast.Name):
+                if node.id in values and node.id not in seen:
+                    seen.add(node.id)
+                    stack += values[node.id]
+                elif node.id not in values and _rank_name(node.id):
+                    return True
+                continue
+            if isinstance(node, ast.Attribute) and _rank_name(node.attr):
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _sized_by(self, built: ast.Call, arg: ast.expr, unit: _Unit) -> str | None:
+        """The torch.nn layer call (as written) that takes ``arg`` of ``built`` as one of its sizes, or None."""
+        full = self.an._resolve(built.func, unit)
+        if full.startswith("torch.nn.") and full.rpartition(".")[2] in _SIZED_LAYERS:
+            return unit.text(built) if arg in built.args[:2] else None
+        cls = _terminal(built.func)
+        init = self.an.table.get(f"{cls}.__init__")
+        if cls not in self.an.class_nodes or init is None:
+            return None
+        names = [a.arg for a in (*init.node.args.posonlyargs, *init.node.args.args)][1:]
+        if arg in built.args:
+            position = built.args.index(arg)
+            if position >= len(names):
+                return None
+            param = names[position]
+        else:
+            param = next((k.arg for k in built.keywords if k.value is arg), None)
+        if param is None:
+            return None
+        for node in _own_nodes(init.node.body):
+            if not (isinstance(node, ast.Call) and _dotted(node.func)):
+                continue
+            if self.an._resolve(node.func, init.unit).startswith("torch.nn.") and (
+                _terminal(node.func) in _SIZED_LAYERS
+            ):
+                sizes = [*node.args[:2], *(k.value for k in node.keywords if k.arg in _SIZE_KEYWORDS)]
+                if any(isinstance(n, ast.Name) and n.id == param for s in sizes for n in ast.walk(s)):
+                    return init.unit.text(node)
+        return None
+
+    @staticmethod
+    def _assigned_line(arg: ast.expr, nodes: list[ast.AST], before: int) -> int | None:
+        if not isinstance(arg, ast.Name):
+            return None
+        lines = [
+            n.lineno
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.lineno <= before and arg.id in _assigned_names(n)
+        ]
+        return max(lines) if lines else None
+
+    def _report_sizes(
+        self, wrap: ast.Call, built: ast.Call, arg: ast.expr, layer: str, origin: int | None, unit: _Unit
+    ) -> None:
+        if id(wrap) in self.an.found:
+            return
+        shown = unit.text(arg)
+        layer = layer if len(layer) <= 60 else layer[:57] + "..."
+        made = unit.text(built)
+        made = made if len(made) <= 50 else f"{_dotted(built.func)}(...)"
+        where = f" (assigned at line {origin + unit.offset})" if origin is not None else ""
+        gated = next(
+            (
+                (n.id, self.an.gated_returns[n.id])
+                for n in ast.walk(arg)
+                if isinstance(n, ast.Name) and n.id in self.an.gated_returns
+            ),
+            None,
+        )
+        if gated is None and isinstance(arg, ast.Name) and origin is not None:
+            gated = next(
+                (
+                    (c.func.id, self.an.gated_returns[c.func.id])
+                    for n in self._origins
+                    if n.lineno == origin
+                    for c in ast.walk(n)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in self.an.gated_returns
+                ),
+                None,
+            )
+        if gated is not None:
+            where += (
+                f" (`{gated[0]}` runs only on the ranks its decorator `@{gated[1]}` lets through and returns the "
+                "decorator's default (None unless one is given) on the others)"
+            )
+        why = (
+            f"`{shown}`{where} differs between ranks and `{made}` passes it as a size to `{layer}`, so the ranks' "
+            f"modules have parameters of different shapes when `{unit.text(wrap.func)}(...)` wraps it; DDP's "
+            "constructor checks the parameters' count and shapes against the other ranks' and broadcasts rank 0's "
+            f"parameters and buffers, so it fails on some ranks while the others wait in it ({_DDP_SOURCE})"
+        )
+        fix = (
+            f"build the module from a size every rank shares: compute `{shown}` on every rank, or broadcast rank 0's "
+            "value (broadcast_object_list) before building the module"
+        )
+        _record_finding(
+            self.an,
+            wrap,
+            unit,
+            "diverged-module",
+            f"{shown} differs between ranks",
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({made}) (DDP construction)",
+            condition_line=origin + unit.offset if origin is not None else None,
+        )
 
     def _change(self, stmts: list[ast.stmt], module: str, depth: int) -> tuple[ast.AST, str] | None:
         """The first statement part of ``stmts`` that changes the module ``module`` names in a way DDP checks or
@@ -15175,6 +15399,119 @@ class _CommHookGate:
             fix,
             collective=shown,
             condition_line=stmt.lineno + func.unit.offset,
+        )
+
+
+# --------------------------------------- lintrecall32b: parameters unfrozen after DDP built its reducer without them
+
+
+class _UnfrozenAfterWrap:
+    """``unfrozen-after-wrap`` - parameters of a module frozen before ``DDP(module)`` wraps it and set to require
+    grad again after (``p.requires_grad_(True)`` over its ``parameters()``): DDP's constructor registered its
+    gradient reduction only for the parameters that required grad then (``_build_params_for_reducer``), and its
+    docstring says no parameter may be added or changed after the wrap, so the unfrozen parameters' gradients are
+    never all-reduced and each rank's copy drifts on its own data. Round 19's
+    ``buggy_unfreeze_backbone_after_ddp_wrap``. Quiet when the parameters were not frozen before the wrap in the
+    same function (unfreezing what requires grad already changes nothing)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, _self_class, _key in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            wraps = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Call)
+                and n.args
+                and isinstance(n.args[0], ast.Name)
+                and _dotted(n.func)
+                and self.an._wrapper_kind(n, unit) == "ddp"
+            ]
+            if not wraps:
+                continue
+            changes = self._grad_switches(nodes)
+            for wrap in wraps:
+                module = wrap.args[0].id  # type: ignore[attr-defined]
+                held = {module} | {
+                    t.id
+                    for n in nodes
+                    if isinstance(n, ast.Assign) and n.value is wrap
+                    for t in n.targets
+                    if isinstance(t, ast.Name)
+                }
+                frozen = [c for c, root, on in changes if not on and root == module and c.lineno < wrap.lineno]
+                if not frozen:
+                    continue
+                later = next(
+                    (c for c, root, on in changes if on and root in held and c.lineno > (wrap.end_lineno or 0)), None
+                )
+                if later is not None and id(later) not in self.an.found:
+                    self._report(later, wrap, frozen[0], module, unit)
+
+    @staticmethod
+    def _grad_switches(nodes: list[ast.AST]) -> list[tuple[ast.AST, str | None, bool]]:
+        """(statement part, root name of the module whose parameters it switches, switched on) for every
+        ``p.requires_grad_(...)``/``p.requires_grad = ...`` with a constant value, ``p`` a loop variable over
+        ``<module ...>.parameters()`` or ``named_parameters()`` (or the module itself)."""
+        loops: dict[str, str | None] = {}
+        for loop in nodes:
+            if (
+                isinstance(loop, (ast.For, ast.AsyncFor))
+                and isinstance(loop.iter, ast.Call)
+                and _terminal(loop.iter.func) in ("parameters", "named_parameters")
+            ):
+                for name in _target_names(loop.target):
+                    loops[name] = _root_name(loop.iter)
+        out: list[tuple[ast.AST, str | None, bool]] = []
+        for node in nodes:
+            value: ast.expr | None = None
+            receiver: ast.expr | None = None
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "requires_grad_"
+            ):
+                receiver = node.func.value
+                value = node.args[0] if node.args else ast.Constant(True)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute) and target.attr == "requires_grad":
+                    receiver, value = target.value, node.value
+            if receiver is None or not isinstance(value, ast.Constant) or not isinstance(value.value, bool):
+                continue
+            root = _root_name(receiver)
+            out.append((node, loops.get(root or "", root), value.value))
+        return out
+
+    def _report(self, change: ast.AST, wrap: ast.Call, frozen: ast.AST, module: str, unit: _Unit) -> None:
+        shown = unit.text(change)
+        why = (
+            f"`{shown}` sets parameters of `{module}` to require grad after `{unit.text(wrap)}` (line "
+            f"{wrap.lineno + unit.offset}) wrapped it, and they were frozen before the wrap (line "
+            f"{frozen.lineno + unit.offset}): DDP's constructor registers its gradient all_reduce only for the "
+            "parameters that require grad at that moment, so these gradients are never all-reduced and each rank's "
+            "copy of them moves with its own data; the replicas drift apart silently (torch 2.13.0 "
+            "torch/nn/parallel/distributed.py: _build_params_for_reducer keeps 'if param.requires_grad', and the "
+            "class docstring: 'No parameters should be added nor removed later')"
+        )
+        fix = (
+            "decide which parameters train before wrapping: unfreeze them before DDP(...) and keep them out of the "
+            "optimizer (or at lr 0) until the unfreeze step, or wrap the module again after changing requires_grad "
+            "(on every rank)"
+        )
+        _record_finding(
+            self.an,
+            change,
+            unit,
+            "unfrozen-after-wrap",
+            f"{module} wrapped at line {wrap.lineno + unit.offset} with these parameters frozen",
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({module}) (its gradient all_reduce)",
+            condition_line=wrap.lineno + unit.offset,
+            key=change,
         )
 
 
