@@ -7261,3 +7261,47 @@ def test_parameters_unfrozen_after_the_ddp_wrap_are_never_all_reduced() -> None:
         "            for p in model.module.backbone.parameters():\n                p.requires_grad = True\n",
     )
     assert [f.kind for f in lint_source(through_module)] == ["unfrozen-after-wrap"]
+
+
+DCP_SHARED_KEY = """\
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+
+class PackedDocuments:
+    def __init__(self, rank):
+        self.documents = DOCS[rank]
+        self.sample_idx = 0
+
+    def state_dict(self):
+        return {"sample_idx": self.sample_idx}
+
+
+def build(rank):
+    model = make_model()
+    return model, PackedDocuments(rank)
+
+
+def checkpoint_state(model, data):
+    return {"model": model.state_dict(), "dataloader": data.state_dict()}
+
+
+def worker(path):
+    rank = dist.get_rank()
+    model, data = build(rank)
+    dcp.save(checkpoint_state(model, data), checkpoint_id=path)
+"""
+
+
+def test_a_per_rank_loader_state_saved_by_dcp_under_a_shared_key() -> None:
+    """Round 13's buggy_dcp_dataloader_state_shared_key: every rank saves its own loader state as "dataloader";
+    DCP writes one copy of an entry every rank holds under the same key, so every rank loads one rank's state.
+    The twin saves it under f"dp_rank_{rank}"."""
+    [found] = lint_source(DCP_SHARED_KEY)
+    assert (found.kind, found.line, found.condition_line) == ("shared-checkpoint-key", 26, 20)
+    assert "under the key 'dataloader' (line 20)" in found.why and "`PackedDocuments(rank)`" in found.why
+    assert "dedup_save_plans" in found.why
+    keyed = DCP_SHARED_KEY.replace('"dataloader": data', 'f"dp_rank_{dist.get_rank()}": data')
+    assert lint_source(keyed) == []
+    unranked = DCP_SHARED_KEY.replace("PackedDocuments(rank)", "PackedDocuments(0)")
+    assert lint_source(unranked) == []

@@ -145,6 +145,9 @@ Finding kinds:
 * ``unfrozen-after-wrap`` - parameters frozen before ``DDP(module)`` and set to require grad again after it: DDP
   registered its gradient all_reduce only for the parameters that required grad when it was built, so theirs stay
   each rank's own. See :class:`_UnfrozenAfterWrap`.
+* ``shared-checkpoint-key`` - ``torch.distributed.checkpoint.save`` of a state with an entry under a string key the
+  same on every rank whose value is the state of an object built from the rank: DCP writes one rank's copy of such
+  an entry, so every rank loads it. See :class:`_SharedCheckpointKey`.
 * ``branch`` also covers a DDP communication hook of the file whose collectives depend on a test of its bucket's
   gradient values (``if not torch.any(bucket.buffer()): return``): each rank's bucket holds its own gradients. See
   :class:`_CommHookGate`.
@@ -1286,6 +1289,10 @@ quiet (DDP's broadcast repairs them). Also a module built from a size that diffe
 under @rank_zero_only (None on the other ranks: the decorator's default).
 unfrozen-after-wrap: parameters frozen before DDP(module) and set to require grad again after it
 (p.requires_grad_(True) over module.parameters()): DDP's reducer never all-reduces them.
+shared-checkpoint-key: dcp.save of a state with an entry under a string key the same on every rank whose value
+is the state of an object built from the rank ({"dataloader": data.state_dict()}, data = Loader(rank)): DCP's
+planner writes one rank's copy of entries every rank holds under one key, so the load gives every rank that copy;
+save it under a key built from the rank.
 A DDP communication hook of the file (register_comm_hook(state, hook)) whose collective depends on a test of its
 bucket's gradient values (if not torch.any(bucket.buffer()): return ...) is a branch: each rank's bucket holds its
 own, unreduced gradients (tests of the bucket's size, index or is_last() are quiet).
@@ -3725,6 +3732,7 @@ class _Analysis:
         _DivergedModule(self).run()  # lintrecall32b
         _CommHookGate(self).run()  # lintrecall32b
         _UnfrozenAfterWrap(self).run()  # lintrecall32b
+        _SharedCheckpointKey(self).run()  # lintrecall32b
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -15512,6 +15520,188 @@ class _UnfrozenAfterWrap:
             collective=f"{_dotted(wrap.func)}({module}) (its gradient all_reduce)",
             condition_line=wrap.lineno + unit.offset,
             key=change,
+        )
+
+
+# ------------------------------------- lintrecall32b: a per-rank object saved by DCP under a key every rank shares
+
+_DCP_SAVES = frozenset({"save", "async_save", "save_state_dict"})
+
+
+class _SharedCheckpointKey:
+    """``shared-checkpoint-key`` - ``torch.distributed.checkpoint.save`` given a state dict with an entry under a key
+    that is the same on every rank (a string constant) whose value is the state of an object built from this
+    process's rank (``"dataloader": data.state_dict()``, ``data = PackedDocuments(rank)``). DCP's default planner
+    takes an entry with the same fully qualified name on several ranks for a replicated one and writes it once
+    (``dedup_save_plans``), so ``dcp.load`` hands every rank that one rank's state. Round 13's
+    ``buggy_dcp_dataloader_state_shared_key``; a key built from the rank (``f"dp_rank_{rank}"``, torchtitan's
+    ``ParallelAwareDataloader``) is quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, _self_class, key in _gap_scopes(self.an):
+            for call in (n for n in _own_nodes(body) if isinstance(n, ast.Call)):
+                if not _dotted(call.func) or _terminal(call.func) not in _DCP_SAVES:
+                    continue
+                if not self.an._resolve(call.func, unit).startswith("torch.distributed.checkpoint"):
+                    continue
+                state = _argument(call, 0, "state_dict")
+                if state is None or id(call) in self.an.found:
+                    continue
+                for name, value, scope, binding in self._entries(state, key, {}, 0):
+                    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                        continue
+                    held = (
+                        value.func.value
+                        if _terminal(value.func if isinstance(value, ast.Call) else value) == ("state_dict")
+                        and isinstance(value, ast.Call)
+                        and isinstance(value.func, ast.Attribute)
+                        else value
+                    )
+                    built = self._per_rank(held, scope, binding, 0)
+                    if built is not None:
+                        self._report(call, name, value, built, scope, unit)
+                        break
+
+    def _body(self, scope: str | None) -> list[ast.stmt]:
+        if scope is None:
+            return [s for u in self.an.units if u.report for s in u.tree.body]
+        return self.an.table[scope].node.body
+
+    def _params(self, scope: str | None) -> list[str]:
+        if scope is None:
+            return []
+        args = self.an.table[scope].node.args
+        return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+    def _bind(self, call: ast.Call, callee: str, scope: str | None, binding: dict) -> dict:
+        params = self._params(callee)
+        bound = {p: (a, scope, binding) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)}
+        bound.update({k.arg: (k.value, scope, binding) for k in call.keywords if k.arg in params})
+        return bound
+
+    def _function(self, call: ast.AST) -> str | None:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            func = self.an.table.get(call.func.id)
+            if func is not None and func.self_class is None:
+                return func.key
+        return None
+
+    def _assigned(self, name: str, scope: str | None) -> list[ast.Assign]:
+        return [
+            n
+            for n in _own_nodes(self._body(scope))
+            if isinstance(n, ast.Assign) and any(name in _target_names(t) for t in n.targets)
+        ]
+
+    def _entries(self, state: ast.expr, scope: str | None, binding: dict, depth: int) -> list[tuple]:
+        """(key, value, scope, binding) of the dict literal ``state`` stands for: the literal itself, a name of the
+        scope assigned it once, or a call of a function of the file whose every return is a dict literal."""
+        if depth > 4:
+            return []
+        if isinstance(state, ast.Dict):
+            return [(k, v, scope, binding) for k, v in zip(state.keys, state.values) if k is not None]
+        if isinstance(state, ast.Name):
+            if state.id in self._params(scope) and state.id in binding:
+                arg, outer, outer_binding = binding[state.id]
+                return self._entries(arg, outer, outer_binding, depth + 1)
+            made = self._assigned(state.id, scope)
+            if len(made) == 1 and len(made[0].targets) == 1 and isinstance(made[0].targets[0], ast.Name):
+                return self._entries(made[0].value, scope, binding, depth + 1)
+            return []
+        callee = self._function(state)
+        if callee is None:
+            return []
+        returns = [n.value for n in _own_nodes(self._body(callee)) if isinstance(n, ast.Return)]
+        if not returns or not all(isinstance(r, ast.Dict) for r in returns):
+            return []
+        inner = self._bind(state, callee, scope, binding)  # type: ignore[arg-type]
+        return [e for r in returns for e in self._entries(r, callee, inner, depth + 1)]  # type: ignore[arg-type]
+
+    def _per_rank(self, expr: ast.expr, scope: str | None, binding: dict, depth: int) -> tuple[ast.Call, str] | None:
+        """The call of a class of the file that built the object ``expr`` holds, with an argument read from the
+        rank (and used by the class's ``__init__``), and the argument's text; None when not shown."""
+        if depth > 6:
+            return None
+        if isinstance(expr, ast.Name):
+            if expr.id in self._params(scope) and expr.id in binding:
+                arg, outer, outer_binding = binding[expr.id]
+                return self._per_rank(arg, outer, outer_binding, depth + 1)
+            made = sorted((n for n in self._assigned(expr.id, scope) if n.lineno < expr.lineno), key=lambda n: n.lineno)
+            if not made or len(made[-1].targets) != 1:
+                return None
+            target, value = made[-1].targets[0], made[-1].value
+            if isinstance(target, ast.Name):
+                return self._per_rank(value, scope, binding, depth + 1)
+            if isinstance(target, ast.Tuple) and (callee := self._function(value)) is not None:
+                position = next(
+                    (i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == expr.id), None
+                )
+                returns = [n.value for n in _own_nodes(self._body(callee)) if isinstance(n, ast.Return)]
+                if position is None or len(returns) != 1 or not isinstance(returns[0], ast.Tuple):
+                    return None
+                if len(returns[0].elts) != len(target.elts):
+                    return None
+                inner = self._bind(value, callee, scope, binding)  # type: ignore[arg-type]
+                return self._per_rank(returns[0].elts[position], callee, inner, depth + 1)
+            return None
+        if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+            return None
+        cls = expr.func.id
+        init = self.an.table.get(f"{cls}.__init__")
+        if cls not in self.an.class_nodes or init is None:
+            return None
+        names = [a.arg for a in (*init.node.args.posonlyargs, *init.node.args.args)][1:]
+        used = {n.id for n in _own_nodes(init.node.body) if isinstance(n, ast.Name)}
+        given = [(names[i], a) for i, a in enumerate(expr.args) if i < len(names)]
+        given += [(k.arg, k.value) for k in expr.keywords if k.arg]
+        for param, arg in given:
+            if param in used and self._rank_read(arg, scope, binding, depth + 1):
+                return expr, param
+        return None
+
+    def _rank_read(self, expr: ast.expr, scope: str | None, binding: dict, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(expr, ast.Name) and expr.id in self._params(scope) and expr.id in binding:
+            arg, outer, outer_binding = binding[expr.id]
+            return self._rank_read(arg, outer, outer_binding, depth + 1)
+        return _rank_sourced(expr, self._body(scope), set(self._params(scope)))
+
+    def _report(
+        self, call: ast.Call, name: ast.Constant, value: ast.expr, built: tuple[ast.Call, str], scope, unit: _Unit
+    ) -> None:
+        func = self.an.table.get(scope) if scope is not None else None
+        entry_unit = func.unit if func is not None else unit
+        made, param = built
+        shown = entry_unit.text(value)
+        why = (
+            f"the state given to `{unit.text(call.func)}` holds `{shown}` under the key {name.value!r} (line "
+            f"{name.lineno + entry_unit.offset}), the same on every rank, while the object is this rank's own: it "
+            f"was built by `{unit.text(made) if made in ast.walk(unit.tree) else made.func.id + '(...)'}` from the "
+            f"rank (its `{param}`). DCP's default planner takes entries with the same key on several ranks for "
+            "replicated ones and writes one rank's copy (torch 2.13.0 torch/distributed/checkpoint/"
+            "_dedup_save_plans.py dedup_save_plans, called by DefaultSavePlanner.create_global_plan), so the "
+            "load gives every rank that one rank's state: the others resume from another rank's position and "
+            "their loops and collectives no longer line up"
+        )
+        fix = (
+            'save this rank\'s state under a key of its own, built from the rank (f"dp_rank_{rank}", as '
+            "torchtitan's ParallelAwareDataloader does), and load it back under the same key"
+        )
+        _record_finding(
+            self.an,
+            call,
+            unit,
+            "shared-checkpoint-key",
+            f"{name.value!r} holds each rank's own state",
+            why,
+            fix,
+            condition_line=name.lineno + entry_unit.offset
+            if entry_unit is unit and name.lineno < call.lineno
+            else None,
         )
 
 
