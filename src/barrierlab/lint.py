@@ -141,7 +141,7 @@ Finding kinds:
   it holds (a buffer registered as ``None`` and assigned on some ranks); or a module built from a size that differs
   between ranks (``DDP(TextClassifier(vocab_size))`` whose ``__init__`` passes it to ``nn.EmbeddingBag``). See
   :class:`_DivergedModule`. A function of the file under a decorator that runs it on some ranks only
-  (``@rank_zero_only``) returns a rank-dependent value: the decorator's default on the other ranks.
+  (``@rank_zero_only``) returns a rank-dependent value: None on the other ranks.
 * ``unfrozen-after-wrap`` - parameters frozen before ``DDP(module)`` and set to require grad again after it: DDP
   registered its gradient all_reduce only for the parameters that required grad when it was built, so theirs stay
   each rank's own. See :class:`_UnfrozenAfterWrap`.
@@ -1286,7 +1286,7 @@ class registered as None given a tensor by a method - reported at the DDP constr
 that require grad across the ranks and broadcasts rank 0's parameters and buffers. Values loaded on some ranks are
 quiet (DDP's broadcast repairs them). Also a module built from a size that differs between ranks
 (DDP(Model(n)) where Model.__init__ passes n to nn.Linear/nn.Embedding/...), such as the result of a function
-under @rank_zero_only (None on the other ranks: the decorator's default).
+under @rank_zero_only (None on the other ranks).
 unfrozen-after-wrap: parameters frozen before DDP(module) and set to require grad again after it
 (p.requires_grad_(True) over module.parameters()): DDP's reducer never all-reduces them.
 shared-checkpoint-key: dcp.save of a state with an entry under a string key the same on every rank whose value
@@ -6723,10 +6723,13 @@ class _Analysis:
     def _seed_gated_returns(self) -> None:
         """lintrecall32b. A function of the file whose decorator runs it on some ranks only (``@rank_zero_only``,
         ``@master_only``, Accelerate's ``on_main_process``, a decorator of the file that tests the rank) and that
-        returns a value: its call gives that value on those ranks and the decorator's default elsewhere
-        (lightning_utilities 0.15 src/lightning_utilities/core/rank_zero.py ``rank_zero_only``: ``if rank == 0:
-        return fn(*args, **kwargs); return default``), so the result differs between ranks (round 15's
-        ``buggy_rank_zero_only_return_value``: ``vocab_size = prepare_data(...)`` is None on rank 1)."""
+        returns a value: its call gives that value on those ranks and None elsewhere, so the result differs
+        between ranks (round 15's ``buggy_rank_zero_only_return_value``: ``vocab_size = prepare_data(...)`` is None
+        on rank 1). Sources, read as stored public copies with the search tools: Lightning-AI/utilities
+        src/lightning_utilities/core/rank_zero.py at commits 4ccc2d3 and 083dbec (``if rank_zero_only.rank == 0:
+        return fn(*args, **kwargs)``, then ``return None``); mmcv/mmengine ``master_only`` (``if rank == 0: return
+        func(...)``, nothing returned otherwise); accelerate src/accelerate/state.py ``PartialState.on_main_process``
+        (``return do_nothing`` on the other processes)."""
         self.gated_returns: dict[str, str] = {}
         for func in self.funcs:
             if not any(
@@ -14886,9 +14889,9 @@ _DDP_SOURCE = (
     "torch/distributed/utils.py (_sync_module_states broadcasts module.named_parameters() and named_buffers() from "
     "rank 0, coalesced)"
 )
-#: Library decorators that run the function on some ranks only and return a default (None unless given) on the
-#: others: lightning_utilities' rank_zero_only (src/lightning_utilities/core/rank_zero.py), mmcv/mmengine's
-#: master_only (which returns None on the others), Accelerate's on_main_process/on_local_main_process.
+#: Library decorators that run the function on some ranks only and return None on the others (sources in
+#: :meth:`_Analysis._seed_gated_returns`): lightning_utilities' rank_zero_only, mmcv/mmengine's master_only,
+#: Accelerate's on_main_process/on_local_main_process.
 _GATING_DECORATOR_NAMES = frozenset({"rank_zero_only", "master_only", "on_main_process", "on_local_main_process"})
 #: torch.nn layers whose first two positional arguments (or these keywords) are sizes of their parameters.
 _SIZED_LAYERS = frozenset(
@@ -15108,8 +15111,8 @@ class _DivergedModule:
             )
         if gated is not None:
             where += (
-                f" (`{gated[0]}` runs only on the ranks its decorator `@{gated[1]}` lets through and returns the "
-                "decorator's default (None unless one is given) on the others)"
+                f" (`{gated[0]}` runs only on the ranks its decorator `@{gated[1]}` lets through and returns on the "
+                "others: None)"
             )
         why = (
             f"`{shown}`{where} differs between ranks and `{made}` passes it as a size to `{layer}`, so the ranks' "
