@@ -6936,3 +6936,64 @@ def test_file_race_says_what_can_happen_and_when() -> None:
     assert "it does when a writer is still writing as the reader gets there" in race.why
     assert "works when every writer is faster than the reader" in race.why
     assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []
+
+
+WORLD_STATED = (
+    "import torch\nimport torch.distributed as dist\n\nWORLD_SIZE = 4\n\n\ndef main():\n"
+    "    rank = dist.get_rank()\n    shards = list(range(12))\n    for i in range(rank, 12, WORLD_SIZE):\n"
+    "        dist.all_reduce(torch.ones(1))\n    for x in shards[rank::WORLD_SIZE]:\n"
+    "        dist.all_reduce(torch.ones(1))\n    for i in range(rank, 12, 4):\n        dist.barrier()\n"
+)
+
+
+def test_a_loop_dealt_over_the_world_size_the_file_states_is_decided_by_it() -> None:
+    """review89l C1: range(rank, 12, WORLD_SIZE), shards[rank::WORLD_SIZE] and range(rank, 12, 4) with
+    WORLD_SIZE = 4 give every rank 3 iterations (the run: 4 finished), but were reported as rank-dependent
+    loops: the stated world size was used only when the step was not the constant itself."""
+    assert lint_source(WORLD_STATED) == []
+    two = WORLD_STATED.replace("WORLD_SIZE = 4", "WORLD_SIZE = 2").replace("range(rank, 12, 4)", "range(rank, 12, 2)")
+    assert lint_source(two) == []
+    # the twin: 10 items over the 4 ranks are uneven, each loop is reported
+    uneven = lint_source(WORLD_STATED.replace("range(12)", "range(10)").replace("12,", "10,"))
+    assert [(f.kind, f.line) for f in uneven] == [("rank-dependent-loop", n) for n in (11, 13, 15)]
+    # a step of 4 with no stated world size is not the world size: undecided, as before
+    assert lint_source(WORLD_STATED.replace("WORLD_SIZE = 4\n", "").replace("WORLD_SIZE", "4"))
+
+
+UNSHARDED_BREAK = (
+    "import torch\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n\n\ndef main():\n"
+    "    loader = DataLoader(list(range(8)), batch_size=2)\n    for batch in loader:\n"
+    "        if batch.sum() > 5:\n            break\n        dist.all_reduce(torch.ones(1))\n"
+)
+
+
+def test_a_break_on_the_batch_of_an_unsharded_loader_is_quiet() -> None:
+    """review89l C3: a DataLoader over constants with no sampler gives every rank the same batches (the run: 4
+    finished, 2 all_reduces on every rank), so a break on its batch is not rank-dependent."""
+    assert lint_source(UNSHARDED_BREAK) == []
+    # the twins: a DistributedSampler, or a data set lint cannot see, deals each rank its own batches
+    sharded = UNSHARDED_BREAK.replace("batch_size=2)", "batch_size=2, sampler=DistributedSampler(range(8)))")
+    opaque = UNSHARDED_BREAK.replace("list(range(8))", "load_rows()")
+    for buggy in (sharded, opaque):
+        [found] = lint_source(buggy)
+        assert (found.kind, found.line) == ("early-exit", 11) and "this rank's own batch" in found.why
+
+
+def test_help_says_which_batches_lint_treats_as_each_ranks_own() -> None:
+    """review89l C2: the help's not-checked list said lint does not treat a batch as rank-dependent ("a break
+    on a value read from a file or a batch"), while lint reports a break or early return on the batch of a for
+    loop over a data loader (and the same help says so). The help now says what lint does, checked here."""
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "a break on a value read from a file or a batch" not in help_text
+    assert "apart from a model's output and such a loop's batch" in help_text
+    assert "not a DataLoader built in the function over constants with no sampler and no shuffle" in help_text
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef main(loader):\n    for batch in loader:\n"
+    call = "        dist.all_reduce(torch.ones(1))\n"
+    for leave in ("break", "return", "continue"):  # reported: the loop's batch is this rank's own
+        [found] = lint_source(head + f"        if batch.sum() > 5:\n            {leave}\n" + call)
+        assert found.kind == "early-exit"
+    # not checked, as the help says: a raise on the batch, a break on a file's text, a batch handed in
+    assert lint_source(head + "        if batch.sum() > 5:\n            raise ValueError\n" + call) == []
+    assert lint_source(head + "        if open('f').read() == 'stop':\n            break\n" + call) == []
+    handed = "import torch\nimport torch.distributed as dist\n\n\ndef step(batch):\n    if batch.sum() > 5:\n"
+    assert lint_source(handed + "        return\n    dist.all_reduce(torch.ones(1))\n") == []

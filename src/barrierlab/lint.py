@@ -1199,7 +1199,8 @@ a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
 while loss > 1e-3), or a value computed from the batch of a for loop over a data loader (each rank's own
-shard), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
+shard; not a DataLoader built in the function over constants with no sampler and no shuffle, which every rank
+iterates alike), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
 function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
 value) or is a numpy scalar whose type a test on the rank picks (np.float32(a) if rank == 0 else
@@ -1299,9 +1300,10 @@ and dtypes that come from data it cannot see (a tensor built with a shape read f
 dtype that follows a value of no visible type), beyond the sizes, padded batches and accumulators above;
 lengths of object lists other than a literal placeholder against another list; keys or lengths that come
 from data it cannot read (a per-rank dataset whose length is not visible, a shard of a list whose length it
-cannot see, dict keys filled from data in another function or file, a break on a value read from a file or
-a batch, a data-dependent raise or early return in code every rank runs with its own batch: apart from a
-model's output, lint does not treat each rank's batch as different); which process group a collective uses
+cannot see, dict keys filled from data in another function or file, a break on a value read from a file, a
+data-dependent raise, or an early return on a batch handed to a function rather than drawn in its own loop
+over a data loader: apart from a model's output and such a loop's batch, lint does not treat each rank's
+batch as different); which process group a collective uses
 when it cannot work it out (then it reports as if the group were every rank), and a src/dst that is a
 global rank outside its group without a test that names it a group rank; installed libraries' own code
 (beyond the table and master_only); calls through lambdas (except a lambda bound to a name and called by that
@@ -2537,6 +2539,41 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
         if name and (_LOADER.search(name) or name == "DataLoader"):
             found.append((_target_names(target), bound, n.lineno))
     return found
+
+
+#: Calls that build a data set from their arguments alone (the same on every rank from the same constants).
+_CONSTANT_DATA = frozenset({"list", "range", "tuple", "arange", "tensor", "ones", "zeros", "TensorDataset"})
+
+
+def _unsharded_loader(loader: ast.expr, pairs: Sequence[tuple[list[str], ast.expr, int]]) -> bool:
+    """Whether ``loader`` (the iterable of a ``for`` over a data loader) is a ``DataLoader`` every rank iterates
+    alike: built here (in the loop or assigned once in the function) with no ``sampler``/``batch_sampler``, no
+    ``shuffle=True``, and over a data set made from constants (``DataLoader(list(range(8)), batch_size=2)``):
+    nothing deals it out by rank, so each rank's batches are the same (review89l C3)."""
+    if isinstance(loader, ast.Name):
+        values = [value for names, value, _ in pairs if loader.id in names]
+        if len(values) != 1:
+            return False
+        loader = values[0]
+    if not (isinstance(loader, ast.Call) and _terminal(loader.func) == "DataLoader"):
+        return False
+    data = [*loader.args[:1], *(k.value for k in loader.keywords if k.arg == "dataset")]
+    if len(data) != 1 or any(k.arg is None or k.arg in ("sampler", "batch_sampler") for k in loader.keywords):
+        return False
+    if any(k.arg == "shuffle" and not (isinstance(k.value, ast.Constant) and not k.value) for k in loader.keywords):
+        return False
+    for node in ast.walk(data[0]):
+        if isinstance(node, ast.Call):
+            if _terminal(node.func) not in _CONSTANT_DATA:
+                return False
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            continue  # a callee's name, checked with its call below
+        elif not isinstance(
+            node, (ast.Constant, ast.List, ast.Tuple, ast.Load, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop)
+        ):
+            return False
+    names = {id(n) for c in ast.walk(data[0]) if isinstance(c, ast.Call) for n in ast.walk(c.func)}
+    return all(id(n) in names for n in ast.walk(data[0]) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
@@ -8176,6 +8213,8 @@ class _Walker:
         pairs = _assignments(own)
         local = self.local  # filled in place: a forward fed a name found local is local too
         for names, loader, line in _batch_targets(own):
+            if _unsharded_loader(loader, pairs):
+                continue  # review89l C3: every rank iterates the same batches
             for name in names:
                 local.setdefault(
                     name, f"the batch `for … in {self.unit.text(loader)[:40]}` at line {line + self.unit.offset}"
@@ -10111,6 +10150,10 @@ class _Walker:
         if cut.step is None or cut.lower is None:
             return None
         step = self._poly(cut.step, depth + 1)
+        if step is not None and set(step[0]) <= {()} and self._world_step(cut.step):
+            # review89l C1: a step that is the world size the file states (seq[rank::WORLD_SIZE], WORLD_SIZE = 4)
+            total = self._poly(cut.upper, depth + 1) if cut.upper is not None else self._length(seq, depth + 1)
+            return self._world_split(total, cut.step)
         if step is None or len(step[0]) != 1:
             return None
         [(factor, coeff)] = step[0].items()
@@ -10178,10 +10221,14 @@ class _Walker:
 
     def _world_step(self, node: ast.AST) -> bool:
         """Whether a slice step is the world size: ``get_world_size()`` (of the default group), or a name
-        assigned from it or called ``world``/``world_size``/``num_replicas``/``num_processes``."""
+        assigned from it or called ``world``/``world_size``/``num_replicas``/``num_processes``, or the world size
+        the file states (``WORLD_SIZE = 4`` with a step ``WORLD_SIZE`` or ``4``)."""
         for _ in range(_MAX_DEPTH):
             if isinstance(node, ast.Call):
                 return _terminal(node.func) == "get_world_size" and not node.args and not node.keywords
+            if isinstance(node, ast.Constant):  # review89l C1: the world size the file states (WORLD_SIZE = 4)
+                world = self.an.world_size
+                return world is not None and type(node.value) is int and node.value == world
             if not isinstance(node, ast.Name):
                 return False
             if node.id in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
