@@ -7440,3 +7440,161 @@ def test_a_per_rank_loader_state_saved_by_dcp_under_a_shared_key() -> None:
     assert lint_source(keyed) == []
     unranked = DCP_SHARED_KEY.replace("PackedDocuments(rank)", "PackedDocuments(0)")
     assert lint_source(unranked) == []
+
+
+WORLD_STATED = (
+    "import torch\nimport torch.distributed as dist\n\nWORLD_SIZE = 4\n\n\ndef main():\n"
+    "    rank = dist.get_rank()\n    shards = list(range(12))\n    for i in range(rank, 12, WORLD_SIZE):\n"
+    "        dist.all_reduce(torch.ones(1))\n    for x in shards[rank::WORLD_SIZE]:\n"
+    "        dist.all_reduce(torch.ones(1))\n    for i in range(rank, 12, 4):\n        dist.barrier()\n"
+)
+
+
+def test_a_loop_dealt_over_the_world_size_the_file_states_is_decided_by_it() -> None:
+    """review89l C1: range(rank, 12, WORLD_SIZE), shards[rank::WORLD_SIZE] and range(rank, 12, 4) with
+    WORLD_SIZE = 4 give every rank 3 iterations (the run: 4 finished), but were reported as rank-dependent
+    loops: the stated world size was used only when the step was not the constant itself."""
+    assert lint_source(WORLD_STATED) == []
+    two = WORLD_STATED.replace("WORLD_SIZE = 4", "WORLD_SIZE = 2").replace("range(rank, 12, 4)", "range(rank, 12, 2)")
+    assert lint_source(two) == []
+    # the twin: 10 items over the 4 ranks are uneven, each loop is reported
+    uneven = lint_source(WORLD_STATED.replace("range(12)", "range(10)").replace("12,", "10,"))
+    assert [(f.kind, f.line) for f in uneven] == [("rank-dependent-loop", n) for n in (11, 13, 15)]
+    # a step of 4 with no stated world size is not the world size: undecided, as before
+    assert lint_source(WORLD_STATED.replace("WORLD_SIZE = 4\n", "").replace("WORLD_SIZE", "4"))
+
+
+UNSHARDED_BREAK = (
+    "import torch\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n\n\ndef main():\n"
+    "    loader = DataLoader(list(range(8)), batch_size=2)\n    for batch in loader:\n"
+    "        if batch.sum() > 5:\n            break\n        dist.all_reduce(torch.ones(1))\n"
+)
+
+
+def test_a_break_on_the_batch_of_an_unsharded_loader_is_quiet() -> None:
+    """review89l C3: a DataLoader over constants with no sampler gives every rank the same batches (the run: 4
+    finished, 2 all_reduces on every rank), so a break on its batch is not rank-dependent."""
+    assert lint_source(UNSHARDED_BREAK) == []
+    # the twins: a DistributedSampler, or a data set lint cannot see, deals each rank its own batches
+    sharded = UNSHARDED_BREAK.replace("batch_size=2)", "batch_size=2, sampler=DistributedSampler(range(8)))")
+    opaque = UNSHARDED_BREAK.replace("list(range(8))", "load_rows()")
+    for buggy in (sharded, opaque):
+        [found] = lint_source(buggy)
+        assert (found.kind, found.line) == ("early-exit", 11) and "this rank's own batch" in found.why
+
+
+def test_help_says_which_batches_lint_treats_as_each_ranks_own() -> None:
+    """review89l C2: the help's not-checked list said lint does not treat a batch as rank-dependent ("a break
+    on a value read from a file or a batch"), while lint reports a break or early return on the batch of a for
+    loop over a data loader (and the same help says so). The help now says what lint does, checked here."""
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "a break on a value read from a file or a batch" not in help_text
+    assert "apart from a model's output and such a loop's batch" in help_text
+    assert "not a DataLoader built in the function over constants with no sampler and no shuffle" in help_text
+    head = "import torch\nimport torch.distributed as dist\n\n\ndef main(loader):\n    for batch in loader:\n"
+    call = "        dist.all_reduce(torch.ones(1))\n"
+    for leave in ("break", "return", "continue"):  # reported: the loop's batch is this rank's own
+        [found] = lint_source(head + f"        if batch.sum() > 5:\n            {leave}\n" + call)
+        assert found.kind == "early-exit"
+    # not checked, as the help says: a raise on the batch, a break on a file's text, a batch handed in
+    assert lint_source(head + "        if batch.sum() > 5:\n            raise ValueError\n" + call) == []
+    assert lint_source(head + "        if open('f').read() == 'stop':\n            break\n" + call) == []
+    handed = "import torch\nimport torch.distributed as dist\n\n\ndef step(batch):\n    if batch.sum() > 5:\n"
+    assert lint_source(handed + "        return\n    dist.all_reduce(torch.ones(1))\n") == []
+
+
+CACHED_UNDER_RANK = (
+    "from functools import cached_property\n\nimport torch\nimport torch.distributed as dist\n\n\n"
+    "class Stats:\n    @cached_property\n    def total(self):\n        t = torch.ones(1)\n"
+    "        dist.all_reduce(t)\n        return t\n\n\ndef main():\n    s = Stats()\n"
+    "    if dist.get_rank() == 0:\n        print(s.total)\n    print(s.total)\n"
+)
+
+
+def test_a_cached_property_read_under_a_rank_test_and_next_on_every_rank_is_quiet() -> None:
+    """review89l C4: rank 0 runs the getter at its read under `if rank == 0`, the others at the next read (the
+    run: 4 finished, one all_reduce per rank); lint counted only the first read in the text, so it reported
+    that only rank 0 reaches the all_reduce."""
+    assert lint_source(CACHED_UNDER_RANK) == []
+    # the twins: no second read, or a barrier between the two reads (rank 0 pairs its all_reduce with the
+    # others' barrier): reported at the read under the test
+    alone = CACHED_UNDER_RANK.removesuffix("    print(s.total)\n")
+    between = CACHED_UNDER_RANK.replace("        print(s.total)\n", "        print(s.total)\n    dist.barrier()\n")
+    for buggy in (alone, between):
+        found = lint_source(buggy)
+        assert [(f.kind, f.line) for f in found][:1] == [("hidden-collective", 18)], found
+
+
+REMOVED_THEN_LOOKED = (
+    "import os\n\nimport torch.distributed as dist\n\n\ndef main(path):\n    rank = dist.get_rank()\n"
+    "    if rank == 0:\n        os.remove(path)\n    else:\n        print('EXISTS', os.path.exists(path))\n"
+    "    dist.barrier()\n"
+)
+
+
+def test_help_says_a_look_only_printed_is_no_read_for_file_race() -> None:
+    """review89l M1: the help counts looks (os.path.exists) as reads for file-race, but a removal raced with a
+    look whose answer only goes to a print was quiet (by design: the answer decides nothing). The help now says
+    so; a look whose answer the program uses is reported, in the else branch of the removal's test too."""
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "a look handed only to a print or a log decides nothing and is not counted" in help_text
+    assert lint_source(REMOVED_THEN_LOOKED) == []
+    used = REMOVED_THEN_LOOKED.replace("print('EXISTS', os.path.exists(path))", "ok = os.path.exists(path)")
+    [found] = lint_source(used)
+    assert found.kind == "file-race" and "in the else branch of the same test" in found.why
+    assert "look for it" in found.why
+
+
+GROUP_SRC_IFEXP = (
+    "import torch\nimport torch.distributed as dist\n\n\ndef main(flag):\n    rank = dist.get_rank()\n"
+    "    g = dist.new_group([2, 3])\n    if rank in (2, 3):\n        t = torch.ones(1)\n"
+    "        dist.broadcast(t, src=dist.get_rank(g) if False else 0, group=g)\n    dist.barrier()\n"
+)
+
+
+def test_group_rank_reads_a_conditional_expression_branch_by_branch() -> None:
+    """review89l C5: `src=dist.get_rank(g) if False else 0` was explained as "is dist.get_rank(g)"; it is
+    always 0 (a global rank outside g with no test naming it a group rank: the not-checked list). A constant
+    test picks its branch; any other test is named in the evidence."""
+    assert lint_source(GROUP_SRC_IFEXP) == []
+    [found] = lint_source(GROUP_SRC_IFEXP.replace("if False", "if True"))
+    assert found.kind == "group-rank" and "(`dist.get_rank(g)` is dist.get_rank(g))" in found.why
+    [found] = lint_source(GROUP_SRC_IFEXP.replace("if False", "if flag"))
+    assert found.kind == "group-rank" and "where `flag` is true, `dist.get_rank(g)` is dist.get_rank(g)" in found.why
+
+
+def test_forked_collective_does_not_offer_a_join_timeout_as_a_way_out() -> None:
+    """review89l M2: the finding said that with a join timeout the ranks went on past the child; they did, but
+    then hung at exit (Python joins a non-daemon child when its parent exits: Run(2 ranks in 10.21 s: 2
+    stopped at deadline)). The finding now says so."""
+    forked = (
+        "import multiprocessing as mp\n\nimport torch.distributed as dist\n\n\ndef work(x):\n    dist.barrier()\n\n\n"
+        "def main():\n    dist.init_process_group('gloo')\n    p = mp.Process(target=work, args=(1,))\n"
+        "    p.start()\n    p.join(timeout=2)\n"
+    )
+    [found] = lint_source(forked)
+    assert found.kind == "forked-collective"
+    assert "but then hung at exit until the deadline" in found.why
+    assert "a join timeout is no way out" in found.why
+    # the twin: the collective made in the rank, the child handed only data, is quiet
+    assert lint_source(forked.replace("    dist.barrier()\n", "    return x\n")) == []
+
+
+PICKED_GROUP = (
+    "import torch.distributed as dist\n\n\ndef main():\n    r = dist.get_rank()\n"
+    "    g01 = dist.new_group([0, 1])\n    g23 = dist.new_group([2, 3])\n"
+    "    dist.barrier(group=g01 if r < 2 else g23)\n"
+)
+
+
+def test_a_group_each_rank_picks_among_fixed_groups_it_belongs_to_is_no_non_member() -> None:
+    """review89d e37: on 4 ranks every rank picks the group it is in (the run finishes cleanly), but lint went on
+    to 8 ranks, where rank 4 is in neither, and reported it: groups of fixed ranks that a smaller world fills
+    give that world's size."""
+    assert lint_source(PICKED_GROUP) == []
+    # the twins: a group that leaves ranks of the world that fills the others out is still reported
+    [found] = lint_source(PICKED_GROUP.replace("g01 if r < 2 else g23", "g01"))
+    assert found.kind == "non-member" and found.condition == "rank 2 not in g01"
+    [found] = lint_source(PICKED_GROUP.replace("r < 2", "r < 1"))
+    assert found.kind == "non-member" and found.condition == "rank 1 not in g01 if r < 1 else g23"
+    assert "non-member:" in barrierlab.lint.HELP and "barrier(group=g01 if r < 2 else g23)" in barrierlab.lint.HELP

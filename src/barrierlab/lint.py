@@ -1171,7 +1171,8 @@ ranks (and a plain collective in a loop under with Join([...]): Join shadows onl
 decorator of your own module that tests the rank), or inside a function of the file or of your own module
 next to it (import helpers / from helpers import f, followed up to 3 imports deep and 20 files) that is
 called so — reading a @property of a class of the file counts as calling its getter (a @cached_property's
-first read in a function only). It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
+first read in a function only: a read in a branch counts for the ranks that take it, and a read under an if
+whose next statement reads it again counts at that second read, where the other ranks make their first). It knows torch.distributed, DCP, DDP/FSDP models, and the collectives of Accelerate, Lightning
 (self.log with sync_dist=True too, unless rank_zero_only=True), torchmetrics (compute unless the metric was
 built with sync_on_compute=False, sync, and metric(...) itself when built with dist_sync_on_step=True),
 ZeroRedundancyOptimizer .consolidate_state_dict, DeepSpeed, detectron2, mmengine and the HF Trainer. Rank
@@ -1218,7 +1219,8 @@ a branch. A loop left by a break/return/continue, or a while, whose test
 reads this rank's own model output (the forward of a DDP/FSDP model, of a torch module of your file fed a
 rank-dependent input, or a function of your file returning such output: if next_token == eos: break,
 while loss > 1e-3), or a value computed from the batch of a for loop over a data loader (each rank's own
-shard), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
+shard; not a DataLoader built in the function over constants with no sampler and no shuffle, which every rank
+iterates alike), is rank-dependent; so is a collective on the right of an and/or whose left operand reads it unless the value went through an all_reduce or broadcast first, or a
 function of your file that agrees it; a module fed the same input on every rank (tensor parallel) is not. dtype-mismatch: torch.tensor(x)
 without dtype= handed to an all_reduce/all_gather/broadcast, where x adds up per-rank values (self.total +=
 value) or is a numpy scalar whose type a test on the rank picks (np.float32(a) if rank == 0 else
@@ -1261,8 +1263,9 @@ all but the first rank raise FileExistsError; pass exist_ok=True.
 group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given ranks built from the rank
 (get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
 non-member: a collective on group=g, inside a function, that a rank outside g provably reaches (lint runs the
-function in the world size the file states, else in worlds of 4, 8 and 12 ranks; not checked at a script's top
-level): torch.distributed warns and returns at once on that
+function in the world size the file states, else in worlds of 4, 8 and 12 ranks, but not in a larger world
+than one where every rank reaches the call in a group it belongs to when the groups name fixed ranks, such as
+barrier(group=g01 if r < 2 else g23) with g01 = new_group([0, 1]); not checked at a script's top level): torch.distributed warns and returns at once on that
 rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
@@ -1300,7 +1303,8 @@ own, unreduced gradients (tests of the bucket's size, index or is_last() are qui
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
 file-race, a file written under a condition on the rank (torch.save, open for writing, os.replace) and read
-by the other ranks (torch.load, open, or a look: os.path.exists, isfile, getsize, Path.exists) with no
+by the other ranks (torch.load, open, or a look: os.path.exists, isfile, getsize, Path.exists, whose answer
+the program uses: a look handed only to a print or a log decides nothing and is not counted) with no
 barrier, collective, store wait or recv between them (one called with async_op=True counts only from its
 work.wait() on; a broadcast or scatter orders only its root's writes, a reduce or gather only the others'), a
 file removed under such a condition (os.remove, os.unlink, Path.unlink, shutil.rmtree) with nothing between
@@ -1339,9 +1343,10 @@ and dtypes that come from data it cannot see (a tensor built with a shape read f
 dtype that follows a value of no visible type), beyond the sizes, padded batches and accumulators above;
 lengths of object lists other than a literal placeholder against another list; keys or lengths that come
 from data it cannot read (a per-rank dataset whose length is not visible, a shard of a list whose length it
-cannot see, dict keys filled from data in another function or file, a break on a value read from a file or
-a batch, a data-dependent raise or early return in code every rank runs with its own batch: apart from a
-model's output, lint does not treat each rank's batch as different); which process group a collective uses
+cannot see, dict keys filled from data in another function or file, a break on a value read from a file, a
+data-dependent raise, or an early return on a batch handed to a function rather than drawn in its own loop
+over a data loader: apart from a model's output and such a loop's batch, lint does not treat each rank's
+batch as different); which process group a collective uses
 when it cannot work it out (then it reports as if the group were every rank), and a src/dst that is a
 global rank outside its group without a test that names it a group rank; installed libraries' own code
 (beyond the table and master_only); calls through lambdas (except a lambda bound to a name and called by that
@@ -2579,7 +2584,80 @@ def _batch_targets(nodes: Iterable[ast.AST]) -> list[tuple[list[str], ast.expr, 
     return found
 
 
+#: Calls that build a data set from their arguments alone (the same on every rank from the same constants).
+_CONSTANT_DATA = frozenset({"list", "range", "tuple", "arange", "tensor", "ones", "zeros", "TensorDataset"})
+
+
+def _unsharded_loader(loader: ast.expr, pairs: Sequence[tuple[list[str], ast.expr, int]]) -> bool:
+    """Whether ``loader`` (the iterable of a ``for`` over a data loader) is a ``DataLoader`` every rank iterates
+    alike: built here (in the loop or assigned once in the function) with no ``sampler``/``batch_sampler``, no
+    ``shuffle=True``, and over a data set made from constants (``DataLoader(list(range(8)), batch_size=2)``):
+    nothing deals it out by rank, so each rank's batches are the same (review89l C3)."""
+    if isinstance(loader, ast.Name):
+        values = [value for names, value, _ in pairs if loader.id in names]
+        if len(values) != 1:
+            return False
+        loader = values[0]
+    if not (isinstance(loader, ast.Call) and _terminal(loader.func) == "DataLoader"):
+        return False
+    data = [*loader.args[:1], *(k.value for k in loader.keywords if k.arg == "dataset")]
+    if len(data) != 1 or any(k.arg is None or k.arg in ("sampler", "batch_sampler") for k in loader.keywords):
+        return False
+    if any(k.arg == "shuffle" and not (isinstance(k.value, ast.Constant) and not k.value) for k in loader.keywords):
+        return False
+    for node in ast.walk(data[0]):
+        if isinstance(node, ast.Call):
+            if _terminal(node.func) not in _CONSTANT_DATA:
+                return False
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            continue  # a callee's name, checked with its call below
+        elif not isinstance(
+            node, (ast.Constant, ast.List, ast.Tuple, ast.Load, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop)
+        ):
+            return False
+    names = {id(n) for c in ast.walk(data[0]) if isinstance(c, ast.Call) for n in ast.walk(c.func)}
+    return all(id(n) in names for n in ast.walk(data[0]) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _runs_before(first: ast.AST, later: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``first`` runs on every path that reaches ``later`` (which comes after it): each branch, loop
+    body or handler that holds ``first`` holds ``later`` too (the test of an ``if``/``while`` always runs)."""
+
+    def field(parent: ast.AST, child: ast.AST) -> str | None:
+        for name, value in ast.iter_fields(parent):
+            if value is child or (isinstance(value, list) and any(v is child for v in value)):
+                return name
+        return None
+
+    def path(node: ast.AST) -> dict[int, str | None]:  # each ancestor -> the field of it that holds ``node``
+        found, child = {}, node
+        while id(child) in parents:
+            parent = parents[id(child)]
+            found[id(parent)] = field(parent, child)
+            child = parent
+        return found
+
+    held = path(later)
+    child = first
+    while id(child) in parents:
+        parent = parents[id(child)]
+        conditional = isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test
+        conditional |= isinstance(parent, (ast.For, ast.AsyncFor)) and child is not parent.iter
+        conditional |= isinstance(parent, (ast.Try, ast.ExceptHandler, ast.BoolOp, ast.comprehension, ast.match_case))
+        conditional |= isinstance(parent, ast.Try) or _is_try_star(parent)
+        if conditional and held.get(id(parent), "") != field(parent, child):
+            return False
+        child = parent
+    return True
+
+
+def _is_try_star(node: ast.AST) -> bool:
+    return type(node).__name__ == "TryStar"
+
+
 #: torch's data loader, whose ``len()`` is its dataset's.
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 #: Modules whose classes are ``IterDataPipe``s: a ``DataLoader`` over one makes, at each new iterator, a gloo
@@ -5152,7 +5230,9 @@ class _Analysis:
                 if kinds & _PROPERTIES:
                     made = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
                     made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
-                    if "cached_property" in kinds and self._read_before(node, unit, scope):
+                    if "cached_property" in kinds and (
+                        self._read_before(node, unit, scope) or self._read_next(node, unit, scope)
+                    ):
                         self._cached_reads.add(id(node))
             self._property_calls[id(node)] = made
         made = self._property_calls[id(node)]
@@ -5290,16 +5370,57 @@ class _Analysis:
         return None
 
     def _read_before(self, node: ast.Attribute, unit: _Unit, scope: str | None) -> bool:
-        """Whether the same ``obj.name`` is read earlier in the same function (or module): a
-        ``cached_property`` runs its getter at the first read only."""
+        """Whether the same ``obj.name`` is read earlier in the same function (or module), on every path that
+        reaches this read: a ``cached_property`` runs its getter at the first read only. A read in a branch,
+        loop or handler this read is not in does not count (review89l C4: ``if rank == 0: print(s.total)``
+        then ``print(s.total)`` is the other ranks' first read)."""
         where = self.table[scope].node if scope in self.table else unit.tree
         text = _dotted(node)
+        if id(where) not in self._parent_maps:
+            self._parent_maps[id(where)] = {id(c): n for n in ast.walk(where) for c in ast.iter_child_nodes(n)}
+        parents = self._parent_maps[id(where)]
         return any(
             isinstance(n, ast.Attribute)
             and _dotted(n) == text
             and (n.lineno, n.col_offset) < (node.lineno, node.col_offset)
+            and _runs_before(n, node, parents)
             for n in ast.walk(where)
         )
+
+    def _read_next(self, node: ast.Attribute, unit: _Unit, scope: str | None) -> bool:
+        """Whether this read of a ``cached_property`` sits in an ``if`` whose next statement reads it again on
+        every path (``if rank == 0: print(s.total)`` then ``print(s.total)``): each rank runs the getter once, at
+        the first of the two it reaches, with nothing between them, so lint counts the getter at the second
+        read, where every rank gets (review89l C4)."""
+        where = self.table[scope].node if scope in self.table else unit.tree
+        if id(where) not in self._parent_maps:
+            self._parent_maps[id(where)] = {id(c): n for n in ast.walk(where) for c in ast.iter_child_nodes(n)}
+        parents = self._parent_maps[id(where)]
+        outer: ast.AST | None = None
+        child: ast.AST = node
+        while id(child) in parents:
+            parent = parents[id(child)]
+            if isinstance(parent, ast.If) and child is not parent.test:
+                outer = parent
+            elif isinstance(parent, _SCOPES):
+                break
+            child = parent
+        holder = parents.get(id(outer)) if outer is not None else None
+        if holder is None:
+            return False
+        block = next(
+            (v for _, v in ast.iter_fields(holder) if isinstance(v, list) and any(s is outer for s in v)), None
+        )
+        if block is None:
+            return False
+        at = next(i for i, s in enumerate(block) if s is outer)
+        after = block[at + 1] if at + 1 < len(block) else None
+        if not isinstance(after, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+            return False
+        text = _dotted(node)
+        return any(
+            isinstance(n, ast.Attribute) and _dotted(n) == text and isinstance(n.ctx, ast.Load) for n in ast.walk(after)
+        ) and not any(isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension)) for n in ast.walk(after))
 
     def _alias(self, name: str, scope: str | None) -> ast.expr | None:
         """What a name assigned once stands for when it is called: ``fn = dist.all_reduce``,
@@ -8277,6 +8398,8 @@ class _Walker:
         pairs = _assignments(own)
         local = self.local  # filled in place: a forward fed a name found local is local too
         for names, loader, line in _batch_targets(own):
+            if _unsharded_loader(loader, pairs):
+                continue  # review89l C3: every rank iterates the same batches
             for name in names:
                 local.setdefault(
                     name, f"the batch `for … in {self.unit.text(loader)[:40]}` at line {line + self.unit.offset}"
@@ -10212,6 +10335,10 @@ class _Walker:
         if cut.step is None or cut.lower is None:
             return None
         step = self._poly(cut.step, depth + 1)
+        if step is not None and set(step[0]) <= {()} and self._world_step(cut.step):
+            # review89l C1: a step that is the world size the file states (seq[rank::WORLD_SIZE], WORLD_SIZE = 4)
+            total = self._poly(cut.upper, depth + 1) if cut.upper is not None else self._length(seq, depth + 1)
+            return self._world_split(total, cut.step)
         if step is None or len(step[0]) != 1:
             return None
         [(factor, coeff)] = step[0].items()
@@ -10279,10 +10406,14 @@ class _Walker:
 
     def _world_step(self, node: ast.AST) -> bool:
         """Whether a slice step is the world size: ``get_world_size()`` (of the default group), or a name
-        assigned from it or called ``world``/``world_size``/``num_replicas``/``num_processes``."""
+        assigned from it or called ``world``/``world_size``/``num_replicas``/``num_processes``, or the world size
+        the file states (``WORLD_SIZE = 4`` with a step ``WORLD_SIZE`` or ``4``)."""
         for _ in range(_MAX_DEPTH):
             if isinstance(node, ast.Call):
                 return _terminal(node.func) == "get_world_size" and not node.args and not node.keywords
+            if isinstance(node, ast.Constant):  # review89l C1: the world size the file states (WORLD_SIZE = 4)
+                world = self.an.world_size
+                return world is not None and type(node.value) is int and node.value == world
             if not isinstance(node, ast.Name):
                 return False
             if node.id in ("world", "world_size", "num_replicas", "num_processes", "nprocs"):
@@ -13771,7 +13902,16 @@ class _Agreement:
 
     def _group_local(self, rank: ast.expr, group: str, nodes: list[ast.AST], unit: _Unit) -> str | None:
         """Why ``rank`` is a rank within the group: it is ``get_rank(group)`` (or ``group.rank()``), a name assigned
-        from it, or a name the function compares with it."""
+        from it, or a name the function compares with it. A conditional expression is read branch by branch
+        (review89l C5: ``dist.get_rank(g) if False else 0`` is 0, not ``dist.get_rank(g)``)."""
+        if isinstance(rank, ast.IfExp):
+            if isinstance(rank.test, ast.Constant):
+                return self._group_local(rank.body if rank.test.value else rank.orelse, group, nodes, unit)
+            for branch, when in ((rank.body, "true"), (rank.orelse, "false")):
+                found = self._group_local(branch, group, nodes, unit)
+                if found is not None:
+                    return f"where `{unit.text(rank.test)}` is {when}, {found}"
+            return None
 
         def direct(node: ast.AST, text: Callable[[ast.AST], str]) -> bool:
             if not isinstance(node, ast.Call) or _terminal(node.func) not in ("get_rank", "rank"):
@@ -17433,7 +17573,9 @@ class _Forked:
             "threads gloo runs its collectives on (fork copies only the calling thread), so its collective is "
             "queued and never runs, not even to the timeout, and a rank that joins the child waits for ever "
             "(barrierlab run on 2 ranks: every rank waited in p.join() until the deadline; with a join timeout the "
-            "ranks went on and their next barrier completed without the child); with spawn or forkserver it has no process "
+            "ranks went on and their next barrier completed without the child, but then hung at exit until the "
+            "deadline, because Python joins a child that is not a daemon when its parent exits: a join timeout is "
+            "no way out); with spawn or forkserver it has no process "
             "group at all and raises that the default process group has not been initialized"
         )
         fix = (
@@ -17702,15 +17844,19 @@ class _Ranks:
     def outsider(self, stmt: ast.stmt, group: ast.expr) -> tuple[int, int, frozenset[int]] | None:
         """A (world, rank, members) where ``rank`` runs ``stmt`` (a call on ``group``) and ``group`` is a known
         process group without it; None if no sample world shows one. Strict: an opaque test, loop or ``with``
-        that could leave the function before ``stmt`` stops the run (no witness)."""
+        that could leave the function before ``stmt`` stops the run (no witness). When a smaller sample world
+        has every rank reach the call in a group it belongs to, a larger one is not held against groups of fixed
+        ranks that world fills (``barrier(group=g01 if r < 2 else g23)``, written for 4 ranks: review89d e37)."""
         funcs = [self.func]
         if any(isinstance(n, ast.Name) and n.id in {a.arg for a in self.func.node.args.args} for n in ast.walk(group)):
             funcs = self._callers()
         for entry in funcs:
             self.entry, self.values, self._seen = entry, {}, []
+            fits = 0  # review89d e37: a world where every rank reaches the call in a group it belongs to
             # review81l F2: a file that states its world size (WORLD_SIZE = 4) runs in that world only
             for world in (self.an.world_size,) if self.an.world_size else self.WORLDS:
                 self.world = world
+                member = 0
                 for rank in range(world):
                     self.rank = rank
                     try:
@@ -17720,8 +17866,13 @@ class _Ranks:
                     if seen is None:
                         continue
                     _, members = seen
+                    member += rank in members
                     if rank not in members and members:
+                        if fits and rank >= fits and max(members) < fits:
+                            break  # groups of fixed ranks (new_group([2, 3])) that a smaller world fills: its size
                         return world, rank, members
+                if member == world and not fits:
+                    fits = world
         return None
 
     @staticmethod
