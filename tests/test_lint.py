@@ -6936,3 +6936,41 @@ def test_file_race_says_what_can_happen_and_when() -> None:
     assert "it does when a writer is still writing as the reader gets there" in race.why
     assert "works when every writer is faster than the reader" in race.why
     assert lint_source(PEER_FILES.replace("dist.broadcast(torch.ones(1), src=0)", "dist.barrier()")) == []
+
+
+def test_an_accumulator_that_adds_a_number_times_a_shape_keeps_its_dtype() -> None:
+    """round31 correct_transformers_barrier_before_loading_best_model (transformers PR #10685): ``train`` adds
+    ``6.0 * 129 * x.shape[0]`` per batch to ``self.current_flos`` and ``store_flos`` all-gathers
+    ``torch.tensor([self.current_flos])``. A shape holds Python ints, so every rank adds a Python float, and the
+    tensor has one dtype everywhere. The buggy twin (load before save finished) shares this code: its finding at
+    the all_gather (its WAITS line) named a dtype hazard this program does not have. An added value of no fixed
+    type (round 6's swift MeanMetric: ``self.state += value``, numpy bools on one rank) is still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class Trainer:
+    def __init__(self, rank, world):
+        self.world = world
+        self.train_x = torch.randn(64, 6)[rank::world]
+        self.current_flos = 0.0
+
+    def store_flos(self):
+        flos = torch.tensor([self.current_flos])
+        gathered = [torch.zeros(1) for _ in range(self.world)]
+        dist.all_gather(gathered, flos)
+        self.current_flos = 0.0
+
+    def train(self, values):
+        for start in range(0, len(self.train_x), 8):
+            x = self.train_x[start : start + 8]
+            self.current_flos += 6.0 * 129 * x.shape[0]
+        self.store_flos()
+"""
+    assert lint_source(source) == []
+    untyped = source.replace("6.0 * 129 * x.shape[0]", "values[start]")
+    [finding] = lint_source(untyped)
+    assert (finding.line, finding.kind) == (14, "dtype-mismatch")
+    assert "`self.current_flos` adds up per-rank values (`self.current_flos += values[start]`, line 20)" in finding.why
+    # a slice of a shape is a torch.Size, not an int
+    assert [f.kind for f in lint_source(source.replace("x.shape[0]", "x.shape[1:]"))] == ["dtype-mismatch"]

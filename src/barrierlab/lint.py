@@ -16064,9 +16064,13 @@ def _walk_unconverted(value: ast.AST):
 
 def _typed(value: ast.expr) -> bool:
     """Whether an added value has one Python type whatever the data: a number literal, ``float(...)``,
-    ``len(...)``, ``x.item()``... (a comparison's bool counts: it adds as an int)."""
+    ``len(...)``, ``x.item()``, ``x.shape[0]`` (a tensor's or array's shape holds Python ints)... (a comparison's
+    bool counts: it adds as an int)."""
     if isinstance(value, ast.Constant):
         return isinstance(value.value, (int, float))
+    if isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Slice):
+        # round 31's transformers Trainer: ``self.current_flos += 6.0 * 129 * x.shape[0]`` adds a float every time
+        return isinstance(value.value, ast.Attribute) and value.value.attr == "shape"
     if isinstance(value, ast.Call):
         if isinstance(value.func, ast.Attribute) and value.func.attr in _TENSOR_RESULTS:
             return True  # a tensor's reduction keeps the tensor's dtype, the same on every rank
