@@ -2688,10 +2688,10 @@ def test_an_elif_chain_is_walked_once_per_branch(monkeypatch) -> None:
     walked_nodes = 0
     keyed = barrierlab.lint._keyed_names
 
-    def counting(stmts):
+    def counting(stmts, *rest):
         nonlocal walked_nodes
         walked_nodes += sum(1 for _ in barrierlab.lint._own_nodes(stmts))
-        return keyed(stmts)
+        return keyed(stmts, *rest)
 
     monkeypatch.setattr(barrierlab.lint, "_keyed_names", counting)
     branches = "\n".join(f"    {'if' if i == 0 else 'elif'} op == {i}:\n        table[{i}] = x" for i in range(400))
@@ -6974,3 +6974,94 @@ class Trainer:
     assert "`self.current_flos` adds up per-rank values (`self.current_flos += values[start]`, line 20)" in finding.why
     # a slice of a shape is a torch.Size, not an int
     assert [f.kind for f in lint_source(source.replace("x.shape[0]", "x.shape[1:]"))] == ["dtype-mismatch"]
+
+
+def test_a_dict_item_given_a_new_value_in_a_loop_over_its_own_keys_adds_no_key() -> None:
+    """round43 correct_nvalchemi_output_set_order_collectives (NVIDIA/nvalchemi-toolkit): ``consolidate`` walks
+    ``sorted(outputs)`` and, for a per-node output, writes ``outputs[key] = domain.reverse_exchange(value)`` under
+    ``if OUTPUT_SPEC[key] == PER_GRAPH: ... else:``. ``key`` is one of the dict's own keys, so the assignment replaces
+    a value and the dict keeps its keys; it was read as a key added under a test on the data. A key the data adds
+    (``outputs["extra"]`` under a test of the tensor) still makes the loop's count data-dependent."""
+    source = """
+import torch
+import torch.distributed as dist
+
+SPEC = {"energy": "graph", "forces": "node"}
+
+def exchange(value):
+    out = torch.zeros_like(value)
+    dist.all_to_all_single(out, value)
+    return out
+
+def consolidate(outputs, extra):
+    for key in sorted(outputs):
+        value = outputs[key]
+        if SPEC[key] == "graph":
+            dist.all_reduce(value)
+        else:
+            outputs[key] = exchange(value)
+    return outputs
+"""
+    assert lint_source(source) == []
+    items = source.replace(
+        "for key in sorted(outputs):\n        value = outputs[key]", "for key, value in outputs.items():"
+    )
+    assert lint_source(items) == []
+    added = source.replace(
+        "    for key in sorted(outputs):",
+        '    if extra.sum() > 0:\n        outputs["extra"] = extra\n    for key in sorted(outputs):',
+    )
+    assert {(f.line, f.kind) for f in lint_source(added)} == {
+        (18, "data-dependent-count"),
+        (20, "data-dependent-count"),
+    }
+    # the loop's key bound again in the body is another key
+    renamed = source.replace("value = outputs[key]", "value = outputs[key]\n        key = key + '_sum'")
+    assert {f.kind for f in lint_source(renamed)} == {"data-dependent-count"}
+
+
+def test_the_length_of_a_dataset_class_is_that_of_the_list_its_constructor_is_handed() -> None:
+    """round33 correct_monai_persistent_cache_dir_created_exist_ok (MONAI PR #2375): ``train_ds =
+    PersistentDataset(partition_dataset(files, dist.get_world_size(), rank), ...)``, whose ``__len__`` is
+    ``len(self.data)`` of the list ``__init__`` keeps, and ``partition_dataset`` returns ``data[rank::num_partitions]``
+    of 16 files: 8 on each of the 2 ranks, so ``for i in range(0, len(train_ds), 4)`` runs as often on each. Lint
+    read neither the class's ``__len__`` nor the helper's parameters as the arguments handed to them. 15 files split
+    over 2 ranks (8 and 7) are still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+class PersistentDataset:
+    def __init__(self, data, cache_dir):
+        self.data = data
+        self.cache_dir = cache_dir
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return torch.full((1, 8, 8), float(self.data[i]["seed"]))
+
+def partition_dataset(data, num_partitions, rank):
+    return data[rank::num_partitions]
+
+def worker():
+    rank = dist.get_rank()
+    files = [{"seed": i} for i in range(16)]
+    train_ds = PersistentDataset(partition_dataset(files, dist.get_world_size(), rank), cache_dir="/tmp/c")
+    model = DDP(torch.nn.Conv2d(1, 1, 1))
+    for i in range(0, len(train_ds), 4):
+        images = torch.stack([train_ds[j] for j in range(i, min(i + 4, len(train_ds)))])
+        loss = model(images).sum()
+        loss.backward()
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    uneven = lint_source(source.replace("range(16)", "range(15)"))
+    assert {(f.line, f.kind) for f in uneven} == {(29, "rank-dependent-loop"), (30, "rank-dependent-loop")}
+    # a class whose __len__ counts something else than the list it is handed is not read
+    other = source.replace("return len(self.data)", "return len(self.data) - 1")
+    assert {(f.line, f.kind) for f in lint_source(other)} == {(29, "rank-dependent-loop"), (30, "rank-dependent-loop")}

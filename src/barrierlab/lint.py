@@ -9512,6 +9512,8 @@ class _Walker:
                 built = self._yielded_length(node, depth)
             if built is None:
                 built = self._steady_yields(node)
+            if built is None:
+                built = self._sized_object_length(node, depth)
             if built is not None:
                 return built
             if (
@@ -10068,15 +10070,60 @@ class _Walker:
             for p, a in bound.items()
             if self.an.mentions_rank(a, self.taint, self.laundered) and not self._constant_value(a, depth)
         }
-        saved = self.scope, self.taint, self.laundered
+        caller = self.scope, self.taint, self.laundered, self.self_class, self.bound
+        saved = self.scope, self.taint, self.laundered, self.bound
         self.scope = key
         self.taint = (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked
         self.laundered = self.an.laundered.get(key, {})
+        # each parameter counted as its argument on the calling side (round 33's MONAI ``partition_dataset(files,
+        # dist.get_world_size(), rank)`` returns ``data[rank::num_partitions]`` of 16 files: 8 on each of 2 ranks)
+        self.bound = {p: (a, caller) for p, a in bound.items() if p not in _changed_names(func.node.body)}
         try:
             length = self._length(returns[0].value, depth + 1)
             return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+        except _UncountedArgument:
+            return None
         finally:
-            self.scope, self.taint, self.laundered = saved
+            self.scope, self.taint, self.laundered, self.bound = saved
+
+    def _sized_object_length(self, call: ast.Call, depth: int) -> Any:
+        """The length of an object a class of the file builds (``PersistentDataset(train_files, ...)``) whose
+        ``__len__`` is ``return len(self.<attr>)``, ``self.<attr>`` bound once in ``__init__`` to one of its
+        parameters and changed nowhere else (:meth:`_init_binding`): the length of the argument this call hands
+        that parameter (round 33's MONAI dataset over ``partition_dataset(files, world, rank)``, round 34's
+        ``SubtomoDataset(files)``). None otherwise."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.an.class_nodes:
+            return None
+        cls = call.func.id
+        length = next((f"{c}.__len__" for c in self.an._ancestors(cls) if f"{c}.__len__" in self.an.table), None)
+        if length is None:
+            return None
+        body = [s for s in self.an.table[length].node.body if not isinstance(s, ast.Expr)]  # docstring
+        if not (
+            len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Call)
+            and isinstance(body[0].value.func, ast.Name)
+            and body[0].value.func.id == "len"
+            and len(body[0].value.args) == 1
+            and isinstance(body[0].value.args[0], ast.Attribute)
+            and _dotted(body[0].value.args[0].value) == "self"
+        ):
+            return None
+        found = self._init_binding(self.an.table[length].self_class or cls, body[0].value.args[0].attr)
+        if found is None or not isinstance(found[1], ast.Name):
+            return None
+        init, value = found
+        args = init.node.args
+        if args.vararg or args.kwarg or args.posonlyargs or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        params = [a.arg for a in args.args][1:]
+        if value.id not in params or value.id in _changed_names(init.node.body):
+            return None
+        index = params.index(value.id)
+        arg = call.args[index] if index < len(call.args) else None
+        arg = arg or next((k.value for k in call.keywords if k.arg == value.id), None)
+        return self._length(arg, depth + 1) if arg is not None else None
 
     def _split_length(self, call: ast.Call, depth: int) -> Any:
         """This rank's share of ``split_between_processes(x)``: contiguous chunks, the first ``len(x) % world``
@@ -11750,6 +11797,7 @@ class _Sizes:
         )
         found: dict[str, str] = {}
         memo: dict[int, set[str]] = {}
+        rekeyed = _rekeyed(nodes)
 
         def keyed(node: ast.If | ast.For | ast.AsyncFor) -> set[str]:
             """``_keyed_names`` of the node's body and else, an elif chain's rest worked out once (attack28 a10:
@@ -11758,9 +11806,9 @@ class _Sizes:
                 rest = node.orelse
                 if isinstance(node, ast.If) and len(rest) == 1 and isinstance(rest[0], ast.If):
                     test = [ast.Expr(value=rest[0].test)]  # the elif's own test (``elif d.pop(k):``)
-                    memo[id(node)] = _keyed_names(node.body) | _keyed_names(test) | keyed(rest[0])
+                    memo[id(node)] = _keyed_names(node.body, rekeyed) | _keyed_names(test) | keyed(rest[0])
                 else:
-                    memo[id(node)] = _keyed_names(node.body + rest)
+                    memo[id(node)] = _keyed_names(node.body + rest, rekeyed)
             return memo[id(node)]
 
         for node in nodes:
@@ -16128,15 +16176,20 @@ def _not_a_dict(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and _terminal(value.func) in _FIXED_SIZE_CALLS
 
 
-def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
+def _keyed_names(stmts: list[ast.stmt], rekeyed: frozenset[int] = frozenset()) -> set[str]:
     """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``). A slice
     assigned (``buf[:n] = data``: a fixed-size buffer filled on one rank, mmengine's ``collect_results_cpu``)
-    adds no key: dicts are not sliced."""
+    adds no key: dicts are not sliced. Nor does an item target in ``rekeyed`` (see :func:`_rekeyed`)."""
     names: set[str] = set()
     for node in _own_nodes(stmts):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and not _sliced(target):
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and not _sliced(target)
+                    and id(target) not in rekeyed
+                ):
                     names.add(target.value.id)
         elif isinstance(node, ast.Delete):
             names.update(
@@ -16150,6 +16203,60 @@ def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
         ):
             names.add(node.func.value.id)
     return names
+
+
+def _bound_targets(node: ast.AST) -> list[ast.expr]:
+    """The targets a statement (or ``:=``) binds."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in node.items if i.optional_vars is not None]
+    return []
+
+
+def _rekeyed(nodes: Iterable[ast.AST]) -> frozenset[int]:
+    """The item targets ``d[k]`` of ``d[k] = ...`` inside a loop over ``d``'s own keys (``for k in sorted(d)``,
+    ``for k in list(d)``, ``for k, v in d.items()``), ``k`` not bound again in the loop: they give an existing key a
+    new value and add none (round 43's nvalchemi ``consolidate``: ``for key in sorted(outputs): ...
+    outputs[key] = domain.reverse_exchange(value)``)."""
+    found: set[int] = set()
+    for loop in nodes:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        source = loop.iter
+        while (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Name)
+            and source.func.id in ("sorted", "list", "tuple", "reversed")
+            and len(source.args) == 1
+        ):
+            source = source.args[0]
+        target: ast.expr | None = loop.target
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and not source.args:
+            if source.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[0]
+            elif source.func.attr != "keys":
+                continue
+            source = source.func.value
+        if not (isinstance(source, ast.Name) and isinstance(target, ast.Name)):
+            continue
+        table, key = source.id, target.id
+        body = list(_own_nodes(loop.body))
+        if any(key in _target_names(t) for n in body for t in _bound_targets(n)):
+            continue
+        for node in body:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if (
+                        isinstance(t, ast.Subscript)
+                        and _dotted(t.value) == table
+                        and isinstance(t.slice, ast.Name)
+                        and t.slice.id == key
+                    ):
+                        found.add(id(t))
+    return frozenset(found)
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
