@@ -7065,3 +7065,44 @@ def worker():
     # a class whose __len__ counts something else than the list it is handed is not read
     other = source.replace("return len(self.data)", "return len(self.data) - 1")
     assert {(f.line, f.kind) for f in lint_source(other)} == {(29, "rank-dependent-loop"), (30, "rank-dependent-loop")}
+
+
+def test_a_data_loader_over_shares_of_known_sizes_counts_its_batches_on_each_rank() -> None:
+    """round17 correct_batchnorm_drop_last (mmpretrain #761): 67 rows sharded with ``x[rank::world]`` over the 2
+    ranks the file states (34 and 33 rows), loaded with ``DataLoader(TensorDataset(x, y), batch_size=8,
+    drop_last=True)``: 4 batches on each rank, so the DDP step in ``for xb, yb in loader`` runs as often on each.
+    Lint took any loop over a rank's uneven share as uneven. Its buggy twin (no ``drop_last``: 5 batches on each rank,
+    the last of one row on rank 1, which BatchNorm rejects) was found by the same rule for that wrong reason, and is
+    no longer. Batches of 2 (17 against 16 with ``drop_last=True``) are still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+WORLD_SIZE = 2
+
+def load_rows():
+    x = torch.randn(67, 10)
+    return x, (x[:, 0] > 0).long()
+
+def worker():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, y = load_rows()
+    x, y = x[rank::world], y[rank::world]
+    loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True, drop_last=True)
+    model = DDP(nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 3)))
+    for xb, yb in loader:
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    assert lint_source(source.replace(", drop_last=True", "")) == []  # 5 batches on each rank
+    uneven = lint_source(source.replace("batch_size=8", "batch_size=2"))
+    assert {(f.line, f.kind) for f in uneven} == {(22, "rank-dependent-loop"), (23, "rank-dependent-loop")}
+    # a sampler decides the count itself: not read
+    sampled = source.replace("shuffle=True,", "sampler=make_sampler(x),")
+    assert {f.kind for f in lint_source(sampled)} == {"rank-dependent-loop"}

@@ -2184,6 +2184,15 @@ def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
 _NOT_STRAIGHT = object()  # :meth:`_Walker._flow_length` does not apply: the name is assigned once
 
 
+@dataclass(frozen=True)
+class _Uneven:
+    """A length that differs between ranks and is known on each: ``x[rank::world]`` of 67 rows on the 2 ranks the
+    file states is ``_Uneven((34, 33))``. The length rules treat it as a length that differs (as None); a data loader
+    over it counts its batches on each rank (:meth:`_Walker._loader_length`)."""
+
+    counts: tuple[int, ...]
+
+
 class _UncountedArgument(Exception):
     """A helper's parameter (see :meth:`_Walker._yielded_length`) whose argument's length or value lint cannot
     count on the calling side: the helper's count is not known either."""
@@ -9514,6 +9523,8 @@ class _Walker:
                 built = self._steady_yields(node)
             if built is None:
                 built = self._sized_object_length(node, depth)
+            if built is None:
+                built = self._loader_length(node, depth)
             if built is not None:
                 return built
             if (
@@ -10086,6 +10097,38 @@ class _Walker:
         finally:
             self.scope, self.taint, self.laundered, self.bound = saved
 
+    def _loader_length(self, call: ast.Call, depth: int) -> Any:
+        """The number of batches of ``DataLoader(dataset, batch_size=B, drop_last=D)`` (no sampler): ``n // B`` with
+        ``drop_last=True``, else ``ceil(n / B)``, for each rank's ``n`` rows (a ``TensorDataset`` has its first
+        tensor's). Shares of 34 and 33 rows give 4 full batches of 8 on each rank with ``drop_last=True`` (round 17's
+        batchnorm item), and 5 batches each without it: as many on every rank. None when lint does not know each
+        rank's rows, or the counts differ."""
+        if _terminal(call.func) != "DataLoader" or not call.args or isinstance(call.args[0], ast.Starred):
+            return None
+        keywords = {k.arg: k.value for k in call.keywords}
+        if None in keywords or {"sampler", "batch_sampler"} & set(keywords) or len(call.args) > 2:
+            return None
+        batch = _const_ints(keywords.get("batch_size", call.args[1] if len(call.args) > 1 else ast.Constant(1)))
+        drop = keywords.get("drop_last", ast.Constant(False))
+        if batch is None or len(batch) != 1 or batch[0] < 1:
+            return None
+        if not (isinstance(drop, ast.Constant) and isinstance(drop.value, bool)):
+            return None
+        dataset = call.args[0]
+        if isinstance(dataset, ast.Call) and _terminal(dataset.func) == "TensorDataset" and dataset.args:
+            dataset = dataset.args[0]
+        rows = self._length(dataset, depth + 1)
+        if isinstance(rows, tuple) and set(rows[0]) <= {()}:
+            rows = _Uneven((rows[0].get((), 0),))
+        if not isinstance(rows, _Uneven):
+            return None
+        size = batch[0]
+        counts = {n // size if drop.value else -(-n // size) for n in rows.counts}
+        if len(counts) != 1:
+            return None
+        count = counts.pop()
+        return ({(): count} if count else {}), {}
+
     def _sized_object_length(self, call: ast.Call, depth: int) -> Any:
         """The length of an object a class of the file builds (``PersistentDataset(train_files, ...)``) whose
         ``__len__`` is ``return len(self.<attr>)``, ``self.<attr>`` bound once in ``__init__`` to one of its
@@ -10189,7 +10232,11 @@ class _Walker:
         if isinstance(total, tuple) and set(total[0]) <= {()}:
             n, world = total[0].get((), 0), self.an.world_size
             if world is not None:
-                return ({(): n // world}, {}) if n % world == 0 else None
+                return (
+                    ({(): n // world}, {})
+                    if n % world == 0
+                    else _Uneven(tuple(len(range(r, n, world)) for r in range(world)))
+                )
             return None if any(n % w for w in _USUAL_WORLDS) else "uniform"
         if total is None or total == "uniform":
             return "uniform"
