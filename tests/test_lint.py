@@ -7106,3 +7106,57 @@ def worker():
     # a sampler decides the count itself: not read
     sampled = source.replace("shuffle=True,", "sampler=make_sampler(x),")
     assert {f.kind for f in lint_source(sampled)} == {"rank-dependent-loop"}
+
+
+def test_a_parameter_of_a_function_called_once_has_the_length_of_its_argument() -> None:
+    """round34 correct_deepdewedge_subtomo_rewrite_rank0_then_barrier (MLI-lab/DeepDeWedge PR #41): ``Trainer.fit(self,
+    lit, dataset)``, called once with ``SubtomoDataset(files)`` of 4 files, loops over ``shard_batches(dataset, rank,
+    world_size, batch_size=2)``, a generator that deals ``range(rank, len(dataset), world_size)``: 2 items on each of
+    the 2 ranks, one batch each. Lint did not follow ``fit``'s parameter to its one call, nor decide ``range(rank, n,
+    world)`` when the rank is a generator's parameter. Its buggy twin (every rank rewrites the files) was found by
+    the same finding at its WAITS line for that wrong reason, and is no longer. 5 files (3 and 2) are still
+    reported, and so is a second call of ``fit`` lint cannot count."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+class SubtomoDataset:
+    def __init__(self, files):
+        self.files = files
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, idx):
+        return torch.load(self.files[idx])
+
+def shard_batches(dataset, rank, world_size, batch_size):
+    indices = list(range(rank, len(dataset), world_size))
+    for i in range(0, len(indices), batch_size):
+        yield torch.stack([dataset[j] for j in indices[i:i + batch_size]])
+
+class Trainer:
+    def fit(self, model, dataset):
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        ddp = DDP(model)
+        for x in shard_batches(dataset, rank, world_size, batch_size=2):
+            loss = F.mse_loss(ddp(x), x)
+            loss.backward()
+
+def worker():
+    files = [f"/tmp/subtomo_{i}.pt" for i in range(4)]
+    Trainer().fit(nn.Linear(8, 8), SubtomoDataset(files))
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    odd = lint_source(source.replace("range(4)", "range(5)"))
+    assert {(f.line, f.kind) for f in odd} == {(30, "rank-dependent-loop"), (31, "rank-dependent-loop")}
+    twice = source.replace(
+        "    dist.barrier()\n", "    Trainer().fit(nn.Linear(8, 8), SubtomoDataset(load_list()))\n    dist.barrier()\n"
+    )
+    assert {f.kind for f in lint_source(twice)} == {"rank-dependent-loop"}

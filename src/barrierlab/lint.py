@@ -9477,7 +9477,9 @@ class _Walker:
             value = self._value(node.id)
             if value is None:
                 flowed = self._flow_length(node.id, getattr(node, "lineno", 0), depth)
-                return self._unpacked_length(node.id, depth) if flowed is _NOT_STRAIGHT else flowed
+                if flowed is _NOT_STRAIGHT:
+                    flowed = self._unpacked_length(node.id, depth)
+                return self._handed_length(node.id, depth) if flowed is None else flowed
             return self._length(value, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ELEMENTWISE):
             # ``torch.randn(90, 6) * scale + 20.0``: arithmetic on a tensor keeps its rows
@@ -9561,6 +9563,15 @@ class _Walker:
         if name != "range" or not 1 <= len(args) <= 3:
             return None
         start, stop = (args[0], args[1]) if len(args) > 1 else (ast.Constant(0), args[0])
+        if (
+            len(args) == 3
+            and self.an.mentions_rank(start, self.taint, self.laundered)
+            and not self.an.mentions_rank(stop, self.taint, self.laundered)
+        ):  # range(rank, n, world) with the rank a helper's parameter: decided by n and the world, not the rank
+            total = self._poly(stop, depth + 1)
+            dealt = self._world_split(total, args[2]) if total is not None else None
+            if dealt is not None and not isinstance(dealt, _Uneven):
+                return dealt
         lo, hi = self._poly(start, depth + 1), self._poly(stop, depth + 1)
         if lo is None or hi is None:
             return None
@@ -10096,6 +10107,48 @@ class _Walker:
             return None
         finally:
             self.scope, self.taint, self.laundered, self.bound = saved
+
+    def _handed_length(self, name: str, depth: int) -> Any:
+        """The length of parameter ``name`` of this function when the file calls the function once, by name, and
+        the function never binds ``name`` again: that of the argument the call hands it, counted in the caller
+        (round 34's DeepDeWedge ``Trainer.fit(self, lit, dataset)``, called once with ``SubtomoDataset(files)``).
+        None otherwise."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or depth > _MAX_DEPTH:
+            return None
+        args = func.node.args
+        params = [a.arg for a in args.args]
+        if name not in params or args.vararg or args.kwarg or name in _changed_names(func.node.body):
+            return None
+        calls = self.an.calls_named(func.node.name)
+        if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
+            return None
+        call = calls[0]
+        if func.self_class is not None:
+            if not isinstance(call.func, ast.Attribute) or params[:1] != ["self"]:
+                return None
+            params = params[1:]
+        elif not isinstance(call.func, ast.Name):
+            return None
+        index = params.index(name)
+        arg = call.args[index] if index < len(call.args) else None
+        arg = arg or next((k.value for k in call.keywords if k.arg == name), None)
+        key = self.an._enclosing_key(call)
+        caller = self.an.table.get(key) if key is not None else None
+        if arg is None or caller is None or caller.key == func.key:
+            return None
+        state = (
+            caller.key,
+            self.an.func_taint.get(caller.key, set()),
+            self.an.laundered.get(caller.key, {}),
+            caller.self_class,
+            {},
+        )
+        with self._state(state):
+            try:
+                return self._length(arg, depth + 1)
+            except _UncountedArgument:
+                return None
 
     def _loader_length(self, call: ast.Call, depth: int) -> Any:
         """The number of batches of ``DataLoader(dataset, batch_size=B, drop_last=D)`` (no sampler): ``n // B`` with
