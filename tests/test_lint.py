@@ -7160,3 +7160,54 @@ def worker():
         "    dist.barrier()\n", "    Trainer().fit(nn.Linear(8, 8), SubtomoDataset(load_list()))\n    dist.barrier()\n"
     )
     assert {f.kind for f in lint_source(twice)} == {"rank-dependent-loop"}
+
+
+def test_gradient_presence_is_alike_for_a_module_whose_forward_reaches_every_parameter() -> None:
+    """round43 correct_optimizers_shampoo_skip_step_without_grads (facebookresearch/optimizers): ``allreduce_grads``
+    all-reduces ``p.grad`` for each parameter that has one. The model is ``TwoHeadModel()``, handed down through
+    ``train`` (called once), whose forward tests only ``distill``, a parameter defaulting to False that no call
+    passes: the aux head gets no gradient on any rank, the others get one on every rank, so every rank makes the same
+    all-reduces. Lint took gradient presence as set by each rank's batch whatever the model. Its buggy twin's hit (the
+    optimizer's skip, a hidden-collective at its WAITS line) is kept. A forward that branches on the batch, or a call
+    that passes the flag, is still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+class TwoHeadModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(8, 8)
+        self.aux_head = nn.Linear(8, 3, bias=False)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x, distill=False):
+        h = torch.tanh(self.trunk(x))
+        out = self.head(h).squeeze(-1)
+        return (out, self.aux_head(h)) if distill else (out, None)
+
+def allreduce_grads(model, world_size):
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad.div_(world_size)
+
+def train(model, x, world_size):
+    out, _ = model(x)
+    out.sum().backward()
+    allreduce_grads(model, world_size)
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = TwoHeadModel()
+    train(model, torch.randn(4, 8, generator=torch.Generator().manual_seed(rank)), world_size)
+"""
+    assert lint_source(source) == []
+    by_data = source.replace("if distill else", "if x.sum() > 0 else")
+    assert [(f.line, f.kind) for f in lint_source(by_data)] == [(21, "branch")]
+    passed = source.replace("out, _ = model(x)", "out, _ = model(x, x.sum() > 0)")
+    assert [(f.line, f.kind) for f in lint_source(passed)] == [(21, "branch")]
+    # a module the file does not build (here one handed in from outside): not read
+    handed = source.replace("    model = TwoHeadModel()\n", "    model = build_model()\n")
+    assert [(f.line, f.kind) for f in lint_source(handed)] == [(21, "branch")]

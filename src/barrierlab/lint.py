@@ -8235,7 +8235,9 @@ class _Walker:
         """The text to report for a loop exit or loop condition that tests this rank's own model output."""
         if self.an.mentions_rank(test, self.taint, self.laundered):
             return None
-        source = self._local_source(test, self.local, at) or _grad_presence(test)
+        source = self._local_source(test, self.local, at)
+        if source is None and not self._grads_alike(test):
+            source = _grad_presence(test)
         if source is None:
             return None
         text = self.unit.text(test)
@@ -8243,6 +8245,168 @@ class _Walker:
         if not self.loops:
             self.an.local_returns.add(text)
         return text
+
+    def _grads_alike(self, test: ast.expr) -> bool:
+        """Whether ``p.grad is not None`` has one answer on every rank because ``p`` runs over
+        ``model.parameters()`` of a module every rank builds from a class of the file whose forward reaches each
+        of its parameters whatever the batch (:meth:`_whole_forward`). ``model`` is followed to where it is built,
+        through parameters of functions the file calls once (round 43's Shampoo item: ``allreduce_grads(model,
+        world_size)`` of ``TwoHeadModel()``, whose forward tests only ``distill``, a parameter no call passes)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or _grad_presence(test) is None:
+            return False
+        holders = {
+            n.value.id
+            for n in ast.walk(test)
+            if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name)
+        }
+        if len(holders) != 1:
+            return False
+        [holder] = holders
+        loops = [
+            n
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.For)
+            and isinstance(n.target, ast.Name)
+            and n.target.id == holder
+            and any(t is test for t in ast.walk(n))
+        ]
+        if len(loops) != 1:
+            return False
+        walk = loops[0].iter
+        if not (
+            isinstance(walk, ast.Call)
+            and isinstance(walk.func, ast.Attribute)
+            and walk.func.attr == "parameters"
+            and isinstance(walk.func.value, ast.Name)
+            and not walk.args
+        ):
+            return False
+        built = self._model_built(func.key, walk.func.value.id, 0)
+        return built is not None and self._whole_forward(built[0], built[1], 0)
+
+    def _model_built(self, key: str, name: str, depth: int) -> tuple[str, set[str]] | None:
+        """The class of the file that builds the module ``name`` holds in function ``key`` (a plain ``C(...)``
+        assigned once, or a parameter of a function the file calls once, followed to its argument), and the names
+        that hold the module on the way."""
+        if depth > _MAX_DEPTH:
+            return None
+        value = self.an.values.get(key, {}).get(name)
+        if value is None:
+            func = self.an.table.get(key)
+            if func is None:
+                return None
+            params = [a.arg for a in func.node.args.args]
+            calls = self.an.calls_named(func.node.name)
+            if name not in params or name in _changed_names(func.node.body) or len(calls) != 1:
+                return None
+            if func.self_class is not None:
+                params = params[1:]
+            call = calls[0]
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                return None
+            index = params.index(name) if name in params else len(call.args)
+            arg = call.args[index] if index < len(call.args) else None
+            arg = arg or next((k.value for k in call.keywords if k.arg == name), None)
+            caller = self.an._enclosing_key(call)
+            if arg is None or caller is None or caller == key:
+                return None
+            if isinstance(arg, ast.Name):
+                found = self._model_built(caller, arg.id, depth + 1)
+                return (found[0], found[1] | {name}) if found is not None else None
+            value = arg
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.an.class_nodes:
+            return value.func.id, {name}
+        return None
+
+    def _whole_forward(self, cls: str, names: set[str], depth: int) -> bool:
+        """Whether every forward of class ``cls`` reaches all its parameters: an ``nn.Module`` of the file whose
+        ``__init__`` binds ``self`` attributes only to constants, torch's own modules (``nn.Linear(...)``,
+        ``nn.Sequential(nn.Linear(...), ...)``) or classes of the file that pass this test, and whose
+        ``forward`` has no ``try`` and calls no method of its own, and tests (``if``, ``x if c else y``,
+        ``while``, ``and``/``or``) nothing but its parameters with a constant default that no call of the file
+        passes: not by keyword, and not by position in a call of a name in ``names`` (the names that hold the
+        module)."""
+        entry = self.an.class_nodes.get(cls)
+        node = entry[0] if entry is not None else None
+        if node is None or depth > _MAX_DEPTH or not node.bases:
+            return False
+        if any(_dotted(b) not in ("nn.Module", "torch.nn.Module", "Module") for b in node.bases):
+            return False
+        methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+        forward = methods.get("forward")
+        if forward is None:
+            return False
+
+        def torch_module(value: ast.expr) -> bool:
+            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            return all((_dotted(c.func) or "").startswith(("nn.", "torch.nn.")) for c in calls) and not any(
+                isinstance(n, ast.Name) and n.id not in ("nn", "torch") for c in calls for n in ast.walk(c.func)
+            )
+
+        for stmt in ast.walk(methods["__init__"]) if "__init__" in methods else []:
+            if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if not any(isinstance(t, ast.Attribute) and _dotted(t.value) == "self" for t in targets):
+                continue
+            value = stmt.value
+            if value is None or isinstance(value, ast.Constant):
+                continue
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in self.an.class_nodes
+            ):
+                if not self._whole_forward(value.func.id, set(), depth + 1):
+                    return False
+                continue
+            if not torch_module(value):
+                return False
+        body = list(ast.walk(forward))
+        if any(isinstance(n, (ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)) for n in body):
+            return False
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and _dotted(n.func.value) == "self"
+            and n.func.attr in methods
+            for n in body
+        ):
+            return False
+        tests: list[ast.expr] = []
+        for n in body:
+            if isinstance(n, (ast.If, ast.IfExp, ast.While)):
+                tests.append(n.test)
+            elif isinstance(n, ast.BoolOp):
+                tests += n.values
+            elif isinstance(n, ast.comprehension):
+                tests += n.ifs
+        args = forward.args
+        positional = [a.arg for a in args.args][1:]
+        defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        read = {n.id for t in tests for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if any(not isinstance(defaults.get(name), ast.Constant) for name in read):
+            return False
+        for name in read:
+            for unit in self.an.units:
+                for call in ast.walk(unit.tree):
+                    if not isinstance(call, ast.Call):
+                        continue
+                    if any(k.arg == name for k in call.keywords):
+                        return False
+                    if (
+                        name in positional
+                        and isinstance(call.func, ast.Name)
+                        and call.func.id in names
+                        and (
+                            len(call.args) > positional.index(name)
+                            or any(isinstance(a, ast.Starred) for a in call.args)
+                        )
+                    ):
+                        return False
+        return True
 
     def flag(
         self,
