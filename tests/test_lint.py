@@ -2688,10 +2688,10 @@ def test_an_elif_chain_is_walked_once_per_branch(monkeypatch) -> None:
     walked_nodes = 0
     keyed = barrierlab.lint._keyed_names
 
-    def counting(stmts):
+    def counting(stmts, *rest):
         nonlocal walked_nodes
         walked_nodes += sum(1 for _ in barrierlab.lint._own_nodes(stmts))
-        return keyed(stmts)
+        return keyed(stmts, *rest)
 
     monkeypatch.setattr(barrierlab.lint, "_keyed_names", counting)
     branches = "\n".join(f"    {'if' if i == 0 else 'elif'} op == {i}:\n        table[{i}] = x" for i in range(400))
@@ -7598,3 +7598,278 @@ def test_a_group_each_rank_picks_among_fixed_groups_it_belongs_to_is_no_non_memb
     [found] = lint_source(PICKED_GROUP.replace("r < 2", "r < 1"))
     assert found.kind == "non-member" and found.condition == "rank 1 not in g01 if r < 1 else g23"
     assert "non-member:" in barrierlab.lint.HELP and "barrier(group=g01 if r < 2 else g23)" in barrierlab.lint.HELP
+
+
+def test_an_accumulator_that_adds_a_number_times_a_shape_keeps_its_dtype() -> None:
+    """round31 correct_transformers_barrier_before_loading_best_model (transformers PR #10685): ``train`` adds
+    ``6.0 * 129 * x.shape[0]`` per batch to ``self.current_flos`` and ``store_flos`` all-gathers
+    ``torch.tensor([self.current_flos])``. A shape holds Python ints, so every rank adds a Python float, and the
+    tensor has one dtype everywhere. The buggy twin (load before save finished) shares this code: its finding at
+    the all_gather (its WAITS line) named a dtype hazard this program does not have. An added value of no fixed
+    type (round 6's swift MeanMetric: ``self.state += value``, numpy bools on one rank) is still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+
+class Trainer:
+    def __init__(self, rank, world):
+        self.world = world
+        self.train_x = torch.randn(64, 6)[rank::world]
+        self.current_flos = 0.0
+
+    def store_flos(self):
+        flos = torch.tensor([self.current_flos])
+        gathered = [torch.zeros(1) for _ in range(self.world)]
+        dist.all_gather(gathered, flos)
+        self.current_flos = 0.0
+
+    def train(self, values):
+        for start in range(0, len(self.train_x), 8):
+            x = self.train_x[start : start + 8]
+            self.current_flos += 6.0 * 129 * x.shape[0]
+        self.store_flos()
+"""
+    assert lint_source(source) == []
+    untyped = source.replace("6.0 * 129 * x.shape[0]", "values[start]")
+    [finding] = lint_source(untyped)
+    assert (finding.line, finding.kind) == (14, "dtype-mismatch")
+    assert "`self.current_flos` adds up per-rank values (`self.current_flos += values[start]`, line 20)" in finding.why
+    # a slice of a shape is a torch.Size, not an int
+    assert [f.kind for f in lint_source(source.replace("x.shape[0]", "x.shape[1:]"))] == ["dtype-mismatch"]
+
+
+def test_a_dict_item_given_a_new_value_in_a_loop_over_its_own_keys_adds_no_key() -> None:
+    """round43 correct_nvalchemi_output_set_order_collectives (NVIDIA/nvalchemi-toolkit): ``consolidate`` walks
+    ``sorted(outputs)`` and, for a per-node output, writes ``outputs[key] = domain.reverse_exchange(value)`` under
+    ``if OUTPUT_SPEC[key] == PER_GRAPH: ... else:``. ``key`` is one of the dict's own keys, so the assignment replaces
+    a value and the dict keeps its keys; it was read as a key added under a test on the data. A key the data adds
+    (``outputs["extra"]`` under a test of the tensor) still makes the loop's count data-dependent."""
+    source = """
+import torch
+import torch.distributed as dist
+
+SPEC = {"energy": "graph", "forces": "node"}
+
+def exchange(value):
+    out = torch.zeros_like(value)
+    dist.all_to_all_single(out, value)
+    return out
+
+def consolidate(outputs, extra):
+    for key in sorted(outputs):
+        value = outputs[key]
+        if SPEC[key] == "graph":
+            dist.all_reduce(value)
+        else:
+            outputs[key] = exchange(value)
+    return outputs
+"""
+    assert lint_source(source) == []
+    items = source.replace(
+        "for key in sorted(outputs):\n        value = outputs[key]", "for key, value in outputs.items():"
+    )
+    assert lint_source(items) == []
+    added = source.replace(
+        "    for key in sorted(outputs):",
+        '    if extra.sum() > 0:\n        outputs["extra"] = extra\n    for key in sorted(outputs):',
+    )
+    assert {(f.line, f.kind) for f in lint_source(added)} == {
+        (18, "data-dependent-count"),
+        (20, "data-dependent-count"),
+    }
+    # the loop's key bound again in the body is another key
+    renamed = source.replace("value = outputs[key]", "value = outputs[key]\n        key = key + '_sum'")
+    assert {f.kind for f in lint_source(renamed)} == {"data-dependent-count"}
+
+
+def test_the_length_of_a_dataset_class_is_that_of_the_list_its_constructor_is_handed() -> None:
+    """round33 correct_monai_persistent_cache_dir_created_exist_ok (MONAI PR #2375): ``train_ds =
+    PersistentDataset(partition_dataset(files, dist.get_world_size(), rank), ...)``, whose ``__len__`` is
+    ``len(self.data)`` of the list ``__init__`` keeps, and ``partition_dataset`` returns ``data[rank::num_partitions]``
+    of 16 files: 8 on each of the 2 ranks, so ``for i in range(0, len(train_ds), 4)`` runs as often on each. Lint
+    read neither the class's ``__len__`` nor the helper's parameters as the arguments handed to them. 15 files split
+    over 2 ranks (8 and 7) are still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+class PersistentDataset:
+    def __init__(self, data, cache_dir):
+        self.data = data
+        self.cache_dir = cache_dir
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return torch.full((1, 8, 8), float(self.data[i]["seed"]))
+
+def partition_dataset(data, num_partitions, rank):
+    return data[rank::num_partitions]
+
+def worker():
+    rank = dist.get_rank()
+    files = [{"seed": i} for i in range(16)]
+    train_ds = PersistentDataset(partition_dataset(files, dist.get_world_size(), rank), cache_dir="/tmp/c")
+    model = DDP(torch.nn.Conv2d(1, 1, 1))
+    for i in range(0, len(train_ds), 4):
+        images = torch.stack([train_ds[j] for j in range(i, min(i + 4, len(train_ds)))])
+        loss = model(images).sum()
+        loss.backward()
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    uneven = lint_source(source.replace("range(16)", "range(15)"))
+    assert {(f.line, f.kind) for f in uneven} == {(29, "rank-dependent-loop"), (30, "rank-dependent-loop")}
+    # a class whose __len__ counts something else than the list it is handed is not read
+    other = source.replace("return len(self.data)", "return len(self.data) - 1")
+    assert {(f.line, f.kind) for f in lint_source(other)} == {(29, "rank-dependent-loop"), (30, "rank-dependent-loop")}
+
+
+def test_a_data_loader_over_shares_of_known_sizes_counts_its_batches_on_each_rank() -> None:
+    """round17 correct_batchnorm_drop_last (mmpretrain #761): 67 rows sharded with ``x[rank::world]`` over the 2
+    ranks the file states (34 and 33 rows), loaded with ``DataLoader(TensorDataset(x, y), batch_size=8,
+    drop_last=True)``: 4 batches on each rank, so the DDP step in ``for xb, yb in loader`` runs as often on each.
+    Lint took any loop over a rank's uneven share as uneven. Its buggy twin (no ``drop_last``: 5 batches on each rank,
+    the last of one row on rank 1, which BatchNorm rejects) was found by the same rule for that wrong reason, and is
+    no longer. Batches of 2 (17 against 16 with ``drop_last=True``) are still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+WORLD_SIZE = 2
+
+def load_rows():
+    x = torch.randn(67, 10)
+    return x, (x[:, 0] > 0).long()
+
+def worker():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, y = load_rows()
+    x, y = x[rank::world], y[rank::world]
+    loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True, drop_last=True)
+    model = DDP(nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 3)))
+    for xb, yb in loader:
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    assert lint_source(source.replace(", drop_last=True", "")) == []  # 5 batches on each rank
+    uneven = lint_source(source.replace("batch_size=8", "batch_size=2"))
+    assert {(f.line, f.kind) for f in uneven} == {(22, "rank-dependent-loop"), (23, "rank-dependent-loop")}
+    # a sampler decides the count itself: not read
+    sampled = source.replace("shuffle=True,", "sampler=make_sampler(x),")
+    assert {f.kind for f in lint_source(sampled)} == {"rank-dependent-loop"}
+
+
+def test_a_parameter_of_a_function_called_once_has_the_length_of_its_argument() -> None:
+    """round34 correct_deepdewedge_subtomo_rewrite_rank0_then_barrier (MLI-lab/DeepDeWedge PR #41): ``Trainer.fit(self,
+    lit, dataset)``, called once with ``SubtomoDataset(files)`` of 4 files, loops over ``shard_batches(dataset, rank,
+    world_size, batch_size=2)``, a generator that deals ``range(rank, len(dataset), world_size)``: 2 items on each of
+    the 2 ranks, one batch each. Lint did not follow ``fit``'s parameter to its one call, nor decide ``range(rank, n,
+    world)`` when the rank is a generator's parameter. Its buggy twin (every rank rewrites the files) was found by
+    the same finding at its WAITS line for that wrong reason, and is no longer. 5 files (3 and 2) are still
+    reported, and so is a second call of ``fit`` lint cannot count."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+WORLD_SIZE = 2
+
+class SubtomoDataset:
+    def __init__(self, files):
+        self.files = files
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, idx):
+        return torch.load(self.files[idx])
+
+def shard_batches(dataset, rank, world_size, batch_size):
+    indices = list(range(rank, len(dataset), world_size))
+    for i in range(0, len(indices), batch_size):
+        yield torch.stack([dataset[j] for j in indices[i:i + batch_size]])
+
+class Trainer:
+    def fit(self, model, dataset):
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        ddp = DDP(model)
+        for x in shard_batches(dataset, rank, world_size, batch_size=2):
+            loss = F.mse_loss(ddp(x), x)
+            loss.backward()
+
+def worker():
+    files = [f"/tmp/subtomo_{i}.pt" for i in range(4)]
+    Trainer().fit(nn.Linear(8, 8), SubtomoDataset(files))
+    dist.barrier()
+"""
+    assert lint_source(source) == []
+    odd = lint_source(source.replace("range(4)", "range(5)"))
+    assert {(f.line, f.kind) for f in odd} == {(30, "rank-dependent-loop"), (31, "rank-dependent-loop")}
+    twice = source.replace(
+        "    dist.barrier()\n", "    Trainer().fit(nn.Linear(8, 8), SubtomoDataset(load_list()))\n    dist.barrier()\n"
+    )
+    assert {f.kind for f in lint_source(twice)} == {"rank-dependent-loop"}
+
+
+def test_gradient_presence_is_alike_for_a_module_whose_forward_reaches_every_parameter() -> None:
+    """round43 correct_optimizers_shampoo_skip_step_without_grads (facebookresearch/optimizers): ``allreduce_grads``
+    all-reduces ``p.grad`` for each parameter that has one. The model is ``TwoHeadModel()``, handed down through
+    ``train`` (called once), whose forward tests only ``distill``, a parameter defaulting to False that no call
+    passes: the aux head gets no gradient on any rank, the others get one on every rank, so every rank makes the same
+    all-reduces. Lint took gradient presence as set by each rank's batch whatever the model. Its buggy twin's hit (the
+    optimizer's skip, a hidden-collective at its WAITS line) is kept. A forward that branches on the batch, or a call
+    that passes the flag, is still reported."""
+    source = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+class TwoHeadModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(8, 8)
+        self.aux_head = nn.Linear(8, 3, bias=False)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x, distill=False):
+        h = torch.tanh(self.trunk(x))
+        out = self.head(h).squeeze(-1)
+        return (out, self.aux_head(h)) if distill else (out, None)
+
+def allreduce_grads(model, world_size):
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad.div_(world_size)
+
+def train(model, x, world_size):
+    out, _ = model(x)
+    out.sum().backward()
+    allreduce_grads(model, world_size)
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = TwoHeadModel()
+    train(model, torch.randn(4, 8, generator=torch.Generator().manual_seed(rank)), world_size)
+"""
+    assert lint_source(source) == []
+    by_data = source.replace("if distill else", "if x.sum() > 0 else")
+    assert [(f.line, f.kind) for f in lint_source(by_data)] == [(21, "branch")]
+    passed = source.replace("out, _ = model(x)", "out, _ = model(x, x.sum() > 0)")
+    assert [(f.line, f.kind) for f in lint_source(passed)] == [(21, "branch")]
+    # a module the file does not build (here one handed in from outside): not read
+    handed = source.replace("    model = TwoHeadModel()\n", "    model = build_model()\n")
+    assert [(f.line, f.kind) for f in lint_source(handed)] == [(21, "branch")]

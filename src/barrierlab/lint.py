@@ -2229,6 +2229,15 @@ def _unpack_path(target: ast.expr, name: str) -> tuple[int, ...]:
 _NOT_STRAIGHT = object()  # :meth:`_Walker._flow_length` does not apply: the name is assigned once
 
 
+@dataclass(frozen=True)
+class _Uneven:
+    """A length that differs between ranks and is known on each: ``x[rank::world]`` of 67 rows on the 2 ranks the
+    file states is ``_Uneven((34, 33))``. The length rules treat it as a length that differs (as None); a data loader
+    over it counts its batches on each rank (:meth:`_Walker._loader_length`)."""
+
+    counts: tuple[int, ...]
+
+
 class _UncountedArgument(Exception):
     """A helper's parameter (see :meth:`_Walker._yielded_length`) whose argument's length or value lint cannot
     count on the calling side: the helper's count is not known either."""
@@ -8450,7 +8459,9 @@ class _Walker:
         """The text to report for a loop exit or loop condition that tests this rank's own model output."""
         if self.an.mentions_rank(test, self.taint, self.laundered):
             return None
-        source = self._local_source(test, self.local, at) or _grad_presence(test)
+        source = self._local_source(test, self.local, at)
+        if source is None and not self._grads_alike(test):
+            source = _grad_presence(test)
         if source is None:
             return None
         text = self.unit.text(test)
@@ -8458,6 +8469,168 @@ class _Walker:
         if not self.loops:
             self.an.local_returns.add(text)
         return text
+
+    def _grads_alike(self, test: ast.expr) -> bool:
+        """Whether ``p.grad is not None`` has one answer on every rank because ``p`` runs over
+        ``model.parameters()`` of a module every rank builds from a class of the file whose forward reaches each
+        of its parameters whatever the batch (:meth:`_whole_forward`). ``model`` is followed to where it is built,
+        through parameters of functions the file calls once (round 43's Shampoo item: ``allreduce_grads(model,
+        world_size)`` of ``TwoHeadModel()``, whose forward tests only ``distill``, a parameter no call passes)."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or _grad_presence(test) is None:
+            return False
+        holders = {
+            n.value.id
+            for n in ast.walk(test)
+            if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name)
+        }
+        if len(holders) != 1:
+            return False
+        [holder] = holders
+        loops = [
+            n
+            for n in ast.walk(func.node)
+            if isinstance(n, ast.For)
+            and isinstance(n.target, ast.Name)
+            and n.target.id == holder
+            and any(t is test for t in ast.walk(n))
+        ]
+        if len(loops) != 1:
+            return False
+        walk = loops[0].iter
+        if not (
+            isinstance(walk, ast.Call)
+            and isinstance(walk.func, ast.Attribute)
+            and walk.func.attr == "parameters"
+            and isinstance(walk.func.value, ast.Name)
+            and not walk.args
+        ):
+            return False
+        built = self._model_built(func.key, walk.func.value.id, 0)
+        return built is not None and self._whole_forward(built[0], built[1], 0)
+
+    def _model_built(self, key: str, name: str, depth: int) -> tuple[str, set[str]] | None:
+        """The class of the file that builds the module ``name`` holds in function ``key`` (a plain ``C(...)``
+        assigned once, or a parameter of a function the file calls once, followed to its argument), and the names
+        that hold the module on the way."""
+        if depth > _MAX_DEPTH:
+            return None
+        value = self.an.values.get(key, {}).get(name)
+        if value is None:
+            func = self.an.table.get(key)
+            if func is None:
+                return None
+            params = [a.arg for a in func.node.args.args]
+            calls = self.an.calls_named(func.node.name)
+            if name not in params or name in _changed_names(func.node.body) or len(calls) != 1:
+                return None
+            if func.self_class is not None:
+                params = params[1:]
+            call = calls[0]
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                return None
+            index = params.index(name) if name in params else len(call.args)
+            arg = call.args[index] if index < len(call.args) else None
+            arg = arg or next((k.value for k in call.keywords if k.arg == name), None)
+            caller = self.an._enclosing_key(call)
+            if arg is None or caller is None or caller == key:
+                return None
+            if isinstance(arg, ast.Name):
+                found = self._model_built(caller, arg.id, depth + 1)
+                return (found[0], found[1] | {name}) if found is not None else None
+            value = arg
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.an.class_nodes:
+            return value.func.id, {name}
+        return None
+
+    def _whole_forward(self, cls: str, names: set[str], depth: int) -> bool:
+        """Whether every forward of class ``cls`` reaches all its parameters: an ``nn.Module`` of the file whose
+        ``__init__`` binds ``self`` attributes only to constants, torch's own modules (``nn.Linear(...)``,
+        ``nn.Sequential(nn.Linear(...), ...)``) or classes of the file that pass this test, and whose
+        ``forward`` has no ``try`` and calls no method of its own, and tests (``if``, ``x if c else y``,
+        ``while``, ``and``/``or``) nothing but its parameters with a constant default that no call of the file
+        passes: not by keyword, and not by position in a call of a name in ``names`` (the names that hold the
+        module)."""
+        entry = self.an.class_nodes.get(cls)
+        node = entry[0] if entry is not None else None
+        if node is None or depth > _MAX_DEPTH or not node.bases:
+            return False
+        if any(_dotted(b) not in ("nn.Module", "torch.nn.Module", "Module") for b in node.bases):
+            return False
+        methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+        forward = methods.get("forward")
+        if forward is None:
+            return False
+
+        def torch_module(value: ast.expr) -> bool:
+            calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+            return all((_dotted(c.func) or "").startswith(("nn.", "torch.nn.")) for c in calls) and not any(
+                isinstance(n, ast.Name) and n.id not in ("nn", "torch") for c in calls for n in ast.walk(c.func)
+            )
+
+        for stmt in ast.walk(methods["__init__"]) if "__init__" in methods else []:
+            if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if not any(isinstance(t, ast.Attribute) and _dotted(t.value) == "self" for t in targets):
+                continue
+            value = stmt.value
+            if value is None or isinstance(value, ast.Constant):
+                continue
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in self.an.class_nodes
+            ):
+                if not self._whole_forward(value.func.id, set(), depth + 1):
+                    return False
+                continue
+            if not torch_module(value):
+                return False
+        body = list(ast.walk(forward))
+        if any(isinstance(n, (ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)) for n in body):
+            return False
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and _dotted(n.func.value) == "self"
+            and n.func.attr in methods
+            for n in body
+        ):
+            return False
+        tests: list[ast.expr] = []
+        for n in body:
+            if isinstance(n, (ast.If, ast.IfExp, ast.While)):
+                tests.append(n.test)
+            elif isinstance(n, ast.BoolOp):
+                tests += n.values
+            elif isinstance(n, ast.comprehension):
+                tests += n.ifs
+        args = forward.args
+        positional = [a.arg for a in args.args][1:]
+        defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults) :], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        read = {n.id for t in tests for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if any(not isinstance(defaults.get(name), ast.Constant) for name in read):
+            return False
+        for name in read:
+            for unit in self.an.units:
+                for call in ast.walk(unit.tree):
+                    if not isinstance(call, ast.Call):
+                        continue
+                    if any(k.arg == name for k in call.keywords):
+                        return False
+                    if (
+                        name in positional
+                        and isinstance(call.func, ast.Name)
+                        and call.func.id in names
+                        and (
+                            len(call.args) > positional.index(name)
+                            or any(isinstance(a, ast.Starred) for a in call.args)
+                        )
+                    ):
+                        return False
+        return True
 
     def flag(
         self,
@@ -9692,7 +9865,9 @@ class _Walker:
             value = self._value(node.id)
             if value is None:
                 flowed = self._flow_length(node.id, getattr(node, "lineno", 0), depth)
-                return self._unpacked_length(node.id, depth) if flowed is _NOT_STRAIGHT else flowed
+                if flowed is _NOT_STRAIGHT:
+                    flowed = self._unpacked_length(node.id, depth)
+                return self._handed_length(node.id, depth) if flowed is None else flowed
             return self._length(value, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ELEMENTWISE):
             # ``torch.randn(90, 6) * scale + 20.0``: arithmetic on a tensor keeps its rows
@@ -9736,6 +9911,10 @@ class _Walker:
                 built = self._yielded_length(node, depth)
             if built is None:
                 built = self._steady_yields(node)
+            if built is None:
+                built = self._sized_object_length(node, depth)
+            if built is None:
+                built = self._loader_length(node, depth)
             if built is not None:
                 return built
             if (
@@ -9772,6 +9951,15 @@ class _Walker:
         if name != "range" or not 1 <= len(args) <= 3:
             return None
         start, stop = (args[0], args[1]) if len(args) > 1 else (ast.Constant(0), args[0])
+        if (
+            len(args) == 3
+            and self.an.mentions_rank(start, self.taint, self.laundered)
+            and not self.an.mentions_rank(stop, self.taint, self.laundered)
+        ):  # range(rank, n, world) with the rank a helper's parameter: decided by n and the world, not the rank
+            total = self._poly(stop, depth + 1)
+            dealt = self._world_split(total, args[2]) if total is not None else None
+            if dealt is not None and not isinstance(dealt, _Uneven):
+                return dealt
         lo, hi = self._poly(start, depth + 1), self._poly(stop, depth + 1)
         if lo is None or hi is None:
             return None
@@ -10292,15 +10480,134 @@ class _Walker:
             for p, a in bound.items()
             if self.an.mentions_rank(a, self.taint, self.laundered) and not self._constant_value(a, depth)
         }
-        saved = self.scope, self.taint, self.laundered
+        caller = self.scope, self.taint, self.laundered, self.self_class, self.bound
+        saved = self.scope, self.taint, self.laundered, self.bound
         self.scope = key
         self.taint = (self.an.func_taint.get(key, set()) - {a.arg for a in args.args}) | ranked
         self.laundered = self.an.laundered.get(key, {})
+        # each parameter counted as its argument on the calling side (round 33's MONAI ``partition_dataset(files,
+        # dist.get_world_size(), rank)`` returns ``data[rank::num_partitions]`` of 16 files: 8 on each of 2 ranks)
+        self.bound = {p: (a, caller) for p, a in bound.items() if p not in _changed_names(func.node.body)}
         try:
             length = self._length(returns[0].value, depth + 1)
             return "uniform" if length is not None and length != "endless" and self._uniform(length) else None
+        except _UncountedArgument:
+            return None
         finally:
-            self.scope, self.taint, self.laundered = saved
+            self.scope, self.taint, self.laundered, self.bound = saved
+
+    def _handed_length(self, name: str, depth: int) -> Any:
+        """The length of parameter ``name`` of this function when the file calls the function once, by name, and
+        the function never binds ``name`` again: that of the argument the call hands it, counted in the caller
+        (round 34's DeepDeWedge ``Trainer.fit(self, lit, dataset)``, called once with ``SubtomoDataset(files)``).
+        None otherwise."""
+        func = self.an.table.get(self.scope) if self.scope is not None else None
+        if func is None or depth > _MAX_DEPTH:
+            return None
+        args = func.node.args
+        params = [a.arg for a in args.args]
+        if name not in params or args.vararg or args.kwarg or name in _changed_names(func.node.body):
+            return None
+        calls = self.an.calls_named(func.node.name)
+        if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
+            return None
+        call = calls[0]
+        if func.self_class is not None:
+            if not isinstance(call.func, ast.Attribute) or params[:1] != ["self"]:
+                return None
+            params = params[1:]
+        elif not isinstance(call.func, ast.Name):
+            return None
+        index = params.index(name)
+        arg = call.args[index] if index < len(call.args) else None
+        arg = arg or next((k.value for k in call.keywords if k.arg == name), None)
+        key = self.an._enclosing_key(call)
+        caller = self.an.table.get(key) if key is not None else None
+        if arg is None or caller is None or caller.key == func.key:
+            return None
+        state = (
+            caller.key,
+            self.an.func_taint.get(caller.key, set()),
+            self.an.laundered.get(caller.key, {}),
+            caller.self_class,
+            {},
+        )
+        with self._state(state):
+            try:
+                return self._length(arg, depth + 1)
+            except _UncountedArgument:
+                return None
+
+    def _loader_length(self, call: ast.Call, depth: int) -> Any:
+        """The number of batches of ``DataLoader(dataset, batch_size=B, drop_last=D)`` (no sampler): ``n // B`` with
+        ``drop_last=True``, else ``ceil(n / B)``, for each rank's ``n`` rows (a ``TensorDataset`` has its first
+        tensor's). Shares of 34 and 33 rows give 4 full batches of 8 on each rank with ``drop_last=True`` (round 17's
+        batchnorm item), and 5 batches each without it: as many on every rank. None when lint does not know each
+        rank's rows, or the counts differ."""
+        if _terminal(call.func) != "DataLoader" or not call.args or isinstance(call.args[0], ast.Starred):
+            return None
+        keywords = {k.arg: k.value for k in call.keywords}
+        if None in keywords or {"sampler", "batch_sampler"} & set(keywords) or len(call.args) > 2:
+            return None
+        batch = _const_ints(keywords.get("batch_size", call.args[1] if len(call.args) > 1 else ast.Constant(1)))
+        drop = keywords.get("drop_last", ast.Constant(False))
+        if batch is None or len(batch) != 1 or batch[0] < 1:
+            return None
+        if not (isinstance(drop, ast.Constant) and isinstance(drop.value, bool)):
+            return None
+        dataset = call.args[0]
+        if isinstance(dataset, ast.Call) and _terminal(dataset.func) == "TensorDataset" and dataset.args:
+            dataset = dataset.args[0]
+        rows = self._length(dataset, depth + 1)
+        if isinstance(rows, tuple) and set(rows[0]) <= {()}:
+            rows = _Uneven((rows[0].get((), 0),))
+        if not isinstance(rows, _Uneven):
+            return None
+        size = batch[0]
+        counts = {n // size if drop.value else -(-n // size) for n in rows.counts}
+        if len(counts) != 1:
+            return None
+        count = counts.pop()
+        return ({(): count} if count else {}), {}
+
+    def _sized_object_length(self, call: ast.Call, depth: int) -> Any:
+        """The length of an object a class of the file builds (``PersistentDataset(train_files, ...)``) whose
+        ``__len__`` is ``return len(self.<attr>)``, ``self.<attr>`` bound once in ``__init__`` to one of its
+        parameters and changed nowhere else (:meth:`_init_binding`): the length of the argument this call hands
+        that parameter (round 33's MONAI dataset over ``partition_dataset(files, world, rank)``, round 34's
+        ``SubtomoDataset(files)``). None otherwise."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.an.class_nodes:
+            return None
+        cls = call.func.id
+        length = next((f"{c}.__len__" for c in self.an._ancestors(cls) if f"{c}.__len__" in self.an.table), None)
+        if length is None:
+            return None
+        body = [s for s in self.an.table[length].node.body if not isinstance(s, ast.Expr)]  # docstring
+        if not (
+            len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Call)
+            and isinstance(body[0].value.func, ast.Name)
+            and body[0].value.func.id == "len"
+            and len(body[0].value.args) == 1
+            and isinstance(body[0].value.args[0], ast.Attribute)
+            and _dotted(body[0].value.args[0].value) == "self"
+        ):
+            return None
+        found = self._init_binding(self.an.table[length].self_class or cls, body[0].value.args[0].attr)
+        if found is None or not isinstance(found[1], ast.Name):
+            return None
+        init, value = found
+        args = init.node.args
+        if args.vararg or args.kwarg or args.posonlyargs or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        params = [a.arg for a in args.args][1:]
+        if value.id not in params or value.id in _changed_names(init.node.body):
+            return None
+        index = params.index(value.id)
+        arg = call.args[index] if index < len(call.args) else None
+        arg = arg or next((k.value for k in call.keywords if k.arg == value.id), None)
+        return self._length(arg, depth + 1) if arg is not None else None
 
     def _split_length(self, call: ast.Call, depth: int) -> Any:
         """This rank's share of ``split_between_processes(x)``: contiguous chunks, the first ``len(x) % world``
@@ -10370,7 +10677,11 @@ class _Walker:
         if isinstance(total, tuple) and set(total[0]) <= {()}:
             n, world = total[0].get((), 0), self.an.world_size
             if world is not None:
-                return ({(): n // world}, {}) if n % world == 0 else None
+                return (
+                    ({(): n // world}, {})
+                    if n % world == 0
+                    else _Uneven(tuple(len(range(r, n, world)) for r in range(world)))
+                )
             return None if any(n % w for w in _USUAL_WORLDS) else "uniform"
         if total is None or total == "uniform":
             return "uniform"
@@ -11982,6 +12293,7 @@ class _Sizes:
         )
         found: dict[str, str] = {}
         memo: dict[int, set[str]] = {}
+        rekeyed = _rekeyed(nodes)
 
         def keyed(node: ast.If | ast.For | ast.AsyncFor) -> set[str]:
             """``_keyed_names`` of the node's body and else, an elif chain's rest worked out once (attack28 a10:
@@ -11990,9 +12302,9 @@ class _Sizes:
                 rest = node.orelse
                 if isinstance(node, ast.If) and len(rest) == 1 and isinstance(rest[0], ast.If):
                     test = [ast.Expr(value=rest[0].test)]  # the elif's own test (``elif d.pop(k):``)
-                    memo[id(node)] = _keyed_names(node.body) | _keyed_names(test) | keyed(rest[0])
+                    memo[id(node)] = _keyed_names(node.body, rekeyed) | _keyed_names(test) | keyed(rest[0])
                 else:
-                    memo[id(node)] = _keyed_names(node.body + rest)
+                    memo[id(node)] = _keyed_names(node.body + rest, rekeyed)
             return memo[id(node)]
 
         for node in nodes:
@@ -17657,9 +17969,13 @@ def _walk_unconverted(value: ast.AST):
 
 def _typed(value: ast.expr) -> bool:
     """Whether an added value has one Python type whatever the data: a number literal, ``float(...)``,
-    ``len(...)``, ``x.item()``... (a comparison's bool counts: it adds as an int)."""
+    ``len(...)``, ``x.item()``, ``x.shape[0]`` (a tensor's or array's shape holds Python ints)... (a comparison's
+    bool counts: it adds as an int)."""
     if isinstance(value, ast.Constant):
         return isinstance(value.value, (int, float))
+    if isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Slice):
+        # round 31's transformers Trainer: ``self.current_flos += 6.0 * 129 * x.shape[0]`` adds a float every time
+        return isinstance(value.value, ast.Attribute) and value.value.attr == "shape"
     if isinstance(value, ast.Call):
         if isinstance(value.func, ast.Attribute) and value.func.attr in _TENSOR_RESULTS:
             return True  # a tensor's reduction keeps the tensor's dtype, the same on every rank
@@ -17717,15 +18033,20 @@ def _not_a_dict(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and _terminal(value.func) in _FIXED_SIZE_CALLS
 
 
-def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
+def _keyed_names(stmts: list[ast.stmt], rekeyed: frozenset[int] = frozenset()) -> set[str]:
     """Dicts a block adds keys to or removes keys from (``d[k] = v``, ``d.update(...)``, ``del d[k]``). A slice
     assigned (``buf[:n] = data``: a fixed-size buffer filled on one rank, mmengine's ``collect_results_cpu``)
-    adds no key: dicts are not sliced."""
+    adds no key: dicts are not sliced. Nor does an item target in ``rekeyed`` (see :func:`_rekeyed`)."""
     names: set[str] = set()
     for node in _own_nodes(stmts):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and not _sliced(target):
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and not _sliced(target)
+                    and id(target) not in rekeyed
+                ):
                     names.add(target.value.id)
         elif isinstance(node, ast.Delete):
             names.update(
@@ -17739,6 +18060,60 @@ def _keyed_names(stmts: list[ast.stmt]) -> set[str]:
         ):
             names.add(node.func.value.id)
     return names
+
+
+def _bound_targets(node: ast.AST) -> list[ast.expr]:
+    """The targets a statement (or ``:=``) binds."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in node.items if i.optional_vars is not None]
+    return []
+
+
+def _rekeyed(nodes: Iterable[ast.AST]) -> frozenset[int]:
+    """The item targets ``d[k]`` of ``d[k] = ...`` inside a loop over ``d``'s own keys (``for k in sorted(d)``,
+    ``for k in list(d)``, ``for k, v in d.items()``), ``k`` not bound again in the loop: they give an existing key a
+    new value and add none (round 43's nvalchemi ``consolidate``: ``for key in sorted(outputs): ...
+    outputs[key] = domain.reverse_exchange(value)``)."""
+    found: set[int] = set()
+    for loop in nodes:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        source = loop.iter
+        while (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Name)
+            and source.func.id in ("sorted", "list", "tuple", "reversed")
+            and len(source.args) == 1
+        ):
+            source = source.args[0]
+        target: ast.expr | None = loop.target
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and not source.args:
+            if source.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[0]
+            elif source.func.attr != "keys":
+                continue
+            source = source.func.value
+        if not (isinstance(source, ast.Name) and isinstance(target, ast.Name)):
+            continue
+        table, key = source.id, target.id
+        body = list(_own_nodes(loop.body))
+        if any(key in _target_names(t) for n in body for t in _bound_targets(n)):
+            continue
+        for node in body:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if (
+                        isinstance(t, ast.Subscript)
+                        and _dotted(t.value) == table
+                        and isinstance(t.slice, ast.Name)
+                        and t.slice.id == key
+                    ):
+                        found.add(id(t))
+    return frozenset(found)
 
 
 # --------------------------------------------------------------------------- which ranks a group holds
