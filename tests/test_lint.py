@@ -7873,3 +7873,250 @@ def worker():
     # a module the file does not build (here one handed in from outside): not read
     handed = source.replace("    model = TwoHeadModel()\n", "    model = build_model()\n")
     assert [(f.line, f.kind) for f in lint_source(handed)] == [(21, "branch")]
+
+
+# --- lintp2p32: a per-rank trace of the point-to-point calls across the functions of a file
+
+SEND_FIRST_1F1B = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+MICRO = 3
+
+
+def send_forward(t):
+    dist.send(t, dst=1)
+
+
+def recv_forward():
+    buf = torch.empty(2, 4)
+    dist.recv(buf, src=0)
+    return buf
+
+
+def send_backward(t):
+    dist.send(t, dst=0)
+
+
+def recv_backward():
+    buf = torch.empty(2, 4)
+    dist.recv(buf, src=1)
+    return buf
+
+
+def send_forward_recv_backward(t):
+    send_forward(t)
+    return recv_backward()
+
+
+def send_backward_recv_forward(t):
+    send_backward(t)
+    return recv_forward()
+
+
+def first_stage():
+    send_forward(torch.ones(2, 4))
+    for i in range(MICRO):
+        if i + 1 < MICRO:
+            grad = send_forward_recv_backward(torch.ones(2, 4))
+        else:
+            grad = recv_backward()
+
+
+def last_stage():
+    act = recv_forward()
+    for i in range(MICRO):
+        if i + 1 < MICRO:
+            act = send_backward_recv_forward(act)
+        else:
+            send_backward(act)
+
+
+def worker():
+    if dist.get_rank() == 0:
+        first_stage()
+    else:
+        last_stage()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_two_pipeline_stages_that_each_send_first_inside_helpers_wait_for_each_other_in_a_cycle():
+    """lintp2p32, modelled on round 13's buggy_pipeline_1f1b_blocking_send_first (Megatron-LM's
+    send_forward_recv_backward / send_backward_recv_forward written as a blocking send then a recv): in the first
+    steady step stage 0 sends micro-batch 1's activation while stage 1 sends micro-batch 0's gradient. On gloo
+    (torch 2.13, run in this session) a blocking send returns only once the peer posts the receive, so both wait.
+    The twin posts each pair together with batch_isend_irecv and is quiet."""
+    found = sorted((f.line, f.kind, f.condition_line) for f in lint_source(SEND_FIRST_1F1B))
+    assert found == [(9, "p2p-deadlock", 29), (19, "p2p-deadlock", 34)], found
+    first = next(f for f in lint_source(SEND_FIRST_1F1B) if f.line == 9)
+    assert "rank 1 first waits in `dist.send` (send to rank 0)" in first.why
+    assert "in a cycle" in first.why and "blocking send returns only once the peer posts" in first.why
+    assert "batch_isend_irecv" in first.fix
+    batched = SEND_FIRST_1F1B.replace(
+        "def send_forward_recv_backward(t):\n    send_forward(t)\n    return recv_backward()",
+        "def send_forward_recv_backward(t):\n    buf = torch.empty(2, 4)\n"
+        "    ops = [dist.P2POp(dist.isend, t, 1), dist.P2POp(dist.irecv, buf, 1)]\n"
+        "    for req in dist.batch_isend_irecv(ops):\n        req.wait()\n    return buf",
+    ).replace(
+        "def send_backward_recv_forward(t):\n    send_backward(t)\n    return recv_forward()",
+        "def send_backward_recv_forward(t):\n    buf = torch.empty(2, 4)\n"
+        "    ops = [dist.P2POp(dist.isend, t, 0), dist.P2POp(dist.irecv, buf, 0)]\n"
+        "    for req in dist.batch_isend_irecv(ops):\n        req.wait()\n    return buf",
+    )
+    assert [f for f in lint_source(batched) if f.kind.startswith("p2p")] == []
+    # a loop bound the trace cannot evaluate: it says nothing
+    unknown = SEND_FIRST_1F1B.replace("MICRO = 3", "MICRO = int(open('n').read())")
+    assert [f for f in lint_source(unknown) if f.kind == "p2p-deadlock"] == []
+    # the later stage receives first (the parity order): quiet
+    parity = SEND_FIRST_1F1B.replace(
+        "def send_backward_recv_forward(t):\n    send_backward(t)\n    return recv_forward()",
+        "def send_backward_recv_forward(t):\n    act = recv_forward()\n    send_backward(t)\n    return act",
+    )
+    assert [f for f in lint_source(parity) if f.kind.startswith("p2p")] == []
+
+
+CHUNKED_PIPELINE = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+N_MICRO = 4
+BATCH = 8
+SAMPLES = 14
+
+
+def split_micro(batch):
+    return batch.chunk(N_MICRO)
+
+
+def batches(tensor):
+    return [tensor[i:i + BATCH] for i in range(0, len(tensor), BATCH)]
+
+
+def first_stage_step(x):
+    for micro in split_micro(x):
+        dist.send(micro.contiguous(), dst=1)
+
+
+def last_stage_step(y):
+    for i in range(N_MICRO):
+        buf = torch.empty(2, 4)
+        dist.recv(buf, src=0)
+
+
+def worker():
+    rank = dist.get_rank()
+    inputs = torch.randn(SAMPLES, 4)
+    targets = inputs.sum(dim=1, keepdim=True)
+    loss = torch.zeros(1)
+    for x, y in zip(batches(inputs), batches(targets)):
+        if rank == 0:
+            first_stage_step(x)
+        else:
+            last_stage_step(y)
+    dist.broadcast(loss, src=1)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_a_first_stage_whose_chunk_gives_fewer_micro_batches_leaves_the_last_stage_waiting_for_one_more():
+    """lintp2p32, modelled on round 12's buggy_pipeline_chunk_fewer_microbatches (fairscale's scatter,
+    pytorch/PiPPy PR #192): torch.chunk cuts the short batch of 6 rows into 3 pieces of 2, not 4; the last stage
+    runs range(N_MICRO) receives. The trace counts 7 sends against 8 receives on the pair. The twin uses
+    torch.tensor_split, which always gives N_MICRO pieces, and is quiet."""
+    (found,) = [f for f in lint_source(CHUNKED_PIPELINE) if f.kind.startswith("p2p")]
+    assert (found.line, found.kind, found.condition_line) == (26, "p2p-unmatched", 38)
+    assert "its 8th such call of 8 in the whole run, but rank 0 sends to rank 1 only 7 times" in found.why
+    assert "rank 0 meanwhile waits in `dist.broadcast` at line 39" in found.why
+    assert "(here 8 against 7)" in found.fix
+    split = CHUNKED_PIPELINE.replace("batch.chunk(N_MICRO)", "torch.tensor_split(batch, N_MICRO)")
+    assert [f for f in lint_source(split) if f.kind.startswith("p2p")] == []
+    assert [f for f in lint_source(CHUNKED_PIPELINE.replace("SAMPLES = 14", "SAMPLES = 16"))] == []
+    # a data set whose length the trace cannot know: quiet
+    loaded = CHUNKED_PIPELINE.replace("torch.randn(SAMPLES, 4)", "torch.load('data.pt')")
+    assert [f for f in lint_source(loaded) if f.kind.startswith("p2p")] == []
+
+
+WARMUP_1F1B = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+ROWS = 10
+GLOBAL = 4
+MICRO = 2
+WARMUP = 2  # stage 0's warm-up forwards (stage 1: none)
+
+
+def one_f_one_b(stage, n_stages, num_micro, data):
+    num_warmup = WARMUP if stage == 0 else 0
+    pending = []
+    for _ in range(num_warmup):
+        x, y = next(data)
+        if stage == 0:
+            pending.append(dist.isend(torch.ones(2), dst=1))
+    for i in range(num_micro - num_warmup):
+        if stage == 0:
+            x, y = next(data)
+            pending.append(dist.isend(torch.ones(2), dst=1))
+            dist.recv(torch.empty(2), src=1)
+        else:
+            x, y = next(data)
+            dist.recv(torch.empty(2), src=0)
+            pending.append(dist.isend(torch.ones(2), dst=0))
+    for _ in range(num_warmup):
+        dist.recv(torch.empty(2), src=1)
+    for req in pending:
+        req.wait()
+
+
+def worker():
+    stage, n_stages = dist.get_rank(), dist.get_world_size()
+    x = torch.randn(ROWS, 3)
+    y = x.sum(dim=1, keepdim=True).tanh()
+    for start in range(0, ROWS, GLOBAL):
+        bx, by = x[start:start + GLOBAL], y[start:start + GLOBAL]
+        num_micro = -(-len(bx) // MICRO)
+        one_f_one_b(stage, n_stages, num_micro, zip(bx.split(MICRO), by.split(MICRO)))
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_a_warm_up_count_not_clamped_to_a_short_batch_ends_the_first_stage_in_stop_iteration():
+    """lintp2p32, modelled on round 23's buggy_pp_1f1b_warmup_unclamped_short_batch (Megatron-LM's schedule
+    without min(num_warmup, num_microbatches)): the last batch has one micro-batch, stage 0's warm-up still
+    takes two, so its second next() raises StopIteration and its calls end; stage 1 then waits for the gradient
+    send stage 0 never receives. The twin clamps the warm-up count and is quiet."""
+    found = sorted((f.line, f.kind) for f in lint_source(WARMUP_1F1B) if f.kind.startswith("p2p"))
+    assert found == [(30, "p2p-unmatched")], found
+    (wait,) = [f for f in lint_source(WARMUP_1F1B) if f.kind.startswith("p2p")]
+    assert "rank 1 waits here for its isend at line 26 (to rank 0)" in wait.why
+    assert (
+        "rank 0 meanwhile raises StopIteration at line 15 (`next(data)` of an iterator with no item left)" in wait.why
+    )
+    assert "keep rank 0 from raising at line 15" in wait.fix
+    clamped = WARMUP_1F1B.replace(
+        "num_warmup = WARMUP if stage == 0 else 0", "num_warmup = min(WARMUP, num_micro) if stage == 0 else 0"
+    )
+    assert [f for f in lint_source(clamped) if f.kind.startswith("p2p")] == []
+    # an iterator the trace does not know (its end is unknown): quiet
+    opaque = WARMUP_1F1B.replace("zip(bx.split(MICRO), by.split(MICRO))", "iter(loader_of(bx))")
+    assert [f for f in lint_source(opaque) if f.kind.startswith("p2p")] == []

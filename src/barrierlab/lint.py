@@ -3821,6 +3821,7 @@ class _Analysis:
         _CommHookGate(self).run()  # lintrecall32b
         _UnfrozenAfterWrap(self).run()  # lintrecall32b
         _SharedCheckpointKey(self).run()  # lintrecall32b
+        _P2PTrace(self).run()  # lintp2p32
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -8345,6 +8346,1022 @@ def _grad_mode_only(stmt: ast.stmt) -> bool:
         and _dotted(item.context_expr.func) in {f"torch.{m}" for m in _GRAD_MODES} | _GRAD_MODES
         for item in stmt.items
     )
+
+
+# --- lintp2p32: a per-rank trace of the point-to-point calls across the functions of a file -------------------
+
+
+class _TraceStop(Exception):
+    """The point-to-point trace cannot follow a rank through the program (a test or a loop it cannot evaluate
+    around a call that matters, a call it cannot see into, an exception, a group): lint says nothing."""
+
+
+class _Work:
+    """The handle of an ``isend``/``irecv`` (or of one op of ``batch_isend_irecv``) in the trace: its op's index."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: int) -> None:
+        self.op = op
+
+
+class _Iter:
+    """An iterator in the trace (``zip(...)``, ``enumerate(...)``, ``iter(...)``): what is left of its items;
+    ``next()`` and a loop consume them."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+
+class _RankRaised(Exception):
+    """The traced rank raises here (``next()`` of an iterator with no item left): its calls end."""
+
+
+class _OpSpec(NamedTuple):
+    """``dist.P2POp(dist.isend, t, peer, tag=...)`` in the trace."""
+
+    direction: str
+    peer: int
+    tag: int
+    call: ast.Call
+
+
+class _TraceOp(NamedTuple):
+    """One point-to-point call a rank makes in the trace."""
+
+    direction: str  # "send" | "recv"
+    peer: int
+    tag: int
+    call: ast.Call
+    stack: tuple[int, ...]  # the lines of the calls of the file's functions that led to it
+    blocking: bool
+
+
+#: torch.distributed calls the trace passes over: they change nothing it follows (a rank's number and the
+#: world size are read by the share counter).
+_TRACE_INERT_DIST = frozenset(
+    {"init_process_group", "destroy_process_group", "is_initialized", "is_available", "get_backend",
+     "is_gloo_available", "is_nccl_available", "is_torchelastic_launched"}
+)  # fmt: skip
+#: list methods the trace runs on a list it knows; any other method of a known list (sort, remove, ...) stops it
+_TRACE_LIST_METHODS = frozenset({"append", "extend", "pop", "clear", "insert", "copy", "index", "count"})
+#: tensor methods that keep the tensor's rows (elementwise), and reductions that do over a dimension from 1 on
+_TRACE_ELEMENTWISE = frozenset(
+    {"tanh", "relu", "sigmoid", "exp", "log", "abs", "neg", "float", "double", "half", "bfloat16", "detach", "cpu",
+     "clone", "contiguous", "requires_grad_", "sin", "cos", "sqrt", "square"}
+)  # fmt: skip
+_TRACE_REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "prod", "norm", "std", "var", "softmax", "log_softmax"})
+#: methods that change a list or a dict in a way the trace does not follow: it stops
+_TRACE_MUTATORS = frozenset({"sort", "reverse", "remove", "update", "setdefault", "add", "discard", "popitem"})
+
+
+class _P2PTracer(_ShareCounter):
+    """lintp2p32: runs one rank's way through the file, from the ``if __name__ == "__main__":`` block through the
+    functions and the objects of the file it calls, with the rank and the world size as numbers (the share
+    counter's values: ints, lists, ranges, tensors as lists of rows; loops with a known trip count run, tests
+    evaluated), and records the rank's point-to-point calls in order (``send``/``recv`` blocking, ``isend``/
+    ``irecv``/``batch_isend_irecv`` posted, and where their handles are waited) and its collectives on the
+    default group. A value it cannot evaluate is unknown; a test or a loop on an unknown value is passed over
+    only when nothing under it matters to the trace (no call of a function of the file, no point-to-point call,
+    no leaving, no change of an object), else the trace stops (:class:`_TraceStop`) and lint says nothing. A
+    collective it cannot place (a group, ``async_op=True``, under such a test) is left out: that only lets the
+    simulation go further than the program can, so what it still finds blocked is blocked in the program."""
+
+    def __init__(
+        self,
+        an: _Analysis,
+        unit: _Unit,
+        rank: int,
+        world: int,
+        shared: dict[str, Any],
+    ) -> None:
+        super().__init__(an, unit, rank, world)
+        self.ops: list[_TraceOp] = []
+        #: ("post", op) | ("block", op) | ("wait", op) | ("coll", name, call, stack)
+        self.events: list[tuple] = []
+        self.stack: list[int] = []
+        self.shared = shared  # per-file caches: effectful nodes, locals of functions, methods of the file
+        self._seq = 0
+        self._last: dict[int, int] = {}
+        self._globals: dict[str, Any] = {}
+        self.top: dict[str, Any] = {}
+        self.partial = False  # a collective was left out
+        self.raised: tuple[int, str] | None = None  # (line, call) where the rank raises
+
+    # -- what matters
+
+    def _effect_call(self, call: ast.Call) -> bool:
+        """Whether skipping ``call`` could hide something the trace follows: a point-to-point call or a wait, a
+        function or a method of the file (by name), a function of the file handed on as an argument."""
+        an, unit = self.an, self.unit
+        if _dotted(call.func):
+            full = an._resolve(call.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+            owner, _, name = full.rpartition(".")
+            if owner == "torch.distributed" and name in (*_P2P_KIND, "batch_isend_irecv", "P2POp"):
+                return True
+        if isinstance(call.func, ast.Attribute) and (
+            call.func.attr == "wait" or call.func.attr in self.shared["methods"]
+        ):
+            return True
+        if isinstance(call.func, ast.Name) and (
+            an._callee(call.func, None, unit) is not None or call.func.id in an.class_nodes
+        ):
+            return True
+        return any(
+            isinstance(a, ast.Name) and (a.id in an.table or a.id in an.class_nodes)
+            for a in [*call.args, *(k.value for k in call.keywords)]
+        )
+
+    def _effect_calls(self, node: ast.AST) -> list[ast.Call]:
+        cache = self.shared["effects"]
+        found = cache.get(id(node))
+        if found is None:
+            found = [n for n in ast.walk(node) if isinstance(n, ast.Call) and self._effect_call(n)]
+            cache[id(node)] = found
+        return found
+
+    def _significant(self, stmts: list[ast.stmt]) -> bool:
+        """Whether passing over ``stmts`` unrun could hide something the trace follows (see :meth:`_effect_call`),
+        a leaving, or a change of an object or a list the trace knows."""
+        for stmt in stmts:
+            for n in ast.walk(stmt):
+                if isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
+                    return True
+                if isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)):
+                    return True
+                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if any(isinstance(t, (ast.Attribute, ast.Subscript)) for tt in targets for t in ast.walk(tt)):
+                        return True
+                if isinstance(n, ast.Call):
+                    if self._effect_call(n):
+                        return True
+                    if isinstance(n.func, ast.Attribute) and (
+                        n.func.attr in _TRACE_LIST_METHODS
+                        or n.func.attr in ("sort", "reverse", "remove", "update", "setdefault", "add", "discard")
+                        or n.func.attr.endswith("_")
+                    ):
+                        return True
+        return False
+
+    def _skip(self, blocks: list[list[ast.stmt]], env: dict[str, Any]) -> None:
+        """Pass over statements under a test or a loop the trace cannot evaluate: the names they bind become
+        unknown; when they matter (:meth:`_significant`) the trace stops."""
+        if any(self._significant(b) for b in blocks):
+            raise _TraceStop
+        for block in blocks:
+            for stmt in block:
+                for n in ast.walk(stmt):
+                    for name in _assigned_names(n):
+                        env[name] = _NoCount
+
+    def _mark(self, call: ast.Call) -> None:
+        self._seq += 1
+        self._last[id(call)] = self._seq
+
+    # -- values
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        start = self._seq
+        try:
+            return super().value(node, scope, env, depth)
+        except _NoCount:
+            if any(self._last.get(id(c), -1) <= start for c in self._effect_calls(node)):
+                raise _TraceStop from None  # a call that matters did not run: what the rank does is unknown
+            raise
+
+    def _maybe(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        try:
+            return self.value(node, scope, env, depth)
+        except _NoCount:
+            return _NoCount
+
+    def _locals(self, scope: str) -> frozenset[str]:
+        cache = self.shared["locals"]
+        names = cache.get(scope)
+        if names is None:
+            func = self.an.table.get(scope)
+            if func is None:
+                names = frozenset()
+            else:
+                args = func.node.args
+                own = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+                own |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+                for n in _own_nodes(func.node.body):
+                    own |= _assigned_names(n)
+                    if isinstance(n, (ast.Import, ast.ImportFrom)):
+                        own |= {(a.asname or a.name).partition(".")[0] for a in n.names}
+                names = frozenset(own)
+            cache[scope] = names
+        return names
+
+    def _name(self, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if name in env:
+            value = env[name]
+        elif scope is not None and name in self._locals(scope):
+            raise _NoCount  # a local not bound on this way
+        elif name in self.top:
+            value = self.top[name]
+        elif name in self._globals:
+            value = self._globals[name]
+        else:
+            module = self.an.values.get(None, {}).get(name)
+            if module is None:
+                if name in _COUNT_WORLD_NAMES:
+                    return self.world
+                if _COUNT_RANK_NAME.fullmatch(name):
+                    return self.rank
+                raise _NoCount
+            value = self._maybe(module, None, {}, depth)  # once: a module's list keeps what is appended to it
+            self._globals[name] = value
+        if value is _NoCount:
+            raise _NoCount
+        return value
+
+    def _subscript(self, node: ast.Subscript, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        base = self.value(node.value, scope, env, depth)
+        if isinstance(base, (list, tuple)) and not isinstance(node.slice, ast.Slice):
+            index = self.value(node.slice, scope, env, depth)
+            if isinstance(index, int) and not isinstance(index, bool) and not -len(base) <= index < len(base):
+                raise _TraceStop  # an IndexError on this rank
+            item = base[index] if isinstance(index, int) else _NoCount
+            if item is _NoCount:
+                raise _NoCount
+            return item
+        return super()._subscript(node, scope, env, depth)
+
+    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any], scope: str | None = None, depth: int = 0) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, ast.Attribute):
+            owner = self._maybe(target.value, scope, env, depth)
+            if isinstance(owner, _Obj):
+                owner.attrs[target.attr] = value
+            elif isinstance(owner, (list, tuple, dict, range, str, _Work)):
+                raise _TraceStop
+        elif isinstance(target, ast.Subscript):
+            held = self._maybe(target.value, scope, env, depth)
+            if isinstance(held, (list, dict)):
+                key = self._maybe(target.slice, scope, env, depth) if not isinstance(target.slice, ast.Slice) else None
+                if isinstance(held, dict) and isinstance(key, (int, str)):
+                    held[key] = value
+                elif isinstance(held, list) and isinstance(key, int) and -len(held) <= key < len(held):
+                    held[key] = value
+                else:
+                    raise _TraceStop
+            elif isinstance(held, (_Obj, tuple)):
+                raise _TraceStop
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(t, ast.Starred) for t in target.elts):
+                raise _TraceStop
+            if value is _NoCount or isinstance(value, _Row):
+                for t in target.elts:
+                    self._bind(t, _NoCount, env, scope, depth)
+                return
+            if not isinstance(value, (list, tuple)) or len(value) != len(target.elts):
+                raise _TraceStop
+            for t, v in zip(target.elts, value):
+                self._bind(t, v, env, scope, depth)
+        elif isinstance(target, ast.Starred):
+            raise _TraceStop
+
+    def _iterate(self, value: Any) -> list:
+        if isinstance(value, _Iter):
+            items, value.items = value.items, []
+            return items
+        return super()._iterate(value)
+
+    def _builtin(self, name: str, args: list) -> Any:
+        if name in ("zip", "enumerate"):
+            return _Iter(list(super()._builtin(name, args)))
+        return super()._builtin(name, args)
+
+    def _next(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """``next(it)``/``next(it, default)`` of an iterator the trace knows."""
+        if node.keywords or not 1 <= len(node.args) <= 2:
+            raise _TraceStop
+        held = self._maybe(node.args[0], scope, env, depth)
+        if not isinstance(held, _Iter):
+            raise _TraceStop  # an iterator it does not know: its end (StopIteration) may come on one rank only
+        if held.items:
+            item = held.items.pop(0)
+            if item is _NoCount:
+                raise _NoCount
+            return item
+        if len(node.args) == 2:
+            return self.value(node.args[1], scope, env, depth)
+        self.raised = (node.lineno + self.unit.offset, self._maybe_text(node))
+        raise _RankRaised
+
+    def _maybe_text(self, node: ast.AST) -> str:
+        return self.unit.text(node)
+
+    # -- calls
+
+    def _run(
+        self,
+        func: _Func,
+        node: ast.Call,
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        obj: _Obj | None = None,
+        built: bool = True,
+    ) -> Any:
+        if isinstance(func.node, ast.AsyncFunctionDef):
+            raise _TraceStop
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body)) and self._significant(
+            func.node.body
+        ):
+            raise _TraceStop  # a generator that matters: its body runs interleaved with its consumer
+        self.stack.append(node.lineno + self.unit.offset)
+        try:
+            result = super()._run(func, node, scope, env, depth, obj, built)
+        finally:
+            self.stack.pop()
+        self._mark(node)
+        return result
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        self._tick()
+        an, unit = self.an, self.unit
+        full = ""
+        if _dotted(node.func):
+            full = an._resolve(node.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+        owner, _, name = full.rpartition(".")
+        if owner == "torch.distributed":
+            return self._dist(node, name, scope, env, depth)
+        if isinstance(node.func, ast.Name) and node.func.id == "next" and "next" not in an.table:
+            return self._next(node, scope, env, depth)
+        if isinstance(node.func, ast.Name) and node.func.id == "iter" and len(node.args) == 1 and not node.keywords:
+            held = self._maybe(node.args[0], scope, env, depth)
+            if isinstance(held, _Iter):
+                return held
+            if held is _NoCount or isinstance(held, (_Obj, _Row)):
+                raise _NoCount
+            return _Iter(list(self._iterate(held)))
+        if isinstance(node.func, ast.Attribute) and not (
+            owner in ("torch", "np", "numpy", "math") or full in an.modules
+        ):
+            receiver_node = node.func.value
+            attr = node.func.attr
+            if (
+                attr == "__init__"
+                and isinstance(receiver_node, ast.Call)
+                and _terminal(receiver_node.func) == "super"
+                and not self._effect_calls(node)
+            ):
+                raise _NoCount  # a library base's __init__
+            receiver = self._maybe(receiver_node, scope, env, depth)
+            if isinstance(receiver, _Work):
+                if attr == "wait" and not node.args:
+                    self.events.append(("wait", receiver.op, node))
+                    self._mark(node)
+                    return True
+                raise _TraceStop
+            if isinstance(receiver, _Obj):
+                method = next(
+                    (an.table[k] for c in an._ancestors(receiver.cls) if (k := f"{c}.{attr}") in an.table), None
+                )
+                if method is None:
+                    raise _TraceStop  # a library base's method on an object of the file
+                return self._run(method, node, scope, env, depth, receiver, built=False)
+            if isinstance(receiver, list) and receiver and all(v is _ROW for v in receiver):
+                rows = self._rows_kept(attr, node, scope, env, depth)
+                if rows:
+                    return [_ROW] * len(receiver)
+            if isinstance(receiver, list) and attr in _TRACE_LIST_METHODS:
+                return self._list_method(receiver, attr, node, scope, env, depth)
+            if isinstance(receiver, list) and attr.endswith("_") and not attr.startswith("_"):
+                self._args(node, scope, env, depth)  # an in-place tensor method (add_, zero_): its values unknown after
+                receiver[:] = [_ROW if v is _ROW else _NoCount for v in receiver]
+                raise _NoCount
+            if isinstance(receiver, (list, dict)) and attr in _TRACE_MUTATORS:
+                raise _TraceStop
+            if receiver is _NoCount and attr in self.shared["methods"]:
+                raise _TraceStop  # maybe a method of the file, on an object the trace does not know
+            if self._effect_calls(receiver_node):  # the receiver ran once above: not again through the counter
+                args = self._args(node, scope, env, depth)
+                if isinstance(receiver, list) and attr in ("chunk", "split", "tensor_split") and len(args) == 1:
+                    return self._pieces(attr, receiver, args)
+                if (
+                    isinstance(receiver, list)
+                    and attr in ("tolist", "clone", "contiguous", "copy", "detach")
+                    and not args
+                ):
+                    return list(receiver)
+                raise _NoCount
+        if any(self._effect_calls(a) for a in [*node.args, *(k.value for k in node.keywords)]) and not (
+            isinstance(node.func, ast.Name)
+            and (self._helper(node, scope) is not None or node.func.id in an.class_nodes)
+        ):
+            if _terminal(node.func) in ("shuffle", "sort"):
+                raise _TraceStop
+            args = self._args(node, scope, env, depth)  # what the arguments call runs once
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id in _COUNT_BUILTINS
+                and not node.keywords
+                and not any(a is _NoCount for a in args)
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+            ):
+                return self._builtin(node.func.id, args)  # `zip(batches(x), batches(y))`
+            raise _NoCount
+        if isinstance(node.func, ast.Name) and node.func.id in an.class_nodes:
+            result = super()._call(node, scope, env, depth)
+            self._mark(node)
+            return result
+        if _terminal(node.func) in ("shuffle", "sort") and not (isinstance(node.func, ast.Name)):
+            raise _TraceStop
+        return super()._call(node, scope, env, depth)
+
+    def _rows_kept(self, attr: str, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> bool:
+        """Whether tensor method ``attr`` keeps a tensor's first dimension: an elementwise method, or a reduction
+        over a dimension from 1 on (``x.sum(dim=1, keepdim=True)``); its arguments are evaluated once."""
+        if self._effect_calls(node):
+            return False
+        if attr in _TRACE_ELEMENTWISE:
+            return True
+        if attr in _TRACE_REDUCTIONS:
+            dim = _argument(node, 0, "dim")
+            value = self._maybe(dim, scope, env, depth) if dim is not None else None
+            return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        return False
+
+    def _binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        tensors = [v for v in (left, right) if isinstance(v, list) and v and all(x is _ROW for x in v)]
+        if tensors and isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            other = right if tensors[0] is left else left
+            if (
+                isinstance(other, (int, float))
+                and not isinstance(other, bool)
+                or (isinstance(other, list) and len(other) in (1, len(tensors[0])))
+            ):
+                return [_ROW] * len(tensors[0])  # elementwise, broadcast over the rows
+            raise _NoCount
+        return super()._binop(op, left, right)
+
+    def _args(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> list:
+        """The values of ``node``'s arguments (unknown ones as :class:`_NoCount`), each evaluated once."""
+        return [self._maybe(a, scope, env, depth) for a in [*node.args, *(k.value for k in node.keywords)]]
+
+    def _list_method(self, held: list, attr: str, node: ast.Call, scope, env, depth) -> Any:
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise _TraceStop
+        args = self._args(node, scope, env, depth)
+        if attr == "append" and len(args) == 1:
+            held.append(args[0])
+            return None
+        if attr == "extend" and len(args) == 1:
+            if args[0] is _NoCount:
+                raise _TraceStop
+            held.extend(self._iterate(args[0]))
+            return None
+        if attr == "clear" and not args:
+            held.clear()
+            return None
+        if attr == "pop" and len(args) <= 1:
+            index = args[0] if args else -1
+            if not isinstance(index, int) or not -len(held) <= index < len(held):
+                raise _TraceStop
+            item = held.pop(index)
+            if item is _NoCount:
+                raise _NoCount
+            return item
+        if attr == "insert" and len(args) == 2 and isinstance(args[0], int):
+            held.insert(args[0], args[1])
+            return None
+        if attr == "copy" and not args:
+            return list(held)
+        raise _NoCount
+
+    def _int(self, node: ast.AST | None, scope, env, depth, default: int | None = None) -> int:
+        if node is None:
+            if default is None:
+                raise _TraceStop
+            return default
+        value = self._maybe(node, scope, env, depth)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _TraceStop
+        return value
+
+    def _ungrouped(self, node: ast.Call, group_index: int | None) -> None:
+        for k in node.keywords:
+            if k.arg in (*_P2P_GROUPED, "async_op") and not (isinstance(k.value, ast.Constant) and not k.value.value):
+                raise _TraceStop
+        if group_index is not None and len(node.args) > group_index:
+            arg = node.args[group_index]
+            if not (isinstance(arg, ast.Constant) and arg.value is None):
+                raise _TraceStop
+
+    def _dist(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if name in ("get_rank", "get_world_size"):
+            if node.args or node.keywords:
+                raise _TraceStop
+            return self.rank if name == "get_rank" else self.world
+        if name in _TRACE_INERT_DIST:
+            self._args(node, scope, env, depth)
+            raise _NoCount
+        if name in _P2P_KIND:
+            direction = _P2P_KIND[name]
+            self._ungrouped(node, 2)
+            if any(k.arg not in (_P2P_PEER[direction], "tag", "tensor", "object_list", "device", *_P2P_GROUPED)
+                   for k in node.keywords):  # fmt: skip
+                raise _TraceStop
+            buffer = _argument(node, 0, "tensor", "object_list")
+            held = self._maybe(buffer, scope, env, depth) if buffer is not None else _NoCount
+            if isinstance(held, list) and direction == "recv":  # what a receive writes: its values unknown after
+                held[:] = [_ROW if x is _ROW else _NoCount for x in held]
+            peer = self._int(_argument(node, 1, _P2P_PEER[direction]), scope, env, depth)
+            tag = 0 if "object_list" in name else self._int(_argument(node, 3, "tag"), scope, env, depth, 0)
+            blocking = name in ("send", "recv", "send_object_list", "recv_object_list")
+            return self._op(direction, peer, tag, node, blocking)
+        if name == "P2POp":
+            if len(node.args) < 3 or node.keywords and any(k.arg not in ("group", "tag") for k in node.keywords):
+                raise _TraceStop
+            self._ungrouped(node, 3)
+            kind = _dotted(node.args[0])
+            kind = self.an._resolve(node.args[0], self.unit).rpartition(".")[2] if kind else None
+            if kind not in ("isend", "irecv"):
+                raise _TraceStop
+            self._maybe(node.args[1], scope, env, depth)
+            peer = self._int(node.args[2], scope, env, depth)
+            tag = self._int(_argument(node, 4, "tag"), scope, env, depth, 0)
+            self._mark(node)
+            return _OpSpec(_P2P_KIND[kind], peer, tag, node)
+        if name == "batch_isend_irecv":
+            if len(node.args) != 1 or node.keywords:
+                raise _TraceStop
+            specs = self._maybe(node.args[0], scope, env, depth)
+            if not isinstance(specs, list) or not specs or not all(isinstance(s, _OpSpec) for s in specs):
+                raise _TraceStop
+            works = [self._op(s.direction, s.peer, s.tag, s.call, False) for s in specs]
+            self._mark(node)
+            return works
+        if name in COLLECTIVES and name not in _GROUP_MAKING:
+            try:
+                self._ungrouped(node, 0 if name == "barrier" else 2)
+            except _TraceStop:
+                self.partial = True  # a group's collective: left out
+                self._args(node, scope, env, depth)
+                raise _NoCount from None
+            for v in self._args(node, scope, env, depth):
+                if isinstance(v, list):  # what a collective writes: values unknown after it
+                    v[:] = [_ROW if x is _ROW else _NoCount for x in v]
+            self.events.append(("coll", name, node, tuple(self.stack)))
+            self._mark(node)
+            return None
+        raise _TraceStop
+
+    def _op(self, direction: str, peer: int, tag: int, call: ast.Call, blocking: bool) -> Any:
+        if peer == self.rank or not 0 <= peer < self.world:
+            raise _TraceStop  # an error on this rank, not a wait
+        self.ops.append(_TraceOp(direction, peer, tag, call, tuple(self.stack), blocking))
+        index = len(self.ops) - 1
+        self.events.append(("block" if blocking else "post", index))
+        self._mark(call)
+        return _Work(index) if not blocking else (peer if direction == "recv" else None)
+
+    # -- statements
+
+    def _block(
+        self, stmts: list[ast.stmt], scope: str, env: dict[str, Any], depth: int, yields: list | None = None
+    ) -> tuple[bool, Any]:
+        signal = self._exec(stmts, scope, env, depth, yields)
+        if signal is None:
+            return False, None
+        if isinstance(signal, tuple):
+            return True, signal[1]
+        raise _TraceStop  # a break or continue outside a loop
+
+    def _exec(self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None):
+        for stmt in stmts:
+            self._tick()
+            if isinstance(stmt, ast.Expr):
+                if isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+                    if yields is None or isinstance(stmt.value, ast.YieldFrom) or self._effect_calls(stmt):
+                        raise _TraceStop
+                    inner = stmt.value.value
+                    yields.append(None if inner is None else self._maybe(inner, scope, env, depth))
+                    continue
+                self._maybe(stmt.value, scope, env, depth)
+            elif isinstance(stmt, ast.Assign):
+                value = self._maybe(stmt.value, scope, env, depth)
+                for target in stmt.targets:
+                    self._bind(target, value, env, scope, depth)
+            elif isinstance(stmt, ast.AnnAssign):
+                if stmt.value is not None:
+                    self._bind(stmt.target, self._maybe(stmt.value, scope, env, depth), env, scope, depth)
+            elif isinstance(stmt, ast.AugAssign):
+                value = self._maybe(stmt.value, scope, env, depth)
+                held = self._maybe(stmt.target, scope, env, depth) if not isinstance(stmt.target, ast.Name) else None
+                if isinstance(stmt.target, ast.Name):
+                    try:
+                        held = self._name(stmt.target.id, scope, env, depth)
+                    except _NoCount:
+                        held = _NoCount
+                if isinstance(held, list) and isinstance(stmt.op, ast.Add) and value is not _NoCount:
+                    held.extend(self._iterate(value))  # `xs += ...` extends the list in place
+                    new = held
+                elif held is _NoCount or value is _NoCount:
+                    new = _NoCount
+                else:
+                    try:
+                        new = self._binop(stmt.op, held, value)
+                    except _NoCount:
+                        new = _NoCount
+                self._bind(stmt.target, new, env, scope, depth)
+            elif isinstance(stmt, ast.If):
+                try:
+                    taken = self._truth(self.value(stmt.test, scope, env, depth))
+                except _NoCount:
+                    self._skip([stmt.body, stmt.orelse], env)
+                    continue
+                signal = self._exec(stmt.body if taken else stmt.orelse, scope, env, depth, yields)
+                if signal is not None:
+                    return signal
+            elif isinstance(stmt, ast.For):
+                try:
+                    items = self._iterate(self.value(stmt.iter, scope, env, depth))
+                except _NoCount:
+                    self._skip([stmt.body, stmt.orelse], env)
+                    for name in _assigned_names(stmt):
+                        env[name] = _NoCount
+                    continue
+                broke = False
+                for item in items:
+                    self._bind(stmt.target, item, env, scope, depth)
+                    signal = self._exec(stmt.body, scope, env, depth, yields)
+                    if signal == "break":
+                        broke = True
+                        break
+                    if signal is not None and signal != "continue":
+                        return signal
+                if not broke:
+                    signal = self._exec(stmt.orelse, scope, env, depth, yields)
+                    if signal is not None:
+                        return signal
+            elif isinstance(stmt, ast.While):
+                broke = False
+                while True:
+                    try:
+                        going = self._truth(self.value(stmt.test, scope, env, depth))
+                    except _NoCount:
+                        raise _TraceStop from None
+                    if not going:
+                        break
+                    signal = self._exec(stmt.body, scope, env, depth, yields)
+                    if signal == "break":
+                        broke = True
+                        break
+                    if signal is not None and signal != "continue":
+                        return signal
+                if not broke:
+                    signal = self._exec(stmt.orelse, scope, env, depth, yields)
+                    if signal is not None:
+                        return signal
+            elif isinstance(stmt, ast.Return):
+                return ("return", None if stmt.value is None else self._maybe(stmt.value, scope, env, depth))
+            elif isinstance(stmt, ast.Break):
+                return "break"
+            elif isinstance(stmt, ast.Continue):
+                return "continue"
+            elif isinstance(stmt, (ast.Pass, ast.Import, ast.ImportFrom)):
+                continue
+            elif isinstance(stmt, ast.Assert):
+                try:
+                    holds = self._truth(self.value(stmt.test, scope, env, depth))
+                except _NoCount:
+                    continue
+                if not holds:
+                    raise _TraceStop  # an AssertionError on this rank
+            elif isinstance(stmt, ast.With):
+                for item in stmt.items:
+                    if self._effect_calls(item.context_expr):
+                        raise _TraceStop  # a context manager of the file: its code runs around the body
+                    self._maybe(item.context_expr, scope, env, depth)
+                    if item.optional_vars is not None:
+                        self._bind(item.optional_vars, _NoCount, env, scope, depth)
+                signal = self._exec(stmt.body, scope, env, depth, yields)
+                if signal is not None:
+                    return signal
+            elif isinstance(stmt, ast.Try) and not stmt.finalbody:
+                if stmt.handlers and (
+                    self._significant(stmt.body) or any(self._significant(h.body) for h in stmt.handlers)
+                ):
+                    raise _TraceStop  # an exception could change the rank's way
+                for handler in stmt.handlers:
+                    self._skip([handler.body], env)
+                try:
+                    signal = self._exec(stmt.body, scope, env, depth, yields)
+                except _RankRaised:
+                    if stmt.handlers:
+                        raise _TraceStop from None
+                    raise
+                if signal is None:
+                    signal = self._exec(stmt.orelse, scope, env, depth, yields)
+                if signal is not None:
+                    return signal
+            elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                if self._significant(stmt.body):
+                    raise _TraceStop
+                env[stmt.name] = _NoCount
+            else:
+                raise _TraceStop
+        return None
+
+
+def _main_block(tree: ast.Module) -> list[ast.stmt] | None:
+    """The body of the module's ``if __name__ == "__main__":`` block, if it has exactly one."""
+    blocks = [
+        node.body
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+        and len(node.test.comparators) == 1
+        and isinstance(node.test.comparators[0], ast.Constant)
+        and node.test.comparators[0].value == "__main__"
+        and not node.orelse
+    ]
+    return blocks[0] if len(blocks) == 1 else None
+
+
+class _Stuck(NamedTuple):
+    """A rank the simulation leaves waiting: at a point-to-point op (its index) or at a collective (None)."""
+
+    rank: int
+    op: int | None
+    event: tuple
+
+
+def _simulate(tracers: list[_P2PTracer]) -> list[_Stuck] | None:
+    """Runs the ranks' traced calls against each other, as gloo does (torch 2.13, checked on 2 ranks): a send
+    completes only once its peer has posted the matching receive (same pair, same tag, in posting order; a
+    blocking send of one float whose receive comes later timed out), an ``isend``/``irecv`` posts at once and
+    waits where its handle's ``wait()`` is, and a collective of the default group needs every rank in it. The
+    ranks left waiting when nothing more can move (None when ranks meet at different collectives: not this
+    check's finding)."""
+    world = len(tracers)
+    sends: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    recvs: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    where: dict[tuple[int, int], tuple[tuple[int, int, int], int, str]] = {}
+
+    def post(rank: int, index: int) -> None:
+        if (rank, index) in where:
+            return
+        op = tracers[rank].ops[index]
+        key = (rank, op.peer, op.tag) if op.direction == "send" else (op.peer, rank, op.tag)
+        queue = (sends if op.direction == "send" else recvs).setdefault(key, [])
+        where[(rank, index)] = (key, len(queue), op.direction)
+        queue.append((rank, index))
+
+    def done(rank: int, index: int) -> bool:
+        key, position, direction = where[(rank, index)]
+        return len((recvs if direction == "send" else sends).get(key, ())) > position
+
+    pc = [0] * world
+    moved = True
+    while moved:
+        moved = False
+        for rank, tracer in enumerate(tracers):
+            events = tracer.events
+            while pc[rank] < len(events):
+                event = events[pc[rank]]
+                if event[0] in ("post", "block"):
+                    post(rank, event[1])
+                if event[0] == "coll" or (event[0] in ("block", "wait") and not done(rank, event[1])):
+                    break
+                pc[rank] += 1
+                moved = True
+        if not moved:
+            at = [tracers[r].events[pc[r]] for r in range(world) if pc[r] < len(tracers[r].events)]
+            if len(at) == world and all(e[0] == "coll" for e in at):
+                if len({e[1] for e in at}) != 1:
+                    return None
+                pc = [p + 1 for p in pc]
+                moved = True
+    return [
+        _Stuck(r, e[1] if e[0] != "coll" else None, e)
+        for r in range(world)
+        if pc[r] < len(tracers[r].events)
+        for e in [tracers[r].events[pc[r]]]
+    ]
+
+
+class _P2PTrace:
+    """lintp2p32: ``p2p-unmatched`` and ``p2p-deadlock`` from a trace of every rank through the file
+    (:class:`_P2PTracer`, from the ``__main__`` block, on the world size the file states, else on 2, 3 and 4
+    ranks, each of which must hang) and a simulation of the calls meeting (:func:`_simulate`). Reported: a
+    point-to-point call a rank waits in forever, either because its peer makes fewer matching calls on that
+    pair and tag in the whole run (round 12's ``torch.chunk`` giving 3 micro-batches where the last stage
+    receives 4), or because the peer is itself waiting in a call that this rank would answer only later (round
+    13's two pipeline stages each starting with a blocking ``send`` inside helpers)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        an = self.an
+        if len(an.units) != 1 or an.followed:
+            return
+        unit = an.units[0]
+        if not unit.report or unit.cell is not None or unit.prefix is not None:
+            return
+        if not any(
+            isinstance(n, ast.Call)
+            and _dotted(n.func)
+            and an._resolve(n.func, unit).rpartition(".")[2] in (*_P2P_KIND, "batch_isend_irecv")
+            for n in ast.walk(unit.tree)
+        ):
+            return
+        main = _main_block(unit.tree)
+        if main is None:
+            return
+        if any(k.rpartition(".")[2] in ("forward", "__call__", "__enter__", "__exit__", "__iter__", "__next__",
+                                         "__len__", "__getitem__", "__del__") for k in an.table
+               if any(isinstance(c, ast.Call) and _dotted(c.func) and "distributed" in an._resolve(c.func, unit)
+                      for c in _own_nodes(an.table[k].node.body))):  # fmt: skip
+            return  # the file's code may run where the trace sees a call of an unknown object
+        shared: dict[str, Any] = {
+            "effects": {},
+            "locals": {},
+            "methods": frozenset(k.rpartition(".")[2] for k, f in an.table.items() if f.self_class is not None),
+        }
+        results = []
+        for world in [an.world_size] if an.world_size else [2, 3, 4]:
+            if world > 16:
+                return
+            tracers = []
+            for rank in range(world):
+                tracer = _P2PTracer(an, unit, rank, world, shared)
+                try:
+                    tracer._exec(main, None, tracer.top, 0, None)
+                except _RankRaised:
+                    pass  # its calls end where it raises
+                except (_TraceStop, _NoCount, RecursionError):
+                    if os.environ.get("LINTP2P_DEBUG"):
+                        import traceback
+
+                        traceback.print_exc(limit=-6)
+                    tracers = []
+                    break
+                tracers.append(tracer)
+            if not tracers:
+                continue
+            stuck = _simulate(tracers)
+            if stuck is None:
+                return
+            results.append((world, tracers, stuck))
+        blocked = [r for r in results if any(s.op is not None for s in r[2])]
+        if not results or len(blocked) != len(results):
+            return
+        world, tracers, stuck = blocked[0]
+        self._report(world, tracers, stuck)
+
+    def _report(self, world: int, tracers: list[_P2PTracer], stuck: list[_Stuck]) -> None:
+        an, unit = self.an, self.an.units[0]
+        at = {s.rank: s for s in stuck}
+        states = f"the world size the file states ({world})" if an.world_size else f"{world} ranks"
+
+        def count(rank: int, direction: str, peer: int, tag: int) -> int:
+            return sum(1 for o in tracers[rank].ops if o.direction == direction and o.peer == peer and o.tag == tag)
+
+        def nth(rank: int, index: int) -> int:
+            op = tracers[rank].ops[index]
+            return sum(
+                1
+                for o in tracers[rank].ops[: index + 1]
+                if (o.direction, o.peer, o.tag) == (op.direction, op.peer, op.tag)
+            )
+
+        def answered(rank: int, index: int) -> bool:
+            """Whether the peer makes the matching call somewhere in its whole run."""
+            op = tracers[rank].ops[index]
+            other = "recv" if op.direction == "send" else "send"
+            return nth(rank, index) <= count(op.peer, other, rank, op.tag)
+
+        def where(rank: int) -> str:
+            s = at.get(rank)
+            if s is None:
+                raised = tracers[rank].raised
+                if raised is not None:
+                    return (
+                        f"raises StopIteration at line {raised[0]} (`{raised[1]}` of an iterator with no item left), "
+                        "which ends its calls"
+                    )
+                return "has made all its calls"
+            call = s.event[2] if s.op is None or s.event[0] == "wait" else tracers[rank].ops[s.op].call
+            what = f"waits in `{_dotted(call.func) or unit.text(call.func)}`"
+            if s.op is not None:
+                op = tracers[rank].ops[s.op]
+                what += f" ({'send to' if op.direction == 'send' else 'receive from'} rank {op.peer}"
+                if s.event[0] == "wait":
+                    what += f" posted at line {op.call.lineno + unit.offset}"
+                what += ")"
+                if not answered(rank, s.op):
+                    what += ", a call no rank ever answers,"
+            return f"{what} at line {call.lineno + unit.offset}"
+
+        def blocker(rank: int) -> str:
+            s = at.get(rank)
+            if s is None:
+                raised = tracers[rank].raised
+                return f"the raise at line {raised[0]}" if raised is not None else "its end"
+            call = s.event[2] if s.op is None or s.event[0] == "wait" else tracers[rank].ops[s.op].call
+            return f"the call at line {call.lineno + unit.offset}"
+
+        for s in stuck:
+            if s.op is None:
+                continue
+            op = tracers[s.rank].ops[s.op]
+            call = s.event[2] if s.event[0] == "wait" else op.call  # a wait: reported where the rank waits
+            if id(call) in an.found:
+                continue
+            rank, peer, tag = s.rank, op.peer, op.tag
+            other = "recv" if op.direction == "send" else "send"
+            mine, k, theirs = count(rank, op.direction, peer, tag), nth(rank, s.op), count(peer, other, rank, tag)
+            tagged = f" with tag {tag}" if tag else ""
+            lines = ", ".join(map(str, op.stack))
+            path = f" (reached through line{'s' if len(op.stack) > 1 else ''} {lines})" if op.stack else ""
+            posted = f"its {'isend' if op.direction == 'send' else 'irecv'} at line {op.call.lineno + unit.offset}"
+            head = (
+                f"following each rank through the file's functions on {states} (its tests on the rank and its loop "
+                f"counts evaluated), rank {rank} {'sends to' if op.direction == 'send' else 'receives from'} rank "
+                f"{peer}{tagged} here{path}"
+                if s.event[0] != "wait"
+                else f"following each rank through the file's functions on {states} (its tests on the rank and its "
+                f"loop counts evaluated), rank {rank} waits here for {posted} "
+                f"({'to' if op.direction == 'send' else 'from'} rank {peer}{tagged})"
+            )
+            wait = (
+                " (on gloo a blocking send returns only once the peer posts the matching receive: torch 2.13, two "
+                "ranks that each start with a blocking send of one float to the other both time out)"
+                if op.direction == "send" and op.blocking
+                else ""
+            )
+            if k > theirs:
+                kind = "p2p-unmatched"
+                why = (
+                    f"{head}: this is its {_ordinal(k)} such call of {mine} in the whole run, but rank {peer} "
+                    f"{'receives from' if op.direction == 'send' else 'sends to'} rank {rank}{tagged} only {theirs} "
+                    f"time{'s' if theirs != 1 else ''}, so this call is never answered: rank {rank} waits here until "
+                    f"the timeout{wait}"
+                    + (
+                        f" (or fails with 'Connection closed by peer' when rank {peer}'s process ends)"
+                        if peer not in at and tracers[peer].raised is not None
+                        else ""
+                    )
+                    + f"; rank {peer} meanwhile {where(peer)}"
+                )
+                pair = f"rank {rank} to rank {peer}" if op.direction == "send" else f"rank {peer} to rank {rank}"
+                fix = (
+                    f"make the two sides agree on the messages from {pair}{tagged}: the same number on both, counted "
+                    f"by the same loops and tests (here {mine} against {theirs})"
+                )
+                if peer not in at and tracers[peer].raised is not None:
+                    fix = (
+                        f"keep rank {peer} from raising at line {tracers[peer].raised[0]}: its calls end there, so it "
+                        f"never makes the call that answers this one"
+                    )
+                condition = f"rank {rank} {op.direction} {k} of {mine}, rank {peer} makes {theirs}"
+            else:
+                kind = "p2p-deadlock"
+                theirs_op = tracers[peer].ops[at[peer].op] if peer in at and at[peer].op is not None else None
+                cycle = theirs_op is not None and theirs_op.peer == rank and answered(peer, at[peer].op)
+                both_send = cycle and op.direction == "send" and theirs_op.direction == "send"  # type: ignore[union-attr]
+                why = (
+                    f"{head}, and rank {peer} makes the matching call, but only later: rank {peer} first "
+                    f"{where(peer)}"
+                    + (
+                        f", a call that rank {rank} answers only after this one returns, so each waits for the other, "
+                        "in a cycle, until the timeout"
+                        if cycle
+                        else f", so it never reaches it and rank {rank} waits here until the timeout"
+                    )
+                    + wait
+                )
+                fix = (
+                    "post the pair's send and receive together (dist.batch_isend_irecv([P2POp(dist.isend, ...), "
+                    "P2POp(dist.irecv, ...)]), or isend/irecv and then wait on both), or order them so that one "
+                    "side receives first (by rank parity)"
+                    if both_send
+                    else f"make ranks {rank} and {peer} reach their calls to each other in the same order (what one "
+                    "sends next must be what the other receives next: the same counters and tests on both sides)"
+                    if cycle
+                    else f"fix what keeps rank {peer} from reaching its matching call: {blocker(peer)}"
+                )
+                condition = f"rank {rank} {op.direction} {'to' if op.direction == 'send' else 'from'} rank {peer}, rank {peer} first {where(peer)}"
+            _record_finding(
+                an, call, unit, kind, condition, why, fix, condition_line=op.stack[-1] if op.stack else None
+            )
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 class _Walker:
