@@ -130,6 +130,10 @@ Finding kinds:
   names when that peer's way through the same function (its rank tests evaluated per rank) makes no matching call;
   ``unwaited-async`` also covers an ``isend``/``irecv`` handle kept but never used again, and ``read-before-wait``
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
+* ``p2p-deadlock`` - a blocking ``send``/``recv`` whose peer first waits in a call this rank answers only later
+  (two pipeline stages that both send first), found, with more ``p2p-unmatched`` cases, by tracing every rank from
+  the script's ``__main__`` block through the file's functions and pairing their calls in order. See
+  :class:`_P2PTrace`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 * ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
@@ -1275,7 +1279,12 @@ after its own wait), and a store-based barrier (elastic.utils.store.barrier, _st
 key in code that runs more than once (a loop, two calls): only its first use waits. p2p-unmatched: a send/recv
 (isend, irecv, object variants) to or from a peer the code names (src=0) when that peer's way through the same
 function (or the same script's top level), its tests on the rank evaluated on the world size the file states (else
-2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
+2 ranks), makes no matching call. A script whose every rank can be followed from its __main__ block through the
+functions of the file (tests on the rank, loop counts, peers and tags evaluated on the world size it states, else
+on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call whose peer makes fewer matching
+calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
+first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
+send waits for its receive) is p2p-deadlock. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
@@ -1351,8 +1360,9 @@ when it cannot work it out (then it reports as if the group were every rank), an
 global rank outside its group without a test that names it a group rank; installed libraries' own code
 (beyond the table and master_only); calls through lambdas (except a lambda bound to a name and called by that
 name: f = lambda: dist.barrier(); f()), containers or objects whose type it cannot see;
-point-to-point peers computed from data or a loop, functions that make only one side of an exchange (the other
-side in another function), batch_isend_irecv, and orders across functions; store keys built by a helper or from
+point-to-point peers computed from data, functions that make only one side of an exchange (the other side in
+another function) and orders across functions where a rank's way cannot be followed from the __main__ block,
+batch_isend_irecv; store keys built by a helper or from
 data, and keys set by another program; children made by multiprocessing.Pool, concurrent.futures or
 subprocess, and threads that make collectives; file and folder writes and
 reads in different functions, or paths written differently; random state seeded per rank that reaches a
