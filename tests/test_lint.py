@@ -7071,3 +7071,157 @@ def test_a_ring_whose_receive_peer_is_the_rank_it_sends_to_waits_for_a_message_n
     assert lint_source(RING_COMM.replace("comm = RingComm()", "comm = RingComm(dist.new_group([0, 1, 2]))")) == []
     extra = RING_COMM + "\n\ndef hand_back(t, peer):\n    dist.send(t, dst=peer)\n"
     assert lint_source(extra) == []
+
+
+VLLM_OMNI_H3 = """
+import torch
+import torch.distributed as dist
+
+UPLOADS = {"ref.mp4": torch.ones(4, 6)}
+
+
+def _broadcast_rank0_exception(exc, group=None):
+    box = [None if exc is None else repr(exc)]
+    dist.broadcast_object_list(box, src=0, group=group)
+    if box[0] is not None:
+        raise RuntimeError(box[0])
+
+
+class Pipeline:
+    def __init__(self):
+        self.rank = dist.get_rank()
+
+    def _prepare(self, req):
+        if req not in UPLOADS:
+            raise FileNotFoundError(req)
+        return UPLOADS[req] * 2 - 1
+
+    def forward(self, req):
+        torch.manual_seed(len(req))
+        latents = torch.randn(4, 6)
+        if req is not None:
+            ref, exc = torch.empty(4, 6), None
+            if self.rank == 0:
+                try:
+                    ref = self._prepare(req)
+                except Exception as e:
+                    exc = e
+            _broadcast_rank0_exception(exc)
+            dist.broadcast(ref, src=0)
+            latents = latents + ref
+        dist.all_reduce(latents)
+        return latents
+
+
+class Worker:
+    def __init__(self):
+        self.pipeline = Pipeline()
+
+    def execute_model(self, reqs):
+        outputs = []
+        for req in reqs:
+            try:
+                outputs.append(self.pipeline.forward(req))
+            except Exception as exc:
+                outputs.append(repr(exc))
+        return outputs
+"""
+
+
+def test_a_try_around_a_function_that_hands_on_rank_zeros_failure_before_its_collectives_is_quiet() -> None:
+    """Modelled on round 46's vllm-omni H3 pair (``*_vllm_omni_h3_rank0_reference_prep_raises``, vllm-omni PR
+    #5810): the worker loop's ``try`` around ``pipeline.forward(req)`` goes on after an error. In the buggy twin
+    rank 0's ``ref = self._prepare(req)`` can raise before the broadcast, so rank 0 skips it while rank 1 waits
+    there (the ``swallow`` rule's finding at the loop's call, plus the early-exit at the broadcast). In the
+    correct twin rank 0's preparation sits in ``try: ... except Exception as e: exc = e`` and
+    ``_broadcast_rank0_exception`` shares the error before any other collective, so every rank raises together;
+    what forward does before that (``torch.manual_seed``, ``torch.randn(4, 6)``) every rank does alike."""
+    assert lint_source(VLLM_OMNI_H3) == []
+    buggy = VLLM_OMNI_H3.replace(
+        """                try:
+                    ref = self._prepare(req)
+                except Exception as e:
+                    exc = e
+            _broadcast_rank0_exception(exc)
+""",
+        "                ref = self._prepare(req)\n",
+    )
+    found = lint_source(buggy)
+    swallowed = [f for f in found if f.line == 45]
+    assert [f.kind for f in swallowed] == ["hidden-collective"]
+    assert "sits in the `try` at line 44, whose `except Exception` handler at line 46" in swallowed[0].why
+    assert any((f.line, f.kind, f.condition_line) == (31, "early-exit", 29) for f in found)
+    # work a rank can fail alone before the first collective (a lookup of its own) still counts
+    looked_up = VLLM_OMNI_H3.replace("torch.manual_seed(len(req))", "torch.manual_seed(len(UPLOADS[req]))")
+    assert [f.line for f in lint_source(looked_up)] == [49]
+
+
+GLIMMER = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+
+class VisionEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(12, 16)
+
+    def forward(self, patches):
+        return self.proj(patches)
+
+
+class Glimmer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(50, 16)
+        self.vision_encoder = VisionEncoder()
+        self.decoder = nn.Linear(16, 50)
+
+    def forward(self, tokens, pixel_values=None):
+        h = self.tok_embeddings(tokens)
+        if pixel_values is not None:
+            h = torch.cat([self.vision_encoder(pixel_values), h], dim=0)
+        return self.decoder(h)
+
+
+def worker():
+    rank = dist.get_rank()
+    model = Glimmer()
+    fully_shard(model.vision_encoder)
+    fully_shard(model)
+    for step in range(2):
+        tokens = torch.randint(0, 50, (6,))
+        has_image = step == 0 or rank == 0
+        pixel_values = torch.randn(4, 12) if has_image else None
+        model(tokens, pixel_values).sum().backward()
+"""
+
+
+def test_an_fsdp_sharded_submodule_run_only_when_a_rank_has_an_optional_input_is_reported() -> None:
+    """Modelled on round 46's torchtitan pair (``*_torchtitan_vision_encoder_skipped_without_image``, torchtitan
+    PR #4777): ``fully_shard(model.vision_encoder)`` shards the encoder that ``Glimmer.forward`` calls as
+    ``self.vision_encoder(...)`` only ``if pixel_values is not None``, and the call hands it ``x if has_image
+    else None`` with ``has_image`` made from the rank: rank 0 all-gathers the encoder while rank 1 all-gathers
+    the decoder. The finding is at the model call, its condition line the forward's test. Quiet: the PR's fix
+    (the encoder runs on every rank, on no patches if need be), and every rank given an image."""
+    [found] = lint_source(GLIMMER)
+    assert (found.line, found.kind, found.condition_line) == (40, "hidden-collective", 26)
+    assert found.condition == "pixel_values is not None"
+    assert "model() (FSDP forward) -> self.vision_encoder() (FSDP forward)" in found.collective
+    assert found.fix.startswith("in the module's forward, call `self.vision_encoder() (FSDP forward)` on every rank")
+    fixed = GLIMMER.replace(
+        """        if pixel_values is not None:
+            h = torch.cat([self.vision_encoder(pixel_values), h], dim=0)
+""",
+        """        patches = pixel_values if pixel_values is not None else h.new_zeros(0, 12)
+        image_tokens = self.vision_encoder(patches)
+        if pixel_values is not None:
+            h = torch.cat([image_tokens, h], dim=0)
+        else:
+            h = h + 0.0 * image_tokens.sum()
+""",
+    )
+    assert lint_source(fixed) == []
+    assert lint_source(GLIMMER.replace("has_image = step == 0 or rank == 0", "has_image = True")) == []

@@ -3087,6 +3087,61 @@ def _after_own_work(body: list[ast.stmt]) -> set[int]:
     return found
 
 
+def _uniform_work(node: ast.AST) -> bool:
+    """Whether every call of a statement or expression does the same on every rank: ``len``, seeding
+    (``torch.manual_seed(len(req.prompt))``) or a torch factory (``torch.randn(LATENT)``, ``torch.empty(4, 6)``)
+    whose arguments name no rank; no index (a lookup can miss)."""
+    for inner in _own_nodes([node]):
+        if isinstance(inner, ast.Subscript):
+            return False
+        if not isinstance(inner, ast.Call):
+            continue
+        name = _terminal(inner.func) or ""
+        if name == "len" and isinstance(inner.func, ast.Name):
+            continue
+        dotted = _dotted(inner.func) or ""
+        if name in _SEEDING and dotted.startswith(("torch.", "random.", "np.", "numpy.")):
+            pass
+        elif name in _FACTORIES and dotted.startswith("torch."):
+            pass
+        else:
+            return False
+        if any(isinstance(n, ast.Name) and _rank_name(n.id) for n in ast.walk(inner)):
+            return False
+    return True
+
+
+def _goes_on_after_any(handler: ast.ExceptHandler) -> bool:
+    """An ``except Exception``/``BaseException``/bare handler that neither leaves (``return``, ``raise``,
+    ``break``, ``continue``, an exit call) nor always raises: every error of its ``try`` ends there."""
+    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
+        return False
+    if _always_raises(handler.body) or any(
+        isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
+    ):
+        return False
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return handler.type is None or bool({_terminal(k) for k in kinds if k is not None} & {"Exception", "BaseException"})
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _none_test(test: ast.expr, param: str) -> bool:
+    """Whether ``test`` is ``param is None`` / ``param is not None`` (``not`` around it too)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name)
+        and test.left.id == param
+        and _is_none(test.comparators[0])
+    )
+
+
 def _does_work(stmt: ast.stmt) -> bool:
     """Whether a statement does something that can raise on one rank: a call other than a report, an index."""
     for node in _own_nodes([stmt]):
@@ -4100,6 +4155,25 @@ class _Analysis:
                 for cls in self._ancestors(built.local):
                     for attr, kind in wrapped.get(cls, {}).items():
                         names.setdefault(f"{name}.{attr}", kind)
+        # The other way: ``fully_shard(model.vision_encoder)`` on an object of a class of the file shards that
+        # submodule, so the class's own methods call an FSDP module at ``self.vision_encoder(...)`` (FSDP2 shards
+        # submodules from outside the class: round 46's torchtitan item, whose forward runs the encoder only
+        # when the sample has an image).
+        sharded: dict[str, dict[str, str]] = {}
+        for key, held in self.objects.items():
+            if key is not None and key.startswith("class "):
+                continue
+            for written, kind in self.ddp.get(key, {}).items():
+                obj, _, attr = written.partition(".")
+                built = held.get(obj)
+                if kind != "fsdp" or not attr or "." in attr or built is None or built.local is None:
+                    continue
+                sharded.setdefault(built.local, {})[f"self.{attr}"] = kind
+        if sharded:
+            for func in self.table.values():
+                for cls in self._ancestors(func.self_class) if func.self_class is not None else []:
+                    for written, kind in sharded.get(cls, {}).items():
+                        self.ddp.setdefault(func.key, {}).setdefault(written, kind)
 
     def _prepare_ddp(self) -> None:
         """Which names hold a DDP/FSDP-wrapped model in each scope: assigned from the wrapper, sharded with
@@ -7357,7 +7431,14 @@ def _explain(
         if _property_read(site.node):  # review79l C3: a @property read; `m.total()` would call its value
             callee, verb = site.callee, "read"
         why = f"`{callee}` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
-        if reason in ("branch", "decorator"):
+        if reason == "branch" and callee.endswith((" (FSDP forward)", " (DDP forward)")) and " -> " in site.collective:
+            # the wrapped model's forward, called on every rank, makes the inner collective under its own test
+            inner = site.collective.split(" -> ")[1]
+            fix = (
+                f"in the module's forward, call `{inner}` on every rank (on an empty input where a rank has none) "
+                f"and keep only the work on its output under `{cond}`"
+            )
+        elif reason in ("branch", "decorator"):
             fix = f"{verb} `{callee}` on every rank and keep only its rank-specific work under `{cond}`"
         elif reason == "early-exit":
             fix = f"{verb} `{callee}` on every rank before any rank leaves"
@@ -8668,21 +8749,61 @@ class _Walker:
 
     def _works_before_collective(self, call: ast.Call) -> bool:
         """Whether a function of the file that ``call`` reaches does work of its own (:func:`_does_work`) before
-        its first statement that makes or reaches a collective; True when the function is not found."""
+        its first statement that makes or reaches a collective; True when the function is not found. The
+        function's ``if`` blocks are read in order (rank 0's ``ref = prepare(req)`` before the ``broadcast`` of
+        the same block is work first); work every rank does alike (:func:`_uniform_work`: ``torch.manual_seed``,
+        ``torch.randn(SHAPE)``) is not a rank's own error, and nor is work in a ``try`` whose handler catches
+        every error and goes on (its failure is handed on, as vllm-omni's ``_broadcast_rank0_exception`` does in
+        round 46's correct H3 item: rank 0's reference preparation in ``try: ... except Exception as e: exc =
+        e``, then a broadcast of ``exc`` every rank makes, then every rank raises together)."""
         found = self.an.classify(call, self.unit, self.self_class, self.scope)
         func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
         if func is None:
             return True
-        for stmt in func.node.body:
-            for node in _own_nodes([stmt]):
-                if not isinstance(node, ast.Call):
-                    continue
-                if _terminal(node.func) in COLLECTIVES:
+        return self._work_first(func.node.body, func) is True
+
+    def _work_first(self, body: list[ast.stmt], func: _Func) -> bool | None:
+        """For :meth:`_works_before_collective`: True when ``body`` does work of a rank's own before it makes or
+        reaches a collective, False when a collective comes first, None when it has neither (``func``: the function
+        ``body`` is of)."""
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                if self._has_collective(stmt.test, func):
                     return False
-                inner = self.an.classify(node, self.unit, self.self_class, self.scope)
-                if inner is not None and inner.kind == "call" and inner.target in self.an.reach:
+                if _does_work(ast.Expr(value=stmt.test)) and not _uniform_work(stmt.test):
+                    return True
+                ways = [self._work_first(stmt.body, func), self._work_first(stmt.orelse, func)]
+                if True in ways:
+                    return True
+                if False in ways:
                     return False
-            if _does_work(stmt):
+                continue
+            if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(
+                _goes_on_after_any(h) for h in stmt.handlers
+            ):
+                # an error of the body is caught and the function goes on: the body's own work leaves nothing
+                inner = self._work_first(stmt.body, func)
+                if inner is False:
+                    return False
+                rest = self._work_first([s for h in stmt.handlers for s in h.body] + stmt.finalbody, func)
+                if rest is not None:
+                    return rest
+                continue
+            if self._has_collective(stmt, func):
+                return False
+            if _does_work(stmt) and not _uniform_work(stmt):
+                return True
+        return None
+
+    def _has_collective(self, node: ast.AST, func: _Func) -> bool:
+        """Whether a statement or expression makes a collective or calls a function of the file reaching one."""
+        for inner in _own_nodes([node]):
+            if not isinstance(inner, ast.Call):
+                continue
+            if _terminal(inner.func) in COLLECTIVES:
+                return True
+            found = self.an.classify(inner, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
                 return True
         return False
 
@@ -8933,7 +9054,12 @@ class _Walker:
                 metric = _dotted(call.func.value) or ""
                 loop, line, states = self.fed[metric]
                 self.an.flag(self.unit, site, "uneven-state", loop, None, (states, line, metric))
-            return _Item("op", key=("op", found.target), site=site, node=call)
+            item = _Item("op", key=("op", found.target), site=site, node=call)
+            forward = self._module_forward(call) if found.target.startswith(("fsdp.forward.", "ddp.forward.")) else None
+            if forward is not None:  # the wrapped module's own forward, which may make more collectives
+                inner = _Call("call", found.display, forward)
+                return self._fed_rank_optional(call, inner, item) or item
+            return item
         if (
             found.target not in self.an.reach
             or self.an.switched_off(call, found.target)
@@ -8946,6 +9072,7 @@ class _Walker:
         item = _Item("op", key=("call", found.target), site=site, node=call)
         return (
             self._fed_own_data(call, found, item)
+            or self._fed_rank_optional(call, found, item)
             or self._fed_rank_share(call, found, item)
             or self._looped_uneven_share(call, found, item)
             or item
@@ -8979,6 +9106,56 @@ class _Walker:
             chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
             gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
             return self._if(None, [gated], [], text=text, rank=True)
+        return None
+
+    def _module_forward(self, call: ast.Call) -> str | None:
+        """The ``forward`` of the class of the file whose object a DDP/FSDP-wrapped name holds (``model =
+        Glimmer(); fully_shard(model)``, then ``model(tokens, pixel_values)``), or None."""
+        name = _dotted(call.func) or ""
+        held = self.an.objects.get(self.scope, {}).get(name)
+        if held is None and name.startswith("self.") and self.self_class is not None:
+            held = self.an.objects.get(f"class {self.self_class}", {}).get(name)
+        if held is None or held.local is None:
+            return None
+        return next(
+            (f"{cls}.forward" for cls in self.an._ancestors(held.local) if f"{cls}.forward" in self.an.table), None
+        )
+
+    def _fed_rank_optional(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function (or a module's ``forward``) of the file that makes a collective only under a test
+        of a parameter against None (see :meth:`_Analysis.data_gate`: ``if pixel_values is not None:
+        image_tokens = self.vision_encoder(pixel_values)``, an FSDP-sharded encoder), handed a value that is None
+        on some ranks only: ``x if c else None`` (or ``None if c else x``) with ``c`` rank-dependent, written
+        in the call or assigned to the name it passes. Round 46's torchtitan item: ``pixel_values =
+        torch.randn(4, PATCH) if has_image else None`` with ``has_image = step == 0 or rank == 0`` (a text-only
+        sample on one rank), so only the ranks with an image all-gather the encoder. The call is reported under
+        the callee's test."""
+        gate = self.an.data_gate(found.target)
+        if gate is None:
+            return None
+        params, test, inner, shown = gate
+        tested = self.an._gate_tests[found.target]
+        func = self.an.table[found.target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        scope_nodes = list(_own_nodes(self.an.table[self.scope].node.body)) if self.scope in self.an.table else []
+        for param, arg in bound:
+            if param not in params or not _none_test(tested, param):
+                continue
+            value = arg
+            if isinstance(arg, ast.Name):
+                assigned = _assigned_value(arg.id, scope_nodes)
+                value = assigned[0] if assigned is not None and assigned[1] is None else arg
+            if not (
+                isinstance(value, ast.IfExp)
+                and (_is_none(value.body) != _is_none(value.orelse))
+                and self.an.mentions_rank(value.test, self.taint, self.laundered)
+            ):
+                continue
+            chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
+            gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+            return self._if(None, [gated], [], text=test, rank=True)
         return None
 
     def _fed_rank_share(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
