@@ -8120,3 +8120,436 @@ def test_a_warm_up_count_not_clamped_to_a_short_batch_ends_the_first_stage_in_st
     # an iterator the trace does not know (its end is unknown): quiet
     opaque = WARMUP_1F1B.replace("zip(bx.split(MICRO), by.split(MICRO))", "iter(loader_of(bx))")
     assert [f for f in lint_source(opaque) if f.kind.startswith("p2p")] == []
+
+
+VLLM_OMNI_H3 = """
+import torch
+import torch.distributed as dist
+
+UPLOADS = {"ref.mp4": torch.ones(4, 6)}
+
+
+def _broadcast_rank0_exception(exc, group=None):
+    box = [None if exc is None else repr(exc)]
+    dist.broadcast_object_list(box, src=0, group=group)
+    if box[0] is not None:
+        raise RuntimeError(box[0])
+
+
+class Pipeline:
+    def __init__(self):
+        self.rank = dist.get_rank()
+
+    def _prepare(self, req):
+        if req not in UPLOADS:
+            raise FileNotFoundError(req)
+        return UPLOADS[req] * 2 - 1
+
+    def forward(self, req):
+        torch.manual_seed(len(req))
+        latents = torch.randn(4, 6)
+        if req is not None:
+            ref, exc = torch.empty(4, 6), None
+            if self.rank == 0:
+                try:
+                    ref = self._prepare(req)
+                except Exception as e:
+                    exc = e
+            _broadcast_rank0_exception(exc)
+            dist.broadcast(ref, src=0)
+            latents = latents + ref
+        dist.all_reduce(latents)
+        return latents
+
+
+class Worker:
+    def __init__(self):
+        self.pipeline = Pipeline()
+
+    def execute_model(self, reqs):
+        outputs = []
+        for req in reqs:
+            try:
+                outputs.append(self.pipeline.forward(req))
+            except Exception as exc:
+                outputs.append(repr(exc))
+        return outputs
+"""
+
+
+def test_a_try_around_a_function_that_hands_on_rank_zeros_failure_before_its_collectives_is_quiet() -> None:
+    """Modelled on round 46's vllm-omni H3 pair (``*_vllm_omni_h3_rank0_reference_prep_raises``, vllm-omni PR
+    #5810): the worker loop's ``try`` around ``pipeline.forward(req)`` goes on after an error. In the buggy twin
+    rank 0's ``ref = self._prepare(req)`` can raise before the broadcast, so rank 0 skips it while rank 1 waits
+    there (the ``swallow`` rule's finding at the loop's call, plus the early-exit at the broadcast). In the
+    correct twin rank 0's preparation sits in ``try: ... except Exception as e: exc = e`` and
+    ``_broadcast_rank0_exception`` shares the error before any other collective, so every rank raises together;
+    what forward does before that (``torch.manual_seed``, ``torch.randn(4, 6)``) every rank does alike."""
+    assert lint_source(VLLM_OMNI_H3) == []
+    buggy = VLLM_OMNI_H3.replace(
+        """                try:
+                    ref = self._prepare(req)
+                except Exception as e:
+                    exc = e
+            _broadcast_rank0_exception(exc)
+""",
+        "                ref = self._prepare(req)\n",
+    )
+    found = lint_source(buggy)
+    swallowed = [f for f in found if f.line == 45]
+    assert [f.kind for f in swallowed] == ["hidden-collective"]
+    assert "sits in the `try` at line 44, whose `except Exception` handler at line 46" in swallowed[0].why
+    assert any((f.line, f.kind, f.condition_line) == (31, "early-exit", 29) for f in found)
+    # work a rank can fail alone before the first collective (a lookup of its own) still counts
+    looked_up = VLLM_OMNI_H3.replace("torch.manual_seed(len(req))", "torch.manual_seed(len(UPLOADS[req]))")
+    assert [f.line for f in lint_source(looked_up)] == [49]
+
+
+GLIMMER = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+
+class VisionEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(12, 16)
+
+    def forward(self, patches):
+        return self.proj(patches)
+
+
+class Glimmer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(50, 16)
+        self.vision_encoder = VisionEncoder()
+        self.decoder = nn.Linear(16, 50)
+
+    def forward(self, tokens, pixel_values=None):
+        h = self.tok_embeddings(tokens)
+        if pixel_values is not None:
+            h = torch.cat([self.vision_encoder(pixel_values), h], dim=0)
+        return self.decoder(h)
+
+
+def worker():
+    rank = dist.get_rank()
+    model = Glimmer()
+    fully_shard(model.vision_encoder)
+    fully_shard(model)
+    for step in range(2):
+        tokens = torch.randint(0, 50, (6,))
+        has_image = step == 0 or rank == 0
+        pixel_values = torch.randn(4, 12) if has_image else None
+        model(tokens, pixel_values).sum().backward()
+"""
+
+
+def test_an_fsdp_sharded_submodule_run_only_when_a_rank_has_an_optional_input_is_reported() -> None:
+    """Modelled on round 46's torchtitan pair (``*_torchtitan_vision_encoder_skipped_without_image``, torchtitan
+    PR #4777): ``fully_shard(model.vision_encoder)`` shards the encoder that ``Glimmer.forward`` calls as
+    ``self.vision_encoder(...)`` only ``if pixel_values is not None``, and the call hands it ``x if has_image
+    else None`` with ``has_image`` made from the rank: rank 0 all-gathers the encoder while rank 1 all-gathers
+    the decoder. The finding is at the model call, its condition line the forward's test. Quiet: the PR's fix
+    (the encoder runs on every rank, on no patches if need be), and every rank given an image."""
+    [found] = lint_source(GLIMMER)
+    assert (found.line, found.kind, found.condition_line) == (40, "hidden-collective", 26)
+    assert found.condition == "pixel_values is not None"
+    assert "model() (FSDP forward) -> self.vision_encoder() (FSDP forward)" in found.collective
+    assert found.fix.startswith("in the module's forward, call `self.vision_encoder() (FSDP forward)` on every rank")
+    fixed = GLIMMER.replace(
+        """        if pixel_values is not None:
+            h = torch.cat([self.vision_encoder(pixel_values), h], dim=0)
+""",
+        """        patches = pixel_values if pixel_values is not None else h.new_zeros(0, 12)
+        image_tokens = self.vision_encoder(patches)
+        if pixel_values is not None:
+            h = torch.cat([image_tokens, h], dim=0)
+        else:
+            h = h + 0.0 * image_tokens.sum()
+""",
+    )
+    assert lint_source(fixed) == []
+    assert lint_source(GLIMMER.replace("has_image = step == 0 or rank == 0", "has_image = True")) == []
+
+
+STARVLA_TRAINER = """
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class CommError(Exception):
+    pass
+
+
+class Wandb:
+    def __init__(self, reachable):
+        self.reachable, self.run = reachable, None
+
+    def init(self, project):
+        time.sleep(0.3)
+        if not self.reachable:
+            raise CommError("Run initialization has timed out")
+        self.run = project
+
+
+wandb = Wandb(reachable=False)
+
+
+class Trainer:
+    def __init__(self, model):
+        self.rank = dist.get_rank()
+        self.is_main_process = self.rank == 0
+        self.model = DDP(model)
+        self._init_wandb()
+
+    def _init_wandb(self):
+        if self.is_main_process:
+            wandb.init(project="starvla")
+
+    def fit(self, steps):
+        for _ in range(steps):
+            self.model(torch.randn(4, 10)).sum().backward()
+
+
+def worker():
+    trainer = Trainer(torch.nn.Linear(10, 7))
+    trainer.fit(3)
+"""
+
+
+def test_a_constructor_whose_main_process_only_step_can_raise_is_an_early_exit_before_training() -> None:
+    """Modelled on round 46's starVLA pair (``*_starvla_wandb_init_fails_on_main``, starVLA PR #369): the
+    trainer's constructor runs ``_init_wandb()``, which calls ``wandb.init()`` (a stand-in that raises when the
+    server is unreachable, on any rank) only ``if self.is_main_process``; the main process raises out of
+    ``Trainer(...)`` while the others wait in training's first collective. The finding is at ``trainer.fit(3)``
+    and names the constructor. Quiet: the PR's fix (the init in ``try``/``except Exception``), and a
+    ``worker`` that trains inside the constructor's caller only (no finding at ``worker()``'s caller)."""
+    [found] = lint_source(STARVLA_TRAINER)
+    assert (found.line, found.kind) == (45, "early-exit")
+    assert found.condition == "Trainer() raises (line 20) when self.is_main_process (in _init_wandb())"
+    fixed = STARVLA_TRAINER.replace(
+        """            wandb.init(project="starvla")
+""",
+        """            try:
+                wandb.init(project="starvla")
+            except Exception as exc:
+                print(f"W&B init failed ({exc}); training with W&B disabled")
+""",
+    )
+    assert lint_source(fixed) == []
+    called = STARVLA_TRAINER + '\n\nif __name__ == "__main__":\n    worker()\n'
+    assert [f.line for f in lint_source(called)] == [45]
+
+
+UNITRAJ_LOGGING = """
+import torch
+import torch.distributed as dist
+
+
+class WandbError(Exception):
+    pass
+
+
+class Wandb:
+    def __init__(self):
+        self.run = None
+
+    def init(self, project):
+        self.run = project
+
+    def log(self, data):
+        if self.run is None:
+            raise WandbError("You must call wandb.init() before wandb.log()")
+
+
+class Model(torch.nn.Module):
+    def __init__(self, local_rank, wandb):
+        super().__init__()
+        self.local_rank, self.wandb = local_rank, wandb
+        self.head = torch.nn.Linear(4, 2)
+
+    def validation_step(self, batch, batch_idx):
+        prediction = self.head(batch)
+        if batch_idx == 0:
+            self.wandb.log({"prediction": prediction.tolist()})
+        return float(prediction.mean())
+
+
+def worker():
+    rank = dist.get_rank()
+    wandb = Wandb()
+    if rank == 0:
+        wandb.init(project="unitraj")
+    model = Model(local_rank=rank, wandb=wandb)
+    total = torch.zeros(1)
+    for batch_idx in range(3):
+        total += model.validation_step(torch.randn(3, 4), batch_idx)
+    dist.all_reduce(total)
+"""
+
+
+def test_a_method_logging_on_every_rank_to_a_run_only_rank_zero_made_is_an_early_exit() -> None:
+    """Modelled on round 45's UniTraj pair (``*_unitraj_wandb_image_logged_on_every_rank``, vita-epfl/UniTraj PR
+    #23): ``Wandb.log`` raises while ``self.run is None``, which only rank 0's ``init`` sets; the validation step
+    logs through ``self.wandb`` (handed to the constructor) on every rank, so rank 1 raises out of the loop while
+    rank 0 waits in the all_reduce. The finding is at the all_reduce. Quiet: the PR's fix, ``if
+    self.local_rank == 0 and batch_idx == 0:`` (a call raising on some ranks under a test on the rank: lint
+    cannot tell the test from the ranks that raise, and the test here picks the rank with the run)."""
+    [found] = lint_source(UNITRAJ_LOGGING)
+    assert (found.line, found.kind) == (44, "early-exit")
+    assert found.condition == "model.validation_step() raises (line 19) when self.run is None (in log())"
+    fixed = UNITRAJ_LOGGING.replace("        if batch_idx == 0:", "        if self.local_rank == 0 and batch_idx == 0:")
+    assert lint_source(fixed) == []
+    # a decorator may catch what the function raises (round 14's correct_retry_load_only: `@retry` around the read)
+    retried = UNITRAJ_LOGGING.replace(
+        "class Model(torch.nn.Module):",
+        "def retry(fn):\n    def wrapper(*args):\n        try:\n            return fn(*args)\n"
+        "        except Exception:\n            return 0.0\n    return wrapper\n\n\nclass Model(torch.nn.Module):",
+    ).replace("    def validation_step(", "    @retry\n    def validation_step(")
+    assert lint_source(retried) == []
+
+
+MOE_ALL_TO_ALL = """
+import torch
+import torch.distributed as dist
+
+HIDDEN = 4
+
+
+class AllToAll(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, in_splits, out_splits):
+        ctx.in_splits, ctx.out_splits = in_splits, out_splits
+        out = x.new_empty((sum(out_splits), x.shape[1]))
+        dist.all_to_all_single(out, x.contiguous(), out_splits, in_splits)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_in = grad.new_empty((sum(ctx.in_splits), grad.shape[1]))
+        dist.all_to_all_single(grad_in, grad.contiguous(), ctx.in_splits, ctx.out_splits)
+        return grad_in, None, None
+
+
+class MoELayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.expert = torch.nn.Linear(HIDDEN, HIDDEN)
+
+    def expert_compute(self, x):
+        if x.shape[0] == 0:
+            return torch.empty(0, HIDDEN)
+        return self.expert(x)
+
+    def forward(self, x, send, recv):
+        dispatched = AllToAll.apply(x, send, recv)
+        expert_out = self.expert_compute(dispatched)
+        return AllToAll.apply(expert_out, recv, send)
+"""
+
+
+def test_an_empty_expert_output_made_from_constants_cuts_an_autograd_all_to_alls_backward() -> None:
+    """Modelled on round 45's PaddleFormers pair (``*_paddleformers_moe_expert_empty_breaks_backward``,
+    PaddlePaddle/PaddleFormers PR #3010): an expert-parallel rank that receives no tokens returns a fresh
+    ``torch.empty(0, HIDDEN)``, handed to ``AllToAll.apply`` whose backward makes the reverse all_to_all; with no
+    graph behind it, that rank's backward skips the reverse all-to-alls the others make. The finding is at the
+    fresh tensor, its condition the branch on the data. Quiet: the PR's fix (``return x``), and a Function whose
+    backward makes no collective."""
+    [found] = lint_source(MOE_ALL_TO_ALL)
+    assert (found.line, found.kind, found.condition) == (30, "detached-loss", "x.shape[0] == 0")
+    assert "which line 36 hands to `AllToAll.apply`, whose backward makes dist.all_to_all_single" in found.why
+    assert found.fix.startswith("return a value that keeps the graph: the (empty) input itself")
+    assert (
+        lint_source(MOE_ALL_TO_ALL.replace("            return torch.empty(0, HIDDEN)", "            return x")) == []
+    )
+    local = MOE_ALL_TO_ALL.replace(
+        "        dist.all_to_all_single(grad_in, grad.contiguous(), ctx.in_splits, ctx.out_splits)\n", ""
+    )
+    assert lint_source(local) == []
+
+
+NNUNET_SPLIT = """
+import json
+import os
+
+import torch.distributed as dist
+
+
+def save_json(obj, file):
+    with open(file, "w") as f:
+        json.dump(obj, f, indent=4)
+
+
+def load_json(file):
+    with open(file) as f:
+        return json.load(f)
+
+
+class Trainer:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def do_split(self, keys):
+        splits_file = os.path.join(self.folder, "splits_final.json")
+        if not os.path.isfile(splits_file):
+            splits = [{"train": keys[1:], "val": keys[:1]}]
+            save_json(splits, splits_file)
+        else:
+            splits = load_json(splits_file)
+        return splits[0]
+
+    def run_training(self, keys):
+        split = self.do_split(keys)
+        dist.barrier()
+        return split
+"""
+
+
+def test_every_rank_creating_a_missing_file_in_place_while_others_read_it_is_a_file_race() -> None:
+    """Modelled on round 46's nnU-Net pair (``*_nnunet_splits_json_partial_read``, MIC-DKFZ/nnUNet issue #3064, PR
+    #3065): every rank runs ``do_split``; a rank that finds ``splits_final.json`` missing writes it in place
+    through ``save_json``, and a rank that finds it there reads it through ``load_json``, so a late rank can read
+    it half-written. The finding is at the write into the file (``json.dump``), its condition the check. Quiet:
+    the PR's fix (a temporary file ``os.replace``d into place), and a check made on rank 0 only."""
+    [found] = lint_source(NNUNET_SPLIT)
+    assert (found.line, found.kind, found.condition_line) == (10, "file-race", 24)
+    assert found.condition == "not os.path.isfile(splits_file)"
+    assert "finds `splits_file` missing writes it in place (`save_json(splits, splits_file)` at line 26)" in found.why
+    assert "(`load_json(splits_file)` at line 28)" in found.why
+    assert found.fix.startswith("write to a temporary file in the same folder and `os.replace` it onto")
+    atomic = NNUNET_SPLIT.replace(
+        """    with open(file, "w") as f:
+        json.dump(obj, f, indent=4)
+""",
+        """    tmp = file + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=4)
+    os.replace(tmp, file)
+""",
+    )
+    assert lint_source(atomic) == []
+    ranked = NNUNET_SPLIT.replace(
+        "        if not os.path.isfile(splits_file):",
+        "        if dist.get_rank() == 0 and not os.path.isfile(splits_file):",
+    )
+    assert [f.kind for f in lint_source(ranked) if f.kind == "file-race" and f.line == 10] == []
+    # the first process builds the cache while the others wait (transformers' examples, round 31's run_glue;
+    # the same in a `with ...main_process_first():` block, round 4)
+    first = NNUNET_SPLIT.replace(
+        '        splits_file = os.path.join(self.folder, "splits_final.json")\n',
+        "        if dist.get_rank() != 0:\n            dist.barrier()\n"
+        '        splits_file = os.path.join(self.folder, "splits_final.json")\n',
+    )
+    assert [f for f in lint_source(first) if f.kind == "file-race"] == []
+    # round 44's minerva cache opened with mode "xb": the second rank to find it missing fails at the open
+    exclusive = NNUNET_SPLIT.replace('    with open(file, "w") as f:', '    with open(file, "x") as f:')
+    [found] = lint_source(exclusive)
+    assert (found.line, found.collective) == (9, "open")
+    assert "with mode 'x' a second rank that also found it missing raises FileExistsError at this open" in found.why

@@ -3224,6 +3224,61 @@ def _after_own_work(body: list[ast.stmt]) -> set[int]:
     return found
 
 
+def _uniform_work(node: ast.AST) -> bool:
+    """Whether every call of a statement or expression does the same on every rank: ``len``, seeding
+    (``torch.manual_seed(len(req.prompt))``) or a torch factory (``torch.randn(LATENT)``, ``torch.empty(4, 6)``)
+    whose arguments name no rank; no index (a lookup can miss)."""
+    for inner in _own_nodes([node]):
+        if isinstance(inner, ast.Subscript):
+            return False
+        if not isinstance(inner, ast.Call):
+            continue
+        name = _terminal(inner.func) or ""
+        if name == "len" and isinstance(inner.func, ast.Name):
+            continue
+        dotted = _dotted(inner.func) or ""
+        if name in _SEEDING and dotted.startswith(("torch.", "random.", "np.", "numpy.")):
+            pass
+        elif name in _FACTORIES and dotted.startswith("torch."):
+            pass
+        else:
+            return False
+        if any(isinstance(n, ast.Name) and _rank_name(n.id) for n in ast.walk(inner)):
+            return False
+    return True
+
+
+def _goes_on_after_any(handler: ast.ExceptHandler) -> bool:
+    """An ``except Exception``/``BaseException``/bare handler that neither leaves (``return``, ``raise``,
+    ``break``, ``continue``, an exit call) nor always raises: every error of its ``try`` ends there."""
+    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
+        return False
+    if _always_raises(handler.body) or any(
+        isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
+    ):
+        return False
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return handler.type is None or bool({_terminal(k) for k in kinds if k is not None} & {"Exception", "BaseException"})
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _none_test(test: ast.expr, param: str) -> bool:
+    """Whether ``test`` is ``param is None`` / ``param is not None`` (``not`` around it too)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name)
+        and test.left.id == param
+        and _is_none(test.comparators[0])
+    )
+
+
 def _does_work(stmt: ast.stmt) -> bool:
     """Whether a statement does something that can raise on one rank: a call other than a report, an index."""
     for node in _own_nodes([stmt]):
@@ -3817,6 +3872,7 @@ class _Analysis:
         _StoreKeys(self).run()
         _DetachedLosses(self).run()
         _SharedMakes(self).run()
+        _SharedCreates(self).run()
         _GroupArguments(self).run()
         _BranchPairs(self).run()
         _StoreUnset(self).run()
@@ -4244,6 +4300,25 @@ class _Analysis:
                 for cls in self._ancestors(built.local):
                     for attr, kind in wrapped.get(cls, {}).items():
                         names.setdefault(f"{name}.{attr}", kind)
+        # The other way: ``fully_shard(model.vision_encoder)`` on an object of a class of the file shards that
+        # submodule, so the class's own methods call an FSDP module at ``self.vision_encoder(...)`` (FSDP2 shards
+        # submodules from outside the class: round 46's torchtitan item, whose forward runs the encoder only
+        # when the sample has an image).
+        sharded: dict[str, dict[str, str]] = {}
+        for key, held in self.objects.items():
+            if key is not None and key.startswith("class "):
+                continue
+            for written, kind in self.ddp.get(key, {}).items():
+                obj, _, attr = written.partition(".")
+                built = held.get(obj)
+                if kind != "fsdp" or not attr or "." in attr or built is None or built.local is None:
+                    continue
+                sharded.setdefault(built.local, {})[f"self.{attr}"] = kind
+        if sharded:
+            for func in self.table.values():
+                for cls in self._ancestors(func.self_class) if func.self_class is not None else []:
+                    for written, kind in sharded.get(cls, {}).items():
+                        self.ddp.setdefault(func.key, {}).setdefault(written, kind)
 
     def _prepare_ddp(self) -> None:
         """Which names hold a DDP/FSDP-wrapped model in each scope: assigned from the wrapper, sharded with
@@ -4725,7 +4800,9 @@ class _Analysis:
                     if _dotted(node.func) in _EXIT_CALLS:
                         direct.setdefault(key, where(node, func.unit))
                     else:
-                        callee = self._callee(node.func, func.self_class, func.unit)
+                        callee = self._callee(node.func, func.self_class, func.unit) or self._object_method(
+                            node.func, key
+                        )
                         if callee:
                             calls.setdefault(key, []).append((callee, node.lineno))
             for child in ast.iter_child_nodes(node):
@@ -4760,6 +4837,105 @@ class _Analysis:
                         found[key] = next(self.raisers[c] for c, _ in calls[key] if c in self.raisers)
             self.raisers.update(found)
             frontier = list(found)
+        # A function that calls one that can raise on any rank, under a test on the rank, raises on those ranks
+        # only (starVLA's `if self.is_main_process: wandb.init(...)`, whose `init` raises when the server is
+        # unreachable: round 46); and so does a function that calls one raising on some ranks only, outside a
+        # `try` with handlers and outside any test on the rank (the trainer's constructor running
+        # `self._init_wandb()`; UniTraj's validation step logging on every rank to a run only rank 0 made,
+        # round 45): a caller's collectives after it are an early exit's. A call of one raising on some ranks
+        # under a test on the rank is left alone: the test may pick the ranks where it does not raise (the
+        # UniTraj fix, `if self.local_rank == 0 and ...: self.wandb.log(...)`).
+        # Only functions that make and reach no collective themselves (their callers' collectives come after the
+        # raise) and carry no decorator (round 14's `@retry` catches what the function raises) are marked.
+        marked = {
+            key
+            for key, func in self.table.items()
+            if key in self.raisers
+            and key not in self.reach
+            and key not in self.rank_raisers
+            and not any(_terminal(d) not in ("staticmethod", "classmethod") for d in func.node.decorator_list)
+        }
+        ranked: dict[str, tuple[str, ast.AST]] = {}
+        for _ in range(2):  # again without the callees the first pass found raising on some ranks only
+            rank_free = {k for k in self.raisers if k not in self.rank_raisers and k not in ranked}
+            found_now: dict[str, tuple[str, ast.AST]] = {}
+            for key in marked:
+                func = self.table[key]
+                taint = self.strict_taint.get(key, set())
+                laundered = self.laundered.get(key) or None
+                found = self._strictly(
+                    _ranked_raise,
+                    func.node.body,
+                    lambda test, t=taint, w=laundered: self.mentions_rank(test, t, w, files=False),
+                    lambda call, f=func, free=rank_free: (
+                        (self._callee(call.func, f.self_class, f.unit) or self._object_method(call.func, f.key)) in free
+                    ),
+                )
+                if found is not None:
+                    found_now[key] = found
+            ranked = found_now
+        self.rank_raisers.update(ranked)
+        plain = {key: self._unranked_calls(self.table[key]) for key in marked}
+        for _ in range(_MAX_DEPTH):
+            grew = False
+            for key, targets in plain.items():
+                if key in self.rank_raisers:
+                    continue
+                hit = next((c for c, _ in targets if c in self.rank_raisers), None)
+                if hit is None:
+                    continue
+                cond, raised = self.rank_raisers[hit]
+                name = self.table[hit].node.name
+                self.rank_raisers[key] = (cond if " (in " in cond else f"{cond} (in {name}())", raised)
+                grew = True
+            if not grew:
+                break
+
+    def _unranked_calls(self, func: _Func) -> list[tuple[str, int]]:
+        """The calls of functions of the file that ``func`` makes outside a ``try`` with handlers and outside any
+        ``if`` whose test is rank-dependent, as (callee, line)."""
+        taint = self.strict_taint.get(func.key, set())
+        laundered = self.laundered.get(func.key) or None
+        found: list[tuple[str, int]] = []
+
+        def visit(node: ast.AST) -> None:
+            if isinstance(node, _SCOPES):
+                return
+            if isinstance(node, ast.Try) and node.handlers:
+                for part in (*node.handlers, *node.orelse, *node.finalbody):
+                    visit(part)
+                return
+            if isinstance(node, ast.If) and self._strictly(self.mentions_rank, node.test, taint, laundered, False):
+                return
+            if isinstance(node, ast.Call):
+                callee = self._callee(node.func, func.self_class, func.unit) or self._object_method(node.func, func.key)
+                if callee:
+                    found.append((callee, node.lineno))
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+        for stmt in func.node.body:
+            visit(stmt)
+        return found
+
+    def _object_method(self, func: ast.expr, key: str) -> str | None:
+        """The method of a class of the file that ``obj.method`` calls when ``obj`` holds an object of it, built
+        in the function ``key`` or at module level (``wandb = Wandb(reachable=False)``, a stand-in), or kept in a
+        ``self.`` attribute of the method's class (``self.wandb``, handed to the constructor), or None."""
+        receiver = _dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if receiver is None:
+            return None
+        held = self.objects.get(key, {}).get(receiver) or self.objects.get(None, {}).get(receiver)
+        owner = self.table[key].self_class if key in self.table else None
+        if held is None and receiver.startswith("self.") and owner is not None:
+            held = next(
+                (b for c in self._ancestors(owner) if (b := self.objects.get(f"class {c}", {}).get(receiver))), None
+            )
+        if held is None or held.local is None:
+            return None
+        return next(
+            (f"{cls}.{func.attr}" for cls in self._ancestors(held.local) if f"{cls}.{func.attr}" in self.table), None
+        )
 
     def exits_process(self, key: str, seen: frozenset[str] = frozenset()) -> bool:
         """Whether function ``key`` of the file, or one it calls, can end the process past ``except Exception``:
@@ -7577,7 +7753,14 @@ def _explain(
         if _property_read(site.node):  # review79l C3: a @property read; `m.total()` would call its value
             callee, verb = site.callee, "read"
         why = f"`{callee}` reaches {site.collective.split(' -> ', 1)[1]}; {why}"
-        if reason in ("branch", "decorator"):
+        if reason == "branch" and callee.endswith((" (FSDP forward)", " (DDP forward)")) and " -> " in site.collective:
+            # the wrapped model's forward, called on every rank, makes the inner collective under its own test
+            inner = site.collective.split(" -> ")[1]
+            fix = (
+                f"in the module's forward, call `{inner}` on every rank (on an empty input where a rank has none) "
+                f"and keep only the work on its output under `{cond}`"
+            )
+        elif reason in ("branch", "decorator"):
             fix = f"{verb} `{callee}` on every rank and keep only its rank-specific work under `{cond}`"
         elif reason == "early-exit":
             fix = f"{verb} `{callee}` on every rank before any rank leaves"
@@ -10070,21 +10253,61 @@ class _Walker:
 
     def _works_before_collective(self, call: ast.Call) -> bool:
         """Whether a function of the file that ``call`` reaches does work of its own (:func:`_does_work`) before
-        its first statement that makes or reaches a collective; True when the function is not found."""
+        its first statement that makes or reaches a collective; True when the function is not found. The
+        function's ``if`` blocks are read in order (rank 0's ``ref = prepare(req)`` before the ``broadcast`` of
+        the same block is work first); work every rank does alike (:func:`_uniform_work`: ``torch.manual_seed``,
+        ``torch.randn(SHAPE)``) is not a rank's own error, and nor is work in a ``try`` whose handler catches
+        every error and goes on (its failure is handed on, as vllm-omni's ``_broadcast_rank0_exception`` does in
+        round 46's correct H3 item: rank 0's reference preparation in ``try: ... except Exception as e: exc =
+        e``, then a broadcast of ``exc`` every rank makes, then every rank raises together)."""
         found = self.an.classify(call, self.unit, self.self_class, self.scope)
         func = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
         if func is None:
             return True
-        for stmt in func.node.body:
-            for node in _own_nodes([stmt]):
-                if not isinstance(node, ast.Call):
-                    continue
-                if _terminal(node.func) in COLLECTIVES:
+        return self._work_first(func.node.body, func) is True
+
+    def _work_first(self, body: list[ast.stmt], func: _Func) -> bool | None:
+        """For :meth:`_works_before_collective`: True when ``body`` does work of a rank's own before it makes or
+        reaches a collective, False when a collective comes first, None when it has neither (``func``: the function
+        ``body`` is of)."""
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                if self._has_collective(stmt.test, func):
                     return False
-                inner = self.an.classify(node, self.unit, self.self_class, self.scope)
-                if inner is not None and inner.kind == "call" and inner.target in self.an.reach:
+                if _does_work(ast.Expr(value=stmt.test)) and not _uniform_work(stmt.test):
+                    return True
+                ways = [self._work_first(stmt.body, func), self._work_first(stmt.orelse, func)]
+                if True in ways:
+                    return True
+                if False in ways:
                     return False
-            if _does_work(stmt):
+                continue
+            if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(
+                _goes_on_after_any(h) for h in stmt.handlers
+            ):
+                # an error of the body is caught and the function goes on: the body's own work leaves nothing
+                inner = self._work_first(stmt.body, func)
+                if inner is False:
+                    return False
+                rest = self._work_first([s for h in stmt.handlers for s in h.body] + stmt.finalbody, func)
+                if rest is not None:
+                    return rest
+                continue
+            if self._has_collective(stmt, func):
+                return False
+            if _does_work(stmt) and not _uniform_work(stmt):
+                return True
+        return None
+
+    def _has_collective(self, node: ast.AST, func: _Func) -> bool:
+        """Whether a statement or expression makes a collective or calls a function of the file reaching one."""
+        for inner in _own_nodes([node]):
+            if not isinstance(inner, ast.Call):
+                continue
+            if _terminal(inner.func) in COLLECTIVES:
+                return True
+            found = self.an.classify(inner, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach)):
                 return True
         return False
 
@@ -10335,7 +10558,12 @@ class _Walker:
                 metric = _dotted(call.func.value) or ""
                 loop, line, states = self.fed[metric]
                 self.an.flag(self.unit, site, "uneven-state", loop, None, (states, line, metric))
-            return _Item("op", key=("op", found.target), site=site, node=call)
+            item = _Item("op", key=("op", found.target), site=site, node=call)
+            forward = self._module_forward(call) if found.target.startswith(("fsdp.forward.", "ddp.forward.")) else None
+            if forward is not None:  # the wrapped module's own forward, which may make more collectives
+                inner = _Call("call", found.display, forward)
+                return self._fed_rank_optional(call, inner, item) or item
+            return item
         if (
             found.target not in self.an.reach
             or self.an.switched_off(call, found.target)
@@ -10348,6 +10576,7 @@ class _Walker:
         item = _Item("op", key=("call", found.target), site=site, node=call)
         return (
             self._fed_own_data(call, found, item)
+            or self._fed_rank_optional(call, found, item)
             or self._fed_rank_share(call, found, item)
             or self._looped_uneven_share(call, found, item)
             or item
@@ -10381,6 +10610,56 @@ class _Walker:
             chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
             gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
             return self._if(None, [gated], [], text=text, rank=True)
+        return None
+
+    def _module_forward(self, call: ast.Call) -> str | None:
+        """The ``forward`` of the class of the file whose object a DDP/FSDP-wrapped name holds (``model =
+        Glimmer(); fully_shard(model)``, then ``model(tokens, pixel_values)``), or None."""
+        name = _dotted(call.func) or ""
+        held = self.an.objects.get(self.scope, {}).get(name)
+        if held is None and name.startswith("self.") and self.self_class is not None:
+            held = self.an.objects.get(f"class {self.self_class}", {}).get(name)
+        if held is None or held.local is None:
+            return None
+        return next(
+            (f"{cls}.forward" for cls in self.an._ancestors(held.local) if f"{cls}.forward" in self.an.table), None
+        )
+
+    def _fed_rank_optional(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
+        """A call of a function (or a module's ``forward``) of the file that makes a collective only under a test
+        of a parameter against None (see :meth:`_Analysis.data_gate`: ``if pixel_values is not None:
+        image_tokens = self.vision_encoder(pixel_values)``, an FSDP-sharded encoder), handed a value that is None
+        on some ranks only: ``x if c else None`` (or ``None if c else x``) with ``c`` rank-dependent, written
+        in the call or assigned to the name it passes. Round 46's torchtitan item: ``pixel_values =
+        torch.randn(4, PATCH) if has_image else None`` with ``has_image = step == 0 or rank == 0`` (a text-only
+        sample on one rank), so only the ranks with an image all-gather the encoder. The call is reported under
+        the callee's test."""
+        gate = self.an.data_gate(found.target)
+        if gate is None:
+            return None
+        params, test, inner, shown = gate
+        tested = self.an._gate_tests[found.target]
+        func = self.an.table[found.target]
+        names = [a.arg for a in func.node.args.args]
+        skip = 1 if names[:1] in (["self"], ["cls"]) else 0
+        bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        scope_nodes = list(_own_nodes(self.an.table[self.scope].node.body)) if self.scope in self.an.table else []
+        for param, arg in bound:
+            if param not in params or not _none_test(tested, param):
+                continue
+            value = arg
+            if isinstance(arg, ast.Name):
+                assigned = _assigned_value(arg.id, scope_nodes)
+                value = assigned[0] if assigned is not None and assigned[1] is None else arg
+            if not (
+                isinstance(value, ast.IfExp)
+                and (_is_none(value.body) != _is_none(value.orelse))
+                and self.an.mentions_rank(value.test, self.taint, self.laundered)
+            ):
+                continue
+            chain = " -> ".join((found.display, shown, *(self.an.chain(inner) if inner else ())))
+            gated = _Item("op", key=item.key, site=_Site(call, chain, found.display, item.site.note), node=call)  # type: ignore[union-attr]
+            return self._if(None, [gated], [], text=test, rank=True)
         return None
 
     def _fed_rank_share(self, call: ast.Call, found: _Call, item: _Item) -> _Item | None:
@@ -15671,14 +15950,25 @@ class _DetachedLosses:
         self.an = an
 
     def run(self) -> None:
-        if not any(_BACKWARD_COLLECTIVES.search(u.source) for u in self.an.units):
+        through = self._through_functions()
+        if not through and not any(_BACKWARD_COLLECTIVES.search(u.source) for u in self.an.units):
             return
-        backpropagated = self._backpropagated()
+        backpropagated = (
+            self._backpropagated() if any(_BACKWARD_COLLECTIVES.search(u.source) for u in self.an.units) else {}
+        )
+        constants = {
+            name
+            for u in self.an.units
+            for node in u.tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            for t in node.targets
+            for name in _target_names(t)
+        }
         for func in self.an.funcs:
-            if not func.unit.report or func.node.name not in backpropagated:
+            if not func.unit.report or (func.node.name not in backpropagated and func.node.name not in through):
                 continue
             returns = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.Return) and n.value is not None]
-            fresh = [r for r in returns if self._fresh(r.value)]
+            fresh = [r for r in returns if self._fresh(r.value, constants)]
             if not fresh or len(fresh) == len(returns):
                 continue
             parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
@@ -15687,7 +15977,54 @@ class _DetachedLosses:
                 test = self._branch(ret, parents, func.node)
                 if test is None or not any(isinstance(n, ast.Name) and n.id in inputs for n in ast.walk(test)):
                     continue  # a branch on the configuration is taken alike on every rank
-                self._report(func, ret.value, test, backpropagated[func.node.name])
+                if func.node.name in backpropagated:
+                    self._report(func, ret.value, test, backpropagated[func.node.name])
+                else:
+                    self._report(func, ret.value, test, through[func.node.name][0], through[func.node.name][1:])
+
+    def _through_functions(self) -> dict[str, tuple[int, str, str]]:
+        """Names of functions whose result a function of the file hands to ``F.apply(...)`` of an autograd
+        Function of the file whose ``backward`` makes or reaches a collective (PaddleFormers' ``AllToAll``, round
+        45: the expert output goes through the combining all-to-all, whose backward is the reverse all-to-all):
+        name -> (the apply's line, the Function, its backward's collective)."""
+        functions = {}
+        for cls in self.an.class_nodes:
+            if not self.an._autograd_function(cls):
+                continue
+            backward = next(
+                (f"{c}.backward" for c in self.an._ancestors(cls) if f"{c}.backward" in self.an.table), None
+            )
+            if backward is not None and backward in self.an.reach:
+                chain = self.an.chain(backward)
+                functions[cls] = chain[-1] if chain else "a collective"
+        if not functions:
+            return {}
+        found: dict[str, tuple[int, str, str]] = {}
+        for func in self.an.funcs:
+            nodes = list(_own_nodes(func.node.body))
+            made: dict[str, set[str]] = {}
+            assigns = sorted(
+                (n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            for node in assigns:
+                into = self._into(node.value, made)
+                for name in _target_names(node.targets[0]):
+                    made[name] = made.get(name, set()) | into
+            for node in nodes:
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "apply"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in functions
+                ):
+                    continue
+                cls = node.func.value.id
+                for arg in node.args:
+                    for name in self._into(arg, made):
+                        found.setdefault(name, (node.lineno + func.unit.offset, cls, functions[cls]))
+        return found
 
     def _backpropagated(self) -> dict[str, int]:
         """Names of functions whose result some function of the file calls ``.backward()`` on: name -> line."""
@@ -15726,7 +16063,9 @@ class _DetachedLosses:
         return into
 
     @staticmethod
-    def _fresh(value: ast.expr) -> bool:
+    def _fresh(value: ast.expr, constants: frozenset[str] | set[str] = frozenset()) -> bool:
+        """A tensor made from constants (literals, or names the module assigns a literal: ``torch.empty(0,
+        HIDDEN)``), or a ``new_*``/``*_like`` factory: no graph behind it."""
         if not isinstance(value, ast.Call):
             return False
         name = _terminal(value.func)
@@ -15737,7 +16076,10 @@ class _DetachedLosses:
         if name.endswith("_like"):
             return True
         return all(
-            isinstance(a, ast.Constant) or (isinstance(a, (ast.Tuple, ast.List)) and not a.elts) for a in value.args
+            isinstance(a, ast.Constant)
+            or (isinstance(a, ast.Name) and a.id in constants)
+            or (isinstance(a, (ast.Tuple, ast.List)) and not a.elts)
+            for a in value.args
         )
 
     @staticmethod
@@ -15751,11 +16093,29 @@ class _DetachedLosses:
             node = parent
         return None
 
-    def _report(self, func: _Func, value: ast.Call, test: ast.expr, line: int) -> None:
+    def _report(
+        self, func: _Func, value: ast.Call, test: ast.expr, line: int, through: tuple[str, str] | None = None
+    ) -> None:
         unit = func.unit
         if id(value) in self.an.found:
             return
         shown, cond = unit.text(value), unit.text(test)
+        if through is not None:
+            cls, made = through
+            why = (
+                f"`{func.node.name}` returns `{shown}` when `{cond}`: a tensor made from constants, with no graph "
+                f"behind it, which line {line} hands to `{cls}.apply`, whose backward makes {made}. On a rank whose "
+                f"data take this branch what `{cls}.apply` makes of it requires no gradient, so the rank's backward "
+                "never runs that backward (nor the backward of what fed this function, whose input the branch "
+                "drops), while the other ranks wait in those collectives until the timeout or pair them with the "
+                "rank's next call"
+            )
+            fix = (
+                "return a value that keeps the graph: the (empty) input itself, or a zero made from it "
+                "(`x[:0]`, `x.sum() * 0.0`), so the backward runs the same collectives on every rank"
+            )
+            _record_finding(self.an, value, unit, "detached-loss", cond, why, fix)
+            return
         why = (
             f"`{func.node.name}` returns `{shown}` when `{cond}`: a tensor made from constants, with no graph behind "
             f"it, so in the backward of line {line} this term reaches no parameter. A rank whose data take this "
@@ -15873,6 +16233,230 @@ class _SharedMakes:
             "every rank, or make it on one rank before a barrier the others wait at"
         )
         _record_finding(self.an, call, unit, "every-rank-mkdir", f"{shown} on every rank", why, fix)
+
+
+#: Calls that read a file named by their first argument (``json.load`` reads an open file: see ``_SharedCreates``).
+_PATH_READS = frozenset({"load", "read_csv", "read_json", "read_parquet", "loadtxt", "read_text", "read_bytes"})
+#: Calls that write their argument into an open file handed to them (``json.dump(obj, f)``), or a path's contents.
+_HANDLE_WRITES = frozenset({"dump", "save", "write", "writelines", "savetxt"})
+
+
+class _SharedCreates:
+    """``file-race`` - a function that runs on every rank (see :class:`_SharedMakes`) checks whether a file is
+    there (``if not os.path.isfile(path):``, the same path on every rank, under no rank test), writes it in place
+    when it is missing (``open(path, "w")``, ``torch.save(x, path)``, directly or in a function of the file handed
+    the path) and reads it when it is there: a rank that checks while another is still writing finds the file
+    and reads it half-written (MIC-DKFZ/nnUNet issue #3064, ``splits_final.json``: round 46). Quiet when the
+    writer writes another file and renames it into place (``os.replace(tmp, path)``: a reader finds no file or a
+    whole one), which the issue's fix does."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self.makes = _SharedMakes(an)
+
+    def run(self) -> None:
+        if not self.an.reach:
+            return
+        for func in self.an.funcs:
+            if not func.unit.report:
+                continue
+            checks = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.If) and self._looked(n.test)]
+            if not checks or not self.makes._on_every_rank(func):
+                continue
+            taint = self.an.func_taint.get(func.key, set())
+            parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
+            for stmt in checks:
+                negated, path = self._looked(stmt.test)  # type: ignore[misc]
+                if self.an.mentions_rank(path, taint, files=False) or self.makes._guarded(
+                    stmt, parents, func.node, taint
+                ):
+                    continue
+                text = func.unit.text(path)
+                missing, present = (stmt.body, stmt.orelse) if negated else (stmt.orelse, stmt.body)
+                write = self._access(missing, text, func, self._writes)
+                read = self._access(present, text, func, self._reads) if write is not None else None
+                if write is None or read is None:
+                    continue
+                if self._orders(missing, func) or self._ordered_before(stmt, func, parents):
+                    continue  # one rank writes first and the others wait (a barrier, main_process_first)
+                self._report(func, stmt, text, write, read)
+
+    def _collective_call(self, call: ast.AST, func: _Func) -> bool:
+        """A call that makes or reaches a collective, or opens a block that makes one first (``with
+        accelerator.main_process_first():``, YOLOv5's ``torch_distributed_zero_first(rank)``)."""
+        if not isinstance(call, ast.Call):
+            return False
+        if "first" in (_terminal(call.func) or ""):
+            return True
+        found = self.an.classify(call, func.unit, func.self_class, func.key)
+        return found is not None and (found.kind == "coll" or (found.kind == "call" and found.target in self.an.reach))
+
+    def _orders(self, stmts: list[ast.stmt], func: _Func) -> bool:
+        """Whether ``stmts`` make or reach a collective (a barrier around one rank's write), or write under a
+        test on the rank (one rank writes: the file-race check of one scope's order covers that)."""
+        taint = self.an.func_taint.get(func.key, set())
+        for node in _own_nodes(stmts):
+            if self._collective_call(node, func):
+                return True
+            if isinstance(node, ast.If) and self.an.mentions_rank(node.test, taint, files=False):
+                return True
+        return False
+
+    def _ordered_before(self, stmt: ast.If, func: _Func, parents: dict[int, ast.AST]) -> bool:
+        """Whether a collective comes before the check in its function (``if local_rank not in [-1, 0]:
+        dist.barrier()``, transformers' cache written by the first process), or the check runs inside a ``with``
+        block that makes one (in its function, or around a call of its function or of that function's callers:
+        YOLOv5's ``with torch_distributed_zero_first(rank): dataset = LoadImagesAndLabels(...)``)."""
+        for node in _own_nodes(func.node.body):
+            if getattr(node, "lineno", stmt.lineno) < stmt.lineno and self._collective_call(node, func):
+                return True
+        node: ast.AST = stmt
+        while id(node) in parents:
+            node = parents[id(node)]
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                self._collective_call(i.context_expr, func) for i in node.items
+            ):
+                return True
+        keys, seen = [func.key], {func.key}
+        for _ in range(3):
+            callers = []
+            for key in keys:
+                inner = self.an.table[key]
+                sites = self.an._call_sites(key)
+                if inner.node.name == "__init__" and inner.self_class:
+                    sites += self.an._call_sites(inner.self_class)
+                for call, scope, _unit in sites:
+                    outer = self.an.table.get(scope) if scope is not None else None
+                    if outer is None:
+                        continue
+                    around = {id(c): n for n in ast.walk(outer.node) for c in ast.iter_child_nodes(n)}
+                    node = call
+                    while id(node) in around:
+                        node = around[id(node)]
+                        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                            self._collective_call(i.context_expr, outer) for i in node.items
+                        ):
+                            return True
+                    if scope not in seen:
+                        seen.add(scope)
+                        callers.append(scope)
+            keys = callers
+        return False
+
+    @staticmethod
+    def _looked(test: ast.expr) -> tuple[bool, ast.expr] | None:
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negated else test  # type: ignore[attr-defined]
+        path = _looked_at(inner) if isinstance(inner, ast.Call) else None
+        return None if path is None else (negated, path)
+
+    def _access(self, stmts, text, func, how) -> tuple[ast.AST, _Unit, ast.Call | None] | None:
+        """Where ``stmts`` write (or read, per ``how``) the file ``text`` names: (the node, its unit, the call of
+        the function of the file that does it, if one does), directly or one call deep."""
+        found = how(stmts, text)
+        if found is not None:
+            return found, func.unit, None
+        for call in (n for n in _own_nodes(stmts) if isinstance(n, ast.Call)):
+            callee = self.an._callee(call.func, func.self_class, func.unit)
+            inner = self.an.table.get(callee) if callee else None
+            if inner is None:
+                continue
+            names = [a.arg for a in inner.node.args.args]
+            skip = 1 if names[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+            bound = list(zip(names[skip:], call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+            for param, arg in bound:
+                if func.unit.text(arg) == text:
+                    found = how(inner.node.body, param)
+                    if found is not None:
+                        return found, inner.unit, call
+        return None
+
+    @staticmethod
+    def _mode(call: ast.Call) -> str:
+        mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+
+    def _writes(self, stmts: list[ast.stmt], text: str) -> ast.AST | None:
+        """A write of the file ``text`` names in place: the first write into ``with <opener>(path, "w") as f:``
+        (``json.dump(obj, f)``), else the opening call; or ``torch.save(x, path)``."""
+        for node in _own_nodes(stmts):
+            if isinstance(node, ast.With):
+                for item in node.items:
+                    opened = item.context_expr
+                    if not (isinstance(opened, ast.Call) and opened.args and ast.unparse(opened.args[0]) == text):
+                        continue
+                    if not self._mode(opened).startswith(("w", "a", "x")):
+                        continue
+                    if self._mode(opened).startswith("x"):
+                        return opened  # the open itself fails on the second rank to find the file missing
+                    handle = _dotted(item.optional_vars) if item.optional_vars is not None else None
+                    for inner in _own_nodes(node.body):
+                        if (
+                            isinstance(inner, ast.Call)
+                            and _terminal(inner.func) in _HANDLE_WRITES
+                            and handle is not None
+                            and any(_dotted(a) == handle for a in (*inner.args, getattr(inner.func, "value", None)))
+                        ):
+                            return inner
+                    return opened
+            if (
+                isinstance(node, ast.Call)
+                and _dotted(node.func) == "torch.save"
+                and len(node.args) > 1
+                and ast.unparse(node.args[1]) == text
+            ):
+                return node
+        return None
+
+    def _reads(self, stmts: list[ast.stmt], text: str) -> ast.AST | None:
+        """A read of the file ``text`` names: ``open(path)`` for reading, or a loader given the path."""
+        for node in _own_nodes(stmts):
+            if not (isinstance(node, ast.Call) and node.args and ast.unparse(node.args[0]) == text):
+                continue
+            name = _terminal(node.func)
+            if name == "open" and self._mode(node).startswith("r"):
+                return node
+            if name in _PATH_READS:
+                return node
+        return None
+
+    def _report(self, func: _Func, stmt: ast.If, text: str, write, read) -> None:
+        node, unit, via = write
+        if id(node) in self.an.found:
+            return
+        shown_node, _, read_via = read
+        check = func.unit.text(stmt.test)
+        wrote = f"`{func.unit.text(via)}` at line {via.lineno + func.unit.offset}" if via is not None else "here"
+        reader = read_via if read_via is not None else shown_node
+        exclusive = isinstance(node, ast.Call) and _terminal(node.func) == "open" and self._mode(node).startswith("x")
+        also = (
+            "; and with mode 'x' a second rank that also found it missing raises FileExistsError at this open"
+            if exclusive
+            else ""
+        )
+        why = (
+            f"every rank runs `{func.key}` and checks `{check}` (line {stmt.lineno + func.unit.offset}): a rank that "
+            f"finds `{text}` missing writes it in place ({wrote}), "
+            f"while a rank that finds it already there reads it (`{func.unit.text(reader)}` at line "
+            f"{reader.lineno + func.unit.offset}): nothing orders one rank's write before another's check, so a rank "
+            "that checks while another is still writing finds the file and reads it half-written (nnU-Net issue "
+            f"#3064: a JSONDecodeError on the late rank){also}, and fails while the others go on to their next "
+            "collective"
+        )
+        fix = (
+            f"write to a temporary file in the same folder and `os.replace` it onto `{text}`, so a reader finds no "
+            "file or a whole one; or write it on one rank and let the others read it after a barrier"
+        )
+        _record_finding(
+            self.an,
+            node,  # type: ignore[arg-type]
+            unit,
+            "file-race",
+            check,
+            why,
+            fix,
+            condition_line=stmt.lineno + func.unit.offset,
+        )
 
 
 class _StoreKeys:
