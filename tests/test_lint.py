@@ -7071,3 +7071,372 @@ def test_a_ring_whose_receive_peer_is_the_rank_it_sends_to_waits_for_a_message_n
     assert lint_source(RING_COMM.replace("comm = RingComm()", "comm = RingComm(dist.new_group([0, 1, 2]))")) == []
     extra = RING_COMM + "\n\ndef hand_back(t, peer):\n    dist.send(t, dst=peer)\n"
     assert lint_source(extra) == []
+
+
+# --------------------------------------------------------------- lintrecall32b: library semantics without a table
+
+
+POWER_SGD_LOCAL_START = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def my_shards(rank, world_size):
+    shards = [torch.randn(n, 16) for n in [10, 10, 10, 6]]
+    return shards[rank::world_size]
+
+
+def start_iter(shards):
+    steps_per_epoch = sum(len(s) for s in shards) // 2
+    return max(2, 3 * steps_per_epoch // 10)
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DDP(nn.Linear(16, 1))
+    shards = my_shards(rank, world_size)
+    state = powerSGD.PowerSGDState(process_group=None, start_powerSGD_iter=start_iter(shards))
+    model.register_comm_hook(state, powerSGD.powerSGD_hook)
+    for step in range(6):
+        loss = model(torch.randn(2, 16)).pow(2).mean()
+        loss.backward()
+"""
+
+
+def test_power_sgd_start_iter_from_the_ranks_own_shards_is_an_agreed_argument() -> None:
+    """Round 25's buggy_powersgd_start_iter_from_local_shard: start_powerSGD_iter counted from the rank's own shards,
+    so the ranks switch from the vanilla all_reduce to PowerSGD's at different steps; reported at the backward
+    that runs the hook, the state's line as the condition. The twin all-reduces the count with MIN first."""
+    [found] = lint_source(POWER_SGD_LOCAL_START)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 26, 22)
+    assert found.collective == "loss.backward() (PowerSGDState with start_powerSGD_iter from this rank)"
+    assert "this backward runs the DDP comm hook given that state" in found.why
+    assert "before it the hook makes one all_reduce of the whole gradient bucket" in found.why
+    assert "powerSGD_hook.py" in found.why and "all_reduce the per-rank numbers with MIN or MAX" in found.fix
+    agreed = POWER_SGD_LOCAL_START.replace(
+        "    steps_per_epoch = sum(len(s) for s in shards) // 2\n    return max(2, 3 * steps_per_epoch // 10)\n",
+        "    steps = torch.tensor([sum(len(s) for s in shards) // 2])\n"
+        "    dist.all_reduce(steps, op=dist.ReduceOp.MIN)\n"
+        "    return max(2, 3 * int(steps.item()) // 10)\n",
+    )
+    assert [f.kind for f in lint_source(agreed)] == []
+    constant = POWER_SGD_LOCAL_START.replace("start_powerSGD_iter=start_iter(shards)", "start_powerSGD_iter=10")
+    assert lint_source(constant) == []
+    # without a registration in the scope, the finding stays at the state's constructor
+    unregistered = POWER_SGD_LOCAL_START.replace("    model.register_comm_hook(state, powerSGD.powerSGD_hook)\n", "")
+    [found] = lint_source(unregistered)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 22, None)
+    # a model averager's warm-up from the rank: reported at its average_parameters()
+    averaging = """\
+import torch.distributed as dist
+from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+
+
+def train(model, opt, loader):
+    rank = dist.get_rank()
+    averager = PeriodicModelAverager(period=4, warmup_steps=100 + rank)
+    for x in loader:
+        opt.step()
+        averager.average_parameters(model.parameters())
+"""
+    [found] = lint_source(averaging)
+    assert (found.kind, found.line, found.condition_line) == ("agreed-argument", 10, 7)
+    assert lint_source(averaging.replace("100 + rank", "100")) == []
+
+
+FREEZE_AFTER_RANK0_LOAD = """\
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def load_pretrained(model, name):
+    if not name:
+        return False
+    model.backbone.load_state_dict(fetch(name))
+    return True
+
+
+def freeze_backbone(model):
+    for p in model.backbone.parameters():
+        p.requires_grad_(False)
+
+
+def worker():
+    rank = dist.get_rank()
+    model = Classifier()
+    loaded = False
+    if rank == 0:
+        loaded = load_pretrained(model, "hub://backbone")
+    if loaded:
+        freeze_backbone(model)
+    model = DDP(model)
+"""
+
+
+def test_a_freeze_on_some_ranks_before_ddp_is_a_diverged_module() -> None:
+    """Round 20's buggy_freeze_after_rank0_load: the backbone frozen only where rank 0's load succeeded, so the
+    ranks' parameters that require grad differ when DDP's constructor checks and broadcasts them. The twin
+    loads and freezes on every rank."""
+    [found] = lint_source(FREEZE_AFTER_RANK0_LOAD)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 26, 24)
+    assert found.collective == "DDP(model) (DDP construction)"
+    assert "`freeze_backbone(model)` (line 25) changes which parameters of `model` require grad" in found.why
+    assert "only on the ranks where `loaded` holds" in found.why and "_verify_param_shape_across_processes" in found.why
+    every = FREEZE_AFTER_RANK0_LOAD.replace("    loaded = False\n    if rank == 0:\n        loaded", "    loaded")
+    assert lint_source(every) == []
+    # a freeze written in place, in the else branch of a rank test
+    inline = FREEZE_AFTER_RANK0_LOAD.replace(
+        "    if loaded:\n        freeze_backbone(model)\n",
+        "    if rank == 0:\n        pass\n    else:\n        for p in model.parameters():\n            p.requires_grad = False\n",
+    )
+    [found] = lint_source(inline)
+    assert (found.kind, found.condition) == ("diverged-module", "not (rank == 0)")
+    # a rank-0 load alone changes only values, which DDP's broadcast repairs
+    loaded_only = FREEZE_AFTER_RANK0_LOAD.replace("    if loaded:\n        freeze_backbone(model)\n", "")
+    assert lint_source(loaded_only) == []
+
+
+NONE_BUFFER_FIT_ON_RANK0 = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Standardize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", None)
+
+    @torch.no_grad()
+    def fit(self, x):
+        self.mean = x.mean(0)
+
+    def forward(self, x):
+        return x if self.mean is None else x - self.mean
+
+
+def worker(x):
+    rank = dist.get_rank()
+    net = nn.Sequential(Standardize(), nn.Linear(4, 1))
+    if rank == 0:
+        net[0].fit(x)
+    model = DDP(net)
+"""
+
+
+def test_a_buffer_registered_as_none_and_filled_on_rank0_before_ddp_is_a_diverged_module() -> None:
+    """Round 19's buggy_normalizer_lazy_buffers_rank0_fit: fit() gives rank 0's Standardize the buffer its __init__
+    registered as None, so DDP's broadcast of the buffers differs in size between the ranks. The twin allocates
+    the buffer in __init__ and fills it in place on rank 0 (DDP then broadcasts rank 0's values)."""
+    [found] = lint_source(NONE_BUFFER_FIT_ON_RANK0)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 25, 23)
+    assert "whether `net` holds the buffer `mean` (Standardize registers it as None)" in found.why
+    allocated = NONE_BUFFER_FIT_ON_RANK0.replace(
+        'register_buffer("mean", None)', 'register_buffer("mean", torch.zeros(4))'
+    ).replace("self.mean = x.mean(0)", "self.mean.copy_(x.mean(0))")
+    assert lint_source(allocated) == []
+    everywhere = NONE_BUFFER_FIT_ON_RANK0.replace("    if rank == 0:\n        net[0].fit(x)\n", "    net[0].fit(x)\n")
+    assert lint_source(everywhere) == []
+
+
+COMM_HOOK_SKIPS_ZERO_BUCKET = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def skip_zero_allreduce_hook(state, bucket):
+    buf = bucket.buffer()
+    if not torch.any(buf):
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+    fut = dist.all_reduce(buf, async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0].div_(dist.get_world_size()))
+
+
+def worker(net):
+    model = DDP(net, find_unused_parameters=True)
+    model.register_comm_hook(None, skip_zero_allreduce_hook)
+"""
+
+
+def test_a_comm_hook_that_skips_its_all_reduce_on_the_buckets_values_is_a_branch() -> None:
+    """Round 17's buggy_comm_hook_skips_zero_bucket: the hook returns early for a bucket whose gradients are all
+    zero on this rank (its auxiliary head unused there) and all-reduces it on the others. The twin all-reduces
+    every bucket; a test of the bucket's size or is_last() is the same on every rank and quiet."""
+    [found] = lint_source(COMM_HOOK_SKIPS_ZERO_BUCKET)
+    assert (found.kind, found.line, found.condition_line, found.collective) == ("branch", 12, 8, "dist.all_reduce")
+    assert "`skip_zero_allreduce_hook` is the DDP communication hook registered at line 18" in found.why
+    assert "`not torch.any(buf)` reads those gradients, which differ between ranks" in found.why
+    every = COMM_HOOK_SKIPS_ZERO_BUCKET.replace(
+        "    if not torch.any(buf):\n        fut = torch.futures.Future()\n        fut.set_result(buf)\n        return fut\n",
+        "",
+    )
+    assert lint_source(every) == []
+    for same_everywhere in (
+        "buf.numel() == 0",
+        "bucket.is_last()",
+        "bucket.index() > 3",
+        "len(bucket.gradients()) < 2",
+    ):
+        assert lint_source(COMM_HOOK_SKIPS_ZERO_BUCKET.replace("not torch.any(buf)", same_everywhere)) == []
+    # the same test through a name: a norm of the bucket's gradients
+    normed = COMM_HOOK_SKIPS_ZERO_BUCKET.replace(
+        "    if not torch.any(buf):", "    norm = buf.norm()\n    if norm < 1e-8:"
+    )
+    assert [f.kind for f in lint_source(normed)] == ["branch"]
+
+
+RANK_ZERO_ONLY_SIZE = """\
+import functools
+
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def rank_zero_only(fn, default=None):
+    @functools.wraps(fn)
+    def wrapped_fn(*args, **kwargs):
+        if dist.get_rank() == 0:
+            return fn(*args, **kwargs)
+        return default
+    return wrapped_fn
+
+
+@rank_zero_only
+def prepare_data(data_dir):
+    vocab = build_vocab(data_dir)
+    return len(vocab)
+
+
+class TextClassifier(nn.Module):
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab_size, 16)
+        self.fc = nn.Linear(16, 2)
+
+
+def worker(data_dir):
+    vocab_size = prepare_data(data_dir)
+    model = DDP(TextClassifier(vocab_size))
+"""
+
+
+def test_a_module_sized_by_a_rank_zero_only_result_is_a_diverged_module() -> None:
+    """Round 15's buggy_rank_zero_only_return_value: the vocabulary size comes back from a @rank_zero_only function,
+    None on rank 1, and sizes the EmbeddingBag, so the ranks' parameters differ in shape when DDP checks them. The
+    twin writes the vocabulary on rank 0 and reads its size on every rank after a barrier."""
+    [found] = lint_source(RANK_ZERO_ONLY_SIZE)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 32, 31)
+    assert found.collective == "DDP(TextClassifier(vocab_size)) (DDP construction)"
+    assert "`prepare_data` runs only on the ranks its decorator `@rank_zero_only` lets through" in found.why
+    assert "passes it as a size to `nn.EmbeddingBag(vocab_size, 16)`" in found.why
+    shared = RANK_ZERO_ONLY_SIZE.replace(
+        "    vocab_size = prepare_data(data_dir)\n",
+        "    prepare_data(data_dir)\n    dist.barrier()\n    vocab_size = len(build_vocab(data_dir))\n",
+    )
+    assert lint_source(shared) == []
+    # a torch.nn layer sized from the rank directly, and a size that is no parameter's (quiet)
+    direct = "import torch.distributed as dist\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef worker():\n    width = 8 * (dist.get_rank() + 1)\n    model = DDP(nn.Linear(4, width))\n"
+    [found] = lint_source(direct)
+    assert (found.kind, found.line, found.condition_line) == ("diverged-module", 8, 7)
+    unsized = RANK_ZERO_ONLY_SIZE.replace("nn.EmbeddingBag(vocab_size, 16)", "nn.EmbeddingBag(100, 16)")
+    assert lint_source(unsized) == []
+    # the decorated function's result decides a collective too: a branch
+    branch = RANK_ZERO_ONLY_SIZE.replace(
+        "    model = DDP(TextClassifier(vocab_size))\n", "    if vocab_size:\n        dist.barrier()\n"
+    )
+    assert [f.kind for f in lint_source(branch)] == ["branch"]
+
+
+UNFREEZE_AFTER_WRAP = """\
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def worker(net, loader):
+    for p in net.backbone.parameters():
+        p.requires_grad_(False)
+    model = DDP(net)
+    for epoch in range(3):
+        if epoch == 1:
+            for p in net.backbone.parameters():
+                p.requires_grad_(True)
+        for x, y in loader:
+            nn.functional.mse_loss(model(x), y).backward()
+"""
+
+
+def test_parameters_unfrozen_after_the_ddp_wrap_are_never_all_reduced() -> None:
+    """Round 19's buggy_unfreeze_backbone_after_ddp_wrap: the backbone is frozen when DDP builds its reducer and
+    unfrozen at epoch 1, so its gradients stay each rank's own. The twin unfreezes before the wrap and keeps the
+    backbone out of the optimizer until epoch 1."""
+    [found] = lint_source(UNFREEZE_AFTER_WRAP)
+    assert (found.kind, found.line, found.condition_line) == ("unfrozen-after-wrap", 13, 9)
+    assert "registers its gradient all_reduce only for the parameters that require grad at that moment" in found.why
+    twin = UNFREEZE_AFTER_WRAP.replace(
+        "        p.requires_grad_(False)\n    model = DDP(net)", "        p.requires_grad_(True)\n    model = DDP(net)"
+    )
+    assert lint_source(twin) == []
+    never_frozen = UNFREEZE_AFTER_WRAP.replace(
+        "    for p in net.backbone.parameters():\n        p.requires_grad_(False)\n", ""
+    )
+    assert lint_source(never_frozen) == []
+    # through the wrapper's .module, with an assignment
+    through_module = UNFREEZE_AFTER_WRAP.replace(
+        "            for p in net.backbone.parameters():\n                p.requires_grad_(True)\n",
+        "            for p in model.module.backbone.parameters():\n                p.requires_grad = True\n",
+    )
+    assert [f.kind for f in lint_source(through_module)] == ["unfrozen-after-wrap"]
+
+
+DCP_SHARED_KEY = """\
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+
+class PackedDocuments:
+    def __init__(self, rank):
+        self.documents = DOCS[rank]
+        self.sample_idx = 0
+
+    def state_dict(self):
+        return {"sample_idx": self.sample_idx}
+
+
+def build(rank):
+    model = make_model()
+    return model, PackedDocuments(rank)
+
+
+def checkpoint_state(model, data):
+    return {"model": model.state_dict(), "dataloader": data.state_dict()}
+
+
+def worker(path):
+    rank = dist.get_rank()
+    model, data = build(rank)
+    dcp.save(checkpoint_state(model, data), checkpoint_id=path)
+"""
+
+
+def test_a_per_rank_loader_state_saved_by_dcp_under_a_shared_key() -> None:
+    """Round 13's buggy_dcp_dataloader_state_shared_key: every rank saves its own loader state as "dataloader";
+    DCP writes one copy of an entry every rank holds under the same key, so every rank loads one rank's state.
+    The twin saves it under f"dp_rank_{rank}"."""
+    [found] = lint_source(DCP_SHARED_KEY)
+    assert (found.kind, found.line, found.condition_line) == ("shared-checkpoint-key", 26, 20)
+    assert "under the key 'dataloader' (line 20)" in found.why and "`PackedDocuments(rank)`" in found.why
+    assert "dedup_save_plans" in found.why
+    keyed = DCP_SHARED_KEY.replace('"dataloader": data', 'f"dp_rank_{dist.get_rank()}": data')
+    assert lint_source(keyed) == []
+    unranked = DCP_SHARED_KEY.replace("PackedDocuments(rank)", "PackedDocuments(0)")
+    assert lint_source(unranked) == []

@@ -1075,44 +1075,9 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         )
     if races:  # the run succeeded, but by timing: say so (the ordering model, on gloo)
         count = races.count_text() if isinstance(races, ordering.Races) else str(len(races))
-        removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
-        every_rank_removes = _removed_by_every_rank_at_one_line(run, races)
-        if every_rank_removes is not None:  # corpus round 42: each rank's clean-up rmtree of one temporary folder
-            what = (
-                f"every rank removed the same files at {every_rank_removes} (a clean-up each rank runs), and the "
-                "ranks' removals were ordered against nothing of each other's, so which rank removed which entry, "
-                "and whether the others still found it there, depended on timing (harmless only where every "
-                "removal ignores what is already gone)"
-            )
-            advice = RACE_SHARED_REMOVAL_ADVICE
-        elif removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
-            what = (
-                "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
-                "rank still found it there depended on timing"
-            )
-            advice = RACE_REMOVAL_ADVICE
-        elif removals:
-            what = (
-                "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
-                "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
-                "whether what they read was right: check it)"
-            )
-            advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
-        else:
-            what = (
-                "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
-                "found there depended on timing (the record cannot tell whether what they read was right: check it)"
-            )
-            advice = RACE_ADVICE
+        what, advice = _race_words(run, races)
         headline += f" But {count} pair{'s' if len(races) > 1 else ''} of file accesses raced: {what}."
-        evidence = [str(race) for race in races[:MAX_RACES_SHOWN]] + evidence
-        if len(races) > MAX_RACES_SHOWN:
-            more = (
-                f"and more: run.races() lists the first {len(races)}"
-                if getattr(races, "cut", False)
-                else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
-            )
-            evidence.insert(MAX_RACES_SHOWN, more)
+        evidence = _race_lines(races) + evidence
         evidence += reused_store_waits(run)  # a store barrier that held nothing may be why they raced
         if caught is not None and caught[2]:
             return Diagnosis("caught-errors", headline, evidence, f"{caught[2]} {advice}", ranks=caught[3])
@@ -1120,6 +1085,53 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     if caught is not None and caught[2]:  # (no advice: only waits that gave up on their own timeout, then returned)
         return Diagnosis("caught-errors", headline, evidence, caught[2], ranks=caught[3])
     return Diagnosis("ok", headline, evidence)
+
+
+def _race_words(run: Run, races) -> tuple[str, str]:
+    """What the run's ``races`` (:func:`ordering.races`, none of them a folder made late) say, as a clause after
+    "N pairs of file accesses raced: ", and the advice for them."""
+    removals = sum(1 for race in races if "remove" in (race.first.how, race.second.how))
+    every_rank_removes = _removed_by_every_rank_at_one_line(run, races)
+    if every_rank_removes is not None:  # corpus round 42: each rank's clean-up rmtree of one temporary folder
+        what = (
+            f"every rank removed the same files at {every_rank_removes} (a clean-up each rank runs), and the "
+            "ranks' removals were ordered against nothing of each other's, so which rank removed which entry, "
+            "and whether the others still found it there, depended on timing (harmless only where every "
+            "removal ignores what is already gone)"
+        )
+        advice = RACE_SHARED_REMOVAL_ADVICE
+    elif removals == len(races):  # review73c M2: a removal must come after the reads, not the reads after it
+        what = (
+            "nothing ordered a rank's removal of a file after the other ranks' use of it, so whether each "
+            "rank still found it there depended on timing"
+        )
+        advice = RACE_REMOVAL_ADVICE
+    elif removals:
+        what = (
+            "nothing ordered a rank's use of a file after another rank's change of it, nor a removal after "
+            "the other ranks' use, so what each rank found there depended on timing (the record cannot tell "
+            "whether what they read was right: check it)"
+        )
+        advice = f"{RACE_ADVICE} For a removal it is the other way round: {RACE_REMOVAL_ADVICE}"
+    else:
+        what = (
+            "nothing ordered a rank's use of a file after another rank's change of it, so what each rank "
+            "found there depended on timing (the record cannot tell whether what they read was right: check it)"
+        )
+        advice = RACE_ADVICE
+    return what, advice
+
+
+def _race_lines(races) -> list[str]:
+    """The first :data:`MAX_RACES_SHOWN` of ``races``, each as a line of evidence, and how many more."""
+    lines = [str(race) for race in races[:MAX_RACES_SHOWN]]
+    if len(races) > MAX_RACES_SHOWN:
+        lines.append(
+            f"and more: run.races() lists the first {len(races)}"
+            if getattr(races, "cut", False)
+            else f"and {len(races) - MAX_RACES_SHOWN} more: run.races() lists them all"
+        )
+    return lines
 
 
 RACE_SHARED_REMOVAL_ADVICE = (
@@ -2012,20 +2024,32 @@ def _by_place(at: dict[int, Event], key) -> list[list[int]]:
 
 
 def rule_still_running(f: Facts) -> Diagnosis | None:
-    """The ranks that never reached call #k were still busy when the deadline stopped them."""
+    """The ranks that never reached call #k were still running when the deadline stopped them: the record shows
+    where, not whether they would have got there (review89d M2: "still busy, not missing" of a rank in an endless
+    loop)."""
     if not f.first_diff or f.mispaired or not f.missing:
         return None
     if not all(f.run[r].status == STOPPED for r in f.missing):
         return None
     event = f.at_k[min(f.at_k)]
-    them = "them" if len(f.missing) > 1 else "it"
+    one = len(f.missing) == 1
+    them, it, was = ("it", "it", "was") if one else ("them", "they", "were")
+    stuck = [f.run[r].stuck for r in f.missing]
+    if one and stuck[0] is not None and stuck[0].site is not None:
+        where = f" ({stuck[0]})"
+    elif all(s is not None and s.site is not None and not s.call for s in stuck):
+        where = " (outside any torch.distributed call: run.stuck)"
+    else:
+        where = " (run.stuck)"
     return Diagnosis(
         "still-running",
         f"{rank_list(f.missing)} had not reached {_call_no(f)} ({event.name}) yet when the deadline stopped "
-        f"{them}: still busy, not missing.",
+        f"{them}: the record shows where {it} {was}{where}, not whether {it} would have got there with more time "
+        "(slow work, or code that never ends: a loop whose exit never comes, a wait for something no rank does).",
         _arrival_evidence(f),
-        "Look at where the slow ranks were (run.stuck); if that work is expected to take this long, give the "
-        f"run a longer `deadline` (and `timeout`: {DEFAULT_TIMEOUTS}).",
+        f"Look at where {'the rank was' if one else 'the ranks were'} (run.stuck): if the code there never ends, fix "
+        "it; if it is work expected to take this long, give the run a longer `deadline` (and `timeout`: "
+        f"{DEFAULT_TIMEOUTS}).",
         ranks=f.missing,
         site=_site(event),
     )
@@ -2095,18 +2119,19 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     evidence.append(
         f"calls of {event.name} at line {event.line}: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     )
-    skip = _continue_before(f.run, event)
+    skip = _skip_in_loop(f.run, event)
     if skip is not None:  # review72c M3: the loop ran 3 times on every rank; one rank's `continue` skipped a call
-        finding, line = skip
+        # (review89d C1: or its `except ...: continue`)
+        finding = skip.finding
         evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
         return Diagnosis(
             "uneven-loop",
             f"{sentence_start(rank_list(arrived))} made more {event.name} calls at {_place(event)} inside the loop "
-            f"than {rank_list(f.missing)}: the `continue` at line {line} skips it on ranks where "
-            f"`{finding.condition}` is true (barrierlab.lint), so {'that rank' if len(f.missing) == 1 else 'those ranks'} "
+            f"than {rank_list(f.missing)}: {skip.how('it')} (barrierlab.lint), so "
+            f"{'that rank' if len(f.missing) == 1 else 'those ranks'} "
             f"made fewer {event.name} calls there even if the loop ran as often on every rank.",
             evidence,
-            _continue_advice(event.name, finding.condition),
+            skip.advice(event.name),
             ranks=arrived,
             site=_site(event),
         )
@@ -2122,26 +2147,74 @@ def rule_uneven_loop(f: Facts) -> Diagnosis | None:
     )
 
 
-def _continue_before(run: Run, event: Event) -> tuple[object, int] | None:
-    """Lint's early-exit finding on ``event``'s line whose exit is a ``continue`` (the loop goes on, the call is
-    skipped), in code the run executed (:func:`_in_executed_code`), with the line of the ``continue``; None without one."""
+@dataclass(frozen=True)
+class _Skip:
+    """How a call inside a loop is skipped in some iterations on some ranks while the loop goes on (barrierlab.lint's
+    finding on the call's line): ``how(it)`` says it of the call named ``it``; ``advice`` for the call ``name``."""
+
+    finding: object
+    line: int
+    kind: str  # "continue", "try" (an ``except`` that goes on) or "with" (``with suppress(...)``)
+
+    def how(self, it: str) -> str:
+        cond = self.finding.condition
+        if self.kind == "continue":
+            return f"the `continue` at line {self.line} skips {it} on ranks where `{cond}` is true"
+        if self.kind == "try":
+            return (
+                f"the `{cond}` handler at line {self.finding.condition_line or '?'} of the `try` at line {self.line} "
+                f"around {it} goes on after an error, skipping it on a rank whose own work in the `try` raised "
+                "first"
+            )
+        return (
+            f"`with {cond}:` at line {self.line} around {it} swallows an error and goes on, skipping it on a rank "
+            "whose own work in the block raised first"
+        )
+
+    def advice(self, name: str) -> str:
+        cond = self.finding.condition
+        neutral = (
+            "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
+        )
+        if self.kind == "continue":
+            return (
+                f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put "
+                f"only the rank's own work under `{cond}` and let every rank run the collective{neutral}. {RULES}"
+            )
+        where = "`try`" if self.kind == "try" else f"`with {cond}:`"
+        return (
+            f"Let every rank make {name} in every iteration: keep only the rank's own work in the {where} and make "
+            f"{name} after it on every rank{neutral.replace('with nothing to contribute', 'whose work failed')}, or "
+            "record the failure in a flag, all_reduce the flag (ReduceOp.MAX) and let every rank skip the iteration "
+            f"together. {RULES}"
+        )
+
+
+def _skip_in_loop(run: Run, event: Event) -> _Skip | None:
+    """Lint's finding on ``event``'s line of a way to skip it while the loop around it goes on, in code the run
+    executed (:func:`_in_executed_code`): an early exit by ``continue``, or a ``try`` (or ``with suppress(...)``)
+    inside the innermost loop around the call whose handler goes on after a rank's own error (review89d C1: an
+    ``except ValueError: continue`` was told as "a loop ran a different number of times", the loop having run
+    3 times on every rank). None without one."""
     if not event.line:
         return None
-    exits = [x for x in _learner_lint(event.file) if x.kind == "early-exit" and x.line == event.line]
-    for x in _in_executed_code(run, exits):
-        found = re.search(r"\(`continue` at line (\d+)\)", x.why)
-        if found:
-            return x, int(found[1])
+    found = [x for x in _learner_lint(event.file) if x.line == event.line and x.kind in ("early-exit", "except-path")]
+    around = [(first, last) for first, last in loops(event.file) if first <= event.line <= last]
+    inner = max(around) if around else None
+    for x in _in_executed_code(run, found):
+        if x.kind == "early-exit":
+            match = re.search(r"\(`continue` at line (\d+)\)", x.why)
+            if match:
+                return _Skip(x, int(match[1]), "continue")
+            continue
+        match = re.search(r"sits in the `try` at line (\d+), whose", x.why) or re.search(
+            r"sits in `with .*?:` at line (\d+), after", x.why
+        )
+        # the `try` inside the innermost loop around the call: its handler goes on within the loop (a `try`
+        # around the loop is a rank leaving the loop early through an exception)
+        if match and inner is not None and inner[0] < int(match[1]) <= inner[1]:
+            return _Skip(x, int(match[1]), "try" if "`try`" in match[0] else "with")
     return None
-
-
-def _continue_advice(name: str, condition: str) -> str:
-    """What to do about a ``continue`` under ``condition`` that skips the collective ``name`` in a loop."""
-    neutral = "" if "barrier" in name else " (a rank with nothing to contribute still calls it, with a neutral value)"
-    return (
-        f"Let every rank make {name} in every iteration: make the collective before the `continue`, or put only "
-        f"the rank's own work under `{condition}` and let every rank run the collective{neutral}. {RULES}"
-    )
 
 
 #: review65b M2: an early return inside a loop was sent to padding data and DistributedSampler alone.
@@ -2177,20 +2250,20 @@ def rule_loop_ran_longer(f: Facts) -> Diagnosis | None:
         f"calls of {event.name} at line {event.line} up to call #{k}: "
         + ", ".join(f"rank {r}: {n}" for r, n in sorted(counts.items()))
     ]
-    skip = _continue_before(f.run, event)
+    skip = _skip_in_loop(f.run, event)
     if skip is not None:  # review72c M3: a `continue` skipped the call on some ranks; the loop ran as often
-        finding, line = skip
+        finding = skip.finding
         evidence.append(f"barrierlab.lint, on {Site(finding.path, finding.line).place}: {finding.why}")
         return Diagnosis(
             "uneven-loop",
             f"{sentence_start(rank_list(again))} made {event.name} at {_place(event)} again (call #{f.number}, its "
             f"{ordinal(counts[again[0]])}), while {rank_list(on)}, after {counts[on[0]]}, had gone on to "
-            f"{next_call.name} at {_place(next_call)}: the `continue` at line {line} skips the {event.name} inside "
-            f"the loop on ranks where `{finding.condition}` is true (barrierlab.lint), so those ranks made fewer "
+            f"{next_call.name} at {_place(next_call)}: {skip.how(f'the {event.name} inside the loop')} "
+            "(barrierlab.lint), so those ranks made fewer "
             "of them even if the loop ran as often on every rank; from there their calls pair with the wrong "
             "partners.",
             evidence,
-            _continue_advice(event.name, finding.condition),
+            skip.advice(event.name),
             ranks=again,
             site=_site(event),
         )
@@ -4183,6 +4256,17 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
                 else "file: a barrier (or another synchronising call) between the two is missing"
             )
         )
+    # the run's own races, when nothing above told one (review89d M1: rank 0 read the file it had removed itself,
+    # told with "no collective is to blame", while run.races() listed ranks 1-3's reads of it unordered against
+    # that removal: ranks 1-3 read first by timing alone)
+    told = (refused is not None and not no_group) or removed or half_read or unordered or no_group
+    untold = [] if told else [race for race in found_races if not race.made]
+    if untold:
+        what, race_advice = _race_words(f.run, untold)
+        blame = (
+            f"so no collective is to blame for that error; but {len(untold)} pair{'s' if len(untold) > 1 else ''} "
+            f"of file accesses of this run raced: {what}"
+        )
     child = no_group and _raised_in_child(f.run[first])
     if child:  # attack27 a05, a13: a collective in a spawned child (a process pool's task, a DataLoader worker)
         blame = (
@@ -4226,6 +4310,9 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
     if races:
         evidence.append(_folder_race_text(races[0]))
         advice = FOLDER_ADVICE
+    elif untold:
+        evidence += _race_lines(untold)
+        advice = f"{advice} The race is a bug of its own, whatever the traceback shows. {race_advice}"
     elif removed and not unordered and not no_group:
         advice = REMOVAL_ADVICE
     elif (unordered or half_read) and not no_group:

@@ -132,6 +132,25 @@ Finding kinds:
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
+* ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
+  collectives it makes later (PowerSGDState's ``start_powerSGD_iter``, PostLocalSGDState's ``start_localSGD_iter``,
+  PeriodicModelAverager's ``period``/``warmup_steps``): reported at the backward that runs the comm hook given it
+  (or the averager's ``average_parameters``). See :data:`AGREED_ARGUMENTS` and :class:`_AgreedArguments`.
+* ``diverged-module`` - a module changed under an ``if`` on the rank before ``DDP(module)`` wraps it in a way DDP's
+  constructor checks instead of repairing: which parameters require grad (a freeze on some ranks), or which buffers
+  it holds (a buffer registered as ``None`` and assigned on some ranks); or a module built from a size that differs
+  between ranks (``DDP(TextClassifier(vocab_size))`` whose ``__init__`` passes it to ``nn.EmbeddingBag``). See
+  :class:`_DivergedModule`. A function of the file under a decorator that runs it on some ranks only
+  (``@rank_zero_only``) returns a rank-dependent value: None on the other ranks.
+* ``unfrozen-after-wrap`` - parameters frozen before ``DDP(module)`` and set to require grad again after it: DDP
+  registered its gradient all_reduce only for the parameters that required grad when it was built, so theirs stay
+  each rank's own. See :class:`_UnfrozenAfterWrap`.
+* ``shared-checkpoint-key`` - ``torch.distributed.checkpoint.save`` of a state with an entry under a string key the
+  same on every rank whose value is the state of an object built from the rank: DCP writes one rank's copy of such
+  an entry, so every rank loads it. See :class:`_SharedCheckpointKey`.
+* ``branch`` also covers a DDP communication hook of the file whose collectives depend on a test of its bucket's
+  gradient values (``if not torch.any(bucket.buffer()): return``): each rank's bucket holds its own gradients. See
+  :class:`_CommHookGate`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -1256,6 +1275,27 @@ function (or the same script's top level), its tests on the rank evaluated on th
 2 ranks), makes no matching call. forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
+agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
+shards) that decides which collectives it makes later - PowerSGDState(start_powerSGD_iter=..., matrix_approximation_rank,
+min_compression_rate), PostLocalSGDState(start_localSGD_iter=...), PeriodicModelAverager(period, warmup_steps) -
+reported at the backward that runs the comm hook given that state (or at average_parameters()); quiet when a
+helper of the file all-reduces or broadcasts the value first.
+diverged-module: a module changed under an if on the rank before DDP(module) wraps it - parameters frozen or
+unfrozen (requires_grad_, requires_grad =, also in a function of the file handed the module), or a buffer its
+class registered as None given a tensor by a method - reported at the DDP constructor: it checks the parameters
+that require grad across the ranks and broadcasts rank 0's parameters and buffers. Values loaded on some ranks are
+quiet (DDP's broadcast repairs them). Also a module built from a size that differs between ranks
+(DDP(Model(n)) where Model.__init__ passes n to nn.Linear/nn.Embedding/...), such as the result of a function
+under @rank_zero_only (None on the other ranks).
+unfrozen-after-wrap: parameters frozen before DDP(module) and set to require grad again after it
+(p.requires_grad_(True) over module.parameters()): DDP's reducer never all-reduces them.
+shared-checkpoint-key: dcp.save of a state with an entry under a string key the same on every rank whose value
+is the state of an object built from the rank ({"dataloader": data.state_dict()}, data = Loader(rank)): DCP's
+planner writes one rank's copy of entries every rank holds under one key, so the load gives every rank that copy;
+save it under a key built from the rank.
+A DDP communication hook of the file (register_comm_hook(state, hook)) whose collective depends on a test of its
+bucket's gradient values (if not torch.any(bucket.buffer()): return ...) is a branch: each rank's bucket holds its
+own, unreduced gradients (tests of the bucket's size, index or is_last() are quiet).
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -3654,6 +3694,7 @@ class _Analysis:
         self._prepare_objects()
         self._ddp_through_objects()
         self._prepare_callbacks()
+        self._seed_gated_returns()  # lintrecall32b
         self._prepare_laundering()
         self._prepare_values()
         self._prepare_taint()
@@ -3688,6 +3729,11 @@ class _Analysis:
         _Forked(self).run()
         _JoinShadows(self).run()
         _RingPeers(self).run()  # lintrecall32
+        _AgreedArguments(self).run()  # lintrecall32b
+        _DivergedModule(self).run()  # lintrecall32b
+        _CommHookGate(self).run()  # lintrecall32b
+        _UnfrozenAfterWrap(self).run()  # lintrecall32b
+        _SharedCheckpointKey(self).run()  # lintrecall32b
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
 
@@ -4267,6 +4313,8 @@ class _Analysis:
             )
             for node in copies:
                 read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if read & self.rank_funcs:  # lintrecall32b: a @rank_zero_only function's result is not a copy
+                    continue
                 if read and all((lines.get(r, node.lineno) < node.lineno) or r not in local for r in read):
                     if any(r in lines for r in read):
                         for name in _target_names(node.targets[0]):
@@ -6672,6 +6720,37 @@ class _Analysis:
                     )
             if (len(attrs), len(self.rank_funcs), len(self.module_taint), self.rng_seeder) == before:
                 break
+
+    def _seed_gated_returns(self) -> None:
+        """lintrecall32b. A function of the file whose decorator runs it on some ranks only (``@rank_zero_only``,
+        ``@master_only``, Accelerate's ``on_main_process``, a decorator of the file that tests the rank) and that
+        returns a value: its call gives that value on those ranks and None elsewhere, so the result differs
+        between ranks (round 15's ``buggy_rank_zero_only_return_value``: ``vocab_size = prepare_data(...)`` is None
+        on rank 1). Sources, read as stored public copies with the search tools: Lightning-AI/utilities
+        src/lightning_utilities/core/rank_zero.py at commits 4ccc2d3 and 083dbec (``if rank_zero_only.rank == 0:
+        return fn(*args, **kwargs)``, then ``return None``); mmcv/mmengine ``master_only`` (``if rank == 0: return
+        func(...)``, nothing returned otherwise); accelerate src/accelerate/state.py ``PartialState.on_main_process``
+        (``return do_nothing`` on the other processes)."""
+        self.gated_returns: dict[str, str] = {}
+        for func in self.funcs:
+            if not any(
+                isinstance(n, ast.Return)
+                and n.value is not None
+                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                for n in _own_nodes(func.node.body)
+            ):
+                continue
+            for deco in func.node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else deco
+                if (
+                    _terminal(target) in _GATING_DECORATOR_NAMES
+                    or self._process_decorator(target)
+                    or self._gating_decorator(target, func.unit)
+                ):
+                    self.rank_funcs.add(func.node.name)
+                    self.rank_returns.add(func.key)
+                    self.gated_returns[func.node.name] = func.unit.text(deco)
+                    break
 
     def _settled_attributes(self, func: _Func, nodes: list[ast.AST], taint: set[str]) -> set[str]:
         """The attributes (``trainer.should_stop``, ``self.stop``) that ``func`` leaves the same on every rank
@@ -14615,6 +14694,1040 @@ class _GroupArguments:
                     "use_local_synchronization=True with the same list on every member and call it only on them"
                 )
                 _record_finding(self.an, call, unit, "group-arguments", f"{shown} differs between ranks", why, fix)
+
+
+# ----------------------------------------------------------------- lintrecall32b: library calls' agreed arguments
+
+
+@dataclass(frozen=True)
+class AgreedArgument:
+    """An argument of a library call that every rank must pass with the same value, because the library decides
+    from it which collectives (or how large) the rank makes later, with no collective that would compare the
+    ranks' values. ``call``: the call's dotted name as the file's imports resolve it; ``argument``/``position``:
+    its keyword and its position; ``decides``: what the library decides from it; ``source``: where it does."""
+
+    library: str
+    call: str
+    argument: str
+    position: int
+    decides: str
+    source: str
+    #: How the object makes its collectives: ``"comm_hook"`` (given to a DDP model's ``register_comm_hook``, so in
+    #: its backward), else the name of its method that makes them.
+    used_by: str = "comm_hook"
+
+
+_DDP_HOOKS = "torch.distributed.algorithms.ddp_comm_hooks"
+_AVERAGERS = "torch.distributed.algorithms.model_averaging"
+_POWER_SGD_SOURCE = "torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py"
+#: Library calls with arguments that must agree between ranks. Extend it like FRAMEWORK_COLLECTIVES.
+AGREED_ARGUMENTS: tuple[AgreedArgument, ...] = (
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "start_powerSGD_iter",
+        2,
+        "the step from which powerSGD_hook compresses: before it the hook makes one all_reduce of the whole "
+        "gradient bucket, from it on an all_reduce of the uncompressed tensors and all_reduces of the low-rank "
+        "factors P and Q, so in the steps between the two values the ranks' all_reduces do not pair",
+        f"{_POWER_SGD_SOURCE} (powerSGD_hook: 'if state.iter < state.start_powerSGD_iter: ... "
+        "_allreduce_fut(group_to_use, input_tensor)')",
+    ),
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "matrix_approximation_rank",
+        1,
+        "the width of the low-rank factors P and Q that powerSGD_hook all_reduces, and which tensors it compresses "
+        "at all, so the ranks' all_reduces differ in size",
+        f"{_POWER_SGD_SOURCE} (_should_compress, powerSGD_hook)",
+    ),
+    AgreedArgument(
+        "torch PowerSGD",
+        f"{_DDP_HOOKS}.powerSGD_hook.PowerSGDState",
+        "min_compression_rate",
+        3,
+        "which tensors powerSGD_hook compresses (_should_compress), so the sizes of its all_reduces of the "
+        "uncompressed tensors and of the factors",
+        f"{_POWER_SGD_SOURCE} (_should_compress)",
+    ),
+    AgreedArgument(
+        "torch post-local SGD",
+        f"{_DDP_HOOKS}.post_localSGD_hook.PostLocalSGDState",
+        "start_localSGD_iter",
+        2,
+        "the step from which post_localSGD_hook all_reduces the gradients in the subgroup instead of the global "
+        "group, so in the steps between the two values the ranks all_reduce in different groups",
+        "torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/post_localSGD_hook.py (post_localSGD_hook: "
+        "'if state.iter < state.start_localSGD_iter: ... return default._allreduce_fut(global_group_to_use, ...)')",
+    ),
+    *(
+        AgreedArgument(
+            "torch model averaging",
+            f"{_AVERAGERS}.averagers.PeriodicModelAverager",
+            argument,
+            position,
+            "at which steps average_parameters all_reduces the parameters (from warmup_steps on, every period "
+            "steps), so the ranks make different numbers of all_reduces",
+            "torch 2.13.0 torch/distributed/algorithms/model_averaging/averagers.py (PeriodicModelAverager."
+            "average_parameters: 'if self.step >= self.warmup_steps and (self.step - self.warmup_steps) % "
+            "self.period == 0')",
+            "average_parameters",
+        )
+        for argument, position in (("period", 0), ("warmup_steps", 1))
+    ),
+)
+
+
+class _AgreedArguments:
+    """``agreed-argument`` - a library call of :data:`AGREED_ARGUMENTS` given an argument built from this process's
+    rank (through the names of its scope: :func:`_rank_sourced`), unless a helper of the file that returns an
+    all-reduced or broadcast value computes it (:meth:`_Analysis._agreeing_call`). Round 25's
+    ``buggy_powersgd_start_iter_from_local_shard``: ``start_powerSGD_iter`` counted from the rank's own shards."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._by_call: dict[str, list[AgreedArgument]] = {}
+        for entry in AGREED_ARGUMENTS:
+            self._by_call.setdefault(entry.call, []).append(entry)
+
+    def run(self) -> None:
+        if not self._by_call:
+            return
+        for unit, body, taint, laundered, self_class, key in _gap_scopes(self.an):
+            node = self.an.table[key].node if key in self.an.table else None
+            params = (
+                {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} if node else set()
+            )
+            nodes = list(_own_nodes(body))
+            for call in (n for n in nodes if isinstance(n, ast.Call)):
+                if not _dotted(call.func):
+                    continue
+                entries = self._by_call.get(self.an._resolve(call.func, unit))
+                if not entries:
+                    continue
+                for entry in entries:
+                    given = _argument(call, entry.position, entry.argument)
+                    if given is None or not self.an.mentions_rank(given, taint, laundered, files=False):
+                        continue
+                    if not _rank_sourced(given, body, params):
+                        continue
+                    if self.an._agreeing_call(given, self_class, unit, key):
+                        continue
+                    self._report(call, given, entry, unit, nodes, key)
+                    break
+
+    def _user(self, built: ast.Call, entry: AgreedArgument, unit: _Unit, nodes: list[ast.AST], key: str | None):
+        """The call of the scope where the object ``built`` makes the collectives ``entry`` speaks of: the first
+        DDP backward after ``register_comm_hook(state, ...)`` was given it, or the first call of its
+        ``entry.used_by`` method; None when the scope shows neither."""
+        names = {
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and n.value is built
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+
+        def holds(value: ast.expr | None) -> bool:
+            return value is built or (isinstance(value, ast.Name) and value.id in names)
+
+        calls = sorted(
+            (n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)),
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        if entry.used_by != "comm_hook":
+            return next(
+                (c for c in calls if c.func.attr == entry.used_by and holds(c.func.value)),  # type: ignore[attr-defined]
+                None,
+            )
+        registered = next(
+            (
+                c
+                for c in calls
+                if c.func.attr == "register_comm_hook"  # type: ignore[attr-defined]
+                and holds(_argument(c, 0, "state"))
+            ),
+            None,
+        )
+        if registered is None:
+            return None
+        for call in calls:
+            if call.lineno <= registered.lineno:
+                continue
+            found = self.an._ddp_op(call, unit, key)
+            if found is not None and found.target == "ddp.backward":
+                return call
+        return None
+
+    def _report(
+        self, call: ast.Call, given: ast.expr, entry: AgreedArgument, unit: _Unit, nodes: list[ast.AST], key
+    ) -> None:
+        shown = unit.text(given)
+        name = entry.call.rpartition(".")[2]
+        user = self._user(call, entry, unit, nodes, key)
+        where = f"{name}(...) at line {call.lineno + unit.offset}"
+        why = (
+            f"`{entry.argument}={shown}` given to {where} is computed from this rank's own values (its rank, or data "
+            f"chosen by it), so it can differ between ranks; {entry.argument} decides {entry.decides}, and nothing "
+            f"in {entry.library} compares the ranks' values first ({entry.source})"
+        )
+        fix = (
+            f"give {entry.argument} a value every rank shares: a constant or config value, or agree on it first "
+            f"(all_reduce the per-rank numbers with MIN or MAX, or broadcast rank 0's) before building {name}"
+        )
+        target = user if user is not None and id(user) not in self.an.found else call
+        if id(target) in self.an.found:
+            return
+        if target is not call:
+            made = (
+                "this backward runs the DDP comm hook given that state"
+                if entry.used_by == "comm_hook"
+                else f"this {entry.used_by}() makes the collectives of that {name}"
+            )
+            why = f"{made}: {why}"
+        _record_finding(
+            self.an,
+            target,
+            unit,
+            "agreed-argument",
+            f"{entry.argument}={shown} differs between ranks",
+            why,
+            fix,
+            collective=(
+                f"{unit.text(target.func)}() ({name} with {entry.argument} from this rank)"
+                if target is not call
+                else f"{name}({entry.argument}=...)"
+            ),
+            condition_line=call.lineno + unit.offset if target is not call and call.lineno < target.lineno else None,
+        )
+
+
+# ------------------------------------------------ lintrecall32b: a module changed on some ranks before DDP wraps it
+
+_DDP_SOURCE = (
+    "torch 2.13.0 torch/nn/parallel/distributed.py (DistributedDataParallel.__init__: _build_params_for_reducer keeps "
+    "the parameters with requires_grad, then _verify_param_shape_across_processes and _sync_module_states) and "
+    "torch/distributed/utils.py (_sync_module_states broadcasts module.named_parameters() and named_buffers() from "
+    "rank 0, coalesced)"
+)
+#: Library decorators that run the function on some ranks only and return None on the others (sources in
+#: :meth:`_Analysis._seed_gated_returns`): lightning_utilities' rank_zero_only, mmcv/mmengine's master_only,
+#: Accelerate's on_main_process/on_local_main_process.
+_GATING_DECORATOR_NAMES = frozenset({"rank_zero_only", "master_only", "on_main_process", "on_local_main_process"})
+#: torch.nn layers whose first two positional arguments (or these keywords) are sizes of their parameters.
+_SIZED_LAYERS = frozenset(
+    {
+        "Linear", "Bilinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+        "ConvTranspose2d", "ConvTranspose3d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
+        "LSTM", "GRU", "RNN", "MultiheadAttention", "SyncBatchNorm", "RMSNorm",
+    }
+)  # fmt: skip
+_SIZE_KEYWORDS = frozenset(
+    {
+        "in_features", "out_features", "num_embeddings", "embedding_dim", "in_channels", "out_channels",
+        "normalized_shape", "num_features", "input_size", "hidden_size", "embed_dim", "num_channels", "num_groups",
+    }
+)  # fmt: skip
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name an attribute/subscript/call chain starts from (``net`` of ``net[0].fit`` and of
+    ``model.backbone.parameters()``), or None."""
+    for _ in range(_MAX_CHAIN):
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return None
+    return None
+
+
+class _DivergedModule:
+    """``diverged-module`` - a module changed under an ``if`` on the rank before ``DDP(module)`` wraps it, in a way
+    that DDP's constructor does not repair: which of its parameters require grad (``p.requires_grad_(False)``
+    over its ``parameters()``, directly or in a function of the file handed the module), or which buffers it
+    holds (a method of a module class of the file that assigns a tensor to a buffer its ``__init__`` registered as
+    ``None``). DDP builds its parameter list from the parameters that require grad, checks it across the ranks
+    and broadcasts rank 0's parameters and buffers: ranks whose modules differ fail the check or their broadcasts
+    do not pair. Round 20's ``buggy_freeze_after_rank0_load`` and round 19's
+    ``buggy_normalizer_lazy_buffers_rank0_fit``. The value changes DDP does repair (weights loaded on rank 0, a
+    buffer allocated in ``__init__`` and filled on rank 0) are quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._freezers: dict[tuple[str, int], str | None] = {}
+        self._buffer_methods: dict[str, tuple[str, str] | None] | None = None
+        self._origins: list[ast.AST] = []
+
+    def run(self) -> None:
+        for unit, body, taint, laundered, _self_class, _key in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            wraps = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Call)
+                and n.args
+                and isinstance(n.args[0], (ast.Name, ast.Call))
+                and _dotted(n.func)
+                and self.an._wrapper_kind(n, unit) == "ddp"
+            ]
+            if not wraps:
+                continue
+            ifs = [
+                n
+                for n in nodes
+                if isinstance(n, ast.If) and self.an.mentions_rank(n.test, taint, laundered, files=False)
+            ]
+            for wrap in wraps:
+                self._built_apart(wrap, nodes, taint, laundered, unit)
+                if not isinstance(wrap.args[0], ast.Name):
+                    continue
+                module = wrap.args[0].id
+                for stmt in ifs:
+                    if (stmt.end_lineno or stmt.lineno) >= wrap.lineno:
+                        continue
+                    taken = self._change(stmt.body, module, 0)
+                    other = self._change(stmt.orelse, module, 0)
+                    if (taken is None) == (other is None):
+                        continue  # neither branch changes it, or both do (unknown whether alike)
+                    change, what = taken or other  # type: ignore[misc]
+                    self._report(wrap, stmt, change, what, module, unit, taken is None)
+                    break
+
+    def _built_apart(self, wrap: ast.Call, nodes: list[ast.AST], taint: set[str], laundered, unit: _Unit) -> None:
+        """``DDP(Cls(n))`` (or ``m = Cls(n)`` ... ``DDP(m)``) where ``n`` differs between ranks and ``Cls`` (a module
+        class of the file, or a torch.nn layer) passes it as a size to a torch.nn layer: the ranks' parameters have
+        different shapes when DDP's constructor checks them."""
+        built = wrap.args[0]
+        if isinstance(built, ast.Name):
+            made = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and n.lineno < wrap.lineno
+                and any(isinstance(t, ast.Name) and t.id == built.id for t in n.targets)
+            ]
+            built = made[-1].value if made else None  # type: ignore[assignment]
+        if not isinstance(built, ast.Call) or not _dotted(built.func):
+            return
+        for arg in [*built.args, *(k.value for k in built.keywords)]:
+            if not self.an.mentions_rank(arg, taint, laundered, files=False):
+                continue
+            if not self._proved_ranked(arg, nodes):
+                continue  # "may differ" is not enough here: a helper handed the rank may return what all share
+            layer = self._sized_by(built, arg, unit)
+            if layer is None:
+                continue
+            origin = self._assigned_line(arg, nodes, built.lineno)
+            self._origins = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign))]
+            self._report_sizes(wrap, built, arg, layer, origin, unit)
+            return
+
+    def _proved_ranked(self, expr: ast.expr, nodes: list[ast.AST]) -> bool:
+        """Whether ``expr`` is built, through the scope's assignments and plain builtins only, from a reading of
+        the rank (``get_rank()``, a rank-named name) or from the call of a function under a decorator that runs it
+        on some ranks only (``@rank_zero_only``: the default elsewhere). Any other call leaves it unknown."""
+        values: dict[str, list[ast.AST]] = {}
+        for node in nodes:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                for name in _assigned_names(node):
+                    values.setdefault(name, []).append(node.value)
+        seen: set[str] = set()
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call):
+                called = _terminal(node.func)
+                if called in _RANK_CALLS or (isinstance(node.func, ast.Name) and called in self.an.gated_returns):
+                    return True
+                if not (isinstance(node.func, ast.Name) and called in _PLAIN_BUILTINS):
+                    continue  # another call's result: unknown
+                stack += [*node.args, *(k.value for k in node.keywords)]
+                continue
+            if isinstance(node, ast.Name):
+                if node.id in values and node.id not in seen:
+                    seen.add(node.id)
+                    stack += values[node.id]
+                elif node.id not in values and _rank_name(node.id):
+                    return True
+                continue
+            if isinstance(node, ast.Attribute) and _rank_name(node.attr):
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _sized_by(self, built: ast.Call, arg: ast.expr, unit: _Unit) -> str | None:
+        """The torch.nn layer call (as written) that takes ``arg`` of ``built`` as one of its sizes, or None."""
+        full = self.an._resolve(built.func, unit)
+        if full.startswith("torch.nn.") and full.rpartition(".")[2] in _SIZED_LAYERS:
+            return unit.text(built) if arg in built.args[:2] else None
+        cls = _terminal(built.func)
+        init = self.an.table.get(f"{cls}.__init__")
+        if cls not in self.an.class_nodes or init is None:
+            return None
+        names = [a.arg for a in (*init.node.args.posonlyargs, *init.node.args.args)][1:]
+        if arg in built.args:
+            position = built.args.index(arg)
+            if position >= len(names):
+                return None
+            param = names[position]
+        else:
+            param = next((k.arg for k in built.keywords if k.value is arg), None)
+        if param is None:
+            return None
+        for node in _own_nodes(init.node.body):
+            if not (isinstance(node, ast.Call) and _dotted(node.func)):
+                continue
+            if self.an._resolve(node.func, init.unit).startswith("torch.nn.") and (
+                _terminal(node.func) in _SIZED_LAYERS
+            ):
+                sizes = [*node.args[:2], *(k.value for k in node.keywords if k.arg in _SIZE_KEYWORDS)]
+                if any(isinstance(n, ast.Name) and n.id == param for s in sizes for n in ast.walk(s)):
+                    return init.unit.text(node)
+        return None
+
+    @staticmethod
+    def _assigned_line(arg: ast.expr, nodes: list[ast.AST], before: int) -> int | None:
+        if not isinstance(arg, ast.Name):
+            return None
+        lines = [
+            n.lineno
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.lineno <= before and arg.id in _assigned_names(n)
+        ]
+        return max(lines) if lines else None
+
+    def _report_sizes(
+        self, wrap: ast.Call, built: ast.Call, arg: ast.expr, layer: str, origin: int | None, unit: _Unit
+    ) -> None:
+        if id(wrap) in self.an.found:
+            return
+        shown = unit.text(arg)
+        layer = layer if len(layer) <= 60 else layer[:57] + "..."
+        made = unit.text(built)
+        made = made if len(made) <= 50 else f"{_dotted(built.func)}(...)"
+        where = f" (assigned at line {origin + unit.offset})" if origin is not None else ""
+        gated = next(
+            (
+                (n.id, self.an.gated_returns[n.id])
+                for n in ast.walk(arg)
+                if isinstance(n, ast.Name) and n.id in self.an.gated_returns
+            ),
+            None,
+        )
+        if gated is None and isinstance(arg, ast.Name) and origin is not None:
+            gated = next(
+                (
+                    (c.func.id, self.an.gated_returns[c.func.id])
+                    for n in self._origins
+                    if n.lineno == origin
+                    for c in ast.walk(n)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in self.an.gated_returns
+                ),
+                None,
+            )
+        if gated is not None:
+            where += (
+                f" (`{gated[0]}` runs only on the ranks its decorator `@{gated[1]}` lets through and returns on the "
+                "others: None)"
+            )
+        why = (
+            f"`{shown}`{where} differs between ranks and `{made}` passes it as a size to `{layer}`, so the ranks' "
+            f"modules have parameters of different shapes when `{unit.text(wrap.func)}(...)` wraps it; DDP's "
+            "constructor checks the parameters' count and shapes against the other ranks' and broadcasts rank 0's "
+            f"parameters and buffers, so it fails on some ranks while the others wait in it ({_DDP_SOURCE})"
+        )
+        fix = (
+            f"build the module from a size every rank shares: compute `{shown}` on every rank, or broadcast rank 0's "
+            "value (broadcast_object_list) before building the module"
+        )
+        _record_finding(
+            self.an,
+            wrap,
+            unit,
+            "diverged-module",
+            f"{shown} differs between ranks",
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({made}) (DDP construction)",
+            condition_line=origin + unit.offset if origin is not None else None,
+        )
+
+    def _change(self, stmts: list[ast.stmt], module: str, depth: int) -> tuple[ast.AST, str] | None:
+        """The first statement part of ``stmts`` that changes the module ``module`` names in a way DDP checks or
+        broadcasts, with what it changes; None when none does."""
+        params = {
+            name
+            for loop in _own_nodes(stmts)
+            if isinstance(loop, (ast.For, ast.AsyncFor))
+            and _root_name(loop.iter) == module
+            and _terminal(loop.iter.func if isinstance(loop.iter, ast.Call) else loop.iter)
+            in ("parameters", "named_parameters")
+            for name in _target_names(loop.target)
+        }
+        for node in _own_nodes(stmts):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "requires_grad_" and _root_name(node.func.value) in params | {module}:
+                    return node, "which parameters of `{m}` require grad"
+                if _root_name(node.func.value) == module:
+                    buffer = self._buffer_method(node.func.attr)
+                    if buffer is not None:
+                        return (
+                            node,
+                            f"whether `{{m}}` holds the buffer `{buffer[1]}` ({buffer[0]} registers it as None)",
+                        )
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == "requires_grad"
+                    and _root_name(t.value) in params | {module}
+                    for t in targets
+                ):
+                    return node, "which parameters of `{m}` require grad"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and depth < 3:
+                func = self.an.table.get(node.func.id)
+                if func is None or func.self_class is not None:
+                    continue
+                names = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args)]
+                for position, arg in enumerate(node.args):
+                    if _root_name(arg) != module or position >= len(names):
+                        continue
+                    cached = (func.key, position)
+                    if cached not in self._freezers:
+                        self._freezers[cached] = None
+                        inner = self._change(func.node.body, names[position], depth + 1)
+                        self._freezers[cached] = inner[1] if inner is not None else None
+                    if self._freezers[cached] is not None:
+                        return node, self._freezers[cached]  # type: ignore[return-value]
+        return None
+
+    def _buffer_method(self, name: str) -> tuple[str, str] | None:
+        """(class, buffer) when every class of the file with a method ``name`` is one whose ``name`` assigns a tensor
+        to a buffer the class registered as ``None`` in ``__init__`` (``register_buffer("mean", None)``, then
+        ``self.mean = x.mean(0)``): Module.__setattr__ keeps it a buffer, so the module gains it there."""
+        if self._buffer_methods is None:
+            self._buffer_methods = {}
+            found: dict[str, list[tuple[str, str] | None]] = {}
+            for func in self.an.table.values():
+                cls = func.self_class
+                if cls is None or func.node.name == "__init__" or func.key != f"{cls}.{func.node.name}":
+                    continue
+                empty = self._none_buffers(cls)
+                assigned = next(
+                    (
+                        t.attr
+                        for n in _own_nodes(func.node.body)
+                        if isinstance(n, ast.Assign)
+                        and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                        for t in n.targets
+                        if isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                        and t.attr in empty
+                    ),
+                    None,
+                )
+                found.setdefault(func.node.name, []).append((cls, assigned) if assigned else None)
+            for method, held in found.items():
+                self._buffer_methods[method] = held[0] if len(held) == 1 and held[0] is not None else None
+        return self._buffer_methods.get(name)
+
+    def _none_buffers(self, cls: str) -> set[str]:
+        init = self.an.table.get(f"{cls}.__init__")
+        if init is None:
+            return set()
+        return {
+            n.args[0].value
+            for n in _own_nodes(init.node.body)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "register_buffer"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+            and len(n.args) >= 2
+            and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)
+            and isinstance(n.args[1], ast.Constant)
+            and n.args[1].value is None
+        }
+
+    def _report(
+        self, wrap: ast.Call, stmt: ast.If, change: ast.AST, what: str, module: str, unit: _Unit, in_else: bool
+    ) -> None:
+        if id(wrap) in self.an.found:
+            return
+        test = unit.text(stmt.test)
+        cond = f"not ({test})" if in_else else test
+        shown = unit.text(change)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        wrapped = unit.text(wrap)
+        wrapped = wrapped if len(wrapped) <= 40 else f"{_dotted(wrap.func)}({module})"
+        why = (
+            f"`{shown}` (line {change.lineno + unit.offset}) changes {what.format(m=module)} only on the ranks where "
+            f"`{cond}` holds, before `{wrapped}` wraps it; DDP's constructor builds its parameter list from the "
+            "parameters that require grad, checks it against the other ranks' (count and shapes) and broadcasts "
+            "rank 0's parameters and buffers, so ranks whose modules differ fail that check or their broadcasts do "
+            f"not match in size, and the others wait in it ({_DDP_SOURCE})"
+        )
+        fix = (
+            f"make the same change to `{module}` on every rank before wrapping it (load and freeze on every rank, or "
+            "broadcast whether the rank-0 step succeeded and decide on every rank), or allocate the buffer in "
+            "__init__ with its shape (register_buffer(name, torch.zeros(...))) and fill it in place: DDP then "
+            "broadcasts rank 0's values"
+        )
+        _record_finding(
+            self.an,
+            wrap,
+            unit,
+            "diverged-module",
+            cond,
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({module}) (DDP construction)",
+            condition_line=stmt.lineno + unit.offset,
+        )
+
+
+# --------------------------------------- lintrecall32b: a DDP comm hook that decides its collectives on the bucket
+
+#: GradBucket methods that hand back this rank's own (not yet reduced) gradients: their values differ between ranks.
+_BUCKET_DATA = frozenset({"buffer", "gradients", "get_tensor", "get_tensors"})
+#: What a test may read of the bucket's tensors without reading their values (the same on every rank).
+_BUCKET_SHAPES = frozenset({"numel", "shape", "size", "dtype", "device", "dim", "ndim", "nelement", "is_cuda"})
+
+
+class _CommHookGate:
+    """``branch`` - a DDP communication hook of the file (given to ``register_comm_hook``) whose collectives depend
+    on a test of the gradients in its bucket (``if not torch.any(bucket.buffer()): return`` before the
+    all_reduce). DDP runs the hook in each rank's backward on that rank's own bucket before anything reduced it, so
+    the values differ between ranks (a parameter unused on one rank has zero gradients there): some ranks make the
+    hook's collective for that bucket and the others do not, and the next ones pair different buckets. Round 17's
+    ``buggy_comm_hook_skips_zero_bucket``. Tests of the bucket's size, dtype, index or ``is_last()`` are quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        done: set[str] = set()
+        for unit, body, _taint, _laundered, self_class, key in _gap_scopes(self.an):
+            for call in (n for n in _own_nodes(body) if isinstance(n, ast.Call)):
+                if not (isinstance(call.func, ast.Attribute) and call.func.attr == "register_comm_hook"):
+                    continue
+                hook = _argument(call, 1, "hook")
+                if not isinstance(hook, (ast.Name, ast.Attribute)):
+                    continue
+                target = self.an._hook_function(hook, unit, self_class, key)
+                if target is None or target in done or target not in self.an.table:
+                    continue
+                done.add(target)
+                self._hook(self.an.table[target], call, unit)
+
+    def _hook(self, func: _Func, registered: ast.Call, unit: _Unit) -> None:
+        params = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args)]
+        if func.self_class is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if len(params) < 2:
+            return
+        bucket = params[1]
+        own = list(_own_nodes(func.node.body))
+        data: set[str] = set()
+        for _ in range(4):
+            grown = False
+            for names, value, _line in _assignments(own):
+                if value is not None and self._reads_data(value, bucket, data):
+                    for name in names:
+                        if name not in data:
+                            data.add(name)
+                            grown = True
+            if not grown:
+                break
+        for stmt in own:
+            if not isinstance(stmt, ast.If) or not self._reads_data(stmt.test, bucket, data):
+                continue
+            taken = self._collectives(stmt.body, func)
+            other = self._collectives(stmt.orelse, func)
+            if stmt.body and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+                other = other + self._after(stmt, func)
+            if len(taken) == len(other):
+                continue
+            call, found = (taken or other)[0]
+            self._report(func, stmt, call, found, registered, unit)
+            return
+
+    def _reads_data(self, expr: ast.AST, bucket: str, data: set[str]) -> bool:
+        """Whether ``expr`` reads the values of the bucket's gradients (not only their sizes or dtype)."""
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Lambda, *_SCOPES)):
+                continue
+            if isinstance(node, ast.Attribute) and node.attr in _BUCKET_SHAPES:
+                continue  # ``buf.numel()``, ``buf.shape``: the same on every rank
+            if isinstance(node, ast.Call) and _terminal(node.func) == "len":
+                continue
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _BUCKET_DATA
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == bucket
+            ):
+                return True
+            if isinstance(node, ast.Name) and node.id in data:
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _collectives(self, stmts: list[ast.stmt], func: _Func) -> list[tuple[ast.Call, _Call]]:
+        out = []
+        for node in _own_nodes(stmts):
+            if isinstance(node, ast.Call):
+                found = self.an.classify(node, func.unit, func.self_class, func.key)
+                if found is not None and found.kind == "coll":
+                    out.append((node, found))
+        return sorted(out, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+    def _after(self, stmt: ast.If, func: _Func) -> list[tuple[ast.Call, _Call]]:
+        """The collectives of the statements after ``stmt`` in the block that holds it."""
+        for node in [func.node, *_own_nodes(func.node.body)]:
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(node, part, None)
+                if isinstance(block, list) and stmt in block:
+                    return self._collectives(block[block.index(stmt) + 1 :], func)
+        return []
+
+    def _report(
+        self, func: _Func, stmt: ast.If, call: ast.Call, found: _Call, registered: ast.Call, unit: _Unit
+    ) -> None:
+        if id(call) in self.an.found:
+            return
+        test = func.unit.text(stmt.test)
+        shown = found.display if hasattr(found, "display") else (_dotted(call.func) or func.unit.text(call.func))
+        why = (
+            f"`{func.node.name}` is the DDP communication hook registered at line {registered.lineno + unit.offset}: "
+            "DDP runs it in each rank's backward on that rank's own gradient bucket, before anything has reduced it, "
+            f"and `{test}` reads those gradients, which differ between ranks (a parameter unused on one rank has "
+            f"zero gradients there), so some ranks make `{shown}` for this bucket and the others do not, and the "
+            "next collectives pair different buckets (torch 2.13.0 torch/distributed/algorithms/ddp_comm_hooks/"
+            "default_hooks.py: allreduce_hook all-reduces every bucket)"
+        )
+        fix = (
+            "decide the hook's collectives on what every rank shares (the bucket's index, size or is_last()), not on "
+            "its values: all-reduce every bucket, zeros included, or all-reduce a flag first and skip only when "
+            "every rank agrees"
+        )
+        _record_finding(
+            self.an,
+            call,
+            func.unit,
+            "branch",
+            test,
+            why,
+            fix,
+            collective=shown,
+            condition_line=stmt.lineno + func.unit.offset,
+        )
+
+
+# --------------------------------------- lintrecall32b: parameters unfrozen after DDP built its reducer without them
+
+
+class _UnfrozenAfterWrap:
+    """``unfrozen-after-wrap`` - parameters of a module frozen before ``DDP(module)`` wraps it and set to require
+    grad again after (``p.requires_grad_(True)`` over its ``parameters()``): DDP's constructor registered its
+    gradient reduction only for the parameters that required grad then (``_build_params_for_reducer``), and its
+    docstring says no parameter may be added or changed after the wrap, so the unfrozen parameters' gradients are
+    never all-reduced and each rank's copy drifts on its own data. Round 19's
+    ``buggy_unfreeze_backbone_after_ddp_wrap``. Quiet when the parameters were not frozen before the wrap in the
+    same function (unfreezing what requires grad already changes nothing)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, _self_class, _key in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            wraps = [
+                n
+                for n in nodes
+                if isinstance(n, ast.Call)
+                and n.args
+                and isinstance(n.args[0], ast.Name)
+                and _dotted(n.func)
+                and self.an._wrapper_kind(n, unit) == "ddp"
+            ]
+            if not wraps:
+                continue
+            changes = self._grad_switches(nodes)
+            for wrap in wraps:
+                module = wrap.args[0].id  # type: ignore[attr-defined]
+                held = {module} | {
+                    t.id
+                    for n in nodes
+                    if isinstance(n, ast.Assign) and n.value is wrap
+                    for t in n.targets
+                    if isinstance(t, ast.Name)
+                }
+                frozen = [c for c, root, on in changes if not on and root == module and c.lineno < wrap.lineno]
+                if not frozen:
+                    continue
+                later = next(
+                    (c for c, root, on in changes if on and root in held and c.lineno > (wrap.end_lineno or 0)), None
+                )
+                if later is not None and id(later) not in self.an.found:
+                    self._report(later, wrap, frozen[0], module, unit)
+
+    @staticmethod
+    def _grad_switches(nodes: list[ast.AST]) -> list[tuple[ast.AST, str | None, bool]]:
+        """(statement part, root name of the module whose parameters it switches, switched on) for every
+        ``p.requires_grad_(...)``/``p.requires_grad = ...`` with a constant value, ``p`` a loop variable over
+        ``<module ...>.parameters()`` or ``named_parameters()`` (or the module itself)."""
+        loops: dict[str, str | None] = {}
+        for loop in nodes:
+            if (
+                isinstance(loop, (ast.For, ast.AsyncFor))
+                and isinstance(loop.iter, ast.Call)
+                and _terminal(loop.iter.func) in ("parameters", "named_parameters")
+            ):
+                for name in _target_names(loop.target):
+                    loops[name] = _root_name(loop.iter)
+        out: list[tuple[ast.AST, str | None, bool]] = []
+        for node in nodes:
+            value: ast.expr | None = None
+            receiver: ast.expr | None = None
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "requires_grad_"
+            ):
+                receiver = node.func.value
+                value = node.args[0] if node.args else ast.Constant(True)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute) and target.attr == "requires_grad":
+                    receiver, value = target.value, node.value
+            if receiver is None or not isinstance(value, ast.Constant) or not isinstance(value.value, bool):
+                continue
+            root = _root_name(receiver)
+            out.append((node, loops.get(root or "", root), value.value))
+        return out
+
+    def _report(self, change: ast.AST, wrap: ast.Call, frozen: ast.AST, module: str, unit: _Unit) -> None:
+        shown = unit.text(change)
+        why = (
+            f"`{shown}` sets parameters of `{module}` to require grad after `{unit.text(wrap)}` (line "
+            f"{wrap.lineno + unit.offset}) wrapped it, and they were frozen before the wrap (line "
+            f"{frozen.lineno + unit.offset}): DDP's constructor registers its gradient all_reduce only for the "
+            "parameters that require grad at that moment, so these gradients are never all-reduced and each rank's "
+            "copy of them moves with its own data; the replicas drift apart silently (torch 2.13.0 "
+            "torch/nn/parallel/distributed.py: _build_params_for_reducer keeps 'if param.requires_grad', and the "
+            "class docstring: 'No parameters should be added nor removed later')"
+        )
+        fix = (
+            "decide which parameters train before wrapping: unfreeze them before DDP(...) and keep them out of the "
+            "optimizer (or at lr 0) until the unfreeze step, or wrap the module again after changing requires_grad "
+            "(on every rank)"
+        )
+        _record_finding(
+            self.an,
+            change,
+            unit,
+            "unfrozen-after-wrap",
+            f"{module} wrapped at line {wrap.lineno + unit.offset} with these parameters frozen",
+            why,
+            fix,
+            collective=f"{_dotted(wrap.func)}({module}) (its gradient all_reduce)",
+            condition_line=wrap.lineno + unit.offset,
+            key=change,
+        )
+
+
+# ------------------------------------- lintrecall32b: a per-rank object saved by DCP under a key every rank shares
+
+_DCP_SAVES = frozenset({"save", "async_save", "save_state_dict"})
+
+
+class _SharedCheckpointKey:
+    """``shared-checkpoint-key`` - ``torch.distributed.checkpoint.save`` given a state dict with an entry under a key
+    that is the same on every rank (a string constant) whose value is the state of an object built from this
+    process's rank (``"dataloader": data.state_dict()``, ``data = PackedDocuments(rank)``). DCP's default planner
+    takes an entry with the same fully qualified name on several ranks for a replicated one and writes it once
+    (``dedup_save_plans``), so ``dcp.load`` hands every rank that one rank's state. Round 13's
+    ``buggy_dcp_dataloader_state_shared_key``; a key built from the rank (``f"dp_rank_{rank}"``, torchtitan's
+    ``ParallelAwareDataloader``) is quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        for unit, body, _taint, _laundered, _self_class, key in _gap_scopes(self.an):
+            for call in (n for n in _own_nodes(body) if isinstance(n, ast.Call)):
+                if not _dotted(call.func) or _terminal(call.func) not in _DCP_SAVES:
+                    continue
+                if not self.an._resolve(call.func, unit).startswith("torch.distributed.checkpoint"):
+                    continue
+                state = _argument(call, 0, "state_dict")
+                if state is None or id(call) in self.an.found:
+                    continue
+                for name, value, scope, binding in self._entries(state, key, {}, 0):
+                    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                        continue
+                    held = (
+                        value.func.value
+                        if _terminal(value.func if isinstance(value, ast.Call) else value) == ("state_dict")
+                        and isinstance(value, ast.Call)
+                        and isinstance(value.func, ast.Attribute)
+                        else value
+                    )
+                    built = self._per_rank(held, scope, binding, 0)
+                    if built is not None:
+                        self._report(call, name, value, built, scope, unit)
+                        break
+
+    def _body(self, scope: str | None) -> list[ast.stmt]:
+        if scope is None:
+            return [s for u in self.an.units if u.report for s in u.tree.body]
+        return self.an.table[scope].node.body
+
+    def _params(self, scope: str | None) -> list[str]:
+        if scope is None:
+            return []
+        args = self.an.table[scope].node.args
+        return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+    def _bind(self, call: ast.Call, callee: str, scope: str | None, binding: dict) -> dict:
+        params = self._params(callee)
+        bound = {p: (a, scope, binding) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)}
+        bound.update({k.arg: (k.value, scope, binding) for k in call.keywords if k.arg in params})
+        return bound
+
+    def _function(self, call: ast.AST) -> str | None:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            func = self.an.table.get(call.func.id)
+            if func is not None and func.self_class is None:
+                return func.key
+        return None
+
+    def _assigned(self, name: str, scope: str | None) -> list[ast.Assign]:
+        return [
+            n
+            for n in _own_nodes(self._body(scope))
+            if isinstance(n, ast.Assign) and any(name in _target_names(t) for t in n.targets)
+        ]
+
+    def _entries(self, state: ast.expr, scope: str | None, binding: dict, depth: int) -> list[tuple]:
+        """(key, value, scope, binding) of the dict literal ``state`` stands for: the literal itself, a name of the
+        scope assigned it once, or a call of a function of the file whose every return is a dict literal."""
+        if depth > 4:
+            return []
+        if isinstance(state, ast.Dict):
+            return [(k, v, scope, binding) for k, v in zip(state.keys, state.values) if k is not None]
+        if isinstance(state, ast.Name):
+            if state.id in self._params(scope) and state.id in binding:
+                arg, outer, outer_binding = binding[state.id]
+                return self._entries(arg, outer, outer_binding, depth + 1)
+            made = self._assigned(state.id, scope)
+            if len(made) == 1 and len(made[0].targets) == 1 and isinstance(made[0].targets[0], ast.Name):
+                return self._entries(made[0].value, scope, binding, depth + 1)
+            return []
+        callee = self._function(state)
+        if callee is None:
+            return []
+        returns = [n.value for n in _own_nodes(self._body(callee)) if isinstance(n, ast.Return)]
+        if not returns or not all(isinstance(r, ast.Dict) for r in returns):
+            return []
+        inner = self._bind(state, callee, scope, binding)  # type: ignore[arg-type]
+        return [e for r in returns for e in self._entries(r, callee, inner, depth + 1)]  # type: ignore[arg-type]
+
+    def _per_rank(self, expr: ast.expr, scope: str | None, binding: dict, depth: int) -> tuple[ast.Call, str] | None:
+        """The call of a class of the file that built the object ``expr`` holds, with an argument read from the
+        rank (and used by the class's ``__init__``), and the argument's text; None when not shown."""
+        if depth > 6:
+            return None
+        if isinstance(expr, ast.Name):
+            if expr.id in self._params(scope) and expr.id in binding:
+                arg, outer, outer_binding = binding[expr.id]
+                return self._per_rank(arg, outer, outer_binding, depth + 1)
+            made = sorted((n for n in self._assigned(expr.id, scope) if n.lineno < expr.lineno), key=lambda n: n.lineno)
+            if not made or len(made[-1].targets) != 1:
+                return None
+            target, value = made[-1].targets[0], made[-1].value
+            if isinstance(target, ast.Name):
+                return self._per_rank(value, scope, binding, depth + 1)
+            if isinstance(target, ast.Tuple) and (callee := self._function(value)) is not None:
+                position = next(
+                    (i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == expr.id), None
+                )
+                returns = [n.value for n in _own_nodes(self._body(callee)) if isinstance(n, ast.Return)]
+                if position is None or len(returns) != 1 or not isinstance(returns[0], ast.Tuple):
+                    return None
+                if len(returns[0].elts) != len(target.elts):
+                    return None
+                inner = self._bind(value, callee, scope, binding)  # type: ignore[arg-type]
+                return self._per_rank(returns[0].elts[position], callee, inner, depth + 1)
+            return None
+        if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+            return None
+        cls = expr.func.id
+        init = self.an.table.get(f"{cls}.__init__")
+        if cls not in self.an.class_nodes or init is None:
+            return None
+        names = [a.arg for a in (*init.node.args.posonlyargs, *init.node.args.args)][1:]
+        used = {n.id for n in _own_nodes(init.node.body) if isinstance(n, ast.Name)}
+        given = [(names[i], a) for i, a in enumerate(expr.args) if i < len(names)]
+        given += [(k.arg, k.value) for k in expr.keywords if k.arg]
+        for param, arg in given:
+            if param in used and self._rank_read(arg, scope, binding, depth + 1):
+                return expr, param
+        return None
+
+    def _rank_read(self, expr: ast.expr, scope: str | None, binding: dict, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(expr, ast.Name) and expr.id in self._params(scope) and expr.id in binding:
+            arg, outer, outer_binding = binding[expr.id]
+            return self._rank_read(arg, outer, outer_binding, depth + 1)
+        return _rank_sourced(expr, self._body(scope), set(self._params(scope)))
+
+    def _report(
+        self, call: ast.Call, name: ast.Constant, value: ast.expr, built: tuple[ast.Call, str], scope, unit: _Unit
+    ) -> None:
+        func = self.an.table.get(scope) if scope is not None else None
+        entry_unit = func.unit if func is not None else unit
+        made, param = built
+        shown = entry_unit.text(value)
+        why = (
+            f"the state given to `{unit.text(call.func)}` holds `{shown}` under the key {name.value!r} (line "
+            f"{name.lineno + entry_unit.offset}), the same on every rank, while the object is this rank's own: it "
+            f"was built by `{unit.text(made) if made in ast.walk(unit.tree) else made.func.id + '(...)'}` from the "
+            f"rank (its `{param}`). DCP's default planner takes entries with the same key on several ranks for "
+            "replicated ones and writes one rank's copy (torch 2.13.0 torch/distributed/checkpoint/"
+            "_dedup_save_plans.py dedup_save_plans, called by DefaultSavePlanner.create_global_plan), so the "
+            "load gives every rank that one rank's state: the others resume from another rank's position and "
+            "their loops and collectives no longer line up"
+        )
+        fix = (
+            'save this rank\'s state under a key of its own, built from the rank (f"dp_rank_{rank}", as '
+            "torchtitan's ParallelAwareDataloader does), and load it back under the same key"
+        )
+        _record_finding(
+            self.an,
+            call,
+            unit,
+            "shared-checkpoint-key",
+            f"{name.value!r} holds each rank's own state",
+            why,
+            fix,
+            condition_line=name.lineno + entry_unit.offset
+            if entry_unit is unit and name.lineno < call.lineno
+            else None,
+        )
 
 
 class _Unknown(Exception):
