@@ -486,14 +486,24 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     for module in (c10d, dist):
         if getattr(module, "init_process_group", None) is original:
             module.init_process_group = init_process_group
-    store = _loopback_tcp_store(dist.TCPStore)
+
+
+def keep_own_stores_on_loopback() -> None:
+    """Make ``dist.TCPStore`` (and ``distributed_c10d.TCPStore``) :func:`_loopback_tcp_store`'s, on every path
+    (``init=True`` too: attack31 a04, a store rank 0 made for its own ``ProcessGroupGloo`` listened on ``::``).
+    Patched before the learner's modules are imported, so ``from torch.distributed import TCPStore`` gets it too.
+    The rank's own client of the launcher's store is a client: the subclass passes it to torch as it is."""
+    import torch.distributed.distributed_c10d as c10d
+
+    original = dist.TCPStore
+    store = _loopback_tcp_store(original)
     for module in (c10d, dist):
-        if getattr(module, "TCPStore", None) is store.__mro__[1]:
+        if getattr(module, "TCPStore", None) is original:
             module.TCPStore = store
 
 
 def _loopback_tcp_store(tcp_store: type) -> type:
-    """``dist.TCPStore`` for the learner's own stores (``init=False``): a master store listens on 127.0.0.1 only.
+    """``dist.TCPStore`` for the learner's own stores (every rank): a master store listens on 127.0.0.1 only.
     torch's server binds every interface whatever ``host_name`` says (``LibUVStoreDaemon::init`` binds ``::`` or
     ``0.0.0.0``); given a socket already bound and listening (``master_listen_fd``), it serves that one. So the
     master's socket is bound here, on 127.0.0.1 and the port asked for (attack20 a16: tutorial code's
@@ -1180,6 +1190,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         else:
             record.disarm()
+        keep_own_stores_on_loopback()  # init=True and init=False alike (attack31 a04)
         if not options.init:
             _leave_init_to_the_learner(spec)
         if spec.run.cgroup:  # in the run's cgroup before any of the learner's code runs (unpickling included)
