@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from repros import fixed_attacks
 
 import barrierlab as bl
 
@@ -243,3 +244,16 @@ def test_a08_each_value_torch_accepts_still_runs(monkeypatch):
     for value in ("OFF", "info", "Detail"):
         run = bl.run(_returns_rank, 2, env={"TORCH_DISTRIBUTED_DEBUG": value}, deadline=30)
         assert run.values == [0, 1], (value, str(run))
+
+
+# The attacker's own repros (tests/attacks31/, copied from the attack31 branch with their helper, whose REPO points
+# two folders up): each exited 1 before its fix.
+test_the_attack_no_longer_breaks_its_promise = fixed_attacks(
+    Path(__file__).resolve().parent / "attacks31",
+    [
+        "a01_module_parent_imported_in_launcher",
+        "a02_script_lowers_fsize_limit",
+        "a04_rank_store_listens_beyond_loopback",
+        "a08_env_value_torch_refuses",
+    ],
+)
