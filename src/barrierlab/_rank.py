@@ -418,19 +418,55 @@ def keep_own_gloo_groups_on_loopback() -> None:
     gloo.create_default_device = staticmethod(default_device)
 
 
-def room_to_report() -> None:
-    """Once the learner's code has ended, raise a soft limit on open files it lowered back to the hard limit, so
-    that the rank can open its flight record and outcome files (attack15 a05: a script that lowered RLIMIT_NOFILE
-    to its lowest free descriptor at its end, which torchrun passes, was "exited with code 74: ... Too many open
-    files"). Nothing of the learner's runs after this; a hard limit lowered too stays as it is."""
+#: The limits :func:`room_to_report` raises back once the learner's code has ended: the soft limit on open files
+#: always (attack15 a05: a rank holding many files open must still open its own), and these when the learner's code
+#: lowered their soft limit below what it was as the rank started: file size (attack31 a02: the outcome could not be
+#: written, exit code 74), address space and data (a function that lowered either to what it used, then returned
+#: 40 MB, raised "MemoryError ... cannot be sent back"), stack (the rank's report may go deeper than the function
+#: did), processes (threads count: the rank's exit work starts one). Not CPU time: a script that exceeds the limit it
+#: set is ended by SIGXCPU under python and torchrun too.
+LOWERED_LIMITS = ("RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_NPROC")
+
+#: Soft limits of :data:`LOWERED_LIMITS` as the rank started, before any of the learner's code ran.
+_soft_limits_at_start: dict[int, int] = {}
+
+
+def note_limits() -> None:
+    """Note the soft limits of :data:`LOWERED_LIMITS` before any of the learner's code runs."""
     try:
         import resource
+    except ImportError:
+        return
+    for name in LOWERED_LIMITS:
+        which = getattr(resource, name, None)
+        if which is not None:
+            _soft_limits_at_start[which] = resource.getrlimit(which)[0]
 
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ImportError, OSError, ValueError):
-        pass
+
+def room_to_report() -> None:
+    """Once the learner's code has ended, raise the soft open-file limit, and a soft limit of
+    :data:`LOWERED_LIMITS` it lowered, back to the hard limit, so that the rank can open, grow and write its flight
+    record and outcome files (attack15 a05: a script that lowered RLIMIT_NOFILE to its lowest free descriptor at
+    its end, which torchrun passes, was "exited with code 74: ... Too many open files"; attack31 a02: one that set
+    its soft RLIMIT_FSIZE to 0, the same). Nothing of the learner's runs after this but the exit work of
+    :func:`release_the_function`, as an interpreter's exit would run it; a hard limit lowered too stays as it
+    is."""
+    try:
+        import resource
+    except ImportError:
+        return
+    infinity = resource.RLIM_INFINITY
+    for which in (resource.RLIMIT_NOFILE, *_soft_limits_at_start):
+        try:
+            soft, hard = resource.getrlimit(which)
+            if which != resource.RLIMIT_NOFILE:
+                was = _soft_limits_at_start[which]
+                if soft == infinity or (was != infinity and soft >= was):
+                    continue  # not lowered by the learner's code: left as the rank started
+            if soft != infinity and (hard == infinity or soft < hard):
+                resource.setrlimit(which, (hard, hard))
+        except (OSError, ValueError):
+            pass
 
 
 def flush_output() -> None:
@@ -486,14 +522,24 @@ def _leave_init_to_the_learner(spec: RankSpec) -> None:
     for module in (c10d, dist):
         if getattr(module, "init_process_group", None) is original:
             module.init_process_group = init_process_group
-    store = _loopback_tcp_store(dist.TCPStore)
+
+
+def keep_own_stores_on_loopback() -> None:
+    """Make ``dist.TCPStore`` (and ``distributed_c10d.TCPStore``) :func:`_loopback_tcp_store`'s, on every path
+    (``init=True`` too: attack31 a04, a store rank 0 made for its own ``ProcessGroupGloo`` listened on ``::``).
+    Patched before the learner's modules are imported, so ``from torch.distributed import TCPStore`` gets it too.
+    The rank's own client of the launcher's store is a client: the subclass passes it to torch as it is."""
+    import torch.distributed.distributed_c10d as c10d
+
+    original = dist.TCPStore
+    store = _loopback_tcp_store(original)
     for module in (c10d, dist):
-        if getattr(module, "TCPStore", None) is store.__mro__[1]:
+        if getattr(module, "TCPStore", None) is original:
             module.TCPStore = store
 
 
 def _loopback_tcp_store(tcp_store: type) -> type:
-    """``dist.TCPStore`` for the learner's own stores (``init=False``): a master store listens on 127.0.0.1 only.
+    """``dist.TCPStore`` for the learner's own stores (every rank): a master store listens on 127.0.0.1 only.
     torch's server binds every interface whatever ``host_name`` says (``LibUVStoreDaemon::init`` binds ``::`` or
     ``0.0.0.0``); given a socket already bound and listening (``master_listen_fd``), it serves that one. So the
     master's socket is bound here, on 127.0.0.1 and the port asked for (attack20 a16: tutorial code's
@@ -1173,6 +1219,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
     kept: list = []  # the function's frame, and its exception: never released (the rank ends with os._exit)
     try:
         _set_environment(spec)
+        note_limits()  # before any of the learner's code (unpickling the call included)
         _segments.note_to(os.path.join(spec.run.run_dir, _segments.NOTES_FILE))  # unlinked after the run if left
         _mark_first_finalizer()  # the finalizers made from here on are the rank's: run as it ends
         _say_before_exec(outcome, files.replaced, key)
@@ -1180,6 +1227,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             record.start(files.events, rank=rank, t0=spec.run.t0)
         else:
             record.disarm()
+        keep_own_stores_on_loopback()  # init=True and init=False alike (attack31 a04)
         if not options.init:
             _leave_init_to_the_learner(spec)
         if spec.run.cgroup:  # in the run's cgroup before any of the learner's code runs (unpickling included)
@@ -1202,6 +1250,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             global _script_exit
             _script_exit = functools.partial(_outcome_at_os_exit, outcome, spec, key)
         value = call_the_function(fn, args, kwargs, kept)
+        room_to_report()  # before its value is pickled (attack31 a02: a lowered RLIMIT_AS made that a MemoryError)
         outcome.status = Status.FINISHED
         outcome.value, outcome.send_error = _pickled(value)
         if outcome.value is None:
@@ -1216,6 +1265,7 @@ def main(spec: RankSpec, key: bytes = b"") -> int:
             flush_output()
             say(text)
     except BaseException as error:
+        room_to_report()  # before the exception is pickled
         tb = _from_the_function(error.__traceback__) if in_fn else error.__traceback__
         outcome.status = Status.RAISED if in_fn else Status.SETUP_FAILED
         outcome.error_type = type_name(type(error))

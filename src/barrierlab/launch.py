@@ -551,6 +551,36 @@ def _beyond_loopback(key: str, value: str) -> str | None:
     return None
 
 
+#: Variables barrierlab hands to torch in every rank as it is set up (``_rank.read_import_time_environment``), with
+#: the values torch accepts: torch compares them in upper case (ASCII only, C++'s ``toupper``) and refuses any
+#: other, an empty value included, which would end every rank in its set-up (attack31 a08).
+TORCH_CHOICES = {"TORCH_DISTRIBUTED_DEBUG": ("OFF", "INFO", "DETAIL")}
+
+
+def _refused_by_torch(key: str, value: str) -> str | None:
+    """Why torch would refuse ``key=value`` in a rank's set-up, or None."""
+    choices = TORCH_CHOICES.get(key)
+    if choices is None or (value.isascii() and value.upper() in choices):
+        return None
+    return (
+        f"torch accepts only {', '.join(choices[:-1])} or {choices[-1]} (in any case, nothing around it), and "
+        f"barrierlab hands {key} to torch as each rank is set up: every rank would fail before your function ran"
+    )
+
+
+def _check_inherited_env(given: dict[str, str]) -> None:
+    """The same check of what every rank inherits from this process (``os.environ``, set after torch was imported
+    here) where ``env=`` does not replace it."""
+    for key in TORCH_CHOICES:
+        value = os.environ.get(key)
+        refused = None if key in given or value is None else _refused_by_torch(key, value)
+        if refused:
+            raise ValueError(
+                f"os.environ[{key!r}] = {value!r}, which every rank inherits: {refused}. Set it right, or pass "
+                f"env={{{key!r}: 'OFF'}}"
+            )
+
+
 #: Variables every rank gets from barrierlab (``_rank._set_environment``): ``env=`` may not change them.
 _SET_FOR_EACH_RANK = frozenset(
     {
@@ -615,6 +645,9 @@ def _check_env(env: object) -> tuple[tuple[str, str], ...]:
                     f"env[{key!r}]: its {what} cannot be encoded for the environment ({error.reason} at "
                     f"position {error.start}); an environment variable holds bytes of the file system's encoding"
                 ) from None
+        refused = _refused_by_torch(key, value)
+        if refused:
+            raise ValueError(f"env[{key!r}] = {value!r}: {refused}")
         beyond = _beyond_loopback(key, value)
         if beyond:
             raise ValueError(
@@ -668,6 +701,7 @@ def validate(
         timeout + DEFAULT_DEADLINE_MARGIN if deadline is None else _check_seconds("deadline", deadline, MAX_DEADLINE)
     )
     env_pairs = _check_env(env)
+    _check_inherited_env(dict(env_pairs))
     threads = _check_count("threads", threads, "torch threads per rank")
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")

@@ -23,29 +23,71 @@ from barrierlab.result import Run
 def check_module(name, argv: Sequence[str] = ()) -> str:
     """The file of module ``name`` as ``python -m NAME`` finds it from the working folder (a package's
     ``__main__``), after checking it can be found and that ``argv`` is a sequence of str: the
-    ``TypeError``/``ValueError`` :func:`run_module` raises, before anything is started."""
-    import importlib.util
+    ``TypeError``/``ValueError`` :func:`run_module` raises, before anything is started.
 
+    Nothing of the learner's is imported here (attack31 a01: ``importlib.util.find_spec("pkg.train")`` ran
+    ``pkg/__init__.py`` in the launching process, where torchrun's agent never runs it: one that read LOCAL_RANK
+    crashed the command, a slow one ran before the deadline counted). Each part of the name is looked up in its
+    parent's folders by the import system's finders (:func:`_find_without_importing`), as the ranks' import will
+    find it."""
     if not isinstance(name, str) or not name or not all(part.isidentifier() for part in name.split(".")):
         raise ValueError(f"module: not a module name (pkg.train): {name!r}")
-    sys.path.insert(0, os.getcwd())
+    path = [os.getcwd(), *sys.path]  # python -m looks in the working folder first
     try:
-        found = importlib.util.find_spec(name)
-        if found is not None and found.submodule_search_locations is not None:
-            main = importlib.util.find_spec(f"{name}.__main__")
-            if main is None:  # attack20 a17: refused before the ranks start, as python -m refuses it
-                raise ValueError(
-                    f"module: {name!r} is a package and cannot be directly executed (python -m needs its __main__.py)"
-                )
-            found = main
+        found = _find_without_importing(name, path)
+        package = found is not None and found.submodule_search_locations is not None
+        main = _find_without_importing(f"{name}.__main__", path) if package else 0
     except (ImportError, ValueError) as error:  # a parent that is not a package
         raise ValueError(f"module: {name!r} cannot be found from {os.getcwd()!r}: {error}") from None
-    finally:
-        sys.path.pop(0)
+    if main is None:  # attack20 a17: refused before the ranks start, as python -m refuses it
+        raise ValueError(
+            f"module: {name!r} is a package and cannot be directly executed (python -m needs its __main__.py)"
+        )
+    found = main or found
     if found is None:
         raise ValueError(f"module: no module named {name!r} from {os.getcwd()!r} (python -m looks there first)")
     _check_argv(argv, "module")
     return found.origin or name
+
+
+def _find_without_importing(name: str, path: list[str]):
+    """The spec of module ``name`` (dotted) as the import system would find it with ``sys.path`` = ``path``, or
+    None, importing nothing: the top-level name is asked of every finder on ``sys.meta_path`` (built-in, frozen,
+    an editable install's, the path finder, which is given ``path``), each further part of the finders with the
+    folders of the part before it (a package's ``submodule_search_locations``), as the import system asks them
+    once the parent is imported. A parent already imported here is taken as it is (its ``__path__``). What a
+    package's ``__init__`` does to its own ``__path__`` is not seen (that would mean running it)."""
+    from importlib.machinery import PathFinder
+
+    parts = name.split(".")
+    locations: list[str] | None = None
+    spec = None
+    for depth in range(len(parts)):
+        full = ".".join(parts[: depth + 1])
+        if depth:
+            parent = ".".join(parts[:depth])
+            if spec is None:
+                return None
+            loaded = sys.modules.get(parent)
+            locations = getattr(loaded, "__path__", None) if loaded is not None else spec.submodule_search_locations
+            if locations is None:
+                raise ImportError(f"{parent!r} is not a package (no {parts[depth]!r} in it)")
+            locations = list(locations)
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            if finder is PathFinder or getattr(finder, "__name__", None) == "PathFinder":
+                spec = PathFinder.find_spec(full, path if locations is None else locations)
+            else:
+                try:
+                    spec = find(full, locations)
+                except (ImportError, ValueError, AttributeError, TypeError):
+                    spec = None
+            if spec is not None:
+                break
+    return spec
 
 
 def _check_argv(argv, what: str) -> None:
