@@ -8553,3 +8553,72 @@ def test_every_rank_creating_a_missing_file_in_place_while_others_read_it_is_a_f
     [found] = lint_source(exclusive)
     assert (found.line, found.collective) == (9, "open")
     assert "with mode 'x' a second rank that also found it missing raises FileExistsError at this open" in found.why
+
+
+NVRX_SAVE = """import torch.distributed as dist
+
+
+class CheckpointException(RuntimeError):
+    pass
+
+
+def opener_for(rank):
+    if rank == 1:
+        def failing_open(path, mode="r"):
+            raise OSError(28, "No space left on device", path)
+        return failing_open
+    return open
+
+
+def write_shard(rank, path, data):
+    with opener_for(rank)(path, "wb") as f:
+        f.write(data)
+    return [rank]
+
+
+def save_checkpoint(rank, path, data):
+    results = write_shard(rank, path, data)
+    gathered = [None] * dist.get_world_size() if rank == 0 else None
+    dist.gather_object(results, gathered, dst=0)
+    dist.barrier()
+
+
+def worker():
+    rank = dist.get_rank()
+    try:
+        save_checkpoint(rank, "ckpt", b"x")
+    except CheckpointException as exc:
+        print(exc)
+    dist.barrier()
+"""
+
+
+def test_a_fault_handed_to_one_rank_by_a_factory_is_an_early_exit_and_a_broadcast_verdict_is_not() -> None:
+    """Modelled on round 47's NVRx pair (``*_nvrx_async_ckpt_write_error_not_propagated``, NVIDIA/nvidia-
+    resiliency-ext PR #170). Buggy: ``opener_for(rank)`` hands rank 1 an ``open`` that always raises, so rank 1's
+    shard write raises ``OSError`` and it leaves before the ``gather_object`` of write results (the ``except
+    CheckpointException`` around the save does not catch an ``OSError``): an early exit at the gather. Correct
+    (the PR): the write's error is caught and gathered, rank 0 broadcasts a verdict, and every rank raises
+    ``CheckpointException`` on it together, so neither the test on the broadcast ``verdict[0]`` nor the handler
+    of a class only that agreed raise makes is a rank's own path."""
+    found = lint_source(NVRX_SAVE)
+    gather = [f for f in found if f.line == 25]
+    assert [(f.kind, f.collective) for f in gather] == [("early-exit", "dist.gather_object")]
+    assert gather[0].condition.startswith(
+        "write_shard() raises (line 11) when opener_for() returns failing_open(), which raises, when rank == 1"
+    )
+    assert not [f for f in found if f.kind == "except-path"]  # no raise of CheckpointException: nothing jumps there
+    fixed = NVRX_SAVE.replace(
+        "    results = write_shard(rank, path, data)\n",
+        "    try:\n        results = write_shard(rank, path, data)\n    except Exception as exc:\n        results = exc\n",
+    ).replace(
+        "    dist.gather_object(results, gathered, dst=0)\n    dist.barrier()\n",
+        "    dist.gather_object(results, gathered, dst=0)\n    verdict = [None]\n    if rank == 0:\n"
+        "        verdict[0] = [r for r in gathered if isinstance(r, BaseException)] or None\n"
+        "    dist.broadcast_object_list(verdict, src=0)\n    if verdict[0] is not None:\n"
+        "        raise CheckpointException(verdict[0])\n    dist.barrier()\n",
+    )
+    assert lint_source(fixed) == []
+    # the verdict raised without its broadcast is rank 0's alone: the ranks leave apart
+    unshared = fixed.replace("    dist.broadcast_object_list(verdict, src=0)\n", "")
+    assert [f for f in lint_source(unshared) if f.kind in ("early-exit", "except-path")]
