@@ -350,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout",
         type=_seconds("timeout"),
         default=None,
-        help=f"process-group timeout in seconds (default {DEFAULT_TIMEOUT:g}). For a script it also replaces a "
+        help=f"the default process group's timeout in seconds (default {DEFAULT_TIMEOUT:g}; groups made with "
+        "new_group keep their own, else torch's 30 minutes). For a script it also replaces a "
         "timeout= the script passes to init_process_group (Lightning passes 1800 s), and says so; without --timeout the script's own "
         "timeout stays",
     )

@@ -203,7 +203,7 @@ class RunOptions:
     """The learner's choices for one ``barrierlab.run`` call, already validated (see ``launch.validate``)."""
 
     world_size: int
-    timeout: float  # torch's timeout for each collective, seconds
+    timeout: float  # the default group's timeout (init_process_group's), seconds
     deadline: float  # wall-clock limit of the whole run, seconds
     env: tuple[tuple[str, str], ...] = ()  # set in every rank before the group starts
     threads: int = 1

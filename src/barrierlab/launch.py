@@ -994,8 +994,10 @@ def run(
       ``functools.partial``, ``lru_cache`` or pass-through ``functools.wraps`` decorator: their bodies would not run).
     - ``world_size``: 1 to :data:`MAX_WORLD_SIZE` ranks.
     - ``args``: a tuple (or list) of positional arguments; ``kwargs``: a dict with str keys.
-    - ``timeout``: torch's timeout for each collective (seconds, at most :data:`MAX_TIMEOUT`), after which
-      torch itself raises. ``None`` means the default, :data:`DEFAULT_TIMEOUT`.
+    - ``timeout``: the default group's timeout, given to ``init_process_group`` (seconds, at most
+      :data:`MAX_TIMEOUT`): a collective on it that waits longer raises in the rank. Groups the function makes
+      with ``dist.new_group()`` get their own ``timeout=``, else torch's default (30 minutes on gloo), not this
+      one. ``None`` means the default, :data:`DEFAULT_TIMEOUT`.
     - ``deadline``: wall-clock limit for the whole run (seconds, at most :data:`MAX_DEADLINE`), counted from
       the start of the ranks (a first run may wait before that for the warm process to import torch);
       ``None`` means ``timeout + 5``. Ranks still running then are asked for their stacks and killed, and
