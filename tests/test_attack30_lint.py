@@ -9,6 +9,7 @@ import ast
 import time
 from pathlib import Path
 
+import pytest
 from repros import fixed_attacks
 
 from barrierlab.lint import MAX_DOTTED_DEPTH, _dotted, lint_source
@@ -89,6 +90,56 @@ def test_a_dispatch_inside_a_function_takes_about_linear_time():
 
     small, large = cpu(200), cpu(800)
     assert large < 2 + 8 * small  # quadratic was 16 times (200 cases 2.7 s, 800 cases 23 s), cubic 64
+
+
+def _blocks(n: int, block) -> str:
+    return HEAD + "import os\n\n\ndef f(store, rank):\n" + "".join(block(i) for i in range(n))
+
+
+#: Functions of n blocks each with a rank-dependent collective (lintperf32): attack31 a10's
+#: ``try: v = open(p).read()`` / ``except OSError: v = None`` / ``if v is None: dist.barrier()`` (a regular
+#: expression per finding and per except-handler flag, quadratic, and past 512 names no longer in ``re``'s cache:
+#: 20 s at 1,000 blocks, 72 s at 2,000), the same with ``with open(p) as fh``, a flag set in an except handler, an
+#: early return under a rank test (each finding walked the whole tree for the exit's unit: 14 s at 2,000), a store
+#: ``get``, ``os.path.exists``, and loops each left by ``break`` on ``rank == i`` (every rank value a world of
+#: every loop: quadratic up to 4,096 values).
+LINEAR_SHAPES = {
+    "open": lambda i: (
+        f"    try:\n        v{i} = open('p{i}').read()\n    except OSError:\n        v{i} = None\n"
+        f"    if v{i} is None:\n        dist.barrier()\n"
+    ),
+    "with-open": lambda i: (
+        f"    try:\n        with open('p{i}') as fh{i}:\n            v{i} = fh{i}.read()\n"
+        f"    except OSError:\n        v{i} = None\n    if v{i} is None:\n        dist.barrier()\n"
+    ),
+    "handler-flag": lambda i: (
+        f"    failed{i} = False\n    try:\n        store.work({i})\n    except ValueError:\n"
+        f"        failed{i} = True\n    if failed{i}:\n        dist.barrier()\n"
+    ),
+    "rank-return": lambda i: f"    if rank == {i} and store.done({i}):\n        return\n    dist.barrier()\n",
+    "store-get": lambda i: (
+        f"    try:\n        v{i} = store.get('k{i}')\n    except Exception:\n        v{i} = None\n"
+        f"    if v{i} is None:\n        dist.barrier()\n"
+    ),
+    "exists": lambda i: f"    ok{i} = os.path.exists('p{i}')\n    if ok{i}:\n        dist.barrier()\n",
+    "loop-break": lambda i: (
+        f"    for s{i} in range(3):\n        if rank == {i}:\n            break\n        dist.all_reduce(store)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(LINEAR_SHAPES))
+def test_blocks_of_rank_dependent_collectives_take_about_linear_time(shape):
+    def cpu(n: int) -> float:
+        source = _blocks(n, LINEAR_SHAPES[shape])
+        start = time.process_time()
+        findings = lint_source(source, "d.py")
+        spent = time.process_time() - start
+        assert len(findings) >= n  # each block's collective is reported
+        return spent
+
+    small, large = cpu(150), cpu(600)
+    assert large < 2 + 8 * small  # linear is 4 times, quadratic 16 times
 
 
 def test_lint_source_parses_a_deep_dispatch_on_the_deep_stack():

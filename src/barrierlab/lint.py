@@ -778,7 +778,16 @@ _FILE_CHECKS = frozenset({"exists", "lexists", "isfile", "isdir", "is_file", "is
 _FILE_LOCKS = frozenset({"FileLock", "SoftFileLock", "UnixFileLock", "WindowsFileLock", "InterProcessLock"})
 _FILE_CHECK_TEXT = re.compile(r"\b(?:" + "|".join(sorted(_FILE_CHECKS)) + r")\(")
 _MAGIC = re.compile(r"^\s*(?:[%!]|[\w.]+\s*=\s*[%!])")
+_WORD_RUN = re.compile(r"\w+")  # (findall of a condition: the names and attributes it reads)
+_NAME_CHAIN = re.compile(r"\w+(?:\.\w+)*")  # ``a``, ``self.failed``
+_NAME_CHAIN_IN = re.compile(
+    r"(?<![\w.])\w+(?:\.\w+)*"
+)  # the longest chains a text holds (see _Analysis._handler_flags_in)
 _MAX_WORLDS = 4096
+#: Items :meth:`_Walker._outcomes` runs over all its worlds at most (a world per rank value, each running every
+#: item of the block): N loops each left on ``rank == i`` were N worlds of N items, quadratic (lintperf32); past
+#: it the items are not shown to be balanced, as past _MAX_WORLDS
+_MAX_WORLD_STEPS = 100_000
 #: Calls of a chain shown in a finding (``a -> b -> dist.barrier``); a longer one is shown by its ends.
 _MAX_CHAIN = 12
 #: How deep the length analysis substitutes values and looks through calls (it stops at cycles this way).
@@ -3832,6 +3841,7 @@ class _Analysis:
         self.gates: dict[str, bool] = {}
         self._gates_of: dict[str, tuple[str, int | None, ast.expr | None] | None] = {}
         self._parent_maps: dict[int, dict[int, ast.AST]] = {}
+        self._unit_node_ids: dict[int, tuple[_Unit, ast.Module, frozenset[int]]] = {}  # see _node_ids
         self._rank_only_calls: dict[str, bool] = {}
         self._no_grad_calls: dict[str, bool] = {}
         self._return_classes: dict[str, str | None] = {}  # function -> the class of the file its objects are of
@@ -3856,7 +3866,9 @@ class _Analysis:
         self.rank_params: dict[
             str, set[str]
         ] = {}  # function -> parameters some call hands a rank-dependent value  # functions that return a rank's own model output
-        self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names)
+        self.handler_flags: set[str] = set()  # status flags set in except handlers (see _handler_names); only grows
+        self._named_known: set[str] = set()  # the handler flags _handler_flags_in has sorted into chains and others
+        self._named_odd: set[str] = set()  # those that are not name chains (see _handler_flags_in)
         self._data_gates: dict[str, tuple[frozenset[str], str, str, str] | None] = {}
         self._loop_gates: dict[str, tuple[ast.For, str, str] | None] = {}  # see loop_gate
         self._count_spent = 0  # steps the share counter took in this file (see _Walker._trip_counts)
@@ -7544,7 +7556,7 @@ class _Analysis:
                 f"flag with ReduceOp.MAX) and decide on the agreed value on every rank, or give every rank a share of "
                 "the same length (pad it, or drop the remainder before splitting)"
             )
-        flags = sorted(f for f in self.handler_flags if re.search(rf"(?<![\w.]){re.escape(f)}\b", cond))
+        flags = self._handler_flags_in(cond)
         if flags and reason == "branch":
             why += (
                 f"; `{flags[0]}` is set in an except handler, so it records what happened on this rank only (the "
@@ -7554,7 +7566,7 @@ class _Analysis:
                 f"agree on `{flags[0]}` first (all_reduce it with ReduceOp.MAX, or broadcast the outcome from the rank "
                 f"that decides), then branch on the agreed value; or call `{call}` on every rank"
             )
-        signalled = sorted(a for a in self.signal_attrs if re.search(rf"(?:\.|\b){re.escape(a)}\b", cond))
+        signalled = self._signal_attrs_in(cond) if self.signal_attrs else []
         if signalled and not flags:
             why += (
                 f"; `{signalled[0]}` is set by a signal handler (`signal.signal`), and a signal reaches one process "
@@ -7582,6 +7594,37 @@ class _Analysis:
         )
         self.found[id(site.node)] = (reason, finding)
 
+    def _handler_flags_in(self, cond: str) -> list[str]:
+        """The names of :attr:`handler_flags` (``run_failed``, ``self.failed``) that ``cond`` reads, sorted: those not preceded by
+        a word character or a dot and ending at a word boundary. Found from the name chains of ``cond`` (each
+        ``a.b.c`` gives ``a``, ``a.b`` and ``a.b.c``), so the cost follows ``cond``'s length, not the number of
+        names (attack31 a10: a regular expression per name and per finding was quadratic, and overflowed ``re``'s
+        cache). Names of another shape, if any, are still matched one by one."""
+        names = self.handler_flags
+        if len(names) != len(self._named_known):  # handler_flags only grows: sort out what is new
+            new = names - self._named_known
+            self._named_known |= new
+            self._named_odd |= {n for n in new if not _NAME_CHAIN.fullmatch(n)}
+        found = set()
+        for chain in _NAME_CHAIN_IN.findall(cond):
+            parts = chain.split(".")
+            found.update(name for name in (".".join(parts[: i + 1]) for i in range(len(parts))) if name in names)
+        found.update(n for n in self._named_odd if n in names and re.search(rf"(?<![\w.]){re.escape(n)}\b", cond))
+        return sorted(found)
+
+    def _signal_attrs_in(self, cond: str) -> list[str]:
+        """The attributes and globals of :attr:`signal_attrs` that ``cond`` reads, sorted: each a whole word of
+        ``cond`` (after a dot or not), found from ``cond``'s words (see _handler_flags_in)."""
+        found = set(_WORD_RUN.findall(cond)) & self.signal_attrs
+        found.update(a for a in self._signal_odd if re.search(rf"(?:\.|\b){re.escape(a)}\b", cond))
+        return sorted(found)
+
+    @cached_property
+    def _signal_odd(self) -> frozenset[str]:
+        """The names of :attr:`signal_attrs` that are not one word (an identifier with a character ``\\w`` leaves
+        out), matched one by one in _signal_attrs_in."""
+        return frozenset(a for a in self.signal_attrs if not _WORD_RUN.fullmatch(a))
+
     def _same_call_in_no_sync(self, unit: _Unit, site: _Site) -> tuple[ast.With, int] | None:
         """A call of ``unit`` with the same text as ``site``'s, inside a ``with ... no_sync():`` block: that block
         and the call's line."""
@@ -7595,9 +7638,19 @@ class _Analysis:
     def _unit_of(self, node: ast.AST, guess: _Unit) -> _Unit:
         """The unit whose tree holds ``node`` (``guess`` first)."""
         for unit in (guess, *self.units):
-            if any(n is node for n in ast.walk(unit.tree)):
+            if id(node) in self._node_ids(unit):
                 return unit
         return guess
+
+    def _node_ids(self, unit: _Unit) -> frozenset[int]:
+        """The ids of the nodes of ``unit``'s tree, gathered once per unit: a walk of the whole tree for each
+        finding with an exit was quadratic (N early returns under a rank test, each before a collective: 14 s at
+        2,000). The tree holds its nodes alive, so an id found here is one of them."""
+        entry = self._unit_node_ids.get(id(unit))
+        if entry is None or entry[0] is not unit or entry[1] is not unit.tree:
+            entry = (unit, unit.tree, frozenset(id(n) for n in ast.walk(unit.tree)))
+            self._unit_node_ids[id(unit)] = entry
+        return entry[2]
 
     def retract(self, items: Iterable[_Item]) -> None:
         """Withdraw the "branch" and "early-exit" findings of the collectives of ``items``. An item withdrawn
@@ -12314,10 +12367,14 @@ class _Walker:
         ranked = sorted(k for k, (rank, _) in atoms.items() if rank)
         plain = sorted(k for k, (rank, _) in atoms.items() if not rank)
         groups = []
+        steps = 0  # items run over the worlds so far (see _MAX_WORLD_STEPS)
         for plain_values in itertools.product(*(sorted(atoms[k][1]) for k in plain)):
             world = dict(zip(plain, plain_values))
             group = set()
             for rank_values in itertools.product(*(sorted(atoms[k][1]) for k in ranked)):
+                steps += len(items)
+                if steps > _MAX_WORLD_STEPS:
+                    return None
                 world.update(zip(ranked, rank_values))
                 trace, status = self._run(items, world)
                 group.add((trace, status or end))
