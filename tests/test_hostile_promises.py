@@ -351,7 +351,8 @@ def test_a_large_plain_value_is_not_rebuilt_past_the_deadline():
 def returns_42_with_a_tiny_file_size_limit():
     import resource
 
-    resource.setrlimit(resource.RLIMIT_FSIZE, (10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    # soft and hard: a soft limit alone is raised back to the hard one once the function returns (attack31 a02)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10, 10))
     return 42
 
 
