@@ -272,7 +272,7 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
     if result.status == RAISED:
         return f"raised {_clip(result.error_message.splitlines()[0], 200)}{tail}"
     if result.status == SETUP_FAILED:
-        return f"failed before the function started: {_clip(result.error_message.splitlines()[0], 200)}"
+        return f"failed before the {_code_word(result)} started: {_clip(result.error_message.splitlines()[0], 200)}"
     if result.status == EXITED:
         return f"exited (code {result.exit_code}){tail}"
     if result.status == KILLED:
@@ -281,6 +281,11 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         stuck = f", stuck {result.stuck}" if result.stuck else ""
         return f"was stopped at the deadline{tail}{stuck}"
     return result.status
+
+
+def _code_word(result) -> str:
+    """What a rank ran: "script" under ``barrierlab run SCRIPT``, else "function" (review90d M2)."""
+    return "script" if getattr(result, "script", False) else "function"
 
 
 def _finished_words(result, done: bool = False) -> str:
@@ -2848,7 +2853,7 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
         calls = f.calls[rank]
         before = calls[k - 2].end if k > 1 else f.run[rank].started
         if before is not None and before == before:
-            what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else "the function started"
+            what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else f"the {_code_word(f.run[rank])} started"
             evidence.append(
                 f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
                 f"{event.name} #{k} {_called_at(at[rank])}"
@@ -2954,8 +2959,8 @@ def rule_late_torch_arrival(f: Facts) -> Diagnosis | None:
             if f.run[r].started is None:
                 continue
             evidence.append(
-                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
-                f"started, before torch issued {call.label} #{i + 1}"
+                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the "
+                f"{_code_word(f.run[r])} started, before torch issued {call.label} #{i + 1}"
             )
             quiet = _longest_quiet(f.run, r, f.run[r].started, at[r].start)
             if quiet:
