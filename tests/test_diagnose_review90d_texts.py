@@ -6,7 +6,30 @@ from __future__ import annotations
 
 import pytest
 
+import barrierlab as bl
 from barrierlab.script import run_script
+
+
+def subgroup_barrier_skipped_by_one_member():
+    import torch.distributed as dist
+
+    group = dist.new_group([0, 1, 2])
+    if dist.get_rank() in (0, 1):
+        dist.barrier(group=group)
+
+
+@pytest.mark.timeout(120)
+def test_members_left_in_a_skipped_subgroup_call_were_stopped_at_the_deadline_not_by_the_run_timeout():
+    run = bl.run(subgroup_barrier_skipped_by_one_member, 4, timeout=2, linger=True)
+    assert run.statuses[:2] == ["stopped at deadline"] * 2, run
+    diagnosis = run.diagnosis
+    assert "rank 2, in that group too, never did" in diagnosis.headline, diagnosis
+    assert "until the run's deadline stopped them" in diagnosis.headline, diagnosis
+    assert "the run's timeout is the default group's, not this subgroup's" in diagnosis.headline, diagnosis
+    text = str(diagnosis)
+    assert "ranks 0 and 1 were stopped by the run's deadline" in text, text
+    assert "30 minutes here" in text and "the run's timeout (2 s) is the default group's" in text, text
+    assert "timeout= given to new_group" in diagnosis.advice, diagnosis
 
 
 @pytest.mark.timeout(120)

@@ -2403,19 +2403,8 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 for rs in by_op.values()
             ]
             evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
-            timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
-            own = (
-                f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
-                if len(timeouts) == 1
-                else "the subgroup's own timeout"
-            )
-            stopped = [m for m in sorted(at) if f.run[m].status == STOPPED]
-            if stopped:  # review73c M5: "until the group's timeout" next to timeout=2, and the deadline unsaid
-                evidence.append(
-                    f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
-                    f"({f.run.deadline:g} s) before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
-                    "default group's, not the subgroup's"
-                )
+            own, stopped, lines = _subgroup_deadline(f, at)
+            evidence += lines
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
@@ -2436,6 +2425,29 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 site=_site(next(iter(at.values()))),
             )
     return None
+
+
+def _subgroup_deadline(f: Facts, at: dict[int, Event]) -> tuple[str, list[int], list[str]]:
+    """For the members' calls ``at`` on a subgroup: the subgroup's own timeout in words, the members the run's
+    deadline stopped in them, and the evidence line saying so (review73c M5: "until the group's timeout" next to
+    timeout=2, and the deadline unsaid; review90d M1: the same for a subgroup call some members skipped)."""
+    timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
+    own = (
+        f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
+        if len(timeouts) == 1
+        else "the subgroup's own timeout"
+    )
+    stopped = [m for m in sorted(at) if f.run[m].status == STOPPED and at[m].end is None]
+    lines = (
+        [
+            f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
+            f"({f.run.deadline:g} s) in it, before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
+            "default group's, not the subgroup's"
+        ]
+        if stopped
+        else []
+    )
+    return own, stopped, lines
 
 
 def _subgroup_shortfalls(f: Facts) -> list[tuple[tuple[int, ...], dict[int, list[Event]], int, list[int], list[int]]]:
@@ -2534,6 +2546,8 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
         evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
     evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
+    _, stopped, lines = _subgroup_deadline(f, {m: calls[m][k - 1] for m in made})
+    evidence += lines  # review90d M1: how the members left waiting ended, and why the run's timeout did not end it
     chain = []  # the ranks that waited, in turn, for the ones left waiting in it, nearest first
     for i, waiting in reversed(links):
         members_i, calls_i, k_i, made_i, missing_i = found[i]
@@ -2563,12 +2577,25 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         f"A collective of a subgroup reached by only some of its members: {rank_list(made)} called "
         f"{_op_name(event)} #{k} on the group of ranks {list(members)} at {where_text(event)}"
         f"{called_from(chain_of(event))}; {rank_list(missing)}, in that group too, never did."
+        + (
+            f" {sentence_start(rank_list(stopped))} waited in it until the run's deadline stopped "
+            f"{'it' if len(stopped) == 1 else 'them'}: the run's timeout is the default group's, not this "
+            "subgroup's."
+            if stopped
+            else ""
+        )
         + "".join(" " + sentence for sentence in chain),
         evidence,
         "Every member of a process group must call each of its collectives, in the same order. A condition "
         "around a subgroup's collective (`if tp_rank == 0:`) must select the whole subgroup or none of it; "
         "to involve only some ranks, use a group of exactly those ranks (barrierlab.lint checks the "
         "members of groups it can see)."
+        + (
+            " A member left waiting in a subgroup's collective waits for the timeout= given to new_group, else "
+            f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS})."
+            if stopped
+            else ""
+        )
         + (
             f" The call to add is {rank_list(missing)}'s: "
             f"{rank_list(sorted({r for i, _ in links for r in found[i][3]}))} only waited, in another group, for "
