@@ -48,3 +48,30 @@ def test_a_script_rank_that_exits_is_said_to_exit_before_the_script_ended(tmp_pa
     line = run[1].summary()
     assert line == "rank 1: exited with code 3 before the script ended", line
     assert "the function" not in str(run) + str(run.diagnosis), (run, run.diagnosis)
+
+
+def two_all_reduces_swapped_on_some_ranks():
+    import torch
+    import torch.distributed as dist
+
+    a, b = torch.ones(1), torch.full((1,), 100.0)
+    if dist.get_rank() == 0:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    else:
+        dist.all_reduce(b)
+        dist.all_reduce(a)
+    return a.item(), b.item()
+
+
+@pytest.mark.timeout(120)
+def test_two_swapped_all_reduces_both_combined_the_wrong_tensors():
+    run = bl.run(two_all_reduces_swapped_on_some_ranks, 4, timeout=5)
+    assert run.values == [(301.0, 103.0)] + [(103.0, 301.0)] * 3, run
+    diagnosis = run.diagnosis
+    headline = diagnosis.headline
+    assert "made all_reduce #1 and #2 from the same two lines in opposite orders" in headline, diagnosis
+    assert "both calls combined the wrong tensors on every rank" in headline, diagnosis
+    assert "main_process_first" not in headline and "evened out" not in headline, diagnosis
+    assert diagnosis.evidence[0].startswith("call #1 (all_reduce)"), diagnosis
+    assert diagnosis.evidence[1].startswith("call #2 (all_reduce)"), diagnosis

@@ -1010,17 +1010,37 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
         )
-    crossed = None if f.cut else _crossed_data_call(f.calls, f.flights)
-    if crossed is not None:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
-        op = f.calls[min(f.calls)][crossed - 1].name
-        headline = (
-            f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops in the "
-            f"same order, but {op} #{crossed} came from different lines on different ranks, and gloo combined "
-            "them by position: check that they are the same values on every rank (two calls made in another "
-            "order on some ranks combine one call's values from some ranks with the other call's from the rest, "
-            "silently)."
+    crossed = [] if f.cut else _crossed_data_calls(f.calls, f.flights)
+    if crossed:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
+        first = f.calls[min(f.calls)]
+        # every data call crossed is named here, not the first only (review90d M3: a swap's second call was told
+        # as the harmless kind of pairing, main_process_first's)
+        named = [f"{first[k - 1].name} #{k}" for k in crossed[:3]]
+        more = len(crossed) - len(named)
+        listed = (
+            named[0]
+            if len(named) == 1
+            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
         )
-        evidence = _mispairing_evidence(f.calls, crossed) + evidence
+        swap = _swapped_pair(f.calls, crossed)
+        if swap is not None:
+            (i, j), (one, other) = swap
+            headline = (
+                f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops "
+                f"in the same order, but {rank_list(one)} and {rank_list(other)} made {first[i - 1].name} #{i} and "
+                f"#{j} from the same two lines in opposite orders, and gloo combined them by position: both calls "
+                f"combined the wrong tensors on every rank, each mixing one line's values from {rank_list(one)} "
+                f"with the other line's from {rank_list(other)}, silently."
+            )
+        else:
+            headline = (
+                f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops "
+                f"in the same order, but {listed} came from different lines on different ranks, and gloo "
+                f"combined {'it' if len(crossed) == 1 else 'each'} by position: check that they are the same "
+                "values on every rank (two calls made in another order on some ranks combine one call's values "
+                "from some ranks with the other call's from the rest, silently, in both calls)."
+            )
+        evidence = [line for k in crossed[:3] for line in _mispairing_evidence(f.calls, k)] + evidence
     paired = [] if f.cut else _paired_across_lines(f, crossed)
     if paired:  # review86d M1: an extra barrier on rank 0, evened out by one more on the others, said nothing
         first = min(f.calls)
@@ -5055,25 +5075,46 @@ _SYMMETRIC_DATA = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor
                              "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object"})  # fmt: skip
 
 
-def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | None:
-    """In a finished run, the first symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
+def _crossed_data_calls(calls: dict[int, list[Event]], flights: dict) -> list[int]:
+    """In a finished run, the positions (from 1) of each symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
     different lines (their whole chains) at the same position, every rank completing it: what each rank got
     combines what the others passed from another line. Not one torch or a library issued on some rank (the flight
     record's issuer: Join's shadow all_reduce on a rank that ran out of inputs pairs with DDP's on the others, by
     design), nor one made inside a DCP call."""
     issued = {(e.group, e.seq) for entries in (flights or {}).values() for e in entries if e.issuer and not e.p2p}
-    return next(
-        (
-            k
-            for k, at in _crossed(calls)
-            if at[0].name in _SYMMETRIC_DATA and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
-        ),
-        None,
-    )
+    return [
+        k
+        for k, at in _crossed(calls)
+        if at[0].name in _SYMMETRIC_DATA and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
+    ]
 
 
-def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
-    """In a finished run, the positions (from 1) other than ``crossed`` (the symmetric data call the headline
+def _swapped_pair(calls: dict[int, list[Event]], crossed: list[int]) -> tuple | None:
+    """Two of the ``crossed`` positions, of one op, whose two lines of code (their text) some ranks ran in one
+    order and the others in the other, every rank running one of the two orders: ((i, j), (ranks of one order,
+    ranks of the other)), else None. Both calls then combined one line's tensors with the other's (review90d M3)."""
+    for a, i in enumerate(crossed):
+        for j in crossed[a + 1 :]:
+            orders: dict[tuple, list[int]] = {}
+            for rank, c in sorted(calls.items()):
+                if c[i - 1].name != c[j - 1].name:
+                    break
+                texts = (
+                    Site(c[i - 1].file or "", c[i - 1].line or 0).code,
+                    Site(c[j - 1].file or "", c[j - 1].line or 0).code,
+                )
+                orders.setdefault(texts, []).append(rank)
+            else:
+                if len(orders) == 2:
+                    (x, y), (u, v) = orders
+                    if x and y and x != y and (x, y) == (v, u):
+                        one, other = orders.values()
+                        return (i, j), (one, other)
+    return None
+
+
+def _paired_across_lines(f: Facts, crossed: list[int]) -> list[int]:
+    """In a finished run, the positions (from 1) not in ``crossed`` (the symmetric data calls the headline
     names already) where every rank completed the same collective made from different lines: what the ranks'
     calls met is their position, not their line (main_process_first, or an extra call evened out later). Not a
     group-making call, nor one torch or a library issued on some rank (Join's shadow all_reduce, by design)."""
@@ -5081,7 +5122,9 @@ def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
     return [
         k
         for k, at in _crossed(f.calls)
-        if k != crossed and at[0].name not in GROUP_MAKERS and not any((e.group or "0", e.seq) in issued for e in at)
+        if k not in crossed
+        and at[0].name not in GROUP_MAKERS
+        and not any((e.group or "0", e.seq) in issued for e in at)
     ]
 
 
