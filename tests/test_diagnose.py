@@ -1581,9 +1581,11 @@ def test_calls_made_in_another_order_are_not_told_the_same_calls():
     assert run.values[0] == (51.0, 15.0) and run.values[1] == (15.0, 51.0), run.values  # what gloo did
     d = run.diagnosis
     assert "same 2 collective calls" not in d.headline, d.headline
-    assert "but all_reduce #1 came from different lines on different ranks" in d.headline, d.headline
+    # review90d M3: both calls are named, as one defect: each combined the wrong tensors on every rank
+    assert "made all_reduce #1 and #2 from the same two lines in opposite orders" in d.headline, d.headline
+    assert "both calls combined the wrong tensors on every rank" in d.headline, d.headline
     # review77c C1: on 2 ranks both results were a + b, not swapped
-    assert "swap" not in d.headline and "with the other call's from the rest" in d.headline, d.headline
+    assert "swap" not in d.headline and "with the other line's from ranks 1 and 2" in d.headline, d.headline
     assert any("rank 0 at" in e and "dist.all_reduce(loss)" in e and "dist.all_reduce(acc)" in e for e in d.evidence)
 
 

@@ -272,7 +272,7 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
     if result.status == RAISED:
         return f"raised {_clip(result.error_message.splitlines()[0], 200)}{tail}"
     if result.status == SETUP_FAILED:
-        return f"failed before the function started: {_clip(result.error_message.splitlines()[0], 200)}"
+        return f"failed before the {_code_word(result)} started: {_clip(result.error_message.splitlines()[0], 200)}"
     if result.status == EXITED:
         return f"exited (code {result.exit_code}){tail}"
     if result.status == KILLED:
@@ -281,6 +281,11 @@ def _how_it_ended(result, calls: list[Event], flight: Flight | None = None, *, c
         stuck = f", stuck {result.stuck}" if result.stuck else ""
         return f"was stopped at the deadline{tail}{stuck}"
     return result.status
+
+
+def _code_word(result) -> str:
+    """What a rank ran: "script" under ``barrierlab run SCRIPT``, else "function" (review90d M2)."""
+    return "script" if getattr(result, "script", False) else "function"
 
 
 def _finished_words(result, done: bool = False) -> str:
@@ -1005,17 +1010,37 @@ def rule_ok(f: Facts) -> Diagnosis | None:
             f"object destruction) and {'was' if len(hung) == 1 else 'were'} ended by the launcher: that "
             f"is torch's, not a deadlock in your code, and the returned values are kept"
         )
-    crossed = None if f.cut else _crossed_data_call(f.calls, f.flights)
-    if crossed is not None:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
-        op = f.calls[min(f.calls)][crossed - 1].name
-        headline = (
-            f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops in the "
-            f"same order, but {op} #{crossed} came from different lines on different ranks, and gloo combined "
-            "them by position: check that they are the same values on every rank (two calls made in another "
-            "order on some ranks combine one call's values from some ranks with the other call's from the rest, "
-            "silently)."
+    crossed = [] if f.cut else _crossed_data_calls(f.calls, f.flights)
+    if crossed:  # review61b M1: rank 0's all_reduce(loss) summed with the others' all_reduce(acc)
+        first = f.calls[min(f.calls)]
+        # every data call crossed is named here, not the first only (review90d M3: a swap's second call was told
+        # as the harmless kind of pairing, main_process_first's)
+        named = [f"{first[k - 1].name} #{k}" for k in crossed[:3]]
+        more = len(crossed) - len(named)
+        listed = (
+            named[0]
+            if len(named) == 1
+            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
         )
-        evidence = _mispairing_evidence(f.calls, crossed) + evidence
+        swap = _swapped_pair(f.calls, crossed)
+        if swap is not None:
+            (i, j), (one, other) = swap
+            headline = (
+                f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops "
+                f"in the same order, but {rank_list(one)} and {rank_list(other)} made {first[i - 1].name} #{i} and "
+                f"#{j} from the same two lines in opposite orders, and gloo combined them by position: both calls "
+                f"combined the wrong tensors on every rank, each mixing one line's values from {rank_list(one)} "
+                f"with the other line's from {rank_list(other)}, silently."
+            )
+        else:
+            headline = (
+                f"{everyone} finished, after {depth} collective call{'s' if depth != 1 else ''} of the same ops "
+                f"in the same order, but {listed} came from different lines on different ranks, and gloo "
+                f"combined {'it' if len(crossed) == 1 else 'each'} by position: check that they are the same "
+                "values on every rank (two calls made in another order on some ranks combine one call's values "
+                "from some ranks with the other call's from the rest, silently, in both calls)."
+            )
+        evidence = [line for k in crossed[:3] for line in _mispairing_evidence(f.calls, k)] + evidence
     paired = [] if f.cut else _paired_across_lines(f, crossed)
     if paired:  # review86d M1: an extra barrier on rank 0, evened out by one more on the others, said nothing
         first = min(f.calls)
@@ -2398,19 +2423,8 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 for rs in by_op.values()
             ]
             evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
-            timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
-            own = (
-                f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
-                if len(timeouts) == 1
-                else "the subgroup's own timeout"
-            )
-            stopped = [m for m in sorted(at) if f.run[m].status == STOPPED]
-            if stopped:  # review73c M5: "until the group's timeout" next to timeout=2, and the deadline unsaid
-                evidence.append(
-                    f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
-                    f"({f.run.deadline:g} s) before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
-                    "default group's, not the subgroup's"
-                )
+            own, stopped, lines = _subgroup_deadline(f, at)
+            evidence += lines
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
@@ -2431,6 +2445,29 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 site=_site(next(iter(at.values()))),
             )
     return None
+
+
+def _subgroup_deadline(f: Facts, at: dict[int, Event]) -> tuple[str, list[int], list[str]]:
+    """For the members' calls ``at`` on a subgroup: the subgroup's own timeout in words, the members the run's
+    deadline stopped in them, and the evidence line saying so (review73c M5: "until the group's timeout" next to
+    timeout=2, and the deadline unsaid; review90d M1: the same for a subgroup call some members skipped)."""
+    timeouts = {e.timeout for e in at.values() if isinstance(e.timeout, (int, float))}
+    own = (
+        f"the subgroup's own timeout ({_seconds_words(next(iter(timeouts)))} here, as the record shows it)"
+        if len(timeouts) == 1
+        else "the subgroup's own timeout"
+    )
+    stopped = [m for m in sorted(at) if f.run[m].status == STOPPED and at[m].end is None]
+    lines = (
+        [
+            f"{rank_list(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by the run's deadline "
+            f"({f.run.deadline:g} s) in it, before {own} ran out: the run's timeout ({f.run.timeout:g} s) is the "
+            "default group's, not the subgroup's"
+        ]
+        if stopped
+        else []
+    )
+    return own, stopped, lines
 
 
 def _subgroup_shortfalls(f: Facts) -> list[tuple[tuple[int, ...], dict[int, list[Event]], int, list[int], list[int]]]:
@@ -2529,6 +2566,8 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         made_before = f"; its last call on this subgroup was #{k - 1}" if last[0] is not None else ""
         evidence.append(f"rank {m} (a member) never made a {ordinal(k)} call on it: it {ended}{made_before}")
     evidence += _error_evidence(f.run, [m for m in made if m in f.failed])
+    _, stopped, lines = _subgroup_deadline(f, {m: calls[m][k - 1] for m in made})
+    evidence += lines  # review90d M1: how the members left waiting ended, and why the run's timeout did not end it
     chain = []  # the ranks that waited, in turn, for the ones left waiting in it, nearest first
     for i, waiting in reversed(links):
         members_i, calls_i, k_i, made_i, missing_i = found[i]
@@ -2558,12 +2597,25 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         f"A collective of a subgroup reached by only some of its members: {rank_list(made)} called "
         f"{_op_name(event)} #{k} on the group of ranks {list(members)} at {where_text(event)}"
         f"{called_from(chain_of(event))}; {rank_list(missing)}, in that group too, never did."
+        + (
+            f" {sentence_start(rank_list(stopped))} waited in it until the run's deadline stopped "
+            f"{'it' if len(stopped) == 1 else 'them'}: the run's timeout is the default group's, not this "
+            "subgroup's."
+            if stopped
+            else ""
+        )
         + "".join(" " + sentence for sentence in chain),
         evidence,
         "Every member of a process group must call each of its collectives, in the same order. A condition "
         "around a subgroup's collective (`if tp_rank == 0:`) must select the whole subgroup or none of it; "
         "to involve only some ranks, use a group of exactly those ranks (barrierlab.lint checks the "
         "members of groups it can see)."
+        + (
+            " A member left waiting in a subgroup's collective waits for the timeout= given to new_group, else "
+            f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS})."
+            if stopped
+            else ""
+        )
         + (
             f" The call to add is {rank_list(missing)}'s: "
             f"{rank_list(sorted({r for i, _ in links for r in found[i][3]}))} only waited, in another group, for "
@@ -2848,7 +2900,7 @@ def rule_late_arrival(f: Facts) -> Diagnosis | None:
         calls = f.calls[rank]
         before = calls[k - 2].end if k > 1 else f.run[rank].started
         if before is not None and before == before:
-            what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else "the function started"
+            what = f"its {calls[k - 2].name} #{k - 1}" if k > 1 else f"the {_code_word(f.run[rank])} started"
             evidence.append(
                 f"{rank_list([rank])} ran its own code for {at[rank].start - before:.1f} s since {what}, before "
                 f"{event.name} #{k} {_called_at(at[rank])}"
@@ -2954,8 +3006,8 @@ def rule_late_torch_arrival(f: Facts) -> Diagnosis | None:
             if f.run[r].started is None:
                 continue
             evidence.append(
-                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the function "
-                f"started, before torch issued {call.label} #{i + 1}"
+                f"{rank_list([r])} ran its own code for {at[r].start - f.run[r].started:.1f} s since the "
+                f"{_code_word(f.run[r])} started, before torch issued {call.label} #{i + 1}"
             )
             quiet = _longest_quiet(f.run, r, f.run[r].started, at[r].start)
             if quiet:
@@ -5023,25 +5075,46 @@ _SYMMETRIC_DATA = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor
                              "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object"})  # fmt: skip
 
 
-def _crossed_data_call(calls: dict[int, list[Event]], flights: dict) -> int | None:
-    """In a finished run, the first symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
+def _crossed_data_calls(calls: dict[int, list[Event]], flights: dict) -> list[int]:
+    """In a finished run, the positions (from 1) of each symmetric data collective (:data:`_SYMMETRIC_DATA`) that the ranks made from
     different lines (their whole chains) at the same position, every rank completing it: what each rank got
     combines what the others passed from another line. Not one torch or a library issued on some rank (the flight
     record's issuer: Join's shadow all_reduce on a rank that ran out of inputs pairs with DDP's on the others, by
     design), nor one made inside a DCP call."""
     issued = {(e.group, e.seq) for entries in (flights or {}).values() for e in entries if e.issuer and not e.p2p}
-    return next(
-        (
-            k
-            for k, at in _crossed(calls)
-            if at[0].name in _SYMMETRIC_DATA and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
-        ),
-        None,
-    )
+    return [
+        k
+        for k, at in _crossed(calls)
+        if at[0].name in _SYMMETRIC_DATA and not any(e.within or (e.group or "0", e.seq) in issued for e in at)
+    ]
 
 
-def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
-    """In a finished run, the positions (from 1) other than ``crossed`` (the symmetric data call the headline
+def _swapped_pair(calls: dict[int, list[Event]], crossed: list[int]) -> tuple | None:
+    """Two of the ``crossed`` positions, of one op, whose two lines of code (their text) some ranks ran in one
+    order and the others in the other, every rank running one of the two orders: ((i, j), (ranks of one order,
+    ranks of the other)), else None. Both calls then combined one line's tensors with the other's (review90d M3)."""
+    for a, i in enumerate(crossed):
+        for j in crossed[a + 1 :]:
+            orders: dict[tuple, list[int]] = {}
+            for rank, c in sorted(calls.items()):
+                if c[i - 1].name != c[j - 1].name:
+                    break
+                texts = (
+                    Site(c[i - 1].file or "", c[i - 1].line or 0).code,
+                    Site(c[j - 1].file or "", c[j - 1].line or 0).code,
+                )
+                orders.setdefault(texts, []).append(rank)
+            else:
+                if len(orders) == 2:
+                    (x, y), (u, v) = orders
+                    if x and y and x != y and (x, y) == (v, u):
+                        one, other = orders.values()
+                        return (i, j), (one, other)
+    return None
+
+
+def _paired_across_lines(f: Facts, crossed: list[int]) -> list[int]:
+    """In a finished run, the positions (from 1) not in ``crossed`` (the symmetric data calls the headline
     names already) where every rank completed the same collective made from different lines: what the ranks'
     calls met is their position, not their line (main_process_first, or an extra call evened out later). Not a
     group-making call, nor one torch or a library issued on some rank (Join's shadow all_reduce, by design)."""
@@ -5049,7 +5122,9 @@ def _paired_across_lines(f: Facts, crossed: int | None) -> list[int]:
     return [
         k
         for k, at in _crossed(f.calls)
-        if k != crossed and at[0].name not in GROUP_MAKERS and not any((e.group or "0", e.seq) in issued for e in at)
+        if k not in crossed
+        and at[0].name not in GROUP_MAKERS
+        and not any((e.group or "0", e.seq) in issued for e in at)
     ]
 
 

@@ -166,6 +166,11 @@ class RankResult:
             return tidy(f"{kind}: {_with_inner_errors(text)}")
         return tidy(clip_text(self.traceback.strip().splitlines()[-1])) if self.traceback.strip() else ""
 
+    @property
+    def code_word(self) -> str:
+        """What the rank ran, in words: "script" under ``barrierlab run SCRIPT``, else "function"."""
+        return "script" if self.script else "function"
+
     def summary(self) -> str:
         """One line: status and the essential detail."""
         if not self.recorded:
@@ -180,7 +185,7 @@ class RankResult:
                 else ""
             )
         if self.status in (Status.RAISED, Status.SETUP_FAILED):
-            where = " before your function started" if self.status == Status.SETUP_FAILED else ""
+            where = f" before your {self.code_word} started" if self.status == Status.SETUP_FAILED else ""
             return f"{head}{where}: {_first_line(self.error_message)}"
         if self.status == Status.STOPPED:
             return f"{head}, stuck {self.stuck}" if self.stuck else head
@@ -192,9 +197,12 @@ class RankResult:
                 return f"{head} with code {OUTCOME_UNWRITTEN}: " + (
                     said
                     or "barrierlab's code for a rank whose outcome it could not write (a full disk, or a file-size "
-                    "limit set in the function): the function may have returned"
+                    f"limit set in the {self.code_word}): "
+                    + ("the script may have run to its end" if self.script else "the function may have returned")
                 )
-            return f"{head} with code {self.exit_code} before returning from the function"
+            # review90d M2: a script has no function to return from
+            ended = "the script ended" if self.script else "returning from the function"
+            return f"{head} with code {self.exit_code} before {ended}"
         return head
 
 
