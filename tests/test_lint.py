@@ -8622,3 +8622,80 @@ def test_a_fault_handed_to_one_rank_by_a_factory_is_an_early_exit_and_a_broadcas
     # the verdict raised without its broadcast is rank 0's alone: the ranks leave apart
     unshared = fixed.replace("    dist.broadcast_object_list(verdict, src=0)\n", "")
     assert [f for f in lint_source(unshared) if f.kind in ("early-exit", "except-path")]
+
+
+CAUGHT_LOAD = """
+import torch
+import torch.distributed as dist
+
+
+def load(rank):
+    if rank == 1:
+        raise OSError("disk")
+    return torch.ones(1)
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    try:
+        t = load(rank)
+    except OSError:
+        t = torch.zeros(1)
+    dist.all_reduce(t)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_raise_of_a_function_that_its_callers_handler_catches_by_name_is_no_early_exit() -> None:
+    """review90l C2: ``load()`` raises ``OSError`` on rank 1 only, and ``except OSError:`` around its call goes
+    on to the all_reduce: every rank reaches it. A handler of another type does not catch it: an early exit."""
+    assert lint_source(CAUGHT_LOAD) == []
+    other = lint_source(CAUGHT_LOAD.replace("except OSError:", "except KeyError:"))
+    assert [(f.line, f.kind) for f in other] == [(19, "early-exit")]
+
+
+FLOAT_METER = """
+import torch
+import torch.distributed as dist
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, value):
+        self.total += value
+
+    def sync(self):
+        t = torch.tensor(self.total)
+        dist.all_reduce(t)
+        return t.item()
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    m = Meter()
+    for i in range(3):
+        m.add(float(i * (rank + 1)))
+    print(rank, m.sync())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_attribute_accumulator_that_is_only_handed_floats_has_one_dtype() -> None:
+    """review90l C3: ``self.total = 0.0`` in ``__init__`` and ``self.total += value`` in ``add``, whose every call
+    hands it ``float(...)``: a Python float on every rank. Handed a numpy float64 on rank 1 only, the total becomes
+    one there, and ``torch.tensor`` makes float64 against the others' float32: a dtype-mismatch."""
+    assert lint_source(FLOAT_METER) == []
+    numpy_on_one = FLOAT_METER.replace("import torch\n", "import numpy as np\nimport torch\n", 1).replace(
+        "m.add(float(i * (rank + 1)))", "m.add(np.float64(i) if rank else float(i))"
+    )
+    assert [(f.line, f.kind) for f in lint_source(numpy_on_one)] == [(16, "dtype-mismatch")]

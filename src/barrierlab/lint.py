@@ -3229,6 +3229,32 @@ def _starts_as_float(written: str, scope: list[ast.AST]) -> bool:
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is float for v in values)
 
 
+_PER_PROCESS_CALLS = frozenset(
+    {"os.getpid", "getpid", "uuid.uuid4", "uuid4", "uuid.uuid1", "uuid1", "tempfile.mkdtemp"}
+)
+
+
+def _per_process_path(path: ast.expr, scope: ast.AST, depth: int = 0) -> bool:
+    """Whether a path is built from a value each process has its own of (``os.getpid()``, ``uuid.uuid4()``), in
+    the expression or in the values the scope assigns the names it reads (``scratch = os.path.join(root,
+    f"w{os.getpid()}")``): the folder is not the same path on every rank."""
+    names = set()
+    for node in ast.walk(path):
+        if isinstance(node, ast.Call) and _dotted(node.func) in _PER_PROCESS_CALLS:
+            return True
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+    if not names or depth >= 3:
+        return False
+    for node in _own_nodes(getattr(scope, "body", [])):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                if _per_process_path(node.value, scope, depth + 1):
+                    return True
+    return False
+
+
 def _op_keys(items: list[_Item]) -> list[tuple]:
     """The keys of the collective calls of ``items``, in order, nested branches and loops included."""
     return [_key(i) for i in _walk_items(items) if i.kind == "op"]
@@ -10275,6 +10301,7 @@ class _Walker:
         print(...)``, and every rank goes on to the ``barrier`` after the ``try``). ``except Exception`` does not
         catch ``sys.exit()``: a function that can exit the process is still a leave there."""
         catch_all = None
+        going = False
         for handler in stmt.handlers:
             if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
                 continue
@@ -10282,6 +10309,7 @@ class _Walker:
                 isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
             ):
                 continue
+            going = True
             kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
             names = {_terminal(k) for k in kinds if k is not None}
             if handler.type is None or "BaseException" in names:
@@ -10289,7 +10317,7 @@ class _Walker:
                 break
             if "Exception" in names:
                 catch_all = "exception"
-        if catch_all is None:
+        if not going:
             return set()
         caught = set()
         for node in _own_nodes(stmt.body):
@@ -10298,9 +10326,38 @@ class _Walker:
             found = self.an.classify(node, self.unit, self.self_class, self.scope)
             if found is None or found.kind != "call" or found.target not in self.an.raisers:
                 continue
-            if catch_all == "base" or not self.an.exits_process(found.target):
+            if catch_all is None:
+                if self._own_raises_caught(stmt, found.target):
+                    caught.add(id(node))
+            elif catch_all == "base" or not self.an.exits_process(found.target):
                 caught.add(id(node))
         return caught
+
+    def _own_raises_caught(self, stmt: ast.Try, target: str) -> bool:
+        """Whether a handler of the ``try`` that goes on after it catches every error a function of the file can
+        raise, when that function raises only by its own ``raise`` statements of named types (it calls nothing of
+        the file that can raise, nor exits): ``load()`` raising ``OSError`` under ``except OSError:`` (review90l
+        C2)."""
+        func = self.an.table.get(target)
+        if func is None:
+            return False
+        raised = False
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Raise):
+                if node.exc is None:
+                    return False
+                raised = True
+            elif isinstance(node, ast.Call):
+                if _dotted(node.func) in _EXIT_CALLS:
+                    return False
+                callee = self.an._callee(node.func, func.self_class, func.unit)
+                if callee is not None and callee in self.an.raisers:
+                    return False
+        if not raised:
+            return False
+        body = ast.Try(body=list(func.node.body), handlers=stmt.handlers, orelse=[], finalbody=[])
+        raises = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.Raise)]
+        return {id(n) for n in raises} <= _caught_raises(body)
 
     def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
         """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
@@ -15954,10 +16011,12 @@ class _Agreement:
     def _accumulated(self, written: str, key: str | None, nodes: list[ast.AST], self_class: str | None) -> Any:
         """The ``x += v`` that makes ``written`` an accumulator of values of no fixed type, in its function (or,
         for ``self.x``, in any method of the class)."""
-        scopes = [nodes]
+        scopes: list[tuple[str | None, list[ast.AST]]] = [(key, nodes)]
         if written.startswith("self.") and self_class:
-            scopes = [list(_own_nodes(f.node.body)) for f in self.an.table.values() if f.self_class == self_class]
-        for scope in scopes:
+            scopes = [
+                (k, list(_own_nodes(f.node.body))) for k, f in self.an.table.items() if f.self_class == self_class
+            ]
+        for func_key, scope in scopes:
             if _starts_as_float(written, scope):
                 continue  # `total = 0.0; total += seconds`: a Python float plus a number stays a float (round29)
             for node in scope:
@@ -15966,9 +16025,49 @@ class _Agreement:
                     and isinstance(node.op, ast.Add)
                     and _dotted(node.target) == written
                     and not _typed(node.value)
+                    and not self._typed_parameter(node.value, func_key)
                 ):
                     return node
         return None
+
+    def _typed_parameter(self, value: ast.expr, key: str | None) -> bool:
+        """Whether ``value`` is a parameter of function ``key`` that every call of it in the file hands a value of
+        one Python type (:func:`_typed`): ``self.total += value`` in ``add(self, value)``, called only as
+        ``m.add(float(...))`` (review90l C3)."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or not isinstance(value, ast.Name):
+            return False
+        args = func.node.args
+        if args.vararg or args.kwarg:
+            return False
+        names = [a.arg for a in args.posonlyargs + args.args]
+        if value.id not in names and value.id not in [a.arg for a in args.kwonlyargs]:
+            return False
+        if any(
+            isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr))
+            and any(
+                isinstance(t, ast.Name) and t.id == value.id
+                for t in ast.walk(n)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            )
+            for n in _own_nodes(func.node.body)
+        ):
+            return False  # the parameter is rebound in the function
+        index = names.index(value.id) if value.id in names else None
+        if index is not None and func.self_class and names[:1] in (["self"], ["cls"]):
+            index -= 1
+        sites = self.an._call_sites(key)
+        if not sites:
+            return False
+        for call, _, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return False
+            given = next((k.value for k in call.keywords if k.arg == value.id), None)
+            if given is None and index is not None and 0 <= index < len(call.args):
+                given = call.args[index]
+            if given is None or not _typed(given):
+                return False
+        return True
 
     # -- padded batches gathered
 
@@ -16338,6 +16437,8 @@ class _SharedMakes:
             parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
             for call, path in made:
                 if self.an.mentions_rank(path, taint, files=False):
+                    continue
+                if _per_process_path(path, func.node):  # review90l C4: `f"w{os.getpid()}"` differs per rank
                     continue
                 if self._guarded(call, parents, func.node, taint):
                     continue
