@@ -8699,3 +8699,71 @@ def test_an_attribute_accumulator_that_is_only_handed_floats_has_one_dtype() -> 
         "m.add(float(i * (rank + 1)))", "m.add(np.float64(i) if rank else float(i))"
     )
     assert [(f.line, f.kind) for f in lint_source(numpy_on_one)] == [(16, "dtype-mismatch")]
+
+
+FIXED_GROUPS_IF_ELSE = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    g01 = dist.new_group([0, 1])
+    g23 = dist.new_group([2, 3])
+    t = torch.ones(1) * rank
+    if rank < 2:
+        dist.all_reduce(t, group=g01)
+    else:
+        dist.all_reduce(t, group=g23)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_if_else_over_groups_of_fixed_ranks_is_not_tried_beyond_the_world_they_fill() -> None:
+    """review90l C1: in a world of 4, ranks 2 and 3 reach the ``else`` and belong to ``g23``: the 8-rank world,
+    where rank 4 would reach it too, is beyond what lint tries for groups of fixed ranks (as for the help's
+    ``group=g01 if r < 2 else g23``). The ``else`` on ``g01`` is a non-member call in a world of 4 already."""
+    assert lint_source(FIXED_GROUPS_IF_ELSE) == []
+    wrong = lint_source(FIXED_GROUPS_IF_ELSE.replace("t, group=g23", "t, group=g01"))
+    assert [(f.line, f.kind) for f in wrong] == [(15, "non-member")]
+    assert "run with 4 ranks" in wrong[0].why or "4 ranks" in wrong[0].condition
+
+
+FOLDER_THEN_SAVE = """
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    folder = "/tmp/out106"
+    if rank == 0:
+        os.makedirs(folder)
+    torch.save(torch.ones(1), os.path.join(folder, f"r{rank}.pt"))
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_folder_race_quotes_the_error_of_the_call_that_uses_the_folder() -> None:
+    """review90l C7: torch.save into a missing folder raises "RuntimeError: Parent directory ... does not exist."
+    (torch 2.13), not open()'s 'No such file or directory'; an open() keeps the latter."""
+    saved = [f for f in lint_source(FOLDER_THEN_SAVE) if f.kind == "file-race"]
+    assert len(saved) == 1 and "RuntimeError 'Parent directory ... does not exist.'" in saved[0].why
+    assert "No such file" not in saved[0].why
+    opened = FOLDER_THEN_SAVE.replace(
+        'torch.save(torch.ones(1), os.path.join(folder, f"r{rank}.pt"))',
+        'open(os.path.join(folder, f"r{rank}.txt"), "w").write("x")',
+    )
+    found = [f for f in lint_source(opened) if f.kind == "file-race"]
+    assert len(found) == 1 and "'No such file or directory'" in found[0].why

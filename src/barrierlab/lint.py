@@ -1268,8 +1268,9 @@ group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given 
 (get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
 non-member: a collective on group=g, inside a function, that a rank outside g provably reaches (lint runs the
 function in the world size the file states, else in worlds of 4, 8 and 12 ranks, but not in a larger world
-than one where every rank reaches the call in a group it belongs to when the groups name fixed ranks, such as
-barrier(group=g01 if r < 2 else g23) with g01 = new_group([0, 1]); not checked at a script's top level): torch.distributed warns and returns at once on that
+than one where every rank that reaches the call is in its group when the groups name fixed ranks, such as
+barrier(group=g01 if r < 2 else g23), or all_reduce(group=g01) under if r < 2 and all_reduce(group=g23) under its
+else, with g01 = new_group([0, 1]); not checked at a script's top level): torch.distributed warns and returns at once on that
 rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
@@ -13285,11 +13286,17 @@ class _Order:
         cond = where[-1]
         line = use.lineno + self.unit.offset
         used = _dotted(use.func) or self.unit.text(use.func)
+        # review90l C7: torch.save checks the folder itself and raises its own RuntimeError
+        error = (
+            "RuntimeError 'Parent directory ... does not exist.'"
+            if (self.an._resolve(use.func, self.unit) or used) == "torch.save"
+            else "'No such file or directory'"
+        )
         why = (
             f"only ranks where `{cond}` is true create the folder `{folder}` here, and the other ranks use a path "
             f"inside it at line {line} (`{used}`) with no barrier, collective, store wait or recv between them: "
-            "nothing orders the folder before their use, so a rank that gets there first fails with 'No such file "
-            "or directory' (it works only when the creating rank is faster)"
+            f"nothing orders the folder before their use, so a rank that gets there first fails with {error} (it "
+            "works only when the creating rank is faster)"
         )
         fix = (
             f"create the folder on every rank (os.makedirs({folder}, exist_ok=True) outside the condition), or put "
@@ -20124,7 +20131,7 @@ class _Ranks:
             # review81l F2: a file that states its world size (WORLD_SIZE = 4) runs in that world only
             for world in (self.an.world_size,) if self.an.world_size else self.WORLDS:
                 self.world = world
-                member = 0
+                member = reached = 0
                 for rank in range(world):
                     self.rank = rank
                     try:
@@ -20134,12 +20141,15 @@ class _Ranks:
                     if seen is None:
                         continue
                     _, members = seen
+                    reached += 1
                     member += rank in members
                     if rank not in members and members:
                         if fits and rank >= fits and max(members) < fits:
                             break  # groups of fixed ranks (new_group([2, 3])) that a smaller world fills: its size
                         return world, rank, members
-                if member == world and not fits:
+                # review90l C1: every rank that reaches the call belongs to its group (the `else` of `if rank < 2:
+                # all_reduce(group=g01) else: all_reduce(group=g23)`, reached by ranks 2 and 3 of 4)
+                if member and member == reached and not fits:
                     fits = world
         return None
 
