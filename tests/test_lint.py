@@ -8767,3 +8767,70 @@ def test_a_folder_race_quotes_the_error_of_the_call_that_uses_the_folder() -> No
     )
     found = [f for f in lint_source(opened) if f.kind == "file-race"]
     assert len(found) == 1 and "'No such file or directory'" in found[0].why
+
+
+RANK_P2P = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    t = torch.ones(1)
+    if rank == 0:
+        dist.send(t, 1)
+        dist.recv(t, 1)
+    else:
+        dist.recv(t, 0)
+        dist.send(t, 0)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_help_says_p2p_calls_are_reported_only_when_they_hang_on_each_world_tried() -> None:
+    """review90l C6: with no world size stated, lint reports p2p calls only when they hang on each of 2, 3 and 4
+    ranks (this exchange pairs on 2 ranks: quiet); the help says so, and how to have 3 ranks checked."""
+    assert lint_source(RANK_P2P) == []
+    stated = lint_source(RANK_P2P.replace("import torch\n", "import torch\n\nWORLD_SIZE = 3\n", 1))
+    assert {f.kind for f in stated} == {"p2p-unmatched"}
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "reported only when the calls hang on each of 2, 3 and 4 ranks" in help_text
+    assert "state WORLD_SIZE = 3 in the file to have it checked on 3" in help_text
+
+
+LEADER_BY_NAME = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    g = dist.new_group([2, 3])
+    t = torch.ones(1) * rank
+    if rank in (2, 3):
+        leader = dist.get_rank(g)
+        if leader == 0:
+            t = t * 10
+        dist.broadcast(t, src=0, group=g)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_literal_tested_as_the_groups_leader_through_a_name_is_a_group_rank() -> None:
+    """review90l C5: ``leader = dist.get_rank(g)``, ``if leader == 0:``, then ``broadcast(src=0, group=g)``: 0 is
+    the rank within ``g`` = [2, 3], which holds no global rank 0 (torch: "Global rank 0 is not part of group").
+    The correct twin passes the global rank."""
+    found = lint_source(LEADER_BY_NAME)
+    assert [(f.line, f.kind) for f in found] == [(15, "group-rank")]
+    assert "`leader == 0`" in found[0].why
+    fixed = LEADER_BY_NAME.replace("src=0, group=g", "src=dist.get_global_rank(g, 0), group=g")
+    assert lint_source(fixed) == []

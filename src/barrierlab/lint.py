@@ -1285,7 +1285,10 @@ functions of the file (tests on the rank, loop counts, peers and tags evaluated 
 on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call whose peer makes fewer matching
 calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
-send waits for its receive) is p2p-deadlock. forked-collective: a collective in a child process the rank
+send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
+hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
+(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
+state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
@@ -15834,6 +15837,16 @@ class _Agreement:
         if literal is not None and len(literal) == 1:
             if self._holds(group, literal[0], unit):
                 return None
+            # review90l C5: `leader = dist.get_rank(g)` ... `if leader == 0:`, a name that holds only the group rank
+            given: dict[str, list[bool]] = {}
+            for names, value, index in self._pairs(nodes):
+                for one in names:
+                    given.setdefault(one, []).append(index is None and len(names) == 1 and group_rank(value))
+            held = {n for n, kinds in given.items() if all(kinds)}
+
+            def leader_rank(node: ast.AST) -> bool:
+                return group_rank(node) or (isinstance(node, ast.Name) and node.id in held)
+
             for node in nodes:  # the group's leader test: `if get_rank(group) == 0:` ... `broadcast(src=0)`
                 if (
                     isinstance(node, ast.Compare)
@@ -15841,7 +15854,7 @@ class _Agreement:
                     and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
                 ):
                     sides = [node.left, node.comparators[0]]
-                    if any(_const_ints(x) == literal for x in sides) and any(group_rank(x) for x in sides):
+                    if any(_const_ints(x) == literal for x in sides) and any(leader_rank(x) for x in sides):
                         return (
                             f"the function tests `{unit.text(node)}` at line {node.lineno + unit.offset}: "
                             f"{literal[0]} is the rank within the group"
