@@ -8834,3 +8834,32 @@ def test_a_literal_tested_as_the_groups_leader_through_a_name_is_a_group_rank() 
     assert "`leader == 0`" in found[0].why
     fixed = LEADER_BY_NAME.replace("src=0, group=g", "src=dist.get_global_rank(g, 0), group=g")
     assert lint_source(fixed) == []
+
+
+RAISE_IN_MAIN = """
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 1:
+        raise ValueError("bad shard")
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_raise_before_a_functions_own_barrier_is_reported_once_not_again_at_its_call() -> None:
+    """review90l M1: rank 1 raises inside ``main()`` before its barrier: one early exit at the barrier. The
+    call ``main()``, which every rank makes, is not reported again as a hidden early exit. With the barrier made
+    after ``main()`` returns, at the call's side, the finding is there."""
+    found = lint_source(RAISE_IN_MAIN)
+    assert [(f.line, f.kind) for f in found] == [(10, "early-exit")]
+    outside = RAISE_IN_MAIN.replace("    dist.barrier()\n\n\nif", "\n\nif").replace(
+        "    main()\n", "    main()\n    dist.barrier()\n"
+    )
+    assert [f.kind for f in lint_source(outside)] == ["early-exit"]

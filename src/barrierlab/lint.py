@@ -3819,6 +3819,7 @@ class _Analysis:
         self._off_alone: dict[str, bool] = {}  # turned_off_by_constants of a call handing no constants, per callee
         self.table: dict[str, _Func] = {}
         self.found: _Found = _Found()
+        self.self_exits: list[tuple[ast.Call, _Unit]] = []  # hidden early exits whose leave is their own call
         self.rank_funcs: set[str] = set()
         #: while True, a look at a file counts as rank-dependent only when the program changes that file
         #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
@@ -3953,8 +3954,30 @@ class _Analysis:
         _UnfrozenAfterWrap(self).run()  # lintrecall32b
         _SharedCheckpointKey(self).run()  # lintrecall32b
         _P2PTrace(self).run()  # lintp2p32
+        self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
+
+    def _drop_self_exits(self) -> None:
+        """review90l M1: ``main()``, called on every rank, raises on rank 1 before its own barrier: the early exit
+        is reported at the barrier inside ``main``; the same raise reported again at ``main()`` (a hidden early
+        exit whose leave is the call itself) would tell of a second bug. Dropped when an early exit is reported
+        inside the called function."""
+        for node, unit in self.self_exits:
+            entry = self.found.get(id(node))
+            if entry is None or entry[1].kind != "hidden-collective":
+                continue
+            key = self._callee(node.func, None, unit)
+            func = self.table.get(key) if key else None
+            if func is None:
+                continue
+            first = func.node.lineno + func.unit.offset
+            last = (func.node.end_lineno or func.node.lineno) + func.unit.offset
+            if any(
+                f.kind in ("early-exit", "except-path") and f.path == entry[1].path and first <= f.line <= last
+                for _, f in self.found.values()
+            ):
+                del self.found[id(node)]
 
     # -- looks at files
 
@@ -7504,6 +7527,9 @@ class _Analysis:
             home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
             exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
+        if reason == "early-exit" and site.callee is not None and leave is not None and leave.exit is not None:
+            if leave.exit.node is site.node:  # review90l M1: `main()` raises inside, before its own collective
+                self.self_exits.append((site.node, unit))
         synced = (
             self._same_call_in_no_sync(unit, site)
             if reason == "branch" and "(DDP backward)" in site.collective
