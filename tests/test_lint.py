@@ -8863,3 +8863,40 @@ def test_a_raise_before_a_functions_own_barrier_is_reported_once_not_again_at_it
         "    main()\n", "    main()\n    dist.barrier()\n"
     )
     assert [f.kind for f in lint_source(outside)] == ["early-exit"]
+
+
+JOINED_LOOP = """
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(2, 2))
+    stat = torch.zeros(1)
+    with Join([model]):
+        for i in range(3 + rank):
+            model(torch.ones(1, 2)).sum().backward()
+            dist.all_reduce(stat)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_dependent_loop_already_under_join_is_not_told_to_use_join() -> None:
+    """review90l M2: the loop runs under ``with Join([model]):`` already; Join shadows only its Joinables'
+    collectives, not the plain all_reduce. The finding says so, and its fix moves the all_reduce out of the block
+    instead of recommending Join. Without Join, the fix still names it."""
+    found = [f for f in lint_source(JOINED_LOOP) if f.kind == "rank-dependent-loop"]
+    assert [f.line for f in found] == [16]
+    assert "Join shadows only the collectives of the Joinables" in found[0].why
+    assert "torch.distributed.algorithms.Join" not in found[0].fix
+    assert found[0].fix.startswith("move `dist.all_reduce` out of the `with Join([model]):` block")
+    plain = JOINED_LOOP.replace("    with Join([model]):\n", "    if True:\n")
+    loop = [f for f in lint_source(plain) if f.kind == "rank-dependent-loop"]
+    assert loop and "torch.distributed.algorithms.Join" in loop[0].fix

@@ -327,7 +327,7 @@ import textwrap
 import threading
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19718,6 +19718,7 @@ class _JoinShadows:
             for stmt in loop.body:
                 for call in _calls_in_order(stmt):
                     if id(call) in self.an.found:
+                        self._joined_loop(call, block, manager, unit)
                         continue
                     found = self.an.classify(call, unit, self_class, key)
                     if found is None or found.kind != "coll" or not found.target.startswith("torch.distributed."):
@@ -19753,6 +19754,26 @@ class _JoinShadows:
                         collective=shown,
                         condition_line=loop.lineno + unit.offset,
                     )
+
+    def _joined_loop(self, call: ast.Call, block: ast.With | ast.AsyncWith, manager: ast.Call, unit: _Unit) -> None:
+        """review90l M2: a rank-dependent loop already under ``with Join([model]):``, whose fix would recommend
+        Join: say that Join shadows only its Joinables' collectives, not this one, and fix it the Join way."""
+        reason, finding = self.an.found[id(call)]
+        if finding.kind != "rank-dependent-loop" or finding.fix != _LOOP_FIX:
+            return
+        shown = finding.collective
+        joined = unit.text(manager)
+        why = (
+            f"{finding.why}; the loop already runs inside `with {joined}:` (line {block.lineno + unit.offset}), but "
+            "Join shadows only the collectives of the Joinables handed to it (DDP's forward and backward "
+            f"all-reduces), not this `{shown}` (torch/distributed/algorithms/join.py)"
+        )
+        fix = (
+            f"move `{shown}` out of the `with {joined}:` block (after it every rank has joined), or make it a "
+            "Joinable's (a class deriving from Joinable whose join_hook makes the same collective, handed to Join "
+            "with the model); or make every rank run the same number of iterations"
+        )
+        dict.__setitem__(self.an.found, id(call), (reason, replace(finding, why=why, fix=fix)))
 
 
 class _Forked:
