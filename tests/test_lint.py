@@ -8900,3 +8900,39 @@ def test_a_rank_dependent_loop_already_under_join_is_not_told_to_use_join() -> N
     plain = JOINED_LOOP.replace("    with Join([model]):\n", "    if True:\n")
     loop = [f for f in lint_source(plain) if f.kind == "rank-dependent-loop"]
     assert loop and "torch.distributed.algorithms.Join" in loop[0].fix
+
+
+DDP_NO_BACKWARD = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(4, 1))
+    x = torch.full((8, 4), 10.0 * rank)
+    stat = torch.zeros(1)
+    for step in range(10):
+        loss = model(x).pow(2).mean()
+        if loss.item() < 1.0:
+            break
+        dist.all_reduce(stat)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_forward_of_a_buffer_less_model_in_a_file_with_no_backward_is_no_collective() -> None:
+    """review90l M3: a Linear has no buffers and the file runs no backward, so DDP's forward issues nothing: the
+    early exit is reported at the all_reduce only. With a backward in the loop, the forward after it rebuilds the
+    gradient buckets, and it is reported too."""
+    found = lint_source(DDP_NO_BACKWARD)
+    assert [(f.line, f.kind) for f in found] == [(17, "early-exit")]
+    trained = DDP_NO_BACKWARD.replace(
+        "        dist.all_reduce(stat)\n", "        loss.backward()\n        dist.all_reduce(stat)\n"
+    )
+    assert any("(DDP forward)" in f.collective for f in lint_source(trained))

@@ -837,6 +837,9 @@ _PY_DRAWS = frozenset(
     {"shuffle", "random", "randint", "choice", "choices", "sample", "permutation", "rand", "randn", "uniform"}
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: a file that may run a backward (``loss.backward()``, ``accelerator.backward``, ``torch.autograd.grad``): a DDP
+#: forward can then rebuild its gradient buckets
+_BACKWARD_TEXT = re.compile(r"backward|autograd|\bgrad\(")
 _LOOP_FIX = (
     "make every rank run the same number of iterations (DistributedSampler pads every rank's share to the same "
     "count by default, or truncates it with drop_last=True); or loop over an endless iterator and break on every "
@@ -6715,6 +6718,16 @@ class _Analysis:
             return False
         return entry.unless is None or not _switched_on(given.get(entry.unless), False)
 
+    def _may_backward(self) -> bool:
+        """Whether a unit's text names a backward (:data:`_BACKWARD_TEXT`), once per analysis; True too when the
+        file is not a whole script (no ``__main__`` block): its caller may train the model."""
+        found = self.__dict__.get("_backward_text")
+        if found is None:
+            found = self.__dict__["_backward_text"] = any(
+                _BACKWARD_TEXT.search(u.source) for u in self.units
+            ) or not any(_main_block(u.tree) is not None for u in self.units)
+        return found
+
     def _ddp_op(self, call: ast.Call, unit: _Unit, scope: str | None) -> _Call | None:
         ddp = self.ddp.get(scope, {})
         if not ddp:
@@ -6725,6 +6738,9 @@ class _Analysis:
             kind = ddp[written]
             no_grad = "no_grad" in ctx or (scope is not None and self.called_only_under_no_grad(scope))
             if "join" in ctx or (kind == "ddp" and no_grad and not self.has_buffers):
+                return None
+            # review90l M3: no buffers to broadcast and no backward anywhere (no bucket rebuild): nothing issued
+            if kind == "ddp" and not self.has_buffers and not self._may_backward():
                 return None
             if kind == "fsdp":
                 return _Call(
