@@ -8622,3 +8622,317 @@ def test_a_fault_handed_to_one_rank_by_a_factory_is_an_early_exit_and_a_broadcas
     # the verdict raised without its broadcast is rank 0's alone: the ranks leave apart
     unshared = fixed.replace("    dist.broadcast_object_list(verdict, src=0)\n", "")
     assert [f for f in lint_source(unshared) if f.kind in ("early-exit", "except-path")]
+
+
+CAUGHT_LOAD = """
+import torch
+import torch.distributed as dist
+
+
+def load(rank):
+    if rank == 1:
+        raise OSError("disk")
+    return torch.ones(1)
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    try:
+        t = load(rank)
+    except OSError:
+        t = torch.zeros(1)
+    dist.all_reduce(t)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_raise_of_a_function_that_its_callers_handler_catches_by_name_is_no_early_exit() -> None:
+    """review90l C2: ``load()`` raises ``OSError`` on rank 1 only, and ``except OSError:`` around its call goes
+    on to the all_reduce: every rank reaches it. A handler of another type does not catch it: an early exit."""
+    assert lint_source(CAUGHT_LOAD) == []
+    other = lint_source(CAUGHT_LOAD.replace("except OSError:", "except KeyError:"))
+    assert [(f.line, f.kind) for f in other] == [(19, "early-exit")]
+
+
+FLOAT_METER = """
+import torch
+import torch.distributed as dist
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, value):
+        self.total += value
+
+    def sync(self):
+        t = torch.tensor(self.total)
+        dist.all_reduce(t)
+        return t.item()
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    m = Meter()
+    for i in range(3):
+        m.add(float(i * (rank + 1)))
+    print(rank, m.sync())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_attribute_accumulator_that_is_only_handed_floats_has_one_dtype() -> None:
+    """review90l C3: ``self.total = 0.0`` in ``__init__`` and ``self.total += value`` in ``add``, whose every call
+    hands it ``float(...)``: a Python float on every rank. Handed a numpy float64 on rank 1 only, the total becomes
+    one there, and ``torch.tensor`` makes float64 against the others' float32: a dtype-mismatch."""
+    assert lint_source(FLOAT_METER) == []
+    numpy_on_one = FLOAT_METER.replace("import torch\n", "import numpy as np\nimport torch\n", 1).replace(
+        "m.add(float(i * (rank + 1)))", "m.add(np.float64(i) if rank else float(i))"
+    )
+    assert [(f.line, f.kind) for f in lint_source(numpy_on_one)] == [(16, "dtype-mismatch")]
+
+
+FIXED_GROUPS_IF_ELSE = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    g01 = dist.new_group([0, 1])
+    g23 = dist.new_group([2, 3])
+    t = torch.ones(1) * rank
+    if rank < 2:
+        dist.all_reduce(t, group=g01)
+    else:
+        dist.all_reduce(t, group=g23)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_if_else_over_groups_of_fixed_ranks_is_not_tried_beyond_the_world_they_fill() -> None:
+    """review90l C1: in a world of 4, ranks 2 and 3 reach the ``else`` and belong to ``g23``: the 8-rank world,
+    where rank 4 would reach it too, is beyond what lint tries for groups of fixed ranks (as for the help's
+    ``group=g01 if r < 2 else g23``). The ``else`` on ``g01`` is a non-member call in a world of 4 already."""
+    assert lint_source(FIXED_GROUPS_IF_ELSE) == []
+    wrong = lint_source(FIXED_GROUPS_IF_ELSE.replace("t, group=g23", "t, group=g01"))
+    assert [(f.line, f.kind) for f in wrong] == [(15, "non-member")]
+    assert "run with 4 ranks" in wrong[0].why or "4 ranks" in wrong[0].condition
+
+
+FOLDER_THEN_SAVE = """
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    folder = "/tmp/out106"
+    if rank == 0:
+        os.makedirs(folder)
+    torch.save(torch.ones(1), os.path.join(folder, f"r{rank}.pt"))
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_folder_race_quotes_the_error_of_the_call_that_uses_the_folder() -> None:
+    """review90l C7: torch.save into a missing folder raises "RuntimeError: Parent directory ... does not exist."
+    (torch 2.13), not open()'s 'No such file or directory'; an open() keeps the latter."""
+    saved = [f for f in lint_source(FOLDER_THEN_SAVE) if f.kind == "file-race"]
+    assert len(saved) == 1 and "RuntimeError 'Parent directory ... does not exist.'" in saved[0].why
+    assert "No such file" not in saved[0].why
+    opened = FOLDER_THEN_SAVE.replace(
+        'torch.save(torch.ones(1), os.path.join(folder, f"r{rank}.pt"))',
+        'open(os.path.join(folder, f"r{rank}.txt"), "w").write("x")',
+    )
+    found = [f for f in lint_source(opened) if f.kind == "file-race"]
+    assert len(found) == 1 and "'No such file or directory'" in found[0].why
+
+
+RANK_P2P = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    t = torch.ones(1)
+    if rank == 0:
+        dist.send(t, 1)
+        dist.recv(t, 1)
+    else:
+        dist.recv(t, 0)
+        dist.send(t, 0)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_help_says_p2p_calls_are_reported_only_when_they_hang_on_each_world_tried() -> None:
+    """review90l C6: with no world size stated, lint reports p2p calls only when they hang on each of 2, 3 and 4
+    ranks (this exchange pairs on 2 ranks: quiet); the help says so, and how to have 3 ranks checked."""
+    assert lint_source(RANK_P2P) == []
+    stated = lint_source(RANK_P2P.replace("import torch\n", "import torch\n\nWORLD_SIZE = 3\n", 1))
+    assert {f.kind for f in stated} == {"p2p-unmatched"}
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "reported only when the calls hang on each of 2, 3 and 4 ranks" in help_text
+    assert "state WORLD_SIZE = 3 in the file to have it checked on 3" in help_text
+
+
+LEADER_BY_NAME = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    g = dist.new_group([2, 3])
+    t = torch.ones(1) * rank
+    if rank in (2, 3):
+        leader = dist.get_rank(g)
+        if leader == 0:
+            t = t * 10
+        dist.broadcast(t, src=0, group=g)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_literal_tested_as_the_groups_leader_through_a_name_is_a_group_rank() -> None:
+    """review90l C5: ``leader = dist.get_rank(g)``, ``if leader == 0:``, then ``broadcast(src=0, group=g)``: 0 is
+    the rank within ``g`` = [2, 3], which holds no global rank 0 (torch: "Global rank 0 is not part of group").
+    The correct twin passes the global rank."""
+    found = lint_source(LEADER_BY_NAME)
+    assert [(f.line, f.kind) for f in found] == [(15, "group-rank")]
+    assert "`leader == 0`" in found[0].why
+    fixed = LEADER_BY_NAME.replace("src=0, group=g", "src=dist.get_global_rank(g, 0), group=g")
+    assert lint_source(fixed) == []
+
+
+RAISE_IN_MAIN = """
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 1:
+        raise ValueError("bad shard")
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_raise_before_a_functions_own_barrier_is_reported_once_not_again_at_its_call() -> None:
+    """review90l M1: rank 1 raises inside ``main()`` before its barrier: one early exit at the barrier. The
+    call ``main()``, which every rank makes, is not reported again as a hidden early exit. With the barrier made
+    after ``main()`` returns, at the call's side, the finding is there."""
+    found = lint_source(RAISE_IN_MAIN)
+    assert [(f.line, f.kind) for f in found] == [(10, "early-exit")]
+    outside = RAISE_IN_MAIN.replace("    dist.barrier()\n\n\nif", "\n\nif").replace(
+        "    main()\n", "    main()\n    dist.barrier()\n"
+    )
+    assert [f.kind for f in lint_source(outside)] == ["early-exit"]
+
+
+JOINED_LOOP = """
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(2, 2))
+    stat = torch.zeros(1)
+    with Join([model]):
+        for i in range(3 + rank):
+            model(torch.ones(1, 2)).sum().backward()
+            dist.all_reduce(stat)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_dependent_loop_already_under_join_is_not_told_to_use_join() -> None:
+    """review90l M2: the loop runs under ``with Join([model]):`` already; Join shadows only its Joinables'
+    collectives, not the plain all_reduce. The finding says so, and its fix moves the all_reduce out of the block
+    instead of recommending Join. Without Join, the fix still names it."""
+    found = [f for f in lint_source(JOINED_LOOP) if f.kind == "rank-dependent-loop"]
+    assert [f.line for f in found] == [16]
+    assert "Join shadows only the collectives of the Joinables" in found[0].why
+    assert "torch.distributed.algorithms.Join" not in found[0].fix
+    assert found[0].fix.startswith("move `dist.all_reduce` out of the `with Join([model]):` block")
+    plain = JOINED_LOOP.replace("    with Join([model]):\n", "    if True:\n")
+    loop = [f for f in lint_source(plain) if f.kind == "rank-dependent-loop"]
+    assert loop and "torch.distributed.algorithms.Join" in loop[0].fix
+
+
+DDP_NO_BACKWARD = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(4, 1))
+    x = torch.full((8, 4), 10.0 * rank)
+    stat = torch.zeros(1)
+    for step in range(10):
+        loss = model(x).pow(2).mean()
+        if loss.item() < 1.0:
+            break
+        dist.all_reduce(stat)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_ddp_forward_of_a_buffer_less_model_in_a_file_with_no_backward_is_no_collective() -> None:
+    """review90l M3: a Linear has no buffers and the file runs no backward, so DDP's forward issues nothing: the
+    early exit is reported at the all_reduce only. With a backward in the loop, the forward after it rebuilds the
+    gradient buckets, and it is reported too."""
+    found = lint_source(DDP_NO_BACKWARD)
+    assert [(f.line, f.kind) for f in found] == [(17, "early-exit")]
+    trained = DDP_NO_BACKWARD.replace(
+        "        dist.all_reduce(stat)\n", "        loss.backward()\n        dist.all_reduce(stat)\n"
+    )
+    assert any("(DDP forward)" in f.collective for f in lint_source(trained))

@@ -327,7 +327,7 @@ import textwrap
 import threading
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -846,6 +846,9 @@ _PY_DRAWS = frozenset(
     {"shuffle", "random", "randint", "choice", "choices", "sample", "permutation", "rand", "randn", "uniform"}
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: a file that may run a backward (``loss.backward()``, ``accelerator.backward``, ``torch.autograd.grad``): a DDP
+#: forward can then rebuild its gradient buckets
+_BACKWARD_TEXT = re.compile(r"backward|autograd|\bgrad\(")
 _LOOP_FIX = (
     "make every rank run the same number of iterations (DistributedSampler pads every rank's share to the same "
     "count by default, or truncates it with drop_last=True); or loop over an endless iterator and break on every "
@@ -1277,8 +1280,9 @@ group-arguments: new_group, new_subgroups or new_subgroups_by_enumeration given 
 (get_rank(), RANK, a rank parameter): every rank must pass the same ones (quiet with use_local_synchronization=True).
 non-member: a collective on group=g, inside a function, that a rank outside g provably reaches (lint runs the
 function in the world size the file states, else in worlds of 4, 8 and 12 ranks, but not in a larger world
-than one where every rank reaches the call in a group it belongs to when the groups name fixed ranks, such as
-barrier(group=g01 if r < 2 else g23) with g01 = new_group([0, 1]); not checked at a script's top level): torch.distributed warns and returns at once on that
+than one where every rank that reaches the call is in its group when the groups name fixed ranks, such as
+barrier(group=g01 if r < 2 else g23), or all_reduce(group=g01) under if r < 2 and all_reduce(group=g23) under its
+else, with g01 = new_group([0, 1]); not checked at a script's top level): torch.distributed warns and returns at once on that
 rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
@@ -1293,7 +1297,10 @@ functions of the file (tests on the rank, loop counts, peers and tags evaluated 
 on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call whose peer makes fewer matching
 calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
-send waits for its receive) is p2p-deadlock. forked-collective: a collective in a child process the rank
+send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
+hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
+(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
+state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
 starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
 init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
@@ -3238,6 +3245,32 @@ def _starts_as_float(written: str, scope: list[ast.AST]) -> bool:
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is float for v in values)
 
 
+_PER_PROCESS_CALLS = frozenset(
+    {"os.getpid", "getpid", "uuid.uuid4", "uuid4", "uuid.uuid1", "uuid1", "tempfile.mkdtemp"}
+)
+
+
+def _per_process_path(path: ast.expr, scope: ast.AST, depth: int = 0) -> bool:
+    """Whether a path is built from a value each process has its own of (``os.getpid()``, ``uuid.uuid4()``), in
+    the expression or in the values the scope assigns the names it reads (``scratch = os.path.join(root,
+    f"w{os.getpid()}")``): the folder is not the same path on every rank."""
+    names = set()
+    for node in ast.walk(path):
+        if isinstance(node, ast.Call) and _dotted(node.func) in _PER_PROCESS_CALLS:
+            return True
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+    if not names or depth >= 3:
+        return False
+    for node in _own_nodes(getattr(scope, "body", [])):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                if _per_process_path(node.value, scope, depth + 1):
+                    return True
+    return False
+
+
 def _op_keys(items: list[_Item]) -> list[tuple]:
     """The keys of the collective calls of ``items``, in order, nested branches and loops included."""
     return [_key(i) for i in _walk_items(items) if i.kind == "op"]
@@ -3798,6 +3831,7 @@ class _Analysis:
         self._off_alone: dict[str, bool] = {}  # turned_off_by_constants of a call handing no constants, per callee
         self.table: dict[str, _Func] = {}
         self.found: _Found = _Found()
+        self.self_exits: list[tuple[ast.Call, _Unit]] = []  # hidden early exits whose leave is their own call
         self.rank_funcs: set[str] = set()
         #: while True, a look at a file counts as rank-dependent only when the program changes that file
         #: (:meth:`_prepare_looks`): the taint a raise's test is read with (:meth:`_prepare_strict_taint`)
@@ -3935,8 +3969,30 @@ class _Analysis:
         _UnfrozenAfterWrap(self).run()  # lintrecall32b
         _SharedCheckpointKey(self).run()  # lintrecall32b
         _P2PTrace(self).run()  # lintp2p32
+        self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
+
+    def _drop_self_exits(self) -> None:
+        """review90l M1: ``main()``, called on every rank, raises on rank 1 before its own barrier: the early exit
+        is reported at the barrier inside ``main``; the same raise reported again at ``main()`` (a hidden early
+        exit whose leave is the call itself) would tell of a second bug. Dropped when an early exit is reported
+        inside the called function."""
+        for node, unit in self.self_exits:
+            entry = self.found.get(id(node))
+            if entry is None or entry[1].kind != "hidden-collective":
+                continue
+            key = self._callee(node.func, None, unit)
+            func = self.table.get(key) if key else None
+            if func is None:
+                continue
+            first = func.node.lineno + func.unit.offset
+            last = (func.node.end_lineno or func.node.lineno) + func.unit.offset
+            if any(
+                f.kind in ("early-exit", "except-path") and f.path == entry[1].path and first <= f.line <= last
+                for _, f in self.found.values()
+            ):
+                del self.found[id(node)]
 
     # -- looks at files
 
@@ -6674,6 +6730,16 @@ class _Analysis:
             return False
         return entry.unless is None or not _switched_on(given.get(entry.unless), False)
 
+    def _may_backward(self) -> bool:
+        """Whether a unit's text names a backward (:data:`_BACKWARD_TEXT`), once per analysis; True too when the
+        file is not a whole script (no ``__main__`` block): its caller may train the model."""
+        found = self.__dict__.get("_backward_text")
+        if found is None:
+            found = self.__dict__["_backward_text"] = any(
+                _BACKWARD_TEXT.search(u.source) for u in self.units
+            ) or not any(_main_block(u.tree) is not None for u in self.units)
+        return found
+
     def _ddp_op(self, call: ast.Call, unit: _Unit, scope: str | None) -> _Call | None:
         ddp = self.ddp.get(scope, {})
         if not ddp:
@@ -6684,6 +6750,9 @@ class _Analysis:
             kind = ddp[written]
             no_grad = "no_grad" in ctx or (scope is not None and self.called_only_under_no_grad(scope))
             if "join" in ctx or (kind == "ddp" and no_grad and not self.has_buffers):
+                return None
+            # review90l M3: no buffers to broadcast and no backward anywhere (no bucket rebuild): nothing issued
+            if kind == "ddp" and not self.has_buffers and not self._may_backward():
                 return None
             if kind == "fsdp":
                 return _Call(
@@ -7486,6 +7555,9 @@ class _Analysis:
             home = self._unit_of(exit_node, unit)  # a helper's raise may sit in another unit (cell, module)
             exit_text = f" (`{home.text(exit_node)}` at line {exit_node.lineno + home.offset}{verb})"
         kind, why, fix = _explain(reason, site, cond, call, exit_text, detail)
+        if reason == "early-exit" and site.callee is not None and leave is not None and leave.exit is not None:
+            if leave.exit.node is site.node:  # review90l M1: `main()` raises inside, before its own collective
+                self.self_exits.append((site.node, unit))
         synced = (
             self._same_call_in_no_sync(unit, site)
             if reason == "branch" and "(DDP backward)" in site.collective
@@ -10328,6 +10400,7 @@ class _Walker:
         print(...)``, and every rank goes on to the ``barrier`` after the ``try``). ``except Exception`` does not
         catch ``sys.exit()``: a function that can exit the process is still a leave there."""
         catch_all = None
+        going = False
         for handler in stmt.handlers:
             if any(isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for n in _own_nodes(handler.body)):
                 continue
@@ -10335,6 +10408,7 @@ class _Walker:
                 isinstance(n, ast.Call) and _dotted(n.func) in _EXIT_CALLS for n in _own_nodes(handler.body)
             ):
                 continue
+            going = True
             kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
             names = {_terminal(k) for k in kinds if k is not None}
             if handler.type is None or "BaseException" in names:
@@ -10342,7 +10416,7 @@ class _Walker:
                 break
             if "Exception" in names:
                 catch_all = "exception"
-        if catch_all is None:
+        if not going:
             return set()
         caught = set()
         for node in _own_nodes(stmt.body):
@@ -10351,9 +10425,38 @@ class _Walker:
             found = self.an.classify(node, self.unit, self.self_class, self.scope)
             if found is None or found.kind != "call" or found.target not in self.an.raisers:
                 continue
-            if catch_all == "base" or not self.an.exits_process(found.target):
+            if catch_all is None:
+                if self._own_raises_caught(stmt, found.target):
+                    caught.add(id(node))
+            elif catch_all == "base" or not self.an.exits_process(found.target):
                 caught.add(id(node))
         return caught
+
+    def _own_raises_caught(self, stmt: ast.Try, target: str) -> bool:
+        """Whether a handler of the ``try`` that goes on after it catches every error a function of the file can
+        raise, when that function raises only by its own ``raise`` statements of named types (it calls nothing of
+        the file that can raise, nor exits): ``load()`` raising ``OSError`` under ``except OSError:`` (review90l
+        C2)."""
+        func = self.an.table.get(target)
+        if func is None:
+            return False
+        raised = False
+        for node in _own_nodes(func.node.body):
+            if isinstance(node, ast.Raise):
+                if node.exc is None:
+                    return False
+                raised = True
+            elif isinstance(node, ast.Call):
+                if _dotted(node.func) in _EXIT_CALLS:
+                    return False
+                callee = self.an._callee(node.func, func.self_class, func.unit)
+                if callee is not None and callee in self.an.raisers:
+                    return False
+        if not raised:
+            return False
+        body = ast.Try(body=list(func.node.body), handlers=stmt.handlers, orelse=[], finalbody=[])
+        raises = [n for n in _own_nodes(func.node.body) if isinstance(n, ast.Raise)]
+        return {id(n) for n in raises} <= _caught_raises(body)
 
     def _message_raises(self, stmt: ast.Try, handler: ast.ExceptHandler, per: list[list[_Item]]) -> list[_Item] | None:
         """For a handler that goes on only after errors whose message holds a given text and re-raises the rest
@@ -13285,11 +13388,17 @@ class _Order:
         cond = where[-1]
         line = use.lineno + self.unit.offset
         used = _dotted(use.func) or self.unit.text(use.func)
+        # review90l C7: torch.save checks the folder itself and raises its own RuntimeError
+        error = (
+            "RuntimeError 'Parent directory ... does not exist.'"
+            if (self.an._resolve(use.func, self.unit) or used) == "torch.save"
+            else "'No such file or directory'"
+        )
         why = (
             f"only ranks where `{cond}` is true create the folder `{folder}` here, and the other ranks use a path "
             f"inside it at line {line} (`{used}`) with no barrier, collective, store wait or recv between them: "
-            "nothing orders the folder before their use, so a rank that gets there first fails with 'No such file "
-            "or directory' (it works only when the creating rank is faster)"
+            f"nothing orders the folder before their use, so a rank that gets there first fails with {error} (it "
+            "works only when the creating rank is faster)"
         )
         fix = (
             f"create the folder on every rank (os.makedirs({folder}, exist_ok=True) outside the condition), or put "
@@ -15827,6 +15936,16 @@ class _Agreement:
         if literal is not None and len(literal) == 1:
             if self._holds(group, literal[0], unit):
                 return None
+            # review90l C5: `leader = dist.get_rank(g)` ... `if leader == 0:`, a name that holds only the group rank
+            given: dict[str, list[bool]] = {}
+            for names, value, index in self._pairs(nodes):
+                for one in names:
+                    given.setdefault(one, []).append(index is None and len(names) == 1 and group_rank(value))
+            held = {n for n, kinds in given.items() if all(kinds)}
+
+            def leader_rank(node: ast.AST) -> bool:
+                return group_rank(node) or (isinstance(node, ast.Name) and node.id in held)
+
             for node in nodes:  # the group's leader test: `if get_rank(group) == 0:` ... `broadcast(src=0)`
                 if (
                     isinstance(node, ast.Compare)
@@ -15834,7 +15953,7 @@ class _Agreement:
                     and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
                 ):
                     sides = [node.left, node.comparators[0]]
-                    if any(_const_ints(x) == literal for x in sides) and any(group_rank(x) for x in sides):
+                    if any(_const_ints(x) == literal for x in sides) and any(leader_rank(x) for x in sides):
                         return (
                             f"the function tests `{unit.text(node)}` at line {node.lineno + unit.offset}: "
                             f"{literal[0]} is the rank within the group"
@@ -16011,10 +16130,12 @@ class _Agreement:
     def _accumulated(self, written: str, key: str | None, nodes: list[ast.AST], self_class: str | None) -> Any:
         """The ``x += v`` that makes ``written`` an accumulator of values of no fixed type, in its function (or,
         for ``self.x``, in any method of the class)."""
-        scopes = [nodes]
+        scopes: list[tuple[str | None, list[ast.AST]]] = [(key, nodes)]
         if written.startswith("self.") and self_class:
-            scopes = [list(_own_nodes(f.node.body)) for f in self.an.table.values() if f.self_class == self_class]
-        for scope in scopes:
+            scopes = [
+                (k, list(_own_nodes(f.node.body))) for k, f in self.an.table.items() if f.self_class == self_class
+            ]
+        for func_key, scope in scopes:
             if _starts_as_float(written, scope):
                 continue  # `total = 0.0; total += seconds`: a Python float plus a number stays a float (round29)
             for node in scope:
@@ -16023,9 +16144,49 @@ class _Agreement:
                     and isinstance(node.op, ast.Add)
                     and _dotted(node.target) == written
                     and not _typed(node.value)
+                    and not self._typed_parameter(node.value, func_key)
                 ):
                     return node
         return None
+
+    def _typed_parameter(self, value: ast.expr, key: str | None) -> bool:
+        """Whether ``value`` is a parameter of function ``key`` that every call of it in the file hands a value of
+        one Python type (:func:`_typed`): ``self.total += value`` in ``add(self, value)``, called only as
+        ``m.add(float(...))`` (review90l C3)."""
+        func = self.an.table.get(key) if key is not None else None
+        if func is None or not isinstance(value, ast.Name):
+            return False
+        args = func.node.args
+        if args.vararg or args.kwarg:
+            return False
+        names = [a.arg for a in args.posonlyargs + args.args]
+        if value.id not in names and value.id not in [a.arg for a in args.kwonlyargs]:
+            return False
+        if any(
+            isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr))
+            and any(
+                isinstance(t, ast.Name) and t.id == value.id
+                for t in ast.walk(n)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            )
+            for n in _own_nodes(func.node.body)
+        ):
+            return False  # the parameter is rebound in the function
+        index = names.index(value.id) if value.id in names else None
+        if index is not None and func.self_class and names[:1] in (["self"], ["cls"]):
+            index -= 1
+        sites = self.an._call_sites(key)
+        if not sites:
+            return False
+        for call, _, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return False
+            given = next((k.value for k in call.keywords if k.arg == value.id), None)
+            if given is None and index is not None and 0 <= index < len(call.args):
+                given = call.args[index]
+            if given is None or not _typed(given):
+                return False
+        return True
 
     # -- padded batches gathered
 
@@ -16395,6 +16556,8 @@ class _SharedMakes:
             parents = {id(c): n for n in ast.walk(func.node) for c in ast.iter_child_nodes(n)}
             for call, path in made:
                 if self.an.mentions_rank(path, taint, files=False):
+                    continue
+                if _per_process_path(path, func.node):  # review90l C4: `f"w{os.getpid()}"` differs per rank
                     continue
                 if self._guarded(call, parents, func.node, taint):
                     continue
@@ -19628,6 +19791,7 @@ class _JoinShadows:
             for stmt in loop.body:
                 for call in _calls_in_order(stmt):
                     if id(call) in self.an.found:
+                        self._joined_loop(call, block, manager, unit)
                         continue
                     found = self.an.classify(call, unit, self_class, key)
                     if found is None or found.kind != "coll" or not found.target.startswith("torch.distributed."):
@@ -19663,6 +19827,26 @@ class _JoinShadows:
                         collective=shown,
                         condition_line=loop.lineno + unit.offset,
                     )
+
+    def _joined_loop(self, call: ast.Call, block: ast.With | ast.AsyncWith, manager: ast.Call, unit: _Unit) -> None:
+        """review90l M2: a rank-dependent loop already under ``with Join([model]):``, whose fix would recommend
+        Join: say that Join shadows only its Joinables' collectives, not this one, and fix it the Join way."""
+        reason, finding = self.an.found[id(call)]
+        if finding.kind != "rank-dependent-loop" or finding.fix != _LOOP_FIX:
+            return
+        shown = finding.collective
+        joined = unit.text(manager)
+        why = (
+            f"{finding.why}; the loop already runs inside `with {joined}:` (line {block.lineno + unit.offset}), but "
+            "Join shadows only the collectives of the Joinables handed to it (DDP's forward and backward "
+            f"all-reduces), not this `{shown}` (torch/distributed/algorithms/join.py)"
+        )
+        fix = (
+            f"move `{shown}` out of the `with {joined}:` block (after it every rank has joined), or make it a "
+            "Joinable's (a class deriving from Joinable whose join_hook makes the same collective, handed to Join "
+            "with the model); or make every rank run the same number of iterations"
+        )
+        dict.__setitem__(self.an.found, id(call), (reason, replace(finding, why=why, fix=fix)))
 
 
 class _Forked:
@@ -20080,7 +20264,7 @@ class _Ranks:
             # review81l F2: a file that states its world size (WORLD_SIZE = 4) runs in that world only
             for world in (self.an.world_size,) if self.an.world_size else self.WORLDS:
                 self.world = world
-                member = 0
+                member = reached = 0
                 for rank in range(world):
                     self.rank = rank
                     try:
@@ -20090,12 +20274,15 @@ class _Ranks:
                     if seen is None:
                         continue
                     _, members = seen
+                    reached += 1
                     member += rank in members
                     if rank not in members and members:
                         if fits and rank >= fits and max(members) < fits:
                             break  # groups of fixed ranks (new_group([2, 3])) that a smaller world fills: its size
                         return world, rank, members
-                if member == world and not fits:
+                # review90l C1: every rank that reaches the call belongs to its group (the `else` of `if rank < 2:
+                # all_reduce(group=g01) else: all_reduce(group=g23)`, reached by ranks 2 and 3 of 4)
+                if member and member == reached and not fits:
                     fits = world
         return None
 
