@@ -650,16 +650,18 @@ def _content_marker(folder: str, read_data_first: bool):
                 early = len(f.read())
         except FileNotFoundError:
             early = "missing"
+    unwritten = 0  # reads of the marker that found it made but not yet written: each a true race with its write
     while True:  # poll the marker by reading it until it says "ok" (attack26 a09)
         try:
             with open(marker) as f:
                 if f.read() == "ok":
                     break
+                unwritten += 1
         except FileNotFoundError:
             pass
         time.sleep(0.002)
     with open(data) as f:
-        return early, len(f.read())
+        return early, len(f.read()), unwritten
 
 
 @pytest.mark.parametrize("read_data_first", [False, True])
@@ -673,10 +675,12 @@ def test_a_marker_found_by_reading_it_orders_what_its_maker_did_before_it(tmp_pa
     on_marker = [r for r in races if os.path.basename(r.first.path) == "READY"]
     # each pairs rank 0's write of the marker with another rank's read of it: the read that found "ok", or, on a
     # loaded machine, a read between the marker's creation and its write (a fresh-clone CI saw rank 2's read
-    # first); never every miss of the poll (was ~420)
+    # first, and at load 5-7 one saw 90, rank 0 held up between opening the marker and writing it); never every
+    # miss of the poll (was ~420): at most the reads that found it made but unwritten, which the ranks count
     assert all({r.first.how, r.second.how} == {"write", "read"} for r in on_marker), races
     assert all(0 in (r.first.rank, r.second.rank) for r in on_marker), races
-    assert len(on_marker) <= 2 * 6
+    unwritten = sum(run[r].value[2] for r in (1, 2))
+    assert len(on_marker) <= 2 * 6 + unwritten, (len(on_marker), unwritten)
     if read_data_first:
         assert {r.second.rank if r.second.how == "read" else r.first.rank for r in on_data} == {1, 2}, races
     else:
