@@ -953,6 +953,14 @@ def _calls_made(f: Facts, depth: int) -> str:
     return "; ".join(parts) + "."
 
 
+def _listed(named: list[str], total: int) -> str:
+    """'a', 'a and b', 'a, b and c', or 'a, b, c and 2 more' of ``total`` things, the first ``named``."""
+    if len(named) == 1:
+        return named[0]
+    more = total - len(named)
+    return ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
+
+
 def rule_ok(f: Facts) -> Diagnosis | None:
     """Every rank finished, both records agree across ranks, and no collective got different tensors."""
     if f.failed or f.first_diff or f.split or f.shapes:
@@ -1015,13 +1023,7 @@ def rule_ok(f: Facts) -> Diagnosis | None:
         first = f.calls[min(f.calls)]
         # every data call crossed is named here, not the first only (review90d M3: a swap's second call was told
         # as the harmless kind of pairing, main_process_first's)
-        named = [f"{first[k - 1].name} #{k}" for k in crossed[:3]]
-        more = len(crossed) - len(named)
-        listed = (
-            named[0]
-            if len(named) == 1
-            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
-        )
+        listed = _listed([f"{first[k - 1].name} #{k}" for k in crossed[:3]], len(crossed))
         swap = _swapped_pair(f.calls, crossed)
         if swap is not None:
             (i, j), (one, other) = swap
@@ -1044,12 +1046,8 @@ def rule_ok(f: Facts) -> Diagnosis | None:
     paired = [] if f.cut else _paired_across_lines(f, crossed)
     if paired:  # review86d M1: an extra barrier on rank 0, evened out by one more on the others, said nothing
         first = min(f.calls)
-        named = [f"{f.calls[first][k - 1].name} #{call_numbers(f.calls[first][:k])[-1]}" for k in paired[:3]]
-        more = len(paired) - len(named)
-        listed = (
-            named[0]
-            if len(named) == 1
-            else ", ".join(named[:-1]) + (f", {named[-1]} and {more} more" if more else f" and {named[-1]}")
+        listed = _listed(
+            [f"{f.calls[first][k - 1].name} #{call_numbers(f.calls[first][:k])[-1]}" for k in paired[:3]], len(paired)
         )
         headline += (
             f" {sentence_start(listed)} paired calls made from different lines on different ranks: collectives "
