@@ -380,15 +380,7 @@ def containment(request, monkeypatch):
     "new_session",
     [
         False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="open bug (issue 21): once in session 11's fresh-clone CI, without a cgroup, a chain whose "
-                "hops start new sessions hopped once more after the call returned (its last process was gone "
-                "0.3 s later); not reproduced alone",
-            ),
-        ),
+        True,
     ],
     ids=["same group", "new session every hop"],
 )
@@ -536,12 +528,6 @@ def barrier_and_rank() -> int:
     return dist.get_rank()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug (issue 21): in three full-suite runs on a loaded 2-core machine (the last CI, a fresh-clone run "
-    "and a helper's) the third run's ranks waited for each other until the deadline; alone it passed 6 of 6. Cause "
-    "not found: see the session-10 note",
-)
 @pytest.mark.timeout(120)
 def test_a_rank_that_poisons_the_next_runs_store_does_not_stop_the_next_run():
     """The next run's store is made ahead (its ranks, pooled, connect to it as they wait): a rank of this run

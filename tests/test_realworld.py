@@ -187,8 +187,7 @@ def test_lint_flags_most_buggy_items_at_the_bug_or_waiting_line():
 # Items written for issue 20 from public code by someone who had not read the items above, run by
 # realworld/round2/_round2.py with the same judges (its folder on the path, never the stand-ins; an item's
 # REQUIRES libraries must be installed, else it is skipped). The per-item specifications above apply as they
-# are; issue 20's "Done when" targets are xfail until the tools meet them (benchmarks/realworld.py prints the
-# figures).
+# are, and so do issue 20's "Done when" targets for this round (benchmarks/realworld.py prints the figures).
 
 sys.path.insert(0, str(Path(__file__).parent / "realworld" / "round2"))
 
@@ -196,16 +195,10 @@ import _round2 as round2  # noqa: E402
 
 ROUND2 = round2.discover()
 ROUND2_NAME_TARGET, ROUND2_LINT_TARGET = 0.90, 0.75
-#: Correct items that end in torch's own teardown deadlock now and then (a process group destroyed inside the
-#: function while its DDP model is alive; pytorch/pytorch #56297, #190489): issue 20 fixes it for ranks.
-TEARDOWN = {"correct_ddp_series_destroy_in_main", "correct_accelerate_nlp_example"}
-_TEARDOWN_XFAIL = pytest.mark.xfail(strict=False, reason="issue 20: torch's teardown deadlock, 1-2 runs in 6")
 
 
-def _round2_params(kind: str | None = None, teardown_xfail: bool = False):
-    items = [i for i in ROUND2 if kind is None or i.kind == kind]
-    marks = {i.name: [_TEARDOWN_XFAIL] if teardown_xfail and i.name in TEARDOWN else [] for i in items}
-    return [pytest.param(i, id=i.name, marks=marks[i.name]) for i in items]
+def _round2_params(kind: str | None = None):
+    return [pytest.param(i, id=i.name) for i in ROUND2 if kind is None or i.kind == kind]
 
 
 def _needs_libraries(item) -> None:
@@ -258,9 +251,6 @@ def test_round2_item_declares_its_source_and_shape(item):
 ROUND2_TORCHRUN_SAMPLE = {"correct_megatron_tp_dp_groups", "buggy_tp_rank0_all_reduce_in_tp_group"}
 
 
-_ISSUE_20 = pytest.mark.xfail(strict=False, reason="issue 20's target, not met on main (see docs/realworld.md)")
-
-
 def test_round2_lint_reports_nothing_on_correct_items():
     noisy = {i.name: round2.lint_item(i).text for i in ROUND2 if i.kind == "correct" and round2.lint_item(i).findings}
     assert not noisy, noisy
@@ -277,7 +267,7 @@ def test_round2_lint_flags_75_percent_of_buggy_items():
 class TestRound2InTheLab:
     """Round 2 through ``bl.run`` (the lab runs are cached per worker)."""
 
-    @pytest.mark.parametrize("item", _round2_params("correct", teardown_xfail=True))
+    @pytest.mark.parametrize("item", _round2_params("correct"))
     def test_round2_correct_item_finishes_on_every_rank_in_the_lab(self, item):
         _needs_libraries(item)
         outcome = lab2(item.name)
@@ -311,7 +301,7 @@ class TestRound2InTheLab:
 class TestRound2ScriptRunner:
     """Round 2 through ``barrierlab run item.py``."""
 
-    @pytest.mark.parametrize("item", _round2_params(teardown_xfail=True))
+    @pytest.mark.parametrize("item", _round2_params())
     def test_round2_item_through_the_script_runner(self, item):
         _needs_libraries(item)
         outcome = round2.run_with_script_runner(item)
