@@ -51,3 +51,23 @@ def test_detail_names_every_rank_that_never_arrived_after_the_timeout():
     seconds, message = run.values[0]
     assert "Ranks 1, 2 failed to pass monitoredBarrier" in message  # all of them, not the first only
     assert seconds >= 1.5  # after the group's timeout
+
+
+def all_reduce_on_every_rank_but_0():
+    if dist.get_rank() == 0:
+        time.sleep(4)  # no collective at all; still alive while the others wait
+        return None
+    try:
+        dist.all_reduce(torch.ones(2))
+    except RuntimeError as error:
+        return str(error)
+    return None
+
+
+def test_detail_when_rank_0_is_the_rank_that_skips_the_others_only_say_they_lost_rank_0():
+    """The missing ranks are named by rank 0, which runs the monitored barrier: when rank 0 itself skips, the
+    others only learn that rank 0 did not answer (review91b M2: 06's rules paragraph says so)."""
+    run = bl.run(all_reduce_on_every_rank_but_0, 3, timeout=2, deadline=60, env=DETAIL)
+    assert run.values[0] is None
+    for message in run.values[1:]:
+        assert "waiting for send/recv from rank 0" in message and "failed to pass monitoredBarrier" not in message
