@@ -10098,6 +10098,8 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._local_group_agrees(site, within[0]):
                 continue
+            if within is not None and within[0] is not None and self._keyed_group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
@@ -10181,6 +10183,125 @@ class _Walker:
         else:
             func = self.an.table[self.scope]
         return _Ranks(self.an, func).agrees(test, group)
+
+    def _keyed_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` runs on ``group=groups[key]`` under ``if rank in key:``, where ``groups`` maps each key
+        to ``new_group(key)`` (``{edge: new_group(list(edge)) for edge in edges}``, or a loop filling the dict): the
+        members of that group are the ranks listed in ``key``, exactly those whose test is true, whatever the keys
+        are (round23 correct_gossip_pair_groups_global_edge_order: one two-member group per edge of a graph, and
+        ``if self.graph.rank in edge: self._mix_with(edge)``, whose all_reduce uses ``self.edge_groups[edge]``)."""
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.comparators[0], ast.Name)
+            and _is_global_rank(test.left)
+        ):
+            return False
+        key = test.comparators[0].id
+        group = self._keyed_group_of(site)
+        if not (isinstance(group, ast.Subscript) and isinstance(group.slice, ast.Name) and group.slice.id == key):
+            return False
+        return any(_groups_by_key(made) for made in self._keyed_tables(group.value))
+
+    def _keyed_group_of(self, site: _Site) -> ast.expr | None:
+        """The ``group=`` of ``site``'s call, or, for a call of a method of the file whose one collective runs on
+        a group looked up from its parameters (``group=self.edge_groups[edge]``), that lookup with this call's
+        arguments put in for the parameters."""
+        call = site.node
+        if not isinstance(call, ast.Call):
+            return None
+        if site.callee is None:
+            return next((k.value for k in call.keywords if k.arg == "group"), None)
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        helper = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if helper is None or helper.self_class != self.self_class:
+            return None
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        groups = []
+        for node in _own_nodes(helper.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            inner = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+            if inner is None:
+                continue
+            if inner.kind != "coll":
+                if inner.target in self.an.reach:
+                    return None
+                continue
+            groups.append(next((k.value for k in node.keywords if k.arg == "group"), None))
+        if len(groups) != 1 or groups[0] is None:
+            return None
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            if param in bound:
+                continue
+            if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                given[param] = call.args[index]
+            else:
+                arg = next((k.value for k in call.keywords if k.arg == param), None)
+                if arg is not None:
+                    given[param] = arg
+
+        class Put(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return given.get(node.id, node)
+
+        names = {n.id for n in ast.walk(groups[0]) if isinstance(n, ast.Name)}
+        if names & bound or not names <= set(given) | {params[0] if skip else "self"}:
+            return None
+        return Put().visit(copy.deepcopy(groups[0]))
+
+    def _keyed_tables(self, table: ast.expr) -> list[ast.AST]:
+        """Where the dict ``table`` (a local name, a module name or ``self.<attribute>`` of this class) is made:
+        each assignment of it, and each loop that fills it (``for k in ...: table[k] = ...``)."""
+        if isinstance(table, ast.Name):
+            scopes = [self.an.table[self.scope].node] if self.scope in self.an.table else []
+            scopes.append(self.unit.tree)
+
+            def names(target: ast.expr) -> bool:
+                return isinstance(target, ast.Name) and target.id == table.id
+
+        elif (
+            isinstance(table, ast.Attribute)
+            and isinstance(table.value, ast.Name)
+            and table.value.id == "self"
+            and self.self_class in self.an.class_nodes
+        ):
+            scopes = [self.an.class_nodes[self.self_class][0]]
+
+            def names(target: ast.expr) -> bool:
+                return (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == table.attr
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                )
+
+        else:
+            return []
+        made: list[ast.AST] = []
+        for scope in scopes:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign) and any(names(t) for t in node.targets):
+                    made.append(node.value)
+                elif isinstance(node, ast.For) and any(
+                    isinstance(t, ast.Subscript) and names(t.value)
+                    for s in node.body
+                    if isinstance(s, ast.Assign)
+                    for t in s.targets
+                ):
+                    made.append(node)
+            if made:
+                break
+        return made
 
     def _helper_group(self, call: ast.Call) -> ast.expr | None:
         """For a call of a function of the file whose every collective runs on ``group=<one of its
@@ -20169,6 +20290,54 @@ class _Stop(Exception):
 @dataclass(frozen=True)
 class _Group:
     members: frozenset[int]
+
+
+def _is_global_rank(node: ast.expr) -> bool:
+    """Whether ``node`` reads this process's global rank: ``dist.get_rank()`` without a group, or a name or
+    attribute called ``rank`` / ``global_rank`` (``self.graph.rank``)."""
+    if isinstance(node, ast.Call):
+        return _terminal(node.func) == "get_rank" and not node.args and not node.keywords
+    return _terminal(node) in ("rank", "global_rank") if isinstance(node, (ast.Name, ast.Attribute)) else False
+
+
+def _groups_by_key(made: ast.AST) -> bool:
+    """Whether ``made`` fills a dict mapping each key to a group of exactly the ranks the key lists:
+    ``{k: new_group(k) for k in ...}`` (also ``list(k)``, ``sorted(k)``, ``ranks=k``), or a loop ``for k in ...:
+    d[k] = new_group(list(k))`` whose body does nothing else to the dict."""
+
+    def of_key(value: ast.expr | None, key: ast.expr) -> bool:
+        if not (isinstance(value, ast.Call) and _terminal(value.func) == "new_group" and isinstance(key, ast.Name)):
+            return False
+        ranks = next((k.value for k in value.keywords if k.arg == "ranks"), value.args[0] if value.args else None)
+        if (
+            isinstance(ranks, ast.Call)
+            and _terminal(ranks.func) in ("list", "sorted", "tuple")
+            and len(ranks.args) == 1
+        ):
+            ranks = ranks.args[0]
+        return isinstance(ranks, ast.Name) and ranks.id == key.id
+
+    if isinstance(made, ast.DictComp):
+        gen = made.generators
+        return (
+            len(gen) == 1
+            and isinstance(gen[0].target, ast.Name)
+            and made.key is not None
+            and (isinstance(made.key, ast.Name) and made.key.id == gen[0].target.id and of_key(made.value, made.key))
+        )
+    if isinstance(made, ast.For) and isinstance(made.target, ast.Name):
+        stores = [
+            s for s in made.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Subscript) for t in s.targets)
+        ]
+        return bool(stores) and all(
+            len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Subscript)
+            and isinstance(s.targets[0].slice, ast.Name)
+            and s.targets[0].slice.id == made.target.id
+            and of_key(s.value, made.target)
+            for s in stores
+        )
+    return False
 
 
 class _Ranks:
