@@ -10100,6 +10100,8 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._keyed_group_agrees(site, within[0]):
                 continue
+            if within is not None and within[0] is not None and self._reached_group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
@@ -10258,6 +10260,139 @@ class _Walker:
         if names & bound or not names <= set(given) | {params[0] if skip else "self"}:
             return None
         return Put().visit(copy.deepcopy(groups[0]))
+
+    def _reached_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` calls a function of the file whose collectives, those the call does not turn off,
+        all run on one group that the members of the branch of ``test`` make up: the group is followed through
+        helpers, each parameter replaced by what its call hands it (round30
+        correct_nemorl_conversion_fully_parallel_save_off: under ``if rank in TRAIN_RANKS:``,
+        ``import_model_from_hf(groups)`` calls ``save_megatron_model(model, groups, CheckpointConfig(...,
+        fully_parallel_save=False))``, whose ``all_gather_object`` on ``groups["dp"]`` runs only ``if
+        cfg.fully_parallel_save:``, and whose ``barrier(group=groups["train"])`` is made by the training ranks)."""
+        if site.callee is None or not isinstance(site.node, ast.Call):
+            return False
+        if self.scope is not None and self.scope not in self.an.table:
+            return False
+        groups: set[str] = set()
+        found: list[ast.expr] = []
+        if not self._groups_reached(site.node, self.unit, self.self_class, self.scope, {}, 0, groups, found):
+            return False
+        if len(groups) != 1:
+            return False
+        if self.scope is None:
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
+        return _Ranks(self.an, func).agrees(test, found[0])
+
+    def _groups_reached(
+        self,
+        call: ast.Call,
+        unit: _Unit,
+        self_class: str | None,
+        scope: str | None,
+        names: dict[str, ast.expr],
+        depth: int,
+        groups: set[str],
+        found: list[ast.expr],
+    ) -> bool:
+        """Add to ``groups`` (text) and ``found`` the ``group=`` of each collective ``call`` reaches (in the
+        outermost caller's names: ``names`` maps the names of ``call``'s function to them); False when one cannot
+        be told (a default group, a name bound inside a helper, a call through something not of the file)."""
+        classified = self.an.classify(call, unit, self_class, scope)
+        helper = self.an.table.get(classified.target) if classified is not None and classified.kind == "call" else None
+        if helper is None or depth > 3 or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+
+        class Put(ast.NodeTransformer):
+            def __init__(self, given: dict[str, ast.expr]) -> None:
+                self.given = given
+
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return copy.deepcopy(self.given.get(node.id, node))
+
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            arg = call.args[index] if index < len(call.args) else None
+            arg = arg or next((k.value for k in call.keywords if k.arg == param), None)
+            if arg is not None:
+                given[param] = Put(names).visit(copy.deepcopy(arg))
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+
+        def walk(stmts: list[ast.stmt]) -> bool:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                if isinstance(stmt, ast.If) and self._test_off(stmt.test, given):
+                    if not walk(stmt.orelse):
+                        return False
+                    continue
+                inner = [s for s in ast.iter_child_nodes(stmt) if isinstance(s, ast.stmt)]
+                own = [
+                    n
+                    for field in ast.iter_fields(stmt)
+                    for part in (field[1] if isinstance(field[1], list) else [field[1]])
+                    if isinstance(part, ast.expr)
+                    for n in ast.walk(part)
+                    if isinstance(n, ast.Call)
+                ]
+                for node in own:
+                    kind = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+                    if kind is None:
+                        continue
+                    if kind.kind == "coll":
+                        group = next((k.value for k in node.keywords if k.arg == "group"), None)
+                        used = {n.id for n in ast.walk(group) if isinstance(n, ast.Name)} if group else set()
+                        if group is None or used & bound or not used <= set(given):
+                            return False
+                        made = Put(given).visit(copy.deepcopy(group))
+                        groups.add(ast.unparse(made))
+                        found.append(made)
+                    elif kind.target in self.an.reach and not self.an.switched_off(node, kind.target):
+                        if not self._groups_reached(
+                            node, helper.unit, helper.self_class, helper.key, given, depth + 1, groups, found
+                        ):
+                            return False
+                if not walk(inner):
+                    return False
+            return True
+
+        return walk(helper.node.body)
+
+    def _test_off(self, test: ast.expr, given: dict[str, ast.expr]) -> bool:
+        """Whether ``test`` is false for the arguments ``given``: ``if flag:`` handed a false constant, or ``if
+        cfg.field:`` where ``cfg`` is a dataclass of the file built with ``field=<false constant>`` (or left at a
+        false default)."""
+        if isinstance(test, ast.Name):
+            value = given.get(test.id)
+            return isinstance(value, ast.Constant) and not value.value
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
+            return False
+        made = given.get(test.value.id)
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.an.class_nodes):
+            return False
+        cls = self.an.class_nodes[made.func.id][0]
+        if not any(_terminal(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in cls.decorator_list):
+            return False
+        fields = [s for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        if any(k.arg is None for k in made.keywords):
+            return False
+        value = next((k.value for k in made.keywords if k.arg == test.attr), None)
+        place = next((i for i, s in enumerate(fields) if s.target.id == test.attr), None)
+        if place is None:
+            return False
+        if value is None and place < len(made.args):
+            value = made.args[place]
+        if value is None:
+            value = fields[place].value
+        return isinstance(value, ast.Constant) and not value.value
 
     def _keyed_tables(self, table: ast.expr) -> list[ast.AST]:
         """Where the dict ``table`` (a local name, a module name or ``self.<attribute>`` of this class) is made:
