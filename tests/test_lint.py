@@ -98,6 +98,114 @@ def test_corpus_covers_good_and_bad_code() -> None:
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
 
+# lintfp33: false alarms on correct code written by others (session 33)
+
+GOSSIP_EDGES = """
+import itertools
+
+import torch
+import torch.distributed as dist
+
+
+class Gossip:
+    def __init__(self, rank, world):
+        self.rank = rank
+        self.edges = list(itertools.combinations(range(world), 2))
+        self.edge_groups = {edge: dist.new_group(list(edge)) for edge in self.edges}
+
+    def _mix_with(self, flat, edge):
+        dist.all_reduce(flat, group=self.edge_groups[edge])
+
+    def gossip(self, flat):
+        for edge in self.edges:
+            if self.rank in edge:
+                self._mix_with(flat, edge)
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    Gossip(rank, dist.get_world_size()).gossip(torch.ones(4))
+    groups = {}
+    for pair in itertools.combinations(range(dist.get_world_size()), 2):
+        groups[pair] = dist.new_group(sorted(pair))
+    for pair in groups:
+        if rank in pair:
+            dist.all_reduce(torch.ones(1), group=groups[pair])
+"""
+
+
+def test_a_group_per_key_under_rank_in_key_is_quiet() -> None:
+    """Modelled on round23 correct_gossip_pair_groups_global_edge_order: one group per edge, made as
+    ``{edge: new_group(list(edge)) for edge in edges}`` (or by a loop filling the dict), and ``if rank in edge:``
+    before a collective on ``groups[edge]`` (in a helper method, ``group=self.edge_groups[edge]``): the members of
+    that group are exactly the ranks whose test is true. Its buggy twin, in which only the edge's first rank takes
+    the branch, is still reported, at both calls."""
+    assert lint_source(GOSSIP_EDGES) == []
+    buggy = GOSSIP_EDGES.replace("if self.rank in edge:", "if self.rank == edge[0]:").replace(
+        "if rank in pair:", "if rank == pair[0]:"
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(20, "hidden-collective"), (32, "branch")]
+    # a key that is not the group's (the next edge's group) is not the same set of ranks
+    other = GOSSIP_EDGES.replace("group=groups[pair]", "group=groups[(0, 1)]")
+    assert [f.line for f in lint_source(other)] == [32]
+
+
+SAVE_SWITCHED_OFF = """
+from dataclasses import dataclass
+
+import torch.distributed as dist
+
+TRAIN_RANKS = [0, 1]
+
+
+@dataclass
+class CheckpointConfig:
+    save: str
+    fully_parallel_save: bool = True
+
+
+def save_model(groups, cfg):
+    if cfg.fully_parallel_save:
+        sizes = [None] * dist.get_world_size(groups["dp"])
+        dist.all_gather_object(sizes, 1, group=groups["dp"])
+    dist.barrier(group=groups["train"])
+
+
+def convert(groups):
+    save_model(groups, CheckpointConfig(save="out", fully_parallel_save=False))
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    groups = {"dp": dist.group.WORLD, "train": dist.new_group(TRAIN_RANKS)}
+    if rank in TRAIN_RANKS:
+        convert(groups)
+    dist.barrier()
+"""
+
+
+def test_a_helper_whose_switched_off_collective_leaves_one_group_of_the_branch_is_quiet() -> None:
+    """Modelled on round30 correct_nemorl_conversion_fully_parallel_save_off: under ``if rank in TRAIN_RANKS:``,
+    ``convert(groups)`` saves with ``CheckpointConfig(..., fully_parallel_save=False)``, so the save's
+    ``all_gather_object`` on the whole world (under ``if cfg.fully_parallel_save:``) is not made and what is left is
+    a barrier on the training ranks' group: quiet. The buggy twin (round30
+    buggy_nemorl_fully_parallel_save_includes_vllm_ranks) keeps the default True: the all_gather_object is still
+    reported at the call, and so is a gate left at its default."""
+    assert lint_source(SAVE_SWITCHED_OFF) == []
+    for buggy in (
+        SAVE_SWITCHED_OFF.replace("fully_parallel_save=False", "fully_parallel_save=True"),
+        SAVE_SWITCHED_OFF.replace(", fully_parallel_save=False", ""),
+    ):
+        found = lint_source(buggy)
+        assert [(f.line, f.kind) for f in found] == [(31, "hidden-collective")]
+        assert found[0].collective.endswith("dist.all_gather_object")
+    default_off = SAVE_SWITCHED_OFF.replace("fully_parallel_save: bool = True", "fully_parallel_save: bool = False")
+    assert lint_source(default_off.replace(", fully_parallel_save=False", "")) == []
+
+
 def save_checkpoint(state: dict, path: str) -> None:
     with open(path, "w") as f:
         f.write(repr(state))

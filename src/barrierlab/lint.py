@@ -10098,6 +10098,10 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._local_group_agrees(site, within[0]):
                 continue
+            if within is not None and within[0] is not None and self._keyed_group_agrees(site, within[0]):
+                continue
+            if within is not None and within[0] is not None and self._reached_group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
@@ -10181,6 +10185,258 @@ class _Walker:
         else:
             func = self.an.table[self.scope]
         return _Ranks(self.an, func).agrees(test, group)
+
+    def _keyed_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` runs on ``group=groups[key]`` under ``if rank in key:``, where ``groups`` maps each key
+        to ``new_group(key)`` (``{edge: new_group(list(edge)) for edge in edges}``, or a loop filling the dict): the
+        members of that group are the ranks listed in ``key``, exactly those whose test is true, whatever the keys
+        are (round23 correct_gossip_pair_groups_global_edge_order: one two-member group per edge of a graph, and
+        ``if self.graph.rank in edge: self._mix_with(edge)``, whose all_reduce uses ``self.edge_groups[edge]``)."""
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.comparators[0], ast.Name)
+            and _is_global_rank(test.left)
+        ):
+            return False
+        key = test.comparators[0].id
+        group = self._keyed_group_of(site)
+        if not (isinstance(group, ast.Subscript) and isinstance(group.slice, ast.Name) and group.slice.id == key):
+            return False
+        return any(_groups_by_key(made) for made in self._keyed_tables(group.value))
+
+    def _keyed_group_of(self, site: _Site) -> ast.expr | None:
+        """The ``group=`` of ``site``'s call, or, for a call of a method of the file whose one collective runs on
+        a group looked up from its parameters (``group=self.edge_groups[edge]``), that lookup with this call's
+        arguments put in for the parameters."""
+        call = site.node
+        if not isinstance(call, ast.Call):
+            return None
+        if site.callee is None:
+            return next((k.value for k in call.keywords if k.arg == "group"), None)
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        helper = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if helper is None or helper.self_class != self.self_class:
+            return None
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        groups = []
+        for node in _own_nodes(helper.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            inner = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+            if inner is None:
+                continue
+            if inner.kind != "coll":
+                if inner.target in self.an.reach:
+                    return None
+                continue
+            groups.append(next((k.value for k in node.keywords if k.arg == "group"), None))
+        if len(groups) != 1 or groups[0] is None:
+            return None
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            if param in bound:
+                continue
+            if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                given[param] = call.args[index]
+            else:
+                arg = next((k.value for k in call.keywords if k.arg == param), None)
+                if arg is not None:
+                    given[param] = arg
+
+        class Put(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return given.get(node.id, node)
+
+        names = {n.id for n in ast.walk(groups[0]) if isinstance(n, ast.Name)}
+        if names & bound or not names <= set(given) | {params[0] if skip else "self"}:
+            return None
+        return Put().visit(copy.deepcopy(groups[0]))
+
+    def _reached_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` calls a function of the file whose collectives, those the call does not turn off,
+        all run on one group that the members of the branch of ``test`` make up: the group is followed through
+        helpers, each parameter replaced by what its call hands it (round30
+        correct_nemorl_conversion_fully_parallel_save_off: under ``if rank in TRAIN_RANKS:``,
+        ``import_model_from_hf(groups)`` calls ``save_megatron_model(model, groups, CheckpointConfig(...,
+        fully_parallel_save=False))``, whose ``all_gather_object`` on ``groups["dp"]`` runs only ``if
+        cfg.fully_parallel_save:``, and whose ``barrier(group=groups["train"])`` is made by the training ranks)."""
+        if site.callee is None or not isinstance(site.node, ast.Call):
+            return False
+        if self.scope is not None and self.scope not in self.an.table:
+            return False
+        groups: set[str] = set()
+        found: list[ast.expr] = []
+        if not self._groups_reached(site.node, self.unit, self.self_class, self.scope, {}, 0, groups, found):
+            return False
+        if len(groups) != 1:
+            return False
+        if self.scope is None:
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
+        return _Ranks(self.an, func).agrees(test, found[0])
+
+    def _groups_reached(
+        self,
+        call: ast.Call,
+        unit: _Unit,
+        self_class: str | None,
+        scope: str | None,
+        names: dict[str, ast.expr],
+        depth: int,
+        groups: set[str],
+        found: list[ast.expr],
+    ) -> bool:
+        """Add to ``groups`` (text) and ``found`` the ``group=`` of each collective ``call`` reaches (in the
+        outermost caller's names: ``names`` maps the names of ``call``'s function to them); False when one cannot
+        be told (a default group, a name bound inside a helper, a call through something not of the file)."""
+        classified = self.an.classify(call, unit, self_class, scope)
+        helper = self.an.table.get(classified.target) if classified is not None and classified.kind == "call" else None
+        if helper is None or depth > 3 or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+
+        class Put(ast.NodeTransformer):
+            def __init__(self, given: dict[str, ast.expr]) -> None:
+                self.given = given
+
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return copy.deepcopy(self.given.get(node.id, node))
+
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            arg = call.args[index] if index < len(call.args) else None
+            arg = arg or next((k.value for k in call.keywords if k.arg == param), None)
+            if arg is not None:
+                given[param] = Put(names).visit(copy.deepcopy(arg))
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+
+        def walk(stmts: list[ast.stmt]) -> bool:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                if isinstance(stmt, ast.If) and self._test_off(stmt.test, given):
+                    if not walk(stmt.orelse):
+                        return False
+                    continue
+                inner = [s for s in ast.iter_child_nodes(stmt) if isinstance(s, ast.stmt)]
+                own = [
+                    n
+                    for field in ast.iter_fields(stmt)
+                    for part in (field[1] if isinstance(field[1], list) else [field[1]])
+                    if isinstance(part, ast.expr)
+                    for n in ast.walk(part)
+                    if isinstance(n, ast.Call)
+                ]
+                for node in own:
+                    kind = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+                    if kind is None:
+                        continue
+                    if kind.kind == "coll":
+                        group = next((k.value for k in node.keywords if k.arg == "group"), None)
+                        used = {n.id for n in ast.walk(group) if isinstance(n, ast.Name)} if group else set()
+                        if group is None or used & bound or not used <= set(given):
+                            return False
+                        made = Put(given).visit(copy.deepcopy(group))
+                        groups.add(ast.unparse(made))
+                        found.append(made)
+                    elif kind.target in self.an.reach and not self.an.switched_off(node, kind.target):
+                        if not self._groups_reached(
+                            node, helper.unit, helper.self_class, helper.key, given, depth + 1, groups, found
+                        ):
+                            return False
+                if not walk(inner):
+                    return False
+            return True
+
+        return walk(helper.node.body)
+
+    def _test_off(self, test: ast.expr, given: dict[str, ast.expr]) -> bool:
+        """Whether ``test`` is false for the arguments ``given``: ``if flag:`` handed a false constant, or ``if
+        cfg.field:`` where ``cfg`` is a dataclass of the file built with ``field=<false constant>`` (or left at a
+        false default)."""
+        if isinstance(test, ast.Name):
+            value = given.get(test.id)
+            return isinstance(value, ast.Constant) and not value.value
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
+            return False
+        made = given.get(test.value.id)
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.an.class_nodes):
+            return False
+        cls = self.an.class_nodes[made.func.id][0]
+        if not any(_terminal(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in cls.decorator_list):
+            return False
+        fields = [s for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        if any(k.arg is None for k in made.keywords):
+            return False
+        value = next((k.value for k in made.keywords if k.arg == test.attr), None)
+        place = next((i for i, s in enumerate(fields) if s.target.id == test.attr), None)
+        if place is None:
+            return False
+        if value is None and place < len(made.args):
+            value = made.args[place]
+        if value is None:
+            value = fields[place].value
+        return isinstance(value, ast.Constant) and not value.value
+
+    def _keyed_tables(self, table: ast.expr) -> list[ast.AST]:
+        """Where the dict ``table`` (a local name, a module name or ``self.<attribute>`` of this class) is made:
+        each assignment of it, and each loop that fills it (``for k in ...: table[k] = ...``)."""
+        if isinstance(table, ast.Name):
+            scopes = [self.an.table[self.scope].node] if self.scope in self.an.table else []
+            scopes.append(self.unit.tree)
+
+            def names(target: ast.expr) -> bool:
+                return isinstance(target, ast.Name) and target.id == table.id
+
+        elif (
+            isinstance(table, ast.Attribute)
+            and isinstance(table.value, ast.Name)
+            and table.value.id == "self"
+            and self.self_class in self.an.class_nodes
+        ):
+            scopes = [self.an.class_nodes[self.self_class][0]]
+
+            def names(target: ast.expr) -> bool:
+                return (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == table.attr
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                )
+
+        else:
+            return []
+        made: list[ast.AST] = []
+        for scope in scopes:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign) and any(names(t) for t in node.targets):
+                    made.append(node.value)
+                elif isinstance(node, ast.For) and any(
+                    isinstance(t, ast.Subscript) and names(t.value)
+                    for s in node.body
+                    if isinstance(s, ast.Assign)
+                    for t in s.targets
+                ):
+                    made.append(node)
+            if made:
+                break
+        return made
 
     def _helper_group(self, call: ast.Call) -> ast.expr | None:
         """For a call of a function of the file whose every collective runs on ``group=<one of its
@@ -20169,6 +20425,54 @@ class _Stop(Exception):
 @dataclass(frozen=True)
 class _Group:
     members: frozenset[int]
+
+
+def _is_global_rank(node: ast.expr) -> bool:
+    """Whether ``node`` reads this process's global rank: ``dist.get_rank()`` without a group, or a name or
+    attribute called ``rank`` / ``global_rank`` (``self.graph.rank``)."""
+    if isinstance(node, ast.Call):
+        return _terminal(node.func) == "get_rank" and not node.args and not node.keywords
+    return _terminal(node) in ("rank", "global_rank") if isinstance(node, (ast.Name, ast.Attribute)) else False
+
+
+def _groups_by_key(made: ast.AST) -> bool:
+    """Whether ``made`` fills a dict mapping each key to a group of exactly the ranks the key lists:
+    ``{k: new_group(k) for k in ...}`` (also ``list(k)``, ``sorted(k)``, ``ranks=k``), or a loop ``for k in ...:
+    d[k] = new_group(list(k))`` whose body does nothing else to the dict."""
+
+    def of_key(value: ast.expr | None, key: ast.expr) -> bool:
+        if not (isinstance(value, ast.Call) and _terminal(value.func) == "new_group" and isinstance(key, ast.Name)):
+            return False
+        ranks = next((k.value for k in value.keywords if k.arg == "ranks"), value.args[0] if value.args else None)
+        if (
+            isinstance(ranks, ast.Call)
+            and _terminal(ranks.func) in ("list", "sorted", "tuple")
+            and len(ranks.args) == 1
+        ):
+            ranks = ranks.args[0]
+        return isinstance(ranks, ast.Name) and ranks.id == key.id
+
+    if isinstance(made, ast.DictComp):
+        gen = made.generators
+        return (
+            len(gen) == 1
+            and isinstance(gen[0].target, ast.Name)
+            and made.key is not None
+            and (isinstance(made.key, ast.Name) and made.key.id == gen[0].target.id and of_key(made.value, made.key))
+        )
+    if isinstance(made, ast.For) and isinstance(made.target, ast.Name):
+        stores = [
+            s for s in made.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Subscript) for t in s.targets)
+        ]
+        return bool(stores) and all(
+            len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Subscript)
+            and isinstance(s.targets[0].slice, ast.Name)
+            and s.targets[0].slice.id == made.target.id
+            and of_key(s.value, made.target)
+            for s in stores
+        )
+    return False
 
 
 class _Ranks:
