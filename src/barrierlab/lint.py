@@ -13186,8 +13186,8 @@ class _Order:
                 f"`{here}`; the other ranks leave it only once those ranks have reached it, and then read {inner} at "
                 f"line {read_line} (`{reader}`): the removal has already happened, so each reader gets "
                 "FileNotFoundError and ends, while the removing ranks go on to their next collective and wait there "
-                "for ranks that are gone (until the timeout, or until a launcher such as torchrun ends them). The "
-                "collective orders the removal before the read; this is not a race"
+                f"for ranks that are gone: those waits {_ends_on_gloo('a reader', 'fail')}. The collective orders "
+                "the removal before the read; this is not a race"
             )
             fix = (
                 f"keep `{path}` until the other ranks have read it: remove it under `{cond}` only after a barrier (or "
