@@ -9044,3 +9044,125 @@ def test_a_ddp_forward_of_a_buffer_less_model_in_a_file_with_no_backward_is_no_c
         "        dist.all_reduce(stat)\n", "        loss.backward()\n        dist.all_reduce(stat)\n"
     )
     assert any("(DDP forward)" in f.collective for f in lint_source(trained))
+
+
+# lintrecall33b: removed-before-read -----------------------------------------------------------------------------
+
+TEMPDIR_REMOVED_BEFORE_BARRIER = """
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+
+def prepare_shards(rank, world_size):
+    if rank == 0:
+        with tempfile.TemporaryDirectory(prefix="shards_") as scratch:
+            for r in range(1, world_size):
+                torch.save(torch.full((4,), float(r)), os.path.join(scratch, f"shard_{r}.pt"))
+            dist.broadcast_object_list([scratch], src=0)
+        mine = torch.zeros(4)
+    else:
+        holder = [None]
+        dist.broadcast_object_list(holder, src=0)
+        scratch = holder[0]
+    dist.barrier()
+    if rank != 0:
+        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))
+    return mine
+"""
+
+
+def test_removed_before_read_at_the_end_of_a_temporary_directory_round16() -> None:
+    """Modelled on tests/realworld/round16/buggy_tempdir_deleted_before_barrier.py: rank 0's ``with
+    TemporaryDirectory()`` block ends, deleting the shards, before the barrier after which the other ranks load
+    them (under torchrun, ranks 1 and 2 raised FileNotFoundError in torch.load). The twin of
+    correct_tempdir_barrier_inside_with.py, with the barrier inside the block, is quiet."""
+    [found] = [f for f in lint_source(TEMPDIR_REMOVED_BEFORE_BARRIER) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line, found.condition, found.collective) == (
+        20,
+        11,
+        "rank == 0",
+        "dist.barrier",
+    )
+    assert "FileNotFoundError" in found.why and "not a race" in found.why
+    assert "`os.path.join(scratch, f'shard_{rank}.pt')`, a path inside it," in found.why
+    correct = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        "            dist.broadcast_object_list([scratch], src=0)\n",
+        "            dist.broadcast_object_list([scratch], src=0)\n            dist.barrier()\n",
+    ).replace(
+        '    dist.barrier()\n    if rank != 0:\n        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n',
+        '    if rank != 0:\n        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n        dist.barrier()\n',
+    )
+    assert correct != TEMPDIR_REMOVED_BEFORE_BARRIER
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []
+    # a read that may fail on purpose, or a path bound again after the barrier, proves nothing
+    guarded = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        '        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n',
+        '        try:\n            mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n'
+        "        except FileNotFoundError:\n            mine = torch.zeros(4)\n",
+    )
+    rebound = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        "    if rank != 0:\n        mine", '    scratch = os.environ["SHARDS"]\n    if rank != 0:\n        mine'
+    )
+    for quiet in (guarded, rebound):
+        assert quiet != TEMPDIR_REMOVED_BEFORE_BARRIER
+        assert [f for f in lint_source(quiet) if f.kind == "removed-before-read"] == []
+
+
+MEMMAP_REMOVED_BEFORE_DDP = """
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def get_batch(data_dir):
+    data = np.memmap(os.path.join(data_dir, "train.bin"), dtype=np.uint16, mode="r")
+    return torch.from_numpy(data[:8].astype(np.int64)).float()
+
+
+def worker():
+    rank = dist.get_rank()
+    holder = [tempfile.mkdtemp() if rank == 0 else None]
+    dist.broadcast_object_list(holder, src=0)
+    data_dir = holder[0]
+    if rank == 0:
+        np.arange(64, dtype=np.uint16).tofile(os.path.join(data_dir, "train.bin"))
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    model = DDP(nn.Linear(8, 1))
+    for step in range(3):
+        x = get_batch(data_dir)
+        model(x).sum().backward()
+    dist.barrier()
+"""
+
+
+def test_removed_before_read_through_a_helper_after_the_ddp_constructor_round17() -> None:
+    """Modelled on tests/realworld/round17/buggy_memmap_tokens_removed_while_training.py: rank 0 removes the data
+    folder, DDP's constructor (its parameter-shape all_gather) holds rank 1 until rank 0 is past the removal, and
+    rank 1's get_batch then memory-maps a file that is gone. Removing the folder after the final barrier, as
+    correct_memmap_tokens_removed_after_training.py does, is quiet."""
+    [found] = [f for f in lint_source(MEMMAP_REMOVED_BEFORE_DDP) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line, found.condition) == (28, 27, "rank == 0")
+    assert "get_batch(), which reads it with np.memmap" in found.why
+    correct = (
+        MEMMAP_REMOVED_BEFORE_DDP.replace(
+            "    if rank == 0:\n        shutil.rmtree(data_dir, ignore_errors=True)\n", ""
+        )
+        + "    if rank == 0:\n        shutil.rmtree(data_dir)\n"
+    )
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []
+    # a folder of each rank's own is removed by its own rank only
+    own = MEMMAP_REMOVED_BEFORE_DDP.replace(
+        "        shutil.rmtree(data_dir, ignore_errors=True)\n", '        shutil.rmtree(f"{data_dir}{rank}")\n'
+    )
+    assert [f for f in lint_source(own) if f.kind == "removed-before-read"] == []
