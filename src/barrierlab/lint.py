@@ -3866,6 +3866,7 @@ class _Analysis:
         #: into it), worked out when first asked (None while it is: a function reaching itself)
         self._tuple_flows: dict[str, tuple[list[str], tuple[frozenset[str], ...]] | None] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
+        self.keyed_in_place: dict[str | None, dict[str, bool]] = {}  # scope -> dicts given a key in place
         self.objects: dict[str | None, dict[str, _Built]] = {}
         self.base_names: dict[str, list[str]] = {}  # class of the file -> its bases' dotted names (imports)
         self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
@@ -11411,6 +11412,58 @@ class _Walker:
         length = self._length(bound, 0)
         return length is not None and (length == "endless" or self._uniform(length))
 
+    def _dict_keys_length(self, node: ast.AST) -> Any:
+        """The number of keys of a dict literal a loop goes through: the literal, a name assigned it once and never
+        given a key in place (``d[k] = v``, ``d.setdefault``), or ``set(d)``/``frozenset(d)``/``d.keys()``/
+        ``d.values()``/``d.items()`` of one. Its keys, when none holds the rank, are the same on every rank
+        whatever its values hold (review91l C1: ``{"loss": torch.tensor([1.0 + rank])}``). None otherwise."""
+        if isinstance(node, ast.Call) and not node.keywords:
+            if len(node.args) == 1 and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset"):
+                node = node.args[0]
+            if (
+                isinstance(node, ast.Call)
+                and not node.args
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("keys", "values", "items")
+            ):
+                node = node.func.value
+        if isinstance(node, ast.Name):
+            scope = self.scope if node.id in self.an.values.get(self.scope, {}) else None
+            value = self.an.values.get(scope, {}).get(node.id)
+            if not isinstance(value, ast.Dict) or self._keyed_in_place(scope, node.id):
+                return None
+            node = value
+        if not isinstance(node, ast.Dict) or any(k is None for k in node.keys):  # ``{**other}``: its keys unknown
+            return None
+        if any(self.an.mentions_rank(k, self.taint, self.laundered) for k in node.keys):  # type: ignore[arg-type]
+            return None
+        if all(isinstance(k, ast.Constant) for k in node.keys):
+            count = len({k.value for k in node.keys})  # type: ignore[union-attr]
+            return ({(): count} if count else {}), {}
+        return "uniform"
+
+    def _keyed_in_place(self, scope: str | None, name: str) -> bool:
+        """Whether scope ``scope`` gives the dict ``name`` a key after it is made (``name[k] = v``,
+        ``name.setdefault(k, v)``, ``name.popitem()``): its keys may then differ between ranks."""
+        cache = self.an.keyed_in_place.setdefault(scope, {})
+        if not cache and "" not in cache:
+            cache[""] = True
+            if scope in self.an.table:
+                nodes: Iterable[ast.AST] = _own_nodes(self.an.table[scope].node.body)
+            else:
+                nodes = (n for u in self.an.units if u.report for n in _own_nodes(u.tree.body))
+            for n in nodes:
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                    cache[n.value.id] = True
+                elif (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr in ("setdefault", "popitem", "__setitem__")
+                    and isinstance(n.func.value, ast.Name)
+                ):
+                    cache[n.func.value.id] = True
+        return cache.get(name, False)
+
     def _uniform(self, length: Any) -> bool:
         if length == "uniform":
             return True
@@ -11504,6 +11557,11 @@ class _Walker:
             return None
         if isinstance(node, ast.Name) and node.id in self.bound:
             return self._bound_length(node.id, depth)
+        keys = self._dict_keys_length(node)
+        if keys is not None:
+            return keys
+        if isinstance(node, ast.Name) and isinstance(self._value(node.id), ast.Dict):
+            return None  # a dict given a key in place (``d[k] = v``): its length is not the literal's
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is None:
