@@ -8984,3 +8984,12 @@ def test_a_loop_over_a_dict_given_a_rank_key_stays_rank_dependent() -> None:
     for source in (keyed, stored):
         assert "rank-dependent-loop" in {f.kind for f in lint_source(source)}, source
     assert [f.kind for f in lint_source(rank_key)] == ["rank-dependent-loop"]
+
+
+def test_the_help_says_an_unmatched_recv_ends_at_the_timeout_or_when_its_peer_exits() -> None:
+    """review91l M1: rank 2 of 3 in `if rank == 0: send(t, 1) else: recv(t, 0)` does not wait forever: run on 3
+    ranks it raised "Connection closed by peer" when rank 0 ended, and "Timed out waiting 5000ms for recv" with
+    rank 0 kept alive. The help says so, as every finding's "waits until the timeout" does."""
+    text = " ".join(barrierlab.lint.HELP.split())
+    assert "forever" not in text
+    assert "rank 2's recv has no sender: it fails when rank 0 exits, or at the timeout if rank 0 stays" in text

@@ -1299,10 +1299,10 @@ calls in the whole run (torch.chunk cutting fewer pieces than one side counts) i
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
 send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
-(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
-state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
-starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
-init_process_group).
+(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though on 3 ranks rank 2's recv has no
+sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WORLD_SIZE = 3 in the file to have it
+checked on 3). forked-collective: a collective in a child process the rank starts (the child branch of os.fork(),
+or multiprocessing.Process(target=f) where f reaches one and does not call init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
 shards) that decides which collectives it makes later - PowerSGDState(start_powerSGD_iter=..., matrix_approximation_rank,
 min_compression_rate), PostLocalSGDState(start_localSGD_iter=...), PeriodicModelAverager(period, warmup_steps) -
