@@ -9166,3 +9166,60 @@ def test_removed_before_read_through_a_helper_after_the_ddp_constructor_round17(
         "        shutil.rmtree(data_dir, ignore_errors=True)\n", '        shutil.rmtree(f"{data_dir}{rank}")\n'
     )
     assert [f for f in lint_source(own) if f.kind == "removed-before-read"] == []
+
+
+RANK_VALUED_DICT = """\
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    metrics = {"loss": torch.tensor([1.0 + rank]), "acc": torch.tensor([10.0 + rank]), "f1": torch.tensor([100.0])}
+    for name in LOOP:
+        dist.all_reduce(metrics[name])
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "kind"),
+    [
+        ("set(metrics)", "set-order"),
+        ("set(metrics.keys())", "set-order"),
+        ("metrics", None),
+        ("sorted(metrics)", None),
+        ("metrics.keys()", None),
+        ("list(metrics.items())", None),
+    ],
+)
+def test_a_loop_over_the_keys_of_a_dict_whose_values_hold_the_rank_runs_as_often_on_every_rank(
+    loop: str, kind: str | None
+) -> None:
+    """review91l C1: a dict literal's keys are the same on every rank even when its values hold the rank, so a
+    loop over them (or over set(d)) runs as often on every rank: set(d) is a set-order finding (the order of a
+    set of strings differs between processes), not rank-dependent-loop; sorted(d) or d itself is quiet."""
+    source = RANK_VALUED_DICT.replace("LOOP", loop)
+    assert [(f.line, f.kind) for f in lint_source(source)] == ([(10, kind)] if kind else []), loop
+
+
+def test_a_loop_over_a_dict_given_a_rank_key_stays_rank_dependent() -> None:
+    """review91l C1's twin: a key made from the rank (in the literal, or stored after it) makes the ranks'
+    dicts differ in size, and a loop over them still calls its collective a different number of times."""
+    keyed = RANK_VALUED_DICT.replace('"f1": ', '"f1": torch.ones(1)} if rank else {"x": ').replace("LOOP", "metrics")
+    stored = RANK_VALUED_DICT.replace("LOOP", "metrics").replace(
+        "    for name", "    if rank == 0:\n        metrics['extra'] = torch.ones(1)\n    for name"
+    )
+    rank_key = RANK_VALUED_DICT.replace('"f1"', 'f"f1_{rank % 2}"').replace("LOOP", "set(metrics)")
+    for source in (keyed, stored):
+        assert "rank-dependent-loop" in {f.kind for f in lint_source(source)}, source
+    assert [f.kind for f in lint_source(rank_key)] == ["rank-dependent-loop"]
+
+
+def test_the_help_says_an_unmatched_recv_ends_at_the_timeout_or_when_its_peer_exits() -> None:
+    """review91l M1: rank 2 of 3 in `if rank == 0: send(t, 1) else: recv(t, 0)` does not wait forever: run on 3
+    ranks it raised "Connection closed by peer" when rank 0 ended, and "Timed out waiting 5000ms for recv" with
+    rank 0 kept alive. The help says so, as every finding's "waits until the timeout" does."""
+    text = " ".join(barrierlab.lint.HELP.split())
+    assert "forever" not in text
+    assert "rank 2's recv has no sender: it fails when rank 0 exits, or at the timeout if rank 0 stays" in text

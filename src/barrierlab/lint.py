@@ -1306,10 +1306,10 @@ calls in the whole run (torch.chunk cutting fewer pieces than one side counts) i
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
 send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
-(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
-state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
-starts (the child branch of os.fork(), or multiprocessing.Process(target=f) where f reaches one and does not call
-init_process_group).
+(if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though on 3 ranks rank 2's recv has no
+sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WORLD_SIZE = 3 in the file to have it
+checked on 3). forked-collective: a collective in a child process the rank starts (the child branch of os.fork(),
+or multiprocessing.Process(target=f) where f reaches one and does not call init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
 shards) that decides which collectives it makes later - PowerSGDState(start_powerSGD_iter=..., matrix_approximation_rank,
 min_compression_rate), PostLocalSGDState(start_localSGD_iter=...), PeriodicModelAverager(period, warmup_steps) -
@@ -3878,6 +3878,7 @@ class _Analysis:
         #: into it), worked out when first asked (None while it is: a function reaching itself)
         self._tuple_flows: dict[str, tuple[list[str], tuple[frozenset[str], ...]] | None] = {}
         self.values: dict[str | None, dict[str, ast.expr]] = {}
+        self.keyed_in_place: dict[str | None, dict[str, bool]] = {}  # scope -> dicts given a key in place
         self.objects: dict[str | None, dict[str, _Built]] = {}
         self.base_names: dict[str, list[str]] = {}  # class of the file -> its bases' dotted names (imports)
         self.class_nodes: dict[str, tuple[ast.ClassDef, _Unit]] = {}
@@ -11679,6 +11680,58 @@ class _Walker:
         length = self._length(bound, 0)
         return length is not None and (length == "endless" or self._uniform(length))
 
+    def _dict_keys_length(self, node: ast.AST) -> Any:
+        """The number of keys of a dict literal a loop goes through: the literal, a name assigned it once and never
+        given a key in place (``d[k] = v``, ``d.setdefault``), or ``set(d)``/``frozenset(d)``/``d.keys()``/
+        ``d.values()``/``d.items()`` of one. Its keys, when none holds the rank, are the same on every rank
+        whatever its values hold (review91l C1: ``{"loss": torch.tensor([1.0 + rank])}``). None otherwise."""
+        if isinstance(node, ast.Call) and not node.keywords:
+            if len(node.args) == 1 and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset"):
+                node = node.args[0]
+            if (
+                isinstance(node, ast.Call)
+                and not node.args
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("keys", "values", "items")
+            ):
+                node = node.func.value
+        if isinstance(node, ast.Name):
+            scope = self.scope if node.id in self.an.values.get(self.scope, {}) else None
+            value = self.an.values.get(scope, {}).get(node.id)
+            if not isinstance(value, ast.Dict) or self._keyed_in_place(scope, node.id):
+                return None
+            node = value
+        if not isinstance(node, ast.Dict) or any(k is None for k in node.keys):  # ``{**other}``: its keys unknown
+            return None
+        if any(self.an.mentions_rank(k, self.taint, self.laundered) for k in node.keys):  # type: ignore[arg-type]
+            return None
+        if all(isinstance(k, ast.Constant) for k in node.keys):
+            count = len({k.value for k in node.keys})  # type: ignore[union-attr]
+            return ({(): count} if count else {}), {}
+        return "uniform"
+
+    def _keyed_in_place(self, scope: str | None, name: str) -> bool:
+        """Whether scope ``scope`` gives the dict ``name`` a key after it is made (``name[k] = v``,
+        ``name.setdefault(k, v)``, ``name.popitem()``): its keys may then differ between ranks."""
+        cache = self.an.keyed_in_place.setdefault(scope, {})
+        if not cache and "" not in cache:
+            cache[""] = True
+            if scope in self.an.table:
+                nodes: Iterable[ast.AST] = _own_nodes(self.an.table[scope].node.body)
+            else:
+                nodes = (n for u in self.an.units if u.report for n in _own_nodes(u.tree.body))
+            for n in nodes:
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                    cache[n.value.id] = True
+                elif (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr in ("setdefault", "popitem", "__setitem__")
+                    and isinstance(n.func.value, ast.Name)
+                ):
+                    cache[n.func.value.id] = True
+        return cache.get(name, False)
+
     def _uniform(self, length: Any) -> bool:
         if length == "uniform":
             return True
@@ -11772,6 +11825,11 @@ class _Walker:
             return None
         if isinstance(node, ast.Name) and node.id in self.bound:
             return self._bound_length(node.id, depth)
+        keys = self._dict_keys_length(node)
+        if keys is not None:
+            return keys
+        if isinstance(node, ast.Name) and isinstance(self._value(node.id), ast.Dict):
+            return None  # a dict given a key in place (``d[k] = v``): its length is not the literal's
         if isinstance(node, ast.Name):
             value = self._value(node.id)
             if value is None:
