@@ -3503,6 +3503,80 @@ def _dropped_irecv(f: Facts) -> tuple[int, Event, Event] | None:
     return None
 
 
+def _irecv_left_unfilled(f: Facts) -> tuple[int, Event, int, Event] | None:
+    """(receiving rank, an irecv of its never waited for, sending rank, the send that pairs with it), when the
+    receiving rank finished and that send, the k-th send of the sender to it as the irecv is its k-th receive from
+    the sender, failed or never returned: the message was not delivered before the receiver ended, so the irecv's
+    tensor was never filled by it (review91d M1: rank 1 returned its irecv's buffer, [0.0, 0.0, 0.0, 0.0], and rank
+    0's send failed with "Connection closed by peer" once rank 1's process had ended; the headline was "rank 0 did
+    not finish", the advice to read rank 0's traceback)."""
+    for result in f.run.ranks:
+        if not result.ok:
+            continue
+        r, events = result.rank, result.events
+        waited = {e.of for e in events if e.kind == "wait" and e.of is not None}
+        receives = [e for e in events if e.kind == "p2p" and e.name in ("recv", "irecv") and not e.in_child_process]
+        for e in receives:
+            a = e.peer.get("src")
+            if e.name != "irecv" or e.error or e.id in waited or type(a) is not int or a == r:
+                continue
+            if a not in {q.rank for q in f.run.ranks} or a not in f.failed:
+                continue
+            k = [x for x in receives if x.peer.get("src") == a and x.group == e.group].index(e)
+            sends = [
+                x
+                for x in f.run[a].events
+                if x.kind == "p2p" and x.name in ("send", "isend") and x.peer.get("dst") == r and x.group == e.group
+            ]
+            if k < len(sends) and (sends[k].error or sends[k].end is None):
+                return r, e, a, sends[k]
+    return None
+
+
+def _irecv_unfilled_diagnosis(f: Facts, found: tuple[int, Event, int, Event]) -> Diagnosis:
+    """rule_irecv_never_waited, where the receiving rank finished and the send of its message failed or never
+    returned (:func:`_irecv_left_unfilled`): the bug is the receiver's, its failing peer the victim."""
+    from barrierlab.result import short_repr
+
+    r, recv, a, send = found
+    result = f.run[r]
+    how = "never returned" if send.end is None else "failed"
+    after = ""
+    if result.ended is not None and (send.end is None or result.ended <= send.end):
+        after = f", after rank {r} had {_finished_words(result, done=True)}"
+    others = [q for q in f.failed if q != a]
+    also = f" ({rank_list(others)} did not finish either)" if others else ""
+    headline = (
+        f"rank {r}'s irecv from rank {a} at {where_text(recv)} was never waited for, and rank {r} "
+        f"{_finished_words(result)} before its message arrived: rank {a}'s {send.name} that pairs with it, at "
+        f"{where_text(send)}, {how}{after}. So what rank {r} read of the irecv's tensor did not hold the message "
+        f"(an irecv's tensor is known to hold it only once its work.wait() has returned), and rank {a}'s failure "
+        f"followed from it: its {send.name} is not the bug{also}."
+    )
+    returned = f": it returned {short_repr(result.value, 80)}" if result.value is not None else ""
+    evidence = [
+        f"rank {r}'s irecv from rank {a} was made {_called_at(recv)}; the record shows no work.wait() of it",
+        f"rank {r} {_finished_words(result)}"
+        + (f" at {_t(f.run, result.ended)}" if result.ended is not None else "")
+        + returned,
+        f"rank {a}'s {send.name} to rank {r} was made {_called_at(send)}"
+        + (f" at {_t(f.run, send.start)}" if send.start is not None else "")
+        + f" and {how}"
+        + (f": {_clip(send.error.splitlines()[-1], 120)}" if send.error else ""),
+    ] + _failure_evidence(f)
+    return Diagnosis(
+        "irecv-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
+        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
+        f"(dist.batch_isend_irecv returns them in a list) and wait() on each. Rank {a}'s traceback shows only where "
+        f"its {send.name} found rank {r} gone.",
+        ranks=sorted({r, a}),
+        site=_site(recv),
+    )
+
+
 def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
     """A rank failed in a call made after an irecv of its that the record shows never waited for (review78d C4:
     rank 1's `dist.irecv(t, src=0)` as a statement, then a barrier that timed out on ranks 1 and 3, told as "every
@@ -3518,7 +3592,8 @@ def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
         return None  # calls that differ explain a failure by themselves: other rules say so
     found = _dropped_irecv(f)
     if found is None:
-        return None
+        unfilled = _irecv_left_unfilled(f)
+        return None if unfilled is None else _irecv_unfilled_diagnosis(f, unfilled)
     r, recv, later = found
     src = recv.peer.get("src")
     source = f" from rank {src}" if isinstance(src, int) else ""
@@ -4947,6 +5022,9 @@ def diagnose(run: Run) -> Diagnosis:
                 hazards = call_hazards(run) + reused_store_waits(run)
                 if diagnosis.kind == "isend-never-waited":  # its headline says it already
                     hazards = [h for h in hazards if P2P_NEVER_WAITED not in h]
+                if diagnosis.kind == "irecv-never-waited" and diagnosis.site is not None:  # so does this one's
+                    said = f"irecv at {diagnosis.site.place} {P2P_NEVER_WAITED}"
+                    hazards = [h for h in hazards if said not in h]
                 diagnosis.evidence += [h for h in hazards if h not in diagnosis.evidence]
             diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
