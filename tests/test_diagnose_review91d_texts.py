@@ -41,3 +41,57 @@ def test_an_unwaited_irecv_whose_rank_returned_is_the_bug_not_the_failing_sender
     assert "rank 1 returned from the function at t=" in str(diagnosis) and "[0.0, 0.0, 0.0, 0.0]" in str(diagnosis)
     assert "work.wait()" in diagnosis.advice and "Read each failing rank's traceback" not in diagnosis.advice
     assert sum("was never waited for" in line for line in diagnosis.evidence) == 0, diagnosis  # said once
+
+
+def plain_broadcast_on_the_root_against_an_object_list(elements):
+    """Rank 0 broadcasts a plain tensor of ``elements`` float32s first (LibreYOLO#594: DDP's buffer broadcast on
+    rank 0 only), then both ranks broadcast_object_list: rank 1's size tensor (8 bytes) receives rank 0's tensor."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.broadcast(torch.zeros(elements), src=0)
+        results = [{"map": 0.5}]
+    else:
+        results = [None]
+    dist.broadcast_object_list(results, src=0)
+    return results[0]
+
+
+@pytest.mark.timeout(120)
+def test_a_plain_broadcast_on_the_root_aborts_the_object_list_receiver_and_is_not_told_as_silent():
+    run = bl.run(plain_broadcast_on_the_root_against_an_object_list, 2, args=(3,), timeout=3, deadline=20)
+    assert run[1].status == "killed by signal", run
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "silently-paired", diagnosis
+    headline = diagnosis.headline
+    assert headline.startswith("Different calls paired at call #1: ") and "silently" not in headline, diagnosis
+    assert "gloo aborted rank 1 (SIGABRT) in its broadcast_object_list" in headline, diagnosis
+    assert "which received 12 bytes where it had room for 8" in headline, diagnosis
+    advice = diagnosis.advice
+    assert "a broadcast_object_list's size tensor receives a plain broadcast's data" in advice, advice
+    assert "gloo aborts the receiving process when the root sends more bytes than that tensor holds" in advice
+    assert "with no error when its tensor holds at least those bytes" not in advice, advice
+
+
+def object_list_on_the_root_against_a_plain_broadcast():
+    """review91d x08: the other direction: rank 1's plain 16-byte tensor receives the 8-byte size with no error."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.broadcast_object_list([{"a": 1}], src=0)
+        return "root"
+    buffer = torch.zeros(4)
+    dist.broadcast(buffer, src=0)
+    return buffer.tolist()
+
+
+@pytest.mark.timeout(120)
+def test_a_plain_receiver_with_room_returns_with_no_error_and_the_headline_says_so():
+    run = bl.run(object_list_on_the_root_against_a_plain_broadcast, 2, timeout=3, deadline=20)
+    assert run[1].status == "finished" and run[1].value[1:] == [0.0, 0.0, 0.0], run
+    headline = run.diagnosis.headline
+    assert headline.startswith("Different calls paired at call #1: ") and "silently" not in headline, headline
+    assert "rank 1 returned from its call with no error" in headline, headline
+    assert "gloo aborted" not in headline, headline

@@ -1352,12 +1352,12 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k) + _abort_evidence(f)
     return Diagnosis(
         "silently-paired",
-        f"Different calls paired silently at {_call_no(f)}: "
+        f"Different calls paired{'' if f.failed else ' silently'} at {_call_no(f)}: "
         + _ops_at(f)
         + " — gloo runs both as "
         + next(iter(underlying))
         + ", so they exchanged data that does not "
-        "belong together" + (" and nothing failed." if not f.failed else "."),
+        "belong together" + (_paired_outcome(f) if f.failed else " and nothing failed."),
         evidence,
         _silent_pairing_advice(next(iter(underlying))),
         ranks=sorted(f.at_k),
@@ -1365,13 +1365,49 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     )
 
 
+#: gloo's words as it aborts a receiver of more bytes than its buffer holds: "op.preamble.length <= op.nbytes. 12
+#: vs 8" (the bytes that came, the bytes of the buffer).
+_TOO_MANY_BYTES = re.compile(r"preamble\.length <= op\.nbytes\. (\d+) vs (\d+)")
+
+
+def _paired_outcome(f: Facts) -> str:
+    """How the run went on from calls that paired by position (:func:`rule_paired_by_position`) where some rank did
+    not finish, as the record shows it (review91d M2: "paired silently" where gloo aborted the receiving rank)."""
+    run, at = f.run, f.at_k
+    aborted = [r for r in sorted(f.aborted) if r in at and at[r].end is None]
+    parts = []
+    for r in aborted:
+        sizes = _TOO_MANY_BYTES.search(f.aborted[r])
+        parts.append(
+            f"gloo aborted rank {r} ({_signal_name(run[r].signal)}) in its {at[r].name}"
+            + (
+                f", which received {sizes[1]} bytes where it had room for {sizes[2]}"
+                if sizes and int(sizes[1]) > int(sizes[2])
+                else ""
+            )
+        )
+    failed_in = [r for r in f.failed if r not in aborted and r in at and at[r].error]
+    if failed_in:
+        parts.append(f"{rank_list(failed_in)} failed in {'its call' if len(failed_in) == 1 else 'their calls'}")
+    later = [r for r in f.failed if r not in aborted and r not in failed_in]
+    if later:
+        parts.append(f"{rank_list(later)} did not finish")
+    clean = [r for r, e in sorted(at.items()) if run[r].ok and e.end is not None and not e.error]
+    if clean:
+        parts.append(f"{rank_list(clean)} returned from {'its call' if len(clean) == 1 else 'theirs'} with no error")
+    return ": " + "; ".join(parts) + "."
+
+
 def _silent_pairing_advice(underlying: str) -> str:
     """What to do about two calls gloo ran as ``underlying``, with how that op's calls meet."""
     how = (
-        "a broadcast_object_list sends a size tensor (8 bytes per object) and then the pickled bytes as two "
-        "broadcasts, and a plain broadcast on another rank receives the size instead of its data: with no error "
-        "when its tensor holds at least those bytes (its first bytes become the size, the rest keeps what it "
-        "held), while gloo aborts the process when it holds fewer."
+        "a broadcast_object_list makes two broadcasts, a size tensor (8 bytes per object) and then the pickled "
+        "bytes, and each meets whatever the other rank called at that position: the root's bytes land in the "
+        "other rank's tensor (a plain broadcast's tensor receives the sizes, or a broadcast_object_list's size "
+        "tensor receives a plain broadcast's data). gloo aborts the receiving process when the root sends more "
+        "bytes than that tensor holds; when it sends no more, that broadcast returns with no error, the tensor's "
+        "first bytes overwritten and the rest as it held, and the wrong values go on into what follows (a "
+        "broadcast_object_list takes them for its sizes)."
         if underlying == "broadcast"
         else f"gloo runs both calls as {underlying}, so each rank got a result computed from the other's input as "
         "if it had made the same call (when the byte counts differ, gloo aborts a rank that receives more bytes "
