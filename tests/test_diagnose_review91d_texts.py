@@ -6,6 +6,8 @@ try/except swallowed, and whose other rank's call returned without error, neithe
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import barrierlab as bl
@@ -95,3 +97,43 @@ def test_a_plain_receiver_with_room_returns_with_no_error_and_the_headline_says_
     assert headline.startswith("Different calls paired at call #1: ") and "silently" not in headline, headline
     assert "rank 1 returned from its call with no error" in headline, headline
     assert "gloo aborted" not in headline, headline
+
+
+def size_mismatch_inside_its_own_try():
+    """review91d r36: rank-dependent sizes; the function swallows the all_reduce's error and goes on to a barrier."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(2 + dist.get_rank())
+    try:
+        dist.all_reduce(t)
+    except RuntimeError:  # the handler of the test
+        pass
+    dist.barrier()
+    return t.tolist()
+
+
+@pytest.mark.timeout(120)
+def test_a_size_mismatch_whose_error_the_function_swallowed_says_so_and_that_the_other_call_returned():
+    run = bl.run(size_mismatch_inside_its_own_try, 2, timeout=3, deadline=30)
+    assert not run.ok, run
+    at = {r.rank: [e for e in r.events if e.is_collective] for r in run}
+    assert at[1][0].error and at[1][1].name == "barrier", run  # rank 1's all_reduce failed and it went on
+    assert at[0][0].error is None and at[0][0].end is not None, run  # rank 0's returned without error
+    diagnosis = run.diagnosis
+    assert diagnosis.kind == "different-sizes", diagnosis
+    line = inspect.getsourcelines(size_mismatch_inside_its_own_try)[1]
+    handler = (
+        line
+        + [
+            n
+            for n, text in enumerate(inspect.getsourcelines(size_mismatch_inside_its_own_try)[0])
+            if "the handler of the test" in text
+        ][0]
+    )
+    headline = diagnosis.headline
+    assert "Rank 1's error in it was swallowed by the function's own try/except (its except at " in headline
+    assert f"test_diagnose_review91d_texts.py:{handler})" in headline, diagnosis
+    assert "and it went on to barrier #2 at" in headline, diagnosis
+    assert "Rank 0's call returned without error, with data that cannot be trusted" in headline, diagnosis
+    assert any(e.startswith("rank 0's all_reduce #1 returned without error after") for e in diagnosis.evidence)

@@ -2718,6 +2718,9 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
             "collective, and what was computed from it, cannot be trusted: the ranks did not agree on what they "
             "exchanged"
         )
+    caught = _caught_in_shape_call(f)
+    if caught:
+        evidence += caught[1]
     if f.shape_what.startswith("all-to-all"):
         advice = (
             "An all-to-all sends rank j the j-th block of each rank's input and expects the i-th block of its "
@@ -2757,12 +2760,106 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
         + (f": gloo aborted {rank_list(aborted)} in it" if aborted else "")
-        + (": nothing failed, but the results are wrong." if silent else "."),
+        + (": nothing failed, but the results are wrong." if silent else ".")
+        + (f" {caught[0]}" if caught else ""),
         evidence,
         advice,
         ranks=sorted(f.calls),
         site=None,
     )
+
+
+#: The exceptions a handler must name to catch a collective's error (torch raises RuntimeError or its subclass
+#: DistBackendError on gloo); a bare ``except:`` catches it too.
+_CATCHES_A_COLLECTIVE_ERROR = {"Exception", "BaseException", "RuntimeError", "DistBackendError", "DistError"}
+
+
+def _except_around(event: Event) -> tuple[int, str] | None:
+    """The innermost try/except of the learner's code around ``event`` whose handler catches a collective's error:
+    (how many frames out it is, 0 in the function that made the call; where its handler is), or None."""
+    frames = [(event.file, event.line)] + [(path, line) for path, line, _ in event.callers]
+    for depth, (path, line) in enumerate(frames):
+        spans = _function_spans(path) if path and line and is_learners(path) else None
+        if not spans:
+            continue
+        around = [node for first, last, _, node in spans if first <= line <= last]
+        scope = max(around, key=lambda node: node.lineno) if around else None
+        if scope is None:
+            continue
+        tries = [
+            node
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Try)
+            and any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for stmt in node.body)
+            and _innermost_scope(scope, node)
+        ]
+        for node in sorted(tries, key=lambda node: node.lineno, reverse=True):
+            for handler in node.handlers:
+                names = [] if handler.type is None else list(getattr(handler.type, "elts", [handler.type]))
+                if handler.type is None or any(
+                    (n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "")) in _CATCHES_A_COLLECTIVE_ERROR
+                    for n in names
+                ):
+                    return depth, Site(path, handler.lineno, "").place
+    return None
+
+
+def _innermost_scope(scope: ast.AST, node: ast.AST) -> bool:
+    """Whether ``node`` lies in ``scope`` itself, not in a function defined inside it."""
+    inner = [
+        n
+        for n in ast.walk(scope)
+        if n is not scope and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    ]
+    return not any(n.lineno <= node.lineno <= (n.end_lineno or n.lineno) for n in inner)
+
+
+def _caught_in_shape_call(f: Facts) -> tuple[str, list[str]] | None:
+    """When a rank's call with the mismatched tensors failed and the rank went on (its code caught the error), a
+    sentence for the headline, and evidence: who caught it, where, what came next, and which ranks' call returned
+    without an error (review91d M3: rank 1's all_reduce timed out inside the function's own try/except, its barrier
+    then failed on the group the timeout had closed; rank 0's all_reduce had returned in 3 ms, without error)."""
+    k = f.shape_k
+    if k is None:
+        return None
+    run = f.run
+    at = {r: c[k - 1] for r, c in f.calls.items() if len(c) >= k}
+    went_on = {r: e for r, e in at.items() if e.error and (len(f.calls[r]) > k or run[r].ok)}
+    if not went_on:
+        return None
+    sentences, evidence = [], []
+    for r, e in sorted(went_on.items()):
+        found = _except_around(e)
+        if found is None:
+            who = "the rank's own code"
+        elif found[0] == 0:
+            who = f"the function's own try/except (its except at {found[1]})"
+        else:
+            who = f"a try/except of the learner's code further out (its except at {found[1]})"
+        after = f.calls[r][k] if len(f.calls[r]) > k else None
+        then = (
+            f"it went on to {after.name} #{call_numbers(f.calls[r][: k + 1])[-1]} at {_place(after)}"
+            if after is not None
+            else f"it {_finished_words(run[r])}"
+        )
+        sentences.append(f"Rank {r}'s error in it was swallowed by {who}, and {then}.")
+        evidence.append(
+            f"rank {r}'s {e.name} #{call_numbers(f.calls[r][:k])[-1]} at {_place(e)} raised "
+            f"“{_clip(e.error.splitlines()[-1], 120)}”, which {who} caught: {then}"
+        )
+    clean = [r for r, e in sorted(at.items()) if e.end is not None and not e.error]
+    if clean:
+        calls = "call" if len(clean) == 1 else "calls"
+        sentences.append(
+            f"{sentence_start(rank_list(clean))}'s {calls} returned without error, with data that cannot be "
+            "trusted: the ranks did not agree on what they exchanged."
+        )
+        evidence += [
+            f"rank {r}'s {at[r].name} #{call_numbers(f.calls[r][:k])[-1]} returned without error after "
+            f"{at[r].end - at[r].start:.3f} s"
+            for r in clean
+        ]
+    return " ".join(sentences), evidence
 
 
 def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]] | None:
