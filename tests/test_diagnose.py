@@ -1321,11 +1321,11 @@ def object_list_against_a_wider_broadcast():
 
 
 def test_a_broadcast_meeting_an_object_size_gets_it_in_its_first_bytes_and_keeps_the_rest():
-    """The silent-pairing advice (review24b: it said 'the rest is garbage')."""
+    """The silent-pairing advice (review24b: it said 'the rest is garbage'; review91d M2: it says both directions)."""
     run = bl.run(object_list_against_a_wider_broadcast, 2, timeout=3)
     got = run[1].value
     assert got is not None and got[2:] == [7.0, 7.0] and got[:2] != [7.0, 7.0], run
-    assert "its first bytes become the size, the rest keeps what it held" in run.diagnosis.advice, run.diagnosis
+    assert "the tensor's first bytes overwritten and the rest as it held" in run.diagnosis.advice, run.diagnosis
 
 
 def all_reduce_of_sizes(n0: int, n1: int) -> list[float]:

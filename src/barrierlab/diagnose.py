@@ -1404,12 +1404,12 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     evidence = list(f.evidence) + _calls_by_op(f, k) + f.shapes + _outcomes(f.run, f.at_k) + _abort_evidence(f)
     return Diagnosis(
         "silently-paired",
-        f"Different calls paired silently at {_call_no(f)}: "
+        f"Different calls paired{'' if f.failed else ' silently'} at {_call_no(f)}: "
         + _ops_at(f)
         + " — gloo runs both as "
         + next(iter(underlying))
         + ", so they exchanged data that does not "
-        "belong together" + (" and nothing failed." if not f.failed else "."),
+        "belong together" + (_paired_outcome(f) if f.failed else " and nothing failed."),
         evidence,
         _silent_pairing_advice(next(iter(underlying))),
         ranks=sorted(f.at_k),
@@ -1417,13 +1417,49 @@ def rule_paired_by_position(f: Facts) -> Diagnosis | None:
     )
 
 
+#: gloo's words as it aborts a receiver of more bytes than its buffer holds: "op.preamble.length <= op.nbytes. 12
+#: vs 8" (the bytes that came, the bytes of the buffer).
+_TOO_MANY_BYTES = re.compile(r"preamble\.length <= op\.nbytes\. (\d+) vs (\d+)")
+
+
+def _paired_outcome(f: Facts) -> str:
+    """How the run went on from calls that paired by position (:func:`rule_paired_by_position`) where some rank did
+    not finish, as the record shows it (review91d M2: "paired silently" where gloo aborted the receiving rank)."""
+    run, at = f.run, f.at_k
+    aborted = [r for r in sorted(f.aborted) if r in at and at[r].end is None]
+    parts = []
+    for r in aborted:
+        sizes = _TOO_MANY_BYTES.search(f.aborted[r])
+        parts.append(
+            f"gloo aborted rank {r} ({_signal_name(run[r].signal)}) in its {at[r].name}"
+            + (
+                f", which received {sizes[1]} bytes where it had room for {sizes[2]}"
+                if sizes and int(sizes[1]) > int(sizes[2])
+                else ""
+            )
+        )
+    failed_in = [r for r in f.failed if r not in aborted and r in at and at[r].error]
+    if failed_in:
+        parts.append(f"{rank_list(failed_in)} failed in {'its call' if len(failed_in) == 1 else 'their calls'}")
+    later = [r for r in f.failed if r not in aborted and r not in failed_in]
+    if later:
+        parts.append(f"{rank_list(later)} did not finish")
+    clean = [r for r, e in sorted(at.items()) if run[r].ok and e.end is not None and not e.error]
+    if clean:
+        parts.append(f"{rank_list(clean)} returned from {'its call' if len(clean) == 1 else 'theirs'} with no error")
+    return ": " + "; ".join(parts) + "."
+
+
 def _silent_pairing_advice(underlying: str) -> str:
     """What to do about two calls gloo ran as ``underlying``, with how that op's calls meet."""
     how = (
-        "a broadcast_object_list sends a size tensor (8 bytes per object) and then the pickled bytes as two "
-        "broadcasts, and a plain broadcast on another rank receives the size instead of its data: with no error "
-        "when its tensor holds at least those bytes (its first bytes become the size, the rest keeps what it "
-        "held), while gloo aborts the process when it holds fewer."
+        "a broadcast_object_list makes two broadcasts, a size tensor (8 bytes per object) and then the pickled "
+        "bytes, and each meets whatever the other rank called at that position: the root's bytes land in the "
+        "other rank's tensor (a plain broadcast's tensor receives the sizes, or a broadcast_object_list's size "
+        "tensor receives a plain broadcast's data). gloo aborts the receiving process when the root sends more "
+        "bytes than that tensor holds; when it sends no more, that broadcast returns with no error, the tensor's "
+        "first bytes overwritten and the rest as it held, and the wrong values go on into what follows (a "
+        "broadcast_object_list takes them for its sizes)."
         if underlying == "broadcast"
         else f"gloo runs both calls as {underlying}, so each rank got a result computed from the other's input as "
         "if it had made the same call (when the byte counts differ, gloo aborts a rank that receives more bytes "
@@ -2734,6 +2770,9 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
             "collective, and what was computed from it, cannot be trusted: the ranks did not agree on what they "
             "exchanged"
         )
+    caught = _caught_in_shape_call(f)
+    if caught:
+        evidence += caught[1]
     if f.shape_what.startswith("all-to-all"):
         advice = (
             "An all-to-all sends rank j the j-th block of each rank's input and expects the i-th block of its "
@@ -2773,12 +2812,106 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         "different-sizes",
         f"Ranks passed {f.shape_what} to the same collective ({f.shape_at})"
         + (f": gloo aborted {rank_list(aborted)} in it" if aborted else "")
-        + (": nothing failed, but the results are wrong." if silent else "."),
+        + (": nothing failed, but the results are wrong." if silent else ".")
+        + (f" {caught[0]}" if caught else ""),
         evidence,
         advice,
         ranks=sorted(f.calls),
         site=None,
     )
+
+
+#: The exceptions a handler must name to catch a collective's error (torch raises RuntimeError or its subclass
+#: DistBackendError on gloo); a bare ``except:`` catches it too.
+_CATCHES_A_COLLECTIVE_ERROR = {"Exception", "BaseException", "RuntimeError", "DistBackendError", "DistError"}
+
+
+def _except_around(event: Event) -> tuple[int, str] | None:
+    """The innermost try/except of the learner's code around ``event`` whose handler catches a collective's error:
+    (how many frames out it is, 0 in the function that made the call; where its handler is), or None."""
+    frames = [(event.file, event.line)] + [(path, line) for path, line, _ in event.callers]
+    for depth, (path, line) in enumerate(frames):
+        spans = _function_spans(path) if path and line and is_learners(path) else None
+        if not spans:
+            continue
+        around = [node for first, last, _, node in spans if first <= line <= last]
+        scope = max(around, key=lambda node: node.lineno) if around else None
+        if scope is None:
+            continue
+        tries = [
+            node
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Try)
+            and any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for stmt in node.body)
+            and _innermost_scope(scope, node)
+        ]
+        for node in sorted(tries, key=lambda node: node.lineno, reverse=True):
+            for handler in node.handlers:
+                names = [] if handler.type is None else list(getattr(handler.type, "elts", [handler.type]))
+                if handler.type is None or any(
+                    (n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "")) in _CATCHES_A_COLLECTIVE_ERROR
+                    for n in names
+                ):
+                    return depth, Site(path, handler.lineno, "").place
+    return None
+
+
+def _innermost_scope(scope: ast.AST, node: ast.AST) -> bool:
+    """Whether ``node`` lies in ``scope`` itself, not in a function defined inside it."""
+    inner = [
+        n
+        for n in ast.walk(scope)
+        if n is not scope and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    ]
+    return not any(n.lineno <= node.lineno <= (n.end_lineno or n.lineno) for n in inner)
+
+
+def _caught_in_shape_call(f: Facts) -> tuple[str, list[str]] | None:
+    """When a rank's call with the mismatched tensors failed and the rank went on (its code caught the error), a
+    sentence for the headline, and evidence: who caught it, where, what came next, and which ranks' call returned
+    without an error (review91d M3: rank 1's all_reduce timed out inside the function's own try/except, its barrier
+    then failed on the group the timeout had closed; rank 0's all_reduce had returned in 3 ms, without error)."""
+    k = f.shape_k
+    if k is None:
+        return None
+    run = f.run
+    at = {r: c[k - 1] for r, c in f.calls.items() if len(c) >= k}
+    went_on = {r: e for r, e in at.items() if e.error and (len(f.calls[r]) > k or run[r].ok)}
+    if not went_on:
+        return None
+    sentences, evidence = [], []
+    for r, e in sorted(went_on.items()):
+        found = _except_around(e)
+        if found is None:
+            who = "the rank's own code"
+        elif found[0] == 0:
+            who = f"the function's own try/except (its except at {found[1]})"
+        else:
+            who = f"a try/except of the learner's code further out (its except at {found[1]})"
+        after = f.calls[r][k] if len(f.calls[r]) > k else None
+        then = (
+            f"it went on to {after.name} #{call_numbers(f.calls[r][: k + 1])[-1]} at {_place(after)}"
+            if after is not None
+            else f"it {_finished_words(run[r])}"
+        )
+        sentences.append(f"Rank {r}'s error in it was swallowed by {who}, and {then}.")
+        evidence.append(
+            f"rank {r}'s {e.name} #{call_numbers(f.calls[r][:k])[-1]} at {_place(e)} raised "
+            f"“{_clip(e.error.splitlines()[-1], 120)}”, which {who} caught: {then}"
+        )
+    clean = [r for r, e in sorted(at.items()) if e.end is not None and not e.error]
+    if clean:
+        calls = "call" if len(clean) == 1 else "calls"
+        sentences.append(
+            f"{sentence_start(rank_list(clean))}'s {calls} returned without error, with data that cannot be "
+            "trusted: the ranks did not agree on what they exchanged."
+        )
+        evidence += [
+            f"rank {r}'s {at[r].name} #{call_numbers(f.calls[r][:k])[-1]} returned without error after "
+            f"{at[r].end - at[r].start:.3f} s"
+            for r in clean
+        ]
+    return " ".join(sentences), evidence
 
 
 def _root_mismatch(calls: dict[int, list[Event]]) -> tuple[int, dict[int, Event]] | None:
@@ -3555,6 +3688,80 @@ def _dropped_irecv(f: Facts) -> tuple[int, Event, Event] | None:
     return None
 
 
+def _irecv_left_unfilled(f: Facts) -> tuple[int, Event, int, Event] | None:
+    """(receiving rank, an irecv of its never waited for, sending rank, the send that pairs with it), when the
+    receiving rank finished and that send, the k-th send of the sender to it as the irecv is its k-th receive from
+    the sender, failed or never returned: the message was not delivered before the receiver ended, so the irecv's
+    tensor was never filled by it (review91d M1: rank 1 returned its irecv's buffer, [0.0, 0.0, 0.0, 0.0], and rank
+    0's send failed with "Connection closed by peer" once rank 1's process had ended; the headline was "rank 0 did
+    not finish", the advice to read rank 0's traceback)."""
+    for result in f.run.ranks:
+        if not result.ok:
+            continue
+        r, events = result.rank, result.events
+        waited = {e.of for e in events if e.kind == "wait" and e.of is not None}
+        receives = [e for e in events if e.kind == "p2p" and e.name in ("recv", "irecv") and not e.in_child_process]
+        for e in receives:
+            a = e.peer.get("src")
+            if e.name != "irecv" or e.error or e.id in waited or type(a) is not int or a == r:
+                continue
+            if a not in {q.rank for q in f.run.ranks} or a not in f.failed:
+                continue
+            k = [x for x in receives if x.peer.get("src") == a and x.group == e.group].index(e)
+            sends = [
+                x
+                for x in f.run[a].events
+                if x.kind == "p2p" and x.name in ("send", "isend") and x.peer.get("dst") == r and x.group == e.group
+            ]
+            if k < len(sends) and (sends[k].error or sends[k].end is None):
+                return r, e, a, sends[k]
+    return None
+
+
+def _irecv_unfilled_diagnosis(f: Facts, found: tuple[int, Event, int, Event]) -> Diagnosis:
+    """rule_irecv_never_waited, where the receiving rank finished and the send of its message failed or never
+    returned (:func:`_irecv_left_unfilled`): the bug is the receiver's, its failing peer the victim."""
+    from barrierlab.result import short_repr
+
+    r, recv, a, send = found
+    result = f.run[r]
+    how = "never returned" if send.end is None else "failed"
+    after = ""
+    if result.ended is not None and (send.end is None or result.ended <= send.end):
+        after = f", after rank {r} had {_finished_words(result, done=True)}"
+    others = [q for q in f.failed if q != a]
+    also = f" ({rank_list(others)} did not finish either)" if others else ""
+    headline = (
+        f"rank {r}'s irecv from rank {a} at {where_text(recv)} was never waited for, and rank {r} "
+        f"{_finished_words(result)} before its message arrived: rank {a}'s {send.name} that pairs with it, at "
+        f"{where_text(send)}, {how}{after}. So what rank {r} read of the irecv's tensor did not hold the message "
+        f"(an irecv's tensor is known to hold it only once its work.wait() has returned), and rank {a}'s failure "
+        f"followed from it: its {send.name} is not the bug{also}."
+    )
+    returned = f": it returned {short_repr(result.value, 80)}" if result.value is not None else ""
+    evidence = [
+        f"rank {r}'s irecv from rank {a} was made {_called_at(recv)}; the record shows no work.wait() of it",
+        f"rank {r} {_finished_words(result)}"
+        + (f" at {_t(f.run, result.ended)}" if result.ended is not None else "")
+        + returned,
+        f"rank {a}'s {send.name} to rank {r} was made {_called_at(send)}"
+        + (f" at {_t(f.run, send.start)}" if send.start is not None else "")
+        + f" and {how}"
+        + (f": {_clip(send.error.splitlines()[-1], 120)}" if send.error else ""),
+    ] + _failure_evidence(f)
+    return Diagnosis(
+        "irecv-never-waited",
+        headline,
+        evidence,
+        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
+        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
+        f"(dist.batch_isend_irecv returns them in a list) and wait() on each. Rank {a}'s traceback shows only where "
+        f"its {send.name} found rank {r} gone.",
+        ranks=sorted({r, a}),
+        site=_site(recv),
+    )
+
+
 def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
     """A rank failed in a call made after an irecv of its that the record shows never waited for (review78d C4:
     rank 1's `dist.irecv(t, src=0)` as a statement, then a barrier that timed out on ranks 1 and 3, told as "every
@@ -3570,7 +3777,8 @@ def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
         return None  # calls that differ explain a failure by themselves: other rules say so
     found = _dropped_irecv(f)
     if found is None:
-        return None
+        unfilled = _irecv_left_unfilled(f)
+        return None if unfilled is None else _irecv_unfilled_diagnosis(f, unfilled)
     r, recv, later = found
     src = recv.peer.get("src")
     source = f" from rank {src}" if isinstance(src, int) else ""
@@ -4999,6 +5207,9 @@ def diagnose(run: Run) -> Diagnosis:
                 hazards = call_hazards(run) + reused_store_waits(run)
                 if diagnosis.kind == "isend-never-waited":  # its headline says it already
                     hazards = [h for h in hazards if P2P_NEVER_WAITED not in h]
+                if diagnosis.kind == "irecv-never-waited" and diagnosis.site is not None:  # so does this one's
+                    said = f"irecv at {diagnosis.site.place} {P2P_NEVER_WAITED}"
+                    hazards = [h for h in hazards if said not in h]
                 diagnosis.evidence += [h for h in hazards if h not in diagnosis.evidence]
             diagnosis.evidence += [h for h in completed_by_a_barrier(run) if h not in diagnosis.evidence]
             unrecorded = [r.rank for r in run.ranks if not r.recorded]
