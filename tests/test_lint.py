@@ -98,6 +98,114 @@ def test_corpus_covers_good_and_bad_code() -> None:
     assert {p.suffix for p in bad} == {p.suffix for p in good} == {".py", ".ipynb"}
 
 
+# lintfp33: false alarms on correct code written by others (session 33)
+
+GOSSIP_EDGES = """
+import itertools
+
+import torch
+import torch.distributed as dist
+
+
+class Gossip:
+    def __init__(self, rank, world):
+        self.rank = rank
+        self.edges = list(itertools.combinations(range(world), 2))
+        self.edge_groups = {edge: dist.new_group(list(edge)) for edge in self.edges}
+
+    def _mix_with(self, flat, edge):
+        dist.all_reduce(flat, group=self.edge_groups[edge])
+
+    def gossip(self, flat):
+        for edge in self.edges:
+            if self.rank in edge:
+                self._mix_with(flat, edge)
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    Gossip(rank, dist.get_world_size()).gossip(torch.ones(4))
+    groups = {}
+    for pair in itertools.combinations(range(dist.get_world_size()), 2):
+        groups[pair] = dist.new_group(sorted(pair))
+    for pair in groups:
+        if rank in pair:
+            dist.all_reduce(torch.ones(1), group=groups[pair])
+"""
+
+
+def test_a_group_per_key_under_rank_in_key_is_quiet() -> None:
+    """Modelled on round23 correct_gossip_pair_groups_global_edge_order: one group per edge, made as
+    ``{edge: new_group(list(edge)) for edge in edges}`` (or by a loop filling the dict), and ``if rank in edge:``
+    before a collective on ``groups[edge]`` (in a helper method, ``group=self.edge_groups[edge]``): the members of
+    that group are exactly the ranks whose test is true. Its buggy twin, in which only the edge's first rank takes
+    the branch, is still reported, at both calls."""
+    assert lint_source(GOSSIP_EDGES) == []
+    buggy = GOSSIP_EDGES.replace("if self.rank in edge:", "if self.rank == edge[0]:").replace(
+        "if rank in pair:", "if rank == pair[0]:"
+    )
+    found = lint_source(buggy)
+    assert [(f.line, f.kind) for f in found] == [(20, "hidden-collective"), (32, "branch")]
+    # a key that is not the group's (the next edge's group) is not the same set of ranks
+    other = GOSSIP_EDGES.replace("group=groups[pair]", "group=groups[(0, 1)]")
+    assert [f.line for f in lint_source(other)] == [32]
+
+
+SAVE_SWITCHED_OFF = """
+from dataclasses import dataclass
+
+import torch.distributed as dist
+
+TRAIN_RANKS = [0, 1]
+
+
+@dataclass
+class CheckpointConfig:
+    save: str
+    fully_parallel_save: bool = True
+
+
+def save_model(groups, cfg):
+    if cfg.fully_parallel_save:
+        sizes = [None] * dist.get_world_size(groups["dp"])
+        dist.all_gather_object(sizes, 1, group=groups["dp"])
+    dist.barrier(group=groups["train"])
+
+
+def convert(groups):
+    save_model(groups, CheckpointConfig(save="out", fully_parallel_save=False))
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    groups = {"dp": dist.group.WORLD, "train": dist.new_group(TRAIN_RANKS)}
+    if rank in TRAIN_RANKS:
+        convert(groups)
+    dist.barrier()
+"""
+
+
+def test_a_helper_whose_switched_off_collective_leaves_one_group_of_the_branch_is_quiet() -> None:
+    """Modelled on round30 correct_nemorl_conversion_fully_parallel_save_off: under ``if rank in TRAIN_RANKS:``,
+    ``convert(groups)`` saves with ``CheckpointConfig(..., fully_parallel_save=False)``, so the save's
+    ``all_gather_object`` on the whole world (under ``if cfg.fully_parallel_save:``) is not made and what is left is
+    a barrier on the training ranks' group: quiet. The buggy twin (round30
+    buggy_nemorl_fully_parallel_save_includes_vllm_ranks) keeps the default True: the all_gather_object is still
+    reported at the call, and so is a gate left at its default."""
+    assert lint_source(SAVE_SWITCHED_OFF) == []
+    for buggy in (
+        SAVE_SWITCHED_OFF.replace("fully_parallel_save=False", "fully_parallel_save=True"),
+        SAVE_SWITCHED_OFF.replace(", fully_parallel_save=False", ""),
+    ):
+        found = lint_source(buggy)
+        assert [(f.line, f.kind) for f in found] == [(31, "hidden-collective")]
+        assert found[0].collective.endswith("dist.all_gather_object")
+    default_off = SAVE_SWITCHED_OFF.replace("fully_parallel_save: bool = True", "fully_parallel_save: bool = False")
+    assert lint_source(default_off.replace(", fully_parallel_save=False", "")) == []
+
+
 def save_checkpoint(state: dict, path: str) -> None:
     with open(path, "w") as f:
         f.write(repr(state))
@@ -8936,3 +9044,125 @@ def test_a_ddp_forward_of_a_buffer_less_model_in_a_file_with_no_backward_is_no_c
         "        dist.all_reduce(stat)\n", "        loss.backward()\n        dist.all_reduce(stat)\n"
     )
     assert any("(DDP forward)" in f.collective for f in lint_source(trained))
+
+
+# lintrecall33b: removed-before-read -----------------------------------------------------------------------------
+
+TEMPDIR_REMOVED_BEFORE_BARRIER = """
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+
+def prepare_shards(rank, world_size):
+    if rank == 0:
+        with tempfile.TemporaryDirectory(prefix="shards_") as scratch:
+            for r in range(1, world_size):
+                torch.save(torch.full((4,), float(r)), os.path.join(scratch, f"shard_{r}.pt"))
+            dist.broadcast_object_list([scratch], src=0)
+        mine = torch.zeros(4)
+    else:
+        holder = [None]
+        dist.broadcast_object_list(holder, src=0)
+        scratch = holder[0]
+    dist.barrier()
+    if rank != 0:
+        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))
+    return mine
+"""
+
+
+def test_removed_before_read_at_the_end_of_a_temporary_directory_round16() -> None:
+    """Modelled on tests/realworld/round16/buggy_tempdir_deleted_before_barrier.py: rank 0's ``with
+    TemporaryDirectory()`` block ends, deleting the shards, before the barrier after which the other ranks load
+    them (under torchrun, ranks 1 and 2 raised FileNotFoundError in torch.load). The twin of
+    correct_tempdir_barrier_inside_with.py, with the barrier inside the block, is quiet."""
+    [found] = [f for f in lint_source(TEMPDIR_REMOVED_BEFORE_BARRIER) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line, found.condition, found.collective) == (
+        20,
+        11,
+        "rank == 0",
+        "dist.barrier",
+    )
+    assert "FileNotFoundError" in found.why and "not a race" in found.why
+    assert "`os.path.join(scratch, f'shard_{rank}.pt')`, a path inside it," in found.why
+    correct = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        "            dist.broadcast_object_list([scratch], src=0)\n",
+        "            dist.broadcast_object_list([scratch], src=0)\n            dist.barrier()\n",
+    ).replace(
+        '    dist.barrier()\n    if rank != 0:\n        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n',
+        '    if rank != 0:\n        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n        dist.barrier()\n',
+    )
+    assert correct != TEMPDIR_REMOVED_BEFORE_BARRIER
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []
+    # a read that may fail on purpose, or a path bound again after the barrier, proves nothing
+    guarded = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        '        mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n',
+        '        try:\n            mine = torch.load(os.path.join(scratch, f"shard_{rank}.pt"))\n'
+        "        except FileNotFoundError:\n            mine = torch.zeros(4)\n",
+    )
+    rebound = TEMPDIR_REMOVED_BEFORE_BARRIER.replace(
+        "    if rank != 0:\n        mine", '    scratch = os.environ["SHARDS"]\n    if rank != 0:\n        mine'
+    )
+    for quiet in (guarded, rebound):
+        assert quiet != TEMPDIR_REMOVED_BEFORE_BARRIER
+        assert [f for f in lint_source(quiet) if f.kind == "removed-before-read"] == []
+
+
+MEMMAP_REMOVED_BEFORE_DDP = """
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def get_batch(data_dir):
+    data = np.memmap(os.path.join(data_dir, "train.bin"), dtype=np.uint16, mode="r")
+    return torch.from_numpy(data[:8].astype(np.int64)).float()
+
+
+def worker():
+    rank = dist.get_rank()
+    holder = [tempfile.mkdtemp() if rank == 0 else None]
+    dist.broadcast_object_list(holder, src=0)
+    data_dir = holder[0]
+    if rank == 0:
+        np.arange(64, dtype=np.uint16).tofile(os.path.join(data_dir, "train.bin"))
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    model = DDP(nn.Linear(8, 1))
+    for step in range(3):
+        x = get_batch(data_dir)
+        model(x).sum().backward()
+    dist.barrier()
+"""
+
+
+def test_removed_before_read_through_a_helper_after_the_ddp_constructor_round17() -> None:
+    """Modelled on tests/realworld/round17/buggy_memmap_tokens_removed_while_training.py: rank 0 removes the data
+    folder, DDP's constructor (its parameter-shape all_gather) holds rank 1 until rank 0 is past the removal, and
+    rank 1's get_batch then memory-maps a file that is gone. Removing the folder after the final barrier, as
+    correct_memmap_tokens_removed_after_training.py does, is quiet."""
+    [found] = [f for f in lint_source(MEMMAP_REMOVED_BEFORE_DDP) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line, found.condition) == (28, 27, "rank == 0")
+    assert "get_batch(), which reads it with np.memmap" in found.why
+    correct = (
+        MEMMAP_REMOVED_BEFORE_DDP.replace(
+            "    if rank == 0:\n        shutil.rmtree(data_dir, ignore_errors=True)\n", ""
+        )
+        + "    if rank == 0:\n        shutil.rmtree(data_dir)\n"
+    )
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []
+    # a folder of each rank's own is removed by its own rank only
+    own = MEMMAP_REMOVED_BEFORE_DDP.replace(
+        "        shutil.rmtree(data_dir, ignore_errors=True)\n", '        shutil.rmtree(f"{data_dir}{rank}")\n'
+    )
+    assert [f for f in lint_source(own) if f.kind == "removed-before-read"] == []

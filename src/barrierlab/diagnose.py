@@ -1235,6 +1235,30 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
         return None
     ranks = sorted({r for at in (*failed.values(), *went_on.values()) for r in at})
     sentences, evidence, advice = [], [], []
+    for key in _left_by_timeout(f, failed):  # a timeout the program uses to learn that a rank has left
+        at = failed.pop(key)
+        name, k, group, place = key
+        rs = sorted(at)
+        event = next(iter(at.values()))[0]
+        left = [q for q in _members(run, event) if q not in at]
+        made = sorted({len(_group_calls(f, q, group)) for q in left})
+        lasted = max((e.end - e.start for e, _ in at.values() if e.end is not None), default=None)
+        sentences.append(
+            f"{sentence_start(rank_list(rs))}'s {name} #{k} of {_group_text(run, event)} timed out because "
+            f"{rank_list(left)} had stopped making {name} calls of that group ({'it' if len(left) == 1 else 'they'} "
+            f"made {' or '.join(map(str, made))}), and {rank_list(rs)} caught the error and made no further call of "
+            "it: the timeout was the program's signal that a rank had left (WeNet's wenet_join works this way). "
+            "That relies on timing: a rank merely slower than the timeout there would be taken as gone"
+            f"{f', and the wait cost {lasted:.2f} s' if lasted is not None else ''}. An all_reduce of a "
+            '"still have data" flag each step, or DDP\'s model.join(), lets ranks with uneven inputs leave together '
+            "without waiting out a timeout."
+        )
+        for error, who in _by_first_line({r: at[r][0] for r in rs}).items():
+            evidence.append(
+                f"{rank_list(who)}'s {name} #{k} at {place} raised “{error}”, which was caught; "
+                f"{rank_list(left)} made {' or '.join(map(str, made))} {name} calls of that group, and "
+                f"{rank_list(who)} none after it"
+            )
 
     def call_text(name: str, k: int, group, event: Event) -> str:
         return f"{name}{f' #{k}' if k else ''}{'' if group is None else ' of ' + _group_text(run, event)}"
@@ -1324,6 +1348,34 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
             "not make, other sizes), fix that, and let the error end the rank (or re-raise it).",
         )
     return " ".join(sentences), evidence, " ".join(advice), ranks
+
+
+def _left_by_timeout(f: Facts, failed: dict[tuple, dict[int, tuple[Event, str]]]) -> list[tuple]:
+    """The failed calls of :func:`_caught_errors` that a program made to learn, by their timeout, that a rank has
+    left (corpus48's WeNet ``wenet_join``: a ``monitored_barrier`` with a short timeout on a group of its own before
+    every step; a rank whose data ran out stops calling it, and the others' timeout tells them to stop too): a
+    barrier whose caught error was a timeout, the last call of its group on every rank it failed on, while every
+    other member of the group had stopped before reaching it (made fewer calls of the group). Not a failure of
+    the run, but a protocol that relies on timing."""
+    run, found = f.run, []
+    for key, at in failed.items():
+        name, k, group, _ = key
+        if name not in ("barrier", "monitored_barrier") or not k:
+            continue
+        event = next(iter(at.values()))[0]
+        left = [q for q in _members(run, event) if q not in at]
+        timed_out = all(
+            (explain_error(error) or ("",))[0] in ("gloo timeout", "monitored barrier", "monitored barrier answer")
+            for _, error in at.values()
+        )
+        if (
+            timed_out
+            and left
+            and all(_group_calls(f, r, group)[-1:] == [e] for r, (e, _) in at.items())
+            and all(len(_group_calls(f, q, group)) < k for q in left)
+        ):
+            found.append(key)
+    return found
 
 
 def _number_in_group(f: Facts, rank: int, event: Event) -> int:

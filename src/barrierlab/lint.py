@@ -41,6 +41,13 @@ Finding kinds:
   (``os.listdir``, ``glob.glob``, ``Path.iterdir``) or a read of another rank's file there, with nothing between that
   orders every rank's write (of a ``broadcast(src=0)`` torch guarantees only rank 0's; a gather or reduce orders
   them only for a reader on its ``dst``).
+* ``removed-before-read`` - a file or folder removed under a rank-dependent condition (``os.remove``,
+  ``shutil.rmtree``, the end of ``with tempfile.TemporaryDirectory() as d:``), then a collective every rank makes
+  (a barrier, an all_reduce, ``DDP(model)``'s constructor), then a read of that path by the other ranks (``torch.load``,
+  ``open``, ``np.memmap``, or a function of the file that opens a path built on the argument): the collective holds
+  the readers until the removal is done, so every reader gets FileNotFoundError. Reported at the collective, with
+  the removal as its condition line. Quiet when the path names the rank, when the read is in a ``try`` with
+  handlers or under an ``if`` that looks at the path, or when a name of the path is bound again (lintrecall33b).
 * ``size-mismatch`` - a collective whose tensor's size comes from the data (``torch.bincount``
   without ``minlength``, ``unique``, ``nonzero``, the keys of a dict filled from data), or a
   ``broadcast_object_list`` of a literal placeholder list on some ranks and another length on others, or an
@@ -1342,6 +1349,11 @@ of its own into one folder (os.path.join(folder, f"s{rank}")) and a rank under s
 (os.listdir, glob.glob, Path.iterdir) or reading another rank's file with nothing between that orders every
 rank's write: a broadcast(src=0) holds the others until rank 0 has sent, not rank 0 until they have written (on
 gloo rank 0 can list the folder before a slower rank's file is there); put dist.barrier() between.
+removed-before-read: the opposite order, certain rather than a race: a file or folder removed under a
+condition on the rank (os.remove, shutil.rmtree, the end of a with tempfile.TemporaryDirectory() block), then a
+barrier or other collective every rank makes (DDP(model)'s constructor too), then the other ranks' read of it
+(torch.load, open, np.memmap, or a function of the file that opens a path built on its argument): the collective
+holds them until the removal is done, so each of them gets FileNotFoundError.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
 only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
@@ -10098,6 +10110,10 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._local_group_agrees(site, within[0]):
                 continue
+            if within is not None and within[0] is not None and self._keyed_group_agrees(site, within[0]):
+                continue
+            if within is not None and within[0] is not None and self._reached_group_agrees(site, within[0]):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
@@ -10181,6 +10197,258 @@ class _Walker:
         else:
             func = self.an.table[self.scope]
         return _Ranks(self.an, func).agrees(test, group)
+
+    def _keyed_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` runs on ``group=groups[key]`` under ``if rank in key:``, where ``groups`` maps each key
+        to ``new_group(key)`` (``{edge: new_group(list(edge)) for edge in edges}``, or a loop filling the dict): the
+        members of that group are the ranks listed in ``key``, exactly those whose test is true, whatever the keys
+        are (round23 correct_gossip_pair_groups_global_edge_order: one two-member group per edge of a graph, and
+        ``if self.graph.rank in edge: self._mix_with(edge)``, whose all_reduce uses ``self.edge_groups[edge]``)."""
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.comparators[0], ast.Name)
+            and _is_global_rank(test.left)
+        ):
+            return False
+        key = test.comparators[0].id
+        group = self._keyed_group_of(site)
+        if not (isinstance(group, ast.Subscript) and isinstance(group.slice, ast.Name) and group.slice.id == key):
+            return False
+        return any(_groups_by_key(made) for made in self._keyed_tables(group.value))
+
+    def _keyed_group_of(self, site: _Site) -> ast.expr | None:
+        """The ``group=`` of ``site``'s call, or, for a call of a method of the file whose one collective runs on
+        a group looked up from its parameters (``group=self.edge_groups[edge]``), that lookup with this call's
+        arguments put in for the parameters."""
+        call = site.node
+        if not isinstance(call, ast.Call):
+            return None
+        if site.callee is None:
+            return next((k.value for k in call.keywords if k.arg == "group"), None)
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        helper = self.an.table.get(found.target) if found is not None and found.kind == "call" else None
+        if helper is None or helper.self_class != self.self_class:
+            return None
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        groups = []
+        for node in _own_nodes(helper.node.body):
+            if not isinstance(node, ast.Call):
+                continue
+            inner = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+            if inner is None:
+                continue
+            if inner.kind != "coll":
+                if inner.target in self.an.reach:
+                    return None
+                continue
+            groups.append(next((k.value for k in node.keywords if k.arg == "group"), None))
+        if len(groups) != 1 or groups[0] is None:
+            return None
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            if param in bound:
+                continue
+            if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                given[param] = call.args[index]
+            else:
+                arg = next((k.value for k in call.keywords if k.arg == param), None)
+                if arg is not None:
+                    given[param] = arg
+
+        class Put(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return given.get(node.id, node)
+
+        names = {n.id for n in ast.walk(groups[0]) if isinstance(n, ast.Name)}
+        if names & bound or not names <= set(given) | {params[0] if skip else "self"}:
+            return None
+        return Put().visit(copy.deepcopy(groups[0]))
+
+    def _reached_group_agrees(self, site: _Site, test: ast.expr) -> bool:
+        """Whether ``site`` calls a function of the file whose collectives, those the call does not turn off,
+        all run on one group that the members of the branch of ``test`` make up: the group is followed through
+        helpers, each parameter replaced by what its call hands it (round30
+        correct_nemorl_conversion_fully_parallel_save_off: under ``if rank in TRAIN_RANKS:``,
+        ``import_model_from_hf(groups)`` calls ``save_megatron_model(model, groups, CheckpointConfig(...,
+        fully_parallel_save=False))``, whose ``all_gather_object`` on ``groups["dp"]`` runs only ``if
+        cfg.fully_parallel_save:``, and whose ``barrier(group=groups["train"])`` is made by the training ranks)."""
+        if site.callee is None or not isinstance(site.node, ast.Call):
+            return False
+        if self.scope is not None and self.scope not in self.an.table:
+            return False
+        groups: set[str] = set()
+        found: list[ast.expr] = []
+        if not self._groups_reached(site.node, self.unit, self.self_class, self.scope, {}, 0, groups, found):
+            return False
+        if len(groups) != 1:
+            return False
+        if self.scope is None:
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
+        return _Ranks(self.an, func).agrees(test, found[0])
+
+    def _groups_reached(
+        self,
+        call: ast.Call,
+        unit: _Unit,
+        self_class: str | None,
+        scope: str | None,
+        names: dict[str, ast.expr],
+        depth: int,
+        groups: set[str],
+        found: list[ast.expr],
+    ) -> bool:
+        """Add to ``groups`` (text) and ``found`` the ``group=`` of each collective ``call`` reaches (in the
+        outermost caller's names: ``names`` maps the names of ``call``'s function to them); False when one cannot
+        be told (a default group, a name bound inside a helper, a call through something not of the file)."""
+        classified = self.an.classify(call, unit, self_class, scope)
+        helper = self.an.table.get(classified.target) if classified is not None and classified.kind == "call" else None
+        if helper is None or depth > 3 or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        params = [a.arg for a in helper.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+
+        class Put(ast.NodeTransformer):
+            def __init__(self, given: dict[str, ast.expr]) -> None:
+                self.given = given
+
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return copy.deepcopy(self.given.get(node.id, node))
+
+        given: dict[str, ast.expr] = {}
+        for index, param in enumerate(params[skip:]):
+            arg = call.args[index] if index < len(call.args) else None
+            arg = arg or next((k.value for k in call.keywords if k.arg == param), None)
+            if arg is not None:
+                given[param] = Put(names).visit(copy.deepcopy(arg))
+        bound = {
+            t.id
+            for n in _own_nodes(helper.node.body)
+            for t in ast.walk(n)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+
+        def walk(stmts: list[ast.stmt]) -> bool:
+            for stmt in stmts:
+                if isinstance(stmt, _SCOPES):
+                    continue
+                if isinstance(stmt, ast.If) and self._test_off(stmt.test, given):
+                    if not walk(stmt.orelse):
+                        return False
+                    continue
+                inner = [s for s in ast.iter_child_nodes(stmt) if isinstance(s, ast.stmt)]
+                own = [
+                    n
+                    for field in ast.iter_fields(stmt)
+                    for part in (field[1] if isinstance(field[1], list) else [field[1]])
+                    if isinstance(part, ast.expr)
+                    for n in ast.walk(part)
+                    if isinstance(n, ast.Call)
+                ]
+                for node in own:
+                    kind = self.an.classify(node, helper.unit, helper.self_class, helper.key)
+                    if kind is None:
+                        continue
+                    if kind.kind == "coll":
+                        group = next((k.value for k in node.keywords if k.arg == "group"), None)
+                        used = {n.id for n in ast.walk(group) if isinstance(n, ast.Name)} if group else set()
+                        if group is None or used & bound or not used <= set(given):
+                            return False
+                        made = Put(given).visit(copy.deepcopy(group))
+                        groups.add(ast.unparse(made))
+                        found.append(made)
+                    elif kind.target in self.an.reach and not self.an.switched_off(node, kind.target):
+                        if not self._groups_reached(
+                            node, helper.unit, helper.self_class, helper.key, given, depth + 1, groups, found
+                        ):
+                            return False
+                if not walk(inner):
+                    return False
+            return True
+
+        return walk(helper.node.body)
+
+    def _test_off(self, test: ast.expr, given: dict[str, ast.expr]) -> bool:
+        """Whether ``test`` is false for the arguments ``given``: ``if flag:`` handed a false constant, or ``if
+        cfg.field:`` where ``cfg`` is a dataclass of the file built with ``field=<false constant>`` (or left at a
+        false default)."""
+        if isinstance(test, ast.Name):
+            value = given.get(test.id)
+            return isinstance(value, ast.Constant) and not value.value
+        if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)):
+            return False
+        made = given.get(test.value.id)
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.an.class_nodes):
+            return False
+        cls = self.an.class_nodes[made.func.id][0]
+        if not any(_terminal(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in cls.decorator_list):
+            return False
+        fields = [s for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        if any(k.arg is None for k in made.keywords):
+            return False
+        value = next((k.value for k in made.keywords if k.arg == test.attr), None)
+        place = next((i for i, s in enumerate(fields) if s.target.id == test.attr), None)
+        if place is None:
+            return False
+        if value is None and place < len(made.args):
+            value = made.args[place]
+        if value is None:
+            value = fields[place].value
+        return isinstance(value, ast.Constant) and not value.value
+
+    def _keyed_tables(self, table: ast.expr) -> list[ast.AST]:
+        """Where the dict ``table`` (a local name, a module name or ``self.<attribute>`` of this class) is made:
+        each assignment of it, and each loop that fills it (``for k in ...: table[k] = ...``)."""
+        if isinstance(table, ast.Name):
+            scopes = [self.an.table[self.scope].node] if self.scope in self.an.table else []
+            scopes.append(self.unit.tree)
+
+            def names(target: ast.expr) -> bool:
+                return isinstance(target, ast.Name) and target.id == table.id
+
+        elif (
+            isinstance(table, ast.Attribute)
+            and isinstance(table.value, ast.Name)
+            and table.value.id == "self"
+            and self.self_class in self.an.class_nodes
+        ):
+            scopes = [self.an.class_nodes[self.self_class][0]]
+
+            def names(target: ast.expr) -> bool:
+                return (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == table.attr
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                )
+
+        else:
+            return []
+        made: list[ast.AST] = []
+        for scope in scopes:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign) and any(names(t) for t in node.targets):
+                    made.append(node.value)
+                elif isinstance(node, ast.For) and any(
+                    isinstance(t, ast.Subscript) and names(t.value)
+                    for s in node.body
+                    if isinstance(s, ast.Assign)
+                    for t in s.targets
+                ):
+                    made.append(node)
+            if made:
+                break
+        return made
 
     def _helper_group(self, call: ast.Call) -> ast.expr | None:
         """For a call of a function of the file whose every collective runs on ``group=<one of its
@@ -12829,6 +13097,22 @@ class _Order:
                     values[name] = value
         #: names assigned once in the scope (``path = os.path.join(folder, f"s{rank}")``): a path's parts
         self.once = {name: value for name, value in values.items() if counts[name] == 1}
+        # lintrecall33b: removed-before-read (see :meth:`_gone_read`)
+        #: removals (and ends of ``with tempfile.TemporaryDirectory() as d:``) under a condition on the rank since the
+        #: last call that orders: path -> (the removal, its conditions, how, whether a folder)
+        self.unordered_removals: dict[str, tuple[ast.AST, tuple[str, ...], str, bool]] = {}
+        #: those removals once a collective every reader passes ordered them: path -> (the removal, its conditions,
+        #: how, whether a folder, the ordering call, its conditions)
+        self.gone: dict[str, tuple[ast.AST, tuple[str, ...], str, bool, ast.Call, tuple[str, ...]]] = {}
+        #: ids of the calls inside a ``try`` body that has handlers: a read there may be meant to fail
+        self.trying = {
+            id(n)
+            for t in _own_nodes(body)
+            if isinstance(t, (ast.Try, getattr(ast, "TryStar", ast.Try))) and t.handlers
+            for b in t.body
+            for n in ast.walk(b)
+            if isinstance(n, ast.Call)
+        }
 
     def block(self, stmts: list[ast.stmt], ctx: tuple[str, ...]) -> None:
         guarded = 0  # statements after `if test: ... return` run only where the test is false
@@ -12848,6 +13132,7 @@ class _Order:
     def _stmt(self, stmt: ast.stmt, ctx: tuple[str, ...]) -> None:
         if isinstance(stmt, _SCOPES):
             return
+        self._gone_rebound(stmt)  # lintrecall33b
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
@@ -12885,6 +13170,7 @@ class _Order:
             if any(self._orders(c) for c in calls):  # main_process_first(): the others enter after the writer left
                 self.sheltered += 1
             self.block(stmt.body, ctx)
+            self._tempdir_exit(stmt, ctx)  # lintrecall33b
             if any(self._orders(c) for c in calls):
                 self.sheltered -= 1
         elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
@@ -12938,6 +13224,7 @@ class _Order:
                 handle = "" if id(call) in self.dropped else self.handles.get(id(call))
                 self.unwaited.append((handle, call, pending))
                 return
+            self._order_removals(call, ctx, name)  # lintrecall33b
             # review65b M5: a broadcast or scatter holds the other ranks until the root has sent, so it orders the
             # root's writes before their reads; that is all torch guarantees (rank 3's write, then broadcast(src=0),
             # then rank 0's read: rank 0 waits for nobody; gloo's tree orders more, rank 1's write before rank 3's
@@ -12960,6 +13247,7 @@ class _Order:
             self.reads.clear()
             self.last_orderer = call
             return
+        self._gone_call(call, full, ctx)  # lintrecall33b
         made = _made_folder(call, full)
         if made is not None:
             if ctx and not self.sheltered:
@@ -13002,6 +13290,182 @@ class _Order:
                 self._race(call, read, write, where, how, pending)
         if ctx and self.peer_writes:
             self._peer_read(call, full, ctx)
+
+    # lintrecall33b: removed-before-read -------------------------------------------------------------------------
+    def _gone_rebound(self, stmt: ast.stmt) -> None:
+        """Forget the ordered removals whose path mentions a name this statement binds again: the later read's
+        path text may name another file."""
+        if not self.gone:
+            return
+        bound: set[str] = set()
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            bound = {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            bound = {
+                n.id
+                for i in stmt.items
+                if i.optional_vars
+                for n in ast.walk(i.optional_vars)
+                if isinstance(n, ast.Name)
+            }
+        if not bound:
+            return
+        for path in list(self.gone):
+            try:
+                names = {n.id for n in ast.walk(ast.parse(path, mode="eval")) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                names = set()
+            if names & bound:
+                del self.gone[path]
+
+    def _tempdir_exit(self, stmt: ast.With | ast.AsyncWith, ctx: tuple[str, ...]) -> None:
+        """The end of ``with tempfile.TemporaryDirectory() as d:`` under a condition on the rank removes ``d`` and
+        everything in it, on the ranks that ran the block."""
+        if not ctx or self.sheltered:
+            return
+        for item in stmt.items:
+            expr = item.context_expr
+            if not (isinstance(expr, ast.Call) and isinstance(item.optional_vars, ast.Name)):
+                continue
+            full = self.an._resolve(expr.func, self.unit) if _dotted(expr.func) else ""
+            if full != "tempfile.TemporaryDirectory":
+                continue
+            name = item.optional_vars.id
+            how = f"the end of `with {self.unit.text(expr)} as {name}:`, which deletes the folder"
+            self.unordered_removals[name] = (stmt, ctx, how, True)
+
+    def _order_removals(self, call: ast.Call, ctx: tuple[str, ...], name: str) -> None:
+        """A blocking collective with no root, made under conditions every remover's include: the removals before
+        it happen before any rank passes it, so a read of the path by another rank after it finds nothing."""
+        if _literal_root(call, name) is not None:
+            return
+        for path, (removal, where, how, folder) in self.unordered_removals.items():
+            if where[: len(ctx)] == ctx and where != ctx:
+                self.gone[path] = (removal, where, how, folder, call, ctx)
+        self.unordered_removals.clear()
+
+    def _param_reads(self, key: str) -> dict[int, str]:
+        """For a function of the file: position of a parameter -> how a read inside it uses that parameter as the
+        path or the folder of the path it opens (``torch.load``, ``open``, ``np.memmap``...). Cached per function."""
+        cache = self.an.__dict__.setdefault("_lr33b_param_reads", {})
+        if key in cache:
+            return cache[key]
+        cache[key] = {}
+        func = self.an.table.get(key)
+        if func is None:
+            return cache[key]
+        args = func.node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if func.self_class is not None and params:
+            params = params[1:]
+        found: dict[int, str] = {}
+        for node in ast.walk(func.node):
+            if not isinstance(node, ast.Call):
+                continue
+            full = self.an._resolve(node.func, func.unit) if _dotted(node.func) else ""
+            read = _read_path(node, full) or _memmap_path(node, full)
+            if read is None:
+                continue
+            for index, param in enumerate(params):
+                if index not in found and _inside_text(read, param):
+                    found[index] = _dotted(node.func) or "a read"
+        cache[key] = found
+        return found
+
+    def _gone_call(self, call: ast.Call, full: str, ctx: tuple[str, ...]) -> None:
+        """Removals, writes and reads for :meth:`_gone_read`."""
+        if (
+            self.unordered_removals
+            and _dotted(call.func)
+            and self.an._resolve(call.func, self.unit).rpartition(".")[2] in ("DistributedDataParallel", "DDP")
+            and not any(k.arg == "process_group" for k in call.keywords)
+        ):  # its constructor all-gathers the parameters' shapes on the default group (_DDP_SOURCE)
+            self._order_removals(call, ctx, "DistributedDataParallel")
+            return
+        removed = _removed_path(call, full)
+        if removed is not None:
+            if ctx and not self.sheltered:
+                self.unordered_removals[removed[0]] = (call, ctx, removed[1], removed[2])
+            return
+        made = _made_folder(call, full) or (_written_path(call, full) or (None,))[0]
+        if made is not None:  # made or written again, by some rank: what a later read finds is not known
+            for table in (self.gone, self.unordered_removals):
+                for path in list(table):
+                    if made == path or _inside_text(made, path) or _inside_text(path, made):
+                        del table[path]
+            return
+        if not self.gone or id(call) in self.reported or id(call) in self.trying:
+            return
+        read = _read_path(call, full) or _memmap_path(call, full)
+        if read is not None:
+            self._gone_read(call, ctx, read, _dotted(call.func) or self.unit.text(call.func))
+            return
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        if found is None or found.kind != "call" or found.target not in self.an.table:
+            return
+        for index, reader in self._param_reads(found.target).items():
+            if index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+                text = _path_text(call.args[index])
+                if text:
+                    self._gone_read(call, ctx, text, f"{found.display}(), which reads it with {reader}")
+
+    def _gone_read(self, read: ast.Call, ctx: tuple[str, ...], read_path: str, reader: str) -> None:
+        """``removed-before-read``: a file or folder removed under a condition on the rank, then a collective that
+        every reader passes, then a read of the path by ranks the removal's condition does not cover. The collective
+        holds the readers until the removers have removed it, so every reader finds nothing (FileNotFoundError), and
+        the removers go on to their next collective without them. Not a race: the order is certain."""
+        for path, (removal, where, how, folder, orderer, octx) in list(self.gone.items()):
+            if not (read_path == path or (folder and _inside_text(read_path, path))):
+                continue
+            if _implied(where, ctx) or ctx[: len(octx)] != octx:
+                continue
+            if any(path in text or read_path in text for _, _, text in self.guards):
+                continue  # under `if os.path.exists(p):` or the like
+            removal_path = _removal_node(removal)
+            if removal_path is not None and self.an.mentions_rank(
+                _followed(removal_path, self.once), set(), {}, files=False
+            ):
+                continue  # a path of each rank's own (``f"cache{rank}.pt"``)
+            del self.gone[path]
+            if id(orderer) in self.an.found:
+                return
+            cond = where[-1]
+            removed_line = removal.lineno + self.unit.offset
+            read_line = read.lineno + self.unit.offset
+            here = _dotted(orderer.func) or self.unit.text(orderer.func)
+            inner = f"`{read_path}`, a path inside it," if read_path != path else f"`{path}`"
+            why = (
+                f"ranks where `{cond}` is true remove `{path}` at line {removed_line} ({how}) before they reach this "
+                f"`{here}`; the other ranks leave it only once those ranks have reached it, and then read {inner} at "
+                f"line {read_line} (`{reader}`): the removal has already happened, so each reader gets "
+                "FileNotFoundError and ends, while the removing ranks go on to their next collective and wait there "
+                f"for ranks that are gone: those waits {_ends_on_gloo('a reader', 'fail')}. The collective orders "
+                "the removal before the read; this is not a race"
+            )
+            fix = (
+                f"keep `{path}` until the other ranks have read it: remove it under `{cond}` only after a barrier (or "
+                f"another collective) that follows their read at line {read_line}, or move the read before line "
+                f"{removed_line}'s removal and put this `{here}` between them"
+            )
+            finding = Finding(
+                path=self.an.path,
+                line=orderer.lineno + self.unit.offset,
+                col=orderer.col_offset + self.unit.indent + 1,
+                collective=here,
+                condition=cond,
+                kind="removed-before-read",
+                why=why,
+                fix=fix,
+                cell=self.unit.cell,
+                condition_line=removed_line,
+            )
+            self.an.found[id(orderer)] = ("removed-before-read", finding)
+            return
+
+    # end of lintrecall33b's removed-before-read ----------------------------------------------------------------
 
     def _own_file(self, write: ast.Call) -> bool:
         """Whether the path ``write`` writes names the rank (``f"cache{rank}.pt"``): each rank that reads the same
@@ -13421,6 +13885,29 @@ class _Order:
             cell=self.unit.cell,
         )
         self.an.found[id(node)] = (kind, finding)
+
+
+# lintrecall33b: removed-before-read
+def _memmap_path(call: ast.Call, full: str) -> str | None:
+    """The path ``numpy.memmap(path, ...)`` opens (a read, in every mode but ``w+``)."""
+    if full not in ("numpy.memmap", "np.memmap"):
+        return None
+    mode = _argument(call, 2, "mode")
+    if isinstance(mode, ast.Constant) and mode.value == "w+":
+        return None
+    return _path_text(_argument(call, 0, "filename"))
+
+
+def _removal_node(removal: ast.AST) -> ast.expr | None:
+    """The path expression a removal of :meth:`_Order._gone_call` names: the removed path, or the folder of a
+    ``with tempfile.TemporaryDirectory() as d:``."""
+    if isinstance(removal, (ast.With, ast.AsyncWith)):
+        return next((i.optional_vars for i in removal.items if isinstance(i.optional_vars, ast.Name)), None)
+    if isinstance(removal, ast.Call):
+        if isinstance(removal.func, ast.Attribute) and removal.func.attr == "unlink" and not removal.args:
+            return removal.func.value
+        return _argument(removal, 0, "path")
+    return None
 
 
 def _removed_path(call: ast.Call, full: str) -> tuple[str, str, bool] | None:
@@ -20169,6 +20656,54 @@ class _Stop(Exception):
 @dataclass(frozen=True)
 class _Group:
     members: frozenset[int]
+
+
+def _is_global_rank(node: ast.expr) -> bool:
+    """Whether ``node`` reads this process's global rank: ``dist.get_rank()`` without a group, or a name or
+    attribute called ``rank`` / ``global_rank`` (``self.graph.rank``)."""
+    if isinstance(node, ast.Call):
+        return _terminal(node.func) == "get_rank" and not node.args and not node.keywords
+    return _terminal(node) in ("rank", "global_rank") if isinstance(node, (ast.Name, ast.Attribute)) else False
+
+
+def _groups_by_key(made: ast.AST) -> bool:
+    """Whether ``made`` fills a dict mapping each key to a group of exactly the ranks the key lists:
+    ``{k: new_group(k) for k in ...}`` (also ``list(k)``, ``sorted(k)``, ``ranks=k``), or a loop ``for k in ...:
+    d[k] = new_group(list(k))`` whose body does nothing else to the dict."""
+
+    def of_key(value: ast.expr | None, key: ast.expr) -> bool:
+        if not (isinstance(value, ast.Call) and _terminal(value.func) == "new_group" and isinstance(key, ast.Name)):
+            return False
+        ranks = next((k.value for k in value.keywords if k.arg == "ranks"), value.args[0] if value.args else None)
+        if (
+            isinstance(ranks, ast.Call)
+            and _terminal(ranks.func) in ("list", "sorted", "tuple")
+            and len(ranks.args) == 1
+        ):
+            ranks = ranks.args[0]
+        return isinstance(ranks, ast.Name) and ranks.id == key.id
+
+    if isinstance(made, ast.DictComp):
+        gen = made.generators
+        return (
+            len(gen) == 1
+            and isinstance(gen[0].target, ast.Name)
+            and made.key is not None
+            and (isinstance(made.key, ast.Name) and made.key.id == gen[0].target.id and of_key(made.value, made.key))
+        )
+    if isinstance(made, ast.For) and isinstance(made.target, ast.Name):
+        stores = [
+            s for s in made.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Subscript) for t in s.targets)
+        ]
+        return bool(stores) and all(
+            len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Subscript)
+            and isinstance(s.targets[0].slice, ast.Name)
+            and s.targets[0].slice.id == made.target.id
+            and of_key(s.value, made.target)
+            for s in stores
+        )
+    return False
 
 
 class _Ranks:
