@@ -9184,3 +9184,69 @@ def test_a_collective_per_key_of_a_dict_seeded_from_a_set_of_strings_in_another_
     assert not lint_source(fixed)
     ints = SET_SEEDED_OUTPUTS.replace("self.active = set(active)", "self.active = set(range(3))")
     assert not [f for f in lint_source(ints) if f.kind == "set-order"]
+
+
+MESH_PEERS = """
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+
+WORLD_SIZE = 4
+PP, DP = 2, 2
+
+
+def pipeline_peers(mesh):
+    rank = dist.get_rank()
+    stage = mesh.get_local_rank("pp")
+    prev_rank, next_rank = rank - 1, rank + 1
+    if stage == 0:
+        prev_rank = None
+    if stage == PP - 1:
+        next_rank = None
+    return stage, prev_rank, next_rank
+
+
+def allreduce_grads(params, dp_group):
+    for p in params.parameters():
+        dist.all_reduce(p.grad, group=dp_group)
+        p.grad /= DP
+
+
+def worker():
+    mesh = init_device_mesh("cpu", (PP, DP), mesh_dim_names=("pp", "dp"))
+    stage, prev_rank, next_rank = pipeline_peers(mesh)
+    dp_group = mesh.get_group("dp")
+    model = torch.nn.Linear(4, 4)
+    for step in range(2):
+        if stage == 0:
+            dist.send(torch.ones(4), dst=next_rank)
+        else:
+            h = torch.empty(4)
+            dist.recv(h, src=prev_rank)
+        allreduce_grads(model, dp_group)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_p2p_peers_rank_plus_one_under_a_pp_dp_device_mesh_are_traced_through_the_mesh_layout() -> None:
+    """Round 22's buggy_pp_peers_rank_plus_one_under_dp: with init_device_mesh (pp, dp) = (2, 2) the ranks of a stage
+    are 0, 1 and 2, 3, so rank + 1 is a rank of the same stage: rank 0 sends to rank 1, which only sends, and rank
+    3 waits for rank 2, which only receives. The p2p trace now lays the mesh out (get_local_rank, get_group) and
+    passes over a loop over a module's parameters that stores into them. Peers taken from the pp group
+    (dist.get_global_rank(pp_group, stage + 1), the fix) are quiet."""
+    found = lint_source(MESH_PEERS)
+    assert [(f.kind, f.line) for f in found] == [("p2p-unmatched", 34), ("p2p-unmatched", 37)]
+    assert "rank 0 sends to rank 1" in found[0].why
+    fixed = MESH_PEERS.replace("    rank = dist.get_rank()\n", '    pp_group = mesh.get_group("pp")\n').replace(
+        "    prev_rank, next_rank = rank - 1, rank + 1\n",
+        "    prev_rank = dist.get_global_rank(pp_group, stage - 1) if stage > 0 else None\n"
+        "    next_rank = dist.get_global_rank(pp_group, stage + 1) if stage < PP - 1 else None\n",
+    )
+    assert not lint_source(fixed)
+    # a shape that does not fill the stated world stops the trace (torch raises there): quiet
+    assert not lint_source(MESH_PEERS.replace("WORLD_SIZE = 4", "WORLD_SIZE = 6"))

@@ -138,8 +138,8 @@ Finding kinds:
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
 * ``p2p-deadlock`` - a blocking ``send``/``recv`` whose peer first waits in a call this rank answers only later
   (two pipeline stages that both send first), found, with more ``p2p-unmatched`` cases, by tracing every rank from
-  the script's ``__main__`` block through the file's functions and pairing their calls in order. See
-  :class:`_P2PTrace`.
+  the script's ``__main__`` block through the file's functions and pairing their calls in order (an
+  ``init_device_mesh`` mesh laid out as torch does: :func:`_trace_mesh_call`). See :class:`_P2PTrace`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 * ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
@@ -1312,7 +1312,8 @@ functions of the file (tests on the rank, loop counts, peers and tags evaluated 
 on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call whose peer makes fewer matching
 calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
-send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
+send waits for its receive) is p2p-deadlock (init_device_mesh meshes are laid out as torch does, so rank + 1
+peers under a (pp, dp) mesh are seen). With no world size stated, these are reported only when the calls
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
 (if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
 state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
@@ -8938,6 +8939,8 @@ class _P2PTracer(_ShareCounter):
     def _significant(self, stmts: list[ast.stmt]) -> bool:
         """Whether passing over ``stmts`` unrun could hide something the trace follows (see :meth:`_effect_call`),
         a leaving, or a change of an object or a list the trace knows."""
+        # lintrecall33: `for p in m.parameters(): p.grad /= n` (the loop itself, or the body of one passed over)
+        params = _parameter_loop_names(stmts) | getattr(self, "_params33", frozenset())
         for stmt in stmts:
             for n in ast.walk(stmt):
                 if isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
@@ -8946,7 +8949,11 @@ class _P2PTracer(_ShareCounter):
                     return True
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    if any(isinstance(t, (ast.Attribute, ast.Subscript)) for tt in targets for t in ast.walk(tt)):
+                    if any(
+                        isinstance(t, (ast.Attribute, ast.Subscript)) and not _on_parameter(t, params)
+                        for tt in targets
+                        for t in ast.walk(tt)
+                    ):
                         return True
                 if isinstance(n, ast.Call):
                     if self._effect_call(n):
@@ -9144,6 +9151,9 @@ class _P2PTracer(_ShareCounter):
         if _dotted(node.func):
             full = an._resolve(node.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
         owner, _, name = full.rpartition(".")
+        meshed = _trace_mesh_call(self, node, full, scope, env, depth)  # lintrecall33: init_device_mesh layouts
+        if meshed is not _NOT_MESH:
+            return meshed
         if owner == "torch.distributed":
             return self._dist(node, name, scope, env, depth)
         if isinstance(node.func, ast.Name) and node.func.id == "next" and "next" not in an.table:
@@ -9439,7 +9449,11 @@ class _P2PTracer(_ShareCounter):
                 try:
                     items = self._iterate(self.value(stmt.iter, scope, env, depth))
                 except _NoCount:
-                    self._skip([stmt.body, stmt.orelse], env)
+                    self._params33 = _parameter_loop_names([stmt])  # lintrecall33: its target is a parameter
+                    try:
+                        self._skip([stmt.body, stmt.orelse], env)
+                    finally:
+                        self._params33 = frozenset()
                     for name in _assigned_names(stmt):
                         env[name] = _NoCount
                     continue
@@ -21558,6 +21572,116 @@ class _RankOrderedLoops(_UnevenWorldChunks):
             key=loop,
             collective=unit.text(loop.iter),
         )
+
+
+#: :func:`_trace_mesh_call`'s answer for a call that is not about a device mesh.
+_NOT_MESH = object()
+_MESH_INITS = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
+_MESH_QUERIES = frozenset({"get_local_rank", "size", "get_rank", "get_coordinate", "get_group"})
+
+
+def _trace_mesh_call(tracer: _P2PTracer, node: ast.Call, full: str, scope: str | None, env: dict, depth: int) -> Any:
+    """lintrecall33: the p2p trace's view of a ``DeviceMesh`` (round 22's pp_peers_rank_plus_one_under_dp):
+    ``init_device_mesh(device, shape, mesh_dim_names=...)`` of a shape it can evaluate lays the world's ranks out in
+    row-major order (:class:`_Mesh`); ``mesh.get_local_rank("pp")``, ``size``, ``get_rank``, ``get_coordinate`` and
+    ``get_group`` on it are answered as torch does, and ``dist.get_global_rank(group, r)`` of such a group. A shape whose product is not the world size stops the trace
+    (torch raises there); anything else unknown is unknown (:class:`_NoCount`). :data:`_NOT_MESH` for other calls."""
+    if full in _MESH_INITS:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg not in ("device_type", "mesh_shape", "mesh_dim_names") for k in node.keywords
+        ):
+            raise _TraceStop
+        shape_node = _argument(node, 1, "mesh_shape")
+        names_node = _argument(node, 2, "mesh_dim_names")
+        shape = tracer._maybe(shape_node, scope, env, depth) if shape_node is not None else _NoCount
+        names = tracer._maybe(names_node, scope, env, depth) if names_node is not None else None
+        if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n > 0 for n in shape):
+            raise _TraceStop
+        if math.prod(shape) != tracer.world:
+            raise _TraceStop  # init_device_mesh raises in this world: not one the code runs in
+        if not (
+            isinstance(names, (list, tuple)) and len(names) == len(shape) and all(isinstance(n, str) for n in names)
+        ):
+            names = None
+        return _Mesh(tuple(range(tracer.world)), tuple(shape), tuple(names) if names else None, tracer.rank)
+    if full == "torch.distributed.get_global_rank" and len(node.args) == 2 and not node.keywords:
+        group, index = (tracer._maybe(a, scope, env, depth) for a in node.args)
+        if not isinstance(group, _Group) or type(index) is not int:
+            raise _NoCount
+        members = sorted(group.members)
+        if not 0 <= index < len(members):
+            raise _TraceStop  # torch raises: not a rank of the group
+        return members[index]  # the group's ranks in the order of their global ranks (a mesh's are)
+    if not (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MESH_QUERIES
+        and isinstance(node.func.value, ast.Name)
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    ):
+        return _NOT_MESH
+    try:
+        mesh = tracer._name(node.func.value.id, scope, env, depth)
+    except _NoCount:
+        return _NOT_MESH
+    if not isinstance(mesh, _Mesh):
+        return _NOT_MESH
+    args = [tracer._maybe(a, scope, env, depth) for a in node.args]
+    kwargs = {k.arg: tracer._maybe(k.value, scope, env, depth) for k in node.keywords if k.arg}
+    if any(v is _NoCount for v in (*args, *kwargs.values())):
+        raise _NoCount
+    answer = mesh.call(node.func.attr, args, kwargs)
+    if answer is _OPAQUE:
+        raise _NoCount
+    return answer
+
+
+def _parameter_loop_names(stmts: list[ast.stmt]) -> frozenset[str]:
+    """lintrecall33: names bound by ``for p in x.parameters():`` (or ``for n, p in x.named_parameters():``) in
+    ``stmts`` and bound nowhere else there: each is a torch parameter (a tensor), never an object of the file or a
+    list the p2p trace follows, so storing into its attributes (``p.grad /= n``) changes nothing the trace knows."""
+    loops: dict[str, int] = {}
+    bound: dict[str, int] = {}
+
+    def plain(target: ast.AST) -> list[str]:  # names a target rebinds (not `p` of `p.grad = ...`)
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [name for e in target.elts for name in plain(e)]
+        return plain(target.value) if isinstance(target, ast.Starred) else []
+
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr, ast.comprehension)):
+                targets = [n.target]
+            elif isinstance(n, ast.With):
+                targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+            else:
+                targets = []
+            for name in (name for t in targets for name in plain(t)):
+                bound[name] = bound.get(name, 0) + 1
+            if not (isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and not n.iter.args):
+                continue
+            attr = n.iter.func.attr if isinstance(n.iter.func, ast.Attribute) else None
+            if attr == "parameters" and isinstance(n.target, ast.Name):
+                loops[n.target.id] = loops.get(n.target.id, 0) + 1
+            elif (
+                attr == "named_parameters"
+                and isinstance(n.target, ast.Tuple)
+                and len(n.target.elts) == 2
+                and isinstance(n.target.elts[1], ast.Name)
+            ):
+                loops[n.target.elts[1].id] = loops.get(n.target.elts[1].id, 0) + 1
+    return frozenset(name for name, count in loops.items() if bound.get(name, 0) == count)
+
+
+def _on_parameter(target: ast.AST, params: frozenset[str]) -> bool:
+    """Whether a store target is an attribute (or an item of an attribute) of one of ``params``."""
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in params and node is not target
 
 
 if __name__ == "__main__":
