@@ -9250,3 +9250,45 @@ def test_p2p_peers_rank_plus_one_under_a_pp_dp_device_mesh_are_traced_through_th
     assert not lint_source(fixed)
     # a shape that does not fill the stated world stops the trace (torch raises there): quiet
     assert not lint_source(MESH_PEERS.replace("WORLD_SIZE = 4", "WORLD_SIZE = 6"))
+
+
+SPAWNED_P2P = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+WORLD_SIZE = 2
+
+
+def main(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    t = torch.zeros(4)
+    if rank == 0:
+        dist.send(t, dst=1)
+        dist.recv(t, src=1)
+    else:
+        dist.send(t, dst=0)
+        dist.recv(t, src=0)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(WORLD_SIZE,), nprocs=WORLD_SIZE, join=True)
+"""
+
+
+def test_the_p2p_trace_follows_an_mp_spawn_entry_into_the_spawned_function() -> None:
+    """The p2p trace used to start only from a __main__ block it could run through and stopped at `mp.spawn(main,
+    ...)` (the DDP tutorial's entry, round 17's SELF_INIT items). It now runs `main(rank, *args)` for each rank: both
+    ranks send first (run with mp.spawn on gloo: still waiting when killed at 30 s), a p2p-deadlock; rank 1
+    receiving first is quiet, and so is a spawned function whose init_process_group names another world size (the
+    group it makes is not the trace's)."""
+    found = lint_source(SPAWNED_P2P)
+    assert [(f.kind, f.line) for f in found] == [("p2p-deadlock", 13), ("p2p-deadlock", 16)]
+    fixed = SPAWNED_P2P.replace(
+        "        dist.send(t, dst=0)\n        dist.recv(t, src=0)\n",
+        "        dist.recv(t, src=0)\n        dist.send(t, dst=0)\n",
+    )
+    assert not lint_source(fixed)
+    other_world = SPAWNED_P2P.replace("world_size=world_size)", "world_size=2 * world_size)")
+    assert not lint_source(other_world)

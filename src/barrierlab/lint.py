@@ -138,8 +138,9 @@ Finding kinds:
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
 * ``p2p-deadlock`` - a blocking ``send``/``recv`` whose peer first waits in a call this rank answers only later
   (two pipeline stages that both send first), found, with more ``p2p-unmatched`` cases, by tracing every rank from
-  the script's ``__main__`` block through the file's functions and pairing their calls in order (an
-  ``init_device_mesh`` mesh laid out as torch does: :func:`_trace_mesh_call`). See :class:`_P2PTrace`.
+  the script's ``__main__`` block (or the function its ``mp.spawn(fn, args=..., nprocs=...)`` runs:
+  :func:`_trace_spawn`) through the file's functions and pairing their calls in order (an ``init_device_mesh`` mesh
+  laid out as torch does: :func:`_trace_mesh_call`). See :class:`_P2PTrace`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 * ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
@@ -1313,7 +1314,7 @@ on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call
 calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
 send waits for its receive) is p2p-deadlock (init_device_mesh meshes are laid out as torch does, so rank + 1
-peers under a (pp, dp) mesh are seen). With no world size stated, these are reported only when the calls
+peers under a (pp, dp) mesh are seen; an mp.spawn(fn, args=(...), nprocs=n) entry is followed into fn). With no world size stated, these are reported only when the calls
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
 (if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though rank 2 of 3 waits forever;
 state WORLD_SIZE = 3 in the file to have it checked on 3). forked-collective: a collective in a child process the rank
@@ -21604,6 +21605,15 @@ def _trace_mesh_call(tracer: _P2PTracer, node: ast.Call, full: str, scope: str |
         ):
             names = None
         return _Mesh(tuple(range(tracer.world)), tuple(shape), tuple(names) if names else None, tracer.rank)
+    if full in _SPAWNS:
+        return _trace_spawn(tracer, node, scope, env, depth)
+    if full == "torch.distributed.init_process_group" and getattr(tracer, "_spawned33", False):
+        # under mp.spawn the group is this call's: its rank= and world_size= must be the trace's own
+        for key, want in (("rank", tracer.rank), ("world_size", tracer.world)):
+            given = next((k.value for k in node.keywords if k.arg == key), None)
+            if given is None or tracer._maybe(given, scope, env, depth) != want:
+                raise _TraceStop
+        raise _NoCount
     if full == "torch.distributed.get_global_rank" and len(node.args) == 2 and not node.keywords:
         group, index = (tracer._maybe(a, scope, env, depth) for a in node.args)
         if not isinstance(group, _Group) or type(index) is not int:
@@ -21633,6 +21643,39 @@ def _trace_mesh_call(tracer: _P2PTracer, node: ast.Call, full: str, scope: str |
     if answer is _OPAQUE:
         raise _NoCount
     return answer
+
+
+_SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
+
+
+def _trace_spawn(tracer: _P2PTracer, node: ast.Call, scope: str | None, env: dict, depth: int) -> Any:
+    """lintrecall33: ``mp.spawn(fn, args=(a, ...), nprocs=n)`` in the ``__main__`` block starts ``n`` processes,
+    each running ``fn(i, a, ...)`` with its index ``i``: the trace runs this rank's ``fn(rank, a, ...)`` when ``fn``
+    is a function of the file, ``args`` a tuple written out and ``n`` the trace's world size; the group is then
+    the one ``fn``'s ``init_process_group(rank=..., world_size=...)`` makes, checked to be this rank's in this world
+    (else the trace stops: lint says nothing)."""
+    if getattr(tracer, "_spawned33", False) or tracer.stack:
+        raise _TraceStop  # a spawn inside a spawned function, or below the __main__ block: not followed
+    fn = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
+    callee = tracer.an._callee(fn, None, tracer.unit) if isinstance(fn, ast.Name) else None
+    func = tracer.an.table.get(callee) if callee else None
+    if func is None or len(node.args) > 1 or any(k.arg not in ("fn", "args", "nprocs", "join") for k in node.keywords):
+        raise _TraceStop
+    args = next((k.value for k in node.keywords if k.arg == "args"), None)
+    if args is not None and not isinstance(args, ast.Tuple):
+        raise _TraceStop
+    nprocs = next((k.value for k in node.keywords if k.arg == "nprocs"), None)
+    if nprocs is None or tracer._maybe(nprocs, scope, env, depth) != tracer.world:
+        raise _TraceStop
+    call = ast.Call(func=fn, args=[ast.Constant(tracer.rank), *(args.elts if args else [])], keywords=[])
+    ast.copy_location(call, node)
+    ast.fix_missing_locations(call)
+    tracer._spawned33 = True
+    try:
+        tracer._run(func, call, scope, env, depth)
+    finally:
+        tracer._spawned33 = False
+    return None
 
 
 def _parameter_loop_names(stmts: list[ast.stmt]) -> frozenset[str]:
