@@ -9223,3 +9223,359 @@ def test_the_help_says_an_unmatched_recv_ends_at_the_timeout_or_when_its_peer_ex
     text = " ".join(barrierlab.lint.HELP.split())
     assert "forever" not in text
     assert "rank 2's recv has no sender: it fails when rank 0 exits, or at the timeout if rank 0 stays" in text
+
+
+# --- lintrecall33 ------------------------------------------------------------------------------------------------
+
+STALE_BATON = """
+import os
+
+import torch
+import torch.distributed as dist
+from torch.utils.file_baton import FileBaton
+
+
+def load_extension(build_dir):
+    baton = FileBaton(os.path.join(build_dir, "lock"))
+    if baton.try_acquire():
+        try:
+            build(build_dir)
+        finally:
+            baton.release()
+    else:
+        baton.wait()
+    return read(build_dir)
+
+
+def worker(build_dir):
+    ext = load_extension(build_dir)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+"""
+
+FLOCK_BUILD = """
+import fcntl
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def load_extension(build_dir, timeout_s=10.0):
+    with open(os.path.join(build_dir, ".flock"), "a") as lock_file:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.05)
+        try:
+            build(build_dir)
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+    return read(build_dir)
+
+
+def worker(build_dir):
+    ext = load_extension(build_dir)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+"""
+
+
+def test_a_file_baton_wait_with_no_bound_in_a_program_with_collectives_is_a_stale_lock() -> None:
+    """Round 47's buggy_gptqmodel_jit_build_stale_lock (and OpenEquivariance): torch's FileBaton.wait() polls while
+    the lock file exists, with no timeout and no owner check, so a build killed before release() leaves every rank
+    spinning outside any collective. The PR's fcntl.flock with a deadline is quiet; so is a baton in a program
+    without collectives, and a function that removes a (stale) lock file itself."""
+    found = [f for f in lint_source(STALE_BATON) if f.kind == "stale-lock"]
+    assert [(f.line, f.collective) for f in found] == [(17, "baton.wait()")]
+    assert "no timeout" in found[0].why and "fcntl.flock" in found[0].fix
+    assert not lint_source(FLOCK_BUILD)
+    assert not [f for f in lint_source(STALE_BATON.replace("    dist.all_reduce(t)\n", "")) if f.kind == "stale-lock"]
+    removes = STALE_BATON.replace(
+        "        baton.wait()\n", "        os.remove(baton.lock_file_path)\n        baton.wait()\n"
+    )
+    assert not [f for f in lint_source(removes) if f.kind == "stale-lock"]
+
+
+UNEVEN_CHUNKS = """
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 4
+LATENT_HEIGHT = 30
+
+
+def transformer_step(patch, t):
+    return patch - 0.1 * torch.tanh(patch) * (1 - t)
+
+
+def denoise(rank, sp_degree, latents, group=None):
+    patches = latents.chunk(sp_degree, dim=1)
+    local = patches[dist.get_rank(group)]
+    for t in (0.9, 0.5, 0.1):
+        local = transformer_step(local, t)
+    gathered = [torch.empty_like(local) for _ in range(sp_degree)]
+    dist.all_gather(gathered, local.contiguous(), group=group)
+    return torch.cat(gathered, dim=1)
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    latents = torch.randn(4, LATENT_HEIGHT, 45)
+    return denoise(rank, world_size, latents)
+"""
+
+
+def test_a_chunk_by_the_world_size_of_a_length_it_does_not_divide_then_all_gather_is_a_size_mismatch() -> None:
+    """Round 47's buggy_xdit_cogvideox_sp4_latent_height: 30 latent rows chunked over 4 ranks are 8, 8, 8 and 6, and
+    each rank all_gathers its own piece (through an element-wise step) into empty_like buffers. A length the world
+    size divides is quiet; so is a step that may reshape the piece, and a call on a subgroup."""
+    found = [f for f in lint_source(UNEVEN_CHUNKS) if f.kind == "size-mismatch"]
+    assert [(f.line, f.condition) for f in found] == [(14, "30 is not a multiple of the world size")]
+    assert "8, 8, 8, 6" in found[0].why and "all_gather (line 19)" in found[0].why
+    assert not lint_source(UNEVEN_CHUNKS.replace("LATENT_HEIGHT = 30", "LATENT_HEIGHT = 32"))
+    reshaped = UNEVEN_CHUNKS.replace("return patch - 0.1", "return torch.cat([patch, patch]) - 0.1")
+    assert not lint_source(reshaped)
+    subgroup = UNEVEN_CHUNKS.replace(
+        "return denoise(rank, world_size, latents)", "return denoise(rank, world_size, latents, sp)"
+    )
+    assert not lint_source(subgroup)
+    unstated = UNEVEN_CHUNKS.replace("WORLD_SIZE = 4\n", "")  # 30 rows: uneven on 4 and 8 ranks
+    assert [f.line for f in lint_source(unstated)] == [13]  # one line up
+
+
+RANK_ORDERED_MODULES = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+SPECS = {"policy_a": 8, "policy_b": 6}
+
+
+def build_modules():
+    modules = {}
+    for module_id, dim in SPECS.items():
+        modules[module_id] = DDP(nn.Linear(dim, 2))
+    return modules
+
+
+def sample_batches(rank):
+    order = ["policy_b", "policy_a"] if rank == 3 else ["policy_a", "policy_b"]
+    batches = {}
+    for module_id in order:
+        batches[module_id] = torch.randn(16, SPECS[module_id])
+    return batches
+
+
+def update(modules, optimizer, policy_batches):
+    losses = []
+    for module_id, batch in policy_batches.items():
+        losses.append(modules[module_id](batch).sum())
+    optimizer.zero_grad()
+    sum(losses).backward()
+    optimizer.step()
+
+
+def worker():
+    rank = dist.get_rank()
+    modules = build_modules()
+    optimizer = torch.optim.SGD([p for m in modules.values() for p in m.parameters()], lr=0.01)
+    for step in range(3):
+        update(modules, optimizer, sample_batches(rank))
+"""
+
+
+def test_a_loop_of_ddp_forwards_over_a_dict_whose_order_a_rank_test_picks_is_a_collective_order() -> None:
+    """Round 47's buggy_rllib_multiagent_module_order: learner 3 fills its batch dict in another order, and the
+    update runs each key's DDP module in the dict's order, so the backward all-reduces the modules' buckets in
+    different orders. The fix, `for module_id in sorted(policy_batches)`, is quiet; so is one order on every rank,
+    and a loop that makes no collective."""
+    found = [f for f in lint_source(RANK_ORDERED_MODULES) if f.kind == "collective-order"]
+    assert [(f.line, f.condition_line) for f in found] == [(27, None)]
+    assert "rank == 3" in found[0].condition and "modules[module_id]" in found[0].why
+    assert "sorted" in found[0].fix
+    fixed = RANK_ORDERED_MODULES.replace(
+        "    for module_id, batch in policy_batches.items():\n",
+        "    for module_id in sorted(policy_batches):\n        batch = policy_batches[module_id]\n",
+    )
+    assert not lint_source(fixed)
+    same = RANK_ORDERED_MODULES.replace(
+        '["policy_b", "policy_a"] if rank == 3', '["policy_a", "policy_b"] if rank == 3'
+    )
+    assert not lint_source(same)
+    plain = RANK_ORDERED_MODULES.replace("DDP(nn.Linear(dim, 2))", "nn.Linear(dim, 2)")
+    assert not lint_source(plain)
+
+
+SET_SEEDED_OUTPUTS = """
+import torch
+import torch.distributed as dist
+
+SPEC = {"energy": "graph", "stress": "graph", "forces": "node"}
+
+
+class Model:
+    supported = frozenset(SPEC)
+
+    def __init__(self, active):
+        self.active = set(active)
+
+    def output_names(self):
+        return self.active & self.supported
+
+    def __call__(self, x):
+        outputs = dict.fromkeys(self.output_names())
+        for key in outputs:
+            outputs[key] = x * len(key)
+        return outputs
+
+
+def consolidate(outputs):
+    for key, value in list(outputs.items()):
+        if SPEC[key] == "graph":
+            dist.all_reduce(value)
+    return outputs
+
+
+def step(model, x):
+    outputs = model(x)
+    outputs = consolidate(outputs)
+    return outputs
+
+
+def worker():
+    model = Model(["energy", "forces", "stress"])
+    for _ in range(2):
+        step(model, torch.ones(3))
+"""
+
+
+def test_a_collective_per_key_of_a_dict_seeded_from_a_set_of_strings_in_another_function_is_a_set_order() -> None:
+    """Round 43's buggy_nvalchemi_output_set_order_collectives: the model's outputs are `dict.fromkeys` of a set of
+    names (each torchrun worker has its own string hash seed), returned through `__call__` and all-reduced key by
+    key in another function. `sorted(outputs)` is quiet, and so is a set of ints."""
+    found = [f for f in lint_source(SET_SEEDED_OUTPUTS) if f.kind == "set-order"]
+    assert [f.line for f in found] == [25]
+    assert "set(active)" in found[0].condition and "PYTHONHASHSEED" in found[0].why
+    fixed = SET_SEEDED_OUTPUTS.replace(
+        "    for key, value in list(outputs.items()):\n",
+        "    for key in sorted(outputs):\n        value = outputs[key]\n",
+    )
+    assert not lint_source(fixed)
+    ints = SET_SEEDED_OUTPUTS.replace("self.active = set(active)", "self.active = set(range(3))")
+    assert not [f for f in lint_source(ints) if f.kind == "set-order"]
+
+
+MESH_PEERS = """
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+
+WORLD_SIZE = 4
+PP, DP = 2, 2
+
+
+def pipeline_peers(mesh):
+    rank = dist.get_rank()
+    stage = mesh.get_local_rank("pp")
+    prev_rank, next_rank = rank - 1, rank + 1
+    if stage == 0:
+        prev_rank = None
+    if stage == PP - 1:
+        next_rank = None
+    return stage, prev_rank, next_rank
+
+
+def allreduce_grads(params, dp_group):
+    for p in params.parameters():
+        dist.all_reduce(p.grad, group=dp_group)
+        p.grad /= DP
+
+
+def worker():
+    mesh = init_device_mesh("cpu", (PP, DP), mesh_dim_names=("pp", "dp"))
+    stage, prev_rank, next_rank = pipeline_peers(mesh)
+    dp_group = mesh.get_group("dp")
+    model = torch.nn.Linear(4, 4)
+    for step in range(2):
+        if stage == 0:
+            dist.send(torch.ones(4), dst=next_rank)
+        else:
+            h = torch.empty(4)
+            dist.recv(h, src=prev_rank)
+        allreduce_grads(model, dp_group)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_p2p_peers_rank_plus_one_under_a_pp_dp_device_mesh_are_traced_through_the_mesh_layout() -> None:
+    """Round 22's buggy_pp_peers_rank_plus_one_under_dp: with init_device_mesh (pp, dp) = (2, 2) the ranks of a stage
+    are 0, 1 and 2, 3, so rank + 1 is a rank of the same stage: rank 0 sends to rank 1, which only sends, and rank
+    3 waits for rank 2, which only receives. The p2p trace now lays the mesh out (get_local_rank, get_group) and
+    passes over a loop over a module's parameters that stores into them. Peers taken from the pp group
+    (dist.get_global_rank(pp_group, stage + 1), the fix) are quiet."""
+    found = lint_source(MESH_PEERS)
+    assert [(f.kind, f.line) for f in found] == [("p2p-unmatched", 34), ("p2p-unmatched", 37)]
+    assert "rank 0 sends to rank 1" in found[0].why
+    fixed = MESH_PEERS.replace("    rank = dist.get_rank()\n", '    pp_group = mesh.get_group("pp")\n').replace(
+        "    prev_rank, next_rank = rank - 1, rank + 1\n",
+        "    prev_rank = dist.get_global_rank(pp_group, stage - 1) if stage > 0 else None\n"
+        "    next_rank = dist.get_global_rank(pp_group, stage + 1) if stage < PP - 1 else None\n",
+    )
+    assert not lint_source(fixed)
+    # a shape that does not fill the stated world stops the trace (torch raises there): quiet
+    assert not lint_source(MESH_PEERS.replace("WORLD_SIZE = 4", "WORLD_SIZE = 6"))
+
+
+SPAWNED_P2P = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+WORLD_SIZE = 2
+
+
+def main(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    t = torch.zeros(4)
+    if rank == 0:
+        dist.send(t, dst=1)
+        dist.recv(t, src=1)
+    else:
+        dist.send(t, dst=0)
+        dist.recv(t, src=0)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(WORLD_SIZE,), nprocs=WORLD_SIZE, join=True)
+"""
+
+
+def test_the_p2p_trace_follows_an_mp_spawn_entry_into_the_spawned_function() -> None:
+    """The p2p trace used to start only from a __main__ block it could run through and stopped at `mp.spawn(main,
+    ...)` (the DDP tutorial's entry, round 17's SELF_INIT items). It now runs `main(rank, *args)` for each rank: both
+    ranks send first (run with mp.spawn on gloo: still waiting when killed at 30 s), a p2p-deadlock; rank 1
+    receiving first is quiet, and so is a spawned function whose init_process_group names another world size (the
+    group it makes is not the trace's)."""
+    found = lint_source(SPAWNED_P2P)
+    assert [(f.kind, f.line) for f in found] == [("p2p-deadlock", 13), ("p2p-deadlock", 16)]
+    fixed = SPAWNED_P2P.replace(
+        "        dist.send(t, dst=0)\n        dist.recv(t, src=0)\n",
+        "        dist.recv(t, src=0)\n        dist.send(t, dst=0)\n",
+    )
+    assert not lint_source(fixed)
+    other_world = SPAWNED_P2P.replace("world_size=world_size)", "world_size=2 * world_size)")
+    assert not lint_source(other_world)

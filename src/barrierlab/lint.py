@@ -54,8 +54,9 @@ Finding kinds:
   output list with one slot per rank of the world for an ``all_gather(_object)``/``gather(_object)`` on a group
   known to be smaller (``new_subgroups()``, ``new_group(ranks)``), or a tensor whose size comes from the rank
   (``torch.ones(4 if rank == 0 else 8)``, ``torch.zeros(n)`` with ``n`` assigned from the rank) handed to a
-  collective whose tensors must have one shape on every rank (``ops.SAME_SHAPE``). See :class:`_Sizes`,
-  :class:`_RankSizes` and :class:`_Agreement`.
+  collective whose tensors must have one shape on every rank (``ops.SAME_SHAPE``), or this rank's piece of
+  ``x.chunk(world_size)`` of a constant length the world size does not divide handed to such a collective
+  (:class:`_UnevenWorldChunks`). See :class:`_Sizes`, :class:`_RankSizes` and :class:`_Agreement`.
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
 * ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
@@ -84,7 +85,9 @@ Finding kinds:
   blocks until the store's timeout. See :class:`_StoreKeys`.
 * ``set-order`` - a collective in a loop over a set that may hold strings (``set(...)``, a set literal, ``a - b`` of
   one, ``list(s)``), in the set's own order: under torchrun each worker has its own string hash seed, so the
-  ranks' orders differ (``barrierlab.run``'s forked ranks share one and agree). ``sorted(s)`` is quiet.
+  ranks' orders differ (``barrierlab.run``'s forked ranks share one and agree). ``sorted(s)`` is quiet. Also a dict
+  seeded from such a set (``dict.fromkeys(s)``) iterated with a collective per key in another function of the file
+  (:class:`_RankOrderedLoops`).
   ``size-mismatch`` also covers an all_gather of a padded token batch (``batch["input_ids"]``).
 * ``every-rank-mkdir`` - a function every rank runs makes a folder whose path is the same on every rank, where it
   must not exist yet (``os.makedirs(path)``, ``os.mkdir``, ``Path.mkdir()`` without ``exist_ok=True``): all but the
@@ -129,7 +132,10 @@ Finding kinds:
   same arguments in different orders: torch pairs them by position. ``file-race`` also covers a write (or folder)
   made after the writer's k-th collective and read by other ranks after at most k of theirs
   (``barrier(); save(p)`` / ``barrier(); load(p)``), and ``store-key`` a store wait cycle between branches. See
-  :class:`_BranchPairs`.
+  :class:`_BranchPairs`. Also a loop with a collective per key (or a forward per key of a dict of DDP modules, whose
+  backward all-reduces them in the reverse order) over a dict whose order a test on the rank picks
+  (``order = ["b", "a"] if rank == 3 else ["a", "b"]``), through the functions that fill, return and hand it on
+  (:class:`_RankOrderedLoops`).
 * ``store-key`` also: a store ``get``/``wait`` of a constant key no line of the file sets (:class:`_StoreUnset`),
   and a store-based barrier (``elastic.utils.store.barrier``, ``_store_based_barrier``) with a constant key in code
   that runs more than once: only its first use waits (:class:`_ReusedStoreBarrier`).
@@ -139,8 +145,9 @@ Finding kinds:
   a use of an ``irecv``'s tensor before its handle's ``wait()``. See :class:`_PointToPoint`.
 * ``p2p-deadlock`` - a blocking ``send``/``recv`` whose peer first waits in a call this rank answers only later
   (two pipeline stages that both send first), found, with more ``p2p-unmatched`` cases, by tracing every rank from
-  the script's ``__main__`` block through the file's functions and pairing their calls in order. See
-  :class:`_P2PTrace`.
+  the script's ``__main__`` block (or the function its ``mp.spawn(fn, args=..., nprocs=...)`` runs:
+  :func:`_trace_spawn`) through the file's functions and pairing their calls in order (an ``init_device_mesh`` mesh
+  laid out as torch does: :func:`_trace_mesh_call`). See :class:`_P2PTrace`.
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 * ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
@@ -162,6 +169,10 @@ Finding kinds:
 * ``branch`` also covers a DDP communication hook of the file whose collectives depend on a test of its bucket's
   gradient values (``if not torch.any(bucket.buffer()): return``): each rank's bucket holds its own gradients. See
   :class:`_CommHookGate`.
+* ``stale-lock`` - ``FileBaton(path).wait()`` (torch's lock file for JIT extension builds) in a program that makes
+  collectives: it polls while the file exists, with no timeout and no check that its holder is alive, so a holder
+  killed before ``release()`` leaves every later waiter spinning for ever, outside any collective (round 47's
+  GPTQModel and OpenEquivariance). See :class:`_StaleLockWaits`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -1251,7 +1262,9 @@ np.float64(b), in place or through a name): its type, so the dtype, may differ p
 np.mean(...), is not reported). size-mismatch also: an all_gather
 (torch's, Accelerate's gather/gather_for_metrics, or a function of your file that reaches one) of a padded
 token batch (batch["input_ids"], attention_mask...) or of sequences from model.generate(...) not padded
-across processes first. group-rank: dst/src of gather, reduce, scatter or
+across processes first; and this rank's piece of x.chunk(world_size, dim) of a constant length the world size
+does not divide (30 rows on 4 ranks: 8, 8, 8, 6) handed to an all_gather or another same-shape collective.
+group-rank: dst/src of gather, reduce, scatter or
 broadcast (and their object variants) given a rank within its group= (dist.get_rank(group), a name compared
 with it, or a literal the function tests as the group's leader): torch takes a global rank even with
 group=; use dist.get_global_rank(group, r) or group_dst=/group_src=. different-reduce-ops: an all_reduce,
@@ -1261,7 +1274,8 @@ mix; pass the same op on every rank. different-roots: a broadcast/reduce/gather/
 src/dst is computed from the rank or chosen by a test on it (src=0 if rank < 2 else 1): the ranks name different
 roots; pass the same root on every rank, or a group per root. set-order: a collective in a loop over
 a set of names (set(...), a set literal, a - b of one) in the set's own order, which under torchrun differs
-per worker (each has its own string hash seed); iterate sorted(...). unwaited-async: a collective called
+per worker (each has its own string hash seed), also a dict seeded from one (dict.fromkeys(s)) and iterated in
+another function; iterate sorted(...). unwaited-async: a collective called
 with async_op=True whose handle is dropped (a statement of its own): no line waits before its tensors are
 read (on gloo a later blocking barrier of its group does); also an isend/irecv whose handle is dropped, which on
 gloo can lose the message; keep the handle and call work.wait(). read-before-wait: work = <collective>(t, async_op=True), then a use of
@@ -1293,7 +1307,9 @@ else, with g01 = new_group([0, 1]); not checked at a script's top level): torch.
 rank, so the call orders and shares nothing there; call it only where the rank is a member.
 collective-order: the branches of an if/elif/else on the rank make the same collectives with the same arguments
 in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce(a)): torch pairs them by
-position, so values of different tensors combine. store-key: a store.get/wait of a constant key no line of the
+position, so values of different tensors combine; also a loop with a collective per key (or a forward per key
+of a dict of DDP modules) over a dict whose order a test on the rank picks (order = ["b", "a"] if rank == 3 else
+["a", "b"]), followed through functions of the file; iterate sorted(...). store-key: a store.get/wait of a constant key no line of the
 file sets (set, add, compare_set), a store wait cycle between branches (each waits for a key the other sets
 after its own wait), and a store-based barrier (elastic.utils.store.barrier, _store_based_barrier) with a constant
 key in code that runs more than once (a loop, two calls): only its first use waits. p2p-unmatched: a send/recv
@@ -1304,7 +1320,8 @@ functions of the file (tests on the rank, loop counts, peers and tags evaluated 
 on 2, 3 and 4 ranks) has its blocking sends and receives paired in order: a call whose peer makes fewer matching
 calls in the whole run (torch.chunk cutting fewer pieces than one side counts) is p2p-unmatched, and one whose peer
 first waits in a call this rank answers only later (two pipeline stages that both send first: on gloo a blocking
-send waits for its receive) is p2p-deadlock. With no world size stated, these are reported only when the calls
+send waits for its receive) is p2p-deadlock (init_device_mesh meshes are laid out as torch does, so rank + 1
+peers under a (pp, dp) mesh are seen; an mp.spawn(fn, args=(...), nprocs=n) entry is followed into fn). With no world size stated, these are reported only when the calls
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
 (if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though on 3 ranks rank 2's recv has no
 sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WORLD_SIZE = 3 in the file to have it
@@ -1331,6 +1348,10 @@ save it under a key built from the rank.
 A DDP communication hook of the file (register_comm_hook(state, hook)) whose collective depends on a test of its
 bucket's gradient values (if not torch.any(bucket.buffer()): return ...) is a branch: each rank's bucket holds its
 own, unreduced gradients (tests of the bucket's size, index or is_last() are quiet).
+stale-lock: FileBaton(path).wait() (torch's JIT-build lock file) in a program that makes collectives: it polls
+while the file exists with no timeout and no check that its holder is alive, so a holder killed before release()
+leaves every waiter spinning for ever, outside any collective (the group timeout never fires); use an fcntl.flock,
+or record the holder's pid and remove a lock whose holder is gone or that outlives a deadline.
 
 Two checks of order, within one function: p2p-order, every rank making a blocking send before its recv (on
 gloo a send waits for the receiver) or a recv before its send, outside any if or while; and
@@ -3982,6 +4003,9 @@ class _Analysis:
         _UnfrozenAfterWrap(self).run()  # lintrecall32b
         _SharedCheckpointKey(self).run()  # lintrecall32b
         _P2PTrace(self).run()  # lintp2p32
+        _StaleLockWaits(self).run()  # lintrecall33
+        _UnevenWorldChunks(self).run()  # lintrecall33
+        _RankOrderedLoops(self).run()  # lintrecall33
         self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -8929,6 +8953,8 @@ class _P2PTracer(_ShareCounter):
     def _significant(self, stmts: list[ast.stmt]) -> bool:
         """Whether passing over ``stmts`` unrun could hide something the trace follows (see :meth:`_effect_call`),
         a leaving, or a change of an object or a list the trace knows."""
+        # lintrecall33: `for p in m.parameters(): p.grad /= n` (the loop itself, or the body of one passed over)
+        params = _parameter_loop_names(stmts) | getattr(self, "_params33", frozenset())
         for stmt in stmts:
             for n in ast.walk(stmt):
                 if isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
@@ -8937,7 +8963,11 @@ class _P2PTracer(_ShareCounter):
                     return True
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    if any(isinstance(t, (ast.Attribute, ast.Subscript)) for tt in targets for t in ast.walk(tt)):
+                    if any(
+                        isinstance(t, (ast.Attribute, ast.Subscript)) and not _on_parameter(t, params)
+                        for tt in targets
+                        for t in ast.walk(tt)
+                    ):
                         return True
                 if isinstance(n, ast.Call):
                     if self._effect_call(n):
@@ -9135,6 +9165,9 @@ class _P2PTracer(_ShareCounter):
         if _dotted(node.func):
             full = an._resolve(node.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
         owner, _, name = full.rpartition(".")
+        meshed = _trace_mesh_call(self, node, full, scope, env, depth)  # lintrecall33: init_device_mesh layouts
+        if meshed is not _NOT_MESH:
+            return meshed
         if owner == "torch.distributed":
             return self._dist(node, name, scope, env, depth)
         if isinstance(node.func, ast.Name) and node.func.id == "next" and "next" not in an.table:
@@ -9430,7 +9463,11 @@ class _P2PTracer(_ShareCounter):
                 try:
                     items = self._iterate(self.value(stmt.iter, scope, env, depth))
                 except _NoCount:
-                    self._skip([stmt.body, stmt.orelse], env)
+                    self._params33 = _parameter_loop_names([stmt])  # lintrecall33: its target is a parameter
+                    try:
+                        self._skip([stmt.body, stmt.orelse], env)
+                    finally:
+                        self._params33 = frozenset()
                     for name in _assigned_names(stmt):
                         env[name] = _NoCount
                     continue
@@ -21330,6 +21367,957 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "sum": sum,
     "abs": abs,
 }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lintrecall33: checks added for rounds 12-47's misses (stale lock waits, uneven world-size chunks, dict orders
+# built from a rank test). Each is a class of its own, run from _Analysis.run after the others.
+# ---------------------------------------------------------------------------------------------------------------
+
+#: torch's lock-file baton (torch.utils.cpp_extension imports it for its JIT builds).
+_FILE_BATONS = frozenset({"torch.utils.file_baton.FileBaton", "torch.utils.cpp_extension.FileBaton"})
+
+
+class _StaleLockWaits:
+    """``stale-lock`` - ``FileBaton(path).wait()`` (torch's lock file for JIT extension builds) in a program that
+    makes collectives: ``wait()`` polls while the lock file exists, with no timeout and no check that the process
+    that created it is alive, so a holder killed before ``release()`` leaves every later waiter spinning for ever
+    outside any collective (GPTQModel issue #3015, OpenEquivariance; round 47). Quiet when the same function
+    removes a file itself (``os.remove``/``os.unlink``/``Path.unlink``): it may clear a stale lock."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _baton(self, call: ast.AST, unit: _Unit) -> bool:
+        return (
+            isinstance(call, ast.Call)
+            and _dotted(call.func) is not None
+            and self.an._resolve(call.func, unit) in _FILE_BATONS
+        )
+
+    def run(self) -> None:
+        if not self.an.reach:
+            return
+        attrs: set[str] = set()  # self.<attr> = FileBaton(...) anywhere in the file
+        for unit in self.an.units:
+            for node in ast.walk(unit.tree):
+                if isinstance(node, ast.Assign) and self._baton(node.value, unit):
+                    attrs.update(
+                        t.attr for t in node.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    )
+        for unit, body, _, _, _, _ in _gap_scopes(self.an):
+            nodes = list(_own_nodes(body))
+            names = {
+                t.id
+                for n in nodes
+                if isinstance(n, ast.Assign) and self._baton(n.value, unit)
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            }
+            if any(
+                isinstance(n, ast.Call) and _terminal(n.func) in ("remove", "unlink") and not self._baton(n, unit)
+                for n in nodes
+            ):
+                continue  # the function removes a file itself: it may clear a stale lock (unknown: quiet)
+            for node in nodes:
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "wait"
+                    and not node.args
+                    and not node.keywords
+                ):
+                    continue
+                owner = node.func.value
+                if not (
+                    (isinstance(owner, ast.Name) and owner.id in names)
+                    or (isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.attr in attrs)
+                    or self._baton(owner, unit)
+                ):
+                    continue
+                if id(node) in self.an.found:
+                    continue
+                shown = unit.text(node)
+                why = (
+                    "torch's FileBaton.wait() polls while the lock file exists (os.path.exists, then "
+                    "time.sleep(wait_seconds)), with no timeout and no check that the process that created the file "
+                    "is alive: a holder killed between try_acquire() and release() (a build killed by the OOM killer "
+                    "or Ctrl-C, or a rank that crashed mid-build) leaves the file behind, and every later wait spins "
+                    "for ever outside any collective, so the process group's timeout never fires; the ranks that do "
+                    "not wait block in their next collective with them (torchrun on 2 ranks, round 47's "
+                    "buggy_gptqmodel_jit_build_stale_lock: both ranks still polled in baton.wait() when killed at "
+                    "40 s, past the 15 s group timeout)"
+                )
+                fix = (
+                    "bound the wait and handle a stale lock: take an fcntl.flock on a lock file (the kernel releases "
+                    "it when its holder dies) instead of the baton, or write the holder's pid into the lock and "
+                    "remove a lock whose holder is gone (os.kill(pid, 0) raises ProcessLookupError) or that "
+                    "outlives a deadline"
+                )
+                _record_finding(
+                    self.an,
+                    node,
+                    unit,
+                    "stale-lock",
+                    "the lock file exists (held, or left by a holder that died)",
+                    why,
+                    fix,
+                    collective=shown,
+                )
+
+
+#: torch factories whose positional arguments (or one tuple/list of them) are the tensor's shape.
+_SHAPE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+#: torch functions (and tensor methods) that work element by element: their result has their argument's shape.
+_ELEMENTWISE_CALLS = frozenset(
+    {"tanh", "sigmoid", "relu", "exp", "log", "sin", "cos", "abs", "sqrt", "neg", "silu", "gelu", "square", "clone",
+     "contiguous", "detach", "float", "double", "half", "bfloat16", "clamp", "softmax", "log_softmax"}
+)  # fmt: skip
+
+
+def _torch_chunks(n: int, parts: int) -> list[int]:
+    """The lengths ``torch.chunk`` cuts ``n`` items into for ``parts`` requested: pieces of ``ceil(n / parts)``,
+    the last one shorter, and fewer pieces than asked when the last would be empty (``chunk(30, 7)``: 6 of 5)."""
+    if n <= 0 or parts <= 0:
+        return []
+    size = -(-n // parts)
+    return [min(size, n - start) for start in range(0, n, size)]
+
+
+class _UnevenWorldChunks:
+    """``size-mismatch`` - ``pieces = x.chunk(world_size, dim=d)`` of a tensor whose length along ``d`` is a constant
+    the world size does not divide (the world size the file states, else one of 2, 4 and 8), the piece of this
+    rank taken (``pieces[dist.get_rank()]``) and handed - as it is, through tensor methods, or through functions of
+    the file that work element by element on it with scalar arguments - to a collective whose tensors must have one
+    shape on every rank (``all_gather`` into ``empty_like`` buffers): ``torch.chunk`` cuts pieces of
+    ``ceil(n / world)``, the last shorter (round 47's xDiT: 30 latent rows on 4 ranks are 8, 8, 8 and 6). Quiet when
+    any step is unknown: a length lint cannot evaluate, a function of the file that may reshape."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self.consts: dict[str, int] = {}
+        self.callers: dict[str, list[tuple[_Func, ast.Call]]] = {}
+
+    def run(self) -> None:
+        chunked = [
+            f for f in self.an.funcs if f.unit.report and any(
+                isinstance(n, ast.Call) and _terminal(n.func) == "chunk" for n in _own_nodes(f.node.body)
+            )
+        ]  # fmt: skip
+        if not chunked:
+            return
+        for unit in self.an.units:
+            for node in unit.tree.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    if isinstance(node.value, ast.Constant) and type(node.value.value) is int:
+                        self.consts[node.targets[0].id] = node.value.value
+        for func in self.an.funcs:
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Call) and _dotted(node.func):
+                    callee = self.an._callee(node.func, func.self_class, func.unit)
+                    if callee in self.an.table:
+                        self.callers.setdefault(callee, []).append((func, node))
+        for func in chunked:
+            self._check(func)
+
+    # -- values ----------------------------------------------------------------------------------------------
+    def _assigned(self, func: _Func, name: str) -> list[ast.expr]:
+        """What ``name`` is assigned in ``func`` (``a, b = x, y`` split by position), from an index of the
+        function's assignments made once (a walk per question was quadratic: test_attack30_lint's loop-break)."""
+        return self._assignments(func)[0].get(name, [])
+
+    def _assignments(self, func: _Func) -> tuple[dict[str, list[ast.expr]], dict[str, list[ast.Assign]]]:
+        """``func``'s plain assignments, indexed once: name -> the values it is given, and name -> the ``Assign``
+        statements that bind it (any target)."""
+        index = getattr(self, "_index33", None)
+        if index is None:
+            index = self._index33 = {}
+        found = index.get(func.key)
+        if found is not None:
+            return found
+        values: dict[str, list[ast.expr]] = {}
+        stmts: dict[str, list[ast.Assign]] = {}
+        for node in _own_nodes(func.node.body):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                for bound in _target_names(target):
+                    stmts.setdefault(bound, []).append(node)
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    if len(target.elts) == len(node.value.elts):
+                        for t, v in zip(target.elts, node.value.elts):
+                            if isinstance(t, ast.Name):
+                                values.setdefault(t.id, []).append(v)
+        index[func.key] = (values, stmts)
+        return values, stmts
+
+    def _param_args(self, func: _Func, name: str) -> list[tuple[_Func, ast.expr]] | None:
+        """What each call of ``func`` in the file hands its parameter ``name``; None if some call is not read."""
+        params = [a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args)]
+        if name not in params or func.key not in self.callers:
+            return None
+        index = params.index(name) - (1 if func.self_class and params and params[0] in ("self", "cls") else 0)
+        out = []
+        for caller, call in self.callers[func.key]:
+            given = next((k.value for k in call.keywords if k.arg == name), None)
+            if given is None and 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+                given = call.args[index]
+            if given is None:
+                return None
+            out.append((caller, given))
+        return out
+
+    def _int(self, node: ast.expr, func: _Func, depth: int = 0) -> int | None:
+        if depth > 6:
+            return None
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            a, b = self._int(node.left, func, depth + 1), self._int(node.right, func, depth + 1)
+            if a is None or b is None or (isinstance(node.op, ast.FloorDiv) and b == 0):
+                return None
+            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(node.op), a // b if b else 0)
+        if isinstance(node, ast.Name):
+            values = self._assigned(func, node.id)
+            if values:
+                found = {self._int(v, func, depth + 1) for v in values}
+                return found.pop() if len(found) == 1 else None
+            if node.id in self.consts:
+                return self.consts[node.id]
+        return None
+
+    def _world(self, node: ast.expr, func: _Func, depth: int = 0) -> bool:
+        """Whether ``node`` is the world size: ``dist.get_world_size()`` of the default group, a name assigned it,
+        or a parameter every call of the function hands such a value."""
+        if depth > 6:
+            return False
+        if isinstance(node, ast.Call):
+            return (
+                _terminal(node.func) == "get_world_size"
+                and not node.args
+                and not node.keywords
+                and self.an._resolve(node.func, func.unit).startswith("torch.distributed")
+            )
+        if not isinstance(node, ast.Name):
+            return False
+        values = self._assigned(func, node.id)
+        if values:
+            return all(self._world(v, func, depth + 1) for v in values)
+        given = self._param_args(func, node.id)
+        return bool(given) and all(self._world(v, caller, depth + 1) for caller, v in given or ())
+
+    def _length(self, node: ast.expr, dim: int, func: _Func, depth: int = 0) -> tuple[int, ast.expr] | None:
+        """The constant length of tensor ``node`` along ``dim`` and the call that made it, through names assigned
+        once and the parameters every caller fills alike."""
+        if depth > 6:
+            return None
+        if isinstance(node, ast.Name):
+            values = self._assigned(func, node.id)
+            if len(values) == 1:
+                return self._length(values[0], dim, func, depth + 1)
+            if values:
+                return None
+            given = self._param_args(func, node.id)
+            if not given:
+                return None
+            found = {(r[0] if r else None) for r in (self._length(v, dim, c, depth + 1) for c, v in given)}
+            if len(found) != 1 or None in found:
+                return None
+            made = self._length(given[0][1], dim, given[0][0], depth + 1)
+            return made
+        if not isinstance(node, ast.Call) or not _dotted(node.func) or _terminal(node.func) not in _SHAPE_FACTORIES:
+            return None
+        if not self.an._resolve(node.func, func.unit).startswith("torch."):
+            return None
+        shape = (
+            node.args[0].elts if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)) else node.args
+        )
+        if any(isinstance(a, ast.Starred) for a in shape) or not -len(shape) <= dim < len(shape):
+            return None
+        n = self._int(shape[dim], func)
+        return (n, node) if n is not None else None
+
+    # -- the check -------------------------------------------------------------------------------------------
+    def _check(self, func: _Func) -> None:
+        nodes = list(_own_nodes(func.node.body))
+        self._pieces: dict[str, ast.Assign] = {}  # pieces name -> `local = pieces[rank]` (the first met)
+        self._shaped: list[ast.Call] = []  # the function's same-shape collectives
+        self._loops: dict[str, ast.expr] | None = None  # loop variable -> iterable (made on first need)
+        self._rebound: set[str] = set()  # names given by += or an annotated assignment
+        for stmt in nodes:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Subscript)
+                and isinstance(stmt.value.value, ast.Name)
+            ):
+                index = stmt.value.slice
+                if (isinstance(index, ast.Call) and _terminal(index.func) == "get_rank") or (
+                    isinstance(index, ast.Name) and _rank_name(index.id)
+                ):
+                    self._pieces.setdefault(stmt.value.value.id, stmt)
+            elif isinstance(stmt, ast.Call) and _dotted(stmt.func):
+                full = self.an._collective(stmt.func, func.unit) or ""
+                if full.startswith("torch.distributed.") and full.rpartition(".")[2] in ops.SAME_SHAPE:
+                    self._shaped.append(stmt)
+        if not self._pieces or not self._shaped:
+            return
+        for stmt in nodes:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            call = stmt.value
+            if not (
+                isinstance(call, ast.Call) and _terminal(call.func) == "chunk" and isinstance(call.func, ast.Attribute)
+            ):
+                continue
+            if _dotted(call.func) and self.an._resolve(call.func, func.unit).startswith("torch."):
+                tensor, rest = (call.args[0], call.args[1:]) if call.args else (None, [])
+            else:
+                tensor, rest = call.func.value, list(call.args)
+            parts = rest[0] if rest else next((k.value for k in call.keywords if k.arg == "chunks"), None)
+            dim_node = rest[1] if len(rest) > 1 else next((k.value for k in call.keywords if k.arg == "dim"), None)
+            dim = 0 if dim_node is None else self._int(dim_node, func)
+            if tensor is None or parts is None or dim is None or not self._world(parts, func):
+                continue
+            length = self._length(tensor, dim, func)
+            if length is None:
+                continue
+            n = length[0]
+            worlds = (self.an.world_size,) if self.an.world_size else _USUAL_WORLDS
+            uneven = [
+                (w, _torch_chunks(n, w))
+                for w in worlds
+                if len(set(_torch_chunks(n, w))) != 1 or len(_torch_chunks(n, w)) != w
+            ]
+            if not uneven:
+                continue
+            piece = self._rank_piece(nodes, stmt.targets[0].id, func)
+            if piece is None:
+                continue
+            used = self._shaped_use(nodes, piece, func)
+            if used is None:
+                continue
+            self._report(func, stmt, call, n, uneven, piece, used)
+
+    def _rank_piece(self, nodes: list[ast.AST], pieces: str, func: _Func) -> ast.Assign | None:
+        """``local = pieces[r]`` with ``r`` this rank (``dist.get_rank(...)``, a rank-named name)."""
+        return self._pieces.get(pieces)
+
+    def _scalar(self, node: ast.expr, func: _Func, loops: dict[str, ast.expr]) -> bool:
+        """A number: a numeric constant, a name assigned one, or a loop variable over a tuple/list of them."""
+        if isinstance(node, ast.Constant):
+            return type(node.value) in (int, float)
+        if isinstance(node, ast.UnaryOp):
+            return self._scalar(node.operand, func, loops)
+        if isinstance(node, ast.Name):
+            if node.id in loops:
+                it = loops[node.id]
+                return isinstance(it, (ast.Tuple, ast.List)) and all(self._scalar(e, func, {}) for e in it.elts)
+            values = self._assigned(func, node.id)
+            return bool(values) and all(self._scalar(v, func, {}) for v in values)
+        return False
+
+    def _keeps_shape(self, expr: ast.expr, name: str, scalars: set[str], depth: int = 0) -> bool | None:
+        """Whether ``expr`` has the shape of ``name`` (True), is a number (False), or neither is known (None)."""
+        if depth > 20:
+            return None
+        if isinstance(expr, ast.Name):
+            return True if expr.id == name else False if expr.id in scalars else None
+        if isinstance(expr, ast.Constant):
+            return False if type(expr.value) in (int, float) else None
+        if isinstance(expr, ast.UnaryOp):
+            return self._keeps_shape(expr.operand, name, scalars, depth + 1)
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
+            a = self._keeps_shape(expr.left, name, scalars, depth + 1)
+            b = self._keeps_shape(expr.right, name, scalars, depth + 1)
+            return None if a is None or b is None else a or b
+        if isinstance(expr, ast.Call) and _terminal(expr.func) in _ELEMENTWISE_CALLS and not expr.keywords:
+            if isinstance(expr.func, ast.Attribute) and not (_dotted(expr.func) or "").startswith(("torch.", "F.")):
+                shaped = self._keeps_shape(expr.func.value, name, scalars, depth + 1)
+                extra = [self._keeps_shape(a, name, scalars, depth + 1) for a in expr.args]
+                return shaped if shaped and all(e is False for e in extra) else None
+            if len(expr.args) == 1:
+                return self._keeps_shape(expr.args[0], name, scalars, depth + 1)
+        return None
+
+    def _elementwise_call(self, call: ast.Call, name: str, func: _Func, loops: dict[str, ast.expr]) -> bool:
+        """``g(name, s...)`` of a function of the file whose every return is element by element on its first
+        parameter, the other arguments numbers."""
+        if not call.args or not isinstance(call.args[0], ast.Name) or call.args[0].id != name or call.keywords:
+            return False
+        callee = self.an._callee(call.func, func.self_class, func.unit) if _dotted(call.func) else None
+        target = self.an.table.get(callee) if callee else None
+        if target is None or target.self_class is not None:
+            return False
+        params = [a.arg for a in target.node.args.args]
+        if target.node.args.vararg or len(params) < len(call.args):
+            return False
+        if not all(self._scalar(a, func, loops) for a in call.args[1:]):
+            return False
+        body = [s for s in target.node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return False
+        scalars = set(params[1 : len(call.args)])
+        return self._keeps_shape(body[0].value, params[0], scalars) is True
+
+    def _shaped_use(self, nodes: list[ast.AST], piece: ast.Assign, func: _Func) -> ast.Call | None:
+        """The same-shape collective the piece reaches (as it is, ``.contiguous()``..., or through element-wise
+        functions of the file), every later assignment of its name keeping its shape."""
+        name = piece.targets[0].id  # type: ignore[union-attr]
+        if self._loops is None:
+            self._loops = {
+                n.target.id: n.iter for n in nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+            }
+            self._rebound = {
+                n
+                for stmt in nodes
+                if isinstance(stmt, (ast.AugAssign, ast.AnnAssign))
+                for n in _target_names(stmt.target)
+            }
+        if name in self._rebound:
+            return None
+        for stmt in self._assignments(func)[1].get(name, []):
+            if stmt is not piece and stmt.lineno > piece.lineno:
+                value = stmt.value
+                if not (isinstance(value, ast.Call) and self._elementwise_call(value, name, func, self._loops)):
+                    if self._keeps_shape(value, name, set()) is not True:
+                        return None
+        for call in self._shaped:
+            if call.lineno < piece.lineno:
+                continue
+            if not self._default_group(call, func):
+                continue  # a subgroup: its size, not the world's, counts (unknown here)
+            given = [*call.args, *(k.value for k in call.keywords if k.arg in _SHAPED_KEYWORDS)]
+            if any(self._keeps_shape(a, name, set()) is True for a in given):
+                return call
+        return None
+
+    def _default_group(self, call: ast.Call, func: _Func) -> bool:
+        """The call's ``group=`` is absent, None, or a parameter whose default is None and no call of the function
+        hands it."""
+        group = next((k.value for k in call.keywords if k.arg == "group"), None)
+        if group is None or (isinstance(group, ast.Constant) and group.value is None):
+            return True
+        if not isinstance(group, ast.Name) or self._assigned(func, group.id):
+            return False
+        args = func.node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if group.id not in params:
+            return False
+        index = params.index(group.id)
+        defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults))
+        default = defaults.get(group.id)
+        if not (isinstance(default, ast.Constant) and default.value is None):
+            return False
+        return all(
+            len(c.args) <= index and not any(isinstance(a, ast.Starred) for a in c.args)
+            and all(k.arg != group.id and k.arg is not None for k in c.keywords)
+            for _, c in self.callers.get(func.key, [])
+        )  # fmt: skip
+
+    def _report(self, func: _Func, stmt: ast.Assign, call: ast.Call, n: int, uneven, piece, used: ast.Call) -> None:
+        unit = func.unit
+        name = _terminal(used.func)
+        told = "; ".join(
+            f"on {w} ranks {', '.join(map(str, sizes))}" + (f" (only {len(sizes)} pieces)" if len(sizes) != w else "")
+            for w, sizes in uneven
+        )
+        stated = "the world size the file states" if self.an.world_size else "some of 2, 4 and 8 ranks"
+        why = (
+            f"`{unit.text(call)}` cuts a length of {n} into pieces of ceil({n} / world size) with the last one "
+            f"shorter ({told}), since {n} is not a multiple of {stated}; each rank takes its own piece "
+            f"(`{unit.text(piece)}`, line {piece.lineno + unit.offset}) and hands it to {name} (line "
+            f"{used.lineno + unit.offset}), which needs one shape on every rank: the ranks with a shorter piece "
+            "(or none) send fewer elements than the others expect (a torchrun of round 47's xDiT on 4 "
+            "ranks: rank 3, with 6 rows, aborted in gloo's all_gather with 'Received data size doesn't match "
+            "expected size. 2880 vs 2160', and the other ranks' all_gather raised when its connection closed)"
+        )
+        fix = (
+            f"make the length a multiple of the world size (pad it, or pick a parallel degree that divides {n} and "
+            "check it up front), or gather pieces of unequal length: agree on the longest, pad to it and trim after, "
+            "or all_gather_object"
+        )
+        _record_finding(
+            self.an,
+            call,
+            unit,
+            "size-mismatch",
+            f"{n} is not a multiple of the world size",
+            why,
+            fix,
+            key=stmt,
+            collective=unit.text(call),
+        )
+
+
+class _RankOrderedLoops(_UnevenWorldChunks):
+    """``collective-order`` (and ``set-order``) across functions: a ``for`` over a dict (or list) whose order
+    differs between ranks, whose body makes a collective per item - directly, through a function of the file, or
+    by calling, per key, a DDP/FSDP module of a dict of them (their gradient all-reduces then run in the reverse
+    of that order in the backward). The order differs when a test on the rank picks it (``order = ["b", "a"] if
+    rank == 3 else ["a", "b"]``, round 47's RLlib) or it is a set's (``dict.fromkeys(s)`` of a set of strings:
+    each torchrun worker has its own string hash seed, round 43's nvalchemi), followed through names, the
+    ``for`` that fills a dict in that order, ``dict.fromkeys``, comprehensions, ``.items()``/``list()``, the
+    returns of functions of the file and the arguments their callers hand them. ``sorted(...)`` is one order on
+    every rank."""
+
+    def run(self) -> None:
+        for unit in self.an.units:
+            for node in unit.tree.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    if isinstance(node.value, ast.Constant) and type(node.value.value) is int:
+                        self.consts[node.targets[0].id] = node.value.value
+        loops: list[tuple[_Func, ast.For]] = []
+        for func in self.an.funcs:
+            for node in _own_nodes(func.node.body):
+                if isinstance(node, ast.Call) and _dotted(node.func):
+                    callee = self.an._callee(node.func, func.self_class, func.unit)
+                    if callee in self.an.table:
+                        self.callers.setdefault(callee, []).append((func, node))
+                elif isinstance(node, ast.For) and func.unit.report:
+                    loops.append((func, node))
+        self.backward = any(".backward(" in u.source for u in self.an.units)
+        self.memo: dict[tuple[int, str], tuple[str, str] | None] = {}
+        for func, loop in loops:
+            per_item = self._per_item(func, loop)
+            if per_item is None:
+                continue
+            order = self._order(loop.iter, func, 0)
+            if order is not None:
+                self._report_loop(func, loop, order, per_item)
+
+    # -- where the order comes from --------------------------------------------------------------------------
+    def _order(self, node: ast.expr, func: _Func, depth: int) -> tuple[str, str] | None:
+        """(kind, why) when iterating ``node`` in ``func`` goes in an order that differs between ranks."""
+        if depth > 14:
+            return None
+        key = (id(node), func.key)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = None  # cycles
+        found = self._order_of(node, func, depth)
+        self.memo[key] = found
+        return found
+
+    def _order_of(self, node: ast.expr, func: _Func, depth: int) -> tuple[str, str] | None:
+        unit = func.unit
+        if isinstance(node, ast.Call):
+            name = _terminal(node.func)
+            if name in ("sorted", "min", "max", "len"):
+                return None
+            if isinstance(node.func, ast.Attribute) and name in ("items", "keys", "values", "copy") and not node.args:
+                return self._order(node.func.value, func, depth + 1)
+            if isinstance(node.func, ast.Attribute) and name == "fromkeys" and node.args:
+                return self._order(node.args[0], func, depth + 1)
+            if isinstance(node.func, ast.Name) and name in ("list", "tuple", "enumerate", "iter", "dict") and node.args:
+                return self._order(node.args[0], func, depth + 1)
+            if isinstance(node.func, ast.Name) and name in ("set", "frozenset"):
+                inner = node.args[0] if node.args else None
+                if inner is None or (isinstance(inner, ast.Call) and _terminal(inner.func) == "range"):
+                    return None
+                return ("set-order", f"the order of a set (`{unit.text(node)}`, line {node.lineno + unit.offset})")
+            callee = self.an._callee(node.func, func.self_class, unit) if _dotted(node.func) else None
+            if callee not in self.an.table and isinstance(node.func, ast.Name):
+                cls = self._instance_class(node.func, func, depth)  # model(x): the __call__ of its class
+                callee = f"{cls}.__call__" if cls else None
+            target = self.an.table.get(callee) if callee else None
+            if target is not None:
+                for ret in (n for n in _own_nodes(target.node.body) if isinstance(n, ast.Return) and n.value):
+                    found = self._order(ret.value, target, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)):
+            left = self._order(node.left, func, depth + 1)
+            if left is not None and left[0] == "set-order":
+                return left
+            right = self._order(node.right, func, depth + 1)
+            return right if right is not None and right[0] == "set-order" and not isinstance(node.op, ast.Sub) else None
+        if isinstance(node, ast.Set):
+            if all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in node.elts):
+                return None
+            return ("set-order", f"the order of a set literal (line {node.lineno + unit.offset})")
+        if isinstance(node, (ast.DictComp, ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
+            return self._order(node.generators[0].iter, func, depth + 1)
+        if isinstance(node, ast.IfExp):
+            return self._picked(node, func)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            if func.self_class is None:
+                return None
+            for other, value in self._attribute_values().get((func.self_class, node.attr), []):
+                found = self._order(value, other, depth + 1)
+                if found is not None and found[0] == "set-order":
+                    return found
+            return None
+        if isinstance(node, ast.Name):
+            values = self._assigned(func, node.id)
+            if len(values) > 1:
+                values = self._reaching(func, node)
+            if len(values) == 1:
+                found = self._order(values[0], func, depth + 1)
+                if found is not None:
+                    return found
+                if (
+                    isinstance(values[0], ast.Dict)
+                    and not values[0].keys
+                    or (isinstance(values[0], ast.Call) and _terminal(values[0].func) == "dict" and not values[0].args)
+                ):
+                    return self._filled(node.id, func, depth)
+                return None
+            if values:
+                return None
+            for caller, given in self._param_args(func, node.id) or ():
+                found = self._order(given, caller, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _reaching(self, func: _Func, use: ast.Name) -> list[ast.expr]:
+        """The value of a name assigned more than once, at ``use``: when every assignment and the statement of
+        ``use`` are statements of the function's own body (no loop or branch between), the last assignment
+        before the use's statement; else nothing (unknown)."""
+        top = func.node.body
+        position = {id(st): i for i, st in enumerate(top)}
+        holder = next((i for i, st in enumerate(top) if st.lineno <= use.lineno <= (st.end_lineno or st.lineno)), None)
+        if holder is None:
+            return []
+        assigns = self._assignments(func)[1].get(use.id, [])
+        if not all(id(a) in position for a in assigns):
+            return []
+        before = sorted(position[id(a)] for a in assigns if position[id(a)] < holder)
+        if not before:
+            return []
+        last = top[before[-1]]
+        if not isinstance(last, ast.Assign):
+            return []
+        if len(last.targets) != 1 or not isinstance(last.targets[0], ast.Name):
+            return []
+        return [last.value]
+
+    def _instance_class(self, name: ast.Name, func: _Func, depth: int) -> str | None:
+        """The class of the file ``name`` holds when it is built once in ``func`` (``model = Model(...)``) or
+        handed in by every call of ``func`` built so."""
+        if depth > 6:
+            return None
+        values = self._assigned(func, name.id)
+        if values:
+            value = values[0] if len(values) == 1 else None
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in self.an.class_nodes
+            ):
+                return value.func.id
+            return None
+        found = {
+            self._instance_class(given, caller, depth + 1) if isinstance(given, ast.Name) else None
+            for caller, given in self._param_args(func, name.id) or [(func, None)]
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def _attribute_values(self) -> dict[tuple[str, str], list[tuple[_Func, ast.expr]]]:
+        """(class, attribute) -> (method, value) of each ``self.<attribute> = value`` in the file, indexed once."""
+        index = getattr(self, "_attrs33", None)
+        if index is None:
+            index = self._attrs33 = {}
+            for func in self.an.funcs:
+                if func.self_class is None:
+                    continue
+                for stmt in _own_nodes(func.node.body):
+                    if isinstance(stmt, ast.Assign):
+                        for t in stmt.targets:
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                                index.setdefault((func.self_class, t.attr), []).append((func, stmt.value))
+        return index
+
+    def _filled(self, name: str, func: _Func, depth: int) -> tuple[str, str] | None:
+        """A dict made empty and filled by ``for k in order: d[k] = ...``: its keys come in ``order``'s order."""
+        for loop in _own_nodes(func.node.body):
+            if not isinstance(loop, ast.For):
+                continue
+            keys = _target_names(loop.target)
+            fills = any(
+                isinstance(n, ast.Assign)
+                and any(
+                    isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
+                    and isinstance(t.slice, ast.Name) and t.slice.id in keys
+                    for t in n.targets
+                )
+                for n in _own_nodes(loop.body)
+            )  # fmt: skip
+            if fills:
+                found = self._order(loop.iter, func, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _picked(self, node: ast.IfExp, func: _Func) -> tuple[str, str] | None:
+        """``[a, b] if <rank test> else [b, a]``: the same constants in another order."""
+        sides = []
+        for side in (node.body, node.orelse):
+            if not isinstance(side, (ast.List, ast.Tuple)) or not all(isinstance(e, ast.Constant) for e in side.elts):
+                return None
+            sides.append([e.value for e in side.elts])  # type: ignore[attr-defined]
+        if sorted(map(repr, sides[0])) != sorted(map(repr, sides[1])) or sides[0] == sides[1]:
+            return None
+        taint = self.an.func_taint.get(func.key, set())
+        if not self.an.mentions_rank(node.test, taint, self.an.laundered.get(func.key, {}), files=False):
+            return None
+        unit = func.unit
+        return (
+            "collective-order",
+            f"an order a test on the rank picks (`{unit.text(node)}`, line {node.lineno + unit.offset})",
+        )
+
+    # -- what each item does ---------------------------------------------------------------------------------
+    def _per_item(self, func: _Func, loop: ast.For) -> tuple[ast.AST, str] | None:
+        """The first call in the loop's body that makes a collective: (the call, what it makes)."""
+        keys = set(_target_names(loop.target))
+        for call in _own_nodes(loop.body):
+            if not isinstance(call, ast.Call):
+                continue
+            found = self.an.classify(call, func.unit, func.self_class, func.key)
+            if found is not None and (found.kind == "coll" or found.target in self.an.reach):
+                shown = func.unit.text(call.func)
+                return call, shown if found.kind == "coll" else f"{shown} -> {' -> '.join(self.an.chain(found.target))}"
+            fn = call.func
+            if (
+                self.backward
+                and isinstance(fn, ast.Subscript)
+                and isinstance(fn.slice, ast.Name)
+                and fn.slice.id in keys
+                and self._wrapped_dict(fn.value, func, 0)
+            ):
+                return (
+                    call,
+                    f"the forward of the DDP module `{func.unit.text(fn)}`: the backward then all-reduces each "
+                    "module's gradient buckets in the reverse of the order of their forwards",
+                )
+        return None
+
+    def _wrapped_dict(self, node: ast.expr, func: _Func, depth: int) -> bool:
+        """A dict whose values are DDP/FSDP-wrapped modules (``modules[k] = DDP(net)`` in the function that
+        returns it), through names, parameters and returns."""
+        if depth > 6:
+            return False
+        if isinstance(node, ast.Call):
+            callee = self.an._callee(node.func, func.self_class, func.unit) if _dotted(node.func) else None
+            target = self.an.table.get(callee) if callee else None
+            return target is not None and any(
+                self._wrapped_dict(r.value, target, depth + 1)
+                for r in _own_nodes(target.node.body)
+                if isinstance(r, ast.Return) and r.value is not None
+            )
+        if not isinstance(node, ast.Name):
+            return False
+        values = self._assigned(func, node.id)
+        if values:
+            if any(self._wrapped_dict(v, func, depth + 1) for v in values if isinstance(v, ast.Call)):
+                return True
+            return any(
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and self.an._wrapper_kind(n.value, func.unit)
+                and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == node.id for t in n.targets)
+                for n in _own_nodes(func.node.body)
+            )  # fmt: skip
+        return any(self._wrapped_dict(v, c, depth + 1) for c, v in self._param_args(func, node.id) or ())
+
+    def _report_loop(self, func: _Func, loop: ast.For, order: tuple[str, str], per_item: tuple[ast.AST, str]) -> None:
+        unit = func.unit
+        kind, source = order
+        call, what = per_item
+        if id(loop) in self.an.found or id(call) in self.an.found:
+            return
+        if kind == "set-order":
+            differs = (
+                "a set's order follows its strings' hashes, and under torchrun every worker has its own string hash "
+                "seed (PYTHONHASHSEED), so the ranks go through the keys in different orders"
+            )
+        else:
+            differs = "the ranks go through the keys in different orders"
+        seen = (
+            "a torchrun of round 43's nvalchemi on 2 ranks, three runs: each time the two ranks listed "
+            "the keys in different orders; once a rank aborted in gloo with 'Received data size doesn't match "
+            "expected size', twice both ranks timed out in gloo's send/recv after 15 s"
+            if kind == "set-order"
+            else "a torchrun of round 47's RLlib on 4 ranks: rank 3 aborted in gloo with 'Received data "
+            "size doesn't match expected size. 212 vs 148' and the other ranks' all-reduces raised when its "
+            "connection closed"
+        )
+        why = (
+            f"this loop goes through `{unit.text(loop.iter)}` in {source}: {differs}; "
+            f"each item makes a collective ({what}, line {call.lineno + unit.offset}), and torch pairs collectives by "  # type: ignore[attr-defined]
+            "position, so rank by rank they pair calls made for different keys: tensors of different sizes (on gloo "
+            f"a crash or a hang until the timeout) or values of different keys combined ({seen})"
+        )
+        fix = "iterate in one order every rank shares: `for key in sorted(...)` (or a fixed list of the keys)"
+        _record_finding(
+            self.an,
+            loop.iter,
+            unit,
+            kind,
+            source,
+            why,
+            fix,
+            key=loop,
+            collective=unit.text(loop.iter),
+        )
+
+
+#: :func:`_trace_mesh_call`'s answer for a call that is not about a device mesh.
+_NOT_MESH = object()
+_MESH_INITS = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
+_MESH_QUERIES = frozenset({"get_local_rank", "size", "get_rank", "get_coordinate", "get_group"})
+
+
+def _trace_mesh_call(tracer: _P2PTracer, node: ast.Call, full: str, scope: str | None, env: dict, depth: int) -> Any:
+    """lintrecall33: the p2p trace's view of a ``DeviceMesh`` (round 22's pp_peers_rank_plus_one_under_dp):
+    ``init_device_mesh(device, shape, mesh_dim_names=...)`` of a shape it can evaluate lays the world's ranks out in
+    row-major order (:class:`_Mesh`); ``mesh.get_local_rank("pp")``, ``size``, ``get_rank``, ``get_coordinate`` and
+    ``get_group`` on it are answered as torch does, and ``dist.get_global_rank(group, r)`` of such a group. A shape whose product is not the world size stops the trace
+    (torch raises there); anything else unknown is unknown (:class:`_NoCount`). :data:`_NOT_MESH` for other calls."""
+    if full in _MESH_INITS:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg not in ("device_type", "mesh_shape", "mesh_dim_names") for k in node.keywords
+        ):
+            raise _TraceStop
+        shape_node = _argument(node, 1, "mesh_shape")
+        names_node = _argument(node, 2, "mesh_dim_names")
+        shape = tracer._maybe(shape_node, scope, env, depth) if shape_node is not None else _NoCount
+        names = tracer._maybe(names_node, scope, env, depth) if names_node is not None else None
+        if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n > 0 for n in shape):
+            raise _TraceStop
+        if math.prod(shape) != tracer.world:
+            raise _TraceStop  # init_device_mesh raises in this world: not one the code runs in
+        if not (
+            isinstance(names, (list, tuple)) and len(names) == len(shape) and all(isinstance(n, str) for n in names)
+        ):
+            names = None
+        return _Mesh(tuple(range(tracer.world)), tuple(shape), tuple(names) if names else None, tracer.rank)
+    if full in _SPAWNS:
+        return _trace_spawn(tracer, node, scope, env, depth)
+    if full == "torch.distributed.init_process_group" and getattr(tracer, "_spawned33", False):
+        # under mp.spawn the group is this call's: its rank= and world_size= must be the trace's own
+        for key, want in (("rank", tracer.rank), ("world_size", tracer.world)):
+            given = next((k.value for k in node.keywords if k.arg == key), None)
+            if given is None or tracer._maybe(given, scope, env, depth) != want:
+                raise _TraceStop
+        raise _NoCount
+    if full == "torch.distributed.get_global_rank" and len(node.args) == 2 and not node.keywords:
+        group, index = (tracer._maybe(a, scope, env, depth) for a in node.args)
+        if not isinstance(group, _Group) or type(index) is not int:
+            raise _NoCount
+        members = sorted(group.members)
+        if not 0 <= index < len(members):
+            raise _TraceStop  # torch raises: not a rank of the group
+        return members[index]  # the group's ranks in the order of their global ranks (a mesh's are)
+    if not (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MESH_QUERIES
+        and isinstance(node.func.value, ast.Name)
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    ):
+        return _NOT_MESH
+    try:
+        mesh = tracer._name(node.func.value.id, scope, env, depth)
+    except _NoCount:
+        return _NOT_MESH
+    if not isinstance(mesh, _Mesh):
+        return _NOT_MESH
+    args = [tracer._maybe(a, scope, env, depth) for a in node.args]
+    kwargs = {k.arg: tracer._maybe(k.value, scope, env, depth) for k in node.keywords if k.arg}
+    if any(v is _NoCount for v in (*args, *kwargs.values())):
+        raise _NoCount
+    answer = mesh.call(node.func.attr, args, kwargs)
+    if answer is _OPAQUE:
+        raise _NoCount
+    return answer
+
+
+_SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
+
+
+def _trace_spawn(tracer: _P2PTracer, node: ast.Call, scope: str | None, env: dict, depth: int) -> Any:
+    """lintrecall33: ``mp.spawn(fn, args=(a, ...), nprocs=n)`` in the ``__main__`` block starts ``n`` processes,
+    each running ``fn(i, a, ...)`` with its index ``i``: the trace runs this rank's ``fn(rank, a, ...)`` when ``fn``
+    is a function of the file, ``args`` a tuple written out and ``n`` the trace's world size; the group is then
+    the one ``fn``'s ``init_process_group(rank=..., world_size=...)`` makes, checked to be this rank's in this world
+    (else the trace stops: lint says nothing)."""
+    if getattr(tracer, "_spawned33", False) or tracer.stack:
+        raise _TraceStop  # a spawn inside a spawned function, or below the __main__ block: not followed
+    fn = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fn"), None)
+    callee = tracer.an._callee(fn, None, tracer.unit) if isinstance(fn, ast.Name) else None
+    func = tracer.an.table.get(callee) if callee else None
+    if func is None or len(node.args) > 1 or any(k.arg not in ("fn", "args", "nprocs", "join") for k in node.keywords):
+        raise _TraceStop
+    args = next((k.value for k in node.keywords if k.arg == "args"), None)
+    if args is not None and not isinstance(args, ast.Tuple):
+        raise _TraceStop
+    nprocs = next((k.value for k in node.keywords if k.arg == "nprocs"), None)
+    if nprocs is None or tracer._maybe(nprocs, scope, env, depth) != tracer.world:
+        raise _TraceStop
+    call = ast.Call(func=fn, args=[ast.Constant(tracer.rank), *(args.elts if args else [])], keywords=[])
+    ast.copy_location(call, node)
+    ast.fix_missing_locations(call)
+    tracer._spawned33 = True
+    try:
+        tracer._run(func, call, scope, env, depth)
+    finally:
+        tracer._spawned33 = False
+    return None
+
+
+def _parameter_loop_names(stmts: list[ast.stmt]) -> frozenset[str]:
+    """lintrecall33: names bound by ``for p in x.parameters():`` (or ``for n, p in x.named_parameters():``) in
+    ``stmts`` and bound nowhere else there: each is a torch parameter (a tensor), never an object of the file or a
+    list the p2p trace follows, so storing into its attributes (``p.grad /= n``) changes nothing the trace knows."""
+    loops: dict[str, int] = {}
+    bound: dict[str, int] = {}
+
+    def plain(target: ast.AST) -> list[str]:  # names a target rebinds (not `p` of `p.grad = ...`)
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [name for e in target.elts for name in plain(e)]
+        return plain(target.value) if isinstance(target, ast.Starred) else []
+
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr, ast.comprehension)):
+                targets = [n.target]
+            elif isinstance(n, ast.With):
+                targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+            else:
+                targets = []
+            for name in (name for t in targets for name in plain(t)):
+                bound[name] = bound.get(name, 0) + 1
+            if not (isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and not n.iter.args):
+                continue
+            attr = n.iter.func.attr if isinstance(n.iter.func, ast.Attribute) else None
+            if attr == "parameters" and isinstance(n.target, ast.Name):
+                loops[n.target.id] = loops.get(n.target.id, 0) + 1
+            elif (
+                attr == "named_parameters"
+                and isinstance(n.target, ast.Tuple)
+                and len(n.target.elts) == 2
+                and isinstance(n.target.elts[1], ast.Name)
+            ):
+                loops[n.target.elts[1].id] = loops.get(n.target.elts[1].id, 0) + 1
+    return frozenset(name for name, count in loops.items() if bound.get(name, 0) == count)
+
+
+def _on_parameter(target: ast.AST, params: frozenset[str]) -> bool:
+    """Whether a store target is an attribute (or an item of an attribute) of one of ``params``."""
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in params and node is not target
 
 
 if __name__ == "__main__":
