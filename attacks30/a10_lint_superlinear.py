@@ -3,9 +3,12 @@ chained functions, 65 kB, 0.4 s of CPU), so the code it analyses at once ... is 
 the bound, a notebook whose every third line is a finding took 5.3 s of CPU"; the brief: lint takes its input as
 untrusted.
 Attack: two small files. (1) a rank dispatch, `if r == 0: ... elif r == 1: dist.barrier() ...` with 400 branches
-(13.5 kB); (2) one expression `a.b.b.b...` 4,000 attributes deep (8 kB). Each linted alone, 60 s allowed."""
+(13.5 kB); (2) one expression `a.b.b.b...` 4,000 attributes deep (8 kB). Each linted alone, 60 s allowed.
+Judged by the CPU time of each lint process (session 33: wall time judged a busy machine, at load 21 a lint of
+0.7 s of CPU went over 10 s), killed at 60 s of wall time."""
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -30,20 +33,22 @@ try:
         path = os.path.join(folder, name)
         with open(path, "w") as f:
             f.write(text)
-        start = time.monotonic()
+        start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run(
             ["timeout", "-s", "KILL", "60", PY, "-m", "barrierlab", "lint", path],
             capture_output=True,
             text=True,
             env=dict(os.environ, PYTHONPATH=SRC),
         )
-        took = time.monotonic() - start
-        results.append((name, len(text), p.returncode, took))
-        print(f"{name:16s} {len(text):7,d} bytes  exit {p.returncode:4d}  {took:6.1f} s")
+        took, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+        results.append((name, len(text), p.returncode, used))
+        print(f"{name:16s} {len(text):7,d} bytes  exit {p.returncode:4d}  {used:6.1f} s of CPU  {took:6.1f} s")
 finally:
     shutil.rmtree(folder, ignore_errors=True)
 slow = [(n, s, rc, t) for n, s, rc, t in results if t > 10 or rc not in (0, 1, 2)]
 verdict(
     bool(slow),
-    "over 10 s or killed at 60 s: " + ", ".join(f"{n} ({s:,} bytes, {t:.0f} s, exit {rc})" for n, s, rc, t in slow),
+    "over 10 s of CPU or killed at 60 s: "
+    + ", ".join(f"{n} ({s:,} bytes, {t:.0f} s of CPU, exit {rc})" for n, s, rc, t in slow),
 )
