@@ -206,6 +206,69 @@ def test_a_helper_whose_switched_off_collective_leaves_one_group_of_the_branch_i
     assert lint_source(default_off.replace(", fully_parallel_save=False", "")) == []
 
 
+AGREED_PRECONDITION = """
+import torch
+import torch.distributed as dist
+
+
+def free_bytes(rank):
+    return 64 << 20 if rank == 0 else 128 << 10
+
+
+class FastAllReduce:
+    def __init__(self, max_elements):
+        rank = dist.get_rank()
+        needed = max_elements * 4 * 2
+        if needed > free_bytes(rank):
+            raise RuntimeError("not enough shared memory")
+        self.peers = [None] * dist.get_world_size()
+        dist.all_gather_object(self.peers, {"rank": rank})
+
+
+def build(max_elements):
+    rank = dist.get_rank()
+    local_ok = max_elements * 4 * 2 <= free_bytes(rank)
+    ok = torch.tensor([int(local_ok)])
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if not ok.item():
+        return None
+    return FastAllReduce(max_elements)
+
+
+def main():
+    dist.init_process_group("gloo")
+    comm = build(1 << 16)
+    dist.barrier()
+"""
+
+
+def test_a_raise_whose_test_every_rank_agreed_is_false_before_the_call_is_quiet() -> None:
+    """Modelled on round7 correct_fast_allreduce_agreed_fallback: the constructor raises ``if needed >
+    free(rank)`` before its all_gather_object, but its one call comes after the ranks all-reduced (MIN) a flag of
+    the same test's negation, ``max_elements * 4 * 2 <= free(rank)``, and every rank returned when it was false
+    somewhere: the raise cannot run, quiet. The buggy twin (round7 buggy_fast_allreduce_per_rank_fallback) calls the
+    constructor with no agreement: the early exit at the all_gather_object (line 17) is reported, and so it is when
+    the agreement is on another test, with MAX, or when another call of the constructor goes without it."""
+    assert lint_source(AGREED_PRECONDITION) == []
+    no_agreement = AGREED_PRECONDITION.replace("    if not ok.item():\n        return None\n", "")
+    other_test = AGREED_PRECONDITION.replace("local_ok = max_elements * 4 * 2 <=", "local_ok = max_elements * 4 <=")
+    with_max = AGREED_PRECONDITION.replace("ReduceOp.MIN", "ReduceOp.MAX")
+    second_call = AGREED_PRECONDITION.replace("    dist.barrier()\n", "    FastAllReduce(8)\n    dist.barrier()\n")
+    for buggy in (no_agreement, other_test, with_max, second_call):
+        assert buggy != AGREED_PRECONDITION
+        assert (17, "early-exit") in [(f.line, f.kind) for f in lint_source(buggy)]
+    # the flag of the test itself, all-reduced with MAX, and a return where it holds somewhere: quiet too
+    bad_flag = (
+        AGREED_PRECONDITION.replace(
+            "local_ok = max_elements * 4 * 2 <= free_bytes(rank)", "short = free_bytes(rank) < max_elements * 4 * 2"
+        )
+        .replace("int(local_ok)", "int(short)")
+        .replace("ReduceOp.MIN", "ReduceOp.MAX")
+        .replace("if not ok.item()", "if ok.item()")
+    )
+    assert lint_source(bad_flag) == []
+
+
 def save_checkpoint(state: dict, path: str) -> None:
     with open(path, "w") as f:
         f.write(repr(state))

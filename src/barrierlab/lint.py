@@ -2561,6 +2561,111 @@ def _negated(test: ast.expr) -> ast.expr:
     return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
 
 
+def _assigned_once(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """The names of a function bound exactly once, by a plain ``name = value``: name -> value (for
+    :meth:`_Walker._exit_agreed_off`, which writes a test in the values its names hold)."""
+    stores: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in _own_nodes(func.body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if stores.get(name) == 1}
+
+
+def _rebinds(func: ast.FunctionDef | ast.AsyncFunctionDef, names: set[str]) -> bool:
+    """Whether the function binds one of ``names`` (its parameters) again."""
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.id in names
+        for n in _own_nodes(func.body)
+    )
+
+
+class _PutIn(ast.NodeTransformer):
+    """Names replaced by the expressions they stand for (see :func:`_put_in`)."""
+
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
+
+
+def _put_in(test: ast.expr, values: dict[str, ast.expr]) -> ast.expr:
+    """``test`` with each name of ``values`` replaced by its value, repeated while names are left (four rounds)."""
+    result = copy.deepcopy(test)
+    for _ in range(4):
+        if not any(isinstance(n, ast.Name) and n.id in values for n in ast.walk(result)):
+            break
+        result = _PutIn(values).visit(result)
+    return result
+
+
+_NEGATED_OPS: dict[type, type] = {
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_MIRRORED_OPS: dict[type, type] = {
+    ast.Gt: ast.Lt,
+    ast.Lt: ast.Gt,
+    ast.GtE: ast.LtE,
+    ast.LtE: ast.GtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}
+
+
+def _negated_test(test: ast.expr) -> ast.expr:
+    """The negation of ``test``: ``a <= b`` for ``a > b``, ``x`` for ``not x``, else ``not (test)``."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED_OPS:
+        return ast.Compare(left=test.left, ops=[_NEGATED_OPS[type(test.ops[0])]()], comparators=test.comparators)
+    return _negated(test)
+
+
+def _spellings(test: ast.expr) -> list[ast.expr]:
+    """``test`` and, for a comparison, its mirror (``b >= a`` for ``a <= b``)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _MIRRORED_OPS:
+        mirror = ast.Compare(
+            left=test.comparators[0], ops=[_MIRRORED_OPS[type(test.ops[0])]()], comparators=[test.left]
+        )
+        return [test, mirror]
+    return [test]
+
+
+def _unwrapped_flag(node: ast.expr) -> ast.expr:
+    """``flag`` for ``flag.item()``, ``int(flag)``, ``bool(flag)``, ``float(flag)``, ``flag[0]``."""
+    while True:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "item"
+            and not node.args
+        ):
+            node = node.func.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("int", "bool", "float")
+            and len(node.args) == 1
+        ):
+            node = node.args[0]
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == 0:
+            node = node.value
+        else:
+            return node
+
+
 class _RenameSelf(ast.NodeTransformer):
     """``self.flag`` -> the name ``self__flag``, for :func:`_false_with`."""
 
@@ -10538,6 +10643,170 @@ class _Walker:
             return call.args[index]
         return next((k.value for k in call.keywords if k.arg == param), None)
 
+    # -- a raise whose test every rank agreed is false before the call (lintfp33b)
+
+    def _exit_agreed_off(self, leave: _Leave) -> bool:
+        """Whether the ``raise`` by which ranks leave (``if needed > free(rank): raise ...`` in a constructor that
+        then makes a collective) cannot run: every call of its function in the file comes after the ranks agreed
+        that its test is false on every rank -- a flag of the test's negation all-reduced with ``ReduceOp.MIN`` and
+        ``if not flag: return`` (or a flag of the test itself, ``ReduceOp.MAX`` and ``if flag: return``), the flag
+        made of the same test once written with the call's arguments and the one-time assignments of the two
+        functions (round7 correct_fast_allreduce_agreed_fallback: ``local_ok = n * 4 * 2 <= free(rank)``,
+        all_reduce MIN, ``if not ok.item(): return None``, then ``FastAllReduce(n)``, whose constructor raises
+        ``if needed > free(rank)`` with ``needed = max_elements * 4 * 2``: the agreement lint itself advises)."""
+        exit_node = leave.exit.node if leave.exit is not None else None
+        if self.scope is None or self.scope not in self.an.table or not isinstance(exit_node, ast.Raise):
+            return False
+        for unit in self.an.units:  # a call at a script's top level: not looked into
+            for node in _own_nodes(unit.tree.body):
+                if isinstance(node, ast.Call):
+                    found = self.an.classify(node, unit, None, None)
+                    if found is not None and found.kind == "call" and found.target == self.scope:
+                        return False
+        callers = [
+            (caller, node)
+            for caller in self.an.table.values()
+            for node in _own_nodes(caller.node.body)
+            if isinstance(node, ast.Call)
+            and (found := self.an.classify(node, caller.unit, caller.self_class, caller.key)) is not None
+            and found.kind == "call"
+            and found.target == self.scope
+        ]
+        return bool(callers) and all(
+            self._raise_agreed_off(self.scope, exit_node, caller, call) for caller, call in callers
+        )
+
+    def _raise_agreed_off(self, key: str, raised: ast.AST, caller: _Func, call: ast.Call) -> bool:
+        """Whether ``raised``, a ``raise`` directly under an ``if`` of function ``key``, cannot run in the call
+        ``call`` of ``caller``: the ranks agreed before it that the ``if``'s test is false (see
+        :meth:`_exit_agreed_off`)."""
+        func = self.an.table.get(key)
+        if func is None or not isinstance(raised, ast.Raise):
+            return False
+        test = next(
+            (
+                n.test
+                for n in _own_nodes(func.node.body)
+                if isinstance(n, ast.If) and not n.orelse and any(s is raised for s in n.body)
+            ),
+            None,
+        )
+        if test is None:
+            return False
+        params = [a.arg for a in func.node.args.args]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        if _rebinds(func.node, set(params)):
+            return False  # a parameter rebound inside: not the caller's argument any more
+        test = _put_in(test, _assigned_once(func.node))
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        handed: dict[str, ast.expr] = {}
+        defaults = func.node.args.defaults
+        first_default = len(params) - len(defaults)
+        for index, name in enumerate(params[skip:], start=skip):
+            if index - skip < len(call.args):
+                handed[name] = call.args[index - skip]
+            elif any(k.arg == name for k in call.keywords):
+                handed[name] = next(k.value for k in call.keywords if k.arg == name)
+            elif index >= first_default:
+                handed[name] = defaults[index - first_default]
+        return self._agreed_before(caller, call, _put_in(test, handed))
+
+    def _agreed_before(self, caller: _Func, call: ast.Call, test: ast.expr) -> bool:
+        """Whether ``call`` in ``caller`` runs only after a return (or raise) on every rank unless all ranks agreed
+        that ``test`` (written in ``caller``'s names) is false: see :meth:`_exit_agreed_off`."""
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(caller.node):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        if _rebinds(caller.node, {a.arg for a in caller.node.args.args}):
+            return False
+        own = _assigned_once(caller.node)
+        want = {ast.unparse(t) for t in _spellings(_put_in(_negated_test(test), own))}
+        child: ast.AST = call
+        while child is not caller.node:
+            parent = parents.get(id(child))
+            if parent is None:
+                return False
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(parent, part, None)
+                if not (isinstance(block, list) and child in block):
+                    continue
+                for earlier in block[: block.index(child)]:
+                    if not (
+                        isinstance(earlier, ast.If)
+                        and not earlier.orelse
+                        and earlier.body
+                        and isinstance(earlier.body[-1], (ast.Return, ast.Raise))
+                    ):
+                        continue
+                    fact = self._reduced_flag(caller, earlier)
+                    if fact is None:
+                        continue
+                    flag, holds = fact  # after the guard `flag` is `holds` on every rank
+                    flag = _put_in(flag, own)
+                    agreed = flag if holds else _negated_test(flag)
+                    if {ast.unparse(t) for t in _spellings(agreed)} & want:
+                        return True
+            child = parent
+        return False
+
+    def _reduced_flag(self, caller: _Func, guard: ast.If) -> tuple[ast.expr, bool] | None:
+        """For ``if not ok.item(): return`` (``ok`` all-reduced with MIN earlier in ``caller``, made as
+        ``torch.tensor([int(E)])``): ``(E, True)``, E holds on every rank past the guard; for ``if bad.item():
+        return`` with MAX: ``(E, False)``."""
+        test, negated = guard.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == 0
+            and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Gt))
+        ):
+            negated = isinstance(test.ops[0], ast.Eq)
+            test = test.left
+        test = _unwrapped_flag(test)
+        if not isinstance(test, ast.Name):
+            return None
+        name = test.id
+        op = None
+        made = None
+        for node in _own_nodes(caller.node.body):
+            if getattr(node, "lineno", guard.lineno) >= guard.lineno:
+                continue
+            if (
+                isinstance(node, ast.Call)
+                and self.an.classify(node, caller.unit, caller.self_class, caller.key) is not None
+                and _terminal(node.func) == "all_reduce"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id == name
+            ):
+                given = next(
+                    (k.value for k in node.keywords if k.arg == "op"), node.args[1] if len(node.args) > 1 else None
+                )
+                op = _terminal(given).upper() if given is not None else "SUM"
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name
+            ):
+                made = node.value
+        if made is None or not (isinstance(made, ast.Call) and _terminal(made.func) == "tensor" and made.args):
+            return None
+        value = made.args[0]
+        if isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1:
+            value = value.elts[0]
+        value = _unwrapped_flag(value)
+        if negated and op == "MIN":
+            return value, True
+        if not negated and op == "MAX":
+            return value, False
+        return None
+
     # -- statements
 
     def block(self, stmts: list[ast.stmt], end: str | None) -> list[_Item]:
@@ -10555,6 +10824,8 @@ class _Walker:
                 elif item.dynamic:
                     leave = self._escape(item)
                     if leave is not None and leave.exit is not None and id(leave.exit.node) in self.first_raised:
+                        leave = None
+                    if leave is not None and self._exit_agreed_off(leave):
                         leave = None
                     if leave is not None and end == "continue" and leave.statuses & {"break", "return"}:
                         self.flag(items, "early-exit", leave.cond, leave)
@@ -11037,7 +11308,11 @@ class _Walker:
         rank, or under a test on a parameter that this call hands a rank-dependent value (fairseq's
         ``all_gather_list`` raising when one rank's payload outgrows ``max_size``). Returns the test."""
         if target in self.an.rank_raisers:
-            return self.an.rank_raisers[target][0]
+            cond, raised = self.an.rank_raisers[target]
+            here = self.an.table.get(self.scope) if self.scope is not None else None
+            if here is not None and self._raise_agreed_off(target, raised, here, call):
+                return None  # the ranks agreed its test is false before this call (lintfp33b)
+            return cond
         gated = self.an.param_raisers.get(target)
         if gated is None:
             return None
