@@ -5071,7 +5071,7 @@ def call_hazards(run: Run) -> list[str]:
                 found.setdefault(("aliased", e.name, _place(e)), []).append(result.rank)
         # a rank that ended another way may have waited later, had it got there (review65b C1: it raised reading
         # a file before its work.wait() line)
-        for e in ordering.unwaited(result.events) if result.ok else ():
+        for e in _learners_unwaited(result) if result.ok else ():
             if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
         if result.ok:  # review73c M3: said only when a message was lost (an isend is no async_op=True call: its
@@ -5150,6 +5150,28 @@ def call_hazards(run: Run) -> list[str]:
     return lines[:HAZARDS_SHOWN]
 
 
+def _torch_issued(result) -> set[int]:
+    """The ids of the rank's recorded calls that torch's own Python code made (the flight record's issuer, not a
+    library's, linked to the recorded call): the learner holds no handle of them. Join's all_reduce(async_op=True)
+    hands its Work to DDP's reducer, which waits for it in C++ (join.py notify_join_context, DDP's forward
+    _set_forward_pass_work_handle): told "never waited for ... keep the handle" of a correct Join program
+    (review92d C2)."""
+    flight = result.flight
+    entries = getattr(flight, "entries", None) or ()
+    return {
+        x.call.id
+        for x in entries
+        if x.issuer and library_of(x.issuer) is None and x.call is not None and x.call.id is not None
+    }
+
+
+def _learners_unwaited(result) -> list[Event]:
+    """:func:`ordering.unwaited` of the rank's events, less the calls torch's own code made (:func:`_torch_issued`):
+    the async calls whose handle the learner's code had and never waited for."""
+    issued = _torch_issued(result)
+    return [e for e in ordering.unwaited(result.events) if e.id is None or e.id not in issued]
+
+
 def _barrier_after(events: list[Event], call: Event) -> Event | None:
     """The first blocking barrier on ``call``'s group that the rank made after ``call`` (an ``async_op=True``
     collective) and that returned without an error, or None. On gloo a barrier completes all earlier work of its
@@ -5180,7 +5202,7 @@ def completed_by_a_barrier(run: Run) -> list[str]:
     group completed (:func:`_barrier_after`): its result held on this gloo run, though no wait() ordered it."""
     found: dict[tuple[str, str, str], list[int]] = {}
     for result in run.ranks:
-        for e in ordering.unwaited(result.events) if result.ok else ():
+        for e in _learners_unwaited(result) if result.ok else ():
             barrier = _barrier_after(result.events, e) if e.kind == "collective" else None
             if barrier is not None:
                 found.setdefault((e.name, _place(e), _place(barrier)), []).append(result.rank)
