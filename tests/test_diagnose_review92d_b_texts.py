@@ -50,3 +50,53 @@ def test_the_learner_s_own_never_waited_all_reduce_is_still_told():
     run = bl.run(never_waited_all_reduce, 2, timeout=5)
     text = str(run.diagnosis)
     assert "all_reduce(async_op=True)" in text and "was never waited for" in text, text
+
+
+class _SlowToStartPickle:
+    """pickle, whose name torch.save reads (its dill check) before it opens the file: the writer's torch.save has
+    started and its file is not made yet (the first torch.save of a process spends milliseconds there, which the
+    readers of review92d c08 fell into; here long enough that they always do)."""
+
+    def __getattr__(self, name):
+        import pickle
+
+        return getattr(pickle, name)
+
+    @property
+    def __name__(self):
+        import time
+
+        time.sleep(1.5)
+        return "pickle"
+
+
+def save_on_master_then_load_everywhere(folder):
+    """review92d c08 (DETR's save_on_master, then torch.load on every rank, no barrier after the save): the
+    readers look while rank 0's torch.save is under way, before it has made the file."""
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    path = os.path.join(folder, "ckpt.pth")
+    dist.barrier()  # the ranks start together: the readers look 0.5 s into rank 0's 1.5 s before its file exists
+    if dist.get_rank() == 0:
+        torch.save({"w": torch.arange(1000)}, path, pickle_module=_SlowToStartPickle())
+    else:
+        time.sleep(0.5)
+    return int(torch.load(path)["w"].sum())
+
+
+@pytest.mark.timeout(120)
+def test_readers_that_found_no_file_are_not_told_they_may_have_read_it_half_written(tmp_path):
+    run = bl.run(save_on_master_then_load_everywhere, 3, args=(str(tmp_path),), timeout=10, deadline=60)
+    d = run.diagnosis
+    assert run.statuses == ["finished", "raised", "raised"], run
+    assert "FileNotFoundError" in d.headline, d
+    assert "half written" not in d.headline, d
+    assert (
+        "their reads of the file after another rank's write of it: they looked for it before that write had "
+        "made it, and found no file" in d.headline
+    ), d
+    assert "no file yet" in str(d), d

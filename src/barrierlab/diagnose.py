@@ -4546,6 +4546,18 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             "but nothing ordered its use of a file against another rank's change of it: a barrier (or another "
             "synchronising call) between the two is missing"
         )
+    elif half_read and all(
+        USED_IN_THE_RAISING_CALL not in lines[0] and _last_read_found_no_file(f.run[r])
+        for r, lines in half_read.items()
+    ):
+        # review92d M2: "it may have read it half written" of reads that found no file (FileNotFoundError): they
+        # came before the write had made the file, as their evidence says ("no file yet")
+        they = len(half_read) > 1
+        blame = (
+            f"but nothing ordered {'their reads' if they else 'its read'} of the file after another rank's write "
+            f"of it: {'they' if they else 'it'} looked for it before that write had made it, and found no file; a "
+            "barrier (or another synchronising call) after the write is complete is missing"
+        )
     elif half_read:
         blame = (
             "but nothing ordered the file it read against another rank's write of it: it may have read it half "
@@ -5625,6 +5637,13 @@ def _unordered_read_evidence(result, races: list) -> list[str]:
         if mine is not None and other.rank != rank and other.how in ("write", "append", "rename", "remove"):
             return [f"rank {rank}'s last read before it raised was not ordered against another rank's change: {race}"]
     return _unordered_use_in_the_raising_call(result, races)
+
+
+def _last_read_found_no_file(result) -> bool:
+    """Whether the rank's last recorded read of a file (the one :func:`_unordered_read_evidence` names) found no
+    file: what it raced was the file's making, not a half-written file."""
+    reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
+    return bool(reads) and ordering.found_no_file(reads[-1])
 
 
 #: How :func:`_unordered_use_in_the_raising_call`'s evidence begins (after "rank N"): a use of a file that is not a
