@@ -100,3 +100,29 @@ def test_readers_that_found_no_file_are_not_told_they_may_have_read_it_half_writ
         "made it, and found no file" in d.headline
     ), d
     assert "no file yet" in str(d), d
+
+
+def opposite_group_orders():
+    """review92d c25: two groups of ranks [0, 1]; rank 0 waits in g1's barrier, rank 1 in g2's."""
+    import datetime
+
+    import torch.distributed as dist
+
+    g1 = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=2))
+    g2 = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=2))
+    if dist.get_rank() == 0:
+        dist.barrier(group=g1)
+        dist.barrier(group=g2)
+    else:
+        dist.barrier(group=g2)
+        dist.barrier(group=g1)
+
+
+@pytest.mark.timeout(120)
+def test_two_ranks_that_each_ran_out_their_own_timeout_are_not_told_one_waited_until_the_other_gave_up():
+    run = bl.run(opposite_group_orders, 2, timeout=10, deadline=60)
+    d = run.diagnosis
+    assert d.kind == "different-groups", d
+    assert run.statuses == ["raised", "raised"], run
+    assert "until each gave up when its own 2 s timeout ran out" in d.headline, d
+    assert "until rank 0 gave up" not in d.headline and "until rank 1 gave up" not in d.headline, d

@@ -3339,11 +3339,16 @@ def _group_text(run: Run, event: Event, short: bool = False, named: bool = False
     return f"another group{name}, of ranks {_members(run, event)}"
 
 
+def _ran_out(call: Event) -> bool:
+    """Whether ``call`` (which ended) lasted about its own timeout: its timeout ended it, not a peer."""
+    return call.end is not None and call.timeout is not None and call.end - call.start >= 0.9 * call.timeout
+
+
 def _gave_up(call: Event) -> str:
     """How a rank left a collective it waited in: its timeout ran out (it lasted about that long), or it failed
     or returned sooner (a peer's process ended, a connection closed), as the record shows it."""
     lasted = call.end - call.start
-    if call.timeout is not None and lasted >= 0.9 * call.timeout:
+    if _ran_out(call):
         return f"gave up when its {call.timeout:g} s timeout ran out"
     if call.error:
         known = explain_error(call.error)
@@ -3397,6 +3402,17 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
             )
         else:
             until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
+    elif all(_ran_out(call) for _, call in ended):
+        # review92d M3: both waits ended on their own timeouts; "until rank 1 gave up" (the first of the two)
+        # said rank 0's wait ended because rank 1's did
+        limits = {call.timeout for _, call in ended}
+        until = (
+            f"until each gave up when its own {limits.pop():g} s timeout ran out"
+            if len(limits) == 1
+            else "until each gave up when its own timeout ran out ("
+            + ", ".join(f"rank {x}'s {call.timeout:g} s" for x, call in ended)
+            + ")"
+        )
     else:
         first, call = ended[0]
         until = f"until rank {first} {_gave_up(call)}"
