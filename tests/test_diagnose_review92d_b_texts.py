@@ -126,3 +126,31 @@ def test_two_ranks_that_each_ran_out_their_own_timeout_are_not_told_one_waited_u
     assert run.statuses == ["raised", "raised"], run
     assert "until each gave up when its own 2 s timeout ran out" in d.headline, d
     assert "until rank 0 gave up" not in d.headline and "until rank 1 gave up" not in d.headline, d
+
+
+def skip_a_group_then_make_the_next():
+    """review92d c45: rank 2 skips new_group([0, 1]); every rank then makes new_group([0, 1, 2])."""
+    import datetime
+
+    import torch.distributed as dist
+
+    if dist.get_rank() != 2:
+        dist.new_group([0, 1], timeout=datetime.timedelta(seconds=2))
+    group = dist.new_group([0, 1, 2], timeout=datetime.timedelta(seconds=2))
+    dist.barrier(group=group)
+
+
+@pytest.mark.timeout(180)
+def test_a_rank_whose_group_numbers_were_off_is_not_sent_to_check_the_network():
+    run = bl.run(skip_a_group_then_make_the_next, 3, timeout=10, deadline=60)
+    d = run.diagnosis
+    assert d.kind == "different-group-members", d
+    assert "took its number" in d.headline, d
+    text = str(d)
+    assert "could not reach the store or the others" not in text and "check MASTER_ADDR" not in text, text
+    if run[2].status == "raised" and "connectFullMesh" in (run[2].error_message or ""):
+        assert any(
+            line.startswith("rank 2 raised: the group could not be set up: from new_group #1 on, the ranks' groups")
+            and "the cause is that mismatch, not the network" in line
+            for line in d.evidence
+        ), d

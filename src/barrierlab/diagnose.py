@@ -786,6 +786,32 @@ def _groups_made(run: Run) -> dict[int, list[Event]]:
     }
 
 
+def _group_number_failure_evidence(f: Facts, number: int) -> list[str]:
+    """:func:`_failure_evidence` for a run whose ranks' groups stopped matching at new_group #``number``: a rank
+    whose group could not be set up (gloo's connect timeout, a store wait) is told why, the mismatch, not the
+    generic network advice (review92d M5: "check MASTER_ADDR/MASTER_PORT ... GLOO_SOCKET_IFNAME" of a rank that
+    waited under its group's number for peers that had made another group under it)."""
+
+    def setting_up(r: int) -> bool:
+        known = explain_error(f.run[r].error_message or "") if f.run[r].status == RAISED else None
+        return known is not None and known[0] == "rendezvous"
+
+    stuck = [r for r in f.failed if setting_up(r)]
+    if not stuck:
+        return _failure_evidence(f)
+    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []), f.flights.get(r))}" for r in f.failed]
+    evidence += _abort_evidence(f) + _error_evidence(f.run, [r for r in f.failed if r not in stuck])
+    many = len(stuck) > 1
+    evidence.append(
+        f"{rank_list(stuck)} raised: the group could not be set up: from new_group #{number} on, the ranks' groups "
+        f"did not match (above), so {'each' if many else rank_list(stuck)} waited, under {'its' if many else 'the'} "
+        "group's number, for members whose own new_group of that number was another group or never came: they "
+        "never connected, and the cause is that mismatch, not the network (MASTER_ADDR/MASTER_PORT, "
+        "GLOO_SOCKET_IFNAME)."
+    )
+    return evidence
+
+
 def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
     """The k-th ``new_group`` call (of the default group) asked for different members on different ranks:
     torch requires every rank to make the same groups in the same order, members or not (new_group's
@@ -841,7 +867,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
                     f"rank {r}: new_group #{k + 1} at {where_text(calls[k])}: ranks={list(asked[r])}"
                     for r, calls in made.items()
                 ]
-                + (_failure_evidence(f) if f.failed else []),
+                + (_group_number_failure_evidence(f, k + 1) if f.failed else []),
                 "Make the group on every rank, outside the condition, and use it under the condition: "
                 f"`g = dist.new_group({list(asked[makers[0]])})` on every rank.",
                 ranks=skipped,
@@ -864,7 +890,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             for r, calls in made.items()
         ]
         if f.failed:
-            evidence += _failure_evidence(f)
+            evidence += _group_number_failure_evidence(f, k + 1)
         groups = sorted(by_members, key=lambda members: by_members[members])
         shown = ", ".join(str(list(m)) for m in groups)
         disjoint = sum(len(m) for m in groups) == len(set().union(*groups))
