@@ -786,6 +786,32 @@ def _groups_made(run: Run) -> dict[int, list[Event]]:
     }
 
 
+def _group_number_failure_evidence(f: Facts, number: int) -> list[str]:
+    """:func:`_failure_evidence` for a run whose ranks' groups stopped matching at new_group #``number``: a rank
+    whose group could not be set up (gloo's connect timeout, a store wait) is told why, the mismatch, not the
+    generic network advice (review92d M5: "check MASTER_ADDR/MASTER_PORT ... GLOO_SOCKET_IFNAME" of a rank that
+    waited under its group's number for peers that had made another group under it)."""
+
+    def setting_up(r: int) -> bool:
+        known = explain_error(f.run[r].error_message or "") if f.run[r].status == RAISED else None
+        return known is not None and known[0] == "rendezvous"
+
+    stuck = [r for r in f.failed if setting_up(r)]
+    if not stuck:
+        return _failure_evidence(f)
+    evidence = [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r, []), f.flights.get(r))}" for r in f.failed]
+    evidence += _abort_evidence(f) + _error_evidence(f.run, [r for r in f.failed if r not in stuck])
+    many = len(stuck) > 1
+    evidence.append(
+        f"{rank_list(stuck)} raised: the group could not be set up: from new_group #{number} on, the ranks' groups "
+        f"did not match (above), so {'each' if many else rank_list(stuck)} waited, under {'its' if many else 'the'} "
+        "group's number, for members whose own new_group of that number was another group or never came: they "
+        "never connected, and the cause is that mismatch, not the network (MASTER_ADDR/MASTER_PORT, "
+        "GLOO_SOCKET_IFNAME)."
+    )
+    return evidence
+
+
 def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
     """The k-th ``new_group`` call (of the default group) asked for different members on different ranks:
     torch requires every rank to make the same groups in the same order, members or not (new_group's
@@ -841,7 +867,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
                     f"rank {r}: new_group #{k + 1} at {where_text(calls[k])}: ranks={list(asked[r])}"
                     for r, calls in made.items()
                 ]
-                + (_failure_evidence(f) if f.failed else []),
+                + (_group_number_failure_evidence(f, k + 1) if f.failed else []),
                 "Make the group on every rank, outside the condition, and use it under the condition: "
                 f"`g = dist.new_group({list(asked[makers[0]])})` on every rank.",
                 ranks=skipped,
@@ -864,7 +890,7 @@ def rule_new_group_members_differ(f: Facts) -> Diagnosis | None:
             for r, calls in made.items()
         ]
         if f.failed:
-            evidence += _failure_evidence(f)
+            evidence += _group_number_failure_evidence(f, k + 1)
         groups = sorted(by_members, key=lambda members: by_members[members])
         shown = ", ".join(str(list(m)) for m in groups)
         disjoint = sum(len(m) for m in groups) == len(set().union(*groups))
@@ -3339,11 +3365,16 @@ def _group_text(run: Run, event: Event, short: bool = False, named: bool = False
     return f"another group{name}, of ranks {_members(run, event)}"
 
 
+def _ran_out(call: Event) -> bool:
+    """Whether ``call`` (which ended) lasted about its own timeout: its timeout ended it, not a peer."""
+    return call.end is not None and call.timeout is not None and call.end - call.start >= 0.9 * call.timeout
+
+
 def _gave_up(call: Event) -> str:
     """How a rank left a collective it waited in: its timeout ran out (it lasted about that long), or it failed
     or returned sooner (a peer's process ended, a connection closed), as the record shows it."""
     lasted = call.end - call.start
-    if call.timeout is not None and lasted >= 0.9 * call.timeout:
+    if _ran_out(call):
         return f"gave up when its {call.timeout:g} s timeout ran out"
     if call.error:
         known = explain_error(call.error)
@@ -3397,6 +3428,17 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
             )
         else:
             until = f"until rank {first} {_gave_up(call)} (rank {still} was still waiting in its call: {_ended_inside(run[still])})"
+    elif all(_ran_out(call) for _, call in ended):
+        # review92d M3: both waits ended on their own timeouts; "until rank 1 gave up" (the first of the two)
+        # said rank 0's wait ended because rank 1's did
+        limits = {call.timeout for _, call in ended}
+        until = (
+            f"until each gave up when its own {limits.pop():g} s timeout ran out"
+            if len(limits) == 1
+            else "until each gave up when its own timeout ran out ("
+            + ", ".join(f"rank {x}'s {call.timeout:g} s" for x, call in ended)
+            + ")"
+        )
     else:
         first, call = ended[0]
         until = f"until rank {first} {_gave_up(call)}"
@@ -4546,6 +4588,18 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
             "but nothing ordered its use of a file against another rank's change of it: a barrier (or another "
             "synchronising call) between the two is missing"
         )
+    elif half_read and all(
+        USED_IN_THE_RAISING_CALL not in lines[0] and _last_read_found_no_file(f.run[r])
+        for r, lines in half_read.items()
+    ):
+        # review92d M2: "it may have read it half written" of reads that found no file (FileNotFoundError): they
+        # came before the write had made the file, as their evidence says ("no file yet")
+        they = len(half_read) > 1
+        blame = (
+            f"but nothing ordered {'their reads' if they else 'its read'} of the file after another rank's write "
+            f"of it: {'they' if they else 'it'} looked for it before that write had made it, and found no file; a "
+            "barrier (or another synchronising call) after the write is complete is missing"
+        )
     elif half_read:
         blame = (
             "but nothing ordered the file it read against another rank's write of it: it may have read it half "
@@ -5071,7 +5125,7 @@ def call_hazards(run: Run) -> list[str]:
                 found.setdefault(("aliased", e.name, _place(e)), []).append(result.rank)
         # a rank that ended another way may have waited later, had it got there (review65b C1: it raised reading
         # a file before its work.wait() line)
-        for e in ordering.unwaited(result.events) if result.ok else ():
+        for e in _learners_unwaited(result) if result.ok else ():
             if e.kind == "collective" and _barrier_after(result.events, e) is None:
                 found.setdefault(("unwaited", e.name, _place(e)), []).append(result.rank)
         if result.ok:  # review73c M3: said only when a message was lost (an isend is no async_op=True call: its
@@ -5150,6 +5204,28 @@ def call_hazards(run: Run) -> list[str]:
     return lines[:HAZARDS_SHOWN]
 
 
+def _torch_issued(result) -> set[int]:
+    """The ids of the rank's recorded calls that torch's own Python code made (the flight record's issuer, not a
+    library's, linked to the recorded call): the learner holds no handle of them. Join's all_reduce(async_op=True)
+    hands its Work to DDP's reducer, which waits for it in C++ (join.py notify_join_context, DDP's forward
+    _set_forward_pass_work_handle): told "never waited for ... keep the handle" of a correct Join program
+    (review92d C2)."""
+    flight = result.flight
+    entries = getattr(flight, "entries", None) or ()
+    return {
+        x.call.id
+        for x in entries
+        if x.issuer and library_of(x.issuer) is None and x.call is not None and x.call.id is not None
+    }
+
+
+def _learners_unwaited(result) -> list[Event]:
+    """:func:`ordering.unwaited` of the rank's events, less the calls torch's own code made (:func:`_torch_issued`):
+    the async calls whose handle the learner's code had and never waited for."""
+    issued = _torch_issued(result)
+    return [e for e in ordering.unwaited(result.events) if e.id is None or e.id not in issued]
+
+
 def _barrier_after(events: list[Event], call: Event) -> Event | None:
     """The first blocking barrier on ``call``'s group that the rank made after ``call`` (an ``async_op=True``
     collective) and that returned without an error, or None. On gloo a barrier completes all earlier work of its
@@ -5180,7 +5256,7 @@ def completed_by_a_barrier(run: Run) -> list[str]:
     group completed (:func:`_barrier_after`): its result held on this gloo run, though no wait() ordered it."""
     found: dict[tuple[str, str, str], list[int]] = {}
     for result in run.ranks:
-        for e in ordering.unwaited(result.events) if result.ok else ():
+        for e in _learners_unwaited(result) if result.ok else ():
             barrier = _barrier_after(result.events, e) if e.kind == "collective" else None
             if barrier is not None:
                 found.setdefault((e.name, _place(e), _place(barrier)), []).append(result.rank)
@@ -5603,6 +5679,13 @@ def _unordered_read_evidence(result, races: list) -> list[str]:
         if mine is not None and other.rank != rank and other.how in ("write", "append", "rename", "remove"):
             return [f"rank {rank}'s last read before it raised was not ordered against another rank's change: {race}"]
     return _unordered_use_in_the_raising_call(result, races)
+
+
+def _last_read_found_no_file(result) -> bool:
+    """Whether the rank's last recorded read of a file (the one :func:`_unordered_read_evidence` names) found no
+    file: what it raced was the file's making, not a half-written file."""
+    reads = [e for e in result.events if e.kind == "file" and e.name == "read"]
+    return bool(reads) and ordering.found_no_file(reads[-1])
 
 
 #: How :func:`_unordered_use_in_the_raising_call`'s evidence begins (after "rank N"): a use of a file that is not a
