@@ -39,3 +39,31 @@ def test_c1_the_zero_first_pairing_is_not_blamed_for_a_barrier_one_rank_made_alo
     text = str(d)
     assert "started at call #1" not in text and "silently paired" not in text, text
     assert "barrier #3" in d.headline and "only" in d.headline, text
+
+
+def forks_a_child_that_never_returns():
+    """review92d c53: the child's barrier never runs; the rank gives up on it and returns."""
+    import multiprocessing
+
+    import torch.distributed as dist
+
+    def child():
+        dist.barrier()
+
+    p = multiprocessing.get_context("fork").Process(target=child)
+    p.start()
+    p.join(2)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+        p.join(2)
+    return alive
+
+
+@pytest.mark.timeout(120)
+def test_c3_a_finished_run_whose_children_never_returned_is_not_told_all_is_well():
+    run = bl.run(forks_a_child_that_never_returns, 2, timeout=2, deadline=15)
+    assert run.statuses == ["finished"] * 2, run
+    d = run.diagnosis
+    assert not d.ok, d
+    assert "each forked a child process" in d.headline and "finished all the same" in d.headline, d

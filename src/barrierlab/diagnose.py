@@ -4941,8 +4941,10 @@ def _failure_evidence(f: Facts) -> list[str]:
 RULE_TABLE: tuple[Rule, ...] = (
     rule_new_group_members_differ,
     rule_new_group_skipped,
-    rule_ok,
+    # before rule_ok: ranks that finished while their forked children never returned from a collective are told of
+    # the children (review92d C3: "All 2 ranks finished, after the same 1 collective call", the children's)
     rule_collective_in_forked_child,
+    rule_ok,
     rule_spawn_inside_a_rank,
     rule_isend_never_waited,
     rule_waits_in_different_groups,
