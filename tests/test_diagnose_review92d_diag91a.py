@@ -67,3 +67,57 @@ def test_c3_a_finished_run_whose_children_never_returned_is_not_told_all_is_well
     d = run.diagnosis
     assert not d.ok, d
     assert "each forked a child process" in d.headline and "finished all the same" in d.headline, d
+
+
+def validates_through_ddp_on_rank_0_only():
+    """review92d c06 (pytorch#54059): rank 0's DDP forward broadcasts buffers; rank 1's barrier meets it."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        loss = model(torch.randn(8, 4)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if dist.get_rank() == 0:
+        model.eval()
+        model(torch.randn(8, 4))
+        model.train()
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_m1_a_rank_that_ended_inside_a_collective_torch_issued_waited_in_it():
+    run = bl.run(validates_through_ddp_on_rank_0_only, 2, timeout=2, deadline=30)
+    assert run.statuses == ["raised"] * 2, run
+    waits = run.waits()
+    # rank 0 ended inside DDP's buffer broadcast, after waiting for the whole 2 s timeout
+    assert waits.ranks[0].wait > 1.5, waits.table()
+    assert waits.ranks[0].idle_fraction > 0.2, waits.table()
+
+
+def raises_while_a_late_rank_comes_to_the_barrier():
+    """review92d c38: rank 1 raises before the barrier; rank 2 reaches it after rank 1 has gone (so it fails at
+    once, waiting for nothing) while rank 0 waited there for rank 1."""
+    import time
+
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        raise ValueError("bad batch")
+    if dist.get_rank() == 2:
+        time.sleep(1.0)
+    dist.barrier()
+
+
+@pytest.mark.timeout(120)
+def test_m4_a_rank_that_never_came_is_not_replaced_by_the_last_that_did():
+    run = bl.run(raises_while_a_late_rank_comes_to_the_barrier, 3, timeout=5)
+    waits = run.waits()
+    summary = run.summary()
+    assert "rank 2 was last to arrive" not in summary and "rank 0 was last" not in summary, summary
+    assert waits.last_to_arrive in (None, 1), waits.table()
