@@ -4995,8 +4995,10 @@ def _failure_evidence(f: Facts) -> list[str]:
 RULE_TABLE: tuple[Rule, ...] = (
     rule_new_group_members_differ,
     rule_new_group_skipped,
-    rule_ok,
+    # before rule_ok: ranks that finished while their forked children never returned from a collective are told of
+    # the children (review92d C3: "All 2 ranks finished, after the same 1 collective call", the children's)
     rule_collective_in_forked_child,
+    rule_ok,
     rule_spawn_inside_a_rank,
     rule_isend_never_waited,
     rule_waits_in_different_groups,
@@ -5391,8 +5393,34 @@ def _mispaired(calls: dict[int, list[Event]], before: int | None) -> int | None:
     """The first call that ranks made from different lines, or from one helper's line reached through different
     lines (their whole chains: corpus34's autocast item, Lightning's strategy.barrier() line reached through
     save_checkpoint on rank 0 and the finalize step on rank 1), although the op matched and every rank completed
-    it."""
-    return next((k for k, _ in _crossed(calls, None if before is None else before - 1)), None)
+    it. A crossing after which the ranks' calls line up again, position by position, and no shift of one rank's
+    calls against another's lines them up, shifted nothing: it is a pairing of two lines the program meant
+    (review92d C1: transformers' run_glue before PR #1081, whose zero-first barriers pair line 7 with line 10 at
+    call #1, was told "it started at call #1" of a barrier rank 0 alone made at #3, the all_reduce at #2 the same
+    line on every rank)."""
+    return next(
+        (k for k, _ in _crossed(calls, None if before is None else before - 1) if not _realigned(calls, k, before)),
+        None,
+    )
+
+
+def _realigned(calls: dict[int, list[Event]], k: int, before: int | None) -> bool:
+    """Whether the ranks' calls after the crossing at position ``k`` (up to ``before``, exclusive) come from the
+    same places on every rank, at least one of them, while no rank's calls from ``k + 1`` on pair place by place
+    with another rank's from ``k`` on (an extra call at ``k`` on that rank)."""
+    seqs = [[_chain_key(e) for e in c] for c in calls.values()]
+    end = min(len(s) for s in seqs)
+    if before is not None:
+        end = min(end, before - 1)
+    after = range(k, end)  # list indices of positions k + 1 .. end
+    if not after or any(len({s[i] for s in seqs}) > 1 for i in after):
+        return False
+    for a in seqs:
+        for b in seqs:
+            pairs = range(k - 1, min(len(a) - 1, len(b)))
+            if a is not b and pairs and all(a[i + 1] == b[i] for i in pairs):
+                return False
+    return True
 
 
 def _crossed(calls: dict[int, list[Event]], limit: int | None = None) -> Iterator[tuple[int, list[Event]]]:

@@ -45,6 +45,11 @@ class Lane:
     #: the learner's call number (Event.seq) -> the number run.ledger() gives the call (``calls.collective_calls``,
     #: with or without a flight record); None for lanes not made from a Run (then Event.seq numbers them)
     numbers: dict[int, int] | None = None
+    #: when the collective torch issued itself (DDP's buffer broadcast) that the rank ended inside began: the rank
+    #: raised through it or was stopped in it (``calls._torch_call_state``); None: none. gloo records no end of a
+    #: call torch issued, but this one's is known: the rank's (review92d M1: rank 0, blocked 3 s in DDP's
+    #: broadcast until its timeout, was said to have waited 0.000 s, idle 0 %)
+    ended_in_torch: float | None = None
 
 
 class Release(NamedTuple):
@@ -201,6 +206,7 @@ def lanes(
     """Normalise a Run, or a list of per-rank Event lists, into lanes and the run's total length."""
     if hasattr(run, "ranks"):
         positions, torch_calls, numbers = _numbering(run)
+        ended_in = _ended_in_torch_calls(run)
         found = []
         for r in run.ranks:
             events = drawn(r.events)  # once per rank: a long record holds tens of thousands
@@ -214,6 +220,7 @@ def lanes(
                     positions.get(r.rank),
                     torch_calls.get(r.rank, []),
                     numbers.get(r.rank, {}),
+                    ended_in.get(r.rank),
                 )
             )
         total = float(run.elapsed)
@@ -254,6 +261,20 @@ def _numbering(run) -> tuple[dict[int, dict[int, int]], dict[int, list], dict[in
         for rank, cs in calls.items()
     }
     return positions, issued, numbers
+
+
+def _ended_in_torch_calls(run) -> dict[int, float]:
+    """Rank -> when the collective torch issued itself from C++ (DDP's), that the rank raised through or was stopped
+    in, began: the ledger's " (failed)" / " (never left)" of such a call (``calls._torch_call_state``)."""
+    from barrierlab.calls import _torch_call_state
+
+    found = {}
+    for rank, cs in collective_calls(run).items():
+        last = cs[-1] if cs else None
+        if last is not None and last.kind == "torch" and last.event is None and last.start is not None:
+            if _torch_call_state(run, last, cs):
+                found[rank] = last.start
+    return found
 
 
 def number(event: Event, lane: Lane) -> int | None:
@@ -342,6 +363,10 @@ def _rank_waits(lane: Lane, total: float) -> RankWaits:
                 a, b = max(e.start, active_window[0]), min(event_end(e, lane, total), active_window[1])
                 if b > a:
                     (waits if e.kind in WAITING_KINDS else working).append((a, b, e.lane))
+        if lane.ended_in_torch is not None:  # on the rank's own thread, until the rank (or the run) ended
+            a, b = max(lane.ended_in_torch, active_window[0]), active_window[1]
+            if b > a:
+                waits.append((a, b, None))
     # a thread's wait while another thread of the rank works in a span (a background barrier beside the main
     # thread's compute: attack19 a12) is not the rank waiting: only time no other thread worked counts
     covered: dict[object, list[tuple[float, float]]] = {}
@@ -433,11 +458,32 @@ def _never_arrived(found: list[Lane], rank: int | None) -> str | None:
     return f"{op} #{seq}" if not reached or max(reached) < seq else None
 
 
+def _another_never_came(found: list[Lane], rank: int) -> bool:
+    """Whether a rank other than ``rank`` never reached a collective of the default group that another rank entered
+    and did not complete (failed in it, or never left it): the others waited there for that rank, which
+    ``_last_to_arrive`` cannot name, as it made no call there (review92d M4: rank 1 raised before the barrier,
+    rank 2 reached it after rank 1 had gone and failed at once, and was called "last to arrive: the others waited
+    for it" while rank 0 waited for rank 1)."""
+    reached = {
+        lane.rank: max((n for e in lane.events if e.kind == "collective" and (n := number(e, lane))), default=0)
+        for lane in found
+    }
+    unfinished = [
+        n
+        for lane in found
+        for e in lane.events
+        if e.kind == "collective" and e.group is None and (e.never_left or e.error) and (n := number(e, lane))
+    ]
+    return any(reached[lane.rank] < n for n in unfinished for lane in found if lane.rank != rank)
+
+
 def from_lanes(found: list[Lane], total: float) -> Waits:
     """The numbers of lanes (see :func:`lanes`) over a run ``total`` seconds long."""
     ranks = {lane.rank: _rank_waits(lane, total) for lane in found}
     slowest = _slowest(ranks)
     last = _last_to_arrive(ranks, slowest)
+    if last is not None and _another_never_came(found, last):
+        last = None
     released = find_releases(found)
     counts, telling = _arrival_counts(released, found)
     own = _own_work(found, last) if last is not None else ()
