@@ -9642,3 +9642,207 @@ def test_the_p2p_trace_follows_an_mp_spawn_entry_into_the_spawned_function() -> 
     assert not lint_source(fixed)
     other_world = SPAWNED_P2P.replace("world_size=world_size)", "world_size=2 * world_size)")
     assert not lint_source(other_world)
+
+
+# --- lint92: review92l's findings
+
+HF_CACHE = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def load_and_cache_examples(rank, path):
+    if rank not in [-1, 0]:
+        dist.barrier()
+    if not os.path.exists(path):
+        feats = torch.arange(10)
+        if rank in [-1, 0]:
+            torch.save(feats, path)
+    else:
+        feats = torch.load(path)
+    if rank == 0:
+        dist.barrier()
+    return feats
+"""
+
+
+def test_review92l_c2_others_barrier_before_the_read_pairs_with_the_writers_barrier_after_the_write() -> None:
+    """review92l C2: transformers' load_and_cache_examples. The other ranks' barrier before their read pairs with
+    rank 0's barrier after its write (the writer writes after 0 collectives, the readers read after 1), so the write
+    is ordered before the read: no file-race. Without the readers' barrier it is one."""
+    assert lint_source(HF_CACHE) == []
+    swapped = HF_CACHE.replace("    if not os.path.exists(path):", "    if not os.path.exists(path) and True:")
+    assert lint_source(swapped) == []
+    found = lint_source(HF_CACHE.replace("    if rank not in [-1, 0]:\n        dist.barrier()\n", ""))
+    assert [f.line for f in found if f.kind == "file-race"] == [12]
+    # the readers' barrier before the writer's own first collective, which comes before the write: it orders nothing
+    early = HF_CACHE.replace(
+        "        if rank in [-1, 0]:\n            torch.save",
+        "        if rank in [-1, 0]:\n            dist.barrier()\n            torch.save",
+    ).replace("    if rank == 0:\n        dist.barrier()\n", "")
+    assert [f.line for f in lint_source(early) if f.kind == "file-race"] == [15]
+
+
+UNBOUND_ARG = """\
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 0:
+        total = torch.ones(1)
+    dist.all_reduce(total)
+    dist.destroy_process_group()
+"""
+
+
+def test_review92l_c3_name_set_under_a_rank_if_read_as_the_collectives_own_argument() -> None:
+    """review92l C3: the read is the all_reduce's own argument (the run: rank 1 raised UnboundLocalError, rank 0
+    'Connection closed by peer'); its twin assigns the name on every rank."""
+    [found] = lint_source(UNBOUND_ARG)
+    assert found.kind == "early-exit" and found.line == 10 and "`total` is assigned only inside" in found.why
+    wrapped = UNBOUND_ARG.replace("    dist.all_reduce(total)", "    dist.all_reduce(\n        total,\n    )")
+    [found] = lint_source(wrapped)
+    assert found.kind == "early-exit" and found.line == 10
+    fixed = UNBOUND_ARG.replace("    if rank == 0:\n", "    total = torch.zeros(1)\n    if rank == 0:\n")
+    assert lint_source(fixed) == []
+
+
+def test_review92l_c4_name_set_under_a_test_on_the_rank_held_in_another_name() -> None:
+    """review92l C4: `r = dist.get_rank()`, `if r == 0: total = 1.0`, read on every rank before a barrier."""
+    source = (
+        UNBOUND_ARG.replace("    rank = ", "    r = ")
+        .replace("if rank == 0", "if r == 0")
+        .replace("    dist.all_reduce(total)", "    x = torch.tensor([total])\n    dist.barrier()")
+    )
+    [found] = lint_source(source)
+    assert found.kind == "early-exit" and "`total` is assigned only inside `if r == 0:`" in found.why
+    assert lint_source(source.replace("    if r == 0:\n", "    total = 0.0\n    if r == 0:\n")) == []
+
+
+UNANSWERED_SEND = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+
+
+def main():
+    dist.init_process_group("gloo")
+    r = dist.get_rank()
+    t = torch.ones(4)
+    if r == 0:
+        dist.send(t, dst=1)
+        dist.send(t, dst=1)
+    else:
+        dist.recv(t, src=0)
+    print(r, "done", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_review92l_c1_an_unanswered_send_fails_when_the_peer_ends_and_times_out_only_while_it_lives() -> None:
+    """review92l C1: rank 1 ends its process after its one recv, and rank 0's second send then raised 'Connection
+    closed by peer' at once (3 runs, 0.46-0.75 s); with rank 1 sleeping 6 s it timed out instead."""
+    [found] = lint_source(UNANSWERED_SEND)
+    assert (found.line, found.kind) == (13, "p2p-unmatched")
+    assert "rank 0 waits here until the timeout" not in found.why
+    assert "rank 0 waits here until rank 1's process ends and then fails on gloo with 'Connection closed" in found.why
+    assert "until the timeout only while rank 1 stays alive" in found.why
+    twin = UNANSWERED_SEND.replace("        dist.recv(t, src=0)\n", "        dist.recv(t, src=0)\n" * 2)
+    assert lint_source(twin) == []
+
+
+EARLY_STOP_CLASS = """\
+import torch
+import torch.distributed as dist
+
+
+class EarlyStopping:
+    def __init__(self, patience=2):
+        self.patience, self.counter, self.best = patience, 0, None
+        self.early_stop = False
+
+    def __call__(self, val_loss):
+        if self.best is None or val_loss < self.best:
+            self.best, self.counter = val_loss, 0
+        else:
+            self.counter += 1
+            if self.counter >= self.patience:
+                self.early_stop = True
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    stopper = EarlyStopping()
+    for epoch in range(20):
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        val_loss = float(torch.rand(1))
+        stopper(val_loss)
+        if stopper.early_stop:
+            break
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_review92l_m1_a_patience_counter_in_a_class_fed_each_ranks_own_loss() -> None:
+    """review92l M1: the help's patience counter, in an EarlyStopping class called with each rank's own validation
+    loss (global random state seeded per rank): the run failed (rank 0's all_reduce #5 had no partner). The twin
+    seeds every rank alike, and another keeps the loss out of the class's state."""
+    [found] = lint_source(EARLY_STOP_CLASS)
+    assert (found.line, found.kind, found.condition) == (26, "early-exit", "stopper.early_stop")
+    assert lint_source(EARLY_STOP_CLASS.replace("torch.manual_seed(rank)", "torch.manual_seed(0)")) == []
+    unused = (
+        EARLY_STOP_CLASS.replace("or val_loss < self.best", "or epoch < 0")
+        .replace("self.best, self.counter = val_loss, 0", "self.best, self.counter = 1.0, 0")
+        .replace("def __call__(self, val_loss):", "def __call__(self, val_loss, epoch=0):")
+    )
+    assert lint_source(unused) == []
+
+
+def test_review92l_m2_m3_help_states_the_code_limit_and_that_exit_status_2_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review92l M2: a .py file under 64 MiB but over lint.MAX_CODE_CHARS characters (comments count) is refused,
+    and the help says so. M3: a refused file next to a file with a finding gives exit status 2 (measured: a FIFO
+    and bad1.py, rc=2), and the help says which wins."""
+    help_text = " ".join(barrierlab.lint.HELP.split())
+    assert "with at most 1,048,576 characters of Python code (lint.MAX_CODE_CHARS" in help_text
+    assert f"{barrierlab.lint.MAX_CODE_CHARS:,}" == "1,048,576"
+    assert "2 also when another file has a finding" in help_text
+    monkeypatch.setattr(barrierlab.lint, "MAX_CODE_CHARS", 1000)
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" + "#" * 1100 + "\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text(UNBOUND_ARG)
+    assert main([str(big)]) == 2
+    assert main([str(big), str(bad)]) == 2
+    assert main([str(bad)]) == 1
+    assert "more than lint analyses at once" in capsys.readouterr().err
+
+
+def test_review92l_c2_a_rooted_collective_is_no_readers_collective_ahead() -> None:
+    """lint92: the count of collectives ahead (review92l C2) takes only those that hold every rank until all have
+    entered: the readers' broadcast from rank 1 holds them for rank 1, not for the writer, rank 0."""
+    source = HF_CACHE.replace(
+        "    if rank not in [-1, 0]:\n        dist.barrier()\n",
+        "    if rank not in [-1, 0]:\n        dist.broadcast(torch.ones(1), src=1)\n",
+    ).replace(
+        "    if rank == 0:\n        dist.barrier()\n",
+        "    if rank == 0:\n        dist.broadcast(torch.ones(1), src=1)\n",
+    )
+    assert [f.line for f in lint_source(source) if f.kind == "file-race"] == [14]

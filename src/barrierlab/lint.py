@@ -1222,12 +1222,14 @@ its compute().
 What differs between ranks also flows: through assignments, loop variables (for name in stages[rank]), what
 an if or while on the rank changes (a patience counter bumped under if val_loss < best), the self. state a
 method changes when called under such an if or loop inside a function (not at a script's top level, and not an
-attribute set directly, m.n = 3), objects of your classes handed to other classes, and
-draws from a global random state seeded per rank (torch.manual_seed(seed + rank), then torch.randperm(n)
-without generator=): a loop over an object whose __len__ then differs is reported; a zip whose range()
-argument every rank shares (zip(range(steps), loader), steps agreed by an all_reduce) is taken to stop all
-ranks after that many steps (their own loaders being at least as long). Calls are followed into
-methods of objects of your classes (monitor.aggregate()) and into functions handed over as arguments
+attribute set directly, m.n = 3) or changes under an if on an argument that differs between ranks
+(stopper(val_loss) of an EarlyStopping class whose __call__ bumps self.counter under if val_loss <
+self.best), objects of your classes handed to other classes, and draws from a global random state seeded
+per rank (torch.manual_seed(seed + rank), then torch.randperm(n) without generator=): a loop over an object
+whose __len__ then differs is reported; a zip whose range() argument every rank shares (zip(range(steps),
+loader), steps agreed by an all_reduce) is taken to stop all ranks after that many steps (their own loaders
+being at least as long). Calls are followed into methods of objects of your classes (monitor.aggregate())
+and into functions handed over as arguments
 (callbacks kept in self.x). A helper that raises under a test on the rank, or on a parameter given a
 rank-dependent value, before its collective leaves early on some ranks; a raise on some ranks inside
 Accelerate's with accelerator.main_process_first() skips its closing barrier (accelerate 1.14.0's
@@ -1376,10 +1378,13 @@ barrier or other collective every rank makes (DDP(model)'s constructor too), the
 (torch.load, open, np.memmap, or a function of the file that opens a path built on its argument): the collective
 holds them until the removal is done, so each of them gets FileNotFoundError.
 
-Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted: lint reads
-only regular files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file
-declares, that parse as Python or as a notebook; each file it refuses gets one line on stderr, and the other
-files are still linted and reported.
+Exit status: 0 when nothing is found, 1 when something is, 2 when a file could not be linted (2 also when
+another file has a finding: a refused file is never hidden behind exit status 1): lint reads only regular
+files (not FIFOs, devices or folders) of at most 64 MiB, in UTF-8 or the encoding a .py file declares, that
+parse as Python or as a notebook, with at most 1,048,576 characters of Python code (lint.MAX_CODE_CHARS: a
+.py file's whole text, comments included, or a notebook's code cells together; its outputs count only
+towards the 64 MiB); each file it refuses gets one line on stderr, and the other files are still linted and
+reported.
 
 Quiet on purpose: if/else branches that make the same calls, directly or through functions of the file
 that always make the same collectives (rank 0: save_and_sync(), a save then barrier(); the others:
@@ -3981,6 +3986,8 @@ class _Analysis:
         self.strict_rank_funcs: set[str] = set()
         self.module_taint: set[str] = set()
         self.func_taint: dict[str, set[str]] = {}
+        #: review92l M1: (method, parameters given a rank-dependent value) -> the self. attributes that then differ
+        self.argument_taints: dict[tuple[str, frozenset[str]], set[str]] = {}
         #: what each function's taint started from (the module's, its class's attributes, its parent's): to
         #: recompute it from the statements before a line (:meth:`taint_before`)
         self.func_inherited: dict[str, set[str]] = {}
@@ -7510,14 +7517,22 @@ class _Analysis:
                     inner = ranked or self.mentions_rank(stmt.test, taint, laundered, files=False)
                 elif isinstance(stmt, (ast.For, ast.AsyncFor)):
                     inner = ranked or self.mentions_rank(stmt.iter, taint, laundered, files=False)
-                if ranked:
-                    heads = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)]
-                    for call in (n for h in heads for n in ast.walk(h) if isinstance(n, ast.Call)):
-                        target = self._callee(call.func, func.self_class, func.unit) or self._indirect(
-                            call.func, func.self_class, func.key
-                        )
-                        if target is not None and self.table[target].self_class is not None:
-                            out.update(n for n in _changed_names(self.table[target].node.body) if n.startswith("self."))
+                heads = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)]
+                for call in (n for h in heads for n in ast.walk(h) if isinstance(n, ast.Call)):
+                    if not ranked and not any(
+                        self.mentions_rank(a, taint, laundered, files=False)
+                        for a in (*call.args, *(k.value for k in call.keywords))
+                    ):
+                        continue
+                    target = self._callee(call.func, func.self_class, func.unit) or self._indirect(
+                        call.func, func.self_class, func.key
+                    )
+                    if target is None or self.table[target].self_class is None:
+                        continue
+                    if ranked:
+                        out.update(n for n in _changed_names(self.table[target].node.body) if n.startswith("self."))
+                    else:  # review92l M1: a rank-dependent argument
+                        out.update(self._argument_effects(call, target, taint, laundered))
                 for part in ("body", "orelse", "finalbody", "handlers"):
                     block = getattr(stmt, part, None)
                     if isinstance(block, list):
@@ -7529,6 +7544,50 @@ class _Analysis:
 
         visit(func.node.body, False)
         return out
+
+    def _argument_effects(
+        self, call: ast.Call, target: str, taint: set[str], laundered: dict[str, int] | None
+    ) -> set[str]:
+        """review92l M1: the ``self.`` attributes a method of the file (not ``__init__``) changes under an ``if`` or
+        ``while`` on a parameter that ``call`` hands a rank-dependent value (``stopper(val_loss)``, whose ``__call__`` bumps
+        ``self.counter`` under ``if val_loss < self.best`` and sets ``self.early_stop``): they differ between ranks
+        too."""
+        method = self.table[target].node
+        if method.name == "__init__":
+            return set()  # an object built with the rank (a sampler's rank=): its own checks follow it
+        args = method.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if positional and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list):
+            positional = positional[1:]  # self (or cls): the object the method is called on
+        seeds = {
+            positional[i]
+            for i, a in enumerate(call.args)
+            if i < len(positional)
+            and not isinstance(a, ast.Starred)
+            and self.mentions_rank(a, taint, laundered, files=False)
+        }
+        named = {a.arg for a in (*args.args, *args.kwonlyargs)}
+        seeds |= {
+            k.arg
+            for k in call.keywords
+            if k.arg in named and self.mentions_rank(k.value, taint, laundered, files=False)
+        }
+        if not seeds:
+            return set()
+        key = (target, frozenset(seeds))
+        cache = self.argument_taints
+        if key not in cache:
+            own = list(_own_nodes(method.body))
+            flowed = self._taint(own, set(seeds), self.laundered.get(target))
+            # only what an if or while on that value changes (the patience counter), not a value merely kept
+            cache[key] = {
+                n
+                for t in own
+                if isinstance(t, (ast.If, ast.While)) and self.mentions_rank(t.test, flowed, files=False)
+                for n in _changed_names([*t.body, *t.orelse])
+                if n.startswith("self.") and n.count(".") == 1
+            }
+        return cache[key]
 
     def _equalized(self, nodes: list[ast.AST], unit: _Unit) -> set[str]:
         """Names a function hands to a collective that makes them equal on every rank (a broadcast or an
@@ -9891,17 +9950,20 @@ class _P2PTrace:
             )
             if k > theirs:
                 kind = "p2p-unmatched"
+                # review92l C1: a peer past its last call ends its process, and on gloo the waiting rank fails
+                # then ('Connection closed by peer'); only a peer still alive (work after its calls) lets it time out
+                waits = (
+                    f"rank {rank} waits here until rank {peer}'s process ends and then fails on gloo with "
+                    f"'Connection closed by peer' (it waits until the timeout only while rank {peer} stays alive, "
+                    "e.g. working or sleeping after its last call)"
+                    if peer not in at
+                    else f"rank {rank} waits here until the timeout"
+                )
                 why = (
                     f"{head}: this is its {_ordinal(k)} such call of {mine} in the whole run, but rank {peer} "
                     f"{'receives from' if op.direction == 'send' else 'sends to'} rank {rank}{tagged} only {theirs} "
-                    f"time{'s' if theirs != 1 else ''}, so this call is never answered: rank {rank} waits here until "
-                    f"the timeout{wait}"
-                    + (
-                        f" (or fails with 'Connection closed by peer' when rank {peer}'s process ends)"
-                        if peer not in at and tracers[peer].raised is not None
-                        else ""
-                    )
-                    + f"; rank {peer} meanwhile {where(peer)}"
+                    f"time{'s' if theirs != 1 else ''}, so this call is never answered: {waits}{wait}"
+                    f"; rank {peer} meanwhile {where(peer)}"
                 )
                 pair = f"rank {rank} to rank {peer}" if op.direction == "send" else f"rank {peer} to rank {rank}"
                 fix = (
@@ -13449,6 +13511,12 @@ class _Order:
         self.reported: set[int] = set()  # ids of nodes inside a print or a logger's call: their answer decides nothing
         self.looks: set[int] = set()  # ids of the reads that only ask whether the file is there (os.path.exists)
         self.conditional = 0  # inside an if or while, whatever its test
+        #: review92l C2: the blocking collectives made so far, by the conditions on the rank they are under (None once
+        #: one came in a loop, async, through a function or was no collective: then their count is not known), and
+        #: those counts when each write under a condition was made (id of the write -> the counts then)
+        self.passed: dict[tuple[str, ...], int] | None = {}
+        self.passed_at: dict[int, dict[tuple[str, ...], int] | None] = {}
+        self.loops = 0
         func = an.table.get(scope) if scope is not None else None
         args = func.node.args if func is not None else None
         self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else set()
@@ -13519,6 +13587,8 @@ class _Order:
             self.guards.append((calls, ctx, self.unit.text(stmt.test)))
             # "create the file if it is missing, then read it" is one rank's own order: file checks do not count
             self.conditional += 1  # p2p-order looks only at calls under no condition at all
+            looping = isinstance(stmt, ast.While)
+            self.loops += looping
             if self.an.mentions_rank(stmt.test, self.taint, self.laundered, files=False):
                 text = self.unit.text(stmt.test)
                 self.block(stmt.body, (*ctx, text))
@@ -13526,12 +13596,15 @@ class _Order:
             else:
                 self.block(stmt.body, ctx)
                 self.block(stmt.orelse, ctx)
+            self.loops -= looping
             self.conditional -= 1
             self.guards.pop()
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._expr(stmt.iter, ctx)
             rank = self.an.mentions_rank(stmt.iter, self.taint, self.laundered, files=False)
+            self.loops += 1
             self.block(stmt.body, (*ctx, f"for over {self.unit.text(stmt.iter)}") if rank else ctx)
+            self.loops -= 1
             self.block(stmt.orelse, ctx)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
@@ -13582,6 +13655,7 @@ class _Order:
             self._p2p(_BLOCKING_P2P[name], call, ctx)
         self._waits_async(call)
         if self._orders(call):
+            self._count_passed(call, ctx)
             if _async_op(call):  # review64b M2: it orders nothing until its Work's wait() returns
                 pending = {
                     "writes": dict(self.writes),
@@ -13643,6 +13717,7 @@ class _Order:
             self._peer_write(call, ctx, *written)
         if written is not None and ctx and not self.sheltered:
             self.writes[written[0]] = (call, ctx, written[1])
+            self.passed_at[id(call)] = dict(self.passed) if self.passed is not None else None
             return
         read = _read_path(call, full)
         if read is None and id(call) not in self.reported:
@@ -13655,11 +13730,54 @@ class _Order:
         if read is not None and read in self.writes:
             entry = self.writes[read]
             write, where, how = entry
-            if where != ctx[: len(where)] and not self._own_file(write):  # not the writers, after their write
+            if (
+                where != ctx[: len(where)] and not self._own_file(write) and not self._readers_ahead(write, where, ctx)
+            ):  # not the writers, after their write
                 pending = next((u for u in self.unwaited if u[2]["writes"].get(read) is entry), None)
                 self._race(call, read, write, where, how, pending)
         if ctx and self.peer_writes:
             self._peer_read(call, full, ctx)
+
+    def _count_passed(self, call: ast.Call, ctx: tuple[str, ...]) -> None:
+        """Count a call that orders under the conditions ``ctx`` (review92l C2); forget the counts when the call's
+        number of collectives is not known (in a loop, async, through a function, not a collective)."""
+        if self.passed is None:
+            return
+        found = self.an.classify(call, self.unit, self.self_class, self.scope)
+        if (
+            self.loops
+            or _async_op(call)
+            or found is None
+            or found.kind != "coll"
+            or _terminal(call.func) not in _EVERY_RANK_WAITS
+            or len(self.passed) > 8
+        ):
+            self.passed = None
+            return
+        self.passed[ctx] = self.passed.get(ctx, 0) + 1
+
+    def _readers_ahead(self, write: ast.Call, where: tuple[str, ...], ctx: tuple[str, ...]) -> bool:
+        """Whether the reading ranks (``ctx``, not ``where``) have passed more collectives before this read than
+        the writers (``where``) had before their write (review92l C2, transformers' load_and_cache_examples: ``if
+        rank not in [-1, 0]: barrier()``, rank 0 writes, the others read, ``if rank == 0: barrier()``): torch pairs
+        collectives by position, so a reader's extra collective pairs with one the writer makes after its write, and
+        the write is ordered before the read. False when a count is not known or a condition is neither the
+        writers' nor the readers'."""
+        before = self.passed_at.get(id(write))
+        if self.passed is None or before is None or where[:-1] != ctx[: len(where) - 1]:
+            return False
+        conjuncts = {part.strip() for text in ctx for part in text.split(" and ")}
+        writers = readers = 0
+        for under, count in self.passed.items():
+            mine = _implied(under, where)
+            theirs = all(c in ctx or c in conjuncts or _complements(c, where[-1]) for c in under)
+            if mine == theirs and under:
+                return False  # both (a condition lint cannot tell apart) or neither
+            if mine:
+                writers += before.get(under, 0)
+            if theirs:
+                readers += count
+        return readers > writers
 
     # lintrecall33b: removed-before-read -------------------------------------------------------------------------
     def _gone_rebound(self, stmt: ast.stmt) -> None:
@@ -14371,6 +14489,57 @@ def _async_op(call: ast.Call) -> bool:
 
 _BLOCKING_P2P = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
 _WRITE_MODES = re.compile(r"[wax+]")
+
+
+#: review92l C2: collectives no rank leaves before every rank of the group has entered (a rooted one, such as a
+#: broadcast, holds only some ranks for the others)
+_EVERY_RANK_WAITS = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "all_to_all",
+        "all_to_all_single",
+    }
+)
+
+#: review92l C2: a comparison and the one true exactly where it is false
+_OPPOSITE_OPS = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+}
+
+
+def _complements(a: str, b: str) -> bool:
+    """Whether the condition texts ``a`` and ``b`` are each other's negation: ``not (x)`` and ``x``, ``rank not in
+    [-1, 0]`` and ``rank in [-1, 0]``, ``rank != 0`` and ``rank == 0``, ``rank > 0`` and ``rank <= 0``."""
+    try:
+        x, y = ast.parse(a, mode="eval").body, ast.parse(b, mode="eval").body
+    except SyntaxError:
+        return False
+    for p, q in ((x, y), (y, x)):
+        if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) and ast.dump(p.operand) == ast.dump(q):
+            return True
+    if isinstance(x, ast.Compare) and isinstance(y, ast.Compare) and len(x.ops) == len(y.ops) == 1:
+        opposite = _OPPOSITE_OPS.get(type(x.ops[0]))
+        return (
+            opposite is not None
+            and isinstance(y.ops[0], opposite)
+            and ast.dump(x.left) == ast.dump(y.left)
+            and ast.dump(x.comparators[0]) == ast.dump(y.comparators[0])
+        )
+    return False
 
 
 def _implied(where: tuple[str, ...], ctx: tuple[str, ...]) -> bool:
@@ -19753,7 +19922,9 @@ class _RankUnbound:
 
     def _function(self, func: _Func) -> None:
         nodes = list(_own_nodes(func.node.body))
-        ifs = [n for n in nodes if isinstance(n, ast.If) and self.an.mentions_rank(n.test, set(), files=False)]
+        # review92l C4: the rank held in a name of its own (`r = dist.get_rank()`) too
+        taint = self.an.func_taint.get(func.key, set())
+        ifs = [n for n in nodes if isinstance(n, ast.If) and self.an.mentions_rank(n.test, taint, files=False)]
         if not ifs:
             return
         args = func.node.args
@@ -19827,13 +19998,19 @@ class _RankUnbound:
         )
 
     def _collective_after(self, read: ast.AST, func: _Func, nodes: list[ast.AST]) -> ast.Call | None:
-        """The first collective (or call of the file's that reaches one) the function makes after ``read`` (or in
-        a loop around it), which the ranks that raised never reach."""
+        """The first collective (or call of the file's that reaches one) the function makes after ``read``, or that
+        takes it as an argument (review92l C3: ``dist.all_reduce(total)``), or in a loop around it: the ranks that
+        raised never reach it."""
         loop = _loop_around(read, func.node)
         span = range(loop.lineno, (loop.end_lineno or loop.lineno) + 1) if loop is not None else range(0)
+        at = (read.lineno, read.col_offset)  # type: ignore[attr-defined]
+
+        def later(n: ast.Call) -> bool:  # ends after the read starts: after it, or around it
+            return (n.end_lineno or n.lineno, n.end_col_offset or 0) > at
+
         calls = sorted(
-            (n for n in nodes if isinstance(n, ast.Call) and (n.lineno > read.lineno or n.lineno in span)),  # type: ignore[attr-defined]
-            key=lambda n: (n.lineno <= read.lineno, n.lineno, n.col_offset),  # type: ignore[attr-defined]
+            (n for n in nodes if isinstance(n, ast.Call) and (later(n) or n.lineno in span)),
+            key=lambda n: (not later(n), n.lineno, n.col_offset),
         )
         for call in calls:
             found = self.an.classify(call, func.unit, func.self_class, func.key)
