@@ -680,7 +680,9 @@ def test_a_marker_found_by_reading_it_orders_what_its_maker_did_before_it(tmp_pa
     assert all({r.first.how, r.second.how} == {"write", "read"} for r in on_marker), races
     assert all(0 in (r.first.rank, r.second.rank) for r in on_marker), races
     unwritten = sum(run[r].value[2] for r in (1, 2))
-    assert len(on_marker) <= 2 * 6 + unwritten, (len(on_marker), unwritten)
+    misses = sum(ordering.found_no_file(r.second.event if r.second.how == "read" else r.first.event) for r in on_marker)
+    # (session 33: once, at load 13-17 beside another suite, 76 with 0 unwritten: the text says what they were)
+    assert len(on_marker) <= 2 * 6 + unwritten, (len(on_marker), unwritten, misses, [str(r) for r in on_marker[:3]])
     if read_data_first:
         assert {r.second.rank if r.second.how == "read" else r.first.rank for r in on_data} == {1, 2}, races
     else:
