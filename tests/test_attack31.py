@@ -130,12 +130,13 @@ def test_a01_run_m_imports_the_package_only_in_the_ranks_as_torchrun_does(tmp_pa
 
 @pytest.mark.timeout(200)
 def test_a01_a_slow_package_init_runs_inside_the_deadline(tmp_path):
-    """A package ``__init__`` that takes 40 s runs in the ranks, which the deadline (3 s) ends: the command ends
-    long before the 40 s (before: it ran first in the launcher, outside the deadline, and the command took more)."""
-    _package(tmp_path, "import time\ntime.sleep(40)\n")
+    """A package ``__init__`` that takes 10 minutes runs in the ranks, which the deadline (3 s) ends: the command
+    ends long before (before: it ran first in the launcher, outside the deadline, and the command took the 10
+    minutes). The bound leaves room for a busy machine: session 33's CI took 38 s for this command at load ~15."""
+    _package(tmp_path, "import time\ntime.sleep(600)\n")
     done, took = _cli("run", "-m", "pkg.train", "-n", "2", "--timeout", "1", "--deadline", "3", cwd=tmp_path)
     assert done.returncode != 0, done.stdout + done.stderr
-    assert took < 30, (took, done.stdout, done.stderr)
+    assert took < 150, (took, done.stdout, done.stderr)
 
 
 @pytest.mark.timeout(200)

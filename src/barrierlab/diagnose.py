@@ -65,7 +65,7 @@ from barrierlab.events import (
 )
 from barrierlab.sites import Site, is_learners
 from barrierlab.stacks import stuck_at, traceback_frames
-from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start
+from barrierlab.words import LATER_GROUP_FAILS, issuer_word, library_of, rank_list, sentence_start, short_repr
 
 if TYPE_CHECKING:
     from barrierlab.result import Run
@@ -3763,8 +3763,6 @@ def _irecv_left_unfilled(f: Facts) -> tuple[int, Event, int, Event] | None:
 def _irecv_unfilled_diagnosis(f: Facts, found: tuple[int, Event, int, Event]) -> Diagnosis:
     """rule_irecv_never_waited, where the receiving rank finished and the send of its message failed or never
     returned (:func:`_irecv_left_unfilled`): the bug is the receiver's, its failing peer the victim."""
-    from barrierlab.result import short_repr
-
     r, recv, a, send = found
     result = f.run[r]
     how = "never returned" if send.end is None else "failed"

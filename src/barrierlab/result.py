@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import reprlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ from barrierlab._protocol import (
 )
 from barrierlab.stacks import Stuck, fold_thread_dumps
 from barrierlab.unpickle import is_shell, unpickle_isolated
-from barrierlab.words import rank_list
+from barrierlab.words import rank_list, short_repr
 
 if TYPE_CHECKING:
     from barrierlab.waits import Waits
@@ -214,16 +213,6 @@ def _unwritten_outcome(stderr: str) -> str | None:
     return None
 
 
-def _bounded_repr() -> reprlib.Repr:
-    shown = reprlib.Repr()
-    shown.maxlevel, shown.maxstring, shown.maxother, shown.maxlong = 4, 120, 120, 60
-    shown.maxlist = shown.maxtuple = shown.maxdict = shown.maxset = shown.maxfrozenset = shown.maxdeque = 8
-    return shown
-
-
-_REPR = _bounded_repr()
-
-
 class StuckRanks(dict):
     """``{rank: Stuck}`` (:attr:`Run.stuck`) that shows each rank's place as a diagnosis shows a call: the line,
     and for a call made in a helper the chain of the learner's lines that led there, outermost first."""
@@ -235,18 +224,6 @@ class StuckRanks(dict):
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython shows a dict subclass as a dict otherwise
         printer.text(repr(self))
-
-
-def short_repr(value: object, limit: int = 120) -> str:
-    """``repr(value)`` bounded in depth and length (``reprlib``), never raising: a value returned by a rank
-    may be nested a million levels deep, or have a ``__repr__`` that fails."""
-    try:
-        text = _REPR.repr(value)
-    except BaseException as error:  # noqa: B036 - a broken __repr__ (even RecursionError) is the value's
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        text = f"<{type(value).__name__} object: repr failed with {type(error).__name__}>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import reprlib
 
 #: What a group every rank makes does after some ranks skipped an earlier one (review71b M1, measured with plain
 #: torch 2.13 on gloo, 4 ranks, new_group(timeout=2/4/8 s): the makers raised DistStoreError after 2/4/8 s; a
@@ -61,3 +62,25 @@ def library_of(issuer: str) -> str | None:
     or None when torch did (record.library_issuer writes these phrases)."""
     match = re.match(r"^(\S+?)'s? \S+ \(inside ", issuer)
     return match.group(1) if match and match.group(1) not in ("torch", "torch.distributed") else None
+
+
+def _bounded_repr() -> reprlib.Repr:
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxstring, shown.maxother, shown.maxlong = 4, 120, 120, 60
+    shown.maxlist = shown.maxtuple = shown.maxdict = shown.maxset = shown.maxfrozenset = shown.maxdeque = 8
+    return shown
+
+
+_REPR = _bounded_repr()
+
+
+def short_repr(value: object, limit: int = 120) -> str:
+    """``repr(value)`` bounded in depth and length (``reprlib``), never raising: a value returned by a rank
+    may be nested a million levels deep, or have a ``__repr__`` that fails."""
+    try:
+        text = _REPR.repr(value)
+    except BaseException as error:  # noqa: B036 - a broken __repr__ (even RecursionError) is the value's
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        text = f"<{type(value).__name__} object: repr failed with {type(error).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
