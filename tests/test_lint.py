@@ -9392,3 +9392,60 @@ def test_evaluated_count_when_the_scatter_list_is_short_round15() -> None:
         "return [prompts[r::world_size] for r in range(world_size)]",
     )
     assert lint_source(even) == []
+
+
+LRU_CACHED_COLLECTIVE = """\
+import functools
+
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+PROMPT_LENGTHS = {0: [[3, 5], [8, 9], [4, 5], [7, 10]], 1: [[4, 6], [9, 10], [6, 6], [10, 8]]}
+
+
+@functools.lru_cache(maxsize=None)
+def padded_length(local_max):
+    t = torch.tensor([local_max])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
+
+
+def gather_padded(n, length):
+    batch = torch.zeros(n, length)
+    parts = [torch.empty_like(batch) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, batch)
+
+
+def evaluate(rank):
+    padded_length.cache_clear()
+    for step in range(4):
+        lengths = PROMPT_LENGTHS[rank][step]
+        length = padded_length(max(lengths))
+        gather_padded(len(lengths), length)
+        if rank == 0:
+            print(step, length)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    evaluate(dist.get_rank())
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_through_an_lru_cache_round28() -> None:
+    """lintws33, modelled on round 28's buggy_pad_length_lru_cache_keyed_by_local_max: padded_length() is
+    lru_cache'd and makes an all_reduce; keyed by each rank's own max length (5, 9, 5, 10 on rank 0; 6, 10, 6, 10 on
+    rank 1) the cache misses 3 times on rank 0 and twice on rank 1, so at the 6th collective rank 0's all_reduce
+    meets rank 1's all_gather (on gloo both time out). Both calls are reported, the cached call where the ranks
+    part as their condition line (the `if rank == 0:` logging branch is not where they part). Keyed by the step
+    (the same on every rank), quiet; and an unknown decorator stops the trace (quiet)."""
+    found = lint_source(LRU_CACHED_COLLECTIVE)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [
+        ("evaluated-count", 13, 27),
+        ("evaluated-count", 20, 27),
+    ]
+    assert "finds its arguments in the cache on rank 1, which skip its body, and not on rank 0" in found[0].why
+    assert lint_source(LRU_CACHED_COLLECTIVE.replace("padded_length(max(lengths))", "padded_length(step)")) == []
+    assert lint_source(LRU_CACHED_COLLECTIVE.replace("@functools.lru_cache(maxsize=None)", "@my_decorator")) == []

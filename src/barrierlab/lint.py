@@ -147,8 +147,8 @@ Finding kinds:
 * ``evaluated-count`` - in a script that states its world size (``WORLD_SIZE = 3``, ``nprocs=3``, ``--nproc-per-node
   3``), a collective that some ranks make and others never make at that position, found by evaluating the file's
   data for each rank (module constants, literal lists and dicts, ``range``/``len``/slicing and striding by the rank
-  and the world size, ``math.ceil``, ``islice``, ``sorted``, comprehensions, the file's own functions, generators and
-  objects) and following every rank from the ``__main__`` block: a loop whose trips differ by rank, an ``if`` taken on
+  and the world size, ``math.ceil``, ``islice``, ``sorted``, comprehensions, the file's own functions, generators,
+  objects and ``lru_cache``'d functions, each rank's cache its own) and following every rank from the ``__main__`` block: a loop whose trips differ by rank, an ``if`` taken on
   some ranks only, a ``raise`` or failed ``assert`` on a rank with no data (lm-evaluation-harness's
   ``islice(enumerate(docs), rank, None, world_size)`` of 2 docs on 3 ranks). Reported at the collective, its
   condition line the raise or the first test or loop where the ranks' ways part. Quiet when a value around a
@@ -1325,7 +1325,8 @@ hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these size
 sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WORLD_SIZE = 3 in the file to have it
 checked on 3). evaluated-count: in a script that states its world size, lint evaluates the file's data for each
 rank (constants, literal lists and dicts, range/len/slicing and striding by the rank and the world size,
-math.ceil, islice, sorted, comprehensions, the file's own functions, generators and objects) and follows every
+math.ceil, islice, sorted, comprehensions, the file's own functions, generators, objects and lru_cache'd
+functions, each rank's cache its own) and follows every
 rank from the __main__ block: a collective that some ranks make and the others never make at that position (a
 loop whose trips differ by rank, an if taken on some ranks only, a raise or failed assert on a rank with no data:
 islice(enumerate(docs), rank, None, world_size) of 2 docs on 3 ranks), reported with the world size evaluated and
@@ -9865,13 +9866,26 @@ class _RankTracer(_P2PTracer):
     def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int, shared: dict[str, Any]) -> None:
         super().__init__(an, unit, rank, world, shared)
         self.rows: dict[int, int | None] = {}  # index of a ("coll", ...) event -> rows of its tensor
-        self.decisions: list[tuple[str, ast.stmt, bool]] = []  # ("if", stmt, taken) | ("trip", loop, True)
+        #: ("if", stmt, taken, hidden) | ("trip", loop, True, hidden) | ("cache", call, hit, hidden); hidden: a
+        #: test that reads the rank itself, or anything inside its branches (rank 0's logging), which the ranks
+        #: take differently by design: not where their ways part
+        self.decisions: list[tuple[str, ast.AST, bool, bool]] = []
         self.stopped = False  # the trace stopped at something it cannot evaluate
+        self.inside = 0  # how many branches of a test that reads the rank itself the rank is in
 
     def _iterate(self, value: Any) -> list:
         if isinstance(value, dict):  # a dict's keys, in their order
             return super()._iterate(list(value))
         return super()._iterate(value)
+
+    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any], scope: str | None = None, depth: int = 0) -> None:
+        """Also an item or a slice of a tensor assigned (``mask[i, :n] = 1``): its rows stay, their values were
+        unknown already."""
+        if isinstance(target, ast.Subscript) and self._pure(target):
+            held = self._maybe(target.value, scope, env, depth)
+            if isinstance(held, list) and held and all(x is _ROW for x in held):
+                return
+        super()._bind(target, value, env, scope, depth)
 
     def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
         if isinstance(node, ast.DictComp) and len(node.generators) == 1 and not node.generators[0].is_async:
@@ -9955,6 +9969,19 @@ class _RankTracer(_P2PTracer):
                 if f.attr in _WS_SELF_RETURNING:
                     return receiver
                 raise _NoCount
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "cache_clear"
+            and not node.args
+            and isinstance(f.value, ast.Name)
+            and (key := self.an._callee(f.value, None, self.unit)) is not None
+            and key in self.an.table
+        ):
+            memo = self.shared.setdefault("memo", {}).setdefault(self.rank, {})
+            for k in [k for k in memo if k[0] == key]:
+                del memo[k]
+            self._mark(node)
+            return None
         if isinstance(f, ast.Name) and f.id in ("islice", "sorted") and f.id not in self.an.table:
             if any(isinstance(a, ast.Starred) for a in node.args) or self._effect_calls(node):
                 return super()._call(node, scope, env, depth)
@@ -10019,8 +10046,19 @@ class _RankTracer(_P2PTracer):
         if not any(isinstance(st, (ast.Raise, ast.Assert, ast.Try)) for st in stmts):
             return self._exec_known(stmts, scope, env, depth, yields)
         entered = self.shared["bodies"].get(id(stmts))
+        ranked = False
         if entered is not None:
-            self.decisions.append(entered)
+            ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
+            self.decisions.append((*entered, ranked or self.inside > 0))
+        self.inside += ranked
+        try:
+            return self._exec_each(stmts, scope, env, depth, yields)
+        finally:
+            self.inside -= ranked
+
+    def _exec_each(
+        self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None
+    ):
         for stmt in stmts:
             if isinstance(stmt, ast.Raise):
                 if self._effect_calls(stmt):
@@ -10096,7 +10134,58 @@ class _RankTracer(_P2PTracer):
         built: bool = True,
     ) -> Any:
         """A generator of the file that is plain (:meth:`_plain`) runs to its end at once and gives an iterator
-        over what it yields: nothing its consumer does between two items can change them."""
+        over what it yields: nothing its consumer does between two items can change them. A function under a
+        decorator other than ``staticmethod``/``classmethod``/a grad mode stops the trace (``@rank_zero_only`` runs
+        it on some ranks only), except ``functools.lru_cache``/``cache``: a call with the arguments of an earlier
+        one on this rank returns that one's result without running the body (until ``f.cache_clear()``)."""
+        memo_key = None
+        for deco in func.node.decorator_list:
+            name = _terminal(deco.func if isinstance(deco, ast.Call) else deco)
+            if name in ("lru_cache", "cache"):
+                memo_key = self._memo_key(func, node, scope, env, depth, obj)
+                if memo_key is None:
+                    raise _TraceStop
+            elif name not in ("staticmethod", "classmethod", *_GRAD_MODES):
+                raise _TraceStop
+        if memo_key is not None:
+            memo = self.shared.setdefault("memo", {}).setdefault(self.rank, {})
+            self.decisions.append(("cache", node, memo_key in memo, self.inside > 0))
+            if memo_key in memo:
+                self._mark(node)
+                return copy.deepcopy(memo[memo_key])
+            result = self._run_undecorated(func, node, scope, env, depth, obj, built)
+            memo[memo_key] = copy.deepcopy(result)
+            return result
+        return self._run_undecorated(func, node, scope, env, depth, obj, built)
+
+    def _memo_key(
+        self, func: _Func, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int, obj: _Obj | None
+    ) -> tuple | None:
+        """The key of an ``lru_cache``'d call: the function and its arguments, when all are known and hashable."""
+        if obj is not None or not self._pure(node) or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        try:
+            args = tuple(self.value(a, scope, env, depth) for a in node.args)
+            kwargs = tuple(sorted((k.arg or "", self.value(k.value, scope, env, depth)) for k in node.keywords))
+        except _NoCount:
+            return None
+        key = (func.key, args, kwargs)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return None if any(a is _NoCount for a in args) else key
+
+    def _run_undecorated(
+        self,
+        func: _Func,
+        node: ast.Call,
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        obj: _Obj | None = None,
+        built: bool = True,
+    ) -> Any:
         if (
             obj is None
             and not isinstance(func.node, ast.AsyncFunctionDef)
@@ -10210,8 +10299,10 @@ class _RankTracer(_P2PTracer):
     ):
         """The trace's statements (:meth:`_P2PTracer._exec`), each branch entered and each loop trip recorded."""
         entered = self.shared["bodies"].get(id(stmts)) if enter else None
+        ranked = False
         if entered is not None:
-            self.decisions.append(entered)
+            ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
+            self.decisions.append((*entered, ranked or self.inside > 0))
         bodies = self.shared["bodies"]
         for stmt in stmts:
             if isinstance(stmt, (ast.For, ast.While)) and id(stmt.body) not in bodies:
@@ -10219,7 +10310,23 @@ class _RankTracer(_P2PTracer):
             elif isinstance(stmt, ast.If) and id(stmt.body) not in bodies:
                 bodies[id(stmt.body)] = ("if", stmt, True)
                 bodies[id(stmt.orelse)] = ("if", stmt, False)
-        return super()._exec(stmts, scope, env, depth, yields)
+        self.inside += ranked
+        try:
+            return super()._exec(stmts, scope, env, depth, yields)
+        finally:
+            self.inside -= ranked
+
+
+def _reads_rank(test: ast.AST) -> bool:
+    """Whether ``test`` reads the rank itself (``rank == 0``, ``dist.get_rank()``, ``self.is_main_process``),
+    not a value computed from it."""
+    for n in ast.walk(test):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if name is not None and _rank_name(name):
+            return True
+        if isinstance(n, ast.Call) and _terminal(n.func) in ("get_rank", "get_local_rank", "get_global_rank"):
+            return True
+    return False
 
 
 def _rank_span(ranks: Sequence[int]) -> str:
@@ -10301,6 +10408,11 @@ class _EvaluatedRanks:
                        "__getitem__", "__del__", "__getattr__", "__bool__"}:  # fmt: skip
             return True
         called = {id(n.func) for n in ast.walk(unit.tree) if isinstance(n, ast.Call)}
+        called |= {  # `f.cache_clear()` of an lru_cache'd function calls nothing of the file
+            id(n.value)
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Attribute) and n.attr in ("cache_clear", "cache_info")
+        }
         return any(
             (isinstance(n, ast.Name) and n.id in reaching or isinstance(n, ast.Attribute) and n.attr in reaching)
             and id(n) not in called
@@ -10326,13 +10438,24 @@ class _EvaluatedRanks:
 
     def _parting(self, tracers: list[_RankTracer]) -> tuple[ast.stmt, str] | None:
         """The first decision the ranks take differently: the statement and what each rank does there."""
-        logs = [t.decisions for t in tracers]
+        logs = [[d for d in t.decisions if not d[3]] for t in tracers]
         for k in range(max(len(x) for x in logs)):
             at = [x[k] if k < len(x) else None for x in logs]
             if len({(d[0], id(d[1]), d[2]) if d else None for d in at}) == 1:
                 continue
             stmt = next(d[1] for d in at if d is not None)
             line = stmt.lineno + self.an.units[0].offset
+            if isinstance(stmt, ast.Call):  # an lru_cache'd call
+                hit = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and d[2]]
+                miss = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and not d[2]]
+                if not hit or not miss:
+                    return None
+                return stmt, (
+                    f"the lru_cache'd call at line {line} (`{_clip(self.an.units[0].text(stmt), 60)}`) finds its "
+                    f"arguments in the cache on {_rank_span(hit)}, which skip its body, and not on "
+                    f"{_rank_span(miss)}, which run it, collectives and all (each rank's cache holds the arguments "
+                    "of its own earlier calls)"
+                )
             if isinstance(stmt, ast.If):
                 taken = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and d[2]]
                 other = [r for r in range(len(at)) if r not in taken]
