@@ -9449,3 +9449,60 @@ def test_evaluated_count_through_an_lru_cache_round28() -> None:
     assert "finds its arguments in the cache on rank 1, which skip its body, and not on rank 0" in found[0].why
     assert lint_source(LRU_CACHED_COLLECTIVE.replace("padded_length(max(lengths))", "padded_length(step)")) == []
     assert lint_source(LRU_CACHED_COLLECTIVE.replace("@functools.lru_cache(maxsize=None)", "@my_decorator")) == []
+
+
+AGREED_PARTITIONS = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+MAX_TOKENS = 8
+ROLLOUTS = {0: [[1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7, 8]], 1: [[9, 10], [11, 12, 1], [4, 2]]}
+
+
+def first_fit(lengths, cap):
+    bins, sums = [], []
+    for i, n in enumerate(lengths):
+        for b in range(len(bins)):
+            if sums[b] + n <= cap:
+                bins[b].append(i)
+                sums[b] += n
+                break
+        else:
+            bins.append([i])
+            sums.append(n)
+    return bins
+
+
+def train_step(rollouts):
+    lengths = [len(r) for r in rollouts]
+    count = torch.tensor([len(first_fit(lengths, MAX_TOKENS))])
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)
+    bins = first_fit(lengths, MAX_TOKENS)
+    partitions = bins + [[] for _ in range(int(count.item()) - len(bins))]
+    for partition in partitions:
+        if not partition:
+            continue
+        grad = torch.ones(4)
+        dist.all_reduce(grad)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    train_step(ROLLOUTS[dist.get_rank()])
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_after_an_all_reduced_partition_count_round40() -> None:
+    """lintws33, modelled on round 40's buggy_slime_capped_partitions_empty_microbatch: each rank's first-fit bins
+    (3 on rank 0, 1 on rank 1) are counted, the count MAX-all-reduced (the evaluator hands every rank the result on
+    a second pass, since it saw every rank's number), and the light rank pads its partitions with empty ones. A
+    rank that skips its empty partitions makes 1 all_reduce where rank 0 makes 3: reported at that all_reduce, the
+    `if not partition:` as where the ranks' ways part (after their 1st collective). Every rank running one per
+    partition is quiet."""
+    (found,) = lint_source(AGREED_PARTITIONS)
+    assert (found.kind, found.line, found.condition_line) == ("evaluated-count", 33, 30)
+    assert "rank 0 makes this call" in found.why and "rank 1 makes 2 torch.distributed collective calls" in found.why
+    assert "the test at line 30 (`not partition`) is true on rank 1 and not on rank 0" in found.why
+    assert lint_source(AGREED_PARTITIONS.replace("        if not partition:\n            continue\n", "")) == []

@@ -148,7 +148,8 @@ Finding kinds:
   3``), a collective that some ranks make and others never make at that position, found by evaluating the file's
   data for each rank (module constants, literal lists and dicts, ``range``/``len``/slicing and striding by the rank
   and the world size, ``math.ceil``, ``islice``, ``sorted``, comprehensions, the file's own functions, generators,
-  objects and ``lru_cache``'d functions, each rank's cache its own) and following every rank from the ``__main__`` block: a loop whose trips differ by rank, an ``if`` taken on
+  objects and ``lru_cache``'d functions, each rank's cache its own, and the result of an all_reduce of
+  numbers known on every rank) and following every rank from the ``__main__`` block: a loop whose trips differ by rank, an ``if`` taken on
   some ranks only, a ``raise`` or failed ``assert`` on a rank with no data (lm-evaluation-harness's
   ``islice(enumerate(docs), rank, None, world_size)`` of 2 docs on 3 ranks). Reported at the collective, its
   condition line the raise or the first test or loop where the ranks' ways part. Quiet when a value around a
@@ -1326,7 +1327,8 @@ sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WOR
 checked on 3). evaluated-count: in a script that states its world size, lint evaluates the file's data for each
 rank (constants, literal lists and dicts, range/len/slicing and striding by the rank and the world size,
 math.ceil, islice, sorted, comprehensions, the file's own functions, generators, objects and lru_cache'd
-functions, each rank's cache its own) and follows every
+functions, each rank's cache its own, and the result of an all_reduce of numbers known on every rank) and
+follows every
 rank from the __main__ block: a collective that some ranks make and the others never make at that position (a
 loop whose trips differ by rank, an if taken on some ranks only, a raise or failed assert on a rank with no data:
 islice(enumerate(docs), rank, None, world_size) of 2 docs on 3 ranks), reported with the world size evaluated and
@@ -9847,6 +9849,9 @@ _WS_LIBRARY_METHODS = frozenset(
      "to", "cuda", "cpu", "requires_grad_", "modules", "children", "named_modules", "state_dict"}
 )  # fmt: skip
 _WS_SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "requires_grad_"})
+#: lintws33: how many times every rank is traced at most, each pass handing the ranks the results of the
+#: all_reduces of known numbers the previous one saw every rank make (an agreed count, an all-reduced flag)
+_WS_PASSES = 4
 #: lintws33: object collectives from a root whose result the trace hands to the ranks traced after the root
 _WS_OBJECTS = frozenset({"scatter_object_list", "broadcast_object_list"})
 
@@ -9866,12 +9871,19 @@ class _RankTracer(_P2PTracer):
     def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int, shared: dict[str, Any]) -> None:
         super().__init__(an, unit, rank, world, shared)
         self.rows: dict[int, int | None] = {}  # index of a ("coll", ...) event -> rows of its tensor
-        #: ("if", stmt, taken, hidden) | ("trip", loop, True, hidden) | ("cache", call, hit, hidden); hidden: a
+        #: ("if", stmt, taken, hidden, made) | ("trip", loop, True, hidden, made) | ("cache", call, hit, hidden,
+        #: made); made: the collectives made before it; hidden: a
         #: test that reads the rank itself, or anything inside its branches (rank 0's logging), which the ranks
         #: take differently by design: not where their ways part
-        self.decisions: list[tuple[str, ast.AST, bool, bool]] = []
+        self.decisions: list[tuple[str, ast.AST, bool, bool, int]] = []
         self.stopped = False  # the trace stopped at something it cannot evaluate
         self.inside = 0  # how many branches of a test that reads the rank itself the rank is in
+        #: position of an all_reduce among this rank's collectives -> (the call's id, op, the numbers it hands in)
+        self.reduce_inputs: dict[int, tuple[int, str, list]] = {}
+
+    def _made(self) -> int:
+        """How many collectives this rank has made so far."""
+        return sum(1 for e in self.events if e[0] == "coll")
 
     def _iterate(self, value: Any) -> list:
         if isinstance(value, dict):  # a dict's keys, in their order
@@ -9971,6 +9983,18 @@ class _RankTracer(_P2PTracer):
                 raise _NoCount
         if (
             isinstance(f, ast.Attribute)
+            and (_dotted(f.value) or "") in ("torch", "np", "numpy", "math")
+            and self._effect_calls(node)
+            and self._pure(node)
+        ):
+            return _ShareCounter._call(self, node, scope, env, depth)  # `torch.tensor([len(plain_helper(x))])`
+        if isinstance(f, ast.Attribute) and f.attr == "item" and not node.args and not node.keywords:
+            held = self._maybe(f.value, scope, env, depth) if self._pure(f.value) else _NoCount
+            if isinstance(held, list) and len(held) == 1 and isinstance(held[0], (int, float)):
+                self._mark(node)
+                return held[0]
+        if (
+            isinstance(f, ast.Attribute)
             and f.attr == "cache_clear"
             and not node.args
             and isinstance(f.value, ast.Name)
@@ -10049,7 +10073,7 @@ class _RankTracer(_P2PTracer):
         ranked = False
         if entered is not None:
             ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
-            self.decisions.append((*entered, ranked or self.inside > 0))
+            self.decisions.append((*entered, ranked or self.inside > 0, self._made()))
         self.inside += ranked
         try:
             return self._exec_each(stmts, scope, env, depth, yields)
@@ -10101,12 +10125,18 @@ class _RankTracer(_P2PTracer):
             return cache[func.key]
         cache[func.key] = False  # a recursive call: not plain
         ok = depth < 4
+        fresh = _fresh_locals(func.node) if ok else set()
         for n in _own_nodes(func.node.body) if ok else ():
             if isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)):
                 ok = False
             elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                ok = not any(isinstance(t, (ast.Attribute, ast.Subscript)) for tt in targets for t in ast.walk(tt))
+                ok = not any(
+                    isinstance(t, (ast.Attribute, ast.Subscript)) and _base_name(t) not in fresh
+                    for tt in targets
+                    for t in ast.walk(tt)
+                    if t is tt or not isinstance(tt, (ast.Attribute, ast.Subscript))
+                )
             elif isinstance(n, ast.Call):
                 if _dotted(n.func) and "distributed" in self.an._resolve(n.func, self.unit):
                     ok = False
@@ -10149,7 +10179,7 @@ class _RankTracer(_P2PTracer):
                 raise _TraceStop
         if memo_key is not None:
             memo = self.shared.setdefault("memo", {}).setdefault(self.rank, {})
-            self.decisions.append(("cache", node, memo_key in memo, self.inside > 0))
+            self.decisions.append(("cache", node, memo_key in memo, self.inside > 0, self._made()))
             if memo_key in memo:
                 self._mark(node)
                 return copy.deepcopy(memo[memo_key])
@@ -10211,13 +10241,42 @@ class _RankTracer(_P2PTracer):
                 if isinstance(held, list) and all(x is _ROW for x in held):
                     rows = len(held)
         sent = self._rooted_objects(node, name, scope, env, depth) if name in _WS_OBJECTS else None
+        numbers = self._reduce_input(node, scope, env, depth) if name == "all_reduce" else None
+        handed = list(numbers[0]) if numbers is not None else []  # before the call marks them unknown
         before = len(self.events)
         result = super()._dist(node, name, scope, env, depth)
         if len(self.events) > before and self.events[-1][0] == "coll":
             self.rows[len(self.events) - 1] = rows
+            if numbers is not None:
+                position = sum(1 for e in self.events if e[0] == "coll") - 1
+                held, op = numbers
+                self.reduce_inputs[position] = (id(node), op, handed)
+                agreed = self.shared.get("reduced", {}).get(position)
+                if agreed is not None and agreed[0] == id(node) and len(agreed[1]) == len(held):
+                    held[:] = agreed[1]
             if sent is not None:
                 self._deliver(name, sent, len([e for e in self.events if e[0] == "coll"]) - 1)
         return result
+
+    def _reduce_input(
+        self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int
+    ) -> tuple[list, str] | None:
+        """For ``dist.all_reduce(t)``/``all_reduce(t, op=ReduceOp.MAX)`` (SUM, MAX, MIN) of the default group,
+        synchronous, of a tensor whose numbers the trace knows (``torch.tensor([n])``): (the tensor, the op)."""
+        if any(k.arg not in ("tensor", "op") for k in node.keywords) or len(node.args) > 2:
+            return None
+        tensor, op_node = _argument(node, 0, "tensor"), _argument(node, 1, "op")
+        if tensor is None or not self._pure(node):
+            return None
+        op = "SUM" if op_node is None else _terminal(op_node)
+        if op not in ("SUM", "MAX", "MIN"):
+            return None
+        held = self._maybe(tensor, scope, env, depth)
+        if not isinstance(held, list) or not held:
+            return None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in held):
+            return None
+        return held, op
 
     def _rooted_objects(
         self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int
@@ -10302,7 +10361,7 @@ class _RankTracer(_P2PTracer):
         ranked = False
         if entered is not None:
             ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
-            self.decisions.append((*entered, ranked or self.inside > 0))
+            self.decisions.append((*entered, ranked or self.inside > 0, self._made()))
         bodies = self.shared["bodies"]
         for stmt in stmts:
             if isinstance(stmt, (ast.For, ast.While)) and id(stmt.body) not in bodies:
@@ -10315,6 +10374,47 @@ class _RankTracer(_P2PTracer):
             return super()._exec(stmts, scope, env, depth, yields)
         finally:
             self.inside -= ranked
+
+
+def _base_name(node: ast.AST) -> str | None:
+    """The name an attribute or item chain starts from (``sums`` of ``sums[b]``, ``bins`` of ``bins[b][0]``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _fresh_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of ``func`` (not its parameters) every assignment of which is a new list or dict (``bins, sums = [],
+    []``, ``out = {k: 0 for k in keys}``): changing their items changes nothing outside the call."""
+    args = func.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    made = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)
+    fresh: dict[str, bool] = {}
+    for n in _own_nodes(func.body):
+        pairs: list[tuple[ast.AST, ast.AST | None]] = []
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
+                    pairs += list(zip(t.elts, n.value.elts))
+                else:
+                    pairs.append((t, n.value))
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign)):
+            pairs.append((n.target, n.value if isinstance(n, ast.AnnAssign) else None))
+        elif isinstance(n, (ast.For, ast.comprehension, ast.With)):
+            for name in _assigned_names(n) if not isinstance(n, ast.comprehension) else ():
+                fresh[name] = False
+            if isinstance(n, ast.For):
+                for t in ast.walk(n.target):
+                    if isinstance(t, ast.Name):
+                        fresh[t.id] = False
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                fresh[target.id] = fresh.get(target.id, True) and isinstance(value, made)
+            else:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        fresh[t.id] = False
+    return {name for name, ok in fresh.items() if ok and name not in params}
 
 
 def _reads_rank(test: ast.AST) -> bool:
@@ -10384,19 +10484,40 @@ class _EvaluatedRanks:
             "bodies": {},
             "methods": frozenset(k.rpartition(".")[2] for k, f in an.table.items() if f.self_class is not None),
         }
-        tracers = []
-        for rank in range(world):
-            tracer = _RankTracer(an, unit, rank, world, shared)
-            try:
-                tracer._exec(main, None, tracer.top, 0, None)
-            except _RankRaised:
-                pass
-            except (_TraceStop, _NoCount, RecursionError):
-                tracer.stopped = True  # what it recorded so far is what the rank does first; the rest is unknown
-            if tracer.partial:
-                return
-            tracers.append(tracer)
+        reduced: dict[int, tuple[int, list]] = {}
+        for _ in range(_WS_PASSES):
+            tracers = []
+            shared["sent"], shared["memo"], shared["reduced"] = {}, {}, reduced
+            for rank in range(world):
+                tracer = _RankTracer(an, unit, rank, world, shared)
+                try:
+                    tracer._exec(main, None, tracer.top, 0, None)
+                except _RankRaised:
+                    pass
+                except (_TraceStop, _NoCount, RecursionError):
+                    tracer.stopped = True  # what it recorded so far is what the rank does first; the rest unknown
+                if tracer.partial:
+                    return
+                tracers.append(tracer)
+            more = self._reductions(tracers)
+            if set(more) <= set(reduced):
+                break
+            reduced = {**reduced, **more}
         self._compare(world, tracers)
+
+    @staticmethod
+    def _reductions(tracers: list[_RankTracer]) -> dict[int, tuple[int, list]]:
+        """The all_reduces every rank makes at the same position with the same call, op and known numbers:
+        position -> (the call's id, the result every rank gets). The next pass hands the result to each rank."""
+        out: dict[int, tuple[int, list]] = {}
+        for k, (call, op, values) in tracers[0].reduce_inputs.items():
+            rows = [t.reduce_inputs.get(k) for t in tracers]
+            if any(r is None or r[0] != call or r[1] != op or len(r[2]) != len(values) for r in rows):
+                continue
+            columns = list(zip(*(r[2] for r in rows)))  # type: ignore[index]
+            fold = {"SUM": sum, "MAX": max, "MIN": min}[op]
+            out[k] = (call, [fold(c) for c in columns])
+        return out
 
     def _handed_on(self, unit: _Unit) -> bool:
         """Whether a function of the file that reaches a collective may run where the trace cannot see it: a
@@ -10436,11 +10557,16 @@ class _EvaluatedRanks:
                 self._sizes(world, tracers, k, at, rows)
                 return
 
-    def _parting(self, tracers: list[_RankTracer]) -> tuple[ast.stmt, str] | None:
+    def _parting(self, tracers: list[_RankTracer], k: int) -> tuple[ast.stmt, str] | None:
+        """The first decision the ranks take differently after their last common collective (the k-th), else in
+        the whole run."""
+        return self._first_parting(tracers, k) or self._first_parting(tracers, None)
+
+    def _first_parting(self, tracers: list[_RankTracer], k: int | None) -> tuple[ast.stmt, str] | None:
         """The first decision the ranks take differently: the statement and what each rank does there."""
-        logs = [[d for d in t.decisions if not d[3]] for t in tracers]
-        for k in range(max(len(x) for x in logs)):
-            at = [x[k] if k < len(x) else None for x in logs]
+        logs = [[d for d in t.decisions if not d[3] and (k is None or d[4] == k)] for t in tracers]
+        for step in range(max((len(x) for x in logs), default=0)):
+            at = [x[step] if step < len(x) else None for x in logs]
             if len({(d[0], id(d[1]), d[2]) if d else None for d in at}) == 1:
                 continue
             stmt = next(d[1] for d in at if d is not None)
@@ -10471,7 +10597,14 @@ class _EvaluatedRanks:
                 f"{_rank_span(rs)} run{'s' if len(rs) == 1 else ''} {n} iteration{'s' if n != 1 else ''}"
                 for n, rs in sorted(groups.items())
             )
-            return stmt, f"the loop at line {line} runs a different number of times: in the whole run {shown}"
+            when = (
+                "in the whole run"
+                if k is None
+                else "before their first collective"
+                if k == 0
+                else f"between their {_ordinal(k)} collective and the next"
+            )
+            return stmt, f"the loop at line {line} runs a different number of times: {when}, {shown}"
         return None
 
     def _head(self, world: int) -> str:
@@ -10482,7 +10615,7 @@ class _EvaluatedRanks:
 
     def _count(self, world: int, tracers: list[_RankTracer], colls: list, k: int, at: dict) -> None:
         an, unit = self.an, self.an.units[0]
-        parting = self._parting(tracers)
+        parting = self._parting(tracers, k)
         ended = [r for r, e in at.items() if e is None]  # ranks with no k-th collective (their traces are whole)
         raisers = [r for r in ended if tracers[r].raised is not None]
         reported: set[int] = set()
