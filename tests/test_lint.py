@@ -9846,3 +9846,286 @@ def test_review92l_c2_a_rooted_collective_is_no_readers_collective_ahead() -> No
         "    if rank == 0:\n        dist.broadcast(torch.ones(1), src=1)\n",
     )
     assert [f.line for f in lint_source(source) if f.kind == "file-race"] == [14]
+
+
+# --- lintws33: every rank's way through the file with its data evaluated, and the ranks' collectives compared
+
+SCATTER_UNEVEN_COUNTS = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 3
+FILE_SIZES = [12, 10]
+
+
+def get_proc_counts(num, num_ranks):
+    per_rank, remainder = divmod(num, num_ranks)
+    return [per_rank + 1 if r < remainder else per_rank for r in range(num_ranks)]
+
+
+def scatter_ids(num_samples):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    counts = get_proc_counts(num_samples, world_size)
+    mine = torch.empty(counts[rank], dtype=torch.int64)
+    pieces = None
+    if rank == 0:
+        perm = torch.randperm(num_samples)
+        pieces = list(torch.split(perm, counts))
+    dist.scatter(mine, pieces, src=0)
+    return mine
+
+
+def worker():
+    for num_samples in FILE_SIZES:
+        ids = scatter_ids(num_samples)
+        stats = torch.tensor([len(ids)])
+        dist.all_reduce(stats)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_scatter_sizes_differ_between_ranks_round25() -> None:
+    """lintws33, modelled on round 25's buggy_shuffle_scatter_uneven_counts (Megatron-DeepSpeed's distshuf):
+    evaluated with the stated 3 ranks, the second file's 10 samples give counts (4, 3, 3), so rank 0's scatter
+    output has 4 rows and the others' 3 (gloo's root raises 'invalid tensor size'). The twin pads every piece to
+    max(counts) and is quiet; so is the same file with no world size stated, and one whose sizes divide evenly."""
+    (found,) = lint_source(SCATTER_UNEVEN_COUNTS)
+    assert (found.kind, found.line) == ("size-mismatch", 21)
+    assert "with 3 ranks" in found.why and "4 rows on rank 0 and 3 rows on ranks 1, 2" in found.why
+    assert "reached through lines 35, 27" in found.why and "3rd collective" in found.why
+    padded = SCATTER_UNEVEN_COUNTS.replace(
+        "mine = torch.empty(counts[rank], dtype=torch.int64)", "mine = torch.empty(max(counts), dtype=torch.int64)"
+    ).replace("list(torch.split(perm, counts))", "[perm[:1].repeat(max(counts)) for _ in counts]")
+    assert lint_source(padded) == []
+    assert lint_source(SCATTER_UNEVEN_COUNTS.replace("WORLD_SIZE = 3\n", "")) == []
+    assert lint_source(SCATTER_UNEVEN_COUNTS.replace("[12, 10]", "[12, 9]")) == []
+
+
+EMPTY_SHARD_RAISES = """\
+from itertools import islice
+
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 3
+DOCS = [{"query": "2 + 2 =", "choices": [" 3", " 4"]}, {"query": "The sky is", "choices": [" blue", " green"]}]
+
+
+class Task:
+    def build_all_requests(self, rank, world_size):
+        self._instances = []
+        for doc_id, doc in islice(enumerate(DOCS), rank, None, world_size):
+            for i, choice in enumerate(doc["choices"]):
+                self._instances.append({"doc_id": doc_id, "idx": i, "cont": choice})
+        if len(self._instances) == 0:
+            raise ValueError("no docs")
+
+
+def evaluate(task, rank, world_size):
+    task.build_all_requests(rank, world_size)
+    counts = [torch.zeros(1, dtype=torch.long) for _ in range(world_size)]
+    dist.all_gather(counts, torch.tensor([len(task._instances)]))
+    dist.barrier()
+
+
+def worker():
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    evaluate(Task(), rank, world_size)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_when_an_empty_shard_raises_round40() -> None:
+    """lintws33, modelled on round 40's buggy_lmeval_empty_rank_shard_raises (lm-evaluation-harness): evaluated
+    with the stated 3 ranks, islice(enumerate(DOCS), rank, None, world_size) of 2 docs leaves rank 2 no doc, so
+    it raises before the all_gather the others wait in (on gloo they fail when its process ends). Reported at the
+    all_gather, the raise as its condition line. Quiet when every rank gets a doc (4 docs; the corpus twin keeps
+    the raise for rank 0 only), with 2 ranks, and with no world size stated."""
+    (found,) = lint_source(EMPTY_SHARD_RAISES)
+    assert (found.kind, found.line, found.condition_line) == ("evaluated-count", 23, 17)
+    assert "with 3 ranks" in found.why and "ranks 0, 1 make this call" in found.why
+    assert "rank 2 makes 0 torch.distributed collective calls" in found.why and "raises at line 17" in found.why
+    assert "rank 2 runs 0 iterations and ranks 0, 1 run 1 iteration" in found.why
+    three_docs = EMPTY_SHARD_RAISES.replace('"choices": [" blue", " green"]}]', '"choices": [" blue", " green"]}] * 2')
+    assert lint_source(three_docs) == []
+    assert lint_source(EMPTY_SHARD_RAISES.replace("WORLD_SIZE = 3", "WORLD_SIZE = 2")) == []
+    assert lint_source(EMPTY_SHARD_RAISES.replace("WORLD_SIZE = 3\n", "")) == []
+
+
+SCATTER_FEWER_CHUNKS = """\
+import math
+
+import torch.distributed as dist
+
+WORLD_SIZE = 3
+PROMPT_FILES = {"dev": [f"dev {i}" for i in range(9)], "test": [f"test {i}" for i in range(4)]}
+
+
+def split_for_ranks(prompts, world_size):
+    per_rank = math.ceil(len(prompts) / world_size)
+    return [prompts[i : i + per_rank] for i in range(0, len(prompts), per_rank)]
+
+
+def run_file(name, prompts):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    chunk = [None]
+    dist.scatter_object_list(chunk, split_for_ranks(prompts, world) if rank == 0 else None, src=0)
+    answers = [p.upper() for p in chunk[0]]
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object(answers, gathered, dst=0)
+
+
+def worker():
+    for name, prompts in PROMPT_FILES.items():
+        run_file(name, prompts)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_when_the_scatter_list_is_short_round15() -> None:
+    """lintws33, modelled on round 15's buggy_scatter_prompts_fewer_chunks: evaluated with the stated 3 ranks, the
+    "test" file's 4 prompts in ceil(4 / 3) = 2 per chunk give 2 chunks; rank 0, the root, raises in its
+    scatter_object_list (gloo: 'Incorrect input list size 2'), which ranks 1 and 2 wait in. The "dev" file (9 = 3
+    x 3) goes through: its chunk reaches each rank (rank 0's scatter handed to the ranks traced after it), so the
+    trace follows them to the second file. One chunk per rank (as correct_scatter_prompts_one_chunk_per_rank) is
+    quiet."""
+    (found,) = lint_source(SCATTER_FEWER_CHUNKS)
+    assert (found.kind, found.line, found.condition_line) == ("evaluated-count", 17, 17)
+    assert "ranks 1, 2 make this call" in found.why and "3rd collective" in found.why
+    assert "raises in this same call (torch: 'Incorrect input list size 2" in found.why
+    even = SCATTER_FEWER_CHUNKS.replace(
+        "return [prompts[i : i + per_rank] for i in range(0, len(prompts), per_rank)]",
+        "return [prompts[r::world_size] for r in range(world_size)]",
+    )
+    assert lint_source(even) == []
+
+
+LRU_CACHED_COLLECTIVE = """\
+import functools
+
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+PROMPT_LENGTHS = {0: [[3, 5], [8, 9], [4, 5], [7, 10]], 1: [[4, 6], [9, 10], [6, 6], [10, 8]]}
+
+
+@functools.lru_cache(maxsize=None)
+def padded_length(local_max):
+    t = torch.tensor([local_max])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
+
+
+def gather_padded(n, length):
+    batch = torch.zeros(n, length)
+    parts = [torch.empty_like(batch) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, batch)
+
+
+def evaluate(rank):
+    padded_length.cache_clear()
+    for step in range(4):
+        lengths = PROMPT_LENGTHS[rank][step]
+        length = padded_length(max(lengths))
+        gather_padded(len(lengths), length)
+        if rank == 0:
+            print(step, length)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    evaluate(dist.get_rank())
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_through_an_lru_cache_round28() -> None:
+    """lintws33, modelled on round 28's buggy_pad_length_lru_cache_keyed_by_local_max: padded_length() is
+    lru_cache'd and makes an all_reduce; keyed by each rank's own max length (5, 9, 5, 10 on rank 0; 6, 10, 6, 10 on
+    rank 1) the cache misses 3 times on rank 0 and twice on rank 1, so at the 6th collective rank 0's all_reduce
+    meets rank 1's all_gather (on gloo both time out). Both calls are reported, the cached call where the ranks
+    part as their condition line (the `if rank == 0:` logging branch is not where they part). Keyed by the step
+    (the same on every rank), quiet; and an unknown decorator stops the trace (quiet)."""
+    found = lint_source(LRU_CACHED_COLLECTIVE)
+    assert [(f.kind, f.line, f.condition_line) for f in found] == [
+        ("evaluated-count", 13, 27),
+        ("evaluated-count", 20, 27),
+    ]
+    assert "finds its arguments in the cache on rank 1, which skip its body, and not on rank 0" in found[0].why
+    assert lint_source(LRU_CACHED_COLLECTIVE.replace("padded_length(max(lengths))", "padded_length(step)")) == []
+    assert lint_source(LRU_CACHED_COLLECTIVE.replace("@functools.lru_cache(maxsize=None)", "@my_decorator")) == []
+
+
+AGREED_PARTITIONS = """\
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+MAX_TOKENS = 8
+ROLLOUTS = {0: [[1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7, 8]], 1: [[9, 10], [11, 12, 1], [4, 2]]}
+
+
+def first_fit(lengths, cap):
+    bins, sums = [], []
+    for i, n in enumerate(lengths):
+        for b in range(len(bins)):
+            if sums[b] + n <= cap:
+                bins[b].append(i)
+                sums[b] += n
+                break
+        else:
+            bins.append([i])
+            sums.append(n)
+    return bins
+
+
+def train_step(rollouts):
+    lengths = [len(r) for r in rollouts]
+    count = torch.tensor([len(first_fit(lengths, MAX_TOKENS))])
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)
+    bins = first_fit(lengths, MAX_TOKENS)
+    partitions = bins + [[] for _ in range(int(count.item()) - len(bins))]
+    for partition in partitions:
+        if not partition:
+            continue
+        grad = torch.ones(4)
+        dist.all_reduce(grad)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    train_step(ROLLOUTS[dist.get_rank()])
+    dist.destroy_process_group()
+"""
+
+
+def test_evaluated_count_after_an_all_reduced_partition_count_round40() -> None:
+    """lintws33, modelled on round 40's buggy_slime_capped_partitions_empty_microbatch: each rank's first-fit bins
+    (3 on rank 0, 1 on rank 1) are counted, the count MAX-all-reduced (the evaluator hands every rank the result on
+    a second pass, since it saw every rank's number), and the light rank pads its partitions with empty ones. A
+    rank that skips its empty partitions makes 1 all_reduce where rank 0 makes 3: reported at that all_reduce, the
+    `if not partition:` as where the ranks' ways part (after their 1st collective). Every rank running one per
+    partition is quiet."""
+    (found,) = lint_source(AGREED_PARTITIONS)
+    assert (found.kind, found.line, found.condition_line) == ("evaluated-count", 33, 30)
+    assert "rank 0 makes this call" in found.why and "rank 1 makes 2 torch.distributed collective calls" in found.why
+    assert "the test at line 30 (`not partition`) is true on rank 1 and not on rank 0" in found.why
+    assert lint_source(AGREED_PARTITIONS.replace("        if not partition:\n            continue\n", "")) == []

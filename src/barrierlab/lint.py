@@ -57,6 +57,10 @@ Finding kinds:
   collective whose tensors must have one shape on every rank (``ops.SAME_SHAPE``), or this rank's piece of
   ``x.chunk(world_size)`` of a constant length the world size does not divide handed to such a collective
   (:class:`_UnevenWorldChunks`). See :class:`_Sizes`, :class:`_RankSizes` and :class:`_Agreement`.
+  Also, in a script that states its world size, a collective whose
+  tensor's rows differ between ranks when lint evaluates the file's data for each rank, following every rank from
+  the ``__main__`` block (a ``dist.scatter`` output sized ``counts[rank]`` from a ``divmod`` of 10 samples over 3
+  ranks: 4, 3 and 3 rows). See :class:`_EvaluatedRanks` (lintws33).
 * ``data-dependent-count`` - one collective per key of a dict whose keys come from the data (a loop
   over it, Lightning's ``log_dict(..., sync_dist=True)``).
 * ``except-path`` - a collective inside an ``except`` handler (other than for ``ImportError``-like errors every
@@ -148,6 +152,16 @@ Finding kinds:
   the script's ``__main__`` block (or the function its ``mp.spawn(fn, args=..., nprocs=...)`` runs:
   :func:`_trace_spawn`) through the file's functions and pairing their calls in order (an ``init_device_mesh`` mesh
   laid out as torch does: :func:`_trace_mesh_call`). See :class:`_P2PTrace`.
+* ``evaluated-count`` - in a script that states its world size (``WORLD_SIZE = 3``, ``nprocs=3``, ``--nproc-per-node
+  3``), a collective that some ranks make and others never make at that position, found by evaluating the file's
+  data for each rank (module constants, literal lists and dicts, ``range``/``len``/slicing and striding by the rank
+  and the world size, ``math.ceil``, ``islice``, ``sorted``, comprehensions, the file's own functions, generators,
+  objects and ``lru_cache``'d functions, each rank's cache its own, and the result of an all_reduce of
+  numbers known on every rank) and following every rank from the ``__main__`` block: a loop whose trips differ by rank, an ``if`` taken on
+  some ranks only, a ``raise`` or failed ``assert`` on a rank with no data (lm-evaluation-harness's
+  ``islice(enumerate(docs), rank, None, world_size)`` of 2 docs on 3 ranks). Reported at the collective, its
+  condition line the raise or the first test or loop where the ranks' ways part. Quiet when a value around a
+  collective cannot be evaluated exactly. See :class:`_EvaluatedRanks` (lintws33).
 * ``forked-collective`` - a collective in a child process the rank starts (``os.fork()``'s child branch, or
   ``multiprocessing.Process(target=f)`` where ``f`` reaches one without ``init_process_group``). See :class:`_Forked`.
 * ``agreed-argument`` - a library object built with an argument from this rank's own values that decides which
@@ -1242,7 +1256,10 @@ under an if on the function's arguments, or per item of such a value), stacked i
 broadcast_object_list given a literal placeholder list on some ranks and a list of another length on
 others; and a tensor whose size comes from the rank (torch.ones(4 if rank == 0 else 8), torch.zeros(n)
 with n assigned from the rank) handed to a collective whose tensors must have one shape on every rank
-(all_reduce, broadcast, all_gather...). data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
+(all_reduce, broadcast, all_gather...), or whose number of rows differs between ranks when lint evaluates the
+file's data for each rank of the world size the file states (WORLD_SIZE = 3), following every rank from the
+__main__ block through the file's functions (a scatter output of counts[rank] rows, counts from divmod(10, 3):
+4, 3 and 3; quiet when the world size is not stated or a value cannot be evaluated). data-dependent-count, one collective per key of such a dict (a loop over it, Lightning's
 self.log_dict(..., sync_dist=True)). Keys agreed first (all_gather_object of the key sets) are quiet.
 
 Exceptions and each rank's own results: except-path, a collective inside an except handler (not for
@@ -1327,7 +1344,16 @@ peers under a (pp, dp) mesh are seen; an mp.spawn(fn, args=(...), nprocs=n) entr
 hang on each of 2, 3 and 4 ranks: a script whose calls pair on one of these sizes is taken as written for it
 (if rank == 0: send(t, 1) else: recv(t, 0) pairs on 2 ranks and is quiet, though on 3 ranks rank 2's recv has no
 sender: it fails when rank 0 exits, or at the timeout if rank 0 stays; state WORLD_SIZE = 3 in the file to have it
-checked on 3). forked-collective: a collective in a child process the rank starts (the child branch of os.fork(),
+checked on 3). evaluated-count: in a script that states its world size, lint evaluates the file's data for each
+rank (constants, literal lists and dicts, range/len/slicing and striding by the rank and the world size,
+math.ceil, islice, sorted, comprehensions, the file's own functions, generators, objects and lru_cache'd
+functions, each rank's cache its own, and the result of an all_reduce of numbers known on every rank) and
+follows every
+rank from the __main__ block: a collective that some ranks make and the others never make at that position (a
+loop whose trips differ by rank, an if taken on some ranks only, a raise or failed assert on a rank with no data:
+islice(enumerate(docs), rank, None, world_size) of 2 docs on 3 ranks), reported with the world size evaluated and
+what each rank does; quiet when a value around a collective cannot be evaluated exactly. forked-collective: a
+collective in a child process the rank starts (the child branch of os.fork(),
 or multiprocessing.Process(target=f) where f reaches one and does not call init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
 shards) that decides which collectives it makes later - PowerSGDState(start_powerSGD_iter=..., matrix_approximation_rank,
@@ -4118,6 +4144,7 @@ class _Analysis:
         _StaleLockWaits(self).run()  # lintrecall33
         _UnevenWorldChunks(self).run()  # lintrecall33
         _RankOrderedLoops(self).run()  # lintrecall33
+        _EvaluatedRanks(self).run()  # lintws33
         self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -10006,6 +10033,898 @@ class _P2PTrace:
             _record_finding(
                 an, call, unit, kind, condition, why, fix, condition_line=op.stack[-1] if op.stack else None
             )
+
+
+# --- lintws33: every rank's way through the file with its data evaluated, and the ranks' collectives compared -----
+
+#: lintws33: collectives whose tensor must have the same number of rows on every rank, with the argument that holds
+#: it (a scatter's output too: gloo's root checks each piece against its own output, a receiver gets the root's size)
+_WS_SIZED: dict[str, tuple[int, str]] = {
+    "all_reduce": (0, "tensor"),
+    "broadcast": (0, "tensor"),
+    "reduce": (0, "tensor"),
+    "scatter": (0, "tensor"),
+    "all_gather": (1, "tensor"),
+    "all_gather_into_tensor": (1, "input_tensor"),
+}
+#: lintws33: methods of a library base (``nn.Module``, an optimizer) an object of the file may call that run no code
+#: of the file unless the file defines a method of that name (checked): they change nothing the trace follows
+_WS_LIBRARY_METHODS = frozenset(
+    {"train", "eval", "parameters", "named_parameters", "buffers", "named_buffers", "register_buffer", "zero_grad",
+     "to", "cuda", "cpu", "requires_grad_", "modules", "children", "named_modules", "state_dict"}
+)  # fmt: skip
+_WS_SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "requires_grad_"})
+#: lintws33: how many times every rank is traced at most, each pass handing the ranks the results of the
+#: all_reduces of known numbers the previous one saw every rank make (an agreed count, an all-reduced flag)
+_WS_PASSES = 4
+#: lintws33: object collectives from a root whose result the trace hands to the ranks traced after the root
+_WS_OBJECTS = frozenset({"scatter_object_list", "broadcast_object_list"})
+
+
+class _RankTracer(_P2PTracer):
+    """lintws33: a per-rank evaluator of the file's data, built on the point-to-point trace (:class:`_P2PTracer`,
+    whose values are the share counter's: module constants, literal lists, dicts and tuples, ``range``/``len``/
+    slicing and striding by the rank and the world size, ``math.ceil``, arithmetic, comprehensions, calls of the
+    file's own functions and objects with the arguments known on this rank). It runs one rank from the
+    ``__main__`` block and records, besides what that trace records, every collective of the default group with
+    the rows of its tensor (when known), and each decision the rank takes: the branch of every ``if`` it enters
+    and every trip of every ``for``/``while`` body. Collectives count as calls that matter: a test or a loop the
+    evaluator cannot decide around one stops the trace (unknown: lint says nothing). Also runs ``super().__init__()``
+    of a library base, ``dict.items()/keys()/values()`` and the plain ``nn.Module`` methods (``train()``,
+    ``parameters()``...) of an object of the file, none of which runs code of the file."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int, shared: dict[str, Any]) -> None:
+        super().__init__(an, unit, rank, world, shared)
+        self.rows: dict[int, int | None] = {}  # index of a ("coll", ...) event -> rows of its tensor
+        #: ("if", stmt, taken, hidden, made) | ("trip", loop, True, hidden, made) | ("cache", call, hit, hidden,
+        #: made); made: the collectives made before it; hidden: a
+        #: test that reads the rank itself, or anything inside its branches (rank 0's logging), which the ranks
+        #: take differently by design: not where their ways part
+        self.decisions: list[tuple[str, ast.AST, bool, bool, int]] = []
+        self.stopped = False  # the trace stopped at something it cannot evaluate
+        self.inside = 0  # how many branches of a test that reads the rank itself the rank is in
+        #: position of an all_reduce among this rank's collectives -> (the call's id, op, the numbers it hands in)
+        self.reduce_inputs: dict[int, tuple[int, str, list]] = {}
+
+    def _made(self) -> int:
+        """How many collectives this rank has made so far."""
+        return sum(1 for e in self.events if e[0] == "coll")
+
+    def _iterate(self, value: Any) -> list:
+        if isinstance(value, dict):  # a dict's keys, in their order
+            return super()._iterate(list(value))
+        return super()._iterate(value)
+
+    def _bind(self, target: ast.AST, value: Any, env: dict[str, Any], scope: str | None = None, depth: int = 0) -> None:
+        """Also an item or a slice of a tensor assigned (``mask[i, :n] = 1``): its rows stay, their values were
+        unknown already."""
+        if isinstance(target, ast.Subscript) and self._pure(target):
+            held = self._maybe(target.value, scope, env, depth)
+            if isinstance(held, list) and held and all(x is _ROW for x in held):
+                return
+        super()._bind(target, value, env, scope, depth)
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if isinstance(node, ast.DictComp) and len(node.generators) == 1 and not node.generators[0].is_async:
+            self._tick()
+            gen, out = node.generators[0], {}
+            for item in self._iterate(self.value(gen.iter, scope, env, depth + 1)):
+                bound = dict(env)
+                self._bind(gen.target, item, bound, scope, depth)
+                if all(self._truth(self.value(t, scope, bound, depth + 1)) for t in gen.ifs):
+                    key = self.value(node.key, scope, bound, depth + 1)
+                    if not isinstance(key, (int, str, tuple)) or isinstance(key, tuple) and _NoCount in key:
+                        raise _NoCount
+                    out[key] = self._item(node.value, scope, bound, depth + 1)
+            return out
+        return super().value(node, scope, env, depth)
+
+    def _compare(self, node: ast.Compare, scope: str | None, env: dict[str, Any], depth: int) -> bool:
+        """Also ``key in d`` / ``key not in d`` of a dict the trace knows."""
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and self._pure(node):
+            right = self.value(node.comparators[0], scope, env, depth)
+            if isinstance(right, dict):
+                left = self.value(node.left, scope, env, depth)
+                if not isinstance(left, (int, str, tuple)) or isinstance(left, tuple) and _NoCount in left:
+                    raise _NoCount
+                return (left in right) == isinstance(node.ops[0], ast.In)
+        return super()._compare(node, scope, env, depth)
+
+    def _effect_call(self, call: ast.Call) -> bool:
+        if _dotted(call.func):
+            full = self.an._resolve(call.func, self.unit).replace(
+                "torch.distributed.distributed_c10d.", "torch.distributed."
+            )
+            owner, _, name = full.rpartition(".")
+            if owner == "torch.distributed" and name in COLLECTIVES:
+                return True
+        return super()._effect_call(call)
+
+    def _library_based(self, cls: str) -> bool:
+        """Whether ``cls`` (a class of the file) has a base that is not a class of the file."""
+        return any(
+            not (isinstance(b, ast.Name) and b.id in self.an.class_nodes) for c in self.an._ancestors(cls)
+            for b in self.an.class_nodes[c][0].bases
+        ) if cls in self.an.class_nodes else False  # fmt: skip
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        f = node.func
+        if isinstance(f, ast.Attribute):
+            if (
+                f.attr == "__init__"
+                and isinstance(f.value, ast.Call)
+                and _terminal(f.value.func) == "super"
+                and scope is not None
+            ):
+                func = self.an.table.get(scope)
+                cls = func.self_class if func is not None else None
+                if cls is not None and not any(
+                    isinstance(b, ast.Name) and b.id in self.an.class_nodes for b in self.an.class_nodes[cls][0].bases
+                ):
+                    if any(self._effect_calls(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                        raise _TraceStop
+                    self._mark(node)
+                    return None  # a library base's __init__ (nn.Module): it runs no code of the file
+            receiver = None
+            if not self._effect_calls(f.value):
+                receiver = self._maybe(f.value, scope, env, depth)
+            if isinstance(receiver, dict) and f.attr in ("items", "keys", "values") and not node.args:
+                if node.keywords:
+                    raise _NoCount
+                self._mark(node)  # an unknown value stays unknown where it is read
+                return {"items": lambda: list(receiver.items()), "keys": lambda: list(receiver),
+                        "values": lambda: list(receiver.values())}[f.attr]()  # fmt: skip
+            if (
+                isinstance(receiver, _Obj)
+                and f.attr in _WS_LIBRARY_METHODS
+                and f.attr not in self.shared["methods"]
+                and self._library_based(receiver.cls)
+            ):
+                if any(self._effect_calls(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                    raise _TraceStop
+                self._mark(node)
+                if f.attr in _WS_SELF_RETURNING:
+                    return receiver
+                raise _NoCount
+        if (
+            isinstance(f, ast.Attribute)
+            and (_dotted(f.value) or "") in ("torch", "np", "numpy", "math")
+            and self._effect_calls(node)
+            and self._pure(node)
+        ):
+            return _ShareCounter._call(self, node, scope, env, depth)  # `torch.tensor([len(plain_helper(x))])`
+        if isinstance(f, ast.Attribute) and f.attr == "item" and not node.args and not node.keywords:
+            held = self._maybe(f.value, scope, env, depth) if self._pure(f.value) else _NoCount
+            if isinstance(held, list) and len(held) == 1 and isinstance(held[0], (int, float)):
+                self._mark(node)
+                return held[0]
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "cache_clear"
+            and not node.args
+            and isinstance(f.value, ast.Name)
+            and (key := self.an._callee(f.value, None, self.unit)) is not None
+            and key in self.an.table
+        ):
+            memo = self.shared.setdefault("memo", {}).setdefault(self.rank, {})
+            for k in [k for k in memo if k[0] == key]:
+                del memo[k]
+            self._mark(node)
+            return None
+        if isinstance(f, ast.Name) and f.id in ("islice", "sorted") and f.id not in self.an.table:
+            if any(isinstance(a, ast.Starred) for a in node.args) or self._effect_calls(node):
+                return super()._call(node, scope, env, depth)
+            if f.id == "islice":
+                return self._islice(node, scope, env, depth)
+            return self._sorted(node, scope, env, depth)
+        return super()._call(node, scope, env, depth)
+
+    def _islice(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> _Iter:
+        """``itertools.islice(it, stop)``/``islice(it, start, stop[, step])``: what it yields, taken at once from a
+        list, or from an iterator the trace knows (those items consumed)."""
+        if node.keywords or not 2 <= len(node.args) <= 4:
+            raise _NoCount
+        held = self.value(node.args[0], scope, env, depth)
+        bounds = [self.value(a, scope, env, depth) for a in node.args[1:]]
+        if not all(b is None or isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in bounds):
+            raise _NoCount
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+        if step is None:
+            step = 1
+        if start is None:
+            start = 0
+        if step == 0:
+            raise _NoCount
+        if isinstance(held, _Iter):
+            items = held.items
+            taken = items[: stop if stop is not None else len(items)]
+            held.items = items[len(taken) :]
+        else:
+            taken = list(self._iterate(held))[:stop]
+        return _Iter(taken[start::step])
+
+    def _sorted(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> list:
+        """``sorted(xs)``, ``sorted(xs, key=lambda x: ...)``, ``reverse=`` a constant: numbers or strings only."""
+        given = {k.arg: k.value for k in node.keywords}
+        if len(node.args) != 1 or set(given) - {"key", "reverse"} or None in given:
+            raise _NoCount
+        items = list(self._iterate(self.value(node.args[0], scope, env, depth)))
+        reverse = self.value(given["reverse"], scope, env, depth) if "reverse" in given else False
+        if not isinstance(reverse, bool):
+            raise _NoCount
+        keys = items
+        if "key" in given:
+            fn = given["key"]
+            if not (
+                isinstance(fn, ast.Lambda)
+                and len(fn.args.args) == 1
+                and not (fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.defaults)
+            ):
+                raise _NoCount
+            param = fn.args.args[0].arg
+            keys = [self.value(fn.body, scope, {**env, param: item}, depth) for item in items]
+        kinds = {type(k) for k in keys}
+        if not (kinds <= {int, float} or kinds == {str}) or any(k is _NoCount for k in keys):
+            raise _NoCount
+        order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+        return [items[i] for i in order]
+
+    def _exec(self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None):
+        """Also a ``raise`` (the rank's calls end there), an ``assert`` proved false (the same) and a ``try``
+        with a ``finally`` and no handler."""
+        if not any(isinstance(st, (ast.Raise, ast.Assert, ast.Try)) for st in stmts):
+            return self._exec_known(stmts, scope, env, depth, yields)
+        entered = self.shared["bodies"].get(id(stmts))
+        ranked = False
+        if entered is not None:
+            ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
+            self.decisions.append((*entered, ranked or self.inside > 0, self._made()))
+        self.inside += ranked
+        try:
+            return self._exec_each(stmts, scope, env, depth, yields)
+        finally:
+            self.inside -= ranked
+
+    def _exec_each(
+        self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None
+    ):
+        for stmt in stmts:
+            if isinstance(stmt, ast.Raise):
+                if self._effect_calls(stmt):
+                    raise _TraceStop
+                self.raised = (stmt.lineno + self.unit.offset, _clip(self.unit.text(stmt), 60))
+                raise _RankRaised
+            if isinstance(stmt, ast.Assert):
+                try:
+                    holds = self._truth(self.value(stmt.test, scope, env, depth))
+                except _NoCount:
+                    if self._effect_calls(stmt):
+                        raise _TraceStop from None
+                    continue
+                if not holds:
+                    self.raised = (stmt.lineno + self.unit.offset, _clip(self.unit.text(stmt), 60))
+                    raise _RankRaised
+                continue
+            if isinstance(stmt, ast.Try) and stmt.finalbody:
+                if stmt.handlers or stmt.orelse:
+                    raise _TraceStop
+                try:
+                    signal = self._exec(stmt.body, scope, env, depth, yields)
+                except _RankRaised:
+                    self._exec(stmt.finalbody, scope, env, depth, yields)
+                    raise
+                after = self._exec(stmt.finalbody, scope, env, depth, yields)
+                signal = after if after is not None else signal
+            else:
+                signal = self._exec_known([stmt], scope, env, depth, yields, enter=False)
+            if signal is not None:
+                return signal
+        return None
+
+    def _plain(self, func: _Func, depth: int = 0) -> bool:
+        """Whether running ``func`` changes nothing outside its own locals and makes no call of torch.distributed,
+        directly or through the functions of the file it calls (4 deep at most): no ``global``/``nonlocal``, no
+        attribute or item assigned, no call of a method of the file."""
+        cache = self.shared.setdefault("plain", {})
+        if func.key in cache:
+            return cache[func.key]
+        cache[func.key] = False  # a recursive call: not plain
+        ok = depth < 4
+        fresh = _fresh_locals(func.node) if ok else set()
+        for n in _own_nodes(func.node.body) if ok else ():
+            if isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)):
+                ok = False
+            elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                ok = not any(
+                    isinstance(t, (ast.Attribute, ast.Subscript)) and _base_name(t) not in fresh
+                    for tt in targets
+                    for t in ast.walk(tt)
+                    if t is tt or not isinstance(tt, (ast.Attribute, ast.Subscript))
+                )
+            elif isinstance(n, ast.Call):
+                if _dotted(n.func) and "distributed" in self.an._resolve(n.func, self.unit):
+                    ok = False
+                elif isinstance(n.func, ast.Attribute) and n.func.attr in self.shared["methods"]:
+                    ok = False
+                elif isinstance(n.func, ast.Name) and n.func.id in self.an.class_nodes:
+                    ok = False
+                elif isinstance(n.func, ast.Name):
+                    key = self.an._callee(n.func, None, self.unit)
+                    callee = self.an.table.get(key) if key is not None else None
+                    ok = callee is None or self._plain(callee, depth + 1)
+            if not ok:
+                break
+        cache[func.key] = ok
+        return ok
+
+    def _run(
+        self,
+        func: _Func,
+        node: ast.Call,
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        obj: _Obj | None = None,
+        built: bool = True,
+    ) -> Any:
+        """A generator of the file that is plain (:meth:`_plain`) runs to its end at once and gives an iterator
+        over what it yields: nothing its consumer does between two items can change them. A function under a
+        decorator other than ``staticmethod``/``classmethod``/a grad mode stops the trace (``@rank_zero_only`` runs
+        it on some ranks only), except ``functools.lru_cache``/``cache``: a call with the arguments of an earlier
+        one on this rank returns that one's result without running the body (until ``f.cache_clear()``)."""
+        memo_key = None
+        for deco in func.node.decorator_list:
+            name = _terminal(deco.func if isinstance(deco, ast.Call) else deco)
+            if name in ("lru_cache", "cache"):
+                memo_key = self._memo_key(func, node, scope, env, depth, obj)
+                if memo_key is None:
+                    raise _TraceStop
+            elif name not in ("staticmethod", "classmethod", *_GRAD_MODES):
+                raise _TraceStop
+        if memo_key is not None:
+            memo = self.shared.setdefault("memo", {}).setdefault(self.rank, {})
+            self.decisions.append(("cache", node, memo_key in memo, self.inside > 0, self._made()))
+            if memo_key in memo:
+                self._mark(node)
+                return copy.deepcopy(memo[memo_key])
+            result = self._run_undecorated(func, node, scope, env, depth, obj, built)
+            memo[memo_key] = copy.deepcopy(result)
+            return result
+        return self._run_undecorated(func, node, scope, env, depth, obj, built)
+
+    def _memo_key(
+        self, func: _Func, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int, obj: _Obj | None
+    ) -> tuple | None:
+        """The key of an ``lru_cache``'d call: the function and its arguments, when all are known and hashable."""
+        if obj is not None or not self._pure(node) or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        try:
+            args = tuple(self.value(a, scope, env, depth) for a in node.args)
+            kwargs = tuple(sorted((k.arg or "", self.value(k.value, scope, env, depth)) for k in node.keywords))
+        except _NoCount:
+            return None
+        key = (func.key, args, kwargs)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return None if any(a is _NoCount for a in args) else key
+
+    def _run_undecorated(
+        self,
+        func: _Func,
+        node: ast.Call,
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        obj: _Obj | None = None,
+        built: bool = True,
+    ) -> Any:
+        if (
+            obj is None
+            and not isinstance(func.node, ast.AsyncFunctionDef)
+            and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
+            and self._plain(func)
+        ):
+            self.stack.append(node.lineno + self.unit.offset)
+            try:
+                result = _ShareCounter._run(self, func, node, scope, env, depth, obj, built)
+            finally:
+                self.stack.pop()
+            self._mark(node)
+            return _Iter(list(result)) if isinstance(result, list) else result
+        return super()._run(func, node, scope, env, depth, obj, built)
+
+    def _dist(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        rows = None
+        if name in _WS_SIZED:
+            index, keyword = _WS_SIZED[name]
+            arg = _argument(node, index, keyword)
+            if arg is not None and not self._effect_calls(arg):
+                held = self._maybe(arg, scope, env, depth)
+                if isinstance(held, list) and all(x is _ROW for x in held):
+                    rows = len(held)
+        sent = self._rooted_objects(node, name, scope, env, depth) if name in _WS_OBJECTS else None
+        numbers = self._reduce_input(node, scope, env, depth) if name == "all_reduce" else None
+        handed = list(numbers[0]) if numbers is not None else []  # before the call marks them unknown
+        before = len(self.events)
+        result = super()._dist(node, name, scope, env, depth)
+        if len(self.events) > before and self.events[-1][0] == "coll":
+            self.rows[len(self.events) - 1] = rows
+            if numbers is not None:
+                position = sum(1 for e in self.events if e[0] == "coll") - 1
+                held, op = numbers
+                self.reduce_inputs[position] = (id(node), op, handed)
+                agreed = self.shared.get("reduced", {}).get(position)
+                if agreed is not None and agreed[0] == id(node) and len(agreed[1]) == len(held):
+                    held[:] = agreed[1]
+            if sent is not None:
+                self._deliver(name, sent, len([e for e in self.events if e[0] == "coll"]) - 1)
+        return result
+
+    def _reduce_input(
+        self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int
+    ) -> tuple[list, str] | None:
+        """For ``dist.all_reduce(t)``/``all_reduce(t, op=ReduceOp.MAX)`` (SUM, MAX, MIN) of the default group,
+        synchronous, of a tensor whose numbers the trace knows (``torch.tensor([n])``): (the tensor, the op)."""
+        if any(k.arg not in ("tensor", "op") for k in node.keywords) or len(node.args) > 2:
+            return None
+        tensor, op_node = _argument(node, 0, "tensor"), _argument(node, 1, "op")
+        if tensor is None or not self._pure(node):
+            return None
+        op = "SUM" if op_node is None else _terminal(op_node)
+        if op not in ("SUM", "MAX", "MIN"):
+            return None
+        held = self._maybe(tensor, scope, env, depth)
+        if not isinstance(held, list) or not held:
+            return None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in held):
+            return None
+        return held, op
+
+    def _rooted_objects(
+        self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int
+    ) -> tuple[int, list, list | None] | None:
+        """For a ``scatter_object_list``/``broadcast_object_list`` of the default group with a root the trace
+        knows: (root, the output list, on the root the list it sends). A root whose scatter list's length is not
+        the world size raises there (gloo: 'Incorrect input list size 2. Input list size should be 3')."""
+        if any(k.arg in (*_P2P_GROUPED, "device") for k in node.keywords) or len(node.args) > 3:
+            return None
+        out_node, in_node, src_node = (
+            (_argument(node, 0, "scatter_object_output_list"), _argument(node, 1, "scatter_object_input_list"),
+             _argument(node, 2, "src"))
+            if name == "scatter_object_list"
+            else (_argument(node, 0, "object_list"), None, _argument(node, 1, "src"))
+        )  # fmt: skip
+        if out_node is None or not self._pure(node):
+            return None
+        src = self._maybe(src_node, scope, env, depth) if src_node is not None else 0
+        out = self._maybe(out_node, scope, env, depth)
+        if not isinstance(src, int) or isinstance(src, bool) or not isinstance(out, list):
+            return None
+        if src != self.rank:
+            return src, out, None
+        payload = self._maybe(in_node, scope, env, depth) if in_node is not None else list(out)
+        if not isinstance(payload, (list, tuple)):
+            return None
+        if name == "scatter_object_list" and len(payload) != self.world:
+            self.raised = (
+                node.lineno + self.unit.offset,
+                f"torch: 'Incorrect input list size {len(payload)}. Input list size should be {self.world}, same "
+                "as size of the process group'",
+            )
+            raise _RankRaised
+        return src, out, copy.deepcopy(list(payload))
+
+    def _pure(self, node: ast.AST) -> bool:
+        """Whether evaluating ``node`` twice changes nothing: the calls that matter in it (see
+        :meth:`_effect_call`) are calls, by name, of plain functions of the file (:meth:`_plain`) or of
+        ``torch.distributed``'s rank and world size."""
+        for call in self._effect_calls(node):
+            if call is node:
+                continue
+            if isinstance(call.func, ast.Name):
+                key = self.an._callee(call.func, None, self.unit)
+                func = self.an.table.get(key) if key is not None else None
+                if func is not None and func.self_class is None and self._plain(func):
+                    continue
+            return False
+        return True
+
+    def _deliver(self, name: str, sent: tuple[int, list, list | None], index: int) -> None:
+        """What this rank's ``index``-th collective, a rooted object collective, gives it: the root records what it
+        sends; a rank traced after its root (a lower rank) takes it, when the root's collective at that position
+        is the same call."""
+        src, out, payload = sent
+        record = self.shared.setdefault("sent", {})
+        if payload is not None:
+            record[index] = (name, src, payload)
+            got = payload
+        else:
+            entry = record.get(index)
+            if entry is None or entry[:2] != (name, src):
+                return
+            got = copy.deepcopy(entry[2])
+        if name == "scatter_object_list":
+            if out and self.rank < len(got):
+                out[0] = got[self.rank]
+        elif len(out) == len(got):
+            out[:] = got
+
+    def _exec_known(
+        self,
+        stmts: list[ast.stmt],
+        scope: str | None,
+        env: dict[str, Any],
+        depth: int,
+        yields: list | None,
+        enter: bool = True,
+    ):
+        """The trace's statements (:meth:`_P2PTracer._exec`), each branch entered and each loop trip recorded."""
+        entered = self.shared["bodies"].get(id(stmts)) if enter else None
+        ranked = False
+        if entered is not None:
+            ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
+            self.decisions.append((*entered, ranked or self.inside > 0, self._made()))
+        bodies = self.shared["bodies"]
+        for stmt in stmts:
+            if isinstance(stmt, (ast.For, ast.While)) and id(stmt.body) not in bodies:
+                bodies[id(stmt.body)] = ("trip", stmt, True)
+            elif isinstance(stmt, ast.If) and id(stmt.body) not in bodies:
+                bodies[id(stmt.body)] = ("if", stmt, True)
+                bodies[id(stmt.orelse)] = ("if", stmt, False)
+        self.inside += ranked
+        try:
+            return super()._exec(stmts, scope, env, depth, yields)
+        finally:
+            self.inside -= ranked
+
+
+def _base_name(node: ast.AST) -> str | None:
+    """The name an attribute or item chain starts from (``sums`` of ``sums[b]``, ``bins`` of ``bins[b][0]``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _fresh_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of ``func`` (not its parameters) every assignment of which is a new list or dict (``bins, sums = [],
+    []``, ``out = {k: 0 for k in keys}``): changing their items changes nothing outside the call."""
+    args = func.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    made = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)
+    fresh: dict[str, bool] = {}
+    for n in _own_nodes(func.body):
+        pairs: list[tuple[ast.AST, ast.AST | None]] = []
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
+                    pairs += list(zip(t.elts, n.value.elts))
+                else:
+                    pairs.append((t, n.value))
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign)):
+            pairs.append((n.target, n.value if isinstance(n, ast.AnnAssign) else None))
+        elif isinstance(n, (ast.For, ast.comprehension, ast.With)):
+            for name in _assigned_names(n) if not isinstance(n, ast.comprehension) else ():
+                fresh[name] = False
+            if isinstance(n, ast.For):
+                for t in ast.walk(n.target):
+                    if isinstance(t, ast.Name):
+                        fresh[t.id] = False
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                fresh[target.id] = fresh.get(target.id, True) and isinstance(value, made)
+            else:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        fresh[t.id] = False
+    return {name for name, ok in fresh.items() if ok and name not in params}
+
+
+def _reads_rank(test: ast.AST) -> bool:
+    """Whether ``test`` reads the rank itself (``rank == 0``, ``dist.get_rank()``, ``self.is_main_process``),
+    not a value computed from it."""
+    for n in ast.walk(test):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if name is not None and _rank_name(name):
+            return True
+        if isinstance(n, ast.Call) and _terminal(n.func) in ("get_rank", "get_local_rank", "get_global_rank"):
+            return True
+    return False
+
+
+def _rank_span(ranks: Sequence[int]) -> str:
+    """``rank 2``, ``ranks 0-1``, ``ranks 0, 2``."""
+    ranks = sorted(ranks)
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"ranks {ranks[0]}-{ranks[-1]}"
+    return "ranks " + ", ".join(map(str, ranks))
+
+
+class _EvaluatedRanks:
+    """lintws33: ``evaluated-count`` and ``size-mismatch`` from every rank's way through the file with its data
+    evaluated (:class:`_RankTracer`), for the world size the file states (``WORLD_SIZE = 3``, ``nprocs=3``,
+    ``--nproc-per-node 3``; none stated: quiet). Each rank runs from the ``__main__`` block; when every rank's trace
+    ends (no test or loop around a collective left undecided, no collective of a group left out), their
+    collectives of the default group are compared in order: a rank that makes more of them, or another one at the
+    same position, waits in it (reported there, with the first decision where the ranks' ways part: the ``if``
+    taken on some ranks only, the loop whose trips differ); the same collective with a tensor of a different number
+    of rows on some ranks is a ``size-mismatch``. Files with point-to-point calls are left to :class:`_P2PTrace`,
+    and so are files whose dunder methods (``forward``, ``__iter__``...) reach torch.distributed."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        an = self.an
+        world = an.world_size
+        if not world or world > 16 or len(an.units) != 1 or an.followed:
+            return
+        unit = an.units[0]
+        if not unit.report or unit.cell is not None or unit.prefix is not None:
+            return
+        names = [
+            an._resolve(n.func, unit).rpartition(".")[2]
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Call) and _dotted(n.func) and "distributed" in an._resolve(n.func, unit)
+        ]
+        if any(n in (*_P2P_KIND, "batch_isend_irecv") for n in names) or not any(n in COLLECTIVES for n in names):
+            return
+        main = _main_block(unit.tree)
+        if main is None:
+            return
+        if any(k.rpartition(".")[2] in ("forward", "__call__", "__enter__", "__exit__", "__iter__", "__next__",
+                                         "__len__", "__getitem__", "__del__") for k in an.table
+               if any(isinstance(c, ast.Call) and _dotted(c.func) and "distributed" in an._resolve(c.func, unit)
+                      for c in _own_nodes(an.table[k].node.body))):  # fmt: skip
+            return
+        if self._handed_on(unit):
+            return
+        shared: dict[str, Any] = {
+            "effects": {},
+            "locals": {},
+            "bodies": {},
+            "methods": frozenset(k.rpartition(".")[2] for k, f in an.table.items() if f.self_class is not None),
+        }
+        reduced: dict[int, tuple[int, list]] = {}
+        for _ in range(_WS_PASSES):
+            tracers = []
+            shared["sent"], shared["memo"], shared["reduced"] = {}, {}, reduced
+            for rank in range(world):
+                tracer = _RankTracer(an, unit, rank, world, shared)
+                try:
+                    tracer._exec(main, None, tracer.top, 0, None)
+                except _RankRaised:
+                    pass
+                except (_TraceStop, _NoCount, RecursionError):
+                    tracer.stopped = True  # what it recorded so far is what the rank does first; the rest unknown
+                if tracer.partial:
+                    return
+                tracers.append(tracer)
+            more = self._reductions(tracers)
+            if set(more) <= set(reduced):
+                break
+            reduced = {**reduced, **more}
+        self._compare(world, tracers)
+
+    @staticmethod
+    def _reductions(tracers: list[_RankTracer]) -> dict[int, tuple[int, list]]:
+        """The all_reduces every rank makes at the same position with the same call, op and known numbers:
+        position -> (the call's id, the result every rank gets). The next pass hands the result to each rank."""
+        out: dict[int, tuple[int, list]] = {}
+        for k, (call, op, values) in tracers[0].reduce_inputs.items():
+            rows = [t.reduce_inputs.get(k) for t in tracers]
+            if any(r is None or r[0] != call or r[1] != op or len(r[2]) != len(values) for r in rows):
+                continue
+            columns = list(zip(*(r[2] for r in rows)))  # type: ignore[index]
+            fold = {"SUM": sum, "MAX": max, "MIN": min}[op]
+            out[k] = (call, [fold(c) for c in columns])
+        return out
+
+    def _handed_on(self, unit: _Unit) -> bool:
+        """Whether a function of the file that reaches a collective may run where the trace cannot see it: a
+        ``forward`` or a dunder method (a module's call, a context manager, an iterator), or a function named
+        anywhere but as the callee of a call (a hook, a callback, a thread's target, a closure returned)."""
+        an = self.an
+        reaching = {k.rpartition(".")[2] for k in an.reach}
+        if reaching & {"forward", "__call__", "__enter__", "__exit__", "__iter__", "__next__", "__len__",
+                       "__getitem__", "__del__", "__getattr__", "__bool__"}:  # fmt: skip
+            return True
+        called = {id(n.func) for n in ast.walk(unit.tree) if isinstance(n, ast.Call)}
+        called |= {  # `f.cache_clear()` of an lru_cache'd function calls nothing of the file
+            id(n.value)
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Attribute) and n.attr in ("cache_clear", "cache_info")
+        }
+        return any(
+            (isinstance(n, ast.Name) and n.id in reaching or isinstance(n, ast.Attribute) and n.attr in reaching)
+            and id(n) not in called
+            and isinstance(n.ctx, ast.Load)
+            for n in ast.walk(unit.tree)
+        )
+
+    def _compare(self, world: int, tracers: list[_RankTracer]) -> None:
+        colls = [[(i, e) for i, e in enumerate(t.events) if e[0] == "coll"] for t in tracers]
+        length = max(len(c) for c in colls)
+        for k in range(length):
+            if any(t.stopped and k >= len(c) for t, c in zip(tracers, colls)):
+                return  # a rank whose trace stopped before its k-th collective: unknown from here on
+            at = {r: c[k][1] if k < len(c) else None for r, c in enumerate(colls)}
+            if len({e[1] if e is not None else None for e in at.values()}) > 1:
+                self._count(world, tracers, colls, k, at)
+                return
+            name = at[0][1]  # type: ignore[index]
+            rows = {r: tracers[r].rows.get(c[k][0]) for r, c in enumerate(colls)}
+            if name in _WS_SIZED and None not in rows.values() and len(set(rows.values())) > 1:
+                self._sizes(world, tracers, k, at, rows)
+                return
+
+    def _parting(self, tracers: list[_RankTracer], k: int) -> tuple[ast.stmt, str] | None:
+        """The first decision the ranks take differently after their last common collective (the k-th), else in
+        the whole run."""
+        return self._first_parting(tracers, k) or self._first_parting(tracers, None)
+
+    def _first_parting(self, tracers: list[_RankTracer], k: int | None) -> tuple[ast.stmt, str] | None:
+        """The first decision the ranks take differently: the statement and what each rank does there."""
+        logs = [[d for d in t.decisions if not d[3] and (k is None or d[4] == k)] for t in tracers]
+        for step in range(max((len(x) for x in logs), default=0)):
+            at = [x[step] if step < len(x) else None for x in logs]
+            if len({(d[0], id(d[1]), d[2]) if d else None for d in at}) == 1:
+                continue
+            stmt = next(d[1] for d in at if d is not None)
+            line = stmt.lineno + self.an.units[0].offset
+            if isinstance(stmt, ast.Call):  # an lru_cache'd call
+                hit = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and d[2]]
+                miss = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and not d[2]]
+                if not hit or not miss:
+                    return None
+                return stmt, (
+                    f"the lru_cache'd call at line {line} (`{_clip(self.an.units[0].text(stmt), 60)}`) finds its "
+                    f"arguments in the cache on {_rank_span(hit)}, which skip its body, and not on "
+                    f"{_rank_span(miss)}, which run it, collectives and all (each rank's cache holds the arguments "
+                    "of its own earlier calls)"
+                )
+            if isinstance(stmt, ast.If):
+                taken = [r for r, d in enumerate(at) if d is not None and d[1] is stmt and d[2]]
+                other = [r for r in range(len(at)) if r not in taken]
+                return stmt, (
+                    f"the test at line {line} (`{_clip(self.an.units[0].text(stmt.test), 60)}`) is true on "
+                    f"{_rank_span(taken) if taken else 'no rank'} and not on {_rank_span(other)} at that point"
+                )
+            trips = [sum(1 for d in x if d[0] == "trip" and d[1] is stmt) for x in logs]
+            groups: dict[int, list[int]] = {}
+            for r, n in enumerate(trips):
+                groups.setdefault(n, []).append(r)
+            shown = " and ".join(
+                f"{_rank_span(rs)} run{'s' if len(rs) == 1 else ''} {n} iteration{'s' if n != 1 else ''}"
+                for n, rs in sorted(groups.items())
+            )
+            when = (
+                "in the whole run"
+                if k is None
+                else "before their first collective"
+                if k == 0
+                else f"between their {_ordinal(k)} collective and the next"
+            )
+            return stmt, f"the loop at line {line} runs a different number of times: {when}, {shown}"
+        return None
+
+    def _head(self, world: int) -> str:
+        return (
+            f"evaluating the file's data for each rank with {world} ranks (the world size the file states), "
+            "following each rank from the __main__ block through the file's functions"
+        )
+
+    def _count(self, world: int, tracers: list[_RankTracer], colls: list, k: int, at: dict) -> None:
+        an, unit = self.an, self.an.units[0]
+        parting = self._parting(tracers, k)
+        ended = [r for r, e in at.items() if e is None]  # ranks with no k-th collective (their traces are whole)
+        raisers = [r for r in ended if tracers[r].raised is not None]
+        reported: set[int] = set()
+        for event in at.values():
+            if event is None or id(event[2]) in reported:
+                continue
+            call = event[2]
+            reported.add(id(call))
+            if id(call) in an.found:
+                continue
+            same = [r for r, e in at.items() if e is not None and e[2] is call]
+            others = []
+            for r, e in at.items():
+                if r in same:
+                    continue
+                if e is None:
+                    raised = tracers[r].raised
+                    n = len(colls[r])
+                    made = f"makes {n} torch.distributed collective call{'s' if n != 1 else ''} (dist.*, default group) in all"
+                    end = (
+                        ""
+                        if raised is None
+                        else f" and then raises in this same call ({raised[1]})"
+                        if raised[0] == call.lineno + unit.offset
+                        else f" and then raises at line {raised[0]} (`{raised[1]}`)"
+                    )
+                    others.append(f"{_rank_span([r])} {made}{end}")
+                else:
+                    others.append(
+                        f"{_rank_span([r])} makes `{e[1]}` at line {e[2].lineno + unit.offset} as its {_ordinal(k + 1)}"
+                    )
+            stack = event[3]
+            via = (
+                f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
+            )
+            if ended and len(ended) + len(same) == len(at):
+                waits = (
+                    f", so this call waits for a partner that never comes: it fails when {_rank_span(raisers)} "
+                    f"end{'s' if len(raisers) == 1 else ''} its process on gloo ('Connection closed by peer'), else "
+                    "at the timeout"
+                    if raisers
+                    else ", so this call waits for ranks that never make it, until the timeout (or it pairs with a "
+                    "collective they make later)"
+                )
+            else:
+                waits = (
+                    ": torch pairs collectives by their order on each rank, so this call meets a different call on "
+                    "the other ranks (it waits until the timeout, fails, or silently combines the wrong tensors)"
+                )
+            why = (
+                f"{self._head(world)}: {_rank_span(same)} make{'s' if len(same) == 1 else ''} this call{via} as "
+                f"{'its' if len(same) == 1 else 'their'} {_ordinal(k + 1)} collective of the default group, while "
+                + "; ".join(others)
+                + waits
+                + (
+                    f". The ranks' ways first part where {parting[1]}"
+                    if parting and not any(tracers[r].raised[0] == call.lineno + unit.offset for r in raisers)  # type: ignore[index]
+                    else ""
+                )
+            )
+            fix = (
+                "make every rank run the same collectives in the same order: even out what decides the count "
+                "(pad or cut each rank's share to the same length, agree on the test with an all_reduce first, "
+                "let a rank with no data take part with an empty share instead of raising), or move the collective "
+                "out of the rank-dependent part"
+            )
+            condition = f"{world} ranks: collective {k + 1} of the default group made by {_rank_span(same)} only"
+            if raisers:
+                line = tracers[raisers[0]].raised[0]  # type: ignore[index]
+            else:
+                line = parting[0].lineno + unit.offset if parting else (stack[-1] if stack else None)
+            _record_finding(an, call, unit, "evaluated-count", condition, why, fix, condition_line=line)
+
+    def _sizes(self, world: int, tracers: list[_RankTracer], k: int, at: dict, rows: dict) -> None:
+        an, unit = self.an, self.an.units[0]
+        groups: dict[int, list[int]] = {}
+        for r, n in rows.items():
+            groups.setdefault(n, []).append(r)
+        shown = " and ".join(
+            f"{n} row{'s' if n != 1 else ''} on {_rank_span(rs)}" for n, rs in sorted(groups.items(), reverse=True)
+        )
+        name = at[0][1]
+        for event in at.values():
+            call = event[2]
+            if id(call) in an.found:
+                continue
+            stack = event[3]
+            via = (
+                f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
+            )
+            why = (
+                f"{self._head(world)}: every rank reaches this `{name}`{via} as its {_ordinal(k + 1)} collective of "
+                f"the default group, but its tensor has {shown}, and torch wants the same size on every rank"
+                + (
+                    ": gloo's root checks each piece of its scatter list against its own output and raises "
+                    "'invalid tensor size' (torch 2.13), and the other ranks, left waiting, "
+                    + _ends_on_gloo("the root")
+                    if name == "scatter"
+                    else ": on gloo the call fails or waits; on NCCL it may read past the smaller tensor"
+                )
+            )
+            fix = "give the tensor the same number of rows on every rank (pad each rank's piece to one size)"
+            _record_finding(an, call, unit, "size-mismatch", f"{world} ranks: {shown}", why, fix)
+            return
 
 
 def _ordinal(n: int) -> str:
