@@ -5910,9 +5910,9 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
             "killer (the kernel log, `dmesg`, or the container's memory events say so; a Binder session has 2 GB), "
             "otherwise a job scheduler or a `kill -9`."
         )
-    if 0 in causes:
-        advice += (
-            " For rank-0-only preparation, barrierlab.main_process_first() passes rank 0's failure "
+    if 0 in causes and (run[0].status == RAISED or (run[0].status == EXITED and run[0].traceback)):
+        advice += (  # review93d M1: not for a rank 0 that was killed or called os._exit: nothing can pass that on
+            " For rank-0-only preparation, barrierlab.main_process_first() passes an exception rank 0 raises "
             "to every rank instead of leaving them waiting."
         )
     # the learner's line they raised at, when every cause raised at the same one (one rank, or several)
