@@ -3760,6 +3760,14 @@ def _irecv_left_unfilled(f: Facts) -> tuple[int, Event, int, Event] | None:
     return None
 
 
+#: The advice for an irecv never waited for, whichever rank the run shows failing.
+KEEP_IRECV_HANDLE = (
+    "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read of "
+    "the tensor (or use the blocking dist.recv); keep every handle of several irecvs (dist.batch_isend_irecv "
+    "returns them in a list) and wait() on each."
+)
+
+
 def _irecv_unfilled_diagnosis(f: Facts, found: tuple[int, Event, int, Event]) -> Diagnosis:
     """rule_irecv_never_waited, where the receiving rank finished and the send of its message failed or never
     returned (:func:`_irecv_left_unfilled`): the bug is the receiver's, its failing peer the victim."""
@@ -3793,10 +3801,7 @@ def _irecv_unfilled_diagnosis(f: Facts, found: tuple[int, Event, int, Event]) ->
         "irecv-never-waited",
         headline,
         evidence,
-        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
-        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
-        f"(dist.batch_isend_irecv returns them in a list) and wait() on each. Rank {a}'s traceback shows only where "
-        f"its {send.name} found rank {r} gone.",
+        f"{KEEP_IRECV_HANDLE} Rank {a}'s traceback shows only where its {send.name} found rank {r} gone.",
         ranks=sorted({r, a}),
         site=_site(recv),
     )
@@ -3851,10 +3856,8 @@ def rule_irecv_never_waited(f: Facts) -> Diagnosis | None:
         "irecv-never-waited",
         headline,
         evidence,
-        "Keep the handle and wait on it: `work = dist.irecv(t, src=...)`, then `work.wait()` before the first read "
-        "of the tensor (or use the blocking dist.recv); keep every handle of several irecvs "
-        "(dist.batch_isend_irecv returns them in a list) and wait() on each. Measured on gloo: the same program "
-        "with the handle kept in a variable finished on every rank.",
+        f"{KEEP_IRECV_HANDLE} Measured on gloo: the same program with the handle kept in a variable finished on "
+        "every rank.",
         ranks=[r],
         site=_site(recv),
     )
