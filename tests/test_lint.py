@@ -10129,3 +10129,25 @@ def test_evaluated_count_after_an_all_reduced_partition_count_round40() -> None:
     assert "rank 0 makes this call" in found.why and "rank 1 makes 2 torch.distributed collective calls" in found.why
     assert "the test at line 30 (`not partition`) is true on rank 1 and not on rank 0" in found.why
     assert lint_source(AGREED_PARTITIONS.replace("        if not partition:\n            continue\n", "")) == []
+
+
+def test_store_key_set_by_append_is_set_review93l_c2() -> None:
+    """review93l C2 (p82): `store.append("log", ...)` creates the key when it is missing (run on 2 ranks: both
+    printed b'r0;r1;' and finished), so the later store.wait/get of "log" is not a key "never set". The same reads of
+    a key nothing appends to are still reported; a list's append of the key's text sets nothing."""
+    appended = """\
+        import torch.distributed as dist
+
+        def work(store, rank):
+            store.append("log", f"r{rank};")
+            dist.barrier()
+            store.wait(["log"])
+            return store.get("log")
+        """
+    assert _kinds(appended) == []
+    assert _kinds(appended.replace('store.append("log"', 'store.append("other"')) == [
+        (6, "store-key"),
+        (7, "store-key"),
+    ]
+    as_list = appended.replace('store.append("log", f"r{rank};")', 'names.append("log")')
+    assert _kinds(as_list) == [(6, "store-key"), (7, "store-key")]
