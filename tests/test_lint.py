@@ -10151,3 +10151,36 @@ def test_store_key_set_by_append_is_set_review93l_c2() -> None:
     ]
     as_list = appended.replace('store.append("log", f"r{rank};")', 'names.append("log")')
     assert _kinds(as_list) == [(6, "store-key"), (7, "store-key")]
+
+
+REMOVED_THEN_PRINTED = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    path = "/tmp/ck32.pt"
+    if rank == 0:
+        torch.save({{"a": 1}}, path)
+    dist.barrier()
+{remove}
+    if rank != 0:
+        print(rank, torch.load(path))
+"""
+
+
+def test_removed_before_read_sees_a_read_inside_a_print_review93l_c1() -> None:
+    """review93l C1 (p32): rank 0 removes the file, a barrier, then rank 1's `print(rank, torch.load(path))`. Run on
+    2 ranks: rank 1 raised FileNotFoundError. The read raises inside a print as anywhere else: reported at the
+    barrier. The twin that removes the file only after a barrier that follows the read is quiet."""
+    buggy = REMOVED_THEN_PRINTED.format(remove="    if rank == 0:\n        os.remove(path)\n    dist.barrier()")
+    [found] = [f for f in lint_source(buggy) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line) == (15, 14), found
+    assert "line 17 (`torch.load`)" in found.why, found.why
+    correct = (
+        REMOVED_THEN_PRINTED.format(remove="") + "    dist.barrier()\n    if rank == 0:\n        os.remove(path)\n"
+    )
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []
