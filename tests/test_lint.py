@@ -10153,6 +10153,31 @@ def test_store_key_set_by_append_is_set_review93l_c2() -> None:
     assert _kinds(as_list) == [(6, "store-key"), (7, "store-key")]
 
 
+def test_size_mismatch_says_what_an_all_gather_returns_review93l_m1() -> None:
+    """review93l M1 (p30, p79, x02): an all_gather of each rank's `nonzero()` was said to return "values that were
+    not reduced", but an all_gather reduces nothing. Run on 2 ranks (rank 0 gathers 2 elements, rank 1 one): rank 1
+    aborted, rank 0 once finished with rank 1's slot holding [0.0, 2.3e-41] (rank 1's 2.0 never arrived). The
+    all_gather's sentence says that; the all_reduce twin keeps "not reduced"; a fixed size is quiet."""
+    source = """\
+import torch
+import torch.distributed as dist
+
+def hits(batch, world):
+    found = {found}
+    out = [torch.zeros_like(found) for _ in range(world)]
+    dist.all_gather(out, found)
+    return out
+"""
+    [gathered] = lint_source(source.format(found="(batch > 0).nonzero()"))
+    assert (gathered.line, gathered.kind) == (7, "size-mismatch")
+    assert "not reduced" not in gathered.why and "holds values no rank sent" in gathered.why, gathered.why
+    [reduced] = lint_source(
+        source.format(found="(batch > 0).nonzero()").replace("dist.all_gather(out, found)", "dist.all_reduce(found)")
+    )
+    assert reduced.kind == "size-mismatch" and "returns values that were not reduced" in reduced.why, reduced.why
+    assert lint_source(source.format(found="(batch > 0).sum().reshape(1)")) == []
+
+
 REMOVED_THEN_PRINTED = """\
 import os
 import torch

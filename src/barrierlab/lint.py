@@ -16071,10 +16071,19 @@ class _Sizes:
 
     def _size(self, call: ast.Call, arg: ast.expr, unit: _Unit, origin: str) -> None:
         text = unit.text(arg)
+        name = _terminal(call.func)
+        if "gather" in name:  # all_gather, all_gather_into_tensor, gather_for_metrics: nothing is reduced
+            wrong = (
+                "returns on some ranks with a slot for another rank's tensor that holds values no rank sent (on gloo: "
+                "that rank's values never arrive, the slot keeps leftover memory, while that rank aborts)"
+            )
+        elif "reduce" in name:
+            wrong = "returns values that were not reduced (a rank's own, or partly summed)"
+        else:
+            wrong = "returns values that are not what the other ranks sent"
         why = (
             f"the size of `{text}` comes from {origin}, so ranks whose data differ hand this "
-            f"{_terminal(call.func)} tensors of different sizes: it fails, hangs until the timeout, or returns "
-            "values that were not reduced"
+            f"{name} tensors of different sizes: it fails, hangs until the timeout, or {wrong}"
         )
         if "keys of" in origin:
             fix = (
