@@ -10129,3 +10129,83 @@ def test_evaluated_count_after_an_all_reduced_partition_count_round40() -> None:
     assert "rank 0 makes this call" in found.why and "rank 1 makes 2 torch.distributed collective calls" in found.why
     assert "the test at line 30 (`not partition`) is true on rank 1 and not on rank 0" in found.why
     assert lint_source(AGREED_PARTITIONS.replace("        if not partition:\n            continue\n", "")) == []
+
+
+def test_store_key_set_by_append_is_set_review93l_c2() -> None:
+    """review93l C2 (p82): `store.append("log", ...)` creates the key when it is missing (run on 2 ranks: both
+    printed b'r0;r1;' and finished), so the later store.wait/get of "log" is not a key "never set". The same reads of
+    a key nothing appends to are still reported; a list's append of the key's text sets nothing."""
+    appended = """\
+        import torch.distributed as dist
+
+        def work(store, rank):
+            store.append("log", f"r{rank};")
+            dist.barrier()
+            store.wait(["log"])
+            return store.get("log")
+        """
+    assert _kinds(appended) == []
+    assert _kinds(appended.replace('store.append("log"', 'store.append("other"')) == [
+        (6, "store-key"),
+        (7, "store-key"),
+    ]
+    as_list = appended.replace('store.append("log", f"r{rank};")', 'names.append("log")')
+    assert _kinds(as_list) == [(6, "store-key"), (7, "store-key")]
+
+
+def test_size_mismatch_says_what_an_all_gather_returns_review93l_m1() -> None:
+    """review93l M1 (p30, p79, x02): an all_gather of each rank's `nonzero()` was said to return "values that were
+    not reduced", but an all_gather reduces nothing. Run on 2 ranks (rank 0 gathers 2 elements, rank 1 one): rank 1
+    aborted, rank 0 once finished with rank 1's slot holding [0.0, 2.3e-41] (rank 1's 2.0 never arrived). The
+    all_gather's sentence says that; the all_reduce twin keeps "not reduced"; a fixed size is quiet."""
+    source = """\
+import torch
+import torch.distributed as dist
+
+def hits(batch, world):
+    found = {found}
+    out = [torch.zeros_like(found) for _ in range(world)]
+    dist.all_gather(out, found)
+    return out
+"""
+    [gathered] = lint_source(source.format(found="(batch > 0).nonzero()"))
+    assert (gathered.line, gathered.kind) == (7, "size-mismatch")
+    assert "not reduced" not in gathered.why and "holds values no rank sent" in gathered.why, gathered.why
+    [reduced] = lint_source(
+        source.format(found="(batch > 0).nonzero()").replace("dist.all_gather(out, found)", "dist.all_reduce(found)")
+    )
+    assert reduced.kind == "size-mismatch" and "returns values that were not reduced" in reduced.why, reduced.why
+    assert lint_source(source.format(found="(batch > 0).sum().reshape(1)")) == []
+
+
+REMOVED_THEN_PRINTED = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    path = "/tmp/ck32.pt"
+    if rank == 0:
+        torch.save({{"a": 1}}, path)
+    dist.barrier()
+{remove}
+    if rank != 0:
+        print(rank, torch.load(path))
+"""
+
+
+def test_removed_before_read_sees_a_read_inside_a_print_review93l_c1() -> None:
+    """review93l C1 (p32): rank 0 removes the file, a barrier, then rank 1's `print(rank, torch.load(path))`. Run on
+    2 ranks: rank 1 raised FileNotFoundError. The read raises inside a print as anywhere else: reported at the
+    barrier. The twin that removes the file only after a barrier that follows the read is quiet."""
+    buggy = REMOVED_THEN_PRINTED.format(remove="    if rank == 0:\n        os.remove(path)\n    dist.barrier()")
+    [found] = [f for f in lint_source(buggy) if f.kind == "removed-before-read"]
+    assert (found.line, found.condition_line) == (15, 14), found
+    assert "line 17 (`torch.load`)" in found.why, found.why
+    correct = (
+        REMOVED_THEN_PRINTED.format(remove="") + "    dist.barrier()\n    if rank == 0:\n        os.remove(path)\n"
+    )
+    assert [f for f in lint_source(correct) if f.kind == "removed-before-read"] == []

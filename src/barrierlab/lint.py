@@ -1329,7 +1329,7 @@ in another order (all_reduce(a); all_reduce(b) against all_reduce(b); all_reduce
 position, so values of different tensors combine; also a loop with a collective per key (or a forward per key
 of a dict of DDP modules) over a dict whose order a test on the rank picks (order = ["b", "a"] if rank == 3 else
 ["a", "b"]), followed through functions of the file; iterate sorted(...). store-key: a store.get/wait of a constant key no line of the
-file sets (set, add, compare_set), a store wait cycle between branches (each waits for a key the other sets
+file sets (set, add, compare_set, append), a store wait cycle between branches (each waits for a key the other sets
 after its own wait), and a store-based barrier (elastic.utils.store.barrier, _store_based_barrier) with a constant
 key in code that runs more than once (a loop, two calls): only its first use waits. p2p-unmatched: a send/recv
 (isend, irecv, object variants) to or from a peer the code names (src=0) when that peer's way through the same
@@ -14804,7 +14804,9 @@ class _Order:
                     if made == path or _inside_text(made, path) or _inside_text(path, made):
                         del table[path]
             return
-        if not self.gone or id(call) in self.reported or id(call) in self.trying:
+        # a read handed to a print or a log still raises (review93l C1: `print(rank, torch.load(p))`): unlike a look,
+        # `self.reported` does not exempt it
+        if not self.gone or id(call) in self.trying:
             return
         read = _read_path(call, full) or _memmap_path(call, full)
         if read is not None:
@@ -16069,10 +16071,19 @@ class _Sizes:
 
     def _size(self, call: ast.Call, arg: ast.expr, unit: _Unit, origin: str) -> None:
         text = unit.text(arg)
+        name = _terminal(call.func)
+        if "gather" in name:  # all_gather, all_gather_into_tensor, gather_for_metrics: nothing is reduced
+            wrong = (
+                "returns on some ranks with a slot for another rank's tensor that holds values no rank sent (on gloo: "
+                "that rank's values never arrive, the slot keeps leftover memory, while that rank aborts)"
+            )
+        elif "reduce" in name:
+            wrong = "returns values that were not reduced (a rank's own, or partly summed)"
+        else:
+            wrong = "returns values that are not what the other ranks sent"
         why = (
             f"the size of `{text}` comes from {origin}, so ranks whose data differ hand this "
-            f"{_terminal(call.func)} tensors of different sizes: it fails, hangs until the timeout, or returns "
-            "values that were not reduced"
+            f"{name} tensors of different sizes: it fails, hangs until the timeout, or {wrong}"
         )
         if "keys of" in origin:
             fix = (
@@ -20302,7 +20313,7 @@ class _BranchPairs:
             if full.startswith("torch.distributed.") and name in POINT_TO_POINT:
                 return None
             if isinstance(call.func, ast.Attribute) and "store" in (_dotted(call.func.value) or "").lower():
-                if call.func.attr in ("wait", "get", "set", "add", "compare_set", "multi_set", "multi_get"):
+                if call.func.attr in ("wait", "get", "set", "add", "compare_set", "multi_set", "multi_get", "append"):
                     events.append(("store", call.func.attr, call))
                     continue
             if self.order._orders(call):
@@ -20513,6 +20524,8 @@ class _BranchPairs:
         done: set[str] = set()
         for call in (n for n in _own_nodes(before) if isinstance(n, ast.Call)):
             if isinstance(call.func, ast.Attribute) and call.func.attr in _STORE_SETS:
+                if call.func.attr in ("add", "append") and "store" not in (_dotted(call.func.value) or "").lower():
+                    continue  # a set's or a list's add/append, not a store's
                 keys = _store_keys(call)
                 if keys is None:
                     return
@@ -20558,7 +20571,7 @@ class _BranchPairs:
             self._report(call, stmt, chain[b][0], "store-key", why, fix)
 
 
-_STORE_SETS = frozenset({"set", "add", "compare_set", "multi_set"})
+_STORE_SETS = frozenset({"set", "add", "compare_set", "multi_set", "append"})  # append creates a missing key
 _STORE_READS = frozenset({"get", "wait", "multi_get"})
 
 
@@ -20585,8 +20598,9 @@ def _key_pattern(node: ast.expr) -> re.Pattern[str] | None:
 
 class _StoreUnset:
     """``store-key`` - a store ``get``/``wait`` of a constant key that no line of the file sets (``set``, ``add``,
-    ``compare_set``, ``multi_set``, by the key's text or an f-string that can make it): it blocks until the store's
-    timeout unless a process outside the file sets it. Quiet when some set's key cannot be read (a name, a call)."""
+    ``compare_set``, ``multi_set``, ``append``, by the key's text or an f-string that can make it): it blocks until
+    the store's timeout unless a process outside the file sets it. Quiet when some set's key cannot be read (a name,
+    a call)."""
 
     def __init__(self, an: _Analysis) -> None:
         self.an = an
@@ -20599,13 +20613,15 @@ class _StoreUnset:
                 if not isinstance(call.func, ast.Attribute) or not call.args:
                     continue
                 attr = call.func.attr
+                if attr == "append" and len(call.args) + len(call.keywords) < 2:
+                    continue  # a list's append: a store's takes a key and a value
                 if attr in _STORE_SETS:
                     arg = call.args[0]
                     items = arg.elts if attr == "multi_set" and isinstance(arg, (ast.List, ast.Tuple)) else [arg]
                     for item in items:
                         pattern = _key_pattern(item)
                         if pattern is None:
-                            if attr != "add" or "store" in (_dotted(call.func.value) or "").lower():
+                            if attr not in ("add", "append") or "store" in (_dotted(call.func.value) or "").lower():
                                 return  # a key lint cannot read may be any key
                             continue
                         setters.append(pattern)
@@ -20621,7 +20637,7 @@ class _StoreUnset:
             shown = ", ".join(repr(k) for k in unset)
             why = (
                 f"`store.{attr}` blocks until {shown} exists, and no line of this file sets "
-                f"{'it' if len(unset) == 1 else 'them'} (store.set, add, compare_set): unless a process outside this "
+                f"{'it' if len(unset) == 1 else 'them'} (store.set, add, compare_set, append): unless a process outside this "
                 "file does, every rank that gets here waits until the store's timeout (a TCPStore raises "
                 "DistStoreError), and the other ranks wait for it in their next collective"
             )
