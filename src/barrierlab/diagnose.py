@@ -944,6 +944,11 @@ def rule_new_group_skipped(f: Facts) -> Diagnosis | None:
     )
 
 
+def _count_of(n: int, what: str) -> str:
+    """ "1 call", "2 calls"."""
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def _calls_made(f: Facts, depth: int) -> str:
     """How many collective calls the ranks of a finished run made, by group: "after the same 3 collective calls
     in the same order." when there were no groups; else the default group's new_group calls (which the ledger
@@ -4760,10 +4765,9 @@ def rule_group_setup_failed(f: Facts) -> Diagnosis | None:
             f"because {rank_list(gone)} had already {_finished_words(f.run[gone[0]], done=True)} and "
             f"{'its process' if len(gone) == 1 else 'their processes'} ended while rank {r} was still connecting."
         )
-        evidence = [
-            f"rank {q} returned after {len(f.calls.get(q) or [])} collective call"
-            f"{'s' if len(f.calls.get(q) or []) != 1 else ''} ({made[q]} of them making groups), at "
-            f"{_t(f.run, f.run[q].ended)}"
+        evidence = [  # counted like the other ranks' evidence: calls that made groups apart (CI on b1d27e5)
+            f"rank {q} returned after {_count_of(len(f.calls.get(q) or []) - made[q], 'collective call')} and "
+            f"{_count_of(made[q], 'call')} making groups, at {_t(f.run, f.run[q].ended)}"
             for q in gone
         ] + _failure_evidence(f)
         found = _lint_findings(last, f.run)
