@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -80,17 +81,30 @@ def decide(setting: str, gpu: bool, system: str) -> Choice:
 
 
 def reachable(index: str, timeout: float = PROBE_TIMEOUT) -> tuple[bool, str]:
-    """Whether the index answers for torch within ``timeout`` seconds, and what went wrong if not."""
+    """Whether the index answers for torch within ``timeout`` seconds, and what went wrong if not. The whole probe
+    is bounded, the name lookup included (urlopen's ``timeout`` covers the connection and the reads, not
+    ``getaddrinfo``, which a slow or missing resolver can hold for much longer): it runs in a daemon thread that is
+    left behind if it does not answer in time."""
     url = index.rstrip("/") + "/torch/"
     started = time.monotonic()
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
-            return 200 <= response.status < 400, f"HTTP {response.status}"
-    except urllib.error.HTTPError as error:
-        return False, f"HTTP {error.code} from {url}"
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        return False, f"{url}: {reason} (after {time.monotonic() - started:.1f} s)"
+    answer: list[tuple[bool, str]] = []
+
+    def probe() -> None:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
+                answer.append((200 <= response.status < 400, f"HTTP {response.status}"))
+        except urllib.error.HTTPError as error:
+            answer.append((False, f"HTTP {error.code} from {url}"))
+        except (OSError, ValueError) as error:
+            reason = getattr(error, "reason", error)
+            answer.append((False, f"{url}: {reason} (after {time.monotonic() - started:.1f} s)"))
+
+    thread = threading.Thread(target=probe, name="install_torch-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if answer:
+        return answer[0]
+    return False, f"{url}: no answer within {timeout:g} s (the name lookup or the connection)"
 
 
 def pip_command(python: str, requirement: str, index: str | None) -> list[str]:

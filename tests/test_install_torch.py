@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -93,6 +94,27 @@ def test_an_unreachable_index_falls_back_to_the_default_within_seconds(port_fixt
     assert time.monotonic() - started < FALLBACK_BOUND
     assert chosen is None
     assert "cannot be reached" in notes[-1] and "default index" in notes[-1]
+
+
+def test_a_name_lookup_that_never_answers_falls_back_within_seconds(monkeypatch):
+    """urlopen's timeout does not cover the name lookup: a resolver that holds getaddrinfo (here for 60 s) must
+    not hold setup (review94r)."""
+
+    release = threading.Event()
+
+    def slow_lookup(*args, **kwargs):
+        release.wait(60)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
+    started = time.monotonic()
+    try:
+        chosen, notes = install_torch.plan("auto", gpu=False, system="Linux", index="http://index.invalid/whl/cpu")
+    finally:
+        release.set()
+    assert time.monotonic() - started < FALLBACK_BOUND
+    assert chosen is None
+    assert "no answer within" in notes[-2] + notes[-1] and "default index" in notes[-1], notes
 
 
 def test_a_reachable_index_is_used(tmp_path):
