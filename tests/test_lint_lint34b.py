@@ -255,6 +255,76 @@ if __name__ == "__main__":
     dist.destroy_process_group()
 """
 
+WORLD_CHUNKS_BUGGY = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+WORLD_SIZE = 2
+N_ITEMS = 5
+
+
+class Gatherer:
+    def __init__(self, group):
+        self.group = group
+        self.size = dist.get_world_size(group)
+        self.proj = nn.Linear(4, 4)
+
+    def gather(self, x):
+        x = self.proj(x)
+        parts = [torch.empty_like(x) for _ in range(self.size)]
+        dist.all_gather(parts, x, group=self.group)
+        return torch.cat(parts)
+
+
+def worker():
+    rank = dist.get_rank()
+    data = torch.randn(N_ITEMS, 4)
+    mine = torch.chunk(data, WORLD_SIZE)[rank]
+    Gatherer(dist.group.WORLD).gather(mine)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
+WORLD_CHUNKS_CORRECT = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+WORLD_SIZE = 2
+N_ITEMS = 6
+
+
+class Gatherer:
+    def __init__(self, group):
+        self.group = group
+        self.size = dist.get_world_size(group)
+        self.proj = nn.Linear(4, 4)
+
+    def gather(self, x):
+        x = self.proj(x)
+        parts = [torch.empty_like(x) for _ in range(self.size)]
+        dist.all_gather(parts, x, group=self.group)
+        return torch.cat(parts)
+
+
+def worker():
+    rank = dist.get_rank()
+    data = torch.randn(N_ITEMS, 4)
+    mine = torch.chunk(data, WORLD_SIZE)[rank]
+    Gatherer(dist.group.WORLD).gather(mine)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    worker()
+    dist.destroy_process_group()
+"""
+
 
 def _write(tmp_path, name, text):
     path = tmp_path / f"{name}.py"
@@ -313,6 +383,19 @@ def test_groups_in_another_order_across_channels_stay_flagged(tmp_path):
     assert {21, 24} <= {line for line, _ in found}
 
 
+def test_world_group_object_gathers_uneven_chunks(tmp_path):
+    """``group=dist.group.WORLD`` held by an object, its size from ``get_world_size(group)``, the tensor through a
+    ``nn.Linear`` the object holds: torch.chunk of 5 rows gives rank 0 three and rank 1 two."""
+    findings = lint_file(_write(tmp_path, "world_chunks_buggy", WORLD_CHUNKS_BUGGY))
+    sized = [f for f in findings if f.kind == "size-mismatch"]
+    assert [f.line for f in sized] == [18]
+    assert "3 rows on rank 0 and 2 rows on rank 1" in sized[0].condition
+
+
+def test_world_group_object_even_chunks_quiet(tmp_path):
+    assert _found(tmp_path, "world_chunks_correct", WORLD_CHUNKS_CORRECT) == set()
+
+
 def _module(tmp_path, name, text):
     path = _write(tmp_path, name, text)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -331,6 +414,8 @@ def _module(tmp_path, name, text):
         ("ddp_accum_correct", DDP_ACCUM_CORRECT, 2, True),
         ("grp_self_correct", GRP_SELF_CORRECT, 3, True),
         ("grp_order_buggy", GRP_ORDER_BUGGY, 2, False),
+        ("world_chunks_buggy", WORLD_CHUNKS_BUGGY, 2, False),
+        ("world_chunks_correct", WORLD_CHUNKS_CORRECT, 2, True),
     ],
 )
 def test_runtime_agrees(tmp_path, monkeypatch, name, text, world, ok):
