@@ -23753,6 +23753,9 @@ _GT_DDP_UNMODELLED = re.compile(
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
+#: The steps :class:`_GroupTracer` records for DistributedDataParallel (each one or more collectives of torch's).
+_GT_DDP_STEPS = frozenset({"DistributedDataParallel", "backward", "forward"})
+
 #: torch.nn layers whose output has the rows (the first dimension) of their one input.
 _GT_ROW_LAYERS = frozenset(
     {"Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "LayerNorm", "Dropout", "ReLU", "GELU", "Tanh", "Sigmoid",
@@ -24425,7 +24428,8 @@ class _GroupedRanks:
                     return
                 if serial is None and at[0][1] in _WS_SIZED:  # type: ignore[index]
                     rows = {r: tracers[r].rows.get(tracers[r].events.index(e)) for r, e in at.items()}
-                    if None not in rows.values() and len(set(rows.values())) > 1:
+                    ddp = any(e[1] in _GT_DDP_STEPS for q in seqs.values() for e in q[:k])
+                    if not ddp and None not in rows.values() and len(set(rows.values())) > 1:  # positions as torch's
                         _EvaluatedRanks(self.an)._sizes(world, tracers, k, at, rows)  # type: ignore[arg-type]
                         return
 
