@@ -344,6 +344,7 @@ from __future__ import annotations
 import argparse
 import ast
 import bisect
+import builtins
 import collections
 import copy
 import difflib
@@ -4145,6 +4146,7 @@ class _Analysis:
         _UnevenWorldChunks(self).run()  # lintrecall33
         _RankOrderedLoops(self).run()  # lintrecall33
         _EvaluatedRanks(self).run()  # lintws33
+        _GroupedRanks(self).run()  # lint34b
         self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -23705,6 +23707,843 @@ def _on_parameter(target: ast.AST, params: frozenset[str]) -> bool:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return isinstance(node, ast.Name) and node.id in params and node is not target
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lint34b: every rank's way through the file with its process groups evaluated
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _TracedGroup(NamedTuple):
+    """A ``new_group(ranks)`` in :class:`_GroupTracer`: its place among the groups every rank makes, its members
+    (global ranks)."""
+
+    serial: int
+    members: frozenset[int]
+
+
+class _DDPModel:
+    """A ``DistributedDataParallel(module)`` in :class:`_GroupTracer`: its group (None: the default group), the
+    grad-enabled forward whose backward it will all-reduce (``"sync"``, or ``"nosync"`` for a forward inside
+    ``no_sync()``), whether a synchronised backward has run (the next grad-enabled forward then rebuilds the
+    buckets) and whether it rebuilt them."""
+
+    def __init__(self, group: _TracedGroup | None, rebuilds: bool) -> None:
+        self.group, self.rebuilds = group, rebuilds
+        self.pending: str | None = None
+        self.synced = False
+        self.rebuilt = False
+
+
+class _NoSync(NamedTuple):
+    """``ddp_model.no_sync()`` in :class:`_GroupTracer`."""
+
+    model: _DDPModel
+
+
+#: What in a file makes DDP issue collectives the model of :class:`_GroupTracer` leaves out, or none it counts:
+#: module buffers (broadcast at forwards), a communication hook, Join, a sync flag set by hand, a no_grad
+#: decorator (a forward under it takes no part in the next backward).
+_GT_DDP_UNMODELLED = re.compile(
+    r"BatchNorm|register_buffer|running_mean|register_comm_hook|\bJoin\b|join\(|require_backward_grad_sync|"
+    r"require_forward_param_sync|@torch\.no_grad|@no_grad|@torch\.inference_mode|_set_static_graph|static_graph|"
+    r"delay_all_reduce|SyncBatchNorm|convert_sync_batchnorm"
+)
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+#: The steps :class:`_GroupTracer` records for DistributedDataParallel (each one or more collectives of torch's).
+_GT_DDP_STEPS = frozenset({"DistributedDataParallel", "backward", "forward"})
+
+#: torch.nn layers whose output has the rows (the first dimension) of their one input.
+_GT_ROW_LAYERS = frozenset(
+    {"Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "LayerNorm", "Dropout", "ReLU", "GELU", "Tanh", "Sigmoid",
+     "SiLU", "Identity", "Softmax", "LogSoftmax", "Flatten"}
+)  # fmt: skip
+
+#: The collectives :class:`_GroupTracer` follows on a group, with the position of ``group`` among their arguments
+#: and, for a rooted one, the position and keyword of its root (a global rank, as torch takes it).
+_GT_GROUPED: dict[str, tuple[int, tuple[int, str] | None]] = {
+    "barrier": (0, None),
+    "all_reduce": (2, None),
+    "all_gather": (2, None),
+    "all_gather_object": (2, None),
+    "broadcast": (2, (1, "src")),
+    "broadcast_object_list": (2, (1, "src")),
+    "reduce": (3, (1, "dst")),
+    "gather": (3, (2, "dst")),
+    "gather_object": (3, (2, "dst")),
+    "scatter": (3, (2, "src")),
+}
+
+
+def _gt_grad_context(expr: ast.expr) -> bool:
+    """Whether a ``with`` item may be one :meth:`_GroupTracer._context` knows: ``torch.no_grad()``,
+    ``inference_mode()``, ``nullcontext()``, ``x.no_sync()``, or a conditional expression choosing one."""
+    if isinstance(expr, ast.IfExp):
+        return _gt_grad_context(expr.body) or _gt_grad_context(expr.orelse)
+    return isinstance(expr, ast.Call) and _terminal(expr.func) in (
+        "no_grad",
+        "inference_mode",
+        "nullcontext",
+        "no_sync",
+    )
+
+
+class _GroupTracer(_RankTracer):
+    """lint34b: :class:`_RankTracer` that also follows process groups: ``new_group(ranks)`` of ranks it knows
+    gives a group value (torch wants every rank to make every group, in the same order), and a collective of
+    :data:`_GT_GROUPED` on such a group is recorded as ``("gcoll", name, call, stack, serial, root)`` instead of
+    being left out. A rank that calls a group's collective without being a member stops the trace (torch warns and
+    returns at once there: not a wait this trace models). ``broadcast_object_list`` on a group hands the root's
+    list to the members, across passes (a member traced before its root gets it in the next pass)."""
+
+    def _effect_call(self, call: ast.Call) -> bool:
+        """Also passes over a call, by name, of functions of the file that are all inert (:meth:`_inert`): one
+        whose value is unknown (the engine's ``generate`` reading weights a broadcast filled) hides nothing the
+        trace follows."""
+        if self._ddp_effect(call):
+            return True
+        if not super()._effect_call(call):
+            return False
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name is None or any(
+            isinstance(a, ast.Name) and (a.id in self.an.table or a.id in self.an.class_nodes)
+            for a in [*call.args, *(k.value for k in call.keywords)]
+        ):
+            return True
+        funcs = [f for k, f in self.an.table.items() if k.rpartition(".")[2] == name]
+        return not funcs or not all(self._inert(f) for f in funcs)
+
+    def _ddp_effect(self, call: ast.Call) -> bool:
+        """In a file that wraps a model in DistributedDataParallel, the calls that may make DDP's collectives:
+        the constructor, any ``.backward()``, and a call of a local name or of an attribute that is not a method
+        of the file (``model(x)``, ``self.net(x)``: maybe the wrapped model's forward). Passing over one of them
+        under a test or a loop the trace cannot evaluate would hide collectives: the trace stops instead."""
+        if "ddp_names" not in self.shared:
+            tree = self.unit.tree
+            self.shared["ddp_names"] = any(
+                isinstance(n, ast.Call)
+                and _dotted(n.func)
+                and self.an._resolve(n.func, self.unit).endswith("parallel.DistributedDataParallel")
+                for n in ast.walk(tree)
+            )
+        if not self.shared["ddp_names"]:
+            return False
+        f = call.func
+        if not _dotted(f):
+            return False
+        if self.an._resolve(f, self.unit).endswith("parallel.DistributedDataParallel"):
+            return True
+        if isinstance(f, ast.Attribute):
+            return f.attr == "backward" or (
+                isinstance(f.value, ast.Name)
+                and f.value.id == "self"
+                and f.attr not in self.shared["methods"]
+                and f.attr not in self.an.table
+            )
+        return (
+            isinstance(f, ast.Name)
+            and f.id not in self.an.table
+            and f.id not in self.an.class_nodes
+            and self.an._resolve(f, self.unit) == f.id
+            and f.id not in _BUILTIN_NAMES
+        )
+
+    def _inert(self, func: _Func) -> bool:
+        """Whether ``func`` reaches no collective and changes nothing outside its own locals that the trace could
+        follow: no store to an attribute, an item or a global, no call of a function or method of the file, no
+        method call that changes its receiver (``append``, ``update``, in-place tensor methods ``x.add_()``)."""
+        cache = self.shared.setdefault("inert", {})
+        if func.key in cache:
+            return cache[func.key]
+        inert = func.key not in self.an.reach
+        for n in _own_nodes(func.node.body) if inert else ():
+            if isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom)) or (
+                isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del))
+            ):
+                inert = False
+            elif isinstance(n, ast.Call):
+                callee = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                if (
+                    callee in self.an.class_nodes
+                    or any(k.rpartition(".")[2] == callee for k in self.an.table)
+                    or isinstance(n.func, ast.Attribute)
+                    and (
+                        callee in _TRACE_LIST_METHODS
+                        or callee in ("sort", "reverse", "remove", "update", "setdefault", "add", "discard")
+                        or callee.endswith("_")
+                    )
+                ):
+                    inert = False
+            if not inert:
+                break
+        cache[func.key] = inert
+        return inert
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """Also ``dist.group.WORLD``: the default group, as a group value (serial -1)."""
+        if isinstance(node, ast.Attribute) and node.attr == "WORLD" and _dotted(node):
+            if self.an._resolve(node, self.unit) in (
+                "torch.distributed.group.WORLD",
+                "torch.distributed.GroupMember.WORLD",
+            ):
+                return _TracedGroup(-1, frozenset(range(self.world)))
+        return super().value(node, scope, env, depth)
+
+    def _dist(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if name == "new_group":
+            return self._new_group(node, scope, env, depth)
+        if name in ("get_rank", "get_world_size") and (node.args or node.keywords):
+            group_node = _argument(node, 0, "group")
+            if group_node is None or len(node.args) + len(node.keywords) != 1:
+                raise _TraceStop
+            group = self._maybe(group_node, scope, env, depth)
+            if not isinstance(group, _TracedGroup):
+                raise _TraceStop
+            if name == "get_world_size":
+                return len(group.members)
+            return sorted(group.members).index(self.rank) if self.rank in group.members else -1
+        if name not in _GT_GROUPED:
+            return super()._dist(node, name, scope, env, depth)
+        group_at, rooted = _GT_GROUPED[name]
+        group_node = _argument(node, group_at, "group")
+        if group_node is None or isinstance(group_node, ast.Constant) and group_node.value is None:
+            return super()._dist(node, name, scope, env, depth)
+        group = self._maybe(group_node, scope, env, depth)
+        if not isinstance(group, _TracedGroup):
+            return super()._dist(node, name, scope, env, depth)  # a group it does not know: left out there
+        if self.rank not in group.members:
+            raise _TraceStop
+        if group.serial == -1:
+            return self._world_collective(node, name, scope, env, depth)
+        for k in node.keywords:
+            if k.arg in ("async_op", "group_src", "group_dst") and not (
+                isinstance(k.value, ast.Constant) and not k.value.value
+            ):
+                raise _TraceStop
+        root = self._int(_argument(node, *rooted), scope, env, depth) if rooted else None
+        if root is not None and root not in group.members:
+            raise _TraceStop  # torch raises on every rank: not a wait
+        out = None
+        if name == "broadcast_object_list":
+            out = self._maybe(_argument(node, 0, "object_list"), scope, env, depth)
+            if isinstance(out, list) and root == self.rank:
+                payload = copy.deepcopy(list(out))
+            else:
+                payload = None
+        for v in self._args(node, scope, env, depth):
+            if isinstance(v, list) and v is not out:  # what a collective writes: values unknown after it
+                v[:] = [_ROW if x is _ROW else _NoCount for x in v]
+        position = sum(1 for e in self.events if e[0] == "gcoll" and e[4] == group.serial)
+        self.events.append(("gcoll", name, node, tuple(self.stack), group.serial, root))
+        self._mark(node)
+        if isinstance(out, list):
+            record = self.shared.setdefault("gsent", {})
+            key = (group.serial, position)
+            if payload is not None:
+                record[key] = (id(node), root, payload)
+            else:
+                got = record.get(key)
+                if got is not None and got[1] == root and len(got[2]) == len(out):
+                    out[:] = copy.deepcopy(got[2])
+                else:
+                    out[:] = [_NoCount] * len(out)
+        return None
+
+    # -- DistributedDataParallel: its constructor's collectives, the gradient all-reduce of a backward after a
+    #    grad-enabled forward outside no_sync(), the bucket rebuild of the first grad-enabled forward after that
+
+    def _collective(self, name: str, node: ast.AST, group: _TracedGroup | None) -> None:
+        if group is None:
+            self.events.append(("coll", name, node, tuple(self.stack)))
+        else:
+            if self.rank not in group.members:
+                raise _TraceStop
+            self.events.append(("gcoll", name, node, tuple(self.stack), group.serial, None))
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        f = node.func
+        if _dotted(f) and self.an._resolve(f, self.unit).endswith("parallel.DistributedDataParallel"):
+            return self._ddp(node, scope, env, depth)
+        if (
+            _dotted(f)
+            and node.args
+            and self.an._resolve(f, self.unit)
+            in ("torch.ones_like", "torch.zeros_like", "torch.empty_like", "torch.randn_like", "torch.rand_like")
+        ):
+            like = self._maybe(node.args[0], scope, env, depth)  # a tensor of the same rows
+            self._args(node, scope, env, depth)
+            self._mark(node)
+            if isinstance(like, list) and like and all(x is _ROW for x in like):
+                return [_ROW] * len(like)
+            raise _NoCount
+        if isinstance(f, ast.Attribute) and f.attr in self._torch_layers() and not self._effect_calls(f.value):
+            receiver = self._maybe(f.value, scope, env, depth)
+            if isinstance(receiver, _Obj) and not any(
+                f"{c}.{f.attr}" in self.an.table for c in self.an._ancestors(receiver.cls)
+            ):
+                given = self._args(node, scope, env, depth)  # a torch.nn layer held by an object of the file
+                self._mark(node)
+                if (
+                    f.attr in self.shared.get("batch_first", ())
+                    and len(node.args) == 1
+                    and not node.keywords
+                    and isinstance(given[0], list)
+                    and given[0]
+                    and all(x is _ROW for x in given[0])
+                ):
+                    return [_ROW] * len(given[0])  # a layer that keeps the rows of its input
+                raise _NoCount
+        models = self.shared.get("ddp_models", {}).get(self.rank, [])
+        if isinstance(f, ast.Attribute) and f.attr == "backward" and not node.args and self.shared.get("ddp_names"):
+            if self._effect_calls(f.value):
+                raise _TraceStop
+            self._maybe(f.value, scope, env, depth)
+            pending = [m for m in models if m.pending is not None]
+            if len(pending) > 1:
+                raise _TraceStop  # which models' outputs the loss holds: unknown
+            for m in pending:
+                if m.pending == "sync":
+                    self._collective("backward", node, m.group)
+                    m.synced = True
+                m.pending = None
+            self._mark(node)
+            return None
+        if not models:
+            return super()._call(node, scope, env, depth)
+        held = whole = None
+        if _dotted(f) and not self._effect_calls(f):
+            whole = self._maybe(f, scope, env, depth)
+            if isinstance(f, ast.Attribute) and not isinstance(whole, _DDPModel):
+                held = self._maybe(f.value, scope, env, depth)
+        if isinstance(held, _DDPModel):
+            self._args(node, scope, env, depth)
+            self._mark(node)
+            if f.attr == "no_sync" and not node.args:
+                return _NoSync(held)
+            if f.attr in ("train", "eval", "zero_grad"):
+                return None
+            raise _NoCount  # parameters(), state_dict()...: values the trace does not follow
+        if isinstance(whole, _DDPModel):
+            held = whole
+            self._args(node, scope, env, depth)
+            self._mark(node)
+            if self.shared.get("no_grad", {}).get(self.rank):
+                raise _NoCount
+            if held.synced and held.rebuilds and not held.rebuilt:
+                self._collective("forward", node, held.group)  # the bucket rebuild's broadcasts
+                held.rebuilt = True
+            if held.pending is not None:
+                raise _TraceStop  # a second forward before the backward: which parameters each used is unknown
+            held.pending = (
+                "nosync" if id(held) in self.shared.setdefault("no_sync", {}).get(self.rank, set()) else "sync"
+            )
+            raise _NoCount
+        return super()._call(node, scope, env, depth)
+
+    def _every_parameter_used(self, module: ast.expr | None, held: Any) -> bool:
+        """Whether each forward of the wrapped module uses every parameter, so that each backward readies every
+        bucket: torch.nn layers (``nn.Linear``, a ``Sequential`` of them), or an object of a class of the file
+        whose ``forward`` (and the methods of the file it calls on ``self``) has no test, loop, ``try`` or early
+        ``return`` (round43 buggy_padt_decoder_skipped_on_batch_without_objects: a forward on a second path
+        leaves the decoder's bucket out on one rank). With ``find_unused_parameters=True`` DDP readies unused
+        parameters itself and this is not asked."""
+        if isinstance(module, ast.Call) and _dotted(module.func):
+            full = self.an._resolve(module.func, self.unit)
+            if full.startswith("torch.nn.") and not full.startswith(("torch.nn.parallel", "torch.nn.utils")):
+                if full.rpartition(".")[2] != "Sequential":
+                    return True
+                return all(self._every_parameter_used(a, None) for a in module.args)
+        if isinstance(held, _Obj):
+            return self._straight(f"{held.cls}.forward", held.cls, 0)
+        return False
+
+    def _straight(self, key: str, cls: str, depth: int) -> bool:
+        func = self.an.table.get(key)
+        if func is None or depth > 3:
+            return False
+        body = func.node.body
+        for n in _own_nodes(body):
+            if isinstance(n, (ast.If, ast.IfExp, ast.For, ast.While, ast.Try, ast.With, ast.Match, ast.comprehension)):
+                return False
+            if isinstance(n, ast.Return) and not (body and n is body[-1]):
+                return False
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                and f"{cls}.{n.func.attr}" in self.an.table
+                and not self._straight(f"{cls}.{n.func.attr}", cls, depth + 1)
+            ):
+                return False
+        return True
+
+    def _torch_layers(self) -> frozenset[str]:
+        """The attributes the file's objects hold only torch.nn layers in (``self.emb = nn.Embedding(...)``, every
+        assignment of that name): calling one runs the layer's forward, which makes no collective (not
+        ``SyncBatchNorm``, not a parallel wrapper)."""
+        cached = self.shared.get("layers")
+        if cached is None:
+            layers: dict[str, bool] = {}
+            rows: dict[str, bool] = {}
+            for n in ast.walk(self.unit.tree):
+                if not isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    continue
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    if not isinstance(t, ast.Attribute):
+                        continue
+                    value = n.value
+                    full = (
+                        self.an._resolve(value.func, self.unit)
+                        if isinstance(value, ast.Call) and _dotted(value.func)
+                        else ""
+                    )
+                    plain = (
+                        isinstance(n, ast.Assign)
+                        and full.startswith("torch.nn.")
+                        and not full.startswith(("torch.nn.parallel", "torch.nn.utils"))
+                        and "Sync" not in full
+                        and full.rpartition(".")[2][:1].isupper()
+                    )
+                    layers[t.attr] = layers.get(t.attr, True) and plain
+                    rows[t.attr] = rows.get(t.attr, True) and full.rpartition(".")[2] in _GT_ROW_LAYERS
+            cached = self.shared["layers"] = frozenset(k for k, v in layers.items() if v)
+            self.shared["batch_first"] = frozenset(k for k in cached if rows.get(k))
+        return cached
+
+    def _ddp(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if _GT_DDP_UNMODELLED.search(self.unit.source):
+            raise _TraceStop
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise _TraceStop
+        group_node = next((k.value for k in node.keywords if k.arg == "process_group"), None)
+        group = None if group_node is None else self._maybe(group_node, scope, env, depth)
+        if group_node is not None and not isinstance(group, _TracedGroup):
+            raise _TraceStop
+        unused = next((k.value for k in node.keywords if k.arg == "find_unused_parameters"), None)
+        if unused is not None and not isinstance(unused, ast.Constant):
+            raise _TraceStop
+        values = [self._maybe(a, scope, env, depth) for a in node.args]
+        for k in node.keywords:
+            if k.arg != "process_group":
+                self._maybe(k.value, scope, env, depth)
+        module = _argument(node, 0, "module")
+        if not (unused is not None and unused.value) and not self._every_parameter_used(
+            module, values[0] if values else None
+        ):
+            raise _TraceStop  # a forward that may leave parameters out: DDP's buckets then differ by rank
+        self._collective("DistributedDataParallel", node, group)  # parameter shapes checked, states broadcast
+        self._mark(node)
+        model = _DDPModel(group, rebuilds=not (unused is not None and unused.value))
+        self.shared.setdefault("ddp_models", {}).setdefault(self.rank, []).append(model)
+        return model
+
+    def _exec(self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None):
+        """Also ``with torch.no_grad():`` / ``torch.inference_mode()`` (a DDP forward there takes no part in a
+        backward) and ``with ddp_model.no_sync():`` (nor does its backward all-reduce), chosen by a test the trace
+        evaluates (``nullcontext() if sync else model.no_sync()``)."""
+        if not self.shared.get("ddp_models", {}).get(self.rank) or not any(isinstance(st, ast.With) for st in stmts):
+            return super()._exec(stmts, scope, env, depth, yields)
+        entered = self.shared["bodies"].get(id(stmts))  # the branch entered or the loop trip, as _exec_known
+        ranked = False
+        if entered is not None:
+            ranked = entered[0] == "if" and _reads_rank(entered[1].test)  # type: ignore[attr-defined]
+            self.decisions.append((*entered, ranked or self.inside > 0, self._made()))
+        self.inside += ranked
+        try:
+            return self._exec_chunks(stmts, scope, env, depth, yields)
+        finally:
+            self.inside -= ranked
+
+    def _exec_chunks(
+        self, stmts: list[ast.stmt], scope: str | None, env: dict[str, Any], depth: int, yields: list | None
+    ):
+        start = 0
+        for i, stmt in enumerate(stmts):
+            if not (isinstance(stmt, ast.With) and any(_gt_grad_context(item.context_expr) for item in stmt.items)):
+                continue
+            if start < i:
+                signal = super()._exec(stmts[start:i], scope, env, depth, yields)
+                if signal is not None:
+                    return signal
+            start = i + 1
+            kinds = [self._context(item.context_expr, scope, env, depth) for item in stmt.items]
+            if all(k is None for k in kinds):
+                signal = super()._exec([stmt], scope, env, depth, yields)
+                if signal is not None:
+                    return signal
+                continue
+            if any(k is None for k in kinds):
+                raise _TraceStop
+            no_grad = self.shared.setdefault("no_grad", {})
+            no_sync = self.shared.setdefault("no_sync", {}).setdefault(self.rank, set())
+            added = [id(k.model) for k in kinds if isinstance(k, _NoSync) and id(k.model) not in no_sync]
+            grads = sum(1 for k in kinds if k == "no_grad")
+            no_sync.update(added)
+            no_grad[self.rank] = no_grad.get(self.rank, 0) + grads
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, _NoCount, env, scope, depth)
+            try:
+                signal = self._exec(stmt.body, scope, env, depth, yields)
+            finally:
+                no_sync.difference_update(added)
+                no_grad[self.rank] -= grads
+            if signal is not None:
+                return signal
+        return super()._exec(stmts[start:], scope, env, depth, yields) if start < len(stmts) else None
+
+    def _context(self, expr: ast.expr, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """What a ``with`` item is to the DDP model: "no_grad", "plain" (``nullcontext()``, ``enable_grad()``...),
+        a :class:`_NoSync`, or None (something else: the trace's own handling)."""
+        if isinstance(expr, ast.IfExp):
+            kinds = [self._context(e, scope, env, depth) for e in (expr.body, expr.orelse)]
+            if all(k is None for k in kinds):
+                return None
+            if self._effect_calls(expr.test):
+                raise _TraceStop
+            try:
+                taken = self._truth(self.value(expr.test, scope, env, depth))
+            except _NoCount:
+                raise _TraceStop from None
+            chosen = kinds[0] if taken else kinds[1]
+            if chosen is None:
+                raise _TraceStop
+            return chosen
+        if not isinstance(expr, ast.Call) or not _dotted(expr.func):
+            return None
+        full = self.an._resolve(expr.func, self.unit)
+        if full in ("torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad"):
+            return "no_grad"
+        if full in ("contextlib.nullcontext", "nullcontext"):
+            return "plain"
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "no_sync" and not expr.args:
+            held = self._maybe(expr.func.value, scope, env, depth)
+            if isinstance(held, _DDPModel):
+                return _NoSync(held)
+        return None
+
+    def _world_collective(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> None:
+        """A collective on ``group=dist.group.WORLD``: one of the default group's, with the rows of its tensor."""
+        if (
+            any(
+                k.arg in ("async_op", "group_src", "group_dst")
+                and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in node.keywords
+            )
+            or name in _WS_OBJECTS
+        ):
+            raise _TraceStop
+        rows = None
+        if name in _WS_SIZED:
+            index, keyword = _WS_SIZED[name]
+            arg = _argument(node, index, keyword)
+            if arg is not None and not self._effect_calls(arg):
+                held = self._maybe(arg, scope, env, depth)
+                if isinstance(held, list) and all(x is _ROW for x in held):
+                    rows = len(held)
+        for v in self._args(node, scope, env, depth):
+            if isinstance(v, list):
+                v[:] = [_ROW if x is _ROW else _NoCount for x in v]
+        self.events.append(("coll", name, node, tuple(self.stack)))
+        self.rows[len(self.events) - 1] = rows
+        self._mark(node)
+        return None
+
+    def _new_group(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> _TracedGroup:
+        if any(k.arg not in ("ranks", "timeout", "backend") for k in node.keywords) or len(node.args) > 3:
+            raise _TraceStop  # use_local_synchronization and the like: groups numbered otherwise
+        ranks_node = _argument(node, 0, "ranks")
+        ranks = list(range(self.world)) if ranks_node is None else self._maybe(ranks_node, scope, env, depth)
+        if isinstance(ranks, (range, tuple)):
+            ranks = list(ranks)
+        if not (
+            isinstance(ranks, list)
+            and ranks
+            and all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r < self.world for r in ranks)
+            and len(set(ranks)) == len(ranks)
+        ):
+            raise _TraceStop
+        serial = sum(1 for e in self.events if e[0] == "group")
+        self.events.append(("group", serial, frozenset(ranks), node))
+        self._mark(node)
+        return _TracedGroup(serial, frozenset(ranks))
+
+
+class _GroupedRanks:
+    """lint34b: withdraws the hang findings (``branch``, ``early-exit``, ``rank-dependent-loop``,
+    ``hidden-collective``, ``data-dependent-count``) on the way of a
+    file whose every rank :class:`_GroupTracer` follows to the end for the world size the file states, and whose
+    ranks then make the same groups in the same order, the same collectives of the default group in the same
+    order, and on each group the same collectives (name and root) in the same order on every member: that run
+    has no rank waiting for a partner, whatever the tests on the rank look like (round27
+    correct_weight_sync_skip_after_gather_update_group: the groups are handed to objects through ``self.``
+    attributes, the ranks that skip a group's call are exactly those outside it, and the engine's broadcasts on
+    the update group pair with the trainer rank 0's in another function). Also withdraws a ``discarded-output``
+    finding of a ``broadcast_object_list`` that only its root makes in that run (the list it fills is its own).
+    Quiet (withdraws nothing) when a trace stops, a rank raises, or a collective is left out."""
+
+    KINDS = ("branch", "early-exit", "rank-dependent-loop", "hidden-collective", "data-dependent-count")
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def run(self) -> None:
+        an = self.an
+        world = an.world_size
+        if not world or world > 16 or len(an.units) != 1 or an.followed:
+            return
+        unit = an.units[0]
+        if not unit.report or unit.cell is not None or unit.prefix is not None:
+            return
+        if not any(
+            isinstance(n, ast.Call)
+            and _dotted(n.func)
+            and (
+                _terminal(n.func) == "new_group"
+                or an._resolve(n.func, unit).endswith("parallel.DistributedDataParallel")
+                or "distributed" in an._resolve(n.func, unit)
+                and (
+                    any(k.arg == "group" for k in n.keywords)
+                    or _terminal(n.func) in ("get_rank", "get_world_size")
+                    and n.args
+                )
+            )
+            for n in ast.walk(unit.tree)
+        ):
+            return  # the default group's own collectives alone are _EvaluatedRanks
+        names = [
+            an._resolve(n.func, unit).rpartition(".")[2]
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Call) and _dotted(n.func) and "distributed" in an._resolve(n.func, unit)
+        ]
+        if any(n in (*_P2P_KIND, "batch_isend_irecv") for n in names):
+            return
+        main = _main_block(unit.tree)
+        if main is None or _EvaluatedRanks(an)._handed_on(unit):
+            return
+        shared: dict[str, Any] = {
+            "effects": {},
+            "locals": {},
+            "bodies": {},
+            "methods": frozenset(k.rpartition(".")[2] for k, f in an.table.items() if f.self_class is not None),
+            "gsent": {},
+        }
+        tracers: list[_GroupTracer] = []
+        for _ in range(_WS_PASSES):  # a member traced before its group's root gets the root's list a pass later
+            known = len(shared["gsent"])
+            tracers, whole = [], True
+            shared["sent"], shared["memo"], shared["reduced"] = {}, {}, {}
+            shared["ddp_models"], shared["no_grad"], shared["no_sync"] = {}, {}, {}
+            for rank in range(world):
+                tracer = _GroupTracer(an, unit, rank, world, shared)
+                try:
+                    tracer._exec(main, None, tracer.top, 0, None)
+                except (_RankRaised, _TraceStop, _NoCount, RecursionError):
+                    whole = False
+                if tracer.partial or tracer.stopped or tracer.raised is not None:
+                    whole = False
+                tracers.append(tracer)
+            if whole or len(shared["gsent"]) == known:
+                break
+        if not whole:
+            return
+        self._report(world, tracers)
+        if self._agree(tracers):
+            self._withdraw(tracers)
+
+    @staticmethod
+    def _agree(tracers: list[_GroupTracer]) -> bool:
+        made = [[(e[1], e[2]) for e in t.events if e[0] == "group"] for t in tracers]
+        if any(m != made[0] for m in made):
+            return False  # groups made in another order or with other ranks: torch numbers them apart
+        if any(e[0] not in ("coll", "gcoll", "group") for t in tracers for e in t.events):
+            return False
+        plain = [[e[1] for e in t.events if e[0] == "coll"] for t in tracers]
+        if any(p != plain[0] for p in plain):
+            return False
+        for serial, members in made[0]:
+            seqs = [
+                [(e[1], e[5]) for e in tracers[r].events if e[0] == "gcoll" and e[4] == serial] for r in sorted(members)
+            ]
+            if any(s != seqs[0] for s in seqs):
+                return False
+        # Each channel agrees; the order across channels must not block either (round16
+        # buggy_two_groups_order_inverted: rank 0 reduces on the world then gathers on a group, rank 1 the other
+        # way round). Every collective blocks until all members of its channel are in it: a run that ends that
+        # way ends also when some calls return earlier (a broadcast's root).
+        members_of = {None: frozenset(range(len(tracers)))} | {serial: m for serial, m in made[0]}
+        queues = [[None if e[0] == "coll" else e[4] for e in t.events if e[0] in ("coll", "gcoll")] for t in tracers]
+        at = [0] * len(tracers)
+        moved = True
+        while moved:
+            moved = False
+            for r, queue in enumerate(queues):
+                if at[r] == len(queue):
+                    continue
+                channel = queue[at[r]]
+                if all(at[m] < len(queues[m]) and queues[m][at[m]] == channel for m in members_of[channel]):
+                    for m in members_of[channel]:  # the channels' own sequences agree: the same call on each
+                        at[m] += 1
+                    moved = True
+        return all(at[r] == len(q) for r, q in enumerate(queues))
+
+    @staticmethod
+    def _label(event: tuple, unit: _Unit) -> str:
+        call = event[2]
+        if event[1] == "backward":
+            return f"the DDP gradient all-reduce of `{_clip(unit.text(call), 40)}`"
+        if event[1] == "forward":
+            return f"the DDP bucket rebuild (two broadcasts) in the forward `{_clip(unit.text(call), 40)}`"
+        if event[1] == "DistributedDataParallel":
+            return "DDP's constructor (its parameter-shape check and state broadcast)"
+        return f"`{event[1]}`"
+
+    def _report(self, world: int, tracers: list[_GroupTracer]) -> None:
+        """``evaluated-count``: the first collective, of the default group or of a group, that the members of its
+        group do not all make at the same place in their sequences."""
+        an = self.an
+        if any(f.kind in ("evaluated-count", "size-mismatch") for _, f in an.found.values()):
+            return
+        channels: list[tuple[int | None, list[int]]] = [(None, list(range(world)))]
+        channels += [(e[1], sorted(e[2])) for e in tracers[0].events if e[0] == "group"]
+        for serial, members in channels:
+            seqs = {
+                r: [
+                    e
+                    for e in tracers[r].events
+                    if (e[0] == "coll" if serial is None else e[0] == "gcoll" and e[4] == serial)
+                ]
+                for r in members
+            }
+            length = max(len(q) for q in seqs.values())
+            for k in range(length):
+                at = {r: q[k] if k < len(q) else None for r, q in seqs.items()}
+                if len({(e[1], e[5] if e[0] == "gcoll" else None) if e else None for e in at.values()}) > 1:
+                    self._count(world, tracers, serial, members, k, at)
+                    return
+                if serial is None and at[0][1] in _WS_SIZED:  # type: ignore[index]
+                    rows = {r: tracers[r].rows.get(tracers[r].events.index(e)) for r, e in at.items()}
+                    ddp = any(e[1] in _GT_DDP_STEPS for q in seqs.values() for e in q[:k])
+                    if not ddp and None not in rows.values() and len(set(rows.values())) > 1:  # positions as torch's
+                        _EvaluatedRanks(self.an)._sizes(world, tracers, k, at, rows)  # type: ignore[arg-type]
+                        return
+
+    def _count(
+        self, world: int, tracers: list[_GroupTracer], serial: int | None, members: list[int], k: int, at: dict
+    ) -> None:
+        an, unit = self.an, self.an.units[0]
+        where = "of the default group" if serial is None else f"on the group of ranks {members}"
+        parting = self._parting(tracers, members)
+        ended = [r for r, e in at.items() if e is None]
+        head = (
+            f"evaluating the file's data for each rank with {world} ranks (the world size the file states), "
+            "following each rank from the __main__ block through the file's functions and counting "
+            "DistributedDataParallel's own collectives (its constructor's, the gradient all-reduce of a backward "
+            "after a grad-enabled forward outside no_sync(), the bucket rebuild of the first grad-enabled forward "
+            "after that; each of these is counted as one step, whatever number of collective calls torch makes "
+            "for it)"
+        )
+        for event in at.values():
+            if event is None or id(event[2]) in an.found:
+                continue
+            call = event[2]
+            same = [r for r, e in at.items() if e is not None and e[2] is call and e[1] == event[1]]
+            others = []
+            for r, e in at.items():
+                if r in same:
+                    continue
+                if e is None:
+                    n = k
+                    others.append(f"{_rank_span([r])} makes {n} step{'s' if n != 1 else ''} {where} in all")
+                else:
+                    others.append(
+                        f"{_rank_span([r])} makes {self._label(e, unit)} at line {e[2].lineno + unit.offset} as "
+                        f"its {_ordinal(k + 1)} step"
+                    )
+            stack = event[3]
+            via = (
+                f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
+            )
+            if ended and len(ended) + len(same) == len(at):
+                waits = (
+                    ", so this call waits for a partner that never comes: until the timeout, or, on gloo, until it "
+                    "fails when those ranks end their processes"
+                )
+            else:
+                waits = (
+                    ": torch pairs collectives by their order on each rank, so this call meets a different call on "
+                    "the other ranks (it waits until the timeout, fails, or silently combines the wrong tensors)"
+                )
+            why = (
+                f"{head}: {_rank_span(same)} make{'s' if len(same) == 1 else ''} {self._label(event, unit)}{via} as "
+                f"{'its' if len(same) == 1 else 'their'} {_ordinal(k + 1)} step of collectives {where}, while "
+                + "; ".join(others)
+                + waits
+                + (f". The ranks' ways first part where {parting[1]}" if parting else "")
+            )
+            fix = (
+                "make every rank run the same collectives in the same order: even out what decides the count "
+                "(pad or cut each rank's share to the same length, agree on the test with an all_reduce first), "
+                "or move the collective out of the rank-dependent part"
+            )
+            condition = f"{world} ranks: collective step {k + 1} {where} made by {_rank_span(same)} only"
+            line = parting[0].lineno + unit.offset if parting else (stack[-1] if stack else None)
+            _record_finding(an, call, unit, "evaluated-count", condition, why, fix, condition_line=line)
+
+    def _parting(self, tracers: list[_GroupTracer], members: list[int]) -> tuple[ast.AST, str] | None:
+        """The first decision (an ``if`` taken, a loop's trip) the members take differently."""
+        unit = self.an.units[0]
+        logs = {r: [d for d in tracers[r].decisions if not d[3]] for r in members}
+        for step in range(max((len(x) for x in logs.values()), default=0)):
+            at = {r: x[step] if step < len(x) else None for r, x in logs.items()}
+            if len({(d[0], id(d[1]), d[2]) if d else None for d in at.values()}) == 1:
+                continue
+            for stmt in dict.fromkeys(d[1] for d in at.values() if d is not None):
+                line = stmt.lineno + unit.offset
+                if isinstance(stmt, ast.If):
+                    taken = [r for r, d in at.items() if d is not None and d[1] is stmt and d[2]]
+                    other = [r for r in members if r not in taken]
+                    return stmt, (
+                        f"the test at line {line} (`{_clip(unit.text(stmt.test), 60)}`) is true on "
+                        f"{_rank_span(taken) if taken else 'no rank'} and not on {_rank_span(other)}"
+                    )
+                if isinstance(stmt, (ast.For, ast.While)):
+                    trips = {r: sum(1 for d in logs[r] if d[0] == "trip" and d[1] is stmt) for r in members}
+                    if len(set(trips.values())) == 1:
+                        continue  # an inner loop's extra trip: the outer loop runs as often on every member
+                    groups: dict[int, list[int]] = {}
+                    for r, n in trips.items():
+                        groups.setdefault(n, []).append(r)
+                    shown = " and ".join(
+                        f"{_rank_span(rs)} run{'s' if len(rs) == 1 else ''} {n} iteration{'s' if n != 1 else ''}"
+                        for n, rs in sorted(groups.items())
+                    )
+                    return stmt, f"the loop at line {line} runs a different number of times in the whole run: {shown}"
+            return None
+        return None
+
+    def _withdraw(self, tracers: list[_GroupTracer]) -> None:
+        an, unit = self.an, self.an.units[0]
+        lines: set[int] = set()
+        roots: dict[int, set[bool]] = {}  # a broadcast_object_list -> whether each rank making it was its root
+        for rank, t in enumerate(tracers):
+            for e in t.events:
+                if e[0] not in ("coll", "gcoll"):
+                    continue
+                lines.add(e[2].lineno + unit.offset)
+                lines.update(e[3])
+                if e[0] == "gcoll" and e[1] == "broadcast_object_list":
+                    roots.setdefault(id(e[2]), set()).add(e[5] == rank)
+        for key, (_, finding) in list(an.found.items()):
+            if finding.kind in self.KINDS and finding.line in lines:
+                del an.found[key]
+            elif finding.kind == "discarded-output" and roots.get(key) == {True}:
+                del an.found[key]
 
 
 if __name__ == "__main__":
