@@ -1272,7 +1272,7 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
         rs = sorted(at)
         event = next(iter(at.values()))[0]
         left = [q for q in _members(run, event) if q not in at]
-        made = sorted({len(_group_calls(f, q, group)) for q in left})
+        made = sorted({len(_like(f, q, event)) for q in left})
         lasted = max((e.end - e.start for e, _ in at.values() if e.end is not None), default=None)
         sentences.append(
             f"{sentence_start(rank_list(rs))}'s {name} #{k} of {_group_text(run, event)} timed out because "
@@ -1402,8 +1402,8 @@ def _left_by_timeout(f: Facts, failed: dict[tuple, dict[int, tuple[Event, str]]]
         if (
             timed_out
             and left
-            and all(_group_calls(f, r, group)[-1:] == [e] for r, (e, _) in at.items())
-            and all(len(_group_calls(f, q, group)) < k for q in left)
+            and all(_like(f, r, e)[-1:] == [e] for r, (e, _) in at.items())
+            and all(len(_like(f, q, event)) < k for q in left)
         ):
             found.append(key)
     return found
@@ -1411,7 +1411,7 @@ def _left_by_timeout(f: Facts, failed: dict[tuple, dict[int, tuple[Event, str]]]
 
 def _number_in_group(f: Facts, rank: int, event: Event) -> int:
     """``event``'s number among ``rank``'s calls of its group (0: not found)."""
-    mine = _group_calls(f, rank, event.group)
+    mine = _like(f, rank, event)
     return mine.index(event) + 1 if event in mine else 0
 
 
@@ -2690,7 +2690,7 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         members_i, calls_i, k_i, made_i, missing_i = found[i]
         call = calls_i[made_i[0]][k_i - 1]
         theirs = next(iter(waiting.values()))
-        number = _group_calls(f, missing_i[0], theirs.group).index(theirs) + 1
+        number = _like(f, missing_i[0], theirs).index(theirs) + 1
         they = "it was" if len(missing_i) == 1 else "they were"
         chain.append(
             f"{sentence_start(rank_list(made_i))} waited in turn for {rank_list(missing_i)} in {_op_name(call)} "
@@ -3321,9 +3321,19 @@ def _members(run: Run, event: Event) -> list[int]:
     return list(event.group_ranks) if event.group is not None and event.group_ranks else list(range(run.world_size))
 
 
-def _group_calls(f: Facts, rank: int, group: str | None) -> list[Event]:
-    """A rank's collective calls on one process group (None: the default group), in order."""
-    return sorted((e for e in f.run[rank].events if e.is_collective and e.group == group), key=lambda e: e.start)
+def _group_calls(f: Facts, rank: int, group: str | None, makers: bool = False) -> list[Event]:
+    """A rank's collective calls on one process group (None: the default group), in order, numbered as the ledger
+    numbers them (:func:`calls.call_numbers`): the calls making groups (``makers``) apart from the others
+    (review94d F2: a ``new_group`` counted before it made "barrier #2 of the default group" of the ledger's #1)."""
+    return sorted(
+        (e for e in f.run[rank].events if e.is_collective and e.group == group and (e.name in GROUP_MAKERS) == makers),
+        key=lambda e: e.start,
+    )
+
+
+def _like(f: Facts, rank: int, event: Event) -> list[Event]:
+    """A rank's calls on ``event``'s group of ``event``'s sort (making groups, or not), in order."""
+    return _group_calls(f, rank, event.group, event.name in GROUP_MAKERS)
 
 
 def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
@@ -3339,7 +3349,7 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
             if e.name not in ops.EVERY_RANK_ON_GLOO:
                 continue
             e_end = e.end if e.end is not None else float("inf")
-            mine = _group_calls(f, r, e.group)
+            mine = _like(f, r, e)
             position = mine.index(e) + 1
             for q in _members(run, e):
                 if q == r or failed_by_itself(run[q]):
@@ -3351,9 +3361,9 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
                     # deadline, r may have been killed first and q's call then failed on its closed connection)
                     if not (g.start < e_end and (g.end is None or g.error or g.end >= e_end - _SAME_MOMENT)):
                         continue  # q was not still waiting in g when r gave up
-                    theirs = _group_calls(f, q, g.group)
-                    entered_a = sum(1 for c in _group_calls(f, q, e.group) if c.start < g.start)
-                    entered_b = sum(1 for c in _group_calls(f, r, g.group) if c.start < e.start)
+                    theirs = _like(f, q, g)
+                    entered_a = sum(1 for c in _like(f, q, e) if c.start < g.start)
+                    entered_b = sum(1 for c in _like(f, r, g) if c.start < e.start)
                     if entered_a < position and entered_b < theirs.index(g) + 1:
                         return r, e, q, g
     return None
@@ -3412,8 +3422,8 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         return None
     r, e, q, g = found
     run = f.run
-    k_e = _group_calls(f, r, e.group).index(e) + 1
-    k_g = _group_calls(f, q, g.group).index(g) + 1
+    k_e = _like(f, r, e).index(e) + 1
+    k_g = _like(f, q, g).index(g) + 1
     named = e.group is not None and g.group is not None and _members(run, e) == _members(run, g)
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
     if not ended:
@@ -3458,7 +3468,7 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         f"rank {r} called {e.name} #{k_e} of {_group_text(run, e)} {_called_at(e)}",
         f"rank {q} called {g.name} #{k_g} of {_group_text(run, g)} {_called_at(g)}",
         f"so neither call could complete: rank {q} "
-        f"{'never made' if len(_group_calls(f, q, e.group)) < k_e else 'made only later'} its {ordinal(k_e)} "
+        f"{'never made' if len(_like(f, q, e)) < k_e else 'made only later'} its {ordinal(k_e)} "
         f"call of {_group_text(run, e, short=True)}, and rank {r} had not entered its {ordinal(k_g)} call of "
         f"{_group_text(run, g, short=True)}",
     ]
@@ -3498,8 +3508,8 @@ def _group_wait_cycle(f: Facts) -> list[tuple[int, Event, int]] | None:
             blocked[r] = calls[-1]
     waits: dict[int, int] = {}
     for r, e in blocked.items():
-        position = _group_calls(f, r, e.group).index(e) + 1
-        short = [q for q in _members(run, e) if q != r and q in blocked and len(_group_calls(f, q, e.group)) < position]
+        position = _like(f, r, e).index(e) + 1
+        short = [q for q in _members(run, e) if q != r and q in blocked and len(_like(f, q, e)) < position]
         if short:
             waits[r] = short[0]
     for start in sorted(waits):
@@ -3523,7 +3533,7 @@ def rule_group_wait_cycle(f: Facts) -> Diagnosis | None:
         return "the default group" if e.group is None else f"the group of ranks {_members(run, e)}"
 
     steps = [
-        f"rank {r} waits in {e.name} #{_group_calls(f, r, e.group).index(e) + 1} of {of(e)} at {_place(e)} for rank {q}"
+        f"rank {r} waits in {e.name} #{_like(f, r, e).index(e) + 1} of {of(e)} at {_place(e)} for rank {q}"
         for r, e, q in cycle
     ]
     evidence = [f"rank {r} called {e.name} of {of(e)} {_called_at(e)}" for r, e, _ in cycle]
