@@ -3567,6 +3567,8 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             continue
         if any(_p2p_match(blocked[a], a, blocked[b], b) for a, b in zip(cycle, cycle[1:] + cycle[:1])):
             continue  # a send and the recv it pairs with: they wait for each other's arrival, not in a cycle
+        if any(_posted_elsewhere(f, blocked[a], a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])):
+            continue  # review94d F1: a rank's peers do not match (unmatched-p2p), however the waits are ordered
         names = {blocked[r].name for r in cycle}
         first = blocked[cycle[0]]
         to_from = "to" if first.name == "send" else "from"
@@ -3603,6 +3605,25 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             site=_site(blocked[cycle[0]]),
         )
     return None
+
+
+def _posted_elsewhere(f: Facts, call: Event, rank: int, peer: int) -> bool:
+    """Whether ``peer``, which ``rank`` waits on in ``call`` (a send to it, or a recv from it), has already posted a
+    call of the other side that has no partner, and to or from other ranks only: a recv of ``rank`` from ``peer``
+    when ``peer``'s unmatched sends all go elsewhere, a send to it when ``peer``'s unmatched receives all come from
+    elsewhere. Then ``peer`` was not waiting to make the matching call later: its peers do not match
+    ``rank``'s (review94d F1: ``isend(dst=(r + 1) % n)`` then ``recv(src=(r + 1) % n)`` on 3 ranks was told as a
+    cycle of waits, and the advice to order the calls fixed nothing). As the record shows it: a rank that would
+    have turned to ``rank`` after the call it waits in is not told apart from one that never would."""
+    sent, received = ordering.point_to_point_calls({r.rank: r.events for r in f.run.ranks}, failed=True)
+    sending = call.name == "recv"  # what ``peer`` must do for ``call``: send to ``rank``, or receive from it
+    own, other = (sent, received) if sending else (received, sent)
+    unmatched = [
+        pair
+        for pair, calls in own.items()
+        if (pair[0] if sending else pair[1]) == peer and len(calls) > len(other.get(pair, []))
+    ]
+    return bool(unmatched) and all((pair[1] if sending else pair[0]) != rank for pair in unmatched)
 
 
 def _cycle_peer_words(world_size: int, cycle: list[int], peers: dict[int, int | None], to_from: str) -> str | None:
