@@ -3916,35 +3916,38 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         )
         return f", which {' and '.join(parts)}" if parts else ", which makes no point-to-point call"
 
-    unmatched = []  # (rank, its unmatched call, its words)
+    unmatched = []  # (rank, its unmatched call, its words, whether its peer made fewer such calls rather than none)
     for pair in sorted(set(sent) | set(received)):
         sends, recvs = sent.get(pair, []), received.get(pair, [])
         a, b, _, tag = pair
         tagged = f" with tag {tag}" if tag else ""
+        # review94d F4: when the peer made some of the matching calls (rank 0 sent twice, rank 1 received once),
+        # the peers are right and the counts differ; "has no receive from rank 0 on rank 1, which receives from
+        # rank 0" read as a contradiction, and the advice to check how peers are computed found nothing to fix
         if len(sends) > len(recvs):
             e = sends[len(recvs)]
-            unmatched.append(
-                (
-                    a,
-                    e,
-                    f"{e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive from rank {a}{tagged} on rank "
-                    f"{b}{talks(b)}",
-                )
+            words = (
+                f"{ordinal(len(recvs) + 1)} {e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive: rank {b} "
+                f"made only {_count_of(len(recvs), 'receive')} from rank {a}{tagged}"
+                if recvs
+                else f"{e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive from rank {a}{tagged} on rank "
+                f"{b}{talks(b)}"
             )
+            unmatched.append((a, e, words, bool(recvs)))
         elif len(recvs) > len(sends):
             e = recvs[len(sends)]
-            unmatched.append(
-                (
-                    b,
-                    e,
-                    f"{e.name} from rank {a}{tagged} (at {where_text(e)}) has no send to rank {b}{tagged} from rank "
-                    f"{a}{talks(a)}",
-                )
+            words = (
+                f"{ordinal(len(sends) + 1)} {e.name} from rank {a}{tagged} (at {where_text(e)}) has no send: rank {a} "
+                f"made only {_count_of(len(sends), 'send')} to rank {b}{tagged}"
+                if sends
+                else f"{e.name} from rank {a}{tagged} (at {where_text(e)}) has no send to rank {b}{tagged} from rank "
+                f"{a}{talks(a)}"
             )
+            unmatched.append((b, e, words, bool(sends)))
     if not unmatched:
         return None
     shown = unmatched[:2]
-    lines = [f"rank {rank}'s {what}" for rank, _, what in shown]
+    lines = [f"rank {rank}'s {what}" for rank, _, what, _ in shown]
     more = f" ({len(unmatched) - len(shown)} more)" if len(unmatched) > len(shown) else ""
     waiting = {
         r: next((e for e in reversed(f.run[r].events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
@@ -3956,6 +3959,19 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         + [f"rank {r} was waiting in {e.name} at {where_text(e)}" for r, e in sorted(waiting.items()) if e is not None]
         + _failure_evidence(f)
     )
+    advice = []
+    if any(not fewer for *_, fewer in unmatched):
+        advice.append(
+            "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
+            "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world)."
+        )
+    if any(fewer for *_, fewer in unmatched):
+        advice.append(
+            f"{'Where' if advice else 'The'} peers match but one side made more calls than the other: make the "
+            "sender and the receiver make the same number of calls, looking for a loop that ends sooner on one "
+            "rank (a `break`, a `return`, a condition on its own data), or let the ranks agree on when to stop "
+            "(for example, all_reduce a flag that says whether any rank is done)."
+        )
     return Diagnosis(
         "unmatched-p2p",
         f"{rank_list(f.failed)} did not finish: {'a' if len(unmatched) == 1 else 'some'} point-to-point "
@@ -3963,9 +3979,8 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
         "unmatched ones wait until the timeout, or fail at once when the peer they wait on has ended.",
         evidence,
-        "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
-        "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world).",
-        ranks=sorted({rank for rank, _, _ in unmatched}),
+        " ".join(advice),
+        ranks=sorted({rank for rank, *_ in unmatched}),
         site=_site(shown[0][1]),
     )
 
