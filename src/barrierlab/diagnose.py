@@ -2469,6 +2469,22 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         made = f"{_op_name(event)} #{f.number} was called by " + ", and by ".join(
             f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
         )
+    # review94d F3: the ranks that never reached it were left waiting in a subgroup call whose members called
+    # different ops (a barrier against an all_reduce on new_group([2, 3])): that mismatch held them, not a branch
+    # around the default group's call, which their code reaches after it
+    they = "it was" if len(f.missing) == 1 else "they were"
+    held = _subgroup_mismatch(
+        f,
+        f.missing,
+        (
+            [f"{made}, which {rank_list(f.missing)} never reached: {they} left waiting in the subgroup's calls above"]
+            + _outcomes(f.run, f.at_k),
+            f"{sentence_start(rank_list(arrived))} waited in {_op_name(event)} #{f.number} of the default group "
+            f"only for {rank_list(f.missing)}, held in this subgroup call: fix the mismatch first.",
+        ),
+    )
+    if held is not None:
+        return held
     if event.name in _GROUP_MAKERS:  # review58b: a finished run told only "a collective reached by only some ranks"
         return _group_made_by_some(f, made, f.missing, arrived, event, _arrival_evidence(f))
     return Diagnosis(
@@ -2523,11 +2539,22 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
     subgroup call)."""
     if not f.failed or f.first_diff or f.split:
         return None
+    return _subgroup_mismatch(f)
+
+
+def _subgroup_mismatch(
+    f: Facts, held: list[int] | None = None, later: tuple[list[str], str] | None = None
+) -> Diagnosis | None:
+    """The first position of a subgroup's sequence whose members called different ops, told as
+    :func:`rule_subgroup_mismatched` tells it; with ``held``, only one whose calls those ranks were left waiting in,
+    ``later`` then adding what followed: evidence lines and an advice sentence (review94d F3)."""
     for members, calls in _subgroup_calls(f).values():
         present = [m for m in members if m in calls]
         for k in range(1, min((len(calls[m]) for m in present), default=0) + 1):
             at = {m: calls[m][k - 1] for m in present}
             if len({e.name for e in at.values()}) < 2:
+                continue
+            if held is not None and not all(m in at and _left_waiting_in(f, m) is at[m] for m in held):
                 continue
             by_op: dict[str, list[int]] = {}
             for m, e in sorted(at.items()):
@@ -2541,7 +2568,7 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
             ]
             evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
             own, stopped, lines = _subgroup_deadline(f, at)
-            evidence += lines
+            evidence += lines + (later[0] if later else [])
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
@@ -2557,7 +2584,7 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 "differently (barrier and all_reduce, for example) never pair, so a member left in one of them "
                 f"waits for a partner that never comes until {own}: new_group's timeout= if it was given, else "
                 f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS}). Make every member "
-                "of the group call the same collectives on it in the same order.",
+                "of the group call the same collectives on it in the same order." + (f" {later[1]}" if later else ""),
                 ranks=sorted(at),
                 site=_site(next(iter(at.values()))),
             )
