@@ -1518,9 +1518,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
         f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
         "an all_reduce of an empty tensor, returns at once on gloo: tests/test_ordering_races.py measures it). Make "
-        "every rank call the same "
-        "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at "
-        "once while you develop."
+        "every rank call the same collectives in the same order. " + _detail_check_words(f.at_k)
     )
     threaded = {r: e.lane for r, e in sorted(f.at_k.items()) if (e.lane or "").startswith("thread")}
     if threaded:  # attack27 a06: a thread's barrier took a place in the group's sequence the main thread used
@@ -1543,6 +1541,20 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         advice,
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
+    )
+
+
+def _detail_check_words(at: dict[int, Event]) -> str:
+    """What TORCH_DISTRIBUTED_DEBUG=DETAIL would do for mismatched calls ``at``, as far as this run shows it
+    (review94d F5: "reports such a mismatch at once" was said of a run that set DETAIL too late to check the
+    group): its check applies to groups made after the variable is set, and whether it reported these calls is
+    in their errors."""
+    if any((explain_error(e.error or "") or ("",))[0] == "debug mismatch" for e in at.values()):
+        return "TORCH_DISTRIBUTED_DEBUG=DETAIL's check reported this mismatch (the errors above)."
+    return (
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after it is set "
+        "(export it before the job starts, or pass env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
+        "in this run no rank's call reported it."
     )
 
 
