@@ -5998,9 +5998,12 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     )
     if any(run[r].status == KILLED and run[r].signal == signal.SIGKILL for r in causes):
         advice += (  # attack24 a06: a rank the out-of-memory killer ended was only "killed by SIGKILL"
-            " SIGKILL comes from outside the process and cannot be caught: most often the kernel's out-of-memory "
-            "killer (the kernel log, `dmesg`, or the container's memory events say so; a Binder session has 2 GB), "
-            "otherwise a job scheduler or a `kill -9`."
+            # review94d F6: "comes from outside the process" was said of ranks that killed themselves (os.kill
+            # with their own pid); the record does not show who sent the signal
+            " SIGKILL cannot be caught, and the record does not show who sent it: the kernel (most often its "
+            "out-of-memory killer; the kernel log, `dmesg`, or the container's memory events say so; a Binder "
+            "session has 2 GB), another process (a job scheduler, a `kill -9`), or the rank itself "
+            "(`os.kill(os.getpid(), signal.SIGKILL)`)."
         )
     if 0 in causes and (run[0].status == RAISED or (run[0].status == EXITED and run[0].traceback)):
         advice += (  # review93d M1: not for a rank 0 that was killed or called os._exit: nothing can pass that on
