@@ -161,7 +161,8 @@ def test_ranks_waiting_in_different_groups_are_named_with_each_group_and_line(op
     assert d.kind == "different-groups", d
     bug, wait = line_of(fn, "# the hook's barrier"), line_of(fn, "group.monitored_barrier()")
     assert d.site.line == bug
-    assert "rank 0 in barrier #2 of the default group at " in d.headline, d.headline
+    # review94d F2: #1, as the ledger numbers it; the new_group before it is no call of the group's sequence
+    assert "rank 0 in barrier #1 of the default group at " in d.headline, d.headline
     assert f"test_diagnose.py:{bug}, rank 1 in monitored_barrier #1 of another group, of ranks [0, 1] at " in (
         d.headline
     ), d.headline

@@ -1272,7 +1272,7 @@ def _caught_errors(f: Facts) -> tuple[str, list[str], str, list[int]] | None:
         rs = sorted(at)
         event = next(iter(at.values()))[0]
         left = [q for q in _members(run, event) if q not in at]
-        made = sorted({len(_group_calls(f, q, group)) for q in left})
+        made = sorted({len(_like(f, q, event)) for q in left})
         lasted = max((e.end - e.start for e, _ in at.values() if e.end is not None), default=None)
         sentences.append(
             f"{sentence_start(rank_list(rs))}'s {name} #{k} of {_group_text(run, event)} timed out because "
@@ -1402,8 +1402,8 @@ def _left_by_timeout(f: Facts, failed: dict[tuple, dict[int, tuple[Event, str]]]
         if (
             timed_out
             and left
-            and all(_group_calls(f, r, group)[-1:] == [e] for r, (e, _) in at.items())
-            and all(len(_group_calls(f, q, group)) < k for q in left)
+            and all(_like(f, r, e)[-1:] == [e] for r, (e, _) in at.items())
+            and all(len(_like(f, q, event)) < k for q in left)
         ):
             found.append(key)
     return found
@@ -1411,7 +1411,7 @@ def _left_by_timeout(f: Facts, failed: dict[tuple, dict[int, tuple[Event, str]]]
 
 def _number_in_group(f: Facts, rank: int, event: Event) -> int:
     """``event``'s number among ``rank``'s calls of its group (0: not found)."""
-    mine = _group_calls(f, rank, event.group)
+    mine = _like(f, rank, event)
     return mine.index(event) + 1 if event in mine else 0
 
 
@@ -1518,9 +1518,7 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         "differently (barrier and all_reduce, for example) never pair, so a rank left in one of them waits for a "
         f"partner that never comes until the timeout ({DEFAULT_TIMEOUTS}; a call with nothing to exchange, such as "
         "an all_reduce of an empty tensor, returns at once on gloo: tests/test_ordering_races.py measures it). Make "
-        "every rank call the same "
-        "collectives in the same order. TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at "
-        "once while you develop."
+        "every rank call the same collectives in the same order. " + _detail_check_words(f.at_k)
     )
     threaded = {r: e.lane for r, e in sorted(f.at_k.items()) if (e.lane or "").startswith("thread")}
     if threaded:  # attack27 a06: a thread's barrier took a place in the group's sequence the main thread used
@@ -1543,6 +1541,20 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
         advice,
         ranks=sorted(f.at_k),
         site=_site(next(iter(f.at_k.values()))),
+    )
+
+
+def _detail_check_words(at: dict[int, Event]) -> str:
+    """What TORCH_DISTRIBUTED_DEBUG=DETAIL would do for mismatched calls ``at``, as far as this run shows it
+    (review94d F5: "reports such a mismatch at once" was said of a run that set DETAIL too late to check the
+    group): its check applies to groups made after the variable is set, and whether it reported these calls is
+    in their errors."""
+    if any((explain_error(e.error or "") or ("",))[0] == "debug mismatch" for e in at.values()):
+        return "TORCH_DISTRIBUTED_DEBUG=DETAIL's check reported this mismatch (the errors above)."
+    return (
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after it is set "
+        "(export it before the job starts, or pass env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
+        "in this run no rank's call reported it."
     )
 
 
@@ -2469,6 +2481,22 @@ def rule_only_some_ranks(f: Facts) -> Diagnosis | None:
         made = f"{_op_name(event)} #{f.number} was called by " + ", and by ".join(
             f"{rank_list(rs)} at {where_text(f.at_k[rs[0]])}" for rs in places
         )
+    # review94d F3: the ranks that never reached it were left waiting in a subgroup call whose members called
+    # different ops (a barrier against an all_reduce on new_group([2, 3])): that mismatch held them, not a branch
+    # around the default group's call, which their code reaches after it
+    they = "it was" if len(f.missing) == 1 else "they were"
+    held = _subgroup_mismatch(
+        f,
+        f.missing,
+        (
+            [f"{made}, which {rank_list(f.missing)} never reached: {they} left waiting in the subgroup's calls above"]
+            + _outcomes(f.run, f.at_k),
+            f"{sentence_start(rank_list(arrived))} waited in {_op_name(event)} #{f.number} of the default group "
+            f"only for {rank_list(f.missing)}, held in this subgroup call: fix the mismatch first.",
+        ),
+    )
+    if held is not None:
+        return held
     if event.name in _GROUP_MAKERS:  # review58b: a finished run told only "a collective reached by only some ranks"
         return _group_made_by_some(f, made, f.missing, arrived, event, _arrival_evidence(f))
     return Diagnosis(
@@ -2523,11 +2551,22 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
     subgroup call)."""
     if not f.failed or f.first_diff or f.split:
         return None
+    return _subgroup_mismatch(f)
+
+
+def _subgroup_mismatch(
+    f: Facts, held: list[int] | None = None, later: tuple[list[str], str] | None = None
+) -> Diagnosis | None:
+    """The first position of a subgroup's sequence whose members called different ops, told as
+    :func:`rule_subgroup_mismatched` tells it; with ``held``, only one whose calls those ranks were left waiting in,
+    ``later`` then adding what followed: evidence lines and an advice sentence (review94d F3)."""
     for members, calls in _subgroup_calls(f).values():
         present = [m for m in members if m in calls]
         for k in range(1, min((len(calls[m]) for m in present), default=0) + 1):
             at = {m: calls[m][k - 1] for m in present}
             if len({e.name for e in at.values()}) < 2:
+                continue
+            if held is not None and not all(m in at and _left_waiting_in(f, m) is at[m] for m in held):
                 continue
             by_op: dict[str, list[int]] = {}
             for m, e in sorted(at.items()):
@@ -2541,7 +2580,7 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
             ]
             evidence += _outcomes(f.run, at) + _error_evidence(f.run, [m for m in at if m in f.failed])
             own, stopped, lines = _subgroup_deadline(f, at)
-            evidence += lines
+            evidence += lines + (later[0] if later else [])
             return Diagnosis(
                 "mismatched-collectives",
                 f"Different collectives at the same position of a subgroup: call #{k} on the group of ranks "
@@ -2557,7 +2596,7 @@ def rule_subgroup_mismatched(f: Facts) -> Diagnosis | None:
                 "differently (barrier and all_reduce, for example) never pair, so a member left in one of them "
                 f"waits for a partner that never comes until {own}: new_group's timeout= if it was given, else "
                 f"torch's default, not the run's or init_process_group's ({DEFAULT_TIMEOUTS}). Make every member "
-                "of the group call the same collectives on it in the same order.",
+                "of the group call the same collectives on it in the same order." + (f" {later[1]}" if later else ""),
                 ranks=sorted(at),
                 site=_site(next(iter(at.values()))),
             )
@@ -2690,7 +2729,7 @@ def rule_subgroup_only_some(f: Facts) -> Diagnosis | None:
         members_i, calls_i, k_i, made_i, missing_i = found[i]
         call = calls_i[made_i[0]][k_i - 1]
         theirs = next(iter(waiting.values()))
-        number = _group_calls(f, missing_i[0], theirs.group).index(theirs) + 1
+        number = _like(f, missing_i[0], theirs).index(theirs) + 1
         they = "it was" if len(missing_i) == 1 else "they were"
         chain.append(
             f"{sentence_start(rank_list(made_i))} waited in turn for {rank_list(missing_i)} in {_op_name(call)} "
@@ -3321,9 +3360,19 @@ def _members(run: Run, event: Event) -> list[int]:
     return list(event.group_ranks) if event.group is not None and event.group_ranks else list(range(run.world_size))
 
 
-def _group_calls(f: Facts, rank: int, group: str | None) -> list[Event]:
-    """A rank's collective calls on one process group (None: the default group), in order."""
-    return sorted((e for e in f.run[rank].events if e.is_collective and e.group == group), key=lambda e: e.start)
+def _group_calls(f: Facts, rank: int, group: str | None, makers: bool = False) -> list[Event]:
+    """A rank's collective calls on one process group (None: the default group), in order, numbered as the ledger
+    numbers them (:func:`calls.call_numbers`): the calls making groups (``makers``) apart from the others
+    (review94d F2: a ``new_group`` counted before it made "barrier #2 of the default group" of the ledger's #1)."""
+    return sorted(
+        (e for e in f.run[rank].events if e.is_collective and e.group == group and (e.name in GROUP_MAKERS) == makers),
+        key=lambda e: e.start,
+    )
+
+
+def _like(f: Facts, rank: int, event: Event) -> list[Event]:
+    """A rank's calls on ``event``'s group of ``event``'s sort (making groups, or not), in order."""
+    return _group_calls(f, rank, event.group, event.name in GROUP_MAKERS)
 
 
 def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
@@ -3339,7 +3388,7 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
             if e.name not in ops.EVERY_RANK_ON_GLOO:
                 continue
             e_end = e.end if e.end is not None else float("inf")
-            mine = _group_calls(f, r, e.group)
+            mine = _like(f, r, e)
             position = mine.index(e) + 1
             for q in _members(run, e):
                 if q == r or failed_by_itself(run[q]):
@@ -3351,9 +3400,9 @@ def _cross_group_wait(f: Facts) -> tuple[int, Event, int, Event] | None:
                     # deadline, r may have been killed first and q's call then failed on its closed connection)
                     if not (g.start < e_end and (g.end is None or g.error or g.end >= e_end - _SAME_MOMENT)):
                         continue  # q was not still waiting in g when r gave up
-                    theirs = _group_calls(f, q, g.group)
-                    entered_a = sum(1 for c in _group_calls(f, q, e.group) if c.start < g.start)
-                    entered_b = sum(1 for c in _group_calls(f, r, g.group) if c.start < e.start)
+                    theirs = _like(f, q, g)
+                    entered_a = sum(1 for c in _like(f, q, e) if c.start < g.start)
+                    entered_b = sum(1 for c in _like(f, r, g) if c.start < e.start)
                     if entered_a < position and entered_b < theirs.index(g) + 1:
                         return r, e, q, g
     return None
@@ -3412,8 +3461,8 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         return None
     r, e, q, g = found
     run = f.run
-    k_e = _group_calls(f, r, e.group).index(e) + 1
-    k_g = _group_calls(f, q, g.group).index(g) + 1
+    k_e = _like(f, r, e).index(e) + 1
+    k_g = _like(f, q, g).index(g) + 1
     named = e.group is not None and g.group is not None and _members(run, e) == _members(run, g)
     ended = sorted((x for x in ((r, e), (q, g)) if x[1].end is not None), key=lambda x: x[1].end)
     if not ended:
@@ -3458,7 +3507,7 @@ def rule_waits_in_different_groups(f: Facts) -> Diagnosis | None:
         f"rank {r} called {e.name} #{k_e} of {_group_text(run, e)} {_called_at(e)}",
         f"rank {q} called {g.name} #{k_g} of {_group_text(run, g)} {_called_at(g)}",
         f"so neither call could complete: rank {q} "
-        f"{'never made' if len(_group_calls(f, q, e.group)) < k_e else 'made only later'} its {ordinal(k_e)} "
+        f"{'never made' if len(_like(f, q, e)) < k_e else 'made only later'} its {ordinal(k_e)} "
         f"call of {_group_text(run, e, short=True)}, and rank {r} had not entered its {ordinal(k_g)} call of "
         f"{_group_text(run, g, short=True)}",
     ]
@@ -3498,8 +3547,8 @@ def _group_wait_cycle(f: Facts) -> list[tuple[int, Event, int]] | None:
             blocked[r] = calls[-1]
     waits: dict[int, int] = {}
     for r, e in blocked.items():
-        position = _group_calls(f, r, e.group).index(e) + 1
-        short = [q for q in _members(run, e) if q != r and q in blocked and len(_group_calls(f, q, e.group)) < position]
+        position = _like(f, r, e).index(e) + 1
+        short = [q for q in _members(run, e) if q != r and q in blocked and len(_like(f, q, e)) < position]
         if short:
             waits[r] = short[0]
     for start in sorted(waits):
@@ -3523,7 +3572,7 @@ def rule_group_wait_cycle(f: Facts) -> Diagnosis | None:
         return "the default group" if e.group is None else f"the group of ranks {_members(run, e)}"
 
     steps = [
-        f"rank {r} waits in {e.name} #{_group_calls(f, r, e.group).index(e) + 1} of {of(e)} at {_place(e)} for rank {q}"
+        f"rank {r} waits in {e.name} #{_like(f, r, e).index(e) + 1} of {of(e)} at {_place(e)} for rank {q}"
         for r, e, q in cycle
     ]
     evidence = [f"rank {r} called {e.name} of {of(e)} {_called_at(e)}" for r, e, _ in cycle]
@@ -3557,6 +3606,8 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             continue
         if any(_p2p_match(blocked[a], a, blocked[b], b) for a, b in zip(cycle, cycle[1:] + cycle[:1])):
             continue  # a send and the recv it pairs with: they wait for each other's arrival, not in a cycle
+        if any(_posted_elsewhere(f, blocked[a], a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])):
+            continue  # review94d F1: a rank's peers do not match (unmatched-p2p), however the waits are ordered
         names = {blocked[r].name for r in cycle}
         first = blocked[cycle[0]]
         to_from = "to" if first.name == "send" else "from"
@@ -3593,6 +3644,25 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             site=_site(blocked[cycle[0]]),
         )
     return None
+
+
+def _posted_elsewhere(f: Facts, call: Event, rank: int, peer: int) -> bool:
+    """Whether ``peer``, which ``rank`` waits on in ``call`` (a send to it, or a recv from it), has already posted a
+    call of the other side that has no partner, and to or from other ranks only: a recv of ``rank`` from ``peer``
+    when ``peer``'s unmatched sends all go elsewhere, a send to it when ``peer``'s unmatched receives all come from
+    elsewhere. Then ``peer`` was not waiting to make the matching call later: its peers do not match
+    ``rank``'s (review94d F1: ``isend(dst=(r + 1) % n)`` then ``recv(src=(r + 1) % n)`` on 3 ranks was told as a
+    cycle of waits, and the advice to order the calls fixed nothing). As the record shows it: a rank that would
+    have turned to ``rank`` after the call it waits in is not told apart from one that never would."""
+    sent, received = ordering.point_to_point_calls({r.rank: r.events for r in f.run.ranks}, failed=True)
+    sending = call.name == "recv"  # what ``peer`` must do for ``call``: send to ``rank``, or receive from it
+    own, other = (sent, received) if sending else (received, sent)
+    unmatched = [
+        pair
+        for pair, calls in own.items()
+        if (pair[0] if sending else pair[1]) == peer and len(calls) > len(other.get(pair, []))
+    ]
+    return bool(unmatched) and all((pair[1] if sending else pair[0]) != rank for pair in unmatched)
 
 
 def _cycle_peer_words(world_size: int, cycle: list[int], peers: dict[int, int | None], to_from: str) -> str | None:
@@ -3885,35 +3955,38 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         )
         return f", which {' and '.join(parts)}" if parts else ", which makes no point-to-point call"
 
-    unmatched = []  # (rank, its unmatched call, its words)
+    unmatched = []  # (rank, its unmatched call, its words, whether its peer made fewer such calls rather than none)
     for pair in sorted(set(sent) | set(received)):
         sends, recvs = sent.get(pair, []), received.get(pair, [])
         a, b, _, tag = pair
         tagged = f" with tag {tag}" if tag else ""
+        # review94d F4: when the peer made some of the matching calls (rank 0 sent twice, rank 1 received once),
+        # the peers are right and the counts differ; "has no receive from rank 0 on rank 1, which receives from
+        # rank 0" read as a contradiction, and the advice to check how peers are computed found nothing to fix
         if len(sends) > len(recvs):
             e = sends[len(recvs)]
-            unmatched.append(
-                (
-                    a,
-                    e,
-                    f"{e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive from rank {a}{tagged} on rank "
-                    f"{b}{talks(b)}",
-                )
+            words = (
+                f"{ordinal(len(recvs) + 1)} {e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive: rank {b} "
+                f"made only {_count_of(len(recvs), 'receive')} from rank {a}{tagged}"
+                if recvs
+                else f"{e.name} to rank {b}{tagged} (at {where_text(e)}) has no receive from rank {a}{tagged} on rank "
+                f"{b}{talks(b)}"
             )
+            unmatched.append((a, e, words, bool(recvs)))
         elif len(recvs) > len(sends):
             e = recvs[len(sends)]
-            unmatched.append(
-                (
-                    b,
-                    e,
-                    f"{e.name} from rank {a}{tagged} (at {where_text(e)}) has no send to rank {b}{tagged} from rank "
-                    f"{a}{talks(a)}",
-                )
+            words = (
+                f"{ordinal(len(sends) + 1)} {e.name} from rank {a}{tagged} (at {where_text(e)}) has no send: rank {a} "
+                f"made only {_count_of(len(sends), 'send')} to rank {b}{tagged}"
+                if sends
+                else f"{e.name} from rank {a}{tagged} (at {where_text(e)}) has no send to rank {b}{tagged} from rank "
+                f"{a}{talks(a)}"
             )
+            unmatched.append((b, e, words, bool(sends)))
     if not unmatched:
         return None
     shown = unmatched[:2]
-    lines = [f"rank {rank}'s {what}" for rank, _, what in shown]
+    lines = [f"rank {rank}'s {what}" for rank, _, what, _ in shown]
     more = f" ({len(unmatched) - len(shown)} more)" if len(unmatched) > len(shown) else ""
     waiting = {
         r: next((e for e in reversed(f.run[r].events) if e.kind in CALL_KINDS or e.name == "Work.wait"), None)
@@ -3925,6 +3998,19 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         + [f"rank {r} was waiting in {e.name} at {where_text(e)}" for r, e in sorted(waiting.items()) if e is not None]
         + _failure_evidence(f)
     )
+    advice = []
+    if any(not fewer for *_, fewer in unmatched):
+        advice.append(
+            "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
+            "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world)."
+        )
+    if any(fewer for *_, fewer in unmatched):
+        advice.append(
+            f"{'Where' if advice else 'The'} peers match but one side made more calls than the other: make the "
+            "sender and the receiver make the same number of calls, looking for a loop that ends sooner on one "
+            "rank (a `break`, a `return`, a condition on its own data), or let the ranks agree on when to stop "
+            "(for example, all_reduce a flag that says whether any rank is done)."
+        )
     return Diagnosis(
         "unmatched-p2p",
         f"{rank_list(f.failed)} did not finish: {'a' if len(unmatched) == 1 else 'some'} point-to-point "
@@ -3932,9 +4018,8 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
         "unmatched ones wait until the timeout, or fail at once when the peer they wait on has ended.",
         evidence,
-        "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
-        "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world).",
-        ranks=sorted({rank for rank, _, _ in unmatched}),
+        " ".join(advice),
+        ranks=sorted({rank for rank, *_ in unmatched}),
         site=_site(shown[0][1]),
     )
 
@@ -5913,9 +5998,12 @@ def _rank_failed(run: Run, causes: list[int], consequence: str, evidence: list[s
     )
     if any(run[r].status == KILLED and run[r].signal == signal.SIGKILL for r in causes):
         advice += (  # attack24 a06: a rank the out-of-memory killer ended was only "killed by SIGKILL"
-            " SIGKILL comes from outside the process and cannot be caught: most often the kernel's out-of-memory "
-            "killer (the kernel log, `dmesg`, or the container's memory events say so; a Binder session has 2 GB), "
-            "otherwise a job scheduler or a `kill -9`."
+            # review94d F6: "comes from outside the process" was said of ranks that killed themselves (os.kill
+            # with their own pid); the record does not show who sent the signal
+            " SIGKILL cannot be caught, and the record does not show who sent it: the kernel (most often its "
+            "out-of-memory killer; the kernel log, `dmesg`, or the container's memory events say so; a Binder "
+            "session has 2 GB), another process (a job scheduler, a `kill -9`), or the rank itself "
+            "(`os.kill(os.getpid(), signal.SIGKILL)`)."
         )
     if 0 in causes and (run[0].status == RAISED or (run[0].status == EXITED and run[0].traceback)):
         advice += (  # review93d M1: not for a rank 0 that was killed or called os._exit: nothing can pass that on
