@@ -10694,7 +10694,7 @@ class _EvaluatedRanks:
             tracers = []
             shared["sent"], shared["memo"], shared["reduced"] = {}, {}, reduced
             for rank in range(world):
-                tracer = _RankTracer(an, unit, rank, world, shared)
+                tracer = _ShapeTracer(an, unit, rank, world, shared)  # lint34c: whole shapes followed
                 try:
                     tracer._exec(main, None, tracer.top, 0, None)
                 except _RankRaised:
@@ -10760,6 +10760,10 @@ class _EvaluatedRanks:
             rows = {r: tracers[r].rows.get(c[k][0]) for r, c in enumerate(colls)}
             if name in _WS_SIZED and None not in rows.values() and len(set(rows.values())) > 1:
                 self._sizes(world, tracers, k, at, rows)
+                return
+            dims = {r: getattr(tracers[r], "dims", {}).get(c[k][0]) for r, c in enumerate(colls)}  # lint34c
+            if name in _WS_SIZED and None not in dims.values() and len(set(dims.values())) > 1:
+                _shape_mismatch(self, world, k, at, dims)
                 return
 
     def _parting(self, tracers: list[_RankTracer], k: int) -> tuple[ast.stmt, str] | None:
@@ -23705,6 +23709,293 @@ def _on_parameter(target: ast.AST, params: frozenset[str]) -> bool:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return isinstance(node, ast.Name) and node.id in params and node is not target
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lint34c: whole tensor shapes in the per-rank evaluator
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Shaped(list):
+    """lint34c: a tensor whose whole shape the per-rank evaluator knows. It is the list :class:`_RankTracer` holds
+    for a tensor (its rows: opaque :data:`_ROW` items, or the numbers ``torch.tensor`` was given), so everything
+    that reads a tensor's rows reads it unchanged, and ``dims`` is torch's ``shape``. An operation the evaluator does
+    not follow hands on a plain list: the shape is then unknown past the first dimension, and nothing is said."""
+
+    def __init__(self, items: Iterable[Any], dims: Sequence[int]) -> None:
+        super().__init__(items)
+        self.dims = tuple(dims)
+
+
+def _shaped_rows(dims: Sequence[int]) -> _Shaped | None:
+    """A tensor of shape ``dims`` with opaque rows; None for a 0-d tensor or a size out of range."""
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= _COUNT_BUDGET for d in dims):
+        return None
+    return _Shaped([_ROW] * dims[0], dims)
+
+
+def _nested_dims(value: Any) -> tuple[int, ...] | None:
+    """The shape ``torch.tensor(value)`` has, for nested lists or tuples of numbers of regular lengths."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ()
+    if not isinstance(value, (list, tuple)) or isinstance(value, _Shaped) or not value:
+        return None
+    inner = {_nested_dims(v) for v in value}
+    if len(inner) != 1 or None in inner:
+        return None
+    return (len(value), *inner.pop())  # type: ignore[misc]
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """torch's broadcast of two shapes, None where torch raises."""
+    out = []
+    for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+#: torch factory functions: (positional arguments before the size, keyword arguments that leave the shape alone)
+_SHAPE_FACTORIES: dict[str, int] = {"randn": 0, "rand": 0, "zeros": 0, "ones": 0, "empty": 0, "full": 0, "randint": -1}
+_SHAPE_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "generator", "layout", "pin_memory", "memory_format"})
+_SHAPE_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"})
+#: tensor methods whose result has the receiver's shape (elementwise, a copy, a move, a new dtype)
+#: (not the in-place ones: the evaluator forgets the numbers those change, see :meth:`_P2PTracer._call`)
+_SHAPE_KEPT = (_TRACE_ELEMENTWISE - {"requires_grad_"}) | frozenset(
+    {"to", "long", "int", "bool", "cuda", "sign", "clamp", "clip", "round", "floor", "ceil"}
+)  # fmt: skip
+_SHAPE_REDUCED = frozenset({"sum", "mean", "amax", "amin", "prod", "std", "var", "logsumexp"})
+
+
+class _ShapeTracer(_RankTracer):
+    """lint34c: the per-rank evaluator (:class:`_RankTracer`) with the whole shape of a tensor followed, not only
+    its rows: torch's factories (``torch.randn(1, seq, C)``, ``torch.ones(t.shape)``, ``torch.tensor(rows)`` of
+    nested lists), ``*_like``, ``t.shape``/``t.size()``, elementwise methods and arithmetic (broadcast as torch does),
+    reductions over a dimension (``keepdim`` or not), ``view``/``reshape``/``unsqueeze``/``transpose``, and
+    ``torch.autograd.grad``, whose gradients have the shapes of its inputs whatever the output. The shape of the
+    tensor each collective of :data:`_WS_SIZED` hands in is recorded with the collective (:attr:`dims`), for
+    :meth:`_EvaluatedRanks._compare`."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int, shared: dict[str, Any]) -> None:
+        super().__init__(an, unit, rank, world, shared)
+        self.dims: dict[int, tuple[int, ...] | None] = {}  # index of a ("coll", ...) event -> its tensor's shape
+
+    def _torch_name(self, func: ast.expr) -> str | None:
+        """``randn`` for ``torch.randn`` (however torch is imported), ``autograd.grad`` for its grad; else None."""
+        if not _dotted(func):
+            return None
+        full = self.an._resolve(func, self.unit)
+        if full.startswith("torch.") and not full.startswith("torch.distributed"):
+            rest = full[len("torch.") :]
+            return rest if rest.count(".") == 0 or rest == "autograd.grad" else None
+        return None
+
+    def _known(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """The value of an expression that calls nothing that matters (else :class:`_NoCount`)."""
+        if self._effect_calls(node):
+            return _NoCount
+        return self._maybe(node, scope, env, depth)
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim") and isinstance(node.ctx, ast.Load):
+            base = self._known(node.value, scope, env, depth)
+            if isinstance(base, _Shaped):
+                return base.dims if node.attr == "shape" else len(base.dims)
+        return super().value(node, scope, env, depth)
+
+    def _size_args(self, args: list[Any]) -> tuple[int, ...] | None:
+        if len(args) == 1 and isinstance(args[0], (tuple, list)) and not isinstance(args[0], _Shaped):
+            args = list(args[0])
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args) and args:
+            return tuple(args)
+        return None
+
+    def _shape_call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """The tensor (or a shape, or a tuple of tensors) a call gives, when its shape can be followed; else
+        :data:`_NoCount` (the evaluator then does what it did before)."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return _NoCount
+        if self._effect_calls(node):
+            return _NoCount
+        keywords = {k.arg: k.value for k in node.keywords}
+        name = self._torch_name(node.func)
+        if name in _SHAPE_FACTORIES:
+            if set(keywords) - _SHAPE_KEYWORDS - {"size", "fill_value", "low", "high"}:
+                return _NoCount
+            args = [self._known(a, scope, env, depth) for a in node.args]
+            if "size" in keywords:
+                args = [self._known(keywords["size"], scope, env, depth)]
+            elif name == "randint":  # randint(high, size) / randint(low, high, size): the size is the last
+                args = args[-1:]
+            elif name == "full":  # full(size, fill_value)
+                args = args[:1]
+            dims = self._size_args(args)
+            return _shaped_rows(dims) if dims is not None else _NoCount
+        if name in _SHAPE_LIKE and node.args:
+            base = self._known(node.args[0], scope, env, depth)
+            if isinstance(base, _Shaped) and not set(keywords) - _SHAPE_KEYWORDS:
+                return _shaped_rows(base.dims) or _NoCount
+            return _NoCount
+        if name == "tensor" and len(node.args) == 1 and not set(keywords) - _SHAPE_KEYWORDS:
+            data = self._known(node.args[0], scope, env, depth)
+            dims = _nested_dims(data)
+            if dims:  # the rows as the evaluator holds them already (numbers or lists), with the whole shape
+                return _Shaped(copy.deepcopy(list(data)), dims)
+            return _NoCount
+        if name == "autograd.grad" and len(node.args) >= 2:
+            inputs = self._known(node.args[1], scope, env, depth)
+            if isinstance(inputs, _Shaped):
+                return (_shaped_rows(inputs.dims),)
+            if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(i, _Shaped) for i in inputs):
+                return tuple(_shaped_rows(i.dims) for i in inputs)
+            return _NoCount
+        if not isinstance(node.func, ast.Attribute) or name is not None:
+            return _NoCount
+        base = self._known(node.func.value, scope, env, depth)
+        if not isinstance(base, _Shaped):
+            return _NoCount
+        return self._method(base, node.func.attr, node, scope, env, depth)
+
+    def _method(self, base: _Shaped, attr: str, node: ast.Call, scope: str | None, env: dict, depth: int) -> Any:
+        """A tensor method on a tensor whose shape is known."""
+        dims = base.dims
+        args = [self._known(a, scope, env, depth) for a in node.args]
+        keywords = {k.arg: self._known(k.value, scope, env, depth) for k in node.keywords}
+        if attr in _SHAPE_KEPT:
+            scalars = all(
+                v is None or isinstance(v, (int, float)) and not isinstance(v, bool)
+                for v in [*args, *keywords.values()]
+            )
+            if attr in ("to", "cuda") or not args and not keywords or attr in ("clamp", "clip") and scalars:
+                return _shaped_rows(dims) or _NoCount
+            return _NoCount
+        if attr == "size":
+            if not args and not keywords:
+                return dims
+            if len(args) == 1 and isinstance(args[0], int) and -len(dims) <= args[0] < len(dims):
+                return dims[args[0]]
+            return _NoCount
+        if attr in ("dim", "ndimension") and not args:
+            return len(dims)
+        if attr in _SHAPE_REDUCED:
+            dim = args[0] if args else keywords.get("dim", None)
+            keep = args[1] if len(args) > 1 else keywords.get("keepdim", False)
+            if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(keep, bool):
+                return _NoCount
+            if not -len(dims) <= dim < len(dims):
+                return _NoCount
+            dim %= len(dims)
+            out = dims[:dim] + ((1,) if keep else ()) + dims[dim + 1 :]
+            return _shaped_rows(out) or _NoCount
+        if keywords:
+            return _NoCount
+        if attr == "unsqueeze" and len(args) == 1 and isinstance(args[0], int):
+            d = args[0] % (len(dims) + 1)
+            return _shaped_rows(dims[:d] + (1,) + dims[d:]) or _NoCount
+        if attr == "transpose" and len(args) == 2 and all(isinstance(a, int) for a in args):
+            if not all(-len(dims) <= a < len(dims) for a in args):
+                return _NoCount
+            a, b = (x % len(dims) for x in args)
+            out = list(dims)
+            out[a], out[b] = out[b], out[a]
+            return _shaped_rows(out) or _NoCount
+        if attr in ("view", "reshape"):
+            want = self._size_args(args) if args else None
+            if want is None:
+                return _NoCount
+            total = math.prod(dims)
+            if want.count(-1) == 1:
+                rest = math.prod(w for w in want if w != -1)
+                if rest == 0 or total % rest:
+                    return _NoCount
+                want = tuple(total // rest if w == -1 else w for w in want)
+            if math.prod(want) != total:
+                return _NoCount
+            return _shaped_rows(want) or _NoCount
+        return _NoCount
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        got = self._shape_call(node, scope, env, depth)
+        if got is not _NoCount and got is not None:
+            return got
+        f = node.func
+        if (
+            isinstance(f, ast.Name)
+            and f.id in ("dict", "float")
+            and f.id not in self.an.table
+            and f.id not in self.an.class_nodes
+            and len(node.args) == 1
+            and not node.keywords
+            and not self._effect_calls(node)
+        ):  # a copy of a dict the evaluator knows (`dict(sample)`), a number as a float
+            held = self._known(node.args[0], scope, env, depth)
+            if f.id == "dict" and isinstance(held, dict):
+                return dict(held)
+            if f.id == "float" and isinstance(held, (int, float)) and not isinstance(held, bool):
+                return float(held)
+        return super()._call(node, scope, env, depth)
+
+    def _binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)) and (
+            isinstance(left, _Shaped) or isinstance(right, _Shaped)
+        ):
+            shapes = []
+            for v in (left, right):
+                if isinstance(v, _Shaped):
+                    shapes.append(v.dims)
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    shapes.append(())
+                else:
+                    return super()._binop(op, left, right)
+            dims = _broadcast(*shapes)
+            if dims is not None and (got := _shaped_rows(dims)) is not None:
+                return got
+        return super()._binop(op, left, right)
+
+    def _dist(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        dims = None
+        if name in _WS_SIZED:
+            index, keyword = _WS_SIZED[name]
+            arg = _argument(node, index, keyword)
+            if arg is not None:
+                held = self._known(arg, scope, env, depth)
+                dims = held.dims if isinstance(held, _Shaped) else None
+        before = len(self.events)
+        result = super()._dist(node, name, scope, env, depth)
+        if len(self.events) > before and self.events[-1][0] == "coll":
+            self.dims[len(self.events) - 1] = dims
+        return result
+
+
+def _shape_mismatch(check: _EvaluatedRanks, world: int, k: int, at: dict, dims: dict) -> None:
+    """lint34c: ``size-mismatch`` - every rank reaches the same collective as its k-th, with tensors of the same
+    number of rows but of shapes that differ between ranks (:class:`_ShapeTracer`)."""
+    an, unit = check.an, check.an.units[0]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r, d in dims.items():
+        groups.setdefault(d, []).append(r)
+    shown = " and ".join(f"shape {tuple(d)} on {_rank_span(rs)}" for d, rs in groups.items())
+    name = at[0][1]
+    for event in at.values():
+        call = event[2]
+        if id(call) in an.found:
+            continue
+        stack = event[3]
+        via = f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
+        why = (
+            f"{check._head(world)}: every rank reaches this `{name}`{via} as its {_ordinal(k + 1)} collective of the "
+            f"default group, but the tensor it hands in has {shown}, and torch wants the same shape on every rank: "
+            "on gloo a rank that is sent more bytes than its own tensor holds aborts its process ('Received data "
+            "size doesn't match expected size'), and the ranks exchanging with it fail ('Connection reset by peer') "
+            "or wait until the timeout"
+        )
+        fix = (
+            "give the tensor the same shape on every rank: pad each rank's tensor to a size every rank agrees on "
+            "(a constant, or the maximum all-reduced first), and cut the padding off after the collective"
+        )
+        _record_finding(an, call, unit, "size-mismatch", f"{world} ranks: {shown}", why, fix)
+        return
 
 
 if __name__ == "__main__":
