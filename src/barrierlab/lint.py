@@ -23760,8 +23760,9 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(reversed(out))
 
 
-#: torch factory functions: (positional arguments before the size, keyword arguments that leave the shape alone)
-_SHAPE_FACTORIES: dict[str, int] = {"randn": 0, "rand": 0, "zeros": 0, "ones": 0, "empty": 0, "full": 0, "randint": -1}
+#: torch factory functions whose shape the evaluator reads from their size arguments (not ``_SHAPE_FACTORIES``,
+#: another check's), and the keyword arguments that leave the shape alone
+_WS_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint"})
 _SHAPE_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "generator", "layout", "pin_memory", "memory_format"})
 _SHAPE_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"})
 #: tensor methods whose result has the receiver's shape (elementwise, a copy, a move, a new dtype)
@@ -23828,7 +23829,7 @@ class _ShapeTracer(_RankTracer):
             return _NoCount
         keywords = {k.arg: k.value for k in node.keywords}
         name = self._torch_name(node.func)
-        if name in _SHAPE_FACTORIES:
+        if name in _WS_FACTORIES:
             if set(keywords) - _SHAPE_KEYWORDS - {"size", "fill_value", "low", "high"}:
                 return _NoCount
             args = [self._known(a, scope, env, depth) for a in node.args]
