@@ -1,8 +1,9 @@
-"""lint34c: the per-rank evaluator follows a tensor's whole shape, and the process groups a file makes.
+"""lint34c: the per-rank evaluator follows a tensor's whole shape, the process groups a file makes, and what an
+all_gather_object gives back.
 
 Each capability has small programs of its own: a buggy one lint must flag at the right line, and correct twins
-that must stay quiet. Where a finding states what happens at run time, one test runs the program with ``bl.run``
-on the world size it states (marked ``slow``-free but bounded: a short group timeout, a generous deadline)."""
+that must stay quiet. One test runs the buggy programs with ``bl.run`` on the world size they state (a short group
+timeout, a generous deadline) and checks what the findings say happens on gloo."""
 
 from __future__ import annotations
 
