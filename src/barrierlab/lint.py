@@ -10696,7 +10696,7 @@ class _EvaluatedRanks:
             tracers = []
             shared["sent"], shared["memo"], shared["reduced"] = {}, {}, reduced
             for rank in range(world):
-                tracer = _RankTracer(an, unit, rank, world, shared)
+                tracer = _ShapeTracer(an, unit, rank, world, shared)  # lint34c: whole shapes followed
                 try:
                     tracer._exec(main, None, tracer.top, 0, None)
                 except _RankRaised:
@@ -10707,9 +10707,11 @@ class _EvaluatedRanks:
                     return
                 tracers.append(tracer)
             more = self._reductions(tracers)
-            if set(more) <= set(reduced):
+            gathered = _gatherings(tracers)  # type: ignore[arg-type]  # lint34c: all_gather_object's results
+            if set(more) <= set(reduced) and set(gathered) <= set(shared.get("gathered", {})):
                 break
             reduced = {**reduced, **more}
+            shared["gathered"] = {**shared.get("gathered", {}), **gathered}
         self._compare(world, tracers)
 
     @staticmethod
@@ -10749,6 +10751,8 @@ class _EvaluatedRanks:
         )
 
     def _compare(self, world: int, tracers: list[_RankTracer]) -> None:
+        if not _groups_agree(tracers):  # type: ignore[arg-type]  # lint34c
+            return
         colls = [[(i, e) for i, e in enumerate(t.events) if e[0] == "coll"] for t in tracers]
         length = max(len(c) for c in colls)
         for k in range(length):
@@ -10762,6 +10766,10 @@ class _EvaluatedRanks:
             rows = {r: tracers[r].rows.get(c[k][0]) for r, c in enumerate(colls)}
             if name in _WS_SIZED and None not in rows.values() and len(set(rows.values())) > 1:
                 self._sizes(world, tracers, k, at, rows)
+                return
+            dims = {r: getattr(tracers[r], "dims", {}).get(c[k][0]) for r, c in enumerate(colls)}  # lint34c
+            if name in _WS_SIZED and None not in dims.values() and len(set(dims.values())) > 1:
+                _shape_mismatch(self, world, k, at, dims)
                 return
 
     def _parting(self, tracers: list[_RankTracer], k: int) -> tuple[ast.stmt, str] | None:
@@ -24544,6 +24552,546 @@ class _GroupedRanks:
                 del an.found[key]
             elif finding.kind == "discarded-output" and roots.get(key) == {True}:
                 del an.found[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lint34c: whole tensor shapes in the per-rank evaluator
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Shaped(list):
+    """lint34c: a tensor whose whole shape the per-rank evaluator knows. It is the list :class:`_RankTracer` holds
+    for a tensor (its rows: opaque :data:`_ROW` items, or the numbers ``torch.tensor`` was given), so everything
+    that reads a tensor's rows reads it unchanged, and ``dims`` is torch's ``shape``. An operation the evaluator does
+    not follow hands on a plain list: the shape is then unknown past the first dimension, and nothing is said."""
+
+    def __init__(self, items: Iterable[Any], dims: Sequence[int]) -> None:
+        super().__init__(items)
+        self.dims = tuple(dims)
+
+
+def _shaped_rows(dims: Sequence[int]) -> _Shaped | None:
+    """A tensor of shape ``dims`` with opaque rows; None for a 0-d tensor or a size out of range."""
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= _COUNT_BUDGET for d in dims):
+        return None
+    return _Shaped([_ROW] * dims[0], dims)
+
+
+def _nested_dims(value: Any) -> tuple[int, ...] | None:
+    """The shape ``torch.tensor(value)`` has, for nested lists or tuples of numbers of regular lengths."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ()
+    if not isinstance(value, (list, tuple)) or isinstance(value, _Shaped) or not value:
+        return None
+    inner = {_nested_dims(v) for v in value}
+    if len(inner) != 1 or None in inner:
+        return None
+    return (len(value), *inner.pop())  # type: ignore[misc]
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """torch's broadcast of two shapes, None where torch raises."""
+    out = []
+    for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+#: torch factory functions whose shape the evaluator reads from their size arguments (not ``_SHAPE_FACTORIES``,
+#: another check's), and the keyword arguments that leave the shape alone
+_WS_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "randint"})
+_SHAPE_KEYWORDS = frozenset({"dtype", "device", "requires_grad", "generator", "layout", "pin_memory", "memory_format"})
+_SHAPE_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"})
+#: tensor methods whose result has the receiver's shape (elementwise, a copy, a move, a new dtype)
+#: (not the in-place ones: the evaluator forgets the numbers those change, see :meth:`_P2PTracer._call`)
+_SHAPE_KEPT = (_TRACE_ELEMENTWISE - {"requires_grad_"}) | frozenset(
+    {"to", "long", "int", "bool", "cuda", "sign", "clamp", "clip", "round", "floor", "ceil"}
+)  # fmt: skip
+_SHAPE_REDUCED = frozenset({"sum", "mean", "amax", "amin", "prod", "std", "var", "logsumexp"})
+
+
+class _ShapeTracer(_RankTracer):
+    """lint34c: the per-rank evaluator (:class:`_RankTracer`) with the whole shape of a tensor followed, not only
+    its rows: torch's factories (``torch.randn(1, seq, C)``, ``torch.ones(t.shape)``, ``torch.tensor(rows)`` of
+    nested lists), ``*_like``, ``t.shape``/``t.size()``, elementwise methods and arithmetic (broadcast as torch does),
+    reductions over a dimension (``keepdim`` or not), ``view``/``reshape``/``unsqueeze``/``transpose``, and
+    ``torch.autograd.grad``, whose gradients have the shapes of its inputs whatever the output. The shape of the
+    tensor each collective of :data:`_WS_SIZED` hands in is recorded with the collective (:attr:`dims`), for
+    :meth:`_EvaluatedRanks._compare`."""
+
+    def __init__(self, an: _Analysis, unit: _Unit, rank: int, world: int, shared: dict[str, Any]) -> None:
+        super().__init__(an, unit, rank, world, shared)
+        self.dims: dict[int, tuple[int, ...] | None] = {}  # index of a ("coll", ...) event -> its tensor's shape
+        self.made_groups: list[tuple[int, tuple[int, ...]]] = []  # each new_group: (the call's id, its members)
+        self.group_events: dict[int, list[tuple[str, int]]] = {}  # group's serial -> (collective, call's id)
+        #: position of an all_gather_object among this rank's collectives -> (the call's id, the object it hands in)
+        self.gather_inputs: dict[int, tuple[int, Any]] = {}
+
+    def _torch_name(self, func: ast.expr) -> str | None:
+        """``randn`` for ``torch.randn`` (however torch is imported), ``autograd.grad`` for its grad; else None."""
+        if not _dotted(func):
+            return None
+        full = self.an._resolve(func, self.unit)
+        if full.startswith("torch.") and not full.startswith("torch.distributed"):
+            rest = full[len("torch.") :]
+            return rest if rest.count(".") == 0 or rest == "autograd.grad" else None
+        return None
+
+    def _known(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """The value of an expression that calls nothing that matters (else :class:`_NoCount`)."""
+        if self._effect_calls(node):
+            return _NoCount
+        return self._maybe(node, scope, env, depth)
+
+    def value(self, node: ast.AST, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim") and isinstance(node.ctx, ast.Load):
+            base = self._known(node.value, scope, env, depth)
+            if isinstance(base, _Shaped):
+                return base.dims if node.attr == "shape" else len(base.dims)
+        return super().value(node, scope, env, depth)
+
+    def _size_args(self, args: list[Any]) -> tuple[int, ...] | None:
+        if len(args) == 1 and isinstance(args[0], (tuple, list)) and not isinstance(args[0], _Shaped):
+            args = list(args[0])
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args) and args:
+            return tuple(args)
+        return None
+
+    def _shape_call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """The tensor (or a shape, or a tuple of tensors) a call gives, when its shape can be followed; else
+        :data:`_NoCount` (the evaluator then does what it did before)."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return _NoCount
+        if self._effect_calls(node):
+            return _NoCount
+        keywords = {k.arg: k.value for k in node.keywords}
+        name = self._torch_name(node.func)
+        if name in _WS_FACTORIES:
+            if set(keywords) - _SHAPE_KEYWORDS - {"size", "fill_value", "low", "high"}:
+                return _NoCount
+            args = [self._known(a, scope, env, depth) for a in node.args]
+            if "size" in keywords:
+                args = [self._known(keywords["size"], scope, env, depth)]
+            elif name == "randint":  # randint(high, size) / randint(low, high, size): the size is the last
+                args = args[-1:]
+            elif name == "full":  # full(size, fill_value)
+                args = args[:1]
+            dims = self._size_args(args)
+            return _shaped_rows(dims) if dims is not None else _NoCount
+        if name in _SHAPE_LIKE and node.args:
+            base = self._known(node.args[0], scope, env, depth)
+            if isinstance(base, _Shaped) and not set(keywords) - _SHAPE_KEYWORDS:
+                return _shaped_rows(base.dims) or _NoCount
+            return _NoCount
+        if name == "tensor" and len(node.args) == 1 and not set(keywords) - _SHAPE_KEYWORDS:
+            data = self._known(node.args[0], scope, env, depth)
+            dims = _nested_dims(data)
+            if dims:  # the rows as the evaluator holds them already (numbers or lists), with the whole shape
+                return _Shaped(copy.deepcopy(list(data)), dims)
+            return _NoCount
+        if name == "autograd.grad" and len(node.args) >= 2:
+            inputs = self._known(node.args[1], scope, env, depth)
+            if isinstance(inputs, _Shaped):
+                return (_shaped_rows(inputs.dims),)
+            if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(i, _Shaped) for i in inputs):
+                return tuple(_shaped_rows(i.dims) for i in inputs)
+            return _NoCount
+        if not isinstance(node.func, ast.Attribute) or name is not None:
+            return _NoCount
+        base = self._known(node.func.value, scope, env, depth)
+        if not isinstance(base, _Shaped):
+            return _NoCount
+        return self._method(base, node.func.attr, node, scope, env, depth)
+
+    def _method(self, base: _Shaped, attr: str, node: ast.Call, scope: str | None, env: dict, depth: int) -> Any:
+        """A tensor method on a tensor whose shape is known."""
+        dims = base.dims
+        args = [self._known(a, scope, env, depth) for a in node.args]
+        keywords = {k.arg: self._known(k.value, scope, env, depth) for k in node.keywords}
+        if attr in _SHAPE_KEPT:
+            scalars = all(
+                v is None or isinstance(v, (int, float)) and not isinstance(v, bool)
+                for v in [*args, *keywords.values()]
+            )
+            if attr in ("to", "cuda") or not args and not keywords or attr in ("clamp", "clip") and scalars:
+                return _shaped_rows(dims) or _NoCount
+            return _NoCount
+        if attr == "size":
+            if not args and not keywords:
+                return dims
+            if len(args) == 1 and isinstance(args[0], int) and -len(dims) <= args[0] < len(dims):
+                return dims[args[0]]
+            return _NoCount
+        if attr in ("dim", "ndimension") and not args:
+            return len(dims)
+        if attr in _SHAPE_REDUCED:
+            dim = args[0] if args else keywords.get("dim", None)
+            keep = args[1] if len(args) > 1 else keywords.get("keepdim", False)
+            if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(keep, bool):
+                return _NoCount
+            if not -len(dims) <= dim < len(dims):
+                return _NoCount
+            dim %= len(dims)
+            out = dims[:dim] + ((1,) if keep else ()) + dims[dim + 1 :]
+            return _shaped_rows(out) or _NoCount
+        if keywords:
+            return _NoCount
+        if attr == "unsqueeze" and len(args) == 1 and isinstance(args[0], int):
+            d = args[0] % (len(dims) + 1)
+            return _shaped_rows(dims[:d] + (1,) + dims[d:]) or _NoCount
+        if attr == "transpose" and len(args) == 2 and all(isinstance(a, int) for a in args):
+            if not all(-len(dims) <= a < len(dims) for a in args):
+                return _NoCount
+            a, b = (x % len(dims) for x in args)
+            out = list(dims)
+            out[a], out[b] = out[b], out[a]
+            return _shaped_rows(out) or _NoCount
+        if attr in ("view", "reshape"):
+            want = self._size_args(args) if args else None
+            if want is None:
+                return _NoCount
+            total = math.prod(dims)
+            if want.count(-1) == 1:
+                rest = math.prod(w for w in want if w != -1)
+                if rest == 0 or total % rest:
+                    return _NoCount
+                want = tuple(total // rest if w == -1 else w for w in want)
+            if math.prod(want) != total:
+                return _NoCount
+            return _shaped_rows(want) or _NoCount
+        return _NoCount
+
+    def _call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        got = self._shape_call(node, scope, env, depth)
+        if got is not _NoCount and got is not None:
+            return got
+        f = node.func
+        made = self._set_call(node, scope, env, depth)
+        if made is not _NoCount:
+            return made
+        if (
+            isinstance(f, ast.Name)
+            and f.id in ("dict", "float")
+            and f.id not in self.an.table
+            and f.id not in self.an.class_nodes
+            and len(node.args) == 1
+            and not node.keywords
+            and not self._effect_calls(node)
+        ):  # a copy of a dict the evaluator knows (`dict(sample)`), a number as a float
+            held = self._known(node.args[0], scope, env, depth)
+            if f.id == "dict" and isinstance(held, dict):
+                return dict(held)
+            if f.id == "float" and isinstance(held, (int, float)) and not isinstance(held, bool):
+                return float(held)
+        return super()._call(node, scope, env, depth)
+
+    def _set_call(self, node: ast.Call, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        """Python sets of plain values (strings, numbers): ``set(xs)``, ``set.intersection(*sets)`` /
+        ``set.union(*sets)`` and those methods on a set, and ``sorted(a_set)``; a set is never iterated in order
+        (its order is the hash's), only sorted, counted or tested for membership. Else :data:`_NoCount`."""
+        f = node.func
+        if node.keywords or self._effect_calls(node):
+            return _NoCount
+        builtin = isinstance(f, ast.Name) and f.id not in self.an.table and f.id not in self.an.class_nodes
+        if builtin and f.id in ("set", "frozenset") and len(node.args) == 1:
+            if isinstance(node.args[0], ast.Starred):
+                return _NoCount
+            held = self._known(node.args[0], scope, env, depth)
+            if isinstance(held, (set, frozenset)):
+                return set(held)
+            if isinstance(held, (list, tuple, str, range)) and not isinstance(held, _Shaped):
+                items = list(held)
+                if all(isinstance(x, (str, int)) and not isinstance(x, bool) or x is None for x in items):
+                    return set(items)
+            return _NoCount
+        if builtin and f.id == "sorted" and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred):
+            held = self._known(node.args[0], scope, env, depth)
+            if isinstance(held, (set, frozenset)) and len({type(x) for x in held}) <= 1 and None not in held:
+                return sorted(held)
+            return _NoCount
+        if isinstance(f, ast.Attribute) and f.attr in ("intersection", "union"):
+            receiver: Any = _NoCount
+            if isinstance(f.value, ast.Name) and f.value.id == "set" and "set" not in env:
+                receiver = None  # set.intersection(a, b, ...): the first argument is the receiver
+            else:
+                receiver = self._known(f.value, scope, env, depth)
+                if not isinstance(receiver, (set, frozenset)):
+                    return _NoCount
+            operands: list[Any] = []
+            for a in node.args:
+                if isinstance(a, ast.Starred):
+                    spread = self._known(a.value, scope, env, depth)
+                    if not isinstance(spread, (list, tuple)) or isinstance(spread, _Shaped):
+                        return _NoCount
+                    operands.extend(spread)
+                else:
+                    operands.append(self._known(a, scope, env, depth))
+            if receiver is None:
+                if not operands:
+                    return _NoCount
+                receiver, operands = operands[0], operands[1:]
+            if not all(isinstance(o, (set, frozenset)) for o in [receiver, *operands]):
+                return _NoCount
+            return set(receiver).intersection(*operands) if f.attr == "intersection" else set(receiver).union(*operands)
+        return _NoCount
+
+    def _compare(self, node: ast.Compare, scope: str | None, env: dict[str, Any], depth: int) -> bool:
+        """Also ``x in a_set`` / ``x not in a_set`` of a set of plain values."""
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and not self._effect_calls(node):
+            right = self._known(node.comparators[0], scope, env, depth)
+            if isinstance(right, (set, frozenset)):
+                left = self.value(node.left, scope, env, depth)
+                if not isinstance(left, (int, str)) or left is _NoCount:
+                    raise _NoCount
+                return (left in right) == isinstance(node.ops[0], ast.In)
+        return super()._compare(node, scope, env, depth)
+
+    def _binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)) and (
+            isinstance(left, _Shaped) or isinstance(right, _Shaped)
+        ):
+            shapes = []
+            for v in (left, right):
+                if isinstance(v, _Shaped):
+                    shapes.append(v.dims)
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    shapes.append(())
+                else:
+                    return super()._binop(op, left, right)
+            dims = _broadcast(*shapes)
+            if dims is not None and (got := _shaped_rows(dims)) is not None:
+                return got
+        return super()._binop(op, left, right)
+
+    def _dist(self, node: ast.Call, name: str, scope: str | None, env: dict[str, Any], depth: int) -> Any:
+        grouped = _group_mixin_dist(self, node, name, scope, env, depth)
+        if grouped is not _NOT_MESH:
+            return grouped
+        gathering = _gather_object_input(self, node, scope, env, depth) if name == "all_gather_object" else None
+        dims = None
+        if name in _WS_SIZED:
+            index, keyword = _WS_SIZED[name]
+            arg = _argument(node, index, keyword)
+            if arg is not None:
+                held = self._known(arg, scope, env, depth)
+                dims = held.dims if isinstance(held, _Shaped) else None
+        before = len(self.events)
+        result = super()._dist(node, name, scope, env, depth)
+        if len(self.events) > before and self.events[-1][0] == "coll":
+            self.dims[len(self.events) - 1] = dims
+            if gathering is not None:  # every rank gets the list of every rank's object, in rank order
+                position = self._made() - 1
+                self.gather_inputs[position] = (id(node), gathering[1])
+                agreed = self.shared.get("gathered", {}).get(position)
+                if agreed is not None and agreed[0] == id(node):
+                    gathering[0][:] = copy.deepcopy(agreed[1])
+        return result
+
+
+def _shape_mismatch(check: _EvaluatedRanks, world: int, k: int, at: dict, dims: dict) -> None:
+    """lint34c: ``size-mismatch`` - every rank reaches the same collective as its k-th, with tensors of the same
+    number of rows but of shapes that differ between ranks (:class:`_ShapeTracer`)."""
+    an, unit = check.an, check.an.units[0]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r, d in dims.items():
+        groups.setdefault(d, []).append(r)
+    shown = " and ".join(f"shape {tuple(d)} on {_rank_span(rs)}" for d, rs in groups.items())
+    name = at[0][1]
+    for event in at.values():
+        call = event[2]
+        if id(call) in an.found:
+            continue
+        stack = event[3]
+        via = f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
+        why = (
+            f"{check._head(world)}: every rank reaches this `{name}`{via} as its {_ordinal(k + 1)} collective of the "
+            f"default group, but the tensor it hands in has {shown}, and torch wants the same shape on every rank. "
+            "On gloo nothing compares the shapes first: the ranks exchange pieces of different sizes, and, "
+            "depending on which rank reads first, a rank aborts its process (gloo: 'Received data size doesn't "
+            "match expected size'), or one returns with wrong data while the other fails ('Connection closed by "
+            "peer'), or they wait until the timeout"
+        )
+        fix = (
+            "give the tensor the same shape on every rank: pad each rank's tensor to a size every rank agrees on "
+            "(a constant, or the maximum all-reduced first), and cut the padding off after the collective"
+        )
+        _record_finding(an, call, unit, "size-mismatch", f"{world} ranks: {shown}", why, fix)
+        return
+
+
+class _GroupVal:
+    """lint34c: a process group the per-rank evaluator made with ``dist.new_group(ranks)``: its members (global
+    ranks, in order) and whether the tracing rank is one of them. Its truth is unknown (a non-member holds torch's
+    ``GroupMember.NON_GROUP_MEMBER``), so a test of it stops the trace as before."""
+
+    def __init__(self, members: tuple[int, ...], serial: int, rank: int) -> None:
+        self.members, self.serial, self.member = members, serial, rank in members
+
+    def __bool__(self) -> bool:
+        raise _NoCount
+
+
+#: where a collective takes its group and its root positionally (the root is a global rank unless ``group_src``/
+#: ``group_dst`` is used)
+_GROUPED_AT: dict[str, tuple[int, int | None, str | None]] = {
+    "all_reduce": (2, None, None),
+    "broadcast": (2, 1, "src"),
+    "broadcast_object_list": (2, 1, "src"),
+    "barrier": (0, None, None),
+    "monitored_barrier": (0, None, None),
+    "all_gather": (2, None, None),
+    "all_gather_object": (2, None, None),
+    "all_gather_into_tensor": (2, None, None),
+    "reduce": (3, 1, "dst"),
+    "reduce_scatter": (3, None, None),
+    "scatter": (3, 2, "src"),
+    "gather": (3, 2, "dst"),
+    "gather_object": (3, 2, "dst"),
+    "scatter_object_list": (3, 2, "src"),
+    "all_to_all": (2, None, None),
+    "all_to_all_single": (4, None, None),
+}
+_NEW_GROUP_KEYWORDS = frozenset({"ranks", "backend", "timeout", "pg_options", "group_desc", "device_id"})
+
+
+def _group_argument(node: ast.Call, name: str) -> ast.expr | None:
+    index = _GROUPED_AT[name][0]
+    return _argument(node, index, "group")
+
+
+def _group_mixin_dist(tracer: _ShapeTracer, node: ast.Call, name: str, scope, env, depth) -> Any:
+    """lint34c: what :meth:`_ShapeTracer._dist` does with process groups, else :data:`_NOT_MESH` (not handled).
+
+    * ``new_group(ranks)`` (every rank makes the same ones in the same order: checked after the trace) gives a
+      :class:`_GroupVal`; ``get_rank(g)``/``get_world_size(g)`` read it (-1 outside the group, as torch gives);
+    * a collective on such a group is a no-op on a rank outside it (torch warns and returns), raises on a member
+      when its global root ``src``/``dst`` is not in the group (torch: 'Global rank 0 is not part of group'),
+      else is recorded in the rank's sequence of that group's collectives (:attr:`_ShapeTracer.group_events`),
+      kept apart from the default group's."""
+    if name == "new_group":
+        if any(k.arg not in _NEW_GROUP_KEYWORDS for k in node.keywords) or len(node.args) > 1:
+            raise _TraceStop  # use_local_synchronization and the like: not followed
+        ranks_node = _argument(node, 0, "ranks")
+        if ranks_node is not None and tracer._effect_calls(ranks_node):
+            raise _TraceStop
+        ranks = list(range(tracer.world)) if ranks_node is None else tracer._known(ranks_node, scope, env, depth)
+        if ranks is None:
+            ranks = list(range(tracer.world))
+        if (
+            not isinstance(ranks, (list, tuple, range))
+            or not all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r < tracer.world for r in ranks)
+            or len(set(ranks)) != len(ranks)
+        ):
+            raise _TraceStop
+        members = tuple(sorted(ranks))
+        tracer.made_groups.append((id(node), members))
+        tracer._mark(node)
+        return _GroupVal(members, len(tracer.made_groups), tracer.rank)
+    if name in ("get_rank", "get_world_size") and len(node.args) + len(node.keywords) == 1:
+        arg = node.args[0] if node.args else node.keywords[0].value
+        if node.keywords and node.keywords[0].arg != "group":
+            raise _TraceStop
+        group = tracer._known(arg, scope, env, depth)
+        if not isinstance(group, _GroupVal):
+            raise _TraceStop
+        if not group.member:
+            return -1
+        return group.members.index(tracer.rank) if name == "get_rank" else len(group.members)
+    if name not in _GROUPED_AT:
+        return _NOT_MESH
+    group_node = _group_argument(node, name)
+    if group_node is None or isinstance(group_node, ast.Constant):
+        return _NOT_MESH
+    if any(k.arg in ("async_op", "group_src", "group_dst") for k in node.keywords):
+        return _NOT_MESH
+    group = tracer._known(group_node, scope, env, depth)
+    if not isinstance(group, _GroupVal):
+        return _NOT_MESH  # the default group (None) or a group not followed: as before
+    if not group.member:
+        tracer._args(node, scope, env, depth)
+        tracer._mark(node)
+        return None  # torch: 'Running ... on global rank r which does not belong to the given group', no wait
+    _, root_at, root_name = _GROUPED_AT[name]
+    if root_at is not None and root_name is not None:
+        root_node = _argument(node, root_at, root_name)
+        root = tracer._known(root_node, scope, env, depth) if root_node is not None else 0
+        if not isinstance(root, int) or isinstance(root, bool):
+            raise _TraceStop
+        if root not in group.members:
+            tracer.raised = (
+                node.lineno + tracer.unit.offset,
+                f"torch raises ValueError 'Global rank {root} is not part of group': {root_name}= is a global "
+                f"rank, and the group holds global ranks {', '.join(map(str, group.members))}",
+            )
+            raise _RankRaised
+    for v in tracer._args(node, scope, env, depth):
+        if isinstance(v, list):  # what a collective writes: values unknown after it
+            v[:] = [_ROW if x is _ROW else _NoCount for x in v]
+    tracer.group_events.setdefault(group.serial, []).append((name, id(node)))
+    tracer._mark(node)
+    return None
+
+
+def _groups_agree(tracers: list[_ShapeTracer]) -> bool:
+    """lint34c: whether every rank made the same groups in the same order and, on each group, its members made
+    the same collectives in the same order: only then does the default group's comparison tell the whole story."""
+    made = {tuple(t.made_groups) for t in tracers}
+    if len(made) > 1:
+        return False
+    for serial, (_, members) in enumerate(tracers[0].made_groups, start=1):
+        seqs = {tuple(tracers[r].group_events.get(serial, [])) for r in members}
+        if len(seqs) > 1:
+            return False
+    return True
+
+
+# lint34c: what an all_gather_object gives back, and Python sets of plain values
+
+
+def _plain_data(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is plain data torch would pickle and every rank would read back the same: numbers,
+    strings, None, and lists, tuples, dicts and sets of those (no unknown item, no opaque row, no object of the
+    file, no tensor)."""
+    if depth > 8:
+        return False
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, _Shaped):
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_plain_data(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_plain_data(k, depth + 1) and _plain_data(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _gatherings(tracers: list[_ShapeTracer]) -> dict[int, tuple[int, list]]:
+    """The all_gather_objects every rank makes at the same position with the same call, each handing in plain
+    data: position -> (the call's id, the list every rank gets back, rank 0's object first)."""
+    out: dict[int, tuple[int, list]] = {}
+    for k, (call, _) in tracers[0].gather_inputs.items():
+        rows = [t.gather_inputs.get(k) for t in tracers]
+        if any(r is None or r[0] != call or r[1] is _NoCount for r in rows):
+            continue
+        out[k] = (call, [copy.deepcopy(r[1]) for r in rows])  # type: ignore[index]
+    return out
+
+
+def _gather_object_input(tracer: _ShapeTracer, node: ast.Call, scope, env, depth) -> tuple[Any, Any] | None:
+    """For ``dist.all_gather_object(out, obj)`` of the default group: (the output list, the object handed in, or
+    :data:`_NoCount` when it is not plain data); None for any other form."""
+    if len(node.args) > 2 or any(k.arg not in ("object_list", "obj") for k in node.keywords):
+        return None
+    out_node, obj_node = _argument(node, 0, "object_list"), _argument(node, 1, "obj")
+    if out_node is None or obj_node is None:
+        return None
+    out = tracer._known(out_node, scope, env, depth)
+    if not isinstance(out, list) or isinstance(out, _Shaped) or len(out) != tracer.world:
+        return None
+    obj = tracer._known(obj_node, scope, env, depth)
+    return out, copy.deepcopy(obj) if _plain_data(obj) else _NoCount
 
 
 if __name__ == "__main__":
