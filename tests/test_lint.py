@@ -1060,7 +1060,9 @@ def test_lint_time_grows_about_linearly_with_the_methods_of_a_class() -> None:
     source = "\n".join(("    " + line if line.startswith(("def ", "    ")) else line) for line in source.splitlines())
     start = time.process_time()
     findings = lint_source(source, "chain.py")
-    assert time.process_time() - start < 10
+    # 8-12 s of CPU at load 8-14 in session 34 (CPU time too grows with the load on this machine): the bound is
+    # for the quadratic merge this test was written against (40 s on a quiet machine), not for a busy one
+    assert time.process_time() - start < 25
     assert len(findings) == 1599 and findings[0].collective.startswith("self.f2 -> self.f3 -> ")
 
 
