@@ -1424,7 +1424,9 @@ every rank agrees on (a value after its all_reduce or broadcast); a collective o
 all take the branch (if tp_rank == 0: all_reduce(..., group=dp_group) when the group holds exactly those
 ranks, worked out from new_group/new_subgroups on sample worlds of 4, 8 and 12 ranks); point-to-point calls
 ordered by rank (if rank == 0: send ... else: recv ...) or non-blocking (isend/irecv, batch_isend_irecv);
-creating a missing file and then reading it on the same rank.
+creating a missing file and then reading it on the same rank; an if whose test holds on every rank of the
+world the file states (if rank in (0, 1, 2): with WORLD_SIZE = 3); a polling wait's own timeout (while True: ...
+if time.monotonic() - start > LIMIT: raise TimeoutError), which is how long a wait takes.
 
 Not checked (lint reads source, it runs nothing; barrierlab run and the diagnosis check these, from what
 the ranks actually did): how long anything takes - timeouts: a rank that prepares data past the group's
@@ -1468,7 +1470,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m barrierlab.lint", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="+", help=".py files or .ipynb notebooks")
-    return run_command(parser.parse_args(argv).paths)
+    paths = parser.parse_args(argv).paths
+    try:
+        return run_command(paths)
+    except BrokenPipeError:  # review94l: the reader went away (`python -m barrierlab.lint FILE | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flushing stdout at exit must not raise
+        return 1
 
 
 def run_command(paths: Sequence[str]) -> int:
@@ -3052,14 +3059,19 @@ def _ranked_raise(
     test's text, the raise). A sanity check written out (``if bad: raise``) is taken as an assert, under a rank
     test too (round18's correct_meter_reset_every_rank: rank 0 checks its validation count)."""
 
-    def visit(nodes: list[ast.AST], cond: str | None) -> tuple[str, ast.AST] | None:
+    def visit(nodes: list[ast.AST], cond: str | None, polling: bool = False) -> tuple[str, ast.AST] | None:
         for node in nodes:
             if isinstance(node, _SCOPES):
                 continue
             if isinstance(node, ast.Try) and node.handlers:
-                found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond)
+                found = visit([*node.orelse, *node.finalbody, *(h for h in node.handlers)], cond, polling)
             elif isinstance(node, ast.If) and _assert_written_out(node) and not ranked(node.test):
                 found = None  # a sanity check: taken as an assert
+            elif isinstance(node, ast.If) and polling and _timeout_raise(node):
+                # review94l: a polling wait's own timeout (`while True: ... if time.monotonic() - start > LIMIT:
+                # raise TimeoutError`) is how long a wait takes, which lint does not check (its HELP), not a rank
+                # leaving early: a file barrier that follows removed-before-read's or file-race's fix has one
+                found = visit(node.orelse, cond, polling)
             elif isinstance(node, ast.If) and _missing_file_branch(node) is not None:
                 # ``if not os.path.exists(p): ... raise FileNotFoundError``: a precondition (the file another rank
                 # makes first is there), as an assert states it; the other branch is visited as usual
@@ -3067,7 +3079,9 @@ def _ranked_raise(
                 found = visit(present, cond)
             elif isinstance(node, ast.If):
                 inner = ast.unparse(node.test) if cond is None and ranked(node.test) else cond
-                found = visit(node.body, inner) or visit(node.orelse, f"not ({inner})" if inner != cond else cond)
+                found = visit(node.body, inner, polling) or visit(
+                    node.orelse, f"not ({inner})" if inner != cond else cond, polling
+                )
             elif isinstance(node, ast.Raise) and node.exc is None:
                 found = None  # re-raising the error being handled: a crash path, not a rank leaving early
             elif cond is not None and (
@@ -3076,12 +3090,24 @@ def _ranked_raise(
             ):
                 return cond, node
             else:
-                found = visit(list(ast.iter_child_nodes(node)), cond)
+                found = visit(list(ast.iter_child_nodes(node)), cond, polling or isinstance(node, ast.While))
             if found is not None:
                 return found
         return None
 
     return visit(list(stmts), None)
+
+
+def _timeout_raise(node: ast.If) -> bool:
+    """Whether ``node`` is a wait's timeout: a test that reads the process's clock (``time.monotonic() - start >
+    LIMIT``) and names no rank, whose body only raises."""
+    return (
+        len(node.body) == 1
+        and isinstance(node.body[0], ast.Raise)
+        and node.body[0].exc is not None
+        and any(isinstance(n, ast.Call) and not n.args and _dotted(n.func) in _CLOCKS for n in ast.walk(node.test))
+        and not _test_names_rank(node.test)
+    )
 
 
 def _closure(
@@ -10867,13 +10893,16 @@ class _EvaluatedRanks:
                 f" (reached through line{'s' if len(stack) > 1 else ''} {', '.join(map(str, stack))})" if stack else ""
             )
             if ended and len(ended) + len(same) == len(at):
+                # review94l C1: the evaluator follows a rank to the end of the file, so a rank with no k-th call
+                # ends its process (by raising or by returning), and gloo fails the waiting call then, at once
+                one = len(ended) == 1
                 waits = (
-                    f", so this call waits for a partner that never comes: it fails when {_rank_span(raisers)} "
-                    f"end{'s' if len(raisers) == 1 else ''} its process on gloo ('Connection closed by peer'), else "
-                    "at the timeout"
-                    if raisers
-                    else ", so this call waits for ranks that never make it, until the timeout (or it pairs with a "
-                    "collective they make later)"
+                    f", so this call has no partner: {_rank_span(ended)} make{'s' if one else ''} no further "
+                    f"collective and end{'s' if one else ''} {'its' if one else 'their'} process"
+                    + (" (by raising)" if len(raisers) == len(ended) else "" if raisers else " (by returning)")
+                    + ", and on gloo this call fails as soon as that happens ('Connection closed by peer'), or at "
+                    "the timeout if that comes first; only a process kept alive after its last collective of the "
+                    "default group (waiting on something else) leaves it waiting until the timeout"
                 )
             else:
                 waits = (
@@ -10897,12 +10926,53 @@ class _EvaluatedRanks:
                 "let a rank with no data take part with an empty share instead of raising), or move the collective "
                 "out of the rank-dependent part"
             )
+            shift = self._extra_call(colls, k)
+            if shift is not None:  # review94l M2: an extra call of the same name, made earlier by some ranks only
+                j, extra, makers, met = shift
+                name, where = extra[1], extra[2].lineno + unit.offset
+                partners = [f"{_rank_span(rs)}'s `{e[1]}` at line {e[2].lineno + unit.offset}" for e, rs in met]
+                why += (
+                    f". The pairing shifts earlier, at the {_ordinal(j + 1)} collective: {_rank_span(makers)} "
+                    f"make{'s' if len(makers) == 1 else ''} `{name}` at line {where}, a call the other ranks never "
+                    f"make, and it pairs with {'; '.join(partners)}, so every later call of "
+                    f"{_rank_span(makers)} meets the next one of the others"
+                )
+                fix = (
+                    f"the `{name}` at line {where} is an extra call that only {_rank_span(makers)} "
+                    f"make{'s' if len(makers) == 1 else ''}: remove it, or make every rank call it at that point, so "
+                    "the ranks' collectives pair one to one again"
+                )
             condition = f"{world} ranks: collective {k + 1} of the default group made by {_rank_span(same)} only"
             if raisers:
                 line = tracers[raisers[0]].raised[0]  # type: ignore[index]
+            elif shift is not None:
+                line = shift[1][2].lineno + unit.offset
             else:
                 line = parting[0].lineno + unit.offset if parting else (stack[-1] if stack else None)
             _record_finding(an, call, unit, "evaluated-count", condition, why, fix, condition_line=line)
+
+    @staticmethod
+    def _extra_call(colls: list, k: int) -> tuple[int, tuple, list[int], list[tuple[tuple, list[int]]]] | None:
+        """review94l M2: the first position before the k-th where the ranks make the same collective from
+        different calls, one of which the other ranks never make at all (rank 0's extra ``barrier()`` under
+        ``if rank == 0:`` meets the others' later barrier): (position, its event, the ranks making it, what the
+        others make there)."""
+        for j in range(k):
+            calls: dict[int, tuple[tuple, list[int]]] = {}
+            for r, c in enumerate(colls):
+                calls.setdefault(id(c[j][1][2]), (c[j][1], []))[1].append(r)
+            if len(calls) < 2:
+                continue
+            extra = [
+                (e, rs)
+                for e, rs in calls.values()
+                if all(x[1][2] is not e[2] for o, c in enumerate(colls) if o not in rs for x in c)
+            ]
+            if len(extra) != 1:
+                return None
+            event, makers = extra[0]
+            return j, event, makers, [(e, rs) for e, rs in calls.values() if e is not event]
+        return None
 
     def _sizes(self, world: int, tracers: list[_RankTracer], k: int, at: dict, rows: dict) -> None:
         an, unit = self.an, self.an.units[0]
@@ -11248,7 +11318,21 @@ class _Walker:
                 continue
             if within is not None and within[0] is not None and self._reached_group_agrees(site, within[0]):
                 continue
+            if reason == "branch" and within is not None and within[0] is not None and self._taken_everywhere(*within):
+                continue
             self.an.flag(self.unit, site, reason, cond, leave, detail)
+
+    def _taken_everywhere(self, test: ast.expr, branch: bool) -> bool:
+        """review94l C3: whether, in the world the file states (WORLD_SIZE = 3), every rank takes this branch of
+        ``test`` (``if rank in ([0, rank] if rank else [0, 1]):``, true on all three ranks): no rank skips it."""
+        world = self.an.world_size
+        if not world or world > 64 or (self.scope is not None and self.scope not in self.an.table):
+            return False
+        if self.scope is None:
+            func = _Func(_TOP, _module_function(self.unit.tree), self.unit, None, None)
+        else:
+            func = self.an.table[self.scope]
+        return _Ranks(self.an, func).taken_everywhere(test, branch, world)
 
     def _unflagged(self, items: Iterable[_Item]) -> Iterator[_Site]:
         """The sites of ``items`` (as :func:`_sites`, in order) not flagged already (by an inner ``if`` of an
@@ -16123,6 +16207,17 @@ class _Sizes:
             "use the same keys on every rank (fill a missing key with a zero and count it separately), or agree on "
             "the keys first with all_gather_object"
         )
+        if not per_key and "keys of" not in origin:  # review94l M1: a loop over items (rows, indices) has no keys
+            fix = (
+                "agree on the number of calls first: all_reduce the local count with ReduceOp.MAX and let every "
+                "rank make that many, a rank with fewer items padding with dummy ones (zeros, or a weight of 0) "
+                "whose result it drops"
+                + (
+                    "; or stack the items into one tensor padded to that count and make one collective"
+                    if found.kind == "coll"
+                    else ""
+                )
+            )
         self._add(call, "data-dependent-count", f"size of {text}", why, fix, unit, _dotted(call.func) or found.display)
 
     def _add(
@@ -17825,8 +17920,9 @@ class _Agreement:
         )
         fix = (
             f"pass the global rank: `{word}=dist.get_global_rank({group_text}, {shown})`, or the group rank as "
-            f"`group_{word}={shown}` (torch 2.6 and later: pytorch/pytorch#140827 for gather and scatter, #140843 for "
-            "broadcast and reduce)"
+            f"`group_{word}={shown}` (torch 2.6 and later: in torch 2.13's distributed_c10d.py gather and "
+            "gather_object take group_dst, scatter and scatter_object_list group_src, added by pytorch/pytorch#140827 "
+            '"Support group_dst in scatter/gather (+object) ops"; broadcast and reduce by #140843)'
         )
         cond = f"{word}={shown} with group={group_text}"
         self._add(call, "group-rank", cond, why, fix, unit)
@@ -19572,6 +19668,29 @@ class _DivergedModule:
             "constructor checks the parameters' count and shapes against the other ranks' and broadcasts rank 0's "
             f"parameters and buffers, so it fails on some ranks while the others wait in it ({_DDP_SOURCE})"
         )
+        plain = gated is not None and (  # the decorated function's own return value, as it is
+            isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Name)
+            and arg.func.id == gated[0]
+            or isinstance(arg, ast.Name)
+            and any(
+                isinstance(n, ast.Assign)
+                and n.lineno == origin
+                and isinstance(n.value, ast.Call)
+                and isinstance(n.value.func, ast.Name)
+                and n.value.func.id == gated[0]
+                for n in self._origins
+            )
+        )
+        if plain:  # review94l C2: None is no size: those ranks never build the module nor reach DDP
+            why = (
+                f"`{shown}`{where} is None on those other ranks, and `{made}` passes it as a size to "
+                f"`{layer}`: on those ranks building the module raises TypeError (torch takes no None for a size) "
+                f"before `{unit.text(wrap.func)}(...)` is reached, while the ranks that computed it build the module "
+                "and wait in DDP's constructor (its check of the parameters' shapes against the other ranks', an "
+                "all_gather): on gloo they fail when a raising rank's process ends ('Connection closed by peer'), "
+                f"else at the timeout ({_DDP_SOURCE})"
+            )
         fix = (
             f"build the module from a size every rank shares: compute `{shown}` on every rank, or broadcast rank 0's "
             "value (broadcast_object_list) before building the module"
@@ -22312,6 +22431,29 @@ class _Ranks:
                 if member and member == reached and not fits:
                     fits = world
         return None
+
+    def taken_everywhere(self, test: ast.expr, branch: bool, world: int) -> bool:
+        """Whether every rank of ``world`` reaches ``test`` and takes its ``branch``, with nothing the function
+        does not know (a parameter other than the rank or the world size, an opaque value) deciding it."""
+        loops = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
+        if any(isinstance(n, loops) and any(t is test for t in ast.walk(n)) for n in ast.walk(self.func.node)):
+            return False  # a test inside a loop may go one way on the first trip and another later
+        self.entry, self.values, self._seen, self.world = self.func, {}, [], world
+        for rank in range(world):
+            self.rank = rank
+            self.steps, self.strict, self.target, self.found = 0, False, (test, test), None
+            self.globals = {}
+            env = {a.arg: self._free(a.arg) for a in self.entry.node.args.args if a.arg not in ("self", "cls")}
+            try:
+                self._exec(self.entry.node.body, env, 0)
+            except (_Stop, _Return, _Impossible, RecursionError):
+                pass
+            if self.found is None or self._seen:
+                return False
+            taken = self.found[0]
+            if not isinstance(taken, (bool, int)) or bool(taken) != branch:
+                return False
+        return True
 
     @staticmethod
     def _consistent(per_rank: list[tuple[bool, frozenset[int]]]) -> bool:
