@@ -24561,6 +24561,11 @@ class _GroupedRanks:
             return
         channels: list[tuple[int | None, list[int]]] = [(None, list(range(world)))]
         channels += [(e[1], sorted(e[2])) for e in tracers[0].events if e[0] == "group"]
+        if sum(not self._same_steps(tracers, serial, members) for serial, members in channels) > 1:
+            # two channels part: which call blocks first depends on how they interleave (rank 0 stuck in a
+            # group's call its partner never makes, the others in a default barrier rank 0 never reaches), so one
+            # channel's sequences alone would name the wrong wait; the structural checks speak for it
+            return
         for serial, members in channels:
             seqs = {
                 r: [
@@ -24583,6 +24588,19 @@ class _GroupedRanks:
                         _EvaluatedRanks(self.an)._sizes(world, tracers, k, at, rows)  # type: ignore[arg-type]
                         return
 
+    @staticmethod
+    def _same_steps(tracers: list[_GroupTracer], serial: int | None, members: list[int]) -> bool:
+        """Whether every member of a channel (the default group: ``serial`` None) makes the same steps on it."""
+        seqs = [
+            [
+                (e[1], e[5] if e[0] == "gcoll" else None)
+                for e in tracers[r].events
+                if (e[0] == "coll" if serial is None else e[0] == "gcoll" and e[4] == serial)
+            ]
+            for r in members
+        ]
+        return all(q == seqs[0] for q in seqs)
+
     def _count(
         self, world: int, tracers: list[_GroupTracer], serial: int | None, members: list[int], k: int, at: dict
     ) -> None:
@@ -24590,13 +24608,15 @@ class _GroupedRanks:
         where = "of the default group" if serial is None else f"on the group of ranks {members}"
         parting = self._parting(tracers, members)
         ended = [r for r, e in at.items() if e is None]
-        head = (
-            f"evaluating the file's data for each rank with {world} ranks (the world size the file states), "
+        ddp = any(e[0] == "coll" and e[1] in _GT_DDP_STEPS for t in tracers for e in t.events)
+        head = f"evaluating the file's data for each rank with {world} ranks (the world size the file states), " + (
             "following each rank from the __main__ block through the file's functions and counting "
             "DistributedDataParallel's own collectives (its constructor's, the gradient all-reduce of a backward "
             "after a grad-enabled forward outside no_sync(), the bucket rebuild of the first grad-enabled forward "
             "after that; each of these is counted as one step, whatever number of collective calls torch makes "
             "for it)"
+            if ddp
+            else "following each rank from the __main__ block through the file's functions"
         )
         for event in at.values():
             if event is None or id(event[2]) in an.found:
