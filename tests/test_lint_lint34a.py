@@ -546,3 +546,83 @@ def test_run_symlink_second_save_raises(tmp_path, monkeypatch):
     fixed = _module(tmp_path, monkeypatch, "lint34a_symlink_fixed", SYMLINK_FIXED)
     run = bl.run(fixed.worker, 2, timeout=10, deadline=60)
     assert run.ok
+
+
+# --------------------------------------------------------------------------- unflushed-write
+
+UNFLUSHED = textwrap.dedent(
+    """\
+    import json
+    import os
+    import tempfile
+
+    import torch.distributed as dist
+
+
+    def share(rank):
+        if rank == 0:
+            handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+            json.dump({"a": 1, "b": 2}, handle)
+            name = [handle.name]
+        else:
+            handle, name = None, [None]
+        dist.broadcast_object_list(name, src=0)
+        with open(name[0]) as f:
+            table = json.load(f)
+        dist.barrier()
+        if rank == 0:
+            handle.close()
+            os.unlink(handle.name)
+        return table
+
+
+    def worker():
+        return share(dist.get_rank())
+    """
+)
+
+#: the twin: the file written in a with block, closed before the broadcast
+UNFLUSHED_FIXED = UNFLUSHED.replace(
+    '        handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)\n'
+    '        json.dump({"a": 1, "b": 2}, handle)\n',
+    '        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:\n'
+    '            json.dump({"a": 1, "b": 2}, handle)\n',
+)
+
+
+def test_unflushed_write_before_the_broadcast_is_flagged():
+    found = _kind(UNFLUSHED, "unflushed-write")
+    assert [(f.line, f.condition_line) for f in found] == [(11, 15)]
+
+
+def test_unflushed_twins_are_quiet():
+    assert UNFLUSHED_FIXED != UNFLUSHED
+    assert not _kind(UNFLUSHED_FIXED, "unflushed-write")
+    flushed = UNFLUSHED.replace(
+        "        name = [handle.name]\n", "        handle.flush()\n        name = [handle.name]\n"
+    )
+    assert not _kind(flushed, "unflushed-write")
+    # a log written and never read by the program: nothing reads it after the collective
+    log = textwrap.dedent(
+        """\
+        import torch.distributed as dist
+
+        def train(steps):
+            log = open("train.log", "w")
+            for step in range(steps):
+                log.write(f"{step}\\n")
+                dist.barrier()
+        """
+    )
+    assert not _kind(log, "unflushed-write")
+
+
+def test_run_unflushed_file_is_read_empty(tmp_path, monkeypatch):
+    import barrierlab as bl
+
+    mod = _module(tmp_path, monkeypatch, "lint34a_unflushed", UNFLUSHED)
+    run = bl.run(mod.worker, 2, timeout=10, deadline=60)
+    assert run[1].error_message.startswith("JSONDecodeError")
+    fixed = _module(tmp_path, monkeypatch, "lint34a_unflushed_fixed", UNFLUSHED_FIXED)
+    run = bl.run(fixed.worker, 2, timeout=10, deadline=60)
+    assert run.ok

@@ -4149,6 +4149,7 @@ class _Analysis:
         _OwnPortRendezvous(self).run()  # lint34a
         _ObjectListLengths(self).run()  # lint34a
         _RepeatedSymlink(self).run()  # lint34a
+        _UnflushedHandOff(self).run()  # lint34a
         self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -24412,3 +24413,137 @@ def _rebound_names(node: ast.AST) -> set[str]:
         elif isinstance(t, ast.Starred):
             stack.append(t.value)
     return out
+
+
+#: lint34a: calls that write through a file object given as their argument at this position
+_DUMPS_INTO = {"json.dump": 1, "pickle.dump": 1, "yaml.dump": 1, "yaml.safe_dump": 1, "torch.save": 1}
+#: lint34a: what makes a buffered file object's writes reach the file
+_FLUSHES = frozenset({"flush", "close", "__exit__"})
+
+
+class _UnflushedHandOff:
+    """lint34a: ``unflushed-write`` - a file object the function opens for writing outside a ``with``
+    (``open(path, "w")``, ``tempfile.NamedTemporaryFile(...)``), written (``f.write``, ``json.dump(x, f)``,
+    ``pickle.dump``, ``torch.save(x, f)``), and then a collective of torch.distributed (a broadcast of its name, a
+    barrier) with no ``f.flush()``/``f.close()`` between, in a file that reads files (``open``/``json.load``/
+    ``torch.load``): Python keeps small writes in the object's buffer until it fills or is flushed, so the ranks
+    that open the file after the collective can read it empty or cut (round 16's vocabulary in an unflushed
+    ``NamedTemporaryFile``: ``json.JSONDecodeError`` on the reader). Quiet with ``buffering=`` given."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _opened(self, value: ast.AST, unit: _Unit) -> bool:
+        if not isinstance(value, ast.Call) or not _dotted(value.func):
+            return False
+        full = self.an._resolve(value.func, unit)
+        if any(k.arg == "buffering" for k in value.keywords):
+            return False
+        if full in ("tempfile.NamedTemporaryFile", "tempfile.TemporaryFile"):
+            return True
+        if full in ("open", "io.open", "builtins.open") or (
+            isinstance(value.func, ast.Attribute) and value.func.attr == "open" and full.startswith("pathlib")
+        ):
+            mode = _argument(value, 1, "mode")
+            return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and bool(set(mode.value) & set("wax"))
+        return False
+
+    def _handed_on(self, name: str, made: ast.Assign, own: list[ast.AST], unit: _Unit, read_paths: set[str]) -> bool:
+        """Whether the file ``name`` writes is one the program reads: its ``name.name`` is read (handed on), or
+        the path it was opened with is what some read of the file opens."""
+        if any(
+            isinstance(n, ast.Attribute)
+            and n.attr == "name"
+            and isinstance(n.value, ast.Name)
+            and n.value.id == name
+            and isinstance(n.ctx, ast.Load)
+            for n in own
+        ):
+            return True
+        path = _argument(made.value, 0, "file")  # type: ignore[arg-type]
+        return path is not None and unit.text(path) in read_paths
+
+    def run(self) -> None:
+        an = self.an
+        read_paths = {  # what the file opens for reading or loads: the texts of their path arguments
+            unit.text(arg)
+            for unit in an.units
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Call)
+            and _dotted(n.func)
+            and an._resolve(n.func, unit) in ("open", "json.load", "torch.load", "pickle.load", "numpy.load")
+            and not self._opened(n, unit)
+            and (arg := _argument(n, 0, "file", "f")) is not None
+        }
+        if not read_paths:
+            return
+        for unit, body, _, _, _, _ in _gap_scopes(an):
+            own = list(_own_nodes(body))
+            handles = {
+                n.targets[0].id: n
+                for n in own
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+                and self._opened(n.value, unit)
+            }
+            if not handles:
+                continue
+            calls = sorted((n for n in own if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset))
+            for name, made in handles.items():
+                if not self._handed_on(name, made, own, unit, read_paths):
+                    continue
+                write = None
+                for call in calls:
+                    if call.lineno < made.lineno:
+                        continue
+                    full = an._resolve(call.func, unit) if _dotted(call.func) else ""
+                    on_handle = (
+                        isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == name
+                    )
+                    if on_handle and call.func.attr in _FLUSHES:  # type: ignore[union-attr]
+                        break
+                    if full == "os.fsync":
+                        break
+                    if write is None and (
+                        (on_handle and call.func.attr in ("write", "writelines"))  # type: ignore[union-attr]
+                        or (
+                            full in _DUMPS_INTO
+                            and isinstance(arg := _argument(call, _DUMPS_INTO[full], "fp", "f"), ast.Name)
+                            and arg.id == name
+                        )
+                    ):
+                        write = call
+                        continue
+                    owner, _, op = full.replace("torch.distributed.distributed_c10d.", "torch.distributed.").rpartition(
+                        "."
+                    )
+                    if write is not None and owner == "torch.distributed" and op in COLLECTIVES:
+                        if id(write) in an.found:
+                            break
+                        why = (
+                            f"this writes into `{name}` (opened at line {made.lineno + unit.offset}, outside a "
+                            f"`with`), and the collective at line {call.lineno + unit.offset} follows with no "
+                            f"`{name}.flush()` or `{name}.close()` in between: Python keeps a write in the file "
+                            "object's buffer (8 KiB for a text file) until the buffer fills or the object is "
+                            "flushed or closed, so when the other ranks open the file after the collective it can "
+                            "still be empty or cut (torch 2.13 on 2 ranks: a small json.dump into an unflushed "
+                            "NamedTemporaryFile read as empty, json.JSONDecodeError on the reader)"
+                        )
+                        fix = (
+                            f"close `{name}` (or call `{name}.flush()`) before the collective: write it in a "
+                            "`with` block, which closes it at the block's end"
+                        )
+                        _record_finding(
+                            an,
+                            write,
+                            unit,
+                            "unflushed-write",
+                            f"`{name}` is not flushed before the collective at line {call.lineno + unit.offset}",
+                            why,
+                            fix,
+                            condition_line=call.lineno + unit.offset,
+                        )
+                        break
