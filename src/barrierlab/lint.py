@@ -23820,6 +23820,8 @@ class _NonContiguousP2P:
         return node
 
     def run(self) -> None:
+        if not _called_names(self.an) & {*_P2P_TENSOR_ARG, "P2POp"}:
+            return
         for unit, body, _, _, _, _ in _gap_scopes(self.an):
             self._block(unit, body, {})
 
@@ -23941,19 +23943,21 @@ class _OwnPortRendezvous:
                 for n in own
             )
             returns = [n.value for n in own if isinstance(n, ast.Return)]
-            self._fresh[func.key] = (
-                binds_zero
-                and bool(returns)
-                and all(
+
+            def port_of(r: ast.AST | None, depth: int = 0) -> bool:
+                if isinstance(r, ast.Name) and depth < 2:  # `port = s.getsockname()[1]`, then `return port`
+                    bound = [n for n in own if r.id in _assigned_names(n)]
+                    return len(bound) == 1 and isinstance(bound[0], ast.Assign) and port_of(bound[0].value, depth + 1)
+                return (
                     isinstance(r, ast.Subscript)
                     and isinstance(r.value, ast.Call)
                     and isinstance(r.value.func, ast.Attribute)
                     and r.value.func.attr == "getsockname"
                     and isinstance(r.slice, ast.Constant)
                     and r.slice.value == 1
-                    for r in returns
                 )
-            )
+
+            self._fresh[func.key] = binds_zero and bool(returns) and all(port_of(r) for r in returns)
         return self._fresh[func.key]
 
     def _source(
@@ -24006,6 +24010,8 @@ class _OwnPortRendezvous:
 
     def run(self) -> None:
         an = self.an
+        if "getsockname" not in _called_names(an):
+            return
         for unit, body, _, _, _, key in _gap_scopes(an):
             func = an.table.get(key) if key is not None else None
             for node in _own_nodes(body):
@@ -24181,6 +24187,8 @@ class _ObjectListLengths:
 
     def run(self) -> None:
         an = self.an
+        if not {"recv_object_list", "send_object_list"} <= _called_names(an):
+            return
         receives = self._sites("recv_object_list")
         if not receives or any(r[3] is None or len(r[3]) != 1 for r in receives):
             return
@@ -24338,6 +24346,8 @@ class _RepeatedSymlink:
 
     def run(self) -> None:
         an = self.an
+        if not _called_names(an) & {"symlink", "symlink_to"}:
+            return
         for func in an.funcs:
             unit = func.unit
             if not unit.report:
@@ -24465,6 +24475,8 @@ class _UnflushedHandOff:
 
     def run(self) -> None:
         an = self.an
+        if not _called_names(an) & {"open", "NamedTemporaryFile", "TemporaryFile"}:
+            return
         read_paths = {  # what the file opens for reading or loads: the texts of their path arguments
             unit.text(arg)
             for unit in an.units
@@ -24547,3 +24559,19 @@ class _UnflushedHandOff:
                             condition_line=call.lineno + unit.offset,
                         )
                         break
+
+
+def _called_names(an: _Analysis) -> frozenset[str]:
+    """lint34a: the last names of every call and attribute of the file's reported units (``send``, ``symlink``,
+    ``getsockname``), gathered once: the lint34a checks leave a file without theirs at once."""
+    cached = getattr(an, "_lint34a_names", None)
+    if cached is None:
+        cached = frozenset(
+            n.attr if isinstance(n, ast.Attribute) else n.id
+            for u in an.units
+            if u.report
+            for n in ast.walk(u.tree)
+            if isinstance(n, (ast.Attribute, ast.Name))
+        )
+        an._lint34a_names = cached  # type: ignore[attr-defined]
+    return cached
