@@ -23820,7 +23820,7 @@ class _NonContiguousP2P:
         return node
 
     def run(self) -> None:
-        if not _called_names(self.an) & {*_P2P_TENSOR_ARG, "P2POp"}:
+        if not _mentions(self.an, *_P2P_TENSOR_ARG, "P2POp"):
             return
         for unit, body, _, _, _, _ in _gap_scopes(self.an):
             self._block(unit, body, {})
@@ -24010,7 +24010,7 @@ class _OwnPortRendezvous:
 
     def run(self) -> None:
         an = self.an
-        if "getsockname" not in _called_names(an):
+        if not _mentions(an, "getsockname"):
             return
         for unit, body, _, _, _, key in _gap_scopes(an):
             func = an.table.get(key) if key is not None else None
@@ -24187,7 +24187,7 @@ class _ObjectListLengths:
 
     def run(self) -> None:
         an = self.an
-        if not {"recv_object_list", "send_object_list"} <= _called_names(an):
+        if not (_mentions(an, "recv_object_list") and _mentions(an, "send_object_list")):
             return
         receives = self._sites("recv_object_list")
         if not receives or any(r[3] is None or len(r[3]) != 1 for r in receives):
@@ -24346,7 +24346,7 @@ class _RepeatedSymlink:
 
     def run(self) -> None:
         an = self.an
-        if not _called_names(an) & {"symlink", "symlink_to"}:
+        if not _mentions(an, "symlink"):
             return
         for func in an.funcs:
             unit = func.unit
@@ -24475,7 +24475,7 @@ class _UnflushedHandOff:
 
     def run(self) -> None:
         an = self.an
-        if not _called_names(an) & {"open", "NamedTemporaryFile", "TemporaryFile"}:
+        if not _mentions(an, "open", "TemporaryFile"):
             return
         read_paths = {  # what the file opens for reading or loads: the texts of their path arguments
             unit.text(arg)
@@ -24539,8 +24539,9 @@ class _UnflushedHandOff:
                             f"this writes into `{name}` (opened at line {made.lineno + unit.offset}, outside a "
                             f"`with`), and the collective at line {call.lineno + unit.offset} follows with no "
                             f"`{name}.flush()` or `{name}.close()` in between: Python keeps a write in the file "
-                            "object's buffer (8 KiB for a text file) until the buffer fills or the object is "
-                            "flushed or closed, so when the other ranks open the file after the collective it can "
+                            "object's buffer (the file system's block size, or io.DEFAULT_BUFFER_SIZE) until the "
+                            "buffer fills or the object is flushed or closed, so when the other ranks open the file "
+                            "after the collective it can "
                             "still be empty or cut (torch 2.13 on 2 ranks: a small json.dump into an unflushed "
                             "NamedTemporaryFile read as empty, json.JSONDecodeError on the reader)"
                         )
@@ -24561,17 +24562,7 @@ class _UnflushedHandOff:
                         break
 
 
-def _called_names(an: _Analysis) -> frozenset[str]:
-    """lint34a: the last names of every call and attribute of the file's reported units (``send``, ``symlink``,
-    ``getsockname``), gathered once: the lint34a checks leave a file without theirs at once."""
-    cached = getattr(an, "_lint34a_names", None)
-    if cached is None:
-        cached = frozenset(
-            n.attr if isinstance(n, ast.Attribute) else n.id
-            for u in an.units
-            if u.report
-            for n in ast.walk(u.tree)
-            if isinstance(n, (ast.Attribute, ast.Name))
-        )
-        an._lint34a_names = cached  # type: ignore[attr-defined]
-    return cached
+def _mentions(an: _Analysis, *words: str) -> bool:
+    """lint34a: whether the source of a reported unit of the file holds one of ``words`` (``send``, ``symlink``,
+    ``getsockname``): a text search, so that the lint34a checks leave at once a file that cannot concern them."""
+    return any(word in u.source for u in an.units if u.report for word in words)
