@@ -4172,7 +4172,12 @@ class _Analysis:
         _UnevenWorldChunks(self).run()  # lintrecall33
         _RankOrderedLoops(self).run()  # lintrecall33
         _EvaluatedRanks(self).run()  # lintws33
-        _GroupedRanks(self).run()  # lint34b
+        _NonContiguousP2P(self).run()  # lint34a
+        _OwnPortRendezvous(self).run()  # lint34a
+        _ObjectListLengths(self).run()  # lint34a
+        _RepeatedSymlink(self).run()  # lint34a
+        _UnflushedHandOff(self).run()  # lint34a
+        _GroupedRanks(self).run()  # lint34b (last: it withdraws hang findings a whole evaluated run contradicts)
         self._drop_self_exits()
         findings = [f for _, f in self.found.values()]
         return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.collective))
@@ -8907,6 +8912,7 @@ class _ShareCounter:
         ``__init__``)."""
         generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(func.node.body))
         yields: list | None = [] if generator else None
+        local = _closure_locals(self, func, local)  # lint34a: a nested function reads its enclosing names
         done, result = self._block(func.node.body, func.key, local, depth, yields)
         if obj is not None:
             return obj
@@ -9136,6 +9142,8 @@ class _P2PTracer(_ShareCounter):
         self.top: dict[str, Any] = {}
         self.partial = False  # a collective was left out
         self.raised: tuple[int, str] | None = None  # (line, call) where the rank raises
+        self.raised_why: str | None = None  # lint34a: what raises there, when it is not next() of an empty iterator
+        self.closures: dict[int, dict[str, Any]] = {}  # lint34a: id(nested def) -> the env it was defined in
 
     # -- what matters
 
@@ -9591,6 +9599,8 @@ class _P2PTracer(_ShareCounter):
             if len(node.args) != 1 or node.keywords:
                 raise _TraceStop
             specs = self._maybe(node.args[0], scope, env, depth)
+            if specs == []:
+                _empty_batch_raises(self, node)
             if not isinstance(specs, list) or not specs or not all(isinstance(s, _OpSpec) for s in specs):
                 raise _TraceStop
             works = [self._op(s.direction, s.peer, s.tag, s.call, False) for s in specs]
@@ -9765,7 +9775,7 @@ class _P2PTracer(_ShareCounter):
                 if signal is not None:
                     return signal
             elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-                if self._significant(stmt.body):
+                if not _closure_def(self, stmt, env) and self._significant(stmt.body):
                     raise _TraceStop
                 env[stmt.name] = _NoCount
             else:
@@ -9948,6 +9958,8 @@ class _P2PTrace:
             s = at.get(rank)
             if s is None:
                 raised = tracers[rank].raised
+                if raised is not None and tracers[rank].raised_why is not None:
+                    return f"raises at line {raised[0]} ({tracers[rank].raised_why}), which ends its calls"
                 if raised is not None:
                     return (
                         f"raises StopIteration at line {raised[0]} (`{raised[1]}` of an iterator with no item left), "
@@ -25258,3 +25270,848 @@ def _gather_object_input(tracer: _ShapeTracer, node: ast.Call, scope, env, depth
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lint34a: the rank tracer runs nested functions (closures), and a rank that hands batch_isend_irecv no op raises
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _closure_def(tracer: _P2PTracer, stmt: ast.stmt, env: dict[str, Any]) -> bool:
+    """lint34a: a ``def`` inside a function the trace runs (``def forward(i, inp): ...`` in a pipeline step):
+    nothing runs where it stands; a call of it later runs its body with the enclosing function's names as they are
+    at that call (Python's closures read their free names when they run). Recorded, and True, only for a plain
+    ``def`` that the file's table holds under its own name (so a call of that name reaches this very def), with no
+    decorator and no ``global``/``nonlocal`` (a write to the enclosing names is not followed)."""
+    if not isinstance(stmt, ast.FunctionDef) or stmt.decorator_list:
+        return False
+    func = tracer.an.table.get(stmt.name)
+    if func is None or func.node is not stmt or func.parent is None or func.self_class is not None:
+        return False
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in _own_nodes(stmt.body)):
+        return False
+    tracer.closures[id(stmt)] = env
+    return True
+
+
+def _closure_locals(counter: _ShareCounter, func: _Func, local: dict[str, Any]) -> dict[str, Any]:
+    """lint34a: the names a nested function the trace saw defined starts with: the enclosing function's names
+    (those it does not bind itself), then its parameters."""
+    closures = getattr(counter, "closures", None)
+    outer = closures.get(id(func.node)) if closures else None
+    if outer is None:
+        return local
+    own = {a.arg for a in (*func.node.args.posonlyargs, *func.node.args.args, *func.node.args.kwonlyargs)}
+    for n in _own_nodes(func.node.body):
+        own |= _assigned_names(n)
+    return {**{k: v for k, v in outer.items() if k not in own}, **local}
+
+
+def _empty_batch_raises(tracer: _P2PTracer, node: ast.Call) -> None:
+    """lint34a: ``dist.batch_isend_irecv([])`` raises on the rank that makes it: torch 2.13 reads the group of the
+    list's first op (``p2p_op_list[0].group`` in ``_check_p2p_op_list``), an IndexError for an empty list; the
+    rank's calls end there."""
+    tracer.raised = (node.lineno + tracer.unit.offset, tracer.unit.text(node))
+    tracer.raised_why = (
+        f"`{_clip(tracer.unit.text(node), 60)}` is given an empty list of ops, and torch reads the group of its "
+        "first op: IndexError"
+    )
+    tracer._mark(node)
+    raise _RankRaised
+
+
+#: lint34a: tensor methods (and torch functions) whose result is a view with the same storage and swapped strides
+_SWAPPING_VIEWS = frozenset({"t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "moveaxis"})
+#: lint34a: tensor attributes that are such views
+_SWAPPING_ATTRS = frozenset({"T", "mT", "H", "mH"})
+#: lint34a: the point-to-point calls of torch.distributed and the argument that holds their tensor
+_P2P_TENSOR_ARG = {"send": 0, "isend": 0, "recv": 0, "irecv": 0}
+
+
+class _NonContiguousP2P:
+    """lint34a: ``p2p-noncontiguous`` - a point-to-point call (``send``/``isend``/``recv``/``irecv``, or a
+    ``P2POp`` of ``isend``/``irecv``) handed a transposed or permuted view (``x.transpose(0, 1)``, ``x.t()``,
+    ``x.permute(...)``, ``x.T``, directly or through a name the function binds once to it): gloo's point-to-point
+    calls take contiguous tensors only and raise ``RuntimeError: input tensor has to be contiguous`` on the rank
+    that makes the call (torch 2.13, checked on 2 ranks for send, isend and recv), while its peer waits in the
+    matching call. The collectives do not raise (torch copies a non-contiguous input: all_reduce, broadcast and
+    all_gather of ``x.t()`` ran). Quiet on ``.contiguous()`` (or any other call) applied to the view, on a
+    transpose of a dimension with itself and on a permutation that keeps every dimension in place."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _view(self, node: ast.AST, once: dict[str, ast.expr], depth: int = 0) -> ast.expr | None:
+        """The swapping view ``node`` is (itself, or what a name bound once holds), else None."""
+        if depth > 4:
+            return None
+        if isinstance(node, ast.Name) and node.id in once:
+            return self._view(once[node.id], once, depth + 1)
+        if isinstance(node, ast.Attribute) and node.attr in _SWAPPING_ATTRS:
+            return node
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return None
+        attr = node.func.attr
+        if attr == "detach" and not node.args:  # a view of the view: the same strides
+            return self._view(node.func.value, once, depth + 1)
+        if attr not in _SWAPPING_VIEWS or node.keywords:
+            return None
+        args = list(node.args)
+        if (_dotted(node.func.value) or "") == "torch":  # torch.transpose(x, 0, 1): the tensor is the first argument
+            args = args[1:]
+        consts = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+        if len(consts) == len(args):
+            if attr in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis") and len(consts) == 2:
+                if consts[0] == consts[1]:
+                    return None
+            elif attr == "permute" and consts == list(range(len(consts))):
+                return None
+        return node
+
+    def run(self) -> None:
+        if not _mentions(self.an, *_P2P_TENSOR_ARG, "P2POp"):
+            return
+        for unit, body, _, _, _, _ in _gap_scopes(self.an):
+            self._block(unit, body, {})
+
+    def _block(self, unit: _Unit, stmts: list[ast.stmt], held: dict[str, ast.expr]) -> None:
+        """Goes through ``stmts`` in order with ``held``: what each name holds where it is read (the value of its
+        last plain assignment in this way through the function; a name bound inside a compound statement is unknown
+        after it, and inside a loop until the loop's body binds it)."""
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                held.pop(stmt.name, None)
+                continue
+            blocks = [
+                getattr(stmt, f) for f in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, f, None), list)
+            ]
+            blocks += [h.body for h in getattr(stmt, "handlers", [])]
+            blocks += [c.body for c in getattr(stmt, "cases", [])]
+            if blocks:
+                heads = [getattr(stmt, f) for f in ("test", "iter", "subject") if getattr(stmt, f, None) is not None]
+                heads += [item.context_expr for item in getattr(stmt, "items", [])]
+                for head in heads:
+                    self._calls(unit, head, held)
+                inner = {n for block in blocks for st in block for x in ast.walk(st) for n in _assigned_names(x)}
+                inner |= _assigned_names(stmt)  # a for loop's target, a with's names
+                looped = isinstance(stmt, (ast.For, ast.AsyncFor, ast.While))
+                for block in blocks:
+                    self._block(unit, block, {k: v for k, v in held.items() if not (looped and k in inner)})
+                for name in inner:
+                    held.pop(name, None)
+                continue
+            self._calls(unit, stmt, held)
+            for x in ast.walk(stmt):
+                for name in _assigned_names(x):
+                    held.pop(name, None)
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                held[stmt.targets[0].id] = stmt.value
+
+    def _calls(self, unit: _Unit, where: ast.AST, once: dict[str, ast.expr]) -> None:
+        an = self.an
+        for node in ast.walk(where):
+            if not isinstance(node, ast.Call) or not _dotted(node.func):
+                continue
+            full = an._resolve(node.func, unit).replace("torch.distributed.distributed_c10d.", "torch.distributed.")
+            owner, _, name = full.rpartition(".")
+            if owner != "torch.distributed":
+                continue
+            if name in _P2P_TENSOR_ARG:
+                tensor = _argument(node, _P2P_TENSOR_ARG[name], "tensor")
+                direction = "send" if "send" in name else "recv"
+            elif name == "P2POp" and len(node.args) >= 2:
+                kind = an._resolve(node.args[0], unit).rpartition(".")[2] if _dotted(node.args[0]) else ""
+                if kind not in ("isend", "irecv"):
+                    continue
+                tensor, direction = node.args[1], "send" if kind == "isend" else "recv"
+            else:
+                continue
+            view = self._view(tensor, once) if tensor is not None else None
+            if view is None or id(node) in an.found:
+                continue
+            shown = _clip(unit.text(view), 50)
+            through = (
+                f" (`{tensor.id}` holds it, bound at line {once[tensor.id].lineno + unit.offset})"
+                if isinstance(tensor, ast.Name)
+                else ""
+            )
+            what = "sends" if direction == "send" else "receives into"
+            why = (
+                f"this rank {what} `{shown}`{through}, a view of its tensor with swapped strides, which is not "
+                "contiguous (unless at most one of the dimensions it moves holds more than one element); on gloo a "
+                "point-to-point call takes contiguous tensors only and raises 'RuntimeError: input tensor has to "
+                "be contiguous' here, before any data moves (torch 2.13: send, isend and recv of x.t() on 2 "
+                "ranks each raised), so this rank leaves the program at this call while its peer waits in the "
+                "matching call until this rank's process ends (then it fails with 'Connection closed by peer') "
+                "or until the timeout; the collectives copy such a view and do not raise"
+            )
+            fix = (
+                f"hand the call a contiguous tensor: `{shown}.contiguous()` (for a receive, receive into a "
+                "contiguous buffer and transpose it afterwards)"
+            )
+            _record_finding(
+                an,
+                node,
+                unit,
+                "p2p-noncontiguous",
+                f"the tensor is `{shown}`, a transposed view",
+                why,
+                fix,
+                condition_line=view.lineno + unit.offset if view.lineno != node.lineno else None,
+            )
+
+
+class _OwnPortRendezvous:
+    """lint34a: ``own-port`` - a rendezvous every rank joins (``dist.TCPStore(host, port, ...)`` whose
+    ``is_master`` is decided per rank, or ``init_process_group(init_method="tcp://host:port")``) given a port each
+    process picks for itself: a socket of its own bound to port 0 (``s.bind((host, 0))``, then
+    ``s.getsockname()[1]``), in a function of the file, called where the rendezvous is built or in a function that
+    hands its result there through a parameter. The kernel gives each process its own free port, so the master
+    listens on one port and the other ranks connect to others, where nobody listens: every rank waits until the
+    store's timeout (pytorch/pytorch issue #53395). Quiet when the port reaches the call through anything else
+    (a broadcast, an environment variable, ``store.port``)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        self._fresh: dict[str, bool] = {}
+
+    def _picks_port(self, func: _Func) -> bool:
+        """Whether every ``return`` of ``func`` hands back ``<socket>.getsockname()[1]`` of a socket it bound to
+        port 0."""
+        if func.key not in self._fresh:
+            own = list(_own_nodes(func.node.body))
+            binds_zero = any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "bind"
+                and len(n.args) == 1
+                and isinstance(n.args[0], ast.Tuple)
+                and len(n.args[0].elts) == 2
+                and isinstance(n.args[0].elts[1], ast.Constant)
+                and n.args[0].elts[1].value == 0
+                for n in own
+            )
+            returns = [n.value for n in own if isinstance(n, ast.Return)]
+
+            def port_of(r: ast.AST | None, depth: int = 0) -> bool:
+                if isinstance(r, ast.Name) and depth < 2:  # `port = s.getsockname()[1]`, then `return port`
+                    bound = [n for n in own if r.id in _assigned_names(n)]
+                    return len(bound) == 1 and isinstance(bound[0], ast.Assign) and port_of(bound[0].value, depth + 1)
+                return (
+                    isinstance(r, ast.Subscript)
+                    and isinstance(r.value, ast.Call)
+                    and isinstance(r.value.func, ast.Attribute)
+                    and r.value.func.attr == "getsockname"
+                    and isinstance(r.slice, ast.Constant)
+                    and r.slice.value == 1
+                )
+
+            self._fresh[func.key] = binds_zero and bool(returns) and all(port_of(r) for r in returns)
+        return self._fresh[func.key]
+
+    def _source(
+        self, expr: ast.AST | None, func: _Func | None, unit: _Unit, depth: int = 0
+    ) -> tuple[ast.Call, _Unit] | None:
+        """The call of a port-picking function whose result ``expr`` is, in ``func`` (or through its parameter, at
+        a call of ``func`` elsewhere in the file), else None."""
+        if expr is None or depth > 3:
+            return None
+        if isinstance(expr, ast.Call):
+            key = self.an._callee(expr.func, func.self_class if func else None, unit)
+            callee = self.an.table.get(key) if key is not None else None
+            return (expr, unit) if callee is not None and self._picks_port(callee) else None
+        if not isinstance(expr, ast.Name):
+            return None
+        body = func.node.body if func is not None else unit.tree.body
+        bound = [n for n in _own_nodes(body) if expr.id in _assigned_names(n)]
+        if func is not None:
+            args = func.node.args
+            params = [a.arg for a in (*args.posonlyargs, *args.args)]
+            if expr.id in params and not bound:
+                return self._through_parameter(func, params.index(expr.id), expr.id, depth)
+        if len(bound) != 1 or not isinstance(bound[0], ast.Assign) or len(bound[0].targets) != 1:
+            return None
+        if not isinstance(bound[0].targets[0], ast.Name):
+            return None
+        return self._source(bound[0].value, func, unit, depth + 1)
+
+    def _through_parameter(self, func: _Func, index: int, name: str, depth: int) -> tuple[ast.Call, _Unit] | None:
+        """A port-picking call that a call of ``func`` somewhere in the file passes as its parameter ``name``."""
+        skip = 1 if index > 0 and func.self_class is not None and not _is_static(func.node) else 0
+        for caller in [None, *self.an.funcs]:
+            unit = caller.unit if caller is not None else self.an.units[0]
+            if not unit.report:
+                continue
+            body = caller.node.body if caller is not None else unit.tree.body
+            for node in _own_nodes(body):
+                if not isinstance(node, ast.Call):
+                    continue
+                key = self.an._callee(node.func, caller.self_class if caller else None, unit)
+                if key != func.key:
+                    continue
+                given = next((k.value for k in node.keywords if k.arg == name), None)
+                if given is None and 0 <= index - skip < len(node.args):
+                    given = node.args[index - skip]
+                found = self._source(given, caller, unit, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def run(self) -> None:
+        an = self.an
+        if not _mentions(an, "getsockname"):
+            return
+        for unit, body, _, _, _, key in _gap_scopes(an):
+            func = an.table.get(key) if key is not None else None
+            for node in _own_nodes(body):
+                if not isinstance(node, ast.Call) or not _dotted(node.func) or id(node) in an.found:
+                    continue
+                full = an._resolve(node.func, unit)
+                name = full.rpartition(".")[2]
+                if name == "TCPStore" and full.startswith("torch"):
+                    master = _argument(node, 3, "is_master")
+                    if master is None or isinstance(master, ast.Constant):
+                        continue  # one rank's store, or one role written out: not a rendezvous decided per rank
+                    source = self._source(_argument(node, 1, "port"), func, unit)
+                    what = "the TCPStore every rank builds here (its master chosen per rank by `is_master`)"
+                elif name == "init_process_group" and full.startswith("torch"):
+                    method = _argument(node, 1, "init_method")
+                    if not isinstance(method, ast.JoinedStr):
+                        continue
+                    parts = [v.value for v in method.values if isinstance(v, ast.FormattedValue)]
+                    source = next((s for p in parts if (s := self._source(p, func, unit)) is not None), None)
+                    what = "the process group's TCP rendezvous (`init_method`) every rank joins"
+                else:
+                    continue
+                if source is None:
+                    continue
+                callee = _dotted(source[0].func) or source[1].text(source[0].func)
+                line = source[0].lineno + source[1].offset
+                why = (
+                    f"the port of {what} comes from `{callee}()` (line {line}), which binds a socket of this "
+                    "process to port 0 and returns the port the kernel gave it: each rank runs it in its own "
+                    "process and gets its own free port, so the ranks disagree on the port. The master listens on "
+                    "its port and waits here for the others, which retry connecting to ports where nobody listens: "
+                    "every rank waits here until the timeout and then raises (torch 2.13 on 2 ranks, a TCPStore "
+                    "built so: the master 'DistStoreError: Timed out ... waiting for clients. 1/2 clients joined', "
+                    "the other 'DistNetworkError: The client socket has timed out ... while trying to connect'; "
+                    "pytorch/pytorch issue #53395)"
+                )
+                fix = (
+                    "pick the port once and give every rank that value: let rank 0 create the store with port 0 "
+                    "and broadcast `store.port` (dist.broadcast_object_list), or read one MASTER_PORT every process "
+                    "is given"
+                )
+                _record_finding(
+                    an,
+                    node,
+                    unit,
+                    "own-port",
+                    f"each rank's port is its own `{callee}()`",
+                    why,
+                    fix,
+                    condition_line=line if line != node.lineno + unit.offset else None,
+                )
+
+
+def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(_terminal(d) == "staticmethod" for d in node.decorator_list)
+
+
+class _ObjectListLengths:
+    """lint34a: ``object-list-length`` - ``dist.send_object_list(L, dst)`` of a list whose length depends on a
+    test of the function (``meta = [shape]``, then ``if padded: meta.append(mask_shape)``) while every
+    ``dist.recv_object_list`` of the file receives into a list of one fixed length that is one of the sender's.
+    ``send_object_list`` first sends a tensor of its list's object sizes (one int64 an object), and
+    ``recv_object_list`` receives it into a tensor as long as its own list: on the way where the lengths differ,
+    gloo aborts the receiver on the oversized message (round 22). The lengths are counted from the list's one
+    literal (``[a, b]``, ``[None] * 2``) through ``append``/``insert``/``extend``/``+=`` of literals, in order,
+    under ``if``s (each branch its own way); anything else the function does with the list, or a change of it in a
+    loop, leaves its length unknown and lint quiet."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _lengths(self, stmts: list[ast.stmt], name: str, call: ast.Call, state: set[int] | None) -> Any:
+        """``("at", lengths)`` when ``call`` is reached in ``stmts`` (lengths None: unknown), else
+        ``("after", lengths)``."""
+        for stmt in stmts:
+            inside = any(n is call for n in ast.walk(stmt))
+            if isinstance(stmt, ast.If):
+                if inside:
+                    if any(n is call for n in ast.walk(stmt.test)):
+                        return "at", state
+                    branch = stmt.body if any(n is call for s in stmt.body for n in ast.walk(s)) else stmt.orelse
+                    return self._lengths(branch, name, call, state)
+                ways = [self._lengths(b, name, call, set(state) if state is not None else None)[1]
+                        for b in (stmt.body, stmt.orelse)]  # fmt: skip
+                state = None if any(w is None for w in ways) else set().union(*ways)
+                continue
+            if isinstance(stmt, ast.With) and not inside:
+                state = self._lengths(stmt.body, name, call, state)[1]
+                continue
+            if inside:
+                if isinstance(stmt, (ast.Expr, ast.Assign)):
+                    others = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+                    return "at", state if len(others) == 1 else None
+                return "at", None
+            state = self._step(stmt, name, state)
+        return "after", state
+
+    @staticmethod
+    def _literal(value: ast.AST) -> int | None:
+        if isinstance(value, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in value.elts):
+            return len(value.elts)
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Mult)
+            and isinstance(value.left, ast.List)
+            and len(value.left.elts) == 1
+            and isinstance(value.right, ast.Constant)
+            and isinstance(value.right.value, int)
+        ):
+            return value.right.value
+        return None
+
+    def _step(self, stmt: ast.stmt, name: str, state: set[int] | None) -> set[int] | None:
+        uses = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+        if not uses:
+            return state
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.FunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id == name:
+                n = self._literal(stmt.value)
+                return {n} if n is not None and len(uses) == 1 else None
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+            n = self._literal(stmt.value) if isinstance(stmt.op, ast.Add) else None
+            return {s + n for s in state} if n is not None and state is not None and len(uses) == 1 else None
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+        ):
+            func = stmt.value.func
+            if isinstance(func.value, ast.Name) and func.value.id == name and len(uses) == 1 and state is not None:
+                if func.attr == "append" and len(stmt.value.args) == 1:
+                    return {s + 1 for s in state}
+                if func.attr == "insert" and len(stmt.value.args) == 2:
+                    return {s + 1 for s in state}
+                if func.attr == "extend" and len(stmt.value.args) == 1:
+                    n = self._literal(stmt.value.args[0])
+                    return {s + n for s in state} if n is not None else None
+        if all(  # read only, never stored, changed or handed on: `meta[0]`, `len(meta)`
+            isinstance(p, ast.Subscript)
+            and isinstance(p.ctx, ast.Load)
+            or (isinstance(p, ast.Call) and _terminal(p.func) == "len")
+            for u in uses
+            for p in [_parent_in(stmt, u)]
+        ):
+            return state
+        return None
+
+    def _sites(self, wanted: str) -> list[tuple[ast.Call, _Func, _Unit, set[int] | None]]:
+        out = []
+        for func in self.an.funcs:
+            unit = func.unit
+            if not unit.report:
+                continue
+            for node in _own_nodes(func.node.body):
+                if not (isinstance(node, ast.Call) and _dotted(node.func)):
+                    continue
+                full = self.an._resolve(node.func, unit).replace(
+                    "torch.distributed.distributed_c10d.", "torch.distributed."
+                )
+                if full != f"torch.distributed.{wanted}":
+                    continue
+                arg = _argument(node, 0, "object_list")
+                lengths = None
+                if isinstance(arg, ast.Name):
+                    lengths = self._lengths(func.node.body, arg.id, node, None)[1]
+                elif arg is not None:
+                    n = self._literal(arg)
+                    lengths = {n} if n is not None else None
+                out.append((node, func, unit, lengths))
+        return out
+
+    def run(self) -> None:
+        an = self.an
+        if not (_mentions(an, "recv_object_list") and _mentions(an, "send_object_list")):
+            return
+        receives = self._sites("recv_object_list")
+        if not receives or any(r[3] is None or len(r[3]) != 1 for r in receives):
+            return
+        fixed = {next(iter(r[3])) for r in receives}  # type: ignore[arg-type]
+        if len(fixed) != 1:
+            return
+        m = fixed.pop()
+        for node, func, unit, lengths in self._sites("send_object_list"):
+            if lengths is None or m not in lengths or len(lengths) < 2 or id(node) in an.found:
+                continue
+            others = sorted(n for n in lengths if n > m)
+            if not others:
+                continue  # a shorter list: what gloo does with the shorter message is not checked here
+            recv = receives[0][0]
+            ways = " or ".join(str(n) for n in sorted(lengths))
+            arg = _argument(node, 0, "object_list")
+            shown = unit.text(arg) if arg is not None else "the list"
+            test = self._test(func.node.body, arg.id if isinstance(arg, ast.Name) else "", node)
+            why = (
+                f"this rank sends `{shown}` here as a list of {ways} objects, depending on the tests before the "
+                f"call, while the receiving side receives into a list of {m} (recv_object_list at line "
+                f"{recv.lineno + receives[0][2].offset}): send_object_list first sends a tensor of its list's "
+                "object sizes (one int64 an object) and recv_object_list receives it into a tensor as long as its "
+                f"own list, so on a way where this list holds {' or '.join(map(str, others))} the sizes do not fit "
+                "and gloo aborts the receiving rank's process on the oversized message (SIGABRT, 'op.preamble.length "
+                f"<= op.nbytes. {8 * others[0]} vs {8 * m}'), and this rank's send then fails ('Connection reset "
+                "by peer'; torch 2.13 on 2 ranks)"
+            )
+            fix = (
+                f"send a list of one fixed length, {max(lengths)} here (a field that is None when absent), and "
+                "receive into a list of that length; or send the length first"
+            )
+            _record_finding(
+                an,
+                node,
+                unit,
+                "object-list-length",
+                f"the list holds {ways} objects, the receiver's {m}",
+                why,
+                fix,
+                condition_line=test.lineno + unit.offset if test is not None else None,
+            )
+
+    def _test(self, stmts: list[ast.stmt], name: str, call: ast.Call) -> ast.expr | None:
+        """The ``if`` test before ``call`` under which ``name`` grows."""
+        for node in _own_nodes(stmts):
+            if (
+                isinstance(node, ast.If)
+                and node.lineno < call.lineno
+                and any(
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == name
+                    for s in (*node.body, *node.orelse)
+                    for n in ast.walk(s)
+                )
+            ):
+                return node.test
+        return None
+
+
+def _parent_in(root: ast.AST, child: ast.AST) -> ast.AST | None:
+    for node in ast.walk(root):
+        if any(c is child for c in ast.iter_child_nodes(node)):
+            return node
+    return None
+
+
+#: lint34a: calls that look at or remove a path before a link is made there (the link may then be replaced)
+_LINK_GUARDS = frozenset({"remove", "unlink", "lexists", "exists", "islink", "rmtree", "replace", "rename"})
+
+
+class _RepeatedSymlink:
+    """lint34a: ``symlink-exists`` - ``os.symlink(src, dst)`` (or ``Path(dst).symlink_to(src)``) of a link whose
+    path is the same at every call (built from constants, the function's parameters and attributes set only in
+    ``__init__``), in a function of the file that a loop calls once a trip with the same arguments, with nothing in
+    the function that looks at or removes the path first (``os.path.lexists``, ``os.remove``...) and no ``try``
+    around it: ``os.symlink`` raises ``FileExistsError`` when the path exists, so the second call raises, on the
+    rank that makes it (mmcv's ``EpochBasedRunner.save_checkpoint`` keeps ``latest.pth`` with
+    ``mmcv.symlink(..., overwrite=True)`` for this reason; round 22)."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _init_only(self, cls: str | None, attr: str) -> bool:
+        """Whether ``self.<attr>`` is assigned only in the class's ``__init__``."""
+        if cls is None:
+            return False
+        for func in self.an.funcs:
+            if func.self_class != cls or func.node.name == "__init__":
+                continue
+            for n in ast.walk(func.node):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+                if any(isinstance(t, ast.Attribute) and t.attr == attr for tt in targets for t in ast.walk(tt)):
+                    return False
+        return True
+
+    def _fixed(self, expr: ast.AST, func: _Func, params: set[str], depth: int = 0) -> set[str] | None:
+        """The parameters ``expr`` reads when it is the same at every call given the same arguments, else None."""
+        if depth > 4:
+            return None
+        used: set[str] = set()
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+                if not self._init_only(func.self_class, n.attr):
+                    return None
+            elif isinstance(n, ast.Attribute) and n.attr in ("format", "format_map"):
+                return None  # a template filled in: maybe another name at every call
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id != "self":
+                if n.id in params:
+                    used.add(n.id)
+                    continue
+                bound = [s for s in _own_nodes(func.node.body) if n.id in _assigned_names(s)]
+                if not bound:
+                    continue  # a module name: a constant, os.path, a function
+                if len(bound) != 1 or not isinstance(bound[0], ast.Assign) or len(bound[0].targets) != 1:
+                    return None
+                inner = self._fixed(bound[0].value, func, params, depth + 1)
+                if inner is None:
+                    return None
+                used |= inner
+            elif isinstance(n, ast.Call) and _terminal(n.func) not in ("join", "Path", "str", "fspath", "abspath"):
+                if not (isinstance(n.func, ast.Attribute) and n.func.attr in ("join", "joinpath")):
+                    return None
+        return used
+
+    def _repeated_call(self, func: _Func, used: set[str]) -> ast.AST | None:
+        """A loop that calls ``func`` once a trip with the same values for the parameters in ``used``."""
+        args = func.node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        skip = 1 if params[:1] in (["self"], ["cls"]) else 0
+        for caller in self.an.funcs:
+            for loop in _own_nodes(caller.node.body):
+                if not isinstance(loop, (ast.For, ast.While)):
+                    continue
+                changed = {n for s in [loop, *loop.body] for x in ast.walk(s) for n in _rebound_names(x)}
+                for node in (x for s in loop.body for x in ast.walk(s)):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    if self.an._callee(node.func, caller.self_class, caller.unit) != func.key:
+                        continue
+                    given = {p: a for p, a in zip(params[skip:], node.args)}
+                    given.update({k.arg: k.value for k in node.keywords if k.arg})
+                    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                        continue
+                    if all(
+                        p in given
+                        and not any(isinstance(x, ast.Name) and x.id in changed for x in ast.walk(given[p]))
+                        and not any(isinstance(x, ast.Call) for x in ast.walk(given[p]))
+                        for p in used
+                    ):
+                        return loop
+        return None
+
+    def run(self) -> None:
+        an = self.an
+        if not _mentions(an, "symlink"):
+            return
+        for func in an.funcs:
+            unit = func.unit
+            if not unit.report:
+                continue
+            own = list(_own_nodes(func.node.body))
+            if any(isinstance(n, ast.Try) for n in own):
+                continue
+            if any(isinstance(n, ast.Call) and _terminal(n.func) in _LINK_GUARDS for n in own):
+                continue
+            args = func.node.args
+            params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            for node in own:
+                if not isinstance(node, ast.Call) or id(node) in an.found:
+                    continue
+                full = an._resolve(node.func, unit) if _dotted(node.func) else ""
+                if full == "os.symlink" and len(node.args) >= 2:
+                    dst = node.args[1]
+                elif isinstance(node.func, ast.Attribute) and node.func.attr == "symlink_to":
+                    dst = node.func.value
+                else:
+                    continue
+                used = self._fixed(dst, func, params)
+                if used is None:
+                    continue
+                loop = self._repeated_call(func, used)
+                if loop is None:
+                    continue
+                shown = _clip(unit.text(dst), 40)
+                why = (
+                    f"os.symlink raises FileExistsError when its link path exists; `{shown}` is the same path at "
+                    f"every call of `{func.node.name}`, which the loop at line {loop.lineno + unit.offset} calls "
+                    "once a trip with the same arguments, and nothing here removes the link first: the first call "
+                    "makes it, the second raises FileExistsError on the rank that makes it, which leaves the "
+                    "program there while the other ranks go on to their next collective and wait in it for that "
+                    "rank (until its process ends, then fail, or until the timeout)"
+                )
+                fix = (
+                    f"replace the link: remove it first when it exists (`if os.path.lexists({shown}): "
+                    f"os.remove({shown})`), or make the new link under a temporary name and os.replace it onto "
+                    f"`{shown}` (mmcv.symlink(..., overwrite=True))"
+                )
+                _record_finding(
+                    an,
+                    node,
+                    unit,
+                    "symlink-exists",
+                    f"`{shown}` exists from the loop's second trip on",
+                    why,
+                    fix,
+                    condition_line=loop.lineno + unit.offset,
+                )
+
+
+def _rebound_names(node: ast.AST) -> set[str]:
+    """lint34a: the plain names a statement rebinds (``x = ...``, ``a, b = ...``, ``for x in``, ``x += 1``), not
+    the objects whose attributes or items it sets (``self.epoch += 1`` rebinds no name)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, ast.With):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    else:
+        return set()
+    out: set[str] = set()
+    stack = list(targets)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.Name):
+            out.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+    return out
+
+
+#: lint34a: calls that write through a file object given as their argument at this position
+_DUMPS_INTO = {"json.dump": 1, "pickle.dump": 1, "yaml.dump": 1, "yaml.safe_dump": 1, "torch.save": 1}
+#: lint34a: what makes a buffered file object's writes reach the file
+_FLUSHES = frozenset({"flush", "close", "__exit__"})
+
+
+class _UnflushedHandOff:
+    """lint34a: ``unflushed-write`` - a file object the function opens for writing outside a ``with``
+    (``open(path, "w")``, ``tempfile.NamedTemporaryFile(...)``), written (``f.write``, ``json.dump(x, f)``,
+    ``pickle.dump``, ``torch.save(x, f)``), and then a collective of torch.distributed (a broadcast of its name, a
+    barrier) with no ``f.flush()``/``f.close()`` between, in a file that reads files (``open``/``json.load``/
+    ``torch.load``): Python keeps small writes in the object's buffer until it fills or is flushed, so the ranks
+    that open the file after the collective can read it empty or cut (round 16's vocabulary in an unflushed
+    ``NamedTemporaryFile``: ``json.JSONDecodeError`` on the reader). Quiet with ``buffering=`` given."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+
+    def _opened(self, value: ast.AST, unit: _Unit) -> bool:
+        if not isinstance(value, ast.Call) or not _dotted(value.func):
+            return False
+        full = self.an._resolve(value.func, unit)
+        if any(k.arg == "buffering" for k in value.keywords):
+            return False
+        if full in ("tempfile.NamedTemporaryFile", "tempfile.TemporaryFile"):
+            return True
+        if full in ("open", "io.open", "builtins.open") or (
+            isinstance(value.func, ast.Attribute) and value.func.attr == "open" and full.startswith("pathlib")
+        ):
+            mode = _argument(value, 1, "mode")
+            return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and bool(set(mode.value) & set("wax"))
+        return False
+
+    def _handed_on(self, name: str, made: ast.Assign, own: list[ast.AST], unit: _Unit, read_paths: set[str]) -> bool:
+        """Whether the file ``name`` writes is one the program reads: its ``name.name`` is read (handed on), or
+        the path it was opened with is what some read of the file opens."""
+        if any(
+            isinstance(n, ast.Attribute)
+            and n.attr == "name"
+            and isinstance(n.value, ast.Name)
+            and n.value.id == name
+            and isinstance(n.ctx, ast.Load)
+            for n in own
+        ):
+            return True
+        path = _argument(made.value, 0, "file")  # type: ignore[arg-type]
+        return path is not None and unit.text(path) in read_paths
+
+    def run(self) -> None:
+        an = self.an
+        if not _mentions(an, "open", "TemporaryFile"):
+            return
+        read_paths = {  # what the file opens for reading or loads: the texts of their path arguments
+            unit.text(arg)
+            for unit in an.units
+            for n in ast.walk(unit.tree)
+            if isinstance(n, ast.Call)
+            and _dotted(n.func)
+            and an._resolve(n.func, unit) in ("open", "json.load", "torch.load", "pickle.load", "numpy.load")
+            and not self._opened(n, unit)
+            and (arg := _argument(n, 0, "file", "f")) is not None
+        }
+        if not read_paths:
+            return
+        for unit, body, _, _, _, _ in _gap_scopes(an):
+            own = list(_own_nodes(body))
+            handles = {
+                n.targets[0].id: n
+                for n in own
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+                and self._opened(n.value, unit)
+            }
+            if not handles:
+                continue
+            calls = sorted((n for n in own if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset))
+            for name, made in handles.items():
+                if not self._handed_on(name, made, own, unit, read_paths):
+                    continue
+                write = None
+                for call in calls:
+                    if call.lineno < made.lineno:
+                        continue
+                    full = an._resolve(call.func, unit) if _dotted(call.func) else ""
+                    on_handle = (
+                        isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == name
+                    )
+                    if on_handle and call.func.attr in _FLUSHES:  # type: ignore[union-attr]
+                        break
+                    if full == "os.fsync":
+                        break
+                    if write is None and (
+                        (on_handle and call.func.attr in ("write", "writelines"))  # type: ignore[union-attr]
+                        or (
+                            full in _DUMPS_INTO
+                            and isinstance(arg := _argument(call, _DUMPS_INTO[full], "fp", "f"), ast.Name)
+                            and arg.id == name
+                        )
+                    ):
+                        write = call
+                        continue
+                    owner, _, op = full.replace("torch.distributed.distributed_c10d.", "torch.distributed.").rpartition(
+                        "."
+                    )
+                    if write is not None and owner == "torch.distributed" and op in COLLECTIVES:
+                        if id(write) in an.found:
+                            break
+                        why = (
+                            f"this writes into `{name}` (opened at line {made.lineno + unit.offset}, outside a "
+                            f"`with`), and the collective at line {call.lineno + unit.offset} follows with no "
+                            f"`{name}.flush()` or `{name}.close()` in between: Python keeps a write in the file "
+                            "object's buffer (the file system's block size, or io.DEFAULT_BUFFER_SIZE) until the "
+                            "buffer fills or the object is flushed or closed, so when the other ranks open the file "
+                            "after the collective it can "
+                            "still be empty or cut (torch 2.13 on 2 ranks: a small json.dump into an unflushed "
+                            "NamedTemporaryFile read as empty, json.JSONDecodeError on the reader)"
+                        )
+                        fix = (
+                            f"close `{name}` (or call `{name}.flush()`) before the collective: write it in a "
+                            "`with` block, which closes it at the block's end"
+                        )
+                        _record_finding(
+                            an,
+                            write,
+                            unit,
+                            "unflushed-write",
+                            f"`{name}` is not flushed before the collective at line {call.lineno + unit.offset}",
+                            why,
+                            fix,
+                            condition_line=call.lineno + unit.offset,
+                        )
+                        break
+
+
+def _mentions(an: _Analysis, *words: str) -> bool:
+    """lint34a: whether the source of a reported unit of the file holds one of ``words`` (``send``, ``symlink``,
+    ``getsockname``): a text search, so that the lint34a checks leave at once a file that cannot concern them."""
+    return any(word in u.source for u in an.units if u.report for word in words)
