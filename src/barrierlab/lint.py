@@ -187,6 +187,20 @@ Finding kinds:
   collectives: it polls while the file exists, with no timeout and no check that its holder is alive, so a holder
   killed before ``release()`` leaves every later waiter spinning for ever, outside any collective (round 47's
   GPTQModel and OpenEquivariance). See :class:`_StaleLockWaits`.
+* ``p2p-noncontiguous`` - a ``send``/``isend``/``recv``/``irecv`` (or ``P2POp``) handed a transposed or permuted
+  view: gloo's point-to-point calls raise "input tensor has to be contiguous" on that rank while its peer waits.
+  See :class:`_NonContiguousP2P`.
+* ``own-port`` - a TCPStore or ``tcp://`` rendezvous given a port each process picks itself (a socket bound to port
+  0): each rank gets its own port, so every rank waits until the store's timeout. See :class:`_OwnPortRendezvous`.
+* ``object-list-length`` - ``send_object_list`` of a list whose length a test changes, received into a list of one
+  fixed length: gloo aborts the receiver on the oversized size message. See :class:`_ObjectListLengths`.
+* ``symlink-exists`` - ``os.symlink`` to the same path on every trip of a loop with nothing removing it first: the
+  second call raises ``FileExistsError``. See :class:`_RepeatedSymlink`.
+* ``unflushed-write`` - a file opened for writing outside a ``with``, written, and handed to other ranks by a
+  collective before ``flush()``/``close()``: they can read it empty or cut. See :class:`_UnflushedHandOff`.
+* ``evaluated-count`` also covers process groups made with ``new_group`` and DDP's own collectives (its
+  constructor's, a backward's gradient all-reduce, the bucket rebuild), each rank followed through them; a whole
+  run whose every group's calls agree withdraws the hang findings it contradicts. See :class:`_GroupedRanks`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -1353,7 +1367,14 @@ follows every
 rank from the __main__ block: a collective that some ranks make and the others never make at that position (a
 loop whose trips differ by rank, an if taken on some ranks only, a raise or failed assert on a rank with no data:
 islice(enumerate(docs), rank, None, world_size) of 2 docs on 3 ranks), reported with the world size evaluated and
-what each rank does; quiet when a value around a collective cannot be evaluated exactly. forked-collective: a
+what each rank does; quiet when a value around a collective cannot be evaluated exactly (process groups made with
+new_group and DDP's own collectives are followed too; a whole run whose groups' calls all agree withdraws the
+branch, loop and early-exit findings it contradicts). p2p-noncontiguous: a send/recv (isend, irecv, P2POp) of a
+transposed or permuted view (gloo raises on that rank). own-port: a TCPStore or tcp:// rendezvous on a port each
+process picked itself (a socket bound to port 0). object-list-length: send_object_list of a list whose length a
+test changes, received into a fixed-length list. symlink-exists: os.symlink to the same path on every trip of a
+loop. unflushed-write: a file written outside a with and handed to other ranks by a collective before it was
+flushed or closed. forked-collective: a
 collective in a child process the rank starts (the child branch of os.fork(),
 or multiprocessing.Process(target=f) where f reaches one and does not call init_process_group).
 agreed-argument: a library object built with an argument computed from this rank's own values (its rank, its
