@@ -23772,7 +23772,12 @@ def _lintfp34_flow_agreed(an: Any, helper: _Func) -> bool:
     equal while ``return x["step"]`` before the broadcast's copy is not. A ``return`` under a test, loop or ``try``
     that is not equal on every rank, a generator, or a function without a collective is not followed."""
     node = helper.node
-    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in _own_nodes(node.body)):
+    equalizes = False
+    for sub in _own_nodes(node.body):
+        if isinstance(sub, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
+            return False
+        equalizes = equalizes or (isinstance(sub, ast.Call) and _terminal(sub.func) in _EQUALIZING)
+    if not equalizes:  # no collective that makes a value equal: nothing to follow (the common case, kept cheap)
         return False
     unit, self_class = helper.unit, helper.self_class
     constants = _lintfp34_module_constants(unit)
