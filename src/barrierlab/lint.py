@@ -4701,6 +4701,8 @@ class _Analysis:
                 current = self.ddp[key]
                 for param, arg in bound:
                     kind = current.get(_dotted(arg) or "")
+                    if kind and _lintfp34_unwrapped(self, key, _dotted(arg) or "", arg):  # lintfp34
+                        kind = None
                     if kind and param in params and own.setdefault(callee, {}).get(param) != kind:
                         own[callee][param] = kind
                         changed = True
@@ -4718,7 +4720,9 @@ class _Analysis:
                 for param, arg in bound:
                     name = _dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
                     if param in held and (
-                        (name is not None and name not in self.ddp[key]) or self._unwrapping_call(arg, key)
+                        (name is not None and name not in self.ddp[key])
+                        or self._unwrapping_call(arg, key)
+                        or (name is not None and _lintfp34_unwrapped(self, key, name, arg))  # lintfp34
                     ):
                         del held[param]
                         dropped = True
@@ -4866,6 +4870,8 @@ class _Analysis:
         return equal
 
     def _returns_agreed(self, helper: _Func) -> bool:
+        if _lintfp34_flow_agreed(self, helper):  # lintfp34: followed statement by statement
+            return True
         own = list(_own_nodes(helper.node.body))
         returns = [n.value for n in own if isinstance(n, ast.Return)]
         if returns and all(self._agreeing_call(r, helper.self_class, helper.unit) for r in returns if r is not None):
@@ -6976,7 +6982,7 @@ class _Analysis:
             return None
         ctx = self.contexts.get(id(call), frozenset())
         written = _dotted(call.func) or ""
-        if written in ddp:
+        if written in ddp and not _lintfp34_unwrapped(self, scope, written, call):  # lintfp34: ``m = m.module``
             kind = ddp[written]
             no_grad = "no_grad" in ctx or (scope is not None and self.called_only_under_no_grad(scope))
             if "join" in ctx or (kind == "ddp" and no_grad and not self.has_buffers):
@@ -7151,6 +7157,9 @@ class _Analysis:
                 ):
                     continue  # ``self.stop = box[0]`` after ``broadcast_object_list(box)``: agreed from there on
                 return True
+            if isinstance(node, ast.Attribute) and id(node) in _lintfp34_record_fields(self):
+                stack.append(_lintfp34_record_fields(self)[id(node)])  # lintfp34: the field's own value
+                continue
             if _env_rank(node) or (files and self._counted_look(node)) or _log_level_check(node):
                 return True
             if isinstance(node, ast.Call) and self.rng_seeder is not None and self._global_draw(node):
@@ -13319,6 +13328,8 @@ class _Walker:
             callee = self.an._callee(node.func, self.self_class, self.unit)
             if callee is not None and _endless_generator(self.an.table[callee].node):
                 return "endless"
+        if _lintfp34_enumerate_start(node):  # lintfp34: ``enumerate(x, start=1)`` runs as often as ``x``
+            return self._length(node.args[0], depth + 1)  # type: ignore[attr-defined]
         if not isinstance(node, ast.Call) or node.keywords:
             return None
         name, args = _terminal(node.func), node.args
@@ -25289,10 +25300,6 @@ def _gather_object_input(tracer: _ShapeTracer, node: ast.Call, scope, env, depth
     return out, copy.deepcopy(obj) if _plain_data(obj) else _NoCount
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # lint34a: the rank tracer runs nested functions (closures), and a rank that hands batch_isend_irecv no op raises
 # ---------------------------------------------------------------------------------------------------------------
@@ -26136,3 +26143,423 @@ def _mentions(an: _Analysis, *words: str) -> bool:
     """lint34a: whether the source of a reported unit of the file holds one of ``words`` (``send``, ``symlink``,
     ``getsockname``): a text search, so that the lint34a checks leave at once a file that cannot concern them."""
     return any(word in u.source for u in an.units if u.report for word in words)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lintfp34: false alarms on correct code (round 50): a loop over ``enumerate(table[rank], start=1)``, values that
+# a collective made equal, an object's attribute that is not its rank, a DDP model's ``.module``.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _lintfp34_enumerate_start(node: ast.AST) -> bool:
+    """``enumerate(x, start=k)`` (or ``enumerate(x, k)``): it yields as many items as ``x``, whatever ``k``."""
+    return (
+        isinstance(node, ast.Call)
+        and _terminal(node.func) == "enumerate"
+        and len(node.args) in (1, 2)
+        and all(k.arg == "start" for k in node.keywords)
+        and len(node.args) + len(node.keywords) <= 2
+    )
+
+
+def _lintfp34_module_constants(unit: _Unit) -> frozenset[str]:
+    """Names the module binds once, at its top level, to a literal (``STEPS = 6``, ``NAMES = ("a", "b")``):
+    the same on every rank wherever they are read."""
+    cached = unit.__dict__.get("_lintfp34_constants")
+    if cached is not None:
+        return cached
+    counts: dict[str, int] = {}
+    literal: set[str] = set()
+    for stmt in unit.tree.body:
+        for names, value, _ in _assignments([stmt]):
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+                if all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.expr_context)) for n in ast.walk(value)):
+                    literal.add(name)
+    found = frozenset(n for n in literal if counts[n] == 1)
+    unit.__dict__["_lintfp34_constants"] = found
+    return found
+
+
+#: Context managers that never swallow an exception raised in their block: the statements after the block run
+#: only if it ran to its end (``contextlib.suppress`` and unknown managers may skip the rest of it).
+_LINTFP34_PLAIN_CONTEXTS = frozenset({"no_grad", "inference_mode", "enable_grad", "autocast", "nullcontext"})
+
+
+def _lintfp34_flow_agreed(an: Any, helper: _Func) -> bool:
+    """Whether every ``return`` of ``helper`` hands back a value equal on every rank, following its statements in
+    order: a name a broadcast/all-reduce/all-gather filled is equal from that call on, and so is a name assigned
+    only from equal names, constants and plain builtins or methods of equal values; an ``if`` on an equal test
+    keeps what both of its ways agree on. An assignment of anything else (``x = load() if rank == 0 else None``)
+    makes the name unequal again, so ``box = [x]; broadcast_object_list(box); x = box[0]; return x["step"]`` is
+    equal while ``return x["step"]`` before the broadcast's copy is not. A ``return`` under a test, loop or ``try``
+    that is not equal on every rank, a generator, or a function without a collective is not followed."""
+    node = helper.node
+    equalizes = False
+    for sub in _own_nodes(node.body):
+        if isinstance(sub, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
+            return False
+        equalizes = equalizes or (isinstance(sub, ast.Call) and _terminal(sub.func) in _EQUALIZING)
+    if not equalizes:  # no collective that makes a value equal: nothing to follow (the common case, kept cheap)
+        return False
+    unit, self_class = helper.unit, helper.self_class
+    constants = _lintfp34_module_constants(unit)
+    local = {n for names, _, _ in _assignments(list(_own_nodes(node.body))) for n in names}
+    args = node.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    state = {"collective": False, "read": False}
+
+    def equalizing(call: ast.Call) -> str | None:
+        if not (call.args and isinstance(call.args[0], ast.Name)):
+            return None
+        op = an._collective(call.func, unit)
+        return call.args[0].id if op and op.rpartition(".")[2] in _EQUALIZING else None
+
+    def equal(expr: ast.AST | None, agreed: set[str]) -> bool:
+        if expr is None:
+            return True
+        bound = {
+            n.id
+            for c in ast.walk(expr)
+            if isinstance(c, ast.comprehension)
+            for n in ast.walk(c.target)
+            if isinstance(n, ast.Name)
+        }
+        skip: set[int] = set()
+        for sub in ast.walk(expr):
+            if id(sub) in skip:
+                continue
+            if isinstance(sub, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+                return False
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+                if sub.id in agreed or sub.id in bound or sub.id in _PLAIN_BUILTINS:
+                    continue
+                if sub.id in constants and sub.id not in local and sub.id not in params:
+                    continue
+                return False
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Name) and func.id in _PLAIN_BUILTINS:
+                    continue
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in agreed:
+                    continue  # ``t.item()``, ``state.get("step", 0)`` of an equal value, its arguments checked too
+                if an._agreeing_call(sub, self_class, unit):
+                    skip.update(id(n) for n in ast.walk(sub))
+                    continue
+                return False
+        return True
+
+    def touched(stmts: list[ast.stmt]) -> set[str]:
+        """Names bound or handed to a call (which may fill them) anywhere in ``stmts``."""
+        names = {n for names, _, _ in _assignments(list(_own_nodes(stmts))) for n in names}
+        for sub in _own_nodes(stmts):
+            if isinstance(sub, ast.Call):
+                names |= {a.id for a in sub.args if isinstance(a, ast.Name)}
+                if isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                    names.add(sub.func.value.id)
+            elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                base = sub.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    names.add(base.id)
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                names.add(sub.id)
+        return names
+
+    def returns_in(stmts: list[ast.stmt]) -> bool:
+        return any(isinstance(n, (ast.Return, ast.Raise)) for n in _own_nodes(stmts))
+
+    def calls(stmt: ast.stmt, agreed: set[str]) -> None:
+        """What the calls of a statement do to ``agreed``: a collective makes its first argument equal, any other
+        call may change the names it is handed and the object whose method it is."""
+        for sub in _own_nodes([stmt]):
+            if not isinstance(sub, ast.Call):
+                continue
+            filled = equalizing(sub)
+            if filled is not None:
+                agreed.add(filled)
+                state["collective"] = True
+                continue
+            if all(equal(a, agreed) for a in (*sub.args, *(k.value for k in sub.keywords))):
+                if isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                    continue  # ``box.append(agreed_value)``: still equal
+            agreed.difference_update(a.id for a in sub.args if isinstance(a, ast.Name))
+            if isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                agreed.discard(sub.func.value.id)
+
+    def walk(stmts: list[ast.stmt], agreed: set[str]) -> set[str] | None:
+        """``agreed`` after ``stmts``, or None when they always end in a return or raise; raises _Stop when a
+        return is not followed."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.Return):
+                if not equal(stmt.value, agreed):
+                    raise _Lintfp34Stop
+                if stmt.value is not None and any(
+                    isinstance(n, ast.Name) and n.id in agreed for n in ast.walk(stmt.value)
+                ):
+                    state["read"] = True
+                return None
+            if isinstance(stmt, ast.Raise):
+                return None
+            if isinstance(stmt, ast.If):
+                if not equal(stmt.test, agreed):
+                    if returns_in([stmt]):
+                        raise _Lintfp34Stop
+                    agreed = agreed - touched([stmt])
+                    continue
+                ways = [walk(list(stmt.body), set(agreed)), walk(list(stmt.orelse), set(agreed))]
+                open_ways = [w for w in ways if w is not None]
+                if not open_ways:
+                    return None
+                agreed = set.intersection(*open_ways)
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)) and all(
+                _terminal(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr)
+                in _LINTFP34_PLAIN_CONTEXTS
+                for i in stmt.items
+            ):
+                for item in stmt.items:
+                    calls(ast.Expr(item.context_expr), agreed)
+                    if item.optional_vars is not None:
+                        agreed.difference_update(_target_names(item.optional_vars))
+                after = walk(list(stmt.body), agreed)
+                if after is None:
+                    return None
+                agreed = after
+                continue
+            if isinstance(
+                stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.With, ast.AsyncWith)
+            ) or type(stmt).__name__ in ("TryStar",):  # a ``with`` that may swallow an exception (``suppress``)
+                if returns_in([stmt]):
+                    raise _Lintfp34Stop
+                agreed = agreed - touched([stmt])
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                agreed.discard(stmt.name)
+                continue
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                value = stmt.value
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                ok = value is not None and equal(value, agreed)
+                if isinstance(stmt, ast.AugAssign):
+                    ok = ok and equal(stmt.target, agreed)
+                calls(stmt, agreed)
+                for target in targets:
+                    for sub in ast.walk(target):
+                        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                            (agreed.add if ok else agreed.discard)(sub.id)
+                        elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
+                            base = sub.value
+                            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                                base = base.value
+                            index_ok = not isinstance(sub, ast.Subscript) or equal(sub.slice, agreed)
+                            if isinstance(base, ast.Name) and not (ok and index_ok):
+                                agreed.discard(base.id)
+                continue
+            if isinstance(stmt, ast.Delete):
+                agreed = agreed - touched([stmt])
+                continue
+            calls(stmt, agreed)
+        return agreed
+
+    try:
+        walk(list(node.body), set())
+    except _Lintfp34Stop:
+        return False
+    return state["collective"] and state["read"]
+
+
+class _Lintfp34Stop(Exception):
+    """A return :func:`_lintfp34_flow_agreed` does not follow."""
+
+
+#: Constructors of a plain record whose fields are the keywords they are given.
+_LINTFP34_RECORDS = frozenset({"types.SimpleNamespace", "SimpleNamespace", "argparse.Namespace", "Namespace"})
+#: Calls that read an object without changing its fields.
+_LINTFP34_READERS = frozenset({"print", "repr", "str", "isinstance", "hasattr", "getattr", "id", "type", "format"})
+
+
+def _lintfp34_record_fields(an: Any) -> dict[int, ast.expr]:
+    """The read ``args.epochs`` of a record built once in its scope (``args = SimpleNamespace(rank=..., epochs=2)``)
+    -> the value given to that field: what it holds is that value, not its siblings (the record holds the rank, its
+    ``epochs`` does not). Only when no statement of the scope changes the record's fields (``args.x = ...``,
+    ``setattr``, ``vars(args)``) and every call it is handed to is one of the file's functions that sets no attribute
+    of its parameters, or a reader (``print``)."""
+    cached = an.__dict__.get("_lintfp34_fields")
+    if cached is not None:
+        return cached
+    found: dict[int, ast.expr] = {}
+    for key, nodes, unit in an._scopes():
+        func = an.table.get(key) if key is not None else None
+        params: set[str] = set()
+        if func is not None:
+            args = func.node.args
+            params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        counts: dict[str, int] = {}
+        records: dict[str, ast.Call] = {}
+        for names, value, index in _assignments(nodes):
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+                if (
+                    index is None
+                    and len(names) == 1
+                    and isinstance(value, ast.Call)
+                    and not value.args
+                    and value.keywords
+                    and all(k.arg for k in value.keywords)
+                    and an._resolve(value.func, unit) in _LINTFP34_RECORDS
+                ):
+                    records[name] = value
+        records = {
+            n: v
+            for n, v in records.items()
+            if counts.get(n) == 1 and n not in params and sum(1 for x in nodes if _lintfp34_binds(x, n)) == 1
+        }
+        if not records:
+            continue
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in records:
+                if not isinstance(node.ctx, ast.Load) or node.attr.startswith("__"):
+                    records.pop(node.value.id, None)
+            elif isinstance(node, ast.Call):
+                handed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in records]
+                handed += [k.value.id for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id in records]
+                handed += [
+                    s.value.id
+                    for s in node.args
+                    if isinstance(s, ast.Starred) and isinstance(s.value, ast.Name) and s.value.id in records
+                ]
+                if handed and not _lintfp34_harmless_call(an, node, func, unit):
+                    for name in handed:
+                        records.pop(name, None)
+        if not records:
+            continue
+        inside = {id(n) for v in records.values() for n in ast.walk(v)}
+        for node in nodes:
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in records
+                and id(node) not in inside
+            ):
+                given = next((k.value for k in records[node.value.id].keywords if k.arg == node.attr), None)
+                if given is None:
+                    continue
+                if any(isinstance(n, ast.Attribute) and _dotted(n.value) in records for n in ast.walk(given)):
+                    continue  # a field given another record's field: left to the other rules (no cycles)
+                found[id(node)] = given
+    an.__dict__["_lintfp34_fields"] = found
+    return found
+
+
+def _lintfp34_binds(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+
+
+def _lintfp34_harmless_call(an: Any, call: ast.Call, func: Any, unit: _Unit) -> bool:
+    """Whether ``call`` cannot change the fields of a record it is handed: a reader (``print``), or a function of
+    the file that assigns no attribute of any of its parameters and calls no ``setattr``."""
+    if isinstance(call.func, ast.Name) and call.func.id in _LINTFP34_READERS:
+        return True
+    callee = an._callee(call.func, func.self_class if func is not None else None, unit)
+    target = an.table.get(callee) if callee is not None else None
+    if target is None:
+        return False
+    args = target.node.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    for node in ast.walk(target.node):
+        if isinstance(node, ast.Call) and _terminal(node.func) in ("setattr", "delattr", "vars"):
+            return False
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in params and base.id != "self":
+                return False
+    return True
+
+
+def _lintfp34_unwraps(value: ast.AST | None, name: str) -> bool:
+    """``name.module``, ``getattr(name, "module", name)`` or ``name.module if <test> else name``: the module a
+    DDP/FSDP wrapper held in ``name`` wraps (a wrapper's ``.module`` is the plain model, whose forward makes no
+    collective)."""
+
+    def is_name(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
+
+    def module_of(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "module" and is_name(node.value)
+
+    if module_of(value):
+        return True
+    if isinstance(value, ast.IfExp):
+        return module_of(value.body) and is_name(value.orelse)
+    return (
+        isinstance(value, ast.Call)
+        and _terminal(value.func) == "getattr"
+        and len(value.args) == 3
+        and is_name(value.args[0])
+        and isinstance(value.args[1], ast.Constant)
+        and value.args[1].value == "module"
+        and is_name(value.args[2])
+    )
+
+
+def _lintfp34_unwrapped(an: Any, scope: str | None, written: str, node: ast.AST) -> bool:
+    """Whether the name ``written``, at ``node``, holds the module its wrapper wraps rather than the wrapper: the
+    function rebinds it only by unwraps (:func:`_lintfp34_unwraps`), and one of them is a statement of a block
+    that ``node`` follows in the same block (or the only statement of such an ``if`` whose test does not involve
+    the rank: ``if args.distributed: model = model.module``, the program's own statement of when the model is
+    wrapped). Rank 0's evaluation after ``model = model.module`` makes no collective (open_clip's ``evaluate``)."""
+    func = an.table.get(scope) if scope is not None else None
+    if func is None or "." in written or not written:
+        return False
+    cache = an.__dict__.setdefault("_lintfp34_unwrap_after", {})
+    entry = cache.get((func.key, written))
+    if entry is None or entry[0] is not func.node:
+        entry = (func.node, _lintfp34_after_unwrap(an, func.node.body, written))
+        cache[(func.key, written)] = entry
+    return id(node) in entry[1]
+
+
+def _lintfp34_after_unwrap(an: Any, body: list[ast.stmt], written: str) -> frozenset[int]:
+    """The ids of the nodes that follow an unwrap of ``written`` in its own block (see
+    :func:`_lintfp34_unwrapped`); empty unless every binding of ``written`` in ``body`` is such an unwrap."""
+    binds = [n for n in _own_nodes(body) if _lintfp34_binds(n, written)]
+    if not binds:
+        return frozenset()
+    blocks = [body] + [
+        getattr(n, field)
+        for n in _own_nodes(body)
+        if isinstance(n, ast.stmt) and not isinstance(n, _SCOPES)
+        for field in ("body", "orelse", "finalbody")
+        if isinstance(getattr(n, field, None), list)
+    ]
+    blocks += [h.body for n in _own_nodes(body) if isinstance(n, ast.ExceptHandler) for h in [n]]
+    unwraps: set[int] = set()
+    after: set[int] = set()
+    for block in blocks:
+        for index, stmt in enumerate(block):
+            assign = stmt
+            if isinstance(stmt, ast.If) and len(stmt.body) == 1 and not stmt.orelse:
+                if an.mentions_rank(stmt.test, set()):
+                    continue
+                assign = stmt.body[0]
+            if (
+                isinstance(assign, ast.Assign)
+                and len(assign.targets) == 1
+                and isinstance(assign.targets[0], ast.Name)
+                and assign.targets[0].id == written
+                and _lintfp34_unwraps(assign.value, written)
+            ):
+                unwraps.add(id(assign.targets[0]))
+                after.update(id(n) for n in _own_nodes(block[index + 1 :]))
+    return frozenset(after) if unwraps == {id(n) for n in binds} else frozenset()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
