@@ -770,9 +770,9 @@ def test_lint_time_grows_about_linearly_with_a_chain_of_functions() -> None:
     import time
 
     source = chained_functions(1600)
-    start = time.process_time()  # CPU seconds: the machine's load does not stretch them
+    start = time.process_time()  # CPU seconds: stretched by the load too on this machine, far less than wall time
     findings = lint_source(source, "chain.py")
-    assert time.process_time() - start < 10
+    assert time.process_time() - start < 25  # 10.1-11.8 s seen at load 8-14 (session 34); the regression took 35 s
     assert len(findings) == 1599
     assert findings[0].collective.startswith("f2 -> f3 -> ") and "... (1587 calls) -> " in findings[0].collective
     assert findings[0].collective.endswith(" -> f1600 -> dist.barrier")

@@ -627,7 +627,10 @@ def test_run_unflushed_file_is_read_empty(tmp_path, monkeypatch):
 
     mod = _module(tmp_path, monkeypatch, "lint34a_unflushed", UNFLUSHED)
     run = bl.run(mod.worker, 2, timeout=10, deadline=60)
-    assert run[1].error_message.startswith("JSONDecodeError")
+    # rank 0 reads its own unflushed file too, so it raises whatever the timing; rank 1 either reads it empty as
+    # well or meets rank 0's ended process first ("Connection reset by peer", seen once under load)
+    assert run[0].error_message.startswith("JSONDecodeError"), run
+    assert run[1].error_message.startswith(("JSONDecodeError", "RuntimeError")), run
     fixed = _module(tmp_path, monkeypatch, "lint34a_unflushed_fixed", UNFLUSHED_FIXED)
     run = bl.run(fixed.worker, 2, timeout=10, deadline=60)
     assert run.ok
