@@ -10172,7 +10172,7 @@ def hits(batch, world):
 """
     [gathered] = lint_source(source.format(found="(batch > 0).nonzero()"))
     assert (gathered.line, gathered.kind) == (7, "size-mismatch")
-    assert "not reduced" not in gathered.why and "holds values no rank sent" in gathered.why, gathered.why
+    assert "not reduced" not in gathered.why and "does not hold what that rank sent" in gathered.why, gathered.why
     [reduced] = lint_source(
         source.format(found="(batch > 0).nonzero()").replace("dist.all_gather(out, found)", "dist.all_reduce(found)")
     )

@@ -199,8 +199,10 @@ Finding kinds:
 * ``unflushed-write`` - a file opened for writing outside a ``with``, written, and handed to other ranks by a
   collective before ``flush()``/``close()``: they can read it empty or cut. See :class:`_UnflushedHandOff`.
 * ``evaluated-count`` also covers process groups made with ``new_group`` and DDP's own collectives (its
-  constructor's, a backward's gradient all-reduce, the bucket rebuild), each rank followed through them; a whole
-  run whose every group's calls agree withdraws the hang findings it contradicts. See :class:`_GroupedRanks`.
+  constructor's, a backward's gradient all-reduce, the bucket rebuild), each rank followed through them. In such a
+  file (one that makes groups or wraps a DDP model) whose every rank the evaluation follows to its end, a run whose
+  every group's calls agree withdraws the hang findings it contradicts; in other files, and where the evaluation
+  stops short, they stay. See :class:`_GroupedRanks`.
 
 A loop exit (``break``/``return``/``continue``) or a ``while`` test on this rank's own model output (the
 forward of a DDP/FSDP model, of a torch module of the file fed a rank-dependent input, or a function of the
@@ -1225,6 +1227,16 @@ def report(findings: Sequence[Finding]) -> str:
 
 #: The command line's help: what lint checks, what it follows, what it cannot know (plain text).
 HELP = """\
+Each finding names its kind in brackets. A collective only some ranks reach is a [branch] (under an if on the
+rank), [early-exit] (after a return, raise or break some ranks take), [rank-dependent-loop] (in a loop whose
+count differs), [hidden-collective] (reached through a call of such a function) or [except-path] (in an except
+block); the other kinds are described below, and these five with their reasons in each finding: lock-held (a
+collective made while holding a cross-process file lock: the others wait for the lock, the holder for them),
+signal-handler (a collective made by a signal.signal handler: only the signalled ranks make it), root-only-list
+(a gather_list/scatter_list built on every rank, where torch raises on every rank but the root), self-root (a
+src/dst that is each rank's own rank: every rank takes itself for the root) and retry (a collective in the try
+of a loop whose except goes on).
+
 Find torch.distributed collectives that only some ranks reach: under an if on the rank or on the file
 system (os.path.exists, Path.is_file: ranks can see different files), on a clock reading (time.monotonic(),
 time.time(): each rank reads its own) or a logger's level (logger.isEnabledFor), after a return, raise or break that
@@ -1368,8 +1380,9 @@ rank from the __main__ block: a collective that some ranks make and the others n
 loop whose trips differ by rank, an if taken on some ranks only, a raise or failed assert on a rank with no data:
 islice(enumerate(docs), rank, None, world_size) of 2 docs on 3 ranks), reported with the world size evaluated and
 what each rank does; quiet when a value around a collective cannot be evaluated exactly (process groups made with
-new_group and DDP's own collectives are followed too; a whole run whose groups' calls all agree withdraws the
-branch, loop and early-exit findings it contradicts). p2p-noncontiguous: a send/recv (isend, irecv, P2POp) of a
+new_group and DDP's own collectives are followed too; in a file that makes groups or wraps a DDP model, when every
+rank is followed to its end and the groups' calls all agree, that run withdraws the branch, loop and early-exit
+findings it contradicts; in other files they stay). p2p-noncontiguous: a send/recv (isend, irecv, P2POp) of a
 transposed or permuted view (gloo raises on that rank). own-port: a TCPStore or tcp:// rendezvous on a port each
 process picked itself (a socket bound to port 0). object-list-length: send_object_list of a list whose length a
 test changes, received into a fixed-length list. symlink-exists: os.symlink to the same path on every trip of a
@@ -16212,8 +16225,9 @@ class _Sizes:
         name = _terminal(call.func)
         if "gather" in name:  # all_gather, all_gather_into_tensor, gather_for_metrics: nothing is reduced
             wrong = (
-                "returns on some ranks with a slot for another rank's tensor that holds values no rank sent (on gloo: "
-                "that rank's values never arrive, the slot keeps leftover memory, while that rank aborts)"
+                "returns on some ranks with a slot for another rank's tensor that does not hold what that rank sent "
+                "(on gloo, seen in review: the first of that rank's values, then values no rank sent), while that "
+                "rank aborts"
             )
         elif "reduce" in name:
             wrong = "returns values that were not reduced (a rank's own, or partly summed)"
