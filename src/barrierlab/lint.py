@@ -26585,6 +26585,11 @@ def _lintfp34b_flag_off(an: Any, call: ast.Call, key: str, unit: _Unit, scope: s
         return False
     if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)):
         return False
+    gated = an.__dict__.setdefault("_lintfp34b_gated", {})
+    if key not in gated:  # worked out once per method: every collective of it under a test on ``self.``
+        gated[key] = _lintfp34b_method_off(an, key, _LINTFP34B_ANY_FLAG, depth)
+    if not gated[key]:
+        return False
     flags = _lintfp34b_object_flags(an, call.func.value.id, func.self_class, unit, scope)
     return flags is not None and _lintfp34b_method_off(an, key, flags, depth)
 
@@ -26617,6 +26622,11 @@ def _lintfp34b_method_off(an: Any, key: str, flags: dict[str, object], depth: in
     return bool(reaching)
 
 
+#: lintfp34b: the flags of no object in particular: every ``self.`` test may be false (the first, cheap pass of
+#: :func:`_lintfp34b_flag_off`, worked out once per method)
+_LINTFP34B_ANY_FLAG: dict[str, object] = {}
+
+
 def _lintfp34b_false_flag(term: ast.expr, flags: dict[str, object]) -> bool:
     """Whether ``term`` (a test's ``and`` term) is false given the object's flags: ``self.FLAG`` false,
     ``not self.FLAG`` true."""
@@ -26625,9 +26635,29 @@ def _lintfp34b_false_flag(term: ast.expr, flags: dict[str, object]) -> bool:
         term, negate = term.operand, True
     if not (isinstance(term, ast.Attribute) and isinstance(term.value, ast.Name) and term.value.id == "self"):
         return False
+    if flags is _LINTFP34B_ANY_FLAG:
+        return True  # the cheap first pass: a test on a ``self.`` attribute at all
     if term.attr not in flags:
         return False
     return bool(flags[term.attr]) if negate else not flags[term.attr]
+
+
+def _lintfp34b_stored_attributes(unit: _Unit) -> dict[str, int] | None:
+    """How many times the file stores each attribute name (``x.name = ...``, ``del x.name``); None when it may set
+    attributes by other means (``setattr``, ``vars``, ``__dict__``). Worked out once per unit."""
+    if "_lintfp34b_stored" in unit.__dict__:
+        return unit.__dict__["_lintfp34b_stored"]
+    stored: dict[str, int] | None = {}
+    for n in ast.walk(unit.tree):
+        if (isinstance(n, ast.Name) and n.id in ("setattr", "vars", "__dict__")) or (
+            isinstance(n, ast.Attribute) and n.attr == "__dict__"
+        ):
+            stored = None
+            break
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stored[n.attr] = stored.get(n.attr, 0) + 1  # type: ignore[index]
+    unit.__dict__["_lintfp34b_stored"] = stored
+    return stored
 
 
 def _lintfp34b_object_flags(an: Any, name: str, cls: str, unit: _Unit, scope: str | None) -> dict[str, object] | None:
@@ -26679,19 +26709,9 @@ def _lintfp34b_object_flags(an: Any, name: str, cls: str, unit: _Unit, scope: st
     given: dict[str, ast.expr | None] = dict(defaults)
     given.update(zip(positional, built.args))
     given.update({k.arg: k.value for k in built.keywords if k.arg})
-    file_tree = unit.tree
-    if any(
-        isinstance(n, ast.Name)
-        and n.id in ("setattr", "vars", "__dict__")
-        or isinstance(n, ast.Attribute)
-        and n.attr == "__dict__"
-        for n in ast.walk(file_tree)
-    ):
+    stored = _lintfp34b_stored_attributes(unit)
+    if stored is None:
         return None
-    stored: dict[str, int] = {}
-    for n in ast.walk(file_tree):
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            stored[n.attr] = stored.get(n.attr, 0) + 1
     flags: dict[str, object] = {}
     for stmt in init.node.body:
         if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Name)):
