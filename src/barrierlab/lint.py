@@ -12616,6 +12616,7 @@ class _Walker:
             found.target not in self.an.reach
             or self.an.switched_off(call, found.target)
             or self.an.turned_off_by_constants(call, found.target)
+            or _lintfp34b_flag_off(self.an, call, found.target, self.unit, self.scope)  # lintfp34b
         ):
             return None
         note = found.note or self.an.reach_notes.get(found.target, "")
@@ -13120,7 +13121,9 @@ class _Walker:
         never ends by itself
         (``itertools.cycle``/``count``: only its exits end it, and they are checked like any other)."""
         length = self._length(bound, 0)
-        return length is not None and (length == "endless" or self._uniform(length))
+        return length is not None and (
+            length == "endless" or self._uniform(length) or _lintfp34b_uniform_atoms(self, length)  # lintfp34b
+        )
 
     def _dict_keys_length(self, node: ast.AST) -> Any:
         """The number of keys of a dict literal a loop goes through: the literal, a name assigned it once and never
@@ -26573,6 +26576,214 @@ def _lintfp34_after_unwrap(an: Any, body: list[ast.stmt], written: str) -> froze
                 unwraps.add(id(assign.targets[0]))
                 after.update(id(n) for n in _own_nodes(block[index + 1 :]))
     return frozenset(after) if unwraps == {id(n) for n in binds} else frozenset()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lintfp34b: false alarms on correct code (round 51): a method whose collectives a constructor flag stored on
+# ``self`` switches off, a loop over ``range(len(share) // k)`` of a share whose length is the same on every rank.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _lintfp34b_flag_off(an: Any, call: ast.Call, key: str, unit: _Unit, scope: str | None, depth: int = 0) -> bool:
+    """Whether ``obj.method(...)`` (``call``, of method ``key``) makes no collective because of a flag the object
+    was built with: every call of the method that is or reaches a collective sits under a test ``self.FLAG`` (or
+    ``not self.FLAG``) that is false for this object, or is a call ``self.other(...)`` of a method that is off in
+    the same way. ``self.FLAG`` counts as known only when the class's ``__init__`` binds it once, at the top level
+    of its body, to one of its parameters, nothing else in the file stores an attribute of that name (no
+    ``setattr``, ``vars`` or ``__dict__`` either), the class has no base but ``object`` or ``torch.nn.Module``,
+    and ``obj`` is a name its function binds exactly once, to a call of that class whose argument for the
+    parameter (or the parameter's default) is a literal (torchmetrics-style ``WordErrorRate(dist_sync_on_step=
+    False)``, whose ``forward`` all-reduces only ``if self.dist_sync_on_step``)."""
+    func = an.table.get(key)
+    if func is None or func.self_class is None or depth > 4:
+        return False
+    if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)):
+        return False
+    gated = an.__dict__.setdefault("_lintfp34b_gated", {})
+    if key not in gated:  # worked out once per method: every collective of it under a test on ``self.``
+        gated[key] = _lintfp34b_method_off(an, key, _LINTFP34B_ANY_FLAG, depth)
+    if not gated[key]:
+        return False
+    flags = _lintfp34b_object_flags(an, call.func.value.id, func.self_class, unit, scope)
+    return flags is not None and _lintfp34b_method_off(an, key, flags, depth)
+
+
+def _lintfp34b_method_off(an: Any, key: str, flags: dict[str, object], depth: int) -> bool:
+    func = an.table.get(key)
+    if func is None or depth > 4:
+        return False
+    placed = getattr(an, "_placed", {}).get(key, [])
+    reaching = list(an._reaching_calls(func))
+    counted = {id(node) for node, _, _ in reaching}
+    if any(  # a collective reached without a call of its own (an implicit ``__len__``, a property): not followed
+        (c.kind == "coll" or c.target in an.reach) and id(node) not in counted for node, c in placed
+    ):
+        return False
+    for node, found, terms in reaching:
+        if any(_lintfp34b_false_flag(t, flags) for t in terms):
+            continue
+        if (
+            found.kind == "call"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+            and an.table.get(found.target) is not None
+            and an.table[found.target].self_class == func.self_class
+            and _lintfp34b_method_off(an, found.target, flags, depth + 1)
+        ):
+            continue
+        return False
+    return bool(reaching)
+
+
+#: lintfp34b: the flags of no object in particular: every ``self.`` test may be false (the first, cheap pass of
+#: :func:`_lintfp34b_flag_off`, worked out once per method)
+_LINTFP34B_ANY_FLAG: dict[str, object] = {}
+
+
+def _lintfp34b_false_flag(term: ast.expr, flags: dict[str, object]) -> bool:
+    """Whether ``term`` (a test's ``and`` term) is false given the object's flags: ``self.FLAG`` false,
+    ``not self.FLAG`` true."""
+    negate = False
+    if isinstance(term, ast.UnaryOp) and isinstance(term.op, ast.Not):
+        term, negate = term.operand, True
+    if not (isinstance(term, ast.Attribute) and isinstance(term.value, ast.Name) and term.value.id == "self"):
+        return False
+    if flags is _LINTFP34B_ANY_FLAG:
+        return True  # the cheap first pass: a test on a ``self.`` attribute at all
+    if term.attr not in flags:
+        return False
+    return bool(flags[term.attr]) if negate else not flags[term.attr]
+
+
+def _lintfp34b_stored_attributes(unit: _Unit) -> dict[str, int] | None:
+    """How many times the file stores each attribute name (``x.name = ...``, ``del x.name``); None when it may set
+    attributes by other means (``setattr``, ``vars``, ``__dict__``). Worked out once per unit."""
+    if "_lintfp34b_stored" in unit.__dict__:
+        return unit.__dict__["_lintfp34b_stored"]
+    stored: dict[str, int] | None = {}
+    for n in ast.walk(unit.tree):
+        if (isinstance(n, ast.Name) and n.id in ("setattr", "vars", "__dict__")) or (
+            isinstance(n, ast.Attribute) and n.attr == "__dict__"
+        ):
+            stored = None
+            break
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stored[n.attr] = stored.get(n.attr, 0) + 1  # type: ignore[index]
+    unit.__dict__["_lintfp34b_stored"] = stored
+    return stored
+
+
+def _lintfp34b_object_flags(an: Any, name: str, cls: str, unit: _Unit, scope: str | None) -> dict[str, object] | None:
+    """``FLAG -> literal value`` for the flags an object named ``name`` in function ``scope`` was built with
+    (see :func:`_lintfp34b_flag_off`), or None."""
+    holder = an.table.get(scope) if scope is not None else None
+    entry = an.class_nodes.get(cls)
+    init = an.table.get(f"{cls}.__init__")
+    if holder is None or entry is None or init is None or holder.unit is not unit or init.unit is not unit:
+        return None
+    class_node = entry[0]
+    if any(_dotted(b) not in ("object", "torch.nn.Module", "nn.Module") for b in class_node.bases):
+        return None
+    if class_node.keywords or class_node.decorator_list:
+        return None
+    args = holder.node.args
+    if name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}:
+        return None
+    bindings = [
+        n
+        for n in ast.walk(holder.node)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+    ]
+    if len(bindings) != 1 or any(
+        isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(holder.node)
+    ):
+        return None
+    built = next(
+        (
+            n.value
+            for n in ast.walk(holder.node)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and n.targets[0] is bindings[0]
+        ),
+        None,
+    )
+    if not isinstance(built, ast.Call) or not isinstance(built.func, ast.Name) or built.func.id != cls:
+        return None
+    if any(isinstance(a, ast.Starred) for a in built.args) or any(k.arg is None for k in built.keywords):
+        return None
+    params = init.node.args
+    if params.vararg or params.kwarg:
+        return None
+    positional = [a.arg for a in (*params.posonlyargs, *params.args)][1:]
+    defaults: dict[str, ast.expr | None] = {}
+    for a, d in zip(positional[len(positional) - len(params.defaults) :], params.defaults):
+        defaults[a] = d
+    for a, d in zip(params.kwonlyargs, params.kw_defaults):
+        defaults[a.arg] = d
+    given: dict[str, ast.expr | None] = dict(defaults)
+    given.update(zip(positional, built.args))
+    given.update({k.arg: k.value for k in built.keywords if k.arg})
+    stored = _lintfp34b_stored_attributes(unit)
+    if stored is None:
+        return None
+    flags: dict[str, object] = {}
+    for stmt in init.node.body:
+        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Name)):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+                continue
+            if target.value.id != "self" or stored.get(target.attr) != 1:
+                continue
+            param = stmt.value.id
+            if param not in given or given[param] is None:
+                continue
+            if any(
+                isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Store) for n in ast.walk(init.node)
+            ):
+                continue
+            value = _constant(given[param])  # type: ignore[arg-type]
+            if value is not _NOT_CONSTANT:
+                flags[target.attr] = value
+    return flags or None
+
+
+def _lintfp34b_uniform_atoms(walker: Any, length: Any, depth: int = 0) -> bool:
+    """Whether a loop length that :meth:`_Walker._uniform` finds rank-dependent is the same on every rank after
+    all: each of its terms that mentions the rank is ``len(x)`` or ``len(x) // k`` (``k`` the same on every rank)
+    of an ``x`` whose own length is the same on every rank (round 51: ``num_steps = len(local) //
+    MICRO_BATCH_SIZE`` with ``local = samples[rank::dp]`` of a list padded to a multiple of ``dp``)."""
+    if type(length) is not tuple or len(length) != 2 or depth > 3:
+        return False
+    poly, atoms = length
+    for key, coeff in poly.items():
+        if not coeff:
+            continue
+        for atom in key:
+            expr = atoms[atom]
+            if not walker.an.mentions_rank(expr, walker.taint, walker.laundered):
+                continue
+            if (
+                isinstance(expr, ast.BinOp)
+                and isinstance(expr.op, ast.FloorDiv)
+                and not walker.an.mentions_rank(expr.right, walker.taint, walker.laundered)
+            ):
+                expr = expr.left
+            if not (
+                isinstance(expr, ast.Call)
+                and isinstance(expr.func, ast.Name)
+                and expr.func.id == "len"
+                and len(expr.args) == 1
+                and not expr.keywords
+            ):
+                return False
+            inner = walker._length(expr.args[0], depth + 1)
+            if inner is None or inner == "endless":
+                return False
+            if not (walker._uniform(inner) or _lintfp34b_uniform_atoms(walker, inner, depth + 1)):
+                return False
+    return True
 
 
 if __name__ == "__main__":
