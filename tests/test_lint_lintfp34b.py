@@ -124,3 +124,54 @@ class TestStepsFromShare:
             "len(local) // MICRO", "len(local) // (rank + 1)"
         )
         assert (line_of(source, "dist.all_reduce(local[i])"), "rank-dependent-loop") in findings(source)
+
+
+# --------------------------------------------------------------------------- 2: a generator counted for each rank
+
+GENERATOR_BATCHES = """
+import torch
+import torch.distributed as dist
+
+WORLD_SIZE = 2
+SIZES = {sizes}
+BATCH = 8
+
+
+def batches(rank):
+    size = SIZES[rank]
+    for start in range(0, size, BATCH):
+        n = min(BATCH, size - start)
+        yield torch.zeros(n)
+
+
+def step(batch):
+    dist.all_reduce(batch.sum())
+
+
+def main():
+    rank = dist.get_rank()
+    for i, batch in enumerate(batches(rank), start=1):
+        step(batch)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    main()
+"""
+
+
+class TestGeneratorCountedPerRank:
+    def test_same_count_on_every_rank_is_quiet(self):
+        assert findings(GENERATOR_BATCHES.format(sizes="(16, 11)")) == []
+
+    def test_counts_differ_is_flagged(self):
+        source = GENERATOR_BATCHES.format(sizes="(16, 5)")
+        assert (line_of(source, "        step(batch)"), "hidden-collective") in findings(source)
+
+    def test_three_ranks_one_short_is_flagged(self):
+        source = GENERATOR_BATCHES.format(sizes="(16, 11, 8)").replace("WORLD_SIZE = 2", "WORLD_SIZE = 3")
+        assert (line_of(source, "        step(batch)"), "hidden-collective") in findings(source)
+
+    def test_unknown_world_size_is_flagged(self):
+        source = GENERATOR_BATCHES.format(sizes="(16, 11)").replace("WORLD_SIZE = 2\n", "")
+        assert (line_of(source, "        step(batch)"), "hidden-collective") in findings(source)

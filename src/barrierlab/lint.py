@@ -13326,6 +13326,8 @@ class _Walker:
             if built is None:
                 built = self._steady_yields(node)
             if built is None:
+                built = _lintfp34b_yields_per_rank(self, node)  # lintfp34b: counted for each rank
+            if built is None:
                 built = self._sized_object_length(node, depth)
             if built is None:
                 built = self._loader_length(node, depth)
@@ -26747,6 +26749,202 @@ def _lintfp34b_object_flags(an: Any, name: str, cls: str, unit: _Unit, scope: st
             if value is not _NOT_CONSTANT:
                 flags[target.attr] = value
     return flags or None
+
+
+class _Lintfp34bUnknown(Exception):
+    """A value :func:`_lintfp34b_value` cannot work out."""
+
+
+def _lintfp34b_yields_per_rank(walker: Any, call: ast.Call) -> Any:
+    """``"uniform"`` when ``call`` calls a generator function of the file (not a method) that yields once per
+    trip of one ``for`` loop over ``range(...)`` (the statements before it plain assignments, the ``yield`` a
+    statement of the loop's body, no ``break``/``continue``/``return``/``raise`` in it, no other ``yield``), and
+    that range has the same length on every rank of the world size the file states, evaluated for each rank:
+    the arguments as the calling function computes them from ``dist.get_rank()``, ``dist.get_world_size()``,
+    literals and the module's literal constants (round 51: ``rank_batches(rank)`` pages 16 users on rank 0 and 11
+    on rank 1 in batches of 8: two batches on each). None otherwise."""
+    an = walker.an
+    world = an.world_size
+    if not world or world > 64 or not isinstance(call.func, ast.Name) or walker.scope is None:
+        return None
+    key = an._callee(call.func, walker.self_class, walker.unit)
+    func = an.table.get(key) if key is not None else None
+    holder = an.table.get(walker.scope)
+    if func is None or holder is None or func.self_class is not None or func.unit is not walker.unit:
+        return None
+    body = func.node.body
+    yields = [n for n in _own_nodes(body) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    loops = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.For)]
+    if len(yields) != 1 or len(loops) != 1 or not isinstance(yields[0], ast.Yield):
+        return None
+    loop = body[loops[0]]
+    if loop.orelse or not any(isinstance(s, ast.Expr) and s.value is yields[0] for s in loop.body):
+        return None
+    if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in _own_nodes(loop.body)):
+        return None
+    if not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range"):
+        return None
+    before = body[: loops[0]]
+    if any(not isinstance(st, (ast.Assign, ast.Expr)) for st in before) or any(
+        isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(func.node)
+    ):
+        return None
+    args = func.node.args
+    if args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs or len(call.args) > len(args.args):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    names = [a.arg for a in args.args]
+    given = dict(zip(names, call.args))
+    given.update({k.arg: k.value for k in call.keywords if k.arg})
+    if set(given) - set(names):
+        return None
+    defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
+    constants = _lintfp34b_constants(walker.unit)
+    lengths = set()
+    for rank in range(world):
+        try:
+            env: dict[str, Any] = {}
+            for name in names:
+                if name in given:
+                    env[name] = _lintfp34b_value(given[name], holder, constants, rank, world, {}, 0)
+                elif name in defaults:
+                    env[name] = _lintfp34b_value(defaults[name], None, constants, rank, world, {}, 0)
+                else:
+                    return None
+            for st in before:
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                    try:
+                        env[st.targets[0].id] = _lintfp34b_value(st.value, None, constants, rank, world, env, 0)
+                    except _Lintfp34bUnknown:
+                        env[st.targets[0].id] = _Lintfp34bUnknown  # unknown: an error only if the loop reads it
+                else:
+                    for target in st.targets if isinstance(st, ast.Assign) else []:
+                        for n in ast.walk(target):
+                            if isinstance(n, ast.Name):
+                                env[n.id] = _Lintfp34bUnknown
+            bounds = [_lintfp34b_value(a, None, constants, rank, world, env, 0) for a in loop.iter.args]
+            if loop.iter.keywords or not 1 <= len(bounds) <= 3 or not all(type(b) is int for b in bounds):
+                return None
+            lengths.add(len(range(*bounds)))
+        except (_Lintfp34bUnknown, ValueError, TypeError, ZeroDivisionError, OverflowError):
+            return None
+    return "uniform" if len(lengths) == 1 else None
+
+
+def _lintfp34b_constants(unit: _Unit) -> dict[str, Any]:
+    """The module's names bound once, at the top level, to a literal (:func:`_lintfp34_module_constants`), with
+    their values."""
+    names = _lintfp34_module_constants(unit)
+    out: dict[str, Any] = {}
+    for stmt in unit.tree.body:
+        for found, value, index in _assignments([stmt]):
+            if len(found) == 1 and found[0] in names and index is None:
+                try:
+                    out[found[0]] = ast.literal_eval(value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    pass
+    return out
+
+
+_LINTFP34B_BUILTINS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "len": len, "int": int, "abs": abs}
+
+
+def _lintfp34b_value(
+    expr: ast.expr, holder: _Func | None, constants: dict[str, Any], rank: int, world: int, env: dict, depth: int
+) -> Any:
+    """The value of a small expression on ``rank``: literals, the module's literal constants, names of ``env``,
+    ``get_rank()``/``get_world_size()`` of torch.distributed, names ``holder`` binds exactly once (a function's
+    local, not a parameter) to such an expression, arithmetic, indexing, ``min``/``max``/``len``/``int``/``abs``.
+    Raises :class:`_Lintfp34bUnknown` for anything else."""
+    if depth > 12:
+        raise _Lintfp34bUnknown
+
+    def again(sub: ast.expr, depth: int) -> Any:
+        return _lintfp34b_value(sub, holder, constants, rank, world, env, depth)
+
+    if isinstance(expr, ast.Constant) and type(expr.value) in (int, bool, str):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        if expr.id in env:
+            if env[expr.id] is _Lintfp34bUnknown:
+                raise _Lintfp34bUnknown
+            return env[expr.id]
+        if holder is not None:
+            bound = _lintfp34b_local(holder, expr.id)
+            if bound is not None:
+                value, index = bound
+                got = again(value, depth=depth + 1)
+                return got if index is None else got[index]
+            if expr.id in {a.arg for a in ast.walk(holder.node.args) if isinstance(a, ast.arg)}:
+                raise _Lintfp34bUnknown
+        if expr.id in constants:
+            return constants[expr.id]
+        raise _Lintfp34bUnknown
+    if isinstance(expr, ast.Call) and not expr.args and not expr.keywords and _dotted(expr.func):
+        dotted = _dotted(expr.func) or ""
+        if dotted in ("dist.get_rank", "torch.distributed.get_rank"):
+            return rank
+        if dotted in ("dist.get_world_size", "torch.distributed.get_world_size"):
+            return world
+        raise _Lintfp34bUnknown
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _LINTFP34B_BUILTINS:
+        if expr.keywords or expr.func.id in env or holder is not None and _lintfp34b_local(holder, expr.func.id):
+            raise _Lintfp34bUnknown
+        return _LINTFP34B_BUILTINS[expr.func.id](*(again(a, depth=depth + 1) for a in expr.args))
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        left, right = again(expr.left, depth=depth + 1), again(expr.right, depth=depth + 1)
+        if type(left) is not int or type(right) is not int:
+            raise _Lintfp34bUnknown
+        if isinstance(expr.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+            raise _Lintfp34bUnknown
+        if isinstance(expr.op, ast.Add):
+            return left + right
+        if isinstance(expr.op, ast.Sub):
+            return left - right
+        if isinstance(expr.op, ast.Mult):
+            return left * right
+        return left // right if isinstance(expr.op, ast.FloorDiv) else left % right
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        value = again(expr.operand, depth=depth + 1)
+        if type(value) is not int:
+            raise _Lintfp34bUnknown
+        return -value
+    if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, ast.Slice):
+        container, index = again(expr.value, depth=depth + 1), again(expr.slice, depth=depth + 1)
+        if not isinstance(container, (tuple, list, dict, str)):
+            raise _Lintfp34bUnknown
+        try:
+            return container[index]
+        except (IndexError, KeyError, TypeError) as error:
+            raise _Lintfp34bUnknown from error
+    if isinstance(expr, ast.Tuple):
+        return tuple(again(e, depth=depth + 1) for e in expr.elts)
+    raise _Lintfp34bUnknown
+
+
+def _lintfp34b_local(holder: _Func, name: str) -> tuple[ast.expr, int | None] | None:
+    """(value, element index or None) of the one binding of ``name`` in ``holder``'s own body: ``name = v`` or
+    ``a, name = v`` (a tuple target); None when it is bound otherwise, more than once, or not at all."""
+    stores = [
+        n
+        for n in _own_nodes(holder.node.body)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+    ]
+    if len(stores) != 1:
+        return None
+    for n in _own_nodes(holder.node.body):
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        target = n.targets[0]
+        if target is stores[0]:
+            return n.value, None
+        if isinstance(target, ast.Tuple) and any(e is stores[0] for e in target.elts):
+            index = next(i for i, e in enumerate(target.elts) if e is stores[0])
+            if isinstance(n.value, ast.Tuple) and len(n.value.elts) == len(target.elts):
+                return n.value.elts[index], None
+            return None
+    return None
 
 
 def _lintfp34b_uniform_atoms(walker: Any, length: Any, depth: int = 0) -> bool:
