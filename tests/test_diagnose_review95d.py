@@ -150,3 +150,24 @@ def test_u2_u3_unsupported_claims_removed():
     source = inspect.getsource(diagnose)
     assert "4 elements on 2 ranks are enough" not in source
     assert "its user guide (Collective Operations)" not in source
+
+
+def env_set_inside_the_rank(subgroup: bool):
+    os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"  # torch.distributed has read it already, at import
+    g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=3)) if subgroup else None
+    if dist.get_rank() == 0:
+        dist.barrier(group=g)
+    else:
+        dist.all_reduce(torch.ones(1), group=g)
+
+
+def test_u1_detail_set_inside_a_rank_checks_no_group_made_after_it():
+    run = bl.run(env_set_inside_the_rank, world_size=2, args=(True,), timeout=3, deadline=60)
+    assert run.statuses != ["finished"] * 2, run
+    assert not any("Detected mismatch" in (r.error_message or "") for r in run.ranks), run  # no check made
+    d = bl.run(env_set_inside_the_rank, world_size=2, args=(False,), timeout=3, deadline=60).diagnosis
+    assert d.kind == "mismatched-collectives", d
+    assert "only on groups made after torch has read it, which it does when torch.distributed is imported" in (
+        d.advice
+    ), d
+    assert "only on groups made after it is set" not in d.advice

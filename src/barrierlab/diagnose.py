@@ -1547,13 +1547,18 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
 def _detail_check_words(at: dict[int, Event]) -> str:
     """What TORCH_DISTRIBUTED_DEBUG=DETAIL would do for mismatched calls ``at``, as far as this run shows it
     (review94d F5: "reports such a mismatch at once" was said of a run that set DETAIL too late to check the
-    group): its check applies to groups made after the variable is set, and whether it reported these calls is
-    in their errors."""
+    group): its check applies to groups made after torch has read the variable (torch/distributed/__init__.py calls
+    set_debug_level_from_env() at import; distributed_c10d.py's _new_process_group_helper wraps a group in the
+    checking ProcessGroupWrapper when get_debug_level() == DETAIL as it makes it; review95d U1: the variable set
+    inside a rank before new_group, with no set_debug_level_from_env(), gave no check), and whether it reported
+    these calls is in their errors."""
     if any((explain_error(e.error or "") or ("",))[0] == "debug mismatch" for e in at.values()):
         return "TORCH_DISTRIBUTED_DEBUG=DETAIL's check reported this mismatch (the errors above)."
     return (
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after it is set "
-        "(export it before the job starts, or pass env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after torch has "
+        "read it, which it does when torch.distributed is imported (or at dist.set_debug_level_from_env()): setting "
+        "it inside a running rank does nothing by itself (export it before the job starts, or pass "
+        "env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
         "in this run no rank's call reported it."
     )
 
