@@ -172,7 +172,7 @@ def test_f5_detail_advice_says_when_its_check_applies_and_that_it_did_not_report
     d = run.diagnosis
     assert d.kind == "mismatched-collectives", d
     assert "reports such a mismatch at once while you develop" not in d.advice, d
-    assert "but only on groups made after it is set" in d.advice, d
+    assert "but only on groups made after torch has read it" in d.advice, d  # review95d U1: read, not set
     assert "in this run no rank's call reported it" in d.advice, d
 
 

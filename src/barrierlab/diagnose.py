@@ -1547,13 +1547,18 @@ def rule_mismatched_collectives(f: Facts) -> Diagnosis | None:
 def _detail_check_words(at: dict[int, Event]) -> str:
     """What TORCH_DISTRIBUTED_DEBUG=DETAIL would do for mismatched calls ``at``, as far as this run shows it
     (review94d F5: "reports such a mismatch at once" was said of a run that set DETAIL too late to check the
-    group): its check applies to groups made after the variable is set, and whether it reported these calls is
-    in their errors."""
+    group): its check applies to groups made after torch has read the variable (torch/distributed/__init__.py calls
+    set_debug_level_from_env() at import; distributed_c10d.py's _new_process_group_helper wraps a group in the
+    checking ProcessGroupWrapper when get_debug_level() == DETAIL as it makes it; review95d U1: the variable set
+    inside a rank before new_group, with no set_debug_level_from_env(), gave no check), and whether it reported
+    these calls is in their errors."""
     if any((explain_error(e.error or "") or ("",))[0] == "debug mismatch" for e in at.values()):
         return "TORCH_DISTRIBUTED_DEBUG=DETAIL's check reported this mismatch (the errors above)."
     return (
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after it is set "
-        "(export it before the job starts, or pass env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL reports such a mismatch at once, but only on groups made after torch has "
+        "read it, which it does when torch.distributed is imported (or at dist.set_debug_level_from_env()): setting "
+        "it inside a running rank does nothing by itself (export it before the job starts, or pass "
+        "env={'TORCH_DISTRIBUTED_DEBUG': 'DETAIL'} to barrierlab.run); "
         "in this run no rank's call reported it."
     )
 
@@ -1864,9 +1869,7 @@ def _pairing_rule(mismatched: bool) -> str:
         "one position do not pair, unless gloo runs both as one operation (a broadcast_object_list's broadcasts "
         "against a broadcast, a reduce_scatter_tensor, which gloo runs as an all_reduce, against an all_reduce): "
         "each waits until the timeout, or sees its connection closed by a peer that gave up "
-        "first; on NCCL the result is undefined: its user guide (Collective Operations) says calls that do not "
-        "form one complete collective, with the same count and datatype on every rank, can hang, crash or "
-        "corrupt data. "
+        "first. "
     )
 
 
@@ -2822,6 +2825,23 @@ def _aborted_in_shape_call(f: Facts) -> list[int]:
     return [r for r in f.failed if _size_abort(f, r) and len(f.calls.get(r, [])) == f.shape_k]
 
 
+def _returned_after_shape_mismatch(f: Facts) -> str:
+    """What the ranks that finished returned, said when they returned the same value (review95d F1: "unreduced or
+    partly reduced" of ranks 1-3 of a 4-rank all_reduce that each returned [3.0, 4.0], rank 0's last two elements,
+    neither their own data nor a partial sum). Only the run's values are said: what gloo copies where differs with
+    the sizes."""
+    if len(f.calls) < 2 or any(len(c) != 1 for c in f.calls.values()):
+        return ""  # the value a rank returned is the mismatched call's result only when it made no other
+    done = [r for r in f.run.ranks if r.ok and r.rank in f.calls]
+    values = {short_repr(r.value) for r in done}
+    if not done or len(values) != 1 or done[0].value is None:
+        return ""
+    return (
+        f" Here {rank_list([r.rank for r in done])} returned {values.pop()} with no error (this collective was "
+        f"{'its' if len(done) == 1 else 'their'} only one)."
+    )
+
+
 def rule_different_sizes(f: Facts) -> Diagnosis | None:
     """The same collective got tensors of different sizes or dtypes on different ranks, or object lists of
     different lengths where every rank must pass the same length."""
@@ -2867,8 +2887,9 @@ def rule_different_sizes(f: Facts) -> Diagnosis | None:
         )
         advice = (
             "A collective pairs the ranks' calls by position and assumes they agree on sizes and dtypes. On gloo "
-            "a mismatch can hang until the timeout, abort, or return wrong data (unreduced or partly reduced) on some ranks with no error "
-            "(three of four in notebook 04 §4)." + ("" if f.shape_crossed else f" {same}")
+            "a mismatch can hang until the timeout, abort, or return wrong data on some ranks with no error."
+            + _returned_after_shape_mismatch(f)
+            + ("" if f.shape_crossed else f" {same}")
         )
     if f.shape_crossed:
         advice = (
@@ -3049,7 +3070,7 @@ def _different_reduce_ops(f: Facts) -> Diagnosis | None:
             f"Ranks passed different reduce ops to {first.name} #{number} ({sides}): every rank finished, but gloo "
             "does not check that the ops agree, and what comes back depends on the tensor's size and each rank's "
             "part in the algorithm: one rank's op, neither (4 ranks, 1 element, SUM and MAX: a value that is "
-            "neither sum nor max), or a mix, element by element (4 elements on 2 ranks are enough). It cannot be relied on.",
+            "neither sum nor max), or a mix, element by element. It cannot be relied on.",
             [f"rank {r} at {where_text(e)}" for r, e in sorted(at.items())],
             advice,
             ranks=sorted(at),
@@ -3627,6 +3648,25 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             if names == {"recv"}
             else "each call waits for its peer's matching call"
         )
+        # review95d F5: a rank waiting in its k-th recv from a peer that had made only k - 1 sends to it, every one
+        # of them received (rank 1's second recv, run again by checkpoint recomputation in backward): reordering
+        # supplies no send the peer never makes
+        sent, received = ordering.point_to_point_calls({x.rank: x.events for x in f.run.ranks}, failed=True)
+        extra = []
+        for r in cycle:
+            e, p = blocked[r], _p2p_peer(blocked[r])
+            mine, theirs = (received, sent) if e.name in ("recv", "irecv") else (sent, received)
+            key = (p, r) if e.name in ("recv", "irecv") else (r, p)
+            made = [x for k, calls in mine.items() if k[:2] == key for x in calls]
+            partners = [x for k, calls in theirs.items() if k[:2] == key for x in calls]
+            if len(made) >= 2 and e in made and made.index(e) == len(partners) and len(partners) == len(made) - 1:
+                verb, noun = ("recv", "send") if e.name in ("recv", "irecv") else ("send", "recv")
+                extra.append(
+                    f"rank {r}'s {e.name} is its {ordinal(len(made))} {verb} {'from' if verb == 'recv' else 'to'} "
+                    f"rank {p}, which had made {_count_of(len(partners), noun)} {'to' if noun == 'send' else 'from'} "
+                    f"rank {r}, {'each' if len(partners) > 1 else 'it'} received by an earlier {verb} of rank {r} "
+                    f"(at {', '.join(_place(x) for x in made[:-1])})"
+                )
         others = _outside_the_cycle(f, cycle)
         also = ""
         if others:  # review70b M6: ranks 2 and 3 sent to ranks -1 and -2 and failed in the store, unmentioned
@@ -3637,8 +3677,17 @@ def rule_p2p_cycle(f: Facts) -> Diagnosis | None:
             f"waits for one that is itself waiting and none can go on.{also}",
             _outcomes(f.run, {r: blocked[r] for r in cycle})
             + [f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r) or [])}" for r in f.failed if r not in cycle],
-            "Break the cycle: let even ranks send first and odd ranks receive first, or start every transfer "
-            "with isend/irecv (or dist.batch_isend_irecv) and then wait on all of them."
+            (
+                f"{sentence_start('; '.join(extra))}. Reordering helps only if the peer makes that call later in "
+                "its code; if it does not, that call is one too many: find why it runs once more than on the "
+                "peer (for example, code inside a function wrapped in torch.utils.checkpoint runs again when "
+                "backward recomputes it), and make it run as often as its partner. Otherwise break the cycle: "
+                "let even ranks send first and odd ranks receive first, or start every transfer with isend/irecv "
+                "(or dist.batch_isend_irecv) and then wait on all of them."
+                if extra
+                else "Break the cycle: let even ranks send first and odd ranks receive first, or start every "
+                "transfer with isend/irecv (or dist.batch_isend_irecv) and then wait on all of them."
+            )
             + (" The ranks outside the cycle failed otherwise: fix them too." if others else ""),
             ranks=cycle,
             site=_site(blocked[cycle[0]]),
@@ -3955,11 +4004,17 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         )
         return f", which {' and '.join(parts)}" if parts else ", which makes no point-to-point call"
 
+    # review95d F2: the counts are per (sender, receiver, group, tag); tag 0 is said too where the same two ranks
+    # used another tag ("made only 1 send to rank 1" of a rank that had made 2, the second with tag 1)
+    tags_of: dict[tuple, set] = {}
+    for a, b, g, tag in set(sent) | set(received):
+        tags_of.setdefault((a, b, g), set()).add(tag)
     unmatched = []  # (rank, its unmatched call, its words, whether its peer made fewer such calls rather than none)
+    directions = []  # (sender, receiver) of each unmatched call
     for pair in sorted(set(sent) | set(received)):
         sends, recvs = sent.get(pair, []), received.get(pair, [])
-        a, b, _, tag = pair
-        tagged = f" with tag {tag}" if tag else ""
+        a, b, g, tag = pair
+        tagged = f" with tag {tag}" if tag or len(tags_of[(a, b, g)]) > 1 else ""
         # review94d F4: when the peer made some of the matching calls (rank 0 sent twice, rank 1 received once),
         # the peers are right and the counts differ; "has no receive from rank 0 on rank 1, which receives from
         # rank 0" read as a contradiction, and the advice to check how peers are computed found nothing to fix
@@ -3973,6 +4028,7 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
                 f"{b}{talks(b)}"
             )
             unmatched.append((a, e, words, bool(recvs)))
+            directions.append((a, b))
         elif len(recvs) > len(sends):
             e = recvs[len(sends)]
             words = (
@@ -3983,8 +4039,24 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
                 f"{a}{talks(a)}"
             )
             unmatched.append((b, e, words, bool(sends)))
+            directions.append((a, b))
     if not unmatched:
         return None
+    # review95d F3: a send and a receive between the same two ranks left unmatched with different tags: the peers
+    # and the counts are right, the tags differ (gloo pairs a send with a receive on peer and tag)
+    left_sends = {
+        (a, b, g): tag for (a, b, g, tag) in sent if len(sent[(a, b, g, tag)]) > len(received.get((a, b, g, tag), []))
+    }
+    left_recvs = {
+        (a, b, g): tag
+        for (a, b, g, tag) in received
+        if len(received[(a, b, g, tag)]) > len(sent.get((a, b, g, tag), []))
+    }
+    tag_pairs = sorted(
+        (a, b, left_sends[(a, b, g)], left_recvs[(a, b, g)])
+        for (a, b, g) in set(left_sends) & set(left_recvs)
+        if left_sends[(a, b, g)] != left_recvs[(a, b, g)]
+    )
     shown = unmatched[:2]
     lines = [f"rank {rank}'s {what}" for rank, _, what, _ in shown]
     more = f" ({len(unmatched) - len(shown)} more)" if len(unmatched) > len(shown) else ""
@@ -3999,23 +4071,58 @@ def rule_unmatched_p2p(f: Facts) -> Diagnosis | None:
         + _failure_evidence(f)
     )
     advice = []
-    if any(not fewer for *_, fewer in unmatched):
+    if tag_pairs:
+        advice.append(
+            "; ".join(
+                f"rank {a} sends to rank {b} with tag {ts} and rank {b} receives from rank {a} with tag {tr}"
+                for a, b, ts, tr in tag_pairs
+            )
+            + ": gloo pairs a send only with a receive of the same peer and the same tag, so pass the same tag on "
+            "both sides (or none on either)."
+        )
+    tag_told = {(a, b) for a, b, *_ in tag_pairs}
+    untold = [u for u, pair in zip(unmatched, directions) if pair not in tag_told]
+    if any(not fewer for *_, fewer in untold):
         advice.append(
             "Check how each rank computes its peers: the rank it receives from must be the rank that sends to it "
             "(in a ring, send to (rank + 1) % world and receive from (rank - 1) % world)."
         )
-    if any(fewer for *_, fewer in unmatched):
+    if any(fewer for *_, fewer in untold):
         advice.append(
             f"{'Where' if advice else 'The'} peers match but one side made more calls than the other: make the "
             "sender and the receiver make the same number of calls, looking for a loop that ends sooner on one "
             "rank (a `break`, a `return`, a condition on its own data), or let the ranks agree on when to stop "
             "(for example, all_reduce a flag that says whether any rank is done)."
         )
+    # review95d F6: a rank that made no point-to-point call did not stop for want of a partner ("rank 2 did not
+    # finish: a point-to-point call had no partner" of a rank that exited by itself, the unmatched recv being rank
+    # 0's, which caught its timeout and finished)
+    talking = {a for (a, *_) in sent} | {b for (_, b, *_) in received}
+    stuck = [r for r in f.failed if r in talking]
+    apart = [r for r in f.failed if r not in talking]
+    partner = (
+        f"{'a' if len(unmatched) == 1 else 'some'} point-to-point call{'' if len(unmatched) == 1 else 's'} had no "
+        f"partner — {'; '.join(lines)}{more}"
+    )
+    ended_apart = "; ".join(f"rank {r} {_how_it_ended(f.run[r], f.calls.get(r) or [])}" for r in apart)
+    caught = [
+        f"rank {rank} caught the error of that {e.name} (“{_clip(e.error, 100)}”) and finished"
+        for rank, e, *_ in shown
+        if rank not in f.failed and f.run[rank].ok and e.error
+    ]
+    if stuck:
+        opening = f"{rank_list(stuck)} did not finish: {partner}."
+        if apart:
+            opening += f" Separately, {ended_apart}, making no point-to-point call."
+    else:
+        opening = (
+            f"{sentence_start(ended_apart)}, making no point-to-point call; separately, {partner}"
+            + (f" ({'; '.join(caught)})" if caught else "")
+            + "."
+        )
     return Diagnosis(
         "unmatched-p2p",
-        f"{rank_list(f.failed)} did not finish: {'a' if len(unmatched) == 1 else 'some'} point-to-point "
-        f"call{'' if len(unmatched) == 1 else 's'} had no partner — {'; '.join(lines)}{more}. "
-        "A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
+        f"{opening} A send pairs only with a receive its peer posts from it (gloo: the send waits for it), so the "
         "unmatched ones wait until the timeout, or fail at once when the peer they wait on has ended.",
         evidence,
         " ".join(advice),
@@ -4711,10 +4818,28 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
                 else "file: a barrier (or another synchronising call) between the two is missing"
             )
         )
+    # review95d F4: an all_reduce(async_op=True) never waited for, its tensor divided and copied back while the
+    # reduction was in flight, and the ranks' replicas diverged: "no collective is to blame" while one was
+    unwaited = {
+        (e.name, _place(e)): e
+        for r in failed
+        for e in _learners_unwaited(f.run[r])
+        if e.kind == "collective"
+        and e.name not in ("barrier", "monitored_barrier")
+        and _barrier_after(f.run[r].events, e) is None
+    }
+    told_before = (refused is not None and not no_group) or removed or half_read or unordered or no_group
+    if unwaited and not told_before:
+        named = "; ".join(f"{name}(async_op=True) at {place}" for name, place in unwaited)
+        blame = (
+            f"but {'their' if same and len(failed) > 1 else 'its'} {named} {'was' if len(unwaited) == 1 else 'were'} "
+            "never waited for: nothing made the collective complete before the code after it read or changed its "
+            "tensors, so what those reads saw depended on timing"
+        )
     # the run's own races, when nothing above told one (review89d M1: rank 0 read the file it had removed itself,
     # told with "no collective is to blame", while run.races() listed ranks 1-3's reads of it unordered against
     # that removal: ranks 1-3 read first by timing alone)
-    told = (refused is not None and not no_group) or removed or half_read or unordered or no_group
+    told = told_before or unwaited
     untold = [] if told else [race for race in found_races if not race.made]
     if untold:
         what, race_advice = _race_words(f.run, untold)
@@ -4772,6 +4897,11 @@ def rule_raised_by_itself(f: Facts) -> Diagnosis | None:
         advice = REMOVAL_ADVICE
     elif (unordered or half_read) and not no_group:
         advice = UNORDERED_FILE_ADVICE
+    elif unwaited and not told_before:
+        advice = (
+            "Keep the Work handle of every async_op=True collective and call work.wait() before the first read or "
+            "change of its tensors (or make the call without async_op=True); then " + advice[0].lower() + advice[1:]
+        )
     if not races:
         evidence += [line for _, lines, _, _ in missing.values() for line in lines]
         evidence += [line for lines in half_read.values() for line in lines]
@@ -5669,6 +5799,8 @@ def _error_text(run: Run, message: str, waiting: set[int] = frozenset(), of: set
     if not known:
         return f"“{_clip(message)}”"
     text = known[1]
+    if known[0] == "rendezvous":
+        text = _own_store_text(run, message) or text
     if known[0] == "monitored barrier answer" and len(run.ranks) > 0:
         text = _monitored_answer_text(run, known[1])
     if known[0] == "peer gone" and not run.linger:
@@ -5692,6 +5824,34 @@ def _error_text(run: Run, message: str, waiting: set[int] = frozenset(), of: set
         if gone:
             text += f" Processes that had ended: {', '.join(f'rank {g} ({run[g].status})' for g in gone)}."
     return text
+
+
+#: A learner's line that makes a TCPStore (a traceback's source line).
+_MAKES_TCPSTORE = re.compile(r"\bTCPStore\(")
+
+
+def _own_store_text(run: Run, message: str) -> str | None:
+    """The rendezvous error of a TCPStore the learner's code made itself after its group was set up (review95d F7:
+    "the group could not be set up ... check MASTER_ADDR/MASTER_PORT" of a side-channel store whose port each
+    rank had picked for itself, the group having made a collective): said of that store, not of the group."""
+    for result in run.ranks:
+        if result.status != RAISED or (result.error_message or "").splitlines()[:1] != message.splitlines()[:1]:
+            continue
+        if not any(e.is_collective and e.end is not None and not e.error for e in result.events):
+            continue  # no collective completed: the group itself may not have been set up
+        lines = (result.traceback or "").splitlines()
+        for i, line in enumerate(lines[:-1]):
+            frame = re.match(r'\s*File "(.+)", line (\d+), in (.+)$', line)
+            if frame and is_learners(frame.group(1)) and _MAKES_TCPSTORE.search(lines[i + 1]):
+                place = Site(frame.group(1), int(frame.group(2)), frame.group(3)).place
+                return (
+                    f"the TCPStore made at {place} waited for clients that did not connect to it; the process "
+                    "group had been set up (this rank had completed a collective), so this is that store's own "
+                    "rendezvous, not the group's: every rank must pass that store the same host and port (a port "
+                    "each rank picks for itself can differ between ranks: let one rank pick it and send it to the "
+                    "others, with broadcast_object_list, or use a fixed one)."
+                )
+    return None
 
 
 def _monitored_answer_text(run: Run, text: str) -> str:
