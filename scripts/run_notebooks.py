@@ -8,6 +8,7 @@ Prints each notebook's wall time and the peak memory (PSS) of the kernel with it
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -72,7 +73,16 @@ def execute(path: Path) -> tuple[float, int]:
     return elapsed, peak[0]
 
 
+def absolute_pythonpath(value: str, cwd: Path) -> str:
+    """PYTHONPATH with every relative entry made absolute from ``cwd``: a kernel starts in its notebook's folder,
+    where ``PYTHONPATH=src`` names nothing, and the notebooks then silently import the installed barrierlab (a
+    worktree's helper regenerated a notebook from main's code that way in session 34)."""
+    return os.pathsep.join(str((cwd / entry).resolve()) if entry else entry for entry in value.split(os.pathsep))
+
+
 def main(argv: list[str]) -> int:
+    if os.environ.get("PYTHONPATH"):
+        os.environ["PYTHONPATH"] = absolute_pythonpath(os.environ["PYTHONPATH"], Path.cwd())
     paths = [Path(p) for p in argv] or sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(
         ROOT.glob("tests/notebooks/*.ipynb")
     )
